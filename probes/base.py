@@ -1,0 +1,34 @@
+"""The seam every cluster backend plugs into.
+
+Policy: a backend is one module exposing a class that satisfies :class:`ClusterProbe` and is
+registered in :data:`probes.registry.BACKENDS` under its config ``kind``. A probe never raises
+for an unreachable cluster during ``collect``: it returns ``ClusterFacts(status="unreachable",
+detail=...)``, so one bad cluster never hides the others. ``cancel`` raises ``ProbeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from probes.models import ClusterFacts
+
+
+class ClusterProbe(Protocol):
+    """One cluster backend (SLURM over SSH or local, Kubernetes, replay)."""
+
+    async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
+        """Sweep the cluster once: queue, logs (bounded tails), checkpoints, trial trees.
+
+        ``offsets`` maps a log path to the byte offset already read by the caller; a probe may
+        then read only the new bytes (still bounded).
+        """
+        ...
+
+    async def cancel(self, job_id: str) -> None:
+        """Cancel one job (``scancel`` / delete the Job with background propagation)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

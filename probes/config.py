@@ -1,0 +1,81 @@
+"""Cluster roster entries: how to reach each cluster and where its artefacts live.
+
+Policy: one model per ``kind``; unknown keys are errors (a typo must not silently disable a
+safety setting). SSH host keys are always checked: there is deliberately no option to skip
+that. Paths may hold the placeholders ``{workdir} {name} {job_id} {user}``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_CHECKPOINT_ROOTS = (
+    "{workdir}/checkpoints",
+    "{workdir}/ckpts",
+    "{workdir}/checkpoints/{name}",
+    "{workdir}/output",
+    "{workdir}/outputs/{name}",
+)
+"""Where banked steps are looked for when a cluster names no ``checkpoint_roots``."""
+
+DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
+"""Harbor's default ``jobs_dir`` relative to the job's working directory."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _ClusterBase(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+    active: bool = True
+    users: tuple[str, ...] = ()
+    """Whose jobs to report; empty means the SSH user (SLURM) or everyone selected (K8s)."""
+    recent_hours: float = 24.0
+    benign_patterns: tuple[str, ...] = ()
+    checkpoint_roots: tuple[str, ...] = DEFAULT_CHECKPOINT_ROOTS
+    trial_roots: tuple[str, ...] = DEFAULT_TRIAL_ROOTS
+    timeout_s: float = 60.0
+    """Wall-clock budget for this cluster's whole sweep."""
+    tail_bytes: int = 1 << 20
+    """Bytes of each log read per sweep (a bounded tail, never the whole file)."""
+    min_log_lines: int = 1
+    """A fetch returning fewer lines than this is retried once, then ``fetch-failed``."""
+
+
+class SlurmCluster(_ClusterBase):
+    kind: Literal["slurm"] = "slurm"
+    host: str | None = None
+    port: int = 22
+    user: str | None = None
+    known_hosts: str | None = None
+    client_keys: tuple[str, ...] = ()
+    local: bool = False
+    connect_timeout_s: float = 15.0
+    command_timeout_s: float = 30.0
+
+    @model_validator(mode="after")
+    def _host_or_local(self) -> SlurmCluster:
+        if self.local == (self.host is not None):
+            raise ValueError("set exactly one of host = \"...\" or local = true")
+        return self
+
+
+class KubernetesCluster(_ClusterBase):
+    kind: Literal["kubernetes"] = "kubernetes"
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = "default"
+    label_selector: str | None = None
+    request_timeout_s: float = 20.0
+    tail_lines: int = 2000
+
+
+class ReplayCluster(_ClusterBase):
+    kind: Literal["replay"] = "replay"
+    path: str
+
+
+ClusterConfig = Annotated[SlurmCluster | KubernetesCluster | ReplayCluster, Field(discriminator="kind")]

@@ -1,0 +1,40 @@
+"""Validation of job ids and cluster names before they go anywhere near a command.
+
+Policy: an id is accepted only if it is a plain SLURM id (digits, optionally ``_N`` array
+task or ``+N`` het offset) or a Kubernetes object name (RFC 1123 label, at most 63
+characters). Everything else raises :class:`InvalidJobIdError` and nothing runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from probes.errors import InvalidJobIdError
+
+SLURM_ID = re.compile(r"\A[0-9]{1,12}(?:_[0-9]{1,8}|\+[0-9]{1,4})?\Z")
+K8S_NAME = re.compile(r"\A[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+CLUSTER_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+
+
+def validate_job_id(job_id: str) -> str:
+    """Return ``job_id`` unchanged if it is a plain id, else raise ``InvalidJobIdError``."""
+    if SLURM_ID.match(job_id) or K8S_NAME.match(job_id):
+        return job_id
+    raise InvalidJobIdError(
+        f"{job_id!r} is not a job id: expected digits (optionally _N or +N) or a Kubernetes name"
+    )
+
+
+def validate_cluster_name(name: str) -> str:
+    """Return ``name`` if it is a well-formed cluster name, else raise ``InvalidJobIdError``."""
+    if CLUSTER_NAME.match(name):
+        return name
+    raise InvalidJobIdError(f"{name!r} is not a cluster name")
+
+
+def split_job_ref(ref: str) -> tuple[str | None, str]:
+    """Split ``cluster:id`` (or a bare ``id``) and validate both parts."""
+    cluster, sep, job_id = ref.strip().rpartition(":")
+    if not sep:
+        return None, validate_job_id(job_id)
+    return validate_cluster_name(cluster), validate_job_id(job_id)

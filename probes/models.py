@@ -1,0 +1,250 @@
+"""The facts a probe gathers about clusters and jobs.
+
+Policy: every model here is frozen and forbids unknown fields. Probes (SLURM, Kubernetes,
+replay) produce them; parsers fill the log, checkpoint and trial parts; the report layer
+judges them and never talks to a cluster. A fact we could not establish is ``None`` (never a
+made-up zero), so "no metric yet" and "metric is 0" stay distinguishable all the way to the
+table.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    """Base for every fact: immutable, strict about field names."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class JobState(StrEnum):
+    """The contract's job states; Kubernetes states are mapped onto these."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    NODE_FAIL = "NODE_FAIL"
+    PREEMPTED = "PREEMPTED"
+    UNKNOWN = "UNKNOWN"
+
+
+ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
+TERMINAL_STATES = frozenset(set(JobState) - ACTIVE_STATES - {JobState.UNKNOWN})
+
+ClusterKind = Literal["slurm", "kubernetes", "replay"]
+
+
+class SchedulerRecord(Frozen):
+    """What the scheduler (or the Kubernetes API) says about one job."""
+
+    cluster: str
+    job_id: str
+    name: str
+    user: str | None = None
+    state: JobState
+    reason: str | None = None
+    """Scheduler reason or Kubernetes condition/container reason (e.g. ``ImagePullBackOff``)."""
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    elapsed_s: int | None = None
+    time_limit_s: int | None = None
+    workdir: str | None = None
+    stdout_path: str | None = None
+    dependency: str | None = None
+    """The raw dependency string, e.g. ``afterany:123(unfulfilled)``."""
+    depends_on: tuple[str, ...] = ()
+    """Job ids this job waits for (any dependency type), parsed from ``dependency``."""
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    command: str | None = None
+    comment: str | None = None
+    nodes: str | None = None
+    restarts: int = 0
+    array_job_id: str | None = None
+    array_task_id: str | None = None
+    pods_total: int | None = None
+    """Kubernetes only: pods that exist for the job (``None`` on SLURM)."""
+    pods_running: int | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Free-form annotations (Kubernetes labels, SLURM comment keys) such as image or config hash."""
+
+
+class MetricPoint(Frozen):
+    """One logged training step: canonical metric name -> value (NaN/inf kept as floats)."""
+
+    step: int
+    values: dict[str, float]
+    line_no: int | None = None
+    wall_time: datetime | None = None
+
+
+class ProgressBar(Frozen):
+    """The training progress bar (never a tokenizer/packing bar)."""
+
+    current: int
+    total: int
+    elapsed_s: float | None = None
+    sec_per_it: float | None = None
+
+
+FaultKind = Literal[
+    "traceback",
+    "oom",
+    "nccl-timeout",
+    "sigterm",
+    "sigkill",
+    "raylet-died",
+    "child-failed",
+    "rpc-timeout",
+    "time-limit",
+    "nan-loss",
+]
+
+
+class Fault(Frozen):
+    """A real terminal signal found in a log (benign lines never become a Fault)."""
+
+    kind: FaultKind
+    line_no: int
+    excerpt: str
+    """The line that matters, e.g. ``RuntimeError: CUDA error: out of memory``."""
+    detail: str | None = None
+    """For child-failed/traceback: the first real traceback's last line (the diagnosis)."""
+
+
+class InfraSignals(Frozen):
+    """Eval/datagen launch checks read from a log; ``None`` means the log says nothing."""
+
+    tunnel_ok: bool | None = None
+    api_base: str | None = None
+    api_base_internal: bool | None = None
+    engine_ok_requests: int | None = None
+    """Count of engine requests answered 200 in the tail."""
+    last_engine_ok_at: datetime | None = None
+    auth_failures: int = 0
+    engine_running_requests: int | None = None
+
+
+class LogSummary(Frozen):
+    """Everything a bounded log tail says, independent of which trainer wrote it."""
+
+    line_count: int
+    points: tuple[MetricPoint, ...] = ()
+    """Metric history in step order; a repeated step (resume) keeps its last value."""
+    formats: tuple[str, ...] = ()
+    """Formats recognised, e.g. ``skyrl``, ``verl``, ``hf``, ``harbor``."""
+    total_steps: int | None = None
+    progress: ProgressBar | None = None
+    sec_per_step: float | None = None
+    """Trailing-window rate (Δwall/Δstep over several steps), robust to one save spike."""
+    faults: tuple[Fault, ...] = ()
+    benign_counts: dict[str, int] = Field(default_factory=dict)
+    checkpoint_steps: tuple[int, ...] = ()
+    """Steps the log says were saved (corroboration only; banked steps come from disk)."""
+    rollouts_per_step: int | None = None
+    harbor_done: int | None = None
+    harbor_total: int | None = None
+    harbor_mean: float | None = None
+    infra: InfraSignals = Field(default_factory=InfraSignals)
+    last_timestamp: datetime | None = None
+    finished: bool = False
+    """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
+    bring_up: bool = False
+    """Only bring-up lines so far (mesh load, image pull, admission): buffer-filling."""
+
+
+LogStatus = Literal["ok", "mismatch", "missing", "failed"]
+
+
+class LogFetch(Frozen):
+    """How a job's log was located and read."""
+
+    requested_path: str | None = None
+    """The scheduler's StdOut (SLURM) or ``pod/<name>`` (Kubernetes)."""
+    path: str | None = None
+    """The log actually read."""
+    status: LogStatus
+    error: str | None = None
+    size: int | None = None
+    mtime: datetime | None = None
+    text: str = ""
+    """A bounded tail, decoded with replacement characters."""
+    offset: int = 0
+    """Byte offset in the file where ``text`` starts."""
+    attempts: int = 1
+
+
+class CheckpointListing(Frozen):
+    """Durable checkpoint evidence across every configured root."""
+
+    roots: tuple[str, ...] = ()
+    steps: tuple[int, ...] = ()
+    """``global_step_N`` / ``checkpoint-N`` found under any root."""
+    export_steps: tuple[int, ...] = ()
+    """``exports/global_step_N`` (completion only for a finished run)."""
+
+    @property
+    def banked_step(self) -> int | None:
+        return max(self.steps) if self.steps else None
+
+
+class TrialResult(Frozen):
+    """One Harbor trial's ``result.json``, reduced to what the rules read."""
+
+    name: str
+    reward: float | None = None
+    exception_type: str | None = None
+    n_turns: int | None = None
+    n_output_tokens: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class TrialTree(Frozen):
+    """A Harbor job directory (datagen chunk or eval run)."""
+
+    root: str
+    trials: tuple[TrialResult, ...] = ()
+    """Trials with a result.json, oldest first."""
+    trials_total: int | None = None
+    chunks_done: int | None = None
+    chunks_total: int | None = None
+    newest_result_at: datetime | None = None
+    exists: bool = True
+
+
+class JobFacts(Frozen):
+    """Everything a probe learned about one job in one sweep."""
+
+    record: SchedulerRecord
+    log: LogFetch | None = None
+    summary: LogSummary | None = None
+    checkpoints: CheckpointListing | None = None
+    trials: TrialTree | None = None
+
+
+ClusterStatus = Literal["ok", "unreachable", "inactive"]
+
+
+class ClusterFacts(Frozen):
+    """One cluster's sweep result. ``unreachable`` carries its reason in ``detail``."""
+
+    name: str
+    kind: ClusterKind
+    status: ClusterStatus
+    detail: str | None = None
+    collected_at: datetime
+    jobs: tuple[JobFacts, ...] = ()
+    round_trips: int = 0
+    """Remote round trips this sweep used (SSH commands or API calls)."""

@@ -1,0 +1,166 @@
+"""The report as the contract (§3) defines it: what ``--format json`` prints, field for field.
+
+Policy: these models are the only shape the outside world sees. Tables, Slack messages and
+JSON are all rendered from a :class:`Report`; nothing renders from raw probe facts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probes.models import ClusterKind, ClusterStatus, JobState, MetricPoint
+
+Bucket = Literal["rl", "sft", "datagen", "eval", "other"]
+BUCKET_ORDER: tuple[Bucket, ...] = ("rl", "sft", "datagen", "eval", "other")
+
+Verdict = Literal[
+    "buffering", "healthy", "warning", "collapse", "failed", "restarting", "stalled", "done",
+    "unknown",
+]
+
+Flag = Literal[
+    "collapse",
+    "signal:grad_norm",
+    "signal:entropy",
+    "signal:log_ratio",
+    "signal:pass_rate",
+    "ablation-exempt",
+    "no-kill",
+    "buffer-filling",
+    "deep-probe",
+    "shaping-active",
+    "chain-restart",
+    "log-path-mismatch",
+    "log-missing",
+    "fetch-failed",
+    "traceback",
+    "oom",
+    "nccl-timeout",
+    "sigterm",
+    "sigkill",
+    "raylet-died",
+    "child-failed",
+    "rpc-timeout",
+    "nan-loss",
+    "grad-explosion",
+    "recurring-failure",
+    "clip-ratio-high",
+    "imp-ratio-out-of-range",
+    "stall",
+    "zombie",
+    "dead-engine",
+    "instant-fail",
+    "stranded-traces",
+    "silent-wedge",
+    "engine-idle",
+    "api-base-internal",
+    "auth-failures",
+    "cleanup-pending",
+]
+
+Action = Literal[
+    "cancel_and_salvage", "cleanup", "diagnose", "deep_probe", "consolidate_manually", "none",
+]
+
+CleanupRoutine = Literal[
+    "rl-agentic-job-cleanup",
+    "rl-standard-job-cleanup",
+    "sft-job-cleanup",
+    "datagen-job-cleanup",
+    "eval-agentic-cleanup",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Recommendation(_Out):
+    action: Action
+    why: str
+
+
+class SignalEvidence(_Out):
+    """One collapse signal as evaluated on one step (for DMs and ``/job``)."""
+
+    signal: Literal["grad_norm", "entropy", "log_ratio", "pass_rate"]
+    step: int
+    value: float
+    window_mean: float | None = None
+    window: tuple[float, ...] = ()
+    fired: bool
+    why: str
+
+
+class JobReport(_Out):
+    """One job object of the JSON contract (§3), plus non-contract detail under ``detail``."""
+
+    cluster: str
+    job_id: str
+    name: str
+    user: str | None
+    bucket: Bucket
+    state: JobState
+    elapsed_s: int | None
+    step: int | None
+    total_steps: int | None
+    banked_step: int | None
+    metrics: dict[str, float | str]
+    flags: list[Flag]
+    verdict: Verdict
+    trend: str
+    successor: str | None
+    log_path: str | None
+    recommendation: Recommendation | None
+
+
+class JobDetail(_Out):
+    """What ``jobtables job`` adds to the row: history, evidence, where things are."""
+
+    report: JobReport
+    history: tuple[MetricPoint, ...] = ()
+    evidence: tuple[SignalEvidence, ...] = ()
+    collapse_step: int | None = None
+    faults: tuple[str, ...] = ()
+    log_excerpt: str = ""
+    workdir: str | None = None
+    note: str = ""
+
+
+class ClusterReport(_Out):
+    name: str
+    kind: ClusterKind
+    status: ClusterStatus
+    detail: str | None
+
+
+class Report(_Out):
+    generated_at: datetime
+    clusters: list[ClusterReport]
+    jobs: list[JobReport]
+    grid: list[GridRollup] = Field(default_factory=list, exclude=True)
+
+
+class GridRollup(_Out):
+    """SFT grid rollup (seed §SFT): not part of the JSON contract, shown under the SFT table."""
+
+    grid: str
+    running: int
+    pending_unique: int
+    done: int
+    cells: list[GridCell]
+    long_pole: str | None
+
+
+class GridCell(_Out):
+    cell: str
+    job_id: str
+    progress_pct: float | None
+    eta_s: float | None
+
+
+Report.model_rebuild()
+GridRollup.model_rebuild()

@@ -1,0 +1,68 @@
+"""Judgement settings: bucket routing and every threshold of the rulebook.
+
+Policy: the defaults are the seed's numbers (``monitor-job-tables.md``) and the contract's
+§5 definitions, named so a reader sees where each comes from. Everything is configurable from
+``jobtables.toml``; nothing else in ``report`` hard-codes a threshold.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BucketRules(_Strict):
+    """Regexes on the job name; first bucket that matches wins; else ``other``."""
+
+    rl: tuple[str, ...] = ("^rl[-_]", "grpo", "ppo", "dapo", "rloo")
+    sft: tuple[str, ...] = ("^sft[-_]", "sft")
+    datagen: tuple[str, ...] = ("^datagen[-_]", "datagen")
+    eval: tuple[str, ...] = ("^eval[-_]", "eval")
+
+
+class Thresholds(_Strict):
+    """The seed's thresholds; see CONTRACT §5."""
+
+    window: int = 10
+    """Previous logged values forming a metric's window."""
+    min_window: int = 5
+    """A windowed test needs at least this many values before it can fire."""
+    grad_norm_abs: float = 1.0
+    grad_norm_window_factor: float = 2.0
+    grad_norm_warning_steps: int = 2
+    entropy_rel_change: float = 0.30
+    log_ratio_window_factor: float = 2.0
+    log_ratio_max_bound_factor: float = 10.0
+    pass_rate_min: float = 0.10
+    pass_rate_trials: int = 100
+    collapse_min_signals: int = 2
+    collapse_recent_steps: int = 5
+    clip_ratio_max: float = 0.01
+    imp_ratio_low: float = 0.84
+    imp_ratio_high: float = 1.56
+    imp_ratio_capped_max: float = 0.01
+    sft_grad_explosion_factor: float = 10.0
+    dead_engine_turns: float = 1.05
+    """avg_turns at or below this is a dead-engine datagen run (seed: ≈ 1.0)."""
+    eval_stall_minutes: float = 60.0
+    engine_idle_minutes: float = 10.0
+    datagen_hung_minutes: float = 120.0
+    stall_step_multiple: float = 5.0
+    """RL/SFT: no new step for this many of the run's own step times is a stall."""
+    stall_min_minutes: float = 30.0
+    auth_failures_min: int = 3
+
+
+class ReportSettings(_Strict):
+    """Everything ``report`` needs to judge and present."""
+
+    buckets: BucketRules = Field(default_factory=BucketRules)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    width: int = 100
+    """Every line of every table fits this many columns."""
+    no_kill: bool = False
+    ablation_patterns: tuple[str, ...] = ("spike[-_]?mitig", "ablat", "zclip", "z[-_]clip")
+    """Job-name regexes marking spike-mitigation ablations (never auto-cancelled)."""
