@@ -128,6 +128,12 @@ class JobDetail(_Out):
     log_excerpt: str = ""
     workdir: str | None = None
     note: str = ""
+    infra: str | None = None
+    """Eval launch checks as marks, e.g. ``tunnel✓ api✓ engine✗`` (the Infra column)."""
+    type_label: str | None = None
+    """Catch-all Type column, e.g. ``datagen-consolidate``, ``gpu-ci``, ``RL upload``."""
+    display_name: str | None = None
+    """The Job cell, e.g. ``<run> (shaped)``; defaults to the job name."""
 
 
 class ClusterReport(_Out):
