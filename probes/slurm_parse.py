@@ -1,0 +1,297 @@
+"""Parsers for SLURM's own output: ``squeue --json``, ``sacct --json``, ``scontrol show job -o``.
+
+Policy: pure functions over text, tolerant of every shape SLURM 22.05 to 25.05 prints
+(string vs list ``job_state``; integer vs ``{set, infinite, number}`` times and exit codes;
+``standard_output`` unexpanded in 22.05). Unknown keys are ignored; a record we cannot read
+at all is skipped, never guessed. Malformed JSON raises :class:`CommandError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from probes.errors import CommandError
+from probes.models import JobState, SchedulerRecord
+
+_STATE_NAMES = {s.value for s in JobState}
+_STATE_ALIASES = {
+    "CONFIGURING": JobState.RUNNING,
+    "SUSPENDED": JobState.RUNNING,
+    "STOPPED": JobState.RUNNING,
+    "SIGNALING": JobState.RUNNING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "REQUEUED": JobState.PENDING,
+    "RESIZING": JobState.RUNNING,
+    "REVOKED": JobState.CANCELLED,
+    "SPECIAL_EXIT": JobState.FAILED,
+    "BOOT_FAIL": JobState.NODE_FAIL,
+    "DEADLINE": JobState.TIMEOUT,
+}
+_DEP_ID = re.compile(r"(?:after\w*|singleton)?:?(\d+(?:_\d+|_\*)?)(?:\+\d+)?(?:\((?:unfulfilled|failed)\))?")
+_DEP_ELEMENT = re.compile(r"(after\w*):([0-9_:+*]+)")
+
+
+def parse_state(raw: Any) -> JobState:
+    """Map a SLURM state (string like ``RUNNING``/``CANCELLED by 0`` or a flag list) to ours."""
+    names: list[str]
+    if isinstance(raw, list):
+        names = [str(x).upper() for x in raw]
+    elif isinstance(raw, str):
+        names = [raw.split()[0].upper()] if raw.strip() else []
+    else:
+        return JobState.UNKNOWN
+    if "COMPLETING" in names:
+        return JobState.COMPLETING
+    for name in names:
+        if name in _STATE_NAMES:
+            return JobState(name)
+        if name in _STATE_ALIASES:
+            return _STATE_ALIASES[name]
+    return JobState.UNKNOWN
+
+
+def _number(raw: Any) -> int | None:
+    """Read an int, or a 23.02+ ``{set, infinite, number}`` object; unset/infinite -> None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return int(raw)
+    if isinstance(raw, dict):
+        if raw.get("infinite") or raw.get("set") is False:
+            return None
+        return _number(raw.get("number"))
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    return None
+
+
+def _epoch(raw: Any) -> datetime | None:
+    value = _number(raw)
+    if value is None or value <= 0:
+        return None
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def _exit_code(raw: Any) -> tuple[int | None, int | None]:
+    """``(return code, signal)`` from an int, a ``{set,number}`` or a v0.0.40+ exit object."""
+    if isinstance(raw, dict) and ("return_code" in raw or "status" in raw):
+        code = _number(raw.get("return_code"))
+        signal = raw.get("signal")
+        sig = _number(signal.get("id")) if isinstance(signal, dict) else None
+        return code, (sig or None)
+    return _number(raw), None
+
+
+def parse_dependency(raw: str | None) -> tuple[str, ...]:
+    """Job ids named in a dependency string such as ``afterany:12(unfulfilled),afterok:13``."""
+    if not raw or raw in {"(null)", "null"}:
+        return ()
+    ids: list[str] = []
+    for _kind, targets in _DEP_ELEMENT.findall(raw):
+        for target in targets.split(":"):
+            job = target.split("+")[0].split("(")[0]
+            if job and job[0].isdigit():
+                ids.append(job)
+    return tuple(dict.fromkeys(ids))
+
+
+def _text(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    value = str(raw).strip()
+    return value if value and value not in {"(null)", "None", "N/A"} else None
+
+
+def record_from_squeue(cluster: str, job: Mapping[str, Any], now: datetime) -> SchedulerRecord | None:
+    """One ``squeue --json`` (or sacct-shaped) job object -> a record; ``None`` if unreadable."""
+    job_id = _number(job.get("job_id"))
+    if job_id is None:
+        return None
+    state_raw = job.get("job_state")
+    if state_raw is None and isinstance(job.get("state"), dict):
+        state_raw = job["state"].get("current")
+    state = parse_state(state_raw)
+    times = job.get("time") if isinstance(job.get("time"), dict) else {}
+    start = _epoch(job.get("start_time", times.get("start")))
+    end = _epoch(job.get("end_time", times.get("end")))
+    limit_min = _number(job.get("time_limit", times.get("limit")))
+    code, signal = _exit_code(job.get("exit_code"))
+    array_task = _number(job.get("array_task_id"))
+    array_job = _number(job.get("array_job_id"))
+    dependency = _text(job.get("dependency"))
+    user = _text(job.get("user_name")) or _text(job.get("user"))
+    stdout = _text(job.get("standard_output")) or _text(job.get("stdout_expanded"))
+    workdir = _text(job.get("current_working_directory")) or _text(job.get("working_directory"))
+    comment = job.get("comment")
+    if isinstance(comment, dict):
+        comment = comment.get("job")
+    return SchedulerRecord(
+        cluster=cluster,
+        job_id=_job_id(job_id, array_job, array_task),
+        name=str(job.get("name") or ""),
+        user=user,
+        state=state,
+        reason=_text(job.get("state_reason")) or _text((job.get("state") or {}).get("reason")
+                                                      if isinstance(job.get("state"), dict) else None),
+        submit_time=_epoch(job.get("submit_time", times.get("submission"))),
+        start_time=start,
+        end_time=end if state not in {JobState.PENDING, JobState.RUNNING} else None,
+        elapsed_s=_elapsed(state, start, end, now, _number(times.get("elapsed"))),
+        time_limit_s=limit_min * 60 if limit_min is not None else None,
+        workdir=workdir,
+        stdout_path=stdout,
+        dependency=dependency,
+        depends_on=parse_dependency(dependency),
+        exit_code=code,
+        exit_signal=signal,
+        command=_text(job.get("command")),
+        comment=_text(comment),
+        nodes=_text(job.get("nodes")),
+        restarts=_number(job.get("restart_cnt")) or 0,
+        array_job_id=str(array_job) if array_task is not None and array_job else None,
+        array_task_id=str(array_task) if array_task is not None else None,
+    )
+
+
+def _job_id(job_id: int, array_job: int | None, array_task: int | None) -> str:
+    if array_task is not None and array_job and array_job != job_id:
+        return f"{array_job}_{array_task}"
+    return str(job_id)
+
+
+def _elapsed(
+    state: JobState, start: datetime | None, end: datetime | None, now: datetime,
+    recorded: int | None,
+) -> int | None:
+    if recorded is not None and recorded > 0:
+        return recorded
+    if start is None:
+        return None
+    stop = end if end is not None and state not in {JobState.RUNNING, JobState.COMPLETING} else now
+    return max(0, int((stop - start).total_seconds()))
+
+
+def parse_squeue_json(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
+    """Parse ``squeue --json`` or ``sacct --json`` output of any supported version."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, list):
+        raise CommandError("squeue --json output has no 'jobs' list")
+    records = (record_from_squeue(cluster, j, now) for j in jobs if isinstance(j, dict))
+    return [r for r in records if r is not None]
+
+
+_SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+
+
+def parse_scontrol_line(line: str) -> dict[str, str]:
+    """Split one ``scontrol show job -o`` line into ``Key -> value``.
+
+    Values may contain spaces (Command, WorkDir, StdOut) and ``=`` (TRES), so a value runs
+    until the next `` Key=`` whose key is followed by ``=``.
+    """
+    fields: dict[str, str] = {}
+    matches = list(_SCONTROL_KEY.finditer(line.rstrip("\n")))
+    for i, m in enumerate(matches):
+        start = m.end()
+        stop = matches[i + 1].start() if i + 1 < len(matches) else len(line.rstrip("\n"))
+        key = m.group(1)
+        if key not in fields:
+            fields[key] = line[start:stop].strip()
+    return fields
+
+
+def parse_scontrol_all(text: str) -> dict[str, dict[str, str]]:
+    """``scontrol show job -o`` for many jobs -> ``job id -> fields`` (array ids as ``A_T``)."""
+    out: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        if "JobId=" not in line:
+            continue
+        fields = parse_scontrol_line(line)
+        job_id = fields.get("JobId", "")
+        if fields.get("ArrayJobId") and fields.get("ArrayTaskId", "").isdigit():
+            out[f"{fields['ArrayJobId']}_{fields['ArrayTaskId']}"] = fields
+        if job_id:
+            out[job_id] = fields
+    return out
+
+
+def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) -> SchedulerRecord:
+    """Prefer scontrol's expanded StdOut/WorkDir/Dependency where squeue's are missing or raw."""
+    if not fields:
+        return record
+    update: dict[str, Any] = {}
+    stdout = _text(fields.get("StdOut"))
+    if stdout and (not record.stdout_path or "%" in record.stdout_path
+                   or not record.stdout_path.startswith("/")):
+        update["stdout_path"] = stdout
+    workdir = _text(fields.get("WorkDir"))
+    if workdir and not record.workdir:
+        update["workdir"] = workdir
+    dep = _text(fields.get("Dependency"))
+    if dep and not record.dependency:
+        update["dependency"] = dep
+        update["depends_on"] = parse_dependency(dep)
+    if not record.user and (uid := _text(fields.get("UserId"))):
+        update["user"] = uid.split("(")[0]
+    return record.model_copy(update=update) if update else record
+
+
+_PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
+"""``squeue -o`` format used when ``--json`` is unavailable (pipe-separated)."""
+
+
+def parse_squeue_plain(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
+    """Parse ``squeue -h -o '%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M'`` output."""
+    records = []
+    for line in text.splitlines():
+        parts = line.split("|")
+        if len(parts) < 13 or not parts[0].strip():
+            continue
+        job_id, name, user, state, reason, submit, start, end, limit, workdir, out, dep, used = (
+            p.strip() for p in parts[:13]
+        )
+        records.append(SchedulerRecord(
+            cluster=cluster, job_id=job_id, name=name, user=_text(user), state=parse_state(state),
+            reason=_text(reason), submit_time=_iso(submit), start_time=_iso(start),
+            end_time=_iso(end) if parse_state(state) not in {JobState.RUNNING, JobState.PENDING}
+            else None,
+            elapsed_s=parse_duration(used), time_limit_s=parse_duration(limit),
+            workdir=_text(workdir), stdout_path=_text(out), dependency=_text(dep),
+            depends_on=parse_dependency(_text(dep)),
+        ))
+    return records
+
+
+def _iso(raw: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_duration(raw: str) -> int | None:
+    """``D-HH:MM:SS``, ``HH:MM:SS`` or ``MM:SS`` -> seconds; ``UNLIMITED``/invalid -> None."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", raw.strip())
+    if not m:
+        return None
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def filter_users(records: Iterable[SchedulerRecord], users: Iterable[str]) -> list[SchedulerRecord]:
+    wanted = set(users)
+    return [r for r in records if not wanted or r.user in wanted]
