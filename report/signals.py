@@ -1,0 +1,240 @@
+"""The RL collapse rule (seed: "≥2 fire same step → cancel + salvage"), signal by signal.
+
+Policy, exactly as CONTRACT §5 with these documented decisions where it is silent:
+
+- A metric's *window* on step t is the previous ``th.window`` finite values of that metric in
+  the same run; steps where the metric is absent (or non-finite) do not count. A windowed test
+  needs ``th.min_window`` values and cannot fire before that. *Trend* is the window mean.
+- ``grad_norm``: fires on ``> th.grad_norm_abs`` (no window needed), on ``> factor × window
+  mean``, or on a non-finite value. Tiny values (seqnorm global-denom, ~1e-5) are the regime,
+  not vanishing gradients: nothing fires for being small.
+- ``entropy``: two-sided, ``|e(t) − trend| > th.entropy_rel_change × |trend|``. A non-finite
+  entropy fires (the policy's distribution is broken; IEEE would silently say "no").
+- ``log_ratio``: ``log_ratio_abs_mean(t) > factor × window mean`` while ``log_ratio_abs_max``
+  stays bounded (``< th.log_ratio_max_bound_factor × its own window mean``). If the trainer
+  does not emit the max, or its window is too short to judge, the max is treated as bounded
+  and the mean test decides alone; a non-finite max is unbounded. A non-finite mean fires.
+- ``pass_rate``: fewer than ``th.pass_rate_min`` of the last ``th.pass_rate_trials`` trials
+  have reward > 0 (no reward counts as not > 0). It is evaluated only on the latest step
+  (trials are not attributed to steps) and only with at least ``th.min_window`` trials; with
+  no trial evidence (standard non-agentic RL) it is simply not evaluated, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from probes.models import MetricPoint, TrialResult
+from report.models import SignalEvidence
+from report.settings import Thresholds
+
+SIGNAL_NAMES: tuple[str, ...] = ("grad_norm", "entropy", "log_ratio", "pass_rate")
+
+
+class StepSignals(BaseModel):
+    """The collapse signals evaluated on one logged step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step: int
+    evidence: tuple[SignalEvidence, ...]
+
+    @property
+    def fired(self) -> frozenset[str]:
+        return frozenset(e.signal for e in self.evidence if e.fired)
+
+
+class CollapseScan(BaseModel):
+    """The collapse rule applied to a run's most recent logged steps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    steps: tuple[StepSignals, ...] = ()
+    """Per-step signals for the last ``collapse_recent_steps`` logged steps, oldest first."""
+    collapse_step: int | None = None
+    """The latest recent step on which at least ``collapse_min_signals`` fired."""
+    latest_fired: frozenset[str] = frozenset()
+    grad_norm_warning: bool = False
+    """grad_norm above the absolute threshold on the latest consecutive logged values."""
+
+    @property
+    def latest_evidence(self) -> tuple[SignalEvidence, ...]:
+        return self.steps[-1].evidence if self.steps else ()
+
+    @property
+    def collapse_evidence(self) -> tuple[SignalEvidence, ...]:
+        for s in self.steps:
+            if s.step == self.collapse_step:
+                return tuple(e for e in s.evidence if e.fired)
+        return ()
+
+
+def window_of(history: Sequence[MetricPoint], index: int, metric: str, size: int) -> list[float]:
+    """Return the previous ``size`` finite values of ``metric`` before ``history[index]``."""
+    values: list[float] = []
+    for point in reversed(history[:index]):
+        v = point.values.get(metric)
+        if v is not None and math.isfinite(v):
+            values.append(v)
+            if len(values) == size:
+                break
+    values.reverse()
+    return values
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _grad_norm(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+    point = history[index]
+    v = point.values.get("grad_norm")
+    if v is None:
+        return None
+    win = window_of(history, index, "grad_norm", th.window)
+    mean = _mean(win) if len(win) >= th.min_window else None
+    if not math.isfinite(v):
+        fired, why = True, f"grad_norm {v} is not finite"
+    elif v > th.grad_norm_abs:
+        fired, why = True, f"grad_norm {v:.3g} > {th.grad_norm_abs:g}"
+    elif mean is not None and mean > 0 and v > th.grad_norm_window_factor * mean:
+        fired, why = True, f"grad_norm {v:.3g} > {th.grad_norm_window_factor:g}× window {mean:.3g}"
+    else:
+        fired, why = False, f"grad_norm {v:.3g} within bounds"
+    return SignalEvidence(
+        signal="grad_norm", step=point.step, value=v, window_mean=mean, window=tuple(win),
+        fired=fired, why=why,
+    )
+
+
+def _entropy(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+    point = history[index]
+    v = point.values.get("entropy")
+    if v is None:
+        return None
+    win = window_of(history, index, "entropy", th.window)
+    trend = _mean(win) if len(win) >= th.min_window else None
+    if not math.isfinite(v):
+        fired, why = True, f"entropy {v} is not finite"
+    elif trend is None:
+        fired, why = False, f"entropy window has {len(win)} < {th.min_window} values"
+    else:
+        change = (v - trend) / abs(trend) if trend else math.inf
+        fired = abs(v - trend) > th.entropy_rel_change * abs(trend)
+        why = f"entropy {v:.3g} {change:+.0%} vs trend {trend:.3g}"
+    return SignalEvidence(
+        signal="entropy", step=point.step, value=v, window_mean=trend, window=tuple(win),
+        fired=fired, why=why,
+    )
+
+
+def _max_bounded(history: Sequence[MetricPoint], index: int, th: Thresholds) -> bool:
+    top = history[index].values.get("log_ratio_abs_max")
+    if top is None:
+        return True  # not emitted: the mean test decides alone (module policy)
+    if not math.isfinite(top):
+        return False
+    win = window_of(history, index, "log_ratio_abs_max", th.window)
+    if len(win) < th.min_window:
+        return True
+    return top < th.log_ratio_max_bound_factor * _mean(win)
+
+
+def _log_ratio(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+    point = history[index]
+    v = point.values.get("log_ratio_abs_mean")
+    if v is None:
+        return None
+    win = window_of(history, index, "log_ratio_abs_mean", th.window)
+    mean = _mean(win) if len(win) >= th.min_window else None
+    if not math.isfinite(v):
+        fired, why = True, f"log_ratio_abs_mean {v} is not finite"
+    elif mean is None:
+        fired, why = False, f"log_ratio window has {len(win)} < {th.min_window} values"
+    else:
+        rising = v > th.log_ratio_window_factor * mean
+        bounded = _max_bounded(history, index, th)
+        fired = rising and bounded
+        why = f"log_ratio_abs_mean {v:.3g} = {v / mean:.1f}× window {mean:.3g}" if mean else (
+            f"log_ratio_abs_mean {v:.3g} vs window 0"
+        )
+        if rising and not bounded:
+            why += "; max unbounded"
+    return SignalEvidence(
+        signal="log_ratio", step=point.step, value=v, window_mean=mean, window=tuple(win),
+        fired=fired, why=why,
+    )
+
+
+def pass_rate_evidence(
+    trials: Sequence[TrialResult], step: int, th: Thresholds
+) -> SignalEvidence | None:
+    """Evaluate the pass-rate signal over the last ``th.pass_rate_trials`` trials."""
+    recent = list(trials)[-th.pass_rate_trials :]
+    if len(recent) < th.min_window:
+        return None
+    passed = sum(1 for t in recent if t.reward is not None and t.reward > 0)
+    rate = passed / len(recent)
+    return SignalEvidence(
+        signal="pass_rate", step=step, value=rate, window_mean=None, window=(),
+        fired=rate < th.pass_rate_min,
+        why=f"pass-rate {rate:.0%} over last {len(recent)} trials (min {th.pass_rate_min:.0%})",
+    )
+
+
+def evaluate_step(
+    history: Sequence[MetricPoint],
+    index: int,
+    th: Thresholds,
+    *,
+    trials: Sequence[TrialResult] | None = None,
+) -> list[SignalEvidence]:
+    """Evaluate every applicable collapse signal on ``history[index]`` (fired or not)."""
+    evidence = [
+        e
+        for e in (_grad_norm(history, index, th), _entropy(history, index, th),
+                  _log_ratio(history, index, th))
+        if e is not None
+    ]
+    if trials is not None and index == len(history) - 1:
+        rate = pass_rate_evidence(trials, history[index].step, th)
+        if rate is not None:
+            evidence.append(rate)
+    return evidence
+
+
+def _grad_norm_warning(history: Sequence[MetricPoint], th: Thresholds) -> bool:
+    latest = [p.values["grad_norm"] for p in history if "grad_norm" in p.values]
+    tail = latest[-th.grad_norm_warning_steps :]
+    # A non-finite grad norm is worse than a large one, so it counts as "above".
+    return len(tail) >= th.grad_norm_warning_steps and all(
+        not math.isfinite(v) or v > th.grad_norm_abs for v in tail
+    )
+
+
+def collapse_scan(
+    history: Sequence[MetricPoint],
+    th: Thresholds,
+    *,
+    trials: Sequence[TrialResult] | None = None,
+) -> CollapseScan:
+    """Apply the collapse rule to the last ``th.collapse_recent_steps`` logged steps."""
+    if not history:
+        return CollapseScan()
+    start = max(0, len(history) - th.collapse_recent_steps)
+    steps = tuple(
+        StepSignals(
+            step=history[i].step, evidence=tuple(evaluate_step(history, i, th, trials=trials))
+        )
+        for i in range(start, len(history))
+    )
+    collapsed = [s.step for s in steps if len(s.fired) >= th.collapse_min_signals]
+    return CollapseScan(
+        steps=steps,
+        collapse_step=collapsed[-1] if collapsed else None,
+        latest_fired=steps[-1].fired,
+        grad_norm_warning=_grad_norm_warning(history, th),
+    )

@@ -1,0 +1,140 @@
+"""The Trend cell: short human sentences and a unicode sparkline.
+
+Policy: a trend reads like what an operator would type into the table ("Loss descending;
+healthy", "Checkpoint saved. Slight dip from 0.652"), states the one thing that matters, and
+stays under :data:`TREND_MAX` characters (tables wrap long cells, but a short cell wraps less).
+Numbers are shown with 3 significant figures; percentages as whole percents with a real minus
+sign. Non-finite values in a sparkline are drawn as ``×`` so a NaN is visible, not skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from report.models import SignalEvidence
+
+TREND_MAX = 60
+BARS = "▁▂▃▄▅▆▇█"
+_FLAT_REL = 0.02
+"""Relative change below which a series reads as "stable"/"flat" (display wording only)."""
+_DIP_REL = 0.10
+"""A drop from the recent peak below this reads as a "slight dip", above it as "falling"."""
+
+
+def sparkline(values: Sequence[float], width: int = 8) -> str:
+    """Draw the last ``width`` values as ``▁▂▃▄▅▆▇█`` (``×`` for a non-finite value)."""
+    tail = list(values)[-width:] if width > 0 else []
+    finite = [v for v in tail if math.isfinite(v)]
+    if not finite:
+        return "×" * len(tail)
+    low, high = min(finite), max(finite)
+    span = high - low
+    out = []
+    for v in tail:
+        if not math.isfinite(v):
+            out.append("×")
+        elif span <= 0:
+            out.append(BARS[len(BARS) // 2])
+        else:
+            out.append(BARS[min(len(BARS) - 1, int((v - low) / span * len(BARS)))])
+    return "".join(out)
+
+
+def fmt(value: float) -> str:
+    """Format a metric value compactly (3 significant figures, ``nan``/``inf`` literal)."""
+    if not math.isfinite(value):
+        return str(value)
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+        return f"{value:.2e}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def signed_pct(fraction: float) -> str:
+    """Return ``−62%`` / ``+35%`` with a typographic minus."""
+    return f"{fraction:+.0%}".replace("-", "−")
+
+
+def shorten(text: str, limit: int = TREND_MAX) -> str:
+    """Cut ``text`` to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def finite_series(values: Sequence[float]) -> list[float]:
+    """Return the finite values of a series (trend words ignore NaN/inf)."""
+    return [v for v in values if math.isfinite(v)]
+
+
+def describe_reward(values: Sequence[float], *, checkpoint_saved: bool = False) -> str:
+    """Describe a reward series: rising / stable / slight dip from peak / falling."""
+    series = finite_series(values)
+    prefix = "Checkpoint saved. " if checkpoint_saved else ""
+    if len(series) < 2:
+        return prefix + "First steps logged"
+    recent = series[-8:]
+    latest, first, peak = recent[-1], recent[0], max(recent)
+    scale = max(abs(peak), abs(first), 1e-12)
+    if peak > latest and (peak - latest) / scale > _FLAT_REL:
+        word = "Slight dip" if (peak - latest) / scale <= _DIP_REL else "Reward falling"
+        return f"{prefix}{word} from {fmt(peak)}"
+    if (latest - first) / scale > _FLAT_REL:
+        return f"{prefix}Reward rising {fmt(first)}→{fmt(latest)}"
+    return prefix + "Stable"
+
+
+def describe_loss(values: Sequence[float]) -> str:
+    """Describe a loss series: descending / flat / rising."""
+    series = finite_series(values)
+    if len(series) < 2:
+        return "First steps logged"
+    recent = series[-8:]
+    first, latest = recent[0], recent[-1]
+    scale = max(abs(first), 1e-12)
+    if (first - latest) / scale > _FLAT_REL:
+        return "Loss descending; healthy"
+    if (latest - first) / scale > _FLAT_REL:
+        return "Loss rising"
+    return "Loss flat; healthy"
+
+
+def collapse_text(fired: Sequence[SignalEvidence]) -> str:
+    """``COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend``."""
+    return shorten("COLLAPSE: " + ", ".join(signal_phrase(e) for e in fired))
+
+
+def signal_phrase(e: SignalEvidence) -> str:
+    """One fired signal in a few words (used in trends and recommendation reasons)."""
+    if e.signal == "grad_norm":
+        if e.window_mean and math.isfinite(e.value) and e.value <= 1.0:
+            return f"grad_norm {fmt(e.value)} ({e.value / e.window_mean:.1f}× window)"
+        return f"grad_norm {fmt(e.value)} (>1.0)" if math.isfinite(e.value) else "grad_norm nan"
+    if e.signal == "entropy" and e.window_mean and math.isfinite(e.value):
+        return f"entropy {signed_pct((e.value - e.window_mean) / abs(e.window_mean))} vs trend"
+    if e.signal == "log_ratio" and e.window_mean and math.isfinite(e.value):
+        return f"log_ratio {e.value / e.window_mean:.1f}× window"
+    if e.signal == "pass_rate":
+        return f"pass-rate {e.value:.0%}"
+    return f"{e.signal} {fmt(e.value)}"
+
+
+def duration(seconds: float) -> str:
+    """Return ``2h10m`` / ``45m`` / ``30s`` for an ETA or a silence."""
+    seconds = max(0, int(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+def with_sparkline(text: str, values: Sequence[float]) -> str:
+    """Append a sparkline of ``values`` to ``text`` when there is room and enough points."""
+    if len(values) < 3:
+        return shorten(text)
+    line = sparkline(values)
+    return shorten(text) if len(text) + len(line) + 1 > TREND_MAX else f"{text} {line}"
