@@ -71,6 +71,8 @@ class KubernetesCluster(_ClusterBase):
     label_selector: str | None = None
     request_timeout_s: float = 20.0
     tail_lines: int = 2000
+    user_keys: tuple[str, ...] = ("user", "owner", "team.user")
+    """Job labels, then annotations, that name the job's owner (first present wins)."""
 
 
 class ReplayCluster(_ClusterBase):
