@@ -1,0 +1,119 @@
+"""Trainer metric names mapped onto the contract's canonical names (CONTRACT §4).
+
+Policy: a raw name a trainer prints (SkyRL old and new, verl console, Hugging Face Trainer /
+TRL) maps to at most one canonical name; names we do not know are dropped, never guessed.
+Several raw names can feed one canonical name within a single step (SkyRL <= v0.3 printed
+``policy/raw_grad_norm`` beside the clipped ``policy/grad_norm``), so every alias carries a
+rank and the best-ranked raw name present wins. User ``[metrics.aliases]`` outrank every
+built-in alias.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# rank 0 is the preferred source of a canonical name; higher ranks are fallbacks.
+_RANKED_ALIASES: dict[str, tuple[str, int]] = {
+    # reward
+    "reward/avg_raw_reward": ("reward", 0),
+    "critic/score/mean": ("reward", 1),
+    "reward": ("reward", 2),
+    # policy loss
+    "policy/policy_loss": ("policy_loss", 0),
+    "actor/pg_loss": ("policy_loss", 0),
+    "policy_loss": ("policy_loss", 1),
+    "pg_loss": ("policy_loss", 1),
+    # entropy
+    "policy/policy_entropy": ("entropy", 0),
+    "actor/entropy": ("entropy", 0),
+    "entropy": ("entropy", 1),
+    "policy_entropy": ("entropy", 1),
+    # grad norm: the raw (pre-clipping) value wins when both are printed
+    "policy/raw_grad_norm": ("grad_norm", 0),
+    "raw_grad_norm": ("grad_norm", 0),
+    "policy/grad_norm": ("grad_norm", 1),
+    "actor/grad_norm": ("grad_norm", 1),
+    "grad_norm": ("grad_norm", 2),
+    # clip ratio
+    "policy/ppo_clip_ratio": ("clip_ratio", 0),
+    "policy/loss_metrics/clip_ratio": ("clip_ratio", 0),
+    "actor/pg_clipfrac": ("clip_ratio", 0),
+    "clip_ratio/region_mean": ("clip_ratio", 1),
+    "ppo_clip_ratio": ("clip_ratio", 1),
+    "clip_ratio": ("clip_ratio", 2),
+    # generation length
+    "generate/avg_num_tokens": ("avg_num_tokens", 0),
+    "response_length/mean": ("avg_num_tokens", 0),
+    "completions/mean_length": ("avg_num_tokens", 1),
+    "avg_response_length": ("avg_num_tokens", 2),
+    # rollout/train logprob disagreement: reported, never a signal
+    "policy/rollout_train_prob_diff_mean": ("rollout_train_prob_diff_mean", 0),
+    "rollout_train_prob_diff_mean": ("rollout_train_prob_diff_mean", 1),
+    "training/rollout_probs_diff_mean": ("rollout_train_prob_diff_mean", 1),
+    # SFT / optimiser bookkeeping
+    "loss": ("loss", 0),
+    "train/loss": ("loss", 1),
+    "learning_rate": ("learning_rate", 0),
+    "policy/policy_lr": ("learning_rate", 1),
+    "actor/lr": ("learning_rate", 1),
+    "lr": ("learning_rate", 2),
+    "epoch": ("epoch", 0),
+    "trainer/epoch": ("epoch", 0),
+    "training/epoch": ("epoch", 0),
+}
+
+# Families printed under varying prefixes (fork-specific ``tis/``, ``policy/tis/``, ...).
+_SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
+    (re.compile(r"^reward/avg_pass_at_\d+$"), "pass_at_n", 0),
+    (re.compile(r"^(?:.*/)?log_ratio_abs_mean$"), "log_ratio_abs_mean", 0),
+    (re.compile(r"^(?:.*/)?log_ratio_abs_p99$"), "log_ratio_abs_p99", 0),
+    (re.compile(r"^(?:.*/)?log_ratio_abs_max$"), "log_ratio_abs_max", 0),
+    (re.compile(r"^(?:.*/)?n_tokens_dp_gt_50pct$"), "n_tokens_dp_gt_50pct", 0),
+    (re.compile(r"^(?:.*/)?imp_ratio_mean$"), "imp_ratio_mean", 0),
+    (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
+    (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
+    # TRL per-reward-function means: only used when the trainer printed no plain ``reward``
+    (re.compile(r"^rewards/[^/]+/mean$"), "reward", 3),
+)
+
+BUILTIN_ALIASES: dict[str, str] = {raw: canon for raw, (canon, _) in _RANKED_ALIASES.items()}
+"""Raw trainer name -> canonical name (exact names; prefixed families are matched by pattern)."""
+
+_USER_RANK = -1
+
+
+def _ranked(raw: str, extra: Mapping[str, str]) -> tuple[str, int] | None:
+    """Return (canonical, rank) for one raw name, or None when it is not a metric we read."""
+    user = extra.get(raw)
+    if user is not None:
+        return user, _USER_RANK
+    exact = _RANKED_ALIASES.get(raw)
+    if exact is not None:
+        return exact
+    if len(raw) > 256:
+        return None
+    for pattern, canonical, rank in _SUFFIX_PATTERNS:
+        if pattern.match(raw):
+            return canonical, rank
+    return None
+
+
+def canonical_name(raw: str, extra: Mapping[str, str]) -> str | None:
+    """Map one raw trainer name to its canonical name; user aliases in ``extra`` win."""
+    found = _ranked(raw, extra)
+    return found[0] if found is not None else None
+
+
+def canonical_values(raw: Mapping[str, float], extra: Mapping[str, str]) -> dict[str, float]:
+    """Turn one step's raw metrics into canonical ones, keeping the best-ranked source of each."""
+    best: dict[str, tuple[int, float]] = {}
+    for name, value in raw.items():
+        found = _ranked(name, extra)
+        if found is None:
+            continue
+        canonical, rank = found
+        held = best.get(canonical)
+        if held is None or rank < held[0]:
+            best[canonical] = (rank, value)
+    return {name: value for name, (_, value) in best.items()}
