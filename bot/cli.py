@@ -1,0 +1,206 @@
+"""The ``jobtables`` command line (CONTRACT §1).
+
+Policy: exit 0 whenever a report was produced (failing jobs and unreachable clusters are
+reported, not errors); exit 2 with one line on stderr for bad usage or bad config; exit 1 for
+anything else, logged with its traceback and a reference id. Nothing a user types reaches a
+shell: job ids are validated before any probe runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bot.config import Config, ConfigError, default_config_path, load_config
+from bot.errors import UserError, UsageError
+from bot.sweep import SweepResult, Sweeper, find_detail
+from probes.config import ReplayCluster
+from probes.errors import InvalidJobIdError
+from probes.ids import split_job_ref
+
+FORMATS = ("text", "json", "slack")
+DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jobtables",
+        description="Sweep SLURM and Kubernetes ML jobs into box-drawing status tables "
+                    "(RL, SFT, Datagen, Eval, Catch-all), and run the Slack bot.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser, *, formats: bool = True) -> None:
+        p.add_argument("--config", type=Path, default=None,
+                       help="config file (default: $JOBTABLES_CONFIG, then ./jobtables.toml)")
+        if formats:
+            p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+            p.add_argument("--width", type=int, default=None,
+                           help="table width in columns (default: config, 100)")
+
+    p = sub.add_parser("sweep", help="one sweep over every active cluster; print the report")
+    common(p)
+    p.add_argument("--cluster", action="append", default=None, metavar="NAME",
+                   help="only this cluster (repeatable)")
+    p = sub.add_parser("job", help="one job in depth: row, metric history, flags, log, advice")
+    p.add_argument("id", metavar="ID", help="job id, or CLUSTER:ID")
+    common(p)
+    p.add_argument("--cluster", default=None, metavar="NAME", help="the job's cluster")
+    p = sub.add_parser("bot", help="run the Slack bot (HTTP /slack/events, Socket Mode if "
+                                   "SLACK_APP_TOKEN is set) and the scheduled sweeps")
+    common(p, formats=False)
+    p.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
+    p = sub.add_parser("demo", help="a sweep over the bundled recorded cluster (no SSH, "
+                                    "Slack or Redis needed)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    p.add_argument("--width", type=int, default=None, help="table width (default 100)")
+    p = sub.add_parser("check-config", help="validate a config file; say what is wrong")
+    common(p, formats=False)
+    p = sub.add_parser("record", help="capture a live SLURM cluster into a replay directory")
+    p.add_argument("--cluster", required=True, metavar="NAME", help="cluster to record")
+    p.add_argument("dir", type=Path, metavar="DIR", help="directory to write")
+    common(p, formats=False)
+    return parser
+
+
+def _config_path(args: argparse.Namespace) -> Path:
+    return args.config if args.config is not None else default_config_path()
+
+
+def _loader(args: argparse.Namespace) -> Callable[[], Config]:
+    path = _config_path(args)
+    return lambda: load_config(path)
+
+
+def demo_config() -> Config:
+    """The embedded default: one replay cluster over the bundled recording."""
+    return Config(clusters=(ReplayCluster(name="demo", path=str(DEMO_RECORDING)),))
+
+
+def _emit(result: SweepResult, fmt: str, width: int) -> str:
+    from report.chunks import slack_messages, summary_lines
+    from report.render import render_json, render_tables, render_text
+
+    if fmt == "json":
+        return render_json(result.report)
+    if fmt == "slack":
+        tables = render_tables(result.report, result.details, width=width)
+        header = "\n".join(summary_lines(result.report))
+        messages = slack_messages(tables, header=header)
+        return json.dumps([{"text": m.text, "blocks": m.blocks} for m in messages], indent=1,
+                          ensure_ascii=False)
+    text = render_text(result.report, result.details, width=width)
+    if result.degraded:
+        text = f"({result.degraded})\n{text}"
+    return text
+
+
+async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None) -> SweepResult:
+    sweeper = Sweeper(loader)
+    try:
+        return await sweeper.sweep(clusters=clusters)
+    finally:
+        await sweeper.aclose()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    loader = _loader(args)
+    config = loader()
+    result = asyncio.run(_sweep(lambda: config, args.cluster))
+    print(_emit(result, args.format, args.width or config.report.width))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    config = demo_config()
+    result = asyncio.run(_sweep(lambda: config, None))
+    print(_emit(result, args.format, args.width or config.report.width))
+    return 0
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    from report.render import render_job_detail, render_job_json
+
+    try:
+        ref_cluster, job_id = split_job_ref(args.id)
+    except InvalidJobIdError as exc:
+        raise UsageError(str(exc)) from exc
+    cluster = args.cluster or ref_cluster
+    loader = _loader(args)
+    config = loader()
+    result = asyncio.run(_sweep(lambda: config, [cluster] if cluster else None))
+    detail = find_detail(result, cluster, job_id)
+    width = args.width or config.report.width
+    if args.format == "json":
+        print(render_job_json(detail))
+    else:
+        print(render_job_detail(detail, width=width))
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    path = _config_path(args)
+    config = load_config(path)
+    active = sum(1 for c in config.clusters if c.active)
+    print(f"{path}: OK ({len(config.clusters)} clusters, {active} active)")
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from probes.config import SlurmCluster
+    from probes.slurm import record
+
+    config = _loader(args)()
+    match = [c for c in config.clusters if c.name == args.cluster]
+    if not match:
+        raise UsageError(f"unknown cluster {args.cluster!r}")
+    cluster = match[0]
+    if not isinstance(cluster, SlurmCluster):
+        raise UsageError(f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
+    out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+    print(f"recorded {cluster.name} into {out}")
+    return 0
+
+
+def cmd_bot(args: argparse.Namespace) -> int:
+    from bot.server import run_bot
+
+    load_config(_config_path(args))  # fail fast, with the line and key, before binding a port
+    asyncio.run(run_bot(_config_path(args), port=args.port))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "sweep": cmd_sweep, "job": cmd_job, "demo": cmd_demo, "check-config": cmd_check_config,
+    "record": cmd_record, "bot": cmd_bot,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from bot.logs import configure_logging
+
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    try:
+        return COMMANDS[args.command](args)
+    except (UserError, ConfigError) as exc:
+        print(exc.show(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        ref = uuid.uuid4().hex[:8]
+        import structlog
+
+        structlog.get_logger("jobtables").exception("internal error", ref=ref)
+        print(f"jobtables: internal error (ref {ref}); see the log above", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

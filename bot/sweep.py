@@ -1,0 +1,240 @@
+"""One sweep over every active cluster, shared by the CLI, the scheduler and slash commands.
+
+Policy: the config is re-read at the start of every sweep (edits apply on the next one).
+Clusters are probed concurrently, each under its own timeout, inside one ``TaskGroup``; a
+cluster that fails or times out is reported ``unreachable`` with its reason and never hides
+the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
+at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
+bot); when it fails the sweep still answers, marked ``degraded``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
+
+from bot.config import Config
+from bot.errors import JobNotFoundError, UsageError
+from probes.base import ClusterProbe
+from probes.config import ClusterConfig
+from probes.errors import ProbeError
+from probes.ids import validate_job_id
+from probes.models import ClusterFacts, MetricPoint
+from probes.registry import make_probe
+from report.judge import SweepMemory, build_report, next_memory
+from report.models import JobDetail, Report
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    report: Report
+    details: dict[tuple[str, str], JobDetail]
+    facts: tuple[ClusterFacts, ...]
+    started_at: datetime
+    duration_s: float
+    degraded: str | None = None
+
+
+class SweepState(Protocol):
+    """What a sweep remembers between runs (Redis in the bot; nothing for the CLI)."""
+
+    async def load_memory(self) -> SweepMemory: ...
+    async def save_memory(self, memory: SweepMemory) -> None: ...
+    async def merge_history(
+        self, cluster: str, job_id: str, points: Sequence[MetricPoint],
+    ) -> list[MetricPoint]: ...
+    async def load_offsets(self, cluster: str) -> dict[str, int]: ...
+    async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None: ...
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Sweeper:
+    """Runs sweeps; keeps one probe per cluster so backends can remember between sweeps."""
+
+    def __init__(
+        self,
+        load_config: Callable[[], Config],
+        *,
+        state: SweepState | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        probe_factory: Callable[..., ClusterProbe] = make_probe,
+    ) -> None:
+        self._load_config = load_config
+        self._state = state
+        self._clock = clock
+        self._probe_factory = probe_factory
+        self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
+        self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
+        self._config: Config | None = None
+        self.probe_collections = 0
+        """How many cluster collections ran (for benchmarks and tests of single-flight)."""
+
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = self._load_config()
+        return self._config
+
+    async def sweep(self, *, clusters: Sequence[str] | None = None) -> SweepResult:
+        """One sweep; concurrent calls with the same cluster selection share it."""
+        key = tuple(sorted(clusters)) if clusters else ()
+        if (pending := self._inflight.get(key)) is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[SweepResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await self._sweep(clusters)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, nobody logs it twice
+            raise
+        else:
+            future.set_result(result)
+            return result
+        finally:
+            del self._inflight[key]
+
+    async def _sweep(self, selection: Sequence[str] | None) -> SweepResult:
+        started = time.perf_counter()
+        config = self._config = self._load_config()
+        wanted = _select(config, selection)
+        degraded: str | None = None
+        memory: SweepMemory | None = None
+        if self._state is not None:
+            try:
+                memory = await self._state.load_memory()
+            except Exception as exc:  # the store's own errors; a sweep must still answer
+                degraded = f"degraded: no history ({exc})"
+        facts = await self._collect_all(config, wanted)
+        histories, degraded = await self._histories(facts, degraded)
+        now = _judging_time(facts, self._clock())
+        report, details = build_report(
+            facts, settings=config.report_settings(), now=now, histories=histories,
+            memory=memory,
+        )
+        if self._state is not None and degraded is None:
+            try:
+                await self._state.save_memory(next_memory(report, details, facts, memory))
+            except Exception as exc:  # same: losing memory degrades, never fails, a sweep
+                degraded = f"degraded: history not saved ({exc})"
+        return SweepResult(report, details, facts, self._clock(),
+                           time.perf_counter() - started, degraded)
+
+    async def _collect_all(
+        self, config: Config, wanted: Sequence[ClusterConfig],
+    ) -> tuple[ClusterFacts, ...]:
+        results: dict[str, ClusterFacts] = {}
+        async with asyncio.TaskGroup() as group:
+            for cluster in wanted:
+                if cluster.active:
+                    group.create_task(self._collect_one(cluster, config, results))
+        out = []
+        for cluster in wanted:
+            if not cluster.active:
+                out.append(ClusterFacts(name=cluster.name, kind=cluster.kind, status="inactive",
+                                        collected_at=self._clock()))
+            else:
+                out.append(results[cluster.name])
+        return tuple(out)
+
+    async def _collect_one(
+        self, cluster: ClusterConfig, config: Config, results: dict[str, ClusterFacts],
+    ) -> None:
+        probe = self._probe_for(cluster, config)
+        self.probe_collections += 1
+        try:
+            async with asyncio.timeout(cluster.timeout_s):
+                results[cluster.name] = await probe.collect()
+        except TimeoutError:
+            results[cluster.name] = self._unreachable(
+                cluster, f"sweep timed out after {cluster.timeout_s:g}s")
+        except ProbeError as exc:
+            results[cluster.name] = self._unreachable(cluster, str(exc))
+        except Exception as exc:  # a probe bug must not take the other clusters down
+            log.exception("probe crashed", cluster=cluster.name)
+            results[cluster.name] = self._unreachable(cluster, f"probe error: {exc!r}")
+
+    def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
+        return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
+                            detail=detail, collected_at=self._clock())
+
+    def _probe_for(self, cluster: ClusterConfig, config: Config) -> ClusterProbe:
+        known = self._probes.get(cluster.name)
+        if known is not None and known[0] == cluster:
+            return known[1]
+        probe = self._probe_factory(cluster, aliases=dict(config.metrics.aliases))
+        self._probes[cluster.name] = (cluster, probe)
+        return probe
+
+    async def _histories(
+        self, facts: Sequence[ClusterFacts], degraded: str | None,
+    ) -> tuple[dict[tuple[str, str], Sequence[MetricPoint]] | None, str | None]:
+        if self._state is None or degraded is not None:
+            return None, degraded
+        histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
+        try:
+            for cluster in facts:
+                for job in cluster.jobs:
+                    points = job.summary.points if job.summary else ()
+                    histories[(cluster.name, job.record.job_id)] = (
+                        await self._state.merge_history(cluster.name, job.record.job_id, points)
+                    )
+        except Exception as exc:  # the store's errors: judge from the logs alone
+            return None, f"degraded: no history ({exc})"
+        return histories, None
+
+    async def cancel(self, cluster: str, job_id: str) -> None:
+        """Cancel one job through its cluster's probe (``scancel`` / delete the Job)."""
+        validate_job_id(job_id)
+        config = self.config()
+        match = [c for c in config.clusters if c.name == cluster]
+        if not match:
+            raise JobNotFoundError(f"no cluster named {cluster!r}")
+        await self._probe_for(match[0], config).cancel(job_id)
+
+    async def aclose(self) -> None:
+        for _, probe in self._probes.values():
+            await probe.aclose()
+        self._probes.clear()
+
+
+def _select(config: Config, selection: Sequence[str] | None) -> list[ClusterConfig]:
+    if not selection:
+        return list(config.clusters)
+    names = {c.name for c in config.clusters}
+    unknown = [n for n in selection if n not in names]
+    if unknown:
+        raise UsageError(f"unknown cluster {unknown[0]!r}; configured: {', '.join(sorted(names))}")
+    return [c for c in config.clusters if c.name in selection]
+
+
+def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:
+    """A sweep of recordings only is judged at the recording time, so stalls read as live."""
+    ok = [f for f in facts if f.status == "ok"]
+    if ok and all(f.kind == "replay" for f in ok):
+        return max(f.collected_at for f in ok)
+    return now
+
+
+def find_detail(result: SweepResult, ref_cluster: str | None, job_id: str) -> JobDetail:
+    """The job ``[cluster:]job_id`` in a sweep, or :class:`JobNotFoundError`."""
+    hits = [d for (c, j), d in result.details.items()
+            if j == job_id and (ref_cluster is None or c == ref_cluster)]
+    if not hits:
+        where = f" on cluster {ref_cluster!r}" if ref_cluster else ""
+        raise JobNotFoundError(f"no job {job_id}{where} in the current report")
+    if len(hits) > 1:
+        clusters = ", ".join(sorted(d.report.cluster for d in hits))
+        raise UsageError(f"job {job_id} exists on several clusters ({clusters}): use CLUSTER:{job_id}")
+    return hits[0]
+
