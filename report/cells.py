@@ -1,0 +1,113 @@
+"""Cell text for the status tables: numbers, counts, steps, durations, states, exceptions.
+
+Policy: a cell is never misleading. A metric not emitted is ``—`` (U+2014), never ``0``; a
+nonzero value never prints as ``0.000`` (values under 1e-3, the seqnorm global-denominator
+regime, go to compact scientific notation such as ``1.2e-05``); NaN prints ``NaN`` and
+infinities ``inf``/``-inf`` so a blown-up run is visible at a glance. Large counts are
+humanised (``~8.6k``) as the seed's Datagen table does; durations read ``12m``, ``3h05m``,
+``2d04h``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from probes.models import ACTIVE_STATES, JobState
+
+DASH = "—"
+_TINY = 1e-3
+_HUGE = 1e6
+
+EXCEPTION_ABBREVIATIONS: Mapping[str, str] = {
+    "AgentTimeoutError": "AgentTO",
+    "ContextLengthExceededError": "CtxLen",
+    "ContextWindowExceededError": "CtxLen",
+    "OutputLengthExceededError": "OutLen",
+    "AgentSetupTimeoutError": "SetupTO",
+    "EnvironmentStartTimeoutError": "EnvStartTO",
+    "VerifierTimeoutError": "VerifierTO",
+    "VerifierOutputParseError": "VerifParse",
+    "RewardFileNotFoundError": "NoReward",
+    "RewardFileEmptyError": "EmptyReward",
+    "NonZeroAgentExitCodeError": "AgentExit",
+    "SandboxBuildFailedError": "SandboxBuild",
+    "RateLimitError": "RateLimit",
+    "AsyncRateLimitError": "RateLimit",
+}
+_EXC_MAX = 12
+
+
+def format_number(value: float | str | None, decimals: int = 3, *, trim: bool = False) -> str:
+    """Format a metric with fixed decimals; ``trim`` drops trailing zeros beyond two decimals."""
+    if value is None:
+        return DASH
+    if isinstance(value, str):
+        return value or DASH
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0:
+        return f"{0.0:.{decimals}f}"
+    if abs(value) < _TINY or abs(value) >= _HUGE:
+        return f"{value:.1e}"
+    text = f"{value:.{decimals}f}"
+    if trim and "." in text:
+        whole, frac = text.split(".")
+        text = f"{whole}.{frac.rstrip('0').ljust(2, '0')}"
+    return text
+
+
+def format_count(value: float | str | None, *, exact: bool = False) -> str:
+    """A count such as a trial total: exact below 1,000 (or when asked), else ``~8.6k``."""
+    if value is None or isinstance(value, str) or not math.isfinite(value):
+        return format_number(value)
+    count = round(value)
+    if exact or abs(count) < 1_000:
+        return str(count)
+    if abs(count) < 10_000:
+        return f"~{count / 1e3:.1f}k"
+    if abs(count) < 1_000_000:
+        return f"~{count / 1e3:.0f}k"
+    return f"~{count / 1e6:.1f}M"
+
+
+def format_step(step: int | None, total: int | None) -> str:
+    """``15/80``, ``15/—`` when the total is unknown, ``—`` before the first step."""
+    if step is None:
+        return DASH
+    return f"{step}/{DASH if total is None else total}"
+
+
+def format_duration(seconds: int | None) -> str:
+    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``—`` when unknown."""
+    if seconds is None:
+        return DASH
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def format_state(state: JobState) -> str:
+    """Active states in lower case, terminal ones in capitals so they stand out (seed)."""
+    return state.value.lower() if state in ACTIVE_STATES else state.value
+
+
+def abbreviate_exception(name: str) -> str:
+    """Short exception type for the Eval ``top exc`` column (``AgentTimeoutError`` -> ``AgentTO``)."""
+    bare = name.rsplit(".", 1)[-1].strip()
+    if bare in EXCEPTION_ABBREVIATIONS:
+        return EXCEPTION_ABBREVIATIONS[bare]
+    for suffix in ("Exception", "Error"):
+        if bare.endswith(suffix) and len(bare) > len(suffix):
+            bare = bare[: -len(suffix)]
+            break
+    bare = bare.replace("Timeout", "TO")
+    return bare if len(bare) <= _EXC_MAX else bare[: _EXC_MAX - 1] + "…"
