@@ -12,12 +12,18 @@ Policy (the seed: liveness is a state poll of the job lifecycle, never a log gre
 - A workload whose status counts active pods while none exist is the silent-wedge
   signature: RUNNING with zero pods and ``wedge="no-pods"``; the report treats it as terminal.
 
+A log body is judged before it is parsed (the seed: a failed fetch is indistinguishable from
+an idle job): an API or kubelet error in the stream, or fewer lines than the floor, makes the
+fetch a failure, never "no metrics".
+
 Nothing here does I/O: the views are built from client models by ``probes.k8s`` and the
 functions are tested by a parametrised table.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -81,6 +87,7 @@ class PodView:
     name: str
     phase: str
     created: datetime | None = None
+    started: datetime | None = None
     node: str | None = None
     waiting: tuple[str, ...] = ()
     """Waiting reasons of its containers (init containers included)."""
@@ -207,3 +214,49 @@ def log_container(pod: PodView) -> str | None:
         if preferred in pod.containers:
             return preferred
     return pod.containers[0] if pod.containers else None
+
+
+LOG_ERROR_LINE = re.compile(
+    r"""^(?:Error\ from\ server\b
+        |unable\ to\ retrieve\ container\ logs\b
+        |failed\ to\ try\ resolving\ symlinks\ in\ path\b
+        |failed\ to\ get\ parse\ function\b
+        |container\ "[^"]*"\ in\ pod\ "[^"]*"\ is\ (?:waiting\ to\ start|not\ available|terminated)
+        |previous\ terminated\ container\ "[^"]*"\ in\ pod\ "[^"]*"\ not\ found
+        |rpc\ error:\ code\ =\ \w+\ desc\ =
+        |\{\s*"kind"\s*:\s*"Status"
+        )""",
+    re.VERBOSE,
+)
+"""Lines the API server or kubelet writes into a log stream instead of the container's output.
+
+Anchored at the line start: kubectl/kubelet messages begin there, a trainer quoting one in a
+traceback does not."""
+
+
+def log_fetch_problem(text: str, floor: int) -> str | None:
+    """Why ``text`` is not a usable log (an API/kubelet error, too few lines), or ``None``."""
+    status = _status_message(text)
+    if status is not None:
+        return f"API error in the log stream: {status}"
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if LOG_ERROR_LINE.match(line):
+            return f"API error in the log stream: {line.strip()[:300]}"
+    if len(lines) < floor:
+        return f"{len(lines)} log line(s), below the floor of {floor}"
+    return None
+
+
+def _status_message(text: str) -> str | None:
+    """The message of a ``{"kind": "Status"}`` object sent as the whole body, if it is one."""
+    body = text.strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and obj.get("kind") == "Status":
+        return str(obj.get("message") or obj.get("reason") or "Status object")
+    return None
