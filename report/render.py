@@ -1,0 +1,225 @@
+"""The report as text (``--format text``), as JSON (``--format json``), and one job in depth.
+
+Policy: pure presentation, no I/O. Text is the sweep header line followed by each titled box
+table from :mod:`report.tables`; every line fits the requested width. JSON is exactly the
+contract's §3 object: ``generated_at`` in UTC with a ``Z`` suffix and no microseconds; the SFT
+grid rollup is not part of it. Non-finite metric values (a NaN loss, an infinite grad norm)
+are **dropped from** ``metrics`` so that every consumer's ``json.loads`` gets plain numbers and
+strict parsers never see ``NaN``: the run's ``nan-loss``/``grad-explosion`` flags carry that
+fact. In the per-job detail JSON (history, evidence) a non-finite value becomes ``null``, so a
+NaN step stays visible in the history.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from report.cells import DASH, format_number
+from report.models import JobDetail, JobReport, Report
+from report.tables import (
+    BUCKET_TITLES,
+    Column,
+    Row,
+    is_buffering,
+    job_label,
+    render_box,
+    render_bucket,
+    render_tables,
+)
+from report.trend import sparkline
+
+__all__ = [
+    "render_job_detail", "render_job_json", "render_json", "render_tables", "render_text",
+]
+
+HISTORY_POINTS = 10
+
+# The metrics worth a history column per bucket: (canonical name, header, decimals).
+_HISTORY_METRICS: Mapping[str, tuple[tuple[str, str, int], ...]] = {
+    "rl": (("reward", "reward", 3), ("policy_loss", "pol_loss", 4), ("entropy", "entropy", 3),
+           ("grad_norm", "grad_norm", 3), ("log_ratio_abs_mean", "log_ratio", 3),
+           ("imp_ratio_mean", "imp_ratio", 2)),
+    "sft": (("loss", "loss", 3), ("grad_norm", "grad_norm", 3), ("learning_rate", "lr", 3)),
+    "datagen": (("trials", "trials", 0), ("avg_turns", "avg_turns", 1),
+                ("mean_reward", "mean", 2), ("exc_pct", "exc%", 0)),
+    "eval": (("trials", "trials", 0), ("pass_rate", "pass-rate", 2)),
+    "other": (),
+}
+
+
+def format_timestamp(moment: datetime) -> str:
+    """``2026-11-30T16:00:00Z``: UTC, no microseconds (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width=width, break_on_hyphens=False) or [""]
+
+
+def _header_line(report: Report) -> str:
+    parts = [f"Jobs at {format_timestamp(report.generated_at)}"]
+    inactive = [c.name for c in report.clusters if c.status == "inactive"]
+    for cluster in report.clusters:
+        if cluster.status == "ok":
+            parts.append(f"{cluster.name} ok")
+        elif cluster.status == "unreachable":
+            parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
+    if inactive:
+        parts.append("inactive: " + ", ".join(inactive))
+    return " · ".join(parts)
+
+
+def render_text(
+    report: Report, details: Mapping[tuple[str, str], JobDetail], *, width: int = 100,
+) -> str:
+    """The sweep as plain text: a header line, then each titled table (or a no-jobs line)."""
+    lines = _wrap(_header_line(report), width)
+    tables = render_tables(report, details, width=width)
+    if not tables:
+        return "\n".join([*lines, "", "No active or recent jobs."])
+    for table in tables:
+        lines += ["", *_wrap(table.title, width), table.text]
+    return "\n".join(lines)
+
+
+def _history_table(detail: JobDetail, width: int) -> tuple[str, list[str]]:
+    """The last points' table and one sparkline line per metric shown."""
+    points = detail.history[-HISTORY_POINTS:]
+    wanted = _HISTORY_METRICS.get(detail.report.bucket, ())
+    if not wanted:
+        names = sorted({name for point in points for name in point.values})[:5]
+        wanted = tuple((name, name, 3) for name in names)
+    shown = [m for m in wanted if any(m[0] in point.values for point in points)]
+    columns = [Column("step", lambda r: "")] + [Column(m[1], lambda r: "") for m in shown]
+    cells = [
+        [str(point.step)] + [format_number(point.values.get(name), d) for name, _, d in shown]
+        for point in points
+    ]
+    table = render_box(columns, cells, width=width).text
+    sparks = []
+    label_width = max((len(header) for _, header, _ in shown), default=0)
+    for name, header, decimals in shown:
+        series = [p.values[name] for p in points if name in p.values]
+        first, last = format_number(series[0], decimals), format_number(series[-1], decimals)
+        line = f"{header:<{label_width}}  {sparkline(series, HISTORY_POINTS)}  {first} → {last}"
+        sparks.extend(_wrap(line, width))
+    return table, sparks
+
+
+def _evidence_table(detail: JobDetail, width: int) -> str:
+    columns = [Column("signal", lambda r: ""), Column("step", lambda r: ""),
+               Column("value", lambda r: ""), Column("window mean", lambda r: ""),
+               Column("fired", lambda r: ""), Column("why", lambda r: "", numeric=False)]
+    cells = [
+        [e.signal, str(e.step), format_number(e.value, 4), format_number(e.window_mean, 4),
+         "✓" if e.fired else "×", e.why or DASH]
+        for e in detail.evidence
+    ]
+    return render_box(columns, cells, width=width).text
+
+
+def _facts(detail: JobDetail, width: int) -> list[str]:
+    job = detail.report
+    facts = [f"Flags: {', '.join(job.flags) if job.flags else 'none'}"]
+    if job.banked_step is not None:
+        facts.append(f"Banked step: {job.banked_step}")
+    if job.successor:
+        facts.append(f"Successor: {job.successor}")
+    if detail.collapse_step is not None:
+        facts.append(f"Collapse rule fired at step {detail.collapse_step}")
+    if detail.faults:
+        facts.append("Faults: " + "; ".join(detail.faults))
+    log = f"Log: {job.log_path or 'not found'}"
+    facts.append(log + (f" (workdir {detail.workdir})" if detail.workdir else ""))
+    if detail.note:
+        facts.append(f"Note: {detail.note}")
+    rec = job.recommendation
+    facts.append(f"Recommendation: {rec.action} — {rec.why}" if rec else "Recommendation: none")
+    return [line for fact in facts for line in _wrap(fact, width)]
+
+
+def render_job_detail(detail: JobDetail, *, width: int = 100) -> str:
+    """``jobtables job ID``: the row, recent history with sparklines, flags, evidence, advice."""
+    job = detail.report
+    label = job_label(job, detail)
+    heading = (f"{label} — {job.cluster}:{job.job_id} · {BUCKET_TITLES[job.bucket]} · "
+               f"{job.state.value} · verdict {job.verdict}")
+    layout = "buffer" if is_buffering(job) else job.bucket
+    lines = [*_wrap(heading, width), render_bucket(layout, [Row(job, detail, label)],
+                                                   width=width).text]
+    if detail.history:
+        table, sparks = _history_table(detail, width)
+        lines += ["", f"History (last {min(len(detail.history), HISTORY_POINTS)} points)",
+                  table, *sparks]
+    if detail.evidence:
+        lines += ["", "Signal evidence (value vs window)", _evidence_table(detail, width)]
+    lines += ["", *_facts(detail, width)]
+    if detail.log_excerpt.strip():
+        excerpt = detail.log_excerpt.rstrip("\n").split("\n")[-HISTORY_POINTS:]
+        lines += ["", "Log excerpt:"] + [
+            piece for line in excerpt for piece in _wrap("  " + line, width)
+        ]
+    return "\n".join(lines)
+
+
+def _finite_or_none(value: Any) -> Any:
+    """Replace non-finite floats anywhere in a JSON-ready structure with ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+def job_object(job: JobReport) -> dict[str, Any]:
+    """One job exactly as the contract's §3 table lists it (non-finite metrics dropped)."""
+    obj = job.model_dump(mode="json")
+    obj["metrics"] = {
+        name: value for name, value in job.metrics.items()
+        if isinstance(value, str) or math.isfinite(value)
+    }
+    return obj
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def render_json(report: Report) -> str:
+    """The contract's §3 object: ``generated_at``, ``clusters``, ``jobs`` (no grid)."""
+    return _dumps({
+        "generated_at": format_timestamp(report.generated_at),
+        "clusters": [cluster.model_dump(mode="json") for cluster in report.clusters],
+        "jobs": [job_object(job) for job in report.jobs],
+    })
+
+
+def _history_objects(history: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"step": p.step, "values": _finite_or_none(dict(p.values)),
+         "wall_time": None if p.wall_time is None else format_timestamp(p.wall_time)}
+        for p in history
+    ]
+
+
+def render_job_json(detail: JobDetail) -> str:
+    """The job's contract object plus ``history``, ``evidence`` and the detail fields."""
+    obj = job_object(detail.report)
+    obj["history"] = _history_objects(detail.history)
+    obj["evidence"] = [_finite_or_none(e.model_dump(mode="python")) for e in detail.evidence]
+    obj["collapse_step"] = detail.collapse_step
+    obj["faults"] = list(detail.faults)
+    obj["workdir"] = detail.workdir
+    obj["note"] = detail.note
+    obj["infra"] = detail.infra
+    obj["log_excerpt"] = detail.log_excerpt
+    return _dumps(obj)
