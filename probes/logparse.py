@@ -20,6 +20,7 @@ from itertools import pairwise
 from math import isfinite
 from statistics import median
 
+from probes.faults import scan_faults
 from probes.logline import (
     NESTED_BAR_MARK,
     TqdmBar,
@@ -37,10 +38,6 @@ from probes.models import LogSummary, MetricPoint, ProgressBar
 
 _log = logging.getLogger(__name__)
 
-try:  # TEMPORARY until probes.faults lands (another engineer's module)
-    from probes.faults import scan_faults as _scan_faults
-except ImportError:  # pragma: no cover
-    _scan_faults = None
 
 _SPLIT_RE = re.compile(r"\r\n?|\n")
 _SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
@@ -381,9 +378,11 @@ def parse_log(
     """Summarise one bounded log tail; never raises (a parser bug is logged, not propagated)."""
     decoded = _decode(text)
     line_count = decoded.count("\n") + (0 if decoded.endswith("\n") or not decoded else 1)
+    lines: list[str] = []
+    # The metric pass and the fault scan fail independently: a bug in one must not hide the
+    # other's findings, and a sweep never dies on a log. Such a bug is logged with its trace.
     try:
         scan = _Scan(aliases or {})
-        lines: list[str] = []
         for index, piece in enumerate(_SPLIT_RE.split(decoded)):
             raw = piece[:max_line_chars] if len(piece) > max_line_chars else piece
             line = strip_ansi(raw)
@@ -392,12 +391,14 @@ def parse_log(
                 scan.feed(line, raw, first_line_no + index)
         scan.close()
         summary = scan.summary(line_count)
-        if _scan_faults is None:
-            return summary
-        faults = _scan_faults(lines, benign_patterns=benign_patterns, first_line_no=first_line_no)
-    except Exception:  # the contract: a sweep never dies on a log; the bug is logged loudly
-        _log.exception("parse_log failed on a %d-character tail", len(decoded))
-        return LogSummary(line_count=line_count)
+    except Exception:
+        _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
+        summary = LogSummary(line_count=line_count)
+    try:
+        faults = scan_faults(lines, benign_patterns=benign_patterns, first_line_no=first_line_no)
+    except Exception:
+        _log.exception("parse_log: fault scan failed on a %d-character tail", len(decoded))
+        return summary
     return summary.model_copy(
         update={
             "faults": faults.faults,

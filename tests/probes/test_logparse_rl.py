@@ -22,8 +22,10 @@ def skyrl_step(step: int, entropy: float, *, old_keys: bool = False, colour: boo
         if old_keys
         else [f"'policy/grad_norm': '{0.2 + step / 100:.4f}'"]
     )
-    clip = "'policy/ppo_clip_ratio': '0.0021'" if old_keys else (
-        "'policy/loss_metrics/clip_ratio': '0.0021'"
+    clip = (
+        "'policy/ppo_clip_ratio': '0.0021'"
+        if old_keys
+        else ("'policy/loss_metrics/clip_ratio': '0.0021'")
     )
     body = [
         "'generate/avg_num_tokens': '812.3125'",
@@ -130,8 +132,8 @@ def test_skyrl_finish_and_checkpoints() -> None:
     """`Training done!` finishes the run; save lines give checkpoint steps."""
     text = dedent(
         """\
-        (skyrl_entrypoint pid=1) Successfully saved checkpoint for global_step_10 to: /ck/global_step_10
-        (skyrl_entrypoint pid=1) Successfully saved checkpoint for global_step_20 to: /ck/global_step_20
+        (skyrl_entrypoint pid=1) Successfully saved checkpoint for global_step_10 to: /ck/s10
+        (skyrl_entrypoint pid=1) Successfully saved checkpoint for global_step_20 to: /ck/s20
         (skyrl_entrypoint pid=1) Resuming from global_step: 30
         (skyrl_entrypoint pid=1) 2026-02-12 14:31:07.412 | INFO     | x:y:1 - Training done!
         """
@@ -202,8 +204,7 @@ def test_user_aliases_win_over_builtins() -> None:
 def test_ray_repeated_suffix_and_ip_prefix() -> None:
     """`, ip=` prefixes and Ray's `[repeated Nx across cluster]` suffix are stripped."""
     text = (
-        "(TaskRunner pid=9, ip=10.0.0.7) step:4 - actor/entropy:0.2 "
-        "[repeated 2x across cluster]\n"
+        "(TaskRunner pid=9, ip=10.0.0.7) step:4 - actor/entropy:0.2 [repeated 2x across cluster]\n"
     )
     assert parse_log(text).points[0].values == {"entropy": 0.2}
 
