@@ -34,7 +34,6 @@ _STATE_ALIASES = {
     "BOOT_FAIL": JobState.NODE_FAIL,
     "DEADLINE": JobState.TIMEOUT,
 }
-_DEP_ID = re.compile(r"(?:after\w*|singleton)?:?(\d+(?:_\d+|_\*)?)(?:\+\d+)?(?:\((?:unfulfilled|failed)\))?")
 _DEP_ELEMENT = re.compile(r"(after\w*):([0-9_:+*]+)")
 
 
@@ -82,13 +81,21 @@ def _epoch(raw: Any) -> datetime | None:
 
 
 def _exit_code(raw: Any) -> tuple[int | None, int | None]:
-    """``(return code, signal)`` from an int, a ``{set,number}`` or a v0.0.40+ exit object."""
+    """``(return code, signal)`` from any version's exit code.
+
+    squeue up to v0.0.39 prints the raw wait status (``36608`` is exit 143, ``15`` is
+    SIGTERM), as an int or a ``{set, number}`` object; sacct and v0.0.40+ print an object
+    with ``return_code`` and ``signal`` already split.
+    """
     if isinstance(raw, dict) and ("return_code" in raw or "status" in raw):
         code = _number(raw.get("return_code"))
         signal = raw.get("signal")
         sig = _number(signal.get("id")) if isinstance(signal, dict) else None
         return code, (sig or None)
-    return _number(raw), None
+    status = _number(raw)
+    if status is None or status < 0:
+        return None, None
+    return (status >> 8) & 0xFF, (status & 0x7F) or None
 
 
 def parse_dependency(raw: str | None) -> tuple[str, ...]:
@@ -111,26 +118,22 @@ def _text(raw: Any) -> str | None:
     return value if value and value not in {"(null)", "None", "N/A"} else None
 
 
-def record_from_squeue(cluster: str, job: Mapping[str, Any], now: datetime) -> SchedulerRecord | None:
+def record_from_squeue(
+    cluster: str, job: Mapping[str, Any], now: datetime,
+) -> SchedulerRecord | None:
     """One ``squeue --json`` (or sacct-shaped) job object -> a record; ``None`` if unreadable."""
     job_id = _number(job.get("job_id"))
     if job_id is None:
         return None
-    state_raw = job.get("job_state")
-    if state_raw is None and isinstance(job.get("state"), dict):
-        state_raw = job["state"].get("current")
-    state = parse_state(state_raw)
-    times = job.get("time") if isinstance(job.get("time"), dict) else {}
+    state_block = _block(job, "state")
+    state = parse_state(job.get("job_state", state_block.get("current")))
+    times = _block(job, "time")
     start = _epoch(job.get("start_time", times.get("start")))
     end = _epoch(job.get("end_time", times.get("end")))
     limit_min = _number(job.get("time_limit", times.get("limit")))
     code, signal = _exit_code(job.get("exit_code"))
-    array_task = _number(job.get("array_task_id"))
-    array_job = _number(job.get("array_job_id"))
+    array_job, array_task = _array_ids(job)
     dependency = _text(job.get("dependency"))
-    user = _text(job.get("user_name")) or _text(job.get("user"))
-    stdout = _text(job.get("standard_output")) or _text(job.get("stdout_expanded"))
-    workdir = _text(job.get("current_working_directory")) or _text(job.get("working_directory"))
     comment = job.get("comment")
     if isinstance(comment, dict):
         comment = comment.get("job")
@@ -138,17 +141,16 @@ def record_from_squeue(cluster: str, job: Mapping[str, Any], now: datetime) -> S
         cluster=cluster,
         job_id=_job_id(job_id, array_job, array_task),
         name=str(job.get("name") or ""),
-        user=user,
+        user=_text(job.get("user_name")) or _text(job.get("user")),
         state=state,
-        reason=_text(job.get("state_reason")) or _text((job.get("state") or {}).get("reason")
-                                                      if isinstance(job.get("state"), dict) else None),
+        reason=_text(job.get("state_reason")) or _text(state_block.get("reason")),
         submit_time=_epoch(job.get("submit_time", times.get("submission"))),
         start_time=start,
         end_time=end if state not in {JobState.PENDING, JobState.RUNNING} else None,
         elapsed_s=_elapsed(state, start, end, now, _number(times.get("elapsed"))),
         time_limit_s=limit_min * 60 if limit_min is not None else None,
-        workdir=workdir,
-        stdout_path=stdout,
+        workdir=_text(job.get("current_working_directory")) or _text(job.get("working_directory")),
+        stdout_path=_text(job.get("standard_output")) or _text(job.get("stdout_expanded")),
         dependency=dependency,
         depends_on=parse_dependency(dependency),
         exit_code=code,
@@ -160,6 +162,19 @@ def record_from_squeue(cluster: str, job: Mapping[str, Any], now: datetime) -> S
         array_job_id=str(array_job) if array_task is not None and array_job else None,
         array_task_id=str(array_task) if array_task is not None else None,
     )
+
+
+def _block(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = job.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _array_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """``(array job id, task id)`` from squeue's flat keys or sacct's ``array`` block."""
+    block = _block(job, "array")
+    array_job = _number(job.get("array_job_id", block.get("job_id")))
+    array_task = _number(job.get("array_task_id", block.get("task_id")))
+    return array_job, array_task
 
 
 def _job_id(job_id: int, array_job: int | None, array_task: int | None) -> str:
@@ -241,38 +256,64 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
     if workdir and not record.workdir:
         update["workdir"] = workdir
     dep = _text(fields.get("Dependency"))
-    if dep and not record.dependency:
-        update["dependency"] = dep
-        update["depends_on"] = parse_dependency(dep)
+    if dep:
+        ids = tuple(dict.fromkeys((*record.depends_on, *parse_dependency(dep))))
+        if ids != record.depends_on:
+            update["depends_on"] = ids
+        if not record.dependency:
+            update["dependency"] = dep
+    exit_raw = fields.get("ExitCode", "")
+    if record.exit_code is None and re.fullmatch(r"\d+:\d+", exit_raw):
+        code, sig = exit_raw.split(":")
+        update["exit_code"] = int(code)
+        update["exit_signal"] = int(sig) or None
     if not record.user and (uid := _text(fields.get("UserId"))):
         update["user"] = uid.split("(")[0]
     return record.model_copy(update=update) if update else record
 
 
-_PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
-"""``squeue -o`` format used when ``--json`` is unavailable (pipe-separated)."""
+PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
+"""``squeue -o`` format used when ``--json`` is unavailable (pipe-separated).
+
+``%o`` is the batch command (squeue's ``-o`` has no StdOut letter: that comes from scontrol).
+Run it with ``SLURM_TIME_FORMAT=%s`` so that times are epoch seconds, not the cluster's local
+time without a zone.
+"""
+_PLAIN_FORMAT = PLAIN_FORMAT
 
 
 def parse_squeue_plain(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
-    """Parse ``squeue -h -o '%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M'`` output."""
+    """Parse ``squeue -h -t all -o PLAIN_FORMAT`` output (times as epoch seconds or ISO)."""
     records = []
     for line in text.splitlines():
         parts = line.split("|")
         if len(parts) < 13 or not parts[0].strip():
             continue
-        job_id, name, user, state, reason, submit, start, end, limit, workdir, out, dep, used = (
-            p.strip() for p in parts[:13]
-        )
+        job_id, name, user, state_raw, reason, submit, start, end, limit, workdir, command, dep, \
+            used = (p.strip() for p in parts[:13])
+        state = parse_state(state_raw)
+        start_at = _plain_time(start)
+        elapsed = parse_duration(used)
         records.append(SchedulerRecord(
-            cluster=cluster, job_id=job_id, name=name, user=_text(user), state=parse_state(state),
-            reason=_text(reason), submit_time=_iso(submit), start_time=_iso(start),
-            end_time=_iso(end) if parse_state(state) not in {JobState.RUNNING, JobState.PENDING}
+            cluster=cluster, job_id=job_id, name=name, user=_text(user), state=state,
+            reason=_text(reason), submit_time=_plain_time(submit), start_time=start_at,
+            end_time=_plain_time(end) if state not in {JobState.RUNNING, JobState.PENDING}
             else None,
-            elapsed_s=parse_duration(used), time_limit_s=parse_duration(limit),
-            workdir=_text(workdir), stdout_path=_text(out), dependency=_text(dep),
+            elapsed_s=elapsed if elapsed is not None or start_at is None
+            else max(0, int((now - start_at).total_seconds())),
+            time_limit_s=parse_duration(limit),
+            workdir=_text(workdir), command=_text(command), dependency=_text(dep),
             depends_on=parse_dependency(_text(dep)),
         ))
     return records
+
+
+def _plain_time(raw: str) -> datetime | None:
+    """Epoch seconds (``SLURM_TIME_FORMAT=%s``) or ISO local time (assumed UTC)."""
+    raw = raw.strip()
+    if raw.isdigit():
+        return _epoch(int(raw))
+    return _iso(raw)
 
 
 def _iso(raw: str) -> datetime | None:

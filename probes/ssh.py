@@ -1,0 +1,276 @@
+"""Command transport for SLURM clusters: SSH (asyncssh) or local processes, behind one seam.
+
+Policy:
+
+* Every command is an argv list. Over SSH it is joined with :func:`shlex.quote` on every
+  element, because asyncssh hands the string to the remote user's shell; locally it runs with
+  ``create_subprocess_exec`` and no shell at all. Callers validate job ids
+  (:func:`probes.ids.validate_job_id`) before building an argv.
+* Host keys are always checked against ``known_hosts`` (the cluster's, else
+  ``~/.ssh/known_hosts``); a missing file, an unknown host or a mismatch is a
+  :class:`HostKeyError` naming ``host:port``. There is no option to skip the check, and asyncssh
+  is never given ``known_hosts=None`` (which would disable it).
+* ``~/.ssh/config`` is not read: what connects is exactly what the roster says.
+* asyncssh and OS errors are translated here, once, into :mod:`probes.errors`, the original
+  chained: refused / timed out / DNS -> ``UnreachableError``; refused credentials ->
+  ``AuthError``; a non-zero exit or a command timeout -> ``CommandError``.
+* One :class:`SshRunner` is one connection, opened on the first command and reused for every
+  command until :meth:`SshRunner.aclose` (the probe makes one runner per sweep).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import shlex
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncssh
+
+from probes.config import SlurmCluster
+from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command printed and how it ended."""
+
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+
+    def failure(self, target: str) -> CommandError:
+        """The ``CommandError`` describing this (failed) result."""
+        last = self.stderr.strip().splitlines()[-1:] or ["no output on stderr"]
+        return CommandError(
+            f"`{shell_join(self.argv)}` exited {self.exit_status} on {target}: {last[0][:300]}"
+        )
+
+
+class Runner(Protocol):
+    """Runs argv commands on one cluster; counts what it sent."""
+
+    @property
+    def target(self) -> str:
+        """``host:port`` or ``local``: named in every error."""
+        ...
+
+    @property
+    def commands_sent(self) -> int:
+        """Commands started so far (the probe's round trips)."""
+        ...
+
+    @property
+    def login_user(self) -> str:
+        """The account commands run as (the default ``users`` filter)."""
+        ...
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
+    ) -> CommandResult:
+        """Run ``argv``; with ``check``, a non-zero exit raises ``CommandError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connection, if any."""
+        ...
+
+
+RunnerFactory = Callable[[SlurmCluster], Runner]
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    """Quote every element: the only way an argv may reach a remote shell."""
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def make_runner(cluster: SlurmCluster) -> Runner:
+    """The runner a cluster entry asks for (``local = true`` or SSH)."""
+    return LocalRunner(cluster) if cluster.local else SshRunner(cluster)
+
+
+class LocalRunner:
+    """Runs argv as local processes (no shell), for ``local = true`` clusters."""
+
+    def __init__(self, cluster: SlurmCluster) -> None:
+        self._timeout = cluster.command_timeout_s
+        self._sent = 0
+
+    @property
+    def target(self) -> str:
+        return "local"
+
+    @property
+    def commands_sent(self) -> int:
+        return self._sent
+
+    @property
+    def login_user(self) -> str:
+        return getpass.getuser()
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
+    ) -> CommandResult:
+        self._sent += 1
+        args = tuple(str(a) for a in argv)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:  # command not found, permission denied
+            raise CommandError(f"`{shell_join(args)}` could not start locally: {exc}") from exc
+        data = stdin.encode() if stdin is not None else None
+        try:
+            async with asyncio.timeout(self._timeout):
+                out, err = await proc.communicate(data)
+        except TimeoutError as exc:
+            proc.kill()
+            await proc.wait()
+            raise CommandError(
+                f"`{args[0]}` timed out after {self._timeout:g}s locally"
+            ) from exc
+        result = CommandResult(args, proc.returncode if proc.returncode is not None else -1,
+                               out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        if check and result.exit_status != 0:
+            raise result.failure(self.target)
+        return result
+
+    async def aclose(self) -> None:
+        return None
+
+
+class SshRunner:
+    """One asyncssh connection to a cluster's login node, opened lazily, host key checked."""
+
+    def __init__(self, cluster: SlurmCluster) -> None:
+        if cluster.host is None:
+            raise ProbeError(f"cluster {cluster.name!r} has no host")
+        self._cluster = cluster
+        self._host = cluster.host
+        self._known_hosts = _known_hosts_path(cluster)
+        self._client_keys = [str(Path(k).expanduser()) for k in cluster.client_keys]
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._sent = 0
+
+    @property
+    def target(self) -> str:
+        return f"{self._host}:{self._cluster.port}"
+
+    @property
+    def commands_sent(self) -> int:
+        return self._sent
+
+    @property
+    def login_user(self) -> str:
+        return self._cluster.user or getpass.getuser()
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
+    ) -> CommandResult:
+        conn = await self._connection()
+        self._sent += 1
+        args = tuple(str(a) for a in argv)
+        timeout = self._cluster.command_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                done = await conn.run(shell_join(args), input=stdin, check=False,
+                                      encoding="utf-8", errors="replace")
+        except TimeoutError as exc:
+            raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
+                from exc
+        except (asyncssh.Error, OSError) as exc:
+            raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
+                from exc
+        status = done.exit_status if done.exit_status is not None else -1
+        result = CommandResult(args, status, _text(done.stdout), _text(done.stderr))
+        if check and status != 0:
+            raise result.failure(self.target)
+        return result
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        async with self._lock:  # concurrent commands share the one connection
+            if self._conn is None:
+                self._conn = await self._connect()
+            return self._conn
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        c = self._cluster
+        options: dict[str, Any] = {
+            "port": c.port,
+            "known_hosts": self._known_hosts,  # a path, never None: None disables the check
+            "config": None,
+            "connect_timeout": c.connect_timeout_s,
+            "login_timeout": c.connect_timeout_s,
+        }
+        if c.user:
+            options["username"] = c.user
+        if c.client_keys:
+            options["client_keys"] = self._client_keys
+            options["agent_path"] = None
+        try:
+            async with asyncio.timeout(c.connect_timeout_s + 1):
+                conn: asyncssh.SSHClientConnection = await asyncssh.connect(self._host, **options)
+                return conn
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise HostKeyError(self._host_key_reason()) from exc
+        except asyncssh.PermissionDenied as exc:
+            raise AuthError(f"{self.target}: authentication refused for user "
+                            f"{self.login_user!r} ({exc.reason})") from exc
+        except asyncssh.KeyImportError as exc:
+            raise AuthError(f"{self.target}: client key unreadable: {exc}") from exc
+        except TimeoutError as exc:
+            raise UnreachableError(f"{self.target}: connect timed out after "
+                                   f"{c.connect_timeout_s:g}s") from exc
+        except socket.gaierror as exc:
+            raise UnreachableError(f"{self.target}: host name not resolved: {exc}") from exc
+        except (asyncssh.Error, OSError) as exc:
+            raise UnreachableError(f"{self.target}: {_os_reason(exc)}") from exc
+
+    def _host_key_reason(self) -> str:
+        listed = asyncssh.read_known_hosts(self._known_hosts).match(
+            self._host, self._host, self._cluster.port
+        )
+        what = "does not match" if listed[0] or listed[1] else "is not listed in"
+        return (f"host key for {self.target} {what} known_hosts {self._known_hosts}: refusing "
+                f"to connect (add the host's real key there; the check cannot be skipped)")
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            await conn.wait_closed()
+
+
+def _known_hosts_path(cluster: SlurmCluster) -> str:
+    path = Path(cluster.known_hosts or "~/.ssh/known_hosts").expanduser()
+    if not os.access(path, os.R_OK):
+        raise HostKeyError(
+            f"host key for {cluster.host}:{cluster.port} cannot be checked: known_hosts {path} "
+            f"is missing or unreadable (host keys are always checked)"
+        )
+    return str(path)
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"disconnected: {exc.reason}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _text(raw: object) -> str:
+    if raw is None:
+        return ""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    return str(raw)
