@@ -32,16 +32,20 @@ SAMPLING_CONTEXT = re.compile(
 
 _BENIGN: tuple[tuple[str, re.Pattern[str]], ...] = (
     # vLLM's ring-buffer heartbeat, all three historical wordings.
-    ("shm-broadcast", re.compile(
-        r"No available (?:shared memory broadcast )?block found in \d+ second"
-    )),
+    (
+        "shm-broadcast",
+        re.compile(r"No available (?:shared memory broadcast )?block found in \d+ second"),
+    ),
     ("agent-timeout", re.compile(r"\bAgentTimeoutError\b|Agent execution timed out after")),
     ("output-length", re.compile(r"\bOutputLengthExceededError\b")),
-    ("context-overflow", re.compile(
-        r"\d+ input tokens > \d+ max|maximum context length is|\bContextLengthExceededError\b"
-        r"|\bContextWindowExceededError\b|prompt is too long"
-        r"|is longer than the maximum model length|exceeds model context limit"
-    )),
+    (
+        "context-overflow",
+        re.compile(
+            r"\d+ input tokens > \d+ max|maximum context length is|\bContextLengthExceededError\b"
+            r"|\bContextWindowExceededError\b|prompt is too long"
+            r"|is longer than the maximum model length|exceeds model context limit"
+        ),
+    ),
 )
 _PROB_DIFF = re.compile(
     r"rollout_train_prob_diff_mean['\"]?\s*[:=]\s*(?:np\.\w+\()?\s*"
@@ -51,39 +55,58 @@ _PROB_DIFF_HUGE = 1e6
 """Millions and billions are normal on healthy arms (seed, RL section)."""
 
 _RULES: tuple[tuple[FaultKind, re.Pattern[str]], ...] = (
-    ("oom", re.compile(
-        r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate"
-        r"|CUDA error: out of memory|Detected \d+ oom_kill events?\b"
-        r"|ray\.exceptions\.OutOfMemoryError|\btask \d+: Out Of Memory\b"
-        r"|(?:^|\D)(?!0 )\d+ Workers \(tasks / actors\) killed due to memory pressure"
-    )),
-    ("nccl-timeout", re.compile(
-        r"Watchdog caught collective operation timeout: WorkNCCL\("
-        r"|watchdog got stuck for \d+ seconds"
-        r"|Received a dump signal due to a collective timeout|preparing to dump debug info"
-    )),
+    (
+        "oom",
+        re.compile(
+            r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate"
+            r"|CUDA error: out of memory|Detected \d+ oom_kill events?\b"
+            r"|ray\.exceptions\.OutOfMemoryError|\btask \d+: Out Of Memory\b"
+            r"|(?:^|\D)(?!0 )\d+ Workers \(tasks / actors\) killed due to memory pressure"
+        ),
+    ),
+    (
+        "nccl-timeout",
+        re.compile(
+            r"Watchdog caught collective operation timeout: WorkNCCL\("
+            r"|watchdog got stuck for \d+ seconds"
+            r"|Received a dump signal due to a collective timeout|preparing to dump debug info"
+        ),
+    ),
     ("child-failed", re.compile(r"\bChildFailedError\b")),
-    ("raylet-died", re.compile(
-        r"\bActorDiedError\b|\bRayActorError\b|The Raylet died"
-        r"|marked dead because the detector has missed too many heartbeats"
-        r"|A worker died or was killed while executing a task"
-    )),
-    ("rpc-timeout", re.compile(
-        r"StatusCode\.DEADLINE_EXCEEDED|RpcError\b.*DEADLINE_EXCEEDED"
-        r"|(?i:\bgrpc\b.*\btimed out\b)|(?i:\bsampling (?:\w+ )?timed out\b)"
-        r"|(?i:\btimed out (?:while |during )?sampling\b)|(?i:\bRPC (?:call )?timed out\b)"
-        r"|(?i:\bRPC timeout\b)(?!\s*(?:=|:|to\b|of\b|is\b|set\b))"
-    )),
+    (
+        "raylet-died",
+        re.compile(
+            r"\bActorDiedError\b|\bRayActorError\b|The Raylet died"
+            r"|marked dead because the detector has missed too many heartbeats"
+            r"|A worker died or was killed while executing a task"
+        ),
+    ),
+    (
+        "rpc-timeout",
+        re.compile(
+            r"StatusCode\.DEADLINE_EXCEEDED|RpcError\b.*DEADLINE_EXCEEDED"
+            r"|(?i:\bgrpc\b.*\btimed out\b)|(?i:\bsampling (?:\w+ )?timed out\b)"
+            r"|(?i:\btimed out (?:while |during )?sampling\b)|(?i:\bRPC (?:call )?timed out\b)"
+            r"|(?i:\bRPC timeout\b)(?!\s*(?:=|:|to\b|of\b|is\b|set\b))"
+        ),
+    ),
     ("time-limit", re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT")),
-    ("sigkill", re.compile(
-        r"Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b|^\s*Killed\s*$|\bline \d+:\s+\d+ Killed\b"
-        r"|\btask \d+: Killed\b|(?i:\b(?:received|got|caught) (?:signal )?)(?:Signals\.)?SIGKILL\b"
-    )),
-    ("sigterm", re.compile(
-        r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
-        r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
-        r"|\bSIGTERM (?:received|caught)\b|\btask \d+: Terminated\b"
-    )),
+    (
+        "sigkill",
+        re.compile(
+            r"Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b|^\s*Killed\s*$|\bline \d+:\s+\d+ Killed\b"
+            r"|\btask \d+: Killed\b"
+            r"|(?i:\b(?:received|got|caught) (?:signal )?)(?:Signals\.)?SIGKILL\b"
+        ),
+    ),
+    (
+        "sigterm",
+        re.compile(
+            r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
+            r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
+            r"|\bSIGTERM (?:received|caught)\b|\btask \d+: Terminated\b"
+        ),
+    ),
 )
 _ASYNC_TIMEOUT = re.compile(r"\basyncio\.(?:exceptions\.)?TimeoutError\b")
 

@@ -62,7 +62,7 @@ _CHAIN = re.compile(
 # Python's last traceback line is "pkg.mod.SomeError: message" (or a bare class name); class
 # names are CamelCase, which keeps "INFO: ..." log lines from passing as an exception.
 _EXC_LINE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*[a-z]\w*(?:\([\w.]+\))?)(?::(?P<msg>.*))?$"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*[a-z]\w*(?:\([\w.]+\))?)(?::(?P<msg>.*))?$"
 )
 _GROUP_ROW = re.compile(r"^[\s|]*\|\s?(?P<inner>.*)$")
 
@@ -112,7 +112,7 @@ def _split_prefix(line: str) -> tuple[str, str]:
     line = line[:_SCAN_CAP]
     match = _PREFIX.match(line)
     key = match.group(0).strip() if match else ""
-    text = line[match.end():] if match else line
+    text = line[match.end() :] if match else line
     return key, _REPEATED.sub("", text)
 
 
@@ -199,7 +199,7 @@ class _Scanner:
             return False
         if tb.exc is None:
             if indented:
-                tb.frames = [*tb.frames[-(_MAX_FRAMES - 1):], text.strip()[:200]]
+                tb.frames = [*tb.frames[-(_MAX_FRAMES - 1) :], text.strip()[:200]]
                 return True
             if _is_exception(text) and not _RAY_TASK_ERROR.match(text):
                 tb.exc, tb.exc_no = text, line_no
@@ -284,7 +284,8 @@ class _Scanner:
             if hit.kind != "child-failed":
                 continue
             real = (
-                h for h in ordered
+                h
+                for h in ordered
                 if h.from_traceback and h.kind != "child-failed" and floor < h.line_no < hit.line_no
             )
             first = next(real, None)
@@ -293,7 +294,7 @@ class _Scanner:
 
     def _summary_detail(self, line_no: int) -> str | None:
         start = line_no - self.first + 1
-        texts = [_split_prefix(raw)[1].strip() for raw in self.lines[start:start + 120]]
+        texts = [_split_prefix(raw)[1].strip() for raw in self.lines[start : start + 120]]
         return summary_root_cause(texts)
 
 
@@ -313,7 +314,7 @@ def summary_root_cause(texts: Sequence[str]) -> str | None:
     root cause's exit code is given.
     """
     root = next((i for i, t in enumerate(texts) if t.startswith("Root Cause")), None)
-    section = _until_rule(texts[root + 1:] if root is not None else texts)
+    section = _until_rule(texts[root + 1 :] if root is not None else texts)
     exit_code = None
     for index, text in enumerate(section):
         if (code := _SUMMARY_EXIT.match(text)) is not None and exit_code is None:
@@ -323,7 +324,7 @@ def summary_root_cause(texts: Sequence[str]) -> str | None:
             continue
         detail = value.group(1).strip()
         if detail.startswith("Traceback"):
-            block = [t for t in section[index + 1:] if _is_exception(t)]
+            block = [t for t in section[index + 1 :] if _is_exception(t)]
             return _clip(block[-1]) if block else None
         if detail and not detail.startswith("To enable traceback"):
             return _clip(detail)

@@ -43,6 +43,7 @@ _TIMESTAMP = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?"
 )
+_HOSTNAME = re.compile(r"[\w.-]+|[0-9A-Fa-f:.]+")
 _CLUSTER_SUFFIXES = (".svc", ".svc.cluster.local", ".cluster.local", ".internal", ".local")
 
 
@@ -67,7 +68,7 @@ def is_internal_url(url: str) -> bool | None:
         host = urlsplit(url if "://" in url else f"//{url}").hostname
     except ValueError:
         return None
-    if not host:
+    if not host or _HOSTNAME.fullmatch(host) is None:
         return None
     host = host.rstrip(".").lower()
     if host == "localhost" or host.endswith(_CLUSTER_SUFFIXES):
