@@ -1,0 +1,462 @@
+"""Box tables per bucket: seed columns, cell formatting, width fitting and box alignment."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from rich.cells import cell_len
+
+from probes.models import JobState
+from report.cells import (
+    abbreviate_exception,
+    format_count,
+    format_duration,
+    format_number,
+    format_state,
+    format_step,
+)
+from report.models import (
+    ClusterReport,
+    GridCell,
+    GridRollup,
+    JobDetail,
+    JobReport,
+    Recommendation,
+    Report,
+)
+from report.tables import RenderedTable, render_tables
+
+NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
+BOX_COLUMNS = set("┌┬┐│├┼┤└┴┘")
+
+
+def make_job(name: str, bucket: str, **fields: Any) -> JobReport:
+    """A JobReport with quiet defaults; ``fields`` override any contract key."""
+    values: dict[str, Any] = {
+        "cluster": "alpha", "job_id": f"{abs(hash(name)) % 10**6}", "name": name,
+        "user": "alice", "bucket": bucket, "state": JobState.RUNNING, "elapsed_s": None,
+        "step": None, "total_steps": None, "banked_step": None, "metrics": {}, "flags": [],
+        "verdict": "healthy", "trend": "", "successor": None, "log_path": None,
+        "recommendation": None,
+    }
+    values.update(fields)
+    return JobReport(**values)
+
+
+def make_report(*jobs: JobReport, grid: list[GridRollup] | None = None) -> Report:
+    """A report over one reachable cluster holding ``jobs``."""
+    return Report(
+        generated_at=NOW,
+        clusters=[ClusterReport(name="alpha", kind="slurm", status="ok", detail=None)],
+        jobs=list(jobs), grid=grid or [],
+    )
+
+
+def details_for(*pairs: tuple[JobReport, dict[str, Any]]) -> dict[tuple[str, str], JobDetail]:
+    """Map (cluster, job_id) to a JobDetail built from the given extra fields."""
+    return {(job.cluster, job.job_id): JobDetail(report=job, **extra) for job, extra in pairs}
+
+
+def table_for(report: Report, bucket: str, details: Any = None, width: int = 100) -> str:
+    """The text of one bucket's table."""
+    tables = render_tables(report, details or {}, width=width)
+    return next(t.text for t in tables if t.bucket == bucket)
+
+
+def golden(block: str) -> str:
+    """A golden table without its trailing newline (blocks are written flush left)."""
+    return textwrap.dedent(block).strip("\n")
+
+
+RL_GOLDEN = """\
+┌────────────────┬───────┬────────┬─────────────┬───────────┬─────────┬──────────┬─────────────────┐
+│      Job       │ Step  │ Reward │ Policy Loss │ Grad Norm │ Entropy │ LogRatio │      Trend      │
+├────────────────┼───────┼────────┼─────────────┼───────────┼─────────┼──────────┼─────────────────┤
+│ <run> (shaped) │ 15/80 │ 0.619  │ -0.0040     │ 0.006     │ 0.512   │ 0.012    │ Checkpoint      │
+│                │       │        │             │           │         │          │ saved. Slight   │
+│                │       │        │             │           │         │          │ dip from 0.652  │
+│ <run> (base)   │ 26/80 │ 0.451  │ -0.0930     │ 0.021     │ 0.480   │ imp 1.02 │ Stable,         │
+│                │       │        │             │           │         │          │ gradients       │
+│                │       │        │             │           │         │          │ strong          │
+└────────────────┴───────┴────────┴─────────────┴───────────┴─────────┴──────────┴─────────────────┘
+"""
+
+
+SFT_GOLDEN = """\
+┌─────────────────────────┬─────────┬──────┬───────────┬──────────────────────────┐
+│           Job           │  Step   │ Loss │ Grad Norm │          Trend           │
+├─────────────────────────┼─────────┼──────┼───────────┼──────────────────────────┤
+│ sft-qwen-cold-start-2ep │ 320/916 │ 1.21 │ 0.84      │ Loss descending; healthy │
+└─────────────────────────┴─────────┴──────┴───────────┴──────────────────────────┘
+"""
+
+
+GRID_GOLDEN = """\
+┌────────────┬──────┬──────────┬────────┐
+│    Cell    │ Job  │ Progress │  ETA   │
+├────────────┼──────┼──────────┼────────┤
+│ 32b-lr1e-5 │ 4101 │ 41%      │ ~3h05m │
+│ 8b-lr1e-5  │ 4102 │ 88%      │ —      │
+└────────────┴──────┴──────────┴────────┘
+"""
+
+
+DATAGEN_GOLDEN = """\
+┌───────────────────┬────────────┬────────┬───────────┬──────┬──────┬──────────────────┐
+│    Datagen run    │   Chunks   │ Trials │ avg_turns │ Mean │ exc% │      Trend       │
+├───────────────────┼────────────┼────────┼───────────┼──────┼──────┼──────────────────┤
+│ datagen-swe-smith │ 18/20 done │ ~8.6k  │ 5.1       │ 0.53 │ 19%  │ 2 chunks running │
+└───────────────────┴────────────┴────────┴───────────┴──────┴──────┴──────────────────┘
+"""
+
+
+EVAL_GOLDEN = """\
+┌──────────────────────────┬─────────┬───────────┬─────────┬───────────────────────────┐
+│ Eval (model × benchmark) │ Trials  │ pass-rate │ top exc │       Infra / Trend       │
+├──────────────────────────┼─────────┼───────────┼─────────┼───────────────────────────┤
+│ qwen3-8b × swebench      │ 142/300 │ 0.21      │ AgentTO │ tunnel✓ engine✓ ; healthy │
+└──────────────────────────┴─────────┴───────────┴─────────┴───────────────────────────┘
+"""
+
+
+CATCH_ALL_GOLDEN = """\
+┌─────────────────┬─────────────────────┬───────────┬─────────┬────────────────────────────────┐
+│       Job       │        Type         │   State   │ Elapsed │              Note              │
+├─────────────────┼─────────────────────┼───────────┼─────────┼────────────────────────────────┤
+│ consolidate-swe │ datagen-consolidate │ running   │ 12m     │ pushing 8.6k rows → swe-traces │
+│ gpu-ci-nightly  │ gpu-ci              │ COMPLETED │ 6m      │ 2 passed → cleanup             │
+└─────────────────┴─────────────────────┴───────────┴─────────┴────────────────────────────────┘
+"""
+
+
+BUFFER_GOLDEN = """\
+┌─────────────────┬────────┬─────────┬─────────┬───────────────────────────┐
+│       Job       │ Bucket │  State  │ Elapsed │           Note            │
+├─────────────────┼────────┼─────────┼─────────┼───────────────────────────┤
+│ rl-grpo-32b-new │ RL     │ running │ 3h05m   │ gang admission; mesh load │
+└─────────────────┴────────┴─────────┴─────────┴───────────────────────────┘
+"""
+
+
+RL_SHAPED = make_job(
+    "rl-grpo-7b-shaped", "rl", step=15, total_steps=80,
+    metrics={"reward": 0.619, "policy_loss": -0.004, "grad_norm": 0.006, "entropy": 0.512,
+             "log_ratio_abs_mean": 0.0123},
+    trend="Checkpoint saved. Slight dip from 0.652",
+)
+RL_BASE = make_job(
+    "rl-grpo-7b-base", "rl", step=26, total_steps=80,
+    metrics={"reward": 0.451, "policy_loss": -0.093, "grad_norm": 0.021, "entropy": 0.48,
+             "imp_ratio_mean": 1.02},
+    trend="Stable, gradients strong",
+)
+
+
+def test_rl_golden() -> None:
+    """RL rows show the seed columns plus Entropy and LogRatio (imp ratio without log-ratio)."""
+    report = make_report(RL_SHAPED, RL_BASE)
+    details = details_for((RL_SHAPED, {"display_name": "<run> (shaped)"}),
+                          (RL_BASE, {"display_name": "<run> (base)"}))
+    assert table_for(report, "rl", details) == golden(RL_GOLDEN)
+
+
+SFT = make_job("sft-qwen-cold-start-2ep", "sft", step=320, total_steps=916,
+               metrics={"loss": 1.21, "grad_norm": 0.84}, trend="Loss descending; healthy")
+GRID = GridRollup(
+    grid="qwen-grid", running=2, pending_unique=3, done=4, long_pole="32b-lr1e-5",
+    cells=[GridCell(cell="32b-lr1e-5", job_id="4101", progress_pct=41.2, eta_s=11100),
+           GridCell(cell="8b-lr1e-5", job_id="4102", progress_pct=88.0, eta_s=None)],
+)
+DATAGEN = make_job(
+    "datagen-swe-smith", "datagen",
+    metrics={"chunks_done": 18, "chunks_total": 20, "trials": 8600, "avg_turns": 5.1,
+             "mean_reward": 0.53, "exc_pct": 19.0},
+    trend="2 chunks running",
+)
+EVAL = make_job(
+    "eval-qwen3-8b-swebench", "eval", trend="healthy",
+    metrics={"trials": 142, "trials_total": 300, "pass_rate": 0.21,
+             "top_exception": "AgentTimeoutError"},
+)
+CONSOLIDATE = make_job("consolidate-swe", "other", elapsed_s=720,
+                       trend="pushing 8.6k rows → swe-traces")
+GPU_CI = make_job("gpu-ci-nightly", "other", state=JobState.COMPLETED, elapsed_s=360,
+                  trend="2 passed", verdict="done",
+                  recommendation=Recommendation(action="cleanup", why="sft-job-cleanup"))
+BUFFERING = make_job("rl-grpo-32b-new", "rl", verdict="buffering", flags=["buffer-filling"],
+                     elapsed_s=11100, trend="gang admission; mesh load")
+EVERY_BUCKET = make_report(RL_SHAPED, SFT, DATAGEN, EVAL, CONSOLIDATE, GPU_CI, BUFFERING,
+                           grid=[GRID])
+EVERY_DETAIL = details_for(
+    (EVAL, {"display_name": "qwen3-8b × swebench", "infra": "tunnel✓ engine✓"}),
+    (CONSOLIDATE, {"type_label": "datagen-consolidate"}),
+    (GPU_CI, {"type_label": "gpu-ci"}),
+)
+
+
+def test_sft_golden() -> None:
+    """SFT shows Job, Step (cur/total), Loss, Grad Norm and Trend, with no reward."""
+    assert table_for(EVERY_BUCKET, "sft", EVERY_DETAIL) == golden(SFT_GOLDEN)
+
+
+def test_grid_rollup_follows_sft() -> None:
+    """The grid rollup comes right after SFT with progress, ETA, the tally and the long pole."""
+    tables = render_tables(EVERY_BUCKET, EVERY_DETAIL)
+    titles = [t.title for t in tables]
+    grid_index = titles.index("SFT") + 1
+    grid = tables[grid_index]
+    assert grid.title == ("SFT grid qwen-grid: running 2 / pending-unique 3 / done 4"
+                          " · long pole: 32b-lr1e-5")
+    assert grid.text == golden(GRID_GOLDEN)
+
+
+def test_datagen_golden() -> None:
+    """Datagen shows chunks done/total, humanised trials, avg_turns, mean, exc% and Trend."""
+    assert table_for(EVERY_BUCKET, "datagen", EVERY_DETAIL) == golden(DATAGEN_GOLDEN)
+
+
+def test_eval_golden() -> None:
+    """Eval shows trials done/total, pass-rate, the abbreviated top exception and infra marks."""
+    assert table_for(EVERY_BUCKET, "eval", EVERY_DETAIL) == golden(EVAL_GOLDEN)
+
+
+def test_catch_all_golden() -> None:
+    """Catch-all is a box table of Job, Type, State, Elapsed, Note; terminal states in capitals."""
+    assert table_for(EVERY_BUCKET, "other", EVERY_DETAIL) == golden(CATCH_ALL_GOLDEN)
+
+
+def test_filling_buffer_golden() -> None:
+    """A job still filling its buffer appears in the Filling buffer table only."""
+    tables = render_tables(EVERY_BUCKET, EVERY_DETAIL)
+    assert tables[-1].title == "Filling buffer"
+    assert tables[-1].text == golden(BUFFER_GOLDEN)
+    assert sum("rl-grpo-32b-new" in t.text for t in tables) == 1
+
+
+def test_bucket_order() -> None:
+    """Tables come in the contract's order: RL, SFT, grid, Datagen, Eval, Catch-all, buffer."""
+    titles = [t.title.split(":")[0] for t in render_tables(EVERY_BUCKET, EVERY_DETAIL)]
+    assert titles == ["RL", "SFT", "SFT grid qwen-grid", "Datagen", "Eval", "Catch-all",
+                      "Filling buffer"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "verdict", "in_buffer"),
+    [
+        (["buffer-filling"], "healthy", True),
+        ([], "buffering", True),
+        ([], "healthy", False),
+        (["deep-probe"], "unknown", False),
+    ],
+)
+def test_buffer_membership(flags: list[str], verdict: str, in_buffer: bool) -> None:
+    """Either the buffering verdict or the buffer-filling flag routes a job to the buffer table."""
+    job = make_job("rl-fresh", "rl", flags=flags, verdict=verdict)
+    buckets = [t.bucket for t in render_tables(make_report(job), {})]
+    assert buckets == (["buffer"] if in_buffer else ["rl"])
+
+
+def test_empty_report_has_no_tables() -> None:
+    """A report without jobs renders no tables at all."""
+    assert render_tables(make_report(), {}) == []
+
+
+def test_unemitted_metrics_are_dashes() -> None:
+    """A metric not emitted yet is an em dash, and an unknown total step reads ``15/—``."""
+    job = make_job("rl-sparse", "rl", step=15, metrics={"reward": 0.5})
+    row = table_for(make_report(job), "rl").split("\n")[3]
+    assert row.split("│")[1:-1] == [
+        " rl-sparse ", " 15/— ", " 0.500  ", " —           ", " —         ", " —       ",
+        " —        ", " —     "]
+
+
+def test_verdict_marker_and_cluster_prefix() -> None:
+    """Non-healthy verdicts carry a tag; without a display name several clusters get a prefix."""
+    first = make_job("rl-a", "rl", verdict="collapse")
+    second = make_job("rl-b", "rl", cluster="beta")
+    text = table_for(make_report(first, second), "rl")
+    assert "alpha:rl-a [COLLAPSE]" in text
+    assert "beta:rl-b " in text
+
+
+def test_row_heights_cover_body() -> None:
+    """Row heights add up to the body lines, and the header line count is recorded."""
+    long = make_job("rl-" + "x" * 150, "rl", trend="word " * 40)
+    table = next(t for t in render_tables(make_report(long, RL_BASE), {}, width=80))
+    body = table.text.split("\n")[2 + table.header_lines:-1]
+    assert table.header_lines == 1
+    assert len(table.row_heights) == 2
+    assert sum(table.row_heights) == len(body)
+    assert table.row_heights[0] > 1
+
+
+@pytest.mark.parametrize(
+    ("value", "decimals", "trim", "expected"),
+    [
+        (0.619, 3, False, "0.619"),
+        (-0.004, 4, False, "-0.0040"),
+        (0.006, 3, False, "0.006"),
+        (1.2e-5, 3, False, "1.2e-05"),
+        (-1.2e-5, 4, False, "-1.2e-05"),
+        (0.0009, 3, False, "9.0e-04"),
+        (0.001, 3, False, "0.001"),
+        (0.0, 3, False, "0.000"),
+        (-0.0, 4, False, "0.0000"),
+        (float("nan"), 3, False, "NaN"),
+        (float("inf"), 3, False, "inf"),
+        (float("-inf"), 3, False, "-inf"),
+        (None, 3, False, "—"),
+        (2.5e7, 3, False, "2.5e+07"),
+        (1.21, 3, True, "1.21"),
+        (1.2134, 3, True, "1.213"),
+        (2.0, 3, True, "2.00"),
+        ("n/a", 3, False, "n/a"),
+    ],
+)
+def test_format_number(value: float | str | None, decimals: int, trim: bool,
+                       expected: str) -> None:
+    """Numbers use fixed decimals, tiny nonzero values go scientific, never 0.000 for nonzero."""
+    assert format_number(value, decimals, trim=trim) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, "—"), (842, "842"), (999, "999"), (1000, "~1.0k"), (8600, "~8.6k"),
+     (12_345, "~12k"), (2_400_000, "~2.4M"), (float("nan"), "NaN")],
+)
+def test_format_count(value: float | None, expected: str) -> None:
+    """Counts are exact below 1,000 and humanised above."""
+    assert format_count(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(None, "—"), (0, "0s"), (59, "59s"), (60, "1m"), (720, "12m"), (3599, "59m"),
+     (3600, "1h00m"), (11_100, "3h05m"), (86_399, "23h59m"), (86_400, "1d00h"),
+     (187_200, "2d04h")],
+)
+def test_format_duration(seconds: int | None, expected: str) -> None:
+    """Elapsed reads 12m, 3h05m, 2d04h."""
+    assert format_duration(seconds) == expected
+
+
+@pytest.mark.parametrize(
+    ("step", "total", "expected"),
+    [(15, 80, "15/80"), (15, None, "15/—"), (None, 80, "—"), (None, None, "—"), (0, 80, "0/80")],
+)
+def test_format_step(step: int | None, total: int | None, expected: str) -> None:
+    """Step reads cur/max, with a dash for what is unknown."""
+    assert format_step(step, total) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("AgentTimeoutError", "AgentTO"), ("ContextLengthExceededError", "CtxLen"),
+     ("harbor.errors.AgentTimeoutError", "AgentTO"), ("RuntimeError", "Runtime"),
+     ("DaytonaTimeoutError", "DaytonaTO"), ("Error", "Error"),
+     ("SomeExtraordinarilyLongException", "SomeExtraor…")],
+)
+def test_abbreviate_exception(name: str, expected: str) -> None:
+    """Known exceptions get their short names; others lose the suffix and stay short."""
+    assert abbreviate_exception(name) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [(JobState.RUNNING, "running"), (JobState.PENDING, "pending"),
+     (JobState.COMPLETED, "COMPLETED"), (JobState.FAILED, "FAILED"),
+     (JobState.UNKNOWN, "UNKNOWN")],
+)
+def test_format_state(state: JobState, expected: str) -> None:
+    """Active states are lower case, terminal ones stand out in capitals."""
+    assert format_state(state) == expected
+
+
+LONG_TREND = ("Checkpoint saved at global_step_120; slight dip from 0.652 after the LR warmup "
+              "ended, entropy drifting down 12% over the window — watch the next two steps")
+
+
+def long_report() -> tuple[Report, dict[tuple[str, str], JobDetail]]:
+    """Every bucket with very long names, trends, a CJK name and a collapse marker."""
+    jobs = [
+        make_job("rl-grpo-qwen3-32b-agentic-swe-shaped-lr1e-6-kl0-geometry-tp8-pp2-" * 2, "rl",
+                 step=1234, total_steps=5000, verdict="collapse", trend=LONG_TREND,
+                 metrics={"reward": 0.61934, "policy_loss": -1.2e-5, "grad_norm": 12.5,
+                          "entropy": 0.512, "log_ratio_abs_mean": 0.0123}),
+        make_job("rl-数据-强化学习-实验-长名字", "rl", step=3, total_steps=80, trend=LONG_TREND,
+                 metrics={"reward": float("nan"), "grad_norm": float("inf")}),
+        make_job("sft-" + "very-long-sft-name-" * 5, "sft", step=32000, total_steps=91600,
+                 metrics={"loss": 1.2134, "grad_norm": 0.8412}, trend=LONG_TREND),
+        make_job("datagen-" + "swe-smith-chunked-" * 4, "datagen", trend=LONG_TREND,
+                 metrics={"chunks_done": 180, "chunks_total": 200, "trials": 86_000,
+                          "avg_turns": 5.1, "mean_reward": 0.53, "exc_pct": 19.0}),
+        make_job("eval-" + "qwen3-235b-a22b-terminal-bench-" * 3, "eval", trend=LONG_TREND,
+                 metrics={"trials": 1420, "trials_total": 3000, "pass_rate": 0.21,
+                          "top_exception": "ContextLengthExceededError"}),
+        make_job("upload-" + "checkpoint-to-object-store-" * 3, "other", elapsed_s=200_000,
+                 trend=LONG_TREND, state=JobState.FAILED, verdict="failed"),
+        make_job("rl-" + "bringup-" * 10, "rl", verdict="buffering", elapsed_s=90,
+                 trend=LONG_TREND),
+    ]
+    details = details_for((jobs[4], {"infra": "tunnel✓ api✓ engine✗"}),
+                          (jobs[5], {"type_label": "RL upload to object store (multi-part)"}))
+    return make_report(*jobs, grid=[GRID]), details
+
+
+def box_columns(line: str) -> list[int]:
+    """Display columns of the box-drawing characters that separate cells on one line."""
+    columns, position = [], 0
+    for char in line:
+        if char in BOX_COLUMNS:
+            columns.append(position)
+        position += cell_len(char)
+    return columns
+
+
+def assert_box_intact(table: RenderedTable, width: int) -> None:
+    """Every line fits ``width`` and every line's column rules sit where the top rule's do."""
+    lines = table.text.split("\n")
+    assert max(cell_len(line) for line in lines) <= width
+    assert all(line == line.rstrip() for line in lines)
+    expected = box_columns(lines[0])
+    assert lines[0][0] == "┌" and lines[-1][0] == "└"
+    for line in lines:
+        assert box_columns(line) == expected, line
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_every_line_fits_and_box_aligns(width: int) -> None:
+    """At 60, 80, 100 and 120 columns every table fits and its rules line up."""
+    report, details = long_report()
+    tables = render_tables(report, details, width=width)
+    assert len(tables) == 7
+    for table in tables:
+        assert_box_intact(table, width)
+
+
+@pytest.mark.parametrize(
+    ("width", "folded"),
+    [(60, {"Entropy": "H 0.512", "LogRatio": "LR 0.012", "Grad Norm": "GN 12.500"}),
+     (80, {"LogRatio": "LR 0.012"})],
+)
+def test_narrow_rl_folds_signals_into_trend(width: int, folded: dict[str, str]) -> None:
+    """At narrow widths signal columns move into the Trend text instead of vanishing."""
+    report, details = long_report()
+    rl = render_tables(report, details, width=width)[0]
+    header = rl.text.split("\n")[1]
+    body = rl.text.split("\n")[2 + rl.header_lines:-1]
+    words = " ".join(line.split("│")[-2].strip() for line in body)
+    for column, text in folded.items():
+        assert column not in header
+        assert text in words
+
+
+def test_wide_rl_keeps_signal_columns() -> None:
+    """At 120 columns Entropy and LogRatio keep their own columns even with long names."""
+    report, details = long_report()
+    header = render_tables(report, details, width=120)[0].text.split("\n")[1]
+    assert "Entropy" in header
+    assert "LogRatio" in header
