@@ -13,6 +13,10 @@ in order of confidence,
 
 Only a job that is itself TIMEOUT gets a successor. Ties go to the earliest-submitted
 candidate (then the lowest id), which is the next link of the chain.
+
+Attempts of one run share a *memory key* ``cluster:name stem``; a failed attempt leaves a
+*failure signature* ``job_id|kind|normalised text|elapsed_s`` (ids, numbers, hex and paths
+normalised away) so the next attempt can tell a recurring failure from a transient one.
 """
 
 from __future__ import annotations
@@ -21,12 +25,19 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from probes.models import JobState, SchedulerRecord
+from probes.models import JobFacts, JobState, SchedulerRecord
+from report.findings import first_fault
 
 SUBMIT_SLACK = timedelta(minutes=5)
 """Chains submitted by the job's own epilogue land a little after ``end_time``."""
 
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
+_FAILED_ATTEMPT = frozenset({
+    JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED,
+    JobState.TIMEOUT,
+})
+SAME_INTERVAL = 0.10
+"""Two SIGTERM deaths whose elapsed times differ by at most this fraction: a fixed interval."""
 
 # Attempt markers a relaunch appends to a run name: "-r2", "_restart3", "-resume", "-try2", "-v2"
 # is deliberately NOT here (a new version is a new run, not a retry).
@@ -92,3 +103,37 @@ def dependency_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:
             # extra jobs that merely wait for the same predecessor.
             edges.setdefault(predecessor, record.job_id)
     return edges
+
+
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+|/\S+", re.IGNORECASE)
+
+
+def failure_signature(facts: JobFacts, verdict: str) -> str | None:
+    """``job_id|kind|normalised text|elapsed_s`` for a failed attempt, else None."""
+    record = facts.record
+    if verdict != "failed" or record.state not in _FAILED_ATTEMPT:
+        return None
+    fault = first_fault(facts)
+    kind = fault.kind if fault else f"exit{record.exit_code}"
+    text = (fault.detail or fault.excerpt) if fault else record.state.value
+    norm = _VOLATILE.sub("#", text.lower()).replace("|", "/")[:80]
+    return f"{record.job_id}|{kind}|{norm}|{record.elapsed_s if record.elapsed_s else ''}"
+
+
+def memory_key(record: SchedulerRecord) -> str:
+    """``cluster:name stem``: attempts of one run share it across restarts."""
+    return f"{record.cluster}:{name_stem(record.name)}"
+
+
+def same_failure(current: str, previous: str) -> bool:
+    """Two attempts died the same way (SIGTERM: also after the same elapsed time)."""
+    _, kind, text, elapsed = current.split("|", 3)
+    _, kind0, text0, elapsed0 = previous.split("|", 3)
+    if kind != kind0 or text != text0:
+        return False
+    if kind != "sigterm":
+        return True
+    if not elapsed or not elapsed0:
+        return False
+    a, b = int(elapsed), int(elapsed0)
+    return abs(a - b) <= SAME_INTERVAL * max(a, b)

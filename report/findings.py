@@ -1,0 +1,203 @@
+"""What the per-bucket judges accumulate about one job, and how it is settled into a row.
+
+Policy: judges only *add* findings (flags, candidate verdicts, candidate trends and
+recommendations, each with a priority); settling is done once, here, so the precedence rules
+live in one place:
+
+- Verdict precedence: ``failed > collapse > stalled > restarting > warning > buffering > done >
+  healthy > unknown``. A terminal failure is the most conclusive fact about a job, so it wins
+  even over collapse evidence from its last steps. Collapse comes next because it is the one
+  verdict that asks a person to act within minutes (cancel + salvage). A stall is a job burning
+  its allocation with no progress. ``restarting`` (a chain-restart TIMEOUT) is normal but is
+  still news compared with the softer ``warning``. ``buffering`` beats ``done``/``healthy``
+  because a job with no metric yet cannot be called healthy. ``unknown`` is only what is left
+  when nothing could be established (e.g. a failed log fetch) and never hides a real finding.
+- Recommendations: the highest :class:`Priority` wins; ties keep the first added.
+- Trends: the highest-priority text wins; ties keep the first added.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import TypeVar
+
+from probes.models import Fault, JobFacts, JobState, MetricPoint
+from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
+from report.settings import ReportSettings
+
+VERDICT_PRECEDENCE: tuple[Verdict, ...] = (
+    "failed", "collapse", "stalled", "restarting", "warning", "buffering", "done", "healthy",
+    "unknown",
+)
+
+_T = TypeVar("_T")
+
+NO_KILL_PREFIX = "RECOMMENDATION ONLY (no-kill in force): "
+EXCERPT_LINES = 20
+
+
+class Priority(IntEnum):
+    """Ranks for recommendations and trend texts (higher wins)."""
+
+    BACKGROUND = 10
+    DEEP_PROBE = 30
+    CLEANUP = 40
+    INFO = 50
+    CONSOLIDATE = 60
+    DIAGNOSE = 70
+    TERMINAL = 80
+    EXEMPT = 85
+    CANCEL = 90
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """Everything a bucket judge reads: the facts plus the sweep's settings and clock."""
+
+    facts: JobFacts
+    history: tuple[MetricPoint, ...]
+    settings: ReportSettings
+    now: datetime
+    successor: str | None = None
+    seen_configs: frozenset[str] | None = None
+    """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
+
+    @property
+    def state(self) -> JobState:
+        return self.facts.record.state
+
+    @property
+    def running(self) -> bool:
+        return self.facts.record.state in (JobState.RUNNING, JobState.COMPLETING)
+
+    @property
+    def fetch_ok(self) -> bool:
+        """The log was read (scheduler path or workdir), so its silence means something."""
+        return self.facts.log is not None and self.facts.log.status in ("ok", "mismatch")
+
+
+@dataclass
+class Findings:
+    """The mutable accumulator a judge fills for one job (never leaves ``report``)."""
+
+    flags: list[Flag] = field(default_factory=list)
+    verdicts: set[Verdict] = field(default_factory=set)
+    trends: list[tuple[int, str]] = field(default_factory=list)
+    recommendations: list[tuple[int, Recommendation]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    metrics: dict[str, float | str] = field(default_factory=dict)
+    step: int | None = None
+    total_steps: int | None = None
+    evidence: tuple[SignalEvidence, ...] = ()
+    collapse_step: int | None = None
+    infra: str | None = None
+    type_label: str | None = None
+    name_suffix: str = ""
+
+    def flag(self, *flags: Flag) -> None:
+        for f in flags:
+            if f not in self.flags:
+                self.flags.append(f)
+
+    def verdict(self, verdict: Verdict) -> None:
+        self.verdicts.add(verdict)
+
+    def trend(self, priority: int, text: str) -> None:
+        self.trends.append((priority, text))
+
+    def recommend(self, priority: int, action: Action, why: str) -> None:
+        self.recommendations.append((priority, Recommendation(action=action, why=why)))
+
+    def settled_verdict(self) -> Verdict:
+        for verdict in VERDICT_PRECEDENCE:
+            if verdict in self.verdicts:
+                return verdict
+        return "unknown"
+
+    def settled_trend(self) -> str:
+        return _best(self.trends) or ""
+
+    def settled_recommendation(self) -> Recommendation | None:
+        return _best(self.recommendations)
+
+
+def _best(ranked: Sequence[tuple[int, _T]]) -> _T | None:
+    best: tuple[int, _T] | None = None
+    for item in ranked:
+        if best is None or item[0] > best[0]:
+            best = item
+    return best[1] if best else None
+
+
+def series(history: Sequence[MetricPoint], metric: str) -> list[float]:
+    """Return every logged value of ``metric`` in step order (non-finite kept)."""
+    return [p.values[metric] for p in history if metric in p.values]
+
+
+def latest_values(history: Sequence[MetricPoint]) -> dict[str, float]:
+    """Return canonical metric -> its latest logged value (absent metrics left out)."""
+    latest: dict[str, float] = {}
+    for point in history:
+        latest.update(point.values)
+    return latest
+
+
+def normalized_history(points: Sequence[MetricPoint]) -> tuple[MetricPoint, ...]:
+    """Sort by step; a repeated step (resume) keeps its last occurrence."""
+    by_step: dict[int, MetricPoint] = {}
+    for point in points:
+        by_step[point.step] = point
+    return tuple(by_step[s] for s in sorted(by_step))
+
+
+def is_finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def minutes_since(now: datetime, then: datetime | None) -> float | None:
+    """Minutes from ``then`` to ``now`` (None when unknown; naive times are taken as UTC)."""
+    if then is None:
+        return None
+    return (_as_utc(now) - _as_utc(then)).total_seconds() / 60.0
+
+
+def _as_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def first_fault(facts: JobFacts) -> Fault | None:
+    """The earliest real terminal signal in the log (later ones are usually consequences)."""
+    faults = [x for x in (facts.summary.faults if facts.summary else ()) if x.kind != "time-limit"]
+    return min(faults, key=lambda x: x.line_no) if faults else None
+
+
+def diagnosis(facts: JobFacts) -> str:
+    """One line saying why the job died: the first fault's detail/excerpt, else the exit."""
+    fault = first_fault(facts)
+    if fault is not None:
+        return f"{fault.kind}: {fault.detail or fault.excerpt}"
+    record = facts.record
+    if record.exit_signal:
+        return f"{record.state.value} by signal {record.exit_signal}"
+    if record.exit_code is not None:
+        return f"{record.state.value} exit {record.exit_code}"
+    return record.state.value + (f" ({record.reason})" if record.reason else "")
+
+
+def log_excerpt(facts: JobFacts) -> str:
+    """The fault's context in the log tail, else its last lines (for ``jobtables job``)."""
+    text = facts.log.text if facts.log else ""
+    lines = text.splitlines()
+    fault = first_fault(facts)
+    if fault is not None and 1 <= fault.line_no <= len(lines):
+        start = max(0, fault.line_no - EXCERPT_LINES // 2)
+        return "\n".join(lines[start : start + EXCERPT_LINES])
+    if fault is not None and not lines:
+        return "\n".join(x for x in (fault.excerpt, fault.detail) if x)
+    return "\n".join(lines[-EXCERPT_LINES:])

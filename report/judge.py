@@ -1,0 +1,361 @@
+"""Judging one job, and a whole sweep, into the contract's report.
+
+Policy: pure functions of (facts, settings, clock, sweep memory). The cross-cutting rules live
+here (seed "Cross-cutting"); bucket rules live in ``judge_rl``/``judge_sft``/``judge_harbor``;
+precedence between findings is settled once in :mod:`report.findings`.
+
+- Log status: ``mismatch`` -> ``log-path-mismatch`` (the real log was read); ``missing`` ->
+  ``log-missing`` (not for PENDING jobs, which have no log yet); ``failed`` -> ``fetch-failed``
+  and verdict ``unknown``: a failed fetch is indistinguishable from an idle job, so it never
+  makes a job dead, stalled or buffering.
+- Faults become flags (``time-limit`` is the TIMEOUT itself and adds none). On a terminal job the
+  earliest fault is the diagnosis the trend quotes (for ``child-failed``, the first real
+  traceback, ``Fault.detail``); on a live job a fault is a ``warning``.
+- TIMEOUT with a successor: ``chain-restart``, verdict ``restarting``. TIMEOUT without one:
+  verdict ``failed`` and ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
+  FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
+  ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
+  ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine.
+- Kubernetes RUNNING with zero pods is a silent wedge: terminal, verdict ``failed``.
+- Recurring failure: the same failure signature (fault kind + normalised text; for SIGTERM
+  also the same elapsed time within :data:`SAME_INTERVAL`) as the previous failed attempt of
+  the same run (``cluster:name stem``) in sweep memory.
+- no-kill: a ``cancel_and_salvage`` recommendation stays, prefixed "RECOMMENDATION ONLY".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, SchedulerRecord
+from report.buckets import bucket_for
+from report.chain import (
+    dependency_edges,
+    failure_signature,
+    find_successor,
+    memory_key,
+    same_failure,
+)
+from report.findings import (
+    NO_KILL_PREFIX,
+    Findings,
+    JudgeContext,
+    Priority,
+    diagnosis,
+    first_fault,
+    log_excerpt,
+    normalized_history,
+)
+from report.judge_harbor import judge_datagen, judge_eval
+from report.judge_other import judge_other
+from report.judge_rl import judge_rl, run_fingerprint
+from report.judge_sft import grid_rollups, judge_sft
+from report.models import (
+    BUCKET_ORDER,
+    Bucket,
+    CleanupRoutine,
+    ClusterReport,
+    Flag,
+    JobDetail,
+    JobReport,
+    Recommendation,
+    Report,
+)
+from report.settings import ReportSettings
+from report.trend import shorten
+
+MEMORY_SIGNATURES_KEPT = 20
+MEMORY_CONFIGS_KEPT = 2000
+
+_FAULT_FLAGS: dict[str, Flag] = {
+    "traceback": "traceback", "oom": "oom", "nccl-timeout": "nccl-timeout",
+    "sigterm": "sigterm", "sigkill": "sigkill", "raylet-died": "raylet-died",
+    "child-failed": "child-failed", "rpc-timeout": "rpc-timeout", "nan-loss": "nan-loss",
+}
+_FAILED_STATES = frozenset(
+    {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
+)
+_CLEANUP: dict[Bucket, CleanupRoutine] = {
+    "sft": "sft-job-cleanup", "datagen": "datagen-job-cleanup", "eval": "eval-agentic-cleanup",
+}
+_JUDGES: dict[Bucket, Callable[[JudgeContext, Findings], None]] = {
+    "rl": judge_rl, "sft": judge_sft, "datagen": judge_datagen, "eval": judge_eval,
+    "other": judge_other,
+}
+
+
+class SweepMemory(BaseModel):
+    """What the bot keeps in Redis between sweeps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    known_edges: dict[str, dict[str, str]] = {}
+    """cluster -> {predecessor id: successor id} (SLURM forgets fulfilled dependencies)."""
+    failure_signatures: dict[str, list[str]] = {}
+    """``cluster:name stem`` -> signatures of earlier failed attempts, oldest first."""
+    seen_configs: dict[str, list[str]] = {}
+    """cluster -> run fingerprints already seen healthy (no deep-probe needed)."""
+
+
+def judge_job(
+    facts: JobFacts,
+    *,
+    cluster_records: Sequence[SchedulerRecord],
+    settings: ReportSettings,
+    now: datetime,
+    history: Sequence[MetricPoint] | None = None,
+    memory: SweepMemory | None = None,
+    cluster_name_shown: bool = False,
+) -> JobDetail:
+    """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence."""
+    record = facts.record
+    bucket = bucket_for(record.name, settings.buckets)
+    points = history if history is not None else (facts.summary.points if facts.summary else ())
+    edges = memory.known_edges.get(record.cluster, {}) if memory else {}
+    ctx = JudgeContext(
+        facts=facts,
+        history=normalized_history(points),
+        settings=settings,
+        now=now,
+        successor=find_successor(record, cluster_records, edges),
+        seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
+    )
+    f = Findings()
+    _log_rules(ctx, f)
+    _fault_rules(ctx, f)
+    _state_rules(ctx, f, bucket)
+    _JUDGES[bucket](ctx, f)
+    _cleanup_rule(ctx, f, bucket)
+    _recurring_rule(ctx, f, memory)
+    _no_kill_rule(ctx, f)
+    return _assemble(ctx, f, bucket, cluster_name_shown)
+
+
+def _log_rules(ctx: JudgeContext, f: Findings) -> None:
+    log = ctx.facts.log
+    if log is None:
+        return
+    if log.status == "mismatch":
+        f.flag("log-path-mismatch")
+        f.notes.append(f"StdOut {log.requested_path} absent; read {log.path}")
+    elif log.status == "missing" and ctx.state is not JobState.PENDING:
+        f.flag("log-missing")
+        f.verdict("unknown")
+        f.trend(Priority.INFO, shorten(f"No log found ({log.requested_path or 'no StdOut'})"))
+    elif log.status == "failed":
+        f.flag("fetch-failed")
+        f.verdict("unknown")
+        f.trend(Priority.INFO, shorten(f"Log fetch failed: {log.error or 'error'}; state unknown"))
+
+
+def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
+    faults = ctx.facts.summary.faults if ctx.facts.summary else ()
+    f.flag(*(_FAULT_FLAGS[x.kind] for x in sorted(faults, key=lambda x: x.line_no)
+             if x.kind in _FAULT_FLAGS))
+    fault = first_fault(ctx.facts)
+    if fault is not None and ctx.running:
+        f.verdict("warning")
+        f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault.detail or fault.excerpt}"))
+
+
+def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
+    record, state = ctx.facts.record, ctx.state
+    if state is JobState.TIMEOUT:
+        if ctx.successor is not None:
+            f.flag("chain-restart")
+            f.verdict("restarting")
+            f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
+        else:
+            f.verdict("failed")
+            f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
+            banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
+            resume = f"; resume from banked step {banked}" if banked is not None else ""
+            f.recommend(Priority.DIAGNOSE, "diagnose",
+                        f"walltime TIMEOUT with no afterany successor{resume}")
+    elif state in _FAILED_STATES:
+        f.verdict("failed")
+        if state is JobState.OUT_OF_MEMORY:
+            f.flag("oom")
+        why = diagnosis(ctx.facts)
+        f.trend(Priority.TERMINAL, shorten(why))
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"dated agent_logs/ entry: {why}")
+    elif state is JobState.CANCELLED:
+        f.verdict("done")
+        f.trend(Priority.TERMINAL - 2, "Cancelled")
+    elif state is JobState.COMPLETED:
+        f.verdict("done")
+        f.trend(Priority.BACKGROUND + 2, "Completed")
+    elif state is JobState.UNKNOWN:
+        f.verdict("unknown")
+    if ctx.running and record.pods_total is not None and record.pods_total == 0:
+        f.flag("silent-wedge")
+        f.verdict("failed")
+        f.trend(Priority.TERMINAL + 3, "silent wedge: running but 0 pods")
+        f.recommend(Priority.DIAGNOSE + 3, "diagnose",
+                    "silent wedge: Kubernetes job RUNNING with 0 pods is terminal; resubmit")
+
+
+def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
+    """The cleanup routine matching a completed job (RL by flavour: agentic has a trial tree)."""
+    if bucket == "rl":
+        return "rl-agentic-job-cleanup" if facts.trials is not None else "rl-standard-job-cleanup"
+    return _CLEANUP.get(bucket)
+
+
+def _cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
+    routine = cleanup_routine(bucket, ctx.facts)
+    if ctx.state is not JobState.COMPLETED or routine is None:
+        return
+    tree = ctx.facts.trials
+    if tree is not None and tree.exists:
+        f.flag("cleanup-pending")
+        f.recommend(Priority.CLEANUP, "cleanup",
+                    f"{routine}: trial tree still on disk at {tree.root} (top inode-leak "
+                    "source); done only once it is removed and inode reclaim verified")
+    else:
+        f.recommend(Priority.CLEANUP, "cleanup", routine)
+
+
+def _recurring_rule(ctx: JudgeContext, f: Findings, memory: SweepMemory | None) -> None:
+    signature = failure_signature(ctx.facts, f.settled_verdict())
+    if signature is None or memory is None:
+        return
+    job_id = ctx.facts.record.job_id
+    earlier = [s for s in memory.failure_signatures.get(memory_key(ctx.facts.record), [])
+               if s.count("|") >= 3 and s.split("|", 1)[0] != job_id]
+    if earlier and same_failure(signature, earlier[-1]):
+        previous = earlier[-1].split("|", 1)[0]
+        f.flag("recurring-failure")
+        f.trend(Priority.TERMINAL + 2,
+                shorten(f"RECURRING as in {previous}: {diagnosis(ctx.facts)}"))
+        f.recommend(Priority.DIAGNOSE + 4, "diagnose",
+                    f"dated agent_logs/ entry: same failure as attempt {previous} "
+                    f"({diagnosis(ctx.facts)}); not transient, do not just resubmit")
+
+
+def _no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
+    chosen = f.settled_recommendation()
+    if ctx.settings.no_kill and chosen is not None and chosen.action == "cancel_and_salvage":
+        f.flag("no-kill")
+        f.recommendations.append((Priority.CANCEL + 1, Recommendation(
+            action="cancel_and_salvage", why=NO_KILL_PREFIX + chosen.why
+            + "; capture the evidence that disappears at termination and leave it running",
+        )))
+
+
+def _assemble(ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool) -> JobDetail:
+    record, facts = ctx.facts.record, ctx.facts
+    report = JobReport(
+        cluster=record.cluster, job_id=record.job_id, name=record.name, user=record.user,
+        bucket=bucket, state=record.state, elapsed_s=record.elapsed_s, step=f.step,
+        total_steps=f.total_steps,
+        banked_step=facts.checkpoints.banked_step if facts.checkpoints else None,
+        metrics=f.metrics, flags=f.flags, verdict=f.settled_verdict(),
+        trend=shorten(f.settled_trend()), successor=ctx.successor,
+        log_path=facts.log.path if facts.log else None,
+        recommendation=f.settled_recommendation(),
+    )
+    faults = facts.summary.faults if facts.summary else ()
+    return JobDetail(
+        report=report, history=ctx.history, evidence=f.evidence, collapse_step=f.collapse_step,
+        faults=tuple(f"{x.kind}: {x.detail or x.excerpt}" for x in faults),
+        log_excerpt=log_excerpt(facts), workdir=record.workdir, note="; ".join(f.notes),
+        infra=f.infra, type_label=f.type_label,
+        display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
+    )
+
+
+def _natural(job_id: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", job_id) if p)
+
+
+def build_report(
+    clusters: Sequence[ClusterFacts],
+    *,
+    settings: ReportSettings,
+    now: datetime,
+    histories: Mapping[tuple[str, str], Sequence[MetricPoint]] | None = None,
+    memory: SweepMemory | None = None,
+) -> tuple[Report, dict[tuple[str, str], JobDetail]]:
+    """Judge every job of a sweep; jobs ordered by bucket, then cluster, then job id."""
+    shown = sum(1 for c in clusters if c.jobs) > 1
+    judged: list[JobDetail] = []
+    for cluster in clusters:
+        records = [j.record for j in cluster.jobs]
+        for facts in cluster.jobs:
+            key = (cluster.name, facts.record.job_id)
+            judged.append(judge_job(
+                facts, cluster_records=records, settings=settings, now=now,
+                history=histories.get(key) if histories else None, memory=memory,
+                cluster_name_shown=shown,
+            ))
+    judged.sort(key=lambda d: (BUCKET_ORDER.index(d.report.bucket), d.report.cluster,
+                               _natural(d.report.job_id)))
+    labels = {(j.record.cluster, j.record.job_id): j.record.labels
+              for c in clusters for j in c.jobs}
+    grid = grid_rollups([
+        (d.report, labels.get((d.report.cluster, d.report.job_id), {}), _rate(d.report))
+        for d in judged
+    ])
+    report = Report(
+        generated_at=now,
+        clusters=[ClusterReport(name=c.name, kind=c.kind, status=c.status, detail=c.detail)
+                  for c in clusters],
+        jobs=[d.report for d in judged],
+        grid=grid,
+    )
+    return report, {(d.report.cluster, d.report.job_id): d for d in judged}
+
+
+def _rate(report: JobReport) -> float | None:
+    rate = report.metrics.get("sec_per_step")
+    return rate if isinstance(rate, float) else None
+
+
+def next_memory(
+    report: Report,
+    details: Mapping[tuple[str, str], JobDetail],
+    clusters: Sequence[ClusterFacts],
+    previous: SweepMemory | None,
+) -> SweepMemory:
+    """What to remember for the next sweep: chain edges, failure signatures, healthy configs.
+
+    ``details`` is accepted for callers that hold it; the report rows and the facts carry
+    everything remembered today.
+    """
+    prev = previous or SweepMemory()
+    edges = {name: dict(e) for name, e in prev.known_edges.items()}
+    signatures = {key: list(v) for key, v in prev.failure_signatures.items()}
+    seen = {name: list(v) for name, v in prev.seen_configs.items()}
+    facts_by_key = {(c.name, j.record.job_id): j for c in clusters for j in c.jobs}
+    for cluster in clusters:
+        if cluster.status != "ok":
+            continue  # an unreachable cluster's chains are unknown this sweep, not gone
+        records = [j.record for j in cluster.jobs]
+        ids = {r.job_id for r in records}
+        kept = {p: s for p, s in edges.get(cluster.name, {}).items() if p in ids or s in ids}
+        kept.update(dependency_edges(records))
+        edges[cluster.name] = kept
+    for job in report.jobs:
+        facts = facts_by_key.get((job.cluster, job.job_id))
+        if facts is None:
+            continue
+        signature = failure_signature(facts, job.verdict)
+        if signature is not None:
+            key = memory_key(facts.record)
+            known = signatures.setdefault(key, [])
+            if not any(s.split("|", 1)[0] == job.job_id for s in known):
+                known.append(signature)
+                del known[:-MEMORY_SIGNATURES_KEPT]
+        if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
+            fingerprint = run_fingerprint(facts.record)
+            configs = seen.setdefault(job.cluster, [])
+            if fingerprint not in configs:
+                configs.append(fingerprint)
+                del configs[:-MEMORY_CONFIGS_KEPT]
+    return SweepMemory(known_edges={k: v for k, v in edges.items() if v},
+                       failure_signatures=signatures, seen_configs=seen)

@@ -1,0 +1,248 @@
+"""Datagen and eval rules: Harbor trial trees, the realness gate, and the launch checks.
+
+Policy (seed §Datagen, §Eval; CONTRACT §6):
+
+- Trial counts come from the whole trial tree (``result.json`` over the run, not the tail);
+  datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present.
+- ``dead-engine``: avg_turns <= ``dead_engine_turns`` -> do NOT consolidate (verdict
+  ``warning`` while running, ``failed`` once terminal: the output is not real).
+- ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
+  ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated).
+- Datagen hung chunk: RUNNING, and neither a new result.json nor a log line for
+  ``datagen_hung_minutes`` -> ``stall``. Eval stall: RUNNING and the newest result.json (or the
+  start, when there is none) older than ``eval_stall_minutes``.
+- ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
+- ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
+  null output tokens (the tunnel carries no traffic).
+- ``engine-idle``: no engine 200 for ``engine_idle_minutes``; or the engine reports zero running
+  requests, the tail holds no 200 at all and the job has run longer than that window.
+- ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks.
+- A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
+  hard sets. The only timeout red flag is the stall (no result.json at all).
+"""
+
+from __future__ import annotations
+
+from probes.harbor import TrialStats, summarize_trials
+
+from probes.models import InfraSignals, JobState
+from report.findings import Findings, JudgeContext, Priority, minutes_since
+from report.judge_sft import buffer_rule
+from report.trend import duration, fmt, shorten
+
+_TIMEOUT_NOTE = "AgentTimeout share high; expected on hard sets"
+
+
+def _stats(ctx: JudgeContext, last_n: int | None = None) -> TrialStats | None:
+    tree = ctx.facts.trials
+    return summarize_trials(tree, last_n=last_n) if tree is not None and tree.exists else None
+
+
+def _last_activity_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since the log last said anything (None when unknown)."""
+    moments = [m for m in (
+        ctx.facts.log.mtime if ctx.facts.log else None,
+        ctx.facts.summary.last_timestamp if ctx.facts.summary else None,
+    ) if m is not None]
+    ages = [a for a in (minutes_since(ctx.now, m) for m in moments) if a is not None]
+    return min(ages) if ages else None
+
+
+def _infra(ctx: JudgeContext) -> InfraSignals:
+    return ctx.facts.summary.infra if ctx.facts.summary else InfraSignals()
+
+
+def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
+    """Apply the datagen rules to one job."""
+    th = ctx.settings.thresholds
+    stats = _stats(ctx)
+    _datagen_metrics(ctx, f, stats)
+    if ctx.state is JobState.PENDING:
+        buffer_rule(ctx, f)
+    avg_turns = f.metrics.get("avg_turns")
+    dead = isinstance(avg_turns, float) and avg_turns <= th.dead_engine_turns
+    if dead:
+        f.flag("dead-engine")
+        f.verdict("warning" if ctx.running else "failed")
+        text = f"DEAD ENGINE: avg_turns {fmt(float(avg_turns or 0))}; do NOT consolidate"
+        f.trend(Priority.TERMINAL + 2, text)
+        f.recommend(Priority.DIAGNOSE + 2, "diagnose", text + " (the rollouts are not real)")
+    if ctx.state is JobState.TIMEOUT and ctx.successor is None:
+        f.flag("stranded-traces")
+        root = ctx.facts.trials.root if ctx.facts.trials else "the trial tree"
+        f.trend(Priority.TERMINAL + 1, "TIMEOUT stranded traces; consolidate manually")
+        if not dead:
+            f.recommend(Priority.DIAGNOSE + 1, "consolidate_manually",
+                        f"TIMEOUT killed the terminal upload: traces are on disk at {root}")
+    if ctx.running:
+        _datagen_running(ctx, f, stats)
+    _timeout_note(f, stats)
+
+
+def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+    tree, summary = ctx.facts.trials, ctx.facts.summary
+    if tree is not None:
+        for key in ("chunks_done", "chunks_total"):
+            value = getattr(tree, key)
+            if value is not None:
+                f.metrics[key] = float(value)
+    harbor_done = summary.harbor_done if summary else None
+    if stats is not None and stats.trials:
+        f.metrics["trials"] = float(stats.trials)
+    elif harbor_done is not None:
+        f.metrics["trials"] = float(harbor_done)
+    if stats is not None and stats.avg_turns is not None:
+        f.metrics["avg_turns"] = stats.avg_turns
+    mean = summary.harbor_mean if summary and summary.harbor_mean is not None else (
+        stats.mean_reward if stats else None
+    )
+    if mean is not None:
+        f.metrics["mean_reward"] = mean
+    if stats is not None and stats.trials and stats.exc_pct is not None:
+        f.metrics["exc_pct"] = stats.exc_pct
+
+
+def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+    th = ctx.settings.thresholds
+    tree = ctx.facts.trials
+    newest = (tree.newest_result_at if tree else None) or ctx.facts.record.start_time
+    results_age = minutes_since(ctx.now, newest)
+    log_age = _last_activity_minutes(ctx)
+    if (results_age is not None and results_age > th.datagen_hung_minutes
+            and (log_age is None or log_age > th.datagen_hung_minutes)):
+        f.flag("stall")
+        f.verdict("stalled")
+        text = f"HUNG: no new trial or log line for {duration(results_age * 60)}"
+        f.trend(Priority.DIAGNOSE, text)
+        f.recommend(Priority.DIAGNOSE, "diagnose",
+                    text + "; find the chunk whose trial never returns")
+    engine_idle_rule(ctx, f)
+    if not f.metrics.get("trials") and not (stats and stats.trials):
+        f.flag("buffer-filling")
+        f.verdict("buffering")
+        f.trend(Priority.BACKGROUND, "Engine bring-up; no trial yet")
+        return
+    f.verdict("healthy")
+    done, total = f.metrics.get("chunks_done"), f.metrics.get("chunks_total")
+    if isinstance(done, float) and isinstance(total, float) and total > done:
+        f.trend(Priority.BACKGROUND, f"{int(total - done)} chunks to go")
+    else:
+        f.trend(Priority.BACKGROUND, "Generating")
+
+
+def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
+    """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window."""
+    infra, limit = _infra(ctx), ctx.settings.thresholds.engine_idle_minutes
+    since_ok = minutes_since(ctx.now, infra.last_engine_ok_at)
+    if since_ok is not None:
+        idle = since_ok > limit
+    else:
+        ran = minutes_since(ctx.now, ctx.facts.record.start_time)
+        idle = infra.engine_running_requests == 0 and ran is not None and ran > limit
+    if not idle or not ctx.running:
+        return False
+    f.flag("engine-idle")
+    f.verdict("warning")
+    quiet = f" for {duration(since_ok * 60)}" if since_ok is not None else ""
+    text = f"Engine idle{quiet}: no 200s, agents not generating"
+    f.trend(Priority.DIAGNOSE - 1, text)
+    f.recommend(Priority.DIAGNOSE - 1, "diagnose", text + "; confirm the engine is down first")
+    return True
+
+
+def _timeout_note(f: Findings, stats: TrialStats | None) -> None:
+    if stats is not None and stats.top_exception and "timeout" in stats.top_exception.lower():
+        f.notes.append(_TIMEOUT_NOTE)
+        f.trend(Priority.BACKGROUND + 1, _TIMEOUT_NOTE)
+
+
+def judge_eval(ctx: JudgeContext, f: Findings) -> None:
+    """Apply the eval rules to one job."""
+    stats = _stats(ctx)
+    _eval_metrics(ctx, f, stats)
+    f.infra = infra_marks(_infra(ctx), idle=engine_idle_rule(ctx, f))
+    if ctx.state is JobState.PENDING:
+        buffer_rule(ctx, f)
+    if ctx.running:
+        _eval_running(ctx, f, stats)
+    _launch_checks(ctx, f)
+    _timeout_note(f, stats)
+
+
+def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+    summary, tree = ctx.facts.summary, ctx.facts.trials
+    trials = stats.trials if stats else (summary.harbor_done if summary else None)
+    total = (tree.trials_total if tree else None) or (stats.trials_total if stats else None)
+    total = total or (summary.harbor_total if summary else None)
+    if trials is not None:
+        f.metrics["trials"] = float(trials)
+    if total is not None:
+        f.metrics["trials_total"] = float(total)
+    if stats is not None and stats.pass_rate is not None:
+        f.metrics["pass_rate"] = stats.pass_rate
+    if stats is not None and stats.top_exception:
+        f.metrics["top_exception"] = stats.top_exception
+
+
+def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+    th = ctx.settings.thresholds
+    trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
+    if isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total:
+        f.flag("zombie")
+        f.verdict("stalled")
+        f.trend(Priority.CANCEL, f"ZOMBIE: all {int(total)} trials done, still RUNNING")
+        f.recommend(Priority.CANCEL, "cancel_and_salvage",
+                    "zombie: all trials done but job RUNNING")
+        return
+    tree = ctx.facts.trials
+    newest = tree.newest_result_at if tree and tree.newest_result_at else None
+    age = minutes_since(ctx.now, newest or ctx.facts.record.start_time)
+    if age is not None and age > th.eval_stall_minutes:
+        f.flag("stall")
+        f.verdict("stalled")
+        what = "no new result.json" if newest else "no result.json at all"
+        text = f"STALL: {what} for {duration(age * 60)}"
+        f.trend(Priority.DIAGNOSE, text)
+        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; confirm the right log and window")
+    elif not trials:
+        f.flag("buffer-filling")
+        f.verdict("buffering")
+        f.trend(Priority.BACKGROUND, "Starting; no result.json yet")
+    else:
+        f.verdict("healthy")
+        f.trend(Priority.BACKGROUND, "healthy")
+    recent = _stats(ctx, last_n=th.pass_rate_trials)
+    if recent is not None and recent.trials and 2 * recent.instant_fail >= recent.trials:
+        f.flag("instant-fail")
+        f.verdict("warning")
+        text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
+        f.trend(Priority.DIAGNOSE + 1, text)
+        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
+                    text + "; the tunnel is not carrying traffic")
+
+
+def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
+    infra, th = _infra(ctx), ctx.settings.thresholds
+    if infra.api_base_internal:
+        f.flag("api-base-internal")
+        f.verdict("warning")
+        text = shorten(f"api_base is internal ({infra.api_base or '?'}), not the public URL")
+        f.trend(Priority.DIAGNOSE - 2, text)
+        f.recommend(Priority.DIAGNOSE - 2, "diagnose", text)
+    if infra.auth_failures >= th.auth_failures_min:
+        f.flag("auth-failures")
+        f.verdict("warning")
+        text = f"{infra.auth_failures} auth failures: sandbox provider degraded"
+        f.trend(Priority.DIAGNOSE - 3, text)
+        f.recommend(Priority.DIAGNOSE - 3, "diagnose", text)
+
+
+def infra_marks(infra: InfraSignals, *, idle: bool) -> str:
+    """``tunnel✓ api✓ engine✓`` with ✗ for a failing check and ? when the log says nothing."""
+
+    def mark(ok: bool | None) -> str:
+        return "?" if ok is None else "✓" if ok else "✗"
+
+    api = None if infra.api_base_internal is None else not infra.api_base_internal
+    engine: bool | None = False if idle else (True if infra.engine_ok_requests else None)
+    return f"tunnel{mark(infra.tunnel_ok)} api{mark(api)} engine{mark(engine)}"

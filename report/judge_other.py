@@ -1,0 +1,72 @@
+"""Catch-all jobs (consolidate, pretokenize, uploads, image builds, GPU-CI, smoke tests,
+probes): one line each, with a guessed type and the one signal that matters.
+
+Policy (seed §Catch-all): no metric table. The Type column is guessed from the job name; the
+Note is the log's own summary line when it has one (a pytest ``N passed`` tally), else its last
+meaningful line, else the scheduler's reason. Terminal COMPLETED/FAILED states are judged by
+the cross-cutting rules; a live job is ``healthy`` unless a fault says otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+
+from probes.models import JobState
+from report.findings import Findings, JudgeContext, Priority
+from report.trend import shorten
+
+_TYPES: tuple[tuple[str, str], ...] = (
+    (r"consolidat", "consolidate"),
+    (r"pre-?tok|tokeni[sz]", "pretokenize"),
+    (r"upload|push|publish", "upload"),
+    (r"gpu[-_]?ci|(?:^|[-_])ci(?:$|[-_])", "gpu-ci"),
+    (r"build|image|docker|container", "image build"),
+    (r"smoke", "smoke test"),
+    (r"grid[-_]?probe|probe|measure|bench|sweep", "probe"),
+    (r"convert|export|merge", "convert"),
+    (r"download|fetch|mirror", "download"),
+)
+_DOMAINS: tuple[tuple[str, str], ...] = (
+    (r"(?:^|[-_])rl(?:$|[-_])", "RL "), (r"datagen", "datagen-"), (r"sft", "SFT "),
+    (r"eval", "eval-"),
+)
+_SUMMARY = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|rows|files|shards|records|examples)\b.*", re.IGNORECASE
+)
+
+
+def type_label(name: str) -> str:
+    """Guess the Type column from a job name (``datagen-consolidate``, ``gpu-ci``, ...)."""
+    label = next((t for pattern, t in _TYPES if re.search(pattern, name, re.IGNORECASE)), None)
+    if label is None:
+        return "ad-hoc"
+    domain = next((d for pattern, d in _DOMAINS if re.search(pattern, name, re.IGNORECASE)), "")
+    return domain + label
+
+
+def log_note(ctx: JudgeContext) -> str:
+    """The one line worth showing from a catch-all job's log."""
+    lines = [ln.strip() for ln in (ctx.facts.log.text if ctx.facts.log else "").splitlines()]
+    lines = [ln for ln in lines if ln]
+    for line in reversed(lines):
+        match = _SUMMARY.search(line)
+        if match:
+            return shorten(match.group(0).strip("= "))
+    if lines:
+        return shorten(lines[-1])
+    return ctx.facts.record.reason or ""
+
+
+def judge_other(ctx: JudgeContext, f: Findings) -> None:
+    """Label a catch-all job and write its note."""
+    f.type_label = type_label(ctx.facts.record.name)
+    note = log_note(ctx)
+    if ctx.state is JobState.PENDING:
+        f.verdict("buffering")
+        f.trend(Priority.BACKGROUND, shorten(f"Pending ({ctx.facts.record.reason})")
+                if ctx.facts.record.reason else "Pending")
+    elif ctx.running and ctx.fetch_ok:
+        f.verdict("healthy")
+    if note:
+        f.notes.append(note)
+        f.trend(Priority.BACKGROUND + 1, note)
