@@ -1,0 +1,268 @@
+"""The Bolt app: slash commands, buttons, and the scheduled sweep post, wired to one :class:`Bot`.
+
+Policy: every handler calls ``ack()`` first, before any probe, then hands the work to the
+bot's :class:`~bot.tasks.TaskSet` so nothing runs untracked and a crash is logged at once.
+Answers go through ``respond()`` (ephemeral). ``/jobs`` answers from the cached sweep in Redis
+when it is younger than ``slack.cache_seconds`` (its age is shown), else from a live sweep,
+which the Sweeper shares between concurrent callers. A user error is a short ephemeral line; a
+bug is logged with a reference id and the user sees only that id. Slack's 429s are retried by
+slack_sdk's own retry handlers, honouring ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.actions import ActionHandler, ActionPress, SweepEngine
+from bot.alerts import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, Alerter
+from bot.chart import render_history_png
+from bot.commands import (
+    USAGE,
+    HelpQuery,
+    JobQuery,
+    JobsQuery,
+    SlashPayload,
+    code_blocks,
+    jobs_messages,
+    parse_command,
+    sweep_header,
+)
+from bot.errors import UserError
+from bot.incidents import FollowUps
+from bot.settings import Settings
+from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
+from bot.sweep import SweepResult, find_detail
+from bot.tasks import TaskSet
+from bot.telemetry import Telemetry
+from report.chunks import slack_messages, summary_lines
+from report.render import render_job_detail, render_tables
+
+log = structlog.get_logger(__name__)
+
+Respond = Callable[..., Awaitable[Any]]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class CountingWebClient(AsyncWebClient):
+    """``AsyncWebClient`` that counts failed calls per method in Prometheus."""
+
+    def __init__(self, *, telemetry: Telemetry, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._telemetry = telemetry
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except (SlackApiError, SlackClientError):
+            self._telemetry.slack_api_errors.labels(method=api_method).inc()
+            raise
+
+
+def make_web_client(
+    settings: Settings,
+    telemetry: Telemetry,
+    *,
+    retry_handlers: list[AsyncRetryHandler] | None = None,
+) -> AsyncWebClient:
+    """The Web API client: ``SLACK_API_URL``, and slack_sdk's connection and 429 retries."""
+    handlers = retry_handlers if retry_handlers is not None else [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+    ]
+    return CountingWebClient(
+        telemetry=telemetry,
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.slack_api_url,
+        retry_handlers=handlers,
+    )
+
+
+@dataclass
+class Bot:
+    """Everything the handlers share; one per process (tests build several)."""
+
+    settings: Settings
+    sweeper: SweepEngine
+    store: RedisStore
+    client: AsyncWebClient
+    telemetry: Telemetry = field(default_factory=Telemetry)
+    tasks: TaskSet = field(default_factory=TaskSet)
+    clock: Callable[[], datetime] = _utcnow
+    replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    def __post_init__(self) -> None:
+        self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
+        self.actions = ActionHandler(sweeper=self.sweeper, store=self.store, client=self.client,
+                                     telemetry=self.telemetry, clock=self.clock)
+        self.followups = FollowUps(store=self.store, clock=self.clock)
+
+
+def build_app(bot: Bot) -> AsyncApp:
+    """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered."""
+    app = AsyncApp(
+        client=bot.client,
+        signing_secret=bot.settings.slack_signing_secret.get_secret_value(),
+        name="jobtables",
+    )
+
+    async def on_command(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
+                         respond: Respond) -> None:
+        await ack()
+        payload = SlashPayload.model_validate(body)
+        bot.tasks.spawn(answer_command(bot, payload, respond), name=f"command {payload.command}")
+
+    async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
+                        respond: Respond) -> None:
+        await ack()
+        press = ActionPress.from_body(body)
+        bot.tasks.spawn(bot.actions.handle(press, respond), name=f"action {press.action_id}")
+
+    app.command("/jobs")(on_command)
+    app.command("/job")(on_command)
+    for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):
+        app.action(action_id)(on_action)
+    return app
+
+
+async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> None:
+    """Answer one slash command; never raises (errors become ephemeral replies)."""
+    try:
+        query = parse_command(payload.command, payload.text)
+        if isinstance(query, HelpQuery):
+            await respond(text=USAGE, response_type="ephemeral")
+        elif isinstance(query, JobsQuery):
+            await answer_jobs(bot, query, respond)
+        else:
+            await answer_job(bot, query, payload, respond)
+    except UserError as exc:
+        await respond(text=f"⚠️ {exc}", response_type="ephemeral")
+    except Exception:
+        ref = uuid.uuid4().hex[:8]
+        log.exception("command failed", ref=ref, command=payload.command, text=payload.text)
+        await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
+                      response_type="ephemeral")
+
+
+async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
+    """A sweep young enough to answer with (and its age in seconds), else a live one."""
+    config = bot.sweeper.config()
+    try:
+        cached = await bot.store.load_cache()
+    except StoreUnavailable as exc:
+        bot.telemetry.store_errors.inc()
+        log.warning("sweep cache unavailable", error=str(exc))
+        cached = None
+    if cached is not None:
+        result = decode_sweep(cached)
+        age = (bot.clock() - result.started_at).total_seconds()
+        if 0 <= age < config.slack.cache_seconds:
+            return result, age
+    return await live_sweep(bot), None
+
+
+async def live_sweep(bot: Bot) -> SweepResult:
+    """Sweep every cluster (shared with concurrent callers), record metrics, refresh the cache."""
+    result: SweepResult = await bot.sweeper.sweep()
+    for facts in result.facts:
+        bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
+        if facts.status == "unreachable":
+            bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
+    if result.degraded is None:
+        try:
+            await bot.store.save_cache(encode_sweep(result),
+                                       ttl_s=bot.sweeper.config().slack.cache_seconds)
+        except StoreUnavailable as exc:
+            bot.telemetry.store_errors.inc()
+            log.warning("sweep not cached", error=str(exc))
+    return result
+
+
+async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
+    result, age = await current_sweep(bot)
+    bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
+                                  "live").inc()
+    width = bot.sweeper.config().report.width
+    for message in jobs_messages(result, bucket=query.bucket, age_s=age, width=width):
+        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+
+
+async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
+    result, age = await current_sweep(bot)
+    bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
+                                  "live").inc()
+    detail = find_detail(result, query.cluster, query.job_id)
+    width = bot.sweeper.config().report.width
+    head = sweep_header(result, age_s=age)
+    text = render_job_detail(detail, width=width)
+    blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": head}]},
+              *code_blocks(text)]
+    png = await asyncio.to_thread(render_history_png, detail)
+    note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+    await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks[:50],
+                  response_type="ephemeral")
+    if png:
+        await upload_chart(bot, payload.user_id, f"{detail.report.cluster}-{query.job_id}", png)
+
+
+async def upload_chart(bot: Bot, user_id: str, stem: str, png: bytes) -> None:
+    """Upload the chart to the invoker's DM with the bot (files_upload_v2)."""
+    try:
+        opened = await bot.client.conversations_open(users=user_id)
+        await bot.client.files_upload_v2(
+            channel=opened["channel"]["id"], content=png, filename=f"{stem}.png",
+            title=f"{stem} metric history", initial_comment=f"Metric history of `{stem}`",
+        )
+    except (SlackApiError, SlackClientError) as exc:
+        log.error("chart upload failed", job=stem, error=str(exc))
+
+
+async def scheduled_sweep(bot: Bot, interval: int) -> None:
+    """Interval ``interval``'s sweep: post the thread, DM collapses, file incidents."""
+    result = await live_sweep(bot)
+    config = bot.sweeper.config()
+    details = list(result.details.values())
+    lines = await bot.followups.process(result, config)
+    if config.slack.channel:
+        await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
+    await bot.alerter.process(details, config)
+    log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
+
+
+async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
+                            extra: list[str]) -> None:
+    """A parent message (one line per bucket) with the tables as thread replies."""
+    width = bot.sweeper.config().report.width
+    head = sweep_header(result, age_s=None)
+    parent_text = "\n".join([head, *summary_lines(result.report)])[:3900]
+    parent = await bot.client.chat_postMessage(channel=channel, text=parent_text)
+    thread = parent["ts"]
+    tables = render_tables(result.report, result.details, width=width)
+    for message in slack_messages(tables):
+        await bot.client.chat_postMessage(channel=channel, thread_ts=thread,
+                                          text=message.text, blocks=message.blocks)
+    if extra:
+        await bot.client.chat_postMessage(channel=channel, thread_ts=thread,
+                                          text="\n".join(extra)[:3900])
+
+
+__all__ = ["Bot", "build_app", "make_web_client", "scheduled_sweep"]

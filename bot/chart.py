@@ -1,0 +1,70 @@
+"""A PNG chart of one run's metric history, for ``/job``.
+
+Policy: matplotlib with the Agg backend (no display, thread-safe enough when each call owns
+its own ``Figure``; we never touch pyplot's global state). Which metrics are drawn follows the
+bucket: RL reward, entropy and grad norm; SFT loss and grad norm; any other bucket whichever of
+those the run logged. Non-finite values are dropped from the line and marked on the x axis so
+a NaN loss stays visible. The collapse step, when there is one, is a dashed vertical line.
+Returns ``None`` when the run has no history to draw.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from probes.models import MetricPoint
+from report.models import JobDetail
+
+PANELS: dict[str, tuple[str, ...]] = {
+    "rl": ("reward", "entropy", "grad_norm"),
+    "sft": ("loss", "grad_norm"),
+}
+FALLBACK_PANELS = ("reward", "entropy", "loss", "grad_norm")
+
+
+def chart_metrics(detail: JobDetail) -> tuple[str, ...]:
+    """The metrics to draw for this run: its bucket's panels that have at least one value."""
+    wanted = PANELS.get(detail.report.bucket, FALLBACK_PANELS)
+    logged = {name for point in detail.history for name in point.values}
+    return tuple(name for name in wanted if name in logged)
+
+
+def render_history_png(detail: JobDetail, *, dpi: int = 100) -> bytes | None:
+    """The run's history as PNG bytes, or ``None`` if there is nothing to draw."""
+    metrics = chart_metrics(detail)
+    if not metrics:
+        return None
+    fig = Figure(figsize=(8, 2.2 * len(metrics)), dpi=dpi)
+    axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, name in zip(axes, metrics, strict=True):
+        _draw_metric(ax, name, detail.history, detail.collapse_step)
+    axes[-1].set_xlabel("step")
+    fig.suptitle(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _draw_metric(
+    ax: Axes, name: str, history: tuple[MetricPoint, ...], collapse_step: int | None
+) -> None:
+    steps = [p.step for p in history if name in p.values and math.isfinite(p.values[name])]
+    values = [p.values[name] for p in history if name in p.values and math.isfinite(p.values[name])]
+    bad = [p.step for p in history if name in p.values and not math.isfinite(p.values[name])]
+    ax.plot(steps, values, linewidth=1.2)
+    if bad:
+        ax.plot(bad, [0.0] * len(bad), "rx", label="non-finite")
+        ax.legend(loc="upper left", fontsize="small")
+    if collapse_step is not None:
+        ax.axvline(collapse_step, color="red", linestyle="--", linewidth=1)
+    ax.set_ylabel(name)
+    ax.grid(True, alpha=0.3)

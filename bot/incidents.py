@@ -1,0 +1,261 @@
+"""Incident records: salvage evidence before a cancel, and dated entries for genuine failures.
+
+Policy: an incident is one JSON file under ``slack.incident_dir/<YYYY-MM-DD>/`` written
+atomically (temp file, then rename), and the same document in Redis. A salvage record holds
+what disappears when a job is terminated (log tail, metric window, banked step, scheduler
+record) and is written before the cancel is sent. A genuine failure (verdict ``failed``) gets
+one entry per job with its diagnosis; its *signature* (bucket, name stem, fault kinds and the
+diagnosis with numbers blanked) is remembered, and the same signature on another job marks the
+entry ``recurring``. Completed jobs are not incidents: they get their cleanup routine named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.config import Config
+from bot.store import RedisStore, StoreUnavailable
+from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
+from report.models import JobDetail, JobReport, Recommendation, SignalEvidence
+
+if TYPE_CHECKING:
+    from bot.sweep import SweepResult
+
+log = structlog.get_logger(__name__)
+
+LOG_TAIL_LINES = 400
+"""Log lines kept in a salvage record: enough to see the collapse and the trace after it."""
+
+
+class IncidentRecord(BaseModel):
+    """One incident file's content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: Literal["salvage", "failure"]
+    at: datetime
+    cluster: str
+    job_id: str
+    name: str
+    user: str | None
+    bucket: str
+    state: str
+    actor: str | None = None
+    """Slack user id that asked for the cancel (salvage records)."""
+    diagnosis: str | None = None
+    signature: str | None = None
+    recurring: bool = False
+    previous: tuple[str, ...] = ()
+    """Earlier incident ids with the same failure signature."""
+    flags: tuple[str, ...] = ()
+    recommendation: Recommendation | None = None
+    banked_step: int | None = None
+    collapse_step: int | None = None
+    log_path: str | None = None
+    log_tail: str = ""
+    metric_window: tuple[MetricPoint, ...] = ()
+    evidence: tuple[SignalEvidence, ...] = ()
+    scheduler_record: SchedulerRecord | None = None
+
+
+def incident_id(kind: str, cluster: str, job_id: str, at: datetime) -> str:
+    return f"{at:%Y%m%dT%H%M%SZ}-{cluster}-{job_id}-{kind}"
+
+
+def log_tail(facts: JobFacts | None, detail: JobDetail) -> str:
+    """The last lines of the log the sweep read (the detail's excerpt if the facts have none)."""
+    text = facts.log.text if facts and facts.log and facts.log.text else detail.log_excerpt
+    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
+
+
+def salvage_record(
+    detail: JobDetail,
+    facts: JobFacts | None,
+    *,
+    history: tuple[MetricPoint, ...],
+    actor: str,
+    at: datetime,
+) -> IncidentRecord:
+    """Everything that would be lost at termination, captured just before the cancel."""
+    job = detail.report
+    return IncidentRecord(
+        id=incident_id("salvage", job.cluster, job.job_id, at),
+        kind="salvage",
+        at=at,
+        cluster=job.cluster,
+        job_id=job.job_id,
+        name=job.name,
+        user=job.user,
+        bucket=job.bucket,
+        state=str(job.state),
+        actor=actor,
+        diagnosis=job.recommendation.why if job.recommendation else None,
+        flags=tuple(job.flags),
+        recommendation=job.recommendation,
+        banked_step=job.banked_step,
+        collapse_step=detail.collapse_step,
+        log_path=job.log_path,
+        log_tail=log_tail(facts, detail),
+        metric_window=history or detail.history,
+        evidence=detail.evidence,
+        scheduler_record=facts.record if facts else None,
+    )
+
+
+def diagnose(detail: JobDetail) -> str:
+    """One line saying why the job failed: the recommendation, else the first fault, else trend."""
+    rec = detail.report.recommendation
+    if rec is not None and rec.action == "diagnose" and rec.why:
+        return rec.why
+    if detail.faults:
+        return detail.faults[0]
+    return detail.report.trend or f"{detail.report.state} with no diagnosis in the log"
+
+
+_NUMBERS = re.compile(r"0x[0-9a-f]+|\d+", re.IGNORECASE)
+
+
+def failure_signature(detail: JobDetail) -> str:
+    """A short hash that is equal for the same failure on another attempt of the same run."""
+    job = detail.report
+    stem = _NUMBERS.sub("#", job.name)
+    faults = ",".join(sorted(f for f in job.flags if f not in ("recurring-failure",)))
+    text = _NUMBERS.sub("#", diagnose(detail))
+    raw = f"{job.bucket}|{stem}|{faults}|{text}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def failure_record(
+    detail: JobDetail,
+    facts: JobFacts | None,
+    *,
+    at: datetime,
+    previous: tuple[str, ...] = (),
+) -> IncidentRecord:
+    job = detail.report
+    return IncidentRecord(
+        id=incident_id("failure", job.cluster, job.job_id, at),
+        kind="failure",
+        at=at,
+        cluster=job.cluster,
+        job_id=job.job_id,
+        name=job.name,
+        user=job.user,
+        bucket=job.bucket,
+        state=str(job.state),
+        diagnosis=diagnose(detail),
+        signature=failure_signature(detail),
+        recurring=bool(previous) or "recurring-failure" in job.flags,
+        previous=previous,
+        flags=tuple(job.flags),
+        recommendation=job.recommendation,
+        banked_step=job.banked_step,
+        log_path=job.log_path,
+        log_tail=log_tail(facts, detail),
+        metric_window=detail.history,
+        scheduler_record=facts.record if facts else None,
+    )
+
+
+def write_incident(record: IncidentRecord, directory: Path) -> Path:
+    """Write ``record`` as ``<directory>/<date>/<id>.json`` atomically; return the path."""
+    day = directory / f"{record.at:%Y-%m-%d}"
+    day.mkdir(parents=True, exist_ok=True)
+    target = day / f"{record.id}.json"
+    fd, tmp = tempfile.mkstemp(dir=day, prefix=".incident-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(record.model_dump_json(indent=2))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def cleanup_line(job: JobReport) -> str | None:
+    """``<job> completed: run <routine>`` for a completed job with a cleanup recommendation."""
+    rec = job.recommendation
+    if job.state != "COMPLETED" or rec is None or rec.action != "cleanup":
+        return None
+    return f"✅ `{job.cluster}:{job.job_id}` {job.name} completed: {rec.why}"
+
+
+class SignatureSeen(BaseModel):
+    """What Redis keeps per failure signature: the incidents that had it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    incidents: list[str] = Field(default_factory=list)
+    jobs: list[str] = Field(default_factory=list)
+
+
+class FollowUps:
+    """After a scheduled sweep: file new failures (once per job) and name cleanups (once)."""
+
+    def __init__(self, *, store: RedisStore, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def process(self, result: SweepResult, config: Config) -> list[str]:
+        """Lines for the sweep thread; empty while Redis is down (they come on a later sweep)."""
+        ttl = config.redis.expire_hours * 3600
+        lines: list[str] = []
+        try:
+            for (cluster, job_id), detail in sorted(result.details.items()):
+                if detail.report.verdict == "failed":
+                    if await self._store.put_doc(f"seen-failure:{cluster}:{job_id}", True,
+                                                 ttl_s=ttl, only_new=True):
+                        facts = find_facts(result.facts, cluster, job_id)
+                        lines.append(await self._file_failure(detail, facts, config))
+                elif (line := cleanup_line(detail.report)) and await self._store.put_doc(
+                    f"seen-done:{cluster}:{job_id}", True, ttl_s=ttl, only_new=True
+                ):
+                    lines.append(line)
+        except StoreUnavailable as exc:
+            log.warning("follow-ups postponed: Redis unavailable", error=str(exc))
+        return lines
+
+    async def _file_failure(self, detail: JobDetail, facts: JobFacts | None,
+                            config: Config) -> str:
+        ttl = config.redis.expire_hours * 3600
+        signature = failure_signature(detail)
+        seen = SignatureSeen.model_validate(
+            await self._store.get_doc(f"signature:{signature}") or {})
+        ref = f"{detail.report.cluster}:{detail.report.job_id}"
+        previous = tuple(i for i, j in zip(seen.incidents, seen.jobs, strict=True) if j != ref)
+        record = failure_record(detail, facts, at=self._clock(), previous=previous)
+        path = await asyncio.to_thread(write_incident, record, Path(config.slack.incident_dir))
+        await self._store.put_doc(f"incident:{record.id}", record.model_dump(mode="json"),
+                                  ttl_s=ttl)
+        seen.incidents.append(record.id)
+        seen.jobs.append(ref)
+        # A signature is remembered longer than one run: recurrence spans attempts.
+        await self._store.put_doc(f"signature:{signature}", seen.model_dump(), ttl_s=ttl * 4)
+        again = f" — recurring-failure (same as {previous[-1]})" if record.recurring and previous \
+            else (" — recurring-failure" if record.recurring else "")
+        return f"🔥 `{ref}` {detail.report.name} failed: {record.diagnosis}{again} · `{path}`"
+
+
+def find_facts(facts: Sequence[ClusterFacts], cluster: str, job_id: str) -> JobFacts | None:
+    """The raw facts of one job in a sweep (``None`` for a cached sweep, which keeps none)."""
+    for cluster_facts in facts:
+        if cluster_facts.name == cluster:
+            for job in cluster_facts.jobs:
+                if job.record.job_id == job_id:
+                    return job
+    return None

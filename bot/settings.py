@@ -1,0 +1,60 @@
+"""Process settings read from the environment once, at start.
+
+Policy: secrets (Slack tokens, signing secret) live only in the environment, never in
+``jobtables.toml`` (CONTRACT §2). They are read here exactly once; nothing else in the bot reads
+``os.environ``. ``SLACK_APP_TOKEN`` switches on Socket Mode; ``SLACK_API_URL`` points the Web
+API client elsewhere (tests, proxies) and always ends with ``/`` because slack_sdk joins method
+names onto it with ``urljoin``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
+
+from bot.errors import UserError
+
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+
+class SettingsError(UserError):
+    """A required environment variable is missing or malformed."""
+
+
+class Settings(BaseModel):
+    """What the bot process needs from its environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slack_bot_token: SecretStr
+    slack_signing_secret: SecretStr
+    slack_app_token: SecretStr | None = None
+    """Set: Socket Mode is used as well as the HTTP endpoint."""
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _trailing_slash(cls, v: str) -> str:
+        return v if v.endswith("/") else v + "/"
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.slack_app_token is not None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read the settings from ``env`` (default: ``os.environ``)."""
+        source = os.environ if env is None else env
+        missing = [n for n in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET") if not source.get(n)]
+        if missing:
+            raise SettingsError(f"missing environment variable(s): {', '.join(missing)}")
+        return cls(
+            slack_bot_token=SecretStr(source["SLACK_BOT_TOKEN"]),
+            slack_signing_secret=SecretStr(source["SLACK_SIGNING_SECRET"]),
+            slack_app_token=SecretStr(source["SLACK_APP_TOKEN"])
+            if source.get("SLACK_APP_TOKEN")
+            else None,
+            slack_api_url=source.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL,
+        )

@@ -1,0 +1,303 @@
+"""Redis: every piece of bot state that must outlive a process.
+
+Policy: all keys start with ``redis.key_prefix``. Redis errors are translated exactly once,
+here, into :class:`StoreUnavailable` (the original chained); callers decide how to degrade
+(answer from a live sweep, post without history) and never see a redis-py exception. The
+client fails fast (short socket timeouts, one immediate retry) so an outage costs a command
+milliseconds, and it reconnects by itself when Redis is back.
+
+Keys (``P`` = prefix)::
+
+    P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
+                               expire_hours after the run was last seen by a sweep
+    P offsets:{cluster}        HASH log path -> byte offset already read
+    P memory                   STRING SweepMemory JSON (chain-restart edges, failure state)
+    P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
+    P tick:{n}                 STRING lock: the replica that posts interval n's sweep
+    P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
+    P doc:{name}               STRING JSON documents: alert episodes, incidents, signatures
+    P audit                    STREAM append-only audit trail (capped)
+
+Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss is evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import redis.asyncio as aioredis
+from pydantic import TypeAdapter
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from probes.models import MetricPoint
+
+if TYPE_CHECKING:
+    from bot.config import RedisSection
+    from bot.sweep import SweepResult
+    from report.judge import SweepMemory
+
+AUDIT_MAXLEN = 10_000
+"""Audit entries kept (approximate trim); older ones age out of Redis, the log keeps all."""
+
+
+class StoreUnavailable(Exception):
+    """Redis could not be reached or refused the operation."""
+
+
+def dump_json(value: Any) -> str:
+    """JSON that keeps NaN/Infinity and writes datetimes as ISO 8601."""
+    return json.dumps(value, default=_default, allow_nan=True, separators=(",", ":"))
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return model_dump()
+    raise TypeError(f"cannot store {type(value).__name__} as JSON")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisStore:
+    """The bot's Redis state: implements the Sweeper's ``SweepState`` plus locks and audit."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str,
+        window_len: int = 200,
+        expire_s: float = 72 * 3600,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._r = client
+        self.prefix = prefix
+        self.window_len = window_len
+        self.expire_ms = int(expire_s * 1000)
+        self._clock = clock
+
+    @classmethod
+    def from_config(
+        cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None
+    ) -> RedisStore:
+        """A store on ``section.url`` that fails fast while Redis is down."""
+        client = aioredis.Redis.from_url(
+            section.url,
+            socket_timeout=2.0,
+            socket_connect_timeout=2.0,
+            retry=Retry(NoBackoff(), 1),
+            health_check_interval=10,
+        )
+        return cls(
+            client,
+            prefix=section.key_prefix,
+            window_len=section.window_len,
+            expire_s=section.expire_hours * 3600,
+            clock=clock or (lambda: datetime.now(UTC)),
+        )
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    @asynccontextmanager
+    async def _translated(self, what: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except RedisError as exc:
+            raise StoreUnavailable(f"redis {what}: {exc}") from exc
+        except OSError as exc:  # a socket error that escaped redis-py's own wrapping
+            raise StoreUnavailable(f"redis {what}: {exc}") from exc
+
+    async def ping(self) -> None:
+        async with self._translated("ping"):
+            await self._r.ping()
+
+    async def aclose(self) -> None:
+        await self._r.aclose()
+
+    # -- SweepState -------------------------------------------------------------------------
+
+    async def load_memory(self) -> SweepMemory:
+        from report.judge import SweepMemory
+
+        adapter = TypeAdapter(SweepMemory)
+        async with self._translated("load memory"):
+            raw = await self._r.get(self.key("memory"))
+        if raw is None:
+            return SweepMemory()
+        return adapter.validate_python(json.loads(raw))
+
+    async def save_memory(self, memory: SweepMemory) -> None:
+        from report.judge import SweepMemory
+
+        data = TypeAdapter(SweepMemory).dump_python(memory)
+        async with self._translated("save memory"):
+            await self._r.set(self.key("memory"), dump_json(data))
+
+    async def merge_history(
+        self, cluster: str, job_id: str, points: Sequence[MetricPoint]
+    ) -> list[MetricPoint]:
+        """Add ``points`` (a later value for a step replaces the earlier) and return them all."""
+        key = self.key("window", cluster, job_id)
+        async with self._translated("merge history"), self._r.pipeline(transaction=True) as p:
+            for point in points:
+                p.zremrangebyscore(key, point.step, point.step)
+                p.zadd(key, {dump_json(point.model_dump()): point.step})
+            p.zremrangebyrank(key, 0, -(self.window_len + 1))
+            p.pexpire(key, self.expire_ms)
+            p.zrange(key, 0, -1)
+            results = await p.execute()
+        return [MetricPoint.model_validate(json.loads(m)) for m in results[-1]]
+
+    async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
+        async with self._translated("load history"):
+            members: Any = await self._r.zrange(self.key("window", cluster, job_id), 0, -1)
+        return [MetricPoint.model_validate(json.loads(m)) for m in members]
+
+    async def load_offsets(self, cluster: str) -> dict[str, int]:
+        async with self._translated("load offsets"):
+            raw: Any = await self._r.hgetall(self.key("offsets", cluster))
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None:
+        if not offsets:
+            return
+        key = self.key("offsets", cluster)
+        async with self._translated("save offsets"), self._r.pipeline(transaction=True) as p:
+            p.hset(key, mapping={k: v for k, v in offsets.items()})
+            p.pexpire(key, self.expire_ms)
+            await p.execute()
+
+    # -- documents and locks ------------------------------------------------------------------
+
+    async def get_doc(self, name: str) -> Any:
+        """The JSON document stored under ``name``, or ``None``."""
+        async with self._translated("get"):
+            raw = await self._r.get(self.key("doc", name))
+        return None if raw is None else json.loads(raw)
+
+    async def put_doc(
+        self, name: str, value: Any, *, ttl_s: float | None = None, only_new: bool = False
+    ) -> bool:
+        """Store ``value``; with ``only_new`` only if absent. True if it was written."""
+        px = int(ttl_s * 1000) if ttl_s else None
+        async with self._translated("put"):
+            done = await self._r.set(self.key("doc", name), dump_json(value), px=px, nx=only_new)
+        return bool(done)
+
+    async def delete_doc(self, name: str) -> None:
+        async with self._translated("delete"):
+            await self._r.delete(self.key("doc", name))
+
+    async def acquire(self, name: str, holder: Mapping[str, Any], *, ttl_s: float) -> bool:
+        """Take lock ``name`` (SET NX PX) for ``holder``; False if someone else holds it."""
+        async with self._translated("lock"):
+            done = await self._r.set(
+                self.key("lock", name), dump_json(dict(holder)), nx=True, px=int(ttl_s * 1000)
+            )
+        return bool(done)
+
+    async def holder(self, name: str) -> dict[str, Any] | None:
+        async with self._translated("lock holder"):
+            raw = await self._r.get(self.key("lock", name))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def update_lock(self, name: str, holder: Mapping[str, Any], *, ttl_s: float) -> None:
+        """Rewrite a held lock's record (e.g. ``in progress`` -> ``done``), resetting its expiry."""
+        async with self._translated("lock update"):
+            await self._r.set(self.key("lock", name), dump_json(dict(holder)), px=int(ttl_s * 1000))
+
+    async def release(self, name: str) -> None:
+        async with self._translated("unlock"):
+            await self._r.delete(self.key("lock", name))
+
+    async def claim_tick(self, tick: int, *, ttl_s: float, owner: str) -> bool:
+        """True for exactly one replica per interval number ``tick``."""
+        async with self._translated("tick lock"):
+            done = await self._r.set(
+                self.key("tick", str(tick)), owner, nx=True, px=int(ttl_s * 1000)
+            )
+        return bool(done)
+
+    # -- sweep cache ---------------------------------------------------------------------------
+
+    async def save_cache(self, payload: str, *, ttl_s: float) -> None:
+        async with self._translated("save cache"):
+            await self._r.set(self.key("sweep-cache"), payload, px=max(1, int(ttl_s * 1000)))
+
+    async def load_cache(self) -> str | None:
+        async with self._translated("load cache"):
+            raw = await self._r.get(self.key("sweep-cache"))
+        return None if raw is None else _text(raw)
+
+    # -- audit trail ---------------------------------------------------------------------------
+
+    async def audit(self, entry: Mapping[str, Any]) -> None:
+        """Append one audit entry (timestamped here) to the capped stream."""
+        fields: dict[Any, Any] = {
+            k: v if isinstance(v, str) else dump_json(v) for k, v in entry.items()
+        }
+        fields.setdefault("at", self._clock().isoformat())
+        async with self._translated("audit"):
+            await self._r.xadd(self.key("audit"), fields, maxlen=AUDIT_MAXLEN, approximate=True)
+
+    async def audit_entries(self, count: int = 100) -> list[dict[str, str]]:
+        """The latest ``count`` audit entries, oldest first."""
+        async with self._translated("audit read"):
+            rows: Any = await self._r.xrevrange(
+                self.key("audit"), count=count
+            )
+        return [{_text(k): _text(v) for k, v in fields.items()} for _, fields in reversed(rows)]
+
+    async def delete_prefix(self) -> int:
+        """Delete every key under this store's prefix (tests and decommissioning)."""
+        deleted = 0
+        async with self._translated("delete prefix"):
+            async for key in self._r.scan_iter(match=self.prefix + "*", count=500):
+                deleted += await self._r.delete(key)
+        return deleted
+
+
+# -- sweep cache encoding -----------------------------------------------------------------------
+
+
+def encode_sweep(result: SweepResult) -> str:
+    """The parts of a sweep that answer commands (no raw facts: logs stay out of Redis)."""
+    report = result.report
+    return dump_json({
+        "report": report.model_dump(),
+        "grid": [g.model_dump() for g in report.grid],
+        "details": [d.model_dump() for d in result.details.values()],
+        "started_at": result.started_at,
+        "duration_s": result.duration_s,
+        "degraded": result.degraded,
+    })
+
+
+def decode_sweep(text: str) -> SweepResult:
+    from bot.sweep import SweepResult
+    from report.models import JobDetail, Report
+
+    data = json.loads(text)
+    report = Report.model_validate({**data["report"], "grid": data.get("grid", [])})
+    details = [JobDetail.model_validate(d) for d in data["details"]]
+    return SweepResult(
+        report=report,
+        details={(d.report.cluster, d.report.job_id): d for d in details},
+        facts=(),
+        started_at=datetime.fromisoformat(data["started_at"]),
+        duration_s=float(data["duration_s"]),
+        degraded=data.get("degraded"),
+    )
