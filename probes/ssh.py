@@ -125,8 +125,13 @@ class LocalRunner:
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )
-        except OSError as exc:  # command not found, permission denied
-            raise CommandError(f"`{shell_join(args)}` could not start locally: {exc}") from exc
+        except OSError as exc:
+            # What a shell would say (exit 127), so callers treat a missing `sacct` the same
+            # locally and over SSH.
+            result = CommandResult(args, 127, "", f"{args[0]}: could not start: {exc}")
+            if check:
+                raise result.failure(self.target) from exc
+            return result
         data = stdin.encode() if stdin is not None else None
         try:
             async with asyncio.timeout(self._timeout):
@@ -158,6 +163,7 @@ class SshRunner:
         self._known_hosts = _known_hosts_path(cluster)
         self._client_keys = [str(Path(k).expanduser()) for k in cluster.client_keys]
         self._conn: asyncssh.SSHClientConnection | None = None
+        self._failed: ProbeError | None = None
         self._lock = asyncio.Lock()
         self._sent = 0
 
@@ -198,8 +204,16 @@ class SshRunner:
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
         async with self._lock:  # concurrent commands share the one connection
+            if self._failed is not None:
+                # One connection attempt per sweep: commands queued behind a failed connect
+                # fail at once instead of each waiting out its own connect timeout.
+                raise self._failed
             if self._conn is None:
-                self._conn = await self._connect()
+                try:
+                    self._conn = await self._connect()
+                except ProbeError as exc:
+                    self._failed = exc
+                    raise
             return self._conn
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
