@@ -38,6 +38,12 @@ EXCEPTION_ABBREVIATIONS: Mapping[str, str] = {
 _EXC_MAX = 12
 
 
+def printable(text: str) -> str:
+    """Text safe for a fixed-width cell: tabs, ANSI escapes and other control characters
+    become spaces (they would shift the box), line breaks are kept."""
+    return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
+
+
 def format_number(value: float | str | None, decimals: int = 3, *, trim: bool = False) -> str:
     """Format a metric with fixed decimals; ``trim`` drops trailing zeros beyond two decimals."""
     if value is None:
@@ -101,7 +107,7 @@ def format_state(state: JobState) -> str:
 
 
 def abbreviate_exception(name: str) -> str:
-    """Short exception type for the Eval ``top exc`` column (``AgentTimeoutError`` -> ``AgentTO``)."""
+    """Short type for the Eval ``top exc`` cell: ``AgentTimeoutError`` -> ``AgentTO``."""
     bare = name.rsplit(".", 1)[-1].strip()
     if bare in EXCEPTION_ABBREVIATIONS:
         return EXCEPTION_ABBREVIATIONS[bare]

@@ -58,7 +58,8 @@ def plain_chunks(text: str, limit: int) -> list[str]:
         raise ValueError(f"limit must be positive, got {limit}")
     pieces: list[str] = []
     current = ""
-    for line in text.split("\n"):
+    for whole_line in text.split("\n"):
+        line = whole_line
         while len(line) > limit:
             if current:
                 pieces.append(current)
@@ -80,7 +81,8 @@ def plain_chunks(text: str, limit: int) -> list[str]:
 
 def _frame(table: RenderedTable) -> tuple[list[str], list[list[str]], str]:
     """Split a table into its head (top rule, header rows, rule), its body rows, its bottom."""
-    lines = [escape_mrkdwn(line) for line in table.text.split("\n")]
+    # A literal ``` in a cell would close the code fence early; a look-alike keeps the width.
+    lines = [escape_mrkdwn(line).replace(FENCE, "ˋˋˋ") for line in table.text.split("\n")]
     head_end = 2 + table.header_lines
     head, body, bottom = lines[:head_end], lines[head_end:-1], lines[-1]
     heights = table.row_heights if sum(table.row_heights) == len(body) else (1,) * len(body)
@@ -181,7 +183,8 @@ def _names(jobs: Sequence[JobReport]) -> str:
 
 
 def _bucket_line(title: str, jobs: Sequence[JobReport]) -> str:
-    verdicts = Counter("buffering" if is_buffering(j) else j.verdict for j in jobs)
+    verdicts: Counter[str] = Counter(
+        "buffering" if is_buffering(j) else j.verdict for j in jobs)
     parts = [f"{len(jobs)} job{'s' if len(jobs) != 1 else ''}"]
     for verdict, word in _VERDICT_WORDS:
         if verdicts[verdict]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from report.cells import DASH, format_number
+from report.cells import DASH, format_number, printable
 from report.models import JobDetail, JobReport, Report
 from report.tables import (
     BUCKET_TITLES,
@@ -162,7 +162,7 @@ def render_job_detail(detail: JobDetail, *, width: int = 100) -> str:
         lines += ["", "Signal evidence (value vs window)", _evidence_table(detail, width)]
     lines += ["", *_facts(detail, width)]
     if detail.log_excerpt.strip():
-        excerpt = detail.log_excerpt.rstrip("\n").split("\n")[-HISTORY_POINTS:]
+        excerpt = printable(detail.log_excerpt.rstrip("\n")).split("\n")[-HISTORY_POINTS:]
         lines += ["", "Log excerpt:"] + [
             piece for line in excerpt for piece in _wrap("  " + line, width)
         ]

@@ -31,6 +31,7 @@ from report.cells import (
     format_number,
     format_state,
     format_step,
+    printable,
 )
 from report.models import GridRollup, JobDetail, JobReport, Report
 
@@ -263,12 +264,12 @@ def _fold_cells(
 def _row_cells(
     layout: Sequence[Column], kept: Sequence[Column], folded: Sequence[Column], row: Row,
 ) -> list[str]:
-    cells = [column.cell(row) for column in kept]
+    cells = [printable(column.cell(row)) for column in kept]
     if folded:
         parts = []
         # Layout order, so a folded row reads like the full-width header did.
         for column in (c for c in layout if c in folded):
-            value = column.cell(row)
+            value = printable(column.cell(row))
             parts.append(value if value.startswith("imp ") else f"{column.fold_label} {value}")
         cells[-1] = " ".join(parts) + "; " + cells[-1]
     return cells
@@ -287,7 +288,7 @@ def render_box(
             overflow="ellipsis" if column.numeric else "fold",
         )
     for row in cells:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*(Text(printable(cell)) for cell in row))
     text = _print(table, width)
     # Same widths with a rule between rows: the rules reveal where each wrapped row ends.
     table.show_lines = True

@@ -220,3 +220,13 @@ def test_summary_lines_without_jobs() -> None:
     """An empty sweep says so in one line."""
     assert summary_lines(Report(generated_at=NOW, clusters=[], jobs=[])) == [
         "No active or recent jobs."]
+
+
+def test_backtick_fence_in_a_cell_cannot_close_the_code_block() -> None:
+    """A literal triple backtick in a trend is replaced by a same-width look-alike."""
+    job = make_job("rl-md", "rl", trend="see ```code```")
+    (table,) = render_tables(Report(generated_at=NOW, clusters=[], jobs=[job]), {})
+    (section,) = table_sections(table)
+    _, lines = code_lines(section)
+    assert "```" not in "\n".join(lines)
+    assert "ˋˋˋcodeˋˋˋ" in "\n".join(lines)

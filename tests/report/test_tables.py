@@ -460,3 +460,12 @@ def test_wide_rl_keeps_signal_columns() -> None:
     header = render_tables(report, details, width=120)[0].text.split("\n")[1]
     assert "Entropy" in header
     assert "LogRatio" in header
+
+
+def test_control_characters_cannot_shift_the_box() -> None:
+    """Tabs and ANSI escapes in a trend become spaces so the rules still line up."""
+    job = make_job("rl-ctl", "rl", trend="a\tb \x1b[31mred\x1b[0m\rdone\nsecond line")
+    table = render_tables(make_report(job), {}, width=60)[0]
+    assert "\x1b" not in table.text
+    assert "\t" not in table.text
+    assert_box_intact(table, 60)
