@@ -37,8 +37,8 @@ _TQDM_RE = re.compile(
 _TIMESTAMP_RE = re.compile(
     r"^(?:\[[A-Z]+\|(?:[^\]]{0,80}\] )?)?"
     r"(?P<full>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
-    r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<short>\d{2}-\d{2} \d{2}:\d{2}:\d{2})"
-    r"|^[IWEF](?P<glog>\d{4} \d{2}:\d{2}:\d{2})"
+    r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<short>(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
+    r"|^[IWEF](?P<glog>(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
 )
 
 
@@ -172,10 +172,9 @@ def parse_timestamp(line: str, year_hint: int | None) -> datetime | None:
             return datetime.fromisoformat(full.replace(",", ".").replace(" ", "T"))
         if year_hint is None:
             return None
-        short = found.group("short")
-        if short is not None:
-            return datetime.strptime(f"{year_hint}-{short}", "%Y-%m-%d %H:%M:%S")
-        glog = found.group("glog")
-        return datetime.strptime(f"{year_hint}{glog}", "%Y%m%d %H:%M:%S")
+        # vLLM (``MM-DD HH:MM:SS``) and glog (``MMDD HH:MM:SS``) print no year
+        first = 3 if found.group("short") is not None else 9
+        month, day, hour, minute, second = (int(found.group(first + i)) for i in range(5))
+        return datetime(year_hint, month, day, hour, minute, second)
     except ValueError:
         return None

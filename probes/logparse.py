@@ -33,7 +33,7 @@ from probes.logline import (
     strip_ansi,
     strip_ray_prefix,
 )
-from probes.metric_names import canonical_values
+from probes.metric_names import canonical_name, canonical_values
 from probes.models import LogSummary, MetricPoint, ProgressBar
 
 _log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class _Scan:
             if explicit is not None and isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
-        if canonical_values(pairs, self.aliases):
+        if any(canonical_name(key, self.aliases) for key in pairs):
             self._mark("hf")
             self._on_hf_dict(pairs, line_no)
 

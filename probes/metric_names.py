@@ -81,22 +81,29 @@ BUILTIN_ALIASES: dict[str, str] = {raw: canon for raw, (canon, _) in _RANKED_ALI
 """Raw trainer name -> canonical name (exact names; prefixed families are matched by pattern)."""
 
 _USER_RANK = -1
+_CACHE_CAP = 4096
+_builtin_cache: dict[str, tuple[str, int] | None] = {}
+"""Built-in answers per raw name: trainers repeat the same few hundred names every step."""
+
+
+def _builtin(raw: str) -> tuple[str, int] | None:
+    if raw in _builtin_cache:
+        return _builtin_cache[raw]
+    found = _RANKED_ALIASES.get(raw)
+    if found is None and len(raw) <= 256:
+        found = next(((c, r) for p, c, r in _SUFFIX_PATTERNS if p.match(raw)), None)
+    if len(_builtin_cache) >= _CACHE_CAP:
+        _builtin_cache.clear()  # a log inventing names without end must not grow memory
+    _builtin_cache[raw] = found
+    return found
 
 
 def _ranked(raw: str, extra: Mapping[str, str]) -> tuple[str, int] | None:
     """Return (canonical, rank) for one raw name, or None when it is not a metric we read."""
-    user = extra.get(raw)
+    user = extra.get(raw) if extra else None
     if user is not None:
         return user, _USER_RANK
-    exact = _RANKED_ALIASES.get(raw)
-    if exact is not None:
-        return exact
-    if len(raw) > 256:
-        return None
-    for pattern, canonical, rank in _SUFFIX_PATTERNS:
-        if pattern.match(raw):
-            return canonical, rank
-    return None
+    return _builtin(raw)
 
 
 def canonical_name(raw: str, extra: Mapping[str, str]) -> str | None:
