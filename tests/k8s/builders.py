@@ -107,7 +107,8 @@ def make_job(
 
 def _state(state: str, reason: str | None) -> V1ContainerState:
     if state == "running":
-        return V1ContainerState(running=V1ContainerStateRunning(started_at=NOW - timedelta(hours=1)))
+        started = NOW - timedelta(hours=1)
+        return V1ContainerState(running=V1ContainerStateRunning(started_at=started))
     if state == "waiting":
         return V1ContainerState(waiting=V1ContainerStateWaiting(reason=reason))
     code = 0 if reason == "Completed" else 137 if reason == "OOMKilled" else 1
@@ -149,8 +150,9 @@ def make_pod(
             start_time=created + timedelta(seconds=5),
             conditions=conditions,
             container_statuses=[
-                V1ContainerStatus(name=c, image=IMAGE, image_id="sha256:abc", ready=state == "running",
-                                  restart_count=restarts, state=_state(state, reason))
+                V1ContainerStatus(name=c, image=IMAGE, image_id="sha256:abc",
+                                  ready=state == "running", restart_count=restarts,
+                                  state=_state(state, reason))
                 for c in containers
             ],
         ),

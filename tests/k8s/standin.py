@@ -41,8 +41,8 @@ def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
 
 def selector_matches(selector: str | None, labels: dict[str, str]) -> bool:
     """Equality-based label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``, comma-joined."""
-    for term in filter(None, (selector or "").split(",")):
-        term = term.strip()
+    for raw in filter(None, (selector or "").split(",")):
+        term = raw.strip()
         if "!=" in term:
             key, value = term.split("!=", 1)
             if labels.get(key.strip()) == value.strip():

@@ -81,7 +81,8 @@ STATE_TABLE = [
     (job(active=1), [pod()], JobState.RUNNING, None, None),
     (job(active=0), [pod("Succeeded", terminated=("Completed",))],
      JobState.COMPLETING, "PodsSucceeded", None),
-    (job(active=0), [pod("Failed", terminated=("OOMKilled",))], JobState.PENDING, "OOMKilled", None),
+    (job(active=0), [pod("Failed", terminated=("OOMKilled",))],
+     JobState.PENDING, "OOMKilled", None),
     (job(active=1), [pod("Unknown")], JobState.UNKNOWN, "PodPhaseUnknown", None),
 ]
 
