@@ -222,6 +222,8 @@ class _Scan:
     def _finish_dict(self) -> None:
         text = "\n".join(self.dict_lines or ())
         self.dict_lines = None
+        if text.count("{") > 1:
+            return  # metric dicts are flat; a nested one is a config dump (verl pprints its config)
         pairs = parse_pairs(text)
         if pairs:
             self._on_dict(pairs, self.dict_line_no)

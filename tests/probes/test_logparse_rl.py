@@ -194,6 +194,17 @@ def test_verl_validation_only_step_is_not_a_point_and_final_validation_finishes(
     assert summary.finished
 
 
+def test_nested_config_dump_is_not_a_metric_dict() -> None:
+    """verl pprints its config as a nested dict with `clip_ratio`/`lr` keys: never a point."""
+    text = (
+        "(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
+        "(TaskRunner pid=1)                                  'entropy_coeff': 0,\n"
+        "(TaskRunner pid=1)                                  'optim': {'lr': 1e-06}}}}\n"
+        "(TaskRunner pid=1) {'loss': 1.5, 'learning_rate': {'base': 0.1}}\n"
+    )
+    assert parse_log(text).points == ()
+
+
 def test_user_aliases_win_over_builtins() -> None:
     """A `[metrics.aliases]` entry maps an unknown name and overrides a built-in one."""
     text = "step:3 - train/my_entropy:0.7 - actor/entropy:0.1 - custom/kl:0.2\n"
