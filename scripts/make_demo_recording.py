@@ -240,18 +240,13 @@ def _sft_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
 
 
 def _harbor_sources() -> dict[str, Path]:
-    """Harbor fixture job dirs by role (healthy / dead-engine / instant-fail)."""
-    dirs = sorted({p.parent for p in FIX.glob("harbor-*/**/result.json")
-                   if any(c.is_dir() and (c / "result.json").exists() for c in p.parent.iterdir())})
-    if not dirs:
-        raise SystemExit("missing Harbor fixtures under tests/fixtures/harbor-*")
-    roles: dict[str, Path] = {}
-    for d in dirs:
-        text = str(d).lower()
-        role = "dead" if "dead" in text else "instant" if "instant" in text else "healthy"
-        roles.setdefault(role, d)
-    roles.setdefault("dead", roles["healthy"])
-    return roles
+    """Harbor fixture job dirs by role (see tests/fixtures/generators/README.md)."""
+    base = sorted(FIX.glob("harbor-*/jobs"))
+    if not base:
+        raise SystemExit("missing Harbor fixtures under tests/fixtures/harbor-*/jobs")
+    jobs = base[-1]
+    return {"healthy": jobs / "2026-11-30__10-00-00", "dead": jobs / "2026-11-30__14-00-00",
+            "instant": jobs / "2026-11-30__16-00-00"}
 
 
 def _harbor_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
