@@ -110,14 +110,16 @@ def _trials(raw: Mapping[str, Any]) -> TrialTree | None:
     job_meta: Mapping[str, Any] | None = None
     total = 0
     done = 0
-    for job in jobs.values():
-        trials.update(job.get("trials") or {})
+    chunked = len(jobs) > 1
+    for job_dir, job in jobs.items():
+        # Trial dir names repeat across chunks; key them by chunk so none is lost.
+        prefix = f"{job_dir.rstrip('/').rsplit('/', 1)[-1]}/" if chunked else ""
+        trials.update({prefix + name: t for name, t in (job.get("trials") or {}).items()})
         meta = job.get("job") or {}
         if meta:
             job_meta = meta
             total += int(meta.get("n_total_trials") or 0)
             done += 1 if meta.get("finished_at") else 0
-    chunked = len(jobs) > 1
     merged_job = dict(job_meta or {})
     if chunked and total:
         merged_job["n_total_trials"] = total

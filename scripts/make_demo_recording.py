@@ -69,7 +69,7 @@ def _job(job_id: int, name: str, user: str, state: str, *, submit_ago_min: float
          run_min: float | None, workdir: str, stdout: str | None, limit_min: int = 2880,
          dependency: str = "", exit_code: int = 0, reason: str = "None") -> dict[str, Any]:
     submit = NOW - timedelta(minutes=submit_ago_min)
-    start = submit + timedelta(minutes=2) if run_min is not None else None
+    start = submit + timedelta(minutes=2) if (run_min is not None or state == "RUNNING") else None
     end = start + timedelta(minutes=run_min) if (start and state not in {"RUNNING"}) else None
 
     def t(value: datetime | None) -> dict[str, Any]:
@@ -116,7 +116,7 @@ class Tree:
             (self.real(root) / "latest_ckpt_global_step.txt").write_text(str(max(steps)))
 
     def harbor(self, dest: str, source: Path, *, newest_ago_min: float, keep: int | None = None,
-               finished: bool = False) -> None:
+               finished: bool = False, total: int | None = None) -> None:
         """Copy a Harbor job dir, shifting its timestamps so the newest trial ended when asked."""
         target = self.real(dest)
         shutil.copytree(source, target)
@@ -128,12 +128,19 @@ class Tree:
         stamps = [json.loads(p.read_text()).get("finished_at") for p in results]
         newest = max(datetime.fromisoformat(s.replace("Z", "+00:00")) for s in stamps if s)
         shift = (NOW - timedelta(minutes=newest_ago_min)) - newest
-        for path in [*results, target / "result.json"]:
-            if path.exists():
-                path.write_text(_shift_times(path.read_text(), shift, finished and path.parent == target))
+        for path in results:
+            path.write_text(_shift_times(path.read_text(), shift))
+        job_file = target / "result.json"
+        if job_file.exists():
+            data = json.loads(_shift_times(job_file.read_text(), shift))
+            if not finished:
+                data["finished_at"] = None
+            if total is not None:
+                data["n_total_trials"] = total
+            job_file.write_text(json.dumps(data, indent=4))
 
 
-def _shift_times(text: str, shift: timedelta, finish_job: bool) -> str:
+def _shift_times(text: str, shift: timedelta) -> str:
     data = json.loads(text)
 
     def walk(node: Any) -> Any:
@@ -144,10 +151,7 @@ def _shift_times(text: str, shift: timedelta, finish_job: bool) -> str:
             return [walk(v) for v in node]
         return node
 
-    data = walk(data)
-    if finish_job and isinstance(data, dict) and not data.get("finished_at"):
-        data["finished_at"] = data.get("updated_at") or data.get("started_at")
-    return json.dumps(data, indent=4)
+    return json.dumps(walk(data), indent=4)
 
 
 def _shift(value: str, shift: timedelta) -> str:
@@ -213,7 +217,8 @@ def build(tree: Tree) -> list[dict[str, Any]]:
 def _sft_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
     sft = _fixture("hf-transformers-*/sft_healthy.out")
     w = "/home/alice/sft/qwen7b-coldstart"
-    tree.write(f"{w}/logs/sft-qwen7b-coldstart-2ep_41010.out", sft, ago_min=1)
+    tree.write(f"{w}/logs/sft-qwen7b-coldstart-2ep_41010.out", _cut(sft, "'epoch'", 61),
+               ago_min=1)
     jobs.append(_job(41010, "sft-qwen7b-coldstart-2ep", "alice", "RUNNING", submit_ago_min=90,
                      run_min=None, workdir=w, stdout=f"{w}/logs/sft-qwen7b-coldstart-2ep_41010.out"))
     # A grid: lr3e5 logs under another name than its StdOut (path mismatch); lr1e5 has a
@@ -261,13 +266,14 @@ def _harbor_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
     jobs.append(_job(41050, "datagen-swe-traces", "alice", "RUNNING", submit_ago_min=260,
                      run_min=None, workdir=w, stdout=f"{w}/logs/datagen-swe-traces_41050.out"))
     w = "/home/bob/datagen/tbench-synth"
-    tree.harbor(f"{w}/jobs/2026-11-30__14-00-00", src["dead"], newest_ago_min=2)
+    tree.harbor(f"{w}/jobs/2026-11-30__14-00-00", src["dead"], newest_ago_min=2, total=200)
     tree.write(f"{w}/logs/datagen-tbench-synth_41060.out", "harbor run -c synth.yaml\n",
                ago_min=2)
     jobs.append(_job(41060, "datagen-tbench-synth", "bob", "RUNNING", submit_ago_min=100,
                      run_min=None, workdir=w, stdout=f"{w}/logs/datagen-tbench-synth_41060.out"))
     w = "/home/alice/eval/qwen7b-tbench"
-    tree.harbor(f"{w}/jobs/2026-11-30__12-30-00", src["healthy"], newest_ago_min=95, keep=18)
+    tree.harbor(f"{w}/jobs/2026-11-30__12-30-00", src["healthy"], newest_ago_min=95, keep=18,
+                total=89)
     tree.write(f"{w}/logs/eval-qwen7b-x-terminal-bench_41070.out",
                "api_base=https://qwen7b-eval.trycloudflare.com/v1\n"
                "INF Registered tunnel connection connIndex=0 location=ams01 protocol=quic\n",
@@ -276,7 +282,7 @@ def _harbor_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
                      submit_ago_min=215, run_min=None, workdir=w,
                      stdout=f"{w}/logs/eval-qwen7b-x-terminal-bench_41070.out"))
     w = "/home/bob/eval/llama8b-swebench"
-    tree.harbor(f"{w}/jobs/2026-11-30__15-00-00", src["healthy"], newest_ago_min=1)
+    tree.harbor(f"{w}/jobs/2026-11-30__15-00-00", src["healthy"], newest_ago_min=1, total=500)
     tree.write(f"{w}/logs/eval-llama8b-x-swebench-verified_41080.out",
                "api_base=https://llama8b-eval.trycloudflare.com/v1\n"
                "INF Registered tunnel connection connIndex=0 location=ams01 protocol=quic\n"
