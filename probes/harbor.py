@@ -7,9 +7,11 @@ The local reader lists only Harbor's known layout (``research/formats.md`` §4.1
 chunks of one run. It never walks arbitrary depth. Times Harbor wrote without a zone (older
 versions used ``datetime.now()``) are taken as UTC. ``newest_result_at`` prefers the files'
 mtimes (what "no new result.json for 60 min" literally means) and falls back to the newest
-``finished_at``. Statistics never invent a zero: no verifier anywhere gives ``mean_reward``
-and ``pass_rate`` of ``None``; with a verifier, a finished trial without a reward scores 0, as
-the seed says an unfinished task scores as not-solved.
+``finished_at``. Rewards are averaged over the trials that carry one, exactly as Harbor's own
+``Mean`` metric does (so the table matches Harbor's "Mean: X"); a trial the verifier never
+scored (environment failed to start) is neither a pass nor a fail. Statistics never invent a
+zero: with no reward anywhere (datagen without a verifier) ``mean_reward`` and ``pass_rate``
+are ``None``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class TrialStats(Frozen):
     completed: int = 0
     """Trials that finished (a finish time, a reward or an exception recorded)."""
     pass_rate: float | None = None
-    """Fraction of completed trials with reward > 0; ``None`` when nothing was scored."""
+    """Fraction of scored trials with reward > 0; ``None`` when nothing was scored."""
     mean_reward: float | None = None
     avg_turns: float | None = None
     exc_pct: float | None = None
@@ -215,8 +217,7 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
     if last_n is not None:
         trials = trials[-last_n:] if last_n > 0 else []
     done = [t for t in trials if _completed(t)]
-    scored = any(t.reward is not None for t in done)
-    rewards = [t.reward or 0.0 for t in done]
+    rewards = [t.reward for t in done if t.reward is not None]
     turns = [t.n_turns for t in done if t.n_turns is not None]
     exceptions = Counter(t.exception_type for t in done if t.exception_type is not None)
     top = min(exceptions, key=lambda k: (-exceptions[k], k)) if exceptions else None
@@ -224,8 +225,8 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         trials=len(trials),
         trials_total=tree.trials_total,
         completed=len(done),
-        pass_rate=sum(r > 0 for r in rewards) / len(done) if scored else None,
-        mean_reward=sum(rewards) / len(done) if scored else None,
+        pass_rate=sum(r > 0 for r in rewards) / len(rewards) if rewards else None,
+        mean_reward=sum(rewards) / len(rewards) if rewards else None,
         avg_turns=sum(turns) / len(turns) if turns else None,
         exc_pct=100.0 * exceptions.total() / len(done) if done else None,
         exceptions=dict(exceptions),
