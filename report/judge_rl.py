@@ -21,6 +21,9 @@ Policy (seed §RL, CONTRACT §5/§6):
   or its name says smoke/test/debug. Without sweep memory only the name test applies (we
   cannot know what is new). The recommendation ``deep_probe`` is made only when nothing
   more urgent applies.
+- ``nan-loss`` as for SFT (policy_loss, else loss). ``grad-explosion`` (CONTRACT §5 defines it
+  for SFT) is not applied: an RL grad spike is the grad_norm collapse signal, and one signal
+  alone must not raise more than ``signal:grad_norm``.
 - Standard (non-agentic) RL has no trial tree: the pass-rate signal is simply not evaluated
   and nothing is flagged for the missing artefacts.
 """
@@ -67,7 +70,7 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
     buffer_rule(ctx, f)
     stall_rule(ctx, f)
     loss_metric = "policy_loss" if "policy_loss" in f.metrics else "loss"
-    divergence_rule(ctx, f, loss_metric)
+    divergence_rule(ctx, f, loss_metric, explosion=False)
     tree = ctx.facts.trials
     scan = collapse_scan(ctx.history, ctx.settings.thresholds,
                          trials=tree.trials if tree is not None else None)

@@ -113,8 +113,10 @@ def buffer_rule(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.BACKGROUND, "Bring-up; no step yet" if bring_up else "Filling buffer")
 
 
-def divergence_rule(ctx: JudgeContext, f: Findings, loss_metric: str) -> None:
-    """Flag ``nan-loss`` and ``grad-explosion`` on the recent steps."""
+def divergence_rule(
+    ctx: JudgeContext, f: Findings, loss_metric: str, *, explosion: bool = True
+) -> None:
+    """Flag ``nan-loss`` (and, unless ``explosion`` is off, ``grad-explosion``) on recent steps."""
     th = ctx.settings.thresholds
     start = max(0, len(ctx.history) - th.collapse_recent_steps)
     faults = ctx.facts.summary.faults if ctx.facts.summary else ()
@@ -124,7 +126,7 @@ def divergence_rule(ctx: JudgeContext, f: Findings, loss_metric: str) -> None:
         bad_grad = grad is not None and not math.isfinite(grad)
         if (loss is not None and not math.isfinite(loss)) or (loss == 0.0 and bad_grad):
             _nan_loss(f, ctx.history[index].step, loss)
-        if grad is not None and _exploded(ctx, index, grad, th):
+        if explosion and grad is not None and _exploded(ctx, index, grad, th):
             f.flag("grad-explosion")
             f.verdict("warning")
             f.trend(Priority.INFO, f"Grad explosion at step {ctx.history[index].step}: {fmt(grad)}")
