@@ -181,7 +181,8 @@ class _Scan:
         if "Total" in body:
             banner = _BANNER_RE.search(body)
             if banner is not None:
-                self._mark("hf" if banner.group(1) else "verl")
+                if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
+                    self._mark("hf")
                 self.banner_total = int((banner.group(1) or banner.group(2)).replace(",", ""))
         if "heckpoint" in body or "global_step_" in body:
             saved = _CHECKPOINT_RE.search(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -192,6 +193,20 @@ def test_verl_validation_only_step_is_not_a_point_and_final_validation_finishes(
     assert summary.total_steps == 140
     assert summary.progress is not None and summary.progress.current == 1
     assert summary.finished
+
+
+def test_skyrl_rebuilt_fixture_v04() -> None:
+    """The rebuilt SkyRL v0.4 console log: 30 steps, SkyRL only, saves every 10, done."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "skyrl-rebuilt" / "console_v04.log"
+    summary = parse_log(path.read_bytes())
+    assert [p.step for p in summary.points] == list(range(1, 31))
+    assert summary.formats == ("skyrl",)
+    assert summary.total_steps == 100
+    assert summary.checkpoint_steps == (10, 20, 30)
+    assert summary.finished
+    assert {"reward", "pass_at_n", "entropy", "grad_norm", "policy_loss"} <= set(
+        summary.points[-1].values
+    )
 
 
 def test_nested_config_dump_is_not_a_metric_dict() -> None:
