@@ -10,6 +10,7 @@ from probes.config import KubernetesCluster
 from probes.errors import InvalidJobIdError
 from probes.k8s import KubernetesProbe
 from probes.models import ClusterFacts, JobFacts, JobState
+from probes.registry import make_probe
 from tests.k8s.builders import NOW, make_job, make_jobset, make_pod
 from tests.k8s.standin import KubeStandIn
 
@@ -298,3 +299,10 @@ async def test_suspended_and_filtered_jobs(standin: KubeStandIn,
     assert [j.record.job_id for j in facts.jobs] == ["rl-queued"]
     assert (facts.jobs[0].record.state, facts.jobs[0].record.reason) == (
         JobState.PENDING, "Suspended")
+
+
+async def test_registry_builds_the_kubernetes_probe(cluster: KubernetesCluster) -> None:
+    """The registry's ``kubernetes`` kind builds this probe and tolerates the shared options."""
+    built = make_probe(cluster, aliases={"train/my_entropy": "entropy"}, clock=lambda: NOW)
+    assert isinstance(built, KubernetesProbe)
+    await built.aclose()

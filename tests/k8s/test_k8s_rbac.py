@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no stubs installed; safe_load_all only
 
 from probes.k8s import KubernetesProbe
 from tests.k8s.builders import make_job, make_jobset, make_pod
