@@ -1,0 +1,207 @@
+"""Datagen and eval judgement: realness gate, stranded traces, stalls, zombies, launch checks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from probes.models import InfraSignals, JobFacts, JobState, TrialTree
+from tests.report.factories import NOW, facts, judge, log, record, tree, trial
+
+
+def _datagen(trials: TrialTree | None = None, **kw: Any) -> JobFacts:
+    rec_kw = kw.pop("rec", {})
+    state = rec_kw.pop("state", JobState.RUNNING)
+    t = trials if trials is not None else tree([trial(0.6)] * 40 + [trial(0.0)] * 10,
+                                               chunks_done=18, chunks_total=20)
+    return facts(record("datagen-swe", state=state, **rec_kw), trials=t, **kw)
+
+
+def _eval(trials: TrialTree | None = None, infra: InfraSignals | None = None,
+          **kw: Any) -> JobFacts:
+    rec_kw = kw.pop("rec", {})
+    state = rec_kw.pop("state", JobState.RUNNING)
+    t = trials if trials is not None else tree([trial(1.0)] * 30 + [trial(0.0)] * 70,
+                                               trials_total=300)
+    summary_kw = {"infra": infra or InfraSignals(tunnel_ok=True, api_base_internal=False,
+                                                 engine_ok_requests=50,
+                                                 last_engine_ok_at=NOW)}
+    summary_kw.update(kw.pop("summary_kw", {}))
+    return facts(record("eval-qwen-swebench", state=state, **rec_kw), trials=t,
+                 summary_kw=summary_kw, **kw)
+
+
+def test_healthy_datagen_metrics() -> None:
+    """Chunks, trials, avg_turns, Mean (harbor's own line first) and exc% fill the row."""
+    report = judge(_datagen(summary_kw={"harbor_mean": 0.53})).report
+    assert report.bucket == "datagen" and report.verdict == "healthy" and report.flags == []
+    assert report.metrics == {"chunks_done": 18.0, "chunks_total": 20.0, "trials": 50.0,
+                              "avg_turns": 3.0, "mean_reward": 0.53, "exc_pct": 0.0}
+    assert report.trend == "2 chunks to go"
+
+
+def test_datagen_mean_falls_back_to_trials() -> None:
+    """Without harbor's Mean line the mean reward comes from the trials."""
+    assert judge(_datagen()).report.metrics["mean_reward"] == pytest.approx(0.48)
+
+
+@pytest.mark.parametrize(
+    ("turns", "dead"), [(1, True), (2, False)],
+)
+def test_dead_engine(turns: int, dead: bool) -> None:
+    """avg_turns ≈ 1.0 is a dead-engine run: do NOT consolidate."""
+    t = tree([trial(0.0, n_turns=turns)] * 20, chunks_done=1, chunks_total=2)
+    report = judge(_datagen(t)).report
+    assert ("dead-engine" in report.flags) is dead
+    if dead:
+        assert report.verdict == "warning" and report.recommendation is not None
+        assert "do NOT consolidate" in report.recommendation.why
+
+
+def test_datagen_timeout_strands_traces() -> None:
+    """A datagen TIMEOUT with no successor strands traces: consolidate manually."""
+    report = judge(_datagen(rec={"state": JobState.TIMEOUT})).report
+    assert "stranded-traces" in report.flags and report.verdict == "failed"
+    assert report.recommendation is not None
+    assert report.recommendation.action == "consolidate_manually"
+    assert "/w/jobs" in report.recommendation.why
+
+
+def test_datagen_timeout_with_successor_is_a_restart() -> None:
+    """Near-miss: with a successor queued the TIMEOUT is a chain restart, nothing stranded."""
+    job = _datagen(rec={"state": JobState.TIMEOUT})
+    succ = record("datagen-swe", "101", JobState.PENDING, depends_on=("100",))
+    report = judge(job, others=[succ]).report
+    assert report.flags == ["chain-restart"] and report.verdict == "restarting"
+
+
+def test_dead_engine_timeout_is_not_consolidated() -> None:
+    """Stranded but dead: the recommendation says not to consolidate."""
+    t = tree([trial(0.0, n_turns=1)] * 20)
+    report = judge(_datagen(t, rec={"state": JobState.TIMEOUT})).report
+    assert {"stranded-traces", "dead-engine"} <= set(report.flags)
+    assert report.recommendation is not None and report.recommendation.action == "diagnose"
+
+
+@pytest.mark.parametrize(
+    ("results_min", "log_min", "hung"),
+    [(180, 180, True), (180, 10, False), (60, 180, False)],
+)
+def test_datagen_hung_chunk(results_min: int, log_min: int, hung: bool) -> None:
+    """No new result.json and no log line for 2 h while RUNNING is a hung chunk."""
+    t = tree([trial()] * 10, newest_result_at=NOW - timedelta(minutes=results_min))
+    quiet = NOW - timedelta(minutes=log_min)
+    job = _datagen(t, log_fetch=log(mtime=quiet), summary_kw={"last_timestamp": quiet})
+    report = judge(job).report
+    assert ("stall" in report.flags) is hung
+    assert (report.verdict == "stalled") is hung
+
+
+def test_completed_datagen_cleanup() -> None:
+    """Completed datagen with its tree on disk: cleanup-pending via datagen-job-cleanup."""
+    report = judge(_datagen(rec={"state": JobState.COMPLETED})).report
+    assert report.flags == ["cleanup-pending"] and report.verdict == "done"
+    assert report.recommendation is not None
+    assert report.recommendation.why.startswith("datagen-job-cleanup: trial tree still on disk")
+
+
+def test_healthy_eval() -> None:
+    """Trials over the whole run, pass-rate, and all launch checks green."""
+    detail = judge(_eval())
+    report = detail.report
+    assert report.bucket == "eval" and report.verdict == "healthy" and report.flags == []
+    assert report.metrics == {"trials": 100.0, "trials_total": 300.0, "pass_rate": 0.3}
+    assert detail.infra == "tunnel✓ api✓ engine✓"
+
+
+@pytest.mark.parametrize(
+    ("newest_min", "stalled"), [(61, True), (59, False)],
+)
+def test_eval_stall(newest_min: int, stalled: bool) -> None:
+    """No new result.json for 60+ min while RUNNING is a stall."""
+    t = tree([trial()] * 10, trials_total=300, newest_result_at=NOW - timedelta(minutes=newest_min))
+    report = judge(_eval(t)).report
+    assert ("stall" in report.flags) is stalled
+
+
+def test_eval_with_no_results_at_all() -> None:
+    """Zero result.json an hour after start is a stall; ten minutes in, it is bring-up."""
+    empty = tree([], trials_total=300, newest_result_at=None)
+    old = judge(_eval(empty)).report
+    assert "stall" in old.flags and old.trend.startswith("STALL: no result.json at all")
+    fresh = judge(_eval(empty, rec={"start_time": NOW - timedelta(minutes=10)})).report
+    assert fresh.flags == ["buffer-filling"] and fresh.verdict == "buffering"
+
+
+def test_zombie() -> None:
+    """All trials done but the job still RUNNING: zombie, cancel."""
+    t = tree([trial()] * 300, trials_total=300)
+    report = judge(_eval(t)).report
+    assert "zombie" in report.flags and report.verdict == "stalled"
+    assert report.recommendation is not None
+    assert report.recommendation.action == "cancel_and_salvage"
+    assert report.recommendation.why == "zombie: all trials done but job RUNNING"
+    assert "zombie" not in judge(_eval(tree([trial()] * 299, trials_total=300))).report.flags
+
+
+def _instant(n: int) -> list[Any]:
+    return [trial(None, n_output_tokens=None, started_at=NOW, finished_at=NOW)] * n
+
+
+@pytest.mark.parametrize(("instant", "flagged"), [(50, True), (49, False)])
+def test_instant_fail(instant: int, flagged: bool) -> None:
+    """At least half of the last trials finishing instantly with no output is instant-fail."""
+    t = tree([trial()] * (100 - instant) + _instant(instant), trials_total=300)
+    report = judge(_eval(t)).report
+    assert ("instant-fail" in report.flags) is flagged
+
+
+@pytest.mark.parametrize(
+    ("infra", "flags", "marks"),
+    [
+        (InfraSignals(tunnel_ok=True, api_base_internal=True, api_base="http://10.0.0.5:8000",
+                      engine_ok_requests=5, last_engine_ok_at=NOW),
+         ["api-base-internal"], "tunnel✓ api✗ engine✓"),
+        (InfraSignals(tunnel_ok=False, auth_failures=3, engine_ok_requests=5,
+                      last_engine_ok_at=NOW), ["auth-failures"], "tunnel✗ api? engine✓"),
+        (InfraSignals(auth_failures=2), [], "tunnel? api? engine?"),  # near-miss: 2 < 3
+        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=11)),
+         ["engine-idle"], "tunnel? api? engine✗"),
+        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=9)),
+         [], "tunnel? api? engine✓"),
+        (InfraSignals(engine_running_requests=0), ["engine-idle"], "tunnel? api? engine✗"),
+        (InfraSignals(engine_running_requests=3), [], "tunnel? api? engine?"),
+    ],
+)
+def test_launch_checks(infra: InfraSignals, flags: list[str], marks: str) -> None:
+    """api_base, auth failures and engine idleness become flags and Infra marks."""
+    detail = judge(_eval(infra=infra))
+    assert detail.report.flags == flags and detail.infra == marks
+    if flags:
+        assert detail.report.verdict == "warning"
+
+
+def test_agent_timeouts_are_not_a_problem() -> None:
+    """A majority of AgentTimeoutError trials raises no flag; the trend says it is expected."""
+    timeouts = [trial(0.0, exception_type="AgentTimeoutError")] * 60
+    t = tree([trial(1.0)] * 40 + timeouts, trials_total=300)
+    detail = judge(_eval(t))
+    assert detail.report.flags == [] and detail.report.verdict == "healthy"
+    assert detail.report.trend == "AgentTimeout share high; expected on hard sets"
+    assert detail.report.metrics["top_exception"] == "AgentTimeoutError"
+
+
+def test_completed_eval_cleanup() -> None:
+    """Completed eval routes to eval-agentic-cleanup."""
+    report = judge(_eval(rec={"state": JobState.COMPLETED})).report
+    assert report.recommendation is not None
+    assert report.recommendation.why.startswith("eval-agentic-cleanup")
+    assert "cleanup-pending" in report.flags
+
+
+def test_pending_eval_is_queue_admission() -> None:
+    """A PENDING eval is buffer-filling, not stalled."""
+    report = judge(_eval(tree([], trials_total=300), rec={"state": JobState.PENDING})).report
+    assert report.flags == ["buffer-filling"] and report.verdict == "buffering"
