@@ -69,7 +69,11 @@ def parse_time(value: object) -> datetime | None:
 def _float(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: object) -> int | None:
@@ -96,7 +100,10 @@ def _newest(
 ) -> datetime | None:
     mtimes = [m for r in reduced if (m := _float(r.get("mtime"))) is not None]
     if mtimes:
-        return datetime.fromtimestamp(max(mtimes), tz=UTC)
+        try:
+            return datetime.fromtimestamp(max(mtimes), tz=UTC)
+        except (ValueError, OverflowError, OSError):
+            pass  # an impossible mtime (tampered replay): fall back to finish times
     finished = [t.finished_at for t in trials if t.finished_at is not None]
     return max(finished) if finished else None
 

@@ -39,7 +39,10 @@ def _dict(value: "object") -> "dict[str, object]":
 def _number(value: "object") -> "float | None":
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range is no count or reward
+        return None
     return number if math.isfinite(number) else None
 
 

@@ -143,6 +143,8 @@ def test_reduce_job_old_stats_form() -> None:
         ({"agent_result": {"n_output_tokens": "12"}}, "n_output_tokens", None),
         ({"exception_info": {"exception_type": ""}}, "exception_type", None),
         ({"started_at": 12345}, "started_at", None),
+        ({"verifier_result": {"rewards": {"reward": 10**400}}}, "reward", None),
+        ({"agent_result": {"n_output_tokens": 10**400}}, "n_output_tokens", None),
     ],
 )
 def test_reduce_trial_field_forms(trial: dict[str, object], field: str, expected: object) -> None:
