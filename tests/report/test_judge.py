@@ -1,0 +1,170 @@
+"""Sweep-level judgement: ordering, display names, catch-all rows, SFT grids, sweep memory."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from probes.models import JobFacts, JobState
+from report.judge import SweepMemory, build_report, next_memory
+from report.judge_other import type_label
+from report.settings import ReportSettings
+from tests.report.factories import (
+    NOW,
+    cluster,
+    facts,
+    healthy_rl,
+    judge,
+    log,
+    points,
+    record,
+)
+
+SETTINGS = ReportSettings()
+
+
+def _job(name: str, job_id: str, state: JobState = JobState.RUNNING, **kw: object) -> JobFacts:
+    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
+    return facts(record(name, job_id, state, **kw), points(series))  # type: ignore[arg-type]
+
+
+def test_order_and_display_names() -> None:
+    """Jobs sort by bucket, cluster, then numeric job id; names get a cluster prefix."""
+    alpha = cluster("alpha", [_job("sft-a-1", "20"), _job("rl-x", "100"), _job("rl-y", "9")])
+    beta = cluster("beta", [_job("rl-z", "5", cluster="beta")], kind="kubernetes")
+    report, details = build_report([alpha, beta], settings=SETTINGS, now=NOW)
+    assert [(j.cluster, j.job_id) for j in report.jobs] == [
+        ("alpha", "9"), ("alpha", "100"), ("beta", "5"), ("alpha", "20"),
+    ]
+    assert details[("alpha", "9")].display_name == "alpha/rl-y"
+    assert [c.name for c in report.clusters] == ["alpha", "beta"]
+    assert report.generated_at == NOW and list(details) == [
+        (j.cluster, j.job_id) for j in report.jobs
+    ]
+
+
+def test_single_cluster_names_are_bare() -> None:
+    """With one cluster reporting jobs, no prefix (an unreachable empty one does not count)."""
+    alpha = cluster("alpha", [_job("rl-x", "1")])
+    down = cluster("beta", [], status="unreachable", detail="ssh: timeout")
+    report, details = build_report([alpha, down], settings=SETTINGS, now=NOW)
+    assert details[("alpha", "1")].display_name == "rl-x"
+    assert report.clusters[1].status == "unreachable" and report.clusters[1].detail
+
+
+def test_histories_are_used_per_job() -> None:
+    """The caller's merged history replaces the log's points for that job only."""
+    job = _job("rl-x", "1")
+    longer = points(healthy_rl(30))
+    _, details = build_report([cluster("alpha", [job])], settings=SETTINGS, now=NOW,
+                              histories={("alpha", "1"): longer})
+    assert details[("alpha", "1")].report.step == 30
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        ("consolidate-swe-rows", "consolidate"),
+        ("pretokenize-mix", "pretokenize"),
+        ("rl-upload-qwen", "RL upload"),
+        ("gpu-ci", "gpu-ci"),
+        ("nightly-ci-run", "gpu-ci"),
+        ("build-image-vllm", "image build"),
+        ("feature-smoke", "smoke test"),
+        ("grid-probe-bs", "probe"),
+        ("something", "ad-hoc"),
+    ],
+)
+def test_type_label(name: str, label: str) -> None:
+    """The catch-all Type column is guessed from the name."""
+    assert type_label(name) == label
+
+
+def test_catch_all_row() -> None:
+    """A catch-all job gets its type, a note from the log's summary line, and its state."""
+    text = "collecting ...\n===== 2 passed in 3.1s =====\n"
+    job = facts(record("gpu-ci", state=JobState.COMPLETED), log_fetch=log(text=text))
+    detail = judge(job)
+    assert detail.report.bucket == "other" and detail.type_label == "gpu-ci"
+    assert detail.note == "2 passed in 3.1s" and detail.report.verdict == "done"
+    assert detail.report.recommendation is None
+
+
+def test_failed_catch_all_is_diagnosed() -> None:
+    """A FAILED catch-all job is a genuine failure with a diagnosis."""
+    job = facts(record("consolidate-x", state=JobState.FAILED, exit_code=2),
+                log_fetch=log(text="Error: bucket not found\n"))
+    report = judge(job).report
+    assert report.verdict == "failed"
+    assert report.recommendation is not None
+    assert report.recommendation.why == "dated agent_logs/ entry: FAILED exit 2"
+
+
+def _cell(name: str, job_id: str, state: JobState, step: int, total: int) -> JobFacts:
+    return facts(record(name, job_id, state), points({"loss": [1.0] * step}),
+                 summary_kw={"total_steps": total, "sec_per_step": 10.0})
+
+
+def test_sft_grid_rollup() -> None:
+    """Grid cells: progress and ETA per running cell, deduped pending, done, long pole."""
+    jobs = [
+        _cell("sft-grid-7b", "1", JobState.RUNNING, 50, 100),
+        _cell("sft-grid-72b", "2", JobState.RUNNING, 10, 1000),
+        _cell("sft-grid-72b", "3", JobState.PENDING, 0, 1000),  # resume copy of a running cell
+        _cell("sft-grid-1b", "4", JobState.PENDING, 0, 100),
+        _cell("sft-grid-1b", "5", JobState.PENDING, 0, 100),  # chain copy
+        _cell("sft-grid-3b", "6", JobState.COMPLETED, 100, 100),
+        _cell("sft-solo", "7", JobState.RUNNING, 5, 10),  # a lone job is no grid
+    ]
+    report, _ = build_report([cluster("alpha", jobs)], settings=SETTINGS, now=NOW)
+    [grid] = report.grid
+    assert (grid.grid, grid.running, grid.pending_unique, grid.done) == ("sft-grid", 2, 1, 1)
+    assert grid.long_pole == "sft-grid-72b"
+    cells = {c.cell: c for c in grid.cells}
+    assert cells["sft-grid-7b"].progress_pct == 50.0 and cells["sft-grid-7b"].eta_s == 500.0
+    assert cells["sft-grid-72b"].eta_s == 9900.0
+
+
+def test_grid_label_groups_unrelated_names() -> None:
+    """Jobs sharing a grid label form one grid whatever their names."""
+    a = facts(record("sft-alpha", "1", labels={"grid": "g1"}), points({"loss": [1.0]}))
+    b = facts(record("sft-beta", "2", JobState.PENDING, labels={"grid": "g1"}))
+    report, _ = build_report([cluster("alpha", [a, b])], settings=SETTINGS, now=NOW)
+    assert [(g.grid, g.running, g.pending_unique) for g in report.grid] == [("g1", 1, 1)]
+
+
+def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
+    """Edges survive SLURM clearing Dependency; failures and healthy configs are recorded."""
+    pred = _job("rl-x", "1", JobState.RUNNING)
+    succ = _job("rl-x", "2", JobState.PENDING, depends_on=("1",))
+    failed = _job("sft-y", "3", JobState.FAILED, exit_code=1)
+    clusters = [cluster("alpha", [pred, succ, failed])]
+    memory = SweepMemory()
+    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
+    memory = next_memory(report, details, clusters, memory)
+    assert memory.known_edges == {"alpha": {"1": "2"}}
+    assert memory.seen_configs == {"alpha": ["rl-x"]}
+    [signature] = memory.failure_signatures["alpha:sft-y"]
+    assert signature.startswith("3|exit1|")
+
+    # next sweep: the predecessor timed out, the successor started and SLURM cleared Dependency
+    timed_out = _job("rl-x", "1", JobState.TIMEOUT, end_time=NOW)
+    started = _job("rl-x-renamed", "2", JobState.RUNNING)
+    clusters = [cluster("alpha", [timed_out, started, failed])]
+    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
+    assert details[("alpha", "1")].report.successor == "2"
+    again = next_memory(report, details, clusters, memory)
+    assert again.failure_signatures == memory.failure_signatures  # not appended twice
+    assert again.known_edges == {"alpha": {"1": "2"}}
+
+
+def test_next_memory_forgets_gone_chains_but_keeps_unreachable_clusters() -> None:
+    """Edges whose jobs left the report are dropped; an unreachable cluster keeps its edges."""
+    previous = SweepMemory(known_edges={"alpha": {"1": "2"}, "beta": {"7": "8"}})
+    clusters = [cluster("alpha", [_job("rl-q", "50")]),
+                cluster("beta", [], status="unreachable", collected_at=NOW - timedelta(0))]
+    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=previous)
+    memory = next_memory(report, details, clusters, previous)
+    assert memory.known_edges == {"beta": {"7": "8"}}
+    assert next_memory(report, details, clusters, None).known_edges == {}
