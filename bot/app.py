@@ -45,6 +45,7 @@ from bot.commands import (
 )
 from bot.errors import UserError
 from bot.incidents import FollowUps
+from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult, find_detail
@@ -114,6 +115,16 @@ class Bot:
         self.actions = ActionHandler(sweeper=self.sweeper, store=self.store, client=self.client,
                                      telemetry=self.telemetry, clock=self.clock)
         self.followups = FollowUps(store=self.store, clock=self.clock)
+
+    async def aclose(self) -> None:
+        """Release the sweeper's probes, Redis and the Web API session."""
+        await self.tasks.aclose()
+        closer = getattr(self.sweeper, "aclose", None)
+        if closer is not None:
+            await closer()
+        await self.store.aclose()
+        if self.client.session is not None and not self.client.session.closed:
+            await self.client.session.close()
 
 
 def build_app(bot: Bot) -> AsyncApp:
@@ -248,6 +259,36 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
 
 
+async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:
+    """The tick lock. Without Redis every replica posts: a duplicate beats a silent monitor."""
+    try:
+        return await bot.store.claim_tick(interval, ttl_s=ttl_s, owner=bot.replica)
+    except StoreUnavailable as exc:
+        bot.telemetry.store_errors.inc()
+        log.warning("tick lock unavailable; sweeping anyway", interval=interval, error=str(exc))
+        return True
+
+
+def make_scheduler(
+    bot: Bot,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Scheduler:
+    """Scheduled sweeps every ``slack.sweep_every_minutes`` (re-read with the config)."""
+
+    async def claim(interval: int, ttl_s: float) -> bool:
+        return await claim_interval(bot, interval, ttl_s)
+
+    async def run(interval: int) -> None:
+        await scheduled_sweep(bot, interval)
+
+    return Scheduler(
+        every_s=lambda: bot.sweeper.config().slack.sweep_every_minutes * 60,
+        claim=claim, run=run, clock=clock or bot.clock, sleep=sleep,
+    )
+
+
 async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
                             extra: list[str]) -> None:
     """A parent message (one line per bucket) with the tables as thread replies."""
@@ -265,4 +306,4 @@ async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
                                           text="\n".join(extra)[:3900])
 
 
-__all__ = ["Bot", "build_app", "make_web_client", "scheduled_sweep"]
+__all__ = ["Bot", "build_app", "make_scheduler", "make_web_client", "scheduled_sweep"]

@@ -110,9 +110,7 @@ def _parse_jobs(args: list[str]) -> Query:
 def _parse_job(args: list[str]) -> Query:
     if not args:
         raise UsageError("`/job` needs a job id, e.g. `/job 12345` or `/job alpha:12345`")
-    if len(args) > 1:
-        raise UsageError("`/job` takes exactly one job id")
-    if args[0].lower() == "help":
+    if args[0].lower() == "help" and len(args) == 1:
         return HelpQuery()
     try:
         cluster, job_id = split_job_ref(args[0])
@@ -121,6 +119,8 @@ def _parse_job(args: list[str]) -> Query:
             f"{_shown(args[0])} is not a job id: use digits (optionally `_N` or `+N`), "
             "a Kubernetes job name, or `<cluster>:<id>`"
         ) from exc
+    if len(args) > 1:
+        raise UsageError("`/job` takes exactly one job id")
     return JobQuery(cluster=cluster, job_id=job_id)
 
 

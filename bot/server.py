@@ -1,0 +1,123 @@
+"""The bot process: aiohttp web app (Slack events, health, metrics), Socket Mode, scheduler.
+
+Policy: one aiohttp application serves ``POST /slack/events`` (Bolt's handler: signature and
+timestamp checked by Bolt, 401 on failure), ``GET /healthz`` and ``GET /metrics``. When
+``SLACK_APP_TOKEN`` is set, Socket Mode runs as well (slack_bolt's aiohttp
+``AsyncSocketModeHandler``), and ``/healthz`` answers 503 while its socket is disconnected so
+Kubernetes restarts a silently dead bot. Redis being down does not fail the health check: the
+bot still answers from live sweeps (degraded). Scheduled sweeps run as one tracked background
+task; shutdown on SIGTERM/SIGINT cancels it and closes every client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+from bot.app import Bot, build_app, make_scheduler, make_web_client
+from bot.config import load_config
+from bot.logs import configure_logging
+from bot.settings import Settings
+from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import Sweeper
+from bot.telemetry import CONTENT_TYPE, Telemetry
+
+log = structlog.get_logger(__name__)
+
+EVENTS_PATH = "/slack/events"
+Connected = Callable[[], Awaitable[bool]]
+
+
+def build_web_app(
+    bot: Bot, app: AsyncApp, *, connected: Connected | None = None
+) -> web.Application:
+    """The HTTP surface. ``connected`` reports the Socket Mode link (``None``: HTTP only)."""
+
+    async def slack_events(request: web.Request) -> web.Response:
+        bolt_response = await app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(bolt_response)
+
+    async def healthz(_: web.Request) -> web.Response:
+        socket_ok = True if connected is None else await connected()
+        try:
+            await bot.store.ping()
+            redis = "ok"
+        except StoreUnavailable:
+            redis = "unavailable (degraded: no history)"
+        body = {"status": "ok" if socket_ok else "socket mode disconnected",
+                "socket_mode": connected is not None, "redis": redis}
+        return web.json_response(body, status=200 if socket_ok else 503)
+
+    async def metrics(_: web.Request) -> web.Response:
+        response = web.Response(body=bot.telemetry.render())
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
+
+    web_app = web.Application()
+    web_app.add_routes([
+        web.post(EVENTS_PATH, slack_events),
+        web.get("/healthz", healthz),
+        web.get("/metrics", metrics),
+    ])
+    return web_app
+
+
+def build_bot(config_path: Path, settings: Settings) -> Bot:
+    """Compose the production bot: Redis store, Sweeper re-reading the config, Web API client."""
+    config = load_config(config_path)  # fail fast, with line and key, before binding a port
+    telemetry = Telemetry()
+    store = RedisStore.from_config(config.redis)
+    sweeper = Sweeper(lambda: load_config(config_path), state=store)
+    client = make_web_client(settings, telemetry)
+    return Bot(settings=settings, sweeper=sweeper, store=store, client=client,
+               telemetry=telemetry)
+
+
+async def run_bot(config_path: Path, *, port: int) -> None:
+    """``jobtables bot``: serve until SIGTERM/SIGINT."""
+    configure_logging()
+    settings = Settings.from_env()
+    bot = build_bot(config_path, settings)
+    app = build_app(bot)
+    socket = None
+    if settings.slack_app_token is not None:
+        socket = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
+    web_app = build_web_app(bot, app,
+                            connected=socket.client.is_connected if socket else None)
+    runner = web.AppRunner(web_app)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host="0.0.0.0", port=port).start()
+        log.info("bot listening", port=port, socket_mode=socket is not None)
+        if socket is not None:
+            await socket.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt untyped
+        bot.tasks.spawn(make_scheduler(bot).run_forever(), name="scheduled sweeps")
+        await _until_signalled()
+    finally:
+        await _shutdown(bot, runner, socket)
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _shutdown(bot: Bot, runner: web.AppRunner,
+                    socket: AsyncSocketModeHandler | None) -> None:
+    await bot.tasks.aclose()
+    if socket is not None:
+        await socket.close_async()  # type: ignore[no-untyped-call]  # slack_bolt untyped
+    await runner.cleanup()
+    await bot.aclose()
+    log.info("bot stopped")

@@ -1,0 +1,171 @@
+"""Fixtures: a fake Slack, a real Redis under a per-test key prefix, and a bot served over HTTP."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from bot.app import Bot, build_app, make_web_client
+from bot.config import Config, RedisSection, SlackSection
+from bot.server import build_web_app
+from bot.settings import Settings
+from bot.store import RedisStore
+from bot.telemetry import Telemetry
+from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
+from tests.bot.fake_slack import SIGNING_SECRET, FakeSlack, action_body, command_body, \
+    signed_headers
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    """A started fake Slack Web API."""
+    fake = FakeSlack()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix no other test uses."""
+    return f"jt-test-{uuid.uuid4().hex[:10]}:"
+
+
+def make_store(prefix: str, *, url: str = REDIS_URL, clock: FakeClock | None = None,
+               window_len: int = 200) -> RedisStore:
+    client = aioredis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0,
+                                     retry=Retry(NoBackoff(), 1))
+    return RedisStore(client, prefix=prefix, window_len=window_len,
+                      **({"clock": clock} if clock else {}))
+
+
+@pytest.fixture
+async def store(prefix: str) -> AsyncIterator[RedisStore]:
+    """A store on the real Redis; its keys are deleted afterwards."""
+    instance = make_store(prefix)
+    try:
+        yield instance
+    finally:
+        await instance.delete_prefix()
+        await instance.aclose()
+
+
+def make_config(prefix: str, tmp_path: Path, **slack: Any) -> Config:
+    defaults: dict[str, Any] = {
+        "channel": "C0SWEEP", "operators": ("UOPS",), "owners": {"alice": "UALICE"},
+        "incident_dir": str(tmp_path / "incidents"), "cache_seconds": 60.0,
+        "sweep_every_minutes": 30.0,
+    }
+    return Config(redis=RedisSection(key_prefix=prefix),
+                  slack=SlackSection(**{**defaults, **slack}))
+
+
+@dataclass
+class Harness:
+    """A bot served on 127.0.0.1 port 0, and ways to talk to it as Slack would."""
+
+    bot: Bot
+    url: str
+    http: aiohttp.ClientSession
+    slack: FakeSlack
+    sweeper: FakeSweeper
+    clock: FakeClock
+    replies: int = 0
+    hooks: list[str] = field(default_factory=list)
+
+    async def post(self, body: str, headers: dict[str, str]) -> tuple[int, str]:
+        async with self.http.post(self.url + "/slack/events", data=body.encode(),
+                                  headers=headers) as response:
+            return response.status, await response.text()
+
+    async def command(self, command: str, text: str = "", *, user: str = "UALICE",
+                      timestamp: int | None = None, secret: str = SIGNING_SECRET
+                      ) -> tuple[int, str]:
+        """Send a signed slash command; return the HTTP status and the response_url path."""
+        self.replies += 1
+        hook = f"cmd{self.replies}"
+        body = command_body(command, text, user=user, response_url=self.slack.response_url(hook))
+        status, _ = await self.post(body, signed_headers(body, timestamp=timestamp,
+                                                         secret=secret))
+        return status, f"/webhook/{hook}"
+
+    async def press(self, action_id: str, value: str, *, user: str,
+                    blocks: list[dict[str, Any]] | None = None) -> tuple[int, str]:
+        self.replies += 1
+        hook = f"act{self.replies}"
+        body = action_body(action_id, value, user=user,
+                           response_url=self.slack.response_url(hook), blocks=blocks)
+        status, _ = await self.post(body, signed_headers(body))
+        return status, f"/webhook/{hook}"
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with self.http.get(self.url + path) as response:
+            return response.status, await response.text()
+
+
+@asynccontextmanager
+async def running_bot(
+    slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock,
+    *, connected: Callable[[], Any] | None = None,
+) -> AsyncIterator[Harness]:
+    """Serve a bot over HTTP until the block ends; drains its tasks before stopping."""
+    settings = Settings(slack_bot_token="xoxb-test", slack_signing_secret=SIGNING_SECRET,
+                        slack_api_url=slack.base_url)
+    telemetry = Telemetry()
+    client = make_web_client(settings, telemetry)
+    bot = Bot(settings=settings, sweeper=sweeper, store=store, client=client,
+              telemetry=telemetry, clock=clock)
+    app = build_app(bot)
+    runner = web.AppRunner(build_web_app(bot, app, connected=connected))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    http = aiohttp.ClientSession()
+    try:
+        yield Harness(bot, f"http://127.0.0.1:{port}", http, slack, sweeper, clock)
+        await bot.tasks.drain()
+    finally:
+        await http.close()
+        await runner.cleanup()
+        await bot.tasks.aclose()
+        if client.session is not None:
+            await client.session.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def sweeper(prefix: str, tmp_path: Path, clock: FakeClock) -> FakeSweeper:
+    """A fake Sweeper with one healthy RL job and one collapsing one."""
+    from tests.bot.builders import collapsing, detail, job
+
+    healthy = detail(job("4100", "rl-ppo-llama-8b"))
+    sft = detail(job("4300", "sft-mistral-7b", bucket="sft", user="bob"))
+    return FakeSweeper(make=lambda: sweep_result([healthy, collapsing(), sft], at=clock()),
+                       conf=make_config(prefix, tmp_path))
+
+
+@pytest.fixture
+async def harness(slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper,
+                  clock: FakeClock) -> AsyncIterator[Harness]:
+    async with running_bot(slack, store, sweeper, clock) as h:
+        yield h

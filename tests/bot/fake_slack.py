@@ -1,0 +1,198 @@
+"""A fake Slack: the Web API methods the bot calls, the upload URL and response_url webhooks.
+
+It is a real aiohttp server on 127.0.0.1 port 0 (the bot's slack_sdk client and Bolt's
+``respond()`` talk to it over HTTP, exactly as to Slack). Every request is recorded. A method
+can be told to answer 429 with ``Retry-After`` a number of times. The helpers at the bottom
+sign requests to the bot the way Slack does (v0 HMAC-SHA256 of ``v0:{ts}:{body}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Call:
+    """One request the fake received."""
+
+    path: str
+    params: dict[str, Any]
+    headers: dict[str, str]
+    status: int = 200
+
+
+@dataclass
+class FakeSlack:
+    calls: list[Call] = field(default_factory=list)
+    rate_limits: dict[str, list[int]] = field(default_factory=dict)
+    """method -> Retry-After seconds of the 429s still to give."""
+
+    def __post_init__(self) -> None:
+        self._ts = itertools.count(1)
+        self._files = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.add_routes([
+            web.post("/api/{method}", self._api),
+            web.post("/upload/{file_id}", self._upload),
+            web.post("/webhook/{name}", self._webhook),
+        ])
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/webhook/{name}"
+
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
+        self.rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def paths(self) -> list[str]:
+        return [c.path for c in self.calls]
+
+    def to(self, path: str) -> list[Call]:
+        return [c for c in self.calls if c.path == path and c.status == 200]
+
+    async def wait_for(self, path: str, count: int = 1, *, within: float = 20.0) -> list[Call]:
+        """Wait until ``path`` has been answered ``count`` times (bounded; no fixed sleeps)."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.to(path)) >= count)
+        return self.to(path)
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    async def _record(self, request: web.Request, params: dict[str, Any], status: int) -> None:
+        call = Call(request.path, params, dict(request.headers), status)
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await _params(request)
+        pending = self.rate_limits.get(method)
+        if pending:
+            retry_after = pending.pop(0)
+            await self._record(request, params, 429)
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": str(retry_after)})
+        await self._record(request, params, 200)
+        return web.json_response(self._answer(method, params))
+
+    def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {"ok": True, "url": "https://fake.slack/", "team": "Fake", "user": "jobtables",
+                    "team_id": "T0FAKE", "user_id": "UBOT", "bot_id": "BBOT"}
+        if method in ("chat.postMessage", "chat.update"):
+            ts = params.get("ts") or f"1700000000.{next(self._ts):06d}"
+            return {"ok": True, "channel": params.get("channel"), "ts": ts,
+                    "message": {"text": params.get("text")}}
+        if method == "conversations.open":
+            return {"ok": True, "channel": {"id": "D" + str(params.get("users", "")).lstrip("U")}}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": "1700000000.999999"}
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._files):04d}"
+            return {"ok": True, "file_id": file_id,
+                    "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}"}
+        if method == "files.completeUploadExternal":
+            files = params.get("files")
+            files = json.loads(files) if isinstance(files, str) else files
+            return {"ok": True, "files": [{"id": f["id"], "title": f.get("title")} for f in files]}
+        return {"ok": False, "error": "unknown_method"}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        await self._record(request, {"bytes": len(body), "head": body[:8]}, 200)
+        return web.Response(text="OK - " + str(len(body)))
+
+    async def _webhook(self, request: web.Request) -> web.Response:
+        await self._record(request, await request.json(), 200)
+        return web.Response(text="ok")
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    """Query string, form and JSON body merged (slack_sdk uses all three, per method)."""
+    merged: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        merged.update(await request.json())
+    else:
+        form = await request.post()
+        merged.update({k: v for k, v in form.items() if isinstance(v, str)})
+    return merged
+
+
+# -- signing requests to the bot, as Slack does ------------------------------------------------
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+
+
+def signature(body: str, timestamp: str, secret: str = SIGNING_SECRET) -> str:
+    base = f"v0:{timestamp}:{body}".encode()
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+def signed_headers(body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET,
+                   content_type: str = "application/x-www-form-urlencoded") -> dict[str, str]:
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature(body, ts, secret),
+            "Content-Type": content_type}
+
+
+def command_body(command: str, text: str, *, user: str, response_url: str,
+                 channel: str = "C0SWEEP") -> str:
+    return urllib.parse.urlencode({
+        "token": "legacy-verification-token", "team_id": "T0FAKE", "team_domain": "fake",
+        "channel_id": channel, "channel_name": "ops", "user_id": user, "user_name": user.lower(),
+        "command": command, "text": text, "api_app_id": "A0FAKE", "is_enterprise_install": "false",
+        "response_url": response_url, "trigger_id": f"trigger-{time.monotonic_ns()}",
+    })
+
+
+def action_body(action_id: str, value: str, *, user: str, response_url: str,
+                channel: str = "D0ALICE", message_ts: str = "1700000000.000001",
+                blocks: list[dict[str, Any]] | None = None) -> str:
+    payload = {
+        "type": "block_actions", "team": {"id": "T0FAKE", "domain": "fake"},
+        "user": {"id": user, "username": user.lower(), "team_id": "T0FAKE"},
+        "api_app_id": "A0FAKE", "token": "legacy-verification-token",
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel,
+                      "is_ephemeral": False},
+        "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "channel": {"id": channel, "name": "directmessage"},
+        "message": {"type": "message", "ts": message_ts, "text": "Collapse", "blocks":
+                    blocks or []},
+        "response_url": response_url,
+        "actions": [{"action_id": action_id, "block_id": "collapse_actions", "value": value,
+                     "type": "button", "action_ts": str(time.time()),
+                     "text": {"type": "plain_text", "text": action_id}}],
+    }
+    return "payload=" + urllib.parse.quote(json.dumps(payload))

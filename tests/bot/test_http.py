@@ -1,0 +1,121 @@
+"""The bot over real HTTP: signed slash commands in, answers out through the fake Slack."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.bot.builders import blocks_text
+from tests.bot.conftest import Harness
+
+
+async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None:
+    """/jobs is acked with 200 and answered via response_url with tables in code blocks."""
+    status, hook = await harness.command("/jobs")
+    assert status == 200
+    (reply,) = await harness.slack.wait_for(hook)
+    text = blocks_text(reply.params["blocks"])
+    assert "```" in text
+    assert "┌" in text and "rl-ppo-llama-8b" in text and "sft-mistral-7b" in text
+    assert reply.params["response_type"] == "ephemeral"
+    assert harness.sweeper.sweeps == 1
+
+
+async def test_second_jobs_comes_from_the_cache_with_its_age(harness: Harness) -> None:
+    """A second /jobs within cache_seconds reuses the sweep and says how old it is."""
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first)
+    harness.clock.advance(42)
+    _, second = await harness.command("/jobs", "rl")
+    (reply,) = await harness.slack.wait_for(second)
+    text = blocks_text(reply.params["blocks"])
+    assert "cached 42 s ago" in text
+    assert "rl-ppo-llama-8b" in text and "sft-mistral-7b" not in text
+    assert harness.sweeper.sweeps == 1
+
+
+async def test_stale_cache_runs_a_new_sweep(harness: Harness) -> None:
+    """Past cache_seconds the answer comes from a new sweep (near miss: 60 s is stale)."""
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first)
+    harness.clock.advance(60)
+    _, second = await harness.command("/jobs")
+    (reply,) = await harness.slack.wait_for(second)
+    assert "live sweep" in blocks_text(reply.params["blocks"])
+    assert harness.sweeper.sweeps == 2
+
+
+async def test_forged_signature_is_rejected_and_runs_nothing(harness: Harness) -> None:
+    """A request signed with the wrong secret gets 401 and no sweep, no reply."""
+    status, _ = await harness.command("/jobs", secret="not-the-signing-secret")
+    assert status == 401
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.sweeps == 0
+    assert not [c for c in harness.slack.calls if c.path.startswith("/webhook")]
+
+
+async def test_replayed_old_timestamp_is_rejected(harness: Harness) -> None:
+    """A correctly signed request whose timestamp is over 5 minutes old gets 401."""
+    status, _ = await harness.command("/jobs", timestamp=int(time.time()) - 301)
+    assert status == 401
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.sweeps == 0
+
+
+async def test_shell_injection_in_job_id_runs_nothing(harness: Harness, tmp_path: Path) -> None:
+    """`/job 1;touch <file>` gets an ephemeral error; no sweep runs and no file appears."""
+    target = tmp_path / "pwned"
+    status, hook = await harness.command("/job", f"1;touch {target}")
+    assert status == 200
+    (reply,) = await harness.slack.wait_for(hook)
+    assert reply.params["response_type"] == "ephemeral"
+    assert "is not a job id" in reply.params["text"]
+    assert harness.sweeper.sweeps == 0
+    assert not target.exists()
+
+
+async def test_unknown_bucket_is_a_short_ephemeral_error(harness: Harness) -> None:
+    """`/jobs gpu` names the valid buckets and sweeps nothing."""
+    _, hook = await harness.command("/jobs", "gpu")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "rl, sft, datagen, eval, other" in reply.params["text"]
+    assert harness.sweeper.sweeps == 0
+
+
+async def test_help_answers_usage(harness: Harness) -> None:
+    """`/jobs help` answers the usage text without sweeping."""
+    _, hook = await harness.command("/jobs", "help")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "/job <cluster>:<id>" in reply.params["text"]
+    assert harness.sweeper.sweeps == 0
+
+
+async def test_job_detail_with_chart_uploaded_to_dm(harness: Harness) -> None:
+    """`/job alpha:4242` answers the detail and uploads a PNG chart via files_upload_v2."""
+    _, hook = await harness.command("/job", "alpha:4242")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "rl-grpo-qwen-7b" in blocks_text(reply.params["blocks"])
+    (done,) = await harness.slack.wait_for("/api/files.completeUploadExternal")
+    assert done.params["channel_id"] == "DALICE"
+    (upload,) = harness.slack.to("/upload/F0001")
+    assert upload.params["head"] == b"\x89PNG\r\n\x1a\n"
+    assert harness.slack.to("/api/files.getUploadURLExternal")
+
+
+async def test_unknown_job_is_an_ephemeral_error(harness: Harness) -> None:
+    """`/job 999` that no cluster reports gets a not-found line."""
+    _, hook = await harness.command("/job", "999")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "no job 999" in reply.params["text"]
+
+
+async def test_healthz_and_metrics(harness: Harness) -> None:
+    """/healthz is 200 in HTTP mode with Redis up; /metrics exposes the bot's counters."""
+    status, body = await harness.get("/healthz")
+    assert status == 200 and '"redis": "ok"' in body
+    _, hook = await harness.command("/jobs")
+    await harness.slack.wait_for(hook)
+    status, text = await harness.get("/metrics")
+    assert status == 200
+    assert 'jobtables_sweep_duration_seconds_count{cluster="alpha"} 1.0' in text
+    assert 'jobtables_commands_total{command="/jobs",source="live"} 1.0' in text
