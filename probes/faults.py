@@ -64,6 +64,10 @@ _CHAIN = re.compile(
 _EXC_LINE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*[a-z]\w*(?:\([\w.]+\))?)(?::(?P<msg>.*))?$"
 )
+# torchelastic's failure summary (formats.md §5.2).
+_SUMMARY_TB = re.compile(r"^traceback\s*:\s*(.*)$")
+_SUMMARY_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)")
+_RULE = re.compile(r"^(?:={10,}|-{10,})$")
 _GROUP_ROW = re.compile(r"^[\s|]*\|\s?(?P<inner>.*)$")
 
 # Continuation lines kept with an exception line (Ray's tab-indented actor fields, grpc's
@@ -142,6 +146,7 @@ class _Scanner:
         self.shm: list[tuple[int, str]] = []
         self.aborts: list[tuple[int, str]] = []
         self.launch = LaunchChecks()
+        self.siblings = False
 
     def run(self) -> None:
         for index, raw in enumerate(self.lines):
@@ -159,6 +164,7 @@ class _Scanner:
 
     def _line(self, key: str, line_no: int, text: str) -> None:
         self.launch.feed(text)
+        self._track_summary(text)
         if self._is_cluster_benign(text):
             self.counts["cluster-pattern"] += 1
         elif _TB_START.match(text) or _RAY_TASK_ERROR.match(text):
@@ -171,13 +177,27 @@ class _Scanner:
             else:
                 self.counts[benign] += 1
         elif (kind := classify_line(text)) is not None:
-            self.hits.append(_Hit(kind, line_no, _clip(text)))
+            self._hit(kind, line_no, text)
         elif SIGABRT.search(text):
             self.aborts.append((line_no, _clip(text)))
         elif CHATTER.search(text):
             self.counts["debug-chatter"] += 1
         elif BRING_UP.search(text):
             self.counts["bring-up"] += 1
+
+    def _hit(self, kind: FaultKind, line_no: int, text: str) -> None:
+        if self.siblings and kind in {"sigterm", "sigkill"}:
+            # Ranks the elastic agent stopped after the root cause failed: a consequence.
+            self.counts["elastic-sibling"] += 1
+        else:
+            self.hits.append(_Hit(kind, line_no, _clip(text)))
+
+    def _track_summary(self, text: str) -> None:
+        """Follow torchelastic's summary: its ``Failures:`` block lists stopped sibling ranks."""
+        if text.startswith("Failures:"):
+            self.siblings = True
+        elif text.startswith("Root Cause") or (text.startswith("=") and _RULE.match(text)):
+            self.siblings = False
 
     def _start(self, key: str, tb: _Traceback) -> None:
         if key in self.open:
@@ -296,11 +316,6 @@ class _Scanner:
         start = line_no - self.first + 1
         texts = [_split_prefix(raw)[1].strip() for raw in self.lines[start : start + 120]]
         return summary_root_cause(texts)
-
-
-_SUMMARY_TB = re.compile(r"^traceback\s*:\s*(.*)$")
-_SUMMARY_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)")
-_RULE = re.compile(r"^(?:={10,}|-{10,})$")
 
 
 def _is_exception(text: str) -> bool:

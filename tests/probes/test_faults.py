@@ -7,6 +7,7 @@ real logs there; hosts, pids and ids are made up.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -537,6 +538,48 @@ def test_child_failed_without_traceback_uses_summary_signal() -> None:
     child = next(f for f in scan.faults if f.kind == "child-failed")
     assert child.detail == "Signal 9 (SIGKILL) received by PID 1246012"
     assert "sigkill" in [f.kind for f in scan.faults]
+
+
+TORCH = Path(__file__).resolve().parents[1] / "fixtures" / "torch-2.13.0"
+
+
+@pytest.mark.parametrize("name", ["childfailed.out", "childfailed_record.out"])
+def test_real_child_failed_is_diagnosed_by_first_traceback(name: str) -> None:
+    """Real torchrun output: detail is rank 1's error; agent-stopped ranks add no SIGTERM."""
+    lines = (TORCH / name).read_text().split("\n")
+    scan = scan_faults(lines)
+    child = [f for f in scan.faults if f.kind == "child-failed"]
+    assert [f.detail for f in child] == [
+        "RuntimeError: shard 7 is corrupt: expected 4096 rows, got 0"
+    ]
+    assert "sigterm" not in [f.kind for f in scan.faults]
+    assert scan.benign_counts["elastic-sibling"] >= 1
+
+
+def test_real_record_summary_alone_still_names_root_cause() -> None:
+    """With only the summary in the tail, the @record Root Cause traceback is the diagnosis."""
+    lines = (TORCH / "childfailed_record.out").read_text().split("\n")
+    start = next(i for i, t in enumerate(lines) if "ChildFailedError:" in t)
+    (child,) = [f for f in scan_faults(lines[start:]).faults if f.kind == "child-failed"]
+    assert child.detail == "RuntimeError: shard 7 is corrupt: expected 4096 rows, got 0"
+
+
+def test_root_cause_signal_is_kept() -> None:
+    """A signal in the Root Cause block (not a stopped sibling) is still reported."""
+    summary = [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "=" * 60,
+        "Failures:",
+        "  exitcode  : -15 (pid: 1)",
+        "-" * 60,
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  exitcode  : -9 (pid: 2)",
+        "  traceback : Signal 9 (SIGKILL) received by PID 2",
+        "=" * 60,
+    ]
+    kinds = [f.kind for f in scan_faults(summary).faults]
+    assert kinds == ["child-failed", "sigkill", "sigkill"]
 
 
 def test_summary_root_cause_falls_back_to_exit_code() -> None:

@@ -52,8 +52,8 @@ def points(
     length = max(len(v) for v in series.values())
     out = []
     for i in range(length):
-        values = {k: float(v[i]) for k, v in series.items()
-                  if i < len(v) and v[i] is not None}
+        values = {k: float(x) for k, v in series.items()
+                  if i < len(v) and (x := v[i]) is not None}
         wall = last_at - timedelta(seconds=STEP_SECONDS * (length - 1 - i)) if timed else None
         out.append(MetricPoint(step=first_step + i, values=values, wall_time=wall))
     return tuple(out)
@@ -71,7 +71,7 @@ def log(status: str = "ok", **overrides: Any) -> LogFetch:
     fields: dict[str, Any] = {"requested_path": "/w/100.out", "path": "/w/100.out",
                               "mtime": NOW, "size": 1000}
     fields.update(overrides)
-    return LogFetch(status=status, **fields)  # type: ignore[arg-type]
+    return LogFetch(status=status, **fields)
 
 
 def trial(reward: float | None = 1.0, **overrides: Any) -> TrialResult:
@@ -133,7 +133,7 @@ def cluster(name: str, jobs: Sequence[JobFacts], **overrides: Any) -> ClusterFac
     return ClusterFacts(name=name, jobs=tuple(jobs), **fields)
 
 
-def healthy_rl(n: int = 12, **extra: Sequence[float | None]) -> dict[str, list[float | None]]:
+def healthy_rl(n: int = 12, /, **extra: Sequence[float | None]) -> dict[str, list[float | None]]:
     """Metric series of a calm RL run, ``n`` steps long; ``extra`` overrides whole series."""
     series: dict[str, list[float | None]] = {
         "reward": [0.40 + 0.01 * i for i in range(n)],

@@ -36,7 +36,8 @@ def _pred(state: JobState = JobState.TIMEOUT) -> SchedulerRecord:
         # near-miss: remembered successor is itself over
         (record("renamed", "101", JobState.FAILED), {"100": "101"}, None),
         # 3. fallback: same name/user/workdir, submitted before the predecessor ended
-        (record("rl-run", "101", JobState.PENDING, submit_time=END - timedelta(hours=1)), {}, "101"),
+        (record("rl-run", "101", JobState.PENDING, submit_time=END - timedelta(hours=1)), {},
+         "101"),
         (record("rl-run", "101", JobState.PENDING, submit_time=END + timedelta(minutes=4)), {},
          "101"),
         # near-misses of the fallback
@@ -100,7 +101,7 @@ def test_name_stem(name: str, stem: str) -> None:
 
 
 def _failed(job_id: str, kind: str, text: str, elapsed: int) -> str:
-    fault = Fault(kind=kind, line_no=5, excerpt=text)  # type: ignore[arg-type]
+    fault = Fault(kind=kind, line_no=5, excerpt=text)
     job = facts(record("sft-x", job_id, JobState.FAILED, elapsed_s=elapsed),
                 summary_kw={"faults": (fault,)})
     signature = failure_signature(job, "failed")

@@ -26,7 +26,7 @@ SETTINGS = ReportSettings()
 
 def _job(name: str, job_id: str, state: JobState = JobState.RUNNING, **kw: object) -> JobFacts:
     series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
-    return facts(record(name, job_id, state, **kw), points(series))  # type: ignore[arg-type]
+    return facts(record(name, job_id, state, **kw), points(series))
 
 
 def test_order_and_display_names() -> None:

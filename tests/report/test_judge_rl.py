@@ -55,7 +55,8 @@ def test_collapse_recommends_cancel_and_salvage() -> None:
     assert job.trend == "COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend"
     assert job.recommendation is not None
     assert job.recommendation.action == "cancel_and_salvage"
-    assert "grad_norm 3.2 > 1" in job.recommendation.why and "entropy 0.19" in job.recommendation.why
+    why = job.recommendation.why
+    assert "grad_norm 3.2 > 1" in why and "entropy 0.19" in why
 
 
 def test_ablation_is_never_cancelled() -> None:

@@ -94,7 +94,9 @@ def test_entropy_needs_a_window() -> None:
 )
 def test_log_ratio(mean: float, top: float | None, fires: bool) -> None:
     """log_ratio_abs_mean > 2x window fires only while the max stays bounded."""
-    series = {"log_ratio_abs_mean": [0.01] * 10 + [mean], "log_ratio_abs_max": [0.3] * 10 + [top]}
+    series: dict[str, Sequence[float | None]] = {
+        "log_ratio_abs_mean": [0.01] * 10 + [mean], "log_ratio_abs_max": [0.3] * 10 + [top],
+    }
     assert ("log_ratio" in _fired(series)) is fires
 
 
@@ -124,7 +126,7 @@ def test_pass_rate_only_on_the_latest_step() -> None:
     assert all(e.signal != "pass_rate" for e in evaluate_step(history, 1, TH, trials=trials))
 
 
-def _history(n: int = 12, **last: list[float]) -> tuple[MetricPoint, ...]:
+def _history(n: int = 12, /, **last: list[float]) -> tuple[MetricPoint, ...]:
     series: dict[str, list[float | None]] = {
         "grad_norm": [0.2] * n, "entropy": [0.5] * n, "log_ratio_abs_mean": [0.01] * n,
     }
