@@ -82,22 +82,29 @@ def describe_reward(values: Sequence[float], *, checkpoint_saved: bool = False) 
     if peak > latest and (peak - latest) / scale > _FLAT_REL:
         word = "Slight dip" if (peak - latest) / scale <= _DIP_REL else "Reward falling"
         return f"{prefix}{word} from {fmt(peak)}"
-    if (latest - first) / scale > _FLAT_REL:
+    before, after = _halves(recent)
+    if (after - before) / scale > _FLAT_REL:
         return f"{prefix}Reward rising {fmt(first)}→{fmt(latest)}"
     return prefix + "Stable"
 
 
+def _halves(recent: Sequence[float]) -> tuple[float, float]:
+    # Means of the older and newer half: one noisy step must not flip "descending" to "rising".
+    middle = len(recent) // 2
+    older, newer = recent[:middle], recent[middle:]
+    return sum(older) / len(older), sum(newer) / len(newer)
+
+
 def describe_loss(values: Sequence[float]) -> str:
-    """Describe a loss series: descending / flat / rising."""
+    """Describe a loss series: descending / flat / rising (older vs newer half of 8 steps)."""
     series = finite_series(values)
     if len(series) < 2:
         return "First steps logged"
-    recent = series[-8:]
-    first, latest = recent[0], recent[-1]
-    scale = max(abs(first), 1e-12)
-    if (first - latest) / scale > _FLAT_REL:
+    before, after = _halves(series[-8:])
+    scale = max(abs(before), 1e-12)
+    if (before - after) / scale > _FLAT_REL:
         return "Loss descending; healthy"
-    if (latest - first) / scale > _FLAT_REL:
+    if (after - before) / scale > _FLAT_REL:
         return "Loss rising"
     return "Loss flat; healthy"
 
