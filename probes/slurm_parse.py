@@ -178,7 +178,8 @@ def _array_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
 
 
 def _job_id(job_id: int, array_job: int | None, array_task: int | None) -> str:
-    if array_task is not None and array_job and array_job != job_id:
+    # The task that keeps the array's own id (job_id == array_job_id) is a task too.
+    if array_task is not None and array_job:
         return f"{array_job}_{array_task}"
     return str(job_id)
 

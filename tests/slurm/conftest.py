@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from probes.config import SlurmCluster
+from probes.errors import ProbeError
 from probes.ssh import CommandResult, SshRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def _why_unavailable(env: dict[str, str]) -> str | None:
 
     try:
         result = asyncio.run(ping())
-    except Exception as exc:  # noqa: BLE001 - any failure here means "cluster not up": say why
+    except ProbeError as exc:
         return f"cannot run sinfo over SSH: {exc}"
     states = result.stdout.split()
     if result.exit_status != 0 or not any(
@@ -123,11 +124,8 @@ def closed_port() -> int:
 class RecordingRunner:
     """A runner that records every argv and runs nothing (for 'nothing ran' assertions)."""
 
-    created: list[RecordingRunner] = []
-
     def __init__(self, cluster: SlurmCluster) -> None:
         self.calls: list[tuple[str, ...]] = []
-        RecordingRunner.created.append(self)
 
     @property
     def target(self) -> str:
