@@ -1,0 +1,146 @@
+"""The real Sweeper over the bundled replay recording, with Redis behind a closable forwarder.
+
+Redis "stops" when the forwarder closes (listener gone, live connections cut) and "returns"
+when it reopens on the same port: /jobs keeps answering, degraded, and history resumes.
+Also: Slack's 429 with Retry-After is retried by the SDK's handler, not by us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.app import make_scheduler
+from bot.cli import DEMO_RECORDING
+from bot.config import Config
+from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import Sweeper
+from probes.config import ReplayCluster
+from tests.bot.builders import T0, FakeClock, blocks_text
+from tests.bot.conftest import Harness, make_config, make_store, running_bot
+from tests.bot.fake_slack import FakeSlack
+from tests.bot.forwarder import Forwarder
+
+
+@pytest.fixture
+async def forwarder() -> AsyncIterator[Forwarder]:
+    proxy = Forwarder("127.0.0.1", 6379)
+    await proxy.open()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
+
+
+@pytest.fixture
+async def proxied_store(forwarder: Forwarder, prefix: str) -> AsyncIterator[RedisStore]:
+    """A store that reaches Redis only through the forwarder; cleaned up directly."""
+    instance = make_store(prefix, url=f"redis://127.0.0.1:{forwarder.port}/0")
+    try:
+        yield instance
+    finally:
+        await instance.aclose()
+        direct = make_store(prefix)
+        await direct.delete_prefix()
+        await direct.aclose()
+
+
+def demo_config(prefix: str, tmp_path: Path) -> Config:
+    base = make_config(prefix, tmp_path, cache_seconds=30.0)
+    cluster = ReplayCluster(name="alpha", path=str(DEMO_RECORDING))
+    return base.model_copy(update={"clusters": (cluster,)})
+
+
+@pytest.fixture
+async def real(slack: FakeSlack, proxied_store: RedisStore, prefix: str, tmp_path: Path
+               ) -> AsyncIterator[Harness]:
+    """The bot with the real Sweeper on the replay recording and Redis via the forwarder."""
+    clock = FakeClock(T0)
+    config = demo_config(prefix, tmp_path)
+    sweeper = Sweeper(lambda: config, state=proxied_store, clock=clock)
+    try:
+        async with running_bot(slack, proxied_store, sweeper, clock) as h:  # type: ignore[arg-type]
+            yield h
+    finally:
+        await sweeper.aclose()
+
+
+async def ask_jobs(h: Harness) -> str:
+    _, hook = await h.command("/jobs")
+    replies = await h.slack.wait_for(hook)
+    return "\n".join(r.params.get("text", "") + blocks_text(r.params.get("blocks") or [])
+                     for r in replies)
+
+
+async def test_jobs_from_the_real_sweeper_on_a_recording(real: Harness) -> None:
+    """/jobs over the replay recording answers with the recorded jobs' tables."""
+    text = await ask_jobs(real)
+    assert "rl-grpo-qwen7b" in text and "sft-llama8b-longctx" in text
+    assert "```" in text and "degraded" not in text
+    history = await real.bot.store.load_history("alpha", "41001")
+    assert len(history) >= 10
+
+
+async def test_redis_down_then_back(real: Harness, forwarder: Forwarder) -> None:
+    """Redis gone: /jobs answers from a live sweep marked degraded; back: history resumes."""
+    await ask_jobs(real)
+    before = len(await real.bot.store.load_history("alpha", "41001"))
+    await forwarder.close()
+    real.clock.advance(60)
+    text = await ask_jobs(real)
+    assert "degraded: no history" in text and "rl-grpo-qwen7b" in text
+    with pytest.raises(StoreUnavailable):
+        await real.bot.store.ping()
+    status, body = await real.get("/healthz")
+    assert status == 200 and "unavailable" in body
+    await forwarder.open()
+    real.clock.advance(60)
+    text = await ask_jobs(real)
+    assert "degraded" not in text
+    assert len(await real.bot.store.load_history("alpha", "41001")) == before
+    assert await real.bot.store.load_cache() is not None
+
+
+async def test_cancel_is_refused_while_redis_is_down(real: Harness, forwarder: Forwarder
+                                                     ) -> None:
+    """Without the lock a cancel could run twice, so it is refused with a clear reason."""
+    await forwarder.close()
+    _, hook = await real.press("cancel_salvage", "alpha:41001", user="UOPS")
+    (reply,) = await real.slack.wait_for(hook)
+    assert "state store is unavailable" in reply.params["text"]
+
+
+async def test_scheduled_sweep_dms_the_recorded_collapse(real: Harness) -> None:
+    """A scheduled sweep of the recording DMs alice about her collapsing run, once."""
+    scheduler = make_scheduler(real.bot)
+    assert await scheduler.tick()
+    real.clock.advance(1800)
+    assert await scheduler.tick()
+    dms = [c for c in real.slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"]
+    assert len(dms) == 1
+    text = blocks_text(dms[0].params["blocks"])
+    assert "rl-grpo-qwen7b-shaped" in text and "grad_norm" in text
+    thread = [c for c in real.slack.to("/api/chat.postMessage") if c.params.get("thread_ts")]
+    followups = [c.params["text"] for c in thread if "🔥" in c.params.get("text", "")]
+    assert len(followups) == 1 and "sft-llama8b-longctx" in followups[0]
+    files = list(Path(real.sweeper.config().slack.incident_dir).rglob("*-failure.json"))
+    assert len(files) == 1
+
+
+async def test_rate_limited_post_is_retried_after_retry_after(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+) -> None:
+    """A 429 with Retry-After on chat.postMessage is retried by slack_sdk and then succeeds."""
+    from tests.bot.builders import FakeSweeper, detail, job, sweep_result
+
+    clock = FakeClock(T0)
+    sweeper = FakeSweeper(make=lambda: sweep_result([detail(job("1", "rl-a"))], at=clock()),
+                          conf=make_config(prefix, tmp_path))
+    slack.rate_limit("chat.postMessage", times=1, retry_after=0)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+    statuses = [c.status for c in slack.calls if c.path == "/api/chat.postMessage"]
+    assert statuses[:2] == [429, 200]
+    assert 'method="chat.postMessage"' not in h.bot.telemetry.render().decode()
