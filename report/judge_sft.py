@@ -81,18 +81,34 @@ def stall_rule(ctx: JudgeContext, f: Findings) -> None:
     th = ctx.settings.thresholds
     rate = sec_per_step(ctx)
     limit = max(th.stall_step_multiple * rate / 60.0 if rate else 0.0, th.stall_min_minutes)
-    last = ctx.history[-1].wall_time
-    if last is None and ctx.facts.summary is not None:
-        last = ctx.facts.summary.last_timestamp
-    if last is None and ctx.facts.log is not None:
-        last = ctx.facts.log.mtime
-    silent = minutes_since(ctx.now, last)
+    silent = silent_minutes(ctx)
     if silent is not None and silent > limit:
         f.flag("stall")
         f.verdict("stalled")
         text = f"STALL: no new step for {duration(silent * 60)} (limit {duration(limit * 60)})"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; look for a hung actor or rank")
+
+
+def silent_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since the run's last logged step.
+
+    Log timestamps are the cluster's local time with no zone, so they are never compared with
+    ``now``: the gap between the last step and the newest timestamped line is measured on the
+    log's own clock, and the time since the file was last written on the file's (tz-aware)
+    mtime. Heartbeat noise after the last step therefore still counts as silence.
+    """
+    log = ctx.facts.log
+    summary = ctx.facts.summary
+    last_step = ctx.history[-1].wall_time
+    since_write = minutes_since(ctx.now, log.mtime) if log is not None else None
+    in_log = None
+    if last_step is not None and summary is not None and summary.last_timestamp is not None:
+        in_log = max(0.0, (summary.last_timestamp.replace(tzinfo=None)
+                           - last_step.replace(tzinfo=None)).total_seconds() / 60.0)
+    if since_write is None:
+        return in_log
+    return max(0.0, since_write) + (in_log or 0.0)
 
 
 def buffer_rule(ctx: JudgeContext, f: Findings) -> None:

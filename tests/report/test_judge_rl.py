@@ -224,6 +224,24 @@ def test_stall(silent_min: int, sec_per_step: float, stalled: bool) -> None:
     assert (report.verdict == "stalled") is stalled
 
 
+@pytest.mark.parametrize("tz_offset_h", [-8, 0, 9])
+def test_stall_ignores_the_log_clock_zone(tz_offset_h: int) -> None:
+    """Naive log timestamps in any zone never fake a stall: a fresh file with a step at its end is live."""
+    local = NOW.replace(tzinfo=None) + timedelta(hours=tz_offset_h)
+    job = facts(record(), points(healthy_rl(), last_at=local),
+                summary_kw={"last_timestamp": local}, log_fetch=log(mtime=NOW))
+    assert "stall" not in judge(job).report.flags
+
+
+def test_heartbeat_noise_after_the_last_step_is_still_a_stall() -> None:
+    """Lines after the last step keep mtime fresh; the in-log gap since that step still counts."""
+    local = NOW.replace(tzinfo=None) + timedelta(hours=5)
+    job = facts(record(), points(healthy_rl(), last_at=local - timedelta(minutes=90)),
+                summary_kw={"last_timestamp": local}, log_fetch=log(mtime=NOW))
+    report = judge(job).report
+    assert "stall" in report.flags and report.verdict == "stalled"
+
+
 def test_stall_not_judged_from_a_failed_fetch() -> None:
     """An old history with a failed fetch is unknown, not stalled."""
     last = NOW - timedelta(hours=5)
