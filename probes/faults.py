@@ -33,6 +33,7 @@ from probes.fault_patterns import (
     TIMEOUT_TYPES,
     benign_key,
     classify_line,
+    may_signal,
 )
 from probes.launch_checks import LaunchChecks
 from probes.models import Fault, FaultKind, Frozen, InfraSignals
@@ -163,7 +164,8 @@ class _Scanner:
         return any(p.search(text) for p in self.benign)
 
     def _line(self, key: str, line_no: int, text: str) -> None:
-        self.launch.feed(text)
+        low = text.lower()
+        self.launch.feed(text, low)
         self._track_summary(text)
         if self._is_cluster_benign(text):
             self.counts["cluster-pattern"] += 1
@@ -171,18 +173,20 @@ class _Scanner:
             self._start(key, _Traceback(line_no))
         elif _GROUP_START.match(text):
             self._start(key, _Traceback(line_no, group=True))
-        elif (benign := benign_key(text)) is not None:
+        elif not may_signal(low):
+            return
+        elif (benign := benign_key(text, low)) is not None:
             if benign == "shm-broadcast":
                 self.shm.append((line_no, _clip(text)))
             else:
                 self.counts[benign] += 1
-        elif (kind := classify_line(text)) is not None:
+        elif (kind := classify_line(text, low)) is not None:
             self._hit(kind, line_no, text)
-        elif SIGABRT.search(text):
+        elif SIGABRT.search(text, low):
             self.aborts.append((line_no, _clip(text)))
-        elif CHATTER.search(text):
+        elif CHATTER.search(text, low):
             self.counts["debug-chatter"] += 1
-        elif BRING_UP.search(text):
+        elif BRING_UP.search(text, low):
             self.counts["bring-up"] += 1
 
     def _hit(self, kind: FaultKind, line_no: int, text: str) -> None:

@@ -91,22 +91,24 @@ class LaunchChecks:
         self.running: int | None = None
         self.auth_failures = 0
 
-    def feed(self, text: str) -> None:
-        """Read one prefix-stripped line."""
-        if _TUNNEL_ERROR.search(text):
-            self.tunnel_ok = False
-        elif _TUNNEL_OK.search(text):
-            self.tunnel_ok = True
-        if (base := _API_BASE.search(text)) is not None:
-            url = base.group("url")
-            if url.lower() not in {"none", "null", "nil", ""}:
-                self.api_base = url
-        if (post := _ENGINE_POST.search(text)) is not None:
+    def feed(self, text: str, low: str | None = None) -> None:
+        """Read one prefix-stripped line (``low`` is its lower-case form, if already made)."""
+        low = text.lower() if low is None else low
+        if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
+            if _TUNNEL_ERROR.search(text):
+                self.tunnel_ok = False
+            elif _TUNNEL_OK.search(text):
+                self.tunnel_ok = True
+        if "api_base" in low or "openai_" in low:
+            base = _API_BASE.search(text)
+            if base is not None and base.group("url").lower() not in {"none", "null", "nil"}:
+                self.api_base = base.group("url")
+        if "post /v1/" in low and (post := _ENGINE_POST.search(text)) is not None:
             self._engine(post.group("code"), text)
-        if (running := _RUNNING.search(text)) is not None:
+        if "running: " in low and (running := _RUNNING.search(text)) is not None:
             self.running = int(running.group("n"))
-        if _AUTH_FAILURE.search(text):
-            self.auth_failures += 1
+        if any(n in low for n in ("401", "403", "authentication", "api key")):
+            self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
     def _engine(self, code: str, text: str) -> None:
         self.engine_ok = self.engine_ok or 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from probes import fault_patterns
 from probes.checkpoints import build_listing, expand_roots, steps_from_names
 from probes.faults import scan_faults
 from probes.harbor import build_trial_tree, summarize_trials, trial_from_reduced
@@ -44,6 +45,24 @@ FRAGMENTS = [
     "api_base=http://10.0.0.1:8000/v1",
     "2026-11-30T15:00:01Z INF Registered tunnel connection",
     "Running: 3 reqs",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 MiB",
+    "slurmstepd: error: Detected 1 oom_kill event in StepId=1.batch.",
+    "(raylet) 3 Workers (tasks / actors) killed due to memory pressure (OOM)",
+    "ray.exceptions.ActorDiedError: The actor died unexpectedly",
+    "node x has been marked dead because the detector has missed too many heartbeats",
+    "status = StatusCode.DEADLINE_EXCEEDED",
+    "sampling request timed out",
+    "RPC timeout after 3s",
+    "*** JOB 1 ON n CANCELLED AT 2024-05-03T10:00:05 DUE TO TIME LIMIT ***",
+    "*** JOB 1 ON n CANCELLED AT 2024-05-03T10:00:05 DUE to SIGNAL Terminated ***",
+    "  exitcode  : -9 (pid: 1)",
+    "Received Signals.SIGTERM death signal",
+    "asyncio.TimeoutError in vllm engine",
+    "This model's maximum context length is 4096 tokens.",
+    "policy/rollout_train_prob_diff_mean:5e9",
+    "NCCL INFO AllReduce: opCount 4a1",
+    "Loading checkpoint shards: 1/4",
+    "Waiting for gang admission",
     "\t",
     "",
 ]
@@ -61,6 +80,31 @@ def test_scan_faults_never_raises(lines: list[str], patterns: list[str]) -> None
     scan = scan_faults(lines, benign_patterns=patterns, first_line_no=7)
     assert all(7 <= f.line_no < 7 + max(len(lines), 1) for f in scan.faults)
     assert all(len(f.excerpt) <= 400 for f in scan.faults)
+
+
+ascii_line = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80),
+    st.builds(
+        lambda a, b, c: a + b + c,
+        st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=20),
+        st.sampled_from(FRAGMENTS),
+        st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=20),
+    ),
+)
+SIGNALS = [v for v in vars(fault_patterns).values() if isinstance(v, fault_patterns.Signal)] + [
+    sig for table in (fault_patterns._BENIGN, fault_patterns._RULES) for _, sig in table
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(ascii_line)
+def test_needle_gate_never_changes_a_match(text: str) -> None:
+    """Every regex match holds one of its needles, so gating on needles changes nothing."""
+    low = text.lower()
+    for signal in SIGNALS:
+        matched = signal.pattern.search(text) is not None
+        assert (signal.search(text, low) is not None) == matched, signal.pattern.pattern
+        assert not matched or fault_patterns.may_signal(low)
 
 
 @FAST
