@@ -84,7 +84,7 @@ def test_reduce_job_fixture() -> None:
 
 
 # HAND-WRITTEN from formats.md §4.3: the old stats form of Harbor commit 5921cc40, mid-run.
-OLD_JOB = {
+OLD_JOB: dict[str, object] = {
     "id": "0c6f6f54-1d5e-4a64-9a3e-5f4f1c0b2a11",
     "started_at": "2026-02-04T13:05:22.123456",
     "finished_at": None,
