@@ -36,7 +36,11 @@ from report.cells import (
 from report.models import GridRollup, JobDetail, JobReport, Report
 
 TEXT_MIN_WIDTH = 12
-"""Narrowest a wrapping text column (Job, Trend, Note) may get before metric columns fold."""
+"""Narrowest any wrapping text column may ever get (very narrow widths)."""
+NAME_FLOOR = 24
+"""Job names wrap mid-word below this; optional metric columns fold first."""
+TEXT_FLOOR = 18
+"""Trend/Note read as prose down to about this width; optional metric columns fold first."""
 
 BUCKET_TITLES: Mapping[str, str] = {
     "rl": "RL", "sft": "SFT", "datagen": "Datagen", "eval": "Eval", "other": "Catch-all",
@@ -240,9 +244,54 @@ def _min_width(columns: Sequence[Column], cells: Sequence[Sequence[str]]) -> int
         if column.numeric:
             total += natural + 2
         else:
-            longest_header_word = max(cell_len(word) for word in column.header.split())
-            total += min(natural, max(TEXT_MIN_WIDTH, longest_header_word)) + 2
+            total += _text_floor(index, column, natural) + 2
     return total
+
+
+def _text_floor(index: int, column: Column, natural: int) -> int:
+    """The width a text column keeps before optional columns fold (names get more room)."""
+    longest_header_word = max(cell_len(word) for word in column.header.split())
+    floor = NAME_FLOOR if index == 0 else TEXT_FLOOR
+    return min(natural, max(floor, longest_header_word))
+
+
+def _text_widths(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], width: int,
+) -> dict[int, int]:
+    """Fixed widths for the text columns when they must wrap, so the Job column keeps room.
+
+    Left alone, rich shrinks the widest wrapping columns first until Job and Trend end up
+    equally narrow and names wrap mid-word; its ``min_width`` can push a table past the width.
+    Here the job name keeps up to ``NAME_FLOOR`` columns and the rest share what is left in
+    proportion to their natural width.
+    """
+    text = [i for i, c in enumerate(columns) if not c.numeric]
+    natural = {i: _natural(i, c, cells) for i, c in enumerate(columns)}
+    fixed = sum(natural[i] + 2 for i in natural if i not in text) + len(columns) + 1
+    avail = width - fixed - 2 * len(text)
+    if not text or sum(natural[i] for i in text) <= avail or avail < TEXT_MIN_WIDTH * len(text):
+        return {}
+    out: dict[int, int] = {}
+    rest = text
+    if text[0] == 0 and len(text) > 1:
+        room_for_others = TEXT_MIN_WIDTH * (len(text) - 1)
+        out[0] = min(natural[0], max(TEXT_MIN_WIDTH, min(NAME_FLOOR, avail - room_for_others)))
+        avail -= out[0]
+        rest = text[1:]
+    total = sum(natural[i] for i in rest)
+    for i in rest:
+        share = avail * natural[i] // max(total, 1)
+        out[i] = min(natural[i], max(min(TEXT_MIN_WIDTH, natural[i]), share))
+    spare = avail - sum(out[i] for i in rest)
+    for i in reversed(rest):  # what rounding left over goes to the columns that still wrap
+        grow = min(spare, natural[i] - out[i])
+        out[i] += max(0, grow)
+        spare -= max(0, grow)
+    return out
+
+
+def _natural(index: int, column: Column, cells: Sequence[Sequence[str]]) -> int:
+    return max([cell_len(column.header)] + [cell_len(row[index]) for row in cells])
 
 
 def _fold_cells(
@@ -281,11 +330,13 @@ def render_box(
 ) -> RenderedTable:
     """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide."""
     table = Table(box=box.SQUARE, padding=(0, 1), highlight=False)
-    for column in columns:
+    widths = _text_widths(columns, cells, width)
+    for index, column in enumerate(columns):
         table.add_column(
             Text(column.header, justify="center"),
             no_wrap=column.numeric,
             overflow="ellipsis" if column.numeric else "fold",
+            width=widths.get(index),
         )
     for row in cells:
         table.add_row(*(Text(printable(cell)) for cell in row))
