@@ -58,10 +58,10 @@ def job(job_id: str, name: str, *, cluster: str = "alpha", user: str | None = "a
         verdict: str = "healthy", recommendation: Recommendation | None = None,
         step: int | None = 30, banked_step: int | None = 20) -> JobReport:
     return JobReport(
-        cluster=cluster, job_id=job_id, name=name, user=user, bucket=bucket,  # type: ignore[arg-type]
+        cluster=cluster, job_id=job_id, name=name, user=user, bucket=bucket,
         state=JobState(state), elapsed_s=3600, step=step, total_steps=100,
         banked_step=banked_step, metrics={"reward": 0.4, "entropy": 0.85, "grad_norm": 0.31},
-        flags=list(flags), verdict=verdict, trend="steady", successor=None,  # type: ignore[arg-type]
+        flags=list(flags), verdict=verdict, trend="steady", successor=None,
         log_path=f"/logs/{name}.out", recommendation=recommendation,
     )
 

@@ -23,8 +23,13 @@ from bot.settings import Settings
 from bot.store import RedisStore
 from bot.telemetry import Telemetry
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
-from tests.bot.fake_slack import SIGNING_SECRET, FakeSlack, action_body, command_body, \
-    signed_headers
+from tests.bot.fake_slack import (
+    SIGNING_SECRET,
+    FakeSlack,
+    action_body,
+    command_body,
+    signed_headers,
+)
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -50,8 +55,9 @@ def make_store(prefix: str, *, url: str = REDIS_URL, clock: FakeClock | None = N
                window_len: int = 200) -> RedisStore:
     client = aioredis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0,
                                      retry=Retry(NoBackoff(), 1))
-    return RedisStore(client, prefix=prefix, window_len=window_len,
-                      **({"clock": clock} if clock else {}))
+    if clock is None:
+        return RedisStore(client, prefix=prefix, window_len=window_len)
+    return RedisStore(client, prefix=prefix, window_len=window_len, clock=clock)
 
 
 @pytest.fixture

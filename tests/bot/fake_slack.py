@@ -52,6 +52,7 @@ class FakeSlack:
             web.post("/api/{method}", self._api),
             web.post("/upload/{file_id}", self._upload),
             web.post("/webhook/{name}", self._webhook),
+            web.get("/link", self._socket),
         ])
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -117,6 +118,8 @@ class FakeSlack:
                     "message": {"text": params.get("text")}}
         if method == "conversations.open":
             return {"ok": True, "channel": {"id": "D" + str(params.get("users", "")).lstrip("U")}}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": "1700000000.999999"}
         if method == "files.getUploadURLExternal":
@@ -125,7 +128,7 @@ class FakeSlack:
                     "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}"}
         if method == "files.completeUploadExternal":
             files = params.get("files")
-            files = json.loads(files) if isinstance(files, str) else files
+            files = json.loads(files) if isinstance(files, str) else (files or [])
             return {"ok": True, "files": [{"id": f["id"], "title": f.get("title")} for f in files]}
         return {"ok": False, "error": "unknown_method"}
 
@@ -133,6 +136,17 @@ class FakeSlack:
         body = await request.read()
         await self._record(request, {"bytes": len(body), "head": body[:8]}, 200)
         return web.Response(text="OK - " + str(len(body)))
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        """Socket Mode: say hello, then answer pings until the client goes away."""
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        await self._record(request, {}, 200)
+        await ws.send_json({"type": "hello", "num_connections": 1,
+                            "debug_info": {"host": "fake"}, "connection_info": {"app_id": "A0"}})
+        async for _ in ws:
+            pass
+        return ws
 
     async def _webhook(self, request: web.Request) -> web.Response:
         await self._record(request, await request.json(), 200)

@@ -46,8 +46,11 @@ def test_evidence_shows_each_signal_with_window_and_sparkline() -> None:
     assert "▁" in text or "█" in text
 
 
+ButtonCase = tuple[dict[str, object], tuple[str, ...], list[str]]
+
+
 @pytest.mark.parametrize(
-    ("slack_config", "flags", "expected"),
+    "case",
     [
         ({}, (), ["cancel_salvage", "keep_running", "snooze"]),
         ({"no_kill": True}, (), ["acknowledge"]),
@@ -56,10 +59,11 @@ def test_evidence_shows_each_signal_with_window_and_sparkline() -> None:
     ],
 )
 async def test_dm_goes_to_the_owner_with_the_right_buttons(
-    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
-    slack_config: dict[str, object], flags: tuple[str, ...], expected: list[str],
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, case: ButtonCase,
 ) -> None:
     """The owner's DM is opened with conversations.open; no_kill/exempt runs get acknowledge."""
+    slack_config, flags, expected = case
+    clock = FakeClock()
     config = make_config(prefix, tmp_path, **slack_config)
     sick = collapsing(flags=flags)
     sweeper = FakeSweeper(make=lambda: sweep_result([sick]), conf=config)

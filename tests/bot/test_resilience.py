@@ -67,6 +67,10 @@ async def real(slack: FakeSlack, proxied_store: RedisStore, prefix: str, tmp_pat
         await sweeper.aclose()
 
 
+def failure_files(directory: Path) -> list[Path]:
+    return list(directory.rglob("*-failure.json"))
+
+
 async def ask_jobs(h: Harness) -> str:
     _, hook = await h.command("/jobs")
     replies = await h.slack.wait_for(hook)
@@ -125,8 +129,7 @@ async def test_scheduled_sweep_dms_the_recorded_collapse(real: Harness) -> None:
     thread = [c for c in real.slack.to("/api/chat.postMessage") if c.params.get("thread_ts")]
     followups = [c.params["text"] for c in thread if "🔥" in c.params.get("text", "")]
     assert len(followups) == 1 and "sft-llama8b-longctx" in followups[0]
-    files = list(Path(real.sweeper.config().slack.incident_dir).rglob("*-failure.json"))
-    assert len(files) == 1
+    assert len(failure_files(Path(real.sweeper.config().slack.incident_dir))) == 1
 
 
 async def test_rate_limited_post_is_retried_after_retry_after(

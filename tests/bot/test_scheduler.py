@@ -91,7 +91,7 @@ async def test_two_replicas_post_one_sweep_per_interval(
         for _ in range(3):
             swept.append(sorted(await asyncio.gather(first.tick(), second.tick())))
             clock.advance(600)  # later in the same interval: nobody sweeps again
-            again.append(await asyncio.gather(first.tick(), second.tick()))
+            again.append(list(await asyncio.gather(first.tick(), second.tick())))
             clock.advance(1200)
     parents = [c for c in slack.to("/api/chat.postMessage") if "thread_ts" not in c.params]
     assert len(parents) == 3

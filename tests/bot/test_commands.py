@@ -1,0 +1,107 @@
+"""Slash-command parsing: a table of accepted and refused inputs, and answer shaping."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.commands import (
+    MAX_RESPONSES,
+    HelpQuery,
+    JobQuery,
+    JobsQuery,
+    code_blocks,
+    jobs_messages,
+    parse_command,
+)
+from bot.errors import UsageError
+from tests.bot.builders import detail, job, sweep_result
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "expected"),
+    [
+        ("/jobs", "", JobsQuery()),
+        ("/jobs", "  ", JobsQuery()),
+        ("/jobs", "rl", JobsQuery(bucket="rl")),
+        ("/jobs", "SFT", JobsQuery(bucket="sft")),
+        ("/jobs", "other", JobsQuery(bucket="other")),
+        ("/jobs", "help", HelpQuery()),
+        ("/job", "help", HelpQuery()),
+        ("/job", "12345", JobQuery(job_id="12345")),
+        ("/job", "12345_7", JobQuery(job_id="12345_7")),
+        ("/job", "12345+1", JobQuery(job_id="12345+1")),
+        ("/job", "alpha:12345", JobQuery(cluster="alpha", job_id="12345")),
+        ("/job", "beta:rl-grpo-run-3", JobQuery(cluster="beta", job_id="rl-grpo-run-3")),
+    ],
+)
+def test_accepted(command: str, text: str, expected: object) -> None:
+    """Valid commands parse into their query model."""
+    assert parse_command(command, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "message"),
+    [
+        ("/job", "", "needs a job id"),
+        ("/job", "1;touch /tmp/x", "is not a job id"),
+        ("/job", "$(reboot)", "is not a job id"),
+        ("/job", "`id`", "is not a job id"),
+        ("/job", "123 456", "exactly one job id"),
+        ("/job", "12345_", "is not a job id"),         # near miss: array suffix without index
+        ("/job", "Rl-Run", "is not a job id"),         # near miss: upper case is not a k8s name
+        ("/job", "al pha:1", "exactly one"),           # near miss: space splits the ref
+        ("/job", "a/b:1", "is not a job id"),          # bad cluster name
+        ("/job", "x" * 64, "is not a job id"),         # 64 chars: one over the k8s limit
+        ("/jobs", "gpu", "unknown bucket"),
+        ("/jobs", "rl sft", "at most one word"),
+        ("/deploy", "", "unknown command"),
+    ],
+)
+def test_refused(command: str, text: str, message: str) -> None:
+    """Invalid input is a UsageError with a short message; nothing is returned to run."""
+    with pytest.raises(UsageError, match=message):
+        parse_command(command, text)
+
+
+def test_user_word_is_defanged_in_the_error() -> None:
+    """Backticks in the user's text cannot break out of the error's code span."""
+    with pytest.raises(UsageError) as caught:
+        parse_command("/job", "`" + "a" * 80)
+    shown = str(caught.value).split(" is not")[0]
+    assert shown.count("`") == 2 and shown.endswith("…`")
+
+
+def test_code_blocks_split_on_lines_within_the_limit() -> None:
+    """Long text becomes several fenced sections, none over the limit, no line split."""
+    text = "\n".join(f"line {i:04d} " + "x" * 80 for i in range(200))
+    blocks = code_blocks(text, limit=2900)
+    assert len(blocks) > 1
+    bodies = [b["text"]["text"] for b in blocks]
+    assert all(len(b) <= 3000 and b.startswith("```\n") and b.endswith("\n```") for b in bodies)
+    assert "\n".join(b[4:-4] for b in bodies) == text
+
+
+def test_many_tables_are_capped_at_five_replies() -> None:
+    """More messages than a response_url accepts end in a note naming a narrower command."""
+    jobs = [detail(job(str(i), f"{b}-run-{i:03d}-" + "y" * 30, bucket=b))
+            for b in ("rl", "sft", "datagen", "eval", "other") for i in range(150)]
+    replies = jobs_messages(sweep_result(jobs), bucket=None, age_s=None, width=100)
+    assert len(replies) == MAX_RESPONSES
+    assert "/jobs rl" in replies[-1].text
+
+
+def test_empty_bucket_says_so() -> None:
+    """A bucket with no jobs answers one line instead of an empty table."""
+    replies = jobs_messages(sweep_result([detail(job("1", "rl-a"))]), bucket="eval",
+                            age_s=3.0, width=100)
+    assert len(replies) == 1 and "No eval jobs." in replies[0].text
+    assert "cached 3 s ago" in replies[0].text
+
+
+def test_unreachable_cluster_and_degraded_are_in_the_header() -> None:
+    """The header names an unreachable cluster and the degraded reason."""
+    result = sweep_result([detail(job("1", "rl-a"))], unreachable=("beta",),
+                          degraded="degraded: no history (redis down)")
+    (first, *_) = jobs_messages(result, bucket=None, age_s=None, width=100)
+    assert "beta UNREACHABLE" in first.text + str(first.blocks)
+    assert "degraded: no history" in first.text + str(first.blocks)
