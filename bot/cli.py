@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.config import Config, ConfigError, default_config_path, load_config
-from bot.errors import UserError, UsageError
-from bot.sweep import SweepResult, Sweeper, find_detail
+from bot.errors import UsageError, UserError
+from bot.sweep import Sweeper, SweepResult, find_detail
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
@@ -161,7 +161,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown cluster {args.cluster!r}")
     cluster = match[0]
     if not isinstance(cluster, SlurmCluster):
-        raise UsageError(f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
+        raise UsageError(
+            f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
     out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
     print(f"recorded {cluster.name} into {out}")
     return 0

@@ -235,6 +235,7 @@ def find_detail(result: SweepResult, ref_cluster: str | None, job_id: str) -> Jo
         raise JobNotFoundError(f"no job {job_id}{where} in the current report")
     if len(hits) > 1:
         clusters = ", ".join(sorted(d.report.cluster for d in hits))
-        raise UsageError(f"job {job_id} exists on several clusters ({clusters}): use CLUSTER:{job_id}")
+        raise UsageError(
+            f"job {job_id} exists on several clusters ({clusters}): use CLUSTER:{job_id}")
     return hits[0]
 

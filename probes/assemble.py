@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from probes.checkpoints import build_listing, expand_roots
-from probes.config import SlurmCluster, ReplayCluster
+from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
 from probes.logparse import parse_log
 from probes.models import CheckpointListing, JobFacts, LogFetch, SchedulerRecord, TrialTree
@@ -31,14 +31,17 @@ def collector_request(
     """The collector request for ``records``: paths only, as data (never a command line)."""
     jobs = []
     for r in records:
-        ctx = {"workdir": r.workdir, "name": r.name, "job_id": r.job_id, "user": r.user}
+        def roots(templates: Sequence[str], r: SchedulerRecord = r) -> list[str]:
+            return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
+                                user=r.user)
+
         jobs.append({
             "id": r.job_id,
             "stdout": r.stdout_path,
             "workdir": r.workdir,
             "offset": (offsets or {}).get(r.stdout_path or "", 0),
-            "checkpoint_roots": expand_roots(cluster.checkpoint_roots, **ctx),
-            "trial_roots": expand_roots(cluster.trial_roots, **ctx),
+            "checkpoint_roots": roots(cluster.checkpoint_roots),
+            "trial_roots": roots(cluster.trial_roots),
         })
     return {
         "tail_bytes": cluster.tail_bytes,

@@ -80,4 +80,6 @@ class ReplayCluster(_ClusterBase):
     path: str
 
 
-ClusterConfig = Annotated[SlurmCluster | KubernetesCluster | ReplayCluster, Field(discriminator="kind")]
+ClusterConfig = Annotated[
+    SlurmCluster | KubernetesCluster | ReplayCluster, Field(discriminator="kind")
+]

@@ -77,7 +77,7 @@ class SchedulerRecord(Frozen):
     """Kubernetes only: pods that exist for the job (``None`` on SLURM)."""
     pods_running: int | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    """Free-form annotations (Kubernetes labels, SLURM comment keys) such as image or config hash."""
+    """Free-form annotations (Kubernetes labels, SLURM comment keys): image, config hash."""
 
 
 class MetricPoint(Frozen):

@@ -226,7 +226,7 @@ def test_stall(silent_min: int, sec_per_step: float, stalled: bool) -> None:
 
 @pytest.mark.parametrize("tz_offset_h", [-8, 0, 9])
 def test_stall_ignores_the_log_clock_zone(tz_offset_h: int) -> None:
-    """Naive log timestamps in any zone never fake a stall: a fresh file with a step at its end is live."""
+    """Naive log timestamps in any zone never fake a stall when the last line is a step."""
     local = NOW.replace(tzinfo=None) + timedelta(hours=tz_offset_h)
     job = facts(record(), points(healthy_rl(), last_at=local),
                 summary_kw={"last_timestamp": local}, log_fetch=log(mtime=NOW))
