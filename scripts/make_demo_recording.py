@@ -219,6 +219,8 @@ def _sft_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
     w = "/home/alice/sft/qwen7b-coldstart"
     tree.write(f"{w}/logs/sft-qwen7b-coldstart-2ep_41010.out", _cut(sft, "'epoch'", 61),
                ago_min=1)
+    for step in (30, 60):  # HF Trainer's save_steps layout under output_dir
+        (tree.real(f"{w}/output") / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
     jobs.append(_job(41010, "sft-qwen7b-coldstart-2ep", "alice", "RUNNING", submit_ago_min=90,
                      run_min=None, workdir=w, stdout=f"{w}/logs/sft-qwen7b-coldstart-2ep_41010.out"))
     # A grid: lr3e5 logs under another name than its StdOut (path mismatch); lr1e5 has a
