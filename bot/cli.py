@@ -185,7 +185,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     from bot.logs import configure_logging
 
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help is 0, bad usage is 2 (CONTRACT §1)
+        return int(exc.code or 0)
     configure_logging()
     try:
         return COMMANDS[args.command](args)

@@ -1,0 +1,215 @@
+"""The `jobtables` command line against the bundled recording and replay configs (CONTRACT §1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from bot.cli import DEMO_RECORDING, main
+
+JOB_KEYS = {
+    "cluster", "job_id", "name", "user", "bucket", "state", "elapsed_s", "step", "total_steps",
+    "banked_step", "metrics", "flags", "verdict", "trend", "successor", "log_path",
+    "recommendation",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def demo_json(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, object]]:
+    code, out, _ = run(capsys, "demo", "--format", "json")
+    assert code == 0
+    return {j["job_id"]: j for j in json.loads(out)["jobs"]}
+
+
+def replay_config(tmp_path: Path, *extra: str) -> Path:
+    path = tmp_path / "jobtables.toml"
+    body = f'[[clusters]]\nname = "alpha"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n'
+    path.write_text(body + "\n".join(extra))
+    return path
+
+
+def test_demo_text_has_every_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo prints every bucket's table, the grid rollup and the buffer table."""
+    code, out, err = run(capsys, "demo")
+    assert code == 0 and err == ""
+    for title in ("\nRL\n", "\nSFT\n", "SFT grid", "\nDatagen\n", "\nEval\n", "\nCatch-all\n",
+                  "\nFilling buffer\n"):
+        assert title in out
+    assert "┌" in out and "└" in out and "COLLAPSE" in out and "DEAD ENGINE" in out
+
+
+def test_demo_json_tells_the_stories(capsys: pytest.CaptureFixture[str]) -> None:
+    """Collapse, chain restart, crash, path mismatch, dead engine, stall and bring-up all read."""
+    jobs = demo_json(capsys)
+    assert all(set(j) == JOB_KEYS for j in jobs.values())
+    assert jobs["41001"]["verdict"] == "collapse" and "collapse" in jobs["41001"]["flags"]
+    assert jobs["41001"]["recommendation"]["action"] == "cancel_and_salvage"  # type: ignore[index]
+    assert jobs["41002"]["verdict"] == "healthy"
+    assert jobs["40880"]["state"] == "TIMEOUT" and jobs["40880"]["successor"] == "41120"
+    assert "chain-restart" in jobs["40880"]["flags"] and jobs["40880"]["verdict"] == "restarting"
+    assert jobs["40950"]["verdict"] == "failed" and "child-failed" in jobs["40950"]["flags"]
+    assert "shard 7 is corrupt" in str(jobs["40950"]["trend"])
+    assert "log-path-mismatch" in jobs["41011"]["flags"]
+    assert str(jobs["41011"]["log_path"]).endswith("/train_41011.out")
+    assert "dead-engine" in jobs["41060"]["flags"]
+    assert "stall" in jobs["41070"]["flags"]
+    assert "buffer-filling" in jobs["41004"]["flags"]
+    assert jobs["41001"]["banked_step"] == 20
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_every_line_fits_the_width(capsys: pytest.CaptureFixture[str], width: int) -> None:
+    """No line of the demo report is wider than --width."""
+    code, out, _ = run(capsys, "demo", "--width", str(width))
+    assert code == 0
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+
+
+def test_slack_format_stays_within_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    """--format slack prints messages whose code blocks stay within Slack's section limit."""
+    code, out, _ = run(capsys, "demo", "--format", "slack")
+    messages = json.loads(out)
+    assert code == 0 and messages
+    for message in messages:
+        assert len(message["blocks"]) <= 50
+        for block in message["blocks"]:
+            assert len(block["text"]["text"]) <= 3000
+
+
+def test_sweep_with_replay_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`sweep --config` works on any replay cluster; --cluster selects it."""
+    config = replay_config(tmp_path)
+    code, out, _ = run(capsys, "sweep", "--config", str(config), "--cluster", "alpha",
+                       "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["clusters"][0]["status"] == "ok" and len(data["jobs"]) == 18
+
+
+def test_unreachable_cluster_is_reported_not_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A broken cluster is `unreachable` with its reason; the others still report; exit 0."""
+    config = replay_config(tmp_path, f'[[clusters]]\nname = "gone"\nkind = "replay"\n'
+                                     f'path = "{tmp_path / "nowhere"}"\n'
+                                     '[[clusters]]\nname = "off"\nkind = "replay"\n'
+                                     'path = "/x"\nactive = false\n')
+    code, out, _ = run(capsys, "sweep", "--config", str(config), "--format", "json")
+    status = {c["name"]: (c["status"], c["detail"]) for c in json.loads(out)["clusters"]}
+    assert code == 0
+    assert status["alpha"][0] == "ok" and status["off"][0] == "inactive"
+    assert status["gone"][0] == "unreachable" and "no such recording" in status["gone"][1]
+
+
+def test_job_in_depth(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`job CLUSTER:ID` shows the row, history, signals and recommendation."""
+    config = replay_config(tmp_path)
+    code, out, _ = run(capsys, "job", "alpha:41001", "--config", str(config))
+    assert code == 0
+    assert "rl-grpo-qwen7b-shaped" in out and "cancel" in out.lower()
+    code, out, _ = run(capsys, "job", "41001", "--config", str(config), "--format", "json")
+    detail = json.loads(out)
+    assert code == 0 and detail["job_id"] == "41001" and detail["history"]
+
+
+@pytest.mark.parametrize("bad", ["1;touch /tmp/jt-x", "$(id)", "`id`", "1\n2", "--help", "../1"])
+def test_bad_job_id_runs_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str,
+) -> None:
+    """An id that is not a plain job id is one stderr line and exit 2; no probe runs."""
+    config = tmp_path / "missing.toml"  # never read: the id is rejected first
+    code, out, err = run(capsys, "job", "--config", str(config), "--", bad)
+    assert code == 2 and out == ""
+    assert err.startswith("jobtables: ") and "Traceback" not in err and err.count("\n") == 1
+    assert not Path("/tmp/jt-x").exists()
+
+
+def test_unknown_job_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A well-formed id that names no job is exit 2 with a one-line reason."""
+    code, _, err = run(capsys, "job", "999999", "--config", str(replay_config(tmp_path)))
+    assert code == 2 and "no job 999999" in err
+
+
+def test_check_config_names_line_and_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """check-config says exactly what is wrong, with the line and the key."""
+    path = tmp_path / "bad.toml"
+    path.write_text(textwrap.dedent("""\
+        [[clusters]]
+        name = "a"
+        kind = "slurm"
+        host = "login"
+        prot = 22
+
+        [slack]
+        sweep_every_minutes = -5
+    """))
+    code, out, err = run(capsys, "check-config", "--config", str(path))
+    assert code == 2 and out == ""
+    assert f"{path}:5: clusters.0.prot: unknown key" in err
+    assert f"{path}:8: slack.sweep_every_minutes" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('[[clusters]]\nname = "a"\nkind = "lsf"\n', 'kind must be "slurm"'),
+        ('[[clusters]]\nname = "a"\nkind = "slurm"\n', "set exactly one of host"),
+        ('[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\nbenign_patterns = ["(x"]\n',
+         "bad regex"),
+        ("[[clusters]\n", "Expected"),
+        ('[buckets]\nrl = ["(unclosed"]\n', "bad regex"),
+    ],
+)
+def test_check_config_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, expected: str,
+) -> None:
+    """Each kind of config mistake is one clear line and exit 2."""
+    path = tmp_path / "c.toml"
+    path.write_text(body)
+    code, _, err = run(capsys, "check-config", "--config", str(path))
+    assert code == 2 and expected in err and "Traceback" not in err
+
+
+def test_check_config_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A valid config is confirmed with its cluster count."""
+    code, out, _ = run(capsys, "check-config", "--config", str(replay_config(tmp_path)))
+    assert code == 0 and "OK (1 clusters, 1 active)" in out
+
+
+def test_config_from_environment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--config defaults to $JOBTABLES_CONFIG, then ./jobtables.toml."""
+    monkeypatch.setenv("JOBTABLES_CONFIG", str(replay_config(tmp_path)))
+    assert run(capsys, "check-config")[0] == 0
+    monkeypatch.delenv("JOBTABLES_CONFIG")
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "check-config")[0] == 0
+    (tmp_path / "jobtables.toml").unlink()
+    code, _, err = run(capsys, "check-config")
+    assert code == 2 and "no such config file" in err
+
+
+def test_recording_copy_replays_identically(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A recording moved elsewhere (a bug report) replays to the same report."""
+    copy = tmp_path / "bug-1234"
+    shutil.copytree(DEMO_RECORDING, copy)
+    config = tmp_path / "c.toml"
+    config.write_text(f'[[clusters]]\nname = "demo"\nkind = "replay"\npath = "{copy}"\n')
+    _, moved, _ = run(capsys, "sweep", "--config", str(config), "--format", "json")
+    _, demo, _ = run(capsys, "demo", "--format", "json")
+    assert json.loads(moved)["jobs"] == json.loads(demo)["jobs"]
