@@ -212,7 +212,11 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
     width = bot.sweeper.config().report.width
-    for message in jobs_messages(result, bucket=query.bucket, age_s=age, width=width):
+    # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
+    # loop free to send other requests' acks within Slack's 3 s.
+    replies = await asyncio.to_thread(jobs_messages, result, bucket=query.bucket, age_s=age,
+                                      width=width)
+    for message in replies:
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
 
 
@@ -223,7 +227,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     detail = find_detail(result, query.cluster, query.job_id)
     width = bot.sweeper.config().report.width
     head = sweep_header(result, age_s=age)
-    text = render_job_detail(detail, width=width)
+    text = await asyncio.to_thread(render_job_detail, detail, width=width)
     blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": head}]},
               *code_blocks(text)]
     png = await asyncio.to_thread(render_history_png, detail)
@@ -297,7 +301,7 @@ async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
     parent_text = "\n".join([head, *summary_lines(result.report)])[:3900]
     parent = await bot.client.chat_postMessage(channel=channel, text=parent_text)
     thread = parent["ts"]
-    tables = render_tables(result.report, result.details, width=width)
+    tables = await asyncio.to_thread(render_tables, result.report, result.details, width=width)
     for message in slack_messages(tables):
         await bot.client.chat_postMessage(channel=channel, thread_ts=thread,
                                           text=message.text, blocks=message.blocks)
