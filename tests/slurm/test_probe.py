@@ -1,0 +1,158 @@
+"""SlurmProbe's sweep logic behind the runner seam: fallbacks, memory of absent commands,
+selection, the collector retry, and a constant number of round trips.
+
+The scheduler commands are served from the real 22.05.8 captures; `python3 -` (the collector)
+really runs, locally, through LocalRunner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from probes.config import SlurmCluster
+from probes.models import JobState
+from probes.slurm import SlurmProbe
+from probes.ssh import CommandResult, LocalRunner, Runner
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
+IDS = dict(line.split("=", 1) for line in (REAL / "jobs.txt").read_text().split())
+NOW = datetime.fromtimestamp(1796059000, tz=UTC)
+
+
+class ScriptedCluster:
+    """Answers scheduler commands like a 22.05 cluster without --json/accounting as told."""
+
+    def __init__(self, *, json_ok: bool = True, squeue: str | None = None,
+                 collector_fails: bool = False) -> None:
+        self.json_ok = json_ok
+        self.squeue = squeue if squeue is not None else (REAL / "squeue_early.json").read_text()
+        self.collector_fails = collector_fails
+        self.calls: list[tuple[str, ...]] = []
+
+    def factory(self, cluster: SlurmCluster) -> Runner:
+        return _Runner(self, cluster)
+
+
+class _Runner:
+    def __init__(self, world: ScriptedCluster, cluster: SlurmCluster) -> None:
+        self._world = world
+        self._local = LocalRunner(cluster)
+        self._sent = 0
+
+    target = "scripted:22"
+    login_user = "jobtables"
+
+    @property
+    def commands_sent(self) -> int:
+        return self._sent
+
+    async def run(self, argv: Sequence[str], *, stdin: str | None = None,
+                  check: bool = True) -> CommandResult:
+        self._sent += 1
+        args = tuple(argv)
+        self._world.calls.append(args)
+        w = self._world
+        if args == ("squeue", "--json"):
+            if not w.json_ok:
+                return CommandResult(args, 1, "", "squeue: unrecognized option '--json'")
+            return CommandResult(args, 0, w.squeue, "")
+        if "squeue" in args:
+            return CommandResult(args, 0, (REAL / "squeue_plain_early.txt").read_text(), "")
+        if args[0] == "scontrol":
+            return CommandResult(args, 0, (REAL / "scontrol_early.txt").read_text(), "")
+        if args[0] == "sacct":
+            return CommandResult(args, 1, "", "Slurm accounting storage is disabled")
+        if args[0] == "python3" and w.collector_fails:
+            return CommandResult(args, 1, "", "Killed")
+        return await self._local.run(argv, stdin=stdin, check=check)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _cluster(**over: object) -> SlurmCluster:
+    fields: dict[str, object] = {"name": "c", "host": "h", "known_hosts": "/dev/null",
+                                 "recent_hours": 1.0}
+    fields.update(over)
+    return SlurmCluster(**fields)  # type: ignore[arg-type]
+
+
+async def test_sacct_absence_is_remembered() -> None:
+    """Accounting disabled: tried once, then never again by the same probe."""
+    world = ScriptedCluster()
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=world.factory)
+    first = await probe.collect()
+    second = await probe.collect()
+    assert (first.status, second.status) == ("ok", "ok")
+    assert (first.round_trips, second.round_trips) == (4, 3)
+    assert sum(c[0] == "sacct" for c in world.calls) == 1 and not probe.sacct_available
+
+
+async def test_plain_squeue_fallback_is_remembered() -> None:
+    """No --json: the plain format with epoch times is used now and on later sweeps."""
+    world = ScriptedCluster(json_ok=False)
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=world.factory)
+    first = await probe.collect()
+    await probe.collect()
+    assert first.status == "ok" and not probe.json_supported
+    assert sum(c == ("squeue", "--json") for c in world.calls) == 1
+    plain = [c for c in world.calls if "squeue" in c and "--json" not in c]
+    assert plain[0][:2] == ("env", "SLURM_TIME_FORMAT=%s")
+    jobs = {j.record.job_id: j.record for j in first.jobs}
+    assert jobs[IDS["successor"]].depends_on == (IDS["timeout"],)
+    assert jobs[IDS["ok"]].stdout_path is not None  # from scontrol, squeue -o has none
+
+
+async def test_pending_jobs_are_not_sent_to_the_collector() -> None:
+    """A PENDING job has no log yet: no LogFetch, so never log-missing."""
+    world = ScriptedCluster()
+    facts = await SlurmProbe(_cluster(), clock=lambda: NOW,
+                             runner_factory=world.factory).collect()
+    succ = next(j for j in facts.jobs if j.record.job_id == IDS["successor"])
+    assert succ.record.state is JobState.PENDING and succ.log is None
+    ran = next(j for j in facts.jobs if j.record.job_id == IDS["running"])
+    assert ran.log is not None
+    assert ran.log.requested_path == f"{ran.record.workdir}/slurm-{IDS['running']}.out"
+
+
+async def test_failed_collector_is_fetch_failed_not_unreachable() -> None:
+    """The collector failing twice leaves the cluster ok and every started job's log failed."""
+    world = ScriptedCluster(collector_fails=True)
+    facts = await SlurmProbe(_cluster(), clock=lambda: NOW,
+                             runner_factory=world.factory).collect()
+    assert facts.status == "ok"
+    assert sum(c[0] == "python3" for c in world.calls) == 2
+    started = [j for j in facts.jobs if j.record.state is not JobState.PENDING]
+    assert started and all(j.log is not None and j.log.status == "failed"
+                           and j.log.attempts == 2 for j in started)
+
+
+async def test_selection_by_user_and_recency() -> None:
+    """Only the configured users' jobs, active or ended within recent_hours, are reported."""
+    world = ScriptedCluster()
+    later = NOW + timedelta(hours=2)
+    nobody = await SlurmProbe(_cluster(users=("alice",)), clock=lambda: NOW,
+                              runner_factory=world.factory).collect()
+    assert nobody.jobs == ()
+    late = await SlurmProbe(_cluster(), clock=lambda: later,
+                            runner_factory=world.factory).collect()
+    states = {j.record.state for j in late.jobs}
+    assert states <= {JobState.RUNNING, JobState.PENDING}
+
+
+async def test_round_trips_do_not_grow_with_jobs() -> None:
+    """1 job or 300 jobs: the same commands are sent."""
+    base = json.loads((REAL / "squeue_early.json").read_text())
+    template = next(j for j in base["jobs"] if j["job_state"] == "RUNNING")
+    trips = []
+    for count in (1, 300):
+        jobs = [dict(template, job_id=900000 + i) for i in range(count)]
+        world = ScriptedCluster(squeue=json.dumps({**base, "jobs": jobs}))
+        facts = await SlurmProbe(_cluster(), clock=lambda: NOW,
+                                 runner_factory=world.factory).collect()
+        assert len(facts.jobs) == count
+        trips.append(facts.round_trips)
+    assert trips[0] == trips[1] == 4
