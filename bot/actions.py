@@ -22,6 +22,7 @@ The button's ``value`` is only an id to look up, never authority.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -138,6 +139,11 @@ class ActionHandler:
                 await self._close(press, cluster, job_id)
         except UserError as exc:
             await respond(text=str(exc), response_type="ephemeral", replace_original=False)
+        except Exception:
+            ref = uuid.uuid4().hex[:8]
+            log.exception("button failed", ref=ref, action=press.action_id, value=press.value)
+            await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
+                          response_type="ephemeral", replace_original=False)
 
     async def _close(self, press: ActionPress, cluster: str, job_id: str) -> None:
         now = self._clock()

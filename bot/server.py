@@ -108,9 +108,14 @@ async def run_bot(config_path: Path, *, port: int) -> None:
 async def _until_signalled() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    try:
+        await stop.wait()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
 
 
 async def _shutdown(bot: Bot, runner: web.AppRunner,
