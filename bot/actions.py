@@ -38,6 +38,7 @@ from bot.config import Config
 from bot.errors import JobNotFoundError, UserError
 from bot.incidents import find_facts, salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
@@ -54,7 +55,7 @@ LOCK_HOURS = 24.0
 class SweepEngine(Protocol):
     """What the buttons need from :class:`bot.sweep.Sweeper`."""
 
-    async def sweep(self, *, clusters: Sequence[str] | None = None) -> Any: ...
+    async def sweep(self, *, clusters: Sequence[str] | None = None) -> SweepResult: ...
     async def cancel(self, cluster: str, job_id: str) -> None: ...
     def config(self) -> Config: ...
 

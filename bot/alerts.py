@@ -10,6 +10,7 @@ carry the job ref in ``value`` (``action_id`` is the same on every message). Wit
 ``no_kill``, or for an ``ablation-exempt`` / ``no-kill`` run, there is no cancel button: the
 message is a recommendation with an ``acknowledge`` button. While Redis is down, a process
 remembers its own episodes so it does not repeat itself; it cannot know about other replicas.
+Alerts are evaluated after every scheduled sweep (the monitor), not after ``/jobs`` queries.
 """
 
 from __future__ import annotations

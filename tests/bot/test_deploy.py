@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML comes with kubernetes_asyncio
 
 from bot.config import load_config
 from bot.server import EVENTS_PATH
