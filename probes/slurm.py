@@ -25,7 +25,7 @@ import asyncio
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -81,7 +81,7 @@ class Snapshot:
     scontrol: str
     sacct: str | None
     records: tuple[SchedulerRecord, ...]
-    """Every job the scheduler knows, merged, before the user/recency filter."""
+    """The jobs asked for (all, or the users'), merged, before the recency filter."""
     slurm_version: str | None
 
 
@@ -115,7 +115,7 @@ class SlurmProbe:
         try:
             runner = self._runner_factory(self._cluster)
             async with asyncio.timeout(self._cluster.timeout_s):
-                snap = await self.snapshot(runner, now)
+                snap = await self.snapshot(runner, now, self._users(runner))
                 selected = self.select(snap.records, runner, now)
                 collected = await self.collect_files(runner, selected, offsets)
         except ProbeError as exc:
@@ -161,8 +161,13 @@ class SlurmProbe:
 
     # -- the fixed command set ---------------------------------------------------------
 
-    async def snapshot(self, runner: Runner, now: datetime) -> Snapshot:
-        """Run squeue, scontrol and sacct concurrently over the runner's one connection."""
+    async def snapshot(
+        self, runner: Runner, now: datetime, users: Collection[str] | None = None,
+    ) -> Snapshot:
+        """Run squeue, scontrol and sacct concurrently over the runner's one connection.
+
+        With ``users``, only their jobs are parsed into records (``None``: everyone's).
+        """
         try:
             async with asyncio.TaskGroup() as group:
                 squeue = group.create_task(self._squeue(runner))
@@ -176,13 +181,14 @@ class SlurmProbe:
         )
         name = self._cluster.name
         if squeue_format == "json":
-            records = {r.job_id: r for r in parse_squeue_json(squeue_text, cluster=name, now=now)}
+            parsed = parse_squeue_json(squeue_text, cluster=name, now=now, users=users)
         else:
-            records = {r.job_id: r for r in parse_squeue_plain(squeue_text, cluster=name, now=now)}
+            parsed = parse_squeue_plain(squeue_text, cluster=name, now=now)
+        records = {r.job_id: r for r in parsed if users is None or r.user in users}
         if sacct_text:
-            for r in parse_squeue_json(sacct_text, cluster=name, now=now):
+            for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
                 records.setdefault(r.job_id, r)
-        fields = parse_scontrol_all(scontrol_text)
+        fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
         merged = tuple(merge_scontrol(r, fields.get(k)) for k, r in records.items())
         version = _slurm_version(squeue_text) if squeue_format == "json" else None
         return Snapshot(squeue_text, squeue_format, scontrol_text, sacct_text, merged, version)
@@ -331,7 +337,7 @@ async def record(
     now = probe._clock()
     runner = probe._runner_factory(cluster)
     try:
-        snap = await probe.snapshot(runner, now)
+        snap = await probe.snapshot(runner, now, probe._users(runner))
         selected = probe.select(snap.records, runner, now)
         collected = await probe.collect_files(runner, selected, None)
         users = list(probe._users(runner))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -196,8 +196,14 @@ def _elapsed(
     return max(0, int((stop - start).total_seconds()))
 
 
-def parse_squeue_json(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
-    """Parse ``squeue --json`` or ``sacct --json`` output of any supported version."""
+def parse_squeue_json(
+    text: str, *, cluster: str, now: datetime, users: Collection[str] | None = None,
+) -> list[SchedulerRecord]:
+    """Parse ``squeue --json`` or ``sacct --json`` output of any supported version.
+
+    With ``users``, other users' jobs are skipped before any record is built (a big cluster's
+    queue is mostly other people's jobs).
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -205,8 +211,16 @@ def parse_squeue_json(text: str, *, cluster: str, now: datetime) -> list[Schedul
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, list):
         raise CommandError("squeue --json output has no 'jobs' list")
-    records = (record_from_squeue(cluster, j, now) for j in jobs if isinstance(j, dict))
+    wanted = set(users) if users is not None else None
+    records = (
+        record_from_squeue(cluster, j, now) for j in jobs
+        if isinstance(j, dict) and (wanted is None or _job_user(j) in wanted)
+    )
     return [r for r in records if r is not None]
+
+
+def _job_user(job: Mapping[str, Any]) -> str | None:
+    return _text(job.get("user_name")) or _text(job.get("user"))
 
 
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
@@ -229,11 +243,24 @@ def parse_scontrol_line(line: str) -> dict[str, str]:
     return fields
 
 
-def parse_scontrol_all(text: str) -> dict[str, dict[str, str]]:
-    """``scontrol show job -o`` for many jobs -> ``job id -> fields`` (array ids as ``A_T``)."""
+_SCONTROL_IDS = re.compile(r"JobId=(\d+) (?:ArrayJobId=(\d+) ArrayTaskId=(\d+) )?")
+
+
+def parse_scontrol_all(
+    text: str, wanted: Collection[str] | None = None,
+) -> dict[str, dict[str, str]]:
+    """``scontrol show job -o`` for many jobs -> ``job id -> fields`` (array ids as ``A_T``).
+
+    With ``wanted``, only those jobs' lines are split (the rest are skipped cheaply).
+    """
     out: dict[str, dict[str, str]] = {}
+    keep = set(wanted) if wanted is not None else None
     for line in text.splitlines():
         if "JobId=" not in line:
+            continue
+        if keep is not None and (m := _SCONTROL_IDS.match(line)) is not None and not (
+            m.group(1) in keep or f"{m.group(2)}_{m.group(3)}" in keep
+        ):
             continue
         fields = parse_scontrol_line(line)
         job_id = fields.get("JobId", "")

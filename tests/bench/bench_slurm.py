@@ -107,10 +107,36 @@ async def timed(fn: Callable[[], Awaitable[object]], repeat: int) -> tuple[float
     return statistics.median(times), result
 
 
+PROBE: list[SlurmProbe] = []
+
+
 async def sweep_once() -> tuple[int, int]:
-    facts = await SlurmProbe(cluster()).collect()
+    """One sweep by a long-lived probe (as the Sweeper keeps one per cluster)."""
+    if not PROBE:
+        PROBE.append(SlurmProbe(cluster()))
+    facts = await PROBE[0].collect()
     assert facts.status == "ok", facts.detail
     return facts.round_trips, len(facts.jobs)
+
+
+async def phases() -> str:
+    """Where a sweep's time goes: connect+scheduler commands, collector, local assembly."""
+    probe = PROBE[0]
+    runner = SshRunner(cluster())
+    now = datetime.now(UTC)
+    try:
+        t0 = time.perf_counter()
+        snap = await probe.snapshot(runner, now, (ENV["JOBTABLES_TEST_SSH_USER"],))
+        t1 = time.perf_counter()
+        selected = probe.select(snap.records, runner, now)
+        collected = await probe.collect_files(runner, selected, None)
+        t2 = time.perf_counter()
+        probe._facts(selected, collected)
+        t3 = time.perf_counter()
+    finally:
+        await runner.aclose()
+    return (f"connect+squeue/scontrol {t1 - t0:.2f}s, collector {t2 - t1:.2f}s, "
+            f"parse/assemble {t3 - t2:.2f}s")
 
 
 async def floor_once(paths: list[str]) -> None:
@@ -136,7 +162,8 @@ async def measure_jobs(run_dir: str, tag: str, small: int, total: int, repeat: i
         paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
         floor, _ = await timed(lambda p=paths: floor_once(p), repeat)  # type: ignore[misc]
         print(f"{n:4d} submitted jobs ({jobs} in sweep): round trips {trips}, "
-              f"sweep {wall:.2f}s, floor {floor:.2f}s, ratio {wall / floor:.2f}x (target <= 1.5x)")
+              f"sweep {wall:.2f}s, floor {floor:.2f}s, ratio {wall / floor:.2f}x (target <= 1.5x)"
+              f"\n      phases: {await phases()}")
     return ids
 
 

@@ -218,3 +218,15 @@ def test_invalid_json_is_a_command_error() -> None:
     with pytest.raises(CommandError):
         parse_squeue_json("slurm_load_jobs error: Unable to contact slurm controller", cluster="c",
                           now=NOW_2205)
+
+
+def test_user_and_id_prefilters_skip_other_jobs() -> None:
+    """Other users' squeue jobs and unwanted scontrol lines are skipped before parsing."""
+    text = (REAL / "squeue.json").read_text()
+    assert parse_squeue_json(text, cluster="c", now=NOW_2205, users=("alice",)) == []
+    assert len(parse_squeue_json(text, cluster="c", now=NOW_2205, users=("jobtables",))) == 8
+    arr = IDS["array"]
+    fields = parse_scontrol_all((REAL / "scontrol.txt").read_text(),
+                                wanted={IDS["fail"], f"{arr}_1"})
+    assert {IDS["fail"], f"{arr}_1"} <= set(fields)
+    assert IDS["ok"] not in fields and f"{arr}_2" not in fields
