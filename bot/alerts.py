@@ -8,16 +8,21 @@ the job for :data:`SNOOZE_HOURS`. The DM goes to the owner (``slack.owners`` map
 user to a Slack id, opened with ``conversations.open``), else to ``slack.channel``. Buttons
 carry the job ref in ``value`` (``action_id`` is the same on every message). With
 ``no_kill``, or for an ``ablation-exempt`` / ``no-kill`` run, there is no cancel button: the
-message is a recommendation with an ``acknowledge`` button. While Redis is down, a process
+message is a recommendation with an ``acknowledge`` button, and (seed: "capture the evidence
+that disappears at termination, record it, report it, and leave the job running") the evidence
+a cancel would have salvaged is written as an incident before the DM, which names its file.
+While Redis is down, a process
 remembers its own episodes so it does not repeat itself; it cannot know about other replicas.
 Alerts are evaluated after every scheduled sweep (the monitor), not after ``/jobs`` queries.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -25,8 +30,9 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
+from bot.incidents import find_facts, salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
-from probes.models import ACTIVE_STATES
+from probes.models import ACTIVE_STATES, ClusterFacts
 from report.models import JobDetail
 from report.trend import sparkline
 
@@ -80,8 +86,9 @@ def evidence_lines(detail: JobDetail) -> list[str]:
     return lines
 
 
-def collapse_blocks(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
-    """The Block Kit message for one collapse episode."""
+def collapse_blocks(detail: JobDetail, *, can_cancel: bool,
+                    evidence_path: str | None = None) -> list[dict[str, Any]]:
+    """The Block Kit message for one collapse episode (``evidence_path``: no-kill record)."""
     job = detail.report
     banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
         "no banked checkpoint found"
@@ -98,6 +105,9 @@ def collapse_blocks(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, An
         {"type": "section", "text": {"type": "mrkdwn", "text": body}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": why[:2000]}]},
     ]
+    if evidence_path is not None:
+        note = f"Evidence recorded (the job keeps running): `{evidence_path}`"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note[:2000]}]})
     blocks.append({"type": "actions", "block_id": "collapse_actions",
                    "elements": _buttons(detail, can_cancel=can_cancel)})
     return blocks
@@ -146,15 +156,20 @@ class Alerter:
         self._local: dict[str, dict[str, Any]] = {}
         """Episodes this process opened, for when Redis is unavailable."""
 
-    async def process(self, details: list[JobDetail], config: Config) -> list[str]:
-        """DM every new collapse episode in ``details``; return the refs alerted."""
+    async def process(self, details: list[JobDetail], config: Config, *,
+                      facts: Sequence[ClusterFacts] = ()) -> list[str]:
+        """DM every new collapse episode in ``details``; return the refs alerted.
+
+        ``facts`` (the sweep's raw facts) give a no-kill evidence record its full log tail.
+        """
         sent = []
         for detail in details:
-            if needs_alert(detail) and await self._open_episode(detail, config):
+            if needs_alert(detail) and await self._open_episode(detail, config, facts):
                 sent.append(job_ref(detail))
         return sent
 
-    async def _open_episode(self, detail: JobDetail, config: Config) -> bool:
+    async def _open_episode(self, detail: JobDetail, config: Config,
+                            facts: Sequence[ClusterFacts]) -> bool:
         job = detail.report
         step = detail.collapse_step if detail.collapse_step is not None else (job.step or 0)
         name = episode_name(job.cluster, job.job_id)
@@ -174,7 +189,10 @@ class Alerter:
             doc = self._local.get(name)
             if not self._is_new(doc, step):
                 return False
-        record = await self._send(detail, config, step)
+        evidence = None
+        if not cancel_allowed(detail, config):
+            evidence = await self._record_evidence(detail, facts, config)
+        record = await self._send(detail, config, step, evidence)
         if record is None:
             return False
         self._local[name] = record
@@ -199,10 +217,31 @@ class Alerter:
     def _ttl(config: Config) -> float:
         return config.redis.expire_hours * 3600
 
-    async def _send(self, detail: JobDetail, config: Config, step: int) -> dict[str, Any] | None:
+    async def _record_evidence(self, detail: JobDetail, facts: Sequence[ClusterFacts],
+                               config: Config) -> Path | None:
+        """No cancel will salvage this run: write its evidence now (file, then Redis)."""
+        job = detail.report
+        record = salvage_record(detail, find_facts(facts, job.cluster, job.job_id),
+                                history=detail.history, actor=None, at=self._clock())
+        try:
+            path = await asyncio.to_thread(write_incident, record,
+                                           Path(config.slack.incident_dir))
+        except OSError as exc:
+            log.error("no-kill evidence not written", ref=job_ref(detail), error=str(exc))
+            return None
+        try:
+            await self._store.put_doc(f"incident:{record.id}", record.model_dump(mode="json"),
+                                      ttl_s=self._ttl(config))
+        except StoreUnavailable as exc:
+            log.warning("no-kill evidence kept on disk only", path=str(path), error=str(exc))
+        return path
+
+    async def _send(self, detail: JobDetail, config: Config, step: int,
+                    evidence: Path | None = None) -> dict[str, Any] | None:
         job = detail.report
         owner = config.slack.owners.get(job.user or "")
-        blocks = collapse_blocks(detail, can_cancel=cancel_allowed(detail, config))
+        blocks = collapse_blocks(detail, can_cancel=cancel_allowed(detail, config),
+                                 evidence_path=str(evidence) if evidence else None)
         text = f"Collapse on {job_ref(detail)} {job.name}"
         try:
             channel = await self._dm_channel(owner) if owner else config.slack.channel
@@ -219,6 +258,7 @@ class Alerter:
             "cluster": job.cluster, "job_id": job.job_id, "user": job.user, "owner": owner,
             "channel": posted.get("channel", channel), "ts": posted.get("ts"),
             "can_cancel": cancel_allowed(detail, config),
+            "evidence": str(evidence) if evidence else None,
         }
 
     async def _dm_channel(self, user: str) -> str:

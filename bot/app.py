@@ -259,7 +259,7 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     lines = await bot.followups.process(result, config)
     if config.slack.channel:
         await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
-    await bot.alerter.process(details, config)
+    await bot.alerter.process(details, config, facts=result.facts)
     log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
 
 

@@ -53,7 +53,8 @@ class IncidentRecord(BaseModel):
     bucket: str
     state: str
     actor: str | None = None
-    """Slack user id that asked for the cancel (salvage records)."""
+    """Slack user id that asked for the cancel (salvage records); ``None`` when the bot
+    captured the evidence itself because a no-kill rule leaves the job running."""
     diagnosis: str | None = None
     signature: str | None = None
     recurring: bool = False
@@ -85,10 +86,11 @@ def salvage_record(
     facts: JobFacts | None,
     *,
     history: tuple[MetricPoint, ...],
-    actor: str,
+    actor: str | None,
     at: datetime,
 ) -> IncidentRecord:
-    """Everything that would be lost at termination, captured just before the cancel."""
+    """Everything that would be lost at termination, captured just before the cancel (or, under
+    no-kill, when the collapse is reported: nobody will cancel, so nobody would salvage it)."""
     job = detail.report
     return IncidentRecord(
         id=incident_id("salvage", job.cluster, job.job_id, at),
