@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.config import load_config
 from bot.sweep import Sweeper, SweepResult
 from probes.models import JobState
@@ -162,15 +162,19 @@ async def test_one_rl_table_holds_both_clusters(mixed: Mixed) -> None:
     assert k8s_row.verdict == "healthy" and "collapse" not in k8s_row.flags
 
 
-async def test_cli_json_lists_both_runs_as_rl(
-    mixed: Mixed, capsys: pytest.CaptureFixture[str],
-) -> None:
+async def test_cli_json_lists_both_runs_as_rl(mixed: Mixed) -> None:
     """`jobtables sweep --format json` over the same config lists both runs with bucket rl."""
-    # main() runs its own event loop; a thread keeps this loop serving the stand-in meanwhile.
-    code = await asyncio.to_thread(main, ["sweep", "--format", "json", "--config",
-                                          str(mixed.config)])
-    out, err = capsys.readouterr()
-    assert code == 0, err
+    # A child process (bot.cli.main, as the console script runs it), awaited without blocking
+    # this loop, which keeps serving the stand-in; in-process main() would also reconfigure
+    # logging for every later test.
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sweep", "--format", "json", "--config",
+        str(mixed.config), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    async with asyncio.timeout(240):
+        stdout, stderr = await proc.communicate()
+    assert proc.returncode == 0, stderr.decode()
+    out = stdout.decode()
     report = json.loads(out)
     assert {c["name"]: c["status"] for c in report["clusters"]} == {"local22": "ok", K8S: "ok"}
     rl = {(j["cluster"], j["job_id"]): j for j in report["jobs"] if j["bucket"] == "rl"}
