@@ -3,10 +3,11 @@
 Policy:
 
 * A sweep sends the same few commands whatever the number of jobs, over one connection:
-  ``squeue --json`` (``squeue -h -t all -o`` with epoch times when ``--json`` is unsupported),
-  ``scontrol show job -o`` (expanded StdOut/WorkDir, which 22.05's squeue leaves raw, and the
-  dependency string), ``sacct --json`` for recently finished jobs where accounting exists, run
-  concurrently; then ONE collector run (``python3 -``, script on stdin) that locates, stats and
+  ``squeue --json`` (``squeue -h -t all -o`` with epoch times when ``--json`` is unsupported)
+  and ``sacct --json`` for recently finished jobs where accounting exists, run concurrently;
+  ``scontrol show job -o`` only when a log path cannot be expanded from squeue's own fields
+  (22.05 leaves ``--output`` patterns raw; ``expand_stdout`` applies slurmctld's rules); then
+  ONE collector run (``python3 -``, script on stdin) that locates, stats and
   tails every job's log and lists its checkpoints and trial trees. ``round_trips`` counts the
   commands sent.
 * An unsupported ``--json`` or a cluster without accounting is remembered per probe instance,
@@ -38,7 +39,9 @@ from probes.ids import SLURM_ID, validate_job_id
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.slurm_parse import (
     PLAIN_FORMAT,
+    expand_stdout,
     merge_scontrol,
+    needs_scontrol,
     parse_scontrol_all,
     parse_squeue_json,
     parse_squeue_plain,
@@ -163,22 +166,23 @@ class SlurmProbe:
 
     async def snapshot(
         self, runner: Runner, now: datetime, users: Collection[str] | None = None,
+        *, with_scontrol: bool = False,
     ) -> Snapshot:
-        """Run squeue, scontrol and sacct concurrently over the runner's one connection.
+        """Run squeue and sacct concurrently over the runner's one connection.
 
-        With ``users``, only their jobs are parsed into records (``None``: everyone's).
+        ``scontrol show job -o`` runs only when a log path cannot be expanded from squeue's
+        own fields (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record``
+        keeps it verbatim): on every supported version that leaves one command per sweep for
+        the queue. With ``users``, only their jobs are parsed into records.
         """
         try:
             async with asyncio.TaskGroup() as group:
                 squeue = group.create_task(self._squeue(runner))
-                scontrol = group.create_task(self._scontrol(runner))
                 sacct = group.create_task(self._sacct(runner))
         except BaseExceptionGroup as failed:
             # Re-raise the member itself: it already chains the library's original error.
             raise _first_probe_error(failed)  # noqa: B904
-        (squeue_format, squeue_text), scontrol_text, sacct_text = (
-            squeue.result(), scontrol.result(), sacct.result()
-        )
+        (squeue_format, squeue_text), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
         if squeue_format == "json":
             parsed = parse_squeue_json(squeue_text, cluster=name, now=now, users=users)
@@ -188,10 +192,15 @@ class SlurmProbe:
         if sacct_text:
             for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
                 records.setdefault(r.job_id, r)
-        fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
-        merged = tuple(merge_scontrol(r, fields.get(k)) for k, r in records.items())
+        records = {k: expand_stdout(r) for k, r in records.items()}
+        scontrol_text = ""
+        if with_scontrol or any(needs_scontrol(r) for r in records.values()):
+            scontrol_text = await self._scontrol(runner)
+            fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
+            records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
         version = _slurm_version(squeue_text) if squeue_format == "json" else None
-        return Snapshot(squeue_text, squeue_format, scontrol_text, sacct_text, merged, version)
+        return Snapshot(squeue_text, squeue_format, scontrol_text, sacct_text,
+                        tuple(records.values()), version)
 
     async def _squeue(self, runner: Runner) -> tuple[str, str]:
         if self.json_supported:
@@ -337,7 +346,7 @@ async def record(
     now = probe._clock()
     runner = probe._runner_factory(cluster)
     try:
-        snap = await probe.snapshot(runner, now, probe._users(runner))
+        snap = await probe.snapshot(runner, now, probe._users(runner), with_scontrol=True)
         selected = probe.select(snap.records, runner, now)
         collected = await probe.collect_files(runner, selected, None)
         users = list(probe._users(runner))

@@ -140,6 +140,7 @@ def record_from_squeue(
     return SchedulerRecord(
         cluster=cluster,
         job_id=_job_id(job_id, array_job, array_task),
+        labels={"slurm_job_id": str(job_id)} if array_task is not None else {},
         name=str(job.get("name") or ""),
         user=_text(job.get("user_name")) or _text(job.get("user")),
         state=state,
@@ -298,6 +299,63 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
     if not record.user and (uid := _text(fields.get("UserId"))):
         update["user"] = uid.split("(")[0]
     return record.model_copy(update=update) if update else record
+
+
+_STDIO_TOKEN = re.compile(r"%(%|(\d*)([A-Za-z]))")
+_EXPANDABLE = set("Aajux")
+
+
+def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
+    """Expand a raw ``--output`` pattern the way slurmctld shows it as ``StdOut``.
+
+    SLURM 22.05 puts the unexpanded pattern in ``squeue --json``'s ``standard_output`` (empty
+    for the default) while ``scontrol`` prints it expanded with ``_fname_format``: ``%A %a %j
+    %u %x`` (with optional zero padding), ``%%``, a ``slurm-%j.out`` / ``slurm-%A_%a.out``
+    default and the WorkDir prefix for a relative path. Doing the same here saves a round trip;
+    a pattern with any other token is left raw so the caller asks scontrol.
+    """
+    raw = record.stdout_path
+    if raw and "%" not in raw and raw.startswith("/"):
+        return record
+    if not record.workdir:
+        return record
+    array = record.array_task_id is not None
+    pattern = raw or ("slurm-%A_%a.out" if array else "slurm-%j.out")
+    tokens = {m.group(3) for m in _STDIO_TOKEN.finditer(pattern) if m.group(3)}
+    if tokens - _EXPANDABLE:
+        return record
+    master, _, task = record.job_id.partition("_")
+    values = {
+        "A": record.array_job_id or master, "a": record.array_task_id or task or "4294967294",
+        "j": master if not array else _array_own_id(record), "u": record.user or "",
+        "x": record.name,
+    }
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) == "%":
+            return "%"
+        value = values[m.group(3)]
+        width = int(m.group(2) or 0)
+        return value.zfill(width) if value.isdigit() else value
+
+    path = _STDIO_TOKEN.sub(sub, pattern)
+    if not path.startswith("/"):
+        path = f"{record.workdir.rstrip('/')}/{path}"
+    return record.model_copy(update={"stdout_path": path})
+
+
+def _array_own_id(record: SchedulerRecord) -> str:
+    # %j of an array task is the task's own job id, which squeue reports as job_id; a record
+    # keyed "A_T" no longer carries it, so fall back to the master id (what %A gives).
+    return record.labels.get("slurm_job_id") or record.job_id.partition("_")[0]
+
+
+def needs_scontrol(record: SchedulerRecord) -> bool:
+    """True when the record's log path is still raw or unknown after :func:`expand_stdout`."""
+    path = record.stdout_path
+    if not record.workdir or not path or not path.startswith("/"):
+        return True
+    return any(m.group(3) for m in _STDIO_TOKEN.finditer(path))
 
 
 PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"

@@ -10,7 +10,9 @@ import pytest
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.slurm_parse import (
+    expand_stdout,
     merge_scontrol,
+    needs_scontrol,
     parse_dependency,
     parse_duration,
     parse_scontrol_all,
@@ -230,3 +232,35 @@ def test_user_and_id_prefilters_skip_other_jobs() -> None:
                                 wanted={IDS["fail"], f"{arr}_1"})
     assert {IDS["fail"], f"{arr}_1"} <= set(fields)
     assert IDS["ok"] not in fields and f"{arr}_2" not in fields
+
+
+@pytest.mark.parametrize("suffix", ["", "_early"])
+def test_expand_stdout_matches_real_scontrol(suffix: str) -> None:
+    """Expanding 22.05's raw --output patterns gives exactly the StdOut scontrol printed."""
+    base = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    records = parse_squeue_json((base / f"squeue{suffix}.json").read_text(), cluster="c", now=now)
+    fields = parse_scontrol_all((base / f"scontrol{suffix}.txt").read_text())
+    assert records
+    for record in records:
+        expanded = expand_stdout(record)
+        assert expanded.stdout_path == fields[record.job_id]["StdOut"], record.job_id
+        assert not needs_scontrol(expanded)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected", "needs"),
+    [
+        ("logs/%x_%j.out", "/w/logs/train_7.out", False),
+        ("/abs/%u/%8j.log", "/abs/alice/00000007.log", False),
+        ("100%%_%j.out", "/w/100%_7.out", False),
+        ("%N_%j.out", "%N_%j.out", True),  # node name: only slurmctld knows it
+        ("", "/w/slurm-7.out", False),
+    ],
+)
+def test_expand_stdout_rules(pattern: str, expected: str, needs: bool) -> None:
+    """slurmctld's _fname_format tokens expand; anything else is left for scontrol."""
+    record = SchedulerRecord(cluster="c", job_id="7", name="train", user="alice",
+                             state=JobState.RUNNING, workdir="/w", stdout_path=pattern or None)
+    out = expand_stdout(record)
+    assert out.stdout_path == expected and needs_scontrol(out) is needs
