@@ -213,9 +213,9 @@ _ALL_SIGNALS = (
     CHATTER,
     BRING_UP,
 )
-_ANY_NEEDLE = re.compile(
-    "|".join(sorted({re.escape(n) for signal in _ALL_SIGNALS for n in signal.needles}))
-)
+SIGNAL_NEEDLES = frozenset(n for signal in _ALL_SIGNALS for n in signal.needles)
+"""Every needle of every signal and noise pattern: a line holding none of them matches none."""
+_ANY_NEEDLE = re.compile("|".join(sorted(re.escape(n) for n in SIGNAL_NEEDLES)))
 
 
 def may_signal(low: str) -> bool:

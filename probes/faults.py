@@ -14,13 +14,19 @@ SIGABRT) is reported as that hang. Lines are matched on at most ``_SCAN_CAP`` ch
 1 MB line costs no more than a long one. What the signals look like is
 ``probes.fault_patterns``; eval launch checks (tunnel, api_base, engine 200s, auth failures)
 are read in the same pass by ``probes.launch_checks``.
+
+Prefilter (``probes.prefilter``): the per-line rules run only on the lines that hold a needle
+of some rule (signal, noise, launch check, traceback or summary start) or that a cluster
+pattern may match, plus every line while a traceback is open (tracebacks consume plain
+indented lines). Any other line provably changes nothing, so the result is the per-line
+reference's (``_scan_reference``), which the tests compare it against.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -30,13 +36,16 @@ from probes.fault_patterns import (
     PASSTHROUGH,
     SAMPLING_CONTEXT,
     SIGABRT,
+    SIGNAL_NEEDLES,
     TIMEOUT_TYPES,
     benign_key,
     classify_line,
     may_signal,
 )
+from probes.launch_checks import NEEDLES as LAUNCH_NEEDLES
 from probes.launch_checks import LaunchChecks
 from probes.models import Fault, FaultKind, Frozen, InfraSignals
+from probes.prefilter import NeedleFilter, pattern_lines
 
 _SCAN_CAP = 32_768
 _EXCERPT_CAP = 400
@@ -76,6 +85,17 @@ _GROUP_ROW = re.compile(r"^[\s|]*\|\s?(?P<inner>.*)$")
 _MAX_CONT = 8
 _MAX_FRAMES = 12
 _MAX_JUNK = 20
+
+_LINE_NEEDLES = NeedleFilter(
+    (
+        *SIGNAL_NEEDLES,
+        *LAUNCH_NEEDLES,
+        *("Traceback (most recent call last):", "ray.exceptions.RayTaskError"),
+        *("Exception Group Traceback (most recent call last):", "Failures:", "Root Cause"),
+        "=" * 10,
+    )
+)
+"""A line holding none of these can start nothing and match no rule (see the module policy)."""
 
 
 class FaultScan(Frozen):
@@ -149,16 +169,29 @@ class _Scanner:
         self.launch = LaunchChecks()
         self.siblings = False
 
-    def run(self) -> None:
-        for index, raw in enumerate(self.lines):
-            key, text = _split_prefix(raw)
-            line_no = self.first + index
-            tb = self.open.get(key)
-            if tb is not None and self._feed_traceback(key, tb, line_no, text):
-                continue
-            self._line(key, line_no, text)
+    def run(self, candidates: Iterable[int] | None = None) -> None:
+        """Step through ``candidates`` (default: every line), and every line while a traceback
+        is open; the lines skipped hold no needle and so change nothing."""
+        following = 0
+        for index in range(len(self.lines)) if candidates is None else candidates:
+            while self.open and following < index:
+                self._step(following)
+                following += 1
+            self._step(index)
+            following = index + 1
+        while self.open and following < len(self.lines):
+            self._step(following)
+            following += 1
         for key in list(self.open):
             self._close(key)
+
+    def _step(self, index: int) -> None:
+        key, text = _split_prefix(self.lines[index])
+        line_no = self.first + index
+        tb = self.open.get(key)
+        if tb is not None and self._feed_traceback(key, tb, line_no, text):
+            return
+        self._line(key, line_no, text)
 
     def _is_cluster_benign(self, text: str) -> bool:
         return any(p.search(text) for p in self.benign)
@@ -369,8 +402,27 @@ def scan_faults(
     first_line_no: int = 1,
 ) -> FaultScan:
     """Scan ANSI-stripped, ``\\r``-split log lines for faults, benign noise and launch checks."""
+    benign = _compile_patterns(tuple(benign_patterns))
+    scanner = _Scanner(lines, benign, first_line_no)
+    needled = _LINE_NEEDLES.lines(lines)
+    if needled is None:  # a line holding "\n" cannot be mapped back: read every line
+        scanner.run()
+    else:
+        extra = pattern_lines(lines, benign, lambda line: _split_prefix(line)[1])
+        scanner.run(sorted(extra.union(needled)) if extra else needled)
+    return _frozen(scanner)
+
+
+def _scan_reference(
+    lines: Sequence[str], *, benign_patterns: Sequence[str] = (), first_line_no: int = 1
+) -> FaultScan:
+    """``scan_faults`` without the prefilter: every line through the rules (the tests' oracle)."""
     scanner = _Scanner(lines, _compile_patterns(tuple(benign_patterns)), first_line_no)
     scanner.run()
+    return _frozen(scanner)
+
+
+def _frozen(scanner: _Scanner) -> FaultScan:
     faults = scanner.faults()
     return FaultScan(
         faults=faults,

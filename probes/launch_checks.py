@@ -43,6 +43,12 @@ _TIMESTAMP = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?"
 )
+NEEDLES = (
+    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: "),
+    *("unauthorized", "forbidden", "authentication", "api key"),
+)
+"""Every match of a check's regex above holds one of these (lower-cased and digit-free, for
+``probes.prefilter``), so a line holding none of them changes no check."""
 _HOSTNAME = re.compile(r"[\w.-]+|[0-9A-Fa-f:.]+")
 _CLUSTER_SUFFIXES = (".svc", ".svc.cluster.local", ".cluster.local", ".internal", ".local")
 

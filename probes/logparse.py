@@ -20,8 +20,9 @@ from itertools import pairwise
 from math import isfinite
 from statistics import median
 
-from probes.faults import scan_faults
+from probes.faults import _scan_reference, scan_faults
 from probes.logline import (
+    ANSI_RE,
     NESTED_BAR_MARK,
     TqdmBar,
     parse_number,
@@ -35,6 +36,7 @@ from probes.logline import (
 )
 from probes.metric_names import canonical_name, canonical_values
 from probes.models import LogSummary, MetricPoint, ProgressBar
+from probes.prefilter import NeedleFilter
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +61,16 @@ _TRAIN_DESCS = frozenset(
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
+_METRIC_LINES = NeedleFilter(
+    (
+        *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
+        *("Running trials", "train_batch_size", "n_samples_per_prompt", *_FINISH_MARKS),
+        *("{", "'", '"', "::"),
+    ),
+    unicode_digits=True,
+)
+"""Every line ``_Scan.feed`` acts on holds one of these: a substring gate of ``feed``, a dict's
+brace or quoted key, or a timestamp's ``HH:MM:SS`` (``::`` once the prefilter deletes digits)."""
 _MAX_DICT_LINES = 5000
 _RATE_WINDOW = 10
 _BAR_EVENTS_KEPT = 64
@@ -370,6 +382,20 @@ def _decode(text: str | bytes) -> str:
     return text
 
 
+def _split(decoded: str, max_line_chars: int) -> tuple[list[str], list[str]]:
+    """(raw lines cut to ``max_line_chars``, the same ANSI-stripped), split as ``_SPLIT_RE``.
+
+    ``str.replace`` and ``str.split`` do in C what the regex split does: ``\\r\\n`` pairs never
+    overlap, so turning them and then lone ``\\r`` into ``\\n`` gives the same separators.
+    """
+    raws = decoded.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if len(decoded) > max_line_chars:
+        raws = [r[:max_line_chars] if len(r) > max_line_chars else r for r in raws]
+    if "\x1b" not in decoded:
+        return raws, raws
+    return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
+
+
 def parse_log(
     text: str | bytes,
     *,
@@ -380,25 +406,69 @@ def parse_log(
 ) -> LogSummary:
     """Summarise one bounded log tail; never raises (a parser bug is logged, not propagated)."""
     decoded = _decode(text)
+    raws, lines = _split(decoded, max_line_chars)
+    return _summarise(
+        decoded,
+        raws,
+        lines,
+        aliases=aliases,
+        benign_patterns=benign_patterns,
+        first_line_no=first_line_no,
+        fast=True,
+    )
+
+
+def _parse_reference(
+    text: str | bytes,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    benign_patterns: Sequence[str] = (),
+    first_line_no: int = 1,
+    max_line_chars: int = 65536,
+) -> LogSummary:
+    """``parse_log`` without prefilters: every line through every rule (the tests' oracle)."""
+    decoded = _decode(text)
+    raws = [p[:max_line_chars] if len(p) > max_line_chars else p for p in _SPLIT_RE.split(decoded)]
+    lines = [strip_ansi(raw) for raw in raws]
+    return _summarise(
+        decoded,
+        raws,
+        lines,
+        aliases=aliases,
+        benign_patterns=benign_patterns,
+        first_line_no=first_line_no,
+        fast=False,
+    )
+
+
+def _summarise(
+    decoded: str,
+    raws: Sequence[str],
+    lines: Sequence[str],
+    *,
+    aliases: Mapping[str, str] | None,
+    benign_patterns: Sequence[str],
+    first_line_no: int,
+    fast: bool,
+) -> LogSummary:
     line_count = decoded.count("\n") + (0 if decoded.endswith("\n") or not decoded else 1)
-    lines: list[str] = []
     # The metric pass and the fault scan fail independently: a bug in one must not hide the
     # other's findings, and a sweep never dies on a log. Such a bug is logged with its trace.
     try:
         scan = _Scan(aliases or {})
-        for index, piece in enumerate(_SPLIT_RE.split(decoded)):
-            raw = piece[:max_line_chars] if len(piece) > max_line_chars else piece
-            line = strip_ansi(raw)
-            lines.append(line)
+        candidates = _METRIC_LINES.lines(lines) if fast else None
+        for index in range(len(lines)) if candidates is None else candidates:
+            line = lines[index]
             if line.strip():
-                scan.feed(line, raw, first_line_no + index)
+                scan.feed(line, raws[index], first_line_no + index)
         scan.close()
         summary = scan.summary(line_count)
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)
     try:
-        faults = scan_faults(lines, benign_patterns=benign_patterns, first_line_no=first_line_no)
+        scan_lines = scan_faults if fast else _scan_reference
+        faults = scan_lines(lines, benign_patterns=benign_patterns, first_line_no=first_line_no)
     except Exception:
         _log.exception("parse_log: fault scan failed on a %d-character tail", len(decoded))
         return summary

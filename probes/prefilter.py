@@ -1,0 +1,140 @@
+"""Whole-text prefilters: find the few lines of a tail that a per-line parser must look at.
+
+Policy: a prefilter may name more lines than needed, never fewer, so running the detailed
+per-line logic on its lines only gives exactly the result of running it on every line (the
+property tests hold the fast path to the per-line reference on real fixture lines). Two kinds:
+
+``NeedleFilter`` keeps the lines holding a literal needle, compared without case. It works
+on a *skeleton* of the text: UTF-8 bytes with ASCII letters lower-cased and digits deleted.
+Needles hold no digit, so deleting digits never hides one; and since a trainer repeats the same
+few line shapes with new numbers, the skeletons repeat, so each distinct one is searched once.
+The only non-ASCII characters ``str.lower()`` turns into ASCII letters (``İ``, ``K``) make a
+line a candidate outright, so ASCII-only lowering stays a superset of ``needle in line.lower()``.
+
+``pattern_lines`` keeps the lines where a cluster's own ``benign_patterns`` regex matches. A
+pattern without anchors, lookarounds, back-references or possessive/atomic parts matches a
+line's text only if a search over the whole tail meets that line, so such a pattern runs once
+over the tail; any other pattern runs line by line, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+_UPPER_TO_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_DIGITS = b"0123456789"
+_UNICODE_DIGIT = re.compile(r"[^\D0-9]")
+_FOLDS_TO_ASCII = ("\u0130", "\u212a")
+"""The only characters whose ``str.lower()`` holds an ASCII letter but which are not ASCII."""
+
+# Conservative: anything that could be an anchor, lookaround, group reference, inline group,
+# atomic group or possessive repeat sends the pattern to the per-line path.
+_CONTEXT_MARKS = re.compile(r"[\^$]|\\[AbBZzG0-9g]|\(\?(?![aiLmsux]*(?:-[imsx]+)?[:)])|[*+?}]\+")
+
+_Node = dict[int, "_Node"]
+"""A trie node: next byte -> child; key -1 marks the end of a word."""
+
+
+def _trie(words: Iterable[bytes]) -> bytes:
+    """One regex alternation for ``words`` with shared prefixes factored (sre tries fewer arms)."""
+    root: _Node = {}
+    for word in words:
+        node = root
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[-1] = {}
+
+    def emit(node: _Node) -> bytes:
+        arms = [re.escape(bytes([b])) + emit(child) for b, child in sorted(node.items()) if b >= 0]
+        if not arms:
+            return b""
+        body = arms[0] if len(arms) == 1 else b"(?:" + b"|".join(arms) + b")"
+        return b"(?:" + body + b")?" if -1 in node else body
+
+    return emit(root)
+
+
+class NeedleFilter:
+    """Finds the lines holding any of ``needles`` (case-insensitive; needles hold no digit)."""
+
+    def __init__(self, needles: Iterable[str], *, unicode_digits: bool = False) -> None:
+        """``unicode_digits`` also keeps lines holding a non-ASCII decimal digit: a regex's
+        ``\\d`` matches those, and deleting only ASCII digits keeps them."""
+        self._unicode_digits = unicode_digits
+        words = {needle.lower() for needle in needles}
+        if not words or any(not w or any(c.isdigit() for c in w) or "\n" in w for w in words):
+            raise ValueError("needles must be non-empty, digit-free and single-line")
+        encoded = {w.encode() for w in words} | {c.encode() for c in _FOLDS_TO_ASCII}
+        self.needles = frozenset(words)
+        self._pattern = re.compile(_trie(sorted(encoded)))
+
+    def lines(self, lines: Sequence[str]) -> list[int] | None:
+        """Indices of the lines that may hold a needle; None when a line holds a ``\\n``."""
+        text = "\n".join(lines).encode("utf-8", "surrogatepass")
+        skeletons = text.translate(_UPPER_TO_LOWER, _DIGITS).split(b"\n")
+        if len(skeletons) != len(lines):
+            return None
+        unique = dict.fromkeys(skeletons)
+        hits = self._matching(b"\n".join(unique))
+        if self._unicode_digits:
+            hits.update(s for s in unique if not s.isascii() and _has_unicode_digit(s))
+        if not hits:
+            return []
+        return [index for index, skeleton in enumerate(skeletons) if skeleton in hits]
+
+    def _matching(self, joined: bytes) -> set[bytes]:
+        """The distinct lines of ``joined`` holding a needle (each line searched at most once)."""
+        hits: set[bytes] = set()
+        found = self._pattern.search(joined)
+        while found is not None:
+            start = joined.rfind(b"\n", 0, found.start()) + 1
+            end = joined.find(b"\n", found.end())
+            end = len(joined) if end < 0 else end
+            hits.add(joined[start:end])
+            found = self._pattern.search(joined, end + 1) if end < len(joined) else None
+        return hits
+
+
+def _has_unicode_digit(skeleton: bytes) -> bool:
+    return _UNICODE_DIGIT.search(skeleton.decode("utf-8", "surrogatepass")) is not None
+
+
+def is_context_free(pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` matches a string only through the matched text itself (no context)."""
+    return _CONTEXT_MARKS.search(pattern.pattern) is None and pattern.search("") is None
+
+
+def pattern_lines(
+    lines: Sequence[str],
+    patterns: Sequence[re.Pattern[str]],
+    text_of: Callable[[str], str],
+) -> set[int]:
+    """Indices of the lines whose ``text_of(line)`` a pattern may match (a superset)."""
+    found: set[int] = set()
+    if not patterns:
+        return found
+    joined = "\n".join(lines)
+    per_line = []
+    for pattern in patterns:
+        if is_context_free(pattern) and joined.count("\n") == len(lines) - 1:
+            found.update(_spanned_lines(joined, pattern))
+        else:
+            per_line.append(pattern)
+    if per_line:
+        found.update(
+            index
+            for index, line in enumerate(lines)
+            if any(p.search(text_of(line)) for p in per_line)
+        )
+    return found
+
+
+def _spanned_lines(joined: str, pattern: re.Pattern[str]) -> Iterable[int]:
+    """Every line any match of ``pattern`` in ``joined`` touches (a match may span lines)."""
+    line, position = 0, 0
+    for match in pattern.finditer(joined):
+        line += joined.count("\n", position, match.start())
+        last = line + joined.count("\n", match.start(), match.end())
+        yield from range(line, last + 1)
+        line, position = last, match.end()
