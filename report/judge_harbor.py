@@ -24,7 +24,6 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 from __future__ import annotations
 
 from probes.harbor import TrialStats, summarize_trials
-
 from probes.models import InfraSignals, JobState
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.judge_sft import buffer_rule
