@@ -16,9 +16,11 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
 NESTED_BAR_MARK = "\x1b[A"
 """tqdm writes cursor-up after a bar at position >= 1 (eval/inner bars), never after the main."""
 
-_RAY_PREFIX_RE = re.compile(
-    r"^\([A-Za-z_][\w.:<>\-]{0,120}(?: pid=\d{1,10}(?:, ip=[^)\s]{1,64})?)?\) ?"
+_RAY_HEAD_RE = re.compile(
+    r"\([A-Za-z_][\w.:<>\-]{0,120}(?: pid=\d{1,10}(?:, ip=[^)\s]{1,64})?)?\)"
 )
+_ray_heads: dict[str, bool] = {}
+_RAY_HEADS_CAP = 4096
 _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 _NUMBER_CAP = 64
@@ -57,13 +59,44 @@ def strip_ansi(segment: str) -> str:
     return ANSI_RE.sub("", segment) if "\x1b" in segment else segment
 
 
+def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
+    """(lines cut to ``max_line_chars``, the same ANSI-stripped), split on ``\\r\\n``, ``\\r``
+    and ``\\n`` (tqdm redraws end in ``\\r``).
+
+    Done by ``str.replace``/``str.split`` in C: ``\\r\\n`` pairs never overlap, so turning them
+    and then lone ``\\r`` into ``\\n`` gives the separators of ``re.split(r"\\r\\n?|\\n")``.
+    """
+    raws = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if len(text) > max_line_chars:
+        raws = [r[:max_line_chars] if len(r) > max_line_chars else r for r in raws]
+    if "\x1b" not in text:
+        return raws, raws
+    return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
+
+
 def strip_ray_prefix(line: str) -> str:
     """Drop a leading ``(Name pid=N[, ip=...])`` and a trailing ``[repeated Nx ...]``."""
     if line.startswith("("):
-        line = _RAY_PREFIX_RE.sub("", line, count=1)
+        # No class of the prefix regex admits ")", so it can only end at the first one: whether
+        # the text up to there is a prefix is looked up once per distinct actor name.
+        end = line.find(")") + 1
+        head = line[:end]
+        known = _ray_heads.get(head)
+        if known is None:
+            known = _learn_ray_head(head)
+        if known:
+            line = line[end + 1 :] if line[end : end + 1] == " " else line[end:]
     if line.endswith("]") and "repeated" in line:
         line = _REPEATED_RE.sub("", line)
     return line
+
+
+def _learn_ray_head(head: str) -> bool:
+    """Whether ``head`` (a line up to its first ``)``) is a whole Ray actor prefix."""
+    if len(_ray_heads) >= _RAY_HEADS_CAP:
+        _ray_heads.clear()  # a log inventing actor names without end must not grow memory
+    known = _ray_heads[head] = _RAY_HEAD_RE.fullmatch(head) is not None
+    return known
 
 
 def parse_number(text: str) -> float | None:

@@ -6,8 +6,16 @@ Ray ``(Name pid=N)`` prefixes, and reads the formats real trainers print: SkyRL 
 pprint dicts and reward lines, verl ``step:N - k:v`` lines, Hugging Face Trainer / TRL
 per-step dicts. Only canonical metric names (``probes.metric_names``) reach a point. A dict
 cut at the top of the tail is dropped, never misread. The training progress bar is told
-apart from tokenizer/packing/dataset/eval bars; the rate is a trailing window that one
-checkpoint-save spike does not move. Faults and benign noise come from ``probes.faults``.
+apart from tokenizer/packing/dataset/eval bars (``probes.progress``); the rate is a trailing
+window that one checkpoint-save spike does not move. Faults and benign noise come from
+``probes.faults``.
+
+Speed policy: the tail is split in C, and a whole-text prefilter (``probes.prefilter``) hands
+``_Scan.feed`` only the lines holding one of its substring gates, a dict brace or quote, or a
+timestamp's ``HH:MM:SS``; ``feed`` does nothing with any other line, so the result is the
+per-line reference's (``_parse_reference``, which the property tests compare against). Pure
+per-line results that repeat (dataset bars, noise timestamps, a step's metric-name plan) are
+remembered for the length of one tail.
 """
 
 from __future__ import annotations
@@ -16,13 +24,10 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from itertools import pairwise
 from math import isfinite
-from statistics import median
 
 from probes.faults import _scan_reference, scan_faults
 from probes.logline import (
-    ANSI_RE,
     NESTED_BAR_MARK,
     TqdmBar,
     parse_number,
@@ -31,12 +36,14 @@ from probes.logline import (
     parse_timestamp,
     parse_tqdm,
     parse_verl,
+    split_lines,
     strip_ansi,
     strip_ray_prefix,
 )
-from probes.metric_names import canonical_name, canonical_values
+from probes.metric_names import canonical_plan
 from probes.models import LogSummary, MetricPoint, ProgressBar
 from probes.prefilter import NeedleFilter
+from probes.progress import BarTrack, is_training_bar, sec_per_it, trailing_rate
 
 _log = logging.getLogger(__name__)
 
@@ -55,9 +62,6 @@ _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Runni
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
 _FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
-_TRAIN_DESCS = frozenset(
-    {"", "Training Progress", "Training Batches Processed", "Training", "Train", "Steps"}
-)
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
@@ -65,65 +69,17 @@ _METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *_FINISH_MARKS),
-        *("{", "'", '"', "::"),
+        *("{", "'", '"', " ::", "T::"),
     ),
     unicode_digits=True,
 )
 """Every line ``_Scan.feed`` acts on holds one of these: a substring gate of ``feed``, a dict's
-brace or quoted key, or a timestamp's ``HH:MM:SS`` (``::`` once the prefilter deletes digits)."""
+brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``parse_timestamp`` reads has
+one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
-_RATE_WINDOW = 10
-_BAR_EVENTS_KEPT = 64
-_CLOCK_FLOOR_S = 5.0
-
-
-class _BarTrack:
-    """Redraws of one (desc, total) bar: how often seen, the last one, (step, elapsed) events."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.last: TqdmBar | None = None
-        self.events: list[tuple[int, float]] = []
-
-    def add(self, bar: TqdmBar) -> None:
-        self.count += 1
-        self.last = bar
-        if bar.elapsed_s is None:
-            return
-        if self.events and bar.current <= self.events[-1][0]:
-            if bar.current < self.events[-1][0]:
-                self.events.clear()  # a new bar (restart): its elapsed clock starts again
-            else:
-                return  # a refresh of the same step keeps the first sighting
-        self.events.append((bar.current, bar.elapsed_s))
-        if len(self.events) > _BAR_EVENTS_KEPT:
-            del self.events[: -_BAR_EVENTS_KEPT // 2]
-
-
-def _is_training_bar(bar: TqdmBar, nested: bool) -> bool:
-    """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
-    if nested or bar.desc not in _TRAIN_DESCS:
-        return False
-    return not bar.rate or bar.rate.endswith(("s/it", "it/s", "?it/s"))
-
-
-def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDOW) -> float | None:
-    """Seconds per step over the last ``window`` steps, ignoring pairs far slower than typical.
-
-    Pairs slower than 3x the median per-step time (a checkpoint save) are left out, then the
-    rate is total time over total steps, which keeps the resolution of whole-second clocks.
-    """
-    recent = list(events)[-(window + 1) :]
-    if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
-        recent = list(events)  # sub-second steps on a whole-second clock: widen the window
-    pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(recent) if s1 > s0 and t1 >= t0]
-    if not pairs:
-        return None
-    typical = median(dt / ds for ds, dt in pairs)
-    kept = [(ds, dt) for ds, dt in pairs if typical == 0 or dt / ds <= 3 * typical]
-    steps = sum(ds for ds, _ in kept)
-    seconds = sum(dt for _, dt in kept)
-    return seconds / steps if steps and seconds > 0 else None
+_CACHE_CAP = 256
+_STAMP_LEADS = frozenset("0123456789[IWEDCF")
+"""``parse_timestamp``'s own first test: it returns None at once for any other first character."""
 
 
 class _Scan:
@@ -134,7 +90,7 @@ class _Scan:
         self.points: dict[int, MetricPoint] = {}
         self.formats: dict[str, None] = {}
         self.banner_total: int | None = None
-        self.bars: dict[tuple[str, int], _BarTrack] = {}
+        self.bars: dict[tuple[str, int], BarTrack] = {}
         self.checkpoints: set[int] = set()
         self.finished = False
         self.last_ts: datetime | None = None
@@ -149,11 +105,14 @@ class _Scan:
         self.samples: int | None = None
         self.batch: int | None = None
         self.harbor: tuple[int, int, float | None] | None = None
+        self.bar_cache: dict[str, TqdmBar | None] = {}
+        self.stamps: dict[tuple[str, int | None], datetime | None] = {}
+        self.plans: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
         body = strip_ray_prefix(line)
-        stamp = parse_timestamp(body, self.year_hint)
+        stamp = self._stamp(body) if body[:1] in _STAMP_LEADS else None
         if stamp is not None:
             self.last_ts = stamp
             self.year_hint = stamp.year
@@ -165,7 +124,7 @@ class _Scan:
             self._start_dict(body, line_no)
             return
         if "%|" in body:
-            bar = parse_tqdm(body)
+            bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw)
                 return
@@ -262,7 +221,7 @@ class _Scan:
             if explicit is not None and isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
-        if any(canonical_name(key, self.aliases) for key in pairs):
+        if self._plan(pairs):
             self._mark("hf")
             self._on_hf_dict(pairs, line_no)
 
@@ -288,9 +247,9 @@ class _Scan:
             self._start_dict(inline, no)
 
     def _on_bar(self, bar: TqdmBar, nested: bool) -> None:
-        if not _is_training_bar(bar, nested):
+        if not is_training_bar(bar, nested):
             return
-        self.bars.setdefault((bar.desc, bar.total), _BarTrack()).add(bar)
+        self.bars.setdefault((bar.desc, bar.total), BarTrack()).add(bar)
         if bar.desc == "":
             if self.hf_anchor is not None and bar.current < self.hf_anchor:
                 self.hf_prev = None  # a new training loop (resume) restarted the bar
@@ -303,14 +262,47 @@ class _Scan:
         elif bar.desc == "Training Progress":
             self._mark("verl")
 
+    def _bar(self, body: str) -> TqdmBar | None:
+        """``parse_tqdm``, remembered per line text: dataset bars redraw identical lines."""
+        if body in self.bar_cache:
+            return self.bar_cache[body]
+        if len(self.bar_cache) >= _CACHE_CAP:
+            self.bar_cache.clear()
+        bar = self.bar_cache[body] = parse_tqdm(body)
+        return bar
+
+    def _stamp(self, body: str) -> datetime | None:
+        """``parse_timestamp`` with the current year hint, remembered: noise lines repeat."""
+        key = (body, self.year_hint)
+        if key in self.stamps:
+            return self.stamps[key]
+        if len(self.stamps) >= _CACHE_CAP:
+            self.stamps.clear()
+        stamp = self.stamps[key] = parse_timestamp(body, self.year_hint)
+        return stamp
+
+    def _plan(self, raw: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
+        """``canonical_plan`` for these names, remembered: a trainer repeats them every step."""
+        names = tuple(raw)
+        plan = self.plans.get(names)
+        if plan is None:
+            if len(self.plans) >= _CACHE_CAP:
+                self.plans.clear()
+            plan = self.plans[names] = canonical_plan(names, self.aliases)
+        return plan
+
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
-        values = canonical_values(raw, self.aliases)
+        values = {canonical: raw[name] for canonical, name in self._plan(raw)}
         if not values:
             return
         self.points.pop(step, None)
-        self.points[step] = MetricPoint(step=step, values=values, line_no=line_no, wall_time=at)
+        # Every field already has its declared type (ints, a fresh dict of floats, a datetime or
+        # None), so validating would only copy: construct directly, thousands of times a tail.
+        self.points[step] = MetricPoint.model_construct(
+            step=step, values=values, line_no=line_no, wall_time=at
+        )
 
-    def _training_bar(self) -> _BarTrack | None:
+    def _training_bar(self) -> BarTrack | None:
         """The training bar: the banner's total if one matches, else the most redrawn."""
         tracks = list(self.bars.items())
         if self.banner_total is not None:
@@ -340,7 +332,7 @@ class _Scan:
                 current=last.current,
                 total=last.total,
                 elapsed_s=last.elapsed_s,
-                sec_per_it=_sec_per_it(last.rate),
+                sec_per_it=sec_per_it(last.rate),
             )
             rate = trailing_rate(track.events)
         points = tuple(self.points[step] for step in sorted(self.points))
@@ -366,34 +358,10 @@ class _Scan:
         )
 
 
-def _sec_per_it(rate: str) -> float | None:
-    """tqdm's rate field (``2.35s/it`` or ``12.9it/s``) as seconds per iteration."""
-    if rate.endswith("s/it"):
-        return parse_number(rate[:-4])
-    if rate.endswith("it/s"):
-        per_second = parse_number(rate[:-4])
-        return 1.0 / per_second if per_second else None
-    return None
-
-
 def _decode(text: str | bytes) -> str:
     if isinstance(text, bytes | bytearray):
         return bytes(text).decode("utf-8", errors="replace")
     return text
-
-
-def _split(decoded: str, max_line_chars: int) -> tuple[list[str], list[str]]:
-    """(raw lines cut to ``max_line_chars``, the same ANSI-stripped), split as ``_SPLIT_RE``.
-
-    ``str.replace`` and ``str.split`` do in C what the regex split does: ``\\r\\n`` pairs never
-    overlap, so turning them and then lone ``\\r`` into ``\\n`` gives the same separators.
-    """
-    raws = decoded.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if len(decoded) > max_line_chars:
-        raws = [r[:max_line_chars] if len(r) > max_line_chars else r for r in raws]
-    if "\x1b" not in decoded:
-        return raws, raws
-    return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
 
 
 def parse_log(
@@ -406,51 +374,31 @@ def parse_log(
 ) -> LogSummary:
     """Summarise one bounded log tail; never raises (a parser bug is logged, not propagated)."""
     decoded = _decode(text)
-    raws, lines = _split(decoded, max_line_chars)
-    return _summarise(
-        decoded,
-        raws,
-        lines,
-        aliases=aliases,
-        benign_patterns=benign_patterns,
-        first_line_no=first_line_no,
-        fast=True,
-    )
+    split = split_lines(decoded, max_line_chars)
+    return _summarise(decoded, split, aliases, benign_patterns, first_line_no)
 
 
 def _parse_reference(
-    text: str | bytes,
-    *,
-    aliases: Mapping[str, str] | None = None,
-    benign_patterns: Sequence[str] = (),
-    first_line_no: int = 1,
-    max_line_chars: int = 65536,
+    text: str | bytes, *, benign_patterns: Sequence[str] = (), first_line_no: int = 1
 ) -> LogSummary:
     """``parse_log`` without prefilters: every line through every rule (the tests' oracle)."""
     decoded = _decode(text)
-    raws = [p[:max_line_chars] if len(p) > max_line_chars else p for p in _SPLIT_RE.split(decoded)]
+    raws = [p[:65536] if len(p) > 65536 else p for p in _SPLIT_RE.split(decoded)]
     lines = [strip_ansi(raw) for raw in raws]
-    return _summarise(
-        decoded,
-        raws,
-        lines,
-        aliases=aliases,
-        benign_patterns=benign_patterns,
-        first_line_no=first_line_no,
-        fast=False,
-    )
+    return _summarise(decoded, (raws, lines), None, benign_patterns, first_line_no, fast=False)
 
 
 def _summarise(
     decoded: str,
-    raws: Sequence[str],
-    lines: Sequence[str],
-    *,
+    split: tuple[Sequence[str], Sequence[str]],
     aliases: Mapping[str, str] | None,
     benign_patterns: Sequence[str],
     first_line_no: int,
-    fast: bool,
+    *,
+    fast: bool = True,
 ) -> LogSummary:
+    """The metric pass and the fault scan over (raw, ANSI-stripped) lines; ``fast`` prefilters."""
+    raws, lines = split
     line_count = decoded.count("\n") + (0 if decoded.endswith("\n") or not decoded else 1)
     # The metric pass and the fault scan fail independently: a bug in one must not hide the
     # other's findings, and a sweep never dies on a log. Such a bug is logged with its trace.

@@ -11,7 +11,7 @@ built-in alias.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # rank 0 is the preferred source of a canonical name; higher ranks are fallbacks.
 _RANKED_ALIASES: dict[str, tuple[str, int]] = {
@@ -112,15 +112,24 @@ def canonical_name(raw: str, extra: Mapping[str, str]) -> str | None:
     return found[0] if found is not None else None
 
 
-def canonical_values(raw: Mapping[str, float], extra: Mapping[str, str]) -> dict[str, float]:
-    """Turn one step's raw metrics into canonical ones, keeping the best-ranked source of each."""
-    best: dict[str, tuple[int, float]] = {}
-    for name, value in raw.items():
+def canonical_plan(names: Iterable[str], extra: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """(canonical, raw name) pairs, canonical names in first-seen order, each with its
+    best-ranked raw name: which value ``canonical_values`` keeps for a step with these names.
+
+    A trainer prints the same names every step, so a caller may keep the plan per name tuple.
+    """
+    best: dict[str, tuple[int, str]] = {}
+    for name in names:
         found = _ranked(name, extra)
         if found is None:
             continue
         canonical, rank = found
         held = best.get(canonical)
         if held is None or rank < held[0]:
-            best[canonical] = (rank, value)
-    return {name: value for name, (_, value) in best.items()}
+            best[canonical] = (rank, name)
+    return tuple((canonical, name) for canonical, (_, name) in best.items())
+
+
+def canonical_values(raw: Mapping[str, float], extra: Mapping[str, str]) -> dict[str, float]:
+    """Turn one step's raw metrics into canonical ones, keeping the best-ranked source of each."""
+    return {canonical: raw[name] for canonical, name in canonical_plan(raw, extra)}

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.faults import _scan_reference, _split_prefix, scan_faults
-from probes.logline import strip_ansi
-from probes.logparse import _SPLIT_RE, _parse_reference, _split, parse_log
+from probes.logline import split_lines, strip_ansi
+from probes.logparse import _SPLIT_RE, _parse_reference, parse_log
 from probes.prefilter import NeedleFilter, is_context_free, pattern_lines
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -140,7 +140,7 @@ def test_random_mix_of_crafted_lines_equals_reference(picks: list[int]) -> None:
 def test_split_equals_regex_split(text: str, cap: int) -> None:
     """The C-speed split gives the regex split's raw and ANSI-stripped lines."""
     raws = [p[:cap] if len(p) > cap else p for p in _SPLIT_RE.split(text)]
-    assert _split(text, cap) == (raws, [strip_ansi(r) for r in raws])
+    assert split_lines(text, cap) == (raws, [strip_ansi(r) for r in raws])
 
 
 NEEDLES = NeedleFilter(["sigterm", "killed", "::", "a b"], unicode_digits=True)
