@@ -82,11 +82,21 @@ def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:
         status=raw.get("status", "failed"),
         error=raw.get("error"),
         size=raw.get("size"),
-        mtime=datetime.fromtimestamp(mtime, tz=UTC) if isinstance(mtime, int | float) else None,
+        mtime=_utc(mtime),
         text=raw.get("text") or "",
         offset=int(raw.get("offset") or 0),
         attempts=int(raw.get("attempts") or 1),
     )
+
+
+def _utc(epoch: Any) -> datetime | None:
+    """An epoch from the collector; anything unusable (NaN, absurd years) is unknown."""
+    if not isinstance(epoch, int | float) or isinstance(epoch, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(epoch, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:

@@ -77,7 +77,10 @@ def _epoch(raw: Any) -> datetime | None:
     value = _number(raw)
     if value is None or value <= 0:
         return None
-    return datetime.fromtimestamp(value, tz=UTC)
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (OverflowError, OSError, ValueError):  # a corrupt epoch is unknown, not a crash
+        return None
 
 
 def _exit_code(raw: Any) -> tuple[int | None, int | None]:
