@@ -83,7 +83,20 @@ def _tail_once(path: str, max_bytes: int, offset: int) -> Json:
             "lines": lines}
 
 
+_SEEN: dict[str, Any] = {}
+"""Per-request memo: jobs of one chain or grid share workdirs, checkpoint and trial roots, and
+each directory (or trial tree) is read once per sweep however many jobs name it."""
+
+
 def _listdir(path: str) -> list[str] | None:
+    key = "ls:" + path
+    if key not in _SEEN:
+        _SEEN[key] = _listdir_uncached(path)
+    listing: list[str] | None = _SEEN[key]
+    return listing
+
+
+def _listdir_uncached(path: str) -> list[str] | None:
     try:
         with os.scandir(path) as it:
             entries: list[str] = []
@@ -209,13 +222,18 @@ def _collect_trials(roots: list[str], max_trials: int) -> Json:
 def collect(request: Json) -> Json:
     """Serve one request (see the module docstring); returns a JSON-able dict."""
     jobs: Json = {}
+    _SEEN.clear()
     for job in request.get("jobs", []):
+        trial_roots = list(job.get("trial_roots", []))
+        trials_key = "trials:" + json.dumps(trial_roots)
+        if trials_key not in _SEEN:
+            _SEEN[trials_key] = _collect_trials(trial_roots, int(request.get("max_trials", 20000)))
         jobs[str(job["id"])] = {
             "log": _collect_log(job, request),
             "checkpoints": _collect_checkpoints(list(job.get("checkpoint_roots", []))),
-            "trials": _collect_trials(list(job.get("trial_roots", [])),
-                                      int(request.get("max_trials", 20000))),
+            "trials": _SEEN[trials_key],
         }
+    _SEEN.clear()
     return {"protocol": PROTOCOL, "host": socket.gethostname(), "now": time.time(), "jobs": jobs}
 
 
