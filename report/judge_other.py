@@ -31,7 +31,8 @@ _DOMAINS: tuple[tuple[str, str], ...] = (
     (r"eval", "eval-"),
 )
 _SUMMARY = re.compile(
-    r"\b\d+ (?:passed|failed|errors?|rows|files|shards|records|examples)\b.*", re.IGNORECASE
+    r"(?<![\d,.])\d[\d,._]*[kKmM]? (?:passed|failed|errors?|rows|files|shards|records|examples)\b",
+    re.IGNORECASE,
 )
 
 
@@ -49,9 +50,8 @@ def log_note(ctx: JudgeContext) -> str:
     lines = [ln.strip() for ln in (ctx.facts.log.text if ctx.facts.log else "").splitlines()]
     lines = [ln for ln in lines if ln]
     for line in reversed(lines):
-        match = _SUMMARY.search(line)
-        if match:
-            return shorten(match.group(0).strip("= "))
+        if _SUMMARY.search(line):  # the whole line: "pushing 6,977 rows -> ...", not "977 rows"
+            return shorten(line.strip("= "))
     if lines:
         return shorten(lines[-1])
     return ctx.facts.record.reason or ""

@@ -39,6 +39,8 @@ TEXT_MIN_WIDTH = 12
 """Narrowest any wrapping text column may ever get (very narrow widths)."""
 NAME_FLOOR = 24
 """Job names wrap mid-word below this; optional metric columns fold first."""
+NAME_ROOM = 32
+"""Widest the Job column gets while the prose columns can still keep ``TEXT_FLOOR``."""
 TEXT_FLOOR = 18
 """Trend/Note read as prose down to about this width; optional metric columns fold first."""
 
@@ -262,8 +264,8 @@ def _text_widths(
 
     Left alone, rich shrinks the widest wrapping columns first until Job and Trend end up
     equally narrow and names wrap mid-word; its ``min_width`` can push a table past the width.
-    Here the job name keeps up to ``NAME_FLOOR`` columns and the rest share what is left in
-    proportion to their natural width.
+    Here the job name gets up to ``NAME_ROOM`` columns while the other text columns can keep
+    ``TEXT_FLOOR``, and those share what is left in proportion to their natural width.
     """
     text = [i for i, c in enumerate(columns) if not c.numeric]
     natural = {i: _natural(i, c, cells) for i, c in enumerate(columns)}
@@ -274,8 +276,8 @@ def _text_widths(
     out: dict[int, int] = {}
     rest = text
     if text[0] == 0 and len(text) > 1:
-        room_for_others = TEXT_MIN_WIDTH * (len(text) - 1)
-        out[0] = min(natural[0], max(TEXT_MIN_WIDTH, min(NAME_FLOOR, avail - room_for_others)))
+        keep_others = sum(min(natural[i], TEXT_FLOOR) for i in text[1:])
+        out[0] = min(natural[0], max(TEXT_MIN_WIDTH, min(NAME_ROOM, avail - keep_others)))
         avail -= out[0]
         rest = text[1:]
     total = sum(natural[i] for i in rest)
@@ -283,10 +285,15 @@ def _text_widths(
         share = avail * natural[i] // max(total, 1)
         out[i] = min(natural[i], max(min(TEXT_MIN_WIDTH, natural[i]), share))
     spare = avail - sum(out[i] for i in rest)
-    for i in reversed(rest):  # what rounding left over goes to the columns that still wrap
-        grow = min(spare, natural[i] - out[i])
-        out[i] += max(0, grow)
-        spare -= max(0, grow)
+    # Rounding and floors leave a little over or under: give it to (or take it from) the
+    # widest columns, never squeezing one below its floor, so numbers are never truncated.
+    for i in sorted(rest, key=lambda i: -out[i]):
+        if spare > 0:
+            step = min(spare, natural[i] - out[i])
+        else:
+            step = max(spare, min(0, TEXT_MIN_WIDTH - out[i]))
+        out[i] += step
+        spare -= step
     return out
 
 

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from probes.models import JobState
@@ -468,3 +470,21 @@ def test_control_characters_cannot_shift_the_box() -> None:
     assert "\x1b" not in table.text
     assert "\t" not in table.text
     assert_box_intact(table, 60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(st.text(alphabet="abcdefghij-_0123456789 ", min_size=1, max_size=60),
+                   min_size=1, max_size=6),
+    notes=st.lists(st.text(alphabet="abcdefgh ;→—✓", min_size=0, max_size=300),
+                   min_size=1, max_size=6),
+    width=st.integers(min_value=60, max_value=140),
+)
+def test_any_catch_all_table_keeps_its_box(names: list[str], notes: list[str], width: int) -> None:
+    """Whatever the names and notes, every line fits and every row closes its box."""
+    jobs = [make_job(f"other-{i}-{n.strip() or 'x'}", "other", trend=notes[i % len(notes)])
+            for i, n in enumerate(names)]
+    text = table_for(make_report(*jobs), "other", {}, width=width)
+    for line in text.splitlines():
+        assert cell_len(line) <= width
+        assert line[0] in "┌│├└" and line[-1] in "┐│┤┘"
