@@ -16,7 +16,10 @@ precedence between findings is settled once in :mod:`report.findings`.
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
   ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine.
-- Kubernetes RUNNING with zero pods is a silent wedge: terminal, verdict ``failed``.
+- Kubernetes RUNNING with zero pods, or a record that vanished (the probe's ``vanished`` reason
+  and ``jobtables/silent-wedge`` label), is a silent wedge: terminal, verdict ``failed``.
+- A container waiting on a real fault (``CrashLoopBackOff``, ``CreateContainerConfigError``,
+  ...) never heals on its own: verdict ``failed`` + ``diagnose``, never ``buffer-filling``.
 - Recurring failure: the same failure signature (fault kind + normalised text; for SIGTERM
   also the same elapsed time within :data:`SAME_INTERVAL`) as the previous failed attempt of
   the same run (``cluster:name stem``) in sweep memory.
@@ -69,6 +72,17 @@ from report.settings import ReportSettings
 from report.trend import shorten
 
 MEMORY_SIGNATURES_KEPT = 20
+
+WEDGE_LABEL = "jobtables/silent-wedge"
+"""The label the Kubernetes probe sets on a silently wedged job (``no-pods`` or ``vanished``);
+spelled here because ``report`` may not import ``probes.k8s*``."""
+VANISHED = "vanished"
+FAULT_WAITING_REASONS = frozenset(
+    {"CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"}
+)
+"""Kubernetes container waiting reasons that are real faults (``probes.k8s_states``); image
+pulls and container creation are bring-up and stay in the buffer table."""
+_LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 MEMORY_CONFIGS_KEPT = 2000
 
 _FAULT_FLAGS: dict[str, Flag] = {
@@ -129,6 +143,7 @@ def judge_job(
     _fault_rules(ctx, f)
     _state_rules(ctx, f, bucket)
     _JUDGES[bucket](ctx, f)
+    _waiting_fault_rule(ctx, f)
     _cleanup_rule(ctx, f, bucket)
     _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
@@ -163,7 +178,7 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
 
 
 def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
-    record, state = ctx.facts.record, ctx.state
+    state = ctx.state
     if state is JobState.TIMEOUT:
         if ctx.successor is not None:
             f.flag("chain-restart")
@@ -191,12 +206,43 @@ def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         f.trend(Priority.BACKGROUND + 2, "Completed")
     elif state is JobState.UNKNOWN:
         f.verdict("unknown")
-    if ctx.running and record.pods_total is not None and record.pods_total == 0:
-        f.flag("silent-wedge")
-        f.verdict("failed")
-        f.trend(Priority.TERMINAL + 3, "silent wedge: running but 0 pods")
-        f.recommend(Priority.DIAGNOSE + 3, "diagnose",
-                    "silent wedge: Kubernetes job RUNNING with 0 pods is terminal; resubmit")
+    _silent_wedge_rule(ctx, f)
+
+
+def _silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
+    """RUNNING with 0 pods, or a job record that disappeared (the probe marks it): terminal."""
+    record = ctx.facts.record
+    marker = record.labels.get(WEDGE_LABEL)
+    vanished = marker == VANISHED or (record.reason == VANISHED and record.pods_total == 0)
+    if vanished:
+        text = "silent wedge: job record disappeared while active"
+    elif ctx.running and (record.pods_total == 0 or marker is not None):
+        text = "silent wedge: running but 0 pods"
+    else:
+        return
+    f.flag("silent-wedge")
+    f.verdict("failed")
+    f.trend(Priority.TERMINAL + 3, text)
+    f.recommend(Priority.DIAGNOSE + 3, "diagnose",
+                f"{text}; terminal on Kubernetes (never a live job): resubmit")
+
+
+def _waiting_fault_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A container stuck in a real fault (``CrashLoopBackOff``...) is no bring-up: it never
+    heals without a change, so the job is failing, not filling its buffer."""
+    reason = ctx.facts.record.reason
+    if reason not in FAULT_WAITING_REASONS or ctx.state not in _LIVE_STATES:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.verdict("failed")
+    restarts = ctx.facts.record.restarts
+    text = f"{reason}" + (f" ({restarts} restarts)" if restarts else "")
+    f.trend(Priority.TERMINAL, f"{text}: container keeps failing")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"{text}: read the previous container log or fix the pod spec; "
+                "it will not heal on its own")
 
 
 def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
