@@ -41,7 +41,8 @@ HISTORY_POINTS = 10
 
 # The metrics worth a history column per bucket: (canonical name, header, decimals).
 _HISTORY_METRICS: Mapping[str, tuple[tuple[str, str, int], ...]] = {
-    "rl": (("reward", "reward", 3), ("policy_loss", "pol_loss", 4), ("entropy", "entropy", 3),
+    "rl": (("reward", "reward", 3), ("policy_loss", "pol_loss", 4), ("loss", "loss", 4),
+           ("entropy", "entropy", 3),
            ("grad_norm", "grad_norm", 3), ("log_ratio_abs_mean", "log_ratio", 3),
            ("imp_ratio_mean", "imp_ratio", 2)),
     "sft": (("loss", "loss", 3), ("grad_norm", "grad_norm", 3), ("learning_rate", "lr", 3)),

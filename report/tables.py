@@ -96,6 +96,13 @@ def _num(name: str, decimals: int, *, trim: bool = False) -> Callable[[Row], str
     return lambda row: format_number(row.metric(name), decimals, trim=trim)
 
 
+def _policy_loss(row: Row) -> str:
+    # TRL's GRPO/PPO-style trainers print their policy objective as plain ``loss`` (there is no
+    # value head to separate it from); an RL run without ``policy_loss`` shows that instead.
+    value = row.metric("policy_loss")
+    return format_number(row.metric("loss") if value is None else value, 4)
+
+
 def _step(row: Row) -> str:
     return format_step(row.job.step, row.job.total_steps)
 
@@ -166,7 +173,7 @@ LAYOUTS: Mapping[str, tuple[Column, ...]] = {
         Column("Job", _job, numeric=False),
         Column("Step", _step),
         Column("Reward", _num("reward", 3), fold_label="R", fold_rank=6),
-        Column("Policy Loss", _num("policy_loss", 4), fold_label="PL", fold_rank=3),
+        Column("Policy Loss", _policy_loss, fold_label="PL", fold_rank=3),
         Column("Grad Norm", _num("grad_norm", 3), fold_label="GN", fold_rank=5),
         Column("Entropy", _num("entropy", 3), fold_label="H", fold_rank=4),
         Column("LogRatio", _log_ratio, fold_label="LR", fold_rank=2),

@@ -274,6 +274,21 @@ def test_unemitted_metrics_are_dashes() -> None:
         " —        ", " —     "]
 
 
+@pytest.mark.parametrize(
+    ("metrics", "cell"),
+    [
+        ({"loss": 0.0123}, " 0.0123      "),
+        ({"policy_loss": -0.004, "loss": 0.5}, " -0.0040     "),
+        ({}, " —           "),
+    ],
+)
+def test_rl_policy_loss_falls_back_to_loss(metrics: dict[str, float], cell: str) -> None:
+    """TRL GRPO prints its policy objective as ``loss``; RL shows it when no policy_loss."""
+    job = make_job("rl-trl", "rl", step=3, metrics={"reward": 0.5, **metrics})
+    row = table_for(make_report(job), "rl").split("\n")[3]
+    assert row.split("│")[4] == cell
+
+
 def test_verdict_marker_and_cluster_prefix() -> None:
     """Non-healthy verdicts carry a tag; without a display name several clusters get a prefix."""
     first = make_job("rl-a", "rl", verdict="collapse")
