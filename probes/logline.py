@@ -30,6 +30,9 @@ _PAIR_RE = re.compile(
     r"""([A-Za-z_][\w.]{0,40}\([^()]{0,128}\)|'[^']{0,80}'|"[^"]{0,80}"|[^,{}()\s]{1,80})"""
 )
 _VERL_RE = re.compile(r"(?:^|\s)step:(\d{1,12}) - ")
+_ITERATION_RE = re.compile(
+    r"(?:^|[\s\]:|])iteration\s{1,40}(\d{1,12})\s{0,40}/\s{0,40}(\d{1,12})\s{0,40}\|"
+)
 _REWARD_PAIR_RE = re.compile(r"([\w/@.\-]{1,256}): ([^,\s]{1,64})")
 _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
@@ -143,6 +146,34 @@ def parse_verl(line: str) -> tuple[int, dict[str, float]] | None:
         if number is not None:
             values[key.strip()] = number
     return int(found.group(1)), values
+
+
+class IterationLine(NamedTuple):
+    """A Megatron-style ``iteration N/ T | key: value | ...`` line."""
+
+    step: int
+    total: int
+    values: dict[str, float]
+
+
+def parse_iteration(line: str) -> IterationLine | None:
+    """Megatron-LM / Megatron-DeepSpeed / GPT-NeoX ``iteration N/ T | key: value | ...`` lines.
+
+    ``T`` is ``--train-iters`` (optimizer steps, never an example count); the pairs are read
+    generally, so ``lm loss``, ``grad norm``, ``learning rate`` and any other counter come along.
+    """
+    found = _ITERATION_RE.search(line)
+    if found is None:
+        return None
+    values: dict[str, float] = {}
+    for part in line[found.end() :].split("|"):
+        key, sep, raw = part.rpartition(":")
+        if not sep or not key.strip():
+            continue
+        number = parse_number(raw)
+        if number is not None:
+            values[" ".join(key.split())] = number
+    return IterationLine(int(found.group(1)), int(found.group(2)), values)
 
 
 def parse_reward_line(line: str) -> dict[str, float] | None:

@@ -4,7 +4,8 @@ Policy: ``parse_log`` is a pure function over text (or bytes) that never raises.
 ``\\n`` and ``\\r`` (tqdm redraws), truncates every line to ``max_line_chars``, strips ANSI and
 Ray ``(Name pid=N)`` prefixes, and reads the formats real trainers print: SkyRL ``Step N:``
 pprint dicts and reward lines, verl ``step:N - k:v`` lines, Hugging Face Trainer / TRL
-per-step dicts. Only canonical metric names (``probes.metric_names``) reach a point. A dict
+per-step dicts, Megatron ``iteration N/ T | key: value | ...`` lines (``T`` is the run's
+``--train-iters``; the rate comes from their per-iteration times). Only canonical metric names (``probes.metric_names``) reach a point. A dict
 cut at the top of the tail is dropped, never misread. The training progress bar is told
 apart from tokenizer/packing/dataset/eval bars (``probes.progress``); the rate is a trailing
 window that one checkpoint-save spike does not move. Faults and benign noise come from
@@ -29,7 +30,9 @@ from math import isfinite
 from probes.faults import _scan_reference, scan_faults
 from probes.logline import (
     NESTED_BAR_MARK,
+    IterationLine,
     TqdmBar,
+    parse_iteration,
     parse_number,
     parse_pairs,
     parse_reward_line,
@@ -69,7 +72,7 @@ _METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *_FINISH_MARKS),
-        *("{", "'", '"', " ::", "T::"),
+        *("{", "'", '"', " ::", "T::", "iteration"),
     ),
     unicode_digits=True,
 )
@@ -77,6 +80,7 @@ _METRIC_LINES = NeedleFilter(
 brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``parse_timestamp`` reads has
 one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
+_ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
 _STAMP_LEADS = frozenset("0123456789[IWEDCF")
 """``parse_timestamp``'s own first test: it returns None at once for any other first character."""
@@ -105,6 +109,8 @@ class _Scan:
         self.samples: int | None = None
         self.batch: int | None = None
         self.harbor: tuple[int, int, float | None] | None = None
+        self.iter_total: int | None = None
+        self.iter_times: list[tuple[int, float]] = []
         self.bar_cache: dict[str, TqdmBar | None] = {}
         self.stamps: dict[tuple[str, int | None], datetime | None] = {}
         self.plans: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
@@ -127,6 +133,11 @@ class _Scan:
             bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw)
+                return
+        if "iteration" in body:
+            iteration = parse_iteration(body)
+            if iteration is not None:
+                self._on_iteration(iteration, line_no, stamp)
                 return
         if "step:" in body:
             verl = parse_verl(body)
@@ -240,6 +251,18 @@ class _Scan:
         self.hf_prev = step
         self._record(step, pairs, line_no, None)
 
+    def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
+        """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
+        self._mark("megatron")
+        self.iter_total = line.total
+        per_iter = _iteration_seconds(line.values)
+        if per_iter is not None:
+            if self.iter_times and line.step <= self.iter_times[-1][0]:
+                self.iter_times.clear()  # a restarted run counts again from its resume point
+            self.iter_times.append((line.step, per_iter))
+            del self.iter_times[:-_ITER_TIMES_KEPT]
+        self._record(line.step, line.values, line_no, stamp)
+
     def _on_header(self, step: int, stamp: datetime | None, inline: str | None, no: int) -> None:
         self._mark("skyrl")
         self.header = (step, stamp)
@@ -336,6 +359,8 @@ class _Scan:
             )
             rate = trailing_rate(track.events)
         points = tuple(self.points[step] for step in sorted(self.points))
+        if rate is None and self.iter_times:
+            rate = trailing_rate(_iteration_clock(self.iter_times))
         if rate is None:
             timed = [(p.step, p.wall_time.timestamp()) for p in points if p.wall_time is not None]
             rate = trailing_rate(timed)
@@ -345,7 +370,9 @@ class _Scan:
             line_count=line_count,
             points=points,
             formats=tuple(self.formats),
-            total_steps=self.banner_total or (progress.total if progress else None),
+            total_steps=self.banner_total or self.iter_total or (
+                progress.total if progress else None
+            ),
             progress=progress,
             sec_per_step=rate,
             checkpoint_steps=tuple(sorted(self.checkpoints)),
@@ -356,6 +383,24 @@ class _Scan:
             last_timestamp=self.last_ts,
             finished=self.finished,
         )
+
+
+def _iteration_seconds(values: Mapping[str, float]) -> float | None:
+    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
+    for key, scale in (("elapsed time per iteration (ms)", 1e-3),
+                       ("elapsed time per iteration (s)", 1.0)):
+        value = values.get(key)
+        if value is not None and isfinite(value) and value >= 0:
+            return value * scale
+    return None
+
+
+def _iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
+    clock = [(times[0][0], 0.0)]
+    for (previous, _), (step, per_iter) in zip(times, times[1:], strict=False):
+        clock.append((step, clock[-1][1] + (step - previous) * per_iter))
+    return clock
 
 
 def _decode(text: str | bytes) -> str:

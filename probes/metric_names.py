@@ -1,7 +1,7 @@
 """Trainer metric names mapped onto the contract's canonical names (CONTRACT §4).
 
 Policy: a raw name a trainer prints (SkyRL old and new, verl console, Hugging Face Trainer /
-TRL) maps to at most one canonical name; names we do not know are dropped, never guessed.
+TRL, Megatron iteration lines) maps to at most one canonical name; names we do not know are dropped, never guessed.
 Several raw names can feed one canonical name within a single step (SkyRL <= v0.3 printed
 ``policy/raw_grad_norm`` beside the clipped ``policy/grad_norm``), so every alias carries a
 rank and the best-ranked raw name present wins. User ``[metrics.aliases]`` outrank every
@@ -54,6 +54,10 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     # SFT / optimiser bookkeeping
     "loss": ("loss", 0),
     "train/loss": ("loss", 1),
+    "lm loss": ("loss", 1),  # Megatron-LM / Megatron-DeepSpeed iteration lines
+    "lm_loss": ("loss", 1),  # GPT-NeoX
+    "grad norm": ("grad_norm", 2),
+    "learning rate": ("learning_rate", 1),
     "learning_rate": ("learning_rate", 0),
     "policy/policy_lr": ("learning_rate", 1),
     "actor/lr": ("learning_rate", 1),

@@ -185,3 +185,62 @@ def test_trainer_log_jsonl_completion(
         total,
         finished,
     )
+
+
+# BLOOM 176B (bigscience tr11 chronicles): the first lm-loss spike, as Megatron-DeepSpeed printed
+# it under the launcher's ``[defaultN]:`` prefix; one of these lines is cut from the real log.
+_BLOOM_SPIKE = ((31214, 2.198845, 0.242, 105.76), (31215, 2.220424, 0.947, 105.90),
+                (31216, 2.595213, 2.390, 106.40), (31217, 2.241558, 15.886, 106.33),
+                (31218, 2.345, 145.0, 400.0), (31219, 5.098, 960.0, 106.2))
+
+
+def _megatron_line(step: int, loss: float, grad: float, seconds: float) -> str:
+    return (
+        f"[default7]: iteration {step:>8}/  115311 | consumed samples:     {step * 2048} | "
+        f"consumed tokens:  {step * 2048 * 2048} | elapsed time per iteration (s): {seconds:.2f}"
+        f" | learning rate: 5.279E-05 | global batch size:  2048 | lm loss: {loss:E} | "
+        f"grad norm: {grad:.3f} | num zeros: 0.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 | samples per second: 19.338 | TFLOPs: 148.06 |"
+    )
+
+
+def test_megatron_iteration_lines() -> None:
+    """``iteration N/ T | key: value`` lines give steps, loss, grad norm, LR, the train-iters
+    total (not consumed samples) and a trailing rate that the 400 s save spike does not move."""
+    text = "\r\n".join(_megatron_line(*row) for row in _BLOOM_SPIKE) + "\r\n"
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == [row[0] for row in _BLOOM_SPIKE]
+    last = summary.points[-1].values
+    assert last == {"loss": pytest.approx(5.098), "grad_norm": 960.0,
+                    "learning_rate": pytest.approx(5.279e-05)}
+    assert summary.total_steps == 115311 and "megatron" in summary.formats
+    assert summary.sec_per_step == pytest.approx(106.14, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        " iteration      100/  1000 | consumed samples: 6400 | elapsed time per iteration (ms):"
+        " 1234.5 | learning rate: 1.000E-04 | global batch size: 64 | lm loss: 2.345E+00 |"
+        " loss scale: 1.0 | grad norm: 0.876 | number of skipped iterations: 0 |",
+        "[2024-05-01 10:00:00] iteration 100/ 1000 | elapsed time per iteration (ms): 1234.5 |"
+        " learning rate: 1.0E-04 | lm loss: 2.345E+00 | grad norm: 0.876 |",
+        " iteration 100/ 1000 | elapsed time per iteration (ms): 1234.5 | learning rate: 1.0E-04 |"
+        " lm_loss: 2.3450E+00 | grad norm: 0.876 |",
+    ],
+)
+def test_megatron_lm_and_neox_variants(line: str) -> None:
+    """Megatron-LM (ms timings, leading timestamp) and GPT-NeoX (``lm_loss``) read the same."""
+    summary = parse_log(line + "\n")
+    assert [p.step for p in summary.points] == [100] and summary.total_steps == 1000
+    assert summary.points[0].values["loss"] == pytest.approx(2.345)
+    assert summary.points[0].values["grad_norm"] == pytest.approx(0.876)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["Skipping iteration 100/1000 because of NaN", "iteration 100/1000 done", "per iteration: 3"],
+)
+def test_iteration_near_misses(line: str) -> None:
+    """Near-miss: prose mentioning an iteration is no metric line."""
+    assert parse_log(line + "\n").points == ()
