@@ -5,8 +5,9 @@ Policy: ``parse_log`` is a pure function over text (or bytes) that never raises.
 Ray ``(Name pid=N)`` prefixes, and reads the formats real trainers print: SkyRL ``Step N:``
 pprint dicts and reward lines, verl ``step:N - k:v`` lines, Hugging Face Trainer / TRL
 per-step dicts, Megatron ``iteration N/ T | key: value | ...`` lines (``T`` is the run's
-``--train-iters``; the rate comes from their per-iteration times). Only canonical metric names (``probes.metric_names``) reach a point. A dict
-cut at the top of the tail is dropped, never misread. The training progress bar is told
+``--train-iters``; the rate comes from their per-iteration times). Only canonical metric names
+(``probes.metric_names``) reach a point. A dict cut at the top of the tail is dropped, never
+misread. The training progress bar is told
 apart from tokenizer/packing/dataset/eval bars (``probes.progress``); the rate is a trailing
 window that one checkpoint-save spike does not move. Faults and benign noise come from
 ``probes.faults``.
@@ -25,6 +26,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import pairwise
 from math import isfinite
 
 from probes.faults import _scan_reference, scan_faults
@@ -398,7 +400,7 @@ def _iteration_seconds(values: Mapping[str, float]) -> float | None:
 def _iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
     """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
     clock = [(times[0][0], 0.0)]
-    for (previous, _), (step, per_iter) in zip(times, times[1:], strict=False):
+    for (previous, _), (step, per_iter) in pairwise(times):
         clock.append((step, clock[-1][1] + (step - previous) * per_iter))
     return clock
 

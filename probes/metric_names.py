@@ -1,7 +1,8 @@
 """Trainer metric names mapped onto the contract's canonical names (CONTRACT §4).
 
 Policy: a raw name a trainer prints (SkyRL old and new, verl console, Hugging Face Trainer /
-TRL, Megatron iteration lines) maps to at most one canonical name; names we do not know are dropped, never guessed.
+TRL, Megatron iteration lines) maps to at most one canonical name; names we do not know are
+dropped, never guessed.
 Several raw names can feed one canonical name within a single step (SkyRL <= v0.3 printed
 ``policy/raw_grad_norm`` beside the clipped ``policy/grad_norm``), so every alias carries a
 rank and the best-ranked raw name present wins. User ``[metrics.aliases]`` outrank every
