@@ -40,7 +40,7 @@ _TQDM_RE = re.compile(
     r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
 )
 _TIMESTAMP_RE = re.compile(
-    r"^(?:\[[A-Z]+\|(?:[^\]]{0,80}\] )?)?"
+    r"^(?:\[[A-Z]+\|(?:[^\]]{0,80}\] )?|\[)?"
     r"(?P<full>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
     r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<short>(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
     r"|^[IWEF](?P<glog>(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
@@ -224,7 +224,8 @@ def parse_tqdm(line: str) -> TqdmBar | None:
 
 
 def parse_timestamp(line: str, year_hint: int | None) -> datetime | None:
-    """A leading loguru/ISO/HF/LLaMA-Factory/vLLM/glog timestamp; year-less ones need a hint."""
+    """A leading loguru/ISO/HF/LLaMA-Factory/vLLM/glog timestamp, or an ISO one in brackets
+    (SGLang, Megatron-LM ``[2024-05-01 10:00:00]``); year-less ones need a hint."""
     if not line or line[0] not in "0123456789[IWEDCF":
         return None
     found = _TIMESTAMP_RE.match(line)

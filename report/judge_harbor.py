@@ -14,8 +14,9 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens (the tunnel carries no traffic).
-- ``engine-idle``: no engine 200 for ``engine_idle_minutes``; or the engine reports zero running
-  requests, the tail holds no 200 at all and the job has run longer than that window.
+- ``engine-idle``: no engine 200 for ``engine_idle_minutes`` (on the log's own clock plus the
+  file's age, see ``engine_quiet_minutes``); or the engine reports zero running requests, the
+  tail holds no timed 200 and the job has run longer than that window.
 - ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks.
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
   hard sets. The only timeout red flag is the stall (no result.json at all).
@@ -132,7 +133,7 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
 def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window."""
     infra, limit = _infra(ctx), ctx.settings.thresholds.engine_idle_minutes
-    since_ok = minutes_since(ctx.now, infra.last_engine_ok_at)
+    since_ok = engine_quiet_minutes(ctx)
     if since_ok is not None:
         idle = since_ok > limit
     else:
@@ -147,6 +148,24 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     f.trend(Priority.DIAGNOSE - 1, text)
     f.recommend(Priority.DIAGNOSE - 1, "diagnose", text + "; confirm the engine is down first")
     return True
+
+
+def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since the engine's last 200, measured like ``judge_sft.silent_minutes``.
+
+    Log timestamps are the cluster's local time with no zone, so the gap from the last 200 to
+    the newest timestamped line is taken on the log's own clock, and the time since then from
+    the file's (tz-aware) mtime: a cluster that is not on UTC is never "idle for 8 hours".
+    """
+    last_ok = _infra(ctx).last_engine_ok_at
+    newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
+    mtime = ctx.facts.log.mtime if ctx.facts.log else None
+    if last_ok is None or newest is None or mtime is None:
+        return minutes_since(ctx.now, last_ok)
+    # A zone-less 200 line was read as UTC with its digits kept; compare it on the log clock.
+    reference = last_ok if newest.tzinfo is not None else last_ok.replace(tzinfo=None)
+    in_log = max(0.0, (newest - reference).total_seconds() / 60.0)
+    return max(0.0, minutes_since(ctx.now, mtime) or 0.0) + in_log
 
 
 def _timeout_note(f: Findings, stats: TrialStats | None) -> None:

@@ -244,3 +244,18 @@ def test_megatron_lm_and_neox_variants(line: str) -> None:
 def test_iteration_near_misses(line: str) -> None:
     """Near-miss: prose mentioning an iteration is no metric line."""
     assert parse_log(line + "\n").points == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("[2026-11-30 07:59:00] INFO:     127.0.0.1:5 - \"POST /v1/completions\" 200", "07:59:00"),
+        ("[2024-05-01 10:00:00.250] iteration 1/ 10 | lm loss: 2.0 |", "10:00:00.250000"),
+        ("[INFO|2026-11-30 07:59:00] trainer: step", "07:59:00"),
+        ("[rank0]: 2026-11-30 07:59:00 is not a leading stamp", None),
+    ],
+)
+def test_bracketed_iso_timestamps(line: str, expected: str | None) -> None:
+    """SGLang / Megatron-LM ``[YYYY-MM-DD HH:MM:SS]`` line stamps are the log's clock too."""
+    stamp = parse_log(line + "\n").last_timestamp
+    assert (stamp.time().isoformat() if stamp else None) == expected

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from probes.logparse import parse_log
 from probes.models import InfraSignals, JobFacts, JobState, TrialTree
 from tests.report.factories import NOW, facts, judge, log, record, tree, trial
 
@@ -205,3 +206,32 @@ def test_pending_eval_is_queue_admission() -> None:
     """A PENDING eval is buffer-filling, not stalled."""
     report = judge(_eval(tree([], trials_total=300), rec={"state": JobState.PENDING})).report
     assert report.flags == ["buffer-filling"] and report.verdict == "buffering"
+
+
+def _engine_log(last_ok: str, newest: str) -> str:
+    """An eval log on the cluster's zone-less local clock: 200s until ``last_ok``, then chatter."""
+    post = '"POST /v1/chat/completions HTTP/1.1" 200 OK'
+    return (f"[2026-11-30 07:00:00] INFO:     127.0.0.1:5 - {post}\n"
+            f"[{last_ok}] INFO:     127.0.0.1:5 - {post}\n"
+            f"[{newest}] INFO: Decode batch. #running-req: 0, #queue-req: 0\n")
+
+
+@pytest.mark.parametrize(
+    ("last_ok", "newest", "written_min_ago", "idle"),
+    [
+        ("2026-11-30 07:59:00", "2026-11-30 07:59:30", 0, False),  # UTC-8 cluster, busy now
+        ("2026-11-30 07:45:00", "2026-11-30 07:59:30", 0, True),  # 14 min on the log clock
+        ("2026-11-30 07:55:00", "2026-11-30 07:55:00", 12, True),  # log silent 12 min
+        ("2026-11-30 07:55:00", "2026-11-30 07:57:00", 3, False),  # near-miss: 5 min in all
+    ],
+)
+def test_engine_idle_on_the_log_clock(last_ok: str, newest: str, written_min_ago: int,
+                                      idle: bool) -> None:
+    """Engine idleness is measured on the log's own zone-less clock plus the file's age, so a
+    cluster off UTC is not idle for hours; real silence past 10 minutes still is."""
+    text = _engine_log(last_ok, newest)
+    summary = parse_log(text)
+    job = facts(record("eval-qwen-swebench"), trials=tree([trial(1.0)] * 10, trials_total=300),
+                log_fetch=log(text=text, mtime=NOW - timedelta(minutes=written_min_ago)),
+                summary_kw=summary.model_dump(exclude={"points"}))
+    assert ("engine-idle" in judge(job).report.flags) is idle
