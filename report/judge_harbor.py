@@ -39,13 +39,16 @@ def _stats(ctx: JudgeContext, last_n: int | None = None) -> TrialStats | None:
 
 
 def _last_activity_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since the log last said anything (None when unknown)."""
-    moments = [m for m in (
-        ctx.facts.log.mtime if ctx.facts.log else None,
-        ctx.facts.summary.last_timestamp if ctx.facts.summary else None,
-    ) if m is not None]
-    ages = [a for a in (minutes_since(ctx.now, m) for m in moments) if a is not None]
-    return min(ages) if ages else None
+    """Minutes since the log last said anything (None when unknown).
+
+    The file's mtime is zone-aware and says exactly that; a zone-less log timestamp is the
+    cluster's local time (east of UTC it lies in the future and would hide a hung chunk
+    forever), so it is used only when there is no mtime.
+    """
+    mtime = ctx.facts.log.mtime if ctx.facts.log else None
+    if mtime is not None:
+        return minutes_since(ctx.now, mtime)
+    return minutes_since(ctx.now, ctx.facts.summary.last_timestamp if ctx.facts.summary else None)
 
 
 def _infra(ctx: JudgeContext) -> InfraSignals:

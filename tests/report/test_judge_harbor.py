@@ -208,6 +208,15 @@ def test_pending_eval_is_queue_admission() -> None:
     assert report.flags == ["buffer-filling"] and report.verdict == "buffering"
 
 
+def test_datagen_hung_chunk_on_a_cluster_east_of_utc() -> None:
+    """A zone-less log clock 8 h ahead of UTC does not make a 3 h silent log look fresh."""
+    t = tree([trial()] * 10, newest_result_at=NOW - timedelta(minutes=180))
+    ahead = (NOW + timedelta(hours=8) - timedelta(minutes=180)).replace(tzinfo=None)
+    job = _datagen(t, log_fetch=log(mtime=NOW - timedelta(minutes=180)),
+                   summary_kw={"last_timestamp": ahead})
+    assert "stall" in judge(job).report.flags
+
+
 def _engine_log(last_ok: str, newest: str) -> str:
     """An eval log on the cluster's zone-less local clock: 200s until ``last_ok``, then chatter."""
     post = '"POST /v1/chat/completions HTTP/1.1" 200 OK'
