@@ -43,7 +43,7 @@ from bot.commands import (
     parse_command,
     sweep_header,
 )
-from bot.errors import UserError
+from bot.errors import UsageError, UserError
 from bot.incidents import FollowUps
 from bot.scheduler import Scheduler
 from bot.settings import Settings
@@ -221,6 +221,11 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
 
 
 async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
+    names = sorted(c.name for c in bot.sweeper.config().clusters)
+    if query.cluster is not None and query.cluster not in names:
+        # Answered before any sweep: an unknown cluster is the user's typo, not a probe job.
+        raise UsageError(f"no cluster named `{query.cluster}`; configured: "
+                         f"{', '.join(names) or 'none'}")
     result, age = await current_sweep(bot)
     bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
                                   "live").inc()

@@ -20,7 +20,7 @@ from bot.config import Config, ConfigError, default_config_path, load_config
 from bot.errors import UsageError, UserError
 from bot.sweep import Sweeper, SweepResult, find_detail
 from probes.config import ReplayCluster
-from probes.errors import InvalidJobIdError
+from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
 
 FORMATS = ("text", "json", "slack")
@@ -163,7 +163,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not isinstance(cluster, SlurmCluster):
         raise UsageError(
             f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
-    out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+    try:
+        out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+    except ProbeError as exc:
+        # Not a bug and no report to print: one line naming the reason (host key, refused
+        # port, failed command), exit 1, nothing written.
+        print(f"jobtables: cannot record {cluster.name!r}: {exc}", file=sys.stderr)
+        return 1
     print(f"recorded {cluster.name} into {out}")
     return 0
 

@@ -125,9 +125,15 @@ def _parse_job(args: list[str]) -> Query:
 
 
 def _shown(word: str) -> str:
-    """The user's word, shortened and stripped of backticks so it cannot break the reply."""
+    """The user's word, shortened, defanged so it cannot break the reply or ping anyone.
+
+    Backticks would end the code span; ``<`` and ``>`` would turn ``<!channel>`` or
+    ``<@U…>`` into a mention, so they are written as the entities Slack itself sends. An
+    ``&`` is left alone: text from Slack already carries ``&lt;``-style entities.
+    """
     clean = word.replace("`", "'")
-    return f"`{clean[:40]}{'…' if len(clean) > 40 else ''}`"
+    cut = clean[:40].replace("<", "&lt;").replace(">", "&gt;")
+    return f"`{cut}{'…' if len(clean) > 40 else ''}`"
 
 
 # -- shaping answers ---------------------------------------------------------------------------

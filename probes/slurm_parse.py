@@ -361,14 +361,19 @@ def needs_scontrol(record: SchedulerRecord) -> bool:
     return any(m.group(3) for m in _STDIO_TOKEN.finditer(path))
 
 
-PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
+PLAIN_FORMAT = "%i|%u|%T|%r|%V|%S|%e|%l|%E|%M|%j|%Z|%o"
 """``squeue -o`` format used when ``--json`` is unavailable (pipe-separated).
 
+The ten fields a user cannot choose come first and the three they can (job name, workdir,
+batch command: any of them may contain ``|``) last, so a job named ``x|alice|RUNNING`` can
+never pass for another user's job or another state; extra pipes are kept in the name.
 ``%o`` is the batch command (squeue's ``-o`` has no StdOut letter: that comes from scontrol).
 Run it with ``SLURM_TIME_FORMAT=%s`` so that times are epoch seconds, not the cluster's local
 time without a zone.
 """
 _PLAIN_FORMAT = PLAIN_FORMAT
+_PLAIN_FIXED = 10
+"""Fields before the free-text tail (name, workdir, command)."""
 
 
 def parse_squeue_plain(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
@@ -376,10 +381,13 @@ def parse_squeue_plain(text: str, *, cluster: str, now: datetime) -> list[Schedu
     records = []
     for line in text.splitlines():
         parts = line.split("|")
-        if len(parts) < 13 or not parts[0].strip():
+        if len(parts) < _PLAIN_FIXED + 3 or not parts[0].strip():
             continue
-        job_id, name, user, state_raw, reason, submit, start, end, limit, workdir, command, dep, \
-            used = (p.strip() for p in parts[:13])
+        job_id, user, state_raw, reason, submit, start, end, limit, dep, used = (
+            p.strip() for p in parts[:_PLAIN_FIXED])
+        tail = parts[_PLAIN_FIXED:]
+        name = "|".join(tail[:-2]).strip()
+        workdir, command = tail[-2].strip(), tail[-1].strip()
         state = parse_state(state_raw)
         start_at = _plain_time(start)
         elapsed = parse_duration(used)

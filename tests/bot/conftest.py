@@ -22,6 +22,7 @@ from bot.server import build_web_app
 from bot.settings import Settings
 from bot.store import RedisStore
 from bot.telemetry import Telemetry
+from probes.config import ReplayCluster
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
 from tests.bot.fake_slack import (
     SIGNING_SECRET,
@@ -77,7 +78,9 @@ def make_config(prefix: str, tmp_path: Path, **slack: Any) -> Config:
         "incident_dir": str(tmp_path / "incidents"), "cache_seconds": 60.0,
         "sweep_every_minutes": 30.0,
     }
-    return Config(redis=RedisSection(key_prefix=prefix),
+    # The fake sweeps report cluster "alpha"; the roster names it so `/job alpha:ID` is known.
+    alpha = ReplayCluster(name="alpha", path=str(tmp_path / "alpha"))
+    return Config(clusters=(alpha,), redis=RedisSection(key_prefix=prefix),
                   slack=SlackSection(**{**defaults, **slack}))
 
 

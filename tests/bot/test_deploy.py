@@ -38,3 +38,17 @@ def test_chart_probes_healthz() -> None:
     assert "readinessProbe:\n            httpGet: {path: /healthz" in text
     for name in ("Chart.yaml", "values.yaml"):
         assert yaml.safe_load((DEPLOY / "helm" / "jobtables" / name).read_text())
+
+
+def test_image_user_can_write_incidents_and_read_mounted_secrets() -> None:
+    """The image pre-creates the incidents volume path owned by its user; the chart sets
+    fsGroup so the 0400 cluster-files Secret and an incidents PVC are usable by uid 10001."""
+    docker = (DEPLOY / "Dockerfile").read_text()
+    assert "--uid 10001" in docker and "USER jobtables" in docker
+    assert "install -d -o jobtables -g jobtables /var/lib/jobtables/incidents" in docker
+    assert "WORKDIR /var/lib/jobtables" in docker  # ./incidents resolves under it
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert "incidents:/var/lib/jobtables/incidents" in compose["services"]["bot"]["volumes"]
+    chart = (DEPLOY / "helm" / "jobtables" / "templates" / "deployment.yaml").read_text()
+    assert "runAsUser: 10001" in chart and "fsGroup: 10001" in chart
+    assert "defaultMode: 0400" in chart

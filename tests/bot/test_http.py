@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.bot.builders import blocks_text
 from tests.bot.conftest import Harness
 
@@ -107,6 +109,33 @@ async def test_unknown_job_is_an_ephemeral_error(harness: Harness) -> None:
     _, hook = await harness.command("/job", "999")
     (reply,) = await harness.slack.wait_for(hook)
     assert "no job 999" in reply.params["text"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("zeta:4242", "no cluster named `zeta`; configured: alpha"),
+    ("alph:4242", "no cluster named `alph`"),
+])
+async def test_unknown_cluster_is_an_ephemeral_error_before_any_sweep(
+    harness: Harness, text: str, expected: str,
+) -> None:
+    """`/job zeta:4242` for a cluster not in the roster names the known ones and sweeps nothing."""
+    _, hook = await harness.command("/job", text)
+    (reply,) = await harness.slack.wait_for(hook)
+    assert reply.params["response_type"] == "ephemeral"
+    assert expected in reply.params["text"]
+    assert len(reply.params["text"]) < 200
+    assert harness.sweeper.sweeps == 0
+
+
+@pytest.mark.parametrize("text", ["&lt;rl&gt;", "rl&amp;sft", "<@U0EVIL>", "<!channel>"])
+async def test_slack_escaped_bucket_text_is_a_short_error(harness: Harness, text: str) -> None:
+    """Slack-escaped or mention text after /jobs is refused in one line; nothing is swept."""
+    _, hook = await harness.command("/jobs", text)
+    (reply,) = await harness.slack.wait_for(hook)
+    assert reply.params["response_type"] == "ephemeral"
+    assert "unknown bucket" in reply.params["text"] and len(reply.params["text"]) < 200
+    assert "<!channel>" not in reply.params["text"] and "<@" not in reply.params["text"]
+    assert harness.sweeper.sweeps == 0
 
 
 async def test_healthz_and_metrics(harness: Harness) -> None:

@@ -213,3 +213,26 @@ def test_recording_copy_replays_identically(
     _, moved, _ = run(capsys, "sweep", "--config", str(config), "--format", "json")
     _, demo, _ = run(capsys, "demo", "--format", "json")
     assert json.loads(moved)["jobs"] == json.loads(demo)["jobs"]
+
+
+def test_record_of_an_unreachable_cluster_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`record` against a closed port: one stderr line naming host:port, exit 1, nothing written."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = tmp_path / "jobtables.toml"
+    config.write_text(f'[[clusters]]\nname = "alpha"\nkind = "slurm"\nhost = "127.0.0.1"\n'
+                      f'port = {port}\nknown_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    dest = tmp_path / "rec"
+    code, out, err = run(capsys, "record", "--cluster", "alpha", str(dest), "--config",
+                         str(config))
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [
+        f"jobtables: cannot record 'alpha': 127.0.0.1:{port}: connection refused"]
+    assert not dest.exists()

@@ -146,3 +146,23 @@ class RecordingRunner:
 
     async def aclose(self) -> None:
         return None
+
+
+CAPTURE_PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
+"""The field order the 22.05.8 ``squeue_plain*.txt`` captures were taken with."""
+
+
+def as_plain_format(captured: str) -> str:
+    """A capture's lines with their fields in today's ``PLAIN_FORMAT`` order.
+
+    squeue prints the fields in whatever order ``-o`` asks, so permuting the captured fields
+    (none of which contains ``|``) gives exactly what the current format prints.
+    """
+    from probes.slurm_parse import PLAIN_FORMAT
+
+    old, new = CAPTURE_PLAIN_FORMAT.split("|"), PLAIN_FORMAT.split("|")
+    lines = []
+    for line in captured.splitlines():
+        fields = dict(zip(old, line.split("|"), strict=True))
+        lines.append("|".join(fields[f] for f in new))
+    return "".join(f"{ln}\n" for ln in lines)

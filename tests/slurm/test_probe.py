@@ -16,6 +16,7 @@ from probes.config import SlurmCluster
 from probes.models import JobState
 from probes.slurm import SlurmProbe
 from probes.ssh import CommandResult, LocalRunner, Runner
+from tests.slurm.conftest import as_plain_format
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
 IDS = dict(line.split("=", 1) for line in (REAL / "jobs.txt").read_text().split())
@@ -60,7 +61,8 @@ class _Runner:
                 return CommandResult(args, 1, "", "squeue: unrecognized option '--json'")
             return CommandResult(args, 0, w.squeue, "")
         if "squeue" in args:
-            return CommandResult(args, 0, (REAL / "squeue_plain_early.txt").read_text(), "")
+            plain = as_plain_format((REAL / "squeue_plain_early.txt").read_text())
+            return CommandResult(args, 0, plain, "")
         if args[0] == "scontrol":
             return CommandResult(args, 0, (REAL / "scontrol_early.txt").read_text(), "")
         if args[0] == "sacct":

@@ -21,6 +21,7 @@ from probes.slurm_parse import (
     parse_squeue_plain,
     parse_state,
 )
+from tests.slurm.conftest import as_plain_format
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL = FIXTURES / "slurm-22.05.8"
@@ -119,8 +120,8 @@ def test_2205_fulfilled_dependency_disappears() -> None:
 
 def test_2205_plain_format_matches_json() -> None:
     """The `squeue -o` fallback (epoch times) agrees with --json on the core fields."""
-    plain = _by_id(parse_squeue_plain((REAL / "squeue_plain.txt").read_text(), cluster="c",
-                                      now=NOW_2205))
+    captured = as_plain_format((REAL / "squeue_plain.txt").read_text())
+    plain = _by_id(parse_squeue_plain(captured, cluster="c", now=NOW_2205))
     jobs = _real()
     for job_id, rec in plain.items():
         assert (rec.name, rec.user, rec.state, rec.start_time, rec.workdir) == (
@@ -130,10 +131,27 @@ def test_2205_plain_format_matches_json() -> None:
     assert plain[IDS["ok"]].stdout_path is None  # squeue -o has no StdOut: scontrol fills it
 
 
+@pytest.mark.parametrize(("name", "workdir"), [
+    ("x|alice|RUNNING|None|1|1|1|1:00|/home/alice|/bin/true||0:01", "/home/mallory"),
+    ("plain-name", "/home/mallory/a|b"),
+    ("a|b", "/w|x"),
+])
+def test_plain_pipes_in_free_text_cannot_spoof_the_user(name: str, workdir: str) -> None:
+    """Pipes in a job name or workdir (user-chosen) never shift the id, user or state."""
+    line = (f"55|mallory|PENDING|Priority|1796050000|N/A|N/A|1:00:00||0:00|{name}|{workdir}"
+            "|/bin/run.sh")
+    (rec,) = parse_squeue_plain(line, cluster="c", now=NOW_2205)
+    assert (rec.job_id, rec.user, rec.state) == ("55", "mallory", JobState.PENDING)
+    assert rec.command == "/bin/run.sh"
+    assert f"{rec.name}|{rec.workdir}" == f"{name}|{workdir}"
+    if "|" not in workdir:
+        assert (rec.name, rec.workdir) == (name, workdir)
+
+
 def test_2205_plain_early_dependency() -> None:
     """The plain format's %E carries the pending dependency too."""
-    plain = _by_id(parse_squeue_plain((REAL / "squeue_plain_early.txt").read_text(),
-                                      cluster="c", now=NOW_2205))
+    captured = as_plain_format((REAL / "squeue_plain_early.txt").read_text())
+    plain = _by_id(parse_squeue_plain(captured, cluster="c", now=NOW_2205))
     assert plain[IDS["successor"]].depends_on == (IDS["timeout"],)
 
 

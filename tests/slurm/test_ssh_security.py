@@ -173,3 +173,35 @@ async def test_valid_id_is_sent_as_one_argv(slurm_env: SlurmEnv) -> None:
 
     await SlurmProbe(slurm_env.cluster(), runner_factory=factory).cancel("123_4")
     assert made[0].calls == [("scancel", "123_4")]
+
+
+def test_cli_sweep_exits_0_with_bad_clusters_reported(slurm_env: SlurmEnv,
+                                                       tmp_path: Path) -> None:
+    """`jobtables sweep` with a wrong host key and a closed port beside a good cluster exits 0;
+    the bad two are `unreachable` with their reasons in the JSON, the good one `ok`."""
+    import json
+    import subprocess
+    import sys
+
+    port = closed_port()
+
+    def entry(name: str, known: str, at: int) -> str:
+        return (f'[[clusters]]\nname = "{name}"\nkind = "slurm"\nhost = "{slurm_env.host}"\n'
+                f'port = {at}\nuser = "{slurm_env.user}"\nclient_keys = ["{slurm_env.key}"]\n'
+                f'known_hosts = "{known}"\nconnect_timeout_s = 10\n')
+
+    config = tmp_path / "jobtables.toml"
+    config.write_text(entry("good", slurm_env.known_hosts, slurm_env.port)
+                      + entry("wrongkey", slurm_env.wrong_known_hosts, slurm_env.port)
+                      + entry("closed", slurm_env.known_hosts, port))
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sweep", "--config", str(config), "--format", "json"],
+        capture_output=True, text=True, timeout=240, check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    status = {c["name"]: (c["status"], c["detail"]) for c in json.loads(done.stdout)["clusters"]}
+    assert status["good"] == ("ok", None)
+    assert status["wrongkey"][0] == "unreachable"
+    assert f"host key for {slurm_env.host}:{slurm_env.port} does not match" in status["wrongkey"][1]
+    assert status["closed"] == ("unreachable", f"{slurm_env.host}:{port}: connection refused")
