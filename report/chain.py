@@ -16,12 +16,14 @@ candidate (then the lowest id), which is the next link of the chain.
 
 Attempts of one run share a *memory key* ``cluster:name stem``; a failed attempt leaves a
 *failure signature* ``job_id|kind|normalised text|elapsed_s`` (ids, numbers, hex and paths
-normalised away) so the next attempt can tell a recurring failure from a transient one.
+normalised away) so the next attempt can tell a recurring failure from a transient one; attempts
+seen together in one sweep are compared too (``earlier_attempts``).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -137,3 +139,21 @@ def same_failure(current: str, previous: str) -> bool:
         return False
     a, b = int(elapsed), int(elapsed0)
     return abs(a - b) <= SAME_INTERVAL * max(a, b)
+
+
+def earlier_attempts(
+    failed: Sequence[tuple[SchedulerRecord, str]],
+) -> dict[tuple[str, str], list[str]]:
+    """(cluster, job id) -> signatures of the same run's attempts submitted before it, oldest
+    first, among ``failed`` (one sweep's failed attempts with their signatures): the sweep
+    itself shows consecutive attempts when no memory of earlier sweeps exists."""
+    runs: dict[str, list[tuple[SchedulerRecord, str]]] = defaultdict(list)
+    for record, signature in failed:
+        runs[memory_key(record)].append((record, signature))
+    earlier: dict[tuple[str, str], list[str]] = {}
+    for attempts in runs.values():
+        attempts.sort(key=lambda attempt: _sort_key(attempt[0]))
+        for index, (record, _) in enumerate(attempts[1:], start=1):
+            earlier[(record.cluster, record.job_id)] = [s for _, s in attempts[:index]]
+    return earlier
+

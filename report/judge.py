@@ -22,7 +22,8 @@ precedence between findings is settled once in :mod:`report.findings`.
   ...) never heals on its own: verdict ``failed`` + ``diagnose``, never ``buffer-filling``.
 - Recurring failure: the same failure signature (fault kind + normalised text; for SIGTERM
   also the same elapsed time within :data:`SAME_INTERVAL`) as the previous failed attempt of
-  the same run (``cluster:name stem``) in sweep memory.
+  the same run (``cluster:name stem``) in sweep memory, or earlier in the same sweep (the CLI
+  sweep has no memory, yet shows every attempt that ended within ``recent_hours``).
 - no-kill: a ``cancel_and_salvage`` recommendation stays, prefixed "RECOMMENDATION ONLY".
 """
 
@@ -38,6 +39,7 @@ from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, Schedul
 from report.buckets import bucket_for
 from report.chain import (
     dependency_edges,
+    earlier_attempts,
     failure_signature,
     find_successor,
     memory_key,
@@ -68,21 +70,12 @@ from report.models import (
     Recommendation,
     Report,
 )
+from report.pods import silent_wedge_rule, waiting_fault_rule
 from report.settings import ReportSettings
 from report.trend import shorten
 
 MEMORY_SIGNATURES_KEPT = 20
 
-WEDGE_LABEL = "jobtables/silent-wedge"
-"""The label the Kubernetes probe sets on a silently wedged job (``no-pods`` or ``vanished``);
-spelled here because ``report`` may not import ``probes.k8s*``."""
-VANISHED = "vanished"
-FAULT_WAITING_REASONS = frozenset(
-    {"CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"}
-)
-"""Kubernetes container waiting reasons that are real faults (``probes.k8s_states``); image
-pulls and container creation are bring-up and stay in the buffer table."""
-_LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 MEMORY_CONFIGS_KEPT = 2000
 
 _FAULT_FLAGS: dict[str, Flag] = {
@@ -143,7 +136,7 @@ def judge_job(
     _fault_rules(ctx, f)
     _state_rules(ctx, f, bucket)
     _JUDGES[bucket](ctx, f)
-    _waiting_fault_rule(ctx, f)
+    waiting_fault_rule(ctx, f)
     _cleanup_rule(ctx, f, bucket)
     _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
@@ -206,43 +199,7 @@ def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         f.trend(Priority.BACKGROUND + 2, "Completed")
     elif state is JobState.UNKNOWN:
         f.verdict("unknown")
-    _silent_wedge_rule(ctx, f)
-
-
-def _silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
-    """RUNNING with 0 pods, or a job record that disappeared (the probe marks it): terminal."""
-    record = ctx.facts.record
-    marker = record.labels.get(WEDGE_LABEL)
-    vanished = marker == VANISHED or (record.reason == VANISHED and record.pods_total == 0)
-    if vanished:
-        text = "silent wedge: job record disappeared while active"
-    elif ctx.running and (record.pods_total == 0 or marker is not None):
-        text = "silent wedge: running but 0 pods"
-    else:
-        return
-    f.flag("silent-wedge")
-    f.verdict("failed")
-    f.trend(Priority.TERMINAL + 3, text)
-    f.recommend(Priority.DIAGNOSE + 3, "diagnose",
-                f"{text}; terminal on Kubernetes (never a live job): resubmit")
-
-
-def _waiting_fault_rule(ctx: JudgeContext, f: Findings) -> None:
-    """A container stuck in a real fault (``CrashLoopBackOff``...) is no bring-up: it never
-    heals without a change, so the job is failing, not filling its buffer."""
-    reason = ctx.facts.record.reason
-    if reason not in FAULT_WAITING_REASONS or ctx.state not in _LIVE_STATES:
-        return
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
-    f.verdict("failed")
-    restarts = ctx.facts.record.restarts
-    text = f"{reason}" + (f" ({restarts} restarts)" if restarts else "")
-    f.trend(Priority.TERMINAL, f"{text}: container keeps failing")
-    f.recommend(Priority.DIAGNOSE, "diagnose",
-                f"{text}: read the previous container log or fix the pod spec; "
-                "it will not heal on its own")
+    silent_wedge_rule(ctx, f)
 
 
 def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
@@ -339,6 +296,8 @@ def build_report(
                 history=histories.get(key) if histories else None, memory=memory,
                 cluster_name_shown=shown,
             ))
+    judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
+                                histories=histories, memory=memory, shown=shown)
     judged.sort(key=lambda d: (BUCKET_ORDER.index(d.report.bucket), d.report.cluster,
                                _natural(d.report.job_id)))
     labels = {(j.record.cluster, j.record.job_id): j.record.labels
@@ -355,6 +314,52 @@ def build_report(
         grid=grid,
     )
     return report, {(d.report.cluster, d.report.job_id): d for d in judged}
+
+
+def _sweep_recurrences(
+    judged: list[JobDetail],
+    clusters: Sequence[ClusterFacts],
+    *,
+    settings: ReportSettings,
+    now: datetime,
+    histories: Mapping[tuple[str, str], Sequence[MetricPoint]] | None,
+    memory: SweepMemory | None,
+    shown: bool,
+) -> list[JobDetail]:
+    """Re-judge a failed attempt whose earlier attempt failed in this same sweep, with that
+    signature remembered: ``jobtables sweep`` has no memory of earlier sweeps, and a chain of
+    identical failures within ``recent_hours`` is exactly what it shows."""
+    found = {(c.name, j.record.job_id): (c, j) for c in clusters for j in c.jobs}
+    failed = []
+    for detail in judged:
+        _, facts = found[(detail.report.cluster, detail.report.job_id)]
+        signature = failure_signature(facts, detail.report.verdict)
+        if signature is not None:
+            failed.append((facts.record, signature))
+    earlier = earlier_attempts(failed)
+    if not earlier:
+        return judged
+    out = []
+    for detail in judged:
+        key = (detail.report.cluster, detail.report.job_id)
+        before = earlier.get(key)
+        if before is None or "recurring-failure" in detail.report.flags:
+            out.append(detail)
+            continue
+        cluster, facts = found[key]
+        base = memory or SweepMemory()
+        run = memory_key(facts.record)
+        remembered = base.failure_signatures.get(run, [])
+        seen = {s.split("|", 1)[0] for s in before} | {facts.record.job_id}
+        signatures = [s for s in remembered if s.split("|", 1)[0] not in seen] + before
+        out.append(judge_job(
+            facts, cluster_records=[j.record for j in cluster.jobs], settings=settings, now=now,
+            history=histories.get(key) if histories else None,
+            memory=base.model_copy(
+                update={"failure_signatures": {**base.failure_signatures, run: signatures}}),
+            cluster_name_shown=shown,
+        ))
+    return out
 
 
 def _rate(report: JobReport) -> float | None:

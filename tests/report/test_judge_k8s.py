@@ -10,7 +10,7 @@ from probes.k8s import VANISHED as PROBE_VANISHED
 from probes.k8s_objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
 from probes.k8s_states import BRING_UP_WAITING, FAULT_WAITING
 from probes.models import JobFacts, JobState
-from report.judge import FAULT_WAITING_REASONS, VANISHED, WEDGE_LABEL
+from report.pods import FAULT_WAITING_REASONS, VANISHED, WEDGE_LABEL
 from tests.report.factories import facts, healthy_rl, judge, log, points, record
 
 

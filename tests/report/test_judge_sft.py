@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from probes.models import Fault, JobFacts, JobState, ProgressBar
-from report.judge import SweepMemory
-from tests.report.factories import facts, judge, points, record, with_last
+from report.judge import SweepMemory, build_report
+from report.settings import ReportSettings
+from tests.report.factories import NOW, cluster, facts, judge, points, record, with_last
 
 NAN = math.nan
 
@@ -154,3 +155,22 @@ def test_cancelled_is_done_without_cleanup() -> None:
     """A cancelled job is over on purpose: done, no recommendation."""
     report = judge(_sft(rec={"state": JobState.CANCELLED})).report
     assert (report.verdict, report.trend, report.recommendation) == ("done", "Cancelled", None)
+
+
+@pytest.mark.parametrize(
+    ("first_elapsed", "memory", "flagged"),
+    [
+        (14400, None, [False, True]),  # `jobtables sweep`: no memory, both attempts visible
+        (14400, SweepMemory(), [False, True]),
+        (3600, None, [False, False]),  # near-miss: a different interval is not the same death
+    ],
+)
+def test_recurring_failure_within_one_sweep(
+    first_elapsed: int, memory: SweepMemory | None, flagged: list[bool]
+) -> None:
+    """Two failed attempts of one run in the same sweep: the later one is a recurrence."""
+    first = _sigterm_job("1", first_elapsed)
+    second = _sigterm_job("2", 14400)
+    report, _ = build_report([cluster("alpha", [second, first])], settings=ReportSettings(),
+                             now=NOW, memory=memory)
+    assert [("recurring-failure" in job.flags) for job in report.jobs] == flagged

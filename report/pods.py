@@ -1,0 +1,63 @@
+"""Kubernetes pod-level rules: the silent wedge and container faults that never self-heal.
+
+Policy (seed, Kubernetes clusters: "running-but-0-pods or a record that has disappeared is
+TERMINAL"): a RUNNING job with zero pods, or one the probe reports as vanished (reason
+``vanished``, label ``jobtables/silent-wedge``), is flagged ``silent-wedge``, verdict
+``failed``. A container waiting on a real fault (``CrashLoopBackOff``,
+``CreateContainerConfigError``, ``InvalidImageName``, ``RunContainerError``) is no bring-up: the
+job is ``failed`` with a ``diagnose`` and leaves the buffer table. Image pulls and container
+creation stay bring-up (seed: transient image-pull self-heal is benign). The probe's spellings
+are repeated here because ``report`` may not import ``probes.k8s*``; a test holds them equal.
+"""
+
+from __future__ import annotations
+
+from probes.models import JobState
+from report.findings import Findings, JudgeContext, Priority
+
+WEDGE_LABEL = "jobtables/silent-wedge"
+"""The label the Kubernetes probe sets on a silently wedged job (``no-pods`` or ``vanished``);
+spelled here because ``report`` may not import ``probes.k8s*``."""
+VANISHED = "vanished"
+FAULT_WAITING_REASONS = frozenset(
+    {"CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"}
+)
+"""Kubernetes container waiting reasons that are real faults (``probes.k8s_states``); image
+pulls and container creation are bring-up and stay in the buffer table."""
+_LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
+
+
+def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
+    """RUNNING with 0 pods, or a job record that disappeared (the probe marks it): terminal."""
+    record = ctx.facts.record
+    marker = record.labels.get(WEDGE_LABEL)
+    vanished = marker == VANISHED or (record.reason == VANISHED and record.pods_total == 0)
+    if vanished:
+        text = "silent wedge: job record disappeared while active"
+    elif ctx.running and (record.pods_total == 0 or marker is not None):
+        text = "silent wedge: running but 0 pods"
+    else:
+        return
+    f.flag("silent-wedge")
+    f.verdict("failed")
+    f.trend(Priority.TERMINAL + 3, text)
+    f.recommend(Priority.DIAGNOSE + 3, "diagnose",
+                f"{text}; terminal on Kubernetes (never a live job): resubmit")
+
+
+def waiting_fault_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A container stuck in a real fault (``CrashLoopBackOff``...) is no bring-up: it never
+    heals without a change, so the job is failing, not filling its buffer."""
+    reason = ctx.facts.record.reason
+    if reason not in FAULT_WAITING_REASONS or ctx.state not in _LIVE_STATES:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.verdict("failed")
+    restarts = ctx.facts.record.restarts
+    text = f"{reason}" + (f" ({restarts} restarts)" if restarts else "")
+    f.trend(Priority.TERMINAL, f"{text}: container keeps failing")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"{text}: read the previous container log or fix the pod spec; "
+                "it will not heal on its own")
