@@ -65,6 +65,8 @@ class JudgeContext:
     successor: str | None = None
     seen_configs: frozenset[str] | None = None
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
+    earlier_attempts: int = 0
+    """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
 
     @property
     def state(self) -> JobState:

@@ -130,6 +130,9 @@ def judge_job(
         now=now,
         successor=find_successor(record, cluster_records, edges),
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
+        earlier_attempts=sum(1 for r in cluster_records
+                             if r.job_id != record.job_id and r.name == record.name
+                             and r.user == record.user),
     )
     f = Findings()
     _log_rules(ctx, f)

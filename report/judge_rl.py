@@ -18,9 +18,10 @@ Policy (seed §RL, CONTRACT §5/§6):
   are never compared blind.
 - ``deep-probe`` for a live RL run in a new setting: its fingerprint (labels naming a config,
   image, model, geometry or commit; else the name stem) was never seen healthy in sweep memory,
-  or its name says smoke/test/debug. Without sweep memory only the name test applies (we
-  cannot know what is new). The recommendation ``deep_probe`` is made only when nothing
-  more urgent applies.
+  or its name says smoke/test/debug. Without sweep memory (a one-off ``jobtables sweep``) a
+  first launch counts as new: no earlier attempt of the same name and user in the sweep, no
+  restart, and only its first few logged steps (``FIRST_LAUNCH_STEPS``). The recommendation
+  ``deep_probe`` is made only when nothing more urgent applies.
 - ``nan-loss`` as for SFT (policy_loss, else loss). ``grad-explosion`` (CONTRACT §5 defines it
   for SFT) is not applied: an RL grad spike is the grad_norm collapse signal, and one signal
   alone must not raise more than ``signal:grad_norm``.
@@ -158,6 +159,20 @@ def _shaping(ctx: JudgeContext, f: Findings) -> None:
         f.name_suffix = " (base)"
 
 
+FIRST_LAUNCH_STEPS = 10
+"""Without sweep memory, a run with no earlier attempt and fewer logged steps than this is new."""
+
+
+def _first_launch(ctx: JudgeContext) -> bool:
+    """A one-off sweep cannot compare fingerprints; a brand-new launch is the next best sign."""
+    record = ctx.facts.record
+    summary = ctx.facts.summary
+    in_bring_up = summary is not None and summary.bring_up
+    return (record.state is JobState.RUNNING and record.restarts == 0 and ctx.fetch_ok
+            and not in_bring_up and ctx.earlier_attempts == 0
+            and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS)
+
+
 def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     record = ctx.facts.record
     if record.state not in (JobState.PENDING, JobState.RUNNING):
@@ -167,6 +182,8 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
         reason = "smoke/test/debug run"
     elif ctx.seen_configs is not None and fingerprint not in ctx.seen_configs:
         reason = f"new setting ({fingerprint})"
+    elif ctx.seen_configs is None and _first_launch(ctx):
+        reason = "first launch, still in its first steps"
     else:
         return
     f.flag("deep-probe")

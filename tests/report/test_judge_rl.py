@@ -10,6 +10,7 @@ import pytest
 
 from probes.models import Fault, JobFacts, JobState
 from report.judge import SweepMemory
+from report.judge_rl import run_fingerprint
 from report.settings import ReportSettings
 from tests.report.factories import (
     NOW,
@@ -336,3 +337,24 @@ def test_summary_without_step_uses_progress_bar() -> None:
     report = judge(job).report
     assert (report.step, report.total_steps) == (7, 80)
     assert summary().line_count == 100
+
+
+@pytest.mark.parametrize(
+    ("steps", "others", "memory", "probed"),
+    [
+        (5, (), None, True),  # a brand-new launch, one-off sweep: deep-probe it
+        (12, (), None, False),  # past its first steps: the row has a track record
+        (5, (record(job_id="99", state=JobState.TIMEOUT),), None, False),  # a resumed chain
+        (5, (), SweepMemory(seen_configs={"alpha": [run_fingerprint(record())]}), False),
+    ],
+)
+def test_first_launch_without_memory_is_deep_probed(
+    steps: int, others: tuple[Any, ...], memory: SweepMemory | None, probed: bool,
+) -> None:
+    """Without sweep memory a first launch in its first steps gets deep-probe; near-misses don't."""
+    job = facts(record(), points(healthy_rl(steps)))
+    detail = judge(job, others=others, memory=memory)
+    assert ("deep-probe" in detail.report.flags) is probed
+    if probed:
+        assert detail.report.recommendation is not None
+        assert detail.report.recommendation.action == "deep_probe"
