@@ -16,12 +16,14 @@ finished run. Listings are single-level (one ``os.scandir`` per root), never rec
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from string import Formatter
 
 from probes.models import CheckpointListing
+
+# Re-exported (the template rules live with the path code shipped to login nodes); the
+# redundant alias is how mypy --strict is told the re-export is meant.
+from probes.stdio_pattern import expand_roots as expand_roots  # noqa: PLC0414
 
 _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"
@@ -30,35 +32,6 @@ _STEP_NAME = re.compile(
 _MARKER_FILES = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt")
 _MARKER_TEXT = re.compile(r"\s*(?:global_step_)?(\d{1,12})\s*")
 _MARKER_BYTES = 64
-_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
-
-
-def expand_roots(
-    templates: Sequence[str],
-    *,
-    workdir: str | None,
-    name: str,
-    job_id: str,
-    user: str | None,
-) -> list[str]:
-    """Fill ``{workdir} {name} {job_id} {user}``; a template needing a missing value is skipped.
-
-    Unknown placeholders and malformed templates are skipped too; results are normalised and
-    de-duplicated in order.
-    """
-    values = {"workdir": workdir, "name": name, "job_id": job_id, "user": user}
-    out: list[str] = []
-    for template in templates:
-        try:
-            fields = {f for _, f, _, _ in Formatter().parse(template) if f is not None}
-        except ValueError:
-            continue
-        if not fields <= _PLACEHOLDERS or any(not values[f] for f in fields):
-            continue
-        path = posixpath.normpath(template.format_map(values))
-        if path not in out:
-            out.append(path)
-    return out
 
 
 def step_of(name: str) -> int | None:

@@ -19,14 +19,26 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
-# In-process the reducer is imported; when shipped, its source is prepended to this script
-# and the import line below is replaced by ``pass`` (probes.slurm.build_collector_script).
+# In-process the reducer and the path rules are imported; when shipped, their sources are
+# prepended to this script and each import line below is replaced by ``pass``
+# (probes.slurm.collector_source).
 with contextlib.suppress(ImportError):
     from probes.harbor_reduce import reduce_job, reduce_trial
+with contextlib.suppress(ImportError):
+    from probes.stdio_pattern import (
+        array_ids,
+        expand_pattern,
+        expand_roots,
+        job_key,
+        job_user,
+        slurm_number,
+        slurm_text,
+    )
 
 PROTOCOL = 1
 _STEP_DIR = re.compile(r"^(global_step_\d+|checkpoint-\d+|iter_\d+|step_\d+)$")
@@ -237,7 +249,91 @@ def collect(request: Json) -> Json:
     return {"protocol": PROTOCOL, "host": socket.gethostname(), "now": time.time(), "jobs": jobs}
 
 
+def collect_queue(request: Json) -> Json:
+    """Run ``squeue --json`` here, keep the asked users' jobs, and collect their files.
+
+    The answer is :func:`collect`'s plus ``squeue``: its exit status, stderr and stdout, where
+    a JSON stdout holds only those users' job objects (verbatim, same top-level keys). Pending
+    jobs are not collected; a job whose log path cannot be expanded here is listed in
+    ``unexpanded`` and left to the caller (scontrol, then an explicit-jobs request).
+    """
+    queue = request["squeue"]
+    status, out, err = _run_squeue(list(queue["argv"]))
+    answer: Json = {"protocol": PROTOCOL, "jobs": {}, "unexpanded": []}
+    data = None
+    if status == 0 and out.lstrip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            data = json.loads(out)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        # Not our JSON: the caller judges it exactly as if it had run squeue itself.
+        answer["squeue"] = {"exit": status, "stdout": out, "stderr": err}
+        return answer
+    users = set(queue["users"])
+    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users]
+    specs, unexpanded = _queue_specs(kept, request)
+    answer = collect(dict(request, jobs=specs))
+    answer["unexpanded"] = unexpanded
+    data["jobs"] = kept
+    answer["squeue"] = {"exit": status, "stdout": json.dumps(data), "stderr": err}
+    return answer
+
+
+def _run_squeue(argv: list[str]) -> tuple[int, str, str]:
+    """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start."""
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    except OSError as exc:  # what a shell would say, as LocalRunner does
+        return 127, "", f"{argv[0]}: could not start: {exc}"
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"))
+
+
+def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]]:
+    """The collector job entries for squeue job objects (what ``collector_request`` builds)."""
+    offsets = request.get("offsets") or {}
+    roots = request.get("roots") or {}
+    specs: list[Json] = []
+    unexpanded: list[str] = []
+    for job in jobs:
+        own = slurm_number(job.get("job_id"))
+        if own is None or _queue_pending(job.get("job_state", _queue_state(job))):
+            continue
+        array_job, array_task = array_ids(job)
+        key = job_key(own, array_job, array_task)
+        is_task = array_task is not None
+        name, user = str(job.get("name") or ""), job_user(job)
+        workdir = (slurm_text(job.get("current_working_directory"))
+                   or slurm_text(job.get("working_directory")))
+        stdout = expand_pattern(
+            slurm_text(job.get("standard_output")) or slurm_text(job.get("stdout_expanded")),
+            job_id=str(own), array_job_id=str(array_job) if is_task and array_job else None,
+            array_task_id=str(array_task) if is_task else None, user=user, name=name,
+            workdir=workdir)
+        if stdout is None:
+            unexpanded.append(key)
+            continue
+        filled = [expand_roots(list(roots.get(kind) or []), workdir=workdir, name=name,
+                               job_id=key, user=user) for kind in ("checkpoint", "trial")]
+        specs.append({"id": key, "stdout": stdout, "workdir": workdir,
+                      "offset": int(offsets.get(stdout) or 0),
+                      "checkpoint_roots": filled[0], "trial_roots": filled[1]})
+    return specs, unexpanded
+
+
+def _queue_state(job: Json) -> Any:
+    block = job.get("state")
+    return block.get("current") if isinstance(block, dict) else None
+
+
+def _queue_pending(raw: Any) -> bool:
+    """Plainly PENDING (not collected). Anything else is collected; the probe has the last word."""
+    names = [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
+    return "PENDING" in names and "COMPLETING" not in names
+
+
 def main(request_json: str) -> None:
     """Entry point of the shipped script: request JSON in, answer JSON on stdout."""
-    json.dump(collect(json.loads(request_json)), sys.stdout)
+    request = json.loads(request_json)
+    answer = collect_queue(request) if "squeue" in request else collect(request)
+    json.dump(answer, sys.stdout)
     sys.stdout.write("\n")

@@ -2,21 +2,26 @@
 
 Policy:
 
-* A sweep sends the same few commands whatever the number of jobs, over one connection:
-  ``squeue --json`` (``squeue -h -t all -o`` with epoch times when ``--json`` is unsupported)
-  and ``sacct --json`` for recently finished jobs where accounting exists, run concurrently;
-  ``scontrol show job -o`` only when a log path cannot be expanded from squeue's own fields
-  (22.05 leaves ``--output`` patterns raw; ``expand_stdout`` applies slurmctld's rules); then
-  ONE collector run (``python3 -``, script on stdin) that locates, stats and
-  tails every job's log and lists its checkpoints and trial trees. ``round_trips`` counts the
-  commands sent.
+* A warm sweep on a cluster with ``squeue --json`` is ONE command: the collector (``python3 -``,
+  script on stdin) runs ``squeue --json`` on the login node itself (an argv, no shell), keeps
+  the configured users' job objects, works out each started job's log path with the same
+  ``probes.stdio_pattern`` rules the probe uses, and returns that filtered squeue JSON with
+  every such job's log tail, stat, checkpoint listings and trial trees. ``sacct --json`` for
+  recently finished jobs runs beside it where accounting exists. Only when a log path cannot
+  be expanded from squeue's own fields (a ``%N``-like token, no workdir) does the probe run
+  ``scontrol show job -o`` and a second collector run for those jobs; jobs known only to
+  sacct are collected the same way. Without ``--json`` (``squeue -h -t all -o`` with epoch
+  times) it is two steps: squeue, then the collector with the selected jobs. ``round_trips``
+  counts the commands sent.
 * An unsupported ``--json`` or a cluster without accounting is remembered per probe instance,
   so later sweeps do not pay for the failed command again.
 * Jobs are those of the configured ``users`` (default: the login user) that are active or
-  ended within ``recent_hours``. Pending jobs have no log yet and are not sent to the collector.
+  ended within ``recent_hours`` (decided here, after parsing). Pending jobs have no log yet
+  and are not collected.
 * ``collect`` never raises for a cluster problem: it returns ``status="unreachable"`` with the
-  reason (naming ``host:port``). A failed collector run (after one retry) is not an unreachable
-  cluster: every job's log is reported ``failed`` (-> fetch-failed, never "dead").
+  reason (naming ``host:port``). A failed collector run is not an unreachable cluster: after a
+  failed one-trip run squeue runs on its own and the collector is tried twice more; if that
+  fails too, every job's log is reported ``failed`` (-> fetch-failed, never "dead").
 * Every command is an argv; job ids are validated before any command is built.
 """
 
@@ -46,11 +51,17 @@ from probes.slurm_parse import (
     parse_squeue_json,
     parse_squeue_plain,
 )
-from probes.ssh import Runner, RunnerFactory, make_runner
+from probes.slurm_recording import write_recording
+from probes.ssh import CommandResult, Runner, RunnerFactory, make_runner
 
 _HERE = Path(__file__).resolve().parent
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
-_REDUCER_IMPORT = re.compile(r"^([ \t]*)from probes\.harbor_reduce import [^\n]*$", re.MULTILINE)
+_SHIPPED_IMPORT = re.compile(
+    r"^([ \t]*)from probes\.(?:harbor_reduce|stdio_pattern) import (?:\([^)]*\)|[^\n(]*)$",
+    re.MULTILINE,
+)
+_SHIPPED_MODULES = ("harbor_reduce.py", "stdio_pattern.py")
+"""Stdlib-only modules whose source is prepended to the collector (it imports them in process)."""
 _NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
 _NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
              "could not start", "command not found", "not found")
@@ -58,13 +69,13 @@ _NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid o
 
 @functools.cache
 def collector_source() -> str:
-    """harbor_reduce + collector as one script body (without the final ``main(...)`` call)."""
-    reducer = (_HERE / "harbor_reduce.py").read_text(encoding="utf-8")
+    """harbor_reduce + stdio_pattern + collector as one script body (without ``main(...)``)."""
     collector = (_HERE / "collector.py").read_text(encoding="utf-8")
-    collector, count = _REDUCER_IMPORT.subn(r"\1pass  # reducer source prepended above", collector)
-    if count != 1:
-        raise ProbeError("probes/collector.py: expected exactly one harbor_reduce import line")
-    body = _FUTURE.sub("", reducer) + "\n\n" + _FUTURE.sub("", collector)
+    collector, count = _SHIPPED_IMPORT.subn(r"\1pass  # source prepended above", collector)
+    if count != len(_SHIPPED_MODULES):
+        raise ProbeError("probes/collector.py: expected one import line per shipped module")
+    parts = [(_HERE / name).read_text(encoding="utf-8") for name in _SHIPPED_MODULES]
+    body = "\n\n".join(_FUTURE.sub("", text) for text in (*parts, collector))
     # One __future__ line, first: it is only legal before any other statement.
     return "from __future__ import annotations\n" + body
 
@@ -86,6 +97,8 @@ class Snapshot:
     records: tuple[SchedulerRecord, ...]
     """The jobs asked for (all, or the users'), merged, before the recency filter."""
     slurm_version: str | None
+    collected: Mapping[str, Any] | None = None
+    """The collector's answer per job id when squeue ran inside it (one round trip)."""
 
 
 class SlurmProbe:
@@ -118,9 +131,10 @@ class SlurmProbe:
         try:
             runner = self._runner_factory(self._cluster)
             async with asyncio.timeout(self._cluster.timeout_s):
-                snap = await self.snapshot(runner, now, self._users(runner))
+                snap = await self.snapshot(runner, now, self._users(runner), offsets=offsets,
+                                           one_trip=True)
                 selected = self.select(snap.records, runner, now)
-                collected = await self.collect_files(runner, selected, offsets)
+                collected = await self.complete_files(runner, selected, snap, offsets)
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner)
         except TimeoutError:
@@ -166,23 +180,32 @@ class SlurmProbe:
 
     async def snapshot(
         self, runner: Runner, now: datetime, users: Collection[str] | None = None,
-        *, with_scontrol: bool = False,
+        *, with_scontrol: bool = False, one_trip: bool = False,
+        offsets: Mapping[str, int] | None = None,
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
-        ``scontrol show job -o`` runs only when a log path cannot be expanded from squeue's
-        own fields (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record``
-        keeps it verbatim): on every supported version that leaves one command per sweep for
-        the queue. With ``users``, only their jobs are parsed into records.
+        With ``one_trip`` and ``users`` (and ``--json``), squeue runs inside the collector,
+        which also collects those users' started jobs (``Snapshot.collected``). ``scontrol
+        show job -o`` runs only when a log path cannot be expanded from squeue's own fields
+        (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record`` keeps it
+        verbatim). With ``users``, only their jobs are parsed into records.
         """
+        queue = None
+        if one_trip and users is not None:
+            queue = {**collector_request([], self._cluster),
+                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users)},
+                     "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
+                               "trial": list(self._cluster.trial_roots)},
+                     "offsets": dict(offsets or {})}
         try:
             async with asyncio.TaskGroup() as group:
-                squeue = group.create_task(self._squeue(runner))
+                squeue = group.create_task(self._squeue(runner, queue))
                 sacct = group.create_task(self._sacct(runner))
         except BaseExceptionGroup as failed:
             # Re-raise the member itself: it already chains the library's original error.
             raise _first_probe_error(failed)  # noqa: B904
-        (squeue_format, squeue_text), sacct_text = squeue.result(), sacct.result()
+        (squeue_format, squeue_text, collected), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
         if squeue_format == "json":
             parsed = parse_squeue_json(squeue_text, cluster=name, now=now, users=users)
@@ -194,25 +217,52 @@ class SlurmProbe:
                 records.setdefault(r.job_id, r)
         records = {k: expand_stdout(r) for k, r in records.items()}
         scontrol_text = ""
-        if with_scontrol or any(needs_scontrol(r) for r in records.values()):
+        raw = [r for r in records.values() if needs_scontrol(r)]
+        if collected is not None:
+            # Only the jobs this sweep reports and the collector could not read count: a
+            # %N job that ended hours ago must not cost every sweep a round trip.
+            raw = [r for r in raw if r.job_id not in collected and self._recent(r, now)]
+        if with_scontrol or raw:
             scontrol_text = await self._scontrol(runner)
             fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
             records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
         version = _slurm_version(squeue_text) if squeue_format == "json" else None
         return Snapshot(squeue_text, squeue_format, scontrol_text, sacct_text,
-                        tuple(records.values()), version)
+                        tuple(records.values()), version, collected)
 
-    async def _squeue(self, runner: Runner) -> tuple[str, str]:
+    async def _squeue(
+        self, runner: Runner, queue: Mapping[str, Any] | None,
+    ) -> tuple[str, str, Mapping[str, Any] | None]:
+        """``(format, text, collected)``; ``collected`` only when squeue ran in the collector."""
         if self.json_supported:
-            res = await runner.run(["squeue", "--json"], check=False)
+            res, collected = await self._squeue_json(runner, queue)
             if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
-                return "json", res.stdout
+                return "json", res.stdout, collected
             if res.exit_status != 0 and not _mentions(res.stderr, _NO_JSON):
                 raise res.failure(runner.target)
             self.json_supported = False
         plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o", PLAIN_FORMAT]
         res = await runner.run(plain)
-        return "plain", res.stdout
+        return "plain", res.stdout, None
+
+    async def _squeue_json(
+        self, runner: Runner, queue: Mapping[str, Any] | None,
+    ) -> tuple[CommandResult, Mapping[str, Any] | None]:
+        """``squeue --json``'s result: from inside the collector run when ``queue`` is given.
+
+        A collector run that fails (no python3, killed) is not a squeue failure: squeue then
+        runs on its own and the files are collected by a separate run (the two-step path).
+        """
+        argv = ("squeue", "--json")
+        if queue is not None:
+            res = await runner.run(["python3", "-"], stdin=build_collector_script(queue),
+                                   check=False)
+            answer = _queue_answer(res)
+            if answer is not None:
+                out = answer["squeue"]
+                return (CommandResult(argv, int(out["exit"]), str(out["stdout"]),
+                                      str(out["stderr"])), answer["jobs"])
+        return await runner.run(list(argv), check=False), None
 
     async def _scontrol(self, runner: Runner) -> str:
         # Optional enrichment: a failure leaves squeue's fields as they are.
@@ -232,6 +282,22 @@ class SlurmProbe:
         if res.exit_status == 127 or _mentions(res.stderr, _NO_SACCT):
             self.sacct_available = False  # a cluster without accounting stays without it
         return None
+
+    async def complete_files(
+        self, runner: Runner, selected: Sequence[SchedulerRecord], snap: Snapshot,
+        offsets: Mapping[str, int] | None,
+    ) -> dict[str, Any]:
+        """The collector's answer for every started selected job.
+
+        What the one-trip run collected is kept; the rest (all of them on the two-step path;
+        else jobs whose log path needed scontrol, or known only to sacct) are collected by
+        one more run, for those jobs only.
+        """
+        started = [r for r in selected if r.state is not JobState.PENDING]
+        have = snap.collected or {}
+        missing = [r for r in started if r.job_id not in have]
+        got = await self.collect_files(runner, missing, offsets)
+        return {r.job_id: have.get(r.job_id) or got.get(r.job_id) for r in started}
 
     async def collect_files(
         self, runner: Runner, records: Sequence[SchedulerRecord],
@@ -267,13 +333,12 @@ class SlurmProbe:
                ) -> list[SchedulerRecord]:
         """The configured users' jobs that are active or ended within ``recent_hours``."""
         users = set(self._users(runner))
+        return [r for r in records if r.user in users and self._recent(r, now)]
+
+    def _recent(self, record: SchedulerRecord, now: datetime) -> bool:
         cutoff = now - timedelta(hours=self._cluster.recent_hours)
-        return [
-            r for r in records
-            if r.user in users and (
-                r.state in ACTIVE_STATES or r.end_time is None or r.end_time >= cutoff
-            )
-        ]
+        return (record.state in ACTIVE_STATES or record.end_time is None
+                or record.end_time >= cutoff)
 
     def _users(self, runner: Runner) -> tuple[str, ...]:
         return self._cluster.users or (runner.login_user,)
@@ -308,6 +373,22 @@ def _first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
         if isinstance(exc, ProbeError):
             return exc
     return group
+
+
+def _queue_answer(res: CommandResult) -> dict[str, Any] | None:
+    """The one-trip collector's answer, or ``None`` when it did not run properly."""
+    if res.exit_status != 0:
+        return None
+    try:
+        answer = json.loads(res.stdout)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("jobs"), dict):
+        return None
+    out = answer.get("squeue")
+    if not isinstance(out, dict) or not isinstance(out.get("exit"), int):
+        return None
+    return answer
 
 
 def _mentions(text: str, needles: Sequence[str]) -> bool:
@@ -346,9 +427,10 @@ async def record(
     now = probe._clock()
     runner = probe._runner_factory(cluster)
     try:
-        snap = await probe.snapshot(runner, now, probe._users(runner), with_scontrol=True)
+        snap = await probe.snapshot(runner, now, probe._users(runner), with_scontrol=True,
+                                    one_trip=True)
         selected = probe.select(snap.records, runner, now)
-        collected = await probe.collect_files(runner, selected, None)
+        collected = await probe.complete_files(runner, selected, snap, None)
         users = list(probe._users(runner))
     finally:
         await runner.aclose()
@@ -356,56 +438,5 @@ async def record(
     meta = {"format": 1, "name": cluster.name, "kind": "slurm",
             "recorded_at": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "users": users,
             "slurm_version": snap.slurm_version}
-    await asyncio.to_thread(_write_recording, dest, meta, snap, keep, collected)
+    await asyncio.to_thread(write_recording, dest, meta, snap, keep, collected)
     return dest
-
-
-def _write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[str],
-                     collected: dict[str, Any]) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    name = str(meta["name"])
-    now = datetime.fromisoformat(str(meta["recorded_at"]).replace("Z", "+00:00"))
-    _write_json(dest / "cluster.json", meta)
-    if snap.squeue_format == "json":
-        squeue = _only_jobs(snap.squeue, keep, name, now)
-    else:
-        squeue = _synthesized_squeue([r for r in snap.records if r.job_id in keep])
-    _write_json(dest / "squeue.json", squeue)
-    if snap.sacct:
-        _write_json(dest / "sacct.json", _only_jobs(snap.sacct, keep, name, now))
-    lines = [ln for ln in snap.scontrol.splitlines() if parse_scontrol_all(ln).keys() & keep]
-    (dest / "scontrol.txt").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
-    _write_json(dest / "collected.json", {"protocol": 1, "jobs": collected})
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-
-
-def _only_jobs(text: str, keep: set[str], cluster: str, now: datetime) -> dict[str, Any]:
-    """The scheduler's JSON with only the kept jobs' objects (each verbatim)."""
-    data = json.loads(text)
-    jobs = []
-    for job in data.get("jobs") or []:
-        parsed = parse_squeue_json(json.dumps({"jobs": [job]}), cluster=cluster, now=now)
-        if parsed and parsed[0].job_id in keep:
-            jobs.append(job)
-    return {**data, "jobs": jobs}
-
-
-def _synthesized_squeue(records: Sequence[SchedulerRecord]) -> dict[str, Any]:
-    """A v0.0.38-shaped ``squeue --json`` for clusters that only speak ``squeue -o``."""
-    def epoch(at: datetime | None) -> int:
-        return int(at.timestamp()) if at else 0
-
-    jobs = [{
-        "job_id": int(r.job_id.split("_")[0].split("+")[0]), "name": r.name,
-        "user_name": r.user, "job_state": r.state.value, "state_reason": r.reason or "None",
-        "submit_time": epoch(r.submit_time), "start_time": epoch(r.start_time),
-        "end_time": epoch(r.end_time),
-        "time_limit": r.time_limit_s // 60 if r.time_limit_s is not None else None,
-        "current_working_directory": r.workdir or "", "standard_output": r.stdout_path or "",
-        "dependency": r.dependency or "", "command": r.command or "",
-    } for r in records]
-    return {"meta": {"plugin": {"type": "jobtables", "name": "synthesized from squeue -o"}},
-            "errors": [], "jobs": jobs}

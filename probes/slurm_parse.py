@@ -16,6 +16,12 @@ from typing import Any
 
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
+from probes.stdio_pattern import array_ids as _array_ids
+from probes.stdio_pattern import expand_pattern, has_stdio_token
+from probes.stdio_pattern import job_key as _job_id
+from probes.stdio_pattern import job_user as _job_user
+from probes.stdio_pattern import slurm_number as _number
+from probes.stdio_pattern import slurm_text as _text
 
 _STATE_NAMES = {s.value for s in JobState}
 _STATE_ALIASES = {
@@ -54,23 +60,6 @@ def parse_state(raw: Any) -> JobState:
         if name in _STATE_ALIASES:
             return _STATE_ALIASES[name]
     return JobState.UNKNOWN
-
-
-def _number(raw: Any) -> int | None:
-    """Read an int, or a 23.02+ ``{set, infinite, number}`` object; unset/infinite -> None."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float):
-        return int(raw)
-    if isinstance(raw, dict):
-        if raw.get("infinite") or raw.get("set") is False:
-            return None
-        return _number(raw.get("number"))
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        return int(raw)
-    return None
 
 
 def _epoch(raw: Any) -> datetime | None:
@@ -112,13 +101,6 @@ def parse_dependency(raw: str | None) -> tuple[str, ...]:
             if job and job[0].isdigit():
                 ids.append(job)
     return tuple(dict.fromkeys(ids))
-
-
-def _text(raw: Any) -> str | None:
-    if raw is None:
-        return None
-    value = str(raw).strip()
-    return value if value and value not in {"(null)", "None", "N/A"} else None
 
 
 def record_from_squeue(
@@ -173,21 +155,6 @@ def _block(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _array_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """``(array job id, task id)`` from squeue's flat keys or sacct's ``array`` block."""
-    block = _block(job, "array")
-    array_job = _number(job.get("array_job_id", block.get("job_id")))
-    array_task = _number(job.get("array_task_id", block.get("task_id")))
-    return array_job, array_task
-
-
-def _job_id(job_id: int, array_job: int | None, array_task: int | None) -> str:
-    # The task that keeps the array's own id (job_id == array_job_id) is a task too.
-    if array_task is not None and array_job:
-        return f"{array_job}_{array_task}"
-    return str(job_id)
-
-
 def _elapsed(
     state: JobState, start: datetime | None, end: datetime | None, now: datetime,
     recorded: int | None,
@@ -221,10 +188,6 @@ def parse_squeue_json(
         if isinstance(j, dict) and (wanted is None or _job_user(j) in wanted)
     )
     return [r for r in records if r is not None]
-
-
-def _job_user(job: Mapping[str, Any]) -> str | None:
-    return _text(job.get("user_name")) or _text(job.get("user"))
 
 
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
@@ -304,46 +267,25 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
     return record.model_copy(update=update) if update else record
 
 
-_STDIO_TOKEN = re.compile(r"%(%|(\d*)([A-Za-z]))")
-_EXPANDABLE = set("Aajux")
-
-
 def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
-    """Expand a raw ``--output`` pattern the way slurmctld shows it as ``StdOut``.
+    """The record with its raw ``--output`` pattern expanded as slurmctld shows ``StdOut``.
 
-    SLURM 22.05 puts the unexpanded pattern in ``squeue --json``'s ``standard_output`` (empty
-    for the default) while ``scontrol`` prints it expanded with ``_fname_format``: ``%A %a %j
-    %u %x`` (with optional zero padding), ``%%``, a ``slurm-%j.out`` / ``slurm-%A_%a.out``
-    default and the WorkDir prefix for a relative path. Doing the same here saves a round trip;
-    a pattern with any other token is left raw so the caller asks scontrol.
+    The rules are ``probes.stdio_pattern.expand_pattern`` (shared with the shipped collector,
+    which expands the same patterns on the login node); a pattern it cannot expand is left raw
+    so the caller asks scontrol.
     """
     raw = record.stdout_path
-    if raw and "%" not in raw and raw.startswith("/"):
-        return record
-    if not record.workdir:
-        return record
-    array = record.array_task_id is not None
-    pattern = raw or ("slurm-%A_%a.out" if array else "slurm-%j.out")
-    tokens = {m.group(3) for m in _STDIO_TOKEN.finditer(pattern) if m.group(3)}
-    if tokens - _EXPANDABLE:
-        return record
     master, _, task = record.job_id.partition("_")
-    values = {
-        "A": record.array_job_id or master, "a": record.array_task_id or task or "4294967294",
-        "j": master if not array else _array_own_id(record), "u": record.user or "",
-        "x": record.name,
-    }
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1) == "%":
-            return "%"
-        value = values[m.group(3)]
-        width = int(m.group(2) or 0)
-        return value.zfill(width) if value.isdigit() else value
-
-    path = _STDIO_TOKEN.sub(sub, pattern)
-    if not path.startswith("/"):
-        path = f"{record.workdir.rstrip('/')}/{path}"
+    # A plain-format (squeue -o) record of an array task is only keyed "A_T".
+    array_task = record.array_task_id or task or None
+    array = array_task is not None
+    path = expand_pattern(
+        raw, job_id=_array_own_id(record) if array else master,
+        array_job_id=(record.array_job_id or master) if array else None,
+        array_task_id=array_task, user=record.user, name=record.name, workdir=record.workdir,
+    )
+    if path is None or path == raw:
+        return record
     return record.model_copy(update={"stdout_path": path})
 
 
@@ -358,7 +300,7 @@ def needs_scontrol(record: SchedulerRecord) -> bool:
     path = record.stdout_path
     if not record.workdir or not path or not path.startswith("/"):
         return True
-    return any(m.group(3) for m in _STDIO_TOKEN.finditer(path))
+    return has_stdio_token(path)
 
 
 PLAIN_FORMAT = "%i|%u|%T|%r|%V|%S|%e|%l|%E|%M|%j|%Z|%o"

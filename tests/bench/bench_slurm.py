@@ -120,23 +120,27 @@ async def sweep_once() -> tuple[int, int]:
 
 
 async def phases() -> str:
-    """Where a sweep's time goes: connect+scheduler commands, collector, local assembly."""
+    """Where a warm sweep's time goes: connect + the one collector run (squeue inside) + parsing
+    squeue's JSON, any follow-up commands (scontrol/second collector: none expected), and local
+    assembly (log parsing)."""
     probe = PROBE[0]
     runner = SshRunner(cluster())
     now = datetime.now(UTC)
     try:
         t0 = time.perf_counter()
-        snap = await probe.snapshot(runner, now, (ENV["JOBTABLES_TEST_SSH_USER"],))
+        snap = await probe.snapshot(runner, now, (ENV["JOBTABLES_TEST_SSH_USER"],),
+                                    one_trip=True)
         t1 = time.perf_counter()
         selected = probe.select(snap.records, runner, now)
-        collected = await probe.collect_files(runner, selected, None)
+        collected = await probe.complete_files(runner, selected, snap, None)
         t2 = time.perf_counter()
         probe._facts(selected, collected)
         t3 = time.perf_counter()
+        sent = runner.commands_sent
     finally:
         await runner.aclose()
-    return (f"connect+squeue/scontrol {t1 - t0:.2f}s, collector {t2 - t1:.2f}s, "
-            f"parse/assemble {t3 - t2:.2f}s")
+    return (f"connect+collector(squeue inside)+parse {t1 - t0:.2f}s, follow-up {t2 - t1:.2f}s, "
+            f"assemble {t3 - t2:.2f}s ({sent} command(s))")
 
 
 async def floor_once(paths: list[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import socket
 import subprocess
 from collections.abc import Sequence
@@ -166,3 +167,31 @@ def as_plain_format(captured: str) -> str:
         fields = dict(zip(old, line.split("|"), strict=True))
         lines.append("|".join(fields[f] for f in new))
     return "".join(f"{ln}\n" for ln in lines)
+
+
+def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) -> Path:
+    """A directory holding a stand-in ``squeue`` that prints ``squeue_json`` (or fails).
+
+    Put it first on the collector's PATH (:func:`run_with_path`): the one-trip collector runs
+    ``squeue --json`` itself, and on this machine the real ``squeue`` is the test cluster's.
+    Each call's arguments are appended to ``<tmp>/squeue.calls``.
+    """
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(parents=True)
+    (tmp / "squeue.json").write_text(squeue_json)
+    fail = f"echo {shlex.quote(error)} >&2; exit 1\n" if error else ""
+    script = bin_dir / "squeue"
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {shlex.quote(str(tmp / 'squeue.calls'))}\n"
+                      f"{fail}exec cat {shlex.quote(str(tmp / 'squeue.json'))}\n")
+    script.chmod(0o755)
+    return bin_dir
+
+
+async def run_with_path(args: tuple[str, ...], stdin: str, first: Path) -> CommandResult:
+    """Run a command as LocalRunner would (argv, no shell), with ``first`` ahead on the PATH."""
+    env = {**os.environ, "PATH": f"{first}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = await asyncio.create_subprocess_exec(
+        *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env)
+    out, err = await proc.communicate(stdin.encode())
+    return CommandResult(args, proc.returncode or 0, out.decode(), err.decode())

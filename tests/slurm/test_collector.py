@@ -7,13 +7,19 @@ import json
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from probes import collector
+from probes.models import JobState
 from probes.slurm import build_collector_script, collector_source
+from probes.slurm_parse import expand_stdout, parse_squeue_json
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,8 +131,8 @@ def test_script_is_python37_syntax_with_one_future_line() -> None:
     assert "from probes" not in script
 
 
-def test_reducer_and_collector_share_no_top_level_names() -> None:
-    """Concatenating the two modules must not let one rebind the other's names."""
+def test_shipped_modules_share_no_top_level_names() -> None:
+    """Concatenating reducer, path rules and collector must not let one rebind another's names."""
     def names(path: Path) -> set[str]:
         tree = ast.parse(path.read_text())
         found: set[str] = set()
@@ -136,8 +142,10 @@ def test_reducer_and_collector_share_no_top_level_names() -> None:
             elif isinstance(node, ast.Assign):
                 found.update(t.id for t in node.targets if isinstance(t, ast.Name))
         return found
-    shared = names(ROOT / "probes" / "harbor_reduce.py") & names(ROOT / "probes" / "collector.py")
-    assert shared == set()
+    found = [names(ROOT / "probes" / m) for m in ("harbor_reduce.py", "stdio_pattern.py",
+                                                   "collector.py")]
+    assert found[0] and found[1] and found[2]
+    assert found[0] & found[1] == found[0] & found[2] == found[1] & found[2] == set()
 
 
 def test_request_rides_as_a_literal_and_cannot_break_out(tmp_path: Path) -> None:
@@ -173,3 +181,74 @@ def test_shipped_script_answers_like_the_module(tmp_path: Path) -> None:
 def test_collector_source_is_cached_text() -> None:
     """The script body is built once per process (it is re-sent every sweep)."""
     assert collector_source() is collector_source()
+
+
+def _queue_request(squeue_file: Path, users: list[str], **extra: Any) -> dict[str, Any]:
+    """A one-trip request whose `squeue` is `cat` of a captured `squeue --json`."""
+    return {"tail_bytes": 4096, "min_lines": 1, "max_trials": 100,
+            "squeue": {"argv": ["cat", str(squeue_file)], "users": users},
+            "roots": {"checkpoint": [], "trial": []}, "offsets": {}, **extra}
+
+
+@pytest.mark.parametrize("capture", ["squeue.json", "squeue_early.json"])
+def test_queue_paths_are_the_probes_paths(capture: str) -> None:
+    """On the login node each started job's log path is what the probe's expand_stdout gives."""
+    answer = collector.collect_queue(_queue_request(REAL / capture, ["jobtables"]))
+    records = parse_squeue_json(answer["squeue"]["stdout"], cluster="c", now=NOW)
+    started = {r.job_id: expand_stdout(r).stdout_path for r in records
+               if r.state is not JobState.PENDING}
+    assert started and answer["unexpanded"] == []
+    assert {k: v["log"]["requested"] for k, v in answer["jobs"].items()} == started
+
+
+def test_queue_keeps_only_the_users_jobs_verbatim() -> None:
+    """Other users' job objects are dropped on the login node; the kept ones are unchanged."""
+    full = json.loads((REAL / "squeue.json").read_text())
+    mine = collector.collect_queue(_queue_request(REAL / "squeue.json", ["jobtables"]))
+    none = collector.collect_queue(_queue_request(REAL / "squeue.json", ["alice", "jobtable"]))
+    kept = json.loads(mine["squeue"]["stdout"])
+    assert kept == full and mine["squeue"]["exit"] == 0  # every captured job is jobtables'
+    empty = json.loads(none["squeue"]["stdout"])
+    assert empty["jobs"] == [] and empty["meta"] == full["meta"] and none["jobs"] == {}
+
+
+def test_queue_reports_a_failing_squeue_as_it_printed(tmp_path: Path) -> None:
+    """squeue's exit status and stderr come back for the probe to judge; nothing is collected."""
+    fake = tmp_path / "squeue"
+    fake.write_text("#!/bin/sh\necho \"squeue: unrecognized option '--json'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    request = _queue_request(tmp_path / "unused", ["jobtables"])
+    request["squeue"]["argv"] = [str(fake), "--json"]
+    answer = collector.collect_queue(request)
+    assert answer["squeue"]["exit"] == 1 and "unrecognized option" in answer["squeue"]["stderr"]
+    assert answer["jobs"] == {}
+    missing = dict(request, squeue={"argv": [str(tmp_path / "nope")], "users": []})
+    assert collector.collect_queue(missing)["squeue"]["exit"] == 127
+
+
+def test_queue_lists_unexpandable_paths_and_uses_offsets(tmp_path: Path) -> None:
+    """A `%N` pattern is left to the probe; a known log is read from the caller's offset."""
+    base = json.loads((REAL / "squeue_early.json").read_text())
+    running = [j for j in base["jobs"] if j["job_state"] == "RUNNING"][:2]
+    running[0].update(standard_output="%N_%j.out")
+    log = tmp_path / "run.out"
+    log.write_text("one\ntwo\nthree\n")
+    running[1].update(standard_output=str(log))
+    squeue = tmp_path / "squeue.json"
+    squeue.write_text(json.dumps({**base, "jobs": running}))
+    answer = collector.collect_queue(_queue_request(squeue, ["jobtables"],
+                                                    offsets={str(log): 4}))
+    assert answer["unexpanded"] == [str(running[0]["job_id"])]
+    read = answer["jobs"][str(running[1]["job_id"])]["log"]
+    assert (read["status"], read["offset"], read["text"]) == ("ok", 4, "two\nthree\n")
+
+
+def test_shipped_script_runs_squeue_itself(tmp_path: Path) -> None:
+    """`python3 -` on a one-trip script answers like collect_queue() in process."""
+    req = _queue_request(REAL / "squeue_early.json", ["jobtables"])
+    run = subprocess.run(["python3", "-"], input=build_collector_script(req),
+                         capture_output=True, text=True, check=True, timeout=60)
+    shipped = json.loads(run.stdout)
+    local = collector.collect_queue(req)
+    assert shipped["squeue"] == local["squeue"] and shipped["jobs"] == local["jobs"]
+    assert shipped["jobs"]

@@ -83,6 +83,8 @@ class Run:
     ids: dict[str, str]
     names: dict[str, str]
     early: ClusterFacts
+    warm: ClusterFacts
+    """The early sweep's probe, sweeping again at once (sacct's absence remembered)."""
     final: ClusterFacts
     report: Report
     cli: dict[str, Any]
@@ -222,6 +224,7 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         }, bound_s=120, settle_s=5))
         probe = SlurmProbe(slurm_env.cluster())
         early = asyncio.run(probe.collect())
+        warm = asyncio.run(probe.collect())
         asyncio.run(_wait_for(slurm_env, ids, {"chain": {JobState.TIMEOUT},
                                                "successor": running}, bound_s=200, settle_s=2))
         final = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
@@ -239,7 +242,7 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         cli = _cli_sweep(config_path)
         dest = asyncio.run(record(slurm_env.cluster(), tmp / "recording"))
         replay = asyncio.run(ReplayProbe(ReplayCluster(name="local22", path=str(dest))).collect())
-        yield Run(tag, run_dir, ids, names, early, final, report, cli, replay)
+        yield Run(tag, run_dir, ids, names, early, warm, final, report, cli, replay)
     finally:
         asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
@@ -251,11 +254,25 @@ def _last_step(path: Path) -> int:
 
 
 def test_sweep_is_ok_with_a_fixed_number_of_round_trips(run: Run) -> None:
-    """Both sweeps are ok; squeue+sacct+collector (scontrol not needed: StdOut expands)."""
+    """Both sweeps are ok; the collector (squeue inside) + sacct (scontrol: StdOut expands)."""
     assert run.early.status == "ok" and run.final.status == "ok"
-    assert run.final.round_trips == 3  # fresh probe: sacct tried once (accounting disabled)
+    assert run.final.round_trips == 2  # fresh probe: sacct tried once (accounting disabled)
     seen = {j.record.job_id for j in run.final.jobs}
     assert set(run.ids.values()) <= seen
+
+
+def test_warm_sweep_is_one_round_trip(run: Run) -> None:
+    """A warm sweep is one command and reads the same jobs and logs as the one before it."""
+    assert run.warm.status == "ok" and run.warm.round_trips == 1
+    early = {j.record.job_id: j for j in run.early.jobs if j.record.job_id in run.ids.values()}
+    warm = {j.record.job_id: j for j in run.warm.jobs if j.record.job_id in run.ids.values()}
+    assert warm.keys() == early.keys() == set(run.ids.values())
+    for job_id, job in early.items():
+        again = warm[job_id]
+        assert again.record.state is job.record.state
+        assert again.record.stdout_path == job.record.stdout_path
+        assert (again.log.status if again.log else None) == (job.log.status if job.log else None)
+
 
 
 @pytest.mark.parametrize(("key", "state"), [

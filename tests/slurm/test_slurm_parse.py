@@ -264,21 +264,3 @@ def test_expand_stdout_matches_real_scontrol(suffix: str) -> None:
         expanded = expand_stdout(record)
         assert expanded.stdout_path == fields[record.job_id]["StdOut"], record.job_id
         assert not needs_scontrol(expanded)
-
-
-@pytest.mark.parametrize(
-    ("pattern", "expected", "needs"),
-    [
-        ("logs/%x_%j.out", "/w/logs/train_7.out", False),
-        ("/abs/%u/%8j.log", "/abs/alice/00000007.log", False),
-        ("100%%_%j.out", "/w/100%_7.out", False),
-        ("%N_%j.out", "%N_%j.out", True),  # node name: only slurmctld knows it
-        ("", "/w/slurm-7.out", False),
-    ],
-)
-def test_expand_stdout_rules(pattern: str, expected: str, needs: bool) -> None:
-    """slurmctld's _fname_format tokens expand; anything else is left for scontrol."""
-    record = SchedulerRecord(cluster="c", job_id="7", name="train", user="alice",
-                             state=JobState.RUNNING, workdir="/w", stdout_path=pattern or None)
-    out = expand_stdout(record)
-    assert out.stdout_path == expected and needs_scontrol(out) is needs

@@ -116,7 +116,7 @@ async def test_bad_clusters_are_reported_while_the_good_one_is_ok(slurm_env: Slu
     closed = SlurmProbe(slurm_env.cluster(name="closed", port=port))
     facts = await asyncio.gather(good.collect(), wrong_key.collect(), closed.collect())
     by_name = {f.name: f for f in facts}
-    assert by_name["good"].status == "ok" and by_name["good"].round_trips >= 3
+    assert by_name["good"].status == "ok" and by_name["good"].round_trips >= 2
     assert by_name["wrongkey"].status == "unreachable"
     assert by_name["wrongkey"].detail is not None
     assert f"host key for 127.0.0.1:{slurm_env.port} does not match" in by_name["wrongkey"].detail

@@ -1,0 +1,76 @@
+"""Writing a SLURM recording: the replay directory format of ``probes/replay.py``.
+
+Policy: the files hold only the kept (selected) jobs, each scheduler object and scontrol line
+verbatim, so a recording carries no other user's jobs and replays through the same parsers.
+``probes.slurm.record`` gathers; this module only writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from probes.models import SchedulerRecord
+from probes.slurm_parse import parse_scontrol_all, parse_squeue_json
+
+if TYPE_CHECKING:  # only a type: probes.slurm imports this module
+    from probes.slurm import Snapshot
+
+
+def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[str],
+                    collected: Mapping[str, Any]) -> None:
+    """Write one recording (``cluster.json``, ``squeue.json``, ``scontrol.txt`` ...).
+
+    Only the ``keep`` jobs' objects and scontrol lines are written, each verbatim; a cluster
+    that only speaks ``squeue -o`` gets a synthesized ``squeue --json``.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    name = str(meta["name"])
+    now = datetime.fromisoformat(str(meta["recorded_at"]).replace("Z", "+00:00"))
+    _write_json(dest / "cluster.json", meta)
+    if snap.squeue_format == "json":
+        squeue = _only_jobs(snap.squeue, keep, name, now)
+    else:
+        squeue = _synthesized_squeue([r for r in snap.records if r.job_id in keep])
+    _write_json(dest / "squeue.json", squeue)
+    if snap.sacct:
+        _write_json(dest / "sacct.json", _only_jobs(snap.sacct, keep, name, now))
+    lines = [ln for ln in snap.scontrol.splitlines() if parse_scontrol_all(ln).keys() & keep]
+    (dest / "scontrol.txt").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
+    _write_json(dest / "collected.json", {"protocol": 1, "jobs": collected})
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def _only_jobs(text: str, keep: set[str], cluster: str, now: datetime) -> dict[str, Any]:
+    """The scheduler's JSON with only the kept jobs' objects (each verbatim)."""
+    data = json.loads(text)
+    jobs = []
+    for job in data.get("jobs") or []:
+        parsed = parse_squeue_json(json.dumps({"jobs": [job]}), cluster=cluster, now=now)
+        if parsed and parsed[0].job_id in keep:
+            jobs.append(job)
+    return {**data, "jobs": jobs}
+
+
+def _synthesized_squeue(records: Sequence[SchedulerRecord]) -> dict[str, Any]:
+    """A v0.0.38-shaped ``squeue --json`` for clusters that only speak ``squeue -o``."""
+    def epoch(at: datetime | None) -> int:
+        return int(at.timestamp()) if at else 0
+
+    jobs = [{
+        "job_id": int(r.job_id.split("_")[0].split("+")[0]), "name": r.name,
+        "user_name": r.user, "job_state": r.state.value, "state_reason": r.reason or "None",
+        "submit_time": epoch(r.submit_time), "start_time": epoch(r.start_time),
+        "end_time": epoch(r.end_time),
+        "time_limit": r.time_limit_s // 60 if r.time_limit_s is not None else None,
+        "current_working_directory": r.workdir or "", "standard_output": r.stdout_path or "",
+        "dependency": r.dependency or "", "command": r.command or "",
+    } for r in records]
+    return {"meta": {"plugin": {"type": "jobtables", "name": "synthesized from squeue -o"}},
+            "errors": [], "jobs": jobs}
