@@ -187,6 +187,8 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     else:
         return
     f.flag("deep-probe")
+    # Above the reward description (BACKGROUND), below anything that needs a human sooner.
+    f.trend(Priority.DEEP_PROBE, "New run: deep-probe before trusting this row")
     if record.state is JobState.RUNNING:
         f.recommend(Priority.DEEP_PROBE, "deep_probe",
                     f"dispatch rl-job-health-deep-dive on {record.name}: {reason}; "

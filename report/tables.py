@@ -39,7 +39,7 @@ TEXT_MIN_WIDTH = 12
 """Narrowest any wrapping text column may ever get (very narrow widths)."""
 NAME_FLOOR = 24
 """Job names wrap mid-word below this; optional metric columns fold first."""
-NAME_ROOM = 32
+NAME_ROOM = 28
 """Widest the Job column gets while the prose columns can still keep ``TEXT_FLOOR``."""
 TEXT_FLOOR = 18
 """Trend/Note read as prose down to about this width; optional metric columns fold first."""
@@ -333,8 +333,11 @@ def _row_cells(
         # Layout order, so a folded row reads like the full-width header did.
         for column in (c for c in layout if c in folded):
             value = printable(column.cell(row))
+            if value == DASH:  # not emitted yet: a folded "—" per row is noise, not news
+                continue
             parts.append(value if value.startswith("imp ") else f"{column.fold_label} {value}")
-        cells[-1] = " ".join(parts) + "; " + cells[-1]
+        if parts:
+            cells[-1] = " ".join(parts) + "; " + cells[-1]
     return cells
 
 

@@ -198,6 +198,11 @@ def build(tree: Tree) -> list[dict[str, Any]]:
     jobs[-1]["start_time"] = {"set": True, "infinite": False,
                               "number": int((NOW - timedelta(minutes=18)).timestamp())}
 
+    w = "/home/bob/rl/qwen3b-newmix"  # a first launch, 4 steps in: don't trust the row yet
+    tree.write(f"{w}/logs/rl-grpo-qwen3b-newmix_41130.out", _cut(skyrl4, "Step 5:", 1), ago_min=1)
+    jobs.append(_job(41130, "rl-grpo-qwen3b-newmix", "bob", "RUNNING", submit_ago_min=30,
+                     run_min=None, workdir=w, stdout=f"{w}/logs/rl-grpo-qwen3b-newmix_41130.out"))
+
     w = "/home/bob/rl/qwen7b-geom"
     tree.write(f"{w}/rl-grpo-qwen7b-geom4x8_41004.out", BRING_UP, ago_min=1)
     jobs.append(_job(41004, "rl-grpo-qwen7b-geom4x8", "bob", "RUNNING", submit_ago_min=12,

@@ -65,6 +65,7 @@ def test_demo_json_tells_the_stories(capsys: pytest.CaptureFixture[str]) -> None
     assert "stall" in jobs["41070"]["flags"]
     assert "buffer-filling" in jobs["41004"]["flags"]
     assert jobs["41001"]["banked_step"] == 20
+    assert "deep-probe" in jobs["41130"]["flags"]  # a first launch, 4 steps in
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 120])
@@ -92,7 +93,7 @@ def test_sweep_with_replay_config(capsys: pytest.CaptureFixture[str], tmp_path: 
     code, out, _ = run(capsys, "sweep", "--config", str(config), "--cluster", "alpha",
                        "--format", "json")
     data = json.loads(out)
-    assert code == 0 and data["clusters"][0]["status"] == "ok" and len(data["jobs"]) == 18
+    assert code == 0 and data["clusters"][0]["status"] == "ok" and len(data["jobs"]) == 19
 
 
 def test_unreachable_cluster_is_reported_not_an_error(
