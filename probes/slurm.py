@@ -5,14 +5,15 @@ Policy:
 * A warm sweep on a cluster with ``squeue --json`` is ONE command: the collector (``python3 -``,
   script on stdin) runs ``squeue --json`` on the login node itself (an argv, no shell), keeps
   the configured users' job objects, works out each started job's log path with the same
-  ``probes.stdio_pattern`` rules the probe uses, and returns that filtered squeue JSON with
-  every such job's log tail, stat, checkpoint listings and trial trees. ``sacct --json`` for
-  recently finished jobs runs beside it where accounting exists. Only when a log path cannot
-  be expanded from squeue's own fields (a ``%N``-like token, no workdir) does the probe run
-  ``scontrol show job -o`` and a second collector run for those jobs; jobs known only to
-  sacct are collected the same way. Without ``--json`` (``squeue -h -t all -o`` with epoch
-  times) it is two steps: squeue, then the collector with the selected jobs. ``round_trips``
-  counts the commands sent.
+  ``probes.stdio_pattern`` rules the probe uses, and returns that filtered squeue document (an
+  object in its JSON answer, parsed once here; job objects cut down to the keys the records
+  read, except for ``record``) with every such job's log tail, stat, checkpoint listings and
+  trial trees. ``sacct --json`` for recently finished jobs runs beside it where accounting
+  exists. Only when a log path cannot be expanded from squeue's own fields (a ``%N``-like
+  token, no workdir) does the probe run ``scontrol show job -o`` and a second collector run
+  for those jobs; jobs known only to sacct are collected the same way. Without ``--json``
+  (``squeue -h -t all -o`` with epoch times) it is two steps: squeue, then the collector with
+  the selected jobs. ``round_trips`` counts the commands sent.
 * An unsupported ``--json`` or a cluster without accounting is remembered per probe instance,
   so later sweeps do not pay for the failed command again.
 * Jobs are those of the configured ``users`` (default: the login user) that are active or
@@ -39,7 +40,7 @@ from typing import Any
 
 from probes.assemble import collector_request, job_facts
 from probes.config import SlurmCluster
-from probes.errors import InvalidJobIdError, ProbeError
+from probes.errors import CommandError, InvalidJobIdError, ProbeError
 from probes.ids import SLURM_ID, validate_job_id
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.slurm_parse import (
@@ -50,9 +51,12 @@ from probes.slurm_parse import (
     parse_scontrol_all,
     parse_squeue_json,
     parse_squeue_plain,
+    records_from_squeue,
+    slurm_release,
 )
 from probes.slurm_recording import write_recording
 from probes.ssh import CommandResult, Runner, RunnerFactory, make_runner
+from probes.stdio_pattern import SQUEUE_JOB_KEYS
 
 _HERE = Path(__file__).resolve().parent
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
@@ -90,6 +94,7 @@ class Snapshot:
     """What the scheduler commands printed in one sweep, verbatim, and the merged records."""
 
     squeue: str
+    """squeue's text; empty when its ``--json`` document came parsed from the collector."""
     squeue_format: str
     """``json`` or ``plain``."""
     scontrol: str
@@ -99,6 +104,8 @@ class Snapshot:
     slurm_version: str | None
     collected: Mapping[str, Any] | None = None
     """The collector's answer per job id when squeue ran inside it (one round trip)."""
+    document: Mapping[str, Any] | None = None
+    """squeue's ``--json`` document, parsed (its job objects trimmed unless ``verbatim``)."""
 
 
 class SlurmProbe:
@@ -181,7 +188,7 @@ class SlurmProbe:
     async def snapshot(
         self, runner: Runner, now: datetime, users: Collection[str] | None = None,
         *, with_scontrol: bool = False, one_trip: bool = False,
-        offsets: Mapping[str, int] | None = None,
+        offsets: Mapping[str, int] | None = None, verbatim: bool = False,
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
@@ -189,12 +196,16 @@ class SlurmProbe:
         which also collects those users' started jobs (``Snapshot.collected``). ``scontrol
         show job -o`` runs only when a log path cannot be expanded from squeue's own fields
         (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record`` keeps it
-        verbatim). With ``users``, only their jobs are parsed into records.
+        verbatim). With ``users``, only their jobs are parsed into records. Unless
+        ``verbatim`` (``record``), the collector sends each job object cut down to the keys
+        the records are built from (``SQUEUE_JOB_KEYS``).
         """
         queue = None
         if one_trip and users is not None:
+            wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
             queue = {**collector_request([], self._cluster),
-                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users)},
+                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
+                                **wanted},
                      "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
                                "trial": list(self._cluster.trial_roots)},
                      "offsets": dict(offsets or {})}
@@ -205,10 +216,10 @@ class SlurmProbe:
         except BaseExceptionGroup as failed:
             # Re-raise the member itself: it already chains the library's original error.
             raise _first_probe_error(failed)  # noqa: B904
-        (squeue_format, squeue_text, collected), sacct_text = squeue.result(), sacct.result()
+        (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
-        if squeue_format == "json":
-            parsed = parse_squeue_json(squeue_text, cluster=name, now=now, users=users)
+        if document is not None:
+            parsed = records_from_squeue(document, cluster=name, now=now, users=users)
         else:
             parsed = parse_squeue_plain(squeue_text, cluster=name, now=now)
         records = {r.job_id: r for r in parsed if users is None or r.user in users}
@@ -226,29 +237,35 @@ class SlurmProbe:
             scontrol_text = await self._scontrol(runner)
             fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
             records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
-        version = _slurm_version(squeue_text) if squeue_format == "json" else None
-        return Snapshot(squeue_text, squeue_format, scontrol_text, sacct_text,
-                        tuple(records.values()), version, collected)
+        return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
+                        sacct_text, tuple(records.values()),
+                        slurm_release(document) if document is not None else None, collected,
+                        document)
 
     async def _squeue(
         self, runner: Runner, queue: Mapping[str, Any] | None,
-    ) -> tuple[str, str, Mapping[str, Any] | None]:
-        """``(format, text, collected)``; ``collected`` only when squeue ran in the collector."""
+    ) -> tuple[str, dict[str, Any] | None, Mapping[str, Any] | None]:
+        """``(text, document, collected)``: ``document`` is the parsed ``--json`` output
+        (``None`` on the plain format; ``text`` is empty when it came parsed from the
+        collector); ``collected`` only when squeue ran in the collector."""
         if self.json_supported:
-            res, collected = await self._squeue_json(runner, queue)
+            res, document, collected = await self._squeue_json(runner, queue)
+            if document is not None:
+                return "", document, collected
             if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
-                return "json", res.stdout, collected
+                return res.stdout, _json_document(res.stdout), collected
             if res.exit_status != 0 and not _mentions(res.stderr, _NO_JSON):
                 raise res.failure(runner.target)
             self.json_supported = False
         plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o", PLAIN_FORMAT]
         res = await runner.run(plain)
-        return "plain", res.stdout, None
+        return res.stdout, None, None
 
     async def _squeue_json(
         self, runner: Runner, queue: Mapping[str, Any] | None,
-    ) -> tuple[CommandResult, Mapping[str, Any] | None]:
-        """``squeue --json``'s result: from inside the collector run when ``queue`` is given.
+    ) -> tuple[CommandResult, dict[str, Any] | None, Mapping[str, Any] | None]:
+        """``(result, document, collected)`` of ``squeue --json``: from inside the collector run
+        when ``queue`` is given, where a JSON answer comes already parsed (``document``).
 
         A collector run that fails (no python3, killed) is not a squeue failure: squeue then
         runs on its own and the files are collected by a separate run (the two-step path).
@@ -260,9 +277,11 @@ class SlurmProbe:
             answer = _queue_answer(res)
             if answer is not None:
                 out = answer["squeue"]
-                return (CommandResult(argv, int(out["exit"]), str(out["stdout"]),
-                                      str(out["stderr"])), answer["jobs"])
-        return await runner.run(list(argv), check=False), None
+                document = out.get("json")
+                res = CommandResult(argv, int(out["exit"]), str(out.get("stdout") or ""),
+                                    str(out["stderr"]))
+                return res, document if isinstance(document, dict) else None, answer["jobs"]
+        return await runner.run(list(argv), check=False), None, None
 
     async def _scontrol(self, runner: Runner) -> str:
         # Optional enrichment: a failure leaves squeue's fields as they are.
@@ -396,14 +415,15 @@ def _mentions(text: str, needles: Sequence[str]) -> bool:
     return any(n in low for n in needles)
 
 
-def _slurm_version(squeue_json: str) -> str | None:
+def _json_document(text: str) -> dict[str, Any]:
+    """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
     try:
-        meta = json.loads(squeue_json).get("meta") or {}
-    except (ValueError, AttributeError):
-        return None
-    slurm = meta.get("Slurm") or meta.get("slurm") or {}
-    release = slurm.get("release") if isinstance(slurm, dict) else None
-    return str(release) if release else None
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CommandError("squeue --json output has no 'jobs' list")
+    return data
 
 
 # -- recording ---------------------------------------------------------------------------
@@ -428,7 +448,7 @@ async def record(
     runner = probe._runner_factory(cluster)
     try:
         snap = await probe.snapshot(runner, now, probe._users(runner), with_scontrol=True,
-                                    one_trip=True)
+                                    one_trip=True, verbatim=True)
         selected = probe.select(snap.records, runner, now)
         collected = await probe.complete_files(runner, selected, snap, None)
         users = list(probe._users(runner))

@@ -1,9 +1,9 @@
 """Parsers for SLURM's own output: ``squeue --json``, ``sacct --json``, ``scontrol show job -o``.
 
-Policy: pure functions over text, tolerant of every shape SLURM 22.05 to 25.05 prints
-(string vs list ``job_state``; integer vs ``{set, infinite, number}`` times and exit codes;
-``standard_output`` unexpanded in 22.05). Unknown keys are ignored; a record we cannot read
-at all is skipped, never guessed. Malformed JSON raises :class:`CommandError`.
+Policy: pure functions over text (or its parsed JSON), tolerant of every shape SLURM 22.05 to
+25.05 prints (string vs list ``job_state``; integer vs ``{set, infinite, number}`` times and
+exit codes; ``standard_output`` unexpanded in 22.05). Unknown keys are ignored; a record we
+cannot read at all is skipped, never guessed. Malformed JSON raises :class:`CommandError`.
 """
 
 from __future__ import annotations
@@ -179,6 +179,13 @@ def parse_squeue_json(
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    return records_from_squeue(data, cluster=cluster, now=now, users=users)
+
+
+def records_from_squeue(
+    data: Any, *, cluster: str, now: datetime, users: Collection[str] | None = None,
+) -> list[SchedulerRecord]:
+    """:func:`parse_squeue_json` for a document already parsed (the one-trip collector's)."""
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, list):
         raise CommandError("squeue --json output has no 'jobs' list")
@@ -188,6 +195,15 @@ def parse_squeue_json(
         if isinstance(j, dict) and (wanted is None or _job_user(j) in wanted)
     )
     return [r for r in records if r is not None]
+
+
+def slurm_release(data: Any) -> str | None:
+    """The SLURM release a parsed ``--json`` document names in its ``meta`` (e.g. ``22.05.8``)."""
+    meta = data.get("meta") if isinstance(data, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    slurm = meta.get("Slurm") or meta.get("slurm") or {}
+    release = slurm.get("release") if isinstance(slurm, dict) else None
+    return str(release) if release else None
 
 
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")

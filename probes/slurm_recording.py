@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from probes.models import SchedulerRecord
-from probes.slurm_parse import parse_scontrol_all, parse_squeue_json
+from probes.slurm_parse import parse_scontrol_all, record_from_squeue
 
 if TYPE_CHECKING:  # only a type: probes.slurm imports this module
     from probes.slurm import Snapshot
@@ -31,13 +31,13 @@ def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[
     name = str(meta["name"])
     now = datetime.fromisoformat(str(meta["recorded_at"]).replace("Z", "+00:00"))
     _write_json(dest / "cluster.json", meta)
-    if snap.squeue_format == "json":
-        squeue = _only_jobs(snap.squeue, keep, name, now)
+    if snap.document is not None:
+        squeue = _only_jobs(snap.document, keep, name, now)
     else:
         squeue = _synthesized_squeue([r for r in snap.records if r.job_id in keep])
     _write_json(dest / "squeue.json", squeue)
     if snap.sacct:
-        _write_json(dest / "sacct.json", _only_jobs(snap.sacct, keep, name, now))
+        _write_json(dest / "sacct.json", _only_jobs(json.loads(snap.sacct), keep, name, now))
     lines = [ln for ln in snap.scontrol.splitlines() if parse_scontrol_all(ln).keys() & keep]
     (dest / "scontrol.txt").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
     _write_json(dest / "collected.json", {"protocol": 1, "jobs": collected})
@@ -47,13 +47,13 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def _only_jobs(text: str, keep: set[str], cluster: str, now: datetime) -> dict[str, Any]:
-    """The scheduler's JSON with only the kept jobs' objects (each verbatim)."""
-    data = json.loads(text)
+def _only_jobs(data: Mapping[str, Any], keep: set[str], cluster: str, now: datetime,
+               ) -> dict[str, Any]:
+    """The scheduler's parsed JSON with only the kept jobs' objects (each verbatim)."""
     jobs = []
     for job in data.get("jobs") or []:
-        parsed = parse_squeue_json(json.dumps({"jobs": [job]}), cluster=cluster, now=now)
-        if parsed and parsed[0].job_id in keep:
+        parsed = record_from_squeue(cluster, job, now) if isinstance(job, dict) else None
+        if parsed is not None and parsed.job_id in keep:
             jobs.append(job)
     return {**data, "jobs": jobs}
 

@@ -24,6 +24,16 @@ _STDIO_EXPANDABLE = frozenset("Aajux")
 _NO_ARRAY_TASK = "4294967294"
 """What slurmctld prints for ``%a`` of a job that is not an array task (NO_VAL - 1)."""
 _ROOT_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
+SQUEUE_JOB_KEYS = (
+    "job_id", "job_state", "state", "state_reason", "name", "user_name", "user",
+    "submit_time", "start_time", "end_time", "time_limit", "time", "exit_code",
+    "array_job_id", "array_task_id", "array", "dependency", "comment",
+    "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
+    "command", "nodes", "restart_cnt",
+)
+"""Every squeue/sacct job-object key the probe reads (``slurm_parse.record_from_squeue`` and
+the readers here). The sweep sends this list to the collector, which cuts each job object
+down to it on the login node: the rest of a 22.05 object (~110 keys) is never read."""
 
 
 def slurm_number(raw: Any) -> int | None:
@@ -33,7 +43,8 @@ def slurm_number(raw: Any) -> int | None:
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float):
-        return int(raw)
+        # JSON may carry Infinity/NaN (Python's json reads them): not a number of anything.
+        return int(raw) if raw - raw == 0 else None
     if isinstance(raw, dict):
         if raw.get("infinite") or raw.get("set") is False:
             return None

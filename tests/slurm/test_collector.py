@@ -16,7 +16,8 @@ import pytest
 from probes import collector
 from probes.models import JobState
 from probes.slurm import build_collector_script, collector_source
-from probes.slurm_parse import expand_stdout, parse_squeue_json
+from probes.slurm_parse import expand_stdout, records_from_squeue
+from probes.stdio_pattern import SQUEUE_JOB_KEYS
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -194,7 +195,7 @@ def _queue_request(squeue_file: Path, users: list[str], **extra: Any) -> dict[st
 def test_queue_paths_are_the_probes_paths(capture: str) -> None:
     """On the login node each started job's log path is what the probe's expand_stdout gives."""
     answer = collector.collect_queue(_queue_request(REAL / capture, ["jobtables"]))
-    records = parse_squeue_json(answer["squeue"]["stdout"], cluster="c", now=NOW)
+    records = records_from_squeue(answer["squeue"]["json"], cluster="c", now=NOW)
     started = {r.job_id: expand_stdout(r).stdout_path for r in records
                if r.state is not JobState.PENDING}
     assert started and answer["unexpanded"] == []
@@ -206,10 +207,28 @@ def test_queue_keeps_only_the_users_jobs_verbatim() -> None:
     full = json.loads((REAL / "squeue.json").read_text())
     mine = collector.collect_queue(_queue_request(REAL / "squeue.json", ["jobtables"]))
     none = collector.collect_queue(_queue_request(REAL / "squeue.json", ["alice", "jobtable"]))
-    kept = json.loads(mine["squeue"]["stdout"])
+    kept = mine["squeue"]["json"]
     assert kept == full and mine["squeue"]["exit"] == 0  # every captured job is jobtables'
-    empty = json.loads(none["squeue"]["stdout"])
+    empty = none["squeue"]["json"]
     assert empty["jobs"] == [] and empty["meta"] == full["meta"] and none["jobs"] == {}
+
+
+@pytest.mark.parametrize("capture", ["squeue.json", "squeue_early.json"])
+def test_queue_trims_job_objects_to_the_keys_asked(capture: str) -> None:
+    """With `keys`, job objects keep only those keys; records and collected files are unchanged."""
+    full = collector.collect_queue(_queue_request(REAL / capture, ["jobtables"]))
+    request = _queue_request(REAL / capture, ["jobtables"])
+    request["squeue"]["keys"] = list(SQUEUE_JOB_KEYS)
+    trimmed = collector.collect_queue(request)
+    jobs = trimmed["squeue"]["json"]["jobs"]
+    assert jobs and all(set(j) <= set(SQUEUE_JOB_KEYS) for j in jobs)
+    assert trimmed["squeue"]["json"]["meta"] == full["squeue"]["json"]["meta"]
+    assert records_from_squeue(trimmed["squeue"]["json"], cluster="c", now=NOW) == \
+        records_from_squeue(full["squeue"]["json"], cluster="c", now=NOW)
+    for answer in (full, trimmed):
+        for job in answer["jobs"].values():
+            job["log"].pop("mtime", None)
+    assert trimmed["jobs"] == full["jobs"] and trimmed["unexpanded"] == full["unexpanded"]
 
 
 def test_queue_reports_a_failing_squeue_as_it_printed(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 from probes.config import SlurmCluster
 from probes.slurm import SlurmProbe
 from probes.ssh import CommandResult, Runner
+from probes.stdio_pattern import SQUEUE_JOB_KEYS
 from tests.slurm.conftest import fake_squeue_bin, run_with_path
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
@@ -108,7 +109,7 @@ async def test_hostile_name_and_workdir_stay_data(tmp_path: Path, one_trip: bool
     request = _request_in(script)
     if one_trip:  # only the users and the root templates travel; the login node fills them
         assert request["jobs"] == [] and request["squeue"] == {
-            "argv": ["squeue", "--json"], "users": ["mallory"]}
+            "argv": ["squeue", "--json"], "users": ["mallory"], "keys": list(SQUEUE_JOB_KEYS)}
         assert request["roots"] == {"checkpoint": ["{workdir}/ckpt/{name}"],
                                     "trial": ["/scratch/{user}/{name}"]}
     else:

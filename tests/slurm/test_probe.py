@@ -20,6 +20,7 @@ from probes.models import JobState
 from probes.slurm import SlurmProbe
 from probes.slurm_parse import parse_scontrol_all
 from probes.ssh import CommandResult, LocalRunner, Runner
+from probes.stdio_pattern import SQUEUE_JOB_KEYS
 from tests.slurm.conftest import as_plain_format, fake_squeue_bin, run_with_path
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05.8"
@@ -197,7 +198,8 @@ async def test_warm_sweep_is_one_command(tmp_path: Path) -> None:
     facts = await probe.collect()
     assert world.calls == [("python3", "-")] and facts.round_trips == 1
     request = _request_of(world.scripts[-1])
-    assert request["squeue"] == {"argv": ["squeue", "--json"], "users": ["jobtables"]}
+    assert request["squeue"] == {"argv": ["squeue", "--json"], "users": ["jobtables"],
+                                 "keys": list(SQUEUE_JOB_KEYS)}
     scontrol = parse_scontrol_all((REAL / "scontrol_early.txt").read_text())
     started = [j for j in facts.jobs if j.record.state is not JobState.PENDING]
     assert started and all(j.log is not None for j in started)

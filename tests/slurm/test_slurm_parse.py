@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,11 @@ from probes.slurm_parse import (
     parse_squeue_json,
     parse_squeue_plain,
     parse_state,
+    record_from_squeue,
+    records_from_squeue,
+    slurm_release,
 )
+from probes.stdio_pattern import SQUEUE_JOB_KEYS
 from tests.slurm.conftest import as_plain_format
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -264,3 +270,45 @@ def test_expand_stdout_matches_real_scontrol(suffix: str) -> None:
         expanded = expand_stdout(record)
         assert expanded.stdout_path == fields[record.job_id]["StdOut"], record.job_id
         assert not needs_scontrol(expanded)
+
+
+class _ReadKeys(dict[str, Any]):
+    """A job object that remembers which keys were read from it."""
+
+    read: set[str]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("path", [REAL / "squeue.json", REAL / "squeue_early.json",
+                                  REBUILT / "squeue.json", REBUILT / "sacct.json"])
+def test_records_read_only_the_listed_job_keys(path: Path) -> None:
+    """record_from_squeue reads no key outside SQUEUE_JOB_KEYS (the collector trims to them)."""
+    read: set[str] = set()
+    for raw in json.loads(path.read_text())["jobs"]:
+        job = _ReadKeys(raw)
+        job.read = read
+        assert record_from_squeue("c", job, NOW_2311) is not None
+        trimmed = {k: v for k, v in raw.items() if k in SQUEUE_JOB_KEYS}
+        assert record_from_squeue("c", trimmed, NOW_2311) == record_from_squeue("c", raw, NOW_2311)
+    assert read and read <= set(SQUEUE_JOB_KEYS)
+
+
+def test_parsed_document_gives_the_same_records_and_release() -> None:
+    """records_from_squeue on a parsed document equals parse_squeue_json on its text."""
+    text = (REAL / "squeue.json").read_text()
+    data = json.loads(text)
+    for users in (None, ("jobtables",), ("alice",)):
+        assert records_from_squeue(data, cluster="c", now=NOW_2205, users=users) == \
+            parse_squeue_json(text, cluster="c", now=NOW_2205, users=users)
+    assert slurm_release(data) == "22.05.8"
+    assert slurm_release({"meta": {"slurm": {"release": "23.11.4"}}}) == "23.11.4"
+    assert slurm_release({"meta": "odd"}) is None and slurm_release([]) is None
+    with pytest.raises(CommandError):
+        records_from_squeue({"meta": {}}, cluster="c", now=NOW_2205)
