@@ -31,6 +31,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.stdio_pattern import (
         array_ids,
+        ended_before,
         expand_pattern,
         expand_roots,
         job_key,
@@ -272,7 +273,9 @@ def collect_queue(request: Json) -> Json:
         answer["squeue"] = {"exit": status, "stdout": out, "stderr": err}
         return answer
     users = set(queue["users"])
-    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users]
+    since = queue.get("since")
+    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
+            and not ended_before(j, since)]
     specs, unexpanded = _queue_specs(kept, request)
     answer = collect(dict(request, jobs=specs))
     answer["unexpanded"] = unexpanded

@@ -205,7 +205,7 @@ class SlurmProbe:
             wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
             queue = {**collector_request([], self._cluster),
                      "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                                **wanted},
+                                "since": self._cutoff(now).timestamp(), **wanted},
                      "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
                                "trial": list(self._cluster.trial_roots)},
                      "offsets": dict(offsets or {})}
@@ -219,7 +219,8 @@ class SlurmProbe:
         (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
         if document is not None:
-            parsed = records_from_squeue(document, cluster=name, now=now, users=users)
+            parsed = records_from_squeue(document, cluster=name, now=now, users=users,
+                                         since=self._cutoff(now))
         else:
             parsed = parse_squeue_plain(squeue_text, cluster=name, now=now)
         records = {r.job_id: r for r in parsed if users is None or r.user in users}
@@ -354,10 +355,12 @@ class SlurmProbe:
         users = set(self._users(runner))
         return [r for r in records if r.user in users and self._recent(r, now)]
 
+    def _cutoff(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self._cluster.recent_hours)
+
     def _recent(self, record: SchedulerRecord, now: datetime) -> bool:
-        cutoff = now - timedelta(hours=self._cluster.recent_hours)
         return (record.state in ACTIVE_STATES or record.end_time is None
-                or record.end_time >= cutoff)
+                or record.end_time >= self._cutoff(now))
 
     def _users(self, runner: Runner) -> tuple[str, ...]:
         return self._cluster.users or (runner.login_user,)

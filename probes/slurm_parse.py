@@ -17,7 +17,7 @@ from typing import Any
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.stdio_pattern import array_ids as _array_ids
-from probes.stdio_pattern import expand_pattern, has_stdio_token
+from probes.stdio_pattern import ended_before, expand_pattern, has_stdio_token
 from probes.stdio_pattern import job_key as _job_id
 from probes.stdio_pattern import job_user as _job_user
 from probes.stdio_pattern import slurm_number as _number
@@ -184,15 +184,21 @@ def parse_squeue_json(
 
 def records_from_squeue(
     data: Any, *, cluster: str, now: datetime, users: Collection[str] | None = None,
+    since: datetime | None = None,
 ) -> list[SchedulerRecord]:
-    """:func:`parse_squeue_json` for a document already parsed (the one-trip collector's)."""
+    """:func:`parse_squeue_json` for a document already parsed (the one-trip collector's).
+
+    With ``since``, jobs that ended before it are skipped before any record is built.
+    """
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, list):
         raise CommandError("squeue --json output has no 'jobs' list")
     wanted = set(users) if users is not None else None
+    cutoff = since.timestamp() if since is not None else None
     records = (
         record_from_squeue(cluster, j, now) for j in jobs
         if isinstance(j, dict) and (wanted is None or _job_user(j) in wanted)
+        and not ended_before(j, cutoff)
     )
     return [r for r in records if r is not None]
 

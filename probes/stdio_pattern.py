@@ -76,6 +76,30 @@ def array_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return array_job, array_task
 
 
+_ENDED_STATES = frozenset({
+    "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+    "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED",
+})
+
+
+def ended_before(job: Mapping[str, Any], since: float | None) -> bool:
+    """True for a squeue job object that ended before the epoch ``since`` (too old to report).
+
+    slurmctld keeps finished jobs for ``MinJobAge``; a busy user can have thousands of them.
+    Dropping the old ones before anything else is built keeps a sweep's cost with the jobs it
+    reports. A job whose state or end time cannot be read is kept.
+    """
+    if since is None:
+        return False
+    raw = job.get("job_state")
+    states = [str(x).upper() for x in raw] if isinstance(raw, list) else (
+        [str(raw).split()[0].upper()] if isinstance(raw, str) and raw.strip() else [])
+    if not states or "COMPLETING" in states or not any(s in _ENDED_STATES for s in states):
+        return False
+    end = slurm_number(job.get("end_time"))
+    return end is not None and 0 < end < since
+
+
 def job_key(job_id: int, array_job: int | None, array_task: int | None) -> str:
     """Our id for a job: ``A_T`` for an array task, else SLURM's own id."""
     # The task that keeps the array's own id (job_id == array_job_id) is a task too.

@@ -198,6 +198,8 @@ async def test_warm_sweep_is_one_command(tmp_path: Path) -> None:
     facts = await probe.collect()
     assert world.calls == [("python3", "-")] and facts.round_trips == 1
     request = _request_of(world.scripts[-1])
+    since = request["squeue"].pop("since")  # the recent_hours cutoff, as an epoch
+    assert since == (NOW - timedelta(hours=probe.cluster.recent_hours)).timestamp()
     assert request["squeue"] == {"argv": ["squeue", "--json"], "users": ["jobtables"],
                                  "keys": list(SQUEUE_JOB_KEYS)}
     scontrol = parse_scontrol_all((REAL / "scontrol_early.txt").read_text())

@@ -6,7 +6,13 @@ import pytest
 
 from probes.models import JobState, SchedulerRecord
 from probes.slurm_parse import expand_stdout, needs_scontrol
-from probes.stdio_pattern import expand_pattern, has_stdio_token, job_key, slurm_number
+from probes.stdio_pattern import (
+    ended_before,
+    expand_pattern,
+    has_stdio_token,
+    job_key,
+    slurm_number,
+)
 
 PLAIN = {"job_id": "7", "array_job_id": None, "array_task_id": None, "user": "alice",
          "name": "train", "workdir": "/w"}
@@ -94,3 +100,22 @@ def test_expand_stdout_of_a_plain_format_array_task() -> None:
     record = SchedulerRecord(cluster="c", job_id="7_2", name="train", user="alice",
                              state=JobState.RUNNING, workdir="/w")
     assert expand_stdout(record).stdout_path == "/w/slurm-7_2.out"
+
+
+@pytest.mark.parametrize(
+    ("job", "since", "dropped"),
+    [
+        ({"job_state": "COMPLETED", "end_time": 100}, 200.0, True),
+        ({"job_state": ["TIMEOUT"], "end_time": {"set": True, "infinite": False,
+                                                  "number": 100}}, 200.0, True),
+        ({"job_state": "COMPLETED", "end_time": 300}, 200.0, False),  # ended after the cutoff
+        ({"job_state": "RUNNING", "end_time": 100}, 200.0, False),  # end_time = limit, not end
+        ({"job_state": ["COMPLETED", "COMPLETING"], "end_time": 100}, 200.0, False),
+        ({"job_state": "PENDING", "end_time": 0}, 200.0, False),
+        ({"job_state": "FAILED"}, 200.0, False),  # no end time: kept
+        ({"job_state": "COMPLETED", "end_time": 100}, None, False),  # no cutoff asked
+    ],
+)
+def test_ended_before(job: dict[str, object], since: float | None, dropped: bool) -> None:
+    """Only jobs that really ended before the cutoff are dropped before records are built."""
+    assert ended_before(job, since) is dropped
