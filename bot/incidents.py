@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,27 +93,27 @@ def salvage_record(
     no-kill, when the collapse is reported: nobody will cancel, so nobody would salvage it)."""
     job = detail.report
     return IncidentRecord(
-        id=incident_id("salvage", job.cluster, job.job_id, at),
-        kind="salvage",
-        at=at,
-        cluster=job.cluster,
-        job_id=job.job_id,
-        name=job.name,
-        user=job.user,
-        bucket=job.bucket,
-        state=str(job.state),
+        **_job_fields("salvage", detail, facts, at),
         actor=actor,
         diagnosis=job.recommendation.why if job.recommendation else None,
-        flags=tuple(job.flags),
-        recommendation=job.recommendation,
-        banked_step=job.banked_step,
         collapse_step=detail.collapse_step,
-        log_path=job.log_path,
-        log_tail=log_tail(facts, detail),
         metric_window=history or detail.history,
         evidence=detail.evidence,
-        scheduler_record=facts.record if facts else None,
     )
+
+
+def _job_fields(kind: str, detail: JobDetail, facts: JobFacts | None, at: datetime,
+                ) -> dict[str, Any]:
+    """What every incident records about its job, whatever the kind."""
+    job = detail.report
+    return {
+        "id": incident_id(kind, job.cluster, job.job_id, at), "kind": kind, "at": at,
+        "cluster": job.cluster, "job_id": job.job_id, "name": job.name, "user": job.user,
+        "bucket": job.bucket, "state": str(job.state), "flags": tuple(job.flags),
+        "recommendation": job.recommendation, "banked_step": job.banked_step,
+        "log_path": job.log_path, "log_tail": log_tail(facts, detail),
+        "scheduler_record": facts.record if facts else None,
+    }
 
 
 def diagnose(detail: JobDetail) -> str:
@@ -146,28 +146,13 @@ def failure_record(
     at: datetime,
     previous: tuple[str, ...] = (),
 ) -> IncidentRecord:
-    job = detail.report
     return IncidentRecord(
-        id=incident_id("failure", job.cluster, job.job_id, at),
-        kind="failure",
-        at=at,
-        cluster=job.cluster,
-        job_id=job.job_id,
-        name=job.name,
-        user=job.user,
-        bucket=job.bucket,
-        state=str(job.state),
+        **_job_fields("failure", detail, facts, at),
         diagnosis=diagnose(detail),
         signature=failure_signature(detail),
-        recurring=bool(previous) or "recurring-failure" in job.flags,
+        recurring=bool(previous) or "recurring-failure" in detail.report.flags,
         previous=previous,
-        flags=tuple(job.flags),
-        recommendation=job.recommendation,
-        banked_step=job.banked_step,
-        log_path=job.log_path,
-        log_tail=log_tail(facts, detail),
         metric_window=detail.history,
-        scheduler_record=facts.record if facts else None,
     )
 
 
