@@ -153,7 +153,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from probes.config import SlurmCluster
-    from probes.slurm import record
+    from probes.slurm.recording import record
 
     config = _loader(args)()
     match = [c for c in config.clusters if c.name == args.cluster]

@@ -1,33 +1,28 @@
 """Harbor trial trees (datagen chunks, eval runs) as facts, and the statistics the rules read.
 
-Policy: the raw ``result.json`` files are reduced by the stdlib-only ``probes.harbor_reduce``
-(the same code runs on login nodes); this module turns those reduced dicts into frozen models.
-The local reader lists only Harbor's known layout (``research/formats.md`` §4.1): a job dir
-``<jobs_dir>/<job>/`` holding ``<trial>/result.json``, or a ``jobs_dir`` whose job dirs are the
-chunks of one run. It never walks arbitrary depth. Times Harbor wrote without a zone (older
-versions used ``datetime.now()``) are taken as UTC. ``newest_result_at`` prefers the files'
-mtimes (what "no new result.json for 60 min" literally means) and falls back to the newest
-``finished_at``. Rewards are averaged over the trials that carry one, exactly as Harbor's own
-``Mean`` metric does (so the table matches Harbor's "Mean: X"); a trial the verifier never
-scored (environment failed to start) is neither a pass nor a fail. Statistics never invent a
-zero: with no reward anywhere (datagen without a verifier) ``mean_reward`` and ``pass_rate``
-are ``None``.
+Policy: the raw ``result.json`` files are read and reduced on the login node by the shipped
+collector (``probes.remote``), which lists only Harbor's known layout (``research/formats.md``
+§4.1): a job dir ``<jobs_dir>/<job>/`` holding ``<trial>/result.json``, or a ``jobs_dir`` whose job
+dirs are the chunks of one run, never walking arbitrary depth; it sends each result.json's mtime
+beside the reduced trial. This module turns those reduced dicts into frozen models. Times Harbor
+wrote without a zone (older versions used ``datetime.now()``) are taken as UTC.
+``newest_result_at`` prefers the files' mtimes (what "no new result.json for 60 min" literally
+means) and falls back to the newest ``finished_at``. Rewards are averaged over the trials that
+carry one, exactly as Harbor's own ``Mean`` metric does (so the table matches Harbor's "Mean: X");
+a trial the verifier never scored (environment failed to start) is neither a pass nor a fail.
+Statistics never invent a zero: with no reward anywhere (datagen without a verifier)
+``mean_reward`` and ``pass_rate`` are ``None``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pydantic import Field
 
-from probes.errors import FetchError
-from probes.harbor_reduce import reduce_job, reduce_trial
 from probes.models import Frozen, TrialResult, TrialTree
 
 _MAX_RESULT_BYTES = 16 << 20
@@ -132,76 +127,6 @@ def build_trial_tree(
         newest_result_at=_newest(results, trials.values()),
         exists=True,
     )
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(_MAX_RESULT_BYTES)
-    except OSError:
-        return None
-
-
-def _scan_names(path: Path) -> list[tuple[str, bool]] | None:
-    """One listing: (name, is_dir) pairs, or ``None`` when ``path`` is not a directory."""
-    try:
-        with os.scandir(path) as entries:
-            return [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise FetchError(f"cannot list trial directory {path}: {exc.strerror}") from exc
-
-
-def _read_job_dir(
-    job_dir: Path,
-    names: list[tuple[str, bool]],
-    budget: list[int],
-    out: dict[str, dict[str, object]],
-) -> dict[str, object] | None:
-    """Reduce ``<job_dir>/<trial>/result.json`` into ``out``; returns the reduced job result."""
-    for name, is_dir in sorted(names):
-        if not is_dir or budget[0] <= 0:
-            continue
-        path = job_dir / name / "result.json"
-        raw = _read(path)
-        reduced = reduce_trial(raw) if raw is not None else None
-        if reduced is None:
-            continue
-        # A file that vanished after reading has no mtime; its finished_at still dates it.
-        with contextlib.suppress(OSError):
-            reduced["mtime"] = path.stat().st_mtime
-        out[name] = reduced
-        budget[0] -= 1
-    raw_job = _read(job_dir / "result.json") if ("result.json", False) in names else None
-    return reduce_job(raw_job) if raw_job is not None else None
-
-
-def _is_job_dir(names: list[tuple[str, bool]]) -> bool:
-    return ("config.json", False) in names or ("result.json", False) in names
-
-
-def read_trial_tree(root: Path, *, max_trials: int = 20000) -> TrialTree:
-    """Read a Harbor job dir, or a jobs_dir of chunk job dirs, with bounded listings."""
-    names = _scan_names(root)
-    if names is None:
-        return TrialTree(root=str(root), exists=False)
-    budget = [max_trials]
-    trials: dict[str, dict[str, object]] = {}
-    if _is_job_dir(names):
-        job = _read_job_dir(root, names, budget, trials)
-        return build_trial_tree(str(root), trials, job=job)
-    jobs: list[dict[str, object] | None] = []
-    for name, is_dir in sorted(names):
-        sub = _scan_names(root / name) if is_dir else None
-        if sub is not None and _is_job_dir(sub):
-            jobs.append(_read_job_dir(root / name, sub, budget, trials))
-    if len(jobs) <= 1:
-        return build_trial_tree(str(root), trials, job=jobs[0] if jobs else None)
-    totals = [_int((j or {}).get("n_total_trials")) for j in jobs]
-    merged = {"n_total_trials": sum(t for t in totals if t is not None)} if any(totals) else None
-    done = sum(1 for j in jobs if j and j.get("finished_at"))
-    return build_trial_tree(str(root), trials, job=merged, chunks_done=done, chunks_total=len(jobs))
 
 
 def _is_instant_fail(trial: TrialResult) -> bool:

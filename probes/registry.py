@@ -13,9 +13,9 @@ from typing import Any
 from probes.base import ClusterProbe
 
 BACKENDS: dict[str, str] = {
-    "slurm": "probes.slurm:SlurmProbe",
-    "kubernetes": "probes.k8s:KubernetesProbe",
-    "replay": "probes.replay:ReplayProbe",
+    "slurm": "probes.slurm.probe:SlurmProbe",
+    "kubernetes": "probes.kubernetes.probe:KubernetesProbe",
+    "replay": "probes.slurm.replay:ReplayProbe",
 }
 
 

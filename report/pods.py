@@ -7,7 +7,8 @@ TERMINAL"): a RUNNING job with zero pods, or one the probe reports as vanished (
 ``CreateContainerConfigError``, ``InvalidImageName``, ``RunContainerError``) is no bring-up: the
 job is ``failed`` with a ``diagnose`` and leaves the buffer table. Image pulls and container
 creation stay bring-up (seed: transient image-pull self-heal is benign). The probe's spellings
-are repeated here because ``report`` may not import ``probes.k8s*``; a test holds them equal.
+are repeated here because ``report`` may not import
+``probes.kubernetes``; a test holds them equal.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from report.findings import Findings, JudgeContext, Priority
 
 WEDGE_LABEL = "jobtables/silent-wedge"
 """The label the Kubernetes probe sets on a silently wedged job (``no-pods`` or ``vanished``);
-spelled here because ``report`` may not import ``probes.k8s*``."""
+spelled here because ``report`` may not import ``probes.kubernetes``."""
 VANISHED = "vanished"
 FAULT_WAITING_REASONS = frozenset(
     {"CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"}
 )
-"""Kubernetes container waiting reasons that are real faults (``probes.k8s_states``); image
+"""Kubernetes container waiting reasons that are real faults (``probes.kubernetes.states``); image
 pulls and container creation are bring-up and stay in the buffer table."""
 _LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 

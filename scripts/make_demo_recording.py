@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from probes.collector import collect
+from probes.remote.collector import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -315,9 +315,9 @@ def _other_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     from bot.config import Config
-    from probes.assemble import collector_request
+    from probes.slurm.assemble import collector_request
     from probes.config import ReplayCluster
-    from probes.slurm_parse import parse_squeue_json
+    from probes.slurm.parse import parse_squeue_json
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "fs"

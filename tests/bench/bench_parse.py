@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from probes.logparse import parse_log
+from probes.logs.parse import parse_log
 from probes.tail import read_tail
 
 __test__ = False

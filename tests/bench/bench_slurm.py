@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from probes.config import SlurmCluster  # noqa: E402
 from probes.models import JobState  # noqa: E402
-from probes.slurm import SlurmProbe  # noqa: E402
-from probes.slurm_parse import parse_squeue_json  # noqa: E402
-from probes.ssh import SshRunner  # noqa: E402
+from probes.slurm.parse import parse_squeue_json  # noqa: E402
+from probes.slurm.probe import SlurmProbe  # noqa: E402
+from probes.slurm.transport import SshRunner  # noqa: E402
 
 ENV = dict(line.split("=", 1) for line in
            Path("/etc/jobtables-test/env").read_text().split() if "=" in line)

@@ -1,6 +1,6 @@
 """Fixtures for the end-to-end tests: the real SLURM over SSH, the real Redis, a fake Slack.
 
-The SLURM cluster comes from ``tests/slurm/conftest.py`` (``slurm_env``: skipped with the
+The SLURM cluster comes from ``tests/probes/slurm/conftest.py`` (``slurm_env``: skipped with the
 reason on a machine without the services; under ``CI=true`` started by ``scripts/services``
 and required). Redis gets the same treatment here: a laptop without it skips with the reason,
 CI fails. Each test's Redis keys live under their own prefix and are deleted afterwards.
@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 # prefix, slack and slurm_env are fixtures shared with tests/bot and tests/slurm: importing
 # them here registers them for these tests.
 from tests.bot.conftest import REDIS_URL, make_store, prefix, slack  # noqa: F401
-from tests.slurm.conftest import slurm_env  # noqa: F401
+from tests.probes.slurm.conftest import slurm_env  # noqa: F401
 
 
 def _redis_unavailable(url: str) -> str | None:

@@ -32,14 +32,14 @@ from bot.app import make_scheduler
 from bot.config import load_config
 from bot.sweep import Sweeper
 from probes.models import JobState
-from probes.slurm import SlurmProbe
-from probes.slurm_parse import parse_squeue_json
-from probes.ssh import SshRunner
+from probes.slurm.parse import parse_squeue_json
+from probes.slurm.probe import SlurmProbe
+from probes.slurm.transport import SshRunner
 from tests.bot.builders import FakeClock, blocks_text
 from tests.bot.conftest import Harness, make_store, running_bot
 from tests.bot.fake_slack import Call, FakeSlack, action_body, signed_headers
-from tests.slurm.conftest import SlurmEnv
-from tests.slurm.test_e2e import _cleanup, _config_toml, _wait_for
+from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.test_e2e import _cleanup, _config_toml, _wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLAPSE_LOG = ROOT / "tests" / "fixtures" / "skyrl-rebuilt" / "console_v03_collapse.log"

@@ -25,13 +25,13 @@ import pytest
 from bot.config import load_config
 from bot.sweep import Sweeper, SweepResult
 from probes.models import JobState
-from probes.ssh import SshRunner
+from probes.slurm.transport import SshRunner
 from report.render import render_tables
 from report.tables import RenderedTable
-from tests.k8s.standin import KubeStandIn
-from tests.k8s.test_k8s_probe import add_running
-from tests.slurm.conftest import SlurmEnv
-from tests.slurm.test_e2e import _cleanup, _config_toml, _wait_for
+from tests.probes.kubernetes.standin import KubeStandIn
+from tests.probes.kubernetes.test_k8s_probe import add_running
+from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.test_e2e import _cleanup, _config_toml, _wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"

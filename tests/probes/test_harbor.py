@@ -12,21 +12,30 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-import probes.harbor_reduce
-from probes.harbor import build_trial_tree, read_trial_tree, summarize_trials, trial_from_reduced
-from probes.harbor_reduce import reduce_job, reduce_trial
+import probes.remote.harbor_reduce
+from probes.harbor import build_trial_tree, summarize_trials, trial_from_reduced
 from probes.models import TrialTree
+from probes.remote.collector import collect_trials
+from probes.remote.harbor_reduce import reduce_job, reduce_trial
+from probes.slurm.assemble import trial_tree
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "harbor-0.26.0" / "jobs"
 MIXED = JOBS / "2026-11-30__10-00-00"
 DEAD_ENGINE = JOBS / "2026-11-30__14-00-00"
 INSTANT_FAIL = JOBS / "2026-11-30__16-00-00"
+
+
+def read_trial_tree(root: Path, *, max_trials: int = 20000) -> TrialTree:
+    """The tree production builds: the collector lists and reduces, assembly merges roots."""
+    tree = trial_tree(collect_trials([str(root)], max_trials))
+    return tree if tree is not None else TrialTree(root=str(root), exists=False)
 
 
 def _trial(job: Path, name: str) -> dict[str, object] | None:
@@ -180,7 +189,7 @@ def test_nan_reward_is_no_reward() -> None:
 
 def test_reducer_module_is_shippable() -> None:
     """The reducer imports only the standard library and has no __future__ import."""
-    source = inspect.getsource(probes.harbor_reduce)
+    source = inspect.getsource(probes.remote.harbor_reduce)
     imported = {
         alias.name
         for node in ast.walk(ast.parse(source))
@@ -236,6 +245,21 @@ def test_read_trial_tree_single_job_dir() -> None:
     finished = [t.finished_at for t in tree.trials]
     assert finished == sorted(f for f in finished if f is not None)
     assert tree.newest_result_at is not None
+
+
+def test_collector_sends_result_mtimes(tmp_path: Path) -> None:
+    """The stall rule reads result.json file times: the collector sends them, newest wins."""
+    job = tmp_path / "job"
+    shutil.copytree(MIXED, job)
+    stamp = 1_800_000_000
+    for i, result in enumerate(sorted(job.glob("*/result.json"))):
+        os.utime(result, (stamp - 3600 + i, stamp - 3600 + i))
+    newest = sorted(job.glob("*/result.json"))[-1]
+    os.utime(newest, (stamp, stamp))
+    tree = read_trial_tree(job)
+    assert tree.newest_result_at == datetime.fromtimestamp(stamp, tz=UTC)
+    assert all(t.finished_at is None or t.finished_at < tree.newest_result_at
+               for t in tree.trials)
 
 
 def test_read_trial_tree_jobs_dir_is_chunks() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from probes.logparse import parse_log
+from probes.logs.parse import parse_log
 from probes.models import InfraSignals, JobFacts, JobState, TrialTree
 from tests.report.factories import NOW, facts, judge, log, record, tree, trial
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from probes.k8s import VANISHED as PROBE_VANISHED
-from probes.k8s_objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
-from probes.k8s_states import BRING_UP_WAITING, FAULT_WAITING
+from probes.kubernetes.objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
+from probes.kubernetes.probe import VANISHED as PROBE_VANISHED
+from probes.kubernetes.states import BRING_UP_WAITING, FAULT_WAITING
 from probes.models import JobFacts, JobState
 from report.pods import FAULT_WAITING_REASONS, VANISHED, WEDGE_LABEL
 from tests.report.factories import facts, healthy_rl, judge, log, points, record

@@ -1,0 +1,1 @@
+"""The Kubernetes wing: the probe, its API client, object reading and state mapping."""

@@ -1,0 +1,305 @@
+"""Kubernetes API objects (client models and JobSet dicts) reduced to views and records.
+
+Policy: pure functions, no I/O. A batch/v1 Job arrives as the client's ``V1Job`` model, a
+JobSet as the plain dict the custom-objects API returns; both become one :class:`Workload`
+so the rest of the probe never branches on the kind. The Job (or JobSet) name is the job id;
+the display name is the ``app.kubernetes.io/name`` / ``job-name`` label when set. The owner
+comes from the cluster's ``user_keys`` (labels first, then annotations). Labels carry the
+image and a config hash when present: the report reads them for ``deep-probe``. Missing facts
+stay ``None``; nothing is made up.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from probes.config import KubernetesCluster
+from probes.kubernetes.states import (
+    ConditionView,
+    PodView,
+    StateVerdict,
+    WorkloadView,
+    log_container,
+    log_pod,
+    newest_pod,
+)
+from probes.models import SchedulerRecord
+
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+"""Pod labels naming the owning Job: the current one first, the pre-1.27 one as a fallback."""
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+CONFIG_HASH_KEY = re.compile(r"config[-_.]?hash$", re.IGNORECASE)
+WEDGE_LABEL = "jobtables/silent-wedge"
+KIND_LABEL = "jobtables/kind"
+_COMMAND_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One reportable unit (a Job or a JobSet) with the metadata the record needs."""
+
+    view: WorkloadView
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    created: datetime | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    time_limit_s: int | None = None
+    image: str | None = None
+    command: str | None = None
+    restarts: int = 0
+    owned_by_jobset: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    def pod_selectors(self) -> tuple[str, ...]:
+        """Label selectors that find this workload's pods, preferred first."""
+        if self.view.kind == "JobSet":
+            return (f"{JOBSET_NAME_LABEL}={self.name}",)
+        return tuple(f"{label}={self.name}" for label in JOB_NAME_LABELS)
+
+
+def job_workload(job: Any) -> Workload:
+    """A ``V1Job`` as a :class:`Workload`."""
+    meta, spec, status = job.metadata, job.spec, job.status
+    conditions = tuple(
+        ConditionView(c.type, c.status, c.reason, c.last_transition_time)
+        for c in (status.conditions if status and status.conditions else ())
+    )
+    view = WorkloadView(
+        kind="Job",
+        name=meta.name,
+        conditions=conditions,
+        suspended=bool(spec and spec.suspend),
+        deleting=meta.deletion_timestamp is not None,
+        active=(status.active or 0) if status else 0,
+        succeeded=(status.succeeded or 0) if status else 0,
+        failed=(status.failed or 0) if status else 0,
+    )
+    terminal = view.condition("Complete", "Failed")
+    finished = status.completion_time if status else None
+    containers = list(spec.template.spec.containers or ()) if spec and spec.template.spec else []
+    image, command = _main_container(containers, spec.template.metadata if spec else None)
+    owners = meta.owner_references or ()
+    return Workload(
+        view=view,
+        labels=dict(meta.labels or {}),
+        annotations=dict(meta.annotations or {}),
+        created=meta.creation_timestamp,
+        started=status.start_time if status else None,
+        finished=finished or (terminal.last_transition if terminal else None),
+        time_limit_s=spec.active_deadline_seconds if spec else None,
+        image=image,
+        command=command,
+        restarts=view.failed,
+        owned_by_jobset=any(owner.kind == "JobSet" for owner in owners),
+    )
+
+
+def jobset_workload(obj: Mapping[str, Any]) -> Workload:
+    """A JobSet (jobset.x-k8s.io/v1alpha2, as a dict) as a :class:`Workload`."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    conditions = tuple(
+        ConditionView(
+            str(c.get("type")), str(c.get("status")), c.get("reason"),
+            _timestamp(c.get("lastTransitionTime")),
+        )
+        for c in status.get("conditions") or ()
+    )
+    replicated = status.get("replicatedJobsStatus") or ()
+    view = WorkloadView(
+        kind="JobSet",
+        name=str(meta.get("name")),
+        conditions=conditions,
+        suspended=bool(spec.get("suspend")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        active=sum(int(r.get("active") or 0) for r in replicated),
+        succeeded=sum(int(r.get("succeeded") or 0) for r in replicated),
+        failed=sum(int(r.get("failed") or 0) for r in replicated),
+    )
+    terminal = view.condition("Completed", "Failed")
+    templates = [r.get("template") or {} for r in spec.get("replicatedJobs") or ()]
+    pod_template = ((templates[0].get("spec") or {}).get("template") or {}) if templates else {}
+    image, command = _main_container_dict(pod_template)
+    return Workload(
+        view=view,
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        created=_timestamp(meta.get("creationTimestamp")),
+        finished=terminal.last_transition if terminal else None,
+        image=image,
+        command=command,
+        restarts=int(status.get("restarts") or 0),
+    )
+
+
+def pod_view(pod: Any) -> PodView:
+    """A ``V1Pod`` as a :class:`PodView`."""
+    meta, spec, status = pod.metadata, pod.spec, pod.status
+    init = list(status.init_container_statuses or ()) if status else []
+    main = list(status.container_statuses or ()) if status else []
+    waiting, terminated, exit_code = _container_states(init, main)
+    conditions = list(status.conditions or ()) if status else []
+    disruption = next(
+        (c.reason for c in conditions if c.type == "DisruptionTarget" and c.status == "True"),
+        status.reason if status else None,
+    )
+    keys = {**(meta.annotations or {}), **(meta.labels or {})}
+    names = tuple(c.name for c in (spec.containers or ())) if spec else ()
+    view = PodView(
+        name=meta.name,
+        phase=(status.phase if status and status.phase else "Pending"),
+        created=meta.creation_timestamp,
+        started=status.start_time if status else None,
+        node=spec.node_name if spec else None,
+        waiting=waiting,
+        terminated=terminated,
+        exit_code=exit_code,
+        restarts=sum(cs.restart_count or 0 for cs in init + main),
+        disruption=disruption,
+        unschedulable=any(
+            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+            for c in conditions
+        ),
+        rank0=all(keys.get(key) in (None, "0") for key in RANK_KEYS),
+        containers=names,
+        default_container=(meta.annotations or {}).get(DEFAULT_CONTAINER),
+    )
+    chosen = log_container(view)
+    declared = (spec.containers or ()) if spec else ()
+    image = next((c.image for c in declared if c.name == chosen), None)
+    return replace(view, image=image)
+
+
+def _container_states(
+    init: Sequence[Any], main: Sequence[Any]
+) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
+    """Waiting reasons, terminated reasons (current and last state) and the first exit code."""
+    waiting = tuple(
+        cs.state.waiting.reason for cs in [*init, *main]
+        if cs.state and cs.state.waiting and cs.state.waiting.reason
+    )
+    terminated: list[str] = []
+    exit_code: int | None = None
+    for cs in main:
+        for state in (cs.state, cs.last_state):
+            ended = state.terminated if state else None
+            if ended is not None:
+                terminated.append(ended.reason or "Error")
+                exit_code = ended.exit_code if exit_code is None else exit_code
+    for cs in init:
+        # An init container that completed is normal bring-up; only its failures count.
+        ended = cs.state.terminated if cs.state else None
+        if ended is not None and ended.reason not in (None, "Completed"):
+            terminated.append(ended.reason)
+    return waiting, tuple(terminated), exit_code
+
+
+def build_record(
+    cluster: KubernetesCluster,
+    work: Workload,
+    pods: Sequence[PodView],
+    verdict: StateVerdict,
+    now: datetime,
+) -> SchedulerRecord:
+    """The contract's scheduler record for one workload, its pods and its mapped state."""
+    leader = log_pod(pods)
+    newest = leader or newest_pod(pods)
+    started = work.started or min((p.started for p in pods if p.started), default=None)
+    elapsed = None
+    if started is not None:
+        elapsed = max(0, int(((work.finished or now) - started).total_seconds()))
+    return SchedulerRecord(
+        cluster=cluster.name,
+        job_id=work.name,
+        name=work.labels.get("app.kubernetes.io/name") or work.labels.get("job-name") or work.name,
+        user=owner_of(work, cluster.user_keys),
+        state=verdict.state,
+        reason=verdict.reason,
+        submit_time=work.created,
+        start_time=started,
+        end_time=work.finished,
+        elapsed_s=elapsed,
+        time_limit_s=work.time_limit_s,
+        stdout_path=f"pod/{leader.name}" if leader else None,
+        exit_code=newest.exit_code if newest else None,
+        command=work.command,
+        nodes=",".join(sorted({p.node for p in pods if p.node})) or None,
+        restarts=work.restarts + sum(p.restarts for p in pods),
+        pods_total=len(pods),
+        pods_running=sum(1 for p in pods if p.phase == "Running"),
+        labels=record_labels(work, leader, verdict),
+    )
+
+
+def owner_of(work: Workload, keys: Sequence[str]) -> str | None:
+    """The first of ``keys`` present in the labels, then in the annotations."""
+    for source in (work.labels, work.annotations):
+        for key in keys:
+            if source.get(key):
+                return str(source[key])
+    return None
+
+
+def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict) -> dict[str, str]:
+    """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers."""
+    labels = {str(k): str(v) for k, v in work.labels.items()}
+    image = (leader.image if leader else None) or work.image
+    if image:
+        labels["image"] = image
+    for source in (work.labels, work.annotations):
+        for key, value in source.items():
+            if CONFIG_HASH_KEY.search(key) and "config_hash" not in labels:
+                labels["config_hash"] = str(value)
+    labels[KIND_LABEL] = work.view.kind
+    if verdict.wedge:
+        labels[WEDGE_LABEL] = verdict.wedge
+    return labels
+
+
+def _main_container(containers: Sequence[Any], template_meta: Any) -> tuple[str | None, str | None]:
+    annotations = (template_meta.annotations or {}) if template_meta else {}
+    names = tuple(c.name for c in containers)
+    chosen = log_container(PodView(name="", phase="", containers=names,
+                                   default_container=annotations.get(DEFAULT_CONTAINER)))
+    for container in containers:
+        if container.name == chosen:
+            return container.image, _command(container.command, container.args)
+    return None, None
+
+
+def _main_container_dict(template: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    containers = (template.get("spec") or {}).get("containers") or ()
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    names = tuple(str(c.get("name")) for c in containers)
+    chosen = log_container(PodView(name="", phase="", containers=names,
+                                   default_container=annotations.get(DEFAULT_CONTAINER)))
+    for container in containers:
+        if container.get("name") == chosen:
+            return container.get("image"), _command(container.get("command"), container.get("args"))
+    return None, None
+
+
+def _command(command: Sequence[str] | None, args: Sequence[str] | None) -> str | None:
+    words = [*(command or ()), *(args or ())]
+    return shlex.join(words)[:_COMMAND_CHARS] if words else None
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp from a JobSet dict (the client only parses typed models)."""
+    if isinstance(value, datetime):
+        return value
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))

@@ -1,0 +1,262 @@
+"""Pure mapping from Kubernetes Job/JobSet and Pod status onto the contract's ``JobState``.
+
+Policy (the seed: liveness is a state poll of the job lifecycle, never a log grep):
+
+- A terminal condition decides first. ``Complete`` -> COMPLETED; ``Failed`` (or
+  ``FailureTarget``) -> OUT_OF_MEMORY when any pod was ``OOMKilled``, TIMEOUT for
+  ``DeadlineExceeded``, PREEMPTED / NODE_FAIL when a pod was disrupted that way, else FAILED.
+- Bring-up is never a fault: suspended (Kueue admission), unschedulable, ``ContainerCreating``,
+  ``PodInitializing`` and image pull back-off stay PENDING with the reason set, so the report
+  puts the job in the buffer-filling table. ``CrashLoopBackOff`` keeps the job RUNNING but
+  is carried as the reason (a real fault the report can name).
+- A workload whose status counts active pods while none exist is the silent-wedge
+  signature: RUNNING with zero pods and ``wedge="no-pods"``; the report treats it as terminal.
+
+A log body is judged before it is parsed (the seed: a failed fetch is indistinguishable from
+an idle job): an API or kubelet error in the stream, or fewer lines than the floor, makes the
+fetch a failure, never "no metrics".
+
+Nothing here does I/O: the views are built from client models by ``probes.kubernetes.probe`` and the
+functions are tested by a parametrised table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from probes.models import JobState
+
+BRING_UP_WAITING = frozenset(
+    {"ContainerCreating", "PodInitializing", "ErrImagePull", "ImagePullBackOff"}
+)
+"""Container waiting reasons that are part of bring-up and heal on their own."""
+
+FAULT_WAITING = frozenset(
+    {"CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName", "RunContainerError"}
+)
+"""Container waiting reasons that are real faults (they do not heal without a change)."""
+
+PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler", "Preempted"})
+NODE_FAILURE_REASONS = frozenset({"NodeLost", "DeletionByPodGC", "TerminationByKubelet"})
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionView:
+    """One ``status.conditions`` entry, reduced to what the mapping reads."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    last_transition: datetime | None = None
+
+    @property
+    def is_true(self) -> bool:
+        return self.status == "True"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadView:
+    """A batch/v1 Job or a JobSet, as the state mapping sees it."""
+
+    kind: str
+    name: str
+    conditions: tuple[ConditionView, ...] = ()
+    suspended: bool = False
+    deleting: bool = False
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    def condition(self, *types: str) -> ConditionView | None:
+        """The first true condition of one of ``types``, in the order given."""
+        for wanted in types:
+            for cond in self.conditions:
+                if cond.type == wanted and cond.is_true:
+                    return cond
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """One pod of a workload, reduced to what the mapping and the log fetch read."""
+
+    name: str
+    phase: str
+    created: datetime | None = None
+    started: datetime | None = None
+    node: str | None = None
+    waiting: tuple[str, ...] = ()
+    """Waiting reasons of its containers (init containers included)."""
+    terminated: tuple[str, ...] = ()
+    """Terminated reasons, current and last state (``OOMKilled``, ``Error``, ``Completed``)."""
+    exit_code: int | None = None
+    restarts: int = 0
+    disruption: str | None = None
+    """``DisruptionTarget`` reason or ``status.reason`` (``Evicted``, ``NodeLost``)."""
+    unschedulable: bool = False
+    rank0: bool = True
+    """Completion/job index 0 (or not indexed): where trainers log their metrics."""
+    containers: tuple[str, ...] = ()
+    default_container: str | None = None
+    image: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateVerdict:
+    """The mapped state, the reason to show, and the silent-wedge marker if any."""
+
+    state: JobState
+    reason: str | None = None
+    wedge: str | None = None
+
+
+def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict:
+    """Map a workload and its pods onto one contract state (see the module policy)."""
+    terminal = _terminal_state(work, pods)
+    if terminal is not None:
+        return terminal
+    if work.deleting:
+        return StateVerdict(JobState.CANCELLED, "Deleting")
+    if work.suspended or work.condition("Suspended") is not None:
+        return StateVerdict(JobState.PENDING, "Suspended")
+    if not pods:
+        if work.active > 0:
+            return StateVerdict(JobState.RUNNING, "NoPods", wedge="no-pods")
+        return StateVerdict(JobState.PENDING, "PodsNotCreated")
+    return _live_state(pods)
+
+
+def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict | None:
+    if work.condition("Complete", "Completed") is not None:
+        return StateVerdict(JobState.COMPLETED)
+    failed = work.condition("Failed", "FailureTarget")
+    if failed is None:
+        if work.condition("SuccessCriteriaMet") is not None:
+            return StateVerdict(JobState.COMPLETING, "SuccessCriteriaMet")
+        return None
+    if any("OOMKilled" in pod.terminated for pod in pods):
+        return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
+    if failed.reason == "DeadlineExceeded":
+        return StateVerdict(JobState.TIMEOUT, failed.reason)
+    disruptions = {pod.disruption for pod in pods if pod.disruption}
+    if disruptions & PREEMPTION_REASONS:
+        return StateVerdict(JobState.PREEMPTED, sorted(disruptions & PREEMPTION_REASONS)[0])
+    if disruptions & NODE_FAILURE_REASONS:
+        return StateVerdict(JobState.NODE_FAIL, sorted(disruptions & NODE_FAILURE_REASONS)[0])
+    return StateVerdict(JobState.FAILED, failed.reason or "Failed")
+
+
+def _live_state(pods: Sequence[PodView]) -> StateVerdict:
+    """A non-terminal workload with pods: running, in bring-up, or between retries."""
+    running = [pod for pod in pods if pod.phase == "Running"]
+    pending = [pod for pod in pods if pod.phase == "Pending"]
+    fault = _first(reason for pod in pods for reason in pod.waiting if reason in FAULT_WAITING)
+    if running:
+        bring_up = _first(_bring_up_reason(pod) for pod in pending)
+        oom = _first("OOMKilled" for pod in running if "OOMKilled" in pod.terminated)
+        return StateVerdict(JobState.RUNNING, fault or oom or bring_up)
+    if pending:
+        return StateVerdict(JobState.PENDING, fault or _first(_bring_up_reason(p) for p in pending))
+    if all(pod.phase == "Succeeded" for pod in pods):
+        return StateVerdict(JobState.COMPLETING, "PodsSucceeded")
+    if all(pod.phase == "Unknown" for pod in pods):
+        return StateVerdict(JobState.UNKNOWN, "PodPhaseUnknown")
+    # Every pod ended and the controller has not decided yet: it is backing off before
+    # the next retry. The newest failure's reason is the story; the job is not terminal.
+    newest = newest_pod(pods)
+    reason = _first(r for r in newest.terminated if r != "Completed") if newest else None
+    return StateVerdict(JobState.PENDING, reason or "BackoffBetweenRetries")
+
+
+def _bring_up_reason(pod: PodView) -> str:
+    waiting = _first(reason for reason in pod.waiting if reason in BRING_UP_WAITING)
+    if waiting:
+        return waiting
+    if pod.unschedulable:
+        return "Unschedulable"
+    return pod.waiting[0] if pod.waiting else "PodPending"
+
+
+def _first(values: Iterable[str | None]) -> str | None:
+    for value in values:
+        if value:
+            return value
+    return None
+
+
+def newest_pod(pods: Sequence[PodView]) -> PodView | None:
+    """The most recently created pod (creation time, then name, as a stable tiebreak)."""
+    if not pods:
+        return None
+    return max(pods, key=lambda pod: (_stamp(pod.created), pod.name))
+
+
+def _stamp(moment: datetime | None) -> float:
+    return moment.timestamp() if moment is not None else float("-inf")
+
+
+def log_pod(pods: Sequence[PodView]) -> PodView | None:
+    """The pod whose log to read: the newest running-or-finished pod, rank 0 preferred."""
+    started = [pod for pod in pods if pod.phase in {"Running", "Succeeded", "Failed"}]
+    leaders = [pod for pod in started if pod.rank0] or started
+    return newest_pod(leaders)
+
+
+def log_container(pod: PodView) -> str | None:
+    """The container to read: kubectl's default-container, then ``trainer``/``main``, then first."""
+    if pod.default_container and pod.default_container in pod.containers:
+        return pod.default_container
+    for preferred in ("trainer", "main"):
+        if preferred in pod.containers:
+            return preferred
+    return pod.containers[0] if pod.containers else None
+
+
+LOG_ERROR_LINE = re.compile(
+    r"""^(?:Error\ from\ server\b
+        |unable\ to\ retrieve\ container\ logs\b
+        |failed\ to\ try\ resolving\ symlinks\ in\ path\b
+        |failed\ to\ get\ parse\ function\b
+        |container\ "[^"]*"\ in\ pod\ "[^"]*"\ is\ (?:waiting\ to\ start|not\ available|terminated)
+        |previous\ terminated\ container\ "[^"]*"\ in\ pod\ "[^"]*"\ not\ found
+        |rpc\ error:\ code\ =\ \w+\ desc\ =
+        |\{\s*"kind"\s*:\s*"Status"
+        )""",
+    re.VERBOSE,
+)
+"""Lines the API server or kubelet writes into a log stream instead of the container's output.
+
+Anchored at the line start: kubectl/kubelet messages begin there, a trainer quoting one in a
+traceback does not."""
+
+
+def log_fetch_problem(text: str, floor: int) -> str | None:
+    """Why ``text`` is not a usable log (an API/kubelet error, too few lines), or ``None``."""
+    status = _status_message(text)
+    if status is not None:
+        return f"API error in the log stream: {status}"
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if LOG_ERROR_LINE.match(line):
+            return f"API error in the log stream: {line.strip()[:300]}"
+    if len(lines) < floor:
+        return f"{len(lines)} log line(s), below the floor of {floor}"
+    return None
+
+
+def _status_message(text: str) -> str | None:
+    """The message of a ``{"kind": "Status"}`` object sent as the whole body, if it is one."""
+    body = text.strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and obj.get("kind") == "Status":
+        return str(obj.get("message") or obj.get("reason") or "Status object")
+    return None

@@ -1,0 +1,432 @@
+"""Find the real terminal signals in a log tail, and tell them apart from benign noise.
+
+Policy (the seed's "benign log-noise" and "NOT a failure cause" sections): a line is a fault
+only when it is one of the known terminal signals (a Python traceback, CUDA/host OOM, an NCCL
+watchdog timeout, SIGTERM/SIGKILL, a Ray actor/raylet death, torchelastic ``ChildFailedError``,
+an RPC/sampling timeout, a SLURM time limit). Signals are matched on their *positive* wording,
+never on a bare keyword, so a line that merely mentions ``SIGTERM`` or ``CUDA out of memory``
+(a handler being installed, a config hint) is not a fault. Harbor passthrough exceptions
+(``AgentTimeoutError``, ``ContextLengthExceededError``, ...), context-overflow messages, the vLLM
+shared-memory heartbeat, a huge ``rollout_train_prob_diff_mean``, bring-up chatter and each
+cluster's own ``benign_patterns`` are counted in ``benign_counts`` and never become a fault,
+except that the shm heartbeat co-firing with an NCCL hang (WorkNCCL timeout, debug-dump, or
+SIGABRT) is reported as that hang. Lines are matched on at most ``_SCAN_CAP`` characters, so a
+1 MB line costs no more than a long one. What the signals look like is
+``probes.logs.fault_patterns``; eval launch checks (tunnel, api_base, engine 200s, auth failures)
+are read in the same pass by ``probes.logs.launch_checks``.
+
+Prefilter (``probes.logs.prefilter``): the per-line rules run only on the lines that hold a needle
+of some rule (signal, noise, launch check, traceback or summary start) or that a cluster
+pattern may match, plus every line while a traceback is open (tracebacks consume plain
+indented lines). Any other line provably changes nothing, so the result is the per-line
+reference's (``_scan_reference``), which the tests compare it against.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from probes.logs.fault_patterns import (
+    BRING_UP,
+    CHATTER,
+    PASSTHROUGH,
+    SAMPLING_CONTEXT,
+    SIGABRT,
+    SIGNAL_NEEDLES,
+    TIMEOUT_TYPES,
+    benign_key,
+    classify_line,
+    may_signal,
+)
+from probes.logs.launch_checks import NEEDLES as LAUNCH_NEEDLES
+from probes.logs.launch_checks import LaunchChecks
+from probes.logs.prefilter import NeedleFilter, pattern_lines
+from probes.models import Fault, FaultKind, Frozen, InfraSignals
+
+_SCAN_CAP = 32_768
+_EXCERPT_CAP = 400
+_MAX_FAULTS = 100
+_MAX_STREAMS = 256
+
+# Ray prefixes every line of an actor's output with "(Name pid=N[, ip=X]) "; torch >= 2.4 adds
+# "[rankN]: " to each child line. Both are stripped, and used to keep interleaved tracebacks
+# from different processes apart.
+_PREFIX = re.compile(
+    r"^(?:\((?:[^()\s]+ )?pid=\d+(?:, ip=[^)\s]+)?\) ?"
+    r"|\((?:raylet|gcs_server|autoscaler[^)]*|monitor)(?:, ip=[^)\s]+)?\) ?"
+    r"|\[rank\d+\]: ?)+"
+)
+_REPEATED = re.compile(r" \[repeated \d+x across cluster\]\s*$")
+
+_TB_START = re.compile(r"^Traceback \(most recent call last\):")
+_GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
+_RAY_TASK_ERROR = re.compile(r"^ray\.exceptions\.RayTaskError(?:\([\w.]+\))?:")
+_CHAIN = re.compile(
+    r"^(?:During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:)"
+)
+# Python's last traceback line is "pkg.mod.SomeError: message" (or a bare class name); class
+# names are CamelCase, which keeps "INFO: ..." log lines from passing as an exception.
+_EXC_LINE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*[a-z]\w*(?:\([\w.]+\))?)(?::(?P<msg>.*))?$"
+)
+# torchelastic's failure summary (formats.md §5.2).
+_SUMMARY_TB = re.compile(r"^traceback\s*:\s*(.*)$")
+_SUMMARY_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)")
+_RULE = re.compile(r"^(?:={10,}|-{10,})$")
+_GROUP_ROW = re.compile(r"^[\s|]*\|\s?(?P<inner>.*)$")
+
+# Continuation lines kept with an exception line (Ray's tab-indented actor fields, grpc's
+# "status = StatusCode.DEADLINE_EXCEEDED"), and frames kept for the TimeoutError context.
+_MAX_CONT = 8
+_MAX_FRAMES = 12
+_MAX_JUNK = 20
+
+_LINE_NEEDLES = NeedleFilter(
+    (
+        *SIGNAL_NEEDLES,
+        *LAUNCH_NEEDLES,
+        *("Traceback (most recent call last):", "ray.exceptions.RayTaskError"),
+        *("Exception Group Traceback (most recent call last):", "Failures:", "Root Cause"),
+        "=" * 10,
+    )
+)
+"""A line holding none of these can start nothing and match no rule (see the module policy)."""
+
+
+class FaultScan(Frozen):
+    """What ``scan_faults`` found in one tail."""
+
+    faults: tuple[Fault, ...]
+    benign_counts: dict[str, int]
+    infra: InfraSignals
+    bring_up: bool
+
+
+@dataclass
+class _Traceback:
+    line_no: int
+    group: bool = False
+    frames: list[str] = field(default_factory=list)
+    exc: str | None = None
+    exc_no: int = 0
+    cont: list[str] = field(default_factory=list)
+    junk: int = 0
+
+
+@dataclass
+class _Hit:
+    kind: FaultKind
+    line_no: int
+    excerpt: str
+    from_traceback: bool = False
+    detail: str | None = None
+
+
+def _clip(text: str, limit: int = _EXCERPT_CAP) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _split_prefix(line: str) -> tuple[str, str]:
+    """(stream key, text): the Ray/rank prefix names the stream, the rest is the message."""
+    line = line[:_SCAN_CAP]
+    match = _PREFIX.match(line)
+    key = match.group(0).strip() if match else ""
+    text = line[match.end() :] if match else line
+    return key, _REPEATED.sub("", text)
+
+
+@lru_cache(maxsize=64)
+def _compile_patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """Compile a cluster's benign patterns; one that is not a valid regex is taken literally."""
+    out = []
+    for pattern in patterns:
+        try:
+            out.append(re.compile(pattern))
+        except re.error:
+            out.append(re.compile(re.escape(pattern)))
+    return tuple(out)
+
+
+class _Scanner:
+    """One pass over the tail; tracebacks are tracked per output stream (Ray actor / rank)."""
+
+    def __init__(self, lines: Sequence[str], benign: tuple[re.Pattern[str], ...], first: int):
+        self.lines = lines
+        self.first = first
+        self.benign = benign
+        self.hits: list[_Hit | None] = []
+        self.counts: Counter[str] = Counter()
+        self.open: dict[str, _Traceback] = {}
+        self.chained: dict[str, int] = {}
+        self.shm: list[tuple[int, str]] = []
+        self.aborts: list[tuple[int, str]] = []
+        self.launch = LaunchChecks()
+        self.siblings = False
+
+    def run(self, candidates: Iterable[int] | None = None) -> None:
+        """Step through ``candidates`` (default: every line), and every line while a traceback
+        is open; the lines skipped hold no needle and so change nothing."""
+        following = 0
+        for index in range(len(self.lines)) if candidates is None else candidates:
+            while self.open and following < index:
+                self._step(following)
+                following += 1
+            self._step(index)
+            following = index + 1
+        while self.open and following < len(self.lines):
+            self._step(following)
+            following += 1
+        for key in list(self.open):
+            self._close(key)
+
+    def _step(self, index: int) -> None:
+        key, text = _split_prefix(self.lines[index])
+        line_no = self.first + index
+        tb = self.open.get(key)
+        if tb is not None and self._feed_traceback(key, tb, line_no, text):
+            return
+        self._line(key, line_no, text)
+
+    def _is_cluster_benign(self, text: str) -> bool:
+        return any(p.search(text) for p in self.benign)
+
+    def _line(self, key: str, line_no: int, text: str) -> None:
+        low = text.lower()
+        self.launch.feed(text, low)
+        self._track_summary(text)
+        if self._is_cluster_benign(text):
+            self.counts["cluster-pattern"] += 1
+        elif _TB_START.match(text) or _RAY_TASK_ERROR.match(text):
+            self._start(key, _Traceback(line_no))
+        elif _GROUP_START.match(text):
+            self._start(key, _Traceback(line_no, group=True))
+        elif not may_signal(low):
+            return
+        elif (benign := benign_key(text, low)) is not None:
+            if benign == "shm-broadcast":
+                self.shm.append((line_no, _clip(text)))
+            else:
+                self.counts[benign] += 1
+        elif (kind := classify_line(text, low)) is not None:
+            self._hit(kind, line_no, text)
+        elif SIGABRT.search(text, low):
+            self.aborts.append((line_no, _clip(text)))
+        elif CHATTER.search(text, low):
+            self.counts["debug-chatter"] += 1
+        elif BRING_UP.search(text, low):
+            self.counts["bring-up"] += 1
+
+    def _hit(self, kind: FaultKind, line_no: int, text: str) -> None:
+        if self.siblings and kind in {"sigterm", "sigkill"}:
+            # Ranks the elastic agent stopped after the root cause failed: a consequence.
+            self.counts["elastic-sibling"] += 1
+        else:
+            self.hits.append(_Hit(kind, line_no, _clip(text)))
+
+    def _track_summary(self, text: str) -> None:
+        """Follow torchelastic's summary: its ``Failures:`` block lists stopped sibling ranks."""
+        if text.startswith("Failures:"):
+            self.siblings = True
+        elif text.startswith("Root Cause") or (text.startswith("=") and _RULE.match(text)):
+            self.siblings = False
+
+    def _start(self, key: str, tb: _Traceback) -> None:
+        if key in self.open:
+            self._close(key)
+        if len(self.open) < _MAX_STREAMS:
+            self.open[key] = tb
+
+    def _feed_traceback(self, key: str, tb: _Traceback, line_no: int, text: str) -> bool:
+        """Consume ``text`` into the open traceback; False hands it back to line rules."""
+        indented = not text.strip() or text[0].isspace() or text.startswith("> File ")
+        if tb.group:
+            if indented:
+                row = _GROUP_ROW.match(text)
+                inner = row.group("inner").strip() if row else ""
+                if tb.exc is None and _is_exception(inner) and "ExceptionGroup" not in inner:
+                    tb.exc, tb.exc_no = inner, line_no
+                return True
+            self._close(key)
+            return False
+        if tb.exc is None:
+            if indented:
+                tb.frames = [*tb.frames[-(_MAX_FRAMES - 1) :], text.strip()[:200]]
+                return True
+            if _is_exception(text) and not _RAY_TASK_ERROR.match(text):
+                tb.exc, tb.exc_no = text, line_no
+                return True
+            if _RAY_TASK_ERROR.match(text):
+                return True
+            tb.junk += 1
+            if tb.junk > _MAX_JUNK or _TB_START.match(text):
+                self._close(key)
+            return False
+        if indented:
+            if len(tb.cont) < _MAX_CONT and text.strip():
+                tb.cont.append(text.strip())
+            return True
+        if _CHAIN.match(text):
+            self.chained[key] = self._close(key)
+            return True
+        self._close(key)
+        return False
+
+    def _close(self, key: str) -> int:
+        """Finish ``key``'s traceback; returns the index of its hit, or -1 when benign."""
+        tb = self.open.pop(key)
+        previous = self.chained.pop(key, None)
+        if previous is not None and previous >= 0:
+            self.hits[previous] = None  # the chain's last exception is the one that propagated
+        if tb.exc is None:
+            last = tb.frames[-1] if tb.frames else ""
+            excerpt = _clip(f"Traceback (cut off) {last}")
+            self.hits.append(_Hit("traceback", tb.line_no, excerpt, from_traceback=True))
+            return len(self.hits) - 1
+        kind = self._traceback_kind(tb)
+        if kind is None:
+            return -1
+        self.hits.append(_Hit(kind, tb.exc_no, _clip(tb.exc), from_traceback=True))
+        return len(self.hits) - 1
+
+    def _traceback_kind(self, tb: _Traceback) -> FaultKind | None:
+        assert tb.exc is not None
+        if self._is_cluster_benign(tb.exc):
+            self.counts["cluster-pattern"] += 1
+            return None
+        match = _EXC_LINE.match(tb.exc)
+        type_name = match.group("type") if match else tb.exc
+        short = type_name.rsplit(".", 1)[-1]
+        text = " ".join([tb.exc, *tb.cont])
+        benign = PASSTHROUGH.get(short) or benign_key(text)
+        if benign is not None and benign != "shm-broadcast":
+            self.counts[benign] += 1
+            return None
+        kind = classify_line(text)
+        if kind is None and type_name in TIMEOUT_TYPES:
+            context = " ".join([*tb.frames, text])
+            kind = "rpc-timeout" if SAMPLING_CONTEXT.search(context) else None
+        return kind or "traceback"
+
+    def faults(self) -> tuple[Fault, ...]:
+        hits = [h for h in self.hits if h is not None]
+        hang = any(h.kind == "nccl-timeout" for h in hits) or bool(self.aborts)
+        if self.shm and hang:
+            # The heartbeat is evidence of the hang here, not noise (seed, benign-noise list).
+            if not any(h.kind == "nccl-timeout" for h in hits):
+                line_no, excerpt = self.aborts[0]
+                hits.append(_Hit("nccl-timeout", line_no, excerpt))
+            for hit in hits:
+                if hit.kind == "nccl-timeout" and hit.detail is None:
+                    hit.detail = f"co-fires with: {self.shm[0][1]}"
+        elif self.shm:
+            self.counts["shm-broadcast"] += len(self.shm)
+        self._child_details(hits)
+        hits.sort(key=lambda h: h.line_no)
+        return tuple(
+            Fault(kind=h.kind, line_no=h.line_no, excerpt=h.excerpt, detail=h.detail)
+            for h in hits[-_MAX_FAULTS:]
+        )
+
+    def _child_details(self, hits: list[_Hit]) -> None:
+        """Point each ChildFailedError at the first real traceback of its attempt."""
+        ordered = sorted(hits, key=lambda h: h.line_no)
+        floor = -1
+        for hit in ordered:
+            if hit.kind != "child-failed":
+                continue
+            real = (
+                h
+                for h in ordered
+                if h.from_traceback and h.kind != "child-failed" and floor < h.line_no < hit.line_no
+            )
+            first = next(real, None)
+            hit.detail = first.excerpt if first else self._summary_detail(hit.line_no)
+            floor = hit.line_no
+
+    def _summary_detail(self, line_no: int) -> str | None:
+        start = line_no - self.first + 1
+        texts = [_split_prefix(raw)[1].strip() for raw in self.lines[start : start + 120]]
+        return summary_root_cause(texts)
+
+
+def _is_exception(text: str) -> bool:
+    return bool(text) and not text[0].isspace() and _EXC_LINE.match(text.rstrip()) is not None
+
+
+def summary_root_cause(texts: Sequence[str]) -> str | None:
+    """The diagnosis in a torchelastic failure summary: its Root Cause traceback or signal.
+
+    ``traceback : To enable traceback see ...`` is no diagnosis; with nothing better the
+    root cause's exit code is given.
+    """
+    root = next((i for i, t in enumerate(texts) if t.startswith("Root Cause")), None)
+    section = _until_rule(texts[root + 1 :] if root is not None else texts)
+    exit_code = None
+    for index, text in enumerate(section):
+        if (code := _SUMMARY_EXIT.match(text)) is not None and exit_code is None:
+            exit_code = code.group(1)
+        value = _SUMMARY_TB.match(text)
+        if value is None:
+            continue
+        detail = value.group(1).strip()
+        if detail.startswith("Traceback"):
+            block = [t for t in section[index + 1 :] if _is_exception(t)]
+            return _clip(block[-1]) if block else None
+        if detail and not detail.startswith("To enable traceback"):
+            return _clip(detail)
+    return f"exitcode {exit_code}" if exit_code is not None else None
+
+
+def _until_rule(texts: Sequence[str]) -> list[str]:
+    """Lines up to the summary's closing ``====`` rule (leading rules skipped)."""
+    out: list[str] = []
+    for text in texts:
+        if _RULE.match(text) and text.startswith("="):
+            if out:
+                break
+            continue
+        out.append(text)
+    return out
+
+
+def scan_faults(
+    lines: Sequence[str],
+    *,
+    benign_patterns: Sequence[str] = (),
+    first_line_no: int = 1,
+) -> FaultScan:
+    """Scan ANSI-stripped, ``\\r``-split log lines for faults, benign noise and launch checks."""
+    benign = _compile_patterns(tuple(benign_patterns))
+    scanner = _Scanner(lines, benign, first_line_no)
+    needled = _LINE_NEEDLES.lines(lines)
+    if needled is None:  # a line holding "\n" cannot be mapped back: read every line
+        scanner.run()
+    else:
+        extra = pattern_lines(lines, benign, lambda line: _split_prefix(line)[1])
+        scanner.run(sorted(extra.union(needled)) if extra else needled)
+    return _frozen(scanner)
+
+
+def _scan_reference(
+    lines: Sequence[str], *, benign_patterns: Sequence[str] = (), first_line_no: int = 1
+) -> FaultScan:
+    """``scan_faults`` without the prefilter: every line through the rules (the tests' oracle)."""
+    scanner = _Scanner(lines, _compile_patterns(tuple(benign_patterns)), first_line_no)
+    scanner.run()
+    return _frozen(scanner)
+
+
+def _frozen(scanner: _Scanner) -> FaultScan:
+    faults = scanner.faults()
+    return FaultScan(
+        faults=faults,
+        benign_counts=dict(scanner.counts),
+        infra=scanner.launch.signals(),
+        bring_up=scanner.counts["bring-up"] > 0 and not faults,
+    )

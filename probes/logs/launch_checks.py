@@ -1,0 +1,138 @@
+"""Eval/datagen launch checks read from a log: tunnel, sandbox api_base, engine 200s, auth.
+
+Policy (seed, Eval section): the Infra column shows whether the tunnel authenticated and
+carries traffic, whether the sandbox ``api_base`` points at a public URL rather than an
+internal address, whether the engine keeps answering POSTs with 200, and whether auth
+failures repeat. Each check is ``None`` until the log says something about it; the latest
+tunnel event wins (cloudflared retries, then registers). An ``api_base`` is internal when its
+host is a private, loopback or link-local IP, ``localhost``, a cluster-local service name, or a
+dotless hostname (which cannot be a public URL). Timestamps without a zone are taken as UTC.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from probes.models import InfraSignals
+
+_TUNNEL_ERROR = re.compile(
+    r"(?i:\b(?:tunnel|cloudflared|ngrok)\b.*\b(?:error|failed|failure|unauthori[sz]ed|refused"
+    r"|lost|disconnected|(?:not|never) (?:connected|established|ready))\b)"
+    r"|\bERR_NGROK_\d+|\bERR\b.*\b(?:connIndex|edge)\b"
+)
+_TUNNEL_OK = re.compile(
+    r"\bRegistered tunnel connection\b|\bstarted tunnel\b"
+    r"|(?i:\btunnel\b.*\b(?:connected|established|ready|authenticated)\b)"
+)
+_API_BASE = re.compile(
+    r"(?:\bapi_base|\bOPENAI_BASE_URL|\bOPENAI_API_BASE)['\"]?\s*[=:]\s*['\"]?(?P<url>[^\s'\",}\]]+)"
+)
+_ENGINE_POST = re.compile(
+    r"\"POST /v1/(?:chat/completions|completions|responses|messages)\S* HTTP/[\d.]+\" "
+    r"(?P<code>\d{3})"
+)
+_RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b")
+_AUTH_FAILURE = re.compile(
+    r"\b401 Unauthorized\b|\b403 Forbidden\b|(?i:authentication failed|invalid api key)"
+    r"|\bAuthenticationError\b"
+)
+_TIMESTAMP = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
+    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?"
+)
+NEEDLES = (
+    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: "),
+    *("unauthorized", "forbidden", "authentication", "api key"),
+)
+"""Every match of a check's regex above holds one of these (lower-cased and digit-free, for
+``probes.logs.prefilter``), so a line holding none of them changes no check."""
+_HOSTNAME = re.compile(r"[\w.-]+|[0-9A-Fa-f:.]+")
+_CLUSTER_SUFFIXES = (".svc", ".svc.cluster.local", ".cluster.local", ".internal", ".local")
+
+
+def line_timestamp(text: str) -> datetime | None:
+    """The first ISO-like timestamp in ``text``, zone-aware (naive is taken as UTC)."""
+    match = _TIMESTAMP.search(text)
+    if match is None:
+        return None
+    frac = (match.group("frac") or "0").ljust(6, "0")
+    tz = match.group("tz") or "+00:00"
+    tz = "+00:00" if tz == "Z" else tz if ":" in tz else f"{tz[:3]}:{tz[3:]}"
+    try:
+        stamp = datetime.fromisoformat(f"{match.group('date')}T{match.group('time')}.{frac}{tz}")
+    except ValueError:
+        return None
+    return stamp.astimezone(UTC)
+
+
+def is_internal_url(url: str) -> bool | None:
+    """Whether ``url`` points at an internal address; ``None`` when it names no host."""
+    try:
+        host = urlsplit(url if "://" in url else f"//{url}").hostname
+    except ValueError:
+        return None
+    if not host or _HOSTNAME.fullmatch(host) is None:
+        return None
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(_CLUSTER_SUFFIXES):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host
+    return address.is_private or address.is_loopback or address.is_link_local
+
+
+class LaunchChecks:
+    """Accumulates launch-check evidence line by line; ``signals()`` gives the model."""
+
+    def __init__(self) -> None:
+        self.tunnel_ok: bool | None = None
+        self.api_base: str | None = None
+        self.engine_ok: int | None = None
+        self.last_ok_at: datetime | None = None
+        self.running: int | None = None
+        self.auth_failures = 0
+
+    def feed(self, text: str, low: str | None = None) -> None:
+        """Read one prefix-stripped line (``low`` is its lower-case form, if already made)."""
+        low = text.lower() if low is None else low
+        if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
+            if _TUNNEL_ERROR.search(text):
+                self.tunnel_ok = False
+            elif _TUNNEL_OK.search(text):
+                self.tunnel_ok = True
+        if "api_base" in low or "openai_" in low:
+            base = _API_BASE.search(text)
+            if base is not None and base.group("url").lower() not in {"none", "null", "nil"}:
+                self.api_base = base.group("url")
+        if "post /v1/" in low and (post := _ENGINE_POST.search(text)) is not None:
+            self._engine(post.group("code"), text)
+        if "running: " in low and (running := _RUNNING.search(text)) is not None:
+            self.running = int(running.group("n"))
+        if any(n in low for n in ("401", "403", "authentication", "api key")):
+            self.auth_failures += bool(_AUTH_FAILURE.search(text))
+
+    def _engine(self, code: str, text: str) -> None:
+        self.engine_ok = self.engine_ok or 0
+        if code != "200":
+            return
+        self.engine_ok += 1
+        stamp = line_timestamp(text)
+        if stamp is not None and (self.last_ok_at is None or stamp > self.last_ok_at):
+            self.last_ok_at = stamp
+
+    def signals(self) -> InfraSignals:
+        """The launch checks as facts."""
+        return InfraSignals(
+            tunnel_ok=self.tunnel_ok,
+            api_base=self.api_base,
+            api_base_internal=is_internal_url(self.api_base) if self.api_base else None,
+            engine_ok_requests=self.engine_ok,
+            last_engine_ok_at=self.last_ok_at,
+            auth_failures=self.auth_failures,
+            engine_running_requests=self.running,
+        )

@@ -1,0 +1,245 @@
+"""Recognisers for single trainer log lines: pure, stateless, bounded in cost.
+
+Policy: every function here takes one already-split line and returns ``None`` when the line
+is not its kind; none of them raises on any input. Regexes are precompiled and length-capped
+(a value longer than 64 characters is not a number), so a pathological line costs linear
+time. The stateful pass that joins these into a history lives in ``probes.logs.parse``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import NamedTuple
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
+NESTED_BAR_MARK = "\x1b[A"
+"""tqdm writes cursor-up after a bar at position >= 1 (eval/inner bars), never after the main."""
+
+_RAY_HEAD_RE = re.compile(
+    r"\([A-Za-z_][\w.:<>\-]{0,120}(?: pid=\d{1,10}(?:, ip=[^)\s]{1,64})?)?\)"
+)
+_ray_heads: dict[str, bool] = {}
+_RAY_HEADS_CAP = 4096
+_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
+_NUMBER_CAP = 64
+_CALL_RE = re.compile(r"^[A-Za-z_][\w.]{0,40}\(\s*([^,()]{1,64})")
+_PAIR_RE = re.compile(
+    r"""['"]([^'"\\\n]{1,256})['"]\s*:\s*"""
+    r"""([A-Za-z_][\w.]{0,40}\([^()]{0,128}\)|'[^']{0,80}'|"[^"]{0,80}"|[^,{}()\s]{1,80})"""
+)
+_VERL_RE = re.compile(r"(?:^|\s)step:(\d{1,12}) - ")
+_ITERATION_RE = re.compile(
+    r"(?:^|[\s\]:|])iteration\s{1,40}(\d{1,12})\s{0,40}/\s{0,40}(\d{1,12})\s{0,40}\|"
+)
+_REWARD_PAIR_RE = re.compile(r"([\w/@.\-]{1,256}): ([^,\s]{1,64})")
+_TQDM_RE = re.compile(
+    r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
+    r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
+    r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
+)
+_TIMESTAMP_RE = re.compile(
+    r"^(?:\[[A-Z]+\|(?:[^\]]{0,80}\] )?|\[)?"
+    r"(?P<full>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
+    r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<short>(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
+    r"|^[IWEF](?P<glog>(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
+)
+
+
+class TqdmBar(NamedTuple):
+    """One tqdm redraw: ``desc: pct%|bar| cur/tot [elapsed<remain, rate]``."""
+
+    desc: str
+    current: int
+    total: int
+    elapsed_s: float | None
+    rate: str
+
+
+def strip_ansi(segment: str) -> str:
+    """Remove colour/cursor escapes and stray ESC bytes."""
+    return ANSI_RE.sub("", segment) if "\x1b" in segment else segment
+
+
+def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
+    """(lines cut to ``max_line_chars``, the same ANSI-stripped), split on ``\\r\\n``, ``\\r``
+    and ``\\n`` (tqdm redraws end in ``\\r``).
+
+    Done by ``str.replace``/``str.split`` in C: ``\\r\\n`` pairs never overlap, so turning them
+    and then lone ``\\r`` into ``\\n`` gives the separators of ``re.split(r"\\r\\n?|\\n")``.
+    """
+    raws = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if len(text) > max_line_chars:
+        raws = [r[:max_line_chars] if len(r) > max_line_chars else r for r in raws]
+    if "\x1b" not in text:
+        return raws, raws
+    return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
+
+
+def strip_ray_prefix(line: str) -> str:
+    """Drop a leading ``(Name pid=N[, ip=...])`` and a trailing ``[repeated Nx ...]``."""
+    if line.startswith("("):
+        # No class of the prefix regex admits ")", so it can only end at the first one: whether
+        # the text up to there is a prefix is looked up once per distinct actor name.
+        end = line.find(")") + 1
+        head = line[:end]
+        known = _ray_heads.get(head)
+        if known is None:
+            known = _learn_ray_head(head)
+        if known:
+            line = line[end + 1 :] if line[end : end + 1] == " " else line[end:]
+    if line.endswith("]") and "repeated" in line:
+        line = _REPEATED_RE.sub("", line)
+    return line
+
+
+def _learn_ray_head(head: str) -> bool:
+    """Whether ``head`` (a line up to its first ``)``) is a whole Ray actor prefix."""
+    if len(_ray_heads) >= _RAY_HEADS_CAP:
+        _ray_heads.clear()  # a log inventing actor names without end must not grow memory
+    known = _ray_heads[head] = _RAY_HEAD_RE.fullmatch(head) is not None
+    return known
+
+
+def parse_number(text: str) -> float | None:
+    """Read one printed value: int, float, quoted string, ``np.float64(x)``, nan/inf; else None."""
+    value = text.strip()
+    if not value or len(value) > _NUMBER_CAP + 48:
+        return None
+    if value[0] in "'\"" and value[-1] == value[0] and len(value) >= 2:
+        value = value[1:-1].strip()
+    if value.endswith(")"):
+        call = _CALL_RE.match(value)
+        if call is None:
+            return None
+        value = call.group(1).strip()
+    if not value or len(value) > _NUMBER_CAP or value[0] in "_TF":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def parse_pairs(text: str) -> dict[str, float]:
+    """Every numeric ``'key': value`` pair of a Python/JSON dict repr (non-numbers dropped)."""
+    out: dict[str, float] = {}
+    for key, raw in _PAIR_RE.findall(text):
+        number = parse_number(raw)
+        if number is not None:
+            out[key] = number
+    return out
+
+
+def parse_verl(line: str) -> tuple[int, dict[str, float]] | None:
+    """A verl console line ``step:N - key:value - ...`` -> (step, numeric values)."""
+    found = _VERL_RE.search(line)
+    if found is None:
+        return None
+    values: dict[str, float] = {}
+    for part in line[found.end() :].split(" - "):
+        key, sep, raw = part.rpartition(":")
+        if not sep or not key:
+            continue
+        number = parse_number(raw)
+        if number is not None:
+            values[key.strip()] = number
+    return int(found.group(1)), values
+
+
+class IterationLine(NamedTuple):
+    """A Megatron-style ``iteration N/ T | key: value | ...`` line."""
+
+    step: int
+    total: int
+    values: dict[str, float]
+
+
+def parse_iteration(line: str) -> IterationLine | None:
+    """Megatron-LM / Megatron-DeepSpeed / GPT-NeoX ``iteration N/ T | key: value | ...`` lines.
+
+    ``T`` is ``--train-iters`` (optimizer steps, never an example count); the pairs are read
+    generally, so ``lm loss``, ``grad norm``, ``learning rate`` and any other counter come along.
+    """
+    found = _ITERATION_RE.search(line)
+    if found is None:
+        return None
+    values: dict[str, float] = {}
+    for part in line[found.end() :].split("|"):
+        key, sep, raw = part.rpartition(":")
+        if not sep or not key.strip():
+            continue
+        number = parse_number(raw)
+        if number is not None:
+            values[" ".join(key.split())] = number
+    return IterationLine(int(found.group(1)), int(found.group(2)), values)
+
+
+def parse_reward_line(line: str) -> dict[str, float] | None:
+    """SkyRL's per-step ``reward/avg_pass_at_8: 0.625, reward/avg_raw_reward: 0.40625`` line."""
+    if "reward/" not in line or "{" in line:
+        return None
+    values: dict[str, float] = {}
+    for key, raw in _REWARD_PAIR_RE.findall(line):
+        number = parse_number(raw)
+        if number is not None and key.startswith("reward/"):
+            values[key] = number
+    return values or None
+
+
+def interval_seconds(text: str) -> float | None:
+    """tqdm's ``[D d, ]H:MM:SS`` or ``MM:SS`` elapsed field in seconds."""
+    days = 0
+    if "d" in text:
+        head, _, text = text.partition("d")
+        text = text.lstrip(", ")
+        if not head.strip().isdigit():
+            return None
+        days = int(head.strip())
+    parts = text.strip().split(":")
+    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
+        return None
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
+    return float(days * 86400 + seconds)
+
+
+def parse_tqdm(line: str) -> TqdmBar | None:
+    """A tqdm redraw at the start of a line (lines are already split on ``\\r``)."""
+    if "%|" not in line:
+        return None
+    last = _TQDM_RE.match(line)
+    if last is None:
+        return None
+    elapsed = interval_seconds(last.group("elapsed"))
+    return TqdmBar(
+        desc=(last.group("desc") or "").strip(),
+        current=int(last.group("cur")),
+        total=int(last.group("tot")),
+        elapsed_s=elapsed,
+        rate=(last.group("rate") or "").strip(),
+    )
+
+
+def parse_timestamp(line: str, year_hint: int | None) -> datetime | None:
+    """A leading loguru/ISO/HF/LLaMA-Factory/vLLM/glog timestamp, or an ISO one in brackets
+    (SGLang, Megatron-LM ``[2024-05-01 10:00:00]``); year-less ones need a hint."""
+    if not line or line[0] not in "0123456789[IWEDCF":
+        return None
+    found = _TIMESTAMP_RE.match(line)
+    if found is None:
+        return None
+    try:
+        full = found.group("full")
+        if full is not None:
+            return datetime.fromisoformat(full.replace(",", ".").replace(" ", "T"))
+        if year_hint is None:
+            return None
+        # vLLM (``MM-DD HH:MM:SS``) and glog (``MMDD HH:MM:SS``) print no year
+        first = 3 if found.group("short") is not None else 9
+        month, day, hour, minute, second = (int(found.group(first + i)) for i in range(5))
+        return datetime(year_hint, month, day, hour, minute, second)
+    except ValueError:
+        return None

@@ -1,0 +1,80 @@
+"""Training progress from tqdm redraws: which bar is the trainer's, and its trailing rate.
+
+Policy: the training bar has no desc (Hugging Face) or a trainer's own desc and counts
+iterations; tokenizer, packing, dataset and eval bars are never it. The rate is a trailing
+window that one checkpoint-save spike does not move, and a restarted bar starts its clock again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from statistics import median
+
+from probes.logs.lines import TqdmBar, parse_number
+
+_TRAIN_DESCS = frozenset(
+    {"", "Training Progress", "Training Batches Processed", "Training", "Train", "Steps"}
+)
+_RATE_WINDOW = 10
+_BAR_EVENTS_KEPT = 64
+_CLOCK_FLOOR_S = 5.0
+
+
+class BarTrack:
+    """Redraws of one (desc, total) bar: how often seen, the last one, (step, elapsed) events."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: TqdmBar | None = None
+        self.events: list[tuple[int, float]] = []
+
+    def add(self, bar: TqdmBar) -> None:
+        self.count += 1
+        self.last = bar
+        if bar.elapsed_s is None:
+            return
+        if self.events and bar.current <= self.events[-1][0]:
+            if bar.current < self.events[-1][0]:
+                self.events.clear()  # a new bar (restart): its elapsed clock starts again
+            else:
+                return  # a refresh of the same step keeps the first sighting
+        self.events.append((bar.current, bar.elapsed_s))
+        if len(self.events) > _BAR_EVENTS_KEPT:
+            del self.events[: -_BAR_EVENTS_KEPT // 2]
+
+
+def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
+    """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
+    if nested or bar.desc not in _TRAIN_DESCS:
+        return False
+    return not bar.rate or bar.rate.endswith(("s/it", "it/s", "?it/s"))
+
+
+def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDOW) -> float | None:
+    """Seconds per step over the last ``window`` steps, ignoring pairs far slower than typical.
+
+    Pairs slower than 3x the median per-step time (a checkpoint save) are left out, then the
+    rate is total time over total steps, which keeps the resolution of whole-second clocks.
+    """
+    recent = list(events)[-(window + 1) :]
+    if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
+        recent = list(events)  # sub-second steps on a whole-second clock: widen the window
+    pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(recent) if s1 > s0 and t1 >= t0]
+    if not pairs:
+        return None
+    typical = median(dt / ds for ds, dt in pairs)
+    kept = [(ds, dt) for ds, dt in pairs if typical == 0 or dt / ds <= 3 * typical]
+    steps = sum(ds for ds, _ in kept)
+    seconds = sum(dt for _, dt in kept)
+    return seconds / steps if steps and seconds > 0 else None
+
+
+def sec_per_it(rate: str) -> float | None:
+    """tqdm's rate field (``2.35s/it`` or ``12.9it/s``) as seconds per iteration."""
+    if rate.endswith("s/it"):
+        return parse_number(rate[:-4])
+    if rate.endswith("it/s"):
+        per_second = parse_number(rate[:-4])
+        return 1.0 / per_second if per_second else None
+    return None

@@ -1,0 +1,140 @@
+"""Reduce Harbor ``result.json`` files (trial and job) to the few fields the rules read.
+
+Policy: STANDARD LIBRARY ONLY (``json``) and self-contained, with no ``from __future__``
+import and only quoted annotations, because ``probes.remote.collector`` ships this module's source
+to a SLURM login node and runs it there with whatever ``python3`` the node has (3.6 or newer);
+a trial result.json can be large (agent messages), so it is reduced where it lies and only a
+small dict crosses the wire. Nothing here raises on bad input: a malformed or truncated file
+gives ``None``. Times stay the ISO strings Harbor wrote; they are parsed locally
+(``probes.harbor``). A non-finite reward (``NaN``) is no reward. Layout and field names:
+``research/formats.md`` §4.2-§4.3.
+"""
+
+import json
+import math
+
+_TURN_KEYS = ("n_episodes", "n_turns", "num_turns", "turns")
+_STAT_KEYS = (
+    ("n_completed", ("n_completed_trials", "n_trials")),
+    ("n_errored", ("n_errored_trials", "n_errors")),
+    ("n_running", ("n_running_trials",)),
+    ("n_pending", ("n_pending_trials",)),
+    ("n_cancelled", ("n_cancelled_trials",)),
+    ("n_retries", ("n_retries",)),
+)
+
+
+def _load(raw: "str | bytes") -> "dict[str, object] | None":
+    try:
+        data = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _dict(value: "object") -> "dict[str, object]":
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: "object") -> "float | None":
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range is no count or reward
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _count(value: "object") -> "int | None":
+    number = _number(value)
+    if number is None or number < 0 or number != int(number):
+        return None
+    return int(number)
+
+
+def _text(value: "object") -> "str | None":
+    return value if isinstance(value, str) and value else None
+
+
+def _reward(rewards: "object") -> "float | None":
+    """``rewards["reward"]``, else the first numeric reward (``reward.json`` is a flat dict)."""
+    rewards = _dict(rewards)
+    if "reward" in rewards:
+        return _number(rewards["reward"])
+    for value in rewards.values():
+        number = _number(value)
+        if number is not None:
+            return number
+    return None
+
+
+def _trial_reward(data: "dict[str, object]") -> "float | None":
+    reward = _reward(_dict(data.get("verifier_result")).get("rewards"))
+    if reward is not None:
+        return reward
+    # Multi-step trials (newer Harbor) score each step; the last scored step stands.
+    steps = data.get("step_results")
+    for step in reversed(steps if isinstance(steps, list) else []):
+        reward = _reward(_dict(_dict(step).get("verifier_result")).get("rewards"))
+        if reward is not None:
+            return reward
+    return None
+
+
+def _turns(agent: "dict[str, object]") -> "int | None":
+    metadata = _dict(agent.get("metadata"))
+    for source in (metadata, agent):
+        for key in _TURN_KEYS:
+            turns = _count(source.get(key))
+            if turns is not None:
+                return turns
+    return None
+
+
+def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
+    """A trial ``result.json`` reduced to reward, exception, turns, output tokens and times."""
+    data = _load(raw)
+    if data is None:
+        return None
+    agent = _dict(data.get("agent_result"))
+    return {
+        "reward": _trial_reward(data),
+        "exception_type": _text(_dict(data.get("exception_info")).get("exception_type")),
+        "n_turns": _turns(agent),
+        "n_output_tokens": _count(agent.get("n_output_tokens")),
+        "started_at": _text(data.get("started_at")),
+        "finished_at": _text(data.get("finished_at")),
+    }
+
+
+def _eval_means(evals: "object") -> "dict[str, float]":
+    """``evals[key].metrics[0].mean`` per eval key (the dataset's first metric)."""
+    means = {}
+    for key, value in _dict(evals).items():
+        metrics = _dict(value).get("metrics")
+        first = metrics[0] if isinstance(metrics, list) and metrics else None
+        mean = _number(_dict(first).get("mean"))
+        if mean is not None:
+            means[str(key)] = mean
+    return means
+
+
+def reduce_job(raw: "str | bytes") -> "dict[str, object] | None":
+    """A job ``result.json`` reduced to totals, stats (old and new names) and eval means."""
+    data = _load(raw)
+    if data is None:
+        return None
+    stats = _dict(data.get("stats"))
+    out: dict[str, object] = {  # local annotations are never evaluated
+        "n_total_trials": _count(data.get("n_total_trials")),
+        "started_at": _text(data.get("started_at")),
+        "updated_at": _text(data.get("updated_at")),
+        "finished_at": _text(data.get("finished_at")),
+    }
+    for name, keys in _STAT_KEYS:
+        out[name] = next((_count(stats[k]) for k in keys if k in stats), None)
+    means = _eval_means(stats.get("evals"))
+    out["eval_means"] = means
+    out["mean"] = next(iter(means.values()), None)
+    return out

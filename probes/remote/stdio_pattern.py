@@ -1,0 +1,184 @@
+"""Where a SLURM job's files are: its ``--output`` pattern and the root templates, filled.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible, because its source is
+shipped inside the collector script (``probes.slurm.probe.collector_source``) and run on the login
+node, while the probe imports the same functions in process (``slurm_parse.expand_stdout``,
+``checkpoints.expand_roots``): a log path is worked out by one piece of code on both sides, so
+the path the collector read is the path the record names. It also holds the few readers of
+SLURM's JSON values that finding a job's files needs (numbers that may be ``{set, number}``
+objects, ``(null)`` texts, array ids, the user), for the same reason. A pattern token only
+slurmctld can fill (``%N`` node, ``%t`` task, ``%s`` step...) is never guessed: the answer is
+``None`` and the caller asks ``scontrol``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from string import Formatter
+from typing import Any
+
+_STDIO_TOKEN = re.compile(r"%(%|(\d*)([A-Za-z]))")
+_STDIO_EXPANDABLE = frozenset("Aajux")
+_NO_ARRAY_TASK = "4294967294"
+"""What slurmctld prints for ``%a`` of a job that is not an array task (NO_VAL - 1)."""
+_ROOT_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
+SQUEUE_JOB_KEYS = (
+    "job_id", "job_state", "state", "state_reason", "name", "user_name", "user",
+    "submit_time", "start_time", "end_time", "time_limit", "time", "exit_code",
+    "array_job_id", "array_task_id", "array", "dependency", "comment",
+    "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
+    "command", "nodes", "restart_cnt",
+)
+"""Every squeue/sacct job-object key the probe reads (``slurm_parse.record_from_squeue`` and
+the readers here). The sweep sends this list to the collector, which cuts each job object
+down to it on the login node: the rest of a 22.05 object (~110 keys) is never read."""
+
+
+def slurm_number(raw: Any) -> int | None:
+    """An int, or a 23.02+ ``{set, infinite, number}`` object; unset/infinite -> None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        # JSON may carry Infinity/NaN (Python's json reads them): not a number of anything.
+        return int(raw) if raw - raw == 0 else None
+    if isinstance(raw, dict):
+        if raw.get("infinite") or raw.get("set") is False:
+            return None
+        return slurm_number(raw.get("number"))
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    return None
+
+
+def slurm_text(raw: Any) -> str | None:
+    """A stripped text; SLURM's spellings of nothing (``(null)``, ``None``, ``N/A``) -> None."""
+    if raw is None:
+        return None
+    value = str(raw).strip()
+    return value if value and value not in {"(null)", "None", "N/A"} else None
+
+
+def job_user(job: Mapping[str, Any]) -> str | None:
+    """The owner of a squeue/sacct job object (``user_name``, else ``user``)."""
+    return slurm_text(job.get("user_name")) or slurm_text(job.get("user"))
+
+
+def array_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """``(array job id, task id)`` from squeue's flat keys or sacct's ``array`` block."""
+    block = job.get("array")
+    block = block if isinstance(block, dict) else {}
+    array_job = slurm_number(job.get("array_job_id", block.get("job_id")))
+    array_task = slurm_number(job.get("array_task_id", block.get("task_id")))
+    return array_job, array_task
+
+
+_ENDED_STATES = frozenset({
+    "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+    "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED",
+})
+
+
+def ended_before(job: Mapping[str, Any], since: float | None) -> bool:
+    """True for a squeue job object that ended before the epoch ``since`` (too old to report).
+
+    slurmctld keeps finished jobs for ``MinJobAge``; a busy user can have thousands of them.
+    Dropping the old ones before anything else is built keeps a sweep's cost with the jobs it
+    reports. A job whose state or end time cannot be read is kept.
+    """
+    if since is None:
+        return False
+    raw = job.get("job_state")
+    states = [str(x).upper() for x in raw] if isinstance(raw, list) else (
+        [str(raw).split()[0].upper()] if isinstance(raw, str) and raw.strip() else [])
+    if not states or "COMPLETING" in states or not any(s in _ENDED_STATES for s in states):
+        return False
+    end = slurm_number(job.get("end_time"))
+    return end is not None and 0 < end < since
+
+
+def job_key(job_id: int, array_job: int | None, array_task: int | None) -> str:
+    """Our id for a job: ``A_T`` for an array task, else SLURM's own id."""
+    # The task that keeps the array's own id (job_id == array_job_id) is a task too.
+    if array_task is not None and array_job:
+        return f"{array_job}_{array_task}"
+    return str(job_id)
+
+
+def expand_pattern(
+    pattern: str | None,
+    *,
+    job_id: str,
+    array_job_id: str | None,
+    array_task_id: str | None,
+    user: str | None,
+    name: str,
+    workdir: str | None,
+) -> str | None:
+    """A raw ``--output`` pattern as slurmctld shows it as ``StdOut``; None if not expandable.
+
+    SLURM 22.05 puts the unexpanded pattern in ``squeue --json``'s ``standard_output`` (empty
+    for the default) while ``scontrol`` prints it expanded with ``_fname_format``: ``%A %a %j
+    %u %x`` (with optional zero padding), ``%%``, a ``slurm-%j.out`` / ``slurm-%A_%a.out``
+    default and the WorkDir prefix for a relative path. ``job_id`` is SLURM's own id of the job
+    (an array task's own id, for ``%j``); an absolute path without ``%`` is returned as it is.
+    """
+    if pattern and "%" not in pattern and pattern.startswith("/"):
+        return pattern
+    if not workdir:
+        return None
+    array = array_task_id is not None
+    text = pattern or ("slurm-%A_%a.out" if array else "slurm-%j.out")
+    tokens = {m.group(3) for m in _STDIO_TOKEN.finditer(text) if m.group(3)}
+    if tokens - _STDIO_EXPANDABLE:
+        return None
+    values = {"A": array_job_id or job_id, "a": array_task_id or _NO_ARRAY_TASK, "j": job_id,
+              "u": user or "", "x": name}
+
+    def fill(m: re.Match[str]) -> str:
+        if m.group(1) == "%":
+            return "%"
+        value = values[m.group(3)]
+        width = int(m.group(2) or 0)
+        return value.zfill(width) if value.isdigit() else value
+
+    path = _STDIO_TOKEN.sub(fill, text)
+    if not path.startswith("/"):
+        path = workdir.rstrip("/") + "/" + path
+    return path
+
+
+def has_stdio_token(path: str) -> bool:
+    """True when ``path`` still holds a ``%`` token (``%%`` aside)."""
+    return any(m.group(3) for m in _STDIO_TOKEN.finditer(path))
+
+
+def expand_roots(
+    templates: Sequence[str],
+    *,
+    workdir: str | None,
+    name: str,
+    job_id: str,
+    user: str | None,
+) -> list[str]:
+    """Fill ``{workdir} {name} {job_id} {user}``; a template needing a missing value is skipped.
+
+    Unknown placeholders and malformed templates are skipped too; results are normalised and
+    de-duplicated in order.
+    """
+    values = {"workdir": workdir, "name": name, "job_id": job_id, "user": user}
+    out: list[str] = []
+    for template in templates:
+        try:
+            fields = {f for _, f, _, _ in Formatter().parse(template) if f is not None}
+        except ValueError:
+            continue
+        if not fields <= _ROOT_PLACEHOLDERS or any(not values[f] for f in fields):
+            continue
+        path = posixpath.normpath(template.format_map(values))
+        if path not in out:
+            out.append(path)
+    return out

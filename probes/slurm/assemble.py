@@ -1,0 +1,145 @@
+"""Turn the collector's raw answer for one job into :class:`JobFacts`.
+
+Policy: shared by every file-system backed probe (SLURM over SSH, SLURM local, replay), so a
+recorded cluster is judged by exactly the code that judged it live. The log tail goes through
+the one parser (``probes.logs.parse.parse_log``); checkpoints and trials through their parsers.
+A log that could not be read gives a ``LogFetch`` with its status and no summary: never a
+made-up "no metrics".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from probes.config import ReplayCluster, SlurmCluster
+from probes.harbor import build_trial_tree
+from probes.logs.parse import parse_log
+from probes.models import CheckpointListing, JobFacts, LogFetch, SchedulerRecord, TrialTree
+from probes.slurm.checkpoints import build_listing, expand_roots
+
+FileCluster = SlurmCluster | ReplayCluster
+
+
+def collector_request(
+    records: Sequence[SchedulerRecord],
+    cluster: FileCluster,
+    *,
+    offsets: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The collector request for ``records``: paths only, as data (never a command line)."""
+    jobs = []
+    for r in records:
+        def roots(templates: Sequence[str], r: SchedulerRecord = r) -> list[str]:
+            return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
+                                user=r.user)
+
+        jobs.append({
+            "id": r.job_id,
+            "stdout": r.stdout_path,
+            "workdir": r.workdir,
+            "offset": (offsets or {}).get(r.stdout_path or "", 0),
+            "checkpoint_roots": roots(cluster.checkpoint_roots),
+            "trial_roots": roots(cluster.trial_roots),
+        })
+    return {
+        "tail_bytes": cluster.tail_bytes,
+        "min_lines": cluster.min_log_lines,
+        "max_trials": 20000,
+        "jobs": jobs,
+    }
+
+
+def job_facts(
+    record: SchedulerRecord,
+    collected: Mapping[str, Any] | None,
+    *,
+    aliases: Mapping[str, str],
+    benign_patterns: Sequence[str],
+) -> JobFacts:
+    """Assemble one job's facts from its scheduler record and the collector's answer."""
+    if not collected:
+        return JobFacts(record=record)
+    log = _log_fetch(collected.get("log") or {})
+    summary = None
+    if log.status in {"ok", "mismatch"}:
+        summary = parse_log(log.text, aliases=aliases, benign_patterns=benign_patterns)
+    return JobFacts(
+        record=record,
+        log=log,
+        summary=summary,
+        checkpoints=_checkpoints(collected.get("checkpoints") or {}),
+        trials=trial_tree(collected.get("trials") or {}),
+    )
+
+
+def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:
+    mtime = raw.get("mtime")
+    return LogFetch(
+        requested_path=raw.get("requested"),
+        path=raw.get("path"),
+        status=raw.get("status", "failed"),
+        error=raw.get("error"),
+        size=raw.get("size"),
+        mtime=_utc(mtime),
+        text=raw.get("text") or "",
+        offset=int(raw.get("offset") or 0),
+        attempts=int(raw.get("attempts") or 1),
+    )
+
+
+def _utc(epoch: Any) -> datetime | None:
+    """An epoch from the collector; anything unusable (NaN, absurd years) is unknown."""
+    if not isinstance(epoch, int | float) or isinstance(epoch, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(epoch, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:
+    listings = raw.get("listings") or {}
+    if not listings:
+        return None
+    return build_listing(
+        listings,
+        export_listings=raw.get("exports") or None,
+        latest_markers=raw.get("markers") or None,
+    )
+
+
+def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
+    """Merge every existing trial root; several Harbor job dirs under one root are chunks."""
+    existing = {root: v for root, v in raw.items() if v.get("exists")}
+    if not existing:
+        return None
+    root, value = next(iter(existing.items()))
+    jobs: Mapping[str, Any] = value.get("jobs") or {}
+    if not jobs:
+        return TrialTree(root=root, exists=True)
+    trials: dict[str, Mapping[str, Any]] = {}
+    job_meta: Mapping[str, Any] | None = None
+    total = 0
+    done = 0
+    chunked = len(jobs) > 1
+    for job_dir, job in jobs.items():
+        # Trial dir names repeat across chunks; key them by chunk so none is lost.
+        prefix = f"{job_dir.rstrip('/').rsplit('/', 1)[-1]}/" if chunked else ""
+        trials.update({prefix + name: t for name, t in (job.get("trials") or {}).items()})
+        meta = job.get("job") or {}
+        if meta:
+            job_meta = meta
+            total += int(meta.get("n_total_trials") or 0)
+            done += 1 if meta.get("finished_at") else 0
+    merged_job = dict(job_meta or {})
+    if chunked and total:
+        merged_job["n_total_trials"] = total
+    return build_trial_tree(
+        root,
+        trials,
+        job=merged_job or None,
+        chunks_done=done if chunked else None,
+        chunks_total=len(jobs) if chunked else None,
+    )

@@ -1,0 +1,426 @@
+"""The SLURM backend: one sweep of a cluster over SSH (or locally) in a fixed number of commands.
+
+Policy:
+
+* A warm sweep on a cluster with ``squeue --json`` is ONE command: the collector (``python3 -``,
+  script on stdin) runs ``squeue --json`` on the login node itself (an argv, no shell), keeps
+  the configured users' job objects, works out each started job's log path with the same
+  ``probes.remote.stdio_pattern`` rules the probe uses, and returns that filtered squeue document
+  (an object in its JSON answer, parsed once here; job objects cut down to the keys the records
+  read, except for ``record``) with every such job's log tail, stat, checkpoint listings and
+  trial trees. ``sacct --json`` for recently finished jobs runs beside it where accounting
+  exists. Only when a log path cannot be expanded from squeue's own fields (a ``%N``-like
+  token, no workdir) does the probe run ``scontrol show job -o`` and a second collector run
+  for those jobs; jobs known only to sacct are collected the same way. Without ``--json``
+  (``squeue -h -t all -o`` with epoch times) it is two steps: squeue, then the collector with
+  the selected jobs. ``round_trips`` counts the commands sent.
+* An unsupported ``--json`` or a cluster without accounting is remembered per probe instance,
+  so later sweeps do not pay for the failed command again.
+* Jobs are those of the configured ``users`` (default: the login user) that are active or
+  ended within ``recent_hours`` (decided here, after parsing). Pending jobs have no log yet
+  and are not collected.
+* ``collect`` never raises for a cluster problem: it returns ``status="unreachable"`` with the
+  reason (naming ``host:port``). A failed collector run is not an unreachable cluster: after a
+  failed one-trip run squeue runs on its own and the collector is tried twice more; if that
+  fails too, every job's log is reported ``failed`` (-> fetch-failed, never "dead").
+* Every command is an argv; job ids are validated before any command is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from probes.config import SlurmCluster
+from probes.errors import CommandError, InvalidJobIdError, ProbeError
+from probes.ids import SLURM_ID, validate_job_id
+from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
+from probes.remote.script import build_collector_script
+from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
+from probes.slurm.assemble import collector_request, job_facts
+from probes.slurm.parse import (
+    PLAIN_FORMAT,
+    expand_stdout,
+    merge_scontrol,
+    needs_scontrol,
+    parse_scontrol_all,
+    parse_squeue_json,
+    parse_squeue_plain,
+    records_from_squeue,
+    slurm_release,
+)
+from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
+
+_NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
+_NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
+             "could not start", "command not found", "not found")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the scheduler commands printed in one sweep, verbatim, and the merged records."""
+
+    squeue: str
+    """squeue's text; empty when its ``--json`` document came parsed from the collector."""
+    squeue_format: str
+    """``json`` or ``plain``."""
+    scontrol: str
+    sacct: str | None
+    records: tuple[SchedulerRecord, ...]
+    """The jobs asked for (all, or the users'), merged, before the recency filter."""
+    slurm_version: str | None
+    collected: Mapping[str, Any] | None = None
+    """The collector's answer per job id when squeue ran inside it (one round trip)."""
+    document: Mapping[str, Any] | None = None
+    """squeue's ``--json`` document, parsed (its job objects trimmed unless ``verbatim``)."""
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One verbatim read of a cluster for a recording: the selected jobs and their files."""
+
+    now: datetime
+    users: list[str]
+    snapshot: Snapshot
+    keep: set[str]
+    collected: Mapping[str, Any]
+
+
+class SlurmProbe:
+    """A SLURM cluster reached over SSH (or locally); see the module docstring."""
+
+    def __init__(
+        self,
+        cluster: SlurmCluster,
+        *,
+        aliases: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        runner_factory: RunnerFactory | None = None,
+        **_: Any,
+    ) -> None:
+        self._cluster = cluster
+        self._aliases = dict(aliases or {})
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._runner_factory = runner_factory or make_runner
+        self.json_supported = True
+        self.sacct_available = True
+
+    @property
+    def cluster(self) -> SlurmCluster:
+        return self._cluster
+
+    async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
+        """One sweep; never raises for an unreachable or failing cluster."""
+        now = self._clock()
+        runner: Runner | None = None
+        try:
+            runner = self._runner_factory(self._cluster)
+            async with asyncio.timeout(self._cluster.timeout_s):
+                snap = await self.snapshot(runner, now, self._users(runner), offsets=offsets,
+                                           one_trip=True)
+                selected = self.select(snap.records, runner, now)
+                collected = await self.complete_files(runner, selected, snap, offsets)
+        except ProbeError as exc:
+            return self._unreachable(now, str(exc), runner)
+        except TimeoutError:
+            where = runner.target if runner else self._cluster.name
+            reason = f"{where}: sweep took longer than {self._cluster.timeout_s:g}s"
+            return self._unreachable(now, reason, runner)
+        finally:
+            if runner is not None:
+                await runner.aclose()
+        return ClusterFacts(
+            name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
+            jobs=self._facts(selected, collected), round_trips=runner.commands_sent,
+        )
+
+    async def collect_job(self, job_id: str) -> JobFacts | None:
+        """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it)."""
+        job_id = _slurm_id(job_id)
+        now = self._clock()
+        runner = self._runner_factory(self._cluster)
+        try:
+            snap = await self.snapshot(runner, now)
+            found = [r for r in snap.records if r.job_id == job_id]
+            collected = await self.collect_files(runner, found, None)
+        finally:
+            await runner.aclose()
+        facts = self._facts(found, collected)
+        return facts[0] if facts else None
+
+    async def cancel(self, job_id: str) -> None:
+        """``scancel <id>``; the id is validated before anything connects."""
+        job_id = _slurm_id(job_id)
+        runner = self._runner_factory(self._cluster)
+        try:
+            await runner.run(["scancel", job_id])
+        finally:
+            await runner.aclose()
+
+    async def capture(self) -> Capture:
+        """One verbatim read for ``record``: selected jobs' objects, scontrol lines and files."""
+        now = self._clock()
+        runner = self._runner_factory(self._cluster)
+        try:
+            snap = await self.snapshot(runner, now, self._users(runner), with_scontrol=True,
+                                       one_trip=True, verbatim=True)
+            selected = self.select(snap.records, runner, now)
+            collected = await self.complete_files(runner, selected, snap, None)
+            users = list(self._users(runner))
+        finally:
+            await runner.aclose()
+        return Capture(now=now, users=users, snapshot=snap,
+                       keep={r.job_id for r in selected}, collected=collected)
+
+    async def aclose(self) -> None:
+        """Nothing to release: each sweep closes its own connection."""
+        return None
+
+    # -- the fixed command set ---------------------------------------------------------
+
+    async def snapshot(
+        self, runner: Runner, now: datetime, users: Collection[str] | None = None,
+        *, with_scontrol: bool = False, one_trip: bool = False,
+        offsets: Mapping[str, int] | None = None, verbatim: bool = False,
+    ) -> Snapshot:
+        """Run squeue and sacct concurrently over the runner's one connection.
+
+        With ``one_trip`` and ``users`` (and ``--json``), squeue runs inside the collector,
+        which also collects those users' started jobs (``Snapshot.collected``). ``scontrol
+        show job -o`` runs only when a log path cannot be expanded from squeue's own fields
+        (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record`` keeps it
+        verbatim). With ``users``, only their jobs are parsed into records. Unless
+        ``verbatim`` (``record``), the collector sends each job object cut down to the keys
+        the records are built from (``SQUEUE_JOB_KEYS``).
+        """
+        queue = None
+        if one_trip and users is not None:
+            wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
+            queue = {**collector_request([], self._cluster),
+                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
+                                "since": self._cutoff(now).timestamp(), **wanted},
+                     "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
+                               "trial": list(self._cluster.trial_roots)},
+                     "offsets": dict(offsets or {})}
+        try:
+            async with asyncio.TaskGroup() as group:
+                squeue = group.create_task(self._squeue(runner, queue))
+                sacct = group.create_task(self._sacct(runner))
+        except BaseExceptionGroup as failed:
+            # Re-raise the member itself: it already chains the library's original error.
+            raise _first_probe_error(failed)  # noqa: B904
+        (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
+        name = self._cluster.name
+        if document is not None:
+            parsed = records_from_squeue(document, cluster=name, now=now, users=users,
+                                         since=self._cutoff(now))
+        else:
+            parsed = parse_squeue_plain(squeue_text, cluster=name, now=now)
+        records = {r.job_id: r for r in parsed if users is None or r.user in users}
+        if sacct_text:
+            for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
+                records.setdefault(r.job_id, r)
+        records = {k: expand_stdout(r) for k, r in records.items()}
+        scontrol_text = ""
+        raw = [r for r in records.values() if needs_scontrol(r)]
+        if collected is not None:
+            # Only the jobs this sweep reports and the collector could not read count: a
+            # %N job that ended hours ago must not cost every sweep a round trip.
+            raw = [r for r in raw if r.job_id not in collected and self._recent(r, now)]
+        if with_scontrol or raw:
+            scontrol_text = await self._scontrol(runner)
+            fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
+            records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
+        return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
+                        sacct_text, tuple(records.values()),
+                        slurm_release(document) if document is not None else None, collected,
+                        document)
+
+    async def _squeue(
+        self, runner: Runner, queue: Mapping[str, Any] | None,
+    ) -> tuple[str, dict[str, Any] | None, Mapping[str, Any] | None]:
+        """``(text, document, collected)``: ``document`` is the parsed ``--json`` output
+        (``None`` on the plain format; ``text`` is empty when it came parsed from the
+        collector); ``collected`` only when squeue ran in the collector."""
+        if self.json_supported:
+            res, document, collected = await self._squeue_json(runner, queue)
+            if document is not None:
+                return "", document, collected
+            if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
+                return res.stdout, _json_document(res.stdout), collected
+            if res.exit_status != 0 and not _mentions(res.stderr, _NO_JSON):
+                raise res.failure(runner.target)
+            self.json_supported = False
+        plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o", PLAIN_FORMAT]
+        res = await runner.run(plain)
+        return res.stdout, None, None
+
+    async def _squeue_json(
+        self, runner: Runner, queue: Mapping[str, Any] | None,
+    ) -> tuple[CommandResult, dict[str, Any] | None, Mapping[str, Any] | None]:
+        """``(result, document, collected)`` of ``squeue --json``: from inside the collector run
+        when ``queue`` is given, where a JSON answer comes already parsed (``document``).
+
+        A collector run that fails (no python3, killed) is not a squeue failure: squeue then
+        runs on its own and the files are collected by a separate run (the two-step path).
+        """
+        argv = ("squeue", "--json")
+        if queue is not None:
+            res = await runner.run(["python3", "-"], stdin=build_collector_script(queue),
+                                   check=False)
+            answer = _queue_answer(res)
+            if answer is not None:
+                out = answer["squeue"]
+                document = out.get("json")
+                res = CommandResult(argv, int(out["exit"]), str(out.get("stdout") or ""),
+                                    str(out["stderr"]))
+                return res, document if isinstance(document, dict) else None, answer["jobs"]
+        return await runner.run(list(argv), check=False), None, None
+
+    async def _scontrol(self, runner: Runner) -> str:
+        # Optional enrichment: a failure leaves squeue's fields as they are.
+        res = await runner.run(["scontrol", "show", "job", "-o"], check=False)
+        return res.stdout if res.exit_status == 0 else ""
+
+    async def _sacct(self, runner: Runner) -> str | None:
+        if not self.sacct_available:
+            return None
+        seconds = max(60, int(self._cluster.recent_hours * 3600))
+        users = ",".join(self._users(runner))
+        res = await runner.run(
+            ["sacct", "--json", "-X", "-S", f"now-{seconds}", "-u", users], check=False,
+        )
+        if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
+            return res.stdout
+        if res.exit_status == 127 or _mentions(res.stderr, _NO_SACCT):
+            self.sacct_available = False  # a cluster without accounting stays without it
+        return None
+
+    async def complete_files(
+        self, runner: Runner, selected: Sequence[SchedulerRecord], snap: Snapshot,
+        offsets: Mapping[str, int] | None,
+    ) -> dict[str, Any]:
+        """The collector's answer for every started selected job.
+
+        What the one-trip run collected is kept; the rest (all of them on the two-step path;
+        else jobs whose log path needed scontrol, or known only to sacct) are collected by
+        one more run, for those jobs only.
+        """
+        started = [r for r in selected if r.state is not JobState.PENDING]
+        have = snap.collected or {}
+        missing = [r for r in started if r.job_id not in have]
+        got = await self.collect_files(runner, missing, offsets)
+        return {r.job_id: have.get(r.job_id) or got.get(r.job_id) for r in started}
+
+    async def collect_files(
+        self, runner: Runner, records: Sequence[SchedulerRecord],
+        offsets: Mapping[str, int] | None,
+    ) -> dict[str, Any]:
+        """The collector's answer per job id; one run, retried once, else logs ``failed``."""
+        started = [r for r in records if r.state is not JobState.PENDING]
+        if not started:
+            return {}
+        script = build_collector_script(collector_request(started, self._cluster,
+                                                          offsets=offsets))
+        error = "collector did not run"
+        for _attempt in (1, 2):
+            res = await runner.run(["python3", "-"], stdin=script, check=False)
+            if res.exit_status != 0:
+                error = str(res.failure(runner.target))
+                continue
+            try:
+                answer = json.loads(res.stdout)
+            except ValueError as exc:
+                error = f"collector printed unreadable output on {runner.target}: {exc}"
+                continue
+            jobs = answer.get("jobs") if isinstance(answer, dict) else None
+            if isinstance(jobs, dict):
+                return jobs
+            error = f"collector answer on {runner.target} has no jobs"
+        return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
+                                   "error": error, "attempts": 2}} for r in started}
+
+    # -- selection and assembly --------------------------------------------------------
+
+    def select(self, records: Sequence[SchedulerRecord], runner: Runner, now: datetime,
+               ) -> list[SchedulerRecord]:
+        """The configured users' jobs that are active or ended within ``recent_hours``."""
+        users = set(self._users(runner))
+        return [r for r in records if r.user in users and self._recent(r, now)]
+
+    def _cutoff(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self._cluster.recent_hours)
+
+    def _recent(self, record: SchedulerRecord, now: datetime) -> bool:
+        return (record.state in ACTIVE_STATES or record.end_time is None
+                or record.end_time >= self._cutoff(now))
+
+    def _users(self, runner: Runner) -> tuple[str, ...]:
+        return self._cluster.users or (runner.login_user,)
+
+    def _facts(self, records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
+               ) -> tuple[JobFacts, ...]:
+        patterns = self._cluster.benign_patterns
+        return tuple(
+            job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns)
+            for r in records
+        )
+
+    def _unreachable(self, now: datetime, reason: str, runner: Runner | None) -> ClusterFacts:
+        return ClusterFacts(
+            name=self._cluster.name, kind="slurm", status="unreachable", detail=reason,
+            collected_at=now, round_trips=runner.commands_sent if runner else 0,
+        )
+
+
+def _slurm_id(job_id: str) -> str:
+    validate_job_id(job_id)
+    if not SLURM_ID.match(job_id):
+        raise InvalidJobIdError(f"{job_id!r} is not a SLURM job id (digits, optionally _N or +N)")
+    return job_id
+
+
+def _first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first ProbeError of a failed fan-out (one reason is enough for the report)."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_probe_error(exc)
+        if isinstance(exc, ProbeError):
+            return exc
+    return group
+
+
+def _queue_answer(res: CommandResult) -> dict[str, Any] | None:
+    """The one-trip collector's answer, or ``None`` when it did not run properly."""
+    if res.exit_status != 0:
+        return None
+    try:
+        answer = json.loads(res.stdout)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("jobs"), dict):
+        return None
+    out = answer.get("squeue")
+    if not isinstance(out, dict) or not isinstance(out.get("exit"), int):
+        return None
+    return answer
+
+
+def _mentions(text: str, needles: Sequence[str]) -> bool:
+    low = text.lower()
+    return any(n in low for n in needles)
+
+
+def _json_document(text: str) -> dict[str, Any]:
+    """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CommandError("squeue --json output has no 'jobs' list")
+    return data

@@ -1,0 +1,212 @@
+"""A local Kubernetes API stand-in: real HTTP on 127.0.0.1 port 0, real API object JSON.
+
+Policy: the probe under test talks to this server through the real ``kubernetes_asyncio``
+client, loaded from a real kubeconfig file; nothing in the probe is patched. The stand-in
+serves the handful of endpoints the probe uses, shaped exactly like the real API (List kinds
+with ``apiVersion``, ``kind``, ``metadata.resourceVersion`` and ``items``; ``Status`` bodies
+for errors), honours ``labelSelector``, ``tailLines`` and ``limitBytes``, checks a Bearer token,
+and records every request so tests can assert on what was sent. Faults are switchable per
+route: ``"500"`` (an internal error Status), ``"hang"`` (never answers until the stand-in
+stops). A ``jobsets`` of ``None`` means the JobSet API is not installed (404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from tests.probes.kubernetes.builders import to_json
+
+
+@dataclass
+class Recorded:
+    """One request the stand-in received."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any = None
+
+
+def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A ``Status`` object as the API server sends it with an error code."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def selector_matches(selector: str | None, labels: dict[str, str]) -> bool:
+    """Equality-based label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``, comma-joined."""
+    for raw in filter(None, (selector or "").split(",")):
+        term = raw.strip()
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+@dataclass
+class KubeStandIn:
+    """The fake API server's state; mutate it between sweeps to change the cluster."""
+
+    token: str = "standin-token"
+    namespace: str = "ml"
+    jobs: dict[str, Any] = field(default_factory=dict)
+    pods: dict[str, Any] = field(default_factory=dict)
+    jobsets: dict[str, dict[str, Any]] | None = None
+    logs: dict[str, str] = field(default_factory=dict)
+    """``pod`` or ``pod/container`` -> the container's whole log."""
+    faults: dict[str, str] = field(default_factory=dict)
+    """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``/``"hang"``."""
+    requests: list[Recorded] = field(default_factory=list)
+    url: str = ""
+    _runner: web.AppRunner | None = None
+    _release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def start(self) -> str:
+        """Serve on 127.0.0.1, port 0; returns the base URL."""
+        app = web.Application(middlewares=[self._guard])
+        ns = "/namespaces/{ns}"
+        app.router.add_get("/version", self._version)
+        app.router.add_get(f"/apis/batch/v1{ns}/jobs", self._list_jobs)
+        app.router.add_delete(f"/apis/batch/v1{ns}/jobs/{{name}}", self._delete_job)
+        app.router.add_get(f"/api/v1{ns}/pods", self._list_pods)
+        app.router.add_get(f"/api/v1{ns}/pods/{{name}}/log", self._log)
+        app.router.add_get(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", self._list_jobsets)
+        app.router.add_delete(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets/{{name}}",
+                              self._delete_jobset)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        """Release hung handlers and shut the server down."""
+        self._release.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def write_kubeconfig(self, path: Path, *, token: str | None = None) -> Path:
+        """A kubeconfig (context ``standin``, token user) pointing at this server."""
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "standin",
+            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": token or self.token}}],
+            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "tester",
+                                                         "namespace": self.namespace}}],
+        }
+        path.write_text(json.dumps(config))  # JSON is YAML: the loader reads it as is
+        return path
+
+    def calls(self, method: str, suffix: str) -> list[Recorded]:
+        """Recorded requests of ``method`` whose path ends with ``suffix``."""
+        return [r for r in self.requests if r.method == method and r.path.endswith(suffix)]
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        body = None
+        if request.can_read_body:
+            body = await request.json()
+        self.requests.append(Recorded(request.method, request.path, dict(request.query), body))
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.json_response(status_body(401, "Unauthorized", "Unauthorized"), status=401)
+        route = _route_name(request)
+        fault = self.faults.get(route)
+        if fault == "hang":
+            await self._release.wait()
+        if fault == "500":
+            return web.json_response(
+                status_body(500, "InternalError", "etcdserver: request timed out"), status=500)
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    def _list(self, kind: str, api_version: str, items: list[Any]) -> web.Response:
+        return web.json_response({"apiVersion": api_version, "kind": kind,
+                                  "metadata": {"resourceVersion": "4242"}, "items": items})
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0"})
+
+    async def _list_jobs(self, request: web.Request) -> web.Response:
+        selector = request.query.get("labelSelector")
+        items = [to_json(job) for job in self.jobs.values()
+                 if selector_matches(selector, job.metadata.labels or {})]
+        return self._list("JobList", "batch/v1", items)
+
+    async def _list_pods(self, request: web.Request) -> web.Response:
+        selector = request.query.get("labelSelector")
+        items = [to_json(pod) for pod in self.pods.values()
+                 if selector_matches(selector, pod.metadata.labels or {})]
+        return self._list("PodList", "v1", items)
+
+    async def _list_jobsets(self, request: web.Request) -> web.Response:
+        if self.jobsets is None:
+            return web.json_response(
+                status_body(404, "NotFound", "the server could not find the requested resource"),
+                status=404)
+        selector = request.query.get("labelSelector")
+        items = [js for js in self.jobsets.values()
+                 if selector_matches(selector, js["metadata"].get("labels") or {})]
+        return web.json_response({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList",
+                                  "metadata": {"resourceVersion": "4242", "continue": ""},
+                                  "items": items})
+
+    async def _log(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in self.pods:
+            return web.json_response(
+                status_body(404, "NotFound", f'pods "{name}" not found'), status=404)
+        container = request.query.get("container")
+        text = self.logs.get(f"{name}/{container}", self.logs.get(name, ""))
+        if "tailLines" in request.query:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(request.query["tailLines"]):])
+        data = text.encode()
+        if "limitBytes" in request.query:
+            data = data[: int(request.query["limitBytes"])]
+        return web.Response(body=data, content_type="text/plain")
+
+    async def _delete_job(self, request: web.Request) -> web.Response:
+        return self._delete(self.jobs, request.match_info["name"], "jobs.batch")
+
+    async def _delete_jobset(self, request: web.Request) -> web.Response:
+        return self._delete(self.jobsets or {}, request.match_info["name"],
+                            "jobsets.jobset.x-k8s.io")
+
+    def _delete(self, store: dict[str, Any], name: str, resource: str) -> web.Response:
+        if store.pop(name, None) is None:
+            return web.json_response(
+                status_body(404, "NotFound", f'{resource} "{name}" not found'), status=404)
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                  "status": "Success", "details": {"name": name}})
+
+
+def _route_name(request: web.Request) -> str:
+    path = request.path
+    if path.endswith("/log"):
+        return "log"
+    if request.method == "DELETE":
+        return "delete"
+    for name in ("jobsets", "jobs", "pods", "version"):
+        if f"/{name}" in path:
+            return name
+    return "other"

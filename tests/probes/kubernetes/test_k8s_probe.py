@@ -1,0 +1,308 @@
+"""KubernetesProbe against the local API stand-in (real client, real HTTP, real kubeconfig)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.config import KubernetesCluster
+from probes.errors import InvalidJobIdError
+from probes.kubernetes.probe import KubernetesProbe
+from probes.models import ClusterFacts, JobFacts, JobState
+from probes.registry import make_probe
+from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
+from tests.probes.kubernetes.standin import KubeStandIn
+
+VERL_LOG = "".join(
+    f"step:{s} - actor/entropy:0.5{s} - actor/grad_norm:0.2 - critic/score/mean:0.4\n"
+    for s in (1, 2, 3)
+)
+HF_LOG = "{'loss': 1.2, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+
+
+def only_job(facts: ClusterFacts, job_id: str) -> JobFacts:
+    matches = [job for job in facts.jobs if job.record.job_id == job_id]
+    assert len(matches) == 1, [job.record.job_id for job in facts.jobs]
+    return matches[0]
+
+
+def add_running(standin: KubeStandIn, name: str, log: str, **job_kw: object) -> None:
+    standin.jobs[name] = make_job(name, active=1, **job_kw)  # type: ignore[arg-type]
+    standin.pods[f"{name}-0"] = make_pod(f"{name}-0", name)
+    standin.logs[f"{name}-0"] = log
+
+
+async def test_healthy_rl_job(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A running RL job yields RUNNING, its pod log path, and verl metrics at the latest step."""
+    add_running(standin, "rl-grpo-7b", VERL_LOG, labels={"user": "alice"},
+                annotations={"jobtables/config-hash": "c0ffee"})
+    facts = await probe.collect()
+    assert facts.status == "ok" and facts.kind == "kubernetes"
+    job = only_job(facts, "rl-grpo-7b")
+    record = job.record
+    assert record.state is JobState.RUNNING and record.reason is None
+    assert (record.user, record.pods_total, record.pods_running) == ("alice", 1, 1)
+    assert record.stdout_path == "pod/rl-grpo-7b-0" and record.workdir is None
+    assert record.elapsed_s == 2 * 3600
+    assert record.labels["image"].startswith("ghcr.io/example/trainer")
+    assert record.labels["config_hash"] == "c0ffee"
+    assert job.log is not None and job.log.status == "ok" and job.log.attempts == 1
+    assert job.summary is not None and job.summary.points[-1].step == 3
+    assert "entropy" in job.summary.points[-1].values
+    assert job.checkpoints is None and job.trials is None
+    assert facts.round_trips == 4  # jobs, jobsets, pods, log: one at a time
+
+
+async def test_hf_dict_log_gives_metrics(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A Hugging Face Trainer dict line is parsed into a metric point with the loss."""
+    add_running(standin, "sft-llama", HF_LOG)
+    job = only_job(await probe.collect(), "sft-llama")
+    assert job.summary is not None and job.summary.points
+    assert job.summary.points[-1].values["loss"] == pytest.approx(1.2)
+
+
+async def test_json_log_line_is_read_verbatim(standin: KubeStandIn,
+                                              probe: KubernetesProbe) -> None:
+    """A log that is one JSON document comes back as written, not as a Python repr."""
+    add_running(standin, "sft-json", '{"loss": 1.5, "step": 7}\n')
+    job = only_job(await probe.collect(), "sft-json")
+    assert job.log is not None and job.log.text == '{"loss": 1.5, "step": 7}\n'
+
+
+async def test_tail_bounds_are_sent(standin: KubeStandIn, cluster: KubernetesCluster) -> None:
+    """tailLines and limitBytes go to the API and bound what comes back."""
+    add_running(standin, "rl-long", "".join(f"line {i}\n" for i in range(100)))
+    bounded = cluster.model_copy(update={"tail_lines": 10, "tail_bytes": 30})
+    probe = KubernetesProbe(bounded, clock=lambda: NOW)
+    try:
+        job = only_job(await probe.collect(), "rl-long")
+    finally:
+        await probe.aclose()
+    (call,) = standin.calls("GET", "/log")
+    assert (call.query["tailLines"], call.query["limitBytes"]) == ("10", "30")
+    assert job.log is not None and job.log.text.startswith("line 90\n")
+    assert len(job.log.text.encode()) == 30
+
+
+async def test_image_pull_backoff_is_bring_up(standin: KubeStandIn,
+                                              probe: KubernetesProbe) -> None:
+    """An image pull back-off during bring-up is PENDING with its reason, and no log is read."""
+    standin.jobs["rl-new"] = make_job("rl-new", active=1)
+    standin.pods["rl-new-0"] = make_pod("rl-new-0", "rl-new", phase="Pending", state="waiting",
+                                        reason="ImagePullBackOff")
+    job = only_job(await probe.collect(), "rl-new")
+    assert job.record.state is JobState.PENDING
+    assert job.record.reason == "ImagePullBackOff"
+    assert job.log is None and job.summary is None
+    assert not standin.calls("GET", "/log")
+
+
+async def test_oom_killed_pod(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A job failed by an OOMKilled pod is OUT_OF_MEMORY with exit code 137; its log is read."""
+    standin.jobs["sft-oom"] = make_job("sft-oom", failed=1, finished=NOW,
+                                       conditions=(("Failed", "BackoffLimitExceeded"),))
+    standin.pods["sft-oom-0"] = make_pod("sft-oom-0", "sft-oom", phase="Failed",
+                                         state="terminated", reason="OOMKilled")
+    standin.logs["sft-oom-0"] = HF_LOG
+    record = only_job(await probe.collect(), "sft-oom").record
+    assert record.state is JobState.OUT_OF_MEMORY
+    assert (record.reason, record.exit_code, record.pods_running) == ("OOMKilled", 137, 0)
+
+
+async def test_running_with_zero_pods_is_silent_wedge(standin: KubeStandIn,
+                                                      probe: KubernetesProbe) -> None:
+    """Active by the status with no pod under either job-name label is the silent wedge."""
+    standin.jobs["rl-wedged"] = make_job("rl-wedged", active=1)
+    facts = await probe.collect()
+    record = only_job(facts, "rl-wedged").record
+    assert record.state is JobState.RUNNING and record.pods_total == 0
+    assert record.labels["jobtables/silent-wedge"] == "no-pods"
+    selectors = [c.query["labelSelector"] for c in standin.calls("GET", "/pods")]
+    assert selectors == ["batch.kubernetes.io/job-name=rl-wedged", "job-name=rl-wedged"]
+
+
+async def test_vanished_job_reported_once(standin: KubeStandIn, cluster: KubernetesCluster) -> None:
+    """A job active last sweep and gone now is reported once as vanished, then forgotten."""
+    reported: set[str] = set()
+    probe = KubernetesProbe(cluster, clock=lambda: NOW, vanished=reported)
+    add_running(standin, "rl-gone", VERL_LOG)
+    add_running(standin, "rl-stays", VERL_LOG)
+    try:
+        first = await probe.collect()
+        del standin.jobs["rl-gone"], standin.pods["rl-gone-0"]
+        second = await probe.collect()
+        third = await probe.collect()
+    finally:
+        await probe.aclose()
+    assert only_job(first, "rl-gone").record.state is JobState.RUNNING
+    gone = only_job(second, "rl-gone").record
+    assert (gone.state, gone.reason, gone.pods_total) == (JobState.FAILED, "vanished", 0)
+    assert gone.labels["jobtables/silent-wedge"] == "vanished"
+    assert reported == {"rl-gone"}
+    assert [j.record.job_id for j in third.jobs] == ["rl-stays"]
+
+
+async def test_finished_or_cancelled_job_disappearing_is_not_vanished(
+    standin: KubeStandIn, probe: KubernetesProbe
+) -> None:
+    """A completed job removed by its TTL, or one we cancelled, just leaves the report."""
+    standin.jobs["sft-done"] = make_job("sft-done", succeeded=1, finished=NOW,
+                                        conditions=(("Complete", None),))
+    add_running(standin, "rl-cancel-me", VERL_LOG)
+    await probe.collect()
+    del standin.jobs["sft-done"]
+    await probe.cancel("rl-cancel-me")
+    facts = await probe.collect()
+    assert facts.jobs == ()
+
+
+async def test_api_500_makes_cluster_unreachable(standin: KubeStandIn,
+                                                 probe: KubernetesProbe) -> None:
+    """An API server answering 500 is an unreachable cluster whose detail says why."""
+    standin.faults["jobs"] = "500"
+    facts = await probe.collect()
+    assert facts.status == "unreachable" and facts.jobs == ()
+    assert facts.detail is not None
+    assert "HTTP 500" in facts.detail and "etcdserver: request timed out" in facts.detail
+    assert facts.round_trips == 1
+
+
+async def test_api_timeout_makes_cluster_unreachable(standin: KubeStandIn,
+                                                     cluster: KubernetesCluster) -> None:
+    """An API server that never answers is unreachable within the request timeout."""
+    standin.faults["jobs"] = "hang"
+    probe = KubernetesProbe(cluster.model_copy(update={"request_timeout_s": 0.2}))
+    try:
+        facts = await probe.collect()
+    finally:
+        await probe.aclose()
+    assert facts.status == "unreachable"
+    assert facts.detail is not None and "timeout" in facts.detail
+
+
+async def test_wrong_token_is_unreachable_with_reason(standin: KubeStandIn,
+                                                      cluster: KubernetesCluster,
+                                                      tmp_path: Path) -> None:
+    """A refused token is reported as an unreachable cluster naming the 401."""
+    config = standin.write_kubeconfig(tmp_path / "bad", token="wrong")
+    probe = KubernetesProbe(cluster.model_copy(update={"kubeconfig": str(config)}))
+    try:
+        facts = await probe.collect()
+    finally:
+        await probe.aclose()
+    assert facts.status == "unreachable"
+    assert facts.detail is not None and "401" in facts.detail
+
+
+async def test_missing_kubeconfig_is_unreachable(cluster: KubernetesCluster,
+                                                 tmp_path: Path) -> None:
+    """A kubeconfig that does not exist is reported, not raised."""
+    probe = KubernetesProbe(cluster.model_copy(update={"kubeconfig": str(tmp_path / "nope")}))
+    facts = await probe.collect()
+    await probe.aclose()
+    assert facts.status == "unreachable"
+    assert facts.detail is not None and "kubeconfig" in facts.detail
+
+
+async def test_api_error_in_log_stream_is_fetch_failed(standin: KubeStandIn,
+                                                       probe: KubernetesProbe) -> None:
+    """A log body that is a kubelet error is retried once, then a failed fetch, never metrics."""
+    add_running(standin, "rl-logerr", "unable to retrieve container logs for containerd://0af3\n")
+    job = only_job(await probe.collect(), "rl-logerr")
+    assert job.record.state is JobState.RUNNING
+    assert job.log is not None and job.log.status == "failed" and job.log.attempts == 2
+    assert job.log.error is not None and "unable to retrieve container logs" in job.log.error
+    assert job.summary is None
+    assert len(standin.calls("GET", "/log")) == 2
+
+
+async def test_log_endpoint_error_is_fetch_failed(standin: KubeStandIn,
+                                                  probe: KubernetesProbe) -> None:
+    """A log endpoint answering 500 fails that job's fetch, not the whole cluster."""
+    add_running(standin, "rl-log500", VERL_LOG)
+    standin.faults["log"] = "500"
+    facts = await probe.collect()
+    job = only_job(facts, "rl-log500")
+    assert facts.status == "ok"
+    assert job.log is not None and job.log.status == "failed"
+    assert job.log.error is not None and "HTTP 500" in job.log.error
+
+
+async def test_cancel_deletes_with_background_propagation(standin: KubeStandIn,
+                                                          probe: KubernetesProbe) -> None:
+    """Cancel sends DELETE with propagationPolicy Background; a second cancel is a no-op."""
+    add_running(standin, "rl-kill", VERL_LOG)
+    await probe.collect()
+    await probe.cancel("rl-kill")
+    await probe.cancel("rl-kill")
+    deletes = standin.calls("DELETE", "/jobs/rl-kill")
+    assert deletes[0].body["propagationPolicy"] == "Background"
+    assert len(deletes) == 2  # the second answered 404: already gone, no error
+    assert "rl-kill" not in standin.jobs
+
+
+async def test_cancel_rejects_a_bad_id(probe: KubernetesProbe, standin: KubeStandIn) -> None:
+    """An id that is not a Kubernetes name is refused before any request."""
+    with pytest.raises(InvalidJobIdError):
+        await probe.cancel("rl; rm -rf /")
+    assert standin.requests == []
+
+
+async def test_jobset_with_pods_and_cancel(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A JobSet is one job (child Jobs not repeated), logs from rank 0, deleted as a JobSet."""
+    assert standin.jobsets is not None
+    standin.jobsets["rl-multinode"] = make_jobset("rl-multinode", labels={"owner": "bob"})
+    standin.jobs["rl-multinode-workers-0"] = make_job("rl-multinode-workers-0", active=2,
+                                                      owner_jobset="rl-multinode")
+    for index in (0, 1):
+        name = f"rl-multinode-workers-0-{index}"
+        standin.pods[name] = make_pod(name, "rl-multinode-workers-0", jobset="rl-multinode",
+                                      index=index)
+        standin.logs[name] = VERL_LOG if index == 0 else "worker noise\n"
+    facts = await probe.collect()
+    assert [j.record.job_id for j in facts.jobs] == ["rl-multinode"]
+    job = facts.jobs[0]
+    assert job.record.labels["jobtables/kind"] == "JobSet" and job.record.user == "bob"
+    assert (job.record.state, job.record.pods_total) == (JobState.RUNNING, 2)
+    assert job.log is not None and job.log.requested_path == "pod/rl-multinode-workers-0-0"
+    await probe.cancel("rl-multinode")
+    (delete,) = standin.calls("DELETE", "/jobsets/rl-multinode")
+    assert delete.body["propagationPolicy"] == "Background"
+
+
+async def test_jobset_api_absent_is_not_an_error(standin: KubeStandIn,
+                                                 probe: KubernetesProbe) -> None:
+    """A 404 for the JobSet resource means it is not installed; Jobs are still reported."""
+    standin.jobsets = None
+    add_running(standin, "sft-a", HF_LOG)
+    facts = await probe.collect()
+    assert facts.status == "ok" and [j.record.job_id for j in facts.jobs] == ["sft-a"]
+    await probe.cancel("never-seen")  # Job 404, then JobSet 404: already gone is success
+    assert len(standin.calls("DELETE", "/never-seen")) == 2
+
+
+async def test_suspended_and_filtered_jobs(standin: KubeStandIn,
+                                           cluster: KubernetesCluster) -> None:
+    """Suspended is PENDING; other users' and long-finished jobs are left out."""
+    standin.jobs["rl-queued"] = make_job("rl-queued", suspend=True, started=None,
+                                         labels={"user": "alice"})
+    standin.jobs["rl-bob"] = make_job("rl-bob", active=1, labels={"user": "bob"})
+    standin.jobs["rl-old"] = make_job("rl-old", succeeded=1, labels={"user": "alice"},
+                                      finished=NOW.replace(day=1), conditions=(("Complete", None),))
+    standin.jobs["other-team"] = make_job("other-team", active=1, labels={"team": "infra"})
+    probe = KubernetesProbe(cluster.model_copy(update={"users": ("alice",)}), clock=lambda: NOW)
+    try:
+        facts = await probe.collect()
+    finally:
+        await probe.aclose()
+    assert [j.record.job_id for j in facts.jobs] == ["rl-queued"]
+    assert (facts.jobs[0].record.state, facts.jobs[0].record.reason) == (
+        JobState.PENDING, "Suspended")
+
+
+async def test_registry_builds_the_kubernetes_probe(cluster: KubernetesCluster) -> None:
+    """The registry's ``kubernetes`` kind builds this probe and tolerates the shared options."""
+    built = make_probe(cluster, aliases={"train/my_entropy": "entropy"}, clock=lambda: NOW)
+    assert isinstance(built, KubernetesProbe)
+    await built.aclose()

@@ -1,0 +1,51 @@
+"""The RBAC manifest grants exactly what the probe's requests need, and nothing more."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml  # type: ignore[import-untyped]  # no stubs installed; safe_load_all only
+
+from probes.kubernetes.probe import KubernetesProbe
+from tests.probes.kubernetes.builders import make_job, make_jobset, make_pod
+from tests.probes.kubernetes.standin import KubeStandIn, Recorded
+
+MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "k8s-rbac.yaml"
+_PATH = re.compile(
+    r"^/apis?/(?:(?P<group>[^/]+)/)?v[^/]+/namespaces/[^/]+/(?P<res>[^/]+)"
+    r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
+)
+
+
+def permission(request: Recorded) -> tuple[str, str, str]:
+    """(apiGroup, resource, verb) the API server checks for one recorded request."""
+    match = _PATH.match(request.path)
+    assert match, request.path
+    group = match["group"] if request.path.startswith("/apis/") else ""
+    resource = match["res"] + (f"/{match['sub']}" if match["sub"] else "")
+    if request.method == "DELETE":
+        return group or "", resource, "delete"
+    return group or "", resource, "get" if match["name"] else "list"
+
+
+def granted() -> set[tuple[str, str, str]]:
+    role = next(d for d in yaml.safe_load_all(MANIFEST.read_text()) if d["kind"] == "Role")
+    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+async def test_role_covers_every_request(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A sweep plus a Job and a JobSet cancel use only verbs the Role grants."""
+    assert standin.jobsets is not None
+    standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.jobs["sft-a"] = make_job("sft-a", active=1)
+    standin.pods["sft-a-0"] = make_pod("sft-a-0", "sft-a")
+    standin.logs["sft-a-0"] = "{'loss': 1.0}\n"
+    await probe.collect()
+    await probe.cancel("sft-a")
+    await probe.cancel("rl-js")
+    used = {permission(r) for r in standin.requests}
+    assert used <= granted()
+    assert {verb for _, _, verb in granted()} == {"get", "list", "delete"}
+    assert ("", "pods/log", "get") in used

@@ -1,0 +1,169 @@
+"""Table tests for the pure Kubernetes state mapping and the log-body check."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from probes.kubernetes.states import (
+    ConditionView,
+    PodView,
+    WorkloadView,
+    log_container,
+    log_fetch_problem,
+    log_pod,
+    map_workload_state,
+)
+from probes.models import JobState
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+T1 = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
+
+
+def job(*conds: tuple[str, str | None], active: int = 0, suspended: bool = False,
+        deleting: bool = False) -> WorkloadView:
+    return WorkloadView(kind="Job", name="j", active=active, suspended=suspended,
+                        deleting=deleting,
+                        conditions=tuple(ConditionView(t, "True", r) for t, r in conds))
+
+
+def pod(phase: str = "Running", *, waiting: tuple[str, ...] = (),
+        terminated: tuple[str, ...] = (), disruption: str | None = None,
+        unschedulable: bool = False) -> PodView:
+    return PodView(name="p", phase=phase, waiting=waiting, terminated=terminated,
+                   disruption=disruption, unschedulable=unschedulable)
+
+
+STATE_TABLE = [
+    # (workload, pods, state, reason, wedge)
+    (job(("Complete", None)), [pod("Succeeded", terminated=("Completed",))],
+     JobState.COMPLETED, None, None),
+    (job(("Failed", "BackoffLimitExceeded")), [pod("Failed", terminated=("OOMKilled",))],
+     JobState.OUT_OF_MEMORY, "OOMKilled", None),
+    (job(("Failed", "BackoffLimitExceeded")), [pod("Failed", terminated=("Error",))],
+     JobState.FAILED, "BackoffLimitExceeded", None),
+    (job(("Failed", "DeadlineExceeded")), [], JobState.TIMEOUT, "DeadlineExceeded", None),
+    (job(("FailureTarget", "PodFailurePolicy")), [pod("Failed", terminated=("Error",))],
+     JobState.FAILED, "PodFailurePolicy", None),
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", terminated=("Error",), disruption="PreemptionByScheduler")],
+     JobState.PREEMPTED, "PreemptionByScheduler", None),
+    (job(("Failed", "BackoffLimitExceeded")), [pod("Failed", disruption="DeletionByPodGC")],
+     JobState.NODE_FAIL, "DeletionByPodGC", None),
+    (job(("SuccessCriteriaMet", None)), [], JobState.COMPLETING, "SuccessCriteriaMet", None),
+    # near-miss: a false Failed condition is no failure at all
+    (WorkloadView(kind="Job", name="j", active=1,
+                  conditions=(ConditionView("Failed", "False", "BackoffLimitExceeded"),)),
+     [pod()], JobState.RUNNING, None, None),
+    (job(active=1, deleting=True), [pod()], JobState.CANCELLED, "Deleting", None),
+    (job(suspended=True), [], JobState.PENDING, "Suspended", None),
+    (job(("Suspended", "JobSuspended")), [], JobState.PENDING, "Suspended", None),
+    # the silent wedge: active by the status, no pod exists
+    (job(active=1), [], JobState.RUNNING, "NoPods", "no-pods"),
+    # near-miss: not active yet and no pods is a freshly created job, not a wedge
+    (job(active=0), [], JobState.PENDING, "PodsNotCreated", None),
+    (job(active=1), [pod("Pending", waiting=("ImagePullBackOff",))],
+     JobState.PENDING, "ImagePullBackOff", None),
+    (job(active=1), [pod("Pending", waiting=("ErrImagePull",))],
+     JobState.PENDING, "ErrImagePull", None),
+    (job(active=1), [pod("Pending", waiting=("ContainerCreating",))],
+     JobState.PENDING, "ContainerCreating", None),
+    (job(active=1), [pod("Pending", waiting=("PodInitializing",))],
+     JobState.PENDING, "PodInitializing", None),
+    (job(active=1), [pod("Pending", unschedulable=True)], JobState.PENDING, "Unschedulable", None),
+    (job(active=1), [pod("Running", waiting=("CrashLoopBackOff",), terminated=("Error",))],
+     JobState.RUNNING, "CrashLoopBackOff", None),
+    (job(active=1), [pod("Running", terminated=("OOMKilled",))],
+     JobState.RUNNING, "OOMKilled", None),
+    (job(active=2), [pod(), pod("Pending", waiting=("ContainerCreating",))],
+     JobState.RUNNING, "ContainerCreating", None),
+    (job(active=1), [pod()], JobState.RUNNING, None, None),
+    (job(active=0), [pod("Succeeded", terminated=("Completed",))],
+     JobState.COMPLETING, "PodsSucceeded", None),
+    (job(active=0), [pod("Failed", terminated=("OOMKilled",))],
+     JobState.PENDING, "OOMKilled", None),
+    (job(active=1), [pod("Unknown")], JobState.UNKNOWN, "PodPhaseUnknown", None),
+]
+
+
+@pytest.mark.parametrize(("work", "pods", "state", "reason", "wedge"), STATE_TABLE)
+def test_map_workload_state(work: WorkloadView, pods: list[PodView], state: JobState,
+                            reason: str | None, wedge: str | None) -> None:
+    """Conditions, counts and pod/container states map onto the contract's states."""
+    verdict = map_workload_state(work, pods)
+    assert (verdict.state, verdict.reason, verdict.wedge) == (state, reason, wedge)
+
+
+def test_jobset_conditions_map_like_jobs() -> None:
+    """A JobSet's Completed/Failed conditions are terminal like a Job's."""
+    done = WorkloadView(kind="JobSet", name="js",
+                        conditions=(ConditionView("Completed", "True", "AllJobsCompleted"),))
+    failed = WorkloadView(kind="JobSet", name="js",
+                          conditions=(ConditionView("Failed", "True", "ReachedMaxRestarts"),))
+    assert map_workload_state(done, []).state is JobState.COMPLETED
+    assert map_workload_state(failed, []).reason == "ReachedMaxRestarts"
+
+
+LOG_TABLE = [
+    ("step:3 - actor/entropy:0.5\n", 1, None),
+    ("", 1, "0 log line(s), below the floor of 1"),
+    ("\n\n", 1, "0 log line(s), below the floor of 1"),
+    ("a\nb\n", 3, "2 log line(s), below the floor of 3"),
+    ("", 0, None),
+    ('{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \\"p\\" not found"}',
+     1, 'API error in the log stream: pods "p" not found'),
+    ("Error from server (BadRequest): container \"trainer\" in pod \"p\" is waiting to start: "
+     "ContainerCreating\n", 1, "API error"),
+    ("unable to retrieve container logs for containerd://0af3\n", 1, "API error"),
+    ('failed to try resolving symlinks in path "/var/log/pods/ml_p/trainer/0.log": lstat: '
+     "no such file or directory\n", 1, "API error"),
+    ('container "trainer" in pod "p" is waiting to start: trying and failing to pull image\n', 1,
+     "API error"),
+    ("step:1 - loss:1.0\nrpc error: code = NotFound desc = container not found\n", 1, "API error"),
+    # near-misses: a trainer quoting an error indented in a traceback, or JSON that is a metric
+    ('  File "x.py", line 3\n    raise RuntimeError("Error from server")\n', 1, None),
+    ('{"loss": 1.2, "step": 4}\n', 1, None),
+    ("ValueError: unable to retrieve container logs? no: our own message\n", 1, None),
+]
+
+
+@pytest.mark.parametrize(("text", "floor", "problem"), LOG_TABLE)
+def test_log_fetch_problem(text: str, floor: int, problem: str | None) -> None:
+    """API/kubelet errors in the stream and short bodies are failures; real lines are not."""
+    found = log_fetch_problem(text, floor)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(problem)
+
+
+def test_log_pod_prefers_newest_started_rank_zero() -> None:
+    """The log comes from rank 0's newest started pod, never from a pod still pending."""
+    pods = [
+        PodView(name="old", phase="Failed", created=T0, rank0=True),
+        PodView(name="new", phase="Running", created=T1, rank0=True),
+        PodView(name="worker", phase="Running", created=T1, rank0=False),
+        PodView(name="pending", phase="Pending", created=T1, rank0=True),
+    ]
+    chosen = log_pod(pods)
+    assert chosen is not None and chosen.name == "new"
+    assert log_pod([PodView(name="pending", phase="Pending")]) is None
+
+
+@pytest.mark.parametrize(
+    ("containers", "default", "expected"),
+    [
+        (("sidecar", "trainer"), None, "trainer"),
+        (("sidecar", "main"), None, "main"),
+        (("sidecar", "trainer"), "sidecar", "sidecar"),
+        (("sidecar", "trainer"), "missing", "trainer"),
+        (("only",), None, "only"),
+        ((), None, None),
+    ],
+)
+def test_log_container(containers: tuple[str, ...], default: str | None,
+                       expected: str | None) -> None:
+    """kubectl's default-container annotation, then trainer/main, then the first container."""
+    view = PodView(name="p", phase="Running", containers=containers, default_container=default)
+    assert log_container(view) == expected

@@ -1,0 +1,261 @@
+"""SFT and HF/TRL logs through parse_log: step dicts, the training bar, totals, the rate."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from probes.logs.parse import parse_log, trailing_rate
+from probes.remote.completion import parse_trainer_log_jsonl
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+HF = FIXTURES / "hf-transformers-5.24.0"
+TRL = FIXTURES / "trl-1.16.0"
+VERL = FIXTURES / "verl-0.9.1"
+
+
+def test_hf5_fixture_steps_from_training_bar() -> None:
+    """transformers 5.x string-valued dicts get steps 1..95 from the bar, eval dicts skipped."""
+    summary = parse_log((HF / "sft_healthy.out").read_bytes())
+    assert [p.step for p in summary.points] == list(range(1, 96))
+    assert summary.points[0].values == {
+        "loss": 5.717,
+        "grad_norm": 1.418,
+        "learning_rate": 0.0,
+        "epoch": 0.01053,
+    }
+    assert summary.points[-1].values["epoch"] == 1.0
+    assert summary.total_steps == 95
+    assert summary.progress is not None
+    assert (summary.progress.current, summary.progress.total) == (95, 95)
+    assert summary.finished
+    assert summary.formats == ("hf",)
+
+
+def test_hf5_fixture_nan_grad_norm_kept() -> None:
+    """A NaN grad norm stays a float NaN next to the zero loss the trainer prints."""
+    summary = parse_log((HF / "sft_nan.out").read_text())
+    last = summary.points[-1].values
+    assert last["loss"] == 0.0
+    assert math.isnan(last["grad_norm"])
+    assert any(math.isnan(p.values["grad_norm"]) for p in summary.points)
+
+
+def test_trl_grpo_fixture_rl_metrics() -> None:
+    """TRL GRPO dicts map reward, entropy, clip_ratio/region_mean and mean length."""
+    summary = parse_log((TRL / "grpo_healthy.out").read_bytes())
+    assert len(summary.points) == 30
+    first = summary.points[0].values
+    assert first["reward"] == pytest.approx(0.08596)
+    assert first["entropy"] == pytest.approx(5.688)
+    assert first["clip_ratio"] == 0.0
+    assert first["avg_num_tokens"] == 16.0
+    assert summary.total_steps == 30
+
+
+def test_verl_fixture_rate_checkpoints_and_finish() -> None:
+    """The real-formatted verl log: 40 steps, saves at 20/40, a trailing rate, final validation."""
+    summary = parse_log((VERL / "console.log").read_bytes())
+    assert [p.step for p in summary.points] == list(range(1, 41))
+    assert summary.total_steps == 40
+    assert summary.checkpoint_steps == (20, 40)
+    assert summary.finished
+    assert summary.sec_per_step is not None
+    assert 100 < summary.sec_per_step < 130
+
+
+BANNER = dedent(
+    """\
+    [INFO|trainer.py:2414] 2025-03-01 12:35:10,123 >> ***** Running training *****
+    [INFO|trainer.py:2415] 2025-03-01 12:35:10,123 >>   Num examples = 52,002
+    [INFO|trainer.py:2416] 2025-03-01 12:35:10,124 >>   Num Epochs = 3
+    [INFO|trainer.py:2420] 2025-03-01 12:35:10,124 >>   Total optimization steps = 2,436
+    """
+)
+TOKENIZER_BAR = (
+    "\rRunning tokenizer on dataset (num_proc=16):  50%|█████     | 26001/52002 "
+    "[00:06<00:06, 4213.33 examples/s]"
+    "\rRunning tokenizer on dataset (num_proc=16): 100%|██████████| 52002/52002 "
+    "[00:12<00:00, 4213.33 examples/s]\n"
+)
+
+
+def bar(step: int, total: int, elapsed: int) -> str:
+    """One HF training-bar redraw (no desc) with a whole-second elapsed clock."""
+    minutes, seconds = divmod(elapsed, 60)
+    clock = f"{minutes:02d}:{seconds:02d}"
+    return f"\r  {100 * step // total}%|███▍      | {step}/{total} [{clock}<22:10,  2.35s/it]"
+
+
+def test_banner_total_not_example_count_and_tokenizer_bar_ignored() -> None:
+    """Total steps come from the banner (commas removed), not the tokenizer bar's example count."""
+    text = BANNER + TOKENIZER_BAR + bar(320, 2436, 640) + "\n"
+    summary = parse_log(text)
+    assert summary.total_steps == 2436
+    assert summary.progress is not None
+    assert (summary.progress.current, summary.progress.total) == (320, 2436)
+    assert summary.progress.sec_per_it == pytest.approx(2.35)
+    assert summary.last_timestamp is not None and summary.last_timestamp.year == 2025
+
+
+def test_older_hf_float_dicts_with_logging_interval() -> None:
+    """Float-valued dicts every 10 steps take the bar's step; the train_runtime dict finishes."""
+    text = ""
+    for step in (10, 20, 30):
+        text += bar(step, 100, step * 2)
+        text += (
+            f"\r{{'loss': {3 - step / 100}, 'grad_norm': 0.8765, 'learning_rate': 4.9e-05, "
+            f"'epoch': {step / 100}}}\n"
+        )
+    text += "{'train_runtime': 60.1, 'train_samples_per_second': 12.3, 'train_loss': 0.98}\n"
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == [10, 20, 30]
+    assert summary.points[-1].values["loss"] == pytest.approx(2.7)
+    assert summary.finished
+
+
+def test_rate_ignores_a_checkpoint_save_spike() -> None:
+    """A 60 s save between two 2 s steps does not move the trailing-window rate."""
+    elapsed, text = 0, ""
+    for step in range(1, 21):
+        elapsed += 62 if step == 15 else 2
+        text += bar(step, 100, elapsed)
+    text += (
+        "\n[INFO|trainer.py:3800] 2025-03-01 13:00:00,000 >> "
+        "Saving model checkpoint to out/checkpoint-15\n"
+    )
+    summary = parse_log(text)
+    assert summary.sec_per_step == pytest.approx(2.0)
+    assert summary.checkpoint_steps == (15,)
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        ([], None),
+        ([(5, 10.0)], None),
+        ([(1, 0.0), (2, 2.0), (3, 4.0), (4, 6.0)], 2.0),
+        ([(1, 0.0), (2, 2.0), (3, 64.0), (4, 66.0), (5, 68.0)], 2.0),  # one save spike
+        ([(1, 0.0), (11, 5.0), (21, 10.0)], 0.5),  # sparse redraws
+        ([(1, 0.0), (2, 0.0), (3, 1.0), (4, 1.0), (5, 1.0), (6, 2.0)], 0.4),  # whole seconds
+        ([(3, 10.0), (2, 12.0)], None),  # going backwards: no rate
+    ],
+)
+def test_trailing_rate_table(events: list[tuple[int, float]], expected: float | None) -> None:
+    """The trailing window is total time over total steps, without pairs 3x the median."""
+    rate = trailing_rate(events)
+    assert rate == (None if expected is None else pytest.approx(expected))
+
+
+def test_nested_eval_bar_is_not_the_training_bar() -> None:
+    """An eval bar drawn at position 1 (cursor-up escape) never replaces the training bar."""
+    text = bar(40, 95, 4) + "\n\x1b[A  0%|          | 0/3 [00:00<?, ?it/s]\x1b[A\n"
+    summary = parse_log(text)
+    assert summary.progress is not None
+    assert summary.progress.total == 95
+
+
+@pytest.mark.parametrize(
+    ("text", "current", "total", "finished"),
+    [
+        ('{"current_steps": 10, "total_steps": 375, "loss": 2.2}\n', 10, 375, False),
+        ('{"current_steps": 375, "total_steps": 375, "loss": 0.9}\n', 375, 375, True),
+        (  # resumed run: steps repeat; the last record wins, not the largest
+            '{"current_steps": 300, "total_steps": 375}\n'
+            '{"current_steps": 200, "total_steps": 375}\n',
+            200,
+            375,
+            False,
+        ),
+        ('{"current_steps": 5, "total_steps": 10}\n{"current_steps": 6, "tot', 5, 10, False),
+        ("", None, None, False),
+        ("not json\n[1, 2]\n", None, None, False),
+    ],
+)
+def test_trainer_log_jsonl_completion(
+    text: str, current: int | None, total: int | None, finished: bool
+) -> None:
+    """trainer_log.jsonl answers only 'did it reach the last step', tolerating cut lines."""
+    status = parse_trainer_log_jsonl(text)
+    assert (status["current_steps"], status["total_steps"], status["finished"]) == (
+        current,
+        total,
+        finished,
+    )
+
+
+# BLOOM 176B (bigscience tr11 chronicles): the first lm-loss spike, as Megatron-DeepSpeed printed
+# it under the launcher's ``[defaultN]:`` prefix; one of these lines is cut from the real log.
+_BLOOM_SPIKE = ((31214, 2.198845, 0.242, 105.76), (31215, 2.220424, 0.947, 105.90),
+                (31216, 2.595213, 2.390, 106.40), (31217, 2.241558, 15.886, 106.33),
+                (31218, 2.345, 145.0, 400.0), (31219, 5.098, 960.0, 106.2))
+
+
+def _megatron_line(step: int, loss: float, grad: float, seconds: float) -> str:
+    return (
+        f"[default7]: iteration {step:>8}/  115311 | consumed samples:     {step * 2048} | "
+        f"consumed tokens:  {step * 2048 * 2048} | elapsed time per iteration (s): {seconds:.2f}"
+        f" | learning rate: 5.279E-05 | global batch size:  2048 | lm loss: {loss:E} | "
+        f"grad norm: {grad:.3f} | num zeros: 0.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 | samples per second: 19.338 | TFLOPs: 148.06 |"
+    )
+
+
+def test_megatron_iteration_lines() -> None:
+    """``iteration N/ T | key: value`` lines give steps, loss, grad norm, LR, the train-iters
+    total (not consumed samples) and a trailing rate that the 400 s save spike does not move."""
+    text = "\r\n".join(_megatron_line(*row) for row in _BLOOM_SPIKE) + "\r\n"
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == [row[0] for row in _BLOOM_SPIKE]
+    last = summary.points[-1].values
+    assert last == {"loss": pytest.approx(5.098), "grad_norm": 960.0,
+                    "learning_rate": pytest.approx(5.279e-05)}
+    assert summary.total_steps == 115311 and "megatron" in summary.formats
+    assert summary.sec_per_step == pytest.approx(106.14, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        " iteration      100/  1000 | consumed samples: 6400 | elapsed time per iteration (ms):"
+        " 1234.5 | learning rate: 1.000E-04 | global batch size: 64 | lm loss: 2.345E+00 |"
+        " loss scale: 1.0 | grad norm: 0.876 | number of skipped iterations: 0 |",
+        "[2024-05-01 10:00:00] iteration 100/ 1000 | elapsed time per iteration (ms): 1234.5 |"
+        " learning rate: 1.0E-04 | lm loss: 2.345E+00 | grad norm: 0.876 |",
+        " iteration 100/ 1000 | elapsed time per iteration (ms): 1234.5 | learning rate: 1.0E-04 |"
+        " lm_loss: 2.3450E+00 | grad norm: 0.876 |",
+    ],
+)
+def test_megatron_lm_and_neox_variants(line: str) -> None:
+    """Megatron-LM (ms timings, leading timestamp) and GPT-NeoX (``lm_loss``) read the same."""
+    summary = parse_log(line + "\n")
+    assert [p.step for p in summary.points] == [100] and summary.total_steps == 1000
+    assert summary.points[0].values["loss"] == pytest.approx(2.345)
+    assert summary.points[0].values["grad_norm"] == pytest.approx(0.876)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["Skipping iteration 100/1000 because of NaN", "iteration 100/1000 done", "per iteration: 3"],
+)
+def test_iteration_near_misses(line: str) -> None:
+    """Near-miss: prose mentioning an iteration is no metric line."""
+    assert parse_log(line + "\n").points == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("[2026-11-30 07:59:00] INFO:     127.0.0.1:5 - \"POST /v1/completions\" 200", "07:59:00"),
+        ("[2024-05-01 10:00:00.250] iteration 1/ 10 | lm loss: 2.0 |", "10:00:00.250000"),
+        ("[INFO|2026-11-30 07:59:00] trainer: step", "07:59:00"),
+        ("[rank0]: 2026-11-30 07:59:00 is not a leading stamp", None),
+    ],
+)
+def test_bracketed_iso_timestamps(line: str, expected: str | None) -> None:
+    """SGLang / Megatron-LM ``[YYYY-MM-DD HH:MM:SS]`` line stamps are the log's clock too."""
+    stamp = parse_log(line + "\n").last_timestamp
+    assert (stamp.time().isoformat() if stamp else None) == expected

@@ -1,0 +1,273 @@
+"""The batched file reader: log location (seed rules), bounded tails, and source shipping."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.remote import collector
+from probes.models import JobState
+from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
+from probes.slurm.parse import expand_stdout, records_from_squeue
+from probes.remote.script import build_collector_script, collector_source
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8"
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _request(tmp: Path, **job: Any) -> dict[str, Any]:
+    base = {"id": "4242", "stdout": None, "workdir": str(tmp), "offset": 0,
+            "checkpoint_roots": [], "trial_roots": []}
+    base.update(job)
+    return {"tail_bytes": 4096, "min_lines": 1, "max_trials": 100, "jobs": [base]}
+
+
+def _log(answer: dict[str, Any]) -> dict[str, Any]:
+    log: dict[str, Any] = answer["jobs"]["4242"]["log"]
+    return log
+
+
+def test_log_at_stdout_is_ok(tmp_path: Path) -> None:
+    """A StdOut that exists is read as is."""
+    out = tmp_path / "slurm-4242.out"
+    out.write_text("step 1\nstep 2\n")
+    log = _log(collector.collect(_request(tmp_path, stdout=str(out))))
+    assert (log["status"], log["path"], log["text"], log["lines"]) == (
+        "ok", str(out), "step 1\nstep 2\n", 2)
+
+
+@pytest.mark.parametrize("name", ["train_4242.out", "rl-run_4242.out", "x-4242.log"])
+def test_missing_stdout_falls_back_to_workdir_log(tmp_path: Path, name: str) -> None:
+    """StdOut absent, `*_<jobid>.out` in the workdir: read it and say `mismatch`."""
+    (tmp_path / name).write_text("real log\n")
+    log = _log(collector.collect(_request(tmp_path, stdout=str(tmp_path / "gone_4242.out"))))
+    assert (log["status"], log["path"], log["requested"]) == (
+        "mismatch", str(tmp_path / name), str(tmp_path / "gone_4242.out"))
+
+
+@pytest.mark.parametrize("name", ["train_14242.out", "train_4242.err", "train_42420.out",
+                                  "4242"])
+def test_near_miss_names_are_not_the_log(tmp_path: Path, name: str) -> None:
+    """Another job's id or a non-log suffix is not taken for this job's log."""
+    (tmp_path / name).write_text("other\n")
+    log = _log(collector.collect(_request(tmp_path, stdout=str(tmp_path / "gone.out"))))
+    assert (log["status"], log["path"]) == ("missing", None)
+
+
+def test_listing_is_not_recursive(tmp_path: Path) -> None:
+    """A matching log in a subdirectory of the workdir is not searched for."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train_4242.out").write_text("deep\n")
+    log = _log(collector.collect(_request(tmp_path)))
+    assert log["status"] == "missing"
+
+
+def test_tail_is_bounded_and_starts_at_a_line(tmp_path: Path) -> None:
+    """Only the last tail_bytes are read, without a partial first line."""
+    out = tmp_path / "slurm-4242.out"
+    out.write_text("".join(f"line {i:05d}\n" for i in range(10_000)))
+    req = _request(tmp_path, stdout=str(out))
+    req["tail_bytes"] = 100
+    log = _log(collector.collect(req))
+    assert len(log["text"]) <= 100
+    assert log["text"].startswith("line ") and log["text"].endswith("line 09999\n")
+    assert log["offset"] == out.stat().st_size - len(log["text"].encode())
+
+
+def test_offset_reads_only_new_bytes(tmp_path: Path) -> None:
+    """With the caller's byte offset, only what was appended since is returned."""
+    out = tmp_path / "slurm-4242.out"
+    out.write_text("old 1\nold 2\n")
+    size = out.stat().st_size
+    with out.open("a") as fh:
+        fh.write("new 3\n")
+    log = _log(collector.collect(_request(tmp_path, stdout=str(out), offset=size)))
+    assert (log["text"], log["offset"]) == ("new 3\n", size)
+
+
+def test_under_the_floor_is_failed_after_one_retry(tmp_path: Path) -> None:
+    """A tail with fewer lines than the floor is retried once, then `failed`, never dead."""
+    out = tmp_path / "slurm-4242.out"
+    out.write_text("only one line\n")
+    req = _request(tmp_path, stdout=str(out))
+    req["min_lines"] = 5
+    log = _log(collector.collect(req))
+    assert (log["status"], log["attempts"]) == ("failed", 2)
+    assert "floor 5" in log["error"]
+
+
+def test_empty_log_is_a_fact_not_a_failure(tmp_path: Path) -> None:
+    """A job that has printed nothing yet has an empty, readable log."""
+    out = tmp_path / "slurm-4242.out"
+    out.write_text("")
+    log = _log(collector.collect(_request(tmp_path, stdout=str(out))))
+    assert (log["status"], log["size"], log["lines"]) == ("ok", 0, 0)
+
+
+def test_unreadable_log_is_failed(tmp_path: Path) -> None:
+    """A StdOut that exists but cannot be read (here a directory) is `failed` with the error."""
+    out = tmp_path / "slurm-4242.out"
+    out.mkdir()
+    log = _log(collector.collect(_request(tmp_path, stdout=str(out))))
+    assert (log["status"], log["attempts"]) == ("failed", 2)
+    assert "IsADirectoryError" in log["error"]
+
+
+def test_script_is_python37_syntax_with_one_future_line() -> None:
+    """The shipped script parses as Python 3.7 and starts with its only __future__ import."""
+    script = build_collector_script({"jobs": []})
+    ast.parse(script, feature_version=(3, 7))
+    assert script.startswith("from __future__ import annotations\n")
+    assert len(re.findall(r"^from __future__", script, re.MULTILINE)) == 1
+    assert "from probes" not in script
+
+
+def test_shipped_modules_share_no_top_level_names() -> None:
+    """Concatenating reducer, path rules and collector must not let one rebind another's names."""
+    def names(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        found: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Assign):
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return found
+    found = [names(ROOT / "probes" / "remote" / m) for m in ("harbor_reduce.py", "stdio_pattern.py",
+                                                   "collector.py")]
+    assert found[0] and found[1] and found[2]
+    assert found[0] & found[1] == found[0] & found[2] == found[1] & found[2] == set()
+
+
+def test_request_rides_as_a_literal_and_cannot_break_out(tmp_path: Path) -> None:
+    """Hostile path text in the request stays data: the script runs and nothing executes."""
+    marker = tmp_path / "pwned"
+    hostile = f"x')\nopen({str(marker)!r}, 'w')\n#\"; touch {marker}; $(id) `id`"
+    script = build_collector_script(_request(tmp_path, stdout=hostile))
+    run = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True,
+                         check=True, timeout=60)
+    answer = json.loads(run.stdout)
+    assert answer["jobs"]["4242"]["log"]["requested"] == hostile
+    assert not marker.exists()
+
+
+def test_shipped_script_answers_like_the_module(tmp_path: Path) -> None:
+    """`python3 -` on the built script gives the same answer as collect() in process."""
+    (tmp_path / "train_4242.out").write_text("a\nb\n")
+    ckpt = tmp_path / "checkpoints"
+    (ckpt / "global_step_20").mkdir(parents=True)
+    (ckpt / "global_step_10").mkdir()
+    req = _request(tmp_path, checkpoint_roots=[str(ckpt)], trial_roots=[str(tmp_path / "jobs")])
+    run = subprocess.run(["python3", "-"], input=build_collector_script(req), capture_output=True,
+                         text=True, check=True, timeout=60)
+    shipped = json.loads(run.stdout)["jobs"]
+    local = collector.collect(req)["jobs"]
+    for answer in (shipped, local):
+        answer["4242"]["log"].pop("mtime")
+    assert shipped == local
+    assert shipped["4242"]["checkpoints"]["listings"][str(ckpt)] == ["global_step_10",
+                                                                     "global_step_20"]
+
+
+def test_collector_source_is_cached_text() -> None:
+    """The script body is built once per process (it is re-sent every sweep)."""
+    assert collector_source() is collector_source()
+
+
+def _queue_request(squeue_file: Path, users: list[str], **extra: Any) -> dict[str, Any]:
+    """A one-trip request whose `squeue` is `cat` of a captured `squeue --json`."""
+    return {"tail_bytes": 4096, "min_lines": 1, "max_trials": 100,
+            "squeue": {"argv": ["cat", str(squeue_file)], "users": users},
+            "roots": {"checkpoint": [], "trial": []}, "offsets": {}, **extra}
+
+
+@pytest.mark.parametrize("capture", ["squeue.json", "squeue_early.json"])
+def test_queue_paths_are_the_probes_paths(capture: str) -> None:
+    """On the login node each started job's log path is what the probe's expand_stdout gives."""
+    answer = collector.collect_queue(_queue_request(REAL / capture, ["jobtables"]))
+    records = records_from_squeue(answer["squeue"]["json"], cluster="c", now=NOW)
+    started = {r.job_id: expand_stdout(r).stdout_path for r in records
+               if r.state is not JobState.PENDING}
+    assert started and answer["unexpanded"] == []
+    assert {k: v["log"]["requested"] for k, v in answer["jobs"].items()} == started
+
+
+def test_queue_keeps_only_the_users_jobs_verbatim() -> None:
+    """Other users' job objects are dropped on the login node; the kept ones are unchanged."""
+    full = json.loads((REAL / "squeue.json").read_text())
+    mine = collector.collect_queue(_queue_request(REAL / "squeue.json", ["jobtables"]))
+    none = collector.collect_queue(_queue_request(REAL / "squeue.json", ["alice", "jobtable"]))
+    kept = mine["squeue"]["json"]
+    assert kept == full and mine["squeue"]["exit"] == 0  # every captured job is jobtables'
+    empty = none["squeue"]["json"]
+    assert empty["jobs"] == [] and empty["meta"] == full["meta"] and none["jobs"] == {}
+
+
+@pytest.mark.parametrize("capture", ["squeue.json", "squeue_early.json"])
+def test_queue_trims_job_objects_to_the_keys_asked(capture: str) -> None:
+    """With `keys`, job objects keep only those keys; records and collected files are unchanged."""
+    full = collector.collect_queue(_queue_request(REAL / capture, ["jobtables"]))
+    request = _queue_request(REAL / capture, ["jobtables"])
+    request["squeue"]["keys"] = list(SQUEUE_JOB_KEYS)
+    trimmed = collector.collect_queue(request)
+    jobs = trimmed["squeue"]["json"]["jobs"]
+    assert jobs and all(set(j) <= set(SQUEUE_JOB_KEYS) for j in jobs)
+    assert trimmed["squeue"]["json"]["meta"] == full["squeue"]["json"]["meta"]
+    assert records_from_squeue(trimmed["squeue"]["json"], cluster="c", now=NOW) == \
+        records_from_squeue(full["squeue"]["json"], cluster="c", now=NOW)
+    for answer in (full, trimmed):
+        for job in answer["jobs"].values():
+            job["log"].pop("mtime", None)
+    assert trimmed["jobs"] == full["jobs"] and trimmed["unexpanded"] == full["unexpanded"]
+
+
+def test_queue_reports_a_failing_squeue_as_it_printed(tmp_path: Path) -> None:
+    """squeue's exit status and stderr come back for the probe to judge; nothing is collected."""
+    fake = tmp_path / "squeue"
+    fake.write_text("#!/bin/sh\necho \"squeue: unrecognized option '--json'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    request = _queue_request(tmp_path / "unused", ["jobtables"])
+    request["squeue"]["argv"] = [str(fake), "--json"]
+    answer = collector.collect_queue(request)
+    assert answer["squeue"]["exit"] == 1 and "unrecognized option" in answer["squeue"]["stderr"]
+    assert answer["jobs"] == {}
+    missing = dict(request, squeue={"argv": [str(tmp_path / "nope")], "users": []})
+    assert collector.collect_queue(missing)["squeue"]["exit"] == 127
+
+
+def test_queue_lists_unexpandable_paths_and_uses_offsets(tmp_path: Path) -> None:
+    """A `%N` pattern is left to the probe; a known log is read from the caller's offset."""
+    base = json.loads((REAL / "squeue_early.json").read_text())
+    running = [j for j in base["jobs"] if j["job_state"] == "RUNNING"][:2]
+    running[0].update(standard_output="%N_%j.out")
+    log = tmp_path / "run.out"
+    log.write_text("one\ntwo\nthree\n")
+    running[1].update(standard_output=str(log))
+    squeue = tmp_path / "squeue.json"
+    squeue.write_text(json.dumps({**base, "jobs": running}))
+    answer = collector.collect_queue(_queue_request(squeue, ["jobtables"],
+                                                    offsets={str(log): 4}))
+    assert answer["unexpanded"] == [str(running[0]["job_id"])]
+    read = answer["jobs"][str(running[1]["job_id"])]["log"]
+    assert (read["status"], read["offset"], read["text"]) == ("ok", 4, "two\nthree\n")
+
+
+def test_shipped_script_runs_squeue_itself(tmp_path: Path) -> None:
+    """`python3 -` on a one-trip script answers like collect_queue() in process."""
+    req = _queue_request(REAL / "squeue_early.json", ["jobtables"])
+    run = subprocess.run(["python3", "-"], input=build_collector_script(req),
+                         capture_output=True, text=True, check=True, timeout=60)
+    shipped = json.loads(run.stdout)
+    local = collector.collect_queue(req)
+    assert shipped["squeue"] == local["squeue"] and shipped["jobs"] == local["jobs"]
+    assert shipped["jobs"]

@@ -1,0 +1,74 @@
+"""The collector's bounded tail reads: from the end of a file, partial first line dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probes.remote.collector import read_tail
+
+
+def write(path: Path, data: bytes) -> str:
+    """Write bytes to a file and return its path as the collector takes it."""
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_small_file_read_whole(tmp_path: Path) -> None:
+    """A file smaller than the budget is returned whole from offset 0, with its mtime."""
+    tail = read_tail(write(tmp_path / "a.out", b"one\ntwo\n"), 1024, 0)
+    assert (tail["status"], tail["text"]) == ("ok", "one\ntwo\n")
+    assert (tail["offset"], tail["size"]) == (0, 8)
+    assert tail["lines"] == 2
+    assert tail["mtime"] > 0
+
+
+def test_partial_first_line_dropped(tmp_path: Path) -> None:
+    """Starting mid-file, the cut first line is dropped and the offset moves past it."""
+    tail = read_tail(write(tmp_path / "a.out", b"aaaa\nbbbb\ncccc\n"), 8, 0)
+    assert (tail["text"], tail["offset"]) == ("cccc\n", 10)
+
+
+def test_start_at_line_boundary_keeps_given_offset(tmp_path: Path) -> None:
+    """Reading from the caller's offset keeps the first line: the caller knows it is whole."""
+    tail = read_tail(write(tmp_path / "a.out", b"aaaa\nbbbb\ncccc\n"), 1024, 5)
+    assert (tail["text"], tail["offset"]) == ("bbbb\ncccc\n", 5)
+
+
+def test_offset_past_end_means_rotated(tmp_path: Path) -> None:
+    """An offset beyond the file size (truncated/rotated log) restarts from the tail."""
+    tail = read_tail(write(tmp_path / "a.out", b"new\n"), 1024, 10_000)
+    assert (tail["text"], tail["offset"]) == ("new\n", 0)
+
+
+def test_invalid_utf8_replaced(tmp_path: Path) -> None:
+    """Undecodable bytes become replacement characters, never an error."""
+    tail = read_tail(write(tmp_path / "a.out", b"ok \xff\xfe\n"), 1024, 0)
+    assert tail["text"] == "ok \ufffd\ufffd\n"
+
+
+def test_single_long_line_without_newline_yields_nothing(tmp_path: Path) -> None:
+    """A budget inside one endless line returns no text rather than a fragment."""
+    tail = read_tail(write(tmp_path / "a.out", b"x" * 10_000), 100, 0)
+    assert (tail["text"], tail["offset"]) == ("", 10_000)
+
+
+def test_missing_file_is_a_failed_read(tmp_path: Path) -> None:
+    """An OSError is a failed read naming the error, never an exception."""
+    tail = read_tail(str(tmp_path / "nope.out"), 100, 0)
+    assert tail["status"] == "failed"
+    assert tail["error"].startswith("FileNotFoundError")
+
+
+def test_one_gigabyte_sparse_file_reads_only_the_budget(tmp_path: Path) -> None:
+    """A 1 GB sparse log costs one bounded read: the last lines come back, <= max_bytes read."""
+    log = tmp_path / "big.out"
+    lines = b"".join(f"step:{n} - actor/entropy:0.5\n".encode() for n in range(1, 6))
+    with log.open("wb") as handle:
+        handle.truncate(1 << 30)
+        handle.seek(1 << 30)
+        handle.write(lines)
+    tail = read_tail(str(log), 4096, 0)
+    assert tail["size"] == (1 << 30) + len(lines)
+    assert tail["text"].endswith("step:5 - actor/entropy:0.5\n")
+    assert len(tail["text"].encode()) <= 4096
+    assert tail["offset"] >= tail["size"] - 4096

@@ -1,0 +1,197 @@
+"""Fixtures for the SLURM tests: the local 22.05 cluster and test sshd from scripts/services.
+
+Unit tests (parsers, collector, script building) need none of this. Tests that take
+``slurm_env`` need the services: without them they are skipped with the reason, except under
+``CI=true``, where ``bash scripts/services`` is run once and the tests FAIL if the cluster is
+still unavailable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import socket
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.config import SlurmCluster
+from probes.errors import ProbeError
+from probes.slurm.transport import CommandResult, SshRunner
+
+ROOT = Path(__file__).resolve().parents[3]
+ENV_FILE = Path("/etc/jobtables-test/env")
+
+
+@dataclass(frozen=True)
+class SlurmEnv:
+    """The test services' coordinates, from /etc/jobtables-test/env."""
+
+    host: str
+    port: int
+    user: str
+    key: str
+    known_hosts: str
+    wrong_known_hosts: str
+    sshd_log: Path
+    scratch: str
+
+    def cluster(self, name: str = "local22", **overrides: Any) -> SlurmCluster:
+        """A ``[[clusters]]`` entry for the test cluster over SSH."""
+        fields: dict[str, Any] = {
+            "name": name, "host": self.host, "port": self.port, "user": self.user,
+            "client_keys": (self.key,), "known_hosts": self.known_hosts,
+            "connect_timeout_s": 10.0, "command_timeout_s": 60.0, "timeout_s": 120.0,
+        }
+        fields.update(overrides)
+        return SlurmCluster(**fields)
+
+
+def _read_env() -> dict[str, str]:
+    if not ENV_FILE.is_file():
+        return {}
+    pairs = (line.split("=", 1) for line in ENV_FILE.read_text().splitlines() if "=" in line)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _why_unavailable(env: dict[str, str]) -> str | None:
+    if not env:
+        return f"{ENV_FILE} is missing (run `bash scripts/services` as root)"
+    try:
+        with socket.create_connection((env["JOBTABLES_TEST_SSH_HOST"],
+                                       int(env["JOBTABLES_TEST_SSH_PORT"])), timeout=3):
+            pass
+    except OSError as exc:
+        return f"test sshd not listening: {exc}"
+    slurm = _to_env(env)
+
+    async def ping() -> CommandResult:
+        runner = SshRunner(slurm.cluster(command_timeout_s=15.0))
+        try:
+            return await runner.run(["sinfo", "-h", "-o", "%T"], check=False)
+        finally:
+            await runner.aclose()
+
+    try:
+        result = asyncio.run(ping())
+    except ProbeError as exc:
+        return f"cannot run sinfo over SSH: {exc}"
+    states = result.stdout.split()
+    if result.exit_status != 0 or not any(
+        s.rstrip("*~#") in {"idle", "mixed", "allocated", "completing"} for s in states
+    ):
+        return f"SLURM node not up: sinfo says {result.stdout.strip() or result.stderr.strip()}"
+    return None
+
+
+def _to_env(env: dict[str, str]) -> SlurmEnv:
+    return SlurmEnv(
+        host=env["JOBTABLES_TEST_SSH_HOST"], port=int(env["JOBTABLES_TEST_SSH_PORT"]),
+        user=env["JOBTABLES_TEST_SSH_USER"], key=env["JOBTABLES_TEST_SSH_KEY"],
+        known_hosts=env["JOBTABLES_TEST_KNOWN_HOSTS"],
+        wrong_known_hosts=env["JOBTABLES_TEST_WRONG_KNOWN_HOSTS"],
+        sshd_log=Path(env.get("JOBTABLES_TEST_SSHD_LOG", "/var/log/jobtables-sshd.log")),
+        scratch=env.get("JOBTABLES_TEST_SCRATCH", "/home/jobtables/jt-tests"),
+    )
+
+
+@pytest.fixture(scope="session")
+def slurm_env() -> SlurmEnv:
+    """The running test cluster; skipped (or, under CI, started and required)."""
+    reason = _why_unavailable(_read_env())
+    if reason and os.environ.get("CI") == "true":
+        subprocess.run(["bash", str(ROOT / "scripts" / "services")], check=False, timeout=900)
+        reason = _why_unavailable(_read_env())
+        if reason:
+            pytest.fail(f"SLURM test services unavailable under CI: {reason}")
+    if reason:
+        pytest.skip(f"SLURM test services unavailable: {reason}")
+    return _to_env(_read_env())
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class RecordingRunner:
+    """A runner that records every argv and runs nothing (for 'nothing ran' assertions)."""
+
+    def __init__(self, cluster: SlurmCluster) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    @property
+    def target(self) -> str:
+        return "recorder"
+
+    @property
+    def commands_sent(self) -> int:
+        return len(self.calls)
+
+    @property
+    def login_user(self) -> str:
+        return "nobody"
+
+    async def run(self, argv: Sequence[str], *, stdin: str | None = None,
+                  check: bool = True) -> CommandResult:
+        self.calls.append(tuple(argv))
+        return CommandResult(tuple(argv), 0, "", "")
+
+    async def aclose(self) -> None:
+        return None
+
+
+CAPTURE_PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
+"""The field order the 22.05.8 ``squeue_plain*.txt`` captures were taken with."""
+
+
+def as_plain_format(captured: str) -> str:
+    """A capture's lines with their fields in today's ``PLAIN_FORMAT`` order.
+
+    squeue prints the fields in whatever order ``-o`` asks, so permuting the captured fields
+    (none of which contains ``|``) gives exactly what the current format prints.
+    """
+    from probes.slurm.parse import PLAIN_FORMAT
+
+    old, new = CAPTURE_PLAIN_FORMAT.split("|"), PLAIN_FORMAT.split("|")
+    lines = []
+    for line in captured.splitlines():
+        fields = dict(zip(old, line.split("|"), strict=True))
+        lines.append("|".join(fields[f] for f in new))
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) -> Path:
+    """A directory holding a stand-in ``squeue`` that prints ``squeue_json`` (or fails).
+
+    Put it first on the collector's PATH (:func:`run_with_path`): the one-trip collector runs
+    ``squeue --json`` itself, and on this machine the real ``squeue`` is the test cluster's.
+    Each call's arguments are appended to ``<tmp>/squeue.calls``.
+    """
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(parents=True)
+    (tmp / "squeue.json").write_text(squeue_json)
+    fail = f"echo {shlex.quote(error)} >&2; exit 1\n" if error else ""
+    script = bin_dir / "squeue"
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {shlex.quote(str(tmp / 'squeue.calls'))}\n"
+                      f"{fail}exec cat {shlex.quote(str(tmp / 'squeue.json'))}\n")
+    script.chmod(0o755)
+    return bin_dir
+
+
+async def run_with_path(args: tuple[str, ...], stdin: str, first: Path) -> CommandResult:
+    """Run a command as LocalRunner would (argv, no shell), with ``first`` ahead on the PATH."""
+    env = {**os.environ, "PATH": f"{first}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = await asyncio.create_subprocess_exec(
+        *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env)
+    out, err = await proc.communicate(stdin.encode())
+    return CommandResult(args, proc.returncode or 0, out.decode(), err.decode())
