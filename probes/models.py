@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from probes.logs.clock import on_log_clock
 
 
 class Frozen(BaseModel):
     """Base for every fact: immutable, strict about field names."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+LogTime = Annotated[datetime, AfterValidator(on_log_clock)]
+"""A time read from a log: zone-aware on the log's own clock (policy: ``probes.logs.clock``).
+A zone-less value (an older stored point, a test) is labelled UTC with its digits kept."""
 
 
 class JobState(StrEnum):
@@ -86,7 +93,7 @@ class MetricPoint(Frozen):
     step: int
     values: dict[str, float]
     line_no: int | None = None
-    wall_time: datetime | None = None
+    wall_time: LogTime | None = None
 
 
 class ProgressBar(Frozen):
@@ -131,7 +138,7 @@ class InfraSignals(Frozen):
     api_base_internal: bool | None = None
     engine_ok_requests: int | None = None
     """Count of engine requests answered 200 in the tail."""
-    last_engine_ok_at: datetime | None = None
+    last_engine_ok_at: LogTime | None = None
     auth_failures: int = 0
     engine_running_requests: int | None = None
 
@@ -157,7 +164,7 @@ class LogSummary(Frozen):
     harbor_total: int | None = None
     harbor_mean: float | None = None
     infra: InfraSignals = Field(default_factory=InfraSignals)
-    last_timestamp: datetime | None = None
+    last_timestamp: LogTime | None = None
     finished: bool = False
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
     bring_up: bool = False

@@ -25,6 +25,7 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 from __future__ import annotations
 
 from probes.harbor import TrialStats, summarize_trials
+from probes.logs.clock import minutes_on_log_clock
 from probes.models import InfraSignals, JobState
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.judge_sft import buffer_rule
@@ -165,10 +166,7 @@ def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
     mtime = ctx.facts.log.mtime if ctx.facts.log else None
     if last_ok is None or newest is None or mtime is None:
         return minutes_since(ctx.now, last_ok)
-    # A zone-less 200 line was read as UTC with its digits kept; compare it on the log clock.
-    reference = last_ok if newest.tzinfo is not None else last_ok.replace(tzinfo=None)
-    in_log = max(0.0, (newest - reference).total_seconds() / 60.0)
-    return max(0.0, minutes_since(ctx.now, mtime) or 0.0) + in_log
+    return minutes_on_log_clock(last_ok, newest, mtime, ctx.now)
 
 
 def _timeout_note(f: Findings, stats: TrialStats | None) -> None:

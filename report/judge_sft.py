@@ -30,6 +30,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
+from probes.logs.clock import minutes_on_log_clock
 from probes.models import JobState
 from report.findings import (
     Findings,
@@ -37,7 +38,6 @@ from report.findings import (
     Priority,
     is_finite,
     latest_values,
-    minutes_since,
     series,
 )
 from report.models import GridCell, GridRollup, JobReport
@@ -96,19 +96,13 @@ def silent_minutes(ctx: JudgeContext) -> float | None:
     Log timestamps are the cluster's local time with no zone, so they are never compared with
     ``now``: the gap between the last step and the newest timestamped line is measured on the
     log's own clock, and the time since the file was last written on the file's (tz-aware)
-    mtime. Heartbeat noise after the last step therefore still counts as silence.
+    mtime (``probes.logs.clock.minutes_on_log_clock``). Heartbeat noise after the last step
+    therefore still counts as silence.
     """
     log = ctx.facts.log
-    summary = ctx.facts.summary
-    last_step = ctx.history[-1].wall_time
-    since_write = minutes_since(ctx.now, log.mtime) if log is not None else None
-    in_log = None
-    if last_step is not None and summary is not None and summary.last_timestamp is not None:
-        in_log = max(0.0, (summary.last_timestamp.replace(tzinfo=None)
-                           - last_step.replace(tzinfo=None)).total_seconds() / 60.0)
-    if since_write is None:
-        return in_log
-    return max(0.0, since_write) + (in_log or 0.0)
+    newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
+    mtime = log.mtime if log is not None else None
+    return minutes_on_log_clock(ctx.history[-1].wall_time, newest, mtime, ctx.now)
 
 
 def buffer_rule(ctx: JudgeContext, f: Findings) -> None:

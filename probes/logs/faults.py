@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 
 from probes.logs.fault_patterns import (
@@ -45,12 +46,23 @@ from probes.logs.fault_patterns import (
 from probes.logs.launch_checks import NEEDLES as LAUNCH_NEEDLES
 from probes.logs.launch_checks import LaunchChecks
 from probes.logs.prefilter import NeedleFilter, pattern_lines
+from probes.logs.tracebacks import (
+    GROUP_START,
+    RAY_TASK_ERROR,
+    RULE,
+    TB_START,
+    Traceback,
+    Tracebacks,
+    clip,
+    exception_type,
+    summary_root_cause,
+)
 from probes.models import Fault, FaultKind, Frozen, InfraSignals
 
+__all__ = ["FaultScan", "scan_faults", "summary_root_cause"]
+
 _SCAN_CAP = 32_768
-_EXCERPT_CAP = 400
 _MAX_FAULTS = 100
-_MAX_STREAMS = 256
 
 # Ray prefixes every line of an actor's output with "(Name pid=N[, ip=X]) "; torch >= 2.4 adds
 # "[rankN]: " to each child line. Both are stripped, and used to keep interleaved tracebacks
@@ -61,30 +73,6 @@ _PREFIX = re.compile(
     r"|\[rank\d+\]: ?)+"
 )
 _REPEATED = re.compile(r" \[repeated \d+x across cluster\]\s*$")
-
-_TB_START = re.compile(r"^Traceback \(most recent call last\):")
-_GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
-_RAY_TASK_ERROR = re.compile(r"^ray\.exceptions\.RayTaskError(?:\([\w.]+\))?:")
-_CHAIN = re.compile(
-    r"^(?:During handling of the above exception, another exception occurred:"
-    r"|The above exception was the direct cause of the following exception:)"
-)
-# Python's last traceback line is "pkg.mod.SomeError: message" (or a bare class name); class
-# names are CamelCase, which keeps "INFO: ..." log lines from passing as an exception.
-_EXC_LINE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*[a-z]\w*(?:\([\w.]+\))?)(?::(?P<msg>.*))?$"
-)
-# torchelastic's failure summary (formats.md §5.2).
-_SUMMARY_TB = re.compile(r"^traceback\s*:\s*(.*)$")
-_SUMMARY_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)")
-_RULE = re.compile(r"^(?:={10,}|-{10,})$")
-_GROUP_ROW = re.compile(r"^[\s|]*\|\s?(?P<inner>.*)$")
-
-# Continuation lines kept with an exception line (Ray's tab-indented actor fields, grpc's
-# "status = StatusCode.DEADLINE_EXCEEDED"), and frames kept for the TimeoutError context.
-_MAX_CONT = 8
-_MAX_FRAMES = 12
-_MAX_JUNK = 20
 
 _LINE_NEEDLES = NeedleFilter(
     (
@@ -104,18 +92,9 @@ class FaultScan(Frozen):
     faults: tuple[Fault, ...]
     benign_counts: dict[str, int]
     infra: InfraSignals
+    last_engine_ok_line: int | None = None
+    """The line of the engine's last 200 (``probes.logs.parse`` reads the log clock there)."""
     bring_up: bool
-
-
-@dataclass
-class _Traceback:
-    line_no: int
-    group: bool = False
-    frames: list[str] = field(default_factory=list)
-    exc: str | None = None
-    exc_no: int = 0
-    cont: list[str] = field(default_factory=list)
-    junk: int = 0
 
 
 @dataclass
@@ -125,11 +104,6 @@ class _Hit:
     excerpt: str
     from_traceback: bool = False
     detail: str | None = None
-
-
-def _clip(text: str, limit: int = _EXCERPT_CAP) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _split_prefix(line: str) -> tuple[str, str]:
@@ -156,67 +130,70 @@ def _compile_patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 class _Scanner:
     """One pass over the tail; tracebacks are tracked per output stream (Ray actor / rank)."""
 
-    def __init__(self, lines: Sequence[str], benign: tuple[re.Pattern[str], ...], first: int):
+    def __init__(
+        self,
+        lines: Sequence[str],
+        benign: tuple[re.Pattern[str], ...],
+        first: int,
+        mtime: datetime | None = None,
+    ):
         self.lines = lines
         self.first = first
         self.benign = benign
         self.hits: list[_Hit | None] = []
         self.counts: Counter[str] = Counter()
-        self.open: dict[str, _Traceback] = {}
-        self.chained: dict[str, int] = {}
+        self.tracebacks = Tracebacks(self._finish, self._retract)
         self.shm: list[tuple[int, str]] = []
         self.aborts: list[tuple[int, str]] = []
-        self.launch = LaunchChecks()
+        self.launch = LaunchChecks(mtime)
         self.siblings = False
 
     def run(self, candidates: Iterable[int] | None = None) -> None:
         """Step through ``candidates`` (default: every line), and every line while a traceback
         is open; the lines skipped hold no needle and so change nothing."""
         following = 0
+        open_ = self.tracebacks.open
         for index in range(len(self.lines)) if candidates is None else candidates:
-            while self.open and following < index:
+            while open_ and following < index:
                 self._step(following)
                 following += 1
             self._step(index)
             following = index + 1
-        while self.open and following < len(self.lines):
+        while open_ and following < len(self.lines):
             self._step(following)
             following += 1
-        for key in list(self.open):
-            self._close(key)
+        self.tracebacks.close_all()
 
     def _step(self, index: int) -> None:
         key, text = _split_prefix(self.lines[index])
         line_no = self.first + index
-        tb = self.open.get(key)
-        if tb is not None and self._feed_traceback(key, tb, line_no, text):
-            return
-        self._line(key, line_no, text)
+        if not self.tracebacks.feed(key, line_no, text):
+            self._line(key, line_no, text)
 
     def _is_cluster_benign(self, text: str) -> bool:
         return any(p.search(text) for p in self.benign)
 
     def _line(self, key: str, line_no: int, text: str) -> None:
         low = text.lower()
-        self.launch.feed(text, low)
+        self.launch.feed(text, low, line_no)
         self._track_summary(text)
         if self._is_cluster_benign(text):
             self.counts["cluster-pattern"] += 1
-        elif _TB_START.match(text) or _RAY_TASK_ERROR.match(text):
-            self._start(key, _Traceback(line_no))
-        elif _GROUP_START.match(text):
-            self._start(key, _Traceback(line_no, group=True))
+        elif TB_START.match(text) or RAY_TASK_ERROR.match(text):
+            self.tracebacks.start(key, line_no)
+        elif GROUP_START.match(text):
+            self.tracebacks.start(key, line_no, group=True)
         elif not may_signal(low):
             return
         elif (benign := benign_key(text, low)) is not None:
             if benign == "shm-broadcast":
-                self.shm.append((line_no, _clip(text)))
+                self.shm.append((line_no, clip(text)))
             else:
                 self.counts[benign] += 1
         elif (kind := classify_line(text, low)) is not None:
             self._hit(kind, line_no, text)
         elif SIGABRT.search(text, low):
-            self.aborts.append((line_no, _clip(text)))
+            self.aborts.append((line_no, clip(text)))
         elif CHATTER.search(text, low):
             self.counts["debug-chatter"] += 1
         elif BRING_UP.search(text, low):
@@ -227,80 +204,37 @@ class _Scanner:
             # Ranks the elastic agent stopped after the root cause failed: a consequence.
             self.counts["elastic-sibling"] += 1
         else:
-            self.hits.append(_Hit(kind, line_no, _clip(text)))
+            self.hits.append(_Hit(kind, line_no, clip(text)))
 
     def _track_summary(self, text: str) -> None:
         """Follow torchelastic's summary: its ``Failures:`` block lists stopped sibling ranks."""
         if text.startswith("Failures:"):
             self.siblings = True
-        elif text.startswith("Root Cause") or (text.startswith("=") and _RULE.match(text)):
+        elif text.startswith("Root Cause") or (text.startswith("=") and RULE.match(text)):
             self.siblings = False
 
-    def _start(self, key: str, tb: _Traceback) -> None:
-        if key in self.open:
-            self._close(key)
-        if len(self.open) < _MAX_STREAMS:
-            self.open[key] = tb
-
-    def _feed_traceback(self, key: str, tb: _Traceback, line_no: int, text: str) -> bool:
-        """Consume ``text`` into the open traceback; False hands it back to line rules."""
-        indented = not text.strip() or text[0].isspace() or text.startswith("> File ")
-        if tb.group:
-            if indented:
-                row = _GROUP_ROW.match(text)
-                inner = row.group("inner").strip() if row else ""
-                if tb.exc is None and _is_exception(inner) and "ExceptionGroup" not in inner:
-                    tb.exc, tb.exc_no = inner, line_no
-                return True
-            self._close(key)
-            return False
-        if tb.exc is None:
-            if indented:
-                tb.frames = [*tb.frames[-(_MAX_FRAMES - 1) :], text.strip()[:200]]
-                return True
-            if _is_exception(text) and not _RAY_TASK_ERROR.match(text):
-                tb.exc, tb.exc_no = text, line_no
-                return True
-            if _RAY_TASK_ERROR.match(text):
-                return True
-            tb.junk += 1
-            if tb.junk > _MAX_JUNK or _TB_START.match(text):
-                self._close(key)
-            return False
-        if indented:
-            if len(tb.cont) < _MAX_CONT and text.strip():
-                tb.cont.append(text.strip())
-            return True
-        if _CHAIN.match(text):
-            self.chained[key] = self._close(key)
-            return True
-        self._close(key)
-        return False
-
-    def _close(self, key: str) -> int:
-        """Finish ``key``'s traceback; returns the index of its hit, or -1 when benign."""
-        tb = self.open.pop(key)
-        previous = self.chained.pop(key, None)
-        if previous is not None and previous >= 0:
-            self.hits[previous] = None  # the chain's last exception is the one that propagated
+    def _finish(self, tb: Traceback) -> int:
+        """A closed traceback becomes a hit (its index is returned), or -1 when benign."""
         if tb.exc is None:
             last = tb.frames[-1] if tb.frames else ""
-            excerpt = _clip(f"Traceback (cut off) {last}")
+            excerpt = clip(f"Traceback (cut off) {last}")
             self.hits.append(_Hit("traceback", tb.line_no, excerpt, from_traceback=True))
             return len(self.hits) - 1
         kind = self._traceback_kind(tb)
         if kind is None:
             return -1
-        self.hits.append(_Hit(kind, tb.exc_no, _clip(tb.exc), from_traceback=True))
+        self.hits.append(_Hit(kind, tb.exc_no, clip(tb.exc), from_traceback=True))
         return len(self.hits) - 1
 
-    def _traceback_kind(self, tb: _Traceback) -> FaultKind | None:
+    def _retract(self, index: int) -> None:
+        self.hits[index] = None
+
+    def _traceback_kind(self, tb: Traceback) -> FaultKind | None:
         assert tb.exc is not None
         if self._is_cluster_benign(tb.exc):
             self.counts["cluster-pattern"] += 1
             return None
-        match = _EXC_LINE.match(tb.exc)
-        type_name = match.group("type") if match else tb.exc
+        type_name = exception_type(tb.exc)
         short = type_name.rsplit(".", 1)[-1]
         text = " ".join([tb.exc, *tb.cont])
         benign = PASSTHROUGH.get(short) or benign_key(text)
@@ -355,55 +289,19 @@ class _Scanner:
         return summary_root_cause(texts)
 
 
-def _is_exception(text: str) -> bool:
-    return bool(text) and not text[0].isspace() and _EXC_LINE.match(text.rstrip()) is not None
-
-
-def summary_root_cause(texts: Sequence[str]) -> str | None:
-    """The diagnosis in a torchelastic failure summary: its Root Cause traceback or signal.
-
-    ``traceback : To enable traceback see ...`` is no diagnosis; with nothing better the
-    root cause's exit code is given.
-    """
-    root = next((i for i, t in enumerate(texts) if t.startswith("Root Cause")), None)
-    section = _until_rule(texts[root + 1 :] if root is not None else texts)
-    exit_code = None
-    for index, text in enumerate(section):
-        if (code := _SUMMARY_EXIT.match(text)) is not None and exit_code is None:
-            exit_code = code.group(1)
-        value = _SUMMARY_TB.match(text)
-        if value is None:
-            continue
-        detail = value.group(1).strip()
-        if detail.startswith("Traceback"):
-            block = [t for t in section[index + 1 :] if _is_exception(t)]
-            return _clip(block[-1]) if block else None
-        if detail and not detail.startswith("To enable traceback"):
-            return _clip(detail)
-    return f"exitcode {exit_code}" if exit_code is not None else None
-
-
-def _until_rule(texts: Sequence[str]) -> list[str]:
-    """Lines up to the summary's closing ``====`` rule (leading rules skipped)."""
-    out: list[str] = []
-    for text in texts:
-        if _RULE.match(text) and text.startswith("="):
-            if out:
-                break
-            continue
-        out.append(text)
-    return out
-
-
 def scan_faults(
     lines: Sequence[str],
     *,
     benign_patterns: Sequence[str] = (),
     first_line_no: int = 1,
+    mtime: datetime | None = None,
 ) -> FaultScan:
-    """Scan ANSI-stripped, ``\\r``-split log lines for faults, benign noise and launch checks."""
+    """Scan ANSI-stripped, ``\\r``-split log lines for faults, benign noise and launch checks.
+
+    ``mtime`` (the file's) places the year-less stamps of engine lines (``probes.logs.clock``).
+    """
     benign = _compile_patterns(tuple(benign_patterns))
-    scanner = _Scanner(lines, benign, first_line_no)
+    scanner = _Scanner(lines, benign, first_line_no, mtime)
     needled = _LINE_NEEDLES.lines(lines)
     if needled is None:  # a line holding "\n" cannot be mapped back: read every line
         scanner.run()
@@ -414,10 +312,14 @@ def scan_faults(
 
 
 def _scan_reference(
-    lines: Sequence[str], *, benign_patterns: Sequence[str] = (), first_line_no: int = 1
+    lines: Sequence[str],
+    *,
+    benign_patterns: Sequence[str] = (),
+    first_line_no: int = 1,
+    mtime: datetime | None = None,
 ) -> FaultScan:
     """``scan_faults`` without the prefilter: every line through the rules (the tests' oracle)."""
-    scanner = _Scanner(lines, _compile_patterns(tuple(benign_patterns)), first_line_no)
+    scanner = _Scanner(lines, _compile_patterns(tuple(benign_patterns)), first_line_no, mtime)
     scanner.run()
     return _frozen(scanner)
 
@@ -428,5 +330,6 @@ def _frozen(scanner: _Scanner) -> FaultScan:
         faults=faults,
         benign_counts=dict(scanner.counts),
         infra=scanner.launch.signals(),
+        last_engine_ok_line=scanner.launch.last_ok_line,
         bring_up=scanner.counts["bring-up"] > 0 and not faults,
     )

@@ -6,16 +6,20 @@ internal address, whether the engine keeps answering POSTs with 200, and whether
 failures repeat. Each check is ``None`` until the log says something about it; the latest
 tunnel event wins (cloudflared retries, then registers). An ``api_base`` is internal when its
 host is a private, loopback or link-local IP, ``localhost``, a cluster-local service name, or a
-dotless hostname (which cannot be a public URL). Timestamps without a zone are taken as UTC.
+dotless hostname (which cannot be a public URL). The engine's last 200 is timed on the log's
+own clock (``probes.logs.clock``): here from the 200 line's own stamp, a year-less one placed
+by the file's mtime or the 200 before it; ``probes.logs.parse`` then reads the whole log's
+clock at ``last_ok_line``, which also times a 200 line that carries no stamp.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import urlsplit
 
+from probes.logs.clock import LogClock
 from probes.models import InfraSignals
 
 _TUNNEL_ERROR = re.compile(
@@ -39,10 +43,6 @@ _AUTH_FAILURE = re.compile(
     r"\b401 Unauthorized\b|\b403 Forbidden\b|(?i:authentication failed|invalid api key)"
     r"|\bAuthenticationError\b"
 )
-_TIMESTAMP = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
-    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?"
-)
 NEEDLES = (
     *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: "),
     *("unauthorized", "forbidden", "authentication", "api key"),
@@ -51,21 +51,6 @@ NEEDLES = (
 ``probes.logs.prefilter``), so a line holding none of them changes no check."""
 _HOSTNAME = re.compile(r"[\w.-]+|[0-9A-Fa-f:.]+")
 _CLUSTER_SUFFIXES = (".svc", ".svc.cluster.local", ".cluster.local", ".internal", ".local")
-
-
-def line_timestamp(text: str) -> datetime | None:
-    """The first ISO-like timestamp in ``text``, zone-aware (naive is taken as UTC)."""
-    match = _TIMESTAMP.search(text)
-    if match is None:
-        return None
-    frac = (match.group("frac") or "0").ljust(6, "0")
-    tz = match.group("tz") or "+00:00"
-    tz = "+00:00" if tz == "Z" else tz if ":" in tz else f"{tz[:3]}:{tz[3:]}"
-    try:
-        stamp = datetime.fromisoformat(f"{match.group('date')}T{match.group('time')}.{frac}{tz}")
-    except ValueError:
-        return None
-    return stamp.astimezone(UTC)
 
 
 def is_internal_url(url: str) -> bool | None:
@@ -89,16 +74,18 @@ def is_internal_url(url: str) -> bool | None:
 class LaunchChecks:
     """Accumulates launch-check evidence line by line; ``signals()`` gives the model."""
 
-    def __init__(self) -> None:
+    def __init__(self, mtime: datetime | None = None) -> None:
         self.tunnel_ok: bool | None = None
         self.api_base: str | None = None
         self.engine_ok: int | None = None
         self.last_ok_at: datetime | None = None
+        self.last_ok_line: int | None = None
+        self.clock = LogClock(mtime)
         self.running: int | None = None
         self.auth_failures = 0
 
-    def feed(self, text: str, low: str | None = None) -> None:
-        """Read one prefix-stripped line (``low`` is its lower-case form, if already made)."""
+    def feed(self, text: str, low: str | None, line_no: int) -> None:
+        """Read line ``line_no``, prefix-stripped (``low`` is its lower-case form, if made)."""
         low = text.lower() if low is None else low
         if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
             if _TUNNEL_ERROR.search(text):
@@ -110,18 +97,19 @@ class LaunchChecks:
             if base is not None and base.group("url").lower() not in {"none", "null", "nil"}:
                 self.api_base = base.group("url")
         if "post /v1/" in low and (post := _ENGINE_POST.search(text)) is not None:
-            self._engine(post.group("code"), text)
+            self._engine(post.group("code"), text, line_no)
         if "running: " in low and (running := _RUNNING.search(text)) is not None:
             self.running = int(running.group("n"))
         if any(n in low for n in ("401", "403", "authentication", "api key")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
-    def _engine(self, code: str, text: str) -> None:
+    def _engine(self, code: str, text: str, line_no: int) -> None:
         self.engine_ok = self.engine_ok or 0
         if code != "200":
             return
         self.engine_ok += 1
-        stamp = line_timestamp(text)
+        self.last_ok_line = line_no
+        stamp = self.clock.read(text)
         if stamp is not None and (self.last_ok_at is None or stamp > self.last_ok_at):
             self.last_ok_at = stamp
 

@@ -3,13 +3,13 @@
 Policy: every function here takes one already-split line and returns ``None`` when the line
 is not its kind; none of them raises on any input. Regexes are precompiled and length-capped
 (a value longer than 64 characters is not a number), so a pathological line costs linear
-time. The stateful pass that joins these into a history lives in ``probes.logs.parse``.
+time. The stateful pass that joins these into a history lives in ``probes.logs.parse``;
+line timestamps are read by ``probes.logs.clock``.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import NamedTuple
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
@@ -38,12 +38,6 @@ _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
     r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
     r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
-)
-_TIMESTAMP_RE = re.compile(
-    r"^(?:\[[A-Z]+\|(?:[^\]]{0,80}\] )?|\[)?"
-    r"(?P<full>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
-    r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<short>(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
-    r"|^[IWEF](?P<glog>(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}))"
 )
 
 
@@ -221,25 +215,3 @@ def parse_tqdm(line: str) -> TqdmBar | None:
         elapsed_s=elapsed,
         rate=(last.group("rate") or "").strip(),
     )
-
-
-def parse_timestamp(line: str, year_hint: int | None) -> datetime | None:
-    """A leading loguru/ISO/HF/LLaMA-Factory/vLLM/glog timestamp, or an ISO one in brackets
-    (SGLang, Megatron-LM ``[2024-05-01 10:00:00]``); year-less ones need a hint."""
-    if not line or line[0] not in "0123456789[IWEDCF":
-        return None
-    found = _TIMESTAMP_RE.match(line)
-    if found is None:
-        return None
-    try:
-        full = found.group("full")
-        if full is not None:
-            return datetime.fromisoformat(full.replace(",", ".").replace(" ", "T"))
-        if year_hint is None:
-            return None
-        # vLLM (``MM-DD HH:MM:SS``) and glog (``MMDD HH:MM:SS``) print no year
-        first = 3 if found.group("short") is not None else 9
-        month, day, hour, minute, second = (int(found.group(first + i)) for i in range(5))
-        return datetime(year_hint, month, day, hour, minute, second)
-    except ValueError:
-        return None

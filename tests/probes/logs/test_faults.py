@@ -13,7 +13,8 @@ from textwrap import dedent
 import pytest
 
 from probes.logs.faults import scan_faults, summary_root_cause
-from probes.logs.launch_checks import is_internal_url, line_timestamp
+from probes.logs.clock import read_stamp
+from probes.logs.launch_checks import is_internal_url
 
 
 def _lines(text: str) -> list[str]:
@@ -744,11 +745,11 @@ def test_api_base_forms(line: str, api_base: str | None) -> None:
 
 def test_line_timestamp_forms() -> None:
     """ISO timestamps with Z, offsets, commas or no zone all come back zone-aware in UTC."""
-    assert line_timestamp("2026-11-30T15:00:01Z x") == datetime(2026, 11, 30, 15, 0, 1, tzinfo=UTC)
-    assert line_timestamp("2026-11-30 16:00:01,5+0100 x") == datetime(
+    assert read_stamp("2026-11-30T15:00:01Z x") == datetime(2026, 11, 30, 15, 0, 1, tzinfo=UTC)
+    assert read_stamp("2026-11-30 16:00:01,5+0100 x") == datetime(
         2026, 11, 30, 15, 0, 1, 500000, tzinfo=UTC
     )
-    assert line_timestamp("2026-11-30T15:00:01.25 naive") == datetime(
+    assert read_stamp("2026-11-30T15:00:01.25 naive") == datetime(
         2026, 11, 30, 15, 0, 1, 250000, tzinfo=UTC
     )
-    assert line_timestamp("no time here") is None
+    assert read_stamp("no time here") is None
