@@ -246,7 +246,8 @@ class KubernetesProbe:
             # Parsing a tail is CPU work (~0.3 s per 2000 lines): a worker thread keeps the
             # bot's event loop answering Slack meanwhile. API calls stay one at a time.
             summary = await asyncio.to_thread(parse_log, log.text, aliases=self._aliases,
-                                              benign_patterns=self._cluster.benign_patterns)
+                                              benign_patterns=self._cluster.benign_patterns,
+                                              mtime=log.mtime)
         return JobFacts(record=record, log=log, summary=summary)
 
     async def _fetch_log(self, pod: PodView) -> LogFetch:

@@ -12,8 +12,8 @@ from textwrap import dedent
 
 import pytest
 
-from probes.logs.faults import scan_faults, summary_root_cause
 from probes.logs.clock import read_stamp
+from probes.logs.faults import scan_faults, summary_root_cause
 from probes.logs.launch_checks import is_internal_url
 
 
