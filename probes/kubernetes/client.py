@@ -1,0 +1,242 @@
+"""The Kubernetes API transport: the counterpart of the SSH transport for the Kubernetes probe.
+
+Policy:
+
+- The kubeconfig is loaded into a private ``Configuration``/``ApiClient``; the library's
+  global default is never touched, so several clusters live side by side. A kubeconfig that
+  cannot be read is :class:`UnreachableError`; after an auth failure the caller drops the
+  client (:meth:`KubeClient.close`) so rotated credentials are re-read next time.
+- Calls are issued one at a time, each bounded by ``request_timeout_s`` and by what is left of
+  the sweep budget a caller opened with :meth:`KubeClient.budget`. ``calls`` counts every API
+  call made (the sweep's round trips).
+- Third-party errors (``ApiException``, ``aiohttp.ClientError``, timeouts, ``OSError``) are
+  translated exactly once, in :meth:`KubeClient.call`, into :mod:`probes.errors`: 401/403 are
+  :class:`AuthError`, 404 :class:`NotFoundError`, 429/5xx/no answer :class:`UnreachableError`,
+  any other answer :class:`CommandError`, each with the ``Status`` message the server sent.
+- Pod logs are read raw (``_preload_content=False``): the generated client would otherwise
+  ``json.loads`` a log that happens to be one JSON document and hand back a Python repr
+  (tomplus/kubernetes_asyncio#152). An error status in the log stream is an error, not text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import aiohttp
+import yaml  # type: ignore[import-untyped]  # no stubs installed; only YAMLError is used
+from kubernetes_asyncio.client import (
+    ApiClient,
+    BatchV1Api,
+    Configuration,
+    CoreV1Api,
+    CustomObjectsApi,
+    V1DeleteOptions,
+)
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import load_kube_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from probes.config import KubernetesCluster
+from probes.errors import AuthError, CommandError, ProbeError, UnreachableError
+
+T = TypeVar("T")
+
+JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
+PAGE_SIZE = 500
+MAX_PAGES = 20
+"""At most ``PAGE_SIZE * MAX_PAGES`` workloads per sweep: a bound, not an expected size."""
+
+
+class NotFoundError(CommandError):
+    """HTTP 404: an absent object (already deleted) or an API that is not installed."""
+
+
+class KubeClient:
+    """One cluster's API session: bounded, counted calls with their errors translated once."""
+
+    def __init__(self, cluster: KubernetesCluster) -> None:
+        self._cluster = cluster
+        self._client: ApiClient | None = None
+        self._deadline: float | None = None
+        self.calls = 0
+
+    @contextmanager
+    def budget(self) -> Iterator[None]:
+        """One sweep: calls from here on share ``timeout_s`` and are counted from zero."""
+        self.calls = 0
+        self._deadline = asyncio.get_running_loop().time() + self._cluster.timeout_s
+        try:
+            yield
+        finally:
+            self._deadline = None
+
+    async def close(self) -> None:
+        """Close the HTTP session; the next call loads the kubeconfig again."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    # -- the API calls the probe makes --------------------------------------------------------
+
+    async def list_jobs(self) -> list[Any]:
+        """Every batch/v1 Job in the namespace (under the cluster's label selector)."""
+        batch = BatchV1Api(await self._api())
+        return await self._list_pages(
+            "list jobs", partial(batch.list_namespaced_job, self._cluster.namespace)
+        )
+
+    async def list_jobsets(self) -> list[Any]:
+        """Every JobSet (as plain dicts); none when the JobSet API is not installed."""
+        custom = CustomObjectsApi(await self._api())
+        page = partial(custom.list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
+                       self._cluster.namespace, JOBSET_PLURAL)
+        try:
+            return await self._list_pages("list jobsets", page)
+        except NotFoundError:
+            return []
+
+    async def list_pods(self, what: str, selector: str) -> list[Any]:
+        """The pods matching ``selector`` (one call)."""
+        core = CoreV1Api(await self._api())
+        page = partial(core.list_namespaced_pod, self._cluster.namespace)
+        answer = await self.call(what, partial(_with_budget, page, {"label_selector": selector}))
+        return list(answer.items or [])
+
+    async def read_log(self, pod: str, container: str | None) -> str:
+        """The tail of ``pod``'s log (``tail_lines``/``tail_bytes``), read raw and decoded."""
+        core = CoreV1Api(await self._api())
+        query: dict[str, Any] = {"tail_lines": self._cluster.tail_lines,
+                                 "limit_bytes": self._cluster.tail_bytes}
+        if container:
+            query["container"] = container
+
+        async def read(budget_s: float) -> str:
+            response: Any = await core.read_namespaced_pod_log(
+                pod, self._cluster.namespace, _preload_content=False, _request_timeout=budget_s,
+                **query)
+            try:
+                data = await response.read()
+            finally:
+                response.release()
+            if not 200 <= response.status <= 299:
+                error = ApiException(status=response.status, reason=response.reason)
+                error.body = data.decode("utf-8", errors="replace")
+                raise error
+            return str(data.decode("utf-8", errors="replace"))
+
+        return await self.call(f"read log of pod/{pod}", read)
+
+    async def delete_job(self, name: str) -> None:
+        """Delete a Job with background propagation (``NotFoundError`` when absent)."""
+        batch = BatchV1Api(await self._api())
+        await self.call(f"delete job {name}", lambda t: batch.delete_namespaced_job(
+            name, self._cluster.namespace, body=_BACKGROUND, _request_timeout=t))
+
+    async def delete_jobset(self, name: str) -> None:
+        """Delete a JobSet with background propagation (``NotFoundError`` when absent)."""
+        custom = CustomObjectsApi(await self._api())
+        await self.call(f"delete jobset {name}", lambda t: custom.delete_namespaced_custom_object(
+            JOBSET_GROUP, JOBSET_VERSION, self._cluster.namespace, JOBSET_PLURAL, name,
+            body=_BACKGROUND, _request_timeout=t))
+
+    # -- transport ------------------------------------------------------------------------------
+
+    async def call(self, what: str, call: Callable[[float], Awaitable[T]]) -> T:
+        """One API call, bounded, counted, with its errors translated into ``probes.errors``."""
+        timeout = self._cluster.request_timeout_s
+        if self._deadline is not None:
+            left = self._deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise UnreachableError(
+                    f"{what}: sweep budget of {self._cluster.timeout_s:g}s exhausted (timeout)")
+            timeout = min(timeout, left)
+        self.calls += 1
+        try:
+            async with asyncio.timeout(timeout):
+                return await call(timeout)
+        except ApiException as exc:
+            raise _api_error(what, exc) from exc
+        except TimeoutError as exc:  # before ClientError: aiohttp's timeouts are both
+            raise UnreachableError(f"{what}: no answer within {timeout:g}s (timeout)") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    async def _api(self) -> ApiClient:
+        if self._client is None:
+            configuration = Configuration()
+            try:
+                await load_kube_config(
+                    config_file=self._cluster.kubeconfig, context=self._cluster.context,
+                    client_configuration=configuration, persist_config=False)
+            except (ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
+                where = self._cluster.kubeconfig or "the default kubeconfig"
+                raise UnreachableError(f"kubeconfig {where}: {exc}") from exc
+            self._client = ApiClient(configuration)
+        return self._client
+
+    async def _list_pages(self, what: str, page: Callable[..., Awaitable[Any]]) -> list[Any]:
+        """Every item of a paginated list call (each page is one counted round trip)."""
+        items: list[Any] = []
+        query: dict[str, Any] = {"limit": PAGE_SIZE}
+        if self._cluster.label_selector:
+            query["label_selector"] = self._cluster.label_selector
+        token: str | None = None
+        for _ in range(MAX_PAGES):
+            if token:
+                query["_continue"] = token
+            answer = await self.call(what, partial(_with_budget, page, dict(query)))
+            if isinstance(answer, dict):  # custom objects come back as plain dicts
+                items += answer.get("items") or []
+                token = (answer.get("metadata") or {}).get("continue")
+            else:
+                items += answer.items or []
+                token = answer.metadata._continue if answer.metadata else None
+            if not token:
+                break
+        return items
+
+
+_BACKGROUND = V1DeleteOptions(propagation_policy="Background")
+
+
+def _with_budget(
+    call: Callable[..., Awaitable[T]], query: Mapping[str, Any], budget_s: float
+) -> Awaitable[T]:
+    """``call(**query)`` with the remaining time budget as the client's own request timeout."""
+    return call(**query, _request_timeout=budget_s)
+
+
+def _api_error(what: str, exc: ApiException) -> ProbeError:
+    """The one translation of an HTTP error answer into the probe error family."""
+    status = int(exc.status or 0)
+    message = f"{what}: HTTP {status} {exc.reason or ''}".rstrip()
+    detail = _status_detail(exc.body)
+    if detail:
+        message = f"{message}: {detail}"
+    if status in (401, 403):
+        return AuthError(message)
+    if status == 404:
+        return NotFoundError(message)
+    if status == 429 or status >= 500 or status == 0:
+        return UnreachableError(message)
+    return CommandError(message)
+
+
+def _status_detail(body: Any) -> str | None:
+    """The ``message`` of a Kubernetes ``Status`` body, else a short raw excerpt."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    if not body:
+        return None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return str(body).strip()[:200] or None
+    if isinstance(obj, dict) and obj.get("message"):
+        return str(obj["message"])[:300]
+    return str(body).strip()[:200] or None
