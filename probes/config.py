@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from probes.models import Frozen
 
 DEFAULT_CHECKPOINT_ROOTS = (
     "{workdir}/checkpoints",
@@ -24,11 +26,7 @@ DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
 """Harbor's default ``jobs_dir`` relative to the job's working directory."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class _ClusterBase(_Strict):
+class _ClusterBase(Frozen):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
     active: bool = True
     users: tuple[str, ...] = ()

@@ -19,7 +19,11 @@ from probes.logs.clock import on_log_clock
 
 
 class Frozen(BaseModel):
-    """Base for every fact: immutable, strict about field names."""
+    """The one strict base model: immutable, strict about field names.
+
+    Every fact here, the cluster roster (``probes.config``), the report (``report.models``) and
+    the Harbor trial stats build on it, so "frozen, no unknown fields" is decided once.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

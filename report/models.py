@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from probes.models import ClusterKind, ClusterStatus, JobState, MetricPoint
+from probes.models import ClusterKind, ClusterStatus, Frozen, JobState, MetricPoint
 
 Bucket = Literal["rl", "sft", "datagen", "eval", "other"]
 BUCKET_ORDER: tuple[Bucket, ...] = ("rl", "sft", "datagen", "eval", "other")
@@ -74,16 +74,12 @@ CleanupRoutine = Literal[
 ]
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Recommendation(_Out):
+class Recommendation(Frozen):
     action: Action
     why: str
 
 
-class SignalEvidence(_Out):
+class SignalEvidence(Frozen):
     """One collapse signal as evaluated on one step (for DMs and ``/job``)."""
 
     signal: Literal["grad_norm", "entropy", "log_ratio", "pass_rate"]
@@ -95,7 +91,7 @@ class SignalEvidence(_Out):
     why: str
 
 
-class JobReport(_Out):
+class JobReport(Frozen):
     """One job object of the JSON contract (§3), plus non-contract detail under ``detail``."""
 
     cluster: str
@@ -117,7 +113,7 @@ class JobReport(_Out):
     recommendation: Recommendation | None
 
 
-class JobDetail(_Out):
+class JobDetail(Frozen):
     """What ``jobtables job`` adds to the row: history, evidence, where things are."""
 
     report: JobReport
@@ -136,21 +132,21 @@ class JobDetail(_Out):
     """The Job cell, e.g. ``<run> (shaped)``; defaults to the job name."""
 
 
-class ClusterReport(_Out):
+class ClusterReport(Frozen):
     name: str
     kind: ClusterKind
     status: ClusterStatus
     detail: str | None
 
 
-class Report(_Out):
+class Report(Frozen):
     generated_at: datetime
     clusters: list[ClusterReport]
     jobs: list[JobReport]
     grid: list[GridRollup] = Field(default_factory=list, exclude=True)
 
 
-class GridRollup(_Out):
+class GridRollup(Frozen):
     """SFT grid rollup (seed §SFT): not part of the JSON contract, shown under the SFT table."""
 
     grid: str
@@ -161,7 +157,7 @@ class GridRollup(_Out):
     long_pole: str | None
 
 
-class GridCell(_Out):
+class GridCell(Frozen):
     cell: str
     job_id: str
     progress_pct: float | None
