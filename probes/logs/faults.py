@@ -19,7 +19,7 @@ Prefilter (``probes.logs.prefilter``): the per-line rules run only on the lines 
 of some rule (signal, noise, launch check, traceback or summary start) or that a cluster
 pattern may match, plus every line while a traceback is open (tracebacks consume plain
 indented lines). Any other line provably changes nothing, so the result is the per-line
-reference's (``_scan_reference``), which the tests compare it against.
+reference's (``prefilter=False``), which the tests compare it against.
 """
 
 from __future__ import annotations
@@ -295,32 +295,21 @@ def scan_faults(
     benign_patterns: Sequence[str] = (),
     first_line_no: int = 1,
     mtime: datetime | None = None,
+    prefilter: bool = True,
 ) -> FaultScan:
     """Scan ANSI-stripped, ``\\r``-split log lines for faults, benign noise and launch checks.
 
     ``mtime`` (the file's) places the year-less stamps of engine lines (``probes.logs.clock``).
+    ``prefilter=False`` puts every line through the rules: the reference the tests compare with.
     """
     benign = _compile_patterns(tuple(benign_patterns))
     scanner = _Scanner(lines, benign, first_line_no, mtime)
-    needled = _LINE_NEEDLES.lines(lines)
+    needled = _LINE_NEEDLES.lines(lines) if prefilter else None
     if needled is None:  # a line holding "\n" cannot be mapped back: read every line
         scanner.run()
     else:
         extra = pattern_lines(lines, benign, lambda line: _split_prefix(line)[1])
         scanner.run(sorted(extra.union(needled)) if extra else needled)
-    return _frozen(scanner)
-
-
-def _scan_reference(
-    lines: Sequence[str],
-    *,
-    benign_patterns: Sequence[str] = (),
-    first_line_no: int = 1,
-    mtime: datetime | None = None,
-) -> FaultScan:
-    """``scan_faults`` without the prefilter: every line through the rules (the tests' oracle)."""
-    scanner = _Scanner(lines, _compile_patterns(tuple(benign_patterns)), first_line_no, mtime)
-    scanner.run()
     return _frozen(scanner)
 
 

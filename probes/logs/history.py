@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache, partial
 from itertools import pairwise
 from math import isfinite
 
-from probes.logs.clock import STAMP_LEADS, LogClock, YearlessStamp, read_stamp
+from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
 from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
@@ -104,9 +105,11 @@ class MetricScan:
         self.harbor: tuple[int, int, float | None] | None = None
         self.iter_total: int | None = None
         self.iter_times: list[tuple[int, float]] = []
-        self.bar_cache: dict[str, TqdmBar | None] = {}
-        self.stamps: dict[str, datetime | YearlessStamp | None] = {}
-        self.plans: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+        # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
+        # noise lines repeat their stamps, and a trainer repeats its metric names every step.
+        self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
+        self._stamp = lru_cache(maxsize=_CACHE_CAP)(read_stamp)
+        self._plans = lru_cache(maxsize=_CACHE_CAP)(partial(canonical_plan, extra=aliases))
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -279,36 +282,12 @@ class MetricScan:
         elif bar.desc == "Training Progress":
             self._mark("verl")
 
-    def _bar(self, body: str) -> TqdmBar | None:
-        """``parse_tqdm``, remembered per line text: dataset bars redraw identical lines."""
-        if body in self.bar_cache:
-            return self.bar_cache[body]
-        if len(self.bar_cache) >= _CACHE_CAP:
-            self.bar_cache.clear()
-        bar = self.bar_cache[body] = parse_tqdm(body)
-        return bar
-
-    def _stamp(self, body: str) -> datetime | YearlessStamp | None:
-        """``read_stamp``, remembered per line text: noise lines repeat."""
-        if body in self.stamps:
-            return self.stamps[body]
-        if len(self.stamps) >= _CACHE_CAP:
-            self.stamps.clear()
-        stamp = self.stamps[body] = read_stamp(body)
-        return stamp
-
     def _read_engine_line(self) -> None:
         self.engine_at, self.engine_line = self.clock.last, None
 
     def _plan(self, raw: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
-        """``canonical_plan`` for these names, remembered: a trainer repeats them every step."""
-        names = tuple(raw)
-        plan = self.plans.get(names)
-        if plan is None:
-            if len(self.plans) >= _CACHE_CAP:
-                self.plans.clear()
-            plan = self.plans[names] = canonical_plan(names, self.aliases)
-        return plan
+        """``canonical_plan`` for these names (remembered)."""
+        return self._plans(tuple(raw))
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
         values = {canonical: raw[name] for canonical, name in self._plan(raw)}

@@ -131,15 +131,7 @@ def parse_verl(line: str) -> tuple[int, dict[str, float]] | None:
     found = _VERL_RE.search(line)
     if found is None:
         return None
-    values: dict[str, float] = {}
-    for part in line[found.end() :].split(" - "):
-        key, sep, raw = part.rpartition(":")
-        if not sep or not key:
-            continue
-        number = parse_number(raw)
-        if number is not None:
-            values[key.strip()] = number
-    return int(found.group(1)), values
+    return int(found.group(1)), _key_values(line[found.end() :], " - ")
 
 
 class IterationLine(NamedTuple):
@@ -159,15 +151,20 @@ def parse_iteration(line: str) -> IterationLine | None:
     found = _ITERATION_RE.search(line)
     if found is None:
         return None
-    values: dict[str, float] = {}
-    for part in line[found.end() :].split("|"):
-        key, sep, raw = part.rpartition(":")
-        if not sep or not key.strip():
-            continue
-        number = parse_number(raw)
-        if number is not None:
-            values[" ".join(key.split())] = number
+    values = _key_values(line[found.end() :], "|")
     return IterationLine(int(found.group(1)), int(found.group(2)), values)
+
+
+def _key_values(text: str, separator: str) -> dict[str, float]:
+    """The numeric ``key:value`` parts of ``text`` cut on ``separator`` (verl's `` - ``,
+    Megatron's ``|``); a key's runs of whitespace become one space, a blank key is no key."""
+    values: dict[str, float] = {}
+    for part in text.split(separator):
+        key, sep, raw = part.rpartition(":")
+        key = " ".join(key.split())
+        if sep and key and (number := parse_number(raw)) is not None:
+            values[key] = number
+    return values
 
 
 def parse_reward_line(line: str) -> dict[str, float] | None:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from probes.logs.faults import FaultScan, _scan_reference, scan_faults
+from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.history import METRIC_LINES, MetricScan
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.progress import trailing_rate
@@ -99,10 +99,8 @@ def _summarise(
     line_count = decoded.count("\n") + (0 if decoded.endswith("\n") or not decoded else 1)
     faults: FaultScan | None = None
     try:
-        scan_lines = scan_faults if fast else _scan_reference
-        faults = scan_lines(
-            lines, benign_patterns=benign_patterns, first_line_no=first_line_no, mtime=mtime
-        )
+        faults = scan_faults(lines, benign_patterns=benign_patterns,
+                             first_line_no=first_line_no, mtime=mtime, prefilter=fast)
     except Exception:
         _log.exception("parse_log: fault scan failed on a %d-character tail", len(decoded))
     engine_line = faults.last_engine_ok_line if faults is not None else None

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs.faults import _scan_reference, _split_prefix, scan_faults
+from probes.logs.faults import _split_prefix, scan_faults
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.parse import _SPLIT_RE, _parse_reference, parse_log
 from probes.logs.prefilter import NeedleFilter, is_context_free, pattern_lines
@@ -93,7 +93,7 @@ def assert_same(text: str, patterns: list[str], first: int = 1) -> None:
     slow = _parse_reference(text, benign_patterns=patterns, first_line_no=first)
     assert repr(fast) == repr(slow)
     lines = [strip_ansi(line) for line in _SPLIT_RE.split(text)]
-    expected = _scan_reference(lines, benign_patterns=patterns, first_line_no=first)
+    expected = scan_faults(lines, benign_patterns=patterns, first_line_no=first, prefilter=False)
     assert scan_faults(lines, benign_patterns=patterns, first_line_no=first) == expected
 
 
