@@ -104,23 +104,23 @@ def _summarise(
     except Exception:
         _log.exception("parse_log: fault scan failed on a %d-character tail", len(decoded))
     engine_line = faults.last_engine_ok_line if faults is not None else None
+    engine_at: datetime | None = None
     try:
         scan = MetricScan(aliases or {}, mtime, engine_line)
         candidates = METRIC_LINES.lines(lines) if fast else None
         for index in range(len(lines)) if candidates is None else candidates:
-            line = lines[index]
-            if line.strip():
-                scan.feed(line, raws[index], first_line_no + index)
+            if lines[index].strip():
+                scan.feed(lines[index], raws[index], first_line_no + index)
         scan.close()
-        summary = scan.summary(line_count)
+        summary, engine_at = scan.summary(line_count), scan.engine_at
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
-        summary, scan = LogSummary(line_count=line_count), None
+        summary = LogSummary(line_count=line_count)
     if faults is None:
         return summary
     infra = faults.infra
-    if scan is not None and scan.engine_at is not None:
-        infra = infra.model_copy(update={"last_engine_ok_at": scan.engine_at})
+    if engine_at is not None:  # the whole log's clock at the last 200 (see the module policy)
+        infra = infra.model_copy(update={"last_engine_ok_at": engine_at})
     return summary.model_copy(
         update={
             "faults": faults.faults,
