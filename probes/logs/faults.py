@@ -12,8 +12,10 @@ cluster's own ``benign_patterns`` are counted in ``benign_counts`` and never bec
 except that the shm heartbeat co-firing with an NCCL hang (WorkNCCL timeout, debug-dump, or
 SIGABRT) is reported as that hang. Lines are matched on at most ``_SCAN_CAP`` characters, so a
 1 MB line costs no more than a long one. What the signals look like is
-``probes.logs.fault_patterns``; eval launch checks (tunnel, api_base, engine 200s, auth failures)
-are read in the same pass by ``probes.logs.launch_checks``.
+``probes.logs.fault_patterns``; how tracebacks are assembled from interleaved streams is
+``probes.logs.tracebacks`` (this module decides what a finished one means); eval launch checks
+(tunnel, api_base, engine 200s, auth failures) are read in the same pass by
+``probes.logs.launch_checks``.
 
 Prefilter (``probes.logs.prefilter``): the per-line rules run only on the lines that hold a needle
 of some rule (signal, noise, launch check, traceback or summary start) or that a cluster
