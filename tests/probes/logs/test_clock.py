@@ -13,6 +13,8 @@ from probes.models import LogSummary, MetricPoint
 from tests.report.factories import NOW, facts, judge, log, record, tree, trial
 
 POST = '"POST /v1/chat/completions HTTP/1.1" 200 OK'
+ZONES = pytest.mark.parametrize("offset_h", [-8, 0, 9])
+"""The log's zone-less clock west of, on and east of UTC."""
 
 
 @pytest.mark.parametrize(
@@ -107,7 +109,7 @@ def test_stored_naive_log_times_are_read_on_the_log_clock() -> None:
         (5, 0, 0, 0.0),  # an out-of-order event after the newest line is no negative gap
     ],
 )
-@pytest.mark.parametrize("offset_h", [-8, 0, 9])
+@ZONES
 def test_minutes_on_log_clock_ignores_the_zone(
     since_min: int, newest_min: int, written_min_ago: int, expected: float, offset_h: int
 ) -> None:
@@ -125,45 +127,53 @@ def _local(offset_h: int, minutes_ago: float) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-@pytest.mark.parametrize("offset_h", [-8, 0, 9])
-@pytest.mark.parametrize(
-    ("last_ok_ago", "newest_ago", "written_ago", "idle"),
-    [(1, 0.5, 0, False), (15, 0.5, 0, True), (5, 5, 12, True), (5, 3, 3, False)],
-)
-def test_engine_idle_same_east_and_west_of_utc(
-    offset_h: int, last_ok_ago: float, newest_ago: float, written_ago: int, idle: bool
-) -> None:
-    """Engine-idle from a parsed zone-less eval log is the same answer in any zone."""
-    text = (
+def _eval_log(offset_h: int, last_ok_ago: float, newest_ago: float) -> str:
+    """An eval engine's log: 200s until ``last_ok_ago``, then a scheduler line."""
+    return (
         f"[{_local(offset_h, 60)}] INFO:     127.0.0.1:5 - {POST}\n"
         f"[{_local(offset_h, last_ok_ago)}] INFO:     127.0.0.1:5 - {POST}\n"
         f"[{_local(offset_h, newest_ago)}] INFO: Decode batch. #running-req: 0\n"
     )
-    mtime = NOW - timedelta(minutes=written_ago)
-    summary = parse_log(text, mtime=mtime)
-    job = facts(record("eval-qwen-swebench"), trials=tree([trial(1.0)] * 10, trials_total=300),
-                log_fetch=log(text=text, mtime=mtime),
-                summary_kw=summary.model_dump(exclude={"points"}))
-    assert ("engine-idle" in judge(job).report.flags) is idle
 
 
-@pytest.mark.parametrize("offset_h", [-8, 0, 9])
-@pytest.mark.parametrize(
-    ("step_ago", "newest_ago", "written_ago", "stalled"),
-    [(1, 1, 1, False), (90, 0, 0, True), (10, 10, 35, True), (10, 5, 15, False)],
-)
-def test_stall_same_east_and_west_of_utc(
-    offset_h: int, step_ago: int, newest_ago: int, written_ago: int, stalled: bool
-) -> None:
-    """The stall rule on a parsed zone-less log is the same answer in any zone."""
+def _megatron_log(offset_h: int, step_ago: float, newest_ago: float) -> str:
+    """60 Megatron iterations a minute apart, the last ``step_ago``, then a heartbeat line."""
     lines = [f"[{_local(offset_h, step_ago + 60 - i)}] iteration {i}/ 1000 | lm loss: 2.0 | "
              "elapsed time per iteration (ms): 60000.0 |" for i in range(1, 61)]
     lines.append(f"[{_local(offset_h, newest_ago)}] heartbeat")
-    text = "\n".join(lines) + "\n"
-    mtime = NOW - timedelta(minutes=written_ago)
-    summary = parse_log(text, mtime=mtime)
-    assert summary.points and summary.points[-1].wall_time is not None
-    job = facts(record(), summary.points, log_fetch=log(text=text, mtime=mtime),
-                summary_kw=summary.model_dump(exclude={"points"}))
-    assert ("stall" in judge(job).report.flags) is stalled
+    return "\n".join(lines) + "\n"
 
+
+@ZONES
+@pytest.mark.parametrize(
+    ("flag", "ago", "raised"),
+    [
+        ("engine-idle", (1, 0.5, 0), False),
+        ("engine-idle", (15, 0.5, 0), True),  # 14.5 min on the log clock
+        ("engine-idle", (5, 5, 12), True),  # log silent 12 min
+        ("engine-idle", (5, 3, 3), False),  # near-miss: 5 min in all
+        ("stall", (1, 1, 1), False),
+        ("stall", (90, 0, 0), True),  # heartbeat after the last step: 90 min on the log clock
+        ("stall", (10, 10, 35), True),  # log silent 35 min
+        ("stall", (10, 5, 15), False),  # near-miss: 20 min in all
+    ],
+)
+def test_idle_and_stall_same_east_and_west_of_utc(
+    offset_h: int, flag: str, ago: tuple[float, float, float], raised: bool
+) -> None:
+    """Engine-idle (since the last 200) and stall (since the last step), judged from a parsed
+    zone-less log, give the same answer whatever the log clock's zone. ``ago``: minutes before
+    now of the event, of the newest line, and of the file's last write."""
+    event_ago, newest_ago, written_ago = ago
+    mtime = NOW - timedelta(minutes=written_ago)
+    if flag == "engine-idle":
+        text = _eval_log(offset_h, event_ago, newest_ago)
+        rec, trials = record("eval-qwen-swebench"), tree([trial(1.0)] * 10, trials_total=300)
+    else:
+        text = _megatron_log(offset_h, event_ago, newest_ago)
+        rec, trials = record(), None
+    summary = parse_log(text, mtime=mtime)
+    assert summary.last_timestamp is not None
+    job = facts(rec, summary.points, trials=trials, log_fetch=log(text=text, mtime=mtime),
+                summary_kw=summary.model_dump(exclude={"points"}))
+    assert (flag in judge(job).report.flags) is raised
