@@ -64,7 +64,8 @@ def job_facts(
     log = _log_fetch(collected.get("log") or {})
     summary = None
     if log.status in {"ok", "mismatch"}:
-        summary = parse_log(log.text, aliases=aliases, benign_patterns=benign_patterns)
+        summary = parse_log(log.text, aliases=aliases, benign_patterns=benign_patterns,
+                            mtime=log.mtime)
     return JobFacts(
         record=record,
         log=log,

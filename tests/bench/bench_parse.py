@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from probes.logs.parse import parse_log
-from probes.tail import read_tail
+from probes.remote.collector import read_tail
 
 __test__ = False
 
@@ -115,8 +115,8 @@ def time_tails(path: Path) -> None:
     """The sweep's path: one bounded read and one parse per budget."""
     for mb in (1, 4, 16):
         start = time.perf_counter()
-        tail = read_tail(path, mb * 1024 * 1024)
-        summary = parse_log(tail.text, first_line_no=1)
+        tail = read_tail(str(path), mb * 1024 * 1024, 0)
+        summary = parse_log(tail["text"], first_line_no=1)
         took = time.perf_counter() - start
         print(
             f"tail {mb:>2} MB: {took * 1000:8.1f} ms  {mb / took:6.1f} MB/s  "
