@@ -30,8 +30,9 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
-from bot.incidents import find_facts, salvage_record, write_incident
+from bot.incidents import salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import job_facts
 from probes.models import ACTIVE_STATES, ClusterFacts
 from report.models import JobDetail
 from report.trend import sparkline
@@ -221,7 +222,7 @@ class Alerter:
                                config: Config) -> Path | None:
         """No cancel will salvage this run: write its evidence now (file, then Redis)."""
         job = detail.report
-        record = salvage_record(detail, find_facts(facts, job.cluster, job.job_id),
+        record = salvage_record(detail, job_facts(facts, job.cluster, job.job_id),
                                 history=detail.history, actor=None, at=self._clock())
         try:
             path = await asyncio.to_thread(write_incident, record,

@@ -22,7 +22,8 @@ from probes.models import (
     TrialResult,
     TrialTree,
 )
-from report.judge import SweepMemory, judge_job
+from report.judge import judge_job
+from report.memory import SweepMemory
 from report.models import JobDetail
 from report.settings import ReportSettings
 

@@ -1,13 +1,11 @@
-"""Sweep-level judgement: ordering, display names, catch-all rows, SFT grids, sweep memory."""
+"""Sweep-level judgement: ordering, display names, catch-all rows, SFT grids."""
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 import pytest
 
 from probes.models import JobFacts, JobState
-from report.judge import SweepMemory, build_report, next_memory
+from report.judge import build_report
 from report.judge_other import type_label
 from report.settings import ReportSettings
 from tests.report.factories import (
@@ -132,39 +130,3 @@ def test_grid_label_groups_unrelated_names() -> None:
     b = facts(record("sft-beta", "2", JobState.PENDING, labels={"grid": "g1"}))
     report, _ = build_report([cluster("alpha", [a, b])], settings=SETTINGS, now=NOW)
     assert [(g.grid, g.running, g.pending_unique) for g in report.grid] == [("g1", 1, 1)]
-
-
-def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
-    """Edges survive SLURM clearing Dependency; failures and healthy configs are recorded."""
-    pred = _job("rl-x", "1", JobState.RUNNING)
-    succ = _job("rl-x", "2", JobState.PENDING, depends_on=("1",))
-    failed = _job("sft-y", "3", JobState.FAILED, exit_code=1)
-    clusters = [cluster("alpha", [pred, succ, failed])]
-    memory = SweepMemory()
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
-    memory = next_memory(report, details, clusters, memory)
-    assert memory.known_edges == {"alpha": {"1": "2"}}
-    assert memory.seen_configs == {"alpha": ["rl-x"]}
-    [signature] = memory.failure_signatures["alpha:sft-y"]
-    assert signature.startswith("3|exit1|")
-
-    # next sweep: the predecessor timed out, the successor started and SLURM cleared Dependency
-    timed_out = _job("rl-x", "1", JobState.TIMEOUT, end_time=NOW)
-    started = _job("rl-x-renamed", "2", JobState.RUNNING)
-    clusters = [cluster("alpha", [timed_out, started, failed])]
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
-    assert details[("alpha", "1")].report.successor == "2"
-    again = next_memory(report, details, clusters, memory)
-    assert again.failure_signatures == memory.failure_signatures  # not appended twice
-    assert again.known_edges == {"alpha": {"1": "2"}}
-
-
-def test_next_memory_forgets_gone_chains_but_keeps_unreachable_clusters() -> None:
-    """Edges whose jobs left the report are dropped; an unreachable cluster keeps its edges."""
-    previous = SweepMemory(known_edges={"alpha": {"1": "2"}, "beta": {"7": "8"}})
-    clusters = [cluster("alpha", [_job("rl-q", "50")]),
-                cluster("beta", [], status="unreachable", collected_at=NOW - timedelta(0))]
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=previous)
-    memory = next_memory(report, details, clusters, previous)
-    assert memory.known_edges == {"beta": {"7": "8"}}
-    assert next_memory(report, details, clusters, None).known_edges == {}
