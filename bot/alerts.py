@@ -19,7 +19,6 @@ Alerts are evaluated after every scheduled sweep (the monitor), not after ``/job
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +33,7 @@ from bot.incidents import salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import job_facts
 from probes.models import ACTIVE_STATES, ClusterFacts
+from report.cells import format_value as _fmt
 from report.models import JobDetail
 from report.trend import sparkline
 
@@ -60,14 +60,6 @@ def cancel_allowed(detail: JobDetail, config: Config) -> bool:
 
 def needs_alert(detail: JobDetail) -> bool:
     return "collapse" in detail.report.flags and detail.report.state in ACTIVE_STATES
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.4g}"
 
 
 def evidence_lines(detail: JobDetail) -> list[str]:

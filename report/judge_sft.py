@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from probes.models import JobState
+from report.cells import format_duration, format_value
 from report.findings import (
     Findings,
     JudgeContext,
@@ -43,7 +44,7 @@ from report.findings import (
 from report.models import GridCell, GridRollup, JobReport
 from report.settings import Thresholds
 from report.signals import window_of
-from report.trend import describe_loss, duration, fmt, with_sparkline
+from report.trend import describe_loss, with_sparkline
 
 
 def step_progress(ctx: JudgeContext, f: Findings) -> None:
@@ -85,7 +86,8 @@ def stall_rule(ctx: JudgeContext, f: Findings) -> None:
     if silent is not None and silent > limit:
         f.flag("stall")
         f.verdict("stalled")
-        text = f"STALL: no new step for {duration(silent * 60)} (limit {duration(limit * 60)})"
+        text = (f"STALL: no new step for {format_duration(silent * 60)} "
+                f"(limit {format_duration(limit * 60)})")
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; look for a hung actor or rank")
 
@@ -145,7 +147,8 @@ def divergence_rule(
         if explosion and grad is not None and _exploded(ctx, index, grad, th):
             f.flag("grad-explosion")
             f.verdict("warning")
-            f.trend(Priority.INFO, f"Grad explosion at step {ctx.history[index].step}: {fmt(grad)}")
+            f.trend(Priority.INFO,
+                    f"Grad explosion at step {ctx.history[index].step}: {format_value(grad)}")
     if any(fault.kind == "nan-loss" for fault in faults):
         _nan_loss(f, None, None)
 
@@ -189,7 +192,7 @@ def judge_sft(ctx: JudgeContext, f: Findings) -> None:
         text = describe_loss(series(ctx.history, "loss"))
         rate = sec_per_step(ctx)
         if rate and f.step is not None and f.total_steps and f.total_steps > f.step:
-            text += f", ETA {duration((f.total_steps - f.step) * rate)}"
+            text += f", ETA {format_duration((f.total_steps - f.step) * rate)}"
         f.trend(Priority.BACKGROUND, with_sparkline(text, series(ctx.history, "loss")))
 
 

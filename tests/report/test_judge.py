@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
-from probes.models import JobFacts, JobState
+from probes.models import Fault, FaultKind, JobFacts, JobState
 from report.judge import build_report
 from report.judge_other import type_label
+from report.models import Flag
 from report.settings import ReportSettings
 from tests.report.factories import (
     NOW,
@@ -130,3 +133,18 @@ def test_grid_label_groups_unrelated_names() -> None:
     b = facts(record("sft-beta", "2", JobState.PENDING, labels={"grid": "g1"}))
     report, _ = build_report([cluster("alpha", [a, b])], settings=SETTINGS, now=NOW)
     assert [(g.grid, g.running, g.pending_unique) for g in report.grid] == [("g1", 1, 1)]
+
+
+@pytest.mark.parametrize("kind", get_args(FaultKind))
+def test_every_fault_kind_but_time_limit_is_its_own_flag(kind: str) -> None:
+    """A fault raises the flag of its own name; ``time-limit`` (the TIMEOUT itself) adds none.
+
+    ``Flag`` is built from the probes' fault vocabulary, so a new kind cannot go missing.
+    """
+    fault = Fault(kind=kind, line_no=3, excerpt="x")
+    job = judge(facts(record("sft-x", "1", JobState.FAILED), summary_kw={"faults": (fault,)}))
+    flags: tuple[str, ...] = get_args(Flag)
+    if kind == "time-limit":
+        assert kind not in flags and kind not in job.report.flags
+    else:
+        assert kind in flags and kind in job.report.flags
