@@ -28,7 +28,7 @@ from probes.harbor import TrialStats, summarize_trials
 from probes.models import InfraSignals, JobState
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
-from report.judge_sft import buffer_rule
+from report.rules import buffer_rule
 from report.trend import shorten
 
 _TIMEOUT_NOTE = "AgentTimeout share high; expected on hard sets"
@@ -155,7 +155,7 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
 
 
 def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since the engine's last 200, measured like ``judge_sft.silent_minutes``.
+    """Minutes since the engine's last 200, measured like ``rules.silent_minutes``.
 
     Log timestamps are the cluster's local time with no zone, so the gap from the last 200 to
     the newest timestamped line is taken on the log's own clock, and the time since then from

@@ -38,8 +38,8 @@ from probes.models import JobState, SchedulerRecord
 from report.cells import format_value
 from report.chain import name_stem
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
-from report.judge_sft import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.models import Flag
+from report.rules import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.settings import Thresholds
 from report.signals import CollapseScan, collapse_scan
 from report.trend import collapse_text, describe_reward, shorten, signal_phrase, with_sparkline
