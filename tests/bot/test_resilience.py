@@ -25,7 +25,8 @@ from tests.bot.forwarder import Forwarder
 
 
 @pytest.fixture
-async def forwarder() -> AsyncIterator[Forwarder]:
+async def forwarder(redis_server: str) -> AsyncIterator[Forwarder]:
+    """A TCP forwarder in front of the real Redis (cut and restored by the tests)."""
     proxy = Forwarder("127.0.0.1", 6379)
     await proxy.open()
     try:
