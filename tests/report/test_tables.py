@@ -13,7 +13,6 @@ from rich.cells import cell_len
 
 from probes.models import JobState
 from report.models import (
-    ClusterReport,
     GridCell,
     GridRollup,
     JobDetail,
@@ -22,31 +21,18 @@ from report.models import (
     Report,
 )
 from report.tables import RenderedTable, render_tables
+from tests.report.factories import report_job, report_of
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 BOX_COLUMNS = set("┌┬┐│├┼┤└┴┘")
 
 
-def make_job(name: str, bucket: str, **fields: Any) -> JobReport:
-    """A JobReport with quiet defaults; ``fields`` override any contract key."""
-    values: dict[str, Any] = {
-        "cluster": "alpha", "job_id": f"{abs(hash(name)) % 10**6}", "name": name,
-        "user": "alice", "bucket": bucket, "state": JobState.RUNNING, "elapsed_s": None,
-        "step": None, "total_steps": None, "banked_step": None, "metrics": {}, "flags": [],
-        "verdict": "healthy", "trend": "", "successor": None, "log_path": None,
-        "recommendation": None,
-    }
-    values.update(fields)
-    return JobReport(**values)
+make_job = report_job
 
 
 def make_report(*jobs: JobReport, grid: list[GridRollup] | None = None) -> Report:
     """A report over one reachable cluster holding ``jobs``."""
-    return Report(
-        generated_at=NOW,
-        clusters=[ClusterReport(name="alpha", kind="slurm", status="ok", detail=None)],
-        jobs=list(jobs), grid=grid or [],
-    )
+    return report_of(*jobs, grid=grid or ())
 
 
 def details_for(*pairs: tuple[JobReport, dict[str, Any]]) -> dict[tuple[str, str], JobDetail]:
