@@ -25,23 +25,25 @@ from redis.exceptions import RedisError
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS_URL = "redis://127.0.0.1:6379/0"
-E2E_DIR = ROOT / "tests" / "e2e"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every collected test with the tiers its fixtures (and folder) put it in."""
+    e2e = config.rootpath / "tests" / "e2e"
     for item in items:
         needs = set(getattr(item, "fixturenames", ()))
         if "slurm_env" in needs:
             item.add_marker(pytest.mark.slurm)
         if "redis_server" in needs:
             item.add_marker(pytest.mark.redis)
-        if item.path.is_relative_to(E2E_DIR):
+        if item.path.is_relative_to(e2e):
             item.add_marker(pytest.mark.e2e)
 
 
-def redis_unavailable(url: str = REDIS_URL) -> str | None:
-    """Why the Redis at ``url`` cannot be used, or None when it answers a PING."""
+def redis_unavailable(url: str | None = None) -> str | None:
+    """Why the Redis at ``url`` (default :data:`REDIS_URL`) cannot be used, or None when it
+    answers a PING."""
+    url = url or REDIS_URL
     client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
     try:
         client.ping()

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 CONFTEST = Path(__file__).with_name("conftest.py")
+INI = ("[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+       "markers =\n    slurm: s\n    redis: r\n    e2e: e\n")
 
 SAMPLE = '''
 import pytest
@@ -41,6 +44,14 @@ def test_on_both(slurm_env, harness):
 '''
 
 
+@pytest.fixture
+def tiers(request: pytest.FixtureRequest) -> ModuleType:
+    """The real ``tests/conftest.py``, as this session loaded it (run again as a plugin)."""
+    plugin = request.config.pluginmanager.get_plugin(str(CONFTEST))
+    assert isinstance(plugin, ModuleType)
+    return plugin
+
+
 class _Marks:
     """Records each collected test's tier markers."""
 
@@ -53,18 +64,18 @@ class _Marks:
                 "slurm", "redis", "e2e"}
 
 
-def test_markers_follow_fixtures_and_the_e2e_folder(pytester: pytest.Pytester) -> None:
+def test_markers_follow_fixtures_and_the_e2e_folder(
+    pytester: pytest.Pytester, tiers: ModuleType,
+) -> None:
     """``slurm_env`` marks slurm, ``redis_server`` (even two fixtures down) marks redis, and a
     test under ``tests/e2e/`` is e2e; a test needing none of them carries no tier marker."""
-    tests = pytester.mkpydir("tests")
-    (tests / "conftest.py").write_text(CONFTEST.read_text())
-    (tests / "test_sample.py").write_text(SAMPLE)
-    (tests / "e2e").mkdir()
-    (tests / "e2e" / "test_far.py").write_text("def test_far():\n    pass\n")
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n"
-                     "markers =\n    slurm: s\n    redis: r\n    e2e: e\n")
+    pytester.makeini(INI)
+    e2e = pytester.mkdir("tests") / "e2e"
+    e2e.mkdir()
+    (e2e / "test_far.py").write_text("def test_far():\n    pass\n")
+    pytester.makepyfile(test_sample=SAMPLE)
     marks = _Marks()
-    result = pytester.runpytest_inprocess("--collect-only", "-q", plugins=[marks])
+    result = pytester.runpytest_inprocess("--collect-only", "-q", plugins=[tiers, marks])
     assert result.ret == 0
     assert marks.by_test == {
         "test_pure": set(),
@@ -78,16 +89,17 @@ def test_markers_follow_fixtures_and_the_e2e_folder(pytester: pytest.Pytester) -
 
 @pytest.mark.parametrize(("ci", "outcome"), [("", "skipped"), ("true", "errors")])
 def test_missing_redis_skips_with_the_reason_but_fails_under_ci(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str, outcome: str,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tiers: ModuleType, ci: str,
+    outcome: str,
 ) -> None:
     """Like the SLURM fixture: no Redis is a skip that says why, and under ``CI=true`` (after
     trying ``scripts/services``, absent here) a failure, never a silent pass."""
-    dead = CONFTEST.read_text().replace("redis://127.0.0.1:6379/0", "redis://127.0.0.1:1/0")
-    pytester.makeconftest(dead)
-    pytester.makepyfile(test_needs_redis="def test_it(redis_server):\n    pass\n")
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    monkeypatch.setattr(tiers, "REDIS_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setattr(tiers, "ROOT", pytester.path)  # no scripts/services: nothing starts
     monkeypatch.setenv("CI", ci)
-    result = pytester.runpytest_inprocess("-rs")
+    pytester.makeini(INI)
+    pytester.makepyfile(test_needs_redis="def test_it(redis_server):\n    pass\n")
+    result = pytester.runpytest_inprocess("-rs", plugins=[tiers])
     result.assert_outcomes(**{outcome: 1})
     reason = "Redis unavailable under CI" if ci else "Redis at redis://127.0.0.1:1/0 does not"
     assert reason in result.stdout.str()

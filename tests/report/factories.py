@@ -153,6 +153,14 @@ def healthy_rl(n: int = 12, /, **extra: Sequence[float | None]) -> dict[str, lis
     return series
 
 
+def logged_job(
+    name: str, job_id: str, state: JobState = JobState.RUNNING, **record_fields: Any,
+) -> JobFacts:
+    """A job with ten logged steps: a falling loss for an SFT name, else a calm RL run."""
+    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
+    return facts(record(name, job_id, state, **record_fields), points(series))
+
+
 def with_last(values: Sequence[float | None], *last: float | None) -> list[float | None]:
     """``values`` with its final ``len(last)`` entries replaced by ``last``."""
     return [*list(values)[: len(values) - len(last)], *last]

@@ -18,6 +18,7 @@ from tests.report.factories import (
     healthy_rl,
     judge,
     log,
+    logged_job,
     points,
     record,
 )
@@ -25,15 +26,11 @@ from tests.report.factories import (
 SETTINGS = ReportSettings()
 
 
-def _job(name: str, job_id: str, state: JobState = JobState.RUNNING, **kw: object) -> JobFacts:
-    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
-    return facts(record(name, job_id, state, **kw), points(series))
-
-
 def test_order_and_display_names() -> None:
     """Jobs sort by bucket, cluster, then numeric job id; names get a cluster prefix."""
-    alpha = cluster("alpha", [_job("sft-a-1", "20"), _job("rl-x", "100"), _job("rl-y", "9")])
-    beta = cluster("beta", [_job("rl-z", "5", cluster="beta")], kind="kubernetes")
+    alpha = cluster("alpha", [logged_job("sft-a-1", "20"), logged_job("rl-x", "100"),
+                              logged_job("rl-y", "9")])
+    beta = cluster("beta", [logged_job("rl-z", "5", cluster="beta")], kind="kubernetes")
     report, details = build_report([alpha, beta], settings=SETTINGS, now=NOW)
     assert [(j.cluster, j.job_id) for j in report.jobs] == [
         ("alpha", "9"), ("alpha", "100"), ("beta", "5"), ("alpha", "20"),
@@ -47,7 +44,7 @@ def test_order_and_display_names() -> None:
 
 def test_single_cluster_names_are_bare() -> None:
     """With one cluster reporting jobs, no prefix (an unreachable empty one does not count)."""
-    alpha = cluster("alpha", [_job("rl-x", "1")])
+    alpha = cluster("alpha", [logged_job("rl-x", "1")])
     down = cluster("beta", [], status="unreachable", detail="ssh: timeout")
     report, details = build_report([alpha, down], settings=SETTINGS, now=NOW)
     assert details[("alpha", "1")].display_name == "rl-x"
@@ -56,7 +53,7 @@ def test_single_cluster_names_are_bare() -> None:
 
 def test_histories_are_used_per_job() -> None:
     """The caller's merged history replaces the log's points for that job only."""
-    job = _job("rl-x", "1")
+    job = logged_job("rl-x", "1")
     longer = points(healthy_rl(30))
     _, details = build_report([cluster("alpha", [job])], settings=SETTINGS, now=NOW,
                               histories={("alpha", "1"): longer})

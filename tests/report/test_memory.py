@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from probes.models import Fault, JobFacts, JobState
+from probes.models import Fault, JobState
 from report.judge import build_report
 from report.memory import (
     SweepMemory,
@@ -17,14 +17,9 @@ from report.memory import (
 )
 from report.models import FailureSignature
 from report.settings import ReportSettings
-from tests.report.factories import NOW, cluster, facts, healthy_rl, points, record
+from tests.report.factories import NOW, cluster, facts, logged_job, record
 
 SETTINGS = ReportSettings()
-
-
-def _job(name: str, job_id: str, state: JobState = JobState.RUNNING, **kw: object) -> JobFacts:
-    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
-    return facts(record(name, job_id, state, **kw), points(series))
 
 
 def _failed(job_id: str, kind: str, text: str, elapsed: int) -> FailureSignature:
@@ -66,9 +61,9 @@ def test_no_signature_unless_failed() -> None:
 
 def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
     """Edges survive SLURM clearing Dependency; failures and healthy configs are recorded."""
-    pred = _job("rl-x", "1", JobState.RUNNING)
-    succ = _job("rl-x", "2", JobState.PENDING, depends_on=("1",))
-    failed = _job("sft-y", "3", JobState.FAILED, exit_code=1)
+    pred = logged_job("rl-x", "1", JobState.RUNNING)
+    succ = logged_job("rl-x", "2", JobState.PENDING, depends_on=("1",))
+    failed = logged_job("sft-y", "3", JobState.FAILED, exit_code=1)
     clusters = [cluster("alpha", [pred, succ, failed])]
     memory = SweepMemory()
     report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
@@ -79,8 +74,8 @@ def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
     assert (signature.job_id, signature.kind, signature.text) == ("3", "exit1", "failed")
 
     # next sweep: the predecessor timed out, the successor started and SLURM cleared Dependency
-    timed_out = _job("rl-x", "1", JobState.TIMEOUT, end_time=NOW)
-    started = _job("rl-x-renamed", "2", JobState.RUNNING)
+    timed_out = logged_job("rl-x", "1", JobState.TIMEOUT, end_time=NOW)
+    started = logged_job("rl-x-renamed", "2", JobState.RUNNING)
     clusters = [cluster("alpha", [timed_out, started, failed])]
     report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
     assert details[("alpha", "1")].report.successor == "2"
@@ -92,7 +87,7 @@ def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
 def test_next_memory_forgets_gone_chains_but_keeps_unreachable_clusters() -> None:
     """Edges whose jobs left the report are dropped; an unreachable cluster keeps its edges."""
     previous = SweepMemory(known_edges={"alpha": {"1": "2"}, "beta": {"7": "8"}})
-    clusters = [cluster("alpha", [_job("rl-q", "50")]),
+    clusters = [cluster("alpha", [logged_job("rl-q", "50")]),
                 cluster("beta", [], status="unreachable", collected_at=NOW - timedelta(0))]
     report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=previous)
     memory = next_memory(report, details, clusters, previous)
