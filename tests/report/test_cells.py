@@ -7,15 +7,7 @@ import math
 import pytest
 
 from probes.models import JobState
-from report.cells import (
-    abbreviate_exception,
-    format_count,
-    format_duration,
-    format_number,
-    format_state,
-    format_step,
-    format_value,
-)
+from report import cells
 
 
 @pytest.mark.parametrize(
@@ -44,7 +36,7 @@ from report.cells import (
 def test_format_number(value: float | str | None, decimals: int, trim: bool,
                        expected: str) -> None:
     """Numbers use fixed decimals, tiny nonzero values go scientific, never 0.000 for nonzero."""
-    assert format_number(value, decimals, trim=trim) == expected
+    assert cells.format_number(value, decimals, trim=trim) == expected
 
 
 @pytest.mark.parametrize(
@@ -54,7 +46,7 @@ def test_format_number(value: float | str | None, decimals: int, trim: bool,
 )
 def test_format_count(value: float | None, expected: str) -> None:
     """Counts are exact below 1,000 and humanised above."""
-    assert format_count(value) == expected
+    assert cells.format_count(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -65,7 +57,7 @@ def test_format_count(value: float | None, expected: str) -> None:
 )
 def test_format_duration(seconds: int | None, expected: str) -> None:
     """Elapsed reads 12m, 3h05m, 2d04h."""
-    assert format_duration(seconds) == expected
+    assert cells.format_duration(seconds) == expected
 
 
 @pytest.mark.parametrize(
@@ -74,7 +66,7 @@ def test_format_duration(seconds: int | None, expected: str) -> None:
 )
 def test_format_step(step: int | None, total: int | None, expected: str) -> None:
     """Step reads cur/max, with a dash for what is unknown."""
-    assert format_step(step, total) == expected
+    assert cells.format_step(step, total) == expected
 
 
 @pytest.mark.parametrize(
@@ -86,7 +78,7 @@ def test_format_step(step: int | None, total: int | None, expected: str) -> None
 )
 def test_abbreviate_exception(name: str, expected: str) -> None:
     """Known exceptions get their short names; others lose the suffix and stay short."""
-    assert abbreviate_exception(name) == expected
+    assert cells.abbreviate_exception(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -97,7 +89,7 @@ def test_abbreviate_exception(name: str, expected: str) -> None:
 )
 def test_format_state(state: JobState, expected: str) -> None:
     """Active states are lower case, terminal ones stand out in capitals."""
-    assert format_state(state) == expected
+    assert cells.format_state(state) == expected
 
 
 @pytest.mark.parametrize(
@@ -108,7 +100,7 @@ def test_format_state(state: JobState, expected: str) -> None:
 def test_format_value(value: float | None, expected: str) -> None:
     """Values in prose print compactly: 3 significant figures, scientific when tiny or huge,
     and NaN spelled as in the table cells."""
-    assert format_value(value) == expected
+    assert cells.format_value(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -118,10 +110,10 @@ def test_format_value(value: float | None, expected: str) -> None:
 def test_duration_in_prose(seconds: float, expected: str) -> None:
     """ETAs and silences print as the largest two units, the same as the Elapsed cell
     (26 hours is ``1d02h`` everywhere, never ``26h00m``)."""
-    assert format_duration(seconds) == expected
+    assert cells.format_duration(seconds) == expected
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_non_finite_is_spelled_the_same_everywhere(value: float) -> None:
     """A cell, a count and a prose value spell a non-finite number the same way."""
-    assert format_number(value) == format_count(value) == format_value(value)
+    assert cells.format_number(value) == cells.format_count(value) == cells.format_value(value)
