@@ -1,4 +1,4 @@
-"""Repository-wide test set-up: fail any test that leaves asyncio tasks running.
+"""Repository-wide test set-up: fail any test that leaves asyncio tasks running; pytester.
 
 Policy (from kopf's test suite): a background task that outlives its test is a leak that
 later shows up as a flaky failure elsewhere; catching it at the test that created it is
@@ -11,6 +11,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+
+# ``pytester`` runs pytest on generated test files: tests/test_tiers.py checks the tier
+# markers tests/conftest.py applies with it.
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.alerts import CANCEL, closed_episode, episode_name
 from bot.config import Config
 from bot.errors import JobNotFoundError, UserError
-from bot.incidents import find_facts, salvage_record, write_incident
+from bot.incidents import salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
@@ -214,7 +214,7 @@ class ActionHandler:
     async def _salvage_and_cancel(self, press: ActionPress, cluster: str, job_id: str,
                                   config: Config) -> str:
         result = await self._sweeper.sweep(clusters=[cluster])
-        detail = _detail(result.details, cluster, job_id)
+        detail = result.find(cluster, job_id)
         now = self._clock()
         if detail.report.state not in ACTIVE_STATES:
             line = (f"`{cluster}:{job_id}` already ended ({detail.report.state}); nothing "
@@ -222,7 +222,7 @@ class ActionHandler:
             await self._audit(press, cluster, job_id, "not cancelled", str(detail.report.state))
             await self._update(press, line, keep_buttons=False)
             return "already ended"
-        path = await self._salvage(press, detail, find_facts(result.facts, cluster, job_id),
+        path = await self._salvage(press, detail, result.job_facts(cluster, job_id),
                                    config, now)
         await self._sweeper.cancel(cluster, job_id)
         self._telemetry.cancels.labels(cluster=cluster, outcome="cancelled").inc()
@@ -266,7 +266,7 @@ class ActionHandler:
         if doc and doc.get("user"):
             return str(doc["user"])
         result = await self._sweeper.sweep(clusters=[cluster])
-        return _detail(result.details, cluster, job_id).report.user
+        return result.find(cluster, job_id).report.user
 
     async def _store_release(self, lock: str) -> None:
         try:
@@ -296,9 +296,3 @@ class ActionHandler:
         except StoreUnavailable as exc:
             log.warning("audit entry kept in the log only", error=str(exc))
 
-
-def _detail(details: dict[tuple[str, str], JobDetail], cluster: str, job_id: str) -> JobDetail:
-    found = details.get((cluster, job_id))
-    if found is None:
-        raise JobNotFoundError(f"no job {cluster}:{job_id} in the current report")
-    return found

@@ -19,7 +19,6 @@ Alerts are evaluated after every scheduled sweep (the monitor), not after ``/job
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,9 +29,11 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
-from bot.incidents import find_facts, salvage_record, write_incident
+from bot.incidents import salvage_record, write_incident
 from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import job_facts
 from probes.models import ACTIVE_STATES, ClusterFacts
+from report.cells import format_value as _fmt
 from report.models import JobDetail
 from report.trend import sparkline
 
@@ -59,14 +60,6 @@ def cancel_allowed(detail: JobDetail, config: Config) -> bool:
 
 def needs_alert(detail: JobDetail) -> bool:
     return "collapse" in detail.report.flags and detail.report.state in ACTIVE_STATES
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.4g}"
 
 
 def evidence_lines(detail: JobDetail) -> list[str]:
@@ -221,7 +214,7 @@ class Alerter:
                                config: Config) -> Path | None:
         """No cancel will salvage this run: write its evidence now (file, then Redis)."""
         job = detail.report
-        record = salvage_record(detail, find_facts(facts, job.cluster, job.job_id),
+        record = salvage_record(detail, job_facts(facts, job.cluster, job.job_id),
                                 history=detail.history, actor=None, at=self._clock())
         try:
             path = await asyncio.to_thread(write_incident, record,

@@ -48,7 +48,7 @@ from bot.incidents import FollowUps
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
-from bot.sweep import SweepResult, find_detail
+from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
 from report.chunks import slack_messages, summary_lines
@@ -229,7 +229,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     result, age = await current_sweep(bot)
     bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
                                   "live").inc()
-    detail = find_detail(result, query.cluster, query.job_id)
+    detail = result.find(query.cluster, query.job_id)
     width = bot.sweeper.config().report.width
     head = sweep_header(result, age_s=age)
     text = await asyncio.to_thread(render_job_detail, detail, width=width)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bot.config import Config, ConfigError, default_config_path, load_config
 from bot.errors import UsageError, UserError
-from bot.sweep import Sweeper, SweepResult, find_detail
+from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
@@ -134,7 +134,7 @@ def cmd_job(args: argparse.Namespace) -> int:
     loader = _loader(args)
     config = loader()
     result = asyncio.run(_sweep(lambda: config, [cluster] if cluster else None))
-    detail = find_detail(result, cluster, job_id)
+    detail = result.find(cluster, job_id)
     width = args.width or config.report.width
     if args.format == "json":
         print(render_job_json(detail))

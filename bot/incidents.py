@@ -4,30 +4,36 @@ Policy: an incident is one JSON file under ``slack.incident_dir/<YYYY-MM-DD>/`` 
 atomically (temp file, then rename), and the same document in Redis. A salvage record holds
 what disappears when a job is terminated (log tail, metric window, banked step, scheduler
 record) and is written before the cancel is sent. A genuine failure (verdict ``failed``) gets
-one entry per job with its diagnosis; its *signature* (bucket, name stem, fault kinds and the
-diagnosis with numbers blanked) is remembered, and the same signature on another job marks the
-entry ``recurring``. Completed jobs are not incidents: they get their cleanup routine named.
+one entry per job with its diagnosis and the judge's failure signature
+(:class:`report.models.FailureSignature`, the same model the sweep memory keeps). The entry is
+``recurring`` exactly when the judge flagged ``recurring-failure`` (:mod:`report.memory` decides
+it, once), and ``previous`` then lists the incidents of the earlier attempts it repeats.
+Completed jobs are not incidents: they get their cleanup routine named.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from bot.config import Config
 from bot.store import RedisStore, StoreUnavailable
-from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
-from report.models import JobDetail, JobReport, Recommendation, SignalEvidence
+from probes.models import JobFacts, MetricPoint, SchedulerRecord
+from report.models import (
+    FailureSignature,
+    JobDetail,
+    JobReport,
+    Recommendation,
+    SignalEvidence,
+)
 
 if TYPE_CHECKING:
     from bot.sweep import SweepResult
@@ -56,10 +62,12 @@ class IncidentRecord(BaseModel):
     """Slack user id that asked for the cancel (salvage records); ``None`` when the bot
     captured the evidence itself because a no-kill rule leaves the job running."""
     diagnosis: str | None = None
-    signature: str | None = None
+    signature: FailureSignature | None = None
+    """The judge's signature of this failure (failure records)."""
     recurring: bool = False
+    """The judge flagged ``recurring-failure``: the same failure as the previous attempt."""
     previous: tuple[str, ...] = ()
-    """Earlier incident ids with the same failure signature."""
+    """Incident ids of the earlier attempts this one repeats, oldest first."""
     flags: tuple[str, ...] = ()
     recommendation: Recommendation | None = None
     banked_step: int | None = None
@@ -126,19 +134,6 @@ def diagnose(detail: JobDetail) -> str:
     return detail.report.trend or f"{detail.report.state} with no diagnosis in the log"
 
 
-_NUMBERS = re.compile(r"0x[0-9a-f]+|\d+", re.IGNORECASE)
-
-
-def failure_signature(detail: JobDetail) -> str:
-    """A short hash that is equal for the same failure on another attempt of the same run."""
-    job = detail.report
-    stem = _NUMBERS.sub("#", job.name)
-    faults = ",".join(sorted(f for f in job.flags if f not in ("recurring-failure",)))
-    text = _NUMBERS.sub("#", diagnose(detail))
-    raw = f"{job.bucket}|{stem}|{faults}|{text}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-
 def failure_record(
     detail: JobDetail,
     facts: JobFacts | None,
@@ -149,8 +144,8 @@ def failure_record(
     return IncidentRecord(
         **_job_fields("failure", detail, facts, at),
         diagnosis=diagnose(detail),
-        signature=failure_signature(detail),
-        recurring=bool(previous) or "recurring-failure" in detail.report.flags,
+        signature=detail.failure,
+        recurring="recurring-failure" in detail.report.flags,
         previous=previous,
         metric_window=detail.history,
     )
@@ -182,15 +177,6 @@ def cleanup_line(job: JobReport) -> str | None:
     return f"✅ `{job.cluster}:{job.job_id}` {job.name} completed: {rec.why}"
 
 
-class SignatureSeen(BaseModel):
-    """What Redis keeps per failure signature: the incidents that had it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    incidents: list[str] = Field(default_factory=list)
-    jobs: list[str] = Field(default_factory=list)
-
-
 class FollowUps:
     """After a scheduled sweep: file new failures (once per job) and name cleanups (once)."""
 
@@ -205,10 +191,10 @@ class FollowUps:
         try:
             for (cluster, job_id), detail in sorted(result.details.items()):
                 if detail.report.verdict == "failed":
-                    if await self._store.put_doc(f"seen-failure:{cluster}:{job_id}", True,
-                                                 ttl_s=ttl, only_new=True):
-                        facts = find_facts(result.facts, cluster, job_id)
-                        lines.append(await self._file_failure(detail, facts, config))
+                    if await self._store.get_doc(_filed_key(cluster, job_id)) is None and (
+                        line := await self._file_failure(
+                            detail, result.job_facts(cluster, job_id), config)):
+                        lines.append(line)
                 elif (line := cleanup_line(detail.report)) and await self._store.put_doc(
                     f"seen-done:{cluster}:{job_id}", True, ttl_s=ttl, only_new=True
                 ):
@@ -218,31 +204,37 @@ class FollowUps:
         return lines
 
     async def _file_failure(self, detail: JobDetail, facts: JobFacts | None,
-                            config: Config) -> str:
+                            config: Config) -> str | None:
+        """File the failure once; ``None`` when another replica filed it first."""
         ttl = config.redis.expire_hours * 3600
-        signature = failure_signature(detail)
-        seen = SignatureSeen.model_validate(
-            await self._store.get_doc(f"signature:{signature}") or {})
-        ref = f"{detail.report.cluster}:{detail.report.job_id}"
-        previous = tuple(i for i, j in zip(seen.incidents, seen.jobs, strict=True) if j != ref)
+        job = detail.report
+        previous = await self._previous(job, detail.repeats) if detail.repeats else ()
         record = failure_record(detail, facts, at=self._clock(), previous=previous)
+        # Filed once per job: the key names this job's incident, which a later attempt that
+        # repeats this failure reads to point back at it. It outlives one run's TTL because
+        # recurrence spans attempts.
+        if not await self._store.put_doc(_filed_key(job.cluster, job.job_id), record.id,
+                                         ttl_s=ttl * 4, only_new=True):
+            return None
         path = await asyncio.to_thread(write_incident, record, Path(config.slack.incident_dir))
         await self._store.put_doc(f"incident:{record.id}", record.model_dump(mode="json"),
-                                  ttl_s=ttl)
-        seen.incidents.append(record.id)
-        seen.jobs.append(ref)
-        # A signature is remembered longer than one run: recurrence spans attempts.
-        await self._store.put_doc(f"signature:{signature}", seen.model_dump(), ttl_s=ttl * 4)
+                                  ttl_s=ttl * 4)
         again = f" — recurring-failure (same as {previous[-1]})" if record.recurring and previous \
             else (" — recurring-failure" if record.recurring else "")
-        return f"🔥 `{ref}` {detail.report.name} failed: {record.diagnosis}{again} · `{path}`"
+        ref = f"{job.cluster}:{job.job_id}"
+        return f"🔥 `{ref}` {job.name} failed: {record.diagnosis}{again} · `{path}`"
+
+    async def _previous(self, job: JobReport, repeats: FailureSignature) -> tuple[str, ...]:
+        """The incident chain of the attempt ``job`` repeats (empty if it was never filed)."""
+        earlier = await self._store.get_doc(_filed_key(job.cluster, repeats.job_id))
+        if not isinstance(earlier, str):
+            return ()  # that attempt failed before the bot watched it, or a pre-upgrade entry
+        doc = await self._store.get_doc(f"incident:{earlier}")
+        chain = doc.get("previous") if isinstance(doc, dict) else None
+        before = tuple(str(i) for i in chain) if isinstance(chain, list) else ()
+        return (*before, earlier)
 
 
-def find_facts(facts: Sequence[ClusterFacts], cluster: str, job_id: str) -> JobFacts | None:
-    """The raw facts of one job in a sweep (``None`` for a cached sweep, which keeps none)."""
-    for cluster_facts in facts:
-        if cluster_facts.name == cluster:
-            for job in cluster_facts.jobs:
-                if job.record.job_id == job_id:
-                    return job
-    return None
+def _filed_key(cluster: str, job_id: str) -> str:
+    """The Redis doc holding the id of the failure incident filed for a job."""
+    return f"seen-failure:{cluster}:{job_id}"

@@ -11,11 +11,11 @@ Keys (``P`` = prefix)::
     P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
                                expire_hours after the run was last seen by a sweep
     P offsets:{cluster}        HASH log path -> byte offset already read
-    P memory                   STRING SweepMemory JSON (chain-restart edges, failure state)
+    P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures)
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
-    P doc:{name}               STRING JSON documents: alert episodes, incidents, signatures
+    P doc:{name}               STRING JSON documents: alert episodes, incidents
     P audit                    STREAM append-only audit trail (capped)
 
 Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss is evidence.
@@ -40,7 +40,7 @@ from probes.models import MetricPoint
 if TYPE_CHECKING:
     from bot.config import RedisSection
     from bot.sweep import SweepResult
-    from report.judge import SweepMemory
+    from report.memory import SweepMemory
 
 AUDIT_MAXLEN = 10_000
 """Audit entries kept (approximate trim); older ones age out of Redis, the log keeps all."""
@@ -130,7 +130,7 @@ class RedisStore:
     # -- SweepState -------------------------------------------------------------------------
 
     async def load_memory(self) -> SweepMemory:
-        from report.judge import SweepMemory
+        from report.memory import SweepMemory
 
         adapter = TypeAdapter(SweepMemory)
         async with self._translated("load memory"):
@@ -140,7 +140,7 @@ class RedisStore:
         return adapter.validate_python(json.loads(raw))
 
     async def save_memory(self, memory: SweepMemory) -> None:
-        from report.judge import SweepMemory
+        from report.memory import SweepMemory
 
         data = TypeAdapter(SweepMemory).dump_python(memory)
         async with self._translated("save memory"):

@@ -25,9 +25,10 @@ from probes.base import ClusterProbe
 from probes.config import ClusterConfig
 from probes.errors import ProbeError
 from probes.ids import validate_job_id
-from probes.models import ClusterFacts, MetricPoint
+from probes.models import ClusterFacts, JobFacts, MetricPoint
 from probes.registry import make_probe
-from report.judge import SweepMemory, build_report, next_memory
+from report.judge import build_report
+from report.memory import SweepMemory, next_memory
 from report.models import JobDetail, Report
 
 log = structlog.get_logger(__name__)
@@ -41,6 +42,24 @@ class SweepResult:
     started_at: datetime
     duration_s: float
     degraded: str | None = None
+
+    def find(self, cluster: str | None, job_id: str) -> JobDetail:
+        """The job ``[cluster:]job_id``, or :class:`JobNotFoundError` (:class:`UsageError` when
+        the id is on several clusters and none was named)."""
+        hits = [d for (c, j), d in self.details.items()
+                if j == job_id and (cluster is None or c == cluster)]
+        if not hits:
+            where = f" on cluster {cluster!r}" if cluster else ""
+            raise JobNotFoundError(f"no job {job_id}{where} in the current report")
+        if len(hits) > 1:
+            clusters = ", ".join(sorted(d.report.cluster for d in hits))
+            raise UsageError(
+                f"job {job_id} exists on several clusters ({clusters}): use CLUSTER:{job_id}")
+        return hits[0]
+
+    def job_facts(self, cluster: str, job_id: str) -> JobFacts | None:
+        """The raw facts of one job (``None`` for a cached sweep, which keeps none)."""
+        return job_facts(self.facts, cluster, job_id)
 
 
 class SweepState(Protocol):
@@ -226,16 +245,11 @@ def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:
     return now
 
 
-def find_detail(result: SweepResult, ref_cluster: str | None, job_id: str) -> JobDetail:
-    """The job ``[cluster:]job_id`` in a sweep, or :class:`JobNotFoundError`."""
-    hits = [d for (c, j), d in result.details.items()
-            if j == job_id and (ref_cluster is None or c == ref_cluster)]
-    if not hits:
-        where = f" on cluster {ref_cluster!r}" if ref_cluster else ""
-        raise JobNotFoundError(f"no job {job_id}{where} in the current report")
-    if len(hits) > 1:
-        clusters = ", ".join(sorted(d.report.cluster for d in hits))
-        raise UsageError(
-            f"job {job_id} exists on several clusters ({clusters}): use CLUSTER:{job_id}")
-    return hits[0]
-
+def job_facts(facts: Sequence[ClusterFacts], cluster: str, job_id: str) -> JobFacts | None:
+    """The raw facts of job ``cluster:job_id`` among a sweep's clusters, if it is there."""
+    for cluster_facts in facts:
+        if cluster_facts.name == cluster:
+            for job in cluster_facts.jobs:
+                if job.record.job_id == job_id:
+                    return job
+    return None

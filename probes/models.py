@@ -109,7 +109,7 @@ class ProgressBar(Frozen):
     sec_per_it: float | None = None
 
 
-FaultKind = Literal[
+TerminalSignal = Literal[
     "traceback",
     "oom",
     "nccl-timeout",
@@ -118,9 +118,11 @@ FaultKind = Literal[
     "raylet-died",
     "child-failed",
     "rpc-timeout",
-    "time-limit",
     "nan-loss",
 ]
+"""Fault kinds that are a job's real terminal signal; each is also a report flag."""
+FaultKind = Literal[TerminalSignal, "time-limit"]
+"""``time-limit`` is the walltime TIMEOUT itself: the scheduler's state already says it."""
 
 
 class Fault(Frozen):

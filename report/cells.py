@@ -1,11 +1,12 @@
-"""Cell text for the status tables: numbers, counts, steps, durations, states, exceptions.
+"""The one set of number and duration formatters: table cells, trend texts, Slack alerts.
 
-Policy: a cell is never misleading. A metric not emitted is ``—`` (U+2014), never ``0``; a
-nonzero value never prints as ``0.000`` (values under 1e-3, the seqnorm global-denominator
-regime, go to compact scientific notation such as ``1.2e-05``); NaN prints ``NaN`` and
-infinities ``inf``/``-inf`` so a blown-up run is visible at a glance. Large counts are
-humanised (``~8.6k``) as the seed's Datagen table does; durations read ``12m``, ``3h05m``,
-``2d04h``.
+Policy: a number is never misleading, wherever it is shown. A metric not emitted is ``—``
+(U+2014), never ``0``; a nonzero value never prints as ``0.000`` (values under 1e-3, the
+seqnorm global-denominator regime, go to compact scientific notation such as ``1.2e-05``); NaN
+prints ``NaN`` and infinities ``inf``/``-inf`` so a blown-up run is visible at a glance. Table
+columns use fixed decimals (:func:`format_number`), prose uses three significant figures
+(:func:`format_value`). Large counts are humanised (``~8.6k``) as the seed's Datagen table
+does; durations (elapsed, ETA, silence) read ``45s``, ``12m``, ``3h05m``, ``2d04h``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from probes.models import ACTIVE_STATES, JobState
 DASH = "—"
 _TINY = 1e-3
 _HUGE = 1e6
+_PROSE_HUGE = 1e5
 
 EXCEPTION_ABBREVIATIONS: Mapping[str, str] = {
     "AgentTimeoutError": "AgentTO",
@@ -44,6 +46,14 @@ def printable(text: str) -> str:
     return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
 
 
+def _non_finite(value: float) -> str | None:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return None
+
+
 def format_number(value: float | str | None, decimals: int = 3, *, trim: bool = False) -> str:
     """Format a metric with fixed decimals; ``trim`` drops trailing zeros beyond two decimals."""
     if value is None:
@@ -51,10 +61,8 @@ def format_number(value: float | str | None, decimals: int = 3, *, trim: bool = 
     if isinstance(value, str):
         return value or DASH
     value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+    if (special := _non_finite(value)) is not None:
+        return special
     if value == 0:
         return f"{0.0:.{decimals}f}"
     if abs(value) < _TINY or abs(value) >= _HUGE:
@@ -64,6 +72,22 @@ def format_number(value: float | str | None, decimals: int = 3, *, trim: bool = 
         whole, frac = text.split(".")
         text = f"{whole}.{frac.rstrip('0').ljust(2, '0')}"
     return text
+
+
+def format_value(value: float | None) -> str:
+    """A value in prose: 3 significant figures, scientific when tiny or huge (``2.80``,
+    ``0.652``, ``1.00e-05``, ``250``)."""
+    if value is None:
+        return DASH
+    if (special := _non_finite(value)) is not None:
+        return special
+    if value != 0 and (abs(value) < _TINY or abs(value) >= _PROSE_HUGE):
+        return f"{value:.2e}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
 
 
 def format_count(value: float | str | None, *, exact: bool = False) -> str:
@@ -87,8 +111,8 @@ def format_step(step: int | None, total: int | None) -> str:
     return f"{step}/{DASH if total is None else total}"
 
 
-def format_duration(seconds: int | None) -> str:
-    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``—`` when unknown."""
+def format_duration(seconds: float | None) -> str:
+    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``—`` when unknown (negative reads ``0s``)."""
     if seconds is None:
         return DASH
     seconds = max(0, int(seconds))

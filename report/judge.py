@@ -20,10 +20,10 @@ precedence between findings is settled once in :mod:`report.findings`.
   and ``jobtables/silent-wedge`` label), is a silent wedge: terminal, verdict ``failed``.
 - A container waiting on a real fault (``CrashLoopBackOff``, ``CreateContainerConfigError``,
   ...) never heals on its own: verdict ``failed`` + ``diagnose``, never ``buffer-filling``.
-- Recurring failure: the same failure signature (fault kind + normalised text; for SIGTERM
-  also the same elapsed time within :data:`SAME_INTERVAL`) as the previous failed attempt of
-  the same run (``cluster:name stem``) in sweep memory, or earlier in the same sweep (the CLI
-  sweep has no memory, yet shows every attempt that ended within ``recent_hours``).
+- Recurring failure: the same failure signature as the previous failed attempt of the same
+  run in sweep memory, or earlier in the same sweep (the CLI sweep has no memory, yet shows
+  every attempt that ended within ``recent_hours``); :mod:`report.memory` decides it, and the
+  detail carries both signatures for the incident file.
 - no-kill: a ``cancel_and_salvage`` recommendation stays, prefixed "RECOMMENDATION ONLY".
 """
 
@@ -32,19 +32,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict
-
-from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, SchedulerRecord
-from report.buckets import bucket_for
-from report.chain import (
-    dependency_edges,
-    earlier_attempts,
-    failure_signature,
-    find_successor,
-    memory_key,
-    same_failure,
+from probes.models import (
+    ClusterFacts,
+    FaultKind,
+    JobFacts,
+    JobState,
+    MetricPoint,
+    SchedulerRecord,
+    TerminalSignal,
 )
+from report.buckets import bucket_for
+from report.chain import find_successor
 from report.findings import (
     NO_KILL_PREFIX,
     Findings,
@@ -57,14 +57,22 @@ from report.findings import (
 )
 from report.judge_harbor import judge_datagen, judge_eval
 from report.judge_other import judge_other
-from report.judge_rl import judge_rl, run_fingerprint
+from report.judge_rl import judge_rl
 from report.judge_sft import grid_rollups, judge_sft
+from report.memory import (
+    SweepMemory,
+    earlier_attempts,
+    failure_signature,
+    memory_key,
+    repeated_failure,
+    with_earlier,
+)
 from report.models import (
     BUCKET_ORDER,
     Bucket,
     CleanupRoutine,
     ClusterReport,
-    Flag,
+    FailureSignature,
     JobDetail,
     JobReport,
     Recommendation,
@@ -74,15 +82,7 @@ from report.pods import silent_wedge_rule, waiting_fault_rule
 from report.settings import ReportSettings
 from report.trend import shorten
 
-MEMORY_SIGNATURES_KEPT = 20
-
-MEMORY_CONFIGS_KEPT = 2000
-
-_FAULT_FLAGS: dict[str, Flag] = {
-    "traceback": "traceback", "oom": "oom", "nccl-timeout": "nccl-timeout",
-    "sigterm": "sigterm", "sigkill": "sigkill", "raylet-died": "raylet-died",
-    "child-failed": "child-failed", "rpc-timeout": "rpc-timeout", "nan-loss": "nan-loss",
-}
+_TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 _FAILED_STATES = frozenset(
     {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
 )
@@ -93,19 +93,6 @@ _JUDGES: dict[Bucket, Callable[[JudgeContext, Findings], None]] = {
     "rl": judge_rl, "sft": judge_sft, "datagen": judge_datagen, "eval": judge_eval,
     "other": judge_other,
 }
-
-
-class SweepMemory(BaseModel):
-    """What the bot keeps in Redis between sweeps."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    known_edges: dict[str, dict[str, str]] = {}
-    """cluster -> {predecessor id: successor id} (SLURM forgets fulfilled dependencies)."""
-    failure_signatures: dict[str, list[str]] = {}
-    """``cluster:name stem`` -> signatures of earlier failed attempts, oldest first."""
-    seen_configs: dict[str, list[str]] = {}
-    """cluster -> run fingerprints already seen healthy (no deep-probe needed)."""
 
 
 def judge_job(
@@ -141,9 +128,10 @@ def judge_job(
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
     _cleanup_rule(ctx, f, bucket)
-    _recurring_rule(ctx, f, memory)
+    failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
-    return _assemble(ctx, f, bucket, cluster_name_shown)
+    detail = _assemble(ctx, f, bucket, cluster_name_shown)
+    return detail.model_copy(update={"failure": failure, "repeats": repeats})
 
 
 def _log_rules(ctx: JudgeContext, f: Findings) -> None:
@@ -163,10 +151,15 @@ def _log_rules(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.INFO, shorten(f"Log fetch failed: {log.error or 'error'}; state unknown"))
 
 
+def is_terminal_signal(kind: FaultKind) -> TypeGuard[TerminalSignal]:
+    """A fault kind that is its own flag (``time-limit`` is the TIMEOUT state itself)."""
+    return kind in _TERMINAL_SIGNALS
+
+
 def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
     faults = ctx.facts.summary.faults if ctx.facts.summary else ()
-    f.flag(*(_FAULT_FLAGS[x.kind] for x in sorted(faults, key=lambda x: x.line_no)
-             if x.kind in _FAULT_FLAGS))
+    f.flag(*(x.kind for x in sorted(faults, key=lambda x: x.line_no)
+             if is_terminal_signal(x.kind)))
     fault = first_fault(ctx.facts)
     if fault is not None and ctx.running:
         f.verdict("warning")
@@ -226,21 +219,24 @@ def _cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         f.recommend(Priority.CLEANUP, "cleanup", routine)
 
 
-def _recurring_rule(ctx: JudgeContext, f: Findings, memory: SweepMemory | None) -> None:
+def _recurring_rule(
+    ctx: JudgeContext, f: Findings, memory: SweepMemory | None,
+) -> tuple[FailureSignature | None, FailureSignature | None]:
+    """This attempt's failure signature, and the earlier attempt's it repeats (if any)."""
     signature = failure_signature(ctx.facts, f.settled_verdict())
     if signature is None or memory is None:
-        return
-    job_id = ctx.facts.record.job_id
-    earlier = [s for s in memory.failure_signatures.get(memory_key(ctx.facts.record), [])
-               if s.count("|") >= 3 and s.split("|", 1)[0] != job_id]
-    if earlier and same_failure(signature, earlier[-1]):
-        previous = earlier[-1].split("|", 1)[0]
+        return signature, None
+    earlier = memory.failure_signatures.get(memory_key(ctx.facts.record), [])
+    repeated = repeated_failure(signature, earlier)
+    if repeated is not None:
+        previous = repeated.job_id
         f.flag("recurring-failure")
         f.trend(Priority.TERMINAL + 2,
                 shorten(f"RECURRING as in {previous}: {diagnosis(ctx.facts)}"))
         f.recommend(Priority.DIAGNOSE + 4, "diagnose",
                     f"dated agent_logs/ entry: same failure as attempt {previous} "
                     f"({diagnosis(ctx.facts)}); not transient, do not just resubmit")
+    return signature, repeated
 
 
 def _no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
@@ -333,13 +329,10 @@ def _sweep_recurrences(
     signature remembered: ``jobtables sweep`` has no memory of earlier sweeps, and a chain of
     identical failures within ``recent_hours`` is exactly what it shows."""
     found = {(c.name, j.record.job_id): (c, j) for c in clusters for j in c.jobs}
-    failed = []
-    for detail in judged:
-        _, facts = found[(detail.report.cluster, detail.report.job_id)]
-        signature = failure_signature(facts, detail.report.verdict)
-        if signature is not None:
-            failed.append((facts.record, signature))
-    earlier = earlier_attempts(failed)
+    earlier = earlier_attempts([
+        (found[(d.report.cluster, d.report.job_id)][1].record, d.failure)
+        for d in judged if d.failure is not None
+    ])
     if not earlier:
         return judged
     out = []
@@ -350,17 +343,10 @@ def _sweep_recurrences(
             out.append(detail)
             continue
         cluster, facts = found[key]
-        base = memory or SweepMemory()
-        run = memory_key(facts.record)
-        remembered = base.failure_signatures.get(run, [])
-        seen = {s.split("|", 1)[0] for s in before} | {facts.record.job_id}
-        signatures = [s for s in remembered if s.split("|", 1)[0] not in seen] + before
         out.append(judge_job(
             facts, cluster_records=[j.record for j in cluster.jobs], settings=settings, now=now,
             history=histories.get(key) if histories else None,
-            memory=base.model_copy(
-                update={"failure_signatures": {**base.failure_signatures, run: signatures}}),
-            cluster_name_shown=shown,
+            memory=with_earlier(memory, facts.record, before), cluster_name_shown=shown,
         ))
     return out
 
@@ -368,48 +354,3 @@ def _sweep_recurrences(
 def _rate(report: JobReport) -> float | None:
     rate = report.metrics.get("sec_per_step")
     return rate if isinstance(rate, float) else None
-
-
-def next_memory(
-    report: Report,
-    details: Mapping[tuple[str, str], JobDetail],
-    clusters: Sequence[ClusterFacts],
-    previous: SweepMemory | None,
-) -> SweepMemory:
-    """What to remember for the next sweep: chain edges, failure signatures, healthy configs.
-
-    ``details`` is accepted for callers that hold it; the report rows and the facts carry
-    everything remembered today.
-    """
-    prev = previous or SweepMemory()
-    edges = {name: dict(e) for name, e in prev.known_edges.items()}
-    signatures = {key: list(v) for key, v in prev.failure_signatures.items()}
-    seen = {name: list(v) for name, v in prev.seen_configs.items()}
-    facts_by_key = {(c.name, j.record.job_id): j for c in clusters for j in c.jobs}
-    for cluster in clusters:
-        if cluster.status != "ok":
-            continue  # an unreachable cluster's chains are unknown this sweep, not gone
-        records = [j.record for j in cluster.jobs]
-        ids = {r.job_id for r in records}
-        kept = {p: s for p, s in edges.get(cluster.name, {}).items() if p in ids or s in ids}
-        kept.update(dependency_edges(records))
-        edges[cluster.name] = kept
-    for job in report.jobs:
-        facts = facts_by_key.get((job.cluster, job.job_id))
-        if facts is None:
-            continue
-        signature = failure_signature(facts, job.verdict)
-        if signature is not None:
-            key = memory_key(facts.record)
-            known = signatures.setdefault(key, [])
-            if not any(s.split("|", 1)[0] == job.job_id for s in known):
-                known.append(signature)
-                del known[:-MEMORY_SIGNATURES_KEPT]
-        if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
-            fingerprint = run_fingerprint(facts.record)
-            configs = seen.setdefault(job.cluster, [])
-            if fingerprint not in configs:
-                configs.append(fingerprint)
-                del configs[:-MEMORY_CONFIGS_KEPT]
-    return SweepMemory(known_edges={k: v for k, v in edges.items() if v},
-                       failure_signatures=signatures, seen_configs=seen)

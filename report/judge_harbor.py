@@ -27,9 +27,10 @@ from __future__ import annotations
 from probes.harbor import TrialStats, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
 from probes.models import InfraSignals, JobState
+from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
-from report.judge_sft import buffer_rule
-from report.trend import duration, fmt, shorten
+from report.rules import buffer_rule
+from report.trend import shorten
 
 _TIMEOUT_NOTE = "AgentTimeout share high; expected on hard sets"
 
@@ -68,7 +69,7 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
     if dead:
         f.flag("dead-engine")
         f.verdict("warning" if ctx.running else "failed")
-        text = f"DEAD ENGINE: avg_turns {fmt(float(avg_turns or 0))}; do NOT consolidate"
+        text = f"DEAD ENGINE: avg_turns {format_value(float(avg_turns or 0))}; do NOT consolidate"
         f.trend(Priority.TERMINAL + 2, text)
         f.recommend(Priority.DIAGNOSE + 2, "diagnose", text + " (the rollouts are not real)")
     if ctx.state is JobState.TIMEOUT and ctx.successor is None:
@@ -116,7 +117,7 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
         f.verdict("stalled")
-        text = f"HUNG: no new trial or log line for {duration(results_age * 60)}"
+        text = f"HUNG: no new trial or log line for {format_duration(results_age * 60)}"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose",
                     text + "; find the chunk whose trial never returns")
@@ -147,7 +148,7 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
         return False
     f.flag("engine-idle")
     f.verdict("warning")
-    quiet = f" for {duration(since_ok * 60)}" if since_ok is not None else ""
+    quiet = f" for {format_duration(since_ok * 60)}" if since_ok is not None else ""
     text = f"Engine idle{quiet}: no 200s, agents not generating"
     f.trend(Priority.DIAGNOSE - 1, text)
     f.recommend(Priority.DIAGNOSE - 1, "diagnose", text + "; confirm the engine is down first")
@@ -155,7 +156,7 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
 
 
 def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since the engine's last 200, measured like ``judge_sft.silent_minutes``.
+    """Minutes since the engine's last 200, measured like ``rules.silent_minutes``.
 
     Log timestamps are the cluster's local time with no zone, so the gap from the last 200 to
     the newest timestamped line is taken on the log's own clock, and the time since then from
@@ -220,7 +221,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.flag("stall")
         f.verdict("stalled")
         what = "no new result.json" if newest else "no result.json at all"
-        text = f"STALL: {what} for {duration(age * 60)}"
+        text = f"STALL: {what} for {format_duration(age * 60)}"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; confirm the right log and window")
     elif not trials:

@@ -35,13 +35,14 @@ import math
 import re
 
 from probes.models import JobState, SchedulerRecord
+from report.cells import format_value
 from report.chain import name_stem
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
-from report.judge_sft import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.models import Flag
+from report.rules import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.settings import Thresholds
 from report.signals import CollapseScan, collapse_scan
-from report.trend import collapse_text, describe_reward, fmt, shorten, signal_phrase, with_sparkline
+from report.trend import collapse_text, describe_reward, shorten, signal_phrase, with_sparkline
 
 SHAPING_TOLERANCE = 1e-6
 _SIGNAL_FLAGS: dict[str, Flag] = {
@@ -86,7 +87,8 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
     elif scan.grad_norm_warning:
         f.verdict("warning")
         latest = series(ctx.history, "grad_norm")[-1]
-        f.trend(Priority.INFO + 5, f"grad_norm {fmt(latest)} >1.0 for 2+ steps: collapse risk")
+        f.trend(Priority.INFO + 5,
+                f"grad_norm {format_value(latest)} >1.0 for 2+ steps: collapse risk")
     elif scan.latest_fired:
         fired = [e for e in scan.latest_evidence if e.fired]
         f.trend(Priority.INFO, shorten("1 signal, watching: " + signal_phrase(fired[0])))
@@ -135,7 +137,7 @@ def _tis_rules(f: Findings, th: Thresholds) -> None:
     if imp_out or capped_out:
         f.flag("imp-ratio-out-of-range")
         f.verdict("warning")
-        shown = f"imp_ratio {fmt(imp)}" if isinstance(imp, float) and imp_out else (
+        shown = f"imp_ratio {format_value(imp)}" if isinstance(imp, float) and imp_out else (
             f"capped {capped:.1%}" if isinstance(capped, float) else "imp_ratio"
         )
         f.trend(Priority.INFO,

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from probes.models import ClusterKind, ClusterStatus, Frozen, JobState, MetricPoint
+from probes.models import ClusterKind, ClusterStatus, Frozen, JobState, MetricPoint, TerminalSignal
 
 Bucket = Literal["rl", "sft", "datagen", "eval", "other"]
 BUCKET_ORDER: tuple[Bucket, ...] = ("rl", "sft", "datagen", "eval", "other")
@@ -22,6 +22,9 @@ Verdict = Literal[
 ]
 
 Flag = Literal[
+    # Every real terminal signal a log can show is a flag of the same name (CONTRACT §6):
+    # built from the probes' own vocabulary, so a new fault kind cannot be dropped by a map.
+    TerminalSignal,
     "collapse",
     "signal:grad_norm",
     "signal:entropy",
@@ -36,15 +39,6 @@ Flag = Literal[
     "log-path-mismatch",
     "log-missing",
     "fetch-failed",
-    "traceback",
-    "oom",
-    "nccl-timeout",
-    "sigterm",
-    "sigkill",
-    "raylet-died",
-    "child-failed",
-    "rpc-timeout",
-    "nan-loss",
     "grad-explosion",
     "recurring-failure",
     "clip-ratio-high",
@@ -77,6 +71,22 @@ CleanupRoutine = Literal[
 class Recommendation(Frozen):
     action: Action
     why: str
+
+
+class FailureSignature(Frozen):
+    """How one failed attempt died: the one representation of a failure.
+
+    The judge's ``recurring-failure`` flag, the sweep memory in Redis and the incident files
+    all carry this model (the comparison lives in :mod:`report.memory`). ``text`` is the
+    diagnosis with ids, numbers, hex and paths normalised away, so two attempts that died the
+    same way have the same text; ``elapsed_s`` tells a SIGTERM at a fixed interval apart.
+    """
+
+    job_id: str
+    kind: str
+    """The first fault's kind (``sigterm``, ``oom``...), else ``exit<code>``."""
+    text: str
+    elapsed_s: int | None = None
 
 
 class SignalEvidence(Frozen):
@@ -130,6 +140,10 @@ class JobDetail(Frozen):
     """Catch-all Type column, e.g. ``datagen-consolidate``, ``gpu-ci``, ``RL upload``."""
     display_name: str | None = None
     """The Job cell, e.g. ``<run> (shaped)``; defaults to the job name."""
+    failure: FailureSignature | None = None
+    """A failed attempt's signature (what the sweep memory and the incident file keep)."""
+    repeats: FailureSignature | None = None
+    """The earlier attempt this one failed exactly like (set with ``recurring-failure``)."""
 
 
 class ClusterReport(Frozen):

@@ -3,8 +3,9 @@
 Policy: a trend reads like what an operator would type into the table ("Loss descending;
 healthy", "Checkpoint saved. Slight dip from 0.652"), states the one thing that matters, and
 stays under :data:`TREND_MAX` characters (tables wrap long cells, but a short cell wraps less).
-Numbers are shown with 3 significant figures; percentages as whole percents with a real minus
-sign. Non-finite values in a sparkline are drawn as ``×`` so a NaN is visible, not skipped.
+Numbers are shown with 3 significant figures (:func:`report.cells.format_value`); percentages
+as whole percents with a real minus sign. Non-finite values in a sparkline are drawn as ``×``
+so a NaN is visible, not skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from report.cells import format_value
 from report.models import SignalEvidence
 
 TREND_MAX = 60
@@ -41,19 +43,6 @@ def sparkline(values: Sequence[float], width: int = 8) -> str:
     return "".join(out)
 
 
-def fmt(value: float) -> str:
-    """Format a metric value compactly (3 significant figures, ``nan``/``inf`` literal)."""
-    if not math.isfinite(value):
-        return str(value)
-    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
-        return f"{value:.2e}"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    if abs(value) >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
 def signed_pct(fraction: float) -> str:
     """Return ``−62%`` / ``+35%`` with a typographic minus."""
     return f"{fraction:+.0%}".replace("-", "−")
@@ -81,10 +70,10 @@ def describe_reward(values: Sequence[float], *, checkpoint_saved: bool = False) 
     scale = max(abs(peak), abs(first), 1e-12)
     if peak > latest and (peak - latest) / scale > _FLAT_REL:
         word = "Slight dip" if (peak - latest) / scale <= _DIP_REL else "Reward falling"
-        return f"{prefix}{word} from {fmt(peak)}"
+        return f"{prefix}{word} from {format_value(peak)}"
     before, after = _halves(recent)
     if (after - before) / scale > _FLAT_REL:
-        return f"{prefix}Reward rising {fmt(first)}→{fmt(latest)}"
+        return f"{prefix}Reward rising {format_value(first)}→{format_value(latest)}"
     return prefix + "Stable"
 
 
@@ -118,25 +107,15 @@ def signal_phrase(e: SignalEvidence) -> str:
     """One fired signal in a few words (used in trends and recommendation reasons)."""
     if e.signal == "grad_norm":
         if e.window_mean and math.isfinite(e.value) and e.value <= 1.0:
-            return f"grad_norm {fmt(e.value)} ({e.value / e.window_mean:.1f}× window)"
-        return f"grad_norm {fmt(e.value)} (>1.0)" if math.isfinite(e.value) else "grad_norm nan"
+            return f"grad_norm {format_value(e.value)} ({e.value / e.window_mean:.1f}× window)"
+        return f"grad_norm {format_value(e.value)}" + (" (>1.0)" if math.isfinite(e.value) else "")
     if e.signal == "entropy" and e.window_mean and math.isfinite(e.value):
         return f"entropy {signed_pct((e.value - e.window_mean) / abs(e.window_mean))} vs trend"
     if e.signal == "log_ratio" and e.window_mean and math.isfinite(e.value):
         return f"log_ratio {e.value / e.window_mean:.1f}× window"
     if e.signal == "pass_rate":
         return f"pass-rate {e.value:.0%}"
-    return f"{e.signal} {fmt(e.value)}"
-
-
-def duration(seconds: float) -> str:
-    """Return ``2h10m`` / ``45m`` / ``30s`` for an ETA or a silence."""
-    seconds = max(0, int(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"
+    return f"{e.signal} {format_value(e.value)}"
 
 
 def with_sparkline(text: str, values: Sequence[float]) -> str:

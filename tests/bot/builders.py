@@ -1,4 +1,8 @@
-"""Hand-built sweeps and a fake Sweeper peer for the bot's tests.
+"""The bot layer's test builders: hand-built sweeps, a fake clock and a fake Sweeper peer.
+
+Rows and facts come from the report layer's builders (``tests/report/factories.py``); this
+module only sets what the bot's tests read (an hour-old RL row with a log path and 500 log
+lines, a collapse with its evidence) and wraps them in a :class:`SweepResult`.
 
 The fake is a peer of the bot (it stands in for the probes and judge), not the thing under
 test. It counts sweeps, records cancels, and can check a condition at cancel time (the
@@ -15,15 +19,14 @@ from typing import Any
 
 from bot.config import Config
 from bot.sweep import SweepResult
-from probes.models import ClusterFacts, JobFacts, JobState, LogFetch, MetricPoint, SchedulerRecord
-from report.models import (
-    ClusterReport,
-    JobDetail,
-    JobReport,
-    Recommendation,
-    Report,
-    SignalEvidence,
-)
+from probes.models import JobState, MetricPoint
+from report.models import ClusterReport, JobDetail, JobReport, Recommendation, SignalEvidence
+from tests.report.factories import cluster, log, record, report_job, report_of
+from tests.report.factories import facts as facts_of
+
+# The bot's sweeps carry bare scheduler records and log fetches: no times, no StdOut, no size.
+_UNTIMED = {"stdout_path": None, "submit_time": None, "start_time": None, "elapsed_s": None}
+_UNTIMED_LOG = {"requested_path": None, "mtime": None, "size": None}
 
 T0 = datetime(2026, 11, 30, 16, 0, 0, tzinfo=UTC)
 
@@ -57,12 +60,13 @@ def job(job_id: str, name: str, *, cluster: str = "alpha", user: str | None = "a
         bucket: str = "rl", state: str = "RUNNING", flags: Sequence[str] = (),
         verdict: str = "healthy", recommendation: Recommendation | None = None,
         step: int | None = 30, banked_step: int | None = 20) -> JobReport:
-    return JobReport(
-        cluster=cluster, job_id=job_id, name=name, user=user, bucket=bucket,
-        state=JobState(state), elapsed_s=3600, step=step, total_steps=100,
-        banked_step=banked_step, metrics={"reward": 0.4, "entropy": 0.85, "grad_norm": 0.31},
-        flags=list(flags), verdict=verdict, trend="steady", successor=None,
-        log_path=f"/logs/{name}.out", recommendation=recommendation,
+    """A live row as the bot sees one: an hour in, step 30/100, RL metrics, log path set."""
+    return report_job(
+        name, bucket, cluster=cluster, job_id=job_id, user=user, state=JobState(state),
+        elapsed_s=3600, step=step, total_steps=100, banked_step=banked_step,
+        metrics={"reward": 0.4, "entropy": 0.85, "grad_norm": 0.31}, flags=list(flags),
+        verdict=verdict, trend="steady", log_path=f"/logs/{name}.out",
+        recommendation=recommendation,
     )
 
 
@@ -93,21 +97,18 @@ def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
                  clusters: Sequence[str] = ("alpha",), unreachable: Sequence[str] = (),
                  degraded: str | None = None) -> SweepResult:
     names = [*clusters, *unreachable]
-    report = Report(
-        generated_at=at,
-        clusters=[ClusterReport(name=n, kind="slurm", status="unreachable" if n in unreachable
-                                else "ok", detail="ssh: connection refused" if n in unreachable
-                                else None) for n in names],
-        jobs=[d.report for d in details],
-    )
+    report = report_of(*(d.report for d in details), at=at, clusters=[
+        ClusterReport(name=n, kind="slurm", status="unreachable" if n in unreachable else "ok",
+                      detail="ssh: connection refused" if n in unreachable else None)
+        for n in names])
+    tail = "\n".join(f"line {i}" for i in range(1, 501))
     facts = tuple(
-        ClusterFacts(name=n, kind="slurm", status="ok", collected_at=at, jobs=tuple(
-            JobFacts(record=SchedulerRecord(cluster=n, job_id=d.report.job_id,
-                                            name=d.report.name, user=d.report.user,
-                                            state=d.report.state, workdir="/work/run"),
-                     log=LogFetch(status="ok", path=d.report.log_path,
-                                  text="\n".join(f"line {i}" for i in range(1, 501))))
-            for d in details if d.report.cluster == n))
+        cluster(n, [
+            facts_of(record(d.report.name, d.report.job_id, d.report.state, cluster=n,
+                            user=d.report.user, workdir="/work/run", **_UNTIMED),
+                     log_fetch=log(path=d.report.log_path, text=tail, **_UNTIMED_LOG),
+                     no_summary=True)
+            for d in details if d.report.cluster == n], collected_at=at)
         for n in clusters
     )
     return SweepResult(report=report, details={(d.report.cluster, d.report.job_id): d

@@ -1,4 +1,9 @@
-"""Fixtures: a fake Slack, a real Redis under a per-test key prefix, and a bot served over HTTP."""
+"""Fixtures: a fake Slack, a real Redis under a per-test key prefix, and a bot served over HTTP.
+
+The Redis comes from ``redis_server`` (``tests/conftest.py``): without it these tests are
+skipped with the reason, and under ``CI=true`` they fail. Every test that takes ``store`` or
+``harness`` is marked ``redis`` from that dependency.
+"""
 
 from __future__ import annotations
 
@@ -62,9 +67,10 @@ def make_store(prefix: str, *, url: str = REDIS_URL, clock: FakeClock | None = N
 
 
 @pytest.fixture
-async def store(prefix: str) -> AsyncIterator[RedisStore]:
-    """A store on the real Redis; its keys are deleted afterwards."""
-    instance = make_store(prefix)
+async def store(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
+    """A store on the real Redis (``redis_server``: skipped, or under CI required); its keys
+    are deleted afterwards."""
+    instance = make_store(prefix, url=redis_server)
     try:
         yield instance
     finally:

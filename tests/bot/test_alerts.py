@@ -40,7 +40,7 @@ def test_recommendation_only_has_acknowledge() -> None:
 def test_evidence_shows_each_signal_with_window_and_sparkline() -> None:
     """The message names each signal's value and window mean and draws sparklines."""
     text = blocks_text(collapse_blocks(collapsing(), can_cancel=True))
-    assert "`grad_norm` step 27: 2.8 vs window mean 0.3 (10 pts)" in text
+    assert "`grad_norm` step 27: 2.80 vs window mean 0.3 (10 pts)" in text
     assert "`entropy` step 27: 0.3 vs window mean 0.9" in text
     assert "banked checkpoint: step 20" in text
     assert "▁" in text or "█" in text

@@ -1,4 +1,5 @@
-"""Incidents on disk and in Redis, failure signatures, cleanup lines, and the /job chart."""
+"""Incidents on disk and in Redis, their agreement with the recurring flag, cleanup lines,
+and the /job chart."""
 
 from __future__ import annotations
 
@@ -9,18 +10,17 @@ from pathlib import Path
 import pytest
 
 from bot.chart import chart_metrics, render_history_png
-from bot.incidents import (
-    FollowUps,
-    cleanup_line,
-    failure_record,
-    failure_signature,
-    write_incident,
-)
+from bot.incidents import FollowUps, cleanup_line, failure_record, write_incident
 from bot.store import RedisStore
-from probes.models import MetricPoint
-from report.models import JobDetail, Recommendation
-from tests.bot.builders import T0, FakeClock, collapsing, detail, job, sweep_result
+from bot.sweep import SweepResult
+from probes.models import Fault, FaultKind, JobFacts, JobState, MetricPoint
+from report.judge import build_report
+from report.memory import SweepMemory, next_memory
+from report.models import FailureSignature, JobDetail, Recommendation
+from report.settings import ReportSettings
+from tests.bot.builders import T0, FakeClock, collapsing, detail, job
 from tests.bot.conftest import make_config
+from tests.report.factories import NOW, cluster, facts, record
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -30,15 +30,6 @@ def failed(job_id: str, name: str = "sft-llama8b-longctx",
     rec = Recommendation(action="diagnose", why=f"RuntimeError: {why}")
     return detail(job(job_id, name, bucket="sft", state="FAILED", verdict="failed",
                       flags=("traceback",), recommendation=rec))
-
-
-def test_signature_ignores_attempt_numbers_but_not_the_error() -> None:
-    """Same failure on another attempt has the same signature; a different error does not."""
-    first = failed("100", "sft-llama8b-longctx-try1", "shard 7 is corrupt")
-    again = failed("200", "sft-llama8b-longctx-try2", "shard 12 is corrupt")
-    other = failed("300", "sft-llama8b-longctx-try3", "CUDA out of memory")
-    assert failure_signature(first) == failure_signature(again)
-    assert failure_signature(first) != failure_signature(other)
 
 
 def test_incident_file_is_dated_json(tmp_path: Path) -> None:
@@ -69,20 +60,92 @@ def test_cleanup_line(state: str, action: str, expected: str | None) -> None:
         assert line is not None and expected in line
 
 
+def judged_sweep(
+    jobs: list[JobFacts], memory: SweepMemory,
+) -> tuple[SweepResult, SweepMemory]:
+    """One sweep through the real judge, and the memory it leaves (as the Sweeper does)."""
+    clusters = [cluster("alpha", jobs)]
+    report, details = build_report(clusters, settings=ReportSettings(), now=NOW, memory=memory)
+    result = SweepResult(report=report, details=details, facts=tuple(clusters), started_at=NOW,
+                         duration_s=0.1)
+    return result, next_memory(report, details, clusters, memory)
+
+
+def attempt(job_id: str, name: str, kind: FaultKind, text: str, elapsed: int) -> JobFacts:
+    """A FAILED SFT attempt whose log holds one fault."""
+    fault = Fault(kind=kind, line_no=5, excerpt=text)
+    return facts(record(name, job_id, JobState.FAILED, elapsed_s=elapsed),
+                 summary_kw={"faults": (fault,)})
+
+
 async def test_failures_filed_once_and_recurrence_detected(
     store: RedisStore, prefix: str, tmp_path: Path,
 ) -> None:
-    """A failed job is filed once; the same signature on a later attempt is recurring."""
+    """A failed job is filed once; the same failure on the next attempt is recurring and
+    points back at the first attempt's incident."""
     config = make_config(prefix, tmp_path)
     followups = FollowUps(store=store, clock=FakeClock())
-    lines = await followups.process(sweep_result([failed("100", "sft-x-try1")]), config)
+    first = attempt("100", "sft-x-try1", "traceback", "RuntimeError: shard 7 is corrupt", 600)
+    sweep, memory = judged_sweep([first], SweepMemory())
+    lines = await followups.process(sweep, config)
     assert len(lines) == 1 and "recurring" not in lines[0]
-    assert await followups.process(sweep_result([failed("100", "sft-x-try1")]), config) == []
-    (line,) = await followups.process(sweep_result([failed("200", "sft-x-try2")]), config)
+    assert await followups.process(sweep, config) == []
+    second = attempt("200", "sft-x-try2", "traceback", "RuntimeError: shard 12 is corrupt", 900)
+    sweep, _ = judged_sweep([second], memory)
+    (line,) = await followups.process(sweep, config)
     assert "recurring-failure" in line
     files = sorted((tmp_path / "incidents").rglob("*.json"))
     assert len(files) == 2
-    assert json.loads(files[-1].read_text())["recurring"] is True
+    docs = [json.loads(f.read_text()) for f in files]
+    assert docs[-1]["recurring"] is True
+    assert docs[-1]["previous"] == [docs[0]["id"]]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "recurring"),
+    [
+        # The same error on the next attempt, numbers aside.
+        (("sft-x-r1", "oom", "CUDA out of memory (GPU 3)", 600),
+         ("sft-x-r2", "oom", "CUDA out of memory (GPU 5)", 9000), True),
+        # A relaunch without a numbered suffix is still the same run.
+        (("sft-x", "oom", "CUDA out of memory", 600),
+         ("sft-x-retry", "oom", "CUDA out of memory", 700), True),
+        # SIGTERM after the same elapsed time: a fixed-interval death.
+        (("sft-x-r1", "sigterm", "SIGTERM received", 14400),
+         ("sft-x-r2", "sigterm", "SIGTERM received", 14100), True),
+        # Near miss: SIGTERM after a different elapsed time is not recurring, although the
+        # log line, the flags and the name pattern are identical.
+        (("sft-x-r1", "sigterm", "SIGTERM received", 14400),
+         ("sft-x-r2", "sigterm", "SIGTERM received", 3600), False),
+        # A different error is a different failure.
+        (("sft-x-r1", "oom", "CUDA out of memory", 600),
+         ("sft-x-r2", "traceback", "KeyError: 'labels'", 600), False),
+    ],
+)
+async def test_incident_files_agree_with_the_recurring_flag(
+    store: RedisStore, prefix: str, tmp_path: Path, *,
+    first: tuple[str, FaultKind, str, int], second: tuple[str, FaultKind, str, int],
+    recurring: bool,
+) -> None:
+    """The flag and the incident files agree, because both use the judge's one signature;
+    the signature the file keeps is the very one the sweep memory keeps in Redis."""
+    config = make_config(prefix, tmp_path)
+    followups = FollowUps(store=store, clock=FakeClock())
+    sweep, memory = judged_sweep([attempt("1", *first)], SweepMemory())
+    await followups.process(sweep, config)
+    sweep, _ = judged_sweep([attempt("2", *second)], memory)
+    await followups.process(sweep, config)
+    flagged = "recurring-failure" in sweep.details[("alpha", "2")].report.flags
+    docs = [json.loads(f.read_text()) for f in sorted((tmp_path / "incidents").rglob("*.json"))]
+    assert [d["job_id"] for d in docs] == ["1", "2"]
+    assert flagged is recurring
+    assert docs[1]["recurring"] is recurring
+    assert bool(docs[1]["previous"]) is recurring
+    (remembered,) = memory.failure_signatures["alpha:sft-x"]
+    assert FailureSignature.model_validate(docs[0]["signature"]) == remembered
+    assert docs[1]["signature"] == sweep.details[("alpha", "2")].failure.model_dump(mode="json")
+    stored = await store.get_doc(f"incident:{docs[1]['id']}")
+    assert stored["signature"] == docs[1]["signature"]
 
 
 def test_chart_draws_the_bucket_metrics() -> None:

@@ -15,7 +15,7 @@ import pytest
 from bot.app import make_scheduler
 from bot.cli import DEMO_RECORDING
 from bot.config import Config
-from bot.store import RedisStore, StoreUnavailable
+from bot.store import RedisStore, StoreUnavailable, decode_sweep
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
 from tests.bot.builders import T0, FakeClock, blocks_text
@@ -25,7 +25,8 @@ from tests.bot.forwarder import Forwarder
 
 
 @pytest.fixture
-async def forwarder() -> AsyncIterator[Forwarder]:
+async def forwarder(redis_server: str) -> AsyncIterator[Forwarder]:
+    """A TCP forwarder in front of the real Redis (cut and restored by the tests)."""
     proxy = Forwarder("127.0.0.1", 6379)
     await proxy.open()
     try:
@@ -104,7 +105,8 @@ async def test_redis_down_then_back(real: Harness, forwarder: Forwarder) -> None
     text = await ask_jobs(real)
     assert "degraded" not in text
     assert len(await real.bot.store.load_history("alpha", "41001")) == before
-    assert await real.bot.store.load_cache() is not None
+    cached = await real.bot.store.load_cache()  # the sweep after the outage is cached again
+    assert cached is not None and ("alpha", "41001") in decode_sweep(cached).details
 
 
 async def test_cancel_is_refused_while_redis_is_down(real: Harness, forwarder: Forwarder

@@ -32,9 +32,9 @@ async def test_repeated_step_keeps_the_latest_value(store: RedisStore) -> None:
     assert merged[-1].values["loss"] == 0.5
 
 
-async def test_window_is_capped(prefix: str) -> None:
+async def test_window_is_capped(redis_server: str, prefix: str) -> None:
     """Only the newest window_len points are kept (near miss: exactly window_len stays whole)."""
-    capped = make_store(prefix, window_len=5)
+    capped = make_store(prefix, url=redis_server, window_len=5)
     try:
         assert len(await capped.merge_history("alpha", "1", points(1, 2, 3, 4, 5))) == 5
         merged = await capped.merge_history("alpha", "1", points(6, 7))

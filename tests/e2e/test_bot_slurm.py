@@ -261,7 +261,8 @@ async def test_no_kill_recommends_records_and_leaves_the_job_running(
         (dm,) = dms(slack)
         assert buttons(dm) == ["acknowledge"]
         (incident,) = salvage_files(incidents, job_id)
-        assert await h.bot.store.get_doc(f"incident:{incident.stem}") is not None
+        doc = await h.bot.store.get_doc(f"incident:{incident.stem}")
+        assert (doc["id"], doc["kind"], doc["job_id"]) == (incident.stem, "salvage", job_id)
         hook = await press(h, "acknowledge", jobs.ref("nokill"), user=OWNER)
         await h.bot.tasks.drain()
         episode = await h.bot.store.get_doc(episode_name(CLUSTER, job_id))

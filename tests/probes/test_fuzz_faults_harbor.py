@@ -110,10 +110,14 @@ def test_needle_gate_never_changes_a_match(text: str) -> None:
 @FAST
 @given(st.binary(max_size=2000))
 def test_scan_faults_on_decoded_random_bytes(data: bytes) -> None:
-    """Random bytes decoded with replacement characters, split on \\n and \\r, scan cleanly."""
+    """Random bytes decoded with replacement characters, split on \\n and \\r, scan cleanly:
+    the prefiltered scan equals the every-line reference, and every fault points at a line."""
     text = data.decode("utf-8", errors="replace")
     lines = text.replace("\r", "\n").split("\n")
-    assert scan_faults(lines).benign_counts is not None
+    scan = scan_faults(lines)
+    assert scan == scan_faults(lines, prefilter=False)
+    assert all(1 <= fault.line_no <= len(lines) for fault in scan.faults)
+    assert all(count > 0 for count in scan.benign_counts.values())
 
 
 @settings(max_examples=5, deadline=None)

@@ -1,11 +1,16 @@
-"""Small factories for judge-layer test facts: defaults describe a healthy live job.
+"""The report layer's test builders: the facts a judge reads, and the rows it writes.
 
-Every factory takes keyword overrides for the model it builds, so a test states only the fact
-its rule depends on. Times are fixed (:data:`NOW`); nothing reads the real clock.
+Facts (``record``, ``facts``, ``points``...) default to a healthy live job; ``report_job``
+and ``report_of`` build the contract's ``JobReport``/``Report`` with quiet defaults (no
+metrics, no step, no trend). Every builder takes keyword overrides for the model it builds, so
+a test states only what its rule or golden table depends on. The bot's builders
+(``tests/bot/builders.py``) build on these. Times are fixed (:data:`NOW`); nothing reads the
+real clock.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,8 +27,9 @@ from probes.models import (
     TrialResult,
     TrialTree,
 )
-from report.judge import SweepMemory, judge_job
-from report.models import JobDetail
+from report.judge import judge_job
+from report.memory import SweepMemory
+from report.models import ClusterReport, GridRollup, JobDetail, JobReport, Report
 from report.settings import ReportSettings
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
@@ -147,6 +153,38 @@ def healthy_rl(n: int = 12, /, **extra: Sequence[float | None]) -> dict[str, lis
     return series
 
 
+def logged_job(
+    name: str, job_id: str, state: JobState = JobState.RUNNING, **record_fields: Any,
+) -> JobFacts:
+    """A job with ten logged steps: a falling loss for an SFT name, else a calm RL run."""
+    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
+    return facts(record(name, job_id, state, **record_fields), points(series))
+
+
 def with_last(values: Sequence[float | None], *last: float | None) -> list[float | None]:
     """``values`` with its final ``len(last)`` entries replaced by ``last``."""
     return [*list(values)[: len(values) - len(last)], *last]
+
+
+def report_job(name: str = "rl-run", bucket: str = "rl", **fields: Any) -> JobReport:
+    """A JobReport with quiet defaults (RUNNING, healthy, nothing logged); ``fields`` override
+    any contract key. The id is derived from the name, so distinct names get distinct ids."""
+    values: dict[str, Any] = {
+        "cluster": "alpha", "job_id": str(zlib.crc32(name.encode()) % 10**6), "name": name,
+        "user": "alice", "bucket": bucket, "state": JobState.RUNNING, "elapsed_s": None,
+        "step": None, "total_steps": None, "banked_step": None, "metrics": {}, "flags": [],
+        "verdict": "healthy", "trend": "", "successor": None, "log_path": None,
+        "recommendation": None,
+    }
+    values.update(fields)
+    return JobReport(**values)
+
+
+def report_of(
+    *jobs: JobReport, clusters: Sequence[ClusterReport] | None = None,
+    grid: Sequence[GridRollup] = (), at: datetime = NOW,
+) -> Report:
+    """A report holding ``jobs``, over one reachable SLURM cluster ``alpha`` by default."""
+    reachable = [ClusterReport(name="alpha", kind="slurm", status="ok", detail=None)]
+    return Report(generated_at=at, clusters=list(clusters or reachable), jobs=list(jobs),
+                  grid=list(grid))

@@ -1,4 +1,4 @@
-"""Restart chains: successors of TIMEOUT jobs, remembered edges, name stems, failure signatures."""
+"""Restart chains: successors of TIMEOUT jobs, remembered edges, name stems."""
 
 from __future__ import annotations
 
@@ -6,15 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from probes.models import Fault, JobState, SchedulerRecord
-from report.chain import (
-    dependency_edges,
-    failure_signature,
-    find_successor,
-    name_stem,
-    same_failure,
-)
-from tests.report.factories import NOW, facts, record
+from probes.models import JobState, SchedulerRecord
+from report.chain import dependency_edges, find_successor, name_stem
+from tests.report.factories import NOW, record
 
 END = NOW - timedelta(minutes=30)
 
@@ -98,40 +92,3 @@ def test_dependency_edges() -> None:
 def test_name_stem(name: str, stem: str) -> None:
     """Attempt suffixes are stripped; version and size tokens stay."""
     assert name_stem(name) == stem
-
-
-def _failed(job_id: str, kind: str, text: str, elapsed: int) -> str:
-    fault = Fault(kind=kind, line_no=5, excerpt=text)
-    job = facts(record("sft-x", job_id, JobState.FAILED, elapsed_s=elapsed),
-                summary_kw={"faults": (fault,)})
-    signature = failure_signature(job, "failed")
-    assert signature is not None
-    return signature
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "same"),
-    [
-        (("1", "oom", "CUDA out of memory at 0x7f00 (GPU 3)", 100),
-         ("2", "oom", "CUDA out of memory at 0x7e11 (GPU 5)", 9000), True),
-        (("1", "oom", "CUDA out of memory", 100), ("2", "traceback", "CUDA out of memory", 100),
-         False),
-        (("1", "sigterm", "SIGTERM received", 14400), ("2", "sigterm", "SIGTERM received", 14100),
-         True),
-        # near-miss: SIGTERM at a different time is not "a fixed interval"
-        (("1", "sigterm", "SIGTERM received", 14400), ("2", "sigterm", "SIGTERM received", 3600),
-         False),
-    ],
-)
-def test_same_failure(
-    a: tuple[str, str, str, int], b: tuple[str, str, str, int], same: bool
-) -> None:
-    """Signatures ignore ids, numbers and addresses; SIGTERM also needs the same elapsed time."""
-    assert same_failure(_failed(*a), _failed(*b)) is same
-
-
-def test_no_signature_unless_failed() -> None:
-    """Only a failed attempt leaves a signature."""
-    job = facts(record("sft-x", "1", JobState.COMPLETED))
-    assert failure_signature(job, "done") is None
-    assert failure_signature(facts(record("sft-x", "1", JobState.TIMEOUT)), "restarting") is None

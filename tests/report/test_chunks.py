@@ -18,22 +18,17 @@ from report.chunks import (
 )
 from report.models import ClusterReport, JobReport, Recommendation, Report
 from report.tables import RenderedTable, render_tables
+from tests.report.factories import report_job
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 BUCKETS = ("rl", "sft", "datagen", "eval", "other")
 
 
 def make_job(name: str, bucket: str, **fields: Any) -> JobReport:
-    """A JobReport with quiet defaults; ``fields`` override any contract key."""
-    values: dict[str, Any] = {
-        "cluster": "alpha", "job_id": name, "name": name, "user": "alice", "bucket": bucket,
-        "state": JobState.RUNNING, "elapsed_s": 600, "step": 5, "total_steps": 80,
-        "banked_step": None, "metrics": {"reward": 0.5, "loss": 1.2}, "flags": [],
-        "verdict": "healthy", "trend": "steady", "successor": None, "log_path": None,
-        "recommendation": None,
-    }
-    values.update(fields)
-    return JobReport(**values)
+    """A JobReport (:func:`report_job`) with a step, two metrics and a short trend per row."""
+    return report_job(name, bucket, **{
+        "job_id": name, "elapsed_s": 600, "step": 5, "total_steps": 80,
+        "metrics": {"reward": 0.5, "loss": 1.2}, "trend": "steady", **fields})
 
 
 def big_report(count: int = 300) -> Report:

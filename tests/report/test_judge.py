@@ -1,14 +1,15 @@
-"""Sweep-level judgement: ordering, display names, catch-all rows, SFT grids, sweep memory."""
+"""Sweep-level judgement: ordering, display names, catch-all rows, SFT grids."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from typing import get_args
 
 import pytest
 
-from probes.models import JobFacts, JobState
-from report.judge import SweepMemory, build_report, next_memory
+from probes.models import Fault, FaultKind, JobFacts, JobState
+from report.judge import build_report
 from report.judge_other import type_label
+from report.models import Flag
 from report.settings import ReportSettings
 from tests.report.factories import (
     NOW,
@@ -17,6 +18,7 @@ from tests.report.factories import (
     healthy_rl,
     judge,
     log,
+    logged_job,
     points,
     record,
 )
@@ -24,15 +26,11 @@ from tests.report.factories import (
 SETTINGS = ReportSettings()
 
 
-def _job(name: str, job_id: str, state: JobState = JobState.RUNNING, **kw: object) -> JobFacts:
-    series = {"loss": [1.0 - 0.01 * i for i in range(10)]} if "sft" in name else healthy_rl(10)
-    return facts(record(name, job_id, state, **kw), points(series))
-
-
 def test_order_and_display_names() -> None:
     """Jobs sort by bucket, cluster, then numeric job id; names get a cluster prefix."""
-    alpha = cluster("alpha", [_job("sft-a-1", "20"), _job("rl-x", "100"), _job("rl-y", "9")])
-    beta = cluster("beta", [_job("rl-z", "5", cluster="beta")], kind="kubernetes")
+    alpha = cluster("alpha", [logged_job("sft-a-1", "20"), logged_job("rl-x", "100"),
+                              logged_job("rl-y", "9")])
+    beta = cluster("beta", [logged_job("rl-z", "5", cluster="beta")], kind="kubernetes")
     report, details = build_report([alpha, beta], settings=SETTINGS, now=NOW)
     assert [(j.cluster, j.job_id) for j in report.jobs] == [
         ("alpha", "9"), ("alpha", "100"), ("beta", "5"), ("alpha", "20"),
@@ -46,7 +44,7 @@ def test_order_and_display_names() -> None:
 
 def test_single_cluster_names_are_bare() -> None:
     """With one cluster reporting jobs, no prefix (an unreachable empty one does not count)."""
-    alpha = cluster("alpha", [_job("rl-x", "1")])
+    alpha = cluster("alpha", [logged_job("rl-x", "1")])
     down = cluster("beta", [], status="unreachable", detail="ssh: timeout")
     report, details = build_report([alpha, down], settings=SETTINGS, now=NOW)
     assert details[("alpha", "1")].display_name == "rl-x"
@@ -55,7 +53,7 @@ def test_single_cluster_names_are_bare() -> None:
 
 def test_histories_are_used_per_job() -> None:
     """The caller's merged history replaces the log's points for that job only."""
-    job = _job("rl-x", "1")
+    job = logged_job("rl-x", "1")
     longer = points(healthy_rl(30))
     _, details = build_report([cluster("alpha", [job])], settings=SETTINGS, now=NOW,
                               histories={("alpha", "1"): longer})
@@ -134,37 +132,16 @@ def test_grid_label_groups_unrelated_names() -> None:
     assert [(g.grid, g.running, g.pending_unique) for g in report.grid] == [("g1", 1, 1)]
 
 
-def test_next_memory_remembers_edges_signatures_and_healthy_configs() -> None:
-    """Edges survive SLURM clearing Dependency; failures and healthy configs are recorded."""
-    pred = _job("rl-x", "1", JobState.RUNNING)
-    succ = _job("rl-x", "2", JobState.PENDING, depends_on=("1",))
-    failed = _job("sft-y", "3", JobState.FAILED, exit_code=1)
-    clusters = [cluster("alpha", [pred, succ, failed])]
-    memory = SweepMemory()
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
-    memory = next_memory(report, details, clusters, memory)
-    assert memory.known_edges == {"alpha": {"1": "2"}}
-    assert memory.seen_configs == {"alpha": ["rl-x"]}
-    [signature] = memory.failure_signatures["alpha:sft-y"]
-    assert signature.startswith("3|exit1|")
+@pytest.mark.parametrize("kind", get_args(FaultKind))
+def test_every_fault_kind_but_time_limit_is_its_own_flag(kind: str) -> None:
+    """A fault raises the flag of its own name; ``time-limit`` (the TIMEOUT itself) adds none.
 
-    # next sweep: the predecessor timed out, the successor started and SLURM cleared Dependency
-    timed_out = _job("rl-x", "1", JobState.TIMEOUT, end_time=NOW)
-    started = _job("rl-x-renamed", "2", JobState.RUNNING)
-    clusters = [cluster("alpha", [timed_out, started, failed])]
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=memory)
-    assert details[("alpha", "1")].report.successor == "2"
-    again = next_memory(report, details, clusters, memory)
-    assert again.failure_signatures == memory.failure_signatures  # not appended twice
-    assert again.known_edges == {"alpha": {"1": "2"}}
-
-
-def test_next_memory_forgets_gone_chains_but_keeps_unreachable_clusters() -> None:
-    """Edges whose jobs left the report are dropped; an unreachable cluster keeps its edges."""
-    previous = SweepMemory(known_edges={"alpha": {"1": "2"}, "beta": {"7": "8"}})
-    clusters = [cluster("alpha", [_job("rl-q", "50")]),
-                cluster("beta", [], status="unreachable", collected_at=NOW - timedelta(0))]
-    report, details = build_report(clusters, settings=SETTINGS, now=NOW, memory=previous)
-    memory = next_memory(report, details, clusters, previous)
-    assert memory.known_edges == {"beta": {"7": "8"}}
-    assert next_memory(report, details, clusters, None).known_edges == {}
+    ``Flag`` is built from the probes' fault vocabulary, so a new kind cannot go missing.
+    """
+    fault = Fault(kind=kind, line_no=3, excerpt="x")
+    job = judge(facts(record("sft-x", "1", JobState.FAILED), summary_kw={"faults": (fault,)}))
+    flags: tuple[str, ...] = get_args(Flag)
+    if kind == "time-limit":
+        assert kind not in flags and kind not in job.report.flags
+    else:
+        assert kind in flags and kind in job.report.flags

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from probes.models import Fault, JobFacts, JobState
-from report.judge import SweepMemory
 from report.judge_rl import run_fingerprint
+from report.memory import SweepMemory
 from report.settings import ReportSettings
 from tests.report.factories import (
     NOW,

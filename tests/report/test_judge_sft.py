@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from probes.models import Fault, JobFacts, JobState, ProgressBar
-from report.judge import SweepMemory, build_report
+from report.judge import build_report
+from report.memory import SweepMemory
 from report.settings import ReportSettings
 from tests.report.factories import NOW, cluster, facts, judge, points, record, with_last
 
@@ -121,7 +122,7 @@ def test_recurring_sigterm_at_a_fixed_interval(
     """A SIGTERM after the same run time as the previous attempt is not transient."""
     memory = SweepMemory()
     if previous_elapsed is not None:
-        from report.chain import failure_signature
+        from report.memory import failure_signature
 
         earlier = failure_signature(_sigterm_job("1", previous_elapsed), "failed")
         assert earlier is not None
@@ -134,7 +135,7 @@ def test_recurring_sigterm_at_a_fixed_interval(
 
 def test_own_signature_is_not_a_recurrence() -> None:
     """A failed job still in the report does not match the signature it left itself."""
-    from report.chain import failure_signature
+    from report.memory import failure_signature
 
     own = failure_signature(_sigterm_job("2", 14400), "failed")
     assert own is not None

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
-from probes.models import JobState, MetricPoint
+from probes.models import MetricPoint
 from report.models import (
     ClusterReport,
     GridCell,
@@ -27,6 +27,7 @@ from report.render import (
     render_json,
     render_text,
 )
+from tests.report.factories import report_job
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 CONTRACT_JOB_KEYS = {
@@ -37,15 +38,8 @@ CONTRACT_JOB_KEYS = {
 
 
 def make_job(name: str, bucket: str, **fields: Any) -> JobReport:
-    """A JobReport with quiet defaults; ``fields`` override any contract key."""
-    values: dict[str, Any] = {
-        "cluster": "alpha", "job_id": "1001", "name": name, "user": "alice", "bucket": bucket,
-        "state": JobState.RUNNING, "elapsed_s": 600, "step": None, "total_steps": None,
-        "banked_step": None, "metrics": {}, "flags": [], "verdict": "healthy", "trend": "",
-        "successor": None, "log_path": None, "recommendation": None,
-    }
-    values.update(fields)
-    return JobReport(**values)
+    """A quiet JobReport (:func:`report_job`) with the id and elapsed time the goldens show."""
+    return report_job(name, bucket, **{"job_id": "1001", "elapsed_s": 600, **fields})
 
 
 def strict_loads(text: str) -> Any:

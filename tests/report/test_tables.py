@@ -12,16 +12,7 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from probes.models import JobState
-from report.cells import (
-    abbreviate_exception,
-    format_count,
-    format_duration,
-    format_number,
-    format_state,
-    format_step,
-)
 from report.models import (
-    ClusterReport,
     GridCell,
     GridRollup,
     JobDetail,
@@ -30,31 +21,18 @@ from report.models import (
     Report,
 )
 from report.tables import RenderedTable, render_tables
+from tests.report.factories import report_job, report_of
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 BOX_COLUMNS = set("┌┬┐│├┼┤└┴┘")
 
 
-def make_job(name: str, bucket: str, **fields: Any) -> JobReport:
-    """A JobReport with quiet defaults; ``fields`` override any contract key."""
-    values: dict[str, Any] = {
-        "cluster": "alpha", "job_id": f"{abs(hash(name)) % 10**6}", "name": name,
-        "user": "alice", "bucket": bucket, "state": JobState.RUNNING, "elapsed_s": None,
-        "step": None, "total_steps": None, "banked_step": None, "metrics": {}, "flags": [],
-        "verdict": "healthy", "trend": "", "successor": None, "log_path": None,
-        "recommendation": None,
-    }
-    values.update(fields)
-    return JobReport(**values)
+make_job = report_job
 
 
 def make_report(*jobs: JobReport, grid: list[GridRollup] | None = None) -> Report:
     """A report over one reachable cluster holding ``jobs``."""
-    return Report(
-        generated_at=NOW,
-        clusters=[ClusterReport(name="alpha", kind="slurm", status="ok", detail=None)],
-        jobs=list(jobs), grid=grid or [],
-    )
+    return report_of(*jobs, grid=grid or ())
 
 
 def details_for(*pairs: tuple[JobReport, dict[str, Any]]) -> dict[tuple[str, str], JobDetail]:
@@ -307,88 +285,6 @@ def test_row_heights_cover_body() -> None:
     assert len(table.row_heights) == 2
     assert sum(table.row_heights) == len(body)
     assert table.row_heights[0] > 1
-
-
-@pytest.mark.parametrize(
-    ("value", "decimals", "trim", "expected"),
-    [
-        (0.619, 3, False, "0.619"),
-        (-0.004, 4, False, "-0.0040"),
-        (0.006, 3, False, "0.006"),
-        (1.2e-5, 3, False, "1.2e-05"),
-        (-1.2e-5, 4, False, "-1.2e-05"),
-        (0.0009, 3, False, "9.0e-04"),
-        (0.001, 3, False, "0.001"),
-        (0.0, 3, False, "0.000"),
-        (-0.0, 4, False, "0.0000"),
-        (float("nan"), 3, False, "NaN"),
-        (float("inf"), 3, False, "inf"),
-        (float("-inf"), 3, False, "-inf"),
-        (None, 3, False, "—"),
-        (2.5e7, 3, False, "2.5e+07"),
-        (1.21, 3, True, "1.21"),
-        (1.2134, 3, True, "1.213"),
-        (2.0, 3, True, "2.00"),
-        ("n/a", 3, False, "n/a"),
-    ],
-)
-def test_format_number(value: float | str | None, decimals: int, trim: bool,
-                       expected: str) -> None:
-    """Numbers use fixed decimals, tiny nonzero values go scientific, never 0.000 for nonzero."""
-    assert format_number(value, decimals, trim=trim) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(None, "—"), (842, "842"), (999, "999"), (1000, "~1.0k"), (8600, "~8.6k"),
-     (12_345, "~12k"), (2_400_000, "~2.4M"), (float("nan"), "NaN")],
-)
-def test_format_count(value: float | None, expected: str) -> None:
-    """Counts are exact below 1,000 and humanised above."""
-    assert format_count(value) == expected
-
-
-@pytest.mark.parametrize(
-    ("seconds", "expected"),
-    [(None, "—"), (0, "0s"), (59, "59s"), (60, "1m"), (720, "12m"), (3599, "59m"),
-     (3600, "1h00m"), (11_100, "3h05m"), (86_399, "23h59m"), (86_400, "1d00h"),
-     (187_200, "2d04h")],
-)
-def test_format_duration(seconds: int | None, expected: str) -> None:
-    """Elapsed reads 12m, 3h05m, 2d04h."""
-    assert format_duration(seconds) == expected
-
-
-@pytest.mark.parametrize(
-    ("step", "total", "expected"),
-    [(15, 80, "15/80"), (15, None, "15/—"), (None, 80, "—"), (None, None, "—"), (0, 80, "0/80")],
-)
-def test_format_step(step: int | None, total: int | None, expected: str) -> None:
-    """Step reads cur/max, with a dash for what is unknown."""
-    assert format_step(step, total) == expected
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [("AgentTimeoutError", "AgentTO"), ("ContextLengthExceededError", "CtxLen"),
-     ("harbor.errors.AgentTimeoutError", "AgentTO"), ("RuntimeError", "Runtime"),
-     ("DaytonaTimeoutError", "DaytonaTO"), ("Error", "Error"),
-     ("SomeExtraordinarilyLongException", "SomeExtraor…")],
-)
-def test_abbreviate_exception(name: str, expected: str) -> None:
-    """Known exceptions get their short names; others lose the suffix and stay short."""
-    assert abbreviate_exception(name) == expected
-
-
-@pytest.mark.parametrize(
-    ("state", "expected"),
-    [(JobState.RUNNING, "running"), (JobState.PENDING, "pending"),
-     (JobState.COMPLETED, "COMPLETED"), (JobState.FAILED, "FAILED"),
-     (JobState.UNKNOWN, "UNKNOWN")],
-)
-def test_format_state(state: JobState, expected: str) -> None:
-    """Active states are lower case, terminal ones stand out in capitals."""
-    assert format_state(state) == expected
 
 
 LONG_TREND = ("Checkpoint saved at global_step_120; slight dip from 0.652 after the LR warmup "

@@ -1,4 +1,4 @@
-"""Trend text helpers: sparkline, number formatting and the reward/loss sentences."""
+"""Trend text helpers: sparkline and the reward/loss sentences."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from report.trend import (
     collapse_text,
     describe_loss,
     describe_reward,
-    duration,
-    fmt,
     shorten,
     sparkline,
     with_sparkline,
@@ -36,16 +34,6 @@ from report.trend import (
 def test_sparkline(values: list[float], width: int, expected: str) -> None:
     """Values map linearly onto eight bars; non-finite values show as ×."""
     assert sparkline(values, width) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(3.2, "3.20"), (0.652, "0.652"), (-0.004, "-0.004"), (1e-5, "1.00e-05"), (0.0, "0"),
-     (250.0, "250"), (5e8, "5.00e+08"), (math.nan, "nan")],
-)
-def test_fmt(value: float, expected: str) -> None:
-    """Values print compactly: 3 significant figures, scientific when tiny or huge."""
-    assert fmt(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -84,14 +72,6 @@ def test_collapse_text_names_each_signal() -> None:
         SignalEvidence(signal="entropy", step=9, value=0.19, window_mean=0.5, fired=True, why=""),
     ]
     assert collapse_text(fired) == "COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend"
-
-
-@pytest.mark.parametrize(
-    ("seconds", "expected"), [(30, "30s"), (45 * 60, "45m"), (2 * 3600 + 600, "2h10m"), (-5, "0s")]
-)
-def test_duration(seconds: float, expected: str) -> None:
-    """Durations print as the largest two units."""
-    assert duration(seconds) == expected
 
 
 def test_shorten_and_sparkline_respect_the_limit() -> None:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.errors import CommandError
+from probes.models import JobState
 from probes.slurm.parse import (
     parse_dependency,
     parse_duration,
@@ -54,18 +55,25 @@ def test_squeue_json_garbage_is_a_command_error(raw: bytes) -> None:
     """Bytes that are not squeue JSON raise CommandError, never anything else."""
     text = raw.decode("utf-8", errors="replace")
     with contextlib.suppress(CommandError):
-        parse_squeue_json(text, cluster="c", now=NOW)
+        records = parse_squeue_json(text, cluster="c", now=NOW)
+        assert all(r.cluster == "c" and r.job_id for r in records)
 
 
 @FUZZ
 @given(st.text(max_size=3000))
 def test_text_parsers_never_raise(text: str) -> None:
-    """scontrol, plain squeue, dependency, duration and state parsers accept any text."""
-    parse_scontrol_all(text)
-    parse_squeue_plain(text, cluster="c", now=NOW)
-    parse_dependency(text)
-    parse_duration(text)
-    parse_state(text)
+    """scontrol, plain squeue, dependency, duration and state parsers accept any text, and
+    what they return is well formed."""
+    jobs = parse_scontrol_all(text)
+    assert all(job_id and all(isinstance(v, str) for v in fields.values())
+               for job_id, fields in jobs.items())
+    records = parse_squeue_plain(text, cluster="c", now=NOW)
+    assert len(records) <= len(text.splitlines())
+    assert all(r.cluster == "c" and r.job_id for r in records)
+    assert all(d and "," not in d for d in parse_dependency(text))
+    seconds = parse_duration(text)
+    assert seconds is None or seconds >= 0
+    assert isinstance(parse_state(text), JobState)
 
 
 def test_huge_scontrol_line() -> None:

@@ -1,0 +1,180 @@
+"""How a status table is drawn: a rich SQUARE box rendered at an explicit width, no colour.
+
+Policy: every line fits the requested width. Numeric cells never wrap; text cells (Job,
+Trend, Note) wrap inside the box and fold over-long words; when even the narrowest text
+columns would not fit, optional metric columns are folded into the last column's text
+(``H 0.512 LR 0.012``) before rich may squeeze anything, so the box never breaks. The Job
+column keeps up to :data:`NAME_ROOM` columns while prose keeps :data:`TEXT_FLOOR`. Control
+characters become spaces first (:func:`report.cells.printable`): they would shift the box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from io import StringIO
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from report.cells import DASH, printable
+from report.layouts import Column, Row
+
+TEXT_MIN_WIDTH = 12
+"""Narrowest any wrapping text column may ever get (very narrow widths)."""
+NAME_FLOOR = 24
+"""Job names wrap mid-word below this; optional metric columns fold first."""
+NAME_ROOM = 28
+"""Widest the Job column gets while the prose columns can still keep ``TEXT_FLOOR``."""
+TEXT_FLOOR = 18
+"""Trend/Note read as prose down to about this width; optional metric columns fold first."""
+
+
+@dataclass(frozen=True)
+class RenderedTable:
+    """One titled box table; ``header_lines``/``row_heights`` let chunkers split between rows."""
+
+    bucket: str
+    title: str
+    text: str
+    header_lines: int = 1
+    row_heights: tuple[int, ...] = ()
+
+
+def _console(width: int, file: StringIO) -> Console:
+    return Console(
+        width=width, file=file, color_system=None, force_terminal=False,
+        legacy_windows=False, no_color=True, highlight=False, emoji=False, soft_wrap=False,
+        markup=False,
+    )
+
+
+def _min_width(columns: Sequence[Column], cells: Sequence[Sequence[str]]) -> int:
+    """Narrowest the table can be with these columns without squeezing any number."""
+    total = len(columns) + 1  # vertical rules
+    for index, column in enumerate(columns):
+        natural = max([cell_len(column.header)] + [cell_len(row[index]) for row in cells])
+        if column.numeric:
+            total += natural + 2
+        else:
+            total += _text_floor(index, column, natural) + 2
+    return total
+
+
+def _text_floor(index: int, column: Column, natural: int) -> int:
+    """The width a text column keeps before optional columns fold (names get more room)."""
+    longest_header_word = max(cell_len(word) for word in column.header.split())
+    floor = NAME_FLOOR if index == 0 else TEXT_FLOOR
+    return min(natural, max(floor, longest_header_word))
+
+
+def _text_widths(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], width: int,
+) -> dict[int, int]:
+    """Fixed widths for the text columns when they must wrap, so the Job column keeps room.
+
+    Left alone, rich shrinks the widest wrapping columns first until Job and Trend end up
+    equally narrow and names wrap mid-word; its ``min_width`` can push a table past the width.
+    Here the job name gets up to ``NAME_ROOM`` columns while the other text columns can keep
+    ``TEXT_FLOOR``, and those share what is left in proportion to their natural width.
+    """
+    text = [i for i, c in enumerate(columns) if not c.numeric]
+    natural = {i: _natural(i, c, cells) for i, c in enumerate(columns)}
+    fixed = sum(natural[i] + 2 for i in natural if i not in text) + len(columns) + 1
+    avail = width - fixed - 2 * len(text)
+    if not text or sum(natural[i] for i in text) <= avail or avail < TEXT_MIN_WIDTH * len(text):
+        return {}
+    out: dict[int, int] = {}
+    rest = text
+    if text[0] == 0 and len(text) > 1:
+        keep_others = sum(min(natural[i], TEXT_FLOOR) for i in text[1:])
+        out[0] = min(natural[0], max(TEXT_MIN_WIDTH, min(NAME_ROOM, avail - keep_others)))
+        avail -= out[0]
+        rest = text[1:]
+    total = sum(natural[i] for i in rest)
+    for i in rest:
+        share = avail * natural[i] // max(total, 1)
+        out[i] = min(natural[i], max(min(TEXT_MIN_WIDTH, natural[i]), share))
+    spare = avail - sum(out[i] for i in rest)
+    # Rounding and floors leave a little over or under: give it to (or take it from) the
+    # widest columns, never squeezing one below its floor, so numbers are never truncated.
+    for i in sorted(rest, key=lambda i: -out[i]):
+        if spare > 0:
+            step = min(spare, natural[i] - out[i])
+        else:
+            step = max(spare, min(0, TEXT_MIN_WIDTH - out[i]))
+        out[i] += step
+        spare -= step
+    return out
+
+
+def _natural(index: int, column: Column, cells: Sequence[Sequence[str]]) -> int:
+    return max([cell_len(column.header)] + [cell_len(row[index]) for row in cells])
+
+
+def fold_cells(
+    layout: Sequence[Column], rows: Sequence[Row], width: int,
+) -> tuple[list[Column], list[list[str]]]:
+    """Drop optional columns (lowest rank first) into the last column until the table fits."""
+    kept = list(layout)
+    folded: list[Column] = []
+    optional = sorted((c for c in layout if c.fold_label), key=lambda c: c.fold_rank)
+    while True:
+        cells = [_row_cells(layout, kept, folded, row) for row in rows]
+        if not optional or _min_width(kept, cells) <= width:
+            return kept, cells
+        column = optional.pop(0)
+        kept.remove(column)
+        folded.append(column)
+
+
+def _row_cells(
+    layout: Sequence[Column], kept: Sequence[Column], folded: Sequence[Column], row: Row,
+) -> list[str]:
+    cells = [printable(column.cell(row)) for column in kept]
+    if folded:
+        parts = []
+        # Layout order, so a folded row reads like the full-width header did.
+        for column in (c for c in layout if c in folded):
+            value = printable(column.cell(row))
+            if value == DASH:  # not emitted yet: a folded "—" per row is noise, not news
+                continue
+            parts.append(value if value.startswith("imp ") else f"{column.fold_label} {value}")
+        if parts:
+            cells[-1] = " ".join(parts) + "; " + cells[-1]
+    return cells
+
+
+def render_box(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], *, width: int,
+    bucket: str = "", title: str = "",
+) -> RenderedTable:
+    """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide."""
+    table = Table(box=box.SQUARE, padding=(0, 1), highlight=False)
+    widths = _text_widths(columns, cells, width)
+    for index, column in enumerate(columns):
+        table.add_column(
+            Text(column.header, justify="center"),
+            no_wrap=column.numeric,
+            overflow="ellipsis" if column.numeric else "fold",
+            width=widths.get(index),
+        )
+    for row in cells:
+        table.add_row(*(Text(printable(cell)) for cell in row))
+    text = _print(table, width)
+    # Same widths with a rule between rows: the rules reveal where each wrapped row ends.
+    table.show_lines = True
+    ruled = _print(table, width).split("\n")
+    rules = [i for i, line in enumerate(ruled) if line.startswith("├")]
+    heights = tuple(b - a - 1 for a, b in zip(rules, [*rules[1:], len(ruled) - 1], strict=True))
+    return RenderedTable(bucket=bucket, title=title, text=text, header_lines=rules[0] - 1,
+                         row_heights=heights if cells else ())
+
+
+def _print(table: Table, width: int) -> str:
+    buffer = StringIO()
+    _console(width, buffer).print(table)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").split("\n"))

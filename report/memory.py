@@ -1,0 +1,199 @@
+"""Sweep memory: what one sweep leaves for the next, and when a failure is recurring.
+
+Policy (seed: "Recurring identical failures are not transient"; "a recurring death at a fixed
+interval is NOT transient"):
+
+- Attempts of one run share a *memory key* ``cluster:name stem`` (restart suffixes stripped,
+  :func:`report.chain.name_stem`).
+- A failed attempt (verdict ``failed`` in a failed scheduler state, TIMEOUT included) leaves a
+  :class:`~report.models.FailureSignature`: the first fault's kind (else ``exit<code>``), its
+  text with ids, numbers, hex and paths normalised away, and the elapsed time.
+- Two signatures are the same failure when kind and text agree; for SIGTERM the elapsed times
+  must also agree within :data:`SAME_INTERVAL` (a fixed-interval death, not a one-off kill).
+- An attempt is *recurring* when it fails the same way as the run's latest earlier attempt
+  (:func:`repeated_failure`). The judge's ``recurring-failure`` flag and the bot's incident
+  files both follow this one decision; nothing else compares failures.
+- Memory keeps chain edges (SLURM forgets fulfilled dependencies), the last
+  :data:`MEMORY_SIGNATURES_KEPT` signatures per run and the RL run fingerprints seen healthy.
+  An unreachable cluster's edges are kept as they were: its chains are unknown, not gone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
+from report.chain import dependency_edges, name_stem, submit_order
+from report.findings import first_fault
+from report.judge_rl import run_fingerprint
+from report.models import FailureSignature, JobDetail, Report
+
+SAME_INTERVAL = 0.10
+"""Two SIGTERM deaths whose elapsed times differ by at most this fraction: a fixed interval."""
+MEMORY_SIGNATURES_KEPT = 20
+MEMORY_CONFIGS_KEPT = 2000
+
+_FAILED_ATTEMPT = frozenset({
+    JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED,
+    JobState.TIMEOUT,
+})
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+|/\S+", re.IGNORECASE)
+_TEXT_MAX = 80
+
+
+class SweepMemory(BaseModel):
+    """What the bot keeps in Redis between sweeps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    known_edges: dict[str, dict[str, str]] = {}
+    """cluster -> {predecessor id: successor id} (SLURM forgets fulfilled dependencies)."""
+    failure_signatures: dict[str, list[FailureSignature]] = {}
+    """``cluster:name stem`` -> signatures of earlier failed attempts, oldest first."""
+    seen_configs: dict[str, list[str]] = {}
+    """cluster -> run fingerprints already seen healthy (no deep-probe needed)."""
+
+    @field_validator("failure_signatures", mode="before")
+    @classmethod
+    def _read_legacy(cls, value: Any) -> Any:
+        # Memory written before signatures were a model held ``job|kind|text|elapsed`` strings;
+        # read them so an upgrade keeps recognising the failures it had already seen.
+        if not isinstance(value, Mapping):
+            return value
+        return {run: [_legacy(s) if isinstance(s, str) else s for s in signatures]
+                for run, signatures in value.items()}
+
+
+def _legacy(text: str) -> FailureSignature | str:
+    parts = text.split("|", 3)
+    if len(parts) != 4:
+        return text  # not a signature: let validation say so
+    job_id, kind, norm, elapsed = parts
+    return FailureSignature(job_id=job_id, kind=kind, text=norm,
+                            elapsed_s=int(elapsed) if elapsed.isdigit() else None)
+
+
+def memory_key(record: SchedulerRecord) -> str:
+    """``cluster:name stem``: attempts of one run share it across restarts."""
+    return f"{record.cluster}:{name_stem(record.name)}"
+
+
+def failure_signature(facts: JobFacts, verdict: str) -> FailureSignature | None:
+    """The signature of a failed attempt, else None (running, done, restarting jobs)."""
+    record = facts.record
+    if verdict != "failed" or record.state not in _FAILED_ATTEMPT:
+        return None
+    fault = first_fault(facts)
+    kind = fault.kind if fault else f"exit{record.exit_code}"
+    text = (fault.detail or fault.excerpt) if fault else record.state.value
+    return FailureSignature(
+        job_id=record.job_id, kind=kind,
+        text=_VOLATILE.sub("#", text.lower()).replace("|", "/")[:_TEXT_MAX],
+        elapsed_s=record.elapsed_s or None,
+    )
+
+
+def same_failure(current: FailureSignature, previous: FailureSignature) -> bool:
+    """Two attempts died the same way (SIGTERM: also after the same elapsed time)."""
+    if (current.kind, current.text) != (previous.kind, previous.text):
+        return False
+    if current.kind != "sigterm":
+        return True
+    a, b = current.elapsed_s, previous.elapsed_s
+    if not a or not b:
+        return False
+    return abs(a - b) <= SAME_INTERVAL * max(a, b)
+
+
+def repeated_failure(
+    current: FailureSignature, earlier: Sequence[FailureSignature],
+) -> FailureSignature | None:
+    """The latest earlier attempt (not this job) if ``current`` failed exactly like it."""
+    others = [s for s in earlier if s.job_id != current.job_id]
+    if others and same_failure(current, others[-1]):
+        return others[-1]
+    return None
+
+
+def earlier_attempts(
+    failed: Sequence[tuple[SchedulerRecord, FailureSignature]],
+) -> dict[tuple[str, str], list[FailureSignature]]:
+    """(cluster, job id) -> signatures of the same run's attempts submitted before it, oldest
+    first, among ``failed`` (one sweep's failed attempts with their signatures): the sweep
+    itself shows consecutive attempts when no memory of earlier sweeps exists."""
+    runs: dict[str, list[tuple[SchedulerRecord, FailureSignature]]] = defaultdict(list)
+    for record, signature in failed:
+        runs[memory_key(record)].append((record, signature))
+    earlier: dict[tuple[str, str], list[FailureSignature]] = {}
+    for attempts in runs.values():
+        attempts.sort(key=lambda attempt: submit_order(attempt[0]))
+        for index, (record, _) in enumerate(attempts[1:], start=1):
+            earlier[(record.cluster, record.job_id)] = [s for _, s in attempts[:index]]
+    return earlier
+
+
+def with_earlier(
+    memory: SweepMemory | None, record: SchedulerRecord, before: Sequence[FailureSignature],
+) -> SweepMemory:
+    """``memory`` with this sweep's earlier attempts ``before`` appended to the run's list."""
+    base = memory or SweepMemory()
+    run = memory_key(record)
+    seen = {s.job_id for s in before} | {record.job_id}
+    signatures = [s for s in base.failure_signatures.get(run, []) if s.job_id not in seen]
+    return base.model_copy(
+        update={"failure_signatures": {**base.failure_signatures, run: [*signatures, *before]}})
+
+
+def next_memory(
+    report: Report,
+    details: Mapping[tuple[str, str], JobDetail],
+    clusters: Sequence[ClusterFacts],
+    previous: SweepMemory | None,
+) -> SweepMemory:
+    """What to remember for the next sweep: chain edges, failure signatures, healthy configs.
+
+    A job's signature is the one its :class:`JobDetail` carries (the one its incident file
+    gets), so memory and incidents never disagree about a failure.
+    """
+    prev = previous or SweepMemory()
+    signatures = {key: list(v) for key, v in prev.failure_signatures.items()}
+    seen = {name: list(v) for name, v in prev.seen_configs.items()}
+    facts_by_key = {(c.name, j.record.job_id): j for c in clusters for j in c.jobs}
+    for job in report.jobs:
+        facts = facts_by_key.get((job.cluster, job.job_id))
+        if facts is None:
+            continue
+        detail = details.get((job.cluster, job.job_id))
+        signature = detail.failure if detail is not None else failure_signature(facts, job.verdict)
+        if signature is not None:
+            known = signatures.setdefault(memory_key(facts.record), [])
+            if not any(s.job_id == job.job_id for s in known):
+                known.append(signature)
+                del known[:-MEMORY_SIGNATURES_KEPT]
+        if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
+            fingerprint = run_fingerprint(facts.record)
+            configs = seen.setdefault(job.cluster, [])
+            if fingerprint not in configs:
+                configs.append(fingerprint)
+                del configs[:-MEMORY_CONFIGS_KEPT]
+    edges = _next_edges(prev, clusters)
+    return SweepMemory(known_edges={k: v for k, v in edges.items() if v},
+                       failure_signatures=signatures, seen_configs=seen)
+
+
+def _next_edges(prev: SweepMemory, clusters: Sequence[ClusterFacts]) -> dict[str, dict[str, str]]:
+    edges = {name: dict(e) for name, e in prev.known_edges.items()}
+    for cluster in clusters:
+        if cluster.status != "ok":
+            continue  # an unreachable cluster's chains are unknown this sweep, not gone
+        records = [j.record for j in cluster.jobs]
+        ids = {r.job_id for r in records}
+        kept = {p: s for p, s in edges.get(cluster.name, {}).items() if p in ids or s in ids}
+        kept.update(dependency_edges(records))
+        edges[cluster.name] = kept
+    return edges

@@ -1,0 +1,68 @@
+"""Test tiers: markers from the fixtures a test uses, and the shared real-Redis fixture.
+
+Policy (STYLE "Tests, by tier"): a test's tier is what it needs, and what it needs is its
+fixtures, so the markers are applied here, once, instead of by hand:
+
+- ``slurm``: the test uses ``slurm_env`` (the local SLURM 22.05 and sshd of scripts/services);
+- ``redis``: the test uses ``redis_server`` (directly, or through ``store``, ``harness`` and
+  every other Redis-backed fixture, which all depend on it);
+- ``e2e``: the test lives under ``tests/e2e/`` (explicit ``pytest.mark.e2e`` marks stay).
+
+``pytest -m "not slurm and not redis"`` then runs the pure tiers and the in-process peers only.
+A service that is missing skips its tests with the reason, except under ``CI=true``, where
+``bash scripts/services`` is run once and the tests FAIL if the service is still missing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import redis
+from redis.exceptions import RedisError
+
+ROOT = Path(__file__).resolve().parents[1]
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every collected test with the tiers its fixtures (and folder) put it in."""
+    e2e = config.rootpath / "tests" / "e2e"
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ()))
+        if "slurm_env" in needs:
+            item.add_marker(pytest.mark.slurm)
+        if "redis_server" in needs:
+            item.add_marker(pytest.mark.redis)
+        if item.path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.e2e)
+
+
+def redis_unavailable(url: str | None = None) -> str | None:
+    """Why the Redis at ``url`` (default :data:`REDIS_URL`) cannot be used, or None when it
+    answers a PING."""
+    url = url or REDIS_URL
+    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        client.ping()
+    except RedisError as exc:
+        return f"Redis at {url} does not answer: {exc}"
+    finally:
+        client.close()
+    return None
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> str:
+    """The real Redis's URL; skipped with the reason (or, under CI, started and required)."""
+    reason = redis_unavailable()
+    if reason and os.environ.get("CI") == "true":
+        subprocess.run(["bash", str(ROOT / "scripts" / "services")], check=False, timeout=900)
+        reason = redis_unavailable()
+        if reason:
+            pytest.fail(f"Redis unavailable under CI: {reason}")
+    if reason:
+        pytest.skip(reason)
+    return REDIS_URL
