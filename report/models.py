@@ -7,7 +7,7 @@ JSON are all rendered from a :class:`Report`; nothing renders from raw probe fac
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -95,6 +95,14 @@ class SignalEvidence(_Out):
     why: str
 
 
+class DeepProbe(_Out):
+    """A deep probe's result (CONTRACT §3 ``deep_probe``): verdict, quoted reasons, what it read."""
+
+    verdict: Literal["KILL", "NO-KILL"]
+    reasons: list[str]
+    read: dict[str, Any]
+
+
 class JobReport(_Out):
     """One job object of the JSON contract (§3), plus non-contract detail under ``detail``."""
 
@@ -115,6 +123,8 @@ class JobReport(_Out):
     successor: str | None
     log_path: str | None
     recommendation: Recommendation | None
+    deep_probe: DeepProbe | None = None
+    """Present once a deep probe has run (``jobtables probe``, the Slack button, auto-probe)."""
 
 
 class JobDetail(_Out):
