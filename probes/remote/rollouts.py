@@ -29,12 +29,13 @@ reported in ``skipped``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
 import sys
 import time
-from typing import Any, Dict, List, Optional  # noqa: UP035 - Python 3.7 on login nodes
+from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 PROTOCOL = 1
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
@@ -62,23 +63,23 @@ class _Budget:
         self.deadline = time.monotonic() + float(limits["deadline_s"])
         self.bytes_read = 0
         self.files_opened = 0
-        self.skipped: List[str] = []
+        self.skipped: list[str] = []
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
 
 
-def read_regular(path: str, limit: int, budget: _Budget) -> Optional[bytes]:
+def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
     """At most ``limit`` bytes of a regular file; ``None`` for anything else or an error."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         if not isinstance(exc, FileNotFoundError):
-            budget.skipped.append("%s: %s" % (path, type(exc).__name__))
+            budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            budget.skipped.append("%s: not a regular file" % path)
+            budget.skipped.append(f"{path}: not a regular file")
             return None
         budget.files_opened += 1
         chunks = []
@@ -93,13 +94,13 @@ def read_regular(path: str, limit: int, budget: _Budget) -> Optional[bytes]:
         budget.bytes_read += len(data)
         return data
     except OSError as exc:
-        budget.skipped.append("%s: %s" % (path, type(exc).__name__))
+        budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     finally:
         os.close(fd)
 
 
-def list_dir(path: str, budget: _Budget) -> Optional[List[Any]]:
+def list_dir(path: str, budget: _Budget) -> list[Any] | None:
     """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed."""
     out = []
     try:
@@ -107,7 +108,7 @@ def list_dir(path: str, budget: _Budget) -> Optional[List[Any]]:
             for entry in it:
                 out.append((entry.name, entry.is_dir(follow_symlinks=False)))
                 if len(out) >= budget.max_listing:
-                    budget.skipped.append("%s: listing cut at %d" % (path, budget.max_listing))
+                    budget.skipped.append(f"{path}: listing cut at {budget.max_listing}")
                     break
     except OSError:
         return None
@@ -115,7 +116,7 @@ def list_dir(path: str, budget: _Budget) -> Optional[List[Any]]:
     return out
 
 
-def _json(raw: Optional[bytes]) -> Any:
+def _json(raw: bytes | None) -> Any:
     if raw is None:
         return None
     try:
@@ -128,28 +129,28 @@ def _dict(value: Any) -> Json:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     number = float(value)
-    return number if number == number and abs(number) != float("inf") else None
+    return number if math.isfinite(number) else None
 
 
-def _cut(value: Any, budget: _Budget) -> Optional[str]:
+def _cut(value: Any, budget: _Budget) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text[:budget.max_text]
 
 
-def _sample(names: List[str], k: int) -> List[str]:
+def _sample(names: list[str], k: int) -> list[str]:
     """``k`` names spread evenly over the sorted list (always the first and the last)."""
     if len(names) <= k:
         return list(names)
     if k <= 1:
         return names[-1:]
     step = (len(names) - 1) / float(k - 1)
-    return [names[int(round(i * step))] for i in range(k)]
+    return [names[round(i * step)] for i in range(k)]
 
 
 # -- Harbor trials --------------------------------------------------------------------------
@@ -163,9 +164,9 @@ def _message_text(message: Any) -> str:
     return ""
 
 
-def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> List[str]:
+def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> list[str]:
     """The agent's last messages: ``agent/trajectory.json`` (ATIF), else ``all_messages``."""
-    texts: List[str] = []
+    texts: list[str] = []
     trajectory = _json(read_regular(os.path.join(trial_dir, "agent", "trajectory.json"),
                                     budget.max_file_bytes, budget))
     steps = _dict(trajectory).get("steps")
@@ -180,7 +181,7 @@ def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> List[str]:
     return [t[:budget.max_text] for t in texts[-3:]]
 
 
-def _trial(trial_dir: str, budget: _Budget) -> Optional[Json]:
+def _trial(trial_dir: str, budget: _Budget) -> Json | None:
     result = _json(read_regular(os.path.join(trial_dir, "result.json"), budget.max_file_bytes,
                                 budget))
     if not isinstance(result, dict):
@@ -205,7 +206,7 @@ def _trial(trial_dir: str, budget: _Budget) -> Optional[Json]:
     }
 
 
-def _trial_dirs(root: str, budget: _Budget) -> List[str]:
+def _trial_dirs(root: str, budget: _Budget) -> list[str]:
     """Every trial dir under a job dir, or under each job dir of a ``jobs_dir`` (bounded)."""
     entries = list_dir(root, budget)
     if entries is None:
@@ -213,7 +214,7 @@ def _trial_dirs(root: str, budget: _Budget) -> List[str]:
     names = [n for n, _ in entries]
     if "result.json" in names or "config.json" in names:
         return [os.path.join(root, n) for n, is_dir in entries if is_dir]
-    found: List[str] = []
+    found: list[str] = []
     for name, is_dir in entries:
         if not is_dir or len(found) >= budget.max_listing:
             continue
@@ -224,9 +225,9 @@ def _trial_dirs(root: str, budget: _Budget) -> List[str]:
     return found[:budget.max_listing]
 
 
-def collect_trials(roots: List[str], budget: _Budget) -> Json:
+def collect_trials(roots: list[str], budget: _Budget) -> Json:
     """A sample of trials across the roots: how many were listed, and the sampled ones."""
-    listed: List[str] = []
+    listed: list[str] = []
     for root in roots:
         listed.extend(_trial_dirs(root, budget))
     trials: Json = {}
@@ -243,11 +244,11 @@ def collect_trials(roots: List[str], budget: _Budget) -> Json:
 # -- rollout dumps --------------------------------------------------------------------------
 
 
-def _line_sample(raw: bytes, kind: str, budget: _Budget) -> List[Json]:
+def _line_sample(raw: bytes, kind: str, budget: _Budget) -> list[Json]:
     lines = raw.split(b"\n")
     if len(raw) >= budget.max_file_bytes:
         lines = lines[:-1]  # the cut last line is not JSON
-    out: List[Json] = []
+    out: list[Json] = []
     for line in lines:
         if len(out) >= budget.max_lines:
             break
@@ -265,14 +266,14 @@ def _line_sample(raw: bytes, kind: str, budget: _Budget) -> List[Json]:
     return out
 
 
-def _chosen(steps: List[Any], budget: _Budget) -> List[Any]:
+def _chosen(steps: list[Any], budget: _Budget) -> list[Any]:
     """The first step (baseline) and the latest ``max_files``."""
     steps = sorted(steps)
     latest = steps[-budget.max_files:] if budget.max_files > 0 else []
     return ([steps[0]] if steps and steps[0] not in latest else []) + latest
 
 
-def _numbered(entries: List[Any], pattern: Any, dirs: bool) -> List[Any]:
+def _numbered(entries: list[Any], pattern: Any, dirs: bool) -> list[Any]:
     """``(step, name)`` for the entries whose name matches ``pattern`` (no walrus: 3.7)."""
     out = []
     for name, is_dir in entries:
@@ -282,12 +283,12 @@ def _numbered(entries: List[Any], pattern: Any, dirs: bool) -> List[Any]:
     return out
 
 
-def _verl_dir(path: str, entries: List[Any], budget: _Budget) -> Json:
+def _verl_dir(path: str, entries: list[Any], budget: _Budget) -> Json:
     files = _numbered(entries, _VERL_FILE, False)
     steps = []
     for step, name in _chosen(files, budget):
         if budget.expired():
-            budget.skipped.append("%s: deadline reached" % path)
+            budget.skipped.append(f"{path}: deadline reached")
             break
         raw = read_regular(os.path.join(path, name), budget.max_file_bytes, budget)
         if raw is not None:
@@ -296,7 +297,7 @@ def _verl_dir(path: str, entries: List[Any], budget: _Budget) -> Json:
             "steps": steps}
 
 
-def _skyrl_evals(path: str, entries: List[Any], budget: _Budget) -> Json:
+def _skyrl_evals(path: str, entries: list[Any], budget: _Budget) -> Json:
     dirs = _numbered(entries, _SKYRL_EVAL_DIR, True)
     steps = []
     for step, name in _chosen(dirs, budget):
@@ -313,7 +314,7 @@ def _skyrl_evals(path: str, entries: List[Any], budget: _Budget) -> Json:
             "steps": steps}
 
 
-def collect_dump(path: str, budget: _Budget) -> Optional[Json]:
+def collect_dump(path: str, budget: _Budget) -> Json | None:
     """One dump directory, recognised by its layout; ``None`` when it is none of ours."""
     entries = list_dir(path, budget)
     if entries is None:
