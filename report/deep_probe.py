@@ -54,7 +54,8 @@ class DeepProbeSettings(BaseModel):
     """A step is noise when this share of its samples is (garbage or one repeated token)."""
     repeat_token_share: float = 0.6
     repeat_min_tokens: int = 8
-    compression_factor: float = 1.6
+    compression_factor: float = 2.0
+    compression_min_bytes: int = 256
     log_ratio_jump: float = 5.0
     collapsed_group_share: float = 0.5
     ngram_overlap: float = 0.9
@@ -104,9 +105,10 @@ def repeated_unit(text: str, settings: DeepProbeSettings) -> str | None:
     return None
 
 
-def compression_ratio(texts: Iterable[str]) -> float | None:
+def compression_ratio(texts: Iterable[str], min_bytes: int = 256) -> float | None:
+    """zlib size / raw size of a step's outputs (too little text says nothing)."""
     data = "\n".join(texts).encode("utf-8", "replace")
-    return len(zlib.compress(data, 9)) / len(data) if len(data) >= 64 else None
+    return len(zlib.compress(data, 9)) / len(data) if len(data) >= min_bytes else None
 
 
 def _ngrams(text: str) -> set[str]:
@@ -178,8 +180,9 @@ class _Judge:
                     baseline: RolloutStep | None, where: str) -> bool:
         if baseline is None:
             return False
-        now = compression_ratio(s.output for s in step.samples)
-        then = compression_ratio(s.output for s in baseline.samples)
+        floor = self.s.compression_min_bytes
+        now = compression_ratio((s.output for s in step.samples), floor)
+        then = compression_ratio((s.output for s in baseline.samples), floor)
         if now is None or then is None or then <= 0:
             return False
         factor = now / then
