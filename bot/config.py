@@ -73,6 +73,8 @@ class DeepProbeSection(_Strict):
 
     auto: bool = False
     """True: the scheduler probes each newly flagged ``deep-probe`` run once by itself."""
+    offer: bool = False
+    """True: each newly flagged run gets one message with the Deep-probe button (no probe)."""
     plan: ReadPlan = Field(default_factory=ReadPlan)
     judge: DeepProbeSettings = Field(default_factory=DeepProbeSettings)
 

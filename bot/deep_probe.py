@@ -12,8 +12,8 @@ Policy:
 * A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
   exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
   ``no-kill`` run it is a recommendation with an ``acknowledge`` button.
-* After each scheduled sweep, every running ``deep-probe`` run is handled ONCE per run: the
-  verdict (auto-probe, ``[deep_probe] auto = true``) or the button offer is posted to the owner's
+* After each scheduled sweep, with ``[deep_probe] auto = true`` (probe and post the verdict) or
+  ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it is posted to the owner's
   DM (``slack.owners``) or ``slack.channel``, and recorded in Redis (``doc:deep_probe:{cluster}:
   {job}``, kept ``redis.expire_hours``) so no sweep, restart or replica repeats it.
 """
@@ -215,7 +215,9 @@ async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
 
 async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str]:
     """Offer (or, with ``auto``, run) the deep probe once per newly flagged running run."""
-    handled = []
+    handled: list[str] = []
+    if not (config.deep_probe.auto or config.deep_probe.offer):
+        return handled
     for detail in result.details.values():
         job = detail.report
         if "deep-probe" not in job.flags or job.state is not JobState.RUNNING:

@@ -25,7 +25,8 @@ from probes.remote.script import build_rollouts_script  # noqa: E402
 from probes.rollouts import rollout_facts  # noqa: E402
 from report.deep_probe import judge_rollouts  # noqa: E402
 
-TRIAL = next((ROOT / "tests/fixtures/harbor-0.26.0/jobs/2026-11-30__10-00-00").glob("*/result.json"))
+JOB = ROOT / "tests/fixtures/harbor-0.26.0/jobs/2026-11-30__10-00-00"
+TRIAL = next(JOB.glob("*/result.json"))
 
 
 def build(tmp: Path) -> tuple[Path, Path]:
@@ -66,8 +67,9 @@ def main() -> None:
             started = time.perf_counter()
             verdict = judge_rollouts(rollout_facts(answer))
             judge_s = time.perf_counter() - started
-            print(f"{label:20s} reader {wall * 1000:8.1f} ms (on-node {answer['elapsed_s'] * 1000:8.1f}"
-                  f" ms), files {answer['files_opened']:6d}, bytes {answer['bytes_read']:11,d}, "
+            node_ms = answer["elapsed_s"] * 1000
+            print(f"{label:20s} reader {wall * 1000:8.1f} ms (on-node {node_ms:8.1f} ms)"
+                  f", files {answer['files_opened']:6d}, bytes {answer['bytes_read']:11,d}, "
                   f"answer {len(json.dumps(answer)):10,d} B, judge {judge_s * 1000:7.1f} ms, "
                   f"{verdict.verdict}")
 

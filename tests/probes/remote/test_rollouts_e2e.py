@@ -18,6 +18,7 @@ from probes.slurm.transport import SshRunner
 from tests.probes.slurm.conftest import SlurmEnv, slurm_env  # noqa: F401 - the fixture
 
 FIX = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "trl-1.16.0"
+WRITE = "import sys;open(sys.argv[1],'w').write(sys.stdin.read())"
 
 
 async def _submit(env: SlurmEnv, run_dir: str, mode: str) -> str:
@@ -25,11 +26,9 @@ async def _submit(env: SlurmEnv, run_dir: str, mode: str) -> str:
     try:
         log = (FIX / f"probe_{mode}.out").read_bytes().decode("utf-8", "replace")
         await runner.run(["mkdir", "-p", f"{run_dir}/{mode}"])
-        await runner.run(["python3", "-c", "import sys;open(sys.argv[1],'w').write(sys.stdin.read())",
-                          f"{run_dir}/{mode}/train.log"], stdin=log)
+        await runner.run(["python3", "-c", WRITE, f"{run_dir}/{mode}/train.log"], stdin=log)
         script = f"#!/bin/bash\ncat {run_dir}/{mode}/train.log\nsleep 300\n"
-        await runner.run(["python3", "-c", "import sys;open(sys.argv[1],'w').write(sys.stdin.read())",
-                          f"{run_dir}/{mode}/job.sbatch"], stdin=script)
+        await runner.run(["python3", "-c", WRITE, f"{run_dir}/{mode}/job.sbatch"], stdin=script)
         res = await runner.run(["sbatch", "--parsable", "-J", f"rl-grpo-probe-{mode}",
                                 "--chdir", f"{run_dir}/{mode}", f"{run_dir}/{mode}/job.sbatch"])
         return res.stdout.strip().split(";")[0]

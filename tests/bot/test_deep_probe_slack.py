@@ -19,13 +19,13 @@ from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job,
 from tests.bot.conftest import Harness, make_config, running_bot
 from tests.bot.fake_slack import FakeSlack
 from tests.probes.remote.test_rollouts_e2e import _cleanup, _submit
-from tests.probes.slurm.conftest import SlurmEnv, slurm_env  # noqa: F401 - the fixture
+from tests.probes.slurm.conftest import SlurmEnv, slurm_env
 
 _ = slurm_env
 
 
 @pytest.fixture(scope="module")
-def corrupt_job(slurm_env: SlurmEnv) -> Iterator[str]:  # noqa: F811
+def corrupt_job(slurm_env: SlurmEnv) -> Iterator[str]:
     run_dir = f"{slurm_env.scratch}/probe-bot-{secrets.token_hex(4)}"
     job_id = asyncio.run(_submit(slurm_env, run_dir, "corrupt"))
     try:
@@ -42,8 +42,8 @@ def _config(base: Config, env: SlurmEnv, **changes: object) -> Config:
 
 
 @pytest.fixture
-async def probing(slack: FakeSlack, store: object, sweeper: FakeSweeper, clock: FakeClock,
-                  slurm_env: SlurmEnv, corrupt_job: str, prefix: str,  # noqa: F811
+async def probing(*, slack: FakeSlack, store: object, sweeper: FakeSweeper, clock: FakeClock,
+                  slurm_env: SlurmEnv, corrupt_job: str, prefix: str,
                   tmp_path: Path) -> AsyncIterator[Harness]:
     flagged = detail(job(corrupt_job, "rl-grpo-probe-corrupt", flags=("deep-probe",)))
     sweeper.make = lambda: sweep_result([flagged], at=clock())
@@ -83,7 +83,7 @@ async def test_button_posts_kill_in_thread_with_cancel(probing: Harness,
 
 
 async def test_no_kill_makes_it_a_recommendation(probing: Harness, corrupt_job: str,
-                                                 slurm_env: SlurmEnv) -> None:  # noqa: F811
+                                                 slurm_env: SlurmEnv) -> None:
     """With no_kill there is no cancel button: an acknowledge-only recommendation."""
     probing.sweeper.conf = _config(probing.sweeper.conf, slurm_env, no_kill=True)
     await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
@@ -101,7 +101,7 @@ async def test_bad_button_value_runs_nothing(probing: Harness) -> None:
 
 
 async def test_auto_probe_runs_once_per_run(probing: Harness, corrupt_job: str) -> None:
-    """[deep_probe] auto: the flagged run is probed and DMed once; the next sweep repeats nothing."""
+    """[deep_probe] auto: the run is probed and DMed once; the next sweep repeats nothing."""
     bot, config = probing.bot, probing.sweeper.conf
     result = probing.sweeper.make()
     assert await after_sweep(bot, result, config) == [f"alpha:{corrupt_job}"]
@@ -113,11 +113,18 @@ async def test_auto_probe_runs_once_per_run(probing: Harness, corrupt_job: str) 
     assert doc["by"] == "scheduler" and doc["deep_probe"]["verdict"] == "KILL"
 
 
+async def test_neither_auto_nor_offer_posts_nothing(probing: Harness) -> None:
+    config = probing.sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection()})
+    assert await after_sweep(probing.bot, probing.sweeper.make(), config) == []
+    assert not probing.slack.to("/api/chat.postMessage")
+
+
 async def test_offer_without_auto(probing: Harness, corrupt_job: str) -> None:
     """Without auto the run gets one offer carrying the Deep-probe button, nothing probed."""
-    config = probing.sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection()})
+    config = probing.sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection(offer=True)})
     result = probing.sweeper.make()
     assert await after_sweep(probing.bot, result, config) == [f"alpha:{corrupt_job}"]
     (post,) = probing.slack.to("/api/chat.postMessage")
+    assert "Deep probe of" not in blocks_text(post.params["blocks"])
     assert '"deep_probe"' in str(post.params["blocks"]).replace("'", '"')
     assert "Deep-probe" in str(post.params["blocks"])
