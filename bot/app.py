@@ -240,6 +240,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     png = await asyncio.to_thread(render_history_png, detail)
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+    blocks.extend(deep_probe.row_actions(detail))  # the Deep-probe button on deep-probe rows
     await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks[:50],
                   response_type="ephemeral")
     if png:

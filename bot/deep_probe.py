@@ -12,10 +12,13 @@ Policy:
 * A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
   exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
   ``no-kill`` run it is a recommendation with an ``acknowledge`` button.
-* After each scheduled sweep, with ``[deep_probe] auto = true`` (probe and post the verdict) or
-  ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it is posted to the owner's
-  DM (``slack.owners``) or ``slack.channel``, and recorded in Redis (``doc:deep_probe:{cluster}:
-  {job}``, kept ``redis.expire_hours``) so no sweep, restart or replica repeats it.
+* After each scheduled sweep, with ``[deep_probe] auto = true`` (probe, post the verdict) or
+  ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it goes
+  to the owner's DM (``slack.owners``) or ``slack.channel`` and is recorded in Redis
+  (``doc:deep_probe:{cluster}:{job}``, kept ``redis.expire_hours``) so no sweep, restart or
+  replica repeats it. A failed auto-probe releases that claim: the next sweep tries again.
+* A ``deep-probe`` row in a ``/job`` answer carries the button too; pressed on that ephemeral
+  answer, the verdict comes back ephemerally to the presser (an ephemeral message has no thread).
 """
 
 from __future__ import annotations
@@ -152,11 +155,26 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
     return blocks
 
 
+def _summary(detail: JobDetail) -> str:
+    job = detail.report
+    if job.deep_probe is None:
+        return f"Deep-probe {job.cluster}:{job.job_id}?"
+    return f"Deep probe of {job.cluster}:{job.job_id}: {job.deep_probe.verdict}"
+
+
+def row_actions(detail: JobDetail) -> list[dict[str, Any]]:
+    """The Deep-probe button under a ``deep-probe`` row (``/job``); nothing for other rows."""
+    job = detail.report
+    if "deep-probe" not in job.flags or job.state is not JobState.RUNNING:
+        return []
+    return [{"type": "actions", "block_id": "deep_probe_row",
+             "elements": [_button(DEEP_PROBE, "Deep-probe", f"{job.cluster}:{job.job_id}")]}]
+
+
 async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
                 thread_ts: str | None = None) -> dict[str, Any] | None:
     job = detail.report
-    text = f"Deep probe of {job.cluster}:{job.job_id}: {job.deep_probe.verdict}" \
-        if job.deep_probe else f"Deep-probe {job.cluster}:{job.job_id}?"
+    text = _summary(detail)
     blocks = verdict_blocks(detail, config) if job.deep_probe else offer_blocks(detail)
     try:
         posted = await bot.client.chat_postMessage(channel=channel, text=text, blocks=blocks,
@@ -195,8 +213,12 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
                       response_type="ephemeral", replace_original=False)
         return
     await _remember(bot, config, detail, by=press.user_id)
-    if press.channel_id:
-        await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+    if (body.get("container") or {}).get("is_ephemeral") or not press.channel_id:
+        # An ephemeral `/job` answer has no thread: the verdict goes back to the presser only.
+        await respond(text=_summary(detail), blocks=verdict_blocks(detail, config),
+                      response_type="ephemeral", replace_original=False)
+        return
+    await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
 
 
 async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
@@ -211,6 +233,13 @@ async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
     except StoreUnavailable as exc:
         log.warning("deep-probe verdict not remembered", error=str(exc))
         return not only_new
+
+
+async def _forget(bot: Bot, cluster: str, job_id: str) -> None:
+    try:
+        await bot.store.delete_doc(memory_name(cluster, job_id))
+    except StoreUnavailable as exc:
+        log.warning("deep-probe claim not released", error=str(exc))
 
 
 async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str]:
@@ -229,8 +258,9 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
             try:
                 shown = await run_deep_probe(config, job.cluster, job.job_id)
             except (UserError, ProbeError) as exc:
-                log.warning("auto deep probe failed", ref=f"{job.cluster}:{job.job_id}",
-                            error=str(exc))
+                log.warning("auto deep probe failed; the next sweep retries",
+                            ref=f"{job.cluster}:{job.job_id}", error=str(exc))
+                await _forget(bot, job.cluster, job.job_id)
                 continue
             await _remember(bot, config, shown, by="scheduler")
         owner = config.slack.owners.get(job.user or "")

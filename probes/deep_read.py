@@ -6,7 +6,8 @@ Policy: ONE runner (one SSH connection) serves the whole probe: ``SlurmProbe.col
 it, and it is closed once at the end. Where to read is data, never a command line: the
 cluster's ``trial_roots``, the configured rollout/validation dump directories (placeholders
 ``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the log
-(``Dumped generations to ...``; a relative one is taken relative to the job's workdir). A
+(``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and one
+outside the workdir is not read: the log is the job's own text). A
 reader that fails (no ``python3``, unreadable answer) leaves the probe with what the log
 printed; it is reported in ``skipped``, never raised.
 """
@@ -32,6 +33,13 @@ from probes.rollouts import (
 )
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
+
+MAX_LOGGED_DIRS = 4
+"""Dump directories taken from the log (the latest named ones)."""
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 class _Shared:
@@ -69,12 +77,16 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
         return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
                             user=r.user)
 
-    logged = [d if posixpath.isabs(d) or not r.workdir else posixpath.join(r.workdir, d)
+    logged = [posixpath.normpath(d if posixpath.isabs(d) or not r.workdir
+                                 else posixpath.join(r.workdir, d))
               for d in dump_dirs_in_log(facts.log.text if facts.log else "")]
+    # The log is the job's text: a directory it names is read only inside the job's own
+    # workdir, so a log cannot steer the probe account to someone else's files.
+    inside = [d for d in logged if r.workdir and _under(d, posixpath.normpath(r.workdir))]
     roles: dict[str, DumpRole] = {}
     for path in fill(plan.validation_dirs):
         roles[path] = "validation"
-    for path in [*logged, *fill(plan.rollout_dirs)]:
+    for path in [*inside[-MAX_LOGGED_DIRS:], *fill(plan.rollout_dirs)]:
         role: DumpRole = "validation" if "val" in posixpath.basename(path).lower() else "rollout"
         roles.setdefault(posixpath.normpath(path), role)
     limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})

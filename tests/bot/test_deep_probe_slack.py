@@ -128,3 +128,42 @@ async def test_offer_without_auto(probing: Harness, corrupt_job: str) -> None:
     assert "Deep probe of" not in blocks_text(post.params["blocks"])
     assert '"deep_probe"' in str(post.params["blocks"]).replace("'", '"')
     assert "Deep-probe" in str(post.params["blocks"])
+
+
+async def test_job_row_carries_the_button_and_answers_ephemerally(probing: Harness,
+                                                                  corrupt_job: str) -> None:
+    """`/job` on a deep-probe row shows the button; pressed there, the verdict is ephemeral."""
+    import json
+    import urllib.parse
+
+    from tests.bot.fake_slack import action_body, signed_headers
+
+    _status, hook = await probing.command("/job", f"alpha:{corrupt_job}")
+    (answer,) = await probing.slack.wait_for(hook)
+    assert '"deep_probe"' in json.dumps(answer.params["blocks"])
+    body = action_body("deep_probe", f"alpha:{corrupt_job}", user="UALICE",
+                       response_url=probing.slack.response_url("eph"))
+    payload = json.loads(urllib.parse.unquote(body.removeprefix("payload=")))
+    payload["container"]["is_ephemeral"] = True
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    status, _ = await probing.post(body, signed_headers(body))
+    assert status == 200
+    (reply,) = await probing.slack.wait_for("/webhook/eph", within=60)
+    assert reply.params["response_type"] == "ephemeral"
+    assert "KILL" in blocks_text(reply.params["blocks"])
+    assert not probing.slack.to("/api/chat.postMessage")
+
+
+async def test_failed_auto_probe_is_retried_next_sweep(probing: Harness,
+                                                       slurm_env: SlurmEnv) -> None:  # noqa: F811
+    """An auto-probe that cannot reach the cluster releases its claim instead of muting it."""
+    from tests.probes.slurm.conftest import closed_port
+
+    config = probing.sweeper.conf
+    dead = config.model_copy(update={"clusters": (slurm_env.cluster(
+        name="alpha", port=closed_port(), connect_timeout_s=2.0),)})
+    result = probing.sweeper.make()
+    assert await after_sweep(probing.bot, result, dead) == []
+    assert not probing.slack.to("/api/chat.postMessage")
+    ref = next(iter(result.details))
+    assert await after_sweep(probing.bot, result, config) == [f"{ref[0]}:{ref[1]}"]

@@ -166,3 +166,25 @@ def test_nothing_read_is_no_kill_and_says_so() -> None:
 
 def test_quote_escapes_and_truncates() -> None:
     assert quote('a"\x1b\nb' + "x" * 100, 10) == '"a\\"\\x1b\\nbxxxxx…"'
+
+
+def test_agent_messages_turned_to_noise(tmp_path: Path) -> None:
+    """Trials whose agents' last messages are byte noise fire garbage; sane ones do not."""
+    import json
+
+    def job(messages: list[str]) -> RolloutFacts:
+        root = tmp_path / f"j{len(list(tmp_path.iterdir()))}"
+        for i, message in enumerate(messages):
+            (root / f"t{i}" / "agent").mkdir(parents=True)
+            (root / f"t{i}" / "result.json").write_text(json.dumps(
+                {"verifier_result": {"rewards": {"reward": float(i % 2)}},
+                 "finished_at": "2026-12-01T00:00:00Z"}))
+            steps = [{"source": "agent", "message": message}]
+            (root / f"t{i}" / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+        (root / "result.json").write_text("{}")
+        return rollout_facts(collect_rollouts({"trial_roots": [str(root)]}))
+
+    noisy = kinds(job(["\ufffd\x02\ufffd\x03 \ufffd\x1e\ufffd"] * 4))
+    assert "weight-sync garbage at the agents' last messages (4 trials)" in noisy
+    assert kinds(job(["I ran the tests; 3 of 4 pass.", "Fixed the config.",
+                      "cat README.md", "Done: build is green."])).startswith("NO-KILL")
