@@ -155,7 +155,7 @@ async def test_job_row_carries_the_button_and_answers_ephemerally(probing: Harne
 
 
 async def test_failed_auto_probe_is_retried_next_sweep(probing: Harness,
-                                                       slurm_env: SlurmEnv) -> None:  # noqa: F811
+                                                       slurm_env: SlurmEnv) -> None:
     """An auto-probe that cannot reach the cluster releases its claim instead of muting it."""
     from tests.probes.slurm.conftest import closed_port
 
