@@ -90,7 +90,7 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
         role: DumpRole = "validation" if "val" in posixpath.basename(path).lower() else "rollout"
         roles.setdefault(posixpath.normpath(path), role)
     limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})
-    request = {**limits, "trial_roots": fill(cluster.trial_roots),
+    request = {**limits, "owner": r.user, "trial_roots": fill(cluster.trial_roots),
                "dump_dirs": unique(roles)}
     return request, roles
 

@@ -20,7 +20,9 @@ independent of the run's size:
   ``max_lines`` lines; every text field is cut to ``max_text`` characters.
 
 Every file is opened ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK`` and read only when ``fstat`` says it
-is a regular file (a symlink, FIFO or device is skipped, never followed or waited on);
+is a regular file (a symlink, FIFO or device is skipped, never followed or waited on) owned by
+the job's user (``owner``, when that user exists on the node): a directory the job's user
+points elsewhere by a symlink cannot make the probe account read someone else's files;
 directories are listed with ``scandir`` without following links. Past ``deadline_s`` the reader
 stops sampling and says so. Nothing here raises on bad input: what could not be read is
 reported in ``skipped``.
@@ -48,6 +50,17 @@ DEFAULTS = {"max_trials": 64, "max_listing": 20000, "max_files": 3, "max_lines":
             "max_file_bytes": 1 << 20, "max_text": 2000, "deadline_s": 20.0}
 
 
+def _uid(user: Any) -> int | None:
+    """The uid of the job's user here; ``None`` (no owner check) when unknown on this node."""
+    if not isinstance(user, str) or not user:
+        return None
+    try:
+        import pwd
+        return pwd.getpwnam(user).pw_uid
+    except (ImportError, KeyError):
+        return None
+
+
 class _Budget:
     """The request's bounds and the wall-clock deadline, shared by every reader below."""
 
@@ -61,9 +74,13 @@ class _Budget:
         self.max_file_bytes = int(limits["max_file_bytes"])
         self.max_text = int(limits["max_text"])
         self.deadline = time.monotonic() + float(limits["deadline_s"])
+        self.owner_uid = _uid(request.get("owner"))
         self.bytes_read = 0
         self.files_opened = 0
         self.skipped: list[str] = []
+
+    def owned(self, st: os.stat_result) -> bool:
+        return self.owner_uid is None or st.st_uid == self.owner_uid
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
@@ -78,8 +95,12 @@ def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
             budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             budget.skipped.append(f"{path}: not a regular file")
+            return None
+        if not budget.owned(st):
+            budget.skipped.append(f"{path}: not owned by the job's user")
             return None
         budget.files_opened += 1
         chunks = []

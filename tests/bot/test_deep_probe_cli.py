@@ -58,4 +58,4 @@ def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
                                     "/home/alice/run/rollouts", "/home/alice/run/val_dump"]
     assert roles["/home/alice/run/val_dump"] == "validation"
     assert request["trial_roots"] == ["/home/alice/run/jobs"]
-    assert request["max_trials"] == 64
+    assert request["max_trials"] == 64 and request["owner"] == "alice"

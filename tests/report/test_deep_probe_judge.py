@@ -13,7 +13,7 @@ import pytest
 
 from probes.models import MetricPoint
 from probes.remote.rollouts import collect_rollouts
-from probes.rollouts import RolloutFacts, rollout_facts
+from probes.rollouts import DumpRole, RolloutFacts, rollout_facts
 from report.deep_probe import DeepProbeSettings, judge_rollouts, quote
 from tests.probes.remote.test_rollouts import dumps_module
 
@@ -188,3 +188,26 @@ def test_agent_messages_turned_to_noise(tmp_path: Path) -> None:
     assert "weight-sync garbage at the agents' last messages (4 trials)" in noisy
     assert kinds(job(["I ran the tests; 3 of 4 pass.", "Fixed the config.",
                       "cat README.md", "Done: build is green."])).startswith("NO-KILL")
+
+
+def test_compression_against_the_validation_dump(tmp_path: Path) -> None:
+    """With one rollout step, the validation dump is the baseline: printable noise is caught."""
+    import random
+    import string
+
+    dumps = dumps_module()
+    rng = random.Random(0)
+    noise = ["".join(rng.choice(string.ascii_letters + string.punctuation) for _ in range(120))
+             for _ in range(8)]
+    sane = [f"the answer is {i} because {i} plus {i} makes {2 * i} so we write {2 * i} here"
+            for i in range(8)]
+    prompts = ["q1"] * 4 + ["q2"] * 4
+    dumps.write_verl_dump(str(tmp_path / "rollout_data"), 7, prompts, noise, [0, 1] * 4)
+    dumps.write_verl_dump(str(tmp_path / "validation_data"), 5, prompts, sane, [0, 1] * 4)
+    roles: dict[str, DumpRole] = {str(tmp_path / "validation_data"): "validation"}
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data"),
+                                             str(tmp_path / "validation_data")]})
+    text = kinds(rollout_facts(answer, roles=roles))
+    assert "compression ratio" in text and "baseline step 5" in text
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data")]})
+    assert kinds(rollout_facts(answer)).startswith("NO-KILL")  # no baseline, no claim
