@@ -96,7 +96,8 @@ async def run_deep_probe(
     _, details = build_report([cluster_facts], settings=config.report_settings(), now=moment,
                               histories=None, memory=None)
     detail = details[(cluster.name, facts.record.job_id)]
-    verdict = judge_rollouts(rollouts, config.deep_probe.judge)
+    verdict = judge_rollouts(rollouts, config.deep_probe.judge,
+                             pending=facts.record.state is JobState.PENDING)
     return detail.model_copy(update={"report": detail.report.model_copy(
         update={"deep_probe": verdict})})
 

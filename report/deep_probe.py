@@ -356,9 +356,11 @@ def _read(facts: RolloutFacts) -> dict[str, Any]:
     }
 
 
-def _healthy_line(facts: RolloutFacts) -> str:
+def _healthy_line(facts: RolloutFacts, pending: bool) -> str:
     samples = sum(len(s.samples) for d in facts.dumps for s in d.steps)
     trials = len(facts.trials.sampled)
+    if pending and not samples and not trials:
+        return "nothing to judge yet: the job is still PENDING (no log, no rollouts)"
     if not samples and not trials:
         return ("nothing to judge: no rollouts were found (no rollout dump, printed completions "
                 "or Harbor trials); the row cannot be confirmed from its rollouts")
@@ -370,12 +372,14 @@ def _healthy_line(facts: RolloutFacts) -> str:
     return f"no pathology found in {' and '.join(parts)}"
 
 
-def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None) -> DeepProbe:
-    """KILL with every finding quoted, or NO-KILL with what was read."""
+def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,
+                   pending: bool = False) -> DeepProbe:
+    """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started)."""
     judge = _Judge(facts, settings or DeepProbeSettings())
     judge.dumps()
     judge.series()
     judge.trials(facts.trials)
     if judge.reasons:
         return DeepProbe(verdict="KILL", reasons=judge.reasons, read=_read(facts))
-    return DeepProbe(verdict="NO-KILL", reasons=[_healthy_line(facts)], read=_read(facts))
+    return DeepProbe(verdict="NO-KILL", reasons=[_healthy_line(facts, pending)],
+                     read=_read(facts))

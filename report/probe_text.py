@@ -15,8 +15,9 @@ from report.render import job_object
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False) or [indent]
+    hanging = " " * len(indent) + "  "
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=hanging,
+                         break_on_hyphens=False) or [indent]
 
 
 def render_probe_text(detail: JobDetail, *, width: int = 100) -> str:

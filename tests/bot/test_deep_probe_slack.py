@@ -58,7 +58,7 @@ async def _started(env: SlurmEnv, job_id: str) -> None:
     from bot.deep_probe import run_deep_probe
 
     config = Config(clusters=(env.cluster(name="alpha"),))
-    for _attempt in range(30):
+    for _attempt in range(150):  # bounded: the shared cluster may queue the job
         found = await run_deep_probe(config, "alpha", job_id)
         if found.report.deep_probe and found.report.deep_probe.read["log_steps"] >= 20:
             return

@@ -162,6 +162,9 @@ def test_mixed_harbor_eval_completes() -> None:
 def test_nothing_read_is_no_kill_and_says_so() -> None:
     result = judge_rollouts(RolloutFacts())
     assert result.verdict == "NO-KILL" and result.reasons[0].startswith("nothing to judge")
+    pending = judge_rollouts(RolloutFacts(), pending=True)
+    assert pending.reasons == ["nothing to judge yet: the job is still PENDING (no log, no "
+                               "rollouts)"]
 
 
 def test_quote_escapes_and_truncates() -> None:
