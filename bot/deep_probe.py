@@ -146,7 +146,16 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
     ]
     if probe.verdict == "KILL" and job.state is JobState.RUNNING:
         if cancel_allowed(detail, config):
-            elements = [_button(CANCEL, "Cancel & salvage", ref, style="danger")]
+            confirm = {
+                "title": {"type": "plain_text", "text": "Cancel and salvage?"},
+                "text": {"type": "mrkdwn", "text": (
+                    f"The deep probe says KILL. Evidence is saved first, then `{mrkdwn(ref)}` is "
+                    "cancelled.")[:300]},
+                "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
+                "deny": {"type": "plain_text", "text": "Keep it"}, "style": "danger",
+            }
+            elements = [_button(CANCEL, "Cancel & salvage", ref, style="danger",
+                                confirm=confirm)]
         else:
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text":
                            "no-kill: this is a recommendation; the job keeps running."}]})

@@ -167,3 +167,18 @@ async def test_failed_auto_probe_is_retried_next_sweep(probing: Harness,
     assert not probing.slack.to("/api/chat.postMessage")
     ref = next(iter(result.details))
     assert await after_sweep(probing.bot, result, config) == [f"{ref[0]}:{ref[1]}"]
+
+
+async def test_kill_cancel_follows_the_collapse_rules(probing: Harness, corrupt_job: str) -> None:
+    """The verdict's cancel button is the collapse one: strangers refused, the owner salvages."""
+    await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
+    (post,) = await probing.slack.wait_for("/api/chat.postMessage", within=60)
+    blocks = post.params["blocks"]
+    _status, hook = await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UEVIL",
+                                        blocks=blocks)
+    (refusal,) = await probing.slack.wait_for(hook)
+    assert "Only the job's owner or an operator" in refusal.params["text"]
+    assert probing.sweeper.cancels == []
+    await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UALICE", blocks=blocks)
+    await probing.bot.tasks.drain()
+    assert probing.sweeper.cancels == [("alpha", corrupt_job)]
