@@ -5,15 +5,15 @@ in (``probes.rollouts.RolloutFacts``), a :class:`~report.models.DeepProbe` out, 
 check looks at the LATEST steps of every source (a dump directory, the log's printed
 completions, the sampled trials) and, where it needs a baseline, at the same source's first
 step or the validation dump. Every finding is a KILL reason and quotes its evidence (escaped:
-control characters as ``\\xNN``, cut to :data:`QUOTE_CHARS`):
+control characters as ``\\xNN``, cut; ``report.sample_text``):
 
 - weight-sync garbage: most samples are not language (non-printable or U+FFFD share), or are
   one token repeated; the step's compression ratio is far from the run's own baseline; the
   per-token log-ratio jumps while the samples turn to noise;
 - collapsed diversity: most prompt groups' samples are identical or nearly so (3-gram overlap);
 - degenerate lengths: every output empty, or every output cut at the max length;
-- engine starvation: generation time dominating the step with tokens/s near 0, or rollouts
-  missing for steps the log shows;
+- engine starvation: generation time dominating the step with tokens/s near 0, rollouts
+  missing for steps the log shows, or every sampled agent running 0 s with no output token;
 - zero trials completing: every sampled trial ended in an exception, or none finished;
 - reward pathologies: every group's reward constant (no learning signal), all-zero rewards,
   or rewards outside the configured verifier range.
@@ -24,10 +24,9 @@ nothing was, so a person knows the probe could not see the rollouts).
 
 from __future__ import annotations
 
-import unicodedata
-import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from datetime import datetime
 from itertools import combinations
 from statistics import mean, median
 from typing import Any
@@ -37,9 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from probes.models import MetricPoint
 from probes.rollouts import RolloutDump, RolloutFacts, RolloutSample, RolloutStep, TrialSampleSet
 from report.models import DeepProbe
-
-QUOTE_CHARS = 80
-_OK_CONTROL = frozenset("\n\t\r")
+from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
 
 
 class DeepProbeSettings(BaseModel):
@@ -63,64 +60,6 @@ class DeepProbeSettings(BaseModel):
     starved_tokens_per_s: float = 1.0
     missing_steps: int = 2
     reward_range: tuple[float, float] | None = None
-
-
-def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """``"..."`` with control characters escaped and the text cut to ``limit`` characters."""
-    out = []
-    for ch in text[:limit]:
-        if ch in _OK_CONTROL:
-            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[ch])
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
-        elif ch == '"':
-            out.append('\\"')
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + ("…" if len(text) > limit else "") + '"'
-
-
-def bad_char_share(text: str) -> float:
-    """Share of characters that are replacement characters or non-printable controls."""
-    if not text:
-        return 0.0
-    bad = sum(1 for ch in text if ch == "\ufffd" or (
-        ch not in _OK_CONTROL and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn")))
-    return bad / len(text)
-
-
-def repeated_unit(text: str, settings: DeepProbeSettings) -> str | None:
-    """The token (or short character period) a sample repeats, else ``None``."""
-    body = text.rstrip("…").strip()
-    tokens = body.split()
-    if len(tokens) >= settings.repeat_min_tokens:
-        token, count = Counter(tokens).most_common(1)[0]
-        if count / len(tokens) >= settings.repeat_token_share:
-            return token
-    if len(body) >= 2 * settings.repeat_min_tokens and " " not in body.strip():
-        for period in range(1, 9):
-            unit = body[:period]
-            if (unit * (len(body) // period + 1)).startswith(body):
-                return unit
-    return None
-
-
-def compression_ratio(texts: Iterable[str], min_bytes: int = 256) -> float | None:
-    """zlib size / raw size of a step's outputs (too little text says nothing)."""
-    data = "\n".join(texts).encode("utf-8", "replace")
-    return len(zlib.compress(data, 9)) / len(data) if len(data) >= min_bytes else None
-
-
-def _ngrams(text: str) -> set[str]:
-    words = text.split()
-    if len(words) >= 3:
-        return {" ".join(words[i:i + 3]) for i in range(len(words) - 2)}
-    return {text[i:i + 3] for i in range(max(1, len(text) - 2))}
-
-
-def _overlap(a: str, b: str) -> float:
-    x, y = _ngrams(a), _ngrams(b)
-    return len(x & y) / len(x | y) if x | y else 1.0
 
 
 def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:
@@ -163,7 +102,9 @@ class _Judge:
         if not texts:
             return False
         garbage = [t for t in texts if bad_char_share(t) >= self.s.garbage_char_share]
-        repeats = [(t, u) for t in texts if (u := repeated_unit(t, self.s)) is not None]
+        units = [(t, repeated_unit(t, min_tokens=self.s.repeat_min_tokens,
+                                   share=self.s.repeat_token_share)) for t in texts]
+        repeats = [(t, u) for t, u in units if u is not None]
         share = self.s.noisy_sample_share
         if len(garbage) / len(texts) >= share:
             worst = max(garbage, key=bad_char_share)
@@ -201,7 +142,7 @@ class _Judge:
         for group in groups:
             outputs = [s.output for s in group]
             pairs = list(combinations(outputs, 2))
-            if len(set(outputs)) == 1 or mean(_overlap(a, b) for a, b in pairs) >= \
+            if len(set(outputs)) == 1 or mean(overlap(a, b) for a, b in pairs) >= \
                     self.s.ngram_overlap:
                 collapsed.append(group)
         if collapsed and len(collapsed) / len(groups) >= self.s.collapsed_group_share:
@@ -333,9 +274,32 @@ class _Judge:
         elif len(scored) >= 2 and all(t.reward == 0 for t in scored):
             self.add(f"all-zero reward: {len(scored)}/{len(scored)} scored trials of {n} "
                      f"sampled score 0 (e.g. {scored[0].name})")
+        self.idle_agents(trials)
         last = [t.messages[-1] for t in sampled if t.messages]
         if last:
             self.noise(last, f"the agents' last messages ({len(last)} trials)")
+
+
+    def idle_agents(self, trials: TrialSampleSet) -> None:
+        """Agents that ran in no time and wrote no output token: the engine served nothing."""
+        timed = [(t, _seconds(t.agent_started_at, t.agent_finished_at)) for t in trials.sampled]
+        ran = [(t, s) for t, s in timed if s is not None]
+        if len(ran) < 2 or len(ran) < len(trials.sampled) // 2:
+            return
+        idle = [t for t, s in ran if s <= 1.0 and not t.n_output_tokens]
+        if len(idle) == len(ran):
+            self.add(f"engine starvation: all {len(ran)} sampled trials' agents ran for <= 1 s "
+                     f"with no output tokens (e.g. {idle[0].name}: "
+                     f"{idle[0].n_turns if idle[0].n_turns is not None else '—'} turns)")
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    try:
+        if start and end:
+            return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (ValueError, TypeError):  # unparseable or mixed naive/aware stamps say nothing
+        return None
+    return None
 
 
 def _read(facts: RolloutFacts) -> dict[str, Any]:

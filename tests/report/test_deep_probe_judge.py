@@ -14,7 +14,8 @@ import pytest
 from probes.models import MetricPoint
 from probes.remote.rollouts import collect_rollouts
 from probes.rollouts import DumpRole, RolloutFacts, rollout_facts
-from report.deep_probe import DeepProbeSettings, judge_rollouts, quote
+from report.deep_probe import DeepProbeSettings, judge_rollouts
+from report.sample_text import quote
 from tests.probes.remote.test_rollouts import dumps_module
 
 FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
@@ -214,3 +215,13 @@ def test_compression_against_the_validation_dump(tmp_path: Path) -> None:
     assert "compression ratio" in text and "baseline step 5" in text
     answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data")]})
     assert kinds(rollout_facts(answer)).startswith("NO-KILL")  # no baseline, no claim
+
+
+def test_agents_served_nothing() -> None:
+    """Real Harbor 'dead engine' trials (0 s agent runs, null output tokens) are starvation."""
+    dead = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__14-00-00"
+    text = kinds(rollout_facts(collect_rollouts({"trial_roots": [str(dead)]})))
+    assert "engine starvation: all 24 sampled trials' agents ran for <= 1 s" in text
+    mixed = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
+    assert "starvation" not in kinds(rollout_facts(collect_rollouts({"trial_roots":
+                                                                     [str(mixed)]})))
