@@ -29,6 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot import deep_probe
 from bot.actions import ActionHandler, ActionPress, SweepEngine
 from bot.alerts import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, Alerter
 from bot.chart import render_history_png
@@ -151,6 +152,7 @@ def build_app(bot: Bot) -> AsyncApp:
     app.command("/job")(on_command)
     for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):
         app.action(action_id)(on_action)
+    deep_probe.register(app, bot)  # the Deep-probe button (bot/deep_probe.py)
     return app
 
 
@@ -238,6 +240,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     png = await asyncio.to_thread(render_history_png, detail)
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+    blocks.extend(deep_probe.row_actions(detail))  # the Deep-probe button on deep-probe rows
     await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks[:50],
                   response_type="ephemeral")
     if png:
@@ -265,6 +268,7 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     if config.slack.channel:
         await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
     await bot.alerter.process(details, config, facts=result.facts)
+    await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
     log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
 
 

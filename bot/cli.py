@@ -65,6 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", required=True, metavar="NAME", help="cluster to record")
     p.add_argument("dir", type=Path, metavar="DIR", help="directory to write")
     common(p, formats=False)
+    # -- deep probe (issue 14) --
+    p = sub.add_parser("probe", help="deep-probe one RL run: read its literal rollouts (Harbor "
+                                     "trials, rollout dumps, printed completions) and say KILL "
+                                     "or NO-KILL with quoted evidence")
+    p.add_argument("id", metavar="ID", help="job id, or CLUSTER:ID")
+    p.add_argument("--config", type=Path, default=None,
+                   help="config file (default: $JOBTABLES_CONFIG, then ./jobtables.toml)")
+    p.add_argument("--cluster", default=None, metavar="NAME", help="the job's cluster")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("--width", type=int, default=None, help="text width (default: config, 100)")
     return parser
 
 
@@ -182,9 +192,31 @@ def cmd_bot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """``jobtables probe ID``: the deep probe (bot.deep_probe); a cluster failure is exit 1."""
+    from bot.deep_probe import run_deep_probe
+    from report.probe_text import render_probe_json, render_probe_text
+
+    try:
+        ref_cluster, job_id = split_job_ref(args.id)
+    except InvalidJobIdError as exc:
+        raise UsageError(str(exc)) from exc
+    config = _loader(args)()
+    try:
+        detail = asyncio.run(run_deep_probe(config, args.cluster or ref_cluster, job_id))
+    except ProbeError as exc:
+        print(f"jobtables: cannot probe {args.id}: {exc}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(render_probe_json(detail))
+    else:
+        print(render_probe_text(detail, width=args.width or config.report.width))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep, "job": cmd_job, "demo": cmd_demo, "check-config": cmd_check_config,
-    "record": cmd_record, "bot": cmd_bot,
+    "record": cmd_record, "bot": cmd_bot, "probe": cmd_probe,
 }
 
 

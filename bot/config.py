@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.errors import UserError
 from probes.config import ClusterConfig
+from probes.rollouts import ReadPlan
+from report.deep_probe import DeepProbeSettings
 from report.settings import BucketRules, ReportSettings, Thresholds
 
 
@@ -66,6 +68,17 @@ class ReportSection(_Strict):
     ablation_patterns: tuple[str, ...] | None = None
 
 
+class DeepProbeSection(_Strict):
+    """``[deep_probe]``: where the deep probe reads, how much, and whether the bot runs it."""
+
+    auto: bool = False
+    """True: the scheduler probes each newly flagged ``deep-probe`` run once by itself."""
+    offer: bool = False
+    """True: each newly flagged run gets one message with the Deep-probe button (no probe)."""
+    plan: ReadPlan = Field(default_factory=ReadPlan)
+    judge: DeepProbeSettings = Field(default_factory=DeepProbeSettings)
+
+
 class Config(_Strict):
     clusters: tuple[ClusterConfig, ...] = ()
     buckets: BucketRules = Field(default_factory=BucketRules)
@@ -74,6 +87,7 @@ class Config(_Strict):
     redis: RedisSection = Field(default_factory=RedisSection)
     slack: SlackSection = Field(default_factory=SlackSection)
     report: ReportSection = Field(default_factory=ReportSection)
+    deep_probe: DeepProbeSection = Field(default_factory=DeepProbeSection)
 
     @field_validator("clusters")
     @classmethod

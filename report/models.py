@@ -7,7 +7,7 @@ JSON are all rendered from a :class:`Report`; nothing renders from raw probe fac
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -101,6 +101,14 @@ class SignalEvidence(Frozen):
     why: str
 
 
+class DeepProbe(Frozen):
+    """A deep probe's result (CONTRACT §3 ``deep_probe``): verdict, quoted reasons, what it read."""
+
+    verdict: Literal["KILL", "NO-KILL"]
+    reasons: list[str]
+    read: dict[str, Any]
+
+
 class JobReport(Frozen):
     """One job object of the JSON contract (§3), plus non-contract detail under ``detail``."""
 
@@ -121,6 +129,8 @@ class JobReport(Frozen):
     successor: str | None
     log_path: str | None
     recommendation: Recommendation | None
+    deep_probe: DeepProbe | None = None
+    """Present once a deep probe has run (``jobtables probe``, the Slack button, auto-probe)."""
 
 
 class JobDetail(Frozen):

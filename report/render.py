@@ -184,6 +184,8 @@ def _finite_or_none(value: Any) -> Any:
 def job_object(job: JobReport) -> dict[str, Any]:
     """One job exactly as the contract's §3 table lists it (non-finite metrics dropped)."""
     obj = job.model_dump(mode="json")
+    if obj.get("deep_probe") is None:  # CONTRACT §3: the key is absent until a probe has run
+        obj.pop("deep_probe", None)
     obj["metrics"] = {
         name: value for name, value in job.metrics.items()
         if isinstance(value, str) or math.isfinite(value)

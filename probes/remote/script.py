@@ -43,3 +43,17 @@ def build_collector_script(request: Mapping[str, Any]) -> str:
     return f"{collector_source()}\n\nmain({json.dumps(request)!r})\n"
 
 
+
+
+# -- the deep probe's reader (issue 14): shipped by the same builder, over the same connection --
+
+
+@functools.cache
+def rollouts_source() -> str:
+    """``probes/remote/rollouts.py`` as one script body (it is self-contained)."""
+    return (_HERE / "rollouts.py").read_text(encoding="utf-8")
+
+
+def build_rollouts_script(request: Mapping[str, Any]) -> str:
+    """The deep probe's ``python3 -`` script: the request rides inside it as a string literal."""
+    return f"{rollouts_source()}\n\nmain({json.dumps(request)!r})\n"

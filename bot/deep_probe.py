@@ -1,0 +1,297 @@
+"""The deep probe in the bot: ``jobtables probe``, the Slack "Deep-probe" button, and auto-probe.
+
+Policy:
+
+* :func:`run_deep_probe` reads one SLURM job over one connection (``probes.deep_read``), builds
+  its row exactly as a sweep would (``report.judge.build_report`` on that job alone) and attaches
+  the verdict (``report.deep_probe``) as the row's ``deep_probe``. Only SLURM clusters can be
+  probed (a Kubernetes or replay cluster is a usage error).
+* The button (``action_id`` ``deep_probe``, value ``cluster:job``) is acked by Bolt's handler
+  first; the probe runs as a tracked task and its verdict is posted in the message's thread.
+  The value is only an id to look up: it is validated before anything runs.
+* A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
+  exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
+  ``no-kill`` run it is a recommendation with an ``acknowledge`` button.
+* After each scheduled sweep, with ``[deep_probe] auto = true`` (probe, post the verdict) or
+  ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it goes
+  to the owner's DM (``slack.owners``) or ``slack.channel`` and is recorded in Redis
+  (``doc:deep_probe:{cluster}:{job}``, kept ``redis.expire_hours``) so no sweep, restart or
+  replica repeats it. A failed auto-probe releases that claim: the next sweep tries again.
+* A ``deep-probe`` row in a ``/job`` answer carries the button too; pressed on that ephemeral
+  answer, the verdict comes back ephemerally to the presser (an ephemeral message has no thread).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.alerts import ACKNOWLEDGE, CANCEL, cancel_allowed
+from bot.config import Config
+from bot.errors import JobNotFoundError, UsageError, UserError
+from bot.store import StoreUnavailable
+from probes.config import SlurmCluster
+from probes.errors import InvalidJobIdError, ProbeError
+from probes.ids import split_job_ref, validate_job_id
+from probes.models import ClusterFacts, JobState
+from probes.slurm.transport import RunnerFactory
+from report.deep_probe import judge_rollouts
+from report.judge import build_report
+from report.models import JobDetail
+
+if TYPE_CHECKING:
+    from slack_bolt.async_app import AsyncApp
+
+    from bot.app import Bot
+    from bot.sweep import SweepResult
+
+log = structlog.get_logger(__name__)
+
+DEEP_PROBE = "deep_probe"
+Respond = Callable[..., Awaitable[Any]]
+
+
+def memory_name(cluster: str, job_id: str) -> str:
+    return f"deep_probe:{cluster}:{job_id}"
+
+
+def _slurm_cluster(config: Config, name: str | None) -> SlurmCluster:
+    slurm = [c for c in config.clusters if isinstance(c, SlurmCluster)]
+    if name is None:
+        if len(slurm) != 1:
+            raise UsageError("name the job's cluster (--cluster NAME or CLUSTER:ID): "
+                             f"{len(slurm)} SLURM clusters are configured")
+        return slurm[0]
+    match = [c for c in config.clusters if c.name == name]
+    if not match:
+        raise UsageError(f"unknown cluster {name!r}")
+    if not isinstance(match[0], SlurmCluster):
+        raise UsageError(f"cluster {name!r} is {match[0].kind}: the deep probe reads SLURM jobs")
+    return match[0]
+
+
+async def run_deep_probe(
+    config: Config, cluster_name: str | None, job_id: str, *,
+    runner_factory: RunnerFactory | None = None, now: datetime | None = None,
+) -> JobDetail:
+    """The job's row with its ``deep_probe`` verdict (raises ``UserError``/``ProbeError``)."""
+    from probes.deep_read import read_job
+
+    validate_job_id(job_id)
+    cluster = _slurm_cluster(config, cluster_name)
+    aliases = dict(config.metrics.aliases)
+    found = await read_job(cluster, job_id, config.deep_probe.plan, aliases=aliases,
+                           runner_factory=runner_factory)
+    if found is None:
+        raise JobNotFoundError(f"no job {job_id} on cluster {cluster.name!r}")
+    facts, rollouts = found
+    moment = now or datetime.now(UTC)
+    cluster_facts = ClusterFacts(name=cluster.name, kind="slurm", status="ok",
+                                 collected_at=moment, jobs=(facts,))
+    _, details = build_report([cluster_facts], settings=config.report_settings(), now=moment,
+                              histories=None, memory=None)
+    detail = details[(cluster.name, facts.record.job_id)]
+    verdict = judge_rollouts(rollouts, config.deep_probe.judge,
+                             pending=facts.record.state is JobState.PENDING)
+    return detail.model_copy(update={"report": detail.report.model_copy(
+        update={"deep_probe": verdict})})
+
+
+# -- Slack ------------------------------------------------------------------------------------
+
+
+def mrkdwn(text: str) -> str:
+    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "button", "action_id": action_id, "value": value,
+            "text": {"type": "plain_text", "text": text}, **extra}
+
+
+def offer_blocks(detail: JobDetail) -> list[dict[str, Any]]:
+    """The "new run, deep-probe it" message with its button."""
+    job = detail.report
+    ref = f"{job.cluster}:{job.job_id}"
+    why = job.recommendation.why if job.recommendation else "new or untested RL run"
+    text = (f"*New RL run `{mrkdwn(ref)}` {mrkdwn(job.name)}*: don't trust its row yet.\n"
+            f"{mrkdwn(why)}")
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}},
+            {"type": "actions", "block_id": "deep_probe_actions",
+             "elements": [_button(DEEP_PROBE, "Deep-probe", ref)]}]
+
+
+def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
+    """The verdict, its quoted reasons, and (KILL) cancel-and-salvage or a recommendation."""
+    job = detail.report
+    probe = job.deep_probe
+    if probe is None:
+        return []
+    ref = f"{job.cluster}:{job.job_id}"
+    read = probe.read
+    head = (f"*Deep probe of `{mrkdwn(ref)}` {mrkdwn(job.name)}: {probe.verdict}*\n"
+            f"read: {read.get('log_steps', 0)} logged steps, "
+            f"{sum(d.get('samples', 0) for d in read.get('dumps', []))} rollout samples, "
+            f"{read.get('trials', {}).get('sampled', 0)} trials")
+    body = "\n".join(f"• {mrkdwn(r)}" for r in probe.reasons)[:2900]
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": head[:3000]}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": body or "(no reasons)"}},
+    ]
+    if probe.verdict == "KILL" and job.state is JobState.RUNNING:
+        if cancel_allowed(detail, config):
+            confirm = {
+                "title": {"type": "plain_text", "text": "Cancel and salvage?"},
+                "text": {"type": "mrkdwn", "text": (
+                    f"The deep probe says KILL. Evidence is saved first, then `{mrkdwn(ref)}` is "
+                    "cancelled.")[:300]},
+                "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
+                "deny": {"type": "plain_text", "text": "Keep it"}, "style": "danger",
+            }
+            elements = [_button(CANCEL, "Cancel & salvage", ref, style="danger",
+                                confirm=confirm)]
+        else:
+            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text":
+                           "no-kill: this is a recommendation; the job keeps running."}]})
+            elements = [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref)]
+        blocks.append({"type": "actions", "block_id": "deep_probe_verdict",
+                       "elements": elements})
+    return blocks
+
+
+def _summary(detail: JobDetail) -> str:
+    job = detail.report
+    if job.deep_probe is None:
+        return f"Deep-probe {job.cluster}:{job.job_id}?"
+    return f"Deep probe of {job.cluster}:{job.job_id}: {job.deep_probe.verdict}"
+
+
+def row_actions(detail: JobDetail) -> list[dict[str, Any]]:
+    """The Deep-probe button under a ``deep-probe`` row (``/job``); nothing for other rows."""
+    job = detail.report
+    if "deep-probe" not in job.flags or job.state is not JobState.RUNNING:
+        return []
+    return [{"type": "actions", "block_id": "deep_probe_row",
+             "elements": [_button(DEEP_PROBE, "Deep-probe", f"{job.cluster}:{job.job_id}")]}]
+
+
+async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
+                thread_ts: str | None = None) -> dict[str, Any] | None:
+    job = detail.report
+    text = _summary(detail)
+    blocks = verdict_blocks(detail, config) if job.deep_probe else offer_blocks(detail)
+    try:
+        posted = await bot.client.chat_postMessage(channel=channel, text=text, blocks=blocks,
+                                                   thread_ts=thread_ts)
+    except (SlackApiError, SlackClientError) as exc:
+        log.error("deep-probe message failed", ref=f"{job.cluster}:{job.job_id}",
+                  error=str(exc))
+        return None
+    return dict(posted.data) if isinstance(posted.data, dict) else {}
+
+
+async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
+    """One Deep-probe press (already acked): probe, then post the verdict in the thread."""
+    from bot.actions import ActionPress
+
+    press = ActionPress.from_body(body)
+    try:
+        cluster, job_id = split_job_ref(press.value)
+        if cluster is None:
+            raise InvalidJobIdError("button value lacks a cluster")
+    except InvalidJobIdError:
+        await respond(text="That button carries no valid job reference.",
+                      response_type="ephemeral", replace_original=False)
+        return
+    config = bot.sweeper.config()
+    try:
+        detail = await run_deep_probe(config, cluster, job_id)
+    except (UserError, ProbeError) as exc:
+        await respond(text=f"Deep probe of `{cluster}:{job_id}` failed: {mrkdwn(str(exc))}",
+                      response_type="ephemeral", replace_original=False)
+        return
+    except Exception:
+        ref = uuid.uuid4().hex[:8]
+        log.exception("deep probe failed", ref=ref, value=press.value)
+        await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
+                      response_type="ephemeral", replace_original=False)
+        return
+    await _remember(bot, config, detail, by=press.user_id)
+    if (body.get("container") or {}).get("is_ephemeral") or not press.channel_id:
+        # An ephemeral `/job` answer has no thread: the verdict goes back to the presser only.
+        await respond(text=_summary(detail), blocks=verdict_blocks(detail, config),
+                      response_type="ephemeral", replace_original=False)
+        return
+    await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+
+
+async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
+                    only_new: bool = False) -> bool:
+    job = detail.report
+    doc = {"cluster": job.cluster, "job_id": job.job_id, "by": by,
+           "at": bot.clock().isoformat(),
+           "deep_probe": job.deep_probe.model_dump(mode="json") if job.deep_probe else None}
+    try:
+        return await bot.store.put_doc(memory_name(job.cluster, job.job_id), doc,
+                                       ttl_s=config.redis.expire_hours * 3600, only_new=only_new)
+    except StoreUnavailable as exc:
+        log.warning("deep-probe verdict not remembered", error=str(exc))
+        return not only_new
+
+
+async def _forget(bot: Bot, cluster: str, job_id: str) -> None:
+    try:
+        await bot.store.delete_doc(memory_name(cluster, job_id))
+    except StoreUnavailable as exc:
+        log.warning("deep-probe claim not released", error=str(exc))
+
+
+async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str]:
+    """Offer (or, with ``auto``, run) the deep probe once per newly flagged running run."""
+    handled: list[str] = []
+    if not (config.deep_probe.auto or config.deep_probe.offer):
+        return handled
+    for detail in result.details.values():
+        job = detail.report
+        if "deep-probe" not in job.flags or job.state is not JobState.RUNNING:
+            continue
+        if not await _remember(bot, config, detail, by="scheduler", only_new=True):
+            continue  # already offered or probed: the run's memory says so
+        shown = detail
+        if config.deep_probe.auto:
+            try:
+                shown = await run_deep_probe(config, job.cluster, job.job_id)
+            except (UserError, ProbeError) as exc:
+                log.warning("auto deep probe failed; the next sweep retries",
+                            ref=f"{job.cluster}:{job.job_id}", error=str(exc))
+                await _forget(bot, job.cluster, job.job_id)
+                continue
+            await _remember(bot, config, shown, by="scheduler")
+        owner = config.slack.owners.get(job.user or "")
+        channel = config.slack.channel
+        if owner:
+            try:
+                opened = await bot.client.conversations_open(users=owner)
+                channel = opened["channel"]["id"]
+            except (SlackApiError, SlackClientError) as exc:
+                log.error("deep-probe DM failed", owner=owner, error=str(exc))
+        if channel and await _post(bot, channel, shown, config) is not None:
+            handled.append(f"{job.cluster}:{job.job_id}")
+    return handled
+
+
+def register(app: AsyncApp, bot: Bot) -> None:
+    """Wire the Deep-probe button into the Bolt app (ack first, then a tracked task)."""
+
+    async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
+                        respond: Respond) -> None:
+        await ack()
+        bot.tasks.spawn(on_button(bot, body, respond), name="action deep_probe")
+
+    app.action(DEEP_PROBE)(on_action)

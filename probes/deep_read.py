@@ -1,0 +1,131 @@
+"""The deep probe's read of one SLURM job: its row's facts and a bounded rollout sample.
+
+Policy: ONE runner (one SSH connection) serves the whole probe: ``SlurmProbe.collect_job``
+(squeue/sacct, the collector's log tail, checkpoints, trials) and then the rollout reader
+(``probes.remote.rollouts``, built by ``probes.remote.script.build_rollouts_script``) run over
+it, and it is closed once at the end. Where to read is data, never a command line: the
+cluster's ``trial_roots``, the configured rollout/validation dump directories (placeholders
+``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the log
+(``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and one
+outside the workdir is not read: the log is the job's own text). A
+reader that fails (no ``python3``, unreadable answer) leaves the probe with what the log
+printed; it is reported in ``skipped``, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from probes.config import SlurmCluster
+from probes.models import JobFacts
+from probes.remote.script import build_rollouts_script
+from probes.remote.stdio_pattern import expand_roots
+from probes.rollouts import (
+    DumpRole,
+    ReadPlan,
+    RolloutFacts,
+    dump_dirs_in_log,
+    rollout_facts,
+    unique,
+)
+from probes.slurm.probe import SlurmProbe
+from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
+
+MAX_LOGGED_DIRS = 4
+"""Dump directories taken from the log (the latest named ones)."""
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class _Shared:
+    """The probe's one runner, lent to ``SlurmProbe`` (which would close it after its read)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+
+    @property
+    def target(self) -> str:
+        return self._runner.target
+
+    @property
+    def commands_sent(self) -> int:
+        return self._runner.commands_sent
+
+    @property
+    def login_user(self) -> str:
+        return self._runner.login_user
+
+    async def run(self, argv: Sequence[str], *, stdin: str | None = None,
+                  check: bool = True) -> CommandResult:
+        return await self._runner.run(argv, stdin=stdin, check=check)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
+                    ) -> tuple[dict[str, Any], dict[str, DumpRole]]:
+    """The reader's request for one job, and each dump directory's role."""
+    r = facts.record
+
+    def fill(templates: Sequence[str]) -> list[str]:
+        return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
+                            user=r.user)
+
+    logged = [posixpath.normpath(d if posixpath.isabs(d) or not r.workdir
+                                 else posixpath.join(r.workdir, d))
+              for d in dump_dirs_in_log(facts.log.text if facts.log else "")]
+    # The log is the job's text: a directory it names is read only inside the job's own
+    # workdir, so a log cannot steer the probe account to someone else's files.
+    inside = [d for d in logged if r.workdir and _under(d, posixpath.normpath(r.workdir))]
+    roles: dict[str, DumpRole] = {}
+    for path in fill(plan.validation_dirs):
+        roles[path] = "validation"
+    for path in [*inside[-MAX_LOGGED_DIRS:], *fill(plan.rollout_dirs)]:
+        role: DumpRole = "validation" if "val" in posixpath.basename(path).lower() else "rollout"
+        roles.setdefault(posixpath.normpath(path), role)
+    limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})
+    request = {**limits, "owner": r.user, "trial_roots": fill(cluster.trial_roots),
+               "dump_dirs": unique(roles)}
+    return request, roles
+
+
+async def read_job(
+    cluster: SlurmCluster, job_id: str, plan: ReadPlan, *,
+    aliases: Mapping[str, str] | None = None, runner_factory: RunnerFactory | None = None,
+) -> tuple[JobFacts, RolloutFacts] | None:
+    """The job's facts and its rollout sample (``None`` when SLURM does not know the job)."""
+    runner = (runner_factory or make_runner)(cluster)
+    try:
+        shared = _Shared(runner)
+        probe = SlurmProbe(cluster, aliases=aliases, runner_factory=lambda _c: shared)
+        facts = await probe.collect_job(job_id)
+        if facts is None:
+            return None
+        request, roles = rollout_request(facts, cluster, plan)
+        res = await runner.run(["python3", "-"], stdin=build_rollouts_script(request),
+                               check=False)
+    finally:
+        await runner.aclose()
+    answer, problem = _answer(res, runner.target)
+    log = facts.log
+    rollouts = rollout_facts(answer, log_text=log.text if log else "",
+                             log_path=log.path if log else None, roles=roles, aliases=aliases)
+    if problem:
+        rollouts = rollouts.model_copy(update={"skipped": (problem, *rollouts.skipped)})
+    return facts, rollouts
+
+
+def _answer(res: CommandResult, target: str) -> tuple[dict[str, Any] | None, str | None]:
+    if res.exit_status != 0:
+        return None, f"rollout reader failed: {res.failure(target)}"
+    try:
+        answer = json.loads(res.stdout)
+    except ValueError as exc:
+        return None, f"rollout reader printed unreadable output on {target}: {exc}"
+    return (answer, None) if isinstance(answer, dict) else (None, "rollout reader: no answer")

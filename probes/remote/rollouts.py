@@ -1,0 +1,374 @@
+"""The deep probe's reader: a bounded SAMPLE of one run's literal rollouts, read on the login node.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible, because
+``probes.remote.script.build_rollouts_script`` ships this source to the login node as
+``python3 -`` over the sweep's one SSH connection (the request rides inside the script as a
+string literal; nothing reaches a shell). What it reads, and the bounds that make its cost
+independent of the run's size:
+
+* Harbor trial trees (``trial_roots``: a job dir, or a dir of job dirs): one bounded listing
+  per directory (``max_listing`` names), then an evenly spaced sample of ``max_trials`` trial
+  dirs; per trial ``result.json`` (reward, exception type, token counts, agent-execution
+  timing) and ``agent/trajectory.json`` (the agent's last messages), each read to at most
+  ``max_file_bytes``.
+* Rollout dumps (``dump_dirs``): verl's ``trainer.rollout_data_dir`` / ``validation_data_dir``
+  (``<step>.jsonl``, one ``{"input","output","score","step",...}`` line per sample), SkyRL's
+  ``dumped_evals/global_step_N_evals/<source>.jsonl`` (``input_prompt``, ``output_response``,
+  ``score``, ``stop_reason``) and its ``dumped_data/global_step_N_training_input.pkl`` (listed
+  for its steps, NEVER unpickled: a pickle runs code). Only the first step file (the run's own
+  baseline) and the latest ``max_files`` are opened, each to ``max_file_bytes`` and
+  ``max_lines`` lines; every text field is cut to ``max_text`` characters.
+
+Every file is opened ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK`` and read only when ``fstat`` says it
+is a regular file (a symlink, FIFO or device is skipped, never followed or waited on) owned by
+the job's user (``owner``, when that user exists on the node): a directory the job's user
+points elsewhere by a symlink cannot make the probe account read someone else's files;
+directories are listed with ``scandir`` without following links. Past ``deadline_s`` the reader
+stops sampling and says so. Nothing here raises on bad input: what could not be read is
+reported in ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import sys
+import time
+from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+
+PROTOCOL = 1
+Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+
+_VERL_FILE = re.compile(r"^(\d{1,12})\.jsonl$")
+_SKYRL_EVAL_DIR = re.compile(r"^global_step_(\d{1,12})_evals$")
+_SKYRL_BATCH = re.compile(r"^global_step_(\d{1,12})_training_input\.pkl$")
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+DEFAULTS = {"max_trials": 64, "max_listing": 20000, "max_files": 3, "max_lines": 64,
+            "max_file_bytes": 1 << 20, "max_text": 2000, "deadline_s": 20.0}
+
+
+def _uid(user: Any) -> int | None:
+    """The uid of the job's user here; ``None`` (no owner check) when unknown on this node."""
+    if not isinstance(user, str) or not user:
+        return None
+    try:
+        import pwd
+        return pwd.getpwnam(user).pw_uid
+    except (ImportError, KeyError):
+        return None
+
+
+class _Budget:
+    """The request's bounds and the wall-clock deadline, shared by every reader below."""
+
+    def __init__(self, request: Json) -> None:
+        limits = dict(DEFAULTS)
+        limits.update({k: v for k, v in request.items() if k in DEFAULTS})
+        self.max_trials = int(limits["max_trials"])
+        self.max_listing = int(limits["max_listing"])
+        self.max_files = int(limits["max_files"])
+        self.max_lines = int(limits["max_lines"])
+        self.max_file_bytes = int(limits["max_file_bytes"])
+        self.max_text = int(limits["max_text"])
+        self.deadline = time.monotonic() + float(limits["deadline_s"])
+        self.owner_uid = _uid(request.get("owner"))
+        self.bytes_read = 0
+        self.files_opened = 0
+        self.skipped: list[str] = []
+
+    def owned(self, st: os.stat_result) -> bool:
+        return self.owner_uid is None or st.st_uid == self.owner_uid
+
+    def expired(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
+    """At most ``limit`` bytes of a regular file; ``None`` for anything else or an error."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError):
+            budget.skipped.append(f"{path}: {type(exc).__name__}")
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            budget.skipped.append(f"{path}: not a regular file")
+            return None
+        if not budget.owned(st):
+            budget.skipped.append(f"{path}: not owned by the job's user")
+            return None
+        budget.files_opened += 1
+        chunks = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        budget.bytes_read += len(data)
+        return data
+    except OSError as exc:
+        budget.skipped.append(f"{path}: {type(exc).__name__}")
+        return None
+    finally:
+        os.close(fd)
+
+
+def list_dir(path: str, budget: _Budget) -> list[Any] | None:
+    """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed."""
+    out = []
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                out.append((entry.name, entry.is_dir(follow_symlinks=False)))
+                if len(out) >= budget.max_listing:
+                    budget.skipped.append(f"{path}: listing cut at {budget.max_listing}")
+                    break
+    except OSError:
+        return None
+    out.sort()
+    return out
+
+
+def _json(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _dict(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _cut(value: Any, budget: _Budget) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text[:budget.max_text]
+
+
+def _sample(names: list[str], k: int) -> list[str]:
+    """``k`` names spread evenly over the sorted list (always the first and the last)."""
+    if len(names) <= k:
+        return list(names)
+    if k <= 1:
+        return names[-1:]
+    step = (len(names) - 1) / float(k - 1)
+    return [names[round(i * step)] for i in range(k)]
+
+
+# -- Harbor trials --------------------------------------------------------------------------
+
+
+def _message_text(message: Any) -> str:
+    if isinstance(message, str):
+        return message
+    if isinstance(message, list):
+        return "".join(str(_dict(p).get("text") or "") for p in message)
+    return ""
+
+
+def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> list[str]:
+    """The agent's last messages: ``agent/trajectory.json`` (ATIF), else ``all_messages``."""
+    texts: list[str] = []
+    trajectory = _json(read_regular(os.path.join(trial_dir, "agent", "trajectory.json"),
+                                    budget.max_file_bytes, budget))
+    steps = _dict(trajectory).get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        if _dict(step).get("source") == "agent":
+            texts.append(_message_text(step.get("message")))
+    if not texts:
+        messages = _dict(_dict(result.get("agent_result")).get("metadata")).get("all_messages")
+        for msg in messages if isinstance(messages, list) else []:
+            if _dict(msg).get("role") == "assistant":
+                texts.append(_message_text(msg.get("content")))
+    return [t[:budget.max_text] for t in texts[-3:]]
+
+
+def _trial(trial_dir: str, budget: _Budget) -> Json | None:
+    result = _json(read_regular(os.path.join(trial_dir, "result.json"), budget.max_file_bytes,
+                                budget))
+    if not isinstance(result, dict):
+        return None
+    agent = _dict(result.get("agent_result"))
+    rewards = _dict(_dict(result.get("verifier_result")).get("rewards"))
+    reward = _number(rewards.get("reward")) if "reward" in rewards else next(
+        (n for n in (_number(v) for v in rewards.values()) if n is not None), None)
+    execution = _dict(result.get("agent_execution"))
+    meta = _dict(agent.get("metadata"))
+    return {
+        "reward": reward,
+        "exception_type": _dict(result.get("exception_info")).get("exception_type") or None,
+        "n_output_tokens": _number(agent.get("n_output_tokens")),
+        "n_input_tokens": _number(agent.get("n_input_tokens")),
+        "n_turns": _number(meta.get("n_episodes")),
+        "started_at": result.get("started_at"),
+        "finished_at": result.get("finished_at"),
+        "agent_started_at": execution.get("started_at"),
+        "agent_finished_at": execution.get("finished_at"),
+        "messages": _agent_messages(trial_dir, result, budget),
+    }
+
+
+def _trial_dirs(root: str, budget: _Budget) -> list[str]:
+    """Every trial dir under a job dir, or under each job dir of a ``jobs_dir`` (bounded)."""
+    entries = list_dir(root, budget)
+    if entries is None:
+        return []
+    names = [n for n, _ in entries]
+    if "result.json" in names or "config.json" in names:
+        return [os.path.join(root, n) for n, is_dir in entries if is_dir]
+    found: list[str] = []
+    for name, is_dir in entries:
+        if not is_dir or len(found) >= budget.max_listing:
+            continue
+        job = os.path.join(root, name)
+        sub = list_dir(job, budget) or []
+        if any(n in ("result.json", "config.json") for n, _ in sub):
+            found.extend(os.path.join(job, n) for n, d in sub if d)
+    return found[:budget.max_listing]
+
+
+def collect_trials(roots: list[str], budget: _Budget) -> Json:
+    """A sample of trials across the roots: how many were listed, and the sampled ones."""
+    listed: list[str] = []
+    for root in roots:
+        listed.extend(_trial_dirs(root, budget))
+    trials: Json = {}
+    for path in _sample(sorted(listed), budget.max_trials):
+        if budget.expired():
+            budget.skipped.append("trials: deadline reached")
+            break
+        reduced = _trial(path, budget)
+        if reduced is not None:
+            trials[os.path.basename(path)] = reduced
+    return {"roots": roots, "listed": len(listed), "sampled": trials}
+
+
+# -- rollout dumps --------------------------------------------------------------------------
+
+
+def _line_sample(raw: bytes, kind: str, budget: _Budget) -> list[Json]:
+    lines = raw.split(b"\n")
+    if len(raw) >= budget.max_file_bytes:
+        lines = lines[:-1]  # the cut last line is not JSON
+    out: list[Json] = []
+    for line in lines:
+        if len(out) >= budget.max_lines:
+            break
+        row = _json(line) if line.strip() else None
+        if not isinstance(row, dict):
+            continue
+        if kind == "skyrl":
+            text_in, text_out = row.get("input_prompt"), row.get("output_response")
+        else:
+            text_in, text_out = row.get("input"), row.get("output")
+        output = text_out if isinstance(text_out, str) else ""
+        out.append({"input": _cut(text_in, budget), "output": output[:budget.max_text],
+                    "output_chars": len(output), "score": _number(row.get("score")),
+                    "stop_reason": _cut(row.get("stop_reason"), budget)})
+    return out
+
+
+def _chosen(steps: list[Any], budget: _Budget) -> list[Any]:
+    """The first step (baseline) and the latest ``max_files``."""
+    steps = sorted(steps)
+    latest = steps[-budget.max_files:] if budget.max_files > 0 else []
+    return ([steps[0]] if steps and steps[0] not in latest else []) + latest
+
+
+def _numbered(entries: list[Any], pattern: Any, dirs: bool) -> list[Any]:
+    """``(step, name)`` for the entries whose name matches ``pattern`` (no walrus: 3.7)."""
+    out = []
+    for name, is_dir in entries:
+        match = pattern.match(name) if is_dir == dirs else None
+        if match:
+            out.append((int(match.group(1)), name))
+    return out
+
+
+def _verl_dir(path: str, entries: list[Any], budget: _Budget) -> Json:
+    files = _numbered(entries, _VERL_FILE, False)
+    steps = []
+    for step, name in _chosen(files, budget):
+        if budget.expired():
+            budget.skipped.append(f"{path}: deadline reached")
+            break
+        raw = read_regular(os.path.join(path, name), budget.max_file_bytes, budget)
+        if raw is not None:
+            steps.append({"step": step, "file": name, "samples": _line_sample(raw, "verl", budget)})
+    return {"path": path, "kind": "verl", "steps_listed": sorted(s for s, _ in files),
+            "steps": steps}
+
+
+def _skyrl_evals(path: str, entries: list[Any], budget: _Budget) -> Json:
+    dirs = _numbered(entries, _SKYRL_EVAL_DIR, True)
+    steps = []
+    for step, name in _chosen(dirs, budget):
+        sub = os.path.join(path, name)
+        for fname, is_dir in list_dir(sub, budget) or []:
+            if is_dir or not fname.endswith(".jsonl") or fname == "aggregated_results.jsonl":
+                continue
+            raw = read_regular(os.path.join(sub, fname), budget.max_file_bytes, budget)
+            if raw is not None:
+                steps.append({"step": step, "file": name + "/" + fname,
+                              "samples": _line_sample(raw, "skyrl", budget)})
+            break  # one data source per step is a sample
+    return {"path": path, "kind": "skyrl-evals", "steps_listed": sorted(s for s, _ in dirs),
+            "steps": steps}
+
+
+def collect_dump(path: str, budget: _Budget) -> Json | None:
+    """One dump directory, recognised by its layout; ``None`` when it is none of ours."""
+    entries = list_dir(path, budget)
+    if entries is None:
+        return None
+    names = dict(entries)
+    if names.get("dumped_evals") or names.get("dumped_data"):
+        out = _skyrl_evals(os.path.join(path, "dumped_evals"),
+                           list_dir(os.path.join(path, "dumped_evals"), budget) or [], budget)
+        batches = list_dir(os.path.join(path, "dumped_data"), budget) or []
+        out["batch_steps"] = sorted(s for s, _ in _numbered(batches, _SKYRL_BATCH, False))
+        return out
+    if any(_SKYRL_EVAL_DIR.match(n) for n, d in entries if d):
+        return _skyrl_evals(path, entries, budget)
+    if any(_VERL_FILE.match(n) for n, d in entries if not d):
+        return _verl_dir(path, entries, budget)
+    return {"path": path, "kind": "empty", "steps_listed": [], "steps": []}
+
+
+def collect_rollouts(request: Json) -> Json:
+    """Serve one deep-probe request (see the module docstring); returns a JSON-able dict."""
+    budget = _Budget(request)
+    started = time.monotonic()
+    trials = collect_trials([str(r) for r in request.get("trial_roots", [])], budget)
+    dumps = []
+    for path in request.get("dump_dirs", []):
+        found = collect_dump(str(path), budget)
+        if found is not None:
+            dumps.append(found)
+    return {"protocol": PROTOCOL, "trials": trials, "dumps": dumps,
+            "files_opened": budget.files_opened, "bytes_read": budget.bytes_read,
+            "skipped": budget.skipped[:50], "elapsed_s": time.monotonic() - started}
+
+
+def main(request_json: str) -> None:
+    """Entry point of the shipped script: request JSON in, answer JSON on stdout."""
+    sys.stdout.write(json.dumps(collect_rollouts(json.loads(request_json))) + "\n")

@@ -1,0 +1,349 @@
+"""The deep probe's judgement: read literal rollouts and say KILL or NO-KILL, quoting evidence.
+
+Policy (seed: "New/untested RL run? -> deep-probe it, don't trust the row"; issue 14). Pure: facts
+in (``probes.rollouts.RolloutFacts``), a :class:`~report.models.DeepProbe` out, no I/O. Each
+check looks at the LATEST steps of every source (a dump directory, the log's printed
+completions, the sampled trials) and, where it needs a baseline, at the same source's first
+step or the validation dump. Every finding is a KILL reason and quotes its evidence (escaped:
+control characters as ``\\xNN``, cut; ``report.sample_text``):
+
+- weight-sync garbage: most samples are not language (non-printable or U+FFFD share), or are
+  one token repeated; the step's compression ratio is far from the run's own baseline; the
+  per-token log-ratio jumps while the samples turn to noise;
+- collapsed diversity: most prompt groups' samples are identical or nearly so (3-gram overlap);
+- degenerate lengths: every output empty, or every output cut at the max length;
+- engine starvation: generation time dominating the step with tokens/s near 0, rollouts
+  missing for steps the log shows, or every sampled agent running 0 s with no output token;
+- zero trials completing: every sampled trial ended in an exception, or none finished;
+- reward pathologies: every group's reward constant (no learning signal), all-zero rewards,
+  or rewards outside the configured verifier range.
+
+With no finding the verdict is NO-KILL, and its one reason says what was read (or that
+nothing was, so a person knows the probe could not see the rollouts).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from itertools import combinations
+from statistics import mean, median
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from probes.models import MetricPoint
+from probes.rollouts import RolloutDump, RolloutFacts, RolloutSample, RolloutStep, TrialSampleSet
+from report.models import DeepProbe
+from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
+
+
+class DeepProbeSettings(BaseModel):
+    """Thresholds of the deep probe's checks (``[deep_probe]`` in the config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    latest_steps: int = 2
+    garbage_char_share: float = 0.2
+    """A sample is noise when this share of its characters is non-printable or U+FFFD."""
+    noisy_sample_share: float = 0.5
+    """A step is noise when this share of its samples is (garbage or one repeated token)."""
+    repeat_token_share: float = 0.6
+    repeat_min_tokens: int = 8
+    compression_factor: float = 2.0
+    compression_min_bytes: int = 256
+    log_ratio_jump: float = 5.0
+    collapsed_group_share: float = 0.5
+    ngram_overlap: float = 0.9
+    starved_gen_share: float = 0.9
+    starved_tokens_per_s: float = 1.0
+    missing_steps: int = 2
+    reward_range: tuple[float, float] | None = None
+
+
+def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:
+    by_prompt: dict[str, list[RolloutSample]] = {}
+    for sample in samples:
+        by_prompt.setdefault(sample.prompt or "", []).append(sample)
+    return [g for g in by_prompt.values() if len(g) >= 2]
+
+
+def _where(dump: RolloutDump, step: RolloutStep) -> str:
+    name = {"trl-log": "TRL printed completions", "verl": "verl rollout dump",
+            "skyrl-evals": "SkyRL eval dump"}.get(dump.kind, dump.kind)
+    if dump.role == "validation":
+        name = f"{name} (validation)"
+    return f"step {step.step} ({name})"
+
+
+class _Judge:
+    """One probe's findings, gathered source by source."""
+
+    def __init__(self, facts: RolloutFacts, settings: DeepProbeSettings) -> None:
+        self.facts = facts
+        self.s = settings
+        self.reasons: list[str] = []
+        self._seen: set[str] = set()
+        self.source = ""
+
+    def add(self, reason: str) -> None:
+        """Keep one reason per check and source: the latest step is looked at first."""
+        kind = self.source + "|" + reason.split(" at ", 1)[0].split(":", 1)[0]
+        if kind not in self._seen:
+            self._seen.add(kind)
+            self.reasons.append(reason)
+
+    # -- text --------------------------------------------------------------------------
+
+    def noise(self, texts: Sequence[str], where: str) -> bool:
+        """Garbage / repeated-token checks over one step's texts; True if the step is noise."""
+        texts = [t for t in texts if t.strip()]
+        if not texts:
+            return False
+        garbage = [t for t in texts if bad_char_share(t) >= self.s.garbage_char_share]
+        units = [(t, repeated_unit(t, min_tokens=self.s.repeat_min_tokens,
+                                   share=self.s.repeat_token_share)) for t in texts]
+        repeats = [(t, u) for t, u in units if u is not None]
+        share = self.s.noisy_sample_share
+        if len(garbage) / len(texts) >= share:
+            worst = max(garbage, key=bad_char_share)
+            self.add(f"weight-sync garbage at {where}: {len(garbage)}/{len(texts)} samples are "
+                     f"not language ({bad_char_share(worst):.0%} non-printable/replacement "
+                     f"characters), e.g. {quote(worst)}")
+        if len(repeats) / len(texts) >= share:
+            text, unit = repeats[0]
+            self.add(f"single token repeated at {where}: {len(repeats)}/{len(texts)} samples "
+                     f"repeat {quote(unit, 20)}, e.g. {quote(text)}")
+        return len(garbage) / len(texts) >= share or len(repeats) / len(texts) >= share
+
+    def compression(self, dump: RolloutDump, step: RolloutStep,
+                    baseline: RolloutStep | None, where: str) -> bool:
+        if baseline is None:
+            return False
+        floor = self.s.compression_min_bytes
+        now = compression_ratio((s.output for s in step.samples), floor)
+        then = compression_ratio((s.output for s in baseline.samples), floor)
+        if now is None or then is None or then <= 0:
+            return False
+        factor = now / then
+        if factor > self.s.compression_factor or factor < 1 / self.s.compression_factor:
+            self.add(f"compression ratio {now:.2f} at {where} vs {then:.2f} at the baseline "
+                     f"step {baseline.step} ({factor:.1f}x): the text changed character, e.g. "
+                     f"{quote(step.samples[0].output)}")
+            return True
+        return False
+
+    def diversity(self, step: RolloutStep, where: str) -> None:
+        groups = _groups(step.samples)
+        if not groups:
+            return
+        collapsed = []
+        for group in groups:
+            outputs = [s.output for s in group]
+            pairs = list(combinations(outputs, 2))
+            if len(set(outputs)) == 1 or mean(overlap(a, b) for a, b in pairs) >= \
+                    self.s.ngram_overlap:
+                collapsed.append(group)
+        if collapsed and len(collapsed) / len(groups) >= self.s.collapsed_group_share:
+            g = collapsed[0]
+            self.add(f"collapsed diversity at {where}: {len(collapsed)}/{len(groups)} prompts "
+                     f"get identical or near-identical samples ({len(g)} samples of "
+                     f"{quote(g[0].prompt or '', 40)} read {quote(g[0].output)})")
+
+    def lengths(self, step: RolloutStep, where: str) -> None:
+        if not step.samples:
+            return
+        if all(not s.output.strip() for s in step.samples):
+            self.add(f"degenerate lengths at {where}: all {len(step.samples)} outputs are empty")
+        reasons = [s.stop_reason for s in step.samples]
+        if all(r == "length" for r in reasons):
+            self.add(f"degenerate lengths at {where}: all {len(step.samples)} outputs were cut "
+                     f"at the max length (stop_reason \"length\"), e.g. "
+                     f"{quote(step.samples[0].output)}")
+
+    def rewards(self, step: RolloutStep, where: str) -> None:
+        scored = [s for s in step.samples if s.score is not None]
+        if not scored:
+            return
+        outside: list[RolloutSample] = []
+        if self.s.reward_range is not None:
+            low, high = self.s.reward_range
+            outside = [s for s in scored if s.score is not None and not low <= s.score <= high]
+        if outside and self.s.reward_range is not None:
+            self.add(f"reward outside the verifier's range [{low:g}, {high:g}] at {where}: "
+                     f"{len(outside)}/{len(scored)} samples, e.g. {outside[0].score:g} for "
+                     f"{quote(outside[0].output)}")
+        if all(s.score == 0 for s in scored) and len(scored) >= 2:
+            self.add(f"all-zero reward at {where}: {len(scored)}/{len(scored)} samples score 0 "
+                     f"(no learning signal), e.g. {quote(scored[0].output)}")
+            return
+        groups = [[s.score for s in g if s.score is not None] for g in _groups(scored)]
+        groups = [g for g in groups if len(g) >= 2]
+        if groups and all(len(set(g)) == 1 for g in groups):
+            values = ", ".join(f"{g[0]:g}" for g in groups[:4])
+            self.add(f"constant reward in every group at {where}: {len(groups)} prompt groups "
+                     f"each score one value ({values}): no learning signal")
+
+    # -- sources -------------------------------------------------------------------------
+
+    def dumps(self) -> None:
+        validation = [d for d in self.facts.dumps if d.role == "validation" and d.steps]
+        for dump in self.facts.dumps:
+            steps = sorted(dump.steps, key=lambda s: s.step)
+            if dump.role == "validation" or not steps:
+                continue
+            self.source = dump.path
+            latest = steps[-self.s.latest_steps:]
+            baseline = steps[0] if steps[0] not in latest else (
+                validation[0].steps[0] if validation else None)
+            for step in reversed(latest):
+                where = _where(dump, step)
+                noisy = self.noise([s.output for s in step.samples], where)
+                changed = self.compression(dump, step, baseline, where)
+                if noisy or changed:
+                    self.log_ratio(where)
+                self.diversity(step, where)
+                self.lengths(step, where)
+                self.rewards(step, where)
+            self.missing(dump, steps)
+
+    def missing(self, dump: RolloutDump, steps: Sequence[RolloutStep]) -> None:
+        logged = [p.step for p in self.facts.series]
+        listed = dump.steps_listed or tuple(s.step for s in steps)
+        if not logged or not listed:
+            return
+        gap = max(logged) - max(listed)
+        if gap > self.s.missing_steps:
+            self.add(f"rollouts missing for logged steps: the log reaches step {max(logged)} "
+                     f"but {dump.path} ends at step {max(listed)} ({gap} steps without rollouts)")
+
+    def log_ratio(self, where: str) -> None:
+        series = [p.values["log_ratio_abs_mean"] for p in self.facts.series
+                  if "log_ratio_abs_mean" in p.values]
+        if len(series) < 3:
+            return
+        early = mean(series[:min(5, len(series) - 1)])
+        if early > 0 and series[-1] > self.s.log_ratio_jump * early:
+            self.add(f"per-token log-ratio jumped to {series[-1]:.4g} ({series[-1] / early:.0f}x "
+                     f"the first steps' {early:.4g}) while the samples at {where} turned to "
+                     "noise")
+
+    def series(self) -> None:
+        self.source = "series"
+        points = self.facts.series[-self.s.latest_steps:]
+        if points and all(p.values.get("clipped_ratio", 0) >= 0.99 for p in points):
+            self.add(f"degenerate lengths: every output cut at the max length on the last "
+                     f"{len(points)} logged steps (clipped ratio "
+                     f"{points[-1].values['clipped_ratio']:g} at step {points[-1].step})")
+        self.starvation(points)
+
+    def starvation(self, points: Sequence[MetricPoint]) -> None:
+        timed = [p for p in points if p.values.get("step_s") and "gen_s" in p.values]
+        if not timed or len(timed) < len(points):
+            return
+        shares = [p.values["gen_s"] / p.values["step_s"] for p in timed]
+        rates = [p.values["tokens_per_s"] for p in timed if "tokens_per_s" in p.values]
+        early = [p.values["tokens_per_s"] for p in self.facts.series[:5] if "tokens_per_s"
+                 in p.values]
+        slow = bool(rates) and (max(rates) <= self.s.starved_tokens_per_s or (
+            bool(early) and max(rates) < 0.05 * median(early)))
+        if min(shares) >= self.s.starved_gen_share and slow:
+            last = timed[-1]
+            self.add(f"engine starvation: generation takes {min(shares):.0%} of every step on "
+                     f"the last {len(timed)} steps (step {last.step}: gen "
+                     f"{last.values['gen_s']:.0f}s of {last.values['step_s']:.0f}s) at "
+                     f"{rates[-1]:.3g} tokens/s")
+
+    def trials(self, trials: TrialSampleSet) -> None:
+        sampled = trials.sampled
+        self.source = "trials"
+        if not sampled:
+            return
+        n = len(sampled)
+        excepted = [t for t in sampled if t.exception_type]
+        scored = [t for t in sampled if t.reward is not None]
+        if len(excepted) == n and not scored:
+            top = Counter(t.exception_type for t in excepted).most_common(1)[0]
+            self.add(f"zero trials completing: all {n} sampled trials (of {trials.listed}) "
+                     f"ended in an exception, none scored (top: {top[0]} x{top[1]}, e.g. "
+                     f"{excepted[0].name})")
+        elif all(t.finished_at is None for t in sampled):
+            self.add(f"zero trials completing: none of {n} sampled trials (of {trials.listed}) "
+                     f"has finished (e.g. {sampled[0].name})")
+        elif len(scored) >= 2 and all(t.reward == 0 for t in scored):
+            self.add(f"all-zero reward: {len(scored)}/{len(scored)} scored trials of {n} "
+                     f"sampled score 0 (e.g. {scored[0].name})")
+        self.idle_agents(trials)
+        last = [t.messages[-1] for t in sampled if t.messages]
+        if last:
+            self.noise(last, f"the agents' last messages ({len(last)} trials)")
+
+
+    def idle_agents(self, trials: TrialSampleSet) -> None:
+        """Agents that ran in no time and wrote no output token: the engine served nothing."""
+        timed = [(t, _seconds(t.agent_started_at, t.agent_finished_at)) for t in trials.sampled]
+        ran = [(t, s) for t, s in timed if s is not None]
+        if len(ran) < 2 or len(ran) < len(trials.sampled) // 2:
+            return
+        idle = [t for t, s in ran if s <= 1.0 and not t.n_output_tokens]
+        if len(idle) == len(ran):
+            self.add(f"engine starvation: all {len(ran)} sampled trials' agents ran for <= 1 s "
+                     f"with no output tokens (e.g. {idle[0].name}: "
+                     f"{idle[0].n_turns if idle[0].n_turns is not None else '—'} turns)")
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    try:
+        if start and end:
+            return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (ValueError, TypeError):  # unparseable or mixed naive/aware stamps say nothing
+        return None
+    return None
+
+
+def _read(facts: RolloutFacts) -> dict[str, Any]:
+    """What the probe read, for the report and the JSON ``read`` object."""
+    return {
+        "log": facts.log_path,
+        "log_steps": len(facts.series),
+        "trials": {"roots": list(facts.trials.roots), "listed": facts.trials.listed,
+                   "sampled": len(facts.trials.sampled)},
+        "dumps": [{"path": d.path, "kind": d.kind, "role": d.role,
+                   "steps_listed": len(d.steps_listed),
+                   "steps_read": [s.step for s in d.steps],
+                   "samples": sum(len(s.samples) for s in d.steps)} for d in facts.dumps],
+        "files_opened": facts.files_opened,
+        "bytes_read": facts.bytes_read,
+        "elapsed_s": round(facts.elapsed_s, 3) if facts.elapsed_s is not None else None,
+        "skipped": list(facts.skipped[:10]),
+    }
+
+
+def _healthy_line(facts: RolloutFacts, pending: bool) -> str:
+    samples = sum(len(s.samples) for d in facts.dumps for s in d.steps)
+    trials = len(facts.trials.sampled)
+    if pending and not samples and not trials:
+        return "nothing to judge yet: the job is still PENDING (no log, no rollouts)"
+    if not samples and not trials:
+        return ("nothing to judge: no rollouts were found (no rollout dump, printed completions "
+                "or Harbor trials); the row cannot be confirmed from its rollouts")
+    parts = []
+    if samples:
+        parts.append(f"{samples} samples from {sum(len(d.steps) for d in facts.dumps)} steps")
+    if trials:
+        parts.append(f"{trials} of {facts.trials.listed} trials")
+    return f"no pathology found in {' and '.join(parts)}"
+
+
+def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,
+                   pending: bool = False) -> DeepProbe:
+    """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started)."""
+    judge = _Judge(facts, settings or DeepProbeSettings())
+    judge.dumps()
+    judge.series()
+    judge.trials(facts.trials)
+    if judge.reasons:
+        return DeepProbe(verdict="KILL", reasons=judge.reasons, read=_read(facts))
+    return DeepProbe(verdict="NO-KILL", reasons=[_healthy_line(facts, pending)],
+                     read=_read(facts))

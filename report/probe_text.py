@@ -1,0 +1,54 @@
+"""``jobtables probe`` as text and JSON: the verdict, its quoted reasons, what was read.
+
+Policy: pure presentation. The text is the verdict line, the reasons (each already quoting its
+evidence, escaped and cut by ``report.deep_probe.quote``) wrapped to the width, then what was
+read. The JSON is the job's contract object (CONTRACT §3) with its ``deep_probe`` key.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from report.models import JobDetail
+from report.render import job_object
+
+
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    hanging = " " * len(indent) + "  "
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=hanging,
+                         break_on_hyphens=False) or [indent]
+
+
+def render_probe_text(detail: JobDetail, *, width: int = 100) -> str:
+    job = detail.report
+    probe = job.deep_probe
+    if probe is None:
+        return f"{job.cluster}:{job.job_id}: no deep probe has run"
+    lines = _wrap(f"{probe.verdict} — deep probe of {job.cluster}:{job.job_id} {job.name} "
+                  f"({job.state.value}, step {job.step if job.step is not None else '—'})", width)
+    lines += ["", "Reasons:"]
+    for reason in probe.reasons:
+        lines += _wrap(reason, width, "- ")
+    read = probe.read
+    lines += ["", "Read:"]
+    lines += _wrap(f"log {read.get('log') or 'none'} ({read.get('log_steps', 0)} logged steps)",
+                   width, "  ")
+    trials = read.get("trials") or {}
+    if trials.get("listed"):
+        lines += _wrap(f"trials: {trials.get('sampled', 0)} sampled of {trials['listed']} "
+                       f"listed under {', '.join(trials.get('roots') or [])}", width, "  ")
+    for dump in read.get("dumps") or []:
+        steps = dump.get("steps_read") or []
+        lines += _wrap(f"{dump['kind']} ({dump['role']}) {dump['path']}: {dump['samples']} "
+                       f"samples from steps {', '.join(map(str, steps)) or 'none'} of "
+                       f"{dump['steps_listed']} listed", width, "  ")
+    lines += _wrap(f"cost: {read.get('files_opened', 0)} files, {read.get('bytes_read', 0)} "
+                   f"bytes, {read.get('elapsed_s')} s on the login node", width, "  ")
+    for skipped in read.get("skipped") or []:
+        lines += _wrap(f"skipped: {skipped}", width, "  ")
+    return "\n".join(lines)
+
+
+def render_probe_json(detail: JobDetail) -> str:
+    return json.dumps(job_object(detail.report), indent=2, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,61 @@
+"""`jobtables probe`: usage errors before anything connects, and where dump dirs may come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from probes.config import SlurmCluster
+from probes.deep_read import rollout_request
+from probes.models import JobFacts, JobState, LogFetch, SchedulerRecord
+from probes.rollouts import ReadPlan
+
+CONFIG = """
+[[clusters]]
+name = "a"
+kind = "slurm"
+local = true
+
+[[clusters]]
+name = "snap"
+kind = "replay"
+path = "/nonexistent"
+"""
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["probe", "x;rm -rf /"], "is not a job id"),
+    (["probe", "12", "--cluster", "nope"], "unknown cluster 'nope'"),
+    (["probe", "snap:12"], "the deep probe reads SLURM jobs"),
+])
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             argv: list[str], message: str) -> None:
+    config = tmp_path / "jobtables.toml"
+    config.write_text(CONFIG)
+    assert main([*argv, "--config", str(config)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_probe_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "probe" in capsys.readouterr().out
+
+
+def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
+    """A dump dir the log names outside the job's workdir is never put in the request."""
+    record = SchedulerRecord(cluster="a", job_id="7", name="rl-x", user="alice",
+                             state=JobState.RUNNING, workdir="/home/alice/run")
+    text = ("Dumped generations to rollouts/3.jsonl\n"
+            "Dumped generations to /home/ops/secrets/4.jsonl\n"
+            "Dumped generations to /home/alice/run/../../ops/5.jsonl\n"
+            "Dumped generations to /home/alice/run/val_dump/5.jsonl\n")
+    facts = JobFacts(record=record, log=LogFetch(status="ok", text=text))
+    cluster = SlurmCluster(name="a", local=True, trial_roots=("{workdir}/jobs",))
+    request, roles = rollout_request(facts, cluster, ReadPlan(rollout_dirs=()))
+    assert request["dump_dirs"] == ["/home/alice/run/validation_data",
+                                    "/home/alice/run/rollouts", "/home/alice/run/val_dump"]
+    assert roles["/home/alice/run/val_dump"] == "validation"
+    assert request["trial_roots"] == ["/home/alice/run/jobs"]
+    assert request["max_trials"] == 64 and request["owner"] == "alice"

@@ -1,0 +1,141 @@
+"""The login-node rollout reader: what it reads, its bounds, and what it refuses to touch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+from probes.remote.rollouts import collect_rollouts
+from probes.remote.script import build_rollouts_script
+
+ROOT = Path(__file__).resolve().parents[3]
+FIX = ROOT / "tests" / "fixtures"
+PY37 = Path.home() / ".pyenv" / "versions" / "3.7.16" / "bin" / "python"
+
+
+def dumps_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "rollout_dumps_rebuilt", FIX / "generators" / "rollout_dumps_rebuilt.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verl_dump_reads_baseline_and_latest_steps_only(tmp_path: Path) -> None:
+    """Of 10 verl step files only the first and the latest max_files are opened."""
+    dumps = dumps_module()
+    for step in range(1, 11):
+        dumps.write_verl_dump(str(tmp_path / "rollout_data"), step, ["q"] * 4,
+                              [f"answer {step} {i}" for i in range(4)], [1.0, 0.0, 1.0, 0.0])
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data")], "max_files": 2})
+    (dump,) = answer["dumps"]
+    assert dump["kind"] == "verl"
+    assert dump["steps_listed"] == list(range(1, 11))
+    assert [s["step"] for s in dump["steps"]] == [1, 9, 10]
+    assert dump["steps"][-1]["samples"][0] == {"input": "q", "output": "answer 10 0",
+                                               "output_chars": 11, "score": 1.0,
+                                               "stop_reason": None}
+    assert answer["files_opened"] == 3
+
+
+def test_skyrl_evals_read_and_pickles_only_listed(tmp_path: Path) -> None:
+    """SkyRL eval JSONL is read; dumped_data pickles are listed for their steps, never opened."""
+    dumps = dumps_module()
+    for step in (5, 10):
+        dumps.write_skyrl_evals(str(tmp_path), step, ["p", "p"], ["x", "y"], [0.0, 1.0],
+                                ["stop", "length"])
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path)]})
+    (dump,) = answer["dumps"]
+    assert dump["kind"] == "skyrl-evals" and dump["batch_steps"] == [5, 10]
+    assert dump["steps"][-1]["samples"][1]["stop_reason"] == "length"
+    assert answer["files_opened"] == 2  # the two eval JSONL files, no pickle
+
+
+def test_lines_bytes_and_text_are_bounded(tmp_path: Path) -> None:
+    """A huge step file costs at most max_file_bytes, max_lines lines and max_text chars each."""
+    dumps = dumps_module()
+    dumps.write_verl_dump(str(tmp_path / "d"), 1, ["q"] * 1000, ["z" * 5000] * 1000, [0.0] * 1000)
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "max_lines": 7,
+                               "max_file_bytes": 200_000, "max_text": 100})
+    samples = answer["dumps"][0]["steps"][0]["samples"]
+    assert len(samples) == 7
+    assert {len(s["output"]) for s in samples} == {100}
+    assert {s["output_chars"] for s in samples} == {5000}
+    assert answer["bytes_read"] == 200_000
+
+
+def test_symlinks_and_fifos_are_never_read(tmp_path: Path) -> None:
+    """A step file that is a symlink or a FIFO is skipped (not followed, not waited on)."""
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"input": "q", "output": "SECRET", "score": 1}) + "\n")
+    dump = tmp_path / "rollout_data"
+    dump.mkdir()
+    (dump / "1.jsonl").symlink_to(secret)
+    os.mkfifo(dump / "2.jsonl")
+    answer = collect_rollouts({"dump_dirs": [str(dump)]})
+    assert "SECRET" not in json.dumps(answer)
+    assert answer["dumps"][0]["steps"] == []
+    assert any("not a regular file" in s or "ELOOP" in s or "OSError" in s
+               for s in answer["skipped"])
+
+
+def test_harbor_trials_are_sampled_evenly(tmp_path: Path) -> None:
+    """A job dir of many trials is listed once and only max_trials result.json are read."""
+    job = tmp_path / "jobs" / "2026-11-30__18-00-00"
+    src = FIX / "harbor-0.26.0" / "zero-complete" / "jobs" / "2026-11-30__18-00-00"
+    job.mkdir(parents=True)
+    (job / "config.json").write_text("{}")
+    trial = next(p for p in src.iterdir() if p.is_dir())
+    for i in range(300):
+        (job / f"t{i:04d}").mkdir()
+        (job / f"t{i:04d}" / "result.json").write_bytes((trial / "result.json").read_bytes())
+    answer = collect_rollouts({"trial_roots": [str(tmp_path / "jobs")], "max_trials": 10})
+    trials = answer["trials"]
+    assert trials["listed"] == 300
+    assert len(trials["sampled"]) == 10 and "t0000" in trials["sampled"]
+    assert "t0299" in trials["sampled"]
+    one = trials["sampled"]["t0000"]
+    assert one["exception_type"] == "EnvironmentStartTimeoutError" and one["reward"] is None
+
+
+def test_trajectory_messages_are_read(tmp_path: Path) -> None:
+    """The agent's last messages come from agent/trajectory.json (ATIF steps, source agent)."""
+    job = tmp_path / "job"
+    (job / "t1" / "agent").mkdir(parents=True)
+    (job / "result.json").write_text("{}")
+    (job / "t1" / "result.json").write_text(json.dumps({"verifier_result": {"rewards":
+                                                                            {"reward": 1.0}}}))
+    steps = [{"step_id": 1, "source": "user", "message": "task"},
+             {"step_id": 2, "source": "agent", "message": [{"type": "text", "text": "ls -la"}]}]
+    (job / "t1" / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+    answer = collect_rollouts({"trial_roots": [str(job)]})
+    assert answer["trials"]["sampled"]["t1"]["messages"] == ["ls -la"]
+    assert answer["trials"]["sampled"]["t1"]["reward"] == 1.0
+
+
+def test_shipped_script_runs_under_python37(tmp_path: Path) -> None:
+    """The built ``python3 -`` script runs on a 3.7 interpreter (login nodes are old)."""
+    dumps = dumps_module()
+    dumps.write_verl_dump(str(tmp_path / "d"), 3, ["q"], ["fine"], [1.0])
+    script = build_rollouts_script({"dump_dirs": [str(tmp_path / "d")]})
+    assert PY37.exists(), "pyenv 3.7.16 is part of this machine's toolchain"
+    out = subprocess.run([str(PY37), "-"], input=script, capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out)["dumps"][0]["steps"][0]["samples"][0]["output"] == "fine"
+
+
+def test_files_not_owned_by_the_job_user_are_refused(tmp_path: Path) -> None:
+    """With ``owner``, a file owned by anyone else is skipped (a symlinked dir leaks nothing)."""
+    dumps = dumps_module()
+    dumps.write_verl_dump(str(tmp_path / "d"), 1, ["q"], ["mine"], [1.0])
+    me = __import__("pwd").getpwuid(os.getuid()).pw_name
+    assert collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "owner": me}
+                            )["dumps"][0]["steps"][0]["samples"][0]["output"] == "mine"
+    other = collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "owner": "nobody"})
+    assert other["dumps"][0]["steps"] == []
+    assert any("not owned by the job's user" in s for s in other["skipped"])

@@ -1,0 +1,227 @@
+"""Deep-probe judgement: every check fires on its pathology and stays silent on a healthy run.
+
+Sources: real TRL 1.16 GRPO logs with ``log_completions`` (healthy, weights corrupted after
+step 10, collapsed), real Harbor 0.26 models (zero completing trials), and verl/SkyRL dumps
+reconstructed from their source (``tests/fixtures/generators/rollout_dumps_rebuilt.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.models import MetricPoint
+from probes.remote.rollouts import collect_rollouts
+from probes.rollouts import DumpRole, RolloutFacts, rollout_facts
+from report.deep_probe import DeepProbeSettings, judge_rollouts
+from report.sample_text import quote
+from tests.probes.remote.test_rollouts import dumps_module
+
+FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+TRL = FIX / "trl-1.16.0"
+
+
+def trl(mode: str) -> RolloutFacts:
+    text = (TRL / f"probe_{mode}.out").read_text(encoding="utf-8", errors="replace")
+    return rollout_facts(None, log_text=text, log_path=f"probe_{mode}.out")
+
+
+def kinds(facts: RolloutFacts, settings: DeepProbeSettings | None = None) -> str:
+    result = judge_rollouts(facts, settings)
+    return result.verdict + " | " + " || ".join(result.reasons)
+
+
+def test_healthy_trl_run_is_no_kill() -> None:
+    """The real healthy GRPO run: NO-KILL, saying what it read."""
+    result = judge_rollouts(trl("healthy"))
+    assert result.verdict == "NO-KILL"
+    assert result.reasons == ["no pathology found in 160 samples from 20 steps"]
+    assert result.read["dumps"][0]["kind"] == "trl-log"
+
+
+def test_corrupted_weights_are_garbage() -> None:
+    """Noise added to the policy after step 10: garbage, compression shift, cut lengths."""
+    text = kinds(trl("corrupt"))
+    assert text.startswith("KILL")
+    assert "weight-sync garbage at step 20 (TRL printed completions): 8/8 samples" in text
+    assert "every output cut at the max length" in text
+    assert "\\x" in text  # control characters quoted escaped, never raw
+
+
+def test_collapsed_run_repeats_and_loses_diversity() -> None:
+    """lr 0.3: one token repeated, identical samples per prompt, constant reward."""
+    text = kinds(trl("collapse"))
+    assert "single token repeated at step 20" in text
+    assert "collapsed diversity at step 20" in text
+    assert "constant reward in every group at step 20" in text
+
+
+def _verl(tmp: Path, outputs: list[str], scores: list[float], steps: int = 3) -> RolloutFacts:
+    dumps = dumps_module()
+    lines = []
+    for step in range(1, steps + 1):
+        base = [f"the answer is {i + step} because {i} plus {step} makes {i + step} here"
+                for i in range(8)]
+        out = outputs if step == steps else base
+        lines.append(dumps.write_verl_dump(str(tmp / "rd"), step, ["q1"] * 4 + ["q2"] * 4, out,
+                                           scores if step == steps else [0, 1] * 4))
+    answer = collect_rollouts({"dump_dirs": [str(tmp / "rd")]})
+    return rollout_facts(answer, log_text="\n".join(lines))
+
+
+HEALTHY = [f"the answer is {i} because {i} plus {i} makes {2 * i} here" for i in range(8)]
+
+
+def test_verl_healthy_dump_is_silent(tmp_path: Path) -> None:
+    assert kinds(_verl(tmp_path, HEALTHY, [0, 1] * 4)).startswith("NO-KILL")
+
+
+@pytest.mark.parametrize(("outputs", "scores", "expected"), [
+    ([""] * 8, [0, 1] * 4, "all 8 outputs are empty"),
+    (HEALTHY, [0.0] * 8, "all-zero reward at step 3"),
+    (HEALTHY, [1, 1, 1, 1, 0, 0, 0, 0], "constant reward in every group"),
+    (["same words every time for this prompt ok"] * 8, [0, 1] * 4, "collapsed diversity"),
+    (["go go go go go go go go go go"] * 8, [0, 1] * 4, 'repeat "go"'),
+])
+def test_verl_pathologies_fire(tmp_path: Path, outputs: list[str], scores: list[float],
+                               expected: str) -> None:
+    assert expected in kinds(_verl(tmp_path, outputs, scores))
+
+
+def test_reward_range(tmp_path: Path) -> None:
+    """Rewards outside the configured verifier range fire; inside it they do not."""
+    facts = _verl(tmp_path, HEALTHY, [0, 5] * 4)
+    assert "outside the verifier's range [0, 1]" in kinds(
+        facts, DeepProbeSettings(reward_range=(0, 1)))
+    assert "outside" not in kinds(facts, DeepProbeSettings(reward_range=(0, 5)))
+
+
+def test_skyrl_cut_at_length(tmp_path: Path) -> None:
+    """SkyRL eval dumps whose every stop_reason is "length" are degenerate; mixed are not."""
+    dumps = dumps_module()
+    dumps.write_skyrl_evals(str(tmp_path), 5, ["p"] * 4, HEALTHY[:4], [0, 1, 0, 1], ["length"] * 4)
+    facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path)]}))
+    assert 'stop_reason "length"' in kinds(facts)
+    dumps.write_skyrl_evals(str(tmp_path), 5, ["p"] * 4, HEALTHY[:4], [0, 1, 0, 1],
+                            ["stop", "length", "stop", "stop"])
+    facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path)]}))
+    assert kinds(facts).startswith("NO-KILL")
+
+
+def test_rollouts_missing_for_logged_steps(tmp_path: Path) -> None:
+    """The log reaches step 20 while the dump stops at step 3: missing rollouts."""
+    facts = _verl(tmp_path, HEALTHY, [0, 1] * 4)
+    series = tuple(MetricPoint(step=s, values={"reward": 0.5}) for s in range(1, 21))
+    assert "rollouts missing for logged steps" in kinds(facts.model_copy(
+        update={"series": series}))
+    assert "missing" not in kinds(facts.model_copy(update={"series": series[:4]}))
+
+
+def _timed(gen: float, step: float, rate: float) -> tuple[MetricPoint, ...]:
+    early = tuple(MetricPoint(step=s, values={"gen_s": 50, "step_s": 100, "tokens_per_s": 900})
+                  for s in range(1, 6))
+    late = tuple(MetricPoint(step=s, values={"gen_s": gen, "step_s": step, "tokens_per_s": rate})
+                 for s in range(6, 9))
+    return early + late
+
+
+def test_engine_starvation() -> None:
+    """Generation dominating each step at ~0 tokens/s fires; a normal split does not."""
+    starved = RolloutFacts(series=_timed(990, 1000, 0.2))
+    assert "engine starvation: generation takes 99% of every step" in kinds(starved)
+    assert kinds(RolloutFacts(series=_timed(60, 100, 850))).startswith("NO-KILL")
+
+
+def test_log_ratio_jump_while_noise(tmp_path: Path) -> None:
+    """A log-ratio jump is named when the samples turned to noise, and only then."""
+    noisy = _verl(tmp_path, ["\x03\ufffd\x1e\ufffd\x02 \ufffd\x01\ufffd"] * 8, [0, 1] * 4)
+    series = tuple(MetricPoint(step=s, values={"log_ratio_abs_mean": 0.01 if s < 3 else 0.4})
+                   for s in range(1, 4))
+    assert "per-token log-ratio jumped to 0.4" in kinds(noisy.model_copy(
+        update={"series": series}))
+    calm = _verl(tmp_path, HEALTHY, [0, 1] * 4)
+    assert "log-ratio" not in kinds(calm.model_copy(update={"series": series}))
+
+
+def test_zero_trials_completing() -> None:
+    """Real Harbor trials all ending in EnvironmentStartTimeoutError: zero completing."""
+    root = FIX / "harbor-0.26.0" / "zero-complete" / "jobs"
+    facts = rollout_facts(collect_rollouts({"trial_roots": [str(root)]}))
+    text = kinds(facts)
+    assert "zero trials completing: all 16 sampled trials (of 16) ended in an exception" in text
+    assert "EnvironmentStartTimeoutError x16" in text
+
+
+def test_mixed_harbor_eval_completes() -> None:
+    """The mixed real eval (passes, fails, timeouts) is not "zero completing"."""
+    root = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
+    assert kinds(rollout_facts(collect_rollouts({"trial_roots": [str(root)]}))).startswith(
+        "NO-KILL")
+
+
+def test_nothing_read_is_no_kill_and_says_so() -> None:
+    result = judge_rollouts(RolloutFacts())
+    assert result.verdict == "NO-KILL" and result.reasons[0].startswith("nothing to judge")
+    pending = judge_rollouts(RolloutFacts(), pending=True)
+    assert pending.reasons == ["nothing to judge yet: the job is still PENDING (no log, no "
+                               "rollouts)"]
+
+
+def test_quote_escapes_and_truncates() -> None:
+    assert quote('a"\x1b\nb' + "x" * 100, 10) == '"a\\"\\x1b\\nbxxxxx…"'
+
+
+def test_agent_messages_turned_to_noise(tmp_path: Path) -> None:
+    """Trials whose agents' last messages are byte noise fire garbage; sane ones do not."""
+    import json
+
+    def job(messages: list[str]) -> RolloutFacts:
+        root = tmp_path / f"j{len(list(tmp_path.iterdir()))}"
+        for i, message in enumerate(messages):
+            (root / f"t{i}" / "agent").mkdir(parents=True)
+            (root / f"t{i}" / "result.json").write_text(json.dumps(
+                {"verifier_result": {"rewards": {"reward": float(i % 2)}},
+                 "finished_at": "2026-12-01T00:00:00Z"}))
+            steps = [{"source": "agent", "message": message}]
+            (root / f"t{i}" / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+        (root / "result.json").write_text("{}")
+        return rollout_facts(collect_rollouts({"trial_roots": [str(root)]}))
+
+    noisy = kinds(job(["\ufffd\x02\ufffd\x03 \ufffd\x1e\ufffd"] * 4))
+    assert "weight-sync garbage at the agents' last messages (4 trials)" in noisy
+    assert kinds(job(["I ran the tests; 3 of 4 pass.", "Fixed the config.",
+                      "cat README.md", "Done: build is green."])).startswith("NO-KILL")
+
+
+def test_compression_against_the_validation_dump(tmp_path: Path) -> None:
+    """With one rollout step, the validation dump is the baseline: printable noise is caught."""
+    import random
+    import string
+
+    dumps = dumps_module()
+    rng = random.Random(0)
+    noise = ["".join(rng.choice(string.ascii_letters + string.punctuation) for _ in range(120))
+             for _ in range(8)]
+    sane = [f"the answer is {i} because {i} plus {i} makes {2 * i} so we write {2 * i} here"
+            for i in range(8)]
+    prompts = ["q1"] * 4 + ["q2"] * 4
+    dumps.write_verl_dump(str(tmp_path / "rollout_data"), 7, prompts, noise, [0, 1] * 4)
+    dumps.write_verl_dump(str(tmp_path / "validation_data"), 5, prompts, sane, [0, 1] * 4)
+    roles: dict[str, DumpRole] = {str(tmp_path / "validation_data"): "validation"}
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data"),
+                                             str(tmp_path / "validation_data")]})
+    text = kinds(rollout_facts(answer, roles=roles))
+    assert "compression ratio" in text and "baseline step 5" in text
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path / "rollout_data")]})
+    assert kinds(rollout_facts(answer)).startswith("NO-KILL")  # no baseline, no claim
+
+
+def test_agents_served_nothing() -> None:
+    """Real Harbor 'dead engine' trials (0 s agent runs, null output tokens) are starvation."""
+    dead = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__14-00-00"
+    text = kinds(rollout_facts(collect_rollouts({"trial_roots": [str(dead)]})))
+    assert "engine starvation: all 24 sampled trials' agents ran for <= 1 s" in text
+    mixed = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
+    assert "starvation" not in kinds(rollout_facts(collect_rollouts({"trial_roots":
+                                                                     [str(mixed)]})))
