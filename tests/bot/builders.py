@@ -138,9 +138,6 @@ class FakeSweeper:
             self.on_cancel(cluster, job_id)
         self.cancels.append((cluster, job_id))
 
-    def config(self) -> Config:
-        return self.conf
-
     async def aclose(self) -> None:
         return None
 
