@@ -59,8 +59,10 @@ class SlackMessage:
 
 
 def escape_mrkdwn(text: str) -> str:
-    """Escape the three characters Slack's mrkdwn treats as control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape the three characters Slack's mrkdwn treats as control characters; a fence
+    (```` ``` ````) from outside the bot becomes look-alikes so it cannot open a code block."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace(FENCE, BACKTICK_LOOKALIKE * 3)
 
 
 def escape_code(text: str) -> str:
