@@ -255,12 +255,12 @@ class ActionHandler:
         now = self._clock()
         if detail is None or checked.facts is None or detail.report.state not in STILL_RUNNING:
             state = detail.report.state if detail is not None else "no longer reported"
-            await self._finish(lock, holder, "already ended")
             await self._audit(press, cluster, job_id, "not cancelled", str(state))
             await self._update(press.channel_id, press.message_ts, press.message_blocks,
                                f"`{esc(cluster)}:{esc(job_id)}` already ended ({state}); nothing "
                                f"cancelled. Checked for {mention(press.user_id)} at "
                                f"{now:%H:%M} UTC.", keep_buttons=False)
+            await self._finish(lock, holder, "already ended")
             return
         path = await self._salvage(press, detail, checked.facts, now)
         await self._store.update_lock(lock, {**holder, "status": "salvaged", "path": str(path),
@@ -274,12 +274,14 @@ class ActionHandler:
         self._telemetry.cancels.labels(cluster=cluster, outcome="cancelled").inc()
         await self._audit(press, cluster, job_id, "cancelled", str(path))
         await self._close_episode(checked.episode, press.user_id)
-        await self._finish(lock, {**holder, "path": str(path)}, "cancelled")
         banked = detail.report.banked_step
         await self._update(press.channel_id, press.message_ts, press.message_blocks, (
             f"🛑 Cancelled by {mention(press.user_id)} at {now:%Y-%m-%d %H:%M} UTC. Evidence "
             f"saved to `{esc(str(path))}`; banked checkpoint: "
             f"{banked if banked is not None else 'none'}."), keep_buttons=False)
+        # Marked done only once the message says so: a crash before this point leaves a lock
+        # that reconcile completes, updating the message again.
+        await self._finish(lock, {**holder, "path": str(path)}, "cancelled")
 
     async def _salvage(self, press: ActionPress, detail: JobDetail, facts: JobFacts,
                        now: datetime) -> Path:

@@ -91,7 +91,9 @@ def collapsing(job_id: str = "4242", *, user: str | None = "alice", cluster: str
 
 def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
                  clusters: Sequence[str] = ("alpha",), unreachable: Sequence[str] = (),
-                 degraded: str | None = None) -> SweepResult:
+                 degraded: str | None = None,
+                 labels: dict[tuple[str, str], dict[str, str]] | None = None) -> SweepResult:
+    """A sweep of ``details``; ``labels`` adds record labels per (cluster, job id)."""
     names = [*clusters, *unreachable]
     report = Report(
         generated_at=at,
@@ -104,7 +106,8 @@ def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
         ClusterFacts(name=n, kind="slurm", status="ok", collected_at=at, jobs=tuple(
             JobFacts(record=SchedulerRecord(cluster=n, job_id=d.report.job_id,
                                             name=d.report.name, user=d.report.user,
-                                            state=d.report.state, workdir="/work/run"),
+                                            state=d.report.state, workdir="/work/run",
+                                            labels=(labels or {}).get((n, d.report.job_id), {})),
                      log=LogFetch(status="ok", path=d.report.log_path,
                                   text="\n".join(f"line {i}" for i in range(1, 501))))
             for d in details if d.report.cluster == n))
