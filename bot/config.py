@@ -39,9 +39,9 @@ teams and bots are not people and cannot own a job or press a destructive button
 NOT_A_USER_ID = "not a Slack user id (expected U… or W…, e.g. U0AAAAAAAAA)"
 
 
-def _user_id(value: str) -> str:
+def _user_id(value: str, key: str = "") -> str:
     if not SLACK_USER_ID.match(value):
-        raise ValueError(f"{value!r} is {NOT_A_USER_ID}")
+        raise ValueError(f"{key + ' = ' if key else ''}{value!r} is {NOT_A_USER_ID}")
     return value
 
 
@@ -80,7 +80,7 @@ class SlackSection(_Strict):
     @field_validator("owners")
     @classmethod
     def _owner_ids(cls, v: dict[str, str]) -> dict[str, str]:
-        return {user: _user_id(slack_id) for user, slack_id in v.items()}
+        return {user: _user_id(slack_id, user) for user, slack_id in v.items()}
 
     @field_validator("sweep_every_minutes")
     @classmethod
