@@ -79,7 +79,8 @@ def build_bot(config_path: Path, settings: Settings) -> Bot:
     source = ConfigSource(lambda: load_config(config_path))
     config = source.load()  # fail fast, with line and key, before binding a port
     telemetry = Telemetry()
-    store = RedisStore.from_config(config.redis)
+    password = settings.redis_password.get_secret_value() if settings.redis_password else None
+    store = RedisStore.from_config(config.redis, password=password)
     sweeper = Sweeper(source.load, state=store)
     client = make_web_client(settings, telemetry)
     return Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,

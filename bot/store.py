@@ -94,11 +94,14 @@ class RedisStore:
 
     @classmethod
     def from_config(
-        cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None
+        cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None,
+        password: str | None = None,
     ) -> RedisStore:
-        """A store on ``section.url`` that fails fast while Redis is down."""
+        """A store on ``section.url`` that fails fast while Redis is down; ``password`` applies
+        when the URL names none (redis-py lets the URL's own password win)."""
         client = aioredis.Redis.from_url(
             section.url,
+            password=password,
             socket_timeout=2.0,
             socket_connect_timeout=2.0,
             retry=Retry(NoBackoff(), 1),

@@ -19,7 +19,7 @@ from bot.app import make_scheduler
 from bot.config import Config, RedisSection, SlackSection
 from bot.store import RedisStore
 from probes.config import KubernetesCluster, ReplayCluster
-from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
+from tests.bot.builders import FakeClock, FakeSweeper, collapsing, sweep_result
 from tests.bot.conftest import Harness, running_bot
 from tests.bot.fake_slack import FakeSlack
 
@@ -142,12 +142,13 @@ async def test_recreated_kubernetes_name_is_a_new_job(
     assert sweeper.cancels == [("alpha", "grpo-run")]
 
 
-@pytest.mark.parametrize(("named", "allowed"), [(False, False), (True, True)])
+@pytest.mark.parametrize("named", [False, True])
 async def test_kubernetes_label_is_an_owner_only_when_the_config_names_it(
-    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
-    named: bool, allowed: bool,
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, named: bool,
 ) -> None:
     """A ``user`` label counts for the permission only with ``user_keys`` set in the config."""
+    clock = FakeClock()
+    allowed = named
     sick = collapsing(job_id="grpo-run")
     cluster = {"user_keys": ("user",)} if named else {}
     sweeper = FakeSweeper(make=lambda: sweep_result(

@@ -71,12 +71,13 @@ POINTS = [
 ]
 
 
-@pytest.mark.parametrize(("target", "method", "nth", "took_effect"), POINTS,
-                         ids=[f"{m}#{n}" for _, m, n, _ in POINTS])
+@pytest.mark.parametrize("point", POINTS, ids=[f"{m}#{n}" for _, m, n, _ in POINTS])
 async def test_cancel_crash_then_restart_is_reconciled(
     slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
-    target: str, method: str, nth: int, took_effect: bool,
+    point: tuple[str, str, int, bool],
 ) -> None:
+    """Killed right after ``point``; a restarted bot completes or releases, exactly once."""
+    target, method, nth, took_effect = point
     clock = FakeClock()
     sweeper = cancellable_sweeper(prefix, tmp_path, clock)
     async with running_bot(slack, store, sweeper, clock) as first:
