@@ -35,7 +35,8 @@ from report.tables import (
 from report.trend import sparkline
 
 __all__ = [
-    "job_detail_pieces", "render_job_detail", "render_job_json", "render_json", "render_tables", "render_text",
+    "job_detail_pieces", "render_job_detail", "render_job_json", "render_json", "render_tables",
+    "render_text",
 ]
 
 HISTORY_POINTS = 10
