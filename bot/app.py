@@ -59,6 +59,7 @@ from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult, find_detail
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
+from report.render import render_job_detail, render_text
 
 log = structlog.get_logger(__name__)
 
@@ -163,7 +164,7 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
         if isinstance(query, HelpQuery):
             await respond(text=USAGE, response_type="ephemeral")
         elif isinstance(query, JobsQuery):
-            await answer_jobs(bot, query, respond)
+            await answer_jobs(bot, query, respond, payload.user_id)
         else:
             await answer_job(bot, query, payload, respond)
     except UserError as exc:
@@ -209,7 +210,8 @@ async def live_sweep(bot: Bot) -> SweepResult:
     return result
 
 
-async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
+async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
+                      user_id: str | None = None) -> None:
     result, age = await current_sweep(bot)
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
@@ -222,6 +224,11 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
         if not await respond(text=message.text, blocks=message.blocks,
                              response_type="ephemeral"):
             break  # that response_url is gone; the rest would fail the same way
+    if replies and replies[-1].cut and user_id:
+        # More than a response_url takes: the whole report goes to the invoker's DM as a file.
+        text = await asyncio.to_thread(render_text, result.report, result.details, width=width)
+        await upload_to_dm(bot, user_id, content=text.encode(), filename="jobs.txt",
+                           title="Job tables", comment="The whole `/jobs` answer")
 
 
 async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
@@ -240,17 +247,26 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
         if not await respond(text=message.text, blocks=message.blocks,
                              response_type="ephemeral"):
             break
+    stem = f"{detail.report.cluster}-{query.job_id}"
+    if messages[-1].cut:
+        text = await asyncio.to_thread(render_job_detail, detail, width=config.report.width)
+        await upload_to_dm(bot, payload.user_id, content=text.encode(), filename=f"{stem}.txt",
+                           title=f"{stem} in depth", comment=f"The whole `/job` answer for "
+                           f"`{esc(stem)}`")
     if png:
-        await upload_chart(bot, payload.user_id, f"{detail.report.cluster}-{query.job_id}", png)
+        await upload_to_dm(bot, payload.user_id, content=png, filename=f"{stem}.png",
+                           title=f"{stem} metric history",
+                           comment=f"Metric history of `{esc(stem)}`")
 
 
-async def upload_chart(bot: Bot, user_id: str, stem: str, png: bytes) -> None:
-    """Upload the chart to the invoker's DM with the bot (files_upload_v2)."""
+async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes, filename: str, title: str,
+                       comment: str) -> None:
+    """Upload a file (a chart, an answer too long for messages) to the invoker's DM."""
     try:
         opened = await bot.client.conversations_open(users=user_id)
         await bot.client.files_upload_v2(
-            channel=opened["channel"]["id"], content=png, filename=f"{stem}.png",
-            title=f"{stem} metric history", initial_comment=f"Metric history of `{esc(stem)}`",
+            channel=opened["channel"]["id"], content=content, filename=filename,
+            title=title, initial_comment=comment,
         )
     except (SlackApiError, SlackClientError):
         pass  # logged and counted once by the client; the answer itself was sent

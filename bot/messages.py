@@ -123,7 +123,8 @@ def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | Non
         what = f"No {bucket} jobs." if bucket else "No active or recent jobs."
         return [text_message(esc(f"{header}\n{what}"))]
     return cut_messages(slack_messages(tables, header=header), MAX_RESPONSES,
-                        hint="Ask for one bucket, e.g. `/jobs rl`, or read the sweep thread.")
+                        hint="The whole answer is in your DM with the bot, as a file; "
+                             "or ask for one bucket, e.g. `/jobs rl`.")
 
 
 def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> list[SlackMessage]:
@@ -132,12 +133,12 @@ def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> li
     ref = esc(f"{detail.report.cluster}:{detail.report.job_id}: {detail.report.verdict}")
     messages = [SlackMessage(text=cut_text(ref, 150), blocks=m.blocks) for m in messages]
     messages = cut_messages(messages, MAX_RESPONSES,
-                            hint="Run `jobtables job` on the CLI for the whole record.")
+                            hint="The whole record is in your DM with the bot, as a file.")
     last = messages[-1]
     blocks = [*last.blocks, context(esc(note))]
     if len(blocks) > 50:
         return messages
-    return [*messages[:-1], SlackMessage(text=last.text, blocks=blocks)]
+    return [*messages[:-1], SlackMessage(text=last.text, blocks=blocks, cut=last.cut)]
 
 
 # -- collapse alerts ------------------------------------------------------------------------------

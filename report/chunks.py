@@ -56,6 +56,8 @@ class SlackMessage:
 
     text: str
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    cut: bool = False
+    """True on the note that ends a cut answer (the caller may send the whole as a file)."""
 
 
 def escape_mrkdwn(text: str) -> str:
@@ -223,7 +225,7 @@ def cut_messages(messages: Sequence[SlackMessage], keep: int, *, hint: str
         return list(messages)
     left = len(messages) - (keep - 1)
     note = f"…{left} more message(s) cut. {hint}"
-    return [*messages[: keep - 1], SlackMessage(text=note, blocks=[
+    return [*messages[: keep - 1], SlackMessage(text=note, cut=True, blocks=[
         {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}])]
 
 

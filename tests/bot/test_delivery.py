@@ -87,3 +87,21 @@ async def test_failed_response_url_is_logged_and_counted(harness: Harness) -> No
     assert json.loads(body)["slack"]["recent"][-1] == {
         "call": "response_url (/jobs)", "error": "http_404",
         "at": json.loads(body)["slack"]["recent"][-1]["at"]}
+
+
+async def test_overlong_jobs_answer_says_so_and_goes_as_a_file(harness: Harness) -> None:
+    """More than a response_url takes: five messages, the last saying it cut, and the whole
+    report uploaded to the invoker's DM (files_upload_v2)."""
+    from tests.bot.builders import detail, job
+
+    jobs = [detail(job(str(i), f"{b}-run-{i:03d}-" + "y" * 30, bucket=b))
+            for b in ("rl", "sft", "datagen", "eval", "other") for i in range(120)]
+    harness.sweeper.make = lambda: sweep_result(jobs, at=harness.clock())
+    _, hook = await harness.command("/jobs")
+    await harness.bot.tasks.drain()
+    replies = harness.slack.to(hook)
+    assert len(replies) == 5 and "more message(s) cut" in replies[-1].params["text"]
+    (done,) = harness.slack.to("/api/files.completeUploadExternal")
+    assert done.params["channel_id"] == "DALICE"
+    (upload,) = [c for c in harness.slack.calls if c.path.startswith("/upload/")]
+    assert int(upload.params["bytes"]) > 50_000  # every table, not the five messages
