@@ -156,6 +156,7 @@ class ActionHandler:
         except Exception:
             ref = uuid.uuid4().hex[:8]
             log.exception("button failed", ref=ref, action=press.action_id)
+            await self._audit(press, cluster, job_id, "error", f"reference {ref}")
             await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
                           response_type="ephemeral", replace_original=False)
 

@@ -22,7 +22,7 @@ from report.chunks import (
     cut_messages,
     cut_text,
     escape_mrkdwn,
-    plain_chunks,
+    escaped_chunks,
     slack_messages,
     summary_lines,
 )
@@ -98,8 +98,7 @@ def sweep_thread(result: SweepResult, *, width: int) -> list[SlackMessage]:
 
 def followup_messages(lines: Sequence[str]) -> list[SlackMessage]:
     """Failure and cleanup follow-ups (raw lines from bot.incidents) for the sweep thread."""
-    text = "\n".join(esc(line) for line in lines)
-    return [text_message(piece) for piece in plain_chunks(text, 3800) if piece]
+    return [text_message(piece) for piece in escaped_chunks("\n".join(lines), 3800) if piece]
 
 
 # -- slash commands ------------------------------------------------------------------------------

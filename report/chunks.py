@@ -110,6 +110,20 @@ def plain_chunks(text: str, limit: int) -> list[str]:
     return pieces
 
 
+def escaped_chunks(text: str, limit: int, escape: Any = escape_mrkdwn) -> list[str]:
+    """Raw ``text`` cut into escaped pieces of at most ``limit`` characters. The cut is made
+    on the raw text, so an entity (``&lt;``) is never torn in two; a piece whose escaping grew
+    past the limit is cut again at a fifth of it (an entity is at most five characters)."""
+    out: list[str] = []
+    for piece in plain_chunks(text, limit):
+        escaped = escape(piece)
+        if len(escaped) <= limit:
+            out.append(escaped)
+        else:
+            out.extend(escape(p) for p in plain_chunks(piece, max(1, limit // 5)))
+    return out
+
+
 def _frame(table: RenderedTable) -> tuple[list[str], list[list[str]], str]:
     """Split a table into its head (top rule, header rows, rule), its body rows, its bottom."""
     # A literal ``` in a cell would close the code fence early; a look-alike keeps the width.
@@ -138,7 +152,7 @@ def table_sections(table: RenderedTable, *, max_chars: int = 3000) -> list[str]:
     if budget <= 0:
         # Not even the bare frame fits: give up on boxes rather than exceed the limit.
         return [f"{FENCE}\n{p}\n{FENCE}"
-                for p in plain_chunks(escape_code(table.text), max_chars - 8)]
+                for p in escaped_chunks(table.text, max_chars - 8, escape_code)]
     groups: list[list[str]] = []
     current: list[str] = []
     used = 0
@@ -176,7 +190,7 @@ def _section(text: str) -> dict[str, Any]:
 
 def text_sections(text: str, *, max_chars: int = SECTION_CHARS) -> list[str]:
     """Plain (non-table) report text as code-block section texts, split between lines."""
-    return [f"{FENCE}\n{p}\n{FENCE}" for p in plain_chunks(escape_code(text), max_chars - 8)]
+    return [f"{FENCE}\n{p}\n{FENCE}" for p in escaped_chunks(text, max_chars - 8, escape_code)]
 
 
 def slack_messages(
@@ -192,7 +206,7 @@ def slack_messages(
     ``header`` and string pieces are raw text (escaped here); tables keep their boxes.
     """
     block_limit = min(max_block_chars, max_message_chars)
-    texts = plain_chunks(escape_mrkdwn(header), block_limit) if header else []
+    texts = escaped_chunks(header, block_limit) if header else []
     for piece in pieces:
         if isinstance(piece, str):
             texts.extend(text_sections(piece, max_chars=block_limit))

@@ -125,3 +125,17 @@ def test_a_long_job_answer_is_split_between_rows_and_says_what_it_cut() -> None:
         assert_safe(message)
     assert "cut" in messages[-1].text or sum(
         len(s) for m in messages for s in strings(m.blocks)) > 26_000
+
+
+def test_entities_are_never_torn_where_long_text_is_split() -> None:
+    """Long runs of ``<``/``&`` in a header, a log line and follow-ups split into pieces that
+    are each within limits and made only of whole entities."""
+    sick = hostile_detail("rl-x", "alice", "<&>" * 3000, "/p")
+    result = sweep_result([sick], degraded="<!channel>&" * 900)
+    messages = [*job_messages(sick, header=sweep_header(result, age_s=None), width=100,
+                              note="n"),
+                *followup_messages(["<!here>&" * 2000]),
+                *jobs_messages(result, bucket=None, age_s=None, width=100)]
+    assert len(messages) > 3
+    for message in messages:
+        assert_safe(message)
