@@ -135,6 +135,11 @@ class Alerter:
             evidence = await self._record_evidence(detail, facts, config)
         record = await self._send(detail, config, step, evidence)
         if record is None:
+            # Nothing was delivered: give the claim back so the next sweep tries again.
+            try:
+                await self._store.delete_doc(f"{name}:{step}")
+            except StoreUnavailable as exc:
+                log.warning("alert claim kept; it expires by itself", error=str(exc))
             return False
         record = {**record, "uid": uid, "name": name}
         self._local[name] = record

@@ -105,3 +105,17 @@ async def test_overlong_jobs_answer_says_so_and_goes_as_a_file(harness: Harness)
     assert done.params["channel_id"] == "DALICE"
     (upload,) = [c for c in harness.slack.calls if c.path.startswith("/upload/")]
     assert int(upload.params["bytes"]) > 50_000  # every table, not the five messages
+
+
+async def test_alert_nobody_received_is_sent_on_the_next_sweep(harness: Harness) -> None:
+    """Owner DM and channel both refused: no episode is opened, and the next sweep alerts."""
+    harness.slack.fail("conversations.open", "user_not_found", times=1)
+    harness.slack.fail("chat.postMessage", "not_in_channel", times=50, target="C0SWEEP")
+    assert await make_scheduler(harness.bot).tick()
+    assert alerts(harness.slack) == []
+    assert await harness.bot.store.get_doc("episode:alpha:4242") is None
+    harness.slack.failures.clear()
+    harness.clock.advance(1800)
+    assert await make_scheduler(harness.bot).tick()
+    (dm,) = alerts(harness.slack)
+    assert dm["channel"] == "DALICE"
