@@ -137,3 +137,37 @@ async def test_a_fresh_lock_of_a_live_replica_is_left_alone(
         assert await h.bot.actions.reconcile() == []
     assert (await store.holder(LOCK) or {})["status"] == "cancelling"
     assert sweeper.sweeps == 0
+
+
+class HangingCancel(FakeSweeper):
+    """A cluster whose scancel never returns (a wedged login node during a rollout)."""
+
+    async def cancel(self, cluster: str, job_id: str) -> None:
+        self.cancels.append((cluster, job_id))
+        await asyncio.Event().wait()
+
+
+async def test_sigterm_during_a_cancel_then_restart(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+) -> None:
+    """Shutdown (what SIGTERM does: cancel the bot's tasks) while scancel hangs: the lock says
+    "cancelling", and the restarted bot, finding the job still running, releases it and puts
+    the buttons back."""
+    clock = FakeClock()
+    sweeper = HangingCancel(make=lambda: sweep_result([collapsing()], at=clock()),
+                            conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as first:
+        assert await make_scheduler(first.bot).tick()
+        await first.press_alert("cancel_salvage", user="UALICE")
+        while not sweeper.cancels:
+            await asyncio.sleep(0)
+        await first.bot.tasks.aclose()
+    assert (await store.holder(LOCK) or {})["status"] == "cancelling"
+    clock.advance(RECONCILE_AFTER_S + 1)
+    async with running_bot(slack, store, sweeper, clock) as second:
+        assert await second.bot.actions.reconcile() == [LOCK]
+    assert await store.holder(LOCK) is None
+    final = slack.to("/api/chat.update")[-1].params
+    assert "interrupted before it took effect" in final["text"]
+    outcomes = [e["outcome"] for e in await store.audit_entries()]
+    assert outcomes == ["cancel requested", "cancel interrupted; released"]
