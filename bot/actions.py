@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.alerts import closed_episode, job_uid, message_key
@@ -46,11 +45,11 @@ from bot.errors import UserError
 from bot.incidents import find_facts, salvage_record, write_incident
 from bot.messages import CANCEL, collapse_message, esc, mention, outcome_blocks
 from bot.owners import may_press
+from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
-from probes.errors import InvalidJobIdError, ProbeError
-from probes.ids import split_job_ref
+from probes.errors import ProbeError
 from probes.models import JobFacts, JobState
 from report.models import JobDetail
 
@@ -64,7 +63,9 @@ STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
 VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
 
 
-class Responder(Protocol):
+class Reply(Protocol):
+    """Bolt's ``respond()`` as wrapped by :class:`bot.delivery.Responder`."""
+
     async def __call__(self, **kwargs: Any) -> bool: ...
 
 
@@ -73,55 +74,6 @@ class SweepEngine(Protocol):
 
     async def sweep(self, *, clusters: list[str] | None = None) -> SweepResult: ...
     async def cancel(self, cluster: str, job_id: str) -> None: ...
-
-
-class ActionPress(BaseModel):
-    """One ``block_actions`` payload, reduced to what the handlers read."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action_id: str
-    value: str
-    user_id: str
-    team_id: str | None = None
-    channel_id: str | None = None
-    message_ts: str | None = None
-    message_blocks: list[dict[str, Any]] = Field(default_factory=list)
-
-    @classmethod
-    def from_body(cls, body: dict[str, Any]) -> ActionPress:
-        action = body["actions"][0]
-        container = body.get("container") or {}
-        return cls(
-            action_id=action["action_id"],
-            value=action.get("value", ""),
-            user_id=body["user"]["id"],
-            team_id=(body.get("team") or {}).get("id"),
-            channel_id=container.get("channel_id") or (body.get("channel") or {}).get("id"),
-            message_ts=container.get("message_ts") or (body.get("message") or {}).get("ts"),
-            message_blocks=(body.get("message") or {}).get("blocks") or [],
-        )
-
-
-class Refused(UserError):
-    """A press that is not carried out; ``outcome`` is what the audit records."""
-
-    def __init__(self, outcome: str, reply: str, detail: str = "") -> None:
-        super().__init__(reply)
-        self.outcome = outcome
-        self.detail = detail
-
-
-class Checked(BaseModel):
-    """A press that passed the checks: its episode and the job as the scheduler sees it now."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    cluster: str
-    job_id: str
-    episode: dict[str, Any]
-    detail: JobDetail | None
-    facts: JobFacts | None
 
 
 class ActionHandler:
@@ -137,11 +89,11 @@ class ActionHandler:
         self._telemetry = telemetry
         self._clock = clock
 
-    async def handle(self, press: ActionPress, respond: Responder) -> None:
+    async def handle(self, press: ActionPress, respond: Reply) -> None:
         """Run one button press (after ``ack()``); refusals become ephemeral replies."""
         cluster = job_id = "?"
         try:
-            cluster, job_id = _parse_value(press.value)
+            cluster, job_id = parse_value(press.value)
             checked = await self._check(press, cluster, job_id)
             if press.action_id == CANCEL:
                 await self._cancel(press, checked)
@@ -390,18 +342,7 @@ class ActionHandler:
         if episode:
             await self._close_episode(dict(episode), actor)
         await self._audit(None, cluster, job_id, f"{outcome} (reconciled)", shown, **audit)
-        await self._update(channel, ts, [], f"🛑 Cancel requested by {mention(actor)}: "
+        blocks = collapse_message(detail, can_cancel=False).blocks if detail is not None else []
+        await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
                            f"settled after a restart; the job is {esc(shown)}.",
                            keep_buttons=False)
-
-
-def _parse_value(value: str) -> tuple[str, str]:
-    try:
-        cluster, job_id = split_job_ref(value)
-    except InvalidJobIdError as exc:
-        raise Refused("rejected", "That button carries no valid job reference.",
-                      "malformed button value") from exc
-    if cluster is None:
-        raise Refused("rejected", "That button carries no valid job reference.",
-                      "button value lacks a cluster")
-    return cluster, job_id

@@ -31,7 +31,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.actions import ActionHandler, ActionPress, SweepEngine
+from bot.actions import ActionHandler, SweepEngine
 from bot.alerts import Alerter
 from bot.chart import render_history_png
 from bot.commands import USAGE, HelpQuery, JobQuery, JobsQuery, SlashPayload, parse_command
@@ -53,6 +53,7 @@ from bot.messages import (
     sweep_parent,
     sweep_thread,
 )
+from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep

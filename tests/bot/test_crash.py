@@ -142,8 +142,12 @@ async def test_a_fresh_lock_of_a_live_replica_is_left_alone(
 class HangingCancel(FakeSweeper):
     """A cluster whose scancel never returns (a wedged login node during a rollout)."""
 
+    entered: asyncio.Event | None = None
+
     async def cancel(self, cluster: str, job_id: str) -> None:
         self.cancels.append((cluster, job_id))
+        if self.entered is not None:
+            self.entered.set()
         await asyncio.Event().wait()
 
 
@@ -156,11 +160,12 @@ async def test_sigterm_during_a_cancel_then_restart(
     clock = FakeClock()
     sweeper = HangingCancel(make=lambda: sweep_result([collapsing()], at=clock()),
                             conf=make_config(prefix, tmp_path))
+    sweeper.entered = asyncio.Event()
     async with running_bot(slack, store, sweeper, clock) as first:
         assert await make_scheduler(first.bot).tick()
         await first.press_alert("cancel_salvage", user="UALICE")
-        while not sweeper.cancels:
-            await asyncio.sleep(0)
+        async with asyncio.timeout(20):
+            await sweeper.entered.wait()
         await first.bot.tasks.aclose()
     assert (await store.holder(LOCK) or {})["status"] == "cancelling"
     clock.advance(RECONCILE_AFTER_S + 1)
