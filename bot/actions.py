@@ -88,6 +88,8 @@ class ActionHandler:
         self._client = client
         self._telemetry = telemetry
         self._clock = clock
+        self._reconciling = asyncio.Lock()
+        """Start-up and the first scheduled sweep must not settle the same lock twice."""
 
     async def handle(self, press: ActionPress, respond: Reply) -> None:
         """Run one button press (after ``ack()``); refusals become ephemeral replies."""
@@ -298,7 +300,12 @@ class ActionHandler:
     # -- reconciliation ----------------------------------------------------------------------------
 
     async def reconcile(self) -> list[str]:
-        """Settle cancels a crash interrupted; return the locks settled."""
+        """Settle cancels a crash interrupted; return the locks settled. Reconciliation never
+        sends a cancel: it only reads the job's state and settles the lock and the message."""
+        async with self._reconciling:
+            return await self._reconcile_all()
+
+    async def _reconcile_all(self) -> list[str]:
         try:
             locks = await self._store.locks(f"*:{CANCEL}")
         except StoreUnavailable as exc:
