@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.app import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
@@ -21,22 +23,23 @@ def alerts(slack: FakeSlack) -> list[dict[str, object]]:
             str(c.params.get("blocks", ""))]
 
 
-async def test_bot_not_in_channel_still_alerts_the_owner(harness: Harness) -> None:
-    """not_in_channel on every sweep-channel post: the collapse DM still goes out, the failure
-    is logged once per call, counted with Slack's error, and shown in /healthz."""
-    harness.slack.fail("chat.postMessage", "not_in_channel", times=50, target="C0SWEEP")
+@pytest.mark.parametrize("error", ["not_in_channel", "channel_not_found", "msg_too_long"])
+async def test_bot_not_in_channel_still_alerts_the_owner(harness: Harness, error: str) -> None:
+    """A refused sweep-channel post (every one of them): the collapse DM still goes out, the
+    failure is logged once per call, counted with Slack's error, and shown in /healthz."""
+    harness.slack.fail("chat.postMessage", error, times=50, target="C0SWEEP")
     assert await make_scheduler(harness.bot).tick()
     (dm,) = alerts(harness.slack)
     assert dm["channel"] == "DALICE"
     refused = [c for c in harness.slack.calls if c.status != 200]
     assert refused and all(c.params["channel"] == "C0SWEEP" for c in refused)
     metrics = harness.bot.telemetry.render().decode()
-    assert (f'jobtables_slack_api_errors_total{{error="not_in_channel",'
+    assert (f'jobtables_slack_api_errors_total{{error="{error}",'
             f'method="chat.postMessage"}} {float(len(refused))}') in metrics
     _, body = await harness.get("/healthz")
     health = json.loads(body)["slack"]
     assert health["failures"] == len(refused)
-    assert health["recent"][-1]["error"] == "not_in_channel"
+    assert health["recent"][-1]["error"] == error
 
 
 async def test_unknown_owner_id_falls_back_to_the_channel_naming_the_owner(
