@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from bot.app import make_scheduler
 from bot.store import RedisStore
@@ -28,11 +29,15 @@ async def test_bot_not_in_channel_still_alerts_the_owner(harness: Harness, error
     """A refused sweep-channel post (every one of them): the collapse DM still goes out, the
     failure is logged once per call, counted with Slack's error, and shown in /healthz."""
     harness.slack.fail("chat.postMessage", error, times=50, target="C0SWEEP")
-    assert await make_scheduler(harness.bot).tick()
+    with capture_logs() as logs:
+        assert await make_scheduler(harness.bot).tick()
     (dm,) = alerts(harness.slack)
     assert dm["channel"] == "DALICE"
     refused = [c for c in harness.slack.calls if c.status != 200]
     assert refused and all(c.params["channel"] == "C0SWEEP" for c in refused)
+    errors = [e for e in logs if e["log_level"] == "error"]
+    assert [e["event"] for e in errors] == ["slack call failed"] * len(refused)
+    assert all(e["error"] == error for e in errors)
     metrics = harness.bot.telemetry.render().decode()
     assert (f'jobtables_slack_api_errors_total{{error="{error}",'
             f'method="chat.postMessage"}} {float(len(refused))}') in metrics
