@@ -139,3 +139,20 @@ def test_entities_are_never_torn_where_long_text_is_split() -> None:
     assert len(messages) > 3
     for message in messages:
         assert_safe(message)
+
+
+def test_job_answer_never_breaks_a_box_across_blocks() -> None:
+    """Every code block of a long ``/job`` answer holds whole boxes only (top and bottom rule
+    in the same block), even when one row is taller than a block."""
+    sick = hostile_detail("rl-" + "n" * 4000, "alice", "step 1 " * 800, "/p")
+    messages = job_messages(sick, header="h", width=100, note="n")
+    code = [s for m in messages for s in strings(m.blocks) if s.startswith("```")]
+    assert len(code) > 2
+    for block in code:
+        lines = block.split("\n")[1:-1]
+        tops = [i for i, line in enumerate(lines) if line.startswith("┌")]
+        bottoms = [i for i, line in enumerate(lines) if line.startswith("└")]
+        assert len(tops) == len(bottoms), block
+        assert all(t < b for t, b in zip(tops, bottoms, strict=True)), block
+        inside = any(line.startswith(("│", "├")) for line in lines)
+        assert not inside or tops, block
