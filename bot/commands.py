@@ -10,28 +10,19 @@ anything else is a :class:`bot.errors.UsageError`, answered ephemerally, and not
     /job <id>             the job in depth (searched in every reporting cluster)
     /job <cluster>:<id>
 
-Answers are code-block tables cut to Slack's limits (3,000 characters a section) and at most
-five messages, because a ``response_url`` takes no more; the header says how old the sweep is
-and whether it ran without history (Redis down).
+The answers themselves are shaped in :mod:`bot.messages`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import UsageError
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
-from report.chunks import slack_messages
 from report.models import Bucket
-from report.render import render_tables
-
-if TYPE_CHECKING:
-    from bot.sweep import SweepResult
 
 BUCKETS: tuple[str, ...] = get_args(Bucket)
 
@@ -125,81 +116,7 @@ def _parse_job(args: list[str]) -> Query:
 
 
 def _shown(word: str) -> str:
-    """The user's word, shortened, defanged so it cannot break the reply or ping anyone.
-
-    Backticks would end the code span; ``<`` and ``>`` would turn ``<!channel>`` or
-    ``<@U…>`` into a mention, so they are written as the entities Slack itself sends. An
-    ``&`` is left alone: text from Slack already carries ``&lt;``-style entities.
-    """
+    """The user's word, shortened and quoted; backticks would end the code span. The whole
+    error is escaped for mrkdwn where it is sent (bot.messages.error_text), not here."""
     clean = word.replace("`", "'")
-    cut = clean[:40].replace("<", "&lt;").replace(">", "&gt;")
-    return f"`{cut}{'…' if len(clean) > 40 else ''}`"
-
-
-# -- shaping answers ---------------------------------------------------------------------------
-
-MAX_RESPONSES = 5
-"""Slack accepts at most five posts to one ``response_url``."""
-SECTION_LIMIT = 2900
-"""Characters of code per section block (Slack's limit is 3,000 including the fences)."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One message to send: fallback text plus Block Kit blocks."""
-
-    text: str
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-
-
-def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
-    """``Jobs at 16:00:05Z · cached 42 s ago · beta UNREACHABLE (...)`` plus a degraded note."""
-    stamp = result.report.generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-    parts = [f"Jobs at {stamp}"]
-    parts.append(f"cached {age_s:.0f} s ago" if age_s is not None
-                 else f"live sweep, {result.duration_s:.1f} s")
-    for cluster in result.report.clusters:
-        if cluster.status == "unreachable":
-            parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
-    header = " · ".join(parts)
-    if result.degraded:
-        header += f"\n⚠️ {result.degraded}"
-    return header
-
-
-def code_blocks(text: str, *, limit: int = SECTION_LIMIT) -> list[dict[str, Any]]:
-    """``text`` as code-block sections, split on line boundaries to fit Slack's limit."""
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for line in text.splitlines():
-        if size + len(line) + 1 > limit and chunks[-1]:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(line[:limit])
-        size += len(line) + 1
-    fence = "```"
-    texts = [f"{fence}\n" + "\n".join(c) + f"\n{fence}" for c in chunks if c]
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": t}} for t in texts]
-
-
-def jobs_messages(
-    result: SweepResult, *, bucket: str | None, age_s: float | None, width: int
-) -> list[Reply]:
-    """The ``/jobs`` answer: code-block tables, split to Slack's limits, at most five messages."""
-    report, details = result.report, result.details
-    if bucket is not None:
-        report = report.model_copy(update={"jobs": [j for j in report.jobs if j.bucket == bucket]})
-        details = {k: d for k, d in details.items() if d.report.bucket == bucket}
-    header = sweep_header(result, age_s=age_s)
-    tables = render_tables(report, details, width=width)
-    if not tables:
-        what = f"No {bucket} jobs." if bucket else "No active or recent jobs."
-        return [Reply(text=f"{header}\n{what}")]
-    replies = [Reply(text=m.text, blocks=list(m.blocks))
-               for m in slack_messages(tables, header=header)]
-    if len(replies) > MAX_RESPONSES:
-        left = len(replies) - (MAX_RESPONSES - 1)
-        replies = [*replies[: MAX_RESPONSES - 1],
-                   Reply(text=f"…{left} more message(s) not shown: ask for one bucket, "
-                              "e.g. `/jobs rl`, or read the scheduled sweep thread.")]
-    return replies
+    return f"`{clean[:40]}{'…' if len(clean) > 40 else ''}`"

@@ -32,6 +32,8 @@ class _ClusterBase(Frozen):
     users: tuple[str, ...] = ()
     """Whose jobs to report; empty means the SSH user (SLURM) or everyone selected (K8s)."""
     recent_hours: float = 24.0
+    owners: dict[str, str] = Field(default_factory=dict)
+    """This cluster's user -> Slack user id (checked by the bot's config loader)."""
     benign_patterns: tuple[str, ...] = ()
     checkpoint_roots: tuple[str, ...] = DEFAULT_CHECKPOINT_ROOTS
     trial_roots: tuple[str, ...] = DEFAULT_TRIAL_ROOTS
@@ -70,7 +72,8 @@ class KubernetesCluster(_ClusterBase):
     request_timeout_s: float = 20.0
     tail_lines: int = 2000
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
-    """Job labels, then annotations, that name the job's owner (first present wins)."""
+    """Job labels, then annotations, that name the job's owner (first present wins). Only when
+    the config names them explicitly does the bot trust a label as the owner for permissions."""
 
 
 class ReplayCluster(_ClusterBase):
