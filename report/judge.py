@@ -117,6 +117,7 @@ def judge_job(
     history: Sequence[MetricPoint] | None = None,
     memory: SweepMemory | None = None,
     cluster_name_shown: bool = False,
+    sweep_jobs: Sequence[JobFacts] = (),  # issue 11 (wt-e): earlier attempts' fingerprints
 ) -> JobDetail:
     """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence."""
     record = facts.record
@@ -133,6 +134,7 @@ def judge_job(
         earlier_attempts=sum(1 for r in cluster_records
                              if r.job_id != record.job_id and r.name == record.name
                              and r.user == record.user),
+        sweep_jobs=tuple(sweep_jobs),  # issue 11 (wt-e)
     )
     f = Findings()
     _log_rules(ctx, f)
@@ -297,7 +299,7 @@ def build_report(
             judged.append(judge_job(
                 facts, cluster_records=records, settings=settings, now=now,
                 history=histories.get(key) if histories else None, memory=memory,
-                cluster_name_shown=shown,
+                cluster_name_shown=shown, sweep_jobs=cluster.jobs,  # issue 11 (wt-e)
             ))
     judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
                                 histories=histories, memory=memory, shown=shown)
@@ -360,7 +362,7 @@ def _sweep_recurrences(
             history=histories.get(key) if histories else None,
             memory=base.model_copy(
                 update={"failure_signatures": {**base.failure_signatures, run: signatures}}),
-            cluster_name_shown=shown,
+            cluster_name_shown=shown, sweep_jobs=cluster.jobs,  # issue 11 (wt-e)
         ))
     return out
 
@@ -406,7 +408,7 @@ def next_memory(
                 known.append(signature)
                 del known[:-MEMORY_SIGNATURES_KEPT]
         if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
-            fingerprint = run_fingerprint(facts.record)
+            fingerprint = run_fingerprint(facts)  # issue 11 (wt-e): what it runs, not its name
             configs = seen.setdefault(job.cluster, [])
             if fingerprint not in configs:
                 configs.append(fingerprint)

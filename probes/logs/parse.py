@@ -30,6 +30,7 @@ from itertools import pairwise
 from math import isfinite
 
 from probes.logs.faults import _scan_reference, scan_faults
+from probes.logs.fingerprint import read_fingerprint  # issue 11 (wt-e)
 from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
@@ -46,6 +47,8 @@ from probes.logs.lines import (
     strip_ray_prefix,
 )
 from probes.logs.metric_names import canonical_plan
+from probes.logs.outcome import read_outcome  # issue 11 (wt-e)
+from probes.logs.precision import precise_merge  # issue 11 (wt-e)
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import BarTrack, is_training_bar, sec_per_it, trailing_rate
 from probes.models import LogSummary, MetricPoint, ProgressBar
@@ -222,7 +225,7 @@ class _Scan:
         if self.header is not None:
             step, stamp = self.header
             self.header = None
-            merged = {**(self.pending_reward or {}), **pairs}
+            merged = precise_merge(self.pending_reward or {}, pairs)  # issue 11 (wt-e)
             self.pending_reward = None
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
@@ -473,5 +476,8 @@ def _summarise(
             "benign_counts": dict(faults.benign_counts),
             "infra": faults.infra,
             "bring_up": faults.bring_up and not summary.points,
+            # issue 11 (wt-e): what the run runs, and a catch-all job's closing signal
+            "fingerprint": read_fingerprint(lines),
+            "outcome": read_outcome(lines[-400:]),
         }
     )

@@ -1,0 +1,307 @@
+"""What a run runs: model, image, config and geometry, read from the dump its trainer printed.
+
+Policy: the fingerprint is what the launcher or trainer printed about itself, never the job's
+name. Four dump shapes cover the trainers we read, and each is recognised by its own form:
+
+- a Python-literal dict (verl's ``pprint(OmegaConf.to_container(config, resolve=True))``, one
+  Ray-prefixed line after another): joined until its brackets balance, read with
+  ``ast.literal_eval`` and flattened to dotted keys; flat dicts (metric lines) are not configs;
+- ``  key ........ value`` lines: Megatron's ``arguments`` block and DeepSpeed's
+  ``DeepSpeedEngine configuration:`` (``DeepSpeedConfig.print``);
+- ``key=value,`` lines inside ``SomeConfig(`` ... ``)``: ``TrainingArguments.__str__`` (HF
+  Trainer, TRL configs) as example scripts log it;
+- a YAML dump (``OmegaConf.to_yaml``, the form Hydra apps such as SkyRL's print): indented
+  ``key: value`` runs with at least one nested section.
+
+Known keys then give the model, the container image, nodes x GPUs, TP/PP/DP and the rollouts
+per step (prompts x samples per prompt: verl ``data.train_batch_size`` x
+``actor_rollout_ref.rollout.n``, SkyRL ``trainer.train_batch_size`` x
+``generator.n_samples_per_prompt``, OpenRLHF ``rollout_batch_size`` x ``n_samples_per_prompt``;
+TRL: the completions of one optimizer step, HF's ``Total train batch size`` banner or
+``per_device_train_batch_size`` x ``gradient_accumulation_steps`` x ``world_size``, with
+``num_generations`` samples per prompt). Nothing is guessed: a value not printed stays ``None``.
+Bounded: at most :data:`MAX_KEYS` keys, values cut to :data:`MAX_VALUE` characters, a dump of
+more than :data:`MAX_DUMP_LINES` lines is dropped. Never raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from probes.logs.lines import strip_ray_prefix
+from probes.models import RunFingerprint
+
+MAX_KEYS = 4000
+MAX_VALUE = 200
+MAX_DUMP_LINES = 20000
+
+_DOTS_RE = re.compile(r"(?:^|\] )\s{1,8}([A-Za-z_][\w]{0,80}) \.{2,} (.{0,300})$")
+_ARGS_OPEN_RE = re.compile(r"\b([A-Z]\w{0,60}(?:Config|Arguments|Args))\($")
+_ARG_RE = re.compile(r"^([A-Za-z_]\w{0,80})=(.{0,300}),$")
+_YAML_RE = re.compile(r"^( {0,40})([A-Za-z_][\w\-]{0,80}):(?: (.{0,300}))?$")
+_YAML_ITEM_RE = re.compile(r"^ {0,42}- ")
+_BANNER_BATCH_RE = re.compile(
+    r"Total train batch size \(w\. parallel, distributed & accumulation\) = ([\d,]{1,12})"
+)
+_IMAGE_RES = (
+    re.compile(r"pyxis: importing docker image: (\S{1,300})"),
+    re.compile(r"--container-image[= ](\S{1,300})"),
+    re.compile(r"\b(?:singularity|apptainer) (?:exec|run)\b.{0,200}?\s(\S{1,300}\.sif)\b"),
+)
+_HEADERS = (("DeepSpeedEngine configuration", "deepspeed"), ("---- arguments ----", "megatron"))
+
+MODEL_KEYS = (
+    "actor_rollout_ref.model.path", "trainer.policy.model.path", "model_name_or_path",
+    "model.path", "pretrain", "model_name", "model", "tokenizer_model", "load",
+)
+IMAGE_KEYS = ("container_image", "image", "docker_image")
+NODE_KEYS = ("trainer.nnodes", "trainer.placement.policy_num_nodes", "nnodes", "num_nodes")
+GPU_KEYS = (
+    "trainer.n_gpus_per_node", "trainer.placement.policy_num_gpus_per_node", "n_gpus_per_node",
+    "nproc_per_node", "num_gpus_per_node", "gpus_per_node",
+)
+TP_KEYS = (
+    "actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "generator.inference_engine_tensor_parallel_size", "tensor_model_parallel_size",
+    "tensor_parallel_size",
+)
+PP_KEYS = (
+    "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
+    "pipeline_model_parallel_size", "pipeline_parallel_size",
+)
+DP_KEYS = ("data_parallel_size",)
+WORLD_KEYS = ("world_size",)
+PROMPT_KEYS = ("data.train_batch_size", "trainer.train_batch_size", "rollout_batch_size")
+SAMPLE_KEYS = (
+    "actor_rollout_ref.rollout.n", "generator.n_samples_per_prompt", "n_samples_per_prompt",
+    "num_generations",
+)
+
+
+def read_fingerprint(lines: Sequence[str]) -> RunFingerprint | None:
+    """The fingerprint printed in ``lines`` (ANSI already stripped), or None if none was."""
+    try:
+        return _read(lines)
+    except (ValueError, RecursionError, MemoryError, SyntaxError, TypeError):
+        return None
+
+
+def _read(lines: Sequence[str]) -> RunFingerprint | None:
+    bodies = [strip_ray_prefix(line) for line in lines]
+    config: dict[str, str] = {}
+    trainer = _collect(bodies, config)
+    image = _image(bodies)
+    banner = next((m for b in bodies if "Total train batch" in b
+                   if (m := _BANNER_BATCH_RE.search(b))), None)
+    if not config and image is None and banner is None:
+        return None
+    if trainer is None:
+        trainer = _trainer_of(config)
+    return _build(config, trainer, image or _first(config, IMAGE_KEYS),
+                  _int(banner.group(1)) if banner else None)
+
+
+def _collect(bodies: Sequence[str], config: dict[str, str]) -> str | None:
+    """Fill ``config`` from every dump in ``bodies``; return the trainer a header named."""
+    trainer: str | None = None
+    index = 0
+    while index < len(bodies):
+        body = bodies[index]
+        stripped = body.strip()
+        for mark, name in _HEADERS:
+            if mark in body:
+                trainer = trainer or name
+        if stripped.startswith("{") and ("'" in stripped or '"' in stripped):
+            index = _literal_dump(bodies, index, config)
+            continue
+        if stripped.endswith("(") and _ARGS_OPEN_RE.search(stripped):
+            trainer = trainer or "hf"
+            index = _args_dump(bodies, index + 1, config)
+            continue
+        dots = _DOTS_RE.search(body) if " .." in body else None
+        if dots is not None:
+            _put(config, dots.group(1), dots.group(2).strip())
+        elif _YAML_RE.match(body):
+            index = _yaml_dump(bodies, index, config)
+            continue
+        index += 1
+    return trainer
+
+
+def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
+    """Join a pprint'ed dict until its brackets balance; keep it if it is a nested config."""
+    depth = 0
+    parts: list[str] = []
+    end = start
+    for end in range(start, min(len(bodies), start + MAX_DUMP_LINES)):
+        text = bodies[end]
+        parts.append(text)
+        depth += _depth(text)
+        if depth <= 0:
+            break
+    else:
+        return end + 1
+    if depth > 0:
+        return end + 1
+    try:
+        value = ast.literal_eval("\n".join(parts).strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return start + 1  # not a literal: let the other readers see these lines
+    if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+        _flatten(value, "", config)
+    return end + 1
+
+
+def _depth(text: str) -> int:
+    """Net bracket depth of one line, ignoring brackets inside quoted strings."""
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+    return depth
+
+
+def _flatten(value: Mapping[object, object], prefix: str, config: dict[str, str]) -> None:
+    for key, item in value.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(item, dict):
+            _flatten(item, dotted + ".", config)
+        else:
+            _put(config, dotted, _show(item))
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _args_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
+    """``key=value,`` lines up to the closing ``)`` (``TrainingArguments.__str__``)."""
+    for index in range(start, min(len(bodies), start + MAX_DUMP_LINES)):
+        line = bodies[index].strip()
+        found = _ARG_RE.match(line)
+        if found is None:
+            return index + 1 if line == ")" else index
+        _put(config, found.group(1), found.group(2).strip())
+    return min(len(bodies), start + MAX_DUMP_LINES)
+
+
+def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
+    """An indented ``key: value`` run; kept only if it nests (a YAML dump, not chatter)."""
+    stack: list[tuple[int, str]] = []
+    found: dict[str, str] = {}
+    nested = False
+    index = start
+    while index < min(len(bodies), start + MAX_DUMP_LINES):
+        body = bodies[index]
+        line = _YAML_RE.match(body)
+        if line is None:
+            if _YAML_ITEM_RE.match(body) and index > start:
+                index += 1
+                continue
+            break
+        indent, key, value = len(line.group(1)), line.group(2), line.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        nested = nested or bool(stack)
+        dotted = ".".join([*(k for _, k in stack), key])
+        if value is None or value.strip() == "":
+            stack.append((indent, key))
+        else:
+            found[dotted] = _unquote(value.strip())
+        index += 1
+    if nested and len(found) >= 4:
+        for key, value in found.items():
+            _put(config, key, value)
+        return index
+    return start + 1
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _put(config: dict[str, str], key: str, value: str) -> None:
+    if len(config) < MAX_KEYS or key in config:
+        lowered = value.lower()
+        config[key] = lowered if lowered in ("true", "false", "none", "null") else value[:MAX_VALUE]
+        if config[key] == "none":
+            config[key] = "null"
+
+
+def _image(bodies: Iterable[str]) -> str | None:
+    for body in bodies:
+        if "image" not in body and ".sif" not in body:
+            continue
+        for pattern in _IMAGE_RES:
+            found = pattern.search(body)
+            if found is not None:
+                return found.group(1).strip("'\",")
+    return None
+
+
+def _trainer_of(config: Mapping[str, str]) -> str | None:
+    if any(k.startswith("actor_rollout_ref.") for k in config):
+        return "verl"
+    if "generator.n_samples_per_prompt" in config or "trainer.policy.model.path" in config:
+        return "skyrl"
+    return "yaml" if any("." in k for k in config) else None
+
+
+def _first(config: Mapping[str, str], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        value = config.get(key)
+        if value not in (None, "", "null"):
+            return value
+    return None
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    cleaned = text.replace(",", "").strip()
+    try:
+        number = float(cleaned)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and 0 < number < 1e12 else None
+
+
+def _build(
+    config: Mapping[str, str], trainer: str | None, image: str | None, banner: int | None
+) -> RunFingerprint:
+    def num(keys: Sequence[str]) -> int | None:
+        return _int(_first(config, keys))
+
+    prompts, samples = num(PROMPT_KEYS), num(SAMPLE_KEYS)
+    world = num(WORLD_KEYS)
+    rollouts = prompts * samples if prompts and samples else None
+    if rollouts is None and "num_generations" in config:
+        # TRL: every sample of an optimizer step is a completion; prompts = that / generations
+        per_device = num(("per_device_train_batch_size",))
+        accumulation = num(("gradient_accumulation_steps",)) or 1
+        rollouts = banner or (per_device * accumulation * world
+                              if per_device and world else None)
+        prompts = rollouts // samples if rollouts and samples and rollouts % samples == 0 else None
+    return RunFingerprint(
+        trainer=trainer, model=_first(config, MODEL_KEYS), image=image,
+        nodes=num(NODE_KEYS), gpus_per_node=num(GPU_KEYS), world_size=world,
+        tp=num(TP_KEYS), pp=num(PP_KEYS), dp=num(DP_KEYS),
+        prompts_per_step=prompts, samples_per_prompt=samples, rollouts_per_step=rollouts,
+        config=dict(config),
+    )
