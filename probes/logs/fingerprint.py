@@ -70,9 +70,10 @@ TP_KEYS = (
 )
 PP_KEYS = (
     "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
+    "actor_rollout_ref.rollout.pipeline_model_parallel_size",
     "pipeline_model_parallel_size", "pipeline_parallel_size",
 )
-DP_KEYS = ("data_parallel_size",)
+DP_KEYS = ("actor_rollout_ref.rollout.data_parallel_size", "data_parallel_size")
 WORLD_KEYS = ("world_size",)
 PROMPT_KEYS = ("data.train_batch_size", "trainer.train_batch_size", "rollout_batch_size")
 SAMPLE_KEYS = (

@@ -286,7 +286,7 @@ def test_harbor_progress_row() -> None:
         ("learning_rate", "learning_rate"),
         ("epoch", "epoch"),
         ("eval_loss", None),
-        ("timing/step", None),
+        ("timing/step", "sec_per_step"),  # issue 11: timing/* is a standard-RL check
     ],
 )
 def test_canonical_name_table(raw: str, canonical: str | None) -> None:
