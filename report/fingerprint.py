@@ -76,13 +76,18 @@ def _geometry(printed: RunFingerprint) -> str:
     return ",".join(cells)
 
 
-def run_fingerprint(job: JobFacts | SchedulerRecord) -> str:
-    """The memory entry for a run: ``<content>|<name stem>``, or the stem alone when nothing
-    about its content is known (the older form, read as both)."""
+def run_identity(job: JobFacts | SchedulerRecord) -> tuple[str, str]:
+    """(content fingerprint, name stem); the content is empty when nothing is known."""
     facts = job if isinstance(job, JobFacts) else JobFacts(record=job)
     parts = fingerprint_parts(facts)
     content = ";".join(f"{k}={v}" for k, v in sorted(parts.items()))
-    stem = name_stem(facts.record.name)
+    return content, name_stem(facts.record.name)
+
+
+def run_fingerprint(job: JobFacts | SchedulerRecord) -> str:
+    """The memory entry for a run: ``<content>|<name stem>``, or the stem alone when nothing
+    about its content is known (the older form, read as both)."""
+    content, stem = run_identity(job)
     return f"{content}|{stem}" if content else stem
 
 
@@ -93,9 +98,9 @@ def _split(entry: str) -> tuple[str, str]:
     return content, stem
 
 
-def known_in_memory(entry: str, seen: frozenset[str]) -> bool:
-    """Whether the run ``entry`` describes was already seen healthy (module policy)."""
-    content, stem = _split(entry)
+def known_in_memory(job: JobFacts, seen: frozenset[str]) -> bool:
+    """Whether this run's setting was already seen healthy (module policy)."""
+    content, stem = run_identity(job)
     known = [_split(s) for s in seen]
     if content:
         return any(c == content for c, _ in known)

@@ -50,6 +50,7 @@ from report.fingerprint import (
     config_ablation,
     known_in_memory,
     relaunch_change,
+    run_attempts,
     run_fingerprint,
 )
 from report.judge_sft import buffer_rule, divergence_rule, stall_rule, step_progress
@@ -226,6 +227,7 @@ def _first_launch(ctx: JudgeContext) -> bool:
     in_bring_up = summary is not None and summary.bring_up
     return (record.state is JobState.RUNNING and record.restarts == 0 and ctx.fetch_ok
             and not in_bring_up and ctx.earlier_attempts == 0
+            and not run_attempts(ctx.facts, ctx.sweep_jobs)
             and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS)
 
 
@@ -239,7 +241,7 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
         reason = "smoke/test/debug run"
     elif relaunch is not None:
         reason = relaunch
-    elif ctx.seen_configs is not None and not known_in_memory(fingerprint, ctx.seen_configs):
+    elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
         reason = f"new setting ({shorten(fingerprint.rsplit('|', 1)[0] or fingerprint, 80)})"
     elif ctx.seen_configs is None and _first_launch(ctx):
         reason = "first launch, still in its first steps"

@@ -83,7 +83,7 @@ class ReportSettings(_Strict):
     no_kill: bool = False
     ablation_patterns: tuple[str, ...] = (
         "spike[-_]?mitig", "ablat", "zclip", "z[-_]clip", "spike[-_]?skip", "skip[-_]?spikes?",
-        "clip[-_]?cov",
+        r"loss_mode=\S*clip",
     )
     """Regexes marking spike-mitigation ablations (never auto-cancelled), searched in the job
     name and in every set ``key=value`` entry of the printed config (``report.fingerprint``)."""
