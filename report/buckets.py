@@ -2,7 +2,11 @@
 
 Policy: the rules are regexes from the config (``[buckets]``), case-insensitive. Precedence:
 
-1. **The name's leading token decides first.** Every bucket's patterns are tried against the
+0. **Catch-all tasks first.** A name matching ``[buckets] other`` (consolidate, pretokenize,
+   upload, push, GPU-CI, image build) is a one-line catch-all row whatever its domain prefix:
+   the seed lists ``datagen-consolidate`` and "RL upload" among the catch-all jobs. (RL smoke
+   tests stay RL: the deep-probe rule needs them.)
+1. **Then the name's leading token.** Every bucket's patterns are tried against the
    start of the name (a pattern matching at position 0, anchored ``^eval-`` or not), in the
    contract's order (rl, sft, datagen, eval): ``eval-grpo-qwen`` is Eval and
    ``datagen-grpo-traces`` is Datagen, whatever keywords follow.
@@ -32,6 +36,8 @@ def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 def bucket_for(name: str, rules: BucketRules) -> Bucket:
     """The bucket for ``name``: leading-token matches first, then inner keywords (module policy)."""
+    if any(p.search(name) for p in _compiled(rules.other)):
+        return "other"
     compiled = [(bucket, _compiled(getattr(rules, bucket))) for bucket in _ORDER]
     for bucket, patterns in compiled:
         if any((m := p.match(name)) is not None and m.end() > 0 for p in patterns):

@@ -7,7 +7,9 @@ Policy: the defaults are the seed's numbers (``monitor-job-tables.md``) and the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
@@ -15,12 +17,29 @@ class _Strict(BaseModel):
 
 
 class BucketRules(_Strict):
-    """Regexes on the job name; first bucket that matches wins; else ``other``."""
+    """Regexes on the job name (case-insensitive); precedence in :mod:`report.buckets`:
+    catch-all task keywords (``other``), then the name's leading token, then inner keywords."""
 
     rl: tuple[str, ...] = ("^rl[-_]", "grpo", "ppo", "dapo", "rloo")
     sft: tuple[str, ...] = ("^sft[-_]", "sft")
     datagen: tuple[str, ...] = ("^datagen[-_]", "datagen")
     eval: tuple[str, ...] = ("^eval[-_]", "eval")
+    other: tuple[str, ...] = (
+        "consolidat", r"pre-?tokeni[sz]", r"(?:^|[-_])upload", r"(?:^|[-_])push(?:$|[-_])",
+        r"gpu[-_]?ci", r"(?:^|[-_])ci(?:$|[-_])", r"(?:image|docker)[-_]?build",
+    )
+    """Catch-all tasks of any domain (seed: consolidate, pretokenize, uploads, image builds,
+    GPU-CI): ``datagen-consolidate-x`` and ``rl-upload-x`` are one-line catch-all rows."""
+
+    @field_validator("rl", "sft", "datagen", "eval", "other")
+    @classmethod
+    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        return patterns
 
 
 class Thresholds(_Strict):

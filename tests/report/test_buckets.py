@@ -81,3 +81,34 @@ def test_unanchored_pattern_at_the_start_counts_as_leading() -> None:
     rules = BucketRules(rl=("ppo",), sft=(), datagen=(), eval=("eval",))
     assert bucket_for("ppo-eval-arm", rules) == "rl"
     assert bucket_for("eval-ppo-arm", rules) == "eval"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("datagen-consolidate-swe", "other"),  # the seed's catch-all "datagen-consolidate"
+        ("rl-upload-qwen7b", "other"),  # "RL upload"
+        ("sft-pretokenize-mix", "other"),
+        ("gpu-ci-nightly", "other"),
+        ("eval-image-build", "other"),
+        ("rl-smoke-test", "rl"),  # near-miss: an RL smoke test stays RL (deep-probe rule)
+        ("sft-pushkin-poems", "sft"),  # near-miss: "push" inside a word
+        ("rl-cider-reward", "rl"),  # near-miss: "ci" inside a word
+    ],
+)
+def test_catch_all_tasks_come_first(name: str, expected: str) -> None:
+    """Consolidate, pretokenize, upload, GPU-CI and image builds are catch-all in any domain."""
+    assert bucket_for(name, BucketRules()) == expected
+
+
+def test_catch_all_keywords_can_be_switched_off() -> None:
+    """``other = []`` restores the plain domain routing."""
+    assert bucket_for("rl-upload-qwen7b", BucketRules(other=())) == "rl"
+
+
+def test_bad_regex_is_rejected_at_load() -> None:
+    """A bucket regex that does not compile is a config error, named with its pattern."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="bad regex"):
+        BucketRules(other=("(",))
