@@ -41,6 +41,7 @@ _DOTS_RE = re.compile(r"(?:^|\] )\s{1,8}([A-Za-z_][\w]{0,80}) \.{2,} (.{0,300})$
 _ARGS_OPEN_RE = re.compile(r"\b([A-Z]\w{0,60}(?:Config|Arguments|Args))\($")
 _ARG_RE = re.compile(r"^([A-Za-z_]\w{0,80})=(.{0,300}),$")
 _YAML_RE = re.compile(r"^( {0,40})([A-Za-z_][\w\-]{0,80}):(?: (.{0,300}))?$")
+_QUOTED_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 _YAML_ITEM_RE = re.compile(r"^ {0,42}- ")
 _BANNER_BATCH_RE = re.compile(
     r"Total train batch size \(w\. parallel, distributed & accumulation\) = ([\d,]{1,12})"
@@ -147,6 +148,8 @@ def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> 
         return end + 1
     if depth > 0:
         return end + 1
+    if sum(part.count("{") for part in parts) < 2:
+        return end + 1  # a flat dict (a metric line) is never a config: skip the parse
     try:
         value = ast.literal_eval("\n".join(parts).strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
@@ -158,18 +161,8 @@ def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> 
 
 def _depth(text: str) -> int:
     """Net bracket depth of one line, ignoring brackets inside quoted strings."""
-    depth, quote = 0, ""
-    for char in text:
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "{[(":
-            depth += 1
-        elif char in "}])":
-            depth -= 1
-    return depth
+    bare = _QUOTED_RE.sub("", text) if ("'" in text or '"' in text) else text
+    return sum(bare.count(c) for c in "{[(") - sum(bare.count(c) for c in "}])")
 
 
 def _flatten(value: Mapping[object, object], prefix: str, config: dict[str, str]) -> None:

@@ -393,3 +393,23 @@ def test_fingerprint_without_a_dump_falls_back_to_labels_and_name() -> None:
     labelled = record("rl-run", labels={"image": "verl:0.9.1", "team": "x"})
     assert run_fingerprint(labelled) == "image=verl:0.9.1|rl-run"
     assert LogSummary(line_count=0).fingerprint is None
+
+
+# --- timing/* as the standard-RL rate -----------------------------------------------------------
+
+def test_timing_step_is_the_rate_when_the_log_has_no_bar() -> None:
+    """verl's ``timing_s/step`` (real formatter): the window mean is the run's sec_per_step."""
+    text = "\n".join(ln for ln in (FIXTURES / "verl-0.9.1/console.log").read_text().splitlines()
+                     if "Training Progress" not in ln)
+    job = _from_log(text)
+    assert job.summary is not None and job.summary.sec_per_step is None
+    steps = [p.values["sec_per_step"] for p in job.summary.points][-10:]
+    rate = judge(job).report.metrics["sec_per_step"]
+    assert rate == pytest.approx(sum(steps) / len(steps))
+
+
+def test_the_logs_trailing_rate_wins_over_timing() -> None:
+    """With a training bar, the parser's trailing-window rate is the one shown."""
+    job = _from_log((FIXTURES / "verl-0.9.1/console.log").read_bytes())
+    assert job.summary is not None and job.summary.sec_per_step is not None
+    assert judge(job).report.metrics["sec_per_step"] == job.summary.sec_per_step
