@@ -144,7 +144,7 @@ class RunFingerprint(Frozen):
     """
 
     trainer: str | None = None
-    """Which dump was read: ``verl``, ``skyrl``, ``hf``, ``deepspeed``, ``megatron``, ``yaml``."""
+    """Which trainer's dump was read: ``verl``, ``skyrl``, ``hf``, ``deepspeed``, ``megatron``."""
     model: str | None = None
     image: str | None = None
     nodes: int | None = None

@@ -11,7 +11,10 @@ name. Four dump shapes cover the trainers we read, and each is recognised by its
 - ``key=value,`` lines inside ``SomeConfig(`` ... ``)``: ``TrainingArguments.__str__`` (HF
   Trainer, TRL configs) as example scripts log it;
 - a YAML dump (``OmegaConf.to_yaml``, the form Hydra apps such as SkyRL's print): indented
-  ``key: value`` runs with at least one nested section.
+  ``key: value`` runs with at least one nested section;
+- one-line reprs: a dataclass ``ModelConfig(model_name_or_path='...', ...)`` or argparse
+  ``Namespace(...)``, and the Hydra overrides (``a.b.c=value``) of a launch line that a batch
+  script echoes with ``set -x`` (``+ python3 -m verl.trainer.main_ppo data.train_batch_size=...``).
 
 Known keys then give the model, the container image, nodes x GPUs, TP/PP/DP and the rollouts
 per step (prompts x samples per prompt: verl ``data.train_batch_size`` x
@@ -42,6 +45,16 @@ _ARGS_OPEN_RE = re.compile(r"\b([A-Z]\w{0,60}(?:Config|Arguments|Args))\($")
 _ARG_RE = re.compile(r"^([A-Za-z_]\w{0,80})=(.{0,300}),$")
 _YAML_RE = re.compile(r"^( {0,40})([A-Za-z_][\w\-]{0,80}):(?: (.{0,300}))?$")
 _QUOTED_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_BARE_FLOAT_RE = re.compile(r"([:\[,(]\s*)(-?inf|nan)(?=\s*[,}\])])")
+_ONE_LINE_ARGS_RE = re.compile(
+    r"\b(?:[A-Z]\w{0,60}(?:Config|Arguments|Args)|Namespace)\((.{1,20000})\)"
+)
+_ARG_PAIR_RE = re.compile(
+    r"(?:^|,\s?)([A-Za-z_]\w{0,80})=('(?:[^'\\]|\\.){0,300}'|\"(?:[^\"\\]|\\.){0,300}\"|"
+    r"\[[^\]]{0,300}\]|[^,()\[\]]{0,300})"
+)
+_OVERRIDE_RE = re.compile(r"(?:^|\s)\+{0,2}([A-Za-z_]\w{0,60}(?:\.\w{1,60}){1,8})=(\S{1,300})")
+_LAUNCH_WORDS = ("python", "torchrun", "srun", "ray job", "uv run", "deepspeed", "accelerate")
 _YAML_ITEM_RE = re.compile(r"^ {0,42}- ")
 _BANNER_BATCH_RE = re.compile(
     r"Total train batch size \(w\. parallel, distributed & accumulation\) = ([\d,]{1,12})"
@@ -123,6 +136,9 @@ def _collect(bodies: Sequence[str], config: dict[str, str]) -> str | None:
             trainer = trainer or "hf"
             index = _args_dump(bodies, index + 1, config)
             continue
+        if "=" in body and _one_line(body, config):
+            index += 1
+            continue
         dots = _DOTS_RE.search(body) if " .." in body else None
         if dots is not None:
             _put(config, dots.group(1), dots.group(2).strip())
@@ -131,6 +147,22 @@ def _collect(bodies: Sequence[str], config: dict[str, str]) -> str | None:
             continue
         index += 1
     return trainer
+
+
+def _one_line(body: str, config: dict[str, str]) -> bool:
+    """A one-line dataclass/argparse repr, or a launch line's Hydra overrides (``set -x``)."""
+    found = _ONE_LINE_ARGS_RE.search(body)
+    if found is not None:
+        pairs = _ARG_PAIR_RE.findall(found.group(1))
+        for key, value in pairs:
+            _put(config, key, _unquote(value.strip()))
+        return bool(pairs)
+    if any(word in body for word in _LAUNCH_WORDS):
+        overrides = _OVERRIDE_RE.findall(body)
+        for key, value in overrides:
+            _put(config, key, _unquote(value))
+        return bool(overrides)
+    return False
 
 
 def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
@@ -150,8 +182,10 @@ def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> 
         return end + 1
     if sum(part.count("{") for part in parts) < 2:
         return end + 1  # a flat dict (a metric line) is never a config: skip the parse
+    # pprint writes non-finite floats bare (inf, nan), which literal_eval refuses: quote them
+    text = _BARE_FLOAT_RE.sub(r"\1'\2'", "\n".join(parts).strip())
     try:
-        value = ast.literal_eval("\n".join(parts).strip())
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return start + 1  # not a literal: let the other readers see these lines
     if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
@@ -254,7 +288,7 @@ def _trainer_of(config: Mapping[str, str]) -> str | None:
         return "verl"
     if "generator.n_samples_per_prompt" in config or "trainer.policy.model.path" in config:
         return "skyrl"
-    return "yaml" if any("." in k for k in config) else None
+    return None
 
 
 def _first(config: Mapping[str, str], keys: Sequence[str]) -> str | None:

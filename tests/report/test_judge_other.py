@@ -50,7 +50,8 @@ def test_gpu_ci_reads_pytest_tally(
         ("datagen-consolidate-swe", JobState.COMPLETED, "pushing 6,977 rows -> org/swe-traces",
          "pushed 6,977 rows → org/swe-traces"),
         ("push-model-hf", JobState.COMPLETED,
-         "https://huggingface.co/org/qwen7b-grpo/commit/3f2a9c1d", "pushed → huggingface.co/org/qwen7b-grpo"),
+         "https://huggingface.co/org/qwen7b-grpo/commit/3f2a9c1d",
+         "pushed → huggingface.co/org/qwen7b-grpo"),
         ("rl-upload-qwen7b", JobState.COMPLETED, "done.", "Completed"),  # near-miss: no target
     ],
 )

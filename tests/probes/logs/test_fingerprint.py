@@ -133,3 +133,36 @@ def test_precise_merge(
 def test_decimals(value: float, places: int) -> None:
     """Decimal places of the shortest repr (a lower bound on what was printed)."""
     assert decimals(value) == places
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # TRL's ModelConfig dataclass repr on one line (rebuilt from the dataclass's default repr)
+        ("ModelConfig(model_name_or_path='Qwen/Qwen2.5-0.5B', model_revision='main', "
+         "torch_dtype=None, lora_target_modules=['q', 'v'], trust_remote_code=False)",
+         {"model": "Qwen/Qwen2.5-0.5B"}),
+        # OpenRLHF-style argparse Namespace: rollout_batch_size x n_samples_per_prompt
+        ("Namespace(pretrain='meta-llama/Llama-3-8B', rollout_batch_size=128, "
+         "n_samples_per_prompt=8, micro_train_batch_size=2)",
+         {"model": "meta-llama/Llama-3-8B", "rollouts_per_step": 1024}),
+        # a batch script's `set -x` echo of verl's Hydra overrides
+        ("+ python3 -m verl.trainer.main_ppo data.train_batch_size=64 actor_rollout_ref.rollout.n=4"
+         " actor_rollout_ref.model.path=Qwen/Qwen3-4B trainer.nnodes=1 trainer.n_gpus_per_node=4",
+         {"trainer": "verl", "model": "Qwen/Qwen3-4B", "nodes": 1, "gpus_per_node": 4,
+          "rollouts_per_step": 256}),
+        # pprint writes non-finite floats bare; the dump is still read
+        ("{'trainer': {'nnodes': 2, 'max_norm': inf}, 'data': {'train_batch_size': 16}}",
+         {"nodes": 2}),
+    ],
+)
+def test_one_line_reprs_and_launch_overrides(line: str, expected: dict[str, Any]) -> None:
+    """Dataclass/Namespace reprs and echoed Hydra overrides are read like a dump."""
+    fingerprint = read_fingerprint([line])
+    assert fingerprint is not None
+    assert {k: getattr(fingerprint, k) for k in expected} == expected
+
+
+def test_echoed_key_values_outside_a_launch_line_are_ignored() -> None:
+    """Near-miss: ``a.b=c`` on a line that launches nothing is not an override."""
+    assert read_fingerprint(["export FOO.bar=1 and data.train_batch_size=64 noted"]) is None
