@@ -8,7 +8,9 @@ generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
   ``th.min_window`` of them) reward flat at 0, responses about 1 token, entropy about 0, or
   grad norm exactly 0. Any one is enough: each means no learning signal is reaching the policy,
   whatever the row's other numbers say. Flagged on any state; on a live run verdict
-  ``warning`` and recommendation ``deep_probe`` (read the literal rollouts).
+  ``warning`` and recommendation ``deep_probe`` (read the literal rollouts). Standard RL is
+  what needs it (no trial evidence), but it is applied to agentic RL too: a degenerate
+  window is dead whatever produced it, and the trial pass-rate signal is judged besides.
 - Log-ratio health (where the trainer emits the diagnostics): ``log_ratio_abs_mean`` above
   ``th.log_ratio_mean_max``, ``log_ratio_abs_max`` at or above ``th.log_ratio_max_max``,
   ``n_tokens_dp_gt_50pct`` above ``th.gt_50pct_max``, or position buckets whose largest mean is
