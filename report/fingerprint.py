@@ -14,8 +14,10 @@ Policy (seed §RL "New/untested RL run? → deep-probe it"):
   Entries without ``|`` (older memory) count as both content and stem.
 - Earlier attempts of the same run in the same sweep (same cluster and user; same name stem, or
   a chain predecessor named in ``depends_on``; submitted earlier) stand in for memory: when the
-  latest one with a fingerprint differs in model, image, geometry or config, the run is a
-  relaunch in a new setting.
+  latest one that has ended and printed a fingerprint differs in model, image, geometry or
+  config, the run is a relaunch in a new setting. An attempt still running beside it is a
+  parallel arm, not the one it relaunches. With memory, memory decides (a setting seen healthy
+  is known) and the relaunch comparison only words the reason.
 - A spike-mitigation ablation is recognised from its config as well as its name: the same
   configurable pattern list is searched in ``key=value`` entries whose value is set (not
   false/0/null/empty), skipping sections switched off by ``enabled``/``enable``/``use`` = false.
@@ -28,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from probes.models import JobFacts, RunFingerprint, SchedulerRecord
+from probes.models import TERMINAL_STATES, JobFacts, RunFingerprint, SchedulerRecord
 from report.chain import name_stem
 
 LABEL_KEY = re.compile(r"config|image|model|geometry|hash|commit|git", re.IGNORECASE)
@@ -135,7 +137,8 @@ def relaunch_change(facts: JobFacts, sweep: Sequence[JobFacts]) -> str | None:
     mine = fingerprint_parts(facts)
     if not mine:
         return None
-    for other in reversed(run_attempts(facts, sweep)):
+    ended = [o for o in run_attempts(facts, sweep) if o.record.state in TERMINAL_STATES]
+    for other in reversed(ended):
         theirs = fingerprint_parts(other)
         if not theirs:
             continue

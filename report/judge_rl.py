@@ -239,10 +239,11 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     relaunch = relaunch_change(ctx.facts, ctx.sweep_jobs)
     if _UNTESTED_NAME.search(record.name):
         reason = "smoke/test/debug run"
-    elif relaunch is not None:
-        reason = relaunch
     elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
-        reason = f"new setting ({shorten(fingerprint.rsplit('|', 1)[0] or fingerprint, 80)})"
+        shown = shorten(fingerprint.rsplit("|", 1)[0] or fingerprint, 80)
+        reason = relaunch or f"new setting ({shown})"
+    elif ctx.seen_configs is None and relaunch is not None:
+        reason = relaunch
     elif ctx.seen_configs is None and _first_launch(ctx):
         reason = "first launch, still in its first steps"
     else:

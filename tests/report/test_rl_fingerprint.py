@@ -126,3 +126,24 @@ def test_fingerprint_without_a_dump_falls_back_to_labels_and_name() -> None:
     labelled = record("rl-run", labels={"image": "verl:0.9.1", "team": "x"})
     assert run_fingerprint(labelled) == "image=verl:0.9.1|rl-run"
     assert LogSummary(line_count=0).fingerprint is None
+
+
+def test_a_parallel_arm_is_not_a_relaunch() -> None:
+    """Two arms running side by side with different models: neither relaunches the other."""
+    first = _verl("grpo-qwen-1", "90")
+    first = first.model_copy(update={"record": first.record.model_copy(
+        update={"submit_time": NOW - timedelta(hours=3)})})
+    second = _verl("grpo-qwen-2", "100", "config_b")
+    jobs = _sweep(first, second)
+    assert jobs["100"].recommendation is None or (
+        "relaunch" not in jobs["100"].recommendation.why)
+
+
+def test_memory_decides_over_a_relaunch_once_the_setting_was_seen_healthy() -> None:
+    """A relaunch with a new model stops being news once that setting was seen healthy."""
+    before = _earlier(_verl("grpo-qwen", "90"), hours=3)
+    current = _verl("grpo-qwen", "100", "config_b")
+    memory = SweepMemory(seen_configs={"alpha": [run_fingerprint(current)]})
+    assert "deep-probe" not in _sweep(before, current, memory=memory)["100"].flags
+    job = _sweep(before, current, memory=SweepMemory(seen_configs={"alpha": []}))["100"]
+    assert job.recommendation is not None and "relaunch of 90" in job.recommendation.why
