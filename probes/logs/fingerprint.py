@@ -30,11 +30,14 @@ more than :data:`MAX_DUMP_LINES` lines is dropped. Never raises.
 from __future__ import annotations
 
 import ast
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from probes.logs.lines import strip_ray_prefix
 from probes.models import RunFingerprint
+
+_log = logging.getLogger(__name__)
 
 MAX_KEYS = 4000
 MAX_VALUE = 200
@@ -101,6 +104,10 @@ def read_fingerprint(lines: Sequence[str]) -> RunFingerprint | None:
     try:
         return _read(lines)
     except (ValueError, RecursionError, MemoryError, SyntaxError, TypeError):
+        return None  # a malformed dump is no fingerprint
+    except Exception:
+        # A reader bug must not cost the sweep the rest of the log: logged with its trace.
+        _log.exception("read_fingerprint failed on %d lines", len(lines))
         return None
 
 

@@ -147,3 +147,15 @@ def test_memory_decides_over_a_relaunch_once_the_setting_was_seen_healthy() -> N
     assert "deep-probe" not in _sweep(before, current, memory=memory)["100"].flags
     job = _sweep(before, current, memory=SweepMemory(seen_configs={"alpha": []}))["100"]
     assert job.recommendation is not None and "relaunch of 90" in job.recommendation.why
+
+
+def test_relaunch_with_a_new_image() -> None:
+    """Same verl config, a new container image (pyxis's import line): a new setting."""
+    dump = (FIXTURES / "verl-0.9.1/config_a.log").read_text()
+    old = _from_log("pyxis: importing docker image: registry/verl:0.9.0\n" + dump, "grpo-qwen",
+                    "90")
+    new = _from_log("pyxis: importing docker image: registry/verl:0.9.1\n" + dump, "grpo-qwen")
+    job = _sweep(_earlier(old, hours=3), new)["100"]
+    assert job.recommendation is not None
+    assert "relaunch of 90 with new image registry/verl:0.9.0→registry/verl:0.9.1" in (
+        job.recommendation.why)
