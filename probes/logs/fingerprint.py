@@ -66,6 +66,10 @@ _IMAGE_RES = (
     re.compile(r"pyxis: importing docker image: (\S{1,300})"),
     re.compile(r"--container-image[= ](\S{1,300})"),
     re.compile(r"\b(?:singularity|apptainer) (?:exec|run)\b.{0,200}?\s(\S{1,300}\.sif)\b"),
+    # a launcher's own echo: "image: X", "IMAGE=X", "container_image = 'X'", "--image X"
+    re.compile(r"(?i)(?:^|[\s'\"{,+])(?:container[_-]?|docker[_-]?)?image['\"]?\s{0,3}[:=]\s{0,3}"
+               r"['\"]?([A-Za-z0-9][\w.\-/:@#]{2,200})"),
+    re.compile(r"(?:^|\s)--image[= ]([A-Za-z0-9][\w.\-/:@#]{2,200})"),
 )
 _HEADERS = (("DeepSpeedEngine configuration", "deepspeed"), ("---- arguments ----", "megatron"))
 
@@ -122,7 +126,7 @@ def _read(lines: Sequence[str]) -> RunFingerprint | None:
         return None
     if trainer is None:
         trainer = _trainer_of(config)
-    return _build(config, trainer, image or _first(config, IMAGE_KEYS),
+    return _build(config, trainer, image or _image_key(config),
                   _int(banner.group(1)) if banner else None)
 
 
@@ -281,12 +285,20 @@ def _put(config: dict[str, str], key: str, value: str) -> None:
 
 def _image(bodies: Iterable[str]) -> str | None:
     for body in bodies:
-        if "image" not in body and ".sif" not in body:
+        if "mage" not in body and "MAGE" not in body and ".sif" not in body:
             continue
         for pattern in _IMAGE_RES:
             found = pattern.search(body)
             if found is not None:
                 return found.group(1).strip("'\",")
+    return None
+
+
+def _image_key(config: Mapping[str, str]) -> str | None:
+    """An ``image`` / ``container_image`` entry at any depth of the config."""
+    for key, value in config.items():
+        if key.rsplit(".", 1)[-1] in IMAGE_KEYS and value not in ("", "null"):
+            return value
     return None
 
 

@@ -82,6 +82,9 @@ def test_trl_rollouts_without_banner_need_world_size() -> None:
          "/images/verl-0.9.1.sqsh"),
         ("+ apptainer exec --nv /scratch/img/skyrl-0.4.sif python -m skyrl_train",
          "/scratch/img/skyrl-0.4.sif"),
+        ("+ IMAGE=registry/verl:0.9.1", "registry/verl:0.9.1"),  # set -x echo of the variable
+        ("image: nvcr.io/nvidia/pytorch:24.05-py3", "nvcr.io/nvidia/pytorch:24.05-py3"),
+        ("+ enroot start --image foo/bar:1 train.sh", "foo/bar:1"),
     ],
 )
 def test_image_from_the_launch_lines(line: str, image: str) -> None:
@@ -97,6 +100,7 @@ def test_image_from_the_launch_lines(line: str, image: str) -> None:
         "WARNING: disk almost full\nINFO: retrying\nNote: nothing",  # key: value chatter
         "step:1 - actor/entropy:0.5 - critic/score/mean:0.3",  # a verl metric line
         "{'a': {'b': ",  # a dump cut off by the tail
+        "Writing image shards: 100%|##########| 1/1\nimage_size: 224",  # not an image name
     ],
 )
 def test_not_a_config_dump(text: str) -> None:
