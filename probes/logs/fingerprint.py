@@ -276,11 +276,28 @@ def _unquote(value: str) -> str:
 
 
 def _put(config: dict[str, str], key: str, value: str) -> None:
-    if len(config) < MAX_KEYS or key in config:
-        lowered = value.lower()
-        config[key] = lowered if lowered in ("true", "false", "none", "null") else value[:MAX_VALUE]
-        if config[key] == "none":
-            config[key] = "null"
+    """Store one entry, spelled the same whichever dump printed it (``True``/``true``,
+    ``None``/``null``, ``1e-6``/``1e-06``), so two attempts compare equal when they are."""
+    if len(config) >= MAX_KEYS and key not in config:
+        return
+    lowered = value.strip().lower()
+    if lowered in ("true", "false", "null", "none", "~"):
+        config[key] = "null" if lowered in ("none", "~") else lowered
+        return
+    config[key] = _number(value.strip()) or value[:MAX_VALUE]
+
+
+def _number(text: str) -> str | None:
+    if not text or len(text) > 40 or text[0] not in "+-.0123456789":
+        return None
+    try:
+        return str(int(text))
+    except ValueError:
+        pass
+    try:
+        return repr(float(text))
+    except ValueError:
+        return None
 
 
 def _image(bodies: Iterable[str]) -> str | None:

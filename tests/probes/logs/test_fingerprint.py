@@ -170,3 +170,12 @@ def test_one_line_reprs_and_launch_overrides(line: str, expected: dict[str, Any]
 def test_echoed_key_values_outside_a_launch_line_are_ignored() -> None:
     """Near-miss: ``a.b=c`` on a line that launches nothing is not an override."""
     assert read_fingerprint(["export FOO.bar=1 and data.train_batch_size=64 noted"]) is None
+
+
+def test_the_same_setting_reads_the_same_from_any_dump() -> None:
+    """An echoed override and a pprint'ed dump spell values alike (1e-6 = 1e-06, False = false)."""
+    echoed = read_fingerprint(["+ python3 -m verl.trainer.main_ppo actor.optim.lr=1e-6 "
+                               "trainer.val_before_train=False data.max_prompt_length=512"])
+    dumped = read_fingerprint(["{'actor': {'optim': {'lr': 1e-06}}, 'trainer': "
+                               "{'val_before_train': False}, 'data': {'max_prompt_length': 512}}"])
+    assert echoed is not None and dumped is not None and echoed.config == dumped.config
