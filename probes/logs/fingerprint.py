@@ -48,6 +48,7 @@ _ARGS_OPEN_RE = re.compile(r"\b([A-Z]\w{0,60}(?:Config|Arguments|Args))\($")
 _ARG_RE = re.compile(r"^([A-Za-z_]\w{0,80})=(.{0,300}),$")
 _YAML_RE = re.compile(r"^( {0,40})([A-Za-z_][\w\-]{0,80}):(?: (.{0,300}))?$")
 _QUOTED_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_BRACKETS = frozenset("{}[]()")
 _BARE_FLOAT_RE = re.compile(r"([:\[,(]\s*)(-?inf|nan)(?=\s*[,}\])])")
 _ONE_LINE_ARGS_RE = re.compile(
     r"\b(?:[A-Z]\w{0,60}(?:Config|Arguments|Args)|Namespace)\((.{1,20000})\)"
@@ -206,6 +207,8 @@ def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> 
 
 def _depth(text: str) -> int:
     """Net bracket depth of one line, ignoring brackets inside quoted strings."""
+    if not _BRACKETS.intersection(text):
+        return 0  # most lines of a pprint'ed dict: one 'key': value pair, no bracket at all
     bare = _QUOTED_RE.sub("", text) if ("'" in text or '"' in text) else text
     return sum(bare.count(c) for c in "{[(") - sum(bare.count(c) for c in "}])")
 
