@@ -250,7 +250,9 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
         return
     f.flag("deep-probe")
     # Above the reward description (BACKGROUND), below anything that needs a human sooner.
-    f.trend(Priority.DEEP_PROBE, "New run: deep-probe before trusting this row")
+    headline = ("Relaunched in a new setting: deep-probe it" if relaunch and relaunch in reason
+                else "New run: deep-probe before trusting this row")
+    f.trend(Priority.DEEP_PROBE, headline)
     if record.state is JobState.RUNNING:
         f.recommend(Priority.DEEP_PROBE, "deep_probe",
                     f"dispatch rl-job-health-deep-dive on {record.name}: {reason}; "

@@ -159,3 +159,4 @@ def test_relaunch_with_a_new_image() -> None:
     assert job.recommendation is not None
     assert "relaunch of 90 with new image registry/verl:0.9.0→registry/verl:0.9.1" in (
         job.recommendation.why)
+    assert job.trend.startswith("Relaunched in a new setting: deep-probe it")
