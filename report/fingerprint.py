@@ -35,7 +35,8 @@ from report.chain import name_stem
 
 LABEL_KEY = re.compile(r"config|image|model|geometry|hash|commit|git", re.IGNORECASE)
 VOLATILE_KEY = re.compile(
-    r"(?:^|[._])(?:\w*name|\w*dir|\w*path|save\w*|load\w*|resume\w*|ckpt\w*|"
+    r"(?:^|[._])(?:(?:experiment|exp|run|project|job|group|wandb|hub_model|output|model)_?name"
+    r"\w*|\w*dir|\w*path|save\w*|load\w*|resume\w*|ckpt\w*|"
     r"checkpoint\w*|wandb\w*|log\w*|report_to|seed|\w*port|master_addr|host\w*|\w*rank|"
     r"timestamp|run_id|job_id|hub_\w+|push_to_hub|total_training_steps|val_before_train|"
     r"tracking\w*|project\w*|experiment\w*|trust_remote_code)$"

@@ -160,3 +160,13 @@ def test_relaunch_with_a_new_image() -> None:
     assert "relaunch of 90 with new image registry/verl:0.9.0→registry/verl:0.9.1" in (
         job.recommendation.why)
     assert job.trend.startswith("Relaunched in a new setting: deep-probe it")
+
+
+def test_a_new_rollout_engine_is_a_new_config() -> None:
+    """``rollout.name`` (vllm → sglang) is part of the setting; the experiment name is not."""
+    text = (FIXTURES / "verl-0.9.1/config_a.log").read_text()
+    assert "'name': '???'" in text  # verl's generated config leaves the engine to the launch
+    vllm = _from_log(text.replace("'name': '???'", "'name': 'vllm'", 1), "grpo-qwen", "90")
+    sglang = _from_log(text.replace("'name': '???'", "'name': 'sglang'", 1), name="grpo-qwen")
+    job = _sweep(_earlier(vllm, hours=3), sglang)["100"]
+    assert job.recommendation is not None and "with new config" in job.recommendation.why
