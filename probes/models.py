@@ -157,6 +157,8 @@ class RunFingerprint(Frozen):
     samples_per_prompt: int | None = None
     rollouts_per_step: int | None = None
     """prompts x samples per prompt (or the trainer's completions per optimizer step)."""
+    pass_at_k: int | None = None
+    """The N of the ``reward/avg_pass_at_N`` the trainer logs."""
     config: dict[str, str] = Field(default_factory=dict)
 
 

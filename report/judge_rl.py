@@ -117,7 +117,8 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         fresh = f.step is not None and (banked == f.step or (bool(saved) and max(saved) == f.step))
         text = describe_reward(rewards, checkpoint_saved=fresh) if rewards else "Stepping"
         printed = ctx.facts.summary.fingerprint if ctx.facts.summary else None
-        text += extras_text(f, printed.samples_per_prompt if printed else None)
+        text += extras_text(f, (printed.pass_at_k or printed.samples_per_prompt)
+                            if printed else None)
         f.trend(Priority.BACKGROUND, with_sparkline(text, rewards))
 
 

@@ -49,6 +49,7 @@ _ARG_RE = re.compile(r"^([A-Za-z_]\w{0,80})=(.{0,300}),$")
 _YAML_RE = re.compile(r"^( {0,40})([A-Za-z_][\w\-]{0,80}):(?: (.{0,300}))?$")
 _QUOTED_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 _BRACKETS = frozenset("{}[]()")
+_PASS_AT_RE = re.compile(r"reward/avg_pass_at_(\d{1,4})\b")
 _BARE_FLOAT_RE = re.compile(r"([:\[,(]\s*)(-?inf|nan)(?=\s*[,}\])])")
 _ONE_LINE_ARGS_RE = re.compile(
     r"\b(?:[A-Z]\w{0,60}(?:Config|Arguments|Args)|Namespace)\((.{1,20000})\)"
@@ -123,12 +124,17 @@ def _read(lines: Sequence[str]) -> RunFingerprint | None:
     image = _image(bodies)
     banner = next((m for b in bodies if "Total train batch" in b
                    if (m := _BANNER_BATCH_RE.search(b))), None)
-    if not config and image is None and banner is None:
+    pass_at = next((m for b in reversed(bodies) if "pass_at_" in b
+                    if (m := _PASS_AT_RE.search(b))), None)
+    if not config and image is None and banner is None and pass_at is None:
         return None
     if trainer is None:
         trainer = _trainer_of(config)
-    return _build(config, trainer, image or _image_key(config),
-                  _int(banner.group(1)) if banner else None)
+    built = _build(config, trainer, image or _image_key(config),
+                   _int(banner.group(1)) if banner else None)
+    if pass_at is None:
+        return built
+    return built.model_copy(update={"pass_at_k": _int(pass_at.group(1))})
 
 
 def _collect(bodies: Sequence[str], config: dict[str, str]) -> str | None:

@@ -179,3 +179,10 @@ def test_the_same_setting_reads_the_same_from_any_dump() -> None:
     dumped = read_fingerprint(["{'actor': {'optim': {'lr': 1e-06}}, 'trainer': "
                                "{'val_before_train': False}, 'data': {'max_prompt_length': 512}}"])
     assert echoed is not None and dumped is not None and echoed.config == dumped.config
+
+
+def test_pass_at_k_from_the_logged_key() -> None:
+    """SkyRL (rebuilt) logs ``reward/avg_pass_at_8``: the N shown with pass@N is 8."""
+    summary = parse_log((FIXTURES / "skyrl-rebuilt/console_v03.log").read_bytes())
+    assert summary.fingerprint is not None and summary.fingerprint.pass_at_k == 8
+    assert summary.fingerprint.model is None  # nothing else was printed: nothing guessed
