@@ -149,6 +149,41 @@ class InfraSignals(Frozen):
     engine_running_requests: int | None = None
 
 
+class RunFingerprint(Frozen):
+    """What a run runs, as its launcher/trainer printed it (config dump, args, banner).
+
+    Filled by ``probes.logs.fingerprint``; ``None`` fields were not printed. ``config`` is the
+    flattened dump (dotted keys -> printed value), bounded; judging it is ``report``'s job.
+    """
+
+    trainer: str | None = None
+    """Which trainer's dump was read: ``verl``, ``skyrl``, ``hf``, ``deepspeed``, ``megatron``."""
+    model: str | None = None
+    image: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    world_size: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    prompts_per_step: int | None = None
+    samples_per_prompt: int | None = None
+    rollouts_per_step: int | None = None
+    """prompts x samples per prompt (or the trainer's completions per optimizer step)."""
+    pass_at_k: int | None = None
+    """The N of the ``reward/avg_pass_at_N`` the trainer logs."""
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class LogOutcome(Frozen):
+    """The one line a catch-all job's log ends on (``probes.logs.outcome``)."""
+
+    pytest_summary: str | None = None
+    """pytest's closing tally, e.g. ``2 passed, 1 warning``."""
+    pushed: str | None = None
+    """What an upload pushed, e.g. ``6,977 rows -> org/dataset`` or ``s3://bucket/key``."""
+
+
 class LogSummary(Frozen):
     """Everything a bounded log tail says, independent of which trainer wrote it."""
 
@@ -175,6 +210,9 @@ class LogSummary(Frozen):
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
     bring_up: bool = False
     """Only bring-up lines so far (mesh load, image pull, admission): buffer-filling."""
+    # issue 11 (wt-e): run fingerprint and catch-all outcome, from probes.logs.{fingerprint,outcome}
+    fingerprint: RunFingerprint | None = None
+    outcome: LogOutcome | None = None
 
 
 LogStatus = Literal["ok", "mismatch", "missing", "failed"]

@@ -67,6 +67,8 @@ class JudgeContext:
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
+    sweep_jobs: tuple[JobFacts, ...] = ()
+    """The cluster's jobs in this sweep (issue 11: earlier attempts' fingerprints)."""
 
     @property
     def state(self) -> JobState:

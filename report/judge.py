@@ -104,6 +104,7 @@ def judge_job(
     history: Sequence[MetricPoint] | None = None,
     memory: SweepMemory | None = None,
     cluster_name_shown: bool = False,
+    sweep_jobs: Sequence[JobFacts] = (),  # issue 11 (wt-e): earlier attempts' fingerprints
 ) -> JobDetail:
     """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence."""
     record = facts.record
@@ -120,6 +121,7 @@ def judge_job(
         earlier_attempts=sum(1 for r in cluster_records
                              if r.job_id != record.job_id and r.name == record.name
                              and r.user == record.user),
+        sweep_jobs=tuple(sweep_jobs),  # issue 11 (wt-e)
     )
     f = Findings()
     _log_rules(ctx, f)
@@ -293,7 +295,7 @@ def build_report(
             judged.append(judge_job(
                 facts, cluster_records=records, settings=settings, now=now,
                 history=histories.get(key) if histories else None, memory=memory,
-                cluster_name_shown=shown,
+                cluster_name_shown=shown, sweep_jobs=cluster.jobs,  # issue 11 (wt-e)
             ))
     judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
                                 histories=histories, memory=memory, shown=shown)
@@ -347,6 +349,7 @@ def _sweep_recurrences(
             facts, cluster_records=[j.record for j in cluster.jobs], settings=settings, now=now,
             history=histories.get(key) if histories else None,
             memory=with_earlier(memory, facts.record, before), cluster_name_shown=shown,
+            sweep_jobs=cluster.jobs,
         ))
     return out
 

@@ -53,6 +53,7 @@ Flag = Literal[
     "api-base-internal",
     "auth-failures",
     "cleanup-pending",
+    "dead-rollouts",  # issue 11 (wt-e): CONTRACT §6
 ]
 
 Action = Literal[

@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from bot.app import make_scheduler
-from report.judge import SweepMemory
+from report.memory import SweepMemory
 from tests.bot.builders import collapsing, rl_history, sweep_result
 from tests.bot.conftest import REDIS_URL, Harness
 from tests.bot.fake_slack import SIGNING_SECRET
