@@ -115,12 +115,13 @@ def test_empty_log_is_a_fact_not_a_failure(tmp_path: Path) -> None:
 
 
 def test_unreadable_log_is_failed(tmp_path: Path) -> None:
-    """A StdOut that exists but cannot be read (here a directory) is `failed` with the error."""
+    """A StdOut that exists but is no regular file (here a directory) is `failed` with the
+    reason, at once: a refusal is final, a retry would say the same."""
     out = tmp_path / "slurm-4242.out"
     out.mkdir()
     log = _log(collector.collect(_request(tmp_path, stdout=str(out))))
-    assert (log["status"], log["attempts"]) == ("failed", 2)
-    assert "IsADirectoryError" in log["error"]
+    assert (log["status"], log["attempts"]) == ("failed", 1)
+    assert log["error"] == f"{out}: not a regular file: not read"
 
 
 def test_script_is_python37_syntax_with_one_future_line() -> None:
