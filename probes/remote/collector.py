@@ -198,7 +198,7 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     }
 
 
-def collect(request: Json) -> Json:
+def collect(request: Json, started: float | None = None) -> Json:
     """Serve one request (see the module docstring); returns a JSON-able dict.
 
     ``deadline_s`` bounds the whole request and ``answer_budget`` the answer's size in bytes:
@@ -207,7 +207,7 @@ def collect(request: Json) -> Json:
     jobs: Json = {}
     SEEN.clear()
     deadline_s = float(request.get("deadline_s") or 60.0)
-    until = time.monotonic() + deadline_s
+    until = (time.monotonic() if started is None else started) + deadline_s
     budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
     left = budget
     for job in request.get("jobs", []):
@@ -243,8 +243,10 @@ def collect_queue(request: Json) -> Json:
     are not collected; a job whose log path cannot be expanded here is listed in
     ``unexpanded`` and left to the caller (scontrol, then an explicit-jobs request).
     """
+    started = time.monotonic()  # squeue's time counts against the request's deadline
     queue = request["squeue"]
-    status, out, err = _run_squeue(list(queue["argv"]))
+    status, out, err = _run_squeue(list(queue["argv"]),
+                                   0.5 * float(request.get("deadline_s") or 60.0))
     answer: Json = {"protocol": PROTOCOL, "jobs": {}, "unexpanded": []}
     data = None
     if status == 0 and out.lstrip().startswith("{"):
@@ -259,7 +261,7 @@ def collect_queue(request: Json) -> Json:
     kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
             and not ended_before(j, since)]
     specs, unexpanded = _queue_specs(kept, request)
-    answer = collect(dict(request, jobs=specs))
+    answer = collect(dict(request, jobs=specs), started)
     answer["unexpanded"] = unexpanded
     keys = queue.get("keys")
     if keys is not None:  # a few wanted keys looked up, not every key of every job scanned
@@ -269,12 +271,16 @@ def collect_queue(request: Json) -> Json:
     return answer
 
 
-def _run_squeue(argv: list[str]) -> tuple[int, str, str]:
-    """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start."""
+def _run_squeue(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
+    """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start,
+    124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged)."""
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False,
+                              timeout=timeout_s)
     except OSError as exc:  # what a shell would say, as LocalRunner does
         return 127, "", f"{argv[0]}: could not start: {exc}"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]}: no answer within {timeout_s:g}s (killed)"
     return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
             proc.stderr.decode("utf-8", "replace"))
 
@@ -305,7 +311,7 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
             continue
         filled = [expand_roots(list(roots.get(kind) or []), workdir=workdir, name=name,
                                job_id=key, user=user) for kind in ("checkpoint", "trial")]
-        specs.append({"id": key, "stdout": stdout, "workdir": workdir,
+        specs.append({"id": key, "user": user, "stdout": stdout, "workdir": workdir,
                       "offset": int(offsets.get(stdout) or 0),
                       "checkpoint_roots": filled[0], "trial_roots": filled[1]})
     return specs, unexpanded
