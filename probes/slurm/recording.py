@@ -16,8 +16,9 @@ from typing import Any
 
 from probes.config import SlurmCluster
 from probes.models import SchedulerRecord
-from probes.slurm.parse import parse_scontrol_all, record_from_squeue
+from probes.slurm.parse import record_from_squeue
 from probes.slurm.probe import SlurmProbe, Snapshot
+from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.transport import RunnerFactory
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import getpass
 import json
 import re
 import subprocess
@@ -253,10 +254,11 @@ def test_queue_lists_unexpandable_paths_and_uses_offsets(tmp_path: Path) -> None
     running[0].update(standard_output="%N_%j.out")
     log = tmp_path / "run.out"
     log.write_text("one\ntwo\nthree\n")
-    running[1].update(standard_output=str(log))
+    # The collector reads only files the job's user owns: this job is the test runner's.
+    running[1].update(standard_output=str(log), user_name=getpass.getuser())
     squeue = tmp_path / "squeue.json"
     squeue.write_text(json.dumps({**base, "jobs": running}))
-    answer = collector.collect_queue(_queue_request(squeue, ["jobtables"],
+    answer = collector.collect_queue(_queue_request(squeue, ["jobtables", getpass.getuser()],
                                                     offsets={str(log): 4}))
     assert answer["unexpanded"] == [str(running[0]["job_id"])]
     read = answer["jobs"][str(running[1]["job_id"])]["log"]
