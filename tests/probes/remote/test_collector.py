@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from probes.remote import collector
 from probes.models import JobState
+from probes.remote import collector
+from probes.remote.script import build_collector_script, collector_source
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm.parse import expand_stdout, records_from_squeue
-from probes.remote.script import build_collector_script, collector_source
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

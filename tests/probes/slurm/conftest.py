@@ -40,6 +40,9 @@ class SlurmEnv:
     wrong_known_hosts: str
     sshd_log: Path
     scratch: str
+    other_user: str
+    """An unprivileged user whose jobs tests submit with ``sbatch --uid`` (as root)."""
+    other_scratch: str
 
     def cluster(self, name: str = "local22", **overrides: Any) -> SlurmCluster:
         """A ``[[clusters]]`` entry for the test cluster over SSH."""
@@ -62,6 +65,8 @@ def _read_env() -> dict[str, str]:
 def _why_unavailable(env: dict[str, str]) -> str | None:
     if not env:
         return f"{ENV_FILE} is missing (run `bash scripts/services` as root)"
+    if "JOBTABLES_TEST_OTHER_USER" not in env:
+        return f"{ENV_FILE} names no unprivileged user (re-run `bash scripts/services`)"
     try:
         with socket.create_connection((env["JOBTABLES_TEST_SSH_HOST"],
                                        int(env["JOBTABLES_TEST_SSH_PORT"])), timeout=3):
@@ -97,6 +102,8 @@ def _to_env(env: dict[str, str]) -> SlurmEnv:
         wrong_known_hosts=env["JOBTABLES_TEST_WRONG_KNOWN_HOSTS"],
         sshd_log=Path(env.get("JOBTABLES_TEST_SSHD_LOG", "/var/log/jobtables-sshd.log")),
         scratch=env.get("JOBTABLES_TEST_SCRATCH", "/home/jobtables/jt-tests"),
+        other_user=env.get("JOBTABLES_TEST_OTHER_USER", "jtuser"),
+        other_scratch=env.get("JOBTABLES_TEST_OTHER_SCRATCH", "/home/jtuser/jt-tests"),
     )
 
 

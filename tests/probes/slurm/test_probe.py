@@ -18,8 +18,8 @@ from typing import Any
 from probes.config import SlurmCluster
 from probes.models import JobState
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
-from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.probe import SlurmProbe
+from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.transport import CommandResult, LocalRunner, Runner
 from tests.probes.slurm.conftest import as_plain_format, fake_squeue_bin, run_with_path
 
