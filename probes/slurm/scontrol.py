@@ -4,8 +4,8 @@ Policy: scontrol prints every value raw (no quoting), and a job's owner chooses 
 them (JobName, Command, WorkDir, Comment, StdErr/StdIn/StdOut, MailUser), newlines and
 `` Key=`` included. So:
 
-* A record starts only at a line that begins ``JobId=<digits> ``, and only where no earlier
-  record's user text can be: the values the caller already knows byte for byte from squeue
+* A record starts only at a line that begins ``JobId=<digits> `` with an id squeue knows, and
+  only where no earlier record's user text can be: the values the caller already knows byte for byte from squeue
   (``Known``: name, command, workdir) are skipped whole, so a forged ``\\nJobId=...`` inside
   them is never a record start. A job id that still starts more than one record is ambiguous
   and gets no scontrol fields at all (a forger can deny its victim the enrichment, never
@@ -34,6 +34,8 @@ _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 _START = re.compile(r"^JobId=(\d+) ", re.MULTILINE)
 _HEAD = re.compile(r"JobId=(\d+) (?:ArrayJobId=(\d+) ArrayTaskId=(\d+) )?")
 _PATHS = ("StdErr", "StdIn", "StdOut")
+_AFTER_WORKDIR = ("Comment", "AdminComment", "SystemComment", "StdErr")
+"""Keys scontrol may print right after WorkDir (the comments only when set)."""
 
 
 @dataclass(frozen=True)
@@ -78,15 +80,16 @@ def parse_scontrol_line(line: str) -> dict[str, str]:
     return fields
 
 
-def _skip(text: str, at: int, key: str, value: str | None, until: str) -> tuple[str, int]:
-    """``(value, end)`` of `` key=`` at ``at``: the known value if it is there verbatim, else
-    up to the first ``until`` key after it (or the end of the line)."""
+def _skip(text: str, at: int, key: str, value: str | None,
+          until: tuple[str, ...]) -> tuple[str, int]:
+    """``(value, end)`` of `` key=`` at ``at``: the known value if it is there verbatim
+    (followed by one of the ``until`` keys), else up to the first ``until`` key after it (or
+    the end of the line)."""
     start = at + len(key) + 2  # " Key="
-    if value is not None and text.startswith(value + f" {until}=", start):
+    if value is not None and any(text.startswith(f"{value} {k}=", start) for k in until):
         return value, start + len(value)
-    stop = text.find(f" {until}=", start)
-    if stop < 0:
-        stop = text.find("\n", start)
+    found = [i for i in (text.find(f" {k}=", start) for k in until) if i >= 0]
+    stop = min(found) if found else text.find("\n", start)
     stop = len(text) if stop < 0 else stop
     return text[start:stop], stop
 
@@ -100,15 +103,15 @@ def _head(text: str, begin: int, known: Known) -> tuple[dict[str, str], int]:
         # Not scontrol's layout (no name, or no UserId after it): keys as they come.
         return parse_scontrol_line(text[begin:line_end]), line_end
     fields = parse_scontrol_line(text[begin:name_at])
-    fields["JobName"], end = _skip(text, name_at, "JobName", known.name, "UserId")
+    fields["JobName"], end = _skip(text, name_at, "JobName", known.name, ("UserId",))
     command_at = text.find(" Command=", end)
     if command_at < 0:
         return fields, end
     for key, value in parse_scontrol_line(text[end:command_at]).items():
         fields.setdefault(key, value)
-    fields["Command"], end = _skip(text, command_at, "Command", known.command, "WorkDir")
+    fields["Command"], end = _skip(text, command_at, "Command", known.command, ("WorkDir",))
     if text.startswith(" WorkDir=", end):
-        fields["WorkDir"], end = _skip(text, end, "WorkDir", known.workdir, "StdErr")
+        fields["WorkDir"], end = _skip(text, end, "WorkDir", known.workdir, _AFTER_WORKDIR)
     return fields, end
 
 
@@ -124,7 +127,7 @@ def _tail(text: str, start: int, stop: int) -> dict[str, str]:
         stop_key = _PATHS[i + 1] if i + 1 < len(_PATHS) else "Power"
         end = text.find(f" {stop_key}=", begin, stop)
         end = stop if end < 0 else end
-        fields[key] = text[begin:end].rstrip("\n")
+        fields[key] = text[begin:end]
         at = end
     return fields
 
@@ -148,6 +151,8 @@ def parse_scontrol_all(
     out: dict[str, dict[str, str]] = {}
     ambiguous: set[str] = set()
     starts = [m.start() for m in _START.finditer(text)]
+    if known:  # squeue named every job there is: a start with another id is some job's text
+        starts = [b for b in starts if any(k in known for k in _ids(text[b:b + 200]))]
     i = 0
     while i < len(starts):
         begin = starts[i]
