@@ -5,11 +5,11 @@ them (JobName, Command, WorkDir, Comment, StdErr/StdIn/StdOut, MailUser), newlin
 `` Key=`` included. So:
 
 * A record starts only at a line that begins ``JobId=<digits> `` with an id squeue knows, and
-  only where no earlier record's user text can be: the values the caller already knows byte for byte from squeue
-  (``Known``: name, command, workdir) are skipped whole, so a forged ``\\nJobId=...`` inside
-  them is never a record start. A job id that still starts more than one record is ambiguous
-  and gets no scontrol fields at all (a forger can deny its victim the enrichment, never
-  feed it).
+  only where no earlier record's user text can be: the values the caller already knows byte
+  for byte from squeue (``Known``: name, command, workdir) are skipped whole, so a forged
+  ``\\nJobId=...`` inside them is never a record start. A job id that still starts more
+  than one record is ambiguous and gets no scontrol fields at all (a forger can deny its
+  victim the enrichment, never feed it).
 * Within a record each key is read from where scontrol prints it (22.05 to 25.05 order):
   the scheduler's keys from between the name and ``Command=``, the paths from after
   ``WorkDir=`` in the order StdErr, StdIn, StdOut, ending at ``Power=``. Text in a later
