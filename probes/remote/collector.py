@@ -279,8 +279,10 @@ def _run_squeue(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
                               timeout=timeout_s)
     except OSError as exc:  # what a shell would say, as LocalRunner does
         return 127, "", f"{argv[0]}: could not start: {exc}"
-    except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]}: no answer within {timeout_s:g}s (killed)"
+    except subprocess.TimeoutExpired as exc:
+        said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+        return 124, "", (f"{argv[0]}: no answer within {timeout_s:g}s (killed; is slurmctld"
+                         f" up?){': ' + said[0] if said else ''}")
     return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
             proc.stderr.decode("utf-8", "replace"))
 

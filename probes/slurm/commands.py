@@ -88,3 +88,17 @@ def json_document(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CommandError("squeue --json output has no 'jobs' list")
     return data
+
+
+def check_document(data: dict[str, Any], stderr: str, target: str) -> dict[str, Any]:
+    """``data`` unless squeue reported errors in it (it exits 0 with an ``errors`` list and no
+    jobs when, for example, munged is down): then a :class:`CommandError` saying why."""
+    errors = data.get("errors")
+    if not isinstance(errors, list) or not errors:
+        return data
+    said = "; ".join(
+        f"{e.get('source') or 'squeue'}: {e.get('description') or e.get('error') or e}"
+        if isinstance(e, dict) else str(e) for e in errors[:3])
+    lines = [ln.strip() for ln in stderr.splitlines() if "error" in ln.lower()]
+    detail = f" ({' / '.join(lines[-3:])})" if lines else ""
+    raise CommandError(f"`squeue --json` on {target} reported: {said}{detail}"[:600])

@@ -50,6 +50,7 @@ from probes.slurm.commands import (
     NO_JSON,
     NO_SACCT,
     Capability,
+    check_document,
     first_probe_error,
     json_document,
     mentions,
@@ -281,10 +282,11 @@ class SlurmProbe:
             res, document, collected = await self._squeue_json(runner, queue)
             if document is not None:
                 self._json.found()
-                return "", document, collected
+                return "", check_document(document, res.stderr, runner.target), collected
             if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
                 self._json.found()
-                return res.stdout, json_document(res.stdout), collected
+                document = json_document(res.stdout)
+                return res.stdout, check_document(document, res.stderr, runner.target), collected
             if res.exit_status != 0 and not mentions(res.stderr, NO_JSON):
                 raise res.failure(runner.target)
             self._json.missing(self._now)
