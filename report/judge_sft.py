@@ -38,6 +38,7 @@ from report.findings import (
     is_finite,
     latest_values,
     minutes_since,
+    pending_note,
     series,
 )
 from report.models import GridCell, GridRollup, JobReport
@@ -117,8 +118,7 @@ def buffer_rule(ctx: JudgeContext, f: Findings) -> None:
     if ctx.state is JobState.PENDING:
         f.flag("buffer-filling")
         f.verdict("buffering")
-        reason = ctx.facts.record.reason
-        f.trend(Priority.BACKGROUND, f"Pending ({reason})" if reason else "Pending")
+        f.trend(Priority.BACKGROUND, pending_note(ctx.facts.record, ctx.now))
         return
     if not ctx.running or not ctx.fetch_ok:
         return

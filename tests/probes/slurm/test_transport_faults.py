@@ -29,7 +29,7 @@ import pytest
 from bot.cli import DEMO_RECORDING
 from bot.config import Config
 from bot.sweep import Sweeper
-from probes.config import ReplayCluster, SlurmCluster
+from probes.config import ReplayCluster
 from report.models import Report
 from tests.probes.slurm.conftest import SlurmEnv
 
