@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from probes.errors import CommandError, ProbeError
-from probes.slurm.transport import CommandResult
+from probes.models import SchedulerRecord
+from probes.slurm.transport import CommandResult, Runner
 
 NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
 NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
@@ -102,3 +103,26 @@ def check_document(data: dict[str, Any], stderr: str, target: str) -> dict[str, 
     lines = [ln.strip() for ln in stderr.splitlines() if "error" in ln.lower()]
     detail = f" ({' / '.join(lines[-3:])})" if lines else ""
     raise CommandError(f"`squeue --json` on {target} reported: {said}{detail}"[:600])
+
+
+async def run_collector(runner: Runner, script: str,
+                        started: Sequence[SchedulerRecord]) -> dict[str, Any]:
+    """The collector's answer per job id; one run, retried once, else every log ``failed``
+    with the reason (fetch-failed, never "dead")."""
+    error = "collector did not run"
+    for _attempt in (1, 2):
+        res = await runner.run(["python3", "-"], stdin=script, check=False)
+        if res.exit_status != 0:
+            error = str(res.failure(runner.target))
+            continue
+        try:
+            answer = json.loads(res.stdout)
+        except ValueError as exc:
+            error = f"collector printed unreadable output on {runner.target}: {exc}"
+            continue
+        jobs = answer.get("jobs") if isinstance(answer, dict) else None
+        if isinstance(jobs, dict):
+            return jobs
+        error = f"collector answer on {runner.target} has no jobs"
+    return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
+                               "error": error, "attempts": 2}} for r in started}

@@ -3,17 +3,13 @@
 Policy:
 
 * A warm sweep on a cluster with ``squeue --json`` is ONE command: the collector (``python3 -``,
-  script on stdin) runs ``squeue --json`` on the login node itself (an argv, no shell), keeps
-  the configured users' job objects, works out each started job's log path with the same
-  ``probes.remote.stdio_pattern`` rules the probe uses, and returns that filtered squeue document
-  (an object in its JSON answer, parsed once here; job objects cut down to the keys the records
-  read, except for ``record``) with every such job's log tail, stat, checkpoint listings and
-  trial trees. ``sacct --json`` for recently finished jobs runs beside it where accounting
-  exists. Only when a log path cannot be expanded from squeue's own fields (a ``%N``-like
-  token, no workdir) does the probe run ``scontrol show job -o`` and a second collector run
-  for those jobs; jobs known only to sacct are collected the same way. Without ``--json``
-  (``squeue -h -t all -o`` with epoch times) it is three steps: squeue, scontrol, then the
-  collector with the selected jobs. ``round_trips`` counts the commands sent.
+  script on stdin) runs ``squeue --json`` on the login node (an argv, no shell), keeps the
+  users' job objects (cut down to the keys the records read, except for ``record``), expands
+  each started job's log path with ``probes.remote.stdio_pattern`` and answers with the
+  document and every such job's files. ``sacct --json`` runs beside it where accounting
+  exists. A log path squeue's fields cannot give (``%N``, no workdir) costs ``scontrol show
+  job -o`` and a second collector run for those jobs (as do jobs known only to sacct).
+  Without ``--json`` it is squeue -o, scontrol, then the collector. ``round_trips`` counts.
 * An unsupported ``--json`` or a cluster without accounting is remembered per probe instance
   for an hour (``probes.slurm.commands.Capability``), then probed again: later sweeps do not
   pay for the failed command every time, and a cluster that gains the feature gets it used.
@@ -33,7 +29,6 @@ Policy:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -55,6 +50,7 @@ from probes.slurm.commands import (
     json_document,
     mentions,
     queue_answer,
+    run_collector,
 )
 from probes.slurm.parse import (
     expand_stdout,
@@ -363,23 +359,7 @@ class SlurmProbe:
             return {}
         script = build_collector_script(collector_request(started, self._cluster,
                                                           offsets=offsets))
-        error = "collector did not run"
-        for _attempt in (1, 2):
-            res = await runner.run(["python3", "-"], stdin=script, check=False)
-            if res.exit_status != 0:
-                error = str(res.failure(runner.target))
-                continue
-            try:
-                answer = json.loads(res.stdout)
-            except ValueError as exc:
-                error = f"collector printed unreadable output on {runner.target}: {exc}"
-                continue
-            jobs = answer.get("jobs") if isinstance(answer, dict) else None
-            if isinstance(jobs, dict):
-                return jobs
-            error = f"collector answer on {runner.target} has no jobs"
-        return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
-                                   "error": error, "attempts": 2}} for r in started}
+        return await run_collector(runner, script, started)
 
     # -- selection and assembly --------------------------------------------------------
 
