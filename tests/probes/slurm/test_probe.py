@@ -252,3 +252,27 @@ async def test_old_unexpandable_job_costs_no_round_trip(tmp_path: Path) -> None:
     facts = await probe.collect()
     assert world.calls == [("python3", "-")] and facts.round_trips == 1
     assert IDS["ok"] not in {j.record.job_id for j in facts.jobs}
+
+
+async def test_capabilities_are_reprobed_after_a_failure(tmp_path: Path) -> None:
+    """A failed --json (stderr mentioning a plugin) and absent accounting are believed for an
+    hour, then probed again: a fixed cluster gets --json back, never off for good."""
+    world = ScriptedCluster(tmp_path / "a", json_ok=False)
+    world.bin = fake_squeue_bin(tmp_path / "b", world.squeue,
+                                error="squeue: error: cannot load serializer plugin")
+    clock = [NOW]
+    probe = SlurmProbe(_cluster(), clock=lambda: clock[0], runner_factory=world.factory)
+    first = await probe.collect()
+    assert first.status == "ok" and not probe.json_supported and not probe.sacct_available
+    clock[0] += timedelta(minutes=30)
+    await probe.collect()  # within the hour: neither is tried again
+    assert (tmp_path / "b" / "squeue.calls").read_text().split() == ["--json"]
+    assert sum(c[0] == "sacct" for c in world.calls) == 1
+    world.json_ok = True
+    world.bin = fake_squeue_bin(tmp_path / "c", world.squeue)  # the cluster got fixed
+    clock[0] += timedelta(minutes=31)
+    again = await probe.collect()
+    assert again.status == "ok" and probe.json_supported
+    assert (tmp_path / "c" / "squeue.calls").read_text().split() == ["--json"]
+    assert sum(c[0] == "sacct" for c in world.calls) == 2  # re-probed too (still absent)
+    assert again.round_trips == 2
