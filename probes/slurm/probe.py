@@ -204,25 +204,15 @@ class SlurmProbe:
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
-        With ``one_trip`` and ``users`` (and ``--json``), squeue runs inside the collector,
-        which also collects those users' started jobs (``Snapshot.collected``). ``scontrol
-        show job -o`` runs only when a log path cannot be expanded from squeue's own fields
-        (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record`` keeps it
-        verbatim). With ``users``, only their jobs are parsed into records. Unless
-        ``verbatim`` (``record``), the collector sends each job object cut down to the keys
-        the records are built from (``SQUEUE_JOB_KEYS``).
-        """
+        With ``one_trip`` and ``users`` (and ``--json``) squeue runs inside the collector,
+        which collects those users' started jobs too (``Snapshot.collected``). scontrol runs
+        on the plain path, for a path squeue's fields cannot give, or ``with_scontrol``
+        (``record``, which also asks for the job objects ``verbatim``)."""
         self._now = now
         nonce = new_nonce()
         queue = None
         if one_trip and users is not None:
-            wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
-            queue = {**collector_request([], self._cluster),
-                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                                "since": self._cutoff(now).timestamp(), **wanted},
-                     "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
-                               "trial": list(self._cluster.trial_roots)},
-                     "offsets": dict(offsets or {})}
+            queue = self._queue_request(now, users, offsets, verbatim)
         try:
             async with asyncio.TaskGroup() as group:
                 squeue = group.create_task(self._squeue(runner, queue, nonce))
@@ -259,6 +249,17 @@ class SlurmProbe:
                         sacct_text, tuple(records.values()),
                         slurm_release(document) if document is not None else None, collected,
                         document)
+
+    def _queue_request(self, now: datetime, users: Collection[str],
+                       offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
+        """The one-trip collector request: squeue runs inside it, the roots filled there."""
+        wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
+        return {**collector_request([], self._cluster),
+                "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
+                           "since": self._cutoff(now).timestamp(), **wanted},
+                "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
+                          "trial": list(self._cluster.trial_roots)},
+                "offsets": dict(offsets or {})}
 
     @staticmethod
     def _merged(records: dict[str, SchedulerRecord], scontrol_text: str,
