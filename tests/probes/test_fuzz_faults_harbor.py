@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.harbor import build_trial_tree, summarize_trials, trial_from_reduced
 from probes.logs import fault_patterns
+from probes.harbor import build_trial_tree, summarize_trials, trial_from_reduced
 from probes.logs.faults import scan_faults
 from probes.remote.harbor_reduce import reduce_job, reduce_trial
 from probes.slurm.checkpoints import build_listing, expand_roots, steps_from_names
