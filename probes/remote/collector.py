@@ -209,7 +209,7 @@ def collect(request: Json, started: float | None = None) -> Json:
     deadline_s = float(request.get("deadline_s") or 60.0)
     until = (time.monotonic() if started is None else started) + deadline_s
     budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
-    left = budget
+    left = int(request.get("answer_budget_left", budget))  # squeue's document came first
     for job in request.get("jobs", []):
         key = str(job["id"])
         if time.monotonic() >= until:
@@ -224,7 +224,7 @@ def collect(request: Json, started: float | None = None) -> Json:
         if cost > left:
             entry = _failed(job, f"collector answer budget of {budget}"
                                  f" bytes spent before this job ({cost} bytes)")
-            cost = 0
+            cost = len(json.dumps(entry))  # the short reason is sent (never dropped)
         left -= cost
         jobs[key] = entry
     SEEN.clear()
@@ -261,11 +261,14 @@ def collect_queue(request: Json) -> Json:
     kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
             and not ended_before(j, since)]
     specs, unexpanded = _queue_specs(kept, request)
-    answer = collect(dict(request, jobs=specs), started)
-    answer["unexpanded"] = unexpanded
     keys = queue.get("keys")
     if keys is not None:  # a few wanted keys looked up, not every key of every job scanned
         kept = [{k: j[k] for k in keys if k in j} for j in kept]
+    # The document travels in the same answer: it is paid from the same budget first.
+    budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
+    spent = len(json.dumps(kept, ensure_ascii=False).encode("utf-8"))
+    answer = collect(dict(request, jobs=specs, answer_budget_left=budget - spent), started)
+    answer["unexpanded"] = unexpanded
     data["jobs"] = kept
     answer["squeue"] = {"exit": status, "json": data, "stderr": err}
     return answer

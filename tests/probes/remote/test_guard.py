@@ -186,3 +186,20 @@ def test_guard_refuses_relative_paths(tmp_path: Path) -> None:
     """A relative path is never resolved against the collector's own directory."""
     with pytest.raises(Refused, match="not an absolute path"):
         Guard(os.geteuid(), 5.0).open("slurm-7.out")
+
+
+def test_squeue_document_is_paid_from_the_same_budget(tmp_path: Path) -> None:
+    """On the one-trip path the squeue document comes first: with a budget it alone spends,
+    every collected job is failed with the reason, and the answer stays near the budget."""
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8" / "squeue.json"
+    request = {"tail_bytes": 4096, "min_lines": 1, "max_trials": 100,
+               "squeue": {"argv": ["cat", str(real)], "users": ["jobtables"]},
+               "roots": {"checkpoint": [], "trial": []}, "offsets": {}}
+    free = collector.collect_queue(request)
+    assert free["jobs"]
+    doc = len(json.dumps(free["squeue"]["json"]["jobs"]).encode())
+    capped = collector.collect_queue({**request, "answer_budget": doc})
+    assert capped["jobs"].keys() == free["jobs"].keys()
+    for entry in capped["jobs"].values():
+        assert entry["log"]["status"] == "failed"
+        assert f"answer budget of {doc} bytes" in entry["log"]["error"]
