@@ -75,9 +75,10 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int) 
     return result
 
 
-# Control characters (but tab and newlines) and U+FFFD become one "?" each: a binary or
-# NUL-heavy log then costs one byte per byte in the answer, like text ("\u0000" costs six).
-_PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 32), 127, 0xFFFD)}
+# Control characters (but tab, newlines and ESC) and U+FFFD become one "?" each: a binary
+# or NUL-heavy log then costs one byte per byte in the answer, like text ("\u0000" costs
+# six). ESC stays: trainers colour their lines (ANSI), and the log parser strips those codes.
+_PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
 
 
 def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None) -> Json:

@@ -203,3 +203,11 @@ def test_squeue_document_is_paid_from_the_same_budget(tmp_path: Path) -> None:
     for entry in capped["jobs"].values():
         assert entry["log"]["status"] == "failed"
         assert f"answer budget of {doc} bytes" in entry["log"]["error"]
+
+
+def test_ansi_colour_codes_are_kept(tmp_path: Path) -> None:
+    """ESC is not binary noise: coloured trainer lines reach the log parser intact."""
+    log = tmp_path / "slurm-7.out"
+    log.write_bytes(b"\x1b[32mINFO\x1b[0m step 3 loss 0.5\x00\n")
+    got = _collect(_job(tmp_path, stdout=str(log)))["7"]["log"]
+    assert got["text"] == "\x1b[32mINFO\x1b[0m step 3 loss 0.5?\n"
