@@ -51,6 +51,7 @@ class World:
     plain: ClusterFacts
     outputs: dict[str, str]
     leftover_fifo_readers: int
+    blocked_processes: int
 
     def job(self, facts: ClusterFacts, key: str) -> JobFacts:
         matches = [j for j in facts.jobs if j.record.job_id == self.ids[key]]
@@ -158,6 +159,22 @@ def _readers(fifo: Path) -> int:
     return 1
 
 
+def _our_processes_blocked_on_a_fifo(user: str) -> int:
+    """Processes of the bot's login account waiting in a FIFO open (``wait_for_partner``):
+    what a collector that hit a FIFO used to leave behind after every sweep."""
+    import pwd
+
+    uid, count = pwd.getpwnam(user).pw_uid, 0
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and proc.stat().st_uid == uid and \
+                    (proc / "wchan").read_text().startswith("wait_for_partner"):
+                count += 1
+        except OSError:
+            continue  # gone meanwhile
+    return count
+
+
 def _cli(args: list[str], config: Path) -> str:
     run = subprocess.run([sys.executable, "-m", "bot.cli", *args, "--config", str(config)],
                          capture_output=True, text=True, cwd=ROOT, timeout=240, check=False)
@@ -224,6 +241,7 @@ def world(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iter
         ssh = asyncio.run(_probe(slurm_env).collect())
         ssh_seconds = time.monotonic() - started
         readers = _readers(dirs["fifo"] / "out.log")
+        blocked = _our_processes_blocked_on_a_fifo(slurm_env.user)
         os.environ["JT_PROC_MARKER"] = markers["proc"]  # in the local collector's environ
         try:
             local = asyncio.run(_probe(slurm_env, local=True, host=None).collect())
@@ -245,7 +263,7 @@ def world(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iter
                for k in ("sym", "victim", "trav")},
         }
         yield World(tag, ids, names, dirs, markers, dirs["fifo"] / "out.log", ssh,
-                    ssh_seconds, local, plain, outputs, readers)
+                    ssh_seconds, local, plain, outputs, readers, blocked)
     finally:
         if ids:
             subprocess.run(["scancel", *ids.values()], check=False, timeout=60)
@@ -281,10 +299,12 @@ def test_fifo_stdout_costs_that_job_only(world: World, sweep: str) -> None:
 
 
 def test_no_process_of_ours_holds_the_fifo(world: World) -> None:
-    """After the SSH sweep that hit the FIFO, no process has it open (or is opening it)."""
-    print(f"\nSSH sweep with a FIFO job: {world.ssh_seconds:.2f}s;"
-          f" processes holding the FIFO after it: {world.leftover_fifo_readers}")
-    assert world.leftover_fifo_readers == 0
+    """After the SSH sweep that hit the FIFO, no process has it open (or is opening it), and
+    no process of the bot's login account waits in a FIFO open."""
+    print(f"\nSSH sweep with a FIFO job: {world.ssh_seconds:.2f}s; processes holding the"
+          f" FIFO after it: {world.leftover_fifo_readers}; processes of the login account"
+          f" blocked in a FIFO open: {world.blocked_processes}")
+    assert world.leftover_fifo_readers == 0 and world.blocked_processes == 0
 
 
 @pytest.mark.parametrize("sweep", ["ssh", "local", "plain"])
