@@ -140,6 +140,9 @@ def cmd_job(args: argparse.Namespace) -> int:
         ref_cluster, job_id = split_job_ref(args.id)
     except InvalidJobIdError as exc:
         raise UsageError(str(exc)) from exc
+    if ref_cluster and args.cluster and ref_cluster != args.cluster:
+        raise UsageError(f"job {args.id!r} names cluster {ref_cluster!r} but --cluster says"
+                         f" {args.cluster!r}: give one of them")
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()

@@ -55,6 +55,12 @@ class SlurmCluster(_ClusterBase):
     local: bool = False
     connect_timeout_s: float = 15.0
     command_timeout_s: float = 30.0
+    read_timeout_s: float = 5.0
+    """Deadline of each file open/read and each directory listing on the login node: a FIFO,
+    a hung NFS file or a stuck listing costs that one job ``fetch-failed``, not the cluster."""
+    answer_budget_bytes: int = 32 << 20
+    """Most bytes the login node's collector answers with per sweep (default 32 MiB); jobs
+    beyond it are reported ``fetch-failed`` with the reason (lower ``tail_bytes`` to fit more)."""
 
     @model_validator(mode="after")
     def _host_or_local(self) -> SlurmCluster:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from probes.models import JobState
-from report.findings import Findings, JudgeContext, Priority
+from report.findings import Findings, JudgeContext, Priority, pending_note
 from report.trend import shorten
 
 _TYPES: tuple[tuple[str, str], ...] = (
@@ -71,8 +71,7 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
     note = log_note(ctx)
     if ctx.state is JobState.PENDING:
         f.verdict("buffering")
-        f.trend(Priority.BACKGROUND, shorten(f"Pending ({ctx.facts.record.reason})")
-                if ctx.facts.record.reason else "Pending")
+        f.trend(Priority.BACKGROUND, shorten(pending_note(ctx.facts.record, ctx.now)))
     elif ctx.running and ctx.fetch_ok:
         f.verdict("healthy")
     if note:

@@ -32,6 +32,7 @@ from report.findings import (
     Priority,
     is_finite,
     latest_values,
+    pending_note,
     series,
 )
 from report.settings import Thresholds
@@ -104,8 +105,7 @@ def buffer_rule(ctx: JudgeContext, f: Findings) -> None:
     if ctx.state is JobState.PENDING:
         f.flag("buffer-filling")
         f.verdict("buffering")
-        reason = ctx.facts.record.reason
-        f.trend(Priority.BACKGROUND, f"Pending ({reason})" if reason else "Pending")
+        f.trend(Priority.BACKGROUND, pending_note(ctx.facts.record, ctx.now))
         return
     if not ctx.running or not ctx.fetch_ok:
         return

@@ -37,18 +37,25 @@ def collector_request(
 
         jobs.append({
             "id": r.job_id,
+            "user": r.user,  # the collector reads only files this user owns
             "stdout": r.stdout_path,
             "workdir": r.workdir,
             "offset": (offsets or {}).get(r.stdout_path or "", 0),
             "checkpoint_roots": roots(cluster.checkpoint_roots),
             "trial_roots": roots(cluster.trial_roots),
         })
-    return {
+    request: dict[str, Any] = {
         "tail_bytes": cluster.tail_bytes,
         "min_lines": cluster.min_log_lines,
         "max_trials": 20000,
         "jobs": jobs,
     }
+    if isinstance(cluster, SlurmCluster):
+        # The collector answers before the command's own timeout (with what it has read).
+        request.update(read_timeout_s=cluster.read_timeout_s,
+                       deadline_s=0.8 * min(cluster.command_timeout_s, cluster.timeout_s),
+                       answer_budget=cluster.answer_budget_bytes)
+    return request
 
 
 def job_facts(
