@@ -11,8 +11,10 @@ precedence between findings is settled once in :mod:`report.findings`.
 - Faults become flags (``time-limit`` is the TIMEOUT itself and adds none). On a terminal job the
   earliest fault is the diagnosis the trend quotes (for ``child-failed``, the first real
   traceback, ``Fault.detail``); on a live job a fault is a ``warning``.
-- TIMEOUT with a successor: ``chain-restart``, verdict ``restarting``. TIMEOUT without one:
-  verdict ``failed`` and ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
+- TIMEOUT with an ``afterany`` successor (:mod:`report.chain`): ``chain-restart``, verdict
+  ``restarting``. TIMEOUT without one (including one whose only dependant waits ``afterok`` or
+  is ``DependencyNeverSatisfied``: the trend and recommendation say so): verdict ``failed`` and
+  ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
   ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine.
@@ -44,7 +46,7 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
-from report.chain import find_successor
+from report.chain import chain_link
 from report.findings import (
     NO_KILL_PREFIX,
     Findings,
@@ -110,12 +112,13 @@ def judge_job(
     bucket = bucket_for(record.name, settings.buckets)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
+    link = chain_link(record, cluster_records, edges)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),
         settings=settings,
         now=now,
-        successor=find_successor(record, cluster_records, edges),
+        successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=sum(1 for r in cluster_records
                              if r.job_id != record.job_id and r.name == record.name
@@ -124,7 +127,7 @@ def judge_job(
     f = Findings()
     _log_rules(ctx, f)
     _fault_rules(ctx, f)
-    _state_rules(ctx, f, bucket)
+    _state_rules(ctx, f, link.blocked)
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
     _cleanup_rule(ctx, f, bucket)
@@ -166,20 +169,10 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault.detail or fault.excerpt}"))
 
 
-def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
+def _state_rules(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
     state = ctx.state
     if state is JobState.TIMEOUT:
-        if ctx.successor is not None:
-            f.flag("chain-restart")
-            f.verdict("restarting")
-            f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
-        else:
-            f.verdict("failed")
-            f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
-            banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-            resume = f"; resume from banked step {banked}" if banked is not None else ""
-            f.recommend(Priority.DIAGNOSE, "diagnose",
-                        f"walltime TIMEOUT with no afterany successor{resume}")
+        _timeout_rule(ctx, f, blocked)
     elif state in _FAILED_STATES:
         f.verdict("failed")
         if state is JobState.OUT_OF_MEMORY:
@@ -196,6 +189,25 @@ def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     elif state is JobState.UNKNOWN:
         f.verdict("unknown")
     silent_wedge_rule(ctx, f)
+
+
+def _timeout_rule(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
+    """A walltime TIMEOUT: a chain restart only with a live ``afterany`` successor."""
+    if ctx.successor is not None:
+        f.flag("chain-restart")
+        f.verdict("restarting")
+        f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
+        return
+    f.verdict("failed")
+    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
+    resume = f"; resume from banked step {banked}" if banked is not None else ""
+    if blocked is not None:
+        f.trend(Priority.TERMINAL - 1, shorten(f"Walltime TIMEOUT; {blocked}"))
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {blocked}{resume}")
+        return
+    f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"walltime TIMEOUT with no afterany successor{resume}")
 
 
 def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
