@@ -77,6 +77,9 @@ class ChainLink:
 
     successor: str | None = None
     blocked: str | None = None
+    """Why the live job waiting on it is no restart (the recommendation's words)."""
+    blocked_short: str | None = None
+    """The same in a few words, for the Trend cell."""
 
 
 def name_stem(name: str) -> str:
@@ -145,14 +148,20 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool
     return submitted <= _utc(record.end_time) + SUBMIT_SLACK
 
 
-def _why_blocked(candidate: SchedulerRecord, dependency: Dependency) -> str:
+def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
+    job, kind = candidate.job_id, dependency.kind
     if _never_starts(candidate):
-        return (f"successor {candidate.job_id} is pending with {NEVER_SATISFIED} "
-                f"({dependency.kind}): it will never start")
-    if dependency.kind in ("afterok", "aftercorr"):
-        return (f"successor {candidate.job_id} waits {dependency.kind}, which a TIMEOUT never "
-                "satisfies: not a chain restart")
-    return f"successor {candidate.job_id} depends {dependency.kind}, not afterany"
+        return ChainLink(
+            blocked=f"successor {job} is pending with {NEVER_SATISFIED} ({kind}): "
+                    "it will never start",
+            blocked_short=f"{job} {NEVER_SATISFIED}")
+    if kind in ("afterok", "aftercorr"):
+        return ChainLink(
+            blocked=f"successor {job} waits {kind}, which a TIMEOUT never satisfies: "
+                    "not a chain restart",
+            blocked_short=f"successor {job} is {kind}")
+    return ChainLink(blocked=f"successor {job} depends {kind}, not afterany",
+                     blocked_short=f"successor {job} is {kind}")
 
 
 def chain_link(
@@ -182,7 +191,7 @@ def chain_link(
     if fallback:
         return ChainLink(successor=fallback[0].job_id)
     if waiting:
-        return ChainLink(blocked=_why_blocked(*waiting[0]))
+        return _blocked(*waiting[0])
     return ChainLink()
 
 

@@ -46,7 +46,7 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
-from report.chain import chain_link
+from report.chain import ChainLink, chain_link
 from report.findings import (
     NO_KILL_PREFIX,
     Findings,
@@ -127,7 +127,7 @@ def judge_job(
     f = Findings()
     _log_rules(ctx, f)
     _fault_rules(ctx, f)
-    _state_rules(ctx, f, link.blocked)
+    _state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
     _cleanup_rule(ctx, f, bucket)
@@ -169,10 +169,10 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault.detail or fault.excerpt}"))
 
 
-def _state_rules(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
+def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     state = ctx.state
     if state is JobState.TIMEOUT:
-        _timeout_rule(ctx, f, blocked)
+        _timeout_rule(ctx, f, link)
     elif state in _FAILED_STATES:
         f.verdict("failed")
         if state is JobState.OUT_OF_MEMORY:
@@ -191,7 +191,7 @@ def _state_rules(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
     silent_wedge_rule(ctx, f)
 
 
-def _timeout_rule(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
+def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     """A walltime TIMEOUT: a chain restart only with a live ``afterany`` successor."""
     if ctx.successor is not None:
         f.flag("chain-restart")
@@ -201,9 +201,9 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, blocked: str | None) -> None:
     f.verdict("failed")
     banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
     resume = f"; resume from banked step {banked}" if banked is not None else ""
-    if blocked is not None:
-        f.trend(Priority.TERMINAL - 1, shorten(f"Walltime TIMEOUT; {blocked}"))
-        f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {blocked}{resume}")
+    if link.blocked is not None:
+        f.trend(Priority.TERMINAL - 1, shorten(f"TIMEOUT, no restart: {link.blocked_short}"))
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {link.blocked}{resume}")
         return
     f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
     f.recommend(Priority.DIAGNOSE, "diagnose",
