@@ -237,6 +237,31 @@ class TrialTree(Frozen):
     exists: bool = True
 
 
+class CompletionFile(Frozen):
+    """One completion file of a finished run, read where it lies (``probes.remote.completion``)."""
+
+    path: str
+    kind: Literal["trainer_log.jsonl", "trainer_state.json"]
+    current_steps: int | None = None
+    total_steps: int | None = None
+    finished: bool = False
+
+
+class CompletionCheck(Frozen):
+    """The completion files found for a COMPLETED job (empty: none was found)."""
+
+    files: tuple[CompletionFile, ...] = ()
+
+    @property
+    def reached(self) -> CompletionFile | None:
+        """The file that best answers "did it reach its total?": a finished one, else the one
+        that got furthest with a known total, else ``None``."""
+        known = [f for f in self.files if f.current_steps is not None and f.total_steps]
+        done = [f for f in known if f.finished]
+        pool = done or known
+        return max(pool, key=lambda f: f.current_steps or 0) if pool else None
+
+
 class JobFacts(Frozen):
     """Everything a probe learned about one job in one sweep."""
 
@@ -245,6 +270,8 @@ class JobFacts(Frozen):
     summary: LogSummary | None = None
     checkpoints: CheckpointListing | None = None
     trials: TrialTree | None = None
+    completion: CompletionCheck | None = None
+    """COMPLETED jobs only: trainer_log.jsonl / trainer_state.json (the SFT completion check)."""
 
 
 ClusterStatus = Literal["ok", "unreachable", "inactive"]

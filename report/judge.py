@@ -17,7 +17,8 @@ precedence between findings is settled once in :mod:`report.findings`.
   ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
-  ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine.
+  ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine, after
+  the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk).
 - Kubernetes RUNNING with zero pods, or a record that vanished (the probe's ``vanished`` reason
   and ``jobtables/silent-wedge`` label), is a silent wedge: terminal, verdict ``failed``.
 - A container waiting on a real fault (``CrashLoopBackOff``, ``CreateContainerConfigError``,
@@ -47,6 +48,7 @@ from probes.models import (
 )
 from report.buckets import bucket_for
 from report.chain import ChainLink, chain_link
+from report.cleanup import cleanup_rule
 from report.findings import (
     NO_KILL_PREFIX,
     Findings,
@@ -72,7 +74,6 @@ from report.memory import (
 from report.models import (
     BUCKET_ORDER,
     Bucket,
-    CleanupRoutine,
     ClusterReport,
     FailureSignature,
     JobDetail,
@@ -88,9 +89,6 @@ _TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 _FAILED_STATES = frozenset(
     {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
 )
-_CLEANUP: dict[Bucket, CleanupRoutine] = {
-    "sft": "sft-job-cleanup", "datagen": "datagen-job-cleanup", "eval": "eval-agentic-cleanup",
-}
 _JUDGES: dict[Bucket, Callable[[JudgeContext, Findings], None]] = {
     "rl": judge_rl, "sft": judge_sft, "datagen": judge_datagen, "eval": judge_eval,
     "other": judge_other,
@@ -130,7 +128,7 @@ def judge_job(
     _state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
-    _cleanup_rule(ctx, f, bucket)
+    cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
     detail = _assemble(ctx, f, bucket, cluster_name_shown)
@@ -208,27 +206,6 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"walltime TIMEOUT with no afterany successor{resume}")
-
-
-def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
-    """The cleanup routine matching a completed job (RL by flavour: agentic has a trial tree)."""
-    if bucket == "rl":
-        return "rl-agentic-job-cleanup" if facts.trials is not None else "rl-standard-job-cleanup"
-    return _CLEANUP.get(bucket)
-
-
-def _cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
-    routine = cleanup_routine(bucket, ctx.facts)
-    if ctx.state is not JobState.COMPLETED or routine is None:
-        return
-    tree = ctx.facts.trials
-    if tree is not None and tree.exists:
-        f.flag("cleanup-pending")
-        f.recommend(Priority.CLEANUP, "cleanup",
-                    f"{routine}: trial tree still on disk at {tree.root} (top inode-leak "
-                    "source); done only once it is removed and inode reclaim verified")
-    else:
-        f.recommend(Priority.CLEANUP, "cleanup", routine)
 
 
 def _recurring_rule(

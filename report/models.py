@@ -53,6 +53,7 @@ Flag = Literal[
     "api-base-internal",
     "auth-failures",
     "cleanup-pending",
+    "incomplete-run",
 ]
 
 Action = Literal[

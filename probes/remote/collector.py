@@ -29,6 +29,8 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 with contextlib.suppress(ImportError):
     from probes.remote.harbor_reduce import reduce_job, reduce_trial
 with contextlib.suppress(ImportError):
+    from probes.remote.completion import collect_completion
+with contextlib.suppress(ImportError):
     from probes.remote.stdio_pattern import (
         array_ids,
         ended_before,
@@ -260,6 +262,11 @@ def collect(request: Json) -> Json:
             "checkpoints": _collect_checkpoints(list(job.get("checkpoint_roots", []))),
             "trials": _SEEN[trials_key],
         }
+        if job.get("completed"):
+            # The SFT completion check (probes.remote.completion): only for a COMPLETED job, a
+            # few bounded reads of regular files in its workdir and the output dirs it logged.
+            jobs[str(job["id"])]["completion"] = collect_completion(
+                job.get("workdir"), jobs[str(job["id"])]["log"].get("text"))
     _SEEN.clear()
     # uname's nodename is gethostname() on POSIX, without importing socket (~5 ms a run).
     return {"protocol": PROTOCOL, "host": os.uname().nodename, "now": time.time(), "jobs": jobs}
@@ -340,6 +347,7 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
                                job_id=key, user=user) for kind in ("checkpoint", "trial")]
         specs.append({"id": key, "stdout": stdout, "workdir": workdir,
                       "offset": int(offsets.get(stdout) or 0),
+                      "completed": _queue_completed(job.get("job_state", _queue_state(job))),
                       "checkpoint_roots": filled[0], "trial_roots": filled[1]})
     return specs, unexpanded
 
@@ -347,6 +355,12 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
 def _queue_state(job: Json) -> Any:
     block = job.get("state")
     return block.get("current") if isinstance(block, dict) else None
+
+
+def _queue_completed(raw: Any) -> bool:
+    """Plainly COMPLETED: the one state the SFT completion check is for."""
+    names = [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
+    return names == ["COMPLETED"]
 
 
 def _queue_pending(raw: Any) -> bool:

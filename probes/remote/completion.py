@@ -35,7 +35,7 @@ MAX_DIRS = 4
 JSONL_TAIL = 1 << 16
 STATE_WHOLE = 4 << 20
 STATE_TAIL = 1 << 20
-_MAX_LISTING = 5000
+_MAX_NAMES = 5000
 _OUTPUT_DIR = re.compile(
     r"\boutput_dir['\"]?\s*[=:]\s*['\"]?(?P<dir>[^\s'\",)}\]]+)"
     r"|Saving model checkpoint to (?P<ckpt>\S+?)/checkpoint-\d+"
@@ -153,7 +153,7 @@ def output_dirs(workdir: str | None, log_text: str | None) -> list[str]:
 
 def _newest_checkpoint_state(directory: str) -> str | None:
     try:
-        names = os.listdir(directory)[:_MAX_LISTING]
+        names = os.listdir(directory)[:_MAX_NAMES]
     except OSError:
         return None
     matches = [(_CHECKPOINT.match(n), n) for n in names]

@@ -1,7 +1,7 @@
 """The collector as one ``python3 -`` script: the shipped modules' sources joined in process.
 
-Policy: the login node has nothing of ours installed, so ``harbor_reduce`` and
-``stdio_pattern`` are prepended to ``collector`` and their import lines there become ``pass``;
+Policy: the login node has nothing of ours installed, so ``harbor_reduce``, ``stdio_pattern``
+and ``completion`` are prepended to ``collector`` and their import lines there become ``pass``;
 the request rides inside the script as a string literal (never on a command line).
 """
 
@@ -17,16 +17,17 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
-    r"^([ \t]*)from probes\.remote\.(?:harbor_reduce|stdio_pattern) import (?:\([^)]*\)|[^\n(]*)$",
+    r"^([ \t]*)from probes\.remote\.(?:harbor_reduce|stdio_pattern|completion) import "
+    r"(?:\([^)]*\)|[^\n(]*)$",
     re.MULTILINE,
 )
-_SHIPPED_MODULES = ("harbor_reduce.py", "stdio_pattern.py")
+_SHIPPED_MODULES = ("harbor_reduce.py", "stdio_pattern.py", "completion.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process)."""
 
 
 @functools.cache
 def collector_source() -> str:
-    """harbor_reduce + stdio_pattern + collector as one script body (without ``main(...)``)."""
+    """The shipped modules + collector as one script body (without ``main(...)``)."""
     collector = (_HERE / "collector.py").read_text(encoding="utf-8")
     collector, count = _SHIPPED_IMPORT.subn(r"\1pass  # source prepended above", collector)
     if count != len(_SHIPPED_MODULES):

@@ -276,23 +276,6 @@ def test_timeout_without_successor_is_failed() -> None:
     assert report.recommendation is not None and "banked step 20" in report.recommendation.why
 
 
-@pytest.mark.parametrize(
-    ("trials", "routine", "pending"),
-    [
-        (None, "rl-standard-job-cleanup", False),
-        (tree([trial()]), "rl-agentic-job-cleanup", True),
-        (tree([trial()], exists=False), "rl-agentic-job-cleanup", False),
-    ],
-)
-def test_completed_cleanup(trials: Any, routine: str, pending: bool) -> None:
-    """Completed RL is done and routed to the cleanup routine of its flavour."""
-    report = judge(_rl(rec={"state": JobState.COMPLETED}, trials=trials)).report
-    assert report.verdict == "done"
-    assert report.recommendation is not None and report.recommendation.action == "cleanup"
-    assert report.recommendation.why.startswith(routine)
-    assert ("cleanup-pending" in report.flags) is pending
-
-
 def test_failed_job_quotes_its_first_fault() -> None:
     """A genuine FAILED job: fault flags, verdict failed, a dated agent_logs diagnosis."""
     faults = (Fault(kind="sigterm", line_no=90, excerpt="SIGTERM"),
