@@ -2,7 +2,8 @@
 
 Dependency strings are in the shape SLURM 22.05 prints them (squeue --json ``dependency`` and
 scontrol ``Dependency=``, as in ``tests/fixtures/slurm-22.05.8``; real):
-``afterany:218(unfulfilled)``, ``afterok:218(failed)``, and ``""``/``(null)`` once a fulfilled dependency is cleared.
+``afterany:218(unfulfilled)``, ``afterok:218(failed)``, and ``""``/``(null)`` once a fulfilled
+dependency is cleared.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def _pred(state: JobState = JobState.TIMEOUT) -> SchedulerRecord:
                 submit_time=END - timedelta(hours=1)), {}, None),
         # renamed restarts after SLURM cleared the dependency: the name stem matches
         *((record(name, "101", JobState.RUNNING, dependency="",
-                  submit_time=END - timedelta(hours=1)), {}, "101") for name in ("rl-run-r2", "rl-run_resume", "rl-run-cont", "rl-run.2")),
+                  submit_time=END - timedelta(hours=1)), {}, "101")
+          for name in ("rl-run-r2", "rl-run_resume", "rl-run-cont", "rl-run.2")),
         # a renamed job matched by its StdOut pattern (same --output template, new name)
         (record("rl-run-phase2", "101", JobState.RUNNING, stdout_path="/w/logs/train_101.log",
                 submit_time=END - timedelta(hours=1)), {}, None),
