@@ -29,7 +29,7 @@ import stat
 from math import isfinite
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
-Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+CompletionJson = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 _MAX_LINE = 65536
 MAX_DIRS = 4
 JSONL_TAIL = 1 << 16
@@ -53,13 +53,13 @@ def _as_int(value: object) -> int | None:
     return int(value)
 
 
-def _status(current: int | None, total: int | None, records: int) -> Json:
+def _status(current: int | None, total: int | None, records: int) -> CompletionJson:
     finished = current is not None and total is not None and total > 0 and current >= total
     return {"current_steps": current, "total_steps": total, "finished": finished,
             "records": records}
 
 
-def parse_trainer_log_jsonl(text: str | bytes) -> Json:
+def parse_trainer_log_jsonl(text: str | bytes) -> CompletionJson:
     """The last record's ``current_steps``/``total_steps``; finished when current >= total."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
@@ -83,7 +83,7 @@ def parse_trainer_log_jsonl(text: str | bytes) -> Json:
     return _status(current, total, records)
 
 
-def parse_trainer_state_json(text: str | bytes) -> Json:
+def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
     """HF ``trainer_state.json``: ``global_step`` of ``max_steps`` (finished when reached).
 
     A whole document is parsed as JSON; a head+tail cut of a large one by its top-level keys.
@@ -161,9 +161,9 @@ def _newest_checkpoint_state(directory: str) -> str | None:
     return os.path.join(directory, max(steps)[1], "trainer_state.json") if steps else None
 
 
-def collect_completion(workdir: str | None, log_text: str | None) -> Json:
+def collect_completion(workdir: str | None, log_text: str | None) -> CompletionJson:
     """Every completion file found (see the module docstring), each parsed where it lies."""
-    sources: list[Json] = []
+    sources: list[CompletionJson] = []
     for directory in output_dirs(workdir, log_text):
         raw = _read_regular(os.path.join(directory, "trainer_log.jsonl"), 0, JSONL_TAIL)
         if raw is not None:
