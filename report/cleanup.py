@@ -34,9 +34,9 @@ _CLEANUP: dict[Bucket, CleanupRoutine] = {
     "sft": "sft-job-cleanup", "datagen": "datagen-job-cleanup", "eval": "eval-agentic-cleanup",
 }
 AGENT_MARKERS = re.compile(
-    r"(?i:\bharbor\b|Harbor(?:Generator|Trial)|\bterminus(?:[-_]\d)?\b|\btrials?_dir\b"
-    r"|\bagent_(?:name|config|execution|result)\b|\bmini[-_]swe[-_]agent\b|\bopenhands\b"
-    r"|\bswe[-_]agent\b|\bagentic\b)"
+    # Letter boundaries, not \b: ``run_harbor_grpo.sh`` and ``agent_config=terminus-2`` count.
+    r"(?i:(?<![a-z])(?:harbor|terminus(?:[-_]\d)?|trials?_dir|agentic|openhands"
+    r"|mini[-_]swe[-_]agent|swe[-_]agent|agent_(?:name|config|execution|result))(?![a-z]))"
     r"|\bContextLengthExceededError\b|\bAgentTimeoutError\b"
     r"|generate/(?:avg_num_turns|num_timeout_trajectories|trajectories_context_length_exceeded)"
     r"|\bfailed: (?:Exception info|Error running trial)\b"
