@@ -5,7 +5,8 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 - Progress: ``step`` is the latest logged step or the training progress bar, whichever is
   further; ``total_steps`` comes from the banner/config (``LogSummary.total_steps``) or the
   training bar's denominator, never an example count. ``sec_per_step`` is the trailing-window
-  rate from the log summary, never one tailed s/it.
+  rate (log summary, else Δwall/Δstep over the history: :func:`sec_per_step`), never one tailed
+  s/it while anything better is known.
 - Stall: RUNNING with no new step for ``max(stall_step_multiple × sec_per_step,
   stall_min_minutes)``, timed from the latest step's wall time, else the log's last timestamp,
   else the log file's mtime. Only judged when the log was actually read.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 
 from probes.logs.clock import minutes_on_log_clock
+from probes.logs.progress import trailing_rate
 from probes.models import JobState
 from report.cells import format_duration, format_value
 from report.findings import (
@@ -49,18 +51,31 @@ def step_progress(ctx: JudgeContext, f: Findings) -> None:
     if summary is not None:
         bar_total = summary.progress.total if summary.progress else None
         f.total_steps = summary.total_steps or bar_total
-        if summary.sec_per_step is not None and "sec_per_step" not in f.metrics:
-            f.metrics["sec_per_step"] = summary.sec_per_step
+    rate = sec_per_step(ctx)
+    if rate is not None:
+        # The contract's sec_per_step is the trailing-window rate (what ETAs and the grid's
+        # long pole are computed from), never the latest single step time.
+        f.metrics["sec_per_step"] = rate
 
 
 def sec_per_step(ctx: JudgeContext) -> float | None:
-    """The run's own trailing-window step time, if known."""
+    """The run's own trailing-window step time, if known.
+
+    In order: the log summary's trailing rate; Δwall/Δstep over the history's last steps (the
+    bot's stored history spans more than one tail); the mean of a logged per-step time over the
+    window; only then the progress bar's one tailed s/it.
+    """
     summary = ctx.facts.summary
     if summary is not None and summary.sec_per_step:
         return summary.sec_per_step
-    recent = series(ctx.history, "sec_per_step")
-    if recent and is_finite(recent[-1]):
-        return recent[-1]
+    timed = [(p.step, p.wall_time.timestamp()) for p in ctx.history if p.wall_time is not None]
+    rate = trailing_rate(timed)
+    if rate is not None:
+        return rate
+    recent = [v for v in series(ctx.history, "sec_per_step") if is_finite(v)]
+    window = recent[-ctx.settings.thresholds.window:]
+    if window:
+        return sum(window) / len(window)
     if summary is not None and summary.progress is not None:
         return summary.progress.sec_per_it
     return None
