@@ -147,6 +147,13 @@ class InfraSignals(Frozen):
     last_engine_ok_at: LogTime | None = None
     auth_failures: int = 0
     engine_running_requests: int | None = None
+    """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
+    engine_zero_since: LogTime | None = None
+    """When the current run of zero-running snapshots began (``None``: the latest is not 0)."""
+    engine_5xx_recent: int = 0
+    """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
+    engine_recent_responses: int = 0
+    """How many answers that window holds (it is shorter early in a log)."""
 
 
 class LogSummary(Frozen):
