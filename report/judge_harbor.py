@@ -148,9 +148,8 @@ class EngineRules(Frozen):
     ``Thresholds.engine_idle_minutes``)."""
 
     burst_5xx: int = 3
-    """5xx answers among the last ``RECENT_RESPONSES`` that make the engine failing."""
-    burst_share: float = 0.25
-    """...and the share of that window they must be (one bad minute in a busy log is not)."""
+    """5xx answers among the engine's last ``RECENT_RESPONSES`` (20) that make it failing; one
+    or two stray errors in a busy log are not a burst."""
 
 
 ENGINE_RULES = EngineRules()
@@ -188,7 +187,7 @@ def engine_failing_rule(ctx: JudgeContext, f: Findings) -> bool:
     infra = _infra(ctx)
     window = infra.engine_recent_responses
     bad = infra.engine_5xx_recent
-    if bad < ENGINE_RULES.burst_5xx or not window or bad / window < ENGINE_RULES.burst_share:
+    if bad < ENGINE_RULES.burst_5xx:
         return False
     if ctx.running:
         f.verdict("warning")
