@@ -229,6 +229,9 @@ class TrialResult(Frozen):
     n_output_tokens: int | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    agent_started_at: datetime | None = None
+    """Harbor's ``agent_execution`` phase (after environment and agent setup)."""
+    agent_finished_at: datetime | None = None
 
 
 class TrialTree(Frozen):
