@@ -82,6 +82,7 @@ from report.models import (
     Report,
 )
 from report.pods import silent_wedge_rule, waiting_fault_rule
+from report.rules import empty_log_rule
 from report.settings import ReportSettings
 from report.trend import shorten
 
@@ -128,6 +129,8 @@ def judge_job(
     _state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
+    silent_wedge_rule(ctx, f)
+    empty_log_rule(ctx, f, bucket)
     cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
@@ -186,7 +189,6 @@ def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
         f.trend(Priority.BACKGROUND + 2, "Completed")
     elif state is JobState.UNKNOWN:
         f.verdict("unknown")
-    silent_wedge_rule(ctx, f)
 
 
 def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:

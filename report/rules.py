@@ -15,6 +15,9 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 - ``nan-loss``: a non-finite loss, or loss exactly 0 with a non-finite grad_norm, on one of the
   last ``collapse_recent_steps`` steps (or a nan-loss fault). Verdict ``failed``: the weights
   are poisoned even if the process is still running.
+- Empty log (:func:`empty_log_rule`): RUNNING past the bucket's bring-up window
+  (``AbsenceRules``) with nothing logged is no buffer filling: a 0-byte file is ``stall``, a
+  non-empty file read as nothing is ``fetch-failed``.
 - ``grad-explosion``: grad_norm > ``sft_grad_explosion_factor`` × window mean, or non-finite,
   on one of the recent steps. Verdict ``warning``: a single spike can recover. RL turns it off
   (a grad spike there is the grad_norm collapse signal).
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.progress import trailing_rate
-from probes.models import JobState
+from probes.models import Frozen, JobState
 from report.cells import format_duration, format_value
 from report.findings import (
     Findings,
@@ -34,6 +39,7 @@ from report.findings import (
     Priority,
     is_finite,
     latest_values,
+    minutes_since,
     series,
 )
 from report.settings import Thresholds
@@ -171,3 +177,62 @@ def _exploded(ctx: JudgeContext, index: int, grad: float, th: Thresholds) -> boo
         return False
     mean = sum(window) / len(window)
     return mean > 0 and grad > th.sft_grad_explosion_factor * mean
+
+
+class AbsenceRules(Frozen):
+    """Empty and absent (seed: "verify a log path EXISTS before concluding dead", "a failed log
+    fetch is indistinguishable from an idle job", Kubernetes "running-but-0-pods ... TERMINAL").
+    Defaults of this module; per bucket, in minutes."""
+
+    bring_up_minutes: dict[str, float] = Field(default_factory=lambda: {
+        "rl": 30.0, "sft": 20.0, "datagen": 20.0, "eval": 20.0, "other": 30.0,
+    })
+    """How long a RUNNING job may show an empty log and still be in bring-up."""
+    k8s_no_pods_grace_minutes: float = 5.0
+    """A started Kubernetes job may have no pod for this long (the controller creating it)."""
+
+
+ABSENCE = AbsenceRules()
+
+
+def ran_minutes(ctx: JudgeContext) -> float | None:
+    """How long the job has been running (since its start, else the scheduler's elapsed)."""
+    record = ctx.facts.record
+    since = minutes_since(ctx.now, record.start_time)
+    if since is not None:
+        return since
+    return record.elapsed_s / 60.0 if record.elapsed_s is not None else None
+
+
+def empty_log_rule(ctx: JudgeContext, f: Findings, bucket: str) -> None:
+    """A RUNNING job's empty log past its bucket's bring-up window is no buffer filling.
+
+    A 0-byte file: the job has written nothing -> ``stall``. A non-empty file whose read
+    returned nothing (from offset 0) -> ``fetch-failed``, state unknown (never "dead").
+    """
+    log = ctx.facts.log
+    if not ctx.running or log is None or log.status not in ("ok", "mismatch") or log.text:
+        return
+    if ctx.history or log.offset > 0:
+        return  # nothing new since the last read; the stored history speaks
+    if ctx.facts.trials is not None and ctx.facts.trials.trials:
+        return  # result.json files are landing: the job is alive whatever its log says
+    ran = ran_minutes(ctx)
+    window = ABSENCE.bring_up_minutes.get(bucket, ABSENCE.bring_up_minutes["other"])
+    if ran is None or ran <= window:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    if log.size == 0:
+        f.flag("stall")
+        f.verdict("stalled")
+        text = (f"STALL: log empty (0 bytes) after {format_duration(ran * 60)} running "
+                f"(bring-up {format_duration(window * 60)})")
+        f.trend(Priority.DIAGNOSE, text)
+        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; check the job's processes and "
+                    "where it really logs")
+    else:
+        f.flag("fetch-failed")
+        f.verdict("unknown")
+        f.trend(Priority.INFO, f"Log fetch returned nothing from {log.size} bytes; state unknown")
