@@ -14,7 +14,8 @@ import pytest
 
 from probes.models import JobState, SchedulerRecord
 from report.chain import chain_link, dependencies, dependency_edges, find_successor, name_stem
-from tests.report.factories import NOW, record
+from report.memory import SweepMemory
+from tests.report.factories import NOW, facts, judge, record
 
 END = NOW - timedelta(minutes=30)
 
@@ -188,3 +189,38 @@ def test_dependency_edges() -> None:
 def test_name_stem(name: str, stem: str) -> None:
     """Attempt suffixes are stripped; version and size tokens stay."""
     assert name_stem(name) == stem
+
+
+@pytest.mark.parametrize(
+    ("successor", "edges", "verdict", "said"),
+    [
+        (record("rl-run", "101", JobState.PENDING, dependency="afterany:100(unfulfilled)",
+                depends_on=("100",)), {}, "restarting", "normal chain restart → 101"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(failed)",
+                depends_on=("100",), reason="DependencyNeverSatisfied"), {}, "failed",
+         "101 DependencyNeverSatisfied"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
+                depends_on=("100",), reason="Dependency"), {}, "failed", "101 is afterok"),
+        # SLURM cleared the dependency once it started; the renamed resume is still found
+        (record("rl-run_resume", "101", JobState.RUNNING, dependency="",
+                submit_time=END - timedelta(hours=1)), {}, "restarting",
+         "normal chain restart → 101"),
+        (record("renamed", "101", JobState.RUNNING), {"100": "101"}, "restarting",
+         "normal chain restart → 101"),
+        (record("rl-other", "101", JobState.RUNNING, stdout_path="/w/slurm-101.out"), {},
+         "failed", "no successor queued"),
+    ],
+)
+def test_timeout_verdict_through_the_judge(
+    successor: SchedulerRecord, edges: dict[str, str], verdict: str, said: str
+) -> None:
+    """Only an afterany successor makes a TIMEOUT a restart; otherwise failed, saying why."""
+    pred = facts(record("rl-run", "100", JobState.TIMEOUT, end_time=END,
+                        stdout_path="/w/slurm-100.out"))
+    memory = SweepMemory(known_edges={"alpha": edges}) if edges else None
+    report = judge(pred, others=[successor], memory=memory).report
+    assert report.verdict == verdict and said in report.trend
+    assert ("chain-restart" in report.flags) is (verdict == "restarting")
+    assert report.successor == ("101" if verdict == "restarting" else None)
+    if verdict == "failed":
+        assert report.recommendation is not None and report.recommendation.action == "diagnose"
