@@ -89,8 +89,10 @@ def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
 
 def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     """COMPLETED: the matching routine, after the SFT completion check; ``cleanup-pending``."""
+    if ctx.state is not JobState.COMPLETED:
+        return  # (the flavour is read from the log only for a job that is done)
     routine = cleanup_routine(bucket, ctx.facts)
-    if ctx.state is not JobState.COMPLETED or routine is None:
+    if routine is None:
         return
     if bucket == "sft" and completion_rule(ctx, f):
         return
