@@ -44,7 +44,8 @@ AGENT_MARKERS = re.compile(
 """Agent configuration and agentic trial lines (Harbor, SkyRL's Harbor generator, agents)."""
 OBJECT_STORE = re.compile(r"\b(?:s3|s3a|gs|gcs|az|abfss?|r2|oss|cos)://[\w.\-]+/?\S*")
 """An object-store URI; it makes the run object-store backed when its line is about trials."""
-_TRIAL_WORDS = re.compile(r"(?i)trial|trajector|jobs_dir|rollout")
+_TRIAL_WORDS = re.compile(r"(?i)trial|trajector|jobs_dir|rollout|harbor|://[^\s]*/jobs/")
+"""A line about trials (a checkpoint or model upload to the same bucket is not one)."""
 
 
 def object_store_trials(text: str) -> bool:

@@ -185,9 +185,11 @@ class AbsenceRules(Frozen):
     Defaults of this module; per bucket, in minutes."""
 
     bring_up_minutes: dict[str, float] = Field(default_factory=lambda: {
-        "rl": 30.0, "sft": 20.0, "datagen": 20.0, "eval": 20.0, "other": 30.0,
+        "rl": 20.0, "sft": 15.0, "datagen": 10.0, "eval": 10.0, "other": 15.0,
     })
-    """How long a RUNNING job may show an empty log and still be in bring-up."""
+    """How long a RUNNING job may show an empty (0-byte) log and still be in bring-up. Every
+    launcher prints within minutes (Ray, torchrun, Harbor); RL gets the longest (gang admission,
+    image pulls), and block-buffered Python stdout is why none is shorter than 10 minutes."""
     k8s_no_pods_grace_minutes: float = 5.0
     """A started Kubernetes job may have no pod for this long (the controller creating it)."""
 

@@ -266,7 +266,8 @@ def collect(request: Json) -> Json:
             # The SFT completion check (probes.remote.completion): only for a COMPLETED job, a
             # few bounded reads of regular files in its workdir and the output dirs it logged.
             jobs[str(job["id"])]["completion"] = collect_completion(
-                job.get("workdir"), jobs[str(job["id"])]["log"].get("text"))
+                job.get("workdir"), jobs[str(job["id"])]["log"].get("text"),
+                list(job.get("checkpoint_roots", [])))
     _SEEN.clear()
     # uname's nodename is gethostname() on POSIX, without importing socket (~5 ms a run).
     return {"protocol": PROTOCOL, "host": os.uname().nodename, "now": time.time(), "jobs": jobs}

@@ -7,10 +7,11 @@ partial lines (a tail cut mid-record) are skipped; nothing here raises. Standard
 this module's source is prepended to the collector (``probes.remote.script``) and runs on the
 login node.
 
-Where the files are looked for (:func:`collect_completion`): the job's workdir and the output
+Where the files are looked for (:func:`collect_completion`): the job's workdir, the output
 directories its log names (``output_dir=``/``output_dir:`` in a config dump or
-``TrainingArguments`` repr, ``Saving model checkpoint to <dir>/checkpoint-N``, ``Model weights
-saved in <dir>/...``), at most :data:`MAX_DIRS` of them, each made absolute against the workdir,
+``TrainingArguments`` repr, ``--output_dir DIR``, ``Saving model checkpoint to
+<dir>/checkpoint-N``, ``Model weights saved in <dir>/...``), then its checkpoint roots; at most
+:data:`MAX_DIRS` of them, each made absolute against the workdir,
 with no ``..`` component. In each: ``trainer_log.jsonl`` (LLaMA-Factory; its last
 :data:`JSONL_TAIL` bytes), ``trainer_state.json`` (HF Trainer's ``save_state``), else the highest
 ``checkpoint-N/trainer_state.json``. Only regular files are opened (a FIFO or device never
@@ -31,13 +32,14 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 CompletionJson = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 _MAX_LINE = 65536
-MAX_DIRS = 4
+MAX_DIRS = 8
 JSONL_TAIL = 1 << 16
 STATE_WHOLE = 4 << 20
 STATE_TAIL = 1 << 20
 _MAX_NAMES = 5000
 _OUTPUT_DIR = re.compile(
     r"\boutput_dir['\"]?\s*[=:]\s*['\"]?(?P<dir>[^\s'\",)}\]]+)"
+    r"|--output[_-]dir[= ](?P<flag>[^\s'\",]+)"
     r"|Saving model checkpoint to (?P<ckpt>\S+?)/checkpoint-\d+"
     r"|(?:Model weights|Configuration|tokenizer config file) saved in (?P<file>\S+)/[^/\s]+"
 )
@@ -130,12 +132,15 @@ def _read_regular(path: str, head: int, tail: int = 0) -> bytes | None:
             os.close(fd)
 
 
-def output_dirs(workdir: str | None, log_text: str | None) -> list[str]:
-    """The workdir and the output dirs the log names (latest mention first), absolute, bounded."""
+def output_dirs(
+    workdir: str | None, log_text: str | None, extra: list[str] | None = None
+) -> list[str]:
+    """The workdir, the output dirs the log names (latest mention first), then ``extra`` (the
+    job's checkpoint roots); absolute, no ``..``, at most :data:`MAX_DIRS`."""
     found: list[str] = []
-    named = [m.group("dir") or m.group("ckpt") or m.group("file")
+    named = [m.group("dir") or m.group("flag") or m.group("ckpt") or m.group("file")
              for m in _OUTPUT_DIR.finditer(log_text or "")]
-    for raw in [workdir or "", *reversed(named)]:
+    for raw in [workdir or "", *reversed(named), *(extra or ())]:
         path = raw.strip().rstrip("/")
         if not path or "\x00" in path or ".." in path.split("/"):
             continue
@@ -161,10 +166,12 @@ def _newest_checkpoint_state(directory: str) -> str | None:
     return os.path.join(directory, max(steps)[1], "trainer_state.json") if steps else None
 
 
-def collect_completion(workdir: str | None, log_text: str | None) -> CompletionJson:
+def collect_completion(
+    workdir: str | None, log_text: str | None, extra: list[str] | None = None
+) -> CompletionJson:
     """Every completion file found (see the module docstring), each parsed where it lies."""
     sources: list[CompletionJson] = []
-    for directory in output_dirs(workdir, log_text):
+    for directory in output_dirs(workdir, log_text, extra):
         raw = _read_regular(os.path.join(directory, "trainer_log.jsonl"), 0, JSONL_TAIL)
         if raw is not None:
             sources.append(dict(parse_trainer_log_jsonl(raw), kind="trainer_log.jsonl",

@@ -36,15 +36,15 @@ def _collected(tmp: Path, name: str, ran_min: float, text: str = "") -> JobFacts
 @pytest.mark.parametrize(
     ("bucket", "ran_min", "flag", "verdict"),
     [
-        ("rl", 45, "stall", "stalled"),
-        ("rl", 10, "buffer-filling", "buffering"),
-        ("sft", 25, "stall", "stalled"),
-        ("sft", 15, "buffer-filling", "buffering"),
-        ("eval", 25, "stall", "stalled"),
-        ("eval", 10, "buffer-filling", "buffering"),
-        ("datagen", 25, "stall", "stalled"),
-        ("datagen", 10, "buffer-filling", "buffering"),
-        ("other", 45, "stall", "stalled"),
+        ("rl", 25, "stall", "stalled"),
+        ("rl", 15, "buffer-filling", "buffering"),
+        ("sft", 20, "stall", "stalled"),
+        ("sft", 10, "buffer-filling", "buffering"),
+        ("eval", 15, "stall", "stalled"),
+        ("eval", 5, "buffer-filling", "buffering"),
+        ("datagen", 15, "stall", "stalled"),
+        ("datagen", 5, "buffer-filling", "buffering"),
+        ("other", 20, "stall", "stalled"),
     ],
 )
 def test_zero_byte_log_past_bring_up_is_a_stall(

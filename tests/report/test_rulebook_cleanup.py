@@ -24,6 +24,7 @@ from probes.models import (
     TrialTree,
 )
 from probes.remote.completion import parse_trainer_log_jsonl, parse_trainer_state_json
+from report.cleanup import object_store_trials
 from tests.report.factories import judge, log, record, tree, trial
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -132,3 +133,20 @@ def test_incomplete_run_is_in_the_json_vocabulary() -> None:
     check = CompletionCheck(files=(_file("trainer_state_stopped.json"),))
     report = judge(_completed("sft-qwen", SFT, completion=check)).report
     assert "incomplete-run" in json.loads(report.model_dump_json())["flags"]
+
+
+@pytest.mark.parametrize(
+    ("line", "backed"),
+    [
+        ("  trials_dir: s3://team-rl/agentic/trials", True),
+        ("Uploaded trial fix-git__a8Kd3Qz to gs://bucket/run/trials/fix-git__a8Kd3Qz", True),
+        ('"trial_uri": "s3://bucket/jobs/2026-11-30__10-00-00/t__x"', True),
+        ("syncing s3://bucket/exp/jobs/2026-11-30__10-00-00/ done", True),
+        # an object-store checkpoint upload says nothing about trials
+        ("Uploading checkpoint global_step_40 to s3://bucket/ckpts/global_step_40", False),
+        ("trials_dir: /scratch/alice/trials", False),
+    ],
+)
+def test_object_store_trials(line: str, backed: bool) -> None:
+    """An object-store URI makes the run object-store backed only on a line about trials."""
+    assert object_store_trials(VERL + line + "\n") is backed

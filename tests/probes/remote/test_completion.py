@@ -69,12 +69,19 @@ def test_trainer_state_json_edges(text: str, expected: tuple[Any, Any, bool]) ->
         ("Model weights saved in /scratch/m/model.safetensors\n", ["/w", "/scratch/m"]),
         # never outside by .., never more than MAX_DIRS, latest mention first
         ("output_dir=../../etc\n", ["/w"]),
-        ("".join(f"output_dir=/o{i}\n" for i in range(9)), ["/w", "/o8", "/o7", "/o6"]),
+        ("".join(f"output_dir=/o{i}\n" for i in range(9)),
+         ["/w", *(f"/o{i}" for i in range(8, 1, -1))]),
+        ("+ python train.py --output_dir /scratch/trl-out --bf16\n", ["/w", "/scratch/trl-out"]),
     ],
 )
 def test_output_dirs_named_in_the_log(log: str, dirs: list[str]) -> None:
     """The workdir and the output dirs the log names, absolute and bounded."""
     assert output_dirs("/w", log) == dirs
+
+
+def test_checkpoint_roots_come_after_the_logged_dirs() -> None:
+    """The job's checkpoint roots are searched too, after what the log names."""
+    assert output_dirs("/w", "output_dir=/o\n", ["/w/output", "/w"]) == ["/w", "/o", "/w/output"]
 
 
 def test_collects_from_workdir_output_dir_and_newest_checkpoint(tmp_path: Path) -> None:
