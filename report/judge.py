@@ -19,8 +19,11 @@ precedence between findings is settled once in :mod:`report.findings`.
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
   ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine, after
   the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk).
-- Kubernetes RUNNING with zero pods, or a record that vanished (the probe's ``vanished`` reason
-  and ``jobtables/silent-wedge`` label), is a silent wedge: terminal, verdict ``failed``.
+- Kubernetes RUNNING with zero pods, a started job with 0 active pods and no pods, or a record
+  that vanished (the probe's ``vanished`` reason and ``jobtables/silent-wedge`` label), is a
+  silent wedge: terminal, verdict ``failed`` (judged after the bucket rules, so it also takes
+  the job out of the buffer table). So is an empty log past the bucket's bring-up window no
+  buffer filling (``report.rules.empty_log_rule``: ``stall``, or ``fetch-failed``).
 - A container waiting on a real fault (``CrashLoopBackOff``, ``CreateContainerConfigError``,
   ...) never heals on its own: verdict ``failed`` + ``diagnose``, never ``buffer-filling``.
 - Recurring failure: the same failure signature as the previous failed attempt of the same
