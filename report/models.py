@@ -54,6 +54,7 @@ Flag = Literal[
     "auth-failures",
     "cleanup-pending",
     "dead-rollouts",  # issue 11 (wt-e): CONTRACT §6
+    "incomplete-run",
 ]
 
 Action = Literal[

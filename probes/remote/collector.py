@@ -37,6 +37,8 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, collect_trials, listdir
 with contextlib.suppress(ImportError):
+    from probes.remote.completion import collect_completion
+with contextlib.suppress(ImportError):
     from probes.remote.stdio_pattern import (
         array_ids,
         ended_before,
@@ -219,6 +221,12 @@ def collect(request: Json, started: float | None = None) -> Json:
             continue
         try:
             entry = _collect_one(job, request, _guard(job, request, until))
+            if job.get("completed"):
+                # The SFT completion check (probes.remote.completion): only for a COMPLETED
+                # job, a few bounded reads of regular files in its workdir and logged outputs.
+                entry["completion"] = collect_completion(
+                    job.get("workdir"), (entry.get("log") or {}).get("text"),
+                    list(job.get("checkpoint_roots", [])))
         except Hung as exc:
             entry = _failed(job, str(exc))
         cost = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
@@ -319,6 +327,7 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
                                job_id=key, user=user) for kind in ("checkpoint", "trial")]
         specs.append({"id": key, "user": user, "stdout": stdout, "workdir": workdir,
                       "offset": int(offsets.get(stdout) or 0),
+                      "completed": _queue_completed(job.get("job_state", _queue_state(job))),
                       "checkpoint_roots": filled[0], "trial_roots": filled[1]})
     return specs, unexpanded
 
@@ -326,6 +335,12 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
 def _queue_state(job: Json) -> Any:
     block = job.get("state")
     return block.get("current") if isinstance(block, dict) else None
+
+
+def _queue_completed(raw: Any) -> bool:
+    """Plainly COMPLETED: the one state the SFT completion check is for."""
+    names = [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
+    return names == ["COMPLETED"]
 
 
 def _queue_pending(raw: Any) -> bool:

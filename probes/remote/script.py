@@ -1,8 +1,9 @@
 """The collector as one ``python3 -`` script: the shipped modules' sources joined in process.
 
-Policy: the login node has nothing of ours installed, so ``guard``, ``harbor_reduce`` and
-``stdio_pattern`` are prepended to ``collector`` and their import lines there become ``pass``;
-the request rides inside the script as a string literal (never on a command line).
+Policy: the login node has nothing of ours installed, so ``guard``, ``harbor_reduce``,
+``stdio_pattern``, ``tree`` and ``completion`` are prepended to ``collector`` and their import
+lines there become ``pass``; the request rides inside the script as a string literal (never
+on a command line).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
-_SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "tree.py")
+_SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "tree.py", "completion.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""
 

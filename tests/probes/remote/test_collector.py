@@ -145,10 +145,12 @@ def test_shipped_modules_share_no_top_level_names() -> None:
             elif isinstance(node, ast.Assign):
                 found.update(t.id for t in node.targets if isinstance(t, ast.Name))
         return found
-    found = [names(ROOT / "probes" / "remote" / m) for m in ("harbor_reduce.py", "stdio_pattern.py",
-                                                   "collector.py")]
-    assert found[0] and found[1] and found[2]
-    assert found[0] & found[1] == found[0] & found[2] == found[1] & found[2] == set()
+    modules = ("harbor_reduce.py", "stdio_pattern.py", "completion.py", "collector.py")
+    found = [names(ROOT / "probes" / "remote" / m) for m in modules]
+    assert all(found)
+    for i, first in enumerate(found):
+        for second in found[i + 1:]:
+            assert first & second == set()
 
 
 def test_request_rides_as_a_literal_and_cannot_break_out(tmp_path: Path) -> None:
