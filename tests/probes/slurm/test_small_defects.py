@@ -38,7 +38,7 @@ from report.models import Report
 from tests.probes.slurm.conftest import SlurmEnv
 
 ROOT = Path(__file__).resolve().parents[3]
-HARBOR = ROOT / "tests" / "fixtures" / "harbor-0.26.0" / "jobs" / "2026-11-30__14-00-00"
+HARBOR = ROOT / "tests" / "fixtures" / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
 pytestmark = pytest.mark.slurm
 OLD = timedelta(hours=2)
 
