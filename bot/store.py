@@ -36,9 +36,11 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 from pydantic import TypeAdapter
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from bot.config import sentinel_address
 from probes.models import MetricPoint
 
 if TYPE_CHECKING:
@@ -95,20 +97,12 @@ class RedisStore:
     @classmethod
     def from_config(
         cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None,
-        password: str | None = None,
+        password: str | None = None, sentinel_password: str | None = None,
     ) -> RedisStore:
-        """A store on ``section.url`` that fails fast while Redis is down; ``password`` applies
-        when the URL names none (redis-py lets the URL's own password win)."""
-        client = aioredis.Redis.from_url(
-            section.url,
-            password=password,
-            socket_timeout=2.0,
-            socket_connect_timeout=2.0,
-            retry=Retry(NoBackoff(), 1),
-            health_check_interval=10,
-        )
+        """A store on ``section`` (one URL, or the primary its sentinels name) that fails fast
+        while Redis is down; ``password`` applies when the URL names none."""
         return cls(
-            client,
+            redis_client(section, password=password, sentinel_password=sentinel_password),
             prefix=section.key_prefix,
             window_len=section.window_len,
             expire_s=section.expire_hours * 3600,
@@ -289,6 +283,50 @@ class RedisStore:
             async for key in self._r.scan_iter(match=self.prefix + "*", count=500):
                 deleted += await self._r.delete(key)
         return deleted
+
+
+# -- the client --------------------------------------------------------------------------------
+
+FAST_FAIL: dict[str, Any] = {
+    "socket_timeout": 2.0,
+    "socket_connect_timeout": 2.0,
+    "retry": Retry(NoBackoff(), 1),
+}
+"""One immediate retry: after a failover the retry is what reconnects to the new primary
+(redis-py's Sentinel pool re-asks the sentinels on every new connection)."""
+
+
+def redis_client(
+    section: RedisSection, *, password: str | None = None, sentinel_password: str | None = None,
+) -> aioredis.Redis:
+    """The client for ``[redis]``: redis-py's own URL parsing, TLS and Sentinel support.
+
+    With ``sentinels``, ``Sentinel.master_for`` returns a client whose pool asks the sentinels
+    for the primary whenever it connects, and drops a connection whose server answers
+    ``READONLY`` (a demoted primary), so writes follow a failover without a restart.
+    """
+    # The CA file only means something on a TLS connection (plain ones refuse the keyword).
+    secure = section.tls if section.sentinels else section.url.startswith("rediss://")
+    tls: dict[str, Any] = {}
+    if secure and section.tls_ca_file:
+        tls["ssl_ca_certs"] = section.tls_ca_file
+    if not section.sentinels:
+        return aioredis.Redis.from_url(
+            section.url, password=password, username=section.username,
+            health_check_interval=10, **FAST_FAIL, **tls,
+        )
+    if secure:
+        tls["ssl"] = True
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves __init__ untyped
+        [sentinel_address(a) for a in section.sentinels],
+        sentinel_kwargs={"password": sentinel_password, "socket_timeout": 2.0,
+                         "socket_connect_timeout": 2.0, **tls},
+        username=section.username, password=password, db=section.db,
+        health_check_interval=10, **FAST_FAIL, **tls,
+    )
+    assert section.service_name is not None  # RedisSection refuses sentinels without it
+    client: aioredis.Redis = sentinel.master_for(section.service_name)
+    return client
 
 
 # -- sweep cache encoding -----------------------------------------------------------------------
