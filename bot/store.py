@@ -151,16 +151,35 @@ class RedisStore:
         self, cluster: str, job_id: str, points: Sequence[MetricPoint]
     ) -> list[MetricPoint]:
         """Add ``points`` (a later value for a step replaces the earlier) and return them all."""
-        key = self.key("window", cluster, job_id)
-        async with self._translated("merge history"), self._r.pipeline(transaction=True) as p:
-            for point in points:
-                p.zremrangebyscore(key, point.step, point.step)
-                p.zadd(key, {dump_json(point.model_dump()): point.step})
-            p.zremrangebyrank(key, 0, -(self.window_len + 1))
-            p.pexpire(key, self.expire_ms)
-            p.zrange(key, 0, -1)
+        return (await self.merge_histories(cluster, {job_id: points}))[job_id]
+
+    async def merge_histories(
+        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]]
+    ) -> dict[str, list[MetricPoint]]:
+        """:meth:`merge_history` for every job of a sweep in one pipeline: one round trip and
+        O(jobs + points) commands, whatever the number of jobs.
+
+        Not a transaction: each job's commands run in order, and a replica merging the same
+        step at the same time writes the same value, so interleaving is harmless; a retry
+        after a failover re-runs the whole batch, which is idempotent.
+        """
+        jobs = list(batch)
+        async with self._translated("merge history"), self._r.pipeline(transaction=False) as p:
+            for job_id in jobs:
+                key = self.key("window", cluster, job_id)
+                for point in batch[job_id]:
+                    p.zremrangebyscore(key, point.step, point.step)
+                    p.zadd(key, {dump_json(point.model_dump()): point.step})
+                p.zremrangebyrank(key, 0, -(self.window_len + 1))
+                p.pexpire(key, self.expire_ms)
+                p.zrange(key, 0, -1)
             results = await p.execute()
-        return [MetricPoint.model_validate(json.loads(m)) for m in results[-1]]
+        out: dict[str, list[MetricPoint]] = {}
+        at = 0
+        for job_id in jobs:
+            at += 2 * len(batch[job_id]) + 3
+            out[job_id] = [MetricPoint.model_validate(json.loads(m)) for m in results[at - 1]]
+        return out
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
         async with self._translated("load history"):
