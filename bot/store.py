@@ -4,7 +4,9 @@ Policy: all keys start with ``redis.key_prefix``. Redis errors are translated ex
 here, into :class:`StoreUnavailable` (the original chained); callers decide how to degrade
 (answer from a live sweep, post without history) and never see a redis-py exception. The
 client fails fast (short socket timeouts, one immediate retry) so an outage costs a command
-milliseconds, and it reconnects by itself when Redis is back.
+milliseconds, and it reconnects by itself when Redis is back. The client is redis-py's own:
+one URL (``rediss://`` for TLS, ``user@`` for an ACL user), or ``Sentinel.master_for`` when
+``[redis] sentinels`` is set, which finds the primary again after a failover (README, Redis).
 
 Keys (``P`` = prefix)::
 

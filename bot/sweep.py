@@ -7,7 +7,8 @@ Clusters are probed concurrently, each under its own timeout, inside one ``TaskG
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
-bot); when it fails the sweep still answers, marked ``degraded``.
+bot), merged for all of a cluster's jobs in one pipelined round trip; when it fails the sweep
+still answers, marked ``degraded``.
 """
 
 from __future__ import annotations
