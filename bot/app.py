@@ -40,6 +40,7 @@ from bot.config import ConfigSource
 from bot.delivery import CountingWebClient, Responder, SlackHealth, post
 from bot.errors import UserError
 from bot.incidents import FollowUps
+from bot.lease import TickLease
 from bot.messages import (
     ACKNOWLEDGE,
     CANCEL,
@@ -106,6 +107,8 @@ class Bot:
     tasks: TaskSet = field(default_factory=TaskSet)
     clock: Callable[[], datetime] = _utcnow
     replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    lease: TickLease = field(default_factory=TickLease)
+    """What this replica knows of the tick lock, for outages (``bot.lease``)."""
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
@@ -287,23 +290,34 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     result = await live_sweep(bot)
     config = bot.config.current()
     details = list(result.details.values())
-    lines = await bot.followups.process(result, config)
-    if config.slack.channel:
+    # Claimed without the lock by a replica that never saw who leads: alerts only, so an
+    # outage neither silences a collapse nor doubles the channel thread (bot.lease).
+    alone = bot.lease.fallback(interval) == "alone"
+    lines = [] if alone else await bot.followups.process(result, config)
+    if config.slack.channel and not alone:
         await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
     await bot.alerter.process(details, config, facts=result.facts)
-    await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
-    await bot.actions.reconcile()
-    log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
+    if not alone:
+        await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
+        await bot.actions.reconcile()
+    log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
+             fallback=bot.lease.fallback(interval))
 
 
 async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:
-    """The tick lock. Without Redis every replica posts: a duplicate beats a silent monitor."""
+    """The tick lock; while Redis is unreachable, the fallback of ``bot.lease`` decides.
+
+    True means: run this interval's scheduled sweep (degraded, if ``bot.lease`` says so).
+    """
     try:
-        return await bot.store.claim_tick(interval, ttl_s=ttl_s, owner=bot.replica)
+        won = await bot.store.claim_tick(interval, ttl_s=ttl_s, owner=bot.replica)
     except StoreUnavailable as exc:
         bot.telemetry.store_errors.inc()
-        log.warning("tick lock unavailable; sweeping anyway", interval=interval, error=str(exc))
-        return True
+        role = bot.lease.unreachable(interval)
+        log.warning("tick lock unavailable", interval=interval, fallback=role, error=str(exc))
+        return role != "follow"
+    bot.lease.decided(interval, won)
+    return won
 
 
 def make_scheduler(

@@ -17,8 +17,16 @@ import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bot.errors import UnknownClusterError, UserError
 from probes.config import ClusterConfig
@@ -52,12 +60,72 @@ class MetricsSection(_Strict):
 
 
 class RedisSection(_Strict):
+    """``[redis]``: one server by ``url``, or a Sentinel-managed primary by ``sentinels``.
+
+    Passwords never live here: ``REDIS_PASSWORD`` (the data nodes' ACL password) and
+    ``REDIS_SENTINEL_PASSWORD`` (the sentinels' own, if they require one) come from the
+    environment (``bot.settings``).
+    """
+
     url: str = "redis://127.0.0.1:6379/0"
+    """``redis://`` or ``rediss://`` (TLS) ``[user@]host:port/db``, or ``unix:///path``.
+    Unused when ``sentinels`` is set."""
+    sentinels: tuple[str, ...] = ()
+    """``host:port`` of each Sentinel (``[::1]:26379`` for IPv6); set: the primary of
+    ``service_name`` is asked of them, and found again after a failover."""
+    service_name: str | None = None
+    """The name the sentinels monitor the primary under (``sentinel monitor NAME ...``)."""
+    db: int = Field(default=0, ge=0)
+    """Database number on the Sentinel-managed primary (with ``url`` it is the URL's path)."""
+    username: str | None = None
+    """ACL user (Redis 6+); with ``url``, a user named in the URL wins."""
+    tls: bool = False
+    """TLS to the sentinels and the primary (with ``url``, write ``rediss://`` instead)."""
+    tls_ca_file: str | None = None
+    """CA bundle that signs the servers' certificates (default: the system's)."""
     key_prefix: str = "jobtables:"
     window_len: int = 200
     """Metric points kept per run and metric (capped list)."""
     expire_hours: float = 72.0
     """How long a finished run's windows and alert state outlive it."""
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        parts = urlsplit(v)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"{v!r}: scheme must be redis://, rediss:// (TLS) or unix://")
+        if parts.password:
+            raise ValueError("a password in the URL: set REDIS_PASSWORD in the environment "
+                             "instead (secrets never live in the config)")
+        return v
+
+    @field_validator("sentinels")
+    @classmethod
+    def _sentinels(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for address in v:
+            sentinel_address(address)
+        return v
+
+    @model_validator(mode="after")
+    def _service_name(self) -> RedisSection:
+        if self.sentinels and not self.service_name:
+            raise ValueError("sentinels is set: service_name (the monitored primary's name) "
+                             "is required")
+        if self.service_name and not self.sentinels:
+            raise ValueError("service_name is set but sentinels is empty")
+        if self.tls and not self.sentinels:
+            raise ValueError("tls applies to sentinels; for one server write rediss:// in url")
+        return self
+
+
+def sentinel_address(address: str) -> tuple[str, int]:
+    """``host:port`` (or ``[v6]:port``) as a pair; ValueError naming the entry."""
+    host, sep, port = address.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r} is not host:port (e.g. 10.0.0.5:26379)")
+    return host, int(port)
 
 
 class SlackSection(_Strict):

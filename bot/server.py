@@ -21,6 +21,7 @@ from pathlib import Path
 
 import structlog
 from aiohttp import web
+from pydantic import SecretStr
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -74,13 +75,17 @@ def build_web_app(
     return web_app
 
 
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
 def build_bot(config_path: Path, settings: Settings) -> Bot:
     """Compose the production bot: Redis store, Sweeper re-reading the config, Web API client."""
     source = ConfigSource(lambda: load_config(config_path))
     config = source.load()  # fail fast, with line and key, before binding a port
     telemetry = Telemetry()
-    password = settings.redis_password.get_secret_value() if settings.redis_password else None
-    store = RedisStore.from_config(config.redis, password=password)
+    store = RedisStore.from_config(config.redis, password=_secret(settings.redis_password),
+                                   sentinel_password=_secret(settings.redis_sentinel_password))
     sweeper = Sweeper(source.load, state=store)
     client = make_web_client(settings, telemetry)
     return Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,

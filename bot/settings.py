@@ -4,7 +4,9 @@ Policy: secrets (Slack tokens, signing secret) live only in the environment, nev
 ``jobtables.toml`` (CONTRACT §2). They are read here exactly once; nothing else in the bot reads
 ``os.environ``. ``SLACK_APP_TOKEN`` switches on Socket Mode; ``SLACK_API_URL`` points the Web
 API client elsewhere (tests, proxies) and always ends with ``/`` because slack_sdk joins method
-names onto it with ``urljoin``. ``REDIS_PASSWORD`` authenticates to Redis.
+names onto it with ``urljoin``. ``REDIS_PASSWORD`` authenticates to Redis (with ``[redis]
+username``, as that ACL user); ``REDIS_SENTINEL_PASSWORD`` to the sentinels, when they have a
+password of their own.
 ``JOBTABLES_HOST`` is the address the HTTP listener binds (``/slack/events``, and the
 unauthenticated ``/healthz`` and ``/metrics``).
 """
@@ -40,6 +42,8 @@ class Settings(BaseModel):
     redis_password: SecretStr | None = None
     """``REDIS_PASSWORD``: used when ``[redis] url`` carries none (passwords stay out of the
     config file; the Helm chart sets it from Redis' Secret)."""
+    redis_sentinel_password: SecretStr | None = None
+    """``REDIS_SENTINEL_PASSWORD``: the sentinels' own ``requirepass``, if they have one."""
 
     @field_validator("slack_api_url")
     @classmethod
@@ -67,4 +71,6 @@ class Settings(BaseModel):
             host=source.get("JOBTABLES_HOST") or "0.0.0.0",
             redis_password=SecretStr(source["REDIS_PASSWORD"])
             if source.get("REDIS_PASSWORD") else None,
+            redis_sentinel_password=SecretStr(source["REDIS_SENTINEL_PASSWORD"])
+            if source.get("REDIS_SENTINEL_PASSWORD") else None,
         )

@@ -4,7 +4,9 @@ Policy: all keys start with ``redis.key_prefix``. Redis errors are translated ex
 here, into :class:`StoreUnavailable` (the original chained); callers decide how to degrade
 (answer from a live sweep, post without history) and never see a redis-py exception. The
 client fails fast (short socket timeouts, one immediate retry) so an outage costs a command
-milliseconds, and it reconnects by itself when Redis is back.
+milliseconds, and it reconnects by itself when Redis is back. The client is redis-py's own:
+one URL (``rediss://`` for TLS, ``user@`` for an ACL user), or ``Sentinel.master_for`` when
+``[redis] sentinels`` is set, which finds the primary again after a failover (README, Redis).
 
 Keys (``P`` = prefix)::
 
@@ -36,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 from pydantic import TypeAdapter
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from bot.config import sentinel_address
 from probes.models import MetricPoint
 
 if TYPE_CHECKING:
@@ -95,20 +99,12 @@ class RedisStore:
     @classmethod
     def from_config(
         cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None,
-        password: str | None = None,
+        password: str | None = None, sentinel_password: str | None = None,
     ) -> RedisStore:
-        """A store on ``section.url`` that fails fast while Redis is down; ``password`` applies
-        when the URL names none (redis-py lets the URL's own password win)."""
-        client = aioredis.Redis.from_url(
-            section.url,
-            password=password,
-            socket_timeout=2.0,
-            socket_connect_timeout=2.0,
-            retry=Retry(NoBackoff(), 1),
-            health_check_interval=10,
-        )
+        """A store on ``section`` (one URL, or the primary its sentinels name) that fails fast
+        while Redis is down; ``password`` applies when the URL names none."""
         return cls(
-            client,
+            redis_client(section, password=password, sentinel_password=sentinel_password),
             prefix=section.key_prefix,
             window_len=section.window_len,
             expire_s=section.expire_hours * 3600,
@@ -157,16 +153,35 @@ class RedisStore:
         self, cluster: str, job_id: str, points: Sequence[MetricPoint]
     ) -> list[MetricPoint]:
         """Add ``points`` (a later value for a step replaces the earlier) and return them all."""
-        key = self.key("window", cluster, job_id)
-        async with self._translated("merge history"), self._r.pipeline(transaction=True) as p:
-            for point in points:
-                p.zremrangebyscore(key, point.step, point.step)
-                p.zadd(key, {dump_json(point.model_dump()): point.step})
-            p.zremrangebyrank(key, 0, -(self.window_len + 1))
-            p.pexpire(key, self.expire_ms)
-            p.zrange(key, 0, -1)
+        return (await self.merge_histories(cluster, {job_id: points}))[job_id]
+
+    async def merge_histories(
+        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]]
+    ) -> dict[str, list[MetricPoint]]:
+        """:meth:`merge_history` for every job of a sweep in one pipeline: one round trip and
+        O(jobs + points) commands, whatever the number of jobs.
+
+        Not a transaction: each job's commands run in order, and a replica merging the same
+        step at the same time writes the same value, so interleaving is harmless; a retry
+        after a failover re-runs the whole batch, which is idempotent.
+        """
+        jobs = list(batch)
+        async with self._translated("merge history"), self._r.pipeline(transaction=False) as p:
+            for job_id in jobs:
+                key = self.key("window", cluster, job_id)
+                for point in batch[job_id]:
+                    p.zremrangebyscore(key, point.step, point.step)
+                    p.zadd(key, {dump_json(point.model_dump()): point.step})
+                p.zremrangebyrank(key, 0, -(self.window_len + 1))
+                p.pexpire(key, self.expire_ms)
+                p.zrange(key, 0, -1)
             results = await p.execute()
-        return [MetricPoint.model_validate(json.loads(m)) for m in results[-1]]
+        out: dict[str, list[MetricPoint]] = {}
+        at = 0
+        for job_id in jobs:
+            at += 2 * len(batch[job_id]) + 3
+            out[job_id] = [MetricPoint.model_validate(json.loads(m)) for m in results[at - 1]]
+        return out
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
         async with self._translated("load history"):
@@ -289,6 +304,50 @@ class RedisStore:
             async for key in self._r.scan_iter(match=self.prefix + "*", count=500):
                 deleted += await self._r.delete(key)
         return deleted
+
+
+# -- the client --------------------------------------------------------------------------------
+
+FAST_FAIL: dict[str, Any] = {
+    "socket_timeout": 2.0,
+    "socket_connect_timeout": 2.0,
+    "retry": Retry(NoBackoff(), 1),
+}
+"""One immediate retry: after a failover the retry is what reconnects to the new primary
+(redis-py's Sentinel pool re-asks the sentinels on every new connection)."""
+
+
+def redis_client(
+    section: RedisSection, *, password: str | None = None, sentinel_password: str | None = None,
+) -> aioredis.Redis:
+    """The client for ``[redis]``: redis-py's own URL parsing, TLS and Sentinel support.
+
+    With ``sentinels``, ``Sentinel.master_for`` returns a client whose pool asks the sentinels
+    for the primary whenever it connects, and drops a connection whose server answers
+    ``READONLY`` (a demoted primary), so writes follow a failover without a restart.
+    """
+    # The CA file only means something on a TLS connection (plain ones refuse the keyword).
+    secure = section.tls if section.sentinels else section.url.startswith("rediss://")
+    tls: dict[str, Any] = {}
+    if secure and section.tls_ca_file:
+        tls["ssl_ca_certs"] = section.tls_ca_file
+    if not section.sentinels:
+        return aioredis.Redis.from_url(
+            section.url, password=password, username=section.username,
+            health_check_interval=10, **FAST_FAIL, **tls,
+        )
+    if secure:
+        tls["ssl"] = True
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves __init__ untyped
+        [sentinel_address(a) for a in section.sentinels],
+        sentinel_kwargs={"password": sentinel_password, "socket_timeout": 2.0,
+                         "socket_connect_timeout": 2.0, **tls},
+        username=section.username, password=password, db=section.db,
+        health_check_interval=10, **FAST_FAIL, **tls,
+    )
+    assert section.service_name is not None  # RedisSection refuses sentinels without it
+    client: aioredis.Redis = sentinel.master_for(section.service_name)
+    return client
 
 
 # -- sweep cache encoding -----------------------------------------------------------------------

@@ -7,7 +7,8 @@ Clusters are probed concurrently, each under its own timeout, inside one ``TaskG
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
-bot); when it fails the sweep still answers, marked ``degraded``.
+bot), merged for all of a cluster's jobs in one pipelined round trip; when it fails the sweep
+still answers, marked ``degraded``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class SweepState(Protocol):
     async def merge_history(
         self, cluster: str, job_id: str, points: Sequence[MetricPoint],
     ) -> list[MetricPoint]: ...
+    async def merge_histories(
+        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
+    ) -> dict[str, list[MetricPoint]]: ...
     async def load_offsets(self, cluster: str) -> dict[str, int]: ...
     async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None: ...
 
@@ -199,12 +203,13 @@ class Sweeper:
             return None, degraded
         histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
         try:
-            for cluster in facts:
-                for job in cluster.jobs:
-                    points = job.summary.points if job.summary else ()
-                    histories[(cluster.name, job.record.job_id)] = (
-                        await self._state.merge_history(cluster.name, job.record.job_id, points)
-                    )
+            for cluster in facts:  # one pipelined round trip per cluster, not one per job
+                batch = {job.record.job_id: job.summary.points if job.summary else ()
+                         for job in cluster.jobs}
+                if not batch:
+                    continue
+                merged = await self._state.merge_histories(cluster.name, batch)
+                histories.update({(cluster.name, j): points for j, points in merged.items()})
         except Exception as exc:  # the store's errors: judge from the logs alone
             return None, f"degraded: no history ({exc})"
         return histories, None

@@ -1,0 +1,104 @@
+"""While Redis is unreachable: no duplicate sweep posts, collapses still DMed, answers served.
+
+Replicas reach the real Redis through a closable forwarder ("Redis down" = listener gone and
+live connections cut). The policy under test is ``bot.lease``: the last known winner of the
+tick lock keeps posting, a replica that saw another win stays quiet, and one that never saw
+the lock decide sweeps for collapse DMs (once per process) without posting a channel thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.app import make_scheduler
+from bot.lease import TickLease
+from bot.store import RedisStore
+from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
+from tests.bot.conftest import make_config, make_store, running_bot
+from tests.bot.fake_slack import FakeSlack
+from tests.bot.forwarder import Forwarder
+
+
+def test_lease_table() -> None:
+    """The fallback role follows the last interval the lock decided, through an outage."""
+    lease = TickLease()
+    assert lease.unreachable(7) == "alone"        # never saw the lock decide
+    lease.decided(8, won=False)
+    assert lease.fallback(7) is None               # the lock decided since
+    assert lease.unreachable(9) == "follow"        # another replica won 8
+    lease.decided(10, won=True)
+    assert [lease.unreachable(n) for n in (11, 12)] == ["lead", "lead"]  # sticky
+    assert lease.fallback(12) == "lead" and lease.fallback(11) is None
+
+
+@pytest.fixture
+async def forwarder(redis_server: str) -> AsyncIterator[Forwarder]:
+    proxy = Forwarder("127.0.0.1", 6379)
+    await proxy.open()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
+
+
+async def proxied(forwarder: Forwarder, prefix: str) -> RedisStore:
+    return make_store(prefix, url=f"redis://127.0.0.1:{forwarder.port}/0")
+
+
+def parents(slack: FakeSlack) -> list[str]:
+    """The sweep threads' parent posts (one per posted interval)."""
+    return [c.params["text"] for c in slack.to("/api/chat.postMessage")
+            if c.params.get("channel") == "C0SWEEP" and "thread_ts" not in c.params
+            and "alpha:4242" not in str(c.params.get("blocks", ""))]
+
+
+def dms(slack: FakeSlack) -> int:
+    return sum(1 for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE")
+
+
+async def test_outage_posts_one_thread_per_interval_and_answers(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Two replicas, Redis cut after one interval: only the last winner posts, no second DM,
+    /jobs still answered; a replica started during the outage DMs but posts no thread."""
+    config = make_config(prefix, tmp_path)
+    healthy = detail(job("4100", "rl-ppo-llama-8b"))
+    sweeper = FakeSweeper(make=lambda: sweep_result([healthy, collapsing()], at=clock()),
+                          conf=config)
+    stores = [await proxied(forwarder, prefix) for _ in range(3)]
+    try:
+        async with running_bot(slack, stores[0], sweeper, clock) as one, \
+                running_bot(slack, stores[1], sweeper, clock) as two:
+            first, second = make_scheduler(one.bot), make_scheduler(two.bot)
+            won = await asyncio.gather(first.tick(), second.tick())
+            assert sorted(won) == [False, True] and len(parents(slack)) == 1 and dms(slack) == 1
+            await forwarder.close()
+            for interval in range(2, 4):
+                clock.advance(1800)
+                swept = await asyncio.gather(first.tick(), second.tick())
+                assert list(swept) == list(won)  # the same replica leads through the outage
+                assert len(parents(slack)) == interval
+            assert dms(slack) == 1  # the leader remembers its episode without Redis
+            _, hook = await two.command("/jobs")
+            assert (await slack.wait_for(hook))[0].params.get("text")
+            async with running_bot(slack, stores[2], sweeper, clock) as late:
+                newcomer = make_scheduler(late.bot)
+                for _ in range(2):
+                    clock.advance(1800)
+                    await asyncio.gather(first.tick(), second.tick(), newcomer.tick())
+            assert len(parents(slack)) == 5  # still one thread per interval
+            assert dms(slack) == 2  # the newcomer's one DM: it could not know of the first
+            await forwarder.open()
+            clock.advance(1800)
+            await asyncio.gather(first.tick(), second.tick())
+            assert len(parents(slack)) == 6 and dms(slack) == 2
+    finally:
+        for store in stores:
+            await store.aclose()
+        direct = make_store(prefix)
+        await direct.delete_prefix()
+        await direct.aclose()
