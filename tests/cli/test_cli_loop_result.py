@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from bot import cli
 from bot.cli import DEMO_RECORDING, main
 
 
@@ -30,7 +29,7 @@ def returned(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         seen.append(value)
         return value
 
-    monkeypatch.setattr(cli.asyncio, "run", recording_run)
+    monkeypatch.setattr(asyncio, "run", recording_run)
     return seen
 
 
