@@ -49,14 +49,14 @@ _CHECKPOINT_RE = re.compile(
 _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Running trials)")
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
-_FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
+FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
 METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
-        *("Running trials", "train_batch_size", "n_samples_per_prompt", *_FINISH_MARKS),
+        *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
         *("{", "'", '"', " ::", "T::", "iteration"),
     ),
     unicode_digits=True,
@@ -105,6 +105,9 @@ class MetricScan:
         self.harbor: tuple[int, int, float | None] | None = None
         self.iter_total: int | None = None
         self.iter_times: list[tuple[int, float]] = []
+        self.hf_guessed = False
+        """HF dicts were numbered 1, 2, ... for want of a bar: right only from the log's start."""
+        self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
         self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
@@ -155,6 +158,33 @@ class MetricScan:
                 return
         self._markers(body)
 
+    def skim(self, line: str, line_no: int, *, in_dict: bool) -> None:
+        """A marker line before the suffix (``probes.logs.recent``): routed as ``feed`` routes
+        it, so a line another reader would consume (``in_dict``: a multi-line dict's) adds no
+        marker; no metric is recorded and the clock is not moved (``enter_suffix`` sets it)."""
+        body = strip_ray_prefix(line)
+        lead = body.lstrip()[:1]
+        self._skimming = True
+        if lead == "{":
+            if body.rstrip().endswith("}"):  # HF's one-line end-of-training dict
+                self._start_dict(body, line_no)
+        elif not (lead in ("'", '"') and in_dict) and not (
+            ("%|" in body and self._bar(body) is not None)
+            or ("iteration" in body and parse_iteration(body) is not None)
+            or ("step:" in body and parse_verl(body) is not None)
+            or ("Step " in body and _SKYRL_HEADER_RE.search(body) is not None)
+            or ("reward/" in body and parse_reward_line(body) is not None)
+        ):
+            self._markers(body)
+
+    def enter_suffix(self, at: datetime | None) -> None:
+        """After ``skim``: forget any half-read step, start the clock at ``at``."""
+        self._skimming = False
+        self.dict_lines, self.header, self.pending_reward = None, None, None
+        self.hf_prev, self.hf_unanchored = None, []
+        if at is not None:
+            self.clock.reference = self.clock.last = at
+
     def _markers(self, body: str) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
         if "Total" in body:
@@ -177,7 +207,7 @@ class MetricScan:
             samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples
             self.batch = int(batch.group(1)) if batch else self.batch
-        for mark in _FINISH_MARKS:
+        for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
                 self._mark("verl" if mark.startswith("Final") else "skyrl")
@@ -290,6 +320,8 @@ class MetricScan:
         return self._plans(tuple(raw))
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
+        if self._skimming:
+            return
         values = {canonical: raw[name] for canonical, name in self._plan(raw)}
         if not values:
             return
@@ -310,10 +342,20 @@ class MetricScan:
             return None
         return max(tracks, key=lambda item: (item[0][0] != "", item[1].count))[1]
 
-    def close(self) -> None:
-        """Flush what only the end of the tail can settle."""
+    def rate_depth(self) -> int:
+        """Rate events behind the summary's ``sec_per_step`` (the suffix must hold a widened
+        window of them to read the whole tail's rate)."""
+        track = self._training_bar()
+        if track is not None and track.last is not None:
+            return len(track.events)
+        return len(self.iter_times) if self.iter_times else len(self.points)
+
+    def close(self, *, at_log_start: bool = True) -> None:
+        """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at
+        the tail's first line (else unanchored HF dicts set ``hf_guessed``)."""
         if self.engine_line is not None:
             self._read_engine_line()
+        self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
         for step, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
             self._record(step, pairs, line_no, None)
         self.hf_unanchored.clear()
@@ -323,7 +365,9 @@ class MetricScan:
             if step not in self.points:
                 self._record(step, self.pending_reward, 0, None)
 
-    def summary(self, line_count: int) -> LogSummary:
+    def summary(self, line_count: int, *, keep: int | None = None) -> LogSummary:
+        """The summary; ``keep``: only the last ``keep`` steps of history (the rate is read
+        from every step seen first)."""
         track = self._training_bar()
         progress, rate = None, None
         if track is not None and track.last is not None:
@@ -341,6 +385,8 @@ class MetricScan:
         if rate is None:
             timed = [(p.step, p.wall_time.timestamp()) for p in points if p.wall_time is not None]
             rate = trailing_rate(timed)
+        if keep is not None:
+            points = points[-keep:]
         harbor = self.harbor or (None, None, None)
         rollouts = self.samples * self.batch if self.samples and self.batch else None
         return LogSummary(

@@ -3,6 +3,9 @@
 Policy: the training bar has no desc (Hugging Face) or a trainer's own desc and counts
 iterations; tokenizer, packing, dataset and eval bars are never it. The rate is a trailing
 window that one checkpoint-save spike does not move, and a restarted bar starts its clock again.
+On a whole-second clock too coarse for the last ``_RATE_WINDOW`` steps the window widens to the
+last ``WIDE_WINDOW`` events: a fixed depth, so a pass over the end of a tail reads the same rate
+as one over the whole tail (``probes.logs.recent``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ _TRAIN_DESCS = frozenset(
 )
 _RATE_WINDOW = 10
 _BAR_EVENTS_KEPT = 64
+WIDE_WINDOW = _BAR_EVENTS_KEPT // 2
+"""Events the widened window reads: never more than a track keeps after trimming."""
 _CLOCK_FLOOR_S = 5.0
 
 
@@ -59,7 +64,7 @@ def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDO
     """
     recent = list(events)[-(window + 1) :]
     if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
-        recent = list(events)  # sub-second steps on a whole-second clock: widen the window
+        recent = list(events)[-WIDE_WINDOW:]  # sub-second steps on a whole-second clock: widen
     pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(recent) if s1 > s0 and t1 >= t0]
     if not pairs:
         return None
