@@ -158,17 +158,29 @@ class MetricScan:
                 return
         self._markers(body)
 
-    def skim(self, line: str, line_no: int, *, in_dict: bool) -> None:
-        """A marker line before the suffix (``probes.logs.recent``): routed as ``feed`` routes
-        it, so a line another reader would consume (``in_dict``: a multi-line dict's) adds no
-        marker; no metric is recorded and the clock is not moved (``enter_suffix`` sets it)."""
+    def skim(self, line: str, raw: str, line_no: int, *, in_dict: bool) -> None:
+        """A marker or bar line before the suffix (``probes.logs.recent``): routed as ``feed``
+        routes it, so a line another reader would consume (``in_dict``: a multi-line dict's)
+        adds no marker; no metric is recorded and the clock is not moved (``enter_suffix``
+        sets it). Bars are counted: the training bar is chosen over the whole tail."""
         body = strip_ray_prefix(line)
         lead = body.lstrip()[:1]
         self._skimming = True
+        quoted = lead in ("'", '"')
+        if "%|" in body and lead != "{" and not (quoted and in_dict):
+            bar = self._bar(body)
+            if bar is not None:
+                self._on_bar(bar, NESTED_BAR_MARK in raw)
+                return
+        if "iteration" in body and lead != "{" and not (quoted and in_dict):
+            iteration = parse_iteration(body)
+            if iteration is not None:
+                self._on_iteration(iteration, line_no, None)
+                return
         if lead == "{":
             if body.rstrip().endswith("}"):  # HF's one-line end-of-training dict
                 self._start_dict(body, line_no)
-        elif not (lead in ("'", '"') and in_dict) and not (
+        elif not (quoted and in_dict) and not (
             ("%|" in body and self._bar(body) is not None)
             or ("iteration" in body and parse_iteration(body) is not None)
             or ("step:" in body and parse_verl(body) is not None)
@@ -342,14 +354,6 @@ class MetricScan:
             return None
         return max(tracks, key=lambda item: (item[0][0] != "", item[1].count))[1]
 
-    def rate_depth(self) -> int:
-        """Rate events behind the summary's ``sec_per_step`` (the suffix must hold a widened
-        window of them to read the whole tail's rate)."""
-        track = self._training_bar()
-        if track is not None and track.last is not None:
-            return len(track.events)
-        return len(self.iter_times) if self.iter_times else len(self.points)
-
     def close(self, *, at_log_start: bool = True) -> None:
         """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at
         the tail's first line (else unanchored HF dicts set ``hf_guessed``)."""
@@ -366,8 +370,8 @@ class MetricScan:
                 self._record(step, self.pending_reward, 0, None)
 
     def summary(self, line_count: int, *, keep: int | None = None) -> LogSummary:
-        """The summary; ``keep``: only the last ``keep`` steps of history (the rate is read
-        from every step seen first)."""
+        """The summary; ``keep``: only the ``keep`` steps logged last (in step order). Without
+        a bar or iteration rate, the rate is read from the stamps of those steps."""
         track = self._training_bar()
         progress, rate = None, None
         if track is not None and track.last is not None:
@@ -379,14 +383,13 @@ class MetricScan:
                 sec_per_it=sec_per_it(last.rate),
             )
             rate = trailing_rate(track.events)
-        points = tuple(self.points[step] for step in sorted(self.points))
+        logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
+        points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))
         if rate is None and self.iter_times:
             rate = trailing_rate(_iteration_clock(self.iter_times))
         if rate is None:
             timed = [(p.step, p.wall_time.timestamp()) for p in points if p.wall_time is not None]
             rate = trailing_rate(timed)
-        if keep is not None:
-            points = points[-keep:]
         harbor = self.harbor or (None, None, None)
         rollouts = self.samples * self.batch if self.samples and self.batch else None
         return LogSummary(

@@ -4,33 +4,37 @@ Policy. The report reads a job's metric history no deeper than its last few doze
 collapse rule judges the last ``collapse_recent_steps`` (5) steps, each against a window of the
 previous ``window`` (10, needing ``min_window`` 5) values; Trend words and sparklines use the
 last 8 values, ``/job``'s history table the last 10 points, the first-launch test whether there
-are 10. So the pass keeps the last ``HISTORY_DEPTH`` (32) steps, twice the 15 a dense metric
-needs, so a metric logged every other step still fills its windows; the bot's Redis history
+are 10. So the pass keeps the ``HISTORY_DEPTH`` (32) steps logged last (a run restarted from
+step 0 shows its new steps, not the old run's higher ones), twice the 15 a dense metric needs, so a metric logged every other step still fills its windows; the bot's Redis history
 carries longer runs across sweeps.
 
 It feeds ``MetricScan`` the candidate lines of a suffix of the tail, and deepens the suffix
 (x4) until it holds ``HISTORY_DEPTH + MARGIN`` steps or is the whole tail. The ``MARGIN``
 oldest steps of a suffix are dropped: a SkyRL header, reward line or multi-line dict cut by the
 suffix's start can only touch those. A suffix is also deepened while an HF dict has no bar
-count to take its step from (only the start of the log may number those 1, 2, ...), and until
-it holds the rate's widest window of bar (or iteration) events (``progress.WIDE_WINDOW``).
+count to take its step from (only the start of the log may number those 1, 2, ...). The rate
+needs nothing deeper: bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1``
+Megatron iteration lines before the suffix too, and a rate from step stamps reads the kept
+steps only.
 
 What the tail says once, anywhere, is still read from the whole tail: the lines before the
-suffix that hold a marker needle (banner totals such as ``Total optimization steps``, checkpoint
-saves, completion marks, Harbor progress, rollout geometry) are skimmed first, with no metric
-recorded; the log clock enters the suffix at the last stamp before it, and the engine's last
+suffix that hold a progress bar or a marker needle (banner totals such as ``Total optimization
+steps``, checkpoint saves, completion marks, Harbor progress, rollout geometry) are skimmed
+first, with no metric recorded; the log clock enters the suffix at the last stamp before it, and the engine's last
 200 is read at its own line wherever it is. So a 2 GB log costs what its last steps cost, and
-the summary's other fields equal the full pass's (the property tests hold the two together).
+the summary's fields equal the full pass's (the property tests hold the two together), but
+``formats``, which no rule reads: it names the formats of the lines read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import islice
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
 from probes.logs.history import FINISH_MARKS, METRIC_LINES, MetricScan
-from probes.logs.lines import strip_ray_prefix
+from probes.logs.lines import parse_iteration, strip_ray_prefix
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
 from probes.models import LogSummary
@@ -43,11 +47,13 @@ _MAX_DICT_RUN = 5000
 _FIRST_SPAN = 256
 """Candidate lines in the first suffix tried; each retry takes four times as many."""
 MARKER_LINES = NeedleFilter(
-    ("Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
+    ("%|", "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
      "n_samples_per_prompt", "train_runtime", *FINISH_MARKS)
 )
-"""The lines before the suffix worth skimming: every needle of ``MetricScan._markers``, and
-the ``train_runtime`` of HF's end-of-training dict."""
+"""The lines before the suffix worth skimming: progress bars (the training bar is the most
+redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
+``train_runtime`` of HF's end-of-training dict."""
+ITERATION_LINES = NeedleFilter(("iteration",))
 
 
 def recent_metrics(
@@ -70,8 +76,7 @@ def recent_metrics(
         start = candidates[cut] if cut else 0
         scan = _scan_suffix(raws, lines, candidates[cut:], start, aliases, mtime, engine_line,
                             first_line_no)
-        if start == 0 or (len(scan.points) >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed
-                          and scan.rate_depth() > WIDE_WINDOW):
+        if start == 0 or (len(scan.points) >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
             break
         span *= 4
     engine_at = scan.engine_at
@@ -94,15 +99,27 @@ def _scan_suffix(
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
-        marked = MARKER_LINES.lines(lines[:start])
-        for index in range(start) if marked is None else marked:
-            scan.skim(lines[index], first_line_no + index, in_dict=_inside_dict(lines, index))
+        for index in _skimmed(lines, start):
+            scan.skim(lines[index], raws[index], first_line_no + index,
+                      in_dict=_inside_dict(lines, index))
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True))
     for index in indices:
         if lines[index].strip():
             scan.feed(lines[index], raws[index], first_line_no + index)
     scan.close(at_log_start=start == 0)
     return scan
+
+
+def _skimmed(lines: Sequence[str], start: int) -> list[int]:
+    """The lines before ``start`` to skim: marker and bar lines, and the last Megatron
+    iteration lines (the rate's widest window of them, and the last ``--train-iters``)."""
+    prefix = lines[:start]
+    marked = MARKER_LINES.lines(prefix)
+    if marked is None:
+        return list(range(start))
+    iterations = ITERATION_LINES.lines(prefix) or []
+    parsed = (i for i in reversed(iterations) if parse_iteration(strip_ray_prefix(lines[i])))
+    return sorted({*marked, *islice(parsed, WIDE_WINDOW + 1)})
 
 
 def _inside_dict(lines: Sequence[str], index: int) -> bool:
