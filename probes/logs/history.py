@@ -13,10 +13,9 @@ length of one tail.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache, partial
-from itertools import pairwise
 from math import isfinite
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
@@ -34,7 +33,14 @@ from probes.logs.lines import (
 )
 from probes.logs.metric_names import canonical_plan
 from probes.logs.prefilter import NeedleFilter
-from probes.logs.progress import BarTrack, is_training_bar, sec_per_it, trailing_rate
+from probes.logs.progress import (
+    BarTrack,
+    is_training_bar,
+    iteration_clock,
+    iteration_seconds,
+    sec_per_it,
+    trailing_rate,
+)
 from probes.models import LogSummary, MetricPoint, ProgressBar
 
 _SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
@@ -294,7 +300,7 @@ class MetricScan:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
         self._mark("megatron")
         self.iter_total = line.total
-        per_iter = _iteration_seconds(line.values)
+        per_iter = iteration_seconds(line.values)
         if per_iter is not None:
             if self.iter_times and line.step <= self.iter_times[-1][0]:
                 self.iter_times.clear()  # a restarted run counts again from its resume point
@@ -386,7 +392,7 @@ class MetricScan:
         logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
         points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))
         if rate is None and self.iter_times:
-            rate = trailing_rate(_iteration_clock(self.iter_times))
+            rate = trailing_rate(iteration_clock(self.iter_times))
         if rate is None:
             timed = [(p.step, p.wall_time.timestamp()) for p in points if p.wall_time is not None]
             rate = trailing_rate(timed)
@@ -409,23 +415,4 @@ class MetricScan:
             last_timestamp=self.clock.last,
             finished=self.finished,
         )
-
-
-def _iteration_seconds(values: Mapping[str, float]) -> float | None:
-    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
-    for key, scale in (("elapsed time per iteration (ms)", 1e-3),
-                       ("elapsed time per iteration (s)", 1.0)):
-        value = values.get(key)
-        if value is not None and isfinite(value) and value >= 0:
-            return value * scale
-    return None
-
-
-def _iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-    """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
-    clock = [(times[0][0], 0.0)]
-    for (previous, _), (step, per_iter) in pairwise(times):
-        clock.append((step, clock[-1][1] + (step - previous) * per_iter))
-    return clock
-
 

@@ -10,8 +10,9 @@ as one over the whole tail (``probes.logs.recent``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from math import isfinite
 from statistics import median
 
 from probes.logs.lines import TqdmBar, parse_number
@@ -83,3 +84,23 @@ def sec_per_it(rate: str) -> float | None:
         per_second = parse_number(rate[:-4])
         return 1.0 / per_second if per_second else None
     return None
+
+
+def iteration_seconds(values: Mapping[str, float]) -> float | None:
+    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
+    for key, scale in (("elapsed time per iteration (ms)", 1e-3),
+                       ("elapsed time per iteration (s)", 1.0)):
+        value = values.get(key)
+        if value is not None and isfinite(value) and value >= 0:
+            return value * scale
+    return None
+
+
+def iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
+    clock = [(times[0][0], 0.0)]
+    for (previous, _), (step, per_iter) in pairwise(times):
+        clock.append((step, clock[-1][1] + (step - previous) * per_iter))
+    return clock
+
+

@@ -5,12 +5,13 @@ collapse rule judges the last ``collapse_recent_steps`` (5) steps, each against 
 previous ``window`` (10, needing ``min_window`` 5) values; Trend words and sparklines use the
 last 8 values, ``/job``'s history table the last 10 points, the first-launch test whether there
 are 10. So the pass keeps the ``HISTORY_DEPTH`` (32) steps logged last (a run restarted from
-step 0 shows its new steps, not the old run's higher ones), twice the 15 a dense metric needs, so a metric logged every other step still fills its windows; the bot's Redis history
+step 0 shows its new steps, not the old run's higher ones), twice the 15 a dense metric
+needs, so a metric logged every other step still fills its windows; the bot's Redis history
 carries longer runs across sweeps.
 
 It feeds ``MetricScan`` the candidate lines of a suffix of the tail, and deepens the suffix
 (x4) until it holds ``HISTORY_DEPTH + MARGIN`` steps or is the whole tail. The ``MARGIN``
-oldest steps of a suffix are dropped: a SkyRL header, reward line or multi-line dict cut by the
+steps a suffix logged first are dropped: a SkyRL header, reward line or multi-line dict cut by the
 suffix's start can only touch those. A suffix is also deepened while an HF dict has no bar
 count to take its step from (only the start of the log may number those 1, 2, ...). The rate
 needs nothing deeper: bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1``
@@ -20,10 +21,11 @@ steps only.
 What the tail says once, anywhere, is still read from the whole tail: the lines before the
 suffix that hold a progress bar or a marker needle (banner totals such as ``Total optimization
 steps``, checkpoint saves, completion marks, Harbor progress, rollout geometry) are skimmed
-first, with no metric recorded; the log clock enters the suffix at the last stamp before it, and the engine's last
-200 is read at its own line wherever it is. So a 2 GB log costs what its last steps cost, and
-the summary's fields equal the full pass's (the property tests hold the two together), but
-``formats``, which no rule reads: it names the formats of the lines read.
+first, with no metric recorded; the log clock enters the suffix at the last stamp before it,
+and the engine's last 200 is read at its own line wherever it is. So a 2 GB log costs what
+its last steps cost, and the summary's fields equal the full pass's (the property tests hold
+the two together), but ``formats``, which no rule reads: it names the formats of the lines
+read.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ def recent_metrics(
     while True:
         cut = max(0, len(candidates) - span)
         start = candidates[cut] if cut else 0
-        scan = _scan_suffix(raws, lines, candidates[cut:], start, aliases, mtime, engine_line,
-                            first_line_no)
+        scan = _scan_suffix(raws, lines, candidates[cut:], start=start, aliases=aliases,
+                            mtime=mtime, engine_line=engine_line, first_line_no=first_line_no)
         if start == 0 or (len(scan.points) >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
             break
         span *= 4
@@ -89,6 +91,7 @@ def _scan_suffix(
     raws: Sequence[str],
     lines: Sequence[str],
     indices: Sequence[int],
+    *,
     start: int,
     aliases: Mapping[str, str],
     mtime: datetime | None,

@@ -37,10 +37,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.bench_slurm import ENV, TAIL_SCRIPT, cluster, floor_once, ssh  # noqa: E402
-from tests.bench.bench_slurm import wait_started  # noqa: E402
-
 from probes.slurm.transport import SshRunner  # noqa: E402
+from tests.bench.bench_slurm import (  # noqa: E402
+    ENV,
+    TAIL_SCRIPT,
+    cluster,
+    floor_once,
+    ssh,
+    wait_started,
+)
 
 JOBTABLES = str(ROOT / ".venv" / "bin" / "jobtables")
 
@@ -77,6 +82,14 @@ def config_text(clusters: int) -> str:
             f'known_hosts = "{ENV["JOBTABLES_TEST_KNOWN_HOSTS"]}"\n'
             f'client_keys = ["{ENV["JOBTABLES_TEST_SSH_KEY"]}"]\nrecent_hours = 0.002\n')
     return "\n".join(entries)
+
+
+def write_configs(tmp: Path, clusters: int) -> tuple[Path, Path]:
+    """One config with the cluster once, one with it ``clusters`` times."""
+    one, many = tmp / "one.toml", tmp / "many.toml"
+    one.write_text(config_text(1))
+    many.write_text(config_text(clusters))
+    return one, many
 
 
 def run_child(argv: Sequence[str]) -> tuple[float, float, int]:
@@ -126,9 +139,7 @@ def report(label: str, wall: float, floor: float, rss: float, target: str) -> No
 async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> None:
     paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
     with tempfile.TemporaryDirectory() as tmp:
-        one, many = Path(tmp, "one.toml"), Path(tmp, "many.toml")
-        one.write_text(config_text(1))
-        many.write_text(config_text(args.clusters))
+        one, many = write_configs(Path(tmp), args.clusters)
         for _ in range(args.rounds):
             start, _ = median_child([JOBTABLES, "--help"], args.repeat)
             wall, rss = median_child([JOBTABLES, "sweep", "--config", str(one)], args.repeat)
