@@ -56,6 +56,11 @@ _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Runni
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
 FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
+MARKER_GATES = (
+    "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
+    "n_samples_per_prompt", *FINISH_MARKS,
+)
+"""The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
@@ -184,8 +189,10 @@ class MetricScan:
                 self._on_iteration(iteration, line_no, None)
                 return
         if lead == "{":
-            if body.rstrip().endswith("}"):  # HF's one-line end-of-training dict
+            if "train_runtime" in body and body.rstrip().endswith("}"):  # HF's one-line end dict
                 self._start_dict(body, line_no)
+        elif not any(gate in body for gate in MARKER_GATES):
+            return  # the needles match without case; _markers' gates do not
         elif not (quoted and in_dict) and not (
             ("%|" in body and self._bar(body) is not None)
             or ("iteration" in body and parse_iteration(body) is not None)

@@ -10,13 +10,15 @@ needs, so a metric logged every other step still fills its windows; the bot's Re
 carries longer runs across sweeps.
 
 It feeds ``MetricScan`` the candidate lines of a suffix of the tail, and deepens the suffix
-(x4) until it holds ``HISTORY_DEPTH + MARGIN`` steps or is the whole tail. The ``MARGIN``
-steps a suffix logged first are dropped: a SkyRL header, reward line or multi-line dict cut by the
-suffix's start can only touch those. A suffix is also deepened while an HF dict has no bar
-count to take its step from (only the start of the log may number those 1, 2, ...). The rate
-needs nothing deeper: bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1``
-Megatron iteration lines before the suffix too, and a rate from step stamps reads the kept
-steps only.
+(by the lines per step seen, at least x2) until it holds ``HISTORY_DEPTH + MARGIN`` steps or
+is the whole tail. The ``MARGIN`` steps a suffix logged first are dropped: a SkyRL header,
+reward line or multi-line dict cut by the suffix's start can only touch those. A suffix is
+also deepened while an HF dict has no bar count to take its step from (only the start of the
+log may number those 1, 2, ...). Known limit: a step numbered from state before the suffix
+(an HF dict after a run of bar-less dicts, a SkyRL reward line's step already logged) may
+differ; a real log's order re-anchors those at the next bar. The rate needs nothing deeper:
+bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1`` Megatron iteration lines
+before the suffix too, and a rate from step stamps reads the kept steps only.
 
 What the tail says once, anywhere, is still read from the whole tail: the lines before the
 suffix that hold a progress bar or a marker needle (banner totals such as ``Total optimization
@@ -35,7 +37,7 @@ from datetime import datetime
 from itertools import islice
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
-from probes.logs.history import FINISH_MARKS, METRIC_LINES, MetricScan
+from probes.logs.history import MARKER_GATES, METRIC_LINES, MetricScan
 from probes.logs.lines import parse_iteration, strip_ray_prefix
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
@@ -46,12 +48,10 @@ HISTORY_DEPTH = 32
 MARGIN = 2
 _MAX_DICT_RUN = 5000
 """As ``MetricScan`` gives up on a dict: lines looked back over for its opening brace."""
-_FIRST_SPAN = 256
-"""Candidate lines in the first suffix tried; each retry takes four times as many."""
-MARKER_LINES = NeedleFilter(
-    ("%|", "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
-     "n_samples_per_prompt", "train_runtime", *FINISH_MARKS)
-)
+_FIRST_SPAN = 96
+"""Candidate lines in the first suffix tried; a retry aims at the depth from the lines per
+step seen so far, and at least doubles."""
+MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 """The lines before the suffix worth skimming: progress bars (the training bar is the most
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
@@ -78,9 +78,11 @@ def recent_metrics(
         start = candidates[cut] if cut else 0
         scan = _scan_suffix(raws, lines, candidates[cut:], start=start, aliases=aliases,
                             mtime=mtime, engine_line=engine_line, first_line_no=first_line_no)
-        if start == 0 or (len(scan.points) >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
+        got = len(scan.points)
+        if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
             break
-        span *= 4
+        # Aim at the depth from the lines per step seen so far (at least doubling each time).
+        span = max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got if got else 4 * span)
     engine_at = scan.engine_at
     if engine_line is not None and engine_line < first_line_no + start:
         engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True)
@@ -103,8 +105,9 @@ def _scan_suffix(
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
         for index in _skimmed(lines, start):
+            quoted = strip_ray_prefix(lines[index]).lstrip()[:1] in ("'", '"')
             scan.skim(lines[index], raws[index], first_line_no + index,
-                      in_dict=_inside_dict(lines, index))
+                      in_dict=quoted and _inside_dict(lines, index))
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True))
     for index in indices:
         if lines[index].strip():

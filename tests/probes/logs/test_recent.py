@@ -124,10 +124,13 @@ def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -
        st.integers(min_value=0, max_value=50))
 def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
     """Whole steps of each trainer format with real fixture lines between read back equal.
-    The noise holds no SkyRL reward line: a stray one gives a reward-only step to the next
-    SkyRL bar unless that step was logged anywhere before (see the shuffled-lines test)."""
+    The noise holds no SkyRL reward line and no HF dict: a stray reward line gives a
+    reward-only step to the next SkyRL bar unless that step was logged anywhere before, and
+    stray HF dicts number themselves after the previous dict, not the bar (see the
+    shuffled-lines test)."""
     rng = random.Random(seed)
-    pool = [line for line in fixture_pool() if "reward/" not in line]
+    pool = [line for line in fixture_pool()
+            if "reward/" not in line and not line.lstrip().startswith("{")]
     parts = []
     for step in range(1, steps + 1):
         parts.append(rng.choice((skyrl_block, hf_block))(step, rng))
