@@ -110,26 +110,31 @@ def _emit(result: SweepResult, fmt: str, width: int) -> str:
     return text
 
 
-async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None) -> SweepResult:
+async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
+                 show: Callable[[SweepResult], str]) -> None:
+    """One sweep, printed from inside the loop; returns nothing. On Python 3.11 asyncio.run's
+    restoring of the SIGINT handler formats the main task's repr, and a returned SweepResult
+    would be in it: seconds and hundreds of MB at 500 jobs (issue 12)."""
     sweeper = Sweeper(loader)
     try:
-        return await sweeper.sweep(clusters=clusters)
+        result = await sweeper.sweep(clusters=clusters)
     finally:
         await sweeper.aclose()
+    print(show(result))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     loader = _loader(args)
     config = loader()
-    result = asyncio.run(_sweep(lambda: config, args.cluster))
-    print(_emit(result, args.format, args.width or config.report.width))
+    width = args.width or config.report.width
+    asyncio.run(_sweep(lambda: config, args.cluster, lambda r: _emit(r, args.format, width)))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config()
-    result = asyncio.run(_sweep(lambda: config, None))
-    print(_emit(result, args.format, args.width or config.report.width))
+    width = args.width or config.report.width
+    asyncio.run(_sweep(lambda: config, None, lambda r: _emit(r, args.format, width)))
     return 0
 
 
@@ -146,13 +151,15 @@ def cmd_job(args: argparse.Namespace) -> int:
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()
-    result = asyncio.run(_sweep(lambda: config, [cluster] if cluster else None))
-    detail = result.find(cluster, job_id)
     width = args.width or config.report.width
-    if args.format == "json":
-        print(render_job_json(detail))
-    else:
-        print(render_job_detail(detail, width=width))
+
+    def show(result: SweepResult) -> str:
+        detail = result.find(cluster, job_id)
+        if args.format == "json":
+            return render_job_json(detail)
+        return render_job_detail(detail, width=width)
+
+    asyncio.run(_sweep(lambda: config, [cluster] if cluster else None, show))
     return 0
 
 

@@ -100,12 +100,13 @@ class KubeClient:
         except NotFoundError:
             return []
 
-    async def list_pods(self, what: str, selector: str) -> list[Any]:
-        """The pods matching ``selector`` (one call)."""
+    async def list_pods(self) -> list[Any]:
+        """Every pod in the namespace (paginated): one list per sweep, matched to workloads
+        locally. The cluster's ``label_selector`` picks Jobs; pods need not carry it."""
         core = CoreV1Api(await self._api())
-        page = partial(core.list_namespaced_pod, self._cluster.namespace)
-        answer = await self.call(what, partial(_with_budget, page, {"label_selector": selector}))
-        return list(answer.items or [])
+        return await self._list_pages(
+            "list pods", partial(core.list_namespaced_pod, self._cluster.namespace),
+            selector=False)
 
     async def read_log(self, pod: str, container: str | None) -> str:
         """The tail of ``pod``'s log (``tail_lines``/``tail_bytes``), read raw and decoded."""
@@ -179,11 +180,12 @@ class KubeClient:
             self._client = ApiClient(configuration)
         return self._client
 
-    async def _list_pages(self, what: str, page: Callable[..., Awaitable[Any]]) -> list[Any]:
+    async def _list_pages(self, what: str, page: Callable[..., Awaitable[Any]], *,
+                          selector: bool = True) -> list[Any]:
         """Every item of a paginated list call (each page is one counted round trip)."""
         items: list[Any] = []
         query: dict[str, Any] = {"limit": PAGE_SIZE}
-        if self._cluster.label_selector:
+        if selector and self._cluster.label_selector:
             query["label_selector"] = self._cluster.label_selector
         token: str | None = None
         for _ in range(MAX_PAGES):

@@ -33,6 +33,8 @@ from probes.models import SchedulerRecord
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 """Pod labels naming the owning Job: the current one first, the pre-1.27 one as a fallback."""
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL)
+"""The labels a pod is matched to its workload by (see ``Workload.pod_labels``)."""
 RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 CONFIG_HASH_KEY = re.compile(r"config[-_.]?hash$", re.IGNORECASE)
@@ -64,11 +66,11 @@ class Workload:
     def name(self) -> str:
         return self.view.name
 
-    def pod_selectors(self) -> tuple[str, ...]:
-        """Label selectors that find this workload's pods, preferred first."""
+    def pod_labels(self) -> tuple[tuple[str, str], ...]:
+        """The (label, value) pairs that mark this workload's pods, preferred first."""
         if self.view.kind == "JobSet":
-            return (f"{JOBSET_NAME_LABEL}={self.name}",)
-        return tuple(f"{label}={self.name}" for label in JOB_NAME_LABELS)
+            return ((JOBSET_NAME_LABEL, self.name),)
+        return tuple((label, self.name) for label in JOB_NAME_LABELS)
 
 
 def job_workload(job: Any) -> Workload:

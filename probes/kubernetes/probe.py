@@ -7,8 +7,11 @@ Policy (the seed's Kubernetes paragraph):
 - Calls are issued one at a time, in order (the seed: keep the calls synchronous), through
   :class:`probes.kubernetes.client.KubeClient`: it loads the kubeconfig privately, bounds each
   call by ``request_timeout_s`` and what is left of the ``timeout_s`` sweep budget, counts the
-  ``round_trips`` and translates third-party errors once into :mod:`probes.errors`. An
-  unreachable or unauthorised API server makes ``collect`` return ``status="unreachable"``.
+  ``round_trips`` and translates third-party errors once into :mod:`probes.errors`. Pods are
+  listed once per sweep, namespace-wide (paginated), and matched to each workload by its
+  job-name / JobSet-name label locally: the sweep's calls do not grow with the job count,
+  except for one log read per running job. An unreachable or unauthorised API server makes
+  ``collect`` return ``status="unreachable"``.
 - A job that was active in the previous sweep and is gone now is reported once more as FAILED,
   zero pods, reason ``vanished`` (the silent-wedge signature), then forgotten. A job that ended
   and was garbage-collected, or that this probe cancelled, is simply forgotten.
@@ -31,6 +34,7 @@ from probes.ids import validate_job_id
 from probes.kubernetes.client import KubeClient, NotFoundError
 from probes.kubernetes.objects import (
     KIND_LABEL,
+    POD_OWNER_LABELS,
     WEDGE_LABEL,
     Workload,
     build_record,
@@ -57,6 +61,8 @@ from probes.models import (
 )
 
 VANISHED = "vanished"
+PodIndex = dict[tuple[str, str], list[Any]]
+"""(owner label, value) -> the namespace's pods carrying it (one sweep's pod list)."""
 
 
 class KubernetesProbe:
@@ -88,7 +94,9 @@ class KubernetesProbe:
         try:
             with self._api.budget():
                 workloads = await self._list_workloads()
-                jobs = [await self._job_facts(work, now) for work in self._wanted(workloads, now)]
+                wanted = self._wanted(workloads, now)
+                pods = await self._pod_index() if wanted else {}
+                jobs = [await self._job_facts(work, pods, now) for work in wanted]
         except (UnreachableError, AuthError, CommandError) as exc:
             if isinstance(exc, AuthError):
                 await self._api.close()  # credentials may be rotated on disk: reload next time
@@ -145,17 +153,29 @@ class KubernetesProbe:
             wanted.append(work)
         return wanted
 
-    async def _pods(self, work: Workload) -> list[PodView]:
-        for selector in work.pod_selectors():
-            items = await self._api.list_pods(f"list pods of {work.name}", selector)
+    async def _pod_index(self) -> PodIndex:
+        """One namespace-wide pod list per sweep, indexed by the labels that name an owner."""
+        index: PodIndex = {}
+        for pod in await self._api.list_pods():
+            labels = pod.metadata.labels or {}
+            for key in POD_OWNER_LABELS:
+                value = labels.get(key)
+                if value is not None:
+                    index.setdefault((key, value), []).append(pod)
+        return index
+
+    @staticmethod
+    def _pods(work: Workload, index: PodIndex) -> list[PodView]:
+        for label in work.pod_labels():
+            items = index.get(label)
             if items:
                 return [pod_view(pod) for pod in items]
-        return []  # every selector asked (incl. the pre-1.27 label) before calling it zero
+        return []  # every label looked up (incl. the pre-1.27 one) before calling it zero
 
     # -- one job -----------------------------------------------------------------------------
 
-    async def _job_facts(self, work: Workload, now: datetime) -> JobFacts:
-        pods = await self._pods(work)
+    async def _job_facts(self, work: Workload, index: PodIndex, now: datetime) -> JobFacts:
+        pods = self._pods(work, index)
         verdict = map_workload_state(work.view, pods)
         record = build_record(self._cluster, work, pods, verdict, now)
         leader = log_pod(pods)

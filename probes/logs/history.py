@@ -13,10 +13,9 @@ length of one tail.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache, partial
-from itertools import pairwise
 from math import isfinite
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
@@ -35,7 +34,14 @@ from probes.logs.lines import (
 from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
-from probes.logs.progress import BarTrack, is_training_bar, sec_per_it, trailing_rate
+from probes.logs.progress import (
+    BarTrack,
+    is_training_bar,
+    iteration_clock,
+    iteration_seconds,
+    sec_per_it,
+    trailing_rate,
+)
 from probes.models import LogSummary, MetricPoint, ProgressBar
 
 _SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
@@ -50,14 +56,19 @@ _CHECKPOINT_RE = re.compile(
 _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Running trials)")
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
-_FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
+FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
+MARKER_GATES = (
+    "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
+    "n_samples_per_prompt", *FINISH_MARKS,
+)
+"""The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
 METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
-        *("Running trials", "train_batch_size", "n_samples_per_prompt", *_FINISH_MARKS),
+        *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
         *("{", "'", '"', " ::", "T::", "iteration"),
     ),
     unicode_digits=True,
@@ -106,6 +117,9 @@ class MetricScan:
         self.harbor: tuple[int, int, float | None] | None = None
         self.iter_total: int | None = None
         self.iter_times: list[tuple[int, float]] = []
+        self.hf_guessed = False
+        """HF dicts were numbered 1, 2, ... for want of a bar: right only from the log's start."""
+        self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
         self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
@@ -156,6 +170,47 @@ class MetricScan:
                 return
         self._markers(body)
 
+    def skim(self, line: str, raw: str, line_no: int, *, in_dict: bool) -> None:
+        """A marker or bar line before the suffix (``probes.logs.recent``): routed as ``feed``
+        routes it, so a line another reader would consume (``in_dict``: a multi-line dict's)
+        adds no marker; no metric is recorded and the clock is not moved (``enter_suffix``
+        sets it). Bars are counted: the training bar is chosen over the whole tail."""
+        body = strip_ray_prefix(line)
+        lead = body.lstrip()[:1]
+        self._skimming = True
+        quoted = lead in ("'", '"')
+        if "%|" in body and lead != "{" and not (quoted and in_dict):
+            bar = self._bar(body)
+            if bar is not None:
+                self._on_bar(bar, NESTED_BAR_MARK in raw)
+                return
+        if "iteration" in body and lead != "{" and not (quoted and in_dict):
+            iteration = parse_iteration(body)
+            if iteration is not None:
+                self._on_iteration(iteration, line_no, None)
+                return
+        if lead == "{":
+            if "train_runtime" in body and body.rstrip().endswith("}"):  # HF's one-line end dict
+                self._start_dict(body, line_no)
+        elif not any(gate in body for gate in MARKER_GATES):
+            return  # the needles match without case; _markers' gates do not
+        elif not (quoted and in_dict) and not (
+            ("%|" in body and self._bar(body) is not None)
+            or ("iteration" in body and parse_iteration(body) is not None)
+            or ("step:" in body and parse_verl(body) is not None)
+            or ("Step " in body and _SKYRL_HEADER_RE.search(body) is not None)
+            or ("reward/" in body and parse_reward_line(body) is not None)
+        ):
+            self._markers(body)
+
+    def enter_suffix(self, at: datetime | None) -> None:
+        """After ``skim``: forget any half-read step, start the clock at ``at``."""
+        self._skimming = False
+        self.dict_lines, self.header, self.pending_reward = None, None, None
+        self.hf_prev, self.hf_unanchored = None, []
+        if at is not None:
+            self.clock.reference = self.clock.last = at
+
     def _markers(self, body: str) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
         if "Total" in body:
@@ -178,7 +233,7 @@ class MetricScan:
             samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples
             self.batch = int(batch.group(1)) if batch else self.batch
-        for mark in _FINISH_MARKS:
+        for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
                 self._mark("verl" if mark.startswith("Final") else "skyrl")
@@ -253,7 +308,7 @@ class MetricScan:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
         self._mark("megatron")
         self.iter_total = line.total
-        per_iter = _iteration_seconds(line.values)
+        per_iter = iteration_seconds(line.values)
         if per_iter is not None:
             if self.iter_times and line.step <= self.iter_times[-1][0]:
                 self.iter_times.clear()  # a restarted run counts again from its resume point
@@ -291,6 +346,8 @@ class MetricScan:
         return self._plans(tuple(raw))
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
+        if self._skimming:
+            return
         values = {canonical: raw[name] for canonical, name in self._plan(raw)}
         if not values:
             return
@@ -311,10 +368,12 @@ class MetricScan:
             return None
         return max(tracks, key=lambda item: (item[0][0] != "", item[1].count))[1]
 
-    def close(self) -> None:
-        """Flush what only the end of the tail can settle."""
+    def close(self, *, at_log_start: bool = True) -> None:
+        """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at
+        the tail's first line (else unanchored HF dicts set ``hf_guessed``)."""
         if self.engine_line is not None:
             self._read_engine_line()
+        self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
         for step, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
             self._record(step, pairs, line_no, None)
         self.hf_unanchored.clear()
@@ -324,7 +383,9 @@ class MetricScan:
             if step not in self.points:
                 self._record(step, self.pending_reward, 0, None)
 
-    def summary(self, line_count: int) -> LogSummary:
+    def summary(self, line_count: int, *, keep: int | None = None) -> LogSummary:
+        """The summary; ``keep``: only the ``keep`` steps logged last (in step order). Without
+        a bar or iteration rate, the rate is read from the stamps of those steps."""
         track = self._training_bar()
         progress, rate = None, None
         if track is not None and track.last is not None:
@@ -336,9 +397,10 @@ class MetricScan:
                 sec_per_it=sec_per_it(last.rate),
             )
             rate = trailing_rate(track.events)
-        points = tuple(self.points[step] for step in sorted(self.points))
+        logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
+        points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))
         if rate is None and self.iter_times:
-            rate = trailing_rate(_iteration_clock(self.iter_times))
+            rate = trailing_rate(iteration_clock(self.iter_times))
         if rate is None:
             timed = [(p.step, p.wall_time.timestamp()) for p in points if p.wall_time is not None]
             rate = trailing_rate(timed)
@@ -361,23 +423,4 @@ class MetricScan:
             last_timestamp=self.clock.last,
             finished=self.finished,
         )
-
-
-def _iteration_seconds(values: Mapping[str, float]) -> float | None:
-    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
-    for key, scale in (("elapsed time per iteration (ms)", 1e-3),
-                       ("elapsed time per iteration (s)", 1.0)):
-        value = values.get(key)
-        if value is not None and isfinite(value) and value >= 0:
-            return value * scale
-    return None
-
-
-def _iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-    """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
-    clock = [(times[0][0], 0.0)]
-    for (previous, _), (step, per_iter) in pairwise(times):
-        clock.append((step, clock[-1][1] + (step - previous) * per_iter))
-    return clock
-
 

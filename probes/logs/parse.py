@@ -15,8 +15,11 @@ last 200 is the clock's reading at that line, so a stamp-less access line still 
 
 Speed policy: the tail is split in C, and a whole-text prefilter (``probes.logs.prefilter``) hands
 ``MetricScan.feed`` only the lines holding one of its substring gates, a dict brace or quote, or
-a timestamp's ``HH:MM:SS``; ``feed`` does nothing with any other line, so the result is the
-per-line reference's (``_parse_reference``, which the property tests compare against).
+a timestamp's ``HH:MM:SS``; ``feed`` does nothing with any other line. Metrics are read back
+from the end, only as deep as the report looks (the last ``HISTORY_DEPTH`` steps,
+``probes.logs.recent``), while markers printed once (banner totals, checkpoint saves) are still
+found anywhere in the tail; faults keep their whole-tail prefilter. The result is the per-line,
+whole-tail reference's (``_parse_reference``, which the property tests compare against).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from datetime import datetime
 
 from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.fingerprint import read_fingerprint
-from probes.logs.history import METRIC_LINES, MetricScan
+from probes.logs.history import MetricScan
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.outcome import read_outcome
 from probes.logs.progress import trailing_rate
+from probes.logs.recent import HISTORY_DEPTH, recent_metrics
 from probes.models import LogSummary
 
 __all__ = ["parse_log", "trailing_rate"]
@@ -108,13 +112,18 @@ def _summarise(
     engine_line = faults.last_engine_ok_line if faults is not None else None
     engine_at: datetime | None = None
     try:
-        scan = MetricScan(aliases or {}, mtime, engine_line)
-        candidates = METRIC_LINES.lines(lines) if fast else None
-        for index in range(len(lines)) if candidates is None else candidates:
-            if lines[index].strip():
-                scan.feed(lines[index], raws[index], first_line_no + index)
-        scan.close()
-        summary, engine_at = scan.summary(line_count), scan.engine_at
+        if fast:
+            summary, engine_at = recent_metrics(
+                raws, lines, aliases=aliases or {}, mtime=mtime, engine_line=engine_line,
+                first_line_no=first_line_no, line_count=line_count)
+        else:
+            scan = MetricScan(aliases or {}, mtime, engine_line)
+            for index in range(len(lines)):
+                if lines[index].strip():
+                    scan.feed(lines[index], raws[index], first_line_no + index)
+            scan.close()
+            summary = scan.summary(line_count, keep=HISTORY_DEPTH)
+            engine_at = scan.engine_at
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)

@@ -3,12 +3,16 @@
 Policy: the training bar has no desc (Hugging Face) or a trainer's own desc and counts
 iterations; tokenizer, packing, dataset and eval bars are never it. The rate is a trailing
 window that one checkpoint-save spike does not move, and a restarted bar starts its clock again.
+On a whole-second clock too coarse for the last ``_RATE_WINDOW`` steps the window widens to the
+last ``WIDE_WINDOW`` events: a fixed depth, so a pass over the end of a tail reads the same rate
+as one over the whole tail (``probes.logs.recent``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from math import isfinite
 from statistics import median
 
 from probes.logs.lines import TqdmBar, parse_number
@@ -18,6 +22,8 @@ _TRAIN_DESCS = frozenset(
 )
 _RATE_WINDOW = 10
 _BAR_EVENTS_KEPT = 64
+WIDE_WINDOW = _BAR_EVENTS_KEPT // 2
+"""Events the widened window reads: never more than a track keeps after trimming."""
 _CLOCK_FLOOR_S = 5.0
 
 
@@ -59,7 +65,7 @@ def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDO
     """
     recent = list(events)[-(window + 1) :]
     if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
-        recent = list(events)  # sub-second steps on a whole-second clock: widen the window
+        recent = list(events)[-WIDE_WINDOW:]  # sub-second steps on a whole-second clock: widen
     pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(recent) if s1 > s0 and t1 >= t0]
     if not pairs:
         return None
@@ -78,3 +84,23 @@ def sec_per_it(rate: str) -> float | None:
         per_second = parse_number(rate[:-4])
         return 1.0 / per_second if per_second else None
     return None
+
+
+def iteration_seconds(values: Mapping[str, float]) -> float | None:
+    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
+    for key, scale in (("elapsed time per iteration (ms)", 1e-3),
+                       ("elapsed time per iteration (s)", 1.0)):
+        value = values.get(key)
+        if value is not None and isfinite(value) and value >= 0:
+            return value * scale
+    return None
+
+
+def iteration_clock(times: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(step, seconds per iteration averaged since the previous line) -> (step, elapsed)."""
+    clock = [(times[0][0], 0.0)]
+    for (previous, _), (step, per_iter) in pairwise(times):
+        clock.append((step, clock[-1][1] + (step - previous) * per_iter))
+    return clock
+
+

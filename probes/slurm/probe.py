@@ -148,9 +148,11 @@ class SlurmProbe:
         finally:
             if runner is not None:
                 await runner.aclose()
+        # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks) free.
+        jobs = await asyncio.to_thread(self._facts, selected, collected)
         return ClusterFacts(
             name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
-            jobs=self._facts(selected, collected), round_trips=runner.commands_sent,
+            jobs=jobs, round_trips=runner.commands_sent,
         )
 
     async def collect_job(self, job_id: str) -> JobFacts | None:
@@ -164,7 +166,7 @@ class SlurmProbe:
             collected = await self.collect_files(runner, found, None)
         finally:
             await runner.aclose()
-        facts = self._facts(found, collected)
+        facts = await asyncio.to_thread(self._facts, found, collected)
         return facts[0] if facts else None
 
     async def cancel(self, job_id: str) -> None:

@@ -19,6 +19,7 @@ Directory format (version 1)::
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -52,10 +53,10 @@ class ReplayProbe:
             return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
                                 detail=str(exc), collected_at=now)
         patterns = self._cluster.benign_patterns
-        jobs = tuple(
+        jobs = await asyncio.to_thread(lambda: tuple(  # parsing off the event loop
             job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns)
             for r in records
-        )
+        ))
         return ClusterFacts(
             name=self._cluster.name, kind="replay", status="ok",
             detail=f"recorded {meta.get('recorded_at', '?')} from {meta.get('name', '?')}",

@@ -118,8 +118,27 @@ async def test_running_with_zero_pods_is_silent_wedge(standin: KubeStandIn,
     record = only_job(facts, "rl-wedged").record
     assert record.state is JobState.RUNNING and record.pods_total == 0
     assert record.labels["jobtables/silent-wedge"] == "no-pods"
-    selectors = [c.query["labelSelector"] for c in standin.calls("GET", "/pods")]
-    assert selectors == ["batch.kubernetes.io/job-name=rl-wedged", "job-name=rl-wedged"]
+    (pods,) = standin.calls("GET", "/pods")  # one namespace-wide list, matched locally
+    assert "labelSelector" not in pods.query
+
+
+async def test_one_pod_list_per_sweep(standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """Pods are listed once per sweep whatever the job count; each job still gets its own pods
+    (by either job-name label), and the calls stay one per list plus one per log."""
+    for n in range(6):
+        add_running(standin, f"rl-many-{n}", VERL_LOG)
+    old_label = make_pod("sft-old-0", "sft-old")
+    old_label.metadata.labels = {"job-name": "sft-old"}  # pre-1.27: only the short label
+    standin.jobs["sft-old"] = make_job("sft-old", active=1)
+    standin.pods["sft-old-0"] = old_label
+    standin.logs["sft-old-0"] = HF_LOG
+    facts = await probe.collect()
+    assert len(standin.calls("GET", "/pods")) == 1
+    assert facts.round_trips == 3 + 7  # jobs, jobsets, pods, then one log per running job
+    for n in range(6):
+        job = only_job(facts, f"rl-many-{n}")
+        assert job.record.pods_total == 1 and job.record.stdout_path == f"pod/rl-many-{n}-0"
+    assert only_job(facts, "sft-old").record.stdout_path == "pod/sft-old-0"
 
 
 async def test_vanished_job_reported_once(standin: KubeStandIn, cluster: KubernetesCluster) -> None:

@@ -9,6 +9,7 @@ from textwrap import dedent
 import pytest
 
 from probes.logs.parse import parse_log, trailing_rate
+from probes.logs.recent import HISTORY_DEPTH
 from probes.remote.completion import parse_trainer_log_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -18,10 +19,14 @@ VERL = FIXTURES / "verl-0.9.1"
 
 
 def test_hf5_fixture_steps_from_training_bar() -> None:
-    """transformers 5.x string-valued dicts get steps 1..95 from the bar, eval dicts skipped."""
-    summary = parse_log((HF / "sft_healthy.out").read_bytes())
-    assert [p.step for p in summary.points] == list(range(1, 96))
-    assert summary.points[0].values == {
+    """transformers 5.x string-valued dicts get steps 1..95 from the bar, eval dicts skipped;
+    the summary keeps the last HISTORY_DEPTH of them, and the log's start reads step 1."""
+    text = (HF / "sft_healthy.out").read_bytes()
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == list(range(96 - HISTORY_DEPTH, 96))
+    start = parse_log(text[: text.index(b"\n", text.index(b"'loss'"))])
+    assert [p.step for p in start.points] == [1]
+    assert start.points[0].values == {
         "loss": 5.717,
         "grad_norm": 1.418,
         "learning_rate": 0.0,
@@ -59,7 +64,7 @@ def test_trl_grpo_fixture_rl_metrics() -> None:
 def test_verl_fixture_rate_checkpoints_and_finish() -> None:
     """The real-formatted verl log: 40 steps, saves at 20/40, a trailing rate, final validation."""
     summary = parse_log((VERL / "console.log").read_bytes())
-    assert [p.step for p in summary.points] == list(range(1, 41))
+    assert [p.step for p in summary.points] == list(range(41 - HISTORY_DEPTH, 41))
     assert summary.total_steps == 40
     assert summary.checkpoint_steps == (20, 40)
     assert summary.finished

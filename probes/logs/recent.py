@@ -1,0 +1,160 @@
+"""The metric pass read back from the end of a tail: only as deep as the report looks.
+
+Policy. The report reads a job's metric history no deeper than its last few dozen steps: the
+collapse rule judges the last ``collapse_recent_steps`` (5) steps, each against a window of the
+previous ``window`` (10, needing ``min_window`` 5) values; Trend words and sparklines use the
+last 8 values, ``/job``'s history table the last 10 points, the first-launch test whether there
+are 10. So the pass keeps the ``HISTORY_DEPTH`` (32) steps logged last (a run restarted from
+step 0 shows its new steps, not the old run's higher ones), twice the 15 a dense metric
+needs, so a metric logged every other step still fills its windows; the bot's Redis history
+carries longer runs across sweeps.
+
+It feeds ``MetricScan`` the candidate lines of a suffix of the tail, and deepens the suffix
+(by the lines per step seen, at least x2) until it holds ``HISTORY_DEPTH + MARGIN`` steps or
+is the whole tail. The ``MARGIN`` steps a suffix logged first are dropped: a SkyRL header,
+reward line or multi-line dict cut by the suffix's start can only touch those. A suffix is
+also deepened while an HF dict has no bar count to take its step from (only the start of the
+log may number those 1, 2, ...). Known limit: a step numbered from state before the suffix
+(an HF dict after a run of bar-less dicts, a SkyRL reward line's step already logged) may
+differ; a real log's order re-anchors those at the next bar. The rate needs nothing deeper:
+bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1`` Megatron iteration lines
+before the suffix too, and a rate from step stamps reads the kept steps only.
+
+What the tail says once, anywhere, is still read from the whole tail: the lines before the
+suffix that hold a progress bar or a marker needle (banner totals such as ``Total optimization
+steps``, checkpoint saves, completion marks, Harbor progress, rollout geometry) are skimmed
+first, with no metric recorded; the log clock enters the suffix at the last stamp before it,
+and the engine's last 200 is read at its own line wherever it is. So a 2 GB log costs what
+its last steps cost, and the summary's fields equal the full pass's (the property tests hold
+the two together), but ``formats``, which no rule reads: it names the formats of the lines
+read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from itertools import islice
+
+from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
+from probes.logs.history import MARKER_GATES, METRIC_LINES, MetricScan
+from probes.logs.lines import parse_iteration, strip_ray_prefix
+from probes.logs.prefilter import NeedleFilter
+from probes.logs.progress import WIDE_WINDOW
+from probes.models import LogSummary
+
+HISTORY_DEPTH = 32
+"""Steps of metric history one tail's summary keeps (see the module policy)."""
+MARGIN = 2
+_MAX_DICT_RUN = 5000
+"""As ``MetricScan`` gives up on a dict: lines looked back over for its opening brace."""
+_FIRST_SPAN = 96
+"""Candidate lines in the first suffix tried; a retry aims at the depth from the lines per
+step seen so far, and at least doubles."""
+MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
+"""The lines before the suffix worth skimming: progress bars (the training bar is the most
+redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
+``train_runtime`` of HF's end-of-training dict."""
+ITERATION_LINES = NeedleFilter(("iteration",))
+
+
+def recent_metrics(
+    raws: Sequence[str],
+    lines: Sequence[str],
+    *,
+    aliases: Mapping[str, str],
+    mtime: datetime | None,
+    engine_line: int | None,
+    first_line_no: int,
+    line_count: int,
+) -> tuple[LogSummary, datetime | None]:
+    """(summary with the last ``HISTORY_DEPTH`` steps, the log clock at ``engine_line``)."""
+    candidates = METRIC_LINES.lines(lines)
+    if candidates is None:
+        candidates = list(range(len(lines)))
+    span = _FIRST_SPAN
+    while True:
+        cut = max(0, len(candidates) - span)
+        start = candidates[cut] if cut else 0
+        scan = _scan_suffix(raws, lines, candidates[cut:], start=start, aliases=aliases,
+                            mtime=mtime, engine_line=engine_line, first_line_no=first_line_no)
+        got = len(scan.points)
+        if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
+            break
+        # Aim at the depth from the lines per step seen so far (at least doubling each time).
+        span = max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got if got else 4 * span)
+    engine_at = scan.engine_at
+    if engine_line is not None and engine_line < first_line_no + start:
+        engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True)
+    return scan.summary(line_count, keep=HISTORY_DEPTH), engine_at
+
+
+def _scan_suffix(
+    raws: Sequence[str],
+    lines: Sequence[str],
+    indices: Sequence[int],
+    *,
+    start: int,
+    aliases: Mapping[str, str],
+    mtime: datetime | None,
+    engine_line: int | None,
+    first_line_no: int,
+) -> MetricScan:
+    """Skim the markers before ``start``, then the full pass over ``indices`` (all >= start)."""
+    in_suffix = engine_line is not None and engine_line >= first_line_no + start
+    scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
+    if start:
+        for index in _skimmed(lines, start):
+            quoted = strip_ray_prefix(lines[index]).lstrip()[:1] in ("'", '"')
+            scan.skim(lines[index], raws[index], first_line_no + index,
+                      in_dict=quoted and _inside_dict(lines, index))
+        scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True))
+    for index in indices:
+        if lines[index].strip():
+            scan.feed(lines[index], raws[index], first_line_no + index)
+    scan.close(at_log_start=start == 0)
+    return scan
+
+
+def _skimmed(lines: Sequence[str], start: int) -> list[int]:
+    """The lines before ``start`` to skim: marker and bar lines, and the last Megatron
+    iteration lines (the rate's widest window of them, and the last ``--train-iters``)."""
+    prefix = lines[:start]
+    marked = MARKER_LINES.lines(prefix)
+    if marked is None:
+        return list(range(start))
+    iterations = ITERATION_LINES.lines(prefix) or []
+    parsed = (i for i in reversed(iterations) if parse_iteration(strip_ray_prefix(lines[i])))
+    return sorted({*marked, *islice(parsed, WIDE_WINDOW + 1)})
+
+
+def _inside_dict(lines: Sequence[str], index: int) -> bool:
+    """Whether the quoted-key line at ``index`` continues a multi-line dict opened above it
+    (the run of quoted-key or blank lines above ends at a line that opens a ``{``)."""
+    for back in range(index - 1, max(-1, index - _MAX_DICT_RUN), -1):
+        body = strip_ray_prefix(lines[back]).strip()
+        if not body or body[0] in ("'", '"'):
+            if body.endswith("}"):
+                return False  # an earlier dict closed here
+            continue
+        return "{" in body and not body.endswith("}")
+    return False
+
+
+def clock_at(
+    lines: Sequence[str], index: int, mtime: datetime | None, *, inclusive: bool
+) -> datetime | None:
+    """The log clock's reading at ``lines[index]``: its own stamp, else the last before it.
+
+    Read backwards, so the cost is the distance to that stamp. A year-less stamp is placed
+    by the file's mtime (the forward pass places it by the stamp before it: the two differ
+    only for a tail that crosses New Year with no dated stamp near its end).
+    """
+    stop = index if inclusive else index - 1
+    for back in range(stop, -1, -1):
+        body = strip_ray_prefix(lines[back])
+        if body[:1] in STAMP_LEADS:
+            stamp = read_stamp(body)
+            if stamp is not None:
+                return LogClock(mtime).place(stamp)
+    return None

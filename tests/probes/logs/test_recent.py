@@ -1,0 +1,138 @@
+"""The metric pass read back from the end equals the whole-tail pass, and stays bounded.
+
+``parse_log`` reads metrics from a deepening suffix of the tail (``probes.logs.recent``);
+``_parse_reference`` feeds every line of the whole tail, in order, to every rule and keeps the
+same last ``HISTORY_DEPTH`` steps. Their summaries (everything the report reads: history,
+totals, progress, rate, checkpoints, completion, faults, clock) must be equal on every fixture,
+on long logs built from the fixtures' own lines, and on hypothesis-drawn line sequences.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probes.logs import history
+from probes.logs.parse import _parse_reference, parse_log
+from probes.logs.recent import HISTORY_DEPTH
+from tests.bench.bench_parse import hf_block, skyrl_block, verl_line
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+LOG_FIXTURES = sorted(
+    p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in {".out", ".log", ".txt"}
+)
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def assert_same(text: str, *, history: bool = True) -> None:
+    """Equal in every field the report reads; ``formats`` (which no rule reads) names the
+    formats of the lines read, so back from the end it may name fewer. ``history=False``
+    leaves the metric history out (see the shuffled-lines test)."""
+    fast, full = parse_log(text), _parse_reference(text)
+    assert set(fast.formats) <= set(full.formats)
+    same: dict[str, object] = {"formats": ()} if history else {"formats": (), "points": ()}
+    assert repr(fast.model_copy(update=same)) == repr(full.model_copy(update=same))  # NaN == NaN
+
+
+@pytest.mark.parametrize("path", LOG_FIXTURES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_repeated_equals_whole_tail(path: Path) -> None:
+    """Each fixture, and the fixture four times over (a restarted run logging again, long
+    enough that the suffix is shorter than the tail), read back equals the whole-tail pass."""
+    text = path.read_text(errors="replace")
+    assert_same(text)
+    assert_same(text * 4)
+
+
+def long_log(steps: int, seed: int = 3) -> str:
+    """A long mixed log: an HF banner once at the top, then SkyRL, verl and HF steps."""
+    rng = random.Random(seed)
+    head = ("***** Running training *****\n  Num examples = 51,200\n"
+            f"  Total optimization steps = {steps:,}\n  train_batch_size = 64\n"
+            "  n_samples_per_prompt = 8\n")
+    return head + "".join(skyrl_block(s, rng) + verl_line(s, rng) + hf_block(s, rng)
+                          for s in range(1, steps + 1))
+
+
+def test_long_log_banner_at_top_is_still_read() -> None:
+    """A 2000-step log: the banner's total and rollout geometry printed only at the top are
+    found, the history is the last HISTORY_DEPTH steps, and it equals the whole-tail pass."""
+    text = long_log(2000)
+    summary = parse_log(text)
+    assert summary.total_steps == 2000
+    assert summary.rollouts_per_step == 64 * 8
+    assert [p.step for p in summary.points] == list(range(2001 - HISTORY_DEPTH, 2001))
+    assert_same(text)
+
+
+def test_long_log_feeds_only_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading 20,000 steps feeds the metric pass a few hundred lines, not every line."""
+    text = long_log(20000)
+    fed: list[int] = []
+    real = history.MetricScan.feed
+
+    def counting(self: history.MetricScan, line: str, raw: str, line_no: int) -> None:
+        fed.append(line_no)
+        real(self, line, raw, line_no)
+
+    monkeypatch.setattr(history.MetricScan, "feed", counting)
+    summary = parse_log(text)
+    assert summary.points[-1].step == 20000 and summary.total_steps == 20000
+    assert 0 < len(fed) < text.count("\n") / 50
+
+
+def test_summary_retained_is_small() -> None:
+    """What a summary keeps of a 1 MiB tail is bounded (~100 KB or less), whatever its length."""
+    text = long_log(700)
+    assert len(text) > 1 << 20
+    summary = parse_log(text)
+    assert len(summary.points) == HISTORY_DEPTH
+    assert len(pickle.dumps(summary)) < 100_000
+
+
+@cache
+def fixture_pool() -> list[str]:
+    """Every distinct line of the log fixtures."""
+    seen: dict[str, None] = {}
+    for path in LOG_FIXTURES:
+        seen.update(dict.fromkeys(re.split(r"\r\n?|\n", path.read_text(errors="replace"))))
+    return list(seen)
+
+
+@PROPERTY
+@given(st.lists(st.integers(min_value=0), min_size=200, max_size=2500),
+       st.sampled_from(["\n", "\r\n"]))
+def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -> None:
+    """Long sequences of real fixture lines, in any order, read back equal the whole tail in
+    totals, progress, rate, checkpoints, completion, faults and clock. Not in history: lines
+    of many logs shuffled together number some steps by state before the suffix (a SkyRL
+    reward line's step is skipped if that step was logged anywhere before; an HF dict follows
+    the previous dict's step), which a real log's order does not do across 34 steps; the
+    realistic runs below and every fixture compare the history too."""
+    pool = fixture_pool()
+    assert_same(newline.join(pool[i % len(pool)] for i in picks), history=False)
+
+
+@PROPERTY
+@given(st.integers(min_value=40, max_value=400), st.integers(min_value=0, max_value=10**6),
+       st.integers(min_value=0, max_value=50))
+def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
+    """Whole steps of each trainer format with real fixture lines between read back equal.
+    The noise holds no SkyRL reward line and no HF dict: a stray reward line gives a
+    reward-only step to the next SkyRL bar unless that step was logged anywhere before, and
+    stray HF dicts number themselves after the previous dict, not the bar (see the
+    shuffled-lines test)."""
+    rng = random.Random(seed)
+    pool = [line for line in fixture_pool()
+            if "reward/" not in line and not line.lstrip().startswith("{")]
+    parts = []
+    for step in range(1, steps + 1):
+        parts.append(rng.choice((skyrl_block, hf_block))(step, rng))
+        parts.extend(pool[rng.randrange(len(pool))] + "\n" for _ in range(rng.randrange(noise + 1)))
+    assert_same("".join(parts))
