@@ -22,6 +22,7 @@ from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
+from report.models import JobDetail
 
 FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
@@ -118,6 +119,16 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None) -
         await sweeper.aclose()
 
 
+async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str) -> JobDetail:
+    """That job only (``Sweeper.job``); the detail, not the result, leaves the coroutine
+    (asyncio.run formats the main task's repr, result included, on the way out)."""
+    sweeper = Sweeper(loader)
+    try:
+        return (await sweeper.job(cluster, job_id)).find(cluster, job_id)
+    finally:
+        await sweeper.aclose()
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     loader = _loader(args)
     config = loader()
@@ -146,8 +157,7 @@ def cmd_job(args: argparse.Namespace) -> int:
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()
-    result = asyncio.run(_sweep(lambda: config, [cluster] if cluster else None))
-    detail = result.find(cluster, job_id)
+    detail = asyncio.run(_job(lambda: config, cluster, job_id))
     width = args.width or config.report.width
     if args.format == "json":
         print(render_job_json(detail))
