@@ -57,8 +57,12 @@ def build_collector_script(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def rollouts_source() -> str:
-    """``probes/remote/rollouts.py`` as one script body (it is self-contained)."""
-    return (_HERE / "rollouts.py").read_text(encoding="utf-8")
+    """``probes/remote/guard.py`` + ``rollouts.py`` as one script body: the deep probe reads
+    under the collector's own guard (its import line there becomes ``pass``)."""
+    parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name)
+             for name in ("guard.py", "rollouts.py")]
+    return "from __future__ import annotations\n" + "\n\n".join(
+        _FUTURE.sub("", text) for text in parts)
 
 
 def build_rollouts_script(request: Mapping[str, Any]) -> str:
