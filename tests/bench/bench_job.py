@@ -7,8 +7,10 @@ log, then sleep) among held ones (``sbatch --hold``: on the queue, in every sque
 but taking no CPU from the other users of this shared one-node cluster):
 
 1. ``jobtables job ID`` as a user runs it (a cold ``python -m bot.cli`` process), median wall;
-2. the one-job floor, measured directly: CLI start (``python -m bot.cli --help``) plus one SSH
-   connection running ``scontrol show job -o ID`` and one ``tail -c`` of the job's log;
+2. the one-job floor, measured directly and cold as well: one ``python`` process that imports
+   the CLI (``bot.cli``) and the SSH client, connects, and runs ``scontrol show job -o ID``
+   and one ``tail -c`` of the job's log (beside it: ``--help`` alone, and the two commands
+   alone in this warm process);
 3. the ratio (target <= 1.5x, the same at both sizes);
 4. the remote commands the one-job path sent (``SlurmProbe.collect_one``; target <= 2);
 5. for comparison, ``jobtables sweep`` (what ``job ID`` used to cost: a whole sweep).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import secrets
 import statistics
 import subprocess
@@ -39,9 +42,10 @@ from probes.slurm.transport import SshRunner  # noqa: E402
 
 def _median_wall(argv: list[str], repeat: int) -> float:
     times = []
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'bench'}"}
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, capture_output=True, check=True, timeout=600)
+        subprocess.run(argv, cwd=ROOT, capture_output=True, check=True, timeout=600, env=env)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -83,17 +87,33 @@ command_timeout_s = 240
     return path
 
 
+FLOOR = """
+import asyncio, sys
+import bot.cli
+from bench_slurm import cluster
+from probes.slurm.transport import SshRunner
+async def main():
+    runner = SshRunner(cluster())
+    try:
+        await runner.run(["scontrol", "show", "job", "-o", sys.argv[1]])
+        await runner.run(["tail", "-c", str(1 << 20), sys.argv[2]])
+    finally:
+        await runner.aclose()
+asyncio.run(main())
+"""
+
+
 async def measure(job_id: str, log: str, config: Path, repeat: int, total: int) -> None:
     cli = [sys.executable, "-m", "bot.cli"]
     job = _median_wall([*cli, "job", job_id, "--config", str(config), "--format", "json"],
                        repeat)
+    floor = _median_wall([sys.executable, "-c", FLOOR, job_id, log], repeat)
     start = _median_wall([*cli, "--help"], repeat)
     remote = statistics.median([await _floor_remote(job_id, log) for _ in range(repeat)])
     facts = await SlurmProbe(cluster()).collect_one(job_id)
     sweep = _median_wall([*cli, "sweep", "--config", str(config), "--format", "json"], 1)
-    floor = start + remote
-    print(f"{total:>4} jobs: job ID {job:.2f}s | floor {floor:.2f}s (CLI start {start:.2f}s +"
-          f" scontrol+tail {remote:.2f}s) | ratio {job / floor:.2f}x | remote commands"
+    print(f"{total:>4} jobs: job ID {job:.2f}s | floor {floor:.2f}s (--help {start:.2f}s,"
+          f" warm scontrol+tail {remote:.2f}s) | ratio {job / floor:.2f}x | remote commands"
           f" {facts.round_trips} | whole sweep (old job ID) {sweep:.2f}s", flush=True)
 
 
