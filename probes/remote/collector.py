@@ -52,14 +52,18 @@ PROTOCOL = 1
 DEFAULT_ANSWER_BUDGET = 32 << 20
 """Bytes of answer per request when the request names none (``answer_budget_bytes``)."""
 
+DEFAULT_HEAD_BYTES = 256 << 10
+"""Bytes of a long log's head sent beside its tail (the config dump; ``head_bytes``)."""
+
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
 
-def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int) -> Json:
+def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
+          head_bytes: int = 0) -> Json:
     """Read a bounded tail; retry once if it fails or is under the line floor."""
     result: Json = {}
     for attempt in (1, 2):
-        result = read_tail(path, max_bytes, offset, guard)
+        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes)
         result["attempts"] = attempt
         if result["status"] != "ok":
             if result.get("final"):  # refused or hung: a second try would say the same
@@ -81,8 +85,10 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int) 
 _PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
 
 
-def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None) -> Json:
-    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped."""
+def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
+              head_bytes: int = 0) -> Json:
+    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
+    with ``head_bytes``, a read that starts past the file's beginning also gives ``head``."""
     guard = guard or Guard(os.geteuid(), 30.0)
     try:
         fd = guard.open(path)
@@ -106,8 +112,28 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
         start = size - len(data)
     text = data.decode("utf-8", errors="replace").translate(_PLAIN)
     lines = len(text.splitlines())
-    return {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
-            "lines": lines}
+    out = {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
+           "lines": lines}
+    if head_bytes > 0 and start > 0 and offset <= 0:
+        out["head"] = _read_head(path, guard, head_bytes)
+    return out
+
+
+def _read_head(path: str, guard: Guard, head_bytes: int) -> str:
+    """The log's first ``head_bytes`` (cut at the last whole line): the trainer's start-up
+    config dump falls out of a long run's tail. Sent on a whole-tail read only (offset 0),
+    never on incremental reads; "" when it cannot be read (the tail still stands)."""
+    try:
+        fd = guard.open(path)
+        try:
+            data = guard.read(fd, 0, head_bytes, path)
+        finally:
+            os.close(fd)
+    except (Refused, Hung, OSError):
+        return ""
+    if len(data) >= head_bytes:
+        data = data[:data.rfind(b"\n") + 1]
+    return data.decode("utf-8", errors="replace").translate(_PLAIN)
 
 
 def _log_pattern(job_id: str) -> re.Pattern[str]:
@@ -160,7 +186,8 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     if path is None or status == "failed":
         return out
     offset = int(job.get("offset") or 0) if path == job.get("stdout") else 0
-    read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)))
+    read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
+                 head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)))
     if read["status"] != "ok":
         out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
         return out
