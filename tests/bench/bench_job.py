@@ -105,9 +105,12 @@ asyncio.run(main())
 
 async def measure(job_id: str, log: str, config: Path, repeat: int, total: int) -> None:
     cli = [sys.executable, "-m", "bot.cli"]
-    job = _median_wall([*cli, "job", job_id, "--config", str(config), "--format", "json"],
-                       repeat)
-    floor = _median_wall([sys.executable, "-c", FLOOR, job_id, log], repeat)
+    jobs, floors = [], []
+    for _ in range(repeat):  # side by side: the shared machine's load hits both alike
+        jobs.append(_median_wall([*cli, "job", job_id, "--config", str(config),
+                                  "--format", "json"], 1))
+        floors.append(_median_wall([sys.executable, "-c", FLOOR, job_id, log], 1))
+    job, floor = statistics.median(jobs), statistics.median(floors)
     start = _median_wall([*cli, "--help"], repeat)
     remote = statistics.median([await _floor_remote(job_id, log) for _ in range(repeat)])
     facts = await SlurmProbe(cluster()).collect_one(job_id)
