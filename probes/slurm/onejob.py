@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from probes.config import SlurmCluster
+from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.slurm.assemble import collector_request
@@ -67,26 +68,34 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
 
 
 async def _scheduler(runner: Runner, cluster: SlurmCluster, commands: list[dict[str, Any]],
-                     jobs: Sequence[SchedulerRecord] = ()) -> tuple[list[str], dict[str, Any]]:
-    """Each command's stdout ("" if it failed or was skipped) and the files of ``jobs``."""
+                     jobs: Sequence[SchedulerRecord] = (),
+                     ) -> tuple[list[str], dict[str, Any], str]:
+    """Each command's stdout ("" if it failed or was skipped), the files of ``jobs``, and what
+    the first command said on stderr when it failed ("" when it worked)."""
     request = {**collector_request(jobs, cluster), "scheduler": commands}
     answer = await _run(runner, request)
     if answer is None:  # no collector: the commands on their own (files are then failed)
         texts: list[str] = []
+        said = ""
         for command in commands:
             if command.get("unless") and any(command["unless"] in t for t in texts):
                 texts.append("")
                 continue
             res = await runner.run(command["argv"], check=False)
             texts.append(res.stdout if res.exit_status == 0 else "")
+            if res.exit_status != 0 and len(texts) == 1:
+                said = res.stderr.strip() or f"exit status {res.exit_status}"
         failed = {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
                                      "error": "collector did not run", "attempts": 2}}
                   for r in jobs}
-        return texts, failed
+        return texts, failed, said
     ran = answer.get("scheduler") or []
     texts = [str(r.get("stdout") or "") if isinstance(r, dict) and r.get("exit") == 0 else ""
              for r in ran]
-    return texts + [""] * (len(commands) - len(texts)), answer["jobs"]
+    first = ran[0] if ran and isinstance(ran[0], dict) else {}
+    said = "" if first.get("exit") == 0 else (str(first.get("stderr") or "").strip()
+                                              or f"exit status {first.get('exit')}")
+    return texts + [""] * (len(commands) - len(texts)), answer["jobs"], said
 
 
 _HET_HEAD = re.compile(r"^JobId=\d+ HetJobId=(\d+) HetJobOffset=(\d+) ", re.MULTILINE)
@@ -135,7 +144,10 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
         {"argv": ["scontrol", "show", "job", "-o", job_id]},
         {"argv": ["sacct", "--json", "-X", "-j", job_id], "unless": f"<R:{nonce}>"},
     ]
-    (squeue, scontrol, sacct), _ = await _scheduler(runner, cluster, commands)
+    (squeue, scontrol, sacct), _, said = await _scheduler(runner, cluster, commands)
+    if not squeue and said and "invalid job id" not in said.lower():
+        # slurmctld down or squeue broken: the cluster's problem, not an unknown job.
+        raise CommandError(f"`squeue -j {job_id}` on {runner.target} failed: {said}"[:600])
     records = parse_squeue_plain(squeue, cluster=cluster.name, now=now, nonce=nonce)
     if not records and sacct.lstrip().startswith("{"):
         records = parse_squeue_json(sacct, cluster=cluster.name, now=now)
@@ -158,7 +170,7 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
                                               "-u", record.user)})
     if not started and not commands:
         return {}, []
-    texts, collected = await _scheduler(runner, cluster, commands, started)
+    texts, collected, _ = await _scheduler(runner, cluster, commands, started)
     live = parse_squeue_plain(texts[0], cluster=cluster.name, now=now,
                               nonce=nonce) if commands else []
     return collected, [r for r in live if r.job_id != record.job_id]

@@ -26,7 +26,7 @@ from probes.config import SlurmCluster
 from probes.models import ClusterFacts
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, SshRunner
-from tests.probes.slurm.conftest import ROOT, SlurmEnv
+from tests.probes.slurm.conftest import ROOT, SlurmEnv, fake_squeue_bin, run_with_path
 
 ARRAY = "#!/bin/sh\nfor i in 1 2 3 4 5; do echo \"step $i task $SLURM_ARRAY_TASK_ID\"; done\n"
 HET = ("#!/bin/sh\n#SBATCH hetjob\n"
@@ -188,3 +188,39 @@ client_keys = ["{env.key}"]
     assert row["job_id"] == f"{jobs.array}_3"
     assert row["log_path"] == f"{jobs.run_dir}/a_{jobs.array}_3.out"
     assert row["successor"] is None
+
+
+class LocalCollector:
+    """Runs each argv here (the collector as on a login node) with a stand-in ``squeue``."""
+
+    def __init__(self, first: Path) -> None:
+        self.first = first
+        self.calls: list[tuple[str, ...]] = []
+
+    target = "local"
+    login_user = "nobody"
+
+    @property
+    def commands_sent(self) -> int:
+        return len(self.calls)
+
+    async def run(self, argv: Sequence[str], *, stdin: str | None = None,
+                  check: bool = True) -> CommandResult:
+        self.calls.append(tuple(argv))
+        return await run_with_path(tuple(argv), stdin or "", self.first)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_failing_squeue_is_an_unreachable_cluster_not_an_unknown_job(tmp_path: Path) -> None:
+    """squeue that cannot reach slurmctld makes the cluster ``unreachable`` with its words,
+    where an id squeue calls invalid is simply no job (above)."""
+    bin_dir = fake_squeue_bin(tmp_path, "", error="slurm_load_jobs error: Unable to contact"
+                                                  " slurm controller (connect failure)")
+    runner = LocalCollector(bin_dir)
+    probe = SlurmProbe(SlurmCluster(name="c", local=True), runner_factory=lambda _c: runner)
+    facts = asyncio.run(probe.collect_one("4242"))
+    assert facts.status == "unreachable"
+    assert facts.detail is not None and "Unable to contact slurm controller" in facts.detail
+    assert runner.calls == [("python3", "-")]
