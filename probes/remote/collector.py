@@ -10,6 +10,8 @@ exists; if not, list the workdir once (never recursive, never ``find``/``du``) f
 ``tail_bytes``, from the caller's byte offset when one is given); a read that fails or returns
 fewer lines than the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint and trial trees are read with single-level listings of their known layouts.
+For one job (``probes.slurm.onejob``) the request may also name scheduler commands
+(``probes.remote.scheduler``), run here before the files, in the same trip.
 Every open, read and listing goes through ``probes.remote.guard`` (only the job's own regular
 files, no symlink followed, nothing under /proc /sys /dev, a deadline per operation); the
 request has a whole deadline and an answer budget, and a job past either is ``failed`` with
@@ -23,7 +25,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -34,6 +35,8 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 # (probes.slurm.probe.collector_source).
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, resolve_uid
+with contextlib.suppress(ImportError):
+    from probes.remote.scheduler import run_argv, run_scheduler
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, collect_trials, listdir
 with contextlib.suppress(ImportError):
@@ -273,7 +276,7 @@ def collect_queue(request: Json) -> Json:
     """
     started = time.monotonic()  # squeue's time counts against the request's deadline
     queue = request["squeue"]
-    status, out, err = _run_squeue(list(queue["argv"]),
+    status, out, err = run_argv(list(queue["argv"]),
                                    0.5 * float(request.get("deadline_s") or 60.0))
     answer: Json = {"protocol": PROTOCOL, "jobs": {}, "unexpanded": []}
     data = None
@@ -300,22 +303,6 @@ def collect_queue(request: Json) -> Json:
     data["jobs"] = kept
     answer["squeue"] = {"exit": status, "json": data, "stderr": err}
     return answer
-
-
-def _run_squeue(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
-    """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start,
-    124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged)."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-                              timeout=timeout_s)
-    except OSError as exc:  # what a shell would say, as LocalRunner does
-        return 127, "", f"{argv[0]}: could not start: {exc}"
-    except subprocess.TimeoutExpired as exc:
-        said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
-        return 124, "", (f"{argv[0]}: no answer within {timeout_s:g}s (killed; is slurmctld"
-                         f" up?){': ' + said[0] if said else ''}")
-    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"))
 
 
 def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]]:
@@ -373,34 +360,6 @@ def _exit_with_the_session() -> None:
         os._exit(70)
 
     threading.Thread(target=watch, name="session-watch", daemon=True).start()
-
-
-# -- one job's scheduler commands (``SlurmProbe.collect_one``): run here, in the same trip ---
-
-SCHEDULER_COMMANDS = ("squeue", "scontrol", "sacct", "env")
-"""The only programs a ``scheduler`` request may name (``env`` sets SLURM_TIME_FORMAT)."""
-
-
-def run_scheduler(commands: list[Json], deadline_s: float) -> list[Json | None]:
-    """Run each ``{"argv": [...], "unless": marker}`` in order (argvs, never a shell) and give
-    its ``{exit, stdout, stderr}``; one whose ``unless`` marker an earlier stdout printed is
-    skipped (``None``): ``sacct`` for a job runs only when squeue no longer knew it."""
-    out: list[Json | None] = []
-    printed = ""
-    for command in commands:
-        argv = [str(a) for a in command["argv"]]
-        marker = command.get("unless")
-        if marker and marker in printed:
-            out.append(None)
-            continue
-        if not argv or argv[0] not in SCHEDULER_COMMANDS:
-            out.append({"exit": 126, "stdout": "", "stderr": f"{argv[:1]}: not a scheduler"
-                        " command: not run"})
-            continue
-        status, text, err = _run_squeue(argv, deadline_s)
-        printed += text
-        out.append({"exit": status, "stdout": text, "stderr": err})
-    return out
 
 
 def main(request_json: str) -> None:

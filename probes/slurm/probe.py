@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from probes.config import SlurmCluster
-from probes.errors import InvalidJobIdError, ProbeError
+from probes.errors import CommandError, InvalidJobIdError, ProbeError
 from probes.ids import SLURM_ID, validate_job_id
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
@@ -172,10 +172,12 @@ class SlurmProbe:
                 collected, live = ({}, []) if found is None else await onejob.job_files(
                     runner, self._cluster, found, now)
         except (ProbeError, TimeoutError) as exc:
-            if not quiet:
-                raise
             reason = str(exc) or f"{runner.target}: no answer in {self._cluster.timeout_s:g}s"
-            return self._unreachable(now, reason, runner)
+            if quiet:
+                return self._unreachable(now, reason, runner)
+            if isinstance(exc, ProbeError):
+                raise
+            raise CommandError(reason) from exc
         finally:
             await runner.aclose()
         jobs = self._facts([found], collected) if found is not None else ()
