@@ -15,6 +15,7 @@ the alerts. Config is read from the bot's one :class:`~bot.config.ConfigSource`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from bot.chart import render_history_png
 from bot.commands import USAGE, HelpQuery, JobQuery, JobsQuery, SlashPayload, parse_command
 from bot.config import ConfigSource
 from bot.delivery import CountingWebClient, Responder, SlackHealth, post
-from bot.errors import UserError
+from bot.errors import JobNotFoundError, UserError
 from bot.incidents import FollowUps
 from bot.lease import TickLease
 from bot.messages import (
@@ -62,6 +63,7 @@ from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
+from report.models import JobDetail
 from report.render import render_job_detail, render_text
 
 log = structlog.get_logger(__name__)
@@ -184,6 +186,11 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
 
 async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
     """A sweep young enough to answer with (and its age in seconds), else a live one."""
+    return await cached_sweep(bot) or (await live_sweep(bot), None)
+
+
+async def cached_sweep(bot: Bot) -> tuple[SweepResult, float] | None:
+    """The cached sweep and its age in seconds while it is young enough, else ``None``."""
     config = bot.config.current()
     try:
         cached = await bot.store.load_cache()
@@ -196,7 +203,7 @@ async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
         age = (bot.clock() - result.started_at).total_seconds()
         if 0 <= age < config.slack.cache_seconds:
             return result, age
-    return await live_sweep(bot), None
+    return None
 
 
 async def live_sweep(bot: Bot) -> SweepResult:
@@ -237,14 +244,24 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
                            title="Job tables", comment="The whole `/jobs` answer")
 
 
+async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:
+    """The job from a fresh cached sweep when it is there, else that job only, asked live
+    (``Sweeper.job``): a cache miss never sweeps every cluster for one job."""
+    cached = await cached_sweep(bot)
+    if cached is not None:
+        with contextlib.suppress(JobNotFoundError):  # not in the sweep: ask its cluster
+            return cached[0], cached[1], cached[0].find(query.cluster, query.job_id)
+    result = await bot.sweeper.job(query.cluster, query.job_id)
+    return result, None, result.find(query.cluster, query.job_id)
+
+
 async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
     config = bot.config.current()
     if query.cluster is not None:
         config.cluster(query.cluster)  # an unknown cluster is a typo: answered before any sweep
-    result, age = await current_sweep(bot)
+    result, age, detail = await job_answer(bot, query)
     bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
                                   "live").inc()
-    detail = result.find(query.cluster, query.job_id)
     png = await asyncio.to_thread(render_history_png, detail)
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
     messages = await asyncio.to_thread(job_messages, detail, header=sweep_header(result, age_s=age),

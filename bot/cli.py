@@ -22,6 +22,7 @@ from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
+from report.models import JobDetail
 
 FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
@@ -123,6 +124,16 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
     print(show(result))
 
 
+async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str) -> JobDetail:
+    """That job only (``Sweeper.job``); the detail, not the result, leaves the coroutine
+    (asyncio.run formats the main task's repr, result included, on the way out)."""
+    sweeper = Sweeper(loader)
+    try:
+        return (await sweeper.job(cluster, job_id)).find(cluster, job_id)
+    finally:
+        await sweeper.aclose()
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     loader = _loader(args)
     config = loader()
@@ -151,15 +162,12 @@ def cmd_job(args: argparse.Namespace) -> int:
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()
+    detail = asyncio.run(_job(lambda: config, cluster, job_id))
     width = args.width or config.report.width
-
-    def show(result: SweepResult) -> str:
-        detail = result.find(cluster, job_id)
-        if args.format == "json":
-            return render_job_json(detail)
-        return render_job_detail(detail, width=width)
-
-    asyncio.run(_sweep(lambda: config, [cluster] if cluster else None, show))
+    if args.format == "json":
+        print(render_job_json(detail))
+    else:
+        print(render_job_detail(detail, width=width))
     return 0
 
 

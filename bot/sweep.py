@@ -214,6 +214,51 @@ class Sweeper:
             return None, f"degraded: no history ({exc})"
         return histories, None
 
+    async def job(self, cluster: str | None, job_id: str) -> SweepResult:
+        """One job in depth: each selected cluster is asked for that job only (a SLURM probe's
+        ``collect_one``: at most two commands whatever the cluster's size); a backend without
+        a one-job path (Kubernetes, replay) is collected whole. History and memory are read as
+        in a sweep (the chain edges it remembers name successors), never saved: this is no
+        sweep. ``find`` on the result gives the job (or says it is not there)."""
+        started = time.perf_counter()
+        config = self._config = self._load_config()
+        wanted = [c for c in config.select([cluster] if cluster else None) if c.active]
+        memory: SweepMemory | None = None
+        degraded: str | None = None
+        if self._state is not None:
+            try:
+                memory = await self._state.load_memory()
+            except Exception as exc:  # the store's own errors; the answer must still come
+                degraded = f"degraded: no history ({exc})"
+        results: dict[str, ClusterFacts] = {}
+        async with asyncio.TaskGroup() as group:
+            for c in wanted:
+                group.create_task(self._collect_job_on(c, config, job_id, results))
+        facts = tuple(results[c.name] for c in wanted)
+        histories, degraded = await self._histories(facts, degraded)
+        report, details = build_report(
+            facts, settings=config.report_settings(), now=_judging_time(facts, self._clock()),
+            histories=histories, memory=memory,
+        )
+        return SweepResult(report, details, facts, self._clock(),
+                           time.perf_counter() - started, degraded)
+
+    async def _collect_job_on(self, cluster: ClusterConfig, config: Config, job_id: str,
+                              results: dict[str, ClusterFacts]) -> None:
+        probe = self._probe_for(cluster, config)
+        one = getattr(probe, "collect_one", None)
+        if one is None:
+            await self._collect_one(cluster, config, results)
+            return
+        try:
+            async with asyncio.timeout(cluster.timeout_s):
+                results[cluster.name] = await one(job_id)
+        except TimeoutError:
+            results[cluster.name] = self._unreachable(
+                cluster, f"job query timed out after {cluster.timeout_s:g}s")
+        except ProbeError as exc:  # an id this backend cannot hold (InvalidJobIdError)
+            results[cluster.name] = self._unreachable(cluster, str(exc))
+
     async def cancel(self, cluster: str, job_id: str) -> None:
         """Cancel one job through its cluster's probe (``scancel`` / delete the Job)."""
         validate_job_id(job_id)

@@ -10,6 +10,8 @@ exists; if not, list the workdir once (never recursive, never ``find``/``du``) f
 ``tail_bytes``, from the caller's byte offset when one is given); a read that fails or returns
 fewer lines than the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint and trial trees are read with single-level listings of their known layouts.
+For one job (``probes.slurm.onejob``) the request may also name scheduler commands
+(``probes.remote.scheduler``), run here before the files, in the same trip.
 Every open, read and listing goes through ``probes.remote.guard`` (only the job's own regular
 files, no symlink followed, nothing under /proc /sys /dev, a deadline per operation); the
 request has a whole deadline and an answer budget, and a job past either is ``failed`` with
@@ -23,7 +25,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -34,6 +35,8 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 # (probes.slurm.probe.collector_source).
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, resolve_uid
+with contextlib.suppress(ImportError):
+    from probes.remote.scheduler import run_argv, run_scheduler
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, collect_trials, listdir
 with contextlib.suppress(ImportError):
@@ -54,14 +57,18 @@ PROTOCOL = 1
 DEFAULT_ANSWER_BUDGET = 32 << 20
 """Bytes of answer per request when the request names none (``answer_budget_bytes``)."""
 
+DEFAULT_HEAD_BYTES = 256 << 10
+"""Bytes of a long log's head sent beside its tail (the config dump; ``head_bytes``)."""
+
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
 
-def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int) -> Json:
+def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
+          head_bytes: int = 0) -> Json:
     """Read a bounded tail; retry once if it fails or is under the line floor."""
     result: Json = {}
     for attempt in (1, 2):
-        result = read_tail(path, max_bytes, offset, guard)
+        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes)
         result["attempts"] = attempt
         if result["status"] != "ok":
             if result.get("final"):  # refused or hung: a second try would say the same
@@ -83,8 +90,10 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int) 
 _PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
 
 
-def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None) -> Json:
-    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped."""
+def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
+              head_bytes: int = 0) -> Json:
+    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
+    with ``head_bytes``, a read that starts past the file's beginning also gives ``head``."""
     guard = guard or Guard(os.geteuid(), 30.0)
     try:
         fd = guard.open(path)
@@ -108,8 +117,28 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
         start = size - len(data)
     text = data.decode("utf-8", errors="replace").translate(_PLAIN)
     lines = len(text.splitlines())
-    return {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
-            "lines": lines}
+    out = {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
+           "lines": lines}
+    if head_bytes > 0 and start > 0 and offset <= 0:
+        out["head"] = _read_head(path, guard, head_bytes)
+    return out
+
+
+def _read_head(path: str, guard: Guard, head_bytes: int) -> str:
+    """The log's first ``head_bytes`` (cut at the last whole line): the trainer's start-up
+    config dump falls out of a long run's tail. Sent on a whole-tail read only (offset 0),
+    never on incremental reads; "" when it cannot be read (the tail still stands)."""
+    try:
+        fd = guard.open(path)
+        try:
+            data = guard.read(fd, 0, head_bytes, path)
+        finally:
+            os.close(fd)
+    except (Refused, Hung, OSError):
+        return ""
+    if len(data) >= head_bytes:
+        data = data[:data.rfind(b"\n") + 1]
+    return data.decode("utf-8", errors="replace").translate(_PLAIN)
 
 
 def _log_pattern(job_id: str) -> re.Pattern[str]:
@@ -162,7 +191,8 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     if path is None or status == "failed":
         return out
     offset = int(job.get("offset") or 0) if path == job.get("stdout") else 0
-    read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)))
+    read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
+                 head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)))
     if read["status"] != "ok":
         out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
         return out
@@ -254,7 +284,7 @@ def collect_queue(request: Json) -> Json:
     """
     started = time.monotonic()  # squeue's time counts against the request's deadline
     queue = request["squeue"]
-    status, out, err = _run_squeue(list(queue["argv"]),
+    status, out, err = run_argv(list(queue["argv"]),
                                    0.5 * float(request.get("deadline_s") or 60.0))
     answer: Json = {"protocol": PROTOCOL, "jobs": {}, "unexpanded": []}
     data = None
@@ -281,22 +311,6 @@ def collect_queue(request: Json) -> Json:
     data["jobs"] = kept
     answer["squeue"] = {"exit": status, "json": data, "stderr": err}
     return answer
-
-
-def _run_squeue(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
-    """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start,
-    124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged)."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-                              timeout=timeout_s)
-    except OSError as exc:  # what a shell would say, as LocalRunner does
-        return 127, "", f"{argv[0]}: could not start: {exc}"
-    except subprocess.TimeoutExpired as exc:
-        said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
-        return 124, "", (f"{argv[0]}: no answer within {timeout_s:g}s (killed; is slurmctld"
-                         f" up?){': ' + said[0] if said else ''}")
-    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"))
 
 
 def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]]:
@@ -367,7 +381,13 @@ def main(request_json: str) -> None:
     """Entry point of the shipped script: request JSON in, answer JSON on stdout."""
     _exit_with_the_session()
     request = json.loads(request_json)
+    ran = None
+    if "scheduler" in request:  # before the files: their deadline counts from here too
+        ran = run_scheduler(list(request["scheduler"]),
+                            0.4 * float(request.get("deadline_s") or 60.0))
     answer = collect_queue(request) if "squeue" in request else collect(request)
+    if ran is not None:
+        answer["scheduler"] = ran
     # dumps, not dump: json.dump encodes in pure Python, chunk by chunk (~20x slower here).
     # UTF-8 bytes whatever the login node's locale, non-ASCII text not escaped (6x smaller).
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")

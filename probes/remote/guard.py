@@ -146,7 +146,7 @@ class Guard:
             want = "a directory" if directory else "a regular file"
             raise Refused(f"{path}: not {want}: not read")
         if not directory and st.st_uid != self.uid:
-            raise Refused(f"{path}: owned by uid {st.st_uid}, not by the job's user"
+            raise Refused(f"{path}: owned by uid {st.st_uid}: not owned by the job's user"
                           f" {self.user!r}: not read")
 
     def read(self, fd: int, start: int, limit: int, path: str) -> bytes:
@@ -192,6 +192,23 @@ class Guard:
                     if len(names) >= limit:
                         break
             return sorted(names)
+        finally:
+            os.close(fd)
+
+    def list_entries(self, path: str, limit: int) -> tuple[list[tuple[str, bool]], bool]:
+        """``((name, is_dir) pairs sorted, cut)``: at most ``limit`` entries of a directory
+        entered without following links; ``is_dir`` never follows one either."""
+        fd = self.open(path, directory=True)
+        try:
+            out: list[tuple[str, bool]] = []
+            cut = False
+            with deadline(self._seconds(), f"list {path}"), os.scandir(fd) as it:
+                for entry in it:
+                    if len(out) >= limit:
+                        cut = True
+                        break
+                    out.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            return sorted(out), cut
         finally:
             os.close(fd)
 

@@ -19,25 +19,30 @@ independent of the run's size:
   baseline) and the latest ``max_files`` are opened, each to ``max_file_bytes`` and
   ``max_lines`` lines; every text field is cut to ``max_text`` characters.
 
-Every file is opened ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK`` and read only when ``fstat`` says it
-is a regular file (a symlink, FIFO or device is skipped, never followed or waited on) owned by
-the job's user (``owner``, when that user exists on the node): a directory the job's user
-points elsewhere by a symlink cannot make the probe account read someone else's files;
-directories are listed with ``scandir`` without following links. Past ``deadline_s`` the reader
-stops sampling and says so. Nothing here raises on bad input: what could not be read is
-reported in ``skipped``.
+Every open, read and listing goes through ``probes.remote.guard``, the collector's own rules
+(one implementation, shipped in front of this source): only the job's user's regular files
+(``owner``; a caller in process with no owner reads its own), ``O_NOFOLLOW`` and ``fstat`` on
+the opened descriptor (a symlink, FIFO or device is skipped, never followed or waited on),
+nothing on /proc, /sys or /dev, and a deadline per operation. An ``owner`` unknown on this
+node reads nothing. Past ``deadline_s`` the reader stops sampling and says so. Nothing here
+raises on bad input: what could not be read is reported in ``skipped``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
-import stat
 import sys
 import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+
+# In-process the guard is imported; shipped, its source is prepended and this line is ``pass``
+# (probes.remote.script.rollouts_source).
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Guard, Hung, Refused, resolve_uid
 
 PROTOCOL = 1
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
@@ -45,20 +50,9 @@ Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics n
 _VERL_FILE = re.compile(r"^(\d{1,12})\.jsonl$")
 _SKYRL_EVAL_DIR = re.compile(r"^global_step_(\d{1,12})_evals$")
 _SKYRL_BATCH = re.compile(r"^global_step_(\d{1,12})_training_input\.pkl$")
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 DEFAULTS = {"max_trials": 64, "max_listing": 20000, "max_files": 3, "max_lines": 64,
-            "max_file_bytes": 1 << 20, "max_text": 2000, "deadline_s": 20.0}
-
-
-def _uid(user: Any) -> int | None:
-    """The uid of the job's user here; ``None`` (no owner check) when unknown on this node."""
-    if not isinstance(user, str) or not user:
-        return None
-    try:
-        import pwd
-        return pwd.getpwnam(user).pw_uid
-    except (ImportError, KeyError):
-        return None
+            "max_file_bytes": 1 << 20, "max_text": 2000, "deadline_s": 20.0,
+            "read_timeout_s": 5.0}
 
 
 class _Budget:
@@ -74,66 +68,56 @@ class _Budget:
         self.max_file_bytes = int(limits["max_file_bytes"])
         self.max_text = int(limits["max_text"])
         self.deadline = time.monotonic() + float(limits["deadline_s"])
-        self.owner_uid = _uid(request.get("owner"))
+        owner = request.get("owner")
+        uid = resolve_uid(owner) if owner else os.geteuid()
+        self.guard = Guard(uid, float(limits["read_timeout_s"]), self.deadline,
+                           user=str(owner or "(caller)"))
         self.bytes_read = 0
         self.files_opened = 0
         self.skipped: list[str] = []
-
-    def owned(self, st: os.stat_result) -> bool:
-        return self.owner_uid is None or st.st_uid == self.owner_uid
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
 
 
 def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
-    """At most ``limit`` bytes of a regular file; ``None`` for anything else or an error."""
+    """At most ``limit`` bytes of the job's regular file (guard's rules); ``None`` otherwise."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = budget.guard.open(path)
+    except FileNotFoundError:
+        return None
+    except (Refused, Hung) as exc:
+        budget.skipped.append(str(exc))
+        return None
     except OSError as exc:
-        if not isinstance(exc, FileNotFoundError):
-            budget.skipped.append(f"{path}: {type(exc).__name__}")
+        budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            budget.skipped.append(f"{path}: not a regular file")
-            return None
-        if not budget.owned(st):
-            budget.skipped.append(f"{path}: not owned by the job's user")
-            return None
         budget.files_opened += 1
-        chunks = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        budget.bytes_read += len(data)
-        return data
+        data = budget.guard.read(fd, 0, limit, path)
+    except Hung as exc:
+        budget.skipped.append(str(exc))
+        return None
     except OSError as exc:
         budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     finally:
         os.close(fd)
+    budget.bytes_read += len(data)
+    return data
 
 
 def list_dir(path: str, budget: _Budget) -> list[Any] | None:
     """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed."""
-    out = []
     try:
-        with os.scandir(path) as it:
-            for entry in it:
-                out.append((entry.name, entry.is_dir(follow_symlinks=False)))
-                if len(out) >= budget.max_listing:
-                    budget.skipped.append(f"{path}: listing cut at {budget.max_listing}")
-                    break
+        out, cut = budget.guard.list_entries(path, budget.max_listing)
+    except (Refused, Hung) as exc:
+        budget.skipped.append(str(exc))
+        return None
     except OSError:
         return None
-    out.sort()
+    if cut:
+        budget.skipped.append(f"{path}: listing cut at {budget.max_listing}")
     return out
 
 

@@ -20,7 +20,8 @@ _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
-_SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "tree.py", "completion.py")
+_SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "tree.py", "completion.py",
+                    "scheduler.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""
 
@@ -58,8 +59,12 @@ def build_collector_script(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def rollouts_source() -> str:
-    """``probes/remote/rollouts.py`` as one script body (it is self-contained)."""
-    return (_HERE / "rollouts.py").read_text(encoding="utf-8")
+    """``probes/remote/guard.py`` + ``rollouts.py`` as one script body: the deep probe reads
+    under the collector's own guard (its import line there becomes ``pass``)."""
+    parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name)
+             for name in ("guard.py", "rollouts.py")]
+    return "from __future__ import annotations\n" + "\n\n".join(
+        _FUTURE.sub("", text) for text in parts)
 
 
 def build_rollouts_script(request: Mapping[str, Any]) -> str:

@@ -3,6 +3,8 @@
 Policy: shared by every file-system backed probe (SLURM over SSH, SLURM local, replay), so a
 recorded cluster is judged by exactly the code that judged it live. The log tail goes through
 the one parser (``probes.logs.parse.parse_log``); checkpoints and trials through their parsers.
+When the tail holds no start-up config dump, the log's head (the collector sends its first
+256 KiB beside a cut tail, on whole-tail reads only) is read for the run fingerprint.
 A log that could not be read gives a ``LogFetch`` with its status and no summary: never a
 made-up "no metrics".
 """
@@ -18,6 +20,8 @@ from pydantic import ValidationError
 
 from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
+from probes.logs.fingerprint import read_fingerprint
+from probes.logs.lines import strip_ansi
 from probes.logs.parse import parse_log
 from probes.models import (
     CheckpointListing,
@@ -26,6 +30,7 @@ from probes.models import (
     JobFacts,
     JobState,
     LogFetch,
+    RunFingerprint,
     SchedulerRecord,
     TrialTree,
 )
@@ -86,6 +91,10 @@ def job_facts(
     if log.status in {"ok", "mismatch"}:
         summary = parse_log(log.text, aliases=aliases, benign_patterns=benign_patterns,
                             mtime=log.mtime)
+        head = (collected.get("log") or {}).get("head")
+        if summary.fingerprint is None and isinstance(head, str) and head:
+            # A long run's config dump is in its head only (the collector's head read).
+            summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})
     return JobFacts(
         record=record,
         log=log,
@@ -107,6 +116,11 @@ def completion_check(raw: Any) -> CompletionCheck | None:
                 {k: source.get(k) for k in ("path", "kind", "current_steps", "total_steps")}
                 | {"finished": bool(source.get("finished"))}))
     return CompletionCheck(files=tuple(files))
+
+
+def head_fingerprint(head: str) -> RunFingerprint | None:
+    """The fingerprint printed in a log's head (ANSI stripped, as the tail's lines are)."""
+    return read_fingerprint([strip_ansi(line) for line in head.splitlines()])
 
 
 def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:

@@ -35,11 +35,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from probes.config import SlurmCluster
-from probes.errors import InvalidJobIdError, ProbeError
+from probes.errors import CommandError, InvalidJobIdError, ProbeError
 from probes.ids import SLURM_ID, validate_job_id
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
+from probes.slurm import onejob
 from probes.slurm.assemble import collector_request, job_facts
 from probes.slurm.commands import (
     NO_JSON,
@@ -157,17 +158,34 @@ class SlurmProbe:
 
     async def collect_job(self, job_id: str) -> JobFacts | None:
         """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it)."""
+        facts = await self.collect_one(job_id, quiet=False)
+        return facts.jobs[0] if facts.jobs else None
+
+    async def collect_one(self, job_id: str, *, quiet: bool = True) -> ClusterFacts:
+        """That job only, in at most two commands (``probes.slurm.onejob``): its facts first,
+        then, for a TIMEOUT, its user's live jobs (successor candidates, no files read).
+        ``quiet``: a cluster problem is ``unreachable`` (as ``collect``), else it raises."""
         job_id = _slurm_id(job_id)
         now = self._clock()
         runner = self._runner_factory(self._cluster)
         try:
-            snap = await self.snapshot(runner, now)
-            found = [r for r in snap.records if r.job_id == job_id]
-            collected = await self.collect_files(runner, found, None)
+            async with asyncio.timeout(self._cluster.timeout_s):
+                found = await onejob.find_job(runner, self._cluster, job_id, now)
+                collected, live = ({}, []) if found is None else await onejob.job_files(
+                    runner, self._cluster, found, now)
+        except (ProbeError, TimeoutError) as exc:
+            reason = str(exc) or f"{runner.target}: no answer in {self._cluster.timeout_s:g}s"
+            if quiet:
+                return self._unreachable(now, reason, runner)
+            if isinstance(exc, ProbeError):
+                raise
+            raise CommandError(reason) from exc
         finally:
             await runner.aclose()
-        facts = await asyncio.to_thread(self._facts, found, collected)
-        return facts[0] if facts else None
+        jobs = await asyncio.to_thread(self._facts, [found], collected) if found else ()
+        return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
+                            collected_at=now, round_trips=runner.commands_sent,
+                            jobs=(*jobs, *(JobFacts(record=r) for r in live)))
 
     async def cancel(self, job_id: str) -> None:
         """``scancel <id>``; the id is validated before anything connects."""

@@ -127,6 +127,7 @@ class FakeSweeper:
     conf: Config
     sweeps: int = 0
     cancels: list[tuple[str, str]] = field(default_factory=list)
+    jobs: list[tuple[str | None, str]] = field(default_factory=list)
     on_cancel: Callable[[str, str], None] | None = None
     gate: asyncio.Event | None = None
     """When set, sweeps wait for it (to hold many requests inside one sweep)."""
@@ -135,6 +136,11 @@ class FakeSweeper:
         self.sweeps += 1
         if self.gate is not None:
             await self.gate.wait()
+        return self.make()
+
+    async def job(self, cluster: str | None, job_id: str) -> SweepResult:
+        """``/job`` on a cache miss: the one-job query (recorded, never a sweep)."""
+        self.jobs.append((cluster, job_id))
         return self.make()
 
     async def cancel(self, cluster: str, job_id: str) -> None:

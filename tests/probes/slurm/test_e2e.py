@@ -28,7 +28,7 @@ import pytest
 
 from bot.config import Config, load_config
 from bot.sweep import Sweeper
-from probes.config import ReplayCluster
+from probes.config import ReplayCluster, SlurmCluster
 from probes.logs.parse import parse_log
 from probes.models import ClusterFacts, JobFacts, JobState
 from probes.slurm.parse import parse_squeue_json
@@ -378,3 +378,41 @@ def test_recording_replays_the_same_jobs(run: Run) -> None:
         again = replayed[job_id]
         assert again.record.state is job.record.state
         assert (again.log.status if again.log else None) == (job.log.status if job.log else None)
+
+
+def test_job_path_names_the_chain_successor_in_two_commands(
+    run: Run, slurm_env: SlurmEnv,
+) -> None:
+    """`collect_one` of the TIMEOUT job: two collector runs, and the sweeper's one-job answer
+    names its running successor (found among the job user's live jobs only)."""
+    calls: list[tuple[str, ...]] = []
+
+    def factory(cluster: SlurmCluster) -> SshRunner:
+        runner = SshRunner(cluster)
+        real = runner.run
+
+        async def run_(argv: Any, **kw: Any) -> Any:
+            calls.append(tuple(argv))
+            return await real(argv, **kw)
+
+        runner.run = run_  # type: ignore[method-assign]
+        return runner
+
+    probe = SlurmProbe(slurm_env.cluster(), runner_factory=factory)
+    facts = asyncio.run(probe.collect_one(run.ids["chain"]))
+    assert calls == [("python3", "-"), ("python3", "-")]
+    assert facts.jobs[0].record.state is JobState.TIMEOUT
+    assert run.ids["successor"] in {j.record.job_id for j in facts.jobs[1:]}
+    config = Config(clusters=(slurm_env.cluster(name="local22", recent_hours=1),))
+
+    async def one_job() -> dict[str, Any]:
+        sweeper = Sweeper(lambda: config)
+        try:
+            detail = (await sweeper.job(None, run.ids["chain"])).find(None, run.ids["chain"])
+        finally:
+            await sweeper.aclose()
+        return detail.report.model_dump(mode="json")
+
+    row = asyncio.run(one_job())
+    assert row["state"] == "TIMEOUT" and row["successor"] == run.ids["successor"]
+    assert "chain-restart" in row["flags"]

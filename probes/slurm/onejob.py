@@ -1,0 +1,176 @@
+"""One job in depth (``jobtables job ID``, ``/job``): that job only, whatever the cluster's size.
+
+Policy: at most TWO remote commands, both the collector (``python3 -``, script on stdin):
+
+1. ``squeue -h -t all -j ID -o <nonce format>`` and ``scontrol show job -o ID`` run inside the
+   collector (argvs, no shell); ``sacct --json -X -j ID`` runs there too, but only when squeue
+   printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
+   queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
+2. The job's files (log tail, listings, trees) through the same collector request a sweep
+   uses, and, only for a TIMEOUT job, the successor query: ``squeue -t PENDING,RUNNING -u
+   USER`` for the job's own user. Every successor rule in ``report.chain`` looks at a live job
+   of the same user (its ``afterany`` dependency, or the same name/user/workdir), so that user's
+   live jobs are a bounded set that still holds any successor. A PENDING job has no files,
+   and a job that is neither started nor TIMEOUT costs one command only.
+
+Records are read by the sweep's forgery-proof parsers (nonce-delimited squeue, scontrol read
+with what squeue said). A hetjob component ``123+1`` keeps the id squeue prints for it;
+scontrol names it by its own job id, so its record is matched by HetJobId/HetJobOffset. A
+collector that does not run (no python3) falls back to running the commands one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from probes.config import SlurmCluster
+from probes.errors import CommandError
+from probes.models import JobState, SchedulerRecord
+from probes.remote.script import build_collector_script
+from probes.slurm.assemble import collector_request
+from probes.slurm.parse import expand_stdout, parse_squeue_json
+from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
+from probes.slurm.scontrol import (
+    known_from,
+    merge_scontrol,
+    parse_scontrol_all,
+    parse_scontrol_record,
+)
+from probes.slurm.transport import Runner
+
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+"""A login name safe as an argv value (no leading ``-`` to read as an option)."""
+
+
+def _squeue_argv(nonce: str, *selection: str) -> list[str]:
+    return ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", *selection, "-o",
+            plain_format(nonce)]
+
+
+async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The collector's answer (``None`` if it did not run or printed no answer), tried twice."""
+    script = build_collector_script(request)
+    for _attempt in (1, 2):
+        res = await runner.run(["python3", "-"], stdin=script, check=False)
+        if res.exit_status != 0:
+            continue
+        try:
+            answer = json.loads(res.stdout)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and isinstance(answer.get("jobs"), dict):
+            return answer
+    return None
+
+
+async def _scheduler(runner: Runner, cluster: SlurmCluster, commands: list[dict[str, Any]],
+                     jobs: Sequence[SchedulerRecord] = (),
+                     ) -> tuple[list[str], dict[str, Any], str]:
+    """Each command's stdout ("" if it failed or was skipped), the files of ``jobs``, and what
+    the first command said on stderr when it failed ("" when it worked)."""
+    request = {**collector_request(jobs, cluster), "scheduler": commands}
+    answer = await _run(runner, request)
+    if answer is None:  # no collector: the commands on their own (files are then failed)
+        texts: list[str] = []
+        said = ""
+        for command in commands:
+            if command.get("unless") and any(command["unless"] in t for t in texts):
+                texts.append("")
+                continue
+            res = await runner.run(command["argv"], check=False)
+            texts.append(res.stdout if res.exit_status == 0 else "")
+            if res.exit_status != 0 and len(texts) == 1:
+                said = res.stderr.strip() or f"exit status {res.exit_status}"
+        failed = {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
+                                     "error": "collector did not run", "attempts": 2}}
+                  for r in jobs}
+        return texts, failed, said
+    ran = answer.get("scheduler") or []
+    texts = [str(r.get("stdout") or "") if isinstance(r, dict) and r.get("exit") == 0 else ""
+             for r in ran]
+    first = ran[0] if ran and isinstance(ran[0], dict) else {}
+    said = "" if first.get("exit") == 0 else (str(first.get("stderr") or "").strip()
+                                              or f"exit status {first.get('exit')}")
+    return texts + [""] * (len(commands) - len(texts)), answer["jobs"], said
+
+
+_HET_HEAD = re.compile(r"^JobId=\d+ HetJobId=(\d+) HetJobOffset=(\d+) ", re.MULTILINE)
+
+
+def _het_lines(scontrol: str) -> dict[str, str]:
+    """``A+N`` -> that component's scontrol record (one per line with ``-o``); an id that two
+    lines claim (a forged name) is trusted for neither."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    starts = [m for m in _HET_HEAD.finditer(scontrol)]
+    for i, m in enumerate(starts):
+        key = f"{m.group(1)}+{m.group(2)}"
+        stop = starts[i + 1].start() if i + 1 < len(starts) else len(scontrol)
+        if key in seen:
+            out.pop(key, None)
+        else:
+            out[key] = scontrol[m.start():stop].rstrip("\n")
+        seen.add(key)
+    return out
+
+
+def _merged(records: list[SchedulerRecord], scontrol: str) -> list[SchedulerRecord]:
+    """squeue's records with scontrol's paths. A hetjob component (``A+N`` in squeue) has its
+    own job id in scontrol, so its record is found by ``HetJobId``/``HetJobOffset``."""
+    plain = {r.job_id: r for r in records if "+" not in r.job_id}
+    fields = parse_scontrol_all(scontrol, wanted=plain.keys(),
+                                known={k: known_from(r) for k, r in plain.items()})
+    het = _het_lines(scontrol) if len(plain) < len(records) else {}
+    out = []
+    for r in records:
+        if r.job_id in het:
+            got: Mapping[str, str] | None = parse_scontrol_record(het[r.job_id], known_from(r))
+        else:
+            got = fields.get(r.job_id)
+        out.append(expand_stdout(merge_scontrol(r, got)))
+    return out
+
+
+async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: datetime,
+                   ) -> SchedulerRecord | None:
+    """Command 1: the job's record from squeue and scontrol (sacct if squeue forgot it)."""
+    nonce = new_nonce()
+    commands: list[dict[str, Any]] = [
+        {"argv": _squeue_argv(nonce, "-t", "all", "-j", job_id)},
+        {"argv": ["scontrol", "show", "job", "-o", job_id]},
+        {"argv": ["sacct", "--json", "-X", "-j", job_id], "unless": f"<R:{nonce}>"},
+    ]
+    (squeue, scontrol, sacct), _, said = await _scheduler(runner, cluster, commands)
+    if not squeue and said and "invalid job id" not in said.lower():
+        # slurmctld down or squeue broken: the cluster's problem, not an unknown job.
+        raise CommandError(f"`squeue -j {job_id}` on {runner.target} failed: {said}"[:600])
+    records = parse_squeue_plain(squeue, cluster=cluster.name, now=now, nonce=nonce)
+    if not records and sacct.lstrip().startswith("{"):
+        records = parse_squeue_json(sacct, cluster=cluster.name, now=now)
+    records = _merged(records, scontrol)
+    exact = [r for r in records if r.job_id == job_id]
+    if exact:
+        return exact[0]
+    # ``-j 123`` of an array names its tasks ``123_N``: the first of them stands for it.
+    return records[0] if records else None
+
+
+async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
+                    now: datetime) -> tuple[dict[str, Any], list[SchedulerRecord]]:
+    """Command 2 (when needed): the job's files and, for a TIMEOUT, its user's live jobs."""
+    started = [record] if record.state is not JobState.PENDING else []
+    commands: list[dict[str, Any]] = []
+    nonce = new_nonce()
+    if record.state is JobState.TIMEOUT and record.user and _USER.match(record.user):
+        commands.append({"argv": _squeue_argv(nonce, "-t", "PENDING,RUNNING",
+                                              "-u", record.user)})
+    if not started and not commands:
+        return {}, []
+    texts, collected, _ = await _scheduler(runner, cluster, commands, started)
+    live = parse_squeue_plain(texts[0], cluster=cluster.name, now=now,
+                              nonce=nonce) if commands else []
+    return collected, [r for r in live if r.job_id != record.job_id]
