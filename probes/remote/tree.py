@@ -204,12 +204,13 @@ def _inside(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
 
 
 def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = None,
-                        workdir: str | None = None) -> Json:
-    """Step directories, trackers and exports under every root and every logged directory."""
+                        workdir: str | None = None, memo: bool = True) -> Json:
+    """Step directories, trackers and exports under every root and every logged directory
+    (``memo``: each root searched once per request, see ``SEEN``)."""
     walk = _Walk(guard)
     for root in roots:
         key = f"ck:{guard.uid}:{root}"
-        if key not in SEEN:
+        if key not in SEEN or not memo:
             part = _Walk(guard)
             part.root(root, CKPT_DEPTH)
             parent = os.path.dirname(os.path.normpath(root))
