@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from datetime import datetime, timezone
+import math
+from datetime import UTC, datetime
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 WINDOW = 100
@@ -47,7 +48,7 @@ def iso_epoch(value: Any) -> float | None:
     except ValueError:
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
+        stamp = stamp.replace(tzinfo=UTC)
     try:
         return stamp.timestamp()
     except (OverflowError, OSError, ValueError):
@@ -70,7 +71,11 @@ def is_instant(reduced: Tally) -> bool:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:

@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from probes.models import CheckpointListing
 from probes.remote.guard import Guard
-from probes.remote.tree import collect_checkpoints
 
 # Re-exported (the template rules live with the path code shipped to login nodes); the
 # redundant alias is how mypy --strict is told the re-export is meant.
 from probes.remote.stdio_pattern import expand_roots as expand_roots  # noqa: PLC0414
+from probes.remote.tree import collect_checkpoints
 
 _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"

@@ -16,7 +16,6 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-
 from typing import Any
 
 import pytest
