@@ -177,14 +177,14 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str]) -> list[tuple[str
         if not _LOGGED_LINE.search(line):
             continue
         for raw in _LOGGED_PATH.findall(line):
-            target = _holder(os.path.normpath(raw.rstrip(".:")))
-            place = _inside(target, clean)
+            target = _step_holder(os.path.normpath(raw.rstrip(".:")))
+            place = _inside_base(target, clean)
             if place is not None and place not in found:
                 found.append(place)
     return found
 
 
-def _holder(path: str) -> str:
+def _step_holder(path: str) -> str:
     """The directory that holds the step directories a printed path points into."""
     parts = path.split("/")
     for i in range(len(parts) - 1, 0, -1):
@@ -193,7 +193,7 @@ def _holder(path: str) -> str:
     return os.path.dirname(path) if _FILE_SUFFIX.search(path) else path
 
 
-def _inside(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
+def _inside_base(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
     for base in sorted(bases, key=len, reverse=True):
         if path == base or path.startswith(base.rstrip("/") + "/"):
             rest = [p for p in path[len(base):].split("/") if p]

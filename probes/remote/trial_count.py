@@ -68,7 +68,7 @@ def is_instant(reduced: Tally) -> bool:
     return abs(end - start) <= _INSTANT_S
 
 
-def _number(value: Any) -> float | None:
+def _tally_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -81,7 +81,7 @@ def _number(value: Any) -> float | None:
 def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
     """Fold one reduced trial (``reduce_trial``'s dict) into the tally."""
     tally["trials"] += 1
-    reward = _number(reduced.get("reward"))
+    reward = _tally_number(reduced.get("reward"))
     exception = reduced.get("exception_type")
     exception = exception if isinstance(exception, str) and exception else None
     if reduced.get("finished_at") is not None or reward is not None or exception is not None:

@@ -19,6 +19,9 @@ Each case runs the production path: default roots expanded for the job, the coll
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ import pytest
 
 from probes.config import DEFAULT_CHECKPOINT_ROOTS
 from probes.remote import collector
+from probes.remote.script import build_collector_script
 from probes.remote.tree import CKPT_VISITS
 from probes.slurm.checkpoints import build_listing, expand_roots
 
@@ -207,3 +211,25 @@ def test_search_is_bounded_in_directories(tmp_path: Path) -> None:
         (workdir / "output" / "runs" / f"r{i:04d}").mkdir(parents=True)
     raw = _collect(workdir)
     assert any("search stopped" in str(v) for v in (raw.get("errors") or {}).values())
+
+
+def test_shipped_script_searches_like_the_module(tmp_path: Path) -> None:
+    """The joined ``python3 -`` script finds the nested verl steps and a logged Megatron dir
+    exactly as the in-process collector does."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    _verl(workdir)
+    log = _megatron_save(workdir)
+    in_process = _collect(workdir, log)
+    roots = expand_roots(list(DEFAULT_CHECKPOINT_ROOTS), workdir=str(workdir), name=NAME,
+                         job_id="7", user="u")
+    request = {"tail_bytes": 1 << 16, "min_lines": 1,
+               "jobs": [{"id": "7", "stdout": str(workdir / "slurm-7.out"),
+                         "workdir": str(workdir), "offset": 0, "checkpoint_roots": roots,
+                         "trial_roots": []}]}
+    done = subprocess.run([sys.executable, "-"], input=build_collector_script(request),
+                          capture_output=True, text=True, check=True, timeout=60)
+    shipped = json.loads(done.stdout)["jobs"]["7"]["checkpoints"]
+    assert shipped == in_process
+    assert sorted(build_listing(shipped["listings"],
+                                latest_markers=shipped["markers"]).steps) == [10, 20, 40, 80]

@@ -8,6 +8,7 @@ collector's tallies must give the same statistics.
 
 from __future__ import annotations
 
+import ast
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -124,3 +125,24 @@ def test_complete_count_has_no_bound_note() -> None:
     f = Findings()
     _count_bound_note(f, summarize_trials(_collected(MIXED)))
     assert f.trends == []
+
+
+def test_shipped_tree_modules_rebind_no_other_modules_names() -> None:
+    """tree.py and trial_count.py are joined into one script with the other shipped modules:
+    no top-level name of theirs may rebind another's (``Json`` is the same alias everywhere)."""
+    def names(name: str) -> set[str]:
+        body = ast.parse((Path(collect_trials.__code__.co_filename).parent / name)
+                         .read_text()).body
+        found: set[str] = set()
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Assign):
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return found - {"Json"}
+
+    others = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "completion.py",
+              "collector.py")
+    for mine in ("tree.py", "trial_count.py"):
+        for other in (*others, *({"tree.py", "trial_count.py"} - {mine})):
+            assert names(mine) & names(other) == set(), (mine, other)
