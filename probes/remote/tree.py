@@ -310,35 +310,38 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
             "trials": {}}
 
 
-def _has_job_files(top: int, name: str, guard: Guard) -> bool:
-    """A chunk is a Harbor job dir (a result.json or config.json in it), entered unfollowed."""
-    try:
-        with guard.directory(name, dir_fd=top) as sub:
-            for marker in ("result.json", "config.json"):
-                with contextlib.suppress(OSError, Refused):
-                    guard.stat_file(marker, dir_fd=sub)
-                    return True
-    except (OSError, Refused, Hung):
-        return False
+def _job_files_in(fd: int, guard: Guard) -> bool:
+    """A Harbor job dir holds a result.json or a config.json (the job's own regular file)."""
+    for marker in ("result.json", "config.json"):
+        with contextlib.suppress(OSError, Refused):
+            guard.stat_file(marker, dir_fd=fd)
+            return True
     return False
 
 
+def _has_job_files(top: int, name: str, guard: Guard) -> bool:
+    """Is ``name`` below an open dir a Harbor job dir (a chunk)? Entered without following."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            return _job_files_in(sub, guard)
+    except (OSError, Refused, Hung):
+        return False
+
+
 def _count_root(root: str, guard: Guard, clock: _Clock) -> Json:
-    errors: Json = {}
-    names = listdir(root, guard, errors)
-    if names is None:
-        return {"exists": False, "jobs": {}, **({"error": errors[root]} if errors else {})}
-    if "result.json" in names or "config.json" in names:
-        job_dirs = [root]
-    else:
-        # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree;
-        # a symlinked chunk is not entered (it is opened without following).
-        try:
-            with guard.directory(root) as top:
-                job_dirs = [os.path.join(root, n) for n in names
-                            if _has_job_files(top, n, guard)]
-        except (OSError, Refused, Hung):
-            job_dirs = []
+    try:
+        with guard.directory(root) as top:
+            if _job_files_in(top, guard):
+                job_dirs = [root]
+            else:
+                # Only Harbor job dirs are chunks: a stray or empty directory is not a trial
+                # tree; a symlinked chunk is not entered (it is opened without following).
+                job_dirs = [os.path.join(root, n) for n, is_dir in _entries(top, root, guard)
+                            if is_dir and _has_job_files(top, n, guard)]
+    except FileNotFoundError:
+        return {"exists": False, "jobs": {}}
+    except (OSError, Refused, Hung) as exc:
+        return {"exists": False, "jobs": {}, "error": str(exc)}
     window: list[Any] = []
     jobs: Json = {}
     for job_dir in job_dirs:
