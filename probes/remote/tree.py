@@ -252,10 +252,13 @@ def _read_stamped(path: str, guard: Guard, limit: int = 1 << 20,
 
 
 class _Clock:
-    """The trial count's time bound: ``budget_s`` from the first call, and never past the
-    guard's request deadline (a read refused for lack of time would undercount silently)."""
+    """The trial count's time bound: ``budget_s`` from the first call, at most half the time
+    left in the request (the jobs after this one still get read), and never past the guard's
+    request deadline (a read refused for lack of time would undercount silently)."""
 
     def __init__(self, budget_s: float, guard: Guard, clock: Callable[[], float]) -> None:
+        if guard.until is not None:
+            budget_s = min(budget_s, max(0.0, 0.5 * (guard.until - time.monotonic())))
         self.clock = clock
         self.started = clock()
         self.until = self.started + budget_s
@@ -265,9 +268,6 @@ class _Clock:
         if self.guard_until is not None and time.monotonic() >= self.guard_until - 0.5:
             return True
         return self.clock() >= self.until
-
-    def elapsed(self) -> float:
-        return round(self.clock() - self.started, 3)
 
 
 def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | None:

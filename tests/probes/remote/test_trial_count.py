@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 
 from probes.harbor import TrialStats, build_trial_tree, summarize_trials
 from probes.models import TrialTree
+from probes.remote.guard import Guard
 from probes.remote.harbor_reduce import reduce_trial
 from probes.remote.tree import collect_trials
 from probes.remote.trial_count import WINDOW
@@ -118,6 +121,17 @@ def test_time_bound_stops_the_count_and_says_so(tmp_path: Path) -> None:
     rec = record("eval-qwen-swebench", state="RUNNING")
     report = judge(facts(rec, trials=tree), now=T0 + timedelta(minutes=20)).report
     assert f"≥{stats.trials} trials counted in" in report.trend
+
+
+def test_count_leaves_the_request_time_for_later_jobs(tmp_path: Path) -> None:
+    """Inside a request with 2 s left, one trial set may spend at most half of it, whatever
+    its own budget (fake clock for the count; the request deadline is the guard's)."""
+    job = _big_job(tmp_path, 50)
+    ticks = iter(range(1_000_000))
+    guard = Guard(os.geteuid(), 5.0, until=time.monotonic() + 2.0)
+    raw = collect_trials([str(job)], guard, budget_s=1000.0, clock=lambda: float(next(ticks)))
+    tree = trial_tree(raw)
+    assert tree is not None and tree.counts is not None and not tree.counts.complete
 
 
 def test_complete_count_has_no_bound_note() -> None:
