@@ -124,12 +124,13 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
     print(show(result))
 
 
-async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str) -> JobDetail:
-    """That job only (``Sweeper.job``); the detail, not the result, leaves the coroutine
+async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
+               show: Callable[[JobDetail], str]) -> None:
+    """That job only (``Sweeper.job``), printed from inside the loop; returns nothing
     (asyncio.run formats the main task's repr, result included, on the way out)."""
     sweeper = Sweeper(loader)
     try:
-        return (await sweeper.job(cluster, job_id)).find(cluster, job_id)
+        print(show((await sweeper.job(cluster, job_id)).find(cluster, job_id)))
     finally:
         await sweeper.aclose()
 
@@ -162,12 +163,14 @@ def cmd_job(args: argparse.Namespace) -> int:
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()
-    detail = asyncio.run(_job(lambda: config, cluster, job_id))
     width = args.width or config.report.width
-    if args.format == "json":
-        print(render_job_json(detail))
-    else:
-        print(render_job_detail(detail, width=width))
+
+    def show(detail: JobDetail) -> str:
+        if args.format == "json":
+            return render_job_json(detail)
+        return render_job_detail(detail, width=width)
+
+    asyncio.run(_job(lambda: config, cluster, job_id, show))
     return 0
 
 

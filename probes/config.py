@@ -18,9 +18,13 @@ DEFAULT_CHECKPOINT_ROOTS = (
     "{workdir}/ckpts",
     "{workdir}/checkpoints/{name}",
     "{workdir}/output",
+    "{workdir}/outputs",
     "{workdir}/outputs/{name}",
 )
-"""Where banked steps are looked for when a cluster names no ``checkpoint_roots``."""
+"""Where banked steps are looked for when a cluster names no ``checkpoint_roots``. Each root is
+searched two plain directory levels deep (verl's ``checkpoints/<project>/<experiment>``, HF's
+``outputs/<run>``; ``probes.remote.tree``), plus the checkpoint directories the log prints
+inside the workdir or a root."""
 
 DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
 """Harbor's default ``jobs_dir`` relative to the job's working directory."""

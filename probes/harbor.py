@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from probes.models import Frozen, TrialResult, TrialTree
+from probes.models import Frozen, TrialCounts, TrialResult, TrialTree
 
 _MAX_RESULT_BYTES = 16 << 20
 _INSTANT_S = 1.0
@@ -51,6 +52,10 @@ class TrialStats(Frozen):
     top_exception: str | None = None
     instant_fail: int = 0
     """Trials whose agent finished within a second of starting with no output tokens."""
+    count_complete: bool = True
+    """False when the collector's time bound stopped the count (``trials`` is a floor)."""
+    count_seconds: float | None = None
+    """Seconds the collector spent counting (whole-run counts only)."""
 
 
 def parse_time(value: object) -> datetime | None:
@@ -108,6 +113,37 @@ def _newest(
     return max(finished) if finished else None
 
 
+def merge_counts(tallies: Sequence[Any]) -> tuple[TrialCounts | None, float | None]:
+    """The collector's per-chunk tallies summed, and their newest result.json mtime.
+
+    ``None`` when no chunk sent a tally (an older collector, or a replay of one)."""
+    parsed: list[TrialCounts] = []
+    newest: list[float] = []
+    for raw in tallies:
+        if not isinstance(raw, Mapping):
+            continue
+        try:
+            parsed.append(TrialCounts.model_validate(
+                {k: v for k, v in raw.items() if k in TrialCounts.model_fields}))
+        except ValidationError:
+            continue
+        if (mtime := _float(raw.get("newest_mtime"))) is not None:
+            newest.append(mtime)
+    if not parsed:
+        return None, None
+    exceptions: Counter[str] = Counter()
+    for c in parsed:
+        exceptions.update(c.exceptions)
+    summed = TrialCounts(
+        **{k: sum(getattr(c, k) for c in parsed) for k in (
+            "trials", "completed", "scored", "passed", "reward_sum", "turns_n", "turns_sum",
+            "instant_fail", "seconds")},
+        exceptions=dict(exceptions),
+        complete=all(c.complete for c in parsed),
+    )
+    return summed, max(newest) if newest else None
+
+
 def build_trial_tree(
     root: str,
     trials: Mapping[str, Mapping[str, object]],
@@ -115,21 +151,29 @@ def build_trial_tree(
     job: Mapping[str, object] | None = None,
     chunks_done: int | None = None,
     chunks_total: int | None = None,
+    tallies: Sequence[Any] = (),
 ) -> TrialTree:
     """A ``TrialTree`` from reduced trials (name -> dict) and the reduced job result.
 
     Trials come oldest first (by ``finished_at``, unfinished first, then name). A reduced
     trial may carry ``mtime`` (epoch seconds of its result.json) for ``newest_result_at``.
+    With ``tallies`` (the collector's whole-run counts per chunk) ``trials`` is the recent
+    window only, and the counts speak for the whole run.
     """
     results = [trial_from_reduced(name, reduced) for name, reduced in trials.items()]
     results.sort(key=lambda t: (t.finished_at is not None, t.finished_at or _EPOCH, t.name))
+    counts, newest_mtime = merge_counts(tallies)
+    stamps: list[Mapping[str, object]] = list(trials.values())
+    if newest_mtime is not None:
+        stamps.append({"mtime": newest_mtime})  # the whole run's newest, not the window's
     return TrialTree(
         root=root,
         trials=tuple(results),
+        counts=counts,
         trials_total=_int((job or {}).get("n_total_trials")),
         chunks_done=chunks_done,
         chunks_total=chunks_total,
-        newest_result_at=_newest(results, trials.values()),
+        newest_result_at=_newest(results, stamps),
         exists=True,
     )
 
@@ -156,8 +200,32 @@ def _completed(trial: TrialResult) -> bool:
     )
 
 
+def _from_counts(tree: TrialTree, c: TrialCounts) -> TrialStats:
+    """The whole run's statistics from the collector's counts (same arithmetic as below)."""
+    top = min(c.exceptions, key=lambda k: (-c.exceptions[k], k)) if c.exceptions else None
+    return TrialStats(
+        trials=c.trials,
+        trials_total=tree.trials_total,
+        completed=c.completed,
+        pass_rate=c.passed / c.scored if c.scored else None,
+        mean_reward=c.reward_sum / c.scored if c.scored else None,
+        avg_turns=c.turns_sum / c.turns_n if c.turns_n else None,
+        exc_pct=100.0 * sum(c.exceptions.values()) / c.completed if c.completed else None,
+        exceptions=dict(c.exceptions),
+        top_exception=top,
+        instant_fail=c.instant_fail,
+        count_complete=c.complete,
+        count_seconds=c.seconds,
+    )
+
+
 def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStats:
-    """Trial statistics over the whole tree, or over its ``last_n`` most recent trials."""
+    """Trial statistics over the whole tree, or over its ``last_n`` most recent trials.
+
+    The whole tree is the collector's counts when it sent them (``tree.trials`` is then the
+    recent window); ``last_n`` always reads the records, oldest first."""
+    if last_n is None and tree.counts is not None:
+        return _from_counts(tree, tree.counts)
     trials = list(tree.trials)
     if last_n is not None:
         trials = trials[-last_n:] if last_n > 0 else []

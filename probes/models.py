@@ -272,12 +272,32 @@ class TrialResult(Frozen):
     agent_finished_at: datetime | None = None
 
 
+class TrialCounts(Frozen):
+    """Whole-run trial statistics reduced on the login node (``probes.remote.trial_count``)."""
+
+    trials: int = 0
+    completed: int = 0
+    scored: int = 0
+    passed: int = 0
+    reward_sum: float = 0.0
+    turns_n: int = 0
+    turns_sum: int = 0
+    exceptions: dict[str, int] = Field(default_factory=dict)
+    instant_fail: int = 0
+    complete: bool = True
+    """False when the time bound stopped the count: ``trials`` is then a lower bound."""
+    seconds: float = 0.0
+
+
 class TrialTree(Frozen):
     """A Harbor job directory (datagen chunk or eval run)."""
 
     root: str
     trials: tuple[TrialResult, ...] = ()
-    """Trials with a result.json, oldest first."""
+    """Trials with a result.json, oldest first: every one, or (with ``counts``) the most
+    recent window the collector sent as records."""
+    counts: TrialCounts | None = None
+    """The whole run's counts when they were reduced where the files lie."""
     trials_total: int | None = None
     chunks_done: int | None = None
     chunks_total: int | None = None

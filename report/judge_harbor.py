@@ -89,6 +89,7 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
     if ctx.running:
         _datagen_running(ctx, f, stats)
     _timeout_note(f, stats)
+    _count_bound_note(f, stats)
 
 
 def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
@@ -120,7 +121,8 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     newest = (tree.newest_result_at if tree else None) or ctx.facts.record.start_time
     results_age = minutes_since(ctx.now, newest)
     log_age = _last_activity_minutes(ctx)
-    if (results_age is not None and results_age > th.datagen_hung_minutes
+    counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
+    if (results_age is not None and results_age > th.datagen_hung_minutes and counted
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
         f.verdict("stalled")
@@ -242,6 +244,16 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
         _eval_running(ctx, f, stats)
     _launch_checks(ctx, f)
     _timeout_note(f, stats)
+    _count_bound_note(f, stats)
+
+
+def _count_bound_note(f: Findings, stats: TrialStats | None) -> None:
+    """Say when the collector's time bound stopped the result.json count: ``trials`` is then a
+    floor (rulebook: "count result.json over the whole run"), never presented as the total."""
+    if stats is None or stats.count_complete:
+        return
+    spent = f" in {stats.count_seconds:.0f}s" if stats.count_seconds is not None else ""
+    f.trend(Priority.BACKGROUND + 5, f"≥{stats.trials} trials counted{spent} (time bound)")
 
 
 def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
@@ -272,7 +284,9 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     tree = ctx.facts.trials
     newest = tree.newest_result_at if tree and tree.newest_result_at else None
     age = minutes_since(ctx.now, newest or ctx.facts.record.start_time)
-    if age is not None and age > th.eval_stall_minutes:
+    # A count cut short by its time bound may have missed the newest result.json: no stall.
+    counted = stats is None or stats.count_complete
+    if age is not None and age > th.eval_stall_minutes and counted:
         f.flag("stall")
         f.verdict("stalled")
         what = "no new result.json" if newest else "no result.json at all"

@@ -114,10 +114,8 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
     if ctx.running and ctx.history and ctx.fetch_ok:
         f.verdict("healthy")
         rewards = series(ctx.history, "reward")
-        banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-        saved = ctx.facts.summary.checkpoint_steps if ctx.facts.summary else ()
-        fresh = f.step is not None and (banked == f.step or (bool(saved) and max(saved) == f.step))
-        text = describe_reward(rewards, checkpoint_saved=fresh) if rewards else "Stepping"
+        text = (describe_reward(rewards, checkpoint_saved=_saved_durably(ctx, f.step))
+                if rewards else "Stepping")
         printed = ctx.facts.summary.fingerprint if ctx.facts.summary else None
         text += extras_text(f, (printed.pass_at_k or printed.samples_per_prompt)
                             if printed else None)
@@ -260,3 +258,11 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
         f.recommend(Priority.DEEP_PROBE, "deep_probe",
                     f"dispatch rl-job-health-deep-dive on {record.name}: {reason}; "
                     "a healthy row can hide a silently dead run")
+
+
+def _saved_durably(ctx: JudgeContext, step: int | None) -> bool:
+    """"Checkpoint saved" needs a durable checkpoint at the current step (seed: banked steps
+    come from durable evidence, not a progress line): the log's "saved" alone is not enough,
+    nor is an export (a running job writes periodic saves there)."""
+    listing = ctx.facts.checkpoints
+    return step is not None and listing is not None and step in listing.steps

@@ -222,11 +222,15 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     trial_roots = list(job.get("trial_roots", []))
     trials_key = f"trials:{guard.uid}:" + json.dumps(trial_roots)
     if trials_key not in SEEN:
-        SEEN[trials_key] = collect_trials(trial_roots, int(request.get("max_trials", 20000)),
-                                           guard)
+        # Counted whole, bounded by time (probes.remote.tree), never by a trial count.
+        SEEN[trials_key] = collect_trials(trial_roots, guard,
+                                           float(request.get("trial_budget_s") or 20.0))
+    log = _collect_log(job, request, guard)
     return {
-        "log": _collect_log(job, request, guard),
-        "checkpoints": collect_checkpoints(list(job.get("checkpoint_roots", [])), guard),
+        "log": log,
+        # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
+        "checkpoints": collect_checkpoints(list(job.get("checkpoint_roots", [])), guard,
+                                           log.get("text"), job.get("workdir")),
         "trials": SEEN[trials_key],
     }
 

@@ -1,12 +1,25 @@
-"""Checkpoint and trial trees of a job on the login node: single-level listings, small reads.
+"""Checkpoint and trial trees of a job on the login node: bounded listings, small reads.
 
 Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
-collector script, see ``probes.remote.script``). Only the known layouts are read (step
-directories, latest-step markers, Harbor job dirs and ``<trial>/result.json``), never a
-recursive walk. Every open and listing goes through :mod:`probes.remote.guard`: a trial
-directory is entered through its job dir's descriptor without following a link, and a read
-that is refused or hangs leaves that entry out (a listing that fails says why in ``errors``).
-Each directory is listed once per request and owner (``SEEN``), however many jobs name it.
+collector script, see ``probes.remote.script``). Only the known layouts are read, never an
+unbounded walk (no find/du):
+
+* Checkpoints: from each root, ``CKPT_DEPTH`` levels of plain directories are searched
+  for step directories (verl ``<root>/<project>/<experiment>/global_step_N``, Hugging Face
+  ``checkpoint-N``, DeepSpeed ``global_stepN``, Megatron ``iter_0000N``, SkyRL
+  ``global_step_N``) and their trackers (``latest_checkpointed_iteration.txt``, DeepSpeed's
+  ``latest``, SkyRL's ``latest_ckpt_global_step.txt``); a step directory is never entered,
+  and at most ``CKPT_VISITS`` directories are listed per root. The checkpoint directories the
+  trainer printed in its log are searched too, but only inside the job's workdir or a
+  configured root, entered from there component by component.
+* Trials: a Harbor job dir, or a dir of job dirs (chunks), each ``<trial>/result.json``
+  reduced and folded into a whole-run tally (``probes.remote.trial_count``) with no count
+  cap: the bound is TIME (``budget_s``), and a tally cut short says so.
+
+Every open and listing goes through :mod:`probes.remote.guard`: a directory below a root is
+entered through its parent's descriptor without following a link, and a read that is refused
+or hangs leaves that entry out (a listing that fails says why in ``errors``). Each directory
+is listed once per request and owner (``SEEN``), however many jobs name it.
 """
 
 from __future__ import annotations
@@ -14,16 +27,29 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+import sys
+import time
+from typing import Any, Callable, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 with contextlib.suppress(ImportError):
-    from probes.remote.guard import Guard, Hung, Refused
+    from probes.remote.guard import Guard, Hung, Refused, deadline
 with contextlib.suppress(ImportError):
     from probes.remote.harbor_reduce import reduce_job, reduce_trial
+with contextlib.suppress(ImportError):
+    from probes.remote.trial_count import add_trial, keep_recent, new_tally
 
-_STEP_DIR = re.compile(r"^(global_step_\d+|checkpoint-\d+|iter_\d+|step_\d+)$")
-_MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt")
-_MAX_LISTING = 5000
+_STEP_DIR = re.compile(r"^(global_step_?\d+|checkpoint-\d+|iter_\d+|step_\d+)$")
+_MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt", "latest")
+CKPT_DEPTH = 2
+"""Plain directory levels searched below a checkpoint root (verl's project/experiment)."""
+CKPT_VISITS = 256
+"""Directories listed per checkpoint root at most (a tensorboard ``runs/`` tree is not one)."""
+_LOGGED_DIRS = 8
+_LOGGED_LINE = re.compile(r"checkpoint|sav(?:e|ed|ing)\b|global_step|iter_\d", re.IGNORECASE)
+_LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
+_FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
+TRIAL_BUDGET_S = 20.0
+"""Seconds of trial counting per trial-root set when the request names none."""
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
@@ -33,11 +59,13 @@ each directory (or trial tree) is read once per sweep (per owner) however many j
 
 
 def listdir(path: str, guard: Guard, errors: Json | None = None) -> list[str] | None:
-    """The directory's names, or ``None`` (the reason in ``errors[path]`` when it exists)."""
+    """The directory's names, or ``None`` (the reason in ``errors[path]`` when it exists).
+
+    No count cap: the guard's deadline bounds the listing."""
     key = f"ls:{guard.uid}:{path}"
     if key not in SEEN:
         try:
-            SEEN[key] = guard.list_dir(path, _MAX_LISTING)
+            SEEN[key] = guard.list_dir(path, sys.maxsize)
         except FileNotFoundError:
             SEEN[key] = None
         except (OSError, Refused, Hung) as exc:
@@ -50,32 +78,166 @@ def listdir(path: str, guard: Guard, errors: Json | None = None) -> list[str] | 
     return listing  # type: ignore[no-any-return]
 
 
-def collect_checkpoints(roots: list[str], guard: Guard) -> Json:
-    listings: Json = {}
-    exports: Json = {}
-    markers: Json = {}
-    errors: Json = {}
-    for root in roots:
-        names = listdir(root, guard, errors)
-        if names is None:
-            continue
-        listings[root] = [n for n in names if _STEP_DIR.match(n)]
+def _entries(fd: int, path: str, guard: Guard) -> list[tuple[str, bool]]:
+    """``(name, is a plain directory)`` for an open directory, sorted; links are not dirs."""
+    found: list[tuple[str, bool]] = []
+    with deadline(guard._seconds(), f"list {path}"), os.scandir(fd) as it:
+        for entry in it:
+            try:
+                found.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            except OSError:
+                continue
+    return sorted(found)
+
+
+class _Walk:
+    """One request's checkpoint answer, filled directory by directory."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.out: Json = {"listings": {}, "exports": {}, "markers": {}}
+        self.errors: Json = {}
+        self.visits = 0
+
+    def search(self, path: str, fd: int, depth: int) -> None:
+        """List one open directory; descend ``depth`` more levels of plain directories."""
+        self.visits += 1
+        try:
+            entries = _entries(fd, path, self.guard)
+        except (OSError, Refused, Hung) as exc:
+            self.errors[path] = str(exc)
+            return
+        steps = [n for n, is_dir in entries if is_dir and _STEP_DIR.match(n)]
+        if steps:
+            self.out["listings"][path] = steps
+        files = {n for n, is_dir in entries if not is_dir}
         for marker in _MARKERS:
-            if marker in names:
-                text = read_small(os.path.join(root, marker), guard, 64)
+            if marker in files and path not in self.out["markers"]:
+                text = read_small(marker, self.guard, 64, dir_fd=fd)
                 if text is not None:
-                    markers[root] = text.decode("utf-8", "replace").strip()
-        if "exports" in names:
-            sub = listdir(os.path.join(root, "exports"), guard, errors) or []
-            exports[root] = [n for n in sub if _STEP_DIR.match(n)]
-    out: Json = {"listings": listings, "exports": exports, "markers": markers}
-    if errors:
-        out["errors"] = errors
+                    self.out["markers"][path] = text.decode("utf-8", "replace").strip()
+        for name, is_dir in entries:
+            if not is_dir or _STEP_DIR.match(name) or name.startswith("."):
+                continue
+            if name != "exports" and (depth <= 0 or self.visits >= CKPT_VISITS):
+                continue
+            self._enter(path, fd, name, depth - 1)
+        if depth > 0 and self.visits >= CKPT_VISITS:
+            self.errors[path] = f"search stopped after {CKPT_VISITS} directories"
+
+    def _enter(self, path: str, fd: int, name: str, depth: int) -> None:
+        child = os.path.join(path, name)
+        try:
+            with self.guard.directory(name, dir_fd=fd) as sub:
+                if name == "exports":
+                    names = [n for n, d in _entries(sub, child, self.guard) if d]
+                    self.out["exports"][path] = [n for n in names if _STEP_DIR.match(n)]
+                else:
+                    self.search(child, sub, depth)
+        except (OSError, Refused, Hung) as exc:
+            self.errors[child] = str(exc)
+
+    def root(self, root: str, depth: int, below: list[str] | None = None) -> None:
+        """Search ``root`` (or the directory ``below`` it, entered component by component)."""
+        self.visits = 0
+        try:
+            fd = self.guard.open(root, directory=True)
+        except FileNotFoundError:
+            return
+        except (OSError, Refused) as exc:
+            self.errors[root] = str(exc)
+            return
+        path = root
+        try:
+            for part in below or []:
+                sub = self.guard.open(part, directory=True, dir_fd=fd)
+                os.close(fd)
+                fd, path = sub, os.path.join(path, part)
+            self.search(path, fd, depth)
+        except FileNotFoundError:
+            pass
+        except (OSError, Refused, Hung) as exc:
+            self.errors[path] = str(exc)
+        finally:
+            os.close(fd)
+
+
+def logged_checkpoint_dirs(text: str | None, bases: list[str]) -> list[tuple[str, list[str]]]:
+    """Checkpoint directories the log names, as ``(base, components below it)``.
+
+    The log is the job owner's text: a path counts only inside one of ``bases`` (the workdir
+    and the configured roots) once normalised, with no ``..`` left; a printed step directory
+    (or a file inside one) stands for the directory holding the steps.
+    """
+    found: list[tuple[str, list[str]]] = []
+    clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    for line in reversed((text or "").splitlines()[-5000:]):
+        if len(found) >= _LOGGED_DIRS:
+            break
+        if not _LOGGED_LINE.search(line):
+            continue
+        for raw in _LOGGED_PATH.findall(line):
+            target = _step_holder(os.path.normpath(raw.rstrip(".:")))
+            place = _inside_base(target, clean)
+            if place is not None and place not in found:
+                found.append(place)
+    return found
+
+
+def _step_holder(path: str) -> str:
+    """The directory that holds the step directories a printed path points into."""
+    parts = path.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        if _STEP_DIR.match(parts[i]):
+            return "/".join(parts[:i]) or "/"
+    return os.path.dirname(path) if _FILE_SUFFIX.search(path) else path
+
+
+def _inside_base(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
+    for base in sorted(bases, key=len, reverse=True):
+        if path == base or path.startswith(base.rstrip("/") + "/"):
+            rest = [p for p in path[len(base):].split("/") if p]
+            if any(p in (".", "..") for p in rest):
+                return None
+            return base, rest
+    return None
+
+
+def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = None,
+                        workdir: str | None = None, memo: bool = True) -> Json:
+    """Step directories, trackers and exports under every root and every logged directory
+    (``memo``: each root searched once per request, see ``SEEN``)."""
+    walk = _Walk(guard)
+    for root in roots:
+        key = f"ck:{guard.uid}:{root}"
+        if key not in SEEN or not memo:
+            part = _Walk(guard)
+            part.root(root, CKPT_DEPTH)
+            parent = os.path.dirname(os.path.normpath(root))
+            # SkyRL's defaults put exports beside the checkpoints (~/ckpts, ~/exports).
+            sibling = os.path.join(parent, "exports")
+            if root.startswith("/") and parent != "/" and not os.path.normpath(root).endswith(
+                    "/exports"):
+                sib = _Walk(guard)
+                sib.root(sibling, 0)
+                if sib.out["listings"].get(sibling):
+                    part.out["exports"][root] = sib.out["listings"][sibling]
+            SEEN[key] = (part.out, part.errors)
+        out, errors = SEEN[key]
+        for field in ("listings", "exports", "markers"):
+            walk.out[field].update(out[field])
+        walk.errors.update(errors)
+    bases = [b for b in [workdir, *roots] if b]
+    for base, below in logged_checkpoint_dirs(log_text, bases):
+        walk.root(base, 0, below)
+    out = walk.out
+    if walk.errors:
+        out["errors"] = walk.errors
     return out
 
 
 def read_small(path: str, guard: Guard, limit: int = 1 << 20,
-                dir_fd: int | None = None) -> bytes | None:
+               dir_fd: int | None = None) -> bytes | None:
     found = _read_stamped(path, guard, limit, dir_fd)
     return found[0] if found is not None else None
 
@@ -89,6 +251,25 @@ def _read_stamped(path: str, guard: Guard, limit: int = 1 << 20,
         return None
 
 
+class _Clock:
+    """The trial count's time bound: ``budget_s`` from the first call, at most half the time
+    left in the request (the jobs after this one still get read), and never past the guard's
+    request deadline (a read refused for lack of time would undercount silently)."""
+
+    def __init__(self, budget_s: float, guard: Guard, clock: Callable[[], float]) -> None:
+        if guard.until is not None:
+            budget_s = min(budget_s, max(0.0, 0.5 * (guard.until - time.monotonic())))
+        self.clock = clock
+        self.started = clock()
+        self.until = self.started + budget_s
+        self.guard_until = guard.until
+
+    def spent(self) -> bool:
+        if self.guard_until is not None and time.monotonic() >= self.guard_until - 0.5:
+            return True
+        return self.clock() >= self.until
+
+
 def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | None:
     """``<name>/result.json`` below an open job dir, the trial dir entered without a link."""
     try:
@@ -98,52 +279,89 @@ def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | No
         return None
 
 
-def _collect_job_dir(job_dir: str, guard: Guard, budget: list[int]) -> Json:
-    """One Harbor job directory: its job result.json and every ``<trial>/result.json``."""
+def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
+                   label: str) -> Json:
+    """One Harbor job directory: its job result.json and a tally of every trial's."""
+    tally = new_tally()
+    started = clock.clock()
     job_raw = read_small(os.path.join(job_dir, "result.json"), guard)
-    trials: Json = {}
     try:
         with guard.directory(job_dir) as top:
-            for name in listdir(job_dir, guard) or []:
-                if budget[0] <= 0:
+            entries = _entries(top, job_dir, guard)
+            for name, is_dir in entries:
+                if not is_dir:
+                    continue
+                if clock.spent():
+                    tally["complete"] = False
                     break
                 found = _trial_result(top, name, guard)
                 reduced = reduce_trial(found[0]) if found is not None else None
                 if reduced is not None:
                     # The stall rule ("no new result.json for 60+ min") reads file times.
                     reduced["mtime"] = found[1]  # type: ignore[index]
-                    trials[name] = reduced
-                    budget[0] -= 1
-    except (OSError, Refused, Hung):
+                    add_trial(tally, reduced, found[1])  # type: ignore[index]
+                    keep_recent(window, reduced, label + name, job_dir)
+    except Hung:
+        tally["complete"] = False
+    except (OSError, Refused):
         pass
-    return {"job": reduce_job(job_raw) if job_raw is not None else None, "trials": trials}
+    tally["seconds"] = round(clock.clock() - started, 3)
+    return {"job": reduce_job(job_raw) if job_raw is not None else None, "tally": tally,
+            "trials": {}}
 
 
-def _is_job_dir(names: list[str]) -> bool:
-    return "result.json" in names or "config.json" in names
+def _job_files_in(fd: int, guard: Guard) -> bool:
+    """A Harbor job dir holds a result.json or a config.json (the job's own regular file)."""
+    for marker in ("result.json", "config.json"):
+        with contextlib.suppress(OSError, Refused):
+            guard.stat_file(marker, dir_fd=fd)
+            return True
+    return False
 
 
-def collect_trials(roots: list[str], max_trials: int, guard: Guard | None = None) -> Json:
-    """Every trial root: a Harbor job dir itself, or a dir of job dirs (chunks)."""
+def _has_job_files(top: int, name: str, guard: Guard) -> bool:
+    """Is ``name`` below an open dir a Harbor job dir (a chunk)? Entered without following."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            return _job_files_in(sub, guard)
+    except (OSError, Refused, Hung):
+        return False
+
+
+def _count_root(root: str, guard: Guard, clock: _Clock) -> Json:
+    try:
+        with guard.directory(root) as top:
+            if _job_files_in(top, guard):
+                job_dirs = [root]
+            else:
+                # Only Harbor job dirs are chunks: a stray or empty directory is not a trial
+                # tree; a symlinked chunk is not entered (it is opened without following).
+                job_dirs = [os.path.join(root, n) for n, is_dir in _entries(top, root, guard)
+                            if is_dir and _has_job_files(top, n, guard)]
+    except FileNotFoundError:
+        return {"exists": False, "jobs": {}}
+    except (OSError, Refused, Hung) as exc:
+        return {"exists": False, "jobs": {}, "error": str(exc)}
+    window: list[Any] = []
+    jobs: Json = {}
+    for job_dir in job_dirs:
+        if clock.spent():
+            tally = new_tally()
+            tally["complete"] = False
+            jobs[job_dir] = {"job": None, "tally": tally, "trials": {}}
+            continue
+        label = os.path.basename(job_dir.rstrip("/")) + "/" if len(job_dirs) > 1 else ""
+        jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label)
+    for _key, _order, job_dir, name, reduced in window:
+        jobs[job_dir]["trials"][name.rsplit("/", 1)[-1]] = reduced
+    return {"exists": True, "jobs": jobs}
+
+
+def collect_trials(roots: list[str], guard: Guard | None = None,
+                   budget_s: float = TRIAL_BUDGET_S,
+                   clock: Callable[[], float] = time.monotonic) -> Json:
+    """Every trial root: a Harbor job dir itself, or a dir of job dirs (chunks), each counted
+    whole within ``budget_s`` seconds; the ``WINDOW`` most recent trials ride as records."""
     guard = guard or Guard(os.geteuid(), 30.0)
-    out: Json = {}
-    budget = [max_trials]
-    for root in roots:
-        errors: Json = {}
-        names = listdir(root, guard, errors)
-        if names is None:
-            out[root] = {"exists": False, "jobs": {}, **({"error": errors[root]} if errors
-                                                         else {})}
-            continue
-        if _is_job_dir(names):
-            out[root] = {"exists": True, "jobs": {root: _collect_job_dir(root, guard, budget)}}
-            continue
-        jobs: Json = {}
-        for name in names:
-            path = os.path.join(root, name)
-            # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree;
-            # a symlinked chunk is not entered (the listing opens it without following).
-            if _is_job_dir(listdir(path, guard) or []):
-                jobs[path] = _collect_job_dir(path, guard, budget)
-        out[root] = {"exists": True, "jobs": jobs}
-    return out
+    bound = _Clock(budget_s, guard, clock)
+    return {root: _count_root(root, guard, bound) for root in roots}

@@ -65,7 +65,7 @@ def collector_request(
     request: dict[str, Any] = {
         "tail_bytes": cluster.tail_bytes,
         "min_lines": cluster.min_log_lines,
-        "max_trials": 20000,
+        "trial_budget_s": 20.0,  # trials are counted whole, bounded by time (probes.remote.tree)
         "jobs": jobs,
     }
     if isinstance(cluster, SlurmCluster):
@@ -191,4 +191,5 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
         job=merged_job or None,
         chunks_done=done if chunked else None,
         chunks_total=len(jobs) if chunked else None,
+        tallies=[job["tally"] for job in jobs.values() if "tally" in job],  # whole-run counts
     )

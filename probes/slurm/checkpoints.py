@@ -1,16 +1,20 @@
-"""Banked checkpoint steps from directory listings of the configured checkpoint roots.
+"""Banked checkpoint steps from the collector's bounded search of the checkpoint roots.
 
 Policy (seed: "banked steps come from durable evidence, not a progress line"): a step is
-banked when a ``global_step_N`` (SkyRL, verl, DeepSpeed ``global_stepN``), ``checkpoint-N``
-(Hugging Face), ``step_N`` or ``iter_NNNNNNN`` (Megatron) directory exists under any root the
-launcher may have written to; temporary names (``global_step_12.tmp``, ``checkpoint-5-tmp``)
-are not. SkyRL's ``latest_ckpt_global_step.txt`` and verl's
-``latest_checkpointed_iteration.txt`` are written after the save completes, so in a root
-that has one, a step directory above the marker is a save still in flight and is not banked
-(verl skips the marker under ``async_save``; a stale marker from an earlier synchronous run
-would then hold the banked step back, which errs on the safe side for salvage). Exports
-(``exports/global_step_N``) are reported separately: they mean completion only for a
-finished run. Listings are single-level (one ``os.scandir`` per root), never recursive.
+banked when a step directory exists under any root the launcher may have written to, in the
+nested layouts trainers really write (searched by ``probes.remote.tree`` to a bounded depth,
+plus the checkpoint directories the log prints): verl
+``checkpoints/<project>/<experiment>/global_step_N``, SkyRL ``global_step_N``, Hugging Face
+``checkpoint-N``, DeepSpeed ``global_stepN``, Megatron ``iter_0000N``, ``step_N``; temporary
+names (``global_step_12.tmp``, ``checkpoint-5-tmp``) are not. The trackers are written after
+the save completes (verl's and Megatron's ``latest_checkpointed_iteration.txt``: the number;
+DeepSpeed's ``latest``: the tag ``global_stepN``; SkyRL's ``latest_ckpt_global_step.txt``),
+so in a directory that has one, a step directory above it is a save still in flight and is
+not banked (verl skips the tracker under ``async_save``; a stale tracker from an earlier
+synchronous run would then hold the banked step back, which errs on the safe side for
+salvage; Megatron's ``release`` names no step and holds nothing back). Exports
+(``exports/global_step_N``) are reported separately and never bank a step: they mean
+completion only for a finished run, since a running job also writes periodic saves there.
 """
 
 from __future__ import annotations
@@ -20,18 +24,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from probes.models import CheckpointListing
+from probes.remote.guard import Guard
 
 # Re-exported (the template rules live with the path code shipped to login nodes); the
 # redundant alias is how mypy --strict is told the re-export is meant.
 from probes.remote.stdio_pattern import expand_roots as expand_roots  # noqa: PLC0414
+from probes.remote.tree import collect_checkpoints
 
 _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"
     r"|iter_(?P<d>\d{1,12})"
 )
-_MARKER_FILES = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt")
-_MARKER_TEXT = re.compile(r"\s*(?:global_step_)?(\d{1,12})\s*")
-_MARKER_BYTES = 64
+_MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})\s*")
 
 
 def step_of(name: str) -> int | None:
@@ -73,43 +77,9 @@ def build_listing(
     )
 
 
-def _names(path: str) -> list[str] | None:
-    """One listing; ``None`` when the directory is absent or unreadable (no evidence there)."""
-    try:
-        with os.scandir(path) as entries:
-            return [e.name for e in entries]
-    except OSError:
-        return None
-
-
-def _marker(root: str, names: Sequence[str]) -> str | None:
-    for marker in _MARKER_FILES:
-        if marker in names:
-            try:
-                with open(os.path.join(root, marker), encoding="utf-8", errors="replace") as fh:
-                    return fh.read(_MARKER_BYTES)
-            except OSError:
-                return None
-    return None
-
-
 def read_checkpoints_local(roots: Sequence[str]) -> CheckpointListing:
-    """List each root once (plus its ``exports/`` child or sibling); missing roots are fine."""
-    listings: dict[str, list[str]] = {}
-    exports: dict[str, list[str]] = {}
-    markers: dict[str, str] = {}
-    for root in roots:
-        names = _names(root)
-        if names is None:
-            continue
-        listings[root] = names
-        if (text := _marker(root, names)) is not None:
-            markers[root] = text
-        # SkyRL's defaults put exports beside the checkpoints (~/ckpts, ~/exports); others nest.
-        child = os.path.join(root, "exports") if "exports" in names else None
-        sibling = os.path.join(os.path.dirname(os.path.normpath(root)), "exports")
-        for candidate in (child, sibling):
-            found = _names(candidate) if candidate else None
-            if found is not None:
-                exports.setdefault(root, []).extend(found)
-    return build_listing(listings, export_listings=exports, latest_markers=markers)
+    """The collector's own search of ``roots`` (same depth, guard and rules), run in process
+    on files the caller owns; missing roots are fine."""
+    raw = collect_checkpoints(list(roots), Guard(os.geteuid(), 5.0), memo=False)
+    return build_listing(raw.get("listings") or {}, export_listings=raw.get("exports") or None,
+                         latest_markers=raw.get("markers") or None)

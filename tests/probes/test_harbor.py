@@ -16,6 +16,7 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,9 +33,9 @@ DEAD_ENGINE = JOBS / "2026-11-30__14-00-00"
 INSTANT_FAIL = JOBS / "2026-11-30__16-00-00"
 
 
-def read_trial_tree(root: Path, *, max_trials: int = 20000) -> TrialTree:
+def read_trial_tree(root: Path, **bound: Any) -> TrialTree:
     """The tree production builds: the collector lists and reduces, assembly merges roots."""
-    tree = trial_tree(collect_trials([str(root)], max_trials))
+    tree = trial_tree(collect_trials([str(root)], **bound))
     return tree if tree is not None else TrialTree(root=str(root), exists=False)
 
 
@@ -285,9 +286,15 @@ def test_read_trial_tree_unfinished_chunk(tmp_path: Path) -> None:
     assert (tree.chunks_done, tree.chunks_total) == (2, 3)
 
 
-def test_read_trial_tree_bounded_and_missing(tmp_path: Path) -> None:
-    """Reading stops at max_trials, and a missing root is reported as not existing."""
-    assert len(read_trial_tree(MIXED, max_trials=5).trials) == 5
+def test_read_trial_tree_bounded_by_time_and_missing(tmp_path: Path) -> None:
+    """Counting stops when its time bound is spent (a fake clock: one second a look) and
+    says so; a missing root is reported as not existing."""
+    ticks = iter(range(10_000))
+    tree = read_trial_tree(MIXED, budget_s=6.0, clock=lambda: float(next(ticks)))
+    stats = summarize_trials(tree)
+    assert tree.counts is not None and not tree.counts.complete
+    assert 0 < stats.trials < 32 and not stats.count_complete
+    assert summarize_trials(read_trial_tree(MIXED)).count_complete
     missing = read_trial_tree(tmp_path / "nope")
     assert (missing.exists, missing.trials) == (False, ())
 

@@ -66,7 +66,7 @@ def _tree(tmp: Path, kinds: list[str]) -> TrialTree:
         VARIANTS[kind](data)
         (job / f"t{i:04d}").mkdir()
         (job / f"t{i:04d}" / "result.json").write_text(json.dumps(data, indent=4))
-    raw = collect_trials([str(tmp / "jobs")], max_trials=10_000)
+    raw = collect_trials([str(tmp / "jobs")])
     tree = trial_tree(raw)
     assert tree is not None
     return tree

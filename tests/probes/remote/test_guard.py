@@ -170,7 +170,7 @@ def test_trial_dir_symlinked_out_of_the_tree_is_not_entered(tmp_path: Path) -> N
     (job / "result.json").write_text(json.dumps({"n_total_trials": 2}))
     (job / "real" / "result.json").write_text(json.dumps({"trial_name": "real"}))
     (job / "linked").symlink_to(outside)
-    trees = collector.collect_trials([str(job)], 100, Guard(os.geteuid(), 5.0))
+    trees = collector.collect_trials([str(job)], Guard(os.geteuid(), 5.0))
     trials = trees[str(job)]["jobs"][str(job)]["trials"]
     assert set(trials) == {"real"} and "SECRET" not in json.dumps(trees)
 

@@ -131,12 +131,14 @@ def test_read_checkpoints_local_skyrl_layout(tmp_path: Path) -> None:
 
 
 def test_read_checkpoints_local_nested_exports_and_hf(tmp_path: Path) -> None:
-    """HF checkpoint-N dirs and an exports/ child are found; deeper levels are not read."""
+    """HF checkpoint-N dirs and an exports/ child are found, two plain levels down too;
+    deeper levels are not read."""
     out = tmp_path / "output"
-    _tree(out, ["checkpoint-100", "checkpoint-200-tmp", "runs/checkpoint-999"])
+    _tree(out, ["checkpoint-100", "checkpoint-200-tmp", "run/a/checkpoint-150",
+                "run/a/b/checkpoint-999"])
     _tree(out / "exports", ["global_step_200"])
     listing = read_checkpoints_local([str(out)])
-    assert listing.steps == (100,)
+    assert listing.steps == (100, 150)
     assert listing.export_steps == (200,)
 
 

@@ -1,0 +1,119 @@
+"""Whole-run trial statistics reduced where the result.json files lie (the login node).
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script, see ``probes.remote.script``). The rulebook says "count result.json over the
+whole run, not just the tail", and an eval can hold 100k trials in one job directory, so
+nothing here keeps per-trial records: every reduced trial is folded into a small tally (count,
+completed, scored, passed, reward sum, turns, exception counts, instant failures, newest
+mtime) and only the ``WINDOW`` most recently finished trials are kept as records, for the
+rules that read the last 100 (the pass-rate signal, instant-fail). The tally's arithmetic is
+``probes.harbor.summarize_trials``'s, rule for rule (a test holds the two to the same answers):
+a trial is completed when it has a finish time, a reward or an exception; rewards, turns and
+exceptions count over completed trials; instant-fail over all, on the agent's execution phase
+when the result has one. The time bound belongs to the caller (``probes.remote.tree``): a
+tally that stopped early says so (``complete: false``) with the seconds it spent.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from datetime import UTC, datetime
+from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+
+WINDOW = 100
+"""Per-trial records kept per trial root: the rulebook's "last 100" window."""
+
+_INSTANT_S = 1.0
+_TALLY_ORDER = itertools.count()
+
+Tally = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+
+
+def new_tally() -> Tally:
+    """An empty tally (JSON-able: it crosses the wire as it is)."""
+    return {"trials": 0, "completed": 0, "scored": 0, "passed": 0, "reward_sum": 0.0,
+            "turns_n": 0, "turns_sum": 0, "exceptions": {}, "instant_fail": 0,
+            "newest_mtime": None, "complete": True, "seconds": 0.0}
+
+
+def iso_epoch(value: Any) -> float | None:
+    """Epoch seconds of an ISO time as Harbor writes it (naive is UTC); else ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    try:
+        return stamp.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def is_instant(reduced: Tally) -> bool:
+    """No output tokens, and the agent phase (else the whole trial) took at most a second."""
+    if reduced.get("n_output_tokens"):
+        return False
+    start = iso_epoch(reduced.get("agent_started_at"))
+    end = iso_epoch(reduced.get("agent_finished_at"))
+    if start is None and end is None:
+        start, end = iso_epoch(reduced.get("started_at")), iso_epoch(reduced.get("finished_at"))
+    if start is None or end is None:
+        return False
+    return abs(end - start) <= _INSTANT_S
+
+
+def _tally_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
+    """Fold one reduced trial (``reduce_trial``'s dict) into the tally."""
+    tally["trials"] += 1
+    reward = _tally_number(reduced.get("reward"))
+    exception = reduced.get("exception_type")
+    exception = exception if isinstance(exception, str) and exception else None
+    if reduced.get("finished_at") is not None or reward is not None or exception is not None:
+        tally["completed"] += 1
+        if reward is not None:
+            tally["scored"] += 1
+            tally["passed"] += 1 if reward > 0 else 0
+            tally["reward_sum"] += reward
+        turns = reduced.get("n_turns")
+        if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0:
+            tally["turns_n"] += 1
+            tally["turns_sum"] += turns
+        if exception is not None:
+            tally["exceptions"][exception] = tally["exceptions"].get(exception, 0) + 1
+    if is_instant(reduced):
+        tally["instant_fail"] += 1
+    if mtime is not None and (tally["newest_mtime"] is None or mtime > tally["newest_mtime"]):
+        tally["newest_mtime"] = mtime
+
+
+def window_key(reduced: Tally, name: str) -> tuple[bool, float, str]:
+    """The order ``probes.harbor.build_trial_tree`` gives trials: unfinished first, then by
+    finish time, then by name; the window keeps the largest keys."""
+    finished = iso_epoch(reduced.get("finished_at"))
+    return (finished is not None, finished if finished is not None else 0.0, name)
+
+
+def keep_recent(window: list[Any], reduced: Tally, name: str, where: str,
+                size: int = WINDOW) -> None:
+    """Keep ``reduced`` in ``window`` (a heap) if it is among the ``size`` most recent."""
+    item = (window_key(reduced, name), next(_TALLY_ORDER), where, name, reduced)
+    if len(window) < size:
+        heapq.heappush(window, item)
+    elif item[0] > window[0][0]:
+        heapq.heapreplace(window, item)
