@@ -9,7 +9,8 @@ exists; if not, list the workdir once (never recursive, never ``find``/``du``) f
 ``*_<jobid>.out`` (``mismatch``), else ``missing``; read a bounded tail (at most
 ``tail_bytes``, from the caller's byte offset when one is given); a read that fails or returns
 fewer lines than the floor is retried once, then reported ``failed`` (never "dead").
-Checkpoint and trial trees are read with single-level listings of their known layouts.
+Checkpoint trees are searched to their layouts' bounded depth (``probes.remote.tree``) and
+trial trees counted whole under a time bound (``probes.remote.trial_count``).
 For one job (``probes.slurm.onejob``) the request may also name scheduler commands
 (``probes.remote.scheduler``), run here before the files, in the same trip.
 Every open, read and listing goes through ``probes.remote.guard`` (only the job's own regular
