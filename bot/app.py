@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot import deep_probe
-from bot.actions import ActionHandler, ActionPress, SweepEngine
+from bot.actions import ActionHandler, ActionPress, SweepEngine, owner_of
 from bot.alerts import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, Alerter
 from bot.chart import render_history_png
 from bot.commands import (
@@ -44,6 +44,7 @@ from bot.commands import (
     parse_command,
     sweep_header,
 )
+from bot.digest import Digest, collapse_line
 from bot.errors import UsageError, UserError
 from bot.incidents import FollowUps
 from bot.scheduler import Scheduler
@@ -52,8 +53,7 @@ from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
-from report.chunks import slack_messages, summary_lines
-from report.render import render_job_detail, render_tables
+from report.render import render_job_detail
 
 log = structlog.get_logger(__name__)
 
@@ -116,6 +116,7 @@ class Bot:
         self.actions = ActionHandler(sweeper=self.sweeper, store=self.store, client=self.client,
                                      telemetry=self.telemetry, clock=self.clock)
         self.followups = FollowUps(store=self.store, clock=self.clock)
+        self.digest = Digest(store=self.store, client=self.client, clock=self.clock)
 
     async def aclose(self) -> None:
         """Release the sweeper's probes, Redis and the Web API session."""
@@ -146,7 +147,7 @@ def build_app(bot: Bot) -> AsyncApp:
                         respond: Respond) -> None:
         await ack()
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(bot.actions.handle(press, respond), name=f"action {press.action_id}")
+        bot.tasks.spawn(handle_press(bot, press, respond), name=f"action {press.action_id}")
 
     app.command("/jobs")(on_command)
     app.command("/job")(on_command)
@@ -154,6 +155,14 @@ def build_app(bot: Bot) -> AsyncApp:
         app.action(action_id)(on_action)
     deep_probe.register(app, bot)  # the Deep-probe button (bot/deep_probe.py)
     return app
+
+
+async def handle_press(bot: Bot, press: ActionPress, respond: Respond) -> None:
+    """A button press; a completed cancel is then told in the day's thread (bot/digest.py)."""
+    await bot.actions.handle(press, respond)
+    if press.action_id == CANCEL and ":" in press.value:
+        cluster, _, job_id = press.value.partition(":")
+        await bot.digest.after_cancel(bot.sweeper.config(), cluster, job_id, press.user_id)
 
 
 async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> None:
@@ -265,9 +274,11 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     config = bot.sweeper.config()
     details = list(result.details.values())
     lines = await bot.followups.process(result, config)
-    if config.slack.channel:
-        await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
-    await bot.alerter.process(details, config, facts=result.facts)
+    await bot.digest.publish(result, config, lines)  # the period's parent; changes threaded
+    for ref in await bot.alerter.process(details, config, facts=result.facts):
+        cluster, _, job_id = ref.partition(":")
+        user = result.details[(cluster, job_id)].report.user
+        await bot.digest.note(config, collapse_line(ref, owner_of(user, config)))
     await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
     log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
 
@@ -300,23 +311,6 @@ def make_scheduler(
         every_s=lambda: bot.sweeper.config().slack.sweep_every_minutes * 60,
         claim=claim, run=run, clock=clock or bot.clock, sleep=sleep,
     )
-
-
-async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
-                            extra: list[str]) -> None:
-    """A parent message (one line per bucket) with the tables as thread replies."""
-    width = bot.sweeper.config().report.width
-    head = sweep_header(result, age_s=None)
-    parent_text = "\n".join([head, *summary_lines(result.report)])[:3900]
-    parent = await bot.client.chat_postMessage(channel=channel, text=parent_text)
-    thread = parent["ts"]
-    tables = await asyncio.to_thread(render_tables, result.report, result.details, width=width)
-    for message in slack_messages(tables):
-        await bot.client.chat_postMessage(channel=channel, thread_ts=thread,
-                                          text=message.text, blocks=message.blocks)
-    if extra:
-        await bot.client.chat_postMessage(channel=channel, thread_ts=thread,
-                                          text="\n".join(extra)[:3900])
 
 
 __all__ = ["Bot", "build_app", "make_scheduler", "make_web_client", "scheduled_sweep"]
