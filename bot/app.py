@@ -29,17 +29,20 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot import deep_probe
+from bot import deep_probe, home, share
 from bot.actions import ActionHandler, ActionPress, SweepEngine, owner_of
 from bot.alerts import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, Alerter
 from bot.chart import render_history_png
 from bot.commands import (
+    MAX_RESPONSES,
     USAGE,
     HelpQuery,
     JobQuery,
     JobsQuery,
+    NotifyQuery,
     SlashPayload,
     code_blocks,
+    job_filter,
     jobs_messages,
     parse_command,
     sweep_header,
@@ -47,6 +50,7 @@ from bot.commands import (
 from bot.digest import Digest, collapse_line
 from bot.errors import UsageError, UserError
 from bot.incidents import FollowUps
+from bot.notify import Notifier
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
@@ -117,6 +121,7 @@ class Bot:
                                      telemetry=self.telemetry, clock=self.clock)
         self.followups = FollowUps(store=self.store, clock=self.clock)
         self.digest = Digest(store=self.store, client=self.client, clock=self.clock)
+        self.notifier = Notifier(store=self.store, client=self.client)
 
     async def aclose(self) -> None:
         """Release the sweeper's probes, Redis and the Web API session."""
@@ -154,6 +159,8 @@ def build_app(bot: Bot) -> AsyncApp:
     for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):
         app.action(action_id)(on_action)
     deep_probe.register(app, bot)  # the Deep-probe button (bot/deep_probe.py)
+    home.register(app, bot)  # the App Home tab (bot/home.py)
+    share.register(app, bot)  # "Share to channel" on /job answers (bot/share.py)
     return app
 
 
@@ -172,7 +179,10 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
         if isinstance(query, HelpQuery):
             await respond(text=USAGE, response_type="ephemeral")
         elif isinstance(query, JobsQuery):
-            await answer_jobs(bot, query, respond)
+            await answer_jobs(bot, query, payload, respond)
+        elif isinstance(query, NotifyQuery):
+            await respond(text=await bot.notifier.set_enabled(payload.user_id, query.on),
+                          response_type="ephemeral")
         else:
             await answer_job(bot, query, payload, respond)
     except UserError as exc:
@@ -184,8 +194,10 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
                       response_type="ephemeral")
 
 
-async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
-    """A sweep young enough to answer with (and its age in seconds), else a live one."""
+async def current_sweep(bot: Bot, *, before_live: Callable[[int], Awaitable[Any]] | None = None
+                        ) -> tuple[SweepResult, float | None]:
+    """A sweep young enough to answer with (and its age in seconds), else a live one
+    (``before_live(n)`` is awaited first with the number of clusters to sweep)."""
     config = bot.sweeper.config()
     try:
         cached = await bot.store.load_cache()
@@ -198,6 +210,8 @@ async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
         age = (bot.clock() - result.started_at).total_seconds()
         if 0 <= age < config.slack.cache_seconds:
             return result, age
+    if before_live is not None:
+        await before_live(sum(1 for c in config.clusters if getattr(c, "active", True)))
     return await live_sweep(bot), None
 
 
@@ -218,15 +232,28 @@ async def live_sweep(bot: Bot) -> SweepResult:
     return result
 
 
-async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond) -> None:
-    result, age = await current_sweep(bot)
+async def answer_jobs(bot: Bot, query: JobsQuery, payload: SlashPayload,
+                      respond: Respond) -> None:
+    config = bot.sweeper.config()
+    keep = job_filter(query, payload.user_id, config) if query.filtered else None
+    acked = []
+
+    async def sweeping(clusters: int) -> None:
+        acked.append(clusters)  # a response_url takes five posts: this is one of them
+        await respond(text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
+                      response_type="ephemeral")
+
+    result, age = await current_sweep(bot, before_live=sweeping)
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
-    width = bot.sweeper.config().report.width
     # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
     # loop free to send other requests' acks within Slack's 3 s.
-    replies = await asyncio.to_thread(jobs_messages, result, bucket=query.bucket, age_s=age,
-                                      width=width)
+    replies = await asyncio.to_thread(
+        jobs_messages, result, bucket=query.bucket, age_s=age, width=config.report.width,
+        keep=keep, limit=MAX_RESPONSES - len(acked),
+        what="your" if query.mine else "matching" if query.filtered else None)
+    if payload.channel_id == config.slack.channel and not query.filtered and not query.bucket:
+        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
     for message in replies:
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
 
@@ -250,7 +277,8 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
     blocks.extend(deep_probe.row_actions(detail))  # the Deep-probe button on deep-probe rows
-    await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks[:50],
+    blocks = [*blocks[:49], share.share_actions(detail)]  # "Share to channel" (bot/share.py)
+    await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks,
                   response_type="ephemeral")
     if png:
         await upload_chart(bot, payload.user_id, f"{detail.report.cluster}-{query.job_id}", png)
@@ -274,7 +302,8 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     config = bot.sweeper.config()
     details = list(result.details.values())
     lines = await bot.followups.process(result, config)
-    await bot.digest.publish(result, config, lines)  # the period's parent; changes threaded
+    changes = await bot.digest.publish(result, config, lines)  # the parent; changes threaded
+    await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user

@@ -6,6 +6,8 @@ anything else is a :class:`bot.errors.UsageError`, answered ephemerally, and not
 
     /jobs                 every bucket
     /jobs rl|sft|datagen|eval|other
+    /jobs mine | @user | cluster:NAME   filtered (owners mapping), combinable with a bucket
+    /jobs notify on|off   the invoker's job-end DMs
     /jobs help, /job help usage
     /job <id>             the job in depth (searched in every reporting cluster)
     /job <cluster>:<id>
@@ -17,6 +19,8 @@ and whether it ran without history (Redis down).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -27,10 +31,12 @@ from bot.errors import UsageError
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
 from report.chunks import slack_messages
-from report.models import Bucket
+from report.grouping import group_report, pending_task_counts
+from report.models import Bucket, JobReport
 from report.render import render_tables
 
 if TYPE_CHECKING:
+    from bot.config import Config
     from bot.sweep import SweepResult
 
 BUCKETS: tuple[str, ...] = get_args(Bucket)
@@ -39,6 +45,8 @@ USAGE = (
     "*Usage*\n"
     "`/jobs` every job, one table per bucket\n"
     "`/jobs rl` (or `sft`, `datagen`, `eval`, `other`) one bucket\n"
+    "`/jobs mine`, `/jobs @user`, `/jobs cluster:NAME` only those jobs (with a bucket too)\n"
+    "`/jobs notify off` (or `on`) your job-end DMs: failed, completed, stalled\n"
     "`/job <id>` one job in depth, with a chart of its metric history\n"
     "`/job <cluster>:<id>` when the id exists on several clusters\n"
     "Ids are SLURM ids (`12345`, `12345_7`, `12345+1`) or Kubernetes job names."
@@ -69,6 +77,21 @@ class HelpQuery(_Query):
 class JobsQuery(_Query):
     kind: Literal["jobs"] = "jobs"
     bucket: Bucket | None = None
+    mine: bool = False
+    slack_user: str | None = None
+    """``/jobs @user`` with a Slack mention: that Slack user's jobs (owners mapping)."""
+    cluster_user: str | None = None
+    """``/jobs @alice`` without a mention: the cluster user ``alice``'s jobs."""
+    cluster: str | None = None
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.mine or self.slack_user or self.cluster_user or self.cluster)
+
+
+class NotifyQuery(_Query):
+    kind: Literal["notify"] = "notify"
+    on: bool
 
 
 class JobQuery(_Query):
@@ -81,7 +104,11 @@ class JobQuery(_Query):
         return f"{self.cluster}:{self.job_id}" if self.cluster else self.job_id
 
 
-Query = HelpQuery | JobsQuery | JobQuery
+Query = HelpQuery | JobsQuery | JobQuery | NotifyQuery
+
+_MENTION = re.compile(r"^<@(?P<id>[UW][A-Z0-9]{2,20})(?:\|[^>]*)?>$")
+_CLUSTER_USER = re.compile(r"^@(?P<name>[a-z_][a-z0-9._-]{0,31})$", re.IGNORECASE)
+_CLUSTER = re.compile(r"^cluster:(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,62})$", re.IGNORECASE)
 
 
 def parse_command(command: str, text: str) -> Query:
@@ -97,14 +124,39 @@ def parse_command(command: str, text: str) -> Query:
 def _parse_jobs(args: list[str]) -> Query:
     if not args:
         return JobsQuery()
-    if len(args) > 1:
-        raise UsageError("`/jobs` takes at most one word: a bucket or `help`")
-    word = args[0].lower()
-    if word == "help":
+    words = [a.lower() for a in args]
+    if words == ["help"]:
         return HelpQuery()
+    if words[0] == "notify":
+        if words[1:] in (["on"], ["off"]):
+            return NotifyQuery(on=words[1] == "on")
+        raise UsageError("use `/jobs notify on` or `/jobs notify off`")
+    fields: dict[str, Any] = {}
+    for arg in args:
+        key, value = _jobs_word(arg)
+        if key in fields:
+            raise UsageError("`/jobs` takes at most one word of each kind: a bucket, "
+                             "`mine` or `@user`, and `cluster:NAME`")
+        fields[key] = value
+    if sum(k in fields for k in ("mine", "slack_user", "cluster_user")) > 1:
+        raise UsageError("`/jobs` takes at most one word of each kind: `mine` or one `@user`")
+    return JobsQuery.model_validate(fields)
+
+
+def _jobs_word(arg: str) -> tuple[str, Any]:
+    word = arg.lower()
     if word in BUCKETS:
-        return JobsQuery.model_validate({"bucket": word})
-    raise UsageError(f"unknown bucket {_shown(args[0])}; choose one of {', '.join(BUCKETS)}")
+        return "bucket", word
+    if word == "mine":
+        return "mine", True
+    if (m := _MENTION.match(arg)) is not None:
+        return "slack_user", m["id"]
+    if (m := _CLUSTER_USER.match(arg)) is not None:
+        return "cluster_user", m["name"]
+    if (m := _CLUSTER.match(arg)) is not None:
+        return "cluster", m["name"]
+    raise UsageError(f"unknown bucket {_shown(arg)}; choose one of {', '.join(BUCKETS)}, "
+                     "or `mine`, `@user`, `cluster:NAME`, `notify on|off`")
 
 
 def _parse_job(args: list[str]) -> Query:
@@ -182,24 +234,60 @@ def code_blocks(text: str, *, limit: int = SECTION_LIMIT) -> list[dict[str, Any]
     return [{"type": "section", "text": {"type": "mrkdwn", "text": t}} for t in texts]
 
 
+def job_filter(query: JobsQuery, invoker: str, config: Config) -> Callable[[JobReport], bool]:
+    """Which rows a ``/jobs`` query keeps; people are matched through the owners mapping."""
+    from bot.actions import owner_of  # the one owner lookup (per cluster where configured)
+
+    names = {c.name for c in config.clusters}
+    if query.cluster is not None and query.cluster not in names:
+        raise UsageError(f"no cluster named {_shown(query.cluster)}; configured: "
+                         f"{', '.join(sorted(names)) or 'none'}")
+    person = invoker if query.mine else query.slack_user
+    if person is not None and person not in _mapped(config):
+        whose = "You are" if query.mine else f"`{person}` is"  # no mention: nobody is pinged
+        raise UsageError(f"{whose} not mapped to a cluster user: add the Slack id to "
+                         "`owners` in the config")
+
+    def keep(job: JobReport) -> bool:
+        return ((query.bucket is None or job.bucket == query.bucket)
+                and (query.cluster is None or job.cluster == query.cluster)
+                and (query.cluster_user is None or job.user == query.cluster_user)
+                and (person is None or owner_of(job.user, config) == person))
+
+    return keep
+
+
+def _mapped(config: Config) -> set[str]:
+    ids = set(config.slack.owners.values())
+    for cluster in config.clusters:  # per-cluster owners, where the config has them
+        ids.update((getattr(cluster, "owners", None) or {}).values())
+    return ids
+
+
 def jobs_messages(
-    result: SweepResult, *, bucket: str | None, age_s: float | None, width: int
+    result: SweepResult, *, bucket: str | None, age_s: float | None, width: int,
+    keep: Callable[[JobReport], bool] | None = None, limit: int = MAX_RESPONSES,
+    what: str | None = None,
 ) -> list[Reply]:
-    """The ``/jobs`` answer: code-block tables, split to Slack's limits, at most five messages."""
+    """The ``/jobs`` answer: code-block tables (arrays grouped), split to Slack's limits, at
+    most ``limit`` messages. ``keep`` filters the rows; ``what`` names the filter."""
     report, details = result.report, result.details
-    if bucket is not None:
-        report = report.model_copy(update={"jobs": [j for j in report.jobs if j.bucket == bucket]})
-        details = {k: d for k, d in details.items() if d.report.bucket == bucket}
+    if bucket is not None or keep is not None:
+        wanted = keep or (lambda j: j.bucket == bucket)
+        report = report.model_copy(update={"jobs": [j for j in report.jobs if wanted(j)]})
+        details = {k: d for k, d in details.items() if wanted(d.report)}
+    report, details = group_report(report, details,
+                                   pending_tasks=pending_task_counts(result.facts))
     header = sweep_header(result, age_s=age_s)
     tables = render_tables(report, details, width=width)
     if not tables:
-        what = f"No {bucket} jobs." if bucket else "No active or recent jobs."
+        what = f"No {what or bucket} jobs." if (what or bucket) else "No active or recent jobs."
         return [Reply(text=f"{header}\n{what}")]
     replies = [Reply(text=m.text, blocks=list(m.blocks))
                for m in slack_messages(tables, header=header)]
-    if len(replies) > MAX_RESPONSES:
-        left = len(replies) - (MAX_RESPONSES - 1)
-        replies = [*replies[: MAX_RESPONSES - 1],
+    if len(replies) > limit:
+        left = len(replies) - (limit - 1)
+        replies = [*replies[: limit - 1],
                    Reply(text=f"…{left} more message(s) not shown: ask for one bucket, "
                               "e.g. `/jobs rl`, or read the scheduled sweep thread.")]
     return replies

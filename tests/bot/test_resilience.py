@@ -75,6 +75,8 @@ def failure_files(directory: Path) -> list[Path]:
 async def ask_jobs(h: Harness) -> str:
     _, hook = await h.command("/jobs")
     replies = await h.slack.wait_for(hook)
+    if replies[-1].params.get("text", "").startswith("Sweeping"):  # a live sweep's ack
+        replies = await h.slack.wait_for(hook, len(replies) + 1)
     return "\n".join(r.params.get("text", "") + blocks_text(r.params.get("blocks") or [])
                      for r in replies)
 
