@@ -3,7 +3,7 @@ fake clock, real Redis)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -189,5 +189,3 @@ async def test_posts_to_one_channel_are_paced(
     assert waits == [1.0] * (len(posts) - 1)
 
 
-def _ids(world: World) -> Callable[[], list[str]]:
-    return lambda: [d.report.job_id for d in world.jobs]
