@@ -108,7 +108,7 @@ def parent_text(report: Report, *, period_start: datetime, now: datetime,
         period_start.strftime("%a %d %b %Y %H:%MZ"))
     title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs" + (f": {counts}" if counts
                                                                    else "")
-    grouped, _ = group_report(report, {})
+    grouped, _ = group_report(report, {}, for_counts=True)
     lines = [escape_mrkdwn(line) for line in summary_lines(grouped)]
     foot = f"_as of {now:%H:%M}Z · sweep {sweeps} of this period · changes in the thread_"
     return "\n".join([title, *lines, foot])[:2900]

@@ -70,6 +70,12 @@ class Group:
         return min(self.members, key=lambda j: (_severity(j), j.job_id))
 
     @property
+    def worst_of_rest(self) -> JobReport:
+        """The worst member that has no row of its own (for counts that must not double)."""
+        rest = [j for j in self.members if j.verdict not in ATTENTION] or list(self.members)
+        return min(rest, key=lambda j: (_severity(j), j.job_id))
+
+    @property
     def attention(self) -> tuple[JobReport, ...]:
         return tuple(j for j in self.members if j.verdict in ATTENTION)
 
@@ -181,9 +187,8 @@ def _counts(members: Sequence[JobReport], pending_tasks: Mapping[Key, int],
     return ordered, exact
 
 
-def _group_row(group: Group, detail: JobDetail | None,
-               multi_cluster: bool) -> tuple[JobReport, JobDetail]:
-    worst = group.worst
+def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
+               worst: JobReport) -> tuple[JobReport, JobDetail]:
     base = (detail.display_name if detail and detail.display_name else
             f"{group.cluster}:{group.name}" if multi_cluster else group.name)
     trend = f"{worst.job_id}: {worst.trend or (detail.note if detail else '') or '—'}"
@@ -198,10 +203,11 @@ def _group_row(group: Group, detail: JobDetail | None,
 
 def group_report(
     report: Report, details: Mapping[Key, JobDetail], *,
-    pending_tasks: Mapping[Key, int] | None = None,
+    pending_tasks: Mapping[Key, int] | None = None, for_counts: bool = False,
 ) -> tuple[Report, dict[Key, JobDetail]]:
     """The report as tables show it: one row per group (at its first member's place), plus
-    the group's attention members; every other job unchanged."""
+    the group's attention members; every other job unchanged. ``for_counts``: the group row
+    takes the worst member *without* a row of its own, so a summary counts each job once."""
     groups = find_groups(report, pending_tasks=pending_tasks)
     if not groups:
         return report, dict(details)
@@ -219,9 +225,9 @@ def group_report(
                 shown[key] = details[key]
         if group is not None and id(group) not in placed:
             placed.add(id(group))
-            worst = group.worst
+            worst = group.worst_of_rest if for_counts else group.worst
             row, detail = _group_row(group, details.get((worst.cluster, worst.job_id)),
-                                     multi_cluster)
+                                     multi_cluster, worst)
             jobs.append(row)
             shown[(row.cluster, row.job_id)] = detail
     return report.model_copy(update={"jobs": jobs}), shown

@@ -125,3 +125,14 @@ def test_five_hundred_tasks_fit_one_message() -> None:
     text = "\n".join(b["text"]["text"] for b in messages[0].blocks)
     assert "rl-sweep-arr [467 running · 30 pending · 3 failed]" in text
     assert text.count("[FAILED]") == 4  # three failure rows and the group row's tag
+
+
+def test_counts_view_never_counts_a_failure_twice() -> None:
+    """For a summary the group row is judged by its members without rows of their own."""
+    report = array_report(20, 0, failed=(4,))
+    grouped, _ = group_report(report, {}, for_counts=True)
+    verdicts = sorted(j.verdict for j in grouped.jobs if j.name == "rl-sweep-arr")
+    assert verdicts == ["failed", "healthy"]
+    shown, _ = group_report(report, {})
+    assert sorted(j.verdict for j in shown.jobs if j.name == "rl-sweep-arr") == ["failed",
+                                                                                 "failed"]
