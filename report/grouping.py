@@ -9,7 +9,8 @@ apart from members in their bucket's table, so each table shows at most one row 
 A group's row is its *worst* member's row (verdict order below): the member's judgement and
 trend, with that member's id leading the trend, and the Job cell ``name [480 running · 20
 pending]`` counting every member by state. Members a human must look at (collapsed, failed,
-stalled) keep their own rows as well. A group of one is no group. ``--format json`` keeps
+stalled) keep their own rows as well. A group of one is no group, and a grid folds only
+from :data:`GRID_MIN` cells. ``--format json`` keeps
 every job listed and adds the groups under a top-level ``groups`` key (:func:`groups_json`).
 
 Pending array tasks SLURM has not split off yet are one record; how many tasks it stands for
@@ -33,6 +34,9 @@ from report.models import JobDetail, JobReport, Report
 
 Key = tuple[str, str]
 """(cluster, job id)."""
+
+GRID_MIN = 3
+"""Grid cells fold from three up: two named cells read better than one row counting two."""
 
 ATTENTION = frozenset({"collapse", "failed", "stalled"})
 """Verdicts whose members keep their own row inside a group."""
@@ -168,6 +172,8 @@ def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = Non
         counted, exact = _counts(members, pending_tasks or {}, unsplit)
         if sum(n for _, n in counted) < 2 and len(members) < 2:
             continue
+        if kind == "grid" and len(members) < GRID_MIN:
+            continue
         name = key if kind == "grid" else members[0].name
         groups.append(Group(kind, cluster, key, name, table, tuple(members), counted, exact))
     return groups
@@ -189,8 +195,9 @@ def _counts(members: Sequence[JobReport], pending_tasks: Mapping[Key, int],
 
 def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
                worst: JobReport) -> tuple[JobReport, JobDetail]:
-    base = (detail.display_name if detail and detail.display_name else
-            f"{group.cluster}:{group.name}" if multi_cluster else group.name)
+    # A grid is named by the grid, never by one cell; an array task by the judge's name.
+    own = detail.display_name if detail and group.kind == "array" else None
+    base = own or (f"{group.cluster}:{group.name}" if multi_cluster else group.name)
     trend = f"{worst.job_id}: {worst.trend or (detail.note if detail else '') or '—'}"
     # The row's id is the group's own (``A_*<table>``), so its detail never shadows the worst
     # member's own row (the renderer finds details by cluster and id); the worst member's
