@@ -128,3 +128,17 @@ async def test_share_refuses_a_forged_value(harness: Harness) -> None:
     assert "no valid job reference" in reply.params["text"]
     assert not [p for p in harness.slack.to("/api/chat.postMessage")
                 if p.params["channel"] == "D0ALICE"]
+
+
+def test_manifest_enables_the_home_tab_and_its_event() -> None:
+    """The Slack app manifest turns the Home tab on and subscribes to app_home_opened."""
+    from pathlib import Path
+
+    import yaml  # type: ignore[import-untyped]  # PyYAML comes with kubernetes_asyncio
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "slack-app-manifest.yaml"
+    manifest = yaml.safe_load(path.read_text())
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    events = manifest["settings"]["event_subscriptions"]
+    assert events["bot_events"] == ["app_home_opened"]
+    assert events["request_url"].endswith("/slack/events")
