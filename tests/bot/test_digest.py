@@ -205,3 +205,18 @@ async def test_a_completed_cancel_is_told_in_the_thread(
     assert len(lines) == 1
     assert lines[0].startswith("🛑 `alpha:4242` cancelled by <@UALICE>, evidence at `")
     assert str(tmp_path / "incidents") in lines[0]
+
+
+async def test_a_parent_that_cannot_be_edited_is_replaced_and_posting_goes_on(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """chat.update failing for good (429s past the retries) opens a new parent; later sweeps
+    edit that one."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        slack.rate_limit("chat.update", times=4, retry_after=0)  # 1 try + 3 retries
+        await sweep(h)
+        await sweep(h)
+    tops = parents(slack)
+    assert len(tops) == 2
+    [edited] = slack.to("/api/chat.update")
+    assert edited.params["ts"] != "1700000000.000001"  # the replacement, not the lost one
