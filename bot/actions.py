@@ -1,181 +1,185 @@
-"""Button presses on collapse messages: permission, exactly-once, salvage, then cancel.
+"""Button presses on collapse messages: checked against the stored alert, then exactly once.
 
-Policy for ``cancel_salvage`` (the only destructive button):
+Policy, for every press (each one is audited, whatever its outcome):
 
-1. Only ``slack.operators`` and the job's owner (``slack.owners``) may press it; anyone else gets
-   an ephemeral refusal, and the attempt is audited.
-2. It runs exactly once: a Redis lock on ``cluster:job:cancel_salvage`` (SET NX) turns a double
-   click or two people racing into one cancel; the loser is told who is already on it. Without
-   Redis there is no lock, so the cancel is refused rather than risked twice.
-3. The job's state is re-read (a fresh sweep of its cluster): a job that already ended is not
-   cancelled. The evidence that termination destroys (log tail, metric window, banked step,
-   scheduler record) is written to an incident file and to Redis *before* the cancel is sent.
-4. The cancel goes through the Sweeper (``scancel`` / Kubernetes delete). The message is then
-   updated (``chat.update``) with who did what and when, and its buttons are gone. A failed
-   cancel releases the lock and puts the buttons back, with the error.
+1. The press is checked against the *stored episode* of the message it came from (the index
+   ``message:{channel}:{ts}`` written when the alert was posted), never against the button
+   value alone: a value naming another job than the episode's is refused as tampered. A press
+   on a message the bot has no episode for is refused too.
+2. The job is re-read through its cluster's probe (a sweep of that cluster) and the permission
+   is decided on that fresh scheduler record (bot.owners): the owner mapped on *that* cluster,
+   or an operator. A stored document's ``user`` is never authority. An episode whose Kubernetes
+   uid differs from the live job's is stale (the name was reused) and is refused.
+3. ``cancel_salvage`` runs exactly once: a Redis lock on ``cluster:job:cancel_salvage``
+   (SET NX) turns a double click or two people racing into one cancel. The lock record walks
+   ``in progress`` -> ``salvaged`` -> ``cancelling`` -> ``done``; the evidence (log tail, metric
+   window, banked step, scheduler record) is written before the audit records the *intent*,
+   then ``scancel``/delete runs, then the audit records the *outcome*. Without Redis there is
+   no lock, so the cancel is refused rather than risked twice.
+4. A cancel interrupted at any await (crash, SIGTERM during a rollout) is reconciled by
+   :meth:`ActionHandler.reconcile` at start-up and after each scheduled sweep: for a lock not
+   ``done`` and untouched for :data:`RECONCILE_AFTER_S`, the job's true state is re-read; a job
+   that is no longer running completes the lock, one still running releases it, and the
+   message is updated either way (buttons back when released).
 
-``keep_running``, ``snooze`` and ``acknowledge`` close the episode (no more DMs for it) and are
-audited; they change nothing on the cluster, so anyone who can see the message may press them.
-The button's ``value`` is only an id to look up, never authority.
+``keep_running``, ``snooze`` and ``acknowledge`` close the episode and change nothing on the
+cluster; by default only the owner and the operators may press them (``slack.keep_snooze_by``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alerts import CANCEL, closed_episode, episode_name
-from bot.config import Config
-from bot.errors import JobNotFoundError, UserError
+from bot.alerts import closed_episode, job_uid, message_key
+from bot.config import ConfigSource
+from bot.delivery import update
+from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
+from bot.messages import CANCEL, collapse_message, esc, mention, outcome_blocks
+from bot.owners import may_press
+from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
-from probes.errors import InvalidJobIdError, ProbeError
-from probes.ids import split_job_ref
-from probes.models import ACTIVE_STATES, JobFacts
+from probes.errors import ProbeError
+from probes.models import JobFacts, JobState
 from report.models import JobDetail
 
 log = structlog.get_logger(__name__)
 
-Respond = Callable[..., Awaitable[Any]]
 LOCK_HOURS = 24.0
 """How long a finished cancel's lock (and its "done by" record) answers late clicks."""
+RECONCILE_AFTER_S = 120.0
+"""A cancel lock untouched this long is taken as interrupted (a live cancel takes seconds)."""
+STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
+VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
+
+
+class Reply(Protocol):
+    """Bolt's ``respond()`` as wrapped by :class:`bot.delivery.Responder`."""
+
+    async def __call__(self, **kwargs: Any) -> bool: ...
 
 
 class SweepEngine(Protocol):
     """What the buttons need from :class:`bot.sweep.Sweeper`."""
 
-    async def sweep(self, *, clusters: Sequence[str] | None = None) -> SweepResult: ...
+    async def sweep(self, *, clusters: list[str] | None = None) -> SweepResult: ...
     async def cancel(self, cluster: str, job_id: str) -> None: ...
-    def config(self) -> Config: ...
-
-
-class ActionPress(BaseModel):
-    """One ``block_actions`` payload, reduced to what the handlers read."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action_id: str
-    value: str
-    user_id: str
-    team_id: str | None = None
-    channel_id: str | None = None
-    message_ts: str | None = None
-    message_blocks: list[dict[str, Any]] = Field(default_factory=list)
-
-    @classmethod
-    def from_body(cls, body: dict[str, Any]) -> ActionPress:
-        action = body["actions"][0]
-        container = body.get("container") or {}
-        return cls(
-            action_id=action["action_id"],
-            value=action.get("value", ""),
-            user_id=body["user"]["id"],
-            team_id=(body.get("team") or {}).get("id"),
-            channel_id=container.get("channel_id") or (body.get("channel") or {}).get("id"),
-            message_ts=container.get("message_ts") or (body.get("message") or {}).get("ts"),
-            message_blocks=(body.get("message") or {}).get("blocks") or [],
-        )
-
-
-def owner_of(user: str | None, config: Config) -> str | None:
-    return config.slack.owners.get(user) if user else None
-
-
-def may_cancel(slack_user: str, job_user: str | None, config: Config) -> bool:
-    """Operators, and the job's owner as mapped in ``slack.owners``."""
-    return slack_user in config.slack.operators or slack_user == owner_of(job_user, config)
-
-
-def _outcome_blocks(press: ActionPress, line: str, *, keep_buttons: bool) -> list[dict[str, Any]]:
-    kept = [b for b in press.message_blocks if keep_buttons or b.get("type") != "actions"]
-    kept = [b for b in kept if b.get("block_id") != "outcome"]
-    return [*kept, {"type": "context", "block_id": "outcome",
-                    "elements": [{"type": "mrkdwn", "text": line[:2000]}]}]
 
 
 class ActionHandler:
-    """Handles the four collapse-message buttons."""
+    """Handles the collapse-message buttons and reconciles interrupted cancels."""
 
-    def __init__(
-        self,
-        *,
-        sweeper: SweepEngine,
-        store: RedisStore,
-        client: AsyncWebClient,
-        telemetry: Telemetry,
-        clock: Callable[[], datetime],
-    ) -> None:
+    def __init__(self, *, config: ConfigSource, sweeper: SweepEngine, store: RedisStore,
+                 client: AsyncWebClient, telemetry: Telemetry,
+                 clock: Callable[[], datetime]) -> None:
+        self._config = config
         self._sweeper = sweeper
         self._store = store
         self._client = client
         self._telemetry = telemetry
         self._clock = clock
+        self._reconciling = asyncio.Lock()
+        """Start-up and the first scheduled sweep must not settle the same lock twice."""
 
-    async def handle(self, press: ActionPress, respond: Respond) -> None:
-        """Run one button press (after ``ack()``); user errors become ephemeral replies."""
+    async def handle(self, press: ActionPress, respond: Reply) -> None:
+        """Run one button press (after ``ack()``); refusals become ephemeral replies."""
+        cluster = job_id = "?"
         try:
-            cluster, job_id = split_job_ref(press.value)
-            if cluster is None:
-                raise InvalidJobIdError("button value lacks a cluster")
-        except InvalidJobIdError:
-            await self._audit(press, "?", "?", "rejected", "malformed button value")
-            await respond(text="That button carries no valid job reference.",
-                          response_type="ephemeral", replace_original=False)
-            return
-        try:
+            cluster, job_id = parse_value(press.value)
+            checked = await self._check(press, cluster, job_id)
             if press.action_id == CANCEL:
-                await self._cancel(press, cluster, job_id, respond)
+                await self._cancel(press, checked)
             else:
-                await self._close(press, cluster, job_id)
+                await self._close(press, checked)
+        except Refused as exc:
+            await self._audit(press, cluster, job_id, exc.outcome, exc.detail)
+            await respond(text=esc(str(exc)), response_type="ephemeral", replace_original=False)
         except UserError as exc:
-            await respond(text=str(exc), response_type="ephemeral", replace_original=False)
+            await self._audit(press, cluster, job_id, "refused", str(exc))
+            await respond(text=esc(str(exc)), response_type="ephemeral", replace_original=False)
         except Exception:
             ref = uuid.uuid4().hex[:8]
-            log.exception("button failed", ref=ref, action=press.action_id, value=press.value)
+            log.exception("button failed", ref=ref, action=press.action_id)
+            await self._audit(press, cluster, job_id, "error", f"reference {ref}")
             await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
                           response_type="ephemeral", replace_original=False)
 
-    async def _close(self, press: ActionPress, cluster: str, job_id: str) -> None:
-        now = self._clock()
-        name = episode_name(cluster, job_id)
-        config = self._sweeper.config()
+    # -- checks ----------------------------------------------------------------------------------
+
+    async def _check(self, press: ActionPress, cluster: str, job_id: str) -> Checked:
+        episode = await self._episode_of(press)
+        if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
+            raise Refused("tampered", "That button does not belong to this alert; the attempt "
+                          "was logged.", f"episode is {episode.get('cluster')}:"
+                                         f"{episode.get('job_id')}")
+        config = self._config.current()
+        cluster_cfg = config.cluster(cluster)
+        result = await self._sweeper.sweep(clusters=[cluster])
+        facts = result.job_facts(cluster, job_id)
+        detail = result.details.get((cluster, job_id))
+        if facts is not None and episode.get("uid") != job_uid(facts):
+            raise Refused("stale", f"This alert was for an earlier job named {cluster}:{job_id}; "
+                          "the job running now is another one.", "uid changed")
+        allowed = facts is not None and may_press(config, cluster_cfg, facts.record,
+                                                  press.action_id, press.user_id)
+        if not allowed and not (facts is None and press.user_id in config.slack.operators):
+            self._telemetry.cancels.labels(cluster=cluster, outcome="refused").inc()
+            raise Refused("refused", f"Only the job's owner or an operator may press this on "
+                          f"{cluster}:{job_id}; this attempt was logged.",
+                          "not an operator or the owner")
+        return Checked(cluster=cluster, job_id=job_id, episode=episode, detail=detail,
+                       facts=facts)
+
+    async def _episode_of(self, press: ActionPress) -> dict[str, Any]:
+        if not (press.channel_id and press.message_ts):
+            raise Refused("rejected", "That button is not on an alert message.", "no message")
         try:
-            doc = await self._store.get_doc(name) or {"cluster": cluster, "job_id": job_id}
-            closed = closed_episode(doc, action=press.action_id, actor=press.user_id, at=now)
+            index = await self._store.get_doc(message_key(press.channel_id, press.message_ts))
+            episode = await self._store.get_doc(index["episode"]) if index else None
+        except StoreUnavailable as exc:
+            raise UserError("The bot's state store is unavailable, so this press cannot be "
+                            "checked against its alert. Try again shortly.") from exc
+        if not episode:
+            raise Refused("rejected", "The bot has no record of an alert in this message.",
+                          "no episode for the message")
+        return dict(episode)
+
+    # -- keep running / snooze / acknowledge -------------------------------------------------------
+
+    async def _close(self, press: ActionPress, checked: Checked) -> None:
+        now = self._clock()
+        config = self._config.current()
+        name = str(checked.episode["name"])
+        closed = closed_episode(checked.episode, action=press.action_id, actor=press.user_id,
+                                at=now)
+        try:
             await self._store.put_doc(name, closed, ttl_s=config.redis.expire_hours * 3600)
         except StoreUnavailable as exc:
             log.warning("episode not closed in Redis", error=str(exc))
-        verb = {"keep_running": "kept running", "snooze": "snoozed",
-                "acknowledge": "acknowledged"}.get(press.action_id, press.action_id)
-        await self._audit(press, cluster, job_id, verb)
-        await self._update(press, f"{verb.capitalize()} by <@{press.user_id}> at {now:%H:%M} UTC.",
+        verb = VERBS.get(press.action_id, press.action_id)
+        await self._audit(press, checked.cluster, checked.job_id, verb)
+        await self._update(press.channel_id, press.message_ts, press.message_blocks,
+                           f"{verb.capitalize()} by {mention(press.user_id)} at {now:%H:%M} UTC.",
                            keep_buttons=False)
 
-    async def _cancel(
-        self, press: ActionPress, cluster: str, job_id: str, respond: Respond
-    ) -> None:
-        config = self._sweeper.config()
-        job_user = await self._job_user(cluster, job_id)
-        if not may_cancel(press.user_id, job_user, config):
-            await self._audit(press, cluster, job_id, "refused", "not an operator or the owner")
-            self._telemetry.cancels.labels(cluster=cluster, outcome="refused").inc()
-            raise UserError(
-                f"Only the job's owner or an operator may cancel `{cluster}:{job_id}`; "
-                "this attempt was logged."
-            )
+    # -- cancel ------------------------------------------------------------------------------------
+
+    async def _cancel(self, press: ActionPress, checked: Checked) -> None:
+        cluster, job_id = checked.cluster, checked.job_id
         lock = f"{cluster}:{job_id}:{CANCEL}"
-        holder = {"user": press.user_id, "at": self._clock().isoformat(), "status": "in progress"}
+        holder = {"user": press.user_id, "at": self._clock().isoformat(), "status": "in progress",
+                  "channel": press.channel_id, "ts": press.message_ts,
+                  "episode": checked.episode.get("name")}
         try:
             won = await self._store.acquire(lock, holder, ttl_s=LOCK_HOURS * 3600)
             current = None if won else await self._store.holder(lock)
@@ -183,60 +187,60 @@ class ActionHandler:
             raise UserError("The bot's state store is unavailable, so a cancel cannot be "
                             "guaranteed to run once. Try again shortly.") from exc
         if not won:
-            await self._audit(press, cluster, job_id, "duplicate", str(current))
-            who = (current or {}).get("user", "someone")
-            raise UserError(f"Cancel of `{cluster}:{job_id}` is already "
-                            f"{(current or {}).get('status', 'in progress')} (by <@{who}>).")
-        await self._run_cancel(press, cluster, job_id, lock, holder)
-
-    async def _run_cancel(self, press: ActionPress, cluster: str, job_id: str, lock: str,
-                          holder: dict[str, Any]) -> None:
-        config = self._sweeper.config()
-        await self._update(press, f"⏳ Cancel requested by <@{press.user_id}>: salvaging "
-                                  "evidence first…", keep_buttons=False)
+            who = (current or {}).get("user")
+            raise Refused("duplicate", f"Cancel of {cluster}:{job_id} is already "
+                          f"{(current or {}).get('status', 'in progress')} (by {who}).",
+                          str(current))
+        await self._update(press.channel_id, press.message_ts, press.message_blocks,
+                           f"⏳ Cancel requested by {mention(press.user_id)}: salvaging "
+                           "evidence first…", keep_buttons=False)
         try:
-            outcome = await self._salvage_and_cancel(press, cluster, job_id, config)
-        except (ProbeError, JobNotFoundError, StoreUnavailable, OSError) as exc:
-            await self._store_release(lock)
+            await self._salvage_and_cancel(press, checked, lock, holder)
+        except (ProbeError, UserError, StoreUnavailable, OSError) as exc:
+            await self._release(lock)
             self._telemetry.cancels.labels(cluster=cluster, outcome="failed").inc()
-            self._telemetry.probe_errors.labels(cluster=cluster).inc()
             await self._audit(press, cluster, job_id, "cancel failed", str(exc))
-            await self._update(press, f"❌ Cancel by <@{press.user_id}> failed: {exc}",
+            await self._update(press.channel_id, press.message_ts, press.message_blocks,
+                               f"❌ Cancel by {mention(press.user_id)} failed: {esc(str(exc))}",
                                keep_buttons=True)
-            return
-        try:
-            await self._store.update_lock(lock, {**holder, "status": "done", "outcome": outcome},
-                                          ttl_s=LOCK_HOURS * 3600)
-        except StoreUnavailable as exc:
-            # The lock still says "in progress" and expires by itself: late clicks stay refused.
-            log.warning("cancel lock not marked done", lock=lock, error=str(exc))
 
-    async def _salvage_and_cancel(self, press: ActionPress, cluster: str, job_id: str,
-                                  config: Config) -> str:
-        result = await self._sweeper.sweep(clusters=[cluster])
-        detail = result.find(cluster, job_id)
+    async def _salvage_and_cancel(self, press: ActionPress, checked: Checked, lock: str,
+                                  holder: dict[str, Any]) -> None:
+        cluster, job_id, detail = checked.cluster, checked.job_id, checked.detail
         now = self._clock()
-        if detail.report.state not in ACTIVE_STATES:
-            line = (f"`{cluster}:{job_id}` already ended ({detail.report.state}); nothing "
-                    f"cancelled. Checked for <@{press.user_id}> at {now:%H:%M} UTC.")
-            await self._audit(press, cluster, job_id, "not cancelled", str(detail.report.state))
-            await self._update(press, line, keep_buttons=False)
-            return "already ended"
-        path = await self._salvage(press, detail, result.job_facts(cluster, job_id),
-                                   config, now)
+        if detail is None or checked.facts is None or detail.report.state not in STILL_RUNNING:
+            state = detail.report.state if detail is not None else "no longer reported"
+            await self._audit(press, cluster, job_id, "not cancelled", str(state))
+            await self._update(press.channel_id, press.message_ts, press.message_blocks,
+                               f"`{esc(cluster)}:{esc(job_id)}` already ended ({state}); nothing "
+                               f"cancelled. Checked for {mention(press.user_id)} at "
+                               f"{now:%H:%M} UTC.", keep_buttons=False)
+            await self._finish(lock, holder, "already ended")
+            return
+        path = await self._salvage(press, detail, checked.facts, now)
+        await self._store.update_lock(lock, {**holder, "status": "salvaged", "path": str(path),
+                                             "at": self._clock().isoformat()},
+                                      ttl_s=LOCK_HOURS * 3600)
+        await self._audit(press, cluster, job_id, "cancel requested", str(path))
+        await self._store.update_lock(lock, {**holder, "status": "cancelling", "path": str(path),
+                                             "at": self._clock().isoformat()},
+                                      ttl_s=LOCK_HOURS * 3600)
         await self._sweeper.cancel(cluster, job_id)
         self._telemetry.cancels.labels(cluster=cluster, outcome="cancelled").inc()
-        await self._close_episode(press, cluster, job_id, config)
         await self._audit(press, cluster, job_id, "cancelled", str(path))
+        await self._close_episode(checked.episode, press.user_id)
         banked = detail.report.banked_step
-        await self._update(press, (
-            f"🛑 Cancelled by <@{press.user_id}> at {now:%Y-%m-%d %H:%M} UTC. Evidence saved to "
-            f"`{path}`; banked checkpoint: {banked if banked is not None else 'none'}."
-        ), keep_buttons=False)
-        return "cancelled"
+        await self._update(press.channel_id, press.message_ts, press.message_blocks, (
+            f"🛑 Cancelled by {mention(press.user_id)} at {now:%Y-%m-%d %H:%M} UTC. Evidence "
+            f"saved to `{esc(str(path))}`; banked checkpoint: "
+            f"{banked if banked is not None else 'none'}."), keep_buttons=False)
+        # Marked done only once the message says so: a crash before this point leaves a lock
+        # that reconcile completes, updating the message again.
+        await self._finish(lock, {**holder, "path": str(path)}, "cancelled")
 
-    async def _salvage(self, press: ActionPress, detail: JobDetail, facts: JobFacts | None,
-                       config: Config, now: datetime) -> Path:
+    async def _salvage(self, press: ActionPress, detail: JobDetail, facts: JobFacts,
+                       now: datetime) -> Path:
+        config = self._config.current()
         try:
             history = tuple(await self._store.load_history(detail.report.cluster,
                                                            detail.report.job_id))
@@ -249,50 +253,103 @@ class ActionHandler:
                                   ttl_s=config.redis.expire_hours * 3600)
         return path
 
-    async def _close_episode(self, press: ActionPress, cluster: str, job_id: str,
-                             config: Config) -> None:
-        name = episode_name(cluster, job_id)
-        doc = await self._store.get_doc(name) or {"cluster": cluster, "job_id": job_id}
-        await self._store.put_doc(name, closed_episode(doc, action=CANCEL, actor=press.user_id,
-                                                       at=self._clock()),
-                                  ttl_s=config.redis.expire_hours * 3600)
+    async def _close_episode(self, episode: dict[str, Any], actor: str) -> None:
+        config = self._config.current()
+        await self._store.put_doc(str(episode["name"]), closed_episode(
+            episode, action=CANCEL, actor=actor, at=self._clock()),
+            ttl_s=config.redis.expire_hours * 3600)
 
-    async def _job_user(self, cluster: str, job_id: str) -> str | None:
-        """The job's cluster user: from the episode record, else from a sweep."""
+    async def _finish(self, lock: str, holder: dict[str, Any], outcome: str) -> None:
         try:
-            doc = await self._store.get_doc(episode_name(cluster, job_id))
-        except StoreUnavailable:
-            doc = None
-        if doc and doc.get("user"):
-            return str(doc["user"])
-        result = await self._sweeper.sweep(clusters=[cluster])
-        return result.find(cluster, job_id).report.user
+            await self._store.update_lock(lock, {**holder, "status": "done", "outcome": outcome,
+                                                 "at": self._clock().isoformat()},
+                                          ttl_s=LOCK_HOURS * 3600)
+        except StoreUnavailable as exc:
+            # The lock still says "in progress": reconcile completes it once Redis is back.
+            log.warning("cancel lock not marked done", lock=lock, error=str(exc))
 
-    async def _store_release(self, lock: str) -> None:
+    async def _release(self, lock: str) -> None:
         try:
             await self._store.release(lock)
         except StoreUnavailable as exc:
-            log.error("cancel lock not released; it expires by itself", lock=lock, error=str(exc))
+            log.error("cancel lock not released; reconcile will", lock=lock, error=str(exc))
 
-    async def _update(self, press: ActionPress, line: str, *, keep_buttons: bool) -> None:
-        if not (press.channel_id and press.message_ts):
-            return
-        try:
-            await self._client.chat_update(
-                channel=press.channel_id, ts=press.message_ts, text=line,
-                blocks=_outcome_blocks(press, line, keep_buttons=keep_buttons),
-            )
-        except (SlackApiError, SlackClientError) as exc:
-            log.error("chat.update failed", error=str(exc))
+    # -- shared ------------------------------------------------------------------------------------
 
-    async def _audit(self, press: ActionPress, cluster: str, job_id: str, outcome: str,
-                     detail: str = "") -> None:
-        entry = {"actor": press.user_id, "team": press.team_id or "", "action": press.action_id,
-                 "cluster": cluster, "job_id": job_id, "outcome": outcome, "detail": detail,
-                 "channel": press.channel_id or ""}
+    async def _update(self, channel: str | None, ts: str | None,
+                      blocks: list[dict[str, Any]], line: str, *, keep_buttons: bool) -> None:
+        if channel and ts:
+            await update(self._client, channel=channel, ts=ts, text=line,
+                         blocks=outcome_blocks(blocks, line, keep_buttons=keep_buttons))
+
+    async def _audit(self, press: ActionPress | None, cluster: str, job_id: str, outcome: str,
+                     detail: str = "", *, actor: str = "", channel: str = "", ts: str = ""
+                     ) -> None:
+        entry = {"actor": press.user_id if press else actor,
+                 "team": (press.team_id if press else None) or "",
+                 "action": press.action_id if press else CANCEL, "cluster": cluster,
+                 "job_id": job_id, "outcome": outcome, "detail": detail,
+                 "channel": (press.channel_id if press else channel) or "",
+                 "ts": (press.message_ts if press else ts) or ""}
         log.info("audit", **entry)
         try:
             await self._store.audit(entry)
         except StoreUnavailable as exc:
             log.warning("audit entry kept in the log only", error=str(exc))
 
+    # -- reconciliation ----------------------------------------------------------------------------
+
+    async def reconcile(self) -> list[str]:
+        """Settle cancels a crash interrupted; return the locks settled. Reconciliation never
+        sends a cancel: it only reads the job's state and settles the lock and the message."""
+        async with self._reconciling:
+            return await self._reconcile_all()
+
+    async def _reconcile_all(self) -> list[str]:
+        try:
+            locks = await self._store.locks(f"*:{CANCEL}")
+        except StoreUnavailable as exc:
+            log.warning("cancel reconciliation postponed: Redis unavailable", error=str(exc))
+            return []
+        settled = []
+        for name, holder in locks:
+            at = datetime.fromisoformat(str(holder.get("at")))
+            if holder.get("status") == "done" or (self._clock() - at).total_seconds() < \
+                    RECONCILE_AFTER_S:
+                continue
+            try:
+                await self._reconcile_one(name, holder)
+            except (ProbeError, UserError, StoreUnavailable, OSError) as exc:
+                log.warning("cancel not reconciled yet", lock=name, error=str(exc))
+                continue
+            settled.append(name)
+        return settled
+
+    async def _reconcile_one(self, lock: str, holder: dict[str, Any]) -> None:
+        cluster, job_id, _ = lock.rsplit(":", 2)
+        result = await self._sweeper.sweep(clusters=[cluster])
+        detail = result.details.get((cluster, job_id))
+        state = detail.report.state if detail is not None else None
+        actor, channel, ts = str(holder.get("user")), holder.get("channel"), holder.get("ts")
+        audit = {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}
+        if state in STILL_RUNNING and detail is not None:
+            await self._store.release(lock)
+            await self._audit(None, cluster, job_id, "cancel interrupted; released",
+                              str(holder.get("status")), **audit)
+            blocks = collapse_message(detail, can_cancel=True).blocks
+            await self._update(channel, ts, blocks, f"⚠️ The cancel requested by "
+                               f"{mention(actor)} was interrupted before it took effect; the "
+                               "job is still running. Press again to retry.", keep_buttons=True)
+            return
+        shown = state.value if state is not None else "no longer reported"
+        outcome = "cancelled" if holder.get("status") == "cancelling" else "ended"
+        await self._finish(lock, holder, f"{outcome} (reconciled)")
+        episode_name = holder.get("episode")
+        episode = await self._store.get_doc(str(episode_name)) if episode_name else None
+        if episode:
+            await self._close_episode(dict(episode), actor)
+        await self._audit(None, cluster, job_id, f"{outcome} (reconciled)", shown, **audit)
+        blocks = collapse_message(detail, can_cancel=False).blocks if detail is not None else []
+        await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
+                           f"settled after a restart; the job is {esc(shown)}.",
+                           keep_buttons=False)

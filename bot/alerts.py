@@ -4,9 +4,14 @@ Policy: a job flagged ``collapse`` opens an *episode* (``cluster:job`` plus the 
 step). The episode lives in Redis, so a restarted bot or another replica sends no second DM;
 it stays open until someone presses a button. After ``keep_running``/``acknowledge`` only a
 collapse on a later step than the ones already shown opens a new episode; ``snooze`` silences
-the job for :data:`SNOOZE_HOURS`. The DM goes to the owner (``slack.owners`` maps the cluster
-user to a Slack id, opened with ``conversations.open``), else to ``slack.channel``. Buttons
-carry the job ref in ``value`` (``action_id`` is the same on every message). With
+the job for :data:`SNOOZE_HOURS`. The DM goes to the owner (bot.owners maps the cluster user
+to a Slack id per cluster, opened with ``conversations.open``); when nobody is mapped, or the DM
+fails (``user_not_found``, ``not_in_channel``, 429 after retries), the alert goes to
+``slack.channel`` naming the owner; if that fails too the episode is not opened, so the next
+sweep tries again. An episode is keyed by cluster, job id and (Kubernetes) uid, so a Job
+re-created under the same name alerts again; the posted message (channel, ts) is indexed to its
+episode, which is what a button press is checked against. Buttons carry the job ref in
+``value`` for readers, never as authority (``action_id`` is the same on every message). With
 ``no_kill``, or for an ``ablation-exempt`` / ``no-kill`` run, there is no cancel button: the
 message is a recommendation with an ``acknowledge`` button, and (seed: "capture the evidence
 that disappears at termination, record it, report it, and leave the job running") the evidence
@@ -29,27 +34,41 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
+from bot.delivery import post
 from bot.incidents import salvage_record, write_incident
+from bot.messages import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, SNOOZE_HOURS, collapse_message
+from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import job_facts
-from probes.models import ACTIVE_STATES, ClusterFacts
-from report.cells import format_value as _fmt
+from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts
 from report.models import JobDetail
-from report.trend import sparkline
+
+__all__ = ["ACKNOWLEDGE", "CANCEL", "KEEP", "SNOOZE", "Alerter", "closed_episode",
+           "episode_name", "job_uid", "message_key"]
 
 log = structlog.get_logger(__name__)
 
-SNOOZE_HOURS = 4.0
-SPARK_POINTS = 20
-CANCEL, KEEP, SNOOZE, ACKNOWLEDGE = "cancel_salvage", "keep_running", "snooze", "acknowledge"
+UID_LABEL = "jobtables/uid"
+"""Record label carrying a Kubernetes object's uid (probes.kubernetes.objects)."""
 
 
 def job_ref(detail: JobDetail) -> str:
     return f"{detail.report.cluster}:{detail.report.job_id}"
 
 
-def episode_name(cluster: str, job_id: str) -> str:
-    return f"episode:{cluster}:{job_id}"
+def job_uid(facts: JobFacts | None) -> str | None:
+    """The Kubernetes uid of the job, when the probe reported one (SLURM ids are not reused)."""
+    return facts.record.labels.get(UID_LABEL) if facts is not None else None
+
+
+def episode_name(cluster: str, job_id: str, uid: str | None = None) -> str:
+    """An episode's key: a Job re-created under the same name (new uid) is a new episode."""
+    return f"episode:{cluster}:{job_id}" + (f":{uid}" if uid else "")
+
+
+def message_key(channel: str, ts: str) -> str:
+    """The index from a posted alert (channel, ts) to its episode: what a press is checked on."""
+    return f"message:{channel}:{ts}"
 
 
 def cancel_allowed(detail: JobDetail, config: Config) -> bool:
@@ -60,77 +79,6 @@ def cancel_allowed(detail: JobDetail, config: Config) -> bool:
 
 def needs_alert(detail: JobDetail) -> bool:
     return "collapse" in detail.report.flags and detail.report.state in ACTIVE_STATES
-
-
-def evidence_lines(detail: JobDetail) -> list[str]:
-    """One line per signal (value vs window), then sparklines of the key metrics."""
-    lines = []
-    for ev in detail.evidence:
-        mark = "🔴" if ev.fired else "⚪"
-        lines.append(
-            f"{mark} `{ev.signal}` step {ev.step}: {_fmt(ev.value)} vs window mean "
-            f"{_fmt(ev.window_mean)} ({len(ev.window)} pts) {sparkline(ev.window, len(ev.window))}"
-            f" — {ev.why}"
-        )
-    for name in ("reward", "entropy", "grad_norm", "log_ratio_abs_mean", "loss"):
-        values = [p.values[name] for p in detail.history if name in p.values]
-        if len(values) >= 2:
-            lines.append(f"`{name}` {sparkline(values, SPARK_POINTS)} last {_fmt(values[-1])}")
-    return lines
-
-
-def collapse_blocks(detail: JobDetail, *, can_cancel: bool,
-                    evidence_path: str | None = None) -> list[dict[str, Any]]:
-    """The Block Kit message for one collapse episode (``evidence_path``: no-kill record)."""
-    job = detail.report
-    banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
-        "no banked checkpoint found"
-    )
-    head = (
-        f"*Collapse on `{job_ref(detail)}` {job.name}* (owner {job.user or 'unknown'})\n"
-        f"step {job.step if job.step is not None else '—'}, collapse at step "
-        f"{detail.collapse_step if detail.collapse_step is not None else '—'}; {banked}"
-    )
-    why = job.recommendation.why if job.recommendation else "collapse rule fired"
-    body = "\n".join(evidence_lines(detail))[:2900] or "(no signal evidence recorded)"
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": head[:3000]}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": body}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": why[:2000]}]},
-    ]
-    if evidence_path is not None:
-        note = f"Evidence recorded (the job keeps running): `{evidence_path}`"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note[:2000]}]})
-    blocks.append({"type": "actions", "block_id": "collapse_actions",
-                   "elements": _buttons(detail, can_cancel=can_cancel)})
-    return blocks
-
-
-def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "button", "action_id": action_id, "value": value,
-            "text": {"type": "plain_text", "text": text}, **extra}
-
-
-def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
-    ref = job_ref(detail)
-    if not can_cancel:
-        return [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref)]
-    banked = detail.report.banked_step
-    confirm = {
-        "title": {"type": "plain_text", "text": "Cancel and salvage?"},
-        "text": {"type": "mrkdwn", "text": (
-            f"Evidence (log tail, metric window, scheduler record) is saved first, then "
-            f"`{ref}` is cancelled. Banked step: {banked if banked is not None else 'none'}."
-        )[:300]},
-        "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
-        "deny": {"type": "plain_text", "text": "Keep it"},
-        "style": "danger",
-    }
-    return [
-        _button(CANCEL, "Cancel & salvage", ref, style="danger", confirm=confirm),
-        _button(KEEP, "Keep running", ref),
-        _button(SNOOZE, f"Snooze {SNOOZE_HOURS:g}h", ref),
-    ]
 
 
 class Alerter:
@@ -165,7 +113,8 @@ class Alerter:
                             facts: Sequence[ClusterFacts]) -> bool:
         job = detail.report
         step = detail.collapse_step if detail.collapse_step is not None else (job.step or 0)
-        name = episode_name(job.cluster, job.job_id)
+        uid = job_uid(job_facts(facts, job.cluster, job.job_id))
+        name = episode_name(job.cluster, job.job_id, uid)
         try:
             doc = await self._store.get_doc(name)
             if not self._is_new(doc, step):
@@ -187,10 +136,19 @@ class Alerter:
             evidence = await self._record_evidence(detail, facts, config)
         record = await self._send(detail, config, step, evidence)
         if record is None:
+            # Nothing was delivered: give the claim back so the next sweep tries again.
+            try:
+                await self._store.delete_doc(f"{name}:{step}")
+            except StoreUnavailable as exc:
+                log.warning("alert claim kept; it expires by itself", error=str(exc))
             return False
+        record = {**record, "uid": uid, "name": name}
         self._local[name] = record
         try:
             await self._store.put_doc(name, record, ttl_s=self._ttl(config))
+            if record.get("channel") and record.get("ts"):
+                await self._store.put_doc(message_key(record["channel"], record["ts"]),
+                                          {"episode": name}, ttl_s=self._ttl(config))
         except StoreUnavailable as exc:
             log.warning("episode not saved", ref=job_ref(detail), error=str(exc))
         return True
@@ -231,31 +189,38 @@ class Alerter:
 
     async def _send(self, detail: JobDetail, config: Config, step: int,
                     evidence: Path | None = None) -> dict[str, Any] | None:
+        """DM the owner; if that fails (or nobody is mapped), the channel, naming the owner."""
         job = detail.report
-        owner = config.slack.owners.get(job.user or "")
-        blocks = collapse_blocks(detail, can_cancel=cancel_allowed(detail, config),
-                                 evidence_path=str(evidence) if evidence else None)
-        text = f"Collapse on {job_ref(detail)} {job.name}"
-        try:
-            channel = await self._dm_channel(owner) if owner else config.slack.channel
-            if channel is None:
-                log.warning("collapse with nowhere to post", ref=job_ref(detail))
-                return None
-            posted = await self._client.chat_postMessage(channel=channel, text=text, blocks=blocks)
-        except (SlackApiError, SlackClientError) as exc:
-            log.error("collapse DM failed", ref=job_ref(detail), error=str(exc))
+        owner = slack_owner(config, job.cluster, job.user)
+        can_cancel = cancel_allowed(detail, config)
+        path = str(evidence) if evidence else None
+        posted = None
+        if owner is not None:
+            channel = await self._dm_channel(owner)
+            if channel is not None:
+                message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path)
+                posted = await post(self._client, channel=channel, text=message.text,
+                                    blocks=message.blocks)
+        if posted is None and config.slack.channel:
+            message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path,
+                                       delivered_for=owner)
+            posted = await post(self._client, channel=config.slack.channel, text=message.text,
+                                blocks=message.blocks)
+        if posted is None:
+            log.warning("collapse alert not delivered; retried next sweep", ref=job_ref(detail))
             return None
-        now = self._clock()
         return {
-            "state": "open", "first_step": step, "last_step": step, "opened_at": now.isoformat(),
-            "cluster": job.cluster, "job_id": job.job_id, "user": job.user, "owner": owner,
-            "channel": posted.get("channel", channel), "ts": posted.get("ts"),
-            "can_cancel": cancel_allowed(detail, config),
-            "evidence": str(evidence) if evidence else None,
+            "state": "open", "first_step": step, "last_step": step,
+            "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
+            "user": job.user, "owner": owner, "channel": posted.get("channel"),
+            "ts": posted.get("ts"), "can_cancel": can_cancel, "evidence": path,
         }
 
-    async def _dm_channel(self, user: str) -> str:
-        opened = await self._client.conversations_open(users=user)
+    async def _dm_channel(self, user: str) -> str | None:
+        try:
+            opened = await self._client.conversations_open(users=user)
+        except (SlackApiError, SlackClientError):
+            return None  # logged and counted by the client; the channel gets the alert
         channel: str = opened["channel"]["id"]
         return channel
 

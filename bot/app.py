@@ -2,11 +2,18 @@
 
 Policy: every handler calls ``ack()`` first, before any probe, then hands the work to the
 bot's :class:`~bot.tasks.TaskSet` so nothing runs untracked and a crash is logged at once.
-Answers go through ``respond()`` (ephemeral). ``/jobs`` answers from the cached sweep in Redis
-when it is younger than ``slack.cache_seconds`` (its age is shown), else from a live sweep,
-which the Sweeper shares between concurrent callers. A user error is a short ephemeral line; a
-bug is logged with a reference id and the user sees only that id. Slack's 429s are retried by
-slack_sdk's own retry handlers, honouring ``Retry-After``.
+Answers go through ``respond()`` (ephemeral), wrapped so a failed ``response_url`` POST is
+logged and counted. ``/jobs`` answers from the cached sweep in Redis when it is younger than
+``slack.cache_seconds`` (its age is shown), else from a live sweep, which the Sweeper shares
+between concurrent callers. A user error is a short ephemeral line; a bug is logged with a
+reference id and the user sees only that id. Slack's 429s are retried by slack_sdk's own retry
+handlers, honouring ``Retry-After``. A scheduled sweep's steps (follow-ups, the day's parent and
+its thread (bot/digest.py), collapse alerts, job-end DMs (bot/notify.py), cancel
+reconciliation) are independent: a failed channel post never stops the alerts. ``/jobs`` takes
+filters (``mine``, ``@user``, ``cluster:NAME``) matched through the per-cluster owners
+(bot/owners.py); a live sweep is acked first with "Sweeping N clusters…". The App Home tab and
+"Share to channel" live in bot/home.py and bot/share.py. Config is read from the bot's one
+:class:`~bot.config.ConfigSource`.
 """
 
 from __future__ import annotations
@@ -27,37 +34,51 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot import deep_probe, home, share
-from bot.actions import ActionHandler, ActionPress, SweepEngine, owner_of
-from bot.alerts import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, Alerter
+from bot.actions import ActionHandler, SweepEngine
+from bot.alerts import Alerter
 from bot.chart import render_history_png
 from bot.commands import (
-    MAX_RESPONSES,
     USAGE,
     HelpQuery,
     JobQuery,
     JobsQuery,
     NotifyQuery,
     SlashPayload,
-    code_blocks,
     job_filter,
-    jobs_messages,
     parse_command,
+)
+from bot.config import ConfigSource
+from bot.delivery import CountingWebClient, Responder, SlackHealth
+from bot.digest import Digest
+from bot.errors import UserError
+from bot.incidents import FollowUps
+from bot.messages import (
+    ACKNOWLEDGE,
+    CANCEL,
+    KEEP,
+    MAX_RESPONSES,
+    SNOOZE,
+    collapse_line,
+    error_text,
+    esc,
+    grouped,
+    job_messages,
+    jobs_messages,
+    share_button,
     sweep_header,
 )
-from bot.digest import Digest, collapse_line
-from bot.errors import UsageError, UserError
-from bot.incidents import FollowUps
 from bot.notify import Notifier
+from bot.owners import slack_owner
+from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
-from report.render import render_job_detail
+from report.render import render_job_detail, render_text
 
 log = structlog.get_logger(__name__)
 
@@ -68,25 +89,11 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class CountingWebClient(AsyncWebClient):
-    """``AsyncWebClient`` that counts failed calls per method in Prometheus."""
-
-    def __init__(self, *, telemetry: Telemetry, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._telemetry = telemetry
-
-    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
-        try:
-            return await super().api_call(api_method, **kwargs)
-        except (SlackApiError, SlackClientError):
-            self._telemetry.slack_api_errors.labels(method=api_method).inc()
-            raise
-
-
 def make_web_client(
     settings: Settings,
     telemetry: Telemetry,
     *,
+    health: SlackHealth | None = None,
     retry_handlers: list[AsyncRetryHandler] | None = None,
 ) -> AsyncWebClient:
     """The Web API client: ``SLACK_API_URL``, and slack_sdk's connection and 429 retries."""
@@ -96,6 +103,7 @@ def make_web_client(
     ]
     return CountingWebClient(
         telemetry=telemetry,
+        health=health if health is not None else SlackHealth(),
         token=settings.slack_bot_token.get_secret_value(),
         base_url=settings.slack_api_url,
         retry_handlers=handlers,
@@ -107,6 +115,7 @@ class Bot:
     """Everything the handlers share; one per process (tests build several)."""
 
     settings: Settings
+    config: ConfigSource
     sweeper: SweepEngine
     store: RedisStore
     client: AsyncWebClient
@@ -116,12 +125,18 @@ class Bot:
     replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     def __post_init__(self) -> None:
+        self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
         self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
-        self.actions = ActionHandler(sweeper=self.sweeper, store=self.store, client=self.client,
-                                     telemetry=self.telemetry, clock=self.clock)
+        self.actions = ActionHandler(config=self.config, sweeper=self.sweeper, store=self.store,
+                                     client=self.client, telemetry=self.telemetry,
+                                     clock=self.clock)
         self.followups = FollowUps(store=self.store, clock=self.clock)
         self.digest = Digest(store=self.store, client=self.client, clock=self.clock)
         self.notifier = Notifier(store=self.store, client=self.client)
+
+    def responder(self, respond: Respond, surface: str) -> Responder:
+        """``respond`` with its failures logged, counted and shown in ``/healthz``."""
+        return Responder(respond, telemetry=self.telemetry, health=self.health, surface=surface)
 
     async def aclose(self) -> None:
         """Release the sweeper's probes, Redis and the Web API session."""
@@ -146,13 +161,15 @@ def build_app(bot: Bot) -> AsyncApp:
                          respond: Respond) -> None:
         await ack()
         payload = SlashPayload.model_validate(body)
-        bot.tasks.spawn(answer_command(bot, payload, respond), name=f"command {payload.command}")
+        bot.tasks.spawn(answer_command(bot, payload, bot.responder(respond, payload.command)),
+                        name=f"command {payload.command}")
 
     async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                         respond: Respond) -> None:
         await ack()
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(handle_press(bot, press, respond), name=f"action {press.action_id}")
+        bot.tasks.spawn(handle_press(bot, press, bot.responder(respond, press.action_id)),
+                        name=f"action {press.action_id}")
 
     app.command("/jobs")(on_command)
     app.command("/job")(on_command)
@@ -164,12 +181,13 @@ def build_app(bot: Bot) -> AsyncApp:
     return app
 
 
-async def handle_press(bot: Bot, press: ActionPress, respond: Respond) -> None:
+async def handle_press(bot: Bot, press: ActionPress, respond: Responder) -> None:
     """A button press; a completed cancel is then told in the day's thread (bot/digest.py)."""
     await bot.actions.handle(press, respond)
     if press.action_id == CANCEL and ":" in press.value:
+        # The audit trail (written by the checked press) says whether it cancelled.
         cluster, _, job_id = press.value.partition(":")
-        await bot.digest.after_cancel(bot.sweeper.config(), cluster, job_id, press.user_id)
+        await bot.digest.after_cancel(bot.config.current(), cluster, job_id, press.user_id)
 
 
 async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> None:
@@ -179,17 +197,17 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
         if isinstance(query, HelpQuery):
             await respond(text=USAGE, response_type="ephemeral")
         elif isinstance(query, JobsQuery):
-            await answer_jobs(bot, query, payload, respond)
+            await answer_jobs(bot, query, respond, payload.user_id, payload.channel_id)
         elif isinstance(query, NotifyQuery):
             await respond(text=await bot.notifier.set_enabled(payload.user_id, query.on),
                           response_type="ephemeral")
         else:
             await answer_job(bot, query, payload, respond)
     except UserError as exc:
-        await respond(text=f"⚠️ {exc}", response_type="ephemeral")
+        await respond(text=error_text(str(exc)), response_type="ephemeral")
     except Exception:
         ref = uuid.uuid4().hex[:8]
-        log.exception("command failed", ref=ref, command=payload.command, text=payload.text)
+        log.exception("command failed", ref=ref, command=payload.command)
         await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
                       response_type="ephemeral")
 
@@ -198,7 +216,7 @@ async def current_sweep(bot: Bot, *, before_live: Callable[[int], Awaitable[Any]
                         ) -> tuple[SweepResult, float | None]:
     """A sweep young enough to answer with (and its age in seconds), else a live one
     (``before_live(n)`` is awaited first with the number of clusters to sweep)."""
-    config = bot.sweeper.config()
+    config = bot.config.current()
     try:
         cached = await bot.store.load_cache()
     except StoreUnavailable as exc:
@@ -225,17 +243,19 @@ async def live_sweep(bot: Bot) -> SweepResult:
     if result.degraded is None:
         try:
             await bot.store.save_cache(encode_sweep(result),
-                                       ttl_s=bot.sweeper.config().slack.cache_seconds)
+                                       ttl_s=bot.config.current().slack.cache_seconds)
         except StoreUnavailable as exc:
             bot.telemetry.store_errors.inc()
             log.warning("sweep not cached", error=str(exc))
     return result
 
 
-async def answer_jobs(bot: Bot, query: JobsQuery, payload: SlashPayload,
-                      respond: Respond) -> None:
-    config = bot.sweeper.config()
-    keep = job_filter(query, payload.user_id, config) if query.filtered else None
+async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
+                      user_id: str | None = None, channel_id: str | None = None) -> None:
+    config = bot.config.current()
+    # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
+    keep = job_filter(query, user_id or "", config) if query.filtered else None
+    select = keep or ((lambda j: j.bucket == query.bucket) if query.bucket else None)
     acked = []
 
     async def sweeping(clusters: int) -> None:
@@ -246,69 +266,92 @@ async def answer_jobs(bot: Bot, query: JobsQuery, payload: SlashPayload,
     result, age = await current_sweep(bot, before_live=sweeping)
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
+    width = config.report.width
     # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
     # loop free to send other requests' acks within Slack's 3 s.
     replies = await asyncio.to_thread(
-        jobs_messages, result, bucket=query.bucket, age_s=age, width=config.report.width,
-        keep=keep, limit=MAX_RESPONSES - len(acked),
-        what="your" if query.mine else "matching" if query.filtered else None)
-    if payload.channel_id == config.slack.channel and not query.filtered and not query.bucket:
-        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
+        jobs_messages, result, bucket=query.bucket, age_s=age, width=width, keep=keep,
+        limit=MAX_RESPONSES - len(acked),
+        what="matching" if query.filtered else None)
     for message in replies:
-        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+        if not await respond(text=message.text, blocks=message.blocks,
+                             response_type="ephemeral"):
+            break  # that response_url is gone; the rest would fail the same way
+    if replies and replies[-1].cut and user_id:
+        # More than a response_url takes: the whole answer goes to the invoker's DM as a file.
+        report, details = grouped(result, select, grid=keep is None)
+        text = await asyncio.to_thread(render_text, report, details, width=width)
+        await upload_to_dm(bot, user_id, content=text.encode(), filename="jobs.txt",
+                           title="Job tables", comment="The whole `/jobs` answer")
+    if channel_id and channel_id == config.slack.channel and not query.filtered \
+            and not query.bucket:
+        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
 
 
 async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
-    names = sorted(c.name for c in bot.sweeper.config().clusters)
-    if query.cluster is not None and query.cluster not in names:
-        # Answered before any sweep: an unknown cluster is the user's typo, not a probe job.
-        raise UsageError(f"no cluster named `{query.cluster}`; configured: "
-                         f"{', '.join(names) or 'none'}")
+    config = bot.config.current()
+    if query.cluster is not None:
+        config.cluster(query.cluster)  # an unknown cluster is a typo: answered before any sweep
     result, age = await current_sweep(bot)
     bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
                                   "live").inc()
     detail = result.find(query.cluster, query.job_id)
-    width = bot.sweeper.config().report.width
-    head = sweep_header(result, age_s=age)
-    text = await asyncio.to_thread(render_job_detail, detail, width=width)
-    blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": head}]},
-              *code_blocks(text)]
     png = await asyncio.to_thread(render_history_png, detail)
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
-    blocks.extend(deep_probe.row_actions(detail))  # the Deep-probe button on deep-probe rows
-    blocks = [*blocks[:49], share.share_actions(detail)]  # "Share to channel" (bot/share.py)
-    await respond(text=f"{query.ref}: {detail.report.verdict}", blocks=blocks,
-                  response_type="ephemeral")
+    messages = await asyncio.to_thread(job_messages, detail, header=sweep_header(result, age_s=age),
+                                       width=config.report.width, note=note)
+    # The Deep-probe button on deep-probe rows, and "Share to channel" (bot/share.py).
+    row_actions = [*deep_probe.row_actions(detail), share_button(detail)]
+    if len(messages[-1].blocks) + len(row_actions) <= 50:
+        messages[-1].blocks.extend(row_actions)
+    for message in messages:
+        if not await respond(text=message.text, blocks=message.blocks,
+                             response_type="ephemeral"):
+            break
+    stem = f"{detail.report.cluster}-{query.job_id}"
+    if messages[-1].cut:
+        text = await asyncio.to_thread(render_job_detail, detail, width=config.report.width)
+        await upload_to_dm(bot, payload.user_id, content=text.encode(), filename=f"{stem}.txt",
+                           title=f"{stem} in depth", comment=f"The whole `/job` answer for "
+                           f"`{esc(stem)}`")
     if png:
-        await upload_chart(bot, payload.user_id, f"{detail.report.cluster}-{query.job_id}", png)
+        await upload_to_dm(bot, payload.user_id, content=png, filename=f"{stem}.png",
+                           title=f"{stem} metric history",
+                           comment=f"Metric history of `{esc(stem)}`")
 
 
-async def upload_chart(bot: Bot, user_id: str, stem: str, png: bytes) -> None:
-    """Upload the chart to the invoker's DM with the bot (files_upload_v2)."""
+async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes, filename: str, title: str,
+                       comment: str) -> None:
+    """Upload a file (a chart, an answer too long for messages) to the invoker's DM."""
     try:
         opened = await bot.client.conversations_open(users=user_id)
         await bot.client.files_upload_v2(
-            channel=opened["channel"]["id"], content=png, filename=f"{stem}.png",
-            title=f"{stem} metric history", initial_comment=f"Metric history of `{stem}`",
+            channel=opened["channel"]["id"], content=content, filename=filename,
+            title=title, initial_comment=comment,
         )
-    except (SlackApiError, SlackClientError) as exc:
-        log.error("chart upload failed", job=stem, error=str(exc))
+    except (SlackApiError, SlackClientError):
+        pass  # logged and counted once by the client; the answer itself was sent
 
 
 async def scheduled_sweep(bot: Bot, interval: int) -> None:
-    """Interval ``interval``'s sweep: post the thread, DM collapses, file incidents."""
+    """Interval ``interval``'s sweep: follow-ups, the day's parent and thread, collapse DMs
+    (each told in the thread), job-end DMs, deep probes, reconcile.
+
+    Each step runs whatever happened to the one before: Slack refusing the channel post (bot
+    not invited, rate-limited, message too long) must not silence a collapse alert.
+    """
     result = await live_sweep(bot)
-    config = bot.sweeper.config()
+    config = bot.config.current()
     details = list(result.details.values())
     lines = await bot.followups.process(result, config)
     changes = await bot.digest.publish(result, config, lines)  # the parent; changes threaded
-    await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user
-        await bot.digest.note(config, collapse_line(ref, owner_of(user, config)))
+        await bot.digest.note(config, collapse_line(ref, slack_owner(config, cluster, user)))
+    await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
     await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
+    await bot.actions.reconcile()
     log.info("scheduled sweep posted", interval=interval, jobs=len(result.report.jobs))
 
 
@@ -337,7 +380,7 @@ def make_scheduler(
         await scheduled_sweep(bot, interval)
 
     return Scheduler(
-        every_s=lambda: bot.sweeper.config().slack.sweep_every_minutes * 60,
+        every_s=lambda: bot.config.current().slack.sweep_every_minutes * 60,
         claim=claim, run=run, clock=clock or bot.clock, sleep=sleep,
     )
 

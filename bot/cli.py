@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bot.config import Config, ConfigError, default_config_path, load_config
+from bot.config import Config, ConfigError, config_warnings, default_config_path, load_config
 from bot.errors import UsageError, UserError
 from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
@@ -145,6 +145,9 @@ def cmd_job(args: argparse.Namespace) -> int:
         ref_cluster, job_id = split_job_ref(args.id)
     except InvalidJobIdError as exc:
         raise UsageError(str(exc)) from exc
+    if ref_cluster and args.cluster and ref_cluster != args.cluster:
+        raise UsageError(f"job {args.id!r} names cluster {ref_cluster!r} but --cluster says"
+                         f" {args.cluster!r}: give one of them")
     cluster = args.cluster or ref_cluster
     loader = _loader(args)
     config = loader()
@@ -162,6 +165,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     path = _config_path(args)
     config = load_config(path)
     active = sum(1 for c in config.clusters if c.active)
+    for warning in config_warnings(config):
+        print(f"jobtables: warning: {path}: {warning}", file=sys.stderr)
     print(f"{path}: OK ({len(config.clusters)} clusters, {active} active)")
     return 0
 
@@ -171,10 +176,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from probes.slurm.recording import record
 
     config = _loader(args)()
-    match = [c for c in config.clusters if c.name == args.cluster]
-    if not match:
-        raise UsageError(f"unknown cluster {args.cluster!r}")
-    cluster = match[0]
+    cluster = config.cluster(args.cluster)
     if not isinstance(cluster, SlurmCluster):
         raise UsageError(
             f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")

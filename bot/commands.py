@@ -12,32 +12,26 @@ anything else is a :class:`bot.errors.UsageError`, answered ephemerally, and not
     /job <id>             the job in depth (searched in every reporting cluster)
     /job <cluster>:<id>
 
-Answers are code-block tables cut to Slack's limits (3,000 characters a section) and at most
-five messages, because a ``response_url`` takes no more; the header says how old the sweep is
-and whether it ran without history (Redis down).
+The answers themselves are shaped in :mod:`bot.messages`. Which rows a filtered ``/jobs``
+keeps is decided by :func:`job_filter`, through the one owner lookup (:mod:`bot.owners`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import UsageError
+from bot.owners import mapped_slack_users, slack_owner
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
-from report.chunks import slack_messages
-from report.grouping import group_report, pending_task_counts
 from report.models import Bucket, JobReport
-from report.render import render_tables
 
 if TYPE_CHECKING:
     from bot.config import Config
-    from bot.sweep import SweepResult
 
 BUCKETS: tuple[str, ...] = get_args(Bucket)
 
@@ -177,73 +171,22 @@ def _parse_job(args: list[str]) -> Query:
 
 
 def _shown(word: str) -> str:
-    """The user's word, shortened, defanged so it cannot break the reply or ping anyone.
-
-    Backticks would end the code span; ``<`` and ``>`` would turn ``<!channel>`` or
-    ``<@U…>`` into a mention, so they are written as the entities Slack itself sends. An
-    ``&`` is left alone: text from Slack already carries ``&lt;``-style entities.
-    """
+    """The user's word, shortened and quoted; backticks would end the code span. The whole
+    error is escaped for mrkdwn where it is sent (bot.messages.error_text), not here."""
     clean = word.replace("`", "'")
-    cut = clean[:40].replace("<", "&lt;").replace(">", "&gt;")
-    return f"`{cut}{'…' if len(clean) > 40 else ''}`"
-
-
-# -- shaping answers ---------------------------------------------------------------------------
-
-MAX_RESPONSES = 5
-"""Slack accepts at most five posts to one ``response_url``."""
-SECTION_LIMIT = 2900
-"""Characters of code per section block (Slack's limit is 3,000 including the fences)."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One message to send: fallback text plus Block Kit blocks."""
-
-    text: str
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-
-
-def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
-    """``Jobs at 16:00:05Z · cached 42 s ago · beta UNREACHABLE (...)`` plus a degraded note."""
-    stamp = result.report.generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-    parts = [f"Jobs at {stamp}"]
-    parts.append(f"cached {age_s:.0f} s ago" if age_s is not None
-                 else f"live sweep, {result.duration_s:.1f} s")
-    for cluster in result.report.clusters:
-        if cluster.status == "unreachable":
-            parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
-    header = " · ".join(parts)
-    if result.degraded:
-        header += f"\n⚠️ {result.degraded}"
-    return header
-
-
-def code_blocks(text: str, *, limit: int = SECTION_LIMIT) -> list[dict[str, Any]]:
-    """``text`` as code-block sections, split on line boundaries to fit Slack's limit."""
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for line in text.splitlines():
-        if size + len(line) + 1 > limit and chunks[-1]:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(line[:limit])
-        size += len(line) + 1
-    fence = "```"
-    texts = [f"{fence}\n" + "\n".join(c) + f"\n{fence}" for c in chunks if c]
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": t}} for t in texts]
+    return f"`{clean[:40]}{'…' if len(clean) > 40 else ''}`"
 
 
 def job_filter(query: JobsQuery, invoker: str, config: Config) -> Callable[[JobReport], bool]:
-    """Which rows a ``/jobs`` query keeps; people are matched through the owners mapping."""
-    from bot.actions import owner_of  # the one owner lookup (per cluster where configured)
-
+    """Which rows a ``/jobs`` query keeps. People are matched through the per-cluster owner
+    lookup (:func:`bot.owners.slack_owner`): a job is the invoker's when *its* cluster maps
+    its user to the invoker's Slack id."""
     names = {c.name for c in config.clusters}
     if query.cluster is not None and query.cluster not in names:
         raise UsageError(f"no cluster named {_shown(query.cluster)}; configured: "
                          f"{', '.join(sorted(names)) or 'none'}")
     person = invoker if query.mine else query.slack_user
-    if person is not None and person not in _mapped(config):
+    if person is not None and person not in mapped_slack_users(config):
         whose = "You are" if query.mine else f"`{person}` is"  # no mention: nobody is pinged
         raise UsageError(f"{whose} not mapped to a cluster user: add the Slack id to "
                          "`owners` in the config")
@@ -252,42 +195,6 @@ def job_filter(query: JobsQuery, invoker: str, config: Config) -> Callable[[JobR
         return ((query.bucket is None or job.bucket == query.bucket)
                 and (query.cluster is None or job.cluster == query.cluster)
                 and (query.cluster_user is None or job.user == query.cluster_user)
-                and (person is None or owner_of(job.user, config) == person))
+                and (person is None or slack_owner(config, job.cluster, job.user) == person))
 
     return keep
-
-
-def _mapped(config: Config) -> set[str]:
-    ids = set(config.slack.owners.values())
-    for cluster in config.clusters:  # per-cluster owners, where the config has them
-        ids.update((getattr(cluster, "owners", None) or {}).values())
-    return ids
-
-
-def jobs_messages(
-    result: SweepResult, *, bucket: str | None, age_s: float | None, width: int,
-    keep: Callable[[JobReport], bool] | None = None, limit: int = MAX_RESPONSES,
-    what: str | None = None,
-) -> list[Reply]:
-    """The ``/jobs`` answer: code-block tables (arrays grouped), split to Slack's limits, at
-    most ``limit`` messages. ``keep`` filters the rows; ``what`` names the filter."""
-    report, details = result.report, result.details
-    if bucket is not None or keep is not None:
-        wanted = keep or (lambda j: j.bucket == bucket)
-        report = report.model_copy(update={"jobs": [j for j in report.jobs if wanted(j)]})
-        details = {k: d for k, d in details.items() if wanted(d.report)}
-    report, details = group_report(report, details,
-                                   pending_tasks=pending_task_counts(result.facts))
-    header = sweep_header(result, age_s=age_s)
-    tables = render_tables(report, details, width=width)
-    if not tables:
-        what = f"No {what or bucket} jobs." if (what or bucket) else "No active or recent jobs."
-        return [Reply(text=f"{header}\n{what}")]
-    replies = [Reply(text=m.text, blocks=list(m.blocks))
-               for m in slack_messages(tables, header=header)]
-    if len(replies) > limit:
-        left = len(replies) - (limit - 1)
-        replies = [*replies[: limit - 1],
-                   Reply(text=f"…{left} more message(s) not shown: ask for one bucket, "
-                              "e.g. `/jobs rl`, or read the scheduled sweep thread.")]
-    return replies

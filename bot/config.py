@@ -1,8 +1,12 @@
 """``jobtables.toml``: the roster and settings file, loaded with line-precise errors.
 
 Policy: the file is re-read at the start of every sweep (CONTRACT §2), so edits apply on the
-next sweep. Secrets never live here: Slack tokens come from the environment (``bot.settings``).
-A bad file raises :class:`ConfigError`, whose message names the file, the line and the key.
+next sweep. Config flows one way: the bot holds one :class:`ConfigSource`; the Sweeper calls its
+``load`` at the start of a sweep, and everything else reads ``current()`` (the config the latest
+sweep ran with). Nothing asks the sweep engine for its config. Secrets never live here: Slack
+tokens come from the environment (``bot.settings``). A bad file raises :class:`ConfigError`,
+whose message names the file, the line and the key. Slack ids that grant permissions (owners,
+operators) must be user ids (``U…``/``W…``): a channel or team id there is rejected.
 """
 
 from __future__ import annotations
@@ -10,13 +14,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.errors import UserError
+from bot.errors import UnknownClusterError, UserError
 from probes.config import ClusterConfig
 from probes.rollouts import ReadPlan
 from report.deep_probe import DeepProbeSettings
@@ -29,6 +33,18 @@ class ConfigError(UserError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+SLACK_USER_ID = re.compile(r"\A[UW][A-Z0-9]{2,20}\Z")
+"""A Slack user id (``U…``, or ``W…`` on Enterprise Grid); channels (``C…``/``D…``/``G…``),
+teams and bots are not people and cannot own a job or press a destructive button."""
+NOT_A_USER_ID = "not a Slack user id (expected U… or W…, e.g. U0AAAAAAAAA)"
+
+
+def _user_id(value: str, key: str = "") -> str:
+    if not SLACK_USER_ID.match(value):
+        raise ValueError(f"{key + ' = ' if key else ''}{value!r} is {NOT_A_USER_ID}")
+    return value
 
 
 class MetricsSection(_Strict):
@@ -50,10 +66,23 @@ class SlackSection(_Strict):
     no_kill: bool = False
     operators: tuple[str, ...] = ()
     owners: dict[str, str] = Field(default_factory=dict)
+    """Cluster user -> Slack id on EVERY cluster (older form; per-cluster ``owners`` win)."""
+    keep_snooze_by: Literal["owner_or_operator", "anyone"] = "owner_or_operator"
+    """Who may press ``keep_running``/``snooze``/``acknowledge`` (cancel: owner or operator)."""
     cache_seconds: float = 120.0
     """A cached sweep younger than this answers ``/jobs`` directly (its age is shown)."""
     incident_dir: str = "./incidents"
     """Where salvage evidence and failure diagnoses are written (also kept in Redis)."""
+
+    @field_validator("operators")
+    @classmethod
+    def _operator_ids(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_user_id(u) for u in v)
+
+    @field_validator("owners")
+    @classmethod
+    def _owner_ids(cls, v: dict[str, str]) -> dict[str, str]:
+        return {user: _user_id(slack_id, user) for user, slack_id in v.items()}
 
     @field_validator("sweep_every_minutes")
     @classmethod
@@ -107,7 +136,23 @@ class Config(_Strict):
             if c.name in seen:
                 raise ValueError(f"cluster name {c.name!r} is used twice")
             seen.add(c.name)
+            for slack_id in c.owners.values():
+                _user_id(slack_id)
         return v
+
+    def cluster(self, name: str) -> ClusterConfig:
+        """The cluster called ``name``, or :class:`UnknownClusterError`."""
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        raise UnknownClusterError(name, [c.name for c in self.clusters])
+
+    def select(self, names: Sequence[str] | None) -> list[ClusterConfig]:
+        """The clusters named (all of them for none), or :class:`UnknownClusterError`."""
+        if not names:
+            return list(self.clusters)
+        wanted = {self.cluster(n).name for n in names}
+        return [c for c in self.clusters if c.name in wanted]
 
     @field_validator("buckets")
     @classmethod
@@ -128,6 +173,38 @@ class Config(_Strict):
             no_kill=self.slack.no_kill,
             **extra,
         )
+
+
+def config_warnings(config: Config) -> list[str]:
+    """What ``check-config`` warns about without rejecting the file."""
+    warnings = []
+    if config.slack.owners and len(config.clusters) > 1:
+        warnings.append(
+            "[slack.owners] maps a user name to the same Slack id on every cluster, and "
+            f"{len(config.clusters)} clusters are configured: `alice` on one cluster may not be "
+            "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
+    return warnings
+
+
+class ConfigSource:
+    """The bot's one config source: ``load()`` re-reads (a sweep), ``current()`` reads the last."""
+
+    def __init__(self, loader: Callable[[], Config]) -> None:
+        self._loader = loader
+        self._current: Config | None = None
+
+    @classmethod
+    def fixed(cls, config: Config) -> ConfigSource:
+        return cls(lambda: config)
+
+    def load(self) -> Config:
+        """Re-read the config (the start of a sweep); a bad file raises and keeps the last."""
+        self._current = self._loader()
+        return self._current
+
+    def current(self) -> Config:
+        """The config the latest sweep ran with (read once if no sweep ran yet)."""
+        return self._current if self._current is not None else self.load()
 
 
 def _check_regex(pattern: str) -> None:
@@ -173,6 +250,13 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
                     f"{source}:{line}: clusters.{index}.benign_patterns: "
                     f"bad regex {pattern!r}: {exc}"
                 ) from exc
+    for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
+        owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
+        for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
+            if isinstance(slack_id, str) and not SLACK_USER_ID.match(slack_id):
+                line = _KeyLocator(text).line_for(("clusters", index, "owners"))
+                raise ConfigError(f"{source}:{line}: clusters.{index}.owners.{user}: "
+                                  f"{slack_id!r} is {NOT_A_USER_ID}")
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -187,7 +271,7 @@ def _describe(exc: ValidationError, text: str, source: str) -> str:
         key = ".".join(str(p) for p in loc) or "(top level)"
         line = locator.line_for(loc)
         where = f"{source}:{line}" if line else source
-        msg = err["msg"]
+        msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "union_tag_invalid":

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.alerts import ACKNOWLEDGE, CANCEL, cancel_allowed
+from bot.alerts import ACKNOWLEDGE, CANCEL, cancel_allowed, episode_name, message_key
 from bot.config import Config
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.store import StoreUnavailable
@@ -193,12 +193,38 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
         log.error("deep-probe message failed", ref=f"{job.cluster}:{job.job_id}",
                   error=str(exc))
         return None
-    return dict(posted.data) if isinstance(posted.data, dict) else {}
+    data = dict(posted.data) if isinstance(posted.data, dict) else {}
+    if job.deep_probe is not None and job.deep_probe.verdict == "KILL":
+        await _open_episode(bot, config, detail, str(data.get("channel") or channel),
+                            str(data.get("ts") or ""))
+    return data
+
+
+async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: str,
+                        ts: str) -> None:
+    """A KILL verdict's buttons act like a collapse alert's: they are bound to this message.
+
+    The cancel press is checked against the stored episode (cluster, job id, uid, message),
+    never against the button value alone (``bot.actions``).
+    """
+    job = detail.report
+    uid = None  # deep probes run on SLURM, whose ids are not reused (no Kubernetes uid)
+    name = episode_name(job.cluster, job.job_id, uid)
+    record = {"cluster": job.cluster, "job_id": job.job_id, "uid": uid, "name": name,
+              "state": "open", "kind": "deep-probe", "channel": channel, "ts": ts,
+              "last_step": job.step or 0, "at": bot.clock().isoformat()}
+    ttl = config.redis.expire_hours * 3600
+    try:
+        await bot.store.put_doc(name, record, ttl_s=ttl)
+        if channel and ts:
+            await bot.store.put_doc(message_key(channel, ts), {"episode": name}, ttl_s=ttl)
+    except StoreUnavailable as exc:
+        log.warning("deep-probe episode not saved; its buttons will be refused", error=str(exc))
 
 
 async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
     """One Deep-probe press (already acked): probe, then post the verdict in the thread."""
-    from bot.actions import ActionPress
+    from bot.presses import ActionPress
 
     press = ActionPress.from_body(body)
     try:
@@ -209,7 +235,7 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await respond(text="That button carries no valid job reference.",
                       response_type="ephemeral", replace_original=False)
         return
-    config = bot.sweeper.config()
+    config = bot.config.current()
     try:
         detail = await run_deep_probe(config, cluster, job_id)
     except (UserError, ProbeError) as exc:

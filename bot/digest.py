@@ -18,59 +18,38 @@ change reply is posted: a crash between the two loses one reply rather than repe
 While Redis is down the process keeps its own copy (it cannot know about other replicas).
 The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
 
-Posts to one channel are paced (at least ``pace_s`` apart, Slack's ~1 message per second per
-channel); a failed post is logged and never stops the posts after it. All text from clusters
-is escaped for mrkdwn (``report.chunks.escape_mrkdwn``); the only mentions are the ones built
-here from configured Slack ids.
+Posts to one channel are paced (:class:`Pacer`: a second apart, Slack's ~1 message per second
+per channel) and go through :mod:`bot.delivery`: a failed post is logged and counted once (by the
+Web API client) and never stops the posts after it, nor the sweep's collapse alerts. If the
+parent cannot be posted, the tables and changes go to the channel unthreaded (a duplicate beats
+silence) and the next sweep tries to open the parent again. Every message is built in
+:mod:`bot.messages` (its one escape; mentions only through ``mention()``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
+from bot.delivery import post, update
+from bot.messages import cancel_line, changes_header, sweep_parent, sweep_thread, text_message
 from bot.scheduler import interval_number, interval_start
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
-from report.changes import Change, Snapshot, decode_key, diff, encode_key, merged_lines, snapshots
-from report.chunks import escape_mrkdwn, slack_messages, summary_lines
-from report.grouping import group_report, pending_task_counts
-from report.models import JobDetail, Report
-from report.tables import render_tables
+from report.changes import Change, Snapshot, decode_key, diff, encode_key, snapshots
+from report.chunks import SlackMessage
 
 log = structlog.get_logger(__name__)
 
 SEEN = "digest:seen"
-SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")
-"""A Slack user id as configured; anything else is never turned into a mention."""
-
-
-def mention(user: str | None) -> str | None:
-    return f"<@{user}>" if user and SLACK_ID.match(user) else None
-
-
-def collapse_line(ref: str, owner: str | None) -> str:
-    """The thread's line when a collapse DM goes out."""
-    who = mention(owner)
-    told = f"owner {who} told" if who else "owner unknown, posted in the channel"
-    return f"🚨 collapse on `{escape_mrkdwn(ref)}`, {told}"
-
-
-def cancel_line(ref: str, actor: str, evidence: str) -> str:
-    """The thread's line when a cancel from a button completed."""
-    who = mention(actor) or escape_mrkdwn(actor)
-    return f"🛑 `{escape_mrkdwn(ref)}` cancelled by {who}, evidence at `{escape_mrkdwn(evidence)}`"
 
 
 class Pacer:
@@ -97,29 +76,6 @@ class Pacer:
                 yield
             finally:
                 self._last[channel] = self._monotonic()
-
-
-def parent_text(report: Report, *, period_start: datetime, now: datetime,
-                period_hours: float, sweeps: int) -> str:
-    """The parent message: title with counts, one line per bucket, the time it is as of."""
-    states = Counter(j.state.value.lower() for j in report.jobs)
-    counts = " · ".join(f"{n} {s}" for s, n in states.most_common())
-    day = period_start.strftime("%a %d %b %Y") if period_hours >= 24 else (
-        period_start.strftime("%a %d %b %Y %H:%MZ"))
-    title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs" + (f": {counts}" if counts
-                                                                   else "")
-    grouped, _ = group_report(report, {}, for_counts=True)
-    lines = [escape_mrkdwn(line) for line in summary_lines(grouped)]
-    foot = f"_as of {now:%H:%M}Z · sweep {sweeps} of this period · changes in the thread_"
-    return "\n".join([title, *lines, foot])[:2900]
-
-
-def _sub_report(result: SweepResult, keys: set[tuple[str, str]]) -> tuple[Report, dict[
-        tuple[str, str], JobDetail]]:
-    report = result.report.model_copy(update={
-        "jobs": [j for j in result.report.jobs if (j.cluster, j.job_id) in keys], "grid": []})
-    details = {k: d for k, d in result.details.items() if k in keys}
-    return report, details
 
 
 class Digest:
@@ -165,31 +121,20 @@ class Digest:
 
     # -- posting ------------------------------------------------------------------------------
 
-    async def _call(self, method: str, channel: str, **kwargs: Any) -> dict[str, Any] | None:
-        """One paced Web API call; a failure is logged and answered with ``None``."""
+    async def _post(self, channel: str, message: SlackMessage,
+                    thread_ts: str | None) -> dict[str, Any] | None:
+        """One paced ``chat.postMessage``; ``None`` when Slack refused (logged, counted)."""
+        thread = {"thread_ts": thread_ts} if thread_ts else {}
         async with self.pacer.slot(channel):
-            try:
-                api = getattr(self._client, method)
-                response = await api(channel=channel, **kwargs)
-            except (SlackApiError, SlackClientError) as exc:
-                log.error("digest post failed", method=method, channel=channel, error=str(exc))
-                return None
-        return dict(response.data) if isinstance(response.data, dict) else {}
+            return await post(self._client, channel=channel, text=message.text,
+                              blocks=message.blocks, **thread)
 
-    async def _thread(self, channel: str, ts: str, report: Report,
-                      details: dict[tuple[str, str], JobDetail], *, header: str | None,
-                      width: int, tasks: dict[tuple[str, str], int]) -> int:
-        """Tables (grouped) as thread replies under ``ts``; returns the replies posted."""
-        grouped, shown = group_report(report, details, pending_tasks=tasks)
-        tables = await asyncio.to_thread(render_tables, grouped, shown, width=width)
-        if not tables:
-            messages = slack_messages([], header=header or "No active or recent jobs.")
-        else:
-            messages = slack_messages(tables, header=header)
+    async def _thread(self, channel: str, ts: str | None,
+                      messages: Sequence[SlackMessage]) -> int:
+        """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted."""
         posted = 0
         for message in messages:
-            if await self._call("chat_postMessage", channel, thread_ts=ts, text=message.text,
-                                blocks=message.blocks):
+            if await self._post(channel, message, ts) is not None:
                 posted += 1
         return posted
 
@@ -222,20 +167,17 @@ class Digest:
                           changes: list[Change], extra: Sequence[str], *,
                           since: str | None) -> None:
         parent, opened = await self._parent(result, config, channel)
-        if parent is None:
-            return
-        tasks = pending_task_counts(result.facts)
-        width = config.report.width
+        ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
         every = config.digest.full_tables_every
-        if opened or (every and parent["sweeps"] % every == 0):
+        if parent is None or opened or (every and parent["sweeps"] % every == 0):
             await self._full_tables(result, config, channel, parent, header=None)
         if changes or extra:
-            at = datetime.fromisoformat(since).strftime("%H:%MZ") if since else "the last sweep"
-            header = "\n".join([f"Changes since {at} (as of {self._clock():%H:%M}Z)",
-                                *merged_lines(changes), *extra])
-            report, details = _sub_report(result, {(c.cluster, c.job_id) for c in changes})
-            await self._thread(channel, parent["ts"], report, details, header=header,
-                               width=width, tasks=tasks)
+            header = changes_header(changes, extra, now=self._clock(),
+                                    since=datetime.fromisoformat(since) if since else None)
+            only = {(c.cluster, c.job_id) for c in changes}
+            messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
+                                               header=header, only=only)
+            await self._thread(channel, ts, messages)
 
     async def _parent(self, result: SweepResult, config: Config,
                       channel: str) -> tuple[dict[str, Any] | None, bool]:
@@ -244,18 +186,18 @@ class Digest:
         period_start = interval_start(period, self._period_s(config))
         doc = await self._get(name)
         sweeps = int(doc["sweeps"]) + 1 if isinstance(doc, dict) else 1
-        text = parent_text(result.report, period_start=period_start, now=self._clock(),
-                           period_hours=config.digest.period_hours, sweeps=sweeps)
-        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+        message = sweep_parent(result, period_start=period_start, now=self._clock(),
+                               period_hours=config.digest.period_hours, sweeps=sweeps)
         if isinstance(doc, dict) and doc.get("ts"):
-            updated = await self._call("chat_update", channel, ts=doc["ts"], text=text,
-                                       blocks=blocks)
-            if updated is not None:
+            async with self.pacer.slot(channel):
+                edited = await update(self._client, channel=doc.get("channel") or channel,
+                                      ts=doc["ts"], text=message.text, blocks=message.blocks)
+            if edited:
                 doc = {**doc, "sweeps": sweeps}
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False
-            log.warning("parent not editable; opening a new one", channel=channel)
-        posted = await self._call("chat_postMessage", channel, text=text, blocks=blocks)
+            log.warning("parent not editable; opening a new one")
+        posted = await self._post(channel, message, None)
         if posted is None or not posted.get("ts"):
             return None, False
         doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,
@@ -265,16 +207,19 @@ class Digest:
         return doc, True
 
     async def _full_tables(self, result: SweepResult, config: Config, channel: str,
-                           parent: dict[str, Any], *, header: str | None) -> bool:
+                           parent: dict[str, Any] | None, *, header: str | None) -> bool:
+        """The full tables into the parent's thread, once per sweep (``parent`` None: the
+        parent could not be posted, so they go to the channel unthreaded)."""
         stamp = result.started_at.isoformat()
-        if parent.get("tables_for") == stamp:
+        if parent is not None and parent.get("tables_for") == stamp:
             return False
-        tasks = pending_task_counts(result.facts)
         head = header or f"Full tables as of {result.started_at:%H:%M}Z"
-        await self._thread(channel, parent["ts"], result.report, dict(result.details),
-                           header=head, width=config.report.width, tasks=tasks)
-        name, _ = self._parent_name(channel, config)
-        await self._put(name, {**parent, "tables_for": stamp}, ttl_s=self._ttl(config))
+        messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
+                                           header=head)
+        await self._thread(channel, parent["ts"] if parent else None, messages)
+        if parent is not None:
+            name, _ = self._parent_name(channel, config)
+            await self._put(name, {**parent, "tables_for": stamp}, ttl_s=self._ttl(config))
         return True
 
     # -- on request and from actions ----------------------------------------------------------
@@ -292,7 +237,7 @@ class Digest:
                                               "(asked for with /jobs)")
 
     async def note(self, config: Config, line: str) -> bool:
-        """One line (already escaped, mentions built here) into the period's thread."""
+        """One line of bot mrkdwn (built by :mod:`bot.messages`) into the period's thread."""
         channel = config.slack.channel
         if not channel:
             return False
@@ -300,9 +245,7 @@ class Digest:
         if not isinstance(parent, dict) or not parent.get("ts"):
             log.info("no parent this period; note not threaded", line=line)
             return False
-        posted = await self._call("chat_postMessage", channel, thread_ts=parent["ts"],
-                                  text=line[:3000])
-        return posted is not None
+        return await self._post(channel, text_message(line), parent["ts"]) is not None
 
     async def after_cancel(self, config: Config, cluster: str, job_id: str,
                            actor: str) -> bool:

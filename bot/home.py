@@ -1,17 +1,20 @@
 """The App Home tab: the user's own jobs, their open collapse episodes and their snoozes.
 
 Policy: Slack sends ``app_home_opened`` whenever someone opens the bot's Home tab; the bot
-answers with ``views.publish`` for that user. "Own" goes through the owners mapping
-(``bot.actions.owner_of``), exactly as ``/jobs mine`` does. The jobs come from the current
-sweep (the cache when it is fresh, else a live sweep), as tables with arrays grouped; the
+answers with ``views.publish`` for that user. "Own" goes through the one per-cluster owner
+lookup (:func:`bot.owners.slack_owner`), exactly as ``/jobs mine`` does. The jobs come from the
+current sweep (the cache when it is fresh, else a live sweep), as tables with arrays grouped; the
 episodes are the alert records in Redis (``bot.alerts``): open ones, and snoozes still in
 force. A Home view holds at most 100 blocks and each section 3,000 characters; cluster text is
-escaped for mrkdwn. Without Redis the view still shows the jobs and says episodes are unknown.
+escaped with :mod:`bot.messages`' one escape, whose block builders are used here. Without Redis
+the view still shows the jobs and says episodes are unknown. A failed ``views.publish`` is
+logged and counted once by the Web API client (:mod:`bot.delivery`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,16 +23,15 @@ import structlog
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.actions import owner_of
-from bot.alerts import SNOOZE, episode_name
-from bot.commands import sweep_header
+from bot.alerts import SNOOZE, episode_name, job_uid
 from bot.config import Config
+from bot.messages import context, esc, grouped, section, sweep_header
+from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from bot.sweep import SweepResult
-from report.chunks import escape_mrkdwn, slack_messages
-from report.grouping import group_report, pending_task_counts
+from report.chunks import slack_messages
 from report.models import JobReport
-from report.tables import render_tables
+from report.render import render_tables
 
 if TYPE_CHECKING:
     from bot.app import Bot
@@ -50,11 +52,7 @@ def register(app: AsyncApp, bot: Bot) -> None:
 
 
 def own_jobs(result: SweepResult, user: str, config: Config) -> list[JobReport]:
-    return [j for j in result.report.jobs if owner_of(j.user, config) == user]
-
-
-def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+    return [j for j in result.report.jobs if slack_owner(config, j.cluster, j.user) == user]
 
 
 def episode_lines(episodes: Sequence[dict[str, Any]], now: datetime) -> tuple[list[str],
@@ -62,13 +60,18 @@ def episode_lines(episodes: Sequence[dict[str, Any]], now: datetime) -> tuple[li
     """(open collapse episodes, snoozes in force) as one line each."""
     opened, snoozed = [], []
     for doc in episodes:
-        ref = escape_mrkdwn(f"{doc.get('cluster')}:{doc.get('job_id')}")
+        ref = esc(f"{doc.get('cluster')}:{doc.get('job_id')}")
         if doc.get("state") == "open":
-            since = str(doc.get("opened_at", ""))[11:16]
+            # A Redis document is escaped like cluster text: it may be stale or edited.
+            since = esc(str(doc.get("opened_at", ""))[11:16])
             opened.append(f"🚨 `{ref}` collapse since {since or '?'}Z, step "
-                          f"{doc.get('first_step', '?')}: waiting for a button in your DM")
+                          f"{esc(str(doc.get('first_step', '?')))}: waiting for a button in "
+                          "your DM")
         elif doc.get("action") == SNOOZE and doc.get("snoozed_until"):
-            until = datetime.fromisoformat(str(doc["snoozed_until"]))
+            try:
+                until = datetime.fromisoformat(str(doc["snoozed_until"]))
+            except ValueError:
+                continue  # not a time the bot wrote
             if until > now:
                 snoozed.append(f"💤 `{ref}` snoozed until {until:%Y-%m-%d %H:%M}Z")
     return opened, snoozed
@@ -80,38 +83,38 @@ def home_view(result: SweepResult, user: str, config: Config, *, age_s: float | 
     mine = own_jobs(result, user, config)
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Your jobs"}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": escape_mrkdwn(
-            sweep_header(result, age_s=age_s))[:2000]}]},
+        context(esc(sweep_header(result, age_s=age_s))),
     ]
     if not mine:
-        blocks.append(_section("No jobs of yours in the current report (jobs are yours through "
+        blocks.append(section("No jobs of yours in the current report (jobs are yours through "
                                "the `owners` mapping of the config)."))
     else:
-        report = result.report.model_copy(update={"jobs": mine, "grid": []})
         keys = {(j.cluster, j.job_id) for j in mine}
-        grouped, details = group_report(report, {k: d for k, d in result.details.items()
-                                                 if k in keys},
-                                        pending_tasks=pending_task_counts(result.facts))
-        tables = render_tables(grouped, details, width=min(config.report.width, 80))
+        report, details = grouped(result, lambda j: (j.cluster, j.job_id) in keys, grid=False)
+        tables = render_tables(report, details, width=min(config.report.width, 80))
         for message in slack_messages(tables, max_blocks=MAX_BLOCKS):
             blocks.extend(message.blocks)
     blocks.append({"type": "header", "text": {"type": "plain_text",
                                               "text": "Collapse episodes and snoozes"}})
     if episodes is None:
-        blocks.append(_section("Episodes are unknown right now (the state store is down)."))
+        blocks.append(section("Episodes are unknown right now (the state store is down)."))
     else:
         opened, snoozed = episode_lines(episodes, now)
-        blocks.append(_section("\n".join(opened) or "No open collapse episodes."))
-        blocks.append(_section("\n".join(snoozed) or "Nothing snoozed."))
+        blocks.append(section("\n".join(opened) or "No open collapse episodes."))
+        blocks.append(section("\n".join(snoozed) or "Nothing snoozed."))
     if len(blocks) > MAX_BLOCKS:  # tables first to go: the episodes are what needs a human
-        blocks = [*blocks[:2], _section("(tables cut to fit the Home tab: use `/jobs mine`)"),
+        blocks = [*blocks[:2], section("(tables cut to fit the Home tab: use `/jobs mine`)"),
                   *blocks[-3:]]
     return {"type": "home", "blocks": blocks}
 
 
-async def _episodes(bot: Bot, jobs: Sequence[JobReport]) -> list[dict[str, Any]] | None:
+async def _episodes(bot: Bot, result: SweepResult,
+                    jobs: Sequence[JobReport]) -> list[dict[str, Any]] | None:
+    # A Kubernetes episode is keyed by the Job's uid too (bot.alerts), known from live facts.
+    names = [episode_name(j.cluster, j.job_id, job_uid(result.job_facts(j.cluster, j.job_id)))
+             for j in jobs]
     try:
-        docs = [await bot.store.get_doc(episode_name(j.cluster, j.job_id)) for j in jobs]
+        docs = [await bot.store.get_doc(name) for name in names]
     except StoreUnavailable as exc:
         log.warning("episodes unavailable for the Home tab", error=str(exc))
         return None
@@ -122,12 +125,10 @@ async def publish_home(bot: Bot, user: str) -> None:
     """Build and publish ``user``'s Home tab."""
     from bot.app import current_sweep  # bot.app registers this module
 
-    config = bot.sweeper.config()
+    config = bot.config.current()
     result, age = await current_sweep(bot)
-    episodes = await _episodes(bot, own_jobs(result, user, config))
+    episodes = await _episodes(bot, result, own_jobs(result, user, config))
     view = await asyncio.to_thread(home_view, result, user, config, age_s=age,
                                    episodes=episodes, now=bot.clock())
-    try:
-        await bot.client.views_publish(user_id=user, view=view)
-    except (SlackApiError, SlackClientError) as exc:
-        log.error("views.publish failed", user=user, error=str(exc))
+    with contextlib.suppress(SlackApiError, SlackClientError):  # logged and counted once by
+        await bot.client.views_publish(user_id=user, view=view)  # the client (bot.delivery)

@@ -1,7 +1,10 @@
 """The bot process: aiohttp web app (Slack events, health, metrics), Socket Mode, scheduler.
 
 Policy: one aiohttp application serves ``POST /slack/events`` (Bolt's handler: signature and
-timestamp checked by Bolt, 401 on failure), ``GET /healthz`` and ``GET /metrics``. When
+timestamp checked by Bolt, 401 on failure), ``GET /healthz`` and ``GET /metrics``. The last two
+are unauthenticated, so they carry no secret and no job detail: counts, cluster names, Slack
+method names and error codes only. The listener binds ``JOBTABLES_HOST`` (default ``0.0.0.0``
+for containers; ``127.0.0.1`` behind a reverse proxy). When
 ``SLACK_APP_TOKEN`` is set, Socket Mode runs as well (slack_bolt's aiohttp
 ``AsyncSocketModeHandler``), and ``/healthz`` answers 503 while its socket is disconnected so
 Kubernetes restarts a silently dead bot. Redis being down does not fail the health check: the
@@ -23,7 +26,7 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from bot.app import Bot, build_app, make_scheduler, make_web_client
-from bot.config import load_config
+from bot.config import ConfigSource, load_config
 from bot.logs import configure_logging
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
@@ -53,7 +56,8 @@ def build_web_app(
         except StoreUnavailable:
             redis = "unavailable (degraded: no history)"
         body = {"status": "ok" if socket_ok else "socket mode disconnected",
-                "socket_mode": connected is not None, "redis": redis}
+                "socket_mode": connected is not None, "redis": redis,
+                "slack": bot.health.summary()}
         return web.json_response(body, status=200 if socket_ok else 503)
 
     async def metrics(_: web.Request) -> web.Response:
@@ -72,12 +76,14 @@ def build_web_app(
 
 def build_bot(config_path: Path, settings: Settings) -> Bot:
     """Compose the production bot: Redis store, Sweeper re-reading the config, Web API client."""
-    config = load_config(config_path)  # fail fast, with line and key, before binding a port
+    source = ConfigSource(lambda: load_config(config_path))
+    config = source.load()  # fail fast, with line and key, before binding a port
     telemetry = Telemetry()
-    store = RedisStore.from_config(config.redis)
-    sweeper = Sweeper(lambda: load_config(config_path), state=store)
+    password = settings.redis_password.get_secret_value() if settings.redis_password else None
+    store = RedisStore.from_config(config.redis, password=password)
+    sweeper = Sweeper(source.load, state=store)
     client = make_web_client(settings, telemetry)
-    return Bot(settings=settings, sweeper=sweeper, store=store, client=client,
+    return Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,
                telemetry=telemetry)
 
 
@@ -95,10 +101,12 @@ async def run_bot(config_path: Path, *, port: int) -> None:
     runner = web.AppRunner(web_app)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host="0.0.0.0", port=port).start()
-        log.info("bot listening", port=port, socket_mode=socket is not None)
+        await web.TCPSite(runner, host=settings.host, port=port).start()
+        log.info("bot listening", host=settings.host, port=port, socket_mode=socket is not None)
         if socket is not None:
             await socket.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt untyped
+        # Cancels a previous process left half-done are settled before anything new runs.
+        bot.tasks.spawn(bot.actions.reconcile(), name="reconcile interrupted cancels")
         bot.tasks.spawn(make_scheduler(bot).run_forever(), name="scheduled sweeps")
         await _until_signalled()
     finally:

@@ -4,7 +4,9 @@ Policy: secrets (Slack tokens, signing secret) live only in the environment, nev
 ``jobtables.toml`` (CONTRACT §2). They are read here exactly once; nothing else in the bot reads
 ``os.environ``. ``SLACK_APP_TOKEN`` switches on Socket Mode; ``SLACK_API_URL`` points the Web
 API client elsewhere (tests, proxies) and always ends with ``/`` because slack_sdk joins method
-names onto it with ``urljoin``.
+names onto it with ``urljoin``. ``REDIS_PASSWORD`` authenticates to Redis.
+``JOBTABLES_HOST`` is the address the HTTP listener binds (``/slack/events``, and the
+unauthenticated ``/healthz`` and ``/metrics``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ class Settings(BaseModel):
     slack_app_token: SecretStr | None = None
     """Set: Socket Mode is used as well as the HTTP endpoint."""
     slack_api_url: str = DEFAULT_SLACK_API_URL
+    host: str = "0.0.0.0"
+    """Listen address; ``127.0.0.1`` keeps /healthz and /metrics off the network."""
+    redis_password: SecretStr | None = None
+    """``REDIS_PASSWORD``: used when ``[redis] url`` carries none (passwords stay out of the
+    config file; the Helm chart sets it from Redis' Secret)."""
 
     @field_validator("slack_api_url")
     @classmethod
@@ -57,4 +64,7 @@ class Settings(BaseModel):
             if source.get("SLACK_APP_TOKEN")
             else None,
             slack_api_url=source.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL,
+            host=source.get("JOBTABLES_HOST") or "0.0.0.0",
+            redis_password=SecretStr(source["REDIS_PASSWORD"])
+            if source.get("REDIS_PASSWORD") else None,
         )

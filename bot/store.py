@@ -11,12 +11,16 @@ Keys (``P`` = prefix)::
     P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
                                expire_hours after the run was last seen by a sweep
     P offsets:{cluster}        HASH log path -> byte offset already read
-    P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures)
+    P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures),
+                               expires expire_hours after the last sweep wrote it
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
-    P doc:{name}               STRING JSON documents: alert episodes, incidents
-    P audit                    STREAM append-only audit trail (capped)
+    P doc:{name}               STRING JSON documents: alert episodes, the message -> episode
+                               index, incidents, signatures (always with an expiry)
+    P audit                    STREAM append-only audit trail (pruned to AUDIT_MAXLEN)
+
+Every key expires or is pruned: nothing the bot writes grows without bound.
 
 Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss is evidence.
 """
@@ -90,11 +94,14 @@ class RedisStore:
 
     @classmethod
     def from_config(
-        cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None
+        cls, section: RedisSection, *, clock: Callable[[], datetime] | None = None,
+        password: str | None = None,
     ) -> RedisStore:
-        """A store on ``section.url`` that fails fast while Redis is down."""
+        """A store on ``section.url`` that fails fast while Redis is down; ``password`` applies
+        when the URL names none (redis-py lets the URL's own password win)."""
         client = aioredis.Redis.from_url(
             section.url,
+            password=password,
             socket_timeout=2.0,
             socket_connect_timeout=2.0,
             retry=Retry(NoBackoff(), 1),
@@ -144,7 +151,7 @@ class RedisStore:
 
         data = TypeAdapter(SweepMemory).dump_python(memory)
         async with self._translated("save memory"):
-            await self._r.set(self.key("memory"), dump_json(data))
+            await self._r.set(self.key("memory"), dump_json(data), px=self.expire_ms)
 
     async def merge_history(
         self, cluster: str, job_id: str, points: Sequence[MetricPoint]
@@ -191,8 +198,11 @@ class RedisStore:
     async def put_doc(
         self, name: str, value: Any, *, ttl_s: float | None = None, only_new: bool = False
     ) -> bool:
-        """Store ``value``; with ``only_new`` only if absent. True if it was written."""
-        px = int(ttl_s * 1000) if ttl_s else None
+        """Store ``value``; with ``only_new`` only if absent. True if it was written.
+
+        Without ``ttl_s`` the store's ``expire_hours`` applies: no document lives forever.
+        """
+        px = int(ttl_s * 1000) if ttl_s else self.expire_ms
         async with self._translated("put"):
             done = await self._r.set(self.key("doc", name), dump_json(value), px=px, nx=only_new)
         return bool(done)
@@ -222,6 +232,17 @@ class RedisStore:
     async def release(self, name: str) -> None:
         async with self._translated("unlock"):
             await self._r.delete(self.key("lock", name))
+
+    async def locks(self, pattern: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every held lock whose name matches the glob ``pattern``, with its record."""
+        found = []
+        start = len(self.key("lock", ""))
+        async with self._translated("scan locks"):
+            async for key in self._r.scan_iter(match=self.key("lock", pattern), count=500):
+                raw = await self._r.get(key)
+                if raw is not None:
+                    found.append((_text(key)[start:], dict(json.loads(raw))))
+        return found
 
     async def claim_tick(self, tick: int, *, ttl_s: float, owner: str) -> bool:
         """True for exactly one replica per interval number ``tick``."""

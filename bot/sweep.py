@@ -1,6 +1,8 @@
 """One sweep over every active cluster, shared by the CLI, the scheduler and slash commands.
 
-Policy: the config is re-read at the start of every sweep (edits apply on the next one).
+Policy: the config is re-read at the start of every sweep (edits apply on the next one), from
+the loader it was given (the bot's ``ConfigSource.load``); the Sweeper never hands a config
+back out.
 Clusters are probed concurrently, each under its own timeout, inside one ``TaskGroup``; a
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
@@ -99,11 +101,6 @@ class Sweeper:
         self.probe_collections = 0
         """How many cluster collections ran (for benchmarks and tests of single-flight)."""
 
-    def config(self) -> Config:
-        if self._config is None:
-            self._config = self._load_config()
-        return self._config
-
     async def sweep(self, *, clusters: Sequence[str] | None = None) -> SweepResult:
         """One sweep; concurrent calls with the same cluster selection share it."""
         key = tuple(sorted(clusters)) if clusters else ()
@@ -126,7 +123,7 @@ class Sweeper:
     async def _sweep(self, selection: Sequence[str] | None) -> SweepResult:
         started = time.perf_counter()
         config = self._config = self._load_config()
-        wanted = _select(config, selection)
+        wanted = config.select(selection)
         degraded: str | None = None
         memory: SweepMemory | None = None
         if self._state is not None:
@@ -215,26 +212,13 @@ class Sweeper:
     async def cancel(self, cluster: str, job_id: str) -> None:
         """Cancel one job through its cluster's probe (``scancel`` / delete the Job)."""
         validate_job_id(job_id)
-        config = self.config()
-        match = [c for c in config.clusters if c.name == cluster]
-        if not match:
-            raise JobNotFoundError(f"no cluster named {cluster!r}")
-        await self._probe_for(match[0], config).cancel(job_id)
+        config = self._config if self._config is not None else self._load_config()
+        await self._probe_for(config.cluster(cluster), config).cancel(job_id)
 
     async def aclose(self) -> None:
         for _, probe in self._probes.values():
             await probe.aclose()
         self._probes.clear()
-
-
-def _select(config: Config, selection: Sequence[str] | None) -> list[ClusterConfig]:
-    if not selection:
-        return list(config.clusters)
-    names = {c.name for c in config.clusters}
-    unknown = [n for n in selection if n not in names]
-    if unknown:
-        raise UsageError(f"unknown cluster {unknown[0]!r}; configured: {', '.join(sorted(names))}")
-    return [c for c in config.clusters if c.name in selection]
 
 
 def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:

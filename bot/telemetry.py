@@ -2,7 +2,9 @@
 
 Policy: one :class:`Telemetry` per app instance with its own ``CollectorRegistry`` (two apps
 in one test process must not collide on the global registry). ``GET /metrics`` renders it.
-Metric names follow Prometheus conventions (``_seconds``, ``_total``).
+Metric names follow Prometheus conventions (``_seconds``, ``_total``). Labels are cluster
+names, Slack method names and error codes only: never a job, a user or a token (``/metrics``
+is unauthenticated).
 """
 
 from __future__ import annotations
@@ -33,8 +35,14 @@ class Telemetry:
         )
         self.slack_api_errors = Counter(
             "jobtables_slack_api_errors_total",
-            "Slack Web API calls that failed (after the SDK's retries)",
-            ["method"],
+            "Slack Web API calls that failed (after the SDK's retries), by Slack's error code",
+            ["method", "error"],
+            registry=self.registry,
+        )
+        self.response_url_errors = Counter(
+            "jobtables_response_url_errors_total",
+            "Answers to a slash command or button (response_url) that Slack did not accept",
+            ["surface", "error"],
             registry=self.registry,
         )
         self.cancels = Counter(

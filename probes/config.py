@@ -32,6 +32,8 @@ class _ClusterBase(Frozen):
     users: tuple[str, ...] = ()
     """Whose jobs to report; empty means the SSH user (SLURM) or everyone selected (K8s)."""
     recent_hours: float = 24.0
+    owners: dict[str, str] = Field(default_factory=dict)
+    """This cluster's user -> Slack user id (checked by the bot's config loader)."""
     benign_patterns: tuple[str, ...] = ()
     checkpoint_roots: tuple[str, ...] = DEFAULT_CHECKPOINT_ROOTS
     trial_roots: tuple[str, ...] = DEFAULT_TRIAL_ROOTS
@@ -53,6 +55,12 @@ class SlurmCluster(_ClusterBase):
     local: bool = False
     connect_timeout_s: float = 15.0
     command_timeout_s: float = 30.0
+    read_timeout_s: float = 5.0
+    """Deadline of each file open/read and each directory listing on the login node: a FIFO,
+    a hung NFS file or a stuck listing costs that one job ``fetch-failed``, not the cluster."""
+    answer_budget_bytes: int = 32 << 20
+    """Most bytes the login node's collector answers with per sweep (default 32 MiB); jobs
+    beyond it are reported ``fetch-failed`` with the reason (lower ``tail_bytes`` to fit more)."""
 
     @model_validator(mode="after")
     def _host_or_local(self) -> SlurmCluster:
@@ -70,7 +78,8 @@ class KubernetesCluster(_ClusterBase):
     request_timeout_s: float = 20.0
     tail_lines: int = 2000
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
-    """Job labels, then annotations, that name the job's owner (first present wins)."""
+    """Job labels, then annotations, that name the job's owner (first present wins). Only when
+    the config names them explicitly does the bot trust a label as the owner for permissions."""
 
 
 class ReplayCluster(_ClusterBase):

@@ -11,7 +11,10 @@ means) and falls back to the newest ``finished_at``. Rewards are averaged over t
 carry one, exactly as Harbor's own ``Mean`` metric does (so the table matches Harbor's "Mean: X");
 a trial the verifier never scored (environment failed to start) is neither a pass nor a fail.
 Statistics never invent a zero: with no reward anywhere (datagen without a verifier)
-``mean_reward`` and ``pass_rate`` are ``None``.
+``mean_reward`` and ``pass_rate`` are ``None``. Instant-fail (seed: "null output tokens,
+finished_at ≈ started_at") is judged on the agent's execution phase (``agent_execution``), since
+a real trial spends tens of seconds in environment and agent setup before an agent that fails at
+once; only a result without that phase falls back to the trial's own times.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class TrialStats(Frozen):
     exceptions: dict[str, int] = Field(default_factory=dict)
     top_exception: str | None = None
     instant_fail: int = 0
-    """Trials that finished within a second of starting with no output tokens."""
+    """Trials whose agent finished within a second of starting with no output tokens."""
 
 
 def parse_time(value: object) -> datetime | None:
@@ -87,6 +90,8 @@ def trial_from_reduced(name: str, reduced: Mapping[str, object]) -> TrialResult:
         n_output_tokens=_int(reduced.get("n_output_tokens")),
         started_at=parse_time(reduced.get("started_at")),
         finished_at=parse_time(reduced.get("finished_at")),
+        agent_started_at=parse_time(reduced.get("agent_started_at")),
+        agent_finished_at=parse_time(reduced.get("agent_finished_at")),
     )
 
 
@@ -129,10 +134,18 @@ def build_trial_tree(
     )
 
 
-def _is_instant_fail(trial: TrialResult) -> bool:
-    if trial.started_at is None or trial.finished_at is None or trial.n_output_tokens:
+def is_instant_fail(trial: TrialResult) -> bool:
+    """No output tokens, and the agent's execution phase (else, for a result without one, the
+    whole trial) finished within a second of starting."""
+    if trial.n_output_tokens:
         return False
-    return abs((trial.finished_at - trial.started_at).total_seconds()) <= _INSTANT_S
+    start: datetime | None = trial.agent_started_at
+    end: datetime | None = trial.agent_finished_at
+    if start is None and end is None:
+        start, end = trial.started_at, trial.finished_at
+    if start is None or end is None:
+        return False  # not started, or the agent is still running
+    return abs((end - start).total_seconds()) <= _INSTANT_S
 
 
 def _completed(trial: TrialResult) -> bool:
@@ -163,5 +176,5 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         exc_pct=100.0 * exceptions.total() / len(done) if done else None,
         exceptions=dict(exceptions),
         top_exception=top,
-        instant_fail=sum(_is_instant_fail(t) for t in trials),
+        instant_fail=sum(is_instant_fail(t) for t in trials),
     )

@@ -147,6 +147,48 @@ class InfraSignals(Frozen):
     last_engine_ok_at: LogTime | None = None
     auth_failures: int = 0
     engine_running_requests: int | None = None
+    """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
+    engine_zero_since: LogTime | None = None
+    """When the current run of zero-running snapshots began (``None``: the latest is not 0)."""
+    engine_5xx_recent: int = 0
+    """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
+    engine_recent_responses: int = 0
+    """How many answers that window holds (it is shorter early in a log)."""
+
+
+class RunFingerprint(Frozen):
+    """What a run runs, as its launcher/trainer printed it (config dump, args, banner).
+
+    Filled by ``probes.logs.fingerprint``; ``None`` fields were not printed. ``config`` is the
+    flattened dump (dotted keys -> printed value), bounded; judging it is ``report``'s job.
+    """
+
+    trainer: str | None = None
+    """Which trainer's dump was read: ``verl``, ``skyrl``, ``hf``, ``deepspeed``, ``megatron``."""
+    model: str | None = None
+    image: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    world_size: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    prompts_per_step: int | None = None
+    samples_per_prompt: int | None = None
+    rollouts_per_step: int | None = None
+    """prompts x samples per prompt (or the trainer's completions per optimizer step)."""
+    pass_at_k: int | None = None
+    """The N of the ``reward/avg_pass_at_N`` the trainer logs."""
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class LogOutcome(Frozen):
+    """The one line a catch-all job's log ends on (``probes.logs.outcome``)."""
+
+    pytest_summary: str | None = None
+    """pytest's closing tally, e.g. ``2 passed, 1 warning``."""
+    pushed: str | None = None
+    """What an upload pushed, e.g. ``6,977 rows -> org/dataset`` or ``s3://bucket/key``."""
 
 
 class LogSummary(Frozen):
@@ -175,6 +217,9 @@ class LogSummary(Frozen):
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
     bring_up: bool = False
     """Only bring-up lines so far (mesh load, image pull, admission): buffer-filling."""
+    # issue 11 (wt-e): run fingerprint and catch-all outcome, from probes.logs.{fingerprint,outcome}
+    fingerprint: RunFingerprint | None = None
+    outcome: LogOutcome | None = None
 
 
 LogStatus = Literal["ok", "mismatch", "missing", "failed"]
@@ -222,6 +267,9 @@ class TrialResult(Frozen):
     n_output_tokens: int | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    agent_started_at: datetime | None = None
+    """Harbor's ``agent_execution`` phase (after environment and agent setup)."""
+    agent_finished_at: datetime | None = None
 
 
 class TrialTree(Frozen):
@@ -237,6 +285,31 @@ class TrialTree(Frozen):
     exists: bool = True
 
 
+class CompletionFile(Frozen):
+    """One completion file of a finished run, read where it lies (``probes.remote.completion``)."""
+
+    path: str
+    kind: Literal["trainer_log.jsonl", "trainer_state.json"]
+    current_steps: int | None = None
+    total_steps: int | None = None
+    finished: bool = False
+
+
+class CompletionCheck(Frozen):
+    """The completion files found for a COMPLETED job (empty: none was found)."""
+
+    files: tuple[CompletionFile, ...] = ()
+
+    @property
+    def reached(self) -> CompletionFile | None:
+        """The file that best answers "did it reach its total?": a finished one, else the one
+        that got furthest with a known total, else ``None``."""
+        known = [f for f in self.files if f.current_steps is not None and f.total_steps]
+        done = [f for f in known if f.finished]
+        pool = done or known
+        return max(pool, key=lambda f: f.current_steps or 0) if pool else None
+
+
 class JobFacts(Frozen):
     """Everything a probe learned about one job in one sweep."""
 
@@ -245,6 +318,8 @@ class JobFacts(Frozen):
     summary: LogSummary | None = None
     checkpoints: CheckpointListing | None = None
     trials: TrialTree | None = None
+    completion: CompletionCheck | None = None
+    """COMPLETED jobs only: trainer_log.jsonl / trainer_state.json (the SFT completion check)."""
 
 
 ClusterStatus = Literal["ok", "unreachable", "inactive"]

@@ -1,18 +1,29 @@
 """Restart chains: which job continues a walltime-limited one, and what a run is called.
 
-Policy (seed: "Chain-restart TIMEOUTs are normal, NOT failures"): a TIMEOUT job's successor is,
-in order of confidence,
+Policy (seed: "Chain-restart TIMEOUTs are normal, NOT failures ... when its afterany successor
+is RUNNING/PENDING"). Only an ``afterany`` successor is a normal restart: ``afterok`` (or
+``aftercorr``) is never satisfied by a TIMEOUT, and SLURM leaves such a dependant PENDING with
+reason ``DependencyNeverSatisfied`` for ever (unless ``kill_invalid_depend`` cancels it). A
+TIMEOUT job's successor is, in order of confidence,
 
-1. a PENDING/RUNNING job whose ``depends_on`` names it (the ``afterany`` chain as submitted);
-2. a remembered edge (predecessor -> successor) from an earlier sweep whose successor is still
-   PENDING/RUNNING: SLURM removes a fulfilled dependency from ``Dependency=``, so once the
-   successor starts the edge is visible only in memory;
-3. a fallback match: a PENDING/RUNNING job with the same name, user and workdir that was
-   submitted before the predecessor ended (plus :data:`SUBMIT_SLACK`), i.e. queued by the
-   chain, not relaunched by hand afterwards.
+1. a PENDING/RUNNING job whose dependency names it with ``afterany`` (the chain as submitted;
+   a record that carries ids but no readable type, e.g. built by hand, counts as one), and that
+   is not itself ``DependencyNeverSatisfied``;
+2. a remembered ``afterany`` edge (predecessor -> successor) from an earlier sweep whose
+   successor is still PENDING/RUNNING;
+3. a fallback match, because SLURM clears ``Dependency=`` once it is fulfilled, and a restart
+   is often renamed (``-r2``, ``_resume``, ``-cont``, ``.2``): a PENDING/RUNNING job of the same
+   user in the same workdir, whose name stem (:func:`name_stem`) or StdOut pattern (the path
+   with its job id and name put back as ``%j``/``%x``; SLURM's default ``slurm-%j.out`` says
+   nothing) matches, submitted after the predecessor and before it ended (plus
+   :data:`SUBMIT_SLACK`), i.e. queued by the chain, not relaunched by hand afterwards. A job
+   that still names the predecessor with another dependency type is never a fallback.
 
-Only a job that is itself TIMEOUT gets a successor. Ties go to the earliest-submitted
-candidate (then the lowest id), which is the next link of the chain.
+When no successor is found but a live job does wait on the TIMEOUT job (``afterok``, or
+pending with ``DependencyNeverSatisfied``), :attr:`ChainLink.blocked` says why that job is not
+a restart: the judge reports the TIMEOUT as failed with that reason. Only a job that is itself
+TIMEOUT gets a successor. Ties go to the earliest-submitted candidate (then the lowest id),
+which is the next link of the chain.
 
 A run's attempts share its *name stem* (restart suffixes stripped); what a failed attempt
 leaves for the next one to compare with lives in :mod:`report.memory`.
@@ -20,23 +31,55 @@ leaves for the next one to compare with lives in :mod:`report.memory`.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from probes.models import JobState, SchedulerRecord
 
 SUBMIT_SLACK = timedelta(minutes=5)
 """Chains submitted by the job's own epilogue land a little after ``end_time``."""
 
+NEVER_SATISFIED = "DependencyNeverSatisfied"
+"""SLURM's pending reason for a dependant whose dependency can no longer be met."""
+
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
+_RESTART_KINDS = frozenset({"afterany", "unknown"})
 
 # Attempt markers a relaunch appends to a run name: "-r2", "_restart3", "-resume", "-try2", "-v2"
 # is deliberately NOT here (a new version is a new run, not a retry).
 _ATTEMPT_SUFFIX = re.compile(
-    r"(?:[-_.](?:r|re|retry|try|attempt|restart|resume|resumed|requeue|cont|part)\d*|[-_.]\d+)$",
+    r"(?:[-_.](?:r|re|retry|try|attempt|restart|resume|resumed|requeue|cont|continue|part)\d*"
+    r"|[-_.]\d+)$",
     re.IGNORECASE,
 )
+# One dependency element as SLURM prints it: ``afterok:12(failed)``, ``afterany:12+5:13``.
+_DEPENDENCY = re.compile(
+    r"(?P<kind>[A-Za-z_]+)(?P<targets>(?::[0-9][^,?:()]*)+)(?:\((?P<status>[A-Za-z_]+)\))?"
+)
+_DEFAULT_STDOUT = "slurm-%j.out"
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One element of a job's dependency: ``kind`` ``afterany``/``afterok``/... or ``unknown``."""
+
+    kind: str
+    job_id: str
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """What follows a TIMEOUT job: its restart, or why the job waiting on it is none."""
+
+    successor: str | None = None
+    blocked: str | None = None
+    """Why the live job waiting on it is no restart (the recommendation's words)."""
+    blocked_short: str | None = None
+    """The same in a few words, for the Trend cell."""
 
 
 def name_stem(name: str) -> str:
@@ -49,23 +92,107 @@ def name_stem(name: str) -> str:
         stem = shorter
 
 
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def submit_order(record: SchedulerRecord) -> tuple[datetime, int, str]:
     """Sort key: submitted first (naive times as UTC), then the lower numeric id."""
-    submitted = record.submit_time or datetime.max.replace(tzinfo=None)
-    if submitted.tzinfo is not None:
-        submitted = submitted.replace(tzinfo=None) - (submitted.utcoffset() or timedelta())
+    submitted = _utc(record.submit_time) if record.submit_time else datetime.max.replace(tzinfo=UTC)
     digits = int(record.job_id) if record.job_id.isdigit() else 0
     return submitted, digits, record.job_id
 
 
+def dependencies(record: SchedulerRecord) -> tuple[Dependency, ...]:
+    """The typed elements of ``record.dependency``, plus any ``depends_on`` id it lacks."""
+    found: list[Dependency] = []
+    raw = record.dependency or ""
+    for match in _DEPENDENCY.finditer(raw):
+        for target in match["targets"].split(":")[1:]:
+            found.append(Dependency(match["kind"].lower(), target.split("+")[0], match["status"]))
+    named = {d.job_id for d in found}
+    found.extend(Dependency("unknown", job) for job in record.depends_on if job not in named)
+    return tuple(found)
+
+
+def _never_starts(record: SchedulerRecord) -> bool:
+    return record.state is JobState.PENDING and (record.reason or "") == NEVER_SATISFIED
+
+
+def _stdout_pattern(record: SchedulerRecord) -> str | None:
+    """The StdOut path with this job's id and name put back as ``%j``/``%x``."""
+    path = record.stdout_path
+    if not path:
+        return None
+    for value, placeholder in ((record.job_id, "%j"), (record.array_job_id, "%A"),
+                               (record.name, "%x")):
+        if value and len(value) >= 2:
+            path = path.replace(value, placeholder)
+    return None if posixpath.basename(path) == _DEFAULT_STDOUT else path
+
+
 def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
-    if (candidate.name, candidate.user, candidate.workdir) != (
-        record.name, record.user, record.workdir,
-    ):
+    if candidate.user != record.user or not record.workdir:
+        return False
+    if candidate.workdir != record.workdir:
+        return False
+    pattern = _stdout_pattern(record)
+    if (name_stem(candidate.name) != name_stem(record.name)
+            and (pattern is None or pattern != _stdout_pattern(candidate))):
         return False
     if record.end_time is None or candidate.submit_time is None:
         return False
-    return candidate.submit_time <= record.end_time + SUBMIT_SLACK
+    submitted = _utc(candidate.submit_time)
+    if record.submit_time is not None and submitted < _utc(record.submit_time):
+        return False  # queued before the predecessor: an older job, not its continuation
+    return submitted <= _utc(record.end_time) + SUBMIT_SLACK
+
+
+def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
+    job, kind = candidate.job_id, dependency.kind
+    if _never_starts(candidate):
+        return ChainLink(
+            blocked=f"successor {job} is pending with {NEVER_SATISFIED} ({kind}): "
+                    "it will never start",
+            blocked_short=f"{job} {NEVER_SATISFIED}")
+    if kind in ("afterok", "aftercorr"):
+        return ChainLink(
+            blocked=f"successor {job} waits {kind}, which a TIMEOUT never satisfies: "
+                    "not a chain restart",
+            blocked_short=f"successor {job} is {kind}")
+    return ChainLink(blocked=f"successor {job} depends {kind}, not afterany",
+                     blocked_short=f"successor {job} is {kind}")
+
+
+def chain_link(
+    record: SchedulerRecord,
+    records: Sequence[SchedulerRecord],
+    known_edges: Mapping[str, str],
+) -> ChainLink:
+    """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none."""
+    if record.state is not JobState.TIMEOUT:
+        return ChainLink()
+    live = [r for r in records if r.state in _LIVE and r.job_id != record.job_id]
+    waiting = sorted(
+        ((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id),
+        key=lambda pair: submit_order(pair[0]),
+    )
+    restarts = [r for r, d in waiting if d.kind in _RESTART_KINDS and not _never_starts(r)]
+    if restarts:
+        return ChainLink(successor=restarts[0].job_id)
+    remembered = known_edges.get(record.job_id)
+    if remembered is not None and any(
+        r.job_id == remembered and not _never_starts(r) for r in live
+    ):
+        return ChainLink(successor=remembered)
+    named = {r.job_id for r, _ in waiting}
+    fallback = sorted((r for r in live if r.job_id not in named and not _never_starts(r)
+                       and _fallback_match(record, r)), key=submit_order)
+    if fallback:
+        return ChainLink(successor=fallback[0].job_id)
+    if waiting:
+        return _blocked(*waiting[0])
+    return ChainLink()
 
 
 def find_successor(
@@ -74,25 +201,16 @@ def find_successor(
     known_edges: Mapping[str, str],
 ) -> str | None:
     """Return the id of the PENDING/RUNNING job continuing TIMEOUT ``record``, else None."""
-    if record.state is not JobState.TIMEOUT:
-        return None
-    live = [r for r in records if r.state in _LIVE and r.job_id != record.job_id]
-    explicit = sorted((r for r in live if record.job_id in r.depends_on), key=submit_order)
-    if explicit:
-        return explicit[0].job_id
-    remembered = known_edges.get(record.job_id)
-    if remembered is not None and any(r.job_id == remembered for r in live):
-        return remembered
-    fallback = sorted((r for r in live if _fallback_match(record, r)), key=submit_order)
-    return fallback[0].job_id if fallback else None
+    return chain_link(record, records, known_edges).successor
 
 
 def dependency_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:
-    """Return predecessor -> successor edges visible in ``depends_on`` this sweep."""
+    """Return predecessor -> successor ``afterany`` edges visible this sweep."""
     edges: dict[str, str] = {}
     for record in sorted(records, key=submit_order):
-        for predecessor in record.depends_on:
+        for dependency in dependencies(record):
             # The earliest-submitted dependant is the chain's next link; later ones are
             # extra jobs that merely wait for the same predecessor.
-            edges.setdefault(predecessor, record.job_id)
+            if dependency.kind in _RESTART_KINDS:
+                edges.setdefault(dependency.job_id, record.job_id)
     return edges

@@ -1,18 +1,23 @@
 """Slack-sized pieces of a report: code-block sections, messages, and the sweep summary lines.
 
 Policy: a message never exceeds Slack's limits (research/slack.md §3: a section's text is at
-most 3,000 characters, a message at most 50 blocks, and about 12,000 characters of block text in
-all); when a report is bigger it is split across messages, never truncated. Each table becomes
+most 3,000 characters, a message at most 50 blocks, about 10,000 characters of block text in
+all (Slack's undocumented aggregate cap sits near 12-13k), top-level ``text`` at most 4,000);
+when a report is bigger it is split across messages, and a caller that must stop early says so
+(:func:`cut_messages`). Each table becomes
 one or more code blocks split between rows, never inside one: every chunk is a complete box
 (top rule, the header rows, some body rows, bottom rule), so a continuation reads on its own.
 Only a single row taller than a whole block (pathological widths) is split between its lines,
-still inside a closed box. ``&``, ``<`` and ``>`` are escaped everywhere, code blocks included,
-as Slack's mrkdwn requires; limits are counted on the escaped text. Plain dicts only: no Slack
-SDK here.
+still inside a closed box. :func:`escape_mrkdwn` is the one escape for text that came from a
+cluster or a user: ``&``, ``<`` and ``>`` become entities everywhere, code blocks included, so
+nothing outside the bot can write a mention (``<!channel>``, ``<@U…>``) or a link. Inside a code
+block a backtick becomes the look-alike ``ˋ`` (same width), so a log line's ```` ``` ```` cannot
+end the block. Limits are counted on the escaped text. Plain dicts only: no Slack SDK here.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,8 +27,14 @@ from report.models import BUCKET_ORDER, JobReport, Report
 from report.tables import BUCKET_TITLES, RenderedTable, is_buffering
 
 FENCE = "```"
+BACKTICK_LOOKALIKE = "ˋ"
 CONTINUED = " (cont.)"
 FALLBACK_MAX = 150
+SECTION_CHARS = 3000
+MESSAGE_CHARS = 10_000
+MESSAGE_BLOCKS = 50
+TEXT_CHARS = 3900
+"""Top-level ``text`` budget: Slack recommends at most 4,000."""
 
 # Verdict wording for the summary, in reading order; the named ones need a human.
 _VERDICT_WORDS: tuple[tuple[str, str], ...] = (
@@ -45,11 +56,31 @@ class SlackMessage:
 
     text: str
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    cut: bool = False
+    """True on the note that ends a cut answer (the caller may send the whole as a file)."""
 
 
 def escape_mrkdwn(text: str) -> str:
-    """Escape the three characters Slack's mrkdwn treats as control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape the three characters Slack's mrkdwn treats as control characters; a fence
+    (```` ``` ````) from outside the bot becomes look-alikes so it cannot open a code block."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace(FENCE, BACKTICK_LOOKALIKE * 3)
+
+
+def escape_code(text: str) -> str:
+    """Text for inside a code block: escaped, and no backtick left to close the fence."""
+    return escape_mrkdwn(text).replace("`", BACKTICK_LOOKALIKE)
+
+
+_TORN_TAIL = re.compile(r"(&[a-z]{0,4}|<[^>]*)\Z")
+
+
+def cut_text(text: str, limit: int = TEXT_CHARS, *, note: str = "… (cut)") -> str:
+    """``text`` within ``limit`` characters, saying it was cut; never ends in a torn
+    ``&amp;`` entity or a half-written ``<@U…>`` (which would leave a bare ``<``)."""
+    if len(text) <= limit:
+        return text
+    return _TORN_TAIL.sub("", text[: max(0, limit - len(note))]) + note
 
 
 def plain_chunks(text: str, limit: int) -> list[str]:
@@ -79,10 +110,24 @@ def plain_chunks(text: str, limit: int) -> list[str]:
     return pieces
 
 
+def escaped_chunks(text: str, limit: int, escape: Any = escape_mrkdwn) -> list[str]:
+    """Raw ``text`` cut into escaped pieces of at most ``limit`` characters. The cut is made
+    on the raw text, so an entity (``&lt;``) is never torn in two; a piece whose escaping grew
+    past the limit is cut again at a fifth of it (an entity is at most five characters)."""
+    out: list[str] = []
+    for piece in plain_chunks(text, limit):
+        escaped = escape(piece)
+        if len(escaped) <= limit:
+            out.append(escaped)
+        else:
+            out.extend(escape(p) for p in plain_chunks(piece, max(1, limit // 5)))
+    return out
+
+
 def _frame(table: RenderedTable) -> tuple[list[str], list[list[str]], str]:
     """Split a table into its head (top rule, header rows, rule), its body rows, its bottom."""
     # A literal ``` in a cell would close the code fence early; a look-alike keeps the width.
-    lines = [escape_mrkdwn(line).replace(FENCE, "ˋˋˋ") for line in table.text.split("\n")]
+    lines = [escape_code(line) for line in table.text.split("\n")]
     head_end = 2 + table.header_lines
     head, body, bottom = lines[:head_end], lines[head_end:-1], lines[-1]
     heights = table.row_heights if sum(table.row_heights) == len(body) else (1,) * len(body)
@@ -107,7 +152,7 @@ def table_sections(table: RenderedTable, *, max_chars: int = 3000) -> list[str]:
     if budget <= 0:
         # Not even the bare frame fits: give up on boxes rather than exceed the limit.
         return [f"{FENCE}\n{p}\n{FENCE}"
-                for p in plain_chunks(escape_mrkdwn(table.text), max_chars - 8)]
+                for p in escaped_chunks(table.text, max_chars - 8, escape_code)]
     groups: list[list[str]] = []
     current: list[str] = []
     used = 0
@@ -143,19 +188,30 @@ def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
+def text_sections(text: str, *, max_chars: int = SECTION_CHARS) -> list[str]:
+    """Plain (non-table) report text as code-block section texts, split between lines."""
+    return [f"{FENCE}\n{p}\n{FENCE}" for p in escaped_chunks(text, max_chars - 8, escape_code)]
+
+
 def slack_messages(
-    tables: Sequence[RenderedTable],
+    pieces: Sequence[RenderedTable | str],
     *,
     header: str | None = None,
-    max_block_chars: int = 3000,
-    max_blocks: int = 50,
-    max_message_chars: int = 12000,
+    max_block_chars: int = SECTION_CHARS,
+    max_blocks: int = MESSAGE_BLOCKS,
+    max_message_chars: int = MESSAGE_CHARS,
 ) -> list[SlackMessage]:
-    """Pack the header and every table chunk into as few messages as Slack's limits allow."""
+    """Pack the header and every table/text chunk into as few messages as Slack allows.
+
+    ``header`` and string pieces are raw text (escaped here); tables keep their boxes.
+    """
     block_limit = min(max_block_chars, max_message_chars)
-    texts = plain_chunks(escape_mrkdwn(header), block_limit) if header else []
-    for table in tables:
-        texts.extend(table_sections(table, max_chars=block_limit))
+    texts = escaped_chunks(header, block_limit) if header else []
+    for piece in pieces:
+        if isinstance(piece, str):
+            texts.extend(text_sections(piece, max_chars=block_limit))
+        else:
+            texts.extend(table_sections(piece, max_chars=block_limit))
     groups: list[list[str]] = []
     used = 0
     for text in texts:
@@ -164,16 +220,27 @@ def slack_messages(
             used = 0
         groups[-1].append(text)
         used += len(text)
+    titles = [p.title for p in pieces if not isinstance(p, str) and p.title]
     base = (header or "").split("\n", 1)[0] or (
-        "Job tables: " + ", ".join(dict.fromkeys(t.title for t in tables)))
-    base = escape_mrkdwn(base)
-    if len(base) > FALLBACK_MAX:
-        base = base[: FALLBACK_MAX - 1] + "…"
+        "Job tables: " + ", ".join(dict.fromkeys(titles)))
+    base = cut_text(escape_mrkdwn(base), FALLBACK_MAX, note="…")
     return [
         SlackMessage(text=base + (f" ({i + 1}/{len(groups)})" if len(groups) > 1 else ""),
                      blocks=[_section(t) for t in group])
         for i, group in enumerate(groups)
     ]
+
+
+def cut_messages(messages: Sequence[SlackMessage], keep: int, *, hint: str
+                 ) -> list[SlackMessage]:
+    """At most ``keep`` messages; when more, the last one kept says how many were cut and
+    what to do (``hint``, bot-written mrkdwn)."""
+    if len(messages) <= keep:
+        return list(messages)
+    left = len(messages) - (keep - 1)
+    note = f"…{left} more message(s) cut. {hint}"
+    return [*messages[: keep - 1], SlackMessage(text=note, cut=True, blocks=[
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}])]
 
 
 def _names(jobs: Sequence[JobReport]) -> str:

@@ -96,20 +96,28 @@ class _Judge:
 
     # -- text --------------------------------------------------------------------------
 
-    def noise(self, texts: Sequence[str], where: str) -> bool:
-        """Garbage / repeated-token checks over one step's texts; True if the step is noise."""
+    def noise(self, texts: Sequence[str], where: str, *, masked: str = "") -> bool:
+        """Garbage / repeated-token checks over one step's texts; True if the step is noise.
+
+        ``masked``: the character that stands for an unshowable byte in these texts (``?`` in
+        log-sourced samples; see ``report.sample_text.bad_char_share``).
+        """
         texts = [t for t in texts if t.strip()]
         if not texts:
             return False
-        garbage = [t for t in texts if bad_char_share(t) >= self.s.garbage_char_share]
+
+        def bad(text: str) -> float:
+            return bad_char_share(text, masked=masked)
+
+        garbage = [t for t in texts if bad(t) >= self.s.garbage_char_share]
         units = [(t, repeated_unit(t, min_tokens=self.s.repeat_min_tokens,
                                    share=self.s.repeat_token_share)) for t in texts]
         repeats = [(t, u) for t, u in units if u is not None]
         share = self.s.noisy_sample_share
         if len(garbage) / len(texts) >= share:
-            worst = max(garbage, key=bad_char_share)
+            worst = max(garbage, key=bad)
             self.add(f"weight-sync garbage at {where}: {len(garbage)}/{len(texts)} samples are "
-                     f"not language ({bad_char_share(worst):.0%} non-printable/replacement "
+                     f"not language ({bad(worst):.0%} non-printable/replacement "
                      f"characters), e.g. {quote(worst)}")
         if len(repeats) / len(texts) >= share:
             text, unit = repeats[0]
@@ -199,7 +207,8 @@ class _Judge:
                 validation[0].steps[0] if validation else None)
             for step in reversed(latest):
                 where = _where(dump, step)
-                noisy = self.noise([s.output for s in step.samples], where)
+                noisy = self.noise([s.output for s in step.samples], where,
+                                   masked="?" if step.source == "log" else "")
                 changed = self.compression(dump, step, baseline, where)
                 if noisy or changed:
                     self.log_ratio(where)

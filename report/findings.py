@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import TypeVar
 
-from probes.models import Fault, JobFacts, JobState, MetricPoint
+from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
 from report.settings import ReportSettings
 
@@ -67,6 +67,8 @@ class JudgeContext:
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
+    sweep_jobs: tuple[JobFacts, ...] = ()
+    """The cluster's jobs in this sweep (issue 11: earlier attempts' fingerprints)."""
 
     @property
     def state(self) -> JobState:
@@ -190,6 +192,15 @@ def diagnosis(facts: JobFacts) -> str:
     if record.exit_code is not None:
         return f"{record.state.value} exit {record.exit_code}"
     return record.state.value + (f" ({record.reason})" if record.reason else "")
+
+
+def pending_note(record: SchedulerRecord, now: datetime) -> str:
+    """A pending job's Trend: its wait reason and, where SLURM projects one (a start still
+    ahead), its expected start."""
+    note = f"Pending ({record.reason})" if record.reason else "Pending"
+    if record.start_time is not None and record.start_time > now:
+        note += f", expected start {record.start_time.astimezone(UTC):%m-%d %H:%M}Z"
+    return note
 
 
 def log_excerpt(facts: JobFacts) -> str:

@@ -11,13 +11,19 @@ precedence between findings is settled once in :mod:`report.findings`.
 - Faults become flags (``time-limit`` is the TIMEOUT itself and adds none). On a terminal job the
   earliest fault is the diagnosis the trend quotes (for ``child-failed``, the first real
   traceback, ``Fault.detail``); on a live job a fault is a ``warning``.
-- TIMEOUT with a successor: ``chain-restart``, verdict ``restarting``. TIMEOUT without one:
-  verdict ``failed`` and ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
+- TIMEOUT with an ``afterany`` successor (:mod:`report.chain`): ``chain-restart``, verdict
+  ``restarting``. TIMEOUT without one (including one whose only dependant waits ``afterok`` or
+  is ``DependencyNeverSatisfied``: the trend and recommendation say so): verdict ``failed`` and
+  ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
-  ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine.
-- Kubernetes RUNNING with zero pods, or a record that vanished (the probe's ``vanished`` reason
-  and ``jobtables/silent-wedge`` label), is a silent wedge: terminal, verdict ``failed``.
+  ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine, after
+  the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk).
+- Kubernetes RUNNING with zero pods, a started job with 0 active pods and no pods, or a record
+  that vanished (the probe's ``vanished`` reason and ``jobtables/silent-wedge`` label), is a
+  silent wedge: terminal, verdict ``failed`` (judged after the bucket rules, so it also takes
+  the job out of the buffer table). So is an empty log past the bucket's bring-up window no
+  buffer filling (``report.rules.empty_log_rule``: ``stall``, or ``fetch-failed``).
 - A container waiting on a real fault (``CrashLoopBackOff``, ``CreateContainerConfigError``,
   ...) never heals on its own: verdict ``failed`` + ``diagnose``, never ``buffer-filling``.
 - Recurring failure: the same failure signature as the previous failed attempt of the same
@@ -44,7 +50,8 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
-from report.chain import find_successor
+from report.chain import ChainLink, chain_link
+from report.cleanup import cleanup_rule
 from report.findings import (
     NO_KILL_PREFIX,
     Findings,
@@ -70,7 +77,6 @@ from report.memory import (
 from report.models import (
     BUCKET_ORDER,
     Bucket,
-    CleanupRoutine,
     ClusterReport,
     FailureSignature,
     JobDetail,
@@ -79,6 +85,7 @@ from report.models import (
     Report,
 )
 from report.pods import silent_wedge_rule, waiting_fault_rule
+from report.rules import empty_log_rule
 from report.settings import ReportSettings
 from report.trend import shorten
 
@@ -86,9 +93,6 @@ _TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 _FAILED_STATES = frozenset(
     {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
 )
-_CLEANUP: dict[Bucket, CleanupRoutine] = {
-    "sft": "sft-job-cleanup", "datagen": "datagen-job-cleanup", "eval": "eval-agentic-cleanup",
-}
 _JUDGES: dict[Bucket, Callable[[JudgeContext, Findings], None]] = {
     "rl": judge_rl, "sft": judge_sft, "datagen": judge_datagen, "eval": judge_eval,
     "other": judge_other,
@@ -104,30 +108,35 @@ def judge_job(
     history: Sequence[MetricPoint] | None = None,
     memory: SweepMemory | None = None,
     cluster_name_shown: bool = False,
+    sweep_jobs: Sequence[JobFacts] = (),  # issue 11 (wt-e): earlier attempts' fingerprints
 ) -> JobDetail:
     """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence."""
     record = facts.record
     bucket = bucket_for(record.name, settings.buckets)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
+    link = chain_link(record, cluster_records, edges)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),
         settings=settings,
         now=now,
-        successor=find_successor(record, cluster_records, edges),
+        successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=sum(1 for r in cluster_records
                              if r.job_id != record.job_id and r.name == record.name
                              and r.user == record.user),
+        sweep_jobs=tuple(sweep_jobs),  # issue 11 (wt-e)
     )
     f = Findings()
     _log_rules(ctx, f)
     _fault_rules(ctx, f)
-    _state_rules(ctx, f, bucket)
+    _state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
-    _cleanup_rule(ctx, f, bucket)
+    silent_wedge_rule(ctx, f)
+    empty_log_rule(ctx, f, bucket)
+    cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
     detail = _assemble(ctx, f, bucket, cluster_name_shown)
@@ -166,20 +175,10 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault.detail or fault.excerpt}"))
 
 
-def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
+def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     state = ctx.state
     if state is JobState.TIMEOUT:
-        if ctx.successor is not None:
-            f.flag("chain-restart")
-            f.verdict("restarting")
-            f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
-        else:
-            f.verdict("failed")
-            f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
-            banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-            resume = f"; resume from banked step {banked}" if banked is not None else ""
-            f.recommend(Priority.DIAGNOSE, "diagnose",
-                        f"walltime TIMEOUT with no afterany successor{resume}")
+        _timeout_rule(ctx, f, link)
     elif state in _FAILED_STATES:
         f.verdict("failed")
         if state is JobState.OUT_OF_MEMORY:
@@ -195,28 +194,25 @@ def _state_rules(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         f.trend(Priority.BACKGROUND + 2, "Completed")
     elif state is JobState.UNKNOWN:
         f.verdict("unknown")
-    silent_wedge_rule(ctx, f)
 
 
-def cleanup_routine(bucket: Bucket, facts: JobFacts) -> CleanupRoutine | None:
-    """The cleanup routine matching a completed job (RL by flavour: agentic has a trial tree)."""
-    if bucket == "rl":
-        return "rl-agentic-job-cleanup" if facts.trials is not None else "rl-standard-job-cleanup"
-    return _CLEANUP.get(bucket)
-
-
-def _cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
-    routine = cleanup_routine(bucket, ctx.facts)
-    if ctx.state is not JobState.COMPLETED or routine is None:
+def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
+    """A walltime TIMEOUT: a chain restart only with a live ``afterany`` successor."""
+    if ctx.successor is not None:
+        f.flag("chain-restart")
+        f.verdict("restarting")
+        f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
         return
-    tree = ctx.facts.trials
-    if tree is not None and tree.exists:
-        f.flag("cleanup-pending")
-        f.recommend(Priority.CLEANUP, "cleanup",
-                    f"{routine}: trial tree still on disk at {tree.root} (top inode-leak "
-                    "source); done only once it is removed and inode reclaim verified")
-    else:
-        f.recommend(Priority.CLEANUP, "cleanup", routine)
+    f.verdict("failed")
+    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
+    resume = f"; resume from banked step {banked}" if banked is not None else ""
+    if link.blocked is not None:
+        f.trend(Priority.TERMINAL - 1, shorten(f"TIMEOUT, no restart: {link.blocked_short}"))
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {link.blocked}{resume}")
+        return
+    f.trend(Priority.TERMINAL - 1, "Walltime TIMEOUT; no successor queued")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"walltime TIMEOUT with no afterany successor{resume}")
 
 
 def _recurring_rule(
@@ -293,7 +289,7 @@ def build_report(
             judged.append(judge_job(
                 facts, cluster_records=records, settings=settings, now=now,
                 history=histories.get(key) if histories else None, memory=memory,
-                cluster_name_shown=shown,
+                cluster_name_shown=shown, sweep_jobs=cluster.jobs,  # issue 11 (wt-e)
             ))
     judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
                                 histories=histories, memory=memory, shown=shown)
@@ -347,6 +343,7 @@ def _sweep_recurrences(
             facts, cluster_records=[j.record for j in cluster.jobs], settings=settings, now=now,
             history=histories.get(key) if histories else None,
             memory=with_earlier(memory, facts.record, before), cluster_name_shown=shown,
+            sweep_jobs=cluster.jobs,
         ))
     return out
 

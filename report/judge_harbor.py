@@ -14,9 +14,14 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens (the tunnel carries no traffic).
-- ``engine-idle``: no engine 200 for ``engine_idle_minutes`` (on the log's own clock plus the
-  file's age, see ``engine_quiet_minutes``); or the engine reports zero running requests, the
-  tail holds no timed 200 and the job has run longer than that window.
+- ``engine-idle`` needs both, on the log's own clock plus the file's age
+  (``engine_quiet_minutes``/``engine_zero_minutes``): no engine 200 for ``engine_idle_minutes``
+  (none in the tail counts once the job has run that long), and zero running requests for as
+  long, from the first snapshot of the current run of zeros. One fresh ``Running: 0 reqs`` is
+  not enough; a log with no running-request snapshot never proves idleness.
+- Engine failing: a 5xx burst (``EngineRules``) among the latest engine answers: ``engine✗``,
+  verdict ``warning``, ``diagnose``. ``engine✓`` only for a 200 within the idle window (an old
+  200 is ``engine?``).
 - ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks.
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
   hard sets. The only timeout red flag is the stall (no result.json at all).
@@ -24,9 +29,11 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from probes.harbor import TrialStats, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
-from probes.models import InfraSignals, JobState
+from probes.models import Frozen, InfraSignals, JobState
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import buffer_rule
@@ -122,6 +129,7 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         f.recommend(Priority.DIAGNOSE, "diagnose",
                     text + "; find the chunk whose trial never returns")
     engine_idle_rule(ctx, f)
+    engine_failing_rule(ctx, f)
     if not f.metrics.get("trials") and not (stats and stats.trials):
         f.flag("buffer-filling")
         f.verdict("buffering")
@@ -135,24 +143,66 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         f.trend(Priority.BACKGROUND, "Generating")
 
 
+class EngineRules(Frozen):
+    """Engine-check thresholds of this module (defaults; the idle window itself is
+    ``Thresholds.engine_idle_minutes``)."""
+
+    burst_5xx: int = 3
+    """5xx answers among the engine's last ``RECENT_RESPONSES`` (20) that make it failing; one
+    or two stray errors in a busy log are not a burst."""
+
+
+ENGINE_RULES = EngineRules()
+
+
 def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
-    """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window."""
-    infra, limit = _infra(ctx), ctx.settings.thresholds.engine_idle_minutes
+    """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window.
+
+    Both must hold on the log's clock: no 200 for the window (none in the tail at all counts
+    once the job has run longer than that), and zero running requests for the window, timed
+    from the first zero snapshot of the current run of zeros (one fresh ``Running: 0 reqs``
+    is a drained queue, not an idle engine).
+    """
+    limit = ctx.settings.thresholds.engine_idle_minutes
     since_ok = engine_quiet_minutes(ctx)
     if since_ok is not None:
-        idle = since_ok > limit
+        no_ok = since_ok > limit
     else:
         ran = minutes_since(ctx.now, ctx.facts.record.start_time)
-        idle = infra.engine_running_requests == 0 and ran is not None and ran > limit
-    if not idle or not ctx.running:
+        no_ok = ran is not None and ran > limit
+    zero_for = engine_zero_minutes(ctx)
+    if not (no_ok and zero_for is not None and zero_for > limit) or not ctx.running:
         return False
     f.flag("engine-idle")
     f.verdict("warning")
-    quiet = f" for {format_duration(since_ok * 60)}" if since_ok is not None else ""
-    text = f"Engine idle{quiet}: no 200s, agents not generating"
+    quiet = f" for {format_duration(min(zero_for, since_ok or zero_for) * 60)}"
+    text = f"Engine idle{quiet}: no 200s, 0 running reqs; agents not generating"
     f.trend(Priority.DIAGNOSE - 1, text)
     f.recommend(Priority.DIAGNOSE - 1, "diagnose", text + "; confirm the engine is down first")
     return True
+
+
+def engine_failing_rule(ctx: JudgeContext, f: Findings) -> bool:
+    """A burst of 5xx answers among the engine's latest: the engine is failing (``engine✗``)."""
+    infra = _infra(ctx)
+    window = infra.engine_recent_responses
+    bad = infra.engine_5xx_recent
+    if bad < ENGINE_RULES.burst_5xx:
+        return False
+    if ctx.running:
+        f.verdict("warning")
+        text = f"Engine failing: {bad}/{window} recent requests answered 5xx"
+        f.trend(Priority.DIAGNOSE, text)
+        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; check the engine's own log")
+    return True
+
+
+def _on_log_clock(ctx: JudgeContext, since: datetime | None) -> float | None:
+    newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
+    mtime = ctx.facts.log.mtime if ctx.facts.log else None
+    if since is None or newest is None or mtime is None:
+        return minutes_since(ctx.now, since)
+    return minutes_on_log_clock(since, newest, mtime, ctx.now)
 
 
 def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
@@ -162,12 +212,15 @@ def engine_quiet_minutes(ctx: JudgeContext) -> float | None:
     the newest timestamped line is taken on the log's own clock, and the time since then from
     the file's (tz-aware) mtime: a cluster that is not on UTC is never "idle for 8 hours".
     """
-    last_ok = _infra(ctx).last_engine_ok_at
-    newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
-    mtime = ctx.facts.log.mtime if ctx.facts.log else None
-    if last_ok is None or newest is None or mtime is None:
-        return minutes_since(ctx.now, last_ok)
-    return minutes_on_log_clock(last_ok, newest, mtime, ctx.now)
+    return _on_log_clock(ctx, _infra(ctx).last_engine_ok_at)
+
+
+def engine_zero_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes the engine has reported zero running requests (None: not zero, or untimed)."""
+    infra = _infra(ctx)
+    if infra.engine_running_requests != 0:
+        return None
+    return _on_log_clock(ctx, infra.engine_zero_since)
 
 
 def _timeout_note(f: Findings, stats: TrialStats | None) -> None:
@@ -180,7 +233,9 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     """Apply the eval rules to one job."""
     stats = _stats(ctx)
     _eval_metrics(ctx, f, stats)
-    f.infra = infra_marks(_infra(ctx), idle=engine_idle_rule(ctx, f))
+    idle = engine_idle_rule(ctx, f)
+    failing = engine_failing_rule(ctx, f)
+    f.infra = infra_marks(_infra(ctx), idle=idle or failing, fresh=_fresh_ok(ctx))
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
     if ctx.running:
@@ -257,12 +312,23 @@ def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
         f.recommend(Priority.DIAGNOSE - 3, "diagnose", text)
 
 
-def infra_marks(infra: InfraSignals, *, idle: bool) -> str:
-    """``tunnel✓ api✓ engine✓`` with ✗ for a failing check and ? when the log says nothing."""
+def _fresh_ok(ctx: JudgeContext) -> bool:
+    """The engine's last 200 is within the idle window on the log's clock."""
+    quiet = engine_quiet_minutes(ctx)
+    return quiet is not None and quiet <= ctx.settings.thresholds.engine_idle_minutes
+
+
+def infra_marks(infra: InfraSignals, *, idle: bool, fresh: bool) -> str:
+    """``tunnel✓ api✓ engine✓`` with ✗ for a failing check and ? when the log says nothing.
+
+    ``engine✗``: idle (no 200s, zero running) or failing (a 5xx burst). ``engine✓`` only for a
+    200 within the idle window: an old 200 proves nothing about the engine now (``engine?``).
+    """
 
     def mark(ok: bool | None) -> str:
         return "?" if ok is None else "✓" if ok else "✗"
 
     api = None if infra.api_base_internal is None else not infra.api_base_internal
-    engine: bool | None = False if idle else (True if infra.engine_ok_requests else None)
+    engine: bool | None = False if idle else (True if infra.engine_ok_requests and fresh
+                                              else None)
     return f"tunnel{mark(infra.tunnel_ok)} api{mark(api)} engine{mark(engine)}"

@@ -1,10 +1,18 @@
 """Catch-all jobs (consolidate, pretokenize, uploads, image builds, GPU-CI, smoke tests,
 probes): one line each, with a guessed type and the one signal that matters.
 
-Policy (seed §Catch-all): no metric table. The Type column is guessed from the job name; the
-Note is the log's own summary line when it has one (a pytest ``N passed`` tally), else its last
-meaningful line, else the scheduler's reason. Terminal COMPLETED/FAILED states are judged by
-the cross-cutting rules; a live job is ``healthy`` unless a fault says otherwise.
+Policy (seed §Catch-all): no metric table. The Type column is guessed from the job name. The
+Note (the row's trend) carries the one signal that matters, from ``LogSummary.outcome``:
+
+- pytest's closing tally (``2 passed``, ``1 failed, 3 passed``) wins over the state word
+  ("Completed") and, on a FAILED job, over the generic exit diagnosis: it *is* the diagnosis;
+- an upload reads what was pushed (``pushed 6,977 rows → org/dataset``, ``pushing →
+  s3://bucket/run``), above "Completed" but below a real failure's diagnosis;
+- otherwise the log's own summary line, else its last meaningful line, else the scheduler's
+  reason (below the state word, as before).
+
+Terminal COMPLETED/FAILED states are judged by the cross-cutting rules; a live job is
+``healthy`` unless a fault says otherwise.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 import re
 
 from probes.models import JobState
-from report.findings import Findings, JudgeContext, Priority
+from report.findings import Findings, JudgeContext, Priority, pending_note
 from report.trend import shorten
 
 _TYPES: tuple[tuple[str, str], ...] = (
@@ -63,10 +71,22 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
     note = log_note(ctx)
     if ctx.state is JobState.PENDING:
         f.verdict("buffering")
-        f.trend(Priority.BACKGROUND, shorten(f"Pending ({ctx.facts.record.reason})")
-                if ctx.facts.record.reason else "Pending")
+        f.trend(Priority.BACKGROUND, shorten(pending_note(ctx.facts.record, ctx.now)))
     elif ctx.running and ctx.fetch_ok:
         f.verdict("healthy")
     if note:
         f.notes.append(note)
         f.trend(Priority.BACKGROUND + 1, note)
+    _outcome(ctx, f)
+
+
+def _outcome(ctx: JudgeContext, f: Findings) -> None:
+    outcome = ctx.facts.summary.outcome if ctx.facts.summary else None
+    if outcome is None:
+        return
+    if outcome.pytest_summary:
+        f.trend(Priority.TERMINAL + 1, shorten(outcome.pytest_summary))
+    if outcome.pushed:
+        verb = "pushing" if ctx.running else "pushed"
+        what = outcome.pushed if "→" in outcome.pushed else f"→ {outcome.pushed}"
+        f.trend(Priority.BACKGROUND + 3, shorten(f"{verb} {what}"))

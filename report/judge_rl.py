@@ -13,15 +13,24 @@ Policy (seed §RL, CONTRACT §5/§6):
 - ``clip-ratio-high`` above ``clip_ratio_max``; ``imp-ratio-out-of-range`` outside
   ``[imp_ratio_low, imp_ratio_high]`` or capped fraction above ``imp_ratio_capped_max``: both
   verdict ``warning``. ``rollout_train_prob_diff_mean`` is reported and never judged.
-- ``shaping-active`` when reward × rollouts_per_step is fractional (beyond 1e-6); the Job cell
-  then reads ``<run> (shaped)``, else ``<run> (base)``, so arms from different shaping regimes
-  are never compared blind.
-- ``deep-probe`` for a live RL run in a new setting: its fingerprint (labels naming a config,
-  image, model, geometry or commit; else the name stem) was never seen healthy in sweep memory,
-  or its name says smoke/test/debug. Without sweep memory (a one-off ``jobtables sweep``) a
-  first launch counts as new: no earlier attempt of the same name and user in the sweep, no
-  restart, and only its first few logged steps (``FIRST_LAUNCH_STEPS``). The recommendation
-  ``deep_probe`` is made only when nothing more urgent applies.
+- ``shaping-active`` when reward × rollouts_per_step is fractional, decided on the most precise
+  reward the log gives (the parser keeps a full-precision reward line over a 4-decimal display
+  value). rollouts_per_step comes from the printed config (prompts × samples per prompt,
+  ``probes.logs.fingerprint``), else the parser's config lines. A value printed with d decimals
+  is only known to ±0.5·10^-d, so when that interval × rollouts holds an integer the regime is
+  undecidable from the log: no suffix, and the detail note says so. Otherwise the Job cell reads
+  ``<run> (shaped)`` or ``<run> (base)``, so arms from different regimes are never compared blind.
+- ``deep-probe`` for a live RL run in a new setting (``report.fingerprint``): its fingerprint
+  (model, image, geometry, config as printed, plus labels) was never seen healthy in sweep
+  memory, or it is a relaunch of an earlier attempt in this sweep with a new model, image,
+  geometry or config, or its name says smoke/test/debug. Without sweep memory and without an
+  earlier attempt, a first launch counts as new: no restart, and only its first few logged
+  steps (``FIRST_LAUNCH_STEPS``). The recommendation ``deep_probe`` is made only when nothing
+  more urgent applies.
+- Standard-RL substitute checks and degenerate rollouts (``dead-rollouts``), log-ratio health
+  ranges and banked-step cadence live in :mod:`report.rollouts`; pass@N and z-clip triggers are
+  shown in the trend.
+- A spike-mitigation ablation is recognised from its name or its printed config.
 - ``nan-loss`` as for SFT (policy_loss, else loss). ``grad-explosion`` (CONTRACT §5 defines it
   for SFT) is not applied: an RL grad spike is the grad_norm collapse signal, and one signal
   alone must not raise more than ``signal:grad_norm``.
@@ -34,15 +43,25 @@ from __future__ import annotations
 import math
 import re
 
-from probes.models import JobState, SchedulerRecord
+from probes.logs.precision import decimals
+from probes.models import JobState
 from report.cells import format_value
-from report.chain import name_stem
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
+from report.fingerprint import (
+    config_ablation,
+    known_in_memory,
+    relaunch_change,
+    run_attempts,
+    run_fingerprint,
+)
 from report.models import Flag
+from report.rollouts import banking_rule, dead_rollouts_rule, extras_text, log_ratio_health
 from report.rules import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.settings import Thresholds
 from report.signals import CollapseScan, collapse_scan
 from report.trend import collapse_text, describe_reward, shorten, signal_phrase, with_sparkline
+
+__all__ = ["FIRST_LAUNCH_STEPS", "is_ablation", "judge_rl", "run_fingerprint"]
 
 SHAPING_TOLERANCE = 1e-6
 _SIGNAL_FLAGS: dict[str, Flag] = {
@@ -51,14 +70,7 @@ _SIGNAL_FLAGS: dict[str, Flag] = {
     "log_ratio": "signal:log_ratio",
     "pass_rate": "signal:pass_rate",
 }
-_FINGERPRINT_KEY = re.compile(r"config|image|model|geometry|hash|commit|git", re.IGNORECASE)
 _UNTESTED_NAME = re.compile(r"(?:^|[-_.])(?:smoke|tests?|debug|dbg)(?=$|[-_.\d])", re.IGNORECASE)
-
-
-def run_fingerprint(record: SchedulerRecord) -> str:
-    """What makes a run's setting new: config/image/model labels, else the name stem."""
-    parts = sorted(f"{k}={v}" for k, v in record.labels.items() if _FINGERPRINT_KEY.search(k))
-    return ";".join(parts) if parts else name_stem(record.name)
 
 
 def is_ablation(name: str, patterns: tuple[str, ...]) -> bool:
@@ -79,7 +91,7 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
     f.evidence = tuple(e for s in scan.steps for e in s.evidence)
     f.collapse_step = scan.collapse_step
     f.flag(*(_SIGNAL_FLAGS[name] for name in sorted(scan.latest_fired)))
-    exempt = is_ablation(ctx.facts.record.name, ctx.settings.ablation_patterns)
+    exempt = _ablation(ctx)
     if exempt:
         f.flag("ablation-exempt")
     if scan.collapse_step is not None:
@@ -93,6 +105,10 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         fired = [e for e in scan.latest_evidence if e.fired]
         f.trend(Priority.INFO, shorten("1 signal, watching: " + signal_phrase(fired[0])))
     _tis_rules(f, ctx.settings.thresholds)
+    dead_rollouts_rule(ctx, f)
+    log_ratio_health(ctx, f)
+    banking_rule(ctx, f)
+    _step_time(ctx, f)
     _shaping(ctx, f)
     _deep_probe(ctx, f)
     if ctx.running and ctx.history and ctx.fetch_ok:
@@ -102,7 +118,31 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         saved = ctx.facts.summary.checkpoint_steps if ctx.facts.summary else ()
         fresh = f.step is not None and (banked == f.step or (bool(saved) and max(saved) == f.step))
         text = describe_reward(rewards, checkpoint_saved=fresh) if rewards else "Stepping"
+        printed = ctx.facts.summary.fingerprint if ctx.facts.summary else None
+        text += extras_text(f, (printed.pass_at_k or printed.samples_per_prompt)
+                            if printed else None)
         f.trend(Priority.BACKGROUND, with_sparkline(text, rewards))
+
+
+def _ablation(ctx: JudgeContext) -> bool:
+    """Spike-mitigation ablation by name, or by a set entry of its printed config."""
+    patterns = ctx.settings.ablation_patterns
+    if is_ablation(ctx.facts.record.name, patterns):
+        return True
+    printed = ctx.facts.summary.fingerprint if ctx.facts.summary else None
+    return printed is not None and config_ablation(printed.config, patterns) is not None
+
+
+def _step_time(ctx: JudgeContext, f: Findings) -> None:
+    """sec_per_step is a trailing-window rate: the log's, else the window mean of timing/step."""
+    summary = ctx.facts.summary
+    if summary is not None and summary.sec_per_step:
+        f.metrics["sec_per_step"] = summary.sec_per_step
+        return
+    timed = [v for v in series(ctx.history, "sec_per_step") if is_finite(v)]
+    tail = timed[-ctx.settings.thresholds.window :]
+    if tail:
+        f.metrics["sec_per_step"] = sum(tail) / len(tail)
 
 
 def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: bool) -> None:
@@ -148,17 +188,35 @@ def _above(value: float, limit: float) -> bool:
     return not math.isfinite(value) or value > limit
 
 
-def _shaping(ctx: JudgeContext, f: Findings) -> None:
+def _rollouts_per_step(ctx: JudgeContext) -> int | None:
     summary = ctx.facts.summary
+    if summary is None:
+        return None
+    printed = summary.fingerprint
+    return (printed.rollouts_per_step if printed else None) or summary.rollouts_per_step
+
+
+def _shaping(ctx: JudgeContext, f: Findings) -> None:
+    rollouts = _rollouts_per_step(ctx)
     rewards = [r for r in series(ctx.history, "reward") if is_finite(r)]
-    if summary is None or not summary.rollouts_per_step or not rewards:
+    if not rollouts or not rewards:
         return
-    product = rewards[-1] * summary.rollouts_per_step
-    if abs(product - round(product)) > SHAPING_TOLERANCE:
-        f.flag("shaping-active")
-        f.name_suffix = " (shaped)"
-    else:
+    value = rewards[-1]
+    product = value * rollouts
+    if abs(product - round(product)) <= SHAPING_TOLERANCE:
         f.name_suffix = " (base)"
+        return
+    places = decimals(value)
+    half = 0.5 * 10.0 ** -places * rollouts if places is not None else 0.0
+    low, high = product - half, product + half
+    if half > SHAPING_TOLERANCE and math.floor(high + SHAPING_TOLERANCE) >= math.ceil(
+        low - SHAPING_TOLERANCE
+    ):
+        f.notes.append(f"shaping undecidable: reward {value:g} is printed to {places} decimals "
+                       f"and × {rollouts} rollouts/step could be whole")
+        return
+    f.flag("shaping-active")
+    f.name_suffix = " (shaped)"
 
 
 FIRST_LAUNCH_STEPS = 10
@@ -172,6 +230,7 @@ def _first_launch(ctx: JudgeContext) -> bool:
     in_bring_up = summary is not None and summary.bring_up
     return (record.state is JobState.RUNNING and record.restarts == 0 and ctx.fetch_ok
             and not in_bring_up and ctx.earlier_attempts == 0
+            and not run_attempts(ctx.facts, ctx.sweep_jobs)
             and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS)
 
 
@@ -179,18 +238,24 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     record = ctx.facts.record
     if record.state not in (JobState.PENDING, JobState.RUNNING):
         return
-    fingerprint = run_fingerprint(record)
+    fingerprint = run_fingerprint(ctx.facts)
+    relaunch = relaunch_change(ctx.facts, ctx.sweep_jobs)
     if _UNTESTED_NAME.search(record.name):
         reason = "smoke/test/debug run"
-    elif ctx.seen_configs is not None and fingerprint not in ctx.seen_configs:
-        reason = f"new setting ({fingerprint})"
+    elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
+        shown = shorten(fingerprint.rsplit("|", 1)[0] or fingerprint, 80)
+        reason = relaunch or f"new setting ({shown})"
+    elif ctx.seen_configs is None and relaunch is not None:
+        reason = relaunch
     elif ctx.seen_configs is None and _first_launch(ctx):
         reason = "first launch, still in its first steps"
     else:
         return
     f.flag("deep-probe")
     # Above the reward description (BACKGROUND), below anything that needs a human sooner.
-    f.trend(Priority.DEEP_PROBE, "New run: deep-probe before trusting this row")
+    headline = ("Relaunched in a new setting: deep-probe it" if relaunch and relaunch in reason
+                else "New run: deep-probe before trusting this row")
+    f.trend(Priority.DEEP_PROBE, headline)
     if record.state is JobState.RUNNING:
         f.recommend(Priority.DEEP_PROBE, "deep_probe",
                     f"dispatch rl-job-health-deep-dive on {record.name}: {reason}; "

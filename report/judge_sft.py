@@ -6,9 +6,13 @@ Policy (seed §SFT and CONTRACT §5/§6):
   rules SFT shares with RL (and Harbor's buffer rule): see :mod:`report.rules`.
 - OOM with no step (or step <= 1): "CUDA OOM at first forward/backward" (batch/sequence
   geometry, not a flaky node).
-- Grid rollup: a grid is >= 2 distinct SFT cell names sharing the name minus its last
-  ``-``/``_`` token, or jobs carrying the same ``grid`` label. Pending copies of a running
-  cell (restart-chain resume backups) and repeated pending copies are counted once.
+- Grid rollup (a campaign): >= 2 distinct SFT cells (name stems) of one naming family, the name
+  up to its first scale token (``7b``, ``72B``, ``1.5b``), so cells at different scales roll up
+  together; without a scale token, the name minus its last ``-``/``_`` token; or jobs carrying
+  the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
+  renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. The
+  long pole is the running cell with the longest ETA (remaining steps x its trailing-window
+  rate), not the one with the most steps left.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 
 from probes.models import JobState
 from report.cells import format_duration
+from report.chain import name_stem
 from report.findings import (
     Findings,
     JudgeContext,
@@ -53,15 +58,32 @@ def judge_sft(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.BACKGROUND, with_sparkline(text, series(ctx.history, "loss")))
 
 
-_CELL_SUFFIX = re.compile(r"^(?P<grid>.+)[-_][^-_]+$")
+_TOKEN_SPLIT = re.compile(r"[-_]")
+_SCALE = re.compile(r"^(?:\d+x)?\d+(?:\.\d+)?[bmkt]$", re.IGNORECASE)
+"""A model-scale token: ``7b``, ``72B``, ``1.5b``, ``350m``, ``8x7b``."""
 
 
 def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
-    """The grid a cell belongs to: its ``grid`` label, else its name minus the last token."""
+    """The grid (campaign) a cell belongs to: its ``grid`` label, else its naming family.
+
+    The family is the cell's name stem (restart suffixes stripped) up to its first scale token
+    (``sft-qwen3-8b-lr1e5`` -> ``sft-qwen3``), so cells at different scales are one campaign;
+    a name with no scale token drops its last token (``sft-grid-lr1e5`` -> ``sft-grid``).
+    """
     if labels.get("grid"):
         return labels["grid"]
-    match = _CELL_SUFFIX.match(report.name)
-    return match.group("grid") if match else None
+    stem = name_stem(report.name)
+    tokens = _TOKEN_SPLIT.split(stem)
+    for index, token in enumerate(tokens):
+        if index > 0 and _SCALE.match(token):
+            return _join_prefix(stem, tokens[:index])
+    return _join_prefix(stem, tokens[:-1]) if len(tokens) > 1 else None
+
+
+def _join_prefix(stem: str, tokens: list[str]) -> str:
+    """The stem's first ``len(tokens)`` tokens with their original separators."""
+    length = sum(len(t) for t in tokens) + len(tokens) - 1
+    return stem[:length]
 
 
 def grid_rollups(
@@ -75,7 +97,7 @@ def grid_rollups(
             groups[name].append((report, rate))
     rollups = []
     for name, members in sorted(groups.items()):
-        if len({r.name for r, _ in members}) >= 2:
+        if len({name_stem(r.name) for r, _ in members}) >= 2:
             rollup = _rollup(name, members)
             if rollup.running or rollup.pending_unique:
                 rollups.append(rollup)
@@ -83,16 +105,21 @@ def grid_rollups(
 
 
 def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> GridRollup:
+    """Tally distinct cells (name stems): resume/chain copies of one cell count once, and a
+    pending copy of a running cell is its resume backup, not a pending cell."""
     running = [(r, rate) for r, rate in members if r.state is JobState.RUNNING]
-    running_names = {r.name for r, _ in running}
-    pending = {r.name for r, _ in members if r.state is JobState.PENDING} - running_names
-    done = {r.name for r, _ in members if r.state is JobState.COMPLETED}
-    done -= running_names | pending
+    running_cells = {name_stem(r.name) for r, _ in running}
+    pending = {name_stem(r.name) for r, _ in members if r.state is JobState.PENDING}
+    pending -= running_cells
+    done = {name_stem(r.name) for r, _ in members if r.state is JobState.COMPLETED}
+    done -= running_cells | pending
     cells = [_cell(r, rate) for r, rate in sorted(running, key=lambda m: m[0].name)]
     timed = [c for c in cells if c.eta_s is not None]
+    # The long pole is the cell that finishes last (remaining steps x its own trailing rate),
+    # not the one with the most steps left: a big cell at 30 s/step outlasts a small one at 2.
     pole = max(timed, key=lambda c: c.eta_s or 0.0).cell if timed else None
     return GridRollup(
-        grid=name, running=len(running_names), pending_unique=len(pending), done=len(done),
+        grid=name, running=len(running_cells), pending_unique=len(pending), done=len(done),
         cells=cells, long_pole=pole,
     )
 

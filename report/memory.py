@@ -176,7 +176,7 @@ def next_memory(
                 known.append(signature)
                 del known[:-MEMORY_SIGNATURES_KEPT]
         if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
-            fingerprint = run_fingerprint(facts.record)
+            fingerprint = run_fingerprint(facts)  # what it runs, not its name
             configs = seen.setdefault(job.cluster, [])
             if fingerprint not in configs:
                 configs.append(fingerprint)

@@ -53,6 +53,8 @@ Flag = Literal[
     "api-base-internal",
     "auth-failures",
     "cleanup-pending",
+    "dead-rollouts",  # issue 11 (wt-e): CONTRACT §6
+    "incomplete-run",
 ]
 
 Action = Literal[

@@ -3,7 +3,9 @@
 Policy (seed, Kubernetes clusters: "running-but-0-pods or a record that has disappeared is
 TERMINAL"): a RUNNING job with zero pods, or one the probe reports as vanished (reason
 ``vanished``, label ``jobtables/silent-wedge``), is flagged ``silent-wedge``, verdict
-``failed``. A container waiting on a real fault (``CrashLoopBackOff``,
+``failed``; so is a job Kubernetes started (``status.startTime``) that has 0 active pods and no
+pod at all past ``AbsenceRules.k8s_no_pods_grace_minutes``. A container waiting on a real fault
+(``CrashLoopBackOff``,
 ``CreateContainerConfigError``, ``InvalidImageName``, ``RunContainerError``) is no bring-up: the
 job is ``failed`` with a ``diagnose`` and leaves the buffer table. Image pulls and container
 creation stay bring-up (seed: transient image-pull self-heal is benign). The probe's spellings
@@ -14,7 +16,8 @@ are repeated here because ``report`` may not import
 from __future__ import annotations
 
 from probes.models import JobState
-from report.findings import Findings, JudgeContext, Priority
+from report.findings import Findings, JudgeContext, Priority, minutes_since
+from report.rules import ABSENCE
 
 WEDGE_LABEL = "jobtables/silent-wedge"
 """The label the Kubernetes probe sets on a silently wedged job (``no-pods`` or ``vanished``);
@@ -29,16 +32,26 @@ _LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETIN
 
 
 def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
-    """RUNNING with 0 pods, or a job record that disappeared (the probe marks it): terminal."""
+    """RUNNING with 0 pods, a started job with 0 active pods and no pods at all (past the
+    controller's grace), or a job record that disappeared (the probe marks it): terminal."""
     record = ctx.facts.record
     marker = record.labels.get(WEDGE_LABEL)
     vanished = marker == VANISHED or (record.reason == VANISHED and record.pods_total == 0)
+    started = minutes_since(ctx.now, record.start_time)
     if vanished:
         text = "silent wedge: job record disappeared while active"
     elif ctx.running and (record.pods_total == 0 or marker is not None):
         text = "silent wedge: running but 0 pods"
+    elif (ctx.state is JobState.PENDING and record.pods_total == 0
+          and not record.pods_running and started is not None
+          and started > ABSENCE.k8s_no_pods_grace_minutes):
+        text = "silent wedge: started, but 0 active pods and no pods"
     else:
         return
+    # A wedge is no bring-up: it leaves the buffer table.
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
     f.flag("silent-wedge")
     f.verdict("failed")
     f.trend(Priority.TERMINAL + 3, text)

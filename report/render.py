@@ -24,6 +24,7 @@ from report.models import JobDetail, JobReport, Report
 from report.tables import (
     BUCKET_TITLES,
     Column,
+    RenderedTable,
     Row,
     is_buffering,
     job_label,
@@ -34,7 +35,8 @@ from report.tables import (
 from report.trend import sparkline
 
 __all__ = [
-    "render_job_detail", "render_job_json", "render_json", "render_tables", "render_text",
+    "job_detail_pieces", "render_job_detail", "render_job_json", "render_json", "render_tables",
+    "render_text",
 ]
 
 HISTORY_POINTS = 10
@@ -90,7 +92,7 @@ def render_text(
     return "\n".join(lines)
 
 
-def _history_table(detail: JobDetail, width: int) -> tuple[str, list[str]]:
+def _history_table(detail: JobDetail, width: int) -> tuple[RenderedTable, list[str]]:
     """The last points' table and one sparkline line per metric shown."""
     points = detail.history[-HISTORY_POINTS:]
     wanted = _HISTORY_METRICS.get(detail.report.bucket, ())
@@ -103,7 +105,7 @@ def _history_table(detail: JobDetail, width: int) -> tuple[str, list[str]]:
         [str(point.step)] + [format_number(point.values.get(name), d) for name, _, d in shown]
         for point in points
     ]
-    table = render_box(columns, cells, width=width).text
+    table = render_box(columns, cells, width=width)
     sparks = []
     label_width = max((len(header) for _, header, _ in shown), default=0)
     for name, header, decimals in shown:
@@ -114,7 +116,7 @@ def _history_table(detail: JobDetail, width: int) -> tuple[str, list[str]]:
     return table, sparks
 
 
-def _evidence_table(detail: JobDetail, width: int) -> str:
+def _evidence_table(detail: JobDetail, width: int) -> RenderedTable:
     columns = [Column("signal", lambda r: ""), Column("step", lambda r: ""),
                Column("value", lambda r: ""), Column("window mean", lambda r: ""),
                Column("fired", lambda r: ""), Column("why", lambda r: "", numeric=False)]
@@ -123,7 +125,7 @@ def _evidence_table(detail: JobDetail, width: int) -> str:
          "✓" if e.fired else "×", e.why or DASH]
         for e in detail.evidence
     ]
-    return render_box(columns, cells, width=width).text
+    return render_box(columns, cells, width=width)
 
 
 def _facts(detail: JobDetail, width: int) -> list[str]:
@@ -146,28 +148,39 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
     return [line for fact in facts for line in _wrap(fact, width)]
 
 
-def render_job_detail(detail: JobDetail, *, width: int = 100) -> str:
-    """``jobtables job ID``: the row, recent history with sparklines, flags, evidence, advice."""
+def job_detail_pieces(detail: JobDetail, *, width: int = 100) -> list[str | RenderedTable]:
+    """``jobtables job ID`` as pieces: plain text blocks and whole tables, in reading order.
+
+    Chunkers (Slack) split the tables between rows and the text between lines; the CLI joins them.
+    """
     job = detail.report
     label = job_label(job, detail)
     heading = (f"{label} — {job.cluster}:{job.job_id} · {BUCKET_TITLES[job.bucket]} · "
                f"{job.state.value} · verdict {job.verdict}")
     layout = "buffer" if is_buffering(job) else job.bucket
-    lines = [*_wrap(heading, width), render_bucket(layout, [Row(job, detail, label)],
-                                                   width=width).text]
+    pieces: list[str | RenderedTable] = [
+        "\n".join(_wrap(heading, width)),
+        render_bucket(layout, [Row(job, detail, label)], width=width),
+    ]
     if detail.history:
         table, sparks = _history_table(detail, width)
-        lines += ["", f"History (last {min(len(detail.history), HISTORY_POINTS)} points)",
-                  table, *sparks]
+        pieces += [f"\nHistory (last {min(len(detail.history), HISTORY_POINTS)} points)",
+                   table, "\n".join(sparks)]
     if detail.evidence:
-        lines += ["", "Signal evidence (value vs window)", _evidence_table(detail, width)]
-    lines += ["", *_facts(detail, width)]
+        pieces += ["\nSignal evidence (value vs window)", _evidence_table(detail, width)]
+    pieces.append("\n" + "\n".join(_facts(detail, width)))
     if detail.log_excerpt.strip():
         excerpt = printable(detail.log_excerpt.rstrip("\n")).split("\n")[-HISTORY_POINTS:]
-        lines += ["", "Log excerpt:"] + [
+        pieces.append("\n".join(["", "Log excerpt:"] + [
             piece for line in excerpt for piece in _wrap("  " + line, width)
-        ]
-    return "\n".join(lines)
+        ]))
+    return [p for p in pieces if not isinstance(p, str) or p]
+
+
+def render_job_detail(detail: JobDetail, *, width: int = 100) -> str:
+    """``jobtables job ID``: the row, recent history with sparklines, flags, evidence, advice."""
+    return "\n".join(p if isinstance(p, str) else p.text
+                     for p in job_detail_pieces(detail, width=width))
 
 
 def _finite_or_none(value: Any) -> Any:

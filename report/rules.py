@@ -5,7 +5,8 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 - Progress: ``step`` is the latest logged step or the training progress bar, whichever is
   further; ``total_steps`` comes from the banner/config (``LogSummary.total_steps``) or the
   training bar's denominator, never an example count. ``sec_per_step`` is the trailing-window
-  rate from the log summary, never one tailed s/it.
+  rate (log summary, else Δwall/Δstep over the history: :func:`sec_per_step`), never one tailed
+  s/it while anything better is known.
 - Stall: RUNNING with no new step for ``max(stall_step_multiple × sec_per_step,
   stall_min_minutes)``, timed from the latest step's wall time, else the log's last timestamp,
   else the log file's mtime. Only judged when the log was actually read.
@@ -14,6 +15,9 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 - ``nan-loss``: a non-finite loss, or loss exactly 0 with a non-finite grad_norm, on one of the
   last ``collapse_recent_steps`` steps (or a nan-loss fault). Verdict ``failed``: the weights
   are poisoned even if the process is still running.
+- Empty log (:func:`empty_log_rule`): RUNNING past the bucket's bring-up window
+  (``AbsenceRules``) with nothing logged is no buffer filling: a 0-byte file is ``stall``, a
+  non-empty file read as nothing is ``fetch-failed``.
 - ``grad-explosion``: grad_norm > ``sft_grad_explosion_factor`` × window mean, or non-finite,
   on one of the recent steps. Verdict ``warning``: a single spike can recover. RL turns it off
   (a grad spike there is the grad_norm collapse signal).
@@ -23,8 +27,11 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from probes.logs.clock import minutes_on_log_clock
-from probes.models import JobState
+from probes.logs.progress import trailing_rate
+from probes.models import Frozen, JobState
 from report.cells import format_duration, format_value
 from report.findings import (
     Findings,
@@ -32,6 +39,8 @@ from report.findings import (
     Priority,
     is_finite,
     latest_values,
+    minutes_since,
+    pending_note,
     series,
 )
 from report.settings import Thresholds
@@ -49,18 +58,31 @@ def step_progress(ctx: JudgeContext, f: Findings) -> None:
     if summary is not None:
         bar_total = summary.progress.total if summary.progress else None
         f.total_steps = summary.total_steps or bar_total
-        if summary.sec_per_step is not None and "sec_per_step" not in f.metrics:
-            f.metrics["sec_per_step"] = summary.sec_per_step
+    rate = sec_per_step(ctx)
+    if rate is not None:
+        # The contract's sec_per_step is the trailing-window rate (what ETAs and the grid's
+        # long pole are computed from), never the latest single step time.
+        f.metrics["sec_per_step"] = rate
 
 
 def sec_per_step(ctx: JudgeContext) -> float | None:
-    """The run's own trailing-window step time, if known."""
+    """The run's own trailing-window step time, if known.
+
+    In order: the log summary's trailing rate; Δwall/Δstep over the history's last steps (the
+    bot's stored history spans more than one tail); the mean of a logged per-step time over the
+    window; only then the progress bar's one tailed s/it.
+    """
     summary = ctx.facts.summary
     if summary is not None and summary.sec_per_step:
         return summary.sec_per_step
-    recent = series(ctx.history, "sec_per_step")
-    if recent and is_finite(recent[-1]):
-        return recent[-1]
+    timed = [(p.step, p.wall_time.timestamp()) for p in ctx.history if p.wall_time is not None]
+    rate = trailing_rate(timed)
+    if rate is not None:
+        return rate
+    recent = [v for v in series(ctx.history, "sec_per_step") if is_finite(v)]
+    window = recent[-ctx.settings.thresholds.window:]
+    if window:
+        return sum(window) / len(window)
     if summary is not None and summary.progress is not None:
         return summary.progress.sec_per_it
     return None
@@ -104,8 +126,7 @@ def buffer_rule(ctx: JudgeContext, f: Findings) -> None:
     if ctx.state is JobState.PENDING:
         f.flag("buffer-filling")
         f.verdict("buffering")
-        reason = ctx.facts.record.reason
-        f.trend(Priority.BACKGROUND, f"Pending ({reason})" if reason else "Pending")
+        f.trend(Priority.BACKGROUND, pending_note(ctx.facts.record, ctx.now))
         return
     if not ctx.running or not ctx.fetch_ok:
         return
@@ -156,3 +177,64 @@ def _exploded(ctx: JudgeContext, index: int, grad: float, th: Thresholds) -> boo
         return False
     mean = sum(window) / len(window)
     return mean > 0 and grad > th.sft_grad_explosion_factor * mean
+
+
+class AbsenceRules(Frozen):
+    """Empty and absent (seed: "verify a log path EXISTS before concluding dead", "a failed log
+    fetch is indistinguishable from an idle job", Kubernetes "running-but-0-pods ... TERMINAL").
+    Defaults of this module; per bucket, in minutes."""
+
+    bring_up_minutes: dict[str, float] = Field(default_factory=lambda: {
+        "rl": 20.0, "sft": 15.0, "datagen": 10.0, "eval": 10.0, "other": 15.0,
+    })
+    """How long a RUNNING job may show an empty (0-byte) log and still be in bring-up. Every
+    launcher prints within minutes (Ray, torchrun, Harbor); RL gets the longest (gang admission,
+    image pulls), and block-buffered Python stdout is why none is shorter than 10 minutes."""
+    k8s_no_pods_grace_minutes: float = 5.0
+    """A started Kubernetes job may have no pod for this long (the controller creating it)."""
+
+
+ABSENCE = AbsenceRules()
+
+
+def ran_minutes(ctx: JudgeContext) -> float | None:
+    """How long the job has been running (since its start, else the scheduler's elapsed)."""
+    record = ctx.facts.record
+    since = minutes_since(ctx.now, record.start_time)
+    if since is not None:
+        return since
+    return record.elapsed_s / 60.0 if record.elapsed_s is not None else None
+
+
+def empty_log_rule(ctx: JudgeContext, f: Findings, bucket: str) -> None:
+    """A RUNNING job's empty log past its bucket's bring-up window is no buffer filling.
+
+    A 0-byte file: the job has written nothing -> ``stall``. A non-empty file whose read
+    returned nothing (from offset 0) -> ``fetch-failed``, state unknown (never "dead").
+    """
+    log = ctx.facts.log
+    if not ctx.running or log is None or log.status not in ("ok", "mismatch") or log.text:
+        return
+    if ctx.history or log.offset > 0:
+        return  # nothing new since the last read; the stored history speaks
+    if ctx.facts.trials is not None and ctx.facts.trials.trials:
+        return  # result.json files are landing: the job is alive whatever its log says
+    ran = ran_minutes(ctx)
+    window = ABSENCE.bring_up_minutes.get(bucket, ABSENCE.bring_up_minutes["other"])
+    if ran is None or ran <= window:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    if log.size == 0:
+        f.flag("stall")
+        f.verdict("stalled")
+        text = (f"STALL: log empty (0 bytes) after {format_duration(ran * 60)} running "
+                f"(bring-up {format_duration(window * 60)})")
+        f.trend(Priority.DIAGNOSE, text)
+        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; check the job's processes and "
+                    "where it really logs")
+    else:
+        f.flag("fetch-failed")
+        f.verdict("unknown")
+        f.trend(Priority.INFO, f"Log fetch returned nothing from {log.size} bytes; state unknown")

@@ -30,11 +30,16 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     return '"' + "".join(out) + ("…" if len(text) > limit else "") + '"'
 
 
-def bad_char_share(text: str) -> float:
-    """Share of characters that are replacement characters or non-printable controls."""
+def bad_char_share(text: str, *, masked: str = "") -> float:
+    """Share of characters that are replacement characters or non-printable controls.
+
+    ``masked`` names a character that stands for such a byte in this text: the sweep's log tails
+    arrive with control bytes and U+FFFD shown as ``?`` (``probes.remote.collector``), so for
+    samples read from a log ``?`` counts as unshowable too.
+    """
     if not text:
         return 0.0
-    bad = sum(1 for ch in text if ch == "\ufffd" or (
+    bad = sum(1 for ch in text if ch == "\ufffd" or (masked and ch == masked) or (
         ch not in _OK_CONTROL and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn")))
     return bad / len(text)
 

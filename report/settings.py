@@ -7,7 +7,9 @@ Policy: the defaults are the seed's numbers (``monitor-job-tables.md``) and the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
@@ -15,12 +17,29 @@ class _Strict(BaseModel):
 
 
 class BucketRules(_Strict):
-    """Regexes on the job name; first bucket that matches wins; else ``other``."""
+    """Regexes on the job name (case-insensitive); precedence in :mod:`report.buckets`:
+    catch-all task keywords (``other``), then the name's leading token, then inner keywords."""
 
     rl: tuple[str, ...] = ("^rl[-_]", "grpo", "ppo", "dapo", "rloo")
     sft: tuple[str, ...] = ("^sft[-_]", "sft")
     datagen: tuple[str, ...] = ("^datagen[-_]", "datagen")
     eval: tuple[str, ...] = ("^eval[-_]", "eval")
+    other: tuple[str, ...] = (
+        "consolidat", r"pre-?tokeni[sz]", r"(?:^|[-_])upload", r"(?:^|[-_])push(?:$|[-_])",
+        r"gpu[-_]?ci", r"(?:^|[-_])ci(?:$|[-_])", r"(?:image|docker)[-_]?build",
+    )
+    """Catch-all tasks of any domain (seed: consolidate, pretokenize, uploads, image builds,
+    GPU-CI): ``datagen-consolidate-x`` and ``rl-upload-x`` are one-line catch-all rows."""
+
+    @field_validator("rl", "sft", "datagen", "eval", "other")
+    @classmethod
+    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        return patterns
 
 
 class Thresholds(_Strict):
@@ -54,6 +73,23 @@ class Thresholds(_Strict):
     """RL/SFT: no new step for this many of the run's own step times is a stall."""
     stall_min_minutes: float = 30.0
     auth_failures_min: int = 3
+    # Standard-RL substitute checks (seed: "reward/avg_raw_reward, banked-step cadence plus
+    # durable checkpoints, timing/*, generate/avg_num_tokens") and degenerate rollouts.
+    dead_reward_abs: float = 0.0
+    """Reward "flat at 0": every window value has ``abs(reward) <= dead_reward_abs``."""
+    dead_response_tokens: float = 1.5
+    """Responses "about 1 token": every window avg_num_tokens at or below this."""
+    dead_entropy_max: float = 1e-3
+    """Entropy "about 0": every window value at or below this."""
+    checkpoint_cadence_factor: float = 2.0
+    """Warn when the newest durable checkpoint lags the step by more than this many cadences."""
+    # Per-token log-ratio health (seed: "mean ~0.005-0.02, max < 0.5, gt_50pct ≈ 0, position
+    # buckets even"); a small mean is the seqnorm regime, never a problem.
+    log_ratio_mean_max: float = 0.02
+    log_ratio_max_max: float = 0.5
+    gt_50pct_max: float = 0.0
+    log_ratio_bucket_spread: float = 3.0
+    """Position buckets are uneven when the largest bucket mean exceeds this × the smallest."""
 
 
 class ReportSettings(_Strict):
@@ -64,5 +100,9 @@ class ReportSettings(_Strict):
     width: int = 100
     """Every line of every table fits this many columns."""
     no_kill: bool = False
-    ablation_patterns: tuple[str, ...] = ("spike[-_]?mitig", "ablat", "zclip", "z[-_]clip")
-    """Job-name regexes marking spike-mitigation ablations (never auto-cancelled)."""
+    ablation_patterns: tuple[str, ...] = (
+        "spike[-_]?mitig", "ablat", "zclip", "z[-_]clip", "spike[-_]?skip", "skip[-_]?spikes?",
+        r"loss_mode=\S*clip",
+    )
+    """Regexes marking spike-mitigation ablations (never auto-cancelled), searched in the job
+    name and in every set ``key=value`` entry of the printed config (``report.fingerprint``)."""

@@ -38,6 +38,8 @@ DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 CONFIG_HASH_KEY = re.compile(r"config[-_.]?hash$", re.IGNORECASE)
 WEDGE_LABEL = "jobtables/silent-wedge"
 KIND_LABEL = "jobtables/kind"
+UID_LABEL = "jobtables/uid"
+"""The object's uid: a Job re-created under the same name is another job (the bot's episodes)."""
 _COMMAND_CHARS = 400
 
 
@@ -56,6 +58,7 @@ class Workload:
     command: str | None = None
     restarts: int = 0
     owned_by_jobset: bool = False
+    uid: str | None = None
 
     @property
     def name(self) -> str:
@@ -102,6 +105,7 @@ def job_workload(job: Any) -> Workload:
         command=command,
         restarts=view.failed,
         owned_by_jobset=any(owner.kind == "JobSet" for owner in owners),
+        uid=getattr(meta, "uid", None),
     )
 
 
@@ -136,6 +140,7 @@ def jobset_workload(obj: Mapping[str, Any]) -> Workload:
         view=view,
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
+        uid=meta.get("uid"),
         created=_timestamp(meta.get("creationTimestamp")),
         finished=terminal.last_transition if terminal else None,
         image=image,
@@ -263,6 +268,8 @@ def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict)
             if CONFIG_HASH_KEY.search(key) and "config_hash" not in labels:
                 labels["config_hash"] = str(value)
     labels[KIND_LABEL] = work.view.kind
+    if work.uid:
+        labels[UID_LABEL] = str(work.uid)
     if verdict.wedge:
         labels[WEDGE_LABEL] = verdict.wedge
     return labels

@@ -33,6 +33,7 @@ from probes.logs.lines import (
     strip_ray_prefix,
 )
 from probes.logs.metric_names import canonical_plan
+from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import BarTrack, is_training_bar, sec_per_it, trailing_rate
 from probes.models import LogSummary, MetricPoint, ProgressBar
@@ -217,7 +218,7 @@ class MetricScan:
         if self.header is not None:
             step, stamp = self.header
             self.header = None
-            merged = {**(self.pending_reward or {}), **pairs}
+            merged = precise_merge(self.pending_reward or {}, pairs)
             self.pending_reward = None
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)

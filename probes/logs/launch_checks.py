@@ -9,13 +9,18 @@ host is a private, loopback or link-local IP, ``localhost``, a cluster-local ser
 dotless hostname (which cannot be a public URL). The engine's last 200 is timed on the log's
 own clock (``probes.logs.clock``): here from the 200 line's own stamp, a year-less one placed
 by the file's mtime or the 200 before it; ``probes.logs.parse`` then reads the whole log's
-clock at ``last_ok_line``, which also times a 200 line that carries no stamp.
+clock at ``last_ok_line``, which also times a 200 line that carries no stamp. Running-request
+snapshots (vLLM ``Running: N reqs``, SGLang ``#running-req: N``) are timed on the same clock:
+``engine_zero_since`` is the stamp of the first snapshot of the current run of zeros, so "zero
+running requests for 10+ minutes" is a span, never one snapshot. The last
+:data:`RECENT_RESPONSES` engine answers are kept to tell a 5xx burst from one stray error.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+from collections import deque
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -38,13 +43,16 @@ _ENGINE_POST = re.compile(
     r"\"POST /v1/(?:chat/completions|completions|responses|messages)\S* HTTP/[\d.]+\" "
     r"(?P<code>\d{3})"
 )
-_RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b")
+_RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b|#running-req: (?P<sglang>\d+)")
+RECENT_RESPONSES = 20
+"""Engine answers kept for the 5xx-burst check."""
 _AUTH_FAILURE = re.compile(
     r"\b401 Unauthorized\b|\b403 Forbidden\b|(?i:authentication failed|invalid api key)"
     r"|\bAuthenticationError\b"
 )
 NEEDLES = (
-    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: "),
+    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: ",
+      "#running-req: "),
     *("unauthorized", "forbidden", "authentication", "api key"),
 )
 """Every match of a check's regex above holds one of these (lower-cased and digit-free, for
@@ -82,6 +90,9 @@ class LaunchChecks:
         self.last_ok_line: int | None = None
         self.clock = LogClock(mtime)
         self.running: int | None = None
+        self.zero_since: datetime | None = None
+        self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
+        """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
 
     def feed(self, text: str, low: str | None, line_no: int) -> None:
@@ -98,13 +109,24 @@ class LaunchChecks:
                 self.api_base = base.group("url")
         if "post /v1/" in low and (post := _ENGINE_POST.search(text)) is not None:
             self._engine(post.group("code"), text, line_no)
-        if "running: " in low and (running := _RUNNING.search(text)) is not None:
-            self.running = int(running.group("n"))
+        if ("running: " in low or "#running-req: " in low) and (
+            running := _RUNNING.search(text)
+        ) is not None:
+            self._running(int(running.group("n") or running.group("sglang")), text)
         if any(n in low for n in ("401", "403", "authentication", "api key")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
+    def _running(self, count: int, text: str) -> None:
+        stamp = self.clock.read(text)
+        if count != 0:
+            self.zero_since = None
+        elif self.running != 0 or self.zero_since is None:
+            self.zero_since = stamp  # the first zero of this run (untimed: no span known)
+        self.running = count
+
     def _engine(self, code: str, text: str, line_no: int) -> None:
         self.engine_ok = self.engine_ok or 0
+        self.recent.append(code.startswith("5"))
         if code != "200":
             return
         self.engine_ok += 1
@@ -123,4 +145,7 @@ class LaunchChecks:
             last_engine_ok_at=self.last_ok_at,
             auth_failures=self.auth_failures,
             engine_running_requests=self.running,
+            engine_zero_since=self.zero_since if self.running == 0 else None,
+            engine_5xx_recent=sum(self.recent),
+            engine_recent_responses=len(self.recent),
         )

@@ -48,6 +48,14 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "response_length/mean": ("avg_num_tokens", 0),
     "completions/mean_length": ("avg_num_tokens", 1),
     "avg_response_length": ("avg_num_tokens", 2),
+    "policy/response_length": ("avg_num_tokens", 1),  # SkyRL >= v0.4
+    # step time (standard-RL substitute check: timing/*, verl timing_s/*)
+    "timing_s/step": ("sec_per_step", 1),
+    "timing/step": ("sec_per_step", 1),
+    "step_time": ("sec_per_step", 2),  # TRL
+    # spike-mitigation ablations: how often z-clip fired
+    "policy/z_clip/triggered": ("z_clip_triggered", 0),
+    "z_clip/triggered": ("z_clip_triggered", 1),
     # rollout/train logprob disagreement: reported, never a signal
     "policy/rollout_train_prob_diff_mean": ("rollout_train_prob_diff_mean", 0),
     "rollout_train_prob_diff_mean": ("rollout_train_prob_diff_mean", 1),
@@ -78,6 +86,10 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?imp_ratio_mean$"), "imp_ratio_mean", 0),
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
     (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
+    (re.compile(r"^(?:.*/)?z_?clip/triggered$"), "z_clip_triggered", 2),
+    # per-token log-ratio positional buckets (the rulebook: "position buckets even")
+    *((re.compile(rf"^(?:.*/)?log_ratio_abs_mean[_/](?:pos|position)(?:_bucket)?[_/]?{i}$"),
+       f"log_ratio_pos_{i}", 0) for i in range(8)),
     # TRL per-reward-function means: only used when the trainer printed no plain ``reward``
     (re.compile(r"^rewards/[^/]+/mean$"), "reward", 3),
 )

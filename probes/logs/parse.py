@@ -27,8 +27,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from probes.logs.faults import FaultScan, scan_faults
+from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import METRIC_LINES, MetricScan
 from probes.logs.lines import split_lines, strip_ansi
+from probes.logs.outcome import read_outcome
 from probes.logs.progress import trailing_rate
 from probes.models import LogSummary
 
@@ -116,6 +118,12 @@ def _summarise(
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)
+    try:
+        # What the run runs, and a catch-all job's closing signal (issue 11).
+        summary = summary.model_copy(update={"fingerprint": read_fingerprint(lines),
+                                             "outcome": read_outcome(lines[-400:])})
+    except Exception:
+        _log.exception("parse_log: run readers failed on a %d-character tail", len(decoded))
     if faults is None:
         return summary
     infra = faults.infra

@@ -4,17 +4,47 @@ Policy: the seed says the JSONL is unreliable mid-run (sparse, empty, frozen) an
 drive live status; it only answers "did the run reach its last step?" before cleanup. A
 resumed run appends and repeats steps, so the LAST record wins, not the largest. Broken or
 partial lines (a tail cut mid-record) are skipped; nothing here raises. Standard library only:
-this runs on the login node.
+this module's source is prepended to the collector (``probes.remote.script``) and runs on the
+login node.
+
+Where the files are looked for (:func:`collect_completion`): the job's workdir, the output
+directories its log names (``output_dir=``/``output_dir:`` in a config dump or
+``TrainingArguments`` repr, ``--output_dir DIR``, ``Saving model checkpoint to
+<dir>/checkpoint-N``, ``Model weights saved in <dir>/...``), then its checkpoint roots; at most
+:data:`MAX_DIRS` of them, each made absolute against the workdir,
+with no ``..`` component. In each: ``trainer_log.jsonl`` (LLaMA-Factory; its last
+:data:`JSONL_TAIL` bytes), ``trainer_state.json`` (HF Trainer's ``save_state``), else the highest
+``checkpoint-N/trainer_state.json``. Only regular files are opened (a FIFO or device never
+blocks the sweep), each read bounded. HF writes ``trainer_state.json`` with ``sort_keys``:
+``global_step`` sits before the (possibly huge) ``log_history`` and ``max_steps`` after it, so a
+file over :data:`STATE_WHOLE` bytes is read as its head plus its last :data:`STATE_TAIL`, and
+the two top-level keys are taken by pattern.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from math import isfinite
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
-Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+CompletionJson = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 _MAX_LINE = 65536
+MAX_DIRS = 8
+JSONL_TAIL = 1 << 16
+STATE_WHOLE = 4 << 20
+STATE_TAIL = 1 << 20
+_MAX_NAMES = 5000
+_OUTPUT_DIR = re.compile(
+    r"\boutput_dir['\"]?\s*[=:]\s*['\"]?(?P<dir>[^\s'\",)}\]]+)"
+    r"|--output[_-]dir[= ](?P<flag>[^\s'\",]+)"
+    r"|Saving model checkpoint to (?P<ckpt>\S+?)/checkpoint-\d+"
+    r"|(?:Model weights|Configuration|tokenizer config file) saved in (?P<file>\S+)/[^/\s]+"
+)
+_STATE_KEY = re.compile(r'^\s{0,2}"(global_step|max_steps)": (\d+)', re.MULTILINE)
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 def _as_int(value: object) -> int | None:
@@ -25,13 +55,13 @@ def _as_int(value: object) -> int | None:
     return int(value)
 
 
-def _status(current: int | None, total: int | None, records: int) -> Json:
+def _status(current: int | None, total: int | None, records: int) -> CompletionJson:
     finished = current is not None and total is not None and total > 0 and current >= total
     return {"current_steps": current, "total_steps": total, "finished": finished,
             "records": records}
 
 
-def parse_trainer_log_jsonl(text: str | bytes) -> Json:
+def parse_trainer_log_jsonl(text: str | bytes) -> CompletionJson:
     """The last record's ``current_steps``/``total_steps``; finished when current >= total."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
@@ -53,3 +83,106 @@ def parse_trainer_log_jsonl(text: str | bytes) -> Json:
         current = step
         total = _as_int(record.get("total_steps")) or total
     return _status(current, total, records)
+
+
+def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
+    """HF ``trainer_state.json``: ``global_step`` of ``max_steps`` (finished when reached).
+
+    A whole document is parsed as JSON; a head+tail cut of a large one by its top-level keys.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    current = total = None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        current, total = _as_int(data.get("global_step")), _as_int(data.get("max_steps"))
+    else:
+        for key, value in _STATE_KEY.findall(text):
+            if key == "global_step" and current is None:
+                current = int(value)
+            elif key == "max_steps":
+                total = int(value)
+    return _status(current, total, 1 if current is not None else 0)
+
+
+def _read_regular(path: str, head: int, tail: int = 0) -> bytes | None:
+    """Up to ``head`` bytes of a regular file (plus its last ``tail`` when larger); else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            if info.st_size <= head + tail:
+                return fh.read(head + tail)
+            first = fh.read(head)
+            fh.seek(info.st_size - tail)
+            return first + b"\n" + fh.read(tail)
+    except OSError:
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def output_dirs(
+    workdir: str | None, log_text: str | None, extra: list[str] | None = None
+) -> list[str]:
+    """The workdir, the output dirs the log names (latest mention first), then ``extra`` (the
+    job's checkpoint roots); absolute, no ``..``, at most :data:`MAX_DIRS`."""
+    found: list[str] = []
+    named = [m.group("dir") or m.group("flag") or m.group("ckpt") or m.group("file")
+             for m in _OUTPUT_DIR.finditer(log_text or "")]
+    for raw in [workdir or "", *reversed(named), *(extra or ())]:
+        path = raw.strip().rstrip("/")
+        if not path or "\x00" in path or ".." in path.split("/"):
+            continue
+        if not path.startswith("/"):
+            if not workdir:
+                continue
+            path = os.path.join(workdir, path)
+        path = os.path.normpath(path)
+        if path not in found:
+            found.append(path)
+        if len(found) >= MAX_DIRS:
+            break
+    return found
+
+
+def _newest_checkpoint_state(directory: str) -> str | None:
+    try:
+        names = os.listdir(directory)[:_MAX_NAMES]
+    except OSError:
+        return None
+    matches = [(_CHECKPOINT.match(n), n) for n in names]
+    steps = [(int(m.group(1)), n) for m, n in matches if m is not None]
+    return os.path.join(directory, max(steps)[1], "trainer_state.json") if steps else None
+
+
+def collect_completion(
+    workdir: str | None, log_text: str | None, extra: list[str] | None = None
+) -> CompletionJson:
+    """Every completion file found (see the module docstring), each parsed where it lies."""
+    sources: list[CompletionJson] = []
+    for directory in output_dirs(workdir, log_text, extra):
+        raw = _read_regular(os.path.join(directory, "trainer_log.jsonl"), 0, JSONL_TAIL)
+        if raw is not None:
+            sources.append(dict(parse_trainer_log_jsonl(raw), kind="trainer_log.jsonl",
+                                path=os.path.join(directory, "trainer_log.jsonl")))
+        state = os.path.join(directory, "trainer_state.json")
+        raw = _read_regular(state, STATE_WHOLE - STATE_TAIL, STATE_TAIL)
+        if raw is None:
+            newest = _newest_checkpoint_state(directory)
+            state = newest or state
+            raw = _read_regular(newest, STATE_WHOLE - STATE_TAIL, STATE_TAIL) if newest else None
+        if raw is not None:
+            sources.append(dict(parse_trainer_state_json(raw), kind="trainer_state.json",
+                                path=state))
+    return {"sources": sources}

@@ -93,11 +93,13 @@ def _turns(agent: "dict[str, object]") -> "int | None":
 
 
 def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
-    """A trial ``result.json`` reduced to reward, exception, turns, output tokens and times."""
+    """A trial ``result.json`` reduced to reward, exception, turns, output tokens and times
+    (the trial's, and its ``agent_execution`` phase's: instant-fail is judged on the agent)."""
     data = _load(raw)
     if data is None:
         return None
     agent = _dict(data.get("agent_result"))
+    execution = _dict(data.get("agent_execution"))  # TimingInfo of the agent's own run
     return {
         "reward": _trial_reward(data),
         "exception_type": _text(_dict(data.get("exception_info")).get("exception_type")),
@@ -105,6 +107,8 @@ def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
         "n_output_tokens": _count(agent.get("n_output_tokens")),
         "started_at": _text(data.get("started_at")),
         "finished_at": _text(data.get("finished_at")),
+        "agent_started_at": _text(execution.get("started_at")),
+        "agent_finished_at": _text(execution.get("finished_at")),
     }
 
 

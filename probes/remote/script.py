@@ -1,8 +1,9 @@
 """The collector as one ``python3 -`` script: the shipped modules' sources joined in process.
 
-Policy: the login node has nothing of ours installed, so ``harbor_reduce`` and
-``stdio_pattern`` are prepended to ``collector`` and their import lines there become ``pass``;
-the request rides inside the script as a string literal (never on a command line).
+Policy: the login node has nothing of ours installed, so ``guard``, ``harbor_reduce``,
+``stdio_pattern``, ``tree`` and ``completion`` are prepended to ``collector`` and their import
+lines there become ``pass``; the request rides inside the script as a string literal (never
+on a command line).
 """
 
 from __future__ import annotations
@@ -17,23 +18,30 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
-    r"^([ \t]*)from probes\.remote\.(?:harbor_reduce|stdio_pattern) import (?:\([^)]*\)|[^\n(]*)$",
-    re.MULTILINE,
+    r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
-_SHIPPED_MODULES = ("harbor_reduce.py", "stdio_pattern.py")
-"""Stdlib-only modules whose source is prepended to the collector (it imports them in process)."""
+_SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "tree.py", "completion.py")
+"""Stdlib-only modules whose source is prepended to the collector (it imports them in process),
+in dependency order: each imports only modules before it."""
+
+
+def _inline(text: str, name: str) -> str:
+    """``text`` with each import of a shipped module replaced by ``pass`` (source prepended)."""
+    def replace(m: re.Match[str]) -> str:
+        if f"{m.group(2)}.py" not in _SHIPPED_MODULES:
+            raise RuntimeError(f"probes/remote/{name} imports probes.remote.{m.group(2)},"
+                               " which is not shipped")
+        return f"{m.group(1)}pass  # source prepended above"
+
+    return _SHIPPED_IMPORT.sub(replace, text)
 
 
 @functools.cache
 def collector_source() -> str:
-    """harbor_reduce + stdio_pattern + collector as one script body (without ``main(...)``)."""
-    collector = (_HERE / "collector.py").read_text(encoding="utf-8")
-    collector, count = _SHIPPED_IMPORT.subn(r"\1pass  # source prepended above", collector)
-    if count != len(_SHIPPED_MODULES):
-        raise RuntimeError("probes/remote/collector.py: expected one import line per shipped"
-                           " module")
-    parts = [(_HERE / name).read_text(encoding="utf-8") for name in _SHIPPED_MODULES]
-    body = "\n\n".join(_FUTURE.sub("", text) for text in (*parts, collector))
+    """The shipped modules + collector as one script body (without ``main(...)``)."""
+    names = (*_SHIPPED_MODULES, "collector.py")
+    parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name) for name in names]
+    body = "\n\n".join(_FUTURE.sub("", text) for text in parts)
     # One __future__ line, first: it is only legal before any other statement.
     return "from __future__ import annotations\n" + body
 

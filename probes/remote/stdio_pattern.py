@@ -156,6 +156,11 @@ def has_stdio_token(path: str) -> bool:
     return any(m.group(3) for m in _STDIO_TOKEN.finditer(path))
 
 
+def _component(value: str) -> bool:
+    """True for a value that can only ever be one path component (no ``/``, ``.``, ``..``)."""
+    return bool(value) and "/" not in value and "\x00" not in value and value not in {".", ".."}
+
+
 def expand_roots(
     templates: Sequence[str],
     *,
@@ -167,18 +172,48 @@ def expand_roots(
     """Fill ``{workdir} {name} {job_id} {user}``; a template needing a missing value is skipped.
 
     Unknown placeholders and malformed templates are skipped too; results are normalised and
-    de-duplicated in order.
+    de-duplicated in order. The job's name, id and user are chosen by whoever submitted it, so
+    each must fill exactly one path component (a name such as ``../../x`` or ``a/b`` skips
+    the template), ``{workdir}`` must be absolute, and the normalised result must stay under
+    the template's root (its text up to the first placeholder, filled): no root can leave
+    its directory whatever a job is called.
     """
     values = {"workdir": workdir, "name": name, "job_id": job_id, "user": user}
     out: list[str] = []
     for template in templates:
         try:
-            fields = {f for _, f, _, _ in Formatter().parse(template) if f is not None}
+            parsed = list(Formatter().parse(template))
         except ValueError:
             continue
+        fields = {f for _, f, _, _ in parsed if f is not None}
         if not fields <= _ROOT_PLACEHOLDERS or any(not values[f] for f in fields):
             continue
+        if any(not _component(str(values[f])) for f in fields - {"workdir"}):
+            continue
+        if "workdir" in fields and not str(workdir).startswith("/"):
+            continue
         path = posixpath.normpath(template.format_map(values))
-        if path not in out:
+        if _inside(path, _root_of(parsed, values)) and path not in out:
             out.append(path)
     return out
+
+
+def _root_of(parsed: list[tuple[str, str | None, str | None, str | None]],
+             values: Mapping[str, str | None]) -> str:
+    """The directory a template's result must stay in: literal text up to the first
+    placeholder other than ``{workdir}`` (with ``{workdir}`` filled), cut at its last ``/``."""
+    text = ""
+    for literal, field, _, _ in parsed:
+        text += literal
+        if field is None:
+            continue
+        if field != "workdir":
+            break
+        text += str(values["workdir"])
+    else:
+        return posixpath.normpath(text)
+    return posixpath.normpath(text.rsplit("/", 1)[0] or "/")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -9,14 +9,26 @@ made-up "no metrics".
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
 from probes.logs.parse import parse_log
-from probes.models import CheckpointListing, JobFacts, LogFetch, SchedulerRecord, TrialTree
+from probes.models import (
+    CheckpointListing,
+    CompletionCheck,
+    CompletionFile,
+    JobFacts,
+    JobState,
+    LogFetch,
+    SchedulerRecord,
+    TrialTree,
+)
 from probes.slurm.checkpoints import build_listing, expand_roots
 
 FileCluster = SlurmCluster | ReplayCluster
@@ -37,18 +49,26 @@ def collector_request(
 
         jobs.append({
             "id": r.job_id,
+            "user": r.user,  # the collector reads only files this user owns
             "stdout": r.stdout_path,
             "workdir": r.workdir,
             "offset": (offsets or {}).get(r.stdout_path or "", 0),
+            "completed": r.state is JobState.COMPLETED,
             "checkpoint_roots": roots(cluster.checkpoint_roots),
             "trial_roots": roots(cluster.trial_roots),
         })
-    return {
+    request: dict[str, Any] = {
         "tail_bytes": cluster.tail_bytes,
         "min_lines": cluster.min_log_lines,
         "max_trials": 20000,
         "jobs": jobs,
     }
+    if isinstance(cluster, SlurmCluster):
+        # The collector answers before the command's own timeout (with what it has read).
+        request.update(read_timeout_s=cluster.read_timeout_s,
+                       deadline_s=0.8 * min(cluster.command_timeout_s, cluster.timeout_s),
+                       answer_budget=cluster.answer_budget_bytes)
+    return request
 
 
 def job_facts(
@@ -72,7 +92,21 @@ def job_facts(
         summary=summary,
         checkpoints=_checkpoints(collected.get("checkpoints") or {}),
         trials=trial_tree(collected.get("trials") or {}),
+        completion=completion_check(collected.get("completion")),
     )
+
+
+def completion_check(raw: Any) -> CompletionCheck | None:
+    """The collector's completion files (``probes.remote.completion``); malformed ones dropped."""
+    if not isinstance(raw, Mapping):
+        return None
+    files = []
+    for source in raw.get("sources") or ():
+        with contextlib.suppress(ValidationError, TypeError):
+            files.append(CompletionFile.model_validate(
+                {k: source.get(k) for k in ("path", "kind", "current_steps", "total_steps")}
+                | {"finished": bool(source.get("finished"))}))
+    return CompletionCheck(files=tuple(files))
 
 
 def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:

@@ -9,8 +9,7 @@ cannot read at all is skipped, never guessed. Malformed JSON raises :class:`Comm
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +21,7 @@ from probes.remote.stdio_pattern import job_key as _job_id
 from probes.remote.stdio_pattern import job_user as _job_user
 from probes.remote.stdio_pattern import slurm_number as _number
 from probes.remote.stdio_pattern import slurm_text as _text
+from probes.slurm.scontrol import parse_dependency
 
 _STATE_NAMES = {s.value for s in JobState}
 _STATE_ALIASES = {
@@ -40,7 +40,6 @@ _STATE_ALIASES = {
     "BOOT_FAIL": JobState.NODE_FAIL,
     "DEADLINE": JobState.TIMEOUT,
 }
-_DEP_ELEMENT = re.compile(r"(after\w*):([0-9_:+*]+)")
 
 
 def parse_state(raw: Any) -> JobState:
@@ -62,7 +61,8 @@ def parse_state(raw: Any) -> JobState:
     return JobState.UNKNOWN
 
 
-def _epoch(raw: Any) -> datetime | None:
+def epoch(raw: Any) -> datetime | None:
+    """A SLURM epoch (int or ``{set, number}``); unset, zero or corrupt -> None."""
     value = _number(raw)
     if value is None or value <= 0:
         return None
@@ -90,19 +90,6 @@ def _exit_code(raw: Any) -> tuple[int | None, int | None]:
     return (status >> 8) & 0xFF, (status & 0x7F) or None
 
 
-def parse_dependency(raw: str | None) -> tuple[str, ...]:
-    """Job ids named in a dependency string such as ``afterany:12(unfulfilled),afterok:13``."""
-    if not raw or raw in {"(null)", "null"}:
-        return ()
-    ids: list[str] = []
-    for _kind, targets in _DEP_ELEMENT.findall(raw):
-        for target in targets.split(":"):
-            job = target.split("+")[0].split("(")[0]
-            if job and job[0].isdigit():
-                ids.append(job)
-    return tuple(dict.fromkeys(ids))
-
-
 def record_from_squeue(
     cluster: str, job: Mapping[str, Any], now: datetime,
 ) -> SchedulerRecord | None:
@@ -113,8 +100,8 @@ def record_from_squeue(
     state_block = _block(job, "state")
     state = parse_state(job.get("job_state", state_block.get("current")))
     times = _block(job, "time")
-    start = _epoch(job.get("start_time", times.get("start")))
-    end = _epoch(job.get("end_time", times.get("end")))
+    start = epoch(job.get("start_time", times.get("start")))
+    end = epoch(job.get("end_time", times.get("end")))
     limit_min = _number(job.get("time_limit", times.get("limit")))
     code, signal = _exit_code(job.get("exit_code"))
     array_job, array_task = _array_ids(job)
@@ -130,7 +117,7 @@ def record_from_squeue(
         user=_text(job.get("user_name")) or _text(job.get("user")),
         state=state,
         reason=_text(job.get("state_reason")) or _text(state_block.get("reason")),
-        submit_time=_epoch(job.get("submit_time", times.get("submission"))),
+        submit_time=epoch(job.get("submit_time", times.get("submission"))),
         start_time=start,
         end_time=end if state not in {JobState.PENDING, JobState.RUNNING} else None,
         elapsed_s=_elapsed(state, start, end, now, _number(times.get("elapsed"))),
@@ -167,6 +154,10 @@ def _elapsed(
     state: JobState, start: datetime | None, end: datetime | None, now: datetime,
     recorded: int | None,
 ) -> int | None:
+    if state is JobState.PENDING:
+        # A pending job has not run: its start/end are SLURM's projection (a --begin job's
+        # "elapsed" would be negative, 4294967236 as a u32), so it has no elapsed time.
+        return None
     if recorded is not None and recorded > 0:
         return recorded
     if start is None:
@@ -220,83 +211,6 @@ def slurm_release(data: Any) -> str | None:
     return str(release) if release else None
 
 
-_SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
-
-
-def parse_scontrol_line(line: str) -> dict[str, str]:
-    """Split one ``scontrol show job -o`` line into ``Key -> value``.
-
-    Values may contain spaces (Command, WorkDir, StdOut) and ``=`` (TRES), so a value runs
-    until the next `` Key=`` whose key is followed by ``=``.
-    """
-    fields: dict[str, str] = {}
-    matches = list(_SCONTROL_KEY.finditer(line.rstrip("\n")))
-    for i, m in enumerate(matches):
-        start = m.end()
-        stop = matches[i + 1].start() if i + 1 < len(matches) else len(line.rstrip("\n"))
-        key = m.group(1)
-        if key not in fields:
-            fields[key] = line[start:stop].strip()
-    return fields
-
-
-_SCONTROL_IDS = re.compile(r"JobId=(\d+) (?:ArrayJobId=(\d+) ArrayTaskId=(\d+) )?")
-
-
-def parse_scontrol_all(
-    text: str, wanted: Collection[str] | None = None,
-) -> dict[str, dict[str, str]]:
-    """``scontrol show job -o`` for many jobs -> ``job id -> fields`` (array ids as ``A_T``).
-
-    With ``wanted``, only those jobs' lines are split (the rest are skipped cheaply).
-    """
-    out: dict[str, dict[str, str]] = {}
-    keep = set(wanted) if wanted is not None else None
-    for line in text.splitlines():
-        if "JobId=" not in line:
-            continue
-        if keep is not None and (m := _SCONTROL_IDS.match(line)) is not None and not (
-            m.group(1) in keep or f"{m.group(2)}_{m.group(3)}" in keep
-        ):
-            continue
-        fields = parse_scontrol_line(line)
-        job_id = fields.get("JobId", "")
-        if fields.get("ArrayJobId") and fields.get("ArrayTaskId", "").isdigit():
-            out[f"{fields['ArrayJobId']}_{fields['ArrayTaskId']}"] = fields
-        if job_id:
-            out[job_id] = fields
-    return out
-
-
-def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) -> SchedulerRecord:
-    """Prefer scontrol's expanded StdOut/WorkDir/Dependency where squeue's are missing or raw."""
-    if not fields:
-        return record
-    update: dict[str, Any] = {}
-    stdout = _text(fields.get("StdOut"))
-    if stdout and (not record.stdout_path or "%" in record.stdout_path
-                   or not record.stdout_path.startswith("/")):
-        update["stdout_path"] = stdout
-    workdir = _text(fields.get("WorkDir"))
-    if workdir and not record.workdir:
-        update["workdir"] = workdir
-    dep = _text(fields.get("Dependency"))
-    if dep:
-        ids = tuple(dict.fromkeys((*record.depends_on, *parse_dependency(dep))))
-        if ids != record.depends_on:
-            update["depends_on"] = ids
-        if not record.dependency:
-            update["dependency"] = dep
-    exit_raw = fields.get("ExitCode", "")
-    if record.exit_code is None and re.fullmatch(r"\d+:\d+", exit_raw):
-        code, sig = exit_raw.split(":")
-        update["exit_code"] = int(code)
-        update["exit_signal"] = int(sig) or None
-    if not record.user and (uid := _text(fields.get("UserId"))):
-        update["user"] = uid.split("(")[0]
-    return record.model_copy(update=update) if update else record
-
-
 def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
     """The record with its raw ``--output`` pattern expanded as slurmctld shows ``StdOut``.
 
@@ -331,77 +245,3 @@ def needs_scontrol(record: SchedulerRecord) -> bool:
     if not record.workdir or not path or not path.startswith("/"):
         return True
     return has_stdio_token(path)
-
-
-PLAIN_FORMAT = "%i|%u|%T|%r|%V|%S|%e|%l|%E|%M|%j|%Z|%o"
-"""``squeue -o`` format used when ``--json`` is unavailable (pipe-separated).
-
-The ten fields a user cannot choose come first and the three they can (job name, workdir,
-batch command: any of them may contain ``|``) last, so a job named ``x|alice|RUNNING`` can
-never pass for another user's job or another state; extra pipes are kept in the name.
-``%o`` is the batch command (squeue's ``-o`` has no StdOut letter: that comes from scontrol).
-Run it with ``SLURM_TIME_FORMAT=%s`` so that times are epoch seconds, not the cluster's local
-time without a zone.
-"""
-_PLAIN_FORMAT = PLAIN_FORMAT
-_PLAIN_FIXED = 10
-"""Fields before the free-text tail (name, workdir, command)."""
-
-
-def parse_squeue_plain(text: str, *, cluster: str, now: datetime) -> list[SchedulerRecord]:
-    """Parse ``squeue -h -t all -o PLAIN_FORMAT`` output (times as epoch seconds or ISO)."""
-    records = []
-    for line in text.splitlines():
-        parts = line.split("|")
-        if len(parts) < _PLAIN_FIXED + 3 or not parts[0].strip():
-            continue
-        job_id, user, state_raw, reason, submit, start, end, limit, dep, used = (
-            p.strip() for p in parts[:_PLAIN_FIXED])
-        tail = parts[_PLAIN_FIXED:]
-        name = "|".join(tail[:-2]).strip()
-        workdir, command = tail[-2].strip(), tail[-1].strip()
-        state = parse_state(state_raw)
-        start_at = _plain_time(start)
-        elapsed = parse_duration(used)
-        records.append(SchedulerRecord(
-            cluster=cluster, job_id=job_id, name=name, user=_text(user), state=state,
-            reason=_text(reason), submit_time=_plain_time(submit), start_time=start_at,
-            end_time=_plain_time(end) if state not in {JobState.RUNNING, JobState.PENDING}
-            else None,
-            elapsed_s=elapsed if elapsed is not None or start_at is None
-            else max(0, int((now - start_at).total_seconds())),
-            time_limit_s=parse_duration(limit),
-            workdir=_text(workdir), command=_text(command), dependency=_text(dep),
-            depends_on=parse_dependency(_text(dep)),
-        ))
-    return records
-
-
-def _plain_time(raw: str) -> datetime | None:
-    """Epoch seconds (``SLURM_TIME_FORMAT=%s``) or ISO local time (assumed UTC)."""
-    raw = raw.strip()
-    if raw.isdigit():
-        return _epoch(int(raw))
-    return _iso(raw)
-
-
-def _iso(raw: str) -> datetime | None:
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def parse_duration(raw: str) -> int | None:
-    """``D-HH:MM:SS``, ``HH:MM:SS`` or ``MM:SS`` -> seconds; ``UNLIMITED``/invalid -> None."""
-    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", raw.strip())
-    if not m:
-        return None
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-
-
-def filter_users(records: Iterable[SchedulerRecord], users: Iterable[str]) -> list[SchedulerRecord]:
-    wanted = set(users)
-    return [r for r in records if not wanted or r.user in wanted]

@@ -3,19 +3,19 @@
 Policy:
 
 * A warm sweep on a cluster with ``squeue --json`` is ONE command: the collector (``python3 -``,
-  script on stdin) runs ``squeue --json`` on the login node itself (an argv, no shell), keeps
-  the configured users' job objects, works out each started job's log path with the same
-  ``probes.remote.stdio_pattern`` rules the probe uses, and returns that filtered squeue document
-  (an object in its JSON answer, parsed once here; job objects cut down to the keys the records
-  read, except for ``record``) with every such job's log tail, stat, checkpoint listings and
-  trial trees. ``sacct --json`` for recently finished jobs runs beside it where accounting
-  exists. Only when a log path cannot be expanded from squeue's own fields (a ``%N``-like
-  token, no workdir) does the probe run ``scontrol show job -o`` and a second collector run
-  for those jobs; jobs known only to sacct are collected the same way. Without ``--json``
-  (``squeue -h -t all -o`` with epoch times) it is two steps: squeue, then the collector with
-  the selected jobs. ``round_trips`` counts the commands sent.
-* An unsupported ``--json`` or a cluster without accounting is remembered per probe instance,
-  so later sweeps do not pay for the failed command again.
+  script on stdin) runs ``squeue --json`` on the login node (an argv, no shell), keeps the
+  users' job objects (cut down to the keys the records read, except for ``record``), expands
+  each started job's log path with ``probes.remote.stdio_pattern`` and answers with the
+  document and every such job's files. ``sacct --json`` runs beside it where accounting
+  exists. A log path squeue's fields cannot give (``%N``, no workdir) costs ``scontrol show
+  job -o`` and a second collector run for those jobs (as do jobs known only to sacct).
+  Without ``--json`` it is squeue -o, scontrol, then the collector. ``round_trips`` counts.
+* An unsupported ``--json`` or a cluster without accounting is remembered per probe instance
+  for an hour (``probes.slurm.commands.Capability``), then probed again: later sweeps do not
+  pay for the failed command every time, and a cluster that gains the feature gets it used.
+* The plain format is nonce-delimited (``probes.slurm.plain``) and its StdOut/WorkDir come
+  from one ``scontrol show job -o``, read with what squeue said (``probes.slurm.scontrol``):
+  no job's name or paths can start another record or add a key.
 * Jobs are those of the configured ``users`` (default: the login user) that are active or
   ended within ``recent_hours`` (decided here, after parsing). Pending jobs have no log yet
   and are not collected.
@@ -29,35 +29,39 @@ Policy:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from probes.config import SlurmCluster
-from probes.errors import CommandError, InvalidJobIdError, ProbeError
+from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import SLURM_ID, validate_job_id
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm.assemble import collector_request, job_facts
+from probes.slurm.commands import (
+    NO_JSON,
+    NO_SACCT,
+    Capability,
+    check_document,
+    first_probe_error,
+    json_document,
+    mentions,
+    queue_answer,
+    run_collector,
+)
 from probes.slurm.parse import (
-    PLAIN_FORMAT,
     expand_stdout,
-    merge_scontrol,
     needs_scontrol,
-    parse_scontrol_all,
     parse_squeue_json,
-    parse_squeue_plain,
     records_from_squeue,
     slurm_release,
 )
+from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
+from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
-
-_NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
-_NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
-             "could not start", "command not found", "not found")
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,23 @@ class SlurmProbe:
         self._aliases = dict(aliases or {})
         self._clock = clock or (lambda: datetime.now(UTC))
         self._runner_factory = runner_factory or make_runner
-        self.json_supported = True
-        self.sacct_available = True
+        self._json = Capability()
+        self._sacct_cap = Capability()
+        self._now = self._clock()
 
     @property
     def cluster(self) -> SlurmCluster:
         return self._cluster
+
+    @property
+    def json_supported(self) -> bool:
+        """``squeue --json`` believed to work (re-probed an hour after it failed)."""
+        return self._json.believed
+
+    @property
+    def sacct_available(self) -> bool:
+        """``sacct --json`` believed to work (re-probed an hour after it failed)."""
+        return self._sacct_cap.believed
 
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         """One sweep; never raises for an unreachable or failing cluster."""
@@ -189,73 +204,91 @@ class SlurmProbe:
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
-        With ``one_trip`` and ``users`` (and ``--json``), squeue runs inside the collector,
-        which also collects those users' started jobs (``Snapshot.collected``). ``scontrol
-        show job -o`` runs only when a log path cannot be expanded from squeue's own fields
-        (see ``expand_stdout``) or when ``with_scontrol`` asks for it (``record`` keeps it
-        verbatim). With ``users``, only their jobs are parsed into records. Unless
-        ``verbatim`` (``record``), the collector sends each job object cut down to the keys
-        the records are built from (``SQUEUE_JOB_KEYS``).
-        """
+        With ``one_trip`` and ``users`` (and ``--json``) squeue runs inside the collector,
+        which collects those users' started jobs too (``Snapshot.collected``). scontrol runs
+        on the plain path, for a path squeue's fields cannot give, or ``with_scontrol``
+        (``record``, which also asks for the job objects ``verbatim``)."""
+        self._now = now
+        nonce = new_nonce()
         queue = None
         if one_trip and users is not None:
-            wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
-            queue = {**collector_request([], self._cluster),
-                     "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                                "since": self._cutoff(now).timestamp(), **wanted},
-                     "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
-                               "trial": list(self._cluster.trial_roots)},
-                     "offsets": dict(offsets or {})}
+            queue = self._queue_request(now, users, offsets, verbatim)
         try:
             async with asyncio.TaskGroup() as group:
-                squeue = group.create_task(self._squeue(runner, queue))
+                squeue = group.create_task(self._squeue(runner, queue, nonce))
                 sacct = group.create_task(self._sacct(runner))
         except BaseExceptionGroup as failed:
             # Re-raise the member itself: it already chains the library's original error.
-            raise _first_probe_error(failed)  # noqa: B904
+            raise first_probe_error(failed)  # noqa: B904
         (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
         if document is not None:
             parsed = records_from_squeue(document, cluster=name, now=now, users=users,
                                          since=self._cutoff(now))
         else:
-            parsed = parse_squeue_plain(squeue_text, cluster=name, now=now)
+            parsed = parse_squeue_plain(squeue_text, cluster=name, now=now, nonce=nonce)
         records = {r.job_id: r for r in parsed if users is None or r.user in users}
         if sacct_text:
             for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
                 records.setdefault(r.job_id, r)
-        records = {k: expand_stdout(r) for k, r in records.items()}
         scontrol_text = ""
+        if document is None and records:
+            # squeue -o has no StdOut: scontrol's (expanded) paths, one command for all jobs.
+            scontrol_text = await self._scontrol(runner)
+            records = self._merged(records, scontrol_text)
+        records = {k: expand_stdout(r) for k, r in records.items()}
         raw = [r for r in records.values() if needs_scontrol(r)]
         if collected is not None:
             # Only the jobs this sweep reports and the collector could not read count: a
             # %N job that ended hours ago must not cost every sweep a round trip.
             raw = [r for r in raw if r.job_id not in collected and self._recent(r, now)]
-        if with_scontrol or raw:
+        if not scontrol_text and (with_scontrol or raw):
             scontrol_text = await self._scontrol(runner)
-            fields = parse_scontrol_all(scontrol_text, wanted=records.keys())
-            records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
+            records = self._merged(records, scontrol_text)
         return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
                         sacct_text, tuple(records.values()),
                         slurm_release(document) if document is not None else None, collected,
                         document)
 
+    def _queue_request(self, now: datetime, users: Collection[str],
+                       offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
+        """The one-trip collector request: squeue runs inside it, the roots filled there."""
+        wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
+        return {**collector_request([], self._cluster),
+                "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
+                           "since": self._cutoff(now).timestamp(), **wanted},
+                "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
+                          "trial": list(self._cluster.trial_roots)},
+                "offsets": dict(offsets or {})}
+
+    @staticmethod
+    def _merged(records: dict[str, SchedulerRecord], scontrol_text: str,
+                ) -> dict[str, SchedulerRecord]:
+        """Records with scontrol's fields, read with what squeue said (no record forgery)."""
+        fields = parse_scontrol_all(scontrol_text, wanted=records.keys(),
+                                    known={k: known_from(r) for k, r in records.items()})
+        return {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
+
     async def _squeue(
-        self, runner: Runner, queue: Mapping[str, Any] | None,
+        self, runner: Runner, queue: Mapping[str, Any] | None, nonce: str,
     ) -> tuple[str, dict[str, Any] | None, Mapping[str, Any] | None]:
         """``(text, document, collected)``: ``document`` is the parsed ``--json`` output
         (``None`` on the plain format; ``text`` is empty when it came parsed from the
         collector); ``collected`` only when squeue ran in the collector."""
-        if self.json_supported:
+        if self._json.worth_trying(self._now):
             res, document, collected = await self._squeue_json(runner, queue)
             if document is not None:
-                return "", document, collected
+                self._json.found()
+                return "", check_document(document, res.stderr, runner.target), collected
             if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
-                return res.stdout, _json_document(res.stdout), collected
-            if res.exit_status != 0 and not _mentions(res.stderr, _NO_JSON):
+                self._json.found()
+                document = json_document(res.stdout)
+                return res.stdout, check_document(document, res.stderr, runner.target), collected
+            if res.exit_status != 0 and not mentions(res.stderr, NO_JSON):
                 raise res.failure(runner.target)
-            self.json_supported = False
-        plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o", PLAIN_FORMAT]
+            self._json.missing(self._now)
+        plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o",
+                 plain_format(nonce)]
         res = await runner.run(plain)
         return res.stdout, None, None
 
@@ -272,7 +305,7 @@ class SlurmProbe:
         if queue is not None:
             res = await runner.run(["python3", "-"], stdin=build_collector_script(queue),
                                    check=False)
-            answer = _queue_answer(res)
+            answer = queue_answer(res)
             if answer is not None:
                 out = answer["squeue"]
                 document = out.get("json")
@@ -287,7 +320,7 @@ class SlurmProbe:
         return res.stdout if res.exit_status == 0 else ""
 
     async def _sacct(self, runner: Runner) -> str | None:
-        if not self.sacct_available:
+        if not self._sacct_cap.worth_trying(self._now):
             return None
         seconds = max(60, int(self._cluster.recent_hours * 3600))
         users = ",".join(self._users(runner))
@@ -295,9 +328,10 @@ class SlurmProbe:
             ["sacct", "--json", "-X", "-S", f"now-{seconds}", "-u", users], check=False,
         )
         if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
+            self._sacct_cap.found()
             return res.stdout
-        if res.exit_status == 127 or _mentions(res.stderr, _NO_SACCT):
-            self.sacct_available = False  # a cluster without accounting stays without it
+        if res.exit_status == 127 or mentions(res.stderr, NO_SACCT):
+            self._sacct_cap.missing(self._now)  # tried again after Capability.recheck
         return None
 
     async def complete_files(
@@ -326,23 +360,7 @@ class SlurmProbe:
             return {}
         script = build_collector_script(collector_request(started, self._cluster,
                                                           offsets=offsets))
-        error = "collector did not run"
-        for _attempt in (1, 2):
-            res = await runner.run(["python3", "-"], stdin=script, check=False)
-            if res.exit_status != 0:
-                error = str(res.failure(runner.target))
-                continue
-            try:
-                answer = json.loads(res.stdout)
-            except ValueError as exc:
-                error = f"collector printed unreadable output on {runner.target}: {exc}"
-                continue
-            jobs = answer.get("jobs") if isinstance(answer, dict) else None
-            if isinstance(jobs, dict):
-                return jobs
-            error = f"collector answer on {runner.target} has no jobs"
-        return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
-                                   "error": error, "attempts": 2}} for r in started}
+        return await run_collector(runner, script, started)
 
     # -- selection and assembly --------------------------------------------------------
 
@@ -382,45 +400,3 @@ def _slurm_id(job_id: str) -> str:
     if not SLURM_ID.match(job_id):
         raise InvalidJobIdError(f"{job_id!r} is not a SLURM job id (digits, optionally _N or +N)")
     return job_id
-
-
-def _first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first ProbeError of a failed fan-out (one reason is enough for the report)."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_probe_error(exc)
-        if isinstance(exc, ProbeError):
-            return exc
-    return group
-
-
-def _queue_answer(res: CommandResult) -> dict[str, Any] | None:
-    """The one-trip collector's answer, or ``None`` when it did not run properly."""
-    if res.exit_status != 0:
-        return None
-    try:
-        answer = json.loads(res.stdout)
-    except ValueError:
-        return None
-    if not isinstance(answer, dict) or not isinstance(answer.get("jobs"), dict):
-        return None
-    out = answer.get("squeue")
-    if not isinstance(out, dict) or not isinstance(out.get("exit"), int):
-        return None
-    return answer
-
-
-def _mentions(text: str, needles: Sequence[str]) -> bool:
-    low = text.lower()
-    return any(n in low for n in needles)
-
-
-def _json_document(text: str) -> dict[str, Any]:
-    """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise CommandError("squeue --json output has no 'jobs' list")
-    return data

@@ -3,21 +3,33 @@
 Policy: the files hold only the kept (selected) jobs, each scheduler object and scontrol line
 verbatim, so a recording carries no other user's jobs and replays through the same parsers.
 ``SlurmProbe.capture`` gathers; ``record`` writes what it captured.
+
+A recording holds other users' job names, paths and log tails, so it is written for its owner
+only: the directory 0700, each file 0600, every file opened below the directory's own
+descriptor with ``O_NOFOLLOW`` (a symlink planted inside DIR is refused, never written
+through). A non-empty DIR that is not a recording (no ``cluster.json`` of this format) is
+refused before anything connects. Nothing from the environment is captured: the files hold
+what the scheduler and the collector answered, and the meta below.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from probes.config import SlurmCluster
+from probes.errors import ProbeError
 from probes.models import SchedulerRecord
-from probes.slurm.parse import parse_scontrol_all, record_from_squeue
+from probes.slurm.parse import record_from_squeue
 from probes.slurm.probe import SlurmProbe, Snapshot
+from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.transport import RunnerFactory
 
 
@@ -28,24 +40,81 @@ def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[
     Only the ``keep`` jobs' objects and scontrol lines are written, each verbatim; a cluster
     that only speaks ``squeue -o`` gets a synthesized ``squeue --json``.
     """
-    dest.mkdir(parents=True, exist_ok=True)
     name = str(meta["name"])
     now = datetime.fromisoformat(str(meta["recorded_at"]).replace("Z", "+00:00"))
-    _write_json(dest / "cluster.json", meta)
     if snap.document is not None:
         squeue = _only_jobs(snap.document, keep, name, now)
     else:
         squeue = _synthesized_squeue([r for r in snap.records if r.job_id in keep])
-    _write_json(dest / "squeue.json", squeue)
-    if snap.sacct:
-        _write_json(dest / "sacct.json", _only_jobs(json.loads(snap.sacct), keep, name, now))
     lines = [ln for ln in snap.scontrol.splitlines() if parse_scontrol_all(ln).keys() & keep]
-    (dest / "scontrol.txt").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
-    _write_json(dest / "collected.json", {"protocol": 1, "jobs": collected})
+    files = {"cluster.json": _json(meta), "squeue.json": _json(squeue),
+             "scontrol.txt": "".join(f"{ln}\n" for ln in lines),
+             "collected.json": _json({"protocol": 1, "jobs": collected})}
+    if snap.sacct:
+        files["sacct.json"] = _json(_only_jobs(json.loads(snap.sacct), keep, name, now))
+    fd = _open_dest(dest)
+    try:
+        for file_name, text in files.items():
+            _write_private(fd, file_name, text)
+    finally:
+        os.close(fd)
 
 
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+def check_dest(dest: Path) -> None:
+    """Refuse a DIR that is a symlink, not a directory, or non-empty and not a recording."""
+    if dest.is_symlink():
+        raise RecordingRefused(f"{dest} is a symbolic link: not written through")
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise RecordingRefused(f"{dest} exists and is not a directory")
+    if any(dest.iterdir()) and not _is_recording(dest / "cluster.json"):
+        raise RecordingRefused(f"{dest} is not empty and is not a recording: refusing to"
+                               " write into it")
+
+
+def _is_recording(path: Path) -> bool:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")) if not path.is_symlink() else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == 1 and "recorded_at" in meta
+
+
+def _open_dest(dest: Path) -> int:
+    """DIR created 0700 (or tightened to it), opened without following a link."""
+    check_dest(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        dest.mkdir(mode=0o700)
+    fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+def _write_private(dir_fd: int, name: str, text: str) -> None:
+    """One file 0600 under ``dir_fd``; a symlink (or anything not a regular file) there is
+    refused, never written through."""
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600,
+                     dir_fd=dir_fd)
+    except OSError as exc:
+        raise RecordingRefused(f"cannot write {name} in the recording: {exc}") from exc
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # a hard link: someone else's
+            raise RecordingRefused(f"{name} in the recording is not a file of its own")
+        os.fchmod(fd, 0o600)
+        fh.truncate(0)
+        fh.write(text)
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=1) + "\n"
+
+
+class RecordingRefused(ProbeError):
+    """DIR cannot safely hold a recording (the message says why)."""
 
 
 def _only_jobs(data: Mapping[str, Any], keep: set[str], cluster: str, now: datetime,
@@ -91,6 +160,7 @@ async def record(
     and scontrol line verbatim, so a recording carries no other user's jobs. Raises
     ``ProbeError`` when the cluster cannot be read.
     """
+    check_dest(dest)  # before anything connects
     probe = SlurmProbe(cluster, aliases=aliases, clock=clock, runner_factory=runner_factory)
     cap = await probe.capture()
     meta = {"format": 1, "name": cluster.name, "kind": "slurm",

@@ -29,11 +29,8 @@ from probes.config import ReplayCluster
 from probes.errors import CommandError, ProbeError
 from probes.models import ClusterFacts, JobFacts, SchedulerRecord
 from probes.slurm.assemble import job_facts
-from probes.slurm.parse import (
-    merge_scontrol,
-    parse_scontrol_all,
-    parse_squeue_json,
-)
+from probes.slurm.parse import parse_squeue_json
+from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 
 FORMAT = 1
 
@@ -112,7 +109,8 @@ def load_recording(
         for r in parse_squeue_json(sacct, cluster=cluster_name, now=now):
             records.setdefault(r.job_id, r)
     if (root / "scontrol.txt").exists():
-        fields = parse_scontrol_all((root / "scontrol.txt").read_text(encoding="utf-8"))
+        fields = parse_scontrol_all((root / "scontrol.txt").read_text(encoding="utf-8"),
+                                    known={k: known_from(r) for k, r in records.items()})
         records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
     collected = _read_json(root / "collected.json") if (root / "collected.json").exists() else {}
     jobs = collected.get("jobs", {}) if isinstance(collected, dict) else {}

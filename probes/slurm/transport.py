@@ -16,11 +16,14 @@ Policy:
   ``AuthError``; a non-zero exit or a command timeout -> ``CommandError``.
 * One :class:`SshRunner` is one connection, opened on the first command and reused for every
   command until :meth:`SshRunner.aclose` (the probe makes one runner per sweep).
+* A command never outlives its wait: on a timeout, a cancelled sweep or a lost connection the
+  remote command is sent TERM and its channel closed (a local one is killed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import os
 import shlex
@@ -137,11 +140,13 @@ class LocalRunner:
             async with asyncio.timeout(self._timeout):
                 out, err = await proc.communicate(data)
         except TimeoutError as exc:
-            proc.kill()
-            await proc.wait()
             raise CommandError(
                 f"`{args[0]}` timed out after {self._timeout:g}s locally"
             ) from exc
+        finally:
+            if proc.returncode is None:  # timed out or cancelled: nothing of ours outlives it
+                proc.kill()
+                await proc.wait()
         result = CommandResult(args, proc.returncode if proc.returncode is not None else -1,
                                out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
         if check and result.exit_status != 0:
@@ -186,16 +191,23 @@ class SshRunner:
         self._sent += 1
         args = tuple(str(a) for a in argv)
         timeout = self._cluster.command_timeout_s
+        process: asyncssh.SSHClientProcess[str] | None = None
         try:
             async with asyncio.timeout(timeout):
-                done = await conn.run(shell_join(args), input=stdin, check=False,
-                                      encoding="utf-8", errors="replace")
+                process = await conn.create_process(shell_join(args), input=stdin,
+                                                    encoding="utf-8", errors="replace")
+                done = await process.wait(check=False)
         except TimeoutError as exc:
             raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
                 from exc
         except (asyncssh.Error, OSError) as exc:
             raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
                 from exc
+        finally:
+            # Whatever ended the wait (a timeout, the sweep's deadline, a lost connection), the
+            # remote command must not outlive it: signal it and close its channel.
+            if process is not None and process.exit_status is None:
+                _abandon(process)
         status = done.exit_status if done.exit_status is not None else -1
         result = CommandResult(args, status, _text(done.stdout), _text(done.stderr))
         if check and status != 0:
@@ -262,6 +274,15 @@ class SshRunner:
         if conn is not None:
             conn.close()
             await conn.wait_closed()
+
+
+def _abandon(process: asyncssh.SSHClientProcess[str]) -> None:
+    """TERM the remote command (sshd delivers it where it supports signals) and close the
+    channel; the collector also exits by itself once its session is gone."""
+    with contextlib.suppress(asyncssh.Error, OSError):
+        process.terminate()
+    with contextlib.suppress(asyncssh.Error, OSError):
+        process.close()
 
 
 def _known_hosts_path(cluster: SlurmCluster) -> str:

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from bot.cli import DEMO_RECORDING
+from bot.config import ConfigSource
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
 from tests.bot.builders import FakeClock
@@ -55,7 +56,8 @@ async def main(requests: int) -> None:
         clock = FakeClock()
         sweeper = Sweeper(lambda: config, state=store, clock=clock)
         try:
-            async with running_bot(slack, store, sweeper, clock) as h:  # type: ignore[arg-type]
+            async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
+                                   config=ConfigSource.fixed(config)) as h:
                 cold = await asyncio.gather(*(timed_command(h) for _ in range(50)))
                 collections = sweeper.probe_collections
                 warm = [await timed_command(h) for _ in range(requests)]

@@ -7,7 +7,10 @@ Prints:
 2. the sweep's wall time beside the floor, measured directly: one connection, one
    `squeue --json`, then one batched tail of every log (target <= 1.5x);
 3. the sweep time with one 2 GB log (sparse file + real tail lines) beside one 10 MB log
-   (target <= 1.2x).
+   (target <= 1.2x);
+4. (``--hostile``, alone) at --jobs jobs: the sweep time with one job whose StdOut is a FIFO
+   beside the same sweep without it, and the collector's answer size in bytes at a given
+   ``answer_budget_bytes`` (``--budget``, default 1 MiB) beside the default budget's.
 Every job it submits is cancelled at the end, and its scratch directory removed.
 """
 
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from probes.config import SlurmCluster  # noqa: E402
-from probes.models import JobState  # noqa: E402
+from probes.models import ClusterFacts, JobState  # noqa: E402
 from probes.slurm.parse import parse_squeue_json  # noqa: E402
 from probes.slurm.probe import SlurmProbe  # noqa: E402
 from probes.slurm.transport import SshRunner  # noqa: E402
@@ -189,16 +192,80 @@ async def measure_big_log(run_dir: str, tag: str, repeat: int) -> None:
           f"{results['2 GB']:.2f}s; ratio {ratio:.2f}x (target <= 1.2x)")
 
 
+class CountingRunner:
+    """An SshRunner that remembers how many bytes each collector run answered."""
+
+    def __init__(self, cluster_: SlurmCluster) -> None:
+        self._inner = SshRunner(cluster_)
+        self.target, self.login_user = self._inner.target, self._inner.login_user
+
+    @property
+    def commands_sent(self) -> int:
+        return self._inner.commands_sent
+
+    async def run(self, argv: list[str], *, stdin: str | None = None,
+                  check: bool = True) -> object:
+        res = await self._inner.run(argv, stdin=stdin, check=check)
+        if argv[0] == "python3":
+            ANSWERS.append(len(res.stdout.encode()))
+        return res
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+ANSWERS: list[int] = []
+
+
+async def hostile_sweep(repeat: int, **over: object) -> tuple[float, ClusterFacts, int]:
+    probe = SlurmProbe(cluster(**over), runner_factory=CountingRunner)  # type: ignore[arg-type]
+    ANSWERS.clear()
+    wall, facts = await timed(probe.collect, repeat)
+    assert isinstance(facts, ClusterFacts)
+    return wall, facts, max(ANSWERS, default=0)
+
+
+async def measure_hostile(run_dir: str, tag: str, total: int, repeat: int, budget: int,
+                          ) -> list[str]:
+    """One FIFO StdOut among ``total`` jobs; the collector's answer at a budget."""
+    fifo = f"{run_dir}/logs/fifo.out"
+    await ssh(["mkdir", "-p", f"{run_dir}/logs"])
+    # Submitted first, so it runs (the node runs 256 jobs at once; the rest wait).
+    ids = [(await ssh(["sbatch", "--parsable", "-J", f"bench-{tag}-fifo", "-o", fifo,
+                       "--wrap", f"rm -f {fifo}; mkfifo {fifo}; sleep 600"])).strip()]
+    ids += await submit(run_dir, tag, 0, total - 1)
+    await wait_started(ids)
+    wall, facts, size = await hostile_sweep(repeat, recent_hours=1.0)
+    (job,) = [j for j in facts.jobs if j.record.job_id == ids[0]]
+    fifo_log = job.log.status if job.log else None, job.log.error if job.log else None
+    await ssh(["rm", "-f", fifo])  # the same jobs, the FIFO gone: the baseline
+    base, _, _ = await hostile_sweep(repeat, recent_hours=1.0)
+    print(f"{total} jobs ({len(facts.jobs)} in the sweep): sweep {base:.2f}s; with one FIFO"
+          f" StdOut {wall:.2f}s (cluster {facts.status}, FIFO job {fifo_log[0]}: {fifo_log[1]})")
+    _, facts, capped_size = await hostile_sweep(1, recent_hours=1.0,
+                                                answer_budget_bytes=budget)
+    over = sum(1 for j in facts.jobs
+               if j.log is not None and "answer budget" in (j.log.error or ""))
+    print(f"collector answer: {size} bytes at the default budget (32 MiB); "
+          f"{capped_size} bytes at a {budget}-byte budget ({over} jobs fetch-failed beyond it)")
+    return ids
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--small", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hostile", action="store_true")
+    parser.add_argument("--budget", type=int, default=1 << 20)
     args = parser.parse_args()
     tag = secrets.token_hex(3)
     run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/bench-{tag}"
     ids: list[str] = []
     try:
+        if args.hostile:
+            ids = await measure_hostile(run_dir, tag, args.jobs, args.repeat, args.budget)
+            return
         ids = await measure_jobs(run_dir, tag, args.small, args.jobs, args.repeat)
         await ssh(["scancel", *ids])
         ids = []

@@ -95,7 +95,9 @@ def collapsing(job_id: str = "4242", *, user: str | None = "alice", cluster: str
 
 def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
                  clusters: Sequence[str] = ("alpha",), unreachable: Sequence[str] = (),
-                 degraded: str | None = None) -> SweepResult:
+                 degraded: str | None = None,
+                 labels: dict[tuple[str, str], dict[str, str]] | None = None) -> SweepResult:
+    """A sweep of ``details``; ``labels`` adds record labels per (cluster, job id)."""
     names = [*clusters, *unreachable]
     report = report_of(*(d.report for d in details), at=at, clusters=[
         ClusterReport(name=n, kind="slurm", status="unreachable" if n in unreachable else "ok",
@@ -105,7 +107,8 @@ def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
     facts = tuple(
         cluster(n, [
             facts_of(record(d.report.name, d.report.job_id, d.report.state, cluster=n,
-                            user=d.report.user, workdir="/work/run", **_UNTIMED),
+                            user=d.report.user, workdir="/work/run",
+                            labels=(labels or {}).get((n, d.report.job_id), {}), **_UNTIMED),
                      log_fetch=log(path=d.report.log_path, text=tail, **_UNTIMED_LOG),
                      no_summary=True)
             for d in details if d.report.cluster == n], collected_at=at)
@@ -138,9 +141,6 @@ class FakeSweeper:
         if self.on_cancel is not None:
             self.on_cancel(cluster, job_id)
         self.cancels.append((cluster, job_id))
-
-    def config(self) -> Config:
-        return self.conf
 
     async def aclose(self) -> None:
         return None

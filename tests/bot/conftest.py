@@ -7,6 +7,7 @@ skipped with the reason, and under ``CI=true`` they fail. Every test that takes 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -22,7 +23,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from bot.app import Bot, build_app, make_web_client
-from bot.config import Config, RedisSection, SlackSection
+from bot.config import Config, ConfigSource, RedisSection, SlackSection
 from bot.digest import Pacer
 from bot.server import build_web_app
 from bot.settings import Settings
@@ -121,13 +122,31 @@ class Harness:
         return status, f"/webhook/{hook}"
 
     async def press(self, action_id: str, value: str, *, user: str,
-                    blocks: list[dict[str, Any]] | None = None) -> tuple[int, str]:
+                    blocks: list[dict[str, Any]] | None = None,
+                    channel: str = "D0ALICE", ts: str = "1700000000.000001") -> tuple[int, str]:
         self.replies += 1
         hook = f"act{self.replies}"
-        body = action_body(action_id, value, user=user,
+        body = action_body(action_id, value, user=user, channel=channel, message_ts=ts,
                            response_url=self.slack.response_url(hook), blocks=blocks)
         status, _ = await self.post(body, signed_headers(body))
         return status, f"/webhook/{hook}"
+
+    def alert_post(self, ref: str = "alpha:4242") -> dict[str, Any]:
+        """The latest alert the bot posted for ``ref``: its channel, ts and blocks."""
+        posts = [c for c in self.slack.to("/api/chat.postMessage")
+                 if ref in str(c.params.get("blocks", ""))]
+        assert posts, f"no alert posted for {ref}"
+        blocks = posts[-1].params["blocks"]
+        return {"channel": posts[-1].answer["channel"], "ts": posts[-1].answer["ts"],
+                "blocks": json.loads(blocks) if isinstance(blocks, str) else blocks}
+
+    async def press_alert(self, action_id: str, *, user: str, ref: str = "alpha:4242",
+                          value: str | None = None) -> str:
+        """Press a button on the alert the bot posted for ``ref``; return the hook path."""
+        where = self.alert_post(ref)
+        _, hook = await self.press(action_id, value or ref, user=user, blocks=where["blocks"],
+                                   channel=where["channel"], ts=where["ts"])
+        return hook
 
     async def get(self, path: str) -> tuple[int, str]:
         async with self.http.get(self.url + path) as response:
@@ -137,14 +156,18 @@ class Harness:
 @asynccontextmanager
 async def running_bot(
     slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock,
-    *, connected: Callable[[], Any] | None = None,
+    *, connected: Callable[[], Any] | None = None, config: ConfigSource | None = None,
 ) -> AsyncIterator[Harness]:
-    """Serve a bot over HTTP until the block ends; drains its tasks before stopping."""
+    """Serve a bot over HTTP until the block ends; drains its tasks before stopping.
+
+    ``config``: the bot's config source (default: the fake sweeper's fixed ``conf``).
+    """
     settings = Settings(slack_bot_token="xoxb-test", slack_signing_secret=SIGNING_SECRET,
                         slack_api_url=slack.base_url)
     telemetry = Telemetry()
     client = make_web_client(settings, telemetry)
-    bot = Bot(settings=settings, sweeper=sweeper, store=store, client=client,
+    source = config if config is not None else ConfigSource.fixed(sweeper.conf)
+    bot = Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,
               telemetry=telemetry, clock=clock)
     bot.digest.pacer = Pacer(0.0)  # no real-clock waits; pacing has its own fake-time test
     app = build_app(bot)

@@ -1,8 +1,11 @@
 """A fake Slack: the Web API methods the bot calls, the upload URL and response_url webhooks.
 
 It is a real aiohttp server on 127.0.0.1 port 0 (the bot's slack_sdk client and Bolt's
-``respond()`` talk to it over HTTP, exactly as to Slack). Every request is recorded. A method
-can be told to answer 429 with ``Retry-After`` a number of times. The helpers at the bottom
+``respond()`` talk to it over HTTP, exactly as to Slack). Every request is recorded with the
+answer given. A method can be told to answer 429 with ``Retry-After`` a number of times, or to
+fail with one of Slack's errors (``not_in_channel``, ``user_not_found``, ...) for some calls
+(optionally only for one channel or user); a response_url can be told to answer 404 as an
+expired one does. The helpers at the bottom
 sign requests to the bot the way Slack does (v0 HMAC-SHA256 of ``v0:{ts}:{body}``).
 """
 
@@ -29,6 +32,7 @@ class Call:
     params: dict[str, Any]
     headers: dict[str, str]
     status: int = 200
+    answer: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -36,6 +40,10 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)
     """method -> Retry-After seconds of the 429s still to give."""
+    failures: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    """method -> (Slack error, only for this channel/user or None) still to give."""
+    gone_hooks: set[str] = field(default_factory=set)
+    """response_url names that answer 404 (expired or used up)."""
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -74,6 +82,18 @@ class FakeSlack:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         self.rate_limits.setdefault(method, []).extend([retry_after] * times)
 
+    def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None) -> None:
+        """The next ``times`` calls of ``method`` (to ``target`` only, if given) fail."""
+        self.failures.setdefault(method, []).extend([(error, target)] * times)
+
+    def _failure(self, method: str, params: dict[str, Any]) -> str | None:
+        pending = self.failures.get(method) or []
+        for index, (error, target) in enumerate(pending):
+            if target is None or target in (params.get("channel"), params.get("users")):
+                del pending[index]
+                return error
+        return None
+
     # -- queries --------------------------------------------------------------------------------
 
     def paths(self) -> list[str]:
@@ -90,8 +110,9 @@ class FakeSlack:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    async def _record(self, request: web.Request, params: dict[str, Any], status: int) -> None:
-        call = Call(request.path, params, dict(request.headers), status)
+    async def _record(self, request: web.Request, params: dict[str, Any], status: int,
+                      answer: dict[str, Any] | None = None) -> None:
+        call = Call(request.path, params, dict(request.headers), status, answer or {})
         async with self._changed:
             self.calls.append(call)
             self._changed.notify_all()
@@ -105,8 +126,13 @@ class FakeSlack:
             await self._record(request, params, 429)
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(retry_after)})
-        await self._record(request, params, 200)
-        return web.json_response(self._answer(method, params))
+        error = self._failure(method, params)
+        if error is not None:
+            await self._record(request, params, 400, {"ok": False, "error": error})
+            return web.json_response({"ok": False, "error": error})
+        answer = self._answer(method, params)
+        await self._record(request, params, 200, answer)
+        return web.json_response(answer)
 
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
@@ -151,6 +177,9 @@ class FakeSlack:
         return ws
 
     async def _webhook(self, request: web.Request) -> web.Response:
+        if request.match_info["name"] in self.gone_hooks:
+            await self._record(request, await request.json(), 404)
+            return web.Response(status=404, text="no_active_hooks")
         await self._record(request, await request.json(), 200)
         return web.Response(text="ok")
 

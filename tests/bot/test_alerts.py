@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.alerts import collapse_blocks
+from bot.messages import collapse_message
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import make_config, running_bot
@@ -22,7 +22,7 @@ def _buttons(blocks: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def test_cancel_button_is_danger_with_confirmation() -> None:
     """The cancel button has style danger, a confirm dialog, and the job ref in value."""
-    cancel, keep, snooze = _buttons(collapse_blocks(collapsing(), can_cancel=True))
+    cancel, keep, snooze = _buttons(collapse_message(collapsing(), can_cancel=True).blocks)
     assert cancel["action_id"] == "cancel_salvage" and cancel["value"] == "alpha:4242"
     assert cancel["style"] == "danger"
     confirm = cancel["confirm"]
@@ -33,13 +33,13 @@ def test_cancel_button_is_danger_with_confirmation() -> None:
 
 def test_recommendation_only_has_acknowledge() -> None:
     """Without cancel permission the only button is acknowledge."""
-    (only,) = _buttons(collapse_blocks(collapsing(), can_cancel=False))
+    (only,) = _buttons(collapse_message(collapsing(), can_cancel=False).blocks)
     assert only["action_id"] == "acknowledge"
 
 
 def test_evidence_shows_each_signal_with_window_and_sparkline() -> None:
     """The message names each signal's value and window mean and draws sparklines."""
-    text = blocks_text(collapse_blocks(collapsing(), can_cancel=True))
+    text = blocks_text(collapse_message(collapsing(), can_cancel=True).blocks)
     assert "`grad_norm` step 27: 2.80 vs window mean 0.3 (10 pts)" in text
     assert "`entropy` step 27: 0.3 vs window mean 0.9" in text
     assert "banked checkpoint: step 20" in text
@@ -114,7 +114,7 @@ async def test_new_collapse_after_keep_running_opens_a_new_episode(
     sweeper = FakeSweeper(make=lambda: sweep_result([sick]), conf=config)
     async with running_bot(slack, store, sweeper, clock) as h:
         await h.bot.alerter.process([sick], config)
-        await h.press("keep_running", "alpha:4242", user="UALICE")
+        await h.press_alert("keep_running", user="UALICE")
         await h.bot.tasks.drain()
         assert not await h.bot.alerter.process([sick], config)
         assert await h.bot.alerter.process([later], config) == ["alpha:4242"]
@@ -130,7 +130,7 @@ async def test_snooze_silences_until_it_lapses(
     sweeper = FakeSweeper(make=lambda: sweep_result([later]), conf=config)
     async with running_bot(slack, store, sweeper, clock) as h:
         await h.bot.alerter.process([collapsing()], config)
-        await h.press("snooze", "alpha:4242", user="UALICE")
+        await h.press_alert("snooze", user="UALICE")
         await h.bot.tasks.drain()
         clock.advance(3 * 3600)
         assert not await h.bot.alerter.process([later], config)

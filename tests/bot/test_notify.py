@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import scheduled_sweep
-from bot.notify import dm_text
+from bot.messages import job_end_dm
 from bot.store import RedisStore
 from probes.models import JobState
 from report.changes import Change
@@ -117,6 +117,6 @@ def test_stall_and_zombie_dms_say_which() -> None:
                         flags=("zombie",)))
     change = Change(kind="stalled", cluster="alpha", job_id="5", name="eval-qwen-swe",
                     state=JobState.RUNNING, verdict="stalled", why="zombie")
-    assert "zombie (all trials done, still RUNNING)" in dm_text(change, zombie)
+    assert "zombie (all trials done, still RUNNING)" in job_end_dm(change, zombie).text
     stall = detail(job("6", "datagen-x", bucket="datagen", verdict="stalled", flags=("stall",)))
-    assert "is stalled" in dm_text(change.model_copy(update={"job_id": "6"}), stall)
+    assert "is stalled" in job_end_dm(change.model_copy(update={"job_id": "6"}), stall).text

@@ -14,7 +14,7 @@ import pytest
 
 from bot.app import make_scheduler
 from bot.cli import DEMO_RECORDING
-from bot.config import Config
+from bot.config import Config, ConfigSource
 from bot.store import RedisStore, StoreUnavailable, decode_sweep
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
@@ -62,7 +62,8 @@ async def real(slack: FakeSlack, proxied_store: RedisStore, prefix: str, tmp_pat
     config = demo_config(prefix, tmp_path)
     sweeper = Sweeper(lambda: config, state=proxied_store, clock=clock)
     try:
-        async with running_bot(slack, proxied_store, sweeper, clock) as h:  # type: ignore[arg-type]
+        async with running_bot(slack, proxied_store, sweeper, clock,  # type: ignore[arg-type]
+                               config=ConfigSource.fixed(config)) as h:
             yield h
     finally:
         await sweeper.aclose()
@@ -135,7 +136,7 @@ async def test_scheduled_sweep_dms_the_recorded_collapse(real: Harness) -> None:
     texts = [blocks_text(c.params.get("blocks") or []) for c in thread]
     followups = [t for t in texts if "🔥" in t]
     assert len(followups) == 1 and "sft-llama8b-longctx" in followups[0]
-    assert len(failure_files(Path(real.sweeper.config().slack.incident_dir))) == 1
+    assert len(failure_files(Path(real.bot.config.current().slack.incident_dir))) == 1
 
 
 async def test_rate_limited_post_is_retried_after_retry_after(

@@ -8,7 +8,7 @@ import pytest
 
 from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from probes.models import MetricPoint
-from report.judge import SweepMemory
+from report.memory import SweepMemory
 from tests.bot.builders import collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_store
 

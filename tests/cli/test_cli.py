@@ -237,3 +237,15 @@ def test_record_of_an_unreachable_cluster_is_one_line(
     assert err.strip().splitlines() == [
         f"jobtables: cannot record 'alpha': 127.0.0.1:{port}: connection refused"]
     assert not dest.exists()
+
+
+def test_job_cluster_disagreeing_with_cluster_option_is_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`job beta:41001 --cluster alpha` is exit 2 with one line; agreeing ones are fine."""
+    config = str(replay_config(tmp_path))
+    code, out, err = run(capsys, "job", "beta:41001", "--cluster", "alpha", "--config", config)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "'beta'" in err and "'alpha'" in err and "Traceback" not in err
+    code, out, _ = run(capsys, "job", "alpha:41001", "--cluster", "alpha", "--config", config)
+    assert code == 0 and "rl-grpo-qwen7b-shaped" in out

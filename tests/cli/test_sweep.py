@@ -99,7 +99,7 @@ async def test_unknown_cluster_selection_is_a_usage_error() -> None:
     from bot.errors import UsageError
 
     gate, log = asyncio.Event(), []
-    with pytest.raises(UsageError, match="unknown cluster 'zz'"):
+    with pytest.raises(UsageError, match="no cluster named 'zz'; configured: a"):
         await sweeper(config("a"), gate, log).sweep(clusters=["zz"])
 
 

@@ -29,7 +29,7 @@ import pytest
 
 from bot.alerts import episode_name
 from bot.app import make_scheduler
-from bot.config import load_config
+from bot.config import ConfigSource, load_config
 from bot.sweep import Sweeper
 from probes.models import JobState
 from probes.slurm.parse import parse_squeue_json
@@ -141,10 +141,12 @@ async def slurm_bot(slack: FakeSlack, config: Path, prefix: str,
                     clock: FakeClock) -> AsyncIterator[Harness]:
     """One bot process: its own Redis client and Sweeper (re-reading ``config``), on port 0."""
     store = make_store(prefix)
-    sweeper = Sweeper(lambda: load_config(config), state=store)
+    source = ConfigSource(lambda: load_config(config))
+    sweeper = Sweeper(source.load, state=store)
     try:
         # running_bot hands the sweeper to Bot only: the real Sweeper is what it stands for.
-        async with running_bot(slack, store, sweeper, clock) as harness:  # type: ignore[arg-type]
+        async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
+                               config=source) as harness:
             yield harness
     finally:
         await sweeper.aclose()
@@ -320,3 +322,86 @@ async def test_stranger_cannot_cancel(
     assert not slack.to("/api/chat.update")
     assert not salvage_files(tmp_path / "incidents", jobs.ids["watch"])
     assert await squeue_state(jobs.env, jobs.ids["watch"]) is JobState.RUNNING
+
+
+HOSTILE_NAME = "rl-grpo <!channel> <https://evil.example/login|Re-authenticate>"
+HOSTILE_LINE = "WARNING <!here> ``` <https://evil.example/x|click> & <@U0EVIL> done"
+HOSTILE_SCRIPT = """#!/bin/bash
+mkdir -p checkpoints/global_step_10
+cat "{log}"
+echo '{line}'
+exec sleep 600
+"""
+
+
+def slack_strings(value: Any) -> list[str]:
+    """Every string the bot sent Slack in one call (blocks JSON decoded)."""
+    if isinstance(value, str):
+        if value.startswith("[") or value.startswith("{"):
+            try:
+                return slack_strings(json.loads(value))
+            except ValueError:
+                pass
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in slack_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in slack_strings(v)]
+    return []
+
+
+async def test_hostile_job_name_pings_nobody_and_links_nowhere(
+    slurm_env: SlurmEnv, slack: FakeSlack, redis_prefix: str, tmp_path: Path,
+) -> None:
+    """A real job named like a phishing ping, with a hostile log line: every Slack call
+    (parent, thread, collapse DM, /job answer) carries it escaped, never as markup."""
+    import re
+
+    tag = f"hx{secrets.token_hex(3)}"
+    run_dir = f"{slurm_env.scratch}/bot-{tag}"
+    runner = SshRunner(slurm_env.cluster())
+    ids: dict[str, str] = {}
+    try:
+        await runner.run(["sh", "-c", 'mkdir -p "$1" && cat > "$1/collapse.log"', "sh", run_dir],
+                         stdin=COLLAPSE_LOG.read_text())
+        await runner.run(["mkdir", "-p", f"{run_dir}/w"])
+        res = await runner.run(
+            ["sbatch", "--parsable", "--time=15", "-J", HOSTILE_NAME, "--chdir", f"{run_dir}/w"],
+            stdin=HOSTILE_SCRIPT.format(log=f"{run_dir}/collapse.log", line=HOSTILE_LINE))
+        ids["hostile"] = res.stdout.strip().split(";")[0]
+        await _wait_for(slurm_env, ids, {"hostile": {JobState.RUNNING}}, bound_s=90, settle_s=1)
+        directory = tmp_path / "cfg"
+        directory.mkdir()
+        path = _config_toml(slurm_env, directory)
+        rl = json.dumps("^" + re.escape(HOSTILE_NAME) + "$")
+        path.write_text(path.read_text() + f"""
+[buckets]
+rl = [{rl}]
+
+[redis]
+key_prefix = "{redis_prefix}"
+
+[slack]
+channel = "{CHANNEL}"
+operators = ["{OPERATOR}"]
+incident_dir = "{tmp_path / 'incidents'}"
+
+[slack.owners]
+jobtables = "{OWNER}"
+""")
+        async with slurm_bot(slack, path, redis_prefix, FakeClock(datetime.now(UTC))) as h:
+            assert await make_scheduler(h.bot).tick()
+            _, hook = await h.command("/job", f"{CLUSTER}:{ids['hostile']}", user=OWNER)
+            await slack.wait_for(hook)
+            await h.bot.tasks.drain()
+    finally:
+        await runner.aclose()
+        await _cleanup(slurm_env, ids, run_dir)
+    sent = [s for call in slack.calls for s in slack_strings(call.params)]
+    everything = "\n".join(sent)
+    assert dms(slack), "the collapse DM was sent"
+    assert "&lt;!channel&gt;" in everything, "the name is shown, escaped"
+    for text in sent:
+        bare = re.sub(r"<@U[A-Z0-9]+>", "", text)
+        assert "<" not in bare and ">" not in bare, text
+        assert "<!channel" not in text and "<https://evil" not in text and "<!here" not in text

@@ -51,6 +51,8 @@ def test_reduce_trial_scored_fixture() -> None:
         "n_output_tokens": 3534,
         "started_at": "2026-11-30T10:14:01.048350Z",
         "finished_at": "2026-11-30T10:17:22.270585Z",
+        "agent_started_at": "2026-11-30T10:14:29.011254Z",
+        "agent_finished_at": "2026-11-30T10:16:47.625525Z",
     }
 
 
@@ -317,10 +319,16 @@ def test_summarize_mixed_eval() -> None:
 
 
 def test_summarize_dead_engine_datagen() -> None:
-    """The dead-engine run shows avg_turns of exactly 1.0 and no instant failures."""
+    """The dead-engine run shows avg_turns of exactly 1.0; its agents ran in zero time with no
+    output tokens after tens of seconds of real setup, so every one is an instant failure on
+    the agent's execution phase (the trial-level times alone would hide them)."""
     stats = summarize_trials(read_trial_tree(DEAD_ENGINE))
     assert stats.avg_turns == 1.0
-    assert (stats.mean_reward, stats.instant_fail) == (0.0, 0)
+    assert (stats.mean_reward, stats.instant_fail) == (0.0, stats.trials)
+    assert stats.trials == 24
+    tree = read_trial_tree(DEAD_ENGINE)
+    assert all(t.finished_at and t.started_at and (t.finished_at - t.started_at).total_seconds()
+               > 10 for t in tree.trials)
 
 
 def test_summarize_instant_fail_eval() -> None:

@@ -1,4 +1,10 @@
-"""Restart chains: successors of TIMEOUT jobs, remembered edges, name stems."""
+"""Restart chains: successors of TIMEOUT jobs, remembered edges, name stems.
+
+Dependency strings are in the shape SLURM 22.05 prints them (squeue --json ``dependency`` and
+scontrol ``Dependency=``, as in ``tests/fixtures/slurm-22.05.8``; real):
+``afterany:218(unfulfilled)``, ``afterok:218(failed)``, and ``""``/``(null)`` once a fulfilled
+dependency is cleared.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,9 @@ from datetime import timedelta
 import pytest
 
 from probes.models import JobState, SchedulerRecord
-from report.chain import dependency_edges, find_successor, name_stem
-from tests.report.factories import NOW, record
+from report.chain import chain_link, dependencies, dependency_edges, find_successor, name_stem
+from report.memory import SweepMemory
+from tests.report.factories import NOW, facts, judge, record
 
 END = NOW - timedelta(minutes=30)
 
@@ -40,16 +47,106 @@ def _pred(state: JobState = JobState.TIMEOUT) -> SchedulerRecord:
                 submit_time=END - timedelta(hours=1)), {}, None),
         (record("rl-run", "101", JobState.PENDING, workdir="/other",
                 submit_time=END - timedelta(hours=1)), {}, None),
-        (record("rl-run-2", "101", JobState.PENDING, submit_time=END - timedelta(hours=1)), {},
+        # renamed restarts after SLURM cleared the dependency: the name stem matches
+        *((record(name, "101", JobState.RUNNING, dependency="",
+                  submit_time=END - timedelta(hours=1)), {}, "101")
+          for name in ("rl-run-r2", "rl-run_resume", "rl-run-cont", "rl-run.2")),
+        # a renamed job matched by its StdOut pattern (same --output template, new name)
+        (record("rl-run-phase2", "101", JobState.RUNNING, stdout_path="/w/logs/train_101.log",
+                submit_time=END - timedelta(hours=1)), {}, None),
+        # near-misses: another run in the same workdir (different stem, default StdOut) ...
+        (record("rl-other", "101", JobState.RUNNING, stdout_path="/w/slurm-101.out",
+                submit_time=END - timedelta(hours=1)), {}, None),
+        # ... or a job submitted before the predecessor itself (an older job, not its restart)
+        (record("rl-run-r2", "101", JobState.RUNNING, submit_time=END - timedelta(hours=5)), {},
          None),
+        # explicit afterany in SLURM's own string
+        (record("x", "101", JobState.PENDING, dependency="afterany:100(unfulfilled)",
+                depends_on=("100",)), {}, "101"),
+        # afterok / aftercorr are never satisfied by a TIMEOUT: never a restart, nor a fallback
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(failed)",
+                depends_on=("100",), reason="DependencyNeverSatisfied",
+                submit_time=END - timedelta(hours=1)), {}, None),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
+                depends_on=("100",), submit_time=END - timedelta(hours=1)), {}, None),
+        # afterany on this job but also afterok on another that failed: it never starts
+        (record("x", "101", JobState.PENDING,
+                dependency="afterany:100(unfulfilled),afterok:99(failed)",
+                depends_on=("100", "99"), reason="DependencyNeverSatisfied"), {}, None),
+        # a remembered edge whose successor is now DependencyNeverSatisfied
+        (record("x", "101", JobState.PENDING, reason="DependencyNeverSatisfied"),
+         {"100": "101"}, None),
     ],
 )
 def test_find_successor(
     candidate: SchedulerRecord, edges: dict[str, str], expected: str | None
 ) -> None:
-    """A TIMEOUT job's successor is found by dependency, memory, then name/user/workdir match."""
+    """A TIMEOUT job's afterany successor is found by dependency, memory, then a fallback on
+    user, workdir, name stem or StdOut pattern and submit time."""
     pred = _pred()
     assert find_successor(pred, [pred, candidate], edges) == expected
+
+
+def test_stdout_pattern_matches_a_renamed_successor() -> None:
+    """Same ``--output`` template (``logs/train_%j.log``), unrelated new name: still the restart."""
+    pred = record("rl-run", "100", JobState.TIMEOUT, end_time=END,
+                  stdout_path="/w/logs/train_100.log")
+    succ = record("rl-run-phase2", "101", JobState.RUNNING, stdout_path="/w/logs/train_101.log",
+                  submit_time=END - timedelta(hours=1))
+    assert find_successor(pred, [pred, succ], {}) == "101"
+    default = pred.model_copy(update={"stdout_path": "/w/slurm-100.out"})
+    plain = succ.model_copy(update={"stdout_path": "/w/slurm-101.out"})
+    assert find_successor(default, [default, plain], {}) is None
+
+
+@pytest.mark.parametrize(
+    ("dependant", "why"),
+    [
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(failed)",
+                depends_on=("100",), reason="DependencyNeverSatisfied"),
+         "successor 101 is pending with DependencyNeverSatisfied (afterok): it will never start"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
+                depends_on=("100",), reason="Dependency"),
+         "successor 101 waits afterok, which a TIMEOUT never satisfies: not a chain restart"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afternotok:100(unfulfilled)",
+                depends_on=("100",), reason="Dependency"),
+         "successor 101 depends afternotok, not afterany"),
+    ],
+)
+def test_blocked_successor_says_why(dependant: SchedulerRecord, why: str) -> None:
+    """A live job waiting on the TIMEOUT without afterany is named, with the reason."""
+    pred = _pred()
+    link = chain_link(pred, [pred, dependant], {})
+    assert link.successor is None and link.blocked == why
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("afterany:218(unfulfilled)", [("afterany", "218", "unfulfilled")]),
+        ("afterok:218(failed),afterany:219(unfulfilled)",
+         [("afterok", "218", "failed"), ("afterany", "219", "unfulfilled")]),
+        ("afterany:12+5:13", [("afterany", "12", None), ("afterany", "13", None)]),
+        ("afterok:7_3(unfulfilled)?afterany:8(unfulfilled)",
+         [("afterok", "7_3", "unfulfilled"), ("afterany", "8", "unfulfilled")]),
+        ("singleton(unfulfilled)", []),
+        ("(null)", []),
+        ("", []),
+    ],
+)
+def test_dependencies_are_typed(raw: str, expected: list[tuple[str, str, str | None]]) -> None:
+    """SLURM's dependency string keeps each element's type and status."""
+    got = dependencies(record("x", "1", JobState.PENDING, dependency=raw))
+    assert [(d.kind, d.job_id, d.status) for d in got] == expected
+
+
+def test_afterok_is_no_remembered_edge() -> None:
+    """Only afterany dependants become remembered chain edges."""
+    ok = record("x", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
+                depends_on=("100",))
+    anyd = record("x", "102", JobState.PENDING, dependency="afterany:101(unfulfilled)",
+                  depends_on=("101",))
+    assert dependency_edges([ok, anyd]) == {"101": "102"}
 
 
 def test_only_timeout_jobs_have_successors() -> None:
@@ -92,3 +189,38 @@ def test_dependency_edges() -> None:
 def test_name_stem(name: str, stem: str) -> None:
     """Attempt suffixes are stripped; version and size tokens stay."""
     assert name_stem(name) == stem
+
+
+@pytest.mark.parametrize(
+    ("successor", "edges", "verdict", "said"),
+    [
+        (record("rl-run", "101", JobState.PENDING, dependency="afterany:100(unfulfilled)",
+                depends_on=("100",)), {}, "restarting", "normal chain restart → 101"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(failed)",
+                depends_on=("100",), reason="DependencyNeverSatisfied"), {}, "failed",
+         "101 DependencyNeverSatisfied"),
+        (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
+                depends_on=("100",), reason="Dependency"), {}, "failed", "101 is afterok"),
+        # SLURM cleared the dependency once it started; the renamed resume is still found
+        (record("rl-run_resume", "101", JobState.RUNNING, dependency="",
+                submit_time=END - timedelta(hours=1)), {}, "restarting",
+         "normal chain restart → 101"),
+        (record("renamed", "101", JobState.RUNNING), {"100": "101"}, "restarting",
+         "normal chain restart → 101"),
+        (record("rl-other", "101", JobState.RUNNING, stdout_path="/w/slurm-101.out"), {},
+         "failed", "no successor queued"),
+    ],
+)
+def test_timeout_verdict_through_the_judge(
+    successor: SchedulerRecord, edges: dict[str, str], verdict: str, said: str
+) -> None:
+    """Only an afterany successor makes a TIMEOUT a restart; otherwise failed, saying why."""
+    pred = facts(record("rl-run", "100", JobState.TIMEOUT, end_time=END,
+                        stdout_path="/w/slurm-100.out"))
+    memory = SweepMemory(known_edges={"alpha": edges}) if edges else None
+    report = judge(pred, others=[successor], memory=memory).report
+    assert report.verdict == verdict and said in report.trend
+    assert ("chain-restart" in report.flags) is (verdict == "restarting")
+    assert report.successor == ("101" if verdict == "restarting" else None)
+    if verdict == "failed":
+        assert report.recommendation is not None and report.recommendation.action == "diagnose"

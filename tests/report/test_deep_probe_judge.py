@@ -225,3 +225,13 @@ def test_agents_served_nothing() -> None:
     mixed = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
     assert "starvation" not in kinds(rollout_facts(collect_rollouts({"trial_roots":
                                                                      [str(mixed)]})))
+
+
+def test_question_marks_count_as_unshowable_only_in_log_samples() -> None:
+    """The sweep shows control bytes as '?': garbage in a log tail, a plain '?' in a dump."""
+    from report.sample_text import bad_char_share
+
+    shown = "ok?? ?x??? ???" + "?" * 10
+    assert bad_char_share(shown) == 0.0
+    assert bad_char_share(shown, masked="?") > 0.5
+    assert bad_char_share("Why is 2+2 equal to 4?", masked="") == 0.0

@@ -168,11 +168,21 @@ def test_instant_fail(instant: int, flagged: bool) -> None:
         (InfraSignals(tunnel_ok=False, auth_failures=3, engine_ok_requests=5,
                       last_engine_ok_at=NOW), ["auth-failures"], "tunnel✗ api? engine✓"),
         (InfraSignals(auth_failures=2), [], "tunnel? api? engine?"),  # near-miss: 2 < 3
-        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=11)),
+        # idle needs both: no 200 for 10+ min AND zero running requests for 10+ min
+        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=11),
+                      engine_running_requests=0, engine_zero_since=NOW - timedelta(minutes=11)),
          ["engine-idle"], "tunnel? api? engine✗"),
+        (InfraSignals(engine_running_requests=0, engine_zero_since=NOW - timedelta(minutes=11)),
+         ["engine-idle"], "tunnel? api? engine✗"),
+        # near-misses: an old 200 with no running snapshot; one fresh zero snapshot; untimed
+        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=11)),
+         [], "tunnel? api? engine?"),
+        (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=38),
+                      engine_running_requests=0, engine_zero_since=NOW - timedelta(minutes=2)),
+         [], "tunnel? api? engine?"),
+        (InfraSignals(engine_running_requests=0), [], "tunnel? api? engine?"),
         (InfraSignals(engine_ok_requests=5, last_engine_ok_at=NOW - timedelta(minutes=9)),
          [], "tunnel? api? engine✓"),
-        (InfraSignals(engine_running_requests=0), ["engine-idle"], "tunnel? api? engine✗"),
         (InfraSignals(engine_running_requests=3), [], "tunnel? api? engine?"),
     ],
 )
@@ -217,28 +227,34 @@ def test_datagen_hung_chunk_on_a_cluster_east_of_utc() -> None:
     assert "stall" in judge(job).report.flags
 
 
-def _engine_log(last_ok: str, newest: str) -> str:
-    """An eval log on the cluster's zone-less local clock: 200s until ``last_ok``, then chatter."""
+def _engine_log(last_ok: str, newest: str, *, drained_at_last_ok: bool = True) -> str:
+    """An SGLang-style eval log on the cluster's zone-less local clock: 200s until ``last_ok``,
+    zero running requests from then (or only at ``newest``), then chatter."""
     post = '"POST /v1/chat/completions HTTP/1.1" 200 OK'
+    zero = "INFO: Decode batch. #running-req: 0, #queue-req: 0"
     return (f"[2026-11-30 07:00:00] INFO:     127.0.0.1:5 - {post}\n"
+            f"[2026-11-30 07:00:01] INFO: Decode batch. #running-req: 12, #queue-req: 0\n"
             f"[{last_ok}] INFO:     127.0.0.1:5 - {post}\n"
-            f"[{newest}] INFO: Decode batch. #running-req: 0, #queue-req: 0\n")
+            + (f"[{last_ok}] {zero}\n" if drained_at_last_ok else "")
+            + f"[{newest}] {zero}\n")
 
 
 @pytest.mark.parametrize(
-    ("last_ok", "newest", "written_min_ago", "idle"),
+    ("last_ok", "newest", "written_min_ago", "drained", "idle"),
     [
-        ("2026-11-30 07:59:00", "2026-11-30 07:59:30", 0, False),  # UTC-8 cluster, busy now
-        ("2026-11-30 07:45:00", "2026-11-30 07:59:30", 0, True),  # 14 min on the log clock
-        ("2026-11-30 07:55:00", "2026-11-30 07:55:00", 12, True),  # log silent 12 min
-        ("2026-11-30 07:55:00", "2026-11-30 07:57:00", 3, False),  # near-miss: 5 min in all
+        ("2026-11-30 07:59:00", "2026-11-30 07:59:30", 0, True, False),  # UTC-8, busy now
+        ("2026-11-30 07:45:00", "2026-11-30 07:59:30", 0, True, True),  # 14 min on the log clock
+        ("2026-11-30 07:55:00", "2026-11-30 07:55:00", 12, True, True),  # log silent 12 min
+        ("2026-11-30 07:55:00", "2026-11-30 07:57:00", 3, True, False),  # near-miss: 5 min
+        # no 200 for 14 min, but the one zero snapshot is fresh: a drained queue, not idle
+        ("2026-11-30 07:45:00", "2026-11-30 07:59:30", 0, False, False),
     ],
 )
 def test_engine_idle_on_the_log_clock(last_ok: str, newest: str, written_min_ago: int,
-                                      idle: bool) -> None:
+                                      drained: bool, idle: bool) -> None:
     """Engine idleness is measured on the log's own zone-less clock plus the file's age, so a
     cluster off UTC is not idle for hours; real silence past 10 minutes still is."""
-    text = _engine_log(last_ok, newest)
+    text = _engine_log(last_ok, newest, drained_at_last_ok=drained)
     summary = parse_log(text)
     job = facts(record("eval-qwen-swebench"), trials=tree([trial(1.0)] * 10, trials_total=300),
                 log_fetch=log(text=text, mtime=NOW - timedelta(minutes=written_min_ago)),

@@ -128,10 +128,12 @@ def _local(offset_h: int, minutes_ago: float) -> str:
 
 
 def _eval_log(offset_h: int, last_ok_ago: float, newest_ago: float) -> str:
-    """An eval engine's log: 200s until ``last_ok_ago``, then a scheduler line."""
+    """An eval engine's log: 200s until ``last_ok_ago``, zero running requests from then on
+    (engine-idle needs both for 10+ minutes), then a scheduler line."""
     return (
         f"[{_local(offset_h, 60)}] INFO:     127.0.0.1:5 - {POST}\n"
         f"[{_local(offset_h, last_ok_ago)}] INFO:     127.0.0.1:5 - {POST}\n"
+        f"[{_local(offset_h, last_ok_ago)}] INFO: Decode batch. #running-req: 0\n"
         f"[{_local(offset_h, newest_ago)}] INFO: Decode batch. #running-req: 0\n"
     )
 

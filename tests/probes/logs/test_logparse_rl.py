@@ -171,6 +171,7 @@ def test_verl_three_decimal_and_full_repr_lines() -> None:
         "entropy": 1.25,
         "reward": 0.312,
         "avg_num_tokens": 512.0,
+        "sec_per_step": 60.0,  # timing_s/step (issue 11: standard-RL substitute check)
     }
     assert second.values["policy_loss"] == pytest.approx(-0.0036091046008680547)
     assert math.isnan(second.values["grad_norm"])
@@ -285,7 +286,7 @@ def test_harbor_progress_row() -> None:
         ("learning_rate", "learning_rate"),
         ("epoch", "epoch"),
         ("eval_loss", None),
-        ("timing/step", None),
+        ("timing/step", "sec_per_step"),  # issue 11: timing/* is a standard-RL check
     ],
 )
 def test_canonical_name_table(raw: str, canonical: str | None) -> None:

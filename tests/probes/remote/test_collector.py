@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import getpass
 import json
 import re
 import subprocess
@@ -115,12 +116,13 @@ def test_empty_log_is_a_fact_not_a_failure(tmp_path: Path) -> None:
 
 
 def test_unreadable_log_is_failed(tmp_path: Path) -> None:
-    """A StdOut that exists but cannot be read (here a directory) is `failed` with the error."""
+    """A StdOut that exists but is no regular file (here a directory) is `failed` with the
+    reason, at once: a refusal is final, a retry would say the same."""
     out = tmp_path / "slurm-4242.out"
     out.mkdir()
     log = _log(collector.collect(_request(tmp_path, stdout=str(out))))
-    assert (log["status"], log["attempts"]) == ("failed", 2)
-    assert "IsADirectoryError" in log["error"]
+    assert (log["status"], log["attempts"]) == ("failed", 1)
+    assert log["error"] == f"{out}: not a regular file: not read"
 
 
 def test_script_is_python37_syntax_with_one_future_line() -> None:
@@ -143,10 +145,12 @@ def test_shipped_modules_share_no_top_level_names() -> None:
             elif isinstance(node, ast.Assign):
                 found.update(t.id for t in node.targets if isinstance(t, ast.Name))
         return found
-    found = [names(ROOT / "probes" / "remote" / m) for m in ("harbor_reduce.py", "stdio_pattern.py",
-                                                   "collector.py")]
-    assert found[0] and found[1] and found[2]
-    assert found[0] & found[1] == found[0] & found[2] == found[1] & found[2] == set()
+    modules = ("harbor_reduce.py", "stdio_pattern.py", "completion.py", "collector.py")
+    found = [names(ROOT / "probes" / "remote" / m) for m in modules]
+    assert all(found)
+    for i, first in enumerate(found):
+        for second in found[i + 1:]:
+            assert first & second == set()
 
 
 def test_request_rides_as_a_literal_and_cannot_break_out(tmp_path: Path) -> None:
@@ -252,10 +256,11 @@ def test_queue_lists_unexpandable_paths_and_uses_offsets(tmp_path: Path) -> None
     running[0].update(standard_output="%N_%j.out")
     log = tmp_path / "run.out"
     log.write_text("one\ntwo\nthree\n")
-    running[1].update(standard_output=str(log))
+    # The collector reads only files the job's user owns: this job is the test runner's.
+    running[1].update(standard_output=str(log), user_name=getpass.getuser())
     squeue = tmp_path / "squeue.json"
     squeue.write_text(json.dumps({**base, "jobs": running}))
-    answer = collector.collect_queue(_queue_request(squeue, ["jobtables"],
+    answer = collector.collect_queue(_queue_request(squeue, ["jobtables", getpass.getuser()],
                                                     offsets={str(log): 4}))
     assert answer["unexpanded"] == [str(running[0]["job_id"])]
     read = answer["jobs"][str(running[1]["job_id"])]["log"]

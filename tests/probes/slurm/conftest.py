@@ -40,6 +40,9 @@ class SlurmEnv:
     wrong_known_hosts: str
     sshd_log: Path
     scratch: str
+    other_user: str
+    """An unprivileged user whose jobs tests submit with ``sbatch --uid`` (as root)."""
+    other_scratch: str
 
     def cluster(self, name: str = "local22", **overrides: Any) -> SlurmCluster:
         """A ``[[clusters]]`` entry for the test cluster over SSH."""
@@ -62,6 +65,8 @@ def _read_env() -> dict[str, str]:
 def _why_unavailable(env: dict[str, str]) -> str | None:
     if not env:
         return f"{ENV_FILE} is missing (run `bash scripts/services` as root)"
+    if "JOBTABLES_TEST_OTHER_USER" not in env:
+        return f"{ENV_FILE} names no unprivileged user (re-run `bash scripts/services`)"
     try:
         with socket.create_connection((env["JOBTABLES_TEST_SSH_HOST"],
                                        int(env["JOBTABLES_TEST_SSH_PORT"])), timeout=3):
@@ -97,6 +102,8 @@ def _to_env(env: dict[str, str]) -> SlurmEnv:
         wrong_known_hosts=env["JOBTABLES_TEST_WRONG_KNOWN_HOSTS"],
         sshd_log=Path(env.get("JOBTABLES_TEST_SSHD_LOG", "/var/log/jobtables-sshd.log")),
         scratch=env.get("JOBTABLES_TEST_SCRATCH", "/home/jobtables/jt-tests"),
+        other_user=env.get("JOBTABLES_TEST_OTHER_USER", "jtuser"),
+        other_scratch=env.get("JOBTABLES_TEST_OTHER_SCRATCH", "/home/jtuser/jt-tests"),
     )
 
 
@@ -153,20 +160,27 @@ CAPTURE_PLAIN_FORMAT = "%i|%j|%u|%T|%r|%V|%S|%e|%l|%Z|%o|%E|%M"
 """The field order the 22.05.8 ``squeue_plain*.txt`` captures were taken with."""
 
 
-def as_plain_format(captured: str) -> str:
-    """A capture's lines with their fields in today's ``PLAIN_FORMAT`` order.
+def as_plain_format(captured: str, fmt: str | None = None) -> str:
+    """A capture's lines with their fields in the ``-o`` format squeue was asked for.
 
-    squeue prints the fields in whatever order ``-o`` asks, so permuting the captured fields
-    (none of which contains ``|``) gives exactly what the current format prints.
+    squeue prints the fields in whatever order ``-o`` asks, with the literal text around
+    them, so permuting the captured fields (none of which contains ``|``) and putting the
+    format's own text (the sweep's nonce) around them gives exactly what squeue prints.
     """
-    from probes.slurm.parse import PLAIN_FORMAT
+    from probes.slurm.plain import PLAIN_FIELDS, PLAIN_FORMAT
 
-    old, new = CAPTURE_PLAIN_FORMAT.split("|"), PLAIN_FORMAT.split("|")
-    lines = []
+    fmt = fmt or PLAIN_FORMAT
+    old = CAPTURE_PLAIN_FORMAT.split("|")
+    out = []
     for line in captured.splitlines():
         fields = dict(zip(old, line.split("|"), strict=True))
-        lines.append("|".join(fields[f] for f in new))
-    return "".join(f"{ln}\n" for ln in lines)
+        text = fmt
+        for field in PLAIN_FIELDS:  # %i before %j...: no field letter is a prefix of another
+            text = text.replace(field, "\0" + field[1], 1)
+        for field in PLAIN_FIELDS:
+            text = text.replace("\0" + field[1], fields[field], 1)
+        out.append(text)
+    return "".join(f"{ln}\n" for ln in out)
 
 
 def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) -> Path:

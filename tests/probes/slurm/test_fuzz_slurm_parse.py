@@ -12,14 +12,9 @@ from hypothesis import strategies as st
 
 from probes.errors import CommandError
 from probes.models import JobState
-from probes.slurm.parse import (
-    parse_dependency,
-    parse_duration,
-    parse_scontrol_all,
-    parse_squeue_json,
-    parse_squeue_plain,
-    parse_state,
-)
+from probes.slurm.parse import parse_squeue_json, parse_state
+from probes.slurm.plain import parse_duration, parse_squeue_plain
+from probes.slurm.scontrol import parse_dependency, parse_scontrol_all
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

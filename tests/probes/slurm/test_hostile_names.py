@@ -12,6 +12,7 @@ literal that decodes back to the exact hostile text.
 from __future__ import annotations
 
 import ast
+import getpass
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,6 +27,8 @@ from probes.slurm.transport import CommandResult, Runner
 from tests.probes.slurm.conftest import fake_squeue_bin, run_with_path
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
+USER = getpass.getuser()
+"""The job's owner: the collector reads only files its user owns, and the test wrote them."""
 
 
 class RecordingCluster:
@@ -43,7 +46,7 @@ class RecordingCluster:
 
 class _Runner:
     target = "recorder:22"
-    login_user = "mallory"
+    login_user = USER
 
     def __init__(self, world: RecordingCluster, cluster: SlurmCluster) -> None:
         self._world = world
@@ -89,13 +92,13 @@ async def test_hostile_name_and_workdir_stay_data(tmp_path: Path, one_trip: bool
     log = workdir / f"{name.replace('/', '_')}-77.out"
     log.write_text("step 1\nstep 2\n")
     squeue = json.dumps({"jobs": [{
-        "job_id": 77, "name": name, "user_name": "mallory", "job_state": "RUNNING",
+        "job_id": 77, "name": name, "user_name": USER, "job_state": "RUNNING",
         "start_time": int(NOW.timestamp()) - 60, "current_working_directory": str(workdir),
         "standard_output": f"{workdir}/" + name.replace("/", "_") + "-%j.out",
     }]})
     world = RecordingCluster(squeue, tmp_path / "fake", one_trip_fails=not one_trip)
     cluster = SlurmCluster(name="c", host="h", known_hosts="/dev/null",
-                           checkpoint_roots=("{workdir}/ckpt/{name}",),
+                           checkpoint_roots=("{workdir}/ckpt", "{workdir}/ckpt/{name}"),
                            trial_roots=("/scratch/{user}/{name}",))
     facts = await SlurmProbe(cluster, clock=lambda: NOW, runner_factory=world.factory).collect()
 
@@ -110,13 +113,15 @@ async def test_hostile_name_and_workdir_stay_data(tmp_path: Path, one_trip: bool
     if one_trip:  # only the users and the root templates travel; the login node fills them
         assert isinstance(request["squeue"].pop("since"), float)
         assert request["jobs"] == [] and request["squeue"] == {
-            "argv": ["squeue", "--json"], "users": ["mallory"], "keys": list(SQUEUE_JOB_KEYS)}
-        assert request["roots"] == {"checkpoint": ["{workdir}/ckpt/{name}"],
+            "argv": ["squeue", "--json"], "users": [USER], "keys": list(SQUEUE_JOB_KEYS)}
+        assert request["roots"] == {"checkpoint": ["{workdir}/ckpt", "{workdir}/ckpt/{name}"],
                                     "trial": ["/scratch/{user}/{name}"]}
     else:
         (job,) = request["jobs"]  # type: ignore[misc]
         assert job["workdir"] == str(workdir) and job["stdout"] == str(log)
-        assert job["checkpoint_roots"] == [f"{workdir}/ckpt/{name}"]
+        # The workdir's hostile text travels as data; the name holds a `/`, so it cannot be
+        # one path component and the {name} root is not filled (it could leave its root).
+        assert job["checkpoint_roots"] == [f"{workdir}/ckpt"]
     assert facts.status == "ok"
     (fetched,) = facts.jobs
     assert fetched.record.name == name

@@ -18,8 +18,8 @@ from typing import Any
 from probes.config import SlurmCluster
 from probes.models import JobState
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
-from probes.slurm.parse import parse_scontrol_all
 from probes.slurm.probe import SlurmProbe
+from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.transport import CommandResult, LocalRunner, Runner
 from tests.probes.slurm.conftest import as_plain_format, fake_squeue_bin, run_with_path
 
@@ -70,7 +70,7 @@ class _Runner:
                 return CommandResult(args, 1, "", "squeue: unrecognized option '--json'")
             return CommandResult(args, 0, w.squeue, "")
         if "squeue" in args:
-            plain = as_plain_format((REAL / "squeue_plain_early.txt").read_text())
+            plain = as_plain_format((REAL / "squeue_plain_early.txt").read_text(), args[-1])
             return CommandResult(args, 0, plain, "")
         if args[0] == "scontrol":
             return CommandResult(args, 0, (REAL / "scontrol_early.txt").read_text(), "")
@@ -116,7 +116,10 @@ async def test_plain_squeue_fallback_is_remembered(tmp_path: Path) -> None:
     assert first.status == "ok" and not probe.json_supported
     # --json was tried once, inside the first collector run; then the two-step path.
     assert world.squeue_calls.read_text().split() == ["--json"]
-    assert (first.round_trips, second.round_trips) == (4, 2)
+    # first: collector (squeue --json inside), squeue --json alone, squeue -o, scontrol (squeue
+    # -o has no StdOut), the collector; later: squeue -o, scontrol, the collector.
+    assert (first.round_trips, second.round_trips) == (5, 3)
+    assert sum(c[0] == "scontrol" for c in world.calls) == 2
     plain = [c for c in world.calls if "squeue" in c and "--json" not in c]
     assert plain[0][:2] == ("env", "SLURM_TIME_FORMAT=%s")
     jobs = {j.record.job_id: j.record for j in first.jobs}
@@ -249,3 +252,27 @@ async def test_old_unexpandable_job_costs_no_round_trip(tmp_path: Path) -> None:
     facts = await probe.collect()
     assert world.calls == [("python3", "-")] and facts.round_trips == 1
     assert IDS["ok"] not in {j.record.job_id for j in facts.jobs}
+
+
+async def test_capabilities_are_reprobed_after_a_failure(tmp_path: Path) -> None:
+    """A failed --json (stderr mentioning a plugin) and absent accounting are believed for an
+    hour, then probed again: a fixed cluster gets --json back, never off for good."""
+    world = ScriptedCluster(tmp_path / "a", json_ok=False)
+    world.bin = fake_squeue_bin(tmp_path / "b", world.squeue,
+                                error="squeue: error: cannot load serializer plugin")
+    clock = [NOW]
+    probe = SlurmProbe(_cluster(), clock=lambda: clock[0], runner_factory=world.factory)
+    first = await probe.collect()
+    assert first.status == "ok" and not probe.json_supported and not probe.sacct_available
+    clock[0] += timedelta(minutes=30)
+    await probe.collect()  # within the hour: neither is tried again
+    assert (tmp_path / "b" / "squeue.calls").read_text().split() == ["--json"]
+    assert sum(c[0] == "sacct" for c in world.calls) == 1
+    world.json_ok = True
+    world.bin = fake_squeue_bin(tmp_path / "c", world.squeue)  # the cluster got fixed
+    clock[0] += timedelta(minutes=31)
+    again = await probe.collect()
+    assert again.status == "ok" and probe.json_supported
+    assert (tmp_path / "c" / "squeue.calls").read_text().split() == ["--json"]
+    assert sum(c[0] == "sacct" for c in world.calls) == 2  # re-probed too (still absent)
+    assert again.round_trips == 2

@@ -14,18 +14,19 @@ from probes.models import JobState, SchedulerRecord
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm.parse import (
     expand_stdout,
-    merge_scontrol,
     needs_scontrol,
-    parse_dependency,
-    parse_duration,
-    parse_scontrol_all,
-    parse_scontrol_line,
     parse_squeue_json,
-    parse_squeue_plain,
     parse_state,
     record_from_squeue,
     records_from_squeue,
     slurm_release,
+)
+from probes.slurm.plain import parse_duration, parse_squeue_plain
+from probes.slurm.scontrol import (
+    merge_scontrol,
+    parse_dependency,
+    parse_scontrol_all,
+    parse_scontrol_line,
 )
 from tests.probes.slurm.conftest import as_plain_format
 

@@ -11,3 +11,21 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- define "jobtables.secretName" -}}
 {{- default (include "jobtables.fullname" .) .Values.slack.existingSecret -}}
 {{- end -}}
+
+{{- define "jobtables.redisSecretName" -}}
+{{- default (printf "%s-redis" .Release.Name) .Values.redis.existingSecret -}}
+{{- end -}}
+
+{{- define "jobtables.incidentsClaim" -}}
+{{- default (printf "%s-incidents" (include "jobtables.fullname" .)) .Values.incidents.existingClaim -}}
+{{- end -}}
+
+{{/* true when serviceAccount.automountToken is true, or "auto" and the roster has a
+     kind = "kubernetes" cluster; false otherwise */}}
+{{- define "jobtables.automountToken" -}}
+{{- $mode := toString .Values.serviceAccount.automountToken -}}
+{{- if eq $mode "true" -}}true
+{{- else if and (eq $mode "auto") (regexMatch "kind\\s*=\\s*\"kubernetes\"" .Values.config) -}}true
+{{- else -}}false
+{{- end -}}
+{{- end -}}

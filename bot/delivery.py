@@ -1,0 +1,122 @@
+"""Talking to Slack when Slack says no: every failure logged once, counted, and survivable.
+
+Policy: the Web API client (:class:`CountingWebClient`) is the one place a Slack failure is
+seen. After slack_sdk's own retries (connection errors, 429 with ``Retry-After``) a failed call
+is logged once with Slack's error code (``not_in_channel``, ``user_not_found``,
+``ratelimited``, ...), counted in ``jobtables_slack_api_errors_total{method,error}`` and kept
+in :class:`SlackHealth` for the ``/healthz`` detail (method, error and time only: no channel,
+no job, no text). Callers use :func:`post`, which returns ``None`` instead of raising, so one
+failed post (the sweep channel, say) never stops the next one (a collapse DM). A
+``response_url`` answer is checked the same way (:class:`Responder`): Bolt's ``respond()``
+returns the webhook's status instead of raising, so a 404 used to vanish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.telemetry import Telemetry
+
+log = structlog.get_logger(__name__)
+
+Respond = Callable[..., Awaitable[Any]]
+RECENT = 10
+"""Failures kept for ``/healthz``."""
+
+
+@dataclass
+class SlackHealth:
+    """Recent Slack failures, for ``/healthz`` (no secrets, no job detail)."""
+
+    failures: int = 0
+    recent: list[dict[str, str]] = field(default_factory=list)
+
+    def record(self, surface: str, error: str, at: datetime) -> None:
+        self.failures += 1
+        self.recent = [*self.recent, {"call": surface, "error": error,
+                                      "at": at.isoformat(timespec="seconds")}][-RECENT:]
+
+    def summary(self) -> dict[str, Any]:
+        return {"failures": self.failures, "recent": list(self.recent)}
+
+
+def slack_error(exc: BaseException) -> str:
+    """Slack's error code (``not_in_channel``) or the client error's class name."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or f"http_{exc.response.status_code}")
+    return type(exc).__name__
+
+
+class CountingWebClient(AsyncWebClient):
+    """``AsyncWebClient`` that logs, counts and remembers each failed call exactly once."""
+
+    def __init__(self, *, telemetry: Telemetry, health: SlackHealth, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._telemetry = telemetry
+        self.health = health
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except (SlackApiError, SlackClientError) as exc:
+            error = slack_error(exc)
+            self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
+            self.health.record(api_method, error, datetime.now(UTC))
+            log.error("slack call failed", method=api_method, error=error)
+            raise
+
+
+async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
+    """``chat.postMessage``; ``None`` when Slack refused (already logged and counted)."""
+    if not kwargs.get("blocks"):
+        kwargs.pop("blocks", None)
+    try:
+        response = await client.chat_postMessage(**kwargs)
+    except (SlackApiError, SlackClientError):
+        return None
+    return dict(response.data) if isinstance(response.data, dict) else {}
+
+
+async def update(client: AsyncWebClient, **kwargs: Any) -> bool:
+    """``chat.update``; False when Slack refused (already logged and counted)."""
+    try:
+        await client.chat_update(**kwargs)
+    except (SlackApiError, SlackClientError):
+        return False
+    return True
+
+
+class Responder:
+    """Wraps Bolt's ``respond()``: a failed ``response_url`` POST is logged and counted."""
+
+    def __init__(self, respond: Respond, *, telemetry: Telemetry, health: SlackHealth,
+                 surface: str) -> None:
+        self._respond = respond
+        self._telemetry = telemetry
+        self._health = health
+        self._surface = surface
+
+    async def __call__(self, **kwargs: Any) -> bool:
+        try:
+            response = await self._respond(**kwargs)
+        except (ClientError, TimeoutError, OSError) as exc:
+            return self._failed(type(exc).__name__)
+        status = getattr(response, "status_code", 200)
+        if status >= 300:
+            return self._failed(f"http_{status}")
+        return True
+
+    def _failed(self, error: str) -> bool:
+        self._telemetry.response_url_errors.labels(surface=self._surface, error=error).inc()
+        self._health.record(f"response_url ({self._surface})", error, datetime.now(UTC))
+        log.error("response_url post failed", surface=self._surface, error=error)
+        return False

@@ -1,0 +1,362 @@
+"""Every message the bot sends, built here from models: the one place text meets mrkdwn.
+
+Policy: text that came from a cluster or a user (job names, users, paths, log lines, error
+messages, cluster details) is passed through :func:`report.chunks.escape_mrkdwn` (or
+``escape_code`` inside code blocks) as it is put into a message, fallback ``text`` included;
+the bot writes ``<@U…>`` only through :func:`mention`, which accepts nothing but a user id, and
+writes no links. Every builder returns messages within Slack's limits (report.chunks): at most
+50 blocks, sections of at most 3,000 characters, about 10,000 characters of block text, and
+top-level text of at most 3,900; what had to be cut says so. Builders are pure: no I/O.
+Tables show arrays and grids grouped (:mod:`report.grouping`): one row per array with its
+tally and worst member, attention members keeping their own rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from bot.config import SLACK_USER_ID
+from report.cells import format_value as _fmt
+from report.chunks import (
+    SlackMessage,
+    cut_messages,
+    cut_text,
+    escape_code,
+    escape_mrkdwn,
+    escaped_chunks,
+    slack_messages,
+    summary_lines,
+)
+from report.grouping import group_report, pending_task_counts
+from report.models import JobDetail, JobReport, Report
+from report.render import job_detail_pieces, render_tables
+from report.trend import sparkline
+
+if TYPE_CHECKING:
+    from bot.sweep import SweepResult
+    from report.changes import Change
+
+Key = tuple[str, str]
+
+esc = escape_mrkdwn
+MAX_RESPONSES = 5
+"""Slack accepts at most five posts to one ``response_url``."""
+SPARK_POINTS = 20
+CANCEL, KEEP, SNOOZE, ACKNOWLEDGE = "cancel_salvage", "keep_running", "snooze", "acknowledge"
+SHARE = "share_to_channel"
+SNOOZE_HOURS = 4.0
+
+
+def mention(user_id: str | None) -> str:
+    """``<@U…>`` for a well-formed Slack user id; anything else is shown as escaped text."""
+    if user_id and SLACK_USER_ID.match(user_id):
+        return f"<@{user_id}>"
+    return esc(user_id or "someone")
+
+
+def context(text: str, block_id: str | None = None) -> dict[str, Any]:
+    """A context block; ``text`` is mrkdwn the caller already escaped."""
+    block: dict[str, Any] = {"type": "context",
+                             "elements": [{"type": "mrkdwn", "text": cut_text(text, 2000)}]}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def section(text: str) -> dict[str, Any]:
+    """A section block; ``text`` is mrkdwn the caller already escaped."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": cut_text(text, 3000)}}
+
+
+def text_message(text: str) -> SlackMessage:
+    """A plain message of bot-built mrkdwn, cut to the top-level text budget."""
+    return SlackMessage(text=cut_text(text))
+
+
+# -- sweeps ------------------------------------------------------------------------------------
+
+
+def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
+    """Raw (unescaped) ``Jobs at 16:00:05Z · cached 42 s ago · beta UNREACHABLE (...)``."""
+    stamp = result.report.generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    parts = [f"Jobs at {stamp}"]
+    parts.append(f"cached {age_s:.0f} s ago" if age_s is not None
+                 else f"live sweep, {result.duration_s:.1f} s")
+    for cluster in result.report.clusters:
+        if cluster.status == "unreachable":
+            parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
+    header = " · ".join(parts)
+    if result.degraded:
+        header += f"\n⚠️ {result.degraded}"
+    return header
+
+
+def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None,
+            *, for_counts: bool = False, grid: bool = True) -> tuple[Report, dict[Key, JobDetail]]:
+    """The sweep's jobs (those ``keep`` accepts) as tables show them: arrays and grids grouped.
+    ``grid=False`` drops the SFT grid rollups (a change reply, one person's jobs)."""
+    report, details = result.report, result.details
+    if keep is not None:
+        update: dict[str, Any] = {"jobs": [j for j in report.jobs if keep(j)]}
+        report = report.model_copy(update=update if grid else {**update, "grid": []})
+        details = {k: d for k, d in details.items() if keep(d.report)}
+    return group_report(report, details, pending_tasks=pending_task_counts(result.facts),
+                        for_counts=for_counts)
+
+
+def _trouble(result: SweepResult) -> list[str]:
+    """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
+    lines = [f"⚠️ {c.name} UNREACHABLE ({c.detail or 'no reason given'})"
+             for c in result.report.clusters if c.status == "unreachable"]
+    return [*lines, f"⚠️ {result.degraded}"] if result.degraded else lines
+
+
+def sweep_parent(result: SweepResult, *, period_start: datetime, now: datetime,
+                 period_hours: float, sweeps: int) -> SlackMessage:
+    """The period's parent message (edited in place by each sweep): a title with the counts,
+    one summary line per bucket (an array counted once), unreachable clusters, and the time
+    it is as of."""
+    report = result.report
+    states = Counter(j.state.value.lower() for j in report.jobs)
+    counts = " · ".join(f"{n} {s}" for s, n in states.most_common())
+    day = period_start.strftime("%a %d %b %Y") if period_hours >= 24 else (
+        period_start.strftime("%a %d %b %Y %H:%MZ"))
+    title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs" + (f": {counts}" if counts
+                                                                   else "")
+    summary, _ = grouped(result, for_counts=True)
+    lines = [esc(line) for line in [*summary_lines(summary), *_trouble(result)]]
+    foot = f"_as of {now:%H:%M}Z · sweep {sweeps} of this period · changes in the thread_"
+    text = cut_text("\n".join([title, *lines]), 2800) + "\n" + foot
+    return SlackMessage(text=text, blocks=[section(text)])
+
+
+def sweep_thread(result: SweepResult, *, width: int, header: str | None = None,
+                 only: Collection[Key] | None = None) -> list[SlackMessage]:
+    """Tables (arrays grouped) as thread replies, as many messages as Slack's limits need.
+
+    ``header``: raw text above them; ``only``: just those jobs' rows (a change reply).
+    """
+    keep = None if only is None else (lambda j: (j.cluster, j.job_id) in only)
+    report, details = grouped(result, keep, grid=only is None)
+    tables = render_tables(report, details, width=width)
+    return slack_messages(tables, header=header or (None if tables else
+                                                    "No active or recent jobs."))
+
+
+def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: datetime | None,
+                   now: datetime) -> str:
+    """Raw text heading a change reply: one line per change (arrays merged), then follow-ups."""
+    from report.changes import merged_lines
+
+    at = since.strftime("%H:%MZ") if since else "the last sweep"
+    return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)", *merged_lines(changes),
+                      *extra])
+
+
+def collapse_line(ref: str, owner: str | None) -> str:
+    """The day's thread line when a collapse alert went out."""
+    told = f"owner {mention(owner)} told" if owner else "owner unknown, alert in the channel"
+    return cut_text(f"🚨 collapse on `{esc(ref)}`, {told}")
+
+
+def cancel_line(ref: str, actor: str, evidence: str) -> str:
+    """The day's thread line when a cancel from a button completed."""
+    return cut_text(f"🛑 `{esc(ref)}` cancelled by {mention(actor)}, evidence at "
+                    f"`{esc(evidence)}`")
+
+
+def followup_messages(lines: Sequence[str]) -> list[SlackMessage]:
+    """Failure and cleanup follow-ups (raw lines from bot.incidents) for the sweep thread."""
+    return [text_message(piece) for piece in escaped_chunks("\n".join(lines), 3800) if piece]
+
+
+# -- slash commands ------------------------------------------------------------------------------
+
+
+def error_text(message: str) -> str:
+    """An ephemeral error line: the message (which may quote the user) escaped."""
+    return cut_text("⚠️ " + esc(message))
+
+
+def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | None,
+                  width: int, keep: Callable[[JobReport], bool] | None = None,
+                  limit: int = MAX_RESPONSES, what: str | None = None) -> list[SlackMessage]:
+    """The ``/jobs`` answer: code-block tables (arrays grouped), split to Slack's limits, at
+    most ``limit`` messages. ``keep`` filters the rows (else ``bucket``) and drops the grid
+    rollup; ``what`` names the filter in the "No … jobs." answer."""
+    report, details = grouped(result, keep or ((lambda j: j.bucket == bucket) if bucket else None),
+                              grid=keep is None)
+    header = sweep_header(result, age_s=age_s)
+    tables = render_tables(report, details, width=width)
+    if not tables:
+        label = what or bucket
+        none = f"No {label} jobs." if label else "No active or recent jobs."
+        return [text_message(esc(f"{header}\n{none}"))]
+    return cut_messages(slack_messages(tables, header=header), max(1, limit),
+                        hint="The whole answer is in your DM with the bot, as a file; "
+                             "or ask for one bucket, e.g. `/jobs rl`.")
+
+
+def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> list[SlackMessage]:
+    """The ``/job`` answer: header, tables split between rows, text between lines, a note."""
+    messages = slack_messages(job_detail_pieces(detail, width=width), header=header)
+    ref = esc(f"{detail.report.cluster}:{detail.report.job_id}: {detail.report.verdict}")
+    messages = [SlackMessage(text=cut_text(ref, 150), blocks=m.blocks) for m in messages]
+    messages = cut_messages(messages, MAX_RESPONSES,
+                            hint="The whole record is in your DM with the bot, as a file.")
+    last = messages[-1]
+    blocks = [*last.blocks, context(esc(note))]
+    if len(blocks) > 50:
+        return messages
+    return [*messages[:-1], SlackMessage(text=last.text, blocks=blocks, cut=last.cut)]
+
+
+def shared_job_messages(detail: JobDetail, *, header: str, sharer: str,
+                        width: int) -> list[SlackMessage]:
+    """A ``/job`` answer shared to a channel ("Share to channel"), saying who shared it."""
+    by = context(f"Shared by {mention(sharer)}")
+    messages = slack_messages(job_detail_pieces(detail, width=width), header=header,
+                              max_blocks=49)
+    ref = esc(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
+    messages = cut_messages([SlackMessage(text=cut_text(ref, 150), blocks=m.blocks)
+                             for m in messages], MAX_RESPONSES,
+                            hint="`/job` shows the whole record.")
+    first = messages[0]
+    return [SlackMessage(text=first.text, blocks=[by, *first.blocks], cut=first.cut),
+            *messages[1:]]
+
+
+def share_button(detail: JobDetail) -> dict[str, Any]:
+    """The actions block with "Share to channel"; the value is a job ref looked up again."""
+    ref = f"{detail.report.cluster}:{detail.report.job_id}"
+    return {"type": "actions", "block_id": "share_actions",
+            "elements": [_button(SHARE, "Share to channel", ref[:2000])]}
+
+
+# -- job-end DMs ----------------------------------------------------------------------------------
+
+
+def _first_fault(detail: JobDetail) -> str | None:
+    return next((f for f in detail.faults if not f.startswith("time-limit")), None)
+
+
+def _code(text: str, limit: int = 1500) -> str:
+    pieces = escaped_chunks(text, limit, escape_code)
+    return f"```\n{pieces[0]}{' …' if len(pieces) > 1 else ''}\n```"
+
+
+def job_end_dm(change: Change, detail: JobDetail, count: int = 1) -> SlackMessage:
+    """The owner's DM for a job that failed, completed or stalled (``count``: array tasks that
+    ended alike)."""
+    job = detail.report
+    many = f" (×{count} tasks)" if count > 1 else ""
+    head = f"*{esc(job.name)}* `{esc(f'{job.cluster}:{job.job_id}')}`{many}"
+    rec = job.recommendation
+    advice = (f"*Recommendation:* {esc(rec.action)} — {esc(rec.why)}"
+              if rec and rec.action != "none" else "")
+    if change.kind == "failed":
+        fault = _first_fault(detail)
+        lines = [f"❌ {head} ended {esc(job.state.value)}."]
+        if fault:
+            lines += ["First real fault:", _code(fault)]
+        if job.trend and job.trend != fault:
+            lines.append(_code(job.trend))
+        lines.append(advice or "*Recommendation:* diagnose before relaunching.")
+    elif change.kind == "finished":
+        lines = [f"✅ {head} completed.", advice or "No cleanup routine matched; nothing to do."]
+    else:
+        what = "zombie (all trials done, still RUNNING)" if "zombie" in job.flags else "stalled"
+        lines = [f"⏸ {head} is {what}.", _code(job.trend or "no progress"), advice]
+    lines.append("_Turn these off with `/jobs notify off`._")
+    text = "\n".join(line for line in lines if line)
+    return SlackMessage(text=text if len(text) <= 3900 else cut_text(
+        "\n".join([lines[0], *lines[-2:]])))
+
+
+# -- collapse alerts ------------------------------------------------------------------------------
+
+
+def evidence_lines(detail: JobDetail) -> list[str]:
+    """One line per signal (value vs window), then sparklines of the key metrics (escaped)."""
+    lines = []
+    for ev in detail.evidence:
+        mark = "🔴" if ev.fired else "⚪"
+        lines.append(
+            f"{mark} `{esc(ev.signal)}` step {ev.step}: {_fmt(ev.value)} vs window mean "
+            f"{_fmt(ev.window_mean)} ({len(ev.window)} pts) {sparkline(ev.window, len(ev.window))}"
+            f" — {esc(ev.why or '')}"
+        )
+    for name in ("reward", "entropy", "grad_norm", "log_ratio_abs_mean", "loss"):
+        values = [p.values[name] for p in detail.history if name in p.values]
+        if len(values) >= 2:
+            lines.append(f"`{name}` {sparkline(values, SPARK_POINTS)} last {_fmt(values[-1])}")
+    return lines
+
+
+def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str | None = None,
+                     delivered_for: str | None = None) -> SlackMessage:
+    """The collapse alert with its evidence and buttons.
+
+    ``delivered_for``: the owner's Slack id when the DM failed and the alert went to the channel.
+    """
+    job = detail.report
+    ref = esc(f"{job.cluster}:{job.job_id}")
+    banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
+        "no banked checkpoint found")
+    head = (
+        f"*Collapse on `{ref}` {esc(job.name)}* (owner {esc(job.user or 'unknown')})\n"
+        f"step {job.step if job.step is not None else '—'}, collapse at step "
+        f"{detail.collapse_step if detail.collapse_step is not None else '—'}; {banked}"
+    )
+    why = esc(job.recommendation.why) if job.recommendation else "collapse rule fired"
+    body = cut_text("\n".join(evidence_lines(detail)), 2900) or "(no signal evidence recorded)"
+    blocks: list[dict[str, Any]] = [section(head), section(body), context(why)]
+    if delivered_for is not None:
+        blocks.insert(0, context(f"For {mention(delivered_for)}: the direct message to the "
+                                 "owner could not be delivered."))
+    if evidence_path is not None:
+        blocks.append(context(f"Evidence recorded (the job keeps running): "
+                              f"`{esc(evidence_path)}`"))
+    blocks.append({"type": "actions", "block_id": "collapse_actions",
+                   "elements": _buttons(detail, can_cancel=can_cancel)})
+    return SlackMessage(text=cut_text(f"Collapse on {ref} {esc(job.name)}", 150), blocks=blocks)
+
+
+def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "button", "action_id": action_id, "value": value,
+            "text": {"type": "plain_text", "text": text}, **extra}
+
+
+def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
+    # The value names the job so a human reading the payload sees it; it is never authority:
+    # a press is checked against the stored episode of the message it came from.
+    ref = f"{detail.report.cluster}:{detail.report.job_id}"
+    if not can_cancel:
+        return [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref)]
+    banked = detail.report.banked_step
+    confirm = {
+        "title": {"type": "plain_text", "text": "Cancel and salvage?"},
+        "text": {"type": "mrkdwn", "text": cut_text(
+            f"Evidence (log tail, metric window, scheduler record) is saved first, then "
+            f"`{esc(ref)}` is cancelled. Banked step: {banked if banked is not None else 'none'}.",
+            300, note="…")},
+        "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
+        "deny": {"type": "plain_text", "text": "Keep it"},
+        "style": "danger",
+    }
+    return [
+        _button(CANCEL, "Cancel & salvage", ref, style="danger", confirm=confirm),
+        _button(KEEP, "Keep running", ref),
+        _button(SNOOZE, f"Snooze {SNOOZE_HOURS:g}h", ref),
+    ]
+
+
+def outcome_blocks(blocks: Sequence[dict[str, Any]], line: str, *,
+                   keep_buttons: bool) -> list[dict[str, Any]]:
+    """The alert's blocks with the outcome line (escaped mrkdwn) in place of the last one."""
+    kept = [b for b in blocks if keep_buttons or b.get("type") != "actions"]
+    kept = [b for b in kept if b.get("block_id") != "outcome"][:49]
+    return [*kept, context(line, block_id="outcome")]

@@ -1,0 +1,205 @@
+"""Reads on the login node: only what is the job's own, and never a read that hangs.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script, see ``probes.remote.script``). Every user of a cluster controls their job's
+StdOut path, workdir and the trees under it, so:
+
+* A file is read only if it is a regular file owned by the job's user, judged on the opened
+  descriptor (``O_NOFOLLOW`` then ``fstat``: no check-then-open race). A symlink as the last
+  component is not followed; a FIFO, a socket or a device is refused (``O_NONBLOCK`` makes the
+  open of a FIFO return at once); anything on the file systems of /proc, /sys or /dev is
+  refused whatever path led there (device number of the opened descriptor), and so is a path
+  that names them.
+* A directory below a listing root is entered only through its parent's descriptor with
+  ``O_NOFOLLOW``, so no symlink leads a listing out of the job's tree.
+* Every open, read and listing runs under its own deadline (``SIGALRM`` from ``setitimer``:
+  a hung NFS read or a blocking open is interrupted), capped by the whole request's deadline.
+  A deadline only works in the main thread; elsewhere (in-process callers) there is none.
+* A refusal or a timeout is an exception carrying the reason, which the collector reports for
+  that one job (``failed``, i.e. fetch-failed with the reason) and goes on with the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pwd
+import signal
+import stat
+import threading
+import time
+from typing import Any, Iterator  # noqa: UP035 - Python 3.7 on login nodes
+
+FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+class Refused(Exception):
+    """A path that is not the job's to read (the message says why)."""
+
+
+class Hung(Exception):
+    """An operation that did not finish within its deadline."""
+
+
+def _forbidden_devices() -> frozenset[int]:
+    """Device numbers of the /proc, /sys and /dev file systems (where they are mounts)."""
+    devices: set[int] = set()
+    with contextlib.suppress(OSError):
+        root = os.stat("/").st_dev
+        for path in (*FORBIDDEN_ROOTS, "/dev/shm", "/dev/pts", "/dev/mqueue", "/sys/fs/cgroup"):
+            with contextlib.suppress(OSError):
+                dev = os.stat(path).st_dev
+                if dev != root:  # never forbid the root file system itself
+                    devices.add(dev)
+    return frozenset(devices)
+
+
+_FORBIDDEN_DEVICES = _forbidden_devices()
+
+
+def forbidden_path(path: str) -> bool:
+    """True for a path that names /proc, /sys, /dev or anything under them, once normalised."""
+    norm = os.path.normpath("/" + path.lstrip("/")) if path.startswith("/") else ""
+    return any(norm == r or norm.startswith(r + "/") for r in FORBIDDEN_ROOTS)
+
+
+def resolve_uid(user: str | None) -> int | None:
+    """The login node's uid for a user name; ``None`` when the name is unknown here."""
+    if not user:
+        return None
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except (KeyError, OSError):
+        return None
+
+
+@contextlib.contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` with :class:`Hung` (main thread only)."""
+    if seconds <= 0:
+        raise Hung(f"{what}: no time left in this sweep")
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise Hung(f"{what}: no answer within {seconds:g}s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Guard:
+    """The read rules for one job: its owner's uid, a per-operation and a request deadline."""
+
+    def __init__(self, uid: int | None, op_timeout_s: float,
+                 until: float | None = None, user: str = "") -> None:
+        self.uid = uid
+        self.user = user
+        self.op_timeout_s = op_timeout_s
+        self.until = until
+
+    def _seconds(self) -> float:
+        if self.until is None:
+            return self.op_timeout_s
+        return min(self.op_timeout_s, self.until - time.monotonic())
+
+    def open(self, path: str, *, directory: bool = False,
+             dir_fd: int | None = None) -> int:
+        """An fd for ``path`` if it is the job's regular file (or directory); else raises."""
+        if dir_fd is None and not path.startswith("/"):
+            raise Refused(f"{path}: not an absolute path: not read")
+        if dir_fd is None and forbidden_path(path):
+            raise Refused(f"{path}: under /proc, /sys or /dev: not read")
+        if self.uid is None:
+            raise Refused(f"{path}: owner {self.user or '(none)'!r} unknown on this host:"
+                          " not read")
+        flags = _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+        try:
+            with deadline(self._seconds(), f"open {path}"):
+                fd = os.open(path, flags, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Refused(f"{path}: a symbolic link: not followed") from exc
+            raise
+        try:
+            self._check(fd, path, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _check(self, fd: int, path: str, directory: bool) -> None:
+        st = os.fstat(fd)
+        if st.st_dev in _FORBIDDEN_DEVICES:
+            raise Refused(f"{path}: on /proc, /sys or /dev: not read")
+        kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
+        if not kind_ok:
+            want = "a directory" if directory else "a regular file"
+            raise Refused(f"{path}: not {want}: not read")
+        if not directory and st.st_uid != self.uid:
+            raise Refused(f"{path}: owned by uid {st.st_uid}, not by the job's user"
+                          f" {self.user!r}: not read")
+
+    def read(self, fd: int, start: int, limit: int, path: str) -> bytes:
+        """Up to ``limit`` bytes from ``start`` of an opened file, under the deadline."""
+        chunks: list[bytes] = []
+        with deadline(self._seconds(), f"read {path}"):
+            os.lseek(fd, start, os.SEEK_SET)
+            left = limit
+            while left > 0:
+                data = os.read(fd, min(left, 1 << 20))
+                if not data:
+                    break
+                chunks.append(data)
+                left -= len(data)
+        return b"".join(chunks)
+
+    def stat_file(self, path: str, dir_fd: int | None = None) -> os.stat_result:
+        """``fstat`` of the job's regular file at ``path`` (raises if it is not one)."""
+        fd = self.open(path, dir_fd=dir_fd)
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+
+    def read_small(self, path: str, limit: int,
+                   dir_fd: int | None = None) -> tuple[bytes, float]:
+        """``(first limit bytes, mtime)`` of the job's regular file."""
+        fd = self.open(path, dir_fd=dir_fd)
+        try:
+            return self.read(fd, 0, limit, path), os.fstat(fd).st_mtime
+        finally:
+            os.close(fd)
+
+    def list_dir(self, path: str, limit: int,
+                 dir_fd: int | None = None) -> list[str]:
+        """Sorted names in a directory (at most ``limit``), entered without following links."""
+        fd = self.open(path, directory=True, dir_fd=dir_fd)
+        try:
+            names: list[str] = []
+            with deadline(self._seconds(), f"list {path}"), os.scandir(fd) as it:
+                for entry in it:
+                    names.append(entry.name)
+                    if len(names) >= limit:
+                        break
+            return sorted(names)
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def directory(self, path: str, dir_fd: int | None = None) -> Iterator[int]:
+        """An open directory fd (for reads below it with ``dir_fd``), closed afterwards."""
+        fd = self.open(path, directory=True, dir_fd=dir_fd)
+        try:
+            yield fd
+        finally:
+            os.close(fd)

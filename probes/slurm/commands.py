@@ -1,0 +1,128 @@
+"""What the SLURM probe's commands answered: capabilities found missing, answers read.
+
+Policy: a cluster feature that failed (``squeue --json``, ``sacct``) is believed missing for
+a while (``Capability.recheck``, by the probe's clock) and then tried again: clusters get
+upgraded, accounting gets switched on, and one failed command (a transient plugin error) must
+not turn a feature off for good. Only stderr that says the option or the service does not
+exist counts as missing; any other failure is the command's failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from probes.errors import CommandError, ProbeError
+from probes.models import SchedulerRecord
+from probes.slurm.transport import CommandResult, Runner
+
+NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
+NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
+            "could not start", "command not found", "not found")
+RECHECK = timedelta(hours=1)
+"""How long a missing feature is believed missing before it is probed again."""
+
+
+@dataclass
+class Capability:
+    """One optional cluster feature: available until it fails, then re-probed after a while."""
+
+    recheck: timedelta = RECHECK
+    missing_since: datetime | None = None
+
+    def worth_trying(self, now: datetime) -> bool:
+        """True unless it failed less than ``recheck`` ago."""
+        return self.missing_since is None or now - self.missing_since >= self.recheck
+
+    def missing(self, now: datetime) -> None:
+        self.missing_since = now
+
+    def found(self) -> None:
+        self.missing_since = None
+
+    @property
+    def believed(self) -> bool:
+        """Believed available right now (nothing failed since it last worked)."""
+        return self.missing_since is None
+
+
+def mentions(text: str, needles: Sequence[str]) -> bool:
+    low = text.lower()
+    return any(n in low for n in needles)
+
+
+def first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first ProbeError of a failed fan-out (one reason is enough for the report)."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return first_probe_error(exc)
+        if isinstance(exc, ProbeError):
+            return exc
+    return group
+
+
+def queue_answer(res: CommandResult) -> dict[str, Any] | None:
+    """The one-trip collector's answer, or ``None`` when it did not run properly."""
+    if res.exit_status != 0:
+        return None
+    try:
+        answer = json.loads(res.stdout)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("jobs"), dict):
+        return None
+    out = answer.get("squeue")
+    if not isinstance(out, dict) or not isinstance(out.get("exit"), int):
+        return None
+    return answer
+
+
+def json_document(text: str) -> dict[str, Any]:
+    """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CommandError("squeue --json output has no 'jobs' list")
+    return data
+
+
+def check_document(data: dict[str, Any], stderr: str, target: str) -> dict[str, Any]:
+    """``data`` unless squeue reported errors in it (it exits 0 with an ``errors`` list and no
+    jobs when, for example, munged is down): then a :class:`CommandError` saying why."""
+    errors = data.get("errors")
+    if not isinstance(errors, list) or not errors:
+        return data
+    said = "; ".join(
+        f"{e.get('source') or 'squeue'}: {e.get('description') or e.get('error') or e}"
+        if isinstance(e, dict) else str(e) for e in errors[:3])
+    lines = [ln.strip() for ln in stderr.splitlines() if "error" in ln.lower()]
+    detail = f" ({' / '.join(lines[-3:])})" if lines else ""
+    raise CommandError(f"`squeue --json` on {target} reported: {said}{detail}"[:600])
+
+
+async def run_collector(runner: Runner, script: str,
+                        started: Sequence[SchedulerRecord]) -> dict[str, Any]:
+    """The collector's answer per job id; one run, retried once, else every log ``failed``
+    with the reason (fetch-failed, never "dead")."""
+    error = "collector did not run"
+    for _attempt in (1, 2):
+        res = await runner.run(["python3", "-"], stdin=script, check=False)
+        if res.exit_status != 0:
+            error = str(res.failure(runner.target))
+            continue
+        try:
+            answer = json.loads(res.stdout)
+        except ValueError as exc:
+            error = f"collector printed unreadable output on {runner.target}: {exc}"
+            continue
+        jobs = answer.get("jobs") if isinstance(answer, dict) else None
+        if isinstance(jobs, dict):
+            return jobs
+        error = f"collector answer on {runner.target} has no jobs"
+    return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
+                               "error": error, "attempts": 2}} for r in started}

@@ -1,0 +1,134 @@
+"""RL health checks that need no trial tree: degenerate rollouts, log-ratio ranges, banking.
+
+Policy (seed §RL: standard, non-agentic RL "has no Harbor trial artifacts ... Substitute
+reward/avg_raw_reward, banked-step cadence plus durable checkpoints, timing/*, and
+generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
+
+- ``dead-rollouts``: over the window (the last ``th.window`` logged values of a metric, at least
+  ``th.min_window`` of them) reward flat at 0, responses about 1 token, entropy about 0, or
+  grad norm exactly 0. Any one is enough: each means no learning signal is reaching the policy,
+  whatever the row's other numbers say. Flagged on any state; on a live run verdict
+  ``warning`` and recommendation ``deep_probe`` (read the literal rollouts). Standard RL is
+  what needs it (no trial evidence), but it is applied to agentic RL too: a degenerate
+  window is dead whatever produced it, and the trial pass-rate signal is judged besides.
+- Log-ratio health (where the trainer emits the diagnostics): ``log_ratio_abs_mean`` above
+  ``th.log_ratio_mean_max``, ``log_ratio_abs_max`` at or above ``th.log_ratio_max_max``,
+  ``n_tokens_dp_gt_50pct`` above ``th.gt_50pct_max``, or position buckets whose largest mean is
+  more than ``th.log_ratio_bucket_spread`` × the smallest: verdict ``warning`` on the latest
+  step. A small mean is the seqnorm regime, never a warning.
+- Banked-step cadence: the save cadence is the typical gap between the steps the log says were
+  saved (or between durable checkpoints on disk). A live run whose newest durable checkpoint lags
+  its step by more than ``th.checkpoint_cadence_factor`` cadences is banking nothing: warning.
+- ``pass@N`` (``reward/avg_pass_at_N``) and ``z_clip/triggered`` are shown in the trend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import pairwise
+from statistics import median
+
+from probes.models import MetricPoint
+from report.cells import format_value
+from report.findings import Findings, JudgeContext, Priority, series
+from report.settings import Thresholds
+
+
+def _window(history: Sequence[MetricPoint], metric: str, th: Thresholds) -> list[float] | None:
+    values = series(history, metric)[-th.window :]
+    return values if len(values) >= th.min_window else None
+
+
+def degenerate_reasons(history: Sequence[MetricPoint], th: Thresholds) -> list[str]:
+    """Why the window's rollouts are degenerate (empty when they are not)."""
+    reasons = []
+    rewards = _window(history, "reward", th)
+    if rewards and all(math.isfinite(r) and abs(r) <= th.dead_reward_abs for r in rewards):
+        reasons.append(f"reward flat at 0 for {len(rewards)} steps")
+    lengths = _window(history, "avg_num_tokens", th)
+    if lengths and all(math.isfinite(n) and n <= th.dead_response_tokens for n in lengths):
+        reasons.append(f"responses ~{format_value(lengths[-1])} token for {len(lengths)} steps")
+    entropy = _window(history, "entropy", th)
+    if entropy and all(math.isfinite(e) and abs(e) <= th.dead_entropy_max for e in entropy):
+        reasons.append(f"entropy ~0 for {len(entropy)} steps")
+    grads = _window(history, "grad_norm", th)
+    if grads and all(g == 0.0 for g in grads):
+        reasons.append(f"grad norm exactly 0 for {len(grads)} steps")
+    return reasons
+
+
+def dead_rollouts_rule(ctx: JudgeContext, f: Findings) -> None:
+    """Flag ``dead-rollouts``; on a live run, warn and ask for a deep probe."""
+    reasons = degenerate_reasons(ctx.history, ctx.settings.thresholds)
+    if not reasons:
+        return
+    f.flag("dead-rollouts")
+    text = "DEAD ROLLOUTS: " + "; ".join(reasons)
+    f.trend(Priority.INFO + 8, text)
+    if ctx.running:
+        f.verdict("warning")
+        f.recommend(Priority.DIAGNOSE - 5, "deep_probe",
+                    f"dispatch rl-job-health-deep-dive on {ctx.facts.record.name}: "
+                    f"{'; '.join(reasons)}; the row can read healthy on a silently dead run")
+
+
+def log_ratio_health(ctx: JudgeContext, f: Findings) -> None:
+    """Warn when the latest step's per-token log-ratio diagnostics leave the healthy ranges."""
+    if not ctx.history:
+        return
+    th = ctx.settings.thresholds
+    values = ctx.history[-1].values
+    problems = []
+    mean = values.get("log_ratio_abs_mean")
+    if mean is not None and (not math.isfinite(mean) or mean > th.log_ratio_mean_max):
+        problems.append(f"mean {format_value(mean)} >{th.log_ratio_mean_max:g}")
+    top = values.get("log_ratio_abs_max")
+    if top is not None and (not math.isfinite(top) or top >= th.log_ratio_max_max):
+        problems.append(f"max {format_value(top)} ≥{th.log_ratio_max_max:g}")
+    gt50 = values.get("n_tokens_dp_gt_50pct")
+    if gt50 is not None and (not math.isfinite(gt50) or gt50 > th.gt_50pct_max):
+        problems.append(f"gt_50pct {format_value(gt50)}")
+    buckets = [v for k, v in sorted(values.items()) if k.startswith("log_ratio_pos_")]
+    if len(buckets) >= 2 and all(math.isfinite(b) and b >= 0 for b in buckets):
+        low, high = min(buckets), max(buckets)
+        if high > 0 and (low == 0 or high / low > th.log_ratio_bucket_spread):
+            problems.append("position buckets uneven")
+    if problems:
+        f.verdict("warning")
+        f.trend(Priority.INFO + 1, "log-ratio out of range: " + ", ".join(problems))
+
+
+def _cadence(steps: Sequence[int]) -> float | None:
+    ordered = sorted(set(steps))
+    gaps = [b - a for a, b in pairwise(ordered) if b > a]
+    return float(median(gaps)) if gaps else None
+
+
+def banking_rule(ctx: JudgeContext, f: Findings) -> None:
+    """Warn when a live run's durable checkpoints stopped landing at its save cadence."""
+    if not ctx.running or f.step is None or ctx.facts.checkpoints is None:
+        return
+    saved = ctx.facts.summary.checkpoint_steps if ctx.facts.summary else ()
+    cadence = _cadence(saved) or _cadence(ctx.facts.checkpoints.steps)
+    banked = ctx.facts.checkpoints.banked_step
+    if cadence is None or (banked is None and not saved):
+        return
+    lag = f.step - (banked or 0)
+    if lag > ctx.settings.thresholds.checkpoint_cadence_factor * cadence:
+        f.verdict("warning")
+        since = f"since step {banked}" if banked is not None else "on disk"
+        f.trend(Priority.INFO + 2, f"No durable checkpoint {since} "
+                f"(cadence {cadence:g}, now step {f.step}): banking nothing")
+
+
+def extras_text(f: Findings, samples_per_prompt: int | None) -> str:
+    """``; pass@8 0.62; z-clip 3×`` for the trend, from the latest metrics."""
+    parts = []
+    pass_at = f.metrics.get("pass_at_n")
+    if isinstance(pass_at, float) and math.isfinite(pass_at):
+        parts.append(f"pass@{samples_per_prompt or 'N'} {format_value(pass_at)}")
+    triggered = f.metrics.get("z_clip_triggered")
+    if isinstance(triggered, float) and math.isfinite(triggered) and triggered > 0:
+        parts.append(f"z-clip {format_value(triggered)}×")
+    return "".join(f"; {p}" for p in parts)

@@ -1,0 +1,178 @@
+"""Who may press what, checked against the stored alert and the scheduler's record at press
+time: the authorization matrix of issue 10.
+
+- the same user name on two clusters maps to two people;
+- a tampered button value is refused and audited;
+- a stale or edited Redis document grants nothing;
+- a Kubernetes name re-created (new uid) is a new job: the old alert's buttons are refused and
+  the new job alerts again; a Kubernetes label is an owner only when the config names it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import make_scheduler
+from bot.config import Config, RedisSection, SlackSection
+from bot.store import RedisStore
+from probes.config import KubernetesCluster, ReplayCluster
+from tests.bot.builders import FakeClock, FakeSweeper, collapsing, sweep_result
+from tests.bot.conftest import Harness, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+
+def two_clusters(prefix: str, tmp_path: Path, **slack: Any) -> Config:
+    """alpha's alice is UALICE; beta's alice is another person, UALICE2."""
+    alpha = ReplayCluster(name="alpha", path=str(tmp_path), owners={"alice": "UALICE"})
+    beta = ReplayCluster(name="beta", path=str(tmp_path), owners={"alice": "UALICE2"})
+    return Config(clusters=(alpha, beta), redis=RedisSection(key_prefix=prefix),
+                  slack=SlackSection(channel="C0SWEEP", operators=("UOPS",),
+                                     incident_dir=str(tmp_path / "incidents"), **slack))
+
+
+async def outcomes(h: Harness) -> list[tuple[str, str]]:
+    return [(e["actor"], e["outcome"]) for e in await h.bot.store.audit_entries()]
+
+
+async def test_same_user_name_on_two_clusters_is_two_people(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """alice on alpha cannot cancel beta's alice's job; beta's alice can."""
+    sick = collapsing(cluster="beta")
+    sweeper = FakeSweeper(make=lambda: sweep_result([sick], at=clock(),
+                                                     clusters=("alpha", "beta")),
+                          conf=two_clusters(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        assert h.alert_post("beta:4242")["channel"] == "DALICE2"
+        hook = await h.press_alert("cancel_salvage", user="UALICE", ref="beta:4242")
+        (reply,) = await slack.wait_for(hook)
+        assert "Only the job's owner or an operator" in reply.params["text"]
+        await h.press_alert("cancel_salvage", user="UALICE2", ref="beta:4242")
+        await h.bot.tasks.drain()
+        assert sweeper.cancels == [("beta", "4242")]
+        assert await outcomes(h) == [("UALICE", "refused"), ("UALICE2", "cancel requested"),
+                                     ("UALICE2", "cancelled")]
+
+
+async def test_tampered_button_value_is_refused_and_audited(harness: Harness) -> None:
+    """A signed press whose value names another job than its alert's cancels nothing."""
+    assert await make_scheduler(harness.bot).tick()
+    hook = await harness.press_alert("cancel_salvage", user="UOPS", value="alpha:4100")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "does not belong to this alert" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    (entry,) = await harness.bot.store.audit_entries()
+    assert (entry["outcome"], entry["job_id"]) == ("tampered", "4100")
+    assert "episode is alpha:4242" in entry["detail"]
+
+
+async def test_press_on_a_message_without_an_alert_is_refused(harness: Harness) -> None:
+    """A press on a message the bot never posted an alert in is refused, whatever its value."""
+    _, hook = await harness.press("cancel_salvage", "alpha:4242", user="UOPS",
+                                  channel="C0OTHER", ts="1699999999.000001")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "no record of an alert" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [] and harness.sweeper.sweeps == 0
+
+
+async def test_edited_redis_document_grants_nothing(harness: Harness) -> None:
+    """An episode document rewritten to name another owner does not make that person the
+    owner: the permission comes from the scheduler's record read at press time."""
+    assert await make_scheduler(harness.bot).tick()
+    doc = await harness.bot.store.get_doc("episode:alpha:4242")
+    await harness.bot.store.put_doc("episode:alpha:4242",
+                                    {**doc, "user": "mallory", "owner": "UEVIL"})
+    hook = await harness.press_alert("cancel_salvage", user="UEVIL")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "Only the job's owner or an operator" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+
+
+async def test_owner_changed_since_the_alert_is_read_fresh(harness: Harness) -> None:
+    """The scheduler now says the job is bob's: alice (the owner the alert was sent to) may no
+    longer cancel it."""
+    assert await make_scheduler(harness.bot).tick()
+    bobs = collapsing(user="bob")
+    harness.sweeper.make = lambda: sweep_result([bobs], at=harness.clock())
+    hook = await harness.press_alert("cancel_salvage", user="UALICE")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "Only the job's owner or an operator" in reply.params["text"]
+
+
+def k8s_config(prefix: str, tmp_path: Path, **cluster: Any) -> Config:
+    alpha = KubernetesCluster(name="alpha", namespace="ml", **cluster)
+    return Config(clusters=(alpha,), redis=RedisSection(key_prefix=prefix),
+                  slack=SlackSection(channel="C0SWEEP", operators=("UOPS",),
+                                     owners={"alice": "UALICE"},
+                                     incident_dir=str(tmp_path / "incidents")))
+
+
+async def test_recreated_kubernetes_name_is_a_new_job(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Same name, new uid: the old alert's cancel is refused as stale, and the new job gets its
+    own alert."""
+    uid = {"value": "uid-1"}
+    sick = collapsing(job_id="grpo-run")
+    sweeper = FakeSweeper(make=lambda: sweep_result(
+        [sick], at=clock(), labels={("alpha", "grpo-run"): {
+            "jobtables/uid": uid["value"], "user": "alice"}}),
+        conf=k8s_config(prefix, tmp_path, user_keys=("user",)))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        first = h.alert_post("alpha:grpo-run")
+        uid["value"] = "uid-2"
+        hook = await h.press_alert("cancel_salvage", user="UALICE", ref="alpha:grpo-run")
+        (reply,) = await slack.wait_for(hook)
+        assert "earlier job" in reply.params["text"]
+        clock.advance(1800)
+        assert await make_scheduler(h.bot).tick()
+        second = h.alert_post("alpha:grpo-run")
+        assert second["ts"] != first["ts"]
+        assert await h.bot.store.get_doc("episode:alpha:grpo-run:uid-2") is not None
+        await h.press_alert("cancel_salvage", user="UALICE", ref="alpha:grpo-run")
+        await h.bot.tasks.drain()
+    assert sweeper.cancels == [("alpha", "grpo-run")]
+
+
+@pytest.mark.parametrize("named", [False, True])
+async def test_kubernetes_label_is_an_owner_only_when_the_config_names_it(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, named: bool,
+) -> None:
+    """A ``user`` label counts for the permission only with ``user_keys`` set in the config."""
+    clock = FakeClock()
+    allowed = named
+    sick = collapsing(job_id="grpo-run")
+    cluster = {"user_keys": ("user",)} if named else {}
+    sweeper = FakeSweeper(make=lambda: sweep_result(
+        [sick], at=clock(), labels={("alpha", "grpo-run"): {"user": "alice"}}),
+        conf=k8s_config(prefix, tmp_path, **cluster))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        await h.press_alert("cancel_salvage", user="UALICE", ref="alpha:grpo-run")
+        await h.bot.tasks.drain()
+    assert sweeper.cancels == ([("alpha", "grpo-run")] if allowed else [])
+
+
+async def test_keep_running_for_anyone_when_configured(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """``keep_snooze_by = "anyone"`` opens keep_running to everyone; cancel stays guarded."""
+    config = two_clusters(prefix, tmp_path, keep_snooze_by="anyone")
+    sweeper = FakeSweeper(make=lambda: sweep_result([collapsing()], at=clock(),
+                                                     clusters=("alpha", "beta")), conf=config)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        await h.press_alert("cancel_salvage", user="UBOB")
+        await h.bot.tasks.drain()
+        await h.press_alert("keep_running", user="UBOB")
+        await h.bot.tasks.drain()
+        assert await outcomes(h) == [("UBOB", "refused"), ("UBOB", "kept running")]
+    assert sweeper.cancels == []

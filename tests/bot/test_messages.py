@@ -1,0 +1,211 @@
+"""Every message builder, fed hostile names, users, paths and log lines (hypothesis).
+
+Whatever a cluster or a user wrote, no message may carry a bare ``<``/``>`` (a mention,
+``<!channel>`` or a link) except the ``<@U…>`` mentions the bot built itself, every ``&`` is an
+entity, code fences stay balanced, and Slack's size limits hold.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.messages import (
+    cancel_line,
+    changes_header,
+    collapse_line,
+    collapse_message,
+    error_text,
+    followup_messages,
+    job_end_dm,
+    job_messages,
+    jobs_messages,
+    mention,
+    outcome_blocks,
+    share_button,
+    shared_job_messages,
+    sweep_header,
+    sweep_parent,
+    sweep_thread,
+    text_message,
+)
+from probes.models import JobState
+from report.changes import Change
+from report.chunks import SlackMessage
+from report.models import Recommendation
+from tests.bot.builders import T0
+from tests.bot.builders import collapsing, detail, job, sweep_result
+
+HOSTILE = ["<!channel>", "<!here>", "<https://evil.example/login|Re-authenticate>", "<@U0EVIL>",
+           "```", "&amp;", "&lt;", "<#C0123>", "*bold*", "`", "\u200d", "&", ">", "<"]
+text = st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12)),
+                max_size=12).map("".join)
+long_text = st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40)),
+                     max_size=30).map("".join)
+BOT_MENTION = re.compile(r"<@U[A-Z0-9]+>")
+ENTITY = re.compile(r"&(?:amp|lt|gt);")
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        if value.get("type") == "plain_text":
+            return []  # plain_text is shown literally: Slack parses no markup in it
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+def assert_safe(message: SlackMessage) -> None:
+    """No markup from outside the bot, balanced fences, and within Slack's limits."""
+    assert len(message.text) <= 4000
+    assert len(message.blocks) <= 50
+    total = 0
+    for block in message.blocks:
+        if block.get("type") == "section":
+            assert len(block["text"]["text"]) <= 3000
+            total += len(block["text"]["text"])
+    assert total <= 10_000
+    for piece in [message.text, *strings(message.blocks)]:
+        bare = BOT_MENTION.sub("", piece)
+        assert "<" not in bare and ">" not in bare, piece
+        assert "&" not in ENTITY.sub("", bare), piece
+        assert piece.count("```") % 2 == 0, piece
+
+
+def hostile_detail(name: str, user: str, line: str, path: str) -> Any:
+    base = collapsing()
+    rec = Recommendation(action="cancel_and_salvage", why=f"collapse: {line}")
+    report = base.report.model_copy(update={"name": name, "user": user, "log_path": path,
+                                            "recommendation": rec, "trend": line})
+    return base.model_copy(update={"report": report, "log_excerpt": f"{line}\n{line}\n",
+                                   "faults": (line,), "workdir": path, "note": line})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=text, user=text, line=long_text, path=text, detail_text=text)
+def test_every_builder_escapes_hostile_text(name: str, user: str, line: str, path: str,
+                                            detail_text: str) -> None:
+    """Sweep parent, thread, change replies and their lines, follow-ups, /jobs (filtered too),
+    /job and its Share, errors, collapse DMs, job-end DMs and outcomes."""
+    sick = hostile_detail(name, user, line, path)
+    other = detail(job("4100", name + "-b", user=user, bucket="sft"))
+    array = [detail(job(f"9000_{i}", name + "-arr", user=user, bucket="datagen")) for i in
+             range(3)]  # grouped into one row named by the hostile name
+    result = sweep_result([sick, other, *array], unreachable=("beta",), degraded=detail_text)
+    result.report.clusters[-1] = result.report.clusters[-1].model_copy(
+        update={"detail": detail_text})
+    changes = [Change(kind=kind, cluster="alpha", job_id=job_id, name=name, state=state,
+                      verdict="failed", why=line)
+               for kind, job_id, state in (("failed", "4242", JobState.FAILED),
+                                           ("finished", "4100", JobState.COMPLETED),
+                                           ("stalled", "9000_1", JobState.RUNNING))]
+    header = changes_header(changes, [f"🔥 `alpha:1` {name} failed: {line}"], since=T0, now=T0)
+    messages: list[SlackMessage] = [
+        sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=3),
+        *sweep_thread(result, width=100),
+        *sweep_thread(result, width=100, header=header, only={("alpha", "4242")}),
+        text_message(collapse_line(f"alpha:{name}", user)),
+        text_message(collapse_line("alpha:4242", "UALICE")),
+        text_message(cancel_line(f"alpha:{name}", user, path)),
+        *[job_end_dm(change, sick, 2) for change in changes],
+        *shared_job_messages(sick, header=sweep_header(result, age_s=None), sharer=user,
+                             width=100),
+        *jobs_messages(result, bucket=None, age_s=None, width=100, what="matching",
+                       keep=lambda j: j.user == user),
+        SlackMessage(text="x", blocks=[share_button(sick)]),
+        *followup_messages([f"🔥 `alpha:1` {name} failed: {line} · `{path}`", line]),
+        *jobs_messages(result, bucket=None, age_s=None, width=100),
+        *jobs_messages(result, bucket="eval", age_s=3.0, width=100),
+        *job_messages(sick, header=sweep_header(result, age_s=None), width=100, note=line),
+        SlackMessage(text=error_text(f"no job {name} on {detail_text}")),
+        collapse_message(sick, can_cancel=True, evidence_path=path),
+        collapse_message(sick, can_cancel=False, delivered_for="UALICE"),
+        collapse_message(sick, can_cancel=True, delivered_for=user),
+    ]
+    alert = collapse_message(sick, can_cancel=True)
+    messages.append(SlackMessage(text="x", blocks=outcome_blocks(
+        alert.blocks, f"Kept running by {mention(user)} {mention('UALICE')}",
+        keep_buttons=False)))
+    for message in messages:
+        assert_safe(message)
+
+
+def test_a_log_fence_cannot_close_the_code_block() -> None:
+    """A ``` inside a log line becomes a look-alike inside /job's code block."""
+    sick = hostile_detail("rl-x", "alice", "step 3 ``` <!channel>", "/p")
+    messages = job_messages(sick, header="h", width=100, note="n")
+    code = [s for m in messages for s in strings(m.blocks) if s.startswith("```")]
+    assert any("ˋˋˋ &lt;!channel&gt;" in s for s in code)
+    assert all(s.count("```") == 2 for s in code)
+
+
+def test_a_long_job_answer_is_split_between_rows_and_says_what_it_cut() -> None:
+    """A /job with a huge log line stays within limits in several messages (at most five)."""
+    sick = hostile_detail("rl-x", "alice", "x" * 30_000, "/p")
+    messages = job_messages(sick, header="h", width=100, note="n")
+    assert 1 < len(messages) <= 5
+    for message in messages:
+        assert_safe(message)
+    assert "cut" in messages[-1].text or sum(
+        len(s) for m in messages for s in strings(m.blocks)) > 26_000
+
+
+def test_entities_are_never_torn_where_long_text_is_split() -> None:
+    """Long runs of ``<``/``&`` in a header, a log line and follow-ups split into pieces that
+    are each within limits and made only of whole entities."""
+    sick = hostile_detail("rl-x", "alice", "<&>" * 3000, "/p")
+    result = sweep_result([sick], degraded="<!channel>&" * 900)
+    messages = [*job_messages(sick, header=sweep_header(result, age_s=None), width=100,
+                              note="n"),
+                *followup_messages(["<!here>&" * 2000]),
+                *jobs_messages(result, bucket=None, age_s=None, width=100)]
+    assert len(messages) > 3
+    for message in messages:
+        assert_safe(message)
+
+
+def test_job_answer_never_breaks_a_box_across_blocks() -> None:
+    """Every code block of a long ``/job`` answer holds whole boxes only (top and bottom rule
+    in the same block), even when one row is taller than a block."""
+    sick = hostile_detail("rl-" + "n" * 4000, "alice", "step 1 " * 800, "/p")
+    messages = job_messages(sick, header="h", width=100, note="n")
+    code = [s for m in messages for s in strings(m.blocks) if s.startswith("```")]
+    assert len(code) > 2
+    for block in code:
+        lines = block.split("\n")[1:-1]
+        tops = [i for i, line in enumerate(lines) if line.startswith("┌")]
+        bottoms = [i for i, line in enumerate(lines) if line.startswith("└")]
+        assert len(tops) == len(bottoms), block
+        assert all(t < b for t, b in zip(tops, bottoms, strict=True)), block
+        inside = any(line.startswith(("│", "├")) for line in lines)
+        assert not inside or tops, block
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=text, user=text, line=long_text, cluster_user=text)
+def test_home_view_escapes_hostile_text(name: str, user: str, line: str,
+                                        cluster_user: str) -> None:
+    """The App Home view (bot/home.py, built from bot.messages' pieces): the user's own jobs
+    and episodes with hostile names and refs, within a Home view's 100 blocks."""
+    from bot.config import Config, SlackSection
+    from bot.home import home_view
+
+    sick = hostile_detail(name, cluster_user, line, "/p")
+    mine = [sick, *[detail(job(f"9000_{i}", name, user=cluster_user)) for i in range(3)]]
+    result = sweep_result(mine, degraded=line)
+    config = Config(slack=SlackSection(owners={cluster_user: "UALICE"} if cluster_user else {}))
+    episodes = [{"cluster": name, "job_id": user, "state": "open", "opened_at": line,
+                 "first_step": line},
+                {"cluster": user, "job_id": name, "action": "snooze",
+                 "snoozed_until": "2099-01-01T00:00:00+00:00"}]
+    view = home_view(result, "UALICE", config, age_s=None, episodes=episodes, now=T0)
+    blocks = view["blocks"]
+    assert len(blocks) <= 100
+    for start in range(0, len(blocks), 50):
+        assert_safe(SlackMessage(text="home", blocks=blocks[start:start + 50]))

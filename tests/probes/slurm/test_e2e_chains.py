@@ -1,0 +1,118 @@
+"""End to end on the real SLURM 22.05 cluster: which TIMEOUT is a chain restart.
+
+Two real walltime TIMEOUTs (``--time=1``), each with a real successor queued at once:
+
+- ``afterok``: SLURM leaves the successor PENDING with ``DependencyNeverSatisfied`` (this
+  cluster has no ``kill_invalid_depend``); the TIMEOUT is judged failed with that reason;
+- a renamed resume (``-r2``, same workdir and ``--output`` pattern, ``afterany``): once it starts,
+  SLURM clears its dependency, and a fresh probe with no memory still names it as the successor.
+
+Jobs get unique names per run and only their own ids are cancelled in teardown. The TIMEOUT
+takes 60-90 s: the module waits for it once with a bounded poll of ``squeue --json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+
+from probes.models import ClusterFacts, JobState, SchedulerRecord
+from probes.slurm.probe import SlurmProbe
+from probes.slurm.transport import SshRunner
+from report.judge import build_report
+from report.models import JobReport
+from report.settings import ReportSettings
+from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.test_e2e import _cleanup, _wait_for
+
+BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
+
+
+@dataclass
+class Chains:
+    """The submitted jobs, the sweep after both TIMEOUTs, and its judged rows."""
+
+    ids: dict[str, str]
+    facts: ClusterFacts
+    rows: dict[str, JobReport]
+
+    def record(self, key: str) -> SchedulerRecord:
+        return next(j.record for j in self.facts.jobs if j.record.job_id == self.ids[key])
+
+
+async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
+    runner = SshRunner(env.cluster())
+    try:
+        await runner.run(["mkdir", "-p", f"{run_dir}/ok", f"{run_dir}/resume/logs"])
+        await runner.run(["sh", "-c", f"cat > {run_dir}/job.sbatch"], stdin=BODY)
+        jobs = [
+            ("ok_pred", f"rl-okchain-{tag}", "ok", ["--time=1"]),
+            ("ok_succ", f"rl-okchain-{tag}", "ok", ["--dependency=afterok:{ok_pred}"]),
+            ("resume_pred", f"rl-resume-{tag}", "resume", ["--time=1"]),
+            ("resume_succ", f"rl-resume-{tag}-r2", "resume",
+             ["--dependency=afterany:{resume_pred}"]),
+        ]
+        for key, name, sub, extra in jobs:
+            workdir = f"{run_dir}/{sub}"
+            argv = ["sbatch", "--parsable", "-J", name, "--chdir", workdir,
+                    "-o", f"{workdir}/logs/train_%j.log" if sub == "resume" else
+                    f"{workdir}/slurm-%j.out",
+                    *(e.format(**ids) for e in extra), f"{run_dir}/job.sbatch"]
+            res = await runner.run(argv)
+            ids[key] = res.stdout.strip().split(";")[0]
+    finally:
+        await runner.aclose()
+
+
+@pytest.fixture(scope="module")
+def chains(slurm_env: SlurmEnv) -> Iterator[Chains]:
+    """Submit both chains, wait for both TIMEOUTs and the resume to run, sweep once."""
+    tag = f"c{secrets.token_hex(3)}"
+    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
+    ids: dict[str, str] = {}
+    try:
+        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
+        asyncio.run(_wait_for(slurm_env, ids, {
+            "ok_pred": {JobState.TIMEOUT}, "resume_pred": {JobState.TIMEOUT},
+            "resume_succ": {JobState.RUNNING}, "ok_succ": {JobState.PENDING},
+        }, bound_s=240, settle_s=2))
+        facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
+        report, _ = build_report([facts], settings=ReportSettings(), now=datetime.now(UTC))
+        rows = {j.job_id: j for j in report.jobs}
+        yield Chains(ids, facts, {key: rows[job_id] for key, job_id in ids.items()})
+    finally:
+        asyncio.run(_cleanup(slurm_env, ids, run_dir))
+
+
+def test_afterok_successor_is_never_satisfied_on_the_real_cluster(chains: Chains) -> None:
+    """SLURM itself keeps the afterok dependant pending for ever after a TIMEOUT."""
+    succ = chains.record("ok_succ")
+    assert succ.state is JobState.PENDING and succ.reason == "DependencyNeverSatisfied"
+    assert succ.dependency is not None and "afterok" in succ.dependency
+    assert succ.depends_on == (chains.ids["ok_pred"],)
+
+
+def test_timeout_with_only_an_afterok_successor_is_failed(chains: Chains) -> None:
+    """No chain-restart: verdict failed, and the trend and recommendation say why."""
+    row = chains.rows["ok_pred"]
+    assert row.state is JobState.TIMEOUT
+    assert "chain-restart" not in row.flags and row.successor is None
+    assert row.verdict == "failed"
+    assert "DependencyNeverSatisfied" in row.trend
+    assert row.recommendation is not None and row.recommendation.action == "diagnose"
+    assert chains.ids["ok_succ"] in row.recommendation.why
+
+
+def test_renamed_resume_is_found_after_slurm_clears_the_dependency(chains: Chains) -> None:
+    """The running ``-r2`` successor has no dependency left, yet it is the named successor."""
+    succ, pred = chains.record("resume_succ"), chains.record("resume_pred")
+    assert succ.state is JobState.RUNNING and succ.depends_on == ()
+    assert succ.name != pred.name and succ.workdir == pred.workdir
+    row = chains.rows["resume_pred"]
+    assert "chain-restart" in row.flags and row.verdict == "restarting"
+    assert row.successor == chains.ids["resume_succ"]

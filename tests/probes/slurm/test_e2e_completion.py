@@ -1,0 +1,110 @@
+"""End to end on the real SLURM 22.05 cluster: the SFT completion check before cleanup.
+
+Two real sbatch SFT jobs print the real HF Trainer log (``hf-transformers-5.24.0``) plus the
+LLaMA-Factory-style save line naming their output dir, leave a ``trainer_state.json``
+(``hf-trainer-state-rebuilt``) under ``out/checkpoint-N`` and exit 0 (COMPLETED). One stopped at
+60 of 95 steps, one reached 95. The real probe (collector over SSH) reads the files; the judge
+routes the finished one to ``sft-job-cleanup`` and flags the other ``incomplete-run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from probes.models import ClusterFacts, JobState
+from probes.slurm.probe import SlurmProbe
+from probes.slurm.transport import SshRunner
+from report.judge import build_report
+from report.models import JobReport
+from report.settings import ReportSettings
+from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.test_e2e import _cleanup, _wait_for
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
+HF_LOG = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_bytes()
+STATES = FIX / "hf-trainer-state-rebuilt"
+
+
+def _script(state: str, step: int) -> str:
+    log = base64.b64encode(HF_LOG).decode()
+    blob = base64.b64encode((STATES / state).read_bytes()).decode()
+    return (
+        "#!/bin/bash\n"
+        f"echo '{log}' | base64 -d\n"
+        f"echo '[INFO|trainer.py:3984] 2026-11-30 15:00:00,000 >> Saving model checkpoint to "
+        f"out/checkpoint-{step}'\n"
+        f"mkdir -p out/checkpoint-{step}\n"
+        f"echo '{blob}' | base64 -d > out/checkpoint-{step}/trainer_state.json\n"
+    )
+
+
+async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
+    runner = SshRunner(env.cluster())
+    try:
+        for key, state, step in (("stopped", "trainer_state_stopped.json", 60),
+                                 ("finished", "trainer_state_finished.json", 95)):
+            workdir = f"{run_dir}/{key}"
+            await runner.run(["mkdir", "-p", workdir])
+            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"],
+                             stdin=_script(state, step))
+            res = await runner.run(["sbatch", "--parsable", "-J", f"sft-qwen-{key}-{tag}",
+                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
+            ids[key] = res.stdout.strip().split(";")[0]
+    finally:
+        await runner.aclose()
+
+
+Swept = tuple[ClusterFacts, dict[str, JobReport], dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def swept(slurm_env: SlurmEnv) -> Iterator[Swept]:
+    """Submit both SFT jobs, wait for them to complete, sweep and judge once."""
+    tag = f"s{secrets.token_hex(3)}"
+    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
+    ids: dict[str, str] = {}
+    try:
+        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
+        done = {JobState.COMPLETED}
+        asyncio.run(_wait_for(slurm_env, ids, {"stopped": done, "finished": done},
+                              bound_s=120, settle_s=1))
+        facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
+        report, _ = build_report([facts], settings=ReportSettings(), now=datetime.now(UTC))
+        rows = {j.job_id: j for j in report.jobs}
+        yield facts, {key: rows[job_id] for key, job_id in ids.items()}, ids
+    finally:
+        asyncio.run(_cleanup(slurm_env, ids, run_dir))
+
+
+def test_collector_reads_the_completion_files(
+    swept: Swept,
+) -> None:
+    """Over real SSH, the COMPLETED job's trainer_state.json is found in the logged output dir."""
+    facts, _, ids = swept
+    job = next(j for j in facts.jobs if j.record.job_id == ids["stopped"])
+    assert job.completion is not None and job.completion.reached is not None
+    reached = job.completion.reached
+    assert (reached.current_steps, reached.total_steps, reached.finished) == (60, 95, False)
+    assert reached.path.endswith("/stopped/out/checkpoint-60/trainer_state.json")
+
+
+def test_stopped_short_is_incomplete_and_finished_is_cleanup(
+    swept: Swept,
+) -> None:
+    """incomplete-run + diagnose for 60/95; sft-job-cleanup for 95/95."""
+    _, rows, _ = swept
+    stopped, finished = rows["stopped"], rows["finished"]
+    assert stopped.state is JobState.COMPLETED and finished.state is JobState.COMPLETED
+    assert "incomplete-run" in stopped.flags
+    assert stopped.recommendation is not None and stopped.recommendation.action == "diagnose"
+    assert "incomplete-run" not in finished.flags
+    assert finished.recommendation is not None
+    assert (finished.recommendation.action, finished.recommendation.why) == (
+        "cleanup", "sft-job-cleanup")

@@ -1,0 +1,152 @@
+"""Rulebook: completion -> the matching cleanup routine, and the SFT completion check.
+
+Logs are the fixtures' real formats: verl 0.9.1 console (real formatter), TRL 1.16 GRPO (real
+library), SkyRL + Harbor generator (rebuilt from source, with Harbor's passthrough lines), HF
+Trainer 5.24 SFT (real library); completion files from ``hf-trainer-state-rebuilt`` (rebuilt from
+the HF Trainer / LLaMA-Factory source). The object-store config line is reconstructed from
+SkyRL's ``harbor_trial_config`` (``trials_dir``) with an ``s3://`` URI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.logs.parse import parse_log
+from probes.models import (
+    CompletionCheck,
+    CompletionFile,
+    JobFacts,
+    JobState,
+    TrialTree,
+)
+from probes.remote.completion import parse_trainer_log_jsonl, parse_trainer_state_json
+from report.cleanup import object_store_trials
+from tests.report.factories import judge, log, record, tree, trial
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+VERL = (FIX / "verl-0.9.1" / "console.log").read_text()
+TRL = (FIX / "trl-1.16.0" / "grpo_healthy.out").read_text()
+SKYRL_HARBOR = (FIX / "skyrl-rebuilt" / "console_v04.log").read_text()
+S3_CONFIG = "  trials_dir: s3://team-rl/agentic/trials\n"
+SFT = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_text()
+STATES = FIX / "hf-trainer-state-rebuilt"
+FULL_TREE = tree([trial(), trial(name="u")])
+EMPTY_TREE = TrialTree(root="/w/jobs", exists=True)
+
+
+def _completed(name: str, text: str, *, trials: TrialTree | None = None,
+               completion: CompletionCheck | None = None, **rec: Any) -> JobFacts:
+    return JobFacts(record=record(name, state=JobState.COMPLETED, **rec),
+                    log=log(text=text), summary=parse_log(text), trials=trials,
+                    completion=completion)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "trials", "rec", "expected"),
+    [
+        # standard RL: no agent anywhere in the run, even with a stray trial tree on disk
+        ("rl-verl-gsm8k", VERL, None, {}, ("rl-standard-job-cleanup", False)),
+        ("rl-verl-gsm8k", VERL, FULL_TREE, {}, ("rl-standard-job-cleanup", False)),
+        ("rl-trl-grpo", TRL, None, {}, ("rl-standard-job-cleanup", False)),
+        # agentic by the log (Harbor generator lines), by the batch command, by a label
+        ("rl-skyrl-tb", SKYRL_HARBOR, FULL_TREE, {}, ("rl-agentic-job-cleanup", True)),
+        ("rl-skyrl-tb", SKYRL_HARBOR, None, {}, ("rl-agentic-job-cleanup", False)),
+        ("rl-verl-swe", VERL, None, {"command": "/w/run_harbor_grpo.sh"},
+         ("rl-agentic-job-cleanup", False)),
+        ("rl-x", TRL, None, {"labels": {"agent_config": "terminus-2"}},
+         ("rl-agentic-job-cleanup", False)),
+        # an empty trial directory is not a trial tree
+        ("rl-skyrl-tb", SKYRL_HARBOR, EMPTY_TREE, {}, ("rl-agentic-job-cleanup", False)),
+        # object-store backed: same routine, nothing on disk to reap
+        ("rl-skyrl-tb", S3_CONFIG + SKYRL_HARBOR, FULL_TREE, {}, ("rl-agentic-job-cleanup", False)),
+        ("rl-verl-s3", S3_CONFIG + VERL, None, {}, ("rl-agentic-job-cleanup", False)),
+        # eval/datagen own their trial trees; an empty one is none
+        ("eval-qwen-tb", "eval done\n", FULL_TREE, {}, ("eval-agentic-cleanup", True)),
+        ("eval-qwen-tb", "eval done\n", EMPTY_TREE, {}, ("eval-agentic-cleanup", False)),
+        ("datagen-tb", "chunk done\n", EMPTY_TREE, {}, ("datagen-job-cleanup", False)),
+    ],
+)
+def test_cleanup_routing(name: str, text: str, trials: TrialTree | None, rec: dict[str, Any],
+                         expected: tuple[str, bool]) -> None:
+    """Agentic is a property of the run; cleanup-pending needs the run's own non-empty tree."""
+    routine, pending = expected
+    report = judge(_completed(name, text, trials=trials, **rec)).report
+    assert report.recommendation is not None and report.recommendation.action == "cleanup"
+    assert report.recommendation.why.startswith(routine)
+    assert ("cleanup-pending" in report.flags) is pending
+    if "s3://" in text:
+        assert "object store" in report.recommendation.why
+
+
+def _file(name: str) -> CompletionFile:
+    raw = (STATES / name).read_bytes()
+    parsed = (parse_trainer_state_json(raw) if name.endswith(".json")
+              else parse_trainer_log_jsonl(raw))
+    kind = "trainer_state.json" if name.endswith(".json") else "trainer_log.jsonl"
+    return CompletionFile(path=f"/w/out/{kind}", kind=kind, **{
+        k: parsed[k] for k in ("current_steps", "total_steps", "finished")})
+
+
+def _cut_at_step(text: str, step: int) -> str:
+    """The HF log as it stood when step ``step``'s dict was the last one written."""
+    at = 0
+    for _ in range(step):
+        at = text.index("{'loss'", at) + 1
+    return text[: text.index("\n", at) + 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "files", "incomplete", "shown"),
+    [
+        (SFT, ["trainer_state_finished.json"], False, None),
+        (SFT, ["trainer_state_stopped.json"], True, "60/95"),
+        (SFT, ["trainer_log_short.jsonl"], True, "320/916"),
+        (SFT, ["trainer_log_done.jsonl"], False, None),
+        # a finished file wins over a stale one found beside it
+        (SFT, ["trainer_state_stopped.json", "trainer_log_done.jsonl"], False, None),
+        # no completion file: the log's own step and total, unless it says it finished
+        (SFT, [], False, None),
+        (_cut_at_step(SFT, 60), [], True, "60/95"),
+    ],
+)
+def test_sft_completion_check(text: str, files: list[str], incomplete: bool,
+                              shown: str | None) -> None:
+    """A COMPLETED SFT run short of its total is incomplete-run + diagnose, never cleanup."""
+    check = CompletionCheck(files=tuple(_file(n) for n in files))
+    report = judge(_completed("sft-qwen-2ep", text, completion=check)).report
+    assert report.recommendation is not None
+    assert ("incomplete-run" in report.flags) is incomplete
+    if incomplete:
+        assert report.recommendation.action == "diagnose" and report.verdict == "warning"
+        assert shown is not None and shown in report.trend
+    else:
+        assert report.recommendation.action == "cleanup" and report.verdict == "done"
+        assert report.recommendation.why == "sft-job-cleanup"
+
+
+def test_incomplete_run_is_in_the_json_vocabulary() -> None:
+    """The new flag serialises as the contract's word."""
+    check = CompletionCheck(files=(_file("trainer_state_stopped.json"),))
+    report = judge(_completed("sft-qwen", SFT, completion=check)).report
+    assert "incomplete-run" in json.loads(report.model_dump_json())["flags"]
+
+
+@pytest.mark.parametrize(
+    ("line", "backed"),
+    [
+        ("  trials_dir: s3://team-rl/agentic/trials", True),
+        ("Uploaded trial fix-git__a8Kd3Qz to gs://bucket/run/trials/fix-git__a8Kd3Qz", True),
+        ('"trial_uri": "s3://bucket/jobs/2026-11-30__10-00-00/t__x"', True),
+        ("syncing s3://bucket/exp/jobs/2026-11-30__10-00-00/ done", True),
+        # an object-store checkpoint upload says nothing about trials
+        ("Uploading checkpoint global_step_40 to s3://bucket/ckpts/global_step_40", False),
+        ("trials_dir: /scratch/alice/trials", False),
+    ],
+)
+def test_object_store_trials(line: str, backed: bool) -> None:
+    """An object-store URI makes the run object-store backed only on a line about trials."""
+    assert object_store_trials(VERL + line + "\n") is backed

@@ -1,0 +1,124 @@
+"""Rulebook: SFT grids are campaigns (one rollup across scales, long pole by ETA, deduped pending).
+
+Cells are judged from facts: the HF Trainer 5.24 log (real library, ``sft_healthy.out``) cut at
+a step for "a cell running on that log", and factory histories where a cell needs its own rate.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from probes.logs.parse import parse_log
+from probes.models import JobFacts, JobState, MetricPoint, ProgressBar
+from report.judge import build_report
+from report.models import GridRollup
+from report.settings import ReportSettings
+from tests.report.factories import NOW, cluster, facts, log, points, record, summary
+
+SFT = (Path(__file__).resolve().parents[1] / "fixtures" / "hf-transformers-5.24.0"
+       / "sft_healthy.out").read_text()
+
+
+def _cut_at_step(text: str, step: int) -> str:
+    at = 0
+    for _ in range(step):
+        at = text.index("{'loss'", at) + 1
+    return text[: text.index("\n", at) + 1]
+
+
+def _hf_cell(name: str, job_id: str, step: int) -> JobFacts:
+    """A cell whose log is the real HF run as it stood at ``step`` (of 95)."""
+    text = _cut_at_step(SFT, step)
+    return JobFacts(record=record(name, job_id), log=log(text=text), summary=parse_log(text))
+
+
+def _cell(name: str, job_id: str, state: JobState = JobState.RUNNING, *, step: int = 10,
+          total: int = 1000, rate: float | None = 10.0) -> JobFacts:
+    return facts(record(name, job_id, state), points({"loss": [1.0] * step}),
+                 summary_kw={"total_steps": total, "sec_per_step": rate})
+
+
+def _grids(*jobs: JobFacts) -> dict[str, GridRollup]:
+    report, _ = build_report([cluster("alpha", jobs)], settings=ReportSettings(), now=NOW)
+    return {g.grid: g for g in report.grid}
+
+
+@pytest.mark.parametrize(
+    ("names", "family"),
+    [
+        (("sft-qwen3-0.6b-lr1e5", "sft-qwen3-8b-lr1e5", "sft-qwen3-32B-lr2e5"), "sft-qwen3"),
+        (("sft-qwen-7b", "sft-qwen-72b"), "sft-qwen"),
+        (("sft-mix-8x7b-ep2", "sft-mix-1.5b-ep2"), "sft-mix"),
+        (("sft-grid-lr1e5", "sft-grid-lr3e5"), "sft-grid"),
+        # a restart suffix is no new cell, and does not break the family
+        (("sft-qwen3-8b-lr1e5-r2", "sft-qwen3-32b-lr1e5"), "sft-qwen3"),
+    ],
+)
+def test_cells_at_different_scales_are_one_campaign(names: tuple[str, ...], family: str) -> None:
+    """One rollup per naming family, whatever the scales of its cells."""
+    grids = _grids(*(_hf_cell(n, str(i), 40) for i, n in enumerate(names)))
+    assert list(grids) == [family]
+    assert grids[family].running == len(names)
+
+
+def test_different_families_stay_apart() -> None:
+    """qwen and llama cells at the same scales are two campaigns."""
+    grids = _grids(_hf_cell("sft-qwen-7b-a", "1", 30), _hf_cell("sft-qwen-72b-a", "2", 30),
+                   _hf_cell("sft-llama-8b-a", "3", 30), _hf_cell("sft-llama-70b-a", "4", 30))
+    assert sorted(grids) == ["sft-llama", "sft-qwen"]
+
+
+@pytest.mark.parametrize(
+    ("cells", "pole"),
+    [
+        # the small cell has 900 steps left at 2 s (30 min); the big one 200 at 60 s (3 h 20)
+        ((("sft-q-0.5b-x", 100, 1000, 2.0), ("sft-q-72b-x", 800, 1000, 60.0)), "sft-q-72b-x"),
+        # the same remaining steps: the slower cell gates the campaign
+        ((("sft-q-7b-x", 500, 1000, 5.0), ("sft-q-14b-x", 500, 1000, 9.0)), "sft-q-14b-x"),
+        # most steps left and also slowest
+        ((("sft-q-7b-x", 900, 1000, 5.0), ("sft-q-14b-x", 10, 1000, 9.0)), "sft-q-14b-x"),
+    ],
+)
+def test_long_pole_is_the_longest_eta(cells: tuple[tuple[str, int, int, float], ...],
+                                      pole: str) -> None:
+    """The long pole is the cell that finishes last, not the one with the most steps left."""
+    jobs = [_cell(n, str(i), step=s, total=t, rate=r) for i, (n, s, t, r) in enumerate(cells)]
+    [grid] = _grids(*jobs).values()
+    assert grid.long_pole == pole
+    etas = {c.cell: c.eta_s for c in grid.cells}
+    assert max(etas, key=lambda c: etas[c] or 0) == pole
+
+
+def test_eta_uses_the_trailing_window_not_one_tailed_step() -> None:
+    """A checkpoint-save spike on the last step (and a tailed 600 s/it) does not set the ETA."""
+    wall = [NOW - timedelta(seconds=10 * (20 - i)) for i in range(20)] + [NOW + timedelta(
+        seconds=590)]
+    history = tuple(MetricPoint(step=i + 1, values={"loss": 1.0}, wall_time=w)
+                    for i, w in enumerate(wall))
+    spiky = JobFacts(record=record("sft-q-7b-x", "1"), log=log(), summary=summary(
+        history, sec_per_step=None, total_steps=1021,
+        progress=ProgressBar(current=21, total=1021, sec_per_it=600.0)))
+    other = _cell("sft-q-72b-x", "2", step=10, total=20, rate=10.0)
+    [grid] = _grids(spiky, other).values()
+    cells = {c.cell: c for c in grid.cells}
+    assert cells["sft-q-7b-x"].eta_s == pytest.approx(1000 * 10.0)
+    assert grid.long_pole == "sft-q-7b-x"
+
+
+def test_pending_dedupe_works_across_scales() -> None:
+    """Resume copies of running cells and chain copies of pending cells count once."""
+    grids = _grids(
+        _cell("sft-qwen3-8b-lr1e5", "1"),
+        _cell("sft-qwen3-8b-lr1e5-r2", "2", JobState.PENDING),  # resume backup of a running cell
+        _cell("sft-qwen3-32b-lr1e5", "3", JobState.PENDING),
+        _cell("sft-qwen3-32b-lr1e5_resume", "4", JobState.PENDING),  # its chain copy
+        _cell("sft-qwen3-32b-lr1e5", "5", JobState.PENDING),  # and another
+        _cell("sft-qwen3-0.6b-lr1e5", "6", JobState.PENDING),
+        _cell("sft-qwen3-1.7b-lr1e5", "7", JobState.COMPLETED),
+        _cell("sft-qwen3-1.7b-lr1e5.2", "8", JobState.COMPLETED),
+    )
+    grid = grids["sft-qwen3"]
+    assert (grid.running, grid.pending_unique, grid.done) == (1, 2, 1)
