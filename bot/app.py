@@ -256,14 +256,16 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
     # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
     keep = job_filter(query, user_id or "", config) if query.filtered else None
     select = keep or ((lambda j: j.bucket == query.bucket) if query.bucket else None)
-    acked = []
+    acked: list[bool] = []  # a response_url takes five posts: the ack is one of them
 
     async def sweeping(clusters: int) -> None:
-        acked.append(clusters)  # a response_url takes five posts: this is one of them
-        await respond(text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
-                      response_type="ephemeral")
+        acked.append(await respond(
+            text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
+            response_type="ephemeral"))
 
     result, age = await current_sweep(bot, before_live=sweeping)
+    if acked and not acked[0]:
+        return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
     width = config.report.width

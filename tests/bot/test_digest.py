@@ -192,13 +192,15 @@ async def test_posts_to_one_channel_are_paced(
 async def test_a_completed_cancel_is_told_in_the_thread(
         slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
     """Cancel & salvage by the owner adds "cancelled by @alice, evidence at …" to the thread;
-    a refused press adds nothing."""
+    a refused press (not the owner) adds nothing."""
     world.jobs.append(collapsing())
     async with bot_for(slack, store, world, tmp_path) as h:
         await sweep(h)
-        await h.press("cancel_salvage", "alpha:4242", user="UALICE")
+        # Presses on the alert the bot posted (checked against its stored episode): eve, who
+        # is neither owner nor operator, is refused first; then alice, the owner, cancels.
+        await h.press_alert("cancel_salvage", user="UEVE")
         await h.bot.tasks.drain()
-        await h.press("cancel_salvage", "alpha:4100", user="UEVE")
+        await h.press_alert("cancel_salvage", user="UALICE")
         await h.bot.tasks.drain()
     assert h.sweeper.cancels == [("alpha", "4242")]
     lines = [r.params["text"] for r in replies(slack) if "cancelled by" in r.params["text"]]

@@ -93,7 +93,7 @@ async def test_app_home_shows_own_jobs_open_episodes_and_snoozes(harness: Harnes
     await scheduled_sweep(harness.bot, 0)  # DMs the collapse of alpha:4242: episode opens
     text = await open_home(harness, "UALICE")
     assert "🚨 `alpha:4242` collapse since 16:00Z" in text
-    await harness.press("snooze", "alpha:4242", user="UALICE")
+    await harness.press_alert("snooze", user="UALICE")  # on the alert message itself
     await harness.bot.tasks.drain()
     text = await open_home(harness, "UALICE")
     assert "💤 `alpha:4242` snoozed until 2026-11-30 20:00Z" in text

@@ -36,8 +36,7 @@ from probes.models import JobState
 from report.changes import Change
 from report.chunks import SlackMessage
 from report.models import Recommendation
-from tests.bot.builders import T0
-from tests.bot.builders import collapsing, detail, job, sweep_result
+from tests.bot.builders import T0, collapsing, detail, job, sweep_result
 
 HOSTILE = ["<!channel>", "<!here>", "<https://evil.example/login|Re-authenticate>", "<@U0EVIL>",
            "```", "&amp;", "&lt;", "<#C0123>", "*bold*", "`", "\u200d", "&", ">", "<"]
