@@ -7,9 +7,13 @@ logged and counted. ``/jobs`` answers from the cached sweep in Redis when it is 
 ``slack.cache_seconds`` (its age is shown), else from a live sweep, which the Sweeper shares
 between concurrent callers. A user error is a short ephemeral line; a bug is logged with a
 reference id and the user sees only that id. Slack's 429s are retried by slack_sdk's own retry
-handlers, honouring ``Retry-After``. A scheduled sweep's steps (follow-ups, the channel thread,
-collapse alerts, cancel reconciliation) are independent: a failed channel post never stops
-the alerts. Config is read from the bot's one :class:`~bot.config.ConfigSource`.
+handlers, honouring ``Retry-After``. A scheduled sweep's steps (follow-ups, the day's parent and
+its thread (bot/digest.py), collapse alerts, job-end DMs (bot/notify.py), cancel
+reconciliation) are independent: a failed channel post never stops the alerts. ``/jobs`` takes
+filters (``mine``, ``@user``, ``cluster:NAME``) matched through the per-cluster owners
+(bot/owners.py); a live sweep is acked first with "Sweeping N clusters…". The App Home tab and
+"Share to channel" live in bot/home.py and bot/share.py. Config is read from the bot's one
+:class:`~bot.config.ConfigSource`.
 """
 
 from __future__ import annotations
@@ -32,13 +36,23 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import deep_probe
+from bot import deep_probe, home, share
 from bot.actions import ActionHandler, SweepEngine
 from bot.alerts import Alerter
 from bot.chart import render_history_png
-from bot.commands import USAGE, HelpQuery, JobQuery, JobsQuery, SlashPayload, parse_command
+from bot.commands import (
+    USAGE,
+    HelpQuery,
+    JobQuery,
+    JobsQuery,
+    NotifyQuery,
+    SlashPayload,
+    job_filter,
+    parse_command,
+)
 from bot.config import ConfigSource
-from bot.delivery import CountingWebClient, Responder, SlackHealth, post
+from bot.delivery import CountingWebClient, Responder, SlackHealth
+from bot.digest import Digest
 from bot.errors import JobNotFoundError, UserError
 from bot.incidents import FollowUps
 from bot.lease import TickLease
@@ -46,16 +60,19 @@ from bot.messages import (
     ACKNOWLEDGE,
     CANCEL,
     KEEP,
+    MAX_RESPONSES,
     SNOOZE,
+    collapse_line,
     error_text,
     esc,
-    followup_messages,
+    grouped,
     job_messages,
     jobs_messages,
+    share_button,
     sweep_header,
-    sweep_parent,
-    sweep_thread,
 )
+from bot.notify import Notifier
+from bot.owners import slack_owner
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
@@ -119,6 +136,8 @@ class Bot:
                                      client=self.client, telemetry=self.telemetry,
                                      clock=self.clock)
         self.followups = FollowUps(store=self.store, clock=self.clock)
+        self.digest = Digest(store=self.store, client=self.client, clock=self.clock)
+        self.notifier = Notifier(store=self.store, client=self.client)
 
     def responder(self, respond: Respond, surface: str) -> Responder:
         """``respond`` with its failures logged, counted and shown in ``/healthz``."""
@@ -154,7 +173,7 @@ def build_app(bot: Bot) -> AsyncApp:
                         respond: Respond) -> None:
         await ack()
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(bot.actions.handle(press, bot.responder(respond, press.action_id)),
+        bot.tasks.spawn(handle_press(bot, press, bot.responder(respond, press.action_id)),
                         name=f"action {press.action_id}")
 
     app.command("/jobs")(on_command)
@@ -162,7 +181,18 @@ def build_app(bot: Bot) -> AsyncApp:
     for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):
         app.action(action_id)(on_action)
     deep_probe.register(app, bot)  # the Deep-probe button (bot/deep_probe.py)
+    home.register(app, bot)  # the App Home tab (bot/home.py)
+    share.register(app, bot)  # "Share to channel" on /job answers (bot/share.py)
     return app
+
+
+async def handle_press(bot: Bot, press: ActionPress, respond: Responder) -> None:
+    """A button press; a completed cancel is then told in the day's thread (bot/digest.py)."""
+    await bot.actions.handle(press, respond)
+    if press.action_id == CANCEL and ":" in press.value:
+        # The audit trail (written by the checked press) says whether it cancelled.
+        cluster, _, job_id = press.value.partition(":")
+        await bot.digest.after_cancel(bot.config.current(), cluster, job_id, press.user_id)
 
 
 async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> None:
@@ -172,7 +202,10 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
         if isinstance(query, HelpQuery):
             await respond(text=USAGE, response_type="ephemeral")
         elif isinstance(query, JobsQuery):
-            await answer_jobs(bot, query, respond, payload.user_id)
+            await answer_jobs(bot, query, respond, payload.user_id, payload.channel_id)
+        elif isinstance(query, NotifyQuery):
+            await respond(text=await bot.notifier.set_enabled(payload.user_id, query.on),
+                          response_type="ephemeral")
         else:
             await answer_job(bot, query, payload, respond)
     except UserError as exc:
@@ -184,9 +217,17 @@ async def answer_command(bot: Bot, payload: SlashPayload, respond: Respond) -> N
                       response_type="ephemeral")
 
 
-async def current_sweep(bot: Bot) -> tuple[SweepResult, float | None]:
-    """A sweep young enough to answer with (and its age in seconds), else a live one."""
-    return await cached_sweep(bot) or (await live_sweep(bot), None)
+async def current_sweep(bot: Bot, *, before_live: Callable[[int], Awaitable[Any]] | None = None
+                        ) -> tuple[SweepResult, float | None]:
+    """A sweep young enough to answer with (and its age in seconds), else a live one
+    (``before_live(n)`` is awaited first with the number of clusters to sweep)."""
+    cached = await cached_sweep(bot)
+    if cached is not None:
+        return cached
+    if before_live is not None:
+        config = bot.config.current()
+        await before_live(sum(1 for c in config.clusters if getattr(c, "active", True)))
+    return await live_sweep(bot), None
 
 
 async def cached_sweep(bot: Bot) -> tuple[SweepResult, float] | None:
@@ -224,24 +265,43 @@ async def live_sweep(bot: Bot) -> SweepResult:
 
 
 async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
-                      user_id: str | None = None) -> None:
-    result, age = await current_sweep(bot)
+                      user_id: str | None = None, channel_id: str | None = None) -> None:
+    config = bot.config.current()
+    # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
+    keep = job_filter(query, user_id or "", config) if query.filtered else None
+    select = keep or ((lambda j: j.bucket == query.bucket) if query.bucket else None)
+    acked: list[bool] = []  # a response_url takes five posts: the ack is one of them
+
+    async def sweeping(clusters: int) -> None:
+        acked.append(await respond(
+            text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
+            response_type="ephemeral"))
+
+    result, age = await current_sweep(bot, before_live=sweeping)
+    if acked and not acked[0]:
+        return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
-    width = bot.config.current().report.width
+    width = config.report.width
     # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
     # loop free to send other requests' acks within Slack's 3 s.
-    replies = await asyncio.to_thread(jobs_messages, result, bucket=query.bucket, age_s=age,
-                                      width=width)
+    replies = await asyncio.to_thread(
+        jobs_messages, result, bucket=query.bucket, age_s=age, width=width, keep=keep,
+        limit=MAX_RESPONSES - len(acked),
+        what="matching" if query.filtered else None)
     for message in replies:
         if not await respond(text=message.text, blocks=message.blocks,
                              response_type="ephemeral"):
             break  # that response_url is gone; the rest would fail the same way
     if replies and replies[-1].cut and user_id:
-        # More than a response_url takes: the whole report goes to the invoker's DM as a file.
-        text = await asyncio.to_thread(render_text, result.report, result.details, width=width)
+        # More than a response_url takes: the whole answer goes to the invoker's DM as a file.
+        report, details = grouped(result, select, grid=keep is None)
+        text = await asyncio.to_thread(render_text, report, details, width=width)
         await upload_to_dm(bot, user_id, content=text.encode(), filename="jobs.txt",
                            title="Job tables", comment="The whole `/jobs` answer")
+    if channel_id and channel_id == config.slack.channel and not query.filtered \
+            and not query.bucket:
+        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
 
 
 async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:
@@ -266,8 +326,9 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     note = "Metric chart sent to your DM with the bot." if png else "No metric history to chart."
     messages = await asyncio.to_thread(job_messages, detail, header=sweep_header(result, age_s=age),
                                        width=config.report.width, note=note)
-    row_actions = deep_probe.row_actions(detail)  # the Deep-probe button on deep-probe rows
-    if row_actions and len(messages[-1].blocks) + len(row_actions) <= 50:
+    # The Deep-probe button on deep-probe rows, and "Share to channel" (bot/share.py).
+    row_actions = [*deep_probe.row_actions(detail), share_button(detail)]
+    if len(messages[-1].blocks) + len(row_actions) <= 50:
         messages[-1].blocks.extend(row_actions)
     for message in messages:
         if not await respond(text=message.text, blocks=message.blocks,
@@ -299,7 +360,8 @@ async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes, filename: str,
 
 
 async def scheduled_sweep(bot: Bot, interval: int) -> None:
-    """Interval ``interval``'s sweep: follow-ups, the channel thread, collapse DMs, reconcile.
+    """Interval ``interval``'s sweep: follow-ups, the day's parent and thread, collapse DMs
+    (each told in the thread), job-end DMs, deep probes, reconcile.
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert.
@@ -311,10 +373,15 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     # outage neither silences a collapse nor doubles the channel thread (bot.lease).
     alone = bot.lease.fallback(interval) == "alone"
     lines = [] if alone else await bot.followups.process(result, config)
-    if config.slack.channel and not alone:
-        await post_sweep_thread(bot, result, config.slack.channel, extra=lines)
-    await bot.alerter.process(details, config, facts=result.facts)
-    if not alone:
+    changes = None if alone else await bot.digest.publish(result, config, lines)
+    for ref in await bot.alerter.process(details, config, facts=result.facts):
+        if alone:
+            continue
+        cluster, _, job_id = ref.partition(":")
+        user = result.details[(cluster, job_id)].report.user
+        await bot.digest.note(config, collapse_line(ref, slack_owner(config, cluster, user)))
+    if changes is not None:
+        await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
         await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
         await bot.actions.reconcile()
     log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
@@ -355,23 +422,6 @@ def make_scheduler(
         every_s=lambda: bot.config.current().slack.sweep_every_minutes * 60,
         claim=claim, run=run, clock=clock or bot.clock, sleep=sleep,
     )
-
-
-async def post_sweep_thread(bot: Bot, result: SweepResult, channel: str, *,
-                            extra: list[str]) -> None:
-    """A parent message (one line per bucket), the tables and follow-ups as thread replies.
-
-    Every post stands alone: if the parent fails the replies go to the channel unthreaded,
-    and a failed reply does not stop the next one.
-    """
-    width = bot.config.current().report.width
-    parent = sweep_parent(result)
-    posted = await post(bot.client, channel=channel, text=parent.text)
-    thread = {"thread_ts": posted["ts"]} if posted and posted.get("ts") else {}
-    tables = await asyncio.to_thread(sweep_thread, result, width=width)
-    for message in [*tables, *followup_messages(extra)]:
-        await post(bot.client, channel=channel, text=message.text, blocks=message.blocks,
-                   **thread)
 
 
 __all__ = ["Bot", "build_app", "make_scheduler", "make_web_client", "scheduled_sweep"]

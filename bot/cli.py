@@ -95,17 +95,22 @@ def demo_config() -> Config:
 
 def _emit(result: SweepResult, fmt: str, width: int) -> str:
     from report.chunks import slack_messages, summary_lines
+    from report.grouping import group_report, groups_json, pending_task_counts
     from report.render import render_json, render_tables, render_text
 
+    tasks = pending_task_counts(result.facts)  # arrays and grids: one row each (grouping.py)
     if fmt == "json":
-        return render_json(result.report)
+        data = json.loads(render_json(result.report))
+        data["groups"] = groups_json(result.report, pending_tasks=tasks)
+        return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    report, details = group_report(result.report, result.details, pending_tasks=tasks)
     if fmt == "slack":
-        tables = render_tables(result.report, result.details, width=width)
+        tables = render_tables(report, details, width=width)
         header = "\n".join(summary_lines(result.report))
         messages = slack_messages(tables, header=header)
         return json.dumps([{"text": m.text, "blocks": m.blocks} for m in messages], indent=1,
                           ensure_ascii=False)
-    text = render_text(result.report, result.details, width=width)
+    text = render_text(report, details, width=width)
     if result.degraded:
         text = f"({result.degraded})\n{text}"
     return text

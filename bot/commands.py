@@ -6,23 +6,32 @@ anything else is a :class:`bot.errors.UsageError`, answered ephemerally, and not
 
     /jobs                 every bucket
     /jobs rl|sft|datagen|eval|other
+    /jobs mine | @user | cluster:NAME   filtered (owners mapping), combinable with a bucket
+    /jobs notify on|off   the invoker's job-end DMs
     /jobs help, /job help usage
     /job <id>             the job in depth (searched in every reporting cluster)
     /job <cluster>:<id>
 
-The answers themselves are shaped in :mod:`bot.messages`.
+The answers themselves are shaped in :mod:`bot.messages`. Which rows a filtered ``/jobs``
+keeps is decided by :func:`job_filter`, through the one owner lookup (:mod:`bot.owners`).
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import UsageError
+from bot.owners import mapped_slack_users, slack_owner
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
-from report.models import Bucket
+from report.models import Bucket, JobReport
+
+if TYPE_CHECKING:
+    from bot.config import Config
 
 BUCKETS: tuple[str, ...] = get_args(Bucket)
 
@@ -30,6 +39,8 @@ USAGE = (
     "*Usage*\n"
     "`/jobs` every job, one table per bucket\n"
     "`/jobs rl` (or `sft`, `datagen`, `eval`, `other`) one bucket\n"
+    "`/jobs mine`, `/jobs @user`, `/jobs cluster:NAME` only those jobs (with a bucket too)\n"
+    "`/jobs notify off` (or `on`) your job-end DMs: failed, completed, stalled\n"
     "`/job <id>` one job in depth, with a chart of its metric history\n"
     "`/job <cluster>:<id>` when the id exists on several clusters\n"
     "Ids are SLURM ids (`12345`, `12345_7`, `12345+1`) or Kubernetes job names."
@@ -60,6 +71,21 @@ class HelpQuery(_Query):
 class JobsQuery(_Query):
     kind: Literal["jobs"] = "jobs"
     bucket: Bucket | None = None
+    mine: bool = False
+    slack_user: str | None = None
+    """``/jobs @user`` with a Slack mention: that Slack user's jobs (owners mapping)."""
+    cluster_user: str | None = None
+    """``/jobs @alice`` without a mention: the cluster user ``alice``'s jobs."""
+    cluster: str | None = None
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.mine or self.slack_user or self.cluster_user or self.cluster)
+
+
+class NotifyQuery(_Query):
+    kind: Literal["notify"] = "notify"
+    on: bool
 
 
 class JobQuery(_Query):
@@ -72,7 +98,11 @@ class JobQuery(_Query):
         return f"{self.cluster}:{self.job_id}" if self.cluster else self.job_id
 
 
-Query = HelpQuery | JobsQuery | JobQuery
+Query = HelpQuery | JobsQuery | JobQuery | NotifyQuery
+
+_MENTION = re.compile(r"^<@(?P<id>[UW][A-Z0-9]{2,20})(?:\|[^>]*)?>$")
+_CLUSTER_USER = re.compile(r"^@(?P<name>[a-z_][a-z0-9._-]{0,31})$", re.IGNORECASE)
+_CLUSTER = re.compile(r"^cluster:(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,62})$", re.IGNORECASE)
 
 
 def parse_command(command: str, text: str) -> Query:
@@ -88,14 +118,39 @@ def parse_command(command: str, text: str) -> Query:
 def _parse_jobs(args: list[str]) -> Query:
     if not args:
         return JobsQuery()
-    if len(args) > 1:
-        raise UsageError("`/jobs` takes at most one word: a bucket or `help`")
-    word = args[0].lower()
-    if word == "help":
+    words = [a.lower() for a in args]
+    if words == ["help"]:
         return HelpQuery()
+    if words[0] == "notify":
+        if words[1:] in (["on"], ["off"]):
+            return NotifyQuery(on=words[1] == "on")
+        raise UsageError("use `/jobs notify on` or `/jobs notify off`")
+    fields: dict[str, Any] = {}
+    for arg in args:
+        key, value = _jobs_word(arg)
+        if key in fields:
+            raise UsageError("`/jobs` takes at most one word of each kind: a bucket, "
+                             "`mine` or `@user`, and `cluster:NAME`")
+        fields[key] = value
+    if sum(k in fields for k in ("mine", "slack_user", "cluster_user")) > 1:
+        raise UsageError("`/jobs` takes at most one word of each kind: `mine` or one `@user`")
+    return JobsQuery.model_validate(fields)
+
+
+def _jobs_word(arg: str) -> tuple[str, Any]:
+    word = arg.lower()
     if word in BUCKETS:
-        return JobsQuery.model_validate({"bucket": word})
-    raise UsageError(f"unknown bucket {_shown(args[0])}; choose one of {', '.join(BUCKETS)}")
+        return "bucket", word
+    if word == "mine":
+        return "mine", True
+    if (m := _MENTION.match(arg)) is not None:
+        return "slack_user", m["id"]
+    if (m := _CLUSTER_USER.match(arg)) is not None:
+        return "cluster_user", m["name"]
+    if (m := _CLUSTER.match(arg)) is not None:
+        return "cluster", m["name"]
+    raise UsageError(f"unknown bucket {_shown(arg)}; choose one of {', '.join(BUCKETS)}, "
+                     "or `mine`, `@user`, `cluster:NAME`, `notify on|off`")
 
 
 def _parse_job(args: list[str]) -> Query:
@@ -120,3 +175,26 @@ def _shown(word: str) -> str:
     error is escaped for mrkdwn where it is sent (bot.messages.error_text), not here."""
     clean = word.replace("`", "'")
     return f"`{clean[:40]}{'…' if len(clean) > 40 else ''}`"
+
+
+def job_filter(query: JobsQuery, invoker: str, config: Config) -> Callable[[JobReport], bool]:
+    """Which rows a ``/jobs`` query keeps. People are matched through the per-cluster owner
+    lookup (:func:`bot.owners.slack_owner`): a job is the invoker's when *its* cluster maps
+    its user to the invoker's Slack id."""
+    names = {c.name for c in config.clusters}
+    if query.cluster is not None and query.cluster not in names:
+        raise UsageError(f"no cluster named {_shown(query.cluster)}; configured: "
+                         f"{', '.join(sorted(names)) or 'none'}")
+    person = invoker if query.mine else query.slack_user
+    if person is not None and person not in mapped_slack_users(config):
+        whose = "You are" if query.mine else f"`{person}` is"  # no mention: nobody is pinged
+        raise UsageError(f"{whose} not mapped to a cluster user: add the Slack id to "
+                         "`owners` in the config")
+
+    def keep(job: JobReport) -> bool:
+        return ((query.bucket is None or job.bucket == query.bucket)
+                and (query.cluster is None or job.cluster == query.cluster)
+                and (query.cluster_user is None or job.user == query.cluster_user)
+                and (person is None or slack_owner(config, job.cluster, job.user) == person))
+
+    return keep

@@ -176,6 +176,15 @@ class DeepProbeSection(_Strict):
     judge: DeepProbeSettings = Field(default_factory=DeepProbeSettings)
 
 
+class DigestSection(_Strict):
+    """``[digest]``: the scheduled sweep's one parent message per period (bot/digest.py)."""
+
+    period_hours: float = Field(default=24.0, gt=0)
+    """One parent message per this many hours (UTC-aligned; 24 = one per day)."""
+    full_tables_every: int = Field(default=0, ge=0)
+    """Also post the full tables into the thread every N sweeps (0: only at period start)."""
+
+
 class Config(_Strict):
     clusters: tuple[ClusterConfig, ...] = ()
     buckets: BucketRules = Field(default_factory=BucketRules)
@@ -185,6 +194,7 @@ class Config(_Strict):
     slack: SlackSection = Field(default_factory=SlackSection)
     report: ReportSection = Field(default_factory=ReportSection)
     deep_probe: DeepProbeSection = Field(default_factory=DeepProbeSection)
+    digest: DigestSection = Field(default_factory=DigestSection)
 
     @field_validator("clusters")
     @classmethod

@@ -7,12 +7,15 @@ the bot writes ``<@U…>`` only through :func:`mention`, which accepts nothing b
 writes no links. Every builder returns messages within Slack's limits (report.chunks): at most
 50 blocks, sections of at most 3,000 characters, about 10,000 characters of block text, and
 top-level text of at most 3,900; what had to be cut says so. Builders are pure: no I/O.
+Tables show arrays and grids grouped (:mod:`report.grouping`): one row per array with its
+tally and worst member, attention members keeping their own rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.config import SLACK_USER_ID
@@ -21,23 +24,29 @@ from report.chunks import (
     SlackMessage,
     cut_messages,
     cut_text,
+    escape_code,
     escape_mrkdwn,
     escaped_chunks,
     slack_messages,
     summary_lines,
 )
-from report.models import JobDetail
+from report.grouping import group_report, pending_task_counts
+from report.models import JobDetail, JobReport, Report
 from report.render import job_detail_pieces, render_tables
 from report.trend import sparkline
 
 if TYPE_CHECKING:
     from bot.sweep import SweepResult
+    from report.changes import Change
+
+Key = tuple[str, str]
 
 esc = escape_mrkdwn
 MAX_RESPONSES = 5
 """Slack accepts at most five posts to one ``response_url``."""
 SPARK_POINTS = 20
 CANCEL, KEEP, SNOOZE, ACKNOWLEDGE = "cancel_salvage", "keep_running", "snooze", "acknowledge"
+SHARE = "share_to_channel"
 SNOOZE_HOURS = 4.0
 
 
@@ -85,15 +94,78 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
     return header
 
 
-def sweep_parent(result: SweepResult) -> SlackMessage:
-    """The channel's parent message: the header and one summary line per bucket."""
-    raw = "\n".join([sweep_header(result, age_s=None), *summary_lines(result.report)])
-    return text_message(esc(raw))
+def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None,
+            *, for_counts: bool = False, grid: bool = True) -> tuple[Report, dict[Key, JobDetail]]:
+    """The sweep's jobs (those ``keep`` accepts) as tables show them: arrays and grids grouped.
+    ``grid=False`` drops the SFT grid rollups (a change reply, one person's jobs)."""
+    report, details = result.report, result.details
+    if keep is not None:
+        update: dict[str, Any] = {"jobs": [j for j in report.jobs if keep(j)]}
+        report = report.model_copy(update=update if grid else {**update, "grid": []})
+        details = {k: d for k, d in details.items() if keep(d.report)}
+    return group_report(report, details, pending_tasks=pending_task_counts(result.facts),
+                        for_counts=for_counts)
 
 
-def sweep_thread(result: SweepResult, *, width: int) -> list[SlackMessage]:
-    """The full tables as thread replies (as many messages as Slack's limits need)."""
-    return slack_messages(render_tables(result.report, result.details, width=width))
+def _trouble(result: SweepResult) -> list[str]:
+    """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
+    lines = [f"⚠️ {c.name} UNREACHABLE ({c.detail or 'no reason given'})"
+             for c in result.report.clusters if c.status == "unreachable"]
+    return [*lines, f"⚠️ {result.degraded}"] if result.degraded else lines
+
+
+def sweep_parent(result: SweepResult, *, period_start: datetime, now: datetime,
+                 period_hours: float, sweeps: int) -> SlackMessage:
+    """The period's parent message (edited in place by each sweep): a title with the counts,
+    one summary line per bucket (an array counted once), unreachable clusters, and the time
+    it is as of."""
+    report = result.report
+    states = Counter(j.state.value.lower() for j in report.jobs)
+    counts = " · ".join(f"{n} {s}" for s, n in states.most_common())
+    day = period_start.strftime("%a %d %b %Y") if period_hours >= 24 else (
+        period_start.strftime("%a %d %b %Y %H:%MZ"))
+    title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs" + (f": {counts}" if counts
+                                                                   else "")
+    summary, _ = grouped(result, for_counts=True)
+    lines = [esc(line) for line in [*summary_lines(summary), *_trouble(result)]]
+    foot = f"_as of {now:%H:%M}Z · sweep {sweeps} of this period · changes in the thread_"
+    text = cut_text("\n".join([title, *lines]), 2800) + "\n" + foot
+    return SlackMessage(text=text, blocks=[section(text)])
+
+
+def sweep_thread(result: SweepResult, *, width: int, header: str | None = None,
+                 only: Collection[Key] | None = None) -> list[SlackMessage]:
+    """Tables (arrays grouped) as thread replies, as many messages as Slack's limits need.
+
+    ``header``: raw text above them; ``only``: just those jobs' rows (a change reply).
+    """
+    keep = None if only is None else (lambda j: (j.cluster, j.job_id) in only)
+    report, details = grouped(result, keep, grid=only is None)
+    tables = render_tables(report, details, width=width)
+    return slack_messages(tables, header=header or (None if tables else
+                                                    "No active or recent jobs."))
+
+
+def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: datetime | None,
+                   now: datetime) -> str:
+    """Raw text heading a change reply: one line per change (arrays merged), then follow-ups."""
+    from report.changes import merged_lines
+
+    at = since.strftime("%H:%MZ") if since else "the last sweep"
+    return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)", *merged_lines(changes),
+                      *extra])
+
+
+def collapse_line(ref: str, owner: str | None) -> str:
+    """The day's thread line when a collapse alert went out."""
+    told = f"owner {mention(owner)} told" if owner else "owner unknown, alert in the channel"
+    return cut_text(f"🚨 collapse on `{esc(ref)}`, {told}")
+
+
+def cancel_line(ref: str, actor: str, evidence: str) -> str:
+    """The day's thread line when a cancel from a button completed."""
+    return cut_text(f"🛑 `{esc(ref)}` cancelled by {mention(actor)}, evidence at "
+                    f"`{esc(evidence)}`")
 
 
 def followup_messages(lines: Sequence[str]) -> list[SlackMessage]:
@@ -110,18 +182,20 @@ def error_text(message: str) -> str:
 
 
 def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | None,
-                  width: int) -> list[SlackMessage]:
-    """The ``/jobs`` answer: code-block tables, split to Slack's limits, at most five messages."""
-    report, details = result.report, result.details
-    if bucket is not None:
-        report = report.model_copy(update={"jobs": [j for j in report.jobs if j.bucket == bucket]})
-        details = {k: d for k, d in details.items() if d.report.bucket == bucket}
+                  width: int, keep: Callable[[JobReport], bool] | None = None,
+                  limit: int = MAX_RESPONSES, what: str | None = None) -> list[SlackMessage]:
+    """The ``/jobs`` answer: code-block tables (arrays grouped), split to Slack's limits, at
+    most ``limit`` messages. ``keep`` filters the rows (else ``bucket``) and drops the grid
+    rollup; ``what`` names the filter in the "No … jobs." answer."""
+    report, details = grouped(result, keep or ((lambda j: j.bucket == bucket) if bucket else None),
+                              grid=keep is None)
     header = sweep_header(result, age_s=age_s)
     tables = render_tables(report, details, width=width)
     if not tables:
-        what = f"No {bucket} jobs." if bucket else "No active or recent jobs."
-        return [text_message(esc(f"{header}\n{what}"))]
-    return cut_messages(slack_messages(tables, header=header), MAX_RESPONSES,
+        label = what or bucket
+        none = f"No {label} jobs." if label else "No active or recent jobs."
+        return [text_message(esc(f"{header}\n{none}"))]
+    return cut_messages(slack_messages(tables, header=header), max(1, limit),
                         hint="The whole answer is in your DM with the bot, as a file; "
                              "or ask for one bucket, e.g. `/jobs rl`.")
 
@@ -138,6 +212,68 @@ def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> li
     if len(blocks) > 50:
         return messages
     return [*messages[:-1], SlackMessage(text=last.text, blocks=blocks, cut=last.cut)]
+
+
+def shared_job_messages(detail: JobDetail, *, header: str, sharer: str,
+                        width: int) -> list[SlackMessage]:
+    """A ``/job`` answer shared to a channel ("Share to channel"), saying who shared it."""
+    by = context(f"Shared by {mention(sharer)}")
+    messages = slack_messages(job_detail_pieces(detail, width=width), header=header,
+                              max_blocks=49)
+    ref = esc(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
+    messages = cut_messages([SlackMessage(text=cut_text(ref, 150), blocks=m.blocks)
+                             for m in messages], MAX_RESPONSES,
+                            hint="`/job` shows the whole record.")
+    first = messages[0]
+    return [SlackMessage(text=first.text, blocks=[by, *first.blocks], cut=first.cut),
+            *messages[1:]]
+
+
+def share_button(detail: JobDetail) -> dict[str, Any]:
+    """The actions block with "Share to channel"; the value is a job ref looked up again."""
+    ref = f"{detail.report.cluster}:{detail.report.job_id}"
+    return {"type": "actions", "block_id": "share_actions",
+            "elements": [_button(SHARE, "Share to channel", ref[:2000])]}
+
+
+# -- job-end DMs ----------------------------------------------------------------------------------
+
+
+def _first_fault(detail: JobDetail) -> str | None:
+    return next((f for f in detail.faults if not f.startswith("time-limit")), None)
+
+
+def _code(text: str, limit: int = 1500) -> str:
+    pieces = escaped_chunks(text, limit, escape_code)
+    return f"```\n{pieces[0]}{' …' if len(pieces) > 1 else ''}\n```"
+
+
+def job_end_dm(change: Change, detail: JobDetail, count: int = 1) -> SlackMessage:
+    """The owner's DM for a job that failed, completed or stalled (``count``: array tasks that
+    ended alike)."""
+    job = detail.report
+    many = f" (×{count} tasks)" if count > 1 else ""
+    head = f"*{esc(job.name)}* `{esc(f'{job.cluster}:{job.job_id}')}`{many}"
+    rec = job.recommendation
+    advice = (f"*Recommendation:* {esc(rec.action)} — {esc(rec.why)}"
+              if rec and rec.action != "none" else "")
+    if change.kind == "failed":
+        fault = _first_fault(detail)
+        lines = [f"❌ {head} ended {esc(job.state.value)}."]
+        if fault:
+            lines += ["First real fault:", _code(fault)]
+        if job.trend and job.trend != fault:
+            lines.append(_code(job.trend))
+        lines.append(advice or "*Recommendation:* diagnose before relaunching.")
+    elif change.kind == "finished":
+        lines = [f"✅ {head} completed.", advice or "No cleanup routine matched; nothing to do."]
+    else:
+        what = "zombie (all trials done, still RUNNING)" if "zombie" in job.flags else "stalled"
+        lines = [f"⏸ {head} is {what}.", _code(job.trend or "no progress"), advice]
+    lines.append("_Turn these off with `/jobs notify off`._")
+    text = "\n".join(line for line in lines if line)
+    return SlackMessage(text=text if len(text) <= 3900 else cut_text(
+        "\n".join([lines[0], *lines[-2:]])))
 
 
 # -- collapse alerts ------------------------------------------------------------------------------

@@ -30,6 +30,14 @@ def slack_owner(config: Config, cluster: str, user: str | None) -> str | None:
     return config.slack.owners.get(user)
 
 
+def mapped_slack_users(config: Config) -> set[str]:
+    """Every Slack id some cluster user maps to (per-cluster ``owners`` and ``[slack.owners]``)."""
+    ids = set(config.slack.owners.values())
+    for entry in config.clusters:
+        ids.update(entry.owners.values())
+    return ids
+
+
 def record_owner(cluster: ClusterConfig, record: SchedulerRecord) -> str | None:
     """The cluster user the scheduler names as the job's owner, as far as it is trusted."""
     if isinstance(cluster, KubernetesCluster):

@@ -27,7 +27,7 @@ _ROOT_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
 SQUEUE_JOB_KEYS = (
     "job_id", "job_state", "state", "state_reason", "name", "user_name", "user",
     "submit_time", "start_time", "end_time", "time_limit", "time", "exit_code",
-    "array_job_id", "array_task_id", "array", "dependency", "comment",
+    "array_job_id", "array_task_id", "array_task_string", "array", "dependency", "comment",
     "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
     "command", "nodes", "restart_cnt",
 )

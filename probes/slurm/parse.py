@@ -112,7 +112,7 @@ def record_from_squeue(
     return SchedulerRecord(
         cluster=cluster,
         job_id=_job_id(job_id, array_job, array_task),
-        labels={"slurm_job_id": str(job_id)} if array_task is not None else {},
+        labels=_array_labels(job_id, array_task, job.get("array_task_string")),
         name=str(job.get("name") or ""),
         user=_text(job.get("user_name")) or _text(job.get("user")),
         state=state,
@@ -135,6 +135,14 @@ def record_from_squeue(
         array_job_id=str(array_job) if array_task is not None and array_job else None,
         array_task_id=str(array_task) if array_task is not None else None,
     )
+
+
+def _array_labels(job_id: int, array_task: int | None, tasks: Any) -> dict[str, str]:
+    # A pending array's unsplit remainder is one record under the array's own id; its task
+    # spec (``0-499%8``) says how many tasks it stands for (report/grouping.py counts them).
+    if array_task is not None:
+        return {"slurm_job_id": str(job_id)}
+    return {"array_tasks": tasks} if isinstance(tasks, str) and tasks.strip() else {}
 
 
 def _block(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ from redis.backoff import NoBackoff
 
 from bot.app import Bot, build_app, make_web_client
 from bot.config import Config, ConfigSource, RedisSection, SlackSection
+from bot.digest import Pacer
 from bot.server import build_web_app
 from bot.settings import Settings
 from bot.store import RedisStore
@@ -168,6 +169,7 @@ async def running_bot(
     source = config if config is not None else ConfigSource.fixed(sweeper.conf)
     bot = Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,
               telemetry=telemetry, clock=clock)
+    bot.digest.pacer = Pacer(0.0)  # no real-clock waits; pacing has its own fake-time test
     app = build_app(bot)
     runner = web.AppRunner(build_web_app(bot, app, connected=connected))
     await runner.setup()

@@ -146,6 +146,8 @@ class FakeSlack:
             return {"ok": True, "channel": {"id": "D" + str(params.get("users", "")).lstrip("U")}}
         if method == "apps.connections.open":
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
+        if method == "views.publish":
+            return {"ok": True, "view": {"id": "V0HOME", "type": "home"}}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": "1700000000.999999"}
         if method == "files.getUploadURLExternal":

@@ -41,6 +41,10 @@ class Forwarder:
         except OSError:
             writer.close()
             return
+        if self._server is None:  # closed while this connection was being set up: cut it too
+            writer.close()
+            up_writer.close()
+            return
         self._writers |= {writer, up_writer}
         pumps = {asyncio.create_task(self._pump(reader, up_writer)),
                  asyncio.create_task(self._pump(up_reader, writer))}

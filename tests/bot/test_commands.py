@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import HelpQuery, JobQuery, JobsQuery, parse_command
+from bot.commands import (
+    HelpQuery,
+    JobQuery,
+    JobsQuery,
+    NotifyQuery,
+    job_filter,
+    parse_command,
+)
+from bot.config import Config
 from bot.errors import UsageError
 from bot.messages import MAX_RESPONSES, jobs_messages
+from probes.config import ReplayCluster
 from report.chunks import text_sections
 from tests.bot.builders import detail, job, sweep_result
 
@@ -20,6 +29,12 @@ from tests.bot.builders import detail, job, sweep_result
         ("/jobs", "SFT", JobsQuery(bucket="sft")),
         ("/jobs", "other", JobsQuery(bucket="other")),
         ("/jobs", "help", HelpQuery()),
+        ("/jobs", "mine", JobsQuery(mine=True)),
+        ("/jobs", "rl mine", JobsQuery(bucket="rl", mine=True)),
+        ("/jobs", "<@U0BOB|bob>", JobsQuery(slack_user="U0BOB")),
+        ("/jobs", "@alice cluster:alpha", JobsQuery(cluster_user="alice", cluster="alpha")),
+        ("/jobs", "notify off", NotifyQuery(on=False)),
+        ("/jobs", "NOTIFY on", NotifyQuery(on=True)),
         ("/job", "help", HelpQuery()),
         ("/job", "12345", JobQuery(job_id="12345")),
         ("/job", "12345_7", JobQuery(job_id="12345_7")),
@@ -48,6 +63,9 @@ def test_accepted(command: str, text: str, expected: object) -> None:
         ("/job", "x" * 64, "is not a job id"),         # 64 chars: one over the k8s limit
         ("/jobs", "gpu", "unknown bucket"),
         ("/jobs", "rl sft", "at most one word"),
+        ("/jobs", "mine @bob", "at most one word"),
+        ("/jobs", "cluster:a/b", "unknown bucket"),
+        ("/jobs", "notify maybe", "notify on"),
         ("/deploy", "", "unknown command"),
     ],
 )
@@ -98,3 +116,35 @@ def test_unreachable_cluster_and_degraded_are_in_the_header() -> None:
     (first, *_) = jobs_messages(result, bucket=None, age_s=None, width=100)
     assert "beta UNREACHABLE" in first.text + str(first.blocks)
     assert "degraded: no history" in first.text + str(first.blocks)
+
+
+def two_clusters() -> Config:
+    """``alice`` on alpha is UALICE; a different ``alice`` on beta is UOTHER."""
+    return Config(clusters=(
+        ReplayCluster(name="alpha", path="/a", owners={"alice": "UALICE"}),
+        ReplayCluster(name="beta", path="/b", owners={"alice": "UOTHER"}),
+    ))
+
+
+def test_mine_uses_the_owner_mapped_on_each_jobs_own_cluster() -> None:
+    """`/jobs mine` (and the Home tab) for UALICE: alice's job on alpha, not the other alice's
+    job on beta, although both are named alice (bot.owners, per cluster)."""
+    from bot.home import own_jobs
+
+    config = two_clusters()
+    here, there = job("1", "rl-a", cluster="alpha"), job("2", "rl-b", cluster="beta")
+    keep = job_filter(JobsQuery(mine=True), "UALICE", config)
+    assert keep(here) and not keep(there)
+    other = job_filter(JobsQuery(slack_user="UOTHER"), "UALICE", config)
+    assert other(there) and not other(here)
+    result = sweep_result([detail(here), detail(there)], clusters=("alpha", "beta"))
+    assert [j.job_id for j in own_jobs(result, "UALICE", config)] == ["1"]
+
+
+def test_an_unmapped_mention_is_a_short_error_that_pings_nobody() -> None:
+    """`/jobs <@U0EVIL>`: nobody maps to that id; the error names it without a mention."""
+    query = parse_command("/jobs", "<@U0EVIL>")
+    assert query == JobsQuery(slack_user="U0EVIL")
+    with pytest.raises(UsageError) as caught:
+        job_filter(query, "UALICE", two_clusters())  # type: ignore[arg-type]
+    assert "`U0EVIL` is not mapped" in str(caught.value) and "<@" not in str(caught.value)

@@ -15,7 +15,8 @@ async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None
     """/jobs is acked with 200 and answered via response_url with tables in code blocks."""
     status, hook = await harness.command("/jobs")
     assert status == 200
-    (reply,) = await harness.slack.wait_for(hook)
+    ack, reply = await harness.slack.wait_for(hook, 2)  # "Sweeping 1 cluster…", then tables
+    assert ack.params["text"] == "Sweeping 1 cluster…"
     text = blocks_text(reply.params["blocks"])
     assert "```" in text
     assert "┌" in text and "rl-ppo-llama-8b" in text and "sft-mistral-7b" in text
@@ -26,7 +27,7 @@ async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None
 async def test_second_jobs_comes_from_the_cache_with_its_age(harness: Harness) -> None:
     """A second /jobs within cache_seconds reuses the sweep and says how old it is."""
     _, first = await harness.command("/jobs")
-    await harness.slack.wait_for(first)
+    await harness.slack.wait_for(first, 2)  # the live sweep's ack and its answer
     harness.clock.advance(42)
     _, second = await harness.command("/jobs", "rl")
     (reply,) = await harness.slack.wait_for(second)
@@ -39,10 +40,10 @@ async def test_second_jobs_comes_from_the_cache_with_its_age(harness: Harness) -
 async def test_stale_cache_runs_a_new_sweep(harness: Harness) -> None:
     """Past cache_seconds the answer comes from a new sweep (near miss: 60 s is stale)."""
     _, first = await harness.command("/jobs")
-    await harness.slack.wait_for(first)
+    await harness.slack.wait_for(first, 2)
     harness.clock.advance(60)
     _, second = await harness.command("/jobs")
-    (reply,) = await harness.slack.wait_for(second)
+    _, reply = await harness.slack.wait_for(second, 2)
     assert "live sweep" in blocks_text(reply.params["blocks"])
     assert harness.sweeper.sweeps == 2
 
@@ -127,7 +128,7 @@ async def test_unknown_cluster_is_an_ephemeral_error_before_any_sweep(
     assert harness.sweeper.sweeps == 0
 
 
-@pytest.mark.parametrize("text", ["&lt;rl&gt;", "rl&amp;sft", "<@U0EVIL>", "<!channel>"])
+@pytest.mark.parametrize("text", ["&lt;rl&gt;", "rl&amp;sft", "<!channel>", "<#C0X|general>"])
 async def test_slack_escaped_bucket_text_is_a_short_error(harness: Harness, text: str) -> None:
     """Slack-escaped or mention text after /jobs is refused in one line; nothing is swept."""
     _, hook = await harness.command("/jobs", text)
@@ -143,7 +144,7 @@ async def test_healthz_and_metrics(harness: Harness) -> None:
     status, body = await harness.get("/healthz")
     assert status == 200 and '"redis": "ok"' in body
     _, hook = await harness.command("/jobs")
-    await harness.slack.wait_for(hook)
+    await harness.slack.wait_for(hook, 2)  # the ack, then the answer of the live sweep
     status, text = await harness.get("/metrics")
     assert status == 200
     assert 'jobtables_sweep_duration_seconds_count{cluster="alpha"} 1.0' in text

@@ -14,20 +14,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.messages import (
+    cancel_line,
+    changes_header,
+    collapse_line,
     collapse_message,
     error_text,
     followup_messages,
+    job_end_dm,
     job_messages,
     jobs_messages,
     mention,
     outcome_blocks,
+    share_button,
+    shared_job_messages,
     sweep_header,
     sweep_parent,
     sweep_thread,
+    text_message,
 )
+from probes.models import JobState
+from report.changes import Change
 from report.chunks import SlackMessage
 from report.models import Recommendation
-from tests.bot.builders import collapsing, detail, job, sweep_result
+from tests.bot.builders import T0, collapsing, detail, job, sweep_result
 
 HOSTILE = ["<!channel>", "<!here>", "<https://evil.example/login|Re-authenticate>", "<@U0EVIL>",
            "```", "&amp;", "&lt;", "<#C0123>", "*bold*", "`", "\u200d", "&", ">", "<"]
@@ -81,15 +90,34 @@ def hostile_detail(name: str, user: str, line: str, path: str) -> Any:
 @given(name=text, user=text, line=long_text, path=text, detail_text=text)
 def test_every_builder_escapes_hostile_text(name: str, user: str, line: str, path: str,
                                             detail_text: str) -> None:
-    """Sweep parent, thread, follow-ups, /jobs, /job, errors, collapse DMs and outcomes."""
+    """Sweep parent, thread, change replies and their lines, follow-ups, /jobs (filtered too),
+    /job and its Share, errors, collapse DMs, job-end DMs and outcomes."""
     sick = hostile_detail(name, user, line, path)
     other = detail(job("4100", name + "-b", user=user, bucket="sft"))
-    result = sweep_result([sick, other], unreachable=("beta",), degraded=detail_text)
+    array = [detail(job(f"9000_{i}", name + "-arr", user=user, bucket="datagen")) for i in
+             range(3)]  # grouped into one row named by the hostile name
+    result = sweep_result([sick, other, *array], unreachable=("beta",), degraded=detail_text)
     result.report.clusters[-1] = result.report.clusters[-1].model_copy(
         update={"detail": detail_text})
+    changes = [Change(kind=kind, cluster="alpha", job_id=job_id, name=name, state=state,
+                      verdict="failed", why=line)
+               for kind, job_id, state in (("failed", "4242", JobState.FAILED),
+                                           ("finished", "4100", JobState.COMPLETED),
+                                           ("stalled", "9000_1", JobState.RUNNING))]
+    header = changes_header(changes, [f"🔥 `alpha:1` {name} failed: {line}"], since=T0, now=T0)
     messages: list[SlackMessage] = [
-        sweep_parent(result),
+        sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=3),
         *sweep_thread(result, width=100),
+        *sweep_thread(result, width=100, header=header, only={("alpha", "4242")}),
+        text_message(collapse_line(f"alpha:{name}", user)),
+        text_message(collapse_line("alpha:4242", "UALICE")),
+        text_message(cancel_line(f"alpha:{name}", user, path)),
+        *[job_end_dm(change, sick, 2) for change in changes],
+        *shared_job_messages(sick, header=sweep_header(result, age_s=None), sharer=user,
+                             width=100),
+        *jobs_messages(result, bucket=None, age_s=None, width=100, what="matching",
+                       keep=lambda j: j.user == user),
+        SlackMessage(text="x", blocks=[share_button(sick)]),
         *followup_messages([f"🔥 `alpha:1` {name} failed: {line} · `{path}`", line]),
         *jobs_messages(result, bucket=None, age_s=None, width=100),
         *jobs_messages(result, bucket="eval", age_s=3.0, width=100),
@@ -156,3 +184,27 @@ def test_job_answer_never_breaks_a_box_across_blocks() -> None:
         assert all(t < b for t, b in zip(tops, bottoms, strict=True)), block
         inside = any(line.startswith(("│", "├")) for line in lines)
         assert not inside or tops, block
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=text, user=text, line=long_text, cluster_user=text)
+def test_home_view_escapes_hostile_text(name: str, user: str, line: str,
+                                        cluster_user: str) -> None:
+    """The App Home view (bot/home.py, built from bot.messages' pieces): the user's own jobs
+    and episodes with hostile names and refs, within a Home view's 100 blocks."""
+    from bot.config import Config, SlackSection
+    from bot.home import home_view
+
+    sick = hostile_detail(name, cluster_user, line, "/p")
+    mine = [sick, *[detail(job(f"9000_{i}", name, user=cluster_user)) for i in range(3)]]
+    result = sweep_result(mine, degraded=line)
+    config = Config(slack=SlackSection(owners={cluster_user: "UALICE"} if cluster_user else {}))
+    episodes = [{"cluster": name, "job_id": user, "state": "open", "opened_at": line,
+                 "first_step": line},
+                {"cluster": user, "job_id": name, "action": "snooze",
+                 "snoozed_until": "2099-01-01T00:00:00+00:00"}]
+    view = home_view(result, "UALICE", config, age_s=None, episodes=episodes, now=T0)
+    blocks = view["blocks"]
+    assert len(blocks) <= 100
+    for start in range(0, len(blocks), 50):
+        assert_safe(SlackMessage(text="home", blocks=blocks[start:start + 50]))

@@ -76,6 +76,8 @@ def failure_files(directory: Path) -> list[Path]:
 async def ask_jobs(h: Harness) -> str:
     _, hook = await h.command("/jobs")
     replies = await h.slack.wait_for(hook)
+    if replies[-1].params.get("text", "").startswith("Sweeping"):  # a live sweep's ack
+        replies = await h.slack.wait_for(hook, len(replies) + 1)
     return "\n".join(r.params.get("text", "") + blocks_text(r.params.get("blocks") or [])
                      for r in replies)
 
@@ -130,7 +132,9 @@ async def test_scheduled_sweep_dms_the_recorded_collapse(real: Harness) -> None:
     text = blocks_text(dms[0].params["blocks"])
     assert "rl-grpo-qwen7b-shaped" in text and "grad_norm" in text
     thread = [c for c in real.slack.to("/api/chat.postMessage") if c.params.get("thread_ts")]
-    followups = [c.params["text"] for c in thread if "🔥" in c.params.get("text", "")]
+    # The day's thread carries the follow-ups in the sweep's change reply (bot/digest.py).
+    texts = [blocks_text(c.params.get("blocks") or []) for c in thread]
+    followups = [t for t in texts if "🔥" in t]
     assert len(followups) == 1 and "sft-llama8b-longctx" in followups[0]
     assert len(failure_files(Path(real.bot.config.current().slack.incident_dir))) == 1
 

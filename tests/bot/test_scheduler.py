@@ -93,8 +93,10 @@ async def test_two_replicas_post_one_sweep_per_interval(
             clock.advance(600)  # later in the same interval: nobody sweeps again
             again.append(list(await asyncio.gather(first.tick(), second.tick())))
             clock.advance(1200)
+    # One sweep per interval: the day's parent is posted once, then edited in place.
     parents = [c for c in slack.to("/api/chat.postMessage") if "thread_ts" not in c.params]
-    assert len(parents) == 3
+    assert len(parents) == 1
+    assert len(slack.to("/api/chat.update")) == 2
     assert swept == [[False, True]] * 3
     assert again == [[False, False]] * 3
 

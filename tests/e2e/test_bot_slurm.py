@@ -295,7 +295,10 @@ async def test_restarted_bot_sends_no_second_dm(
     async with slurm_bot(slack, config, redis_prefix, clock) as second:
         assert await make_scheduler(second.bot).tick()
         episode = await second.bot.store.get_doc(episode_name(CLUSTER, jobs.ids["watch"]))
-    assert len(slack.to("/api/chat.postMessage")) > threads_before, "the second sweep posted"
+    # The second sweep edits the day's parent in place (bot/digest.py), it posts no new one.
+    assert slack.to("/api/chat.update"), "the second sweep edited the day's parent"
+    assert not [c for c in slack.to("/api/chat.postMessage")[threads_before:]
+                if c.params["channel"] == CHANNEL and not c.params.get("thread_ts")]
     assert len(dms(slack)) == 1
     assert len(slack.to("/api/conversations.open")) == 1
     assert episode is not None and episode["state"] == "open"

@@ -1,0 +1,265 @@
+"""The day's message: one parent per period, edited in place, with only changes in its thread.
+
+Policy (issue 13; Robusta's pattern): a scheduled sweep never posts a fresh set of tables.
+Time is cut into UTC-aligned periods of ``[digest] period_hours`` (default a day). The first
+sweep of a period posts the period's *parent* message (the one-line summary per bucket, the
+counts, the time it is "as of") and puts the full tables in its thread; every later sweep
+edits that parent with ``chat.update`` and adds one thread reply listing what changed since the
+last sweep (started, finished, failed, collapsed, restarted, stalled, recovered, cancelled),
+with those jobs' rows. A sweep in which nothing changed posts nothing. The full tables go into
+the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
+``full_tables_every`` sweeps when that is set. Arrays and grids are grouped
+(:mod:`report.grouping`) in the parent, the tables and the change rows.
+
+State lives in Redis (documents under ``digest:``, each with a TTL): the parent of each
+(channel, period) and the last sweep's job snapshots. A restarted bot or another replica
+therefore edits the same parent and repeats no change. The snapshots are saved *before* the
+change reply is posted: a crash between the two loses one reply rather than repeating it.
+While Redis is down the process keeps its own copy (it cannot know about other replicas).
+The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
+
+Posts to one channel are paced (:class:`Pacer`: a second apart, Slack's ~1 message per second
+per channel) and go through :mod:`bot.delivery`: a failed post is logged and counted once (by the
+Web API client) and never stops the posts after it, nor the sweep's collapse alerts. If the
+parent cannot be posted, the tables and changes go to the channel unthreaded (a duplicate beats
+silence) and the next sweep tries to open the parent again. Every message is built in
+:mod:`bot.messages` (its one escape; mentions only through ``mention()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Config
+from bot.delivery import post, update
+from bot.messages import cancel_line, changes_header, sweep_parent, sweep_thread, text_message
+from bot.scheduler import interval_number, interval_start
+from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import SweepResult
+from report.changes import Change, Snapshot, decode_key, diff, encode_key, snapshots
+from report.chunks import SlackMessage
+
+log = structlog.get_logger(__name__)
+
+SEEN = "digest:seen"
+
+
+class Pacer:
+    """Keeps posts to one channel at least ``gap_s`` apart (and in order)."""
+
+    def __init__(self, gap_s: float, *, monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.gap_s = gap_s
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._last: dict[str, float] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def slot(self, channel: str) -> Any:
+        lock = self._locks.setdefault(channel, asyncio.Lock())
+        async with lock:
+            last = self._last.get(channel)
+            if last is not None:
+                wait = self.gap_s - (self._monotonic() - last)
+                if wait > 0:
+                    await self._sleep(wait)
+            try:
+                yield
+            finally:
+                self._last[channel] = self._monotonic()
+
+
+class Digest:
+    """Publishes each scheduled sweep into the period's parent message and thread."""
+
+    def __init__(self, *, store: RedisStore, client: AsyncWebClient,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 pacer: Pacer | None = None) -> None:
+        self._store = store
+        self._client = client
+        self._clock = clock
+        self.pacer = pacer or Pacer(1.0)
+        self._local: dict[str, Any] = {}
+        """Documents this process wrote, for while Redis is unavailable."""
+
+    # -- state --------------------------------------------------------------------------------
+
+    async def _get(self, name: str) -> Any:
+        try:
+            return await self._store.get_doc(name)
+        except StoreUnavailable as exc:
+            log.warning("digest state unavailable; using process memory", error=str(exc))
+            return self._local.get(name)
+
+    async def _put(self, name: str, value: Any, *, ttl_s: float) -> None:
+        self._local[name] = value
+        try:
+            await self._store.put_doc(name, value, ttl_s=ttl_s)
+        except StoreUnavailable as exc:
+            log.warning("digest state kept in process memory only", error=str(exc))
+
+    @staticmethod
+    def _period_s(config: Config) -> float:
+        return config.digest.period_hours * 3600
+
+    def _ttl(self, config: Config) -> float:
+        # Kept two periods (and at least three days) so a late note still finds its parent.
+        return max(2 * self._period_s(config), 72 * 3600)
+
+    def _parent_name(self, channel: str, config: Config) -> tuple[str, int]:
+        period = interval_number(self._clock(), self._period_s(config))
+        return f"digest:parent:{channel}:{period}", period
+
+    # -- posting ------------------------------------------------------------------------------
+
+    async def _post(self, channel: str, message: SlackMessage,
+                    thread_ts: str | None) -> dict[str, Any] | None:
+        """One paced ``chat.postMessage``; ``None`` when Slack refused (logged, counted)."""
+        thread = {"thread_ts": thread_ts} if thread_ts else {}
+        async with self.pacer.slot(channel):
+            return await post(self._client, channel=channel, text=message.text,
+                              blocks=message.blocks, **thread)
+
+    async def _thread(self, channel: str, ts: str | None,
+                      messages: Sequence[SlackMessage]) -> int:
+        """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted."""
+        posted = 0
+        for message in messages:
+            if await self._post(channel, message, ts) is not None:
+                posted += 1
+        return posted
+
+    # -- the scheduled sweep ------------------------------------------------------------------
+
+    async def publish(self, result: SweepResult, config: Config,
+                      extra: Sequence[str] = ()) -> list[Change]:
+        """Edit (or open) the period's parent, thread what changed; return the changes.
+
+        ``extra``: the sweep's follow-up lines (failure diagnoses, cleanups), added to the
+        same reply so one sweep makes at most one change reply.
+        """
+        seen = await self._get(SEEN)
+        previous: dict[tuple[str, str], Snapshot] | None = None
+        if isinstance(seen, dict) and isinstance(seen.get("jobs"), dict):
+            previous = {decode_key(k): Snapshot.model_validate(v)
+                        for k, v in seen["jobs"].items()}
+        changes = diff(previous, result.report) if previous is not None else []
+        now = self._clock()
+        await self._put(SEEN, {"at": now.isoformat(), "jobs": {
+            encode_key(k): s.model_dump(mode="json")
+            for k, s in snapshots(result.report).items()}}, ttl_s=self._ttl(config))
+        channel = config.slack.channel
+        if channel:
+            await self._post_sweep(result, config, channel, changes, extra,
+                                   since=seen.get("at") if isinstance(seen, dict) else None)
+        return changes
+
+    async def _post_sweep(self, result: SweepResult, config: Config, channel: str,
+                          changes: list[Change], extra: Sequence[str], *,
+                          since: str | None) -> None:
+        parent, opened = await self._parent(result, config, channel)
+        ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
+        every = config.digest.full_tables_every
+        if parent is None or opened or (every and parent["sweeps"] % every == 0):
+            await self._full_tables(result, config, channel, parent, header=None)
+        if changes or extra:
+            header = changes_header(changes, extra, now=self._clock(),
+                                    since=datetime.fromisoformat(since) if since else None)
+            only = {(c.cluster, c.job_id) for c in changes}
+            messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
+                                               header=header, only=only)
+            await self._thread(channel, ts, messages)
+
+    async def _parent(self, result: SweepResult, config: Config,
+                      channel: str) -> tuple[dict[str, Any] | None, bool]:
+        """The period's parent (edited with this sweep's summary), and whether it is new."""
+        name, period = self._parent_name(channel, config)
+        period_start = interval_start(period, self._period_s(config))
+        doc = await self._get(name)
+        sweeps = int(doc["sweeps"]) + 1 if isinstance(doc, dict) else 1
+        message = sweep_parent(result, period_start=period_start, now=self._clock(),
+                               period_hours=config.digest.period_hours, sweeps=sweeps)
+        if isinstance(doc, dict) and doc.get("ts"):
+            async with self.pacer.slot(channel):
+                edited = await update(self._client, channel=doc.get("channel") or channel,
+                                      ts=doc["ts"], text=message.text, blocks=message.blocks)
+            if edited:
+                doc = {**doc, "sweeps": sweeps}
+                await self._put(name, doc, ttl_s=self._ttl(config))
+                return doc, False
+            log.warning("parent not editable; opening a new one")
+        posted = await self._post(channel, message, None)
+        if posted is None or not posted.get("ts"):
+            return None, False
+        doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,
+               "period": period, "opened_at": self._clock().isoformat(), "sweeps": sweeps,
+               "tables_for": None}
+        await self._put(name, doc, ttl_s=self._ttl(config))
+        return doc, True
+
+    async def _full_tables(self, result: SweepResult, config: Config, channel: str,
+                           parent: dict[str, Any] | None, *, header: str | None) -> bool:
+        """The full tables into the parent's thread, once per sweep (``parent`` None: the
+        parent could not be posted, so they go to the channel unthreaded)."""
+        stamp = result.started_at.isoformat()
+        if parent is not None and parent.get("tables_for") == stamp:
+            return False
+        head = header or f"Full tables as of {result.started_at:%H:%M}Z"
+        messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
+                                           header=head)
+        await self._thread(channel, parent["ts"] if parent else None, messages)
+        if parent is not None:
+            name, _ = self._parent_name(channel, config)
+            await self._put(name, {**parent, "tables_for": stamp}, ttl_s=self._ttl(config))
+        return True
+
+    # -- on request and from actions ----------------------------------------------------------
+
+    async def post_tables(self, result: SweepResult, config: Config) -> bool:
+        """``/jobs`` in the channel: the full tables into today's thread (once per sweep)."""
+        channel = config.slack.channel
+        if not channel:
+            return False
+        parent = await self._get(self._parent_name(channel, config)[0])
+        if not isinstance(parent, dict) or not parent.get("ts"):
+            return False
+        return await self._full_tables(result, config, channel, parent,
+                                       header=f"Full tables as of {result.started_at:%H:%M}Z "
+                                              "(asked for with /jobs)")
+
+    async def note(self, config: Config, line: str) -> bool:
+        """One line of bot mrkdwn (built by :mod:`bot.messages`) into the period's thread."""
+        channel = config.slack.channel
+        if not channel:
+            return False
+        parent = await self._get(self._parent_name(channel, config)[0])
+        if not isinstance(parent, dict) or not parent.get("ts"):
+            log.info("no parent this period; note not threaded", line=line)
+            return False
+        return await self._post(channel, text_message(line), parent["ts"]) is not None
+
+    async def after_cancel(self, config: Config, cluster: str, job_id: str,
+                           actor: str) -> bool:
+        """After a cancel button: if the audit trail says it cancelled, say so in the thread."""
+        try:
+            entries = await self._store.audit_entries(200)
+        except StoreUnavailable as exc:
+            log.warning("audit unreadable; cancel not threaded", error=str(exc))
+            return False
+        for entry in reversed(entries):
+            if (entry.get("cluster"), entry.get("job_id"), entry.get("actor")) == (
+                    cluster, job_id, actor) and entry.get("action") == "cancel_salvage":
+                if entry.get("outcome") != "cancelled":
+                    return False
+                return await self.note(config, cancel_line(f"{cluster}:{job_id}", actor,
+                                                           entry.get("detail") or "?"))
+        return False

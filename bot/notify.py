@@ -1,0 +1,97 @@
+"""Job-end DMs to the job's owner: failed, completed, stalled / zombie; ``/jobs notify on|off``.
+
+Policy: the DMs follow the scheduled sweep's changes (:func:`report.changes.diff`), which are
+computed once per interval by the replica that won the tick, so each end is told once, also
+across restarts and replicas. The owner comes from the one per-cluster owner lookup
+(:func:`bot.owners.slack_owner`); a job without a mapped owner gets no DM (the day's thread
+still has it). What each DM says (built by :func:`bot.messages.job_end_dm`):
+
+* ``failed``: the first real fault (traceback, OOM, ...; a time limit is not one), the trend
+  line (for ``child-failed`` the first real traceback above the elastic summary), and the
+  recommendation;
+* ``finished``: the completion, and the recommendation, which names the cleanup routine;
+* ``stalled``: stall or zombie, with the trend and the recommendation.
+
+Array tasks that ended alike are one DM (``×N``). ``/jobs notify off`` is kept per Slack user
+in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind); ``on`` is the
+default. A failed DM is logged and counted once by the Web API client
+(:mod:`bot.delivery`) and never stops the others; the day's thread already tells the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import structlog
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Config
+from bot.delivery import post
+from bot.messages import job_end_dm
+from bot.owners import slack_owner
+from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import SweepResult
+from report.changes import Change
+
+log = structlog.get_logger(__name__)
+
+TOLD = frozenset({"failed", "finished", "stalled"})
+PREF_TTL_S = 365 * 24 * 3600.0
+
+
+def pref_name(user: str) -> str:
+    return f"notify:{user}"
+
+
+class Notifier:
+    """Sends job-end DMs and keeps each user's on/off choice."""
+
+    def __init__(self, *, store: RedisStore, client: AsyncWebClient) -> None:
+        self._store = store
+        self._client = client
+
+    async def set_enabled(self, user: str, on: bool) -> str:
+        """``/jobs notify on|off``: store the choice; the ephemeral answer."""
+        try:
+            await self._store.put_doc(pref_name(user), {"off": not on}, ttl_s=PREF_TTL_S)
+        except StoreUnavailable as exc:
+            log.warning("notify preference not saved", user=user, error=str(exc))
+            return "⚠️ The bot's state store is unavailable; your choice was not saved."
+        return ("Job-end DMs are *on*: you will hear when your jobs fail, complete or stall."
+                if on else "Job-end DMs are *off*. `/jobs notify on` turns them back on.")
+
+    async def enabled(self, user: str) -> bool:
+        try:
+            doc = await self._store.get_doc(pref_name(user))
+        except StoreUnavailable:
+            return True  # the default; a DM too many beats a silent failure
+        return not (isinstance(doc, dict) and doc.get("off"))
+
+    async def process(self, changes: Sequence[Change], result: SweepResult,
+                      config: Config) -> int:
+        """DM the owners of jobs that failed, completed or stalled; returns the DMs sent."""
+        groups: dict[tuple[str, str, str, str], list[Change]] = {}
+        for change in changes:
+            detail = result.details.get((change.cluster, change.job_id))
+            owner = (slack_owner(config, change.cluster, detail.report.user) if detail
+                     else None)
+            if change.kind in TOLD and owner:
+                groups.setdefault((owner, change.kind, change.cluster, change.name),
+                                  []).append(change)
+        sent = 0
+        for (owner, _, _, _), members in groups.items():
+            if not await self.enabled(owner):
+                continue
+            first = members[0]
+            detail = result.details[(first.cluster, first.job_id)]
+            sent += await self._send(owner, job_end_dm(first, detail, len(members)).text)
+        return sent
+
+    async def _send(self, owner: str, text: str) -> int:
+        try:
+            opened = await self._client.conversations_open(users=owner)
+        except (SlackApiError, SlackClientError):
+            return 0  # logged and counted by the Web API client (bot.delivery)
+        channel = str(opened["channel"]["id"])
+        return 1 if await post(self._client, channel=channel, text=text) is not None else 0

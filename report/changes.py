@@ -1,0 +1,131 @@
+"""What changed between two sweeps: the events the day's thread and the job-end DMs report.
+
+Policy: pure. A sweep is reduced to a small :class:`Snapshot` per job (state, verdict, whether
+it is stalled, whether a TIMEOUT is a chain restart); :func:`diff` compares the previous
+snapshots with the current report and returns at most one :class:`Change` per job, the most
+important one: a terminal transition (failed, cancelled, restarted, finished) before
+``collapsed``, ``stalled``, ``recovered``, then ``started``. A job seen for the first time
+while it runs counts as started; a first sight of a pending job says nothing (it has not
+started). A job that left the report (aged out) says nothing either. With no previous
+snapshots at all (the very first sweep) there is no baseline: the caller reports nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from probes.models import ACTIVE_STATES, Frozen, JobState
+from report.models import JobReport, Report
+
+ChangeKind = Literal["started", "finished", "failed", "collapsed", "restarted", "stalled",
+                     "recovered", "cancelled"]
+Key = tuple[str, str]
+
+_TROUBLED = frozenset({"collapse", "stalled", "warning", "unknown"})
+_STALL_FLAGS = frozenset({"stall", "zombie"})
+
+
+class Snapshot(Frozen):
+    """What a job looked like at one sweep (what change detection compares)."""
+
+    state: JobState
+    verdict: str
+    stalled: bool = False
+    chain: bool = False
+
+
+class Change(Frozen):
+    """One job's change since the last sweep."""
+
+    kind: ChangeKind
+    cluster: str
+    job_id: str
+    name: str
+    state: JobState
+    verdict: str
+    why: str
+
+
+def snapshot(job: JobReport) -> Snapshot:
+    return Snapshot(state=job.state, verdict=job.verdict,
+                    stalled=job.verdict == "stalled" or bool(_STALL_FLAGS & set(job.flags)),
+                    chain="chain-restart" in job.flags)
+
+
+def snapshots(report: Report) -> dict[Key, Snapshot]:
+    return {(j.cluster, j.job_id): snapshot(j) for j in report.jobs}
+
+
+def encode_key(key: Key) -> str:
+    return f"{key[0]}\x1f{key[1]}"
+
+
+def decode_key(text: str) -> Key:
+    cluster, _, job_id = text.partition("\x1f")
+    return cluster, job_id
+
+
+def _terminal(prev: Snapshot | None, cur: Snapshot, job: JobReport) -> Change | None:
+    if cur.state in ACTIVE_STATES or cur.state is JobState.UNKNOWN:
+        return None
+    if prev is not None and prev.state == cur.state:
+        return None
+    if cur.state is JobState.COMPLETED:
+        return _change("finished", job, "completed")
+    if cur.state is JobState.CANCELLED:
+        return _change("cancelled", job, "cancelled")
+    if cur.state is JobState.TIMEOUT and cur.chain:
+        return _change("restarted", job, f"chain restart → {job.successor or 'successor'}")
+    if cur.state is JobState.PREEMPTED:
+        return _change("restarted", job, "preempted")
+    return _change("failed", job, cur.state.value)
+
+
+def _change(kind: ChangeKind, job: JobReport, why: str) -> Change:
+    return Change(kind=kind, cluster=job.cluster, job_id=job.job_id, name=job.name,
+                  state=job.state, verdict=job.verdict, why=why)
+
+
+def change_of(prev: Snapshot | None, job: JobReport) -> Change | None:
+    """The one change worth telling for ``job`` (``prev``: its last snapshot, if any)."""
+    cur = snapshot(job)
+    terminal = _terminal(prev, cur, job)
+    if terminal is not None or cur.state not in ACTIVE_STATES:
+        return terminal
+    was = prev or Snapshot(state=JobState.PENDING, verdict="buffering")
+    if cur.verdict == "collapse" and was.verdict != "collapse":
+        return _change("collapsed", job, "collapse rule fired")
+    if cur.stalled and not was.stalled:
+        return _change("stalled", job, "zombie" if "zombie" in job.flags else "no progress")
+    if (was.verdict in _TROUBLED or was.stalled) and cur.verdict in {"healthy", "buffering"} \
+            and not cur.stalled:
+        return _change("recovered", job, f"was {was.verdict}")
+    if cur.state is not JobState.PENDING and (prev is None or prev.state not in
+                                              {JobState.RUNNING, JobState.COMPLETING}):
+        return _change("started", job, "running")
+    return None
+
+
+def diff(previous: Mapping[Key, Snapshot], report: Report) -> list[Change]:
+    """Every job's change since ``previous``, in the report's order."""
+    changes = []
+    for job in report.jobs:
+        found = change_of(previous.get((job.cluster, job.job_id)), job)
+        if found is not None:
+            changes.append(found)
+    return changes
+
+
+def merged_lines(changes: Sequence[Change], *, shown: int = 3) -> list[str]:
+    """One line per (kind, job name): array tasks that changed alike share a line."""
+    groups: dict[tuple[str, str, str], list[Change]] = {}
+    for change in changes:
+        groups.setdefault((change.kind, change.cluster, change.name), []).append(change)
+    lines = []
+    for (kind, cluster, name), members in groups.items():
+        ids = ", ".join(f"{cluster}:{c.job_id}" for c in members[:shown])
+        more = f" +{len(members) - shown} more" if len(members) > shown else ""
+        count = f" ×{len(members)}" if len(members) > 1 else ""
+        lines.append(f"• {kind}: {name}{count} ({ids}{more}) — {members[0].why}")
+    return lines

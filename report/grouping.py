@@ -1,0 +1,253 @@
+"""Array jobs and grid cells grouped into one table row each (issue 13: "arrays and grids").
+
+Policy: pure, models in and models out. An array job's tasks (``A_T`` ids, plus the pending
+record SLURM keeps under the array's own id ``A`` until it splits tasks off) are one *group*;
+so are the pending / buffering cells of an SFT grid (the judge's :func:`grid_name`, for grids
+the judge rolled up). Grouping happens per table: members in the Filling-buffer table group
+apart from members in their bucket's table, so each table shows at most one row per group.
+
+A group's row is its *worst* member's row (verdict order below): the member's judgement and
+trend, with that member's id leading the trend, and the Job cell ``name [480 running · 20
+pending]`` counting every member by state. Members a human must look at (collapsed, failed,
+stalled) keep their own rows as well. A group of one is no group, and a grid folds only
+from :data:`GRID_MIN` cells. ``--format json`` keeps
+every job listed and adds the groups under a top-level ``groups`` key (:func:`groups_json`).
+
+Pending array tasks SLURM has not split off yet are one record; how many tasks it stands for
+comes from ``pending_tasks`` (the probe's ``array_tasks`` label, see
+:func:`pending_task_counts`). Without it (a cached sweep) that record counts as one task and
+the count is written ``≥N``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from probes.models import ClusterFacts, JobState
+from report.judge_sft import grid_name
+from report.layouts import is_buffering
+from report.models import JobDetail, JobReport, Report
+
+Key = tuple[str, str]
+"""(cluster, job id)."""
+
+GRID_MIN = 3
+"""Grid cells fold from three up: two named cells read better than one row counting two."""
+
+ATTENTION = frozenset({"collapse", "failed", "stalled"})
+"""Verdicts whose members keep their own row inside a group."""
+
+# Worst first: the group row shows the first member found in this order.
+_SEVERITY = ("collapse", "failed", "stalled", "warning", "unknown", "restarting", "healthy",
+             "buffering", "done")
+_STATE_ORDER = (JobState.RUNNING, JobState.PENDING, JobState.COMPLETING,
+                *(s for s in JobState if s not in {JobState.RUNNING, JobState.PENDING,
+                                                   JobState.COMPLETING}))
+_ARRAY_TASK = re.compile(r"^(?P<array>\d+)_(?P<task>\d+)$")
+_RANGE = re.compile(r"^(?P<lo>\d+)(?:-(?P<hi>\d+)(?::(?P<step>\d+))?)?$")
+
+
+@dataclass(frozen=True)
+class Group:
+    """Members of one array (or grid) within one table."""
+
+    kind: str
+    """``array`` or ``grid``."""
+    cluster: str
+    key: str
+    """The array id, or the grid name."""
+    name: str
+    table: str
+    """The layout the members sit in (``rl`` ... ``other``, or ``buffer``)."""
+    members: tuple[JobReport, ...]
+    counts: tuple[tuple[str, int], ...]
+    """(state, number of tasks) in the contract's state order."""
+    exact: bool
+    """False when an unsplit pending record's task count was unknown."""
+
+    @property
+    def worst(self) -> JobReport:
+        return min(self.members, key=lambda j: (_severity(j), j.job_id))
+
+    @property
+    def worst_of_rest(self) -> JobReport:
+        """The worst member that has no row of its own (for counts that must not double)."""
+        rest = [j for j in self.members if j.verdict not in ATTENTION] or list(self.members)
+        return min(rest, key=lambda j: (_severity(j), j.job_id))
+
+    @property
+    def attention(self) -> tuple[JobReport, ...]:
+        return tuple(j for j in self.members if j.verdict in ATTENTION)
+
+    def tally(self) -> str:
+        """``480 running · 20 pending`` (``≥20 pending`` when a count is a lower bound)."""
+        bound = "" if self.exact else "≥"
+        return " · ".join(f"{bound if state == JobState.PENDING.value else ''}{n} "
+                          f"{state.lower()}" for state, n in self.counts)
+
+
+def _severity(job: JobReport) -> int:
+    return _SEVERITY.index(job.verdict) if job.verdict in _SEVERITY else len(_SEVERITY)
+
+
+def task_count(spec: str) -> int | None:
+    """Tasks in a SLURM array spec such as ``0-499``, ``1,3,5-9:2%4``; None if unreadable."""
+    total = 0
+    for part in spec.split("%", 1)[0].split(","):
+        match = _RANGE.match(part.strip())
+        if match is None:
+            return None
+        lo = int(match["lo"])
+        hi = int(match["hi"]) if match["hi"] else lo
+        step = int(match["step"]) if match["step"] else 1
+        if hi < lo or step < 1:
+            return None
+        total += (hi - lo) // step + 1
+    return total
+
+
+def pending_task_counts(facts: Iterable[ClusterFacts]) -> dict[Key, int]:
+    """Unsplit pending array records -> how many tasks each stands for (probe label)."""
+    counts: dict[Key, int] = {}
+    for cluster in facts:
+        for job in cluster.jobs:
+            spec = job.record.labels.get("array_tasks")
+            n = task_count(spec) if spec else None
+            if n is not None:
+                counts[(cluster.name, job.record.job_id)] = n
+    return counts
+
+
+def _table(job: JobReport) -> str:
+    return "buffer" if is_buffering(job) else job.bucket
+
+
+def _array_keys(jobs: Sequence[JobReport]) -> dict[Key, tuple[str, str]]:
+    """(cluster, job id) -> (kind, group key) for every array task and its pending record."""
+    arrays: dict[tuple[str, str], str] = {}
+    for job in jobs:
+        match = _ARRAY_TASK.match(job.job_id)
+        if match:
+            arrays[(job.cluster, match["array"])] = job.name
+    keys: dict[Key, tuple[str, str]] = {}
+    for job in jobs:
+        match = _ARRAY_TASK.match(job.job_id)
+        if match:
+            keys[(job.cluster, job.job_id)] = ("array", match["array"])
+        elif arrays.get((job.cluster, job.job_id)) == job.name:
+            keys[(job.cluster, job.job_id)] = ("array", job.job_id)  # the unsplit remainder
+    return keys
+
+
+def _grid_keys(report: Report, taken: Mapping[Key, Any]) -> dict[Key, tuple[str, str]]:
+    """SFT grid cells that are pending or filling their buffer, for grids the judge rolled up."""
+    grids = {g.grid for g in report.grid}
+    keys: dict[Key, tuple[str, str]] = {}
+    for job in report.jobs:
+        if (job.cluster, job.job_id) in taken or job.bucket != "sft":
+            continue
+        if job.state is JobState.PENDING or is_buffering(job):
+            grid = grid_name(job, {})
+            if grid in grids:
+                keys[(job.cluster, job.job_id)] = ("grid", grid)
+    return keys
+
+
+def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = None) -> list[Group]:
+    """Every group of two or more members, per table, in first-seen order."""
+    keys = _array_keys(report.jobs)
+    keys.update(_grid_keys(report, keys))
+    buckets: dict[tuple[str, str, str, str], list[JobReport]] = defaultdict(list)
+    for job in report.jobs:
+        found = keys.get((job.cluster, job.job_id))
+        if found is not None:
+            buckets[(found[0], job.cluster, found[1], _table(job))].append(job)
+    groups = []
+    for (kind, cluster, key, table), members in buckets.items():
+        unsplit = key if kind == "array" else None
+        counted, exact = _counts(members, pending_tasks or {}, unsplit)
+        if sum(n for _, n in counted) < 2 and len(members) < 2:
+            continue
+        if kind == "grid" and len(members) < GRID_MIN:
+            continue
+        name = key if kind == "grid" else members[0].name
+        groups.append(Group(kind, cluster, key, name, table, tuple(members), counted, exact))
+    return groups
+
+
+def _counts(members: Sequence[JobReport], pending_tasks: Mapping[Key, int],
+            unsplit: str | None) -> tuple[tuple[tuple[str, int], ...], bool]:
+    tally: Counter[str] = Counter()
+    exact = True
+    for job in members:
+        remainder = job.job_id == unsplit and job.state is JobState.PENDING
+        n = pending_tasks.get((job.cluster, job.job_id)) if remainder else 1
+        if n is None:
+            n, exact = 1, False
+        tally[job.state.value] += n
+    ordered = tuple((s.value, tally[s.value]) for s in _STATE_ORDER if tally[s.value])
+    return ordered, exact
+
+
+def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
+               worst: JobReport) -> tuple[JobReport, JobDetail]:
+    # A grid is named by the grid, never by one cell; an array task by the judge's name.
+    own = detail.display_name if detail and group.kind == "array" else None
+    base = own or (f"{group.cluster}:{group.name}" if multi_cluster else group.name)
+    trend = f"{worst.job_id}: {worst.trend or (detail.note if detail else '') or '—'}"
+    # The row's id is the group's own (``A_*<table>``), so its detail never shadows the worst
+    # member's own row (the renderer finds details by cluster and id); the worst member's
+    # real id leads the trend.
+    row = worst.model_copy(update={"trend": trend, "job_id": f"{group.key}_*{group.table}"})
+    shown = detail or JobDetail(report=row)
+    return row, shown.model_copy(update={"report": row,
+                                         "display_name": f"{base} [{group.tally()}]"})
+
+
+def group_report(
+    report: Report, details: Mapping[Key, JobDetail], *,
+    pending_tasks: Mapping[Key, int] | None = None, for_counts: bool = False,
+) -> tuple[Report, dict[Key, JobDetail]]:
+    """The report as tables show it: one row per group (at its first member's place), plus
+    the group's attention members; every other job unchanged. ``for_counts``: the group row
+    takes the worst member *without* a row of its own, so a summary counts each job once."""
+    groups = find_groups(report, pending_tasks=pending_tasks)
+    if not groups:
+        return report, dict(details)
+    multi_cluster = len({j.cluster for j in report.jobs}) > 1
+    member_of = {(j.cluster, j.job_id): g for g in groups for j in g.members}
+    placed: set[int] = set()
+    jobs: list[JobReport] = []
+    shown: dict[Key, JobDetail] = {}
+    for job in report.jobs:
+        key = (job.cluster, job.job_id)
+        group = member_of.get(key)
+        if group is None or job.verdict in ATTENTION:
+            jobs.append(job)
+            if key in details:
+                shown[key] = details[key]
+        if group is not None and id(group) not in placed:
+            placed.add(id(group))
+            worst = group.worst_of_rest if for_counts else group.worst
+            row, detail = _group_row(group, details.get((worst.cluster, worst.job_id)),
+                                     multi_cluster, worst)
+            jobs.append(row)
+            shown[(row.cluster, row.job_id)] = detail
+    return report.model_copy(update={"jobs": jobs}), shown
+
+
+def groups_json(report: Report, *,
+                pending_tasks: Mapping[Key, int] | None = None) -> list[dict[str, Any]]:
+    """The ``groups`` key of ``--format json``: each group, its tally, worst member, members."""
+    return [{
+        "kind": g.kind, "cluster": g.cluster, "key": g.key, "name": g.name, "table": g.table,
+        "label": f"{g.name} [{g.tally()}]",
+        "counts": {state: n for state, n in g.counts}, "counts_exact": g.exact,
+        "worst": {"job_id": g.worst.job_id, "verdict": g.worst.verdict},
+        "attention": [j.job_id for j in g.attention],
+        "members": [j.job_id for j in g.members],
+    } for g in find_groups(report, pending_tasks=pending_tasks)]

@@ -1,0 +1,224 @@
+"""The day's parent message: edited in place, changes threaded, survives a restart (fake Slack,
+fake clock, real Redis)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import scheduled_sweep
+from bot.digest import Pacer
+from bot.store import RedisStore
+from probes.models import JobState
+from report.models import JobDetail
+from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, detail, job
+from tests.bot.builders import sweep_result as build_result
+from tests.bot.conftest import Harness, make_config, running_bot
+from tests.bot.fake_slack import Call, FakeSlack
+
+pytestmark = pytest.mark.redis
+
+
+class World:
+    """The jobs the fake cluster reports; tests edit ``jobs`` between sweeps."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.jobs: list[JobDetail] = [
+            detail(job("4100", "rl-ppo-llama-8b")),
+            detail(job("4300", "sft-mistral-7b", bucket="sft", user="bob")),
+        ]
+
+    def fail(self, job_id: str) -> None:
+        self.jobs = [detail(d.report.model_copy(update={
+            "state": JobState.FAILED, "verdict": "failed", "trend": "Traceback: CUDA error"}))
+            if d.report.job_id == job_id else d for d in self.jobs]
+
+
+@pytest.fixture
+def world(clock: FakeClock) -> World:
+    return World(clock)
+
+
+def no_pacing(h: Harness) -> None:
+    h.bot.digest.pacer = Pacer(0.0)
+
+
+@asynccontextmanager
+async def bot_for(slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path,
+                  **digest: Any) -> AsyncIterator[Harness]:
+    config = make_config(store.prefix, tmp_path)
+    if digest:
+        config = config.model_copy(update={"digest": config.digest.model_copy(update=digest)})
+    sweeper = FakeSweeper(make=lambda: build_result(world.jobs, at=world.clock()), conf=config)
+    async with running_bot(slack, store, sweeper, world.clock) as h:
+        no_pacing(h)
+        yield h
+
+
+def parents(slack: FakeSlack) -> list[Call]:
+    return [c for c in slack.to("/api/chat.postMessage")
+            if c.params["channel"] == "C0SWEEP" and not c.params.get("thread_ts")]
+
+
+def replies(slack: FakeSlack) -> list[Call]:
+    return [c for c in slack.to("/api/chat.postMessage") if c.params.get("thread_ts")]
+
+
+def text_of(call: Call) -> str:
+    blocks = call.params.get("blocks") or []
+    if isinstance(blocks, str):
+        import json
+        blocks = json.loads(blocks)
+    return call.params.get("text", "") + "\n" + blocks_text(blocks)
+
+
+async def sweep(h: Harness, advance_s: float = 1800) -> None:
+    await scheduled_sweep(h.bot, 0)
+    h.clock.advance(advance_s)
+
+
+async def test_two_sweeps_without_change_post_one_parent_and_nothing_more(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Sweep 1 opens the parent (tables in its thread); sweep 2 only edits the parent."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        first_replies = len(replies(slack))
+        await sweep(h)
+    assert len(parents(slack)) == 1
+    assert first_replies >= 1  # the full tables at the start of the period
+    assert len(replies(slack)) == first_replies
+    [update] = slack.to("/api/chat.update")
+    assert update.params["ts"] == parents(slack)[0].params.get("ts", update.params["ts"])
+    body = text_of(update)
+    assert "as of 16:30Z" in body and "sweep 2 of this period" in body
+    assert "RL: 1 job" in body and "SFT: 1 job" in body
+
+
+async def test_a_failure_between_sweeps_is_one_reply_with_that_row(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Only the job that failed is in the new reply, with its row."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        before = len(replies(slack))
+        world.fail("4300")
+        await sweep(h)
+        await sweep(h)  # nothing changed since: nothing new
+    new = replies(slack)[before:]
+    assert len(new) == 1, [text_of(n) for n in new]
+    text = text_of(new[0])
+    assert "failed: sft-mistral-7b (alpha:4300)" in text
+    assert "sft-mistral-7b [FAILED]" in text  # its table row
+    assert "rl-ppo-llama-8b" not in text
+
+
+async def test_a_new_day_opens_a_new_parent(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """The first sweep after midnight UTC posts a new parent with fresh full tables."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h, advance_s=8 * 3600)  # 16:00 -> 00:00 next day
+        await sweep(h)
+    tops = parents(slack)
+    assert len(tops) == 2
+    assert "Mon 30 Nov 2026" in text_of(tops[0]) and "Tue 01 Dec 2026" in text_of(tops[1])
+    assert len({r.params["thread_ts"] for r in replies(slack)}) == 2  # tables in each thread
+
+
+async def test_a_restart_between_sweeps_repeats_nothing(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """A new process on the same Redis edits the same parent and re-reports no change."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        world.fail("4300")
+        await sweep(h)
+    posted = len(slack.to("/api/chat.postMessage"))
+    async with bot_for(slack, store, world, tmp_path) as h2:
+        await sweep(h2)
+    assert len(slack.to("/api/chat.postMessage")) == posted
+    updates = slack.to("/api/chat.update")
+    assert len({u.params["ts"] for u in updates}) == 1 and len(updates) == 2
+
+
+async def test_full_tables_every_n_sweeps(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """With full_tables_every = 2 the tables are re-posted on every second sweep."""
+    async with bot_for(slack, store, world, tmp_path, full_tables_every=2) as h:
+        for _ in range(4):
+            await sweep(h)
+    heads = [r for r in replies(slack) if "Full tables" in text_of(r)]
+    assert len(heads) == 3  # sweep 1 (period start), sweep 2 and sweep 4
+
+
+async def test_collapse_dm_is_told_in_the_thread_and_names_are_escaped(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """A collapse DM adds one thread line naming the owner; cluster text is escaped."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        world.jobs.append(collapsing())
+        world.jobs.append(detail(job("4999", "rl-<!channel>&evil")))
+        await sweep(h)
+    lines = [text_of(r) for r in replies(slack)]
+    told = [t for t in lines if "collapse on `alpha:4242`" in t]
+    assert len(told) == 1 and "owner <@UALICE> told" in told[0]
+    changes = next(t for t in lines if "Changes since" in t)
+    assert "collapsed: rl-grpo-qwen-7b" in changes
+    assert "started: rl-&lt;!channel&gt;&amp;evil" in changes
+    assert "<!channel>" not in "".join(lines)
+
+
+async def test_posts_to_one_channel_are_paced(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Posts to the channel wait out the ~1 s gap Slack allows (fake time, no real sleep)."""
+    now = [0.0]
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    world.jobs = [detail(job(str(5000 + i), f"rl-run-{i:03d}")) for i in range(150)]
+    async with bot_for(slack, store, world, tmp_path) as h:
+        h.bot.digest.pacer = Pacer(1.0, monotonic=lambda: now[0], sleep=fake_sleep)
+        await sweep(h)
+    posts = slack.to("/api/chat.postMessage")
+    assert len(posts) >= 3
+    assert waits == [1.0] * (len(posts) - 1)
+
+
+async def test_a_completed_cancel_is_told_in_the_thread(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Cancel & salvage by the owner adds "cancelled by @alice, evidence at …" to the thread;
+    a refused press (not the owner) adds nothing."""
+    world.jobs.append(collapsing())
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        # Presses on the alert the bot posted (checked against its stored episode): eve, who
+        # is neither owner nor operator, is refused first; then alice, the owner, cancels.
+        await h.press_alert("cancel_salvage", user="UEVE")
+        await h.bot.tasks.drain()
+        await h.press_alert("cancel_salvage", user="UALICE")
+        await h.bot.tasks.drain()
+    assert h.sweeper.cancels == [("alpha", "4242")]
+    lines = [r.params["text"] for r in replies(slack) if "cancelled by" in r.params["text"]]
+    assert len(lines) == 1
+    assert lines[0].startswith("🛑 `alpha:4242` cancelled by <@UALICE>, evidence at `")
+    assert str(tmp_path / "incidents") in lines[0]
+
+
+async def test_a_parent_that_cannot_be_edited_is_replaced_and_posting_goes_on(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """chat.update failing for good (429s past the retries) opens a new parent; later sweeps
+    edit that one."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        slack.rate_limit("chat.update", times=4, retry_after=0)  # 1 try + 3 retries
+        await sweep(h)
+        await sweep(h)
+    tops = parents(slack)
+    assert len(tops) == 2
+    [edited] = slack.to("/api/chat.update")
+    assert edited.params["ts"] != "1700000000.000001"  # the replacement, not the lost one

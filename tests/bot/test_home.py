@@ -1,0 +1,144 @@
+"""Personal scope over signed requests: `/jobs mine|@user|cluster:`, the App Home tab, and the
+"Share to channel" button (fake Slack, real Redis)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from bot.app import scheduled_sweep
+from tests.bot.builders import blocks_text
+from tests.bot.conftest import Harness
+from tests.bot.fake_slack import signed_headers
+
+pytestmark = pytest.mark.redis
+
+
+async def answer(h: Harness, text: str, *, user: str = "UALICE") -> str:
+    """The final answer to `/jobs text` (after a "Sweeping…" ack, when there is one)."""
+    _, hook = await h.command("/jobs", text, user=user)
+    replies = await h.slack.wait_for(hook)
+    if replies[-1].params["text"].startswith("Sweeping"):
+        replies = await h.slack.wait_for(hook, len(replies) + 1)
+    last = replies[-1].params
+    return last["text"] + "\n" + blocks_text(last.get("blocks") or [])
+
+
+async def test_jobs_mine_shows_the_invokers_jobs_through_the_owner_mapping(harness: Harness
+                                                                           ) -> None:
+    """alice (UALICE) owns the two RL runs; bob's SFT run is not hers."""
+    text = await answer(harness, "mine")
+    assert "rl-ppo-llama-8b" in text and "rl-grpo-qwen-7b" in text
+    assert "sft-mistral-7b" not in text
+
+
+async def test_jobs_for_another_user_and_a_cluster(harness: Harness) -> None:
+    """`@alice` (cluster user), `<@UALICE>` (Slack mention) and `cluster:alpha` filter alike."""
+    by_name = await answer(harness, "@bob")
+    assert "sft-mistral-7b" in by_name and "rl-ppo-llama-8b" not in by_name
+    by_mention = await answer(harness, "<@UALICE|alice> rl", user="UOPS")
+    assert "rl-grpo-qwen-7b" in by_mention and "sft-mistral-7b" not in by_mention
+    by_cluster = await answer(harness, "cluster:alpha")
+    assert "sft-mistral-7b" in by_cluster and "rl-ppo-llama-8b" in by_cluster
+
+
+async def test_unmapped_invoker_and_unknown_cluster_are_told_so(harness: Harness) -> None:
+    """`mine` for someone without an owners entry, or a cluster not configured: one line."""
+    assert "You are not mapped" in await answer(harness, "mine", user="UNOBODY")
+    text = await answer(harness, "cluster:gamma")
+    assert "no cluster named `gamma`" in text and "alpha" in text
+    assert harness.sweeper.sweeps == 0
+
+
+async def test_jobs_acks_with_sweeping_n_clusters_when_a_live_sweep_is_needed(
+        harness: Harness) -> None:
+    """The first /jobs needs a live sweep and says so; the second answers from the cache."""
+    _, first = await harness.command("/jobs", "rl")
+    ack, _ = await harness.slack.wait_for(first, 2)
+    assert ack.params["text"] == "Sweeping 1 cluster…"
+    _, second = await harness.command("/jobs", "rl")
+    (only,) = await harness.slack.wait_for(second)
+    assert "cached" in blocks_text(only.params["blocks"])
+
+
+def home_event(user: str) -> str:
+    return json.dumps({
+        "token": "legacy", "team_id": "T0FAKE", "api_app_id": "A0FAKE", "type": "event_callback",
+        "event_id": f"Ev{time.monotonic_ns()}", "event_time": int(time.time()),
+        "event": {"type": "app_home_opened", "user": user, "channel": "D0ALICE", "tab": "home",
+                  "event_ts": str(time.time())},
+    })
+
+
+async def open_home(h: Harness, user: str) -> str:
+    before = len(h.slack.to("/api/views.publish"))
+    body = home_event(user)
+    status, _ = await h.post(body, signed_headers(body, content_type="application/json"))
+    assert status == 200
+    published = await h.slack.wait_for("/api/views.publish", before + 1)
+    call = published[-1].params
+    assert call["user_id"] == user
+    view = call["view"] if isinstance(call["view"], dict) else json.loads(call["view"])
+    assert view["type"] == "home" and len(view["blocks"]) <= 100
+    return blocks_text(view["blocks"])
+
+
+async def test_app_home_shows_own_jobs_open_episodes_and_snoozes(harness: Harness) -> None:
+    """Home: alice's jobs; after the collapse DM her open episode; after snooze, the snooze."""
+    text = await open_home(harness, "UALICE")
+    assert "rl-ppo-llama-8b" in text and "sft-mistral-7b" not in text
+    assert "No open collapse episodes." in text
+    await scheduled_sweep(harness.bot, 0)  # DMs the collapse of alpha:4242: episode opens
+    text = await open_home(harness, "UALICE")
+    assert "🚨 `alpha:4242` collapse since 16:00Z" in text
+    await harness.press_alert("snooze", user="UALICE")  # on the alert message itself
+    await harness.bot.tasks.drain()
+    text = await open_home(harness, "UALICE")
+    assert "💤 `alpha:4242` snoozed until 2026-11-30 20:00Z" in text
+    assert "No open collapse episodes." in text
+    bob = await open_home(harness, "UBOB")
+    assert "No jobs of yours" in bob
+
+
+async def test_share_to_channel_posts_the_job_detail_for_everyone(harness: Harness) -> None:
+    """/job's ephemeral answer has the Share button; pressing it posts the detail publicly."""
+    _, hook = await harness.command("/job", "4100")
+    (reply,) = await harness.slack.wait_for(hook)
+    blocks = reply.params["blocks"]
+    [button] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                if e["action_id"] == "share_to_channel"]
+    assert button["value"] == "alpha:4100" and len(blocks) <= 50
+    _, share_hook = await harness.press("share_to_channel", button["value"], user="UALICE")
+    posts = await harness.slack.wait_for("/api/chat.postMessage")
+    shared = [p for p in posts if p.params["channel"] == "D0ALICE"]
+    assert len(shared) == 1
+    text = blocks_text(json.loads(shared[0].params["blocks"]) if isinstance(
+        shared[0].params["blocks"], str) else shared[0].params["blocks"])
+    assert "Shared by <@UALICE>" in text and "rl-ppo-llama-8b" in text
+    (done,) = await harness.slack.wait_for(share_hook)
+    assert "Shared `alpha:4100`" in done.params["text"]
+
+
+async def test_share_refuses_a_forged_value(harness: Harness) -> None:
+    """A value that is not a job reference posts nothing."""
+    _, hook = await harness.press("share_to_channel", "alpha:1;rm -rf /", user="UALICE")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "no valid job reference" in reply.params["text"]
+    assert not [p for p in harness.slack.to("/api/chat.postMessage")
+                if p.params["channel"] == "D0ALICE"]
+
+
+def test_manifest_enables_the_home_tab_and_its_event() -> None:
+    """The Slack app manifest turns the Home tab on and subscribes to app_home_opened."""
+    from pathlib import Path
+
+    import yaml  # type: ignore[import-untyped]  # PyYAML comes with kubernetes_asyncio
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "slack-app-manifest.yaml"
+    manifest = yaml.safe_load(path.read_text())
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    events = manifest["settings"]["event_subscriptions"]
+    assert events["bot_events"] == ["app_home_opened"]
+    assert events["request_url"].endswith("/slack/events")

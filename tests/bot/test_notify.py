@@ -1,0 +1,122 @@
+"""Job-end DMs to the owner after scheduled sweeps, and `/jobs notify off|on` kept in Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.app import scheduled_sweep
+from bot.messages import job_end_dm
+from bot.store import RedisStore
+from probes.models import JobState
+from report.changes import Change
+from report.models import JobDetail, Recommendation
+from tests.bot.builders import FakeClock, FakeSweeper, detail, job
+from tests.bot.builders import sweep_result as build_result
+from tests.bot.conftest import Harness, make_config, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+pytestmark = pytest.mark.redis
+
+TRACEBACK = ('traceback: RuntimeError: CUDA error: an illegal memory access was encountered '
+             '(rank 3, first real traceback above the elastic summary)')
+
+
+def ended(d: JobDetail, state: JobState, **fields: object) -> JobDetail:
+    report = d.report.model_copy(update={"state": state, **fields})
+    return d.model_copy(update={"report": report})
+
+
+def failed(d: JobDetail) -> JobDetail:
+    out = ended(d, JobState.FAILED, verdict="failed", trend="ChildFailedError: rank 3 <&>",
+                recommendation=Recommendation(action="diagnose", why="first real traceback: "
+                                              "RuntimeError CUDA illegal memory access"))
+    return out.model_copy(update={"faults": ("time-limit: 4h", TRACEBACK)})
+
+
+def completed(d: JobDetail) -> JobDetail:
+    return ended(d, JobState.COMPLETED, verdict="done", trend="finished 100/100",
+                 recommendation=Recommendation(action="cleanup",
+                                               why="run rl-standard-job-cleanup"))
+
+
+class Jobs:
+    def __init__(self) -> None:
+        self.rl = detail(job("4100", "rl-ppo-llama-8b"))
+        self.rl2 = detail(job("4101", "rl-ppo-llama-70b"))
+        self.sft = detail(job("4300", "sft-mistral-7b", bucket="sft", user="bob"))
+
+    def all(self) -> list[JobDetail]:
+        return [self.rl, self.rl2, self.sft]
+
+
+def dms(slack: FakeSlack) -> list[str]:
+    return [c.params["text"] for c in slack.to("/api/chat.postMessage")
+            if c.params["channel"].startswith("D")]
+
+
+async def notify(h: Harness, word: str, user: str = "UALICE") -> str:
+    h.replies += 100 * len(h.slack.calls)  # hook names unique across restarted harnesses
+    _, hook = await h.command("/jobs", f"notify {word}", user=user)
+    (reply,) = await h.slack.wait_for(hook)
+    return str(reply.params["text"])
+
+
+async def test_failed_completed_and_stalled_jobs_dm_their_owner_once(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
+    """alice hears of her failure (fault + advice) and completion (cleanup), each once;
+    bob, unmapped, hears nothing."""
+    jobs = Jobs()
+    sweeper = FakeSweeper(make=lambda: build_result(jobs.all(), at=clock()),
+                          conf=make_config(store.prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)  # the baseline: nothing is told
+        assert dms(slack) == []
+        jobs.rl, jobs.rl2 = failed(jobs.rl), completed(jobs.rl2)
+        jobs.sft = failed(jobs.sft)
+        clock.advance(1800)
+        await scheduled_sweep(h.bot, 1)
+        clock.advance(1800)
+        await scheduled_sweep(h.bot, 2)  # nothing new: no second DM
+    texts = dms(slack)
+    assert len(texts) == 2
+    fail = next(t for t in texts if "rl-ppo-llama-8b" in t)
+    assert "ended FAILED" in fail and "RuntimeError: CUDA error" in fail
+    assert "time-limit" not in fail  # a time limit is not the real fault
+    assert "rank 3 &lt;&amp;&gt;" in fail and "*Recommendation:* diagnose" in fail
+    done = next(t for t in texts if "rl-ppo-llama-70b" in t)
+    assert "completed" in done and "rl-standard-job-cleanup" in done
+
+
+async def test_notify_off_is_kept_per_user_in_redis_and_on_restores_it(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
+    """After `/jobs notify off` a failure sends no DM, also from a restarted bot; `on` again."""
+    jobs = Jobs()
+    sweeper = FakeSweeper(make=lambda: build_result(jobs.all(), at=clock()),
+                          conf=make_config(store.prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert "*off*" in await notify(h, "off")
+        await scheduled_sweep(h.bot, 0)
+    async with running_bot(slack, store, sweeper, clock) as h2:  # a restart: still off
+        jobs.rl = failed(jobs.rl)
+        clock.advance(1800)
+        await scheduled_sweep(h2.bot, 1)
+        assert dms(slack) == []
+        assert "*on*" in await notify(h2, "on")
+        jobs.rl2 = failed(jobs.rl2)
+        clock.advance(1800)
+        await scheduled_sweep(h2.bot, 2)
+    assert len(dms(slack)) == 1 and "rl-ppo-llama-70b" in dms(slack)[0]
+    assert await store.get_doc("notify:UALICE") == {"off": False}
+
+
+def test_stall_and_zombie_dms_say_which() -> None:
+    """A zombie (all trials done, still RUNNING) is named; a plain stall says stalled."""
+    zombie = detail(job("5", "eval-qwen-swe", bucket="eval", verdict="stalled",
+                        flags=("zombie",)))
+    change = Change(kind="stalled", cluster="alpha", job_id="5", name="eval-qwen-swe",
+                    state=JobState.RUNNING, verdict="stalled", why="zombie")
+    assert "zombie (all trials done, still RUNNING)" in job_end_dm(change, zombie).text
+    stall = detail(job("6", "datagen-x", bucket="datagen", verdict="stalled", flags=("stall",)))
+    assert "is stalled" in job_end_dm(change.model_copy(update={"job_id": "6"}), stall).text

@@ -1,0 +1,53 @@
+"""Change detection between sweeps, as a table: previous snapshot + current row -> the change."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.models import JobState
+from report.changes import Snapshot, change_of, diff, merged_lines, snapshots
+from tests.report.factories import report_job, report_of
+
+R, P = JobState.RUNNING, JobState.PENDING
+
+
+def snap(state: JobState, verdict: str = "healthy", **extra: bool) -> Snapshot:
+    return Snapshot(state=state, verdict=verdict, **extra)
+
+
+@pytest.mark.parametrize(("prev", "state", "verdict", "flags", "kind"), [
+    (None, R, "healthy", [], "started"),                       # first seen while running
+    (None, P, "buffering", [], None),                          # first seen pending: quiet
+    (snap(P, "buffering"), R, "buffering", [], "started"),
+    (snap(R), R, "healthy", [], None),                         # nothing changed
+    (snap(R), JobState.COMPLETED, "done", [], "finished"),
+    (snap(R), JobState.FAILED, "failed", [], "failed"),
+    (snap(R), JobState.OUT_OF_MEMORY, "failed", [], "failed"),
+    (snap(R), JobState.CANCELLED, "done", [], "cancelled"),
+    (snap(R), JobState.TIMEOUT, "restarting", ["chain-restart"], "restarted"),
+    (snap(R), JobState.TIMEOUT, "failed", [], "failed"),       # near miss: no successor
+    (snap(R), R, "collapse", ["collapse"], "collapsed"),
+    (snap(R, "collapse"), R, "collapse", ["collapse"], None),  # still collapsed: quiet
+    (snap(R), R, "stalled", ["stall"], "stalled"),
+    (snap(R), R, "healthy", ["zombie"], "stalled"),
+    (snap(R, "stalled", stalled=True), R, "healthy", [], "recovered"),
+    (snap(R, "warning"), R, "healthy", [], "recovered"),
+    (snap(JobState.FAILED, "failed"), JobState.FAILED, "failed", [], None),  # told once
+])
+def test_change_table(prev: Snapshot | None, state: JobState, verdict: str, flags: list[str],
+                      kind: str | None) -> None:
+    """Each transition gives the one change the thread and the DMs report (or none)."""
+    job = report_job("rl-x", state=state, verdict=verdict, flags=flags, successor="42")
+    found = change_of(prev, job)
+    assert (found.kind if found else None) == kind
+
+
+def test_array_tasks_that_changed_alike_share_one_line() -> None:
+    """480 tasks that started are one line with a count and the first ids."""
+    before = report_of(*[report_job("arr", job_id=f"9_{i}", state=P, verdict="buffering")
+                         for i in range(480)])
+    after = report_of(*[report_job("arr", job_id=f"9_{i}", state=R) for i in range(480)])
+    changes = diff(snapshots(before), after)
+    assert len(changes) == 480
+    assert merged_lines(changes) == [
+        "• started: arr ×480 (alpha:9_0, alpha:9_1, alpha:9_2 +477 more) — running"]
