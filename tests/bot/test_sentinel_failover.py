@@ -134,8 +134,11 @@ async def ha_stores(sentinel: None, prefix: str) -> AsyncIterator[list[RedisStor
 
 
 def parents(slack: FakeSlack) -> int:
-    return sum(1 for c in slack.to("/api/chat.postMessage")
-               if c.params.get("channel") == "C0SWEEP" and "thread_ts" not in c.params)
+    """Sweeps that reached the channel: the period's parent posted once, then edited in place."""
+    posted = sum(1 for c in slack.to("/api/chat.postMessage")
+                 if c.params.get("channel") == "C0SWEEP" and "thread_ts" not in c.params)
+    edited = sum(1 for c in slack.to("/api/chat.update") if c.params.get("channel") == "C0SWEEP")
+    return posted + edited
 
 
 def dms(slack: FakeSlack) -> int:

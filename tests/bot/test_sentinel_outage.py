@@ -50,10 +50,13 @@ async def proxied(forwarder: Forwarder, prefix: str) -> RedisStore:
 
 
 def parents(slack: FakeSlack) -> list[str]:
-    """The sweep threads' parent posts (one per posted interval)."""
-    return [c.params["text"] for c in slack.to("/api/chat.postMessage")
-            if c.params.get("channel") == "C0SWEEP" and "thread_ts" not in c.params
-            and "alpha:4242" not in str(c.params.get("blocks", ""))]
+    """One per posted interval: the period's parent posted once, then edited in place."""
+    posted = [c.params["text"] for c in slack.to("/api/chat.postMessage")
+              if c.params.get("channel") == "C0SWEEP" and "thread_ts" not in c.params
+              and "alpha:4242" not in str(c.params.get("blocks", ""))]
+    edited = [c.params["text"] for c in slack.to("/api/chat.update")
+              if c.params.get("channel") == "C0SWEEP"]
+    return posted + edited
 
 
 def dms(slack: FakeSlack) -> int:
