@@ -44,21 +44,7 @@ async def _run(env: SlurmEnv, argv: list[str]) -> str:
 
 
 def _config(env: SlurmEnv, tmp: Path) -> Path:
-    path = tmp / "jobtables.toml"
-    path.write_text(f"""
-[[clusters]]
-name = "local22"
-kind = "slurm"
-host = "{env.host}"
-port = {env.port}
-user = "{env.user}"
-known_hosts = "{env.known_hosts}"
-client_keys = ["{env.key}"]
-recent_hours = 1
-timeout_s = 180
-command_timeout_s = 120
-""")
-    return path
+    return env.config_toml(tmp, recent_hours=1, timeout_s=180, command_timeout_s=120)
 
 
 @pytest.fixture(scope="module")

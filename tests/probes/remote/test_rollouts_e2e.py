@@ -51,19 +51,7 @@ def test_probe_over_ssh(slurm_env: SlurmEnv, tmp_path: Path,  # noqa: F811
     """Corrupted weights -> KILL with quoted garbage; the healthy run -> NO-KILL."""
     run_dir = f"{slurm_env.scratch}/probe-{secrets.token_hex(4)}"
     ids: list[str] = []
-    config = tmp_path / "jobtables.toml"
-    config.write_text(f"""
-[[clusters]]
-name = "local22"
-kind = "slurm"
-host = "{slurm_env.host}"
-port = {slurm_env.port}
-user = "{slurm_env.user}"
-known_hosts = "{slurm_env.known_hosts}"
-client_keys = ["{slurm_env.key}"]
-timeout_s = 120
-command_timeout_s = 60
-""")
+    config = slurm_env.config_toml(tmp_path, timeout_s=120, command_timeout_s=60)
     try:
         for mode in ("corrupt", "healthy"):
             ids.append(asyncio.run(_submit(slurm_env, run_dir, mode)))

@@ -9,6 +9,7 @@ still unavailable.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import socket
@@ -53,6 +54,20 @@ class SlurmEnv:
         }
         fields.update(overrides)
         return SlurmCluster(**fields)
+
+    def config_toml(self, tmp: Path, name: str = "local22", **entries: Any) -> Path:
+        """``tmp/jobtables.toml`` with one ``[[clusters]]`` entry for the test cluster over SSH;
+        ``entries`` are more keys of that entry (strings, numbers, lists of strings)."""
+        fields: dict[str, Any] = {
+            "name": name, "kind": "slurm", "host": self.host, "port": self.port,
+            "user": self.user, "known_hosts": self.known_hosts, "client_keys": [self.key],
+            **entries,
+        }
+        path = tmp / "jobtables.toml"
+        # JSON strings, numbers and lists of strings are valid TOML values.
+        body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in fields.items())
+        path.write_text("[[clusters]]\n" + body)
+        return path
 
 
 def _read_env() -> dict[str, str]:

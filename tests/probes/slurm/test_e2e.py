@@ -182,21 +182,7 @@ async def _cleanup(env: SlurmEnv, ids: dict[str, str], run_dir: str) -> None:
 
 
 def _config_toml(env: SlurmEnv, tmp: Path) -> Path:
-    path = tmp / "jobtables.toml"
-    path.write_text(f"""
-[[clusters]]
-name = "local22"
-kind = "slurm"
-host = "{env.host}"
-port = {env.port}
-user = "{env.user}"
-known_hosts = "{env.known_hosts}"
-client_keys = ["{env.key}"]
-recent_hours = 1
-timeout_s = 120
-command_timeout_s = 60
-""")
-    return path
+    return env.config_toml(tmp, recent_hours=1, timeout_s=120, command_timeout_s=60)
 
 
 def _cli_sweep(config: Path) -> dict[str, Any]:

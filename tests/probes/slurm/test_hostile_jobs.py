@@ -183,23 +183,9 @@ def _cli(args: list[str], config: Path) -> str:
 
 
 def _config(env: SlurmEnv, tmp: Path) -> Path:
-    path = tmp / "jobtables.toml"
-    path.write_text(f"""
-[[clusters]]
-name = "hostile"
-kind = "slurm"
-host = "{env.host}"
-port = {env.port}
-user = "{env.user}"
-known_hosts = "{env.known_hosts}"
-client_keys = ["{env.key}"]
-users = ["{env.other_user}"]
-recent_hours = 1
-read_timeout_s = 2
-checkpoint_roots = ["{{workdir}}/ckpt/{{name}}"]
-trial_roots = ["{{workdir}}/ckpt/{{name}}"]
-""")
-    return path
+    return env.config_toml(tmp, "hostile", users=[env.other_user], recent_hours=1,
+                           read_timeout_s=2, checkpoint_roots=["{workdir}/ckpt/{name}"],
+                           trial_roots=["{workdir}/ckpt/{name}"])
 
 
 def _probe(env: SlurmEnv, **over: object) -> SlurmProbe:

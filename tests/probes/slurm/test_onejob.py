@@ -168,17 +168,7 @@ def test_a_job_slurm_does_not_know_costs_one_command(jobs: Jobs) -> None:
 def test_cli_job_shows_the_array_task(jobs: Jobs, tmp_path: Path) -> None:
     """`jobtables job A_3 --format json` prints task 3, its log and no successor."""
     env = jobs.env
-    config = tmp_path / "jobtables.toml"
-    config.write_text(f"""
-[[clusters]]
-name = "local22"
-kind = "slurm"
-host = "{env.host}"
-port = {env.port}
-user = "{env.user}"
-known_hosts = "{env.known_hosts}"
-client_keys = ["{env.key}"]
-""")
+    config = env.config_toml(tmp_path)
     run = subprocess.run([sys.executable, "-m", "bot.cli", "job", f"{jobs.array}_3",
                           "--format", "json", "--config", str(config)], capture_output=True,
                          text=True, cwd=ROOT, timeout=120, check=False)
