@@ -106,7 +106,7 @@ class FoldScanner(_Scanner):
         self.aborts: list[tuple[int, str]] = FirstOf()
         self.recent_first = first
         self.recent: list[str] = []
-        self.details: dict[int, str | None] = Field(default_factory=dict)
+        self.details: dict[int, str | None] = {}
 
     def _summary_detail(self, line_no: int) -> str | None:
         if line_no in self.details:

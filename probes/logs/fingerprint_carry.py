@@ -75,7 +75,7 @@ class _Journal(dict[str, str]):
     """The config dict, able to undo the writes since ``mark`` (a reader left pending)."""
 
     def mark(self) -> None:
-        self.undo: dict[str, str | None] = Field(default_factory=dict)
+        self.undo: dict[str, str | None] = {}
 
     def __setitem__(self, key: str, value: str) -> None:
         undo = getattr(self, "undo", None)
