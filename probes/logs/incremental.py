@@ -20,10 +20,16 @@ What is carried, and its bound (``probes.logs.metric_carry``, ``fault_carry``,
 ``fingerprint_carry``): the metric pass's state with its last 32 points, the fault scan's open
 tracebacks and newest hits, the launch checks, the fingerprint found so far, the outcome lines
 of the last 400, and the text above. Its JSON is a few KiB on a training log whatever its
-length (``tests/probes/logs/test_incremental_bound.py``), plus what the log itself makes big:
-the printed config (the summary holds it too), one unfinished line, one unfinished multi-line
-dict or dump, the lines after a recent ``ChildFailedError``. Where bounded state is not exact
-(each is far from what a trainer prints, and tested as documented):
+length (7 KiB on ``tests/bench/bench_incremental.py``'s log; under 64 KiB through a 100k-line
+log and 3000 faults, ``tests/probes/logs/test_incremental_bound.py``), plus what the log itself
+makes big: the printed config (51 KiB for verl's, which the summary holds too), one unfinished
+line (at most ``max_line_chars`` characters), one unfinished multi-line dict or dump (at most
+5000 / 20000 lines), the lines after a recent ``ChildFailedError`` (120, blanked but for the
+summary's own). Pass the same ``aliases``, ``benign_patterns`` and ``max_line_chars`` on every
+read of one log: lines already read keep what the earlier ones made of them.
+
+Where bounded state is not exact (each is far from what a trainer prints, and tested as
+documented):
 
 - a step logged more than 256 gaps of step numbers ago counts as not logged (the SkyRL
   reward-line rule); more than 256 bar-less HF dicts followed by a training bar number the
@@ -92,6 +98,8 @@ class LogCarry(Carried):
     """What the next read of the same log needs; JSON-serialisable (NaN as strings), bounded."""
 
     version: int = 1
+    reset: bool = False
+    """A parser bug dropped the state (it was logged): read the log afresh next time."""
     text: TextCarry = TextCarry()
     metrics: MetricCarry = MetricCarry()
     faults: FaultCarry = FaultCarry()
@@ -118,8 +126,9 @@ def parse_increment(
     try:
         return _Fold(carry, aliases or {}, benign_patterns, max_line_chars, mtime).run(text)
     except Exception:  # a sweep never dies on a log: the bug is logged, the log read afresh
-        _log.exception("parse_increment failed on a %d-character increment", len(text))
-        return LogSummary(line_count=0), LogCarry()
+        size = len(text) if isinstance(text, str | bytes) else -1
+        _log.exception("parse_increment failed on a %d-character increment", size)
+        return LogSummary(line_count=0), LogCarry(reset=True)
 
 
 class _Fold:
