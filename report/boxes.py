@@ -152,9 +152,16 @@ def render_box(
     columns: Sequence[Column], cells: Sequence[Sequence[str]], *, width: int,
     bucket: str = "", title: str = "",
 ) -> RenderedTable:
-    """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide."""
-    table = Table(box=box.SQUARE, padding=(0, 1), highlight=False)
-    widths = _text_widths(columns, cells, width)
+    """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide.
+
+    Drawn once, with a rule between rows: the rules reveal where each wrapped row ends, and
+    the table without them is the same lines less those rules (both box styles draw the rule
+    under the header alike). When every column at its natural width fits, those widths are
+    given to rich, which then measures no cell: they are the widths it would find itself.
+    """
+    table = Table(box=box.SQUARE, padding=(0, 1), highlight=False, show_lines=True)
+    shown = [[printable(cell) for cell in row] for row in cells]
+    widths = _column_widths(columns, cells, shown, width)
     for index, column in enumerate(columns):
         table.add_column(
             Text(column.header, justify="center"),
@@ -162,16 +169,28 @@ def render_box(
             overflow="ellipsis" if column.numeric else "fold",
             width=widths.get(index),
         )
-    for row in cells:
-        table.add_row(*(Text(printable(cell)) for cell in row))
-    text = _print(table, width)
-    # Same widths with a rule between rows: the rules reveal where each wrapped row ends.
-    table.show_lines = True
+    for row in shown:
+        table.add_row(*map(Text, row))
     ruled = _print(table, width).split("\n")
     rules = [i for i, line in enumerate(ruled) if line.startswith("├")]
     heights = tuple(b - a - 1 for a, b in zip(rules, [*rules[1:], len(ruled) - 1], strict=True))
+    between = set(rules[1:])
+    text = "\n".join(line for i, line in enumerate(ruled) if i not in between)
     return RenderedTable(bucket=bucket, title=title, text=text, header_lines=rules[0] - 1,
                          row_heights=heights if cells else ())
+
+
+def _column_widths(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], shown: Sequence[Sequence[str]],
+    width: int,
+) -> dict[int, int]:
+    """``_text_widths``, and every other column at its natural width (of the ``shown`` text)
+    if the whole then fits."""
+    widths = _text_widths(columns, cells, width)
+    natural = {i: widths.get(i, _natural(i, c, shown)) for i, c in enumerate(columns)}
+    if sum(natural.values()) + 3 * len(columns) + 1 <= width:
+        return natural
+    return widths
 
 
 def _print(table: Table, width: int) -> str:
