@@ -1,8 +1,9 @@
-"""The fingerprint's line gates change nothing: gated equals every line through every reader.
+"""The run readers' line gates change nothing: gated equals every line through every reader.
 
 ``read_fingerprint`` lets its readers see only the lines ``fingerprint._READ_LINES`` keeps (a
-dump's first line, images, the HF banner, ``pass_at_``), less one-line flat dicts; the
-reference (``_read(lines, gated=False)``) walks every line, as the reader did before.
+dump's first line, images, the HF banner, ``pass_at_``), less one-line flat dicts, and
+``read_outcome`` only the lines holding ``=`` or an upload word; the references
+(``gated=False``) walk every line, as the readers did before.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.logs.fingerprint import _read
+from probes.logs.outcome import read_outcome
 from tests.probes.logs.test_fuzz_fingerprint import FRAGMENTS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -35,6 +37,10 @@ CRAFTED = [
     "  Total train batch size (w. parallel, distributed & accumulation) = 1,024",
     "DeepSpeedEngine configuration:", "  train_batch_size ............ 32",
     "------------------------ arguments ------------------------",
+    "===== 2 passed, 1 warning in 3.21s =====", "=== no tests ran in 0.01s ===", "=" * 20,
+    "upload: ./a.bin to s3://bucket/a.bin", "To git@github.com:o/r.git",
+    "https://huggingface.co/o/m/commit/abc", "pushing 1,204 rows -> o/dataset",
+    "Pushed to the hub: o/m", "PUSHING 3 shards to hf.co/x", "pu\u0130sh", "Uploaded 2 files to gs://b/x",
 ]
 BLOCKS = [
     "trainer:\n  nnodes: 2\n  n_gpus_per_node: 8\n  total_epochs: 3\n  project_name: x\n",
@@ -58,6 +64,7 @@ def fixture_lines() -> list[str]:
 
 def assert_same(lines: list[str]) -> None:
     assert repr(_read(lines)) == repr(_read(lines, gated=False))
+    assert read_outcome(lines) == read_outcome(lines, gated=False)
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
