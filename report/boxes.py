@@ -168,7 +168,7 @@ def render_box(
     widths = _text_widths(columns, cells, width)
     if sum(natural) + 3 * len(columns) + 1 <= width and all(
             widths.get(i, n) == n for i, n in enumerate(natural)):
-        return _render_lines(columns, shown, natural, width, bucket, title)
+        return _render_lines(columns, shown, natural, width, bucket=bucket, title=title)
     table = Table(box=box.SQUARE, padding=(0, 1), highlight=False, show_lines=True)
     for index, column in enumerate(columns):
         table.add_column(
@@ -205,7 +205,7 @@ class _Line:
 
 def _render_lines(
     columns: Sequence[Column], shown: Sequence[Sequence[str]], natural: Sequence[int],
-    width: int, bucket: str, title: str,
+    width: int, *, bucket: str, title: str,
 ) -> RenderedTable:
     """The table whose columns all fit at their natural widths: one line per row."""
     table = Table(box=box.SQUARE, padding=0, highlight=False)
