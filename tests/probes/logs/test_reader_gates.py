@@ -1,6 +1,6 @@
 """The run readers' line gates change nothing: gated equals every line through every reader.
 
-``read_fingerprint`` lets its readers see only the lines ``fingerprint._READ_LINES`` keeps (a
+``read_fingerprint`` lets its readers see only the lines ``fingerprint_lines.READ_LINES`` keeps (a
 dump's first line, images, the HF banner, ``pass_at_``), less one-line flat dicts, and
 ``read_outcome`` only the lines holding ``=`` or an upload word; the references
 (``gated=False``) walk every line, as the readers did before.
