@@ -20,6 +20,7 @@ from typing import overload
 from pydantic import Field
 
 from probes.logs import fingerprint as fp
+from probes.logs.fingerprint_lines import HEADERS
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.metric_carry import Carried
 from probes.models import RunFingerprint
@@ -144,7 +145,7 @@ class FingerprintFold:
         """One turn of ``fingerprint._collect``'s loop at ``index``: the next index."""
         body = bodies[index]
         stripped = body.strip()
-        for mark, name in fp._HEADERS:
+        for mark, name in HEADERS:
             if mark in body:
                 self.trainer = self.trainer or name
         config = self.config
