@@ -240,7 +240,7 @@ class LogFetch(Frozen):
 
     ``text`` is the whole tail only between its read and its parse: assembly
     (``probes.logs.excerpt.retain``) keeps its last lines and the bounded excerpts below, so a
-    job's retained log is ~50 KB at most whatever ``tail_bytes`` is.
+    job's retained log is ~60 KB at most whatever ``tail_bytes`` is.
     """
 
     requested_path: str | None = None
@@ -262,6 +262,8 @@ class LogFetch(Frozen):
     """The tail's line number (1-based, ``str.splitlines``) of ``text``'s first line."""
     contexts: tuple[LogContext, ...] = ()
     """Around the first ``MAX_CONTEXTS`` (3) faults by line (``jobtables job``'s excerpt)."""
+    last_context: str | None = None
+    """The tail's last ``CONTEXT_LINES`` lines cut at ``LINE_CHARS``, when ``text`` holds fewer."""
     tally_line: str | None = None
     """The tail's last line with a count of tests/rows/files/... when it lies above ``text``."""
     agent_marked: bool = False

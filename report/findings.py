@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import TypeVar
 
-from probes.logs.excerpt import CONTEXT_LINES
+from probes.logs.excerpt import CONTEXT_LINES, cut_line
 from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
 from report.settings import ReportSettings
@@ -205,7 +205,8 @@ def pending_note(record: SchedulerRecord, now: datetime) -> str:
 
 
 def log_excerpt(facts: JobFacts) -> str:
-    """The fault's context in the log tail, else its last lines (for ``jobtables job``).
+    """The fault's context in the log tail, else its last lines (for ``jobtables job``), each
+    line cut at ``LINE_CHARS``.
 
     A job keeps the context of its first faults and its tail's last lines, not the tail
     (``probes.logs.excerpt``); ``text_line`` numbers the kept lines in the tail."""
@@ -215,11 +216,13 @@ def log_excerpt(facts: JobFacts) -> str:
         kept = next((c.text for c in log.contexts if c.line_no == fault.line_no), None)
         if kept is not None:
             return kept
-    lines = log.text.splitlines() if log else []
+    lines = [cut_line(line) for line in log.text.splitlines()] if log else []
     first = log.text_line if log else 1
     if fault is not None and first <= fault.line_no < first + len(lines):
         start = max(0, fault.line_no - first + 1 - EXCERPT_LINES // 2)
         return "\n".join(lines[start : start + EXCERPT_LINES])
     if fault is not None and not lines:
         return "\n".join(x for x in (fault.excerpt, fault.detail) if x)
+    if log is not None and log.last_context is not None:
+        return log.last_context
     return "\n".join(lines[-EXCERPT_LINES:])

@@ -12,14 +12,15 @@ tail, each capped:
   longer than the cap keeps its end). ``text_line`` numbers its first line in the tail.
 - ``contexts``: ``CONTEXT_LINES`` (20) lines around each of the first ``MAX_CONTEXTS`` (3)
   faults by line (``time-limit`` is the scheduler's own fact and has none), each line cut at
-  ``LINE_CHARS`` (500): ``jobtables job``'s log excerpt.
+  ``LINE_CHARS`` (500): ``jobtables job``'s log excerpt; ``last_context``, the last 20 lines
+  so cut, when ``text`` holds fewer (long lines).
 - ``tally_line``: the tail's last line holding a count of tests, rows, files, ... (``TALLY``)
   when it lies above ``text`` (a catch-all job's note).
 - ``agent_marked`` / ``trials_in_object_store``: the tail names agent configuration or agentic
   trial lines (``AGENT_MARKERS``), or an object-store URI for its trials (the RL cleanup
   routine's flavour).
 
-So a job retains at most ~16 KiB + 3 x 10 KiB + 1 line of its log whatever the tail's size.
+So a job retains at most ~16 KiB + 4 x 10 KiB + 1 line of its log whatever the tail's size.
 Lines are those of ``str.splitlines`` (as ``jobtables job`` always showed them). The
 searches over the whole tail are ASCII substring gates on one lower-cased byte copy, with the
 regex run on the candidate lines only: a few milliseconds per MiB, not a regex over the tail.
@@ -75,6 +76,10 @@ def object_store_trials(text: str) -> bool:
     )
 
 
+def _store_line(line: str) -> bool | None:
+    return True if object_store_trials(line) else None
+
+
 def retain(log: LogFetch, summary: LogSummary | None) -> LogFetch:
     """``log`` as a job keeps it: bounded excerpts in place of the whole tail (module policy)."""
     text = log.text
@@ -90,9 +95,10 @@ def retain(log: LogFetch, summary: LogSummary | None) -> LogFetch:
         "text": kept,
         "text_line": first,
         "contexts": fault_contexts(parts, summary.faults if summary else ()),
+        "last_context": last_context(parts) if len(parts) - first + 1 < CONTEXT_LINES else None,
         "tally_line": tally[1] if tally is not None and tally[0] < above else None,
         "agent_marked": _any_matching(raw, low, _AGENT_NEEDLES, AGENT_MARKERS.search),
-        "trials_in_object_store": object_store_trials(text),
+        "trials_in_object_store": _any_matching(raw, low, (b"://",), _store_line),
     })
 
 
@@ -119,12 +125,23 @@ def fault_contexts(parts: Sequence[str], faults: Iterable[Fault]) -> tuple[LogCo
     out = []
     for line_no in wanted[:MAX_CONTEXTS]:
         start = max(0, line_no - CONTEXT_LINES // 2)
-        window = (_cut((p.splitlines() or [""])[0]) for p in parts[start : start + CONTEXT_LINES])
-        out.append(LogContext(line_no=line_no, text="\n".join(window)))
+        window = parts[start : start + CONTEXT_LINES]
+        out.append(LogContext(line_no=line_no, text="\n".join(map(_bare, window))))
     return tuple(out)
 
 
-def _cut(line: str) -> str:
+def last_context(parts: Sequence[str]) -> str:
+    """The tail's last ``CONTEXT_LINES`` lines, each cut at ``LINE_CHARS``."""
+    return "\n".join(map(_bare, parts[-CONTEXT_LINES:]))
+
+
+def _bare(part: str) -> str:
+    """A line without its line end, cut at ``LINE_CHARS``."""
+    return cut_line((part.splitlines() or [""])[0])
+
+
+def cut_line(line: str) -> str:
+    """``line`` at most ``LINE_CHARS`` characters long (an ellipsis marks the cut)."""
     return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
 
@@ -168,7 +185,7 @@ def _last_matching(raw: bytes, low: bytes, needles: Sequence[bytes],
             line = raw[start:stop].decode("utf-8", "replace")
             if matches(line) is not None:
                 if best is None or start > best[0]:
-                    best = (start, _cut(line))
+                    best = (start, cut_line(line))
                 break
             at = low.rfind(needle, 0, start)
     return best
