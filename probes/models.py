@@ -240,7 +240,7 @@ class LogFetch(Frozen):
 
     ``text`` is the whole tail only between its read and its parse: assembly
     (``probes.logs.excerpt.retain``) keeps its last lines and the bounded excerpts below, so a
-    job's retained log is ~60 KB at most whatever ``tail_bytes`` is.
+    job's retained log is ~57 K characters at most whatever ``tail_bytes`` is.
     """
 
     requested_path: str | None = None

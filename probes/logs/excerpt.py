@@ -20,8 +20,11 @@ tail, each capped:
   trial lines (``AGENT_MARKERS``), or an object-store URI for its trials (the RL cleanup
   routine's flavour).
 
-So a job retains at most ~16 KiB + 4 x 10 KiB + 1 line of its log whatever the tail's size.
-Lines are those of ``str.splitlines`` (as ``jobtables job`` always showed them). The
+So a job keeps at most 16 Ki + 4 x 10 K + 500 characters (~57 K) of its log whatever the
+tail's size (a typical 1 MiB SkyRL tail: ~17 KB as JSON).
+A one-job read that parses the tail again (the deep probe) asks ``job_facts`` for the whole
+tail and retains it once done. Lines are those of ``str.splitlines`` (as ``jobtables job``
+always showed them). The
 searches over the whole tail are ASCII substring gates on one lower-cased byte copy, with the
 regex run on the candidate lines only: a few milliseconds per MiB, not a regex over the tail.
 """
