@@ -6,7 +6,8 @@ the one parser (``probes.logs.parse.parse_log``); checkpoints and trials through
 When the tail holds no start-up config dump, the log's head (the collector sends its first
 256 KiB beside a cut tail, on whole-tail reads only) is read for the run fingerprint.
 A log that could not be read gives a ``LogFetch`` with its status and no summary: never a
-made-up "no metrics".
+made-up "no metrics". Once parsed, the tail gives way to its bounded excerpts
+(``probes.logs.excerpt.retain``): a job's facts do not grow with its log.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
+from probes.logs.excerpt import retain
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.lines import strip_ansi
 from probes.logs.parse import parse_log
@@ -82,8 +84,12 @@ def job_facts(
     *,
     aliases: Mapping[str, str],
     benign_patterns: Sequence[str],
+    whole_tail: bool = False,
 ) -> JobFacts:
-    """Assemble one job's facts from its scheduler record and the collector's answer."""
+    """Assemble one job's facts from its scheduler record and the collector's answer.
+
+    The log keeps bounded excerpts of its tail (``probes.logs.excerpt``); ``whole_tail`` keeps
+    the tail itself, for a one-job read that parses it again (the deep probe)."""
     if not collected:
         return JobFacts(record=record)
     log = _log_fetch(collected.get("log") or {})
@@ -97,7 +103,7 @@ def job_facts(
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})
     return JobFacts(
         record=record,
-        log=log,
+        log=log if whole_tail else retain(log, summary),
         summary=summary,
         checkpoints=_checkpoints(collected.get("checkpoints") or {}),
         trials=trial_tree(collected.get("trials") or {}),
