@@ -43,7 +43,7 @@ from bot.config import ConfigSource
 from bot.delivery import update
 from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
-from bot.messages import CANCEL, collapse_message, esc, mention, outcome_blocks
+from bot.messages import CANCEL, code, collapse_message, esc, mention, outcome_blocks
 from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.store import RedisStore, StoreUnavailable
@@ -213,7 +213,7 @@ class ActionHandler:
             state = detail.report.state if detail is not None else "no longer reported"
             await self._audit(press, cluster, job_id, "not cancelled", str(state))
             await self._update(press.channel_id, press.message_ts, press.message_blocks,
-                               f"`{esc(cluster)}:{esc(job_id)}` already ended ({state}); nothing "
+                               f"`{code(f'{cluster}:{job_id}')}` already ended ({state}); nothing "
                                f"cancelled. Checked for {mention(press.user_id)} at "
                                f"{now:%H:%M} UTC.", keep_buttons=False)
             await self._finish(lock, holder, "already ended")
@@ -233,7 +233,7 @@ class ActionHandler:
         banked = detail.report.banked_step
         await self._update(press.channel_id, press.message_ts, press.message_blocks, (
             f"🛑 Cancelled by {mention(press.user_id)} at {now:%Y-%m-%d %H:%M} UTC. Evidence "
-            f"saved to `{esc(str(path))}`; banked checkpoint: "
+            f"saved to `{code(str(path))}`; banked checkpoint: "
             f"{banked if banked is not None else 'none'}."), keep_buttons=False)
         # Marked done only once the message says so: a crash before this point leaves a lock
         # that reconcile completes, updating the message again.

@@ -62,9 +62,9 @@ from bot.messages import (
     KEEP,
     MAX_RESPONSES,
     SNOOZE,
+    code,
     collapse_line,
     error_text,
-    esc,
     grouped,
     job_messages,
     jobs_messages,
@@ -339,11 +339,11 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
         text = await asyncio.to_thread(render_job_detail, detail, width=config.report.width)
         await upload_to_dm(bot, payload.user_id, content=text.encode(), filename=f"{stem}.txt",
                            title=f"{stem} in depth", comment=f"The whole `/job` answer for "
-                           f"`{esc(stem)}`")
+                           f"`{code(stem)}`")
     if png:
         await upload_to_dm(bot, payload.user_id, content=png, filename=f"{stem}.png",
                            title=f"{stem} metric history",
-                           comment=f"Metric history of `{esc(stem)}`")
+                           comment=f"Metric history of `{code(stem)}`")
 
 
 async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes, filename: str, title: str,

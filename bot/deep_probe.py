@@ -40,6 +40,8 @@ from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref, validate_job_id
 from probes.models import ClusterFacts, JobState
 from probes.slurm.transport import RunnerFactory
+from report.chunks import escape_code as code
+from report.chunks import escape_mrkdwn as esc
 from report.deep_probe import judge_rollouts
 from report.judge import build_report
 from report.models import JobDetail
@@ -106,8 +108,9 @@ async def run_deep_probe(
 
 
 def mrkdwn(text: str) -> str:
-    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``; a fence becomes
+    look-alikes)."""
+    return esc(text)
 
 
 def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
@@ -120,7 +123,7 @@ def offer_blocks(detail: JobDetail) -> list[dict[str, Any]]:
     job = detail.report
     ref = f"{job.cluster}:{job.job_id}"
     why = job.recommendation.why if job.recommendation else "new or untested RL run"
-    text = (f"*New RL run `{mrkdwn(ref)}` {mrkdwn(job.name)}*: don't trust its row yet.\n"
+    text = (f"*New RL run `{code(ref)}` {mrkdwn(job.name)}*: don't trust its row yet.\n"
             f"{mrkdwn(why)}")
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}},
             {"type": "actions", "block_id": "deep_probe_actions",
@@ -135,7 +138,7 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
         return []
     ref = f"{job.cluster}:{job.job_id}"
     read = probe.read
-    head = (f"*Deep probe of `{mrkdwn(ref)}` {mrkdwn(job.name)}: {probe.verdict}*\n"
+    head = (f"*Deep probe of `{code(ref)}` {mrkdwn(job.name)}: {probe.verdict}*\n"
             f"read: {read.get('log_steps', 0)} logged steps, "
             f"{sum(d.get('samples', 0) for d in read.get('dumps', []))} rollout samples, "
             f"{read.get('trials', {}).get('sampled', 0)} trials")
@@ -149,7 +152,7 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
             confirm = {
                 "title": {"type": "plain_text", "text": "Cancel and salvage?"},
                 "text": {"type": "mrkdwn", "text": (
-                    f"The deep probe says KILL. Evidence is saved first, then `{mrkdwn(ref)}` is "
+                    f"The deep probe says KILL. Evidence is saved first, then `{code(ref)}` is "
                     "cancelled.")[:300]},
                 "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
                 "deny": {"type": "plain_text", "text": "Keep it"}, "style": "danger",
@@ -239,7 +242,8 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
     try:
         detail = await run_deep_probe(config, cluster, job_id)
     except (UserError, ProbeError) as exc:
-        await respond(text=f"Deep probe of `{cluster}:{job_id}` failed: {mrkdwn(str(exc))}",
+        ref = code(f"{cluster}:{job_id}")
+        await respond(text=f"Deep probe of `{ref}` failed: {mrkdwn(str(exc))}",
                       response_type="ephemeral", replace_original=False)
         return
     except Exception:

@@ -25,7 +25,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.alerts import SNOOZE, episode_name, job_uid
 from bot.config import Config
-from bot.messages import context, esc, grouped, section, sweep_header
+from bot.messages import code, context, esc, grouped, section, sweep_header
 from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from bot.sweep import SweepResult
@@ -60,7 +60,7 @@ def episode_lines(episodes: Sequence[dict[str, Any]], now: datetime) -> tuple[li
     """(open collapse episodes, snoozes in force) as one line each."""
     opened, snoozed = [], []
     for doc in episodes:
-        ref = esc(f"{doc.get('cluster')}:{doc.get('job_id')}")
+        ref = code(f"{doc.get('cluster')}:{doc.get('job_id')}")
         if doc.get("state") == "open":
             # A Redis document is escaped like cluster text: it may be stale or edited.
             since = esc(str(doc.get("opened_at", ""))[11:16])

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 Key = tuple[str, str]
 
 esc = escape_mrkdwn
+code = escape_code
+"""For inside an inline code span: no backtick left to close it (a hostile path or name)."""
 MAX_RESPONSES = 5
 """Slack accepts at most five posts to one ``response_url``."""
 SPARK_POINTS = 20
@@ -159,13 +161,13 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
 def collapse_line(ref: str, owner: str | None) -> str:
     """The day's thread line when a collapse alert went out."""
     told = f"owner {mention(owner)} told" if owner else "owner unknown, alert in the channel"
-    return cut_text(f"🚨 collapse on `{esc(ref)}`, {told}")
+    return cut_text(f"🚨 collapse on `{code(ref)}`, {told}")
 
 
 def cancel_line(ref: str, actor: str, evidence: str) -> str:
     """The day's thread line when a cancel from a button completed."""
-    return cut_text(f"🛑 `{esc(ref)}` cancelled by {mention(actor)}, evidence at "
-                    f"`{esc(evidence)}`")
+    return cut_text(f"🛑 `{code(ref)}` cancelled by {mention(actor)}, evidence at "
+                    f"`{code(evidence)}`")
 
 
 def followup_messages(lines: Sequence[str]) -> list[SlackMessage]:
@@ -253,7 +255,7 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1) -> SlackMessag
     ended alike)."""
     job = detail.report
     many = f" (×{count} tasks)" if count > 1 else ""
-    head = f"*{esc(job.name)}* `{esc(f'{job.cluster}:{job.job_id}')}`{many}"
+    head = f"*{esc(job.name)}* `{code(f'{job.cluster}:{job.job_id}')}`{many}"
     rec = job.recommendation
     advice = (f"*Recommendation:* {esc(rec.action)} — {esc(rec.why)}"
               if rec and rec.action != "none" else "")
@@ -285,7 +287,7 @@ def evidence_lines(detail: JobDetail) -> list[str]:
     for ev in detail.evidence:
         mark = "🔴" if ev.fired else "⚪"
         lines.append(
-            f"{mark} `{esc(ev.signal)}` step {ev.step}: {_fmt(ev.value)} vs window mean "
+            f"{mark} `{code(ev.signal)}` step {ev.step}: {_fmt(ev.value)} vs window mean "
             f"{_fmt(ev.window_mean)} ({len(ev.window)} pts) {sparkline(ev.window, len(ev.window))}"
             f" — {esc(ev.why or '')}"
         )
@@ -303,7 +305,7 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
     ``delivered_for``: the owner's Slack id when the DM failed and the alert went to the channel.
     """
     job = detail.report
-    ref = esc(f"{job.cluster}:{job.job_id}")
+    ref = code(f"{job.cluster}:{job.job_id}")
     banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
         "no banked checkpoint found")
     head = (
@@ -319,7 +321,7 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
                                  "owner could not be delivered."))
     if evidence_path is not None:
         blocks.append(context(f"Evidence recorded (the job keeps running): "
-                              f"`{esc(evidence_path)}`"))
+                              f"`{code(evidence_path)}`"))
     blocks.append({"type": "actions", "block_id": "collapse_actions",
                    "elements": _buttons(detail, can_cancel=can_cancel)})
     return SlackMessage(text=cut_text(f"Collapse on {ref} {esc(job.name)}", 150), blocks=blocks)
@@ -341,7 +343,7 @@ def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
         "title": {"type": "plain_text", "text": "Cancel and salvage?"},
         "text": {"type": "mrkdwn", "text": cut_text(
             f"Evidence (log tail, metric window, scheduler record) is saved first, then "
-            f"`{esc(ref)}` is cancelled. Banked step: {banked if banked is not None else 'none'}.",
+            f"`{code(ref)}` is cancelled. Banked step: {banked if banked is not None else 'none'}.",
             300, note="…")},
         "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
         "deny": {"type": "plain_text", "text": "Keep it"},

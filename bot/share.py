@@ -21,7 +21,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.delivery import post
 from bot.errors import UserError
-from bot.messages import SHARE, error_text, esc, shared_job_messages, sweep_header
+from bot.messages import SHARE, code, error_text, shared_job_messages, sweep_header
 from bot.presses import ActionPress, parse_value
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ async def share_job(bot: Bot, press: ActionPress, respond: Respond) -> None:
     messages = await asyncio.to_thread(shared_job_messages, detail, width=width,
                                        header=sweep_header(result, age_s=age),
                                        sharer=press.user_id)
-    ref = esc(f"{detail.report.cluster}:{detail.report.job_id}")
+    ref = code(f"{detail.report.cluster}:{detail.report.job_id}")
     for message in messages:
         if await post(bot.client, channel=press.channel_id, text=message.text,
                       blocks=message.blocks) is None:

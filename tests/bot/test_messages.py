@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,14 @@ def test_home_view_escapes_hostile_text(name: str, user: str, line: str,
     assert len(blocks) <= 100
     for start in range(0, len(blocks), 50):
         assert_safe(SlackMessage(text="home", blocks=blocks[start:start + 50]))
+
+
+@pytest.mark.parametrize("hostile", ["`", "``", "a`b", "```", "`<!channel>`"])
+def test_a_backtick_cannot_close_an_inline_code_span(hostile: str) -> None:
+    """A path or name holding a backtick (found by the fuzz above: a path of one backtick
+    made ```` ``` ````) stays inside its inline span as a look-alike."""
+    for line in (cancel_line(f"alpha:{hostile}", "UALICE", hostile),
+                 collapse_line(f"alpha:{hostile}", "UALICE")):
+        assert line.count("`") % 2 == 0, line
+        assert "```" not in line
+        assert "ˋ" in line
