@@ -44,7 +44,7 @@ from probes.logs.progress import (
 )
 from probes.models import LogSummary, MetricPoint, ProgressBar
 
-_SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
+SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 _BANNER_RE = re.compile(
     r"Total optimization steps = ([\d,]{1,20})|Total training steps: ?(\d{1,12})"
 )
@@ -158,7 +158,7 @@ class MetricScan:
                 self._record(verl[0], verl[1], line_no, None)
                 return
         if "Step " in body:
-            header = _SKYRL_HEADER_RE.search(body)
+            header = SKYRL_HEADER_RE.search(body)
             if header is not None:
                 self._on_header(int(header.group(1)), stamp, header.group(2), line_no)
                 return
@@ -198,7 +198,7 @@ class MetricScan:
             ("%|" in body and self._bar(body) is not None)
             or ("iteration" in body and parse_iteration(body) is not None)
             or ("step:" in body and parse_verl(body) is not None)
-            or ("Step " in body and _SKYRL_HEADER_RE.search(body) is not None)
+            or ("Step " in body and SKYRL_HEADER_RE.search(body) is not None)
             or ("reward/" in body and parse_reward_line(body) is not None)
         ):
             self._markers(body)

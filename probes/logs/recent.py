@@ -38,8 +38,14 @@ from datetime import datetime
 from itertools import islice
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
-from probes.logs.history import MARKER_GATES, METRIC_LINES, MetricScan
-from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, strip_ray_prefix
+from probes.logs.history import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE, MetricScan
+from probes.logs.lines import (
+    NESTED_BAR_MARK,
+    parse_iteration,
+    parse_tqdm,
+    parse_verl,
+    strip_ray_prefix,
+)
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
 from probes.models import LogSummary
@@ -138,16 +144,39 @@ def _skimmed(lines: Sequence[str], start: int) -> list[int]:
 
 
 def _inside_dict(lines: Sequence[str], index: int) -> bool:
-    """Whether the quoted-key line at ``index`` continues a multi-line dict opened above it
-    (the run of quoted-key or blank lines above ends at a line that opens a ``{``)."""
+    """Whether the full pass has a multi-line dict open at the quoted-key line at ``index``:
+    looking back, a line opening one (a ``{`` line, or a SkyRL ``Step N: {`` header) comes
+    before any quoted line ending in ``}`` (which closed it, or found none open). Every other
+    line leaves an open dict open (``MetricScan.feed`` continues it past noise lines); an
+    opening more than ``_MAX_DICT_RUN`` lines back is not looked for."""
     for back in range(index - 1, max(-1, index - _MAX_DICT_RUN), -1):
-        body = strip_ray_prefix(lines[back]).strip()
-        if not body or body[0] in ("'", '"'):
-            if body.endswith("}"):
+        body = strip_ray_prefix(lines[back])
+        stripped = body.strip()
+        lead = stripped[:1]
+        if lead in ("'", '"'):
+            if stripped.endswith("}"):
                 return False  # an earlier dict closed here
             continue
-        return "{" in body and not body.endswith("}")
+        if lead == "{":
+            return not stripped.endswith("}")
+        if "Step " in body and "{" in body:
+            opened = _header_dict(body)
+            if opened is not None:
+                return opened
     return False
+
+
+def _header_dict(body: str) -> bool | None:
+    """For a SkyRL ``Step N: {...`` header line as ``feed`` routes it: whether the dict it
+    opens is left open (``None``: the line opens no dict)."""
+    header = SKYRL_HEADER_RE.search(body)
+    if header is None or not header.group(2):
+        return None
+    if (("%|" in body and parse_tqdm(body) is not None)
+            or ("iteration" in body and parse_iteration(body) is not None)
+            or ("step:" in body and parse_verl(body) is not None)):
+        return None  # read as a bar, iteration or verl line first
+    return not header.group(2).rstrip().endswith("}")
 
 
 def clock_at(
