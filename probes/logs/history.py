@@ -13,7 +13,7 @@ length of one tail.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache, partial
 from math import isfinite
@@ -23,6 +23,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    interval_seconds,
     parse_iteration,
     parse_number,
     parse_pairs,
@@ -35,6 +36,7 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
+    TRAIN_DESCS,
     BarTrack,
     is_training_bar,
     iteration_clock,
@@ -213,6 +215,23 @@ class MetricScan:
         self._skimming = True
         self._on_bar(bar, nested)
         return True
+
+    def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
+                  nested: Sequence[bool], start: int = 0) -> int:
+        """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
+        first that is not a bar (returned; ``len(found)`` if all were). Only training bars
+        become a ``TqdmBar`` (``_on_bar`` drops the others unseen)."""
+        self._skimming = True
+        on_bar, seconds = self._on_bar, interval_seconds
+        for at in range(start, len(found)):
+            desc, current, total, elapsed, rate = found[at]
+            if not current:
+                return at
+            desc = desc.strip()
+            if nested[at] or desc not in TRAIN_DESCS:
+                continue
+            on_bar(TqdmBar(desc, int(current), int(total), seconds(elapsed), rate.strip()), False)
+        return len(found)
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""

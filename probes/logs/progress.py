@@ -17,7 +17,7 @@ from statistics import median
 
 from probes.logs.lines import TqdmBar, parse_number
 
-_TRAIN_DESCS = frozenset(
+TRAIN_DESCS = frozenset(
     {"", "Training Progress", "Training Batches Processed", "Training", "Train", "Steps"}
 )
 _RATE_WINDOW = 10
@@ -52,7 +52,7 @@ class BarTrack:
 
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
-    if nested or bar.desc not in _TRAIN_DESCS:
+    if nested or bar.desc not in TRAIN_DESCS:
         return False
     return not bar.rate or bar.rate.endswith(("s/it", "it/s", "?it/s"))
 

@@ -45,6 +45,7 @@ from probes.logs.lines import (
     parse_tqdm,
     parse_verl,
     strip_ray_prefix,
+    tqdm_groups,
 )
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
@@ -114,21 +115,55 @@ def _scan_suffix(
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
-        for index in _skimmed(lines, start):
-            line = lines[index]
-            if ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
-                    and not (line.endswith("]") and "repeated" in line)
-                    and scan.skim_bar(line, NESTED_BAR_MARK in raws[index])):
+        skimmed = _skimmed(lines, start)
+        run: list[int] = []  # consecutive bar lines that are their own body: skim_bars
+        for index in (*skimmed, None):
+            line = "" if index is None else lines[index]
+            if index is not None and _own_bar(line):
+                run.append(index)
                 continue
-            quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
-            scan.skim(line, raws[index], first_line_no + index,
-                      in_dict=quoted and _inside_dict(lines, index))
+            if run:
+                _skim_run(scan, lines, raws, run, first_line_no)
+                run = []
+            if index is not None:
+                _skim(scan, lines, raws, index, first_line_no)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
     for index in candidates[cut:]:
         if lines[index].strip():
             scan.feed(lines[index], raws[index], first_line_no + index)
     scan.close(at_log_start=start == 0)
     return scan
+
+
+def _own_bar(line: str) -> bool:
+    """A line ``skim`` would read as a bar from the line itself: it holds ``%|`` and has no
+    Ray prefix, no ``[repeated ...]`` suffix, and no dict or quote lead."""
+    return ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
+            and not (line.endswith("]") and "repeated" in line))
+
+
+def _skim_run(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], run: list[int],
+              first_line_no: int) -> None:
+    """``skim_bar`` of consecutive own-body bar lines by one regex pass; a line that is no
+    bar after all is skimmed in its place."""
+    found = tqdm_groups([lines[i] for i in run])
+    if found is None:
+        for index in run:
+            _skim(scan, lines, raws, index, first_line_no)
+        return
+    nested = [NESTED_BAR_MARK in raws[i] for i in run]
+    at = scan.skim_bars(found, nested)
+    while at < len(run):
+        _skim(scan, lines, raws, run[at], first_line_no)
+        at = scan.skim_bars(found, nested, at + 1)
+
+
+def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: int,
+          first_line_no: int) -> None:
+    line = lines[index]
+    quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
+    scan.skim(line, raws[index], first_line_no + index,
+              in_dict=quoted and _inside_dict(lines, index))
 
 
 def _skimmed(lines: Sequence[str], start: int) -> list[int]:
