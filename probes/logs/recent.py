@@ -56,9 +56,10 @@ HISTORY_DEPTH = 32
 MARGIN = 2
 _MAX_DICT_RUN = 5000
 """As ``MetricScan`` gives up on a dict: lines looked back over for its opening brace."""
-_FIRST_SPAN = 96
-"""Candidate lines in the first suffix tried; a retry aims at the depth from the lines per
-step seen so far, and at least doubles."""
+_FIRST_SPAN = 2 * (HISTORY_DEPTH + MARGIN) + 4
+"""Candidate lines in the first suffix tried: enough at two lines a step (HF's bar redraw and
+dict at ``logging_steps=1``; verl and Megatron log one), with a step cut at each end; a
+retry aims at the depth from the lines per step seen so far, and at least doubles."""
 MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 """The lines before the suffix worth skimming: progress bars (the training bar is the most
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
