@@ -83,6 +83,13 @@ _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
 
 
+def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
+    """(an eval/test/predict dict, the step keys it holds in ``_STEP_KEYS`` order) of a
+    dict's key names (pure: remembered per tail, as a trainer repeats its keys every step)."""
+    return (any(key.startswith(_EVAL_PREFIXES) for key in keys),
+            tuple(key for key in _STEP_KEYS if key in keys))
+
+
 class MetricScan:
     """The stateful pass over one tail; ``summary()`` freezes it into a ``LogSummary``.
 
@@ -127,6 +134,7 @@ class MetricScan:
         self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
         self._stamp = lru_cache(maxsize=_CACHE_CAP)(read_stamp)
         self._plans = lru_cache(maxsize=_CACHE_CAP)(partial(canonical_plan, extra=aliases))
+        self._shapes = lru_cache(maxsize=_CACHE_CAP)(_dict_shape)
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -308,11 +316,12 @@ class MetricScan:
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
             return
-        if any(key.startswith(_EVAL_PREFIXES) for key in pairs):
+        is_eval, step_keys = self._shapes(tuple(pairs))
+        if is_eval:
             return
-        for key in _STEP_KEYS:
-            explicit = pairs.get(key)
-            if explicit is not None and isfinite(explicit) and 0 <= explicit < 1e15:
+        for key in step_keys:
+            explicit = pairs[key]
+            if isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
         if self._plan(pairs):
