@@ -36,8 +36,8 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
-    TRAIN_DESCS,
     BarTrack,
+    is_training,
     is_training_bar,
     iteration_clock,
     iteration_seconds,
@@ -227,19 +227,32 @@ class MetricScan:
     def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
                   nested: Sequence[bool], start: int = 0) -> int:
         """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
-        first that is not a bar (returned; ``len(found)`` if all were). Only training bars
-        become a ``TqdmBar`` (``_on_bar`` drops the others unseen)."""
+        first that is not a bar (returned; ``len(found)`` if all were). ``_on_bar`` inlined:
+        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here."""
         self._skimming = True
-        on_bar, seconds = self._on_bar, interval_seconds
-        for at in range(start, len(found)):
-            desc, current, total, elapsed, rate = found[at]
+        bars, seconds, after = self.bars, interval_seconds, self._after_bar
+        lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
+        stop = len(found)
+        for at in range(start, stop):
+            groups = found[at]
+            desc, current, total, elapsed, rate = groups
             if not current:
-                return at
+                stop = at
+                break
             desc = desc.strip()
-            if nested[at] or desc not in TRAIN_DESCS:
+            if not is_training(desc, rate.strip(), nested[at]):
                 continue
-            on_bar(TqdmBar(desc, int(current), int(total), seconds(elapsed), rate.strip()), False)
-        return len(found)
+            key = (desc, int(total))
+            track = bars.get(key)
+            if track is None:
+                track = bars[key] = BarTrack()
+            step = int(current)
+            track.see(step, seconds(elapsed))
+            lasts[key] = groups
+            after(desc, step)
+        for key, (_, current, _, elapsed, rate) in lasts.items():
+            bars[key].last = TqdmBar(key[0], int(current), key[1], seconds(elapsed), rate.strip())
+        return stop
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
@@ -368,16 +381,20 @@ class MetricScan:
         if track is None:
             track = self.bars[(bar.desc, bar.total)] = BarTrack()
         track.add(bar)
-        if bar.desc == "":
-            if self.hf_anchor is not None and bar.current < self.hf_anchor:
+        self._after_bar(bar.desc, bar.current)
+
+    def _after_bar(self, desc: str, current: int) -> None:
+        """What a training bar's redraw tells beyond its track: the HF anchor, SkyRL's step."""
+        if desc == "":
+            if self.hf_anchor is not None and current < self.hf_anchor:
                 self.hf_prev = None  # a new training loop (resume) restarted the bar
-            self.hf_anchor = bar.current
-        elif bar.desc == _SKYRL_BAR:
+            self.hf_anchor = current
+        elif desc == _SKYRL_BAR:
             self._mark("skyrl")
-            if self.pending_reward is not None and bar.current not in self.points:
-                self._record(bar.current, self.pending_reward, 0, None)
+            if self.pending_reward is not None and current not in self.points:
+                self._record(current, self.pending_reward, 0, None)
             self.pending_reward = None
-        elif bar.desc == "Training Progress":
+        elif desc == "Training Progress":
             self._mark("verl")
 
     def _read_engine_line(self) -> None:

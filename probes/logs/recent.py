@@ -65,6 +65,7 @@ MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
 ITERATION_LINES = NeedleFilter(("iteration",))
+_STAMP_OR_RAY = STAMP_LEADS | {"("}
 
 
 def recent_metrics(
@@ -231,7 +232,10 @@ def clock_at(
     if among is not None:
         backwards = (among[i] for i in range(bisect_right(among, stop) - 1, -1, -1))
     for back in backwards:
-        body = strip_ray_prefix(lines[back])
+        line = lines[back]
+        if line[:1] not in _STAMP_OR_RAY:
+            continue  # only a Ray prefix moves a line's start: its body leads with no stamp
+        body = strip_ray_prefix(line)
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)
             if stamp is not None:
