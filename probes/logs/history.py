@@ -90,6 +90,24 @@ def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
             tuple(key for key in _STEP_KEYS if key in keys))
 
 
+_POINT_FIELDS = frozenset(MetricPoint.model_fields)
+_set = object.__setattr__
+
+
+def metric_point(step: int, values: dict[str, float], line_no: int,
+                 at: datetime | None) -> MetricPoint:
+    """``MetricPoint.model_construct`` with every field given, as that sets them (0.5 us, not
+    1.5: thousands a tail). Every field already has its declared type (ints, a fresh dict of
+    floats, a datetime or None), so validating would only copy."""
+    point = MetricPoint.__new__(MetricPoint)
+    _set(point, "__dict__", {"step": step, "values": values, "line_no": line_no,
+                             "wall_time": at})
+    _set(point, "__pydantic_fields_set__", set(_POINT_FIELDS))
+    _set(point, "__pydantic_extra__", None)
+    _set(point, "__pydantic_private__", None)
+    return point
+
+
 class MetricScan:
     """The stateful pass over one tail; ``summary()`` freezes it into a ``LogSummary``.
 
@@ -293,10 +311,12 @@ class MetricScan:
         self.formats.setdefault(fmt, None)
 
     def _start_dict(self, body: str, line_no: int) -> None:
-        self.dict_lines = [body]
         self.dict_line_no = line_no
-        if body.rstrip().endswith("}"):
-            self._finish_dict()
+        if body.rstrip().endswith("}"):  # a one-line dict (HF's every step): read at once
+            self.dict_lines = None
+            self._read_dict(body)
+            return
+        self.dict_lines = [body]
 
     def _continue_dict(self, body: str, line_no: int) -> None:
         assert self.dict_lines is not None
@@ -309,6 +329,9 @@ class MetricScan:
     def _finish_dict(self) -> None:
         text = "\n".join(self.dict_lines or ())
         self.dict_lines = None
+        self._read_dict(text)
+
+    def _read_dict(self, text: str) -> None:
         if text.count("{") > 1:
             return  # metric dicts are flat; a nested one is a config dump (verl pprints its config)
         pairs = parse_pairs(text)
@@ -343,12 +366,14 @@ class MetricScan:
 
     def _on_hf_dict(self, pairs: dict[str, float], line_no: int) -> None:
         """HF dicts carry no step: take the training bar's count, never going backwards."""
-        following = None if self.hf_prev is None else self.hf_prev + 1
-        known = [s for s in (self.hf_anchor, following) if s is not None]
-        if not known:
+        anchor, prev = self.hf_anchor, self.hf_prev
+        if anchor is None and prev is None:
             self.hf_unanchored.append((pairs, line_no))
             return
-        step = max(1, *known)
+        if prev is None:
+            step = max(1, anchor or 0)
+        else:
+            step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
         for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
             if step - back >= 1:
                 self._record(step - back, early, early_line, None)
@@ -411,11 +436,7 @@ class MetricScan:
         if not values:
             return
         self.points.pop(step, None)
-        # Every field already has its declared type (ints, a fresh dict of floats, a datetime or
-        # None), so validating would only copy: construct directly, thousands of times a tail.
-        self.points[step] = MetricPoint.model_construct(
-            step=step, values=values, line_no=line_no, wall_time=at
-        )
+        self.points[step] = metric_point(step, values, line_no, at)
 
     def _training_bar(self) -> BarTrack | None:
         """The training bar: the banner's total if one matches, else the most redrawn."""
