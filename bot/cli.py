@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from bot.config import Config, ConfigError, config_warnings, default_config_path, load_config
@@ -140,18 +142,40 @@ async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
         await sweeper.aclose()
 
 
+YOUNG_GC_THRESHOLD = 10_000
+"""Allocations between two collections of the youngest generation in a one-shot command."""
+
+
+@contextmanager
+def _one_shot_gc() -> Iterator[None]:
+    """The cyclic collector's youngest generation collected every ``YOUNG_GC_THRESHOLD``
+    allocations (not 700) while a one-shot command runs; the thresholds are restored after
+    (tests call ``main`` in-process). Such a command builds its facts, report and tables once:
+    at 5,000 jobs the default's 300 passes (each also sweeping what survived into the middle
+    generation) cost 0.40 s of judging and rendering's 1.1 s, these 17 passes 0.04 s, and
+    cycles are still freed (with no collection at all peak RSS grew by 140 MB, issue 12)."""
+    before = gc.get_threshold()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     loader = _loader(args)
     config = loader()
     width = args.width or config.report.width
-    asyncio.run(_sweep(lambda: config, args.cluster, lambda r: _emit(r, args.format, width)))
+    with _one_shot_gc():
+        asyncio.run(_sweep(lambda: config, args.cluster, lambda r: _emit(r, args.format, width)))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config()
     width = args.width or config.report.width
-    asyncio.run(_sweep(lambda: config, None, lambda r: _emit(r, args.format, width)))
+    with _one_shot_gc():
+        asyncio.run(_sweep(lambda: config, None, lambda r: _emit(r, args.format, width)))
     return 0
 
 
@@ -175,7 +199,8 @@ def cmd_job(args: argparse.Namespace) -> int:
             return render_job_json(detail)
         return render_job_detail(detail, width=width)
 
-    asyncio.run(_job(lambda: config, cluster, job_id, show))
+    with _one_shot_gc():
+        asyncio.run(_job(lambda: config, cluster, job_id, show))
     return 0
 
 

@@ -16,9 +16,7 @@ from io import StringIO
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.measure import Measurement
-from rich.segment import Segment
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -156,9 +154,9 @@ def render_box(
 ) -> RenderedTable:
     """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide.
 
-    When every column fits at its natural width (the widths rich would find itself), rich is
-    handed those widths, so it measures no cell, and every row is one line: each cell is one
-    padded segment (``_Line``) in a column two wider, with no padding of rich's own. Else it
+    When every column fits at its natural width (the widths rich would find itself), every
+    row is one line and the box is joined from strings as rich would draw it
+    (``_render_lines``). Else it
     is drawn once with a rule between rows: the rules reveal where each wrapped row ends, and
     the table without them is the same lines less those rules (the rule under the header is
     drawn alike in both).
@@ -188,36 +186,33 @@ def render_box(
                          row_heights=heights if cells else ())
 
 
-class _Line:
-    """A cell that fits its column: one segment, already padded by a space either side."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Segment(self.text)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Text(self.text).__rich_measure__(console, options)
-
-
 def _render_lines(
     columns: Sequence[Column], shown: Sequence[Sequence[str]], natural: Sequence[int],
     width: int, *, bucket: str, title: str,
 ) -> RenderedTable:
-    """The table whose columns all fit at their natural widths: one line per row."""
-    table = Table(box=box.SQUARE, padding=0, highlight=False)
-    for column, own in zip(columns, natural, strict=True):
-        # Centred in two more columns is centred in its own between two pad spaces.
-        table.add_column(Text(column.header, justify="center"), no_wrap=True, width=own + 2)
-    for row in shown:
-        table.add_row(*(_Line(f" {cell} ") for cell in row))
-    text = _print(table, width)
-    header = next(i for i, line in enumerate(text.split("\n")) if line.startswith("├"))
-    return RenderedTable(bucket=bucket, title=title, text=text, header_lines=header - 1,
+    """The table whose columns all fit at their natural widths: one line per row, drawn as
+    rich draws it (SQUARE box, each column its natural width and a pad space either side,
+    headers centred, cells left-aligned) by joining strings: rich's layout pass over 5,000
+    one-line rows cost 0.5 s (the property tests hold the two equal)."""
+    del width  # the box fits: sum(natural) + 3 * columns + 1 <= width (render_box checked)
+    spans = [own + 2 for own in natural]
+    heads = []
+    for column, span in zip(columns, spans, strict=True):
+        excess = span - cell_len(column.header)
+        heads.append(" " * (excess // 2) + column.header + " " * (excess - excess // 2))
+    lines = [_rule("┌", "┬", "┐", spans), "│" + "│".join(heads) + "│",
+             _rule("├", "┼", "┤", spans)]
+    lines.extend(
+        "│" + "│".join(f" {cell}{' ' * (span - 1 - cell_len(cell))}"
+                       for cell, span in zip(row, spans, strict=True)) + "│"
+        for row in shown)
+    lines.append(_rule("└", "┴", "┘", spans))
+    return RenderedTable(bucket=bucket, title=title, text="\n".join(lines), header_lines=1,
                          row_heights=(1,) * len(shown))
+
+
+def _rule(left: str, middle: str, right: str, spans: Sequence[int]) -> str:
+    return left + middle.join("─" * span for span in spans) + right
 
 
 def _print(table: Table, width: int) -> str:

@@ -13,7 +13,7 @@ length of one tail.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache, partial
 from math import isfinite
@@ -23,6 +23,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    interval_seconds,
     parse_iteration,
     parse_number,
     parse_pairs,
@@ -36,6 +37,7 @@ from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
     BarTrack,
+    is_training,
     is_training_bar,
     iteration_clock,
     iteration_seconds,
@@ -44,7 +46,7 @@ from probes.logs.progress import (
 )
 from probes.models import LogSummary, MetricPoint, ProgressBar
 
-_SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
+SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 _BANNER_RE = re.compile(
     r"Total optimization steps = ([\d,]{1,20})|Total training steps: ?(\d{1,12})"
 )
@@ -79,6 +81,31 @@ has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
 _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
+
+
+def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
+    """(an eval/test/predict dict, the step keys it holds in ``_STEP_KEYS`` order) of a
+    dict's key names (pure: remembered per tail, as a trainer repeats its keys every step)."""
+    return (any(key.startswith(_EVAL_PREFIXES) for key in keys),
+            tuple(key for key in _STEP_KEYS if key in keys))
+
+
+_POINT_FIELDS = frozenset(MetricPoint.model_fields)
+_set = object.__setattr__
+
+
+def metric_point(step: int, values: dict[str, float], line_no: int,
+                 at: datetime | None) -> MetricPoint:
+    """``MetricPoint.model_construct`` with every field given, as that sets them (0.5 us, not
+    1.5: thousands a tail). Every field already has its declared type (ints, a fresh dict of
+    floats, a datetime or None), so validating would only copy."""
+    point = MetricPoint.__new__(MetricPoint)
+    _set(point, "__dict__", {"step": step, "values": values, "line_no": line_no,
+                             "wall_time": at})
+    _set(point, "__pydantic_fields_set__", set(_POINT_FIELDS))
+    _set(point, "__pydantic_extra__", None)
+    _set(point, "__pydantic_private__", None)
+    return point
 
 
 class MetricScan:
@@ -125,6 +152,7 @@ class MetricScan:
         self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
         self._stamp = lru_cache(maxsize=_CACHE_CAP)(read_stamp)
         self._plans = lru_cache(maxsize=_CACHE_CAP)(partial(canonical_plan, extra=aliases))
+        self._shapes = lru_cache(maxsize=_CACHE_CAP)(_dict_shape)
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -158,7 +186,7 @@ class MetricScan:
                 self._record(verl[0], verl[1], line_no, None)
                 return
         if "Step " in body:
-            header = _SKYRL_HEADER_RE.search(body)
+            header = SKYRL_HEADER_RE.search(body)
             if header is not None:
                 self._on_header(int(header.group(1)), stamp, header.group(2), line_no)
                 return
@@ -198,7 +226,7 @@ class MetricScan:
             ("%|" in body and self._bar(body) is not None)
             or ("iteration" in body and parse_iteration(body) is not None)
             or ("step:" in body and parse_verl(body) is not None)
-            or ("Step " in body and _SKYRL_HEADER_RE.search(body) is not None)
+            or ("Step " in body and SKYRL_HEADER_RE.search(body) is not None)
             or ("reward/" in body and parse_reward_line(body) is not None)
         ):
             self._markers(body)
@@ -213,6 +241,36 @@ class MetricScan:
         self._skimming = True
         self._on_bar(bar, nested)
         return True
+
+    def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
+                  nested: Sequence[bool], start: int = 0) -> int:
+        """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
+        first that is not a bar (returned; ``len(found)`` if all were). ``_on_bar`` inlined:
+        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here."""
+        self._skimming = True
+        bars, seconds, after = self.bars, interval_seconds, self._after_bar
+        lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
+        stop = len(found)
+        for at in range(start, stop):
+            groups = found[at]
+            desc, current, total, elapsed, rate = groups
+            if not current:
+                stop = at
+                break
+            desc = desc.strip()
+            if not is_training(desc, rate.strip(), nested[at]):
+                continue
+            key = (desc, int(total))
+            track = bars.get(key)
+            if track is None:
+                track = bars[key] = BarTrack()
+            step = int(current)
+            track.see(step, seconds(elapsed))
+            lasts[key] = groups
+            after(desc, step)
+        for key, (_, current, _, elapsed, rate) in lasts.items():
+            bars[key].last = TqdmBar(key[0], int(current), key[1], seconds(elapsed), rate.strip())
+        return stop
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
@@ -253,10 +311,12 @@ class MetricScan:
         self.formats.setdefault(fmt, None)
 
     def _start_dict(self, body: str, line_no: int) -> None:
-        self.dict_lines = [body]
         self.dict_line_no = line_no
-        if body.rstrip().endswith("}"):
-            self._finish_dict()
+        if body.rstrip().endswith("}"):  # a one-line dict (HF's every step): read at once
+            self.dict_lines = None
+            self._read_dict(body)
+            return
+        self.dict_lines = [body]
 
     def _continue_dict(self, body: str, line_no: int) -> None:
         assert self.dict_lines is not None
@@ -269,6 +329,9 @@ class MetricScan:
     def _finish_dict(self) -> None:
         text = "\n".join(self.dict_lines or ())
         self.dict_lines = None
+        self._read_dict(text)
+
+    def _read_dict(self, text: str) -> None:
         if text.count("{") > 1:
             return  # metric dicts are flat; a nested one is a config dump (verl pprints its config)
         pairs = parse_pairs(text)
@@ -289,11 +352,12 @@ class MetricScan:
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
             return
-        if any(key.startswith(_EVAL_PREFIXES) for key in pairs):
+        is_eval, step_keys = self._shapes(tuple(pairs))
+        if is_eval:
             return
-        for key in _STEP_KEYS:
-            explicit = pairs.get(key)
-            if explicit is not None and isfinite(explicit) and 0 <= explicit < 1e15:
+        for key in step_keys:
+            explicit = pairs[key]
+            if isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
         if self._plan(pairs):
@@ -302,12 +366,14 @@ class MetricScan:
 
     def _on_hf_dict(self, pairs: dict[str, float], line_no: int) -> None:
         """HF dicts carry no step: take the training bar's count, never going backwards."""
-        following = None if self.hf_prev is None else self.hf_prev + 1
-        known = [s for s in (self.hf_anchor, following) if s is not None]
-        if not known:
+        anchor, prev = self.hf_anchor, self.hf_prev
+        if anchor is None and prev is None:
             self.hf_unanchored.append((pairs, line_no))
             return
-        step = max(1, *known)
+        if prev is None:
+            step = max(1, anchor or 0)
+        else:
+            step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
         for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
             if step - back >= 1:
                 self._record(step - back, early, early_line, None)
@@ -340,16 +406,20 @@ class MetricScan:
         if track is None:
             track = self.bars[(bar.desc, bar.total)] = BarTrack()
         track.add(bar)
-        if bar.desc == "":
-            if self.hf_anchor is not None and bar.current < self.hf_anchor:
+        self._after_bar(bar.desc, bar.current)
+
+    def _after_bar(self, desc: str, current: int) -> None:
+        """What a training bar's redraw tells beyond its track: the HF anchor, SkyRL's step."""
+        if desc == "":
+            if self.hf_anchor is not None and current < self.hf_anchor:
                 self.hf_prev = None  # a new training loop (resume) restarted the bar
-            self.hf_anchor = bar.current
-        elif bar.desc == _SKYRL_BAR:
+            self.hf_anchor = current
+        elif desc == _SKYRL_BAR:
             self._mark("skyrl")
-            if self.pending_reward is not None and bar.current not in self.points:
-                self._record(bar.current, self.pending_reward, 0, None)
+            if self.pending_reward is not None and current not in self.points:
+                self._record(current, self.pending_reward, 0, None)
             self.pending_reward = None
-        elif bar.desc == "Training Progress":
+        elif desc == "Training Progress":
             self._mark("verl")
 
     def _read_engine_line(self) -> None:
@@ -366,11 +436,7 @@ class MetricScan:
         if not values:
             return
         self.points.pop(step, None)
-        # Every field already has its declared type (ints, a fresh dict of floats, a datetime or
-        # None), so validating would only copy: construct directly, thousands of times a tail.
-        self.points[step] = MetricPoint.model_construct(
-            step=step, values=values, line_no=line_no, wall_time=at
-        )
+        self.points[step] = metric_point(step, values, line_no, at)
 
     def _training_bar(self) -> BarTrack | None:
         """The training bar: the banner's total if one matches, else the most redrawn."""

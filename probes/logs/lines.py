@@ -10,6 +10,7 @@ line timestamps are read by ``probes.logs.clock``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -39,6 +40,16 @@ _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
     r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
     r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
+)
+_S = r"[^\S\n]"
+_TQDM_LINES_RE = re.compile(
+    # _TQDM_RE at the start of each line of "\n"-joined lines, never crossing a "\n" (which
+    # no split line holds, so each line's match is _TQDM_RE's); an optional group, so every
+    # line yields one match (empty groups: not a bar).
+    rf"^(?:{_S}*(?:([^|\r\n]{{0,200}}?):{_S}*)?\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
+    rf"(\d{{1,12}})/(\d{{1,12}}){_S}*\[([\d:]{{1,16}}|[\dd, :]{{1,24}})"
+    rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^\]\n]{{0,40}}))?\])?.*$",
+    re.MULTILINE,
 )
 
 
@@ -198,6 +209,17 @@ def interval_seconds(text: str) -> float | None:
     for part in parts:
         seconds = seconds * 60 + int(part)
     return float(days * 86400 + seconds)
+
+
+def tqdm_groups(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]] | None:
+    """``(desc, current, total, elapsed, rate)`` of ``parse_tqdm``'s match of each line, read
+    by one regex pass in C (``current`` empty: not a bar; ``desc``/``rate`` unstripped), or
+    ``None`` if the lines cannot be joined on ``\\n`` (one holds it: never a split line)."""
+    if not lines:
+        return []
+    joined = "\n".join(lines)
+    found = _TQDM_LINES_RE.findall(joined)
+    return found if len(found) == len(lines) else None
 
 
 def parse_tqdm(line: str) -> TqdmBar | None:

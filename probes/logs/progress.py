@@ -17,7 +17,7 @@ from statistics import median
 
 from probes.logs.lines import TqdmBar, parse_number
 
-_TRAIN_DESCS = frozenset(
+TRAIN_DESCS = frozenset(
     {"", "Training Progress", "Training Batches Processed", "Training", "Train", "Steps"}
 )
 _RATE_WINDOW = 10
@@ -36,25 +36,35 @@ class BarTrack:
         self.events: list[tuple[int, float]] = []
 
     def add(self, bar: TqdmBar) -> None:
-        self.count += 1
         self.last = bar
-        if bar.elapsed_s is None:
+        self.see(bar.current, bar.elapsed_s)
+
+    def see(self, current: int, elapsed_s: float | None) -> None:
+        """``add`` but for ``last``, which the caller sets (to the last redraw it saw)."""
+        self.count += 1
+        if elapsed_s is None:
             return
-        if self.events and bar.current <= self.events[-1][0]:
-            if bar.current < self.events[-1][0]:
-                self.events.clear()  # a new bar (restart): its elapsed clock starts again
+        events = self.events
+        if events and current <= events[-1][0]:
+            if current < events[-1][0]:
+                events.clear()  # a new bar (restart): its elapsed clock starts again
             else:
                 return  # a refresh of the same step keeps the first sighting
-        self.events.append((bar.current, bar.elapsed_s))
-        if len(self.events) > _BAR_EVENTS_KEPT:
-            del self.events[: -_BAR_EVENTS_KEPT // 2]
+        events.append((current, elapsed_s))
+        if len(events) > _BAR_EVENTS_KEPT:
+            del events[: -_BAR_EVENTS_KEPT // 2]
 
 
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
-    if nested or bar.desc not in _TRAIN_DESCS:
+    return is_training(bar.desc, bar.rate, nested)
+
+
+def is_training(desc: str, rate: str, nested: bool) -> bool:
+    """``is_training_bar`` of a bar's (stripped) desc and rate fields."""
+    if nested or desc not in TRAIN_DESCS:
         return False
-    return not bar.rate or bar.rate.endswith(("s/it", "it/s", "?it/s"))
+    return not rate or rate.endswith(("s/it", "it/s", "?it/s"))
 
 
 def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDOW) -> float | None:

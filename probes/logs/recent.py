@@ -38,8 +38,15 @@ from datetime import datetime
 from itertools import islice
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
-from probes.logs.history import MARKER_GATES, METRIC_LINES, MetricScan
-from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, strip_ray_prefix
+from probes.logs.history import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE, MetricScan
+from probes.logs.lines import (
+    NESTED_BAR_MARK,
+    parse_iteration,
+    parse_tqdm,
+    parse_verl,
+    strip_ray_prefix,
+    tqdm_groups,
+)
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
 from probes.models import LogSummary
@@ -49,14 +56,16 @@ HISTORY_DEPTH = 32
 MARGIN = 2
 _MAX_DICT_RUN = 5000
 """As ``MetricScan`` gives up on a dict: lines looked back over for its opening brace."""
-_FIRST_SPAN = 96
-"""Candidate lines in the first suffix tried; a retry aims at the depth from the lines per
-step seen so far, and at least doubles."""
+_FIRST_SPAN = 2 * (HISTORY_DEPTH + MARGIN) + 4
+"""Candidate lines in the first suffix tried: enough at two lines a step (HF's bar redraw and
+dict at ``logging_steps=1``; verl and Megatron log one), with a step cut at each end; a
+retry aims at the depth from the lines per step seen so far, and at least doubles."""
 MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 """The lines before the suffix worth skimming: progress bars (the training bar is the most
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
 ITERATION_LINES = NeedleFilter(("iteration",))
+_STAMP_OR_RAY = STAMP_LEADS | {"("}
 
 
 def recent_metrics(
@@ -108,21 +117,55 @@ def _scan_suffix(
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
-        for index in _skimmed(lines, start):
-            line = lines[index]
-            if ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
-                    and not (line.endswith("]") and "repeated" in line)
-                    and scan.skim_bar(line, NESTED_BAR_MARK in raws[index])):
+        skimmed = _skimmed(lines, start)
+        run: list[int] = []  # consecutive bar lines that are their own body: skim_bars
+        for index in (*skimmed, None):
+            line = "" if index is None else lines[index]
+            if index is not None and _own_bar(line):
+                run.append(index)
                 continue
-            quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
-            scan.skim(line, raws[index], first_line_no + index,
-                      in_dict=quoted and _inside_dict(lines, index))
+            if run:
+                _skim_run(scan, lines, raws, run, first_line_no)
+                run = []
+            if index is not None:
+                _skim(scan, lines, raws, index, first_line_no)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
     for index in candidates[cut:]:
         if lines[index].strip():
             scan.feed(lines[index], raws[index], first_line_no + index)
     scan.close(at_log_start=start == 0)
     return scan
+
+
+def _own_bar(line: str) -> bool:
+    """A line ``skim`` would read as a bar from the line itself: it holds ``%|`` and has no
+    Ray prefix, no ``[repeated ...]`` suffix, and no dict or quote lead."""
+    return ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
+            and not (line.endswith("]") and "repeated" in line))
+
+
+def _skim_run(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], run: list[int],
+              first_line_no: int) -> None:
+    """``skim_bar`` of consecutive own-body bar lines by one regex pass; a line that is no
+    bar after all is skimmed in its place."""
+    found = tqdm_groups([lines[i] for i in run])
+    if found is None:
+        for index in run:
+            _skim(scan, lines, raws, index, first_line_no)
+        return
+    nested = [NESTED_BAR_MARK in raws[i] for i in run]
+    at = scan.skim_bars(found, nested)
+    while at < len(run):
+        _skim(scan, lines, raws, run[at], first_line_no)
+        at = scan.skim_bars(found, nested, at + 1)
+
+
+def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: int,
+          first_line_no: int) -> None:
+    line = lines[index]
+    quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
+    scan.skim(line, raws[index], first_line_no + index,
+              in_dict=quoted and _inside_dict(lines, index))
 
 
 def _skimmed(lines: Sequence[str], start: int) -> list[int]:
@@ -138,16 +181,39 @@ def _skimmed(lines: Sequence[str], start: int) -> list[int]:
 
 
 def _inside_dict(lines: Sequence[str], index: int) -> bool:
-    """Whether the quoted-key line at ``index`` continues a multi-line dict opened above it
-    (the run of quoted-key or blank lines above ends at a line that opens a ``{``)."""
+    """Whether the full pass has a multi-line dict open at the quoted-key line at ``index``:
+    looking back, a line opening one (a ``{`` line, or a SkyRL ``Step N: {`` header) comes
+    before any quoted line ending in ``}`` (which closed it, or found none open). Every other
+    line leaves an open dict open (``MetricScan.feed`` continues it past noise lines); an
+    opening more than ``_MAX_DICT_RUN`` lines back is not looked for."""
     for back in range(index - 1, max(-1, index - _MAX_DICT_RUN), -1):
-        body = strip_ray_prefix(lines[back]).strip()
-        if not body or body[0] in ("'", '"'):
-            if body.endswith("}"):
+        body = strip_ray_prefix(lines[back])
+        stripped = body.strip()
+        lead = stripped[:1]
+        if lead in ("'", '"'):
+            if stripped.endswith("}"):
                 return False  # an earlier dict closed here
             continue
-        return "{" in body and not body.endswith("}")
+        if lead == "{":
+            return not stripped.endswith("}")
+        if "Step " in body and "{" in body:
+            opened = _header_dict(body)
+            if opened is not None:
+                return opened
     return False
+
+
+def _header_dict(body: str) -> bool | None:
+    """For a SkyRL ``Step N: {...`` header line as ``feed`` routes it: whether the dict it
+    opens is left open (``None``: the line opens no dict)."""
+    header = SKYRL_HEADER_RE.search(body)
+    if header is None or not header.group(2):
+        return None
+    if (("%|" in body and parse_tqdm(body) is not None)
+            or ("iteration" in body and parse_iteration(body) is not None)
+            or ("step:" in body and parse_verl(body) is not None)):
+        return None  # read as a bar, iteration or verl line first
+    return not header.group(2).rstrip().endswith("}")
 
 
 def clock_at(
@@ -166,7 +232,10 @@ def clock_at(
     if among is not None:
         backwards = (among[i] for i in range(bisect_right(among, stop) - 1, -1, -1))
     for back in backwards:
-        body = strip_ray_prefix(lines[back])
+        line = lines[back]
+        if line[:1] not in _STAMP_OR_RAY:
+            continue  # only a Ray prefix moves a line's start: its body leads with no stamp
+        body = strip_ray_prefix(line)
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)
             if stamp is not None:

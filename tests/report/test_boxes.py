@@ -66,3 +66,23 @@ def test_one_render_equals_richs_two(kinds: list[bool], data: st.DataObject,
                               max_size=6))
     drawn = render_box(columns, rows, width=width)
     assert (drawn.text, drawn.header_lines, drawn.row_heights) == _reference(columns, rows, width)
+
+
+SHORT = st.lists(st.sampled_from(["sft-bench-1f2e3d-17", "0.512", "—", "200/200", "▁▂▃▅▇", "a",
+                                  "", "漢字", "e\tx", "7", "loss ↓ 1.90→1.51"]),
+                 min_size=1, max_size=2).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=st.lists(st.booleans(), min_size=1, max_size=4), data=st.data())
+def test_rows_at_natural_widths_equal_richs_render(kinds: list[bool], data: st.DataObject,
+                                                    ) -> None:
+    """Every column at its natural width (at most 4 x 39 cells wide in a 200-column box):
+    the joined strings equal rich's own render, wide characters and odd centring included."""
+    columns = [Column("Grad Norm" if i % 2 else "Job", lambda r: "", numeric=numeric)
+               for i, numeric in enumerate(kinds)]
+    rows = data.draw(st.lists(st.lists(SHORT, min_size=len(kinds), max_size=len(kinds)),
+                              max_size=40))
+    drawn = render_box(columns, rows, width=200)
+    assert drawn.row_heights == (1,) * len(rows)
+    assert (drawn.text, drawn.header_lines, drawn.row_heights) == _reference(columns, rows, 200)

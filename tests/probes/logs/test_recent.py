@@ -136,3 +136,19 @@ def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -
         parts.append(rng.choice((skyrl_block, hf_block))(step, rng))
         parts.extend(pool[rng.randrange(len(pool))] + "\n" for _ in range(rng.randrange(noise + 1)))
     assert_same("".join(parts))
+
+
+@pytest.mark.parametrize("opener", [
+    "(skyrl_entrypoint pid=48213) {'generate/avg_num_tokens': '900.5590',",
+    "Step 7: {'generate/avg_num_tokens': '900.5590',",
+])
+def test_dict_left_open_past_noise_hides_a_quoted_marker(opener: str) -> None:
+    """A multi-line dict still open when noise lines come (the whole pass keeps continuing it
+    past them) swallows a later quoted ``'train_batch_size': 32,`` line: skimmed before the
+    suffix it must not set the rollout geometry either (seed 2 of the long-runs property)."""
+    head = ("  train_batch_size: 64\n  n_samples_per_prompt: 5\n" + opener + "\n"
+            "2026-02-12 14:50:38.684 | INFO | skyrl.train.trainer:train:1 - noise\n"
+            "    'train_batch_size': 32,\n")
+    text = head + "".join(hf_block(s, random.Random(s)) for s in range(1, 300))
+    assert _parse_reference(text).rollouts_per_step == 5 * 64
+    assert_same(text)
