@@ -80,6 +80,7 @@ from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
+from report.findings import normalized_history
 from report.models import JobDetail
 from report.render import render_job_detail, render_text
 
@@ -315,11 +316,25 @@ async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | No
     return result, None, result.find(query.cluster, query.job_id)
 
 
+async def whole_window(bot: Bot, detail: JobDetail) -> JobDetail:
+    """``detail`` with its job's whole stored metric window (a sweep keeps only the last
+    points of an unflagged job, ``Sweeper.KEPT_HISTORY``); unchanged when Redis is down."""
+    job = detail.report
+    try:
+        window = await bot.store.load_history(job.cluster, job.job_id)
+    except StoreUnavailable:
+        return detail
+    if len(window) <= len(detail.history):
+        return detail
+    return detail.model_copy(update={"history": normalized_history(window)})
+
+
 async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: Respond) -> None:
     config = bot.config.current()
     if query.cluster is not None:
         config.cluster(query.cluster)  # an unknown cluster is a typo: answered before any sweep
     result, age, detail = await job_answer(bot, query)
+    detail = await whole_window(bot, detail)
     bot.telemetry.commands.labels(command="/job", source="cache" if age is not None else
                                   "live").inc()
     png = await asyncio.to_thread(render_history_png, detail)

@@ -281,8 +281,14 @@ def build_report(
     now: datetime,
     histories: Mapping[tuple[str, str], Sequence[MetricPoint]] | None = None,
     memory: SweepMemory | None = None,
+    kept_history: int | None = None,
 ) -> tuple[Report, dict[tuple[str, str], JobDetail]]:
-    """Judge every job of a sweep; jobs ordered by bucket, then cluster, then job id."""
+    """Judge every job of a sweep; jobs ordered by bucket, then cluster, then job id.
+
+    ``kept_history``: an unflagged job's detail keeps only its last that many points once
+    judged (the bot's stored windows are 200 points, most of a kept job's memory; ``/job``
+    reads the whole window again). A flagged job keeps its whole window: alerts and incident
+    files quote it."""
     shown = sum(1 for c in clusters if c.jobs) > 1
     judged: list[JobDetail] = []
     for cluster in clusters:
@@ -312,7 +318,15 @@ def build_report(
         jobs=[d.report for d in judged],
         grid=grid,
     )
+    if kept_history is not None:
+        judged = [_trimmed(d, kept_history) for d in judged]
     return report, {(d.report.cluster, d.report.job_id): d for d in judged}
+
+
+def _trimmed(detail: JobDetail, keep: int) -> JobDetail:
+    if detail.report.flags or len(detail.history) <= keep:
+        return detail
+    return detail.model_copy(update={"history": detail.history[-keep:] if keep else ()})
 
 
 def _sweep_recurrences(

@@ -37,3 +37,20 @@ async def test_batch_merge_equals_job_by_job(store: RedisStore, redis_server: st
         await single.delete_prefix()
         await single.aclose()
         await batched.aclose()
+
+
+async def test_job_answer_reads_the_whole_stored_window(store: RedisStore) -> None:
+    """A sweep kept only an unflagged job's last points; ``/job`` charts its whole window."""
+    from types import SimpleNamespace
+
+    from bot.app import whole_window
+    from tests.report.factories import facts, judge, record
+
+    await store.merge_histories("alpha", {"7": points(*range(1, 41))})
+    detail = judge(facts(record("sft-x", "7", cluster="alpha"), points(39, 40)))
+    assert [p.step for p in detail.history] == [39, 40]
+    bot = SimpleNamespace(store=store)  # whole_window reads only the bot's store
+    shown = await whole_window(bot, detail)  # type: ignore[arg-type]
+    assert [p.step for p in shown.history] == list(range(1, 41))
+    assert shown.report == detail.report
+    assert await whole_window(bot, shown) is shown  # type: ignore[arg-type]  # unchanged
