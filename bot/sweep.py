@@ -8,17 +8,22 @@ cluster that fails or times out is reported ``unreachable`` with its reason and 
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
 bot), merged for all of a cluster's jobs in one pipelined round trip; when it fails the sweep
-still answers, marked ``degraded``.
+still answers, marked ``degraded``. With a state, a backend that can resume its logs (SLURM's
+``collect_since``) is given each running job's stored cursor and fold carry and reads only
+the bytes appended since (issue 12); the states come back and are saved, jobs gone from the
+sweep pruned: one round trip each way per cluster, whatever its number of jobs. A state that
+cannot be loaded means a cold sweep of that cluster (the note says so); one that cannot be
+saved means the next sweep reads cold. The CLI has no state: its sweeps read cold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 import structlog
 
@@ -30,6 +35,7 @@ from probes.errors import ProbeError
 from probes.ids import validate_job_id
 from probes.models import ClusterFacts, JobFacts, MetricPoint
 from probes.registry import make_probe
+from probes.slurm.cursors import LogState
 from report.judge import build_report
 from report.memory import SweepMemory, next_memory
 from report.models import JobDetail, Report
@@ -76,8 +82,16 @@ class SweepState(Protocol):
     async def merge_histories(
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
     ) -> dict[str, list[MetricPoint]]: ...
-    async def load_offsets(self, cluster: str) -> dict[str, int]: ...
-    async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None: ...
+    async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
+    async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
+                              drop: Collection[str] = ()) -> None: ...
+
+
+class ResumingProbe(Protocol):
+    """A backend that resumes logs where the last sweep stopped (``SlurmProbe``)."""
+
+    async def collect_since(self, prior: Mapping[str, LogState],
+                            ) -> tuple[ClusterFacts, dict[str, LogState]]: ...
 
 
 def _utcnow() -> datetime:
@@ -135,7 +149,9 @@ class Sweeper:
                 memory = await self._state.load_memory()
             except Exception as exc:  # the store's own errors; a sweep must still answer
                 degraded = f"degraded: no history ({exc})"
-        facts = await self._collect_all(config, wanted)
+        notes: list[str] = []
+        # Log states only when the store answered (an outage costs one failed command).
+        facts = await self._collect_all(config, wanted, notes if degraded is None else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
         report, details = build_report(
@@ -148,16 +164,17 @@ class Sweeper:
             except Exception as exc:  # same: losing memory degrades, never fails, a sweep
                 degraded = f"degraded: history not saved ({exc})"
         return SweepResult(report, details, facts, self._clock(),
-                           time.perf_counter() - started, degraded)
+                           time.perf_counter() - started, degraded or next(iter(notes), None))
 
     async def _collect_all(
-        self, config: Config, wanted: Sequence[ClusterConfig],
+        self, config: Config, wanted: Sequence[ClusterConfig], notes: list[str] | None = None,
     ) -> tuple[ClusterFacts, ...]:
+        """Every wanted cluster, concurrently; with ``notes``, logs resumed from the state."""
         results: dict[str, ClusterFacts] = {}
         async with asyncio.TaskGroup() as group:
             for cluster in wanted:
                 if cluster.active:
-                    group.create_task(self._collect_one(cluster, config, results))
+                    group.create_task(self._collect_one(cluster, config, results, notes))
         out = []
         for cluster in wanted:
             if not cluster.active:
@@ -169,12 +186,17 @@ class Sweeper:
 
     async def _collect_one(
         self, cluster: ClusterConfig, config: Config, results: dict[str, ClusterFacts],
+        notes: list[str] | None = None,
     ) -> None:
         probe = self._probe_for(cluster, config)
         self.probe_collections += 1
+        resuming = getattr(probe, "collect_since", None)
         try:
             async with asyncio.timeout(cluster.timeout_s):
-                results[cluster.name] = await probe.collect()
+                if notes is None or resuming is None:
+                    results[cluster.name] = await probe.collect()
+                else:
+                    results[cluster.name] = await self._resume(cluster.name, probe, notes)
         except TimeoutError:
             results[cluster.name] = self._unreachable(
                 cluster, f"sweep timed out after {cluster.timeout_s:g}s")
@@ -183,6 +205,26 @@ class Sweeper:
         except Exception as exc:  # a probe bug must not take the other clusters down
             log.exception("probe crashed", cluster=cluster.name)
             results[cluster.name] = self._unreachable(cluster, f"probe error: {exc!r}")
+
+    async def _resume(self, name: str, probe: ClusterProbe, notes: list[str]) -> ClusterFacts:
+        """One cluster's sweep from its stored log states, and the new ones saved."""
+        assert self._state is not None
+        try:
+            prior = await self._state.load_log_states(name)
+        except Exception as exc:  # the store's own errors: read every log cold
+            notes.append(f"degraded: logs read whole, no stored cursors ({exc})")
+            return await probe.collect()
+        facts, states = await cast("ResumingProbe", probe).collect_since(prior)
+        if facts.status != "ok":
+            return facts  # nothing learned: the stored states stay as they are
+        present = {job.record.job_id for job in facts.jobs}
+        changed = {k: s for k, s in states.items() if prior.get(k) != s}
+        try:
+            await self._state.save_log_states(name, changed,
+                                              drop=[k for k in prior if k not in present])
+        except Exception as exc:  # the next sweep then resumes from older states or reads cold
+            notes.append(f"degraded: log cursors not saved ({exc})")
+        return facts
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",

@@ -1,0 +1,165 @@
+"""What a warm bot sweep carries per job between sweeps, and the fold of a resumed read.
+
+Policy: the bot keeps, per running job, a :class:`LogState`: the collector's cursor (where the
+last read stopped, and how the collector re-identifies the file: ``probes.remote.logread``),
+the log fold's carry (``probes.logs.incremental``: banner totals, fault state, windows), the
+fingerprint read from the log's head, and a bounded window of the latest text (what excerpts
+and notes show). A resumed read whose answer continues the stored cursor is folded onto its
+carry; any other answer (``fresh``: a first, rotated, truncated, rewritten or overrun log) is
+folded from nothing, so the summary is always what a whole read of the same bytes gives.
+
+The stored state is a hint, never trusted blindly: it is decoded under a size bound and
+validated (anything else is dropped: a cold read), and the collector re-checks the file's
+identity (device, inode, digest) before it resumes. The CLI never comes here: its sweeps
+read cold with ``parse_log`` (``probes.slurm.assemble.job_facts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.models import Frozen, JobFacts, LogFetch, LogSummary, RunFingerprint, SchedulerRecord
+from probes.slurm.assemble import head_fingerprint, job_facts
+
+RECENT_CHARS = 16 << 10
+"""Characters of the latest log text a state keeps (excerpts, a catch-all job's note)."""
+
+MAX_STATE_BYTES = 256 << 10
+"""A stored state larger than this is not read (nor written): that job is read cold."""
+
+
+class LogCursor(Frozen):
+    """Where the last read of a job's log stopped (the collector's ``cursor``, verbatim)."""
+
+    path: str
+    dev: int = Field(ge=0)
+    ino: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    """Bytes of the file read so far (a whole UTF-8 character boundary)."""
+    digest: str = Field(pattern=r"^[0-9a-f]{32}$")
+    """SHA-256 prefix over the file's first 4 KiB and the 4 KiB before ``offset``."""
+    dirs: tuple[str, ...] = Field(default=(), max_length=8)
+    """Checkpoint directories the log named so far (searched again on every read)."""
+
+
+class LogState(Frozen):
+    """One running job's log between two sweeps (see the module policy)."""
+
+    cursor: LogCursor
+    carry: LogCarry
+    head_fingerprint: RunFingerprint | None = None
+    """The run fingerprint in the log's head (sent only on a cold read of a long log)."""
+    recent: str = ""
+    """The latest text read, at most :data:`RECENT_CHARS`, from a line start."""
+    recent_offset: int = Field(default=0, ge=0)
+    """Byte offset in the file where ``recent`` starts."""
+
+
+def decode_state(raw: bytes | str) -> LogState | None:
+    """A stored state, or ``None`` when it is oversized or malformed (read that job cold)."""
+    if len(raw) > MAX_STATE_BYTES:
+        return None
+    try:
+        return LogState.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def encode_state(state: LogState) -> str | None:
+    """The state as stored, or ``None`` when it would be over :data:`MAX_STATE_BYTES`."""
+    text = state.model_dump_json()
+    return text if len(text.encode("utf-8")) <= MAX_STATE_BYTES else None
+
+
+def request_cursors(prior: Mapping[str, LogState]) -> dict[str, Any]:
+    """The collector's ``cursors`` (job id -> cursor) for the stored states."""
+    return {job_id: state.cursor.model_dump(mode="json") for job_id, state in prior.items()}
+
+
+def fold_jobs(
+    records: Sequence[SchedulerRecord],
+    collected: Mapping[str, Any],
+    prior: Mapping[str, LogState] | None,
+    *,
+    aliases: Mapping[str, str],
+    benign_patterns: Sequence[str],
+) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
+    """:func:`fold_job` for every job of a sweep (states only for the jobs that have one);
+    with no ``prior`` (the CLI, a cold read whatever it asked), ``job_facts`` and no states."""
+    if prior is None:
+        return tuple(job_facts(r, collected.get(r.job_id), aliases=aliases,
+                               benign_patterns=benign_patterns) for r in records), {}
+    jobs: list[JobFacts] = []
+    states: dict[str, LogState] = {}
+    for r in records:
+        facts, state = fold_job(r, collected.get(r.job_id), prior.get(r.job_id),
+                                aliases=aliases, benign_patterns=benign_patterns)
+        jobs.append(facts)
+        if state is not None:
+            states[r.job_id] = state
+    return tuple(jobs), states
+
+
+def fold_job(
+    record: SchedulerRecord,
+    collected: Mapping[str, Any] | None,
+    prior: LogState | None,
+    *,
+    aliases: Mapping[str, str],
+    benign_patterns: Sequence[str],
+) -> tuple[JobFacts, LogState | None]:
+    """One job's facts from a tracked read, and the state the next sweep resumes from
+    (``None``: no cursor came back, e.g. an ended job or a failed read)."""
+    raw = (collected or {}).get("log") or {}
+    try:
+        cursor = LogCursor.model_validate(raw.get("cursor"))
+    except ValidationError:
+        return job_facts(record, collected, aliases=aliases,
+                         benign_patterns=benign_patterns), None
+    new_text = str(raw.get("text") or "")
+    continued = (prior is not None and raw.get("continued") is True
+                 and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
+    base = prior if continued else None
+    if base is not None:
+        head_fp, recent, recent_offset = base.head_fingerprint, base.recent, base.recent_offset
+    else:
+        head = raw.get("head")
+        head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
+        recent, recent_offset = "", int(raw.get("offset") or 0)
+    shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
+    carried: list[LogCarry] = []
+
+    def summarise(log: LogFetch) -> LogSummary:
+        summary, carry = parse_increment(base.carry if base is not None else None, new_text,
+                                         aliases=aliases, benign_patterns=benign_patterns,
+                                         mtime=log.mtime)
+        carried.append(carry)
+        if summary.fingerprint is None and head_fp is not None:
+            summary = summary.model_copy(update={"fingerprint": head_fp})
+        return summary
+
+    log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
+    if base is not None:
+        log.update(text=shown, offset=recent_offset)
+    facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
+                      benign_patterns=benign_patterns, summarise=summarise)
+    if not carried:
+        return facts, None
+    kept, dropped = _latest(shown)
+    state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
+                     recent_offset=recent_offset + len(dropped.encode("utf-8")))
+    return facts, state
+
+
+def _latest(text: str) -> tuple[str, str]:
+    """``(kept, dropped)``: the last :data:`RECENT_CHARS` of ``text`` from a line start."""
+    if len(text) <= RECENT_CHARS:
+        return text, ""
+    cut = len(text) - RECENT_CHARS
+    newline = text.find("\n", cut - 1)
+    cut = len(text) if newline < 0 else newline + 1
+    return text[cut:], text[:cut]
