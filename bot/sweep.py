@@ -150,8 +150,9 @@ class Sweeper:
             except Exception as exc:  # the store's own errors; a sweep must still answer
                 degraded = f"degraded: no history ({exc})"
         notes: list[str] = []
-        # Log states only when the store answered (an outage costs one failed command).
-        facts = await self._collect_all(config, wanted, notes if degraded is None else None)
+        # Log states only with a store that answered (an outage costs one failed command).
+        resume = self._state is not None and degraded is None
+        facts = await self._collect_all(config, wanted, notes if resume else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
         report, details = build_report(
