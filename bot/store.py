@@ -192,9 +192,8 @@ class RedisStore:
         return [MetricPoint.model_validate(json.loads(m)) for m in members]
 
     async def load_log_states(self, cluster: str) -> dict[str, LogState]:
-        """Every job's stored log state, in one round trip (``HGETALL``). An entry that is
-        oversized or malformed is dropped (deleted, one more round trip only then): that
-        job's log is read cold, and the collector re-checks any cursor anyway."""
+        """Every job's stored log state in one round trip. An oversized or malformed entry
+        is deleted (one more trip, only then): that job is read cold."""
         key = self.key("logs", cluster)
         async with self._translated("load log states"):
             raw: Any = await self._r.hgetall(key)
@@ -213,12 +212,9 @@ class RedisStore:
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
                               drop: Collection[str] = ()) -> None:
-        """Write ``states`` (job id -> state), delete the ``drop`` jobs' (gone from the
-        sweep) and renew the key's expiry: one pipelined round trip, O(jobs) commands.
-
-        A state over ``MAX_STATE_BYTES`` is not written (that job's stored one is deleted).
-        Not a transaction: each value is one job's whole state, so two replicas saving at
-        once leave, per job, one state or the other, both consistent."""
+        """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound)
+        and renew the expiry: one pipelined round trip. Not a transaction: each value is one
+        job's whole state, so replicas saving at once leave one consistent state per job."""
         key = self.key("logs", cluster)
         encoded = {job_id: encode_state(state) for job_id, state in states.items()}
         writes = {k: v for k, v in encoded.items() if v is not None}

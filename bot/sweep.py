@@ -7,8 +7,9 @@ Clusters are probed concurrently, each under its own timeout, inside one ``TaskG
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
-bot), merged for all of a cluster's jobs in one pipelined round trip; when it fails the sweep
-still answers, marked ``degraded``. With a state, a backend that can resume its logs (SLURM's
+bot), merged for all of a cluster's jobs in one pipelined round trip; only the points that
+changed since this process's last merge are sent (a warm log repeats its recent points); when
+it fails the sweep still answers, marked ``degraded``. With a state, a backend that can resume its logs (SLURM's
 ``collect_since``) is given each running job's stored cursor and fold carry and reads only
 the bytes appended since (issue 12); the states come back and are saved, jobs gone from the
 sweep pruned: one round trip each way per cluster, whatever its number of jobs. A state that
@@ -116,6 +117,8 @@ class Sweeper:
         self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
+        self._merged: dict[tuple[str, str], dict[int, MetricPoint]] = {}
+        """Per job, the points its stored history got at the last merge (see ``_unmerged``)."""
         self.probe_collections = 0
         """How many cluster collections ran (for benchmarks and tests of single-flight)."""
 
@@ -240,22 +243,47 @@ class Sweeper:
         return probe
 
     async def _histories(
-        self, facts: Sequence[ClusterFacts], degraded: str | None,
+        self, facts: Sequence[ClusterFacts], degraded: str | None, *, whole: bool = True,
     ) -> tuple[dict[tuple[str, str], Sequence[MetricPoint]] | None, str | None]:
+        """Each job's stored history with this sweep's points merged in (``whole``: a sweep
+        of every job, so the jobs not in it are forgotten here)."""
         if self._state is None or degraded is not None:
             return None, degraded
         histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
         try:
             for cluster in facts:  # one pipelined round trip per cluster, not one per job
-                batch = {job.record.job_id: job.summary.points if job.summary else ()
-                         for job in cluster.jobs}
-                if not batch:
+                points = {job.record.job_id: job.summary.points if job.summary else ()
+                          for job in cluster.jobs}
+                if not points:
                     continue
+                if whole:  # forget the jobs that left the sweep
+                    self._merged = {k: v for k, v in self._merged.items()
+                                    if k[0] != cluster.name or k[1] in points}
+                batch = {j: self._unmerged(cluster.name, j, p) for j, p in points.items()}
                 merged = await self._state.merge_histories(cluster.name, batch)
-                histories.update({(cluster.name, j): points for j, points in merged.items()})
+                for j, window in merged.items():
+                    histories[cluster.name, j] = window
+                    self._remember(cluster.name, j, points[j], window)
         except Exception as exc:  # the store's errors: judge from the logs alone
             return None, f"degraded: no history ({exc})"
         return histories, None
+
+    def _unmerged(self, cluster: str, job_id: str,
+                  points: Sequence[MetricPoint]) -> list[MetricPoint]:
+        """The points not merged as they are at this job's last merge (a warm sweep's log
+        gives the same recent points again: sending them all cost O(points) commands)."""
+        known = self._merged.get((cluster, job_id), {})
+        return [p for p in points if known.get(p.step) != p]
+
+    def _remember(self, cluster: str, job_id: str, points: Sequence[MetricPoint],
+                  window: Sequence[MetricPoint]) -> None:
+        """Note what this job's history now holds, unless Redis lost some of it (a flush, a
+        failover without the latest writes): then the next merge sends every point again."""
+        stored = {p.step for p in window}
+        if all(p.step in stored for p in points):
+            self._merged[cluster, job_id] = {p.step: p for p in points}
+        else:
+            self._merged.pop((cluster, job_id), None)
 
     async def job(self, cluster: str | None, job_id: str) -> SweepResult:
         """One job in depth: each selected cluster is asked for that job only (a SLURM probe's
@@ -278,7 +306,7 @@ class Sweeper:
             for c in wanted:
                 group.create_task(self._collect_job_on(c, config, job_id, results))
         facts = tuple(results[c.name] for c in wanted)
-        histories, degraded = await self._histories(facts, degraded)
+        histories, degraded = await self._histories(facts, degraded, whole=False)
         report, details = build_report(
             facts, settings=config.report_settings(), now=_judging_time(facts, self._clock()),
             histories=histories, memory=memory,

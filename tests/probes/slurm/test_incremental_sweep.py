@@ -226,6 +226,22 @@ async def test_a_warm_sweep_reads_only_the_appended_bytes(bot: Bot, jobs: Jobs) 
     again = (await bot.sweep())[job_id]
     assert "text" not in bot.tap.log(job_id) and bot.tap.log(job_id)["lines"] == 0
     assert again.summary == warm.summary
+    stored = {p.step for p in await bot.store.load_history("incr", job_id)}
+    assert {p.step for p in warm.summary.points} <= stored
+
+
+async def test_a_lost_history_window_is_filled_again(bot: Bot, jobs: Jobs) -> None:
+    """Warm sweeps send only changed points to the history; if Redis loses a job's window
+    (a flush, a failover without the latest writes), the next sweeps send them all again."""
+    job_id = jobs.ids["append"]
+    jobs.write("append", SFT)
+    first = (await bot.sweep())[job_id]
+    assert first.summary is not None and first.summary.points
+    steps = {p.step for p in first.summary.points}
+    await bot.store._r.delete(bot.store.key("window", "incr", job_id))
+    await bot.sweep()
+    await bot.sweep()
+    assert steps <= {p.step for p in await bot.store.load_history("incr", job_id)}
 
 
 def _rotate(jobs: Jobs) -> None:
