@@ -9,12 +9,14 @@ the others. Concurrent callers share one in-flight sweep (single-flight), so fif
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
 bot), merged for all of a cluster's jobs in one pipelined round trip; only the points that
 changed since this process's last merge are sent (a warm log repeats its recent points); when
-it fails the sweep still answers, marked ``degraded``. With a state, a backend that can resume its logs (SLURM's
-``collect_since``) is given each running job's stored cursor and fold carry and reads only
-the bytes appended since (issue 12); the states come back and are saved, jobs gone from the
-sweep pruned: one round trip each way per cluster, whatever its number of jobs. A state that
-cannot be loaded means a cold sweep of that cluster (the note says so); one that cannot be
-saved means the next sweep reads cold. The CLI has no state: its sweeps read cold.
+it fails the sweep still answers, marked ``degraded``.
+
+With a state, a backend that can resume its logs (SLURM's ``collect_since``) is given each
+running job's stored cursor and fold carry and reads only the bytes appended since (issue
+12); the states come back and are saved, jobs gone from the sweep pruned: one round trip each
+way per cluster, whatever its number of jobs. A state that cannot be loaded means a cold sweep
+of that cluster (the note says so); one that cannot be saved means the next sweep reads cold.
+The CLI has no state: its sweeps read cold.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ folded from nothing, so the summary is always what a whole read of the same byte
 The stored state is a hint, never trusted blindly: it is decoded under a size bound and
 validated (anything else is dropped: a cold read), and the collector re-checks the file's
 identity (device, inode, digest) before it resumes. The CLI never comes here: its sweeps
-read cold with ``parse_log`` (``probes.slurm.assemble.job_facts``).
+read cold with ``parse_log`` (``probes.slurm.assemble.job_facts``). Nor does Kubernetes: its
+log API resumes by time (``sinceTime``), not by byte, so a pod's lines at the boundary second
+would be read twice or lost; its sweeps stay cold (one bounded ``tailLines`` read per pod).
 """
 
 from __future__ import annotations
@@ -147,8 +149,8 @@ def fold_job(
         log.update(text=shown, offset=recent_offset)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
                       benign_patterns=benign_patterns, summarise=summarise)
-    if not carried:
-        return facts, None
+    if not carried or getattr(carried[0], "reset", False):
+        return facts, None  # no fold, or the fold lost its state (a parser bug): read cold
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
                      recent_offset=recent_offset + len(dropped.encode("utf-8")))

@@ -1,0 +1,144 @@
+"""A log read sweep by sweep (resumed reads folded onto a state that went through its stored
+JSON) gives the facts a cold read of the whole log gives, on real trainer logs grown at
+arbitrary byte cuts (mid-line, mid-character): the collector and ``probes.slurm.cursors``
+together, in process on real files (no SLURM needed)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.models import JobFacts, JobState, SchedulerRecord
+from probes.remote import collector
+from probes.slurm.assemble import job_facts
+from probes.slurm.cursors import RECENT_CHARS, LogState, decode_state, encode_state, fold_job
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
+LOGS = [
+    "hf-transformers-5.24.0/sft_healthy.out", "hf-transformers-5.24.0/sft_nan.out",
+    "trl-1.16.0/grpo_healthy.out", "trl-1.16.0/grpo_collapse.out",
+    "trl-1.16.0/probe_corrupt.out", "torch-2.13.0/childfailed.out",
+    "verl-0.4.1/console.log", "verl-0.9.1/console.log", "skyrl-rebuilt/console_v03_collapse.log",
+    "megatron-rebuilt/args.log", "pytest-9.2.0/gpu_ci_failed.out", "verl-0.9.1/config_a.log",
+]
+MTIME = 1_790_000_000  # one mtime for every read: year-less stamps then read alike
+RECORD = SchedulerRecord(cluster="c", job_id="7", name="run", state=JobState.RUNNING)
+
+
+def same(a: object, b: object) -> bool:
+    """Equal facts, a NaN equal to a NaN (a NaN loss is evidence: both must show it)."""
+    return repr(a) == repr(b)
+
+
+def read(log: Path, prior: LogState | None, *, tracked: bool = True,
+         tail_bytes: int = 1 << 20) -> dict[str, Any]:
+    """One collector read of ``log`` as job 7 (``tracked``: with a cursor, as the bot asks)."""
+    spec: dict[str, Any] = {"id": "7", "stdout": str(log), "workdir": str(log.parent),
+                            "checkpoint_roots": [], "trial_roots": []}
+    if tracked:
+        spec["cursor"] = prior.cursor.model_dump(mode="json") if prior else None
+    answer = collector.collect({"tail_bytes": tail_bytes, "min_lines": 1, "jobs": [spec]})
+    job: dict[str, Any] = answer["jobs"]["7"]
+    return job
+
+
+def warm(log: Path, prior: LogState | None, **kw: Any) -> tuple[JobFacts, LogState | None]:
+    """A warm sweep of ``log``, the state stored and loaded again as Redis holds it."""
+    record = RECORD.model_copy(update={"stdout_path": str(log)})
+    facts, state = fold_job(record, read(log, prior, **kw), prior, aliases={},
+                            benign_patterns=())
+    if state is None:
+        return facts, None
+    stored = encode_state(state)
+    assert stored is not None
+    return facts, decode_state(stored)
+
+
+def cold(log: Path, **kw: Any) -> JobFacts:
+    """What the CLI's cold sweep makes of the log now (``parse_log`` on its tail)."""
+    record = RECORD.model_copy(update={"stdout_path": str(log)})
+    return job_facts(record, read(log, None, tracked=False, **kw), aliases={},
+                     benign_patterns=())
+
+
+def grow(log: Path, data: bytes, cuts: list[int], **kw: Any) -> tuple[JobFacts, LogState]:
+    """Write ``data`` to ``log`` piece by piece (ending at each cut), a warm sweep each time."""
+    prior: LogState | None = None
+    facts: JobFacts | None = None
+    start = 0
+    for end in [*cuts, len(data)]:
+        with log.open("ab") as fh:
+            fh.write(data[start:end])
+        os.utime(log, (MTIME, MTIME))
+        facts, prior = warm(log, prior, **kw)
+        assert prior is not None
+        start = end
+    assert facts is not None and prior is not None
+    return facts, prior
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_sweep_by_sweep_equals_a_cold_read_of_the_whole_log(tmp_path: Path, name: str) -> None:
+    """Grown at six random byte cuts (seeded), swept after each: the last warm sweep's summary
+    is the cold read's, and its shown text is the whole text's end."""
+    data = (FIX / name).read_bytes()
+    cuts = sorted(random.Random(name).sample(range(1, len(data)), 6))
+    log = tmp_path / "run.out"
+    facts, state = grow(log, data, cuts)
+    whole = cold(log)
+    assert same(facts.summary, whole.summary)
+    assert facts.log is not None and whole.log is not None
+    assert whole.log.text.endswith(facts.log.text)
+    assert len(state.recent) <= RECENT_CHARS
+    assert state.cursor.offset == len(data)
+
+
+def test_the_shown_text_is_the_latest_lines_with_their_offset(tmp_path: Path) -> None:
+    """A warm sweep shows the stored window plus the new text, from a line start, and says
+    at which byte of the file it starts (an ASCII log: exact)."""
+    data = (FIX / "verl-0.9.1/console.log").read_bytes()
+    log = tmp_path / "run.out"
+    facts, state = grow(log, data, [40_000, 70_000, 90_000])
+    assert facts.log is not None
+    shown = facts.log.text
+    assert data.decode().endswith(shown) and data[facts.log.offset:].decode() == shown
+    assert data[facts.log.offset - 1:facts.log.offset] == b"\n"
+    assert state.recent == shown[-len(state.recent):] and len(state.recent) <= RECENT_CHARS
+
+
+def test_a_head_only_fingerprint_survives_warm_sweeps(tmp_path: Path) -> None:
+    """A config dump above a cut tail is read from the head on the cold read only; warm
+    sweeps keep showing it (the state carries it), as the cold read does."""
+    data = (FIX / "verl-0.9.1/config_a.log").read_bytes()
+    log = tmp_path / "run.out"
+    facts, state = grow(log, data, [len(data) - 3000, len(data) - 1000], tail_bytes=16 << 10)
+    whole = cold(log, tail_bytes=16 << 10)
+    assert whole.summary is not None and whole.summary.fingerprint is not None
+    assert facts.summary is not None and facts.summary.fingerprint == whole.summary.fingerprint
+    assert state.head_fingerprint == whole.summary.fingerprint
+
+
+def test_a_fresh_read_starts_a_new_fold(tmp_path: Path) -> None:
+    """After a rotation the old carry is not used: the facts are the new file's alone."""
+    log = tmp_path / "run.out"
+    _, state = grow(log, (FIX / "trl-1.16.0/grpo_collapse.out").read_bytes(), [9000])
+    log.rename(tmp_path / "run.out.1")
+    log.write_bytes((FIX / "hf-transformers-5.24.0/sft_healthy.out").read_bytes())
+    os.utime(log, (MTIME, MTIME))
+    facts, after = warm(log, state)
+    assert same(facts.summary, cold(log).summary) and after is not None
+    assert after.cursor.ino != state.cursor.ino
+
+
+def test_an_ended_job_gets_no_state(tmp_path: Path) -> None:
+    """An untracked read (an ended job: no cursor asked) gives the cold facts and no state."""
+    log = tmp_path / "run.out"
+    log.write_bytes((FIX / "trl-1.16.0/grpo_healthy.out").read_bytes())
+    record = RECORD.model_copy(update={"stdout_path": str(log), "state": JobState.COMPLETED})
+    facts, state = fold_job(record, read(log, None, tracked=False), None, aliases={},
+                            benign_patterns=())
+    assert state is None and same(facts.summary, cold(log).summary)
