@@ -13,10 +13,11 @@ it fails the sweep still answers, marked ``degraded``.
 
 With a state, a backend that can resume its logs (SLURM's ``collect_since``) is given each
 running job's stored cursor and fold carry and reads only the bytes appended since (issue
-12); the states come back and are saved, jobs gone from the sweep pruned: one round trip each
-way per cluster, whatever its number of jobs. A state that cannot be loaded means a cold sweep
-of that cluster (the note says so); one that cannot be saved means the next sweep reads cold.
-The CLI has no state: its sweeps read cold.
+12); the states come back and are saved, jobs gone from the sweep pruned, in one round trip
+per cluster whatever its number of jobs. They are read from Redis at the process's first
+sweep of a cluster (one more round trip) and kept in memory after. States that cannot be
+loaded mean a cold sweep of that cluster (the note says so); when they cannot be saved, the
+next sweep starts again from Redis's. The CLI has no state: its sweeps read cold.
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ class Sweeper:
         self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
+        self._log_states: dict[str, dict[str, LogState]] = {}
+        """Per cluster, the log states this process last saved: a warm sweep starts from them
+        and reads Redis only when it has none (a stale copy is still a consistent cursor and
+        carry pair: the collector then sends the bytes since that cursor)."""
         self._merged: dict[tuple[str, str], dict[int, MetricPoint]] = {}
         """Per job, the points its stored history got at the last merge (see ``_unmerged``)."""
         self.probe_collections = 0
@@ -215,20 +220,24 @@ class Sweeper:
     async def _resume(self, name: str, probe: ClusterProbe, notes: list[str]) -> ClusterFacts:
         """One cluster's sweep from its stored log states, and the new ones saved."""
         assert self._state is not None
-        try:
-            prior = await self._state.load_log_states(name)
-        except Exception as exc:  # the store's own errors: read every log cold
-            notes.append(f"degraded: logs read whole, no stored cursors ({exc})")
-            return await probe.collect()
+        prior = self._log_states.get(name)
+        if prior is None:  # this process's first sweep of the cluster (or after a failed save)
+            try:
+                prior = await self._state.load_log_states(name)
+            except Exception as exc:  # the store's own errors: read every log cold
+                notes.append(f"degraded: logs read whole, no stored cursors ({exc})")
+                return await probe.collect()
         facts, states = await cast("ResumingProbe", probe).collect_since(prior)
         if facts.status != "ok":
             return facts  # nothing learned: the stored states stay as they are
         present = {job.record.job_id for job in facts.jobs}
+        gone = [k for k in prior if k not in present]
         changed = {k: s for k, s in states.items() if prior.get(k) != s}
+        self._log_states[name] = {**{k: s for k, s in prior.items() if k in present}, **states}
         try:
-            await self._state.save_log_states(name, changed,
-                                              drop=[k for k in prior if k not in present])
-        except Exception as exc:  # the next sweep then resumes from older states or reads cold
+            await self._state.save_log_states(name, changed, drop=gone)
+        except Exception as exc:  # the next sweep then resumes from Redis's older states
+            self._log_states.pop(name, None)
             notes.append(f"degraded: log cursors not saved ({exc})")
         return facts
 
@@ -242,6 +251,7 @@ class Sweeper:
             return known[1]
         probe = self._probe_factory(cluster, aliases=dict(config.metrics.aliases))
         self._probes[cluster.name] = (cluster, probe)
+        self._log_states.pop(cluster.name, None)  # a new entry: start again from Redis
         return probe
 
     async def _histories(

@@ -281,9 +281,10 @@ async def test_a_changed_log_is_detected_and_read_afresh(
     assert warm.summary == await bot.cold(job_id)
 
 
-async def test_a_corrupt_stored_state_is_a_fresh_read(bot: Bot, jobs: Jobs) -> None:
-    """A stored state that does not validate is dropped: no cursor is sent, the log is read
-    afresh and summarised as a cold read."""
+async def test_a_corrupt_stored_state_is_a_fresh_read(
+        bot: Bot, jobs: Jobs, slurm_env: SlurmEnv) -> None:
+    """A stored state that does not validate is dropped when a (restarted) bot reads Redis:
+    no cursor is sent, the log is read afresh and summarised as a cold read."""
     job_id = jobs.ids["corrupt"]
     first, rest = _lines(GRPO, 0.5)
     jobs.write("corrupt", first)
@@ -293,9 +294,32 @@ async def test_a_corrupt_stored_state_is_a_fresh_read(bot: Bot, jobs: Jobs) -> N
     assert stored is not None
     await bot.store._r.hset(key, job_id, stored[: len(stored) // 2])
     jobs.write("corrupt", rest, mode="ab")
-    warm = (await bot.sweep())[job_id]
-    assert bot.tap.log(job_id)["fresh"] == "new"
-    assert bot.tap.log(job_id)["text"] == GRPO.decode()
+    restarted = _bot(slurm_env, bot.store)
+    try:
+        warm = (await restarted.sweep())[job_id]
+    finally:
+        await restarted.sweeper.aclose()
+    assert restarted.tap.log(job_id)["fresh"] == "new"
+    assert restarted.tap.log(job_id)["text"] == GRPO.decode()
+    assert warm.summary == await bot.cold(job_id)
+
+
+async def test_a_restarted_bot_resumes_from_redis(
+        bot: Bot, jobs: Jobs, slurm_env: SlurmEnv) -> None:
+    """The states outlive the process: a new bot on the same Redis resumes where the old
+    one stopped (only the appended bytes sent), summarised as a cold read."""
+    job_id = jobs.ids["corrupt"]
+    first, rest = _lines(SFT, 0.3)
+    jobs.write("corrupt", first)
+    await bot.sweep()
+    jobs.write("corrupt", rest, mode="ab")
+    restarted = _bot(slurm_env, bot.store)
+    try:
+        warm = (await restarted.sweep())[job_id]
+    finally:
+        await restarted.sweeper.aclose()
+    sent = restarted.tap.log(job_id)
+    assert sent["continued"] is True and sent["text"] == rest.decode()
     assert warm.summary == await bot.cold(job_id)
 
 
