@@ -240,6 +240,9 @@ class LogFetch(Frozen):
     """A bounded tail, decoded with replacement characters."""
     offset: int = 0
     """Byte offset in the file where ``text`` starts."""
+    first_line: int = 1
+    """The line number of ``text``'s first line in the summary's numbering (fault
+    ``line_no``): a warm bot sweep shows the latest lines of a log it folded from further up."""
     attempts: int = 1
 
 

@@ -208,8 +208,10 @@ def log_excerpt(facts: JobFacts) -> str:
     text = facts.log.text if facts.log else ""
     lines = text.splitlines()
     fault = first_fault(facts)
-    if fault is not None and 1 <= fault.line_no <= len(lines):
-        start = max(0, fault.line_no - EXCERPT_LINES // 2)
+    # The text may start further down than the summary's line 1 (a warm sweep's window).
+    at = fault.line_no - (facts.log.first_line - 1 if facts.log else 0) if fault else 0
+    if fault is not None and 1 <= at <= len(lines):
+        start = max(0, at - EXCERPT_LINES // 2)
         return "\n".join(lines[start : start + EXCERPT_LINES])
     if fault is not None and not lines:
         return "\n".join(x for x in (fault.excerpt, fault.detail) if x)

@@ -7,8 +7,10 @@ because its source (with ``probes/harbor_reduce.py`` prepended, see
 text ever reaches a shell. It follows the seed's rules for logs: verify the scheduler's StdOut
 exists; if not, list the workdir once (never recursive, never ``find``/``du``) for
 ``*_<jobid>.out`` (``mismatch``), else ``missing``; read a bounded tail (at most
-``tail_bytes``, from the caller's byte offset when one is given); a read that fails or returns
-fewer lines than the floor is retried once, then reported ``failed`` (never "dead").
+``tail_bytes``, from the caller's byte offset when one is given) or, for a job sent with a
+``cursor`` (the bot's warm sweeps), only the bytes appended since, once the file is shown to
+be the same one (``probes.remote.logread``); a tail read that fails or returns fewer lines than
+the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint trees are searched to their layouts' bounded depth (``probes.remote.tree``) and
 trial trees counted whole under a time bound (``probes.remote.trial_count``).
 For one job (``probes.slurm.onejob``) the request may also name scheduler commands
@@ -157,8 +159,11 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
         if cursor is not None:
             try:
                 fresh, resumed = resume(path, guard, cursor, int(req["tail_bytes"]))
-            except (Refused, Hung, OSError) as exc:
+            except (Refused, Hung) as exc:  # final: a cold read would say the same
                 out.update(status="failed", error=str(exc), attempts=1)
+                return out
+            except OSError as exc:
+                out.update(status="failed", error=f"{type(exc).__name__}: {exc}", attempts=1)
                 return out
             if resumed is not None:
                 return _resumed(out, resumed)

@@ -145,6 +145,7 @@ def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:
         mtime=_utc(mtime),
         text=raw.get("text") or "",
         offset=int(raw.get("offset") or 0),
+        first_line=int(raw.get("first_line") or 1),
         attempts=int(raw.get("attempts") or 1),
     )
 

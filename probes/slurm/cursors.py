@@ -59,6 +59,8 @@ class LogState(Frozen):
     """The latest text read, at most :data:`RECENT_CHARS`, from a line start."""
     recent_offset: int = Field(default=0, ge=0)
     """Byte offset in the file where ``recent`` starts."""
+    recent_line: int = Field(default=1, ge=1)
+    """The fold's line number of ``recent``'s first line (faults are numbered so)."""
 
 
 def decode_state(raw: bytes | str) -> LogState | None:
@@ -127,11 +129,12 @@ def fold_job(
                  and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
     base = prior if continued else None
     if base is not None:
-        head_fp, recent, recent_offset = base.head_fingerprint, base.recent, base.recent_offset
+        head_fp, recent = base.head_fingerprint, base.recent
+        recent_offset, recent_line = base.recent_offset, base.recent_line
     else:
         head = raw.get("head")
         head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
-        recent, recent_offset = "", int(raw.get("offset") or 0)
+        recent, recent_offset, recent_line = "", int(raw.get("offset") or 0), 1
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []
 
@@ -146,15 +149,21 @@ def fold_job(
 
     log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
     if base is not None:
-        log.update(text=shown, offset=recent_offset)
+        log.update(text=shown, offset=recent_offset, first_line=recent_line)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
                       benign_patterns=benign_patterns, summarise=summarise)
     if not carried or getattr(carried[0], "reset", False):
         return facts, None  # no fold, or the fold lost its state (a parser bug): read cold
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
-                     recent_offset=recent_offset + len(dropped.encode("utf-8")))
+                     recent_offset=recent_offset + len(dropped.encode("utf-8")),
+                     recent_line=recent_line + _breaks(dropped))
     return facts, state
+
+
+def _breaks(text: str) -> int:
+    """Line breaks as the log parser counts them: ``\r\n``, ``\r`` and ``\n``."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
 def _latest(text: str) -> tuple[str, str]:

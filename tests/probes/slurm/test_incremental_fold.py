@@ -16,6 +16,7 @@ from probes.models import JobFacts, JobState, SchedulerRecord
 from probes.remote import collector
 from probes.slurm.assemble import job_facts
 from probes.slurm.cursors import RECENT_CHARS, LogState, decode_state, encode_state, fold_job
+from report.findings import log_excerpt
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 LOGS = [
@@ -142,3 +143,17 @@ def test_an_ended_job_gets_no_state(tmp_path: Path) -> None:
     facts, state = fold_job(record, read(log, None, tracked=False), None, aliases={},
                             benign_patterns=())
     assert state is None and same(facts.summary, cold(log).summary)
+
+
+def test_a_warm_excerpt_shows_the_faults_own_lines(tmp_path: Path) -> None:
+    """A crash below a long healthy log: the warm sweep shows only its latest lines, yet its
+    excerpt is the cold read's (the text's first line is numbered as the fold numbers it)."""
+    healthy = (FIX / "verl-0.9.1/console.log").read_bytes()
+    crash = (FIX / "torch-2.13.0/childfailed.out").read_bytes()
+    log = tmp_path / "run.out"
+    facts, state = grow(log, healthy + crash, [len(healthy) - 500, len(healthy) + 100])
+    whole = cold(log)
+    assert facts.log is not None and facts.log.first_line > 1 == whole.log.first_line
+    assert facts.summary is not None and facts.summary.faults
+    assert log_excerpt(facts) == log_excerpt(whole) != ""
+    assert state.recent_line > 1
