@@ -19,9 +19,10 @@ would be read twice or lost; its sweeps stay cold (one bounded ``tailLines`` rea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from probes.logs.incremental import LogCarry, parse_increment
 from probes.models import Frozen, JobFacts, LogFetch, LogSummary, RunFingerprint, SchedulerRecord
@@ -61,6 +62,11 @@ class LogState(Frozen):
     """Byte offset in the file where ``recent`` starts."""
     recent_line: int = Field(default=1, ge=1)
     """The fold's line number of ``recent``'s first line (faults are numbered so)."""
+    _summary: LogSummary | None = PrivateAttr(default=None)
+    """This process only, never stored: the summary the state was folded into, and the file's
+    mtime then. A log unchanged since (no byte appended, same mtime) reuses it: folding
+    nothing would give it again, at the cost of restoring every rule's state."""
+    _mtime: datetime | None = PrivateAttr(default=None)
 
 
 def decode_state(raw: bytes | str) -> LogState | None:
@@ -137,8 +143,15 @@ def fold_job(
         recent, recent_offset, recent_line = "", int(raw.get("offset") or 0), 1
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []
+    reused: list[bool] = []
+    unchanged = base is not None and not new_text and cursor == base.cursor
 
     def summarise(log: LogFetch) -> LogSummary:
+        if unchanged and base is not None and base._summary is not None \
+                and base._mtime == log.mtime:
+            carried.append(base.carry)
+            reused.append(True)
+            return base._summary
         summary, carry = parse_increment(base.carry if base is not None else None, new_text,
                                          aliases=aliases, benign_patterns=benign_patterns,
                                          mtime=log.mtime)
@@ -154,15 +167,18 @@ def fold_job(
                       benign_patterns=benign_patterns, summarise=summarise)
     if not carried or getattr(carried[0], "reset", False):
         return facts, None  # no fold, or the fold lost its state (a parser bug): read cold
+    if reused and base is not None:
+        return facts, base  # as it was (see LogState._summary)
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
                      recent_offset=recent_offset + len(dropped.encode("utf-8")),
                      recent_line=recent_line + _breaks(dropped))
+    state._summary, state._mtime = facts.summary, facts.log.mtime if facts.log else None
     return facts, state
 
 
 def _breaks(text: str) -> int:
-    """Line breaks as the log parser counts them: ``\r\n``, ``\r`` and ``\n``."""
+    """Line breaks as the log parser counts them: ``\\r\\n``, ``\\r`` and ``\\n``."""
     return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 

@@ -157,3 +157,27 @@ def test_a_warm_excerpt_shows_the_faults_own_lines(tmp_path: Path) -> None:
     assert facts.summary is not None and facts.summary.faults
     assert log_excerpt(facts) == log_excerpt(whole) != ""
     assert state.recent_line > 1
+
+
+def test_an_unchanged_log_reuses_its_summary_until_it_changes(tmp_path: Path) -> None:
+    """In one process, a sweep finding nothing appended (same mtime) keeps the state and the
+    summary it had; a touched or grown log is folded again, still as a cold read."""
+    log = tmp_path / "run.out"
+    data = (FIX / "trl-1.16.0/grpo_healthy.out").read_bytes()
+    log.write_bytes(data[:20_000])
+    os.utime(log, (MTIME, MTIME))
+    record = RECORD.model_copy(update={"stdout_path": str(log)})
+
+    def sweep(prior: LogState | None) -> tuple[JobFacts, LogState | None]:
+        return fold_job(record, read(log, prior), prior, aliases={}, benign_patterns=())
+
+    first, state = sweep(None)
+    again, kept = sweep(state)
+    assert kept is state and again.summary is first.summary
+    os.utime(log, (MTIME + 60, MTIME + 60))
+    touched, refolded = sweep(kept)
+    assert refolded is not state and same(touched.summary, cold(log).summary)
+    with log.open("ab") as fh:
+        fh.write(data[20_000:])
+    grown, _ = sweep(refolded)
+    assert same(grown.summary, cold(log).summary)
