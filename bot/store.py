@@ -81,15 +81,6 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-_POINTS = TypeAdapter(list[MetricPoint])
-
-
-def _points(members: Sequence[bytes | str]) -> list[MetricPoint]:
-    """A window's members (point JSON, NaN kept), parsed as one array: a sweep reads back
-    every job's window, and one validation per window is ~3x faster than one per point."""
-    return _POINTS.validate_json(b"[" + b",".join(m.encode() if isinstance(m, str) else m
-                                                  for m in members) + b"]")
-
 
 class RedisStore:
     """The bot's Redis state: implements the Sweeper's ``SweepState`` plus locks and audit."""
@@ -193,13 +184,15 @@ class RedisStore:
         at = 0
         for job_id in jobs:
             at += 2 * len(batch[job_id]) + 3
-            out[job_id] = _points(results[at - 1])
+            # Parsed by pydantic from JSON: its string cache shares the metric names between
+            # points (~30 % of a kept 200-point window) and it is ~10x faster than json.loads.
+            out[job_id] = [MetricPoint.model_validate_json(m) for m in results[at - 1]]
         return out
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
         async with self._translated("load history"):
             members: Any = await self._r.zrange(self.key("window", cluster, job_id), 0, -1)
-        return _points(members)
+        return [MetricPoint.model_validate_json(m) for m in members]
 
     async def load_log_states(self, cluster: str) -> dict[str, LogState]:
         """Every job's stored log state in one round trip. An oversized or malformed entry

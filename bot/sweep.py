@@ -165,13 +165,16 @@ class Sweeper:
         facts = await self._collect_all(config, wanted, notes if resume else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
-        report, details = build_report(
-            facts, settings=config.report_settings(), now=now, histories=histories,
-            memory=memory,
+        # Judging is CPU work that grows with the cluster (seconds at 5,000 jobs): a worker
+        # thread keeps the event loop (Slack acks) free, as parsing does (issue 12).
+        report, details = await asyncio.to_thread(
+            build_report, facts, settings=config.report_settings(), now=now,
+            histories=histories, memory=memory,
         )
         if self._state is not None and degraded is None:
             try:
-                await self._state.save_memory(next_memory(report, details, facts, memory))
+                remembered = await asyncio.to_thread(next_memory, report, details, facts, memory)
+                await self._state.save_memory(remembered)
             except Exception as exc:  # same: losing memory degrades, never fails, a sweep
                 degraded = f"degraded: history not saved ({exc})"
         return SweepResult(report, details, facts, self._clock(),

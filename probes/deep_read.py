@@ -9,7 +9,9 @@ cluster's ``trial_roots``, the configured rollout/validation dump directories (p
 (``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and one
 outside the workdir is not read: the log is the job's own text). A
 reader that fails (no ``python3``, unreadable answer) leaves the probe with what the log
-printed; it is reported in ``skipped``, never raised.
+printed; it is reported in ``skipped``, never raised. The job's log tail is read whole
+(``collect_job(whole_tail=True)``) for the completions and timings it printed, then cut to
+the bounded excerpts every job keeps (``probes.logs.excerpt``) before the facts are returned.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probes.config import SlurmCluster
+from probes.logs.excerpt import retain
 from probes.models import JobFacts
 from probes.remote.script import build_rollouts_script
 from probes.remote.stdio_pattern import expand_roots
@@ -104,7 +107,7 @@ async def read_job(
     try:
         shared = _Shared(runner)
         probe = SlurmProbe(cluster, aliases=aliases, runner_factory=lambda _c: shared)
-        facts = await probe.collect_job(job_id)
+        facts = await probe.collect_job(job_id, whole_tail=True)  # rollout_facts parses it
         if facts is None:
             return None
         request, roles = rollout_request(facts, cluster, plan)
@@ -118,6 +121,8 @@ async def read_job(
                              log_path=log.path if log else None, roles=roles, aliases=aliases)
     if problem:
         rollouts = rollouts.model_copy(update={"skipped": (problem, *rollouts.skipped)})
+    if log is not None:  # read whole for the rollouts; what the caller keeps is bounded
+        facts = facts.model_copy(update={"log": retain(log, facts.summary)})
     return facts, rollouts
 
 

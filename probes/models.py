@@ -225,8 +225,23 @@ class LogSummary(Frozen):
 LogStatus = Literal["ok", "mismatch", "missing", "failed"]
 
 
+# issue 12 (wt-d): what a job keeps of its tail once parsed (``probes.logs.excerpt``)
+class LogContext(Frozen):
+    """Lines of a tail around one fault, kept once the tail is parsed."""
+
+    line_no: int
+    """The fault's line in the tail (1-based, as ``Fault.line_no``)."""
+    text: str
+    """``CONTEXT_LINES`` (20) lines, the fault's the tenth, each cut at ``LINE_CHARS`` (500)."""
+
+
 class LogFetch(Frozen):
-    """How a job's log was located and read."""
+    """How a job's log was located and read, and what a job keeps of it.
+
+    ``text`` is the whole tail only between its read and its parse: assembly
+    (``probes.logs.excerpt.retain``) keeps its last lines and the bounded excerpts below, so a
+    job's retained log is ~57 K characters at most whatever ``tail_bytes`` is.
+    """
 
     requested_path: str | None = None
     """The scheduler's StdOut (SLURM) or ``pod/<name>`` (Kubernetes)."""
@@ -237,13 +252,24 @@ class LogFetch(Frozen):
     size: int | None = None
     mtime: datetime | None = None
     text: str = ""
-    """A bounded tail, decoded with replacement characters."""
+    """The tail as read, decoded with replacement characters; once assembled, its last
+    ``TAIL_LINES`` (400) lines within ``TAIL_CHARS`` (16 KiB), a suffix of the tail."""
     offset: int = 0
-    """Byte offset in the file where ``text`` starts."""
-    first_line: int = 1
-    """The line number of ``text``'s first line in the summary's numbering (fault
-    ``line_no``): a warm bot sweep shows the latest lines of a log it folded from further up."""
+    """Byte offset in the file where the tail read starts."""
     attempts: int = 1
+    # issue 12 (wt-d): bounded excerpts of the whole tail, filled by probes.logs.excerpt.retain
+    text_line: int = 1
+    """The tail's line number (1-based, ``str.splitlines``) of ``text``'s first line."""
+    contexts: tuple[LogContext, ...] = ()
+    """Around the first ``MAX_CONTEXTS`` (3) faults by line (``jobtables job``'s excerpt)."""
+    last_context: str | None = None
+    """The tail's last ``CONTEXT_LINES`` lines cut at ``LINE_CHARS``, when ``text`` holds fewer."""
+    tally_line: str | None = None
+    """The tail's last line with a count of tests/rows/files/... when it lies above ``text``."""
+    agent_marked: bool = False
+    """The tail names agent configuration or agentic trial lines (``AGENT_MARKERS``)."""
+    trials_in_object_store: bool = False
+    """The tail names an object-store URI for its trials (``object_store_trials``)."""
 
 
 class CheckpointListing(Frozen):

@@ -16,7 +16,9 @@ from io import StringIO
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -152,9 +154,22 @@ def render_box(
     columns: Sequence[Column], cells: Sequence[Sequence[str]], *, width: int,
     bucket: str = "", title: str = "",
 ) -> RenderedTable:
-    """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide."""
-    table = Table(box=box.SQUARE, padding=(0, 1), highlight=False)
+    """Render rows of ready-made cell strings as one SQUARE box table at most ``width`` wide.
+
+    When every column fits at its natural width (the widths rich would find itself), rich is
+    handed those widths, so it measures no cell, and every row is one line: each cell is one
+    padded segment (``_Line``) in a column two wider, with no padding of rich's own. Else it
+    is drawn once with a rule between rows: the rules reveal where each wrapped row ends, and
+    the table without them is the same lines less those rules (the rule under the header is
+    drawn alike in both).
+    """
+    shown = [[printable(cell) for cell in row] for row in cells]
+    natural = [_natural(i, c, shown) for i, c in enumerate(columns)]
     widths = _text_widths(columns, cells, width)
+    if sum(natural) + 3 * len(columns) + 1 <= width and all(
+            widths.get(i, n) == n for i, n in enumerate(natural)):
+        return _render_lines(columns, shown, natural, width, bucket=bucket, title=title)
+    table = Table(box=box.SQUARE, padding=(0, 1), highlight=False, show_lines=True)
     for index, column in enumerate(columns):
         table.add_column(
             Text(column.header, justify="center"),
@@ -162,16 +177,47 @@ def render_box(
             overflow="ellipsis" if column.numeric else "fold",
             width=widths.get(index),
         )
-    for row in cells:
-        table.add_row(*(Text(printable(cell)) for cell in row))
-    text = _print(table, width)
-    # Same widths with a rule between rows: the rules reveal where each wrapped row ends.
-    table.show_lines = True
+    for row in shown:
+        table.add_row(*map(Text, row))
     ruled = _print(table, width).split("\n")
     rules = [i for i, line in enumerate(ruled) if line.startswith("├")]
     heights = tuple(b - a - 1 for a, b in zip(rules, [*rules[1:], len(ruled) - 1], strict=True))
+    between = set(rules[1:])
+    text = "\n".join(line for i, line in enumerate(ruled) if i not in between)
     return RenderedTable(bucket=bucket, title=title, text=text, header_lines=rules[0] - 1,
                          row_heights=heights if cells else ())
+
+
+class _Line:
+    """A cell that fits its column: one segment, already padded by a space either side."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment(self.text)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Text(self.text).__rich_measure__(console, options)
+
+
+def _render_lines(
+    columns: Sequence[Column], shown: Sequence[Sequence[str]], natural: Sequence[int],
+    width: int, *, bucket: str, title: str,
+) -> RenderedTable:
+    """The table whose columns all fit at their natural widths: one line per row."""
+    table = Table(box=box.SQUARE, padding=0, highlight=False)
+    for column, own in zip(columns, natural, strict=True):
+        # Centred in two more columns is centred in its own between two pad spaces.
+        table.add_column(Text(column.header, justify="center"), no_wrap=True, width=own + 2)
+    for row in shown:
+        table.add_row(*(_Line(f" {cell} ") for cell in row))
+    text = _print(table, width)
+    header = next(i for i, line in enumerate(text.split("\n")) if line.startswith("├"))
+    return RenderedTable(bucket=bucket, title=title, text=text, header_lines=header - 1,
+                         row_heights=(1,) * len(shown))
 
 
 def _print(table: Table, width: int) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -164,30 +165,58 @@ def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
                      blocked_short=f"successor {job} is {kind}")
 
 
+class ChainIndex:
+    """One cluster's records indexed once per sweep, so judging N jobs costs O(N), not
+    O(N^2): live jobs by id and by (user, workdir), who waits on whom, and how many attempts
+    each run has."""
+
+    def __init__(self, records: Sequence[SchedulerRecord]) -> None:
+        self.live = {r.job_id: r for r in records if r.state in _LIVE}
+        self.live_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self.waiting_on: dict[str, list[tuple[SchedulerRecord, Dependency]]] = {}
+        for r in self.live.values():
+            if r.workdir:  # a fallback successor shares the user and the workdir
+                self.live_by_place.setdefault((r.user, r.workdir), []).append(r)
+            for d in dependencies(r):
+                self.waiting_on.setdefault(d.job_id, []).append((r, d))
+        self.attempts = Counter((r.name, r.user) for r in records)
+
+    def earlier_attempts(self, record: SchedulerRecord) -> int:
+        """Other jobs of the same user with the same name (this job's own record excluded)."""
+        return self.attempts[(record.name, record.user)] - 1
+
+
 def chain_link(
     record: SchedulerRecord,
     records: Sequence[SchedulerRecord],
     known_edges: Mapping[str, str],
+    *,
+    index: ChainIndex | None = None,
 ) -> ChainLink:
-    """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none."""
+    """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none.
+
+    ``index``: ``records`` already indexed (``ChainIndex``); built here when not given."""
     if record.state is not JobState.TIMEOUT:
         return ChainLink()
-    live = [r for r in records if r.state in _LIVE and r.job_id != record.job_id]
+    index = index if index is not None else ChainIndex(records)
     waiting = sorted(
-        ((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id),
+        ((r, d) for r, d in index.waiting_on.get(record.job_id, ())
+         if r.job_id != record.job_id),
         key=lambda pair: submit_order(pair[0]),
     )
     restarts = [r for r, d in waiting if d.kind in _RESTART_KINDS and not _never_starts(r)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
     remembered = known_edges.get(record.job_id)
-    if remembered is not None and any(
-        r.job_id == remembered and not _never_starts(r) for r in live
-    ):
-        return ChainLink(successor=remembered)
+    known = index.live.get(remembered) if remembered is not None else None
+    if known is not None and known.job_id != record.job_id and not _never_starts(known):
+        return ChainLink(successor=known.job_id)
     named = {r.job_id for r, _ in waiting}
-    fallback = sorted((r for r in live if r.job_id not in named and not _never_starts(r)
-                       and _fallback_match(record, r)), key=submit_order)
+    place = (record.user, record.workdir or "")
+    fallback = sorted((r for r in index.live_by_place.get(place, ())
+                       if r.job_id != record.job_id and r.job_id not in named
+                       and not _never_starts(r) and _fallback_match(record, r)),
+                      key=submit_order)
     if fallback:
         return ChainLink(successor=fallback[0].job_id)
     if waiting:

@@ -23,9 +23,9 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from probes.logs.excerpt import AGENT_MARKERS, object_store_trials
 from probes.models import JobFacts, JobState, TrialTree
 from report.findings import Findings, JudgeContext, Priority
 from report.models import Bucket, CleanupRoutine
@@ -33,34 +33,15 @@ from report.models import Bucket, CleanupRoutine
 _CLEANUP: dict[Bucket, CleanupRoutine] = {
     "sft": "sft-job-cleanup", "datagen": "datagen-job-cleanup", "eval": "eval-agentic-cleanup",
 }
-AGENT_MARKERS = re.compile(
-    # Letter boundaries, not \b: ``run_harbor_grpo.sh`` and ``agent_config=terminus-2`` count.
-    r"(?i:(?<![a-z])(?:harbor|terminus(?:[-_]\d)?|trials?_dir|agentic|openhands"
-    r"|mini[-_]swe[-_]agent|swe[-_]agent|agent_(?:name|config|execution|result))(?![a-z]))"
-    r"|\bContextLengthExceededError\b|\bAgentTimeoutError\b"
-    r"|generate/(?:avg_num_turns|num_timeout_trajectories|trajectories_context_length_exceeded)"
-    r"|\bfailed: (?:Exception info|Error running trial)\b"
-)
-"""Agent configuration and agentic trial lines (Harbor, SkyRL's Harbor generator, agents)."""
-OBJECT_STORE = re.compile(r"\b(?:s3|s3a|gs|gcs|az|abfss?|r2|oss|cos)://[\w.\-]+/?\S*")
-"""An object-store URI; it makes the run object-store backed when its line is about trials."""
-_TRIAL_WORDS = re.compile(r"(?i)trial|trajector|jobs_dir|rollout|harbor|://[^\s]*/jobs/")
-"""A line about trials (a checkpoint or model upload to the same bucket is not one)."""
-
-
-def object_store_trials(text: str) -> bool:
-    """The log names an object-store URI for its trials (``trials_dir: s3://...``)."""
-    if "://" not in text:
-        return False
-    return any(
-        OBJECT_STORE.search(line) is not None and _TRIAL_WORDS.search(line) is not None
-        for line in text.splitlines() if "://" in line
-    )
+__all__ = [  # AGENT_MARKERS and object_store_trials live with the log excerpts they read
+    "AGENT_MARKERS", "cleanup_routine", "cleanup_rule", "completion_rule", "has_trial_tree",
+    "is_agentic", "object_store_trials",
+]
 
 
 def _run_texts(facts: JobFacts) -> Iterable[str]:
     record = facts.record
-    yield facts.log.text if facts.log else ""
+    yield facts.log.text if facts.log else ""  # the kept last lines (the tail's marks below)
     yield record.command or ""
     yield record.comment or ""
     yield " ".join(f"{k}={v}" for k, v in record.labels.items())
@@ -70,6 +51,8 @@ def is_agentic(facts: JobFacts) -> bool:
     """Whether the run is agentic, by its own configuration and log (see the module policy)."""
     if facts.summary is not None and "harbor" in facts.summary.formats:
         return True
+    if facts.log is not None and (facts.log.agent_marked or facts.log.trials_in_object_store):
+        return True  # read from the whole tail at assembly (probes.logs.excerpt)
     return any(AGENT_MARKERS.search(text) or object_store_trials(text)
                for text in _run_texts(facts) if text)
 
@@ -99,7 +82,8 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         return
     tree = ctx.facts.trials
     owns_tree = bucket != "rl" or routine == "rl-agentic-job-cleanup"
-    backed = ctx.facts.log is not None and object_store_trials(ctx.facts.log.text)
+    log = ctx.facts.log
+    backed = log is not None and (log.trials_in_object_store or object_store_trials(log.text))
     if owns_tree and not backed and has_trial_tree(tree) and tree is not None:
         f.flag("cleanup-pending")
         f.recommend(Priority.CLEANUP, "cleanup",

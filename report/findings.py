@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import TypeVar
 
+from probes.logs.excerpt import CONTEXT_LINES, cut_line
 from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
 from report.settings import ReportSettings
@@ -37,7 +38,7 @@ VERDICT_PRECEDENCE: tuple[Verdict, ...] = (
 _T = TypeVar("_T")
 
 NO_KILL_PREFIX = "RECOMMENDATION ONLY (no-kill in force): "
-EXCERPT_LINES = 20
+EXCERPT_LINES = CONTEXT_LINES
 
 
 class Priority(IntEnum):
@@ -204,15 +205,24 @@ def pending_note(record: SchedulerRecord, now: datetime) -> str:
 
 
 def log_excerpt(facts: JobFacts) -> str:
-    """The fault's context in the log tail, else its last lines (for ``jobtables job``)."""
-    text = facts.log.text if facts.log else ""
-    lines = text.splitlines()
+    """The fault's context in the log tail, else its last lines (for ``jobtables job``), each
+    line cut at ``LINE_CHARS``.
+
+    A job keeps the context of its first faults and its tail's last lines, not the tail
+    (``probes.logs.excerpt``); ``text_line`` numbers the kept lines in the tail."""
+    log = facts.log
     fault = first_fault(facts)
-    # The text may start further down than the summary's line 1 (a warm sweep's window).
-    at = fault.line_no - (facts.log.first_line - 1 if facts.log else 0) if fault else 0
-    if fault is not None and 1 <= at <= len(lines):
-        start = max(0, at - EXCERPT_LINES // 2)
+    if log is not None and fault is not None:
+        kept = next((c.text for c in log.contexts if c.line_no == fault.line_no), None)
+        if kept is not None:
+            return kept
+    lines = [cut_line(line) for line in log.text.splitlines()] if log else []
+    first = log.text_line if log else 1
+    if fault is not None and first <= fault.line_no < first + len(lines):
+        start = max(0, fault.line_no - first + 1 - EXCERPT_LINES // 2)
         return "\n".join(lines[start : start + EXCERPT_LINES])
     if fault is not None and not lines:
         return "\n".join(x for x in (fault.excerpt, fault.detail) if x)
+    if log is not None and log.last_context is not None:
+        return log.last_context
     return "\n".join(lines[-EXCERPT_LINES:])

@@ -50,7 +50,7 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
-from report.chain import ChainLink, chain_link
+from report.chain import ChainIndex, ChainLink, chain_link
 from report.cleanup import cleanup_rule
 from report.findings import (
     NO_KILL_PREFIX,
@@ -109,13 +109,18 @@ def judge_job(
     memory: SweepMemory | None = None,
     cluster_name_shown: bool = False,
     sweep_jobs: Sequence[JobFacts] = (),  # issue 11 (wt-e): earlier attempts' fingerprints
+    index: ChainIndex | None = None,
 ) -> JobDetail:
-    """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence."""
+    """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence.
+
+    ``index``: ``cluster_records`` indexed once for the whole sweep (built here if not given);
+    ``sweep_jobs`` need only hold this user's jobs of the cluster (the others never match)."""
     record = facts.record
+    index = index if index is not None else ChainIndex(cluster_records)
     bucket = bucket_for(record.name, settings.buckets)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
-    link = chain_link(record, cluster_records, edges)
+    link = chain_link(record, cluster_records, edges, index=index)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),
@@ -123,9 +128,7 @@ def judge_job(
         now=now,
         successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
-        earlier_attempts=sum(1 for r in cluster_records
-                             if r.job_id != record.job_id and r.name == record.name
-                             and r.user == record.user),
+        earlier_attempts=index.earlier_attempts(record),
         sweep_jobs=tuple(sweep_jobs),  # issue 11 (wt-e)
     )
     f = Findings()
@@ -284,12 +287,13 @@ def build_report(
     judged: list[JobDetail] = []
     for cluster in clusters:
         records = [j.record for j in cluster.jobs]
+        index, by_user = ChainIndex(records), _jobs_by_user(cluster)
         for facts in cluster.jobs:
             key = (cluster.name, facts.record.job_id)
             judged.append(judge_job(
                 facts, cluster_records=records, settings=settings, now=now,
                 history=histories.get(key) if histories else None, memory=memory,
-                cluster_name_shown=shown, sweep_jobs=cluster.jobs,  # issue 11 (wt-e)
+                cluster_name_shown=shown, sweep_jobs=by_user[facts.record.user], index=index,
             ))
     judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
                                 histories=histories, memory=memory, shown=shown)
@@ -331,6 +335,8 @@ def _sweep_recurrences(
     ])
     if not earlier:
         return judged
+    records = {c.name: [j.record for j in c.jobs] for c in clusters}
+    indexes = {c.name: (ChainIndex(records[c.name]), _jobs_by_user(c)) for c in clusters}
     out = []
     for detail in judged:
         key = (detail.report.cluster, detail.report.job_id)
@@ -339,13 +345,22 @@ def _sweep_recurrences(
             out.append(detail)
             continue
         cluster, facts = found[key]
+        index, by_user = indexes[cluster.name]
         out.append(judge_job(
-            facts, cluster_records=[j.record for j in cluster.jobs], settings=settings, now=now,
+            facts, cluster_records=records[cluster.name], settings=settings, now=now,
             history=histories.get(key) if histories else None,
             memory=with_earlier(memory, facts.record, before), cluster_name_shown=shown,
-            sweep_jobs=cluster.jobs,
+            sweep_jobs=by_user[facts.record.user], index=index,
         ))
     return out
+
+
+def _jobs_by_user(cluster: ClusterFacts) -> dict[str | None, tuple[JobFacts, ...]]:
+    """A cluster's jobs by user, in sweep order: a run's attempts are one user's jobs."""
+    grouped: dict[str | None, list[JobFacts]] = {}
+    for job in cluster.jobs:
+        grouped.setdefault(job.record.user, []).append(job)
+    return {user: tuple(jobs) for user, jobs in grouped.items()}
 
 
 def _rate(report: JobReport) -> float | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from probes.logs.excerpt import TALLY
 from probes.models import JobState
 from report.findings import Findings, JudgeContext, Priority, pending_note
 from report.trend import shorten
@@ -38,10 +39,6 @@ _DOMAINS: tuple[tuple[str, str], ...] = (
     (r"(?:^|[-_])rl(?:$|[-_])", "RL "), (r"datagen", "datagen-"), (r"sft", "SFT "),
     (r"eval", "eval-"),
 )
-_SUMMARY = re.compile(
-    r"(?<![\d,.])\d[\d,._]*[kKmM]? (?:passed|failed|errors?|rows|files|shards|records|examples)\b",
-    re.IGNORECASE,
-)
 
 
 def type_label(name: str) -> str:
@@ -54,12 +51,16 @@ def type_label(name: str) -> str:
 
 
 def log_note(ctx: JudgeContext) -> str:
-    """The one line worth showing from a catch-all job's log."""
-    lines = [ln.strip() for ln in (ctx.facts.log.text if ctx.facts.log else "").splitlines()]
+    """The one line worth showing from a catch-all job's log: its last tally line (in the kept
+    last lines, else the one ``probes.logs.excerpt`` found above them), else its last line."""
+    log = ctx.facts.log
+    lines = [ln.strip() for ln in (log.text if log else "").splitlines()]
     lines = [ln for ln in lines if ln]
     for line in reversed(lines):
-        if _SUMMARY.search(line):  # the whole line: "pushing 6,977 rows -> ...", not "977 rows"
+        if TALLY.search(line):  # the whole line: "pushing 6,977 rows -> ...", not "977 rows"
             return shorten(line.strip("= "))
+    if log is not None and log.tally_line and log.tally_line.strip():
+        return shorten(log.tally_line.strip().strip("= "))
     if lines:
         return shorten(lines[-1])
     return ctx.facts.record.reason or ""

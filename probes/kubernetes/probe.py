@@ -50,6 +50,7 @@ from probes.kubernetes.states import (
     log_pod,
     map_workload_state,
 )
+from probes.logs.excerpt import retain
 from probes.logs.parse import parse_log
 from probes.models import (
     TERMINAL_STATES,
@@ -57,6 +58,7 @@ from probes.models import (
     JobFacts,
     JobState,
     LogFetch,
+    LogSummary,
     SchedulerRecord,
 )
 
@@ -186,10 +188,15 @@ class KubernetesProbe:
         if log.status == "ok":
             # Parsing a tail is CPU work (~0.3 s per 2000 lines): a worker thread keeps the
             # bot's event loop answering Slack meanwhile. API calls stay one at a time.
-            summary = await asyncio.to_thread(parse_log, log.text, aliases=self._aliases,
-                                              benign_patterns=self._cluster.benign_patterns,
-                                              mtime=log.mtime)
+            summary, log = await asyncio.to_thread(self._parse, log)
         return JobFacts(record=record, log=log, summary=summary)
+
+    def _parse(self, log: LogFetch) -> tuple[LogSummary, LogFetch]:
+        """The tail's summary, and the log with its bounded excerpts in place of the tail
+        (``probes.logs.excerpt``): a job's facts do not grow with its log."""
+        summary = parse_log(log.text, aliases=self._aliases,
+                            benign_patterns=self._cluster.benign_patterns, mtime=log.mtime)
+        return summary, retain(log, summary)
 
     async def _fetch_log(self, pod: PodView) -> LogFetch:
         """Tail the pod's log; retry once when the body is an error or below the line floor."""

@@ -153,6 +153,12 @@ class _Scanner:
     def run(self, candidates: Iterable[int] | None = None) -> None:
         """Step through ``candidates`` (default: every line), and every line while a traceback
         is open; the lines skipped hold no needle and so change nothing."""
+        self.advance(candidates)
+        self.tracebacks.close_all()
+
+    def advance(self, candidates: Iterable[int] | None = None) -> None:
+        """``run`` without closing the tracebacks still open at the end of ``lines``: the
+        incremental read (``probes.logs.incremental``) feeds the next lines of the log later."""
         following = 0
         open_ = self.tracebacks.open
         for index in range(len(self.lines)) if candidates is None else candidates:
@@ -164,7 +170,6 @@ class _Scanner:
         while open_ and following < len(self.lines):
             self._step(following)
             following += 1
-        self.tracebacks.close_all()
 
     def _step(self, index: int) -> None:
         key, text = _split_prefix(self.lines[index])

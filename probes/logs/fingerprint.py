@@ -34,7 +34,8 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from probes.logs.lines import strip_ray_prefix
+from probes.logs.fingerprint_lines import HEADERS as _HEADERS
+from probes.logs.fingerprint_lines import ReadLines
 from probes.models import RunFingerprint
 
 _log = logging.getLogger(__name__)
@@ -73,7 +74,6 @@ _IMAGE_RES = (
                r"['\"]?([A-Za-z0-9][\w.\-/:@#]{2,200})"),
     re.compile(r"(?:^|\s)--image[= ]([A-Za-z0-9][\w.\-/:@#]{2,200})"),
 )
-_HEADERS = (("DeepSpeedEngine configuration", "deepspeed"), ("---- arguments ----", "megatron"))
 
 MODEL_KEYS = (
     "actor_rollout_ref.model.path", "trainer.policy.model.path", "model_name_or_path",
@@ -117,15 +117,18 @@ def read_fingerprint(lines: Sequence[str]) -> RunFingerprint | None:
         return None
 
 
-def _read(lines: Sequence[str]) -> RunFingerprint | None:
-    bodies = [strip_ray_prefix(line) for line in lines]
+def _read(lines: Sequence[str], *, gated: bool = True) -> RunFingerprint | None:
+    """The fingerprint; ``gated``: the readers see only the lines ``ReadLines`` keeps (the
+    lines it drops change nothing, which the property tests check against ``gated=False``)."""
+    gates = ReadLines(lines, gated)
+    bodies = gates.bodies
     config: dict[str, str] = {}
-    trainer = _collect(bodies, config)
-    image = _image(bodies)
-    banner = next((m for b in bodies if "Total train batch" in b
-                   if (m := _BANNER_BATCH_RE.search(b))), None)
-    pass_at = next((m for b in reversed(bodies) if "pass_at_" in b
-                    if (m := _PASS_AT_RE.search(b))), None)
+    trainer = _collect(bodies, config, gates.starts)
+    image = _image(bodies[i] for i in gates.images)
+    banner = next((m for i in gates.banners if "Total train batch" in bodies[i]
+                   if (m := _BANNER_BATCH_RE.search(bodies[i]))), None)
+    pass_at = next((m for i in reversed(gates.passes) if "pass_at_" in bodies[i]
+                    if (m := _PASS_AT_RE.search(bodies[i]))), None)
     if not config and image is None and banner is None and pass_at is None:
         return None
     if trainer is None:
@@ -137,11 +140,20 @@ def _read(lines: Sequence[str]) -> RunFingerprint | None:
     return built.model_copy(update={"pass_at_k": _int(pass_at.group(1))})
 
 
-def _collect(bodies: Sequence[str], config: dict[str, str]) -> str | None:
-    """Fill ``config`` from every dump in ``bodies``; return the trainer a header named."""
+def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int]) -> str | None:
+    """Fill ``config`` from every dump in ``bodies``; return the trainer a header named.
+
+    Only the lines in ``starts`` can start a dump: any other line is stepped over."""
     trainer: str | None = None
     index = 0
-    while index < len(bodies):
+    pending = iter(starts)
+    while True:
+        start = next(pending, None)
+        while start is not None and start < index:
+            start = next(pending, None)
+        if start is None:
+            break
+        index = start
         body = bodies[index]
         stripped = body.strip()
         for mark, name in _HEADERS:

@@ -203,6 +203,17 @@ class MetricScan:
         ):
             self._markers(body)
 
+    def skim_bar(self, line: str, nested: bool) -> bool:
+        """``skim`` of a line whose body is itself (no Ray prefix, no ``[repeated ...]``) and
+        that starts with neither ``{`` nor a quote, holding ``%|``: True if it was a bar (and
+        ``skim`` would do nothing more with it), False if ``skim`` must read it."""
+        bar = self._bar(line)
+        if bar is None:
+            return False
+        self._skimming = True
+        self._on_bar(bar, nested)
+        return True
+
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
         self._skimming = False
@@ -325,7 +336,10 @@ class MetricScan:
     def _on_bar(self, bar: TqdmBar, nested: bool) -> None:
         if not is_training_bar(bar, nested):
             return
-        self.bars.setdefault((bar.desc, bar.total), BarTrack()).add(bar)
+        track = self.bars.get((bar.desc, bar.total))
+        if track is None:
+            track = self.bars[(bar.desc, bar.total)] = BarTrack()
+        track.add(bar)
         if bar.desc == "":
             if self.hf_anchor is not None and bar.current < self.hf_anchor:
                 self.hf_prev = None  # a new training loop (resume) restarted the bar

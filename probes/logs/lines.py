@@ -10,6 +10,7 @@ line timestamps are read by ``probes.logs.clock``.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
@@ -179,8 +180,10 @@ def parse_reward_line(line: str) -> dict[str, float] | None:
     return values or None
 
 
+@lru_cache(maxsize=4096)
 def interval_seconds(text: str) -> float | None:
-    """tqdm's ``[D d, ]H:MM:SS`` or ``MM:SS`` elapsed field in seconds."""
+    """tqdm's ``[D d, ]H:MM:SS`` or ``MM:SS`` elapsed field in seconds (pure: remembered, as
+    a bar's elapsed field repeats across redraws and bars)."""
     days = 0
     if "d" in text:
         head, _, text = text.partition("d")
@@ -204,11 +207,11 @@ def parse_tqdm(line: str) -> TqdmBar | None:
     last = _TQDM_RE.match(line)
     if last is None:
         return None
-    elapsed = interval_seconds(last.group("elapsed"))
+    desc, current, total, elapsed, rate = last.group("desc", "cur", "tot", "elapsed", "rate")
     return TqdmBar(
-        desc=(last.group("desc") or "").strip(),
-        current=int(last.group("cur")),
-        total=int(last.group("tot")),
-        elapsed_s=elapsed,
-        rate=(last.group("rate") or "").strip(),
+        desc=(desc or "").strip(),
+        current=int(current),
+        total=int(total),
+        elapsed_s=interval_seconds(elapsed),
+        rate=(rate or "").strip(),
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from probes.logs.prefilter import NeedleFilter
 from probes.models import LogOutcome
 
 _PYTEST_RE = re.compile(
@@ -37,11 +38,20 @@ _PUSH_RES: tuple[re.Pattern[str], ...] = (
 )
 
 
-def read_outcome(lines: Sequence[str]) -> LogOutcome | None:
-    """pytest's last summary and the last upload target in ``lines`` (None if neither)."""
+_PUSH_WORDS = ("push", "upload", "huggingface.co", "hf.co", "to ")
+_OUTCOME_LINES = NeedleFilter(("=", *_PUSH_WORDS))
+"""A pytest summary holds ``=``, an upload line one of ``_pushed``'s words: no other line
+says anything here."""
+
+
+def read_outcome(lines: Sequence[str], *, gated: bool = True) -> LogOutcome | None:
+    """pytest's last summary and the last upload target in ``lines`` (None if neither).
+
+    ``gated``: only the lines ``_OUTCOME_LINES`` keeps are read (the tests compare both)."""
     pytest: str | None = None
     pushed: str | None = None
-    for line in reversed(lines):
+    kept = _OUTCOME_LINES.lines(lines) if gated else None
+    for line in reversed(lines) if kept is None else (lines[i] for i in reversed(kept)):
         text = line.strip()
         if not text:
             continue
@@ -60,7 +70,7 @@ def read_outcome(lines: Sequence[str]) -> LogOutcome | None:
 
 def _pushed(text: str) -> str | None:
     lowered = text.lower()
-    if not any(word in lowered for word in ("push", "upload", "huggingface.co", "hf.co", "to ")):
+    if not any(word in lowered for word in _PUSH_WORDS):
         return None
     for pattern in _PUSH_RES:
         found = pattern.search(text)

@@ -58,9 +58,13 @@ def _trie(words: Iterable[bytes]) -> bytes:
 class NeedleFilter:
     """Finds the lines holding any of ``needles`` (case-insensitive; needles hold no digit)."""
 
-    def __init__(self, needles: Iterable[str], *, unicode_digits: bool = False) -> None:
+    def __init__(
+        self, needles: Iterable[str], *, unicode_digits: bool = False, shape: bytes = b"",
+    ) -> None:
         """``unicode_digits`` also keeps lines holding a non-ASCII decimal digit: a regex's
-        ``\\d`` matches those, and deleting only ASCII digits keeps them."""
+        ``\\d`` matches those, and deleting only ASCII digits keeps them. ``shape`` is a
+        regex over skeletons (multi-line mode: ``^`` and ``$`` are a line's ends) that keeps
+        the lines it meets too: for a line form no literal names (an indented ``key:``)."""
         self._unicode_digits = unicode_digits
         words = {needle.lower() for needle in needles}
         if not words or any(not w or any(c.isdigit() for c in w) or "\n" in w for w in words):
@@ -68,31 +72,58 @@ class NeedleFilter:
         encoded = {w.encode() for w in words} | {c.encode() for c in _FOLDS_TO_ASCII}
         self.needles = frozenset(words)
         self._pattern = re.compile(_trie(sorted(encoded)))
+        self._shape = re.compile(shape, re.MULTILINE) if shape else None
 
     def lines(self, lines: Sequence[str]) -> list[int] | None:
         """Indices of the lines that may hold a needle; None when a line holds a ``\\n``."""
+        found = self._skeletons(lines)
+        if found is None:
+            return None
+        skeletons, hits = found
+        if not hits:
+            return []
+        return [index for index, skeleton in enumerate(skeletons) if skeleton in hits]
+
+    def groups(self, lines: Sequence[str]) -> dict[bytes, list[int]] | None:
+        """``lines`` as ``lines()`` finds them, grouped by skeleton (ASCII lower-cased, digits
+        deleted): a reader can judge a repeated line shape once. None as for ``lines()``."""
+        found = self._skeletons(lines)
+        if found is None:
+            return None
+        skeletons, hits = found
+        grouped: dict[bytes, list[int]] = {skeleton: [] for skeleton in hits}
+        if hits:
+            for index, skeleton in enumerate(skeletons):
+                if skeleton in hits:
+                    grouped[skeleton].append(index)
+        return grouped
+
+    def _skeletons(self, lines: Sequence[str]) -> tuple[list[bytes], set[bytes]] | None:
+        """(each line's skeleton, the distinct skeletons holding a needle or the shape)."""
         text = "\n".join(lines).encode("utf-8", "surrogatepass")
         skeletons = text.translate(_UPPER_TO_LOWER, _DIGITS).split(b"\n")
         if len(skeletons) != len(lines):
             return None
         unique = dict.fromkeys(skeletons)
-        hits = self._matching(b"\n".join(unique))
+        joined = b"\n".join(unique)
+        hits = self._matching(joined, self._pattern)
+        if self._shape is not None:
+            hits |= self._matching(joined, self._shape)
         if self._unicode_digits:
             hits.update(s for s in unique if not s.isascii() and _has_unicode_digit(s))
-        if not hits:
-            return []
-        return [index for index, skeleton in enumerate(skeletons) if skeleton in hits]
+        return skeletons, hits
 
-    def _matching(self, joined: bytes) -> set[bytes]:
-        """The distinct lines of ``joined`` holding a needle (each line searched at most once)."""
+    @staticmethod
+    def _matching(joined: bytes, pattern: re.Pattern[bytes]) -> set[bytes]:
+        """The distinct lines of ``joined`` ``pattern`` meets (each line searched at most once)."""
         hits: set[bytes] = set()
-        found = self._pattern.search(joined)
+        found = pattern.search(joined)
         while found is not None:
             start = joined.rfind(b"\n", 0, found.start()) + 1
             end = joined.find(b"\n", found.end())
             end = len(joined) if end < 0 else end
             hits.add(joined[start:end])
-            found = self._pattern.search(joined, end + 1) if end < len(joined) else None
+            found = pattern.search(joined, end + 1) if end < len(joined) else None
         return hits
 
 

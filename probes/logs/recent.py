@@ -32,13 +32,14 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
 from probes.logs.history import MARKER_GATES, METRIC_LINES, MetricScan
-from probes.logs.lines import parse_iteration, strip_ray_prefix
+from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, strip_ray_prefix
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
 from probes.models import LogSummary
@@ -76,7 +77,7 @@ def recent_metrics(
     while True:
         cut = max(0, len(candidates) - span)
         start = candidates[cut] if cut else 0
-        scan = _scan_suffix(raws, lines, candidates[cut:], start=start, aliases=aliases,
+        scan = _scan_suffix(raws, lines, candidates, cut, start=start, aliases=aliases,
                             mtime=mtime, engine_line=engine_line, first_line_no=first_line_no)
         got = len(scan.points)
         if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
@@ -85,14 +86,16 @@ def recent_metrics(
         span = max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got if got else 4 * span)
     engine_at = scan.engine_at
     if engine_line is not None and engine_line < first_line_no + start:
-        engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True)
+        engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True,
+                             among=candidates)
     return scan.summary(line_count, keep=HISTORY_DEPTH), engine_at
 
 
 def _scan_suffix(
     raws: Sequence[str],
     lines: Sequence[str],
-    indices: Sequence[int],
+    candidates: Sequence[int],
+    cut: int,
     *,
     start: int,
     aliases: Mapping[str, str],
@@ -100,16 +103,22 @@ def _scan_suffix(
     engine_line: int | None,
     first_line_no: int,
 ) -> MetricScan:
-    """Skim the markers before ``start``, then the full pass over ``indices`` (all >= start)."""
+    """Skim the markers before ``start``, then the full pass over ``candidates[cut:]`` (all
+    >= start). A bar line that is its own body takes ``skim_bar``, the short way."""
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
         for index in _skimmed(lines, start):
-            quoted = strip_ray_prefix(lines[index]).lstrip()[:1] in ("'", '"')
-            scan.skim(lines[index], raws[index], first_line_no + index,
+            line = lines[index]
+            if ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
+                    and not (line.endswith("]") and "repeated" in line)
+                    and scan.skim_bar(line, NESTED_BAR_MARK in raws[index])):
+                continue
+            quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
+            scan.skim(line, raws[index], first_line_no + index,
                       in_dict=quoted and _inside_dict(lines, index))
-        scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True))
-    for index in indices:
+        scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
+    for index in candidates[cut:]:
         if lines[index].strip():
             scan.feed(lines[index], raws[index], first_line_no + index)
     scan.close(at_log_start=start == 0)
@@ -142,16 +151,21 @@ def _inside_dict(lines: Sequence[str], index: int) -> bool:
 
 
 def clock_at(
-    lines: Sequence[str], index: int, mtime: datetime | None, *, inclusive: bool
+    lines: Sequence[str], index: int, mtime: datetime | None, *, inclusive: bool,
+    among: Sequence[int] | None = None,
 ) -> datetime | None:
     """The log clock's reading at ``lines[index]``: its own stamp, else the last before it.
 
-    Read backwards, so the cost is the distance to that stamp. A year-less stamp is placed
-    by the file's mtime (the forward pass places it by the stamp before it: the two differ
-    only for a tail that crosses New Year with no dated stamp near its end).
+    Read backwards, so the cost is the distance to that stamp; ``among`` (ascending) names
+    the only lines that may hold one (``METRIC_LINES`` keeps every stamp). A year-less stamp
+    is placed by the file's mtime (the forward pass places it by the stamp before it: the two
+    differ only for a tail that crosses New Year with no dated stamp near its end).
     """
     stop = index if inclusive else index - 1
-    for back in range(stop, -1, -1):
+    backwards: Iterable[int] = range(stop, -1, -1)
+    if among is not None:
+        backwards = (among[i] for i in range(bisect_right(among, stop) - 1, -1, -1))
+    for back in backwards:
         body = strip_ray_prefix(lines[back])
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)

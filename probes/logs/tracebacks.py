@@ -180,6 +180,18 @@ def summary_root_cause(texts: Sequence[str]) -> str | None:
     return f"exitcode {exit_code}" if exit_code is not None else None
 
 
+def summary_relevant(text: str) -> bool:
+    """Whether ``summary_root_cause`` reads anything from ``text`` (one stripped line): any
+    other line acts there as ``""`` does, so a reader that keeps lines for it may blank it."""
+    return (
+        text.startswith("Root Cause")
+        or (text.startswith("=") and RULE.match(text) is not None)
+        or _SUMMARY_EXIT.match(text) is not None
+        or _SUMMARY_TB.match(text) is not None
+        or is_exception(text)
+    )
+
+
 def _until_rule(texts: Sequence[str]) -> list[str]:
     """Lines up to the summary's closing ``====`` rule (leading rules skipped)."""
     out: list[str] = []

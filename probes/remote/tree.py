@@ -46,6 +46,12 @@ CKPT_VISITS = 256
 """Directories listed per checkpoint root at most (a tensorboard ``runs/`` tree is not one)."""
 _LOGGED_DIRS = 8
 _LOGGED_LINE = re.compile(r"checkpoint|sav(?:e|ed|ing)\b|global_step|iter_\d", re.IGNORECASE)
+_LOGGED_GATE = re.compile(
+    b"checkpoint|sav|global_step|iter_|"
+    + b"|".join(re.escape(c.encode()) for c in ("\u0130", "\u0131", "\u017f", "\u212a"))
+)
+"""A superset of ``_LOGGED_LINE`` on ASCII-lowered UTF-8 (see ``_logged_lines``)."""
+_ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
 _FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
 TRIAL_BUDGET_S = 20.0
@@ -171,17 +177,40 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str]) -> list[tuple[str
     """
     found: list[tuple[str, list[str]]] = []
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
-    for line in reversed((text or "").splitlines()[-5000:]):
+    for line in reversed(_logged_lines(text)):
         if len(found) >= _LOGGED_DIRS:
             break
-        if not _LOGGED_LINE.search(line):
-            continue
         for raw in _LOGGED_PATH.findall(line):
             target = _step_holder(os.path.normpath(raw.rstrip(".:")))
             place = _inside_base(target, clean)
             if place is not None and place not in found:
                 found.append(place)
     return found
+
+
+def _logged_lines(text: str | None) -> list[str]:
+    """The lines among the last 5000 that ``_LOGGED_LINE`` matches, in order.
+
+    ``_LOGGED_LINE`` ignores case, which leaves sre no literal to skip ahead on, so it runs
+    only on the lines a case-sensitive search of the ASCII-lowered UTF-8 text meets: every
+    match holds one of ``_LOGGED_GATE``'s words once ASCII letters are lowered, or one of the
+    four non-ASCII characters that match an ASCII letter without case. ``splitlines`` leaves
+    no ``\\n`` in a line, so a hit names its line and the search goes on after that line."""
+    lines = (text or "").splitlines()[-5000:]
+    skeleton = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_ASCII_LOWER)
+    hits: list[str] = []
+    index, position = 0, 0
+    found = _LOGGED_GATE.search(skeleton)
+    while found is not None:
+        index += skeleton.count(b"\n", position, found.start())
+        if _LOGGED_LINE.search(lines[index]):
+            hits.append(lines[index])
+        end = skeleton.find(b"\n", found.end())
+        if end < 0:
+            break
+        index, position = index + 1, end + 1
+        found = _LOGGED_GATE.search(skeleton, position)
+    return hits
 
 
 def _step_holder(path: str) -> str:

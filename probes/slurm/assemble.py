@@ -6,7 +6,8 @@ the one parser (``probes.logs.parse.parse_log``); checkpoints and trials through
 When the tail holds no start-up config dump, the log's head (the collector sends its first
 256 KiB beside a cut tail, on whole-tail reads only) is read for the run fingerprint.
 A log that could not be read gives a ``LogFetch`` with its status and no summary: never a
-made-up "no metrics".
+made-up "no metrics". Once parsed, the tail gives way to its bounded excerpts
+(``probes.logs.excerpt.retain``): a job's facts do not grow with its log.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
+from probes.logs.excerpt import retain
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.lines import strip_ansi
 from probes.logs.parse import parse_log
@@ -92,9 +94,14 @@ def job_facts(
     aliases: Mapping[str, str],
     benign_patterns: Sequence[str],
     summarise: Callable[[LogFetch], LogSummary] | None = None,
+    whole_tail: bool = False,
 ) -> JobFacts:
-    """Assemble one job's facts from its scheduler record and the collector's answer;
-    ``summarise`` (a warm sweep's fold, ``probes.slurm.cursors``) replaces ``parse_log``."""
+    """Assemble one job's facts from its scheduler record and the collector's answer.
+
+    The log keeps bounded excerpts of its tail (``probes.logs.excerpt``); ``whole_tail`` keeps
+    the tail itself, for a one-job read that parses it again (the deep probe), or a warm
+    sweep that retains with what earlier reads kept (``probes.slurm.cursors``), whose fold
+    ``summarise`` replaces ``parse_log``."""
     if not collected:
         return JobFacts(record=record)
     log = _log_fetch(collected.get("log") or {})
@@ -108,7 +115,7 @@ def job_facts(
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})
     return JobFacts(
         record=record,
-        log=log,
+        log=log if whole_tail else retain(log, summary),
         summary=summary,
         checkpoints=_checkpoints(collected.get("checkpoints") or {}),
         trials=trial_tree(collected.get("trials") or {}),
@@ -145,7 +152,6 @@ def _log_fetch(raw: Mapping[str, Any]) -> LogFetch:
         mtime=_utc(mtime),
         text=raw.get("text") or "",
         offset=int(raw.get("offset") or 0),
-        first_line=int(raw.get("first_line") or 1),
         attempts=int(raw.get("attempts") or 1),
     )
 

@@ -24,8 +24,17 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
+from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
 from probes.logs.incremental import LogCarry, parse_increment
-from probes.models import Frozen, JobFacts, LogFetch, LogSummary, RunFingerprint, SchedulerRecord
+from probes.models import (
+    Frozen,
+    JobFacts,
+    LogContext,
+    LogFetch,
+    LogSummary,
+    RunFingerprint,
+    SchedulerRecord,
+)
 from probes.slurm.assemble import head_fingerprint, job_facts
 
 RECENT_CHARS = 16 << 10
@@ -62,6 +71,15 @@ class LogState(Frozen):
     """Byte offset in the file where ``recent`` starts."""
     recent_line: int = Field(default=1, ge=1)
     """The fold's line number of ``recent``'s first line (faults are numbered so)."""
+    contexts: tuple[LogContext, ...] = Field(default=(), max_length=MAX_CONTEXTS)
+    """The excerpts kept around the first faults (``probes.logs.excerpt``), fold-numbered:
+    a fault above ``recent`` keeps the context read when it was below."""
+    tally: str | None = None
+    """The last line read with a count of tests, rows, files, ... (a catch-all job's note)."""
+    agent_marked: bool = False
+    """Some line read names agent configuration (``probes.logs.excerpt.AGENT_MARKERS``)."""
+    trials_in_object_store: bool = False
+    """Some line read names an object-store URI for its trials."""
     _summary: LogSummary | None = PrivateAttr(default=None)
     """This process only, never stored: the summary the state was folded into, and the file's
     mtime then. A log unchanged since (no byte appended, same mtime) reuses it: folding
@@ -162,19 +180,63 @@ def fold_job(
 
     log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
     if base is not None:
-        log.update(text=shown, offset=recent_offset, first_line=recent_line)
+        log.update(text=shown, offset=recent_offset)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
-                      benign_patterns=benign_patterns, summarise=summarise)
-    if not carried or getattr(carried[0], "reset", False):
-        return facts, None  # no fold, or the fold lost its state (a parser bug): read cold
+                      benign_patterns=benign_patterns, summarise=summarise, whole_tail=True)
+    if facts.log is None or not carried or getattr(carried[0], "reset", False):
+        # No fold, or the fold lost its state (a parser bug): read cold next time.
+        return facts.model_copy(update={"log": retain(facts.log, facts.summary)}
+                                ) if facts.log else facts, None
+    kept_log, excerpts = _retained(facts.log, facts.summary, base, recent_line)
+    facts = facts.model_copy(update={"log": kept_log})
     if reused and base is not None:
         return facts, base  # as it was (see LogState._summary)
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
                      recent_offset=recent_offset + len(dropped.encode("utf-8")),
-                     recent_line=recent_line + _breaks(dropped))
+                     recent_line=recent_line + _breaks(dropped), **excerpts)
     state._summary, state._mtime = facts.summary, facts.log.mtime if facts.log else None
     return facts, state
+
+
+def _retained(log: LogFetch, summary: LogSummary | None, base: LogState | None,
+              first: int) -> tuple[LogFetch, dict[str, Any]]:
+    """``retain`` of this read's text (whose first line is the fold's line ``first``), with
+    what earlier reads kept of the lines above it; and those excerpts, for the state.
+
+    On a cold read (``base`` None, ``first`` 1) this is ``retain`` itself."""
+    shift = first - 1
+    faults = summary.faults if summary is not None else ()
+    local = summary
+    if summary is not None and shift:  # retain numbers lines from the text's first
+        local = summary.model_copy(update={"faults": tuple(
+            f.model_copy(update={"line_no": f.line_no - shift}) for f in faults)})
+    kept = retain(log, local)
+    here = {c.line_no + shift: c.text for c in kept.contexts}
+    earlier = {c.line_no: c.text for c in base.contexts} if base is not None else {}
+    wanted = sorted({f.line_no for f in faults if f.kind != "time-limit"})
+    contexts = tuple(LogContext(line_no=n, text=here.get(n) or earlier[n])
+                     for n in wanted if n in here or n in earlier)[:MAX_CONTEXTS]
+    latest = _last_tally(kept.text)  # the last tally overall when the kept text holds one
+    tally = latest or kept.tally_line or (base.tally if base is not None else None)
+    excerpts: dict[str, Any] = {
+        "contexts": contexts, "tally": tally,
+        "agent_marked": kept.agent_marked or (base is not None and base.agent_marked),
+        "trials_in_object_store": kept.trials_in_object_store
+        or (base is not None and base.trials_in_object_store)}
+    shown = kept.model_copy(update={
+        "contexts": contexts, "text_line": kept.text_line + shift,
+        "tally_line": None if latest else tally, "agent_marked": excerpts["agent_marked"],
+        "trials_in_object_store": excerpts["trials_in_object_store"]})
+    return shown, excerpts
+
+
+def _last_tally(text: str) -> str | None:
+    """The text's last line with a tally (``probes.logs.excerpt.TALLY``), cut as kept."""
+    for line in reversed(text.splitlines()):
+        if TALLY.search(line):
+            return cut_line(line)
+    return None
 
 
 def _breaks(text: str) -> int:

@@ -173,12 +173,14 @@ class SlurmProbe:
             jobs=jobs, round_trips=runner.commands_sent,
         ), states
 
-    async def collect_job(self, job_id: str) -> JobFacts | None:
-        """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it)."""
-        facts = await self.collect_one(job_id, quiet=False)
+    async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
+        """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it);
+        ``whole_tail`` keeps the log's whole tail in ``log.text`` (the deep probe reads it)."""
+        facts = await self.collect_one(job_id, quiet=False, whole_tail=whole_tail)
         return facts.jobs[0] if facts.jobs else None
 
-    async def collect_one(self, job_id: str, *, quiet: bool = True) -> ClusterFacts:
+    async def collect_one(self, job_id: str, *, quiet: bool = True,
+                          whole_tail: bool = False) -> ClusterFacts:
         """That job only, in at most two commands (``probes.slurm.onejob``): its facts first,
         then, for a TIMEOUT, its user's live jobs (successor candidates, no files read).
         ``quiet``: a cluster problem is ``unreachable`` (as ``collect``), else it raises."""
@@ -199,7 +201,8 @@ class SlurmProbe:
             raise CommandError(reason) from exc
         finally:
             await runner.aclose()
-        jobs = await asyncio.to_thread(self._facts, [found], collected) if found else ()
+        jobs = (await asyncio.to_thread(self._facts, [found], collected, whole_tail)
+                if found else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=(*jobs, *(JobFacts(record=r) for r in live)))
@@ -421,10 +424,11 @@ class SlurmProbe:
         return self._cluster.users or (runner.login_user,)
 
     def _facts(self, records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
-               ) -> tuple[JobFacts, ...]:
+               whole_tail: bool = False) -> tuple[JobFacts, ...]:
         patterns = self._cluster.benign_patterns
         return tuple(
-            job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns)
+            job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns,
+                      whole_tail=whole_tail)
             for r in records
         )
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli import DEMO_RECORDING
+from bot.config import ConfigSource
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
 from probes.slurm import replay
@@ -112,7 +113,8 @@ async def main(copies: int) -> None:
             clock = FakeClock()
             # No sweep state: per-job Redis history merges would measure Redis, not the loop.
             sweeper = Sweeper(lambda: config, clock=clock)
-            async with running_bot(slack, store, sweeper, clock) as h:  # type: ignore[arg-type]
+            async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
+                                   config=ConfigSource.fixed(config)) as h:
                 await acks_while(h, None, 1)  # warm the cache
                 print(line("/jobs, no sweep running", await acks_while(h, None, 20), "ack"))
                 task, t0 = await timed_task(sweeper.sweep())

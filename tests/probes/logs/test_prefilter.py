@@ -157,6 +157,23 @@ def test_needle_filter_is_a_superset(lines: list[str]) -> None:
             assert index in kept, line
 
 
+SHAPED = NeedleFilter(["killed"], shape=rb"^ *[a-z_]\w*:(?: |$)")
+
+
+@PROPERTY
+@given(st.lists(st.text(alphabet="Killed aK_:1\u212a\xe9", max_size=10)))
+def test_shape_and_groups_are_supersets(lines: list[str]) -> None:
+    """A ``shape`` keeps the lines whose skeleton it meets (an indented ``key:`` here), and
+    ``groups`` holds exactly ``lines()``'s indices, each under its own line's skeleton."""
+    kept = SHAPED.lines(lines) or []
+    for index, line in enumerate(lines):
+        if "killed" in line.lower() or re.match(r" *[A-Za-z_][A-Za-z0-9_]*:(?: |$)", line):
+            assert index in kept, line
+    groups = SHAPED.groups(lines) or {}
+    assert sorted(i for indices in groups.values() for i in indices) == kept
+    assert len({i for indices in groups.values() for i in indices}) == len(kept)
+
+
 def test_needle_filter_keeps_case_folds() -> None:
     """The non-ASCII letters that lower to ASCII (dotted I, Kelvin sign) keep their line."""
     lines = ["\u212a", "x", "\u0130", "KILLED", "K"]

@@ -85,7 +85,8 @@ def grow(log: Path, data: bytes, cuts: list[int], **kw: Any) -> tuple[JobFacts, 
 @pytest.mark.parametrize("name", LOGS)
 def test_sweep_by_sweep_equals_a_cold_read_of_the_whole_log(tmp_path: Path, name: str) -> None:
     """Grown at six random byte cuts (seeded), swept after each: the last warm sweep's summary
-    is the cold read's, and its shown text is the whole text's end."""
+    is the cold read's, and so is what it keeps of the log (last lines, fault contexts,
+    tally, markers: ``probes.logs.excerpt``) but for the offset it read from."""
     data = (FIX / name).read_bytes()
     cuts = sorted(random.Random(name).sample(range(1, len(data)), 6))
     log = tmp_path / "run.out"
@@ -93,22 +94,21 @@ def test_sweep_by_sweep_equals_a_cold_read_of_the_whole_log(tmp_path: Path, name
     whole = cold(log)
     assert same(facts.summary, whole.summary)
     assert facts.log is not None and whole.log is not None
-    assert whole.log.text.endswith(facts.log.text)
+    assert facts.log.model_copy(update={"offset": whole.log.offset}) == whole.log
     assert len(state.recent) <= RECENT_CHARS
     assert state.cursor.offset == len(data)
 
 
-def test_the_shown_text_is_the_latest_lines_with_their_offset(tmp_path: Path) -> None:
-    """A warm sweep shows the stored window plus the new text, from a line start, and says
-    at which byte of the file it starts (an ASCII log: exact)."""
+def test_the_state_keeps_the_latest_lines_with_their_offset(tmp_path: Path) -> None:
+    """The state's window is the log's last lines from a line start, and knows at which byte
+    and line of the file it starts (an ASCII log: exact)."""
     data = (FIX / "verl-0.9.1/console.log").read_bytes()
     log = tmp_path / "run.out"
-    facts, state = grow(log, data, [40_000, 70_000, 90_000])
-    assert facts.log is not None
-    shown = facts.log.text
-    assert data.decode().endswith(shown) and data[facts.log.offset:].decode() == shown
-    assert data[facts.log.offset - 1:facts.log.offset] == b"\n"
-    assert state.recent == shown[-len(state.recent):] and len(state.recent) <= RECENT_CHARS
+    _, state = grow(log, data, [40_000, 70_000, 90_000])
+    assert data[state.recent_offset:].decode() == state.recent
+    assert data[state.recent_offset - 1:state.recent_offset] == b"\n"
+    assert state.recent_line == data[:state.recent_offset].count(b"\n") + 1
+    assert 0 < len(state.recent) <= RECENT_CHARS
 
 
 def test_a_head_only_fingerprint_survives_warm_sweeps(tmp_path: Path) -> None:
@@ -153,10 +153,26 @@ def test_a_warm_excerpt_shows_the_faults_own_lines(tmp_path: Path) -> None:
     log = tmp_path / "run.out"
     facts, state = grow(log, healthy + crash, [len(healthy) - 500, len(healthy) + 100])
     whole = cold(log)
-    assert facts.log is not None and facts.log.first_line > 1 == whole.log.first_line
     assert facts.summary is not None and facts.summary.faults
     assert log_excerpt(facts) == log_excerpt(whole) != ""
-    assert state.recent_line > 1
+    assert state.recent_line > 1 and state.contexts
+
+
+def test_what_was_read_above_the_window_is_still_shown(tmp_path: Path) -> None:
+    """A crash's context, a tally line and an agent marker printed early, then far more than
+    the state's window of other lines: the warm sweep keeps them as the cold read finds them
+    anywhere in the tail."""
+    crash = (FIX / "torch-2.13.0/childfailed.out").read_bytes()
+    early = b"agent_config=terminus-2\npushing 6,977 rows to the hub\n" + crash
+    filler = b"".join(b"[rank0] still alive %d\n" % n for n in range(3000))
+    log = tmp_path / "run.out"
+    facts, state = grow(log, early + filler, [len(early), len(early) + 30_000])
+    whole = cold(log)
+    assert facts.log is not None and whole.log is not None
+    assert len(filler) > 2 * RECENT_CHARS and state.recent_line > 100
+    assert whole.log.contexts and whole.log.tally_line and whole.log.agent_marked
+    assert facts.log.model_copy(update={"offset": whole.log.offset}) == whole.log
+    assert log_excerpt(facts) == log_excerpt(whole)
 
 
 def test_an_unchanged_log_reuses_its_summary_until_it_changes(tmp_path: Path) -> None:

@@ -1,0 +1,67 @@
+"""Which lines the fingerprint's readers read (``probes.logs.fingerprint``): a prefilter.
+
+Policy: a prefilter's rule (``probes.logs.prefilter``): it may keep more lines than a reader
+acts on, never fewer, so the fingerprint equals the one read from every line (the property
+tests hold the two together). Lines are judged by skeleton, so a shape printed every step (an
+HF metric dict) is judged once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from probes.logs.lines import strip_ray_prefix
+from probes.logs.prefilter import NeedleFilter
+
+HEADERS = (("DeepSpeedEngine configuration", "deepspeed"), ("---- arguments ----", "megatron"))
+"""A dump's header line and the trainer it names."""
+READ_LINES = NeedleFilter(
+    (*(mark for mark, _ in HEADERS), "{", "(", "=", " ..", "[repeated", "mage", ".sif",
+     "Total train batch", "pass_at_"),
+    shape=rb"^ *[a-z_][\w\-\x80-\xff]*:(?: |$)",
+)
+"""Every line a reader here acts on holds one of these, or is an indented ``key:`` (YAML):
+a dump's first line (brace, paren, ``=``, `` ..``, a header), an image, the HF banner,
+``pass_at_``; and every line whose Ray prefix or ``[repeated ...]`` tail ``strip_ray_prefix``
+cuts holds ``(`` or ``[repeated``. ``shape`` is ``fingerprint._YAML_RE`` on a skeleton, loosened."""
+_FLAT_DICT = re.compile(rb"[ \t\r\f\v]*\{[^{}\[\]()\n]*['\"][^{}\[\]()\n]*\}[ \t\r\f\v]*")
+"""A skeleton of a one-line dict with one brace pair, a quote and no other bracket: its own
+first ``{`` and last ``}`` lie outside any quoted string, so ``_literal_dump`` closes it on
+that line, finds one brace and skips it (a metric line). Such a line starts no dump."""
+_HEADER_SKELETONS = tuple(mark.lower().encode() for mark, _ in HEADERS)
+
+
+class ReadLines:
+    """The lines each reader may act on (ascending): dump starts, images, banners, pass@k."""
+
+    def __init__(self, lines: Sequence[str], gated: bool) -> None:
+        groups = READ_LINES.groups(lines) if gated else None
+        if groups is None:
+            every = range(len(lines))
+            self.bodies = [strip_ray_prefix(line) for line in lines]
+            self.starts: Sequence[int] = every
+            self.images: Sequence[int] = every
+            self.banners: Sequence[int] = every
+            self.passes: Sequence[int] = every
+            return
+        self.bodies = list(lines)
+        starts: list[int] = []
+        images: list[int] = []
+        banners: list[int] = []
+        passes: list[int] = []
+        for skeleton, indices in groups.items():
+            if skeleton.startswith(b"(") or skeleton.endswith(b"]"):
+                for index in indices:
+                    self.bodies[index] = strip_ray_prefix(lines[index])
+            if not _FLAT_DICT.fullmatch(skeleton) or any(
+                    mark in skeleton for mark in _HEADER_SKELETONS):
+                starts += indices
+            if b"mage" in skeleton or b".sif" in skeleton:
+                images += indices
+            if b"total train batch" in skeleton:
+                banners += indices
+            if b"pass_at_" in skeleton:
+                passes += indices
+        self.starts, self.images = sorted(starts), sorted(images)
+        self.banners, self.passes = sorted(banners), sorted(passes)

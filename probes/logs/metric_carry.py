@@ -1,0 +1,263 @@
+"""The metric pass's state between two reads of one log: ``MetricScan`` frozen and thawed.
+
+Policy: ``snapshot_metrics`` turns a ``MetricScan`` that has fed every line so far into a
+JSON-serialisable model, ``restore_metrics`` builds the scan back, so feeding the next lines to
+the restored scan is feeding them to the original. It is bounded whatever the log's length:
+
+- only the ``HISTORY_DEPTH`` steps logged last are kept as points (the summary keeps no more,
+  and a re-logged step moves last either way); the steps logged before them are kept as
+  intervals of step numbers (``logged``), because "was this step logged before?" decides
+  whether a SkyRL reward line makes a step of its own. Runs number their steps in order, so a
+  run holds a few intervals; past ``MAX_INTERVALS`` the lowest are forgotten (a reward line
+  for a step that old would count as new).
+- HF dicts waiting for a bar (``hf_unanchored``) are kept whole up to ``MAX_UNANCHORED``; past
+  that the first and last halves, with the count between. With no bar ever (HF's
+  ``disable_tqdm``) the last ones are numbered up to the count exactly as the whole pass does;
+  a bar arriving after more than ``MAX_UNANCHORED`` bar-less dicts numbers the middle ones
+  from placeholders (documented in ``probes.logs.incremental``).
+- the rest is already bounded by ``MetricScan``: bar events (64 per bar), Megatron iteration
+  times (64), an open multi-line dict (5000 lines), checkpoint steps (one per save).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Mapping
+from datetime import datetime
+
+from pydantic import ConfigDict
+
+from probes.logs.history import MetricScan
+from probes.logs.lines import TqdmBar
+from probes.logs.progress import BarTrack
+from probes.models import Frozen, LogTime, MetricPoint
+
+KEEP_POINTS = 32
+"""Points kept: ``probes.logs.recent.HISTORY_DEPTH`` (the summary's history depth)."""
+MAX_INTERVALS = 256
+MAX_UNANCHORED = 256
+
+Interval = tuple[int, int]
+
+
+class Carried(Frozen):
+    """A carry's model: JSON keeps NaN and infinities (as strings), which metrics hold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
+
+
+class PointCarry(Carried):
+    """A ``MetricPoint`` as carried."""
+
+    step: int
+    values: dict[str, float]
+    line_no: int | None = None
+    wall_time: LogTime | None = None
+
+
+class BarCarry(Carried):
+    """One training bar's track: its key, redraw count, last redraw and (step, elapsed) events."""
+
+    desc: str
+    total: int
+    count: int
+    last: tuple[str, int, int, float | None, str] | None = None
+    events: tuple[tuple[int, float], ...] = ()
+
+
+class MetricCarry(Carried):
+    """Everything ``MetricScan`` carries from one line to the next (see the module policy)."""
+
+    clock_last: LogTime | None = None
+    engine_line: int | None = None
+    engine_at: LogTime | None = None
+    points: tuple[PointCarry, ...] = ()
+    """The last ``KEEP_POINTS`` points, in logging order."""
+    logged: tuple[Interval, ...] = ()
+    """Steps logged before those points, as sorted, disjoint, inclusive intervals."""
+    formats: tuple[str, ...] = ()
+    banner_total: int | None = None
+    bars: tuple[BarCarry, ...] = ()
+    checkpoints: tuple[int, ...] = ()
+    finished: bool = False
+    header: tuple[int, LogTime | None] | None = None
+    dict_lines: tuple[str, ...] | None = None
+    dict_line_no: int = 0
+    pending_reward: dict[str, float] | None = None
+    hf_anchor: int | None = None
+    hf_prev: int | None = None
+    hf_head: tuple[tuple[dict[str, float], int], ...] = ()
+    hf_tail: tuple[tuple[dict[str, float], int], ...] = ()
+    hf_count: int = 0
+    samples: int | None = None
+    batch: int | None = None
+    harbor: tuple[int, int, float | None] | None = None
+    iter_total: int | None = None
+    iter_times: tuple[tuple[int, float], ...] = ()
+
+
+class StepIntervals:
+    """A set of step numbers stored as sorted, disjoint, inclusive intervals."""
+
+    def __init__(self, intervals: tuple[Interval, ...] = ()) -> None:
+        self.starts = [lo for lo, _ in intervals]
+        self.ends = [hi for _, hi in intervals]
+
+    def __contains__(self, step: object) -> bool:
+        if not isinstance(step, int):
+            return False
+        at = bisect_right(self.starts, step) - 1
+        return at >= 0 and step <= self.ends[at]
+
+    def add(self, lo: int, hi: int | None = None) -> None:
+        """Add the steps ``lo..hi`` (inclusive), merging neighbours."""
+        hi = lo if hi is None else hi
+        at = bisect_right(self.starts, lo) - 1
+        if at >= 0 and self.ends[at] >= lo - 1:
+            lo = self.starts[at]
+        else:
+            at += 1
+        end = at
+        while end < len(self.starts) and self.starts[end] <= hi + 1:
+            hi = max(hi, self.ends[end])
+            end += 1
+        self.starts[at:end], self.ends[at:end] = [lo], [hi]
+        if len(self.starts) > MAX_INTERVALS:  # forget the lowest (see the module policy)
+            del self.starts[0], self.ends[0]
+
+    def intervals(self) -> tuple[Interval, ...]:
+        return tuple(zip(self.starts, self.ends, strict=True))
+
+
+class _Points(dict[int, MetricPoint]):
+    """``MetricScan.points`` holding the last points, answering ``in`` for every step logged."""
+
+    def __init__(self, points: tuple[PointCarry, ...], logged: StepIntervals) -> None:
+        super().__init__((p.step, MetricPoint.model_construct(
+            step=p.step, values=dict(p.values), line_no=p.line_no, wall_time=p.wall_time))
+            for p in points)
+        self.logged = logged
+
+    def __contains__(self, step: object) -> bool:
+        return dict.__contains__(self, step) or step in self.logged
+
+    def trim(self, keep: int) -> None:
+        """Forget all but the ``keep`` points logged last (their steps stay in ``logged``)."""
+        while len(self) > keep:
+            oldest = next(iter(self))
+            del self[oldest]
+            self.logged.add(oldest)
+
+
+class FoldScan(MetricScan):
+    """``MetricScan`` whose bar-less HF dicts may have a dropped middle (``hf_gap`` of them
+    after the first ``hf_head`` ones), numbered as if they were there."""
+
+    hf_head = 0
+    hf_gap = 0
+
+    def _on_hf_dict(self, pairs: dict[str, float], line_no: int) -> None:
+        if self.hf_gap:  # a bar at last: the dropped dicts become placeholders (module policy)
+            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
+            self.hf_unanchored = [*head, *[({}, 0)] * self.hf_gap, *tail]
+            self.hf_gap = 0
+        super()._on_hf_dict(pairs, line_no)
+
+    def close(self, *, at_log_start: bool = True) -> None:
+        if self.hf_gap:  # no bar came: dict i is step i, the dropped ones included
+            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
+            for step, (pairs, line_no) in enumerate(head, start=1):
+                self._record(step, pairs, line_no, None)
+            if isinstance(self.points, _Points):
+                self.points.logged.add(len(head) + 1, len(head) + self.hf_gap)
+            for step, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
+                self._record(step, pairs, line_no, None)
+            self.hf_unanchored.clear()
+            self.hf_gap = 0
+        super().close(at_log_start=at_log_start)
+
+
+def _unanchored(scan: MetricScan) -> tuple[list[tuple[dict[str, float], int]], list[
+        tuple[dict[str, float], int]], int]:
+    """(head, tail, dicts in all) of the bar-less HF dicts, the middle dropped past the cap."""
+    pending = scan.hf_unanchored
+    head_len, gap = (scan.hf_head, scan.hf_gap) if isinstance(scan, FoldScan) else (0, 0)
+    if not gap and len(pending) <= MAX_UNANCHORED:
+        return list(pending), [], len(pending)
+    half = MAX_UNANCHORED // 2
+    if not gap:
+        head_len = half
+    head, tail = pending[:head_len], pending[head_len:]
+    return head, tail[-half:], len(pending) + gap
+
+
+def snapshot_metrics(scan: MetricScan) -> MetricCarry:
+    """``scan``'s state (after ``feed``, before ``close``) as a bounded model."""
+    points = scan.points
+    logged = points.logged if isinstance(points, _Points) else StepIntervals()
+    if isinstance(points, _Points):
+        points.trim(KEEP_POINTS)
+    else:
+        for step in list(points)[:-KEEP_POINTS]:
+            logged.add(step)
+    head, tail, count = _unanchored(scan)
+    return MetricCarry(
+        clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
+        points=tuple(PointCarry(step=p.step, values=p.values, line_no=p.line_no,
+                                wall_time=p.wall_time)
+                     for p in (scan.points[s] for s in list(scan.points)[-KEEP_POINTS:])),
+        logged=logged.intervals(), formats=tuple(scan.formats),
+        banner_total=scan.banner_total,
+        bars=tuple(_bar_carry(key, track) for key, track in scan.bars.items()),
+        checkpoints=tuple(sorted(scan.checkpoints)), finished=scan.finished,
+        header=scan.header,
+        dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
+        dict_line_no=scan.dict_line_no, pending_reward=scan.pending_reward,
+        hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
+        hf_head=tuple(head), hf_tail=tuple(tail), hf_count=count,
+        samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
+        iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
+    )
+
+
+def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
+    last = None if track.last is None else tuple(track.last)
+    return BarCarry(desc=key[0], total=key[1], count=track.count,
+                    last=last, events=tuple(track.events))
+
+
+def restore_metrics(
+    carry: MetricCarry | None, aliases: Mapping[str, str], mtime: datetime | None
+) -> FoldScan:
+    """A ``MetricScan`` in the state ``carry`` was taken in (a fresh one for ``None``).
+
+    ``mtime`` is this read's: it places year-less stamps only until the log shows a stamp.
+    """
+    scan = FoldScan(aliases, mtime, None)
+    carry = carry or MetricCarry()
+    if carry.clock_last is not None:
+        scan.clock.reference = scan.clock.last = carry.clock_last
+    scan.engine_line, scan.engine_at = carry.engine_line, carry.engine_at
+    scan.points = _Points(carry.points, StepIntervals(carry.logged))
+    scan.formats = dict.fromkeys(carry.formats)
+    scan.banner_total = carry.banner_total
+    for bar in carry.bars:
+        track = BarTrack()
+        track.count = bar.count
+        track.last = None if bar.last is None else TqdmBar(*bar.last)
+        track.events = list(bar.events)
+        scan.bars[(bar.desc, bar.total)] = track
+    scan.checkpoints = set(carry.checkpoints)
+    scan.finished = carry.finished
+    scan.header = carry.header
+    scan.dict_lines = None if carry.dict_lines is None else list(carry.dict_lines)
+    scan.dict_line_no = carry.dict_line_no
+    scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
+    scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
+    scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
+    if carry.hf_tail:
+        scan.hf_head = len(carry.hf_head)
+        scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)
+    scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
+    scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
+    return scan

@@ -1,0 +1,84 @@
+"""``ChainIndex``: judging a sweep indexes each cluster once; the answer is the one a scan of
+every record gives (the pre-index algorithm, kept here as the oracle), on random clusters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probes.models import JobState, SchedulerRecord
+from report import chain
+from report.chain import ChainIndex, ChainLink, chain_link, dependencies, submit_order
+from tests.report.factories import NOW, record
+
+_STATES = [JobState.TIMEOUT, JobState.PENDING, JobState.RUNNING, JobState.COMPLETED,
+           JobState.FAILED]
+_KINDS = ["afterany", "afterok", "aftercorr", "afternotok"]
+
+
+def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecord],
+                       known_edges: Mapping[str, str]) -> ChainLink:
+    """The chain rule as it read before the index: every record scanned for every job."""
+    if record.state is not JobState.TIMEOUT:
+        return ChainLink()
+    live = [r for r in records if r.state in chain._LIVE and r.job_id != record.job_id]
+    waiting = sorted(((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id),
+                     key=lambda pair: submit_order(pair[0]))
+    restarts = [r for r, d in waiting
+                if d.kind in chain._RESTART_KINDS and not chain._never_starts(r)]
+    if restarts:
+        return ChainLink(successor=restarts[0].job_id)
+    remembered = known_edges.get(record.job_id)
+    if remembered is not None and any(r.job_id == remembered and not chain._never_starts(r)
+                                      for r in live):
+        return ChainLink(successor=remembered)
+    named = {r.job_id for r, _ in waiting}
+    fallback = sorted((r for r in live if r.job_id not in named and not chain._never_starts(r)
+                       and chain._fallback_match(record, r)), key=submit_order)
+    if fallback:
+        return ChainLink(successor=fallback[0].job_id)
+    if waiting:
+        return chain._blocked(*waiting[0])
+    return ChainLink()
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> list[SchedulerRecord]:
+    count = draw(st.integers(1, 14))
+    out = []
+    for n in range(count):
+        targets = draw(st.lists(st.integers(0, count - 1), max_size=2))
+        kind = draw(st.sampled_from(_KINDS))
+        dependency = ",".join(f"{kind}:{100 + t}" for t in targets) or None
+        out.append(record(
+            draw(st.sampled_from(["rl-run", "rl-run-r2", "rl-other", "sft"])), str(100 + n),
+            draw(st.sampled_from(_STATES)),
+            user=draw(st.sampled_from(["alice", "bob"])),
+            workdir=draw(st.sampled_from(["/w", "/v", ""])),
+            dependency=dependency,
+            reason=draw(st.sampled_from([None, chain.NEVER_SATISFIED])),
+            submit_time=NOW - timedelta(minutes=draw(st.integers(0, 300))),
+            end_time=NOW - timedelta(minutes=draw(st.integers(0, 200))),
+        ))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.dictionaries(st.sampled_from([str(100 + n) for n in range(14)]),
+                                   st.sampled_from([str(100 + n) for n in range(14)]),
+                                   max_size=3))
+def test_indexed_chain_link_equals_the_whole_scan(records: list[SchedulerRecord],
+                                                  edges: dict[str, str]) -> None:
+    index = ChainIndex(records)
+    for r in records:
+        assert chain_link(r, records, edges, index=index) == _scan_every_record(r, records, edges)
+
+
+def test_attempt_count_excludes_the_job_itself() -> None:
+    records = [record("rl-run", "1"), record("rl-run", "2", JobState.FAILED),
+               record("rl-run", "3", user="bob"), record("sft", "4")]
+    index = ChainIndex(records)
+    assert [index.earlier_attempts(r) for r in records] == [1, 1, 0, 0]
