@@ -217,7 +217,7 @@ def _retained(log: LogFetch, summary: LogSummary | None, base: LogState | None,
     wanted = sorted({f.line_no for f in faults if f.kind != "time-limit"})
     contexts = tuple(LogContext(line_no=n, text=here.get(n) or earlier[n])
                      for n in wanted if n in here or n in earlier)[:MAX_CONTEXTS]
-    latest = _last_tally(kept.text)  # the last tally overall when the kept text holds one
+    latest = last_tally(kept.text)  # the last tally overall when the kept text holds one
     tally = latest or kept.tally_line or (base.tally if base is not None else None)
     excerpts: dict[str, Any] = {
         "contexts": contexts, "tally": tally,
@@ -231,12 +231,30 @@ def _retained(log: LogFetch, summary: LogSummary | None, base: LogState | None,
     return shown, excerpts
 
 
-def _last_tally(text: str) -> str | None:
-    """The text's last line with a tally (``probes.logs.excerpt.TALLY``), cut as kept."""
-    for line in reversed(text.splitlines()):
-        if TALLY.search(line):
-            return cut_line(line)
-    return None
+_TALLY_WORDS = ("passed", "failed", "error", "rows", "files", "shards", "records", "examples")
+"""Every ``TALLY`` match holds one of these (lower-cased): the gate before the regex."""
+
+
+def last_tally(text: str) -> str | None:
+    """The text's last line with a tally (``probes.logs.excerpt.TALLY``), cut as kept. The
+    regex runs only on lines holding one of its words (a log is full of digits)."""
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: line by line
+        return next((cut_line(line) for line in reversed(text.splitlines())
+                     if TALLY.search(line)), None)
+    best: tuple[int, str] | None = None
+    for word in _TALLY_WORDS:
+        at = low.rfind(word)
+        while at >= 0 and (best is None or at > best[0]):
+            start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+            ends = [e for e in (text.find("\n", at), text.find("\r", at)) if e >= 0]
+            line = text[start:min(ends, default=len(text))]
+            if TALLY.search(line):
+                best = (start, cut_line(line)) if best is None or start > best[0] else best
+                break
+            at = low.rfind(word, 0, start)
+    return best[1] if best is not None else None
+
 
 
 def _breaks(text: str) -> int:

@@ -12,10 +12,18 @@ from typing import Any
 
 import pytest
 
+from probes.logs.excerpt import TALLY, cut_line
 from probes.models import JobFacts, JobState, SchedulerRecord
 from probes.remote import collector
 from probes.slurm.assemble import job_facts
-from probes.slurm.cursors import RECENT_CHARS, LogState, decode_state, encode_state, fold_job
+from probes.slurm.cursors import (
+    RECENT_CHARS,
+    LogState,
+    decode_state,
+    encode_state,
+    fold_job,
+    last_tally,
+)
 from report.findings import log_excerpt
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
@@ -197,3 +205,15 @@ def test_an_unchanged_log_reuses_its_summary_until_it_changes(tmp_path: Path) ->
         fh.write(data[20_000:])
     grown, _ = sweep(refolded)
     assert same(grown.summary, cold(log).summary)
+
+
+@pytest.mark.parametrize("text", [
+    "", "no tally\n", "12 passed\nthen an error\n", "x\r3 failed, 2 passed\rtail\n",
+    "pushing 6,977 rows\n" + "error: 1.5\n" * 50, "İstanbul 4 files\nİ\n",
+    "1 passed\n2 passed\n", "7 passed" + "x" * 600,
+])
+def test_last_tally_is_the_last_matching_line(text: str) -> None:
+    """The gated search finds what a line-by-line regex finds (lines end at \\n and \\r)."""
+    lines = text.replace("\r", "\n").split("\n")
+    want = next((cut_line(ln) for ln in reversed(lines) if TALLY.search(ln)), None)
+    assert last_tally(text) == want
