@@ -10,7 +10,6 @@ collector sent is read from its answer, tapped at the runner (the real SSH runne
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import shutil
@@ -50,6 +49,8 @@ class Jobs:
     ids: dict[str, str]
     base: Path
     user: str
+    more: list[str]
+    """Three more sleeping jobs, as the bot's own login user (a wider sweep's extra jobs)."""
 
     def log(self, key: str) -> Path:
         return self.base / f"{key}_{self.ids[key]}.out"
@@ -98,15 +99,23 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[Jobs]:
     for path in (base, script):
         shutil.chown(path, slurm_env.other_user, slurm_env.other_user)
         path.chmod(0o755)
+    own = Path(slurm_env.scratch) / f"incr-{tag}"
+    own.mkdir(parents=True)
+    shutil.copy(script, own / "job.sh")
+    for path in (own, own / "job.sh"):
+        shutil.chown(path, slurm_env.user, slurm_env.user)
     ids: dict[str, str] = {}
+    more: list[str] = []
     try:
         ids.update({key: _sbatch(slurm_env.other_user, base, key, tag) for key in KEYS})
-        _wait_running(list(ids.values()))
-        yield Jobs(ids, base, slurm_env.other_user)
+        more += [_sbatch(slurm_env.user, own, f"more{n}", tag) for n in range(3)]
+        _wait_running([*ids.values(), *more])  # all at once: one wait for node slots
+        yield Jobs(ids, base, slurm_env.other_user, more)
     finally:
-        if ids:
-            _cancel(list(ids.values()))
+        if ids or more:
+            _cancel([*ids.values(), *more])
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(own, ignore_errors=True)
 
 
 class Tap:
@@ -175,9 +184,10 @@ class Bot:
         return next(j.summary for j in facts.jobs if j.record.job_id == job_id)
 
 
-def _bot(env: SlurmEnv, store: RedisStore) -> Bot:
+def _bot(env: SlurmEnv, store: RedisStore, *, name: str = "incr",
+         users: tuple[str, ...] = ()) -> Bot:
     tap = Tap()
-    cluster = env.cluster("incr", users=(env.other_user,), recent_hours=1.0)
+    cluster = env.cluster(name, users=users or (env.other_user,), recent_hours=1.0)
 
     def probe(c: SlurmCluster, **kw: Any) -> SlurmProbe:
         return SlurmProbe(c, runner_factory=tap.factory, **kw)
@@ -325,26 +335,26 @@ async def test_a_restarted_bot_resumes_from_redis(
 
 async def test_redis_round_trips_per_sweep_do_not_grow_with_the_jobs(
         bot: Bot, jobs: Jobs, slurm_env: SlurmEnv) -> None:
-    """A warm sweep's Redis round trips (counted on the real connection) are the same with
-    three more running jobs: loads and saves are pipelined per cluster."""
+    """A warm sweep's Redis round trips (counted on the real connection) are the same when
+    the sweep also takes the bot account's jobs (at least three more running ones, and
+    whatever else it runs): loads and saves are pipelined per cluster."""
     jobs.write("count", GRPO)
-    await bot.sweep()
 
-    async def warm_sweep() -> tuple[int, int]:
+    async def warm_sweep(made: Bot) -> tuple[int, int]:
+        await made.sweep()  # a cold sweep, or a warm one: either way, then a warm one
         jobs.write("count", b"{'loss': 0.1, 'epoch': 2.0}\n", mode="ab")
         before = CountingConnection.sent
-        swept = await bot.sweep()
+        swept = await made.sweep()
         return CountingConnection.sent - before, len(swept)
 
-    trips, seen = await warm_sweep()
-    tag = secrets.token_hex(3)
-    extra = [_sbatch(jobs.user, jobs.base, f"more{n}", tag) for n in range(3)]
+    trips, seen = await warm_sweep(bot)
+    wide = _bot(slurm_env, bot.store, name="incr-wide",
+                users=(slurm_env.other_user, slurm_env.user))
     try:
-        await asyncio.to_thread(_wait_running, extra)
-        await bot.sweep()  # the new jobs' first (cold) read
-        more_trips, more_seen = await warm_sweep()
+        more_trips, more_seen = await warm_sweep(wide)
     finally:
-        await asyncio.to_thread(_cancel, extra)
+        await wide.sweeper.aclose()
+    assert set(jobs.more) <= {j for a in wide.tap.answers for j in a.get("jobs", {})}
     assert more_seen >= seen + 3
     assert more_trips == trips <= 6
 
