@@ -12,7 +12,9 @@ Keys (``P`` = prefix)::
 
     P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
                                expire_hours after the run was last seen by a sweep
-    P offsets:{cluster}        HASH log path -> byte offset already read
+    P logs:{cluster}           HASH job id -> LogState JSON (cursor + fold carry,
+                               probes.slurm.cursors); jobs gone from the sweep are
+                               pruned, the key expires expire_hours after the last save
     P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures),
                                expires expire_hours after the last sweep wrote it
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
@@ -30,7 +32,7 @@ Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,6 +46,7 @@ from redis.exceptions import RedisError
 
 from bot.config import sentinel_address
 from probes.models import MetricPoint
+from probes.slurm.cursors import LogState, decode_state, encode_state
 
 if TYPE_CHECKING:
     from bot.config import RedisSection
@@ -76,6 +79,7 @@ def _default(value: Any) -> Any:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
 
 
 class RedisStore:
@@ -190,17 +194,42 @@ class RedisStore:
             members: Any = await self._r.zrange(self.key("window", cluster, job_id), 0, -1)
         return [MetricPoint.model_validate_json(m) for m in members]
 
-    async def load_offsets(self, cluster: str) -> dict[str, int]:
-        async with self._translated("load offsets"):
-            raw: Any = await self._r.hgetall(self.key("offsets", cluster))
-        return {_text(k): int(v) for k, v in raw.items()}
+    async def load_log_states(self, cluster: str) -> dict[str, LogState]:
+        """Every job's stored log state in one round trip. An oversized or malformed entry
+        is deleted (one more trip, only then): that job is read cold."""
+        key = self.key("logs", cluster)
+        async with self._translated("load log states"):
+            raw: Any = await self._r.hgetall(key)
+        states: dict[str, LogState] = {}
+        bad: list[str] = []
+        for field, value in raw.items():
+            state = decode_state(value)
+            if state is None:
+                bad.append(_text(field))
+            else:
+                states[_text(field)] = state
+        if bad:
+            async with self._translated("drop log states"):
+                await self._r.hdel(key, *bad)
+        return states
 
-    async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None:
-        if not offsets:
+    async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
+                              drop: Collection[str] = ()) -> None:
+        """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound)
+        and renew the expiry: one pipelined round trip. Not a transaction: each value is one
+        job's whole state, so replicas saving at once leave one consistent state per job."""
+        key = self.key("logs", cluster)
+        encoded = {job_id: encode_state(state) for job_id, state in states.items()}
+        writes = {k: v for k, v in encoded.items() if v is not None}
+        gone = [*drop, *(k for k, v in encoded.items() if v is None)]
+        if not writes and not gone:
             return
-        key = self.key("offsets", cluster)
-        async with self._translated("save offsets"), self._r.pipeline(transaction=True) as p:
-            p.hset(key, mapping={k: v for k, v in offsets.items()})
+        async with self._translated("save log states"), \
+                self._r.pipeline(transaction=False) as p:
+            if writes:
+                p.hset(key, mapping=writes)  # type: ignore[arg-type]
+            if gone:
+                p.hdel(key, *gone)
             p.pexpire(key, self.expire_ms)
             await p.execute()
 

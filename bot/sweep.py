@@ -7,18 +7,27 @@ Clusters are probed concurrently, each under its own timeout, inside one ``TaskG
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
 the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
-bot), merged for all of a cluster's jobs in one pipelined round trip; when it fails the sweep
-still answers, marked ``degraded``.
+bot), merged for all of a cluster's jobs in one pipelined round trip; only the points that
+changed since this process's last merge are sent (a warm log repeats its recent points); when
+it fails the sweep still answers, marked ``degraded``.
+
+With a state, a backend that can resume its logs (SLURM's ``collect_since``) is given each
+running job's stored cursor and fold carry and reads only the bytes appended since (issue
+12); the states come back and are saved, jobs gone from the sweep pruned, in one round trip
+per cluster whatever its number of jobs. They are read from Redis at the process's first
+sweep of a cluster (one more round trip) and kept in memory after. States that cannot be
+loaded mean a cold sweep of that cluster (the note says so); when they cannot be saved, the
+next sweep starts again from Redis's. The CLI has no state: its sweeps read cold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 import structlog
 
@@ -30,6 +39,7 @@ from probes.errors import ProbeError
 from probes.ids import validate_job_id
 from probes.models import ClusterFacts, JobFacts, MetricPoint
 from probes.registry import make_probe
+from probes.slurm.cursors import LogState
 from report.judge import build_report
 from report.memory import SweepMemory, next_memory
 from report.models import JobDetail, Report
@@ -76,8 +86,16 @@ class SweepState(Protocol):
     async def merge_histories(
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
     ) -> dict[str, list[MetricPoint]]: ...
-    async def load_offsets(self, cluster: str) -> dict[str, int]: ...
-    async def save_offsets(self, cluster: str, offsets: Mapping[str, int]) -> None: ...
+    async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
+    async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
+                              drop: Collection[str] = ()) -> None: ...
+
+
+class ResumingProbe(Protocol):
+    """A backend that resumes logs where the last sweep stopped (``SlurmProbe``)."""
+
+    async def collect_since(self, prior: Mapping[str, LogState],
+                            ) -> tuple[ClusterFacts, dict[str, LogState]]: ...
 
 
 def _utcnow() -> datetime:
@@ -102,6 +120,12 @@ class Sweeper:
         self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
+        self._log_states: dict[str, dict[str, LogState]] = {}
+        """Per cluster, the log states this process last saved: a warm sweep starts from them
+        and reads Redis only when it has none (a stale copy is still a consistent cursor and
+        carry pair: the collector then sends the bytes since that cursor)."""
+        self._merged: dict[tuple[str, str], dict[int, MetricPoint]] = {}
+        """Per job, the points its stored history got at the last merge (see ``_unmerged``)."""
         self.probe_collections = 0
         """How many cluster collections ran (for benchmarks and tests of single-flight)."""
 
@@ -135,7 +159,10 @@ class Sweeper:
                 memory = await self._state.load_memory()
             except Exception as exc:  # the store's own errors; a sweep must still answer
                 degraded = f"degraded: no history ({exc})"
-        facts = await self._collect_all(config, wanted)
+        notes: list[str] = []
+        # Log states only with a store that answered (an outage costs one failed command).
+        resume = self._state is not None and degraded is None
+        facts = await self._collect_all(config, wanted, notes if resume else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
         # Judging is CPU work that grows with the cluster (seconds at 5,000 jobs): a worker
@@ -151,16 +178,17 @@ class Sweeper:
             except Exception as exc:  # same: losing memory degrades, never fails, a sweep
                 degraded = f"degraded: history not saved ({exc})"
         return SweepResult(report, details, facts, self._clock(),
-                           time.perf_counter() - started, degraded)
+                           time.perf_counter() - started, degraded or next(iter(notes), None))
 
     async def _collect_all(
-        self, config: Config, wanted: Sequence[ClusterConfig],
+        self, config: Config, wanted: Sequence[ClusterConfig], notes: list[str] | None = None,
     ) -> tuple[ClusterFacts, ...]:
+        """Every wanted cluster, concurrently; with ``notes``, logs resumed from the state."""
         results: dict[str, ClusterFacts] = {}
         async with asyncio.TaskGroup() as group:
             for cluster in wanted:
                 if cluster.active:
-                    group.create_task(self._collect_one(cluster, config, results))
+                    group.create_task(self._collect_one(cluster, config, results, notes))
         out = []
         for cluster in wanted:
             if not cluster.active:
@@ -172,12 +200,17 @@ class Sweeper:
 
     async def _collect_one(
         self, cluster: ClusterConfig, config: Config, results: dict[str, ClusterFacts],
+        notes: list[str] | None = None,
     ) -> None:
         probe = self._probe_for(cluster, config)
         self.probe_collections += 1
+        resuming = getattr(probe, "collect_since", None)
         try:
             async with asyncio.timeout(cluster.timeout_s):
-                results[cluster.name] = await probe.collect()
+                if notes is None or resuming is None:
+                    results[cluster.name] = await probe.collect()
+                else:
+                    results[cluster.name] = await self._resume(cluster.name, probe, notes)
         except TimeoutError:
             results[cluster.name] = self._unreachable(
                 cluster, f"sweep timed out after {cluster.timeout_s:g}s")
@@ -186,6 +219,30 @@ class Sweeper:
         except Exception as exc:  # a probe bug must not take the other clusters down
             log.exception("probe crashed", cluster=cluster.name)
             results[cluster.name] = self._unreachable(cluster, f"probe error: {exc!r}")
+
+    async def _resume(self, name: str, probe: ClusterProbe, notes: list[str]) -> ClusterFacts:
+        """One cluster's sweep from its stored log states, and the new ones saved."""
+        assert self._state is not None
+        prior = self._log_states.get(name)
+        if prior is None:  # this process's first sweep of the cluster (or after a failed save)
+            try:
+                prior = await self._state.load_log_states(name)
+            except Exception as exc:  # the store's own errors: read every log cold
+                notes.append(f"degraded: logs read whole, no stored cursors ({exc})")
+                return await probe.collect()
+        facts, states = await cast("ResumingProbe", probe).collect_since(prior)
+        if facts.status != "ok":
+            return facts  # nothing learned: the stored states stay as they are
+        present = {job.record.job_id for job in facts.jobs}
+        gone = [k for k in prior if k not in present]
+        changed = {k: s for k, s in states.items() if prior.get(k) != s}
+        self._log_states[name] = {**{k: s for k, s in prior.items() if k in present}, **states}
+        try:
+            await self._state.save_log_states(name, changed, drop=gone)
+        except Exception as exc:  # the next sweep then resumes from Redis's older states
+            self._log_states.pop(name, None)
+            notes.append(f"degraded: log cursors not saved ({exc})")
+        return facts
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
@@ -197,25 +254,51 @@ class Sweeper:
             return known[1]
         probe = self._probe_factory(cluster, aliases=dict(config.metrics.aliases))
         self._probes[cluster.name] = (cluster, probe)
+        self._log_states.pop(cluster.name, None)  # a new entry: start again from Redis
         return probe
 
     async def _histories(
-        self, facts: Sequence[ClusterFacts], degraded: str | None,
+        self, facts: Sequence[ClusterFacts], degraded: str | None, *, whole: bool = True,
     ) -> tuple[dict[tuple[str, str], Sequence[MetricPoint]] | None, str | None]:
+        """Each job's stored history with this sweep's points merged in (``whole``: a sweep
+        of every job, so the jobs not in it are forgotten here)."""
         if self._state is None or degraded is not None:
             return None, degraded
         histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
         try:
             for cluster in facts:  # one pipelined round trip per cluster, not one per job
-                batch = {job.record.job_id: job.summary.points if job.summary else ()
-                         for job in cluster.jobs}
-                if not batch:
+                points = {job.record.job_id: job.summary.points if job.summary else ()
+                          for job in cluster.jobs}
+                if not points:
                     continue
+                if whole:  # forget the jobs that left the sweep
+                    self._merged = {k: v for k, v in self._merged.items()
+                                    if k[0] != cluster.name or k[1] in points}
+                batch = {j: self._unmerged(cluster.name, j, p) for j, p in points.items()}
                 merged = await self._state.merge_histories(cluster.name, batch)
-                histories.update({(cluster.name, j): points for j, points in merged.items()})
+                for j, window in merged.items():
+                    histories[cluster.name, j] = window
+                    self._remember(cluster.name, j, points[j], window)
         except Exception as exc:  # the store's errors: judge from the logs alone
             return None, f"degraded: no history ({exc})"
         return histories, None
+
+    def _unmerged(self, cluster: str, job_id: str,
+                  points: Sequence[MetricPoint]) -> list[MetricPoint]:
+        """The points not merged as they are at this job's last merge (a warm sweep's log
+        gives the same recent points again: sending them all cost O(points) commands)."""
+        known = self._merged.get((cluster, job_id), {})
+        return [p for p in points if known.get(p.step) != p]
+
+    def _remember(self, cluster: str, job_id: str, points: Sequence[MetricPoint],
+                  window: Sequence[MetricPoint]) -> None:
+        """Note what this job's history now holds, unless Redis lost some of it (a flush, a
+        failover without the latest writes): then the next merge sends every point again."""
+        stored = {p.step for p in window}
+        if all(p.step in stored for p in points):
+            self._merged[cluster, job_id] = {p.step: p for p in points}
+        else:
+            self._merged.pop((cluster, job_id), None)
 
     async def job(self, cluster: str | None, job_id: str) -> SweepResult:
         """One job in depth: each selected cluster is asked for that job only (a SLURM probe's
@@ -238,7 +321,7 @@ class Sweeper:
             for c in wanted:
                 group.create_task(self._collect_job_on(c, config, job_id, results))
         facts = tuple(results[c.name] for c in wanted)
-        histories, degraded = await self._histories(facts, degraded)
+        histories, degraded = await self._histories(facts, degraded, whole=False)
         report, details = build_report(
             facts, settings=config.report_settings(), now=_judging_time(facts, self._clock()),
             histories=histories, memory=memory,

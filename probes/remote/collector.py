@@ -7,8 +7,10 @@ because its source (with ``probes/harbor_reduce.py`` prepended, see
 text ever reaches a shell. It follows the seed's rules for logs: verify the scheduler's StdOut
 exists; if not, list the workdir once (never recursive, never ``find``/``du``) for
 ``*_<jobid>.out`` (``mismatch``), else ``missing``; read a bounded tail (at most
-``tail_bytes``, from the caller's byte offset when one is given); a read that fails or returns
-fewer lines than the floor is retried once, then reported ``failed`` (never "dead").
+``tail_bytes``, from the caller's byte offset when one is given) or, for a job sent with a
+``cursor`` (the bot's warm sweeps), only the bytes appended since, once the file is shown to
+be the same one (``probes.remote.logread``); a tail read that fails or returns fewer lines than
+the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint trees are searched to their layouts' bounded depth (``probes.remote.tree``) and
 trial trees counted whole under a time bound (``probes.remote.trial_count``).
 For one job (``probes.slurm.onejob``) the request may also name scheduler commands
@@ -39,7 +41,21 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.scheduler import run_argv, run_scheduler
 with contextlib.suppress(ImportError):
-    from probes.remote.tree import SEEN, collect_checkpoints, collect_trials, listdir
+    from probes.remote.tree import (
+        SEEN,
+        collect_checkpoints,
+        collect_trials,
+        listdir,
+        logged_checkpoint_dirs,
+    )
+with contextlib.suppress(ImportError):
+    from probes.remote.logread import (
+        plain_text,
+        read_tail,
+        resume,
+        scan_text,
+        valid_cursor,
+    )
 with contextlib.suppress(ImportError):
     from probes.remote.completion import collect_completion
 with contextlib.suppress(ImportError):
@@ -61,15 +77,17 @@ DEFAULT_ANSWER_BUDGET = 32 << 20
 DEFAULT_HEAD_BYTES = 256 << 10
 """Bytes of a long log's head sent beside its tail (the config dump; ``head_bytes``)."""
 
+__all__ = ["collect", "collect_queue", "main", "read_tail"]
+
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
 
 def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
-          head_bytes: int = 0) -> Json:
+          head_bytes: int = 0, track: bool = False) -> Json:
     """Read a bounded tail; retry once if it fails or is under the line floor."""
     result: Json = {}
     for attempt in (1, 2):
-        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes)
+        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes, track=track)
         result["attempts"] = attempt
         if result["status"] != "ok":
             if result.get("final"):  # refused or hung: a second try would say the same
@@ -83,63 +101,6 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, 
                       error=f"{result['lines']} lines < floor {min_lines}")
     result.pop("final", None)
     return result
-
-
-# Control characters (but tab, newlines and ESC) and U+FFFD become one "?" each: a binary
-# or NUL-heavy log then costs one byte per byte in the answer, like text ("\u0000" costs
-# six). ESC stays: trainers colour their lines (ANSI), and the log parser strips those codes.
-_PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
-
-
-def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
-              head_bytes: int = 0) -> Json:
-    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
-    with ``head_bytes``, a read that starts past the file's beginning also gives ``head``."""
-    guard = guard or Guard(os.geteuid(), 30.0)
-    try:
-        fd = guard.open(path)
-        try:
-            st = os.fstat(fd)
-            size, mtime = st.st_size, st.st_mtime
-            start = max(0, size - max_bytes)
-            if 0 < offset <= size:
-                start = max(start, offset)
-            data = guard.read(fd, start, max_bytes, path)
-        finally:
-            os.close(fd)
-    except (Refused, Hung) as exc:
-        return {"status": "failed", "error": str(exc), "lines": 0, "size": 0, "final": True}
-    except OSError as exc:
-        return {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "lines": 0,
-                "size": 0}
-    if start > 0 and start != offset:  # cut into a line: drop the partial first line
-        cut = data.find(b"\n")
-        data = data[cut + 1:] if cut >= 0 else b""
-        start = size - len(data)
-    text = data.decode("utf-8", errors="replace").translate(_PLAIN)
-    lines = len(text.splitlines())
-    out = {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
-           "lines": lines}
-    if head_bytes > 0 and start > 0 and offset <= 0:
-        out["head"] = _read_head(path, guard, head_bytes)
-    return out
-
-
-def _read_head(path: str, guard: Guard, head_bytes: int) -> str:
-    """The log's first ``head_bytes`` (cut at the last whole line): the trainer's start-up
-    config dump falls out of a long run's tail. Sent on a whole-tail read only (offset 0),
-    never on incremental reads; "" when it cannot be read (the tail still stands)."""
-    try:
-        fd = guard.open(path)
-        try:
-            data = guard.read(fd, 0, head_bytes, path)
-        finally:
-            os.close(fd)
-    except (Refused, Hung, OSError):
-        return ""
-    if len(data) >= head_bytes:
-        data = data[:data.rfind(b"\n") + 1]
-    return data.decode("utf-8", errors="replace").translate(_PLAIN)
 
 
 def _log_pattern(job_id: str) -> re.Pattern[str]:
@@ -191,14 +152,42 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
         out.update(error=error, attempts=1)
     if path is None or status == "failed":
         return out
-    offset = int(job.get("offset") or 0) if path == job.get("stdout") else 0
+    fresh = None
+    if "cursor" in job:  # the bot's warm sweep: only the bytes appended since its last read
+        cursor = valid_cursor(job["cursor"], path)
+        fresh = "new" if cursor is None else None
+        if cursor is not None:
+            try:
+                fresh, resumed = resume(path, guard, cursor, int(req["tail_bytes"]))
+            except (Refused, Hung) as exc:  # final: a cold read would say the same
+                out.update(status="failed", error=str(exc), attempts=1)
+                return out
+            except OSError as exc:
+                out.update(status="failed", error=f"{type(exc).__name__}: {exc}", attempts=1)
+                return out
+            if resumed is not None:
+                return _resumed(out, resumed)
+    offset = int(job.get("offset") or 0) if path == job.get("stdout") and fresh is None else 0
     read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
-                 head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)))
+                 head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)),
+                 track=fresh is not None)
     if read["status"] != "ok":
         out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
         return out
     read.pop("status")
     out.update(read)
+    if fresh is not None:
+        out["fresh"] = fresh
+    return out
+
+
+def _resumed(out: Json, read: Json) -> Json:
+    """A resumed read's answer: no ``text`` at all when nothing was appended."""
+    data = read.pop("data")
+    out.update(read, attempts=1, lines=0)
+    if data:
+        out["text"] = plain_text(data)
+        out["lines"] = len(out["text"].splitlines())
     return out
 
 
@@ -227,11 +216,19 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         SEEN[trials_key] = collect_trials(trial_roots, guard,
                                            float(request.get("trial_budget_s") or 20.0))
     log = _collect_log(job, request, guard)
+    roots = list(job.get("checkpoint_roots", []))
+    text = log.get("text")
+    if "cursor" in log:
+        # A resumed read has only the new text: the dirs earlier reads found ride in the
+        # cursor (re-checked here, inside workdir/roots only, like any the log prints).
+        bases = [b for b in [job.get("workdir"), *roots] if b]
+        found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases)
+        log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
+        text = scan_text(log["cursor"]["dirs"], None)
     return {
         "log": log,
         # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
-        "checkpoints": collect_checkpoints(list(job.get("checkpoint_roots", [])), guard,
-                                           log.get("text"), job.get("workdir")),
+        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir")),
         "trials": SEEN[trials_key],
     }
 
@@ -321,6 +318,7 @@ def collect_queue(request: Json) -> Json:
 def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]]:
     """The collector job entries for squeue job objects (what ``collector_request`` builds)."""
     offsets = request.get("offsets") or {}
+    cursors = request.get("cursors")  # by job key; present (even empty) on the bot's sweeps
     roots = request.get("roots") or {}
     specs: list[Json] = []
     unexpanded: list[str] = []
@@ -344,10 +342,14 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
             continue
         filled = [expand_roots(list(roots.get(kind) or []), workdir=workdir, name=name,
                                job_id=key, user=user) for kind in ("checkpoint", "trial")]
-        specs.append({"id": key, "user": user, "stdout": stdout, "workdir": workdir,
-                      "offset": int(offsets.get(stdout) or 0),
-                      "completed": _queue_completed(job.get("job_state", _queue_state(job))),
-                      "checkpoint_roots": filled[0], "trial_roots": filled[1]})
+        state = job.get("job_state", _queue_state(job))
+        spec = {"id": key, "user": user, "stdout": stdout, "workdir": workdir,
+                "offset": int(offsets.get(stdout) or 0), "completed": _queue_completed(state),
+                "checkpoint_roots": filled[0], "trial_roots": filled[1]}
+        if isinstance(cursors, dict) and _queue_names(state) == ["RUNNING"]:
+            # Only a running job's log is resumed: an ended job is judged on its whole tail.
+            spec["cursor"] = cursors.get(key)
+        specs.append(spec)
     return specs, unexpanded
 
 
@@ -356,15 +358,18 @@ def _queue_state(job: Json) -> Any:
     return block.get("current") if isinstance(block, dict) else None
 
 
+def _queue_names(raw: Any) -> list[str]:
+    return [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
+
+
 def _queue_completed(raw: Any) -> bool:
     """Plainly COMPLETED: the one state the SFT completion check is for."""
-    names = [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
-    return names == ["COMPLETED"]
+    return _queue_names(raw) == ["COMPLETED"]
 
 
 def _queue_pending(raw: Any) -> bool:
     """Plainly PENDING (not collected). Anything else is collected; the probe has the last word."""
-    names = [str(x).upper() for x in raw] if isinstance(raw, list) else str(raw or "").split()[:1]
+    names = _queue_names(raw)
     return "PENDING" in names and "COMPLETING" not in names
 
 

@@ -21,6 +21,7 @@ _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
 _SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "trial_count.py", "tree.py",
+                    "logread.py",
                     "completion.py", "scheduler.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 WINDOW = 100
@@ -48,7 +48,7 @@ def iso_epoch(value: Any) -> float | None:
     except ValueError:
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
+        stamp = stamp.replace(tzinfo=timezone.utc)  # noqa: UP017 - datetime.UTC is 3.11+
     try:
         return stamp.timestamp()
     except (OverflowError, OSError, ValueError):

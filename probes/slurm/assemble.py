@@ -13,7 +13,7 @@ made-up "no metrics". Once parsed, the tail gives way to its bounded excerpts
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from probes.models import (
     JobFacts,
     JobState,
     LogFetch,
+    LogSummary,
     RunFingerprint,
     SchedulerRecord,
     TrialTree,
@@ -46,15 +47,20 @@ def collector_request(
     cluster: FileCluster,
     *,
     offsets: Mapping[str, int] | None = None,
+    cursors: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The collector request for ``records``: paths only, as data (never a command line)."""
+    """The collector request for ``records``: paths only, as data (never a command line).
+
+    With ``cursors`` (job id -> the cursor its last read gave, the bot's warm sweeps), each
+    RUNNING job's log is resumed from its cursor (``probes.remote.logread``; none yet: a
+    tracked cold read); an ended job is read whole."""
     jobs = []
     for r in records:
         def roots(templates: Sequence[str], r: SchedulerRecord = r) -> list[str]:
             return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
                                 user=r.user)
 
-        jobs.append({
+        job: dict[str, Any] = {
             "id": r.job_id,
             "user": r.user,  # the collector reads only files this user owns
             "stdout": r.stdout_path,
@@ -63,7 +69,10 @@ def collector_request(
             "completed": r.state is JobState.COMPLETED,
             "checkpoint_roots": roots(cluster.checkpoint_roots),
             "trial_roots": roots(cluster.trial_roots),
-        })
+        }
+        if cursors is not None and r.state is JobState.RUNNING:
+            job["cursor"] = cursors.get(r.job_id)
+        jobs.append(job)
     request: dict[str, Any] = {
         "tail_bytes": cluster.tail_bytes,
         "min_lines": cluster.min_log_lines,
@@ -84,19 +93,22 @@ def job_facts(
     *,
     aliases: Mapping[str, str],
     benign_patterns: Sequence[str],
+    summarise: Callable[[LogFetch], LogSummary] | None = None,
     whole_tail: bool = False,
 ) -> JobFacts:
     """Assemble one job's facts from its scheduler record and the collector's answer.
 
     The log keeps bounded excerpts of its tail (``probes.logs.excerpt``); ``whole_tail`` keeps
-    the tail itself, for a one-job read that parses it again (the deep probe)."""
+    the tail itself, for a one-job read that parses it again (the deep probe), or a warm
+    sweep that retains with what earlier reads kept (``probes.slurm.cursors``), whose fold
+    ``summarise`` replaces ``parse_log``."""
     if not collected:
         return JobFacts(record=record)
     log = _log_fetch(collected.get("log") or {})
     summary = None
     if log.status in {"ok", "mismatch"}:
-        summary = parse_log(log.text, aliases=aliases, benign_patterns=benign_patterns,
-                            mtime=log.mtime)
+        summary = summarise(log) if summarise is not None else parse_log(
+            log.text, aliases=aliases, benign_patterns=benign_patterns, mtime=log.mtime)
         head = (collected.get("log") or {}).get("head")
         if summary.fingerprint is None and isinstance(head, str) and head:
             # A long run's config dump is in its head only (the collector's head read).

@@ -24,6 +24,8 @@ Policy:
   failed one-trip run squeue runs on its own and the collector is tried twice more; if that
   fails too, every job's log is reported ``failed`` (-> fetch-failed, never "dead").
 * Every command is an argv; job ids are validated before any command is built.
+* The bot's warm sweeps (``collect_since``) resume each running job's log from its stored
+  cursor and fold only the new bytes (``probes.slurm.cursors``); ``collect`` reads cold.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from probes.slurm.commands import (
     queue_answer,
     run_collector,
 )
+from probes.slurm.cursors import LogState, fold_jobs, request_cursors
 from probes.slurm.parse import (
     expand_stdout,
     needs_scontrol,
@@ -131,30 +134,44 @@ class SlurmProbe:
 
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         """One sweep; never raises for an unreachable or failing cluster."""
+        return (await self._collect(offsets, None))[0]
+
+    async def collect_since(self, prior: Mapping[str, LogState],
+                            ) -> tuple[ClusterFacts, dict[str, LogState]]:
+        """One sweep resuming each running job's log where ``prior`` says the last read
+        stopped (the bot's warm sweeps, ``probes.slurm.cursors``), and the states to keep."""
+        return await self._collect(None, prior)
+
+    async def _collect(self, offsets: Mapping[str, int] | None,
+                       prior: Mapping[str, LogState] | None,
+                       ) -> tuple[ClusterFacts, dict[str, LogState]]:
         now = self._clock()
+        cursors = None if prior is None else request_cursors(prior)
         runner: Runner | None = None
         try:
             runner = self._runner_factory(self._cluster)
             async with asyncio.timeout(self._cluster.timeout_s):
                 snap = await self.snapshot(runner, now, self._users(runner), offsets=offsets,
-                                           one_trip=True)
+                                           one_trip=True, cursors=cursors)
                 selected = self.select(snap.records, runner, now)
-                collected = await self.complete_files(runner, selected, snap, offsets)
+                collected = await self.complete_files(runner, selected, snap, offsets, cursors)
         except ProbeError as exc:
-            return self._unreachable(now, str(exc), runner)
+            return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
             where = runner.target if runner else self._cluster.name
             reason = f"{where}: sweep took longer than {self._cluster.timeout_s:g}s"
-            return self._unreachable(now, reason, runner)
+            return self._unreachable(now, reason, runner), {}
         finally:
             if runner is not None:
                 await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks) free.
-        jobs = await asyncio.to_thread(self._facts, selected, collected)
+        jobs, states = await asyncio.to_thread(fold_jobs, selected, collected, prior,
+                                               aliases=self._aliases,
+                                               benign_patterns=self._cluster.benign_patterns)
         return ClusterFacts(
             name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
             jobs=jobs, round_trips=runner.commands_sent,
-        )
+        ), states
 
     async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
         """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it);
@@ -224,6 +241,7 @@ class SlurmProbe:
         self, runner: Runner, now: datetime, users: Collection[str] | None = None,
         *, with_scontrol: bool = False, one_trip: bool = False,
         offsets: Mapping[str, int] | None = None, verbatim: bool = False,
+        cursors: Mapping[str, Any] | None = None,
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
@@ -236,6 +254,8 @@ class SlurmProbe:
         queue = None
         if one_trip and users is not None:
             queue = self._queue_request(now, users, offsets, verbatim)
+            if cursors is not None:  # resume running jobs' logs (probes.remote.logread)
+                queue["cursors"] = dict(cursors)
         try:
             async with asyncio.TaskGroup() as group:
                 squeue = group.create_task(self._squeue(runner, queue, nonce))
@@ -359,7 +379,7 @@ class SlurmProbe:
 
     async def complete_files(
         self, runner: Runner, selected: Sequence[SchedulerRecord], snap: Snapshot,
-        offsets: Mapping[str, int] | None,
+        offsets: Mapping[str, int] | None, cursors: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The collector's answer for every started selected job.
 
@@ -370,19 +390,19 @@ class SlurmProbe:
         started = [r for r in selected if r.state is not JobState.PENDING]
         have = snap.collected or {}
         missing = [r for r in started if r.job_id not in have]
-        got = await self.collect_files(runner, missing, offsets)
+        got = await self.collect_files(runner, missing, offsets, cursors)
         return {r.job_id: have.get(r.job_id) or got.get(r.job_id) for r in started}
 
     async def collect_files(
         self, runner: Runner, records: Sequence[SchedulerRecord],
-        offsets: Mapping[str, int] | None,
+        offsets: Mapping[str, int] | None, cursors: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The collector's answer per job id; one run, retried once, else logs ``failed``."""
         started = [r for r in records if r.state is not JobState.PENDING]
         if not started:
             return {}
         script = build_collector_script(collector_request(started, self._cluster,
-                                                          offsets=offsets))
+                                                          offsets=offsets, cursors=cursors))
         return await run_collector(runner, script, started)
 
     # -- selection and assembly --------------------------------------------------------

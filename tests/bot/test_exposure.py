@@ -10,6 +10,7 @@ from report.memory import SweepMemory
 from tests.bot.builders import collapsing, rl_history, sweep_result
 from tests.bot.conftest import REDIS_URL, Harness
 from tests.bot.fake_slack import SIGNING_SECRET
+from tests.bot.test_store_logs import log_state
 
 
 async def test_every_redis_key_expires_or_is_pruned(harness: Harness) -> None:
@@ -24,7 +25,7 @@ async def test_every_redis_key_expires_or_is_pruned(harness: Harness) -> None:
     store = harness.bot.store
     await store.save_memory(SweepMemory())
     await store.merge_history("alpha", "4242", rl_history(3))
-    await store.save_offsets("alpha", {"/logs/x.out": 10})
+    await store.save_log_states("alpha", {"4242": log_state("/logs/x.out")})
     raw = aioredis.Redis.from_url(REDIS_URL)
     try:
         keys = [k.decode() async for k in raw.scan_iter(match=harness.bot.store.prefix + "*")]
@@ -33,7 +34,7 @@ async def test_every_redis_key_expires_or_is_pruned(harness: Harness) -> None:
     finally:
         await raw.aclose()
     kinds = {k[len(harness.bot.store.prefix):].split(":")[0] for k in keys}
-    assert {"memory", "window", "offsets", "doc", "lock", "tick", "sweep-cache",
+    assert {"memory", "window", "logs", "doc", "lock", "tick", "sweep-cache",
             "audit"} <= kinds
     forever = [k for k, ttl in ttls.items() if ttl < 0 and not k.endswith("audit")]
     assert forever == []

@@ -1,4 +1,4 @@
-"""The Redis store against a real Redis: windows, offsets, memory, locks, audit, cache."""
+"""The Redis store against a real Redis: windows, memory, locks, audit, cache."""
 
 from __future__ import annotations
 
@@ -58,11 +58,10 @@ async def test_windows_expire(store: RedisStore) -> None:
     assert 0 < ttl <= store.expire_ms
 
 
-async def test_offsets_and_memory_round_trip(store: RedisStore) -> None:
-    """Log offsets and the sweep memory come back as saved; a fresh store has empty memory."""
+async def test_memory_round_trip(store: RedisStore) -> None:
+    """The sweep memory comes back as saved; a fresh store has empty memory (log states:
+    ``test_store_logs``)."""
     assert await store.load_memory() == SweepMemory()
-    await store.save_offsets("alpha", {"/logs/a.out": 1024, "/logs/b.out": 7})
-    assert await store.load_offsets("alpha") == {"/logs/a.out": 1024, "/logs/b.out": 7}
     memory = SweepMemory(known_edges={"alpha": {"40880": "41120"}})
     await store.save_memory(memory)
     assert await store.load_memory() == memory

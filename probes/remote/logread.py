@@ -1,0 +1,212 @@
+"""Reads of a job's log: a bounded tail (and its head), or only the bytes appended since the
+bot's last sweep read it.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script, see ``probes.remote.script``); every open and read goes through the job's
+``probes.remote.guard.Guard``. ``read_tail`` reads at most ``max_bytes`` from the end (or from
+the caller's byte offset), dropping a cut first line. The bot keeps, per job, a *cursor*: the log's
+path, device and inode, the byte offset read up to, and a digest of the file at that offset
+(``signature``: SHA-256 over its first ``ANCHOR`` bytes and the ``ANCHOR`` bytes just before
+the offset). The cursor comes back in the request only as a hint: the collector opens the file
+under the job's ``Guard`` (same ``O_NOFOLLOW``/owner/device checks as every read) and resumes
+only when it is provably the same file, grown by appends:
+
+* another device or inode: ``rotated`` (``mv log log.1`` and a new file, or a new run);
+* size below the offset: ``truncated`` (``truncate``, ``copytruncate``, ``> log``);
+* the digest differs: ``rewritten`` (replaced in place, same size or larger: a run restarted
+  with ``>``, a sparse file after ``copytruncate`` by a writer without ``O_APPEND``);
+* more than ``tail_bytes`` appended: ``gap`` (a read from the offset would not be bounded);
+
+and any of those is answered with a fresh bounded tail, flagged ``fresh`` with the reason, so
+the client starts a new carry from that cold tail. Two anchors, not one: the head alone is
+the same for two runs of one script (the same banner), and the bytes before the offset alone
+could match a shorter rewrite by chance; a rewrite that reproduces both is not a log's
+behaviour. Both are 4 KiB reads, whatever the log's length.
+
+A read ends at a UTF-8 character boundary (a trailing partial character is left for the next
+sweep), so each chunk decodes exactly as the whole would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+
+# In-process the guard is imported; when shipped, its source is prepended (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Guard, Hung, Refused
+
+ANCHOR = 4096
+"""Bytes of the file's head and of the bytes before the offset that a cursor's digest covers."""
+
+MAX_DIRS = 8
+"""Checkpoint directories a cursor carries (``probes.remote.tree``'s cap on logged dirs)."""
+
+Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+
+# Control characters (but tab, newlines and ESC) and U+FFFD become one "?" each: a binary
+# or NUL-heavy log then costs one byte per byte in the answer, like text ("\u0000" costs
+# six). ESC stays: trainers colour their lines (ANSI), and the log parser strips those codes.
+PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
+
+
+def plain_text(data: bytes) -> str:
+    """Log bytes as answer text: UTF-8 with replacement, control characters as ``?``."""
+    return data.decode("utf-8", errors="replace").translate(PLAIN)
+
+
+def signature(head: bytes, before: bytes) -> str:
+    """The digest of a file at an offset: its first bytes and the bytes just before it."""
+    return hashlib.sha256(head + b"\0" + before).hexdigest()[:32]
+
+
+def complete_utf8(data: bytes) -> int:
+    """``len(data)`` without a trailing incomplete UTF-8 sequence (at most 3 bytes)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return len(data)  # ASCII: nothing partial after it
+        if byte >= 0xF8:
+            return len(data)  # never a lead byte: invalid, decoded as such
+        if byte >= 0xC0:  # a lead byte: is its sequence whole?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return len(data) if back >= need else len(data) - back
+    return len(data)
+
+
+def cursor_at(guard: Guard, fd: int, path: str, *, st: os.stat_result, start: int,
+              data: bytes) -> Json:
+    """The cursor for a file read up to ``start + len(data)`` (``data`` read from ``start``)."""
+    end = start + len(data)
+    want = min(ANCHOR, end)
+    head = data[:want] if start == 0 else guard.read(fd, 0, want, path)
+    if end - start >= want:
+        before = data[len(data) - want:]
+    else:  # a tail shorter than the anchor: read the bytes before its end
+        before = guard.read(fd, end - want, want, path)
+    return {"path": path, "dev": st.st_dev, "ino": st.st_ino, "offset": end,
+            "digest": signature(head, before), "dirs": []}
+
+
+def valid_cursor(raw: Any, path: str) -> Json | None:
+    """The request's cursor if it is well formed and names ``path``; else ``None`` (a fresh
+    read): the client's copy is a hint from its store, never trusted blindly."""
+    if not isinstance(raw, dict) or raw.get("path") != path:
+        return None
+    fields = [raw.get(k) for k in ("dev", "ino", "offset")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in fields):
+        return None
+    digest = raw.get("digest")
+    if not isinstance(digest, str) or len(digest) != 32:
+        return None
+    dirs = raw.get("dirs") or []
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and len(d) < 4096
+                                             for d in dirs):
+        dirs = []
+    return dict(raw, dirs=dirs[:MAX_DIRS])
+
+
+def resume(path: str, guard: Guard, cursor: Json,
+           max_bytes: int) -> tuple[str | None, Json | None]:
+    """``(reason, None)`` when the file is not the one the cursor read (see the module
+    policy), else ``(None, read)``: the bytes appended since (``data``, maybe empty), the
+    new ``cursor``, ``size``, ``mtime`` and ``offset`` (where ``data`` starts)."""
+    fd = guard.open(path)
+    try:
+        st = os.fstat(fd)
+        off = int(cursor["offset"])
+        if (st.st_dev, st.st_ino) != (cursor["dev"], cursor["ino"]):
+            return "rotated", None
+        if st.st_size < off:
+            return "truncated", None
+        lo = max(0, off - ANCHOR)
+        head = guard.read(fd, 0, ANCHOR, path) if lo > 0 else b""
+        # One read from the anchor to the end (one byte more than allowed tells a gap).
+        data = guard.read(fd, lo, (off - lo) + max_bytes + 1, path)
+    finally:
+        os.close(fd)
+    if len(data) < off - lo:
+        return "truncated", None  # shrank between the stat and the read
+    if lo == 0:
+        head = data[:min(ANCHOR, off)]
+    if signature(head, data[:off - lo]) != cursor["digest"]:
+        return "rewritten", None
+    new = data[off - lo:]
+    if len(new) > max_bytes:
+        return "gap", None
+    new = new[:complete_utf8(new)]
+    end = off + len(new)
+    window = data[:off - lo + len(new)]
+    if lo == 0:
+        head = window[:min(ANCHOR, end)]
+    digest = signature(head, window[len(window) - min(ANCHOR, end):])
+    moved = {"path": path, "dev": st.st_dev, "ino": st.st_ino, "offset": end,
+             "digest": digest, "dirs": list(cursor["dirs"])}
+    return None, {"size": st.st_size, "mtime": st.st_mtime, "offset": off, "data": new,
+                  "cursor": moved, "continued": True}
+
+
+def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
+              head_bytes: int = 0, track: bool = False) -> Json:
+    """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
+    with ``head_bytes``, a read that starts past the file's beginning also gives ``head``;
+    with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``)."""
+    guard = guard or Guard(os.geteuid(), 30.0)
+    cursor = None
+    try:
+        fd = guard.open(path)
+        try:
+            st = os.fstat(fd)
+            size, mtime = st.st_size, st.st_mtime
+            start = max(0, size - max_bytes)
+            if 0 < offset <= size:
+                start = max(start, offset)
+            data = guard.read(fd, start, max_bytes, path)
+            if track:  # read up to a whole character, the cursor just past it
+                data = data[:complete_utf8(data)]
+                cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
+        finally:
+            os.close(fd)
+    except (Refused, Hung) as exc:
+        return {"status": "failed", "error": str(exc), "lines": 0, "size": 0, "final": True}
+    except OSError as exc:
+        return {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "lines": 0,
+                "size": 0}
+    if start > 0 and start != offset:  # cut into a line: drop the partial first line
+        cut = data.find(b"\n")
+        data = data[cut + 1:] if cut >= 0 else b""
+        start = size - len(data)
+    text = plain_text(data)
+    lines = len(text.splitlines())
+    out = {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
+           "lines": lines}
+    if cursor is not None:
+        out["cursor"] = cursor
+    if head_bytes > 0 and start > 0 and offset <= 0:
+        out["head"] = _read_head(path, guard, head_bytes)
+    return out
+
+
+def _read_head(path: str, guard: Guard, head_bytes: int) -> str:
+    """The log's first ``head_bytes`` (cut at the last whole line): the trainer's start-up
+    config dump falls out of a long run's tail. Sent on a whole-tail read only (offset 0),
+    never on incremental reads; "" when it cannot be read (the tail still stands)."""
+    try:
+        fd = guard.open(path)
+        try:
+            data = guard.read(fd, 0, head_bytes, path)
+        finally:
+            os.close(fd)
+    except (Refused, Hung, OSError):
+        return ""
+    if len(data) >= head_bytes:
+        data = data[:data.rfind(b"\n") + 1]
+    return plain_text(data)
+
+
+def scan_text(carried: list[str], text: str | None) -> str:
+    """The text whose logged checkpoint directories a tracked read reports: the ones earlier
+    reads found (oldest first, as printed) and then the new text, so the newest win."""
+    return "".join(f"checkpoint {d}\n" for d in reversed(carried)) + (text or "")

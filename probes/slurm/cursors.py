@@ -1,0 +1,272 @@
+"""What a warm bot sweep carries per job between sweeps, and the fold of a resumed read.
+
+Policy: the bot keeps, per running job, a :class:`LogState`: the collector's cursor (where the
+last read stopped, and how the collector re-identifies the file: ``probes.remote.logread``),
+the log fold's carry (``probes.logs.incremental``: banner totals, fault state, windows), the
+fingerprint read from the log's head, and a bounded window of the latest text (what excerpts
+and notes show). A resumed read whose answer continues the stored cursor is folded onto its
+carry; any other answer (``fresh``: a first, rotated, truncated, rewritten or overrun log) is
+folded from nothing, so the summary is always what a whole read of the same bytes gives.
+
+The stored state is a hint, never trusted blindly: it is decoded under a size bound and
+validated (anything else is dropped: a cold read), and the collector re-checks the file's
+identity (device, inode, digest) before it resumes. The CLI never comes here: its sweeps
+read cold with ``parse_log`` (``probes.slurm.assemble.job_facts``). Nor does Kubernetes: its
+log API resumes by time (``sinceTime``), not by byte, so a pod's lines at the boundary second
+would be read twice or lost; its sweeps stay cold (one bounded ``tailLines`` read per pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, PrivateAttr, ValidationError
+
+from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.models import (
+    Frozen,
+    JobFacts,
+    LogContext,
+    LogFetch,
+    LogSummary,
+    RunFingerprint,
+    SchedulerRecord,
+)
+from probes.slurm.assemble import head_fingerprint, job_facts
+
+RECENT_CHARS = 16 << 10
+"""Characters of the latest log text a state keeps (excerpts, a catch-all job's note)."""
+
+MAX_STATE_BYTES = 256 << 10
+"""A stored state larger than this is not read (nor written): that job is read cold."""
+
+
+class LogCursor(Frozen):
+    """Where the last read of a job's log stopped (the collector's ``cursor``, verbatim)."""
+
+    path: str
+    dev: int = Field(ge=0)
+    ino: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    """Bytes of the file read so far (a whole UTF-8 character boundary)."""
+    digest: str = Field(pattern=r"^[0-9a-f]{32}$")
+    """SHA-256 prefix over the file's first 4 KiB and the 4 KiB before ``offset``."""
+    dirs: tuple[str, ...] = Field(default=(), max_length=8)
+    """Checkpoint directories the log named so far (searched again on every read)."""
+
+
+class LogState(Frozen):
+    """One running job's log between two sweeps (see the module policy)."""
+
+    cursor: LogCursor
+    carry: LogCarry
+    head_fingerprint: RunFingerprint | None = None
+    """The run fingerprint in the log's head (sent only on a cold read of a long log)."""
+    recent: str = ""
+    """The latest text read, at most :data:`RECENT_CHARS`, from a line start."""
+    recent_offset: int = Field(default=0, ge=0)
+    """Byte offset in the file where ``recent`` starts."""
+    recent_line: int = Field(default=1, ge=1)
+    """The fold's line number of ``recent``'s first line (faults are numbered so)."""
+    contexts: tuple[LogContext, ...] = Field(default=(), max_length=MAX_CONTEXTS)
+    """The excerpts kept around the first faults (``probes.logs.excerpt``), fold-numbered:
+    a fault above ``recent`` keeps the context read when it was below."""
+    tally: str | None = None
+    """The last line read with a count of tests, rows, files, ... (a catch-all job's note)."""
+    agent_marked: bool = False
+    """Some line read names agent configuration (``probes.logs.excerpt.AGENT_MARKERS``)."""
+    trials_in_object_store: bool = False
+    """Some line read names an object-store URI for its trials."""
+    _summary: LogSummary | None = PrivateAttr(default=None)
+    """This process only, never stored: the summary the state was folded into, and the file's
+    mtime then. A log unchanged since (no byte appended, same mtime) reuses it: folding
+    nothing would give it again, at the cost of restoring every rule's state."""
+    _mtime: datetime | None = PrivateAttr(default=None)
+
+
+def decode_state(raw: bytes | str) -> LogState | None:
+    """A stored state, or ``None`` when it is oversized or malformed (read that job cold)."""
+    if len(raw) > MAX_STATE_BYTES:
+        return None
+    try:
+        return LogState.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def encode_state(state: LogState) -> str | None:
+    """The state as stored, or ``None`` when it would be over :data:`MAX_STATE_BYTES`."""
+    text = state.model_dump_json()
+    return text if len(text.encode("utf-8")) <= MAX_STATE_BYTES else None
+
+
+def request_cursors(prior: Mapping[str, LogState]) -> dict[str, Any]:
+    """The collector's ``cursors`` (job id -> cursor) for the stored states."""
+    return {job_id: state.cursor.model_dump(mode="json") for job_id, state in prior.items()}
+
+
+def fold_jobs(
+    records: Sequence[SchedulerRecord],
+    collected: Mapping[str, Any],
+    prior: Mapping[str, LogState] | None,
+    *,
+    aliases: Mapping[str, str],
+    benign_patterns: Sequence[str],
+) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
+    """:func:`fold_job` for every job of a sweep (states only for the jobs that have one);
+    with no ``prior`` (the CLI, a cold read whatever it asked), ``job_facts`` and no states."""
+    if prior is None:
+        return tuple(job_facts(r, collected.get(r.job_id), aliases=aliases,
+                               benign_patterns=benign_patterns) for r in records), {}
+    jobs: list[JobFacts] = []
+    states: dict[str, LogState] = {}
+    for r in records:
+        facts, state = fold_job(r, collected.get(r.job_id), prior.get(r.job_id),
+                                aliases=aliases, benign_patterns=benign_patterns)
+        jobs.append(facts)
+        if state is not None:
+            states[r.job_id] = state
+    return tuple(jobs), states
+
+
+def fold_job(
+    record: SchedulerRecord,
+    collected: Mapping[str, Any] | None,
+    prior: LogState | None,
+    *,
+    aliases: Mapping[str, str],
+    benign_patterns: Sequence[str],
+) -> tuple[JobFacts, LogState | None]:
+    """One job's facts from a tracked read, and the state the next sweep resumes from
+    (``None``: no cursor came back, e.g. an ended job or a failed read)."""
+    raw = (collected or {}).get("log") or {}
+    try:
+        cursor = LogCursor.model_validate(raw.get("cursor"))
+    except ValidationError:
+        return job_facts(record, collected, aliases=aliases,
+                         benign_patterns=benign_patterns), None
+    new_text = str(raw.get("text") or "")
+    continued = (prior is not None and raw.get("continued") is True
+                 and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
+    base = prior if continued else None
+    if base is not None:
+        head_fp, recent = base.head_fingerprint, base.recent
+        recent_offset, recent_line = base.recent_offset, base.recent_line
+    else:
+        head = raw.get("head")
+        head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
+        recent, recent_offset, recent_line = "", int(raw.get("offset") or 0), 1
+    shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
+    carried: list[LogCarry] = []
+    reused: list[bool] = []
+    unchanged = base is not None and not new_text and cursor == base.cursor
+
+    def summarise(log: LogFetch) -> LogSummary:
+        if unchanged and base is not None and base._summary is not None \
+                and base._mtime == log.mtime:
+            carried.append(base.carry)
+            reused.append(True)
+            return base._summary
+        summary, carry = parse_increment(base.carry if base is not None else None, new_text,
+                                         aliases=aliases, benign_patterns=benign_patterns,
+                                         mtime=log.mtime)
+        carried.append(carry)
+        if summary.fingerprint is None and head_fp is not None:
+            summary = summary.model_copy(update={"fingerprint": head_fp})
+        return summary
+
+    log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
+    if base is not None:
+        log.update(text=shown, offset=recent_offset)
+    facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
+                      benign_patterns=benign_patterns, summarise=summarise, whole_tail=True)
+    if facts.log is None or not carried or getattr(carried[0], "reset", False):
+        # No fold, or the fold lost its state (a parser bug): read cold next time.
+        return facts.model_copy(update={"log": retain(facts.log, facts.summary)}
+                                ) if facts.log else facts, None
+    kept_log, excerpts = _retained(facts.log, facts.summary, base, recent_line)
+    facts = facts.model_copy(update={"log": kept_log})
+    if reused and base is not None:
+        return facts, base  # as it was (see LogState._summary)
+    kept, dropped = _latest(shown)
+    state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
+                     recent_offset=recent_offset + len(dropped.encode("utf-8")),
+                     recent_line=recent_line + _breaks(dropped), **excerpts)
+    state._summary, state._mtime = facts.summary, facts.log.mtime if facts.log else None
+    return facts, state
+
+
+def _retained(log: LogFetch, summary: LogSummary | None, base: LogState | None,
+              first: int) -> tuple[LogFetch, dict[str, Any]]:
+    """``retain`` of this read's text (whose first line is the fold's line ``first``), with
+    what earlier reads kept of the lines above it; and those excerpts, for the state.
+
+    On a cold read (``base`` None, ``first`` 1) this is ``retain`` itself."""
+    shift = first - 1
+    faults = summary.faults if summary is not None else ()
+    local = summary
+    if summary is not None and shift:  # retain numbers lines from the text's first
+        local = summary.model_copy(update={"faults": tuple(
+            f.model_copy(update={"line_no": f.line_no - shift}) for f in faults)})
+    kept = retain(log, local)
+    here = {c.line_no + shift: c.text for c in kept.contexts}
+    earlier = {c.line_no: c.text for c in base.contexts} if base is not None else {}
+    wanted = sorted({f.line_no for f in faults if f.kind != "time-limit"})
+    contexts = tuple(LogContext(line_no=n, text=here.get(n) or earlier[n])
+                     for n in wanted if n in here or n in earlier)[:MAX_CONTEXTS]
+    latest = last_tally(kept.text)  # the last tally overall when the kept text holds one
+    tally = latest or kept.tally_line or (base.tally if base is not None else None)
+    excerpts: dict[str, Any] = {
+        "contexts": contexts, "tally": tally,
+        "agent_marked": kept.agent_marked or (base is not None and base.agent_marked),
+        "trials_in_object_store": kept.trials_in_object_store
+        or (base is not None and base.trials_in_object_store)}
+    shown = kept.model_copy(update={
+        "contexts": contexts, "text_line": kept.text_line + shift,
+        "tally_line": None if latest else tally, "agent_marked": excerpts["agent_marked"],
+        "trials_in_object_store": excerpts["trials_in_object_store"]})
+    return shown, excerpts
+
+
+_TALLY_WORDS = ("passed", "failed", "error", "rows", "files", "shards", "records", "examples")
+"""Every ``TALLY`` match holds one of these (lower-cased): the gate before the regex."""
+
+
+def last_tally(text: str) -> str | None:
+    """The text's last line with a tally (``probes.logs.excerpt.TALLY``), cut as kept. The
+    regex runs only on lines holding one of its words (a log is full of digits)."""
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: line by line
+        return next((cut_line(line) for line in reversed(text.splitlines())
+                     if TALLY.search(line)), None)
+    best: tuple[int, str] | None = None
+    for word in _TALLY_WORDS:
+        at = low.rfind(word)
+        while at >= 0 and (best is None or at > best[0]):
+            start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+            ends = [e for e in (text.find("\n", at), text.find("\r", at)) if e >= 0]
+            line = text[start:min(ends, default=len(text))]
+            if TALLY.search(line):
+                best = (start, cut_line(line)) if best is None or start > best[0] else best
+                break
+            at = low.rfind(word, 0, start)
+    return best[1] if best is not None else None
+
+
+
+def _breaks(text: str) -> int:
+    """Line breaks as the log parser counts them: ``\\r\\n``, ``\\r`` and ``\\n``."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _latest(text: str) -> tuple[str, str]:
+    """``(kept, dropped)``: the last :data:`RECENT_CHARS` of ``text`` from a line start."""
+    if len(text) <= RECENT_CHARS:
+        return text, ""
+    cut = len(text) - RECENT_CHARS
+    newline = text.find("\n", cut - 1)
+    cut = len(text) if newline < 0 else newline + 1
+    return text[cut:], text[:cut]

@@ -1,0 +1,103 @@
+"""The warm sweeps' log states in a real Redis: one round trip each way whatever the number of
+jobs, pruned and expiring, and a malformed or oversized entry never trusted."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis.asyncio.connection import Connection, ConnectionPool
+
+from bot.store import RedisStore
+from probes.logs.incremental import parse_increment
+from probes.slurm.cursors import MAX_STATE_BYTES, LogCursor, LogState
+
+
+def log_state(path: str, offset: int = 120, text: str = "{'loss': 0.5}\n") -> LogState:
+    """A state as a tracked read leaves it (the carry from the real fold)."""
+    _, carry = parse_increment(None, text)
+    return LogState(cursor=LogCursor(path=path, dev=2049, ino=77, offset=offset,
+                                     digest="ab" * 16, dirs=("/ckpts",)),
+                    carry=carry, recent=text)
+
+
+class CountingConnection(Connection):
+    """A real connection that counts what it sends: one packet per command or pipeline."""
+
+    sent = 0
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        CountingConnection.sent += 1
+        await super().send_packed_command(command, check_health)
+
+
+@pytest.fixture
+async def counted(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
+    """A store whose client's round trips are counted (connection set up beforehand)."""
+    pool = ConnectionPool.from_url(redis_server, connection_class=CountingConnection)
+    store = RedisStore(aioredis.Redis(connection_pool=pool), prefix=prefix)
+    await store.ping()
+    try:
+        yield store
+    finally:
+        await store.delete_prefix()
+        await store.aclose()
+
+
+async def round_trips(store: RedisStore, jobs: int) -> tuple[int, int]:
+    """``(save, load)`` round trips for ``jobs`` states (and as many pruned)."""
+    states = {str(n): log_state(f"/logs/{n}.out") for n in range(jobs)}
+    before = CountingConnection.sent
+    await store.save_log_states("alpha", states, drop=[f"gone{n}" for n in range(jobs)])
+    saved = CountingConnection.sent - before
+    before = CountingConnection.sent
+    assert await store.load_log_states("alpha") == states
+    return saved, CountingConnection.sent - before
+
+
+async def test_states_cost_one_round_trip_each_way_whatever_the_jobs(
+        counted: RedisStore) -> None:
+    """Saving (writes, prunes, expiry) and loading are one pipelined round trip each, for one
+    job as for five hundred."""
+    assert await round_trips(counted, 1) == (1, 1)
+    assert await round_trips(counted, 500) == (1, 1)
+
+
+async def test_states_round_trip_and_gone_jobs_are_pruned(store: RedisStore) -> None:
+    """States come back as saved; ``drop`` deletes the jobs that left the sweep."""
+    await store.save_log_states("alpha", {"1": log_state("/a"), "2": log_state("/b")})
+    await store.save_log_states("alpha", {"3": log_state("/c")}, drop=["1"])
+    assert await store.load_log_states("alpha") == {"2": log_state("/b"), "3": log_state("/c")}
+    assert await store.load_log_states("beta") == {}
+
+
+async def test_the_state_key_expires(store: RedisStore) -> None:
+    """The cluster's hash carries the store's expiry, renewed by every save."""
+    await store.save_log_states("alpha", {"1": log_state("/a")})
+    ttl = await store._r.pttl(store.key("logs", "alpha"))
+    assert 0 < ttl <= store.expire_ms
+
+
+@pytest.mark.parametrize("raw", [
+    b"not json", b'{"cursor": {"path": "/a"}}', b'{"cursor": null, "carry": {}}',
+    log_state("/a").model_dump_json().replace('"offset":120', '"offset":-1').encode(),
+    log_state("/a").model_dump_json().replace('"abab', '"zzab').encode(),
+    b" " * (MAX_STATE_BYTES + 1),
+], ids=["garbage", "partial", "null_cursor", "negative_offset", "bad_digest", "oversized"])
+async def test_a_malformed_or_oversized_state_is_dropped(store: RedisStore, raw: bytes) -> None:
+    """Such an entry is not returned (that job reads cold) and is deleted; the others stand."""
+    key = store.key("logs", "alpha")
+    await store.save_log_states("alpha", {"1": log_state("/a")})
+    await store._r.hset(key, "2", raw)
+    assert await store.load_log_states("alpha") == {"1": log_state("/a")}
+    assert await store._r.hkeys(key) == [b"1"]
+
+
+async def test_an_oversized_state_is_not_written(store: RedisStore) -> None:
+    """A state over the bound is left out (and an older one for that job deleted)."""
+    await store.save_log_states("alpha", {"1": log_state("/a")})
+    huge = log_state("/a").model_copy(update={"recent": "x" * MAX_STATE_BYTES})
+    await store.save_log_states("alpha", {"1": huge, "2": log_state("/b")})
+    assert await store.load_log_states("alpha") == {"2": log_state("/b")}
