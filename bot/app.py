@@ -318,7 +318,7 @@ async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | No
 
 async def whole_window(bot: Bot, detail: JobDetail) -> JobDetail:
     """``detail`` with its job's whole stored metric window (a sweep keeps only the last
-    points of an unflagged job, ``Sweeper.KEPT_HISTORY``); unchanged when Redis is down."""
+    points of an unflagged job, ``bot.sweep.KEPT_HISTORY``); unchanged when Redis is down."""
     job = detail.report
     try:
         window = await bot.store.load_history(job.cluster, job.job_id)

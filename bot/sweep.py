@@ -102,6 +102,11 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+KEPT_HISTORY = 32
+"""Points an unflagged job's detail keeps once judged from a stored window (``/job`` reads
+the whole window again, ``bot.app.whole_window``): about 200 KB a job less (issue 12)."""
+
+
 class Sweeper:
     """Runs sweeps; keeps one probe per cluster so backends can remember between sweeps."""
 
@@ -170,6 +175,7 @@ class Sweeper:
         report, details = await asyncio.to_thread(
             build_report, facts, settings=config.report_settings(), now=now,
             histories=histories, memory=memory,
+            kept_history=KEPT_HISTORY if histories is not None else None,
         )
         if self._state is not None and degraded is None:
             try:
