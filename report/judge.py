@@ -287,8 +287,8 @@ def build_report(
 
     ``kept_history``: an unflagged job's detail keeps only its last that many points once
     judged (the bot's stored windows are 200 points, most of a kept job's memory; ``/job``
-    reads the whole window again). A flagged job keeps its whole window: alerts and incident
-    files quote it."""
+    reads the whole window again). A collapse or a failure keeps its whole window: the
+    collapse alert and the incident file quote it."""
     shown = sum(1 for c in clusters if c.jobs) > 1
     judged: list[JobDetail] = []
     for cluster in clusters:
@@ -324,7 +324,8 @@ def build_report(
 
 
 def _trimmed(detail: JobDetail, keep: int) -> JobDetail:
-    if detail.report.flags or len(detail.history) <= keep:
+    quoted = "collapse" in detail.report.flags or detail.report.verdict == "failed"
+    if quoted or len(detail.history) <= keep:
         return detail
     return detail.model_copy(update={"history": detail.history[-keep:] if keep else ()})
 
