@@ -132,6 +132,8 @@ class Bot:
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
+        self.cached: SweepResult | None = None
+        """The sweep last written to the cache: callers sharing one sweep write it once."""
         self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
         self.actions = ActionHandler(config=self.config, sweeper=self.sweeper, store=self.store,
                                      client=self.client, telemetry=self.telemetry,
@@ -255,7 +257,8 @@ async def live_sweep(bot: Bot) -> SweepResult:
         bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
         if facts.status == "unreachable":
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
-    if result.degraded is None:
+    if result.degraded is None and bot.cached is not result:
+        bot.cached = result  # the callers that shared this sweep do not write it again
         try:
             await bot.store.save_cache(await asyncio.to_thread(encode_sweep, result),
                                        ttl_s=bot.config.current().slack.cache_seconds)

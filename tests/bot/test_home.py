@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -142,3 +143,24 @@ def test_manifest_enables_the_home_tab_and_its_event() -> None:
     events = manifest["settings"]["event_subscriptions"]
     assert events["bot_events"] == ["app_home_opened"]
     assert events["request_url"].endswith("/slack/events")
+
+
+async def test_callers_sharing_one_sweep_write_the_cache_once(harness: Harness) -> None:
+    """Several commands waiting on one live sweep: the sweep is written to the cache once
+    (at 5,000 jobs each write was a 31 MB encode and a Redis write timing out)."""
+    from bot.app import live_sweep
+
+    shared = harness.sweeper.make()
+    harness.sweeper.make = lambda: shared  # what Sweeper's single flight hands every caller
+    writes: list[str] = []
+    save = harness.bot.store.save_cache
+
+    async def counted(payload: str, *, ttl_s: float) -> None:
+        writes.append(payload)
+        await save(payload, ttl_s=ttl_s)
+
+    harness.bot.store.save_cache = counted  # type: ignore[method-assign]
+    results = await asyncio.gather(*(live_sweep(harness.bot) for _ in range(4)))
+    assert all(r is shared for r in results)
+    assert len(writes) == 1
+    assert await harness.bot.store.load_cache() == writes[0]
