@@ -1,7 +1,7 @@
 """Benchmark of the bot's warm sweeps on the local SLURM over SSH with a real Redis (not a test).
 
     flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm.py \\
-        [--jobs 500] [--steps 200] [--append 3] [--rounds 3]
+        [--jobs 500] [--steps 200] [--append 3] [--rounds 3] [--idle 2]
 
 Submits ``--jobs`` jobs whose logs hold ``--steps`` HF Trainer steps (``bench_cli``'s jobs; the
 node runs at most 256 at once, the rest stay PENDING), then, with the bot's ``Sweeper`` on a
@@ -11,7 +11,8 @@ log, ``bench_slurm.floor_once``):
 
 1. the cold sweep (no stored log states: every log read whole, states saved);
 2. ``--rounds`` warm sweeps, each after ``--append`` more steps were appended to every log over
-   SSH (as the job user): only those bytes are read and folded (target <= 1.2x the floor).
+   SSH (as the job user): only those bytes are read and folded (target <= 1.2x the floor);
+3. ``--idle`` warm sweeps with nothing appended (a stalled or quiet job's log).
 
 Each line gives the collector's answer size, the Redis round trips of the sweep, the
 process's current and peak RSS, then where the sweep's time went (``phases``: the collector
@@ -229,9 +230,10 @@ async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> Non
             floor = await median_floor(paths, args.repeat)
             line(f"warm bot sweep {n + 1} (+{args.append} steps per log)",
                  await one_sweep(sweeper, tap), floor, tap, "target <= 1.2x")
-        floor = await median_floor(paths, args.repeat)
-        line("warm bot sweep, nothing appended", await one_sweep(sweeper, tap), floor, tap,
-             "target <= 1.2x")
+        for n in range(args.idle):
+            floor = await median_floor(paths, args.repeat)
+            line(f"warm bot sweep {n + 1}, nothing appended", await one_sweep(sweeper, tap),
+                 floor, tap, "target <= 1.2x")
     finally:
         await sweeper.aclose()
         await store.delete_prefix()
@@ -244,6 +246,8 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--append", type=int, default=3, help="steps appended per warm sweep")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=2,
+                        help="sweeps with nothing appended, at the end")
     parser.add_argument("--repeat", type=int, default=3, help="floor runs (median)")
     args = parser.parse_args()
     tag = secrets.token_hex(3)
