@@ -115,15 +115,13 @@ class FoldScanner(_Scanner):
 
     def _texts(self, first: int, last: int) -> list[str]:
         """The (blanked) texts of lines ``first..last`` still held: kept or in ``lines``."""
-        out = []
-        for line_no in range(first, last + 1):
-            if line_no >= self.first:
-                index = line_no - self.first
-                if index >= len(self.lines):
-                    break
-                out.append(_blank(_split_prefix(self.lines[index])[1].strip()))
-            elif line_no >= self.recent_first and line_no - self.recent_first < len(self.recent):
-                out.append(self.recent[line_no - self.recent_first])
+        lo = max(first, self.recent_first)
+        hi = min(last, self.first - 1, self.recent_first + len(self.recent) - 1)
+        out = self.recent[lo - self.recent_first : hi - self.recent_first + 1] if hi >= lo else []
+        start = max(first, self.first) - self.first
+        stop = min(last - self.first + 1, len(self.lines))
+        if stop > start:  # (a negative stop would slice from the end)
+            out.extend(_blank(_split_prefix(line)[1].strip()) for line in self.lines[start:stop])
         return out
 
     def settle(self) -> None:

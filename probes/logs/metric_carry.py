@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from datetime import datetime
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, PrivateAttr
 
 from probes.logs.history import MetricScan
 from probes.logs.lines import TqdmBar
@@ -94,6 +94,18 @@ class MetricCarry(Carried):
     harbor: tuple[int, int, float | None] | None = None
     iter_total: int | None = None
     iter_times: tuple[tuple[int, float], ...] = ()
+    _live: tuple[MetricPoint, ...] | None = PrivateAttr(default=None)
+    """This process only, never stored: the ``MetricPoint`` each of ``points`` was made from
+    (equal to it field by field; points are replaced, never changed): a restore reuses them
+    rather than building every point again."""
+
+    def __eq__(self, other: object) -> bool:
+        """The fields only (pydantic's would compare the cache too)."""
+        if not isinstance(other, MetricCarry):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = Carried.__hash__
 
 
 class StepIntervals:
@@ -132,11 +144,25 @@ class StepIntervals:
 class _Points(dict[int, MetricPoint]):
     """``MetricScan.points`` holding the last points, answering ``in`` for every step logged."""
 
-    def __init__(self, points: tuple[PointCarry, ...], logged: StepIntervals) -> None:
-        super().__init__((p.step, MetricPoint.model_construct(
-            step=p.step, values=dict(p.values), line_no=p.line_no, wall_time=p.wall_time))
-            for p in points)
+    def __init__(self, points: tuple[PointCarry, ...], logged: StepIntervals,
+                 live: tuple[MetricPoint, ...] | None = None) -> None:
+        if live is None or len(live) != len(points):
+            live = tuple(MetricPoint.model_construct(
+                step=p.step, values=dict(p.values), line_no=p.line_no, wall_time=p.wall_time)
+                for p in points)
+        super().__init__((m.step, m) for m in live)
         self.logged = logged
+        self.carried: dict[int, tuple[MetricPoint, PointCarry]] = {
+            id(m): (m, c) for m, c in zip(live, points, strict=True)}
+        """The carried form of the points restored (by object): a snapshot reuses it."""
+
+    def carry_of(self, point: MetricPoint) -> PointCarry:
+        """``point`` as carried (the restored carry's own when ``point`` is one of it)."""
+        known = self.carried.get(id(point))
+        if known is not None and known[0] is point:
+            return known[1]
+        return PointCarry(step=point.step, values=point.values, line_no=point.line_no,
+                          wall_time=point.wall_time)
 
     def __contains__(self, step: object) -> bool:
         return dict.__contains__(self, step) or step in self.logged
@@ -201,11 +227,11 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         for step in list(points)[:-KEEP_POINTS]:
             logged.add(step)
     head, tail, count = _unanchored(scan)
-    return MetricCarry(
+    live = tuple(scan.points[s] for s in list(scan.points)[-KEEP_POINTS:])
+    carry_of = points.carry_of if isinstance(points, _Points) else _point_carry
+    carry = MetricCarry(
         clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
-        points=tuple(PointCarry(step=p.step, values=p.values, line_no=p.line_no,
-                                wall_time=p.wall_time)
-                     for p in (scan.points[s] for s in list(scan.points)[-KEEP_POINTS:])),
+        points=tuple(carry_of(p) for p in live),
         logged=logged.intervals(), formats=tuple(scan.formats),
         banner_total=scan.banner_total,
         bars=tuple(_bar_carry(key, track) for key, track in scan.bars.items()),
@@ -218,6 +244,13 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
     )
+    carry._live = live
+    return carry
+
+
+def _point_carry(point: MetricPoint) -> PointCarry:
+    return PointCarry(step=point.step, values=point.values, line_no=point.line_no,
+                      wall_time=point.wall_time)
 
 
 def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
@@ -238,7 +271,7 @@ def restore_metrics(
     if carry.clock_last is not None:
         scan.clock.reference = scan.clock.last = carry.clock_last
     scan.engine_line, scan.engine_at = carry.engine_line, carry.engine_at
-    scan.points = _Points(carry.points, StepIntervals(carry.logged))
+    scan.points = _Points(carry.points, StepIntervals(carry.logged), carry._live)
     scan.formats = dict.fromkeys(carry.formats)
     scan.banner_total = carry.banner_total
     for bar in carry.bars:

@@ -85,6 +85,9 @@ class LogState(Frozen):
     mtime then. A log unchanged since (no byte appended, same mtime) reuses it: folding
     nothing would give it again, at the cost of restoring every rule's state."""
     _mtime: datetime | None = PrivateAttr(default=None)
+    _kept: tuple[LogFetch, LogFetch] | None = PrivateAttr(default=None)
+    """This process only: ``(read, kept)``, a read this unchanged state reused its summary for
+    and what ``_retained`` kept of it: the next such read, equal, keeps the same."""
 
 
 def decode_state(raw: bytes | str) -> LogState | None:
@@ -187,10 +190,12 @@ def fold_job(
         # No fold, or the fold lost its state (a parser bug): read cold next time.
         return facts.model_copy(update={"log": retain(facts.log, facts.summary)}
                                 ) if facts.log else facts, None
+    if reused and base is not None:  # as it was (see LogState._summary)
+        if base._kept is None or base._kept[0] != facts.log:
+            base._kept = facts.log, _retained(facts.log, facts.summary, base, recent_line)[0]
+        return facts.model_copy(update={"log": base._kept[1]}), base
     kept_log, excerpts = _retained(facts.log, facts.summary, base, recent_line)
     facts = facts.model_copy(update={"log": kept_log})
-    if reused and base is not None:
-        return facts, base  # as it was (see LogState._summary)
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
                      recent_offset=recent_offset + len(dropped.encode("utf-8")),

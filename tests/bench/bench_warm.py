@@ -1,7 +1,7 @@
 """Benchmark of the bot's warm sweeps on the local SLURM over SSH with a real Redis (not a test).
 
     flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm.py \\
-        [--jobs 500] [--steps 200] [--append 3] [--rounds 3]
+        [--jobs 500] [--steps 200] [--append 3] [--rounds 3] [--idle 2]
 
 Submits ``--jobs`` jobs whose logs hold ``--steps`` HF Trainer steps (``bench_cli``'s jobs; the
 node runs at most 256 at once, the rest stay PENDING), then, with the bot's ``Sweeper`` on a
@@ -11,10 +11,13 @@ log, ``bench_slurm.floor_once``):
 
 1. the cold sweep (no stored log states: every log read whole, states saved);
 2. ``--rounds`` warm sweeps, each after ``--append`` more steps were appended to every log over
-   SSH (as the job user): only those bytes are read and folded (target <= 1.2x the floor).
+   SSH (as the job user): only those bytes are read and folded (target <= 1.2x the floor);
+3. ``--idle`` warm sweeps with nothing appended (a stalled or quiet job's log).
 
 Each line gives the collector's answer size, the Redis round trips of the sweep, the
-process's current and peak RSS. Every job submitted is cancelled at the end (only those ids),
+process's current and peak RSS, then where the sweep's time went (``phases``: the collector
+run, the fold, each store call, judging; worker-thread phases timed inside their thread).
+Every job submitted is cancelled at the end (only those ids),
 the scratch directory removed and the Redis keys deleted.
 """
 
@@ -30,6 +33,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -99,6 +103,55 @@ class _Tapped:
         await self._inner.aclose()
 
 
+class Phases:
+    """Seconds spent per phase of a sweep: the bot's calls wrapped for this benchmark only."""
+
+    seconds: ClassVar[dict[str, float]] = {}
+
+    @classmethod
+    def wrap(cls, owner: object, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+        if asyncio.iscoroutinefunction(inner):
+            async def timed_async(*a: object, **kw: object) -> object:
+                t0 = time.perf_counter()
+                try:
+                    return await inner(*a, **kw)
+                finally:
+                    cls.add(label, time.perf_counter() - t0)
+            setattr(owner, name, timed_async)
+        else:
+            def timed(*a: object, **kw: object) -> object:
+                t0 = time.perf_counter()
+                try:
+                    return inner(*a, **kw)
+                finally:
+                    cls.add(label, time.perf_counter() - t0)
+            setattr(owner, name, timed)
+
+    @classmethod
+    def add(cls, label: str, seconds: float) -> None:
+        cls.seconds[label] = cls.seconds.get(label, 0.0) + seconds
+
+    @classmethod
+    def install(cls) -> None:
+        import bot.sweep
+        import probes.slurm.probe
+
+        cls.wrap(probes.slurm.probe, "fold_jobs", "fold")
+        cls.wrap(bot.sweep, "build_report", "judge")
+        cls.wrap(bot.sweep, "next_memory", "memory")
+        for name in ("load_memory", "save_memory", "merge_histories", "load_log_states",
+                     "save_log_states"):
+            cls.wrap(RedisStore, name, name)
+
+    @classmethod
+    def line(cls, collector: float) -> str:
+        parts = [f"collector {collector:.3f}"]
+        parts += [f"{k} {v:.3f}" for k, v in cls.seconds.items()]
+        cls.seconds = {}
+        return "  phases (s): " + ", ".join(parts)
+
+
 def rss_mb() -> tuple[float, float]:
     """(current, peak) RSS of this process in MB."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -150,6 +203,7 @@ def line(label: str, swept: tuple[float, int, int, int], floor: float, tap: Tap,
     print(f"{label}: {jobs} jobs, {wall:.2f}s beside floor {floor:.2f}s = {wall / floor:.2f}x "
           f"({target}); collector run {tap.seconds:.2f}s, answer {answer / 2**20:.2f} MiB, "
           f"Redis round trips {trips}; RSS {current:.0f} MB, peak {peak:.0f} MB", flush=True)
+    print(Phases.line(tap.seconds), flush=True)
 
 
 async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> None:
@@ -164,6 +218,7 @@ async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> Non
         return SlurmProbe(c, runner_factory=tap.factory, **kw)  # type: ignore[arg-type]
 
     sweeper = Sweeper(lambda: config, state=store, probe_factory=probe)
+    Phases.install()
     try:
         floor = await median_floor(paths, args.repeat)
         line("cold bot sweep (no stored states)", await one_sweep(sweeper, tap), floor, tap,
@@ -175,9 +230,10 @@ async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> Non
             floor = await median_floor(paths, args.repeat)
             line(f"warm bot sweep {n + 1} (+{args.append} steps per log)",
                  await one_sweep(sweeper, tap), floor, tap, "target <= 1.2x")
-        floor = await median_floor(paths, args.repeat)
-        line("warm bot sweep, nothing appended", await one_sweep(sweeper, tap), floor, tap,
-             "target <= 1.2x")
+        for n in range(args.idle):
+            floor = await median_floor(paths, args.repeat)
+            line(f"warm bot sweep {n + 1}, nothing appended", await one_sweep(sweeper, tap),
+                 floor, tap, "target <= 1.2x")
     finally:
         await sweeper.aclose()
         await store.delete_prefix()
@@ -190,6 +246,8 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--append", type=int, default=3, help="steps appended per warm sweep")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=2,
+                        help="sweeps with nothing appended, at the end")
     parser.add_argument("--repeat", type=int, default=3, help="floor runs (median)")
     args = parser.parse_args()
     tag = secrets.token_hex(3)

@@ -54,3 +54,17 @@ async def test_job_answer_reads_the_whole_stored_window(store: RedisStore) -> No
     assert [p.step for p in shown.history] == list(range(1, 41))
     assert shown.report == detail.report
     assert await whole_window(bot, shown) is shown  # type: ignore[arg-type]  # unchanged
+
+
+async def test_merge_replaces_only_the_new_steps(store: RedisStore) -> None:
+    """New steps with gaps between them (a resume re-logging old steps, then new ones) replace
+    exactly those steps; the stored steps between them stay; a step twice in one batch keeps
+    its later value."""
+    await store.merge_histories("alpha", {"1": points(*range(1, 11))})
+    batch = [*points(3, 4, 7, loss=0.5), *points(11, 12, loss=0.25), *points(4, loss=0.125)]
+    merged = (await store.merge_histories("alpha", {"1": batch}))["1"]
+    assert [p.step for p in merged] == list(range(1, 13))
+    loss = {p.step: p.values["loss"] for p in merged}
+    assert loss == {**dict.fromkeys(range(1, 13), 1.0), 3: 0.5, 4: 0.125, 7: 0.5, 11: 0.25,
+                    12: 0.25}
+    assert await store.load_history("alpha", "1") == merged

@@ -207,6 +207,32 @@ def test_an_unchanged_log_reuses_its_summary_until_it_changes(tmp_path: Path) ->
     assert same(grown.summary, cold(log).summary)
 
 
+def test_unchanged_sweeps_keep_what_a_stored_state_keeps(tmp_path: Path) -> None:
+    """Sweeps finding nothing appended, again and again in one process, keep of the log
+    (excerpts, contexts read above the window, tally, markers) what a sweep resuming the same
+    state from its stored JSON keeps (it folds the nothing appended, reusing nothing)."""
+    crash = (FIX / "torch-2.13.0/childfailed.out").read_bytes()
+    early = b"agent_config=terminus-2\npushing 6,977 rows to the hub\n" + crash
+    filler = b"".join(b"[rank0] still alive %d\n" % n for n in range(3000))
+    log = tmp_path / "run.out"
+    _, state = grow(log, early + filler, [len(early), len(early) + 30_000])
+    assert state.recent_line > 100 and state.contexts
+    record = RECORD.model_copy(update={"stdout_path": str(log)})
+
+    def sweep(prior: LogState) -> tuple[JobFacts, LogState | None]:
+        return fold_job(record, read(log, prior), prior, aliases={}, benign_patterns=())
+
+    first, live = sweep(state)
+    assert live is not None
+    stored = decode_state(encode_state(live) or "")
+    assert stored is not None
+    expected, _ = sweep(stored)
+    for _ in range(3):
+        again, kept = sweep(live)
+        assert kept is live and again.summary is first.summary
+        assert again.log == expected.log and same(again.summary, expected.summary)
+
+
 @pytest.mark.parametrize("text", [
     "", "no tally\n", "12 passed\nthen an error\n", "x\r3 failed, 2 passed\rtail\n",
     "pushing 6,977 rows\n" + "error: 1.5\n" * 50, "İstanbul 4 files\nİ\n",
