@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -132,8 +133,9 @@ class Bot:
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
-        self.cached: SweepResult | None = None
-        """The sweep last written to the cache: callers sharing one sweep write it once."""
+        self.cached: weakref.ref[SweepResult] | None = None
+        """The sweep last written to the cache (weakly: the bot keeps no sweep alive between
+        sweeps): callers sharing one sweep write it once."""
         self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
         self.actions = ActionHandler(config=self.config, sweeper=self.sweeper, store=self.store,
                                      client=self.client, telemetry=self.telemetry,
@@ -257,8 +259,8 @@ async def live_sweep(bot: Bot) -> SweepResult:
         bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
         if facts.status == "unreachable":
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
-    if result.degraded is None and bot.cached is not result:
-        bot.cached = result  # the callers that shared this sweep do not write it again
+    if result.degraded is None and (bot.cached is None or bot.cached() is not result):
+        bot.cached = weakref.ref(result)  # the callers that shared this sweep don't write it
         try:
             await bot.store.save_cache(await asyncio.to_thread(encode_sweep, result),
                                        ttl_s=bot.config.current().slack.cache_seconds)
