@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.config import Config
 from bot.store import RedisStore, StoreUnavailable
 from probes.models import JobFacts, MetricPoint, SchedulerRecord
-from report.chunks import BACKTICK_LOOKALIKE
+from report.chunks import no_backticks
 from report.models import (
     FailureSignature,
     JobDetail,
@@ -224,8 +224,10 @@ class FollowUps:
                                   ttl_s=ttl * 4)
         again = f" — recurring-failure (same as {previous[-1]})" if record.recurring and previous \
             else (" — recurring-failure" if record.recurring else "")
-        ref = _inline(f"{job.cluster}:{job.job_id}")
-        return f"🔥 `{ref}` {job.name} failed: {record.diagnosis}{again} · `{_inline(str(path))}`"
+        # Escaped for mrkdwn where they are sent; no backtick may close their spans here.
+        ref = no_backticks(f"{job.cluster}:{job.job_id}")
+        shown = no_backticks(str(path))
+        return f"🔥 `{ref}` {job.name} failed: {record.diagnosis}{again} · `{shown}`"
 
     async def _previous(self, job: JobReport, repeats: FailureSignature) -> tuple[str, ...]:
         """The incident chain of the attempt ``job`` repeats (empty if it was never filed)."""
@@ -241,9 +243,3 @@ class FollowUps:
 def _filed_key(cluster: str, job_id: str) -> str:
     """The Redis doc holding the id of the failure incident filed for a job."""
     return f"seen-failure:{cluster}:{job_id}"
-
-
-def _inline(text: str) -> str:
-    """Text for an inline code span in a follow-up line (escaped for mrkdwn where it is
-    sent): no backtick left to close the span."""
-    return text.replace("`", BACKTICK_LOOKALIKE)

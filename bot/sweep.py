@@ -157,13 +157,7 @@ class Sweeper:
         started = time.perf_counter()
         config = self._config = self._load_config()
         wanted = config.select(selection)
-        degraded: str | None = None
-        memory: SweepMemory | None = None
-        if self._state is not None:
-            try:
-                memory = await self._state.load_memory()
-            except Exception as exc:  # the store's own errors; a sweep must still answer
-                degraded = f"degraded: no history ({exc})"
+        memory, degraded = await self._memory()
         notes: list[str] = []
         # Log states only with a store that answered (an outage costs one failed command).
         resume = self._state is not None and degraded is None
@@ -315,25 +309,28 @@ class Sweeper:
         started = time.perf_counter()
         config = self._config = self._load_config()
         wanted = [c for c in config.select([cluster] if cluster else None) if c.active]
-        memory: SweepMemory | None = None
-        degraded: str | None = None
-        if self._state is not None:
-            try:
-                memory = await self._state.load_memory()
-            except Exception as exc:  # the store's own errors; the answer must still come
-                degraded = f"degraded: no history ({exc})"
+        memory, degraded = await self._memory()
         results: dict[str, ClusterFacts] = {}
         async with asyncio.TaskGroup() as group:
             for c in wanted:
                 group.create_task(self._collect_job_on(c, config, job_id, results))
         facts = tuple(results[c.name] for c in wanted)
         histories, degraded = await self._histories(facts, degraded, whole=False)
-        report, details = build_report(
-            facts, settings=config.report_settings(), now=_judging_time(facts, self._clock()),
-            histories=histories, memory=memory,
+        report, details = await asyncio.to_thread(  # a whole Kubernetes cluster, maybe
+            build_report, facts, settings=config.report_settings(),
+            now=_judging_time(facts, self._clock()), histories=histories, memory=memory,
         )
         return SweepResult(report, details, facts, self._clock(),
                            time.perf_counter() - started, degraded)
+
+    async def _memory(self) -> tuple[SweepMemory | None, str | None]:
+        """(sweep memory, degraded note): the store's own errors degrade, never fail, an answer."""
+        if self._state is None:
+            return None, None
+        try:
+            return await self._state.load_memory(), None
+        except Exception as exc:
+            return None, f"degraded: no history ({exc})"
 
     async def _collect_job_on(self, cluster: ClusterConfig, config: Config, job_id: str,
                               results: dict[str, ClusterFacts]) -> None:

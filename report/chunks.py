@@ -67,9 +67,15 @@ def escape_mrkdwn(text: str) -> str:
     return escaped.replace(FENCE, BACKTICK_LOOKALIKE * 3)
 
 
+def no_backticks(text: str) -> str:
+    """Every backtick a look-alike: text that cannot close a code span or fence (escape for
+    mrkdwn separately, or use ``escape_code``)."""
+    return text.replace("`", BACKTICK_LOOKALIKE)
+
+
 def escape_code(text: str) -> str:
-    """Text for inside a code block: escaped, and no backtick left to close the fence."""
-    return escape_mrkdwn(text).replace("`", BACKTICK_LOOKALIKE)
+    """Text for inside a code block or span: escaped, and no backtick left to close it."""
+    return no_backticks(escape_mrkdwn(text))
 
 
 _TORN_TAIL = re.compile(r"(&[a-z]{0,4}|<[^>]*)\Z")
