@@ -11,7 +11,10 @@ one URL (``rediss://`` for TLS, ``user@`` for an ACL user), or ``Sentinel.master
 Keys (``P`` = prefix)::
 
     P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
-                               expire_hours after the run was last seen by a sweep
+                               expire_hours after the run was last seen by a sweep; the
+                               process keeps the windows it merged (bot.store_windows)
+    P window-rev:{cluster}:{job}  STRING counter: every merge of that window increments it
+                               (a window kept in memory is checked by it), same expiry
     P logs:{cluster}           HASH job id -> LogState JSON (cursor + fold carry,
                                probes.slurm.cursors); jobs gone from the sweep are
                                pruned, the key expires expire_hours after the last save
@@ -32,7 +35,6 @@ Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -46,6 +48,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from bot.config import sentinel_address
+from bot.store_windows import CACHED_POINTS, WindowCache
 from probes.models import MetricPoint
 from probes.slurm.cursors import LogState, decode_state, encode_state
 
@@ -78,25 +81,8 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
-PARSED_JOBS = 8192
-"""Jobs whose parsed windows a store keeps (about 1 KiB per point kept, shared with the
-histories a sweep judges)."""
-
-
-def _runs(steps: Sequence[int]) -> list[tuple[int, int]]:
-    """Sorted distinct ``steps`` as inclusive runs of consecutive numbers."""
-    runs: list[tuple[int, int]] = []
-    for step in steps:
-        if runs and runs[-1][1] == step - 1:
-            runs[-1] = (runs[-1][0], step)
-        else:
-            runs.append((step, step))
-    return runs
-
-
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
 
 
 class RedisStore:
@@ -110,17 +96,17 @@ class RedisStore:
         window_len: int = 200,
         expire_s: float = 72 * 3600,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        cached_points: int = CACHED_POINTS,
     ) -> None:
         self._r = client
         self.prefix = prefix
         self.window_len = window_len
         self.expire_ms = int(expire_s * 1000)
         self._clock = clock
-        self._parsed: OrderedDict[tuple[str, str], dict[bytes | str, MetricPoint]] = \
-            OrderedDict()
-        """Per job (the :data:`PARSED_JOBS` merged last), its window's members as parsed at
-        its last merge: a member is the point's JSON, so the same bytes parse to the same
-        (frozen) point; a warm sweep's window is mostly the members it read last time."""
+        self.windows = WindowCache(window_len=window_len, expire_ms=self.expire_ms,
+                                   cached_points=cached_points)
+        """The windows this process merged last (``bot.store_windows``): a warm merge sends
+        the new points and reads back two integers per job, not the window."""
 
     @classmethod
     def from_config(
@@ -185,47 +171,49 @@ class RedisStore:
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]]
     ) -> dict[str, list[MetricPoint]]:
         """:meth:`merge_history` for every job of a sweep in one pipeline: one round trip and
-        O(jobs) commands, whatever the number of jobs and points: per job one
-        ZREMRANGEBYSCORE per run of consecutive new steps (a sweep's are one run) and one ZADD
-        of all its new points.
+        O(jobs) commands whatever the number of jobs and points, and bytes that grow with the
+        new points only (``bot.store_windows``): a window this process knows is checked, not
+        read; one more round trip reads back the windows it does not know or that Redis
+        changed behind it.
 
         Not a transaction: each job's commands run in order, and a replica merging the same
         step at the same time writes the same value, so interleaving is harmless; a retry
-        after a failover re-runs the whole batch, which is idempotent.
+        after a failover re-runs the whole batch, which is idempotent. A failed merge forgets
+        the batch's windows (Redis may hold part of it): they are read back next time.
         """
-        jobs = list(batch)
-        async with self._translated("merge history"), self._r.pipeline(transaction=False) as p:
-            for job_id in jobs:
-                key = self.key("window", cluster, job_id)
-                latest = {point.step: point for point in batch[job_id]}  # the later wins
-                for lo, hi in _runs(sorted(latest)):  # steps are whole: exactly those go
-                    p.zremrangebyscore(key, lo, hi)
-                if latest:
-                    p.zadd(key, {dump_json(point.model_dump()): step
-                                 for step, point in latest.items()})
-                p.zremrangebyrank(key, 0, -(self.window_len + 1))
-                p.pexpire(key, self.expire_ms)
-                p.zrange(key, 0, -1)
-            results = await p.execute()
+        windows = self.windows
+        plans = [windows.plan(cluster, job_id, self.key("window", cluster, job_id),
+                              self.key("window-rev", cluster, job_id), points)
+                 for job_id, points in batch.items()]
         out: dict[str, list[MetricPoint]] = {}
-        at = 0
-        for job_id in jobs:
-            steps = sorted({point.step for point in batch[job_id]})
-            at += len(_runs(steps)) + (1 if steps else 0) + 3
-            out[job_id] = self._points(cluster, job_id, results[at - 1])
-        return out
-
-    def _points(self, cluster: str, job_id: str, members: Sequence[bytes | str]
-                ) -> list[MetricPoint]:
-        """A window's members as points, those parsed at the job's last merge reused."""
-        known = self._parsed.pop((cluster, job_id), {})
-        # Parsed by pydantic from JSON: its string cache shares the metric names between
-        # points (~30 % of a kept 200-point window) and it is ~10x faster than json.loads.
-        parsed = {m: known.get(m) or MetricPoint.model_validate_json(m) for m in members}
-        self._parsed[cluster, job_id] = parsed
-        while len(self._parsed) > PARSED_JOBS:
-            self._parsed.popitem(last=False)
-        return list(parsed.values())
+        try:
+            async with self._translated("merge history"), \
+                    self._r.pipeline(transaction=False) as p:
+                for plan in plans:
+                    windows.queue(p, plan)
+                results = await p.execute()
+            at, stale = 0, []
+            for plan in plans:
+                at += plan.replies
+                merged = windows.settle(cluster, plan, results[at - plan.replies : at])
+                if merged is None:
+                    stale.append(plan)
+                else:
+                    out[plan.job_id] = merged
+            if stale:
+                async with self._translated("read history"), \
+                        self._r.pipeline(transaction=False) as p:
+                    for plan in stale:
+                        p.zrange(plan.key, 0, -1)
+                    members = await p.execute()
+                for plan, found in zip(stale, members, strict=True):
+                    out[plan.job_id] = windows.keep(cluster, plan, plan.rev, found)
+        except BaseException:
+            for plan in plans:
+                windows.forget(cluster, plan.job_id)
+            raise
+        windows.evict()
+        return {job_id: out[job_id] for job_id in batch}
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
         async with self._translated("load history"):
