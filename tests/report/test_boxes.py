@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich import box
@@ -86,3 +87,49 @@ def test_rows_at_natural_widths_equal_richs_render(kinds: list[bool], data: st.D
     drawn = render_box(columns, rows, width=200)
     assert drawn.row_heights == (1,) * len(rows)
     assert (drawn.text, drawn.header_lines, drawn.row_heights) == _reference(columns, rows, 200)
+
+
+PROSE = st.lists(st.sampled_from(["Pending", "(Resources),", "expected", "start", "12-01",
+                                  "14:24Z", "loss ↓ 1.90→1.51", "▁▂▃▅▇", "漢字の", "x" * 30,
+                                  "grad_norm", "flat;", "", "  ", "7", "sft-bench-1f2e3d-17"]),
+                 min_size=0, max_size=14).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kinds=st.lists(st.booleans(), min_size=2, max_size=6), data=st.data(),
+       width=st.integers(min_value=40, max_value=140))
+def test_wrapped_rows_equal_richs_render(kinds: list[bool], data: st.DataObject,
+                                         width: int) -> None:
+    """Prose too long for one line (a pending note, a trend), wide characters, words longer
+    than their column, blank and space-only cells: the joined rows wrap as rich wraps them."""
+    kinds[0] = False  # the Job column is text, as in every layout
+    columns = [Column("Job" if i == 0 else ("Note" if not numeric else "Elapsed"),
+                      lambda r: "", numeric=numeric) for i, numeric in enumerate(kinds)]
+    cell = {True: SHORT, False: PROSE}
+    rows = data.draw(st.lists(st.tuples(*(cell[k] for k in kinds)).map(list), max_size=12))
+    drawn = render_box(columns, rows, width=width)
+    assert (drawn.text, drawn.header_lines, drawn.row_heights) == _reference(columns, rows, width)
+
+
+def test_a_pending_table_is_joined_not_laid_out_by_rich(monkeypatch: pytest.MonkeyPatch,
+                                                         ) -> None:
+    """The "Filling buffer" table of 244 pending jobs whose notes wrap at width 100 (a cold
+    sweep of the bench cluster) is joined from strings: rich's Table layout never runs, and
+    the text is still rich's."""
+    from report import boxes
+    from report.layouts import LAYOUTS
+
+    columns = LAYOUTS["buffer"]
+    rows = [[f"sft-bench-deae7e-{n}", "SFT", "pending", "—",
+             f"Pending ({'Resources' if n % 7 else 'Priority'}), expected start 12-01 14:24Z"]
+            for n in range(257, 501)]
+    assert [c.header for c in columns] == ["Job", "Bucket", "State", "Elapsed", "Note"]
+    expected = _reference(list(columns), rows, 100)
+
+    def refuse(*_a: object) -> str:
+        raise AssertionError("rich laid the table out")
+
+    monkeypatch.setattr(boxes, "_print", refuse)
+    drawn = render_box(columns, rows, width=100)
+    assert (drawn.text, drawn.header_lines, drawn.row_heights) == expected
+    assert set(drawn.row_heights) == {2}  # the notes did wrap
