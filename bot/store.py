@@ -13,8 +13,8 @@ Keys (``P`` = prefix)::
     P window:{cluster}:{job}   ZSET step -> point JSON, capped at window_len, expires
                                expire_hours after the run was last seen by a sweep; the
                                process keeps the windows it merged (bot.store_windows)
-    P window-rev:{cluster}:{job}  STRING counter: every merge of that window increments it
-                               (a window kept in memory is checked by it), same expiry
+    P window-rev:{cluster}:{job}  STRING a token each merge of that window sets anew (a
+                               window kept in memory is checked by it), same expiry
     P logs:{cluster}           HASH job id -> LogState JSON (cursor + fold carry,
                                probes.slurm.cursors); jobs gone from the sweep are
                                pruned, the key expires expire_hours after the last save
@@ -207,7 +207,7 @@ class RedisStore:
                         p.zrange(plan.key, 0, -1)
                     members = await p.execute()
                 for plan, found in zip(stale, members, strict=True):
-                    out[plan.job_id] = windows.keep(cluster, plan, plan.rev, found)
+                    out[plan.job_id] = windows.keep(cluster, plan, found)
         except BaseException:
             for plan in plans:
                 windows.forget(cluster, plan.job_id)

@@ -2,14 +2,14 @@
 
 Policy (issue 12, "cost bounded by what changed"): Redis holds each job's window (``P
 window:{cluster}:{job}``, a ZSET step -> point JSON) as the durable copy, and beside it a
-revision (``P window-rev:{cluster}:{job}``, a counter every merge increments, same expiry). A
-process keeps the windows it merged last in memory, as points by step, each with the
-revision its merge got. A warm merge moves only the new points: per job, one
-ZREMRANGEBYSCORE per run of consecutive new steps, one ZADD, the trim and the expiries, then
-INCR of the revision, ZCARD and ZCOUNT over the window it expects (three integers back). The
-window in memory after the same edits is Redis's when the revision is the kept one plus one
-(no other merge ran since: another replica's, a lost write after a failover or a flush all
-change it) and both counts match (a window key lost alone). Otherwise the job's whole window
+revision (``P window-rev:{cluster}:{job}``, a token each merge sets, new every time, same
+expiry). A process keeps the windows it merged last in memory, in step order, each with the
+token its merge set. A warm merge moves only the new points: per job, one ZREMRANGEBYSCORE
+per run of consecutive new steps, one ZADD, the trim and the expiry, then ``SET token GET``
+(the previous token back) and ZCARD. The window in memory after the same edits is Redis's
+when the previous token is the one kept (no other merge ran since: another replica's, a
+write lost in a failover or a flush all leave another) and the count matches (a window key
+lost alone). ``SET ... GET`` needs Redis 6.2. Otherwise the job's whole window
 is read back, in one more pipelined round trip for those jobs only; a job this process has
 not merged yet (its first sweep) is read back whole in the same round trip as its commands.
 So a warm sweep of n jobs costs one round trip and O(n) commands, and its bytes grow with
@@ -26,6 +26,7 @@ sweep and never thrashes the rest: eviction runs after a batch, oldest first).
 from __future__ import annotations
 
 import json
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,10 @@ def point_json(point: MetricPoint) -> str:
                       default=_iso)
 
 
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _iso(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
@@ -63,10 +68,23 @@ def runs(steps: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _capped(window: dict[int, MetricPoint], cap: int) -> dict[int, MetricPoint]:
-    """``window`` (any order) sorted by step, only its last ``cap`` steps (ZREMRANGEBYRANK)."""
-    steps = sorted(window)[-cap:] if cap > 0 else []
-    return {step: window[step] for step in steps}
+Window = tuple[MetricPoint, ...]
+"""A kept window: its points in step order, one per step (a tuple: 1.6 KB for 200 points
+where a dict by step took 9 KB)."""
+
+
+def _merged(window: Window, latest: dict[int, MetricPoint], cap: int) -> Window:
+    """``window`` with ``latest`` merged in (a new point replaces its step's), in step order,
+    only its last ``cap`` steps (as ZREMRANGEBYRANK trims)."""
+    if cap <= 0:
+        return ()
+    if not latest:
+        return window[-cap:]
+    if not window or min(latest) > window[-1].step:  # a log's new steps: appended
+        return (*window, *(latest[step] for step in sorted(latest)))[-cap:]
+    by_step = {point.step: point for point in window}
+    by_step.update(latest)
+    return tuple(by_step[step] for step in sorted(by_step)[-cap:])
 
 
 @dataclass
@@ -78,12 +96,15 @@ class _Plan:
     rev_key: str
     latest: dict[int, MetricPoint]
     """The new points by step (a later one for a step wins)."""
-    expected: dict[int, MetricPoint] | None
+    expected: Window | None
     """The window after the merge as this process knows it (``None``: not known, read it)."""
-    rev: int = 0
-    """The revision this process's window has (its last merge's)."""
+    rev: str = ""
+    """The token this process's window has (its last merge's)."""
+    token: str = ""
+    """The token this merge sets."""
     replies: int = 0
-    """Replies of this job's commands in the pipeline (the last three are checked)."""
+    """Replies of this job's commands in the pipeline (the token's and the last one are
+    checked)."""
 
 
 class WindowCache:
@@ -94,9 +115,10 @@ class WindowCache:
         self.window_len = window_len
         self.expire_ms = expire_ms
         self.cached_points = cached_points
-        self._windows: OrderedDict[tuple[str, str], tuple[int, dict[int, MetricPoint]]] = \
-            OrderedDict()
-        """Per job, least recently merged first: (revision, window by step in step order)."""
+        self._windows: OrderedDict[tuple[str, str], tuple[str, Window]] = OrderedDict()
+        """Per job, least recently merged first: (token, window)."""
+        self._process = uuid.uuid4().hex[:12]
+        self._merges = 0
         self._points = 0
         self.read_back = 0
         """Windows read back whole so far (a process's first sweep, or a mismatch)."""
@@ -104,12 +126,14 @@ class WindowCache:
     def plan(self, cluster: str, job_id: str, key: str, rev_key: str,
              points: Sequence[MetricPoint]) -> _Plan:
         latest = {point.step: point for point in points}  # the later wins
+        self._merges += 1
+        token = f"{self._process}-{self._merges}"
         known = self._windows.get((cluster, job_id))
         if known is None:
-            return _Plan(job_id, key, rev_key, latest, None)
+            return _Plan(job_id, key, rev_key, latest, None, token=token)
         rev, window = known
-        return _Plan(job_id, key, rev_key, latest, _capped({**window, **latest},
-                                                            self.window_len), rev)
+        return _Plan(job_id, key, rev_key, latest, _merged(window, latest, self.window_len),
+                     rev, token)
 
     def queue(self, pipe: Any, plan: _Plan) -> None:
         """Add ``plan``'s commands to the pipeline ``pipe`` (noting how many replies)."""
@@ -120,34 +144,29 @@ class WindowCache:
             pipe.zadd(plan.key, {point_json(point): step for step, point in plan.latest.items()})
             pipe.zremrangebyrank(plan.key, 0, -(self.window_len + 1))
         pipe.pexpire(plan.key, self.expire_ms)
-        pipe.incr(plan.rev_key)
-        pipe.pexpire(plan.rev_key, self.expire_ms)
+        pipe.set(plan.rev_key, plan.token, px=self.expire_ms, get=True)
         if plan.expected is None:
             pipe.zrange(plan.key, 0, -1)
         else:
             pipe.zcard(plan.key)
-            steps = list(plan.expected)
-            pipe.zcount(plan.key, steps[0] if steps else 0, steps[-1] if steps else -1)
-        plan.replies = len(spans) + (2 if plan.latest else 0) + (4 if plan.expected is None
-                                                                  else 5)
+        plan.replies = len(spans) + (2 if plan.latest else 0) + 3
 
     def settle(self, cluster: str, plan: _Plan, replies: Sequence[Any]
                ) -> list[MetricPoint] | None:
         """The job's window after its commands' ``replies``; ``None`` when the window in
         memory may differ from Redis's (read it back whole, then :meth:`keep`)."""
         if plan.expected is None:
-            return self.keep(cluster, plan, replies[-3], replies[-1])
-        rev, card, count = int(replies[-4]), int(replies[-2]), int(replies[-1])
-        if rev != plan.rev + 1 or card != len(plan.expected) or count != card:
-            plan.rev = rev
+            return self.keep(cluster, plan, replies[-1])
+        previous, card = replies[-2], int(replies[-1])
+        if _text(previous) != plan.rev or card != len(plan.expected):
             return None
-        return self._store(cluster, plan.job_id, rev, plan.expected)
+        return self._store(cluster, plan.job_id, plan.token, plan.expected)
 
-    def keep(self, cluster: str, plan: _Plan, rev: Any, members: Sequence[bytes | str],
+    def keep(self, cluster: str, plan: _Plan, members: Sequence[bytes | str],
              ) -> list[MetricPoint]:
-        """A window read back whole (``members``, in score order) after revision ``rev``,
-        kept; a step this merge wrote keeps the caller's point when Redis holds its value
-        (shared, not a copy)."""
+        """A window read back whole (``members``, in score order) after this merge set its
+        token, kept; a step this merge wrote keeps the caller's point when Redis holds its
+        value (shared, not a copy)."""
         self.read_back += 1
         window: dict[int, MetricPoint] = {}
         for member in members:
@@ -156,16 +175,15 @@ class WindowCache:
             point = MetricPoint.model_validate_json(member)
             mine = plan.latest.get(point.step)
             window[point.step] = mine if mine is not None and mine == point else point
-        # The window was read after the revision: it may hold a later merge too, which the
-        # next merge's revision then shows (read back again), never the other way round.
-        return self._store(cluster, plan.job_id, int(rev), window)
+        # The window was read after the token was set: it may hold a later merge too, whose
+        # token the next merge then gets back (read back again), never the other way round.
+        return self._store(cluster, plan.job_id, plan.token, tuple(window.values()))
 
-    def _store(self, cluster: str, job_id: str, rev: int, window: dict[int, MetricPoint]
-               ) -> list[MetricPoint]:
+    def _store(self, cluster: str, job_id: str, rev: str, window: Window) -> list[MetricPoint]:
         self.forget(cluster, job_id)
         self._windows[cluster, job_id] = (rev, window)
         self._points += len(window)
-        return list(window.values())
+        return list(window)
 
     def forget(self, cluster: str, job_id: str) -> None:
         old = self._windows.pop((cluster, job_id), None)

@@ -216,13 +216,15 @@ def log_excerpt(facts: JobFacts) -> str:
         kept = next((c.text for c in log.contexts if c.line_no == fault.line_no), None)
         if kept is not None:
             return kept
-    lines = [cut_line(line) for line in log.text.splitlines()] if log else []
+    # Only the excerpt's own lines are cut: cutting all 400 kept lines of every job's tail
+    # was a third of a warm sweep's judging.
+    lines = log.text.splitlines() if log else []
     first = log.text_line if log else 1
     if fault is not None and first <= fault.line_no < first + len(lines):
         start = max(0, fault.line_no - first + 1 - EXCERPT_LINES // 2)
-        return "\n".join(lines[start : start + EXCERPT_LINES])
+        return "\n".join(map(cut_line, lines[start : start + EXCERPT_LINES]))
     if fault is not None and not lines:
         return "\n".join(x for x in (fault.excerpt, fault.detail) if x)
     if log is not None and log.last_context is not None:
         return log.last_context
-    return "\n".join(lines[-EXCERPT_LINES:])
+    return "\n".join(map(cut_line, lines[-EXCERPT_LINES:]))

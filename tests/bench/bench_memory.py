@@ -16,9 +16,12 @@ is built and kept, after a full collection). Two parts:
    ``--bot-jobs`` jobs from collector answers one at a time (as ``SlurmProbe`` does). Each
    job's Redis window is first filled to ``window_len`` (200) points, the steady state of a
    long run, so the history the sweep hands to ``/job`` is in the figure. Printed: the
-   retained bytes of the kept ``SweepResult`` (tracemalloc), per job, its split between the
-   facts and the details (deep size of a sample), and how many jobs a 1 GiB pod holds at
-   that rate (two results live at once while a sweep replaces the last: halved).
+   retained bytes of the kept ``SweepResult`` (tracemalloc started with the sweep), per job,
+   its split between the facts and the details (deep size of a sample), and how many jobs a
+   1 GiB pod holds at that rate (two results live at once while a sweep replaces the last:
+   halved); then, from a second run traced from before the windows were filled, all the
+   process holds once the result is kept: the store's windows kept in memory between sweeps
+   (``bot.store_windows``) included.
 """
 
 from __future__ import annotations
@@ -141,8 +144,14 @@ def window(points: int, seed: int) -> list[MetricPoint]:
             for s in range(1, points + 1)]
 
 
-async def bot_sweep(jobs: int, text: str, prefix: str, tmp: Path) -> tuple[int, int, str]:
-    """Retained and peak bytes of the bot's kept SweepResult, and the split of one job."""
+async def bot_sweep(jobs: int, text: str, prefix: str, tmp: Path, *, whole: bool = False,
+                    ) -> tuple[int, int, str]:
+    """Retained and peak bytes of the bot's kept SweepResult, and the split of one job;
+    ``whole``: traced from before the store exists, so what it keeps is counted too."""
+    if whole:
+        gc.collect()
+        tracemalloc.start()
+    start = tracemalloc.get_traced_memory()[0]
     store = make_store(prefix)
     try:
         for start in range(0, jobs, 500):  # the steady state: every window full
@@ -154,8 +163,9 @@ async def bot_sweep(jobs: int, text: str, prefix: str, tmp: Path) -> tuple[int, 
         sweeper = Sweeper(lambda: config, state=store,
                           probe_factory=lambda *_a, **_k: AssemblingProbe(jobs, text))
         gc.collect()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
+        if not whole:
+            tracemalloc.start()
+        base = start if whole else tracemalloc.get_traced_memory()[0]
         result = await sweeper.sweep()
         gc.collect()
         current, peak = tracemalloc.get_traced_memory()
@@ -165,12 +175,18 @@ async def bot_sweep(jobs: int, text: str, prefix: str, tmp: Path) -> tuple[int, 
         job = result.facts[0].jobs[0]
         split = (f"facts {deep_size(job) / 1024:.1f} KB, details {deep_size(detail) / 1024:.1f}"
                  f" KB of which history {deep_size(detail.history) / 1024:.1f} KB "
-                 f"({len(detail.history)} points)")
+                 f"({len(detail.history)} points); the store keeps {kept_points(store)} "
+                 "points in memory")
         del result
         return current - base, peak - base, split
     finally:
         await store.delete_prefix()
         await store.aclose()
+
+
+def kept_points(store: object) -> object:
+    """Points the store keeps in memory between sweeps (``?``: a store without that count)."""
+    return getattr(getattr(store, "windows", None), "points", "?")
 
 
 def part_bot(counts: Sequence[int], log_bytes: int) -> None:
@@ -185,6 +201,10 @@ def part_bot(counts: Sequence[int], log_bytes: int) -> None:
                   f" sweep peak {peak / 2**20:8.1f} MB; 1 GiB holds ~{GIB // 2 // per_job:,.0f}"
                   f" jobs (two results alive)")
             print(f"          one job: {split}")
+            prefix = f"jt-bench-mem-{uuid.uuid4().hex[:8]}:"
+            held, _, _ = asyncio.run(bot_sweep(jobs, text, prefix, Path(tmp), whole=True))
+            print(f"          held in all once kept (store windows included): "
+                  f"{held / 2**20:.1f} MB = {held / jobs / 1024:.1f} KB/job")
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ def points(*steps: int, loss: float = 1.0) -> list[MetricPoint]:
 
 
 class Measured(Connection):
-    """Counts the bytes of every bulk string Redis answers (the payload a reply moves)."""
+    """Counts the bytes of every string Redis answers (the payload a reply moves)."""
 
     received = 0
 
@@ -57,14 +57,15 @@ async def measured(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
 
 
 async def test_a_warm_merge_moves_the_new_points_not_the_window(measured: RedisStore) -> None:
-    """First merge of 100 jobs reads their windows back (nothing known yet); the next merges
-    of 3 new steps each move no window bytes back, and return what Redis holds."""
+    """First merge of 100 jobs reads their windows back (nothing known yet); the next merge
+    of 3 new steps each gets back a revision token and a count per job, no point, and
+    returns what Redis holds."""
     jobs = [str(n) for n in range(100)]
     await measured.merge_histories("alpha", {j: points(*range(1, 201)) for j in jobs})
     Measured.received = 0
     first_reads = measured.windows.read_back
     merged = await measured.merge_histories("alpha", {j: points(201, 202, 203) for j in jobs})
-    assert Measured.received == 0  # integers only: no member came back
+    assert Measured.received <= 32 * len(jobs)  # a token each: one point's JSON is ~60 bytes
     assert measured.windows.read_back == first_reads
     for job in (jobs[0], jobs[-1]):
         assert [p.step for p in merged[job]] == list(range(4, 204))
