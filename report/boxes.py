@@ -158,17 +158,18 @@ def render_box(
     wrapping text columns at :func:`_text_widths`' when the table is too wide for that) and
     every header fits its column, the box is joined from strings as rich would draw it
     (``_render_lines``: a cell too wide for its column wrapped as rich wraps it). Else (a
-    width too narrow for the text floors, a header wider than its column) it is drawn by
-    rich once with a rule between rows: the rules reveal where each wrapped row ends, and
-    the table without them is the same lines less those rules (the rule under the header is
-    drawn alike in both).
+    width too narrow for the text floors, a header wider than its column, a cell holding a
+    line break) it is drawn by rich once with a rule between rows: the rules reveal where
+    each wrapped row ends, and the table without them is the same lines less those rules
+    (the rule under the header is drawn alike in both).
     """
     shown = [[printable(cell) for cell in row] for row in cells]
     natural = [_natural(i, c, shown) for i, c in enumerate(columns)]
     widths = _text_widths(columns, cells, width)
     spans = [widths.get(i, n) for i, n in enumerate(natural)]
     if sum(spans) + 3 * len(columns) + 1 <= width and all(
-            cell_len(c.header) <= span for c, span in zip(columns, spans, strict=True)):
+            cell_len(c.header) <= span for c, span in zip(columns, spans, strict=True)) and not any(
+            "\n" in cell for row in shown for cell in row):  # a kept line break: rich measures
         return _render_lines(columns, shown, spans, width, bucket=bucket, title=title)
     table = Table(box=box.SQUARE, padding=(0, 1), highlight=False, show_lines=True)
     for index, column in enumerate(columns):
@@ -207,8 +208,10 @@ def _render_lines(
     lines = [_rule("┌", "┬", "┐", pads), "│" + "│".join(heads) + "│",
              _rule("├", "┼", "┤", pads)]
     heights = []
+    known: dict[tuple[str, int], list[str]] = {}  # a table repeats its cells (notes, states)
     for row in shown:
-        wrapped = [_wrapped(cell, own, console) for cell, own in zip(row, spans, strict=True)]
+        wrapped = [_wrapped(cell, own, console, known)
+                   for cell, own in zip(row, spans, strict=True)]
         height = max(map(len, wrapped))
         heights.append(height)
         for at in range(height):
@@ -221,13 +224,19 @@ def _render_lines(
                          row_heights=tuple(heights))
 
 
-def _wrapped(cell: str, width: int, console: Console) -> list[str]:
+def _wrapped(cell: str, width: int, console: Console,
+             known: dict[tuple[str, int], list[str]]) -> list[str]:
     """``cell``'s lines in a column ``width`` cells wide, as rich wraps a Text there (left
-    justified, over-long words folded); a cell that fits is its own one line."""
+    justified, over-long words folded); a cell that fits is its own one line. ``known``:
+    the cells this table wrapped already."""
     if cell_len(cell) <= width and len(cell) <= width:
         return [cell]
-    return [line.plain for line in
-            Text(cell).wrap(console, width, justify="left", overflow="fold")]
+    lines = known.get((cell, width))
+    if lines is None:
+        lines = known[cell, width] = [
+            line.plain for line in Text(cell).wrap(console, width, justify="left",
+                                                   overflow="fold")]
+    return lines
 
 
 def _rule(left: str, middle: str, right: str, spans: Sequence[int]) -> str:

@@ -43,6 +43,8 @@ _EXC_MAX = 12
 def printable(text: str) -> str:
     """Text safe for a fixed-width cell: tabs, ANSI escapes and other control characters
     become spaces (they would shift the box), line breaks are kept."""
+    if text.isprintable():  # nearly every cell: one C pass, no per-character join
+        return text
     return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
 
 

@@ -91,7 +91,8 @@ def test_rows_at_natural_widths_equal_richs_render(kinds: list[bool], data: st.D
 
 PROSE = st.lists(st.sampled_from(["Pending", "(Resources),", "expected", "start", "12-01",
                                   "14:24Z", "loss ↓ 1.90→1.51", "▁▂▃▅▇", "漢字の", "x" * 30,
-                                  "grad_norm", "flat;", "", "  ", "7", "sft-bench-1f2e3d-17"]),
+                                  "grad_norm", "flat;", "", "  ", "7", "sft-bench-1f2e3d-17",
+                                  "a\nb", "\n"]),
                  min_size=0, max_size=14).map(" ".join)
 
 
@@ -101,7 +102,8 @@ PROSE = st.lists(st.sampled_from(["Pending", "(Resources),", "expected", "start"
 def test_wrapped_rows_equal_richs_render(kinds: list[bool], data: st.DataObject,
                                          width: int) -> None:
     """Prose too long for one line (a pending note, a trend), wide characters, words longer
-    than their column, blank and space-only cells: the joined rows wrap as rich wraps them."""
+    than their column, blank and space-only cells, kept line breaks: the joined rows wrap as
+    rich wraps them."""
     kinds[0] = False  # the Job column is text, as in every layout
     columns = [Column("Job" if i == 0 else ("Note" if not numeric else "Elapsed"),
                       lambda r: "", numeric=numeric) for i, numeric in enumerate(kinds)]
