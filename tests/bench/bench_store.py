@@ -94,26 +94,22 @@ async def timed(step: Any) -> tuple[float, int, int]:
 Runs = list[tuple[float, int, int]]
 
 
-async def measure(parser: type, args: argparse.Namespace) -> dict[str, Runs]:
-    out: dict[str, Runs] = {"first": [], "warm": [], "job": []}
+async def measure(parser: type, args: argparse.Namespace, out: dict[str, Runs]) -> None:
+    """One round with ``parser``: its figures appended to ``out``."""
     jobs = [str(1000 + n) for n in range(args.jobs)]
-    for _ in range(args.rounds):
-        store = store_on(parser)
-        try:
-            await store.merge_histories("alpha", {j: points(1, args.window, n)
-                                                  for n, j in enumerate(jobs)})
-            restarted = RedisStore(store._r, prefix=store.prefix, window_len=store.window_len)
-            out["first"].append(await timed(
-                lambda r=restarted: r.merge_histories("alpha", dict.fromkeys(jobs, ()))))
-            step = args.window + 1
-            batch = {j: points(step, args.append, n) for n, j in enumerate(jobs)}
-            out["warm"].append(await timed(
-                lambda r=restarted, b=batch: r.merge_histories("alpha", b)))
-            out["job"].append(await timed(lambda r=restarted: r.load_history("alpha", jobs[0])))
-        finally:
-            await store.delete_prefix()
-            await store.aclose()
-    return out
+    store = store_on(parser)
+    try:
+        await store.merge_histories("alpha", {j: points(1, args.window, n)
+                                              for n, j in enumerate(jobs)})
+        restarted = RedisStore(store._r, prefix=store.prefix, window_len=store.window_len)
+        out["first"].append(await timed(
+            lambda: restarted.merge_histories("alpha", dict.fromkeys(jobs, ()))))
+        batch = {j: points(args.window + 1, args.append, n) for n, j in enumerate(jobs)}
+        out["warm"].append(await timed(lambda: restarted.merge_histories("alpha", batch)))
+        out["job"].append(await timed(lambda: restarted.load_history("alpha", jobs[0])))
+    finally:
+        await store.delete_prefix()
+        await store.aclose()
 
 
 def line(label: str, runs: Runs) -> str:
@@ -132,11 +128,15 @@ async def main() -> None:
     args = parser.parse_args()
     print(f"{args.jobs} jobs, {args.window}-point windows, +{args.append} points a warm merge "
           f"(median of {args.rounds}; both parsers in this run)")
-    for name, parser_class in (("python ", _AsyncRESP2Parser), ("hiredis", _AsyncHiredisParser)):
-        found = await measure(parser_class, args)
-        print(f"  {name}: " + line("first merge (windows read back)", found["first"]))
-        print("           " + line("warm merge                     ", found["warm"]))
-        print("           " + line("one /job window                ", found["job"]))
+    parsers = {"python ": _AsyncRESP2Parser, "hiredis": _AsyncHiredisParser}
+    found: dict[str, dict[str, Runs]] = {n: {"first": [], "warm": [], "job": []} for n in parsers}
+    for _ in range(args.rounds):  # the parsers alternate: a load change hits both alike
+        for name, parser_class in parsers.items():
+            await measure(parser_class, args, found[name])
+    for name, runs in found.items():
+        print(f"  {name}: " + line("first merge (windows read back)", runs["first"]))
+        print("           " + line("warm merge                     ", runs["warm"]))
+        print("           " + line("one /job window                ", runs["job"]))
 
 
 if __name__ == "__main__":
