@@ -158,6 +158,7 @@ async def bot_sweep(jobs: int, text: str, prefix: str, tmp: Path, *, whole: bool
             batch = {str(1000 + i): window(store.window_len, i)
                      for i in range(start, min(jobs, start + 500))}
             await store.merge_histories("alpha", batch)
+            del batch  # what the store keeps of it is its own to count, not this frame's
         config = make_config(prefix, tmp).model_copy(update={"clusters": (
             ReplayCluster(name="alpha", path=str(tmp / "alpha"), timeout_s=3600.0),)})
         sweeper = Sweeper(lambda: config, state=store,
