@@ -39,7 +39,7 @@ _PUSH_RES: tuple[re.Pattern[str], ...] = (
 
 
 _PUSH_WORDS = ("push", "upload", "huggingface.co", "hf.co", "to ")
-_OUTCOME_LINES = NeedleFilter(("=", *_PUSH_WORDS))
+OUTCOME_GATE = _OUTCOME_LINES = NeedleFilter(("=", *_PUSH_WORDS))
 """A pytest summary holds ``=``, an upload line one of ``_pushed``'s words: no other line
 says anything here."""
 
