@@ -61,7 +61,7 @@ from probes.logs.metric_carry import (
     snapshot_metrics,
 )
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
-from probes.logs.prefilter import pattern_lines
+from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.models import LogOutcome, LogSummary
 
 __all__ = ["LogCarry", "parse_increment"]
@@ -152,10 +152,11 @@ class _Fold:
         text, raws, lines = self._split(decoded, undecoded)
         first = self.carry.text.line_no
         committed_raws, committed = raws[:-1], lines[:-1]
-        scanner = self._faults(committed, first)
-        scan = self._metrics(committed_raws, committed, first, scanner)
-        prints = self._fingerprint(committed)
-        outcome = _outcome(self.carry.outcome, committed, first)
+        with shared_skeletons(committed):  # every reader's prefilter over the same lines
+            scanner = self._faults(committed, first)
+            scan = self._metrics(committed_raws, committed, first, scanner)
+            prints = self._fingerprint(committed)
+            outcome = _outcome(self.carry.outcome, committed, first)
         carry = LogCarry(
             text=text, metrics=_snapshot_metrics(scan), faults=_snapshot_faults(scanner),
             fingerprint=prints.carry() if prints is not None else FingerprintCarry(),
@@ -327,10 +328,9 @@ def _outcome(carry: OutcomeCarry, lines: Sequence[str], first: int) -> OutcomeCa
     pytest, pushed = carry.pytest, carry.pushed
     found_pytest = found_pushed = False
     start = max(0, len(lines) - OUTCOME_LINES)
-    window = lines[start:]
-    kept = OUTCOME_GATE.lines(window)
-    for index in reversed(range(len(window)) if kept is None else kept):
-        seen = read_outcome([window[index]], gated=kept is None)
+    kept = OUTCOME_GATE.lines(lines, start)
+    for index in reversed(range(len(lines) - start) if kept is None else kept):
+        seen = read_outcome([lines[start + index]], gated=kept is None)
         if seen is None:
             continue
         if not found_pytest and seen.pytest_summary is not None:

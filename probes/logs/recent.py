@@ -171,11 +171,10 @@ def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: in
 def _skimmed(lines: Sequence[str], start: int) -> list[int]:
     """The lines before ``start`` to skim: marker and bar lines, and the last Megatron
     iteration lines (the rate's widest window of them, and the last ``--train-iters``)."""
-    prefix = lines[:start]
-    marked = MARKER_LINES.lines(prefix)
+    marked = MARKER_LINES.lines(lines, 0, start)
     if marked is None:
         return list(range(start))
-    iterations = ITERATION_LINES.lines(prefix) or []
+    iterations = ITERATION_LINES.lines(lines, 0, start) or []
     parsed = (i for i in reversed(iterations) if parse_iteration(strip_ray_prefix(lines[i])))
     return sorted({*marked, *islice(parsed, WIDE_WINDOW + 1)})
 
