@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache, partial
 from math import isfinite
+from typing import Any, TypeVar
 
-from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
+from probes.logs.clock import STAMP_LEADS, LogClock, YearlessStamp, read_stamp
 from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
@@ -81,6 +81,19 @@ has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
 _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
+
+
+_DictKind = tuple[bool, tuple[str, ...], tuple[tuple[str, str], ...]]
+_Value = TypeVar("_Value")
+
+
+def _remember(cache: dict[Any, _Value], key: object, value: _Value) -> _Value:
+    """Store a pure reader's answer in a per-tail cache of at most ``_CACHE_CAP`` entries
+    (emptied when full: a log inventing new lines without end must not grow memory)."""
+    if len(cache) >= _CACHE_CAP:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
@@ -149,10 +162,32 @@ class MetricScan:
         self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
-        self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
-        self._stamp = lru_cache(maxsize=_CACHE_CAP)(read_stamp)
-        self._plans = lru_cache(maxsize=_CACHE_CAP)(partial(canonical_plan, extra=aliases))
-        self._shapes = lru_cache(maxsize=_CACHE_CAP)(_dict_shape)
+        self._bars_read: dict[str, TqdmBar | None] = {}
+        self._stamps_read: dict[str, datetime | YearlessStamp | None] = {}
+        self._kinds: dict[tuple[str, ...], _DictKind] = {}
+
+    def _bar(self, body: str) -> TqdmBar | None:
+        """``parse_tqdm`` (remembered: dataset bars redraw identical lines)."""
+        read = self._bars_read
+        if body in read:
+            return read[body]
+        return _remember(read, body, parse_tqdm(body))
+
+    def _stamp(self, body: str) -> datetime | YearlessStamp | None:
+        """``read_stamp`` (remembered: noise lines repeat their stamps)."""
+        read = self._stamps_read
+        if body in read:
+            return read[body]
+        return _remember(read, body, read_stamp(body))
+
+    def _kind(self, keys: tuple[str, ...]) -> _DictKind:
+        """(eval dict, step keys, ``canonical_plan``) of a dict's key names (remembered)."""
+        known = self._kinds.get(keys)
+        if known is None:
+            is_eval, step_keys = _dict_shape(keys)
+            kind: _DictKind = (is_eval, step_keys, canonical_plan(keys, extra=self.aliases))
+            known = _remember(self._kinds, keys, kind)
+        return known
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -352,7 +387,7 @@ class MetricScan:
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
             return
-        is_eval, step_keys = self._shapes(tuple(pairs))
+        is_eval, step_keys, plan = self._kind(tuple(pairs))
         if is_eval:
             return
         for key in step_keys:
@@ -360,7 +395,7 @@ class MetricScan:
             if isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
-        if self._plan(pairs):
+        if plan:
             self._mark("hf")
             self._on_hf_dict(pairs, line_no)
 
@@ -427,7 +462,7 @@ class MetricScan:
 
     def _plan(self, raw: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
         """``canonical_plan`` for these names (remembered)."""
-        return self._plans(tuple(raw))
+        return self._kind(tuple(raw))[2]
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
         if self._skimming:
