@@ -7,10 +7,13 @@ whitespace, calls (``np.float64(x)``), non-ASCII digits, lengths about the cap."
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.logs.lines import _NUMBER_CAP, _PAIR_RE, parse_number, parse_pairs
+from probes.logs.metric_carry import MAX_INTERVALS, StepIntervals
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,3 +48,38 @@ def test_parse_pairs_as_through_parse_number(pairs: list[tuple[str, str]]) -> No
 @given(st.text(alphabet="'\":{}, 0123456789.-+e_nafiTF()x\n\t٣", max_size=120))
 def test_parse_pairs_on_any_text(text: str) -> None:
     assert repr(parse_pairs(text)) == repr(reference_pairs(text))
+
+
+def reference_add(starts: list[int], ends: list[int], lo: int, hi: int | None = None) -> None:
+    """``StepIntervals.add`` as it was (no shortcut for a run going on)."""
+    hi = lo if hi is None else hi
+    at = bisect_right(starts, lo) - 1
+    if at >= 0 and ends[at] >= lo - 1:
+        lo = starts[at]
+    else:
+        at += 1
+    end = at
+    while end < len(starts) and starts[end] <= hi + 1:
+        hi = max(hi, ends[end])
+        end += 1
+    starts[at:end], ends[at:end] = [lo], [hi]
+    if len(starts) > MAX_INTERVALS:
+        del starts[0], ends[0]
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(0, 600), st.one_of(st.none(), st.integers(0, 40))),
+                max_size=700),
+       st.booleans())
+def test_step_intervals_as_before(adds: list[tuple[int, int | None]], runs: bool) -> None:
+    """Random adds, or runs of consecutive steps with gaps (past ``MAX_INTERVALS``): the
+    intervals are those of the former ``add``."""
+    got, starts, ends = StepIntervals(), [], []
+    step = 0
+    for drawn, width in adds:
+        step += 1 if drawn % 3 else 2
+        lo = step if runs else drawn
+        hi = None if width is None else lo + width - 20
+        got.add(lo, hi)
+        reference_add(starts, ends, lo, hi)
+        assert got.intervals() == tuple(zip(starts, ends, strict=True))
