@@ -36,8 +36,10 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
+    BAR_EVENTS_KEPT,
+    TRAIN_DESCS,
+    TRAINING_RATES,
     BarTrack,
-    is_training,
     is_training_bar,
     iteration_clock,
     iteration_seconds,
@@ -281,28 +283,59 @@ class MetricScan:
                   nested: Sequence[bool], start: int = 0) -> int:
         """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
         first that is not a bar (returned; ``len(found)`` if all were). ``_on_bar`` inlined:
-        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here."""
+        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here; a bar's
+        (desc, total) is judged once per distinct printing of them, ``BarTrack.see`` and the
+        HF anchor's update are inlined (a tail redraws its bar thousands of times)."""
         self._skimming = True
         bars, seconds, after = self.bars, interval_seconds, self._after_bar
         lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
+        shapes: dict[tuple[str, str, bool], tuple[str, tuple[str, int]] | None] = {}
         stop = len(found)
         for at in range(start, stop):
             groups = found[at]
-            desc, current, total, elapsed, rate = groups
+            desc_raw, current, total_raw, elapsed, rate = groups
             if not current:
                 stop = at
                 break
-            desc = desc.strip()
-            if not is_training(desc, rate.strip(), nested[at]):
+            inner = nested[at]
+            shape = (desc_raw, total_raw, inner)
+            if shape in shapes:
+                known = shapes[shape]
+            else:
+                desc = desc_raw.strip()  # is_training's desc half: the rate is judged below
+                known = shapes[shape] = (
+                    None if inner or desc not in TRAIN_DESCS else (desc, (desc, int(total_raw))))
+            if known is None:
                 continue
-            key = (desc, int(total))
+            rate = rate.strip()
+            if rate and not rate.endswith(TRAINING_RATES):
+                continue
+            desc, key = known
             track = bars.get(key)
             if track is None:
                 track = bars[key] = BarTrack()
             step = int(current)
-            track.see(step, seconds(elapsed))
+            # track.see(step, seconds(elapsed)), inlined
+            track.count += 1
+            elapsed_s = seconds(elapsed)
+            if elapsed_s is not None:
+                events = track.events
+                if events and step <= events[-1][0]:
+                    if step < events[-1][0]:
+                        events.clear()
+                        events.append((step, elapsed_s))
+                else:
+                    events.append((step, elapsed_s))
+                    if len(events) > BAR_EVENTS_KEPT:
+                        del events[: -BAR_EVENTS_KEPT // 2]
             lasts[key] = groups
-            after(desc, step)
+            if desc:
+                after(desc, step)
+            else:  # _after_bar's HF anchor, inlined
+                anchor = self.hf_anchor
+                if anchor is not None and step < anchor:
+                    self.hf_prev = None
+                self.hf_anchor = step
         for key, (_, current, _, elapsed, rate) in lasts.items():
             bars[key].last = TqdmBar(key[0], int(current), key[1], seconds(elapsed), rate.strip())
         return stop
