@@ -160,7 +160,7 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "sigterm",
         _signal(
-            ("sigterm", "exitcode", "terminated"),
+            ("sigterm", "exitcode", " terminated"),  # not TRL's "mean_terminated_length"
             r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
             r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
             r"|\bSIGTERM (?:received|caught)\b|\btask \d+: Terminated\b",

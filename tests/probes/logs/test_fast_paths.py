@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from probes.logs import fault_patterns
 from probes.logs.lines import _NUMBER_CAP, _PAIR_RE, parse_number, parse_pairs
 from probes.logs.metric_carry import MAX_INTERVALS, StepIntervals
 
@@ -83,3 +85,23 @@ def test_step_intervals_as_before(adds: list[tuple[int, int | None]], runs: bool
         got.add(lo, hi)
         reference_add(starts, ends, lo, hi)
         assert got.intervals() == tuple(zip(starts, ends, strict=True))
+
+
+SIGNALS = [*(signal for _, signal in fault_patterns._BENIGN),
+           *(signal for _, signal in fault_patterns._RULES), fault_patterns._PROB_DIFF,
+           fault_patterns._ASYNC_TIMEOUT, fault_patterns.SIGABRT, fault_patterns.CHATTER,
+           fault_patterns.BRING_UP]
+
+
+@pytest.mark.parametrize("index", range(len(SIGNALS)))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_every_signal_match_holds_a_needle(index: int, data: st.DataObject) -> None:
+    """A signal's needles gate its regex (``Signal.search``): any text its regex matches
+    holds one of them, lower-cased, so the gate never hides a match (tightened needles
+    such as SIGTERM's `` terminated`` included)."""
+    signal = SIGNALS[index]
+    text = data.draw(st.from_regex(signal.pattern, fullmatch=True))
+    assert any(needle in text.lower() for needle in signal.needles)
+    assert fault_patterns.may_signal(text.lower())
