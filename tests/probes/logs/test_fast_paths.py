@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import fault_patterns
-from probes.logs.lines import _NUMBER_CAP, _PAIR_RE, parse_number, parse_pairs
+from probes.logs import fault_patterns, recent
+from probes.logs.lines import _NUMBER_CAP, _PAIR_RE, parse_number, parse_pairs, strip_ray_prefix
 from probes.logs.metric_carry import MAX_INTERVALS, StepIntervals
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,3 +105,25 @@ def test_every_signal_match_holds_a_needle(index: int, data: st.DataObject) -> N
     text = data.draw(st.from_regex(signal.pattern, fullmatch=True))
     assert any(needle in text.lower() for needle in signal.needles)
     assert fault_patterns.may_signal(text.lower())
+
+
+DICT_LINES = ["{'a': 1,", " 'b': 2,", " 'c': 3}", "{'x': 1}", "'k': 'v'", "'k': '}'",
+              "2026-02-12 | INFO | Step 3: {'a': 1,", "Step 4: {'a': 1}", "noise",
+              "(TaskRunner pid=1) {'q': 1,", "(TaskRunner pid=1)  'r': 2}", "  'Total': 5,",
+              "", "{", "}", "\"k\": 1,"]
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(DICT_LINES), max_size=80), st.integers(1, 12), st.data())
+def test_dict_memo_answers_as_the_walk_back(lines: list[str], run: int,
+                                            data: st.DataObject) -> None:
+    """``_DictMemo.inside`` for quoted lines asked in ascending order (the skimmed ones) is
+    ``_inside_dict`` of each, a short ``_MAX_DICT_RUN`` included (the bound on the walk)."""
+    quoted = [i for i, line in enumerate(lines)
+              if strip_ray_prefix(line).lstrip()[:1] in ("'", '"')]
+    asked = sorted(data.draw(st.sets(st.sampled_from(quoted))) if quoted else [])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recent, "_MAX_DICT_RUN", run)
+        memo = recent._DictMemo()
+        assert [memo.inside(lines, i) for i in asked] == [
+            recent._inside_dict(lines, i) for i in asked]

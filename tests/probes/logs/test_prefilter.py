@@ -256,3 +256,4 @@ def test_windows_and_shared_skeletons_find_what_a_slice_finds(
                   for n, (whole, grouped, _, _) in enumerate(shared)]
     assert shared == alone
     assert grown == [f.lines(lines) for f in SHARED_FILTERS]
+
