@@ -125,11 +125,6 @@ class NeedleFilter:
                 grouped[skeletons[index]].append(index)
         return grouped
 
-    def hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
-        """``(skeletons of lines, the distinct ones holding a needle or the shape)`` (None as
-        for ``lines()``): for a reader that sorts the hits further by skeleton."""
-        return self._hits(lines)
-
     def _hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
         """(the lines' skeletons, the distinct skeletons holding a needle or the shape)."""
         copy = skeletons_of(lines)
@@ -169,13 +164,6 @@ class NeedleFilter:
 _DENSE_CHECK = 32
 _DENSE = 0.25
 """Past this share of the lines searched holding a hit, the rest are searched line by line."""
-
-
-def indices_of(skeletons: Sequence[bytes], wanted: set[bytes] | frozenset[bytes]) -> list[int]:
-    """The indices of ``skeletons`` in ``wanted``, ascending (one pass in C)."""
-    if not wanted:
-        return []
-    return list(compress(range(len(skeletons)), map(wanted.__contains__, skeletons)))
 
 
 class Skeletons:

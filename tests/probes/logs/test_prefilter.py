@@ -257,3 +257,21 @@ def test_windows_and_shared_skeletons_find_what_a_slice_finds(
     assert shared == alone
     assert grown == [f.lines(lines) for f in SHARED_FILTERS]
 
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from([b"x", b"{'a': ''}", b"'k': ,", b"trace", b"  key: v", b"",
+                                 b"killed", b"zz zz", b"(w pid=) {"]), min_size=64,
+                max_size=300))
+def test_matching_dense_or_sparse_meets_every_line_a_search_meets(lines: list[bytes]) -> None:
+    """``_matching`` over distinct lines (its search loop, and the line-by-line search it
+    turns to once hits are dense) finds exactly the lines a search of each line alone
+    meets, for needles and a shape with ``^``/``$``."""
+    tags = ["".join(chr(97 + int(d)) for d in str(n)).encode() for n in range(len(lines))]
+    joined = b"\n".join(line + b" " + tag for line, tag in zip(lines, tags, strict=True))
+    for needles in SHARED_FILTERS:
+        for pattern in (needles._pattern, needles._shape):
+            if pattern is None:
+                continue
+            want = {line for line in joined.split(b"\n") if pattern.search(line)}
+            assert NeedleFilter._matching(joined, pattern) == want
