@@ -204,14 +204,14 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
     launch = scanner.launch
     return built(
         FaultCarry,
-        hits=tuple(built(HitCarry, kind=h.kind, line_no=h.line_no, excerpt=h.excerpt,
-                         from_traceback=h.from_traceback)
+        hits=tuple(HitCarry(kind=h.kind, line_no=h.line_no, excerpt=h.excerpt,
+                            from_traceback=h.from_traceback)
                    for h in scanner.hits if h is not None),
         chained=dict(scanner.tracebacks._chained),
         tracebacks=tuple(
-            built(TracebackCarry, key=key, line_no=tb.line_no, group=tb.group,
-                  frames=tuple(tb.frames), exc=tb.exc, exc_no=tb.exc_no, cont=tuple(tb.cont),
-                  junk=tb.junk)
+            TracebackCarry(key=key, line_no=tb.line_no, group=tb.group,
+                           frames=tuple(tb.frames), exc=tb.exc, exc_no=tb.exc_no,
+                           cont=tuple(tb.cont), junk=tb.junk)
             for key, tb in scanner.tracebacks.open.items()),
         counts=dict(scanner.counts),
         shm=scanner.shm[0] if scanner.shm else None,
@@ -219,8 +219,7 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
         abort=scanner.aborts[0] if scanner.aborts else None,
         abort_count=len(scanner.aborts),
         siblings=scanner.siblings,
-        launch=built(
-            LaunchCarry,
+        launch=LaunchCarry(
             tunnel_ok=launch.tunnel_ok, api_base=launch.api_base, engine_ok=launch.engine_ok,
             last_ok_at=launch.last_ok_at, last_ok_line=launch.last_ok_line,
             clock_last=launch.clock.last, running=launch.running,

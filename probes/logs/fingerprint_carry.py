@@ -23,7 +23,7 @@ from pydantic import Field
 from probes.logs import fingerprint as fp
 from probes.logs.fingerprint_lines import HEADERS, ReadLines
 from probes.logs.lines import strip_ray_prefix
-from probes.logs.metric_carry import Carried, built
+from probes.logs.metric_carry import Carried
 from probes.models import RunFingerprint
 
 _log = logging.getLogger(__name__)
@@ -182,10 +182,9 @@ class FingerprintFold:
         return index + 1
 
     def carry(self) -> FingerprintCarry:
-        return built(
-            FingerprintCarry, config=dict(self.config), trainer=self.trainer,
-            pending=tuple(self.pending), image=self.image, banner=self.banner,
-            pass_at=self.pass_at, failed=self.failed)
+        return FingerprintCarry(
+            config=dict(self.config), trainer=self.trainer, pending=tuple(self.pending),
+            image=self.image, banner=self.banner, pass_at=self.pass_at, failed=self.failed)
 
     def fingerprint(self, last: str) -> RunFingerprint | None:
         """The fingerprint with ``last`` (the log's last line, maybe unfinished) read too:

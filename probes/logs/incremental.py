@@ -57,7 +57,6 @@ from probes.logs.metric_carry import (
     Carried,
     FoldScan,
     MetricCarry,
-    built,
     restore_metrics,
     snapshot_metrics,
 )
@@ -158,9 +157,8 @@ class _Fold:
             scan = self._metrics(committed_raws, committed, first, scanner)
             prints = self._fingerprint(committed)
             outcome = _outcome(self.carry.outcome, committed, first)
-        carry = built(
-            LogCarry, text=text, metrics=_snapshot_metrics(scan),
-            faults=_snapshot_faults(scanner),
+        carry = LogCarry(
+            text=text, metrics=_snapshot_metrics(scan), faults=_snapshot_faults(scanner),
             fingerprint=prints.carry() if prints is not None else FingerprintCarry(),
             outcome=outcome)
         flushed = codecs.decode(bytes.fromhex(undecoded), "utf-8", "replace")
@@ -186,8 +184,8 @@ class _Fold:
         raws, lines = split_lines(combined, self.cap)
         after_cr = combined.endswith("\r") or (before.after_cr and not decoded)
         tail = combined[max(combined.rfind("\n"), combined.rfind("\r")) + 1 :]
-        text = built(
-            TextCarry, undecoded=undecoded, partial=tail[: self.cap] if self.cap >= 1 else tail,
+        text = TextCarry(
+            undecoded=undecoded, partial=tail[: self.cap] if self.cap >= 1 else tail,
             after_cr=after_cr, line_no=before.line_no + len(raws) - 1, newlines=newlines,
             ends_lf=decoded.endswith("\n") if decoded else before.ends_lf,
             empty=before.empty and not decoded)
@@ -341,7 +339,7 @@ def _outcome(carry: OutcomeCarry, lines: Sequence[str], first: int) -> OutcomeCa
             pushed, found_pushed = (first + start + index, seen.pushed), True
         if found_pytest and found_pushed:
             break
-    return built(OutcomeCarry, pytest=pytest, pushed=pushed)
+    return OutcomeCarry(pytest=pytest, pushed=pushed)
 
 
 def _last_outcome(carry: OutcomeCarry, last: str, line_no: int) -> LogOutcome | None:

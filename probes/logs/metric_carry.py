@@ -22,8 +22,10 @@ the restored scan is feeding them to the original. It is bounded whatever the lo
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from copy import copy
 from datetime import datetime
+from functools import partial
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -55,23 +57,47 @@ _set = object.__setattr__
 def built(cls: type[_Model], **fields: Any) -> _Model:
     """``cls(**fields)`` without validation, for a snapshot of live state whose every field
     already has its declared type (ints, floats, zone-aware log times, tuples, fresh dicts):
-    the model validation would store, at a fraction of the cost (a fold takes a snapshot of
-    every rule per read). Fields not given take their defaults. The tests hold every snapshot
-    to its validated round trip (``tests/probes/logs/test_incremental.py``)."""
-    values: dict[str, Any] = {}
-    for name, field in cls.model_fields.items():
-        if name in fields:
-            values[name] = fields[name]
-        else:
-            values[name] = field.get_default(call_default_factory=True)
+    the model validation would store, at a fraction of the cost for a model of many fields
+    (a fold takes a snapshot of every rule per read). Fields not given take their defaults.
+    The tests hold every snapshot to its validated round trip
+    (``tests/probes/logs/test_incremental.py``)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _shape(cls)
+    defaults, factories, private = shape
+    values = {**defaults, **fields}  # the fields' declared order: the defaults' keys
+    for name, factory in factories:
+        if name not in fields:
+            values[name] = factory()
     model = cls.__new__(cls)
     _set(model, "__dict__", values)
     _set(model, "__pydantic_fields_set__", set(fields))
     _set(model, "__pydantic_extra__", None)
-    private = cls.__private_attributes__
-    _set(model, "__pydantic_private__",
-         {name: attr.get_default() for name, attr in private.items()} if private else None)
+    _set(model, "__pydantic_private__", dict(private) if private is not None else None)
     return model
+
+
+_Shape = tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...], dict[str, Any] | None]
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type[Carried]) -> _Shape:
+    """(each field's default, in order; the fields made by a factory; private defaults)."""
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, field in cls.model_fields.items():
+        factory = field.default_factory
+        if factory is not None:
+            defaults[name] = None
+            factories.append((name, factory))  # type: ignore[arg-type]
+        elif isinstance(field.default, dict | list | set):
+            defaults[name] = None
+            factories.append((name, partial(copy, field.default)))
+        else:
+            defaults[name] = field.default  # immutable: None, numbers, strings, tuples, models
+    private = cls.__private_attributes__
+    privates = {name: attr.get_default() for name, attr in private.items()} if private else None
+    return defaults, tuple(factories), privates
 
 
 class PointCarry(Carried):
@@ -282,14 +308,14 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
 
 
 def _point_carry(point: MetricPoint) -> PointCarry:
-    return built(PointCarry, step=point.step, values=dict(point.values),
-                 line_no=point.line_no, wall_time=point.wall_time)
+    return PointCarry(step=point.step, values=point.values, line_no=point.line_no,
+                      wall_time=point.wall_time)
 
 
 def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
     last = None if track.last is None else tuple(track.last)
-    return built(BarCarry, desc=key[0], total=key[1], count=track.count,
-                 last=last, events=tuple(track.events))
+    return BarCarry(desc=key[0], total=key[1], count=track.count,
+                    last=last, events=tuple(track.events))
 
 
 def restore_metrics(

@@ -14,9 +14,11 @@ recorded trainer logs under ``tests/fixtures``) it prints the median microsecond
   keeps its states in memory between sweeps), i.e. one warm sweep of that job;
 - ``warm_json``: the same with the state through its stored JSON first (a restarted bot).
 
-With ``--vs REV`` the same measurement runs, in turn with this tree (A B A B ...), on a copy of
-the repository at git revision ``REV`` (``git archive``, in a temporary directory), and the two
-are printed side by side with their ratio (before / after): one run, one machine load.
+With ``--vs REV`` a second worker process runs the same figures on a copy of the repository at
+git revision ``REV`` (``git archive``, in a temporary directory); the two workers time each
+figure in turn (A B A B ...), so both see the same machine load, and the two are printed side
+by side with the median of the pairwise ratios (before / after). Each timing is the least of
+three short repeats: other processes' load only ever adds time.
 """
 
 from __future__ import annotations
@@ -94,8 +96,11 @@ def collected(text: bytes, offset: int, *, continued: bool) -> dict[str, Any]:
     return {"log": log}
 
 
-def measure() -> dict[str, dict[str, float]]:
-    """Every figure of every log, in microseconds, with the code on ``sys.path``."""
+Run = Callable[[], object]
+
+
+def figures() -> dict[str, dict[str, Run]]:
+    """Per log, each figure's run (see the module docstring), with the code on ``sys.path``."""
     from probes.logs.excerpt import retain
     from probes.logs.incremental import parse_increment
     from probes.logs.parse import parse_log
@@ -104,21 +109,16 @@ def measure() -> dict[str, dict[str, float]]:
 
     record = SchedulerRecord(cluster="c", job_id="7", name="run", state=JobState.RUNNING,
                              stdout_path="/scratch/run.out")
-    out: dict[str, dict[str, float]] = {}
+
+    def fold(answer: dict[str, Any], state: Any) -> Run:
+        return lambda: fold_job(record, answer, state, aliases={}, benign_patterns=())
+
+    out: dict[str, dict[str, Run]] = {}
     for name, data in logs().items():
         text = data.decode("utf-8", "replace")
         fetch = LogFetch(requested_path="/scratch/run.out", path="/scratch/run.out",
                          status="ok", text=text)
-
-        def cold(text: str = text, fetch: LogFetch = fetch) -> object:
-            return retain(fetch, parse_log(text))
-
         head, tail = split_tail(data)
-        first_read = collected(data, 0, continued=False)
-
-        def fold_cold(answer: dict[str, Any] = first_read) -> object:
-            return fold_job(record, answer, None, aliases={}, benign_patterns=())
-
         _, state = fold_job(record, collected(head, 0, continued=False), None, aliases={},
                             benign_patterns=())
         assert state is not None
@@ -126,80 +126,107 @@ def measure() -> dict[str, dict[str, float]]:
         assert stored is not None
         increment = collected(tail, len(head), continued=True)
 
-        def warm(state: Any = state, answer: dict[str, Any] = increment) -> object:
-            return fold_job(record, answer, state, aliases={}, benign_patterns=())
+        def cold(text: str = text, fetch: LogFetch = fetch) -> object:
+            return retain(fetch, parse_log(text))
+
+        def first(data: bytes = data) -> object:
+            return parse_increment(None, data)
 
         def warm_json(stored: str = stored, answer: dict[str, Any] = increment) -> object:
             return fold_job(record, answer, decode_state(stored), aliases={},
                             benign_patterns=())
 
-        out[name] = {
-            "bytes": float(len(data)),
-            "cold": median_us(cold),
-            "first": median_us(lambda data=data: parse_increment(None, data)),
-            "fold_cold": median_us(fold_cold),
-            "warm": median_us(warm),
-            "warm_json": median_us(warm_json),
-        }
+        out[name] = {"cold": cold, "first": first,
+                     "fold_cold": fold(collected(data, 0, continued=False), None),
+                     "warm": fold(increment, state), "warm_json": warm_json}
     return out
 
 
-def run_tree(tree: Path) -> dict[str, dict[str, float]]:
-    """``measure()`` in a fresh interpreter with ``tree`` first on ``sys.path``."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, __file__, "--measure"], env=env, cwd=tree,
-                          capture_output=True, text=True, check=True)
-    result: dict[str, dict[str, float]] = json.loads(done.stdout.splitlines()[-1])
-    return result
+def serve() -> None:
+    """A worker: reads ``log<TAB>figure`` lines, answers each with its time in microseconds."""
+    runs = figures()
+    print(json.dumps({name: len(data) for name, data in logs().items()}), flush=True)
+    for line in sys.stdin:
+        name, figure = line.rstrip("\n").split("\t")
+        run = runs[name][figure]
+        print(min(median_us(run, budget_s=0.05, least=3) for _ in range(3)), flush=True)
 
 
-def medians(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    return {log: {k: statistics.median(r[log][k] for r in runs) for k in runs[0][log]}
-            for log in runs[0]}
+class Worker:
+    """``serve()`` in a fresh interpreter with ``tree`` first on ``sys.path``."""
+
+    def __init__(self, tree: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve"], env=env, cwd=tree, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdout is not None
+        self.sizes: dict[str, int] = json.loads(self.process.stdout.readline())
+
+    def time(self, name: str, figure: str) -> float:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{name}\t{figure}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
 
 
 FIGURES = ("cold", "first", "fold_cold", "warm", "warm_json")
 
 
-def show(now: dict[str, dict[str, float]], before: dict[str, dict[str, float]] | None) -> None:
-    for log, figures in now.items():
-        print(f"{log} ({figures['bytes'] / 1024:.1f} KiB)")
-        for key in FIGURES:
-            after = figures[key]
-            if before is None or log not in before:
-                print(f"  {key:<10} {after:10.1f} us")
+def compare(ours: Worker, theirs: Worker | None, rounds: int) -> None:
+    """Each figure of each log timed ``rounds`` times by each worker in turn, printed as
+    medians with the median of the pairwise ratios; and the first fold against the cold
+    parse (target: within about 1.3x)."""
+    for name, size in ours.sizes.items():
+        print(f"{name} ({size / 1024:.1f} KiB)")
+        medians: dict[str, float] = {}
+        for figure in FIGURES:
+            pairs = []
+            for _ in range(rounds):
+                after = ours.time(name, figure)
+                pairs.append((theirs.time(name, figure) if theirs else after, after))
+            after = medians[figure] = statistics.median(a for _, a in pairs)
+            if theirs is None:
+                print(f"  {figure:<10} {after:10.1f} us")
                 continue
-            was = before[log][key]
-            print(f"  {key:<10} {was:10.1f} us -> {after:10.1f} us   {was / after:5.2f}x")
-        first, cold = figures["first"], figures["cold"]
-        print(f"  first fold / cold parse_log+retain: {first / cold:.2f}x")
+            before = statistics.median(b for b, _ in pairs)
+            ratio = statistics.median(b / a for b, a in pairs)
+            print(f"  {figure:<10} {before:10.1f} us -> {after:10.1f} us   {ratio:5.2f}x")
+        print(f"  first fold / cold parse_log+retain: {medians['first'] / medians['cold']:.2f}x")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vs", metavar="REV", help="git revision to compare with")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure()))
+    if args.serve:
+        serve()
         return 0
+    ours = Worker(ROOT)
     if args.vs is None:
-        show(medians([run_tree(ROOT) for _ in range(args.rounds)]), None)
+        compare(ours, None, args.rounds)
+        ours.close()
         return 0
     with tempfile.TemporaryDirectory(prefix="bench_fold_") as tmp:
         base = Path(tmp)
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.vs],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        ours: list[dict[str, dict[str, float]]] = []
-        theirs: list[dict[str, dict[str, float]]] = []
-        for _ in range(args.rounds):  # A B A B: the two see the same machine load
-            ours.append(run_tree(ROOT))
-            theirs.append(run_tree(base))
-        print(f"before: {args.vs}   after: this tree   (medians of {args.rounds} rounds each,"
-              " run in turn; ratio = before / after)")
-        show(medians(ours), medians(theirs))
+        theirs = Worker(base)
+        print(f"before: {args.vs}   after: this tree   ({args.rounds} rounds, A B A B; each "
+              "time the least of 3 repeats; medians; ratio = median of before / after)")
+        try:
+            compare(ours, theirs, args.rounds)
+        finally:
+            ours.close()
+            theirs.close()
     return 0
 
 
