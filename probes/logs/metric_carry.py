@@ -178,11 +178,12 @@ class StepIntervals:
     def add(self, lo: int, hi: int | None = None) -> None:
         """Add the steps ``lo..hi`` (inclusive), merging neighbours."""
         hi = lo if hi is None else hi
-        ends = self.ends
-        if ends and lo == ends[-1] + 1 and hi >= lo:  # a run goes on: the last interval grows
-            ends[-1] = hi
-            return
         at = bisect_right(self.starts, lo) - 1
+        ends = self.ends
+        if (at == len(ends) - 1 >= 0 and lo == ends[at] + 1 and hi >= lo
+                and self.starts[at] <= ends[at]):  # a run goes on: the last interval grows
+            ends[at] = hi
+            return
         if at >= 0 and self.ends[at] >= lo - 1:
             lo = self.starts[at]
         else:
