@@ -32,7 +32,9 @@ regex run on the candidate lines only: a few milliseconds per MiB, not a regex o
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
 
 from probes.models import Fault, LogContext, LogFetch, LogSummary
 
@@ -92,32 +94,50 @@ def retain(log: LogFetch, summary: LogSummary | None) -> LogFetch:
     kept, first = last_lines(text, parts)
     raw = text.encode("utf-8", "replace")
     low = raw.lower()  # ASCII-only lowering: byte offsets stay those of ``raw``
+    held = _held_needles(raw)
     above = len(raw) - len(kept.encode("utf-8", "replace"))  # bytes of the tail above ``kept``
-    tally = _last_matching(raw, low, _TALLY_NEEDLES, TALLY.search)
+    tally = _last_matching(raw, low, held(_TALLY_NEEDLES), TALLY.search)
     return log.model_copy(update={
         "text": kept,
         "text_line": first,
         "contexts": fault_contexts(parts, summary.faults if summary else ()),
         "last_context": last_context(parts) if len(parts) - first + 1 < CONTEXT_LINES else None,
         "tally_line": tally[1] if tally is not None and tally[0] < above else None,
-        "agent_marked": _any_matching(raw, low, _AGENT_NEEDLES, AGENT_MARKERS.search),
-        "trials_in_object_store": _any_matching(raw, low, (b"://",), _store_line),
+        "agent_marked": _any_matching(raw, low, held(_AGENT_NEEDLES), AGENT_MARKERS.search),
+        "trials_in_object_store": _any_matching(raw, low, held((b"://",)), _store_line),
     })
+
+
+_UPPER_TO_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+
+
+def _held_needles(raw: bytes) -> Callable[[Sequence[bytes]], tuple[bytes, ...]]:
+    """The needles (lower-case ASCII, no digit, no line end) that may occur in ``raw``
+    lower-cased: looked up in one copy of its distinct lines with digits deleted (a log
+    repeats a few line shapes with new numbers), so each needle absent from the text costs
+    no scan of it. Deleting digits can only join a needle, never hide one: a superset."""
+    shapes = b"\n".join(dict.fromkeys(raw.translate(_UPPER_TO_LOWER, b"0123456789")
+                                       .split(b"\n")))
+
+    def held(needles: Sequence[bytes]) -> tuple[bytes, ...]:
+        return tuple(needle for needle in needles if needle in shapes)
+
+    return held
 
 
 def last_lines(text: str, parts: Sequence[str]) -> tuple[str, int]:
     """The suffix of ``text`` holding its last ``TAIL_LINES`` lines (``parts``, line ends
     kept) within ``TAIL_CHARS``, and the 1-based number of its first line; a last line over
     the cap keeps its end."""
-    size = 0
-    start = len(parts)
-    while start > 0 and len(parts) - start < TAIL_LINES:
-        if size + len(parts[start - 1]) > TAIL_CHARS:
-            break
-        size, start = size + len(parts[start - 1]), start - 1
-    if start == len(parts) and parts:  # the last line alone is over the cap
+    if not parts:
+        return text[len(text):], 1
+    window = parts[-TAIL_LINES:]
+    sizes = list(accumulate(map(len, reversed(window))))  # the last 1, 2, ... lines' sizes
+    taken = bisect_right(sizes, TAIL_CHARS)  # the most of them within the cap
+    if not taken:  # the last line alone is over the cap
         return text[-TAIL_CHARS:], len(parts)
-    return text[len(text) - size:], start + 1
+    size = sizes[taken - 1]
+    return text[len(text) - size:], len(parts) - taken + 1
 
 
 def fault_contexts(parts: Sequence[str], faults: Iterable[Fault]) -> tuple[LogContext, ...]:

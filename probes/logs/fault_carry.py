@@ -29,7 +29,7 @@ from datetime import datetime
 from pydantic import Field
 
 from probes.logs.faults import _Hit, _Scanner, _split_prefix
-from probes.logs.metric_carry import Carried
+from probes.logs.metric_carry import Carried, built
 from probes.logs.tracebacks import Traceback, summary_relevant, summary_root_cause
 from probes.models import FaultKind, LogTime
 
@@ -202,14 +202,16 @@ def _blank(text: str) -> str:
 def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
     """``scanner``'s state after ``advance`` and ``settle`` (tracebacks still open)."""
     launch = scanner.launch
-    return FaultCarry(
+    return built(
+        FaultCarry,
         hits=tuple(HitCarry(kind=h.kind, line_no=h.line_no, excerpt=h.excerpt,
                             from_traceback=h.from_traceback)
                    for h in scanner.hits if h is not None),
         chained=dict(scanner.tracebacks._chained),
         tracebacks=tuple(
-            TracebackCarry(key=key, line_no=tb.line_no, group=tb.group, frames=tuple(tb.frames),
-                           exc=tb.exc, exc_no=tb.exc_no, cont=tuple(tb.cont), junk=tb.junk)
+            TracebackCarry(key=key, line_no=tb.line_no, group=tb.group,
+                           frames=tuple(tb.frames), exc=tb.exc, exc_no=tb.exc_no,
+                           cont=tuple(tb.cont), junk=tb.junk)
             for key, tb in scanner.tracebacks.open.items()),
         counts=dict(scanner.counts),
         shm=scanner.shm[0] if scanner.shm else None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from probes.logs.prefilter import needle_pattern
 from probes.models import FaultKind
 
 
@@ -159,7 +160,7 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "sigterm",
         _signal(
-            ("sigterm", "exitcode", "terminated"),
+            ("sigterm", "exitcode", " terminated"),  # not TRL's "mean_terminated_length"
             r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
             r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
             r"|\bSIGTERM (?:received|caught)\b|\btask \d+: Terminated\b",
@@ -169,7 +170,7 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
 _ASYNC_TIMEOUT = _signal(("timeouterror",), r"\basyncio\.(?:exceptions\.)?TimeoutError\b")
 
 SIGABRT = _signal(
-    ("sigabrt", "exitcode", "aborted"),
+    ("sigabrt", "exitcode", "error: aborted"),  # not "aborted": metric names hold it
     r"Signal 6 \(SIGABRT\)|\bSIGABRT\b|exitcode\s*:\s*-6\b|Fatal Python error: Aborted",
 )
 """Not a fault alone; with the shm heartbeat it is NCCL-hang evidence (seed)."""
@@ -215,7 +216,7 @@ _ALL_SIGNALS = (
 )
 SIGNAL_NEEDLES = frozenset(n for signal in _ALL_SIGNALS for n in signal.needles)
 """Every needle of every signal and noise pattern: a line holding none of them matches none."""
-_ANY_NEEDLE = re.compile("|".join(sorted(re.escape(n) for n in SIGNAL_NEEDLES)))
+_ANY_NEEDLE = needle_pattern(SIGNAL_NEEDLES)
 
 
 def may_signal(low: str) -> bool:

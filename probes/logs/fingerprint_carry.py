@@ -14,13 +14,14 @@ with the last line equals ``read_fingerprint`` over every line. The dispatch bel
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import overload
 
 from pydantic import Field
 
 from probes.logs import fingerprint as fp
-from probes.logs.fingerprint_lines import HEADERS
+from probes.logs.fingerprint_lines import HEADERS, ReadLines
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.metric_carry import Carried
 from probes.models import RunFingerprint
@@ -104,17 +105,30 @@ class FingerprintFold:
         self.image, self.banner, self.pass_at = carry.image, carry.banner, carry.pass_at
         self.failed = carry.failed
 
-    def feed(self, lines: Sequence[str]) -> None:
-        """Read the next complete lines (ANSI already stripped)."""
+    def feed(self, lines: Sequence[str], *, gated: bool = True) -> None:
+        """Read the next complete lines (ANSI already stripped).
+
+        ``gated``: the walk steps only onto the lines ``ReadLines`` keeps as dump starts (the
+        pending lines, a dump's start, are walked whole), as ``read_fingerprint`` does; the
+        tests compare it with ``gated=False``, every line walked."""
         if self.failed:
             return
-        bodies = [strip_ray_prefix(line) for line in lines]
-        self._once(bodies)
+        gates = ReadLines(lines, gated)
+        bodies = gates.bodies
+        self._once(bodies, gates)
+        held = len(self.pending)
         walk = [*self.pending, *bodies]
+        starts = [held + start for start in gates.starts]
         unread = _Unread(walk)
-        index = 0
+        index, at = 0, 0
         try:
             while index < len(walk):
+                if index >= held:  # step over what starts no dump (fingerprint._collect)
+                    at = bisect_left(starts, index, at)
+                    if at == len(starts):
+                        index = len(walk)
+                        break
+                    index = starts[at]
                 trainer = self.trainer
                 self.config.mark()
                 try:
@@ -128,16 +142,20 @@ class FingerprintFold:
         self.config.undo = {}
         self.pending = walk[index:]
 
-    def _once(self, bodies: Sequence[str]) -> None:
-        """The image and banner (first in the log) and ``pass_at_N`` (last in it)."""
+    def _once(self, bodies: Sequence[str], gates: ReadLines | None = None) -> None:
+        """The image and banner (first in the log) and ``pass_at_N`` (last in it); ``gates``
+        name the only lines that may hold each."""
+        images = gates.images if gates is not None else range(len(bodies))
+        banners = gates.banners if gates is not None else range(len(bodies))
+        passes = gates.passes if gates is not None else range(len(bodies))
         if self.image is None:
-            self.image = fp._image(bodies)
+            self.image = fp._image(bodies[i] for i in images)
         if self.banner is None:
-            banner = next((m for b in bodies if "Total train batch" in b
-                           if (m := fp._BANNER_BATCH_RE.search(b))), None)
+            banner = next((m for i in banners if "Total train batch" in bodies[i]
+                           if (m := fp._BANNER_BATCH_RE.search(bodies[i]))), None)
             self.banner = banner.group(1) if banner else None
-        pass_at = next((m for b in reversed(bodies) if "pass_at_" in b
-                        if (m := fp._PASS_AT_RE.search(b))), None)
+        pass_at = next((m for i in reversed(passes) if "pass_at_" in bodies[i]
+                        if (m := fp._PASS_AT_RE.search(bodies[i]))), None)
         if pass_at is not None:
             self.pass_at = pass_at.group(1)
 

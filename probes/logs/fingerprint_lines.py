@@ -50,12 +50,12 @@ class ReadLines:
         images: list[int] = []
         banners: list[int] = []
         passes: list[int] = []
+        flat = _FLAT_DICT.fullmatch
         for skeleton, indices in groups.items():
-            if skeleton.startswith(b"(") or skeleton.endswith(b"]"):
+            if skeleton[:1] == b"(" or skeleton[-1:] == b"]":
                 for index in indices:
                     self.bodies[index] = strip_ray_prefix(lines[index])
-            if not _FLAT_DICT.fullmatch(skeleton) or any(
-                    mark in skeleton for mark in _HEADER_SKELETONS):
+            if flat(skeleton) is None or any(mark in skeleton for mark in _HEADER_SKELETONS):
                 starts += indices
             if b"mage" in skeleton or b".sif" in skeleton:
                 images += indices

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache, partial
 from math import isfinite
+from typing import Any, TypeVar
 
-from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
+from probes.logs.clock import STAMP_LEADS, LogClock, YearlessStamp, read_stamp
 from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
@@ -36,8 +36,10 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
+    BAR_EVENTS_KEPT,
+    TRAIN_DESCS,
+    TRAINING_RATES,
     BarTrack,
-    is_training,
     is_training_bar,
     iteration_clock,
     iteration_seconds,
@@ -81,6 +83,19 @@ has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
 _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
+
+
+_DictKind = tuple[bool, tuple[str, ...], tuple[tuple[str, str], ...]]
+_Value = TypeVar("_Value")
+
+
+def _remember(cache: dict[Any, _Value], key: object, value: _Value) -> _Value:
+    """Store a pure reader's answer in a per-tail cache of at most ``_CACHE_CAP`` entries
+    (emptied when full: a log inventing new lines without end must not grow memory)."""
+    if len(cache) >= _CACHE_CAP:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
@@ -149,10 +164,32 @@ class MetricScan:
         self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
-        self._bar = lru_cache(maxsize=_CACHE_CAP)(parse_tqdm)
-        self._stamp = lru_cache(maxsize=_CACHE_CAP)(read_stamp)
-        self._plans = lru_cache(maxsize=_CACHE_CAP)(partial(canonical_plan, extra=aliases))
-        self._shapes = lru_cache(maxsize=_CACHE_CAP)(_dict_shape)
+        self._bars_read: dict[str, TqdmBar | None] = {}
+        self._stamps_read: dict[str, datetime | YearlessStamp | None] = {}
+        self._kinds: dict[tuple[str, ...], _DictKind] = {}
+
+    def _bar(self, body: str) -> TqdmBar | None:
+        """``parse_tqdm`` (remembered: dataset bars redraw identical lines)."""
+        read = self._bars_read
+        if body in read:
+            return read[body]
+        return _remember(read, body, parse_tqdm(body))
+
+    def _stamp(self, body: str) -> datetime | YearlessStamp | None:
+        """``read_stamp`` (remembered: noise lines repeat their stamps)."""
+        read = self._stamps_read
+        if body in read:
+            return read[body]
+        return _remember(read, body, read_stamp(body))
+
+    def _kind(self, keys: tuple[str, ...]) -> _DictKind:
+        """(eval dict, step keys, ``canonical_plan``) of a dict's key names (remembered)."""
+        known = self._kinds.get(keys)
+        if known is None:
+            is_eval, step_keys = _dict_shape(keys)
+            kind: _DictKind = (is_eval, step_keys, canonical_plan(keys, extra=self.aliases))
+            known = _remember(self._kinds, keys, kind)
+        return known
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -246,28 +283,59 @@ class MetricScan:
                   nested: Sequence[bool], start: int = 0) -> int:
         """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
         first that is not a bar (returned; ``len(found)`` if all were). ``_on_bar`` inlined:
-        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here."""
+        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here; a bar's
+        (desc, total) is judged once per distinct printing of them, ``BarTrack.see`` and the
+        HF anchor's update are inlined (a tail redraws its bar thousands of times)."""
         self._skimming = True
         bars, seconds, after = self.bars, interval_seconds, self._after_bar
         lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
+        shapes: dict[tuple[str, str, bool], tuple[str, tuple[str, int]] | None] = {}
         stop = len(found)
         for at in range(start, stop):
             groups = found[at]
-            desc, current, total, elapsed, rate = groups
+            desc_raw, current, total_raw, elapsed, rate = groups
             if not current:
                 stop = at
                 break
-            desc = desc.strip()
-            if not is_training(desc, rate.strip(), nested[at]):
+            inner = nested[at]
+            shape = (desc_raw, total_raw, inner)
+            if shape in shapes:
+                known = shapes[shape]
+            else:
+                desc = desc_raw.strip()  # is_training's desc half: the rate is judged below
+                known = shapes[shape] = (
+                    None if inner or desc not in TRAIN_DESCS else (desc, (desc, int(total_raw))))
+            if known is None:
                 continue
-            key = (desc, int(total))
+            rate = rate.strip()
+            if rate and not rate.endswith(TRAINING_RATES):
+                continue
+            desc, key = known
             track = bars.get(key)
             if track is None:
                 track = bars[key] = BarTrack()
             step = int(current)
-            track.see(step, seconds(elapsed))
+            # track.see(step, seconds(elapsed)), inlined
+            track.count += 1
+            elapsed_s = seconds(elapsed)
+            if elapsed_s is not None:
+                events = track.events
+                if events and step <= events[-1][0]:
+                    if step < events[-1][0]:
+                        events.clear()
+                        events.append((step, elapsed_s))
+                else:
+                    events.append((step, elapsed_s))
+                    if len(events) > BAR_EVENTS_KEPT:
+                        del events[: -BAR_EVENTS_KEPT // 2]
             lasts[key] = groups
-            after(desc, step)
+            if desc:
+                after(desc, step)
+            else:  # _after_bar's HF anchor, inlined
+                anchor = self.hf_anchor
+                if anchor is not None and step < anchor:
+                    self.hf_prev = None
+                self.hf_anchor = step
         for key, (_, current, _, elapsed, rate) in lasts.items():
             bars[key].last = TqdmBar(key[0], int(current), key[1], seconds(elapsed), rate.strip())
         return stop
@@ -352,7 +420,7 @@ class MetricScan:
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
             return
-        is_eval, step_keys = self._shapes(tuple(pairs))
+        is_eval, step_keys, plan = self._kind(tuple(pairs))
         if is_eval:
             return
         for key in step_keys:
@@ -360,7 +428,7 @@ class MetricScan:
             if isfinite(explicit) and 0 <= explicit < 1e15:
                 self._record(int(explicit), pairs, line_no, None)
                 return
-        if self._plan(pairs):
+        if plan:
             self._mark("hf")
             self._on_hf_dict(pairs, line_no)
 
@@ -427,7 +495,7 @@ class MetricScan:
 
     def _plan(self, raw: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
         """``canonical_plan`` for these names (remembered)."""
-        return self._plans(tuple(raw))
+        return self._kind(tuple(raw))[2]
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
         if self._skimming:

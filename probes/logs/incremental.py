@@ -60,8 +60,8 @@ from probes.logs.metric_carry import (
     restore_metrics,
     snapshot_metrics,
 )
-from probes.logs.outcome import read_outcome
-from probes.logs.prefilter import pattern_lines
+from probes.logs.outcome import OUTCOME_GATE, read_outcome
+from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.models import LogOutcome, LogSummary
 
 __all__ = ["LogCarry", "parse_increment"]
@@ -152,10 +152,11 @@ class _Fold:
         text, raws, lines = self._split(decoded, undecoded)
         first = self.carry.text.line_no
         committed_raws, committed = raws[:-1], lines[:-1]
-        scanner = self._faults(committed, first)
-        scan = self._metrics(committed_raws, committed, first, scanner)
-        prints = self._fingerprint(committed)
-        outcome = _outcome(self.carry.outcome, committed, first)
+        with shared_skeletons(committed):  # every reader's prefilter over the same lines
+            scanner = self._faults(committed, first)
+            scan = self._metrics(committed_raws, committed, first, scanner)
+            prints = self._fingerprint(committed)
+            outcome = _outcome(self.carry.outcome, committed, first)
         carry = LogCarry(
             text=text, metrics=_snapshot_metrics(scan), faults=_snapshot_faults(scanner),
             fingerprint=prints.carry() if prints is not None else FingerprintCarry(),
@@ -320,18 +321,22 @@ def _snapshot_faults(scanner: FoldScanner | None) -> FaultCarry:
 
 
 def _outcome(carry: OutcomeCarry, lines: Sequence[str], first: int) -> OutcomeCarry:
-    """The last pytest summary and upload target among the newest ``OUTCOME_LINES`` lines."""
+    """The last pytest summary and upload target among the newest ``OUTCOME_LINES`` lines.
+
+    ``read_outcome`` of one line reads it only if its gate keeps it: the gate is judged
+    once over the window (per line, as the gate judges), not once per line."""
     pytest, pushed = carry.pytest, carry.pushed
     found_pytest = found_pushed = False
     start = max(0, len(lines) - OUTCOME_LINES)
-    for index in range(len(lines) - 1, start - 1, -1):
-        seen = read_outcome([lines[index]])
+    kept = OUTCOME_GATE.lines(lines, start)
+    for index in reversed(range(len(lines) - start) if kept is None else kept):
+        seen = read_outcome([lines[start + index]], gated=kept is None)
         if seen is None:
             continue
         if not found_pytest and seen.pytest_summary is not None:
-            pytest, found_pytest = (first + index, seen.pytest_summary), True
+            pytest, found_pytest = (first + start + index, seen.pytest_summary), True
         if not found_pushed and seen.pushed is not None:
-            pushed, found_pushed = (first + index, seen.pushed), True
+            pushed, found_pushed = (first + start + index, seen.pushed), True
         if found_pytest and found_pushed:
             break
     return OutcomeCarry(pytest=pytest, pushed=pushed)

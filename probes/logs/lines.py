@@ -128,13 +128,34 @@ def parse_number(text: str) -> float | None:
         return None
 
 
+_DIGIT_LEAD = frozenset("0123456789+-.")
+_DIGIT_END = frozenset("0123456789.")
+
+
 def parse_pairs(text: str) -> dict[str, float]:
-    """Every numeric ``'key': value`` pair of a Python/JSON dict repr (non-numbers dropped)."""
+    """Every numeric ``'key': value`` pair of a Python/JSON dict repr (non-numbers dropped).
+
+    A value that starts with a digit, sign or point and ends with a digit or point, bare or
+    in one pair of quotes, within the length cap, is what ``parse_number`` would read
+    (nothing to strip, no call, no ``_TF`` lead): ``float`` reads it at once."""
     out: dict[str, float] = {}
     for key, raw in _PAIR_RE.findall(text):
-        number = parse_number(raw)
-        if number is not None:
-            out[key] = number
+        lead, end = raw[0], raw[-1]
+        if lead in _DIGIT_LEAD and end in _DIGIT_END and len(raw) <= _NUMBER_CAP:
+            body = raw
+        elif (lead == end and lead in "'\"" and 3 <= len(raw) <= _NUMBER_CAP + 2
+              and raw[1] in _DIGIT_LEAD and raw[-2] in _DIGIT_END):
+            body = raw[1:-1]
+        else:
+            number = parse_number(raw)
+            if number is not None:
+                out[key] = number
+            continue
+        try:
+            number = float(body)
+        except ValueError:
+            continue
+        out[key] = number
     return out
 
 

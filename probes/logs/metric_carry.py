@@ -22,8 +22,12 @@ the restored scan is feeding them to the original. It is bounded whatever the lo
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from copy import copy
 from datetime import datetime
+from functools import partial
+from itertools import islice
+from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
@@ -44,6 +48,56 @@ class Carried(Frozen):
     """A carry's model: JSON keeps NaN and infinities (as strings), which metrics hold."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
+
+
+_Model = TypeVar("_Model", bound=Carried)
+_set = object.__setattr__
+
+
+def built(cls: type[_Model], **fields: Any) -> _Model:
+    """``cls(**fields)`` without validation, for a snapshot of live state whose every field
+    already has its declared type (ints, floats, zone-aware log times, tuples, fresh dicts):
+    the model validation would store, at a fraction of the cost for a model of many fields
+    (a fold takes a snapshot of every rule per read). Fields not given take their defaults.
+    The tests hold every snapshot to its validated round trip
+    (``tests/probes/logs/test_incremental.py``)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _shape(cls)
+    defaults, factories, private = shape
+    values = {**defaults, **fields}  # the fields' declared order: the defaults' keys
+    for name, factory in factories:
+        if name not in fields:
+            values[name] = factory()
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(fields))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", dict(private) if private is not None else None)
+    return model
+
+
+_Shape = tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...], dict[str, Any] | None]
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type[Carried]) -> _Shape:
+    """(each field's default, in order; the fields made by a factory; private defaults)."""
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, field in cls.model_fields.items():
+        factory = field.default_factory
+        if factory is not None:
+            defaults[name] = None
+            factories.append((name, factory))  # type: ignore[arg-type]
+        elif isinstance(field.default, dict | list | set):
+            defaults[name] = None
+            factories.append((name, partial(copy, field.default)))
+        else:
+            defaults[name] = field.default  # immutable: None, numbers, strings, tuples, models
+    private = cls.__private_attributes__
+    privates = {name: attr.get_default() for name, attr in private.items()} if private else None
+    return defaults, tuple(factories), privates
 
 
 class PointCarry(Carried):
@@ -125,6 +179,11 @@ class StepIntervals:
         """Add the steps ``lo..hi`` (inclusive), merging neighbours."""
         hi = lo if hi is None else hi
         at = bisect_right(self.starts, lo) - 1
+        ends = self.ends
+        if (at == len(ends) - 1 >= 0 and lo == ends[at] + 1 and hi >= lo
+                and self.starts[at] <= ends[at]):  # a run goes on: the last interval grows
+            ends[at] = hi
+            return
         if at >= 0 and self.ends[at] >= lo - 1:
             lo = self.starts[at]
         else:
@@ -161,16 +220,14 @@ class _Points(dict[int, MetricPoint]):
         known = self.carried.get(id(point))
         if known is not None and known[0] is point:
             return known[1]
-        return PointCarry(step=point.step, values=point.values, line_no=point.line_no,
-                          wall_time=point.wall_time)
+        return _point_carry(point)
 
     def __contains__(self, step: object) -> bool:
         return dict.__contains__(self, step) or step in self.logged
 
     def trim(self, keep: int) -> None:
         """Forget all but the ``keep`` points logged last (their steps stay in ``logged``)."""
-        while len(self) > keep:
-            oldest = next(iter(self))
+        for oldest in list(islice(self, max(0, len(self) - keep))):  # oldest first
             del self[oldest]
             self.logged.add(oldest)
 
@@ -229,7 +286,8 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
     head, tail, count = _unanchored(scan)
     live = tuple(scan.points[s] for s in list(scan.points)[-KEEP_POINTS:])
     carry_of = points.carry_of if isinstance(points, _Points) else _point_carry
-    carry = MetricCarry(
+    carry = built(  # fresh containers: the live scan goes on (its summary, the next read)
+        MetricCarry,
         clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
         points=tuple(carry_of(p) for p in live),
         logged=logged.intervals(), formats=tuple(scan.formats),
@@ -238,9 +296,11 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         checkpoints=tuple(sorted(scan.checkpoints)), finished=scan.finished,
         header=scan.header,
         dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
-        dict_line_no=scan.dict_line_no, pending_reward=scan.pending_reward,
+        dict_line_no=scan.dict_line_no,
+        pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
-        hf_head=tuple(head), hf_tail=tuple(tail), hf_count=count,
+        hf_head=tuple((dict(p), n) for p, n in head),
+        hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
     )

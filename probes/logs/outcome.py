@@ -16,7 +16,7 @@ Never raises; every capture is bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from probes.logs.prefilter import NeedleFilter
 from probes.models import LogOutcome
@@ -39,19 +39,27 @@ _PUSH_RES: tuple[re.Pattern[str], ...] = (
 
 
 _PUSH_WORDS = ("push", "upload", "huggingface.co", "hf.co", "to ")
-_OUTCOME_LINES = NeedleFilter(("=", *_PUSH_WORDS))
+OUTCOME_GATE = _OUTCOME_LINES = NeedleFilter(("=", *_PUSH_WORDS))
 """A pytest summary holds ``=``, an upload line one of ``_pushed``'s words: no other line
 says anything here."""
 
 
-def read_outcome(lines: Sequence[str], *, gated: bool = True) -> LogOutcome | None:
-    """pytest's last summary and the last upload target in ``lines`` (None if neither).
+def read_outcome(
+    lines: Sequence[str], *, gated: bool = True, last: int | None = None,
+) -> LogOutcome | None:
+    """pytest's last summary and the last upload target in ``lines`` (None if neither);
+    ``last``: in its last ``last`` lines only (``lines[-last:]``, without the copy).
 
     ``gated``: only the lines ``_OUTCOME_LINES`` keeps are read (the tests compare both)."""
     pytest: str | None = None
     pushed: str | None = None
-    kept = _OUTCOME_LINES.lines(lines) if gated else None
-    for line in reversed(lines) if kept is None else (lines[i] for i in reversed(kept)):
+    start = 0 if last is None else max(0, len(lines) - last)
+    kept = _OUTCOME_LINES.lines(lines, start) if gated else None
+    if kept is None:
+        read: Iterable[str] = (lines[i] for i in range(len(lines) - 1, start - 1, -1))
+    else:
+        read = (lines[start + i] for i in reversed(kept))
+    for line in read:
         text = line.strip()
         if not text:
             continue

@@ -34,6 +34,7 @@ from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.outcome import read_outcome
+from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
 from probes.logs.recent import HISTORY_DEPTH, recent_metrics
 from probes.models import LogSummary
@@ -67,7 +68,8 @@ def parse_log(
     """
     decoded = _decode(text)
     split = split_lines(decoded, max_line_chars)
-    return _summarise(decoded, split, aliases, benign_patterns, first_line_no, mtime=mtime)
+    with shared_skeletons(split[1]):  # every reader's prefilter over the same lines
+        return _summarise(decoded, split, aliases, benign_patterns, first_line_no, mtime=mtime)
 
 
 def _parse_reference(
@@ -130,7 +132,7 @@ def _summarise(
     try:
         # What the run runs, and a catch-all job's closing signal (issue 11).
         summary = summary.model_copy(update={"fingerprint": read_fingerprint(lines),
-                                             "outcome": read_outcome(lines[-400:])})
+                                             "outcome": read_outcome(lines, last=400)})
     except Exception:
         _log.exception("parse_log: run readers failed on a %d-character tail", len(decoded))
     if faults is None:

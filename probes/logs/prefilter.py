@@ -20,7 +20,10 @@ over the tail; any other pattern runs line by line, as before.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from itertools import compress, islice
 
 _UPPER_TO_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _DIGITS = b"0123456789"
@@ -55,6 +58,15 @@ def _trie(words: Iterable[bytes]) -> bytes:
     return emit(root)
 
 
+def needle_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """One regex matching any of ``words`` (a trie, as ``NeedleFilter``'s: sre tries one
+    arm per first character rather than every word at every position)."""
+    unique = sorted(set(words))
+    if not unique or not all(w and w.isascii() for w in unique):
+        return re.compile("|".join(re.escape(w) for w in unique))
+    return re.compile(_trie(w.encode() for w in unique).decode("ascii"))
+
+
 class NeedleFilter:
     """Finds the lines holding any of ``needles`` (case-insensitive; needles hold no digit)."""
 
@@ -74,48 +86,65 @@ class NeedleFilter:
         self._pattern = re.compile(_trie(sorted(encoded)))
         self._shape = re.compile(shape, re.MULTILINE) if shape else None
 
-    def lines(self, lines: Sequence[str]) -> list[int] | None:
-        """Indices of the lines that may hold a needle; None when a line holds a ``\\n``."""
-        found = self._skeletons(lines)
+    def lines(
+        self, lines: Sequence[str], start: int = 0, stop: int | None = None,
+    ) -> list[int] | None:
+        """Indices of the lines that may hold a needle; None when a line holds a ``\\n``.
+
+        ``start``/``stop`` (``0 <= start``): only among ``lines[start:stop]``, numbered from
+        ``start``, as ``lines(lines[start:stop])`` finds them (but None when any line of
+        ``lines`` holds a ``\\n``: a split line never does); a slice would be a new list, and
+        only ``lines`` itself shares its skeletons (``shared_skeletons``)."""
+        whole = start == 0 and stop is None
+        if not whole and not range(len(lines))[start:stop]:
+            return self.lines(())  # as for an empty slice
+        found = self._hits(lines)
         if found is None:
             return None
-        skeletons, hits = found
+        copy, hits = found
+        skeletons = copy.skeletons
         if not hits:
             return []
-        return [index for index, skeleton in enumerate(skeletons) if skeleton in hits]
+        if whole:
+            return list(compress(range(len(skeletons)), map(hits.__contains__, skeletons)))
+        span = range(len(skeletons))[start:stop]
+        return list(compress(range(len(span)),
+                             map(hits.__contains__, islice(skeletons, span.start, span.stop))))
 
     def groups(self, lines: Sequence[str]) -> dict[bytes, list[int]] | None:
         """``lines`` as ``lines()`` finds them, grouped by skeleton (ASCII lower-cased, digits
         deleted): a reader can judge a repeated line shape once. None as for ``lines()``."""
-        found = self._skeletons(lines)
+        found = self._hits(lines)
         if found is None:
             return None
-        skeletons, hits = found
+        copy, hits = found
+        skeletons = copy.skeletons
         grouped: dict[bytes, list[int]] = {skeleton: [] for skeleton in hits}
         if hits:
-            for index, skeleton in enumerate(skeletons):
-                if skeleton in hits:
-                    grouped[skeleton].append(index)
+            for index in compress(range(len(skeletons)), map(hits.__contains__, skeletons)):
+                grouped[skeletons[index]].append(index)
         return grouped
 
-    def _skeletons(self, lines: Sequence[str]) -> tuple[list[bytes], set[bytes]] | None:
-        """(each line's skeleton, the distinct skeletons holding a needle or the shape)."""
-        text = "\n".join(lines).encode("utf-8", "surrogatepass")
-        skeletons = text.translate(_UPPER_TO_LOWER, _DIGITS).split(b"\n")
-        if len(skeletons) != len(lines):
+    def _hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
+        """(the lines' skeletons, the distinct skeletons holding a needle or the shape)."""
+        copy = skeletons_of(lines)
+        if copy is None:
             return None
-        unique = dict.fromkeys(skeletons)
-        joined = b"\n".join(unique)
-        hits = self._matching(joined, self._pattern)
+        hits = self._matching(copy.joined, self._pattern)
         if self._shape is not None:
-            hits |= self._matching(joined, self._shape)
+            hits |= self._matching(copy.joined, self._shape)
         if self._unicode_digits:
-            hits.update(s for s in unique if not s.isascii() and _has_unicode_digit(s))
-        return skeletons, hits
+            hits.update(s for s in copy.unique if not s.isascii() and _has_unicode_digit(s))
+        return copy, hits
 
     @staticmethod
     def _matching(joined: bytes, pattern: re.Pattern[bytes]) -> set[bytes]:
-        """The distinct lines of ``joined`` ``pattern`` meets (each line searched at most once)."""
+        """The distinct lines of ``joined`` ``pattern`` meets (each line searched at most once).
+
+        Searched over the whole text, line by line once hits are dense (a config dump: most
+        lines hold a quote or a brace): there ``filter`` runs the search per line in C, where
+        the loop here costs a turn of Python per hit. ``pattern`` never crosses a line end
+        (no needle holds one; a shape's ``^``/``$`` are its line's), so both meet the same."""
         hits: set[bytes] = set()
         found = pattern.search(joined)
         while found is not None:
@@ -123,8 +152,77 @@ class NeedleFilter:
             end = joined.find(b"\n", found.end())
             end = len(joined) if end < 0 else end
             hits.add(joined[start:end])
-            found = pattern.search(joined, end + 1) if end < len(joined) else None
+            if end >= len(joined):
+                break
+            if not len(hits) % _DENSE_CHECK and len(hits) > _DENSE * joined.count(b"\n", 0, end):
+                hits.update(filter(pattern.search, joined[end + 1 :].split(b"\n")))
+                break
+            found = pattern.search(joined, end + 1)
         return hits
+
+
+_DENSE_CHECK = 32
+_DENSE = 0.25
+"""Past this share of the lines searched holding a hit, the rest are searched line by line."""
+
+
+class Skeletons:
+    """Every line's skeleton (UTF-8, ASCII lower-cased, digits deleted), and the distinct
+    ones joined on ``\\n``: what every ``NeedleFilter`` searches."""
+
+    __slots__ = ("joined", "skeletons", "unique")
+
+    def __init__(self, skeletons: list[bytes]) -> None:
+        self.skeletons = skeletons
+        self.unique = dict.fromkeys(skeletons)
+        self.joined = b"\n".join(self.unique)
+
+
+def _build(lines: Sequence[str]) -> Skeletons | None:
+    text = "\n".join(lines).encode("utf-8", "surrogatepass")
+    skeletons = text.translate(_UPPER_TO_LOWER, _DIGITS).split(b"\n")
+    if len(skeletons) != len(lines):
+        return None  # a line holds a line end: no skeleton per line
+    return Skeletons(skeletons)
+
+
+class _Held(threading.local):
+    """The line lists whose skeletons this thread shares (``shared_skeletons``): by identity,
+    each with its skeletons once built (an empty list: not yet)."""
+
+    def __init__(self) -> None:
+        self.lists: dict[int, tuple[Sequence[str], list[tuple[int, Skeletons | None]]]] = {}
+
+
+_held = _Held()
+
+
+@contextmanager
+def shared_skeletons(*line_lists: Sequence[str]) -> Iterator[None]:
+    """While open, every ``NeedleFilter`` given one of ``line_lists`` (the same object, not
+    changed meanwhile) builds its skeletons once for all filters: a parse runs six filters
+    over the same lines. On leaving, the copies are dropped (nothing outlives the parse)."""
+    before = _held.lists
+    _held.lists = {**before, **{id(lines): (lines, []) for lines in line_lists}}
+    try:
+        yield
+    finally:
+        _held.lists = before
+
+
+def skeletons_of(lines: Sequence[str]) -> Skeletons | None:
+    """``lines``' skeletons (None when a line holds a ``\\n``): shared when ``lines`` is
+    held by ``shared_skeletons`` and unchanged in length, else built for this call."""
+    entry = _held.lists.get(id(lines))
+    if entry is None or entry[0] is not lines:
+        return _build(lines)
+    cached = entry[1]
+    if not cached:
+        cached.append((len(lines), _build(lines)))
+    size, built = cached[0]
+    if size != len(lines):
+        return _build(lines)  # changed since: never a stale copy
+    return built
 
 
 def _has_unicode_digit(skeleton: bytes) -> bool:

@@ -22,6 +22,10 @@ TRAIN_DESCS = frozenset(
 )
 _RATE_WINDOW = 10
 _BAR_EVENTS_KEPT = 64
+BAR_EVENTS_KEPT = _BAR_EVENTS_KEPT
+"""(step, elapsed) events a track keeps: past it, the newest half (``BarTrack.see``)."""
+TRAINING_RATES = ("s/it", "it/s", "?it/s")
+"""How a training bar's rate field ends (iterations, never examples or bytes)."""
 WIDE_WINDOW = _BAR_EVENTS_KEPT // 2
 """Events the widened window reads: never more than a track keeps after trimming."""
 _CLOCK_FLOOR_S = 5.0
@@ -64,7 +68,7 @@ def is_training(desc: str, rate: str, nested: bool) -> bool:
     """``is_training_bar`` of a bar's (stripped) desc and rate fields."""
     if nested or desc not in TRAIN_DESCS:
         return False
-    return not rate or rate.endswith(("s/it", "it/s", "?it/s"))
+    return not rate or rate.endswith(TRAINING_RATES)
 
 
 def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDOW) -> float | None:

@@ -118,6 +118,7 @@ def _scan_suffix(
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
         skimmed = _skimmed(lines, start)
+        memo = _DictMemo()
         run: list[int] = []  # consecutive bar lines that are their own body: skim_bars
         for index in (*skimmed, None):
             line = "" if index is None else lines[index]
@@ -128,7 +129,7 @@ def _scan_suffix(
                 _skim_run(scan, lines, raws, run, first_line_no)
                 run = []
             if index is not None:
-                _skim(scan, lines, raws, index, first_line_no)
+                _skim(scan, lines, raws, index, first_line_no, memo=memo)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
     for index in candidates[cut:]:
         if lines[index].strip():
@@ -161,21 +162,76 @@ def _skim_run(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], run: 
 
 
 def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: int,
-          first_line_no: int) -> None:
+          first_line_no: int, *, memo: _DictMemo | None = None) -> None:
     line = lines[index]
     quoted = strip_ray_prefix(line).lstrip()[:1] in ("'", '"')
-    scan.skim(line, raws[index], first_line_no + index,
-              in_dict=quoted and _inside_dict(lines, index))
+    inside = quoted and (memo.inside(lines, index) if memo is not None
+                         else _inside_dict(lines, index))
+    scan.skim(line, raws[index], first_line_no + index, in_dict=inside)
+
+
+class _DictMemo:
+    """``_inside_dict`` for quoted lines asked in ascending order (the skimmed ones): a walk
+    back that reaches the line asked last goes on from there as that walk went, so its answer
+    is reused (when the line it was decided at is within this walk's ``_MAX_DICT_RUN``). A
+    config dump of thousands of quoted lines is walked once, not once per marker in it."""
+
+    def __init__(self) -> None:
+        self.asked = -1
+        """The quoted line asked last (-1: none)."""
+        self.answer = False
+        self.decided = -1
+        """Where that walk stopped: the line that decided it, or its last line looked at."""
+
+    def inside(self, lines: Sequence[str], index: int) -> bool:
+        floor = max(-1, index - _MAX_DICT_RUN)
+        asked = self.asked
+        if floor < asked < index and self.decided > floor:
+            answer, decided = _walk_back(lines, index, asked)
+            if decided < 0:  # reached the line asked last, undecided: it goes on as before
+                stripped = strip_ray_prefix(lines[asked]).strip()
+                if stripped.endswith("}"):  # quoted, and it closed a dict
+                    answer, decided = False, asked
+                else:
+                    answer, decided = self.answer, self.decided
+        else:
+            answer, decided = _walk_back(lines, index, floor)
+            decided = decided if decided >= 0 else floor + 1
+        self.asked, self.answer, self.decided = index, answer, decided
+        return answer
+
+
+def _walk_back(lines: Sequence[str], index: int, stop: int) -> tuple[bool, int]:
+    """``_inside_dict``'s walk from ``index - 1`` down to (not including) ``stop``: (its
+    answer, the line that decided it), or (False, -1) when no line there decided."""
+    for back in range(index - 1, stop, -1):
+        decided = _decides(lines[back])
+        if decided is not None:
+            return decided, back
+    return False, -1
+
+
+def _decides(line: str) -> bool | None:
+    """What one line looked back at tells ``_inside_dict`` (None: look further back)."""
+    body = strip_ray_prefix(line)
+    stripped = body.strip()
+    lead = stripped[:1]
+    if lead in ("'", '"'):
+        return False if stripped.endswith("}") else None
+    if lead == "{":
+        return not stripped.endswith("}")
+    if "Step " in body and "{" in body:
+        return _header_dict(body)
+    return None
 
 
 def _skimmed(lines: Sequence[str], start: int) -> list[int]:
     """The lines before ``start`` to skim: marker and bar lines, and the last Megatron
     iteration lines (the rate's widest window of them, and the last ``--train-iters``)."""
-    prefix = lines[:start]
-    marked = MARKER_LINES.lines(prefix)
+    marked = MARKER_LINES.lines(lines, 0, start)
     if marked is None:
         return list(range(start))
-    iterations = ITERATION_LINES.lines(prefix) or []
+    iterations = ITERATION_LINES.lines(lines, 0, start) or []
     parsed = (i for i in reversed(iterations) if parse_iteration(strip_ray_prefix(lines[i])))
     return sorted({*marked, *islice(parsed, WIDE_WINDOW + 1)})
 

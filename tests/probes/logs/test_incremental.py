@@ -43,9 +43,19 @@ def fold(chunks: list[bytes] | list[str], **options: object) -> tuple[LogSummary
     summary = LogSummary(line_count=0)
     for chunk in chunks:
         summary, carry = parse_increment(carry, chunk, **options)  # type: ignore[arg-type]
+        assert_as_validated(carry)
         carry = LogCarry.model_validate_json(carry.model_dump_json())
     assert carry is not None
     return summary, carry
+
+
+def assert_as_validated(carry: LogCarry) -> None:
+    """A carry built from live state without validation (``metric_carry.built``) is the
+    carry validation makes of the same fields: same types (tuples, floats, zone-aware log
+    times), same JSON."""
+    again = LogCarry.model_validate(carry.model_dump())
+    assert repr(again) == repr(carry)
+    assert again.model_dump_json() == carry.model_dump_json()
 
 
 def cut(data: bytes, points: list[int]) -> list[bytes]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from probes.logs.faults import _split_prefix, scan_faults
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.parse import _SPLIT_RE, _parse_reference, parse_log
-from probes.logs.prefilter import NeedleFilter, is_context_free, pattern_lines
+from probes.logs.prefilter import NeedleFilter, is_context_free, pattern_lines, shared_skeletons
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 FIXTURE_FILES = sorted(
@@ -222,3 +222,56 @@ def test_pattern_lines_is_a_superset(lines: list[str], pattern: str) -> None:
     for index, line in enumerate(lines):
         if compiled.search(_split_prefix(line)[1]):
             assert index in kept
+
+
+SHARED_FILTERS = [
+    NeedleFilter(("%|", "step:", "{", "'", " ::")), NeedleFilter(("traceback", "killed")),
+    NeedleFilter(("=", "push"), unicode_digits=True),
+    NeedleFilter(("{",), shape=rb"^ *[a-z_][\w\-\x80-\xff]*:(?: |$)"),
+]
+
+
+@PROPERTY
+@given(st.lists(st.integers(min_value=0), max_size=120), st.integers(0, 130),
+       st.integers(0, 130), st.data())
+def test_windows_and_shared_skeletons_find_what_a_slice_finds(
+    picks: list[int], start: int, stop: int, data: st.DataObject
+) -> None:
+    """``lines(lines, start, stop)`` is ``lines(lines[start:stop])``; ``groups`` and ``lines``
+    inside ``shared_skeletons`` (the skeletons built once) are what they are outside; a list
+    changed in length inside is read afresh."""
+    pool = ["a\nb", "\ud800x", "", *CRAFTED, *fixture_lines()]
+    lines = [pool[i % len(pool)] for i in picks]
+    top = data.draw(st.sampled_from([None, stop]))
+    alone = [(f.lines(lines), f.groups(lines), f.lines(lines[start:top]),
+              f.lines(lines[start:])) for f in SHARED_FILTERS]
+    with shared_skeletons(lines):
+        shared = [(f.lines(lines), f.groups(lines), f.lines(lines, start, top),
+                   f.lines(lines, start)) for f in SHARED_FILTERS]
+        lines.append("Traceback (most recent call last):")
+        grown = [f.lines(lines) for f in SHARED_FILTERS]
+    if any("\n" in line for line in lines):  # no skeleton per line: every line, always
+        assert all(window is None for *_, cut, tail in shared for window in (cut, tail))
+        shared = [(whole, grouped, alone[n][2], alone[n][3])
+                  for n, (whole, grouped, _, _) in enumerate(shared)]
+    assert shared == alone
+    assert grown == [f.lines(lines) for f in SHARED_FILTERS]
+
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from([b"x", b"{'a': ''}", b"'k': ,", b"trace", b"  key: v", b"",
+                                 b"killed", b"zz zz", b"(w pid=) {"]), min_size=64,
+                max_size=300))
+def test_matching_dense_or_sparse_meets_every_line_a_search_meets(lines: list[bytes]) -> None:
+    """``_matching`` over distinct lines (its search loop, and the line-by-line search it
+    turns to once hits are dense) finds exactly the lines a search of each line alone
+    meets, for needles and a shape with ``^``/``$``."""
+    tags = ["".join(chr(97 + int(d)) for d in str(n)).encode() for n in range(len(lines))]
+    joined = b"\n".join(line + b" " + tag for line, tag in zip(lines, tags, strict=True))
+    for needles in SHARED_FILTERS:
+        for pattern in (needles._pattern, needles._shape):
+            if pattern is None:
+                continue
+            want = {line for line in joined.split(b"\n") if pattern.search(line)}
+            assert NeedleFilter._matching(joined, pattern) == want

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.logs.fingerprint import _read
+from probes.logs.fingerprint_carry import FingerprintFold
 from probes.logs.outcome import read_outcome
 from tests.probes.logs.test_fuzz_fingerprint import FRAGMENTS
 
@@ -65,6 +66,22 @@ def fixture_lines() -> list[str]:
 def assert_same(lines: list[str]) -> None:
     assert repr(_read(lines)) == repr(_read(lines, gated=False))
     assert read_outcome(lines) == read_outcome(lines, gated=False)
+    for size in (1, 7, 300):
+        assert_fold_same(lines, size)
+
+
+def assert_fold_same(lines: list[str], size: int) -> None:
+    """``FingerprintFold`` over ``lines`` in chunks of ``size``: the gated walk carries and
+    finishes exactly as the walk over every line (dumps cut by a chunk left pending)."""
+    if not lines:
+        return
+    gated, every = FingerprintFold(), FingerprintFold()
+    for start in range(0, len(lines) - 1, size):
+        chunk = lines[start : min(start + size, len(lines) - 1)]
+        gated.feed(chunk)
+        every.feed(chunk, gated=False)
+        assert gated.carry() == every.carry()
+    assert repr(gated.fingerprint(lines[-1])) == repr(every.fingerprint(lines[-1]))
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
