@@ -31,7 +31,7 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import asyncssh
 
@@ -83,6 +83,34 @@ class Runner(Protocol):
     async def aclose(self) -> None:
         """Close the connection, if any."""
         ...
+
+
+class StreamingRunner(Runner, Protocol):
+    """A runner that can hand a command's stdout over as it arrives (the collector's
+    streamed answer, ``probes.slurm.answer``); :func:`run_streaming` serves any runner."""
+
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """Run ``argv``, calling ``on_chunk`` with each piece of stdout as it comes (in the
+        event loop, in order); the result's ``stdout`` is empty. Never checks the exit."""
+        ...
+
+
+async def run_streaming(runner: Runner, argv: Sequence[str], *, stdin: str | None,
+                        on_chunk: Callable[[bytes], None]) -> CommandResult:
+    """``runner.run_streaming`` where the runner has it; else its ``run``, whose whole stdout
+    is then one chunk (test doubles, wrappers): the same answer, only later."""
+    streaming = getattr(runner, "run_streaming", None)
+    if streaming is not None:
+        return cast("CommandResult", await streaming(argv, stdin=stdin, on_chunk=on_chunk))
+    res = await runner.run(argv, stdin=stdin, check=False)
+    if res.stdout:
+        on_chunk(res.stdout.encode("utf-8"))
+    return CommandResult(res.argv, res.exit_status, "", res.stderr)
+
+
+CHUNK = 1 << 16
+"""Bytes of stdout asked for per read of a streamed command."""
 
 
 RunnerFactory = Callable[[SlurmCluster], Runner]
@@ -153,6 +181,49 @@ class LocalRunner:
             raise result.failure(self.target)
         return result
 
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """:meth:`run`, stdout handed to ``on_chunk`` as it arrives (``StreamingRunner``)."""
+        self._sent += 1
+        args = tuple(str(a) for a in argv)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            return CommandResult(args, 127, "", f"{args[0]}: could not start: {exc}")
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout, stderr = proc.stdout, proc.stderr
+
+        async def feed() -> None:
+            if proc.stdin is None:
+                return
+            with contextlib.suppress(OSError):  # it exited without reading: its exit says why
+                proc.stdin.write((stdin or "").encode())
+                await proc.stdin.drain()
+                proc.stdin.close()
+
+        async def read_out() -> None:
+            while chunk := await stdout.read(CHUNK):
+                on_chunk(chunk)
+
+        try:
+            async with asyncio.timeout(self._timeout):
+                _, _, err = await asyncio.gather(feed(), read_out(), stderr.read())
+                await proc.wait()
+        except TimeoutError as exc:
+            raise CommandError(
+                f"`{args[0]}` timed out after {self._timeout:g}s locally"
+            ) from exc
+        finally:
+            if proc.returncode is None:  # timed out or cancelled: nothing of ours outlives it
+                proc.kill()
+                await proc.wait()
+        status = proc.returncode if proc.returncode is not None else -1
+        return CommandResult(args, status, "", err.decode("utf-8", "replace"))
+
     async def aclose(self) -> None:
         return None
 
@@ -213,6 +284,40 @@ class SshRunner:
         if check and status != 0:
             raise result.failure(self.target)
         return result
+
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """:meth:`run`, stdout handed to ``on_chunk`` as it arrives (``StreamingRunner``):
+        bytes read a chunk at a time from the channel, stderr drained beside it."""
+        conn = await self._connection()
+        self._sent += 1
+        args = tuple(str(a) for a in argv)
+        timeout = self._cluster.command_timeout_s
+        process: asyncssh.SSHClientProcess[bytes] | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                process = await conn.create_process(
+                    shell_join(args), input=stdin.encode("utf-8") if stdin else None,
+                    encoding=None)
+                stdout = process.stdout
+
+                async def read_out() -> None:
+                    while chunk := await stdout.read(CHUNK):
+                        on_chunk(chunk)
+
+                _, err = await asyncio.gather(read_out(), process.stderr.read())
+                done = await process.wait(check=False)
+        except TimeoutError as exc:
+            raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
+                from exc
+        except (asyncssh.Error, OSError) as exc:
+            raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
+                from exc
+        finally:
+            if process is not None and process.exit_status is None:
+                _abandon(process)
+        status = done.exit_status if done.exit_status is not None else -1
+        return CommandResult(args, status, "", _text(err))
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
         async with self._lock:  # concurrent commands share the one connection
@@ -276,7 +381,7 @@ class SshRunner:
             await conn.wait_closed()
 
 
-def _abandon(process: asyncssh.SSHClientProcess[str]) -> None:
+def _abandon(process: asyncssh.SSHClientProcess[Any]) -> None:
     """TERM the remote command (sshd delivers it where it supports signals) and close the
     channel; the collector also exits by itself once its session is gone."""
     with contextlib.suppress(asyncssh.Error, OSError):

@@ -10,7 +10,6 @@ collector sent is read from its answer, tapped at the runner (the real SSH runne
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ from bot.store import RedisStore
 from bot.sweep import Sweeper
 from probes.config import SlurmCluster
 from probes.models import JobFacts, LogSummary
+from probes.slurm.answer import read_whole
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, Runner, make_runner
 from tests.bot.test_store_logs import CountingConnection
@@ -155,7 +155,10 @@ class _Tapped:
                   check: bool = True) -> CommandResult:
         result = await self._inner.run(argv, stdin=stdin, check=check)
         if list(argv) == ["python3", "-"] and result.exit_status == 0:
-            self._answers.append(json.loads(result.stdout))
+            # The streamed answer (probes.slurm.answer), read whole as a document.
+            answer = read_whole(result.stdout).answer()
+            assert answer is not None, result.stdout[:300]
+            self._answers.append(answer)
         return result
 
     async def aclose(self) -> None:

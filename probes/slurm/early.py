@@ -1,0 +1,120 @@
+"""Each job's log folded as soon as its line of the collector's answer arrives.
+
+Policy: the sweep's facts must be exactly what folding the whole answer afterwards gives
+(``probes.slurm.cursors.fold_jobs``). So a job is folded early, in the answer's worker thread
+(``probes.slurm.answer.stream_answer``), with the record the squeue document in the answer's
+head gives it (the same parse, arguments and ``expand_stdout`` as the probe's snapshot), and
+the early result is used only if, at the end, the sweep's own record for that job is equal
+and its entry is the very one folded; any other job (sacct's, scontrol-merged, collected by a
+second run, or whose early fold raised) is folded then, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from probes.models import JobFacts, JobState, SchedulerRecord
+from probes.slurm.assemble import job_facts
+from probes.slurm.cursors import LogState, fold_job
+from probes.slurm.parse import expand_stdout, records_from_squeue
+
+Fold = Callable[[SchedulerRecord, Mapping[str, Any] | None],
+                tuple[JobFacts, LogState | None]]
+
+
+def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
+           benign_patterns: Sequence[str]) -> Fold:
+    """One job's fold as ``fold_jobs`` does it: cold (``job_facts``, no state) without
+    ``prior``, else resumed from the job's prior state (``fold_job``)."""
+    if prior is None:
+        def cold(r: SchedulerRecord, entry: Mapping[str, Any] | None,
+                 ) -> tuple[JobFacts, LogState | None]:
+            return job_facts(r, entry, aliases=aliases, benign_patterns=benign_patterns), None
+        return cold
+
+    def resumed(r: SchedulerRecord, entry: Mapping[str, Any] | None,
+                ) -> tuple[JobFacts, LogState | None]:
+        return fold_job(r, entry, prior.get(r.job_id), aliases=aliases,
+                        benign_patterns=benign_patterns)
+    return resumed
+
+
+class EarlyFolds:
+    """The jobs folded so far; fed by an ``AnswerReader``'s callbacks (one thread)."""
+
+    def __init__(self, fold: Fold, *, cluster: str = "", now: datetime | None = None,
+                 users: Collection[str] | None = None, since: datetime | None = None,
+                 recent: Callable[[SchedulerRecord], bool] | None = None) -> None:
+        self._fold = fold
+        self._cluster, self._now, self._users, self._since = cluster, now, users, since
+        self._recent = recent or (lambda r: True)
+        self.records: dict[str, SchedulerRecord] = {}
+        """The jobs whose lines are folded on arrival, by id (expanded, selected)."""
+        self.parsed: tuple[Any, list[SchedulerRecord]] | None = None
+        """``(document, records_from_squeue of it)``: the head's parse, for the snapshot."""
+        self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
+
+    def expect(self, records: Sequence[SchedulerRecord]) -> None:
+        """Fold these records' jobs as their lines arrive (a run for known records)."""
+        self.records.update({r.job_id: r for r in records})
+
+    def head(self, head: Mapping[str, Any]) -> None:
+        """The one-trip answer's head: its squeue document's records, as the snapshot reads
+        them (``records_from_squeue``, the users' jobs, expanded, recent)."""
+        out = head.get("squeue")
+        document = out.get("json") if isinstance(out, dict) else None
+        if not isinstance(document, dict) or self._now is None or document.get("errors"):
+            return  # nothing to fold against (the probe judges the document itself)
+        try:
+            parsed = records_from_squeue(document, cluster=self._cluster, now=self._now,
+                                         users=self._users, since=self._since)
+        except Exception:
+            return
+        self.parsed = (document, parsed)
+        by_id = {r.job_id: r for r in parsed
+                 if self._users is None or r.user in self._users}
+        self.records.update({k: expand_stdout(r) for k, r in by_id.items()
+                             if self._recent(r)})
+
+    def job(self, key: str, entry: Mapping[str, Any]) -> None:
+        record = self.records.get(key)
+        if record is None or record.state is JobState.PENDING:
+            return
+        try:
+            result = self._fold(record, entry)
+        except Exception:
+            return
+        self._done[key] = (record, entry, result)
+
+    def take(self, record: SchedulerRecord, entry: Mapping[str, Any] | None,
+             ) -> tuple[JobFacts, LogState | None] | None:
+        """The early fold of this record's job, if it was made from this record and entry."""
+        got = self._done.get(record.job_id)
+        if got is None or got[1] is not entry or not (got[0] is record or got[0] == record):
+            return None
+        result: tuple[JobFacts, LogState | None] = got[2]
+        return result
+
+    @property
+    def folded(self) -> int:
+        """Jobs folded early so far (tests and benchmarks read it)."""
+        return len(self._done)
+
+
+def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
+             early: EarlyFolds | None, fold: Fold, *, stateful: bool,
+             ) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
+    """``fold_jobs``' result: every record's facts (early ones where they stand), and the
+    states of the jobs that have one when ``stateful``."""
+    jobs: list[JobFacts] = []
+    states: dict[str, LogState] = {}
+    for r in records:
+        entry = collected.get(r.job_id)
+        got = early.take(r, entry) if early is not None and entry is not None else None
+        facts, state = got if got is not None else fold(r, entry)
+        jobs.append(facts)
+        if stateful and state is not None:
+            states[r.job_id] = state
+    return tuple(jobs), states
