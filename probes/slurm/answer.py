@@ -33,6 +33,9 @@ from probes.slurm.transport import CommandResult, Runner, run_streaming
 STREAM = 2
 """``probes.remote.collector.STREAM``: the protocol of a streamed answer."""
 
+OnJob = Callable[[str, dict[str, Any], bytes | None], None]
+"""``on_job(key, entry, raw)``: see :class:`AnswerReader`."""
+
 MAX_KEY = 64
 """Bytes a job key may have on a job line (SLURM's are digits with ``_`` or ``+``)."""
 
@@ -46,11 +49,12 @@ def unreadable(error: str) -> dict[str, Any]:
 class AnswerReader:
     """One answer, line by line (:meth:`line`, then :meth:`finish`); see the module policy.
 
-    ``on_head(head)`` and ``on_job(key, entry)`` are called as the lines are read (a job's
-    only once, in the order of the stream)."""
+    ``on_head(head)`` and ``on_job(key, entry, raw)`` are called as the lines are read (a
+    job's only once, in the order of the stream; ``raw`` is the entry's JSON as sent, or
+    ``None`` when it came inside a protocol 1 document or could not be read)."""
 
     def __init__(self, *, on_head: Callable[[dict[str, Any]], None] | None = None,
-                 on_job: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 on_job: OnJob | None = None) -> None:
         self.head: dict[str, Any] | None = None
         """The head line (``None`` until read; a protocol 1 answer is its own head)."""
         self.jobs: dict[str, Any] = {}
@@ -80,6 +84,7 @@ class AnswerReader:
             self.ignored += 1
             return
         entry: Any
+        payload: bytes | None = None
         if cut:
             entry = unreadable("collector answer for this job was cut short"
                                f" ({len(raw) - tab - 1} bytes)")
@@ -88,9 +93,11 @@ class AnswerReader:
                 entry = json.loads(raw[tab + 1:])
             except ValueError as exc:
                 entry = unreadable(f"collector answer for this job is unreadable: {exc}")
-            if not isinstance(entry, dict):
+            if isinstance(entry, dict):
+                payload = raw[tab + 1:]
+            else:
                 entry = unreadable("collector answer for this job is not an object")
-        self._job(key, entry)
+        self._job(key, entry, payload)
 
     def _first(self, raw: bytes, cut: bool) -> None:
         try:
@@ -114,7 +121,7 @@ class AnswerReader:
             if self._on_head is not None:
                 self._on_head(first)
             for key, entry in first["jobs"].items():
-                self._job(str(key), entry)
+                self._job(str(key), entry, None)
         else:
             self.error = "collector answer has no jobs"
 
@@ -128,10 +135,10 @@ class AnswerReader:
         elif raw.strip():
             self.ignored += 1
 
-    def _job(self, key: str, entry: Any) -> None:
+    def _job(self, key: str, entry: Any, raw: bytes | None) -> None:
         self.jobs[key] = entry
         if self._on_job is not None and isinstance(entry, dict):
-            self._on_job(key, entry)
+            self._on_job(key, entry, raw)
 
     @property
     def missing(self) -> list[str]:

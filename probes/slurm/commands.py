@@ -10,7 +10,7 @@ exist counts as missing; any other failure is the command's failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 from probes.errors import CommandError, ProbeError
 from probes.models import SchedulerRecord
 from probes.remote.script import build_collector_script
-from probes.slurm.answer import AnswerReader, stream_answer
+from probes.slurm.answer import AnswerReader, OnJob, stream_answer
 from probes.slurm.transport import Runner
 
 NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
@@ -106,7 +106,7 @@ def check_document(data: dict[str, Any], stderr: str, target: str) -> dict[str, 
 
 async def run_collector(runner: Runner, request: Mapping[str, Any],
                         started: Sequence[SchedulerRecord], *,
-                        on_job: Callable[[str, dict[str, Any]], None] | None = None,
+                        on_job: OnJob | None = None,
                         ) -> dict[str, Any]:
     """The collector's answer per job id, read as it streams in (``on_job`` called for each
     job's entry as it arrives). One run, and a second for the jobs the first did not answer
