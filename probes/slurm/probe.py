@@ -26,6 +26,10 @@ Policy:
 * Every command is an argv; job ids are validated before any command is built.
 * The bot's warm sweeps (``collect_since``) resume each running job's log from its stored
   cursor and fold only the new bytes (``probes.slurm.cursors``); ``collect`` reads cold.
+* The collector's answer streams (``probes.slurm.answer``): each job's log is folded as its
+  line arrives, in one worker thread (``probes.slurm.early``), while the collector reads the
+  next and the rest is in transit; the facts are exactly those of folding the whole answer
+  afterwards. A run killed midway keeps the jobs it answered; the others are collected again.
 """
 
 from __future__ import annotations
