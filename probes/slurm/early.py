@@ -63,6 +63,7 @@ class EarlyFolds:
         self.parsed: tuple[Any, list[SchedulerRecord]] | None = None
         """``(document, records_from_squeue of it)``: the head's parse, for the snapshot."""
         self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
+        self._expanded: dict[str, tuple[SchedulerRecord, SchedulerRecord]] = {}
         self.helped = 0
         """Jobs the helper folded (tests and benchmarks read it)."""
 
@@ -85,10 +86,16 @@ class EarlyFolds:
         self.parsed = (document, parsed)
         by_id = {r.job_id: r for r in parsed
                  if self._users is None or r.user in self._users}
-        self.records.update({k: expand_stdout(r) for k, r in by_id.items()
-                             if self._recent(r)})
+        self._expanded = {k: (r, expand_stdout(r)) for k, r in by_id.items()}
+        self.records.update({k: x for k, (r, x) in self._expanded.items() if self._recent(r)})
         if self._want_helper and self._helper is None:
             self._helper = FoldHelper.start(self._fold, dict(self.records))
+
+    def expanded(self, record: SchedulerRecord) -> SchedulerRecord:
+        """``expand_stdout(record)``: the very object folded against when the head's parse
+        gave this record (the snapshot's records are then the early folds' own)."""
+        got = self._expanded.get(record.job_id)
+        return got[1] if got is not None and got[0] is record else expand_stdout(record)
 
     def job(self, key: str, entry: Mapping[str, Any], raw: bytes | None = None) -> None:
         record = self.records.get(key)

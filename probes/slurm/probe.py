@@ -302,7 +302,8 @@ class SlurmProbe:
             # squeue -o has no StdOut: scontrol's (expanded) paths, one command for all jobs.
             scontrol_text = await self._scontrol(runner)
             records = self._merged(records, scontrol_text)
-        records = {k: expand_stdout(r) for k, r in records.items()}
+        expand = early.expanded if early is not None else expand_stdout
+        records = {k: expand(r) for k, r in records.items()}
         raw = [r for r in records.values() if needs_scontrol(r)]
         if collected is not None:
             # Only the jobs this sweep reports and the collector could not read count: a
