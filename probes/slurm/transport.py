@@ -399,6 +399,7 @@ class SshRunner:
             "connect_timeout": c.connect_timeout_s,
             "login_timeout": c.connect_timeout_s,
         }
+        options["encryption_algs"] = _ciphers()
         if c.user:
             options["username"] = c.user
         if c.client_keys:
@@ -436,6 +437,20 @@ class SshRunner:
         if conn is not None:
             conn.close()
             await conn.wait_closed()
+
+
+_FIRST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+
+
+def _ciphers() -> list[str]:
+    """asyncssh's own ciphers, AES-GCM first: with AES in hardware (any x86-64 or arm64 of
+    the last decade) it moves a sweep's answer (~7 MiB at 500 jobs) at half chacha20's CPU
+    on both ends. Only the order changes: a server without it agrees on the next."""
+    from asyncssh.encryption import get_default_encryption_algs
+
+    default = [a.decode("ascii") for a in get_default_encryption_algs()]
+    return [a for a in _FIRST_CIPHERS if a in default] + \
+        [a for a in default if a not in _FIRST_CIPHERS]
 
 
 def _abandon(process: asyncssh.SSHClientProcess[Any]) -> None:

@@ -1,5 +1,6 @@
-"""asyncssh imported without its liboqs look-up where there is none (probes.slurm.transport):
-what it offers is what the real look-up would have given."""
+"""How the SSH transport starts (probes.slurm.transport): asyncssh imported without its
+liboqs look-up where there is none (what it offers is what the real look-up would have
+given), and its own ciphers offered AES-GCM first."""
 
 from __future__ import annotations
 
@@ -32,3 +33,13 @@ def test_asyncssh_offers_what_the_real_look_up_gives() -> None:
     found = any(ctypes.util.find_library(n) for n in transport._OQS)
     assert pq.sntrup_available == found
     assert ctypes.util.find_library.__module__ == "ctypes.util"
+
+
+def test_every_default_cipher_is_offered_aes_gcm_first() -> None:
+    """Only the order of asyncssh's own ciphers changes: none added, none dropped."""
+    from asyncssh.encryption import get_default_encryption_algs
+
+    offered = transport._ciphers()
+    default = [a.decode("ascii") for a in get_default_encryption_algs()]
+    assert sorted(offered) == sorted(default)
+    assert offered[:2] == ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
