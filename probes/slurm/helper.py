@@ -25,6 +25,7 @@ import signal
 import struct
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
 
@@ -116,7 +117,10 @@ class FoldHelper:
         try:
             jobs_r, jobs_w = os.pipe()
             results_r, results_w = os.pipe()
-            pid = os.fork()
+            with warnings.catch_warnings():  # 3.12+ warns of fork in a threaded process:
+                # the child takes no lock the parent's threads may hold (see the policy)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
         except OSError:
             with _lock:
                 _state["live"] -= 1
