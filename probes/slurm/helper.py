@@ -3,16 +3,17 @@
 Policy: parsing a log is pure-Python CPU work, and one process folds one job at a time
 whatever its threads (the GIL). A one-shot command (``jobtables sweep``: nothing else runs in
 the process, and it exits after printing) may let a cold sweep fork ONE helper when the
-machine has a second core (``allowed``): the answer's worker thread hands it every other job
-line as the line arrives (the raw bytes; it decodes and folds them itself) and folds the
-others. The helper only folds: no I/O but its two pipes, no asyncio, no logging, and it ends
-with ``os._exit`` (nothing of the parent's is flushed or closed twice). Results come back
+machine has a second core and the load leaves one idle (:func:`allow`, :func:`idle_core`):
+the answer's worker thread hands it job lines as they arrive (the raw bytes; it decodes and
+folds them itself) while it has few owed (``BACKLOG``), and folds the others. The helper
+only folds: no I/O but its two pipes, no asyncio, no logging, and it ends with
+``os._exit`` (nothing of the parent's is flushed or closed twice). Results come back
 pickled (~0.1 ms a job against ~2 ms of folding).
 
 The helper is a speed-up, never a dependency: a job it did not answer (it crashed, hung,
 or was stopped) is folded by the parent as if there were no helper; it is stopped when the
 sweep ends however it ends, and a helper silent for ``STALL_S`` is killed. The bot never
-forks one (``allowed`` is off unless a command turns it on, see :func:`allow`).
+forks one (nothing is allowed unless a command turns it on with :func:`allow`).
 """
 
 from __future__ import annotations
@@ -38,21 +39,32 @@ BACKLOG = 2
 """Jobs handed to the helper and not answered yet, at most: more go to the parent's fold."""
 
 _HEADER = struct.Struct("!I")
-_state = {"allowed": False, "live": 0}
+_state = {"allowed": False, "busy_too": False, "live": 0}
 _lock = threading.Lock()
 
 Fold = Callable[[SchedulerRecord, Mapping[str, Any] | None], Any]
 
 
 @contextlib.contextmanager
-def allow() -> Iterator[None]:
-    """Within this block cold sweeps may fork a helper (a one-shot command's sweep)."""
-    before = _state["allowed"]
-    _state["allowed"] = True
+def allow(*, busy_too: bool = False) -> Iterator[None]:
+    """Within this block cold sweeps may fork a helper (a one-shot command's sweep), when a
+    core looks idle (:func:`idle_core`; ``busy_too``: whatever the load, for tests)."""
+    before = _state["allowed"], _state["busy_too"]
+    _state["allowed"], _state["busy_too"] = True, busy_too
     try:
         yield
     finally:
-        _state["allowed"] = before
+        _state["allowed"], _state["busy_too"] = before
+
+
+def idle_core() -> bool:
+    """A core is likely free for a helper: the 1-minute load average is below the cores
+    this process may run on. On a busy machine a helper only adds work (its own decoding,
+    pickling, and copy-on-write faults in both processes) for no core to run it."""
+    try:
+        return os.getloadavg()[0] < _cores()
+    except OSError:
+        return True
 
 
 def _cores() -> int:
@@ -111,7 +123,8 @@ class FoldHelper:
     def start(cls, fold: Fold, records: Mapping[str, SchedulerRecord]) -> FoldHelper | None:
         """Fork a helper if allowed and a core is free for it; else ``None``."""
         with _lock:
-            if not _state["allowed"] or _state["live"] >= _cores() - 1:
+            if not _state["allowed"] or _state["live"] >= _cores() - 1 \
+                    or not (_state["busy_too"] or idle_core()):
                 return None
             _state["live"] += 1
         try:

@@ -45,7 +45,7 @@ async def _fold(tmp: Path, jobs: int, *, kill_after: int | None = None,
     reader = AnswerReader(on_head=early.head, on_job=on_job)
     script = build_collector_script(SlurmProbe(_cluster())._queue_request(NOW, [USER], None,
                                                                            False))
-    with helper.allow():
+    with helper.allow(busy_too=True):  # a helper whatever else this machine runs
         await stream_answer(Collector(squeue_bin), script, reader)
     records = [early.records[k] for k in reader.jobs]
     facts, _ = fold_all(records, reader.jobs, early, fold, stateful=False)
@@ -72,7 +72,7 @@ async def test_no_helper_unless_a_one_shot_command_allows_it(tmp_path: Path) -> 
     fold = folder(None, aliases={}, benign_patterns=())
     assert helper.FoldHelper.start(fold, {}) is None
     facts = await _probe(Collector(squeue_bin)).collect()
-    with helper.allow():
+    with helper.allow(busy_too=True):
         helped = await _probe(Collector(squeue_bin)).collect()
     assert [j.record.job_id for j in facts.jobs] == ids and facts.jobs == helped.jobs
     assert helper._state["live"] == 0  # every helper forked was reaped
