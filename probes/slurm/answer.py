@@ -22,8 +22,8 @@ The answer is read as data from the cluster, never trusted to be whole or well f
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
-import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -194,23 +194,47 @@ def read_whole(stdout: str) -> AnswerReader:
     return reader
 
 
+_READER: list[concurrent.futures.ThreadPoolExecutor] = []
+_READER_LOCK = threading.Lock()
+
+
+def _reader_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The ONE thread that reads every streamed answer of this process, lines of all the
+    clusters swept at once in the order they came: folding is GIL-bound, and one such
+    thread per stream (ten at ten clusters) would only contend with each other and with the
+    event loop, which then drains the SSH channels late and stalls the remote collectors."""
+    with _READER_LOCK:
+        if not _READER:
+            _READER.append(concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="collector-answer"))
+        return _READER[0]
+
+
 async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
                         ) -> CommandResult:
     """Run the collector (``python3 -``, ``script`` on stdin), each whole line of its answer
-    read by ``reader`` in ONE worker thread as it arrives (decoding and whatever the reader's
-    callbacks do: the probe parses each job's log there), while the event loop keeps
-    receiving. Returns once every line received is read; on an error or a cancellation the
-    worker stops after its current line."""
-    lines: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
+    read by ``reader`` in the answers' worker thread as it arrives (decoding and whatever the
+    reader's callbacks do: the probe parses each job's log there), while the event loop
+    keeps receiving. Returns once every line received is read; on an error or a
+    cancellation the lines not yet read are skipped."""
+    pool = _reader_thread()
     stop = threading.Event()
+    failed: list[BaseException] = []
 
-    def work() -> None:
-        while (item := lines.get()) is not None:
-            if not stop.is_set():
-                reader.line(item[0], cut=item[1])
+    def read(raw: bytes, cut: bool) -> None:
+        if stop.is_set() or failed:
+            return
+        try:
+            reader.line(raw, cut=cut)
+        except BaseException as exc:  # raised here once every line is in (a reader bug)
+            failed.append(exc)
 
-    worker = asyncio.ensure_future(asyncio.to_thread(work))
-    splitter = LineSplitter(lambda raw, cut: lines.put((raw, cut)))
+    last: list[concurrent.futures.Future[None]] = []
+
+    def emit(raw: bytes, cut: bool) -> None:
+        last[:] = [pool.submit(read, raw, cut)]
+
+    splitter = LineSplitter(emit)
     try:
         res = await run_streaming(runner, ["python3", "-"], stdin=script,
                                   on_chunk=splitter.feed)
@@ -218,10 +242,9 @@ async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
     except BaseException:
         stop.set()
         raise
-    finally:
-        lines.put(None)
-        if stop.is_set():  # not waited for: it stops after the line it is on
-            worker.add_done_callback(lambda task: task.exception())
-    await worker
+    if last:  # one thread, in order: the last line read means every line is
+        await asyncio.wrap_future(last[0])
+    if failed:
+        raise failed[0]
     return res
 
