@@ -31,7 +31,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 
 # In-process the reducer and the path rules are imported; when shipped, their sources are
 # prepended to this script and each import line below is replaced by ``pass``
@@ -71,6 +71,8 @@ with contextlib.suppress(ImportError):
     )
 
 PROTOCOL = 1
+STREAM = 2
+"""The protocol of a streamed answer (``"stream": true`` in the request, see ``_stream``)."""
 DEFAULT_ANSWER_BUDGET = 32 << 20
 """Bytes of answer per request when the request names none (``answer_budget_bytes``)."""
 
@@ -233,44 +235,90 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     }
 
 
+def encode(value: Any) -> bytes:
+    """One JSON value as the answer carries it: UTF-8 whatever the login node's locale,
+    non-ASCII text not escaped (6x smaller). ``dumps``, not ``dump``: ``json.dump`` encodes
+    in pure Python, chunk by chunk (~20x slower here)."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _each_job(request: Json, started: float | None,
+             left: int) -> Iterator[Tuple[str, Json, bytes]]:  # noqa: UP006 - Python 3.7
+    """``(key, entry, encoded entry)`` per requested job, in order, each encoded ONCE: the
+    answer budget is counted from the very bytes that are sent (``left`` bytes remain)."""
+    SEEN.clear()
+    deadline_s = float(request.get("deadline_s") or 60.0)
+    until = (time.monotonic() if started is None else started) + deadline_s
+    budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
+    try:
+        for job in request.get("jobs", []):
+            key = str(job["id"])
+            if time.monotonic() >= until:
+                entry = _failed(job, f"collector deadline of {deadline_s:g}s reached before"
+                                     " this job")
+                data = encode(entry)
+                left -= len(data)
+                yield key, entry, data
+                continue
+            try:
+                entry = _collect_one(job, request, _guard(job, request, until))
+                if job.get("completed"):
+                    # The SFT completion check (probes.remote.completion): only for a
+                    # COMPLETED job, a few bounded reads of regular files in its workdir
+                    # and logged outputs.
+                    entry["completion"] = collect_completion(
+                        job.get("workdir"), (entry.get("log") or {}).get("text"),
+                        list(job.get("checkpoint_roots", [])))
+            except Hung as exc:
+                entry = _failed(job, str(exc))
+            data = encode(entry)
+            if len(data) > left:
+                entry = _failed(job, f"collector answer budget of {budget}"
+                                     f" bytes spent before this job ({len(data)} bytes)")
+                data = encode(entry)  # the short reason is sent (never dropped)
+            left -= len(data)
+            yield key, entry, data
+    finally:
+        SEEN.clear()
+
+
 def collect(request: Json, started: float | None = None) -> Json:
     """Serve one request (see the module docstring); returns a JSON-able dict.
 
     ``deadline_s`` bounds the whole request and ``answer_budget`` the answer's size in bytes:
     a job reached after either is spent gets ``failed`` with the reason, never dropped.
     """
-    jobs: Json = {}
-    SEEN.clear()
-    deadline_s = float(request.get("deadline_s") or 60.0)
-    until = (time.monotonic() if started is None else started) + deadline_s
     budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
     left = int(request.get("answer_budget_left", budget))  # squeue's document came first
-    for job in request.get("jobs", []):
-        key = str(job["id"])
-        if time.monotonic() >= until:
-            jobs[key] = _failed(job, f"collector deadline of {deadline_s:g}s reached before"
-                                     " this job")
-            continue
-        try:
-            entry = _collect_one(job, request, _guard(job, request, until))
-            if job.get("completed"):
-                # The SFT completion check (probes.remote.completion): only for a COMPLETED
-                # job, a few bounded reads of regular files in its workdir and logged outputs.
-                entry["completion"] = collect_completion(
-                    job.get("workdir"), (entry.get("log") or {}).get("text"),
-                    list(job.get("checkpoint_roots", [])))
-        except Hung as exc:
-            entry = _failed(job, str(exc))
-        cost = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
-        if cost > left:
-            entry = _failed(job, f"collector answer budget of {budget}"
-                                 f" bytes spent before this job ({cost} bytes)")
-            cost = len(json.dumps(entry))  # the short reason is sent (never dropped)
-        left -= cost
-        jobs[key] = entry
-    SEEN.clear()
+    jobs = {key: entry for key, entry, _ in _each_job(request, started, left)}
     # uname's nodename is gethostname() on POSIX, without importing socket (~5 ms a run).
     return {"protocol": PROTOCOL, "host": os.uname().nodename, "now": time.time(), "jobs": jobs}
+
+
+def _queue_head(request: Json, started: float) -> Tuple[Json, List[Json]]:  # noqa: UP006
+    """Run ``squeue`` and read its document: ``(head, job specs)``, where ``head`` holds
+    ``squeue`` and ``unexpanded`` as :func:`collect_queue` describes them."""
+    queue = request["squeue"]
+    status, out, err = run_argv(list(queue["argv"]),
+                                0.5 * float(request.get("deadline_s") or 60.0))
+    data = None
+    if status == 0 and out.lstrip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            data = json.loads(out)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        # Not our JSON: the caller judges it exactly as if it had run squeue itself.
+        return {"squeue": {"exit": status, "stdout": out, "stderr": err}, "unexpanded": []}, []
+    users = set(queue["users"])
+    since = queue.get("since")
+    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
+            and not ended_before(j, since)]
+    specs, unexpanded = _queue_specs(kept, request)
+    keys = queue.get("keys")
+    if keys is not None:  # a few wanted keys looked up, not every key of every job scanned
+        kept = [{k: j[k] for k in keys if k in j} for j in kept]
+    data["jobs"] = kept
+    return {"squeue": {"exit": status, "json": data, "stderr": err},
+            "unexpanded": unexpanded}, specs
 
 
 def collect_queue(request: Json) -> Json:
@@ -285,33 +333,14 @@ def collect_queue(request: Json) -> Json:
     ``unexpanded`` and left to the caller (scontrol, then an explicit-jobs request).
     """
     started = time.monotonic()  # squeue's time counts against the request's deadline
-    queue = request["squeue"]
-    status, out, err = run_argv(list(queue["argv"]),
-                                   0.5 * float(request.get("deadline_s") or 60.0))
-    answer: Json = {"protocol": PROTOCOL, "jobs": {}, "unexpanded": []}
-    data = None
-    if status == 0 and out.lstrip().startswith("{"):
-        with contextlib.suppress(ValueError):
-            data = json.loads(out)
-    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
-        # Not our JSON: the caller judges it exactly as if it had run squeue itself.
-        answer["squeue"] = {"exit": status, "stdout": out, "stderr": err}
-        return answer
-    users = set(queue["users"])
-    since = queue.get("since")
-    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
-            and not ended_before(j, since)]
-    specs, unexpanded = _queue_specs(kept, request)
-    keys = queue.get("keys")
-    if keys is not None:  # a few wanted keys looked up, not every key of every job scanned
-        kept = [{k: j[k] for k in keys if k in j} for j in kept]
+    head, specs = _queue_head(request, started)
+    if "json" not in head["squeue"]:
+        return {"protocol": PROTOCOL, "jobs": {}, **head}
     # The document travels in the same answer: it is paid from the same budget first.
     budget = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
-    spent = len(json.dumps(kept, ensure_ascii=False).encode("utf-8"))
+    spent = len(encode(head))
     answer = collect(dict(request, jobs=specs, answer_budget_left=budget - spent), started)
-    answer["unexpanded"] = unexpanded
-    data["jobs"] = kept
-    answer["squeue"] = {"exit": status, "json": data, "stderr": err}
+    answer.update(head)
     return answer
 
 
@@ -387,18 +416,50 @@ def _exit_with_the_session() -> None:
     threading.Thread(target=watch, name="session-watch", daemon=True).start()
 
 
+def _stream(request: Json, ran: Any, started: float) -> None:
+    """The answer as lines, each written as soon as it is known (``STREAM``): the caller
+    parses each job while the next is read. First the head (squeue's document, the
+    scheduler commands' output, the job keys to come in ``order``), then one
+    ``<key>\\t<entry>`` line per job in that order, then ``{"part": "end"}``. Every line is
+    encoded once and its bytes are what the answer budget counts, head first."""
+    out = sys.stdout.buffer
+    head: Json = {}
+    if "squeue" in request:
+        head, specs = _queue_head(request, started)
+        request = dict(request, jobs=specs)
+    if ran is not None:
+        head["scheduler"] = ran
+    head.update(protocol=STREAM, part="head", host=os.uname().nodename,
+                order=[str(job["id"]) for job in request.get("jobs", [])])
+    line = encode(head) + b"\n"
+    out.write(line)
+    out.flush()
+    left = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET) - len(line)
+    count = 0
+    for key, _entry, data in _each_job(request, started, left):
+        # The key is a SLURM job key (digits, "_", "+"): no tab or newline in it.
+        out.write(key.encode("utf-8") + b"\t" + data + b"\n")
+        out.flush()
+        count += 1
+    out.write(encode({"protocol": STREAM, "part": "end", "now": time.time(),
+                      "jobs": count}) + b"\n")
+    out.flush()
+
+
 def main(request_json: str) -> None:
-    """Entry point of the shipped script: request JSON in, answer JSON on stdout."""
+    """Entry point of the shipped script: request JSON in, answer JSON on stdout (one
+    document, or with ``"stream": true`` the lines :func:`_stream` writes)."""
     _exit_with_the_session()
     request = json.loads(request_json)
     ran = None
     if "scheduler" in request:  # before the files: their deadline counts from here too
         ran = run_scheduler(list(request["scheduler"]),
                             0.4 * float(request.get("deadline_s") or 60.0))
+    if request.get("stream"):
+        _stream(request, ran, time.monotonic())
+        return
     answer = collect_queue(request) if "squeue" in request else collect(request)
     if ran is not None:
         answer["scheduler"] = ran
-    # dumps, not dump: json.dump encodes in pure Python, chunk by chunk (~20x slower here).
-    # UTF-8 bytes whatever the login node's locale, non-ASCII text not escaped (6x smaller).
-    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
+    sys.stdout.buffer.write(encode(answer) + b"\n")
     sys.stdout.flush()

@@ -10,14 +10,16 @@ exist counts as missing; any other failure is the command's failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from probes.errors import CommandError, ProbeError
 from probes.models import SchedulerRecord
-from probes.slurm.transport import CommandResult, Runner
+from probes.remote.script import build_collector_script
+from probes.slurm.answer import AnswerReader, OnJob, stream_answer
+from probes.slurm.transport import Runner
 
 NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
 NO_SACCT = ("accounting storage is disabled", "unrecognized option", "invalid option",
@@ -64,18 +66,15 @@ def first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException
     return group
 
 
-def queue_answer(res: CommandResult) -> dict[str, Any] | None:
-    """The one-trip collector's answer, or ``None`` when it did not run properly."""
-    if res.exit_status != 0:
-        return None
-    try:
-        answer = json.loads(res.stdout)
-    except ValueError:
-        return None
-    if not isinstance(answer, dict) or not isinstance(answer.get("jobs"), dict):
+def queue_answer(reader: AnswerReader) -> dict[str, Any] | None:
+    """The one-trip collector's answer (maybe partial: jobs it did not reach are missing from
+    ``jobs``), or ``None`` when it printed no readable head with squeue's outcome."""
+    answer = reader.answer()
+    if answer is None:
         return None
     out = answer.get("squeue")
-    if not isinstance(out, dict) or not isinstance(out.get("exit"), int):
+    if not isinstance(out, dict) or not isinstance(out.get("exit"), int) \
+            or isinstance(out.get("exit"), bool):
         return None
     return answer
 
@@ -105,24 +104,32 @@ def check_document(data: dict[str, Any], stderr: str, target: str) -> dict[str, 
     raise CommandError(f"`squeue --json` on {target} reported: {said}{detail}"[:600])
 
 
-async def run_collector(runner: Runner, script: str,
-                        started: Sequence[SchedulerRecord]) -> dict[str, Any]:
-    """The collector's answer per job id; one run, retried once, else every log ``failed``
-    with the reason (fetch-failed, never "dead")."""
+async def run_collector(runner: Runner, request: Mapping[str, Any],
+                        started: Sequence[SchedulerRecord], *,
+                        on_job: OnJob | None = None,
+                        ) -> dict[str, Any]:
+    """The collector's answer per job id, read as it streams in (``on_job`` called for each
+    job's entry as it arrives). One run, and a second for the jobs the first did not answer
+    (killed midway, or no answer at all); a job neither answered is ``failed`` with the
+    reason (fetch-failed, never "dead"), never dropped."""
+    jobs: dict[str, Any] = {}
     error = "collector did not run"
+    wanted = {r.job_id for r in started}
     for _attempt in (1, 2):
-        res = await runner.run(["python3", "-"], stdin=script, check=False)
-        if res.exit_status != 0:
-            error = str(res.failure(runner.target))
-            continue
-        try:
-            answer = json.loads(res.stdout)
-        except ValueError as exc:
-            error = f"collector printed unreadable output on {runner.target}: {exc}"
-            continue
-        jobs = answer.get("jobs") if isinstance(answer, dict) else None
-        if isinstance(jobs, dict):
-            return jobs
-        error = f"collector answer on {runner.target} has no jobs"
-    return {r.job_id: {"log": {"requested": r.stdout_path, "status": "failed",
-                               "error": error, "attempts": 2}} for r in started}
+        left = [job for job in request.get("jobs", []) if str(job.get("id")) not in jobs]
+        if not left:
+            break
+        reader = AnswerReader(on_job=on_job)
+        res = await stream_answer(runner, build_collector_script({**request, "jobs": left}),
+                                  reader)
+        jobs.update({k: v for k, v in reader.jobs.items() if k in wanted})
+        if reader.head is None:
+            error = (str(res.failure(runner.target)) if res.exit_status != 0 else
+                     f"{reader.error or 'collector printed no answer'} on {runner.target}")
+        elif not reader.ended:
+            why = str(res.failure(runner.target)) if res.exit_status != 0 else \
+                f"its answer ended early on {runner.target}"
+            error = f"collector stopped before this job: {why}"
+    return {r.job_id: jobs.get(r.job_id) or
+            {"log": {"requested": r.stdout_path, "status": "failed", "error": error,
+                     "attempts": 2}} for r in started}

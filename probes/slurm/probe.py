@@ -26,6 +26,10 @@ Policy:
 * Every command is an argv; job ids are validated before any command is built.
 * The bot's warm sweeps (``collect_since``) resume each running job's log from its stored
   cursor and fold only the new bytes (``probes.slurm.cursors``); ``collect`` reads cold.
+* The collector's answer streams (``probes.slurm.answer``): each job's log is folded as its
+  line arrives, in one worker thread (``probes.slurm.early``), while the collector reads the
+  next and the rest is in transit; the facts are exactly those of folding the whole answer
+  afterwards. A run killed midway keeps the jobs it answered; the others are collected again.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, Sched
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm import onejob
+from probes.slurm.answer import AnswerReader, stream_answer
 from probes.slurm.assemble import collector_request, job_facts
 from probes.slurm.commands import (
     NO_JSON,
@@ -55,7 +60,8 @@ from probes.slurm.commands import (
     queue_answer,
     run_collector,
 )
-from probes.slurm.cursors import LogState, fold_jobs, request_cursors
+from probes.slurm.cursors import LogState, request_cursors
+from probes.slurm.early import EarlyFolds, fold_all, folder
 from probes.slurm.parse import (
     expand_stdout,
     needs_scontrol,
@@ -147,14 +153,25 @@ class SlurmProbe:
                        ) -> tuple[ClusterFacts, dict[str, LogState]]:
         now = self._clock()
         cursors = None if prior is None else request_cursors(prior)
+        fold = folder(prior, aliases=self._aliases, benign_patterns=self._cluster.benign_patterns)
         runner: Runner | None = None
+        early: EarlyFolds | None = None
+        done = False
         try:
             runner = self._runner_factory(self._cluster)
+            users = self._users(runner)
+            # Each job's log is folded as its line of the answer arrives (probes.slurm.early).
+            # A cold one-shot sweep may fold some of them on another core (probes.slurm.helper).
+            early = EarlyFolds(fold, cluster=self._cluster.name, now=now, users=users,
+                               since=self._cutoff(now), recent=lambda r: self._recent(r, now),
+                               helper=prior is None)
             async with asyncio.timeout(self._cluster.timeout_s):
-                snap = await self.snapshot(runner, now, self._users(runner), offsets=offsets,
-                                           one_trip=True, cursors=cursors)
+                snap = await self.snapshot(runner, now, users, offsets=offsets,
+                                           one_trip=True, cursors=cursors, early=early)
                 selected = self.select(snap.records, runner, now)
-                collected = await self.complete_files(runner, selected, snap, offsets, cursors)
+                collected = await self.complete_files(runner, selected, snap, offsets, cursors,
+                                                      early=early)
+            done = True
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
@@ -162,12 +179,14 @@ class SlurmProbe:
             reason = f"{where}: sweep took longer than {self._cluster.timeout_s:g}s"
             return self._unreachable(now, reason, runner), {}
         finally:
+            if not done and early is not None:
+                early.close()  # a helper, if any, ends with the sweep
             if runner is not None:
                 await runner.aclose()
-        # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks) free.
-        jobs, states = await asyncio.to_thread(fold_jobs, selected, collected, prior,
-                                               aliases=self._aliases,
-                                               benign_patterns=self._cluster.benign_patterns)
+        # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
+        # free. Most jobs were folded there already, as their lines arrived.
+        jobs, states = await asyncio.to_thread(fold_all, selected, collected, early, fold,
+                                               stateful=prior is not None)
         return ClusterFacts(
             name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
             jobs=jobs, round_trips=runner.commands_sent,
@@ -241,14 +260,15 @@ class SlurmProbe:
         self, runner: Runner, now: datetime, users: Collection[str] | None = None,
         *, with_scontrol: bool = False, one_trip: bool = False,
         offsets: Mapping[str, int] | None = None, verbatim: bool = False,
-        cursors: Mapping[str, Any] | None = None,
+        cursors: Mapping[str, Any] | None = None, early: EarlyFolds | None = None,
     ) -> Snapshot:
         """Run squeue and sacct concurrently over the runner's one connection.
 
         With ``one_trip`` and ``users`` (and ``--json``) squeue runs inside the collector,
         which collects those users' started jobs too (``Snapshot.collected``). scontrol runs
         on the plain path, for a path squeue's fields cannot give, or ``with_scontrol``
-        (``record``, which also asks for the job objects ``verbatim``)."""
+        (``record``, which also asks for the job objects ``verbatim``). With ``early``, each
+        job the one-trip answer brings is folded as it arrives (``probes.slurm.early``)."""
         self._now = now
         nonce = new_nonce()
         queue = None
@@ -258,14 +278,17 @@ class SlurmProbe:
                 queue["cursors"] = dict(cursors)
         try:
             async with asyncio.TaskGroup() as group:
-                squeue = group.create_task(self._squeue(runner, queue, nonce))
+                squeue = group.create_task(self._squeue(runner, queue, nonce, early))
                 sacct = group.create_task(self._sacct(runner))
         except BaseExceptionGroup as failed:
             # Re-raise the member itself: it already chains the library's original error.
             raise first_probe_error(failed)  # noqa: B904
         (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
         name = self._cluster.name
-        if document is not None:
+        if document is not None and early is not None and early.parsed is not None \
+                and early.parsed[0] is document:  # parsed in the answer's worker already
+            parsed = early.parsed[1]
+        elif document is not None:
             parsed = records_from_squeue(document, cluster=name, now=now, users=users,
                                          since=self._cutoff(now))
         else:
@@ -279,7 +302,8 @@ class SlurmProbe:
             # squeue -o has no StdOut: scontrol's (expanded) paths, one command for all jobs.
             scontrol_text = await self._scontrol(runner)
             records = self._merged(records, scontrol_text)
-        records = {k: expand_stdout(r) for k, r in records.items()}
+        expand = early.expanded if early is not None else expand_stdout
+        records = {k: expand(r) for k, r in records.items()}
         raw = [r for r in records.values() if needs_scontrol(r)]
         if collected is not None:
             # Only the jobs this sweep reports and the collector could not read count: a
@@ -297,7 +321,7 @@ class SlurmProbe:
                        offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
         """The one-trip collector request: squeue runs inside it, the roots filled there."""
         wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
-        return {**collector_request([], self._cluster),
+        return {**collector_request([], self._cluster), "stream": True,
                 "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
                            "since": self._cutoff(now).timestamp(), **wanted},
                 "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
@@ -314,12 +338,13 @@ class SlurmProbe:
 
     async def _squeue(
         self, runner: Runner, queue: Mapping[str, Any] | None, nonce: str,
+        early: EarlyFolds | None = None,
     ) -> tuple[str, dict[str, Any] | None, Mapping[str, Any] | None]:
         """``(text, document, collected)``: ``document`` is the parsed ``--json`` output
         (``None`` on the plain format; ``text`` is empty when it came parsed from the
         collector); ``collected`` only when squeue ran in the collector."""
         if self._json.worth_trying(self._now):
-            res, document, collected = await self._squeue_json(runner, queue)
+            res, document, collected = await self._squeue_json(runner, queue, early)
             if document is not None:
                 self._json.found()
                 return "", check_document(document, res.stderr, runner.target), collected
@@ -336,19 +361,22 @@ class SlurmProbe:
         return res.stdout, None, None
 
     async def _squeue_json(
-        self, runner: Runner, queue: Mapping[str, Any] | None,
+        self, runner: Runner, queue: Mapping[str, Any] | None, early: EarlyFolds | None = None,
     ) -> tuple[CommandResult, dict[str, Any] | None, Mapping[str, Any] | None]:
         """``(result, document, collected)`` of ``squeue --json``: from inside the collector run
         when ``queue`` is given, where a JSON answer comes already parsed (``document``).
 
-        A collector run that fails (no python3, killed) is not a squeue failure: squeue then
-        runs on its own and the files are collected by a separate run (the two-step path).
+        A collector run that fails (no python3, killed) before its answer's head is not a
+        squeue failure: squeue then runs on its own and the files are collected by a separate
+        run (the two-step path). One that fails after it keeps what it answered: the jobs it
+        did not reach are collected by that separate run (``complete_files``).
         """
         argv = ("squeue", "--json")
         if queue is not None:
-            res = await runner.run(["python3", "-"], stdin=build_collector_script(queue),
-                                   check=False)
-            answer = queue_answer(res)
+            reader = AnswerReader(on_head=early.head if early is not None else None,
+                                  on_job=early.job if early is not None else None)
+            res = await stream_answer(runner, build_collector_script(queue), reader)
+            answer = queue_answer(reader)
             if answer is not None:
                 out = answer["squeue"]
                 document = out.get("json")
@@ -380,6 +408,7 @@ class SlurmProbe:
     async def complete_files(
         self, runner: Runner, selected: Sequence[SchedulerRecord], snap: Snapshot,
         offsets: Mapping[str, int] | None, cursors: Mapping[str, Any] | None = None,
+        *, early: EarlyFolds | None = None,
     ) -> dict[str, Any]:
         """The collector's answer for every started selected job.
 
@@ -390,20 +419,24 @@ class SlurmProbe:
         started = [r for r in selected if r.state is not JobState.PENDING]
         have = snap.collected or {}
         missing = [r for r in started if r.job_id not in have]
-        got = await self.collect_files(runner, missing, offsets, cursors)
+        got = await self.collect_files(runner, missing, offsets, cursors, early=early)
         return {r.job_id: have.get(r.job_id) or got.get(r.job_id) for r in started}
 
     async def collect_files(
         self, runner: Runner, records: Sequence[SchedulerRecord],
         offsets: Mapping[str, int] | None, cursors: Mapping[str, Any] | None = None,
+        *, early: EarlyFolds | None = None,
     ) -> dict[str, Any]:
-        """The collector's answer per job id; one run, retried once, else logs ``failed``."""
+        """The collector's answer per job id; one run, retried once for the jobs it did not
+        answer, else those logs ``failed`` (``probes.slurm.commands.run_collector``)."""
         started = [r for r in records if r.state is not JobState.PENDING]
         if not started:
             return {}
-        script = build_collector_script(collector_request(started, self._cluster,
-                                                          offsets=offsets, cursors=cursors))
-        return await run_collector(runner, script, started)
+        if early is not None:
+            early.expect(started)
+        request = collector_request(started, self._cluster, offsets=offsets, cursors=cursors)
+        return await run_collector(runner, {**request, "stream": True}, started,
+                                   on_job=early.job if early is not None else None)
 
     # -- selection and assembly --------------------------------------------------------
 

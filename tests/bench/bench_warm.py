@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -46,7 +46,7 @@ from bot.store import RedisStore  # noqa: E402
 from bot.sweep import Sweeper  # noqa: E402
 from probes.config import SlurmCluster  # noqa: E402
 from probes.slurm.probe import SlurmProbe  # noqa: E402
-from probes.slurm.transport import CommandResult, Runner, make_runner  # noqa: E402
+from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming  # noqa: E402
 from tests.bench.bench_cli import submit  # noqa: E402
 from tests.bench.bench_slurm import ENV, cluster, floor_once, ssh, wait_started  # noqa: E402
 
@@ -99,6 +99,20 @@ class _Tapped:
             self._tap.bytes += len(result.stdout.encode())
         return result
 
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """The collector's streamed answer (probes.slurm.answer): timed and counted as it
+        passes; its lines are parsed while it runs, so its time includes that overlap."""
+        t0 = time.perf_counter()
+
+        def count(chunk: bytes) -> None:
+            self._tap.bytes += len(chunk)
+            on_chunk(chunk)
+
+        result = await run_streaming(self._inner, argv, stdin=stdin, on_chunk=count)
+        self._tap.seconds += time.perf_counter() - t0
+        return result
+
     async def aclose(self) -> None:
         await self._inner.aclose()
 
@@ -137,7 +151,8 @@ class Phases:
         import bot.sweep
         import probes.slurm.probe
 
-        cls.wrap(probes.slurm.probe, "fold_jobs", "fold")
+        # What is left to fold once the answer is in (most jobs were folded as they came).
+        cls.wrap(probes.slurm.probe, "fold_all", "fold")
         cls.wrap(bot.sweep, "build_report", "judge")
         cls.wrap(bot.sweep, "next_memory", "memory")
         for name in ("load_memory", "save_memory", "merge_histories", "load_log_states",

@@ -10,7 +10,6 @@ collector sent is read from its answer, tapped at the runner (the real SSH runne
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
 import subprocess
@@ -30,8 +29,9 @@ from bot.store import RedisStore
 from bot.sweep import Sweeper
 from probes.config import SlurmCluster
 from probes.models import JobFacts, LogSummary
+from probes.slurm.answer import read_whole
 from probes.slurm.probe import SlurmProbe
-from probes.slurm.transport import CommandResult, Runner, make_runner
+from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming
 from tests.bot.test_store_logs import CountingConnection
 from tests.probes.slurm.conftest import SlurmEnv, closed_port
 
@@ -155,7 +155,26 @@ class _Tapped:
                   check: bool = True) -> CommandResult:
         result = await self._inner.run(argv, stdin=stdin, check=check)
         if list(argv) == ["python3", "-"] and result.exit_status == 0:
-            self._answers.append(json.loads(result.stdout))
+            # The streamed answer (probes.slurm.answer), read whole as a document.
+            answer = read_whole(result.stdout).answer()
+            assert answer is not None, result.stdout[:300]
+            self._answers.append(answer)
+        return result
+
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """The streamed answer as the probe reads it, noted whole as well."""
+        chunks: list[bytes] = []
+
+        def tee(chunk: bytes) -> None:
+            chunks.append(chunk)
+            on_chunk(chunk)
+
+        result = await run_streaming(self._inner, argv, stdin=stdin, on_chunk=tee)
+        if list(argv) == ["python3", "-"] and result.exit_status == 0:
+            answer = read_whole(b"".join(chunks).decode("utf-8")).answer()
+            assert answer is not None
+            self._answers.append(answer)
         return result
 
     async def aclose(self) -> None:

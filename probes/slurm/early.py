@@ -1,0 +1,167 @@
+"""Each job's log folded as soon as its line of the collector's answer arrives.
+
+Policy: the sweep's facts must be exactly what folding the whole answer afterwards gives
+(``probes.slurm.cursors.fold_jobs``). So a job is folded early, in the answer's worker thread
+(``probes.slurm.answer.stream_answer``), with the record the squeue document in the answer's
+head gives it (the same parse, arguments and ``expand_stdout`` as the probe's snapshot), and
+the early result is used only if, at the end, the sweep's own record for that job is equal
+and its entry is the very one folded; any other job (sacct's, scontrol-merged, collected by a
+second run, or whose early fold raised) is folded then, as before.
+
+With ``helper`` (a cold one-shot sweep, ``probes.slurm.helper``), a forked child on another
+core folds some of the lines instead, decoded from the very bytes the parent decoded; what it
+does not answer the parent folds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from probes.models import JobFacts, JobState, SchedulerRecord
+from probes.slurm.assemble import job_facts
+from probes.slurm.cursors import LogState, fold_job
+from probes.slurm.helper import FoldHelper
+from probes.slurm.parse import expand_stdout, records_from_squeue
+
+Fold = Callable[[SchedulerRecord, Mapping[str, Any] | None],
+                tuple[JobFacts, LogState | None]]
+
+
+def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
+           benign_patterns: Sequence[str]) -> Fold:
+    """One job's fold as ``fold_jobs`` does it: cold (``job_facts``, no state) without
+    ``prior``, else resumed from the job's prior state (``fold_job``)."""
+    if prior is None:
+        def cold(r: SchedulerRecord, entry: Mapping[str, Any] | None,
+                 ) -> tuple[JobFacts, LogState | None]:
+            return job_facts(r, entry, aliases=aliases, benign_patterns=benign_patterns), None
+        return cold
+
+    def resumed(r: SchedulerRecord, entry: Mapping[str, Any] | None,
+                ) -> tuple[JobFacts, LogState | None]:
+        return fold_job(r, entry, prior.get(r.job_id), aliases=aliases,
+                        benign_patterns=benign_patterns)
+    return resumed
+
+
+class EarlyFolds:
+    """The jobs folded so far; fed by an ``AnswerReader``'s callbacks (one thread)."""
+
+    def __init__(self, fold: Fold, *, cluster: str = "", now: datetime | None = None,
+                 users: Collection[str] | None = None, since: datetime | None = None,
+                 recent: Callable[[SchedulerRecord], bool] | None = None,
+                 helper: bool = False) -> None:
+        self._fold = fold
+        self._want_helper = helper
+        self._helper: FoldHelper | None = None
+        self._cluster, self._now, self._users, self._since = cluster, now, users, since
+        self._recent = recent or (lambda r: True)
+        self.records: dict[str, SchedulerRecord] = {}
+        """The jobs whose lines are folded on arrival, by id (expanded, selected)."""
+        self.parsed: tuple[Any, list[SchedulerRecord]] | None = None
+        """``(document, records_from_squeue of it)``: the head's parse, for the snapshot."""
+        self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
+        self._expanded: dict[str, tuple[SchedulerRecord, SchedulerRecord]] = {}
+        self.helped = 0
+        """Jobs the helper folded (tests and benchmarks read it)."""
+
+    def expect(self, records: Sequence[SchedulerRecord]) -> None:
+        """Fold these records' jobs as their lines arrive (a run for known records)."""
+        self.records.update({r.job_id: r for r in records})
+
+    def head(self, head: Mapping[str, Any]) -> None:
+        """The one-trip answer's head: its squeue document's records, as the snapshot reads
+        them (``records_from_squeue``, the users' jobs, expanded, recent)."""
+        out = head.get("squeue")
+        document = out.get("json") if isinstance(out, dict) else None
+        if not isinstance(document, dict) or self._now is None or document.get("errors"):
+            return  # nothing to fold against (the probe judges the document itself)
+        try:
+            parsed = records_from_squeue(document, cluster=self._cluster, now=self._now,
+                                         users=self._users, since=self._since)
+        except Exception:
+            return
+        self.parsed = (document, parsed)
+        by_id = {r.job_id: r for r in parsed
+                 if self._users is None or r.user in self._users}
+        self._expanded = {k: (r, expand_stdout(r)) for k, r in by_id.items()}
+        self.records.update({k: x for k, (r, x) in self._expanded.items() if self._recent(r)})
+        if self._want_helper and self._helper is None:
+            self._helper = FoldHelper.start(self._fold, dict(self.records))
+
+    def expanded(self, record: SchedulerRecord) -> SchedulerRecord:
+        """``expand_stdout(record)``: the very object folded against when the head's parse
+        gave this record (the snapshot's records are then the early folds' own)."""
+        got = self._expanded.get(record.job_id)
+        return got[1] if got is not None and got[0] is record else expand_stdout(record)
+
+    def job(self, key: str, entry: Mapping[str, Any], raw: bytes | None = None) -> None:
+        record = self.records.get(key)
+        if record is None or record.state is JobState.PENDING:
+            return
+        helper = self._helper
+        if raw is not None and helper is not None and helper.ready \
+                and helper.send(key, raw, entry):
+            return
+        try:
+            result = self._fold(record, entry)
+        except Exception:
+            return
+        self._done[key] = (record, entry, result)
+
+    def finish(self) -> None:
+        """Collect the helper's folds (waiting for what it owes), and end it."""
+        helper, self._helper = self._helper, None
+        if helper is None:
+            return
+        for key, result in helper.finish().items():
+            record = self.records.get(key)
+            if record is not None and key not in self._done:
+                self._done[key] = (record, helper.sent[key], result)
+                self.helped += 1
+
+    def close(self) -> None:
+        """End the helper, if any, without waiting for it (the sweep ends otherwise)."""
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.stop()
+
+    def take(self, record: SchedulerRecord, entry: Mapping[str, Any] | None,
+             ) -> tuple[JobFacts, LogState | None] | None:
+        """The early fold of this record's job, if it was made from this record and entry."""
+        got = self._done.get(record.job_id)
+        if got is None or got[1] is not entry or not (got[0] is record or got[0] == record):
+            return None
+        result: tuple[JobFacts, LogState | None] = got[2]
+        return result
+
+    @property
+    def helper(self) -> FoldHelper | None:
+        """The forked helper while it runs (``None``: none was forked, or it has ended)."""
+        return self._helper
+
+    @property
+    def folded(self) -> int:
+        """Jobs folded early so far (tests and benchmarks read it)."""
+        return len(self._done)
+
+
+def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
+             early: EarlyFolds | None, fold: Fold, *, stateful: bool,
+             ) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
+    """``fold_jobs``' result: every record's facts (early ones where they stand), and the
+    states of the jobs that have one when ``stateful``."""
+    if early is not None:
+        early.finish()
+    jobs: list[JobFacts] = []
+    states: dict[str, LogState] = {}
+    for r in records:
+        entry = collected.get(r.job_id)
+        got = early.take(r, entry) if early is not None and entry is not None else None
+        facts, state = got if got is not None else fold(r, entry)
+        jobs.append(facts)
+        if stateful and state is not None:
+            states[r.job_id] = state
+    return tuple(jobs), states
