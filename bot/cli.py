@@ -163,14 +163,10 @@ def _one_shot_gc() -> Iterator[None]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    # A one-shot command: its cold sweep may fold logs in a forked helper on a second core
-    # (probes.slurm.helper); the bot, a long-running process, never does.
-    from probes.slurm.helper import allow
-
     loader = _loader(args)
     config = loader()
     width = args.width or config.report.width
-    with _one_shot_gc(), allow():
+    with _one_shot_gc():
         asyncio.run(_sweep(lambda: config, args.cluster, lambda r: _emit(r, args.format, width)))
     return 0
 

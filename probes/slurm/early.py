@@ -8,9 +8,6 @@ the early result is used only if, at the end, the sweep's own record for that jo
 and its entry is the very one folded; any other job (sacct's, scontrol-merged, collected by a
 second run, or whose early fold raised) is folded then, as before.
 
-With ``helper`` (a cold one-shot sweep, ``probes.slurm.helper``), a forked child on another
-core folds some of the lines instead, decoded from the very bytes the parent decoded; what it
-does not answer the parent folds.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from typing import Any
 from probes.models import JobFacts, JobState, SchedulerRecord
 from probes.slurm.assemble import job_facts
 from probes.slurm.cursors import LogState, fold_job
-from probes.slurm.helper import FoldHelper
 from probes.slurm.parse import expand_stdout, records_from_squeue
 
 Fold = Callable[[SchedulerRecord, Mapping[str, Any] | None],
@@ -51,11 +47,8 @@ class EarlyFolds:
 
     def __init__(self, fold: Fold, *, cluster: str = "", now: datetime | None = None,
                  users: Collection[str] | None = None, since: datetime | None = None,
-                 recent: Callable[[SchedulerRecord], bool] | None = None,
-                 helper: bool = False) -> None:
+                 recent: Callable[[SchedulerRecord], bool] | None = None) -> None:
         self._fold = fold
-        self._want_helper = helper
-        self._helper: FoldHelper | None = None
         self._cluster, self._now, self._users, self._since = cluster, now, users, since
         self._recent = recent or (lambda r: True)
         self.records: dict[str, SchedulerRecord] = {}
@@ -64,8 +57,6 @@ class EarlyFolds:
         """``(document, records_from_squeue of it)``: the head's parse, for the snapshot."""
         self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
         self._expanded: dict[str, tuple[SchedulerRecord, SchedulerRecord]] = {}
-        self.helped = 0
-        """Jobs the helper folded (tests and benchmarks read it)."""
 
     def expect(self, records: Sequence[SchedulerRecord]) -> None:
         """Fold these records' jobs as their lines arrive (a run for known records)."""
@@ -88,8 +79,6 @@ class EarlyFolds:
                  if self._users is None or r.user in self._users}
         self._expanded = {k: (r, expand_stdout(r)) for k, r in by_id.items()}
         self.records.update({k: x for k, (r, x) in self._expanded.items() if self._recent(r)})
-        if self._want_helper and self._helper is None:
-            self._helper = FoldHelper.start(self._fold, dict(self.records))
 
     def expanded(self, record: SchedulerRecord) -> SchedulerRecord:
         """``expand_stdout(record)``: the very object folded against when the head's parse
@@ -101,32 +90,11 @@ class EarlyFolds:
         record = self.records.get(key)
         if record is None or record.state is JobState.PENDING:
             return
-        helper = self._helper
-        if raw is not None and helper is not None and helper.ready \
-                and helper.send(key, raw, entry):
-            return
         try:
             result = self._fold(record, entry)
         except Exception:
             return
         self._done[key] = (record, entry, result)
-
-    def finish(self) -> None:
-        """Collect the helper's folds (waiting for what it owes), and end it."""
-        helper, self._helper = self._helper, None
-        if helper is None:
-            return
-        for key, result in helper.finish().items():
-            record = self.records.get(key)
-            if record is not None and key not in self._done:
-                self._done[key] = (record, helper.sent[key], result)
-                self.helped += 1
-
-    def close(self) -> None:
-        """End the helper, if any, without waiting for it (the sweep ends otherwise)."""
-        helper, self._helper = self._helper, None
-        if helper is not None:
-            helper.stop()
 
     def take(self, record: SchedulerRecord, entry: Mapping[str, Any] | None,
              ) -> tuple[JobFacts, LogState | None] | None:
@@ -136,11 +104,6 @@ class EarlyFolds:
             return None
         result: tuple[JobFacts, LogState | None] = got[2]
         return result
-
-    @property
-    def helper(self) -> FoldHelper | None:
-        """The forked helper while it runs (``None``: none was forked, or it has ended)."""
-        return self._helper
 
     @property
     def folded(self) -> int:
@@ -153,8 +116,6 @@ def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
              ) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
     """``fold_jobs``' result: every record's facts (early ones where they stand), and the
     states of the jobs that have one when ``stateful``."""
-    if early is not None:
-        early.finish()
     jobs: list[JobFacts] = []
     states: dict[str, LogState] = {}
     for r in records:

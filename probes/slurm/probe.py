@@ -156,22 +156,18 @@ class SlurmProbe:
         fold = folder(prior, aliases=self._aliases, benign_patterns=self._cluster.benign_patterns)
         runner: Runner | None = None
         early: EarlyFolds | None = None
-        done = False
         try:
             runner = self._runner_factory(self._cluster)
             users = self._users(runner)
             # Each job's log is folded as its line of the answer arrives (probes.slurm.early).
-            # A cold one-shot sweep may fold some of them on another core (probes.slurm.helper).
             early = EarlyFolds(fold, cluster=self._cluster.name, now=now, users=users,
-                               since=self._cutoff(now), recent=lambda r: self._recent(r, now),
-                               helper=prior is None)
+                               since=self._cutoff(now), recent=lambda r: self._recent(r, now))
             async with asyncio.timeout(self._cluster.timeout_s):
                 snap = await self.snapshot(runner, now, users, offsets=offsets,
                                            one_trip=True, cursors=cursors, early=early)
                 selected = self.select(snap.records, runner, now)
                 collected = await self.complete_files(runner, selected, snap, offsets, cursors,
                                                       early=early)
-            done = True
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
@@ -179,8 +175,6 @@ class SlurmProbe:
             reason = f"{where}: sweep took longer than {self._cluster.timeout_s:g}s"
             return self._unreachable(now, reason, runner), {}
         finally:
-            if not done and early is not None:
-                early.close()  # a helper, if any, ends with the sweep
             if runner is not None:
                 await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
