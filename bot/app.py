@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +39,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import deep_probe, home, share
 from bot.actions import ActionHandler, SweepEngine
 from bot.alerts import Alerter
+from bot.cached import SweepCache, SweepDoc
+from bot.cached_render import View, jobs_replies
 from bot.chart import render_history_png
 from bot.commands import (
     USAGE,
@@ -66,24 +67,23 @@ from bot.messages import (
     code,
     collapse_line,
     error_text,
-    grouped,
     job_messages,
-    jobs_messages,
     share_button,
     sweep_header,
 )
 from bot.notify import Notifier
+from bot.offload import Offload, tune_interpreter
 from bot.owners import slack_owner
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
-from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
+from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
 from report.findings import normalized_history
 from report.models import JobDetail
-from report.render import render_job_detail, render_text
+from report.render import render_job_detail
 
 log = structlog.get_logger(__name__)
 
@@ -130,12 +130,14 @@ class Bot:
     replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease: TickLease = field(default_factory=TickLease)
     """What this replica knows of the tick lock, for outages (``bot.lease``)."""
+    offload: Offload = field(default_factory=Offload)
+    """Where big sweeps are encoded, decoded and rendered (``bot.offload``)."""
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
-        self.cached: weakref.ref[SweepResult] | None = None
-        """The sweep last written to the cache (weakly: the bot keeps no sweep alive between
-        sweeps): callers sharing one sweep write it once."""
+        self.cache = SweepCache(store=self.store, offload=self.offload,
+                                telemetry=self.telemetry, clock=self.clock)
+        """The sweep cache, its document in memory and its shared renderings."""
         self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
         self.actions = ActionHandler(config=self.config, sweeper=self.sweeper, store=self.store,
                                      client=self.client, telemetry=self.telemetry,
@@ -154,17 +156,26 @@ class Bot:
         closer = getattr(self.sweeper, "aclose", None)
         if closer is not None:
             await closer()
+        await self.offload.aclose()
         await self.store.aclose()
         if self.client.session is not None and not self.client.session.closed:
             await self.client.session.close()
 
 
 def build_app(bot: Bot) -> AsyncApp:
-    """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered."""
+    """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered.
+
+    ``process_before_response``: Bolt answers Slack when the listener returns rather than
+    polling every 10 ms for ``ack()`` from a listener task (the default); every listener here
+    acks and hands its work to a tracked task, so it returns at once and the ack leaves
+    without that wait.
+    """
+    tune_interpreter()  # the loop thread takes the GIL back sooner from parsing threads
     app = AsyncApp(
         client=bot.client,
         signing_secret=bot.settings.slack_signing_secret.get_secret_value(),
         name="jobtables",
+        process_before_response=True,
     )
 
     async def on_command(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
@@ -229,53 +240,46 @@ async def current_sweep(bot: Bot, *, before_live: Callable[[int], Awaitable[Any]
     cached = await cached_sweep(bot)
     if cached is not None:
         return cached
+    await _before_live(bot, before_live)
+    return await live_sweep(bot), None
+
+
+async def _before_live(bot: Bot, before_live: Callable[[int], Awaitable[Any]] | None) -> None:
     if before_live is not None:
         config = bot.config.current()
         await before_live(sum(1 for c in config.clusters if getattr(c, "active", True)))
-    return await live_sweep(bot), None
 
 
 async def cached_sweep(bot: Bot) -> tuple[SweepResult, float] | None:
     """The cached sweep and its age in seconds while it is young enough, else ``None``."""
-    config = bot.config.current()
-    try:
-        cached = await bot.store.load_cache()
-    except StoreUnavailable as exc:
-        bot.telemetry.store_errors.inc()
-        log.warning("sweep cache unavailable", error=str(exc))
-        cached = None
-    if cached is not None:
-        result = await asyncio.to_thread(decode_sweep, cached)  # 1.4 s at 5,000 jobs
-        age = (bot.clock() - result.started_at).total_seconds()
-        if 0 <= age < config.slack.cache_seconds:
-            return result, age
-    return None
+    fresh = await bot.cache.fresh(bot.config.current().slack.cache_seconds)
+    if fresh is None:
+        return None
+    return await bot.cache.result(fresh[0]), fresh[1]
 
 
 async def live_sweep(bot: Bot) -> SweepResult:
     """Sweep every cluster (shared with concurrent callers), record metrics, refresh the cache."""
+    return (await live_doc(bot))[0]
+
+
+async def live_doc(bot: Bot) -> tuple[SweepResult, SweepDoc]:
+    """A live sweep and its document; callers sharing the sweep share one cache write."""
     result: SweepResult = await bot.sweeper.sweep()
     for facts in result.facts:
         bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
         if facts.status == "unreachable":
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
-    if result.degraded is None and (bot.cached is None or bot.cached() is not result):
-        bot.cached = weakref.ref(result)  # the callers that shared this sweep don't write it
-        try:
-            await bot.store.save_cache(await asyncio.to_thread(encode_sweep, result),
-                                       ttl_s=bot.config.current().slack.cache_seconds)
-        except StoreUnavailable as exc:
-            bot.telemetry.store_errors.inc()
-            log.warning("sweep not cached", error=str(exc))
-    return result
+    doc = await bot.cache.publish(result, ttl_s=bot.config.current().slack.cache_seconds)
+    return result, doc
 
 
 async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
                       user_id: str | None = None, channel_id: str | None = None) -> None:
     config = bot.config.current()
     # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
-    keep = job_filter(query, user_id or "", config) if query.filtered else None
-    select = keep or ((lambda j: j.bucket == query.bucket) if query.bucket else None)
+    if query.filtered:
+        job_filter(query, user_id or "", config)
     acked: list[bool] = []  # a response_url takes five posts: the ack is one of them
 
     async def sweeping(clusters: int) -> None:
@@ -283,17 +287,24 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
             response_type="ephemeral"))
 
-    result, age = await current_sweep(bot, before_live=sweeping)
+    live: SweepResult | None = None
+    fresh = await bot.cache.fresh(config.slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
+    else:
+        await _before_live(bot, sweeping)
+        (live, doc), age = await live_doc(bot), None
     if acked and not acked[0]:
         return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
-    width = config.report.width
-    # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
-    # loop free to send other requests' acks within Slack's 3 s.
+    # Tables are rendered once per sweep and query, off the event loop (bot.cached): a
+    # 5,000-job answer is 2 s of CPU, and fifty callers share one rendering.
+    view = View(query=query, invoker=user_id or "", config=config, width=config.report.width)
+    rendered = await bot.cache.tables(doc, view)
     replies = await asyncio.to_thread(
-        jobs_messages, result, bucket=query.bucket, age_s=age, width=width, keep=keep,
-        limit=MAX_RESPONSES - len(acked),
+        jobs_replies, rendered.tables, header=sweep_header(doc.head, age_s=age),
+        bucket=query.bucket, limit=MAX_RESPONSES - len(acked),
         what="matching" if query.filtered else None)
     for message in replies:
         if not await respond(text=message.text, blocks=message.blocks,
@@ -301,22 +312,24 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             break  # that response_url is gone; the rest would fail the same way
     if replies and replies[-1].cut and user_id:
         # More than a response_url takes: the whole answer goes to the invoker's DM as a file.
-        report, details = grouped(result, select, grid=keep is None)
-        text = await asyncio.to_thread(render_text, report, details, width=width)
+        text = await bot.cache.text(doc, view)
         await upload_to_dm(bot, user_id, content=text.encode(), filename="jobs.txt",
                            title="Job tables", comment="The whole `/jobs` answer")
     if channel_id and channel_id == config.slack.channel and not query.filtered \
             and not query.bucket:
+        result = live if live is not None else await bot.cache.result(doc)
         await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
 
 
 async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:
     """The job from a fresh cached sweep when it is there, else that job only, asked live
-    (``Sweeper.job``): a cache miss never sweeps every cluster for one job."""
-    cached = await cached_sweep(bot)
-    if cached is not None:
+    (``Sweeper.job``): a cache miss never sweeps every cluster for one job. From the cache,
+    the result is the sweep's head (``bot.cached``): the worker decodes, and sends one job."""
+    fresh = await bot.cache.fresh(bot.config.current().slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
         with contextlib.suppress(JobNotFoundError):  # not in the sweep: ask its cluster
-            return cached[0], cached[1], cached[0].find(query.cluster, query.job_id)
+            return doc.head, age, await bot.cache.job(doc, query.cluster, query.job_id)
     result = await bot.sweeper.job(query.cluster, query.job_id)
     return result, None, result.find(query.cluster, query.job_id)
 
