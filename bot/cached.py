@@ -22,6 +22,7 @@ sweep's write settles it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -91,6 +92,7 @@ class SweepCache:
         self._clock = clock
         self.doc: SweepDoc | None = None
         """The document in memory: the last sweep this bot published or read from Redis."""
+        self._writing: SweepDoc | None = None
         self._published: tuple[weakref.ref[SweepResult], asyncio.Future[SweepDoc]] | None = None
         self._decoded: tuple[SweepDoc, weakref.ref[SweepResult]] | None = None
         self._renders: dict[tuple[Any, ...], tuple[Config, asyncio.Future[Any]]] = {}
@@ -127,7 +129,7 @@ class SweepCache:
                        pending=pending_task_counts(result.facts))
         if result.degraded is not None:
             return doc  # answers this sweep's callers; the cache keeps the last sound one
-        self.doc = doc
+        self.doc = self._writing = doc
         self._decoded = (doc, weakref.ref(result))
         try:
             await self._store.delete_doc(STAMP)  # no stamp names a cache being rewritten
@@ -136,6 +138,9 @@ class SweepCache:
         except StoreUnavailable as exc:
             self._telemetry.store_errors.inc()
             log.warning("sweep not cached", error=str(exc))
+        finally:
+            if self._writing is doc:
+                self._writing = None
         return doc
 
     # -- reading ---------------------------------------------------------------------------
@@ -154,6 +159,13 @@ class SweepCache:
         return (doc, age) if 0 <= age < max_age_s else None
 
     async def _current(self) -> SweepDoc | None:
+        publishing = self._published
+        if publishing is not None and not publishing[1].done():
+            # A sweep just ended and is being encoded: its document, not the older one.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(publishing[1])
+        if self._writing is not None:
+            return self._writing  # being written: newer than what Redis holds yet
         stamp = await self._store.get_doc(STAMP)
         doc = self.doc
         if doc is not None and isinstance(stamp, dict) and stamp.get("id") == doc.stamp:
