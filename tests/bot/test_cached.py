@@ -1,0 +1,246 @@
+"""The sweep cache as the bot answers from it (bot.cached, bot.cached_render, bot.offload).
+
+A ``/jobs`` during a sweep whose CPU stage (judging) is stuck in a worker thread is acked and
+answered from the cache; concurrent callers share one rendering; the worker process gives the
+same answer as a thread and as ``bot.messages.jobs_messages`` on the live sweep; the stamp in
+Redis spares re-reading the cache and notices another replica's sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bot.sweep as sweep_module
+from bot import cached_render
+from bot.app import answer_jobs, live_doc
+from bot.cached import STAMP, SweepCache
+from bot.cached_render import View, jobs_replies
+from bot.cli import DEMO_RECORDING
+from bot.commands import JobsQuery, job_filter
+from bot.config import Config, ConfigSource
+from bot.messages import jobs_messages, sweep_header
+from bot.offload import Offload
+from bot.store import RedisStore, encode_sweep
+from bot.sweep import Sweeper, SweepResult
+from bot.telemetry import Telemetry
+from probes.config import ReplayCluster
+from report.grouping import pending_task_counts
+from tests.bot.builders import FakeClock, blocks_text, detail, job, sweep_result
+from tests.bot.conftest import Harness, make_config, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+QUERIES = [JobsQuery(), JobsQuery(bucket="rl"), JobsQuery(mine=True),
+           JobsQuery(cluster="alpha"), JobsQuery(bucket="sft", cluster="alpha"),
+           JobsQuery(cluster_user="nobody")]
+
+
+def demo_config(prefix: str, tmp_path: Path) -> Config:
+    return make_config(prefix, tmp_path).model_copy(update={"clusters": (
+        ReplayCluster(name="alpha", path=str(DEMO_RECORDING)),)})
+
+
+class HeldJudge:
+    """``build_report`` that waits, in its worker thread, until released."""
+
+    def __init__(self, real: Callable[..., Any]) -> None:
+        self.real = real
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.hold = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.hold:
+            self.entered.set()
+            assert self.release.wait(timeout=60), "never released"
+        return self.real(*args, **kwargs)
+
+
+@pytest.fixture
+async def replay_bot(slack: FakeSlack, store: RedisStore, clock: FakeClock, prefix: str,
+                     tmp_path: Path) -> AsyncIterator[Harness]:
+    """The bot with the real Sweeper on the bundled recording."""
+    config = demo_config(prefix, tmp_path)
+    sweeper = Sweeper(lambda: config, clock=clock)
+    async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
+                           config=ConfigSource.fixed(config)) as h:
+        yield h
+    await sweeper.aclose()
+
+
+async def test_jobs_during_a_sweep_stuck_in_judging_is_acked_and_answered(
+        replay_bot: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep whose judging (CPU, in a worker thread) has not finished: `/jobs` gets its
+    HTTP 200 and its answer from the cache meanwhile; the sweep then finishes."""
+    h = replay_bot
+    judge = HeldJudge(sweep_module.build_report)
+    monkeypatch.setattr(sweep_module, "build_report", judge)
+    _, first = await h.command("/jobs")
+    await h.slack.wait_for(first, 2)  # "Sweeping 1 cluster…" and the tables
+    judge.hold = True
+    sweeping = asyncio.create_task(live_doc(h.bot))
+    assert await asyncio.to_thread(judge.entered.wait, 30)
+    status, hook = await h.command("/jobs", "rl")
+    assert status == 200
+    (reply,) = await h.slack.wait_for(hook)
+    assert "cached 0 s ago" in blocks_text(reply.params["blocks"])
+    assert "rl-grpo-qwen7b-base" in blocks_text(reply.params["blocks"])
+    assert not sweeping.done()  # answered while the sweep's judging was still held
+    judge.release.set()
+    result, doc = await sweeping
+    assert h.bot.cache.doc is doc and len(result.report.jobs) == 19
+
+
+async def test_concurrent_jobs_share_one_rendering(harness: Harness) -> None:
+    """Five `/jobs` at once on a fresh cache: one rendering, five identical answers; a new
+    sweep is rendered anew."""
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first, 2)
+    before = harness.bot.cache.renderings
+    hooks = [hook for _, hook in await asyncio.gather(
+        *(harness.command("/jobs") for _ in range(5)))]
+    answers = [blocks_text((await harness.slack.wait_for(hook))[0].params["blocks"])
+               for hook in hooks]
+    assert harness.bot.cache.renderings == before  # the first answer's rendering, shared
+    assert len(set(answers)) == 1 and "rl-grpo-qwen-7b" in answers[0]
+    harness.clock.advance(120)  # the cache is stale: the next /jobs sweeps and renders again
+    _, hook = await harness.command("/jobs")
+    await harness.slack.wait_for(hook, 2)
+    assert harness.bot.cache.renderings == before + 1
+
+
+async def test_a_query_and_a_bucket_are_rendered_apart(harness: Harness) -> None:
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first, 2)
+    _, rl = await harness.command("/jobs", "sft")
+    (reply,) = await harness.slack.wait_for(rl)
+    assert "sft-mistral-7b" in blocks_text(reply.params["blocks"])
+    assert "rl-grpo-qwen-7b" not in blocks_text(reply.params["blocks"])
+
+
+def _array_sweep(at: Any) -> SweepResult:
+    running = [detail(job(f"500_{i}", "rl-array-sweep")) for i in (1, 2)]
+    pending = detail(job("500", "rl-array-sweep", state="PENDING", step=None))
+    sft = detail(job("4300", "sft-mistral-7b", bucket="sft", user="bob"))
+    return sweep_result([*running, pending, sft], at=at,
+                        labels={("alpha", "500"): {"array_tasks": "3-9"}})
+
+
+@pytest.mark.parametrize("processes", [True, False])
+async def test_the_worker_gives_the_live_answer(processes: bool, tmp_path: Path) -> None:
+    """From the cache's text, in the worker process or a thread, each query's messages equal
+    ``jobs_messages`` on the live sweep (pending array tasks counted), and so does one job."""
+    config = make_config("x:", tmp_path)
+    live = _array_sweep(FakeClock()())
+    offload = Offload(processes=processes, min_bytes=0)
+    try:
+        bare = SweepResult(live.report, live.details, (), live.started_at, live.duration_s)
+        payload = await offload.run(cached_render.encode, bare, size=1)
+        assert payload == encode_sweep(live)
+        pending = pending_task_counts(live.facts)
+        assert pending  # the array's pending record stands for 7 tasks
+        for query in QUERIES:
+            keep = job_filter(query, "UALICE", config) if query.filtered else None
+            expected = jobs_messages(live, bucket=query.bucket, age_s=3.0, width=100, keep=keep,
+                                     what="matching" if query.filtered else None)
+            view = View(query=query, invoker="UALICE", config=config, width=100)
+            rendered = await offload.run(cached_render.render_view, payload, pending, view,
+                                         size=1)
+            head = await offload.run(cached_render.head_of, payload, size=1)
+            got = jobs_replies(rendered.tables, header=sweep_header(head, age_s=3.0),
+                               bucket=query.bucket, limit=5,
+                               what="matching" if query.filtered else None)
+            assert got == expected, query
+        without = await offload.run(cached_render.render_view, payload, {}, View(
+            query=JobsQuery(), invoker="", config=config, width=100), size=1)
+        assert without != await offload.run(cached_render.render_view, payload, pending, View(
+            query=JobsQuery(), invoker="", config=config, width=100), size=1)
+        found = await offload.run(cached_render.find_job, payload, None, "4300", size=1)
+        assert found == live.details[("alpha", "4300")]
+        # encode, two per query, two without/with pending, one job
+        assert offload.in_process == (1 + 2 * len(QUERIES) + 2 + 1 if processes else 0)
+    finally:
+        await offload.aclose()
+
+
+async def test_a_missing_job_is_the_same_error_from_the_worker(tmp_path: Path) -> None:
+    from bot.errors import JobNotFoundError
+
+    live = _array_sweep(FakeClock()())
+    offload = Offload(min_bytes=0)
+    try:
+        payload = encode_sweep(live)
+        with pytest.raises(JobNotFoundError, match="no job 999"):
+            await offload.run(cached_render.find_job, payload, None, "999", size=1)
+    finally:
+        await offload.aclose()
+
+
+def die_in_a_child(parent: int) -> str:
+    """Kills the worker process it runs in; in the parent's thread it answers."""
+    if os.getpid() != parent:
+        os._exit(1)
+    return "answered in a thread"
+
+
+async def test_a_dead_worker_is_replaced_and_its_task_rerun_in_a_thread() -> None:
+    offload = Offload(min_bytes=0)
+    try:
+        assert await offload.run(die_in_a_child, os.getpid(), size=1) == "answered in a thread"
+        assert await offload.run(len, "abc", size=1) == 3  # a new worker process
+        assert offload.in_process == 1
+    finally:
+        await offload.aclose()
+
+
+async def test_the_stamp_spares_reading_the_cache_again(harness: Harness) -> None:
+    """While Redis's stamp names the sweep in memory, the 29 MB of a big cache are not
+    fetched again; another replica's sweep (a new stamp) is read and answered from."""
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first, 2)
+    loads: list[int] = []
+    load = harness.bot.store.load_cache
+
+    async def counted() -> str | None:
+        loads.append(1)
+        return await load()
+
+    harness.bot.store.load_cache = counted  # type: ignore[method-assign]
+    _, hook = await harness.command("/jobs")
+    await harness.slack.wait_for(hook)
+    assert loads == []
+    # Another replica sweeps: a new cache and a new stamp.
+    replica = SweepCache(store=harness.bot.store, offload=Offload(), telemetry=Telemetry(),
+                         clock=harness.clock)
+    harness.clock.advance(2)
+    newer = sweep_result([detail(job("7777", "rl-other-replica"))], at=harness.clock())
+    doc = await replica.publish(newer, ttl_s=60)
+    stamp = await harness.bot.store.get_doc(STAMP)
+    assert stamp["id"] == doc.stamp != harness.bot.cache.doc.stamp  # type: ignore[union-attr]
+    _, hook = await harness.command("/jobs")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert loads == [1]
+    assert "rl-other-replica" in blocks_text(reply.params["blocks"])
+    assert harness.sweeper.sweeps == 1  # answered from the other replica's cache
+    assert harness.bot.cache.doc is not None and harness.bot.cache.doc.stamp == doc.stamp
+
+
+async def test_jobs_answer_without_a_live_bot_http(harness: Harness) -> None:
+    """``answer_jobs`` from the cache needs no sweep: the fake sweeper ran once."""
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first, 2)
+    sent: list[dict[str, Any]] = []
+
+    async def respond(**kwargs: Any) -> bool:
+        sent.append(kwargs)
+        return True
+
+    await answer_jobs(harness.bot, JobsQuery(bucket="rl"), respond, "UALICE")
+    assert harness.sweeper.sweeps == 1
+    assert "rl-grpo-qwen-7b" in blocks_text(sent[0]["blocks"])
