@@ -317,8 +317,11 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
                            title="Job tables", comment="The whole `/jobs` answer")
     if channel_id and channel_id == config.slack.channel and not query.filtered \
             and not query.bucket:
-        result = live if live is not None else await bot.cache.result(doc)
-        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
+        # "Whenever someone asks" (digest.py), once per sweep: decoded only to be posted.
+        if live is not None:
+            await bot.digest.post_tables(live, config)
+        else:
+            await bot.digest.post_tables(doc.head, config, whole=lambda: bot.cache.result(doc))
 
 
 async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:

@@ -244,3 +244,47 @@ async def test_jobs_answer_without_a_live_bot_http(harness: Harness) -> None:
     await answer_jobs(harness.bot, JobsQuery(bucket="rl"), respond, "UALICE")
     assert harness.sweeper.sweeps == 1
     assert "rl-grpo-qwen-7b" in blocks_text(sent[0]["blocks"])
+
+
+async def test_jobs_in_the_channel_decodes_the_cache_only_to_post_its_tables(
+        harness: Harness) -> None:
+    """`/jobs` in the sweep channel posts the full tables once per sweep, into the day's
+    thread; a cached 5,000-job sweep is decoded for that only, not for every `/jobs`."""
+    from bot.app import scheduled_sweep
+
+    decodes: list[int] = []
+    result = harness.bot.cache.result
+
+    async def counted(doc: Any) -> SweepResult:
+        decodes.append(1)
+        return await result(doc)
+
+    harness.bot.cache.result = counted  # type: ignore[method-assign]
+    _, first = await harness.command("/jobs")  # no thread today yet: nothing to post into
+    await harness.slack.wait_for(first, 2)
+    _, hook = await harness.command("/jobs")
+    await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert decodes == []
+    harness.clock.advance(120)
+    await scheduled_sweep(harness.bot, 1)  # the day's parent (and its tables) are posted
+    threaded = len(harness.slack.to("/api/chat.postMessage"))
+    harness.clock.advance(5)
+    for _ in range(2):
+        _, hook = await harness.command("/jobs")
+        await harness.slack.wait_for(hook)
+        await harness.bot.tasks.drain()
+    assert decodes == []  # this sweep's tables are in the thread already
+    assert len(harness.slack.to("/api/chat.postMessage")) == threaded
+    replica = SweepCache(store=harness.bot.store, offload=Offload(), telemetry=Telemetry(),
+                         clock=harness.clock)
+    harness.clock.advance(5)
+    await replica.publish(sweep_result([detail(job("7777", "rl-other-replica"))],
+                                       at=harness.clock()), ttl_s=60)
+    for _ in range(2):
+        _, hook = await harness.command("/jobs")
+        await harness.slack.wait_for(hook)
+        await harness.bot.tasks.drain()
+    assert decodes == [1]  # the other replica's sweep: decoded once, to post its tables
+    posts = harness.slack.to("/api/chat.postMessage")[threaded:]
+    assert posts and all("rl-other-replica" in str(p.params) for p in posts[:1])
