@@ -192,10 +192,15 @@ class SweepCache:
 
     async def job(self, doc: SweepDoc, cluster: str | None, job_id: str) -> JobDetail:
         """One job of ``doc`` (``SweepResult.find``'s errors when it is not there)."""
+        return await self.apply(doc, SweepResult.find, cluster, job_id)
+
+    async def apply(self, doc: SweepDoc, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(sweep, *args)`` on ``doc``'s sweep, off the loop: on the live sweep while it is
+        alive, else in the worker on the decoded text (only ``fn``'s answer comes back)."""
         known = self._decoded
         if known is not None and known[0] is doc and (alive := known[1]()) is not None:
-            return alive.find(cluster, job_id)
-        return await self._offload.run(cached_render.find_job, doc.payload, cluster, job_id,
+            return await asyncio.to_thread(fn, alive, *args)
+        return await self._offload.run(cached_render.on_payload, fn, doc.payload, *args,
                                        size=len(doc.payload))
 
     # -- shared renderings -----------------------------------------------------------------

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from bot.commands import JobsQuery, job_filter
 from bot.config import Config
@@ -30,6 +31,7 @@ from report.render import render_tables, render_text
 from report.tables import RenderedTable
 
 Key = tuple[str, str]
+T = TypeVar("T")
 
 CUT_HINT = ("The whole answer is in your DM with the bot, as a file; "
             "or ask for one bucket, e.g. `/jobs rl`.")
@@ -120,6 +122,11 @@ def find_job(payload: str, cluster: str | None, job_id: str) -> JobDetail:
     return decode_sweep(payload).find(cluster, job_id)
 
 
+def on_payload(fn: Callable[..., T], payload: str, *args: Any) -> T:
+    """``fn(sweep, *args)`` on the cached sweep ``payload`` decoded here (in the worker)."""
+    return fn(decode_sweep(payload), *args)
+
+
 def jobs_replies(tables: Sequence[RenderedTable], *, header: str, bucket: str | None,
                  limit: int, what: str | None) -> list[SlackMessage]:
     """The ``/jobs`` messages from rendered tables (``bot.messages.jobs_messages``'s end)."""
@@ -131,4 +138,4 @@ def jobs_replies(tables: Sequence[RenderedTable], *, header: str, bucket: str | 
 
 
 __all__ = ["Rendered", "View", "encode", "find_job", "head", "head_of", "jobs_replies",
-           "render_view", "render_view_text"]
+           "on_payload", "render_view", "render_view_text"]

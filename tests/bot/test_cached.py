@@ -9,6 +9,7 @@ Redis spares re-reading the cache and notices another replica's sweep.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -25,6 +26,7 @@ from bot.cached_render import View, jobs_replies
 from bot.cli import DEMO_RECORDING
 from bot.commands import JobsQuery, job_filter
 from bot.config import Config, ConfigSource
+from bot.home import home_view, publish_home
 from bot.messages import jobs_messages, sweep_header
 from bot.offload import Offload
 from bot.store import RedisStore, encode_sweep
@@ -288,3 +290,31 @@ async def test_jobs_in_the_channel_decodes_the_cache_only_to_post_its_tables(
     assert decodes == [1]  # the other replica's sweep: decoded once, to post its tables
     posts = harness.slack.to("/api/chat.postMessage")[threaded:]
     assert posts and all("rl-other-replica" in str(p.params) for p in posts[:1])
+
+
+@pytest.mark.parametrize("processes", [True, False])
+async def test_answers_from_the_worker_process_equal_the_inline_ones(
+        harness: Harness, processes: bool) -> None:
+    """Every answer from the cache (`/jobs`, a bucket, `/job`, the Home tab) is the same
+    whether the worker process or a thread made it: both equal the inline builders'."""
+    harness.bot.offload.min_bytes = 0 if processes else 10**12
+    _, first = await harness.command("/jobs")
+    await harness.slack.wait_for(first, 2)
+    live = harness.sweeper.make()  # the fake's sweeps are all alike at one clock time
+    expected = jobs_messages(live, bucket="rl", age_s=0.0, width=100)
+    _, hook = await harness.command("/jobs", "rl")
+    replies = await harness.slack.wait_for(hook, len(expected))
+    assert [r.params["blocks"] for r in replies] == [m.blocks for m in expected]
+    _, hook = await harness.command("/job", "4242")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "rl-grpo-qwen-7b" in blocks_text(reply.params["blocks"])
+    assert harness.sweeper.jobs == []  # from the cache, not asked for
+    await harness.bot.tasks.drain()
+    harness.bot.tasks.spawn(publish_home(harness.bot, "UALICE"), name="home")
+    (published,) = await harness.slack.wait_for("/api/views.publish")
+    cached = SweepResult(live.report, live.details, (), live.started_at, live.duration_s)
+    view = home_view(cached, "UALICE", harness.bot.config.current(), age_s=0.0,
+                     episodes=[], now=harness.clock())
+    got = published.params["view"]
+    assert (json.loads(got) if isinstance(got, str) else got) == view
+    assert (harness.bot.offload.in_process > 0) == processes
