@@ -71,9 +71,12 @@ class Offload:
         """``fn(*args)`` off the loop; ``size`` (bytes, roughly) picks the process or a thread."""
         if not self.processes or size < self.min_bytes:
             return await asyncio.to_thread(fn, *args)
-        loop = asyncio.get_running_loop()
         try:
-            result = await loop.run_in_executor(self._executor(), fn, *args)
+            # Submitted from a thread: a submit may start the worker (the forkserver's first
+            # start imports the bot, seconds) or wait on the lock the pool holds while it
+            # replaces one; neither may stall the event loop.
+            future = await asyncio.to_thread(self._executor().submit, fn, *args)
+            result = await asyncio.wrap_future(future)
         except BrokenProcessPool as exc:  # the worker died (OOM-killed): this task in a thread
             log.warning("worker process died; running in a thread", task=fn.__name__,
                         error=str(exc))
