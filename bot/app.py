@@ -28,6 +28,8 @@ from typing import Any
 
 import structlog
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -168,7 +170,8 @@ def build_app(bot: Bot) -> AsyncApp:
     ``process_before_response``: Bolt answers Slack when the listener returns rather than
     polling every 10 ms for ``ack()`` from a listener task (the default); every listener here
     acks and hands its work to a tracked task, so it returns at once and the ack leaves
-    without that wait.
+    without that wait. A listener that fails after its ``ack()`` still answers Slack with that
+    ack (logged; a 500 would show the user an error for work that is tracked anyway).
     """
     tune_interpreter()  # the loop thread takes the GIL back sooner from parsing threads
     app = AsyncApp(
@@ -192,6 +195,12 @@ def build_app(bot: Bot) -> AsyncApp:
         bot.tasks.spawn(handle_press(bot, press, bot.responder(respond, press.action_id)),
                         name=f"action {press.action_id}")
 
+    async def after_ack(error: Exception, request: AsyncBoltRequest) -> BoltResponse | None:
+        log.error("listener failed", exc_info=error)
+        acked: BoltResponse | None = request.context.ack.response
+        return acked  # None (not acked): Bolt's 500 stands
+
+    app.error(after_ack)
     app.command("/jobs")(on_command)
     app.command("/job")(on_command)
     for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):

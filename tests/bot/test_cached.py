@@ -318,3 +318,17 @@ async def test_answers_from_the_worker_process_equal_the_inline_ones(
     got = published.params["view"]
     assert (json.loads(got) if isinstance(got, str) else got) == view
     assert (harness.bot.offload.in_process > 0) == processes
+
+
+async def test_a_listener_failing_after_its_ack_still_answers_200(harness: Harness) -> None:
+    """Bolt answers when the listener returns (``process_before_response``): a payload the
+    listener cannot read, after its ``ack()``, is still acked, not turned into a 500."""
+    import urllib.parse
+
+    from tests.bot.fake_slack import signed_headers
+
+    body = urllib.parse.urlencode({"command": "/jobs", "text": "", "team_id": "T0FAKE",
+                                   "response_url": harness.slack.response_url("broken")})
+    status, _ = await harness.post(body, signed_headers(body))  # no user_id: unreadable
+    assert status == 200
+    assert harness.sweeper.sweeps == 0
