@@ -5,7 +5,11 @@ and CPython runs a full (generation 2) collection each time the heap grows by a 
 three or four per sweep, each holding the GIL for 0.4-1.2 s, so every ack waiting then waits
 that long, whichever thread allocated. While a sweep runs, everything alive is moved to the
 permanent generation every ``every_s`` (``gc.freeze``, a list splice: cheap), so collections
-only ever scan what was allocated since. The objects come back under the collector
+only ever scan what was allocated since. Half a second (measured at 2,508 jobs): often enough
+that no full collection ran, seldom enough that the short-lived reference cycles the log
+parsers make (a scanner per log, holding its tail) are still collected young rather than
+frozen: every 50 ms, peak RSS grew 21% (343 MB against 283 without freezing); every 0.5 s it
+is 289 MB, max loop stall 34 ms. The objects come back under the collector
 (``gc.unfreeze``) when the sweep's result has been released (most of them are freed by
 reference counting then, and are never scanned at all), or ``max_hold_s`` after the sweep
 ended, whichever is first: garbage cycles made during a sweep are collected late, never
@@ -22,7 +26,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator
 
-EVERY_S = 0.05
+EVERY_S = 0.5
 MAX_HOLD_S = 300.0
 
 
