@@ -9,7 +9,9 @@ process round trip would cost more than the work. The functions run are plain mo
 functions of picklable arguments (``bot.cached_render``), so both paths run the same code and
 give the same answer. One worker (a second would double the memory of a big decode under the
 chart's 1 GiB limit), started by ``forkserver`` (never ``fork`` from a process with threads),
-replaced after ``max_tasks`` tasks so a big decode's memory goes back to the system. A worker
+and a fresh one for every task (``max_tasks``): a worker that decoded and rendered 5,016 jobs
+stays at about 360 MB of RSS, since CPython keeps its freed arenas, while a new fork of the
+preloaded server costs about 23 ms against the seconds the task takes. A worker
 that dies (OOM-killed) is logged and its task re-run in a thread; the next task starts a new
 pool. The process also gets a shorter GIL switch interval (:func:`tune_interpreter`): the
 probes still parse in worker threads, and the loop thread gets the GIL back after 1 ms of
@@ -51,7 +53,7 @@ class Offload:
     """Runs CPU stages off the event loop: in the worker process when big, else in a thread."""
 
     def __init__(self, *, processes: bool = True, min_bytes: int = MIN_BYTES,
-                 max_tasks: int = 16) -> None:
+                 max_tasks: int = 1) -> None:
         self.processes = processes
         self.min_bytes = min_bytes
         self.max_tasks = max_tasks
