@@ -5,8 +5,10 @@ bot's :class:`~bot.tasks.TaskSet` so nothing runs untracked and a crash is logge
 Answers go through ``respond()`` (ephemeral), wrapped so a failed ``response_url`` POST is
 logged and counted. ``/jobs`` answers from the cached sweep in Redis when it is younger than
 ``slack.cache_seconds`` (its age is shown), else from a live sweep, which the Sweeper shares
-between concurrent callers. A user error is a short ephemeral line; a bug is logged with a
-reference id and the user sees only that id. Slack's 429s are retried by slack_sdk's own retry
+between concurrent callers; the cache's document, its stamp and the renderings shared per
+query live in bot/cached.py, big sweeps' CPU stages in a worker process (bot/offload.py).
+A user error is a short ephemeral line; a bug is logged with a reference id and the user sees
+only that id. Slack's 429s are retried by slack_sdk's own retry
 handlers, honouring ``Retry-After``. A scheduled sweep's steps (follow-ups, the day's parent and
 its thread (bot/digest.py), collapse alerts, job-end DMs (bot/notify.py), cancel
 reconciliation) are independent: a failed channel post never stops the alerts. ``/jobs`` takes
