@@ -13,9 +13,10 @@ and a fresh one for every task (``max_tasks``): a worker that decoded and render
 stays at about 360 MB of RSS, since CPython keeps its freed arenas, while a new fork of the
 preloaded server costs about 23 ms against the seconds the task takes. A worker
 that dies (OOM-killed) is logged and its task re-run in a thread; the next task starts a new
-pool. The process also gets a shorter GIL switch interval (:func:`tune_interpreter`): the
-probes still parse in worker threads, and the loop thread gets the GIL back after 1 ms of
-their work rather than 5 ms.
+pool. Where no process can be started at all, the stages run in threads (logged once). The
+process also gets a shorter GIL switch interval (:func:`tune_interpreter`): the probes still
+parse in worker threads, and the loop thread gets the GIL back after 1 ms of their work rather
+than 5 ms.
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ class Offload:
             # start imports the bot, seconds) or wait on the lock the pool holds while it
             # replaces one; neither may stall the event loop.
             future = await asyncio.to_thread(self._executor().submit, fn, *args)
+        except (OSError, RuntimeError) as exc:  # no process here (no /dev/shm, no writable
+            log.warning("no worker process; CPU stages run in threads", error=str(exc))
+            self.processes = False  # /tmp, a process limit): threads, as for small inputs
+            self._discard()
+            return await asyncio.to_thread(fn, *args)
+        try:
             result = await asyncio.wrap_future(future)
         except BrokenProcessPool as exc:  # the worker died (OOM-killed): this task in a thread
             log.warning("worker process died; running in a thread", task=fn.__name__,

@@ -332,3 +332,15 @@ async def test_a_listener_failing_after_its_ack_still_answers_200(harness: Harne
     status, _ = await harness.post(body, signed_headers(body))  # no user_id: unreadable
     assert status == 200
     assert harness.sweeper.sweeps == 0
+
+
+async def test_without_a_worker_process_the_stages_run_in_threads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    offload = Offload(min_bytes=0)
+
+    def refused() -> None:
+        raise OSError("sem_open: no /dev/shm")
+
+    monkeypatch.setattr(offload, "_executor", refused)
+    assert await offload.run(len, "abcd", size=1) == 4
+    assert not offload.processes and offload.in_process == 0
