@@ -344,3 +344,32 @@ async def test_without_a_worker_process_the_stages_run_in_threads(
     monkeypatch.setattr(offload, "_executor", refused)
     assert await offload.run(len, "abcd", size=1) == 4
     assert not offload.processes and offload.in_process == 0
+
+
+async def test_dm_uploads_are_bounded_and_all_sent(harness: Harness) -> None:
+    """A burst of cut answers: at most ``UPLOADS_AT_ONCE`` files in flight, each sent."""
+    from bot.app import UPLOADS_AT_ONCE, upload_to_dm
+
+    in_flight, most, sent = 0, 0, []
+    release = asyncio.Event()
+    real = harness.bot.client.files_upload_v2
+
+    async def held(**kwargs: Any) -> Any:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await release.wait()
+        in_flight -= 1
+        sent.append(kwargs["content"])
+        return await real(**kwargs)
+
+    harness.bot.client.files_upload_v2 = held  # type: ignore[method-assign]
+    uploads = [asyncio.create_task(upload_to_dm(
+        harness.bot, "UALICE", content=f"answer {i}", filename="jobs.txt", title="t",
+        comment="c")) for i in range(10)]
+    for _ in range(50):  # every task has had its turns: the rest wait on the bound
+        await asyncio.sleep(0)
+    assert in_flight == most == UPLOADS_AT_ONCE
+    release.set()
+    await asyncio.gather(*uploads)
+    assert sorted(sent) == sorted(f"answer {i}".encode() for i in range(10))
