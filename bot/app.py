@@ -5,8 +5,10 @@ bot's :class:`~bot.tasks.TaskSet` so nothing runs untracked and a crash is logge
 Answers go through ``respond()`` (ephemeral), wrapped so a failed ``response_url`` POST is
 logged and counted. ``/jobs`` answers from the cached sweep in Redis when it is younger than
 ``slack.cache_seconds`` (its age is shown), else from a live sweep, which the Sweeper shares
-between concurrent callers. A user error is a short ephemeral line; a bug is logged with a
-reference id and the user sees only that id. Slack's 429s are retried by slack_sdk's own retry
+between concurrent callers; the cache's document, its stamp and the renderings shared per
+query live in bot/cached.py, big sweeps' CPU stages in a worker process (bot/offload.py).
+A user error is a short ephemeral line; a bug is logged with a reference id and the user sees
+only that id. Slack's 429s are retried by slack_sdk's own retry
 handlers, honouring ``Retry-After``. A scheduled sweep's steps (follow-ups, the day's parent and
 its thread (bot/digest.py), collapse alerts, job-end DMs (bot/notify.py), cancel
 reconciliation) are independent: a failed channel post never stops the alerts. ``/jobs`` takes
@@ -21,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,8 @@ from typing import Any
 
 import structlog
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -40,6 +43,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import deep_probe, home, share
 from bot.actions import ActionHandler, SweepEngine
 from bot.alerts import Alerter
+from bot.cached import SweepCache, SweepDoc
+from bot.cached_render import View, jobs_replies
 from bot.chart import render_history_png
 from bot.commands import (
     USAGE,
@@ -66,24 +71,23 @@ from bot.messages import (
     code,
     collapse_line,
     error_text,
-    grouped,
     job_messages,
-    jobs_messages,
     share_button,
     sweep_header,
 )
 from bot.notify import Notifier
+from bot.offload import Offload, tune_interpreter
 from bot.owners import slack_owner
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
-from bot.store import RedisStore, StoreUnavailable, decode_sweep, encode_sweep
+from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
 from bot.telemetry import Telemetry
 from report.findings import normalized_history
 from report.models import JobDetail
-from report.render import render_job_detail, render_text
+from report.render import render_job_detail
 
 log = structlog.get_logger(__name__)
 
@@ -130,12 +134,16 @@ class Bot:
     replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease: TickLease = field(default_factory=TickLease)
     """What this replica knows of the tick lock, for outages (``bot.lease``)."""
+    offload: Offload = field(default_factory=Offload)
+    """Where big sweeps are encoded, decoded and rendered (``bot.offload``)."""
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
-        self.cached: weakref.ref[SweepResult] | None = None
-        """The sweep last written to the cache (weakly: the bot keeps no sweep alive between
-        sweeps): callers sharing one sweep write it once."""
+        self.cache = SweepCache(store=self.store, offload=self.offload,
+                                telemetry=self.telemetry, clock=self.clock)
+        """The sweep cache, its document in memory and its shared renderings."""
+        self.uploads = asyncio.Semaphore(UPLOADS_AT_ONCE)
+        """DM file uploads in flight (``upload_to_dm``)."""
         self.alerter = Alerter(store=self.store, client=self.client, clock=self.clock)
         self.actions = ActionHandler(config=self.config, sweeper=self.sweeper, store=self.store,
                                      client=self.client, telemetry=self.telemetry,
@@ -154,17 +162,27 @@ class Bot:
         closer = getattr(self.sweeper, "aclose", None)
         if closer is not None:
             await closer()
+        await self.offload.aclose()
         await self.store.aclose()
         if self.client.session is not None and not self.client.session.closed:
             await self.client.session.close()
 
 
 def build_app(bot: Bot) -> AsyncApp:
-    """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered."""
+    """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered.
+
+    ``process_before_response``: Bolt answers Slack when the listener returns rather than
+    polling every 10 ms for ``ack()`` from a listener task (the default); every listener here
+    acks and hands its work to a tracked task, so it returns at once and the ack leaves
+    without that wait. A listener that fails after its ``ack()`` still answers Slack with that
+    ack (logged; a 500 would show the user an error for work that is tracked anyway).
+    """
+    tune_interpreter()  # the loop thread takes the GIL back sooner from parsing threads
     app = AsyncApp(
         client=bot.client,
         signing_secret=bot.settings.slack_signing_secret.get_secret_value(),
         name="jobtables",
+        process_before_response=True,
     )
 
     async def on_command(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
@@ -181,6 +199,12 @@ def build_app(bot: Bot) -> AsyncApp:
         bot.tasks.spawn(handle_press(bot, press, bot.responder(respond, press.action_id)),
                         name=f"action {press.action_id}")
 
+    async def after_ack(error: Exception, request: AsyncBoltRequest) -> BoltResponse | None:
+        log.error("listener failed", exc_info=error)
+        acked: BoltResponse | None = request.context.ack.response
+        return acked  # None (not acked): Bolt's 500 stands
+
+    app.error(after_ack)
     app.command("/jobs")(on_command)
     app.command("/job")(on_command)
     for action_id in (CANCEL, KEEP, SNOOZE, ACKNOWLEDGE):
@@ -229,53 +253,46 @@ async def current_sweep(bot: Bot, *, before_live: Callable[[int], Awaitable[Any]
     cached = await cached_sweep(bot)
     if cached is not None:
         return cached
+    await _before_live(bot, before_live)
+    return await live_sweep(bot), None
+
+
+async def _before_live(bot: Bot, before_live: Callable[[int], Awaitable[Any]] | None) -> None:
     if before_live is not None:
         config = bot.config.current()
         await before_live(sum(1 for c in config.clusters if getattr(c, "active", True)))
-    return await live_sweep(bot), None
 
 
 async def cached_sweep(bot: Bot) -> tuple[SweepResult, float] | None:
     """The cached sweep and its age in seconds while it is young enough, else ``None``."""
-    config = bot.config.current()
-    try:
-        cached = await bot.store.load_cache()
-    except StoreUnavailable as exc:
-        bot.telemetry.store_errors.inc()
-        log.warning("sweep cache unavailable", error=str(exc))
-        cached = None
-    if cached is not None:
-        result = await asyncio.to_thread(decode_sweep, cached)  # 1.4 s at 5,000 jobs
-        age = (bot.clock() - result.started_at).total_seconds()
-        if 0 <= age < config.slack.cache_seconds:
-            return result, age
-    return None
+    fresh = await bot.cache.fresh(bot.config.current().slack.cache_seconds)
+    if fresh is None:
+        return None
+    return await bot.cache.result(fresh[0]), fresh[1]
 
 
 async def live_sweep(bot: Bot) -> SweepResult:
     """Sweep every cluster (shared with concurrent callers), record metrics, refresh the cache."""
+    return (await live_doc(bot))[0]
+
+
+async def live_doc(bot: Bot) -> tuple[SweepResult, SweepDoc]:
+    """A live sweep and its document; callers sharing the sweep share one cache write."""
     result: SweepResult = await bot.sweeper.sweep()
     for facts in result.facts:
         bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
         if facts.status == "unreachable":
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
-    if result.degraded is None and (bot.cached is None or bot.cached() is not result):
-        bot.cached = weakref.ref(result)  # the callers that shared this sweep don't write it
-        try:
-            await bot.store.save_cache(await asyncio.to_thread(encode_sweep, result),
-                                       ttl_s=bot.config.current().slack.cache_seconds)
-        except StoreUnavailable as exc:
-            bot.telemetry.store_errors.inc()
-            log.warning("sweep not cached", error=str(exc))
-    return result
+    doc = await bot.cache.publish(result, ttl_s=bot.config.current().slack.cache_seconds)
+    return result, doc
 
 
 async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
                       user_id: str | None = None, channel_id: str | None = None) -> None:
     config = bot.config.current()
     # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
-    keep = job_filter(query, user_id or "", config) if query.filtered else None
-    select = keep or ((lambda j: j.bucket == query.bucket) if query.bucket else None)
+    if query.filtered:
+        job_filter(query, user_id or "", config)
     acked: list[bool] = []  # a response_url takes five posts: the ack is one of them
 
     async def sweeping(clusters: int) -> None:
@@ -283,17 +300,24 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
             response_type="ephemeral"))
 
-    result, age = await current_sweep(bot, before_live=sweeping)
+    live: SweepResult | None = None
+    fresh = await bot.cache.fresh(config.slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
+    else:
+        await _before_live(bot, sweeping)
+        (live, doc), age = await live_doc(bot), None
     if acked and not acked[0]:
         return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
-    width = config.report.width
-    # Rendering is CPU work (tens of ms for a full report): a worker thread keeps the event
-    # loop free to send other requests' acks within Slack's 3 s.
+    # Tables are rendered once per sweep and query, off the event loop (bot.cached): a
+    # 5,000-job answer is 2 s of CPU, and fifty callers share one rendering.
+    view = View(query=query, invoker=user_id or "", config=config, width=config.report.width)
+    rendered = await bot.cache.tables(doc, view)
     replies = await asyncio.to_thread(
-        jobs_messages, result, bucket=query.bucket, age_s=age, width=width, keep=keep,
-        limit=MAX_RESPONSES - len(acked),
+        jobs_replies, rendered.tables, header=sweep_header(doc.head, age_s=age),
+        bucket=query.bucket, limit=MAX_RESPONSES - len(acked),
         what="matching" if query.filtered else None)
     for message in replies:
         if not await respond(text=message.text, blocks=message.blocks,
@@ -301,22 +325,27 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             break  # that response_url is gone; the rest would fail the same way
     if replies and replies[-1].cut and user_id:
         # More than a response_url takes: the whole answer goes to the invoker's DM as a file.
-        report, details = grouped(result, select, grid=keep is None)
-        text = await asyncio.to_thread(render_text, report, details, width=width)
-        await upload_to_dm(bot, user_id, content=text.encode(), filename="jobs.txt",
+        text = await bot.cache.text(doc, view)
+        await upload_to_dm(bot, user_id, content=text, filename="jobs.txt",
                            title="Job tables", comment="The whole `/jobs` answer")
     if channel_id and channel_id == config.slack.channel and not query.filtered \
             and not query.bucket:
-        await bot.digest.post_tables(result, config)  # "whenever someone asks" (digest.py)
+        # "Whenever someone asks" (digest.py), once per sweep: decoded only to be posted.
+        if live is not None:
+            await bot.digest.post_tables(live, config)
+        else:
+            await bot.digest.post_tables(doc.head, config, whole=lambda: bot.cache.result(doc))
 
 
 async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:
     """The job from a fresh cached sweep when it is there, else that job only, asked live
-    (``Sweeper.job``): a cache miss never sweeps every cluster for one job."""
-    cached = await cached_sweep(bot)
-    if cached is not None:
+    (``Sweeper.job``): a cache miss never sweeps every cluster for one job. From the cache,
+    the result is the sweep's head (``bot.cached``): the worker decodes, and sends one job."""
+    fresh = await bot.cache.fresh(bot.config.current().slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
         with contextlib.suppress(JobNotFoundError):  # not in the sweep: ask its cluster
-            return cached[0], cached[1], cached[0].find(query.cluster, query.job_id)
+            return doc.head, age, await bot.cache.job(doc, query.cluster, query.job_id)
     result = await bot.sweeper.job(query.cluster, query.job_id)
     return result, None, result.find(query.cluster, query.job_id)
 
@@ -357,7 +386,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
     stem = f"{detail.report.cluster}-{query.job_id}"
     if messages[-1].cut:
         text = await asyncio.to_thread(render_job_detail, detail, width=config.report.width)
-        await upload_to_dm(bot, payload.user_id, content=text.encode(), filename=f"{stem}.txt",
+        await upload_to_dm(bot, payload.user_id, content=text, filename=f"{stem}.txt",
                            title=f"{stem} in depth", comment=f"The whole `/job` answer for "
                            f"`{code(stem)}`")
     if png:
@@ -366,17 +395,26 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
                            comment=f"Metric history of `{code(stem)}`")
 
 
-async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes, filename: str, title: str,
-                       comment: str) -> None:
-    """Upload a file (a chart, an answer too long for messages) to the invoker's DM."""
-    try:
-        opened = await bot.client.conversations_open(users=user_id)
-        await bot.client.files_upload_v2(
-            channel=opened["channel"]["id"], content=content, filename=filename,
-            title=title, initial_comment=comment,
-        )
-    except (SlackApiError, SlackClientError):
-        pass  # logged and counted once by the client; the answer itself was sent
+UPLOADS_AT_ONCE = 4
+"""DM uploads in flight at once: a 5,016-job answer's file is 1.7 MB, and a burst of ``/jobs``
+(each answered at once from the shared rendering) held one copy each in flight, in the bench
+over a hundred: 380 MB more at peak and second-long stalls of the event loop."""
+
+
+async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes | str, filename: str,
+                       title: str, comment: str) -> None:
+    """Upload a file (a chart, an answer too long for messages) to the invoker's DM; text is
+    encoded only when its turn comes (``UPLOADS_AT_ONCE``: waiting uploads hold no copy)."""
+    async with bot.uploads:
+        data = content.encode() if isinstance(content, str) else content
+        try:
+            opened = await bot.client.conversations_open(users=user_id)
+            await bot.client.files_upload_v2(
+                channel=opened["channel"]["id"], content=data, filename=filename,
+                title=title, initial_comment=comment,
+            )
+        except (SlackApiError, SlackClientError):
+            pass  # logged and counted once by the client; the answer itself was sent
 
 
 async def scheduled_sweep(bot: Bot, interval: int) -> None:

@@ -207,12 +207,16 @@ class Digest:
         return doc, True
 
     async def _full_tables(self, result: SweepResult, config: Config, channel: str,
-                           parent: dict[str, Any] | None, *, header: str | None) -> bool:
+                           parent: dict[str, Any] | None, *, header: str | None,
+                           whole: Callable[[], Awaitable[SweepResult]] | None = None) -> bool:
         """The full tables into the parent's thread, once per sweep (``parent`` None: the
-        parent could not be posted, so they go to the channel unthreaded)."""
+        parent could not be posted, so they go to the channel unthreaded). ``whole``: how to
+        get the whole sweep when ``result`` is only its head (decoded only when posting)."""
         stamp = result.started_at.isoformat()
         if parent is not None and parent.get("tables_for") == stamp:
             return False
+        if whole is not None:
+            result = await whole()
         head = header or f"Full tables as of {result.started_at:%H:%M}Z"
         messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
                                            header=head)
@@ -224,8 +228,11 @@ class Digest:
 
     # -- on request and from actions ----------------------------------------------------------
 
-    async def post_tables(self, result: SweepResult, config: Config) -> bool:
-        """``/jobs`` in the channel: the full tables into today's thread (once per sweep)."""
+    async def post_tables(self, result: SweepResult, config: Config, *,
+                          whole: Callable[[], Awaitable[SweepResult]] | None = None) -> bool:
+        """``/jobs`` in the channel: the full tables into today's thread (once per sweep).
+        ``whole``: ``result`` is the sweep's head, and this gets the whole sweep, called only
+        when the tables are posted (a cached 5,000-job sweep is decoded for that only)."""
         channel = config.slack.channel
         if not channel:
             return False
@@ -234,7 +241,7 @@ class Digest:
             return False
         return await self._full_tables(result, config, channel, parent,
                                        header=f"Full tables as of {result.started_at:%H:%M}Z "
-                                              "(asked for with /jobs)")
+                                              "(asked for with /jobs)", whole=whole)
 
     async def note(self, config: Config, line: str) -> bool:
         """One line of bot mrkdwn (built by :mod:`bot.messages`) into the period's thread."""

@@ -3,7 +3,8 @@
 Policy: Slack sends ``app_home_opened`` whenever someone opens the bot's Home tab; the bot
 answers with ``views.publish`` for that user. "Own" goes through the one per-cluster owner
 lookup (:func:`bot.owners.slack_owner`), exactly as ``/jobs mine`` does. The jobs come from the
-current sweep (the cache when it is fresh, else a live sweep), as tables with arrays grouped; the
+current sweep (the cache when it is fresh, else a live sweep), as tables with arrays grouped,
+rendered off the loop (for a big cached sweep in the worker process, ``bot.cached.apply``); the
 episodes are the alert records in Redis (``bot.alerts``): open ones, and snoozes still in
 force. A Home view holds at most 100 blocks and each section 3,000 characters; cluster text is
 escaped with :mod:`bot.messages`' one escape, whose block builders are used here. Without Redis
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -77,23 +79,47 @@ def episode_lines(episodes: Sequence[dict[str, Any]], now: datetime) -> tuple[li
     return opened, snoozed
 
 
+@dataclass(frozen=True)
+class HomeJobs:
+    """The jobs part of a Home tab: the user's jobs (for their episodes) and their tables."""
+
+    refs: list[tuple[str, str, str | None]]
+    """(cluster, job id, Kubernetes uid or None) of each of the user's jobs."""
+    blocks: list[dict[str, Any]]
+
+
+def home_jobs(result: SweepResult, user: str, config: Config) -> HomeJobs:
+    """``user``'s jobs as Home tab blocks: the CPU part, run off the loop (``bot.cached``:
+    in the worker process, from the cache's text, for a big sweep)."""
+    mine = own_jobs(result, user, config)
+    refs = [(j.cluster, j.job_id, job_uid(result.job_facts(j.cluster, j.job_id))) for j in mine]
+    if not mine:
+        return HomeJobs(refs, [section("No jobs of yours in the current report (jobs are yours "
+                                       "through the `owners` mapping of the config).")])
+    keys = {(j.cluster, j.job_id) for j in mine}
+    report, details = grouped(result, lambda j: (j.cluster, j.job_id) in keys, grid=False)
+    tables = render_tables(report, details, width=min(config.report.width, 80))
+    blocks: list[dict[str, Any]] = []
+    for message in slack_messages(tables, max_blocks=MAX_BLOCKS):
+        blocks.extend(message.blocks)
+    return HomeJobs(refs, blocks)
+
+
 def home_view(result: SweepResult, user: str, config: Config, *, age_s: float | None,
               episodes: Sequence[dict[str, Any]] | None, now: datetime) -> dict[str, Any]:
     """The Home tab for ``user``."""
-    mine = own_jobs(result, user, config)
+    return assemble_view(result, home_jobs(result, user, config), age_s=age_s,
+                         episodes=episodes, now=now)
+
+
+def assemble_view(head: SweepResult, jobs: HomeJobs, *, age_s: float | None,
+                  episodes: Sequence[dict[str, Any]] | None, now: datetime) -> dict[str, Any]:
+    """The Home tab from its jobs' blocks and the episodes (``head``: the sweep's header)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Your jobs"}},
-        context(esc(sweep_header(result, age_s=age_s))),
+        context(esc(sweep_header(head, age_s=age_s))),
+        *jobs.blocks,
     ]
-    if not mine:
-        blocks.append(section("No jobs of yours in the current report (jobs are yours through "
-                               "the `owners` mapping of the config)."))
-    else:
-        keys = {(j.cluster, j.job_id) for j in mine}
-        report, details = grouped(result, lambda j: (j.cluster, j.job_id) in keys, grid=False)
-        tables = render_tables(report, details, width=min(config.report.width, 80))
-        for message in slack_messages(tables, max_blocks=MAX_BLOCKS):
-            blocks.extend(message.blocks)
     blocks.append({"type": "header", "text": {"type": "plain_text",
                                               "text": "Collapse episodes and snoozes"}})
     if episodes is None:
@@ -108,11 +134,10 @@ def home_view(result: SweepResult, user: str, config: Config, *, age_s: float | 
     return {"type": "home", "blocks": blocks}
 
 
-async def _episodes(bot: Bot, result: SweepResult,
-                    jobs: Sequence[JobReport]) -> list[dict[str, Any]] | None:
+async def _episodes(bot: Bot, refs: Sequence[tuple[str, str, str | None]]
+                    ) -> list[dict[str, Any]] | None:
     # A Kubernetes episode is keyed by the Job's uid too (bot.alerts), known from live facts.
-    names = [episode_name(j.cluster, j.job_id, job_uid(result.job_facts(j.cluster, j.job_id)))
-             for j in jobs]
+    names = [episode_name(cluster, job_id, uid) for cluster, job_id, uid in refs]
     try:
         docs = [await bot.store.get_doc(name) for name in names]
     except StoreUnavailable as exc:
@@ -122,13 +147,20 @@ async def _episodes(bot: Bot, result: SweepResult,
 
 
 async def publish_home(bot: Bot, user: str) -> None:
-    """Build and publish ``user``'s Home tab."""
-    from bot.app import current_sweep  # bot.app registers this module
+    """Build and publish ``user``'s Home tab: from the cache's document when it is fresh
+    (its jobs rendered in the worker: the parent never decodes a big sweep), else live."""
+    from bot.app import live_sweep  # bot.app registers this module
 
     config = bot.config.current()
-    result, age = await current_sweep(bot)
-    episodes = await _episodes(bot, result, own_jobs(result, user, config))
-    view = await asyncio.to_thread(home_view, result, user, config, age_s=age,
-                                   episodes=episodes, now=bot.clock())
+    fresh = await bot.cache.fresh(config.slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
+        head = doc.head
+        jobs = await bot.cache.apply(doc, home_jobs, user, config)
+    else:
+        head, age = await live_sweep(bot), None
+        jobs = await asyncio.to_thread(home_jobs, head, user, config)
+    episodes = await _episodes(bot, jobs.refs)
+    view = assemble_view(head, jobs, age_s=age, episodes=episodes, now=bot.clock())
     with contextlib.suppress(SlackApiError, SlackClientError):  # logged and counted once by
         await bot.client.views_publish(user_id=user, view=view)  # the client (bot.delivery)
