@@ -17,6 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import MethodType
+from typing import Any, TypeVar
+from weakref import WeakMethod
+
+_R = TypeVar("_R")
 
 EXCERPT_CAP = 400
 _MAX_STREAMS = 256
@@ -74,6 +79,19 @@ def exception_type(exc: str) -> str:
     return match.group("type") if match else exc
 
 
+def _weakly(fn: Callable[..., _R]) -> Callable[..., _R]:
+    """``fn``, not keeping its object alive when it is a bound method (no reference cycle)."""
+    if not isinstance(fn, MethodType):
+        return fn
+    ref: WeakMethod[Callable[..., _R]] = WeakMethod(fn)
+
+    def call(*args: Any) -> _R:
+        method = ref()
+        assert method is not None, "the scanner outlives its own tracebacks"
+        return method(*args)
+    return call
+
+
 class Tracebacks:
     """The open tracebacks of one scan, one per stream.
 
@@ -86,8 +104,11 @@ class Tracebacks:
     ) -> None:
         self.open: dict[str, Traceback] = {}
         self._chained: dict[str, int] = {}
-        self._finish = finish
-        self._retract = retract
+        # Held weakly when they are the scanner's own methods: a scanner -> Tracebacks ->
+        # bound method -> scanner cycle kept each log's lines alive until a full collection
+        # (and for a whole sweep while the bot freezes its objects, bot.gcquiet).
+        self._finish = _weakly(finish)
+        self._retract = _weakly(retract)
 
     def start(self, key: str, line_no: int, *, group: bool = False) -> None:
         """Open a traceback on stream ``key`` (closing the one already open there)."""
