@@ -28,10 +28,10 @@ import getpass
 import os
 import shlex
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from probes.config import SlurmCluster
 from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
@@ -94,6 +94,8 @@ def _load_asyncssh() -> None:
 _load_asyncssh()
 
 import asyncssh  # noqa: E402 - after _load_asyncssh (it is loaded by then)
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -315,27 +317,16 @@ class SshRunner:
     async def run(
         self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
     ) -> CommandResult:
-        conn = await self._connection()
-        self._sent += 1
         args = tuple(str(a) for a in argv)
-        timeout = self._cluster.command_timeout_s
-        process: asyncssh.SSHClientProcess[str] | None = None
-        try:
-            async with asyncio.timeout(timeout):
-                process = await conn.create_process(shell_join(args), input=stdin,
-                                                    encoding="utf-8", errors="replace")
-                done = await process.wait(check=False)
-        except TimeoutError as exc:
-            raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
-                from exc
-        except (asyncssh.Error, OSError) as exc:
-            raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
-                from exc
-        finally:
-            # Whatever ended the wait (a timeout, the sweep's deadline, a lost connection), the
-            # remote command must not outlive it: signal it and close its channel.
-            if process is not None and process.exit_status is None:
-                _abandon(process)
+
+        async def whole(conn: asyncssh.SSHClientConnection,
+                        started: list[asyncssh.SSHClientProcess[Any]]) -> Any:
+            process = await conn.create_process(shell_join(args), input=stdin,
+                                                encoding="utf-8", errors="replace")
+            started.append(process)
+            return await process.wait(check=False)
+
+        done = await self._command(args, whole)
         status = done.exit_status if done.exit_status is not None else -1
         result = CommandResult(args, status, _text(done.stdout), _text(done.stderr))
         if check and status != 0:
@@ -346,24 +337,42 @@ class SshRunner:
                             on_chunk: Callable[[bytes], None]) -> CommandResult:
         """:meth:`run`, stdout handed to ``on_chunk`` as it arrives (``StreamingRunner``):
         bytes read a chunk at a time from the channel, stderr drained beside it."""
+        args = tuple(str(a) for a in argv)
+
+        async def streamed(conn: asyncssh.SSHClientConnection,
+                           started: list[asyncssh.SSHClientProcess[Any]]) -> tuple[Any, Any]:
+            process = await conn.create_process(
+                shell_join(args), input=stdin.encode("utf-8") if stdin else None,
+                encoding=None)
+            started.append(process)
+            stdout = process.stdout
+
+            async def read_out() -> None:
+                while chunk := await stdout.read(CHUNK):
+                    on_chunk(chunk)
+
+            _, err = await asyncio.gather(read_out(), process.stderr.read())
+            return await process.wait(check=False), err
+
+        done, err = await self._command(args, streamed)
+        status = done.exit_status if done.exit_status is not None else -1
+        return CommandResult(args, status, "", _text(err))
+
+    async def _command(
+        self, args: tuple[str, ...],
+        body: Callable[[asyncssh.SSHClientConnection, list[asyncssh.SSHClientProcess[Any]]],
+                       Awaitable[_T]],
+    ) -> _T:
+        """Run ``body`` (which starts one remote command on the connection and records it in
+        its second argument) within the command timeout, with asyncssh's failures mapped to
+        the probe's errors."""
         conn = await self._connection()
         self._sent += 1
-        args = tuple(str(a) for a in argv)
         timeout = self._cluster.command_timeout_s
-        process: asyncssh.SSHClientProcess[bytes] | None = None
+        started: list[asyncssh.SSHClientProcess[Any]] = []
         try:
             async with asyncio.timeout(timeout):
-                process = await conn.create_process(
-                    shell_join(args), input=stdin.encode("utf-8") if stdin else None,
-                    encoding=None)
-                stdout = process.stdout
-
-                async def read_out() -> None:
-                    while chunk := await stdout.read(CHUNK):
-                        on_chunk(chunk)
-
-                _, err = await asyncio.gather(read_out(), process.stderr.read())
-                done = await process.wait(check=False)
+                return await body(conn, started)
         except TimeoutError as exc:
             raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
                 from exc
@@ -371,10 +380,11 @@ class SshRunner:
             raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
                 from exc
         finally:
-            if process is not None and process.exit_status is None:
-                _abandon(process)
-        status = done.exit_status if done.exit_status is not None else -1
-        return CommandResult(args, status, "", _text(err))
+            # Whatever ended the wait (a timeout, the sweep's deadline, a lost connection), the
+            # remote command must not outlive it: signal it and close its channel.
+            for process in started:
+                if process.exit_status is None:
+                    _abandon(process)
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
         async with self._lock:  # concurrent commands share the one connection

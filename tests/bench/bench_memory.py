@@ -128,7 +128,7 @@ class AssemblingProbe:
                             jobs=tuple(facts))
 
     async def cancel(self, job_id: str) -> None:
-        raise NotImplementedError
+        raise NotImplementedError("the memory bench's stand-in cluster cancels nothing")
 
     async def aclose(self) -> None:
         return None
