@@ -1,0 +1,155 @@
+"""Interleaved A/B of the bot's warm sweeps of two trees on the same jobs (not a test).
+
+    flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm_ab.py \\
+        TREE_A TREE_B [--rounds 6]
+
+Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
+one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
+(its own cursors and states, kept in memory as the bot keeps them) and sweeps on request.
+After a cold sweep by each, every round appends 3 steps to every log, measures the floor
+(``bench_slurm.floor_once``) and has both trees sweep in turn (A B, then B A), then does the
+same with nothing appended. Prints each round's walls and ratios to that round's floor, then
+per tree the median ratio and median phases (``bench_warm.Phases``). Every job is cancelled
+at the end (only those ids) and the scratch directory removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def work() -> None:
+    """A worker: one sweep per line on stdin, its figures as one JSON line on stdout."""
+    import redis.asyncio as aioredis
+    from redis.asyncio.connection import ConnectionPool
+
+    from bot.config import Config
+    from bot.store import RedisStore
+    from bot.sweep import Sweeper
+    from probes.config import SlurmCluster
+    from probes.slurm.probe import SlurmProbe
+    from tests.bench import bench_warm as bw
+    from tests.bench.bench_slurm import cluster
+
+    pool = ConnectionPool.from_url(bw.REDIS_URL, connection_class=bw.Counted)
+    store = RedisStore(aioredis.Redis(connection_pool=pool),
+                       prefix=f"jt-bench-ab-{uuid.uuid4().hex[:8]}:")
+    tap = bw.Tap()
+    config = Config(clusters=(cluster(),))
+
+    def probe(c: SlurmCluster, **kw: object) -> SlurmProbe:
+        return SlurmProbe(c, runner_factory=tap.factory, **kw)  # type: ignore[arg-type]
+
+    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe)
+    bw.Phases.install()
+    loop = asyncio.get_running_loop()
+    try:
+        while (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+            wall, jobs, answer, _ = await bw.one_sweep(sweeper, tap)
+            phases, bw.Phases.seconds = dict(bw.Phases.seconds), {}
+            print(json.dumps({"wall": wall, "jobs": jobs, "answer": answer,
+                              "collector": tap.seconds, **phases}), flush=True)
+    finally:
+        await sweeper.aclose()
+        await store.delete_prefix()
+        await store.aclose()
+
+
+class Worker:
+    """:func:`work` in the tree's own interpreter, that tree first on ``sys.path``."""
+
+    def __init__(self, tree: str) -> None:
+        self.tree = tree
+        self.process = subprocess.Popen(
+            [f"{tree}/.venv/bin/python", str(Path(__file__).resolve()), "--worker", tree],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree)
+
+    def sweep(self) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("sweep\n")
+        self.process.stdin.flush()
+        figures: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return figures
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        self.process.wait()
+
+
+async def compare(trees: list[str], rounds: int) -> None:
+    from tests.bench import bench_warm as bw
+    from tests.bench.bench_cli import submit
+    from tests.bench.bench_slurm import ENV, floor_once, ssh, wait_started
+
+    tag = secrets.token_hex(3)
+    run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/bench-warm-ab-{tag}"
+    ids: list[str] = []
+    loop = asyncio.get_running_loop()
+    try:
+        ids = await submit(run_dir, tag, 500, 200)
+        await wait_started(ids)
+        paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
+        workers = [Worker(t) for t in trees]
+        for w in workers:  # the cold sweeps: every log read whole, states kept
+            await loop.run_in_executor(None, w.sweep)
+        got: dict[tuple[str, str], list[tuple[float, dict[str, Any]]]] = {}
+        step = 201
+        for n in range(rounds):
+            for kind in ("+3 steps", "nothing appended"):
+                if kind == "+3 steps":
+                    await bw.append_all(run_dir, bw.hf_steps(step, 3, 400))
+                    step += 3
+                t0 = time.perf_counter()
+                await floor_once(paths)
+                floor = time.perf_counter() - t0
+                order = workers if (n + (kind != "+3 steps")) % 2 == 0 else workers[::-1]
+                said = []
+                for w in order:
+                    figures = await loop.run_in_executor(None, w.sweep)
+                    got.setdefault((w.tree, kind), []).append((figures["wall"] / floor, figures))
+                    said.append(f"{w.tree} {figures['wall']:.2f}s = {figures['wall'] / floor:.2f}x")
+                print(f"round {n + 1}, {kind}: floor {floor:.2f}s; " + "; ".join(said),
+                      flush=True)
+        for w in workers:
+            w.close()
+        for (tree, kind), runs in got.items():
+            names = [k for k in runs[0][1] if k != "jobs"]
+            phases = ", ".join(f"{k} {statistics.median(r[1].get(k, 0.0) for r in runs):.3f}"
+                               for k in names)
+            print(f"{kind}, {tree}: median {statistics.median(r[0] for r in runs):.2f}x the "
+                  f"floor (min {min(r[0] for r in runs):.2f}x); medians: {phases}")
+    finally:
+        for start in range(0, len(ids), 200):
+            await ssh(["scancel", *ids[start:start + 200]])
+        await ssh(["rm", "-rf", run_dir])
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--worker"]:
+        sys.path.insert(0, sys.argv[2])
+        asyncio.run(work())
+        return
+    sys.path.insert(0, str(ROOT))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs=2)
+    parser.add_argument("--rounds", type=int, default=6)
+    args = parser.parse_args()
+    asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds))
+
+
+if __name__ == "__main__":
+    main()
