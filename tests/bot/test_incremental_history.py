@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from bot.config import Config
 from bot.store import RedisStore
 from probes.models import MetricPoint
 from tests.bot.conftest import make_store
@@ -68,3 +69,27 @@ async def test_merge_replaces_only_the_new_steps(store: RedisStore) -> None:
     assert loss == {**dict.fromkeys(range(1, 13), 1.0), 3: 0.5, 4: 0.125, 7: 0.5, 11: 0.25,
                     12: 0.25}
     assert await store.load_history("alpha", "1") == merged
+
+
+def test_a_warm_sweep_sends_only_the_points_that_changed() -> None:
+    """The sweeper knows what each job's window got at the last merge: the same points parsed
+    again (new objects, equal fields) are not sent; a changed value, a new step, a point whose
+    line moved, or a NaN (never equal to itself) are."""
+    from bot.sweep import Sweeper
+
+    def no_config() -> Config:
+        raise AssertionError("no sweep runs here")
+
+    sweeper = Sweeper(no_config)
+    first = points(1, 2, 3)
+    assert sweeper._unmerged("alpha", "7", first) == first  # nothing known yet
+    sweeper._remember("alpha", "7", first, first)
+    assert sweeper._unmerged("alpha", "7", points(1, 2, 3)) == []
+    changed = [*points(1, 2), *points(3, loss=2.0), *points(4)]
+    assert [p.step for p in sweeper._unmerged("alpha", "7", changed)] == [3, 4]
+    moved = MetricPoint(step=2, values=first[1].values, line_no=9)
+    assert sweeper._unmerged("alpha", "7", [moved]) == [moved]
+    nan = points(1, loss=float("nan"))
+    sweeper._remember("alpha", "7", nan, nan)
+    assert sweeper._unmerged("alpha", "7", points(1, loss=float("nan"))) != []
+    assert sweeper._unmerged("beta", "7", first) == first  # another cluster's job
