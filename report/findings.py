@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from probes.logs.excerpt import CONTEXT_LINES, cut_line
 from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
+from report.fingerprint import Attempts
 from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
 from report.settings import ReportSettings
 
@@ -68,8 +69,8 @@ class JudgeContext:
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
-    sweep_jobs: tuple[JobFacts, ...] = ()
-    """The cluster's jobs in this sweep (issue 11: earlier attempts' fingerprints)."""
+    attempts: Attempts | None = None
+    """The cluster's jobs in this sweep, indexed (issue 11: earlier attempts' fingerprints)."""
 
     @property
     def state(self) -> JobState:

@@ -62,6 +62,7 @@ from report.findings import (
     log_excerpt,
     normalized_history,
 )
+from report.fingerprint import Attempts
 from report.judge_harbor import judge_datagen, judge_eval
 from report.judge_other import judge_other
 from report.judge_rl import judge_rl
@@ -108,13 +109,14 @@ def judge_job(
     history: Sequence[MetricPoint] | None = None,
     memory: SweepMemory | None = None,
     cluster_name_shown: bool = False,
-    sweep_jobs: Sequence[JobFacts] = (),  # issue 11 (wt-e): earlier attempts' fingerprints
+    sweep_jobs: Sequence[JobFacts] | Attempts = (),
     index: ChainIndex | None = None,
 ) -> JobDetail:
     """Judge one job: bucket, flags, verdict, trend, successor, recommendation, evidence.
 
     ``index``: ``cluster_records`` indexed once for the whole sweep (built here if not given);
-    ``sweep_jobs`` need only hold this user's jobs of the cluster (the others never match)."""
+    ``sweep_jobs``: the cluster's jobs whose earlier attempts' fingerprints are compared
+    (issue 11), best indexed once per sweep as :class:`report.fingerprint.Attempts`."""
     record = facts.record
     index = index if index is not None else ChainIndex(cluster_records)
     bucket = bucket_for(record.name, settings.buckets)
@@ -129,7 +131,7 @@ def judge_job(
         successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=index.earlier_attempts(record),
-        sweep_jobs=tuple(sweep_jobs),  # issue 11 (wt-e)
+        attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
     _log_rules(ctx, f)
@@ -293,13 +295,13 @@ def build_report(
     judged: list[JobDetail] = []
     for cluster in clusters:
         records = [j.record for j in cluster.jobs]
-        index, by_user = ChainIndex(records), _jobs_by_user(cluster)
+        index, attempts = ChainIndex(records), Attempts(cluster.jobs)
         for facts in cluster.jobs:
             key = (cluster.name, facts.record.job_id)
             judged.append(judge_job(
                 facts, cluster_records=records, settings=settings, now=now,
                 history=histories.get(key) if histories else None, memory=memory,
-                cluster_name_shown=shown, sweep_jobs=by_user[facts.record.user], index=index,
+                cluster_name_shown=shown, sweep_jobs=attempts, index=index,
             ))
     judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
                                 histories=histories, memory=memory, shown=shown)
@@ -351,7 +353,7 @@ def _sweep_recurrences(
     if not earlier:
         return judged
     records = {c.name: [j.record for j in c.jobs] for c in clusters}
-    indexes = {c.name: (ChainIndex(records[c.name]), _jobs_by_user(c)) for c in clusters}
+    indexes = {c.name: (ChainIndex(records[c.name]), Attempts(c.jobs)) for c in clusters}
     out = []
     for detail in judged:
         key = (detail.report.cluster, detail.report.job_id)
@@ -360,22 +362,14 @@ def _sweep_recurrences(
             out.append(detail)
             continue
         cluster, facts = found[key]
-        index, by_user = indexes[cluster.name]
+        index, attempts = indexes[cluster.name]
         out.append(judge_job(
             facts, cluster_records=records[cluster.name], settings=settings, now=now,
             history=histories.get(key) if histories else None,
             memory=with_earlier(memory, facts.record, before), cluster_name_shown=shown,
-            sweep_jobs=by_user[facts.record.user], index=index,
+            sweep_jobs=attempts, index=index,
         ))
     return out
-
-
-def _jobs_by_user(cluster: ClusterFacts) -> dict[str | None, tuple[JobFacts, ...]]:
-    """A cluster's jobs by user, in sweep order: a run's attempts are one user's jobs."""
-    grouped: dict[str | None, list[JobFacts]] = {}
-    for job in cluster.jobs:
-        grouped.setdefault(job.record.user, []).append(job)
-    return {user: tuple(jobs) for user, jobs in grouped.items()}
 
 
 def _rate(report: JobReport) -> float | None:
