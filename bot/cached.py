@@ -12,9 +12,9 @@ when it names the document in memory, that one answers and the 29 MB are not fet
 otherwise the cache is read and becomes the document in memory. ``/jobs`` tables are rendered
 once per document, query and width and shared by every caller (single flight: concurrent
 callers wait on one rendering); so is the whole-answer text for the DM. Renderings belong to
-their document and are dropped with it. Answers that need one job (``/job``) get that job from
-the worker; those that need a whole sweep object (the Home tab, Share, the channel thread)
-decode it, shared while someone holds it. Two replicas writing at once may leave a stamp
+their document and are dropped with it. Answers that need one job (``/job``, Share) get that job
+from the worker, and the Home tab the user's jobs; the channel thread, which needs a whole
+sweep object, decodes it, shared while someone holds it. Two replicas writing at once may leave a stamp
 naming the other's sweep: both are young enough (the age check still applies) and the next
 sweep's write settles it.
 """
