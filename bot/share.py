@@ -5,11 +5,11 @@ the channel the command was typed in, saying who shared it. The button's ``value
 job reference, parsed again (:func:`bot.presses.parse_value`) and looked up as ``/job`` looks
 it up (:func:`bot.app.job_answer`: from a fresh cached sweep, the worker decodes it and sends
 that one job; else that job only is asked for, never a sweep), never trusted as content: what
-is posted is the bot's own record of that job, which the sharer could already read. The messages are built by
-:func:`bot.messages.shared_job_messages` (its one escape; the one mention is the sharer, from
-the signed payload's user id) and posted through :func:`bot.delivery.post`; a refused post
-(the bot is not in that channel, say) is logged and counted once by the Web API client and
-told to the sharer ephemerally.
+is posted is the bot's own record of that job, which the sharer could already read. The
+messages are built by :func:`bot.messages.shared_job_messages` (its one escape; the one mention
+is the sharer, from the signed payload's user id) and posted through :func:`bot.delivery.post`;
+a refused post (the bot is not in that channel, say) is logged and counted once by the Web API
+client and told to the sharer ephemerally.
 """
 
 from __future__ import annotations

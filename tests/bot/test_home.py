@@ -202,9 +202,9 @@ async def test_callers_sharing_one_sweep_write_the_cache_once(harness: Harness) 
     writes: list[str] = []
     save = harness.bot.store.save_cache
 
-    async def counted(payload: str, *, ttl_s: float) -> None:
+    async def counted(payload: str, *, stamp: Any, ttl_s: float) -> None:
         writes.append(payload)
-        await save(payload, ttl_s=ttl_s)
+        await save(payload, stamp=stamp, ttl_s=ttl_s)
 
     harness.bot.store.save_cache = counted  # type: ignore[method-assign]
     results = await asyncio.gather(*(live_sweep(harness.bot) for _ in range(4)))
