@@ -3,20 +3,19 @@
 Policy (issue 12): at 5,000 jobs a cached sweep is 29 MB of JSON, 1.5 s to decode and 2 s to
 render as ``/jobs`` tables, and each ``/jobs`` used to do both, in threads competing with the
 sweep for the GIL. Now a sweep is encoded once (:meth:`SweepCache.publish`, in the worker
-process when big: ``bot.offload``) and kept here as its text, a :class:`SweepDoc`, not as
-5,000 decoded models: 29 MB instead of about 110 MB, and no sweep object stays alive between
-sweeps. Beside the cache, Redis holds a small stamp document naming the sweep it holds (its id
-and the pending array-task counts its facts gave, which the cache's text lacks), written
-after the cache (and deleted before it is rewritten), so a command first reads the stamp:
-when it names the document in memory, that one answers and the 29 MB are not fetched again;
-otherwise the cache is read and becomes the document in memory. ``/jobs`` tables are rendered
-once per document, query and width and shared by every caller (single flight: concurrent
-callers wait on one rendering); so is the whole-answer text for the DM. Renderings belong to
-their document and are dropped with it. Answers that need one job (``/job``) get that job from
-the worker; those that need a whole sweep object (the Home tab, Share, the channel thread)
-decode it, shared while someone holds it. Two replicas writing at once may leave a stamp
-naming the other's sweep: both are young enough (the age check still applies) and the next
-sweep's write settles it.
+process when big: ``bot.offload``) and kept here as its text, a :class:`SweepDoc`, not as 5,000
+decoded models: 29 MB instead of about 110 MB, and no sweep object stays alive between sweeps.
+Beside the cache, Redis holds a small stamp document naming the sweep it holds (its id and the
+pending array-task counts its facts gave, which the cache's text lacks), written with the cache
+in one transaction, so a command first reads the stamp: when it names the document in memory,
+that one answers and the 29 MB are not fetched again; otherwise the cache and its stamp are
+read as one and become the document in memory. ``/jobs`` tables are rendered once per document,
+query and width and shared by every caller (single flight: concurrent callers wait on one
+rendering); so is the whole-answer text for the DM. Renderings belong to their document and are
+dropped with it. Answers that need one job (``/job``, Share) get that job from the worker, and
+the Home tab the user's jobs; the channel thread, which needs a whole sweep object, decodes it,
+shared while someone holds it. Two replicas writing at once leave one's sweep with its own
+stamp, whichever wrote last.
 """
 
 from __future__ import annotations
@@ -47,9 +46,6 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 Key = tuple[str, str]
 
-STAMP = "sweep-cache-stamp"
-"""The stamp document's name (``RedisStore.put_doc``)."""
-
 BYTES_PER_JOB = 6_000
 """About what one job adds to the cache's text (29 MB at 5,016 jobs), to size the encode."""
 
@@ -73,6 +69,10 @@ class SweepDoc:
 
 def _stamp_doc(doc: SweepDoc) -> dict[str, Any]:
     return {"id": doc.stamp, "pending": [[c, j, n] for (c, j), n in doc.pending.items()]}
+
+
+def _names(stamp: Any, doc: SweepDoc) -> bool:
+    return isinstance(stamp, dict) and stamp.get("id") == doc.stamp
 
 
 def _pending(stamp: Any) -> dict[Key, int]:
@@ -132,9 +132,7 @@ class SweepCache:
         self.doc = self._writing = doc
         self._decoded = (doc, weakref.ref(result))
         try:
-            await self._store.delete_doc(STAMP)  # no stamp names a cache being rewritten
-            await self._store.save_cache(payload, ttl_s=ttl_s)
-            await self._store.put_doc(STAMP, _stamp_doc(doc), ttl_s=ttl_s)
+            await self._store.save_cache(payload, stamp=_stamp_doc(doc), ttl_s=ttl_s)
         except StoreUnavailable as exc:
             self._telemetry.store_errors.inc()
             log.warning("sweep not cached", error=str(exc))
@@ -166,13 +164,13 @@ class SweepCache:
                 await asyncio.shield(publishing[1])
         if self._writing is not None:
             return self._writing  # being written: newer than what Redis holds yet
-        stamp = await self._store.get_doc(STAMP)
         doc = self.doc
-        if doc is not None and isinstance(stamp, dict) and stamp.get("id") == doc.stamp:
+        if doc is not None and _names(await self._store.load_cache_stamp(), doc):
             return doc  # the cache holds the document in memory: not fetched again
-        payload = await self._store.load_cache()
-        if payload is None:
+        loaded = await self._store.load_stamped_cache()  # a replica may have written since
+        if loaded is None:
             return None
+        stamp, payload = loaded
         if doc is not None and payload == doc.payload:
             return doc
         sweep_head = await self._offload.run(cached_render.head_of, payload, size=len(payload))
@@ -243,4 +241,4 @@ def _forget_failed(renders: dict[tuple[Any, ...], Any], key: tuple[Any, ...],
             del renders[key]
 
 
-__all__ = ["STAMP", "SweepCache", "SweepDoc"]
+__all__ = ["SweepCache", "SweepDoc"]

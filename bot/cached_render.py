@@ -24,7 +24,7 @@ from bot.config import Config
 from bot.messages import esc, text_message
 from bot.store import decode_sweep, encode_sweep
 from bot.sweep import SweepResult
-from report.chunks import SlackMessage, cut_messages, slack_messages
+from report.chunks import SlackMessage, kept_messages
 from report.grouping import group_report
 from report.models import JobDetail, JobReport, Report
 from report.render import render_tables, render_text
@@ -134,7 +134,7 @@ def jobs_replies(tables: Sequence[RenderedTable], *, header: str, bucket: str | 
         label = what or bucket
         none = f"No {label} jobs." if label else "No active or recent jobs."
         return [text_message(esc(f"{header}\n{none}"))]
-    return cut_messages(slack_messages(tables, header=header), max(1, limit), hint=CUT_HINT)
+    return kept_messages(tables, max(1, limit), hint=CUT_HINT, header=header)
 
 
 __all__ = ["Rendered", "View", "encode", "find_job", "head", "head_of", "jobs_replies",

@@ -27,6 +27,7 @@ from report.chunks import (
     escape_code,
     escape_mrkdwn,
     escaped_chunks,
+    kept_messages,
     slack_messages,
     summary_lines,
 )
@@ -197,9 +198,9 @@ def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | Non
         label = what or bucket
         none = f"No {label} jobs." if label else "No active or recent jobs."
         return [text_message(esc(f"{header}\n{none}"))]
-    return cut_messages(slack_messages(tables, header=header), max(1, limit),
-                        hint="The whole answer is in your DM with the bot, as a file; "
-                             "or ask for one bucket, e.g. `/jobs rl`.")
+    return kept_messages(tables, max(1, limit), header=header,
+                         hint="The whole answer is in your DM with the bot, as a file; "
+                              "or ask for one bucket, e.g. `/jobs rl`.")
 
 
 def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> list[SlackMessage]:

@@ -21,6 +21,8 @@ Keys (``P`` = prefix)::
     P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures),
                                expires expire_hours after the last sweep wrote it
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
+    P sweep-cache-stamp        STRING JSON naming that sweep (bot.cached), written and read
+                               with it as one, same expiry
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
     P doc:{name}               STRING JSON documents: alert episodes, the message -> episode
@@ -326,14 +328,34 @@ class RedisStore:
 
     # -- sweep cache ---------------------------------------------------------------------------
 
-    async def save_cache(self, payload: str, *, ttl_s: float) -> None:
-        async with self._translated("save cache"):
-            await self._r.set(self.key("sweep-cache"), payload, px=max(1, int(ttl_s * 1000)))
+    async def save_cache(self, payload: str, *, stamp: Any, ttl_s: float) -> None:
+        """The sweep cache and the JSON ``stamp`` naming it, as one MULTI/EXEC transaction:
+        two replicas writing at once never leave one's stamp beside the other's sweep."""
+        px = max(1, int(ttl_s * 1000))
+        async with self._translated("save cache"), self._r.pipeline(transaction=True) as p:
+            p.set(self.key("sweep-cache"), payload, px=px)
+            p.set(self.key("sweep-cache-stamp"), dump_json(stamp), px=px)
+            await p.execute()
+
+    async def load_cache_stamp(self) -> Any:
+        """The stamp of the sweep cache (small: whether the cache is still the one in
+        memory), or ``None``."""
+        async with self._translated("load cache stamp"):
+            raw = await self._r.get(self.key("sweep-cache-stamp"))
+        return None if raw is None else json.loads(raw)
+
+    async def load_stamped_cache(self) -> tuple[Any, str] | None:
+        """(stamp or ``None``, sweep cache) read as one (``MGET``), or ``None`` without one."""
+        async with self._translated("load cache"):
+            stamp, raw = await self._r.mget(self.key("sweep-cache-stamp"), self.key("sweep-cache"))
+        if raw is None:
+            return None
+        return (None if stamp is None else json.loads(stamp)), _text(raw)
 
     async def load_cache(self) -> str | None:
-        async with self._translated("load cache"):
-            raw = await self._r.get(self.key("sweep-cache"))
-        return None if raw is None else _text(raw)
+        """The sweep cache alone."""
+        loaded = await self.load_stamped_cache()
+        return None if loaded is None else loaded[1]
 
     # -- audit trail ---------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,7 @@ _ACTION_WORDS = {
     "deep_probe": "to deep-probe", "diagnose": "to diagnose",
 }
 _NAMES_SHOWN = 3
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))  # "&" first: it starts the others
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,18 @@ class SlackMessage:
 def escape_mrkdwn(text: str) -> str:
     """Escape the three characters Slack's mrkdwn treats as control characters; a fence
     (```` ``` ````) from outside the bot becomes look-alikes so it cannot open a code block."""
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return escaped.replace(FENCE, BACKTICK_LOOKALIKE * 3)
+    # Each replace behind a test: ``in`` finds a character fast, where a replace that finds
+    # nothing still costs a slow pass (a 5,000-row table: 1.5 ms against 0.03 ms).
+    for char, entity in _ENTITIES:
+        if char in text:
+            text = text.replace(char, entity)
+    return text.replace(FENCE, BACKTICK_LOOKALIKE * 3) if "`" in text else text
 
 
 def no_backticks(text: str) -> str:
     """Every backtick a look-alike: text that cannot close a code span or fence (escape for
     mrkdwn separately, or use ``escape_code``)."""
-    return text.replace("`", BACKTICK_LOOKALIKE)
+    return text.replace("`", BACKTICK_LOOKALIKE) if "`" in text else text
 
 
 def escape_code(text: str) -> str:
@@ -130,18 +135,17 @@ def escaped_chunks(text: str, limit: int, escape: Any = escape_mrkdwn) -> list[s
     return out
 
 
-def _frame(table: RenderedTable) -> tuple[list[str], list[list[str]], str]:
-    """Split a table into its head (top rule, header rows, rule), its body rows, its bottom."""
+def _frame(table: RenderedTable) -> tuple[list[str], list[str], list[int], str]:
+    """Split a table into its head (top rule, header rows, rule), its body lines, how many
+    lines each row has, and its bottom rule."""
     # A literal ``` in a cell would close the code fence early; a look-alike keeps the width.
-    lines = [escape_code(line) for line in table.text.split("\n")]
+    # Escaped whole, then split: escaping never crosses a line break, and one call on the
+    # text is a C loop where a call per line is 5,000 Python calls at 5,000 jobs.
+    lines = escape_code(table.text).split("\n")
     head_end = 2 + table.header_lines
     head, body, bottom = lines[:head_end], lines[head_end:-1], lines[-1]
     heights = table.row_heights if sum(table.row_heights) == len(body) else (1,) * len(body)
-    rows, start = [], 0
-    for height in heights:
-        rows.append(body[start:start + height])
-        start += height
-    return head, rows, bottom
+    return head, body, list(heights), bottom
 
 
 def _section_text(title: str, lines: Sequence[str], continued: bool) -> str:
@@ -149,44 +153,77 @@ def _section_text(title: str, lines: Sequence[str], continued: bool) -> str:
     return f"{label}{FENCE}\n" + "\n".join(lines) + f"\n{FENCE}"
 
 
+@dataclass(frozen=True)
+class _Section:
+    """A section whose length is known before its text is joined: text is built only for a
+    message that is sent (``kept_messages``), never for the ones cut."""
+
+    size: int
+    build: Callable[[], str]
+
+
+def _ready(text: str) -> _Section:
+    return _Section(len(text), lambda: text)
+
+
 def table_sections(table: RenderedTable, *, max_chars: int = 3000) -> list[str]:
     """One table as mrkdwn section texts of at most ``max_chars``, each a complete box."""
+    return [section.build() for section in _table_sections(table, max_chars)]
+
+
+def _table_sections(table: RenderedTable, max_chars: int) -> list[_Section]:
     title = escape_mrkdwn(table.title)
-    head, rows, bottom = _frame(table)
+    head, body, heights, bottom = _frame(table)
     overhead = len(_section_text(title, [*head, bottom], continued=True)) + 1
     budget = max_chars - overhead
     if budget <= 0:
         # Not even the bare frame fits: give up on boxes rather than exceed the limit.
-        return [f"{FENCE}\n{p}\n{FENCE}"
+        return [_ready(f"{FENCE}\n{p}\n{FENCE}")
                 for p in escaped_chunks(table.text, max_chars - 8, escape_code)]
-    groups: list[list[str]] = []
-    current: list[str] = []
-    used = 0
-    for row in rows:
-        size = sum(len(line) + 1 for line in row)
-        if current and used + size > budget:
-            groups.append(current)
-            current, used = [], 0
+    groups = _row_groups(body, heights, budget)
+    # The text of lines ``head + group + bottom``: the bare frame's, less the "(cont.)" of a
+    # first section, plus a line break and each line.
+    first_less = len(CONTINUED) if title else 0
+
+    def section(i: int, group: list[str], used: int) -> _Section:
+        return _Section(overhead - 1 + used - (0 if i else first_less), lambda: _section_text(
+            title, [*head, *group, bottom], continued=i > 0))
+
+    return [section(i, group, used) for i, (group, used) in enumerate(groups)]
+
+
+def _row_groups(body: list[str], heights: list[int], budget: int
+                ) -> list[tuple[list[str], int]]:
+    """The body's lines packed into groups within ``budget`` (each line counts its length and
+    a line break), split between rows; a row taller than ``budget`` alone, between lines."""
+    groups: list[tuple[list[str], int]] = []
+    sizes = [len(line) + 1 for line in body]
+    start = used = at = 0  # the group is body[start:at]
+    for height in heights:
+        size = sizes[at] if height == 1 else sum(sizes[at:at + height])
+        if at > start and used + size > budget:
+            groups.append((body[start:at], used))
+            start, used = at, 0
+        at += height
         if size > budget:
-            groups.extend(_split_tall_row(row, budget))
-            continue
-        current.extend(row)
-        used += size
-    if current or not groups:
-        groups.append(current)
-    return [_section_text(title, [*head, *g, bottom], continued=i > 0)
-            for i, g in enumerate(groups)]
+            groups.extend(_split_tall_row(body[at - height:at], budget))
+            start = at
+        else:
+            used += size
+    if at > start or not groups:
+        groups.append((body[start:at], used))
+    return groups
 
 
-def _split_tall_row(row: Sequence[str], budget: int) -> list[list[str]]:
-    groups: list[list[str]] = [[]]
-    used = 0
+def _split_tall_row(row: Sequence[str], budget: int) -> list[tuple[list[str], int]]:
+    groups: list[tuple[list[str], int]] = [([], 0)]
     for line in row:
-        if groups[-1] and used + len(line) + 1 > budget:
-            groups.append([])
-            used = 0
-        groups[-1].append(line)
-        used += len(line) + 1
+        group, used = groups[-1]
+        if group and used + len(line) + 1 > budget:
+            groups.append(([], 0))
+            group, used = groups[-1]
+        group.append(line)
+        groups[-1] = (group, used + len(line) + 1)
     return groups
 
 
@@ -211,30 +248,57 @@ def slack_messages(
 
     ``header`` and string pieces are raw text (escaped here); tables keep their boxes.
     """
+    base, groups = _packed(pieces, header, max_block_chars, max_blocks, max_message_chars)
+    return [_message(base, i, len(groups), group) for i, group in enumerate(groups)]
+
+
+def kept_messages(
+    pieces: Sequence[RenderedTable | str],
+    keep: int,
+    *,
+    hint: str,
+    header: str | None = None,
+    max_block_chars: int = SECTION_CHARS,
+    max_blocks: int = MESSAGE_BLOCKS,
+    max_message_chars: int = MESSAGE_CHARS,
+) -> list[SlackMessage]:
+    """``cut_messages(slack_messages(...), keep, hint=hint)``, with only the messages kept
+    built: every section is measured (the cut note counts the rest), the kept ones joined."""
+    base, groups = _packed(pieces, header, max_block_chars, max_blocks, max_message_chars)
+    if len(groups) <= keep:
+        return [_message(base, i, len(groups), group) for i, group in enumerate(groups)]
+    kept = [_message(base, i, len(groups), group) for i, group in enumerate(groups[:keep - 1])]
+    return [*kept, _cut_note(len(groups) - (keep - 1), hint)]
+
+
+def _packed(pieces: Sequence[RenderedTable | str], header: str | None, max_block_chars: int,
+            max_blocks: int, max_message_chars: int) -> tuple[str, list[list[_Section]]]:
+    """(every message's base ``text``, the sections of each message)."""
     block_limit = min(max_block_chars, max_message_chars)
-    texts = escaped_chunks(header, block_limit) if header else []
+    sections = [_ready(t) for t in escaped_chunks(header, block_limit)] if header else []
     for piece in pieces:
         if isinstance(piece, str):
-            texts.extend(text_sections(piece, max_chars=block_limit))
+            sections.extend(_ready(t) for t in text_sections(piece, max_chars=block_limit))
         else:
-            texts.extend(table_sections(piece, max_chars=block_limit))
-    groups: list[list[str]] = []
+            sections.extend(_table_sections(piece, block_limit))
+    groups: list[list[_Section]] = []
     used = 0
-    for text in texts:
-        if not groups or len(groups[-1]) >= max_blocks or used + len(text) > max_message_chars:
+    for section in sections:
+        if not groups or len(groups[-1]) >= max_blocks \
+                or used + section.size > max_message_chars:
             groups.append([])
             used = 0
-        groups[-1].append(text)
-        used += len(text)
+        groups[-1].append(section)
+        used += section.size
     titles = [p.title for p in pieces if not isinstance(p, str) and p.title]
     base = (header or "").split("\n", 1)[0] or (
         "Job tables: " + ", ".join(dict.fromkeys(titles)))
-    base = cut_text(escape_mrkdwn(base), FALLBACK_MAX, note="…")
-    return [
-        SlackMessage(text=base + (f" ({i + 1}/{len(groups)})" if len(groups) > 1 else ""),
-                     blocks=[_section(t) for t in group])
-        for i, group in enumerate(groups)
-    ]
+    return cut_text(escape_mrkdwn(base), FALLBACK_MAX, note="…"), groups
+
+
+def _message(base: str, i: int, count: int, group: Sequence[_Section]) -> SlackMessage:
+    return SlackMessage(text=base + (f" ({i + 1}/{count})" if count > 1 else ""),
+                        blocks=[_section(s.build()) for s in group])
 
 
 def cut_messages(messages: Sequence[SlackMessage], keep: int, *, hint: str
@@ -243,10 +307,13 @@ def cut_messages(messages: Sequence[SlackMessage], keep: int, *, hint: str
     what to do (``hint``, bot-written mrkdwn)."""
     if len(messages) <= keep:
         return list(messages)
-    left = len(messages) - (keep - 1)
+    return [*messages[: keep - 1], _cut_note(len(messages) - (keep - 1), hint)]
+
+
+def _cut_note(left: int, hint: str) -> SlackMessage:
     note = f"…{left} more message(s) cut. {hint}"
-    return [*messages[: keep - 1], SlackMessage(text=note, cut=True, blocks=[
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}])]
+    return SlackMessage(text=note, cut=True, blocks=[
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}])
 
 
 def _names(jobs: Sequence[JobReport]) -> str:

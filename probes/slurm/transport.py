@@ -207,35 +207,15 @@ class LocalRunner:
     async def run(
         self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
     ) -> CommandResult:
-        self._sent += 1
         args = tuple(str(a) for a in argv)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *args,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )
-        except OSError as exc:
-            # What a shell would say (exit 127), so callers treat a missing `sacct` the same
-            # locally and over SSH.
-            result = CommandResult(args, 127, "", f"{args[0]}: could not start: {exc}")
-            if check:
-                raise result.failure(self.target) from exc
-            return result
         data = stdin.encode() if stdin is not None else None
-        try:
-            async with asyncio.timeout(self._timeout):
-                out, err = await proc.communicate(data)
-        except TimeoutError as exc:
-            raise CommandError(
-                f"`{args[0]}` timed out after {self._timeout:g}s locally"
-            ) from exc
-        finally:
-            if proc.returncode is None:  # timed out or cancelled: nothing of ours outlives it
-                proc.kill()
-                await proc.wait()
-        result = CommandResult(args, proc.returncode if proc.returncode is not None else -1,
-                               out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+        async def whole(proc: asyncio.subprocess.Process) -> CommandResult:
+            out, err = await proc.communicate(data)
+            return CommandResult(args, _status(proc), out.decode("utf-8", "replace"),
+                                 err.decode("utf-8", "replace"))
+
+        result = await self._command(args, piped=stdin is not None, check=check, body=whole)
         if check and result.exit_status != 0:
             raise result.failure(self.target)
         return result
@@ -243,35 +223,54 @@ class LocalRunner:
     async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
                             on_chunk: Callable[[bytes], None]) -> CommandResult:
         """:meth:`run`, stdout handed to ``on_chunk`` as it arrives (``StreamingRunner``)."""
-        self._sent += 1
         args = tuple(str(a) for a in argv)
+
+        async def streamed(proc: asyncio.subprocess.Process) -> CommandResult:
+            assert proc.stdout is not None and proc.stderr is not None
+            stdout = proc.stdout
+
+            async def feed() -> None:
+                if proc.stdin is None:
+                    return
+                # It may exit without reading: then its exit status says why.
+                with contextlib.suppress(OSError):
+                    proc.stdin.write((stdin or "").encode())
+                    await proc.stdin.drain()
+                    proc.stdin.close()
+
+            async def read_out() -> None:
+                while chunk := await stdout.read(CHUNK):
+                    on_chunk(chunk)
+
+            _, _, err = await asyncio.gather(feed(), read_out(), proc.stderr.read())
+            await proc.wait()
+            return CommandResult(args, _status(proc), "", err.decode("utf-8", "replace"))
+
+        return await self._command(args, piped=stdin is not None, check=False, body=streamed)
+
+    async def _command(
+        self, args: tuple[str, ...], *, piped: bool, check: bool,
+        body: Callable[[asyncio.subprocess.Process], Awaitable[CommandResult]],
+    ) -> CommandResult:
+        """Start ``args`` (no shell; stdin a pipe when ``piped``) and run ``body`` on the
+        process within the command timeout. A command that cannot start is what a shell would
+        say (exit 127, raised with ``check``), so callers treat a missing `sacct` the same
+        locally and over SSH."""
+        self._sent += 1
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )
         except OSError as exc:
-            return CommandResult(args, 127, "", f"{args[0]}: could not start: {exc}")
-        assert proc.stdout is not None and proc.stderr is not None
-        stdout, stderr = proc.stdout, proc.stderr
-
-        async def feed() -> None:
-            if proc.stdin is None:
-                return
-            with contextlib.suppress(OSError):  # it exited without reading: its exit says why
-                proc.stdin.write((stdin or "").encode())
-                await proc.stdin.drain()
-                proc.stdin.close()
-
-        async def read_out() -> None:
-            while chunk := await stdout.read(CHUNK):
-                on_chunk(chunk)
-
+            result = CommandResult(args, 127, "", f"{args[0]}: could not start: {exc}")
+            if check:
+                raise result.failure(self.target) from exc
+            return result
         try:
             async with asyncio.timeout(self._timeout):
-                _, _, err = await asyncio.gather(feed(), read_out(), stderr.read())
-                await proc.wait()
+                return await body(proc)
         except TimeoutError as exc:
             raise CommandError(
                 f"`{args[0]}` timed out after {self._timeout:g}s locally"
@@ -280,8 +279,6 @@ class LocalRunner:
             if proc.returncode is None:  # timed out or cancelled: nothing of ours outlives it
                 proc.kill()
                 await proc.wait()
-        status = proc.returncode if proc.returncode is not None else -1
-        return CommandResult(args, status, "", err.decode("utf-8", "replace"))
 
     async def aclose(self) -> None:
         return None
@@ -470,6 +467,10 @@ def _abandon(process: asyncssh.SSHClientProcess[Any]) -> None:
         process.terminate()
     with contextlib.suppress(asyncssh.Error, OSError):
         process.close()
+
+
+def _status(proc: asyncio.subprocess.Process) -> int:
+    return proc.returncode if proc.returncode is not None else -1
 
 
 def _known_hosts_path(cluster: SlurmCluster) -> str:

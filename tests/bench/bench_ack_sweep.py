@@ -115,7 +115,11 @@ async def main(copies: int) -> None:
             sweeper = Sweeper(lambda: config, clock=clock)
             async with running_bot(slack, store, sweeper, clock,  # type: ignore[arg-type]
                                    config=ConfigSource.fixed(config)) as h:
-                await acks_while(h, None, 1)  # warm the cache
+                # Warm the cache: a cold /jobs answers "Sweeping…" at once and its tables only
+                # when that sweep is cached, so wait for both (waiting for the first alone left
+                # the cache cold on a busy machine: every ack measured was a "Sweeping…").
+                _, hook = await h.command("/jobs")
+                await h.slack.wait_for(hook, 2, within=600.0)
                 print(line("/jobs, no sweep running", await acks_while(h, None, 20), "ack"))
                 task, t0 = await timed_task(sweeper.sweep())
                 lags = await lag_while(task)

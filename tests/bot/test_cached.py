@@ -21,7 +21,7 @@ import pytest
 import bot.sweep as sweep_module
 from bot import cached_render
 from bot.app import answer_jobs, live_doc
-from bot.cached import STAMP, SweepCache
+from bot.cached import SweepCache
 from bot.cached_render import View, jobs_replies
 from bot.cli import DEMO_RECORDING
 from bot.commands import JobsQuery, job_filter
@@ -35,7 +35,7 @@ from bot.telemetry import Telemetry
 from probes.config import ReplayCluster
 from report.grouping import pending_task_counts
 from tests.bot.builders import FakeClock, blocks_text, detail, job, sweep_result
-from tests.bot.conftest import Harness, make_config, running_bot
+from tests.bot.conftest import Harness, make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 QUERIES = [JobsQuery(), JobsQuery(bucket="rl"), JobsQuery(mine=True),
@@ -207,13 +207,13 @@ async def test_the_stamp_spares_reading_the_cache_again(harness: Harness) -> Non
     _, first = await harness.command("/jobs")
     await harness.slack.wait_for(first, 2)
     loads: list[int] = []
-    load = harness.bot.store.load_cache
+    load = harness.bot.store.load_stamped_cache
 
-    async def counted() -> str | None:
+    async def counted() -> tuple[Any, str] | None:
         loads.append(1)
         return await load()
 
-    harness.bot.store.load_cache = counted  # type: ignore[method-assign]
+    harness.bot.store.load_stamped_cache = counted  # type: ignore[method-assign]
     _, hook = await harness.command("/jobs")
     await harness.slack.wait_for(hook)
     assert loads == []
@@ -223,7 +223,7 @@ async def test_the_stamp_spares_reading_the_cache_again(harness: Harness) -> Non
     harness.clock.advance(2)
     newer = sweep_result([detail(job("7777", "rl-other-replica"))], at=harness.clock())
     doc = await replica.publish(newer, ttl_s=60)
-    stamp = await harness.bot.store.get_doc(STAMP)
+    stamp = await harness.bot.store.load_cache_stamp()
     assert stamp["id"] == doc.stamp != harness.bot.cache.doc.stamp  # type: ignore[union-attr]
     _, hook = await harness.command("/jobs")
     (reply,) = await harness.slack.wait_for(hook)
@@ -373,3 +373,43 @@ async def test_dm_uploads_are_bounded_and_all_sent(harness: Harness) -> None:
     release.set()
     await asyncio.gather(*uploads)
     assert sorted(sent) == sorted(f"answer {i}".encode() for i in range(10))
+
+
+async def test_two_replicas_caching_at_once_leave_each_sweep_with_its_own_stamp(
+        store: RedisStore, prefix: str, redis_server: str) -> None:
+    """Two replicas (each its own store on the real Redis) cache sweeps at once, round after
+    round, while a third reads: every sweep read carries the stamp its writer gave it, never
+    the other replica's, and so does the last one of each round (payload and stamp are
+    written as one, and read as one)."""
+    clock = FakeClock()
+    stores = [make_store(prefix, url=redis_server) for _ in range(3)]
+    a, b, reader = (SweepCache(store=s, offload=Offload(processes=False), telemetry=Telemetry(),
+                               clock=clock) for s in stores)
+    written: dict[str, str] = {}
+    seen: list[tuple[str, str]] = []
+
+    async def read_while(writers: list[asyncio.Task[Any]]) -> None:
+        while not all(w.done() for w in writers):
+            fresh = await reader.fresh(60)
+            if fresh is not None:
+                seen.append((fresh[0].stamp, fresh[0].payload))
+
+    try:
+        for n in range(60):
+            writers = [asyncio.create_task(cache.publish(sweep_result(
+                [detail(job(str(n * 10 + i), f"rl-replica-{i}")) for i in range(1 + 3 * i)],
+                at=clock()), ttl_s=60)) for i, cache in enumerate((a, b))]
+            await read_while(writers)
+            for w in writers:
+                doc = w.result()
+                written[doc.stamp] = doc.payload
+            last = await SweepCache(store=stores[2], offload=Offload(processes=False),
+                                    telemetry=Telemetry(), clock=clock).fresh(60)
+            assert last is not None
+            seen.append((last[0].stamp, last[0].payload))
+            assert written.get(last[0].stamp) == last[0].payload, n
+        named = [(stamp, payload) for stamp, payload in seen if stamp in written]
+        assert named and all(written[stamp] == payload for stamp, payload in named)
+    finally:
+        for s in stores:
+            await s.aclose()

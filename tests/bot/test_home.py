@@ -6,10 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from bot.app import scheduled_sweep
+from bot.cached import SweepCache
+from bot.messages import shared_job_messages, sweep_header
+from bot.offload import Offload
+from bot.store import decode_sweep
+from bot.sweep import SweepResult
+from bot.telemetry import Telemetry
+from report.models import JobDetail
 from tests.bot.builders import blocks_text
 from tests.bot.conftest import Harness
 from tests.bot.fake_slack import signed_headers
@@ -120,6 +129,44 @@ async def test_share_to_channel_posts_the_job_detail_for_everyone(harness: Harne
     assert "Shared by <@UALICE>" in text and "rl-ppo-llama-8b" in text
     (done,) = await harness.slack.wait_for(share_hook)
     assert "Shared `alpha:4100`" in done.params["text"]
+    # No cached sweep: Share, like /job, asks for that job only and sweeps nothing.
+    assert harness.sweeper.jobs == [(None, "4100"), ("alpha", "4100")]
+    assert harness.sweeper.sweeps == 0
+
+
+async def test_share_from_the_cache_gets_one_job_from_the_worker(harness: Harness) -> None:
+    """From a cached sweep (another replica's), Share posts what the whole decoded sweep gave,
+    same job and header, while the worker process sends back that one job: no whole sweep
+    crosses into the bot (at 5,000 jobs, 110 MB of models unpickled for one job)."""
+    harness.bot.offload.min_bytes = 0  # every stage in the worker process, as at 5,000 jobs
+    replica = SweepCache(store=harness.bot.store, offload=Offload(processes=False),
+                         telemetry=Telemetry(), clock=harness.clock)
+    doc = await replica.publish(harness.sweeper.make(), ttl_s=60)
+    returned: list[object] = []
+    run = harness.bot.offload.run
+
+    async def recorded(fn: Callable[..., Any], *args: Any, size: int) -> Any:
+        result = await run(fn, *args, size=size)
+        returned.append(result)
+        return result
+
+    harness.bot.offload.run = recorded  # type: ignore[method-assign]
+    harness.clock.advance(3)
+    _, hook = await harness.press("share_to_channel", "alpha:4100", user="UALICE")
+    (done,) = await harness.slack.wait_for(hook)
+    assert "Shared `alpha:4100`" in done.params["text"]
+    posts = [p.params["blocks"] for p in harness.slack.to("/api/chat.postMessage")
+             if p.params["channel"] == "D0ALICE"]
+    whole = decode_sweep(doc.payload)  # what Share decoded before, to find the job in
+    expected = shared_job_messages(whole.find("alpha", "4100"),
+                                   header=sweep_header(whole, age_s=3.0), sharer="UALICE",
+                                   width=harness.bot.config.current().report.width)
+    assert [json.loads(b) if isinstance(b, str) else b for b in posts] == \
+        [m.blocks for m in expected]
+    assert harness.bot.offload.in_process >= 2  # the head, then the job
+    assert [r for r in returned if isinstance(r, SweepResult) and r.details] == []
+    assert [r for r in returned if isinstance(r, JobDetail)] == [whole.details[("alpha", "4100")]]
+    assert harness.sweeper.sweeps == 0 and harness.sweeper.jobs == []
 
 
 async def test_share_refuses_a_forged_value(harness: Harness) -> None:
@@ -155,9 +202,9 @@ async def test_callers_sharing_one_sweep_write_the_cache_once(harness: Harness) 
     writes: list[str] = []
     save = harness.bot.store.save_cache
 
-    async def counted(payload: str, *, ttl_s: float) -> None:
+    async def counted(payload: str, *, stamp: Any, ttl_s: float) -> None:
         writes.append(payload)
-        await save(payload, ttl_s=ttl_s)
+        await save(payload, stamp=stamp, ttl_s=ttl_s)
 
     harness.bot.store.save_cache = counted  # type: ignore[method-assign]
     results = await asyncio.gather(*(live_sweep(harness.bot) for _ in range(4)))
