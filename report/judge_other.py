@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from probes.logs.excerpt import TALLY
+from probes.logs.excerpt import last_tally_line
 from probes.models import JobState
 from report.findings import Findings, JudgeContext, Priority, pending_note
 from report.trend import shorten
@@ -54,15 +54,16 @@ def log_note(ctx: JudgeContext) -> str:
     """The one line worth showing from a catch-all job's log: its last tally line (in the kept
     last lines, else the one ``probes.logs.excerpt`` found above them), else its last line."""
     log = ctx.facts.log
-    lines = [ln.strip() for ln in (log.text if log else "").splitlines()]
-    lines = [ln for ln in lines if ln]
-    for line in reversed(lines):
-        if TALLY.search(line):  # the whole line: "pushing 6,977 rows -> ...", not "977 rows"
-            return shorten(line.strip("= "))
+    text = log.text if log else ""
+    tallied = last_tally_line(text)  # the whole line: "pushing 6,977 rows -> ...", not "977 rows"
+    if tallied is not None:
+        return shorten(tallied.strip("= "))
     if log is not None and log.tally_line and log.tally_line.strip():
         return shorten(log.tally_line.strip().strip("= "))
-    if lines:
-        return shorten(lines[-1])
+    last = next((stripped for line in reversed(text.splitlines()) if (stripped := line.strip())),
+                None)
+    if last is not None:
+        return shorten(last)
     return ctx.facts.record.reason or ""
 
 

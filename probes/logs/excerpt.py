@@ -49,6 +49,32 @@ TALLY = re.compile(
     re.IGNORECASE,
 )
 """A count of tests or of what an upload moved, e.g. ``2 passed`` or ``6,977 rows``."""
+_TALLY_WORD = re.compile(r" (?:passed|failed|errors?|rows|files|shards|records|examples)\b",
+                         re.IGNORECASE)
+"""What every ``TALLY`` match ends with (:func:`last_tally_line` searches for it first)."""
+_LINE_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+"""What ``str.splitlines`` breaks lines at."""
+
+
+def last_tally_line(text: str) -> str | None:
+    """The last of ``text.splitlines()`` (stripped) in which ``TALLY`` matches, else None.
+
+    Only the lines around an occurrence of a tally's word are searched, latest first:
+    ``TALLY`` tries every digit of a metric-heavy line (1.6 ms for a 27 KB HF log)."""
+    seen = -1
+    for found in reversed(list(_TALLY_WORD.finditer(text))):
+        at = found.start()
+        start = max(text.rfind(brk, 0, at) for brk in _LINE_BREAKS) + 1
+        if start == seen:
+            continue  # that line was searched
+        seen = start
+        ends = [end for brk in _LINE_BREAKS if (end := text.find(brk, at)) >= 0]
+        line = text[start:min(ends, default=len(text))].strip()
+        if TALLY.search(line):
+            return line
+    return None
+
+
 _TALLY_NEEDLES = (b"passed", b"failed", b"error", b"rows", b"files", b"shards", b"records",
                   b"examples")
 
