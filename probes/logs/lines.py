@@ -54,8 +54,10 @@ _TQDM_LINE = (
 # An optional group, so every line yields one match (empty groups: not a bar).
 _TQDM_LINES_RE = re.compile(rf"^(?:{_TQDM_LINE})?.*$", re.MULTILINE)
 _OWN_BAR_LINES_RE = re.compile(
-    # ... and only on a line led by neither "(" (a Ray prefix's), "{" nor a quote.
-    rf"^(?:(?!\()(?!{_S}*['\"{{]){_TQDM_LINE})?.*$", re.MULTILINE)
+    # ... and only on a line led by neither "(" (a Ray prefix's), "{" nor a quote after its
+    # blanks. Those are taken whole (possessive): the desc may hold blanks too, so one it
+    # could start with cannot help a match the desc without them missed.
+    rf"^(?:(?!\(){_S}*+(?!['\"{{]){_TQDM_LINE.removeprefix(_S + '*')})?.*$", re.MULTILINE)
 _NO_BAR = ("", "", "", "", "")
 
 
