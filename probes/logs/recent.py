@@ -33,9 +33,9 @@ read.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from itertools import islice, repeat
+from itertools import compress, islice, repeat
 from operator import contains, itemgetter
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
@@ -66,10 +66,7 @@ MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
 ITERATION_LINES = NeedleFilter(("iteration",))
-STAMP_LINES = NeedleFilter((" ::", "T::"), unicode_digits=True)
-"""The lines that may hold a stamp ``read_stamp`` reads (its ``[ T]HH:MM:SS``, digits deleted),
-or after a Ray prefix: a superset of the lines ``clock_at`` reads one from."""
-_STAMP_OR_RAY = STAMP_LEADS | {"("}
+_STAMP_OR_RAY = tuple(sorted(STAMP_LEADS | {"("}))
 
 
 def recent_metrics(
@@ -122,8 +119,7 @@ def _scan_suffix(
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
         _skim_all(scan, raws, lines, _skimmed(lines, start), first_line_no)
-        scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True,
-                                   among=STAMP_LINES.lines(lines)))
+        scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
     _feed(scan, raws, lines, candidates[cut:], first_line_no)
     scan.close(at_log_start=start == 0)
     return scan
@@ -292,14 +288,15 @@ def clock_at(
     differ only for a tail that crosses New Year with no dated stamp near its end).
     """
     stop = index if inclusive else index - 1
-    backwards: Iterable[int] = range(stop, -1, -1)
+    backwards: Sequence[int] = range(stop, -1, -1)
     if among is not None:
-        backwards = (among[i] for i in range(bisect_right(among, stop) - 1, -1, -1))
-    for back in backwards:
-        line = lines[back]
-        if line[:1] not in _STAMP_OR_RAY:
-            continue  # only a Ray prefix moves a line's start: its body leads with no stamp
-        body = strip_ray_prefix(line)
+        below = bisect_right(among, stop)
+        backwards = among[below - 1 :: -1] if below else ()
+    # Only a Ray prefix moves a line's start: a line led by neither it nor a stamp's first
+    # character holds no stamp (judged in C, as the walk goes).
+    leads = map(str.startswith, map(lines.__getitem__, backwards), repeat(_STAMP_OR_RAY))
+    for back in compress(backwards, leads):
+        body = strip_ray_prefix(lines[back])
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)
             if stamp is not None:
