@@ -270,7 +270,7 @@ class MetricScan:
     def feed_bar(self, line: str, groups: tuple[str, str, str, str, str], nested: bool,
                  line_no: int) -> None:
         """``feed`` of a bar line whose body is itself, led by neither ``{`` nor a quote
-        (``recent._own_bar``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
+        (``lines.own_bars``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
         inlined; the track's ``last`` is made a ``TqdmBar`` only when read (``_settle``)."""
         engine = self.engine_line
         if engine is not None and line_no > engine:
