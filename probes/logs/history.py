@@ -13,9 +13,12 @@ length of one tail.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import repeat
 from math import isfinite
+from operator import not_
 from typing import Any, TypeVar
 
 from probes.logs.clock import STAMP_LEADS, LogClock, YearlessStamp, read_stamp
@@ -36,9 +39,9 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
-    BAR_EVENTS_KEPT,
     TRAIN_DESCS,
     TRAINING_RATES,
+    WIDE_WINDOW,
     BarTrack,
     is_training_bar,
     iteration_clock,
@@ -86,6 +89,10 @@ _CACHE_CAP = 256
 
 
 _DictKind = tuple[bool, tuple[str, ...], tuple[tuple[str, str], ...]]
+_Printing = tuple[str, str, bool, bool, bool]
+"""A bar line's (desc, total, nested, rate ends in an iteration rate, rate blank)."""
+_Kind = tuple[str, tuple[str, int]] | None
+"""A training bar's (desc, track key), or None (no training bar)."""
 _Value = TypeVar("_Value")
 
 
@@ -96,6 +103,16 @@ def _remember(cache: dict[Any, _Value], key: object, value: _Value) -> _Value:
         cache.clear()
     cache[key] = value
     return value
+
+
+def _training_kind(desc_raw: str, total_raw: str, nested: bool, rated: bool,
+                   blank: bool) -> tuple[str, tuple[str, int]] | None:
+    """(desc, track key) of a training bar printed so, else None: ``is_training`` of its
+    stripped desc and of a rate field ending in an iteration rate (``rated``) or blank."""
+    desc = desc_raw.strip()
+    if nested or desc not in TRAIN_DESCS or not (rated or blank):
+        return None
+    return desc, (desc, int(total_raw))
 
 
 def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
@@ -167,6 +184,11 @@ class MetricScan:
         self._bars_read: dict[str, TqdmBar | None] = {}
         self._stamps_read: dict[str, datetime | YearlessStamp | None] = {}
         self._kinds: dict[tuple[str, ...], _DictKind] = {}
+        self._shapes: dict[tuple[str, str, bool], tuple[str, tuple[str, int]] | None] = {}
+        """``feed_bar``: a bar's (desc, total, nested) printing -> (desc, track key), or None
+        for no training bar (remembered: a tail redraws a few bars thousands of times)."""
+        self._lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
+        """``feed_bar``: each track's last redraw, not yet made its ``last`` (``_settle``)."""
 
     def _bar(self, body: str) -> TqdmBar | None:
         """``parse_tqdm`` (remembered: dataset bars redraw identical lines)."""
@@ -235,6 +257,58 @@ class MetricScan:
                 return
         self._markers(body)
 
+    def feed_dict(self, line: str, line_no: int) -> None:
+        """``feed`` of a one-line dict that is its own body: it starts with ``{`` and ends in
+        ``}`` (so no Ray prefix, no ``[repeated ...]`` tail, no stamp): read at once."""
+        engine = self.engine_line
+        if engine is not None and line_no >= engine:
+            self._read_engine_line()
+        self.dict_line_no = line_no
+        self.dict_lines = None
+        self._read_dict(line)
+
+    def feed_bar(self, line: str, groups: tuple[str, str, str, str, str], nested: bool,
+                 line_no: int) -> None:
+        """``feed`` of a bar line whose body is itself, led by neither ``{`` nor a quote
+        (``lines.own_bars``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
+        inlined; the track's ``last`` is made a ``TqdmBar`` only when read (``_settle``)."""
+        engine = self.engine_line
+        if engine is not None and line_no > engine:
+            self._read_engine_line()
+        if line[:1] in STAMP_LEADS:
+            self.clock.place(self._stamp(line))
+        if line_no == self.engine_line:
+            self._read_engine_line()
+        desc_raw, current, total_raw, elapsed, rate = groups
+        shape = (desc_raw, total_raw, nested)
+        shapes = self._shapes
+        if shape in shapes:
+            known = shapes[shape]
+        else:
+            desc = desc_raw.strip()  # is_training's desc half: the rate is judged below
+            known = _remember(shapes, shape, None if nested or desc not in TRAIN_DESCS
+                              else (desc, (desc, int(total_raw))))
+        if known is None:
+            return
+        rate = rate.strip()
+        if rate and not rate.endswith(TRAINING_RATES):
+            return
+        desc, key = known
+        track = self.bars.get(key)
+        if track is None:
+            track = self.bars[key] = BarTrack()
+        step = int(current)
+        track.see(step, interval_seconds(elapsed))
+        self._lasts[key] = groups
+        self._after_bar(desc, step)
+
+    def _settle(self) -> None:
+        """Make each track's last ``feed_bar`` redraw its ``last``."""
+        for key, (_, current, _, elapsed, rate) in self._lasts.items():
+            self.bars[key].last = TqdmBar(key[0], int(current), key[1],
+                                          interval_seconds(elapsed), rate.strip())
+        self._lasts.clear()
+
     def skim(self, line: str, raw: str, line_no: int, *, in_dict: bool) -> None:
         """A marker or bar line before the suffix (``probes.logs.recent``): routed as ``feed``
         routes it, so a line another reader would consume (``in_dict``: a multi-line dict's)
@@ -280,65 +354,88 @@ class MetricScan:
         return True
 
     def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
-                  nested: Sequence[bool], start: int = 0) -> int:
-        """``skim_bar`` of lines in order from ``start``, given their ``tqdm_groups``, up to the
-        first that is not a bar (returned; ``len(found)`` if all were). ``_on_bar`` inlined:
-        a track's ``last`` is made a ``TqdmBar`` once, from its last redraw here; a bar's
-        (desc, total) is judged once per distinct printing of them, ``BarTrack.see`` and the
-        HF anchor's update are inlined (a tail redraws its bar thousands of times)."""
+                  nested: Sequence[bool]) -> None:
+        """``skim_bar`` of consecutive bar lines, given their ``tqdm_groups`` (each a bar).
+
+        What the summary reads comes out as line by line: each training track's count (one
+        judgement per distinct printing of desc, total, nesting and rate class, counted in
+        C), its last redraw, the HF anchor, the formats marked; and each track's events
+        since its last restart, of which ``trailing_rate`` reads the last ``WIDE_WINDOW`` at
+        most: at least those are kept, found walking back from the end (a tail redraws its
+        bar thousands of times). ``hf_prev``, which ``enter_suffix`` resets, is not kept."""
         self._skimming = True
-        bars, seconds, after = self.bars, interval_seconds, self._after_bar
-        lasts: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
-        shapes: dict[tuple[str, str, bool], tuple[str, tuple[str, int]] | None] = {}
-        stop = len(found)
-        for at in range(start, stop):
-            groups = found[at]
-            desc_raw, current, total_raw, elapsed, rate = groups
-            if not current:
-                stop = at
-                break
-            inner = nested[at]
-            shape = (desc_raw, total_raw, inner)
-            if shape in shapes:
-                known = shapes[shape]
-            else:
-                desc = desc_raw.strip()  # is_training's desc half: the rate is judged below
-                known = shapes[shape] = (
-                    None if inner or desc not in TRAIN_DESCS else (desc, (desc, int(total_raw))))
-            if known is None:
+        if self._lasts:
+            self._settle()
+        if not found:
+            return
+        printings, kinds = self._count_bars(found, nested)
+        if any(kind is not None for kind in kinds.values()):
+            self._bars_back(found, printings, kinds)
+
+    def _count_bars(self, found: Sequence[tuple[str, str, str, str, str]],
+                    nested: Sequence[bool]) -> tuple[list[_Printing], dict[_Printing, _Kind]]:
+        """``skim_bars``' counts: (each line's printing, each printing's kind); the tracks
+        made in order of first appearance, each format marked at its track's first redraw."""
+        descs, _, totals, _, rates = zip(*found, strict=True)
+        # A rate field counts as the training bar's by whether it ends in an iteration rate
+        # (or is blank): printings differing only in the rate's number are judged once.
+        rated = map(str.endswith, map(str.strip, rates), repeat(TRAINING_RATES))
+        blank = map(not_, map(str.strip, rates))
+        printings = list(zip(descs, totals, nested, rated, blank, strict=True))
+        kinds: dict[_Printing, _Kind] = {}
+        bars = self.bars
+        for printing, count in Counter(printings).items():  # in order of first appearance
+            kind = kinds[printing] = _training_kind(*printing)
+            if kind is None:
                 continue
-            rate = rate.strip()
-            if rate and not rate.endswith(TRAINING_RATES):
-                continue
-            desc, key = known
-            track = bars.get(key)
+            track = bars.get(kind[1])
             if track is None:
-                track = bars[key] = BarTrack()
-            step = int(current)
-            # track.see(step, seconds(elapsed)), inlined
-            track.count += 1
-            elapsed_s = seconds(elapsed)
-            if elapsed_s is not None:
-                events = track.events
-                if events and step <= events[-1][0]:
-                    if step < events[-1][0]:
-                        events.clear()
-                        events.append((step, elapsed_s))
-                else:
-                    events.append((step, elapsed_s))
-                    if len(events) > BAR_EVENTS_KEPT:
-                        del events[: -BAR_EVENTS_KEPT // 2]
-            lasts[key] = groups
-            if desc:
-                after(desc, step)
-            else:  # _after_bar's HF anchor, inlined
-                anchor = self.hf_anchor
-                if anchor is not None and step < anchor:
-                    self.hf_prev = None
-                self.hf_anchor = step
-        for key, (_, current, _, elapsed, rate) in lasts.items():
-            bars[key].last = TqdmBar(key[0], int(current), key[1], seconds(elapsed), rate.strip())
-        return stop
+                track = bars[kind[1]] = BarTrack()
+                if kind[0]:
+                    self._after_bar(kind[0], 0)  # its format (no record while skimming)
+            track.count += count
+        return printings, kinds
+
+    def _bars_back(self, found: Sequence[tuple[str, str, str, str, str]],
+                   printings: Sequence[_Printing], kinds: Mapping[_Printing, _Kind]) -> None:
+        """``skim_bars``' walk back: each track's last redraw and events, the HF anchor."""
+        tracks = {kind[1] for kind in kinds.values() if kind is not None}
+        anchor = any(not key[0] for key in tracks)  # the last HF redraw is still to find
+        lasts: dict[tuple[str, int], int] = {}
+        newer: dict[tuple[str, int], tuple[int, float]] = {}  # the later event seen, undecided
+        kept: dict[tuple[str, int], list[tuple[int, float]]] = {key: [] for key in tracks}
+        settled: set[tuple[str, int]] = set()  # restart found, or WIDE_WINDOW events kept
+        for at in range(len(printings) - 1, -1, -1):
+            kind = kinds[printings[at]]
+            if kind is None:
+                continue
+            key = kind[1]
+            if key not in lasts:
+                lasts[key] = at
+                if anchor and not kind[0]:
+                    self.hf_anchor, anchor = int(found[at][1]), False
+            if key in settled:
+                continue
+            elapsed_s = interval_seconds(found[at][3])
+            if elapsed_s is None:
+                continue
+            step = int(found[at][1])
+            later = newer.get(key)
+            newer[key] = (step, elapsed_s)
+            if later is None or later[0] == step:
+                continue  # an equal later step is a refresh: the earliest sighting counts
+            kept[key].append(later)
+            if later[0] < step or len(kept[key]) >= WIDE_WINDOW:
+                settled.add(key)  # a restart at ``later``, or enough events
+                del newer[key]
+                if len(settled) == len(tracks):
+                    break  # every track's last was found before it settled
+        for key in tracks:
+            track = self.bars[key]
+            track.extend_back(kept[key], newer.get(key), reached=key not in settled)
+            _, current, _, elapsed, rate = found[lasts[key]]
+            track.last = TqdmBar(key[0], int(current), key[1], interval_seconds(elapsed),
+                                 rate.strip())
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
@@ -470,6 +567,8 @@ class MetricScan:
     def _on_bar(self, bar: TqdmBar, nested: bool) -> None:
         if not is_training_bar(bar, nested):
             return
+        if self._lasts:
+            self._settle()
         track = self.bars.get((bar.desc, bar.total))
         if track is None:
             track = self.bars[(bar.desc, bar.total)] = BarTrack()
@@ -519,6 +618,8 @@ class MetricScan:
     def close(self, *, at_log_start: bool = True) -> None:
         """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at
         the tail's first line (else unanchored HF dicts set ``hf_guessed``)."""
+        if self._lasts:
+            self._settle()
         if self.engine_line is not None:
             self._read_engine_line()
         self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
@@ -534,6 +635,8 @@ class MetricScan:
     def summary(self, line_count: int, *, keep: int | None = None) -> LogSummary:
         """The summary; ``keep``: only the ``keep`` steps logged last (in step order). Without
         a bar or iteration rate, the rate is read from the stamps of those steps."""
+        if self._lasts:
+            self._settle()
         track = self._training_bar()
         progress, rate = None, None
         if track is not None and track.last is not None:

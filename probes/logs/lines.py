@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import compress, repeat
+from operator import contains
 from typing import NamedTuple
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
@@ -42,15 +44,21 @@ _TQDM_RE = re.compile(
     r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
 )
 _S = r"[^\S\n]"
-_TQDM_LINES_RE = re.compile(
-    # _TQDM_RE at the start of each line of "\n"-joined lines, never crossing a "\n" (which
-    # no split line holds, so each line's match is _TQDM_RE's); an optional group, so every
-    # line yields one match (empty groups: not a bar).
-    rf"^(?:{_S}*(?:([^|\r\n]{{0,200}}?):{_S}*)?\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
+_TQDM_LINE = (
+    # _TQDM_RE at the start of a line of "\n"-joined lines, never crossing a "\n" (which no
+    # split line holds, so each line's match is _TQDM_RE's).
+    rf"{_S}*(?:([^|\r\n]{{0,200}}?):{_S}*)?\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
     rf"(\d{{1,12}})/(\d{{1,12}}){_S}*\[([\d:]{{1,16}}|[\dd, :]{{1,24}})"
-    rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^\]\n]{{0,40}}))?\])?.*$",
-    re.MULTILINE,
+    rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^\]\n]{{0,40}}))?\]"
 )
+# An optional group, so every line yields one match (empty groups: not a bar).
+_TQDM_LINES_RE = re.compile(rf"^(?:{_TQDM_LINE})?.*$", re.MULTILINE)
+_OWN_BAR_LINES_RE = re.compile(
+    # ... and only on a line led by neither "(" (a Ray prefix's), "{" nor a quote after its
+    # blanks. Those are taken whole (possessive): the desc may hold blanks too, so one it
+    # could start with cannot help a match the desc without them missed.
+    rf"^(?:(?!\(){_S}*+(?!['\"{{]){_TQDM_LINE.removeprefix(_S + '*')})?.*$", re.MULTILINE)
+_NO_BAR = ("", "", "", "", "")
 
 
 class TqdmBar(NamedTuple):
@@ -241,6 +249,26 @@ def tqdm_groups(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]] | 
     joined = "\n".join(lines)
     found = _TQDM_LINES_RE.findall(joined)
     return found if len(found) == len(lines) else None
+
+
+def own_bars(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]]:
+    """``tqdm_groups`` of each line that is its own body (``strip_ray_prefix`` leaves it
+    whole) led by neither ``{`` nor a quote, and holds ``%|`` (only those are searched, by
+    one regex pass); every other line, and one holding a ``\\n``, reads as no bar."""
+    found = [_NO_BAR] * len(lines)
+    marked = list(compress(range(len(lines)), map(contains, lines, repeat("%|"))))
+    if not marked:
+        return found
+    joined = "\n".join([lines[at] for at in marked])
+    groups = _OWN_BAR_LINES_RE.findall(joined)
+    if len(groups) != len(marked):
+        return found  # a line holds a "\n": never a split line
+    for at, bar in zip(marked, groups, strict=True):
+        if bar[1]:
+            line = lines[at]
+            if not (line[-1:] == "]" and "repeated" in line):  # else its tail is cut
+                found[at] = bar
+    return found
 
 
 def parse_tqdm(line: str) -> TqdmBar | None:

@@ -59,6 +59,24 @@ class BarTrack:
             del events[: -_BAR_EVENTS_KEPT // 2]
 
 
+    def extend_back(self, newest: list[tuple[int, float]], first: tuple[int, float] | None,
+                    *, reached: bool) -> None:
+        """``see`` of a run of redraws (but ``count``), given the events it appends walked back
+        from its end (``newest``, newest first: back to a restart, or the newest
+        ``WIDE_WINDOW``) and, when that walk ``reached`` the run's first event without either,
+        that event, undecided (``first``; None: no event). At least the last ``WIDE_WINDOW``
+        events ``see`` would keep are kept, all that ``trailing_rate`` reads."""
+        if reached:
+            before = self.events
+            if first is not None and (not before or first[0] != before[-1][0]):
+                if before and first[0] < before[-1][0]:
+                    before = []  # a restart at the run's first event
+                newest.append(first)
+            newest.extend(reversed(before))
+        newest.reverse()
+        self.events = newest[-_BAR_EVENTS_KEPT:]
+
+
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
     return is_training(bar.desc, bar.rate, nested)

@@ -33,19 +33,20 @@ read.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from itertools import islice
+from itertools import compress, islice, repeat
+from operator import contains, itemgetter
 
 from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
 from probes.logs.history import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE, MetricScan
 from probes.logs.lines import (
     NESTED_BAR_MARK,
+    own_bars,
     parse_iteration,
     parse_tqdm,
     parse_verl,
     strip_ray_prefix,
-    tqdm_groups,
 )
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import WIDE_WINDOW
@@ -65,7 +66,7 @@ MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES))
 redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
 ITERATION_LINES = NeedleFilter(("iteration",))
-_STAMP_OR_RAY = STAMP_LEADS | {"("}
+_STAMP_OR_RAY = tuple(sorted(STAMP_LEADS | {"("}))
 
 
 def recent_metrics(
@@ -113,52 +114,54 @@ def _scan_suffix(
     first_line_no: int,
 ) -> MetricScan:
     """Skim the markers before ``start``, then the full pass over ``candidates[cut:]`` (all
-    >= start). A bar line that is its own body takes ``skim_bar``, the short way."""
+    >= start)."""
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
     if start:
-        skimmed = _skimmed(lines, start)
-        memo = _DictMemo()
-        run: list[int] = []  # consecutive bar lines that are their own body: skim_bars
-        for index in (*skimmed, None):
-            line = "" if index is None else lines[index]
-            if index is not None and _own_bar(line):
-                run.append(index)
-                continue
-            if run:
-                _skim_run(scan, lines, raws, run, first_line_no)
-                run = []
-            if index is not None:
-                _skim(scan, lines, raws, index, first_line_no, memo=memo)
+        _skim_all(scan, raws, lines, _skimmed(lines, start), first_line_no)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
-    for index in candidates[cut:]:
-        if lines[index].strip():
-            scan.feed(lines[index], raws[index], first_line_no + index)
+    _feed(scan, raws, lines, candidates[cut:], first_line_no)
     scan.close(at_log_start=start == 0)
     return scan
 
 
-def _own_bar(line: str) -> bool:
-    """A line ``skim`` would read as a bar from the line itself: it holds ``%|`` and has no
-    Ray prefix, no ``[repeated ...]`` suffix, and no dict or quote lead."""
-    return ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
-            and not (line.endswith("]") and "repeated" in line))
+def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
+              skimmed: Sequence[int], first_line_no: int) -> None:
+    """``skim`` of each line at ``skimmed``, in order; a run of bar lines that are their own
+    body (found by one regex pass over them all) takes ``skim_bars``."""
+    found = own_bars([lines[index] for index in skimmed])
+    counts = list(map(itemgetter(1), found))
+    memo = _DictMemo()
+    at, end = 0, len(skimmed)
+    while at < end:
+        if counts[at]:
+            try:
+                stop = counts.index("", at)
+            except ValueError:
+                stop = end
+            run = skimmed[at:stop]
+            scan.skim_bars(found[at:stop],
+                           list(map(contains, map(raws.__getitem__, run), repeat(NESTED_BAR_MARK))))
+            at = stop
+        else:
+            _skim(scan, lines, raws, skimmed[at], first_line_no, memo=memo)
+            at += 1
 
 
-def _skim_run(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], run: list[int],
-              first_line_no: int) -> None:
-    """``skim_bar`` of consecutive own-body bar lines by one regex pass; a line that is no
-    bar after all is skimmed in its place."""
-    found = tqdm_groups([lines[i] for i in run])
-    if found is None:
-        for index in run:
-            _skim(scan, lines, raws, index, first_line_no)
-        return
-    nested = [NESTED_BAR_MARK in raws[i] for i in run]
-    at = scan.skim_bars(found, nested)
-    while at < len(run):
-        _skim(scan, lines, raws, run[at], first_line_no)
-        at = scan.skim_bars(found, nested, at + 1)
+def _feed(scan: MetricScan, raws: Sequence[str], lines: Sequence[str], indices: Sequence[int],
+          first_line_no: int) -> None:
+    """``scan.feed`` of each non-blank line at ``indices``, but the two shapes a trainer
+    prints every step take a short way: a bar line that is its own body (its groups read by
+    one regex pass over them all, ``feed_bar``) and a one-line dict (``feed_dict``)."""
+    found = own_bars([lines[index] for index in indices])
+    for index, groups in zip(indices, found, strict=True):
+        line = lines[index]
+        if groups[1]:
+            scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
+        elif line[:1] == "{" and line.rstrip()[-1:] == "}":
+            scan.feed_dict(line, first_line_no + index)
+        elif line.strip():
+            scan.feed(line, raws[index], first_line_no + index)
 
 
 def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: int,
@@ -233,7 +236,8 @@ def _skimmed(lines: Sequence[str], start: int) -> list[int]:
         return list(range(start))
     iterations = ITERATION_LINES.lines(lines, 0, start) or []
     parsed = (i for i in reversed(iterations) if parse_iteration(strip_ray_prefix(lines[i])))
-    return sorted({*marked, *islice(parsed, WIDE_WINDOW + 1)})
+    last = list(islice(parsed, WIDE_WINDOW + 1))
+    return sorted({*marked, *last}) if last else marked
 
 
 def _inside_dict(lines: Sequence[str], index: int) -> bool:
@@ -284,14 +288,15 @@ def clock_at(
     differ only for a tail that crosses New Year with no dated stamp near its end).
     """
     stop = index if inclusive else index - 1
-    backwards: Iterable[int] = range(stop, -1, -1)
+    backwards: Sequence[int] = range(stop, -1, -1)
     if among is not None:
-        backwards = (among[i] for i in range(bisect_right(among, stop) - 1, -1, -1))
-    for back in backwards:
-        line = lines[back]
-        if line[:1] not in _STAMP_OR_RAY:
-            continue  # only a Ray prefix moves a line's start: its body leads with no stamp
-        body = strip_ray_prefix(line)
+        below = bisect_right(among, stop)
+        backwards = among[below - 1 :: -1] if below else ()
+    # Only a Ray prefix moves a line's start: a line led by neither it nor a stamp's first
+    # character holds no stamp (judged in C, as the walk goes).
+    leads = map(str.startswith, map(lines.__getitem__, backwards), repeat(_STAMP_OR_RAY))
+    for back in compress(backwards, leads):
+        body = strip_ray_prefix(lines[back])
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)
             if stamp is not None:

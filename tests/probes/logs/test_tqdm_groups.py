@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.logs.lines import TqdmBar, interval_seconds, parse_tqdm, tqdm_groups
+from probes.logs.lines import TqdmBar, interval_seconds, own_bars, parse_tqdm, tqdm_groups
 from tests.probes.logs.test_recent import fixture_pool
 
 _PIECES = st.sampled_from([
@@ -56,3 +56,31 @@ def test_fixture_lines_read_as_parse_tqdm() -> None:
 
 def test_a_line_holding_a_newline_is_refused() -> None:
     assert tqdm_groups([" 1%|| 1/9 [00:01<00:09]", "a\nb"]) is None
+
+
+_HEADS = st.sampled_from(["", "", " ", "(TaskRunner pid=7) ", "(pid=1)", "{", " {", "'", ' "',
+                          "(", "\t'"])
+_TAILS = st.sampled_from(["", "", " [repeated 3x across cluster]", "]", " repeated]", "x"])
+
+
+def own_reference(line: str) -> tuple[str, str, str, str, str]:
+    """``own_bars``' answer for one line as the per-line checks it replaced gave it."""
+    own = ("%|" in line and line[:1] != "(" and line.lstrip()[:1] not in ("{", "'", '"')
+           and not (line.endswith("]") and "repeated" in line))
+    found = tqdm_groups([line])
+    return found[0] if own and found is not None and found[0][1] else ("", "", "", "", "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_HEADS, st.one_of(_LINE, _BAR), _TAILS).map("".join), max_size=30))
+def test_own_bars_as_line_by_line(lines: list[str]) -> None:
+    """``own_bars`` (one regex pass over the lines holding ``%|``) reads a line as a bar
+    exactly when it is its own body, led by neither a brace nor a quote, and a bar."""
+    assert own_bars(lines) == [own_reference(line) for line in lines]
+
+
+def test_own_bars_on_fixture_lines() -> None:
+    lines = [line for line in fixture_pool() if "\n" not in line]
+    found = own_bars(lines)
+    assert sum(bool(g[1]) for g in found) > 100
+    assert found == [own_reference(line) for line in lines]
