@@ -342,20 +342,9 @@ class MetricScan:
         ):
             self._markers(body)
 
-    def skim_bar(self, line: str, nested: bool) -> bool:
-        """``skim`` of a line whose body is itself (no Ray prefix, no ``[repeated ...]``) and
-        that starts with neither ``{`` nor a quote, holding ``%|``: True if it was a bar (and
-        ``skim`` would do nothing more with it), False if ``skim`` must read it."""
-        bar = self._bar(line)
-        if bar is None:
-            return False
-        self._skimming = True
-        self._on_bar(bar, nested)
-        return True
-
     def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
                   nested: Sequence[bool]) -> None:
-        """``skim_bar`` of consecutive bar lines, given their ``tqdm_groups`` (each a bar).
+        """``skim`` of consecutive bar lines, given their ``tqdm_groups`` (each a bar).
 
         What the summary reads comes out as line by line: each training track's count (one
         judgement per distinct printing of desc, total, nesting and rate class, counted in
