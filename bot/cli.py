@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import gc
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from bot.config import Config, ConfigError, config_warnings, default_config_path, load_config
 from bot.errors import UsageError, UserError
@@ -270,14 +273,51 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+LASTING = frozenset({"bot"})
+"""Commands that run until they are stopped: their process ends through the interpreter's
+ordinary exit (see :func:`launch`)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; its exit code (tests call this in process)."""
+    return _dispatch(argv)[0]
+
+
+def launch() -> NoReturn:
+    """The ``jobtables`` console script: :func:`main` on ``sys.argv``, then the exit.
+
+    Every command but the ones in :data:`LASTING` leaves by ``os._exit`` once its output is
+    out: the ``atexit`` handlers run (logging's shutdown among them), stdout and stderr are
+    flushed, and the interpreter's teardown, which frees every module and object one by one
+    and writes nothing, is skipped: 0.17-0.25 s of a 500-job ``jobtables sweep`` (issue 12).
+    A flush that fails (stdout a closed pipe) leaves by ``sys.exit`` instead, so the
+    interpreter reports it exactly as it always has (``Exception ignored ...``, exit 120).
+    """
+    code, command = _dispatch(None)
+    if command in LASTING:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # each handler runs once: they are unregistered as they run
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    os._exit(code)
+
+
+def _dispatch(argv: Sequence[str] | None) -> tuple[int, str | None]:
+    """(exit code, the command that ran: ``None`` when argparse answered by itself)."""
     from bot.logs import configure_logging
 
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help is 0, bad usage is 2 (CONTRACT §1)
-        return int(exc.code or 0)
+        return int(exc.code or 0), None
     configure_logging()
+    return _run(args), args.command
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except (UserError, ConfigError) as exc:
@@ -298,4 +338,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    launch()
