@@ -298,7 +298,7 @@ def launch() -> NoReturn:
     Every command but the ones in :data:`LASTING` leaves by ``os._exit`` once its output is
     out: the ``atexit`` handlers run (logging's shutdown among them), stdout and stderr are
     flushed, and the interpreter's teardown, which frees every module and object one by one
-    and writes nothing, is skipped: 0.17-0.25 s of a 500-job ``jobtables sweep`` (issue 12).
+    and writes nothing, is skipped: 0.14-0.27 s of a 500-job ``jobtables sweep`` (issue 12).
     A flush that fails (stdout a closed pipe) leaves by ``sys.exit`` instead, so the
     interpreter reports it exactly as it always has (``Exception ignored ...``, exit 120).
     """

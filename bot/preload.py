@@ -11,9 +11,9 @@ needed only once the answer is in, so:
 * :func:`meanwhile` imports :data:`LATER` one module at a time in a task of the event loop,
   yielding between modules, while the sweep runs beside it: the sweep's tasks have opened
   their connections before the first of these imports, and each import holds the loop for a
-  few milliseconds only. An import in a worker thread did no better: measured interleaved on
-  a busy 2-core machine it cost 0.17 s more CPU per sweep (the GIL fought over by it and the
-  SSH handshake) and gained nothing.
+  few milliseconds only. The same imports in a worker thread did worse: interleaved on a
+  busy 2-core machine a sweep took 0.99 s of CPU against 0.76 s here (the GIL fought over by
+  the thread and the SSH handshake), and its first command went out no earlier.
 * structlog is in neither: the sweep path logs through ``bot.logs.get_logger``, which imports
   it when something is logged at all.
 * Judging (``report.judge``) stays imported with ``bot.sweep``: ``bot.sweep.build_report`` is
