@@ -1,6 +1,10 @@
 """Logging set-up: structlog to stderr, key=value in a terminal, JSON lines under systemd/k8s.
 
 Policy: logs go to stderr only, so ``--format json`` on stdout stays machine-readable.
+structlog (which imports rich's traceback and pygments: ~0.1 s of CPU on a busy 2-core machine)
+is imported by the one-shot commands only when something logs (``bot.preload``): their
+modules log through :func:`get_logger`, whose loggers import and configure it at their first
+call, and ``configure_logging(structlog_now=False)`` leaves it to them.
 """
 
 from __future__ import annotations
@@ -8,8 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-
-import structlog
+import threading
+from typing import Any
 
 
 class _CurrentStderr:
@@ -26,11 +30,33 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
-def configure_logging(level: str | None = None) -> None:
-    """Configure structlog and stdlib logging once; ``JOBTABLES_LOG_JSON=1`` for JSON lines."""
+_pending: list[int] = []
+"""The level structlog is to be configured with at its first use (``structlog_now=False``)."""
+_pending_lock = threading.Lock()  # a first log call may come from a worker thread
+
+
+def configure_logging(level: str | None = None, *, structlog_now: bool = True) -> None:
+    """Configure stdlib logging, and structlog now or (``structlog_now=False``) at the first
+    call of a :func:`get_logger` logger; ``JOBTABLES_LOG_JSON=1`` for JSON lines."""
     name = (level or os.environ.get("JOBTABLES_LOG_LEVEL", "WARNING")).upper()
-    logging.basicConfig(stream=_CurrentStderr(),
-                        level=getattr(logging, name, logging.WARNING), format="%(message)s")
+    numeric = getattr(logging, name, logging.WARNING)
+    logging.basicConfig(stream=_CurrentStderr(), level=numeric, format="%(message)s")
+    with _pending_lock:
+        _pending[:] = [numeric]
+    if structlog_now:
+        _configure_pending()
+
+
+def _configure_pending() -> None:
+    with _pending_lock:
+        if not _pending:
+            return
+        _configure_structlog(_pending.pop())
+
+
+def _configure_structlog(level: int) -> None:
+    import structlog
+
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if os.environ.get("JOBTABLES_LOG_JSON")
         else structlog.dev.ConsoleRenderer(colors=False)
@@ -43,8 +69,27 @@ def configure_logging(level: str | None = None) -> None:
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(logging, name, logging.WARNING)),
+        wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
+
+
+class _Logger:
+    """A structlog logger that imports structlog (configured first if that is pending) only
+    when one of its methods is looked up."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        _configure_pending()
+        import structlog
+
+        return getattr(structlog.get_logger(self._name), attr)
+
+
+def get_logger(name: str) -> Any:
+    """``structlog.get_logger(name)``, for the modules of the one-shot commands' path: creating
+    it imports nothing; its first call imports structlog (and applies a pending set-up)."""
+    return _Logger(name)

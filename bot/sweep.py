@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
-import structlog
-
 from bot.config import Config
 from bot.errors import JobNotFoundError, UsageError
 from bot.gcquiet import QUIET_GC
+from bot.logs import get_logger
 from probes.base import ClusterProbe
 from probes.config import ClusterConfig
 from probes.errors import ProbeError
@@ -48,7 +47,7 @@ from report.judge import build_report
 from report.memory import SweepMemory, next_memory
 from report.models import JobDetail, Report
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

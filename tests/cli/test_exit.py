@@ -1,0 +1,178 @@
+"""How a ``jobtables`` process ends (``bot.cli.launch``), tried in real child processes.
+
+A one-shot command leaves by ``os._exit`` once its output is out, skipping the interpreter's
+teardown; what a user or a script sees must not change: stdout, the one stderr line, the exit
+codes (0, 2, 130 on Ctrl-C), a closed pipe reported as the interpreter always reported it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.conftest import ROOT
+
+SCRIPT = Path(sys.executable).with_name("jobtables")
+"""The console script the install made (``[project.scripts]``)."""
+
+SENTINELS = textwrap.dedent("""
+    import atexit, sys
+    import bot.cli
+
+    class Teardown:
+        def __del__(self):
+            sys.stderr.write("teardown ran\\n")
+
+    KEPT = Teardown()  # freed only by the interpreter's teardown (module globals cleared)
+    atexit.register(sys.stderr.write, "atexit ran\\n")
+    sys.argv = ["jobtables", *sys.argv[1:]]
+    bot.cli.launch()
+""")
+
+
+def child(*argv: str, stdout: int | None = subprocess.PIPE,
+          buffered: bool = False) -> subprocess.CompletedProcess[str]:
+    """The console script run with ``argv``, its outputs captured as text."""
+    env = dict(os.environ)
+    if buffered:  # stdout block-buffered, as a user's shell has it
+        env.pop("PYTHONUNBUFFERED", None)
+    return subprocess.run([str(SCRIPT), *argv], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, env=env, timeout=120, check=False)
+
+
+def sentinel_child(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``launch`` with ``argv`` in a child that notes its atexit handlers and teardown."""
+    return subprocess.run([sys.executable, "-c", SENTINELS, *argv], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def closed_pipe() -> int:
+    """The write end of a pipe whose read end is already closed."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def test_the_console_script_is_launch() -> None:
+    """``jobtables`` on the PATH runs ``launch``, not ``main``."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"] == {"jobtables": "bot.cli:launch"}
+    assert "from bot.cli import launch" in SCRIPT.read_text()
+
+
+def test_one_shot_command_skips_teardown_after_atexit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A one-shot command prints what ``main`` prints, runs atexit, never tears down."""
+    assert main(["demo"]) == 0
+    expected = capsys.readouterr().out
+    done = sentinel_child("demo")
+    assert done.returncode == 0 and done.stdout == expected
+    assert done.stderr == "atexit ran\n"
+
+
+def test_the_bot_exits_through_the_interpreter(tmp_path: Path) -> None:
+    """``jobtables bot`` keeps the ordinary exit: its teardown runs."""
+    done = sentinel_child("bot", "--config", str(tmp_path / "missing.toml"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"jobtables: {tmp_path / 'missing.toml'}: no such config file",
+        "atexit ran", "teardown ran"]
+
+
+@pytest.mark.parametrize(("argv", "code", "stderr"), [
+    (["--help"], 0, ""),
+    (["sweep", "--nope"], 2, "usage: jobtables [-h] COMMAND ...\n"
+                             "jobtables: error: unrecognized arguments: --nope\n"),
+    (["sweep", "--config", "/nonexistent/j.toml"], 2,
+     "jobtables: /nonexistent/j.toml: no such config file\n"),
+    (["job", "1;id", "--config", "/nonexistent/j.toml"], 2,
+     "jobtables: '1;id' is not a job id: expected digits (optionally _N or +N) or a "
+     "Kubernetes name\n"),
+])
+def test_exit_codes_and_stderr(argv: list[str], code: int, stderr: str) -> None:
+    """Usage and config errors: the code and the one stderr line, as ``main`` gives them."""
+    done = child(*argv)
+    assert (done.returncode, done.stderr) == (code, stderr)
+    assert ("usage: jobtables" in done.stdout) is (argv == ["--help"])
+
+
+def test_output_left_in_the_buffer_reaches_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    """Block-buffered stdout is flushed before ``os._exit``: nothing is lost (a print's
+    closing newline stays in the buffer)."""
+    assert main(["demo", "--format", "json"]) == 0
+    expected = capsys.readouterr().out
+    done = child("demo", "--format", "json", buffered=True)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", expected)
+
+
+def test_a_closed_pipe_at_the_final_flush_is_reported_as_python_does() -> None:
+    """Output still buffered when stdout's reader has gone: the interpreter's own message
+    and exit 120, as before ``os._exit``."""
+    write = closed_pipe()
+    try:
+        done = child("check-config", "--config", "/nonexistent/j.toml", stdout=write,
+                     buffered=True)
+    finally:
+        os.close(write)
+    assert done.returncode == 2  # the error line goes to stderr: nothing buffered, no flush
+    write = closed_pipe()
+    config = ROOT / "deploy" / "jobtables.example.toml"
+    try:
+        done = child("check-config", "--config", str(config), stdout=write, buffered=True)
+    finally:
+        os.close(write)
+    assert done.returncode == 120
+    assert done.stderr.splitlines() == [
+        "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>",
+        "BrokenPipeError: [Errno 32] Broken pipe"]
+
+
+def test_a_pipe_closed_while_printing_is_an_internal_error_as_before() -> None:
+    """A report written into a closed pipe is exit 1 with the reference line, as it was
+    before ``os._exit`` (a quieter exit for ``| head`` would be a change of its own)."""
+    write = closed_pipe()
+    try:
+        done = child("demo", stdout=write, buffered=True)
+    finally:
+        os.close(write)
+    assert done.returncode == 1
+    assert "BrokenPipeError" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("jobtables: internal error (ref ")
+
+
+def test_ctrl_c_during_a_sweep_is_130_and_silent(tmp_path: Path) -> None:
+    """SIGINT while the sweep waits on its cluster: exit 130, nothing on stderr."""
+    with socket.create_server(("127.0.0.1", 0)) as server:  # accepts, never speaks SSH
+        server.settimeout(60)
+        (tmp_path / "known_hosts").write_text("")
+        config = tmp_path / "jobtables.toml"
+        config.write_text(textwrap.dedent(f"""\
+            [[clusters]]
+            name = "mute"
+            kind = "slurm"
+            host = "127.0.0.1"
+            port = {server.getsockname()[1]}
+            user = "nobody"
+            known_hosts = "{tmp_path / 'known_hosts'}"
+        """))
+        proc = subprocess.Popen([str(SCRIPT), "sweep", "--config", str(config)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            conn, _ = server.accept()  # the child is inside its sweep now
+            with conn:
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err) == (130, "", "")
