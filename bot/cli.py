@@ -332,6 +332,11 @@ def _run(args: argparse.Namespace) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # stdout's reader left (``jobtables sweep | head``): the report was produced, and
+        # what is still buffered goes nowhere instead of failing the exit's flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:
         import uuid
 
