@@ -146,8 +146,10 @@ class Attempts:
         self._by_id: dict[tuple[str, str | None, str], list[JobFacts]] = {}
         self._ended: dict[tuple[str, str | None, str], list[JobFacts]] | None = None
         self._firsts: dict[tuple[str, str | None, str], tuple[JobFacts, ...]] | None = None
-        for job in jobs:
+        self._positions: dict[int, int] = {}
+        for position, job in enumerate(jobs):
             record = job.record
+            self._positions[id(job)] = position
             stem = self._stems[id(job)] = name_stem(record.name)
             self._orders[id(job)] = _order(record)
             self._by_stem.setdefault((record.cluster, record.user, stem), []).append(job)
@@ -162,6 +164,10 @@ class Attempts:
             if id(facts) in self._orders:  # held by the index: its id names it
                 self._parts[id(facts)] = found
         return found
+
+    def _listed(self, facts: JobFacts) -> tuple[tuple[bool, datetime, str], int]:
+        """``_shown_order``, ties kept in sweep order (as a stable sort of the sweep kept them)."""
+        return _shown_order(facts), self._positions.get(id(facts), -1)
 
     def _order_of(self, facts: JobFacts) -> tuple[datetime, int]:
         found = self._orders.get(id(facts))
@@ -181,7 +187,7 @@ class Attempts:
         """Earlier attempts of the same run, oldest first."""
         mine = self._order_of(facts)
         found = [o for o in self._candidates(facts) if self._order_of(o) < mine]
-        return sorted(found, key=_shown_order)
+        return sorted(found, key=self._listed)
 
     def any_earlier(self, facts: JobFacts) -> bool:
         """Whether ``earlier(facts)`` is not empty, from each group's two first attempts."""
@@ -209,7 +215,7 @@ class Attempts:
             self._ended = {}
             for key, group in self._by_stem.items():
                 ended = [o for o in group if o.record.state in TERMINAL_STATES and self.parts(o)]
-                self._ended[key] = sorted(ended, key=_shown_order, reverse=True)
+                self._ended[key] = sorted(ended, key=self._listed, reverse=True)
         record = facts.record
         stem = self._stems.get(id(facts)) or name_stem(record.name)
         where = (record.cluster, record.user)
@@ -223,7 +229,7 @@ class Attempts:
                 break
         for o in named:
             if (o.record.job_id != record.job_id and self._order_of(o) < mine
-                    and (best is None or _shown_order(o) > _shown_order(best))):
+                    and (best is None or self._listed(o) > self._listed(best))):
                 best = o
         return best
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from probes.models import TERMINAL_STATES, JobFacts, JobState, RunFingerprint, SchedulerRecord
@@ -100,7 +100,16 @@ def sweeps(draw: st.DrawFn) -> list[JobFacts]:
     return jobs
 
 
+_SAME_IDS = [facts(record(name, job_id, submit_time=None, start_time=None, depends_on=deps))
+             for name, job_id, deps in [("rl-grpo", "100", ()), ("rl-grpo", "100", ()),
+                                        ("rl-ppo", "100", ()), ("rl-grpo", "101", ("100",)),
+                                        ("rl-grpo", "100", ())]]
+"""Attempts whose listing keys tie (one id, no times), one of them found through
+``depends_on`` only: listed in sweep order, as the scan's stable sort listed them."""
+
+
 @settings(max_examples=150, deadline=None)
+@example(_SAME_IDS)
 @given(sweeps())
 def test_the_index_answers_as_the_scan_of_every_job(sweep: list[JobFacts]) -> None:
     attempts = Attempts(sweep)
