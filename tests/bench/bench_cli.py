@@ -41,6 +41,7 @@ from probes.slurm.transport import SshRunner  # noqa: E402
 from tests.bench.bench_slurm import (  # noqa: E402
     ENV,
     TAIL_SCRIPT,
+    clean_up,
     cluster,
     floor_once,
     ssh,
@@ -180,9 +181,7 @@ async def main() -> None:
         print(f"submitted {len(ids)} jobs (tag {tag})", flush=True)
         await measure(args, run_dir, ids)
     finally:
-        for start in range(0, len(ids), 200):
-            await ssh(["scancel", *ids[start:start + 200]])
-        await ssh(["rm", "-rf", run_dir])
+        await clean_up(ids, run_dir)
 
 
 if __name__ == "__main__":

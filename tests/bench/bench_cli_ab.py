@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.bench.bench_cli import ENV, config_text, hf_log  # noqa: E402
-from tests.bench.bench_slurm import floor_once, ssh, wait_started  # noqa: E402
+from tests.bench.bench_slurm import clean_up, floor_once, ssh, wait_started  # noqa: E402
 
 __test__ = False
 
@@ -98,9 +98,7 @@ async def main() -> None:
         await wait_started(ids)
         await measure(args, ids, [f"{run_dir}/logs/bench_{i}.out" for i in ids])
     finally:
-        for start in range(0, len(ids), 200):
-            await ssh(["scancel", *ids[start:start + 200]])
-        await ssh(["rm", "-rf", run_dir])
+        await clean_up(ids, run_dir)
 
 
 if __name__ == "__main__":

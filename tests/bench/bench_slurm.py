@@ -76,6 +76,14 @@ async def ssh(argv: list[str], stdin: str | None = None) -> str:
         await runner.aclose()
 
 
+async def clean_up(ids: list[str], run_dir: str) -> None:
+    """Cancel the bench's own jobs (only those ids, 200 to a ``scancel``) and remove its scratch
+    directory."""
+    for start in range(0, len(ids), 200):
+        await ssh(["scancel", *ids[start:start + 200]])
+    await ssh(["rm", "-rf", run_dir])
+
+
 async def submit(run_dir: str, tag: str, start: int, count: int) -> list[str]:
     """Submit `count` jobs in one remote shell loop; each writes a small log then sleeps."""
     script = (f"mkdir -p {run_dir}/logs && cd {run_dir} && "

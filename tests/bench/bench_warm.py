@@ -48,7 +48,14 @@ from probes.config import SlurmCluster  # noqa: E402
 from probes.slurm.probe import SlurmProbe  # noqa: E402
 from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming  # noqa: E402
 from tests.bench.bench_cli import submit  # noqa: E402
-from tests.bench.bench_slurm import ENV, cluster, floor_once, ssh, wait_started  # noqa: E402
+from tests.bench.bench_slurm import (  # noqa: E402
+    ENV,
+    clean_up,
+    cluster,
+    floor_once,
+    ssh,
+    wait_started,
+)
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -274,9 +281,7 @@ async def main() -> None:
         print(f"submitted {len(ids)} jobs (tag {tag})", flush=True)
         await measure(args, run_dir, ids)
     finally:
-        for start in range(0, len(ids), 200):
-            await ssh(["scancel", *ids[start:start + 200]])
-        await ssh(["rm", "-rf", run_dir])
+        await clean_up(ids, run_dir)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ class Worker:
 async def compare(trees: list[str], rounds: int) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
-    from tests.bench.bench_slurm import ENV, floor_once, ssh, wait_started
+    from tests.bench.bench_slurm import ENV, clean_up, floor_once, wait_started
 
     tag = secrets.token_hex(3)
     run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/bench-warm-ab-{tag}"
@@ -133,9 +133,7 @@ async def compare(trees: list[str], rounds: int) -> None:
             print(f"{kind}, {tree}: median {statistics.median(r[0] for r in runs):.2f}x the "
                   f"floor (min {min(r[0] for r in runs):.2f}x); medians: {phases}")
     finally:
-        for start in range(0, len(ids), 200):
-            await ssh(["scancel", *ids[start:start + 200]])
-        await ssh(["rm", "-rf", run_dir])
+        await clean_up(ids, run_dir)
 
 
 def main() -> None:
