@@ -173,15 +173,20 @@ class Attempts:
         found = self._orders.get(id(facts))
         return found if found is not None else _order(facts.record)
 
+    def _group(self, facts: JobFacts) -> tuple[tuple[str, str | None, str], list[JobFacts]]:
+        """Its (cluster, user, name stem) group's key, and the jobs of its cluster and user its
+        ``depends_on`` names."""
+        record = facts.record
+        where = (record.cluster, record.user)
+        stem = self._stems.get(id(facts)) or name_stem(record.name)
+        named = [o for job_id in record.depends_on for o in self._by_id.get((*where, job_id), ())]
+        return (*where, stem), named
+
     def _candidates(self, facts: JobFacts) -> list[JobFacts]:
         """Same cluster and user, and the same stem or named in ``depends_on``; not itself."""
-        record = facts.record
-        stem = self._stems.get(id(facts)) or name_stem(record.name)
-        where = (record.cluster, record.user)
-        found = {id(o): o for o in self._by_stem.get((*where, stem), ())}
-        for job_id in record.depends_on:
-            found.update((id(o), o) for o in self._by_id.get((*where, job_id), ()))
-        return [o for o in found.values() if o.record.job_id != record.job_id]
+        key, named = self._group(facts)
+        found = {id(o): o for o in (*self._by_stem.get(key, ()), *named)}
+        return [o for o in found.values() if o.record.job_id != facts.record.job_id]
 
     def earlier(self, facts: JobFacts) -> list[JobFacts]:
         """Earlier attempts of the same run, oldest first."""
@@ -191,15 +196,12 @@ class Attempts:
 
     def any_earlier(self, facts: JobFacts) -> bool:
         """Whether ``earlier(facts)`` is not empty, from each group's two first attempts."""
-        record = facts.record
-        stem = self._stems.get(id(facts)) or name_stem(record.name)
-        where = (record.cluster, record.user)
-        mine = self._order_of(facts)
         if self._firsts is None:
             self._firsts = {key: self._two_first(group) for key, group in self._by_stem.items()}
-        named = [o for job_id in record.depends_on for o in self._by_id.get((*where, job_id), ())]
-        return any(o.record.job_id != record.job_id and self._order_of(o) < mine
-                   for o in (*self._firsts.get((*where, stem), ()), *named))
+        key, named = self._group(facts)
+        mine = self._order_of(facts)
+        return any(o.record.job_id != facts.record.job_id and self._order_of(o) < mine
+                   for o in (*self._firsts.get(key, ()), *named))
 
     def _two_first(self, group: Sequence[JobFacts]) -> tuple[JobFacts, ...]:
         """The group's first attempt, and its first of another id (the first may be the job
@@ -216,19 +218,16 @@ class Attempts:
             for key, group in self._by_stem.items():
                 ended = [o for o in group if o.record.state in TERMINAL_STATES and self.parts(o)]
                 self._ended[key] = sorted(ended, key=self._listed, reverse=True)
-        record = facts.record
-        stem = self._stems.get(id(facts)) or name_stem(record.name)
-        where = (record.cluster, record.user)
-        mine = self._order_of(facts)
-        named = [o for job_id in record.depends_on for o in self._by_id.get((*where, job_id), ())
-                 if o.record.state in TERMINAL_STATES and self.parts(o)]
+        key, named = self._group(facts)
+        mine, job_id = self._order_of(facts), facts.record.job_id
         best: JobFacts | None = None
-        for o in self._ended.get((*where, stem), ()):  # latest first: the first match is it
-            if o.record.job_id != record.job_id and self._order_of(o) < mine:
+        for o in self._ended.get(key, ()):  # latest first: the first match is it
+            if o.record.job_id != job_id and self._order_of(o) < mine:
                 best = o
                 break
         for o in named:
-            if (o.record.job_id != record.job_id and self._order_of(o) < mine
+            if (o.record.job_id != job_id and self._order_of(o) < mine
+                    and o.record.state in TERMINAL_STATES and self.parts(o)
                     and (best is None or self._listed(o) > self._listed(best))):
                 best = o
         return best

@@ -48,7 +48,6 @@ from probes.models import JobState
 from report.cells import format_value
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
 from report.fingerprint import (
-    Attempts,
     config_ablation,
     known_in_memory,
     relaunch_change,
@@ -228,7 +227,7 @@ def _first_launch(ctx: JudgeContext) -> bool:
     in_bring_up = summary is not None and summary.bring_up
     return (record.state is JobState.RUNNING and record.restarts == 0 and ctx.fetch_ok
             and not in_bring_up and ctx.earlier_attempts == 0
-            and not (ctx.attempts or Attempts(())).any_earlier(ctx.facts)
+            and not ctx.attempts.any_earlier(ctx.facts)
             and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS)
 
 
@@ -237,7 +236,7 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     if record.state not in (JobState.PENDING, JobState.RUNNING):
         return
     fingerprint = run_fingerprint(ctx.facts)
-    relaunch = relaunch_change(ctx.facts, ctx.attempts or Attempts(()))
+    relaunch = relaunch_change(ctx.facts, ctx.attempts)
     if _UNTESTED_NAME.search(record.name):
         reason = "smoke/test/debug run"
     elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
