@@ -2,14 +2,18 @@
 
 Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped in front of
 the collector, see ``probes.remote.script``). Each command is an argv run without a shell,
-under a timeout; only the scheduler's own programs may be named. A command that cannot start
-answers 127 and one that does not finish in time 124 (as a shell and ``timeout`` would), with
-the reason on stderr: the caller judges the answer exactly as if it had run it itself.
+under a timeout; only the scheduler's own programs may be named. Commands that do not depend
+on each other's output (no ``unless`` marker between them) run at the same time, each in
+its own process: a one-job read's squeue and scontrol cost the longer of the two, not both.
+A command that cannot start answers 127 and one that does not finish in time 124 (as a shell
+and ``timeout`` would), with the reason on stderr: the caller judges the answer exactly as if
+it had run it itself.
 """
 
 from __future__ import annotations
 
 import subprocess
+import threading
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
@@ -36,22 +40,55 @@ SCHEDULER_COMMANDS = ("squeue", "scontrol", "sacct", "env")
 
 
 def run_scheduler(commands: list[Json], deadline_s: float) -> list[Json | None]:
-    """Run each ``{"argv": [...], "unless": marker}`` in order (argvs, never a shell) and give
-    its ``{exit, stdout, stderr}``; one whose ``unless`` marker an earlier stdout printed is
-    skipped (``None``): ``sacct`` for a job runs only when squeue no longer knew it."""
-    out: list[Json | None] = []
+    """Run each ``{"argv": [...], "unless": marker}`` (argvs, never a shell) and give its
+    ``{exit, stdout, stderr}`` in the order asked; one whose ``unless`` marker an earlier
+    command's stdout printed is skipped (``None``): ``sacct`` for a job runs only when squeue
+    no longer knew it. Each run of commands up to the next ``unless`` runs concurrently."""
+    out: list[Json | None] = [None] * len(commands)
     printed = ""
-    for command in commands:
+    batch: list[tuple[int, list[str]]] = []
+
+    def flush() -> None:
+        nonlocal printed
+        ran = _run_together([argv for _, argv in batch], deadline_s)
+        for n, (i, _) in enumerate(batch):
+            status, text, err = ran[n]
+            printed += text
+            out[i] = {"exit": status, "stdout": text, "stderr": err}
+        batch.clear()
+
+    for i, command in enumerate(commands):
         argv = [str(a) for a in command["argv"]]
         marker = command.get("unless")
-        if marker and marker in printed:
-            out.append(None)
-            continue
+        if marker:
+            flush()  # the marker is looked for in every earlier command's stdout
+            if marker in printed:
+                continue
         if not argv or argv[0] not in SCHEDULER_COMMANDS:
-            out.append({"exit": 126, "stdout": "", "stderr": f"{argv[:1]}: not a scheduler"
-                        " command: not run"})
+            out[i] = {"exit": 126, "stdout": "", "stderr": f"{argv[:1]}: not a scheduler"
+                      " command: not run"}
             continue
-        status, text, err = run_argv(argv, deadline_s)
-        printed += text
-        out.append({"exit": status, "stdout": text, "stderr": err})
+        batch.append((i, argv))
+        if marker:
+            flush()
+    flush()
     return out
+
+
+def _run_together(argvs: list[list[str]], timeout_s: float) -> list[tuple[int, str, str]]:
+    """:func:`run_argv` of each argv at the same time (a thread each; every one has its own
+    timeout, so none outlives it); results in the order given."""
+    results: list[tuple[int, str, str]] = [(0, "", "")] * len(argvs)
+
+    def one(i: int) -> None:
+        results[i] = run_argv(argvs[i], timeout_s)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True)
+               for i in range(1, len(argvs))]
+    for thread in threads:
+        thread.start()
+    if argvs:
+        one(0)
+    for thread in threads:
+        thread.join()
+    return results
