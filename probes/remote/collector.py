@@ -27,9 +27,7 @@ import contextlib
 import json
 import os
 import re
-import signal
 import sys
-import threading
 import time
 from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 
@@ -39,7 +37,7 @@ from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, resolve_uid
 with contextlib.suppress(ImportError):
-    from probes.remote.scheduler import run_argv, run_scheduler
+    from probes.remote.scheduler import exit_with_the_session, run_argv, run_scheduler
 with contextlib.suppress(ImportError):
     from probes.remote.tree import (
         SEEN,
@@ -402,20 +400,6 @@ def _queue_pending(raw: Any) -> bool:
     return "PENDING" in names and "COMPLETING" not in names
 
 
-def _exit_with_the_session() -> None:
-    """Leave no process behind: exit on SIGHUP, and when the SSH session that started us is
-    gone (our parent changes: sshd exited, the channel or the connection closed)."""
-    signal.signal(signal.SIGHUP, lambda signum, frame: os._exit(129))
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(70)
-
-    threading.Thread(target=watch, name="session-watch", daemon=True).start()
-
-
 def _stream(request: Json, ran: Any, started: float) -> None:
     """The answer as lines, each written as soon as it is known (``STREAM``): the caller
     parses each job while the next is read. First the head (squeue's document, the
@@ -449,7 +433,7 @@ def _stream(request: Json, ran: Any, started: float) -> None:
 def main(request_json: str) -> None:
     """Entry point of the shipped script: request JSON in, answer JSON on stdout (one
     document, or with ``"stream": true`` the lines :func:`_stream` writes)."""
-    _exit_with_the_session()
+    exit_with_the_session()
     request = json.loads(request_json)
     ran = None
     if "scheduler" in request:  # before the files: their deadline counts from here too

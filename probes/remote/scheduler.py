@@ -8,12 +8,22 @@ its own process: a one-job read's squeue and scontrol cost the longer of the two
 A command that cannot start answers 127 and one that does not finish in time 124 (as a shell
 and ``timeout`` would), with the reason on stderr: the caller judges the answer exactly as if
 it had run it itself.
+
+A request that names scheduler commands and no job (a one-job read's first command,
+``probes.slurm.onejob``) is answered by :func:`answer_scheduler` alone, shipped without the
+collector (``probes.remote.script.build_collector_script``): a fifth of the script to send and
+compile, the same answer.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
+import sys
 import threading
+import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
@@ -92,3 +102,31 @@ def _run_together(argvs: list[list[str]], timeout_s: float) -> list[tuple[int, s
     for thread in threads:
         thread.join()
     return results
+
+
+def exit_with_the_session() -> None:
+    """Leave no process behind: exit on SIGHUP, and when the SSH session that started us is
+    gone (our parent changes: sshd exited, the channel or the connection closed)."""
+    signal.signal(signal.SIGHUP, lambda signum, frame: os._exit(129))
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="session-watch", daemon=True).start()
+
+
+def answer_scheduler(request_json: str) -> None:
+    """Entry point of the scheduler-only script: the answer the collector gives a request
+    with ``scheduler`` commands and no jobs (protocol 1, no jobs, each command's result), in
+    the collector's encoding (UTF-8 whatever the locale, non-ASCII not escaped)."""
+    exit_with_the_session()
+    request = json.loads(request_json)
+    ran = run_scheduler(list(request["scheduler"]),
+                        0.4 * float(request.get("deadline_s") or 60.0))
+    answer = {"protocol": 1, "host": os.uname().nodename, "now": time.time(), "jobs": {},
+              "scheduler": ran}
+    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
+    sys.stdout.flush()

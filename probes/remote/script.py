@@ -3,7 +3,9 @@
 Policy: the login node has nothing of ours installed, so ``guard``, ``harbor_reduce``,
 ``stdio_pattern``, ``tree`` and ``completion`` are prepended to ``collector`` and their import
 lines there become ``pass``; the request rides inside the script as a string literal (never
-on a command line).
+on a command line). A request with scheduler commands and no jobs (a one-job read's first
+command) ships ``scheduler`` alone with its own entry point: the same answer from a fifth of
+the script.
 """
 
 from __future__ import annotations
@@ -48,9 +50,24 @@ def collector_source() -> str:
     return "from __future__ import annotations\n" + body
 
 
+@functools.cache
+def scheduler_source() -> str:
+    """``probes/remote/scheduler.py`` alone as a script body (it imports nothing of ours)."""
+    text = _inline((_HERE / "scheduler.py").read_text(encoding="utf-8"), "scheduler.py")
+    return "from __future__ import annotations\n" + _FUTURE.sub("", text)
+
+
 def build_collector_script(request: Mapping[str, Any]) -> str:
     """The script run by ``python3 -``: the request rides inside it as a string literal."""
+    if _scheduler_only(request):
+        return f"{scheduler_source()}\n\nanswer_scheduler({json.dumps(request)!r})\n"
     return f"{collector_source()}\n\nmain({json.dumps(request)!r})\n"
+
+
+def _scheduler_only(request: Mapping[str, Any]) -> bool:
+    """Scheduler commands and nothing the collector itself serves (no jobs, no squeue)."""
+    return ("scheduler" in request and not request.get("jobs") and "squeue" not in request
+            and not request.get("stream"))
 
 
 

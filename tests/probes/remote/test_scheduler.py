@@ -3,9 +3,15 @@ at the same time, a marked one only after them and only if they did not print it
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from probes.remote.scheduler import run_scheduler
+from probes.remote.script import build_collector_script, collector_source
 
 
 def _sh(script: str) -> dict[str, object]:
@@ -73,3 +79,38 @@ def test_a_program_that_cannot_start_answers_127() -> None:
                     "stderr": "['squeue-not-installed-here']: not a scheduler command: not run"}]
     ran = run_scheduler([{"argv": ["env", "/nonexistent/squeue"]}], deadline_s=5.0)
     assert ran[0] is not None and ran[0]["exit"] == 127
+
+
+def _answer(script: str) -> dict[str, object]:
+    run = subprocess.run([sys.executable, "-"], input=script.encode(), capture_output=True,
+                         check=True, timeout=60)
+    answer = json.loads(run.stdout)
+    assert isinstance(answer, dict)
+    answer.pop("now")
+    return answer
+
+
+@pytest.mark.parametrize("commands", [
+    [_sh("echo 'JobId=7 JobName=naïve ☃'"), _sh("echo '<R:n1>'; echo err >&2; exit 1"),
+     {**_sh("echo sacct"), "unless": "<R:n1>"}],
+    [_sh("echo quiet"), {**_sh("echo sacct"), "unless": "<R:n2>"},
+     {"argv": ["rm", "-rf", "/nonexistent-jobtables"]}, {"argv": ["env", "/nonexistent/squeue"]}],
+])
+def test_the_scheduler_only_script_answers_as_the_whole_collector_does(
+        commands: list[dict[str, object]]) -> None:
+    request = {"jobs": [], "deadline_s": 20.0, "answer_budget": 1 << 20, "scheduler": commands}
+    lite = build_collector_script(request)
+    assert "def answer_scheduler(" in lite and "def collect(" not in lite
+    assert len(lite) * 5 < len(collector_source())
+    whole = f"{collector_source()}\n\nmain({json.dumps(request)!r})\n"
+    assert _answer(lite) == _answer(whole)
+    assert _answer(lite)["scheduler"] == run_scheduler(commands, 8.0)
+
+
+def test_a_request_with_jobs_or_squeue_still_ships_the_collector() -> None:
+    requests: list[dict[str, object]] = [
+        {"jobs": [{"id": "1"}], "scheduler": []},
+        {"jobs": [], "squeue": {"argv": ["squeue", "--json"]}, "scheduler": []},
+        {"jobs": [], "stream": True, "scheduler": []}, {"jobs": []}]
+    for request in requests:
+        assert build_collector_script(request).startswith(collector_source())
