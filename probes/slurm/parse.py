@@ -93,7 +93,11 @@ def _exit_code(raw: Any) -> tuple[int | None, int | None]:
 def record_from_squeue(
     cluster: str, job: Mapping[str, Any], now: datetime,
 ) -> SchedulerRecord | None:
-    """One ``squeue --json`` (or sacct-shaped) job object -> a record; ``None`` if unreadable."""
+    """One ``squeue --json`` (or sacct-shaped) job object -> a record; ``None`` if unreadable.
+
+    ``job`` is JSON as parsed (dicts, lists, strings, numbers, booleans, ``None``): every field
+    below then has its declared type by construction, so the record is built as validation
+    would build it, without validating (:func:`_record`)."""
     job_id = _number(job.get("job_id"))
     if job_id is None:
         return None
@@ -109,32 +113,57 @@ def record_from_squeue(
     comment = job.get("comment")
     if isinstance(comment, dict):
         comment = comment.get("job")
-    return SchedulerRecord(
-        cluster=cluster,
-        job_id=_job_id(job_id, array_job, array_task),
-        labels=_array_labels(job_id, array_task, job.get("array_task_string")),
-        name=str(job.get("name") or ""),
-        user=_text(job.get("user_name")) or _text(job.get("user")),
-        state=state,
-        reason=_text(job.get("state_reason")) or _text(state_block.get("reason")),
-        submit_time=epoch(job.get("submit_time", times.get("submission"))),
-        start_time=start,
-        end_time=end if state not in {JobState.PENDING, JobState.RUNNING} else None,
-        elapsed_s=_elapsed(state, start, end, now, _number(times.get("elapsed"))),
-        time_limit_s=limit_min * 60 if limit_min is not None else None,
-        workdir=_text(job.get("current_working_directory")) or _text(job.get("working_directory")),
-        stdout_path=_text(job.get("standard_output")) or _text(job.get("stdout_expanded")),
-        dependency=dependency,
-        depends_on=parse_dependency(dependency),
-        exit_code=code,
-        exit_signal=signal,
-        command=_text(job.get("command")),
-        comment=_text(comment),
-        nodes=_text(job.get("nodes")),
-        restarts=_number(job.get("restart_cnt")) or 0,
-        array_job_id=str(array_job) if array_task is not None and array_job else None,
-        array_task_id=str(array_task) if array_task is not None else None,
-    )
+    key = _job_id(job_id, array_job, array_task)
+    labels = _array_labels(job_id, array_task, job.get("array_task_string"))
+    return _record({  # SchedulerRecord's fields, in its order; every one given but the pods'
+        "cluster": str(cluster),
+        "job_id": key,
+        "name": str(job.get("name") or ""),
+        "user": _text(job.get("user_name")) or _text(job.get("user")),
+        "state": state,
+        "reason": _text(job.get("state_reason")) or _text(state_block.get("reason")),
+        "submit_time": epoch(job.get("submit_time", times.get("submission"))),
+        "start_time": start,
+        "end_time": end if state not in {JobState.PENDING, JobState.RUNNING} else None,
+        "elapsed_s": _elapsed(state, start, end, now, _number(times.get("elapsed"))),
+        "time_limit_s": limit_min * 60 if limit_min is not None else None,
+        "workdir": _text(job.get("current_working_directory"))
+        or _text(job.get("working_directory")),
+        "stdout_path": _text(job.get("standard_output")) or _text(job.get("stdout_expanded")),
+        "dependency": dependency,
+        "depends_on": parse_dependency(dependency),
+        "exit_code": code,
+        "exit_signal": signal,
+        "command": _text(job.get("command")),
+        "comment": _text(comment),
+        "nodes": _text(job.get("nodes")),
+        "restarts": _number(job.get("restart_cnt")) or 0,
+        "array_job_id": str(array_job) if array_task is not None and array_job else None,
+        "array_task_id": str(array_task) if array_task is not None else None,
+        "pods_total": None,
+        "pods_running": None,
+        "labels": labels,
+    })
+
+
+_GIVEN = frozenset(SchedulerRecord.model_fields) - {"pods_total", "pods_running"}
+"""The fields :func:`record_from_squeue` gives (its ``model_fields_set``)."""
+_set = object.__setattr__
+
+
+def _record(fields: dict[str, Any]) -> SchedulerRecord:
+    """``SchedulerRecord(**fields)`` (pods' fields left out) for ``fields`` that hold every
+    field, in order, each of its declared type: strings (exact ``str``), ints (no bools), a
+    ``JobState``, aware datetimes, a tuple and a dict of strings, or ``None``. Validating them
+    would only copy (12 us of a record's 30: a sweep's head builds hundreds, before any job
+    is read); the model has no validator that could change them
+    (``tests/probes/slurm/test_record_direct.py`` holds both to that)."""
+    record = SchedulerRecord.__new__(SchedulerRecord)
+    _set(record, "__dict__", fields)
+    _set(record, "__pydantic_fields_set__", set(_GIVEN))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record
 
 
 def _array_labels(job_id: int, array_task: int | None, tasks: Any) -> dict[str, str]:
@@ -230,7 +259,19 @@ def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
     )
     if path is None or path == raw:
         return record
-    return record.model_copy(update={"stdout_path": path})
+    return _with_path(record, path)
+
+
+def _with_path(record: SchedulerRecord, path: str) -> SchedulerRecord:
+    """``record.model_copy(update={"stdout_path": path})`` as pydantic makes it (a shallow copy
+    of the fields, ``stdout_path`` replaced and counted as set), without its generic copy
+    machinery (4 us of a record's expansion: the sweep's head expands hundreds)."""
+    copied = SchedulerRecord.__new__(SchedulerRecord)
+    _set(copied, "__dict__", {**record.__dict__, "stdout_path": path})
+    _set(copied, "__pydantic_fields_set__", record.__pydantic_fields_set__ | {"stdout_path"})
+    _set(copied, "__pydantic_extra__", None)  # extra="forbid": never any
+    _set(copied, "__pydantic_private__", None)  # no private attributes
+    return copied
 
 
 def _array_own_id(record: SchedulerRecord) -> str:
