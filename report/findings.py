@@ -19,6 +19,7 @@ live in one place:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -154,6 +155,9 @@ def latest_values(history: Sequence[MetricPoint]) -> dict[str, float]:
 
 def normalized_history(points: Sequence[MetricPoint]) -> tuple[MetricPoint, ...]:
     """Sort by step; a repeated step (resume) keeps its last occurrence."""
+    steps = [p.step for p in points]
+    if all(map(operator.lt, steps, steps[1:])):
+        return tuple(points)  # already strictly increasing (a parsed log's usual history)
     by_step: dict[int, MetricPoint] = {}
     for point in points:
         by_step[point.step] = point
@@ -217,15 +221,35 @@ def log_excerpt(facts: JobFacts) -> str:
         kept = next((c.text for c in log.contexts if c.line_no == fault.line_no), None)
         if kept is not None:
             return kept
+    if fault is None:
+        if log is not None and log.last_context is not None:
+            return log.last_context
+        # Only the last lines are split (and cut): splitting the whole 16 KiB tail of every
+        # job for its last 20 lines was most of this function's cost in a sweep.
+        return "\n".join(map(cut_line, last_lines(log.text, EXCERPT_LINES) if log else []))
     # Only the excerpt's own lines are cut: cutting all 400 kept lines of every job's tail
     # was a third of a warm sweep's judging.
     lines = log.text.splitlines() if log else []
     first = log.text_line if log else 1
-    if fault is not None and first <= fault.line_no < first + len(lines):
+    if first <= fault.line_no < first + len(lines):
         start = max(0, fault.line_no - first + 1 - EXCERPT_LINES // 2)
         return "\n".join(map(cut_line, lines[start : start + EXCERPT_LINES]))
-    if fault is not None and not lines:
+    if not lines:
         return "\n".join(x for x in (fault.excerpt, fault.detail) if x)
     if log is not None and log.last_context is not None:
         return log.last_context
     return "\n".join(map(cut_line, lines[-EXCERPT_LINES:]))
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """``text.splitlines()[-count:]``, splitting only the text after its ``count + 1``-th last
+    ``\\n``: a ``\\n`` ends a line whatever precedes it (``\\r\\n`` is one break), so that
+    suffix starts a line and holds at least ``count`` lines, the text's last ones."""
+    if count <= 0:
+        return text.splitlines()[-count:]
+    cut = len(text)
+    for _ in range(count + 1):
+        cut = text.rfind("\n", 0, cut)
+        if cut < 0:
+            break
+    return text[cut + 1 :].splitlines()[-count:]

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 
 from probes.models import TERMINAL_STATES, JobFacts, RunFingerprint, SchedulerRecord
 from report.chain import name_stem
+from report.settings import compiled
 
 LABEL_KEY = re.compile(r"config|image|model|geometry|hash|commit|git", re.IGNORECASE)
 VOLATILE_KEY = re.compile(
@@ -261,11 +262,11 @@ def config_ablation(config: Mapping[str, str], patterns: Sequence[str]) -> str |
     """The first set ``key=value`` entry a spike-mitigation pattern matches, else None."""
     off = {k.rsplit(".", 1)[0] for k, v in config.items()
            if k.rsplit(".", 1)[-1] in _SWITCHES and v.lower() in _FALSY and "." in k}
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    searched = compiled(tuple(patterns))
     for key, value in config.items():
         if value.lower() in _FALSY or any(key.startswith(section + ".") for section in off):
             continue
         entry = f"{key}={value}"
-        if any(p.search(entry) for p in compiled):
+        if any(p.search(entry) for p in searched):
             return entry
     return None

@@ -144,8 +144,7 @@ def judge_job(
     cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
-    detail = _assemble(ctx, f, bucket, cluster_name_shown)
-    return detail.model_copy(update={"failure": failure, "repeats": repeats})
+    return _assemble(ctx, f, bucket, cluster_name_shown, (failure, repeats))
 
 
 def _log_rules(ctx: JudgeContext, f: Findings) -> None:
@@ -250,7 +249,10 @@ def _no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
         )))
 
 
-def _assemble(ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool) -> JobDetail:
+def _assemble(
+    ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool,
+    failures: tuple[FailureSignature | None, FailureSignature | None],
+) -> JobDetail:
     record, facts = ctx.facts.record, ctx.facts
     report = JobReport(
         cluster=record.cluster, job_id=record.job_id, name=record.name, user=record.user,
@@ -269,6 +271,7 @@ def _assemble(ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool) -> Jo
         log_excerpt=log_excerpt(facts), workdir=record.workdir, note="; ".join(f.notes),
         infra=f.infra, type_label=f.type_label,
         display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
+        failure=failures[0], repeats=failures[1],
     )
 
 

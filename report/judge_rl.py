@@ -56,7 +56,7 @@ from report.fingerprint import (
 from report.models import Flag
 from report.rollouts import banking_rule, dead_rollouts_rule, extras_text, log_ratio_health
 from report.rules import buffer_rule, divergence_rule, stall_rule, step_progress
-from report.settings import Thresholds
+from report.settings import Thresholds, compiled
 from report.signals import CollapseScan, collapse_scan
 from report.trend import collapse_text, describe_reward, shorten, signal_phrase, with_sparkline
 
@@ -74,7 +74,7 @@ _UNTESTED_NAME = re.compile(r"(?:^|[-_.])(?:smoke|tests?|debug|dbg)(?=$|[-_.\d])
 
 def is_ablation(name: str, patterns: tuple[str, ...]) -> bool:
     """True for a spike-mitigation ablation (never auto-cancelled)."""
-    return any(re.search(p, name, re.IGNORECASE) for p in patterns)
+    return any(p.search(name) for p in compiled(patterns))
 
 
 def judge_rl(ctx: JudgeContext, f: Findings) -> None:
@@ -235,11 +235,11 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     record = ctx.facts.record
     if record.state not in (JobState.PENDING, JobState.RUNNING):
         return
-    fingerprint = run_fingerprint(ctx.facts)
     relaunch = relaunch_change(ctx.facts, ctx.attempts)
     if _UNTESTED_NAME.search(record.name):
         reason = "smoke/test/debug run"
     elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
+        fingerprint = run_fingerprint(ctx.facts)  # only this reason shows it
         shown = shorten(fingerprint.rsplit("|", 1)[0] or fingerprint, 80)
         reason = relaunch or f"new setting ({shown})"
     elif ctx.seen_configs is None and relaunch is not None:

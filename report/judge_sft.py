@@ -51,11 +51,12 @@ def judge_sft(ctx: JudgeContext, f: Findings) -> None:
     oom_at_start(ctx, f)
     if ctx.running and ctx.history and ctx.fetch_ok:
         f.verdict("healthy")
-        text = describe_loss(series(ctx.history, "loss"))
+        losses = series(ctx.history, "loss")
+        text = describe_loss(losses)
         rate = sec_per_step(ctx)
         if rate and f.step is not None and f.total_steps and f.total_steps > f.step:
             text += f", ETA {format_duration((f.total_steps - f.step) * rate)}"
-        f.trend(Priority.BACKGROUND, with_sparkline(text, series(ctx.history, "loss")))
+        f.trend(Priority.BACKGROUND, with_sparkline(text, losses))
 
 
 _TOKEN_SPLIT = re.compile(r"[-_]")

@@ -44,7 +44,7 @@ from report.findings import (
     series,
 )
 from report.settings import Thresholds
-from report.signals import window_of
+from report.signals import Windows
 
 
 def step_progress(ctx: JudgeContext, f: Findings) -> None:
@@ -144,13 +144,14 @@ def divergence_rule(
     th = ctx.settings.thresholds
     start = max(0, len(ctx.history) - th.collapse_recent_steps)
     faults = ctx.facts.summary.faults if ctx.facts.summary else ()
+    windows = Windows(ctx.history, start, th.window)
     for index in range(start, len(ctx.history)):
         values = ctx.history[index].values
         loss, grad = values.get(loss_metric), values.get("grad_norm")
         bad_grad = grad is not None and not math.isfinite(grad)
         if (loss is not None and not math.isfinite(loss)) or (loss == 0.0 and bad_grad):
             _nan_loss(f, ctx.history[index].step, loss)
-        if explosion and grad is not None and _exploded(ctx, index, grad, th):
+        if explosion and grad is not None and _exploded(windows, index, grad, th):
             f.flag("grad-explosion")
             f.verdict("warning")
             f.trend(Priority.INFO,
@@ -169,10 +170,10 @@ def _nan_loss(f: Findings, step: int | None, loss: float | None) -> None:
                 "last good checkpoint after fixing LR/precision")
 
 
-def _exploded(ctx: JudgeContext, index: int, grad: float, th: Thresholds) -> bool:
+def _exploded(windows: Windows, index: int, grad: float, th: Thresholds) -> bool:
     if not math.isfinite(grad):
         return True
-    window = window_of(ctx.history, index, "grad_norm", th.window)
+    window = windows.of(index, "grad_norm")
     if len(window) < th.min_window:
         return False
     mean = sum(window) / len(window)

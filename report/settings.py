@@ -8,6 +8,7 @@ Policy: the defaults are the seed's numbers (``monitor-job-tables.md``) and the 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -106,3 +107,10 @@ class ReportSettings(_Strict):
     )
     """Regexes marking spike-mitigation ablations (never auto-cancelled), searched in the job
     name and in every set ``key=value`` entry of the printed config (``report.fingerprint``)."""
+
+
+@lru_cache(maxsize=256)
+def compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """``patterns`` compiled case-insensitively, once per rule set: they are validated when
+    the config is loaded, and a sweep judges hundreds of jobs with the same few."""
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from probes.models import MetricPoint, TrialResult
 from report.models import SignalEvidence
@@ -34,10 +33,12 @@ from report.settings import Thresholds
 SIGNAL_NAMES: tuple[str, ...] = ("grad_norm", "entropy", "log_ratio", "pass_rate")
 
 
-class StepSignals(BaseModel):
+# The scan's own results are frozen dataclasses, not models: they never leave ``report`` (the
+# evidence they hold does, as validated ``SignalEvidence``), and validating the six of each RL
+# job (about 12 us) checked only what this module had just built.
+@dataclass(frozen=True)
+class StepSignals:
     """The collapse signals evaluated on one logged step."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     step: int
     evidence: tuple[SignalEvidence, ...]
@@ -47,10 +48,9 @@ class StepSignals(BaseModel):
         return frozenset(e.signal for e in self.evidence if e.fired)
 
 
-class CollapseScan(BaseModel):
+@dataclass(frozen=True)
+class CollapseScan:
     """The collapse rule applied to a run's most recent logged steps."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     steps: tuple[StepSignals, ...] = ()
     """Per-step signals for the last ``collapse_recent_steps`` logged steps, oldest first."""
@@ -85,16 +85,67 @@ def window_of(history: Sequence[MetricPoint], index: int, metric: str, size: int
     return values
 
 
+def recent_windows(
+    history: Sequence[MetricPoint], start: int, metric: str, size: int,
+) -> list[list[float]]:
+    """``[window_of(history, i, metric, size) for i in range(start, len(history))]`` for
+    ``0 <= start`` and ``size > 0``, in one backward pass: consecutive steps' windows overlap,
+    so the finite values are collected once, from the last step back until ``size`` of them
+    lie before ``start`` (or the history begins), and each window is a slice of those."""
+    found: list[float] = []
+    positions: list[int] = []
+    before_start = 0
+    for position in range(len(history) - 2, -1, -1):
+        v = history[position].values.get(metric)
+        if v is not None and math.isfinite(v):
+            found.append(v)
+            positions.append(position)
+            if position < start:
+                before_start += 1
+                if before_start == size:
+                    break
+    found.reverse()
+    positions.reverse()
+    out = []
+    count = 0  # of the values found that lie before the step, which grows with the step
+    for index in range(start, len(history)):
+        while count < len(positions) and positions[count] < index:
+            count += 1
+        out.append(found[max(0, count - size) : count])
+    return out
+
+
+class Windows:
+    """Windows of the steps from ``start`` on, per metric, each metric's found in one pass
+    (:func:`recent_windows`) the first time one is asked for; any other step's from
+    :func:`window_of`."""
+
+    def __init__(self, history: Sequence[MetricPoint], start: int, size: int) -> None:
+        self.history, self.start, self.size = history, start, size
+        self.cached: dict[str, list[list[float]]] = {}
+
+    def of(self, index: int, metric: str) -> list[float]:
+        if not 0 <= self.start <= index < len(self.history) or self.size <= 0:
+            return window_of(self.history, index, metric, self.size)
+        windows = self.cached.get(metric)
+        if windows is None:
+            windows = self.cached[metric] = recent_windows(
+                self.history, self.start, metric, self.size)
+        return list(windows[index - self.start])
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _grad_norm(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+def _grad_norm(
+    history: Sequence[MetricPoint], index: int, th: Thresholds, windows: Windows,
+) -> SignalEvidence | None:
     point = history[index]
     v = point.values.get("grad_norm")
     if v is None:
         return None
-    win = window_of(history, index, "grad_norm", th.window)
+    win = windows.of(index, "grad_norm")
     mean = _mean(win) if len(win) >= th.min_window else None
     if not math.isfinite(v):
         fired, why = True, f"grad_norm {v} is not finite"
@@ -110,12 +161,14 @@ def _grad_norm(history: Sequence[MetricPoint], index: int, th: Thresholds) -> Si
     )
 
 
-def _entropy(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+def _entropy(
+    history: Sequence[MetricPoint], index: int, th: Thresholds, windows: Windows,
+) -> SignalEvidence | None:
     point = history[index]
     v = point.values.get("entropy")
     if v is None:
         return None
-    win = window_of(history, index, "entropy", th.window)
+    win = windows.of(index, "entropy")
     trend = _mean(win) if len(win) >= th.min_window else None
     if not math.isfinite(v):
         fired, why = True, f"entropy {v} is not finite"
@@ -131,24 +184,28 @@ def _entropy(history: Sequence[MetricPoint], index: int, th: Thresholds) -> Sign
     )
 
 
-def _max_bounded(history: Sequence[MetricPoint], index: int, th: Thresholds) -> bool:
+def _max_bounded(
+    history: Sequence[MetricPoint], index: int, th: Thresholds, windows: Windows,
+) -> bool:
     top = history[index].values.get("log_ratio_abs_max")
     if top is None:
         return True  # not emitted: the mean test decides alone (module policy)
     if not math.isfinite(top):
         return False
-    win = window_of(history, index, "log_ratio_abs_max", th.window)
+    win = windows.of(index, "log_ratio_abs_max")
     if len(win) < th.min_window:
         return True
     return top < th.log_ratio_max_bound_factor * _mean(win)
 
 
-def _log_ratio(history: Sequence[MetricPoint], index: int, th: Thresholds) -> SignalEvidence | None:
+def _log_ratio(
+    history: Sequence[MetricPoint], index: int, th: Thresholds, windows: Windows,
+) -> SignalEvidence | None:
     point = history[index]
     v = point.values.get("log_ratio_abs_mean")
     if v is None:
         return None
-    win = window_of(history, index, "log_ratio_abs_mean", th.window)
+    win = windows.of(index, "log_ratio_abs_mean")
     mean = _mean(win) if len(win) >= th.min_window else None
     if not math.isfinite(v):
         fired, why = True, f"log_ratio_abs_mean {v} is not finite"
@@ -156,7 +213,7 @@ def _log_ratio(history: Sequence[MetricPoint], index: int, th: Thresholds) -> Si
         fired, why = False, f"log_ratio window has {len(win)} < {th.min_window} values"
     else:
         rising = v > th.log_ratio_window_factor * mean
-        bounded = _max_bounded(history, index, th)
+        bounded = _max_bounded(history, index, th, windows)
         fired = rising and bounded
         why = f"log_ratio_abs_mean {v:.3g} = {v / mean:.1f}× window {mean:.3g}" if mean else (
             f"log_ratio_abs_mean {v:.3g} vs window 0"
@@ -191,12 +248,16 @@ def evaluate_step(
     th: Thresholds,
     *,
     trials: Sequence[TrialResult] | None = None,
+    windows: Windows | None = None,
 ) -> list[SignalEvidence]:
-    """Evaluate every applicable collapse signal on ``history[index]`` (fired or not)."""
+    """Evaluate every applicable collapse signal on ``history[index]`` (fired or not);
+    ``windows``: the scan's, shared by its steps."""
+    # Alone, each window is looked up on its own (a scan's start past every step).
+    windows = windows if windows is not None else Windows(history, len(history), th.window)
     evidence = [
         e
-        for e in (_grad_norm(history, index, th), _entropy(history, index, th),
-                  _log_ratio(history, index, th))
+        for e in (_grad_norm(history, index, th, windows), _entropy(history, index, th, windows),
+                  _log_ratio(history, index, th, windows))
         if e is not None
     ]
     if trials is not None and index == len(history) - 1:
@@ -225,10 +286,10 @@ def collapse_scan(
     if not history:
         return CollapseScan()
     start = max(0, len(history) - th.collapse_recent_steps)
+    windows = Windows(history, start, th.window)
     steps = tuple(
-        StepSignals(
-            step=history[i].step, evidence=tuple(evaluate_step(history, i, th, trials=trials))
-        )
+        StepSignals(step=history[i].step,
+                    evidence=tuple(evaluate_step(history, i, th, trials=trials, windows=windows)))
         for i in range(start, len(history))
     )
     collapsed = [s.step for s in steps if len(s.fired) >= th.collapse_min_signals]
