@@ -204,8 +204,9 @@ def pending_note(record: SchedulerRecord, now: datetime) -> str:
     """A pending job's Trend: its wait reason and, where SLURM projects one (a start still
     ahead), its expected start."""
     note = f"Pending ({record.reason})" if record.reason else "Pending"
-    if record.start_time is not None and record.start_time > now:
-        note += f", expected start {record.start_time.astimezone(UTC):%m-%d %H:%M}Z"
+    start = _as_utc(record.start_time) if record.start_time is not None else None
+    if start is not None and start > _as_utc(now):  # naive times are taken as UTC
+        note += f", expected start {start:%m-%d %H:%M}Z"
     return note
 
 

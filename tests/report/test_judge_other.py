@@ -80,3 +80,23 @@ def test_catch_all_table_shows_the_tally() -> None:
     rendered = render_text(report, details, width=100)
     row = next(line for line in rendered.splitlines() if "gpu-ci" in line)
     assert "2 passed" in row and "Completed" not in row
+
+
+def test_a_pending_job_with_a_naive_expected_start_reads_it_as_utc() -> None:
+    """A replayed or hand-written record may carry a zone-less time: read as UTC, never a
+    TypeError that fails the whole sweep's judging (it compared naive with aware)."""
+    from datetime import UTC, datetime
+
+    from probes.models import JobState, SchedulerRecord
+    from report.findings import pending_note
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    ahead = SchedulerRecord(cluster="a", job_id="1", name="x", user="u",
+                            state=JobState.PENDING, reason="Resources",
+                            start_time=datetime(2026, 12, 1, 14, 30))
+    assert pending_note(ahead, now) == "Pending (Resources), expected start 12-01 14:30Z"
+    behind = ahead.model_copy(update={"start_time": datetime(2026, 12, 1, 9, 0)})
+    assert pending_note(behind, now) == "Pending (Resources)"
+    aware = ahead.model_copy(update={"start_time": datetime(2026, 12, 1, 15, 30,
+                                                            tzinfo=UTC).astimezone()})
+    assert pending_note(aware, now) == "Pending (Resources), expected start 12-01 15:30Z"
