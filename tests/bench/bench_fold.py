@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.bench.bench_trees import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -152,29 +152,6 @@ def serve() -> None:
         print(min(median_us(run, budget_s=0.05, least=3) for _ in range(3)), flush=True)
 
 
-class Worker:
-    """``serve()`` in a fresh interpreter with ``tree`` first on ``sys.path``."""
-
-    def __init__(self, tree: Path) -> None:
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], env=env, cwd=tree, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.process.stdout is not None
-        self.sizes: dict[str, int] = json.loads(self.process.stdout.readline())
-
-    def time(self, name: str, figure: str) -> float:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(f"{name}\t{figure}\n")
-        self.process.stdin.flush()
-        return float(self.process.stdout.readline())
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait()
-
-
 FIGURES = ("cold", "first", "fold_cold", "warm", "warm_json")
 
 
@@ -182,14 +159,14 @@ def compare(ours: Worker, theirs: Worker | None, rounds: int) -> None:
     """Each figure of each log timed ``rounds`` times by each worker in turn, printed as
     medians with the median of the pairwise ratios; and the first fold against the cold
     parse (target: within about 1.3x)."""
-    for name, size in ours.sizes.items():
+    for name, size in ours.info.items():
         print(f"{name} ({size / 1024:.1f} KiB)")
         medians: dict[str, float] = {}
         for figure in FIGURES:
             pairs = []
             for _ in range(rounds):
-                after = ours.time(name, figure)
-                pairs.append((theirs.time(name, figure) if theirs else after, after))
+                after = ours.time(f"{name}\t{figure}")
+                pairs.append((theirs.time(f"{name}\t{figure}") if theirs else after, after))
             after = medians[figure] = statistics.median(a for _, a in pairs)
             if theirs is None:
                 print(f"  {figure:<10} {after:10.1f} us")
@@ -209,17 +186,16 @@ def main() -> int:
     if args.serve:
         serve()
         return 0
-    ours = Worker(ROOT)
+    sys.path.insert(0, str(ROOT))
+    from tests.bench.bench_trees import Worker, tree_at  # here: a worker's tree may lack it
+
+    ours = Worker(__file__, ROOT)
     if args.vs is None:
         compare(ours, None, args.rounds)
         ours.close()
         return 0
-    with tempfile.TemporaryDirectory(prefix="bench_fold_") as tmp:
-        base = Path(tmp)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.vs],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        theirs = Worker(base)
+    with tree_at(args.vs, "bench_fold_") as base:
+        theirs = Worker(__file__, base)
         print(f"before: {args.vs}   after: this tree   ({args.rounds} rounds, A B A B; each "
               "time the least of 3 repeats; medians; ratio = median of before / after)")
         try:

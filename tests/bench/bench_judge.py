@@ -31,15 +31,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.bench.bench_trees import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEPS = ("sft", "rl", "mixed")
@@ -142,30 +142,6 @@ def serve() -> None:
         print(judge_seconds(clusters, histories, 3, least=True) * 1e3, flush=True)
 
 
-class Worker:
-    """``serve()`` in a fresh interpreter with ``tree`` first on ``sys.path``."""
-
-    def __init__(self, tree: Path) -> None:
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], env=env, cwd=tree, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.process.stdout is not None
-        self.info: dict[str, Any] = json.loads(self.process.stdout.readline())
-        assert Path(self.info["report"]).resolve().is_relative_to(tree.resolve()), self.info
-
-    def time(self, kind: str) -> float:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(kind + "\n")
-        self.process.stdin.flush()
-        return float(self.process.stdout.readline())
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait()
-
-
 def compare(ours: Worker, theirs: Worker, rounds: int) -> None:
     for kind in SWEEPS:
         pairs = []
@@ -195,12 +171,13 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         scaling([int(n) for n in args.jobs.split(",")], args.repeat)
         return 0
-    with tempfile.TemporaryDirectory(prefix="bench_judge_") as tmp:
-        base = Path(tmp)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.vs],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        ours, theirs = Worker(ROOT), Worker(base)
+    sys.path.insert(0, str(ROOT))
+    from tests.bench.bench_trees import Worker, tree_at  # here: a worker's tree may lack it
+
+    with tree_at(args.vs, "bench_judge_") as base:
+        ours, theirs = Worker(__file__, ROOT), Worker(__file__, base)
+        for worker, tree in ((ours, ROOT), (theirs, base)):
+            assert Path(worker.info["report"]).resolve().is_relative_to(tree.resolve())
         print(f"before: {args.vs}   after: this tree   ({args.rounds} rounds, A B A B; each "
               "time the least CPU time of 3 judgings; medians; ratio = median of before / after)")
         try:
