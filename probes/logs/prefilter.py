@@ -170,12 +170,23 @@ class Skeletons:
     """Every line's skeleton (UTF-8, ASCII lower-cased, digits deleted), and the distinct
     ones joined on ``\\n``: what every ``NeedleFilter`` searches."""
 
-    __slots__ = ("joined", "skeletons", "unique")
+    __slots__ = ("_clock", "joined", "skeletons", "unique")
 
     def __init__(self, skeletons: list[bytes]) -> None:
         self.skeletons = skeletons
         self.unique = dict.fromkeys(skeletons)
         self.joined = b"\n".join(self.unique)
+        self._clock: bool | None = None
+
+    def may_hold_time(self) -> bool:
+        """Whether a line may hold a time of day ``HH:MM:SS`` (every stamp the log clock reads
+        has one): a skeleton holds ``::`` (the digits deleted), or a non-ASCII decimal digit,
+        which ``\\d`` matches and the skeleton keeps. Judged once."""
+        if self._clock is None:
+            joined = self.joined
+            self._clock = b"::" in joined or (not joined.isascii() and any(
+                not s.isascii() and _has_unicode_digit(s) for s in self.unique))
+        return self._clock
 
 
 def _build(lines: Sequence[str]) -> Skeletons | None:
@@ -223,6 +234,15 @@ def skeletons_of(lines: Sequence[str]) -> Skeletons | None:
     if size != len(lines):
         return _build(lines)  # changed since: never a stale copy
     return built
+
+
+def held_skeletons(lines: Sequence[str]) -> Skeletons | None:
+    """``lines``' skeletons if ``shared_skeletons`` holds them (built, unchanged), else None:
+    never built for this call (for a shortcut that pays only when they are at hand)."""
+    entry = _held.lists.get(id(lines))
+    if entry is None or entry[0] is not lines:
+        return None
+    return skeletons_of(lines)
 
 
 def _has_unicode_digit(skeleton: bytes) -> bool:
