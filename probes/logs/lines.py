@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import compress, repeat
 from operator import call, contains, itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
 NESTED_BAR_MARK = "\x1b[A"
@@ -215,11 +215,12 @@ def quoted_pairs(text: str) -> dict[str, float] | None:
     global _last_plain  # noqa: PLW0603 (a memo of a pure answer)
     known = _last_plain
     if keys == known[0]:
-        key_chars: int | None = known[1]
+        key_chars = known[1]
     else:
-        key_chars = _plain_keys[keys] if keys in _plain_keys else _learn_plain_keys(keys)
-        if key_chars is None:
+        learned = _plain_keys[keys] if keys in _plain_keys else _learn_plain_keys(keys)
+        if learned is None:
             return None
+        key_chars = learned
         _last_plain = (keys, key_chars)
     if len(text) - framing - key_chars > _NUMBER_CAP and max(map(len, values)) > _NUMBER_CAP:
         return None  # (the values' characters, all of them within the cap, else the longest)
@@ -352,19 +353,20 @@ def own_bars(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]]:
     return found
 
 
-def _bar_reader(line: str) -> itemgetter[str]:
+def _bar_reader(line: str) -> _BarReader:
     """What reads ``own_bars``' groups from a line of ``line``'s digit shape: the five
     slices where they lie in ``line`` (an unmatched group's empty), or five empty slices
     for no bar: no count, or a ``[repeated ...]`` tail (a Ray line's, cut)."""
     match = _OWN_BAR_LINES_RE.match(line)
     if match is None or match.start(2) < 0 or (line[-1:] == "]" and "repeated" in line):
         return _NOT_A_BAR
-    return itemgetter(*(slice(*match.span(group)) if match.start(group) >= 0 else _EMPTY
-                        for group in range(1, 6)))
+    return cast(_BarReader, itemgetter(*(slice(*match.span(group)) if match.start(group) >= 0
+                                         else _EMPTY for group in range(1, 6))))
 
 
+_BarReader = Callable[[str], tuple[str, str, str, str, str]]
 _EMPTY = slice(0, 0)
-_NOT_A_BAR = itemgetter(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
+_NOT_A_BAR = cast(_BarReader, itemgetter(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY))
 _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 """A digit shape's table: UTF-8 is one byte per ASCII digit, so shapes are equal exactly when
 the lines' digit shapes are."""
