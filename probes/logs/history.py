@@ -21,6 +21,8 @@ from math import isfinite
 from operator import not_
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from probes.logs.clock import STAMP_LEADS, LogClock, YearlessStamp, read_stamp
 from probes.logs.lines import (
     NESTED_BAR_MARK,
@@ -33,6 +35,7 @@ from probes.logs.lines import (
     parse_reward_line,
     parse_tqdm,
     parse_verl,
+    quoted_pairs,
     strip_ray_prefix,
 )
 from probes.logs.metric_names import canonical_plan
@@ -88,7 +91,9 @@ _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
 
 
-_DictKind = tuple[bool, tuple[str, ...], tuple[tuple[str, str], ...]]
+Plan = tuple[tuple[str, str], ...]
+"""A dict's ``canonical_plan``: (canonical name, raw name) pairs."""
+_DictKind = tuple[bool, tuple[str, ...], Plan]
 _Printing = tuple[str, str, bool, bool, bool]
 """A bar line's (desc, total, nested, rate ends in an iteration rate, rate blank)."""
 _Kind = tuple[str, tuple[str, int]] | None
@@ -124,19 +129,25 @@ def _dict_shape(keys: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
 
 _POINT_FIELDS = frozenset(MetricPoint.model_fields)
 _set = object.__setattr__
+_new = object.__new__
+_SLOTS = BaseModel.__dict__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 
 
 def metric_point(step: int, values: dict[str, float], line_no: int,
                  at: datetime | None) -> MetricPoint:
     """``MetricPoint.model_construct`` with every field given, as that sets them (0.5 us, not
     1.5: thousands a tail). Every field already has its declared type (ints, a fresh dict of
-    floats, a datetime or None), so validating would only copy."""
-    point = MetricPoint.__new__(MetricPoint)
+    floats, a datetime or None), so validating would only copy. ``BaseModel``'s slots are set
+    through their own descriptors (``object.__setattr__`` would look each up first)."""
+    point = _new(MetricPoint)
     _set(point, "__dict__", {"step": step, "values": values, "line_no": line_no,
                              "wall_time": at})
-    _set(point, "__pydantic_fields_set__", set(_POINT_FIELDS))
-    _set(point, "__pydantic_extra__", None)
-    _set(point, "__pydantic_private__", None)
+    _set_fields(point, set(_POINT_FIELDS))
+    _set_extra(point, None)
+    _set_private(point, None)
     return point
 
 
@@ -486,9 +497,11 @@ class MetricScan:
         self._read_dict(text)
 
     def _read_dict(self, text: str) -> None:
-        if text.count("{") > 1:
-            return  # metric dicts are flat; a nested one is a config dump (verl pprints its config)
-        pairs = parse_pairs(text)
+        pairs = quoted_pairs(text)  # HF's every step, read without the regex
+        if pairs is None:
+            if text.count("{") > 1:
+                return  # metric dicts are flat; a nested one is a config dump (verl's config)
+            pairs = parse_pairs(text)
         if pairs:
             self._on_dict(pairs, self.dict_line_no)
 
@@ -512,14 +525,15 @@ class MetricScan:
         for key in step_keys:
             explicit = pairs[key]
             if isfinite(explicit) and 0 <= explicit < 1e15:
-                self._record(int(explicit), pairs, line_no, None)
+                self._record(int(explicit), pairs, line_no, None, plan)
                 return
         if plan:
             self._mark("hf")
-            self._on_hf_dict(pairs, line_no)
+            self._on_hf_dict(pairs, line_no, plan)
 
-    def _on_hf_dict(self, pairs: dict[str, float], line_no: int) -> None:
-        """HF dicts carry no step: take the training bar's count, never going backwards."""
+    def _on_hf_dict(self, pairs: dict[str, float], line_no: int, plan: Plan) -> None:
+        """HF dicts carry no step: take the training bar's count, never going backwards
+        (``plan``: their names' ``canonical_plan``)."""
         anchor, prev = self.hf_anchor, self.hf_prev
         if anchor is None and prev is None:
             self.hf_unanchored.append((pairs, line_no))
@@ -528,12 +542,13 @@ class MetricScan:
             step = max(1, anchor or 0)
         else:
             step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
-        for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
-            if step - back >= 1:
-                self._record(step - back, early, early_line, None)
-        self.hf_unanchored.clear()
+        if self.hf_unanchored:
+            for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
+                if step - back >= 1:
+                    self._record(step - back, early, early_line, None)
+            self.hf_unanchored.clear()
         self.hf_prev = step
-        self._record(step, pairs, line_no, None)
+        self._record(step, pairs, line_no, None, plan)
 
     def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
@@ -581,14 +596,18 @@ class MetricScan:
     def _read_engine_line(self) -> None:
         self.engine_at, self.engine_line = self.clock.last, None
 
-    def _plan(self, raw: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
+    def _plan(self, raw: Mapping[str, float]) -> Plan:
         """``canonical_plan`` for these names (remembered)."""
         return self._kind(tuple(raw))[2]
 
-    def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None) -> None:
+    def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None,
+                plan: Plan | None = None) -> None:
+        """A point at ``step`` of ``raw``'s canonical values (``plan``: ``raw``'s names'
+        ``canonical_plan``, if at hand)."""
         if self._skimming:
             return
-        values = {canonical: raw[name] for canonical, name in self._plan(raw)}
+        values = {canonical: raw[name]
+                  for canonical, name in (self._plan(raw) if plan is None else plan)}
         if not values:
             return
         self.points.pop(step, None)

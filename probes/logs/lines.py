@@ -10,11 +10,12 @@ line timestamps are read by ``probes.logs.clock``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import contains
-from typing import NamedTuple
+from operator import call, contains, itemgetter
+from typing import NamedTuple, cast
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
 NESTED_BAR_MARK = "\x1b[A"
@@ -167,6 +168,81 @@ def parse_pairs(text: str) -> dict[str, float]:
     return out
 
 
+_KEY_BARS = frozenset("\"\\\n{")
+"""What a plain key of ``quoted_pairs`` never holds: what ``_PAIR_RE``'s key stops at, and the
+brace that makes ``MetricScan`` take a dict for a nested config."""
+_plain_keys: dict[tuple[str, ...], int | None] = {}
+_PLAIN_KEYS_CAP = 1024
+_last_plain: tuple[tuple[str, ...], int] = ((), 0)
+"""The plain keys ``quoted_pairs`` read last and their characters (a trainer repeats its keys
+every step: compared, not hashed)."""
+_FRAMES = {count: ["{", *[": ", ", "] * (count - 1), ": ", "}"] for count in range(1, 65)}
+"""``quoted_pairs``' frame of a dict of ``count`` pairs: the text around its quoted parts."""
+
+
+def quoted_pairs(text: str) -> dict[str, float] | None:
+    """``parse_pairs(text)`` of a one-line dict printed ``{'k': v, ...}`` (HF Trainer's every
+    step) whose keys are plain and values numbers, read by ``str.split`` and ``float`` in C;
+    None for any other text (the caller asks ``parse_pairs``). A text it reads holds one ``{``.
+
+    Two shapes, keys in single quotes, framed exactly by ``{``, ``: ``, ``, `` and ``}``: every
+    value quoted (``'1.9'``, transformers >= 4.46) or none (``1.9``). There ``_PAIR_RE`` meets
+    each key in turn and the whole of a value ``float`` reads (``'v'`` by its quote arm; a bare
+    ``v`` but its blank ends by the last arm, the arms before it needing a parenthesis or a
+    quote, which ``float`` refuses), and ``parse_pairs`` reads such a value of at most
+    ``_NUMBER_CAP`` characters as ``float`` reads it: directly, or through ``parse_number``,
+    whose stripping and checks change nothing ``float`` accepts."""
+    if text[:2] != "{'" or text[-1:] != "}":
+        return None
+    parts = text.split("'")
+    if text[-2:] == "'}":  # every value quoted: {'k': 'v', ...}, 8 characters a pair
+        count, rest = divmod(len(parts), 4)
+        frame = _FRAMES.get(count)
+        if rest != 1 or frame is None or parts[::2] != frame:
+            return None
+        keys, values = tuple(parts[1::4]), parts[3::4]
+        framing = 8 * count
+    else:  # {'k': v, ...}: 6 characters a pair
+        keys, gaps = tuple(parts[1::2]), parts[2::2]
+        if len(parts) % 2 != 1 or not gaps or not all(map(str.startswith, gaps, repeat(": "))):
+            return None
+        last = gaps.pop()
+        if not all(map(str.endswith, gaps, repeat(", "))):
+            return None
+        values = [gap[2:-2] for gap in gaps]
+        values.append(last[2:-1])
+        framing = 6 * len(keys)
+    global _last_plain  # noqa: PLW0603 (a memo of a pure answer)
+    known = _last_plain
+    if keys == known[0]:
+        key_chars = known[1]
+    else:
+        learned = _plain_keys[keys] if keys in _plain_keys else _learn_plain_keys(keys)
+        if learned is None:
+            return None
+        key_chars = learned
+        _last_plain = (keys, key_chars)
+    if len(text) - framing - key_chars > _NUMBER_CAP and max(map(len, values)) > _NUMBER_CAP:
+        return None  # (the values' characters, all of them within the cap, else the longest)
+    try:
+        numbers = list(map(float, values))
+    except ValueError:
+        return None
+    return dict(zip(keys, numbers))  # noqa: B905 (a key and a value per pair, by the split)
+
+
+def _learn_plain_keys(keys: tuple[str, ...]) -> int | None:
+    """The characters of ``keys`` if every key is ``_PAIR_RE``'s whole key (1 to 256
+    characters, none it stops at), none holds a brace and none repeats, else None
+    (remembered: a trainer repeats its keys every step)."""
+    if len(_plain_keys) >= _PLAIN_KEYS_CAP:
+        _plain_keys.clear()  # a log inventing key sets without end must not grow memory
+    plain = len(set(keys)) == len(keys) and all(
+        0 < len(key) <= 256 and _KEY_BARS.isdisjoint(key) for key in keys)
+    chars = _plain_keys[keys] = sum(map(len, keys)) if plain else None
+    return chars
+
+
 def parse_verl(line: str) -> tuple[int, dict[str, float]] | None:
     """A verl console line ``step:N - key:value - ...`` -> (step, numeric values)."""
     found = _VERL_RE.search(line)
@@ -253,22 +329,47 @@ def tqdm_groups(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]] | 
 
 def own_bars(lines: Sequence[str]) -> list[tuple[str, str, str, str, str]]:
     """``tqdm_groups`` of each line that is its own body (``strip_ray_prefix`` leaves it
-    whole) led by neither ``{`` nor a quote, and holds ``%|`` (only those are searched, by
-    one regex pass); every other line, and one holding a ``\\n``, reads as no bar."""
+    whole) led by neither ``{`` nor a quote, and holds ``%|``; every other line, and one
+    holding a ``\\n``, reads as no bar.
+
+    The regex runs once per digit shape (the line with each ASCII digit made ``0``): none of
+    its parts tells one ASCII digit from another (each class holds all ten or none, no
+    literal is one), so lines of one shape match alike, at the same places, and each line's
+    groups are sliced where its shape's first line had them. A trainer redraws a bar with new
+    numbers of the same widths: a few shapes for hundreds of lines."""
     found = [_NO_BAR] * len(lines)
     marked = list(compress(range(len(lines)), map(contains, lines, repeat("%|"))))
     if not marked:
         return found
-    joined = "\n".join([lines[at] for at in marked])
-    groups = _OWN_BAR_LINES_RE.findall(joined)
-    if len(groups) != len(marked):
+    picked = [lines[at] for at in marked]
+    shapes = ("\n".join(picked).encode("utf-8", "surrogatepass").translate(_ZERO_DIGITS)
+              .split(b"\n"))
+    if len(shapes) != len(marked):
         return found  # a line holds a "\n": never a split line
-    for at, bar in zip(marked, groups, strict=True):
-        if bar[1]:
-            line = lines[at]
-            if not (line[-1:] == "]" and "repeated" in line):  # else its tail is cut
-                found[at] = bar
+    first = dict(zip(reversed(shapes), reversed(picked), strict=True))  # each shape's first
+    readers = {shape: _bar_reader(line) for shape, line in first.items()}
+    deque(map(found.__setitem__, marked, map(call, map(readers.__getitem__, shapes), picked)),
+          maxlen=0)  # each line's groups, in C
     return found
+
+
+def _bar_reader(line: str) -> _BarReader:
+    """What reads ``own_bars``' groups from a line of ``line``'s digit shape: the five
+    slices where they lie in ``line`` (an unmatched group's empty), or five empty slices
+    for no bar: no count, or a ``[repeated ...]`` tail (a Ray line's, cut)."""
+    match = _OWN_BAR_LINES_RE.match(line)
+    if match is None or match.start(2) < 0 or (line[-1:] == "]" and "repeated" in line):
+        return _NOT_A_BAR
+    return cast(_BarReader, itemgetter(*(slice(*match.span(group)) if match.start(group) >= 0
+                                         else _EMPTY for group in range(1, 6))))
+
+
+_BarReader = Callable[[str], tuple[str, str, str, str, str]]
+_EMPTY = slice(0, 0)
+_NOT_A_BAR = cast(_BarReader, itemgetter(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY))
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+"""A digit shape's table: UTF-8 is one byte per ASCII digit, so shapes are equal exactly when
+the lines' digit shapes are."""
 
 
 def parse_tqdm(line: str) -> TqdmBar | None:

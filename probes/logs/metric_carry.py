@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
-from probes.logs.history import MetricScan
+from probes.logs.history import MetricScan, Plan
 from probes.logs.lines import TqdmBar
 from probes.logs.progress import BarTrack
 from probes.models import Frozen, LogTime, MetricPoint
@@ -239,12 +239,12 @@ class FoldScan(MetricScan):
     hf_head = 0
     hf_gap = 0
 
-    def _on_hf_dict(self, pairs: dict[str, float], line_no: int) -> None:
+    def _on_hf_dict(self, pairs: dict[str, float], line_no: int, plan: Plan) -> None:
         if self.hf_gap:  # a bar at last: the dropped dicts become placeholders (module policy)
             head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
             self.hf_unanchored = [*head, *[({}, 0)] * self.hf_gap, *tail]
             self.hf_gap = 0
-        super()._on_hf_dict(pairs, line_no)
+        super()._on_hf_dict(pairs, line_no, plan)
 
     def close(self, *, at_log_start: bool = True) -> None:
         if self.hf_gap:  # no bar came: dict i is step i, the dropped ones included

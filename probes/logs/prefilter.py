@@ -23,7 +23,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import compress, islice
+from itertools import compress
 
 _UPPER_TO_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _DIGITS = b"0123456789"
@@ -102,14 +102,13 @@ class NeedleFilter:
         if found is None:
             return None
         copy, hits = found
-        skeletons = copy.skeletons
         if not hits:
             return []
+        marks = copy.marks(hits)
         if whole:
-            return list(compress(range(len(skeletons)), map(hits.__contains__, skeletons)))
-        span = range(len(skeletons))[start:stop]
-        return list(compress(range(len(span)),
-                             map(hits.__contains__, islice(skeletons, span.start, span.stop))))
+            return list(compress(range(len(marks)), marks))
+        span = range(len(marks))[start:stop]
+        return list(compress(range(len(span)), marks[span.start:span.stop]))
 
     def groups(self, lines: Sequence[str]) -> dict[bytes, list[int]] | None:
         """``lines`` as ``lines()`` finds them, grouped by skeleton (ASCII lower-cased, digits
@@ -118,11 +117,12 @@ class NeedleFilter:
         if found is None:
             return None
         copy, hits = found
-        skeletons = copy.skeletons
         grouped: dict[bytes, list[int]] = {skeleton: [] for skeleton in hits}
         if hits:
-            for index in compress(range(len(skeletons)), map(hits.__contains__, skeletons)):
-                grouped[skeletons[index]].append(index)
+            order, ids = copy.ids()
+            by_id = {order[skeleton]: indices for skeleton, indices in grouped.items()}
+            for index in compress(range(len(ids)), copy.marks(hits)):
+                by_id[ids[index]].append(index)
         return grouped
 
     def _hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
@@ -170,12 +170,48 @@ class Skeletons:
     """Every line's skeleton (UTF-8, ASCII lower-cased, digits deleted), and the distinct
     ones joined on ``\\n``: what every ``NeedleFilter`` searches."""
 
-    __slots__ = ("joined", "skeletons", "unique")
+    __slots__ = ("_clock", "_ids", "joined", "skeletons", "unique")
 
     def __init__(self, skeletons: list[bytes]) -> None:
         self.skeletons = skeletons
         self.unique = dict.fromkeys(skeletons)
         self.joined = b"\n".join(self.unique)
+        self._clock: bool | None = None
+        self._ids: tuple[dict[bytes, int], bytes | list[int]] | None = None
+
+    def ids(self) -> tuple[dict[bytes, int], bytes | list[int]]:
+        """(each distinct skeleton's number, in order of first line; each line's skeleton's
+        number: a ``bytes`` when at most 256 are distinct), made once for every filter."""
+        if self._ids is None:
+            order = dict(zip(self.unique, range(len(self.unique)), strict=True))
+            ids = list(map(order.__getitem__, self.skeletons))
+            self._ids = (order, bytes(ids) if len(order) <= 256 else ids)
+        return self._ids
+
+    def marks(self, hits: Iterable[bytes]) -> bytes | list[bool]:
+        """Per line, whether its skeleton is one of ``hits`` (distinct skeletons of these
+        lines): a line's mark is its skeleton number's, looked up in C (``bytes.translate``
+        of the numbers when they fit a byte), not each skeleton compared with the hits."""
+        order, ids = self.ids()
+        if isinstance(ids, bytes):
+            table = bytearray(256)
+            for hit in hits:
+                table[order[hit]] = 1
+            return ids.translate(table)
+        flags = [False] * len(order)
+        for hit in hits:
+            flags[order[hit]] = True
+        return list(map(flags.__getitem__, ids))
+
+    def may_hold_time(self) -> bool:
+        """Whether a line may hold a time of day ``HH:MM:SS`` (every stamp the log clock reads
+        has one): a skeleton holds ``::`` (the digits deleted), or a non-ASCII decimal digit,
+        which ``\\d`` matches and the skeleton keeps. Judged once."""
+        if self._clock is None:
+            joined = self.joined
+            self._clock = b"::" in joined or (not joined.isascii() and any(
+                not s.isascii() and _has_unicode_digit(s) for s in self.unique))
+        return self._clock
 
 
 def _build(lines: Sequence[str]) -> Skeletons | None:
@@ -223,6 +259,15 @@ def skeletons_of(lines: Sequence[str]) -> Skeletons | None:
     if size != len(lines):
         return _build(lines)  # changed since: never a stale copy
     return built
+
+
+def held_skeletons(lines: Sequence[str]) -> Skeletons | None:
+    """``lines``' skeletons if ``shared_skeletons`` holds them (built, unchanged), else None:
+    never built for this call (for a shortcut that pays only when they are at hand)."""
+    entry = _held.lists.get(id(lines))
+    if entry is None or entry[0] is not lines:
+        return None
+    return skeletons_of(lines)
 
 
 def _has_unicode_digit(skeleton: bytes) -> bool:

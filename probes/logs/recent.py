@@ -48,7 +48,7 @@ from probes.logs.lines import (
     parse_verl,
     strip_ray_prefix,
 )
-from probes.logs.prefilter import NeedleFilter
+from probes.logs.prefilter import NeedleFilter, held_skeletons
 from probes.logs.progress import WIDE_WINDOW
 from probes.models import LogSummary
 
@@ -285,8 +285,12 @@ def clock_at(
     Read backwards, so the cost is the distance to that stamp; ``among`` (ascending) names
     the only lines that may hold one (``METRIC_LINES`` keeps every stamp). A year-less stamp
     is placed by the file's mtime (the forward pass places it by the stamp before it: the two
-    differ only for a tail that crosses New Year with no dated stamp near its end).
+    differ only for a tail that crosses New Year with no dated stamp near its end). Within
+    ``shared_skeletons``, a tail none of whose lines may hold a time is not walked at all.
     """
+    held = held_skeletons(lines)
+    if held is not None and not held.may_hold_time():
+        return None  # no line holds a stamp: nothing to walk back over
     stop = index if inclusive else index - 1
     backwards: Sequence[int] = range(stop, -1, -1)
     if among is not None:
