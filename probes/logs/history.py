@@ -497,10 +497,11 @@ class MetricScan:
         self._read_dict(text)
 
     def _read_dict(self, text: str) -> None:
-        pairs = quoted_pairs(text)  # HF's every step, read without the regex
+        if text.count("{") > 1:
+            return  # metric dicts are flat; a nested one is a config dump (verl's config)
+        # HF's every step, read without the regex (quoted_pairs reads one-brace texts only).
+        pairs = quoted_pairs(text)
         if pairs is None:
-            if text.count("{") > 1:
-                return  # metric dicts are flat; a nested one is a config dump (verl's config)
             pairs = parse_pairs(text)
         if pairs:
             self._on_dict(pairs, self.dict_line_no)

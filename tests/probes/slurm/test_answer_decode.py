@@ -67,7 +67,8 @@ documents = st.recursive(
 @PROPERTY
 @given(documents, st.booleans(), st.sampled_from([None, 0, 2]))
 def test_drawn_documents(doc: Any, ascii_only: bool, indent: int | None) -> None:
-    """Any document ``json.dumps`` writes (``\\uXXXX`` escapes or raw UTF-8) reads alike."""
+    """Any document ``json.dumps`` writes (``\\uXXXX`` escapes or raw UTF-8) decodes to what
+    ``json.loads`` gives."""
     text = json.dumps(doc, ensure_ascii=ascii_only, indent=indent)
     same_as_json(text.encode("utf-8", "surrogatepass"))
 
