@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 
@@ -293,12 +294,14 @@ def collect(request: Json, started: float | None = None) -> Json:
     return {"protocol": PROTOCOL, "host": os.uname().nodename, "now": time.time(), "jobs": jobs}
 
 
-def _queue_head(request: Json, started: float) -> Tuple[Json, List[Json]]:  # noqa: UP006
-    """Run ``squeue`` and read its document: ``(head, job specs)``, where ``head`` holds
-    ``squeue`` and ``unexpanded`` as :func:`collect_queue` describes them."""
+def _queue_head(request: Json, started: float,
+                ran: Tuple[int, str, str] | None = None,  # noqa: UP006
+                ) -> Tuple[Json, List[Json]]:  # noqa: UP006
+    """Run ``squeue`` (or take ``ran``, its result) and read its document:
+    ``(head, job specs)``, where ``head`` holds ``squeue`` and ``unexpanded`` as
+    :func:`collect_queue` describes them."""
     queue = request["squeue"]
-    status, out, err = run_argv(list(queue["argv"]),
-                                0.5 * float(request.get("deadline_s") or 60.0))
+    status, out, err = ran if ran is not None else _run_squeue(request)
     data = None
     if status == 0 and out.lstrip().startswith("{"):
         with contextlib.suppress(ValueError):
@@ -317,6 +320,64 @@ def _queue_head(request: Json, started: float) -> Tuple[Json, List[Json]]:  # no
     data["jobs"] = kept
     return {"squeue": {"exit": status, "json": data, "stderr": err},
             "unexpanded": unexpanded}, specs
+
+
+def _run_squeue(request: Json) -> Tuple[int, str, str]:  # noqa: UP006
+    return run_argv(list(request["squeue"]["argv"]),
+                    0.5 * float(request.get("deadline_s") or 60.0))
+
+
+LISTING_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "WorkDir", "STDOUT", "Name")
+"""``squeue -O`` fields of the listing, the job name last (it may hold anything, newlines too)."""
+
+
+def listing_argv(users: List[str], delim: str) -> List[str]:  # noqa: UP006
+    """The listing: the users' RUNNING jobs, each field followed by ``delim`` (a nonce)."""
+    fmt = ",".join(f"{field}:{delim}" for field in LISTING_FIELDS)
+    return ["squeue", "-h", "-t", "RUNNING", "--user=" + ",".join(users), "-O", fmt]
+
+
+def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
+    """The listing's rows as squeue job objects (the keys ``_queue_specs`` reads, a job
+    RUNNING); a row that does not read as one (cut short, a field not a number) is left out.
+
+    Each row is its fields, each followed by ``delim``, then a newline: a row ends at
+    ``delim`` + newline, which no field can forge without the nonce in ``delim``."""
+    jobs: List[Json] = []  # noqa: UP006
+    rows = out.split(delim + "\n")
+    for row in rows[:-1]:  # the last piece is what followed the last row (nothing)
+        fields = row.split(delim, len(LISTING_FIELDS) - 1)
+        if len(fields) != len(LISTING_FIELDS):
+            continue
+        job_id, array_job, array_task, user, workdir, stdout, name = fields
+        own = slurm_number(job_id)
+        if own is None or not user:
+            continue
+        task = slurm_number(array_task)  # N/A for a job that is not an array task
+        jobs.append({"job_id": own, "array_job_id": slurm_number(array_job) or 0,
+                     "array_task_id": task, "user_name": user, "name": name,
+                     "current_working_directory": workdir, "standard_output": stdout,
+                     "job_state": "RUNNING"})
+    return jobs
+
+
+def _listing_specs(request: Json) -> List[Json]:  # noqa: UP006
+    """The collector specs of the users' running jobs as the fast listing gives them (a
+    few milliseconds, while ``squeue --json`` takes a few hundred): what
+    :func:`_stream` reads before squeue's document is in. Nothing on a failed listing."""
+    delim = "|" + os.urandom(8).hex() + "|"
+    status, out, _ = run_argv(listing_argv(sorted(map(str, request["squeue"]["users"])), delim),
+                              min(10.0, 0.1 * float(request.get("deadline_s") or 60.0)))
+    if status != 0:
+        return []
+    try:
+        specs = _queue_specs(listing_jobs(out, delim), request)[0]
+    except Exception:  # the listing only saves time: never let it cost the sweep
+        return []
+    first: Dict[str, Json] = {}  # noqa: UP006 - one line per key, its first row's
+    for spec in specs:
+        first.setdefault(str(spec["id"]), spec)
+    return list(first.values())
 
 
 def collect_queue(request: Json) -> Json:
@@ -402,29 +463,57 @@ def _queue_pending(raw: Any) -> bool:
 
 def _stream(request: Json, ran: Any, started: float) -> None:
     """The answer as lines, each written as soon as it is known (``STREAM``): the caller
-    parses each job while the next is read. First the head (squeue's document, the
-    scheduler commands' output, the job keys to come in ``order``), then one
-    ``<key>\\t<entry>`` line per job in that order, then ``{"part": "end"}``. Every line is
-    encoded once and its bytes are what the answer budget counts, head first."""
+    parses each job while the next is read. With ``squeue.listing``, first one
+    ``<key>\\t<entry>`` line per running job the fast listing names (read while
+    ``squeue --json`` runs). Then the head (squeue's document, the scheduler commands'
+    output, the job keys in ``order``, and in ``sent`` those of the early lines that stand:
+    their spec is the one the document gives), then one ``<key>\\t<entry>`` line per other
+    key of ``order``, in that order, then ``{"part": "end"}``. Every line is encoded once and
+    its entry's bytes are what the answer budget counts, in the order sent."""
     out = sys.stdout.buffer
     head: Json = {}
+    left = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
+    count = 0
+
+    def write(jobs: List[Json]) -> None:  # noqa: UP006
+        nonlocal left, count
+        for key, _entry, data in _each_job(dict(request, jobs=jobs), started, left):
+            # The key is a SLURM job key (digits, "_", "+"): no tab or newline in it.
+            out.write(key.encode("utf-8") + b"\t" + data + b"\n")
+            out.flush()
+            left -= len(data)
+            count += 1
+
+    early: Dict[str, Json] = {}  # noqa: UP006 - key -> the spec read before the head
+    specs = list(request.get("jobs", []))
     if "squeue" in request:
-        head, specs = _queue_head(request, started)
-        request = dict(request, jobs=specs)
+        document = None
+        if request["squeue"].get("listing"):
+            # squeue --json runs while the running jobs the fast listing names are read and
+            # sent: the document is checked against each of them below.
+            queue: List[Tuple[int, str, str]] = []  # noqa: UP006
+            thread = threading.Thread(target=lambda: queue.append(_run_squeue(request)),
+                                      name="squeue", daemon=True)
+            thread.start()
+            listed = _listing_specs(request)
+            write(listed)
+            early = {str(spec["id"]): spec for spec in listed}
+            thread.join()
+            document = queue[0]
+        head, specs = _queue_head(request, started, document)
     if ran is not None:
         head["scheduler"] = ran
+    # A job read early stands only if squeue's document gives it the very same spec; any
+    # other is read again below, and the reader drops every early line not in ``sent``.
+    sent = [str(s["id"]) for s in specs if early.get(str(s["id"])) == s]
     head.update(protocol=STREAM, part="head", host=os.uname().nodename,
-                order=[str(job["id"]) for job in request.get("jobs", [])])
+                order=[str(job["id"]) for job in specs], sent=sent)
     line = encode(head) + b"\n"
     out.write(line)
     out.flush()
-    left = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET) - len(line)
-    count = 0
-    for key, _entry, data in _each_job(request, started, left):
-        # The key is a SLURM job key (digits, "_", "+"): no tab or newline in it.
-        out.write(key.encode("utf-8") + b"\t" + data + b"\n")
-        out.flush()
-        count += 1
+    left -= len(line)
+    kept = set(sent)
+    write([s for s in specs if str(s["id"]) not in kept])
     out.write(encode({"protocol": STREAM, "part": "end", "now": time.time(),
                       "jobs": count}) + b"\n")
     out.flush()

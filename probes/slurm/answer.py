@@ -1,10 +1,14 @@
 """The collector's answer read as it arrives: a head, one line per job, an end.
 
 Policy: a request with ``"stream": true`` is answered in lines (``probes.remote.collector``):
-the head (squeue's document, the scheduler commands' output, the keys of the jobs to come in
+the head (squeue's document, the scheduler commands' output, the keys of the jobs in
 ``order``), then ``<key>\\t<entry JSON>`` per job in that order, then ``{"part": "end"}``. Each
 line is handed on (to a worker thread, ``AnswerStream``) as soon as it is whole, so a job's
 log is parsed while the collector reads the next one and the answer is still in transit.
+A one-trip sweep's answer may begin with job lines before the head (the running jobs a fast
+listing named, read while ``squeue --json`` ran): each is held, and stands only if the head
+lists its key in ``sent`` (the collector found the document gives that job the very spec
+it was read with) as well as in ``order``; every other one is dropped (``ignored``).
 
 The answer is read as data from the cluster, never trusted to be whole or well formed:
 
@@ -72,7 +76,7 @@ class AnswerReader:
     ``None`` when it came inside a protocol 1 document or could not be read)."""
 
     def __init__(self, *, on_head: Callable[[dict[str, Any]], None] | None = None,
-                 on_job: OnJob | None = None) -> None:
+                 on_job: OnJob | None = None, on_early: OnJob | None = None) -> None:
         self.head: dict[str, Any] | None = None
         """The head line (``None`` until read; a protocol 1 answer is its own head)."""
         self.jobs: dict[str, Any] = {}
@@ -82,18 +86,23 @@ class AnswerReader:
         """Why no answer could be read at all (the first line was not a head)."""
         self.ignored = 0
         self._order: dict[str, None] = {}
+        self._early: dict[str, tuple[Any, bytes | None]] = {}
         self._on_head = on_head
         self._on_job = on_job
+        self._on_early = on_early
 
     def line(self, raw: bytes, *, cut: bool = False) -> None:
         """One line of stdout, without its newline; ``cut``: the stream ended inside it."""
         if self.error is not None or self.ended:
             self.ignored += 1 if raw.strip() else 0
             return
-        if self.head is None:
-            self._first(raw, cut)
-            return
         tab = raw.find(b"\t", 0, MAX_KEY + 1)
+        if self.head is None:
+            if tab > 0 and not raw.startswith(b"{"):
+                self._before_head(raw, tab, cut)
+            else:
+                self._first(raw, cut)
+            return
         if tab < 0:
             self._other(raw)
             return
@@ -101,6 +110,24 @@ class AnswerReader:
         if key not in self._order or key in self.jobs:
             self.ignored += 1
             return
+        entry, payload = self._entry(raw, tab, cut)
+        self._job(key, entry, payload)
+
+    def _before_head(self, raw: bytes, tab: int, cut: bool) -> None:
+        """A job line before the head (read while squeue ran): held until the head says
+        whether it stands (its key in ``sent``); ``on_early`` sees it now."""
+        key = raw[:tab].decode("ascii", "replace")
+        if cut or key in self._early:
+            self.ignored += 1
+            return
+        entry, payload = self._entry(raw, tab, cut)
+        self._early[key] = (entry, payload)
+        if self._on_early is not None and isinstance(entry, dict):
+            self._on_early(key, entry, payload)
+
+    @staticmethod
+    def _entry(raw: bytes, tab: int, cut: bool) -> tuple[Any, bytes | None]:
+        """A job line's entry and its JSON as sent (``None`` when it could not be read)."""
         entry: Any
         payload: bytes | None = None
         if cut:
@@ -116,7 +143,7 @@ class AnswerReader:
                 payload = body
             else:
                 entry = unreadable("collector answer for this job is not an object")
-        self._job(key, entry, payload)
+        return entry, payload
 
     def _first(self, raw: bytes, cut: bool) -> None:
         try:
@@ -134,6 +161,13 @@ class AnswerReader:
             self.head = first
             if self._on_head is not None:
                 self._on_head(first)
+            sent = first.get("sent")
+            for key in dict.fromkeys(str(k) for k in sent) if isinstance(sent, list) else ():
+                if key in self._order and key in self._early:
+                    # on_early saw it: it stands as the line it was, not read again
+                    self.jobs[key] = self._early.pop(key)[0]
+            self.ignored += len(self._early)  # read early, then not confirmed: dropped
+            self._early.clear()
         elif isinstance(first.get("jobs"), dict):  # protocol 1: the whole answer at once
             self.head = first
             self.ended = True
@@ -169,7 +203,7 @@ class AnswerReader:
         ``None`` when no head was read."""
         if self.head is None:
             return None
-        out = {k: v for k, v in self.head.items() if k not in ("part", "order")}
+        out = {k: v for k, v in self.head.items() if k not in ("part", "order", "sent")}
         out["jobs"] = dict(self.jobs)
         return out
 

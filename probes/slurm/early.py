@@ -8,6 +8,11 @@ the early result is used only if, at the end, the sweep's own record for that jo
 and its entry is the very one folded; any other job (sacct's, scontrol-merged, collected by a
 second run, or whose early fold raised) is folded then, as before.
 
+A line that came before the head (a running job the collector's fast listing named, read while
+``squeue --json`` ran) has no record yet: it is folded against a stand-in holding only its
+id, because a fold reads the record for its id alone (the prior state's key) and hands it
+through to ``JobFacts.record``; the sweep's own record then takes the stand-in's place.
+
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class EarlyFolds:
         self.parsed: tuple[Any, list[SchedulerRecord]] | None = None
         """``(document, records_from_squeue of it)``: the head's parse, for the snapshot."""
         self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
+        self._stand_ins: dict[str, SchedulerRecord] = {}
         self._expanded: dict[str, tuple[SchedulerRecord, SchedulerRecord]] = {}
 
     def expect(self, records: Sequence[SchedulerRecord]) -> None:
@@ -96,14 +102,37 @@ class EarlyFolds:
             return
         self._done[key] = (record, entry, result)
 
+    def before_head(self, key: str, entry: Mapping[str, Any], raw: bytes | None = None) -> None:
+        """A job line that came before the head (``AnswerReader``'s ``on_early``): no record
+        is known yet, so it is folded against a stand-in (:meth:`stand_in`); a fold reads
+        the record for nothing but its id (``tests/probes/slurm/test_early_listing.py``
+        holds it to that), and :meth:`take` puts the sweep's own record in its place."""
+        stand_in = self._stand_ins[key] = self.stand_in(key)
+        try:
+            result = self._fold(stand_in, entry)
+        except Exception:
+            return
+        self._done[key] = (stand_in, entry, result)
+
+    def stand_in(self, key: str) -> SchedulerRecord:
+        """The record an early line is folded against: its id, nothing else known."""
+        return SchedulerRecord(cluster=self._cluster, job_id=key, name="",
+                               state=JobState.RUNNING)
+
     def take(self, record: SchedulerRecord, entry: Mapping[str, Any] | None,
              ) -> tuple[JobFacts, LogState | None] | None:
-        """The early fold of this record's job, if it was made from this record and entry."""
+        """The early fold of this record's job, if it was made from this record (or, for a
+        line before the head, its stand-in) and this very entry."""
         got = self._done.get(record.job_id)
-        if got is None or got[1] is not entry or not (got[0] is record or got[0] == record):
+        if got is None or got[1] is not entry:
             return None
         result: tuple[JobFacts, LogState | None] = got[2]
-        return result
+        if got[0] is record or got[0] == record:
+            return result
+        if got[0] is self._stand_ins.get(record.job_id):
+            facts, state = result
+            return facts.model_copy(update={"record": record}), state
+        return None
 
     @property
     def folded(self) -> int:

@@ -317,7 +317,8 @@ class SlurmProbe:
         wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
         return {**collector_request([], self._cluster), "stream": True,
                 "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                           "since": self._cutoff(now).timestamp(), **wanted},
+                           "since": self._cutoff(now).timestamp(), "listing": True,
+                           **wanted},
                 "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
                           "trial": list(self._cluster.trial_roots)},
                 "offsets": dict(offsets or {})}
@@ -368,7 +369,8 @@ class SlurmProbe:
         argv = ("squeue", "--json")
         if queue is not None:
             reader = AnswerReader(on_head=early.head if early is not None else None,
-                                  on_job=early.job if early is not None else None)
+                                  on_job=early.job if early is not None else None,
+                                  on_early=early.before_head if early is not None else None)
             res = await stream_answer(runner, build_collector_script(queue), reader)
             answer = queue_answer(reader)
             if answer is not None:

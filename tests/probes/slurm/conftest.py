@@ -203,17 +203,29 @@ def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) ->
 
     Put it first on the collector's PATH (:func:`run_with_path`): the one-trip collector runs
     ``squeue --json`` itself, and on this machine the real ``squeue`` is the test cluster's.
-    Each call's arguments are appended to ``<tmp>/squeue.calls``.
+    Each call's arguments are appended to ``<tmp>/squeue.calls``. Its ``-O`` listing is
+    printed from the same document (``fake_squeue_listing.py``; ``<tmp>/squeue.listing``, if
+    there, is printed instead, each ``{D}`` in it a field's suffix). While ``<tmp>/squeue.hold``
+    exists, ``--json`` answers only once ``<tmp>/squeue.go`` does.
     """
     bin_dir = tmp / "bin"
     bin_dir.mkdir(parents=True)
     (tmp / "squeue.json").write_text(squeue_json)
     fail = f"echo {shlex.quote(error)} >&2; exit 1\n" if error else ""
     script = bin_dir / "squeue"
+    hold, go = shlex.quote(str(tmp / "squeue.hold")), shlex.quote(str(tmp / "squeue.go"))
     script.write_text(f"#!/bin/sh\necho \"$@\" >> {shlex.quote(str(tmp / 'squeue.calls'))}\n"
-                      f"{fail}exec cat {shlex.quote(str(tmp / 'squeue.json'))}\n")
+                      f"{fail}case \"$*\" in *' -O '*) exec python3 {shlex.quote(str(LISTING))}"
+                      f" {shlex.quote(str(tmp / 'squeue.json'))} \"$@\";; esac\n"
+                      f"if [ -e {hold} ]; then while [ ! -e {go} ]; do sleep 0.01; done; fi\n"
+                      f"exec cat {shlex.quote(str(tmp / 'squeue.json'))}\n")
     script.chmod(0o755)
     return bin_dir
+
+
+LISTING = Path(__file__).with_name("fake_squeue_listing.py")
+"""The stand-in's ``squeue -h -t RUNNING --user=... -O ...``: the collector's fast listing, printed
+from the same document as squeue's real one is (``fake_squeue_listing.py``)."""
 
 
 async def run_with_path(args: tuple[str, ...], stdin: str, first: Path) -> CommandResult:

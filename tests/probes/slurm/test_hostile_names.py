@@ -113,7 +113,8 @@ async def test_hostile_name_and_workdir_stay_data(tmp_path: Path, one_trip: bool
     if one_trip:  # only the users and the root templates travel; the login node fills them
         assert isinstance(request["squeue"].pop("since"), float)
         assert request["jobs"] == [] and request["squeue"] == {
-            "argv": ["squeue", "--json"], "users": [USER], "keys": list(SQUEUE_JOB_KEYS)}
+            "argv": ["squeue", "--json"], "users": [USER], "listing": True,
+            "keys": list(SQUEUE_JOB_KEYS)}
         assert request["roots"] == {"checkpoint": ["{workdir}/ckpt", "{workdir}/ckpt/{name}"],
                                     "trial": ["/scratch/{user}/{name}"]}
     else:

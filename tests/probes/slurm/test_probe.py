@@ -87,6 +87,11 @@ class _Runner:
         return None
 
 
+def _json_calls(calls: Path) -> list[str]:
+    """The stand-in squeue's ``--json`` runs (not the collector's fast listings)."""
+    return [c for c in calls.read_text().splitlines() if "--json" in c]
+
+
 def _cluster(**over: object) -> SlurmCluster:
     fields: dict[str, object] = {"name": "c", "host": "h", "known_hosts": "/dev/null",
                                  "recent_hours": 1.0}
@@ -104,7 +109,7 @@ async def test_sacct_absence_is_remembered(tmp_path: Path) -> None:
     # collector (running squeue inside) + sacct, then the collector alone
     assert (first.round_trips, second.round_trips) == (2, 1)
     assert sum(c[0] == "sacct" for c in world.calls) == 1 and not probe.sacct_available
-    assert world.squeue_calls.read_text().split() == ["--json", "--json"]
+    assert _json_calls(world.squeue_calls) == ["--json", "--json"]
 
 
 async def test_plain_squeue_fallback_is_remembered(tmp_path: Path) -> None:
@@ -115,7 +120,7 @@ async def test_plain_squeue_fallback_is_remembered(tmp_path: Path) -> None:
     second = await probe.collect()
     assert first.status == "ok" and not probe.json_supported
     # --json was tried once, inside the first collector run; then the two-step path.
-    assert world.squeue_calls.read_text().split() == ["--json"]
+    assert _json_calls(world.squeue_calls) == ["--json"]
     # first: collector (squeue --json inside), squeue --json alone, squeue -o, scontrol (squeue
     # -o has no StdOut), the collector; later: squeue -o, scontrol, the collector.
     assert (first.round_trips, second.round_trips) == (5, 3)
@@ -204,7 +209,7 @@ async def test_warm_sweep_is_one_command(tmp_path: Path) -> None:
     since = request["squeue"].pop("since")  # the recent_hours cutoff, as an epoch
     assert since == (NOW - timedelta(hours=probe.cluster.recent_hours)).timestamp()
     assert request["squeue"] == {"argv": ["squeue", "--json"], "users": ["jobtables"],
-                                 "keys": list(SQUEUE_JOB_KEYS)}
+                                 "listing": True, "keys": list(SQUEUE_JOB_KEYS)}
     scontrol = parse_scontrol_all((REAL / "scontrol_early.txt").read_text())
     started = [j for j in facts.jobs if j.record.state is not JobState.PENDING]
     assert started and all(j.log is not None for j in started)
@@ -266,13 +271,13 @@ async def test_capabilities_are_reprobed_after_a_failure(tmp_path: Path) -> None
     assert first.status == "ok" and not probe.json_supported and not probe.sacct_available
     clock[0] += timedelta(minutes=30)
     await probe.collect()  # within the hour: neither is tried again
-    assert (tmp_path / "b" / "squeue.calls").read_text().split() == ["--json"]
+    assert _json_calls(tmp_path / "b" / "squeue.calls") == ["--json"]
     assert sum(c[0] == "sacct" for c in world.calls) == 1
     world.json_ok = True
     world.bin = fake_squeue_bin(tmp_path / "c", world.squeue)  # the cluster got fixed
     clock[0] += timedelta(minutes=31)
     again = await probe.collect()
     assert again.status == "ok" and probe.json_supported
-    assert (tmp_path / "c" / "squeue.calls").read_text().split() == ["--json"]
+    assert _json_calls(tmp_path / "c" / "squeue.calls") == ["--json"]
     assert sum(c[0] == "sacct" for c in world.calls) == 2  # re-probed too (still absent)
     assert again.round_trips == 2

@@ -56,6 +56,14 @@ def _collect_one(job, request, guard):
 """
 
 
+NO_LISTING = """
+def _listing_specs(request):
+    return []
+"""
+"""The collector without its fast listing: every job line after the head (the protocol these
+tests hold line by line; the listing's own are in test_early_listing.py)."""
+
+
 def hf_log(job: int, steps: int = 40) -> str:
     return "***** Running training *****\n" + "".join(
         f"{{'loss': {2.0 - s / 100:.3f}, 'learning_rate': 1e-05, 'epoch': {s / steps:.2f}}}\n"
@@ -179,10 +187,12 @@ def _shipped(request: dict[str, Any], squeue_bin: Path | None = None) -> str:
     return run.stdout
 
 
-def _queue_request(tmp: Path, squeue_bin: Path, **over: Any) -> dict[str, Any]:
+def _queue_request(tmp: Path, squeue_bin: Path, *, listing: bool = False,
+                   **over: Any) -> dict[str, Any]:
     probe = SlurmProbe(_cluster())
     request = probe._queue_request(NOW, [USER], None, False)
     request["squeue"]["since"] = 0
+    request["squeue"]["listing"] = listing
     return {**request, **over}
 
 
@@ -271,7 +281,8 @@ async def test_a_collector_killed_midway_keeps_what_it_sent(tmp_path: Path) -> N
     """Killed after 2 jobs, every run: the jobs it answered stand, the others are collected
     again (2 more per run), and the ones no run reached are failed with the reason."""
     squeue_bin, ids = world(tmp_path, 8)
-    collector = Collector(squeue_bin, alter=lambda run, script: KILL_AFTER.format(n=2))
+    collector = Collector(squeue_bin,
+                          alter=lambda run, script: NO_LISTING + KILL_AFTER.format(n=2))
     facts = await _probe(collector).collect()
     assert facts.status == "ok" and [j.record.job_id for j in facts.jobs] == ids
     statuses = [j.log.status if j.log else None for j in facts.jobs]
@@ -285,7 +296,7 @@ async def test_a_collector_killed_midway_keeps_what_it_sent(tmp_path: Path) -> N
 
 async def test_killed_once_then_the_rest_collected(tmp_path: Path) -> None:
     squeue_bin, ids = world(tmp_path, 5)
-    collector = Collector(squeue_bin, alter=lambda run, script: KILL_AFTER.format(
+    collector = Collector(squeue_bin, alter=lambda run, script: NO_LISTING + KILL_AFTER.format(
         n=1 if run == 1 else 99))
     facts = await _probe(collector).collect()
     assert [j.record.job_id for j in facts.jobs] == ids
@@ -308,7 +319,7 @@ async def test_jobs_are_parsed_before_the_answer_ends(tmp_path: Path) -> None:
     while the command still runs; once released, the rest follow."""
     squeue_bin, ids = world(tmp_path, 7)
     release = tmp_path / "release"
-    collector = Collector(squeue_bin, alter=lambda run, script: BLOCK_AFTER.format(
+    collector = Collector(squeue_bin, alter=lambda run, script: NO_LISTING + BLOCK_AFTER.format(
         n=3, release=str(release)))
     probe = SlurmProbe(_cluster(), clock=lambda: NOW)
     fold = folder(None, aliases={}, benign_patterns=())
