@@ -129,6 +129,10 @@ class Sweeper:
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
         self._log_states: dict[str, dict[str, LogState]] = {}
+        self._saves: list[asyncio.Task[None]] = []
+        """This sweep's log-state saves, running beside its merge and judging."""
+        self._running: set[asyncio.Task[None]] = set()
+        """Every save not yet done (held: the loop keeps only weak references to tasks)."""
         """Per cluster, the log states this process last saved: a warm sweep starts from them
         and reads Redis only when it has none (a stale copy is still a consistent cursor and
         carry pair: the collector then sends the bytes since that cursor)."""
@@ -167,6 +171,7 @@ class Sweeper:
         notes: list[str] = []
         # Log states only with a store that answered (an outage costs one failed command).
         resume = self._state is not None and degraded is None
+        saves = self._saves = []
         facts = await self._collect_all(config, wanted, notes if resume else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
@@ -183,6 +188,8 @@ class Sweeper:
                 await self._state.save_memory(remembered)
             except Exception as exc:  # same: losing memory degrades, never fails, a sweep
                 degraded = f"degraded: history not saved ({exc})"
+        if saves:  # each catches its store's errors (a note)
+            await asyncio.gather(*saves)
         return SweepResult(report, details, facts, self._clock(),
                            time.perf_counter() - started, degraded or next(iter(notes), None))
 
@@ -243,12 +250,22 @@ class Sweeper:
         gone = [k for k in prior if k not in present]
         changed = {k: s for k, s in states.items() if prior.get(k) != s}
         self._log_states[name] = {**{k: s for k, s in prior.items() if k in present}, **states}
+        # Saved beside the merge and judging, which do not read it; the sweep waits for it
+        # before it answers (a Redis round trip less on its critical path).
+        task = asyncio.get_running_loop().create_task(self._save(name, changed, gone, notes))
+        self._saves.append(task)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return facts
+
+    async def _save(self, name: str, changed: Mapping[str, LogState], gone: Sequence[str],
+                    notes: list[str]) -> None:
+        assert self._state is not None
         try:
             await self._state.save_log_states(name, changed, drop=gone)
         except Exception as exc:  # the next sweep then resumes from Redis's older states
             self._log_states.pop(name, None)
             notes.append(f"degraded: log cursors not saved ({exc})")
-        return facts
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
