@@ -66,8 +66,11 @@ class Jobs:
 
 def _sbatch(user: str, base: Path, key: str, tag: str) -> str:
     run = subprocess.run(
+        # --open-mode=append: slurmstepd opens the StdOut it creates a moment after the job
+        # reads RUNNING; truncating it then would wipe what a test already wrote (a flake).
         ["sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "-J", f"incr-{key}-{tag}",
-         "-o", f"{base}/{key}_%j.out", "--chdir", str(base), "--time=10", str(base / "job.sh")],
+         "-o", f"{base}/{key}_%j.out", "--open-mode=append", "--chdir", str(base), "--time=10",
+         str(base / "job.sh")],
         capture_output=True, text=True, check=True, timeout=60)
     return run.stdout.strip().split(";")[0]
 
