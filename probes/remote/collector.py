@@ -341,14 +341,20 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
     """The listing's rows as squeue job objects (the keys ``_queue_specs`` reads, a job
     RUNNING); a row that does not read as one (cut short, a field not a number) is left out.
 
-    Each row is its fields, each followed by ``delim``, then a newline: a row ends at
-    ``delim`` + newline, which no field can forge without the nonce in ``delim``."""
+    squeue prints each field followed by ``delim`` and each row followed by a newline, so the
+    text split at ``delim`` is the fields in order, every row's first one after the first row
+    opening with that newline. No field can hold ``delim`` without its nonce; a name may hold
+    anything else (a newline after a delimiter too: rows are counted in fields, never split
+    at newlines)."""
     jobs: List[Json] = []  # noqa: UP006
-    rows = out.split(delim + "\n")
-    for row in rows[:-1]:  # the last piece is what followed the last row (nothing)
-        fields = row.split(delim, len(LISTING_FIELDS) - 1)
-        if len(fields) != len(LISTING_FIELDS):
-            continue
+    tokens = out.split(delim)
+    width = len(LISTING_FIELDS)
+    for at in range(0, len(tokens) - width, width):  # the last token follows the last field
+        fields = tokens[at:at + width]
+        if at:
+            if not fields[0].startswith("\n"):
+                break  # out of step (not squeue's rows): nothing after this is read
+            fields[0] = fields[0][1:]
         job_id, array_job, array_task, user, workdir, stdout, name = fields
         own = slurm_number(job_id)
         if own is None or not user:

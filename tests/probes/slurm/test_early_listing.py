@@ -81,6 +81,15 @@ def test_rows_read_as_job_objects_and_a_name_is_data() -> None:
     assert jobs[1]["array_job_id"] == 14
 
 
+def test_a_name_opening_with_a_newline_is_no_row_end() -> None:
+    """A field, then a name that opens with a newline: the delimiter + newline between them is
+    not the row's end (rows are counted in fields)."""
+    out = (_row(["1", "1", "N/A", "u", "/w", "", "\n"]) + _row(["2", "2", "N/A", "u", "", "",
+                                                                  "\n2"]))
+    assert [(j["job_id"], j["standard_output"], j["name"]) for j in listing_jobs(out, DELIM)] \
+        == [(1, "", "\n"), (2, "", "\n2")]
+
+
 def test_the_argv_is_one_squeue_and_the_users_one_value() -> None:
     argv = listing_argv(["alice", "-x"], DELIM)
     assert argv[:4] == ["squeue", "-h", "-t", "RUNNING"]
