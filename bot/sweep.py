@@ -129,13 +129,13 @@ class Sweeper:
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
         self._log_states: dict[str, dict[str, LogState]] = {}
+        """Per cluster, the log states this process last saved: a warm sweep starts from them
+        and reads Redis only when it has none (a stale copy is still a consistent cursor and
+        carry pair: the collector then sends the bytes since that cursor)."""
         self._saves: list[asyncio.Task[None]] = []
         """This sweep's log-state saves, running beside its merge and judging."""
         self._running: set[asyncio.Task[None]] = set()
         """Every save not yet done (held: the loop keeps only weak references to tasks)."""
-        """Per cluster, the log states this process last saved: a warm sweep starts from them
-        and reads Redis only when it has none (a stale copy is still a consistent cursor and
-        carry pair: the collector then sends the bytes since that cursor)."""
         self._merged: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         """Per job, the points its stored history got at the last merge (see ``_unmerged``)."""
         self.probe_collections = 0

@@ -371,13 +371,17 @@ def _listing_specs(request: Json) -> List[Json]:  # noqa: UP006
     """The collector specs of the users' running jobs as the fast listing gives them (a
     few milliseconds, while ``squeue --json`` takes a few hundred): what
     :func:`_stream` reads before squeue's document is in. Nothing on a failed listing."""
+    users = sorted(set(map(str, request["squeue"]["users"])))
+    if not users:  # `--user=` names nobody: no listing
+        return []
     delim = "|" + os.urandom(8).hex() + "|"
-    status, out, _ = run_argv(listing_argv(sorted(map(str, request["squeue"]["users"])), delim),
+    status, out, _ = run_argv(listing_argv(users, delim),
                               min(10.0, 0.1 * float(request.get("deadline_s") or 60.0)))
     if status != 0:
         return []
-    try:
-        specs = _queue_specs(listing_jobs(out, delim), request)[0]
+    try:  # only the users' jobs, whatever squeue printed (as _queue_head keeps them)
+        jobs = [j for j in listing_jobs(out, delim) if j["user_name"] in users]
+        specs = _queue_specs(jobs, request)[0]
     except Exception:  # the listing only saves time: never let it cost the sweep
         return []
     first: Dict[str, Json] = {}  # noqa: UP006 - one line per key, its first row's

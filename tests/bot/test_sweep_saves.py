@@ -47,7 +47,7 @@ class ResumingProbe:
         return self._facts(), {k: log_state(f"/logs/{k}.out", offset=100 * n) for k in "12"}
 
     async def cancel(self, job_id: str) -> None:
-        raise NotImplementedError
+        raise AssertionError("a sweep never cancels a job")
 
     async def aclose(self) -> None:
         return None

@@ -159,6 +159,23 @@ def test_a_listing_the_document_contradicts_is_read_again(tmp_path: Path) -> Non
         assert "decoy" not in got["jobs"][key]["log"]["text"]
 
 
+def test_a_listed_job_of_another_user_is_not_read(tmp_path: Path) -> None:
+    """Whatever squeue lists, only the asked users' jobs are read early."""
+    squeue_bin, ids = world(tmp_path, 2)
+    logs = tmp_path / "logs"
+    (tmp_path / "squeue" / "squeue.listing").write_text(
+        _row(["8888", "8888", "N/A", "mallory", str(tmp_path), str(logs / f"train_{ids[0]}.out"),
+              "x"], "{D}")
+        + _row([ids[1], ids[1], "N/A", USER, str(tmp_path), str(logs / f"train_{ids[1]}.out"),
+                "sft-1"], "{D}"))
+    lines = _shipped(_queue_request(tmp_path, squeue_bin, listing=True), squeue_bin)
+    rows = lines.splitlines()
+    head_at = next(n for n, row in enumerate(rows) if row.startswith("{"))
+    assert [row.split("\t", 1)[0] for row in rows[:head_at]] == [ids[1]]  # before the head
+    got = read_whole(lines).answer()
+    assert got is not None and list(got["jobs"]) == [ids[1], ids[0]]
+
+
 def test_a_failed_listing_is_the_plain_answer(tmp_path: Path) -> None:
     squeue_bin, ids = world(tmp_path, 2)
     (tmp_path / "squeue" / "squeue.listing").write_text("squeue: error: not now\n")
