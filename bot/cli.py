@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from bot import preload
 from bot.config import Config, ConfigError, config_warnings, default_config_path, load_config
@@ -28,7 +28,9 @@ from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
-from report.models import JobDetail
+
+if TYPE_CHECKING:
+    from report.models import JobDetail
 
 FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"

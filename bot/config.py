@@ -29,10 +29,8 @@ from pydantic import (
 )
 
 from bot.errors import UnknownClusterError, UserError
-from probes.config import ClusterConfig
-from probes.rollouts import ReadPlan
-from report.deep_probe import DeepProbeSettings
-from report.settings import BucketRules, ReportSettings, Thresholds
+from probes.config import ClusterConfig, ReadPlan
+from report.settings import BucketRules, DeepProbeSettings, ReportSettings, Thresholds
 
 
 class ConfigError(UserError):

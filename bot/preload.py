@@ -16,8 +16,9 @@ needed only once the answer is in, so:
   the thread and the SSH handshake), and its first command went out no earlier.
 * structlog is in neither: the sweep path logs through ``bot.logs.get_logger``, which imports
   it when something is logged at all.
-* Judging (``report.judge``) stays imported with ``bot.sweep``: ``bot.sweep.build_report`` is
-  the seam tests and benchmarks wrap, and it is a few percent of the imports.
+* Folding is imported by the SLURM probe itself once its first command is out
+  (``probes.slurm.early.FoldStack``), judging (``bot.sweep.JUDGING``) here, after rendering's
+  modules, and again on the loop's thread before judging starts in a worker thread.
 
 A sweep over recordings only (``demo``, replay clusters) waits on nothing remote and imports
 everything in its time, as before.
@@ -30,10 +31,11 @@ import contextlib
 import importlib
 from collections.abc import AsyncIterator, Sequence
 
+from bot.sweep import JUDGING
 from probes.config import ClusterConfig
 
 LATER = ("rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.grouping",
-         "report.boxes", "report.render")
+         "report.boxes", "report.render", *JUDGING)
 """Imported meanwhile, in this order: each one's own imports before it, so that no step is
 long (rich.console, the longest, ~15 ms on a busy machine)."""
 

@@ -26,11 +26,12 @@ jobs each one held the GIL, and so every Slack ack, for up to a second.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from bot.config import Config
 from bot.errors import JobNotFoundError, UsageError
@@ -42,12 +43,43 @@ from probes.errors import ProbeError
 from probes.ids import validate_job_id
 from probes.models import ClusterFacts, JobFacts, MetricPoint
 from probes.registry import make_probe
-from probes.slurm.cursors import LogState
-from report.judge import build_report
-from report.memory import SweepMemory, next_memory
-from report.models import JobDetail, Report
+
+if TYPE_CHECKING:
+    from probes.slurm.cursors import LogState
+    from report.memory import SweepMemory
+    from report.models import JobDetail, Report
 
 log = get_logger(__name__)
+
+
+JUDGING = ("report.judge", "report.memory")
+"""Imported by :func:`_import_judging`, not with this module: a cold CLI sweep imports them
+while its clusters answer (``bot.preload``), not before it asks them."""
+
+
+def _import_judging() -> None:
+    """:data:`JUDGING`, imported on the event loop's thread before judging goes to a worker
+    thread: never first in that thread while ``bot.preload`` imports on the loop's (two
+    threads importing one module graph at once could meet a half-initialised module)."""
+    for name in JUDGING:
+        importlib.import_module(name)
+
+
+def build_report(facts: Sequence[ClusterFacts], **kwargs: Any,
+                 ) -> tuple[Report, dict[tuple[str, str], JobDetail]]:
+    """``report.judge.build_report`` (see :data:`JUDGING`): the seam tests and benchmarks
+    wrap."""
+    from report.judge import build_report as judge  # (JUDGING)
+
+    return judge(facts, **kwargs)
+
+
+def next_memory(report: Report, details: Mapping[tuple[str, str], JobDetail],
+                facts: Sequence[ClusterFacts], memory: SweepMemory | None) -> SweepMemory:
+    """``report.memory.next_memory``, imported at its first use (as :func:`build_report`)."""
+    from report.memory import next_memory as remember  # (JUDGING)
+
+    return remember(report, details, facts, memory)
 
 
 @dataclass(frozen=True)
@@ -177,6 +209,7 @@ class Sweeper:
         now = _judging_time(facts, self._clock())
         # Judging is CPU work that grows with the cluster (seconds at 5,000 jobs): a worker
         # thread keeps the event loop (Slack acks) free, as parsing does (issue 12).
+        _import_judging()
         report, details = await asyncio.to_thread(
             build_report, facts, settings=config.report_settings(), now=now,
             histories=histories, memory=memory,
@@ -341,6 +374,7 @@ class Sweeper:
                 group.create_task(self._collect_job_on(c, config, job_id, results))
         facts = tuple(results[c.name] for c in wanted)
         histories, degraded = await self._histories(facts, degraded, whole=False)
+        _import_judging()
         report, details = await asyncio.to_thread(  # a whole Kubernetes cluster, maybe
             build_report, facts, settings=config.report_settings(),
             now=_judging_time(facts, self._clock()), histories=histories, memory=memory,

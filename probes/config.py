@@ -94,3 +94,19 @@ class ReplayCluster(_ClusterBase):
 ClusterConfig = Annotated[
     SlurmCluster | KubernetesCluster | ReplayCluster, Field(discriminator="kind")
 ]
+
+
+class ReadPlan(Frozen):
+    """Where the deep probe looks and how much it may read (``[deep_probe]`` in the config)."""
+
+    rollout_dirs: tuple[str, ...] = ("{workdir}/rollout_data", "{workdir}/rollouts",
+                                     "{workdir}/exports")
+    """verl ``trainer.rollout_data_dir`` and SkyRL ``trainer.export_path`` candidates."""
+    validation_dirs: tuple[str, ...] = ("{workdir}/validation_data",)
+    max_trials: int = 64
+    max_listing: int = 20000
+    max_files: int = 3
+    max_lines: int = 64
+    max_file_bytes: int = 1 << 20
+    max_text: int = 2000
+    deadline_s: float = 20.0

@@ -21,14 +21,13 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from probes.config import SlurmCluster
+from probes.config import ReadPlan, SlurmCluster
 from probes.logs.excerpt import retain
 from probes.models import JobFacts
 from probes.remote.script import build_rollouts_script
 from probes.remote.stdio_pattern import expand_roots
 from probes.rollouts import (
     DumpRole,
-    ReadPlan,
     RolloutFacts,
     dump_dirs_in_log,
     rollout_facts,

@@ -42,22 +42,6 @@ DumpKind = Literal["verl", "skyrl-evals", "empty", "trl-log"]
 DumpRole = Literal["rollout", "validation"]
 
 
-class ReadPlan(Frozen):
-    """Where the deep probe looks and how much it may read (``[deep_probe]`` in the config)."""
-
-    rollout_dirs: tuple[str, ...] = ("{workdir}/rollout_data", "{workdir}/rollouts",
-                                     "{workdir}/exports")
-    """verl ``trainer.rollout_data_dir`` and SkyRL ``trainer.export_path`` candidates."""
-    validation_dirs: tuple[str, ...] = ("{workdir}/validation_data",)
-    max_trials: int = 64
-    max_listing: int = 20000
-    max_files: int = 3
-    max_lines: int = 64
-    max_file_bytes: int = 1 << 20
-    max_text: int = 2000
-    deadline_s: float = 20.0
-
-
 class RolloutSample(Frozen):
     """One generated sample: its prompt, the output text (cut), its score."""
 

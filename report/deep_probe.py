@@ -31,35 +31,11 @@ from itertools import combinations
 from statistics import mean, median
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from probes.models import MetricPoint
 from probes.rollouts import RolloutDump, RolloutFacts, RolloutSample, RolloutStep, TrialSampleSet
 from report.models import DeepProbe
 from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
-
-
-class DeepProbeSettings(BaseModel):
-    """Thresholds of the deep probe's checks (``[deep_probe]`` in the config)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    latest_steps: int = 2
-    garbage_char_share: float = 0.2
-    """A sample is noise when this share of its characters is non-printable or U+FFFD."""
-    noisy_sample_share: float = 0.5
-    """A step is noise when this share of its samples is (garbage or one repeated token)."""
-    repeat_token_share: float = 0.6
-    repeat_min_tokens: int = 8
-    compression_factor: float = 2.0
-    compression_min_bytes: int = 256
-    log_ratio_jump: float = 5.0
-    collapsed_group_share: float = 0.5
-    ngram_overlap: float = 0.9
-    starved_gen_share: float = 0.9
-    starved_tokens_per_s: float = 1.0
-    missing_steps: int = 2
-    reward_range: tuple[float, float] | None = None
+from report.settings import DeepProbeSettings
 
 
 def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:

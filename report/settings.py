@@ -114,3 +114,26 @@ def compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     """``patterns`` compiled case-insensitively, once per rule set: they are validated when
     the config is loaded, and a sweep judges hundreds of jobs with the same few."""
     return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+class DeepProbeSettings(BaseModel):
+    """Thresholds of the deep probe's checks (``[deep_probe]`` in the config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    latest_steps: int = 2
+    garbage_char_share: float = 0.2
+    """A sample is noise when this share of its characters is non-printable or U+FFFD."""
+    noisy_sample_share: float = 0.5
+    """A step is noise when this share of its samples is (garbage or one repeated token)."""
+    repeat_token_share: float = 0.6
+    repeat_min_tokens: int = 8
+    compression_factor: float = 2.0
+    compression_min_bytes: int = 256
+    log_ratio_jump: float = 5.0
+    collapsed_group_share: float = 0.5
+    ngram_overlap: float = 0.9
+    starved_gen_share: float = 0.9
+    starved_tokens_per_s: float = 1.0
+    missing_steps: int = 2
+    reward_range: tuple[float, float] | None = None

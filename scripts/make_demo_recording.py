@@ -316,8 +316,8 @@ def _other_jobs(tree: Tree, jobs: list[dict[str, Any]]) -> None:
 def main() -> None:
     from bot.config import Config
     from probes.config import ReplayCluster
-    from probes.slurm.assemble import collector_request
     from probes.slurm.parse import parse_squeue_json
+    from probes.slurm.request import collector_request
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "fs"

@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from probes.config import ReplayCluster, SlurmCluster
 from probes.harbor import build_trial_tree
 from probes.logs.excerpt import retain
 from probes.logs.fingerprint import read_fingerprint
@@ -30,61 +29,13 @@ from probes.models import (
     CompletionCheck,
     CompletionFile,
     JobFacts,
-    JobState,
     LogFetch,
     LogSummary,
     RunFingerprint,
     SchedulerRecord,
     TrialTree,
 )
-from probes.slurm.checkpoints import build_listing, expand_roots
-
-FileCluster = SlurmCluster | ReplayCluster
-
-
-def collector_request(
-    records: Sequence[SchedulerRecord],
-    cluster: FileCluster,
-    *,
-    offsets: Mapping[str, int] | None = None,
-    cursors: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The collector request for ``records``: paths only, as data (never a command line).
-
-    With ``cursors`` (job id -> the cursor its last read gave, the bot's warm sweeps), each
-    RUNNING job's log is resumed from its cursor (``probes.remote.logread``; none yet: a
-    tracked cold read); an ended job is read whole."""
-    jobs = []
-    for r in records:
-        def roots(templates: Sequence[str], r: SchedulerRecord = r) -> list[str]:
-            return expand_roots(templates, workdir=r.workdir, name=r.name, job_id=r.job_id,
-                                user=r.user)
-
-        job: dict[str, Any] = {
-            "id": r.job_id,
-            "user": r.user,  # the collector reads only files this user owns
-            "stdout": r.stdout_path,
-            "workdir": r.workdir,
-            "offset": (offsets or {}).get(r.stdout_path or "", 0),
-            "completed": r.state is JobState.COMPLETED,
-            "checkpoint_roots": roots(cluster.checkpoint_roots),
-            "trial_roots": roots(cluster.trial_roots),
-        }
-        if cursors is not None and r.state is JobState.RUNNING:
-            job["cursor"] = cursors.get(r.job_id)
-        jobs.append(job)
-    request: dict[str, Any] = {
-        "tail_bytes": cluster.tail_bytes,
-        "min_lines": cluster.min_log_lines,
-        "trial_budget_s": 20.0,  # trials are counted whole, bounded by time (probes.remote.tree)
-        "jobs": jobs,
-    }
-    if isinstance(cluster, SlurmCluster):
-        # The collector answers before the command's own timeout (with what it has read).
-        request.update(read_timeout_s=cluster.read_timeout_s,
-                       deadline_s=0.8 * min(cluster.command_timeout_s, cluster.timeout_s),
-                       answer_budget=cluster.answer_budget_bytes)
-    return request
+from probes.slurm.checkpoints import build_listing
 
 
 def job_facts(

@@ -106,11 +106,6 @@ def encode_state(state: LogState) -> str | None:
     return text if len(text.encode("utf-8")) <= MAX_STATE_BYTES else None
 
 
-def request_cursors(prior: Mapping[str, LogState]) -> dict[str, Any]:
-    """The collector's ``cursors`` (job id -> cursor) for the stored states."""
-    return {job_id: state.cursor.model_dump(mode="json") for job_id, state in prior.items()}
-
-
 def fold_jobs(
     records: Sequence[SchedulerRecord],
     collected: Mapping[str, Any],

@@ -17,31 +17,125 @@ through to ``JobFacts.record``; the sweep's own record then takes the stand-in's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import asyncio
+import contextlib
+import importlib
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from probes.models import JobFacts, JobState, SchedulerRecord
-from probes.slurm.assemble import job_facts
-from probes.slurm.cursors import LogState, fold_job
 from probes.slurm.parse import expand_stdout, records_from_squeue
 
-Fold = Callable[[SchedulerRecord, Mapping[str, Any] | None],
-                tuple[JobFacts, LogState | None]]
+if TYPE_CHECKING:
+    from probes.slurm.cursors import LogState
+
+Fold: TypeAlias = ("Callable[[SchedulerRecord, Mapping[str, Any] | None],"
+                   " tuple[JobFacts, LogState | None]]")
+
+
+FOLD_STACK = (
+    "probes.logs.lines", "probes.logs.prefilter", "probes.logs.progress",
+    "probes.logs.metric_names", "probes.logs.precision", "probes.logs.history",
+    "probes.logs.recent", "probes.logs.tracebacks", "probes.logs.fault_patterns",
+    "probes.logs.launch_checks", "probes.logs.faults", "probes.logs.outcome",
+    "probes.logs.fingerprint_lines", "probes.logs.fingerprint", "probes.logs.parse",
+    "probes.logs.excerpt", "probes.harbor", "probes.remote.guard", "probes.remote.harbor_reduce",
+    "probes.remote.trial_count", "probes.remote.tree", "probes.slurm.checkpoints",
+    "probes.slurm.assemble", "probes.logs.metric_carry", "probes.logs.fault_carry",
+    "probes.logs.fingerprint_carry", "probes.logs.incremental", "probes.slurm.cursors",
+)
+"""What folding a job imports, each module after those it imports: :func:`load_fold_stack`
+takes them one at a time. (A test holds the list to what ``probes.slurm.cursors`` pulls in.)"""
+
+
+async def load_fold_stack() -> None:
+    """Import :data:`FOLD_STACK`, one module per turn of the event loop.
+
+    Policy (issue 12): a cold ``jobtables sweep`` or ``job`` spends its first few hundred
+    milliseconds importing, then waits while SSH connects and the login node starts the
+    collector and squeue. Nothing in the fold stack is needed to send the request
+    (``probes.slurm.request``), so the probe sends it first and imports these while the
+    cluster answers: each step holds the loop for a few milliseconds only, so the SSH
+    handshake and the first lines of the answer are read between them. The answer's worker
+    thread waits for the whole stack before its first fold (``folder``'s ``ready``): two
+    threads importing one module graph at once could see a module half-initialised. Where
+    the stack is already imported (the bot, a second sweep) this returns at once."""
+    for name in FOLD_STACK:
+        if name not in sys.modules:
+            importlib.import_module(name)
+            await asyncio.sleep(0)
+
+
+class FoldStack:
+    """:func:`load_fold_stack` in a task of the running loop, begun by :meth:`start` (the
+    request is out: the sweep only waits for the cluster from then on). The SSH handshake
+    is not slowed by the imports that way: each of its round trips would wait for the
+    import step under way. :attr:`ready` is set once the task has ended, however it ended
+    (a ``folder``'s ``ready``). Use :func:`fold_stack_loading`."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self._go = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._load(), name="fold-stack")
+        # A callback, not a finally: a task cancelled before its first step never runs.
+        self.task.add_done_callback(lambda _: self.ready.set())
+
+    def start(self) -> None:
+        """Begin the imports (idempotent)."""
+        self._go.set()
+
+    async def _load(self) -> None:
+        await self._go.wait()
+        await load_fold_stack()
+
+
+@contextlib.asynccontextmanager
+async def fold_stack_loading(runner: object = None) -> AsyncIterator[FoldStack]:
+    """A :class:`FoldStack` beside the block, started as ``runner`` starts its first command
+    (its ``on_command``, the transports' hook), at once for a runner without that hook. A
+    fold in a thread waits for ``ready``; :meth:`FoldStack.start` must come before it (the
+    probe starts the stack before it folds in a thread). On the way out the block starts the
+    stack if nothing did and waits for the rest of the imports (its folds come next), or
+    stops them at their next step when it raised."""
+    stack = FoldStack()
+    if hasattr(runner, "on_command"):
+        runner.on_command = stack.start
+    else:
+        stack.start()
+    try:
+        yield stack
+    except BaseException:
+        stack.task.cancel()
+        await asyncio.wait([stack.task])
+        raise
+    stack.start()
+    await stack.task
 
 
 def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
-           benign_patterns: Sequence[str]) -> Fold:
+           benign_patterns: Sequence[str], ready: threading.Event | None = None) -> Fold:
     """One job's fold as ``fold_jobs`` does it: cold (``job_facts``, no state) without
-    ``prior``, else resumed from the job's prior state (``fold_job``)."""
+    ``prior``, else resumed from the job's prior state (``fold_job``). With ``ready``, a
+    fold first waits for it: set once :func:`load_fold_stack` has ended, however it ended."""
     if prior is None:
         def cold(r: SchedulerRecord, entry: Mapping[str, Any] | None,
                  ) -> tuple[JobFacts, LogState | None]:
+            if ready is not None:
+                ready.wait()
+            from probes.slurm.assemble import job_facts  # (the fold stack)
+
             return job_facts(r, entry, aliases=aliases, benign_patterns=benign_patterns), None
         return cold
 
     def resumed(r: SchedulerRecord, entry: Mapping[str, Any] | None,
                 ) -> tuple[JobFacts, LogState | None]:
+        if ready is not None:
+            ready.wait()
+        from probes.slurm.cursors import fold_job  # (the fold stack)
+
         return fold_job(r, entry, prior.get(r.job_id), aliases=aliases,
                         benign_patterns=benign_patterns)
     return resumed

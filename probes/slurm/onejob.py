@@ -31,9 +31,9 @@ from probes.config import SlurmCluster
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
-from probes.slurm.assemble import collector_request
 from probes.slurm.parse import expand_stdout, parse_squeue_json
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
+from probes.slurm.request import collector_request
 from probes.slurm.scontrol import (
     known_from,
     merge_scontrol,

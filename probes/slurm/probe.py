@@ -35,10 +35,11 @@ Policy:
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes.config import SlurmCluster
 from probes.errors import CommandError, InvalidJobIdError, ProbeError
@@ -48,7 +49,6 @@ from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm import onejob
 from probes.slurm.answer import AnswerReader, stream_answer
-from probes.slurm.assemble import collector_request, job_facts
 from probes.slurm.commands import (
     NO_JSON,
     NO_SACCT,
@@ -60,8 +60,7 @@ from probes.slurm.commands import (
     queue_answer,
     run_collector,
 )
-from probes.slurm.cursors import LogState, request_cursors
-from probes.slurm.early import EarlyFolds, fold_all, folder
+from probes.slurm.early import EarlyFolds, FoldStack, fold_all, fold_stack_loading, folder
 from probes.slurm.parse import (
     expand_stdout,
     needs_scontrol,
@@ -70,8 +69,12 @@ from probes.slurm.parse import (
     slurm_release,
 )
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
+from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
+
+if TYPE_CHECKING:
+    from probes.slurm.cursors import LogState
 
 
 @dataclass(frozen=True)
@@ -152,12 +155,22 @@ class SlurmProbe:
                        prior: Mapping[str, LogState] | None,
                        ) -> tuple[ClusterFacts, dict[str, LogState]]:
         now = self._clock()
-        cursors = None if prior is None else request_cursors(prior)
-        fold = folder(prior, aliases=self._aliases, benign_patterns=self._cluster.benign_patterns)
-        runner: Runner | None = None
-        early: EarlyFolds | None = None
         try:
             runner = self._runner_factory(self._cluster)
+        except ProbeError as exc:
+            return self._unreachable(now, str(exc), None), {}
+        async with fold_stack_loading(runner) as stack:  # imported while the cluster answers
+            return await self._collect_with(runner, stack, now, offsets, prior)
+
+    async def _collect_with(self, runner: Runner, stack: FoldStack, now: datetime,
+                            offsets: Mapping[str, int] | None,
+                            prior: Mapping[str, LogState] | None,
+                            ) -> tuple[ClusterFacts, dict[str, LogState]]:
+        cursors = None if prior is None else request_cursors(prior)
+        fold = folder(prior, aliases=self._aliases, benign_patterns=self._cluster.benign_patterns,
+                      ready=stack.ready)
+        early: EarlyFolds | None = None
+        try:
             users = self._users(runner)
             # Each job's log is folded as its line of the answer arrives (probes.slurm.early).
             early = EarlyFolds(fold, cluster=self._cluster.name, now=now, users=users,
@@ -171,14 +184,13 @@ class SlurmProbe:
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
-            where = runner.target if runner else self._cluster.name
-            reason = f"{where}: sweep took longer than {self._cluster.timeout_s:g}s"
+            reason = f"{runner.target}: sweep took longer than {self._cluster.timeout_s:g}s"
             return self._unreachable(now, reason, runner), {}
         finally:
-            if runner is not None:
-                await runner.aclose()
+            await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
         # free. Most jobs were folded there already, as their lines arrived.
+        stack.start()
         jobs, states = await asyncio.to_thread(fold_all, selected, collected, early, fold,
                                                stateful=prior is not None)
         return ClusterFacts(
@@ -200,6 +212,13 @@ class SlurmProbe:
         job_id = _slurm_id(job_id)
         now = self._clock()
         runner = self._runner_factory(self._cluster)
+        async with fold_stack_loading(runner) as stack:  # imported while the cluster answers
+            return await self._collect_one_with(runner, stack, job_id, now, quiet=quiet,
+                                                whole_tail=whole_tail)
+
+    async def _collect_one_with(self, runner: Runner, stack: FoldStack, job_id: str,
+                                now: datetime, *, quiet: bool, whole_tail: bool,
+                                ) -> ClusterFacts:
         try:
             async with asyncio.timeout(self._cluster.timeout_s):
                 found = await onejob.find_job(runner, self._cluster, job_id, now)
@@ -214,8 +233,9 @@ class SlurmProbe:
             raise CommandError(reason) from exc
         finally:
             await runner.aclose()
-        jobs = (await asyncio.to_thread(self._facts, [found], collected, whole_tail)
-                if found else ())
+        stack.start()
+        jobs = (await asyncio.to_thread(self._facts, [found], collected, whole_tail,
+                                        stack.ready) if found else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=(*jobs, *(JobFacts(record=r) for r in live)))
@@ -453,7 +473,14 @@ class SlurmProbe:
         return self._cluster.users or (runner.login_user,)
 
     def _facts(self, records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
-               whole_tail: bool = False) -> tuple[JobFacts, ...]:
+               whole_tail: bool = False, ready: threading.Event | None = None,
+               ) -> tuple[JobFacts, ...]:
+        """Each record's facts (in a worker thread): once ``ready`` is set, when given (the
+        fold stack, ``early.fold_stack_loading``, imported by then)."""
+        if ready is not None:
+            ready.wait()
+        from probes.slurm.assemble import job_facts  # (the fold stack)
+
         patterns = self._cluster.benign_patterns
         return tuple(
             job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns,

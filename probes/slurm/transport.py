@@ -191,6 +191,8 @@ class LocalRunner:
     def __init__(self, cluster: SlurmCluster) -> None:
         self._timeout = cluster.command_timeout_s
         self._sent = 0
+        self.on_command: Callable[[], None] | None = None
+        """Called as each command is started (as :attr:`SshRunner.on_command`)."""
 
     @property
     def target(self) -> str:
@@ -257,6 +259,8 @@ class LocalRunner:
         say (exit 127, raised with ``check``), so callers treat a missing `sacct` the same
         locally and over SSH."""
         self._sent += 1
+        if self.on_command is not None:
+            self.on_command()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args,
@@ -298,6 +302,9 @@ class SshRunner:
         self._failed: ProbeError | None = None
         self._lock = asyncio.Lock()
         self._sent = 0
+        self.on_command: Callable[[], None] | None = None
+        """Called as each command is started, the connection up: from then on the sweep
+        only waits for the cluster (``probes.slurm.early.FoldStack`` imports meanwhile)."""
 
     @property
     def target(self) -> str:
@@ -365,6 +372,8 @@ class SshRunner:
         the probe's errors."""
         conn = await self._connection()
         self._sent += 1
+        if self.on_command is not None:
+            self.on_command()
         timeout = self._cluster.command_timeout_s
         started: list[asyncssh.SSHClientProcess[Any]] = []
         try:

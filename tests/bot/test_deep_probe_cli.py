@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from probes.config import SlurmCluster
+from probes.config import ReadPlan, SlurmCluster
 from probes.deep_read import rollout_request
 from probes.models import JobFacts, JobState, LogFetch, SchedulerRecord
-from probes.rollouts import ReadPlan
 
 CONFIG = """
 [[clusters]]

@@ -13,7 +13,8 @@ from probes.config import SlurmCluster
 from probes.logs.excerpt import TAIL_CHARS
 from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.remote import collector
-from probes.slurm.assemble import collector_request, job_facts
+from probes.slurm.assemble import job_facts
+from probes.slurm.request import collector_request
 from report.judge import build_report
 from report.render import render_job_detail, render_job_json
 from report.settings import ReportSettings

@@ -14,8 +14,9 @@ import pytest
 from probes.models import MetricPoint
 from probes.remote.rollouts import collect_rollouts
 from probes.rollouts import DumpRole, RolloutFacts, rollout_facts
-from report.deep_probe import DeepProbeSettings, judge_rollouts
+from report.deep_probe import judge_rollouts
 from report.sample_text import quote
+from report.settings import DeepProbeSettings
 from tests.probes.remote.test_rollouts import dumps_module
 
 FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
