@@ -17,8 +17,11 @@ needed only once the answer is in, so:
 * structlog is in neither: the sweep path logs through ``bot.logs.get_logger``, which imports
   it when something is logged at all.
 * Folding is imported by the SLURM probe itself once its first command is out
-  (``probes.slurm.early.FoldStack``), judging (``bot.sweep.JUDGING``) here, after rendering's
-  modules, and again on the loop's thread before judging starts in a worker thread.
+  (``probes.slurm.early.FoldStack``), judging here (``report.judge``, ``report.memory``),
+  after rendering's modules, and again on the loop's thread before judging starts in a
+  worker thread (``bot.sweep.JUDGING``). With a SLURM cluster in the sweep these imports
+  also wait for its first command (``FIRST_COMMAND``): begun at once they ran during the SSH
+  handshake, and each of its round trips waited for the step under way.
 
 A sweep over recordings only (``demo``, replay clusters) waits on nothing remote and imports
 everything in its time, as before.
@@ -31,13 +34,20 @@ import contextlib
 import importlib
 from collections.abc import AsyncIterator, Sequence
 
-from bot.sweep import JUDGING
 from probes.config import ClusterConfig
+from probes.slurm.early import FIRST_COMMAND
 
-LATER = ("rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.grouping",
-         "report.boxes", "report.render", *JUDGING)
+LATER = (
+    "rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.cells",
+    "report.chain", "report.fingerprint", "report.models", "report.findings", "report.signals",
+    "report.rules", "report.trend", "report.judge_sft", "report.layouts", "report.grouping",
+    "report.boxes", "report.tables", "report.render", "report.buckets", "report.cleanup",
+    "report.judge_harbor", "report.judge_other", "report.rollouts", "report.judge_rl",
+    "report.memory", "report.pods", "report.judge",
+)
 """Imported meanwhile, in this order: each one's own imports before it, so that no step is
-long (rich.console, the longest, ~15 ms on a busy machine)."""
+long (rich.console, the longest, ~15 ms on a busy machine; a test holds each step to one
+module of ours once the fold stack is in)."""
 
 REMOTE_KINDS = frozenset({"slurm", "kubernetes"})
 """Backends whose answer comes over the network: the wait the imports fill."""
@@ -45,25 +55,35 @@ REMOTE_KINDS = frozenset({"slurm", "kubernetes"})
 
 @contextlib.asynccontextmanager
 async def meanwhile(clusters: Sequence[ClusterConfig]) -> AsyncIterator[None]:
-    """Import :data:`LATER` beside the block when one of the active ``clusters`` is remote;
-    on the way out, wait for the rest of them (rendering needs them next), or stop them when
-    the block raised."""
-    if not any(c.active and c.kind in REMOTE_KINDS for c in clusters):
+    """Import :data:`LATER` beside the block when one of the active ``clusters`` is remote,
+    from the moment a SLURM cluster's first command is out (``early.FIRST_COMMAND``, set for
+    the block's tasks) when one is among them, else at once; on the way out, wait for the
+    rest of them (rendering needs them next), or stop them when the block raised."""
+    remote = [c for c in clusters if c.active and c.kind in REMOTE_KINDS]
+    if not remote:
         yield
         return
+    first = asyncio.Event()
+    if not any(c.kind == "slurm" for c in remote):
+        first.set()
+    token = FIRST_COMMAND.set(first.set)
     # Not a TaskGroup: it would wrap the block's own errors (a UsageError, a job not found)
     # in an ExceptionGroup, and they must reach the CLI as they are.
-    task = asyncio.get_running_loop().create_task(_import_later(), name="preload")
+    task = asyncio.get_running_loop().create_task(_import_later(first), name="preload")
     try:
         yield
     except BaseException:
         task.cancel()  # nothing will be rendered: the imports stop at their next step
         await asyncio.wait([task])
         raise
+    finally:
+        FIRST_COMMAND.reset(token)
+    first.set()  # whatever was sent: rendering comes next
     await task
 
 
-async def _import_later() -> None:
+async def _import_later(first: asyncio.Event) -> None:
+    await first.wait()
     for name in LATER:
-        await asyncio.sleep(0)  # first: the sweep's tasks start their connections
+        await asyncio.sleep(0)  # a turn of the loop between steps: the answer is being read
         importlib.import_module(name)

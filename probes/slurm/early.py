@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib
 import sys
 import threading
@@ -69,23 +70,47 @@ async def load_fold_stack() -> None:
             await asyncio.sleep(0)
 
 
+FIRST_COMMAND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "jobtables_first_command", default=None)
+"""Called, when set in the context a :class:`FoldStack` is made in, as that stack starts: its
+cluster's first command is out. ``bot.preload`` waits for it before importing rendering."""
+
+
 class FoldStack:
     """:func:`load_fold_stack` in a task of the running loop, begun by :meth:`start` (the
     request is out: the sweep only waits for the cluster from then on). The SSH handshake
     is not slowed by the imports that way: each of its round trips would wait for the
-    import step under way. :attr:`ready` is set once the task has ended, however it ended
-    (a ``folder``'s ``ready``). Use :func:`fold_stack_loading`."""
+    import step under way. :attr:`ready` is set once the task has ended; the task is never
+    cancelled by the sweep (a fold waiting on it would otherwise go on over a half-imported
+    stack while the loop's thread imports the rest). Use :func:`fold_stack_loading`."""
 
     def __init__(self) -> None:
         self.ready = threading.Event()
+        self._loop = asyncio.get_running_loop()
         self._go = asyncio.Event()
-        self.task = asyncio.get_running_loop().create_task(self._load(), name="fold-stack")
-        # A callback, not a finally: a task cancelled before its first step never runs.
+        self._hook = FIRST_COMMAND.get()
+        self.task = self._loop.create_task(self._load(), name="fold-stack")
+        # A callback, not a finally: a task cancelled before its first step never runs
+        # (asyncio.run cancels what is left when its loop ends).
         self.task.add_done_callback(lambda _: self.ready.set())
 
     def start(self) -> None:
-        """Begin the imports (idempotent)."""
-        self._go.set()
+        """Begin the imports (idempotent; on the loop's thread)."""
+        if not self._go.is_set():
+            self._go.set()
+            if self._hook is not None:
+                self._hook()
+
+    def wait(self) -> None:
+        """From a worker thread, before a fold: start the imports if nothing has (a runner
+        that never called its hook), then wait until they have ended."""
+        if self.ready.is_set():
+            return
+        try:
+            self._loop.call_soon_threadsafe(self.start)
+        except RuntimeError:  # the loop is closed: nothing imports beside this thread now
+            return
+        self.ready.wait()
 
     async def _load(self) -> None:
         await self._go.wait()
@@ -95,11 +120,10 @@ class FoldStack:
 @contextlib.asynccontextmanager
 async def fold_stack_loading(runner: object = None) -> AsyncIterator[FoldStack]:
     """A :class:`FoldStack` beside the block, started as ``runner`` starts its first command
-    (its ``on_command``, the transports' hook), at once for a runner without that hook. A
-    fold in a thread waits for ``ready``; :meth:`FoldStack.start` must come before it (the
-    probe starts the stack before it folds in a thread). On the way out the block starts the
-    stack if nothing did and waits for the rest of the imports (its folds come next), or
-    stops them at their next step when it raised."""
+    (its ``on_command``, the transports' hook), at once for a runner without that hook, and
+    by the first fold that waits for it (:meth:`FoldStack.wait`) otherwise. On the way out
+    the block starts the stack if nothing did and, when it ended well, waits for the rest of
+    the imports (its folds come next); when it raised, the imports go on in the background."""
     stack = FoldStack()
     if hasattr(runner, "on_command"):
         runner.on_command = stack.start
@@ -107,24 +131,21 @@ async def fold_stack_loading(runner: object = None) -> AsyncIterator[FoldStack]:
         stack.start()
     try:
         yield stack
-    except BaseException:
-        stack.task.cancel()
-        await asyncio.wait([stack.task])
-        raise
-    stack.start()
+    finally:
+        stack.start()
     await stack.task
 
 
 def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
-           benign_patterns: Sequence[str], ready: threading.Event | None = None) -> Fold:
+           benign_patterns: Sequence[str], wait: Callable[[], None] | None = None) -> Fold:
     """One job's fold as ``fold_jobs`` does it: cold (``job_facts``, no state) without
-    ``prior``, else resumed from the job's prior state (``fold_job``). With ``ready``, a
-    fold first waits for it: set once :func:`load_fold_stack` has ended, however it ended."""
+    ``prior``, else resumed from the job's prior state (``fold_job``). With ``wait`` (a
+    :meth:`FoldStack.wait`), a fold first calls it: the fold stack is imported by then."""
     if prior is None:
         def cold(r: SchedulerRecord, entry: Mapping[str, Any] | None,
                  ) -> tuple[JobFacts, LogState | None]:
-            if ready is not None:
-                ready.wait()
+            if wait is not None:
+                wait()
             from probes.slurm.assemble import job_facts  # (the fold stack)
 
             return job_facts(r, entry, aliases=aliases, benign_patterns=benign_patterns), None
@@ -132,8 +153,8 @@ def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
 
     def resumed(r: SchedulerRecord, entry: Mapping[str, Any] | None,
                 ) -> tuple[JobFacts, LogState | None]:
-        if ready is not None:
-            ready.wait()
+        if wait is not None:
+            wait()
         from probes.slurm.cursors import fold_job  # (the fold stack)
 
         return fold_job(r, entry, prior.get(r.job_id), aliases=aliases,

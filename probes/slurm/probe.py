@@ -35,7 +35,6 @@ Policy:
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -168,7 +167,7 @@ class SlurmProbe:
                             ) -> tuple[ClusterFacts, dict[str, LogState]]:
         cursors = None if prior is None else request_cursors(prior)
         fold = folder(prior, aliases=self._aliases, benign_patterns=self._cluster.benign_patterns,
-                      ready=stack.ready)
+                      wait=stack.wait)
         early: EarlyFolds | None = None
         try:
             users = self._users(runner)
@@ -235,7 +234,7 @@ class SlurmProbe:
             await runner.aclose()
         stack.start()
         jobs = (await asyncio.to_thread(self._facts, [found], collected, whole_tail,
-                                        stack.ready) if found else ())
+                                        stack.wait) if found else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=(*jobs, *(JobFacts(record=r) for r in live)))
@@ -473,12 +472,12 @@ class SlurmProbe:
         return self._cluster.users or (runner.login_user,)
 
     def _facts(self, records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
-               whole_tail: bool = False, ready: threading.Event | None = None,
+               whole_tail: bool = False, wait: Callable[[], None] | None = None,
                ) -> tuple[JobFacts, ...]:
-        """Each record's facts (in a worker thread): once ``ready`` is set, when given (the
-        fold stack, ``early.fold_stack_loading``, imported by then)."""
-        if ready is not None:
-            ready.wait()
+        """Each record's facts (in a worker thread): after ``wait`` (a ``FoldStack.wait``:
+        the fold stack imported by then), when given."""
+        if wait is not None:
+            wait()
         from probes.slurm.assemble import job_facts  # (the fold stack)
 
         patterns = self._cluster.benign_patterns
