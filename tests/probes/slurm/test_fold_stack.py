@@ -115,8 +115,13 @@ async def test_a_failing_block_leaves_the_stack_to_end_before_ready() -> None:
 async def test_a_fold_starts_a_stack_whose_runner_never_called_its_hook() -> None:
     runner = _Hooked()
     async with fold_stack_loading(runner) as stack:
-        await asyncio.to_thread(stack.wait)  # would wait forever if only the hook started it
-        assert stack.ready.is_set()
+        waiter = threading.Thread(target=stack.wait, daemon=True)  # a fold's thread
+        waiter.start()
+        for _ in range(1000):  # only the hook starting the stack: the thread waits forever
+            if not waiter.is_alive():
+                break
+            await asyncio.sleep(0.01)
+        assert not waiter.is_alive() and stack.ready.is_set()
 
 
 async def test_a_sweep_whose_runner_never_calls_its_hook_is_not_stalled(
