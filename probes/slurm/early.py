@@ -61,7 +61,7 @@ async def load_fold_stack() -> None:
     (``probes.slurm.request``), so the probe sends it first and imports these while the
     cluster answers: each step holds the loop for a few milliseconds only, so the SSH
     handshake and the first lines of the answer are read between them. The answer's worker
-    thread waits for the whole stack before its first fold (``folder``'s ``ready``): two
+    thread waits for the whole stack before its first fold (``FoldStack.wait``): two
     threads importing one module graph at once could see a module half-initialised. Where
     the stack is already imported (the bot, a second sweep) this returns at once."""
     for name in FOLD_STACK:

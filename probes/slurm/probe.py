@@ -189,7 +189,6 @@ class SlurmProbe:
             await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
         # free. Most jobs were folded there already, as their lines arrived.
-        stack.start()
         jobs, states = await asyncio.to_thread(fold_all, selected, collected, early, fold,
                                                stateful=prior is not None)
         return ClusterFacts(
@@ -232,7 +231,6 @@ class SlurmProbe:
             raise CommandError(reason) from exc
         finally:
             await runner.aclose()
-        stack.start()
         jobs = (await asyncio.to_thread(self._facts, [found], collected, whole_tail,
                                         stack.wait) if found else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
