@@ -145,7 +145,7 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
         facts.append(f"Note: {detail.note}")
     rec = job.recommendation
     facts.append(f"Recommendation: {rec.action} — {rec.why}" if rec else "Recommendation: none")
-    return [line for fact in facts for line in _wrap(fact, width)]
+    return [line for fact in facts for line in _wrap(printable(fact), width)]
 
 
 def job_detail_pieces(detail: JobDetail, *, width: int = 100) -> list[str | RenderedTable]:
@@ -159,7 +159,7 @@ def job_detail_pieces(detail: JobDetail, *, width: int = 100) -> list[str | Rend
                f"{job.state.value} · verdict {job.verdict}")
     layout = "buffer" if is_buffering(job) else job.bucket
     pieces: list[str | RenderedTable] = [
-        "\n".join(_wrap(heading, width)),
+        "\n".join(_wrap(printable(heading), width)),  # a name, a path: cluster text
         render_bucket(layout, [Row(job, detail, label)], width=width),
     ]
     if detail.history:

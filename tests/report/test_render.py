@@ -215,6 +215,19 @@ def test_job_detail_of_buffering_job() -> None:
     assert "Recommendation: none" in text
 
 
+def test_job_detail_prints_no_control_character_a_cluster_sent() -> None:
+    """A job name, log path, workdir or fault holding terminal escapes (ESC, BEL, OSC) is
+    shown with spaces in their place, in the heading and the facts as in the cells."""
+    job = make_job("sft-\x1b[31m<!channel>\x1b]52;c;cHdu\x07", "sft",
+                   log_path="/scratch/\x1b[2Jrun.out")
+    detail = JobDetail(report=job, workdir="/scratch/\x07w", faults=("NCCL \x1b[0merror",))
+    text = render_job_detail(detail)
+    assert not [ch for ch in text if ch != "\n" and not ch.isprintable()]
+    assert "sft- [31m<!channel> ]52;c;cHdu " in text.split("\n")[0]
+    assert "Log: /scratch/ [2Jrun.out (workdir /scratch/ w)" in text
+    assert "Faults: NCCL  [0merror" in text
+
+
 def test_job_json_adds_detail_keys() -> None:
     """The job JSON is the contract object plus history, evidence and detail; NaN becomes null."""
     obj = strict_loads(render_job_json(DETAIL))
