@@ -104,9 +104,46 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, 
     return result
 
 
-def _log_pattern(job_id: str) -> re.Pattern[str]:
-    """``*_<jobid>.out`` (also ``-``/``.`` separators, ``.log``/``.txt``, a ``.N`` restart)."""
-    return re.compile(r"(^|[_.-])" + re.escape(job_id) + r"(\.\d+)?\.(out|log|txt)$")
+_JOB_KEY = re.compile(r"\d+(?:[_+]\d+)?\Z")
+"""A job key as this script names jobs: ``123``, an array task ``123_4``, a hetjob ``123+1``."""
+_LOG_SUFFIXES = (".out", ".log", ".txt")
+_RESTART = re.compile(r"\.\d+\Z")
+
+
+def _job_keys(name: str) -> List[str]:  # noqa: UP006
+    """The job keys whose log ``name`` can be: ``*_<key>.out`` (``-`` and ``.`` separate
+    too; ``.log``, ``.txt``; a ``.N`` restart before the suffix). So ``run_12_3.out`` can be
+    job ``12_3``'s or job ``3``'s, and ``run_12.4.out`` job ``12``'s or job ``4``'s."""
+    if name[-4:] not in _LOG_SUFFIXES:
+        return []
+    stems = [name[:-4]]
+    restart = _RESTART.search(stems[0])
+    if restart is not None:
+        stems.append(stems[0][:restart.start()])
+    keys: List[str] = []  # noqa: UP006
+    for stem in stems:
+        cuts = [at + 1 for at, char in enumerate(stem) if char in "_.-"]
+        # A key holds at most one separator ("_"): it starts after one of the last two, or
+        # at the stem's start.
+        for start in {0, *cuts[-2:]}:
+            if _JOB_KEY.match(stem, start) and stem[start:] not in keys:
+                keys.append(stem[start:])
+    return keys
+
+
+def _log_names(directory: str, guard: Guard) -> Dict[str, List[str]]:  # noqa: UP006
+    """Job key -> the names in ``directory`` that can be its log, the listing read once per
+    request (``tree.SEEN``) and indexed once: a sweep whose jobs' StdOut is gone costs one
+    pass over a crowded log directory, not one per job."""
+    key = f"logs:{guard.uid}:{directory}"
+    index = SEEN.get(key)
+    if index is None:
+        index = {}
+        for name in listdir(directory, guard) or []:
+            for job_key in _job_keys(name):
+                index.setdefault(job_key, []).append(name)
+        SEEN[key] = index
+    return index
 
 
 def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
@@ -121,7 +158,6 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
             pass
         except (OSError, Refused, Hung) as exc:
             return stdout, "failed", str(exc)
-    pattern = _log_pattern(job_id)
     dirs: list[str] = []
     if workdir:
         dirs.append(workdir)
@@ -130,9 +166,7 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
         dirs.append(parent)
     best: tuple[str, float] | None = None
     for directory in dirs:
-        for name in listdir(directory, guard) or []:
-            if not pattern.search(name):
-                continue
+        for name in _log_names(directory, guard).get(job_id, ()):
             path = os.path.join(directory, name)
             try:  # a candidate that is not the job's own regular file is no candidate
                 mtime = guard.stat_file(path).st_mtime

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probes.models import JobState
 from probes.remote import collector
@@ -63,6 +65,49 @@ def test_near_miss_names_are_not_the_log(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_text("other\n")
     log = _log(collector.collect(_request(tmp_path, stdout=str(tmp_path / "gone.out"))))
     assert (log["status"], log["path"]) == ("missing", None)
+
+
+_OLD_RULE = r"(^|[_.-]){}(\.\d+)?\.(out|log|txt)\Z"
+"""The fallback's rule as one regex per job (how it was read before the index)."""
+_NAME_PART = st.sampled_from(["12", "3", "12_3", "4", "+", "_", ".", "-", "run", ".out", ".log",
+                              ".txt", ".err", "7", "0"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.lists(_NAME_PART, min_size=1, max_size=7).map("".join),
+       key=st.sampled_from(["12", "3", "12_3", "4", "3+4", "12_3_4", "0", "7", "12+3"]))
+def test_the_name_index_takes_the_names_the_per_job_rule_takes(name: str, key: str) -> None:
+    """``_job_keys`` (a directory indexed once) and the rule ``*_<key>.out`` with its
+    separators, suffixes and ``.N`` restart agree on every name and job key."""
+    assert (key in collector._job_keys(name)) == bool(
+        re.search(_OLD_RULE.format(re.escape(key)), name))
+
+
+def test_a_crowded_log_directory_is_read_once_for_every_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many jobs whose StdOut is gone, one directory of thousands of logs: each job finds
+    its own log (or none), and the directory's names are looked at once, not once per job
+    (each job matched every name before: 17 s for 2,000 jobs in 21,000 files,
+    ``tests/bench/bench_locate.py``)."""
+    for n in range(2000):
+        (tmp_path / f"train_{900000 + n}.out").write_text("x\n")
+    ids = [str(100 + n) for n in range(200)]
+    for job_id in ids[::2]:
+        (tmp_path / f"train_{job_id}.out").write_text(f"job {job_id}\n")
+    looked = []
+    keys = collector._job_keys
+    monkeypatch.setattr(collector, "_job_keys", lambda name: looked.append(name) or keys(name))
+    request = {"tail_bytes": 4096, "min_lines": 1, "jobs": [
+        {"id": i, "stdout": str(tmp_path / f"gone_{i}.out"), "workdir": str(tmp_path),
+         "checkpoint_roots": [], "trial_roots": []} for i in ids]}
+    jobs = collector.collect(request)["jobs"]
+    for n, job_id in enumerate(ids):
+        log = jobs[job_id]["log"]
+        if n % 2:
+            assert (log["status"], log["path"]) == ("missing", None)
+        else:
+            assert (log["status"], log["text"]) == ("mismatch", f"job {job_id}\n")
+    assert len(looked) == 2000 + 100
 
 
 def test_listing_is_not_recursive(tmp_path: Path) -> None:
