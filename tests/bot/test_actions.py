@@ -12,9 +12,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from bot.config import ConfigSource
+from bot.store import RedisStore
 from probes.errors import CommandError
-from tests.bot.builders import blocks_text, detail, job, sweep_result
-from tests.bot.conftest import Harness
+from tests.bot.builders import (
+    FakeClock,
+    FakeSweeper,
+    blocks_text,
+    collapsing,
+    detail,
+    job,
+    sweep_result,
+)
+from tests.bot.conftest import Harness, running_bot
+from tests.bot.fake_slack import FakeSlack
 
 
 def incident_files(harness: Harness) -> list[Path]:
@@ -164,3 +177,43 @@ async def test_malformed_value_runs_nothing(harness: Harness) -> None:
     await harness.bot.tasks.drain()
     assert harness.sweeper.sweeps == 0 and harness.sweeper.cancels == []
     assert await audit(harness) == [("UOPS", "rejected")]
+
+
+async def test_a_no_kill_instruction_set_after_the_alert_refuses_its_cancel_button(
+        slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock) -> None:
+    """The alert went out with a Cancel button; ``no_kill`` was set since (the config is read
+    at each press). Pressing the old button cancels nothing: the rule now gates a
+    recommendation, not an action (seed; CONTRACT: no cancel with ``no_kill = true``)."""
+    configs = {"now": sweeper.conf}
+    source = ConfigSource(lambda: configs["now"])
+    async with running_bot(slack, store, sweeper, clock, config=source) as harness:
+        where = await alert(harness)
+        assert "cancel_salvage" in json.dumps(where["blocks"])
+        conf = sweeper.conf
+        configs["now"] = conf.model_copy(
+            update={"slack": conf.slack.model_copy(update={"no_kill": True})})
+        source.load()
+        hook = await press(harness, "cancel_salvage", "UALICE", where)
+        (reply,) = await harness.slack.wait_for(hook)
+        await harness.bot.tasks.drain()
+        assert harness.sweeper.cancels == []
+        assert reply.params["response_type"] == "ephemeral"
+        assert "not cancelled from Slack: no_kill is set" in reply.params["text"]
+        assert await audit(harness) == [("UALICE", "refused")]
+        assert incident_files(harness) == []
+
+
+@pytest.mark.parametrize("flag", ["ablation-exempt", "no-kill"])
+async def test_a_run_that_reads_exempt_at_the_press_is_not_cancelled(
+        harness: Harness, flag: str) -> None:
+    """The run was alerted as an ordinary collapse; by the press its log reads as a
+    spike-mitigation ablation (or carries a no-kill instruction): never auto-cancelled, the
+    fresh read at the press decides."""
+    where = await alert(harness)
+    harness.sweeper.make = lambda: sweep_result([collapsing(flags=(flag,))], at=harness.clock())
+    hook = await press(harness, "cancel_salvage", "UOPS", where)
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    assert f"not cancelled from Slack: the run is {flag}" in reply.params["text"]
+    assert await audit(harness) == [("UOPS", "refused")]
