@@ -73,7 +73,7 @@ class SweepEngine(Protocol):
     """What the buttons need from :class:`bot.sweep.Sweeper`."""
 
     async def sweep(self, *, clusters: list[str] | None = None) -> SweepResult: ...
-    async def cancel(self, cluster: str, job_id: str) -> None: ...
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None: ...
     async def job(self, cluster: str | None, job_id: str) -> SweepResult: ...
 
 
@@ -235,7 +235,9 @@ class ActionHandler:
         await self._store.update_lock(lock, {**holder, "status": "cancelling", "path": str(path),
                                              "at": self._clock().isoformat()},
                                       ttl_s=LOCK_HOURS * 3600)
-        await self._sweeper.cancel(cluster, job_id)
+        # The uid checked at the press rides with the delete: a Job re-created under the
+        # name meanwhile is not the one alerted on (CONTRACT: a button acts only on its job).
+        await self._sweeper.cancel(cluster, job_id, uid=checked.episode.get("uid"))
         self._telemetry.cancels.labels(cluster=cluster, outcome="cancelled").inc()
         await self._audit(press, cluster, job_id, "cancelled", str(path))
         await self._close_episode(checked.episode, press.user_id)

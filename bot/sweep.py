@@ -407,11 +407,12 @@ class Sweeper:
         except ProbeError as exc:  # an id this backend cannot hold (InvalidJobIdError)
             results[cluster.name] = self._unreachable(cluster, str(exc))
 
-    async def cancel(self, cluster: str, job_id: str) -> None:
-        """Cancel one job through its cluster's probe (``scancel`` / delete the Job)."""
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
+        """Cancel one job through its cluster's probe (``scancel`` / delete the Job, only
+        the object with ``uid`` when given)."""
         validate_job_id(job_id)
         config = self._config if self._config is not None else self._load_config()
-        await self._probe_for(config.cluster(cluster), config).cancel(job_id)
+        await self._probe_for(config.cluster(cluster), config).cancel(job_id, uid=uid)
 
     async def aclose(self) -> None:
         for _, probe in self._probes.values():

@@ -25,8 +25,11 @@ class ClusterProbe(Protocol):
         """
         ...
 
-    async def cancel(self, job_id: str) -> None:
-        """Cancel one job (``scancel`` / delete the Job with background propagation)."""
+    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+        """Cancel one job (``scancel`` / delete the Job with background propagation).
+
+        ``uid``: the Kubernetes uid of the object the cancel is for; a Job re-created under
+        the same name since is another job and is not deleted (SLURM reuses no id)."""
         ...
 
     async def aclose(self) -> None:

@@ -36,6 +36,7 @@ from kubernetes_asyncio.client import (
     CoreV1Api,
     CustomObjectsApi,
     V1DeleteOptions,
+    V1Preconditions,
 )
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import load_kube_config
@@ -132,18 +133,20 @@ class KubeClient:
 
         return await self.call(f"read log of pod/{pod}", read)
 
-    async def delete_job(self, name: str) -> None:
-        """Delete a Job with background propagation (``NotFoundError`` when absent)."""
+    async def delete_job(self, name: str, *, uid: str | None = None) -> None:
+        """Delete a Job with background propagation (``NotFoundError`` when absent); with
+        ``uid`` only that object (a precondition: ``CommandError``, HTTP 409, for another)."""
         batch = BatchV1Api(await self._api())
         await self.call(f"delete job {name}", lambda t: batch.delete_namespaced_job(
-            name, self._cluster.namespace, body=_BACKGROUND, _request_timeout=t))
+            name, self._cluster.namespace, body=_delete_options(uid), _request_timeout=t))
 
-    async def delete_jobset(self, name: str) -> None:
-        """Delete a JobSet with background propagation (``NotFoundError`` when absent)."""
+    async def delete_jobset(self, name: str, *, uid: str | None = None) -> None:
+        """Delete a JobSet with background propagation (``NotFoundError`` when absent); with
+        ``uid`` only that object, as :meth:`delete_job`."""
         custom = CustomObjectsApi(await self._api())
         await self.call(f"delete jobset {name}", lambda t: custom.delete_namespaced_custom_object(
             JOBSET_GROUP, JOBSET_VERSION, self._cluster.namespace, JOBSET_PLURAL, name,
-            body=_BACKGROUND, _request_timeout=t))
+            body=_delete_options(uid), _request_timeout=t))
 
     # -- transport ------------------------------------------------------------------------------
 
@@ -203,7 +206,10 @@ class KubeClient:
         return items
 
 
-_BACKGROUND = V1DeleteOptions(propagation_policy="Background")
+def _delete_options(uid: str | None) -> V1DeleteOptions:
+    """Background propagation; with ``uid``, only the object that has it is deleted."""
+    return V1DeleteOptions(propagation_policy="Background",
+                           preconditions=V1Preconditions(uid=uid) if uid else None)
 
 
 def _with_budget(

@@ -111,20 +111,22 @@ class KubernetesProbe:
         self._vanished -= present  # a re-created name is a new job
         return self._facts(now, status="ok", jobs=tuple(jobs))
 
-    async def cancel(self, job_id: str) -> None:
-        """Delete the Job (or JobSet) with background propagation; already gone is success."""
+    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+        """Delete the Job (or JobSet) with background propagation; already gone is success.
+        With ``uid`` the delete carries it as a precondition: the API server refuses (409)
+        to delete an object re-created under the name since."""
         validate_job_id(job_id)
         seen = self._seen.get(job_id)
         kind = seen.labels.get(KIND_LABEL) if seen else None
         try:
             if kind == "JobSet":
-                await self._api.delete_jobset(job_id)
+                await self._api.delete_jobset(job_id, uid=uid)
             else:
                 try:
-                    await self._api.delete_job(job_id)
+                    await self._api.delete_job(job_id, uid=uid)
                 except NotFoundError:
                     if kind is None:  # never seen: it may be a JobSet
-                        await self._api.delete_jobset(job_id)
+                        await self._api.delete_jobset(job_id, uid=uid)
         except NotFoundError:
             pass  # already gone: the cancel's goal holds
         self._cancelled.add(job_id)

@@ -237,7 +237,7 @@ class SlurmProbe:
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=(*jobs, *(JobFacts(record=r) for r in live)))
 
-    async def cancel(self, job_id: str) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         """``scancel <id>``; the id is validated before anything connects."""
         job_id = _slurm_id(job_id)
         runner = self._runner_factory(self._cluster)

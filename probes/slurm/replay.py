@@ -63,7 +63,7 @@ class ReplayProbe:
             collected_at=_recorded_at(meta) or now, jobs=jobs,
         )
 
-    async def cancel(self, job_id: str) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         raise ProbeError(f"cluster {self._cluster.name!r} is a replay: nothing to cancel")
 
     async def aclose(self) -> None:

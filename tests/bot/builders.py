@@ -129,6 +129,8 @@ class FakeSweeper:
     cancels: list[tuple[str, str]] = field(default_factory=list)
     jobs: list[tuple[str | None, str]] = field(default_factory=list)
     on_cancel: Callable[[str, str], None] | None = None
+    cancel_uids: list[str | None] = field(default_factory=list)
+    """The uid each cancel was for (a Kubernetes delete's precondition)."""
     gate: asyncio.Event | None = None
     """When set, sweeps wait for it (to hold many requests inside one sweep)."""
 
@@ -143,10 +145,11 @@ class FakeSweeper:
         self.jobs.append((cluster, job_id))
         return self.make()
 
-    async def cancel(self, cluster: str, job_id: str) -> None:
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
         if self.on_cancel is not None:
             self.on_cancel(cluster, job_id)
         self.cancels.append((cluster, job_id))
+        self.cancel_uids.append(uid)
 
     async def aclose(self) -> None:
         return None

@@ -118,7 +118,8 @@ async def test_recreated_kubernetes_name_is_a_new_job(
     slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
 ) -> None:
     """Same name, new uid: the old alert's cancel is refused as stale, and the new job gets its
-    own alert."""
+    own alert, whose cancel deletes only the object with that uid (a precondition: a Job
+    re-created again after the press is not deleted, ``test_k8s_probe``)."""
     uid = {"value": "uid-1"}
     sick = collapsing(job_id="grpo-run")
     sweeper = FakeSweeper(make=lambda: sweep_result(
@@ -140,6 +141,7 @@ async def test_recreated_kubernetes_name_is_a_new_job(
         await h.press_alert("cancel_salvage", user="UALICE", ref="alpha:grpo-run")
         await h.bot.tasks.drain()
     assert sweeper.cancels == [("alpha", "grpo-run")]
+    assert sweeper.cancel_uids == ["uid-2"]
 
 
 @pytest.mark.parametrize("named", [False, True])

@@ -144,7 +144,7 @@ class HangingCancel(FakeSweeper):
 
     entered: asyncio.Event | None = None
 
-    async def cancel(self, cluster: str, job_id: str) -> None:
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
         self.cancels.append((cluster, job_id))
         if self.entered is not None:
             self.entered.set()

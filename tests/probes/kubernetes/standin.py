@@ -186,18 +186,35 @@ class KubeStandIn:
         return web.Response(body=data, content_type="text/plain")
 
     async def _delete_job(self, request: web.Request) -> web.Response:
-        return self._delete(self.jobs, request.match_info["name"], "jobs.batch")
+        return self._delete(self.jobs, request.match_info["name"], "jobs.batch",
+                            await _delete_options(request))
 
     async def _delete_jobset(self, request: web.Request) -> web.Response:
         return self._delete(self.jobsets or {}, request.match_info["name"],
-                            "jobsets.jobset.x-k8s.io")
+                            "jobsets.jobset.x-k8s.io", await _delete_options(request))
 
-    def _delete(self, store: dict[str, Any], name: str, resource: str) -> web.Response:
-        if store.pop(name, None) is None:
+    def _delete(self, store: dict[str, Any], name: str, resource: str,
+                options: dict[str, Any]) -> web.Response:
+        if name not in store:
             return web.json_response(
                 status_body(404, "NotFound", f'{resource} "{name}" not found'), status=404)
+        # As the API server: a uid precondition that is not the object's refuses the delete.
+        wanted = (options.get("preconditions") or {}).get("uid")
+        have = (to_json(store[name]).get("metadata") or {}).get("uid")
+        if wanted and wanted != have:
+            return web.json_response(status_body(
+                409, "Conflict", f"Precondition failed: UID in precondition: {wanted}, UID in "
+                f"object meta: {have}"), status=409)
+        del store[name]
         return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                   "status": "Success", "details": {"name": name}})
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    """The DeleteOptions body of a DELETE (``{}`` when none was sent)."""
+    body = await request.read()
+    options = json.loads(body) if body else {}
+    return options if isinstance(options, dict) else {}
 
 
 def _route_name(request: web.Request) -> str:

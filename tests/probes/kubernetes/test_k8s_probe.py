@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from probes.config import KubernetesCluster
-from probes.errors import InvalidJobIdError
+from probes.errors import CommandError, InvalidJobIdError
 from probes.kubernetes.probe import KubernetesProbe
 from probes.models import ClusterFacts, JobFacts, JobState
 from probes.registry import make_probe
@@ -258,6 +258,25 @@ async def test_cancel_deletes_with_background_propagation(standin: KubeStandIn,
     deletes = standin.calls("DELETE", "/jobs/rl-kill")
     assert deletes[0].body["propagationPolicy"] == "Background"
     assert len(deletes) == 2  # the second answered 404: already gone, no error
+    assert "rl-kill" not in standin.jobs
+
+
+async def test_cancel_of_a_job_re_created_under_its_name_deletes_nothing(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The cancel names the uid it was pressed for, as a DELETE precondition: a Job
+    re-created under the same name since (another uid) is refused by the API server (409)
+    and stays; the Job with that uid is deleted."""
+    add_running(standin, "rl-kill", VERL_LOG)
+    await probe.collect()
+    standin.jobs["rl-kill"] = make_job("rl-kill", active=1)
+    standin.jobs["rl-kill"].metadata.uid = "uid-rl-kill-2"  # a new Job, same name
+    with pytest.raises(CommandError, match=r"409.*Precondition failed"):
+        await probe.cancel("rl-kill", uid="uid-rl-kill")
+    assert "rl-kill" in standin.jobs
+    (delete,) = standin.calls("DELETE", "/jobs/rl-kill")
+    assert delete.body == {"propagationPolicy": "Background",
+                           "preconditions": {"uid": "uid-rl-kill"}}
+    await probe.cancel("rl-kill", uid="uid-rl-kill-2")
     assert "rl-kill" not in standin.jobs
 
 
