@@ -34,6 +34,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.alerts import ACKNOWLEDGE, CANCEL, cancel_allowed, episode_name, message_key
 from bot.config import Config
 from bot.errors import JobNotFoundError, UsageError, UserError
+from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from probes.config import SlurmCluster
 from probes.errors import InvalidJobIdError, ProbeError
@@ -303,7 +304,7 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
                 await _forget(bot, job.cluster, job.job_id)
                 continue
             await _remember(bot, config, shown, by="scheduler")
-        owner = config.slack.owners.get(job.user or "")
+        owner = slack_owner(config, job.cluster, job.user)
         channel = config.slack.channel
         if owner:
             try:

@@ -192,3 +192,19 @@ async def test_kill_cancel_follows_the_collapse_rules(probing: Harness, corrupt_
                         **where)
     await probing.bot.tasks.drain()
     assert probing.sweeper.cancels == [("alpha", corrupt_job)]
+
+
+async def test_the_offer_goes_to_the_owner_on_that_cluster(
+        harness: Harness, prefix: str, tmp_path: Path) -> None:
+    """Per-cluster ``owners`` win over ``[slack.owners]`` (alice here is not alice on another
+    cluster): the offer is DMed to the Slack user mapped on the job's own cluster."""
+    base = make_config(prefix, tmp_path)  # [slack.owners] alice = UALICE
+    (alpha,) = base.clusters
+    config = base.model_copy(update={
+        "clusters": (alpha.model_copy(update={"owners": {"alice": "UALICE2"}}),),
+        "deep_probe": DeepProbeSection(offer=True)})
+    flagged = detail(job("4242", "rl-grpo-qwen-7b", user="alice", flags=("deep-probe",)))
+    result = sweep_result([flagged], at=harness.clock())
+    assert await after_sweep(harness.bot, result, config) == ["alpha:4242"]
+    (opened,) = harness.slack.to("/api/conversations.open")
+    assert opened.params["users"] == "UALICE2"
