@@ -207,6 +207,15 @@ def cmd_job(args: argparse.Namespace) -> int:
 
         if args.format == "json":
             return render_job_json(detail)
+        if args.format == "slack":  # what `/job` posts: mrkdwn-escaped, split as Slack allows
+            from report.chunks import slack_messages
+            from report.render import job_detail_pieces
+
+            job = detail.report
+            messages = slack_messages(job_detail_pieces(detail, width=width),
+                                      header=f"{job.cluster}:{job.job_id}: {job.verdict}")
+            return json.dumps([{"text": m.text, "blocks": m.blocks} for m in messages],
+                              indent=1, ensure_ascii=False)
         return render_job_detail(detail, width=width)
 
     with _one_shot_gc():

@@ -122,6 +122,31 @@ def test_job_in_depth(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert code == 0 and detail["job_id"] == "41001" and detail["history"]
 
 
+def test_job_format_slack_is_what_slash_job_posts(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`job ID --format slack` prints Slack messages (text and blocks, as `/job` answers),
+    with a hostile job name's mentions escaped and its control characters gone; it printed
+    the plain-text detail before, `<!channel>` and all."""
+    recording = tmp_path / "rec"
+    shutil.copytree(DEMO_RECORDING, recording)
+    queue = json.loads((recording / "squeue.json").read_text())
+    (job,) = [j for j in queue["jobs"] if j["job_id"] == 41001]
+    job["name"] += "<!channel> <@U0BOSS> \x1b[2J\u202e```"
+    (recording / "squeue.json").write_text(json.dumps(queue))
+    config = tmp_path / "hostile.toml"
+    config.write_text(f'[[clusters]]\nname = "alpha"\nkind = "replay"\npath = "{recording}"\n')
+    code, out, _ = run(capsys, "job", "alpha:41001", "--config", str(config), "--format", "slack")
+    messages = json.loads(out)
+    assert code == 0 and messages and all(m["blocks"] for m in messages)
+    assert messages[0]["text"].startswith("alpha:41001: ")
+    shown = json.dumps(messages, ensure_ascii=False)
+    assert "rl-grpo-qwen7b-shaped" in shown and "&lt;!channel&gt;" in shown
+    assert "<!channel>" not in shown and "<@U0BOSS>" not in shown
+    texts = [m["text"] for m in messages] + [
+        b["text"]["text"] for m in messages for b in m["blocks"] if "text" in b]
+    assert not [ch for text in texts for ch in text if ch != "\n" and not ch.isprintable()]
+
+
 @pytest.mark.parametrize("bad", ["1;touch /tmp/jt-x", "$(id)", "`id`", "1\n2", "--help", "../1"])
 def test_bad_job_id_runs_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str,
