@@ -40,7 +40,8 @@ from report.models import Recommendation
 from tests.bot.builders import T0, collapsing, detail, job, sweep_result
 
 HOSTILE = ["<!channel>", "<!here>", "<https://evil.example/login|Re-authenticate>", "<@U0EVIL>",
-           "```", "&amp;", "&lt;", "<#C0123>", "*bold*", "`", "\u200d", "&", ">", "<"]
+           "```", "&amp;", "&lt;", "<#C0123>", "*bold*", "`", "\u200d", "&", ">", "<",
+           "\u202e", "\u200b", "\x1b[2J", "\x9b31m", "\t"]
 text = st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12)),
                 max_size=12).map("".join)
 long_text = st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40)),
@@ -76,6 +77,9 @@ def assert_safe(message: SlackMessage) -> None:
         assert "<" not in bare and ">" not in bare, piece
         assert "&" not in ENTITY.sub("", bare), piece
         assert piece.count("```") % 2 == 0, piece
+        # No control or format character from outside (ESC, a bidi override, a zero-width
+        # space): what Slack shows is what the text says (line breaks are the bot's own).
+        assert not [ch for ch in piece if ch != "\n" and not ch.isprintable()], piece
 
 
 def hostile_detail(name: str, user: str, line: str, path: str) -> Any:
