@@ -36,6 +36,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "policy/grad_norm": ("grad_norm", 1),
     "actor/grad_norm": ("grad_norm", 1),
     "grad_norm": ("grad_norm", 2),
+    "train/grad_norm": ("grad_norm", 2),  # verl >= 0.6 SFT trainer (sft_trainer.py)
     # clip ratio
     "policy/ppo_clip_ratio": ("clip_ratio", 0),
     "policy/loss_metrics/clip_ratio": ("clip_ratio", 0),
@@ -48,6 +49,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "response_length/mean": ("avg_num_tokens", 0),
     "completions/mean_length": ("avg_num_tokens", 1),
     "avg_response_length": ("avg_num_tokens", 2),
+    "completion_length": ("avg_num_tokens", 2),  # TRL GRPO <= 0.17 (completions/mean_length since)
     "policy/response_length": ("avg_num_tokens", 1),  # SkyRL >= v0.4
     # step time (standard-RL substitute check: timing/*, verl timing_s/*)
     "timing_s/step": ("sec_per_step", 1),
@@ -71,6 +73,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "policy/policy_lr": ("learning_rate", 1),
     "actor/lr": ("learning_rate", 1),
     "lr": ("learning_rate", 2),
+    "train/lr": ("learning_rate", 1),  # verl >= 0.6 SFT trainer
     "epoch": ("epoch", 0),
     "trainer/epoch": ("epoch", 0),
     "training/epoch": ("epoch", 0),

@@ -264,3 +264,24 @@ def test_bracketed_iso_timestamps(line: str, expected: str | None) -> None:
     """SGLang / Megatron-LM ``[YYYY-MM-DD HH:MM:SS]`` line stamps are the log's clock too."""
     stamp = parse_log(line + "\n").last_timestamp
     assert (stamp.time().isoformat() if stamp else None) == expected
+
+
+def test_verl_sft_trainer_names_its_metrics_under_train() -> None:
+    """verl >= 0.6's SFT trainer (``verl/trainer/sft_trainer.py``) renames ``loss``,
+    ``grad_norm`` and ``lr`` to ``train/loss``, ``train/grad_norm`` and ``train/lr`` before
+    ``concat_dict_to_str`` prints ``step:N - key:value - ...``; the Grad Norm column read
+    nothing. TRL's GRPO up to 0.17 printed ``completion_length`` (``completions/mean_length``
+    since)."""
+    lines = ["Total training steps: 1200,"]
+    for step in range(1, 41):
+        lines.append(f"Epoch 1/3:  3%|          | {step}/400 [00:{step:02d}<10:00,  3.01s/it]\r"
+                     f"step:{step} - train/loss:{1 + 1 / step!r} - train/grad_norm:"
+                     f"{0.5 + step / 100!r} - train/lr:1e-05 - train/mfu:0.4123")
+    summary = parse_log("\n".join(lines) + "\n")
+    last = summary.points[-1]
+    assert last.step == 40 and summary.total_steps == 1200
+    assert last.values["loss"] == pytest.approx(1.025)
+    assert last.values["grad_norm"] == pytest.approx(0.9)
+    assert last.values["learning_rate"] == pytest.approx(1e-5)
+    trl = parse_log("{'loss': 0.01, 'completion_length': 212.5, 'reward': 0.4}\n")
+    assert trl.points[-1].values["avg_num_tokens"] == 212.5
