@@ -9,6 +9,7 @@ line timestamps are read by ``probes.logs.clock``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -269,7 +270,16 @@ def parse_iteration(line: str) -> IterationLine | None:
     if found is None:
         return None
     values = _key_values(line[found.end() :], "|")
+    grad = values.get("grad norm")
+    if grad is not None and not math.isfinite(grad) and not _ITERATION_LOSSES & values.keys():
+        # Megatron prints a loss only ``if avg > 0.0``: a NaN loss is left out of the line,
+        # and its NaN ``grad norm`` is what is printed. Read it as the NaN it was, not as the
+        # loss of the last line that had one.
+        values["lm loss"] = math.nan
     return IterationLine(int(found.group(1)), int(found.group(2)), values)
+
+
+_ITERATION_LOSSES = frozenset({"lm loss", "lm_loss", "loss"})
 
 
 def _key_values(text: str, separator: str) -> dict[str, float]:

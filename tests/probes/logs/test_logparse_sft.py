@@ -242,6 +242,25 @@ def test_megatron_lm_and_neox_variants(line: str) -> None:
     assert summary.points[0].values["grad_norm"] == pytest.approx(0.876)
 
 
+def test_megatron_leaves_a_nan_loss_out_and_prints_its_nan_grad_norm() -> None:
+    """Megatron-LM's ``training_log`` prints a loss only ``if avg > 0.0``, so once the loss is
+    NaN the line has no ``lm loss`` and says ``grad norm: nan``: that step's loss is NaN (the
+    Loss column showed the last finite loss, the job a grad-explosion warning)."""
+    lines = [
+        f" iteration {it:8d}/    5000 | elapsed time per iteration (ms): 1234.5 | learning rate:"
+        f" 3.0E-04 |{'' if it > 300 else f' lm loss: {2.5 - it / 1000:.6E} |'} loss scale: 1.0 |"
+        f" grad norm: {'nan' if it > 300 else '0.312'} | number of skipped iterations:   0 |"
+        for it in range(10, 401, 10)]
+    summary = parse_log("\n".join(lines) + "\n")
+    by_step = {p.step: p.values for p in summary.points}
+    assert by_step[300]["loss"] == pytest.approx(2.2)
+    assert math.isnan(by_step[310]["loss"]) and math.isnan(by_step[400]["loss"])
+    assert math.isnan(by_step[400]["grad_norm"])
+    finite = parse_log(" iteration 10/ 100 | elapsed time per iteration (ms): 1.0 |"
+                       " grad norm: 0.5 |\n")
+    assert "loss" not in finite.points[0].values  # no NaN grad: nothing is made up
+
+
 @pytest.mark.parametrize(
     "line",
     ["Skipping iteration 100/1000 because of NaN", "iteration 100/1000 done", "per iteration: 3"],
