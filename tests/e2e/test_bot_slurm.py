@@ -224,9 +224,9 @@ async def test_cancel_salvages_before_the_real_scancel(
     seen: list[tuple[list[Path], JobState | None]] = []
     real_cancel = SlurmProbe.cancel
 
-    async def watched_cancel(self: SlurmProbe, cancel_id: str) -> None:
+    async def watched_cancel(self: SlurmProbe, cancel_id: str, *, uid: str | None = None) -> None:
         seen.append((salvage_files(incidents, cancel_id), await squeue_state(jobs.env, cancel_id)))
-        await real_cancel(self, cancel_id)
+        await real_cancel(self, cancel_id, uid=uid)
 
     monkeypatch.setattr(SlurmProbe, "cancel", watched_cancel)
     async with slurm_bot(slack, config, redis_prefix, FakeClock(datetime.now(UTC))) as h:
