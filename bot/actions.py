@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alerts import cancel_allowed, closed_episode, job_uid, message_key
+from bot.alerts import cancel_forbidden, closed_episode, job_uid, message_key
 from bot.config import ConfigSource
 from bot.delivery import update
 from bot.errors import UserError
@@ -138,13 +138,10 @@ class ActionHandler:
             raise Refused("refused", f"Only the job's owner or an operator may press this on "
                           f"{cluster}:{job_id}; this attempt was logged.",
                           "not an operator or the owner")
-        exempt = detail is not None and not cancel_allowed(detail, config)
-        if press.action_id == CANCEL and (config.slack.no_kill or exempt):
+        why = cancel_forbidden(detail, config) if press.action_id == CANCEL else None
+        if why is not None:
             # The alert's button predates a no-kill instruction, or the run reads as one now
             # (``no-kill``, ``ablation-exempt``): the rule gates a recommendation, never a kill.
-            why = "no_kill is set" if config.slack.no_kill else "the run is " + ", ".join(
-                f for f in ("no-kill", "ablation-exempt")
-                if detail is not None and f in detail.report.flags)
             raise Refused("refused", f"{cluster}:{job_id} is not cancelled from Slack: {why}. "
                           "Cancel it yourself if you mean to; this attempt was logged.", why)
         return Checked(cluster=cluster, job_id=job_id, episode=episode, detail=detail,

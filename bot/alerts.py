@@ -71,10 +71,19 @@ def message_key(channel: str, ts: str) -> str:
     return f"message:{channel}:{ts}"
 
 
+def cancel_forbidden(detail: JobDetail | None, config: Config) -> str | None:
+    """Why the run must never be cancelled from Slack (``no_kill``, a ``no-kill`` or
+    ``ablation-exempt`` run), or None when it may be."""
+    if config.slack.no_kill:
+        return "no_kill is set"
+    flags = [f for f in ("no-kill", "ablation-exempt")
+             if detail is not None and f in detail.report.flags]
+    return f"the run is {', '.join(flags)}" if flags else None
+
+
 def cancel_allowed(detail: JobDetail, config: Config) -> bool:
-    """False when the run must never be cancelled from Slack (no-kill, ablation-exempt)."""
-    flags = set(detail.report.flags)
-    return not (config.slack.no_kill or "ablation-exempt" in flags or "no-kill" in flags)
+    """False when the run must never be cancelled from Slack (:func:`cancel_forbidden`)."""
+    return cancel_forbidden(detail, config) is None
 
 
 def needs_alert(detail: JobDetail) -> bool:
