@@ -18,7 +18,10 @@ Policy:
   (``doc:deep_probe:{cluster}:{job}``, kept ``redis.expire_hours``) so no sweep, restart or
   replica repeats it. A failed auto-probe releases that claim: the next sweep tries again.
 * A ``deep-probe`` row in a ``/job`` answer carries the button too; pressed on that ephemeral
-  answer, the verdict comes back ephemerally to the presser (an ephemeral message has no thread).
+  answer, the verdict comes back ephemerally to the presser (an ephemeral message has no thread
+  and no ts a button's episode could be bound to). A verdict with buttons (KILL on a running
+  job) is DMed to the presser instead, where its episode binds them, and the ephemeral reply
+  says so; if that DM fails, the ephemeral verdict carries no button that could not be honoured.
 """
 
 from __future__ import annotations
@@ -255,11 +258,40 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         return
     await _remember(bot, config, detail, by=press.user_id)
     if (body.get("container") or {}).get("is_ephemeral") or not press.channel_id:
-        # An ephemeral `/job` answer has no thread: the verdict goes back to the presser only.
-        await respond(text=_summary(detail), blocks=verdict_blocks(detail, config),
-                      response_type="ephemeral", replace_original=False)
+        # An ephemeral `/job` answer has no thread and no message a button can be bound to.
+        # A verdict with buttons (KILL on a running job) goes to the presser's DM, where its
+        # episode binds them; the ephemeral reply says so. Otherwise it is answered in place.
+        await _answer_ephemeral(bot, config, detail, press.user_id, respond)
         return
     await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+
+
+def _has_buttons(blocks: list[dict[str, Any]]) -> bool:
+    return any(block.get("type") == "actions" for block in blocks)
+
+
+async def _answer_ephemeral(bot: Bot, config: Config, detail: JobDetail, user_id: str,
+                            respond: Respond) -> None:
+    blocks = verdict_blocks(detail, config)
+    if _has_buttons(blocks) and user_id:
+        try:
+            opened = await bot.client.conversations_open(users=user_id)
+            posted = await _post(bot, str(opened["channel"]["id"]), detail, config)
+        except (SlackApiError, SlackClientError) as exc:
+            log.error("deep-probe DM failed", user=user_id, error=str(exc))
+            posted = None
+        if posted is not None:
+            await respond(text=f"{_summary(detail)}. The verdict and its buttons are in your DM "
+                               "with the bot.",
+                          response_type="ephemeral", replace_original=False)
+            return
+        # No DM: show the verdict without buttons that no stored episode could honour.
+        blocks = [block for block in blocks if block.get("type") != "actions"]
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text":
+                       "The verdict could not be sent to your DM, so it has no buttons here; "
+                       "press Deep-probe on a posted message to act on it."}]})
+    await respond(text=_summary(detail), blocks=blocks, response_type="ephemeral",
+                  replace_original=False)
 
 
 async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,

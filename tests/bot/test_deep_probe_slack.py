@@ -158,7 +158,39 @@ async def test_job_row_carries_the_button_and_answers_ephemerally(probing: Harne
     assert status == 200
     (reply,) = await probing.slack.wait_for("/webhook/eph", within=60)
     assert reply.params["response_type"] == "ephemeral"
+    assert "KILL" in reply.params["text"] and "in your DM" in reply.params["text"]
+    # The KILL's Cancel button went to the presser's DM, bound to that message's episode:
+    (post,) = probing.slack.to("/api/chat.postMessage")
+    assert post.params["channel"] == "DALICE" and not post.params.get("thread_ts")
+    assert "KILL" in blocks_text(post.params["blocks"])
+    assert '"cancel_salvage"' in json.dumps(post.params["blocks"])
+    where = {"channel": post.answer["channel"], "ts": post.answer["ts"]}
+    await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UALICE",
+                        blocks=post.params["blocks"], **where)
+    await probing.bot.tasks.drain()
+    assert probing.sweeper.cancels == [("alpha", corrupt_job)]
+
+
+async def test_ephemeral_verdict_without_a_dm_shows_no_dead_button(
+        probing: Harness, corrupt_job: str) -> None:
+    """If the presser's DM cannot be opened, the ephemeral verdict carries no button: nothing
+    stored could honour a press on it."""
+    import json
+    import urllib.parse
+
+    from tests.bot.fake_slack import action_body, signed_headers
+
+    probing.slack.fail("conversations.open", "channel_not_found")
+    body = action_body("deep_probe", f"alpha:{corrupt_job}", user="UALICE",
+                       response_url=probing.slack.response_url("eph2"))
+    payload = json.loads(urllib.parse.unquote(body.removeprefix("payload=")))
+    payload["container"]["is_ephemeral"] = True
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    await probing.post(body, signed_headers(body))
+    (reply,) = await probing.slack.wait_for("/webhook/eph2", within=60)
     assert "KILL" in blocks_text(reply.params["blocks"])
+    assert not [b for b in reply.params["blocks"] if b["type"] == "actions"]
+    assert "could not be sent to your DM" in blocks_text(reply.params["blocks"])
     assert not probing.slack.to("/api/chat.postMessage")
 
 
