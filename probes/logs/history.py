@@ -33,6 +33,7 @@ from probes.logs.lines import (
     parse_number,
     parse_pairs,
     parse_reward_line,
+    parse_status_line,
     parse_tqdm,
     parse_verl,
     quoted_pairs,
@@ -179,6 +180,9 @@ class MetricScan:
         self.dict_lines: list[str] | None = None
         self.dict_line_no = 0
         self.pending_reward: dict[str, float] | None = None
+        self.pending_status: dict[str, float] | None = None
+        """SkyRL's status dict of the step being logged (``parse_status_line``): taken at the
+        bar's redraw with the reward line, unless a console ``Step N:`` dict has the step."""
         self.hf_anchor: int | None = None
         self.hf_prev: int | None = None
         self.hf_unanchored: list[tuple[dict[str, float], int]] = []
@@ -266,6 +270,12 @@ class MetricScan:
                 self._mark("skyrl")
                 self.pending_reward = reward
                 return
+        if "_loss" in body and " - {" in body:
+            status = parse_status_line(body)
+            if status is not None:
+                self._mark("skyrl")
+                self.pending_status = status
+                return
         self._markers(body)
 
     def feed_dict(self, line: str, line_no: int) -> None:
@@ -350,6 +360,7 @@ class MetricScan:
             or ("step:" in body and parse_verl(body) is not None)
             or ("Step " in body and SKYRL_HEADER_RE.search(body) is not None)
             or ("reward/" in body and parse_reward_line(body) is not None)
+            or ("_loss" in body and " - {" in body and parse_status_line(body) is not None)
         ):
             self._markers(body)
 
@@ -441,6 +452,7 @@ class MetricScan:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
         self._skimming = False
         self.dict_lines, self.header, self.pending_reward = None, None, None
+        self.pending_status = None
         self.hf_prev, self.hf_unanchored = None, []
         if at is not None:
             self.clock.reference = self.clock.last = at
@@ -516,7 +528,7 @@ class MetricScan:
             step, stamp = self.header
             self.header = None
             merged = precise_merge(self.pending_reward or {}, pairs)
-            self.pending_reward = None
+            self.pending_reward, self.pending_status = None, None
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)
             return
@@ -588,9 +600,10 @@ class MetricScan:
             self.hf_anchor = current
         elif desc == _SKYRL_BAR:
             self._mark("skyrl")
-            if self.pending_reward is not None and current not in self.points:
-                self._record(current, self.pending_reward, 0, None)
-            self.pending_reward = None
+            pending = self._pending_step()
+            if pending is not None and current not in self.points:
+                self._record(current, pending, 0, None)
+            self.pending_reward, self.pending_status = None, None
         elif desc == "Training Progress":
             self._mark("verl")
 
@@ -636,10 +649,19 @@ class MetricScan:
             self._record(step, pairs, line_no, None)
         self.hf_unanchored.clear()
         skyrl = [t for (desc, _), t in self.bars.items() if desc == _SKYRL_BAR]
-        if self.pending_reward is not None and skyrl and skyrl[-1].last is not None:
+        pending = self._pending_step()
+        if pending is not None and skyrl and skyrl[-1].last is not None:
             step = skyrl[-1].last.current + 1
             if step not in self.points:
-                self._record(step, self.pending_reward, 0, None)
+                self._record(step, pending, 0, None)
+
+    def _pending_step(self) -> dict[str, float] | None:
+        """SkyRL's step logged without a ``Step N:`` dict: its reward line and status dict."""
+        if self.pending_status is None:
+            return self.pending_reward
+        if self.pending_reward is None:
+            return self.pending_status
+        return {**self.pending_reward, **self.pending_status}
 
     def summary(self, line_count: int, *, keep: int | None = None) -> LogSummary:
         """The summary; ``keep``: only the ``keep`` steps logged last (in step order). Without

@@ -306,6 +306,28 @@ def parse_reward_line(line: str) -> dict[str, float] | None:
     return values or None
 
 
+SKYRL_STATUS_KEYS = frozenset(("policy_loss", "final_loss"))
+"""A SkyRL policy-status dict holds one of these (the worker's reduced status, unprefixed)."""
+
+
+def parse_status_line(line: str) -> dict[str, float] | None:
+    """SkyRL's per-step ``logger.info(status)``: ``... trainer:train:284 - {'policy_loss': ...}``.
+
+    The worker's reduced status, its keys without the ``policy/`` prefix the tracker adds; with
+    ``trainer.logger=wandb`` (SkyRL's default) it is the only line holding the step's loss,
+    entropy and grad norm. Returned with the prefix, so it reads as the tracker's names."""
+    head, sep, text = line.partition(" - {")
+    if not sep or "{" in text or "{" in head or not text.rstrip().endswith("}"):
+        return None
+    text = "{" + text
+    pairs = quoted_pairs(text)
+    if pairs is None:
+        pairs = parse_pairs(text)
+    if not pairs or SKYRL_STATUS_KEYS.isdisjoint(pairs):
+        return None
+    return {f"policy/{key}": value for key, value in pairs.items()}
+
+
 @lru_cache(maxsize=4096)
 def interval_seconds(text: str) -> float | None:
     """tqdm's ``[D d, ]H:MM:SS`` or ``MM:SS`` elapsed field in seconds (pure: remembered, as

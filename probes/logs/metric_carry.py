@@ -138,6 +138,7 @@ class MetricCarry(Carried):
     dict_lines: tuple[str, ...] | None = None
     dict_line_no: int = 0
     pending_reward: dict[str, float] | None = None
+    pending_status: dict[str, float] | None = None
     hf_anchor: int | None = None
     hf_prev: int | None = None
     hf_head: tuple[tuple[dict[str, float], int], ...] = ()
@@ -298,6 +299,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
         dict_line_no=scan.dict_line_no,
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
+        pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
         hf_head=tuple((dict(p), n) for p, n in head),
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
@@ -346,6 +348,7 @@ def restore_metrics(
     scan.dict_lines = None if carry.dict_lines is None else list(carry.dict_lines)
     scan.dict_line_no = carry.dict_line_no
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
+    scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
     if carry.hf_tail:

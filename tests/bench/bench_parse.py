@@ -59,6 +59,27 @@ def skyrl_block(step: int, rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
+def skyrl_wandb_block(step: int, rng: random.Random) -> str:
+    """One SkyRL step under ``trainer.logger=wandb`` (its default): reward line, the coloured
+    loguru ``logger.info(status)`` dict (full floats, unprefixed keys), bar; no tracker dict."""
+    ray = "(skyrl_entrypoint pid=48213) "
+    status = {
+        "final_loss": rng.uniform(-0.03, 0.0), "grad_norm": rng.uniform(0.1, 0.5),
+        "policy_entropy": rng.uniform(0.4, 0.6), "policy_loss": rng.uniform(-0.02, 0.02),
+        "policy_lr": 1e-06, "response_length": rng.uniform(500, 900),
+    }
+    lines = [
+        f"{ray}2026-02-12 14:31:07.412 | INFO     | skyrl.train.trainer:postprocess:1116 - "
+        f"reward/avg_pass_at_8: {rng.uniform(0, 1)}, reward/avg_raw_reward: {rng.uniform(0, 1)}",
+        f"{ray}{ESC}[32m2026-02-12 14:31:08.001{ESC}[0m | {ESC}[1mINFO    {ESC}[0m | "
+        f"{ESC}[36mskyrl.train.trainer{ESC}[0m:{ESC}[36mtrain{ESC}[0m:{ESC}[36m284{ESC}[0m - "
+        f"{ESC}[1m{status!r}{ESC}[0m",
+        f"{ray}Training Batches Processed:  12%|█▏        | {step}/100000 "
+        f"[31:02<3:47:35, 155.18s/it]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def verl_line(step: int, rng: random.Random) -> str:
     """One verl console line in the >= 0.5 repr style with np.float64 values."""
     parts = [

@@ -51,6 +51,17 @@ def _from_log(text: str | bytes, name: str = "rl-run", job_id: str = "100",
                     log=log(path=f"/w/{job_id}.out"), summary=summary)
 
 
+def test_skyrl_collapse_is_seen_with_the_wandb_logger() -> None:
+    """SkyRL's default ``trainer.logger=wandb`` prints no per-step dict: the collapse is read
+    from the status line alone, as with the console logger."""
+    where = FIXTURES / "skyrl-rebuilt"
+    console = judge(_from_log((where / "console_v03_collapse.log").read_bytes())).report
+    wandb = judge(_from_log((where / "wandb_v03_collapse.log").read_bytes())).report
+    assert "collapse" in console.flags
+    assert wandb.verdict == console.verdict and wandb.flags == console.flags
+    assert wandb.trend == console.trend
+
+
 # --- dead rollouts -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

@@ -127,7 +127,7 @@ def on_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -> N
         step, stamp = self.header
         self.header = None
         merged = precise_merge(self.pending_reward or {}, pairs)
-        self.pending_reward = None
+        self.pending_reward, self.pending_status = None, None  # the step's dict has it all
         self._mark("skyrl")
         self._record(step, merged, line_no, stamp)
         return

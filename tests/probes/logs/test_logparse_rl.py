@@ -299,3 +299,21 @@ def test_canonical_values_rank_and_user_override() -> None:
     raw = {"policy/grad_norm": 0.1, "policy/raw_grad_norm": 2.0, "my/gn": 9.0}
     assert canonical_values(raw, {}) == {"grad_norm": 2.0}
     assert canonical_values(raw, {"my/gn": "grad_norm"}) == {"grad_norm": 9.0}
+
+
+
+@pytest.mark.parametrize("kind", ["v04", "v03_collapse"])
+def test_skyrl_wandb_logger_reads_the_status_dict(kind: str) -> None:
+    """With ``trainer.logger=wandb`` the step's loss, entropy and grad norm are only in the
+    loguru ``logger.info(status)`` line: read at the bar's redraw with the reward line, each
+    step's values equal the console tracker's (which rounds them to 4 decimals)."""
+    where = Path(__file__).resolve().parents[2] / "fixtures" / "skyrl-rebuilt"
+    console = parse_log((where / f"console_{kind}.log").read_bytes())
+    wandb_text = (where / f"wandb_{kind}.log").read_text()
+    assert "Step 5: " not in wandb_text and "policy_entropy" in wandb_text
+    wandb = parse_log(wandb_text)
+    assert [p.step for p in wandb.points] == [p.step for p in console.points]
+    assert wandb.formats == ("skyrl",)
+    for ours, theirs in zip(wandb.points, console.points, strict=True):
+        for key in ("entropy", "grad_norm", "policy_loss", "reward"):
+            assert ours.values[key] == pytest.approx(theirs.values[key], abs=6e-5), (ours, key)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from probes.logs import history
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
-from tests.bench.bench_parse import hf_block, skyrl_block, verl_line
+from tests.bench.bench_parse import hf_block, skyrl_block, skyrl_wandb_block, verl_line
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 LOG_FIXTURES = sorted(
@@ -124,16 +124,17 @@ def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -
        st.integers(min_value=0, max_value=50))
 def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
     """Whole steps of each trainer format with real fixture lines between read back equal.
-    The noise holds no SkyRL reward line and no HF dict: a stray reward line gives a
-    reward-only step to the next SkyRL bar unless that step was logged anywhere before, and
-    stray HF dicts number themselves after the previous dict, not the bar (see the
-    shuffled-lines test)."""
+    The noise holds no SkyRL reward line or status dict and no HF dict: a stray reward line
+    or status dict gives a step of its own to the next SkyRL bar unless that step was logged
+    anywhere before, and stray HF dicts number themselves after the previous dict, not the bar
+    (see the shuffled-lines test)."""
     rng = random.Random(seed)
     pool = [line for line in fixture_pool()
-            if "reward/" not in line and not line.lstrip().startswith("{")]
+            if "reward/" not in line and not line.lstrip().startswith("{")
+            and not ("_loss" in line and "{" in line)]
     parts = []
     for step in range(1, steps + 1):
-        parts.append(rng.choice((skyrl_block, hf_block))(step, rng))
+        parts.append(rng.choice((skyrl_block, skyrl_wandb_block, hf_block))(step, rng))
         parts.extend(pool[rng.randrange(len(pool))] + "\n" for _ in range(rng.randrange(noise + 1)))
     assert_same("".join(parts))
 
