@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.logs import history
+from probes.logs.lines import strip_ray_prefix
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
 from tests.bench.bench_parse import hf_block, skyrl_block, skyrl_wandb_block, verl_line
@@ -105,6 +106,19 @@ def fixture_pool() -> list[str]:
     return list(seen)
 
 
+@cache
+def quiet_noise() -> list[str]:
+    """The fixture lines that log no step on their own (see the long-runs property)."""
+    def body(line: str) -> str:
+        return strip_ray_prefix(re.sub(r"\x1b\[[0-9;]*m", "", line)).lstrip()
+
+    return [line for line in fixture_pool()
+            if "reward/" not in line and not body(line).startswith("{")
+            and not ("_loss" in line and "{" in line)
+            and not history.SKYRL_HEADER_RE.search(body(line))
+            and not _parse_reference(line + "\n").points]
+
+
 @PROPERTY
 @given(st.lists(st.integers(min_value=0), min_size=200, max_size=2500),
        st.sampled_from(["\n", "\r\n"]))
@@ -124,14 +138,16 @@ def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -
        st.integers(min_value=0, max_value=50))
 def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
     """Whole steps of each trainer format with real fixture lines between read back equal.
-    The noise holds no SkyRL reward line or status dict and no HF dict: a stray reward line
-    or status dict gives a step of its own to the next SkyRL bar unless that step was logged
-    anywhere before, and stray HF dicts number themselves after the previous dict, not the bar
-    (see the shuffled-lines test)."""
+    The noise (``quiet_noise``) holds no SkyRL reward line, status dict or ``Step N:`` header,
+    no dict opener, and no line that logs a step by itself. A stray reward line or status dict
+    gives a step of its own to the next SkyRL bar; a stray header gives the next dict its step;
+    a stray dict numbers itself after the previous dict, not the bar; and a SkyRL step without
+    a ``Step N:`` dict (``trainer.logger=wandb``) is taken at its bar only if no line logged
+    that step before, so another run's stray ``step:23`` line would hide it from the whole
+    pass but not from a suffix after it (see the shuffled-lines test). One trainer's real log
+    does not interleave another run's step lines."""
     rng = random.Random(seed)
-    pool = [line for line in fixture_pool()
-            if "reward/" not in line and not line.lstrip().startswith("{")
-            and not ("_loss" in line and "{" in line)]
+    pool = quiet_noise()
     parts = []
     for step in range(1, steps + 1):
         parts.append(rng.choice((skyrl_block, skyrl_wandb_block, hf_block))(step, rng))
