@@ -47,10 +47,10 @@ from pydantic import TypeAdapter
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from bot.config import sentinel_address
-from bot.store_windows import CACHED_POINTS, WindowCache
+from bot.store_windows import CACHED_POINTS, JOBS_PER_CALL, MERGE_LUA, MERGE_SHA, WindowCache
 from probes.models import MetricPoint
 from probes.slurm.cursors import LogState, decode_state, encode_state
 
@@ -189,15 +189,11 @@ class RedisStore:
                  for job_id, points in batch.items()]
         out: dict[str, list[MetricPoint]] = {}
         try:
-            async with self._translated("merge history"), \
-                    self._r.pipeline(transaction=False) as p:
-                for plan in plans:
-                    windows.queue(p, plan)
-                results = await p.execute()
-            at, stale = 0, []
-            for plan in plans:
-                at += plan.replies
-                merged = windows.settle(cluster, plan, results[at - plan.replies : at])
+            async with self._translated("merge history"):
+                answers = await self._merge_calls(plans)
+            stale = []
+            for plan, (previous, tail) in zip(plans, answers, strict=True):
+                merged = windows.settle(cluster, plan, previous, tail)
                 if merged is None:
                     stale.append(plan)
                 else:
@@ -216,6 +212,43 @@ class RedisStore:
             raise
         windows.evict()
         return {job_id: out[job_id] for job_id in batch}
+
+    async def _merge_calls(self, plans: Sequence[Any]) -> list[Any]:
+        """Each plan's ``[previous revision, count or members]``: ``bot.store_windows``'s
+        script called per :data:`JOBS_PER_CALL` plans, the calls pipelined (one round trip).
+        A Redis without the script cached (restarted, failed over, flushed) answers NOSCRIPT
+        before running anything: those calls go again with the script itself, once."""
+        windows = self.windows
+        calls = []
+        for at in range(0, len(plans), JOBS_PER_CALL):
+            chunk = plans[at : at + JOBS_PER_CALL]
+            keys = [key for plan in chunk for key in (plan.key, plan.rev_key)]
+            args: list[Any] = [windows.window_len, windows.expire_ms]
+            for plan in chunk:
+                args += windows.arguments(plan)
+            calls.append((keys, args))
+        answers: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
+        for script in (MERGE_SHA, MERGE_LUA):
+            async with self._r.pipeline(transaction=False) as p:
+                for n in pending:
+                    keys, args = calls[n]
+                    if script is MERGE_SHA:
+                        p.evalsha(MERGE_SHA, len(keys), *keys, *args)
+                    else:
+                        p.eval(MERGE_LUA, len(keys), *keys, *args)
+                results = await p.execute(raise_on_error=False)
+            missing = []
+            for n, result in zip(pending, results, strict=True):
+                if isinstance(result, NoScriptError) and script is MERGE_SHA:
+                    missing.append(n)
+                elif isinstance(result, Exception):
+                    raise result
+                else:
+                    answers[n] = result
+            if not (pending := missing):
+                break
+        return [answer for chunk in answers for answer in chunk]
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
         async with self._translated("load history"):

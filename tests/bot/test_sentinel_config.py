@@ -17,6 +17,7 @@ from redis.asyncio.sentinel import SentinelConnectionPool
 from bot.config import ConfigError, RedisSection, parse_config
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
+from probes.models import MetricPoint
 
 
 @pytest.mark.parametrize(
@@ -102,6 +103,11 @@ async def test_acl_user_with_password_from_the_environment(
     try:
         assert await store.put_doc("probe", {"ok": True})
         assert await store.get_doc("probe") == {"ok": True}
+        # The window merge's script names its keys (KEYS), so the key pattern allows it.
+        for step in (1, 2):
+            merged = await store.merge_histories(
+                "alpha", {"1": [MetricPoint(step=step, values={"loss": 1.0})]})
+        assert [p.step for p in merged["1"]] == [1, 2]
     finally:
         await store.aclose()
     wrong = RedisStore.from_config(section, password="not-it")

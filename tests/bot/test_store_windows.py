@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from redis.asyncio.connection import Connection, ConnectionPool
 
 from bot.store import RedisStore, StoreUnavailable
+from bot.store_windows import JOBS_PER_CALL
 from probes.models import MetricPoint
 from tests.bot.conftest import make_store
 
@@ -27,14 +28,20 @@ def points(*steps: int, loss: float = 1.0) -> list[MetricPoint]:
 
 
 class Measured(Connection):
-    """Counts the bytes of every string Redis answers (the payload a reply moves)."""
+    """Counts the bytes of every string Redis answers (the payload a reply moves) and names
+    the commands sent (each of a pipeline's too: it packs them one by one)."""
 
     received = 0
+    commands: ClassVar[list[str]] = []
 
     async def read_response(self, *args: Any, **kwargs: Any) -> Any:
         reply = await super().read_response(*args, **kwargs)
         Measured.received += _payload(reply)
         return reply
+
+    def pack_command(self, *args: Any) -> Any:
+        Measured.commands.append(str(args[0]))
+        return super().pack_command(*args)
 
 
 def _payload(reply: Any) -> int:
@@ -70,6 +77,32 @@ async def test_a_warm_merge_moves_the_new_points_not_the_window(measured: RedisS
     for job in (jobs[0], jobs[-1]):
         assert [p.step for p in merged[job]] == list(range(4, 204))
         assert merged[job] == await measured.load_history("alpha", job)
+
+
+async def test_a_merge_is_one_script_call_per_chunk_of_jobs(measured: RedisStore) -> None:
+    """The per-job edits run in Redis (one script call per ``JOBS_PER_CALL`` jobs, the calls
+    pipelined), not as six or more commands per job packed by the client; a Redis that lost
+    the script (restart, failover, SCRIPT FLUSH) is sent it again and the merge still returns
+    Redis's windows."""
+    jobs = [str(n) for n in range(JOBS_PER_CALL + 20)]
+    await measured.merge_histories("alpha", {j: points(1, 2) for j in jobs})
+    Measured.commands = []
+    merged = await measured.merge_histories("alpha", {j: points(3, 5, 6) for j in jobs})
+    assert Measured.commands == ["EVALSHA", "EVALSHA"]
+    assert [p.step for p in merged[jobs[-1]]] == [1, 2, 3, 5, 6]
+    await measured._r.script_flush()
+    Measured.commands = []
+    merged = await measured.merge_histories("alpha", {j: points(7) for j in jobs})
+    assert Measured.commands == ["EVALSHA", "EVALSHA", "EVAL", "EVAL"]
+    assert measured.windows.read_back == len(jobs)  # the first merge's only: none read again
+    for job in (jobs[0], jobs[-1]):
+        assert [p.step for p in merged[job]] == [1, 2, 3, 5, 6, 7]
+        assert merged[job] == await measured.load_history("alpha", job)
+    # More new points than one ZADD of the script takes (Lua's unpack is bounded): all go,
+    # then the window is trimmed to its length.
+    long = (await measured.merge_histories("alpha", {"x": points(*range(1, 701))}))["x"]
+    assert [p.step for p in long] == list(range(501, 701))
+    assert long == await measured.load_history("alpha", "x")
 
 
 async def test_merged_points_are_the_callers_own(store: RedisStore) -> None:
