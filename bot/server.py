@@ -86,7 +86,7 @@ def build_bot(config_path: Path, settings: Settings) -> Bot:
     telemetry = Telemetry()
     store = RedisStore.from_config(config.redis, password=_secret(settings.redis_password),
                                    sentinel_password=_secret(settings.redis_sentinel_password))
-    sweeper = Sweeper(source.load, state=store)
+    sweeper = Sweeper(source.load, state=store, keep_connections=True)
     client = make_web_client(settings, telemetry)
     return Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,
                telemetry=telemetry)

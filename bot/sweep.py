@@ -152,8 +152,12 @@ class Sweeper:
         state: SweepState | None = None,
         clock: Callable[[], datetime] = _utcnow,
         probe_factory: Callable[..., ClusterProbe] = make_probe,
+        keep_connections: bool = False,
     ) -> None:
         self._load_config = load_config
+        self._keep = {"keep_connection": True} if keep_connections else {}
+        """The bot's sweeps keep each SLURM cluster's SSH connection open between them
+        (``probes.slurm.transport.KeptConnection``); a one-shot CLI sweep has no next one."""
         self._state = state
         self._clock = clock
         self._probe_factory = probe_factory
@@ -308,7 +312,11 @@ class Sweeper:
         known = self._probes.get(cluster.name)
         if known is not None and known[0] == cluster:
             return known[1]
-        probe = self._probe_factory(cluster, aliases=dict(config.metrics.aliases))
+        probe = self._probe_factory(cluster, aliases=dict(config.metrics.aliases), **self._keep)
+        if known is not None:  # its entry changed: its kept connection goes with it
+            task = asyncio.get_running_loop().create_task(known[1].aclose())
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
         self._probes[cluster.name] = (cluster, probe)
         self._log_states.pop(cluster.name, None)  # a new entry: start again from Redis
         return probe

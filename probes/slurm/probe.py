@@ -70,7 +70,13 @@ from probes.slurm.parse import (
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
-from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
+from probes.slurm.transport import (
+    CommandResult,
+    KeptConnection,
+    Runner,
+    RunnerFactory,
+    make_runner,
+)
 
 if TYPE_CHECKING:
     from probes.slurm.cursors import LogState
@@ -116,9 +122,13 @@ class SlurmProbe:
         aliases: Mapping[str, str] | None = None,
         clock: Callable[[], datetime] | None = None,
         runner_factory: RunnerFactory | None = None,
+        keep_connection: bool = False,
         **_: Any,
     ) -> None:
         self._cluster = cluster
+        self._kept = KeptConnection() if keep_connection and not cluster.local else None
+        """With ``keep_connection`` (the bot), the connection its sweeps borrow and leave
+        open (``probes.slurm.transport``); ``/job``, cancels and captures connect anew."""
         self._aliases = dict(aliases or {})
         self._clock = clock or (lambda: datetime.now(UTC))
         self._runner_factory = runner_factory or make_runner
@@ -155,7 +165,8 @@ class SlurmProbe:
                        ) -> tuple[ClusterFacts, dict[str, LogState]]:
         now = self._clock()
         try:
-            runner = self._runner_factory(self._cluster)
+            runner = (self._runner_factory(self._cluster) if self._kept is None
+                      else self._runner_factory(self._cluster, kept=self._kept))
         except ProbeError as exc:
             return self._unreachable(now, str(exc), None), {}
         async with fold_stack_loading(runner) as stack:  # imported while the cluster answers
@@ -262,8 +273,9 @@ class SlurmProbe:
                        keep={r.job_id for r in selected}, collected=collected)
 
     async def aclose(self) -> None:
-        """Nothing to release: each sweep closes its own connection."""
-        return None
+        """Close the kept connection, if any (each other call closes its own)."""
+        if self._kept is not None:
+            await self._kept.aclose()
 
     # -- the fixed command set ---------------------------------------------------------
 

@@ -15,7 +15,13 @@ Policy:
   chained: refused / timed out / DNS -> ``UnreachableError``; refused credentials ->
   ``AuthError``; a non-zero exit or a command timeout -> ``CommandError``.
 * One :class:`SshRunner` is one connection, opened on the first command and reused for every
-  command until :meth:`SshRunner.aclose` (the probe makes one runner per sweep).
+  command until :meth:`SshRunner.aclose` (the probe makes one runner per sweep). Given a
+  :class:`KeptConnection` (the bot's sweeps, ``SlurmProbe(keep_connection=True)``) the
+  runner borrows that connection instead, and it stays open after the runner closes: a warm
+  sweep pays no SSH handshake and the login node logs one login per bot, not one per sweep.
+  A kept connection sends keepalives (:data:`KEEPALIVE_S`), is dropped when it is found
+  closed, and a command whose channel could not even open on a kept connection that turned
+  out dead is sent once more on a fresh one (it never started, so it cannot run twice).
 * A command never outlives its wait: on a timeout, a cancelled sweep or a lost connection the
   remote command is sent TERM and its channel closed (a local one is killed).
 """
@@ -172,7 +178,8 @@ CHUNK = 1 << 16
 """Bytes of stdout asked for per read of a streamed command."""
 
 
-RunnerFactory = Callable[[SlurmCluster], Runner]
+RunnerFactory = Callable[..., Runner]
+"""``make_runner``'s shape: a cluster entry, and ``kept=`` when the probe keeps a connection."""
 
 
 def shell_join(argv: Sequence[str]) -> str:
@@ -180,9 +187,9 @@ def shell_join(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
-def make_runner(cluster: SlurmCluster) -> Runner:
-    """The runner a cluster entry asks for (``local = true`` or SSH)."""
-    return LocalRunner(cluster) if cluster.local else SshRunner(cluster)
+def make_runner(cluster: SlurmCluster, *, kept: KeptConnection | None = None) -> Runner:
+    """The runner a cluster entry asks for (``local = true`` or SSH, borrowing ``kept``)."""
+    return LocalRunner(cluster) if cluster.local else SshRunner(cluster, kept=kept)
 
 
 class LocalRunner:
@@ -288,12 +295,59 @@ class LocalRunner:
         return None
 
 
-class SshRunner:
-    """One asyncssh connection to a cluster's login node, opened lazily, host key checked."""
+KEEPALIVE_S = 30.0
+"""A kept connection's keepalive interval; three unanswered close it (a login node gone
+silent is noticed within ~2 minutes, not at the next sweep's command timeout)."""
 
-    def __init__(self, cluster: SlurmCluster) -> None:
+
+class KeptConnection:
+    """One cluster's SSH connection, kept open across the runners that borrow it (see the
+    module policy). Not for commands that must not be repeated: only a sweep's read-only
+    commands are sent on it."""
+
+    def __init__(self) -> None:
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self.connects = 0
+        """Connections opened so far (tests, benchmarks)."""
+
+    async def get(self, connect: Callable[[], Awaitable[asyncssh.SSHClientConnection]],
+                  ) -> tuple[asyncssh.SSHClientConnection, bool]:
+        """(the open connection, whether it was opened just now by ``connect``)."""
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and conn.is_closed():
+                self._conn = conn = None
+            if conn is not None:
+                return conn, False
+            conn = self._conn = await connect()
+            self.connects += 1
+            return conn, True
+
+    def drop(self, conn: asyncssh.SSHClientConnection) -> None:
+        """Forget ``conn`` (found closed or broken) if it is the one kept, and close it."""
+        if self._conn is conn:
+            self._conn = None
+        conn.close()
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            await conn.wait_closed()
+
+
+class SshRunner:
+    """One asyncssh connection to a cluster's login node, opened lazily, host key checked
+    (or, with ``kept``, that kept connection borrowed)."""
+
+    def __init__(self, cluster: SlurmCluster, *, kept: KeptConnection | None = None) -> None:
         if cluster.host is None:
             raise ProbeError(f"cluster {cluster.name!r} has no host")
+        self._kept = kept
+        self._reused = False
+        """Whether the connection in use is a kept one opened before this runner's first
+        command (it may have died since)."""
         self._cluster = cluster
         self._host = cluster.host
         self._known_hosts = _known_hosts_path(cluster)
@@ -370,27 +424,35 @@ class SshRunner:
         """Run ``body`` (which starts one remote command on the connection and records it in
         its second argument) within the command timeout, with asyncssh's failures mapped to
         the probe's errors."""
-        conn = await self._connection()
-        self._sent += 1
-        if self.on_command is not None:
-            self.on_command()
-        timeout = self._cluster.command_timeout_s
-        started: list[asyncssh.SSHClientProcess[Any]] = []
-        try:
-            async with asyncio.timeout(timeout):
-                return await body(conn, started)
-        except TimeoutError as exc:
-            raise CommandError(f"`{args[0]}` timed out after {timeout:g}s on {self.target}") \
-                from exc
-        except (asyncssh.Error, OSError) as exc:
-            raise UnreachableError(f"{self.target}: connection lost running `{args[0]}`: {exc}") \
-                from exc
-        finally:
-            # Whatever ended the wait (a timeout, the sweep's deadline, a lost connection), the
-            # remote command must not outlive it: signal it and close its channel.
-            for process in started:
-                if process.exit_status is None:
-                    _abandon(process)
+        for attempt in (0, 1):
+            conn = await self._connection()
+            self._sent += 1
+            if self.on_command is not None:
+                self.on_command()
+            timeout = self._cluster.command_timeout_s
+            started: list[asyncssh.SSHClientProcess[Any]] = []
+            try:
+                async with asyncio.timeout(timeout):
+                    return await body(conn, started)
+            except TimeoutError as exc:
+                raise CommandError(
+                    f"`{args[0]}` timed out after {timeout:g}s on {self.target}") from exc
+            except (asyncssh.Error, OSError) as exc:
+                if self._kept is not None and conn.is_closed():
+                    self._kept.drop(conn)
+                    self._conn = None
+                    if not started and self._reused and attempt == 0:
+                        continue  # a kept connection that died idle: the command never ran
+                raise UnreachableError(
+                    f"{self.target}: connection lost running `{args[0]}`: {exc}") from exc
+            finally:
+                # Whatever ended the wait (a timeout, the sweep's deadline, a lost
+                # connection), the remote command must not outlive it: signal it and close
+                # its channel.
+                for process in started:
+                    if process.exit_status is None:
+                        _abandon(process)
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
         async with self._lock:  # concurrent commands share the one connection
@@ -400,7 +462,11 @@ class SshRunner:
                 raise self._failed
             if self._conn is None:
                 try:
-                    self._conn = await self._connect()
+                    if self._kept is not None:
+                        self._conn, fresh = await self._kept.get(self._connect)
+                        self._reused = not fresh
+                    else:
+                        self._conn = await self._connect()
                 except ProbeError as exc:
                     self._failed = exc
                     raise
@@ -416,6 +482,9 @@ class SshRunner:
             "login_timeout": c.connect_timeout_s,
         }
         options["encryption_algs"] = _ciphers()
+        if self._kept is not None:
+            options["keepalive_interval"] = KEEPALIVE_S
+            options["keepalive_count_max"] = 3
         if c.user:
             options["username"] = c.user
         if c.client_keys:
@@ -450,7 +519,7 @@ class SshRunner:
 
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is not None:
+        if conn is not None and self._kept is None:  # a kept one stays open for the next
             conn.close()
             await conn.wait_closed()
 

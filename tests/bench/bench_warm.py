@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -77,8 +77,8 @@ class Tap:
         self.bytes = 0
         self.seconds = 0.0
 
-    def factory(self, c: SlurmCluster) -> Runner:
-        return _Tapped(make_runner(c), self)
+    def factory(self, c: SlurmCluster, **options: Any) -> Runner:
+        return _Tapped(make_runner(c, **options), self)
 
 
 class _Tapped:
@@ -239,7 +239,8 @@ async def measure(args: argparse.Namespace, run_dir: str, ids: list[str]) -> Non
     def probe(c: SlurmCluster, **kw: object) -> SlurmProbe:
         return SlurmProbe(c, runner_factory=tap.factory, **kw)  # type: ignore[arg-type]
 
-    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe)
+    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe,
+                      keep_connections=True)  # as bot.server builds it
     Phases.install()
     try:
         floor = await median_floor(paths, args.repeat)

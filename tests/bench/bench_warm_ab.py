@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import secrets
 import statistics
@@ -52,7 +53,10 @@ async def work() -> None:
     def probe(c: SlurmCluster, **kw: object) -> SlurmProbe:
         return SlurmProbe(c, runner_factory=tap.factory, **kw)  # type: ignore[arg-type]
 
-    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe)
+    # As the tree's bot builds it (bot.server): with kept connections where the tree has them.
+    keep = ({"keep_connections": True}
+            if "keep_connections" in inspect.signature(Sweeper).parameters else {})
+    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe, **keep)
     bw.Phases.install()
     loop = asyncio.get_running_loop()
     try:
