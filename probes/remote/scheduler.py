@@ -33,16 +33,26 @@ def run_argv(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
     """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start,
     124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged)."""
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-                              timeout=timeout_s)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except OSError as exc:  # what a shell would say, as LocalRunner does
         return 127, "", f"{argv[0]}: could not start: {exc}"
-    except subprocess.TimeoutExpired as exc:
-        said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+    return finish_argv(proc, timeout_s)
+
+
+def finish_argv(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, str, str]:
+    """:func:`run_argv`'s answer for a process already started (stdout and stderr pipes):
+    waited for at most ``timeout_s`` more, then killed (124)."""
+    argv = [str(a) for a in proc.args]  # type: ignore[union-attr]
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        said = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
         return 124, "", (f"{argv[0]}: no answer within {timeout_s:g}s (killed; is slurmctld"
                          f" up?){': ' + said[0] if said else ''}")
-    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"))
+    return (proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 SCHEDULER_COMMANDS = ("squeue", "scontrol", "sacct", "env")

@@ -6,6 +6,13 @@ lines there become ``pass``; the request rides inside the script as a string lit
 on a command line). A request with scheduler commands and no jobs (a one-job read's first
 command) ships ``scheduler`` alone with its own entry point: the same answer from a fifth of
 the script.
+
+A streamed sweep request (``squeue --json`` beside the fast listing, ``collector._stream``)
+starts that squeue first of all: the collector's ~100 KB of source is compiled and its
+module body run only after (~80 ms on a login node, before which nothing else can start), so
+the script is a short prologue that starts it (:data:`_PROLOGUE`), then the collector from a
+string literal (``exec``), whose ``_run_squeue`` takes the running process
+(``collector.EARLY_SQUEUE``) instead of starting another.
 """
 
 from __future__ import annotations
@@ -57,11 +64,38 @@ def scheduler_source() -> str:
     return "from __future__ import annotations\n" + _FUTURE.sub("", text)
 
 
+_PROLOGUE = """\
+import subprocess
+_ARGV = {argv!r}
+try:
+    EARLY_SQUEUE = subprocess.Popen(_ARGV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+except OSError:
+    EARLY_SQUEUE = None  # the collector runs it itself, and says why it cannot
+exec(compile({body!r}, "<jobtables-collector>", "exec"))
+main({request!r})
+"""
+"""A streamed sweep's script: squeue started, then the collector compiled and run."""
+
+
 def build_collector_script(request: Mapping[str, Any]) -> str:
     """The script run by ``python3 -``: the request rides inside it as a string literal."""
     if _scheduler_only(request):
         return f"{scheduler_source()}\n\nanswer_scheduler({json.dumps(request)!r})\n"
+    early = _early_squeue(request)
+    if early is not None:
+        return _PROLOGUE.format(argv=early, body=collector_source(),
+                                request=json.dumps(request))
     return f"{collector_source()}\n\nmain({json.dumps(request)!r})\n"
+
+
+def _early_squeue(request: Mapping[str, Any]) -> list[str] | None:
+    """The squeue argv a streamed sweep runs beside its listing (started by the prologue)."""
+    queue = request.get("squeue")
+    if not (request.get("stream") and isinstance(queue, Mapping) and queue.get("listing")):
+        return None
+    argv = [str(a) for a in queue.get("argv") or ()]
+    return argv if argv[:1] == ["squeue"] else None
 
 
 def _scheduler_only(request: Mapping[str, Any]) -> bool:

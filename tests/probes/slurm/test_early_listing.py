@@ -345,3 +345,34 @@ def test_real_arrays_hetjobs_and_hostile_names_are_read_early(
         assert log["status"] == "ok" and "step 2" in log["text"]
     assert reader.jobs[f"{array}_2"]["log"]["path"] == f"{run_dir}/arr_{array}_2.out"
     assert not Path(f"{run_dir}/p").exists()
+
+
+# -- squeue --json started before the collector is compiled ----------------------------------
+
+
+def test_squeue_json_starts_before_the_collector_is_compiled(tmp_path: Path) -> None:
+    """A streamed sweep's script starts ``squeue --json`` in its prologue, before the ~100 KB
+    collector is compiled and run (``exec`` of a literal), and the collector takes that very
+    process: squeue --json runs once, and the answer is the one without the prologue."""
+    import ast
+
+    squeue_bin, ids = world(tmp_path, 3)
+    request = _queue_request(tmp_path, squeue_bin, listing=True)
+    script = build_collector_script(request)
+    body = ast.parse(script).body
+    starts = next(n for n, node in enumerate(body) if "Popen" in ast.dump(node))
+    compiles = next(n for n, node in enumerate(body)
+                    if isinstance(node, ast.Expr) and "'exec'" in ast.unparse(node))
+    assert starts < compiles == len(body) - 2  # then main(request), last
+    lines = _shipped(request, squeue_bin)
+    calls = (tmp_path / "squeue" / "squeue.calls").read_text().splitlines()
+    assert [c for c in calls if "--json" in c] == [" ".join(request["squeue"]["argv"][1:])]
+    got = read_whole(lines).answer()
+    assert got is not None and sorted(got["jobs"]) == ids
+    (tmp_path / "squeue" / "squeue.calls").unlink()
+    plain = _shipped(_queue_request(tmp_path, squeue_bin, listing=False), squeue_bin)
+    assert "EARLY_SQUEUE = subprocess.Popen" not in build_collector_script(
+        _queue_request(tmp_path, squeue_bin))
+    other = read_whole(plain).answer()
+    assert other is not None and sorted(other["jobs"]) == ids
+    assert got["squeue"] == other["squeue"]
