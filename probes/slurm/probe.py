@@ -127,8 +127,9 @@ class SlurmProbe:
     ) -> None:
         self._cluster = cluster
         self._kept = KeptConnection() if keep_connection and not cluster.local else None
-        """With ``keep_connection`` (the bot), the connection its sweeps borrow and leave
-        open (``probes.slurm.transport``); ``/job``, cancels and captures connect anew."""
+        """With ``keep_connection`` (the bot), the connection its sweeps and one-job reads
+        (``/job``) borrow and leave open (``probes.slurm.transport``); a cancel and a
+        capture connect anew."""
         self._aliases = dict(aliases or {})
         self._clock = clock or (lambda: datetime.now(UTC))
         self._runner_factory = runner_factory or make_runner
@@ -150,6 +151,12 @@ class SlurmProbe:
         """``sacct --json`` believed to work (re-probed an hour after it failed)."""
         return self._sacct_cap.believed
 
+    def _runner(self) -> Runner:
+        """A runner for a read: borrowing the kept connection when there is one."""
+        if self._kept is None:
+            return self._runner_factory(self._cluster)
+        return self._runner_factory(self._cluster, kept=self._kept)
+
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         """One sweep; never raises for an unreachable or failing cluster."""
         return (await self._collect(offsets, None))[0]
@@ -165,8 +172,7 @@ class SlurmProbe:
                        ) -> tuple[ClusterFacts, dict[str, LogState]]:
         now = self._clock()
         try:
-            runner = (self._runner_factory(self._cluster) if self._kept is None
-                      else self._runner_factory(self._cluster, kept=self._kept))
+            runner = self._runner()
         except ProbeError as exc:
             return self._unreachable(now, str(exc), None), {}
         async with fold_stack_loading(runner) as stack:  # imported while the cluster answers
@@ -220,7 +226,7 @@ class SlurmProbe:
         ``quiet``: a cluster problem is ``unreachable`` (as ``collect``), else it raises."""
         job_id = _slurm_id(job_id)
         now = self._clock()
-        runner = self._runner_factory(self._cluster)
+        runner = self._runner()
         async with fold_stack_loading(runner) as stack:  # imported while the cluster answers
             return await self._collect_one_with(runner, stack, job_id, now, quiet=quiet,
                                                 whole_tail=whole_tail)

@@ -21,7 +21,9 @@ Policy:
   sweep pays no SSH handshake and the login node logs one login per bot, not one per sweep.
   A kept connection sends keepalives (:data:`KEEPALIVE_S`), is dropped when it is found
   closed, and a command whose channel could not even open on a kept connection that turned
-  out dead is sent once more on a fresh one (it never started, so it cannot run twice).
+  out dead is sent once more on a fresh one (it never started, so it cannot run twice); one
+  refused a session by a live kept connection (sshd's ``MaxSessions``) goes on a connection of
+  the runner's own.
 * A command never outlives its wait: on a timeout, a cancelled sweep or a lost connection the
   remote command is sent TERM and its channel closed (a local one is killed).
 """
@@ -443,6 +445,13 @@ class SshRunner:
                     self._conn = None
                     if not started and self._reused and attempt == 0:
                         continue  # a kept connection that died idle: the command never ran
+                elif (self._kept is not None and not started and attempt == 0
+                      and isinstance(exc, asyncssh.ChannelOpenError)):
+                    # The kept connection is up but refused one more session (sshd's
+                    # MaxSessions, with sweeps and /job answers on it at once): this runner
+                    # takes a connection of its own. The command never started.
+                    self._kept, self._conn = None, None
+                    continue
                 raise UnreachableError(
                     f"{self.target}: connection lost running `{args[0]}`: {exc}") from exc
             finally:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncssh
 import pytest
 
 from bot.config import Config
 from bot.sweep import Sweeper
 from probes.errors import ProbeError, UnreachableError
 from probes.slurm.probe import SlurmProbe
-from probes.slurm.transport import KeptConnection, SshRunner
+from probes.slurm.transport import KeptConnection, Runner, SshRunner, make_runner
 from tests.probes.slurm.conftest import SlurmEnv
 
 
@@ -123,6 +124,62 @@ async def test_a_command_the_connection_lost_midway_is_not_sent_again(
     finally:
         await runner.aclose()
         await kept.aclose()
+
+
+async def test_a_job_read_borrows_the_kept_connection(slurm_env: SlurmEnv) -> None:
+    """``/job`` after a sweep (``collect_one``) goes over the sweep's connection: no login."""
+    before = logins(slurm_env)
+    borrowed: list[bool] = []
+
+    def runners(cluster: Any, **options: Any) -> Runner:
+        borrowed.append(options.get("kept") is not None)
+        return make_runner(cluster, **options)
+
+    probe = SlurmProbe(slurm_env.cluster(), keep_connection=True, runner_factory=runners)
+    try:
+        assert (await probe.collect()).status == "ok"
+        one = await probe.collect_one("999999")  # no such job: an ok answer, no job in it
+        assert (one.status, one.jobs) == ("ok", ())
+        assert probe._kept is not None and probe._kept.connects == 1
+    finally:
+        await probe.aclose()
+    assert borrowed == [True, True]
+    assert await until_logged(slurm_env, before + 1) == before + 1
+
+
+async def test_a_session_the_kept_connection_refuses_goes_on_a_connection_of_its_own(
+    slurm_env: SlurmEnv,
+) -> None:
+    """A live kept connection that refuses one more session (sshd's MaxSessions, with a
+    sweep and /job answers on it at once) is left as it is: that runner connects on its own,
+    and closes only its own connection."""
+    kept = KeptConnection()
+    first = SshRunner(slurm_env.cluster(), kept=kept)
+    assert (await first.run(["true"])).exit_status == 0
+    await first.aclose()
+    conn = kept._conn
+    assert conn is not None
+    real = conn.create_process
+    refused = [False]
+
+    async def refuse_once(*args: Any, **kwargs: Any) -> Any:
+        if not refused[0]:
+            refused[0] = True
+            raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED,
+                                            "open failed")
+        return await real(*args, **kwargs)
+
+    conn.create_process = refuse_once  # type: ignore[method-assign]
+    runner = SshRunner(slurm_env.cluster(), kept=kept)
+    try:
+        assert (await runner.run(["echo", "own"])).stdout == "own\n"
+        assert refused[0] and runner.commands_sent == 2
+        own = runner._conn
+        assert own is not None and own is not conn
+    finally:
+        await runner.aclose()
+    assert own.is_closed() and not conn.is_closed() and kept._conn is conn
+    await kept.aclose()
 
 
 class Recorded:
