@@ -304,8 +304,8 @@ silent is noticed within ~2 minutes, not at the next sweep's command timeout).""
 
 class KeptConnection:
     """One cluster's SSH connection, kept open across the runners that borrow it (see the
-    module policy). Not for commands that must not be repeated: only a sweep's read-only
-    commands are sent on it."""
+    module policy). Not for commands that must not be repeated: only reads are sent on it
+    (sweeps, one-job reads); a cancel connects on its own."""
 
     def __init__(self) -> None:
         self._conn: asyncssh.SSHClientConnection | None = None
