@@ -229,18 +229,18 @@ class RedisStore:
             calls.append((keys, args))
         answers: list[Any] = [None] * len(calls)
         pending = list(range(len(calls)))
-        for script in (MERGE_SHA, MERGE_LUA):
+        for by_sha in (True, False):  # EVALSHA; then EVAL for the calls answered NOSCRIPT
             async with self._r.pipeline(transaction=False) as p:
                 for n in pending:
                     keys, args = calls[n]
-                    if script is MERGE_SHA:
+                    if by_sha:
                         p.evalsha(MERGE_SHA, len(keys), *keys, *args)
                     else:
                         p.eval(MERGE_LUA, len(keys), *keys, *args)
                 results = await p.execute(raise_on_error=False)
             missing = []
             for n, result in zip(pending, results, strict=True):
-                if isinstance(result, NoScriptError) and script is MERGE_SHA:
+                if by_sha and isinstance(result, NoScriptError):
                     missing.append(n)
                 elif isinstance(result, Exception):
                     raise result
