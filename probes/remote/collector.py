@@ -63,6 +63,15 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.completion import collect_completion
 with contextlib.suppress(ImportError):
+    from probes.remote.listing import (
+        SIGNATURE_FIELDS,
+        listing_rows,
+        listing_timeout,
+        rows_digest,
+        signature_argv,
+        signature_rows,
+    )
+with contextlib.suppress(ImportError):
     from probes.remote.stdio_pattern import (
         array_ids,
         ended_before,
@@ -335,10 +344,12 @@ def collect(request: Json, started: float | None = None) -> Json:
 
 def _queue_head(request: Json, started: float,
                 ran: Tuple[int, str, str] | None = None,  # noqa: UP006
+                listed: Listed | None = None,
                 ) -> Tuple[Json, List[Json]]:  # noqa: UP006
     """Run ``squeue`` (or take ``ran``, its result) and read its document:
     ``(head, job specs)``, where ``head`` holds ``squeue`` and ``unexpanded`` as
-    :func:`collect_queue` describes them."""
+    :func:`collect_queue` describes them. With ``listed`` (the signature listing run before
+    squeue), ``squeue.digest`` is its digest when it agrees with the document."""
     queue = request["squeue"]
     status, out, err = ran if ran is not None else _run_squeue(request)
     data = None
@@ -350,15 +361,19 @@ def _queue_head(request: Json, started: float,
         return {"squeue": {"exit": status, "stdout": out, "stderr": err}, "unexpanded": []}, []
     users = set(queue["users"])
     since = queue.get("since")
-    kept = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users
-            and not ended_before(j, since)]
+    mine = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users]
+    kept = [j for j in mine if not ended_before(j, since)]
     specs, unexpanded = _queue_specs(kept, request)
+    digest = (_agreeing_digest(request, listed, mine, specs, unexpanded)
+              if listed is not None and not data.get("errors") else None)
     keys = queue.get("keys")
     if keys is not None:  # a few wanted keys looked up, not every key of every job scanned
         kept = [{k: j[k] for k in keys if k in j} for j in kept]
     data["jobs"] = kept
-    return {"squeue": {"exit": status, "json": data, "stderr": err},
-            "unexpanded": unexpanded}, specs
+    said: Json = {"exit": status, "json": data, "stderr": err}
+    if digest is not None:
+        said["digest"] = digest
+    return {"squeue": said, "unexpanded": unexpanded}, specs
 
 
 EARLY_SQUEUE: Any = globals().get("EARLY_SQUEUE")
@@ -390,22 +405,10 @@ def listing_argv(users: List[str], delim: str) -> List[str]:  # noqa: UP006
 
 def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
     """The listing's rows as squeue job objects (the keys ``_queue_specs`` reads, a job
-    RUNNING); a row that does not read as one (cut short, a field not a number) is left out.
-
-    squeue prints each field followed by ``delim`` and each row followed by a newline, so the
-    text split at ``delim`` is the fields in order, every row's first one after the first row
-    opening with that newline. No field can hold ``delim`` without its nonce; a name may hold
-    anything else (a newline after a delimiter too: rows are counted in fields, never split
-    at newlines)."""
+    RUNNING); a row that does not read as one (cut short, a field not a number) is left out
+    (:func:`listing_rows` reads the rows)."""
     jobs: List[Json] = []  # noqa: UP006
-    tokens = out.split(delim)
-    width = len(LISTING_FIELDS)
-    for at in range(0, len(tokens) - width, width):  # the last token follows the last field
-        fields = tokens[at:at + width]
-        if at:
-            if not fields[0].startswith("\n"):
-                break  # out of step (not squeue's rows): nothing after this is read
-            fields[0] = fields[0][1:]
+    for fields in listing_rows(out, delim, len(LISTING_FIELDS)):
         job_id, array_job, array_task, user, workdir, stdout, name = fields
         own = slurm_number(job_id)
         if own is None or not user:
@@ -426,8 +429,7 @@ def _listing_specs(request: Json) -> List[Json]:  # noqa: UP006
     if not users:  # `--user=` names nobody: no listing
         return []
     delim = "|" + os.urandom(8).hex() + "|"
-    status, out, _ = run_argv(listing_argv(users, delim),
-                              min(10.0, 0.1 * float(request.get("deadline_s") or 60.0)))
+    status, out, _ = run_argv(listing_argv(users, delim), listing_timeout(request))
     if status != 0:
         return []
     try:  # only the users' jobs, whatever squeue printed (as _queue_head keeps them)
@@ -435,10 +437,127 @@ def _listing_specs(request: Json) -> List[Json]:  # noqa: UP006
         specs = _queue_specs(jobs, request)[0]
     except Exception:  # the listing only saves time: never let it cost the sweep
         return []
-    first: Dict[str, Json] = {}  # noqa: UP006 - one line per key, its first row's
+    return _first_specs(specs)
+
+
+def _first_specs(specs: List[Json]) -> List[Json]:  # noqa: UP006
+    """One spec per key, its first row's (early lines are sent once per key)."""
+    first: Dict[str, Json] = {}  # noqa: UP006
     for spec in specs:
         first.setdefault(str(spec["id"]), spec)
     return list(first.values())
+
+
+EARLY_LISTING: Any = globals().get("EARLY_LISTING")
+"""The signature listing a streamed sweep's prologue ran before this module was compiled
+(``probes.remote.script``): ``(argv, exit status, stdout, stderr)``, or None. Taken by the
+first ``signature_listing`` of that very argv."""
+
+
+def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: UP006
+    """``(jobs, digest)`` of the users' jobs as the signature listing gives them: each row as
+    a squeue job object (the keys ``_queue_specs`` and ``ended_before`` read), and a digest
+    of every row's fields (in a sorted order, so squeue's ordering of pending jobs by a
+    priority that grows with age does not count). None when the listing failed.
+
+    Policy (issue 12): squeue's ``--json`` document takes a few hundred milliseconds to
+    print and this listing a few tens. A bot's sweep sends the digest of the listing that
+    preceded the document it holds (``squeue.reuse``); an equal digest now means no field
+    the probe reads has changed since that document was printed, and the document is not
+    printed again. Only a digest of a listing that was shown to agree with its document
+    (:func:`_agreeing_digest`) is ever handed out."""
+    global EARLY_LISTING
+    users = sorted(set(map(str, request["squeue"]["users"])))
+    if not users:
+        return None
+    delim = str(request["squeue"].get("delim") or "|" + os.urandom(8).hex() + "|")
+    argv = signature_argv(users, delim)
+    early, EARLY_LISTING = EARLY_LISTING, None
+    if early is not None and list(early[0]) == argv:
+        status, out = early[1], early[2]
+    else:
+        status, out, _ = run_argv(argv, listing_timeout(request))
+    rows = signature_rows(out, delim, len(SIGNATURE_FIELDS)) if status == 0 else None
+    if rows is None:
+        return None  # failed, or rows out of step or cut short: no signature from it
+    jobs = []
+    for row in rows:
+        job = dict(zip(SIGNATURE_FIELDS, row))  # noqa: B905 - Python 3.7 (rows are whole)
+        jobs.append({"job_id": slurm_number(job["JobID"]),
+                     "array_job_id": slurm_number(job["ArrayJobID"]) or 0,
+                     "array_task_id": slurm_number(job["ArrayTaskID"]),
+                     "user_name": job["UserName"], "name": job["Name"],
+                     "current_working_directory": job["WorkDir"],
+                     "standard_output": job["STDOUT"], "job_state": job["State"],
+                     "end_time": slurm_number(job["EndTime"])})
+    return jobs, rows_digest(rows)
+
+
+class Listed:
+    """The signature listing's jobs, their digest, and the specs built from them once: those
+    of the users' kept jobs (as ``_queue_head`` keeps the document's), the unexpanded keys,
+    and the running jobs' specs (one per key: read before squeue's document is in)."""
+
+    def __init__(self, request: Json, jobs: List[Json], digest: str) -> None:  # noqa: UP006
+        queue = request["squeue"]
+        users, since = set(map(str, queue["users"])), queue.get("since")
+        self.jobs, self.digest = jobs, digest
+        kept = [j for j in jobs if job_user(j) in users and not ended_before(j, since)]
+        running = _queue_specs([j for j in kept if j["job_state"] == "RUNNING"], request)
+        other = _queue_specs([j for j in kept if j["job_state"] != "RUNNING"], request)
+        self.specs: List[Json] = running[0] + other[0]  # noqa: UP006
+        self.unexpanded: List[str] = running[1] + other[1]  # noqa: UP006
+        self.running: List[Json] = _first_specs(running[0])  # noqa: UP006
+
+
+def _listed(request: Json) -> Listed | None:
+    """The signature listing read (:class:`Listed`), or None where it failed or raised: it
+    only saves time, never costs the sweep."""
+    try:
+        got = signature_listing(request)
+        return Listed(request, *got) if got is not None else None
+    except Exception:
+        return None
+
+
+def _listed_head(request: Json, listed: Listed) -> Tuple[Json, List[Json]]:  # noqa: UP006
+    """``_queue_head``'s ``(head, specs)`` for a queue unchanged since the document the bot
+    holds: the specs built from the signature listing (which agreed with that document)."""
+    return {"squeue": {"exit": 0, "same": listed.digest, "stderr": ""},
+            "unexpanded": listed.unexpanded}, listed.specs
+
+
+def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  # noqa: UP006
+                     specs: List[Json], unexpanded: List[str]) -> str | None:  # noqa: UP006
+    """The listing's digest if the listing reads as its document does: the same jobs of the
+    users (ids, and the end time of each that ended: what ``ended_before`` reads), and the
+    same specs and unexpanded jobs built from either (the document's are ``specs`` and
+    ``unexpanded``). Otherwise None: on a SLURM that prints a field of the listing otherwise
+    than its document, the document is always printed. Nor is a digest handed out for a
+    document that carries a job's elapsed time itself (a sacct-shaped ``time`` block): a
+    document reused later would give that job the elapsed time of when it was printed."""
+    users = set(map(str, request["squeue"]["users"]))
+    if any(isinstance(j.get("time"), dict) and "elapsed" in j["time"] for j in document_jobs):
+        return None
+
+    def ends(rows: List[Json]) -> Dict[Tuple[Any, Any], int]:  # noqa: UP006
+        # ended_before(job, inf): the job ended at a known time (a running job's end time is
+        # its limit, which squeue prints as NONE where the document gives a date).
+        count: Dict[Tuple[Any, Any], int] = {}  # noqa: UP006
+        for j in rows:
+            if job_user(j) in users:
+                key = (slurm_number(j.get("job_id")), slurm_number(j.get("end_time"))
+                       if ended_before(j, float("inf")) else None)
+                count[key] = count.get(key, 0) + 1
+        return count
+
+    if sorted(listed.unexpanded) != sorted(unexpanded) or ends(listed.jobs) != ends(document_jobs):
+        return None
+    mine = {str(x["id"]): x for x in listed.specs}
+    theirs = {str(x["id"]): x for x in specs}
+    if len(mine) != len(listed.specs) or len(theirs) != len(specs) or mine != theirs:
+        return None
+    return listed.digest
 
 
 def collect_queue(request: Json) -> Json:
@@ -548,20 +667,31 @@ def _stream(request: Json, ran: Any, started: float) -> None:
     early: Dict[str, Json] = {}  # noqa: UP006 - key -> the spec read before the head
     specs = list(request.get("jobs", []))
     if "squeue" in request:
-        document = None
-        if request["squeue"].get("listing"):
-            # squeue --json runs while the running jobs the fast listing names are read and
-            # sent: the document is checked against each of them below.
-            queue: List[Tuple[int, str, str]] = []  # noqa: UP006
-            thread = threading.Thread(target=lambda: queue.append(_run_squeue(request)),
-                                      name="squeue", daemon=True)
-            thread.start()
-            listed = _listing_specs(request)
-            write(listed)
-            early = {str(spec["id"]): spec for spec in listed}
-            thread.join()
-            document = queue[0]
-        head, specs = _queue_head(request, started, document)
+        queue = request["squeue"]
+        # A bot's sweep holds the document of its last one (``reuse``, its listing's digest):
+        # the signature listing comes first, and squeue's document only if the queue changed.
+        listed = _listed(request) if "reuse" in queue else None
+        if listed is not None and queue["reuse"] and listed.digest == queue["reuse"]:
+            head, specs = _listed_head(request, listed)
+        else:
+            document = None
+            if "reuse" in queue or queue.get("listing"):
+                # squeue --json runs while the running jobs a fast listing names are read and
+                # sent: the document is checked against each of them below. (It starts after
+                # the signature listing: that digest is then of a queue no newer than it.)
+                ran_squeue: List[Tuple[int, str, str]] = []  # noqa: UP006
+                thread = threading.Thread(target=lambda: ran_squeue.append(_run_squeue(request)),
+                                          name="squeue", daemon=True)
+                thread.start()
+                if "reuse" not in queue:
+                    first = _listing_specs(request)
+                else:
+                    first = listed.running if listed is not None else []
+                write(first)
+                early = {str(spec["id"]): spec for spec in first}
+                thread.join()
+                document = ran_squeue[0]
+            head, specs = _queue_head(request, started, document, listed)
     if ran is not None:
         head["scheduler"] = ran
     # A job read early stands only if squeue's document gives it the very same spec; any

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from probes.remote.listing import SIGNATURE_FIELDS, listing_timeout, signature_argv
+
 _HERE = Path(__file__).resolve().parent
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
@@ -31,7 +33,7 @@ _SHIPPED_IMPORT = re.compile(
 )
 _SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "trial_count.py", "tree.py",
                     "logread.py",
-                    "completion.py", "scheduler.py")
+                    "completion.py", "scheduler.py", "listing.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""
 
@@ -77,11 +79,61 @@ main({request!r})
 """
 """A streamed sweep's script: squeue started, then the collector compiled and run."""
 
+_SIGNED_PROLOGUE = """\
+from __future__ import annotations
+import subprocess
+{listing}
+_LISTING = {listing_argv!r}
+try:
+    _RUN = subprocess.Popen(_LISTING, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        _OUT, _ERR = _RUN.communicate(timeout={timeout!r})
+        EARLY_LISTING = (_LISTING, _RUN.returncode, _OUT.decode("utf-8", "replace"),
+                         _ERR.decode("utf-8", "replace"))
+    except subprocess.TimeoutExpired:
+        _RUN.kill()
+        _RUN.communicate()
+        EARLY_LISTING = (_LISTING, 124, "", "")
+except OSError as exc:
+    EARLY_LISTING = (_LISTING, 127, "", str(exc))
+_ROWS = (signature_rows(EARLY_LISTING[2], {delim!r}, {width!r})
+         if EARLY_LISTING[1] == 0 else None)
+EARLY_SQUEUE = None
+if _ROWS is None or not {reuse!r} or rows_digest(_ROWS) != {reuse!r}:
+    try:
+        EARLY_SQUEUE = subprocess.Popen({argv!r}, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError:
+        pass  # the collector runs it itself, and says why it cannot
+exec(compile({body!r}, "<jobtables-collector>", "exec"))
+main({request!r})
+"""
+"""A bot's streamed sweep (``squeue.reuse``): the signature listing first, then squeue's
+document started only if the listing's digest is not the one of the document the bot holds
+(``collector.signature_listing``; the listing always comes before the document, so a digest
+is of a queue no newer than its document), then the collector compiled and run; it takes
+both (``EARLY_LISTING``, ``EARLY_SQUEUE``)."""
+
+
+@functools.cache
+def listing_source() -> str:
+    """``probes/remote/listing.py`` as a script part (it imports nothing of ours)."""
+    return _inline((_HERE / "listing.py").read_text(encoding="utf-8"), "listing.py")
+
 
 def build_collector_script(request: Mapping[str, Any]) -> str:
     """The script run by ``python3 -``: the request rides inside it as a string literal."""
     if _scheduler_only(request):
         return f"{scheduler_source()}\n\nanswer_scheduler({json.dumps(request)!r})\n"
+    signed = _signed_listing(request)
+    if signed is not None:
+        argv, delim, reuse = signed
+        return _SIGNED_PROLOGUE.format(
+            listing=_FUTURE.sub("", listing_source()), listing_argv=argv, delim=delim,
+            width=len(SIGNATURE_FIELDS), reuse=reuse, timeout=listing_timeout(dict(request)),
+            argv=_early_squeue_argv(request), body=collector_source(),
+            request=json.dumps(request))
     early = _early_squeue(request)
     if early is not None:
         return _PROLOGUE.format(argv=early, body=collector_source(),
@@ -94,8 +146,27 @@ def _early_squeue(request: Mapping[str, Any]) -> list[str] | None:
     queue = request.get("squeue")
     if not (request.get("stream") and isinstance(queue, Mapping) and queue.get("listing")):
         return None
-    argv = [str(a) for a in queue.get("argv") or ()]
+    if "reuse" in queue:  # a bot's sweep: its signature listing comes first
+        return None
+    return _early_squeue_argv(request)
+
+
+def _early_squeue_argv(request: Mapping[str, Any]) -> list[str] | None:
+    argv = [str(a) for a in request["squeue"].get("argv") or ()]
     return argv if argv[:1] == ["squeue"] else None
+
+
+def _signed_listing(request: Mapping[str, Any]) -> tuple[list[str], str, str] | None:
+    """``(listing argv, delimiter, digest held)`` of a bot's streamed sweep (``squeue.reuse``
+    and ``squeue.delim``, some users), run by :data:`_SIGNED_PROLOGUE`."""
+    queue = request.get("squeue")
+    if not (request.get("stream") and isinstance(queue, Mapping) and "reuse" in queue
+            and queue.get("delim") and queue.get("users")
+            and _early_squeue_argv(request) is not None):
+        return None
+    users = sorted({str(u) for u in queue["users"]})
+    delim = str(queue["delim"])
+    return signature_argv(users, delim), delim, str(queue["reuse"] or "")
 
 
 def _scheduler_only(request: Mapping[str, Any]) -> bool:

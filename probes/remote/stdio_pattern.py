@@ -13,6 +13,7 @@ slurmctld can fill (``%N`` node, ``%t`` task, ``%s`` step...) is never guessed: 
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
@@ -181,12 +182,11 @@ def expand_roots(
     values = {"workdir": workdir, "name": name, "job_id": job_id, "user": user}
     out: list[str] = []
     for template in templates:
-        try:
-            parsed = list(Formatter().parse(template))
-        except ValueError:
+        read = _template(template)
+        if read is None:
             continue
-        fields = {f for _, f, _, _ in parsed if f is not None}
-        if not fields <= _ROOT_PLACEHOLDERS or any(not values[f] for f in fields):
+        parsed, fields = read
+        if any(not values[f] for f in fields):
             continue
         if any(not _component(str(values[f])) for f in fields - {"workdir"}):
             continue
@@ -196,6 +196,19 @@ def expand_roots(
         if _inside(path, _root_of(parsed, values)) and path not in out:
             out.append(path)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _template(template: str) -> tuple[list[tuple[str, str | None, str | None, str | None]],
+                                      frozenset[str]] | None:
+    """A root template's parse and its placeholders; None for a malformed one or one with an
+    unknown placeholder. Read once per template (a sweep fills each for every job)."""
+    try:
+        parsed = list(Formatter().parse(template))
+    except ValueError:
+        return None
+    fields = frozenset(f for _, f, _, _ in parsed if f is not None)
+    return (parsed, fields) if fields <= _ROOT_PLACEHOLDERS else None
 
 
 def _root_of(parsed: list[tuple[str, str | None, str | None, str | None]],

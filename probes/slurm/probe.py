@@ -102,6 +102,19 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class HeldQueue:
+    """A long-lived probe's squeue document of its last sweep that printed one, and the
+    digest of the signature listing run just before it (``probes.remote.collector``): a
+    later collector whose listing has that digest answers ``same`` and prints no document.
+    The document answers for these users' jobs, kept from ``since`` on."""
+
+    digest: str
+    users: tuple[str, ...]
+    since: float
+    document: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Capture:
     """One verbatim read of a cluster for a recording: the selected jobs and their files."""
 
@@ -110,6 +123,16 @@ class Capture:
     snapshot: Snapshot
     keep: set[str]
     collected: Mapping[str, Any]
+
+
+def restore_held(head: dict[str, Any], held: HeldQueue | None) -> None:
+    """A collector head saying the queue is ``same`` as the held document's (its digest):
+    that document is put in the head as if squeue had printed it (``squeue.json``). A
+    ``same`` for any other digest is left without one (the probe then reads the queue anew)."""
+    out = head.get("squeue")
+    if isinstance(out, dict) and "same" in out and held is not None \
+            and out["same"] == held.digest:
+        out["json"] = held.document
 
 
 class SlurmProbe:
@@ -130,6 +153,10 @@ class SlurmProbe:
         """With ``keep_connection`` (the bot), the connection its sweeps and one-job reads
         (``/job``) borrow and leave open (``probes.slurm.transport``); a cancel and a
         capture connect anew."""
+        self._holds_queue = keep_connection
+        self._held: HeldQueue | None = None
+        """With ``keep_connection``, the document of the last sweep (:class:`HeldQueue`): a
+        sweep of an unchanged queue reuses it instead of printing ``squeue --json`` again."""
         self._aliases = dict(aliases or {})
         self._clock = clock or (lambda: datetime.now(UTC))
         self._runner_factory = runner_factory or make_runner
@@ -349,11 +376,17 @@ class SlurmProbe:
     def _queue_request(self, now: datetime, users: Collection[str],
                        offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
         """The one-trip collector request: squeue runs inside it, the roots filled there."""
-        wanted = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
+        wanted: dict[str, Any] = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
+        since = self._cutoff(now).timestamp()
+        if self._holds_queue and not verbatim:
+            held = self._held
+            fits = (held is not None and held.users == tuple(sorted(users))
+                    and held.since <= since)
+            wanted["reuse"] = held.digest if fits and held is not None else ""
+            wanted["delim"] = f"|{new_nonce()}|"  # the signature listing's (collector)
         return {**collector_request([], self._cluster), "stream": True,
                 "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                           "since": self._cutoff(now).timestamp(), "listing": True,
-                           **wanted},
+                           "since": since, "listing": True, **wanted},
                 "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
                           "trial": list(self._cluster.trial_roots)},
                 "offsets": dict(offsets or {})}
@@ -403,18 +436,38 @@ class SlurmProbe:
         """
         argv = ("squeue", "--json")
         if queue is not None:
-            reader = AnswerReader(on_head=early.head if early is not None else None,
+            held = self._held
+
+            def on_head(head: dict[str, Any]) -> None:
+                restore_held(head, held)
+                if early is not None:
+                    early.head(head)
+
+            reader = AnswerReader(on_head=on_head,
                                   on_job=early.job if early is not None else None,
                                   on_early=early.before_head if early is not None else None)
             res = await stream_answer(runner, build_collector_script(queue), reader)
             answer = queue_answer(reader)
+            if answer is not None and "same" in answer["squeue"] \
+                    and "json" not in answer["squeue"]:
+                answer = None  # "unchanged" from a document not held: the two-step path
             if answer is not None:
                 out = answer["squeue"]
                 document = out.get("json")
+                self._hold(queue["squeue"], out)
                 res = CommandResult(argv, int(out["exit"]), str(out.get("stdout") or ""),
                                     str(out["stderr"]))
                 return res, document if isinstance(document, dict) else None, answer["jobs"]
         return await runner.run(list(argv), check=False), None, None
+
+    def _hold(self, queue: Mapping[str, Any], out: Mapping[str, Any]) -> None:
+        """Keep a document printed with its listing's digest (a long-lived probe only)."""
+        document, digest = out.get("json"), out.get("digest")
+        if self._holds_queue and "reuse" in queue and isinstance(digest, str) and digest \
+                and isinstance(document, dict) and not document.get("errors") \
+                and "same" not in out:
+            self._held = HeldQueue(digest, tuple(queue["users"]), float(queue["since"]),
+                                   document)
 
     async def _scontrol(self, runner: Runner) -> str:
         # Optional enrichment: a failure leaves squeue's fields as they are.

@@ -1,0 +1,398 @@
+"""A bot's sweep of an unchanged queue prints no ``squeue --json`` document (issue 12).
+
+The long-lived probe (``SlurmProbe(keep_connection=True)``) holds the document of its last
+sweep and the digest of the signature listing (``probes.remote.listing``) run just before it;
+the collector's prologue runs that listing first and starts ``squeue --json`` only when the
+digest is another one. These tests hold the collector to that with the stand-in ``squeue``
+(``conftest.fake_squeue_bin``, which logs each call), then the probe: a reused document gives
+the very records a printed one gives, and a change to any job prints it again. The last test
+reads the real SLURM 22.05 over SSH.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probes.remote.listing import (
+    SIGNATURE_FIELDS,
+    rows_digest,
+    signature_argv,
+    signature_rows,
+)
+from probes.remote.script import build_collector_script
+from probes.slurm.answer import AnswerReader, read_whole, stream_answer
+from probes.slurm.probe import HeldQueue, SlurmProbe, restore_held
+from probes.slurm.transport import Runner, SshRunner
+from tests.probes.remote.test_resume import PY37
+from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.test_stream import NOW, USER, Collector, _cluster, _shipped, world
+
+DELIM = "|Sdeadbeef01234567|"
+
+
+def _request(tmp: Path, squeue_bin: Path, reuse: str) -> dict[str, Any]:
+    """A long-lived probe's sweep request (its own builder), holding ``reuse``."""
+    probe = SlurmProbe(_cluster(), keep_connection=True)
+    request = probe._queue_request(NOW, [USER], None, False)
+    request["squeue"]["since"] = 0
+    assert request["squeue"]["reuse"] == "" and request["squeue"]["delim"]
+    request["squeue"]["reuse"] = reuse
+    return request
+
+
+def _calls(tmp: Path) -> list[str]:
+    path = tmp / "squeue" / "squeue.calls"
+    calls = path.read_text().splitlines() if path.exists() else []
+    path.unlink(missing_ok=True)
+    return calls
+
+
+def _head(lines: str) -> dict[str, Any]:
+    return next(json.loads(row) for row in lines.splitlines() if row.startswith("{"))
+
+
+def _set_document(tmp: Path, change: Any) -> None:
+    path = tmp / "squeue" / "squeue.json"
+    document = json.loads(path.read_text())
+    change(document["jobs"])
+    path.write_text(json.dumps(document))
+
+
+# -- the listing's rows and digest -----------------------------------------------------------
+
+
+def _row(values: list[str], delim: str = DELIM) -> str:
+    return "".join(v + delim for v in values) + "\n"
+
+
+def _values(job: int, name: str = "n") -> list[str]:
+    fields = dict.fromkeys(SIGNATURE_FIELDS, "x")
+    fields.update(JobID=str(job), UserName="alice", Name=name)
+    return [fields[f] for f in SIGNATURE_FIELDS]
+
+
+def test_rows_read_whole_and_a_hostile_name_is_data() -> None:
+    hostile = f"a\nb|x| {DELIM[:-1]} $(touch /tmp/p)`id`\n"
+    out = _row(_values(1)) + _row(_values(2, hostile))
+    rows = signature_rows(out, DELIM, len(SIGNATURE_FIELDS))
+    assert rows is not None and [r[0] for r in rows] == ["1", "2"] and rows[1][-1] == hostile
+
+
+def test_rows_cut_short_or_out_of_step_give_no_signature() -> None:
+    whole = _row(_values(1)) + _row(_values(2))
+    width = len(SIGNATURE_FIELDS)
+    assert signature_rows(whole, DELIM, width) is not None
+    assert signature_rows(whole[:-30], DELIM, width) is None  # cut inside the last row
+    assert signature_rows(whole + "trailing", DELIM, width) is None
+    assert signature_rows(whole.replace("\n" + "2", "2", 1), DELIM, width) is None
+    assert signature_rows("squeue: error: slurmctld down\n", DELIM, width) is None
+    assert signature_rows("", DELIM, width) == []  # no jobs at all is a signature too
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 10**6), st.text(max_size=8)), min_size=1, max_size=6,
+                unique_by=lambda t: t[0]),
+       st.randoms())
+def test_the_digest_is_of_the_rows_in_any_order_and_of_every_field(
+        jobs: list[tuple[int, str]], rnd: Any) -> None:
+    rows = [_values(job, name) for job, name in jobs]
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    assert rows_digest(shuffled) == rows_digest(rows)
+    at, field = rnd.randrange(len(rows)), rnd.randrange(len(SIGNATURE_FIELDS))
+    changed = [r[:] for r in rows]
+    changed[at][field] += "'"
+    assert rows_digest(changed) != rows_digest(rows)
+
+
+def test_the_argv_is_every_state_of_the_users_with_epoch_times() -> None:
+    argv = signature_argv(["alice", "b;ob"], DELIM)
+    assert argv[:3] == ["env", "SLURM_TIME_FORMAT=%s", "squeue"]
+    assert argv[argv.index("-t") + 1] == "all" and "--user=alice,b;ob" in argv
+    assert argv[-1].split(",") == [f"{f}:{DELIM}" for f in SIGNATURE_FIELDS]
+
+
+# -- the collector ---------------------------------------------------------------------------
+
+
+def test_an_unchanged_queue_prints_no_document(tmp_path: Path) -> None:
+    squeue_bin, ids = world(tmp_path, 4)
+    first = _shipped(_request(tmp_path, squeue_bin, ""), squeue_bin)
+    calls = _calls(tmp_path)
+    head = _head(first)
+    assert "json" in head["squeue"] and head["squeue"]["digest"]
+    listing = next(n for n, c in enumerate(calls) if " -O " in f" {c} ")
+    document = next(n for n, c in enumerate(calls) if "--json" in c)
+    assert listing < document and len(calls) == 2  # the listing first, once; then squeue
+
+    digest = head["squeue"]["digest"]
+    again = _shipped(_request(tmp_path, squeue_bin, digest), squeue_bin)
+    calls = _calls(tmp_path)
+    assert [c for c in calls if "--json" in c] == [] and len(calls) == 1
+    head2 = _head(again)
+    assert head2["squeue"] == {"exit": 0, "same": digest, "stderr": ""}
+    assert head2["order"] == head["order"] and head2["unexpanded"] == head["unexpanded"]
+    a, b = read_whole(first).answer(), read_whole(again).answer()
+    assert a is not None and b is not None and sorted(a["jobs"]) == sorted(b["jobs"]) == ids
+    for key in ids:
+        assert a["jobs"][key]["log"]["text"] == b["jobs"][key]["log"]["text"]
+
+
+def test_any_changed_field_prints_the_document_again(tmp_path: Path) -> None:
+    squeue_bin, _ids = world(tmp_path, 3)
+    digest = _head(_shipped(_request(tmp_path, squeue_bin, ""), squeue_bin))["squeue"]["digest"]
+    changes = [
+        lambda jobs: jobs[0].update(state_reason="Prolog"),
+        lambda jobs: jobs[1].update(comment="requeued by hand"),
+        lambda jobs: jobs[2].update(restart_cnt=1),
+        lambda jobs: jobs.append(dict(jobs[0], job_id=7999, name="new")),
+        lambda jobs: jobs.pop(0),
+    ]
+    seen = {digest}
+    for change in changes:
+        _set_document(tmp_path, change)
+        _calls(tmp_path)
+        head = _head(_shipped(_request(tmp_path, squeue_bin, digest), squeue_bin))
+        assert "same" not in head["squeue"] and "json" in head["squeue"]
+        assert [c for c in _calls(tmp_path) if "--json" in c] != []
+        assert head["squeue"]["digest"] not in seen
+        seen.add(head["squeue"]["digest"])
+        digest = head["squeue"]["digest"]
+
+
+def test_a_listing_its_document_contradicts_hands_out_no_digest(tmp_path: Path) -> None:
+    """A listing that gives a job another log path than the document (a SLURM printing a
+    field otherwise): the document is printed and no digest given, so none is ever reused."""
+    squeue_bin, ids = world(tmp_path, 2)
+    logs = tmp_path / "logs"
+    rows = ""
+    for n, key in enumerate(ids):
+        fields = dict.fromkeys(SIGNATURE_FIELDS, "")
+        fields.update(JobID=key, ArrayJobID=key, ArrayTaskID="N/A", UserName=USER,
+                      State="RUNNING", WorkDir=str(tmp_path), Name=f"sft-{n}",
+                      STDOUT=str(logs / ("decoy.out" if n == 0 else f"train_{key}.out")))
+        rows += "".join(fields[f] + "{D}" for f in SIGNATURE_FIELDS) + "\n"
+    (tmp_path / "squeue" / "squeue.listing").write_text(rows)
+    head = _head(_shipped(_request(tmp_path, squeue_bin, ""), squeue_bin))
+    assert "json" in head["squeue"] and "digest" not in head["squeue"]
+
+
+def test_a_document_carrying_elapsed_time_hands_out_no_digest(tmp_path: Path) -> None:
+    """A document whose job objects carry a sacct-shaped ``time`` block with ``elapsed``: a
+    reused copy would show a running job's elapsed time as of when it was printed (the
+    record prefers it to now - start), so no digest is given and it is printed every time."""
+    squeue_bin, _ids = world(tmp_path, 2)
+    _set_document(tmp_path, lambda jobs: jobs[1].update(time={"elapsed": 120}))
+    head = _head(_shipped(_request(tmp_path, squeue_bin, ""), squeue_bin))
+    assert "json" in head["squeue"] and "digest" not in head["squeue"]
+    _set_document(tmp_path, lambda jobs: jobs[1].pop("time"))
+    head = _head(_shipped(_request(tmp_path, squeue_bin, ""), squeue_bin))
+    assert "json" in head["squeue"] and head["squeue"]["digest"]
+
+
+def test_a_failed_listing_prints_the_document(tmp_path: Path) -> None:
+    squeue_bin, ids = world(tmp_path, 2)
+    (tmp_path / "squeue" / "squeue.listing").write_text("squeue: error: not now\n")
+    lines = _shipped(_request(tmp_path, squeue_bin, "ab" * 32), squeue_bin)
+    head = _head(lines)
+    assert "json" in head["squeue"] and "digest" not in head["squeue"]
+    got = read_whole(lines).answer()
+    assert got is not None and sorted(got["jobs"]) == ids
+
+
+def test_both_sweeps_run_under_python37(tmp_path: Path) -> None:
+    """The signed prologue and the collector it runs are the script a login node with
+    Python 3.7 runs: the first sweep prints the document with a digest, the second none."""
+    squeue_bin, ids = world(tmp_path, 2)
+    assert PY37.exists(), "pyenv 3.7.16 is part of this machine's toolchain"
+    env = {**os.environ, "PATH": f"{squeue_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def shipped(reuse: str) -> str:
+        script = build_collector_script(_request(tmp_path, squeue_bin, reuse))
+        return subprocess.run([str(PY37), "-"], input=script, env=env, capture_output=True,
+                              text=True, check=True, timeout=60).stdout
+
+    first = _head(shipped(""))["squeue"]
+    assert "json" in first and first["digest"]
+    again = shipped(first["digest"])
+    assert _head(again)["squeue"] == {"exit": 0, "same": first["digest"], "stderr": ""}
+    answer = read_whole(again).answer()
+    assert answer is not None and sorted(answer["jobs"]) == ids
+
+
+# -- the probe -------------------------------------------------------------------------------
+
+
+class _Tapped:
+    """The stand-in collector as a kept-connection runner, noting each answer's head."""
+
+    def __init__(self, squeue_bin: Path) -> None:
+        self.collector = Collector(squeue_bin)
+        self.heads: list[dict[str, Any]] = []
+        self.commands: list[list[str]] = []
+        self._bin = squeue_bin
+
+    def factory(self, cluster: Any, **_: Any) -> Runner:
+        collector, heads, commands = self.collector, self.heads, self.commands
+        path = f"PATH={self._bin}{os.pathsep}{os.environ.get('PATH', '')}"
+
+        class Runner_:
+            target, login_user = collector.target, collector.login_user
+            commands_sent = 0
+
+            async def run(self, argv: Any, **kw: Any) -> Any:
+                commands.append(list(argv))
+                if list(argv[:1]) == ["squeue"]:  # the stand-in's, on its own (two-step)
+                    return await collector.run(["env", path, *argv], **kw)
+                return await collector.run(argv, **kw)
+
+            async def run_streaming(self, argv: Any, *, stdin: str | None,
+                                    on_chunk: Any) -> Any:
+                pending = bytearray()
+
+                def tap(chunk: bytes) -> None:
+                    pending.extend(chunk)
+                    *rows, rest = bytes(pending).split(b"\n")
+                    pending[:] = rest
+                    heads.extend(json.loads(row) for row in rows
+                                 if row.startswith(b'{"squeue"'))
+                    on_chunk(chunk)
+                return await collector.run_streaming(argv, stdin=stdin, on_chunk=tap)
+
+            async def aclose(self) -> None:
+                return None
+
+        return Runner_()  # type: ignore[return-value]
+
+
+def _records(facts: Any) -> list[Any]:
+    return sorted((j.record for j in facts.jobs), key=lambda r: r.job_id)
+
+
+async def test_a_reused_document_gives_the_records_a_printed_one_gives(tmp_path: Path) -> None:
+    squeue_bin, ids = world(tmp_path, 3)
+    tap = _Tapped(squeue_bin)
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
+                       keep_connection=True)
+    fresh = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory)
+    try:
+        first, states = await probe.collect_since({})
+        again, _ = await probe.collect_since(states)
+        printed, _ = await fresh.collect_since(states)
+        assert first.status == again.status == "ok"
+        assert "json" in tap.heads[0]["squeue"] and tap.heads[1]["squeue"].get("same")
+        assert "json" in tap.heads[2]["squeue"] and "digest" not in tap.heads[2]["squeue"]
+        assert _records(again) == _records(printed) == _records(first)
+        assert [r.job_id for r in _records(again)] == sorted(ids)
+
+        _set_document(tmp_path, lambda jobs: jobs[0].update(name="renamed"))
+        changed, _ = await probe.collect_since(states)
+        assert "json" in tap.heads[3]["squeue"]
+        assert {r.job_id: r.name for r in _records(changed)}[ids[0]] == "renamed"
+    finally:
+        await probe.aclose()
+        await fresh.aclose()
+
+
+def test_an_unchanged_answer_for_a_document_not_held_is_refused() -> None:
+    held = HeldQueue("a" * 64, (USER,), 0.0, {"jobs": [], "meta": {}})
+    head: dict[str, Any] = {"squeue": {"exit": 0, "same": "b" * 64, "stderr": ""}}
+    restore_held(head, held)
+    assert "json" not in head["squeue"]  # the probe then reads the queue anew
+    restore_held(head, None)
+    assert "json" not in head["squeue"]
+    head["squeue"]["same"] = "a" * 64
+    restore_held(head, held)
+    assert head["squeue"]["json"] is held.document
+
+
+async def test_an_unchanged_answer_without_the_document_reads_the_queue_anew(
+        tmp_path: Path) -> None:
+    """A collector saying ``same`` for a digest this probe does not hold (a forged or stale
+    answer): the sweep takes the two-step path, squeue printed on its own."""
+    squeue_bin, ids = world(tmp_path, 2)
+    tap = _Tapped(squeue_bin)
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
+                       keep_connection=True)
+    try:
+        first, states = await probe.collect_since({})
+        assert probe._held is not None
+        probe._held = HeldQueue("c" * 64, probe._held.users, probe._held.since,
+                                {"jobs": [], "meta": probe._held.document.get("meta", {})})
+        original = probe._queue_request
+
+        def forged(*args: Any) -> dict[str, Any]:
+            request = original(*args)
+            request["squeue"]["reuse"] = tap.heads[0]["squeue"]["digest"]
+            return request
+
+        probe._queue_request = forged  # type: ignore[method-assign]
+        again, _ = await probe.collect_since(states)
+        assert tap.heads[-1]["squeue"].get("same")  # the collector said so...
+        assert ["squeue", "--json"] in tap.commands  # ...and the queue was read anew
+        assert _records(again) == _records(first)
+        assert [r.job_id for r in _records(again)] == sorted(ids)
+    finally:
+        await probe.aclose()
+
+
+# -- the real SLURM ----------------------------------------------------------------------------
+
+
+def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv) -> None:
+    """On SLURM 22.05 over SSH: the listing agrees with the document (a digest is handed
+    out), a second sweep of a quiet queue prints none, and a job submitted between sweeps
+    prints it again with that job in it."""
+    cluster = slurm_env.cluster(users=(slurm_env.user,), recent_hours=1.0)
+    tag = secrets.token_hex(3)
+
+    async def sweep(probe: SlurmProbe) -> dict[str, Any]:
+        runner = SshRunner(cluster)
+        try:
+            reader = AnswerReader()
+            request = probe._queue_request(datetime.now(UTC), [slurm_env.user], None, False)
+            await stream_answer(runner, build_collector_script(request), reader)
+            assert reader.head is not None and reader.ended
+            out = reader.head["squeue"]
+            probe._hold(request["squeue"], out)
+            return out
+        finally:
+            await runner.aclose()
+
+    async def main() -> None:
+        probe = SlurmProbe(cluster, keep_connection=True)
+        submitted: list[str] = []
+        runner = SshRunner(cluster)
+        try:
+            quiet = None
+            for _ in range(20):  # until two sweeps in a row see the same queue (bounded)
+                first = await sweep(probe)
+                assert "json" in first and first.get("digest")
+                second = await sweep(probe)
+                if second.get("same") == first["digest"]:
+                    quiet = second
+                    break
+                await asyncio.sleep(0.5)
+            assert quiet is not None and "json" not in quiet
+            out = await runner.run(["sbatch", "--parsable", "-J", f"reuse-{tag}", "--hold",
+                                    "--wrap", "true"])
+            submitted.append(out.stdout.strip().split(";")[0])
+            third = await sweep(probe)
+            assert "json" in third and "same" not in third
+            assert submitted[0] in {str(j.get("job_id")) for j in third["json"]["jobs"]}
+        finally:
+            if submitted:
+                await runner.run(["scancel", *submitted], check=False)
+            await runner.aclose()
+
+    asyncio.run(main())
