@@ -101,3 +101,25 @@ async def test_an_oversized_state_is_not_written(store: RedisStore) -> None:
     huge = log_state("/a").model_copy(update={"recent": "x" * MAX_STATE_BYTES})
     await store.save_log_states("alpha", {"1": huge, "2": log_state("/b")})
     assert await store.load_log_states("alpha") == {"2": log_state("/b")}
+
+
+async def test_states_are_encoded_off_the_event_loop(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Encoding (~0.1 ms a state, tens of ms a warm sweep) runs in a worker thread, so the
+    merge beside the save and Slack acks are not held up by it; what is stored is the same."""
+    import threading
+
+    import bot.store
+
+    threads: set[int] = set()
+    encode = bot.store.encode_state
+
+    def noted(state: LogState) -> str | None:
+        threads.add(threading.get_ident())
+        return encode(state)
+
+    monkeypatch.setattr(bot.store, "encode_state", noted)
+    states = {str(n): log_state(f"/logs/{n}.out") for n in range(3)}
+    await store.save_log_states("alpha", states)
+    assert threads and threading.get_ident() not in threads
+    assert await store.load_log_states("alpha") == states

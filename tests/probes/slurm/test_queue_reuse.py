@@ -210,6 +210,28 @@ def test_a_failed_listing_prints_the_document(tmp_path: Path) -> None:
     assert got is not None and sorted(got["jobs"]) == ids
 
 
+def test_a_hung_listing_is_killed_at_its_timeout_and_the_document_printed(
+        tmp_path: Path) -> None:
+    """A listing that never answers (a slurmctld stuck for it alone): the prologue, which
+    compiles the collector while the listing runs, kills it at the listing's timeout (a tenth
+    of the request's deadline) and the sweep prints the document, with no digest."""
+    squeue_bin, ids = world(tmp_path, 2)
+    hung = tmp_path / "hung"
+    hung.mkdir()
+    (hung / "squeue").write_text(
+        "#!/bin/sh\ncase \"$*\" in *' -O '*) exec sleep 60;; esac\n"
+        f"exec {squeue_bin / 'squeue'} \"$@\"\n")
+    (hung / "squeue").chmod(0o755)
+    request = {**_request(tmp_path, squeue_bin, "ab" * 32), "deadline_s": 5}
+    env = {**os.environ, "PATH": f"{hung}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run = subprocess.run(["python3", "-"], input=build_collector_script(request), env=env,
+                         capture_output=True, text=True, check=True, timeout=30)
+    head = _head(run.stdout)
+    assert "json" in head["squeue"] and "digest" not in head["squeue"]
+    answer = read_whole(run.stdout).answer()
+    assert answer is not None and sorted(answer["jobs"]) == ids
+
+
 def test_both_sweeps_run_under_python37(tmp_path: Path) -> None:
     """The signed prologue and the collector it runs are the script a login node with
     Python 3.7 runs: the first sweep prints the document with a digest, the second none."""
