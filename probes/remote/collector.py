@@ -449,8 +449,9 @@ def _first_specs(specs: List[Json]) -> List[Json]:  # noqa: UP006
 
 
 EARLY_LISTING: Any = globals().get("EARLY_LISTING")
-"""The signature listing a streamed sweep's prologue ran before this module was compiled
-(``probes.remote.script``): ``(argv, exit status, stdout, stderr)``, or None. Taken by the
+"""The signature listing a streamed sweep's prologue ran before this module was run
+(``probes.remote.script``): ``(argv, exit status, stdout, stderr, rows, digest)`` (rows and
+digest None unless its rows read whole), or None. Taken by the
 first ``signature_listing`` of that very argv."""
 
 
@@ -473,12 +474,13 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
     delim = str(request["squeue"].get("delim") or "|" + os.urandom(8).hex() + "|")
     argv = signature_argv(users, delim)
     early, EARLY_LISTING = EARLY_LISTING, None
-    if early is not None and list(early[0]) == argv:
-        status, out = early[1], early[2]
+    if early is not None and list(early[0]) == argv:  # rows and digest read there already
+        rows, digest = early[4], early[5]
     else:
         status, out, _ = run_argv(argv, listing_timeout(request))
-    rows = signature_rows(out, delim, len(SIGNATURE_FIELDS)) if status == 0 else None
-    if rows is None:
+        rows = signature_rows(out, delim, len(SIGNATURE_FIELDS)) if status == 0 else None
+        digest = rows_digest(rows) if rows is not None else None
+    if rows is None or digest is None:
         return None  # failed, or rows out of step or cut short: no signature from it
     jobs = []
     for row in rows:
@@ -490,7 +492,7 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
                      "current_working_directory": job["WorkDir"],
                      "standard_output": job["STDOUT"], "job_state": job["State"],
                      "end_time": slurm_number(job["EndTime"])})
-    return jobs, rows_digest(rows)
+    return jobs, digest
 
 
 class Listed:
