@@ -125,6 +125,43 @@ class Capture:
     collected: Mapping[str, Any]
 
 
+class ListingBackoff:
+    """Whether a bot's sweep runs the signature listing first (``squeue.reuse``): always,
+    until that fails to spare the document twice in a row; then only every 2nd, 4th, then
+    8th sweep, until one spares it again.
+
+    A listing-first sweep that prints the document all the same (the queue changed since
+    the held one, or the listing gave no digest to hold) paid for the listing's own run
+    before ``squeue --json`` started: tens of milliseconds against the hundreds the document
+    costs. On a queue that changes between every two sweeps (a busy lab swept every 30
+    minutes) that would be paid every sweep; backing off pays it on one sweep in eight at
+    most, and a quiet queue is found again within eight sweeps. Sweeps in between take the
+    path without the listing first, which leaves the held document as it was (still valid
+    for its own digest)."""
+
+    CAP = 8
+
+    def __init__(self) -> None:
+        self.misses = 0
+        """Listing-first sweeps in a row that printed the document all the same."""
+        self.skip = 0
+        """Sweeps still to run without the listing first."""
+
+    def wanted(self) -> bool:
+        """This sweep runs the listing first (counts a skipped sweep)."""
+        if self.skip > 0:
+            self.skip -= 1
+            return False
+        return True
+
+    def spared(self) -> None:
+        self.misses = self.skip = 0
+
+    def printed(self) -> None:
+        self.misses += 1
+        self.skip = min(2 ** (self.misses - 1), self.CAP) - 1
+
+
 def restore_held(head: dict[str, Any], held: HeldQueue | None) -> None:
     """A collector head saying the queue is ``same`` as the held document's (its digest):
     that document is put in the head as if squeue had printed it (``squeue.json``). A
@@ -154,6 +191,7 @@ class SlurmProbe:
         (``/job``) borrow and leave open (``probes.slurm.transport``); a cancel and a
         capture connect anew."""
         self._holds_queue = keep_connection
+        self._backoff = ListingBackoff()
         self._held: HeldQueue | None = None
         """With ``keep_connection``, the document of the last sweep (:class:`HeldQueue`): a
         sweep of an unchanged queue reuses it instead of printing ``squeue --json`` again."""
@@ -378,7 +416,7 @@ class SlurmProbe:
         """The one-trip collector request: squeue runs inside it, the roots filled there."""
         wanted: dict[str, Any] = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
         since = self._cutoff(now).timestamp()
-        if self._holds_queue and not verbatim:
+        if self._holds_queue and not verbatim and self._backoff.wanted():
             held = self._held
             fits = (held is not None and held.users == tuple(sorted(users))
                     and held.since <= since)
@@ -461,8 +499,14 @@ class SlurmProbe:
         return await runner.run(list(argv), check=False), None, None
 
     def _hold(self, queue: Mapping[str, Any], out: Mapping[str, Any]) -> None:
-        """Keep a document printed with its listing's digest (a long-lived probe only)."""
+        """Keep a document printed with its listing's digest (a long-lived probe only), and
+        tell the backoff whether a listing-first sweep spared the document."""
         document, digest = out.get("json"), out.get("digest")
+        if "reuse" in queue:
+            if "same" in out:
+                self._backoff.spared()
+            elif queue["reuse"] or not (isinstance(digest, str) and digest):
+                self._backoff.printed()  # a held digest missed, or none to hold
         if self._holds_queue and "reuse" in queue and isinstance(digest, str) and digest \
                 and isinstance(document, dict) and not document.get("errors") \
                 and "same" not in out:

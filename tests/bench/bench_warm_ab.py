@@ -1,14 +1,16 @@
 """Interleaved A/B of the bot's warm sweeps of two trees on the same jobs (not a test).
 
     flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm_ab.py \\
-        TREE_A TREE_B [--rounds 6]
+        TREE_A TREE_B [--rounds 6] [--churn]
 
 Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
 one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
 (its own cursors and states, kept in memory as the bot keeps them) and sweeps on request.
 After a cold sweep by each, every round appends 3 steps to every log, measures the floor
 (``bench_slurm.floor_once``) and has both trees sweep in turn (A B, then B A), then does the
-same with nothing appended. Prints each round's walls and ratios to that round's floor, then
+same with nothing appended (with ``--churn``, one held job is submitted before each sweep
+pair, so the queue changed since every sweep: a bot holding its last ``squeue --json``
+document must print it again). Prints each round's walls and ratios to that round's floor, then
 per tree the median ratio and median phases (``bench_warm.Phases``). Every job is cancelled
 at the end (only those ids) and the scratch directory removed.
 """
@@ -94,10 +96,10 @@ class Worker:
         self.process.wait()
 
 
-async def compare(trees: list[str], rounds: int) -> None:
+async def compare(trees: list[str], rounds: int, churn: bool = False) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
-    from tests.bench.bench_slurm import ENV, clean_up, floor_once, wait_started
+    from tests.bench.bench_slurm import ENV, clean_up, floor_once, ssh, wait_started
 
     tag = secrets.token_hex(3)
     run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/bench-warm-ab-{tag}"
@@ -117,6 +119,10 @@ async def compare(trees: list[str], rounds: int) -> None:
                 if kind == "+3 steps":
                     await bw.append_all(run_dir, bw.hf_steps(step, 3, 400))
                     step += 3
+                if churn:  # one more job in the queue: every tree's held document is stale
+                    out = await ssh(["sbatch", "--parsable", "--hold", "-J", f"churn-{tag}",
+                                     "-o", "/dev/null", "--wrap", "true"])
+                    ids.append(out.strip().split(";")[0])
                 t0 = time.perf_counter()
                 await floor_once(paths)
                 floor = time.perf_counter() - t0
@@ -149,8 +155,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs=2)
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--churn", action="store_true",
+                        help="submit one held job before each sweep pair (a queue that changes "
+                             "every sweep: no held squeue document can be reused)")
     args = parser.parse_args()
-    asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds))
+    asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn))
 
 
 if __name__ == "__main__":

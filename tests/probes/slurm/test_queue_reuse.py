@@ -31,7 +31,7 @@ from probes.remote.listing import (
 )
 from probes.remote.script import build_collector_script
 from probes.slurm.answer import AnswerReader, read_whole, stream_answer
-from probes.slurm.probe import HeldQueue, SlurmProbe, restore_held
+from probes.slurm.probe import HeldQueue, ListingBackoff, SlurmProbe, restore_held
 from probes.slurm.transport import Runner, SshRunner
 from tests.probes.remote.test_resume import PY37
 from tests.probes.slurm.conftest import SlurmEnv
@@ -418,3 +418,52 @@ def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv)
             await runner.aclose()
 
     asyncio.run(main())
+
+
+# -- backing off on a queue that changes every sweep -------------------------------------------
+
+
+def test_the_backoff_spaces_listing_first_sweeps_and_a_spared_one_resets_it() -> None:
+    backoff = ListingBackoff()
+    pattern = ""
+    for _ in range(24):
+        wanted = backoff.wanted()
+        pattern += "L" if wanted else "."
+        if wanted:
+            backoff.printed()
+    # after two misses in a row: every 2nd, 4th, then 8th sweep at most
+    assert pattern == "LL.L...L.......L.......L"
+    backoff.spared()
+    assert all(backoff.wanted() for _ in range(5))
+
+
+async def test_a_churning_queue_pays_for_the_listing_on_few_sweeps_and_a_quiet_one_is_found(
+        tmp_path: Path) -> None:
+    """A job submitted before every sweep: the listing-first sweeps (the stand-in's ``-t all``
+    calls) thin out to one in eight, every sweep still reads the queue as it is; once the
+    queue is quiet, a listing-first sweep comes within eight sweeps and the next spares the
+    document."""
+    squeue_bin, _ids = world(tmp_path, 2)
+    tap = _Tapped(squeue_bin)
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
+                       keep_connection=True)
+    try:
+        _, states = await probe.collect_since({})
+        _calls(tmp_path)
+        listed = ""
+        for n in range(16):
+            new = 8000 + n
+            _set_document(tmp_path, lambda jobs, new=new: jobs.append(
+                dict(jobs[0], job_id=new, name=f"new-{new}")))
+            facts, _ = await probe.collect_since(states)
+            listed += "L" if any(" -t all " in f" {c} " for c in _calls(tmp_path)) else "."
+            assert str(new) in {j.record.job_id for j in facts.jobs}  # never a stale queue
+            assert "same" not in tap.heads[-1]["squeue"]
+        assert listed == "LL.L...L.......L"
+        quiet = []
+        for _ in range(10):
+            await probe.collect_since(states)
+            quiet.append(tap.heads[-1]["squeue"].get("same") is not None)
+        assert any(quiet[:9]) and quiet[-1]
+    finally:
+        await probe.aclose()
