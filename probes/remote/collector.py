@@ -65,9 +65,9 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.listing import (
         SIGNATURE_FIELDS,
+        listing_digest,
         listing_rows,
         listing_timeout,
-        rows_digest,
         signature_argv,
         signature_rows,
     )
@@ -450,8 +450,8 @@ def _first_specs(specs: List[Json]) -> List[Json]:  # noqa: UP006
 
 EARLY_LISTING: Any = globals().get("EARLY_LISTING")
 """The signature listing a streamed sweep's prologue ran before this module was run
-(``probes.remote.script``): ``(argv, exit status, stdout, stderr, rows, digest)`` (rows and
-digest None unless its rows read whole), or None. Taken by the
+(``probes.remote.script``): ``(argv, exit status, stdout, stderr, digest)`` (the digest
+None unless its rows read whole), or None. Taken by the
 first ``signature_listing`` of that very argv."""
 
 
@@ -474,12 +474,12 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
     delim = str(request["squeue"].get("delim") or "|" + os.urandom(8).hex() + "|")
     argv = signature_argv(users, delim)
     early, EARLY_LISTING = EARLY_LISTING, None
-    if early is not None and list(early[0]) == argv:  # rows and digest read there already
-        rows, digest = early[4], early[5]
+    if early is not None and list(early[0]) == argv:  # its digest taken there already
+        status, out, digest = early[1], early[2], early[4]
     else:
         status, out, _ = run_argv(argv, listing_timeout(request))
-        rows = signature_rows(out, delim, len(SIGNATURE_FIELDS)) if status == 0 else None
-        digest = rows_digest(rows) if rows is not None else None
+        digest = listing_digest(out, delim, len(SIGNATURE_FIELDS)) if status == 0 else None
+    rows = signature_rows(out, delim, len(SIGNATURE_FIELDS)) if digest is not None else None
     if rows is None or digest is None:
         return None  # failed, or rows out of step or cut short: no signature from it
     jobs = []

@@ -4,15 +4,14 @@ Policy: STANDARD LIBRARY ONLY and Python 3.7+ (shipped with the collector, see
 ``probes.remote.script``). A listing prints each field followed by a delimiter holding a
 nonce, so it is read by counting fields, never by splitting lines: a job name may hold
 anything but the nonce, newlines too. The signature listing's digest is computed by a
-streamed sweep's prologue before the collector is compiled (to decide whether squeue's
-``--json`` document is printed at all) and by the collector itself; both call
-:func:`signature_rows` and :func:`rows_digest`, so the two always agree.
+streamed sweep's prologue (to decide whether squeue's ``--json`` document is printed at all)
+or, without one, by the collector itself; both call :func:`listing_digest`, so the two
+always agree.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Dict, Iterator, List  # noqa: UP035 - Python 3.7
 
 SIGNATURE_FIELDS = (
@@ -59,12 +58,32 @@ def signature_rows(out: str, delim: str, width: int) -> List[List[str]] | None: 
     """Every row of a listing, or None unless the whole text reads as whole rows (every
     delimiter in a row, nothing after the last one but its newline)."""
     rows = list(listing_rows(out, delim, width))
-    if out.count(delim) != len(rows) * width or out[out.rfind(delim) + len(delim):].strip():
+    last = out.rfind(delim)
+    tail = out[last + len(delim):] if last >= 0 else out  # no delimiter: no row, no text
+    if out.count(delim) != len(rows) * width or tail.strip():
         return None
     return rows
 
 
-def rows_digest(rows: List[List[str]]) -> str:  # noqa: UP006
-    """A digest of the rows' fields, in a sorted order: squeue orders pending jobs by a
-    priority that grows with their age, which is no change to any job."""
-    return hashlib.sha256(json.dumps(sorted(rows)).encode("utf-8")).hexdigest()
+def listing_digest(out: str, delim: str, width: int) -> str | None:
+    """A digest of a listing's rows, in a sorted order (squeue orders pending jobs by a
+    priority that grows with their age, which is no change to any job), or None exactly when
+    :func:`signature_rows` reads none. Taken on the text, each row's fields joined by NUL
+    (squeue prints C strings: no field holds one), before any field is read: it decides
+    whether squeue's document is printed at all, so it is on the sweep's path."""
+    if "\0" in out:
+        return None
+    tokens = out.split(delim)
+    count = len(tokens) - 1
+    if count % width or tokens[-1].strip():
+        return None  # a row cut short, or something after the last row
+    rows = []
+    for at in range(0, count, width):
+        first = tokens[at]
+        if at:
+            if first[:1] != "\n":
+                return None  # out of step
+            first = first[1:]
+        rows.append(first + "\0" + "\0".join(tokens[at + 1:at + width]))
+    rows.sort()
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()

@@ -101,11 +101,10 @@ if _RUN is not None:
         _RUN.kill()
         _RUN.communicate()
         EARLY_LISTING = (_LISTING, 124, "", "")
-_ROWS = (signature_rows(EARLY_LISTING[2], {delim!r}, {width!r})
-         if EARLY_LISTING[1] == 0 else None)
-EARLY_LISTING += (_ROWS, rows_digest(_ROWS) if _ROWS is not None else None)
+EARLY_LISTING += (listing_digest(EARLY_LISTING[2], {delim!r}, {width!r})
+                  if EARLY_LISTING[1] == 0 else None,)
 EARLY_SQUEUE = None
-if _ROWS is None or not {reuse!r} or EARLY_LISTING[5] != {reuse!r}:
+if not {reuse!r} or EARLY_LISTING[4] != {reuse!r}:
     try:
         EARLY_SQUEUE = subprocess.Popen({argv!r}, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)

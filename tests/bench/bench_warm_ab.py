@@ -1,7 +1,7 @@
 """Interleaved A/B of the bot's warm sweeps of two trees on the same jobs (not a test).
 
     flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm_ab.py \\
-        TREE_A TREE_B [--rounds 6] [--churn]
+        TREE_A TREE_B [--rounds 6] [--churn] [--crowd N]
 
 Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
 one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
@@ -10,9 +10,11 @@ After a cold sweep by each, every round appends 3 steps to every log, measures t
 (``bench_slurm.floor_once``) and has both trees sweep in turn (A B, then B A), then does the
 same with nothing appended (with ``--churn``, one held job is submitted before each sweep
 pair, so the queue changed since every sweep: a bot holding its last ``squeue --json``
-document must print it again). Prints each round's walls and ratios to that round's floor, then
-per tree the median ratio and median phases (``bench_warm.Phases``). Every job is cancelled
-at the end (only those ids) and the scratch directory removed.
+document must print it again; with ``--crowd N``, N held jobs of another user are submitted
+first: a lab's queue, which ``squeue --json`` prints whole and the users' listing leaves
+out; they are cancelled at the end too). Prints each round's walls and ratios to that
+round's floor, then per tree the median ratio and median phases (``bench_warm.Phases``).
+Every job is cancelled at the end (only those ids) and the scratch directory removed.
 """
 
 from __future__ import annotations
@@ -96,7 +98,18 @@ class Worker:
         self.process.wait()
 
 
-async def compare(trees: list[str], rounds: int, churn: bool = False) -> None:
+def crowd(tag: str, count: int) -> list[str]:
+    """``count`` held jobs of this machine's own user (not the bench's): other people's jobs,
+    which ``squeue --json`` prints and the bench user's listing does not."""
+    out = subprocess.run(
+        ["bash", "-c", f"for i in $(seq {count}); do sbatch --parsable --hold -J crowd-{tag} "
+         "-o /dev/null --wrap true || exit 1; done"],
+        capture_output=True, text=True, check=True).stdout
+    return [line.split(";")[0] for line in out.split()]
+
+
+async def compare(trees: list[str], rounds: int, churn: bool = False,
+                  crowded: int = 0) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
     from tests.bench.bench_slurm import ENV, clean_up, floor_once, ssh, wait_started
@@ -104,8 +117,11 @@ async def compare(trees: list[str], rounds: int, churn: bool = False) -> None:
     tag = secrets.token_hex(3)
     run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/bench-warm-ab-{tag}"
     ids: list[str] = []
+    others: list[str] = []
     loop = asyncio.get_running_loop()
     try:
+        if crowded:
+            others = await loop.run_in_executor(None, crowd, tag, crowded)
         ids = await submit(run_dir, tag, 500, 200)
         await wait_started(ids)
         paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
@@ -144,6 +160,9 @@ async def compare(trees: list[str], rounds: int, churn: bool = False) -> None:
                   f"floor (min {min(r[0] for r in runs):.2f}x); medians: {phases}")
     finally:
         await clean_up(ids, run_dir)
+        for start in range(0, len(others), 500):
+            await loop.run_in_executor(None, lambda part=others[start:start + 500]:
+                                       subprocess.run(["scancel", *part], check=False))
 
 
 def main() -> None:
@@ -158,8 +177,12 @@ def main() -> None:
     parser.add_argument("--churn", action="store_true",
                         help="submit one held job before each sweep pair (a queue that changes "
                              "every sweep: no held squeue document can be reused)")
+    parser.add_argument("--crowd", type=int, default=0, metavar="N",
+                        help="first submit N held jobs as this machine's user: other people's "
+                             "jobs in the queue, which squeue --json prints in full")
     args = parser.parse_args()
-    asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn))
+    asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn,
+                        args.crowd))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from probes.remote.listing import (
     SIGNATURE_FIELDS,
-    rows_digest,
+    listing_digest,
     signature_argv,
     signature_rows,
 )
@@ -96,23 +96,49 @@ def test_rows_cut_short_or_out_of_step_give_no_signature() -> None:
     assert signature_rows(whole + "trailing", DELIM, width) is None
     assert signature_rows(whole.replace("\n" + "2", "2", 1), DELIM, width) is None
     assert signature_rows("squeue: error: slurmctld down\n", DELIM, width) is None
+    assert signature_rows("1\n", DELIM, width) is None  # shorter than the delimiter
     assert signature_rows("", DELIM, width) == []  # no jobs at all is a signature too
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 10**6), st.text(max_size=8)), min_size=1, max_size=6,
-                unique_by=lambda t: t[0]),
+@given(st.lists(st.tuples(st.integers(1, 10**6),
+                          st.text(st.characters(blacklist_characters="\0"), max_size=8)),
+                min_size=1, max_size=6, unique_by=lambda t: t[0]),
        st.randoms())
 def test_the_digest_is_of_the_rows_in_any_order_and_of_every_field(
         jobs: list[tuple[int, str]], rnd: Any) -> None:
+    """Taken on the text: rows in any order give one digest, any field changed another; a
+    listing whose rows read whole has one exactly when ``signature_rows`` reads them (names
+    holding newlines, pipes, anything but the nonce)."""
+    width = len(SIGNATURE_FIELDS)
     rows = [_values(job, name) for job, name in jobs]
+    text = "".join(_row(r) for r in rows)
+    digest = listing_digest(text, DELIM, width)
+    assert digest is not None and signature_rows(text, DELIM, width) is not None
     shuffled = rows[:]
     rnd.shuffle(shuffled)
-    assert rows_digest(shuffled) == rows_digest(rows)
-    at, field = rnd.randrange(len(rows)), rnd.randrange(len(SIGNATURE_FIELDS))
+    assert listing_digest("".join(_row(r) for r in shuffled), DELIM, width) == digest
+    at, field = rnd.randrange(len(rows)), rnd.randrange(width)
     changed = [r[:] for r in rows]
     changed[at][field] += "'"
-    assert rows_digest(changed) != rows_digest(rows)
+    assert listing_digest("".join(_row(r) for r in changed), DELIM, width) != digest
+    cut = text[:rnd.randrange(len(text))]
+    assert (listing_digest(cut, DELIM, width) is None) == (signature_rows(cut, DELIM, width)
+                                                           is None)
+
+
+def test_a_listing_cut_short_or_out_of_step_has_no_digest() -> None:
+    width = len(SIGNATURE_FIELDS)
+    whole = _row(_values(1)) + _row(_values(2))
+    assert listing_digest(whole, DELIM, width) is not None
+    assert listing_digest(whole[:-30], DELIM, width) is None
+    assert listing_digest(whole + "trailing", DELIM, width) is None
+    assert listing_digest(whole.replace("\n" + "2", "2", 1), DELIM, width) is None
+    assert listing_digest("squeue: error: slurmctld down\n", DELIM, width) is None
+    # squeue prints C strings: a NUL is no listing of its (the digest's own separator)
+    assert listing_digest(_row(_values(1, "a\0b")), DELIM, width) is None
+    assert listing_digest("", DELIM, width) == listing_digest("\n", DELIM, width)
+    assert listing_digest("", DELIM, width) != listing_digest(whole, DELIM, width)
 
 
 def test_the_argv_is_every_state_of_the_users_with_epoch_times() -> None:
