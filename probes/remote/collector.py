@@ -65,6 +65,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.listing import (
         SIGNATURE_FIELDS,
+        estimated,
         listing_digest,
         listing_rows,
         listing_timeout,
@@ -485,7 +486,8 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
     jobs = []
     for row in rows:
         job = dict(zip(SIGNATURE_FIELDS, row))  # noqa: B905 - Python 3.7 (rows are whole)
-        jobs.append({"job_id": slurm_number(job["JobID"]),
+        jobs.append({"estimated": estimated(row), "start_time": slurm_number(job["StartTime"]),
+                     "job_id": slurm_number(job["JobID"]),
                      "array_job_id": slurm_number(job["ArrayJobID"]) or 0,
                      "array_task_id": slurm_number(job["ArrayTaskID"]),
                      "user_name": job["UserName"], "name": job["Name"],
@@ -510,6 +512,11 @@ class Listed:
         self.specs: List[Json] = running[0] + other[0]  # noqa: UP006
         self.unexpanded: List[str] = running[1] + other[1]  # noqa: UP006
         self.running: List[Json] = _first_specs(running[0])  # noqa: UP006
+        self.estimates: Dict[str, List[Any]] = {  # noqa: UP006
+            str(j["job_id"]): [_estimate(j.get("start_time")), _estimate(j.get("end_time"))]
+            for j in jobs if j["estimated"] and job_user(j) in users}
+        """Each estimated row's (``listing.estimated``) start and end times, epoch seconds or
+        None: sent with ``same``, for the probe to set in the document it holds."""
 
 
 def _listed(request: Json) -> Listed | None:
@@ -525,8 +532,15 @@ def _listed(request: Json) -> Listed | None:
 def _listed_head(request: Json, listed: Listed) -> Tuple[Json, List[Json]]:  # noqa: UP006
     """``_queue_head``'s ``(head, specs)`` for a queue unchanged since the document the bot
     holds: the specs built from the signature listing (which agreed with that document)."""
-    return {"squeue": {"exit": 0, "same": listed.digest, "stderr": ""},
+    return {"squeue": {"exit": 0, "same": listed.digest, "stderr": "",
+                       "estimates": listed.estimates},
             "unexpanded": listed.unexpanded}, listed.specs
+
+
+def _estimate(raw: Any) -> int | None:
+    """An estimated time as epoch seconds; None where SLURM has none (0, unset, N/A)."""
+    value = slurm_number(raw)
+    return value if value is not None and value > 0 else None
 
 
 def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  # noqa: UP006
@@ -534,8 +548,8 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
     """The listing's digest if the listing reads as its document does: the same jobs of the
     users (ids, and the end time of each that ended: what ``ended_before`` reads), and the
     same specs and unexpanded jobs built from either (the document's are ``specs`` and
-    ``unexpanded``). Otherwise None: on a SLURM that prints a field of the listing otherwise
-    than its document, the document is always printed. Nor is a digest handed out for a
+    ``unexpanded``), and the same estimated times. Otherwise None: on a SLURM that prints a
+    field of the listing otherwise than its document, the document is always printed. Nor is a digest handed out for a
     document that carries a job's elapsed time itself (a sacct-shaped ``time`` block): a
     document reused later would give that job the elapsed time of when it was printed."""
     users = set(map(str, request["squeue"]["users"]))
@@ -554,6 +568,13 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
         return count
 
     if sorted(listed.unexpanded) != sorted(unexpanded) or ends(listed.jobs) != ends(document_jobs):
+        return None
+    # Estimated times are left out of the digest and sent with each reuse: the listing's
+    # must be the document's, job by job (a job whose estimate moved in between: no digest).
+    theirs_est = {str(slurm_number(j.get("job_id"))): [_estimate(j.get("start_time")),
+                                                     _estimate(j.get("end_time"))]
+                  for j in document_jobs if str(slurm_number(j.get("job_id"))) in listed.estimates}
+    if theirs_est != listed.estimates:
         return None
     mine = {str(x["id"]): x for x in listed.specs}
     theirs = {str(x["id"]): x for x in specs}

@@ -65,12 +65,26 @@ def signature_rows(out: str, delim: str, width: int) -> List[List[str]] | None: 
     return rows
 
 
+_STATE, _START, _END = (SIGNATURE_FIELDS.index(f) for f in ("State", "StartTime", "EndTime"))
+
+
+def estimated(fields: List[str]) -> bool:  # noqa: UP006
+    """A signature row whose start and end times are SLURM's estimate, left out of the
+    digest: a pending job with a job id of its own (not an unsplit array's ``123_[1-9]``).
+    The backfill scheduler rewrites such estimates every few seconds, so a queue that holds
+    pending jobs would never read as unchanged; a bot's sweep that reuses its document is
+    sent these rows' times instead (``collector.estimates``)."""
+    return fields[_STATE].strip() == "PENDING" and fields[0].strip().isdigit()
+
+
 def listing_digest(out: str, delim: str, width: int) -> str | None:
     """A digest of a listing's rows, in a sorted order (squeue orders pending jobs by a
     priority that grows with their age, which is no change to any job), or None exactly when
     :func:`signature_rows` reads none. Taken on the text, each row's fields joined by NUL
     (squeue prints C strings: no field holds one), before any field is read: it decides
-    whether squeue's document is printed at all, so it is on the sweep's path."""
+    whether squeue's document is printed at all, so it is on the sweep's path. A signature
+    listing's estimated rows (:func:`estimated`) count without their start and end times."""
+    blanks = width == len(SIGNATURE_FIELDS)
     if "\0" in out:
         return None
     tokens = out.split(delim)
@@ -84,6 +98,9 @@ def listing_digest(out: str, delim: str, width: int) -> str | None:
             if first[:1] != "\n":
                 return None  # out of step
             first = first[1:]
-        rows.append(first + "\0" + "\0".join(tokens[at + 1:at + width]))
+        fields = [first, *tokens[at + 1:at + width]]
+        if blanks and estimated(fields):
+            fields[_START] = fields[_END] = ""
+        rows.append("\0".join(fields))
     rows.sort()
     return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()

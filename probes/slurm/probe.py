@@ -169,7 +169,31 @@ def restore_held(head: dict[str, Any], held: HeldQueue | None) -> None:
     out = head.get("squeue")
     if isinstance(out, dict) and "same" in out and held is not None \
             and out["same"] == held.digest:
-        out["json"] = held.document
+        out["json"] = with_estimates(held.document, out.get("estimates"))
+
+
+def with_estimates(document: Mapping[str, Any], estimates: Any) -> Mapping[str, Any]:
+    """The held document with each pending job's estimated start and end times as the
+    collector's listing gives them now (``listing.estimated``: left out of the digest, as
+    the backfill scheduler rewrites them every few seconds); the held one is not changed.
+    Each time is written in the shape the document gives it (an int up to 22.05, a
+    ``{set, infinite, number}`` object from 23.02)."""
+    if not isinstance(estimates, dict) or not estimates:
+        return document
+    jobs = []
+    for job in document.get("jobs") or ():
+        times = estimates.get(str(job.get("job_id"))) if isinstance(job, dict) else None
+        if not (isinstance(times, list) and len(times) == 2):
+            jobs.append(job)
+            continue
+        moved = dict(job)
+        for key, value in zip(("start_time", "end_time"), times, strict=True):
+            number = value if isinstance(value, int) and not isinstance(value, bool) \
+                and value > 0 else None
+            moved[key] = ({"set": number is not None, "infinite": False, "number": number or 0}
+                          if isinstance(job.get(key), dict) else number or 0)
+        jobs.append(moved)
+    return {**document, "jobs": jobs}
 
 
 class SlurmProbe:

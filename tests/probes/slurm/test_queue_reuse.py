@@ -31,7 +31,13 @@ from probes.remote.listing import (
 )
 from probes.remote.script import build_collector_script
 from probes.slurm.answer import AnswerReader, read_whole, stream_answer
-from probes.slurm.probe import HeldQueue, ListingBackoff, SlurmProbe, restore_held
+from probes.slurm.probe import (
+    HeldQueue,
+    ListingBackoff,
+    SlurmProbe,
+    restore_held,
+    with_estimates,
+)
 from probes.slurm.transport import Runner, SshRunner
 from tests.probes.remote.test_resume import PY37
 from tests.probes.slurm.conftest import SlurmEnv
@@ -166,7 +172,7 @@ def test_an_unchanged_queue_prints_no_document(tmp_path: Path) -> None:
     calls = _calls(tmp_path)
     assert [c for c in calls if "--json" in c] == [] and len(calls) == 1
     head2 = _head(again)
-    assert head2["squeue"] == {"exit": 0, "same": digest, "stderr": ""}
+    assert head2["squeue"] == {"exit": 0, "same": digest, "stderr": "", "estimates": {}}
     assert head2["order"] == head["order"] and head2["unexpanded"] == head["unexpanded"]
     a, b = read_whole(first).answer(), read_whole(again).answer()
     assert a is not None and b is not None and sorted(a["jobs"]) == sorted(b["jobs"]) == ids
@@ -273,7 +279,8 @@ def test_both_sweeps_run_under_python37(tmp_path: Path) -> None:
     first = _head(shipped(""))["squeue"]
     assert "json" in first and first["digest"]
     again = shipped(first["digest"])
-    assert _head(again)["squeue"] == {"exit": 0, "same": first["digest"], "stderr": ""}
+    assert _head(again)["squeue"] == {"exit": 0, "same": first["digest"], "stderr": "",
+                                      "estimates": {}}
     answer = read_whole(again).answer()
     assert answer is not None and sorted(answer["jobs"]) == ids
 
@@ -350,6 +357,61 @@ async def test_a_reused_document_gives_the_records_a_printed_one_gives(tmp_path:
     finally:
         await probe.aclose()
         await fresh.aclose()
+
+
+def _pending(jobs: list[dict[str, Any]], job_id: int, start: Any) -> None:
+    jobs.append(dict(jobs[0], job_id=job_id, name=f"queued-{job_id}", job_state="PENDING",
+                     state_reason="Priority", start_time=start, end_time=0))
+
+
+async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
+        tmp_path: Path) -> None:
+    """The backfill scheduler rewrites a pending job's estimated start every few seconds:
+    that alone is no change to the queue (the document is not printed again), and the
+    reused document gives the estimate the listing gives now; any other field of the same
+    job still is a change."""
+    squeue_bin, _ids = world(tmp_path, 2)
+    soon = int(NOW.timestamp()) + 3600
+    _set_document(tmp_path, lambda jobs: _pending(jobs, 7900, soon))
+    tap = _Tapped(squeue_bin)
+    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
+                       keep_connection=True)
+
+    def queued(facts: Any) -> Any:
+        return next(r for r in _records(facts) if r.job_id == "7900")
+
+    try:
+        first, states = await probe.collect_since({})
+        assert queued(first).start_time is not None
+        assert int(queued(first).start_time.timestamp()) == soon
+        for start, shown in ((soon + 600, soon + 600), (0, None)):  # moved, then none
+            _set_document(tmp_path, lambda jobs, start=start: jobs[-1].update(start_time=start))
+            again, _ = await probe.collect_since(states)
+            assert tap.heads[-1]["squeue"].get("same")  # not printed again
+            got = queued(again).start_time
+            assert (int(got.timestamp()) if got else None) == shown
+        assert probe._held is not None  # the held document itself is as it was printed
+        held_job = next(j for j in probe._held.document["jobs"] if j["job_id"] == 7900)
+        assert held_job["start_time"] == soon
+        _set_document(tmp_path, lambda jobs: jobs[-1].update(state_reason="Resources"))
+        changed, _ = await probe.collect_since(states)
+        assert "json" in tap.heads[-1]["squeue"] and queued(changed).reason == "Resources"
+    finally:
+        await probe.aclose()
+
+
+def test_estimates_take_the_documents_own_shape() -> None:
+    old = {"jobs": [{"job_id": 5, "start_time": 100, "end_time": 200},
+                    {"job_id": 6, "start_time": {"set": True, "infinite": False, "number": 1},
+                     "end_time": {"set": True, "infinite": False, "number": 2}},
+                    {"job_id": 7, "start_time": 9}], "meta": {"v": 1}}
+    new = with_estimates(old, {"5": [150, None], "6": [None, 300], "8": [1, 1]})
+    assert new["jobs"][0] == {"job_id": 5, "start_time": 150, "end_time": 0}
+    assert new["jobs"][1]["start_time"] == {"set": False, "infinite": False, "number": 0}
+    assert new["jobs"][1]["end_time"] == {"set": True, "infinite": False, "number": 300}
+    assert new["jobs"][2] is old["jobs"][2] and new["meta"] == old["meta"]
+    assert old["jobs"][0]["start_time"] == 100  # the held document is not changed
+    assert with_estimates(old, None) is old
 
 
 def test_an_unchanged_answer_for_a_document_not_held_is_refused() -> None:
