@@ -549,9 +549,10 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
     users (ids, and the end time of each that ended: what ``ended_before`` reads), and the
     same specs and unexpanded jobs built from either (the document's are ``specs`` and
     ``unexpanded``), and the same estimated times. Otherwise None: on a SLURM that prints a
-    field of the listing otherwise than its document, the document is always printed. Nor is a digest handed out for a
-    document that carries a job's elapsed time itself (a sacct-shaped ``time`` block): a
-    document reused later would give that job the elapsed time of when it was printed."""
+    field of the listing otherwise than its document, the document is always printed. Nor is
+    a digest handed out for a document that carries a job's elapsed time itself (a
+    sacct-shaped ``time`` block): a document reused later would give that job the elapsed
+    time of when it was printed."""
     users = set(map(str, request["squeue"]["users"]))
     if any(isinstance(j.get("time"), dict) and "elapsed" in j["time"] for j in document_jobs):
         return None
