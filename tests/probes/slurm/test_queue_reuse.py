@@ -330,15 +330,20 @@ class _Tapped:
         return Runner_()  # type: ignore[return-value]
 
 
+def _bot_probe(squeue_bin: Path) -> tuple[_Tapped, SlurmProbe]:
+    """The bot's long-lived probe (it holds its queue document) on the stand-in collector."""
+    tap = _Tapped(squeue_bin)
+    return tap, SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
+                           keep_connection=True)
+
+
 def _records(facts: Any) -> list[Any]:
     return sorted((j.record for j in facts.jobs), key=lambda r: r.job_id)
 
 
 async def test_a_reused_document_gives_the_records_a_printed_one_gives(tmp_path: Path) -> None:
     squeue_bin, ids = world(tmp_path, 3)
-    tap = _Tapped(squeue_bin)
-    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
-                       keep_connection=True)
+    tap, probe = _bot_probe(squeue_bin)
     fresh = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory)
     try:
         first, states = await probe.collect_since({})
@@ -373,9 +378,7 @@ async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
     squeue_bin, _ids = world(tmp_path, 2)
     soon = int(NOW.timestamp()) + 3600
     _set_document(tmp_path, lambda jobs: _pending(jobs, 7900, soon))
-    tap = _Tapped(squeue_bin)
-    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
-                       keep_connection=True)
+    tap, probe = _bot_probe(squeue_bin)
 
     def queued(facts: Any) -> Any:
         return next(r for r in _records(facts) if r.job_id == "7900")
@@ -431,9 +434,7 @@ async def test_an_unchanged_answer_without_the_document_reads_the_queue_anew(
     """A collector saying ``same`` for a digest this probe does not hold (a forged or stale
     answer): the sweep takes the two-step path, squeue printed on its own."""
     squeue_bin, ids = world(tmp_path, 2)
-    tap = _Tapped(squeue_bin)
-    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
-                       keep_connection=True)
+    tap, probe = _bot_probe(squeue_bin)
     try:
         first, states = await probe.collect_since({})
         assert probe._held is not None
@@ -532,9 +533,7 @@ async def test_a_churning_queue_pays_for_the_listing_on_few_sweeps_and_a_quiet_o
     queue is quiet, a listing-first sweep comes within eight sweeps and the next spares the
     document."""
     squeue_bin, _ids = world(tmp_path, 2)
-    tap = _Tapped(squeue_bin)
-    probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory,
-                       keep_connection=True)
+    tap, probe = _bot_probe(squeue_bin)
     try:
         _, states = await probe.collect_since({})
         _calls(tmp_path)
