@@ -21,9 +21,16 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import settings as hypothesis_settings
 from redis.exceptions import RedisError
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Under CI the property tests draw the same examples on every run (a failure there is one that
+# reproduces); elsewhere they explore, and keep what failed in .hypothesis/.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI") == "true":
+    hypothesis_settings.load_profile("ci")
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 

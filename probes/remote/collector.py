@@ -512,11 +512,14 @@ class Listed:
         self.specs: List[Json] = running[0] + other[0]  # noqa: UP006
         self.unexpanded: List[str] = running[1] + other[1]  # noqa: UP006
         self.running: List[Json] = _first_specs(running[0])  # noqa: UP006
-        self.estimates: Dict[str, List[Any]] = {  # noqa: UP006
-            str(j["job_id"]): [_estimate(j.get("start_time")), _estimate(j.get("end_time"))]
+        self.estimates: Dict[str, int | None] = {  # noqa: UP006
+            str(j["job_id"]): _estimate(j.get("start_time"))
             for j in jobs if j["estimated"] and job_user(j) in users}
-        """Each estimated row's (``listing.estimated``) start and end times, epoch seconds or
-        None: sent with ``same``, for the probe to set in the document it holds."""
+        """Each estimated row's (``listing.estimated``) start time, epoch seconds or None:
+        sent with ``same``, for the probe to set in the document it holds. Its end time is
+        not sent: nothing reads a pending job's end (``parse_squeue_json`` gives it none), and
+        squeue prints it otherwise than its document where the job has no time limit (NONE
+        in the listing, the start plus 2^32 - 60 s in the document: SLURM 22.05)."""
 
 
 def _listed(request: Json) -> Listed | None:
@@ -548,8 +551,9 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
     """The listing's digest if the listing reads as its document does: the same jobs of the
     users (ids, and the end time of each that ended: what ``ended_before`` reads), and the
     same specs and unexpanded jobs built from either (the document's are ``specs`` and
-    ``unexpanded``), and the same estimated times. Otherwise None: on a SLURM that prints a
-    field of the listing otherwise than its document, the document is always printed. Nor is
+    ``unexpanded``), and the same estimated start times. Otherwise None: on a SLURM that
+    prints a field of the listing otherwise than its document, the document is always
+    printed. Nor is
     a digest handed out for a document that carries a job's elapsed time itself (a
     sacct-shaped ``time`` block): a document reused later would give that job the elapsed
     time of when it was printed."""
@@ -570,10 +574,10 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
 
     if sorted(listed.unexpanded) != sorted(unexpanded) or ends(listed.jobs) != ends(document_jobs):
         return None
-    # Estimated times are left out of the digest and sent with each reuse: the listing's
-    # must be the document's, job by job (a job whose estimate moved in between: no digest).
-    theirs_est = {str(slurm_number(j.get("job_id"))): [_estimate(j.get("start_time")),
-                                                     _estimate(j.get("end_time"))]
+    # Estimated times are left out of the digest and the start sent with each reuse: the
+    # listing's must be the document's, job by job (a job whose estimate moved in between: no
+    # digest). The end is not compared: nothing reads it (Listed.estimates).
+    theirs_est = {str(slurm_number(j.get("job_id"))): _estimate(j.get("start_time"))
                   for j in document_jobs if str(slurm_number(j.get("job_id"))) in listed.estimates}
     if theirs_est != listed.estimates:
         return None

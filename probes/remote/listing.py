@@ -73,7 +73,7 @@ def estimated(fields: List[str]) -> bool:  # noqa: UP006
     digest: a pending job with a job id of its own (not an unsplit array's ``123_[1-9]``).
     The backfill scheduler rewrites such estimates every few seconds, so a queue that holds
     pending jobs would never read as unchanged; a bot's sweep that reuses its document is
-    sent these rows' times instead (``collector.estimates``)."""
+    sent these rows' start times instead (``collector.Listed.estimates``)."""
     return fields[_STATE].strip() == "PENDING" and fields[0].strip().isdigit()
 
 

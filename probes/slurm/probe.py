@@ -173,26 +173,27 @@ def restore_held(head: dict[str, Any], held: HeldQueue | None) -> None:
 
 
 def with_estimates(document: Mapping[str, Any], estimates: Any) -> Mapping[str, Any]:
-    """The held document with each pending job's estimated start and end times as the
-    collector's listing gives them now (``listing.estimated``: left out of the digest, as
-    the backfill scheduler rewrites them every few seconds); the held one is not changed.
-    Each time is written in the shape the document gives it (an int up to 22.05, a
-    ``{set, infinite, number}`` object from 23.02)."""
+    """The held document with each pending job's estimated start time as the collector's
+    listing gives it now (``listing.estimated``: left out of the digest, as the backfill
+    scheduler rewrites it every few seconds); the held one is not changed. The time is
+    written in the shape the document gives it (an int up to 22.05, a
+    ``{set, infinite, number}`` object from 23.02). A pending job's end time is left as held:
+    nothing reads it (:func:`probes.slurm.parse.parse_squeue_json` gives a pending job no end
+    time and no elapsed time)."""
     if not isinstance(estimates, dict) or not estimates:
         return document
     jobs = []
     for job in document.get("jobs") or ():
-        times = estimates.get(str(job.get("job_id"))) if isinstance(job, dict) else None
-        if not (isinstance(times, list) and len(times) == 2):
+        key = str(job.get("job_id")) if isinstance(job, dict) else None
+        if key is None or key not in estimates:
             jobs.append(job)
             continue
-        moved = dict(job)
-        for key, value in zip(("start_time", "end_time"), times, strict=True):
-            number = value if isinstance(value, int) and not isinstance(value, bool) \
-                and value > 0 else None
-            moved[key] = ({"set": number is not None, "infinite": False, "number": number or 0}
-                          if isinstance(job.get(key), dict) else number or 0)
-        jobs.append(moved)
+        value = estimates[key]
+        number = value if isinstance(value, int) and not isinstance(value, bool) \
+            and value > 0 else None
+        jobs.append({**job, "start_time": (
+            {"set": number is not None, "infinite": False, "number": number or 0}
+            if isinstance(job.get("start_time"), dict) else number or 0)})
     return {**document, "jobs": jobs}
 
 

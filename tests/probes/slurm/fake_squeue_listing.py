@@ -5,7 +5,8 @@ squeue's own arguments): each running job of those users (every job with ``-t al
 signature listing), each asked field followed by its
 suffix, one row per line, as SLURM 22.05 prints them (``squeue.listing`` beside the document,
 if there, is printed instead, each ``{D}`` in it the suffix) (an unset array task is ``N/A``, a job
-that is not an array task its own id as ``ArrayJobID``).
+that is not an array task its own id as ``ArrayJobID``, a pending or running job without a time
+limit ends ``NONE``).
 """
 
 import json
@@ -31,6 +32,9 @@ def field(job: dict, name: str) -> str:
               "Command": job.get("command"), "HetJobID": job.get("het_job_id"),
               "HetJobOffset": job.get("het_job_offset")}
     value = values[name]
+    if name == "EndTime" and "time_limit" in job and job["time_limit"] is None \
+            and values["State"] in ("PENDING", "RUNNING"):
+        value = "NONE"  # no time limit: 22.05 prints NONE where its document gives a number
     if isinstance(value, dict):  # 23.02+ {set, infinite, number}
         value = value.get("number") if value.get("set") else "N/A"
     return "" if value is None else str(value)

@@ -365,8 +365,11 @@ async def test_a_reused_document_gives_the_records_a_printed_one_gives(tmp_path:
 
 
 def _pending(jobs: list[dict[str, Any]], job_id: int, start: Any) -> None:
+    """A pending job without a time limit, as SLURM 22.05 gives it: its document's end time
+    is the estimated start plus 2^32 - 60 s, which its listing prints as NONE."""
     jobs.append(dict(jobs[0], job_id=job_id, name=f"queued-{job_id}", job_state="PENDING",
-                     state_reason="Priority", start_time=start, end_time=0))
+                     state_reason="Priority", start_time=start, time_limit=None,
+                     end_time=start + 4294967236))
 
 
 async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
@@ -379,6 +382,7 @@ async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
     soon = int(NOW.timestamp()) + 3600
     _set_document(tmp_path, lambda jobs: _pending(jobs, 7900, soon))
     tap, probe = _bot_probe(squeue_bin)
+    fresh = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=tap.factory)
 
     def queued(facts: Any) -> Any:
         return next(r for r in _records(facts) if r.job_id == "7900")
@@ -388,11 +392,15 @@ async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
         assert queued(first).start_time is not None
         assert int(queued(first).start_time.timestamp()) == soon
         for start, shown in ((soon + 600, soon + 600), (0, None)):  # moved, then none
-            _set_document(tmp_path, lambda jobs, start=start: jobs[-1].update(start_time=start))
+            _set_document(tmp_path, lambda jobs, start=start: jobs[-1].update(
+                start_time=start, end_time=start + 4294967236))  # the end moves with it
             again, _ = await probe.collect_since(states)
             assert tap.heads[-1]["squeue"].get("same")  # not printed again
             got = queued(again).start_time
             assert (int(got.timestamp()) if got else None) == shown
+            printed, _ = await fresh.collect_since(states)  # the document printed anew
+            assert "json" in tap.heads[-1]["squeue"]
+            assert queued(printed) == queued(again)
         assert probe._held is not None  # the held document itself is as it was printed
         held_job = next(j for j in probe._held.document["jobs"] if j["job_id"] == 7900)
         assert held_job["start_time"] == soon
@@ -401,6 +409,7 @@ async def test_a_moved_estimate_is_no_change_and_the_reused_document_shows_it(
         assert "json" in tap.heads[-1]["squeue"] and queued(changed).reason == "Resources"
     finally:
         await probe.aclose()
+        await fresh.aclose()
 
 
 def test_estimates_take_the_documents_own_shape() -> None:
@@ -408,10 +417,10 @@ def test_estimates_take_the_documents_own_shape() -> None:
                     {"job_id": 6, "start_time": {"set": True, "infinite": False, "number": 1},
                      "end_time": {"set": True, "infinite": False, "number": 2}},
                     {"job_id": 7, "start_time": 9}], "meta": {"v": 1}}
-    new = with_estimates(old, {"5": [150, None], "6": [None, 300], "8": [1, 1]})
-    assert new["jobs"][0] == {"job_id": 5, "start_time": 150, "end_time": 0}
+    new = with_estimates(old, {"5": 150, "6": None, "8": 1})
+    assert new["jobs"][0] == {"job_id": 5, "start_time": 150, "end_time": 200}  # end as held
     assert new["jobs"][1]["start_time"] == {"set": False, "infinite": False, "number": 0}
-    assert new["jobs"][1]["end_time"] == {"set": True, "infinite": False, "number": 300}
+    assert new["jobs"][1]["end_time"] == old["jobs"][1]["end_time"]
     assert new["jobs"][2] is old["jobs"][2] and new["meta"] == old["meta"]
     assert old["jobs"][0]["start_time"] == 100  # the held document is not changed
     assert with_estimates(old, None) is old
@@ -463,7 +472,8 @@ async def test_an_unchanged_answer_without_the_document_reads_the_queue_anew(
 def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv) -> None:
     """On SLURM 22.05 over SSH: the listing agrees with the document (a digest is handed
     out), a second sweep of a quiet queue prints none, and a job submitted between sweeps
-    prints it again with that job in it."""
+    prints it again with that job in it. The queue holds a job pending until an hour from
+    now without a time limit (its end: NONE in the listing, a number in the document)."""
     cluster = slurm_env.cluster(users=(slurm_env.user,), recent_hours=1.0)
     tag = secrets.token_hex(3)
 
@@ -485,10 +495,16 @@ def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv)
         submitted: list[str] = []
         runner = SshRunner(cluster)
         try:
+            out = await runner.run(["sbatch", "--parsable", "-J", f"reuse-{tag}",
+                                    "--begin=now+1hour", "-o", "/dev/null", "--wrap", "true"])
+            submitted.append(out.stdout.strip().split(";")[0])
             quiet = None
             for _ in range(20):  # until two sweeps in a row see the same queue (bounded)
                 first = await sweep(probe)
                 assert "json" in first and first.get("digest")
+                later = next(j for j in first["json"]["jobs"]
+                             if str(j.get("job_id")) == submitted[0])
+                assert later["job_state"] == "PENDING" and later.get("time_limit") is None
                 second = await sweep(probe)
                 if second.get("same") == first["digest"]:
                     quiet = second
@@ -500,7 +516,7 @@ def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv)
             submitted.append(out.stdout.strip().split(";")[0])
             third = await sweep(probe)
             assert "json" in third and "same" not in third
-            assert submitted[0] in {str(j.get("job_id")) for j in third["json"]["jobs"]}
+            assert submitted[1] in {str(j.get("job_id")) for j in third["json"]["jobs"]}
         finally:
             if submitted:
                 await runner.run(["scancel", *submitted], check=False)
