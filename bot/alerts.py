@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
-from bot.delivery import post
+from bot.delivery import dm_channel, post
 from bot.incidents import salvage_record, write_incident
 from bot.messages import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, SNOOZE_HOURS, collapse_message
 from bot.owners import slack_owner
@@ -226,12 +225,8 @@ class Alerter:
         }
 
     async def _dm_channel(self, user: str) -> str | None:
-        try:
-            opened = await self._client.conversations_open(users=user)
-        except (SlackApiError, SlackClientError):
-            return None  # logged and counted by the client; the channel gets the alert
-        channel: str = opened["channel"]["id"]
-        return channel
+        # None: logged and counted by the client; the channel gets the alert
+        return await dm_channel(self._client, user)
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from bot.commands import (
     parse_command,
 )
 from bot.config import ConfigSource
-from bot.delivery import CountingWebClient, Responder, SlackHealth
+from bot.delivery import CountingWebClient, Responder, SlackHealth, dm_channel
 from bot.digest import Digest
 from bot.errors import JobNotFoundError, UserError
 from bot.incidents import FollowUps
@@ -407,14 +407,15 @@ async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes | str, filename
     encoded only when its turn comes (``UPLOADS_AT_ONCE``: waiting uploads hold no copy)."""
     async with bot.uploads:
         data = content.encode() if isinstance(content, str) else content
-        try:
-            opened = await bot.client.conversations_open(users=user_id)
+        channel = await dm_channel(bot.client, user_id)
+        if channel is None:
+            return  # logged and counted once by the client; the answer itself was sent
+        # A refusal is logged and counted once by the client; the answer itself was sent.
+        with contextlib.suppress(SlackApiError, SlackClientError):
             await bot.client.files_upload_v2(
-                channel=opened["channel"]["id"], content=data, filename=filename,
+                channel=channel, content=data, filename=filename,
                 title=title, initial_comment=comment,
             )
-        except (SlackApiError, SlackClientError):
-            pass  # logged and counted once by the client; the answer itself was sent
 
 
 async def scheduled_sweep(bot: Bot, interval: int) -> None:

@@ -36,6 +36,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.alerts import ACKNOWLEDGE, CANCEL, cancel_allowed, episode_name, message_key
 from bot.config import Config
+from bot.delivery import dm_channel
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.owners import slack_owner
 from bot.store import StoreUnavailable
@@ -274,12 +275,10 @@ async def _answer_ephemeral(bot: Bot, config: Config, detail: JobDetail, user_id
                             respond: Respond) -> None:
     blocks = verdict_blocks(detail, config)
     if _has_buttons(blocks) and user_id:
-        try:
-            opened = await bot.client.conversations_open(users=user_id)
-            posted = await _post(bot, str(opened["channel"]["id"]), detail, config)
-        except (SlackApiError, SlackClientError) as exc:
-            log.error("deep-probe DM failed", user=user_id, error=str(exc))
-            posted = None
+        channel = await dm_channel(bot.client, user_id)
+        if channel is None:
+            log.error("deep-probe DM failed", user=user_id)
+        posted = await _post(bot, channel, detail, config) if channel is not None else None
         if posted is not None:
             await respond(text=f"{_summary(detail)}. The verdict and its buttons are in your DM "
                                "with the bot.",
@@ -339,11 +338,10 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
         owner = slack_owner(config, job.cluster, job.user)
         channel = config.slack.channel
         if owner:
-            try:
-                opened = await bot.client.conversations_open(users=owner)
-                channel = opened["channel"]["id"]
-            except (SlackApiError, SlackClientError) as exc:
-                log.error("deep-probe DM failed", owner=owner, error=str(exc))
+            dm = await dm_channel(bot.client, owner)
+            if dm is None:
+                log.error("deep-probe DM failed", owner=owner)
+            channel = dm or channel
         if channel and await _post(bot, channel, shown, config) is not None:
             handled.append(f"{job.cluster}:{job.job_id}")
     return handled

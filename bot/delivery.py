@@ -86,6 +86,16 @@ async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
     return dict(response.data) if isinstance(response.data, dict) else {}
 
 
+async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
+    """The id of the bot's DM with ``user`` (``conversations.open``); ``None`` when Slack
+    refused (already logged and counted by :class:`CountingWebClient`)."""
+    try:
+        opened = await client.conversations_open(users=user)
+    except (SlackApiError, SlackClientError):
+        return None
+    return str(opened["channel"]["id"])
+
+
 async def update(client: AsyncWebClient, **kwargs: Any) -> bool:
     """``chat.update``; False when Slack refused (already logged and counted)."""
     try:

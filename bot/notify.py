@@ -23,11 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import structlog
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
-from bot.delivery import post
+from bot.delivery import dm_channel, post
 from bot.messages import job_end_dm
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
@@ -89,9 +88,7 @@ class Notifier:
         return sent
 
     async def _send(self, owner: str, text: str) -> int:
-        try:
-            opened = await self._client.conversations_open(users=owner)
-        except (SlackApiError, SlackClientError):
+        channel = await dm_channel(self._client, owner)
+        if channel is None:
             return 0  # logged and counted by the Web API client (bot.delivery)
-        channel = str(opened["channel"]["id"])
         return 1 if await post(self._client, channel=channel, text=text) is not None else 0

@@ -13,6 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import make_scheduler
+from bot.delivery import dm_channel
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot
@@ -127,3 +128,16 @@ async def test_alert_nobody_received_is_sent_on_the_next_sweep(harness: Harness)
     assert await make_scheduler(harness.bot).tick()
     (dm,) = alerts(harness.slack)
     assert dm["channel"] == "DALICE"
+
+
+async def test_a_refused_dm_is_none_and_logged_once_by_the_client(harness: Harness) -> None:
+    """``dm_channel`` (every DM the bot sends opens its channel through it): the DM's id, or
+    None when Slack refuses, that refusal logged and counted once, by the client."""
+    assert await dm_channel(harness.bot.client, "UALICE") == "DALICE"
+    harness.slack.fail("conversations.open", "user_not_found", times=1)
+    with capture_logs() as logs:
+        assert await dm_channel(harness.bot.client, "UBOB") is None
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["slack call failed"]
+    metrics = harness.bot.telemetry.render().decode()
+    assert ('jobtables_slack_api_errors_total{error="user_not_found",'
+            'method="conversations.open"} 1.0') in metrics
