@@ -204,7 +204,7 @@ class Alerter:
         path = str(evidence) if evidence else None
         posted = None
         if owner is not None:
-            channel = await self._dm_channel(owner)
+            channel = await dm_channel(self._client, owner)  # None: the channel gets it
             if channel is not None:
                 message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path)
                 posted = await post(self._client, channel=channel, text=message.text,
@@ -223,10 +223,6 @@ class Alerter:
             "user": job.user, "owner": owner, "channel": posted.get("channel"),
             "ts": posted.get("ts"), "can_cancel": can_cancel, "evidence": path,
         }
-
-    async def _dm_channel(self, user: str) -> str | None:
-        # None: logged and counted by the client; the channel gets the alert
-        return await dm_channel(self._client, user)
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:

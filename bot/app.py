@@ -410,7 +410,6 @@ async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes | str, filename
         channel = await dm_channel(bot.client, user_id)
         if channel is None:
             return  # logged and counted once by the client; the answer itself was sent
-        # A refusal is logged and counted once by the client; the answer itself was sent.
         with contextlib.suppress(SlackApiError, SlackClientError):
             await bot.client.files_upload_v2(
                 channel=channel, content=data, filename=filename,

@@ -553,10 +553,9 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
     same specs and unexpanded jobs built from either (the document's are ``specs`` and
     ``unexpanded``), and the same estimated start times. Otherwise None: on a SLURM that
     prints a field of the listing otherwise than its document, the document is always
-    printed. Nor is
-    a digest handed out for a document that carries a job's elapsed time itself (a
-    sacct-shaped ``time`` block): a document reused later would give that job the elapsed
-    time of when it was printed."""
+    printed. Nor is a digest handed out for a document that carries a job's elapsed time
+    itself (a sacct-shaped ``time`` block): a document reused later would give that job the
+    elapsed time of when it was printed."""
     users = set(map(str, request["squeue"]["users"]))
     if any(isinstance(j.get("time"), dict) and "elapsed" in j["time"] for j in document_jobs):
         return None
@@ -577,8 +576,8 @@ def _agreeing_digest(request: Json, listed: Listed, document_jobs: List[Json],  
     # Estimated times are left out of the digest and the start sent with each reuse: the
     # listing's must be the document's, job by job (a job whose estimate moved in between: no
     # digest). The end is not compared: nothing reads it (Listed.estimates).
-    theirs_est = {str(slurm_number(j.get("job_id"))): _estimate(j.get("start_time"))
-                  for j in document_jobs if str(slurm_number(j.get("job_id"))) in listed.estimates}
+    theirs_est = {key: _estimate(j.get("start_time")) for j in document_jobs
+                  for key in (str(slurm_number(j.get("job_id"))),) if key in listed.estimates}
     if theirs_est != listed.estimates:
         return None
     mine = {str(x["id"]): x for x in listed.specs}

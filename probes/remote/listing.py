@@ -70,7 +70,9 @@ _STATE, _START, _END = (SIGNATURE_FIELDS.index(f) for f in ("State", "StartTime"
 
 def estimated(fields: List[str]) -> bool:  # noqa: UP006
     """A signature row whose start and end times are SLURM's estimate, left out of the
-    digest: a pending job with a job id of its own (not an unsplit array's ``123_[1-9]``).
+    digest: a pending job whose JobID is a number (22.05 prints an unsplit array's pending
+    remainder as its own id, ``123``, with ArrayTaskID ``1-9``; a JobID in any other form
+    keeps its times in the digest).
     The backfill scheduler rewrites such estimates every few seconds, so a queue that holds
     pending jobs would never read as unchanged; a bot's sweep that reuses its document is
     sent these rows' start times instead (``collector.Listed.estimates``)."""
