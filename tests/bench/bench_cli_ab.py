@@ -12,16 +12,27 @@ Each TREE needs its own ``.venv`` (``./scripts/install --dev``) with compiled by
 the same machine. Prints per tree the median wall, its ratio to the median floor and to floor +
 that tree's CLI start, and its peak RSS. Every job is cancelled at the end and the scratch
 directory removed.
+
+It also prints where the machine's CPU went (``/proc/stat`` across each run, medians): the
+CLI process's own CPU seconds, the rest of the machine's (here the login node is this
+machine: sshd, the collector, squeue, slurmctld) and the cores left idle, beside the same
+for the floor. Where the floor alone keeps the cores busy, no sweep doing more can stay
+within a small multiple of it on this machine.
 """
+
+from __future__ import annotations
+
 import argparse
 import asyncio
 import os
+import resource
 import secrets
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,16 +44,45 @@ from tests.bench.bench_slurm import clean_up, floor_once, ssh, wait_started  # n
 __test__ = False
 
 
-def child(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child process."""
+def machine_cpu() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine so far (``/proc/stat``'s first line)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / tick, idle / tick
+
+
+@dataclass
+class Cpu:
+    """CPU seconds across one run: its own process's, the rest of the machine's, idle."""
+
+    own: float
+    rest: float
+    idle: float
+
+    @staticmethod
+    def median(runs: list[Cpu]) -> Cpu:
+        return Cpu(*(statistics.median(getattr(r, f) for r in runs)
+                     for f in ("own", "rest", "idle")))
+
+    def __str__(self) -> str:
+        return (f"CPU own {self.own:.2f}s + rest of machine {self.rest:.2f}s, "
+                f"idle {self.idle:.2f}s of {os.cpu_count()} cores")
+
+
+def child(argv: list[str]) -> tuple[float, float, Cpu]:
+    """(wall seconds, peak RSS MB, CPU) of one child process."""
+    busy0, idle0 = machine_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    busy1, idle1 = machine_cpu()
     if code := os.waitstatus_to_exitcode(status):
         assert proc.stderr is not None
         print("  ! exit", code, proc.stderr.read().decode()[-400:])
-    return wall, usage.ru_maxrss / 1024
+    own = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss / 1024, Cpu(own, busy1 - busy0 - own, idle1 - idle0)
 
 
 async def submit(run_dir: str, tag: str) -> list[str]:
@@ -61,26 +101,36 @@ async def measure(args: argparse.Namespace, ids: list[str], paths: list[str]) ->
         walls: dict[str, list[float]] = {t: [] for t in args.trees}
         starts: dict[str, list[float]] = {t: [] for t in args.trees}
         rss = dict.fromkeys(args.trees, 0.0)
-        floors = []
+        cpus: dict[str, list[Cpu]] = {t: [] for t in args.trees}
+        floors: list[float] = []
+        floor_cpus: list[Cpu] = []
         for n in range(args.rounds):
+            busy0, idle0 = machine_cpu()
+            own0 = resource.getrusage(resource.RUSAGE_SELF)
             began = time.perf_counter()
             await asyncio.gather(*(floor_once(paths) for _ in range(args.clusters)))
             floors.append(time.perf_counter() - began)
+            own1 = resource.getrusage(resource.RUSAGE_SELF)
+            busy1, idle1 = machine_cpu()
+            own = own1.ru_utime - own0.ru_utime + own1.ru_stime - own0.ru_stime
+            floor_cpus.append(Cpu(own, busy1 - busy0 - own, idle1 - idle0))
             for tree in args.trees if n % 2 == 0 else args.trees[::-1]:
                 exe = f"{tree}/.venv/bin/jobtables"
                 starts[tree].append(child([exe, "--help"])[0])
                 command = ["sweep"] if args.cmd == "sweep" else ["job", ids[0]]
-                wall, peak = child([exe, *command, "--config", str(config)])
+                wall, peak, cpu = child([exe, *command, "--config", str(config)])
                 walls[tree].append(wall)
+                cpus[tree].append(cpu)
                 rss[tree] = max(rss[tree], peak)
         floor = statistics.median(floors)
         print(f"floor median {floor:.3f}s ({args.clusters} cluster(s), {args.rounds} rounds, "
-              f"cmd {args.cmd})")
+              f"cmd {args.cmd}); {Cpu.median(floor_cpus)} (own: this bench process)")
         for tree in args.trees:
             wall, start = statistics.median(walls[tree]), statistics.median(starts[tree])
             print(f"{tree}: {wall:.3f}s = {wall / floor:.2f}x floor; CLI start {start:.3f}s; "
                   f"{wall / (floor + start):.2f}x floor+start; min {min(walls[tree]):.3f} "
-                  f"max {max(walls[tree]):.3f}; peak RSS {rss[tree]:.0f} MB")
+                  f"max {max(walls[tree]):.3f}; peak RSS {rss[tree]:.0f} MB\n"
+                  f"    {Cpu.median(cpus[tree])}")
 
 
 async def main() -> None:
