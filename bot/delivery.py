@@ -9,6 +9,12 @@ no job, no text). Callers use :func:`post`, which returns ``None`` instead of ra
 failed post (the sweep channel, say) never stops the next one (a collapse DM). A
 ``response_url`` answer is checked the same way (:class:`Responder`): Bolt's ``respond()``
 returns the webhook's status instead of raising, so a 404 used to vanish.
+
+A DM's channel is opened once per user (:func:`dm_channel`): the client remembers the id
+``conversations.open`` gave (a user's DM with the bot keeps its id), so a sweep that DMs the
+same owners every interval costs Slack their posts, not a ``conversations.open`` each
+(Tier 3, rate limited per workspace). A call that fails naming a remembered DM channel
+forgets it, and the next DM opens it again.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ log = structlog.get_logger(__name__)
 Respond = Callable[..., Awaitable[Any]]
 RECENT = 10
 """Failures kept for ``/healthz``."""
+DM_CHANNELS_KEPT = 4096
+"""Users whose DM channel id the client remembers (the oldest opened is forgotten first)."""
 
 
 @dataclass
@@ -63,6 +71,8 @@ class CountingWebClient(AsyncWebClient):
         super().__init__(**kwargs)
         self._telemetry = telemetry
         self.health = health
+        self.dm_channels: dict[str, str] = {}
+        """User id -> the id of the bot's DM with them, as ``conversations.open`` gave it."""
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         try:
@@ -72,7 +82,26 @@ class CountingWebClient(AsyncWebClient):
             self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
             self.health.record(api_method, error, datetime.now(UTC))
             log.error("slack call failed", method=api_method, error=error)
+            self._forget_dm(kwargs)
             raise
+
+    def remember_dm(self, user: str, channel: str) -> None:
+        """Keep ``user``'s DM channel id (at most :data:`DM_CHANNELS_KEPT` users)."""
+        known = self.dm_channels
+        known.pop(user, None)
+        known[user] = channel
+        while len(known) > DM_CHANNELS_KEPT:
+            del known[next(iter(known))]
+
+    def _forget_dm(self, kwargs: dict[str, Any]) -> None:
+        """Forget the DM channel a failed call named (a closed or unknown DM opens afresh)."""
+        if not self.dm_channels:
+            return
+        named = {str(part[key]) for part in (kwargs.get(k) for k in
+                 ("json", "params", "data")) if isinstance(part, dict)
+                 for key in ("channel", "channel_id") if key in part}
+        for user in [u for u, c in self.dm_channels.items() if c in named]:
+            del self.dm_channels[user]
 
 
 async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
@@ -87,13 +116,19 @@ async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
 
 
 async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
-    """The id of the bot's DM with ``user`` (``conversations.open``); ``None`` when Slack
-    refused (already logged and counted by :class:`CountingWebClient`)."""
+    """The id of the bot's DM with ``user``: remembered by a :class:`CountingWebClient`, else
+    ``conversations.open``'s; ``None`` when Slack refused (already logged and counted)."""
+    counting = client if isinstance(client, CountingWebClient) else None
+    if counting is not None and user in counting.dm_channels:
+        return counting.dm_channels[user]
     try:
         opened = await client.conversations_open(users=user)
     except (SlackApiError, SlackClientError):
         return None
-    return str(opened["channel"]["id"])
+    channel = str(opened["channel"]["id"])
+    if counting is not None:
+        counting.remember_dm(user, channel)
+    return channel
 
 
 async def update(client: AsyncWebClient, **kwargs: Any) -> bool:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from bot import delivery
 from bot.app import make_scheduler
-from bot.delivery import dm_channel
+from bot.delivery import dm_channel, post
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot
@@ -141,3 +142,49 @@ async def test_a_refused_dm_is_none_and_logged_once_by_the_client(harness: Harne
     metrics = harness.bot.telemetry.render().decode()
     assert ('jobtables_slack_api_errors_total{error="user_not_found",'
             'method="conversations.open"} 1.0') in metrics
+
+
+async def test_each_owner_s_dm_is_opened_once(harness: Harness) -> None:
+    """Two sweeps DM alice about two collapsing jobs: both DMs go to her channel, opened by
+    one ``conversations.open`` (the client remembers it), not one per DM."""
+    harness.sweeper.make = lambda: sweep_result([collapsing("4242")], at=harness.clock())
+    assert await make_scheduler(harness.bot).tick()
+    harness.clock.advance(1800)
+    harness.sweeper.make = lambda: sweep_result([collapsing("4242"), collapsing("4243")],
+                                                at=harness.clock())
+    assert await make_scheduler(harness.bot).tick()
+    assert [dm["channel"] for dm in alerts(harness.slack)] == ["DALICE", "DALICE"]
+    assert len(harness.slack.to("/api/conversations.open")) == 1
+
+
+async def test_a_dm_refused_on_its_channel_is_opened_afresh(harness: Harness) -> None:
+    """A call that fails naming a remembered DM channel (a closed DM, a deactivated user)
+    forgets it: the next DM opens it again, once, and is remembered again."""
+    client = harness.bot.client
+    assert await dm_channel(client, "UALICE") == "DALICE"
+    assert await dm_channel(client, "UALICE") == "DALICE"
+    assert len(harness.slack.to("/api/conversations.open")) == 1
+    harness.slack.fail("chat.postMessage", "channel_not_found", times=1, target="DALICE")
+    assert await post(client, channel="DALICE", text="x") is None
+    assert await dm_channel(client, "UALICE") == "DALICE"
+    assert await dm_channel(client, "UALICE") == "DALICE"
+    assert len(harness.slack.to("/api/conversations.open")) == 2
+
+
+async def test_dm_channels_remembered_are_bounded(harness: Harness,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most ``DM_CHANNELS_KEPT`` users are remembered, the one opened longest ago
+    forgotten first; a refused open is not remembered."""
+    monkeypatch.setattr(delivery, "DM_CHANNELS_KEPT", 2)
+    client = harness.bot.client
+    for user in ("U1", "U2", "U3"):
+        assert await dm_channel(client, user) == "D" + user[1:]
+    assert list(client.dm_channels) == ["U2", "U3"]
+    harness.slack.fail("conversations.open", "user_not_found", times=1)
+    assert await dm_channel(client, "U4") is None
+    assert await dm_channel(client, "U3") == "D3"  # remembered: no call
+    assert await dm_channel(client, "U1") == "D1"  # forgotten: opened again
+    opened = [(c.params["users"], c.status) for c in harness.slack.calls
+              if c.path == "/api/conversations.open"]
+    assert opened == [("U1", 200), ("U2", 200), ("U3", 200), ("U4", 400), ("U1", 200)]
+    assert "U4" not in client.dm_channels
