@@ -323,6 +323,12 @@ class MetricScan:
         self._lasts[key] = groups
         self._after_bar(desc, step)
 
+    def settle(self) -> None:
+        """Make each track's last ``feed_bar`` redraw its ``last`` (what ``feed`` of those
+        lines would have left: ``summary``, ``close`` and a snapshot call it first)."""
+        if self._lasts:
+            self._settle()
+
     def _settle(self) -> None:
         """Make each track's last ``feed_bar`` redraw its ``last``."""
         for key, (_, current, _, elapsed, rate) in self._lasts.items():

@@ -62,6 +62,7 @@ from probes.logs.metric_carry import (
 )
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
 from probes.logs.prefilter import pattern_lines, shared_skeletons
+from probes.logs.recent import feed_lines
 from probes.models import LogOutcome, LogSummary
 
 __all__ = ["LogCarry", "parse_increment"]
@@ -219,9 +220,8 @@ class _Fold:
             scan = restore_metrics(self.carry.metrics, self.aliases, self.mtime)
             _follow_engine(scan, scanner, self.carry.faults.launch.last_ok_line)
             candidates = METRIC_LINES.lines(lines)
-            for index in range(len(lines)) if candidates is None else candidates:
-                if lines[index].strip():
-                    scan.feed(lines[index], raws[index], first + index)
+            feed_lines(scan, raws, lines,
+                       range(len(lines)) if candidates is None else candidates, first)
         except Exception:
             _log.exception("parse_increment: metric pass failed on %d lines", len(lines))
             return None

@@ -277,6 +277,7 @@ def _unanchored(scan: MetricScan) -> tuple[list[tuple[dict[str, float], int]], l
 
 def snapshot_metrics(scan: MetricScan) -> MetricCarry:
     """``scan``'s state (after ``feed``, before ``close``) as a bounded model."""
+    scan.settle()  # each bar's last redraw, if fed the short way (``feed_bar``)
     points = scan.points
     logged = points.logged if isinstance(points, _Points) else StepIntervals()
     if isinstance(points, _Points):

@@ -120,7 +120,7 @@ def _scan_suffix(
     if start:
         _skim_all(scan, raws, lines, _skimmed(lines, start), first_line_no)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))
-    _feed(scan, raws, lines, candidates[cut:], first_line_no)
+    feed_lines(scan, raws, lines, candidates[cut:], first_line_no)
     scan.close(at_log_start=start == 0)
     return scan
 
@@ -148,11 +148,13 @@ def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
             at += 1
 
 
-def _feed(scan: MetricScan, raws: Sequence[str], lines: Sequence[str], indices: Sequence[int],
-          first_line_no: int) -> None:
+def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
+               indices: Sequence[int], first_line_no: int) -> None:
     """``scan.feed`` of each non-blank line at ``indices``, but the two shapes a trainer
     prints every step take a short way: a bar line that is its own body (its groups read by
-    one regex pass over them all, ``feed_bar``) and a one-line dict (``feed_dict``)."""
+    one regex pass over them all, ``feed_bar``) and a one-line dict (``feed_dict``). The
+    cold pass over a suffix and a fold's increment (``probes.logs.incremental``) both feed
+    this way; a bar's ``last`` waits for ``MetricScan.settle``."""
     found = own_bars([lines[index] for index in indices])
     for index, groups in zip(indices, found, strict=True):
         line = lines[index]
