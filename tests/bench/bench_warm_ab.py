@@ -6,15 +6,17 @@
 Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
 one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
 (its own cursors and states, kept in memory as the bot keeps them) and sweeps on request.
-After a cold sweep by each, every round appends 3 steps to every log, measures the floor
-(``bench_slurm.floor_once``) and has both trees sweep in turn (A B, then B A), then does the
-same with nothing appended (with ``--churn``, one held job is submitted before each sweep
-pair, so the queue changed since every sweep: a bot holding its last ``squeue --json``
-document must print it again; with ``--crowd N``, N held jobs of another user are submitted
-first: a lab's queue, which ``squeue --json`` prints whole and the users' listing leaves
-out; they are cancelled at the end too). Prints each round's walls and ratios to that
-round's floor, then per tree the median ratio and median phases (``bench_warm.Phases``).
-Every job is cancelled at the end (only those ids) and the scratch directory removed.
+After a cold sweep by each (its wall and phases printed), every round appends 3 steps to every
+log, measures the floor (``bench_slurm.floor_once``) and has both trees sweep in turn (A B,
+then B A), then does the same with nothing appended (with ``--churn``, one held job is
+submitted before each sweep pair, so the queue changed since every sweep: a bot holding its
+last ``squeue --json`` document must print it again; with ``--crowd N``, N held jobs of
+another user are submitted first: a lab's queue, which ``squeue --json`` prints whole and
+the users' listing leaves out; they are cancelled at the end too; with ``--cold N``, N more
+rounds follow in which each tree forgets its states and sweeps cold, every log read whole, as
+a bot reads jobs new to it). Prints each round's walls and ratios to that round's floor, then
+per tree the median ratio and median phases (``bench_warm.Phases``). Every job is cancelled
+at the end (only those ids) and the scratch directory removed.
 """
 
 from __future__ import annotations
@@ -49,8 +51,6 @@ async def work() -> None:
     from tests.bench.bench_slurm import cluster
 
     pool = ConnectionPool.from_url(bw.REDIS_URL, connection_class=bw.Counted)
-    store = RedisStore(aioredis.Redis(connection_pool=pool),
-                       prefix=f"jt-bench-ab-{uuid.uuid4().hex[:8]}:")
     tap = bw.Tap()
     config = Config(clusters=(cluster(),))
 
@@ -60,11 +60,22 @@ async def work() -> None:
     # As the tree's bot builds it (bot.server): with kept connections where the tree has them.
     keep = ({"keep_connections": True}
             if "keep_connections" in inspect.signature(Sweeper).parameters else {})
-    sweeper = Sweeper(lambda: config, state=store, probe_factory=probe, **keep)
+
+    def fresh() -> tuple[RedisStore, Sweeper]:
+        """A store on a new key prefix and a sweeper on it: no log states anywhere."""
+        store = RedisStore(aioredis.Redis(connection_pool=pool),
+                           prefix=f"jt-bench-ab-{uuid.uuid4().hex[:8]}:")
+        return store, Sweeper(lambda: config, state=store, probe_factory=probe, **keep)
+
+    store, sweeper = fresh()
     bw.Phases.install()
     loop = asyncio.get_running_loop()
     try:
-        while (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+        while command := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+            if command == "cold":  # forget every state: this sweep reads every log whole
+                await sweeper.aclose()
+                await store.delete_prefix()
+                store, sweeper = fresh()
             wall, jobs, answer, _ = await bw.one_sweep(sweeper, tap)
             phases, bw.Phases.seconds = dict(bw.Phases.seconds), {}
             print(json.dumps({"wall": wall, "jobs": jobs, "answer": answer,
@@ -84,9 +95,10 @@ class Worker:
             [f"{tree}/.venv/bin/python", str(Path(__file__).resolve()), "--worker", tree],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree)
 
-    def sweep(self) -> dict[str, Any]:
+    def sweep(self, *, cold: bool = False) -> dict[str, Any]:
+        """One sweep's figures; ``cold``: from no log states (every log read whole)."""
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write("sweep\n")
+        self.process.stdin.write("cold\n" if cold else "sweep\n")
         self.process.stdin.flush()
         figures: dict[str, Any] = json.loads(self.process.stdout.readline())
         return figures
@@ -109,7 +121,7 @@ def crowd(tag: str, count: int) -> list[str]:
 
 
 async def compare(trees: list[str], rounds: int, churn: bool = False,
-                  crowded: int = 0) -> None:
+                  crowded: int = 0, cold_rounds: int = 0) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
     from tests.bench.bench_slurm import ENV, clean_up, floor_once, ssh, wait_started
@@ -127,7 +139,11 @@ async def compare(trees: list[str], rounds: int, churn: bool = False,
         paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
         workers = [Worker(t) for t in trees]
         for w in workers:  # the cold sweeps: every log read whole, states kept
-            await loop.run_in_executor(None, w.sweep)
+            cold = await loop.run_in_executor(None, w.sweep)
+            print(f"cold sweep (one, no states), {w.tree}: {cold['wall']:.2f}s; "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in cold.items()
+                              if k not in ("wall", "jobs") and isinstance(v, float)),
+                  flush=True)
         got: dict[tuple[str, str], list[tuple[float, dict[str, Any]]]] = {}
         step = 201
         for n in range(rounds):
@@ -150,9 +166,21 @@ async def compare(trees: list[str], rounds: int, churn: bool = False,
                     said.append(f"{w.tree} {figures['wall']:.2f}s = {figures['wall'] / floor:.2f}x")
                 print(f"round {n + 1}, {kind}: floor {floor:.2f}s; " + "; ".join(said),
                       flush=True)
+        for n in range(cold_rounds):  # cold bot sweeps, interleaved as the warm ones
+            said = []
+            for w in workers if n % 2 == 0 else workers[::-1]:
+                figures = await loop.run_in_executor(None, lambda w=w: w.sweep(cold=True))
+                got.setdefault((w.tree, "cold"), []).append((figures["wall"], figures))
+                said.append(f"{w.tree} {figures['wall']:.2f}s")
+            print(f"cold round {n + 1}: " + "; ".join(said), flush=True)
         for w in workers:
             w.close()
         for (tree, kind), runs in got.items():
+            if kind == "cold":
+                print(f"cold, {tree}: median {statistics.median(r[0] for r in runs):.3f}s "
+                      f"(min {min(r[0] for r in runs):.3f}s); collector median "
+                      f"{statistics.median(r[1]['collector'] for r in runs):.3f}s")
+                continue
             names = [k for k in runs[0][1] if k != "jobs"]
             phases = ", ".join(f"{k} {statistics.median(r[1].get(k, 0.0) for r in runs):.3f}"
                                for k in names)
@@ -177,12 +205,15 @@ def main() -> None:
     parser.add_argument("--churn", action="store_true",
                         help="submit one held job before each sweep pair (a queue that changes "
                              "every sweep: no held squeue document can be reused)")
+    parser.add_argument("--cold", type=int, default=0, metavar="N",
+                        help="then N rounds of cold sweeps (each tree's states forgotten "
+                             "first: every log read whole), the trees alternating")
     parser.add_argument("--crowd", type=int, default=0, metavar="N",
                         help="first submit N held jobs as this machine's user: other people's "
                              "jobs in the queue, which squeue --json prints in full")
     args = parser.parse_args()
     asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn,
-                        args.crowd))
+                        args.crowd, args.cold))
 
 
 if __name__ == "__main__":
