@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -46,6 +46,8 @@ def build_web_app(
     """The HTTP surface. ``connected`` reports the Socket Mode link (``None``: HTTP only)."""
 
     async def slack_events(request: web.Request) -> web.Response:
+        if not _signed_headers_well_formed(request.headers):
+            return web.json_response({"error": "invalid request"}, status=401)
         bolt_response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(bolt_response)
 
@@ -73,6 +75,16 @@ def build_web_app(
         web.get("/metrics", metrics),
     ])
     return web_app
+
+
+def _signed_headers_well_formed(headers: Mapping[str, str]) -> bool:
+    """Slack's request timestamp is decimal seconds and its signature ASCII; anything else is
+    refused here (401) as Bolt refuses a bad signature: ``SignatureVerifier`` would raise on
+    it (``int('abc')``, ``hmac.compare_digest`` of non-ASCII text), a 500 and a logged trace
+    for any unauthenticated sender."""
+    stamp = headers.get("X-Slack-Request-Timestamp", "")
+    signature = headers.get("X-Slack-Signature", "")
+    return stamp.isascii() and stamp.isdigit() and len(stamp) <= 12 and signature.isascii()
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -6,9 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from tests.bot.builders import blocks_text
 from tests.bot.conftest import Harness
+from tests.bot.fake_slack import command_body
 
 
 async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None:
@@ -63,6 +65,27 @@ async def test_replayed_old_timestamp_is_rejected(harness: Harness) -> None:
     assert status == 401
     await harness.bot.tasks.drain()
     assert harness.sweeper.sweeps == 0
+
+
+@pytest.mark.parametrize(("stamp", "signature"), [
+    ("abc", "v0=deadbeef"), ("", "v0=deadbeef"), ("1e3", "v0=deadbeef"), (" 12", "v0=dead"),
+    ("-1", "v0=dead"), ("9" * 40, "v0=dead"), (str(int(time.time())), "v0=\xff\xfe"),
+])
+async def test_malformed_signature_headers_get_401_not_500(
+        harness: Harness, stamp: str, signature: str) -> None:
+    """A timestamp that is not decimal seconds, or a non-ASCII signature, from anyone: 401 as
+    for a bad signature, with nothing logged as an error and nothing run (Bolt's verifier
+    raised on them: a 500 and a trace in the log per request)."""
+    body = command_body("/jobs", "", user="UALICE", response_url=harness.slack.response_url("x"))
+    with capture_logs() as logs:
+        status, _ = await harness.post(body, {
+            "X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature,
+            "Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 401
+    assert not [e for e in logs if e["log_level"] in ("error", "exception")]
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.sweeps == 0
+    assert not [c for c in harness.slack.calls if c.path.startswith("/webhook")]
 
 
 async def test_shell_injection_in_job_id_runs_nothing(harness: Harness, tmp_path: Path) -> None:
