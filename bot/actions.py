@@ -123,6 +123,21 @@ class ActionHandler:
             raise Refused("tampered", "That button does not belong to this alert; the attempt "
                           "was logged.", f"episode is {episode.get('cluster')}:"
                                          f"{episode.get('job_id')}")
+        if episode.get("channel") and episode.get("ts") and (
+                episode["channel"], episode["ts"]) != (press.channel_id, press.message_ts):
+            raise Refused("stale", f"A newer alert about {cluster}:{job_id} replaced this one; "
+                          "use its buttons. This attempt was logged.", "not the episode's message")
+        if episode.get("state") != "open":
+            # Settled (kept running, snoozed, acknowledged, cancelled): its buttons were taken
+            # off the message, so a press now is a stale client or a replay; it does nothing.
+            verb = VERBS.get(str(episode.get("action")), "cancelled")
+            raise Refused("rejected", f"This alert about {cluster}:{job_id} was already settled "
+                          f"({verb}); nothing was done. This attempt was logged.",
+                          f"episode {episode.get('state')}: {episode.get('action')}")
+        if press.action_id == CANCEL and episode.get("can_cancel") is False:
+            raise Refused("refused", f"This alert about {cluster}:{job_id} offered no cancel "
+                          "(a no-kill run); nothing was done. This attempt was logged.",
+                          "the alert had no cancel button")
         config = self._config.current()
         cluster_cfg = config.cluster(cluster)
         result = await self._sweeper.sweep(clusters=[cluster])

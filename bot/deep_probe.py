@@ -210,14 +210,17 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
 
 async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: str,
                         ts: str) -> None:
-    """A KILL verdict's buttons act like a collapse alert's: they are bound to this message.
+    """A KILL verdict's buttons act like a collapse alert's: they are bound to this message,
+    through an episode of its own (one per verdict message).
 
     The cancel press is checked against the stored episode (cluster, job id, uid, message),
     never against the button value alone (``bot.actions``).
     """
     job = detail.report
     uid = None  # deep probes run on SLURM, whose ids are not reused (no Kubernetes uid)
-    name = episode_name(job.cluster, job.job_id, uid)
+    # Its own key, never the collapse alerter's: a verdict shown to whoever pressed must not
+    # read as the owner's collapse alert already sent (which would then never be DMed).
+    name = f"{episode_name(job.cluster, job.job_id, uid)}:deep-probe:{ts}"
     record = {"cluster": job.cluster, "job_id": job.job_id, "uid": uid, "name": name,
               "state": "open", "kind": "deep-probe", "channel": channel, "ts": ts,
               "last_step": job.step or 0, "at": bot.clock().isoformat()}

@@ -217,3 +217,66 @@ async def test_a_run_that_reads_exempt_at_the_press_is_not_cancelled(
     assert harness.sweeper.cancels == []
     assert f"not cancelled from Slack: the run is {flag}" in reply.params["text"]
     assert await audit(harness) == [("UOPS", "refused")]
+
+
+@pytest.mark.parametrize("settled_by", ["keep_running", "snooze", "acknowledge"])
+async def test_a_cancel_press_on_a_settled_alert_cancels_nothing(
+        harness: Harness, settled_by: str) -> None:
+    """The owner kept the run (or snoozed, or acknowledged); the message lost its buttons. A
+    cancel payload for that message afterwards (a stale client, a replay within Slack's
+    5-minute window) is refused and audited: the settled alert stays settled."""
+    where = await alert(harness)
+    await press(harness, settled_by, "UALICE", where)
+    await harness.bot.tasks.drain()
+    hook = await press(harness, "cancel_salvage", "UALICE", where)
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    assert reply.params["response_type"] == "ephemeral"
+    assert "already settled" in reply.params["text"]
+    assert (await audit(harness))[-1] == ("UALICE", "rejected")
+    assert incident_files(harness) == []
+    doc = await harness.bot.store.get_doc("episode:alpha:4242")
+    assert doc["state"] == "closed" and doc["action"] == settled_by
+
+
+async def test_a_press_on_a_replaced_alert_cancels_nothing(harness: Harness) -> None:
+    """The episode was kept running, the run collapsed again and a new alert went out: the
+    old message's cancel (its buttons gone, the payload replayed) is not the new alert's."""
+    old = await alert(harness)
+    await press(harness, "keep_running", "UALICE", old)
+    await harness.bot.tasks.drain()
+    harness.sweeper.make = lambda: sweep_result(
+        [collapsing().model_copy(update={"collapse_step": 40})], at=harness.clock())
+    new = await alert(harness)
+    assert new["ts"] != old["ts"]
+    hook = await press(harness, "cancel_salvage", "UALICE", old)
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    assert "A newer alert about alpha:4242 replaced this one" in reply.params["text"]
+    await press(harness, "cancel_salvage", "UALICE", new)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [("alpha", "4242")]
+
+
+async def test_a_forged_cancel_on_a_recommendation_cancels_nothing(
+        slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock) -> None:
+    """The alert went out as a recommendation (``no_kill``: no Cancel button) and no_kill was
+    lifted since; a cancel payload forged for that message is still refused: the alert the
+    owner saw offered no cancel."""
+    conf = sweeper.conf
+    configs = {"now": conf.model_copy(
+        update={"slack": conf.slack.model_copy(update={"no_kill": True})})}
+    source = ConfigSource(lambda: configs["now"])
+    async with running_bot(slack, store, sweeper, clock, config=source) as harness:
+        where = await alert(harness)
+        assert "cancel_salvage" not in json.dumps(where["blocks"])
+        configs["now"] = conf
+        source.load()
+        hook = await press(harness, "cancel_salvage", "UALICE", where)
+        (reply,) = await harness.slack.wait_for(hook)
+        await harness.bot.tasks.drain()
+        assert harness.sweeper.cancels == []
+        assert "offered no cancel" in reply.params["text"]
+        assert await audit(harness) == [("UALICE", "refused")]

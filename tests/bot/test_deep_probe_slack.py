@@ -240,3 +240,33 @@ async def test_the_offer_goes_to_the_owner_on_that_cluster(
     assert await after_sweep(harness.bot, result, config) == ["alpha:4242"]
     (opened,) = harness.slack.to("/api/conversations.open")
     assert opened.params["users"] == "UALICE2"
+
+
+async def test_a_kill_verdict_does_not_silence_the_owner_s_collapse_alert(
+        probing: Harness, corrupt_job: str) -> None:
+    """A deep probe said KILL (its verdict and buttons in the presser's thread); the run then
+    collapses: the owner still gets the collapse DM, and each message's buttons act on their
+    own episode (the verdict's episode used the collapse alert's key, which then read as
+    already alerted: no DM, ever)."""
+    import json
+
+    from tests.bot.builders import collapsing
+
+    await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
+    (verdict,) = await probing.slack.wait_for("/api/chat.postMessage", within=60)
+    assert "KILL" in blocks_text(verdict.params["blocks"])
+    await probing.bot.tasks.drain()  # the verdict's episode is stored after its post
+    probing.sweeper.make = lambda: sweep_result([collapsing(corrupt_job)], at=probing.clock())
+    result = probing.sweeper.make()
+    sent = await probing.bot.alerter.process(list(result.details.values()),
+                                             probing.bot.config.current(), facts=result.facts)
+    assert sent == [f"alpha:{corrupt_job}"]
+    (dm,) = [c for c in probing.slack.to("/api/chat.postMessage")
+             if c.params["channel"] == "DALICE"]
+    assert '"cancel_salvage"' in json.dumps(dm.params["blocks"])
+    # The verdict's own cancel still works, on its own message, once.
+    await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UALICE",
+                        blocks=verdict.params["blocks"], channel=verdict.answer["channel"],
+                        ts=verdict.answer["ts"])
+    await probing.bot.tasks.drain()
+    assert probing.sweeper.cancels == [("alpha", corrupt_job)]
