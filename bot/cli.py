@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from bot import preload
-from bot.config import Config, ConfigError, config_warnings, default_config_path, load_config
+from bot.config import (
+    WIDTH_MAX,
+    WIDTH_MIN,
+    Config,
+    ConfigError,
+    config_warnings,
+    default_config_path,
+    load_config,
+)
 from bot.errors import UsageError, UserError
 from bot.logs import configure_logging, get_logger
 from bot.sweep import Sweeper, SweepResult
@@ -49,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="config file (default: $JOBTABLES_CONFIG, then ./jobtables.toml)")
         if formats:
             p.add_argument("--format", choices=FORMATS, default="text", help="output format")
-            p.add_argument("--width", type=int, default=None,
-                           help="table width in columns (default: config, 100)")
+            p.add_argument("--width", type=table_width, default=None,
+                           help="table width in columns, 40-400 (default: config, 100)")
 
     p = sub.add_parser("sweep", help="one sweep over every active cluster; print the report")
     common(p)
@@ -67,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a sweep over the bundled recorded cluster (no SSH, "
                                     "Slack or Redis needed)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    p.add_argument("--width", type=int, default=None, help="table width (default 100)")
+    p.add_argument("--width", type=table_width, default=None,
+                   help="table width in columns, 40-400 (default 100)")
     p = sub.add_parser("check-config", help="validate a config file; say what is wrong")
     common(p, formats=False)
     p = sub.add_parser("record", help="capture a live SLURM cluster into a replay directory")
@@ -83,8 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config file (default: $JOBTABLES_CONFIG, then ./jobtables.toml)")
     p.add_argument("--cluster", default=None, metavar="NAME", help="the job's cluster")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    p.add_argument("--width", type=int, default=None, help="text width (default: config, 100)")
+    p.add_argument("--width", type=table_width, default=None,
+                   help="text width in columns, 40-400 (default: config, 100)")
     return parser
+
+
+def table_width(text: str) -> int:
+    """``--width``: columns, within the bounds the config's ``[report] width`` has."""
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of columns: {text!r}") from None
+    if not WIDTH_MIN <= width <= WIDTH_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{width} columns is outside {WIDTH_MIN}-{WIDTH_MAX}")
+    return width
 
 
 def _config_path(args: argparse.Namespace) -> Path:

@@ -158,8 +158,12 @@ class SlackSection(_Strict):
         return v
 
 
+WIDTH_MIN, WIDTH_MAX = 40, 400
+"""Table widths in columns (``[report] width``, ``--width``): narrower cannot hold a row."""
+
+
 class ReportSection(_Strict):
-    width: int = Field(default=100, ge=40, le=400)
+    width: int = Field(default=100, ge=WIDTH_MIN, le=WIDTH_MAX)
     ablation_patterns: tuple[str, ...] | None = None
 
 

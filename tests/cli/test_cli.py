@@ -274,3 +274,18 @@ def test_job_cluster_disagreeing_with_cluster_option_is_usage_error(
     assert "'beta'" in err and "'alpha'" in err and "Traceback" not in err
     code, out, _ = run(capsys, "job", "alpha:41001", "--cluster", "alpha", "--config", config)
     assert code == 0 and "rl-grpo-qwen7b-shaped" in out
+
+
+@pytest.mark.parametrize("command", [["demo"], ["sweep"], ["job", "41001"], ["probe", "41001"]])
+@pytest.mark.parametrize("width", ["-5", "0", "20", "401", "wide"])
+def test_a_width_outside_the_config_s_bounds_is_bad_usage(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str],
+        width: str) -> None:
+    """``--width`` takes what ``[report] width`` takes (40-400 columns): anything else is bad
+    usage, exit 2 and argparse's one error line, before any config is read or cluster asked
+    (a negative width was an internal error with a traceback)."""
+    config = replay_config(tmp_path)
+    extra = [] if command == ["demo"] else ["--config", str(config)]
+    code, out, err = run(capsys, *command, *extra, f"--width={width}")
+    assert code == 2 and out == ""
+    assert "argument --width:" in err.splitlines()[-1] and "Traceback" not in err
