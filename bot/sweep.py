@@ -98,6 +98,12 @@ class SweepResult:
                 if j == job_id and (cluster is None or c == cluster)]
         if not hits:
             where = f" on cluster {cluster!r}" if cluster else ""
+            unasked = [f"{c.name!r} is {c.status}" + (f" ({c.detail})" if c.detail else "")
+                       for c in self.report.clusters
+                       if c.status != "ok" and (cluster is None or c.name == cluster)]
+            if unasked:  # not "no such job": the cluster that may hold it did not answer
+                raise JobNotFoundError(f"job {job_id}{where} not found: cluster "
+                                       + "; cluster ".join(unasked))
             raise JobNotFoundError(f"no job {job_id}{where} in the current report")
         if len(hits) > 1:
             clusters = ", ".join(sorted(d.report.cluster for d in hits))

@@ -111,6 +111,37 @@ def test_unreachable_cluster_is_reported_not_an_error(
     assert status["gone"][0] == "unreachable" and "no such recording" in status["gone"][1]
 
 
+def test_a_job_on_an_unreachable_cluster_names_why_it_was_not_found(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`job ID --cluster X` where X did not answer (no recording, a closed port, a wrong host
+    key) or is inactive: not "no job ID", but which cluster could not be asked and why."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = replay_config(tmp_path, f'[[clusters]]\nname = "gone"\nkind = "replay"\n'
+                                     f'path = "{tmp_path / "nowhere"}"\n'
+                                     '[[clusters]]\nname = "off"\nkind = "replay"\n'
+                                     'path = "/x"\nactive = false\n'
+                                     '[[clusters]]\nname = "shut"\nkind = "slurm"\n'
+                                     f'host = "127.0.0.1"\nport = {port}\n'
+                                     f'known_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    code, out, err = run(capsys, "job", "41001", "--cluster", "gone", "--config", str(config))
+    assert code == 2 and out == ""
+    assert "job 41001 on cluster 'gone' not found: cluster 'gone' is unreachable" in err
+    assert "no such recording" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "job", "shut:41001", "--config", str(config))
+    assert code == 2 and "cluster 'shut' is unreachable" in err and str(port) in err
+    code, out, _ = run(capsys, "job", "alpha:41001", "--config", str(config))
+    assert code == 0 and "rl-grpo-qwen7b-shaped" in out
+    code, _, err = run(capsys, "job", "41999", "--cluster", "alpha", "--config", str(config))
+    assert code == 2 and "no job 41999 on cluster 'alpha' in the current report" in err
+
+
 def test_job_in_depth(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """`job CLUSTER:ID` shows the row, history, signals and recommendation."""
     config = replay_config(tmp_path)
