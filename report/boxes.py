@@ -140,8 +140,8 @@ def _row_cells(
         # Layout order, so a folded row reads like the full-width header did.
         for column in (c for c in layout if c in folded):
             value = printable(column.cell(row))
-            if value == DASH:  # not emitted yet: a folded "—" per row is noise, not news
-                continue
+            if value == DASH and not column.always:  # not emitted yet: a folded "—" per
+                continue  # row is noise, but for a signal every row must show
             parts.append(value if value.startswith("imp ") else f"{column.fold_label} {value}")
         if parts:
             cells[-1] = " ".join(parts) + "; " + cells[-1]

@@ -61,6 +61,9 @@ class Column:
     """Set for optional columns: their value moves into Trend as ``<label> <value>``."""
     fold_rank: int = 0
     """Folding order at narrow widths: lowest rank folds first (0 = never folds)."""
+    always: bool = False
+    """A signal the table must always show (RL's entropy, TIS log-ratio and grad norm,
+    CONTRACT section 7): folded into Trend, its ``—`` is kept (``LR —``), not dropped."""
 
 
 def _num(name: str, decimals: int, *, trim: bool = False) -> Callable[[Row], str]:
@@ -145,9 +148,9 @@ LAYOUTS: Mapping[str, tuple[Column, ...]] = {
         Column("Step", _step),
         Column("Reward", _num("reward", 3), fold_label="R", fold_rank=6),
         Column("Policy Loss", _policy_loss, fold_label="PL", fold_rank=3),
-        Column("Grad Norm", _num("grad_norm", 3), fold_label="GN", fold_rank=5),
-        Column("Entropy", _num("entropy", 3), fold_label="H", fold_rank=4),
-        Column("LogRatio", _log_ratio, fold_label="LR", fold_rank=2),
+        Column("Grad Norm", _num("grad_norm", 3), fold_label="GN", fold_rank=5, always=True),
+        Column("Entropy", _num("entropy", 3), fold_label="H", fold_rank=4, always=True),
+        Column("LogRatio", _log_ratio, fold_label="LR", fold_rank=2, always=True),
         _TREND,
     ),
     "sft": (

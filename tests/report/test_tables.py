@@ -399,3 +399,22 @@ def test_any_catch_all_table_keeps_its_box(names: list[str], notes: list[str], w
     for line in text.splitlines():
         assert cell_len(line) <= width
         assert line[0] in "┌│├└" and line[-1] in "┐│┤┘"
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_a_folded_rl_signal_not_emitted_yet_still_shows_its_dash(width: int) -> None:
+    """An RL run that logs no TIS log-ratio (and, at 60 columns, no entropy or grad norm):
+    folded into Trend, each signal the table must show reads ``LR —`` (CONTRACT section 7:
+    RL rows always show entropy, the log-ratio and grad norm; a metric not emitted is ``—``).
+    Folded optional values that are not signals (the policy loss) still drop their dash."""
+    bare = make_job("rl-grpo-no-tis", "rl", step=12, total_steps=80,
+                    metrics={"reward": 0.41}, trend="Stable")
+    rl = render_tables(make_report(bare), details_for((bare, {})), width=width)[0]
+    header = rl.text.split("\n")[1]
+    body = rl.text.split("\n")[2 + rl.header_lines:-1]
+    words = " ".join(line.split("│")[-2].strip() for line in body)
+    for column, label in (("Grad Norm", "GN"), ("Entropy", "H"), ("LogRatio", "LR")):
+        assert (column in header) != (f"{label} —" in words), (column, header, words)
+    if width < 100:
+        assert "LogRatio" not in header and "LR —" in words
+    assert "PL —" not in words
