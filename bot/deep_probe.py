@@ -27,7 +27,7 @@ Policy:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref, validate_job_id
 from probes.models import ClusterFacts, JobState
 from probes.slurm.transport import RunnerFactory
+from report.chunks import cut_text
 from report.chunks import escape_code as code
 from report.chunks import escape_mrkdwn as esc
 from report.deep_probe import judge_rollouts
@@ -130,9 +131,31 @@ def offer_blocks(detail: JobDetail) -> list[dict[str, Any]]:
     why = job.recommendation.why if job.recommendation else "new or untested RL run"
     text = (f"*New RL run `{code(ref)}` {mrkdwn(job.name)}*: don't trust its row yet.\n"
             f"{mrkdwn(why)}")
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}},
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": cut_text(text, 3000)}},
             {"type": "actions", "block_id": "deep_probe_actions",
              "elements": [_button(DEEP_PROBE, "Deep-probe", ref)]}]
+
+
+REASONS_CHARS = 2900
+"""A verdict's reasons section (a section holds 3,000 characters)."""
+REASON_CHARS = 600
+"""One reason's line at most: a longer one is cut, saying so."""
+
+
+def _reason_lines(reasons: Sequence[str], ref: str) -> str:
+    """Each reason on its line, escaped, whole reasons while they fit; what did not fit is
+    counted and pointed at ``jobtables probe``, never sliced mid-entity or dropped unsaid."""
+    lines: list[str] = []
+    used = 0
+    for index, reason in enumerate(reasons):
+        line = cut_text(f"• {mrkdwn(reason)}", REASON_CHARS)
+        if used + len(line) + 1 > REASONS_CHARS - 120:
+            lines.append(f"… {len(reasons) - index} more reason(s) cut: `jobtables probe "
+                         f"{code(ref)}` prints them all.")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
 
 
 def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
@@ -147,9 +170,9 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
             f"read: {read.get('log_steps', 0)} logged steps, "
             f"{sum(d.get('samples', 0) for d in read.get('dumps', []))} rollout samples, "
             f"{read.get('trials', {}).get('sampled', 0)} trials")
-    body = "\n".join(f"• {mrkdwn(r)}" for r in probe.reasons)[:2900]
+    body = _reason_lines(probe.reasons, ref)
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": head[:3000]}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": cut_text(head, 3000)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": body or "(no reasons)"}},
     ]
     if probe.verdict == "KILL" and job.state is JobState.RUNNING:

@@ -270,3 +270,34 @@ async def test_a_kill_verdict_does_not_silence_the_owner_s_collapse_alert(
                         ts=verdict.answer["ts"])
     await probing.bot.tasks.drain()
     assert probing.sweeper.cancels == [("alpha", corrupt_job)]
+
+
+@pytest.mark.parametrize("reasons", [
+    [f"rollout {i}: <garbage> & 'weights' out of sync at step {i}" for i in range(80)],
+    ["<" * 4000],
+])
+def test_a_long_verdict_is_cut_whole_and_says_so(reasons: list[str], prefix: str,
+                                                 tmp_path: Path) -> None:
+    """Reasons past a section's 3,000 characters: whole escaped lines while they fit, then a
+    line counting the rest and naming `jobtables probe`; no entity torn (the escaped text was
+    sliced at 2,900 characters: reasons vanished unsaid and a bare ``&`` was left)."""
+    import re
+
+    from bot.deep_probe import verdict_blocks
+    from report.models import DeepProbe
+
+    base = detail(job("4242", "rl-grpo-x", flags=("deep-probe",)))
+    probed = base.model_copy(update={"report": base.report.model_copy(update={
+        "deep_probe": DeepProbe(verdict="KILL", reasons=reasons, read={})})})
+    blocks = verdict_blocks(probed, make_config(prefix, tmp_path))
+    texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert all(len(t) <= 3000 for t in texts)
+    body = texts[1]
+    assert not re.search(r"&(?!(?:amp|lt|gt);)", body) and "<" not in body
+    if len(reasons) > 1:
+        assert body.count("\n• ") + 1 < len(reasons)
+        kept = body.count("• ")
+        assert body.splitlines()[-1] == (f"… {len(reasons) - kept} more reason(s) cut: "
+                                         "`jobtables probe alpha:4242` prints them all.")
+    else:
+        assert body.endswith("… (cut)")
