@@ -56,6 +56,17 @@ def _user_id(value: str, key: str = "") -> str:
 class MetricsSection(_Strict):
     aliases: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("aliases")
+    @classmethod
+    def _canonical_targets(cls, v: dict[str, str]) -> dict[str, str]:
+        from probes.logs.metric_names import CANONICAL_NAMES
+
+        for raw, canonical in v.items():
+            if canonical not in CANONICAL_NAMES:
+                raise ValueError(f"{raw!r} = {canonical!r}: not a canonical metric name "
+                                 f"(CONTRACT section 4: {', '.join(sorted(CANONICAL_NAMES))})")
+        return v
+
 
 class RedisSection(_Strict):
     """``[redis]``: one server by ``url``, or a Sentinel-managed primary by ``sentinels``.
@@ -253,6 +264,15 @@ def config_warnings(config: Config) -> list[str]:
             "[slack.owners] maps a user name to the same Slack id on every cluster, and "
             f"{len(config.clusters)} clusters are configured: `alice` on one cluster may not be "
             "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
+    for cluster in config.clusters:
+        files = [("replay path", getattr(cluster, "path", None)),
+                 ("known_hosts", getattr(cluster, "known_hosts", None)),
+                 ("kubeconfig", getattr(cluster, "kubeconfig", None)),
+                 *(("client key", key) for key in getattr(cluster, "client_keys", ()))]
+        for what, path in files:
+            if path and not Path(path).expanduser().exists():
+                warnings.append(f"cluster {cluster.name!r}: {what} {path} does not exist on "
+                                "this machine (the sweep will report the cluster unreachable)")
     return warnings
 
 
@@ -320,6 +340,15 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
                     f"{source}:{line}: clusters.{index}.benign_patterns: "
                     f"bad regex {pattern!r}: {exc}"
                 ) from exc
+    seen: set[str] = set()
+    for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
+        name = cluster.get("name") if isinstance(cluster, dict) else None
+        if isinstance(name, str) and name in seen:
+            line = _KeyLocator(text).line_for(("clusters", index, "name"))
+            raise ConfigError(f"{source}:{line}: clusters.{index}.name: cluster name "
+                              f"{name!r} is used twice")
+        if isinstance(name, str):
+            seen.add(name)
     for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
         owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
         for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
@@ -338,6 +367,8 @@ def _describe(exc: ValidationError, text: str, source: str) -> str:
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p not in ("slurm", "kubernetes", "replay"))
+        if err["type"] == "union_tag_invalid":
+            loc = (*loc, "kind")  # the key whose value picked no model
         key = ".".join(str(p) for p in loc) or "(top level)"
         line = locator.line_for(loc)
         where = f"{source}:{line}" if line else source

@@ -7,9 +7,10 @@ that. Paths may hold the placeholders ``{workdir} {name} {job_id} {user}``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from probes.models import Frozen
 
@@ -30,12 +31,18 @@ DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
 """Harbor's default ``jobs_dir`` relative to the job's working directory."""
 
 
+PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
+"""What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``)."""
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
 class _ClusterBase(Frozen):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
-    active: bool = True
+    active: StrictBool = True
+    """``true`` or ``false`` (TOML's booleans; ``"yes"`` is a mistake, not a yes)."""
     users: tuple[str, ...] = ()
     """Whose jobs to report; empty means the SSH user (SLURM) or everyone selected (K8s)."""
-    recent_hours: float = 24.0
+    recent_hours: float = Field(24.0, ge=0)
     owners: dict[str, str] = Field(default_factory=dict)
     """This cluster's user -> Slack user id (checked by the bot's config loader)."""
     benign_patterns: tuple[str, ...] = ()
@@ -48,15 +55,25 @@ class _ClusterBase(Frozen):
     min_log_lines: int = 1
     """A fetch returning fewer lines than this is retried once, then ``fetch-failed``."""
 
+    @field_validator("checkpoint_roots", "trial_roots")
+    @classmethod
+    def _known_placeholders(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for root in v:
+            unknown = sorted(set(_PLACEHOLDER.findall(root)) - PLACEHOLDERS)
+            if unknown:
+                raise ValueError(f"{root!r}: unknown placeholder {{{unknown[0]}}} (known: "
+                                 + " ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")")
+        return v
+
 
 class SlurmCluster(_ClusterBase):
     kind: Literal["slurm"] = "slurm"
     host: str | None = None
-    port: int = 22
+    port: Annotated[int, Field(strict=True, ge=1, le=65535)] = 22
     user: str | None = None
     known_hosts: str | None = None
     client_keys: tuple[str, ...] = ()
-    local: bool = False
+    local: StrictBool = False
     connect_timeout_s: float = 15.0
     command_timeout_s: float = 30.0
     read_timeout_s: float = 5.0

@@ -100,6 +100,21 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
 BUILTIN_ALIASES: dict[str, str] = {raw: canon for raw, (canon, _) in _RANKED_ALIASES.items()}
 """Raw trainer name -> canonical name (exact names; prefixed families are matched by pattern)."""
 
+CONTRACT_NAMES = frozenset({
+    "reward", "pass_at_n", "policy_loss", "entropy", "grad_norm", "clip_ratio", "imp_ratio_mean",
+    "imp_ratio_capped_fraction", "log_ratio_abs_mean", "log_ratio_abs_p99", "log_ratio_abs_max",
+    "n_tokens_dp_gt_50pct", "avg_num_tokens", "rollout_train_prob_diff_mean",
+    "loss", "learning_rate", "epoch", "sec_per_step",
+    "chunks_done", "chunks_total", "trials", "avg_turns", "mean_reward", "exc_pct",
+    "trials_total", "pass_rate", "top_exception",
+})
+"""CONTRACT section 4's canonical metric names."""
+CANONICAL_NAMES = CONTRACT_NAMES | frozenset(
+    {canon for canon, _ in _RANKED_ALIASES.values()}
+    | {canon for _, canon, _ in _SUFFIX_PATTERNS})
+"""What a ``[metrics.aliases]`` entry may map a raw name onto: the contract's names and the
+built-in aliases' targets (positional log-ratio buckets, ``z_clip_triggered``)."""
+
 _USER_RANK = -1
 _CACHE_CAP = 4096
 _builtin_cache: dict[str, tuple[str, int] | None] = {}

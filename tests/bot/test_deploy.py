@@ -23,7 +23,10 @@ def test_example_config_is_valid() -> None:
     config = load_config(DEPLOY / "jobtables.example.toml")
     assert {c.name for c in config.clusters} == {"alpha", "beta"}
     assert config.cluster("alpha").owners["alice"].startswith("U")
-    assert config_warnings(config) == [], "the example uses per-cluster owners"
+    # Its files are the deployment's (the chart mounts them): only those may be warned about.
+    warnings = config_warnings(config)
+    assert all("does not exist on this machine" in w for w in warnings), warnings
+    assert not [w for w in warnings if "owners" in w], "the example uses per-cluster owners"
 
 
 def test_manifest_declares_commands_scopes_and_modes() -> None:

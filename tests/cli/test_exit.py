@@ -133,7 +133,8 @@ def test_a_closed_pipe_at_the_final_flush_is_reported_as_python_does() -> None:
     finally:
         os.close(write)
     assert done.returncode == 120
-    assert done.stderr.splitlines() == [
+    # (the example names deployment paths this machine lacks: check-config warns about them)
+    assert [ln for ln in done.stderr.splitlines() if not ln.startswith("jobtables: warning:")] == [
         "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>",
         "BrokenPipeError: [Errno 32] Broken pipe"]
 

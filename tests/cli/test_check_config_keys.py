@@ -1,0 +1,81 @@
+"""check-config names the line and the key of each mistake a TOML file can hold, and warns
+about files the config names that this machine does not have."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.cli import DEMO_RECORDING, main
+
+ONE = '[[clusters]]\nname = "alpha"\nkind = "replay"\npath = "REC"\n'
+
+
+def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tuple[int, str, str]:
+    path = tmp_path / "jobtables.toml"
+    path.write_text(textwrap.dedent(body).replace("REC", str(DEMO_RECORDING)))
+    code = main(["check-config", "--config", str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("body", "where", "says"), [
+    ('[[clusters]]\nname = "a"\nkind = "pbs"\n', ":3: clusters.0.kind:", 'kind must be "slurm"'),
+    (ONE + '\n[[clusters]]\nname = "alpha"\nkind = "replay"\npath = "REC"\n',
+     ":7: clusters.1.name:", "cluster name 'alpha' is used twice"),
+    (ONE + 'active = "yes"\n', ":5: clusters.0.active:", "valid boolean"),
+    ('[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\nport = "22"\n',
+     ":5: clusters.0.port:", "valid integer"),
+    ('[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\nport = 70000\n',
+     ":5: clusters.0.port:", "less than or equal to 65535"),
+    (ONE + "recent_hours = -3\n", ":5: clusters.0.recent_hours:", "greater than or equal to 0"),
+    (ONE + 'checkpoint_roots = ["{bogus}/x"]\n', ":5: clusters.0.checkpoint_roots:",
+     "unknown placeholder {bogus}"),
+    (ONE + 'trial_roots = ["{workdir}/{jobid}"]\n', ":5: clusters.0.trial_roots:",
+     "unknown placeholder {jobid}"),
+    ('[metrics.aliases]\n"train/x" = "not_a_metric"\n\n' + ONE, ":1: metrics.aliases:",
+     "'not_a_metric': not a canonical metric name"),
+])
+def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            body: str, where: str, says: str) -> None:
+    """Each was accepted (OK), or named no line or the wrong one, or named no key."""
+    code, out, err = check(tmp_path, capsys, body)
+    assert code == 2 and out == ""
+    assert where in err and says in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_what_a_config_may_name_still_passes(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Placeholders the roots know, a canonical alias target, TOML's own booleans and ints."""
+    code, out, err = check(tmp_path, capsys, '[metrics.aliases]\n"my/ent" = "entropy"\n'
+                           '"my/pos" = "log_ratio_pos_3"\n\n' + ONE + "active = true\n"
+                           'checkpoint_roots = ["{workdir}/ckpt/{name}", "/s/{user}/{job_id}"]\n'
+                           "recent_hours = 0\n")
+    assert code == 0 and "OK (1 clusters, 1 active)" in out and err == ""
+
+
+def test_files_this_machine_lacks_are_warned_about(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A known_hosts, client key or replay path that does not exist: the file is valid (it may
+    be checked on another machine), but each is named on stderr (the sweep would report the
+    cluster unreachable)."""
+    code, out, err = check(tmp_path, capsys, f"""\
+        [[clusters]]
+        name = "a"
+        kind = "slurm"
+        host = "h"
+        known_hosts = "{tmp_path}/kh"
+        client_keys = ["{tmp_path}/key"]
+
+        [[clusters]]
+        name = "b"
+        kind = "replay"
+        path = "{tmp_path}/nowhere"
+        """)
+    assert code == 0 and "OK (2 clusters, 2 active)" in out
+    assert f"cluster 'a': known_hosts {tmp_path}/kh does not exist" in err
+    assert f"cluster 'a': client key {tmp_path}/key does not exist" in err
+    assert f"cluster 'b': replay path {tmp_path}/nowhere does not exist" in err
