@@ -4,13 +4,14 @@ Policy (seed §RL: standard, non-agentic RL "has no Harbor trial artifacts ... S
 reward/avg_raw_reward, banked-step cadence plus durable checkpoints, timing/*, and
 generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
 
-- ``dead-rollouts``: over the window (the last ``th.window`` logged values of a metric, at least
-  ``th.min_window`` of them) reward flat at 0, responses about 1 token, entropy about 0, or
-  grad norm exactly 0. Any one is enough: each means no learning signal is reaching the policy,
-  whatever the row's other numbers say. Flagged on any state; on a live run verdict
-  ``warning`` and recommendation ``deep_probe`` (read the literal rollouts). Standard RL is
-  what needs it (no trial evidence), but it is applied to agentic RL too: a degenerate
-  window is dead whatever produced it, and the trial pass-rate signal is judged besides.
+- ``dead-rollouts``: over the window (the last ``th.window`` logged values of a metric), its
+  newest ``th.min_window`` or more values all with reward flat at 0, responses about 1 token,
+  entropy about 0, or grad norm exactly 0. Any one is enough: each means no learning signal
+  is reaching the policy, whatever the row's other numbers say. Flagged on any state; on a
+  live run verdict ``warning`` and recommendation ``deep_probe`` (read the literal rollouts).
+  Standard RL is what needs it (no trial evidence), but it is applied to agentic RL too: a
+  degenerate window is dead whatever produced it, and the trial pass-rate signal is judged
+  besides.
 - Log-ratio health (where the trainer emits the diagnostics): ``log_ratio_abs_mean`` above
   ``th.log_ratio_mean_max``, ``log_ratio_abs_max`` at or above ``th.log_ratio_max_max``,
   ``n_tokens_dp_gt_50pct`` above ``th.gt_50pct_max``, or position buckets whose largest mean is
@@ -25,7 +26,7 @@ generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from statistics import median
 
@@ -35,25 +36,35 @@ from report.findings import Findings, JudgeContext, Priority, series
 from report.settings import Thresholds
 
 
-def _window(history: Sequence[MetricPoint], metric: str, th: Thresholds) -> list[float] | None:
+def _dead_run(history: Sequence[MetricPoint], metric: str, th: Thresholds,
+              dead: Callable[[float], bool]) -> list[float] | None:
+    """The window's newest values that are all ``dead``, when at least ``th.min_window`` of
+    them are: a run that died three steps into the window is dead now, not once the live
+    steps before its death have left the window (the whole window was asked for: a run
+    whose last 8 of 10 steps had entropy 0 and grad norm exactly 0 read healthy)."""
     values = series(history, metric)[-th.window :]
-    return values if len(values) >= th.min_window else None
+    run = 0
+    for value in reversed(values):
+        if not (math.isfinite(value) and dead(value)):
+            break
+        run += 1
+    return values[len(values) - run :] if run >= th.min_window else None
 
 
 def degenerate_reasons(history: Sequence[MetricPoint], th: Thresholds) -> list[str]:
     """Why the window's rollouts are degenerate (empty when they are not)."""
     reasons = []
-    rewards = _window(history, "reward", th)
-    if rewards and all(math.isfinite(r) and abs(r) <= th.dead_reward_abs for r in rewards):
+    rewards = _dead_run(history, "reward", th, lambda r: abs(r) <= th.dead_reward_abs)
+    if rewards:
         reasons.append(f"reward flat at 0 for {len(rewards)} steps")
-    lengths = _window(history, "avg_num_tokens", th)
-    if lengths and all(math.isfinite(n) and n <= th.dead_response_tokens for n in lengths):
+    lengths = _dead_run(history, "avg_num_tokens", th, lambda n: n <= th.dead_response_tokens)
+    if lengths:
         reasons.append(f"responses ~{format_value(lengths[-1])} token for {len(lengths)} steps")
-    entropy = _window(history, "entropy", th)
-    if entropy and all(math.isfinite(e) and abs(e) <= th.dead_entropy_max for e in entropy):
+    entropy = _dead_run(history, "entropy", th, lambda e: abs(e) <= th.dead_entropy_max)
+    if entropy:
         reasons.append(f"entropy ~0 for {len(entropy)} steps")
-    grads = _window(history, "grad_norm", th)
-    if grads and all(g == 0.0 for g in grads):
+    grads = _dead_run(history, "grad_norm", th, lambda g: g == 0.0)
+    if grads:
         reasons.append(f"grad norm exactly 0 for {len(grads)} steps")
     return reasons
 

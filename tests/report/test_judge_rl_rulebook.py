@@ -72,6 +72,9 @@ def test_skyrl_collapse_is_seen_with_the_wandb_logger() -> None:
         ({"entropy": [0.0] * 12}, True, "entropy ~0"),
         ({"entropy": [2e-4] * 12}, True, "entropy ~0"),
         ({"grad_norm": [0.0] * 12}, True, "grad norm exactly 0"),
+        # dead for the window's newest 5+ steps: dead now, whatever came before in the window
+        ({"entropy": [0.5] * 5 + [0.0] * 7}, True, "entropy ~0 for 7 steps"),
+        ({"grad_norm": [0.4] * 7 + [0.0] * 5}, True, "grad norm exactly 0 for 5 steps"),
         # near-misses
         ({"reward": with_last([0.0] * 12, 0.1)}, False, ""),  # one reward in the window
         ({"reward": [0.0] * 4}, False, ""),  # window too short to judge
@@ -79,6 +82,7 @@ def test_skyrl_collapse_is_seen_with_the_wandb_logger() -> None:
         ({"entropy": [5e-3] * 12}, False, ""),
         ({"grad_norm": [1e-5] * 12}, False, ""),  # seqnorm global-denom regime, not dead
         ({"grad_norm": with_last([0.0] * 12, 1e-7)}, False, ""),
+        ({"entropy": [0.5] * 8 + [0.0] * 4}, False, ""),  # only 4 dead steps yet
     ],
 )
 def test_dead_rollouts(extra: dict[str, list[float | None]], dead: bool, why: str) -> None:
@@ -139,6 +143,17 @@ def test_dead_rollouts_in_each_trainer_format(trainer: str, text: Any, why: str)
     job = judge(_from_log(text())).report
     assert "dead-rollouts" in job.flags, trainer
     assert why in job.trend or (job.recommendation is not None and why in job.recommendation.why)
+
+
+def test_a_real_grpo_run_dead_for_its_last_steps_is_not_healthy() -> None:
+    """TRL 1.16.0's real GRPO run whose last 8 steps have entropy 0 and grad norm exactly 0
+    (one live step at 0.048 / 1.19 before them, inside the 10-step window): it read
+    ``healthy`` with one entropy signal watched; it is a dead run to deep-probe."""
+    job = judge(_from_log((FIXTURES / "trl-1.16.0/grpo_collapse.out").read_bytes())).report
+    assert "dead-rollouts" in job.flags and job.verdict != "healthy"
+    assert job.trend.startswith("DEAD ROLLOUTS: entropy ~0 for 8 steps")
+    assert job.recommendation is not None and job.recommendation.action == "deep_probe"
+    assert "grad norm exactly 0 for 8 steps" in job.recommendation.why
 
 
 @pytest.mark.parametrize(
