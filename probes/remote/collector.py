@@ -78,6 +78,7 @@ with contextlib.suppress(ImportError):
         ended_before,
         expand_pattern,
         expand_roots,
+        het_ids,
         job_key,
         job_user,
         slurm_number,
@@ -394,7 +395,8 @@ def _run_squeue(request: Json) -> Tuple[int, str, str]:  # noqa: UP006
     return run_argv(argv, timeout_s)
 
 
-LISTING_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "WorkDir", "STDOUT", "Name")
+LISTING_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "HetJobID", "HetJobOffset", "UserName",
+                  "WorkDir", "STDOUT", "Name")
 """``squeue -O`` fields of the listing, the job name last (it may hold anything, newlines too)."""
 
 
@@ -410,13 +412,14 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
     (:func:`listing_rows` reads the rows)."""
     jobs: List[Json] = []  # noqa: UP006
     for fields in listing_rows(out, delim, len(LISTING_FIELDS)):
-        job_id, array_job, array_task, user, workdir, stdout, name = fields
+        job_id, array_job, array_task, het_job, het_offset, user, workdir, stdout, name = fields
         own = slurm_number(job_id)
         if own is None or not user:
             continue
         task = slurm_number(array_task)  # N/A for a job that is not an array task
         jobs.append({"job_id": own, "array_job_id": slurm_number(array_job) or 0,
-                     "array_task_id": task, "user_name": user, "name": name,
+                     "array_task_id": task, "het_job_id": slurm_number(het_job) or 0,
+                     "het_job_offset": slurm_number(het_offset), "user_name": user, "name": name,
                      "current_working_directory": workdir, "standard_output": stdout,
                      "job_state": "RUNNING"})
     return jobs
@@ -490,6 +493,8 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
                      "job_id": slurm_number(job["JobID"]),
                      "array_job_id": slurm_number(job["ArrayJobID"]) or 0,
                      "array_task_id": slurm_number(job["ArrayTaskID"]),
+                     "het_job_id": slurm_number(job["HetJobID"]) or 0,
+                     "het_job_offset": slurm_number(job["HetJobOffset"]),
                      "user_name": job["UserName"], "name": job["Name"],
                      "current_working_directory": job["WorkDir"],
                      "standard_output": job["STDOUT"], "job_state": job["State"],
@@ -622,7 +627,7 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
         if own is None or _queue_pending(job.get("job_state", _queue_state(job))):
             continue
         array_job, array_task = array_ids(job)
-        key = job_key(own, array_job, array_task)
+        key = job_key(own, array_job, array_task, het_ids(job))
         is_task = array_task is not None
         name, user = str(job.get("name") or ""), job_user(job)
         workdir = (slurm_text(job.get("current_working_directory"))

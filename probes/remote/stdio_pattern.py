@@ -30,7 +30,7 @@ SQUEUE_JOB_KEYS = (
     "submit_time", "start_time", "end_time", "time_limit", "time", "exit_code",
     "array_job_id", "array_task_id", "array_task_string", "array", "dependency", "comment",
     "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
-    "command", "nodes", "restart_cnt",
+    "command", "nodes", "restart_cnt", "het_job_id", "het_job_offset", "het",
 )
 """Every squeue/sacct job-object key the probe reads (``slurm_parse.record_from_squeue`` and
 the readers here). The sweep sends this list to the collector, which cuts each job object
@@ -101,11 +101,25 @@ def ended_before(job: Mapping[str, Any], since: float | None) -> bool:
     return end is not None and 0 < end < since
 
 
-def job_key(job_id: int, array_job: int | None, array_task: int | None) -> str:
-    """Our id for a job: ``A_T`` for an array task, else SLURM's own id."""
+def het_ids(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """``(hetjob leader id, component offset)`` from squeue's flat keys or sacct's ``het``
+    block; ``(None, None)`` for a job that is not a hetjob component (squeue gives 0)."""
+    block = job.get("het")
+    block = block if isinstance(block, dict) else {}
+    leader = slurm_number(job.get("het_job_id", block.get("job_id")))
+    offset = slurm_number(job.get("het_job_offset", block.get("job_offset")))
+    return (leader, offset) if leader and offset is not None else (None, None)
+
+
+def job_key(job_id: int, array_job: int | None, array_task: int | None,
+            het: tuple[int | None, int | None] = (None, None)) -> str:
+    """Our id for a job: ``A_T`` for an array task, ``L+N`` for a hetjob component (as
+    squeue prints both, and as ``jobtables job`` takes them), else SLURM's own id."""
     # The task that keeps the array's own id (job_id == array_job_id) is a task too.
     if array_task is not None and array_job:
         return f"{array_job}_{array_task}"
+    if het[0] is not None and het[1] is not None:
+        return f"{het[0]}+{het[1]}"
     return str(job_id)
 
 

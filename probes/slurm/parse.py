@@ -16,7 +16,7 @@ from typing import Any
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.remote.stdio_pattern import array_ids as _array_ids
-from probes.remote.stdio_pattern import ended_before, expand_pattern, has_stdio_token
+from probes.remote.stdio_pattern import ended_before, expand_pattern, has_stdio_token, het_ids
 from probes.remote.stdio_pattern import job_key as _job_id
 from probes.remote.stdio_pattern import job_user as _job_user
 from probes.remote.stdio_pattern import slurm_number as _number
@@ -113,8 +113,11 @@ def record_from_squeue(
     comment = job.get("comment")
     if isinstance(comment, dict):
         comment = comment.get("job")
-    key = _job_id(job_id, array_job, array_task)
+    het = het_ids(job)
+    key = _job_id(job_id, array_job, array_task, het)
     labels = _array_labels(job_id, array_task, job.get("array_task_string"))
+    if het[0] is not None:  # a hetjob component: its own id is what %j expands to
+        labels = {**labels, "slurm_job_id": str(job_id)}
     return _record({  # SchedulerRecord's fields, in its order; every one given but the pods'
         "cluster": str(cluster),
         "job_id": key,
@@ -253,7 +256,7 @@ def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
     array_task = record.array_task_id or task or None
     array = array_task is not None
     path = expand_pattern(
-        raw, job_id=_array_own_id(record) if array else master,
+        raw, job_id=_array_own_id(record) if array else _het_own_id(record, master),
         array_job_id=(record.array_job_id or master) if array else None,
         array_task_id=array_task, user=record.user, name=record.name, workdir=record.workdir,
     )
@@ -272,6 +275,11 @@ def _with_path(record: SchedulerRecord, path: str) -> SchedulerRecord:
     _set(copied, "__pydantic_extra__", None)  # extra="forbid": never any
     _set(copied, "__pydantic_private__", None)  # no private attributes
     return copied
+
+
+def _het_own_id(record: SchedulerRecord, key: str) -> str:
+    # %j of a hetjob component (keyed "L+N") is the component's own job id (its label).
+    return record.labels.get("slurm_job_id", key) if "+" in key else key
 
 
 def _array_own_id(record: SchedulerRecord) -> str:

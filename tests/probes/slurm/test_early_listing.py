@@ -46,6 +46,10 @@ DELIM = "|Jdeadbeef01234567|"
 
 
 def _row(values: list[str], delim: str = DELIM) -> str:
+    """One listing row of ``LISTING_FIELDS``; seven values leave out HetJobID and
+    HetJobOffset (``N/A`` both: not a hetjob component, as squeue prints it)."""
+    if len(values) == len(LISTING_FIELDS) - 2:
+        values = [*values[:3], "N/A", "N/A", *values[3:]]
     return "".join(v + delim for v in values) + "\n"
 
 
@@ -66,18 +70,21 @@ def _no_listing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_rows_read_as_job_objects_and_a_name_is_data() -> None:
     hostile = f"a\nb|x| {DELIM[:-1]} %j $(touch /tmp/p)`id`;'"
-    out = (_row(["12", "12", "N/A", "alice", "/w", "/w/o_%j.out", "plain"])
-           + _row(["15", "14", "1", "bob", "/w b", "/w b/%A_%a.out", hostile])
-           + _row(["x7", "7", "N/A", "carol", "/w", "/w/o", "not a number"])
-           + _row(["9", "9", "N/A", "", "/w", "/w/o", "no user"])
+    out = (_row(["12", "12", "N/A", "N/A", "N/A", "alice", "/w", "/w/o_%j.out", "plain"])
+           + _row(["15", "14", "1", "N/A", "N/A", "bob", "/w b", "/w b/%A_%a.out", hostile])
+           + _row(["x7", "7", "N/A", "N/A", "N/A", "carol", "/w", "/w/o", "not a number"])
+           + _row(["9", "9", "N/A", "N/A", "N/A", "", "/w", "/w/o", "no user"])
+           + _row(["21", "21", "N/A", "20", "1", "dan", "/w", "/w/h_%j.out", "het"])
            + "16" + DELIM + "16" + DELIM + "N/A")  # cut short: no row
     jobs = listing_jobs(out, DELIM)
-    assert [j["job_id"] for j in jobs] == [12, 15]
+    assert [j["job_id"] for j in jobs] == [12, 15, 21]
     assert jobs[0] == {"job_id": 12, "array_job_id": 12, "array_task_id": None,
+                       "het_job_id": 0, "het_job_offset": None,
                        "user_name": "alice", "name": "plain",
                        "current_working_directory": "/w", "standard_output": "/w/o_%j.out",
                        "job_state": "RUNNING"}
     assert jobs[1]["name"] == hostile and jobs[1]["array_task_id"] == 1
+    assert (jobs[2]["het_job_id"], jobs[2]["het_job_offset"]) == (20, 1)
     assert jobs[1]["array_job_id"] == 14
 
 

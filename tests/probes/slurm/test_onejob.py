@@ -158,6 +158,25 @@ def test_hetjob_component_has_its_own_log_path(jobs: Jobs, component: int) -> No
     assert runner.calls == [("python3", "-")]
 
 
+def test_a_sweep_names_hetjob_components_as_job_does(jobs: Jobs) -> None:
+    """The whole sweep (``squeue --json``, whose components are separate job objects with
+    ``het_job_id``/``het_job_offset``) lists ``H+0`` and ``H+1``, the ids ``jobtables job``
+    takes and squeue prints, each with its own StdOut; they were listed as their own job ids
+    (``H`` and the second's id), which ``job`` then did not find."""
+    facts = asyncio.run(SlurmProbe(jobs.env.cluster()).collect())
+    assert facts.status == "ok"
+    mine = {j.record.job_id: j.record for j in facts.jobs
+            if j.record.name.startswith("jt1-het-") and jobs.run_dir in (j.record.workdir or "")}
+    assert sorted(mine) == [f"{jobs.het}+0", f"{jobs.het}+1"]
+    assert mine[f"{jobs.het}+0"].stdout_path == f"{jobs.run_dir}/h_{jobs.het}.out"
+    assert mine[f"{jobs.het}+1"].stdout_path == f"{jobs.run_dir}/h_{jobs.het_second}.out"
+    for component in (0, 1):
+        one, _ = _collect(jobs.env, f"{jobs.het}+{component}")
+        (job,) = one.jobs
+        assert job.record.job_id == f"{jobs.het}+{component}"
+        assert job.record.stdout_path == mine[job.record.job_id].stdout_path
+
+
 def test_a_job_slurm_does_not_know_costs_one_command(jobs: Jobs) -> None:
     """An id no queue holds is answered with no job after one collector run."""
     facts, runner = _collect(jobs.env, "99999999")

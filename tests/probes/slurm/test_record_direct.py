@@ -97,7 +97,7 @@ def copied_expansion(record: SchedulerRecord) -> SchedulerRecord:
     array_task = record.array_task_id or task or None
     array = array_task is not None
     path = expand_pattern(
-        raw, job_id=parse._array_own_id(record) if array else master,
+        raw, job_id=parse._array_own_id(record) if array else parse._het_own_id(record, master),
         array_job_id=(record.array_job_id or master) if array else None,
         array_task_id=array_task, user=record.user, name=record.name, workdir=record.workdir,
     )
