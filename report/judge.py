@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import TypeGuard, get_args
 
 from probes.models import (
+    TERMINAL_STATES,
     ClusterFacts,
     FaultKind,
     JobFacts,
@@ -154,7 +155,7 @@ def _log_rules(ctx: JudgeContext, f: Findings) -> None:
     if log.status == "mismatch":
         f.flag("log-path-mismatch")
         f.notes.append(f"StdOut {log.requested_path} absent; read {log.path}")
-    elif log.status == "missing" and ctx.state is not JobState.PENDING:
+    elif log.status == "missing" and ctx.state is not JobState.PENDING and not _never_ran(ctx):
         f.flag("log-missing")
         f.verdict("unknown")
         f.trend(Priority.INFO, shorten(f"No log found ({log.requested_path or 'no StdOut'})"))
@@ -162,6 +163,14 @@ def _log_rules(ctx: JudgeContext, f: Findings) -> None:
         f.flag("fetch-failed")
         f.verdict("unknown")
         f.trend(Priority.INFO, shorten(f"Log fetch failed: {log.error or 'error'}; state unknown"))
+
+
+def _never_ran(ctx: JudgeContext) -> bool:
+    """An ended job that was never given a node or a second of run time (cancelled while
+    pending, a dependency never satisfied): it wrote no log, and none is missing."""
+    record = ctx.facts.record
+    return (ctx.state in TERMINAL_STATES and record.pods_total is None  # a scheduler's record
+            and not record.nodes and not record.elapsed_s)
 
 
 def is_terminal_signal(kind: FaultKind) -> TypeGuard[TerminalSignal]:

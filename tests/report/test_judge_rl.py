@@ -206,6 +206,18 @@ def test_bring_up_and_log_status(job: JobFacts, flags: list[str], verdict: str) 
     assert detail.report.flags == flags and detail.report.verdict == verdict
 
 
+@pytest.mark.parametrize("state", [JobState.CANCELLED, JobState.FAILED])
+def test_a_job_that_never_ran_is_not_missing_its_log(state: JobState) -> None:
+    """Cancelled while pending (or failed on a dependency never satisfied): no node, no run
+    time, so no log was ever written; it was flagged ``log-missing`` (judged unknown). A job
+    that ran and left no log still is flagged."""
+    never = record(state=state, start_time=NOW, end_time=NOW, elapsed_s=0, nodes=None)
+    job = judge(facts(never, (), log_fetch=log("missing", path=None))).report
+    assert "log-missing" not in job.flags and job.verdict != "unknown"
+    ran = record(state=state, end_time=NOW, nodes="vm")
+    assert "log-missing" in judge(facts(ran, (), log_fetch=log("missing", path=None))).report.flags
+
+
 def test_pending_job_without_log_fetch_is_buffering() -> None:
     """A PENDING job (no log at all) is queue admission: buffer-filling, trend names the reason."""
     job = judge(facts(record(state=JobState.PENDING, reason="Priority"), no_summary=True)).report
