@@ -327,6 +327,8 @@ class SlurmProbe:
         try:
             async with asyncio.timeout(self._cluster.timeout_s):
                 found = await onejob.find_job(runner, self._cluster, job_id, now)
+                if found is not None and found.user not in self._users(runner):
+                    found = None  # not a job this cluster reports (``users``): as a sweep
                 collected, live = ({}, []) if found is None else await onejob.job_files(
                     runner, self._cluster, found, now)
         except (ProbeError, TimeoutError) as exc:

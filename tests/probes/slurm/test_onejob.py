@@ -177,6 +177,25 @@ def test_a_sweep_names_hetjob_components_as_job_does(jobs: Jobs) -> None:
         assert job.record.stdout_path == mine[job.record.job_id].stdout_path
 
 
+def test_a_job_of_a_user_the_cluster_does_not_report_is_not_shown(jobs: Jobs) -> None:
+    """A cluster configured for other ``users`` reports none of this user's jobs in a sweep,
+    and `job ID` does not show one either (it did, log and all): not found, after the one
+    command that found out whose it is, no file read."""
+    runners: list[CountingRunner] = []
+
+    def factory(cluster: SlurmCluster) -> CountingRunner:
+        runners.append(CountingRunner(cluster))
+        return runners[-1]
+
+    others = jobs.env.cluster(users=("nobody-else",))
+    facts = asyncio.run(SlurmProbe(others, runner_factory=factory).collect_one(
+        f"{jobs.array}_4"))
+    assert facts.status == "ok" and facts.jobs == ()
+    assert runners[0].calls == [("python3", "-")]
+    mine, _ = _collect(jobs.env, f"{jobs.array}_4")
+    assert [j.record.job_id for j in mine.jobs] == [f"{jobs.array}_4"]
+
+
 def test_a_job_slurm_does_not_know_costs_one_command(jobs: Jobs) -> None:
     """An id no queue holds is answered with no job after one collector run."""
     facts, runner = _collect(jobs.env, "99999999")
