@@ -105,9 +105,9 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "oom",
         _signal(
-            ("out of memory", "oom_kill", "outofmemoryerror", "memory pressure"),
+            ("out of memory", "oom_kill", "oom-kill", "outofmemoryerror", "memory pressure"),
             r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate"
-            r"|CUDA error: out of memory|Detected \d+ oom_kill events?\b"
+            r"|CUDA error: out of memory|Detected \d+ oom[-_]kill events?(?:\(s\))?"
             r"|ray\.exceptions\.OutOfMemoryError|\btask \d+: Out Of Memory\b"
             r"|(?:^|\D)(?!0 )\d+ Workers \(tasks / actors\) killed due to memory pressure",
         ),

@@ -28,6 +28,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     # entropy
     "policy/policy_entropy": ("entropy", 0),
     "actor/entropy": ("entropy", 0),
+    "actor/entropy_loss": ("entropy", 1),  # verl 0.2-0.4.0's name for the mean entropy
     "entropy": ("entropy", 1),
     "policy_entropy": ("entropy", 1),
     # grad norm: the raw (pre-clipping) value wins when both are printed

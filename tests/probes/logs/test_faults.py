@@ -56,6 +56,13 @@ SIGNALS = [
         ["oom"],
     ),
     (
+        # the cgroup wording of older SLURM (Sigma2's and NeSI's job-failure docs quote it)
+        "slurm-oom-kill-events-cgroup",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 997857.batch cgroup. Some of "
+        "your processes may have been killed by the cgroup out-of-memory handler.",
+        ["oom"],
+    ),
+    (
         "ray-memory-monitor",
         "(raylet) [2023-04-09 07:23:59,445 E 395 395] (raylet) node_manager.cc:"
         "3049: 10 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed "

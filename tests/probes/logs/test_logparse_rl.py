@@ -228,6 +228,18 @@ def test_user_aliases_win_over_builtins() -> None:
     assert values == {"entropy": 0.7}
 
 
+def test_verl_before_0_4_1_names_its_entropy_entropy_loss() -> None:
+    """verl 0.2-0.4.0 print the actor's mean entropy as ``actor/entropy_loss`` (its
+    ``dp_actor``: ``entropy_loss = masked_mean(entropy)``); 0.4.1 renamed it ``actor/entropy``.
+    It was not read: the collapse rule had no entropy for those runs."""
+    text = ("(TaskRunner pid=144783) step:20 - actor/kl_loss:0.001 - actor/entropy_loss:0.200 "
+            "- actor/pg_loss:-0.010 - actor/grad_norm:3.500 - critic/score/mean:0.500\n")
+    values = parse_log(text).points[0].values
+    assert values["entropy"] == 0.2 and values["grad_norm"] == 3.5
+    both = "step:2 - actor/entropy:0.7 - actor/entropy_loss:0.1\n"
+    assert parse_log(both).points[0].values["entropy"] == 0.7  # the current name wins
+
+
 def test_ray_repeated_suffix_and_ip_prefix() -> None:
     """`, ip=` prefixes and Ray's `[repeated Nx across cluster]` suffix are stripped."""
     text = (
@@ -260,7 +272,9 @@ def test_harbor_progress_row() -> None:
         ("actor/pg_loss", "policy_loss"),
         ("policy/policy_entropy", "entropy"),
         ("actor/entropy", "entropy"),
-        ("actor/entropy_loss", None),  # near miss: the entropy bonus term, not entropy
+        # verl <= 0.4.0: agg_loss(entropys), the mean entropy itself (the bonus is
+        # entropy_coeff times it); it is no loss to minimise despite its name
+        ("actor/entropy_loss", "entropy"),
         ("policy/raw_grad_norm", "grad_norm"),
         ("actor/grad_norm", "grad_norm"),
         ("critic/grad_norm", None),
