@@ -38,6 +38,8 @@ POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL)
 RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 CONFIG_HASH_KEY = re.compile(r"config[-_.]?hash$", re.IGNORECASE)
+MARKER_PREFIX = "jobtables/"
+"""The probe's own record labels (markers) live under this prefix."""
 WEDGE_LABEL = "jobtables/silent-wedge"
 KIND_LABEL = "jobtables/kind"
 UID_LABEL = "jobtables/uid"
@@ -259,9 +261,37 @@ def owner_of(work: Workload, keys: Sequence[str]) -> str | None:
     return None
 
 
+CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+"""The owning Job's uid on each of its pods (the Job controller sets both, 1.27+; the second
+alone before)."""
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
+
+
+def owned_by(pod: Any, work: Workload) -> bool:
+    """The pod is this workload's, not only named after it: a pod carries its Job's uid (the
+    controller-uid label, else a controller owner reference), a JobSet's pods its uid label
+    where JobSet sets one. A Job re-created under the same name (its old pods still listed)
+    or a bare pod labelled ``job-name: <someone else's job>`` is another object: its log and
+    state are never read as this job's."""
+    if not work.uid:
+        return True
+    meta = pod.metadata
+    labels = meta.labels or {}
+    if work.view.kind == "JobSet":
+        uid = labels.get(JOBSET_UID_LABEL)
+        return uid is None or uid == work.uid
+    for key in CONTROLLER_UID_LABELS:
+        if key in labels:
+            return bool(labels[key] == work.uid)
+    return any(ref.uid == work.uid and ref.controller for ref in meta.owner_references or ())
+
+
 def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict) -> dict[str, str]:
-    """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers."""
-    labels = {str(k): str(v) for k, v in work.labels.items()}
+    """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers. A label
+    of the job's own under ``jobtables/`` is dropped: only the probe writes its markers (a
+    ``jobtables/silent-wedge`` label forced a terminal verdict on a healthy job)."""
+    labels = {str(k): str(v) for k, v in work.labels.items()
+              if not str(k).startswith(MARKER_PREFIX)}
     image = (leader.image if leader else None) or work.image
     if image:
         labels["image"] = image

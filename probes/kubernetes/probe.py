@@ -40,6 +40,7 @@ from probes.kubernetes.objects import (
     build_record,
     job_workload,
     jobset_workload,
+    owned_by,
     owner_of,
     pod_view,
 )
@@ -171,7 +172,7 @@ class KubernetesProbe:
     @staticmethod
     def _pods(work: Workload, index: PodIndex) -> list[PodView]:
         for label in work.pod_labels():
-            items = index.get(label)
+            items = [pod for pod in index.get(label, ()) if owned_by(pod, work)]
             if items:
                 return [pod_view(pod) for pod in items]
         return []  # every label looked up (incl. the pre-1.27 one) before calling it zero

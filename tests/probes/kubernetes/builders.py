@@ -128,8 +128,11 @@ def make_pod(
     created: datetime = NOW - timedelta(hours=1),
     restarts: int = 0,
 ) -> V1Pod:
-    """A pod of ``job``; every container is in ``state`` (running/waiting/terminated)."""
-    labels = {"batch.kubernetes.io/job-name": job, "job-name": job}
+    """A pod of ``job`` as its Job controller makes it (the job-name and controller-uid
+    labels, old and new, and the owner reference); every container is in ``state``
+    (running/waiting/terminated)."""
+    labels = {"batch.kubernetes.io/job-name": job, "job-name": job,
+              "batch.kubernetes.io/controller-uid": "uid-" + job, "controller-uid": "uid-" + job}
     if jobset:
         labels["jobset.sigs.k8s.io/jobset-name"] = jobset
     if index is not None:
@@ -141,7 +144,9 @@ def make_pod(
         api_version="v1",
         kind="Pod",
         metadata=V1ObjectMeta(name=name, namespace="ml", labels=labels, uid="uid-" + name,
-                              creation_timestamp=created),
+                              creation_timestamp=created, owner_references=[
+                                  V1OwnerReference(api_version="batch/v1", kind="Job", name=job,
+                                                   uid="uid-" + job, controller=True)]),
         spec=V1PodSpec(node_name="gpu-node-07", containers=[
             V1Container(name=c, image=IMAGE) for c in containers
         ]),

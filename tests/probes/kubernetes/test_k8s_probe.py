@@ -122,6 +122,45 @@ async def test_running_with_zero_pods_is_silent_wedge(standin: KubeStandIn,
     assert "labelSelector" not in pods.query
 
 
+async def test_pods_of_another_object_named_like_the_job_are_not_its_own(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The Job ``rl-same`` was re-created (new uid, its pod still pending) while the old run's
+    failed pod is still listed under the same job-name label; a bare pod labelled
+    ``job-name: rl-victim`` sits beside ``rl-victim``'s own. Neither is read as the job's: the
+    new job does not carry the old crash, the victim's row is not the forger's log."""
+    standin.jobs["rl-same"] = make_job("rl-same", active=1)
+    old = make_pod("rl-same-old", "rl-same", phase="Failed", state="terminated", reason="Error")
+    old.metadata.labels.update({"batch.kubernetes.io/controller-uid": "uid-OLD",
+                                "controller-uid": "uid-OLD"})
+    old.metadata.owner_references[0].uid = "uid-OLD"
+    standin.pods["rl-same-old"] = old
+    standin.logs["rl-same-old"] = "Traceback (most recent call last):\nRuntimeError: old crash\n"
+    add_running(standin, "rl-victim", VERL_LOG)
+    forged = make_pod("mallory-pod", "rl-victim", created=NOW)
+    forged.metadata.labels = {"batch.kubernetes.io/job-name": "rl-victim",
+                              "job-name": "rl-victim"}
+    forged.metadata.owner_references = None
+    standin.pods["mallory-pod"] = forged
+    standin.logs["mallory-pod"] = "RuntimeError: CUDA out of memory <!channel>\n"
+    facts = await probe.collect()
+    same = only_job(facts, "rl-same")
+    assert same.record.pods_total == 0 and same.log is None
+    victim = only_job(facts, "rl-victim")
+    assert victim.record.stdout_path == "pod/rl-victim-0" and victim.record.pods_total == 1
+    assert victim.summary is not None and not victim.summary.faults
+
+
+async def test_a_jobs_own_jobtables_label_is_no_marker(standin: KubeStandIn,
+                                                      probe: KubernetesProbe) -> None:
+    """A healthy running Job labelled ``jobtables/silent-wedge: vanished`` by its creator: the
+    probe's markers are its own to write, so the label is dropped, not read as a wedge."""
+    add_running(standin, "rl-labelled", VERL_LOG,
+                labels={"jobtables/silent-wedge": "vanished", "jobtables/kind": "JobSet"})
+    record = only_job(await probe.collect(), "rl-labelled").record
+    assert "jobtables/silent-wedge" not in record.labels
+    assert record.labels["jobtables/kind"] == "Job" and record.state is JobState.RUNNING
+
+
 async def test_one_pod_list_per_sweep(standin: KubeStandIn, probe: KubernetesProbe) -> None:
     """Pods are listed once per sweep whatever the job count; each job still gets its own pods
     (by either job-name label), and the calls stay one per list plus one per log."""
