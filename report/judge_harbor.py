@@ -122,7 +122,9 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     results_age = minutes_since(ctx.now, newest)
     log_age = _last_activity_minutes(ctx)
     counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
-    if (results_age is not None and results_age > th.datagen_hung_minutes and counted
+    # No trial tree (a Kubernetes job: no files to list) and no log time: nothing says hung.
+    seen = tree is not None or log_age is not None
+    if (seen and results_age is not None and results_age > th.datagen_hung_minutes and counted
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
         f.verdict("stalled")
@@ -284,12 +286,16 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     tree = ctx.facts.trials
     newest = tree.newest_result_at if tree and tree.newest_result_at else None
     age = minutes_since(ctx.now, newest or ctx.facts.record.start_time)
+    if tree is None:  # no trial tree to list (Kubernetes): only the log can say it stalled
+        log_age = _last_activity_minutes(ctx)
+        age = log_age if log_age is not None and age is not None else None
     # A count cut short by its time bound may have missed the newest result.json: no stall.
     counted = stats is None or stats.count_complete
     if age is not None and age > th.eval_stall_minutes and counted:
         f.flag("stall")
         f.verdict("stalled")
-        what = "no new result.json" if newest else "no result.json at all"
+        what = ("no new result.json" if newest else "no new log line" if tree is None
+                else "no result.json at all")
         text = f"STALL: {what} for {format_duration(age * 60)}"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; confirm the right log and window")

@@ -260,3 +260,23 @@ def test_engine_idle_on_the_log_clock(last_ok: str, newest: str, written_min_ago
                 log_fetch=log(text=text, mtime=NOW - timedelta(minutes=written_min_ago)),
                 summary_kw=summary.model_dump(exclude={"points"}))
     assert ("engine-idle" in judge(job).report.flags) is idle
+
+
+@pytest.mark.parametrize("name", ["eval-qwen-swebench", "datagen-traces"])
+def test_no_trial_tree_and_no_log_time_is_no_stall(name: str) -> None:
+    """A Kubernetes eval or datagen job (no trial tree to list, a pod log without mtime or
+    stamps) running for hours with its progress in the log: nothing says it stopped, so it
+    is not stalled (every such job past its window read ``STALL: no result.json at all``)."""
+    job = facts(record(name, start_time=NOW - timedelta(hours=3)), trials=None,
+                log_fetch=log(mtime=None), summary_kw={"harbor_done": 142, "harbor_total": 300})
+    report = judge(job).report
+    assert "stall" not in report.flags and report.verdict != "stalled", report.trend
+
+
+def test_no_trial_tree_but_a_silent_log_is_a_stall() -> None:
+    """The same eval whose log's last stamp is 2 hours old: the log says it stopped."""
+    job = facts(record("eval-qwen-swebench", start_time=NOW - timedelta(hours=3)), trials=None,
+                log_fetch=log(mtime=None),
+                summary_kw={"harbor_done": 142, "last_timestamp": NOW - timedelta(hours=2)})
+    report = judge(job).report
+    assert "stall" in report.flags and report.trend.startswith("STALL: no new log line for 2h")
