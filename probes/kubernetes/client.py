@@ -131,7 +131,15 @@ class KubeClient:
                 raise error
             return str(data.decode("utf-8", errors="replace"))
 
-        return await self.call(f"read log of pod/{pod}", read)
+        try:
+            return await self.call(f"read log of pod/{pod}", read)
+        except UnreachableError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ApiException) and int(cause.status or 0) >= 500:
+                # The API server answered: the pod's kubelet (its node) could not. One pod's
+                # failure, not an outage: the other jobs' logs are still read.
+                raise CommandError(str(exc)) from exc
+            raise
 
     async def delete_job(self, name: str, *, uid: str | None = None) -> None:
         """Delete a Job with background propagation (``NotFoundError`` when absent); with

@@ -129,8 +129,9 @@ class KubeStandIn:
         self.requests.append(Recorded(request.method, request.path, dict(request.query), body))
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response(status_body(401, "Unauthorized", "Unauthorized"), status=401)
-        route = _route_name(request)
-        fault = self.faults.get(route)
+        route = _route_name(request)  # a fault for one object: "log:<pod name>"
+        fault = self.faults.get(f"{route}:{request.match_info.get('name', '')}",
+                                self.faults.get(route))
         if fault == "hang":
             await self._release.wait()
         if fault == "500":

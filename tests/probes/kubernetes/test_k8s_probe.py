@@ -287,6 +287,23 @@ async def test_log_endpoint_error_is_fetch_failed(standin: KubeStandIn,
     assert job.log.error is not None and "HTTP 500" in job.log.error
 
 
+async def test_one_pods_failed_log_leaves_the_others_read(standin: KubeStandIn,
+                                                            probe: KubernetesProbe) -> None:
+    """One pod's log answering 500 (its node's kubelet unreachable): that job is fetch-failed
+    after its retry, and the other jobs' logs are still read (every later job was 'not
+    fetched', so one bad node turned every verdict to unknown)."""
+    for name in ("rl-a", "rl-b", "rl-c"):
+        add_running(standin, name, VERL_LOG)
+    standin.faults["log:rl-a-0"] = "500"
+    facts = await probe.collect()
+    assert facts.status == "ok"
+    bad = only_job(facts, "rl-a").log
+    assert bad is not None and bad.status == "failed" and bad.attempts == 2
+    for name in ("rl-b", "rl-c"):
+        job = only_job(facts, name)
+        assert job.log is not None and job.log.status == "ok" and job.summary is not None
+
+
 async def test_cancel_deletes_with_background_propagation(standin: KubeStandIn,
                                                           probe: KubernetesProbe) -> None:
     """Cancel sends DELETE with propagationPolicy Background; a second cancel is a no-op."""
