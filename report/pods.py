@@ -59,6 +59,24 @@ def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
                 f"{text}; terminal on Kubernetes (never a live job): resubmit")
 
 
+def live_oom_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A live job one of whose containers was ``OOMKilled`` (restarted since, or one rank of
+    an indexed job failed while the others run, or the job backing off before its retry):
+    an ``oom`` and a warning, not a healthy row or a buffer filling (it read as either)."""
+    if ctx.facts.record.reason != "OOMKilled" or ctx.state not in _LIVE_STATES:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.flag("oom")
+    f.verdict("warning")
+    restarts = ctx.facts.record.restarts
+    text = "OOMKilled: a container ran out of memory" + (
+        f" ({restarts} restarts)" if restarts else "")
+    f.trend(Priority.DIAGNOSE, text)
+    f.recommend(Priority.DIAGNOSE, "diagnose", text + "; lower the batch or raise the limit")
+
+
 def waiting_fault_rule(ctx: JudgeContext, f: Findings) -> None:
     """A container stuck in a real fault (``CrashLoopBackOff``...) is no bring-up: it never
     heals without a change, so the job is failing, not filling its buffer."""

@@ -157,7 +157,8 @@ def _live_state(pods: Sequence[PodView]) -> StateVerdict:
     fault = _first(reason for pod in pods for reason in pod.waiting if reason in FAULT_WAITING)
     if running:
         bring_up = _first(_bring_up_reason(pod) for pod in pending)
-        oom = _first("OOMKilled" for pod in running if "OOMKilled" in pod.terminated)
+        # Any pod: a rank that failed OOMKilled while the others run is the job's OOM too.
+        oom = _first("OOMKilled" for pod in pods if "OOMKilled" in pod.terminated)
         return StateVerdict(JobState.RUNNING, fault or oom or bring_up)
     if pending:
         return StateVerdict(JobState.PENDING, fault or _first(_bring_up_reason(p) for p in pending))

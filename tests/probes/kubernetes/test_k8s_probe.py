@@ -304,6 +304,37 @@ async def test_one_pods_failed_log_leaves_the_others_read(standin: KubeStandIn,
         assert job.log is not None and job.log.status == "ok" and job.summary is not None
 
 
+async def test_an_oom_killed_container_of_a_live_job_is_an_oom(standin: KubeStandIn,
+                                                                probe: KubernetesProbe) -> None:
+    """A running job whose container was OOMKilled and restarted, and an indexed job one rank
+    of which failed OOMKilled while the others run: each is ``oom`` and a warning with a
+    diagnose (they read healthy: only a Failed job's OOM was seen)."""
+    from kubernetes_asyncio.client import V1ContainerState, V1ContainerStateTerminated
+
+    from tests.report.factories import judge
+
+    add_running(standin, "rl-restarted", VERL_LOG)
+    status = standin.pods["rl-restarted-0"].status.container_statuses[0]
+    status.restart_count = 3
+    status.last_state = V1ContainerState(terminated=V1ContainerStateTerminated(
+        exit_code=137, reason="OOMKilled"))
+    standin.jobs["rl-ranks"] = make_job("rl-ranks", active=3, failed=1)
+    for rank in range(4):
+        failed = rank == 2
+        standin.pods[f"rl-ranks-{rank}"] = make_pod(
+            f"rl-ranks-{rank}", "rl-ranks", index=rank, phase="Failed" if failed else "Running",
+            state="terminated" if failed else "running", reason="OOMKilled" if failed else None)
+        standin.logs[f"rl-ranks-{rank}"] = VERL_LOG
+    facts = await probe.collect()
+    for name in ("rl-restarted", "rl-ranks"):
+        job = only_job(facts, name)
+        assert job.record.state is JobState.RUNNING and job.record.reason == "OOMKilled"
+        report = judge(job).report
+        assert "oom" in report.flags and report.verdict == "warning", (name, report.trend)
+        assert report.recommendation is not None
+        assert report.recommendation.action == "diagnose"
+
+
 async def test_cancel_deletes_with_background_propagation(standin: KubeStandIn,
                                                           probe: KubernetesProbe) -> None:
     """Cancel sends DELETE with propagationPolicy Background; a second cancel is a no-op."""
