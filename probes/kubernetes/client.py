@@ -13,6 +13,11 @@ Policy:
   translated exactly once, in :meth:`KubeClient.call`, into :mod:`probes.errors`: 401/403 are
   :class:`AuthError`, 404 :class:`NotFoundError`, 429/5xx/no answer :class:`UnreachableError`,
   any other answer :class:`CommandError`, each with the ``Status`` message the server sent.
+- A list is retried once after one transient answer (429 or 5xx, after its ``Retry-After``,
+  capped), listed again whole once when its ``continue`` token expired (410), and refused
+  (:class:`UnreachableError`) rather than cut when it runs past ``PAGE_SIZE * MAX_PAGES``
+  objects: a cut pod list would read as jobs with no pods. A pod log's 5xx is that pod's
+  (its kubelet), not an outage.
 - Pod logs are read raw (``_preload_content=False``): the generated client would otherwise
   ``json.loads`` a log that happens to be one JSON document and hand back a Python repr
   (tomplus/kubernetes_asyncio#152). An error status in the log stream is an error, not text.
@@ -199,10 +204,27 @@ class KubeClient:
         if selector and self._cluster.label_selector:
             query["label_selector"] = self._cluster.label_selector
         token: str | None = None
-        for _ in range(MAX_PAGES):
-            if token:
-                query["_continue"] = token
-            answer = await self.call(what, partial(_with_budget, page, dict(query)))
+        retried = restarted = False
+        pages = 0
+        while True:
+            if pages == MAX_PAGES:  # a cut list would read as jobs with no pods (wedges)
+                raise UnreachableError(
+                    f"{what}: more than {PAGE_SIZE * MAX_PAGES} objects; narrow the cluster's "
+                    "namespace or label_selector")
+            paged = {**query, "_continue": token} if token else query
+            try:
+                answer = await self.call(what, partial(_with_budget, page, dict(paged)))
+            except ProbeError as exc:
+                status = _status_of(exc)
+                if status == 410 and token and not restarted:  # its continue token expired:
+                    items, token, pages, restarted = [], None, 0, True  # list again, whole
+                    continue
+                if (status == 429 or status >= 500) and not retried:  # one transient answer
+                    retried = True
+                    await asyncio.sleep(_retry_after(exc))
+                    continue
+                raise
+            pages += 1
             if isinstance(answer, dict):  # custom objects come back as plain dicts
                 items += answer.get("items") or []
                 token = (answer.get("metadata") or {}).get("continue")
@@ -210,8 +232,28 @@ class KubeClient:
                 items += answer.items or []
                 token = answer.metadata._continue if answer.metadata else None
             if not token:
-                break
-        return items
+                return items
+
+
+RETRY_AFTER_CAP_S = 2.0
+"""The longest a list waits before its one retry (a ``Retry-After`` beyond it is cut)."""
+
+
+def _status_of(exc: BaseException) -> int:
+    """The HTTP status behind a translated API error (0: none, a timeout or a refusal)."""
+    cause = exc.__cause__
+    return int(cause.status or 0) if isinstance(cause, ApiException) else 0
+
+
+def _retry_after(exc: BaseException) -> float:
+    """Seconds to wait before retrying: the answer's ``Retry-After`` (capped), else 0.5."""
+    cause = exc.__cause__
+    headers = getattr(cause, "headers", None) or {}
+    try:
+        wanted = float(headers.get("Retry-After", 0.5))
+    except (TypeError, ValueError):
+        wanted = 0.5
+    return min(max(wanted, 0.0), RETRY_AFTER_CAP_S)
 
 
 def _delete_options(uid: str | None) -> V1DeleteOptions:

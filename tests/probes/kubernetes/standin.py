@@ -134,6 +134,9 @@ class KubeStandIn:
                                 self.faults.get(route))
         if fault == "hang":
             await self._release.wait()
+        if fault == "500-once":  # one transient answer, then the route answers again
+            self.faults.pop(route, None)
+            fault = "500"
         if fault == "500":
             return web.json_response(
                 status_body(500, "InternalError", "etcdserver: request timed out"), status=500)

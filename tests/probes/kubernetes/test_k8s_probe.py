@@ -217,13 +217,59 @@ async def test_finished_or_cancelled_job_disappearing_is_not_vanished(
 
 async def test_api_500_makes_cluster_unreachable(standin: KubeStandIn,
                                                  probe: KubernetesProbe) -> None:
-    """An API server answering 500 is an unreachable cluster whose detail says why."""
+    """An API server answering 500 (after the one retry) is an unreachable cluster whose
+    detail says why."""
     standin.faults["jobs"] = "500"
     facts = await probe.collect()
     assert facts.status == "unreachable" and facts.jobs == ()
     assert facts.detail is not None
     assert "HTTP 500" in facts.detail and "etcdserver: request timed out" in facts.detail
-    assert facts.round_trips == 1
+    assert facts.round_trips == 2
+
+
+async def test_one_transient_api_answer_is_retried(standin: KubeStandIn,
+                                                  probe: KubernetesProbe) -> None:
+    """One 500 on the job list, then answers: the sweep goes on (a single transient answer
+    made the whole cluster unreachable)."""
+    add_running(standin, "rl-after-500", VERL_LOG)
+    standin.faults["jobs"] = "500-once"
+    facts = await probe.collect()
+    assert facts.status == "ok" and only_job(facts, "rl-after-500").log is not None
+    assert len(standin.calls("GET", "/jobs")) == 2
+
+
+async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesCluster) -> None:
+    """A list still holding a continue token after MAX_PAGES pages is an error naming the
+    bound, not a silently cut list (a cut pod list read as running jobs with no pods:
+    silent wedges); an expired continue token (410) lists again, whole, once."""
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from probes.errors import UnreachableError
+    from probes.kubernetes import client as kube
+
+    api = kube.KubeClient(cluster)
+    endless = 0
+
+    async def page(**query: object) -> dict[str, object]:
+        nonlocal endless
+        endless += 1
+        return {"items": [endless], "metadata": {"continue": f"t{endless}"}}
+
+    with pytest.raises(UnreachableError, match=f"more than {kube.PAGE_SIZE * kube.MAX_PAGES}"):
+        await api._list_pages("list pods", page)
+    assert endless == kube.MAX_PAGES
+    served: list[object] = []
+
+    async def expiring(**query: object) -> dict[str, object]:
+        token = query.get("_continue")
+        served.append(token)
+        if token == "a" and served.count("a") == 1:
+            raise ApiException(status=410, reason="Gone")
+        return ({"items": [1], "metadata": {"continue": "a"}} if token is None
+                else {"items": [2], "metadata": {}})
+
+    assert await api._list_pages("list jobs", expiring) == [1, 2]
+    assert served == [None, "a", None, "a"]
 
 
 async def test_api_timeout_makes_cluster_unreachable(standin: KubeStandIn,
