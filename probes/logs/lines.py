@@ -43,15 +43,18 @@ _REWARD_PAIR_RE = re.compile(r"([\w/@.\-]{1,256}): ([^,\s]{1,64})")
 _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
     r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
-    r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^\]]{0,40}))?\]"
+    r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^,\]]{0,40})(?:,[^\]]{0,500})?)?\]"
 )
+"""A tqdm redraw. Its rate ends at the first comma: what follows is ``set_postfix``'s text
+(accelerate and diffusers loops print ``1.00s/it, lr=0.0001, step_loss=0.0612``), which is
+no part of the rate (the bar was refused as no training bar, or not read at all)."""
 _S = r"[^\S\n]"
 _TQDM_LINE = (
     # _TQDM_RE at the start of a line of "\n"-joined lines, never crossing a "\n" (which no
     # split line holds, so each line's match is _TQDM_RE's).
     rf"{_S}*(?:([^|\r\n]{{0,200}}?):{_S}*)?\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
     rf"(\d{{1,12}})/(\d{{1,12}}){_S}*\[([\d:]{{1,16}}|[\dd, :]{{1,24}})"
-    rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^\]\n]{{0,40}}))?\]"
+    rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^,\]\n]{{0,40}})(?:,[^\]\n]{{0,500}})?)?\]"
 )
 # An optional group, so every line yields one match (empty groups: not a bar).
 _TQDM_LINES_RE = re.compile(rf"^(?:{_TQDM_LINE})?.*$", re.MULTILINE)
@@ -93,8 +96,21 @@ def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
     return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
 
 
+_LAUNCHER_PREFIX_RE = re.compile(
+    r"(?:\[(?:default|rank)\d{1,6}\]:|\s{0,6}\d{1,6}:|[A-Za-z0-9][\w.-]{0,62}:) ?(?=\{)")
+"""What a launcher puts before each line of a rank's output, where a metric dict follows it:
+torchrun's ``--tee`` (``[default0]:``, ``[rank0]:``), ``srun -l`` (``0: ``), pdsh and
+DeepSpeed's multi-node runner (``<host>: ``)."""
+
+
 def strip_ray_prefix(line: str) -> str:
-    """Drop a leading ``(Name pid=N[, ip=...])`` and a trailing ``[repeated Nx ...]``."""
+    """Drop a leading ``(Name pid=N[, ip=...])`` and a trailing ``[repeated Nx ...]``; and a
+    launcher's rank or host prefix before a metric dict (:data:`_LAUNCHER_PREFIX_RE`: a
+    multi-node DeepSpeed or ``torchrun --tee`` run's every step was read as no metric)."""
+    if ": {" in line or "]:{" in line:
+        launched = _LAUNCHER_PREFIX_RE.match(line)
+        if launched is not None:
+            line = line[launched.end():]
     if line.startswith("("):
         # No class of the prefix regex admits ")", so it can only end at the first one: whether
         # the text up to there is a prefix is looked up once per distinct actor name.

@@ -304,3 +304,32 @@ def test_verl_sft_trainer_names_its_metrics_under_train() -> None:
     assert last.values["learning_rate"] == pytest.approx(1e-5)
     trl = parse_log("{'loss': 0.01, 'completion_length': 212.5, 'reward': 0.4}\n")
     assert trl.points[-1].values["avg_num_tokens"] == 212.5
+
+
+@pytest.mark.parametrize("prefix", ["192.168.50.170: ", "gpu-node-7.cluster: ", "0: ", "  3: ",
+                                    "[default0]:", "[rank0]: "])
+def test_a_launchers_rank_or_host_prefix_before_each_dict(prefix: str) -> None:
+    """Multi-node DeepSpeed / pdsh (``<host>: ``), ``srun -l`` (``0: ``) and
+    ``torchrun --tee`` (``[default0]:``, ``[rank0]:``) put a prefix before each line of a
+    rank's output: the HF dicts behind it are still read (none was: a multi-node run sat in
+    "Filling buffer", and a NaN loss there raised nothing)."""
+    text = "".join(f"{prefix}{{'loss': {1.0 / (i + 1):.4f}, 'grad_norm': 0.5, "
+                   f"'learning_rate': 1e-05, 'epoch': {i / 100:.2f}}}\n" for i in range(30))
+    text += f"{prefix}{{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.3}}\n"
+    summary = parse_log(text)
+    assert len(summary.points) == 31
+    assert summary.points[-2].values["loss"] == pytest.approx(1 / 30, abs=1e-4)
+    assert math.isnan(summary.points[-1].values["loss"])
+
+
+@pytest.mark.parametrize("postfix", ["lr=0.0001, step_loss=0.0612",
+                                     "lr=0.0001, step_loss=0.0612, " + "x" * 120 + "=1"])
+def test_a_bar_with_a_set_postfix_is_the_training_bar(postfix: str) -> None:
+    """accelerate/diffusers loops call ``progress_bar.set_postfix(**logs)``: the bar ends
+    ``1.00s/it, lr=..., step_loss=...]``. Its rate is ``1.00s/it`` and it is the training
+    bar (it was refused: the rate read as the whole postfix; a long postfix was no bar)."""
+    text = "".join(f"\rSteps:   {s // 10}%|▏         | {s}/1000 [00:{s % 60:02d}<15:00,  "
+                   f"1.00s/it, {postfix}]" for s in range(1, 41)) + "\n"
+    summary = parse_log(text)
+    assert summary.progress is not None and summary.progress.current == 40
+    assert summary.total_steps == 1000 and summary.sec_per_step == pytest.approx(1.0)
