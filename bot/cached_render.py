@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from bot.commands import JobsQuery, job_filter
 from bot.config import Config
-from bot.messages import esc, text_message
+from bot.messages import cut_hint, esc, text_message
 from bot.store import decode_sweep, encode_sweep
 from bot.sweep import SweepResult
 from report.chunks import SlackMessage, kept_messages
@@ -33,8 +33,6 @@ from report.tables import RenderedTable
 Key = tuple[str, str]
 T = TypeVar("T")
 
-CUT_HINT = ("The whole answer is in your DM with the bot, as a file; "
-            "or ask for one bucket, e.g. `/jobs rl`.")
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,8 @@ def jobs_replies(tables: Sequence[RenderedTable], *, header: str, bucket: str | 
         label = what or bucket
         none = f"No {label} jobs." if label else "No active or recent jobs."
         return [text_message(esc(f"{header}\n{none}"))]
-    return kept_messages(tables, max(1, limit), hint=CUT_HINT, header=header)
+    return kept_messages(tables, max(1, limit), header=header,
+                         hint=cut_hint(narrowed=bool(bucket or what)))
 
 
 __all__ = ["Rendered", "View", "encode", "find_job", "head", "head_of", "jobs_replies",

@@ -199,8 +199,15 @@ def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | Non
         none = f"No {label} jobs." if label else "No active or recent jobs."
         return [text_message(esc(f"{header}\n{none}"))]
     return kept_messages(tables, max(1, limit), header=header,
-                         hint="The whole answer is in your DM with the bot, as a file; "
-                              "or ask for one bucket, e.g. `/jobs rl`.")
+                         hint=cut_hint(narrowed=bool(bucket or what)))
+
+
+def cut_hint(*, narrowed: bool) -> str:
+    """What a cut ``/jobs`` answer suggests: one bucket, or (already one bucket or a filter)
+    a narrower filter; never the command the user just typed."""
+    rest = ("or narrow it, e.g. `/jobs mine` or `/jobs cluster:NAME`." if narrowed
+            else "or ask for one bucket, e.g. `/jobs rl`.")
+    return "The whole answer is in your DM with the bot, as a file; " + rest
 
 
 def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> list[SlackMessage]:

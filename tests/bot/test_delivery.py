@@ -188,3 +188,20 @@ async def test_dm_channels_remembered_are_bounded(harness: Harness,
               if c.path == "/api/conversations.open"]
     assert opened == [("U1", 200), ("U2", 200), ("U3", 200), ("U4", 400), ("U1", 200)]
     assert "U4" not in client.dm_channels
+
+
+@pytest.mark.parametrize(("text", "suggests"), [("", "`/jobs rl`"), ("rl", "`/jobs mine`")])
+async def test_a_cut_answer_never_suggests_what_was_asked(harness: Harness, text: str,
+                                                          suggests: str) -> None:
+    """Cut at five messages, ``/jobs`` suggests one bucket; ``/jobs rl`` (already one bucket)
+    suggests a narrower filter, not ``/jobs rl`` again."""
+    from tests.bot.builders import detail, job
+
+    jobs = [detail(job(str(i), f"rl-run-{i:03d}-" + "y" * 30, bucket="rl")) for i in range(600)]
+    harness.sweeper.make = lambda: sweep_result(jobs, at=harness.clock())
+    _, hook = await harness.command("/jobs", text)
+    await harness.bot.tasks.drain()
+    last = harness.slack.to(hook)[-1].params["text"]
+    assert "more message(s) cut" in last and suggests in last
+    if text:
+        assert "/jobs rl" not in last
