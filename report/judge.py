@@ -86,7 +86,7 @@ from report.models import (
     Recommendation,
     Report,
 )
-from report.pods import live_oom_rule, silent_wedge_rule, waiting_fault_rule
+from report.pods import image_pull_rule, live_oom_rule, silent_wedge_rule, waiting_fault_rule
 from report.rules import empty_log_rule
 from report.settings import ReportSettings
 from report.trend import shorten
@@ -141,6 +141,7 @@ def judge_job(
     _JUDGES[bucket](ctx, f)
     waiting_fault_rule(ctx, f)
     live_oom_rule(ctx, f)
+    image_pull_rule(ctx, f)
     silent_wedge_rule(ctx, f)
     empty_log_rule(ctx, f, bucket)
     cleanup_rule(ctx, f, bucket)

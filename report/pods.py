@@ -16,6 +16,7 @@ are repeated here because ``report`` may not import
 from __future__ import annotations
 
 from probes.models import JobState
+from report.cells import format_duration
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import ABSENCE
 
@@ -57,6 +58,31 @@ def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
     f.trend(Priority.TERMINAL + 3, text)
     f.recommend(Priority.DIAGNOSE + 3, "diagnose",
                 f"{text}; terminal on Kubernetes (never a live job): resubmit")
+
+
+IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff"})
+"""Waiting reasons of a pull that may heal (bring-up) until it has failed for too long."""
+
+
+def image_pull_rule(ctx: JudgeContext, f: Findings) -> None:
+    """An image pull still failing past ``AbsenceRules.k8s_image_pull_grace_minutes`` since
+    the job started is no self-healing bring-up (seed: *transient* image-pull self-heal is
+    benign): the job is ``failed`` with a diagnose, out of the buffer table (a bad tag sat
+    in "Filling buffer" forever)."""
+    record = ctx.facts.record
+    if record.reason not in IMAGE_PULL_REASONS or ctx.state not in _LIVE_STATES:
+        return
+    waited = minutes_since(ctx.now, record.start_time or record.submit_time)
+    if waited is None or waited <= ABSENCE.k8s_image_pull_grace_minutes:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.verdict("failed")
+    text = f"{record.reason} for {format_duration(waited * 60)}: the image pull is failing"
+    f.trend(Priority.TERMINAL, text)
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                text + "; check the image name and tag and the registry credentials")
 
 
 def live_oom_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -193,6 +193,9 @@ class AbsenceRules(Frozen):
     image pulls), and block-buffered Python stdout is why none is shorter than 10 minutes."""
     k8s_no_pods_grace_minutes: float = 5.0
     """A started Kubernetes job may have no pod for this long (the controller creating it)."""
+    k8s_image_pull_grace_minutes: float = 30.0
+    """An image pull may back off this long and still be bring-up that heals (a registry's
+    hiccup, a large image); past it the pull is failing (a bad tag, no credentials)."""
 
 
 ABSENCE = AbsenceRules()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from probes.kubernetes.probe import VANISHED as PROBE_VANISHED
 from probes.kubernetes.states import BRING_UP_WAITING, FAULT_WAITING
 from probes.models import JobFacts, JobState
 from report.pods import FAULT_WAITING_REASONS, VANISHED, WEDGE_LABEL
-from tests.report.factories import facts, healthy_rl, judge, log, points, record
+from tests.report.factories import NOW, facts, healthy_rl, judge, log, points, record
 
 
 def _k8s(name: str = "rl-run", state: JobState = JobState.RUNNING, **rec: Any) -> JobFacts:
@@ -72,7 +73,9 @@ def test_crash_loop_with_old_metrics_is_still_a_fault() -> None:
 
 @pytest.mark.parametrize("reason", sorted(BRING_UP_WAITING))
 def test_bring_up_waits_stay_buffering(reason: str) -> None:
-    """Near-miss: image pulls and container creation are bring-up (seed: self-heal, benign)."""
-    job = _k8s(state=JobState.PENDING, reason=reason, pods_total=1)
+    """Near-miss: image pulls and container creation are bring-up (seed: self-heal, benign),
+    within the image-pull grace (ten minutes after the job started)."""
+    job = _k8s(state=JobState.PENDING, reason=reason, pods_total=1,
+               start_time=NOW - timedelta(minutes=10))
     report = judge(job).report
     assert report.verdict == "buffering" and "buffer-filling" in report.flags

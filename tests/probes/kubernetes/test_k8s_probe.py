@@ -98,6 +98,31 @@ async def test_image_pull_backoff_is_bring_up(standin: KubeStandIn,
     assert not standin.calls("GET", "/log")
 
 
+@pytest.mark.parametrize(("started_min", "failing"), [(10, False), (29, False), (31, True),
+                                                     (360, True)])
+async def test_an_image_pull_failing_past_its_grace_is_a_fault(
+        standin: KubeStandIn, probe: KubernetesProbe, started_min: int, failing: bool) -> None:
+    """An image pull back-off is bring-up for 30 minutes (a registry hiccup heals); past that
+    it is failing (a bad tag): failed with a diagnose, out of the buffer table (it sat in
+    "Filling buffer" for ever)."""
+    from datetime import timedelta
+
+    from tests.report.factories import judge
+
+    standin.jobs["rl-pull"] = make_job("rl-pull", active=1,
+                                       started=NOW - timedelta(minutes=started_min))
+    standin.pods["rl-pull-0"] = make_pod("rl-pull-0", "rl-pull", phase="Pending",
+                                         state="waiting", reason="ImagePullBackOff")
+    report = judge(only_job(await probe.collect(), "rl-pull")).report
+    if failing:
+        assert report.verdict == "failed" and "buffer-filling" not in report.flags
+        assert report.trend.startswith("ImagePullBackOff for ")
+        assert report.recommendation is not None
+        assert report.recommendation.action == "diagnose"
+    else:
+        assert report.verdict == "buffering" and "buffer-filling" in report.flags
+
+
 async def test_oom_killed_pod(standin: KubeStandIn, probe: KubernetesProbe) -> None:
     """A job failed by an OOMKilled pod is OUT_OF_MEMORY with exit code 137; its log is read."""
     standin.jobs["sft-oom"] = make_job("sft-oom", failed=1, finished=NOW,
