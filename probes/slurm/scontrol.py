@@ -32,7 +32,8 @@ from probes.remote.stdio_pattern import slurm_text as _text
 _DEP_ELEMENT = re.compile(r"(after\w*):([0-9_:+*]+)")
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 _START = re.compile(r"^JobId=(\d+) ", re.MULTILINE)
-_HEAD = re.compile(r"JobId=(\d+) (?:ArrayJobId=(\d+) ArrayTaskId=(\d+) )?")
+_HEAD = re.compile(
+    r"JobId=(\d+) (?:ArrayJobId=(\d+) ArrayTaskId=(\d+) |HetJobId=(\d+) HetJobOffset=(\d+) )?")
 _PATHS = ("StdErr", "StdIn", "StdOut")
 _AFTER_WORKDIR = ("Comment", "AdminComment", "SystemComment", "StdErr")
 """Keys scontrol may print right after WorkDir (the comments only when set)."""
@@ -176,13 +177,16 @@ def parse_scontrol_all(
 
 
 def _ids(head: str) -> list[str]:
-    """The keys a record is known by: its own id and, for an array task, ``A_T``."""
+    """The keys a record is known by: its own id and, for an array task, ``A_T``, for a
+    hetjob component ``L+N`` (the ids a sweep names them by)."""
     m = _HEAD.match(head)
     if m is None:
         return []
     keys = [m.group(1)]
     if m.group(2) and m.group(3):
         keys.insert(0, f"{m.group(2)}_{m.group(3)}")
+    elif m.group(4) and m.group(5):
+        keys.insert(0, f"{m.group(4)}+{m.group(5)}")
     return keys
 
 

@@ -313,3 +313,24 @@ def test_parsed_document_gives_the_same_records_and_release() -> None:
     assert slurm_release({"meta": "odd"}) is None and slurm_release([]) is None
     with pytest.raises(CommandError):
         records_from_squeue({"meta": {}}, cluster="c", now=NOW_2205)
+
+
+def test_a_hetjob_components_scontrol_record_is_found_by_its_sweep_id() -> None:
+    """The sweep names a hetjob component ``L+N``: its scontrol record (``JobId=<own>
+    HetJobId=L HetJobOffset=N``) is matched by that id too, so a StdOut squeue prints raw
+    (``%N``) gets scontrol's expansion (it kept the raw pattern: no log for the component)."""
+    from probes.slurm.parse import expand_stdout
+    from probes.slurm.probe import SlurmProbe
+
+    line = (REAL / "scontrol.txt").read_text().splitlines()[0]
+    own = line.split()[0].removeprefix("JobId=")
+    stdout = next(t for t in line.split() if t.startswith("StdOut=")).removeprefix("StdOut=")
+    het_line = line.replace(f"JobId={own} ", f"JobId={own} HetJobId=123 HetJobOffset=1 ", 1)
+    document = {"jobs": [{"job_id": int(own), "het_job_id": 123, "het_job_offset": 1,
+                          "name": "het", "user_name": "jobtables", "job_state": "RUNNING",
+                          "start_time": 1796058000, "current_working_directory": "/w",
+                          "standard_output": "/w/%N.out"}]}
+    (record,) = parse_squeue_json(json.dumps(document), cluster="c", now=NOW_2205)
+    assert record.job_id == "123+1"
+    merged = SlurmProbe._merged({record.job_id: expand_stdout(record)}, het_line)
+    assert merged["123+1"].stdout_path == stdout
