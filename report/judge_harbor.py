@@ -60,6 +60,11 @@ def _last_activity_minutes(ctx: JudgeContext) -> float | None:
     return minutes_since(ctx.now, ctx.facts.summary.last_timestamp if ctx.facts.summary else None)
 
 
+def _kubernetes(ctx: JudgeContext) -> bool:
+    """A Kubernetes job (its record counts pods): no file system for the trial tree."""
+    return ctx.facts.record.pods_total is not None
+
+
 def _infra(ctx: JudgeContext) -> InfraSignals:
     return ctx.facts.summary.infra if ctx.facts.summary else InfraSignals()
 
@@ -122,8 +127,9 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     results_age = minutes_since(ctx.now, newest)
     log_age = _last_activity_minutes(ctx)
     counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
-    # No trial tree (a Kubernetes job: no files to list) and no log time: nothing says hung.
-    seen = tree is not None or log_age is not None
+    # A Kubernetes job has no trial tree to list: without a log time nothing says hung. (On
+    # SLURM a missing tree is a trial root not made yet, which the age alone judges.)
+    seen = tree is not None or log_age is not None or not _kubernetes(ctx)
     if (seen and results_age is not None and results_age > th.datagen_hung_minutes and counted
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
@@ -286,7 +292,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     tree = ctx.facts.trials
     newest = tree.newest_result_at if tree and tree.newest_result_at else None
     age = minutes_since(ctx.now, newest or ctx.facts.record.start_time)
-    if tree is None:  # no trial tree to list (Kubernetes): only the log can say it stalled
+    if tree is None and _kubernetes(ctx):  # no trial tree to list: only the log can say
         log_age = _last_activity_minutes(ctx)
         age = log_age if log_age is not None and age is not None else None
     # A count cut short by its time bound may have missed the newest result.json: no stall.
@@ -294,7 +300,8 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     if age is not None and age > th.eval_stall_minutes and counted:
         f.flag("stall")
         f.verdict("stalled")
-        what = ("no new result.json" if newest else "no new log line" if tree is None
+        what = ("no new result.json" if newest
+                else "no new log line" if tree is None and _kubernetes(ctx)
                 else "no result.json at all")
         text = f"STALL: {what} for {format_duration(age * 60)}"
         f.trend(Priority.DIAGNOSE, text)

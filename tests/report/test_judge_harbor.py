@@ -267,16 +267,24 @@ def test_no_trial_tree_and_no_log_time_is_no_stall(name: str) -> None:
     """A Kubernetes eval or datagen job (no trial tree to list, a pod log without mtime or
     stamps) running for hours with its progress in the log: nothing says it stopped, so it
     is not stalled (every such job past its window read ``STALL: no result.json at all``)."""
-    job = facts(record(name, start_time=NOW - timedelta(hours=3)), trials=None,
+    job = facts(record(name, start_time=NOW - timedelta(hours=3), pods_total=1), trials=None,
                 log_fetch=log(mtime=None), summary_kw={"harbor_done": 142, "harbor_total": 300})
     report = judge(job).report
     assert "stall" not in report.flags and report.verdict != "stalled", report.trend
 
+def test_no_trial_tree_on_slurm_is_still_judged_by_its_age() -> None:
+    """On SLURM a missing tree is a trial root not made yet: an eval three hours in with no
+    result.json at all is still a stall (the Kubernetes rule above must not reach it)."""
+    job = facts(record("eval-qwen-swebench", start_time=NOW - timedelta(hours=3)), trials=None,
+                summary_kw={"harbor_done": 142})
+    report = judge(job).report
+    assert "stall" in report.flags and report.trend.startswith("STALL: no result.json at all")
+
 
 def test_no_trial_tree_but_a_silent_log_is_a_stall() -> None:
     """The same eval whose log's last stamp is 2 hours old: the log says it stopped."""
-    job = facts(record("eval-qwen-swebench", start_time=NOW - timedelta(hours=3)), trials=None,
-                log_fetch=log(mtime=None),
+    job = facts(record("eval-qwen-swebench", start_time=NOW - timedelta(hours=3), pods_total=1),
+                trials=None, log_fetch=log(mtime=None),
                 summary_kw={"harbor_done": 142, "last_timestamp": NOW - timedelta(hours=2)})
     report = judge(job).report
     assert "stall" in report.flags and report.trend.startswith("STALL: no new log line for 2h")
