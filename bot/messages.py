@@ -203,11 +203,11 @@ def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | Non
 
 
 def cut_hint(*, narrowed: bool) -> str:
-    """What a cut ``/jobs`` answer suggests: one bucket, or (already one bucket or a filter)
-    a narrower filter; never the command the user just typed."""
-    rest = ("or narrow it, e.g. `/jobs mine` or `/jobs cluster:NAME`." if narrowed
-            else "or ask for one bucket, e.g. `/jobs rl`.")
-    return "The whole answer is in your DM with the bot, as a file; " + rest
+    """What a cut ``/jobs`` answer suggests: one bucket when the whole report was asked for;
+    an answer already narrowed (a bucket, ``mine``, a user, a cluster) only points at the DM,
+    never at the command the user just typed."""
+    whole = "The whole answer is in your DM with the bot, as a file"
+    return f"{whole}." if narrowed else f"{whole}; or ask for one bucket, e.g. `/jobs rl`."
 
 
 def job_messages(detail: JobDetail, *, header: str, width: int, note: str) -> list[SlackMessage]:

@@ -48,7 +48,11 @@ def build_web_app(
     async def slack_events(request: web.Request) -> web.Response:
         if not _signed_headers_well_formed(request.headers):
             return web.json_response({"error": "invalid request"}, status=401)
-        bolt_response = await app.async_dispatch(await to_bolt_request(request))
+        try:
+            bolt_request = await to_bolt_request(request)
+        except (UnicodeDecodeError, LookupError):  # a body no charset reads: not Slack's
+            return web.json_response({"error": "invalid request"}, status=401)
+        bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
     async def healthz(_: web.Request) -> web.Response:

@@ -69,9 +69,10 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
 
     The family is the cell's name stem (restart suffixes stripped) up to its first scale token
     (``sft-qwen3-8b-lr1e5`` -> ``sft-qwen3``), so cells at different scales are one campaign;
-    a name with no scale token drops its last token (``sft-grid-lr1e5`` -> ``sft-grid``), but
-    only where two tokens are left: ``sft-gradexp`` and ``sft-nanloss`` share no more than the
-    bucket's word, which names no campaign (they were one grid, their rows folded into one).
+    a name with no scale token drops its last token (``sft-grid-lr1e5`` -> ``sft-grid``). A
+    family of one token is none: ``sft-gradexp``, ``sft-nanloss`` or ``sft-8b-gradexp`` share
+    no more than the bucket's word, which names no campaign (they were one grid, their rows
+    folded into one).
     """
     if labels.get("grid"):
         return labels["grid"]
@@ -79,7 +80,7 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     tokens = _TOKEN_SPLIT.split(stem)
     for index, token in enumerate(tokens):
         if index > 0 and _SCALE.match(token):
-            return _join_prefix(stem, tokens[:index])
+            return _join_prefix(stem, tokens[:index]) if index > 1 else None
     return _join_prefix(stem, tokens[:-1]) if len(tokens) > 2 else None
 
 

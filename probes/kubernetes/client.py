@@ -183,6 +183,12 @@ class KubeClient:
         except (aiohttp.ClientError, OSError) as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
+    def _left(self) -> float:
+        """Seconds left of the sweep budget (:meth:`budget`); infinite without one."""
+        if self._deadline is None:
+            return float("inf")
+        return self._deadline - asyncio.get_running_loop().time()
+
     async def _api(self) -> ApiClient:
         if self._client is None:
             configuration = Configuration()
@@ -219,9 +225,10 @@ class KubeClient:
                 if status == 410 and token and not restarted:  # its continue token expired:
                     items, token, pages, restarted = [], None, 0, True  # list again, whole
                     continue
-                if (status == 429 or status >= 500) and not retried:  # one transient answer
-                    retried = True
-                    await asyncio.sleep(_retry_after(exc))
+                wait = _retry_after(exc)
+                if (status == 429 or status >= 500) and not retried and self._left() > wait:
+                    retried = True  # one transient answer, and time left to ask again
+                    await asyncio.sleep(wait)
                     continue
                 raise
             pages += 1

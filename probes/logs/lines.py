@@ -97,10 +97,13 @@ def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
 
 
 _LAUNCHER_PREFIX_RE = re.compile(
-    r"(?:\[(?:default|rank)\d{1,6}\]:|\s{0,6}\d{1,6}:|[A-Za-z0-9][\w.-]{0,62}:) ?(?=\{)")
+    r"(?:\[(?:default|rank)0\]:|\s{0,6}0:"
+    r"|(?=[\w.-]*[\d.])(?=[\w.-]*[A-Za-z.])[A-Za-z0-9][\w.-]{0,62}:) ?(?=\{)")
 """What a launcher puts before each line of a rank's output, where a metric dict follows it:
-torchrun's ``--tee`` (``[default0]:``, ``[rank0]:``), ``srun -l`` (``0: ``), pdsh and
-DeepSpeed's multi-node runner (``<host>: ``)."""
+torchrun's ``--tee`` (``[default0]:``, ``[rank0]:``) and ``srun -l`` (``0: ``) for rank 0
+only (the rank that logs; another rank's dicts would interleave as steps), and pdsh and
+DeepSpeed's multi-node runner's ``<host>: `` for a host-like name (a digit or a dot, and a
+letter or a dot, in it: ``val: {...}`` is a labelled dict and ``3: `` another rank)."""
 
 
 def strip_ray_prefix(line: str) -> str:

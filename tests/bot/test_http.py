@@ -172,3 +172,21 @@ async def test_healthz_and_metrics(harness: Harness) -> None:
     assert status == 200
     assert 'jobtables_sweep_duration_seconds_count{cluster="alpha"} 1.0' in text
     assert 'jobtables_commands_total{command="/jobs",source="live"} 1.0' in text
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded",
+                                          "application/x-www-form-urlencoded; charset=bogus"])
+async def test_a_body_no_charset_reads_gets_401_not_500(harness: Harness,
+                                                        content_type: str) -> None:
+    """Well-formed headers, a body that is not UTF-8 (or a charset Python does not know):
+    401 from anyone, nothing logged as an error (reading it raised: a 500 and a trace)."""
+    stamp = str(int(time.time()))
+    with capture_logs() as logs:
+        async with harness.http.post(harness.url + "/slack/events", data=b"\xff\xfe token=x",
+                                     headers={"X-Slack-Request-Timestamp": stamp,
+                                              "X-Slack-Signature": "v0=00",
+                                              "Content-Type": content_type}) as response:
+            status = response.status
+    assert status == 401
+    assert not [e for e in logs if e["log_level"] in ("error", "exception")]
+    assert harness.sweeper.sweeps == 0

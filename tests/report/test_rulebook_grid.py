@@ -75,7 +75,8 @@ def test_unrelated_runs_sharing_only_the_bucket_word_are_no_grid() -> None:
     """``sft-gradexp``, ``sft-nanloss``, ``sft-ok``: separate runs whose names share only
     ``sft``; no rollup and each keeps its own row (they were one grid named ``sft``, and in
     the Filling-buffer table one row stood for all of them)."""
-    names = ("sft-gradexp", "sft-nanloss", "sft-ok", "sft-childfailed")
+    names = ("sft-gradexp", "sft-nanloss", "sft-ok", "sft-childfailed", "sft-8b-gradexp",
+             "sft-70b-nanloss")
     jobs = [_hf_cell(n, str(i), 40) for i, n in enumerate(names)]
     assert _grids(*jobs) == {}
     pending = [_cell(n, str(10 + i), JobState.PENDING) for i, n in enumerate(names)]

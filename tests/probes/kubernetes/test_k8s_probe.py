@@ -263,6 +263,34 @@ async def test_one_transient_api_answer_is_retried(standin: KubeStandIn,
     assert len(standin.calls("GET", "/jobs")) == 2
 
 
+async def test_the_retry_never_outlasts_the_sweep_budget(
+        cluster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 503 with less budget left than its wait is not retried (the sleep would overrun the
+    sweep's ``timeout_s``): the error is raised at once, nothing slept."""
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from probes.errors import UnreachableError
+    from probes.kubernetes import client as kube
+
+    api = kube.KubeClient(cluster.model_copy(update={"timeout_s": 0.3}))
+    asked = 0
+
+    async def unavailable(**query: object) -> dict[str, object]:
+        nonlocal asked
+        asked += 1
+        raise ApiException(status=503, reason="Service Unavailable")
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(kube.asyncio, "sleep", sleep)
+    with api.budget(), pytest.raises(UnreachableError):
+        await api._list_pages("list jobs", unavailable)
+    assert slept == [] and asked == 1  # the 0.5 s wait is more than the budget holds
+
+
 async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesCluster) -> None:
     """A list still holding a continue token after MAX_PAGES pages is an error naming the
     bound, not a silently cut list (a cut pod list read as running jobs with no pods:

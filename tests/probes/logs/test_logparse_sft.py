@@ -306,8 +306,8 @@ def test_verl_sft_trainer_names_its_metrics_under_train() -> None:
     assert trl.points[-1].values["avg_num_tokens"] == 212.5
 
 
-@pytest.mark.parametrize("prefix", ["192.168.50.170: ", "gpu-node-7.cluster: ", "0: ", "  3: ",
-                                    "[default0]:", "[rank0]: "])
+@pytest.mark.parametrize("prefix", ["192.168.50.170: ", "gpu-node-7.cluster: ", "0: ", "  0: ",
+                                    "[default0]:", "[rank0]: ", "node01: "])
 def test_a_launchers_rank_or_host_prefix_before_each_dict(prefix: str) -> None:
     """Multi-node DeepSpeed / pdsh (``<host>: ``), ``srun -l`` (``0: ``) and
     ``torchrun --tee`` (``[default0]:``, ``[rank0]:``) put a prefix before each line of a
@@ -333,3 +333,15 @@ def test_a_bar_with_a_set_postfix_is_the_training_bar(postfix: str) -> None:
     summary = parse_log(text)
     assert summary.progress is not None and summary.progress.current == 40
     assert summary.total_steps == 1000 and summary.sec_per_step == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("prefix", ["1: ", "  3: ", "[default1]:", "[rank7]: ", "val: ",
+                                    "train: "])
+def test_another_ranks_or_a_labelled_dict_is_no_step(prefix: str) -> None:
+    """Near-miss: rank 0 logs; another rank's dicts (``srun -l``'s ``3: ``, torchrun's
+    ``[rank7]:``) would interleave as steps, and ``val: {...}`` names no host: none is read."""
+    text = "".join(f"{{'loss': {1.0 / (i + 1):.4f}, 'grad_norm': 0.5, 'epoch': {i / 100:.2f}}}\n"
+                   for i in range(10))
+    text += f"{prefix}{{'loss': 9.5, 'grad_norm': 0.5, 'epoch': 0.1}}\n"
+    summary = parse_log(text)
+    assert len(summary.points) == 10 and summary.points[-1].values["loss"] == 0.1
