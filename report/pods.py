@@ -32,6 +32,13 @@ pulls and container creation are bring-up and stay in the buffer table."""
 _LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 
 
+def _not_bring_up(f: Findings) -> None:
+    """A fault found: the job leaves the buffer table (no buffer-filling, no buffering)."""
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+
+
 def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
     """RUNNING with 0 pods, a started job with 0 active pods and no pods at all (past the
     controller's grace), or a job record that disappeared (the probe marks it): terminal."""
@@ -50,9 +57,7 @@ def silent_wedge_rule(ctx: JudgeContext, f: Findings) -> None:
     else:
         return
     # A wedge is no bring-up: it leaves the buffer table.
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
+    _not_bring_up(f)
     f.flag("silent-wedge")
     f.verdict("failed")
     f.trend(Priority.TERMINAL + 3, text)
@@ -75,9 +80,7 @@ def image_pull_rule(ctx: JudgeContext, f: Findings) -> None:
     waited = minutes_since(ctx.now, record.start_time or record.submit_time)
     if waited is None or waited <= ABSENCE.k8s_image_pull_grace_minutes:
         return
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
+    _not_bring_up(f)
     f.verdict("failed")
     text = f"{record.reason} for {format_duration(waited * 60)}: the image pull is failing"
     f.trend(Priority.TERMINAL, text)
@@ -91,9 +94,7 @@ def live_oom_rule(ctx: JudgeContext, f: Findings) -> None:
     an ``oom`` and a warning, not a healthy row or a buffer filling (it read as either)."""
     if ctx.facts.record.reason != "OOMKilled" or ctx.state not in _LIVE_STATES:
         return
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
+    _not_bring_up(f)
     f.flag("oom")
     f.verdict("warning")
     restarts = ctx.facts.record.restarts
@@ -109,9 +110,7 @@ def waiting_fault_rule(ctx: JudgeContext, f: Findings) -> None:
     reason = ctx.facts.record.reason
     if reason not in FAULT_WAITING_REASONS or ctx.state not in _LIVE_STATES:
         return
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
+    _not_bring_up(f)
     f.verdict("failed")
     restarts = ctx.facts.record.restarts
     text = f"{reason}" + (f" ({restarts} restarts)" if restarts else "")

@@ -139,8 +139,7 @@ class KubeClient:
         try:
             return await self.call(f"read log of pod/{pod}", read)
         except UnreachableError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ApiException) and int(cause.status or 0) >= 500:
+            if _status_of(exc) >= 500:
                 # The API server answered: the pod's kubelet (its node) could not. One pod's
                 # failure, not an outage: the other jobs' logs are still read.
                 raise CommandError(str(exc)) from exc
