@@ -121,8 +121,11 @@ TerminalSignal = Literal[
     "nan-loss",
 ]
 """Fault kinds that are a job's real terminal signal; each is also a report flag."""
-FaultKind = Literal[TerminalSignal, "time-limit"]
-"""``time-limit`` is the walltime TIMEOUT itself: the scheduler's state already says it."""
+FaultKind = Literal[TerminalSignal, "time-limit", "task-exit"]
+"""``time-limit`` is the walltime TIMEOUT itself: the scheduler's state already says it.
+``task-exit`` is srun's line for tasks that ended badly (``task 3: Exited with exit code 1``):
+no flag of its own (the job's state says it failed), but the line a diagnosis quotes when the
+log shows nothing earlier."""
 
 
 class Fault(Frozen):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -187,11 +188,32 @@ def first_fault(facts: JobFacts) -> Fault | None:
     return min(faults, key=lambda x: x.line_no) if faults else None
 
 
+_SRUN_TASK_LINE = re.compile(
+    r"\bsrun: error: (?P<hosts>\S+): (?P<tasks>tasks? \S+): (?P<end>.*\S)\s*$")
+
+
+def fault_text(fault: Fault) -> str:
+    """What a fault says, as a Trend quotes it: its ``detail`` (``child-failed``: the first
+    real traceback), else its line. srun's task-end line (``srun: error: node12: task 3:
+    Exited with exit code 1``) is put tasks and end first, hosts last, so a cut Trend loses
+    the hosts, never the task or its exit code."""
+    if fault.detail:
+        return fault.detail
+    match = _SRUN_TASK_LINE.search(fault.excerpt)
+    if match is None:
+        return fault.excerpt
+    return f"srun {match['tasks']}: {match['end']} ({match['hosts']})"
+
+
 def diagnosis(facts: JobFacts) -> str:
-    """One line saying why the job died: the first fault's detail/excerpt, else the exit."""
+    """One line saying why the job died: the first fault's detail/excerpt, else the exit.
+
+    The first fault is the earliest real signal, so a traceback above a masking summary
+    (torchelastic's, or srun's task-end line) is quoted, not the summary; srun's line is the
+    diagnosis only when nothing above it says more."""
     fault = first_fault(facts)
     if fault is not None:
-        return f"{fault.kind}: {fault.detail or fault.excerpt}"
+        return f"{fault.kind}: {fault_text(fault)}"
     record = facts.record
     if record.exit_signal:
         return f"{record.state.value} by signal {record.exit_signal}"

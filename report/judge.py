@@ -59,6 +59,7 @@ from report.findings import (
     JudgeContext,
     Priority,
     diagnosis,
+    fault_text,
     first_fault,
     log_excerpt,
     normalized_history,
@@ -187,7 +188,7 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
     fault = first_fault(ctx.facts)
     if fault is not None and ctx.running:
         f.verdict("warning")
-        f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault.detail or fault.excerpt}"))
+        f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault_text(fault)}"))
 
 
 def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:

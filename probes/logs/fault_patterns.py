@@ -101,6 +101,9 @@ _PROB_DIFF = _signal(
 _PROB_DIFF_HUGE = 1e6
 """Millions and billions are normal on healthy arms (seed, RL section)."""
 
+_SRUN_TASKS = r"tasks? \[?\d+(?:[-,]\d+)*\]?"
+"""srun's task list in its task-end lines: ``task 3``, ``tasks 0-7``, ``tasks 0,2-7``."""
+
 _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "oom",
@@ -108,7 +111,7 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
             ("out of memory", "oom_kill", "oom-kill", "outofmemoryerror", "memory pressure"),
             r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate"
             r"|CUDA error: out of memory|Detected \d+ oom[-_]kill events?(?:\(s\))?"
-            r"|ray\.exceptions\.OutOfMemoryError|\btask \d+: Out Of Memory\b"
+            r"|ray\.exceptions\.OutOfMemoryError|\b" + _SRUN_TASKS + r": Out Of Memory\b"
             r"|(?:^|\D)(?!0 )\d+ Workers \(tasks / actors\) killed due to memory pressure",
         ),
     ),
@@ -153,7 +156,7 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
         _signal(
             ("sigkill", "exitcode", "killed"),
             r"Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b|^\s*Killed\s*$|\bline \d+:\s+\d+ Killed\b"
-            r"|\btask \d+: Killed\b"
+            r"|\b" + _SRUN_TASKS + r": Killed\b"
             r"|(?i:\b(?:received|got|caught) (?:signal )?)(?:Signals\.)?SIGKILL\b",
         ),
     ),
@@ -163,7 +166,19 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
             ("sigterm", "exitcode", " terminated"),  # not TRL's "mean_terminated_length"
             r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
             r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
-            r"|\bSIGTERM (?:received|caught)\b|\btask \d+: Terminated\b",
+            r"|\bSIGTERM (?:received|caught)\b|\b" + _SRUN_TASKS + r": Terminated\b",
+        ),
+    ),
+    # srun's own line for tasks that ended badly (``srun: error: HOSTS: task(s) N: ...``): an
+    # exit code, or a signal none of the rules above names (a segfault, an abort). Last, so
+    # Killed / Terminated / Out Of Memory keep their kinds.
+    (
+        "task-exit",
+        _signal(
+            ("srun: error:",),
+            r"\bsrun: error: \S+: " + _SRUN_TASKS
+            + r": (?:Exited with exit code [1-9]\d*|(?!Completed\b)[A-Z][a-z]+(?: [a-z]+)*"
+            r"(?: \(core dumped\))?)\s*$",
         ),
     ),
 )

@@ -133,15 +133,17 @@ def test_grid_label_groups_unrelated_names() -> None:
 
 
 @pytest.mark.parametrize("kind", get_args(FaultKind))
-def test_every_fault_kind_but_time_limit_is_its_own_flag(kind: str) -> None:
-    """A fault raises the flag of its own name; ``time-limit`` (the TIMEOUT itself) adds none.
+def test_every_terminal_signal_kind_is_its_own_flag(kind: str) -> None:
+    """A terminal-signal fault raises the flag of its own name; ``time-limit`` (the TIMEOUT
+    itself) and ``task-exit`` (srun's task-end line: the FAILED state says it) add none, and
+    are no contract flag.
 
     ``Flag`` is built from the probes' fault vocabulary, so a new kind cannot go missing.
     """
     fault = Fault(kind=kind, line_no=3, excerpt="x")
     job = judge(facts(record("sft-x", "1", JobState.FAILED), summary_kw={"faults": (fault,)}))
     flags: tuple[str, ...] = get_args(Flag)
-    if kind == "time-limit":
+    if kind in ("time-limit", "task-exit"):
         assert kind not in flags and kind not in job.report.flags
     else:
         assert kind in flags and kind in job.report.flags
