@@ -9,9 +9,11 @@ apart from members in their bucket's table, so each table shows at most one row 
 A group's row is its *worst* member's row (verdict order below): the member's judgement and
 trend, with that member's id leading the trend, and the Job cell ``name [480 running · 20
 pending]`` counting every member by state. Members a human must look at (collapsed, failed,
-stalled) keep their own rows as well. A group of one is no group, and a grid folds only
-from :data:`GRID_MIN` cells. ``--format json`` keeps
-every job listed and adds the groups under a top-level ``groups`` key (:func:`groups_json`).
+stalled, and warning: a grad-norm spike or a fault in a live log is the seed's "reads healthy
+while it is not", and a second one would hide behind the group row) keep their own rows as
+well; a summary counts each of them once (``for_counts``). A group of one is no group, and a
+grid folds only from :data:`GRID_MIN` cells. ``--format json`` keeps every job listed and adds
+the groups under a top-level ``groups`` key (:func:`groups_json`).
 
 Pending array tasks SLURM has not split off yet are one record; how many tasks it stands for
 comes from ``pending_tasks`` (the probe's ``array_tasks`` label, see
@@ -38,7 +40,7 @@ Key = tuple[str, str]
 GRID_MIN = 3
 """Grid cells fold from three up: two named cells read better than one row counting two."""
 
-ATTENTION = frozenset({"collapse", "failed", "stalled"})
+ATTENTION = frozenset({"collapse", "failed", "stalled", "warning"})
 """Verdicts whose members keep their own row inside a group."""
 
 # Worst first: the group row shows the first member found in this order.

@@ -136,3 +136,41 @@ def test_counts_view_never_counts_a_failure_twice() -> None:
     shown, _ = group_report(report, {})
     assert sorted(j.verdict for j in shown.jobs if j.name == "rl-sweep-arr") == ["failed",
                                                                                  "failed"]
+
+
+def test_warning_members_keep_their_own_rows_and_are_counted_once() -> None:
+    """A warning task (a grad-norm spike, a fault in a live log) is the seed's "reads healthy
+    while it is not": rolled up behind a failure or another warning it was never shown. Each
+    keeps its own row; the tally still counts every task once, and so does a summary."""
+    jobs = [task("9000", i) for i in range(20)]
+    jobs[4] = task("9000", 4, verdict="failed", state=JobState.FAILED, trend="Traceback: boom")
+    for n in (7, 12):
+        jobs[n] = task("9000", n, verdict="warning", trend=f"grad_norm 1.{n} (>1.0) two steps")
+    report = report_of(*jobs)
+    grouped, details = group_report(report, {})
+    rows = {j.job_id: j for j in grouped.jobs if j.name == "rl-sweep-arr"}
+    assert sorted(rows) == ["9000_*rl", "9000_12", "9000_4", "9000_7"]
+    assert rows["9000_*rl"].verdict == "failed"  # the group row still reads as its worst
+    assert details[("alpha", "9000_*rl")].display_name == "rl-sweep-arr [19 running · 1 failed]"
+    text = render_text(grouped, details, width=160)
+    assert "grad_norm 1.7 (>1.0)" in text and "grad_norm 1.12 (>1.0)" in text
+    counted, _ = group_report(report, {}, for_counts=True)
+    verdicts = sorted(j.verdict for j in counted.jobs if j.name == "rl-sweep-arr")
+    assert verdicts == ["failed", "healthy", "warning", "warning"]
+    [group] = groups_json(report)
+    assert group["attention"] == ["9000_4", "9000_7", "9000_12"]
+    assert group["counts"] == {"RUNNING": 19, "FAILED": 1}
+
+
+def test_a_lone_warning_member_is_its_own_row_and_the_group_reads_it() -> None:
+    """One warning among healthy tasks: its own row, the group row led by its id; counted once."""
+    jobs = [task("9000", i, verdict="warning", trend="dead rollouts: reward flat at 0")
+            if i == 3 else task("9000", i) for i in range(10)]
+    report = report_of(*jobs)
+    grouped, _ = group_report(report, {})
+    rows = {j.job_id: j for j in grouped.jobs if j.name == "rl-sweep-arr"}
+    assert sorted(rows) == ["9000_*rl", "9000_3"]
+    assert rows["9000_*rl"].trend.startswith("9000_3: dead rollouts")
+    counted, _ = group_report(report, {}, for_counts=True)
+    assert sorted(j.verdict for j in counted.jobs if j.name == "rl-sweep-arr") == [
+        "healthy", "warning"]

@@ -21,7 +21,13 @@ from bot.config import load_config
 from bot.sweep import Sweeper, SweepResult
 from probes.slurm.transport import SshRunner
 from report.chunks import slack_messages
-from report.grouping import find_groups, group_report, groups_json, pending_task_counts
+from report.grouping import (
+    ATTENTION,
+    find_groups,
+    group_report,
+    groups_json,
+    pending_task_counts,
+)
 from report.tables import render_tables
 from tests.probes.slurm.conftest import SlurmEnv, slurm_env  # noqa: F401  (the fixture)
 
@@ -107,7 +113,7 @@ def test_the_array_is_one_row_per_table_and_one_message(swept: Swept) -> None:
                                     pending_tasks=pending_task_counts(ours.facts))
     tables = render_tables(grouped, details, width=100)
     rows = [line for t in tables for line in t.text.splitlines() if swept.name in line]
-    attention = [j for j in grouped.jobs if j.verdict in {"failed", "collapse", "stalled"}]
+    attention = [j for j in grouped.jobs if j.verdict in ATTENTION]
     assert len(rows) == len(tables) + len(attention)
     messages = slack_messages(tables)
     assert len(messages) == 1
