@@ -48,7 +48,7 @@ from probes.slurm.transport import RunnerFactory
 from report.chunks import cut_text
 from report.chunks import escape_code as code
 from report.chunks import escape_mrkdwn as esc
-from report.deep_probe import judge_rollouts
+from report.deep_probe import judge_rollouts, not_applicable
 from report.judge import build_report
 from report.models import JobDetail
 
@@ -87,7 +87,8 @@ async def run_deep_probe(
     config: Config, cluster_name: str | None, job_id: str, *,
     runner_factory: RunnerFactory | None = None, now: datetime | None = None,
 ) -> JobDetail:
-    """The job's row with its ``deep_probe`` verdict (raises ``UserError``/``ProbeError``)."""
+    """The job's row with its ``deep_probe`` verdict (raises ``UserError``/``ProbeError``);
+    a job that is no RL run comes back without one (``report.deep_probe.not_applicable``)."""
     from probes.deep_read import read_job
 
     validate_job_id(job_id)
@@ -104,6 +105,8 @@ async def run_deep_probe(
     _, details = build_report([cluster_facts], settings=config.report_settings(), now=moment,
                               histories=None, memory=None)
     detail = details[(cluster.name, facts.record.job_id)]
+    if not_applicable(detail.report) is not None:
+        return detail  # no RL run: no verdict (report.deep_probe.not_applicable)
     verdict = judge_rollouts(rollouts, config.deep_probe.judge,
                              pending=facts.record.state is JobState.PENDING)
     return detail.model_copy(update={"report": detail.report.model_copy(
@@ -282,6 +285,10 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         log.exception("deep probe failed", ref=ref, value=press.value)
         await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
                       response_type="ephemeral", replace_original=False)
+        return
+    if (why := not_applicable(detail.report, command="/job")) is not None:
+        await respond(text=f"No deep probe: {mrkdwn(why)}", response_type="ephemeral",
+                      replace_original=False)
         return
     await _remember(bot, config, detail, by=press.user_id)
     if (body.get("container") or {}).get("is_ephemeral") or not press.channel_id:

@@ -20,6 +20,11 @@ control characters as ``\\xNN``, cut; ``report.sample_text``):
 
 With no finding the verdict is NO-KILL, and its one reason says what was read (or that
 nothing was, so a person knows the probe could not see the rollouts).
+
+The probe applies to RL runs only (:func:`not_applicable`): an SFT, datagen, eval or catch-all
+job has no rollouts to read, and its Harbor trials or printed samples would be judged by RL
+rules (an eval whose trials all time out would read "zero trials completing", KILL). Such a
+job gets no verdict at all, never a NO-KILL that reads as "checked, healthy".
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 
 from probes.models import MetricPoint
 from probes.rollouts import RolloutDump, RolloutFacts, RolloutSample, RolloutStep, TrialSampleSet
-from report.models import DeepProbe
+from report.models import DeepProbe, JobReport
 from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
 from report.settings import DeepProbeSettings
 
@@ -332,3 +337,14 @@ def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = Non
         return DeepProbe(verdict="KILL", reasons=judge.reasons, read=_read(facts))
     return DeepProbe(verdict="NO-KILL", reasons=[_healthy_line(facts, pending)],
                      read=_read(facts))
+
+
+def not_applicable(job: JobReport, *, command: str = "jobtables job") -> str | None:
+    """Why the deep probe does not apply to ``job`` (it is no RL run), else None; ``command``
+    is what shows the job's row where this is read (Slack: ``/job``)."""
+    if job.bucket == "rl":
+        return None
+    return (f"{job.cluster}:{job.job_id} {job.name} is not an RL run (bucket {job.bucket}): "
+            "the deep probe judges an RL run's rollouts and does not apply here. "
+            f"`{command} {job.cluster}:{job.job_id}` shows its row (an RL run in the wrong "
+            "bucket? check [buckets] in the config)")

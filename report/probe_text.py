@@ -2,7 +2,10 @@
 
 Policy: pure presentation. The text is the verdict line, the reasons (each already quoting its
 evidence, escaped and cut by ``report.deep_probe.quote``) wrapped to the width, then what was
-read. The JSON is the job's contract object (CONTRACT §3) with its ``deep_probe`` key.
+read. The JSON is the job's contract object (CONTRACT §3) with its ``deep_probe`` key. A job
+that is no RL run was not probed (``report.deep_probe.not_applicable``): the text says so with
+its row's verdict and trend, and the JSON is its contract object without ``deep_probe`` (the
+contract's key for a probe that has run).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+from report.deep_probe import not_applicable
 from report.models import JobDetail
 from report.render import job_object
 
@@ -24,7 +28,14 @@ def render_probe_text(detail: JobDetail, *, width: int = 100) -> str:
     job = detail.report
     probe = job.deep_probe
     if probe is None:
-        return f"{job.cluster}:{job.job_id}: no deep probe has run"
+        why = not_applicable(job)
+        if why is None:
+            return f"{job.cluster}:{job.job_id}: no deep probe has run"
+        lines = _wrap(f"NOT AN RL RUN — no deep probe of {job.cluster}:{job.job_id} {job.name} "
+                      f"({job.state.value})", width)
+        lines += ["", *_wrap(why, width)]
+        row = f"row: {job.verdict}" + (f" · {job.trend}" if job.trend else "")
+        return "\n".join([*lines, "", *_wrap(row, width)])
     lines = _wrap(f"{probe.verdict} — deep probe of {job.cluster}:{job.job_id} {job.name} "
                   f"({job.state.value}, step {job.step if job.step is not None else '—'})", width)
     lines += ["", "Reasons:"]
