@@ -16,8 +16,12 @@ Keys (``P`` = prefix)::
     P window-rev:{cluster}:{job}  STRING a token each merge of that window sets anew (a
                                window kept in memory is checked by it), same expiry
     P logs:{cluster}           HASH job id -> LogState JSON (cursor + fold carry,
-                               probes.slurm.cursors); jobs gone from the sweep are
-                               pruned, the key expires expire_hours after the last save
+                               probes.slurm.cursors) without its text; jobs gone from the
+                               sweep are pruned, the key expires expire_hours after the
+                               last save
+    P logtext:{cluster}:{job}  STRING that state's latest log text, appended to by the new
+                               bytes of each save (bot.store_texts), pruned with its state,
+                               expires expire_hours after its last write
     P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures),
                                expires expire_hours after the last sweep wrote it
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
@@ -37,6 +41,7 @@ Floats are stored with Python's JSON (``NaN``/``Infinity`` allowed): a NaN loss 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -50,10 +55,12 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError
 
+from bot import store_texts
 from bot.config import sentinel_address
+from bot.store_texts import APPEND_LUA, APPEND_SHA, TextBook
 from bot.store_windows import CACHED_POINTS, JOBS_PER_CALL, MERGE_LUA, MERGE_SHA, WindowCache
 from probes.models import MetricPoint
-from probes.slurm.cursors import LogState, decode_state, encode_state
+from probes.slurm.cursors import LogState, decode_state
 
 if TYPE_CHECKING:
     from bot.config import RedisSection
@@ -84,9 +91,16 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
-def _encode_states(states: Mapping[str, LogState]) -> dict[str, str | None]:
-    """Each state as stored (``encode_state``: ``None`` when over the size bound)."""
-    return {job_id: encode_state(state) for job_id, state in states.items()}
+def _encode_states(
+    states: Mapping[str, LogState],
+) -> dict[str, tuple[str, bytes] | None]:
+    """Each state as stored, its text apart (``bot.store_texts.encode``: ``None`` when over
+    the size bound)."""
+    return {job_id: store_texts.encode(state) for job_id, state in states.items()}
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[at : at + size] for at in range(0, len(items), size)]
 
 
 def _text(value: bytes | str) -> str:
@@ -115,6 +129,9 @@ class RedisStore:
                                    cached_points=cached_points)
         """The windows this process merged last (``bot.store_windows``): a warm merge sends
         the new points and reads back two integers per job, not the window."""
+        self.texts = TextBook()
+        """The log texts this process wrote last (``bot.store_texts``): a warm save appends
+        each job's new bytes, not its text."""
 
     @classmethod
     def from_config(
@@ -221,29 +238,41 @@ class RedisStore:
 
     async def _merge_calls(self, plans: Sequence[Any]) -> list[Any]:
         """Each plan's ``[previous revision, count or members]``: ``bot.store_windows``'s
-        script called per :data:`JOBS_PER_CALL` plans, the calls pipelined (one round trip).
-        A Redis without the script cached (restarted, failed over, flushed) answers NOSCRIPT
-        before running anything: those calls go again with the script itself, once."""
+        script called per :data:`JOBS_PER_CALL` plans, the calls pipelined (one round trip)."""
         windows = self.windows
         calls = []
-        for at in range(0, len(plans), JOBS_PER_CALL):
-            chunk = plans[at : at + JOBS_PER_CALL]
+        for chunk in _chunks(plans, JOBS_PER_CALL):
             keys = [key for plan in chunk for key in (plan.key, plan.rev_key)]
             args: list[Any] = [windows.window_len, windows.expire_ms]
             for plan in chunk:
                 args += windows.arguments(plan)
             calls.append((keys, args))
+        return await self._script_calls(MERGE_SHA, MERGE_LUA, calls)
+
+    async def _script_calls(self, sha: str, lua: str,
+                            calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+                            sent: Sequence[Any] | None = None) -> list[Any]:
+        """Each call's answers, concatenated: ``(keys, args)`` calls of one script, pipelined
+        (one round trip; none when the caller ``sent`` them by ``EVALSHA`` in its own
+        pipeline and passes their results). A Redis without the script cached (restarted,
+        failed over, flushed) answers NOSCRIPT before running anything: those calls go again
+        with the script itself, once."""
         answers: list[Any] = [None] * len(calls)
         pending = list(range(len(calls)))
         for by_sha in (True, False):  # EVALSHA; then EVAL for the calls answered NOSCRIPT
-            async with self._r.pipeline(transaction=False) as p:
-                for n in pending:
-                    keys, args = calls[n]
-                    if by_sha:
-                        p.evalsha(MERGE_SHA, len(keys), *keys, *args)
-                    else:
-                        p.eval(MERGE_LUA, len(keys), *keys, *args)
-                results = await p.execute(raise_on_error=False)
+            if not pending:
+                break
+            if by_sha and sent is not None:
+                results = list(sent)
+            else:
+                async with self._r.pipeline(transaction=False) as p:
+                    for n in pending:
+                        keys, args = calls[n]
+                        if by_sha:
+                            p.evalsha(sha, len(keys), *keys, *args)
+                        else:
+                            p.eval(lua, len(keys), *keys, *args)
+                    results = await p.execute(raise_on_error=False)
             missing = []
             for n, result in zip(pending, results, strict=True):
                 if by_sha and isinstance(result, NoScriptError):
@@ -252,8 +281,7 @@ class RedisStore:
                     raise result
                 else:
                     answers[n] = result
-            if not (pending := missing):
-                break
+            pending = missing
         return [answer for chunk in answers for answer in chunk]
 
     async def load_history(self, cluster: str, job_id: str) -> list[MetricPoint]:
@@ -262,45 +290,102 @@ class RedisStore:
         return [MetricPoint.model_validate_json(m) for m in members]
 
     async def load_log_states(self, cluster: str) -> dict[str, LogState]:
-        """Every job's stored log state in one round trip. An oversized or malformed entry
-        is deleted (one more trip, only then): that job is read cold."""
+        """Every job's stored log state: the hash in one round trip, the texts kept apart
+        (``bot.store_texts``) in one more. An oversized or malformed entry, or one whose
+        text does not match it, is deleted (one more trip, only then): that job is read
+        cold."""
         key = self.key("logs", cluster)
         async with self._translated("load log states"):
             raw: Any = await self._r.hgetall(key)
+        apart = [_text(field) for field, value in raw.items() if store_texts.needs_text(value)]
+        texts: list[Any] = []
+        if apart:
+            async with self._translated("load log texts"), \
+                    self._r.pipeline(transaction=False) as p:
+                for at in range(0, len(apart), 500):
+                    p.mget([self.key("logtext", cluster, job) for job in apart[at : at + 500]])
+                texts = [text for chunk in await p.execute() for text in chunk]
+        text_of = dict(zip(apart, texts, strict=True))
         states: dict[str, LogState] = {}
         bad: list[str] = []
         for field, value in raw.items():
-            state = decode_state(value)
-            if state is None:
-                bad.append(_text(field))
-            else:
-                states[_text(field)] = state
+            job_id = _text(field)
+            if job_id in text_of:
+                got = store_texts.decode(value, text_of[job_id])
+                if got is not None:
+                    states[job_id] = got[0]
+                    self.texts.keep(cluster, job_id, got[1])
+                    continue
+            elif (state := decode_state(value)) is not None:
+                states[job_id] = state
+                continue
+            bad.append(job_id)
         if bad:
-            async with self._translated("drop log states"):
-                await self._r.hdel(key, *bad)
+            async with self._translated("drop log states"), \
+                    self._r.pipeline(transaction=False) as p:
+                p.hdel(key, *bad)
+                p.delete(*(self.key("logtext", cluster, job) for job in bad))
+                await p.execute()
         return states
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
                               drop: Collection[str] = ()) -> None:
         """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound)
-        and renew the expiry: one pipelined round trip. Not a transaction: each value is one
-        job's whole state, so replicas saving at once leave one consistent state per job."""
+        and renew the expiry: one pipelined round trip; one more only for the jobs whose text
+        could not be appended (``bot.store_texts``: another writer came between) or when
+        Redis lost the script. Not a transaction: a reader checks each state against its
+        text and reads that job cold when the two disagree."""
         key = self.key("logs", cluster)
-        # Encoding is CPU work (~0.1 ms a state, 16 KB of recent text each): a worker thread
-        # keeps the event loop free for the merge beside it and for Slack acks.
+        # Encoding is CPU work (~0.1 ms a state): a worker thread keeps the event loop free
+        # for the merge beside it and for Slack acks.
         encoded = (await asyncio.to_thread(_encode_states, states) if states else {})
         writes = {k: v for k, v in encoded.items() if v is not None}
         gone = [*drop, *(k for k, v in encoded.items() if v is None)]
         if not writes and not gone:
             return
-        async with self._translated("save log states"), \
-                self._r.pipeline(transaction=False) as p:
-            if writes:
-                p.hset(key, mapping=writes)  # type: ignore[arg-type]
-            if gone:
-                p.hdel(key, *gone)
-            p.pexpire(key, self.expire_ms)
-            await p.execute()
+        book = self.texts
+        planned = [store_texts.plan(job, states[job], body, book.get(cluster, job))
+                   for job, (_, body) in writes.items()]
+        book.forget(cluster, [*gone, *writes])  # known again once Redis has answered
+        appends = [w for w in planned if w.want is not None]
+        text_key = functools.partial(self.key, "logtext", cluster)
+        calls = [([text_key(w.job_id) for w in chunk],
+                  [self.expire_ms, *(a for w in chunk for a in (w.held.token, w.want, w.payload))])
+                 for chunk in _chunks(appends, JOBS_PER_CALL)]
+        async with self._translated("save log states"):
+            async with self._r.pipeline(transaction=False) as p:
+                if writes:
+                    p.hset(key, mapping={k: v for k, (v, _) in writes.items()})
+                for w in planned:
+                    if w.want is None:
+                        p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
+                if gone:
+                    p.hdel(key, *gone)
+                    p.delete(*map(text_key, gone))
+                p.pexpire(key, self.expire_ms)
+                for keys, args in calls:
+                    p.evalsha(APPEND_SHA, len(keys), *keys, *args)
+                results = await p.execute(raise_on_error=False)
+            lengths = await self._script_calls(APPEND_SHA, APPEND_LUA, calls,
+                                               results[len(results) - len(calls):])
+            done = [w for w in planned if w.want is None]
+            refused = []
+            for w, length in zip(appends, lengths, strict=True):
+                if length == w.length():
+                    done.append(w)
+                else:  # not as this process left it: the whole text, one more round trip
+                    refused.append(store_texts.plan(w.job_id, states[w.job_id],
+                                                    writes[w.job_id][1], None))
+            for result in results[: len(results) - len(calls)]:
+                if isinstance(result, Exception):
+                    raise result
+            if refused:
+                async with self._r.pipeline(transaction=False) as p:
+                    for w in refused:
+                        p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
+                    await p.execute()
+        for w in (*done, *refused):
+            book.keep(cluster, w.job_id, w.held)
 
     # -- documents and locks ------------------------------------------------------------------
 

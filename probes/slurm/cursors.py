@@ -71,6 +71,11 @@ class LogState(Frozen):
     """Byte offset in the file where ``recent`` starts."""
     recent_line: int = Field(default=1, ge=1)
     """The fold's line number of ``recent``'s first line (faults are numbered so)."""
+    stream: str = Field(default="", max_length=64)
+    """Which reading of the file ``recent`` continues: set by a read from nothing (the
+    cursor's digest then, and where that read began), kept by every read that resumed it.
+    Two states of one stream hold one text, the later ``recent`` further on (the store
+    appends only the new bytes: ``bot.store_texts``)."""
     contexts: tuple[LogContext, ...] = Field(default=(), max_length=MAX_CONTEXTS)
     """The excerpts kept around the first faults (``probes.logs.excerpt``), fold-numbered:
     a fault above ``recent`` keeps the context read when it was below."""
@@ -151,12 +156,13 @@ def fold_job(
                  and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
     base = prior if continued else None
     if base is not None:
-        head_fp, recent = base.head_fingerprint, base.recent
+        head_fp, recent, stream = base.head_fingerprint, base.recent, base.stream
         recent_offset, recent_line = base.recent_offset, base.recent_line
     else:
         head = raw.get("head")
         head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
         recent, recent_offset, recent_line = "", int(raw.get("offset") or 0), 1
+        stream = f"{cursor.digest}@{recent_offset}"
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []
     reused: list[bool] = []
@@ -194,7 +200,7 @@ def fold_job(
     kept, dropped = _latest(shown)
     state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
                      recent_offset=recent_offset + len(dropped.encode("utf-8")),
-                     recent_line=recent_line + _breaks(dropped), **excerpts)
+                     recent_line=recent_line + _breaks(dropped), stream=stream, **excerpts)
     state._summary, state._mtime = facts.summary, facts.log.mtime if facts.log else None
     return facts, state
 
