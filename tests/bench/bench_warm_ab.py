@@ -6,17 +6,18 @@
 Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
 one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
 (its own cursors and states, kept in memory as the bot keeps them) and sweeps on request.
-After a cold sweep by each (its wall and phases printed), every round appends 3 steps to every
-log, measures the floor (``bench_slurm.floor_once``) and has both trees sweep in turn (A B,
-then B A), then does the same with nothing appended (with ``--churn``, one held job is
-submitted before each sweep pair, so the queue changed since every sweep: a bot holding its
-last ``squeue --json`` document must print it again; with ``--crowd N``, N held jobs of
-another user are submitted first: a lab's queue, which ``squeue --json`` prints whole and
-the users' listing leaves out; they are cancelled at the end too; with ``--cold N``, N more
-rounds follow in which each tree forgets its states and sweeps cold, every log read whole, as
-a bot reads jobs new to it). Prints each round's walls and ratios to that round's floor, then
-per tree the median ratio and median phases (``bench_warm.Phases``). Every job is cancelled
-at the end (only those ids) and the scratch directory removed.
+After a cold sweep by each (its wall, phases and megabytes sent to Redis printed), every
+round appends 3 steps to every log, measures the floor (``bench_slurm.floor_once``) and has
+both trees sweep in turn (A B, then B A), then does the same with nothing appended (with
+``--churn``, one held job is submitted before each sweep pair, so the queue changed since
+every sweep: a bot holding its last ``squeue --json`` document must print it again; with
+``--crowd N``, N held jobs of another user are submitted first: a lab's queue, which
+``squeue --json`` prints whole and the users' listing leaves out; they are cancelled at the
+end too; with ``--cold N``, N more rounds follow in which each tree forgets its states and
+sweeps cold, every log read whole, as a bot reads jobs new to it). Prints each round's walls
+and ratios to that round's floor, then per tree the median ratio and median phases
+(``bench_warm.Phases``). Every job is cancelled at the end (only those ids) and the scratch
+directory removed.
 """
 
 from __future__ import annotations
@@ -50,7 +51,17 @@ async def work() -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_slurm import cluster
 
-    pool = ConnectionPool.from_url(bw.REDIS_URL, connection_class=bw.Counted)
+    class Bytes(bw.Counted):
+        """Also the bytes sent to Redis (what a sweep writes, and Sentinel copies)."""
+
+        sent_bytes = 0
+
+        async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            packed = [command] if isinstance(command, bytes | str) else command
+            Bytes.sent_bytes += sum(len(part) for part in packed)
+            await super().send_packed_command(command, check_health)
+
+    pool = ConnectionPool.from_url(bw.REDIS_URL, connection_class=Bytes)
     tap = bw.Tap()
     config = Config(clusters=(cluster(),))
 
@@ -76,10 +87,12 @@ async def work() -> None:
                 await sweeper.aclose()
                 await store.delete_prefix()
                 store, sweeper = fresh()
+            before = Bytes.sent_bytes
             wall, jobs, answer, _ = await bw.one_sweep(sweeper, tap)
             phases, bw.Phases.seconds = dict(bw.Phases.seconds), {}
             print(json.dumps({"wall": wall, "jobs": jobs, "answer": answer,
-                              "collector": tap.seconds, **phases}), flush=True)
+                              "collector": tap.seconds, **phases,
+                              "redis_MB_sent": (Bytes.sent_bytes - before) / 1e6}), flush=True)
     finally:
         await sweeper.aclose()
         await store.delete_prefix()
