@@ -56,8 +56,17 @@ def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[
     try:
         for file_name, text in files.items():
             _write_private(fd, file_name, text)
+        for file_name in RECORDING_FILES - files.keys():  # an earlier recording's, else mixed in
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(file_name, dir_fd=fd)
     finally:
         os.close(fd)
+
+
+RECORDING_FILES = frozenset({"cluster.json", "squeue.json", "scontrol.txt", "collected.json",
+                             "sacct.json"})
+"""Every file a recording may hold: re-recorded in place, those this one does not write are
+removed (a cluster's ``sacct.json`` from last time would replay as this recording's)."""
 
 
 def check_dest(dest: Path) -> None:

@@ -7,6 +7,7 @@ refused before anything connects; no environment variable reaches any file.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from datetime import UTC, datetime
@@ -51,6 +52,20 @@ def test_files_0600_dir_0700_and_no_environment(tmp_path: Path,
         assert "MARKER-IN-ENV" not in path.read_text()
     _write(dest)  # a recording may be re-recorded in place
     assert stat.S_IMODE((dest / "squeue.json").stat().st_mode) == 0o600
+
+
+def test_re_recorded_in_place_leaves_nothing_of_the_last_recording(tmp_path: Path) -> None:
+    """A recording with ``sacct.json`` re-recorded from a cluster without sacct: the old
+    accounting is gone, not replayed as the new recording's; other files stand."""
+    dest = tmp_path / "rec"
+    snap = dataclasses.replace(_snapshot(), sacct='{"jobs": []}')
+    write_recording(dest, META, snap, {"7"}, {})
+    assert (dest / "sacct.json").exists()
+    (dest / "notes.txt").write_text("mine")
+    _write(dest)
+    assert not (dest / "sacct.json").exists()
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "cluster.json", "collected.json", "notes.txt", "scontrol.txt", "squeue.json"]
 
 
 @pytest.mark.parametrize("plant", ["symlink", "hardlink", "fifo"])
