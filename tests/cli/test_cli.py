@@ -295,6 +295,27 @@ def test_record_of_an_unreachable_cluster_is_one_line(
     assert not dest.exists()
 
 
+def test_probe_of_an_unreachable_cluster_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`probe` against a closed port: no report to print, one stderr line naming the job and
+    host:port, exit 1 (README, exit codes), no traceback."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = tmp_path / "jobtables.toml"
+    config.write_text(f'[[clusters]]\nname = "alpha"\nkind = "slurm"\nhost = "127.0.0.1"\n'
+                      f'port = {port}\nknown_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    code, out, err = run(capsys, "probe", "alpha:41001", "--config", str(config))
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [
+        f"jobtables: cannot probe alpha:41001: 127.0.0.1:{port}: connection refused"]
+
+
 def test_job_cluster_disagreeing_with_cluster_option_is_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
