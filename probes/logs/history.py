@@ -5,8 +5,9 @@ their content; cheap substring gates guard every regex, and ``METRIC_LINES`` nam
 so a line holding none of them changes nothing (``probes.logs.parse`` prefilters on that).
 Only canonical metric names (``probes.logs.metric_names``) reach a point; a dict cut at the top
 of the tail is dropped, never misread; HF dicts, which carry no step, take the training bar's
-count. Stamps are read on the log's own clock (``probes.logs.clock``). Pure per-line results
-that repeat (dataset bars, noise timestamps, a step's metric-name plan) are remembered for the
+count, or with no bar the step their epoch gives by the trainer's banner (``HfBanner``).
+Stamps are read on the log's own clock (``probes.logs.clock``). Pure per-line results that
+repeat (dataset bars, noise timestamps, a step's metric-name plan) are remembered for the
 length of one tail.
 """
 
@@ -16,8 +17,9 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 from itertools import repeat
-from math import isfinite
+from math import ceil, isfinite
 from operator import not_
 from typing import Any, TypeVar
 
@@ -28,6 +30,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    glued_dict,
     interval_seconds,
     parse_iteration,
     parse_number,
@@ -53,7 +56,7 @@ from probes.logs.progress import (
     sec_per_it,
     trailing_rate,
 )
-from probes.models import LogSummary, MetricPoint, ProgressBar
+from probes.models import Frozen, LogSummary, MetricPoint, ProgressBar
 
 SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 _BANNER_RE = re.compile(
@@ -67,10 +70,20 @@ _CHECKPOINT_RE = re.compile(
 _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Running trials)")
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
+_HF_NUM_RE = re.compile(r"\bNum (examples|Epochs|update steps per epoch) = ([\d,]{1,32})\s*$")
+"""HF Trainer's training banner (``Num examples``, ``Num Epochs``, transformers 5's ``Num update
+steps per epoch``); an eval banner prints ``Num examples`` too, then ``Batch size``."""
+_HF_BATCH_RE = re.compile(r"\bTotal train batch size\b[^=\n]{0,80}= ([\d,]{1,20})\s*$")
+_LOGGING_RE = re.compile(
+    r"(?<![\w.])(logging_steps|logging_first_step|logging_strategy)['\"]?\s{0,8}[:=]\s{0,8}"
+    r"['\"]?([\w.+-]{1,48})"
+)
+"""``TrainingArguments``' logging fields as its repr (``logging_steps=10,``), a YAML or JSON
+config or a Namespace prints them."""
 FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
-    "n_samples_per_prompt", *FINISH_MARKS,
+    "n_samples_per_prompt", "Num ", "logging_", *FINISH_MARKS,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
@@ -80,6 +93,7 @@ METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
+        *("Num ", "logging_"),
         *("{", "'", '"', " ::", "T::", "iteration"),
     ),
     unicode_digits=True,
@@ -90,6 +104,122 @@ has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
 _ITER_TIMES_KEPT = 64
 _CACHE_CAP = 256
+
+
+class HfBanner(Frozen):
+    """HF Trainer's training banner and the ``TrainingArguments`` logging fields read so far:
+    what gives the step of an HF dict printed with no training bar.
+
+    HF's per-step dicts carry no step; the training bar's count gives it. With
+    ``disable_tqdm=True`` there is no bar (``PrinterCallback`` prints only the dicts), and
+    numbering the dicts 1, 2, 3, ... makes every step ``logging_steps`` times too small. What
+    the log gives instead, in order of trust:
+
+    - the dict's ``epoch``: the Trainer logs ``epoch + (batch + 1) / batches_in_epoch``, so
+      ``epoch x optimizer steps per epoch`` is the step (within one step; transformers 5 prints
+      floats to 4 significant digits, which bounds its precision: ``hf_epoch_step``). Steps
+      per epoch come from the training banner: transformers 5's ``Num update steps per
+      epoch``; else ``Total optimization steps / Num Epochs``, right for a run by whole epochs,
+      or ``ceil(Num examples / Total train batch size)``, right for a run by ``max_steps`` (its
+      ``Num Epochs`` is rounded up) or on a dataset of no length (``Num Epochs`` is
+      ``sys.maxsize``), whichever the banner's numbers are consistent with
+      (``steps_per_epoch``). A step near a multiple of ``logging_steps`` (if printed) is
+      snapped to it.
+    - no banner, but ``logging_steps`` from a printed ``TrainingArguments``: the n-th dict of
+      the log is step ``n x logging_steps`` (``1`` first under ``logging_first_step``); only
+      the whole log numbers dicts so (``MetricScan.close``), as before.
+    - neither: 1, 2, 3, ... as before.
+
+    Each is a pure function of the banner state read so far, so the cold pass and the bot's
+    fold (which carries this model) number every dict alike.
+    """
+
+    examples_seen: int | None = None
+    """The last ``Num examples`` line (a training banner's or an eval banner's)."""
+    epochs: int | None = None
+    """``Num Epochs`` of the last training banner (the line that opens it)."""
+    examples: int | None = None
+    """``Num examples`` of that banner (the line just before its ``Num Epochs``)."""
+    epoch_steps: int | None = None
+    """``Num update steps per epoch`` (transformers >= 5)."""
+    batch: int | None = None
+    """``Total train batch size (w. parallel, distributed & accumulation)``."""
+    logging_steps: float | None = None
+    logging_first: bool = False
+    logging_by_steps: bool = True
+    """``logging_strategy`` is ``steps`` (HF's default): dicts come every ``logging_steps``."""
+
+    def with_logging(self, name: str, raw: str) -> HfBanner:
+        """This banner with one logging field as printed (``logging_steps=10``, ...)."""
+        value = raw.strip().lower()
+        if name == "logging_steps":
+            try:
+                every = float(value)
+            except ValueError:
+                return self
+            if not isfinite(every) or every <= 0:
+                return self
+            return self.model_copy(update={"logging_steps": every})
+        if name == "logging_first_step":
+            if value in ("true", "false"):
+                return self.model_copy(update={"logging_first": value == "true"})
+            return self
+        if value.endswith(("steps", "epoch", "no")):
+            return self.model_copy(update={"logging_by_steps": value.endswith("steps")})
+        return self
+
+    def every(self, total: int | None) -> int | None:
+        """Optimizer steps between two logged dicts, if the log says (a ``logging_steps``
+        below 1 is a fraction of the total steps, as ``TrainerState.compute_steps`` takes it)."""
+        steps = self.logging_steps
+        if steps is None or not self.logging_by_steps:
+            return None
+        if steps < 1:
+            return ceil(total * steps) if total else None
+        return int(steps) if steps.is_integer() and steps < 1e12 else None
+
+    def steps_per_epoch(self, total: int | None) -> float | None:
+        """Optimizer steps per epoch by this banner and ``total`` (``Total optimization
+        steps``), None if it does not say (see the class policy)."""
+        if self.epoch_steps:
+            return float(self.epoch_steps)
+        epochs, examples, batch = self.epochs, self.examples, self.batch
+        by_batch = ceil(examples / batch) if examples and batch else None
+        if not epochs or not total:
+            return float(by_batch) if by_batch else None
+        by_total = total / epochs
+        if by_batch is None or (by_total >= 1 and abs(by_total - by_batch) <= 1):
+            return by_total if by_total >= 1 else None
+        if epochs > total or (epochs - 1) * by_batch < total <= epochs * by_batch:
+            return float(by_batch)  # a run by max_steps, or a dataset of no length
+        return by_total if by_total >= 1 else None
+
+
+def hf_epoch_step(banner: HfBanner, total: int | None, epoch: float | None) -> int | None:
+    """The optimizer step of a dict logged at ``epoch``, by the banner; None if it cannot say."""
+    if epoch is None or not isfinite(epoch) or epoch <= 0:
+        return None
+    per = banner.steps_per_epoch(total)
+    if per is None:
+        return None
+    exact = epoch * per
+    if exact >= 1e15:
+        return None
+    step = max(1, round(exact))
+    every = banner.every(total)
+    if every is not None and every > 1:
+        near = round(exact / every) * every
+        if near >= every and abs(near - exact) <= 1 + per * _printed_quantum(epoch) / 2:
+            step = near
+    return step
+
+
+def _printed_quantum(value: float) -> float:
+    """The last printed digit's place of ``value`` (``'1.084'`` -> 0.001): its shortest repr
+    is what was printed, as far as a float keeps it."""
+    exponent = Decimal(repr(value)).as_tuple().exponent
+    return 10.0 ** exponent if isinstance(exponent, int) else 0.0
+
 
 
 Plan = tuple[tuple[str, str], ...]
@@ -193,6 +323,9 @@ class MetricScan:
         self.iter_times: list[tuple[int, float]] = []
         self.hf_guessed = False
         """HF dicts were numbered 1, 2, ... for want of a bar: right only from the log's start."""
+        self.hf_banner: HfBanner = HfBanner()
+        """The HF Trainer banner and ``TrainingArguments`` logging fields read so far: a bar-less
+        dict's step from its ``epoch`` (``hf_epoch_step``), its dict count's spacing."""
         self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
@@ -247,6 +380,8 @@ class MetricScan:
             bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw)
+                if "}" in body:
+                    self.feed_glued(body, line_no)
                 return
         if "iteration" in body:
             iteration = parse_iteration(body)
@@ -287,6 +422,19 @@ class MetricScan:
         self.dict_line_no = line_no
         self.dict_lines = None
         self._read_dict(line)
+
+    def feed_glued(self, body: str, line_no: int) -> None:
+        """After a bar line's redraw: the one-line dict printed on its line, if any
+        (``lines.glued_dict``), read as its own line would be. An open multi-line dict stays
+        open (the bar line left it so)."""
+        text = glued_dict(body)
+        if text is None or text.count("{") > 1:
+            return
+        pairs = quoted_pairs(text)
+        if pairs is None:
+            pairs = parse_pairs(text)
+        if pairs:
+            self._on_dict(pairs, line_no)
 
     def feed_bar(self, line: str, groups: tuple[str, str, str, str, str], nested: bool,
                  line_no: int) -> None:
@@ -349,6 +497,8 @@ class MetricScan:
             bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw)
+                if "train_runtime" in body:
+                    self.skim_glued(body)
                 return
         if "iteration" in body and lead != "{" and not (quoted and in_dict):
             iteration = parse_iteration(body)
@@ -369,6 +519,13 @@ class MetricScan:
             or ("_loss" in body and " - {" in body and parse_status_line(body) is not None)
         ):
             self._markers(body)
+
+    def skim_glued(self, body: str) -> None:
+        """``skim``'s part of ``feed_glued``: HF's end-of-training dict on a bar's line marks
+        the run finished (no other dict is read while skimming)."""
+        text = glued_dict(body)
+        if text is not None and "train_runtime" in text:
+            self.feed_glued(body, 0)
 
     def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
                   nested: Sequence[bool]) -> None:
@@ -481,6 +638,11 @@ class MetricScan:
                 self._mark("harbor")
                 mean = parse_number(harbor.group(3)) if harbor.group(3) else None
                 self.harbor = (int(harbor.group(1)), int(harbor.group(2)), mean)
+        if "Num " in body or "Total train batch size" in body:
+            self._hf_banner_line(body)
+        if "logging_" in body:
+            for name, raw in _LOGGING_RE.findall(body):
+                self.hf_banner = self.hf_banner.with_logging(name, raw)
         if "train_batch_size" in body or "n_samples_per_prompt" in body:
             samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples
@@ -489,6 +651,29 @@ class MetricScan:
             if mark in body:
                 self.finished = True
                 self._mark("verl" if mark.startswith("Final") else "skyrl")
+
+    def _hf_banner_line(self, body: str) -> None:
+        """One line of HF Trainer's ``***** Running training *****`` banner: ``Num Epochs``
+        opens a new banner (a resumed or second run prints its own), taking the ``Num
+        examples`` line just before it (an eval banner's is followed by ``Batch size``)."""
+        banner = self.hf_banner
+        found = _HF_NUM_RE.search(body)
+        if found is not None:
+            kind, number = found.group(1), int(found.group(2).replace(",", ""))
+            if kind == "examples":
+                self.hf_banner = banner.model_copy(update={"examples_seen": number})
+            elif kind == "Epochs":
+                self.hf_banner = HfBanner(epochs=number, examples=banner.examples_seen,
+                                          logging_steps=banner.logging_steps,
+                                          logging_first=banner.logging_first,
+                                          logging_by_steps=banner.logging_by_steps)
+            else:
+                self.hf_banner = banner.model_copy(update={"epoch_steps": number})
+            return
+        batch = _HF_BATCH_RE.search(body)
+        if batch is not None:
+            self.hf_banner = banner.model_copy(
+                update={"batch": int(batch.group(1).replace(",", ""))})
 
     def _mark(self, fmt: str) -> None:
         self.formats.setdefault(fmt, None)
@@ -552,9 +737,15 @@ class MetricScan:
 
     def _on_hf_dict(self, pairs: dict[str, float], line_no: int, plan: Plan) -> None:
         """HF dicts carry no step: take the training bar's count, never going backwards
-        (``plan``: their names' ``canonical_plan``)."""
+        (``plan``: their names' ``canonical_plan``). With no bar (``disable_tqdm``), the step
+        the dict's ``epoch`` gives by the banner (``hf_epoch_step``); else it waits for a bar,
+        or the end (``close``)."""
         anchor, prev = self.hf_anchor, self.hf_prev
         if anchor is None and prev is None:
+            by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, pairs.get("epoch"))
+            if by_epoch is not None:
+                self._record(by_epoch, pairs, line_no, None, plan)
+                return
             self.hf_unanchored.append((pairs, line_no))
             return
         if prev is None:
@@ -651,8 +842,8 @@ class MetricScan:
         if self.engine_line is not None:
             self._read_engine_line()
         self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
-        for step, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
-            self._record(step, pairs, line_no, None)
+        for count, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
+            self._record(self.hf_counted_step(count), pairs, line_no, None)
         self.hf_unanchored.clear()
         skyrl = [t for (desc, _), t in self.bars.items() if desc == _SKYRL_BAR]
         pending = self._pending_step()
@@ -660,6 +851,17 @@ class MetricScan:
             step = skyrl[-1].last.current + 1
             if step not in self.points:
                 self._record(step, pending, 0, None)
+
+    def hf_counted_step(self, count: int) -> int:
+        """The step of the ``count``-th bar-less HF dict of the log: ``count`` logging
+        intervals (``logging_steps`` if the log printed it, else 1), the first dict at
+        step 1 under ``logging_first_step``."""
+        every = self.hf_banner.every(self.banner_total)
+        if every is None or every == 1:
+            return count
+        if self.hf_banner.logging_first:
+            return 1 if count == 1 else (count - 1) * every
+        return count * every
 
     def _pending_step(self) -> dict[str, float] | None:
         """SkyRL's step logged without a ``Step N:`` dict: its reward line and status dict."""

@@ -423,6 +423,21 @@ _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 the lines' digit shapes are."""
 
 
+def glued_dict(line: str) -> str | None:
+    """The one-line dict printed on a tqdm redraw's line, right after its ``]``, or None.
+
+    A ``print(logs)`` (HF's ``PrinterCallback``, a script's own) while a bar is drawn in a
+    file: the bar's redraw ends in no newline, so ``" 10%|█  | 10/100 [00:05<00:45,
+    2.00it/s]{'loss': 1.2, ...}"`` is one line, the dict after the bar's end."""
+    if "}" not in line or "%|" not in line:
+        return None
+    bar = _TQDM_RE.match(line)
+    if bar is None:
+        return None
+    rest = line[bar.end():].strip()
+    return rest if rest[:1] == "{" and rest[-1:] == "}" else None
+
+
 def parse_tqdm(line: str) -> TqdmBar | None:
     """A tqdm redraw at the start of a line (lines are already split on ``\\r``)."""
     if "%|" not in line:

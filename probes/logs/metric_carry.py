@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
-from probes.logs.history import MetricScan, Plan
+from probes.logs.history import HfBanner, MetricScan, Plan
 from probes.logs.lines import TqdmBar
 from probes.logs.progress import BarTrack
 from probes.models import Frozen, LogTime, MetricPoint
@@ -144,6 +144,8 @@ class MetricCarry(Carried):
     hf_head: tuple[tuple[dict[str, float], int], ...] = ()
     hf_tail: tuple[tuple[dict[str, float], int], ...] = ()
     hf_count: int = 0
+    hf_banner: HfBanner = HfBanner()
+    """The HF training banner and logging fields read (``probes.logs.history.HfBanner``)."""
     samples: int | None = None
     batch: int | None = None
     harbor: tuple[int, int, float | None] | None = None
@@ -248,14 +250,15 @@ class FoldScan(MetricScan):
         super()._on_hf_dict(pairs, line_no, plan)
 
     def close(self, *, at_log_start: bool = True) -> None:
-        if self.hf_gap:  # no bar came: dict i is step i, the dropped ones included
+        if self.hf_gap:  # no bar came: dict i is counted step i, the dropped ones included
             head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
-            for step, (pairs, line_no) in enumerate(head, start=1):
-                self._record(step, pairs, line_no, None)
+            step_of = self.hf_counted_step
+            for count, (pairs, line_no) in enumerate(head, start=1):
+                self._record(step_of(count), pairs, line_no, None)
             if isinstance(self.points, _Points):
-                self.points.logged.add(len(head) + 1, len(head) + self.hf_gap)
-            for step, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
-                self._record(step, pairs, line_no, None)
+                self.points.logged.add(step_of(len(head) + 1), step_of(len(head) + self.hf_gap))
+            for count, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
+                self._record(step_of(count), pairs, line_no, None)
             self.hf_unanchored.clear()
             self.hf_gap = 0
         super().close(at_log_start=at_log_start)
@@ -304,6 +307,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
         hf_head=tuple((dict(p), n) for p, n in head),
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
+        hf_banner=scan.hf_banner,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
     )
@@ -352,6 +356,7 @@ def restore_metrics(
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
+    scan.hf_banner = carry.hf_banner
     if carry.hf_tail:
         scan.hf_head = len(carry.hf_head)
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)

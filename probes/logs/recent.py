@@ -142,6 +142,9 @@ def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
             run = skimmed[at:stop]
             scan.skim_bars(found[at:stop],
                            list(map(contains, map(raws.__getitem__, run), repeat(NESTED_BAR_MARK))))
+            for index in compress(run, map(contains, map(lines.__getitem__, run),
+                                           repeat("train_runtime"))):
+                scan.skim_glued(lines[index])  # HF's end dict on a bar's line (``skim``)
             at = stop
         else:
             _skim(scan, lines, raws, skimmed[at], first_line_no, memo=memo)
@@ -160,6 +163,8 @@ def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
         line = lines[index]
         if groups[1]:
             scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
+            if "}" in line:
+                scan.feed_glued(line, first_line_no + index)  # a dict printed on its line
         elif line[:1] == "{" and line.rstrip()[-1:] == "}":
             scan.feed_dict(line, first_line_no + index)
         elif line.strip():

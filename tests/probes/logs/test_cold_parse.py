@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.logs import history, lines, prefilter, recent
-from probes.logs.history import MetricScan, metric_point
+from probes.logs.history import MetricScan, hf_epoch_step, metric_point
 from probes.logs.lines import (
     _NO_BAR,
     _NUMBER_CAP,
@@ -147,6 +147,11 @@ def on_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -> N
 def on_hf_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -> None:
     anchor, prev = self.hf_anchor, self.hf_prev
     if anchor is None and prev is None:
+        # A bar-less dict's step by its epoch (``HfBanner``, not a shortcut: the same rule).
+        by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, pairs.get("epoch"))
+        if by_epoch is not None:
+            self._record(by_epoch, pairs, line_no, None)
+            return
         self.hf_unanchored.append((pairs, line_no))
         return
     if prev is None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from probes.logs.parse import parse_log, trailing_rate
+from probes.logs.history import MetricScan
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.parse import _parse_reference, parse_log, trailing_rate
 from probes.logs.recent import HISTORY_DEPTH
+from probes.models import LogSummary
 from probes.remote.completion import parse_trainer_log_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -345,3 +349,170 @@ def test_another_ranks_or_a_labelled_dict_is_no_step(prefix: str) -> None:
     text += f"{prefix}{{'loss': 9.5, 'grad_norm': 0.5, 'epoch': 0.1}}\n"
     summary = parse_log(text)
     assert len(summary.points) == 10 and summary.points[-1].values["loss"] == 0.1
+
+
+# --- HF Trainer with ``disable_tqdm=True``: no bar, the step from the dict's epoch -------------
+
+def _true_steps(mode: str) -> list[int]:
+    """The real run's step of each training dict (``trainer.state.log_history``)."""
+    sidecar = json.loads((HF / f"sft_notqdm_{mode}_steps.json").read_text())
+    return list(sidecar["train_steps"])
+
+
+def _fold_whole(text: bytes, pieces: int = 7) -> LogSummary:
+    """``parse_increment`` over ``text`` cut into ``pieces`` reads, the carry through JSON."""
+    carry, summary = None, LogSummary(line_count=0)
+    size = -(-len(text) // pieces)
+    for at in range(0, len(text), size):
+        summary, carry = parse_increment(carry, text[at:at + size])
+        carry = LogCarry.model_validate_json(carry.model_dump_json())
+    return summary
+
+
+@pytest.mark.parametrize(("mode", "total"), [("epochs", 144), ("maxsteps", 100), ("args", None)])
+def test_hf_disable_tqdm_dicts_take_their_real_steps(mode: str, total: int | None) -> None:
+    """Real transformers 5.24 runs with ``disable_tqdm=True`` print only the dicts. Their
+    steps were the dict count (1, 2, ...: 3-4x too small here, 10-500x at real
+    ``logging_steps``). ``epochs``: 3 epochs, GA 2, ``logging_steps=4``, the banner says 48
+    update steps per epoch; ``maxsteps``: ``max_steps=100`` (the banner's ``Num Epochs = 3``
+    is rounded up); ``args``: no banner, a printed ``TrainingArguments`` with
+    ``logging_steps=3`` and ``logging_first_step``. The cold pass and the bot's fold read the
+    run's own steps (from its ``log_history``)."""
+    text = (HF / f"sft_notqdm_{mode}.out").read_bytes()
+    want = _true_steps(mode)[-HISTORY_DEPTH:]
+    cold = parse_log(text)
+    assert [p.step for p in cold.points] == want
+    assert [p.step for p in _fold_whole(text).points] == want
+    assert cold.total_steps == total and cold.progress is None
+
+
+@pytest.mark.parametrize("mode", ["epochs", "maxsteps"])
+def test_hf4_banner_without_update_steps_per_epoch(mode: str) -> None:
+    """transformers 4.x's banner has no ``Num update steps per epoch`` line: steps per epoch
+    are ``Total optimization steps / Num Epochs`` for a run by epochs, ``ceil(Num examples /
+    Total train batch size)`` for a run by ``max_steps`` (where the first reads 33, not 48)."""
+    text = b"".join(line for line in (HF / f"sft_notqdm_{mode}.out").read_bytes()
+                    .splitlines(keepends=True) if b"Num update steps per epoch" not in line)
+    assert [p.step for p in parse_log(text).points] == _true_steps(mode)[-HISTORY_DEPTH:]
+
+
+def _hf4_banner(examples: int, epochs: str, batch: int, total: int) -> str:
+    """transformers 4.x's training banner in LLaMA-Factory's explicit format."""
+    head = "[INFO|trainer.py:2414] 2025-03-01 12:35:10,123 >> "
+    return "".join(f"{head}{line}\n" for line in (
+        "***** Running training *****", f"  Num examples = {examples:,}",
+        f"  Num Epochs = {epochs}", "  Instantaneous batch size per device = 8",
+        f"  Total train batch size (w. parallel, distributed & accumulation) = {batch:,}",
+        "  Gradient Accumulation steps = 3", f"  Total optimization steps = {total:,}",
+        "  Number of trainable parameters = 20,971,520"))
+
+
+@pytest.mark.parametrize(
+    ("banner", "per_epoch", "total"),
+    [
+        (_hf4_banner(24_000, "3", 48, 1_500), 500, 1_500),  # by epochs: 1,500 / 3
+        (_hf4_banner(24_000, "1", 48, 400), 500, 400),  # max_steps=400 < one epoch of 500
+        (_hf4_banner(23_990, "3", 48, 1_250), 500, 1_250),  # num_train_epochs=2.5
+        # A dataset of no length: Num Epochs is sys.maxsize, Num examples max_steps x batch.
+        (_hf4_banner(48 * 900, "9,223,372,036,854,775,807", 48, 900), 900, 900),
+        # A sampler that repeats each prompt (TRL's GRPO): examples / batch says 21 steps an
+        # epoch, which 2 epochs of 1,000 steps cannot be; total / epochs is right.
+        (_hf4_banner(200, "2", 10, 1_000), 500, 1_000),
+    ],
+)
+def test_hf4_printer_dicts_take_the_step_of_their_epoch(
+        banner: str, per_epoch: int, total: int) -> None:
+    """transformers 4.x's ``PrinterCallback`` prints the raw float epoch, ``epoch + (batch
+    + 1) / batches_in_epoch`` (GA 3 here, so a step's epoch is a multiple of 3 batches),
+    every 50 steps: each dict's step is its epoch times the steps per epoch the banner's
+    numbers are consistent with, not its count (1, 2, 3, ...)."""
+    batches = 3 * per_epoch
+    lines = [banner]
+    for step in range(50, total + 1, 50):
+        epoch, k = divmod(step - 1, per_epoch)
+        lines.append(f"{{'loss': {2 - step / 2000!r}, 'grad_norm': 0.8, 'learning_rate': 1e-05, "
+                     f"'epoch': {epoch + 3 * (k + 1) / batches!r}}}\n")
+    lines.append("{'train_runtime': 3600.5, 'train_samples_per_second': 12.3, "
+                 f"'train_loss': 1.5, 'epoch': {total / per_epoch!r}}}\n")
+    summary = parse_log("".join(lines))
+    assert [p.step for p in summary.points] == list(range(50, total + 1, 50))[-HISTORY_DEPTH:]
+    assert summary.total_steps == total and summary.finished
+    assert [p.step for p in _fold_whole("".join(lines).encode()).points] == [
+        p.step for p in summary.points]
+
+
+def test_coarse_epochs_snap_to_logging_steps() -> None:
+    """transformers 5 prints the epoch to 4 significant digits: at 1,000 steps an epoch,
+    ``'12.34'`` is a step in 12,335-12,345. With ``logging_steps=3`` printed, the step read is
+    a logged one (a multiple of 3) by that window (within 5 + 3 / 2 of each dict's own; dicts
+    of one printed epoch share a step), not a step no dict is logged at."""
+    head = "".join(f"[transformers]   {line}\n" for line in (
+        "Num examples = 16,000", "Num Epochs = 20", "Num update steps per epoch = 1,000",
+        "Total train batch size (w. parallel, distributed & accumulation) = 16",
+        "Total optimization steps = 20,000"))
+    text = "TrainingArguments(\nlogging_first_step=False,\nlogging_steps=3,\n" \
+           "logging_strategy=IntervalStrategy.STEPS,\n)\n" + head
+    steps = range(12_003, 12_300, 3)
+    text += "".join(f"{{'loss': '{1 + s / 1e5:.6g}', 'epoch': '{s / 1000:.4g}'}}\n" for s in steps)
+    summary = parse_log(text)
+    assert len(summary.points) >= 25
+    for point in summary.points:
+        true = round((point.values["loss"] - 1) * 1e5)
+        assert point.step % 3 == 0 and abs(point.step - true) <= 6
+
+
+@pytest.mark.parametrize(
+    ("args", "total", "every"),
+    [
+        ("logging_steps=10,\nlogging_strategy=steps,", None, 10),
+        ("'logging_steps': 0.05, 'logging_strategy': 'steps'", 200, 10),  # a fraction of total
+        ("logging_steps: 0.05", None, None),  # a fraction, and no total to take it of
+        ("logging_steps=500,\nlogging_strategy=IntervalStrategy.EPOCH,", None, None),
+        ("logging_steps=7,\nlogging_first_step=True,", None, 7),
+    ],
+)
+def test_logging_fields_as_printed(args: str, total: int | None, every: int | None) -> None:
+    """``TrainingArguments``' repr, a JSON or YAML config: the dicts' spacing; none when
+    logging is by epoch (the repr still says ``logging_steps=500``, the default)."""
+    scan = MetricScan({})
+    for line in args.splitlines():
+        scan.feed(line, line, 1)
+    assert scan.hf_banner.every(total) == every
+
+
+def test_bar_less_dicts_counted_by_logging_steps_without_banner() -> None:
+    """No banner, no epoch: the n-th dict is ``n x logging_steps`` from the log's start (it
+    was n); without a printed ``logging_steps``, still n."""
+    dicts = "".join(f"{{'loss': {1 / (i + 1):.4f}, 'grad_norm': 0.5}}\n" for i in range(40))
+    spaced = parse_log("TrainingArguments(\nlogging_steps=25,\n)\n" + dicts)
+    assert [p.step for p in spaced.points] == list(range(25, 1001, 25))[-HISTORY_DEPTH:]
+    assert [p.step for p in parse_log(dicts).points] == list(range(9, 41))
+
+
+# --- a tqdm redraw and a printed dict on one line ---------------------------------------------
+
+def test_dict_printed_on_a_bars_line_is_read() -> None:
+    """Real tqdm 4.70.1: a loop ``print()``s a dict while its bar is drawn, so the dict lands
+    on the redraw's line with no ``\\r`` between (``... 5/50 [00:00<00:02, 19.80it/s]{'loss':
+    2.375, ...}``). It was dropped: no metric at all. It takes the bar's step."""
+    text = (FIXTURES / "tqdm-4.70.1" / "loop_print_glued.out").read_bytes()
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == list(range(5, 51, 5))
+    assert summary.points[0].values == {"loss": 2.375, "grad_norm": 0.525,
+                                        "learning_rate": 1e-05, "epoch": 0.1}
+    assert summary.progress is not None and summary.progress.current == 50
+    assert [p.step for p in _fold_whole(text, pieces=13).points] == list(range(5, 51, 5))
+
+
+def test_dict_on_a_ray_prefixed_bars_line_and_the_end_dict() -> None:
+    """The same behind a Ray prefix (the per-line path), and HF's end-of-training dict on a
+    bar's line finishes the run, also when it lies before the lines read for metrics."""
+    ray = "".join(f"(TrainWorker pid=7) {s * 2}%|█   | {s}/50 [00:{s:02d}<00:10,  1.00it/s]"
+                  f"{{'loss': {3 - s / 10}, 'grad_norm': 0.5}}\n" for s in range(1, 51))
+    assert [p.step for p in parse_log(ray).points] == list(range(19, 51))
+    end = ("100%|██████████| 50/50 [00:50<00:00,  1.00it/s]{'train_runtime': 50.1, "
+           "'train_loss': 1.2, 'epoch': 1.0}\n")
+    after = "".join(f"step:{s} - actor/pg_loss:0.1 - actor/grad_norm:0.2\n" for s in range(1, 300))
+    for text in (end, end + after, f"(TrainWorker pid=7) {end}{after}"):
+        assert parse_log(text).finished
+        assert _parse_reference(text).finished
