@@ -290,102 +290,111 @@ class RedisStore:
         return [MetricPoint.model_validate_json(m) for m in members]
 
     async def load_log_states(self, cluster: str) -> dict[str, LogState]:
-        """Every job's stored log state: the hash in one round trip, the texts kept apart
-        (``bot.store_texts``) in one more. An oversized or malformed entry, or one whose
-        text does not match it, is deleted (one more trip, only then): that job is read
-        cold."""
+        """Every job's stored log state: the jobs' names in one round trip, then their states
+        and texts (``bot.store_texts``) as one transaction in a second. A malformed or
+        oversized state is deleted (one more trip, only then); a state whose text does not
+        match it is skipped and left for the next save to replace: that job is read cold."""
         key = self.key("logs", cluster)
+        text_key = functools.partial(self.key, "logtext", cluster)
+        self.texts.forget(cluster)
         async with self._translated("load log states"):
-            raw: Any = await self._r.hgetall(key)
-        apart = [_text(field) for field, value in raw.items() if store_texts.needs_text(value)]
-        texts: list[Any] = []
-        if apart:
-            async with self._translated("load log texts"), \
-                    self._r.pipeline(transaction=False) as p:
-                for at in range(0, len(apart), 500):
-                    p.mget([self.key("logtext", cluster, job) for job in apart[at : at + 500]])
-                texts = [text for chunk in await p.execute() for text in chunk]
-        text_of = dict(zip(apart, texts, strict=True))
+            names = [_text(name) for name in await self._r.hkeys(key)]
+            if not names:
+                return {}
+            async with self._r.pipeline(transaction=True) as p:
+                p.hgetall(key)
+                for chunk in _chunks(names, 500):
+                    p.mget([text_key(job) for job in chunk])
+                raw, *texts = await p.execute()
+        text_of = dict(zip(names, (t for chunk in texts for t in chunk), strict=True))
         states: dict[str, LogState] = {}
         bad: list[str] = []
         for field, value in raw.items():
             job_id = _text(field)
-            if job_id in text_of:
-                got = store_texts.decode(value, text_of[job_id])
-                if got is not None:
-                    states[job_id] = got[0]
-                    self.texts.keep(cluster, job_id, got[1])
-                    continue
-            elif (state := decode_state(value)) is not None:
-                states[job_id] = state
+            if not store_texts.needs_text(value):
+                if (state := decode_state(value)) is not None:
+                    states[job_id] = state
+                else:
+                    bad.append(job_id)
                 continue
-            bad.append(job_id)
+            stored = store_texts.parse(value)
+            if stored is None:
+                bad.append(job_id)
+                continue
+            got = store_texts.decode(stored, text_of.get(job_id))
+            if got is not None:
+                states[job_id] = got[0]
+                self.texts.keep(cluster, job_id, got[1])
         if bad:
             async with self._translated("drop log states"), \
-                    self._r.pipeline(transaction=False) as p:
+                    self._r.pipeline(transaction=True) as p:
                 p.hdel(key, *bad)
-                p.delete(*(self.key("logtext", cluster, job) for job in bad))
+                p.delete(*map(text_key, bad))
                 await p.execute()
         return states
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
-                              drop: Collection[str] = ()) -> None:
-        """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound)
-        and renew the expiry: one pipelined round trip; one more only for the jobs whose text
-        could not be appended (``bot.store_texts``: another writer came between) or when
-        Redis lost the script. Not a transaction: a reader checks each state against its
-        text and reads that job cold when the two disagree."""
+                              drop: Collection[str] = (), renew: Collection[str] = ()) -> None:
+        """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound),
+        renew the expiry of the hash and of the ``renew`` jobs' texts (present, unchanged):
+        one round trip, a transaction; one more only for the texts that could not be
+        appended to (``bot.store_texts``) or when Redis lost the script. A reader skips a
+        job whose state and text disagree in between."""
         key = self.key("logs", cluster)
         # Encoding is CPU work (~0.1 ms a state): a worker thread keeps the event loop free
         # for the merge beside it and for Slack acks.
         encoded = (await asyncio.to_thread(_encode_states, states) if states else {})
         writes = {k: v for k, v in encoded.items() if v is not None}
         gone = [*drop, *(k for k, v in encoded.items() if v is None)]
-        if not writes and not gone:
+        if not writes and not gone and not renew:
             return
         book = self.texts
         planned = [store_texts.plan(job, states[job], body, book.get(cluster, job))
                    for job, (_, body) in writes.items()]
         book.forget(cluster, [*gone, *writes])  # known again once Redis has answered
-        appends = [w for w in planned if w.want is not None]
+        appends = [w for w in planned if w.sent_from is not None]
         text_key = functools.partial(self.key, "logtext", cluster)
         calls = [([text_key(w.job_id) for w in chunk],
-                  [self.expire_ms, *(a for w in chunk for a in (w.held.token, w.want, w.payload))])
+                  [self.expire_ms, store_texts.SLACK_BYTES,
+                   *(a for w in chunk for a in (store_texts.stream_id(w.stream), w.begin, w.end,
+                                                w.sent_from, w.payload))])
                  for chunk in _chunks(appends, JOBS_PER_CALL)]
         async with self._translated("save log states"):
-            async with self._r.pipeline(transaction=False) as p:
+            async with self._r.pipeline(transaction=True) as p:
                 if writes:
                     p.hset(key, mapping={k: v for k, (v, _) in writes.items()})
                 for w in planned:
-                    if w.want is None:
+                    if w.sent_from is None:
                         p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
                 if gone:
                     p.hdel(key, *gone)
                     p.delete(*map(text_key, gone))
+                for job in renew:
+                    p.pexpire(text_key(job), self.expire_ms)
                 p.pexpire(key, self.expire_ms)
                 for keys, args in calls:
                     p.evalsha(APPEND_SHA, len(keys), *keys, *args)
                 results = await p.execute(raise_on_error=False)
-            lengths = await self._script_calls(APPEND_SHA, APPEND_LUA, calls,
-                                               results[len(results) - len(calls):])
-            done = [w for w in planned if w.want is None]
-            refused = []
-            for w, length in zip(appends, lengths, strict=True):
-                if length == w.length():
-                    done.append(w)
-                else:  # not as this process left it: the whole text, one more round trip
-                    refused.append(store_texts.plan(w.job_id, states[w.job_id],
-                                                    writes[w.job_id][1], None))
             for result in results[: len(results) - len(calls)]:
                 if isinstance(result, Exception):
                     raise result
+            starts = await self._script_calls(APPEND_SHA, APPEND_LUA, calls,
+                                              results[len(results) - len(calls):])
+            done = [(w, w.begin) for w in planned if w.sent_from is None]
+            refused = []
+            for w, start in zip(appends, starts, strict=True):
+                if start >= 0:
+                    done.append((w, start))
+                else:  # the key is not as this process saw it: the whole text
+                    refused.append(store_texts.whole(w.job_id, states[w.job_id],
+                                                     writes[w.job_id][1]))
             if refused:
-                async with self._r.pipeline(transaction=False) as p:
+                async with self._r.pipeline(transaction=True) as p:
                     for w in refused:
                         p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
                     await p.execute()
-        for w in (*done, *refused):
-            book.keep(cluster, w.job_id, w.held)
+        for w, start in (*done, *((w, w.begin) for w in refused)):
+            book.keep(cluster, w.job_id, w.held(start))
 
     # -- documents and locks ------------------------------------------------------------------
 

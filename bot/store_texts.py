@@ -1,37 +1,42 @@
 """The latest log text of each job's stored state: written by its new bytes only.
 
 Policy (issue 12, "cost bounded by what changed"): a job's :class:`LogState` holds up to
-``RECENT_CHARS`` (16 K) of the log's latest text, the excerpts a restarted bot shows; the rest
-of the state (cursor, fold carry, contexts) is a few KB. Stored as one JSON value, every warm
-sweep rewrote every running job's 16 KB for a few hundred new bytes (a 256-job sweep wrote
-5.9 MB, and a Sentinel setup copied it to each replica). So the text lives apart:
+``RECENT_CHARS`` (16 K characters) of the log's latest text, the excerpts a restarted bot
+shows; the rest of the state (cursor, fold carry, contexts) is a few KB. Stored as one JSON
+value, every warm sweep rewrote every running job's text for a few hundred new bytes (a
+256-job sweep sent Redis 6.0 MB, and a Sentinel setup copied it to each replica). So the text
+lives apart:
 
     P logs:{cluster}           HASH job id -> ``{"end": E, "state": <LogState JSON, no text>}``
-    P logtext:{cluster}:{job}  STRING ``<token>:<start>\\n`` then the log's bytes start..E
+    P logtext:{cluster}:{job}  STRING ``<stream id>:<start>\n`` then the log's bytes start..E
 
 ``E`` is the byte offset where the state's text ends (``recent_offset`` + its UTF-8 length);
 the stored bytes begin at ``start`` <= ``recent_offset`` and the state's text is their part
-from ``recent_offset`` on. A sweep that continued the job's log (same ``LogState.stream``:
-no rotation, truncation or rewrite since) APPENDs the bytes after the stored end; the stored
-text is written whole (a new ``token``) when the stream changed, when no write of this
-process is known (its first save, a failure) or when the bytes kept before ``recent_offset``
-would pass :data:`SLACK_BYTES` (16 KB), so a job keeps at most its text and 16 KB more in
-Redis, and a warm sweep's writes grow with the new bytes.
+from ``recent_offset`` on. The stream id names the reading of the file the bytes belong to
+(:func:`stream_id` of ``LogState.stream``: one per read from nothing, kept by every resumed
+read), so two writers of one stream hold the same bytes at the same offsets. A save whose
+state continues a stream this process saw in the key APPENDs only the bytes the key lacks
+(:data:`APPEND_LUA`, run in Redis: the key must hold that stream, begin at or before the
+state's text, within :data:`SLACK_BYTES` of it, and end between what this process last saw
+there and the state's end). That holds when another replica saved the same stream since,
+which it does whenever replicas take turns. Otherwise the text is written whole, in one more
+pipelined round trip for those jobs: a new stream, a key lost in a failover or expired, one
+ahead of this state (another replica's later save), or past the slack. So a job keeps at most
+its text and 16 KB more in Redis, and a warm sweep's writes grow with the new bytes.
 
-An append is a compare-and-append in Redis (:data:`APPEND_LUA`): it runs only if the key
-still holds this process's token and the length it wrote. Another replica's write, a write
-lost in a failover, an expired or flushed key all fail it, and that job's text is written
-whole in one more pipelined round trip. A reader trusts nothing either: a value whose bytes
-do not end exactly at the state's ``E`` (or begin after ``recent_offset``, or do not decode)
-is dropped and that job read cold. A value stored whole by an earlier version (its JSON
-holding the text) is still read.
+Saves and the load's second trip are MULTI/EXEC transactions, so a load sees each job's state
+and text as one save left them. A reader trusts nothing either: a value whose text is of
+another stream, or does not end exactly at the state's ``E`` (or begins after
+``recent_offset``, or does not decode) is skipped, that job read cold, and the pair left for
+the next save to replace (a save that tore in the middle, between its two trips, is such a
+pair). A malformed or oversized value is deleted. A value stored whole by an earlier version
+(its JSON holding the text) is still read.
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import Field, ValidationError
@@ -43,24 +48,39 @@ SLACK_BYTES = RECENT_CHARS
 """Bytes a stored text may keep before its state's text: past this it is written whole."""
 
 APPEND_LUA = """
--- KEYS: per job, its text key. ARGV: expiry (ms), then per job: the token the key must
--- begin with, the length it must have, the bytes to append.
--- Answers per job: the new length, or -1 (not appended: the key is not as this process left it).
-local px = ARGV[1]
-local out, a = {}, 2
+-- KEYS: per job, its text key. ARGV: expiry (ms), slack, then per job: the stream id, where
+-- the state's text begins and ends, where the bytes sent begin, and those bytes.
+-- Answers per job: the key's start once appended, or -1 (not appended: write it whole).
+local px, slack = ARGV[1], tonumber(ARGV[2])
+local out, a = {}, 3
 for j = 1, #KEYS do
-  local key, token, want = KEYS[j], ARGV[a], tonumber(ARGV[a + 1])
-  if redis.call("STRLEN", key) == want and redis.call("GETRANGE", key, 0, #token - 1) == token then
-    out[j] = redis.call("APPEND", key, ARGV[a + 2])
-    redis.call("PEXPIRE", key, px)
-  else
-    out[j] = -1
+  local key, sid = KEYS[j], ARGV[a]
+  local begin, stop, from = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local head = redis.call("GETRANGE", key, 0, 63)
+  local nl = string.find(head, "\\n", 1, true)
+  local start = nl and string.sub(head, 1, #sid + 1) == sid .. ":"
+      and tonumber(string.sub(head, #sid + 2, nl - 1))
+  out[j] = -1
+  if start and start <= begin and begin - start <= slack then
+    local have = start + redis.call("STRLEN", key) - nl
+    if from <= have and have <= stop then
+      if have < stop then
+        redis.call("APPEND", key, string.sub(ARGV[a + 4], have - from + 1))
+      end
+      redis.call("PEXPIRE", key, px)
+      out[j] = start
+    end
   end
-  a = a + 3
+  a = a + 5
 end
 return out
 """
 APPEND_SHA = hashlib.sha1(APPEND_LUA.encode()).hexdigest()
+
+
+def stream_id(stream: str) -> str:
+    """The header's name of a stream: 32 hex characters whatever the stream's text."""
+    return hashlib.sha256(stream.encode("utf-8")).hexdigest()[:32]
 
 
 class StoredState(Frozen):
@@ -72,41 +92,38 @@ class StoredState(Frozen):
 
 @dataclass(frozen=True)
 class Held:
-    """What this process last wrote to a job's text key (and Redis confirmed)."""
+    """A job's text key as this process last saw it (wrote, appended to or loaded)."""
 
     stream: str
-    token: str
     start: int
     end: int
-
-    def header(self) -> bytes:
-        return f"{self.token}:{self.start}\n".encode()
 
 
 @dataclass(frozen=True)
 class Write:
-    """One job's text write: whole (``payload`` the header and text) or appended (``payload``
-    the new bytes); ``held`` is what the key holds once it is done."""
+    """One job's text write: whole (``payload`` the header and text), or an append
+    (``payload`` the bytes from ``sent_from``, of which Redis appends what the key lacks)."""
 
     job_id: str
-    held: Held
+    stream: str
+    begin: int
+    end: int
     payload: bytes
-    want: int | None = None
-    """For an append, the key's length before it (header + stored bytes); ``None``: whole."""
+    sent_from: int | None = None
+    """For an append, the byte offset ``payload`` begins at; ``None``: a whole write."""
 
-    def length(self) -> int:
-        """The key's length once written."""
-        if self.want is None:
-            return len(self.payload)
-        return self.want + len(self.payload)
+    def held(self, start: int) -> Held:
+        """The key once written (``start``: where its bytes begin)."""
+        return Held(self.stream, start, self.end)
 
 
 def encode(state: LogState) -> tuple[str, bytes] | None:
-    """``(hash value, text bytes)`` of a state, or ``None`` over :data:`MAX_STATE_BYTES`."""
+    """``(hash value, text bytes)`` of a state, or ``None`` when the two are over
+    :data:`MAX_STATE_BYTES` (as the state was bounded when stored whole)."""
     body = state.recent.encode("utf-8")
     inner = state.model_dump_json(exclude={"recent"})
     value = f'{{"end":{state.recent_offset + len(body)},"state":{inner}}}'
-    return (value, body) if len(value) <= MAX_STATE_BYTES else None
+    return (value, body) if len(value) + len(body) <= MAX_STATE_BYTES else None
 
 
 def needs_text(raw: bytes | str) -> bool:
@@ -115,30 +132,35 @@ def needs_text(raw: bytes | str) -> bool:
     return head in (b'{"end":', '{"end":')
 
 
-def decode(raw: bytes | str, text: bytes | None) -> tuple[LogState, Held] | None:
-    """The state of a hash value and its text key's value, and what that key holds; ``None``
-    when either is oversized, malformed, or the two do not agree (read that job cold)."""
-    if len(raw) > MAX_STATE_BYTES or text is None:
+def parse(raw: bytes | str) -> StoredState | None:
+    """A hash value that keeps its text apart, or ``None`` when oversized or malformed."""
+    if len(raw) > MAX_STATE_BYTES:
         return None
     try:
-        stored = StoredState.model_validate_json(raw)
+        return StoredState.model_validate_json(raw)
     except ValidationError:
         return None
+
+
+def decode(stored: StoredState, text: bytes | None) -> tuple[LogState, Held] | None:
+    """A state and its text key's value (``None``: missing), and what that key holds; ``None``
+    when the two do not agree (read that job cold)."""
+    if text is None:
+        return None
+    state = stored.state
     header, newline, body = text.partition(b"\n")
-    token, colon, start_text = header.partition(b":")
-    if (not newline or not colon or not start_text.isdigit() or len(token) != 32
-            or token.strip(b"0123456789abcdef")):
+    sid, colon, start_text = header.partition(b":")
+    if not newline or not colon or not start_text.isdigit() \
+            or sid != stream_id(state.stream).encode():
         return None
-    state, start = stored.state, int(start_text)
+    start = int(start_text)
     if not start <= state.recent_offset <= start + len(body) == stored.end:
-        return None
-    if len(body) > SLACK_BYTES + 4 * RECENT_CHARS:  # more than any write leaves
         return None
     try:
         recent = body[state.recent_offset - start:].decode("utf-8")
     except UnicodeDecodeError:
         return None
-    held = Held(stream=state.stream, token=token.decode(), start=start, end=stored.end)
+    held = Held(stream=state.stream, start=start, end=stored.end)
     return state.model_copy(update={"recent": recent}), held
 
 
@@ -149,10 +171,16 @@ def plan(job_id: str, state: LogState, body: bytes, held: Held | None) -> Write:
     if (held is not None and held.stream == state.stream
             and held.start <= begin <= held.end <= end
             and begin - held.start <= SLACK_BYTES):
-        return Write(job_id, Held(held.stream, held.token, held.start, end),
-                     body[held.end - begin:], want=len(held.header()) + held.end - held.start)
-    fresh = Held(state.stream, uuid.uuid4().hex, begin, end)
-    return Write(job_id, fresh, fresh.header() + body)
+        return Write(job_id, state.stream, begin, end, body[held.end - begin:],
+                     sent_from=held.end)
+    return whole(job_id, state, body)
+
+
+def whole(job_id: str, state: LogState, body: bytes) -> Write:
+    """The whole text of ``state``, its header first."""
+    begin = state.recent_offset
+    header = f"{stream_id(state.stream)}:{begin}\n".encode()
+    return Write(job_id, state.stream, begin, begin + len(body), header + body)
 
 
 class TextBook:
@@ -167,7 +195,10 @@ class TextBook:
     def keep(self, cluster: str, job_id: str, held: Held) -> None:
         self._held[(cluster, job_id)] = held
 
-    def forget(self, cluster: str, job_ids: Mapping[str, object] | list[str]) -> None:
+    def forget(self, cluster: str, job_ids: Iterable[str] | None = None) -> None:
+        """Those jobs' entries; with ``None``, every entry of the cluster."""
+        if job_ids is None:
+            job_ids = [job for c, job in self._held if c == cluster]
         for job_id in job_ids:
             self._held.pop((cluster, job_id), None)
 

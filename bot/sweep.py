@@ -129,7 +129,8 @@ class SweepState(Protocol):
     ) -> dict[str, list[MetricPoint]]: ...
     async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
-                              drop: Collection[str] = ()) -> None: ...
+                              drop: Collection[str] = (),
+                              renew: Collection[str] = ()) -> None: ...
 
 
 class ResumingProbe(Protocol):
@@ -293,19 +294,22 @@ class Sweeper:
         gone = [k for k in prior if k not in present]
         changed = {k: s for k, s in states.items() if prior.get(k) != s}
         self._log_states[name] = {**{k: s for k, s in prior.items() if k in present}, **states}
+        unchanged = [k for k in self._log_states[name] if k not in changed]
         # Saved beside the merge and judging, which do not read it; the sweep waits for it
-        # before it answers (a Redis round trip less on its critical path).
-        task = asyncio.get_running_loop().create_task(self._save(name, changed, gone, notes))
+        # before it answers (a Redis round trip less on its critical path). The unchanged
+        # jobs' texts are renewed: a job quiet for the store's expiry keeps its state.
+        task = asyncio.get_running_loop().create_task(
+            self._save(name, changed, gone, unchanged, notes))
         self._saves.append(task)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return facts
 
     async def _save(self, name: str, changed: Mapping[str, LogState], gone: Sequence[str],
-                    notes: list[str]) -> None:
+                    unchanged: Sequence[str], notes: list[str]) -> None:
         assert self._state is not None
         try:
-            await self._state.save_log_states(name, changed, drop=gone)
+            await self._state.save_log_states(name, changed, drop=gone, renew=unchanged)
         except Exception as exc:  # the next sweep then resumes from Redis's older states
             self._log_states.pop(name, None)
             notes.append(f"degraded: log cursors not saved ({exc})")

@@ -97,7 +97,7 @@ async def test_every_save_loads_back_as_the_state_in_memory(
     data = (FIX / name).read_bytes()
     cuts = sorted(random.Random(name).sample(range(1, len(data)), 40))
     log = tmp_path / "run.out"
-    start, tokens = 0, set()
+    start, headers = 0, set()
     prior: LogState | None = None
     for end in [*cuts, len(data)]:
         with log.open("ab") as fh:
@@ -106,9 +106,9 @@ async def test_every_save_loads_back_as_the_state_in_memory(
         state = sweep(log, prior)
         await store.save_log_states("alpha", {"7": state})
         assert same(await other.load_log_states("alpha"), {"7": state})
-        tokens.add((await text_of(store))[:32])
+        headers.add((await text_of(store)).partition(b"\n")[0])
         prior, start = state, end
-    assert len(tokens) < 20  # most saves appended (a whole write takes a new token)
+    assert len(headers) < 20  # most saves appended (a whole write starts a new header)
     stored = await text_of(store)
     assert len(stored) <= len(prior.recent.encode()) + store_texts.SLACK_BYTES + 64
 
@@ -135,24 +135,66 @@ async def test_a_warm_save_sends_the_new_bytes_not_the_text(
     assert same(await counted.load_log_states("alpha"), {job: s[1] for job, s in states.items()})
 
 
-async def test_another_writer_between_two_saves_makes_the_next_one_whole(
-        store: RedisStore, other: RedisStore, tmp_path: Path) -> None:
-    """Another replica's save (its own token), a write lost in a failover (the key gone) or
-    a double append: the compare-and-append refuses, the text is written whole, and what
-    loads is the state saved last."""
+async def test_replicas_taking_turns_append_and_a_lost_key_is_written_whole(
+        counted: RedisStore, other: RedisStore, tmp_path: Path) -> None:
+    """Two replicas saving one job's stream in turn each append only the bytes the key
+    lacks (the other replica's save came between); a key lost in a failover, or holding
+    another stream at the same length, is written whole; a save applied twice (a retry)
+    leaves its bytes once. What loads is always the state saved last."""
     data = (FIX / "trl-1.16.0/grpo_healthy.out").read_bytes()
-    cuts = sorted(random.Random(3).sample(range(1, len(data)), 5))
+    cuts = [len(data) - 2000, len(data) - 1500, len(data) - 1000, len(data) - 500,
+            len(data) - 250]
     states = grown(tmp_path / "run.out", data, cuts)
+    await counted.save_log_states("alpha", {"7": states[0]})
+    assert same(await other.load_log_states("alpha"), {"7": states[0]})
+    await other.save_log_states("alpha", {"7": states[1]})  # the other replica's turn
+    before = ByteCounting.sent
+    await counted.save_log_states("alpha", {"7": states[2]})  # and this one's again
+    sent = ByteCounting.sent - before
+    encoded = store_texts.encode(states[2])
+    assert encoded is not None and sent < len(encoded[0]) + 1500
+    assert same(await other.load_log_states("alpha"), {"7": states[2]})
+    key = counted.key("logtext", "alpha", "7")
+    await counted._r.delete(key)  # lost in a failover
+    await counted.save_log_states("alpha", {"7": states[3]})
+    assert same(await other.load_log_states("alpha"), {"7": states[3]})
+    raw = await text_of(counted)
+    await counted._r.set(key, b"f" * 32 + raw[32:])  # another stream, same length
+    await counted.save_log_states("alpha", {"7": states[4]})
+    assert same(await other.load_log_states("alpha"), {"7": states[4]})
+    held = counted.texts.get("alpha", "7")
+    await counted.save_log_states("alpha", {"7": states[5]})
+    once = await text_of(counted)
+    assert held is not None and once.endswith(data[held.end:states[5].cursor.offset])
+    counted.texts.keep("alpha", "7", held)  # as if its answer was lost: the save is retried
+    await counted.save_log_states("alpha", {"7": states[5]})
+    assert await text_of(counted) == once
+    assert same(await other.load_log_states("alpha"), {"7": states[5]})
+
+
+async def test_a_key_short_of_what_was_seen_or_starting_after_the_text_is_written_whole(
+        store: RedisStore, other: RedisStore, tmp_path: Path) -> None:
+    """An append lost in a failover (the key ends before what this process saw there): the
+    bytes sent would leave a gap, so the text is written whole. A key of the stream that
+    starts after the state's text (a later whole write): it cannot hold that text either."""
+    data = (FIX / "verl-0.9.1/console.log").read_bytes()
+    cuts = [len(data) - 900, len(data) - 600, len(data) - 300]
+    states = grown(tmp_path / "run.out", data, cuts)
+    key = store.key("logtext", "alpha", "7")
     await store.save_log_states("alpha", {"7": states[0]})
-    await other.save_log_states("alpha", {"7": states[1]})  # another replica's whole write
+    first = await text_of(store)
+    await store.save_log_states("alpha", {"7": states[1]})
+    await store._r.set(key, first)  # the second save's append lost
     await store.save_log_states("alpha", {"7": states[2]})
     assert same(await other.load_log_states("alpha"), {"7": states[2]})
-    await store._r.delete(store.key("logtext", "alpha", "7"))  # lost in a failover
+    header, _, body = (await text_of(store)).partition(b"\n")
+    sid, _, start_text = header.partition(b":")
+    start = int(start_text)
+    later = states[3].recent_offset - start + 1  # a start just past the next state's text
+    assert 0 < later < len(body)
+    await store._r.set(key, sid + b":" + str(start + later).encode() + b"\n" + body[later:])
     await store.save_log_states("alpha", {"7": states[3]})
     assert same(await other.load_log_states("alpha"), {"7": states[3]})
-    await store._r.append(store.key("logtext", "alpha", "7"), b"x")  # not as it was left
-    await store.save_log_states("alpha", {"7": states[4]})
-    assert same(await other.load_log_states("alpha"), {"7": states[4]})
 
 
 async def test_a_flushed_script_cache_still_appends(
@@ -187,27 +229,31 @@ async def test_a_new_stream_is_written_whole(
     assert same(await other.load_log_states("alpha"), {"7": second})
 
 
-@pytest.mark.parametrize("damage", ["missing", "short", "long", "start_after", "token",
+@pytest.mark.parametrize("damage", ["missing", "short", "long", "start_after", "stream",
                                     "no_header", "bad_utf8"])
-async def test_a_text_that_does_not_match_its_state_is_dropped(
+async def test_a_text_that_does_not_match_its_state_is_skipped_until_saved_again(
         store: RedisStore, other: RedisStore, damage: str) -> None:
-    """The job is not returned (it reads cold), both keys are deleted, the others stand."""
+    """The job is not returned (it reads cold) and the pair is left as it is (a load that
+    races a save must not delete the save); the next save of that job replaces it, and the
+    others stand throughout."""
     state = log_state("/a", text="{'loss': 0.5}\n" * 30)
     await store.save_log_states("alpha", {"1": state, "2": log_state("/b")})
     key = store.key("logtext", "alpha", "1")
     raw = await text_of(store, "1")
     header, _, body = raw.partition(b"\n")
+    sid, _, start = header.partition(b":")
     broken = {"missing": None, "short": raw[:-1], "long": raw + b"x",
-              "start_after": header[:33] + b"5\n" + body[5:] + b"12345",
-              "token": b"zz" + raw[2:], "no_header": body,
+              "start_after": sid + b":" + str(int(start) + 5).encode() + b"\n" + body[5:],
+              "stream": b"0" * 32 + raw[32:], "no_header": body,
               "bad_utf8": raw[:-2] + b"\xff\n"}[damage]
     if broken is None:
         await store._r.delete(key)
     else:
         await store._r.set(key, broken)
     assert same(await other.load_log_states("alpha"), {"2": log_state("/b")})
-    assert await store._r.hkeys(store.key("logs", "alpha")) == [b"2"]
-    assert await store._r.exists(key) == 0
+    assert sorted(await store._r.hkeys(store.key("logs", "alpha"))) == [b"1", b"2"]
+    await other.save_log_states("alpha", {"1": state})
+    assert same(await store.load_log_states("alpha"), {"1": state, "2": log_state("/b")})
 
 
 async def test_a_state_stored_whole_by_an_earlier_version_still_loads(
@@ -219,9 +265,14 @@ async def test_a_state_stored_whole_by_an_earlier_version_still_loads(
 
 
 async def test_pruned_jobs_lose_their_text_and_texts_expire(store: RedisStore) -> None:
+    """A text expires with its state; a quiet job's (``renew``: present, unchanged) is
+    renewed with the hash, so it outlives the expiry as its state does."""
     await store.save_log_states("alpha", {"1": log_state("/a"), "2": log_state("/b")})
     ttl = await store._r.pttl(store.key("logtext", "alpha", "1"))
     assert 0 < ttl <= store.expire_ms
+    await store._r.pexpire(store.key("logtext", "alpha", "2"), 5000)
+    await store.save_log_states("alpha", {"1": log_state("/a", offset=130)}, renew=["2"])
+    assert await store._r.pttl(store.key("logtext", "alpha", "2")) > 5000
     await store.save_log_states("alpha", {}, drop=["1"])
     assert await store._r.exists(store.key("logtext", "alpha", "1")) == 0
     assert await store._r.exists(store.key("logtext", "alpha", "2")) == 1
@@ -231,13 +282,13 @@ def test_the_append_plan() -> None:
     """Appended only on the same stream, after what is held, within the slack."""
     body = b"x" * 1000
     state = log_state("/a").model_copy(update={"recent_offset": 5000, "stream": "s"})
-    held = store_texts.Held(stream="s", token="t" * 32, start=4000, end=5600)
+    held = store_texts.Held(stream="s", start=4000, end=5600)
     write = store_texts.plan("1", state, body, held)
-    assert write.want == len(held.header()) + 1600 and write.payload == body[600:]
-    assert write.held.end == 6000 and write.held.token == held.token
+    assert write.sent_from == 5600 and write.payload == body[600:]
+    assert write.held(4000) == store_texts.Held("s", 4000, 6000)
     for changed in ({"stream": "other"}, {"start": 5001}, {"end": 4999}, {"end": 6001},
                     {"start": 5000 - store_texts.SLACK_BYTES - 1}):
         fresh = store_texts.plan("1", state, body,
                                  store_texts.Held(**{**held.__dict__, **changed}))
-        assert fresh.want is None and fresh.payload.endswith(b"\n" + body)
-        assert fresh.held.start == 5000 and fresh.held.token != held.token
+        assert fresh.sent_from is None
+        assert fresh.payload == f"{store_texts.stream_id('s')}:5000\n".encode() + body

@@ -68,11 +68,11 @@ class GatedStore(RedisStore):
         return await super().merge_histories(cluster, batch)
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
-                              drop: Sequence[str] = ()) -> None:
+                              drop: Sequence[str] = (), renew: Sequence[str] = ()) -> None:
         await asyncio.wait_for(self.merged.wait(), 10)
         if self.fail:
             raise ConnectionError("store went away")
-        await super().save_log_states(cluster, states, drop=drop)
+        await super().save_log_states(cluster, states, drop=drop, renew=renew)
         self.saves.append(1.0)
 
 
