@@ -133,11 +133,29 @@ async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
 
 async def update(client: AsyncWebClient, **kwargs: Any) -> bool:
     """``chat.update``; False when Slack refused (already logged and counted)."""
+    return await edit(client, **kwargs) == "edited"
+
+
+GONE_FOR_EDITS = frozenset({
+    "message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found",
+    "is_archived", "not_in_channel", "msg_too_long", "no_text", "invalid_blocks",
+})
+"""``chat.update`` errors that mean this message will not take the edit, now or later; any
+other failure (rate limits past the retries, ``internal_error``, a 5xx, a network error)
+may pass by the next try."""
+
+
+async def edit(client: AsyncWebClient, **kwargs: Any) -> str:
+    """``chat.update``: ``"edited"``, ``"gone"`` (the message will not take it:
+    :data:`GONE_FOR_EDITS`) or ``"failed"`` (for now); refusals already logged and counted."""
     try:
         await client.chat_update(**kwargs)
-    except (SlackApiError, SlackClientError):
-        return False
-    return True
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else None
+        return "gone" if error in GONE_FOR_EDITS else "failed"
+    except SlackClientError:
+        return "failed"
+    return "edited"
 
 
 class Responder:

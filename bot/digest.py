@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -39,18 +39,30 @@ import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
-from bot.delivery import post, update
+from bot.delivery import edit, post
 from bot.messages import cancel_line, changes_header, sweep_parent, sweep_thread, text_message
 from bot.scheduler import interval_number, interval_start
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
-from report.changes import Change, Snapshot, decode_key, diff, encode_key, snapshots
+from report.changes import Change, Key, Snapshot, decode_key, diff, encode_key, snapshots
 from report.chunks import SlackMessage
+from report.models import Report
 
 log = structlog.get_logger(__name__)
 
 SEEN = "digest:seen"
 
+
+
+def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report) -> dict[Key, Snapshot]:
+    """What the next sweep compares with: this sweep's jobs, and the last snapshots of the
+    jobs of a cluster this sweep could not read (unreachable, or set inactive): a cluster
+    back after a blip has not changed its jobs, so its ended jobs are not told again. A
+    cluster gone from the config is forgotten."""
+    current = snapshots(report)
+    unread = {c.name for c in report.clusters if c.status != "ok"}
+    kept = {k: s for k, s in (previous or {}).items() if k[0] in unread and k not in current}
+    return {**kept, **current}
 
 class Pacer:
     """Keeps posts to one channel at least ``gap_s`` apart (and in order)."""
@@ -156,7 +168,7 @@ class Digest:
         now = self._clock()
         await self._put(SEEN, {"at": now.isoformat(), "jobs": {
             encode_key(k): s.model_dump(mode="json")
-            for k, s in snapshots(result.report).items()}}, ttl_s=self._ttl(config))
+            for k, s in seen_now(previous, result.report).items()}}, ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
             await self._post_sweep(result, config, channel, changes, extra,
@@ -190,9 +202,14 @@ class Digest:
                                period_hours=config.digest.period_hours, sweeps=sweeps)
         if isinstance(doc, dict) and doc.get("ts"):
             async with self.pacer.slot(channel):
-                edited = await update(self._client, channel=doc.get("channel") or channel,
-                                      ts=doc["ts"], text=message.text, blocks=message.blocks)
-            if edited:
+                edited = await edit(self._client, channel=doc.get("channel") or channel,
+                                    ts=doc["ts"], text=message.text, blocks=message.blocks)
+            if edited != "gone":
+                # Edited, or failed for now (rate limit past the retries, internal_error): a
+                # passing failure keeps the period's one parent, a sweep behind until the next
+                # edit; a second parent and a second full-table dump are noise for a blip.
+                if edited == "failed":
+                    log.warning("parent not edited this sweep; kept for the next edit")
                 doc = {**doc, "sweeps": sweeps}
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False

@@ -95,12 +95,14 @@ def collapsing(job_id: str = "4242", *, user: str | None = "alice", cluster: str
 
 def sweep_result(details: Sequence[JobDetail], *, at: datetime = T0,
                  clusters: Sequence[str] = ("alpha",), unreachable: Sequence[str] = (),
-                 degraded: str | None = None,
+                 inactive: Sequence[str] = (), degraded: str | None = None,
                  labels: dict[tuple[str, str], dict[str, str]] | None = None) -> SweepResult:
     """A sweep of ``details``; ``labels`` adds record labels per (cluster, job id)."""
-    names = [*clusters, *unreachable]
+    names = [*clusters, *unreachable, *inactive]
     report = report_of(*(d.report for d in details), at=at, clusters=[
-        ClusterReport(name=n, kind="slurm", status="unreachable" if n in unreachable else "ok",
+        ClusterReport(name=n, kind="slurm",
+                      status="unreachable" if n in unreachable else
+                      "inactive" if n in inactive else "ok",
                       detail="ssh: connection refused" if n in unreachable else None)
         for n in names])
     tail = "\n".join(f"line {i}" for i in range(1, 501))

@@ -211,14 +211,35 @@ async def test_a_completed_cancel_is_told_in_the_thread(
 
 async def test_a_parent_that_cannot_be_edited_is_replaced_and_posting_goes_on(
         slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
-    """chat.update failing for good (429s past the retries) opens a new parent; later sweeps
-    edit that one."""
+    """chat.update answering that the message will not take edits (deleted by someone:
+    ``message_not_found``) opens a new parent; later sweeps edit that one."""
     async with bot_for(slack, store, world, tmp_path) as h:
         await sweep(h)
-        slack.rate_limit("chat.update", times=4, retry_after=0)  # 1 try + 3 retries
+        slack.fail("chat.update", "message_not_found")
         await sweep(h)
         await sweep(h)
     tops = parents(slack)
     assert len(tops) == 2
-    [edited] = slack.to("/api/chat.update")
+    edited = slack.to("/api/chat.update")[-1]
     assert edited.params["ts"] != "1700000000.000001"  # the replacement, not the lost one
+
+
+@pytest.mark.parametrize("failure", ["internal_error", "ratelimited", "429x4"])
+async def test_a_passing_edit_failure_keeps_the_one_parent(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path,
+        failure: str) -> None:
+    """A chat.update that fails for now (an internal_error, a rate limit, 429s past the
+    retries) is not a parent gone: no second parent and no second full-table dump; the next
+    sweep edits the same parent."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        tables = len(slack.to("/api/chat.postMessage"))
+        if failure == "429x4":
+            slack.rate_limit("chat.update", times=4, retry_after=0)  # 1 try + 3 retries
+        else:
+            slack.fail("chat.update", failure)
+        await sweep(h)
+        await sweep(h)
+    assert len(parents(slack)) == 1
+    assert len(slack.to("/api/chat.postMessage")) == tables  # nothing changed: no reply
+    assert len({c.params["ts"] for c in slack.to("/api/chat.update")}) == 1
