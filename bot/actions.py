@@ -10,8 +10,10 @@ Policy, for every press (each one is audited, whatever its outcome):
    is decided on that fresh scheduler record (bot.owners): the owner mapped on *that* cluster,
    or an operator. A stored document's ``user`` is never authority. An episode whose Kubernetes
    uid differs from the live job's is stale (the name was reused) and is refused.
-3. ``cancel_salvage`` runs exactly once: a Redis lock on ``cluster:job:cancel_salvage``
-   (SET NX) turns a double click or two people racing into one cancel. The lock record walks
+3. ``cancel_salvage`` runs exactly once: a Redis lock (SET NX) on the job instance,
+   ``cluster:job:cancel_salvage`` (``cluster:job:uid:cancel_salvage`` for a Kubernetes Job: one
+   re-created under the name is another job, which the first one's lock must not answer),
+   turns a double click or two people racing into one cancel. The lock record walks
    ``in progress`` -> ``salvaged`` -> ``cancelling`` -> ``done``; the evidence (log tail, metric
    window, banked step, scheduler record) is written before the audit records the *intent*,
    then ``scancel``/delete runs, then the audit records the *outcome*. Without Redis there is
@@ -19,8 +21,11 @@ Policy, for every press (each one is audited, whatever its outcome):
 4. A cancel interrupted at any await (crash, SIGTERM during a rollout) is reconciled by
    :meth:`ActionHandler.reconcile` at start-up and after each scheduled sweep: for a lock not
    ``done`` and untouched for :data:`RECONCILE_AFTER_S`, the job's true state is re-read; a job
-   that is no longer running completes the lock, one still running releases it, and the
-   message is updated either way (buttons back when released).
+   that is no longer running (or whose name now belongs to a re-created Job) completes the
+   lock, one still running releases it, and the message is updated either way. Released, the
+   message is rebuilt as its episode posted it (a collapse alert or a deep-probe verdict) with
+   its buttons back; Cancel among them only when the episode offered it and the run may be
+   cancelled now (not ``no_kill``, not exempt), else the recommendation's ``acknowledge``.
 
 ``keep_running``, ``snooze`` and ``acknowledge`` close the episode and change nothing on the
 cluster; by default only the owner and the operators may press them (``slack.keep_snooze_by``).
@@ -39,7 +44,8 @@ import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.alerts import cancel_forbidden, closed_episode, job_uid, message_key
-from bot.config import ConfigSource
+from bot.config import Config, ConfigSource
+from bot.deep_probe import memory_name, verdict_blocks
 from bot.delivery import update
 from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
@@ -51,7 +57,7 @@ from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
 from probes.errors import ProbeError
 from probes.models import JobFacts, JobState
-from report.models import JobDetail
+from report.models import DeepProbe, JobDetail
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +67,22 @@ RECONCILE_AFTER_S = 120.0
 """A cancel lock untouched this long is taken as interrupted (a live cancel takes seconds)."""
 STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
 VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
+
+
+def cancel_lock(cluster: str, job_id: str, uid: str | None = None) -> str:
+    """The cancel lock of one job instance: a Kubernetes Job re-created under the same name has
+    a new uid, so its cancel is not answered by the old Job's (done) lock. SLURM ids are not
+    reused (no uid)."""
+    return f"{cluster}:{job_id}:{uid}:{CANCEL}" if uid else f"{cluster}:{job_id}:{CANCEL}"
+
+
+def _locked_job(lock: str, holder: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(cluster, job id, uid) of a cancel lock: from its record, or (a lock taken before the
+    record named them) from the name ``cluster:job:cancel_salvage``."""
+    if holder.get("cluster") and holder.get("job_id"):
+        return str(holder["cluster"]), str(holder["job_id"]), holder.get("uid") or None
+    cluster, job_id, _ = lock.rsplit(":", 2)
+    return cluster, job_id, None
 
 
 class Reply(Protocol):
@@ -198,10 +220,12 @@ class ActionHandler:
 
     async def _cancel(self, press: ActionPress, checked: Checked) -> None:
         cluster, job_id = checked.cluster, checked.job_id
-        lock = f"{cluster}:{job_id}:{CANCEL}"
+        uid = checked.episode.get("uid") or None
+        lock = cancel_lock(cluster, job_id, uid)
         holder = {"user": press.user_id, "at": self._clock().isoformat(), "status": "in progress",
                   "channel": press.channel_id, "ts": press.message_ts,
-                  "episode": checked.episode.get("name")}
+                  "episode": checked.episode.get("name"), "cluster": cluster, "job_id": job_id,
+                  "uid": uid}
         try:
             won = await self._store.acquire(lock, holder, ttl_s=LOCK_HOURS * 3600)
             current = None if won else await self._store.holder(lock)
@@ -350,30 +374,69 @@ class ActionHandler:
         return settled
 
     async def _reconcile_one(self, lock: str, holder: dict[str, Any]) -> None:
-        cluster, job_id, _ = lock.rsplit(":", 2)
+        cluster, job_id, uid = _locked_job(lock, holder)
         result = await self._sweeper.sweep(clusters=[cluster])
         detail = result.details.get((cluster, job_id))
+        facts = result.job_facts(cluster, job_id)
+        if uid and facts is not None and job_uid(facts) != uid:
+            detail = None  # the name is a re-created Job's now: the one being cancelled is gone
         state = detail.report.state if detail is not None else None
         actor, channel, ts = str(holder.get("user")), holder.get("channel"), holder.get("ts")
         audit = {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}
+        episode_name = holder.get("episode")
+        found = await self._store.get_doc(str(episode_name)) if episode_name else None
+        episode = dict(found) if found else None
+        config = self._config.current()
         if state in STILL_RUNNING and detail is not None:
             await self._store.release(lock)
             await self._audit(None, cluster, job_id, "cancel interrupted; released",
                               str(holder.get("status")), **audit)
-            blocks = collapse_message(detail, can_cancel=True).blocks
-            await self._update(channel, ts, blocks, f"⚠️ The cancel requested by "
-                               f"{mention(actor)} was interrupted before it took effect; the "
-                               "job is still running. Press again to retry.", keep_buttons=True)
+            # The buttons come back as the episode offered them, and Cancel only if it may be
+            # pressed now: a no_kill set (or an exemption read) since makes it a recommendation.
+            if episode is None:
+                why: str | None = "its alert's record is gone"
+            elif episode.get("can_cancel") is False:
+                why = "the alert offered no cancel"
+            else:
+                why = cancel_forbidden(detail, config)
+            blocks = await self._episode_blocks(episode, detail, config, can_cancel=why is None)
+            line = (f"⚠️ The cancel requested by {mention(actor)} was interrupted before it took "
+                    "effect; the job is still running. ")
+            line += "Press again to retry." if why is None else (
+                f"It is not cancelled from Slack now ({esc(why)}): this is a recommendation.")
+            # Without its episode a press is refused anyway: no buttons that cannot be honoured.
+            await self._update(channel, ts, blocks, line, keep_buttons=episode is not None)
             return
         shown = state.value if state is not None else "no longer reported"
         outcome = "cancelled" if holder.get("status") == "cancelling" else "ended"
         await self._finish(lock, holder, f"{outcome} (reconciled)")
-        episode_name = holder.get("episode")
-        episode = await self._store.get_doc(str(episode_name)) if episode_name else None
         if episode:
-            await self._close_episode(dict(episode), actor)
+            await self._close_episode(episode, actor)
         await self._audit(None, cluster, job_id, f"{outcome} (reconciled)", shown, **audit)
-        blocks = collapse_message(detail, can_cancel=False).blocks if detail is not None else []
+        blocks = (await self._episode_blocks(episode, detail, config, can_cancel=False)
+                  if detail is not None else [])
         await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
                            f"settled after a restart; the job is {esc(shown)}.",
                            keep_buttons=False)
+
+    async def _episode_blocks(self, episode: dict[str, Any] | None, detail: JobDetail,
+                              config: Config, *, can_cancel: bool) -> list[dict[str, Any]]:
+        """The message the episode posted, rebuilt on the job's fresh row: a deep-probe KILL
+        verdict stays a verdict (its stored verdict; else the run's remembered one), a collapse
+        alert a collapse alert (its evidence file and channel note kept)."""
+        episode = episode or {}
+        if episode.get("kind") == "deep-probe":
+            stored = episode.get("deep_probe")
+            if stored is None:
+                memory = await self._store.get_doc(memory_name(detail.report.cluster,
+                                                               detail.report.job_id))
+                stored = (memory or {}).get("deep_probe")
+            if stored is None:
+                return []  # nothing to rebuild the verdict from: no buttons to offer
+            verdict = DeepProbe.model_validate(stored)
+            shown = detail.model_copy(update={"report": detail.report.model_copy(
+                update={"deep_probe": verdict})})
+            return verdict_blocks(shown, config, can_cancel=can_cancel)
+        return collapse_message(detail, can_cancel=can_cancel,
+                                evidence_path=episode.get("evidence"),
+                                delivered_for=episode.get("delivered_for")).blocks

@@ -203,6 +203,7 @@ class Alerter:
         can_cancel = cancel_allowed(detail, config)
         path = str(evidence) if evidence else None
         posted = None
+        delivered_for = None
         if owner is not None:
             channel = await dm_channel(self._client, owner)  # None: the channel gets it
             if channel is not None:
@@ -210,6 +211,7 @@ class Alerter:
                 posted = await post(self._client, channel=channel, text=message.text,
                                     blocks=message.blocks)
         if posted is None and config.slack.channel:
+            delivered_for = owner
             message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path,
                                        delivered_for=owner)
             posted = await post(self._client, channel=config.slack.channel, text=message.text,
@@ -222,6 +224,7 @@ class Alerter:
             "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
             "user": job.user, "owner": owner, "channel": posted.get("channel"),
             "ts": posted.get("ts"), "can_cancel": can_cancel, "evidence": path,
+            "delivered_for": delivered_for,
         }
 
 

@@ -11,7 +11,10 @@ Policy:
   The value is only an id to look up: it is validated before anything runs.
 * A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
   exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
-  ``no-kill`` run it is a recommendation with an ``acknowledge`` button.
+  ``no-kill`` run it is a recommendation with an ``acknowledge`` button. Its episode records
+  whether the posted message offered Cancel (``can_cancel``: a cancel press on one that did not
+  is refused even after ``no_kill`` is lifted) and the verdict itself (an interrupted cancel's
+  reconciliation rebuilds the verdict message from it).
 * After each scheduled sweep, with ``[deep_probe] auto = true`` (probe, post the verdict) or
   ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it goes
   to the owner's DM (``slack.owners``) or ``slack.channel`` and is recorded in Redis
@@ -161,8 +164,11 @@ def _reason_lines(reasons: Sequence[str], ref: str) -> str:
     return "\n".join(lines)
 
 
-def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
-    """The verdict, its quoted reasons, and (KILL) cancel-and-salvage or a recommendation."""
+def verdict_blocks(detail: JobDetail, config: Config, *,
+                   can_cancel: bool | None = None) -> list[dict[str, Any]]:
+    """The verdict, its quoted reasons, and (KILL) cancel-and-salvage or a recommendation.
+
+    ``can_cancel``: whether Cancel is offered (default: :func:`bot.alerts.cancel_allowed`)."""
     job = detail.report
     probe = job.deep_probe
     if probe is None:
@@ -179,7 +185,7 @@ def verdict_blocks(detail: JobDetail, config: Config) -> list[dict[str, Any]]:
         {"type": "section", "text": {"type": "mrkdwn", "text": body or "(no reasons)"}},
     ]
     if probe.verdict == "KILL" and job.state is JobState.RUNNING:
-        if cancel_allowed(detail, config):
+        if cancel_allowed(detail, config) if can_cancel is None else can_cancel:
             confirm = {
                 "title": {"type": "plain_text", "text": "Cancel and salvage?"},
                 "text": {"type": "mrkdwn", "text": (
@@ -230,17 +236,24 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
     data = dict(posted.data) if isinstance(posted.data, dict) else {}
     if job.deep_probe is not None and job.deep_probe.verdict == "KILL":
         await _open_episode(bot, config, detail, str(data.get("channel") or channel),
-                            str(data.get("ts") or ""))
+                            str(data.get("ts") or ""), can_cancel=offers_cancel(blocks))
     return data
 
 
+def offers_cancel(blocks: Sequence[dict[str, Any]]) -> bool:
+    """Whether a message's buttons include ``cancel_salvage``."""
+    return any(element.get("action_id") == CANCEL for block in blocks
+               if block.get("type") == "actions" for element in block.get("elements", []))
+
+
 async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: str,
-                        ts: str) -> None:
+                        ts: str, *, can_cancel: bool) -> None:
     """A KILL verdict's buttons act like a collapse alert's: they are bound to this message,
     through an episode of its own (one per verdict message).
 
-    The cancel press is checked against the stored episode (cluster, job id, uid, message),
-    never against the button value alone (``bot.actions``).
+    The cancel press is checked against the stored episode (cluster, job id, uid, message,
+    whether the message offered Cancel), never against the button value alone
+    (``bot.actions``).
     """
     job = detail.report
     uid = None  # deep probes run on SLURM, whose ids are not reused (no Kubernetes uid)
@@ -249,7 +262,9 @@ async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: st
     name = f"{episode_name(job.cluster, job.job_id, uid)}:deep-probe:{ts}"
     record = {"cluster": job.cluster, "job_id": job.job_id, "uid": uid, "name": name,
               "state": "open", "kind": "deep-probe", "channel": channel, "ts": ts,
-              "last_step": job.step or 0, "at": bot.clock().isoformat()}
+              "can_cancel": can_cancel, "last_step": job.step or 0,
+              "deep_probe": job.deep_probe.model_dump(mode="json") if job.deep_probe else None,
+              "at": bot.clock().isoformat()}
     ttl = config.redis.expire_hours * 3600
     try:
         await bot.store.put_doc(name, record, ttl_s=ttl)
