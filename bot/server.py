@@ -1,11 +1,11 @@
 """The bot process: aiohttp web app (Slack events, health, metrics), Socket Mode, scheduler.
 
-Policy: one aiohttp application serves ``POST /slack/events`` (Bolt's handler: signature and
-timestamp checked by Bolt, 401 on failure), ``GET /healthz`` and ``GET /metrics``. The last two
-are unauthenticated, so they carry no secret and no job detail: counts, cluster names, Slack
-method names and error codes only. The listener binds ``JOBTABLES_HOST`` (default ``0.0.0.0``
-for containers; ``127.0.0.1`` behind a reverse proxy). When
-``SLACK_APP_TOKEN`` is set, Socket Mode runs as well (slack_bolt's aiohttp
+Policy: one aiohttp application serves ``POST /slack/events`` (Bolt's handler, after the
+signature and timestamp are checked on the raw body, 401 on failure, before anything parses
+it), ``GET /healthz`` and ``GET /metrics``. The last two are unauthenticated, so they carry no
+secret and no job detail: counts, cluster names, Slack method names and error codes only. The
+listener binds ``JOBTABLES_HOST`` (default ``0.0.0.0`` for containers; ``127.0.0.1`` behind a
+reverse proxy). When ``SLACK_APP_TOKEN`` is set, Socket Mode runs as well (slack_bolt's aiohttp
 ``AsyncSocketModeHandler``), and ``/healthz`` answers 503 while its socket is disconnected so
 Kubernetes restarts a silently dead bot. Redis being down does not fail the health check: the
 bot still answers from live sweeps (degraded). Scheduled sweeps run as one tracked background
@@ -25,6 +25,7 @@ from pydantic import SecretStr
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 
 from bot.app import Bot, build_app, make_scheduler, make_web_client
 from bot.config import ConfigSource, load_config
@@ -45,13 +46,23 @@ def build_web_app(
 ) -> web.Application:
     """The HTTP surface. ``connected`` reports the Socket Mode link (``None``: HTTP only)."""
 
+    verifier = SignatureVerifier(bot.settings.slack_signing_secret.get_secret_value())
+
     async def slack_events(request: web.Request) -> web.Response:
-        if not _signed_headers_well_formed(request.headers):
+        # The signature is checked on the raw body before Bolt parses it: Bolt parses first
+        # (a form ``payload`` or a JSON body that does not decode raised before its own check:
+        # a 500 and a logged trace for any unauthenticated sender).
+        if not _signed_headers_well_formed(request.headers) or not _signed(
+                verifier, await request.read(), request.headers):
             return web.json_response({"error": "invalid request"}, status=401)
         try:
             bolt_request = await to_bolt_request(request)
         except (UnicodeDecodeError, LookupError):  # a body no charset reads: not Slack's
             return web.json_response({"error": "invalid request"}, status=401)
+        except (ValueError, AttributeError, TypeError):
+            # Signed, yet a form payload or JSON body that does not parse, or is no object
+            # (Bolt's parsing raises these on it): a bad request, not a crash.
+            return web.json_response({"error": "malformed body"}, status=400)
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
@@ -89,6 +100,17 @@ def _signed_headers_well_formed(headers: Mapping[str, str]) -> bool:
     stamp = headers.get("X-Slack-Request-Timestamp", "")
     signature = headers.get("X-Slack-Signature", "")
     return stamp.isascii() and stamp.isdigit() and len(stamp) <= 12 and signature.isascii()
+
+
+def _signed(verifier: SignatureVerifier, body: bytes, headers: Mapping[str, str]) -> bool:
+    """Slack's signature over the raw body, and its timestamp within five minutes (slack_sdk's
+    check, as Bolt's); a body that is not UTF-8 is no Slack request."""
+    try:
+        return verifier.is_valid(body=body,
+                                 timestamp=headers.get("X-Slack-Request-Timestamp", ""),
+                                 signature=headers.get("X-Slack-Signature", ""))
+    except UnicodeDecodeError:
+        return False
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 
 from tests.bot.builders import blocks_text
 from tests.bot.conftest import Harness
-from tests.bot.fake_slack import command_body
+from tests.bot.fake_slack import command_body, signed_headers
 
 
 async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None:
@@ -189,4 +189,27 @@ async def test_a_body_no_charset_reads_gets_401_not_500(harness: Harness,
             status = response.status
     assert status == 401
     assert not [e for e in logs if e["log_level"] in ("error", "exception")]
+    assert harness.sweeper.sweeps == 0
+
+
+@pytest.mark.parametrize(("body", "content_type"), [
+    ("payload=%7Bnot", "application/x-www-form-urlencoded"),
+    ("payload=xyz", "application/json"),
+    ("{not json", "application/json"),
+    ("[1, 2]", "application/json"),
+])
+async def test_an_unsigned_body_that_does_not_parse_gets_401_not_500(
+        harness: Harness, body: str, content_type: str) -> None:
+    """A wrong signature over a body Bolt cannot parse (a form payload or a JSON body that is
+    not JSON): 401, as any wrong signature, checked before the body is parsed (Bolt parsed
+    first: a 500 and a logged trace for any sender); nothing run, nothing logged as an
+    error. Signed by Slack's secret, the same body is a 400 at worst, never a 500."""
+    for secret, allowed in (("wrong", {401}), (None, {200, 400, 404})):
+        headers = (signed_headers(body, secret=secret, content_type=content_type) if secret
+                   else signed_headers(body, content_type=content_type))
+        with capture_logs() as logs:
+            status, _ = await harness.post(body, headers)
+        assert status in allowed, (secret, status)
+        assert not [e for e in logs if e["log_level"] in ("error", "exception")]
+    await harness.bot.tasks.drain()
     assert harness.sweeper.sweeps == 0
