@@ -12,7 +12,7 @@ still has it). What each DM says (built by :func:`bot.messages.job_end_dm`):
 * ``finished``: the completion, and the recommendation, which names the cleanup routine;
 * ``stalled``: stall or zombie, with the trend and the recommendation.
 
-Array tasks that ended alike are one DM (``×N``). ``/jobs notify off`` is kept per Slack user
+Tasks of one array that ended alike are one DM (``×N``); jobs that only share a name are not. ``/jobs notify off`` is kept per Slack user
 in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind); ``on`` is the
 default. A failed DM is logged and counted once by the Web API client
 (:mod:`bot.delivery`) and never stops the others; the day's thread already tells the change.
@@ -41,6 +41,13 @@ PREF_TTL_S = 365 * 24 * 3600.0
 
 def pref_name(user: str) -> str:
     return f"notify:{user}"
+
+
+def _one_job(job_id: str) -> str:
+    """The job a DM is about: an array task's array (``123_4`` -> ``123``); any other id is
+    its own job, whatever its name (two runs named alike are two DMs, each with its fault)."""
+    array, underscore, _ = job_id.partition("_")
+    return array if underscore else job_id
 
 
 class Notifier:
@@ -76,7 +83,7 @@ class Notifier:
             owner = (slack_owner(config, change.cluster, detail.report.user) if detail
                      else None)
             if change.kind in TOLD and owner:
-                groups.setdefault((owner, change.kind, change.cluster, change.name),
+                groups.setdefault((owner, change.kind, change.cluster, _one_job(change.job_id)),
                                   []).append(change)
         sent = 0
         for (owner, _, _, _), members in groups.items():

@@ -120,3 +120,39 @@ def test_stall_and_zombie_dms_say_which() -> None:
     assert "zombie (all trials done, still RUNNING)" in job_end_dm(change, zombie).text
     stall = detail(job("6", "datagen-x", bucket="datagen", verdict="stalled", flags=("stall",)))
     assert "is stalled" in job_end_dm(change.model_copy(update={"job_id": "6"}), stall).text
+
+
+async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_together(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Two evals launched with one --job-name fail with different faults: two DMs, each
+    with its own job and fault (one merged DM named the first and hid the second). Two tasks
+    of one array that failed alike are still one DM (×2)."""
+    state = {"ended": False}
+
+    def make() -> object:
+        out = []
+        for job_id, name, fault in (("7001", "eval-ckpt", "oom: CUDA out of memory"),
+                                    ("7050", "eval-ckpt", "nccl-timeout: WorkNCCL timeout"),
+                                    ("9000_1", "sweep-arr", "oom: CUDA out of memory"),
+                                    ("9000_2", "sweep-arr", "oom: CUDA out of memory")):
+            d = detail(job(job_id, name, bucket="eval", user="alice"))
+            if state["ended"]:
+                d = ended(d, JobState.FAILED, verdict="failed", trend=fault)
+                d = d.model_copy(update={"faults": (fault,)})
+            out.append(d)
+        return build_result(out, at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))  # type: ignore[arg-type]
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)
+        clock.advance(1800)
+        state["ended"] = True
+        await scheduled_sweep(h.bot, 1)
+    told = dms(slack)
+    assert len(told) == 3
+    (first,) = [t for t in told if "7001" in t]
+    (second,) = [t for t in told if "7050" in t]
+    assert "out of memory" in first and "NCCL" in second
+    (array,) = [t for t in told if "sweep-arr" in t]
+    assert "×2" in array
