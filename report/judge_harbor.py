@@ -10,7 +10,8 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated).
 - Datagen hung chunk: RUNNING, and neither a new result.json nor a log line for
   ``datagen_hung_minutes`` -> ``stall``. Eval stall: RUNNING and the newest result.json (or the
-  start, when there is none) older than ``eval_stall_minutes``.
+  start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
+  earlier than the job's own start: a resumed run or chain successor inherits older files.
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens (the tunnel carries no traffic).
@@ -58,6 +59,19 @@ def _last_activity_minutes(ctx: JudgeContext) -> float | None:
     if mtime is not None:
         return minutes_since(ctx.now, mtime)
     return minutes_since(ctx.now, ctx.facts.summary.last_timestamp if ctx.facts.summary else None)
+
+
+def _results_silent_since(ctx: JudgeContext) -> tuple[datetime | None, bool]:
+    """When the trial tree last moved, for this job: the newest result.json, but never before
+    the job's own start (a resumed run or a chain successor inherits a tree whose files predate
+    it; their age is the previous attempt's, not this job's silence). The flag says whether the
+    newest result.json is that time (else it is the start, or nothing is known)."""
+    tree = ctx.facts.trials
+    newest = tree.newest_result_at if tree else None
+    start = ctx.facts.record.start_time
+    if newest is not None and (start is None or newest >= start):
+        return newest, True
+    return start, False
 
 
 def _kubernetes(ctx: JudgeContext) -> bool:
@@ -123,8 +137,7 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
 def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
     th = ctx.settings.thresholds
     tree = ctx.facts.trials
-    newest = (tree.newest_result_at if tree else None) or ctx.facts.record.start_time
-    results_age = minutes_since(ctx.now, newest)
+    results_age = minutes_since(ctx.now, _results_silent_since(ctx)[0])
     log_age = _last_activity_minutes(ctx)
     counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
     # A Kubernetes job has no trial tree to list: without a log time nothing says hung. (On
@@ -290,8 +303,8 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
                     "zombie: all trials done but job RUNNING")
         return
     tree = ctx.facts.trials
-    newest = tree.newest_result_at if tree and tree.newest_result_at else None
-    age = minutes_since(ctx.now, newest or ctx.facts.record.start_time)
+    since, newest = _results_silent_since(ctx)
+    age = minutes_since(ctx.now, since)
     if tree is None and _kubernetes(ctx):  # no trial tree to list: only the log can say
         log_age = _last_activity_minutes(ctx)
         age = log_age if log_age is not None and age is not None else None
@@ -302,6 +315,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.verdict("stalled")
         what = ("no new result.json" if newest
                 else "no new log line" if tree is None and _kubernetes(ctx)
+                else "no new result.json since the job started" if tree and tree.newest_result_at
                 else "no result.json at all")
         text = f"STALL: {what} for {format_duration(age * 60)}"
         f.trend(Priority.DIAGNOSE, text)

@@ -94,7 +94,8 @@ def test_datagen_hung_chunk(results_min: int, log_min: int, hung: bool) -> None:
     """No new result.json and no log line for 2 h while RUNNING is a hung chunk."""
     t = tree([trial()] * 10, newest_result_at=NOW - timedelta(minutes=results_min))
     quiet = NOW - timedelta(minutes=log_min)
-    job = _datagen(t, log_fetch=log(mtime=quiet), summary_kw={"last_timestamp": quiet})
+    job = _datagen(t, log_fetch=log(mtime=quiet), summary_kw={"last_timestamp": quiet},
+                   rec={"start_time": NOW - timedelta(hours=4)})  # files from this job
     report = judge(job).report
     assert ("stall" in report.flags) is hung
     assert (report.verdict == "stalled") is hung
@@ -223,7 +224,8 @@ def test_datagen_hung_chunk_on_a_cluster_east_of_utc() -> None:
     t = tree([trial()] * 10, newest_result_at=NOW - timedelta(minutes=180))
     ahead = (NOW + timedelta(hours=8) - timedelta(minutes=180)).replace(tzinfo=None)
     job = _datagen(t, log_fetch=log(mtime=NOW - timedelta(minutes=180)),
-                   summary_kw={"last_timestamp": ahead})
+                   summary_kw={"last_timestamp": ahead},
+                   rec={"start_time": NOW - timedelta(hours=4)})
     assert "stall" in judge(job).report.flags
 
 
