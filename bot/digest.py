@@ -232,6 +232,8 @@ class Digest:
         stamp = result.started_at.isoformat()
         if parent is not None and parent.get("tables_for") == stamp:
             return False
+        if parent is not None and not await self._claim_tables(parent, stamp, config):
+            return False  # another /jobs (or replica) is posting this sweep's tables
         if whole is not None:
             result = await whole()
         head = header or f"Full tables as of {result.started_at:%H:%M}Z"
@@ -242,6 +244,18 @@ class Digest:
             name, _ = self._parent_name(channel, config)
             await self._put(name, {**parent, "tables_for": stamp}, ttl_s=self._ttl(config))
         return True
+
+    async def _claim_tables(self, parent: dict[str, Any], stamp: str, config: Config) -> bool:
+        """Whether this caller posts the full tables of the sweep ``stamp`` into ``parent``'s
+        thread: the first of several asking at once (``/jobs`` typed by several people,
+        replicas), by a lock in Redis (SET NX, kept for the period); while Redis is down,
+        each caller posts (a table too many beats none)."""
+        try:
+            return await self._store.acquire(f"tables:{parent['ts']}:{stamp}",
+                                             {"at": self._clock().isoformat()},
+                                             ttl_s=self._ttl(config))
+        except StoreUnavailable:
+            return True
 
     # -- on request and from actions ----------------------------------------------------------
 

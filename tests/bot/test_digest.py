@@ -3,6 +3,7 @@ fake clock, real Redis)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -243,3 +244,19 @@ async def test_a_passing_edit_failure_keeps_the_one_parent(
     assert len(parents(slack)) == 1
     assert len(slack.to("/api/chat.postMessage")) == tables  # nothing changed: no reply
     assert len({c.params["ts"] for c in slack.to("/api/chat.update")}) == 1
+
+
+async def test_several_asking_for_the_tables_at_once_post_them_once(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Three people type /jobs in the channel at once, on one fresh sweep: its full tables go
+    into the day's thread once, not once per person (each checked the parent, then posted)."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        before = len(replies(slack))
+        fresh = build_result(world.jobs, at=world.clock())
+        posted = await asyncio.gather(*(h.bot.digest.post_tables(fresh, h.bot.config.current())
+                                        for _ in range(3)))
+    assert sorted(posted) == [False, False, True]
+    asked = [c.params["text"] for c in replies(slack)[before:]]
+    assert asked and "asked for with /jobs" in asked[0]
+    assert len(asked) == len(set(asked))  # each chunk of the tables once
