@@ -264,7 +264,10 @@ class _Scanner:
                 hits.append(_Hit("nccl-timeout", line_no, excerpt))
             for hit in hits:
                 if hit.kind == "nccl-timeout" and hit.detail is None:
-                    hit.detail = f"co-fires with: {self.shm[0][1]}"
+                    # The hang's own line first (a cut Trend keeps it), the heartbeat after:
+                    # quoted alone it pointed the reader at the ring buffer.
+                    hit.detail = (f"{hit.excerpt} (co-fires with the shm broadcast heartbeat: "
+                                  f"{self.shm[0][1]})")
         elif self.shm:
             self.counts["shm-broadcast"] += len(self.shm)
         self._child_details(hits)

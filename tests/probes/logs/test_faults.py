@@ -15,6 +15,8 @@ import pytest
 from probes.logs.clock import read_stamp
 from probes.logs.faults import scan_faults, summary_root_cause
 from probes.logs.launch_checks import is_internal_url
+from probes.models import JobFacts, JobState, LogSummary, SchedulerRecord
+from report.findings import diagnosis, fault_text
 
 
 def _lines(text: str) -> list[str]:
@@ -279,6 +281,21 @@ def test_shm_heartbeat_with_watchdog_is_nccl_timeout() -> None:
     assert [f.kind for f in scan.faults] == ["nccl-timeout"]
     assert "shm-broadcast" not in scan.benign_counts
     assert scan.faults[0].detail is not None and "shared memory" in scan.faults[0].detail
+
+
+def test_a_co_firing_hang_is_quoted_by_its_own_line_first() -> None:
+    """What the Trend and the diagnose recommendation quote of such a hang starts with the
+    WorkNCCL timeout, the heartbeat after it (it quoted the heartbeat alone, pointing the
+    reader at the ring buffer the rulebook says not to chase)."""
+    scan = scan_faults([SHM_CURRENT, SHM_CURRENT, NCCL_LINE])
+    (fault,) = scan.faults
+    quoted = fault_text(fault)
+    assert quoted.startswith(fault.excerpt[:60]) and "WorkNCCL" in quoted[:200]
+    assert quoted.index("WorkNCCL") < quoted.index("shared memory")
+    facts = JobFacts(record=SchedulerRecord(cluster="c", job_id="1", name="rl",
+                                            state=JobState.FAILED))
+    facts = facts.model_copy(update={"summary": LogSummary(line_count=3, faults=scan.faults)})
+    assert "WorkNCCL" in diagnosis(facts)[:200]
 
 
 def test_shm_heartbeat_with_sigabrt_is_nccl_timeout() -> None:
