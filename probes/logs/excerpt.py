@@ -36,6 +36,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
+from probes.logs.lines import strip_ansi
 from probes.models import Fault, LogContext, LogFetch, LogSummary
 
 TAIL_LINES = 400
@@ -194,7 +195,9 @@ def _bare(part: str) -> str:
 
 
 def cut_line(line: str) -> str:
-    """``line`` at most ``LINE_CHARS`` characters long (an ellipsis marks the cut)."""
+    """``line`` without its terminal escapes (Ray's colours: ``\x1b[36m(pid=1)\x1b[0m``),
+    at most ``LINE_CHARS`` characters long (an ellipsis marks the cut)."""
+    line = strip_ansi(line)
     return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
 

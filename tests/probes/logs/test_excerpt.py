@@ -157,3 +157,22 @@ def test_gated_searches_equal_the_regex(head: list[str], tail: list[str], end: s
     matching = [line for line in above if TALLY.search(line)]
     in_kept = any(TALLY.search(line) for line in log.text.splitlines())
     assert log.tally_line == (None if in_kept or not matching else matching[-1][:LINE_CHARS])
+
+
+def test_excerpt_lines_carry_no_terminal_escapes() -> None:
+    """Ray's coloured prefixes (``\\x1b[36m(pid=1)\\x1b[0m``) are shown without their escape
+    codes, in the kept last lines and in a fault's context (the ESC byte was dropped later
+    and ``[36m`` shown)."""
+    text = "".join(f"\x1b[36m(skyrl_entrypoint pid=48213)\x1b[0m step {n}\n" for n in range(30))
+    text += "\x1b[36m(pid=48213)\x1b[0m torch.OutOfMemoryError: CUDA out of memory.\n"
+    for with_fault in (False, True):
+        body = text if with_fault else text.rsplit("\x1b[36m(pid", 1)[0]
+        fetch = LogFetch(requested_path="/l", path="/l", status="ok", text=body)
+        summary = parse_log(body)
+        assert bool(summary.faults) is with_fault
+        facts = JobFacts(record=SchedulerRecord(cluster="c", job_id="1", name="x",
+                                                state=JobState.FAILED),
+                         log=retain(fetch, summary), summary=summary)
+        shown = log_excerpt(facts)
+        assert "(skyrl_entrypoint pid=48213) step 29" in shown or with_fault
+        assert "\x1b" not in shown and "[36m" not in shown and "[0m" not in shown
