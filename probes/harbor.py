@@ -52,6 +52,9 @@ class TrialStats(Frozen):
     top_exception: str | None = None
     instant_fail: int = 0
     """Trials whose agent finished within a second of starting with no output tokens."""
+    never_started: int = 0
+    """Trials that failed before their agent ran (``never_started``); counted over records
+    only (the collector's whole-run tally does not carry it)."""
     count_complete: bool = True
     """False when the collector's time bound stopped the count (``trials`` is a floor)."""
     count_seconds: float | None = None
@@ -192,6 +195,20 @@ def is_instant_fail(trial: TrialResult) -> bool:
     return abs((end - start).total_seconds()) <= _INSTANT_S
 
 
+def never_started(trial: TrialResult) -> bool:
+    """A trial that ended in an exception before its agent ran: no agent phase, no agent
+    output, never scored (Harbor writes ``agent_result``/``verifier_result`` null when the
+    environment never started, e.g. ``EnvironmentStartTimeoutError``)."""
+    return (
+        trial.exception_type is not None
+        and trial.reward is None
+        and trial.n_output_tokens is None
+        and trial.n_turns is None
+        and trial.agent_started_at is None
+        and trial.agent_finished_at is None
+    )
+
+
 def _completed(trial: TrialResult) -> bool:
     return (
         trial.finished_at is not None
@@ -245,4 +262,5 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         exceptions=dict(exceptions),
         top_exception=top,
         instant_fail=sum(is_instant_fail(t) for t in trials),
+        never_started=sum(never_started(t) for t in trials),
     )

@@ -25,7 +25,12 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   200 is ``engine?``).
 - ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks.
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
-  hard sets. The only timeout red flag is the stall (no result.json at all).
+  hard sets. Only Harbor's passthrough exceptions (``PASSTHROUGH``: agent timeout, context or
+  output length exceeded) are benign; any other exception with "timeout" in its name is not.
+- Trials that never started (an exception, no agent phase or output, never scored: Harbor's
+  null ``agent_result``/``verifier_result``, e.g. ``EnvironmentStartTimeoutError``): at least
+  half of the last ``pass_rate_trials`` -> ``instant-fail`` (the agent never ran, null output:
+  the same infra class), verdict ``warning``, ``diagnose`` the sandbox/environment provider.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from datetime import datetime
 
 from probes.harbor import TrialStats, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
+from probes.logs.fault_patterns import PASSTHROUGH
 from probes.models import Frozen, InfraSignals, JobState
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
@@ -247,9 +253,15 @@ def engine_zero_minutes(ctx: JudgeContext) -> float | None:
 
 
 def _timeout_note(f: Findings, stats: TrialStats | None) -> None:
-    if stats is not None and stats.top_exception and "timeout" in stats.top_exception.lower():
-        f.notes.append(_TIMEOUT_NOTE)
-        f.trend(Priority.BACKGROUND + 1, _TIMEOUT_NOTE)
+    """A passthrough exception on top is expected, not a fault (the trial is still scored);
+    any other exception, whatever its name, is not excused here."""
+    top = stats.top_exception if stats is not None else None
+    if top is None or top not in PASSTHROUGH:
+        return
+    note = (_TIMEOUT_NOTE if top == "AgentTimeoutError"
+            else f"{top} share high; passthrough, trials still scored")
+    f.notes.append(note)
+    f.trend(Priority.BACKGROUND + 1, note)
 
 
 def judge_eval(ctx: JudgeContext, f: Findings) -> None:
@@ -335,6 +347,15 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.trend(Priority.DIAGNOSE + 1, text)
         f.recommend(Priority.DIAGNOSE + 1, "diagnose",
                     text + "; the tunnel is not carrying traffic")
+    if recent is not None and recent.trials and 2 * recent.never_started >= recent.trials:
+        f.flag("instant-fail")
+        f.verdict("warning")
+        top = recent.top_exception or "an exception"
+        text = (f"NEVER STARTED: {recent.never_started}/{recent.trials} trials ({top}), "
+                "no agent or verifier result")
+        f.trend(Priority.DIAGNOSE + 1, text)
+        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
+                    text + "; sandboxes are not starting: check the environment provider")
 
 
 def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
