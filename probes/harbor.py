@@ -52,9 +52,6 @@ class TrialStats(Frozen):
     top_exception: str | None = None
     instant_fail: int = 0
     """Trials whose agent finished within a second of starting with no output tokens."""
-    never_started: int = 0
-    """Trials that failed before their agent ran (``never_started``); counted over records
-    only (the collector's whole-run tally does not carry it)."""
     count_complete: bool = True
     """False when the collector's time bound stopped the count (``trials`` is a floor)."""
     count_seconds: float | None = None
@@ -262,5 +259,4 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         exceptions=dict(exceptions),
         top_exception=top,
         instant_fail=sum(is_instant_fail(t) for t in trials),
-        never_started=sum(never_started(t) for t in trials),
     )

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from probes.harbor import TrialStats, summarize_trials
+from probes.harbor import TrialStats, never_started, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.fault_patterns import PASSTHROUGH
 from probes.models import Frozen, InfraSignals, JobState
@@ -347,11 +347,13 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.trend(Priority.DIAGNOSE + 1, text)
         f.recommend(Priority.DIAGNOSE + 1, "diagnose",
                     text + "; the tunnel is not carrying traffic")
-    if recent is not None and recent.trials and 2 * recent.never_started >= recent.trials:
+    window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
+    unstarted = sum(never_started(t) for t in window)
+    if recent is not None and recent.trials and 2 * unstarted >= recent.trials:
         f.flag("instant-fail")
         f.verdict("warning")
         top = recent.top_exception or "an exception"
-        text = (f"NEVER STARTED: {recent.never_started}/{recent.trials} trials ({top}), "
+        text = (f"NEVER STARTED: {unstarted}/{recent.trials} trials ({top}), "
                 "no agent or verifier result")
         f.trend(Priority.DIAGNOSE + 1, text)
         f.recommend(Priority.DIAGNOSE + 1, "diagnose",
