@@ -2,8 +2,9 @@
 
 Policy: the raw ``result.json`` files are read and reduced on the login node by the shipped
 collector (``probes.remote``), which lists only Harbor's known layout (``research/formats.md``
-§4.1): a job dir ``<jobs_dir>/<job>/`` holding ``<trial>/result.json``, or a ``jobs_dir`` whose job
-dirs are the chunks of one run, never walking arbitrary depth; it sends each result.json's mtime
+§4.1): a job dir ``<jobs_dir>/<job>/`` holding ``<trial>/result.json``, SkyRL's flat trials dir
+(trial dirs with no job dir above), or a ``jobs_dir`` whose job dirs are the chunks of one run,
+never walking arbitrary depth; it sends each result.json's mtime
 beside the reduced trial. This module turns those reduced dicts into frozen models. Times Harbor
 wrote without a zone (older versions used ``datetime.now()``) are taken as UTC.
 ``newest_result_at`` prefers the files' mtimes (what "no new result.json for 60 min" literally

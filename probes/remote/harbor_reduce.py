@@ -32,6 +32,16 @@ def _load(raw: "str | bytes") -> "dict[str, object] | None":
     return data if isinstance(data, dict) else None
 
 
+_TRIAL_KEYS = ("trial_name", "task_name", "agent_result", "verifier_result", "exception_info")
+"""Keys of a trial's ``result.json`` (``TrialResult``) that a job's (``JobResult``) never has."""
+
+
+def is_trial_result(raw: "str | bytes") -> bool:
+    """Is this ``result.json`` a trial's (not a Harbor job's)?"""
+    data = _load(raw)
+    return data is not None and any(key in data for key in _TRIAL_KEYS)
+
+
 def _dict(value: "object") -> "dict[str, object]":
     return value if isinstance(value, dict) else {}
 

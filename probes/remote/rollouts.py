@@ -6,11 +6,11 @@ Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible, becaus
 string literal; nothing reaches a shell). What it reads, and the bounds that make its cost
 independent of the run's size:
 
-* Harbor trial trees (``trial_roots``: a job dir, or a dir of job dirs): one bounded listing
-  per directory (``max_listing`` names), then an evenly spaced sample of ``max_trials`` trial
-  dirs; per trial ``result.json`` (reward, exception type, token counts, agent-execution
-  timing) and ``agent/trajectory.json`` (the agent's last messages), each read to at most
-  ``max_file_bytes``.
+* Harbor trial trees (``trial_roots``: a job dir, SkyRL's flat trials dir, or a dir of job
+  dirs): one bounded listing per directory (``max_listing`` names), then an evenly spaced
+  sample of ``max_trials`` trial dirs; per trial ``result.json`` (reward, exception type, token
+  counts, agent-execution timing) and ``agent/trajectory.json`` (the agent's last messages),
+  each read to at most ``max_file_bytes``.
 * Rollout dumps (``dump_dirs``): verl's ``trainer.rollout_data_dir`` / ``validation_data_dir``
   (``<step>.jsonl``, one ``{"input","output","score","step",...}`` line per sample), SkyRL's
   ``dumped_evals/global_step_N_evals/<source>.jsonl`` (``input_prompt``, ``output_response``,
@@ -211,13 +211,45 @@ def _trial(trial_dir: str, budget: _Budget) -> Json | None:
     }
 
 
+_TRIAL_KEYS = ("trial_name", "task_name", "agent_result", "verifier_result", "exception_info")
+"""Keys of a trial's ``result.json`` that a Harbor job's never has (as ``harbor_reduce``)."""
+
+
+def _is_trial_dir(path: str, entries: list[Any], budget: _Budget) -> bool | None:
+    """A dir holding a result.json: a trial dir (its subdirs ``agent/``, ``verifier/`` hold no
+    result.json), not a Harbor job dir (its subdirs are trials holding one)? With no such
+    subdir the result.json's content decides; ``None`` when it does not read."""
+    for name, is_dir in entries:
+        sub = list_dir(os.path.join(path, name), budget) if is_dir else None
+        if sub is not None and any(n == "result.json" and not d for n, d in sub):
+            return False
+    data = _json(read_regular(os.path.join(path, "result.json"), budget.max_file_bytes, budget))
+    if not isinstance(data, dict):
+        return None
+    return any(key in data for key in _TRIAL_KEYS)
+
+
+def _flat(root: str, entries: list[Any], budget: _Budget) -> bool:
+    """Trial dirs directly below ``root`` (SkyRL's flat Harbor ``trials_dir``)? Decided by the
+    first subdirectory with a result.json that reads."""
+    for name, is_dir in entries:
+        path = os.path.join(root, name)
+        sub = list_dir(path, budget) if is_dir else None
+        if sub is not None and any(n == "result.json" and not d for n, d in sub):
+            trial = _is_trial_dir(path, sub, budget)
+            if trial is not None:
+                return trial
+    return False
+
+
 def _trial_dirs(root: str, budget: _Budget) -> list[str]:
-    """Every trial dir under a job dir, or under each job dir of a ``jobs_dir`` (bounded)."""
+    """Every trial dir under a job dir, directly under a flat trials dir, or under each job dir
+    of a ``jobs_dir`` (bounded)."""
     entries = list_dir(root, budget)
     if entries is None:
         return []
     names = [n for n, _ in entries]
-    if "result.json" in names or "config.json" in names:
+    if "result.json" in names or "config.json" in names or _flat(root, entries, budget):
         return [os.path.join(root, n) for n, is_dir in entries if is_dir]
     found: list[str] = []
     for name, is_dir in entries:

@@ -12,9 +12,13 @@ unbounded walk (no find/du):
   and at most ``CKPT_VISITS`` directories are listed per root. The checkpoint directories the
   trainer printed in its log are searched too, but only inside the job's workdir or a
   configured root, entered from there component by component.
-* Trials: a Harbor job dir, or a dir of job dirs (chunks), each ``<trial>/result.json``
-  reduced and folded into a whole-run tally (``probes.remote.trial_count``) with no count
-  cap: the bound is TIME (``budget_s``), and a tally cut short says so.
+* Trials: a Harbor job dir, a flat trials dir (SkyRL's Harbor generator writes
+  ``<trials_dir>/<task>__<id>/`` with no job dir above), or a dir of job dirs (chunks), each
+  ``<trial>/result.json`` reduced and folded into a whole-run tally
+  (``probes.remote.trial_count``) with no count cap: the bound is TIME (``budget_s``), and a
+  tally cut short says so. A trial dir holds a result.json (and config.json) but no
+  subdirectory holding one; a job dir's subdirectories are trials that each hold one, beside
+  its own result.json/config.json (a result.json alone decides by its content).
 
 Every open and listing goes through :mod:`probes.remote.guard`: a directory below a root is
 entered through its parent's descriptor without following a link, and a read that is refused
@@ -34,7 +38,7 @@ from typing import Any, Callable, Dict  # noqa: UP035 - Python 3.7 on login node
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, deadline
 with contextlib.suppress(ImportError):
-    from probes.remote.harbor_reduce import reduce_job, reduce_trial
+    from probes.remote.harbor_reduce import is_trial_result, reduce_job, reduce_trial
 with contextlib.suppress(ImportError):
     from probes.remote.trial_count import add_trial, keep_recent, new_tally
 
@@ -357,15 +361,54 @@ def _has_job_files(top: int, name: str, guard: Guard) -> bool:
         return False
 
 
+def _holds_result(top: int, name: str, guard: Guard) -> bool:
+    """Does the subdirectory ``name`` of an open dir hold a result.json (not followed)?"""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            guard.stat_file("result.json", dir_fd=sub)
+            return True
+    except (OSError, Refused, Hung):
+        return False
+
+
+def _is_trial_dir(top: int, name: str, path: str, guard: Guard) -> bool | None:
+    """Is ``name`` (below an open dir, holding a result.json) a trial dir rather than a Harbor
+    job dir? A job dir's subdirectories are trials holding result.json; a trial's (``agent/``,
+    ``verifier/``) hold none. With no such subdirectory (a job dir whose trials are all in
+    flight looks alike) the result.json's own content decides. ``None``: unreadable."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            for child, is_dir in _entries(sub, path, guard):
+                if is_dir and _holds_result(sub, child, guard):
+                    return False
+            raw = guard.read_small("result.json", 1 << 20, dir_fd=sub)[0]
+    except (OSError, Refused, Hung):
+        return None
+    return is_trial_result(raw)
+
+
+def _flat_trials(top: int, root: str, entries: list[tuple[str, bool]], guard: Guard) -> bool:
+    """Does ``root`` (no job files of its own) hold trial dirs directly (SkyRL's flat Harbor
+    ``trials_dir``)? Decided by its first subdirectory with a result.json that reads."""
+    for name, is_dir in entries:
+        if is_dir and _holds_result(top, name, guard):
+            trial = _is_trial_dir(top, name, os.path.join(root, name), guard)
+            if trial is not None:
+                return trial
+    return False
+
+
 def _count_root(root: str, guard: Guard, clock: _Clock) -> Json:
     try:
         with guard.directory(root) as top:
-            if _job_files_in(top, guard):
-                job_dirs = [root]
+            own = _job_files_in(top, guard)
+            entries = [] if own else _entries(top, root, guard)
+            if own or _flat_trials(top, root, entries, guard):
+                job_dirs = [root]  # a Harbor job dir, or trials directly below the root
             else:
                 # Only Harbor job dirs are chunks: a stray or empty directory is not a trial
                 # tree; a symlinked chunk is not entered (it is opened without following).
-                job_dirs = [os.path.join(root, n) for n, is_dir in _entries(top, root, guard)
+                job_dirs = [os.path.join(root, n) for n, is_dir in entries
                             if is_dir and _has_job_files(top, n, guard)]
     except FileNotFoundError:
         return {"exists": False, "jobs": {}}
