@@ -12,10 +12,11 @@ still has it). What each DM says (built by :func:`bot.messages.job_end_dm`):
 * ``finished``: the completion, and the recommendation, which names the cleanup routine;
 * ``stalled``: stall or zombie, with the trend and the recommendation.
 
-Tasks of one array that ended alike are one DM (``×N``); jobs that only share a name are not. ``/jobs notify off`` is kept per Slack user
-in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind); ``on`` is the
-default. A failed DM is logged and counted once by the Web API client
-(:mod:`bot.delivery`) and never stops the others; the day's thread already tells the change.
+Tasks of one array that ended alike are one DM (``×N``); jobs that only share a name are not.
+``/jobs notify off`` is kept per Slack user in Redis (``doc:notify:{user}``, a year's TTL,
+renewed by every change of mind); ``on`` is the default. A failed DM is logged and counted once
+by the Web API client (:mod:`bot.delivery`) and never stops the others; the day's thread
+already tells the change.
 """
 
 from __future__ import annotations

@@ -336,7 +336,8 @@ class RedisStore:
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
                               drop: Collection[str] = (), renew: Collection[str] = ()) -> None:
         """Write ``states``, delete the ``drop`` jobs' (and any state over the size bound),
-        renew the expiry of the hash and of the ``renew`` jobs' texts (present, unchanged):
+        renew the expiry of the hash and of the ``renew`` jobs' texts (present, unchanged; each
+        at most every quarter of the expiry, ``TextBook.due``):
         one round trip, a transaction; one more only for the texts that could not be
         appended to (``bot.store_texts``) or when Redis lost the script. A reader skips a
         job whose state and text disagree in between."""
@@ -346,9 +347,10 @@ class RedisStore:
         encoded = (await asyncio.to_thread(_encode_states, states) if states else {})
         writes = {k: v for k, v in encoded.items() if v is not None}
         gone = [*drop, *(k for k, v in encoded.items() if v is None)]
+        book = self.texts
+        renew = book.due(cluster, renew, every_s=self.expire_ms / 4000)
         if not writes and not gone and not renew:
             return
-        book = self.texts
         planned = [store_texts.plan(job, states[job], body, book.get(cluster, job))
                    for job, (_, body) in writes.items()]
         book.forget(cluster, [*gone, *writes])  # known again once Redis has answered
@@ -395,6 +397,7 @@ class RedisStore:
                     await p.execute()
         for w, start in (*done, *((w, w.begin) for w in refused)):
             book.keep(cluster, w.job_id, w.held(start))
+        book.renewed(cluster, renew)
 
     # -- documents and locks ------------------------------------------------------------------
 

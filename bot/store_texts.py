@@ -36,7 +36,9 @@ pair). A malformed or oversized value is deleted. A value stored whole by an ear
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import math
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pydantic import Field, ValidationError
@@ -184,16 +186,33 @@ def whole(job_id: str, state: LogState, body: bytes) -> Write:
 
 
 class TextBook:
-    """The text keys this process wrote last, per (cluster, job): what an append may assume."""
+    """The text keys this process wrote last, per (cluster, job): what an append may assume,
+    and when each key's expiry was last set (a quiet job's is renewed now and then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._held: dict[tuple[str, str], Held] = {}
+        self._set_at: dict[tuple[str, str], float] = {}
+        self._clock = clock
 
     def get(self, cluster: str, job_id: str) -> Held | None:
         return self._held.get((cluster, job_id))
 
     def keep(self, cluster: str, job_id: str, held: Held) -> None:
         self._held[(cluster, job_id)] = held
+        self._set_at[(cluster, job_id)] = self._clock()
+
+    def due(self, cluster: str, job_ids: Iterable[str], *, every_s: float) -> list[str]:
+        """Those of ``job_ids`` whose key's expiry was set over ``every_s`` ago (or never by
+        this process)."""
+        now = self._clock()
+        return [job for job in job_ids
+                if now - self._set_at.get((cluster, job), -math.inf) >= every_s]
+
+    def renewed(self, cluster: str, job_ids: Iterable[str]) -> None:
+        now = self._clock()
+        for job_id in job_ids:
+            if (cluster, job_id) in self._held:
+                self._set_at[(cluster, job_id)] = now
 
     def forget(self, cluster: str, job_ids: Iterable[str] | None = None) -> None:
         """Those jobs' entries; with ``None``, every entry of the cluster."""
@@ -201,6 +220,7 @@ class TextBook:
             job_ids = [job for c, job in self._held if c == cluster]
         for job_id in job_ids:
             self._held.pop((cluster, job_id), None)
+            self._set_at.pop((cluster, job_id), None)
 
     def __len__(self) -> int:
         return len(self._held)

@@ -266,13 +266,21 @@ async def test_a_state_stored_whole_by_an_earlier_version_still_loads(
 
 async def test_pruned_jobs_lose_their_text_and_texts_expire(store: RedisStore) -> None:
     """A text expires with its state; a quiet job's (``renew``: present, unchanged) is
-    renewed with the hash, so it outlives the expiry as its state does."""
+    renewed with the hash once a quarter of the expiry has passed since it was set, so it
+    outlives the expiry as its state does, and a quiet sweep sends nothing for it before."""
+    now = [0.0]
+    store.texts = store_texts.TextBook(clock=lambda: now[0])
     await store.save_log_states("alpha", {"1": log_state("/a"), "2": log_state("/b")})
     ttl = await store._r.pttl(store.key("logtext", "alpha", "1"))
     assert 0 < ttl <= store.expire_ms
-    await store._r.pexpire(store.key("logtext", "alpha", "2"), 5000)
+    text2 = store.key("logtext", "alpha", "2")
+    await store._r.pexpire(text2, 5000)
+    now[0] += store.expire_ms / 4000 - 1
     await store.save_log_states("alpha", {"1": log_state("/a", offset=130)}, renew=["2"])
-    assert await store._r.pttl(store.key("logtext", "alpha", "2")) > 5000
+    assert await store._r.pttl(text2) <= 5000  # not due yet
+    now[0] += 1
+    await store.save_log_states("alpha", {"1": log_state("/a", offset=140)}, renew=["2"])
+    assert await store._r.pttl(text2) > 5000
     await store.save_log_states("alpha", {}, drop=["1"])
     assert await store._r.exists(store.key("logtext", "alpha", "1")) == 0
     assert await store._r.exists(store.key("logtext", "alpha", "2")) == 1
