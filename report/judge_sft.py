@@ -7,7 +7,8 @@ Policy (seed §SFT and CONTRACT §5/§6):
 - OOM with no step (or step <= 1): "CUDA OOM at first forward/backward" (batch/sequence
   geometry, not a flaky node).
 - Grid rollup (a campaign): >= 2 distinct SFT cells (name stems) of one naming family, the name
-  up to its first scale token (``7b``, ``72B``, ``1.5b``), so cells at different scales roll up
+  up to its first scale token (``7b``, ``72B``, ``1.5b``; a scale glued to the model name,
+  ``qwen7b``, keeps the model: ``sft-grid-qwen``), so cells at different scales roll up
   together; without a scale token, the name minus its last ``-``/``_`` token; or jobs carrying
   the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
   renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. The
@@ -62,13 +63,17 @@ def judge_sft(ctx: JudgeContext, f: Findings) -> None:
 _TOKEN_SPLIT = re.compile(r"[-_]")
 _SCALE = re.compile(r"^(?:\d+x)?\d+(?:\.\d+)?[bmkt]$", re.IGNORECASE)
 """A model-scale token: ``7b``, ``72B``, ``1.5b``, ``350m``, ``8x7b``."""
+_GLUED_SCALE = re.compile(r"^([a-z]+)(?:\d+x)?\d+(?:\.\d+)?[bm]$", re.IGNORECASE)
+"""A scale glued to a model name: ``qwen7b``, ``llama70B``, ``mixtral8x7b``, ``smollm135m``
+(group 1 is the model). Only billions/millions: ``seq32k``, ``ctx8k`` are sequence lengths."""
 
 
 def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     """The grid (campaign) a cell belongs to: its ``grid`` label, else its naming family.
 
     The family is the cell's name stem (restart suffixes stripped) up to its first scale token
-    (``sft-qwen3-8b-lr1e5`` -> ``sft-qwen3``), so cells at different scales are one campaign;
+    (``sft-qwen3-8b-lr1e5`` -> ``sft-qwen3``), or up to the model name a scale is glued to
+    (``sft-grid-qwen7b-lr1e5`` -> ``sft-grid-qwen``), so cells at different scales are one campaign;
     a name with no scale token drops its last token (``sft-grid-lr1e5`` -> ``sft-grid``). A
     family of one token is none: ``sft-gradexp``, ``sft-nanloss`` or ``sft-8b-gradexp`` share
     no more than the bucket's word, which names no campaign (they were one grid, their rows
@@ -81,6 +86,9 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     for index, token in enumerate(tokens):
         if index > 0 and _SCALE.match(token):
             return _join_prefix(stem, tokens[:index]) if index > 1 else None
+        glued = _GLUED_SCALE.match(token) if index > 0 else None
+        if glued:  # the model name stays in the family: qwen and llama cells stay apart
+            return _join_prefix(stem, [*tokens[:index], glued.group(1)])
     return _join_prefix(stem, tokens[:-1]) if len(tokens) > 2 else None
 
 
