@@ -19,9 +19,9 @@ Keys (``P`` = prefix)::
                                probes.slurm.cursors) without its text; jobs gone from the
                                sweep are pruned, the key expires expire_hours after the
                                last save
-    P logtext:{cluster}:{job}  STRING that state's latest log text, appended to by the new
-                               bytes of each save (bot.store_texts), pruned with its state,
-                               expires expire_hours after its last write
+    P logtext:{cluster}:{job}  LIST that state's latest log text in chunks, appended to by
+                               the new bytes of each save (bot.store_texts), pruned with its
+                               state, expires expire_hours after its last write
     P memory                   STRING SweepMemory JSON (chain-restart edges, failure signatures),
                                expires expire_hours after the last sweep wrote it
     P sweep-cache              STRING the latest sweep, for /jobs within cache_seconds
@@ -303,10 +303,10 @@ class RedisStore:
                 return {}
             async with self._r.pipeline(transaction=True) as p:
                 p.hgetall(key)
-                for chunk in _chunks(names, 500):
-                    p.mget([text_key(job) for job in chunk])
+                for job in names:
+                    p.lrange(text_key(job), 0, -1)
                 raw, *texts = await p.execute()
-        text_of = dict(zip(names, (t for chunk in texts for t in chunk), strict=True))
+        text_of = dict(zip(names, texts, strict=True))
         states: dict[str, LogState] = {}
         bad: list[str] = []
         for field, value in raw.items():
@@ -367,7 +367,7 @@ class RedisStore:
                     p.hset(key, mapping={k: v for k, (v, _) in writes.items()})
                 for w in planned:
                     if w.sent_from is None:
-                        p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
+                        self._write_whole(p, text_key(w.job_id), w)
                 if gone:
                     p.hdel(key, *gone)
                     p.delete(*map(text_key, gone))
@@ -393,11 +393,17 @@ class RedisStore:
             if refused:
                 async with self._r.pipeline(transaction=True) as p:
                     for w in refused:
-                        p.set(text_key(w.job_id), w.payload, px=self.expire_ms)
+                        self._write_whole(p, text_key(w.job_id), w)
                     await p.execute()
         for w, start in (*done, *((w, w.begin) for w in refused)):
             book.keep(cluster, w.job_id, w.held(start))
         book.renewed(cluster, renew)
+
+    def _write_whole(self, p: Any, key: str, write: store_texts.Write) -> None:
+        """Queue ``write``'s whole text on pipeline ``p``: the key replaced, with its expiry."""
+        p.delete(key)
+        p.rpush(key, *write.items())
+        p.pexpire(key, self.expire_ms)
 
     # -- documents and locks ------------------------------------------------------------------
 

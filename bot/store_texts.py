@@ -8,7 +8,8 @@ value, every warm sweep rewrote every running job's text for a few hundred new b
 lives apart:
 
     P logs:{cluster}           HASH job id -> ``{"end": E, "state": <LogState JSON, no text>}``
-    P logtext:{cluster}:{job}  STRING ``<stream id>:<start>\n`` then the log's bytes start..E
+    P logtext:{cluster}:{job}  LIST ``<stream id>:<start>:<E>``, then chunks: the log's bytes
+                               start..E (each append one more chunk)
 
 ``E`` is the byte offset where the state's text ends (``recent_offset`` + its UTF-8 length);
 the stored bytes begin at ``start`` <= ``recent_offset`` and the state's text is their part
@@ -19,7 +20,9 @@ state continues a stream this process saw in the key APPENDs only the bytes the 
 (:data:`APPEND_LUA`, run in Redis: the key must hold that stream, begin at or before the
 state's text, within :data:`SLACK_BYTES` of it, and end between what this process last saw
 there and the state's end). That holds when another replica saved the same stream since,
-which it does whenever replicas take turns. Otherwise the text is written whole, in one more
+which it does whenever replicas take turns. A LIST of chunks, not a STRING: Redis grows an
+appended string's allocation to twice its length, which doubled what the texts held in memory.
+Otherwise the text is written whole, in one more
 pipelined round trip for those jobs: a new stream, a key lost in a failover or expired, one
 ahead of this state (another replica's later save), or past the slack. So a job keeps at most
 its text and 16 KB more in Redis, and a warm sweep's writes grow with the new bytes.
@@ -50,24 +53,27 @@ SLACK_BYTES = RECENT_CHARS
 """Bytes a stored text may keep before its state's text: past this it is written whole."""
 
 APPEND_LUA = """
--- KEYS: per job, its text key. ARGV: expiry (ms), slack, then per job: the stream id, where
--- the state's text begins and ends, where the bytes sent begin, and those bytes.
+-- KEYS: per job, its text key (a LIST: the header "<stream id>:<start>:<end>", then chunks).
+-- ARGV: expiry (ms), slack, then per job: the stream id, where the state's text begins and
+-- ends, where the bytes sent begin, and those bytes.
 -- Answers per job: the key's start once appended, or -1 (not appended: write it whole).
 local px, slack = ARGV[1], tonumber(ARGV[2])
 local out, a = {}, 3
 for j = 1, #KEYS do
   local key, sid = KEYS[j], ARGV[a]
   local begin, stop, from = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local head = redis.call("GETRANGE", key, 0, 63)
-  local nl = string.find(head, "\\n", 1, true)
-  local start = nl and string.sub(head, 1, #sid + 1) == sid .. ":"
-      and tonumber(string.sub(head, #sid + 2, nl - 1))
+  local head = redis.pcall("LINDEX", key, 0)
+  local held, first, last = nil, nil, nil
+  if type(head) == "string" then
+    held, first, last = string.match(head, "^(%x+):(%d+):(%d+)$")
+  end
   out[j] = -1
-  if start and start <= begin and begin - start <= slack then
-    local have = start + redis.call("STRLEN", key) - nl
-    if from <= have and have <= stop then
+  if held == sid then
+    local start, have = tonumber(first), tonumber(last)
+    if start <= begin and begin - start <= slack and from <= have and have <= stop then
       if have < stop then
-        redis.call("APPEND", key, string.sub(ARGV[a + 4], have - from + 1))
+        redis.call("RPUSH", key, string.sub(ARGV[a + 4], have - from + 1))
+        redis.call("LSET", key, 0, sid .. ":" .. first .. ":" .. ARGV[a + 2])
       end
       redis.call("PEXPIRE", key, px)
       out[j] = start
@@ -103,8 +109,8 @@ class Held:
 
 @dataclass(frozen=True)
 class Write:
-    """One job's text write: whole (``payload`` the header and text), or an append
-    (``payload`` the bytes from ``sent_from``, of which Redis appends what the key lacks)."""
+    """One job's text write: whole (``payload`` the text), or an append (``payload`` the
+    bytes from ``sent_from``, of which Redis appends what the key lacks)."""
 
     job_id: str
     stream: str
@@ -117,6 +123,11 @@ class Write:
     def held(self, start: int) -> Held:
         """The key once written (``start``: where its bytes begin)."""
         return Held(self.stream, start, self.end)
+
+    def items(self) -> list[bytes]:
+        """A whole write's LIST items: the header, then the text (if any)."""
+        header = f"{stream_id(self.stream)}:{self.begin}:{self.end}".encode()
+        return [header, self.payload] if self.payload else [header]
 
 
 def encode(state: LogState) -> tuple[str, bytes] | None:
@@ -144,25 +155,25 @@ def parse(raw: bytes | str) -> StoredState | None:
         return None
 
 
-def decode(stored: StoredState, text: bytes | None) -> tuple[LogState, Held] | None:
-    """A state and its text key's value (``None``: missing), and what that key holds; ``None``
-    when the two do not agree (read that job cold)."""
-    if text is None:
+def decode(stored: StoredState, items: list[bytes] | None) -> tuple[LogState, Held] | None:
+    """A state and its text key's items (``None`` or empty: missing), and what that key
+    holds; ``None`` when the two do not agree (read that job cold)."""
+    if not items:
         return None
     state = stored.state
-    header, newline, body = text.partition(b"\n")
-    sid, colon, start_text = header.partition(b":")
-    if not newline or not colon or not start_text.isdigit() \
-            or sid != stream_id(state.stream).encode():
+    parts = items[0].split(b":")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts[1:]) \
+            or parts[0] != stream_id(state.stream).encode():
         return None
-    start = int(start_text)
-    if not start <= state.recent_offset <= start + len(body) == stored.end:
+    start, end = int(parts[1]), int(parts[2])
+    body = b"".join(items[1:])
+    if not start <= state.recent_offset <= start + len(body) == end == stored.end:
         return None
     try:
         recent = body[state.recent_offset - start:].decode("utf-8")
     except UnicodeDecodeError:
         return None
-    held = Held(stream=state.stream, start=start, end=stored.end)
+    held = Held(stream=state.stream, start=start, end=end)
     return state.model_copy(update={"recent": recent}), held
 
 
@@ -179,10 +190,9 @@ def plan(job_id: str, state: LogState, body: bytes, held: Held | None) -> Write:
 
 
 def whole(job_id: str, state: LogState, body: bytes) -> Write:
-    """The whole text of ``state``, its header first."""
+    """The whole text of ``state`` (its header is :meth:`Write.header`)."""
     begin = state.recent_offset
-    header = f"{stream_id(state.stream)}:{begin}\n".encode()
-    return Write(job_id, state.stream, begin, begin + len(body), header + body)
+    return Write(job_id, state.stream, begin, begin + len(body), body)
 
 
 class TextBook:

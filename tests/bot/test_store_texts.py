@@ -83,9 +83,18 @@ def same(loaded: dict[str, LogState], states: dict[str, LogState]) -> bool:
 
 
 async def text_of(store: RedisStore, job: str = "7") -> bytes:
-    raw = await store._r.get(store.key("logtext", "alpha", job))
-    assert isinstance(raw, bytes)
-    return raw
+    """The job's text key as one string: its header line, then its bytes."""
+    items = await store._r.lrange(store.key("logtext", "alpha", job), 0, -1)
+    assert items
+    return bytes(items[0]) + b"\n" + b"".join(items[1:])
+
+
+async def set_text(store: RedisStore, raw: bytes, job: str = "7") -> None:
+    """Write ``raw`` (as :func:`text_of` shows a key) as the job's text key."""
+    key = store.key("logtext", "alpha", job)
+    header, _, body = raw.partition(b"\n")
+    await store._r.delete(key)
+    await store._r.rpush(key, header, *([body] if body else []))
 
 
 @pytest.mark.parametrize("name", ["verl-0.9.1/console.log", "trl-1.16.0/grpo_healthy.out",
@@ -106,7 +115,7 @@ async def test_every_save_loads_back_as_the_state_in_memory(
         state = sweep(log, prior)
         await store.save_log_states("alpha", {"7": state})
         assert same(await other.load_log_states("alpha"), {"7": state})
-        headers.add((await text_of(store)).partition(b"\n")[0])
+        headers.add((await text_of(store)).partition(b"\n")[0].rsplit(b":", 1)[0])
         prior, start = state, end
     assert len(headers) < 20  # most saves appended (a whole write starts a new header)
     stored = await text_of(store)
@@ -159,7 +168,8 @@ async def test_replicas_taking_turns_append_and_a_lost_key_is_written_whole(
     await counted.save_log_states("alpha", {"7": states[3]})
     assert same(await other.load_log_states("alpha"), {"7": states[3]})
     raw = await text_of(counted)
-    await counted._r.set(key, b"f" * 32 + raw[32:])  # another stream, same length
+    header, _, body = raw.partition(b"\n")  # another stream's bytes, same length
+    await set_text(counted, b"f" * 32 + header[32:] + b"\n" + b"x" * len(body))
     await counted.save_log_states("alpha", {"7": states[4]})
     assert same(await other.load_log_states("alpha"), {"7": states[4]})
     held = counted.texts.get("alpha", "7")
@@ -180,19 +190,19 @@ async def test_a_key_short_of_what_was_seen_or_starting_after_the_text_is_writte
     data = (FIX / "verl-0.9.1/console.log").read_bytes()
     cuts = [len(data) - 900, len(data) - 600, len(data) - 300]
     states = grown(tmp_path / "run.out", data, cuts)
-    key = store.key("logtext", "alpha", "7")
     await store.save_log_states("alpha", {"7": states[0]})
     first = await text_of(store)
     await store.save_log_states("alpha", {"7": states[1]})
-    await store._r.set(key, first)  # the second save's append lost
+    await set_text(store, first)  # the second save's append lost
     await store.save_log_states("alpha", {"7": states[2]})
     assert same(await other.load_log_states("alpha"), {"7": states[2]})
     header, _, body = (await text_of(store)).partition(b"\n")
-    sid, _, start_text = header.partition(b":")
+    sid, start_text, end_text = header.split(b":")
     start = int(start_text)
     later = states[3].recent_offset - start + 1  # a start just past the next state's text
     assert 0 < later < len(body)
-    await store._r.set(key, sid + b":" + str(start + later).encode() + b"\n" + body[later:])
+    await set_text(store, sid + b":" + str(start + later).encode() + b":" + end_text + b"\n"
+                   + body[later:])
     await store.save_log_states("alpha", {"7": states[3]})
     assert same(await other.load_log_states("alpha"), {"7": states[3]})
 
@@ -241,15 +251,16 @@ async def test_a_text_that_does_not_match_its_state_is_skipped_until_saved_again
     key = store.key("logtext", "alpha", "1")
     raw = await text_of(store, "1")
     header, _, body = raw.partition(b"\n")
-    sid, _, start = header.partition(b":")
+    sid, start, end = header.split(b":")
     broken = {"missing": None, "short": raw[:-1], "long": raw + b"x",
-              "start_after": sid + b":" + str(int(start) + 5).encode() + b"\n" + body[5:],
-              "stream": b"0" * 32 + raw[32:], "no_header": body,
+              "start_after": sid + b":" + str(int(start) + 5).encode() + b":" + end + b"\n"
+              + body[5:],
+              "stream": b"0" * 32 + raw[32:], "no_header": body.replace(b"\n", b" "),
               "bad_utf8": raw[:-2] + b"\xff\n"}[damage]
     if broken is None:
         await store._r.delete(key)
     else:
-        await store._r.set(key, broken)
+        await set_text(store, broken, "1")
     assert same(await other.load_log_states("alpha"), {"2": log_state("/b")})
     assert sorted(await store._r.hkeys(store.key("logs", "alpha"))) == [b"1", b"2"]
     await other.save_log_states("alpha", {"1": state})
@@ -298,5 +309,5 @@ def test_the_append_plan() -> None:
                     {"start": 5000 - store_texts.SLACK_BYTES - 1}):
         fresh = store_texts.plan("1", state, body,
                                  store_texts.Held(**{**held.__dict__, **changed}))
-        assert fresh.sent_from is None
-        assert fresh.payload == f"{store_texts.stream_id('s')}:5000\n".encode() + body
+        assert fresh.sent_from is None and fresh.payload == body
+        assert fresh.items() == [f"{store_texts.stream_id('s')}:5000:6000".encode(), body]
