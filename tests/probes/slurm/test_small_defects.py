@@ -34,7 +34,9 @@ from bot.sweep import Sweeper
 from probes.config import SlurmCluster
 from probes.models import ClusterFacts, JobState
 from probes.slurm.probe import SlurmProbe
+from report.judge import build_report
 from report.models import Report
+from report.settings import ReportSettings
 from tests.probes.slurm.conftest import SlurmEnv
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -191,7 +193,12 @@ def test_collector_sends_result_json_mtimes(swept: Swept) -> None:
 
 
 def test_eval_stall_rule_reads_the_mtimes(swept: Swept) -> None:
-    """Result files two hours old: stall; written just now: no stall (same finished_at)."""
+    """Result files two hours old, from before this job started (a resumed eval): no stall
+    minutes in (the silence is this job's own, rulebook: a CURRENT window); the same facts
+    judged 90 minutes later are a stall. Written just now: no stall (same finished_at)."""
     old, fresh = swept.row("eval_old"), swept.row("eval_fresh")
-    assert "stall" in old.flags and "no new result.json for 2h" in old.trend
-    assert "stall" not in fresh.flags
+    assert "stall" not in old.flags and "stall" not in fresh.flags
+    later, _ = build_report([swept.ssh], settings=ReportSettings(),
+                            now=swept.swept_at + timedelta(minutes=90))
+    (row,) = [j for j in later.jobs if j.job_id == swept.ids["eval_old"]]
+    assert "stall" in row.flags and "since the job started" in row.trend
