@@ -70,6 +70,9 @@ _CHECKPOINT_RE = re.compile(
 _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Running trials)")
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
+_GLOBAL_STEP_RE = re.compile(r"\bGlobal step (\d{1,12}): (\{.*\})\s*$")
+"""OpenRLHF >= 0.8.5's per-step line, ``logger.info(f"✨ Global step {steps}: {status}")`` (its
+async trainer's without the sparkle): the step and its status dict."""
 _HF_NUM_RE = re.compile(r"\bNum (examples|Epochs|update steps per epoch) = ([\d,]{1,32})\s*$")
 """HF Trainer's training banner (``Num examples``, ``Num Epochs``, transformers 5's ``Num update
 steps per epoch``); an eval banner prints ``Num examples`` too, then ``Batch size``."""
@@ -411,6 +414,11 @@ class MetricScan:
                 self._mark("skyrl")
                 self.pending_status = status
                 return
+        if "lobal step " in body:
+            found = _GLOBAL_STEP_RE.search(body)
+            if found is not None:
+                self._on_global_step(int(found.group(1)), found.group(2), line_no, stamp)
+                return
         self._markers(body)
 
     def feed_dict(self, line: str, line_no: int) -> None:
@@ -517,6 +525,7 @@ class MetricScan:
             or ("Step " in body and SKYRL_HEADER_RE.search(body) is not None)
             or ("reward/" in body and parse_reward_line(body) is not None)
             or ("_loss" in body and " - {" in body and parse_status_line(body) is not None)
+            or ("lobal step " in body and _GLOBAL_STEP_RE.search(body) is not None)
         ):
             self._markers(body)
 
@@ -771,6 +780,18 @@ class MetricScan:
             self.iter_times.append((line.step, per_iter))
             del self.iter_times[:-_ITER_TIMES_KEPT]
         self._record(line.step, line.values, line_no, stamp)
+
+    def _on_global_step(self, step: int, text: str, line_no: int, at: datetime | None) -> None:
+        """OpenRLHF's ``Global step N: {status}``: the status dict's metrics at step N (a flat
+        dict; its stamp, ``INFO MM-DD HH:MM:SS file.py:N]``, is the step's time)."""
+        if text.count("{") > 1:
+            return
+        pairs = quoted_pairs(text)
+        if pairs is None:
+            pairs = parse_pairs(text)
+        if pairs:
+            self._mark("openrlhf")
+            self._record(step, pairs, line_no, at)
 
     def _on_header(self, step: int, stamp: datetime | None, inline: str | None, no: int) -> None:
         self._mark("skyrl")

@@ -1,8 +1,8 @@
 """Trainer metric names mapped onto the contract's canonical names (CONTRACT §4).
 
 Policy: a raw name a trainer prints (SkyRL old and new, verl console, Hugging Face Trainer /
-TRL, Megatron iteration lines) maps to at most one canonical name; names we do not know are
-dropped, never guessed.
+TRL, Megatron iteration lines, OpenRLHF's status dict) maps to at most one canonical name;
+names we do not know are dropped, never guessed.
 Several raw names can feed one canonical name within a single step (SkyRL <= v0.3 printed
 ``policy/raw_grad_norm`` beside the clipped ``policy/grad_norm``), so every alias carries a
 rank and the best-ranked raw name present wins. User ``[metrics.aliases]`` outrank every
@@ -31,6 +31,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/entropy_loss": ("entropy", 1),  # verl 0.2-0.4.0's name for the mean entropy
     "entropy": ("entropy", 1),
     "policy_entropy": ("entropy", 1),
+    "entropy_loss": ("entropy", 2),  # OpenRLHF: the mean entropy (its loss term's value)
     # grad norm: the raw (pre-clipping) value wins when both are printed
     "policy/raw_grad_norm": ("grad_norm", 0),
     "raw_grad_norm": ("grad_norm", 0),
@@ -38,6 +39,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/grad_norm": ("grad_norm", 1),
     "grad_norm": ("grad_norm", 2),
     "train/grad_norm": ("grad_norm", 2),  # verl >= 0.6 SFT trainer (sft_trainer.py)
+    "actor_grad_norm": ("grad_norm", 0),  # OpenRLHF >= 0.9.6: DeepSpeed's, pre-clipping
     # clip ratio
     "policy/ppo_clip_ratio": ("clip_ratio", 0),
     "policy/loss_metrics/clip_ratio": ("clip_ratio", 0),
@@ -52,6 +54,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "avg_response_length": ("avg_num_tokens", 2),
     "completion_length": ("avg_num_tokens", 2),  # TRL GRPO <= 0.17 (completions/mean_length since)
     "policy/response_length": ("avg_num_tokens", 1),  # SkyRL >= v0.4
+    "response_length": ("avg_num_tokens", 2),  # OpenRLHF: the mean response length
     # step time (standard-RL substitute check: timing/*, verl timing_s/*)
     "timing_s/step": ("sec_per_step", 1),
     "timing/step": ("sec_per_step", 1),
@@ -75,6 +78,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/lr": ("learning_rate", 1),
     "lr": ("learning_rate", 2),
     "train/lr": ("learning_rate", 1),  # verl >= 0.6 SFT trainer
+    "actor_lr": ("learning_rate", 2),  # OpenRLHF
     "epoch": ("epoch", 0),
     "trainer/epoch": ("epoch", 0),
     "training/epoch": ("epoch", 0),

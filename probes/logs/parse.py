@@ -5,7 +5,8 @@ Policy: ``parse_log`` is a pure function over text (or bytes) that never raises.
 Ray ``(Name pid=N)`` prefixes, and reads the formats real trainers print: SkyRL ``Step N:``
 pprint dicts and reward lines, verl ``step:N - k:v`` lines, Hugging Face Trainer / TRL
 per-step dicts, Megatron ``iteration N/ T | key: value | ...`` lines (``T`` is the run's
-``--train-iters``; the rate comes from their per-iteration times). That metric pass is
+``--train-iters``; the rate comes from their per-iteration times), OpenRLHF's ``Global step N:
+{status}`` lines. That metric pass is
 ``probes.logs.history``; the training progress bar is told apart from tokenizer/packing/
 dataset/eval bars (``probes.logs.progress``); the rate is a trailing window that one
 checkpoint-save spike does not move. Faults, benign noise and launch checks come from

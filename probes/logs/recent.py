@@ -32,13 +32,19 @@ read.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from itertools import compress, islice, repeat
 from operator import contains, itemgetter
 
-from probes.logs.clock import STAMP_LEADS, LogClock, read_stamp
+from probes.logs.clock import (
+    STAMP_LEADS,
+    LogClock,
+    YearlessStamp,
+    place_in_year,
+    read_stamp,
+)
 from probes.logs.history import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE, MetricScan
 from probes.logs.lines import (
     NESTED_BAR_MARK,
@@ -292,8 +298,11 @@ def clock_at(
     Read backwards, so the cost is the distance to that stamp; ``among`` (ascending) names
     the only lines that may hold one (``METRIC_LINES`` keeps every stamp). A year-less stamp
     is placed by the file's mtime (the forward pass places it by the stamp before it: the two
-    differ only for a tail that crosses New Year with no dated stamp near its end). Within
-    ``shared_skeletons``, a tail none of whose lines may hold a time is not walked at all.
+    differ only for a tail that crosses New Year with no dated stamp near its end); with no
+    mtime, by the nearest dated stamp before it (the forward pass's chain starts there: the
+    two differ only where the year-less stamps after it drift half a year from it), and with
+    neither it has no time, as in the forward pass. Within ``shared_skeletons``, a tail none
+    of whose lines may hold a time is not walked at all.
     """
     held = held_skeletons(lines)
     if held is not None and not held.may_hold_time():
@@ -310,6 +319,31 @@ def clock_at(
         body = strip_ray_prefix(lines[back])
         if body[:1] in STAMP_LEADS:
             stamp = read_stamp(body)
+            if isinstance(stamp, YearlessStamp) and mtime is None:
+                dated = _dated_before(lines, back)
+                return None if dated is None else place_in_year(stamp, dated)
             if stamp is not None:
                 return LogClock(mtime).place(stamp)
+    return None
+
+
+_DATED_LINES = NeedleFilter(("-- ::", "--t::"), unicode_digits=True)
+"""The lines that may hold a dated stamp (``YYYY-MM-DD[ T]HH:MM:SS`` once digits are deleted:
+``-- ::``, ``--t::``; a stamp of non-ASCII digits keeps them)."""
+
+
+def _dated_before(lines: Sequence[str], index: int) -> datetime | None:
+    """The nearest dated stamp (one with its year) leading a line before ``index``."""
+    dated = _DATED_LINES.lines(lines)
+    if dated is None:
+        backwards: Sequence[int] = range(index - 1, -1, -1)
+    else:
+        below = bisect_left(dated, index)
+        backwards = dated[below - 1 :: -1] if below else ()
+    for back in backwards:
+        body = strip_ray_prefix(lines[back])
+        if body[:1] in STAMP_LEADS:
+            stamp = read_stamp(body)
+            if isinstance(stamp, datetime):
+                return stamp
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from textwrap import dedent
 
@@ -331,3 +332,42 @@ def test_skyrl_wandb_logger_reads_the_status_dict(kind: str) -> None:
     for ours, theirs in zip(wandb.points, console.points, strict=True):
         for key in ("entropy", "grad_norm", "policy_loss", "reward"):
             assert ours.values[key] == pytest.approx(theirs.values[key], abs=6e-5), (ours, key)
+
+
+# --- OpenRLHF: ``✨ Global step N: {status}`` ---------------------------------------------------
+
+OPENRLHF = Path(__file__).resolve().parents[2] / "fixtures" / "openrlhf-rebuilt"
+
+
+def test_openrlhf_global_step_lines() -> None:
+    """OpenRLHF >= 0.8.5 logs each step's status as ``✨ Global step N: {...}`` (its async
+    trainer without the sparkle), through its ``INFO MM-DD HH:MM:SS file.py:N]`` logger and
+    the PPOTrainer actor's Ray prefix. Nothing of it was read (a healthy run sat in "Filling
+    buffer"): each line is its step, the status mapped onto the collapse rule's names, the
+    stamps give the rate; the eval line (``global_step 20, eval_metrics: {...}``) is no step."""
+    text = (OPENRLHF / "ppo_global_steps.log").read_bytes()
+    summary = parse_log(text, mtime=datetime(2026, 11, 30, 12, tzinfo=UTC))
+    assert [p.step for p in summary.points] == list(range(9, 41))
+    last = summary.points[-1].values
+    assert set(last) == {"policy_loss", "learning_rate", "grad_norm", "entropy", "clip_ratio",
+                         "reward", "avg_num_tokens"}
+    assert last["learning_rate"] == 1e-06 and 0.15 <= last["grad_norm"] <= 0.35
+    assert summary.points[-1].wall_time == datetime(2026, 11, 30, 11, 12, 3, tzinfo=UTC)
+    assert summary.sec_per_step == pytest.approx(105.8, abs=2)
+    assert "openrlhf" in summary.formats
+    async_line = ("(PPOTrainerAsync pid=9) INFO 11-30 10:00:00 ppo_trainer_async.py:244] Global "
+                  "step 7: {'policy_loss': 0.01, 'reward': 0.5, 'dynamic_filtering_pass_rate': "
+                  "None, 'actor_grad_norm': nan}\n")
+    point = parse_log(async_line).points[0]
+    assert (point.step, point.values["reward"]) == (7, 0.5)
+    assert math.isnan(point.values["grad_norm"])
+
+
+@pytest.mark.parametrize("line", [
+    "✨ Evaluation completed in 0:01:02, global_step 20, eval_metrics: {'eval_gsm8k_pass1': 0.6}",
+    "Global step 5: {'a': {'policy_loss': 0.1}}",  # nested: no flat status dict
+    "Global step 5: reward 0.5",
+])
+def test_openrlhf_near_misses(line: str) -> None:
+    """Near-misses: an eval line, a nested dict, no dict: no step."""
+    assert parse_log(line + "\n").points == ()

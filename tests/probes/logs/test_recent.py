@@ -23,6 +23,7 @@ from probes.logs import history
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
+from probes.models import LogSummary
 from tests.bench.bench_parse import hf_block, skyrl_block, skyrl_wandb_block, verl_line
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -39,7 +40,16 @@ def assert_same(text: str, *, history: bool = True) -> None:
     fast, full = parse_log(text), _parse_reference(text)
     assert set(fast.formats) <= set(full.formats)
     same: dict[str, object] = {"formats": ()} if history else {"formats": (), "points": ()}
+    if not history and _stamped(fast) != _stamped(full):
+        # With no bar or iteration clock, the rate is read off the kept steps' own stamps
+        # (``MetricScan.summary``): where the histories differ, it is history too.
+        same["sec_per_step"] = None
     assert repr(fast.model_copy(update=same)) == repr(full.model_copy(update=same))  # NaN == NaN
+
+
+def _stamped(summary: LogSummary) -> list[tuple[int, object]]:
+    """The kept steps that carry a time, with it."""
+    return [(p.step, p.wall_time) for p in summary.points if p.wall_time is not None]
 
 
 @pytest.mark.parametrize("path", LOG_FIXTURES, ids=lambda p: str(p.relative_to(FIXTURES)))
@@ -169,3 +179,22 @@ def test_dict_left_open_past_noise_hides_a_quoted_marker(opener: str) -> None:
     text = head + "".join(hf_block(s, random.Random(s)) for s in range(1, 300))
     assert _parse_reference(text).rollouts_per_step == 5 * 64
     assert_same(text)
+
+
+def test_yearless_stamps_after_a_dated_one_without_mtime() -> None:
+    """With no file mtime (a Kubernetes log), a year-less stamp (vLLM's, OpenRLHF's ``INFO
+    MM-DD HH:MM:SS``) takes its year from the dated stamp before it, as the whole-tail pass
+    places it. Read back from the end, the clock at the suffix's start had no time: the steps
+    after it had none, nor the rate their stamps give."""
+    head = "2026-11-29 23:50:00,123 - INFO - __main__ - launching PPO\n"
+    steps = "".join(
+        f"(PPOTrainer pid=9) INFO 11-30 {10 + s // 60:02d}:{s % 60:02d}:00 ppo_trainer.py:547] "
+        f"✨ Global step {s}: {{'policy_loss': 0.01, 'reward': {s / 200}}}\n"
+        f"(PPOTrainer pid=9) INFO 11-30 {10 + s // 60:02d}:{s % 60:02d}:30 ppo_trainer.py:224] "
+        f"Sample: ['a', 0.0]\n" for s in range(1, 121))
+    fast, full = parse_log(head + steps), _parse_reference(head + steps)
+    assert fast.points[-1].wall_time is not None and fast.sec_per_step == 60.0
+    assert repr(fast.model_copy(update={"formats": ()})) == repr(
+        full.model_copy(update={"formats": ()}))
+    assert parse_log(steps).sec_per_step is None  # no dated stamp: no time, both ways
+    assert _parse_reference(steps).sec_per_step is None
