@@ -727,7 +727,11 @@ class MetricScan:
         if self.header is not None:
             step, stamp = self.header
             self.header = None
-            merged = precise_merge(self.pending_reward or {}, pairs)
+            # The step's reward line and status line print at full precision what the dict
+            # prints with 4 decimals: a seqnorm run's grad norm of 2e-5 is '0.0000' there
+            # (rulebook: ~1e-5 is that regime, not a vanishing gradient).
+            merged = precise_merge({**(self.pending_status or {}), **(self.pending_reward or {})},
+                                   pairs)
             self.pending_reward, self.pending_status = None, None
             self._mark("skyrl")
             self._record(step, merged, line_no, stamp)

@@ -126,8 +126,9 @@ def on_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -> N
     if self.header is not None:
         step, stamp = self.header
         self.header = None
-        merged = precise_merge(self.pending_reward or {}, pairs)
-        self.pending_reward, self.pending_status = None, None  # the step's dict has it all
+        merged = precise_merge({**(self.pending_status or {}), **(self.pending_reward or {})},
+                               pairs)  # the status line's full precision kept (SkyRL v0.3)
+        self.pending_reward, self.pending_status = None, None
         self._mark("skyrl")
         self._record(step, merged, line_no, stamp)
         return
