@@ -376,6 +376,12 @@ class ActionHandler:
     async def _reconcile_one(self, lock: str, holder: dict[str, Any]) -> None:
         cluster, job_id, uid = _locked_job(lock, holder)
         result = await self._sweeper.sweep(clusters=[cluster])
+        read = [c for c in result.report.clusters if c.name == cluster]
+        if not read or read[0].status != "ok":
+            # Not read (unreachable, inactive): its job is not "no longer reported"; the lock,
+            # the episode and the buttons stay as they are until a pass can read it.
+            reason = read[0].detail if read and read[0].detail else "not read"
+            raise ProbeError(f"cluster {cluster!r} not read: {reason}")
         detail = result.details.get((cluster, job_id))
         facts = result.job_facts(cluster, job_id)
         if uid and facts is not None and job_uid(facts) != uid:

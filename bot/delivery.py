@@ -34,6 +34,10 @@ from bot.telemetry import Telemetry
 
 log = structlog.get_logger(__name__)
 
+NETWORK_ERRORS = (ClientError, TimeoutError, OSError)
+"""What slack_sdk's async client raises as is once its own retries are spent (a refused or
+reset connection, a timeout): not a ``SlackClientError``."""
+
 Respond = Callable[..., Awaitable[Any]]
 RECENT = 10
 """Failures kept for ``/healthz``."""
@@ -84,6 +88,12 @@ class CountingWebClient(AsyncWebClient):
             log.error("slack call failed", method=api_method, error=error)
             self._forget_dm(kwargs)
             raise
+        except NETWORK_ERRORS as exc:  # counted as the others; the callers treat it so
+            error = type(exc).__name__
+            self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
+            self.health.record(api_method, error, datetime.now(UTC))
+            log.error("slack call failed", method=api_method, error=error)
+            raise
 
     def remember_dm(self, user: str, channel: str) -> None:
         """Keep ``user``'s DM channel id (at most :data:`DM_CHANNELS_KEPT` users)."""
@@ -112,6 +122,8 @@ async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
         response = await client.chat_postMessage(**kwargs)
     except (SlackApiError, SlackClientError):
         return None
+    except NETWORK_ERRORS:
+        return None
     return dict(response.data) if isinstance(response.data, dict) else {}
 
 
@@ -124,6 +136,8 @@ async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
     try:
         opened = await client.conversations_open(users=user)
     except (SlackApiError, SlackClientError):
+        return None
+    except NETWORK_ERRORS:
         return None
     channel = str(opened["channel"]["id"])
     if counting is not None:
@@ -138,11 +152,13 @@ async def update(client: AsyncWebClient, **kwargs: Any) -> bool:
 
 GONE_FOR_EDITS = frozenset({
     "message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found",
-    "is_archived", "not_in_channel", "msg_too_long", "no_text", "invalid_blocks",
+    "is_inactive",
 })
-"""``chat.update`` errors that mean this message will not take the edit, now or later; any
-other failure (rate limits past the retries, ``internal_error``, a 5xx, a network error)
-may pass by the next try."""
+"""``chat.update`` errors that mean this message will not take an edit, now or later. Any
+other failure may pass by the next try: rate limits past the retries, ``internal_error``, a
+5xx, a network error; and an error about the content (``msg_too_long``, ``invalid_blocks``),
+which a new message would meet too."""
+
 
 
 async def edit(client: AsyncWebClient, **kwargs: Any) -> str:
@@ -153,7 +169,7 @@ async def edit(client: AsyncWebClient, **kwargs: Any) -> str:
     except SlackApiError as exc:
         error = exc.response.get("error") if exc.response is not None else None
         return "gone" if error in GONE_FOR_EDITS else "failed"
-    except SlackClientError:
+    except (SlackClientError, *NETWORK_ERRORS):
         return "failed"
     return "edited"
 

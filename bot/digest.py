@@ -12,23 +12,26 @@ the thread again when someone asks (``/jobs`` in the channel, once per sweep) an
 (:mod:`report.grouping`) in the parent, the tables and the change rows.
 
 State lives in Redis (documents under ``digest:``, each with a TTL): the parent of each
-(channel, period) and the last sweep's job snapshots. A restarted bot or another replica
-therefore edits the same parent and repeats no change. The snapshots are saved *before* the
-change reply is posted: a crash between the two loses one reply rather than repeating it.
-While Redis is down the process keeps its own copy (it cannot know about other replicas).
-The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
+(channel, period) and the last sweep's job snapshots (a cluster the sweep could not read keeps
+its jobs' snapshots from before: back after a blip, it tells nothing twice). A restarted bot or
+another replica therefore edits the same parent and repeats no change. The snapshots are saved
+*before* the change reply is posted: a crash between the two loses one reply rather than
+repeating it. While Redis is down the process keeps its own copy (it cannot know about other
+replicas). The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
 
 Posts to one channel are paced (:class:`Pacer`: a second apart, Slack's ~1 message per second
-per channel) and go through :mod:`bot.delivery`: a failed post is logged and counted once (by the
-Web API client) and never stops the posts after it, nor the sweep's collapse alerts. If the
+per channel) and go through :mod:`bot.delivery`: a failed post is logged and counted once (by
+the Web API client) and never stops the posts after it, nor the sweep's collapse alerts. If the
 parent cannot be posted, the tables and changes go to the channel unthreaded (a duplicate beats
-silence) and the next sweep tries to open the parent again. Every message is built in
-:mod:`bot.messages` (its one escape; mentions only through ``mention()``).
+silence) and the next sweep tries to open the parent again; a parent whose edit fails for now
+(not ``delivery.GONE_FOR_EDITS``) is kept, and the edit tried again by the next sweep. Every
+message is built in :mod:`bot.messages` (its one escape; mentions only through ``mention()``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -53,7 +56,6 @@ log = structlog.get_logger(__name__)
 SEEN = "digest:seen"
 
 
-
 def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report) -> dict[Key, Snapshot]:
     """What the next sweep compares with: this sweep's jobs, and the last snapshots of the
     jobs of a cluster this sweep could not read (unreachable, or set inactive): a cluster
@@ -63,6 +65,7 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report) -> dict[Ke
     unread = {c.name for c in report.clusters if c.status != "ok"}
     kept = {k: s for k, s in (previous or {}).items() if k[0] in unread and k not in current}
     return {**kept, **current}
+
 
 class Pacer:
     """Keeps posts to one channel at least ``gap_s`` apart (and in order)."""
@@ -234,11 +237,17 @@ class Digest:
             return False
         if parent is not None and not await self._claim_tables(parent, stamp, config):
             return False  # another /jobs (or replica) is posting this sweep's tables
-        if whole is not None:
-            result = await whole()
-        head = header or f"Full tables as of {result.started_at:%H:%M}Z"
-        messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
-                                           header=head)
+        try:
+            if whole is not None:
+                result = await whole()
+            head = header or f"Full tables as of {result.started_at:%H:%M}Z"
+            messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
+                                               header=head)
+        except BaseException:
+            if parent is not None:  # nothing posted: the next one asking may
+                with contextlib.suppress(StoreUnavailable):
+                    await self._store.release(self._tables_lock(parent, stamp))
+            raise
         await self._thread(channel, parent["ts"] if parent else None, messages)
         if parent is not None:
             name, _ = self._parent_name(channel, config)
@@ -251,11 +260,15 @@ class Digest:
         replicas), by a lock in Redis (SET NX, kept for the period); while Redis is down,
         each caller posts (a table too many beats none)."""
         try:
-            return await self._store.acquire(f"tables:{parent['ts']}:{stamp}",
+            return await self._store.acquire(self._tables_lock(parent, stamp),
                                              {"at": self._clock().isoformat()},
                                              ttl_s=self._ttl(config))
         except StoreUnavailable:
             return True
+
+    @staticmethod
+    def _tables_lock(parent: dict[str, Any], stamp: str) -> str:
+        return f"tables:{parent['ts']}:{stamp}"
 
     # -- on request and from actions ----------------------------------------------------------
 

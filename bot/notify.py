@@ -45,10 +45,10 @@ def pref_name(user: str) -> str:
 
 
 def _one_job(job_id: str) -> str:
-    """The job a DM is about: an array task's array (``123_4`` -> ``123``); any other id is
-    its own job, whatever its name (two runs named alike are two DMs, each with its fault)."""
-    array, underscore, _ = job_id.partition("_")
-    return array if underscore else job_id
+    """The job a DM is about: an array task's array (``123_4`` -> ``123``), a hetjob
+    component's hetjob (``123+1`` -> ``123``); any other id is its own job, whatever its name
+    (two runs named alike are two DMs, each with its fault)."""
+    return job_id.split("_", 1)[0].split("+", 1)[0]
 
 
 class Notifier:

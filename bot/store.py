@@ -305,8 +305,13 @@ class RedisStore:
                 p.hgetall(key)
                 for job in names:
                     p.lrange(text_key(job), 0, -1)
-                raw, *texts = await p.execute()
-        text_of = dict(zip(names, texts, strict=True))
+                raw, *texts = await p.execute(raise_on_error=False)
+        if isinstance(raw, Exception):
+            raise raw
+        # A text key of another type (an earlier build's STRING) is a missing text: that job
+        # reads cold and its next save writes the key whole.
+        text_of = {job: None if isinstance(text, Exception) else text
+                   for job, text in zip(names, texts, strict=True)}
         states: dict[str, LogState] = {}
         bad: list[str] = []
         for field, value in raw.items():

@@ -176,3 +176,38 @@ async def test_sigterm_during_a_cancel_then_restart(
     assert "interrupted before it took effect" in final["text"]
     outcomes = [e["outcome"] for e in await store.audit_entries()]
     assert outcomes == ["cancel requested", "cancel interrupted; released"]
+
+
+async def test_an_interrupted_cancel_waits_while_its_cluster_cannot_be_read(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path) -> None:
+    """A restart finds a half-done cancel while the cluster is unreachable: the job is not
+    'no longer reported' (it was not read), so the lock, the episode and the buttons stay;
+    once the cluster answers, the cancel is reconciled (it was settled as ended, the episode
+    closed and the buttons removed while the job ran on)."""
+    clock = FakeClock()
+    sweeper = cancellable_sweeper(prefix, tmp_path, clock)
+    async with running_bot(slack, store, sweeper, clock) as first:
+        assert await make_scheduler(first.bot).tick()
+        Crash("update_lock", 2).wrap(first.bot.store, "update_lock")
+        await first.press_alert("cancel_salvage", user="UALICE")
+        await first.bot.tasks.drain()
+    assert sweeper.cancels == []
+    clock.advance(RECONCILE_AFTER_S + 1)
+    healthy = sweeper.make
+    sweeper.make = lambda: sweep_result([], at=clock(), clusters=(), unreachable=("alpha",))
+    restarted_store = make_store(prefix)
+    try:
+        async with running_bot(slack, restarted_store, sweeper, clock) as second:
+            updates = len(slack.to("/api/chat.update"))
+            assert await second.bot.actions.reconcile() == []
+            held = await restarted_store.holder(LOCK)
+            episode = await restarted_store.get_doc("episode:alpha:4242")
+            assert held is not None and held["status"] != "done"
+            assert episode is not None and episode["state"] != "closed"
+            assert len(slack.to("/api/chat.update")) == updates
+            sweeper.make = healthy
+            assert await second.bot.actions.reconcile() == [LOCK]
+    finally:
+        await restarted_store.aclose()
+    audit = [e["outcome"] for e in await store.audit_entries()]
+    assert "cancel interrupted; released" in audit

@@ -206,3 +206,31 @@ async def test_a_cut_answer_never_suggests_what_was_asked(harness: Harness, text
     assert "more message(s) cut" in last and suggests in last
     if text:
         assert "`/jobs" not in last.split("more message(s) cut")[-1]
+
+
+async def test_slack_unreachable_is_a_failed_call_not_an_exception() -> None:
+    """Slack refusing connections past the client's retries (slack_sdk raises aiohttp's error
+    as is, not a SlackClientError): post, edit and conversations.open answer "not sent" and
+    the failure is counted, so a sweep goes on to its collapse alerts (it raised out of the
+    digest and skipped them)."""
+    import socket
+
+    from pydantic import SecretStr
+
+    from bot.app import make_web_client
+    from bot.delivery import SlackHealth, edit
+    from bot.settings import Settings
+    from bot.telemetry import Telemetry
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: connections are refused
+    settings = Settings(slack_bot_token=SecretStr("xoxb-test"),
+                        slack_signing_secret=SecretStr("s"),
+                        slack_api_url=f"http://127.0.0.1:{port}/api/")
+    telemetry, health = Telemetry(), SlackHealth()
+    client = make_web_client(settings, telemetry, health=health, retry_handlers=[])
+    assert await post(client, channel="C1", text="x") is None
+    assert await edit(client, channel="C1", ts="1.2", text="x") == "failed"
+    assert await dm_channel(client, "UALICE") is None
+    assert "ClientConnectorError" in str(health.summary())

@@ -225,13 +225,14 @@ async def test_a_parent_that_cannot_be_edited_is_replaced_and_posting_goes_on(
     assert edited.params["ts"] != "1700000000.000001"  # the replacement, not the lost one
 
 
-@pytest.mark.parametrize("failure", ["internal_error", "ratelimited", "429x4"])
+@pytest.mark.parametrize("failure", ["internal_error", "ratelimited", "429x4", "invalid_blocks",
+                                     "msg_too_long"])
 async def test_a_passing_edit_failure_keeps_the_one_parent(
         slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path,
         failure: str) -> None:
     """A chat.update that fails for now (an internal_error, a rate limit, 429s past the
-    retries) is not a parent gone: no second parent and no second full-table dump; the next
-    sweep edits the same parent."""
+    retries) or for its content (a new message would fail alike) is not a parent gone: no
+    second parent and no second full-table dump; the next sweep edits the same parent."""
     async with bot_for(slack, store, world, tmp_path) as h:
         await sweep(h)
         tables = len(slack.to("/api/chat.postMessage"))
@@ -260,3 +261,23 @@ async def test_several_asking_for_the_tables_at_once_post_them_once(
     asked = [c.params["text"] for c in replies(slack)[before:]]
     assert asked and "asked for with /jobs" in asked[0]
     assert len(asked) == len(set(asked))  # each chunk of the tables once
+
+
+async def test_tables_left_unposted_by_a_failure_are_posted_by_the_next_asking(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """The /jobs that took the tables lock fails before posting (its cached sweep would not
+    decode): the lock is released, and the next /jobs posts them."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        before = len(replies(slack))
+        fresh = build_result(world.jobs, at=world.clock())
+
+        async def broken() -> object:
+            raise ValueError("cached sweep did not decode")
+
+        with pytest.raises(ValueError):
+            await h.bot.digest.post_tables(fresh, h.bot.config.current(),
+                                           whole=broken)  # type: ignore[arg-type]
+        assert len(replies(slack)) == before
+        assert await h.bot.digest.post_tables(fresh, h.bot.config.current())
+    assert len(replies(slack)) > before

@@ -127,7 +127,7 @@ async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_togeth
         clock: FakeClock) -> None:
     """Two evals launched with one --job-name fail with different faults: two DMs, each
     with its own job and fault (one merged DM named the first and hid the second). Two tasks
-    of one array that failed alike are still one DM (×2)."""
+    of one array, or components of one hetjob, that failed alike are still one DM (×2)."""
     state = {"ended": False}
 
     def make() -> object:
@@ -135,7 +135,9 @@ async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_togeth
         for job_id, name, fault in (("7001", "eval-ckpt", "oom: CUDA out of memory"),
                                     ("7050", "eval-ckpt", "nccl-timeout: WorkNCCL timeout"),
                                     ("9000_1", "sweep-arr", "oom: CUDA out of memory"),
-                                    ("9000_2", "sweep-arr", "oom: CUDA out of memory")):
+                                    ("9000_2", "sweep-arr", "oom: CUDA out of memory"),
+                                    ("8000+0", "het-run", "oom: CUDA out of memory"),
+                                    ("8000+1", "het-run", "oom: CUDA out of memory")):
             d = detail(job(job_id, name, bucket="eval", user="alice"))
             if state["ended"]:
                 d = ended(d, JobState.FAILED, verdict="failed", trend=fault)
@@ -150,9 +152,10 @@ async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_togeth
         state["ended"] = True
         await scheduled_sweep(h.bot, 1)
     told = dms(slack)
-    assert len(told) == 3
+    assert len(told) == 4
     (first,) = [t for t in told if "7001" in t]
     (second,) = [t for t in told if "7050" in t]
     assert "out of memory" in first and "NCCL" in second
     (array,) = [t for t in told if "sweep-arr" in t]
-    assert "×2" in array
+    (het,) = [t for t in told if "het-run" in t]
+    assert "×2" in array and "×2" in het

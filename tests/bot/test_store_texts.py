@@ -311,3 +311,17 @@ def test_the_append_plan() -> None:
                                  store_texts.Held(**{**held.__dict__, **changed}))
         assert fresh.sent_from is None and fresh.payload == body
         assert fresh.items() == [f"{store_texts.stream_id('s')}:5000:6000".encode(), body]
+
+
+async def test_a_text_key_of_another_type_reads_that_job_cold_not_the_cluster(
+        store: RedisStore, other: RedisStore) -> None:
+    """A STRING where the text's LIST should be (an earlier build's key): the load skips that
+    job instead of failing whole (every sweep of the cluster read cold), and its next save
+    writes the key whole."""
+    state = log_state("/a", text="{'loss': 0.5}\\n" * 30)
+    await store.save_log_states("alpha", {"1": state, "2": log_state("/b")})
+    await store._r.delete(store.key("logtext", "alpha", "1"))
+    await store._r.set(store.key("logtext", "alpha", "1"), b"an earlier build's text")
+    assert same(await other.load_log_states("alpha"), {"2": log_state("/b")})
+    await other.save_log_states("alpha", {"1": state})
+    assert same(await store.load_log_states("alpha"), {"1": state, "2": log_state("/b")})
