@@ -18,6 +18,7 @@ from bot.config import ConfigError, RedisSection, parse_config
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
 from probes.models import MetricPoint
+from tests.bot.test_store_logs import log_state
 
 
 @pytest.mark.parametrize(
@@ -75,6 +76,10 @@ async def test_sentinel_section_builds_a_sentinel_managed_tls_client() -> None:
     await store.aclose()
 
 
+ACL_CATEGORIES = ("+@read", "+@write", "+@scripting", "+@transaction", "+@connection")
+"""What README says an ACL user needs (besides its key prefix): the test's user has no more."""
+
+
 @pytest.fixture
 def acl_user(redis_server: str) -> Iterator[tuple[str, str, str]]:
     """A throwaway ACL user allowed only keys under its own prefix: (user, password, prefix)."""
@@ -82,7 +87,7 @@ def acl_user(redis_server: str) -> Iterator[tuple[str, str, str]]:
     prefix = f"{name}:"
     admin = redis.Redis.from_url(redis_server)
     admin.acl_setuser(name, enabled=True, passwords=[f"+{password}"], keys=[f"{prefix}*"],
-                      commands=["+@all"])
+                      commands=list(ACL_CATEGORIES))
     try:
         yield name, password, prefix
     finally:
@@ -108,6 +113,12 @@ async def test_acl_user_with_password_from_the_environment(
             merged = await store.merge_histories(
                 "alpha", {"1": [MetricPoint(step=step, values={"loss": 1.0})]})
         assert [p.step for p in merged["1"]] == [1, 2]
+        # Log states and their texts: MULTI/EXEC transactions and the append script.
+        state = log_state("/logs/1.out", text="{'loss': 0.5}\n" * 20)
+        later = state.model_copy(update={"recent": state.recent + "{'loss': 0.4}\n"})
+        await store.save_log_states("alpha", {"1": state})
+        await store.save_log_states("alpha", {"1": later})
+        assert await store.load_log_states("alpha") == {"1": later}
     finally:
         await store.aclose()
     wrong = RedisStore.from_config(section, password="not-it")
