@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
+from pydantic import ValidationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.alerts import cancel_forbidden, closed_episode, job_uid, message_key
@@ -437,9 +438,12 @@ class ActionHandler:
                 memory = await self._store.get_doc(memory_name(detail.report.cluster,
                                                                detail.report.job_id))
                 stored = (memory or {}).get("deep_probe")
-            if stored is None:
+            try:
+                verdict = DeepProbe.model_validate(stored) if stored is not None else None
+            except ValidationError:  # a stored document that does not validate: as none
+                verdict = None
+            if verdict is None:
                 return []  # nothing to rebuild the verdict from: no buttons to offer
-            verdict = DeepProbe.model_validate(stored)
             shown = detail.model_copy(update={"report": detail.report.model_copy(
                 update={"deep_probe": verdict})})
             return verdict_blocks(shown, config, can_cancel=can_cancel)

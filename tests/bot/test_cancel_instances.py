@@ -24,6 +24,7 @@ import pytest
 
 from bot import deep_probe
 from bot.actions import RECONCILE_AFTER_S, cancel_lock
+from bot.alerts import message_key
 from bot.app import make_scheduler
 from bot.config import Config, ConfigSource, DeepProbeSection, RedisSection, SlackSection
 from bot.store import RedisStore
@@ -325,3 +326,28 @@ async def test_a_cancel_that_took_effect_on_a_kill_verdict_settles_the_verdict(
     assert button_ids(final["blocks"]) == []
     assert "settled after a restart" in final["text"] and "CANCELLED" in final["text"]
     assert audit[-1] == "cancelled (reconciled)"
+
+
+async def test_a_malformed_stored_verdict_does_not_stop_the_reconcile(
+    *, slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The interrupted cancel's episode holds a verdict that no longer validates: the cancel
+    is still reconciled (released, the job running), the message left with no buttons to
+    rebuild; the ValidationError stopped the reconcile pass and the sweep after it."""
+    verdict_sweep(sweeper, clock, monkeypatch)
+    base = sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection(auto=True)})
+    async with running_bot(slack, store, sweeper, clock, config=ConfigSource(lambda: base)) as h:
+        where = await post_verdict(h, base)
+        sweeper.on_cancel = sigterm
+        await press_on(h, "cancel_salvage", where)
+        await h.bot.tasks.drain()
+        sweeper.on_cancel = None
+        bound = await store.get_doc(message_key(where["channel"], where["ts"]))
+        episode = await store.get_doc(bound["episode"])
+        await store.put_doc(bound["episode"], {**episode, "deep_probe": {"verdict": "MAYBE"}})
+        clock.advance(RECONCILE_AFTER_S + 1)
+        assert await h.bot.actions.reconcile() == [cancel_lock("alpha", "5151")]
+    final = last_update(slack)
+    assert "interrupted before it took effect" in final["text"]
+    assert button_ids(final["blocks"]) == []
