@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
+from redis.asyncio.connection import Connection, ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
@@ -78,6 +79,41 @@ async def store(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
     finally:
         await instance.delete_prefix()
         await instance.aclose()
+
+
+class CountingConnection(Connection):
+    """A real connection that counts what it sends: one packet per command or pipeline
+    (``sent``: round trips), and their bytes (``bytes_sent``)."""
+
+    sent = 0
+    bytes_sent = 0
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        packed = [command] if isinstance(command, bytes | str) else command
+        CountingConnection.sent += 1
+        CountingConnection.bytes_sent += sum(len(part) for part in packed)
+        await super().send_packed_command(command, check_health)
+
+
+@pytest.fixture
+async def counted(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
+    """A store whose client's round trips and bytes are counted (connection set up
+    beforehand)."""
+    pool = ConnectionPool.from_url(redis_server, connection_class=CountingConnection)
+    instance = RedisStore(aioredis.Redis(connection_pool=pool), prefix=prefix)
+    await instance.ping()
+    try:
+        yield instance
+    finally:
+        await instance.delete_prefix()
+        await instance.aclose()
+
+
+def counts(store: RedisStore) -> tuple[int, int]:
+    """``(round trips, bytes)`` a ``counted`` store has sent so far (read off its pool's
+    connection class: pytest may load this module twice, under two names)."""
+    kind = store._r.connection_pool.connection_class
+    return kind.sent, kind.bytes_sent
 
 
 def make_config(prefix: str, tmp_path: Path, **slack: Any) -> Config:

@@ -3,17 +3,13 @@ jobs, pruned and expiring, and a malformed or oversized entry never trusted."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
-import redis.asyncio as aioredis
-from redis.asyncio.connection import Connection, ConnectionPool
 
 from bot.store import RedisStore
 from bot.store_texts import APPEND_LUA
 from probes.logs.incremental import parse_increment
 from probes.slurm.cursors import MAX_STATE_BYTES, LogCursor, LogState
+from tests.bot.conftest import counts
 
 
 def log_state(path: str, offset: int = 120, text: str = "{'loss': 0.5}\n") -> LogState:
@@ -24,44 +20,21 @@ def log_state(path: str, offset: int = 120, text: str = "{'loss': 0.5}\n") -> Lo
                     carry=carry, recent=text)
 
 
-class CountingConnection(Connection):
-    """A real connection that counts what it sends: one packet per command or pipeline."""
-
-    sent = 0
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        CountingConnection.sent += 1
-        await super().send_packed_command(command, check_health)
-
-
-@pytest.fixture
-async def counted(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
-    """A store whose client's round trips are counted (connection set up beforehand)."""
-    pool = ConnectionPool.from_url(redis_server, connection_class=CountingConnection)
-    store = RedisStore(aioredis.Redis(connection_pool=pool), prefix=prefix)
-    await store.ping()
-    try:
-        yield store
-    finally:
-        await store.delete_prefix()
-        await store.aclose()
-
-
 async def round_trips(store: RedisStore, jobs: int) -> tuple[int, int, int]:
     """``(save, save again, load)`` round trips for ``jobs`` states (and as many pruned)."""
     states = {str(n): log_state(f"/logs/{n}.out") for n in range(jobs)}
     # A Redis that has the append script cached (its first use after a restart or a flush
     # costs one more trip: tests/bot/test_store_texts.py).
     await store._r.script_load(APPEND_LUA)
-    before = CountingConnection.sent
+    before = counts(store)[0]
     await store.save_log_states("alpha", states, drop=[f"gone{n}" for n in range(jobs)])
-    saved = CountingConnection.sent - before
-    before = CountingConnection.sent
+    saved = counts(store)[0] - before
+    before = counts(store)[0]
     await store.save_log_states("alpha", states)  # a warm save: the texts appended to
-    again = CountingConnection.sent - before
-    before = CountingConnection.sent
+    again = counts(store)[0] - before
+    before = counts(store)[0]
     assert await store.load_log_states("alpha") == states
-    return saved, again, CountingConnection.sent - before
+    return saved, again, counts(store)[0] - before
 
 
 async def test_states_cost_one_round_trip_to_save_and_two_to_load_whatever_the_jobs(

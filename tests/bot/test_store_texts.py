@@ -8,41 +8,15 @@ import os
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
-from redis.asyncio.connection import Connection, ConnectionPool
 
 from bot import store_texts
 from bot.store import RedisStore
 from probes.slurm.cursors import RECENT_CHARS, LogState, fold_job
-from tests.bot.conftest import make_store
+from tests.bot.conftest import counts, make_store
 from tests.bot.test_store_logs import log_state
 from tests.probes.slurm.test_incremental_fold import FIX, MTIME, RECORD, read
-
-
-class ByteCounting(Connection):
-    """A real connection that counts the bytes it sends."""
-
-    sent = 0
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        packed = [command] if isinstance(command, bytes | str) else command
-        ByteCounting.sent += sum(len(part) for part in packed)
-        await super().send_packed_command(command, check_health)
-
-
-@pytest.fixture
-async def counted(redis_server: str, prefix: str) -> AsyncIterator[RedisStore]:
-    pool = ConnectionPool.from_url(redis_server, connection_class=ByteCounting)
-    store = RedisStore(aioredis.Redis(connection_pool=pool), prefix=prefix)
-    await store.ping()
-    try:
-        yield store
-    finally:
-        await store.delete_prefix()
-        await store.aclose()
 
 
 @pytest.fixture
@@ -131,12 +105,12 @@ async def test_a_warm_save_sends_the_new_bytes_not_the_text(
     for n in range(40):
         log = tmp_path / f"{n}.out"
         states[str(n)] = grown(log, data, [len(data) - 300 - n])
-    before = ByteCounting.sent
+    before = counts(counted)[1]
     await counted.save_log_states("alpha", {job: s[0] for job, s in states.items()})
-    cold = ByteCounting.sent - before
-    before = ByteCounting.sent
+    cold = counts(counted)[1] - before
+    before = counts(counted)[1]
     await counted.save_log_states("alpha", {job: s[1] for job, s in states.items()})
-    warm = ByteCounting.sent - before
+    warm = counts(counted)[1] - before
     assert cold > 40 * RECENT_CHARS
     states_json = sum(len(encoded[0]) for s in states.values()
                       if (encoded := store_texts.encode(s[1])) is not None)
@@ -157,9 +131,9 @@ async def test_replicas_taking_turns_append_and_a_lost_key_is_written_whole(
     await counted.save_log_states("alpha", {"7": states[0]})
     assert same(await other.load_log_states("alpha"), {"7": states[0]})
     await other.save_log_states("alpha", {"7": states[1]})  # the other replica's turn
-    before = ByteCounting.sent
+    before = counts(counted)[1]
     await counted.save_log_states("alpha", {"7": states[2]})  # and this one's again
-    sent = ByteCounting.sent - before
+    sent = counts(counted)[1] - before
     encoded = store_texts.encode(states[2])
     assert encoded is not None and sent < len(encoded[0]) + 1500
     assert same(await other.load_log_states("alpha"), {"7": states[2]})
