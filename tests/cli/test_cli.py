@@ -272,10 +272,8 @@ def test_recording_copy_replays_identically(
     assert json.loads(moved)["jobs"] == json.loads(demo)["jobs"]
 
 
-def test_record_of_an_unreachable_cluster_is_one_line(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
-) -> None:
-    """`record` against a closed port: one stderr line naming host:port, exit 1, nothing written."""
+def closed_port_cluster(tmp_path: Path) -> tuple[Path, int]:
+    """A config whose one SLURM cluster ``alpha`` is at a closed loopback port, and that port."""
     import socket
 
     with socket.socket() as sock:
@@ -286,6 +284,14 @@ def test_record_of_an_unreachable_cluster_is_one_line(
     config = tmp_path / "jobtables.toml"
     config.write_text(f'[[clusters]]\nname = "alpha"\nkind = "slurm"\nhost = "127.0.0.1"\n'
                       f'port = {port}\nknown_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    return config, port
+
+
+def test_record_of_an_unreachable_cluster_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`record` against a closed port: one stderr line naming host:port, exit 1, nothing written."""
+    config, port = closed_port_cluster(tmp_path)
     dest = tmp_path / "rec"
     code, out, err = run(capsys, "record", "--cluster", "alpha", str(dest), "--config",
                          str(config))
@@ -300,16 +306,7 @@ def test_probe_of_an_unreachable_cluster_is_one_line(
 ) -> None:
     """`probe` against a closed port: no report to print, one stderr line naming the job and
     host:port, exit 1 (README, exit codes), no traceback."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    known = tmp_path / "known_hosts"
-    known.write_text("")
-    config = tmp_path / "jobtables.toml"
-    config.write_text(f'[[clusters]]\nname = "alpha"\nkind = "slurm"\nhost = "127.0.0.1"\n'
-                      f'port = {port}\nknown_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    config, port = closed_port_cluster(tmp_path)
     code, out, err = run(capsys, "probe", "alpha:41001", "--config", str(config))
     assert code == 1 and out == ""
     assert err.strip().splitlines() == [
