@@ -83,18 +83,26 @@ async def outcomes(h: Harness) -> list[str]:
 # -- A: a re-created Kubernetes Job is a new job ----------------------------------------------
 
 
-async def test_a_recreated_kubernetes_job_s_new_alert_cancels_it(
-    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
-) -> None:
-    """The first Job is cancelled from Slack; re-created under the name (new uid), it collapses
-    again an hour later: its own alert's cancel deletes the new Job, within the first cancel's
-    24-hour lock."""
+def recreatable(prefix: str, tmp_path: Path,
+                clock: FakeClock) -> tuple[FakeSweeper, dict[str, str]]:
+    """A Kubernetes Job ``grpo-run`` collapsing, whose uid is ``uid["value"]``: set it anew and
+    the name belongs to a re-created Job."""
     uid = {"value": "uid-1"}
     sick = collapsing(job_id="grpo-run")
     sweeper = FakeSweeper(make=lambda: sweep_result(
         [sick], at=clock(), labels={("alpha", "grpo-run"): {UIDS: uid["value"],
                                                             "user": "alice"}}),
         conf=k8s_config(prefix, tmp_path))
+    return sweeper, uid
+
+
+async def test_a_recreated_kubernetes_job_s_new_alert_cancels_it(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """The first Job is cancelled from Slack; re-created under the name (new uid), it collapses
+    again an hour later: its own alert's cancel deletes the new Job, within the first cancel's
+    24-hour lock."""
+    sweeper, uid = recreatable(prefix, tmp_path, clock)
     async with running_bot(slack, store, sweeper, clock) as h:
         assert await make_scheduler(h.bot).tick()
         first = h.alert_post("alpha:grpo-run")
@@ -124,12 +132,7 @@ async def test_an_interrupted_cancel_of_a_since_recreated_job_is_settled_not_rel
     """SIGTERM mid-cancel of the first Job; when reconciliation runs, the name belongs to a
     re-created Job (new uid), running: the Job being cancelled is gone, so the lock is settled
     and the old alert gets no Cancel button back (it would act on another job)."""
-    uid = {"value": "uid-1"}
-    sick = collapsing(job_id="grpo-run")
-    sweeper = FakeSweeper(make=lambda: sweep_result(
-        [sick], at=clock(), labels={("alpha", "grpo-run"): {UIDS: uid["value"],
-                                                            "user": "alice"}}),
-        conf=k8s_config(prefix, tmp_path))
+    sweeper, uid = recreatable(prefix, tmp_path, clock)
     async with running_bot(slack, store, sweeper, clock) as h:
         assert await make_scheduler(h.bot).tick()
         sweeper.on_cancel = sigterm
