@@ -32,6 +32,7 @@ from bot.messages import job_end_dm
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
+from probes.ids import scheduler_job
 from report.changes import Change
 
 log = structlog.get_logger(__name__)
@@ -42,13 +43,6 @@ PREF_TTL_S = 365 * 24 * 3600.0
 
 def pref_name(user: str) -> str:
     return f"notify:{user}"
-
-
-def _one_job(job_id: str) -> str:
-    """The job a DM is about: an array task's array (``123_4`` -> ``123``), a hetjob
-    component's hetjob (``123+1`` -> ``123``); any other id is its own job, whatever its name
-    (two runs named alike are two DMs, each with its fault)."""
-    return job_id.split("_", 1)[0].split("+", 1)[0]
 
 
 class Notifier:
@@ -84,8 +78,8 @@ class Notifier:
             owner = (slack_owner(config, change.cluster, detail.report.user) if detail
                      else None)
             if change.kind in TOLD and owner:
-                groups.setdefault((owner, change.kind, change.cluster, _one_job(change.job_id)),
-                                  []).append(change)
+                key = (owner, change.kind, change.cluster, scheduler_job(change.job_id))
+                groups.setdefault(key, []).append(change)
         sent = 0
         for (owner, _, _, _), members in groups.items():
             if not await self.enabled(owner):

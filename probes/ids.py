@@ -32,6 +32,12 @@ def validate_cluster_name(name: str) -> str:
     raise InvalidJobIdError(f"{name!r} is not a cluster name")
 
 
+def scheduler_job(job_id: str) -> str:
+    """The job an id belongs to: an array task's array (``123_4`` -> ``123``), a hetjob
+    component's hetjob (``123+1`` -> ``123``); any other id is its own."""
+    return job_id.split("_", 1)[0].split("+", 1)[0]
+
+
 def split_job_ref(ref: str) -> tuple[str | None, str]:
     """Split ``cluster:id`` (or a bare ``id``) and validate both parts."""
     cluster, sep, job_id = ref.strip().rpartition(":")

@@ -26,6 +26,7 @@ from typing import Any
 
 from probes.config import SlurmCluster
 from probes.errors import ProbeError
+from probes.ids import scheduler_job
 from probes.models import SchedulerRecord
 from probes.slurm.parse import record_from_squeue
 from probes.slurm.probe import SlurmProbe, Snapshot
@@ -143,7 +144,7 @@ def _synthesized_squeue(records: Sequence[SchedulerRecord]) -> dict[str, Any]:
         return int(at.timestamp()) if at else 0
 
     jobs = [{
-        "job_id": int(r.job_id.split("_")[0].split("+")[0]), "name": r.name,
+        "job_id": int(scheduler_job(r.job_id)), "name": r.name,
         "user_name": r.user, "job_state": r.state.value, "state_reason": r.reason or "None",
         "submit_time": epoch(r.submit_time), "start_time": epoch(r.start_time),
         "end_time": epoch(r.end_time),
