@@ -32,7 +32,7 @@ from probes.models import JobFacts, LogSummary
 from probes.slurm.answer import read_whole
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming
-from tests.bot.test_store_logs import CountingConnection
+from tests.bot.conftest import CountingConnection
 from tests.probes.slurm.conftest import SlurmEnv, closed_port
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
