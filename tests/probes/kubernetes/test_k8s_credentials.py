@@ -76,14 +76,14 @@ async def test_a_hung_exec_plugin_is_bounded_killed_and_named(
         "kubeconfig": str(config), "request_timeout_s": 0.5}), clock=lambda: NOW)
     try:
         for _ in range(2):
-            started = time.monotonic()
             async with asyncio.timeout(GUARD_S):
                 facts = await probe.collect()
-            assert time.monotonic() - started < 3.0
             assert facts.status == "unreachable"
             assert facts.detail is not None
             assert "exec credential plugin" in facts.detail and str(plugin) in facts.detail
-            assert "timeout" in facts.detail and "killed" in facts.detail
+            # stopped by the request timeout it names, not by the test's guard
+            assert "did not finish within 0.5s (timeout)" in facts.detail
+            assert "killed" in facts.detail
             pids = [int((tmp_path / f"{p}.pid").read_text()) for p in ("plugin", "child")]
             assert _gone(*pids), "the hung plugin or its child outlived the sweep"
     finally:
@@ -159,17 +159,17 @@ def test_sweep_exits_0_with_the_other_clusters_report(tmp_path: Path) -> None:
         f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\nkubeconfig = "{kubeconfig}"\n'
         'namespace = "ml"\nrequest_timeout_s = 0.5\ntimeout_s = 30\n\n'
         f'[[clusters]]\nname = "snapshot"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n')
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json"],
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "JOBTABLES_CONFIG": ""}, cwd=Path(__file__).parents[3])
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 25  # the plugin's bound, not the sweep's 30 s
     clusters = {c["name"]: c for c in json.loads(done.stdout)["clusters"]}
     assert clusters["snapshot"]["status"] == "ok"
     assert clusters["beta"]["status"] == "unreachable"
     assert "exec credential plugin" in clusters["beta"]["detail"]
+    # the plugin's bound, not the sweep's 30 s
+    assert "did not finish within 0.5s (timeout)" in clusters["beta"]["detail"]
     pids = [int((tmp_path / f"{p}.pid").read_text()) for p in ("plugin", "child")]
     assert _gone(*pids), "the hung plugin or its child outlived the sweep"
 
