@@ -3,7 +3,8 @@
 Policy (seed §Datagen, §Eval; CONTRACT §6):
 
 - Trial counts come from the whole trial tree (``result.json`` over the run, not the tail);
-  datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present.
+  datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present, and — when
+  trials finished but none was scored (no verifier: Harbor's Mean then reads 0.000).
 - ``dead-engine``: avg_turns <= ``dead_engine_turns`` -> do NOT consolidate (verdict
   ``warning`` while running, ``failed`` once terminal: the output is not real).
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
@@ -136,6 +137,10 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     mean = summary.harbor_mean if summary and summary.harbor_mean is not None else (
         stats.mean_reward if stats else None
     )
+    if stats is not None and stats.completed and stats.mean_reward is None:
+        # Trials finished and none was scored: no verifier. Harbor's Mean counts a None
+        # reward as 0 and prints "Mean: 0.000"; the rulebook marks this — instead.
+        mean = None
     if mean is not None:
         f.metrics["mean_reward"] = mean
     if stats is not None and stats.trials and stats.exc_pct is not None:

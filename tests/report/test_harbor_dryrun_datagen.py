@@ -1,0 +1,73 @@
+"""Datagen rows over Harbor trees in Harbor's real on-disk format, found by an acceptance
+dry-run (sbatch jobs on the real SLURM 22.05 cluster writing the trees and log lines, read only
+through ``jobtables sweep --format json``).
+
+The trees are written by ``tests/fixtures/harbor-dryrun/make_tree.py`` (Harbor's layout and
+fields, from Harbor's own job.py / trial.py / metrics/mean.py), read by the real collector and
+reducer on disk, the log by the real parser, and judged by the real judge.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+
+from probes.logs.parse import parse_log
+from probes.models import JobFacts, JobState
+from probes.remote.collector import collect_trials
+from probes.slurm.assemble import trial_tree
+from tests.report.factories import judge, log, record
+
+_MAKE = Path(__file__).resolve().parents[1] / "fixtures" / "harbor-dryrun" / "make_tree.py"
+
+
+def _make_tree() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("harbor_dryrun_make_tree", _MAKE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE = _make_tree()
+
+
+def _facts(jobs: Path, log_text: str, name: str, state: JobState = JobState.RUNNING,
+           now: datetime | None = None) -> JobFacts:
+    now = now or datetime.now(UTC)
+    tree = trial_tree(collect_trials([str(jobs)]))
+    assert tree is not None
+    rec = record(name, state=state, start_time=now - timedelta(minutes=30),
+                 submit_time=now - timedelta(minutes=31), elapsed_s=1800)
+    return JobFacts(record=rec, log=log(mtime=now), summary=parse_log(log_text, mtime=now),
+                    trials=tree)
+
+
+def test_datagen_without_a_verifier_has_no_mean(tmp_path: Path) -> None:
+    """Harbor with ``verifier.disable`` writes every ``verifier_result`` null, and its Mean
+    metric counts a None reward as 0, so its progress line reads ``38/400 Mean: 0.000``.
+    The row showed Mean 0.00 (dry-run: datagen-dry-noverif); the rulebook says mark — when
+    there is no verifier."""
+    jobs = tmp_path / "jobs"
+    out = MAKE.write(jobs / "2026-12-03__23-10-00", {"fail": 30, "timeout": 8, "inflight": 6},
+                     total=400, turns=7, seed=7, verifier_disabled=True)
+    line = MAKE.progress_line(out["done"], out["total"], out["mean"])
+    assert "38/400 Mean: 0.000" in line  # what Harbor prints
+    now = datetime.now(UTC)
+    report = judge(_facts(jobs, f"engine up\n{line}\n", "datagen-tb-synth"), now=now).report
+    assert report.bucket == "datagen"
+    assert report.metrics.get("trials") == 38.0
+    assert report.metrics.get("avg_turns") == 7.0
+    assert "mean_reward" not in report.metrics, report.metrics
+
+
+def test_datagen_with_a_verifier_keeps_harbors_mean(tmp_path: Path) -> None:
+    """The same run verified: the Mean is Harbor's own line, 0.000 included."""
+    jobs = tmp_path / "jobs"
+    out = MAKE.write(jobs / "2026-12-03__23-10-00", {"fail": 30, "timeout": 8, "inflight": 6},
+                     total=400, turns=7, seed=7)
+    line = MAKE.progress_line(out["done"], out["total"], out["mean"])
+    report = judge(_facts(jobs, f"{line}\n", "datagen-tb-synth"), now=datetime.now(UTC)).report
+    assert report.metrics.get("mean_reward") == 0.0
