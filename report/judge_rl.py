@@ -58,7 +58,14 @@ from report.rollouts import banking_rule, dead_rollouts_rule, extras_text, log_r
 from report.rules import buffer_rule, divergence_rule, stall_rule, step_progress
 from report.settings import Thresholds, compiled
 from report.signals import CollapseScan, collapse_scan
-from report.trend import collapse_text, describe_reward, shorten, signal_phrase, with_sparkline
+from report.trend import (
+    TREND_MAX,
+    collapse_text,
+    describe_reward,
+    shorten,
+    signal_phrase,
+    with_sparkline,
+)
 
 __all__ = ["FIRST_LAUNCH_STEPS", "is_ablation", "judge_rl", "run_fingerprint"]
 
@@ -102,7 +109,8 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
                 f"grad_norm {format_value(latest)} >1.0 for 2+ steps: collapse risk")
     elif scan.latest_fired:
         fired = [e for e in scan.latest_evidence if e.fired]
-        f.trend(Priority.INFO, shorten("1 signal, watching: " + signal_phrase(fired[0])))
+        watching = "1 signal (no entropy logged): " if _no_entropy(ctx) else "1 signal, watching: "
+        f.trend(Priority.INFO, shorten(watching + signal_phrase(fired[0])))
     _tis_rules(f, ctx.settings.thresholds)
     dead_rollouts_rule(ctx, f)
     log_ratio_health(ctx, f)
@@ -118,7 +126,23 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         printed = ctx.facts.summary.fingerprint if ctx.facts.summary else None
         text += extras_text(f, (printed.pass_at_k or printed.samples_per_prompt)
                             if printed else None)
+        if _no_entropy(ctx):  # the caveat must survive the cell's length limit
+            text = shorten(text, TREND_MAX - len(NO_ENTROPY_TREND)) + NO_ENTROPY_TREND
         f.trend(Priority.BACKGROUND, with_sparkline(text, rewards))
+    if _no_entropy(ctx):
+        f.notes.append("no entropy logged: the collapse rule cannot be read (entropy is one of "
+                       "its signals); alias the trainer's entropy in [metrics.aliases] if it "
+                       "prints one under another name")
+
+
+NO_ENTROPY_TREND = "; no entropy: collapse rule unread"
+"""Rulebook: entropy is mandatory for RL; without it the collapse rule cannot be applied, so a
+run that logs none is never shown as plainly fine."""
+
+
+def _no_entropy(ctx: JudgeContext) -> bool:
+    """The run has logged steps and not one of them carries an entropy."""
+    return bool(ctx.history) and not any("entropy" in p.values for p in ctx.history)
 
 
 def _ablation(ctx: JudgeContext) -> bool:
