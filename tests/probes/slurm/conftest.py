@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import shlex
 import socket
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,32 @@ def slurm_env() -> SlurmEnv:
     if reason:
         pytest.skip(f"SLURM test services unavailable: {reason}")
     return _to_env(_read_env())
+
+
+@dataclass
+class WalltimeChains:
+    """``test_e2e_chains``'s jobs, submitted (``--time=1`` predecessors and their successors)."""
+
+    ids: dict[str, str]
+    run_dir: str
+
+
+@pytest.fixture(scope="session")
+def walltime_chains(slurm_env: SlurmEnv) -> Iterator[WalltimeChains]:
+    """Submit ``test_e2e_chains``'s walltime chains. Their TIMEOUTs take 60-90 s of the real
+    clock, as ``test_e2e``'s own does: that module asks for these before its jobs when both
+    modules run, so the two waits overlap (the next module then finds its TIMEOUTs done)
+    instead of adding up. Each module still checks every state it needs; the chains module
+    cancels them when done, and this cancels whatever is left at the session's end."""
+    from tests.probes.slurm.test_e2e import _cleanup
+    from tests.probes.slurm.test_e2e_chains import submit_chains
+
+    chains = WalltimeChains({}, f"{slurm_env.scratch}/e2e-c{secrets.token_hex(3)}")
+    try:
+        asyncio.run(submit_chains(slurm_env, chains.run_dir, chains.ids))
+        yield chains
+    finally:
+        asyncio.run(_cleanup(slurm_env, chains.ids, chains.run_dir))
 
 
 def closed_port() -> int:

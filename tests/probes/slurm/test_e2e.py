@@ -195,8 +195,11 @@ def _cli_sweep(config: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
+        request: pytest.FixtureRequest) -> Iterator[Run]:
     """Submit every job once, sweep early (chain still pending) and after the TIMEOUT."""
+    if any(item.path.name == "test_e2e_chains.py" for item in request.session.items):
+        request.getfixturevalue("walltime_chains")  # their TIMEOUT waits beside this one
     tag = f"t{secrets.token_hex(3)}"
     run_dir = f"{slurm_env.scratch}/e2e-{tag}"
     tmp = tmp_path_factory.mktemp("e2e")

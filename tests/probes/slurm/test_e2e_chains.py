@@ -17,7 +17,6 @@ takes 60-90 s: the module waits for it once with a bounded poll of ``squeue --js
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +29,7 @@ from probes.slurm.transport import SshRunner
 from report.judge import build_report
 from report.models import JobReport
 from report.settings import ReportSettings
-from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
 from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 
 BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
@@ -50,7 +49,9 @@ class Chains:
         return next(j.record for j in self.facts.jobs if j.record.job_id == self.ids[key])
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
+async def submit_chains(env: SlurmEnv, run_dir: str, ids: dict[str, str]) -> None:
+    """Submit the three chains into ``run_dir``, their ids into ``ids`` as they are known."""
+    tag = run_dir.rsplit("-", 1)[-1]
     runner = SshRunner(env.cluster())
     try:
         await runner.run(["mkdir", "-p", f"{run_dir}/ok", f"{run_dir}/resume/logs",
@@ -78,13 +79,11 @@ async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) ->
 
 
 @pytest.fixture(scope="module")
-def chains(slurm_env: SlurmEnv) -> Iterator[Chains]:
-    """Submit both chains, wait for both TIMEOUTs and the resume to run, sweep once."""
-    tag = f"c{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
+def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Chains]:
+    """Both chains (submitted early when ``test_e2e`` runs too), waited for until both
+    TIMEOUTs are done and the resume runs, then swept once."""
+    ids = walltime_chains.ids
     try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
         asyncio.run(_wait_for(slurm_env, ids, {
             "ok_pred": {JobState.TIMEOUT}, "resume_pred": {JobState.TIMEOUT},
             "resume_succ": {JobState.RUNNING}, "ok_succ": {JobState.PENDING},
@@ -97,8 +96,8 @@ def chains(slurm_env: SlurmEnv) -> Iterator[Chains]:
         one, _ = build_report([one_facts], settings=ReportSettings(), now=datetime.now(UTC))
         yield Chains(ids, facts, {key: rows[job_id] for key, job_id in ids.items()},
                      next(j for j in one.jobs if j.job_id == ids["moved_pred"]))
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
+    finally:  # not left running (the successors sleep) into the modules after this one
+        asyncio.run(_cleanup(slurm_env, ids, walltime_chains.run_dir))
 
 
 def test_afterok_successor_is_never_satisfied_on_the_real_cluster(chains: Chains) -> None:
