@@ -11,6 +11,9 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
   log (Harbor's progress line, SkyRL's Harbor generator lines and metrics, the passthrough
   exceptions only agents raise), or an object-store trial URI in the log. A trial directory
   under a default root proves nothing about the run.
+- A datagen/eval tree whose Harbor chunks are not all finished (an array's other tasks still
+  writing under the shared root, or a chunk that never ended) is no finished run: no cleanup
+  yet (``none``, saying how many chunks are left), never ``cleanup-pending``.
 - ``cleanup-pending``: the run's own on-disk trial tree is still there. An empty trial directory
   is no trial tree, a standard RL run has none, and an object-store-backed run leaves none to
   reap (seed: "routes the same way but leaves no on-disk trial tree").
@@ -81,6 +84,8 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     if bucket == "sft" and completion_rule(ctx, f):
         return
     tree = ctx.facts.trials
+    if bucket in ("datagen", "eval") and _chunks_unfinished(f, tree, routine):
+        return
     owns_tree = bucket != "rl" or routine == "rl-agentic-job-cleanup"
     log = ctx.facts.log
     backed = log is not None and (log.trials_in_object_store or object_store_trials(log.text))
@@ -94,6 +99,21 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
                     f"{routine}: trials are in the object store; no on-disk trial tree to reap")
     else:
         f.recommend(Priority.CLEANUP, "cleanup", routine)
+
+
+def _chunks_unfinished(f: Findings, tree: TrialTree | None, routine: CleanupRoutine) -> bool:
+    """A finished job whose trial tree still holds chunks Harbor has not finished (an array's
+    other tasks, or a chunk that never ended): the run is not done, its tree is not reaped."""
+    if tree is None or not tree.chunks_total or tree.chunks_done is None:
+        return False
+    left = tree.chunks_total - tree.chunks_done
+    if left <= 0:
+        return False
+    text = f"{left} of {tree.chunks_total} chunks not finished"
+    f.trend(Priority.CLEANUP + 1, f"Completed; {text}")
+    f.recommend(Priority.CLEANUP, "none",
+                f"{text} in {tree.root}: {routine} once the whole run is done, not before")
+    return True
 
 
 def completion_rule(ctx: JudgeContext, f: Findings) -> bool:

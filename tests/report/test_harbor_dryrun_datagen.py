@@ -71,3 +71,39 @@ def test_datagen_with_a_verifier_keeps_harbors_mean(tmp_path: Path) -> None:
     line = MAKE.progress_line(out["done"], out["total"], out["mean"])
     report = judge(_facts(jobs, f"{line}\n", "datagen-tb-synth"), now=datetime.now(UTC)).report
     assert report.metrics.get("mean_reward") == 0.0
+
+
+def _chunks(jobs: Path, finished: int, total: int = 4) -> None:
+    for i in range(total):
+        done = i < finished
+        MAKE.write(jobs / f"chunk-{i:03d}",
+                   {"pass": 12, "fail": 20, "timeout": 8} if done
+                   else {"pass": 5, "fail": 10, "timeout": 5, "inflight": 8},
+                   total=40, turns=5, seed=30 + i, finished=done)
+
+
+def test_a_finished_chunk_of_a_running_run_is_not_cleaned_up(tmp_path: Path) -> None:
+    """A SLURM array (sbatch --array=0-3), one Harbor job dir per task under the shared
+    {workdir}/jobs: tasks 0 and 1 COMPLETED while 2 and 3 still ran. Each completed task read
+    'datagen-job-cleanup: trial tree still on disk at .../jobs', cleanup-pending (dry-run:
+    datagen-dry-array), i.e. remove the tree the running chunks are writing. The run is done
+    only when every chunk is: until then no cleanup, and the row says why."""
+    jobs = tmp_path / "jobs"
+    _chunks(jobs, finished=2)
+    facts = _facts(jobs, "chunk 0 done\n", "datagen-tb-synth", state=JobState.COMPLETED)
+    report = judge(facts, now=datetime.now(UTC)).report
+    assert report.metrics.get("chunks_done") == 2.0 and report.metrics.get("chunks_total") == 4.0
+    assert "cleanup-pending" not in report.flags, report.flags
+    rec = report.recommendation
+    assert rec is None or rec.action != "cleanup", rec
+    assert "2 of 4 chunks" in report.trend, report.trend
+
+
+def test_a_run_whose_chunks_all_finished_is_cleaned_up(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    _chunks(jobs, finished=4)
+    facts = _facts(jobs, "chunk 3 done\n", "datagen-tb-synth", state=JobState.COMPLETED)
+    report = judge(facts, now=datetime.now(UTC)).report
+    assert "cleanup-pending" in report.flags
+    assert report.recommendation is not None and report.recommendation.action == "cleanup"
+    assert report.recommendation.why.startswith("datagen-job-cleanup")

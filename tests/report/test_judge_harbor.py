@@ -102,8 +102,11 @@ def test_datagen_hung_chunk(results_min: int, log_min: int, hung: bool) -> None:
 
 
 def test_completed_datagen_cleanup() -> None:
-    """Completed datagen with its tree on disk: cleanup-pending via datagen-job-cleanup."""
-    report = judge(_datagen(rec={"state": JobState.COMPLETED})).report
+    """Completed datagen with its tree on disk (every chunk finished): cleanup-pending via
+    datagen-job-cleanup. (A tree with chunks left is no finished run:
+    tests/report/test_harbor_dryrun_datagen.py.)"""
+    done = tree([trial(0.6)] * 40 + [trial(0.0)] * 10, chunks_done=20, chunks_total=20)
+    report = judge(_datagen(done, rec={"state": JobState.COMPLETED})).report
     assert report.flags == ["cleanup-pending"] and report.verdict == "done"
     assert report.recommendation is not None
     assert report.recommendation.why.startswith("datagen-job-cleanup: trial tree still on disk")
