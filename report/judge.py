@@ -10,7 +10,8 @@ precedence between findings is settled once in :mod:`report.findings`.
   makes a job dead, stalled or buffering.
 - Faults become flags (``time-limit`` is the TIMEOUT itself and adds none). On a terminal job the
   earliest fault is the diagnosis the trend quotes (for ``child-failed``, the first real
-  traceback, ``Fault.detail``); on a live job a fault is a ``warning``.
+  traceback, ``Fault.detail``); on a live job a fault is a ``warning``, and a live job with no
+  step yet whose log holds one is no bring-up: out of the buffer table, ``diagnose``.
 - TIMEOUT with an ``afterany`` successor (:mod:`report.chain`): ``chain-restart``, verdict
   ``restarting``. TIMEOUT without one (including one whose only dependant waits ``afterok`` or
   is ``DependencyNeverSatisfied``: the trend and recommendation say so): verdict ``failed`` and
@@ -147,6 +148,7 @@ def judge_job(
     _fault_rules(ctx, f)
     _state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
+    _bring_up_fault_rule(ctx, f)
     waiting_fault_rule(ctx, f)
     live_oom_rule(ctx, f)
     image_pull_rule(ctx, f)
@@ -198,6 +200,21 @@ def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
     if fault is not None and ctx.running:
         f.verdict("warning")
         f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault_text(fault)}"))
+
+
+def _bring_up_fault_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A live job with no step yet whose log holds a real fault is no benign bring-up (seed:
+    the shm broadcast heartbeat is a fault co-firing with a WorkNCCL timeout, "preparing to dump
+    debug info" or a SIGABRT): it leaves the buffer table, and the fault is to be diagnosed."""
+    if not ctx.running or "buffer-filling" not in f.flags:
+        return
+    fault = first_fault(ctx.facts)
+    if fault is None:
+        return
+    f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"bring-up hit {fault.kind}, not a benign wait: {fault_text(fault)}")
 
 
 def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
