@@ -3,7 +3,8 @@
 Policy (seed §Datagen, §Eval; CONTRACT §6):
 
 - Trial counts come from the whole trial tree (``result.json`` over the run, not the tail);
-  datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present, and — when
+  datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present (unless its
+  total is below the trials counted: one chunk's line, the run's mean is taken), and — when
   trials finished but none was scored (no verifier: Harbor's Mean then reads 0.000).
 - ``dead-engine``: avg_turns <= ``dead_engine_turns`` -> do NOT consolidate (verdict
   ``warning`` while running, ``failed`` once terminal: the output is not real).
@@ -137,6 +138,12 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     mean = summary.harbor_mean if summary and summary.harbor_mean is not None else (
         stats.mean_reward if stats else None
     )
+    line_total = summary.harbor_total if summary else None
+    if (line_total is not None and stats is not None and stats.trials > line_total
+            and stats.mean_reward is not None):
+        # The line counts fewer trials than the tree holds: one chunk's line (a run of several
+        # Harbor job dirs prints one per chunk). The Mean is the run's, over the Trials column.
+        mean = stats.mean_reward
     if stats is not None and stats.completed and stats.mean_reward is None:
         # Trials finished and none was scored: no verifier. Harbor's Mean counts a None
         # reward as 0 and prints "Mean: 0.000"; the rulebook marks this — instead.

@@ -107,3 +107,37 @@ def test_a_run_whose_chunks_all_finished_is_cleaned_up(tmp_path: Path) -> None:
     assert "cleanup-pending" in report.flags
     assert report.recommendation is not None and report.recommendation.action == "cleanup"
     assert report.recommendation.why.startswith("datagen-job-cleanup")
+
+
+def test_a_multi_chunk_runs_mean_is_the_whole_runs(tmp_path: Path) -> None:
+    """One datagen job running Harbor once per chunk (4 job dirs under jobs/, each printing
+    its own '<done>/<total> Mean: X' line). The row counted Trials over every chunk (108) but
+    took Mean from the last line, the newest chunk's 8 trials (0.25 where the run's is 0.31;
+    dry-run: datagen-dry-chunks). Trials and Mean speak for the same run."""
+    jobs = tmp_path / "jobs"
+    mixes = [({"pass": 14, "fail": 17, "timeout": 9}, True),
+             ({"pass": 12, "fail": 19, "timeout": 9}, True),
+             ({"pass": 6, "fail": 10, "timeout": 4, "inflight": 8}, False),
+             ({"pass": 2, "fail": 4, "timeout": 2, "inflight": 12}, False)]
+    lines = []
+    for i, (mix, done) in enumerate(mixes):
+        out = MAKE.write(jobs / f"chunk-{i:03d}", mix, total=40, turns=5, seed=i + 1,
+                         finished=done)
+        lines.append(MAKE.progress_line(out["done"], out["total"], out["mean"]))
+    assert lines[-1].startswith("⠋  8/40 Mean: 0.250")
+    report = judge(_facts(jobs, "\n".join(lines) + "\n", "datagen-tb-synth"),
+                   now=datetime.now(UTC)).report
+    assert report.metrics.get("trials") == 108.0
+    assert report.metrics.get("chunks_done") == 2.0
+    mean = report.metrics.get("mean_reward")
+    assert isinstance(mean, float) and abs(mean - 34 / 108) < 1e-9, mean
+
+
+def test_a_single_harbor_jobs_mean_is_harbors_line(tmp_path: Path) -> None:
+    """One Harbor job dir: its own line is the run's Mean (Harbor's arithmetic, as printed)."""
+    jobs = tmp_path / "jobs"
+    out = MAKE.write(jobs / "2026-12-03__23-00-00", {"pass": 6, "fail": 10, "inflight": 4},
+                     total=40, seed=3)
+    line = MAKE.progress_line(out["done"], out["total"], out["mean"]).replace("0.375", "0.380")
+    report = judge(_facts(jobs, line + "\n", "datagen-tb-synth"), now=datetime.now(UTC)).report
+    assert report.metrics.get("mean_reward") == 0.38
