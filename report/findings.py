@@ -192,16 +192,24 @@ _SRUN_TASK_LINE = re.compile(
     r"\bsrun: error: (?P<hosts>\S+): (?P<tasks>tasks? \S+): (?P<end>.*\S)\s*$")
 
 
+_C10_PREFIX = re.compile(
+    r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]\s]+:\d+\] "
+    r"(?:\[(?:PG ID \d+ PG GUID \S+ )?Rank \d+\] )?")
+"""c10/glog's line head (``[E1203 10:16:10.512345 2211 ProcessGroupNCCL.cpp:632] [Rank 3] ``):
+severity, time, thread, source and rank, which would fill a Trend cell before the fault."""
+
+
 def fault_text(fault: Fault) -> str:
     """What a fault says, as a Trend quotes it: its ``detail`` (``child-failed``: the first
     real traceback), else its line. srun's task-end line (``srun: error: node12: task 3:
     Exited with exit code 1``) is put tasks and end first, hosts last, so a cut Trend loses
-    the hosts, never the task or its exit code."""
+    the hosts, never the task or its exit code. A c10/glog line head (torch's NCCL watchdog)
+    is left out: the words of the fault come first."""
     if fault.detail:
-        return fault.detail
+        return _C10_PREFIX.sub("", fault.detail, count=1)
     match = _SRUN_TASK_LINE.search(fault.excerpt)
     if match is None:
-        return fault.excerpt
+        return _C10_PREFIX.sub("", fault.excerpt, count=1)
     return f"srun {match['tasks']}: {match['end']} ({match['hosts']})"
 
 
