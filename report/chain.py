@@ -206,10 +206,21 @@ class ChainIndex:
             for d in dependencies(r):
                 self.waiting_on.setdefault(d.job_id, []).append((r, d))
         self.attempts = Counter((r.name, r.user) for r in records)
+        self._named: dict[tuple[str, str | None], list[SchedulerRecord]] = {}
+        for r in records:
+            if self.attempts[(r.name, r.user)] > 1:
+                self._named.setdefault((r.name, r.user), []).append(r)
 
     def earlier_attempts(self, record: SchedulerRecord) -> int:
-        """Other jobs of the same user with the same name (this job's own record excluded)."""
-        return self.attempts[(record.name, record.user)] - 1
+        """Other jobs of the same user with the same name, but those submitted after this one
+        (a chain's restart queued at launch is no earlier attempt); a record without a submit
+        time counts, its order unknown."""
+        mine = _utc(record.submit_time) if record.submit_time else None
+        return sum(
+            1 for r in self._named.get((record.name, record.user), ())
+            if r.job_id != record.job_id
+            and not (mine is not None and r.submit_time is not None and _utc(r.submit_time) > mine)
+        )
 
 
 def chain_link(

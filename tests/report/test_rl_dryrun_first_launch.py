@@ -1,0 +1,56 @@
+"""A first launch whose chain restart is already queued is still a first launch.
+
+Rulebook: "New/untested RL run? -> deep-probe it ... the first launch after a code or config
+change". Chained RL runs are launched with their afterany successor queued at once (sbatch
+--dependency=afterany:ID, same name). Replayed on the real SLURM as jtuser (a verl run in its
+7th step and its pending successor), ``jobtables job`` flagged the run deep-probe ('first
+launch, still in its first steps') while ``jobtables sweep`` did not: the sweep counted the
+queued successor, submitted after it, as an earlier attempt of the run.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from probes.models import JobFacts, JobState
+from report.judge import build_report
+from report.settings import ReportSettings
+from tests.report.factories import NOW, cluster, healthy_rl, log, points
+from tests.report.test_judge_rl_rulebook import _from_log
+
+
+def _run(job_id: str, state: JobState, submitted_h: float, steps: int = 7) -> JobFacts:
+    facts = _from_log("", name="rl-verl-chain", job_id=job_id, state=state,
+                      submit_time=NOW - timedelta(hours=submitted_h))
+    history = points(healthy_rl(steps)) if steps else ()
+    summary = facts.summary.model_copy(update={"points": history}) if facts.summary else None
+    return facts.model_copy(update={"summary": summary,
+                                    "log": log(path=f"/w/{job_id}.out", text="x\n" * steps)})
+
+
+def _flags(jobs: list[JobFacts], job_id: str) -> list[str]:
+    report, _ = build_report([cluster("alpha", jobs)], settings=ReportSettings(), now=NOW)
+    return next(j.flags for j in report.jobs if j.job_id == job_id)
+
+
+def test_a_first_launch_with_its_restart_queued_is_deep_probed() -> None:
+    first = _run("200", JobState.RUNNING, 3)
+    successor = _run("201", JobState.PENDING, 2.9, steps=0)
+    successor = successor.model_copy(update={"record": successor.record.model_copy(
+        update={"dependency": "afterany:200(unfulfilled)", "start_time": None})})
+    assert "deep-probe" in _flags([first], "200")  # alone
+    assert "deep-probe" in _flags([first, successor], "200")  # with its restart queued
+
+
+def test_a_relaunch_after_an_earlier_attempt_is_not_a_first_launch() -> None:
+    earlier = _run("199", JobState.TIMEOUT, 5)
+    relaunch = _run("200", JobState.RUNNING, 3)
+    assert "deep-probe" not in _flags([earlier, relaunch], "200")
+
+
+def test_a_record_without_submit_time_still_counts() -> None:
+    first = _run("200", JobState.RUNNING, 3)
+    other = _run("201", JobState.PENDING, 1, steps=0)
+    other = other.model_copy(update={"record": other.record.model_copy(
+        update={"submit_time": None, "start_time": None})})
+    assert "deep-probe" not in _flags([first, other], "200")  # order unknown: as before
