@@ -98,6 +98,7 @@ def trial_from_reduced(name: str, reduced: Mapping[str, object]) -> TrialResult:
         finished_at=parse_time(reduced.get("finished_at")),
         agent_started_at=parse_time(reduced.get("agent_started_at")),
         agent_finished_at=parse_time(reduced.get("agent_finished_at")),
+        auth_failure=reduced.get("auth_failure") is True,
     )
 
 

@@ -307,6 +307,8 @@ class TrialResult(Frozen):
     agent_started_at: datetime | None = None
     """Harbor's ``agent_execution`` phase (after environment and agent setup)."""
     agent_finished_at: datetime | None = None
+    auth_failure: bool = False
+    """The exception is an auth failure (sandbox provider or endpoint refusing credentials)."""
 
 
 class TrialCounts(Frozen):

@@ -25,7 +25,10 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 - Engine failing: a 5xx burst (``EngineRules``) among the latest engine answers: ``engine✗``,
   verdict ``warning``, ``diagnose``. ``engine✓`` only for a 200 within the idle window (an old
   200 is ``engine?``).
-- ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks.
+- ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks;
+  auth failures also from the trials themselves (the last ``pass_rate_trials`` whose exception
+  is a 401/403, an invalid key or an ``AuthenticationError``: a sandbox provider refusing
+  credentials is recorded in result.json, not necessarily in the launcher's log).
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
   hard sets. Only Harbor's passthrough exceptions (``PASSTHROUGH``: agent timeout, context or
   output length exceeded) are benign; any other exception with "timeout" in its name is not.
@@ -394,10 +397,15 @@ def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
         text = shorten(f"api_base is internal ({infra.api_base or '?'}), not the public URL")
         f.trend(Priority.DIAGNOSE - 2, text)
         f.recommend(Priority.DIAGNOSE - 2, "diagnose", text)
-    if infra.auth_failures >= th.auth_failures_min:
+    tree = ctx.facts.trials
+    window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
+    in_trials = sum(t.auth_failure for t in window)
+    if infra.auth_failures >= th.auth_failures_min or in_trials >= th.auth_failures_min:
         f.flag("auth-failures")
         f.verdict("warning")
-        text = f"{infra.auth_failures} auth failures: sandbox provider degraded"
+        where = (f"{infra.auth_failures} auth failures" if infra.auth_failures >= in_trials
+                 else f"{in_trials}/{len(window)} recent trials failed auth")
+        text = f"{where}: sandbox provider degraded"
         f.trend(Priority.DIAGNOSE - 3, text)
         f.recommend(Priority.DIAGNOSE - 3, "diagnose", text)
 

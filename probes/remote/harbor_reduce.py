@@ -12,6 +12,7 @@ gives ``None``. Times stay the ISO strings Harbor wrote; they are parsed locally
 
 import json
 import math
+import re
 
 _TURN_KEYS = ("n_episodes", "n_turns", "num_turns", "turns")
 _STAT_KEYS = (
@@ -31,6 +32,17 @@ def _load(raw: "str | bytes") -> "dict[str, object] | None":
         return None
     return data if isinstance(data, dict) else None
 
+
+_AUTH_FAILURE = re.compile(
+    r"\b401\b[^\n]{0,20}\bunauthori[sz]ed\b|\b403\b[^\n]{0,20}\bforbidden\b"
+    r"|\bunauthori[sz]ed\b|\bauthentication (?:failed|error)\b"
+    r"|\binvalid (?:api[ _-]?key|token|credentials)\b"
+    r"|\b(?:Agent)?AuthenticationError\b|\bPermissionDeniedError\b",
+    re.IGNORECASE,
+)
+"""A trial exception (type and message) that is an auth failure (the sandbox provider or the
+model endpoint refusing credentials): the rulebook's "repeated auth failures". A bare number
+is not one ("timed out after 403.0 seconds")."""
 
 _TRIAL_KEYS = ("trial_name", "task_name", "agent_result", "verifier_result", "exception_info")
 """Keys of a trial's ``result.json`` (``TrialResult``) that a job's (``JobResult``) never has."""
@@ -103,16 +115,21 @@ def _turns(agent: "dict[str, object]") -> "int | None":
 
 
 def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
-    """A trial ``result.json`` reduced to reward, exception, turns, output tokens and times
-    (the trial's, and its ``agent_execution`` phase's: instant-fail is judged on the agent)."""
+    """A trial ``result.json`` reduced to reward, exception (and whether it is an auth
+    failure), turns, output tokens and times (the trial's, and its ``agent_execution``
+    phase's: instant-fail is judged on the agent)."""
     data = _load(raw)
     if data is None:
         return None
     agent = _dict(data.get("agent_result"))
     execution = _dict(data.get("agent_execution"))  # TimingInfo of the agent's own run
-    return {
+    exception = _dict(data.get("exception_info"))
+    exc_type = _text(exception.get("exception_type"))
+    message = (_text(exception.get("exception_message")) or "")[:2000]
+    exc_text = f"{exc_type or ''} {message}"
+    out: dict[str, object] = {  # local annotations are never evaluated
         "reward": _trial_reward(data),
-        "exception_type": _text(_dict(data.get("exception_info")).get("exception_type")),
+        "exception_type": exc_type,
         "n_turns": _turns(agent),
         "n_output_tokens": _count(agent.get("n_output_tokens")),
         "started_at": _text(data.get("started_at")),
@@ -120,6 +137,9 @@ def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
         "agent_started_at": _text(execution.get("started_at")),
         "agent_finished_at": _text(execution.get("finished_at")),
     }
+    if exc_type is not None and _AUTH_FAILURE.search(exc_text) is not None:
+        out["auth_failure"] = True  # only then: the usual record is unchanged on the wire
+    return out
 
 
 def _eval_means(evals: "object") -> "dict[str, float]":
