@@ -341,6 +341,10 @@ class TrialTree(Frozen):
     chunks_done: int | None = None
     chunks_total: int | None = None
     newest_result_at: datetime | None = None
+    stalest_chunk: str | None = None
+    """Of a run of several Harbor job dirs: the unfinished chunk whose newest result.json is
+    the oldest (a hung chunk beside live ones), and that result's time."""
+    stalest_chunk_at: datetime | None = None
     exists: bool = True
 
 

@@ -11,7 +11,10 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
   ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated).
 - Datagen hung chunk: RUNNING, and neither a new result.json nor a log line for
-  ``datagen_hung_minutes`` -> ``stall``. Eval stall: RUNNING and the newest result.json (or the
+  ``datagen_hung_minutes`` -> ``stall``; in a run of several Harbor job dirs (an array's tasks
+  under one root) the new result.json may be another chunk's, so an unfinished chunk whose own
+  newest result.json is that old, under this job's silent log, is the hung chunk (named).
+  Eval stall: RUNNING and the newest result.json (or the
   start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
   earlier than the job's own start: a resumed run or chain successor inherits older files.
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
@@ -166,11 +169,18 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     # A Kubernetes job has no trial tree to list: without a log time nothing says hung. (On
     # SLURM a missing tree is a trial root not made yet, which the age alone judges.)
     seen = tree is not None or log_age is not None or not _kubernetes(ctx)
+    chunk = ""
+    chunk_age = _stalest_chunk_minutes(ctx)
+    if (chunk_age is not None and (results_age is None or results_age <= th.datagen_hung_minutes)
+            and log_age is not None and log_age > th.datagen_hung_minutes):
+        # A chunk that stopped returning trials beside live ones (an array's other tasks keep
+        # the tree's newest result.json fresh), under this job's silent log: the hung chunk.
+        results_age, chunk = chunk_age, f" in {tree.stalest_chunk}" if tree else ""
     if (seen and results_age is not None and results_age > th.datagen_hung_minutes and counted
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
         f.verdict("stalled")
-        text = f"HUNG: no new trial or log line for {format_duration(results_age * 60)}"
+        text = f"HUNG: no new trial{chunk} or log line for {format_duration(results_age * 60)}"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose",
                     text + "; find the chunk whose trial never returns")
@@ -188,6 +198,17 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         f.trend(Priority.BACKGROUND, f"{int(total - done)} chunks to go")
     else:
         f.trend(Priority.BACKGROUND, "Generating")
+
+
+def _stalest_chunk_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since the stalest unfinished chunk's newest result.json, never before the job's
+    own start (None: not a run of several chunks, or nothing timed)."""
+    tree = ctx.facts.trials
+    at = tree.stalest_chunk_at if tree is not None else None
+    if at is None:
+        return None
+    start = ctx.facts.record.start_time
+    return minutes_since(ctx.now, at if start is None or at >= start else start)
 
 
 class EngineRules(Frozen):

@@ -142,11 +142,16 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
     total = 0
     done = 0
     chunked = len(jobs) > 1
+    stalest: tuple[float, str] | None = None
     for job_dir, job in jobs.items():
         # Trial dir names repeat across chunks; key them by chunk so none is lost.
         prefix = f"{job_dir.rstrip('/').rsplit('/', 1)[-1]}/" if chunked else ""
         trials.update({prefix + name: t for name, t in (job.get("trials") or {}).items()})
         meta = job.get("job") or {}
+        newest = (job.get("tally") or {}).get("newest_mtime")
+        if (chunked and not meta.get("finished_at") and isinstance(newest, int | float)
+                and not isinstance(newest, bool) and (stalest is None or newest < stalest[0])):
+            stalest = (float(newest), job_dir.rstrip("/").rsplit("/", 1)[-1])
         if meta:
             job_meta = meta
             total += int(meta.get("n_total_trials") or 0)
@@ -154,7 +159,7 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
     merged_job = dict(job_meta or {})
     if chunked and total:
         merged_job["n_total_trials"] = total
-    return build_trial_tree(
+    tree = build_trial_tree(
         root,
         trials,
         job=merged_job or None,
@@ -162,3 +167,7 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
         chunks_total=len(jobs) if chunked else None,
         tallies=[job["tally"] for job in jobs.values() if "tally" in job],  # whole-run counts
     )
+    at = _utc(stalest[0]) if stalest is not None else None
+    if stalest is None or at is None:
+        return tree
+    return tree.model_copy(update={"stalest_chunk": stalest[1], "stalest_chunk_at": at})

@@ -141,3 +141,28 @@ def test_a_single_harbor_jobs_mean_is_harbors_line(tmp_path: Path) -> None:
     line = MAKE.progress_line(out["done"], out["total"], out["mean"]).replace("0.375", "0.380")
     report = judge(_facts(jobs, line + "\n", "datagen-tb-synth"), now=datetime.now(UTC)).report
     assert report.metrics.get("mean_reward") == 0.38
+
+
+def test_a_hung_chunk_of_an_array_is_found_beside_a_live_one(tmp_path: Path) -> None:
+    """sbatch --array=0-1, one Harbor job dir per task under the shared jobs/: task 0's chunk
+    stopped returning trials 3 hours ago and its log went silent; task 1 keeps writing
+    result.json. Task 0 read healthy, '2 chunks to go' (dry-run: datagen-dry-arrhung): the
+    hung-chunk rule timed the newest result.json of the whole tree, task 1's. A chunk not
+    finished whose own newest result.json is older than the window, under a job whose log is
+    silent as long, is the hung chunk."""
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "chunk-000", {"pass": 5, "fail": 10, "inflight": 8}, total=100,
+               seed=50, minutes_ago=240, mtime_ago_min=180)
+    MAKE.write(jobs / "chunk-001", {"pass": 20, "fail": 30, "inflight": 8}, total=100, seed=51)
+    now = datetime.now(UTC)
+    silent = _facts(jobs, "chunk 0 started\n", "datagen-tb-synth", now=now)
+    silent = silent.model_copy(update={
+        "record": silent.record.model_copy(update={"start_time": now - timedelta(hours=4)}),
+        "log": silent.log.model_copy(update={"mtime": now - timedelta(hours=3)})})
+    report = judge(silent, now=now).report
+    assert "stall" in report.flags and report.verdict == "stalled", report.trend
+    assert "chunk-000" in report.trend, report.trend
+    # The live task: its log is fresh, so it is not the hung one.
+    live = _facts(jobs, "chunk 1 writing\n", "datagen-tb-synth", now=now)
+    report = judge(live, now=now).report
+    assert "stall" not in report.flags and report.verdict == "healthy", report.trend
