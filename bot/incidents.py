@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.config import Config
 from bot.store import RedisStore, StoreUnavailable
 from probes.models import JobFacts, MetricPoint, SchedulerRecord
+from report.cells import one_line
 from report.chunks import no_backticks
 from report.models import (
     FailureSignature,
@@ -177,7 +178,7 @@ def cleanup_line(job: JobReport) -> str | None:
     rec = job.recommendation
     if job.state != "COMPLETED" or rec is None or rec.action != "cleanup":
         return None
-    return f"✅ `{job.cluster}:{job.job_id}` {job.name} completed: {rec.why}"
+    return f"✅ `{job.cluster}:{job.job_id}` {one_line(job.name)} completed: {rec.why}"
 
 
 class FollowUps:
@@ -227,7 +228,7 @@ class FollowUps:
         # Escaped for mrkdwn where they are sent; no backtick may close their spans here.
         ref = no_backticks(f"{job.cluster}:{job.job_id}")
         shown = no_backticks(str(path))
-        return f"🔥 `{ref}` {job.name} failed: {record.diagnosis}{again} · `{shown}`"
+        return f"🔥 `{ref}` {one_line(job.name)} failed: {record.diagnosis}{again} · `{shown}`"
 
     async def _previous(self, job: JobReport, repeats: FailureSignature) -> tuple[str, ...]:
         """The incident chain of the attempt ``job`` repeats (empty if it was never filed)."""

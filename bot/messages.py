@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config import SLACK_USER_ID
 from report.cells import format_value as _fmt
+from report.cells import one_line
 from report.chunks import (
     SlackMessage,
     cut_messages,
@@ -282,7 +283,7 @@ def shared_job_messages(detail: JobDetail, *, header: str, sharer: str,
     by = context(f"Shared by {mention(sharer)}")
     messages = slack_messages(job_detail_pieces(detail, width=width), header=header,
                               max_blocks=49)
-    ref = esc(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
+    ref = esc(f"{detail.report.cluster}:{detail.report.job_id} {one_line(detail.report.name)}")
     messages = cut_messages([SlackMessage(text=cut_text(ref, 150), blocks=m.blocks)
                              for m in messages], MAX_RESPONSES,
                             hint="`/job` shows the whole record.")
@@ -333,7 +334,7 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
     with their ids, from :func:`fault_kinds`)."""
     job = detail.report
     many = f" (×{count} tasks)" if count > 1 else ""
-    head = f"*{esc(job.name)}* `{code(f'{job.cluster}:{job.job_id}')}`{many}"
+    head = f"*{esc(one_line(job.name))}* `{code(f'{job.cluster}:{job.job_id}')}`{many}"
     rec = job.recommendation
     advice = (f"*Recommendation:* {esc(rec.action)} — {esc(rec.why)}"
               if rec and rec.action != "none" else "")
@@ -395,7 +396,7 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
     banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
         "no banked checkpoint found")
     head = (
-        f"*Collapse on `{ref}` {esc(job.name)}* (owner {esc(job.user or 'unknown')})\n"
+        f"*Collapse on `{ref}` {esc(one_line(job.name))}* (owner {esc(job.user or 'unknown')})\n"
         f"step {job.step if job.step is not None else '—'}, collapse at step "
         f"{detail.collapse_step if detail.collapse_step is not None else '—'}; {banked}"
     )
@@ -410,7 +411,8 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
                               f"`{code(evidence_path)}`"))
     blocks.append({"type": "actions", "block_id": "collapse_actions",
                    "elements": _buttons(detail, can_cancel=can_cancel)})
-    return SlackMessage(text=cut_text(f"Collapse on {ref} {esc(job.name)}", 150), blocks=blocks)
+    return SlackMessage(text=cut_text(f"Collapse on {ref} {esc(one_line(job.name))}", 150),
+                        blocks=blocks)
 
 
 def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ does; durations (elapsed, ETA, silence) read ``45s``, ``12m``, ``3h05m``, ``2d04
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from probes.models import ACTIVE_STATES, JobState
@@ -46,6 +47,20 @@ def printable(text: str) -> str:
     if text.isprintable():  # nearly every cell: one C pass, no per-character join
         return text
     return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
+
+
+NEWLINE_MARK = "\u2424"
+_BREAK = re.compile(r"\r\n|\n|\r")
+"""What a line break in a name shows as (␤, SYMBOL FOR NEWLINE, one column wide)."""
+
+
+def one_line(text: str) -> str:
+    """A name on one line: a job name is one token to a reader, but the scheduler takes any
+    text (``sbatch -J $'rl-a\\nrl-b'``), and a line break in it made a Job cell of two lines
+    that read as two jobs. Each line break shows as :data:`NEWLINE_MARK`."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    return _BREAK.sub(NEWLINE_MARK, text)
 
 
 def _non_finite(value: float) -> str | None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from probes.models import ACTIVE_STATES, Frozen, JobState
+from report.cells import one_line
 from report.models import JobReport, Report
 
 ChangeKind = Literal["started", "finished", "failed", "collapsed", "restarted", "stalled",
@@ -83,7 +84,7 @@ def _terminal(prev: Snapshot | None, cur: Snapshot, job: JobReport) -> Change | 
 
 
 def _change(kind: ChangeKind, job: JobReport, why: str) -> Change:
-    return Change(kind=kind, cluster=job.cluster, job_id=job.job_id, name=job.name,
+    return Change(kind=kind, cluster=job.cluster, job_id=job.job_id, name=one_line(job.name),
                   state=job.state, verdict=job.verdict, why=why)
 
 

@@ -22,6 +22,7 @@ from report.cells import (
     format_number,
     format_state,
     format_step,
+    one_line,
 )
 from report.models import GridRollup, JobDetail, JobReport
 
@@ -207,6 +208,7 @@ def job_label(job: JobReport, detail: JobDetail | None, *, multi_cluster: bool =
         label = detail.display_name
     else:
         label = f"{job.cluster}:{job.name}" if multi_cluster else job.name
+    label = one_line(label)
     marker = _MARKERS.get(job.verdict)
     return f"{label} [{marker}]" if marker else label
 
