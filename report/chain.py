@@ -160,8 +160,10 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool
     if elsewhere and not released_by(record, candidate):
         return False
     pattern = _stdout_pattern(record)
+    # Another name: the same ``--output`` template ties it to this run, unless the template
+    # holds the name itself (``%x``: each name its own log, the same template for every run).
     if (name_stem(candidate.name) != name_stem(record.name)
-            and (pattern is None or pattern != _stdout_pattern(candidate))):
+            and (pattern is None or "%x" in pattern or pattern != _stdout_pattern(candidate))):
         return False
     if record.end_time is None or candidate.submit_time is None:
         return False

@@ -99,6 +99,23 @@ def test_stdout_pattern_matches_a_renamed_successor() -> None:
     assert find_successor(default, [default, plain], {}) is None
 
 
+def test_a_name_in_the_stdout_template_is_no_match_across_names() -> None:
+    """``-o logs/%x/%x_%j.out`` puts each job's own name in its path: two runs with different
+    names both turn into the same template, yet each writes its own log. An acceptance dry-run
+    read a walltime TIMEOUT as a "normal chain restart" onto the successor of another run of
+    the same user, eligible a minute after it ended; with no successor it is a failure."""
+    pred = record("eval-qwen-tb", "852", JobState.TIMEOUT, end_time=END,
+                  stdout_path="/w/logs/eval-qwen-tb/eval-qwen-tb_852.out")
+    other = record("datagen-swe", "855", JobState.RUNNING,
+                   stdout_path="/w/logs/datagen-swe/datagen-swe_855.out",
+                   submit_time=END - timedelta(hours=1))
+    assert find_successor(pred, [pred, other], {}) is None
+    # near-miss: the same run restarted under the same name keeps matching
+    again = other.model_copy(update={
+        "name": "eval-qwen-tb", "stdout_path": "/w/logs/eval-qwen-tb/eval-qwen-tb_855.out"})
+    assert find_successor(pred, [pred, again], {}) == "855"
+
+
 @pytest.mark.parametrize(
     ("dependant", "why"),
     [
