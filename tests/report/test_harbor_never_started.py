@@ -25,7 +25,7 @@ from tests.report.factories import judge, log, record, summary
 
 REAL = (Path(__file__).resolve().parents[1] / "fixtures" / "harbor-0.26.0" / "jobs"
         / "2026-11-30__10-00-00" / "crack-7z-hash__LL53Qp2" / "result.json")
-_NOTE = "AgentTimeout share high; expected on hard sets"
+_NOTE = "AgentTimeouts on top: expected on hard sets"
 
 
 def _never_started(data: dict[str, Any], exc: str = "EnvironmentStartTimeoutError") -> None:
@@ -104,7 +104,7 @@ def test_only_passthrough_exceptions_are_excused(tmp_path: Path, exc: str, benig
     detail = judge(_eval(tree))
     assert detail.report.metrics["top_exception"] == exc
     assert detail.report.flags == [] and detail.report.verdict == "healthy"
-    assert ("share high" in detail.note) is benign, detail.note
+    assert ("on top: " in detail.note) is benign, detail.note
     assert (_NOTE in detail.report.trend) is (exc == "AgentTimeoutError")
 
 

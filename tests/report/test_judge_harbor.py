@@ -204,7 +204,7 @@ def test_agent_timeouts_are_not_a_problem() -> None:
     t = tree([trial(1.0)] * 40 + timeouts, trials_total=300)
     detail = judge(_eval(t))
     assert detail.report.flags == [] and detail.report.verdict == "healthy"
-    assert detail.report.trend == "AgentTimeout share high; expected on hard sets"
+    assert detail.report.trend == "AgentTimeouts on top: expected on hard sets"
     assert detail.report.metrics["top_exception"] == "AgentTimeoutError"
 
 
