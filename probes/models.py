@@ -345,6 +345,11 @@ class TrialTree(Frozen):
     """Of a run of several Harbor job dirs: the unfinished chunk whose newest result.json is
     the oldest (a hung chunk beside live ones), and that result's time."""
     stalest_chunk_at: datetime | None = None
+    job_mean: float | None = None
+    """Harbor's own ``Mean`` from its job ``result.json`` (``stats.evals[*].metrics[0]``,
+    which Harbor rewrites as each trial ends), over every chunk weighted by its completed
+    trials; ``None`` when a chunk with trials has none. Harbor versions count an unscored
+    trial differently (0.26: left out; later: 0), so its number is taken over ours."""
     exists: bool = True
 
 

@@ -141,15 +141,17 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         f.metrics["trials"] = float(harbor_done)
     if stats is not None and stats.avg_turns is not None:
         f.metrics["avg_turns"] = stats.avg_turns
-    mean = summary.harbor_mean if summary and summary.harbor_mean is not None else (
-        stats.mean_reward if stats else None
-    )
+    # The run's Mean: Harbor's own, from its job result.json(s), else ours over the trials.
+    tree = ctx.facts.trials
+    own = tree.job_mean if tree is not None else None
+    run_mean = own if own is not None else (stats.mean_reward if stats else None)
+    mean = summary.harbor_mean if summary and summary.harbor_mean is not None else run_mean
     line_total = summary.harbor_total if summary else None
     if (line_total is not None and stats is not None and stats.trials > line_total
-            and stats.mean_reward is not None):
+            and run_mean is not None):
         # The line counts fewer trials than the tree holds: one chunk's line (a run of several
         # Harbor job dirs prints one per chunk). The Mean is the run's, over the Trials column.
-        mean = stats.mean_reward
+        mean = run_mean
     if stats is not None and stats.completed and stats.mean_reward is None:
         # Trials finished and none was scored: no verifier. Harbor's Mean counts a None
         # reward as 0 and prints "Mean: 0.000"; the rulebook marks this — instead.

@@ -13,7 +13,8 @@ made-up "no metrics". Once parsed, the tail gives way to its bounded excerpts
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -167,7 +168,26 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
         chunks_total=len(jobs) if chunked else None,
         tallies=[job["tally"] for job in jobs.values() if "tally" in job],  # whole-run counts
     )
+    update: dict[str, Any] = {"job_mean": _job_mean(jobs.values())}
     at = _utc(stalest[0]) if stalest is not None else None
-    if stalest is None or at is None:
-        return tree
-    return tree.model_copy(update={"stalest_chunk": stalest[1], "stalest_chunk_at": at})
+    if stalest is not None and at is not None:
+        update.update(stalest_chunk=stalest[1], stalest_chunk_at=at)
+    return tree.model_copy(update=update)
+
+
+def _job_mean(jobs: Iterable[Mapping[str, Any]]) -> float | None:
+    """Harbor's ``Mean`` over the chunks (their job result.json's), weighted by each one's
+    completed trials; None unless every chunk holding trials wrote one."""
+    total = weight = 0.0
+    for job in jobs:
+        meta = job.get("job") or {}
+        mean, done = meta.get("mean"), meta.get("n_completed")
+        has_trials = bool(job.get("trials")) or bool((job.get("tally") or {}).get("trials"))
+        if not isinstance(mean, int | float) or isinstance(mean, bool) or not math.isfinite(mean):
+            if has_trials:
+                return None
+            continue
+        n = float(done) if isinstance(done, int) and not isinstance(done, bool) and done > 0 \
+            else 1.0
+        total, weight = total + mean * n, weight + n
+    return total / weight if weight else None
