@@ -3,8 +3,9 @@ trainer logs at a trainer's cadence, swept by SlurmProbe, judged by report.judge
 the `jobtables sweep` CLI.
 
 All jobs are submitted at once by one module-scoped fixture (unique names per run) and
-cancelled in its teardown. The --time=1 job needs 60-90 s to reach TIMEOUT: the module waits
-for it once, with a bounded poll of `squeue --json`.
+cancelled in its teardown. The --time=1 job would need 60-90 s to reach TIMEOUT: once the
+early sweeps are done its end time is set to now (``end_now``), and the module waits for the
+TIMEOUT slurmctld then gives it (within 30 s), with a bounded poll of `squeue --json`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from probes.slurm.recording import record
 from probes.slurm.replay import ReplayProbe
 from probes.slurm.transport import SshRunner
 from report.models import Report
-from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
 
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures"
@@ -171,6 +172,26 @@ async def _wait_for(env: SlurmEnv, ids: dict[str, str], want: dict[str, set[JobS
                 f"{ {k: states.get(i) for k, i in ids.items()} }")
 
 
+def end_now(job_ids: Sequence[str]) -> None:
+    """Bring these running ``--time=1`` jobs' walltime TIMEOUT forward: their end time set to
+    now (as root), slurmctld's own time-limit check ends them at its next pass (every 30 s
+    here), state TIMEOUT, reason TimeLimit, TimeLimit still 1 minute, and their ``afterany``
+    successors released as by any TIMEOUT. It would come 60-90 s after the start; the suite
+    waited for it twice."""
+    left, deadline = set(job_ids), time.monotonic() + 60
+    while left and time.monotonic() < deadline:  # a job not started yet has no end to move
+        out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T", "-j", ",".join(left)],
+                             capture_output=True, text=True, check=False, timeout=60).stdout
+        for job_id, state in (line.split() for line in out.splitlines() if line.strip()):
+            if state == "RUNNING":
+                subprocess.run(["scontrol", "update", f"JobId={job_id}", "EndTime=now"],
+                               capture_output=True, check=False, timeout=60)
+            if state != "PENDING":
+                left.discard(job_id)
+        if left:
+            time.sleep(0.5)
+
+
 async def _cleanup(env: SlurmEnv, ids: dict[str, str], run_dir: str) -> None:
     runner = SshRunner(env.cluster())
     try:
@@ -198,8 +219,10 @@ def _cli_sweep(config: Path) -> dict[str, Any]:
 def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
         request: pytest.FixtureRequest) -> Iterator[Run]:
     """Submit every job once, sweep early (chain still pending) and after the TIMEOUT."""
+    chained: list[str] = []  # test_e2e_chains' predecessors: their TIMEOUT waits beside ours
     if any(item.path.name == "test_e2e_chains.py" for item in request.session.items):
-        request.getfixturevalue("walltime_chains")  # their TIMEOUT waits beside this one
+        chains: WalltimeChains = request.getfixturevalue("walltime_chains")
+        chained = [chains.ids[key] for key in ("ok_pred", "resume_pred", "moved_pred")]
     tag = f"t{secrets.token_hex(3)}"
     run_dir = f"{slurm_env.scratch}/e2e-{tag}"
     tmp = tmp_path_factory.mktemp("e2e")
@@ -215,6 +238,7 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
         probe = SlurmProbe(slurm_env.cluster())
         early = asyncio.run(probe.collect())
         warm = asyncio.run(probe.collect())
+        end_now([ids["chain"], *chained])
         asyncio.run(_wait_for(slurm_env, ids, {"chain": {JobState.TIMEOUT},
                                                "successor": running}, bound_s=200, settle_s=2))
         final = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())

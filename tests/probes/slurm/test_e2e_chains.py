@@ -11,7 +11,9 @@ Two real walltime TIMEOUTs (``--time=1``), each with a real successor queued at 
   names it, in the sweep and in ``jobtables job`` (``collect_one``).
 
 Jobs get unique names per run and only their own ids are cancelled in teardown. The TIMEOUT
-takes 60-90 s: the module waits for it once with a bounded poll of ``squeue --json``.
+would take 60-90 s: the predecessors' end time is set to now (``end_now``; when ``test_e2e``
+ran first they timed out already) and the module waits for it with a bounded poll of
+``squeue --json``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from report.judge import build_report
 from report.models import JobReport
 from report.settings import ReportSettings
 from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
+from tests.probes.slurm.test_e2e import _cleanup, _wait_for, end_now
 
 BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
 
@@ -84,6 +86,7 @@ def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Cha
     TIMEOUTs are done and the resume runs, then swept once."""
     ids = walltime_chains.ids
     try:
+        end_now([ids[key] for key in ("ok_pred", "resume_pred", "moved_pred")])
         asyncio.run(_wait_for(slurm_env, ids, {
             "ok_pred": {JobState.TIMEOUT}, "resume_pred": {JobState.TIMEOUT},
             "resume_succ": {JobState.RUNNING}, "ok_succ": {JobState.PENDING},
