@@ -347,8 +347,11 @@ class SlurmProbe:
                             jobs=(*jobs, *(JobFacts(record=r) for r in live)))
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
-        """``scancel <id>``; the id is validated before anything connects."""
-        job_id = _slurm_id(job_id)
+        """``scancel <id>``; the id is validated before anything connects. A heterogeneous
+        job's component (``N+k``) is its whole job ``N``: SLURM refuses to cancel a component
+        alone ("Operation not permitted on individual component of heterogeneous job"), so a
+        press on its alert failed and the run kept going."""
+        job_id = _slurm_id(job_id).split("+", 1)[0]
         runner = self._runner_factory(self._cluster)
         try:
             await runner.run(["scancel", job_id])
