@@ -48,6 +48,7 @@ with contextlib.suppress(ImportError):
     from probes.remote.tree import (
         SEEN,
         collect_checkpoints,
+        collect_logged_trials,
         collect_trials,
         listdir,
         logged_checkpoint_dirs,
@@ -276,11 +277,21 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
         text = scan_text(log["cursor"]["dirs"], None)
+    trials = SEEN[trials_key]
+    if "cursor" not in log:
+        # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
+        # first: they are the run's own (inside workdir/roots only, entered without a link).
+        logged = collect_logged_trials(
+            "\n".join(t for t in (log.get("head"), text) if t), job.get("workdir"),
+            [b for b in [job.get("workdir"), *trial_roots, *roots] if b], trial_roots, guard,
+            budget_s=float(request.get("trial_budget_s") or 20.0))
+        if logged:
+            trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
     return {
         "log": log,
         # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
         "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir")),
-        "trials": SEEN[trials_key],
+        "trials": trials,
     }
 
 

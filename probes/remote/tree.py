@@ -33,7 +33,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict  # noqa: UP035 - Python 3.7 on login nodes
+from typing import Any, Callable, Dict, Iterator  # noqa: UP035 - Python 3.7 on login nodes
 
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, deadline
@@ -58,6 +58,14 @@ _LOGGED_GATE = re.compile(
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
 _FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
+_TRIALS_NAMED = re.compile(
+    r"rials[_ ]dir['\"]?[ \t]*[:=][ \t]*(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|?\x1b]+)")
+"""A trials dir the log names, after its ``T``/``t``: SkyRL's HarborGenerator line (``Trials dir:
+/p``), its config dump (``trials_dir: /p``), a Hydra override echoed by ``set -x``
+(``++harbor_trial_config.trials_dir=/p``), a ``TrialConfig`` repr (``trials_dir=PosixPath('/p')``).
+Starts on a literal so the search skips ahead; the letter before is checked by hand."""
+_LOGGED_TRIALS = 4
+"""Trials dirs taken from one log at most (the newest printed first)."""
 TRIAL_BUDGET_S = 20.0
 """Seconds of trial counting per trial-root set when the request names none."""
 
@@ -226,6 +234,35 @@ def _step_holder(path: str) -> str:
     return os.path.dirname(path) if _FILE_SUFFIX.search(path) else path
 
 
+def logged_trials_dirs(text: str | None, workdir: str | None,
+                       bases: list[str]) -> list[tuple[str, list[str]]]:
+    """Trials dirs the log names (newest first), as ``(base, components below it)``.
+
+    As for logged checkpoint dirs, the log is the job owner's text: a path counts only inside
+    one of ``bases`` (the workdir and the configured roots) once normalised; a relative one
+    (Harbor's default ``trials``) is taken from the workdir, where sbatch starts the job; one
+    under ``~``, in a variable or an object store is left alone."""
+    found: list[tuple[str, list[str]]] = []
+    clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    text = text or ""
+    for match in reversed(list(_TRIALS_NAMED.finditer(text))):
+        if len(found) >= _LOGGED_TRIALS:
+            break
+        if match.start() == 0 or text[match.start() - 1] not in "Tt":
+            continue
+        raw = match.group(1).rstrip(".:")
+        if raw.startswith(("~", "$")) or "://" in raw or "\\" in raw:
+            continue
+        if not raw.startswith("/"):
+            if not workdir or not workdir.startswith("/"):
+                continue
+            raw = os.path.join(workdir, raw)
+        place = _inside_base(os.path.normpath(raw), clean)
+        if place is not None and place not in found:
+            found.append(place)
+    return found
+
+
 def _inside_base(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
     for base in sorted(bases, key=len, reverse=True):
         if path == base or path.startswith(base.rstrip("/") + "/"):
@@ -313,21 +350,23 @@ def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | No
 
 
 def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
-                   label: str) -> Json:
-    """One Harbor job directory: its job result.json and a tally of every trial's."""
+                   label: str, *, top: int | None = None) -> Json:
+    """One Harbor job directory: its job result.json and a tally of every trial's (``top``:
+    the directory already open, else it is opened by its path)."""
     tally = new_tally()
     started = clock.clock()
-    job_raw = read_small(os.path.join(job_dir, "result.json"), guard)
+    job_raw = None
     try:
-        with guard.directory(job_dir) as top:
-            entries = _entries(top, job_dir, guard)
+        with _opened(job_dir, guard, top) as fd:
+            job_raw = read_small("result.json", guard, dir_fd=fd)
+            entries = _entries(fd, job_dir, guard)
             for name, is_dir in entries:
                 if not is_dir:
                     continue
                 if clock.spent():
                     tally["complete"] = False
                     break
-                found = _trial_result(top, name, guard)
+                found = _trial_result(fd, name, guard)
                 reduced = reduce_trial(found[0]) if found is not None else None
                 if reduced is not None:
                     # The stall rule ("no new result.json for 60+ min") reads file times.
@@ -341,6 +380,29 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
     tally["seconds"] = round(clock.clock() - started, 3)
     return {"job": reduce_job(job_raw) if job_raw is not None else None, "tally": tally,
             "trials": {}}
+
+
+@contextlib.contextmanager
+def _opened(path: str, guard: Guard, fd: int | None) -> Iterator[int]:
+    """``fd`` itself (left open), or ``path`` opened as the job's directory for the block."""
+    if fd is not None:
+        yield fd
+        return
+    with guard.directory(path) as opened:
+        yield opened
+
+
+def _open_below(base: str, below: list[str], guard: Guard) -> int:
+    """``base`` opened, then each component ``below`` it through its parent's descriptor
+    without following a link (a logged dir never leads out of its base)."""
+    fd = guard.open(base, directory=True)
+    for part in below:
+        try:
+            sub = guard.open(part, directory=True, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = sub
+    return fd
 
 
 def _job_files_in(fd: int, guard: Guard) -> bool:
@@ -398,32 +460,42 @@ def _flat_trials(top: int, root: str, entries: list[tuple[str, bool]], guard: Gu
     return False
 
 
-def _count_root(root: str, guard: Guard, clock: _Clock) -> Json:
+def _count_root(root: str, guard: Guard, clock: _Clock,
+                below: list[str] | None = None) -> Json:
+    """One trial root (or the directory ``below`` it, entered component by component)."""
+    path = os.path.join(root, *below) if below else root
     try:
-        with guard.directory(root) as top:
-            own = _job_files_in(top, guard)
-            entries = [] if own else _entries(top, root, guard)
-            if own or _flat_trials(top, root, entries, guard):
-                job_dirs = [root]  # a Harbor job dir, or trials directly below the root
-            else:
-                # Only Harbor job dirs are chunks: a stray or empty directory is not a trial
-                # tree; a symlinked chunk is not entered (it is opened without following).
-                job_dirs = [os.path.join(root, n) for n, is_dir in entries
-                            if is_dir and _has_job_files(top, n, guard)]
+        top = _open_below(root, below, guard) if below else guard.open(root, directory=True)
     except FileNotFoundError:
         return {"exists": False, "jobs": {}}
     except (OSError, Refused, Hung) as exc:
         return {"exists": False, "jobs": {}, "error": str(exc)}
-    window: list[Any] = []
-    jobs: Json = {}
-    for job_dir in job_dirs:
-        if clock.spent():
-            tally = new_tally()
-            tally["complete"] = False
-            jobs[job_dir] = {"job": None, "tally": tally, "trials": {}}
-            continue
-        label = os.path.basename(job_dir.rstrip("/")) + "/" if len(job_dirs) > 1 else ""
-        jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label)
+    try:
+        try:
+            own = _job_files_in(top, guard)
+            entries = [] if own else _entries(top, path, guard)
+            # a Harbor job dir, or trials directly below the root: counted in the open dir
+            flat = own or _flat_trials(top, path, entries, guard)
+        except (OSError, Refused, Hung) as exc:
+            return {"exists": False, "jobs": {}, "error": str(exc)}
+        # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree; a
+        # symlinked chunk is not entered (it is opened without following).
+        job_dirs = [] if flat else [os.path.join(path, n) for n, is_dir in entries
+                                    if is_dir and _has_job_files(top, n, guard)]
+        window: list[Any] = []
+        jobs: Json = {}
+        if flat:
+            jobs[path] = _count_job_dir(path, guard, clock, window, "", top=top)
+        for job_dir in job_dirs:
+            if clock.spent():
+                tally = new_tally()
+                tally["complete"] = False
+                jobs[job_dir] = {"job": None, "tally": tally, "trials": {}}
+                continue
+            label = os.path.basename(job_dir.rstrip("/")) + "/" if len(job_dirs) > 1 else ""
+            jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label)
+    finally:
+        os.close(top)
     for _key, _order, job_dir, name, reduced in window:
         jobs[job_dir]["trials"][name.rsplit("/", 1)[-1]] = reduced
     return {"exists": True, "jobs": jobs}
@@ -437,3 +509,22 @@ def collect_trials(roots: list[str], guard: Guard | None = None,
     guard = guard or Guard(os.geteuid(), 30.0)
     bound = _Clock(budget_s, guard, clock)
     return {root: _count_root(root, guard, bound) for root in roots}
+
+
+def collect_logged_trials(text: str | None, workdir: str | None, bases: list[str],
+                          skip: list[str], guard: Guard, *,
+                          budget_s: float = TRIAL_BUDGET_S) -> Json:
+    """The trials dirs the log names (``logged_trials_dirs``), newest first, each counted
+    like a trial root (``skip``: the roots already counted); once per request and owner."""
+    out: Json = {}
+    bound: _Clock | None = None
+    for base, below in logged_trials_dirs(text, workdir, bases):
+        path = os.path.join(base, *below)
+        if path in skip or path in out:
+            continue
+        key = f"lt:{guard.uid}:{path}"
+        if key not in SEEN:
+            bound = bound or _Clock(budget_s, guard, time.monotonic)
+            SEEN[key] = _count_root(base, guard, bound, below)
+        out[path] = SEEN[key]
+    return out
