@@ -39,6 +39,9 @@ _VERL_RE = re.compile(r"(?:^|\s)step:(\d{1,12}) - ")
 _ITERATION_RE = re.compile(
     r"(?:^|[\s\]:|])iteration\s{1,40}(\d{1,12})\s{0,40}/\s{0,40}(\d{1,12})\s{0,40}\|"
 )
+_ZERO_BASED_ITERATION_RE = re.compile(r"epoch \d{1,12},\s?$")
+"""What NeMo 2's progress printer puts before its ``iteration``: ``Training epoch E, `` (its
+iteration and total are zero-based: ``iteration {n-1}/{max_steps-1}``)."""
 _REWARD_PAIR_RE = re.compile(r"([\w/@.\-]{1,256}): ([^,\s]{1,64})")
 _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
@@ -284,10 +287,15 @@ def parse_iteration(line: str) -> IterationLine | None:
 
     ``T`` is ``--train-iters`` (optimizer steps, never an example count); the pairs are read
     generally, so ``lm loss``, ``grad norm``, ``learning rate`` and any other counter come along.
+    NeMo 2's ``Training epoch E, iteration N/T | ...`` (nemo/lightning/pytorch/callbacks/
+    progress_printer.py) counts from 0: ``N + 1`` steps are done of ``T + 1`` (max_steps).
     """
     found = _ITERATION_RE.search(line)
     if found is None:
         return None
+    step, total = int(found.group(1)), int(found.group(2))
+    if _ZERO_BASED_ITERATION_RE.search(line, max(0, found.start() - 24), found.start() + 1):
+        step, total = step + 1, total + 1
     values = _key_values(line[found.end() :], "|")
     grad = values.get("grad norm")
     if grad is not None and not math.isfinite(grad) and not _ITERATION_LOSSES & values.keys():
@@ -295,10 +303,10 @@ def parse_iteration(line: str) -> IterationLine | None:
         # and its NaN ``grad norm`` is what is printed. Read it as the NaN it was, not as the
         # loss of the last line that had one.
         values["lm loss"] = math.nan
-    return IterationLine(int(found.group(1)), int(found.group(2)), values)
+    return IterationLine(step, total, values)
 
 
-_ITERATION_LOSSES = frozenset({"lm loss", "lm_loss", "loss"})
+_ITERATION_LOSSES = frozenset({"lm loss", "lm_loss", "loss", "reduced_train_loss"})
 
 
 def _key_values(text: str, separator: str) -> dict[str, float]:

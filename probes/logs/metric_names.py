@@ -71,6 +71,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "train/loss": ("loss", 1),
     "lm loss": ("loss", 1),  # Megatron-LM / Megatron-DeepSpeed iteration lines
     "lm_loss": ("loss", 1),  # GPT-NeoX
+    "reduced_train_loss": ("loss", 1),  # NeMo 2 (lightning progress printer, NeMo 1 bars)
     "grad norm": ("grad_norm", 2),
     "learning rate": ("learning_rate", 1),
     "learning_rate": ("learning_rate", 0),

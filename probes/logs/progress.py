@@ -119,9 +119,11 @@ def sec_per_it(rate: str) -> float | None:
 
 
 def iteration_seconds(values: Mapping[str, float]) -> float | None:
-    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks) in seconds."""
+    """Megatron's ``elapsed time per iteration (ms)`` (or ``(s)``, older forks), or NeMo 2's
+    ``train_step_timing in s``, in seconds."""
     for key, scale in (("elapsed time per iteration (ms)", 1e-3),
-                       ("elapsed time per iteration (s)", 1.0)):
+                       ("elapsed time per iteration (s)", 1.0),
+                       ("train_step_timing in s", 1.0)):
         value = values.get(key)
         if value is not None and isfinite(value) and value >= 0:
             return value * scale
