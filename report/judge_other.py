@@ -9,7 +9,9 @@ Note (the row's trend) carries the one signal that matters, from ``LogSummary.ou
 - an upload reads what was pushed (``pushed 6,977 rows → org/dataset``, ``pushing →
   s3://bucket/run``), above "Completed" but below a real failure's diagnosis;
 - otherwise the log's own summary line, else its last meaningful line, else the scheduler's
-  reason (below the state word, as before).
+  reason: below a live or failed job's state word, above a COMPLETED one's ("Completed" is
+  what the State column says; ``SMOKE TEST PASSED``, ``Avg bus bandwidth: 158.3`` is the
+  signal) unless it is a bare word such as ``done.``.
 
 Terminal COMPLETED/FAILED states are judged by the cross-cutting rules; a live job is
 ``healthy`` unless a fault says otherwise.
@@ -79,7 +81,14 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
     if note:
         f.notes.append(note)
         f.trend(Priority.BACKGROUND + 1, note)
+        if ctx.state is JobState.COMPLETED and len(_WORD.findall(note)) >= 2:
+            # The State column says COMPLETED; the note says what came of it (a bare
+            # "done." says no more than "Completed").
+            f.trend(Priority.BACKGROUND + 3, note)
     _outcome(ctx, f)
+
+
+_WORD = re.compile(r"[A-Za-z]\w*")
 
 
 def _outcome(ctx: JudgeContext, f: Findings) -> None:
@@ -91,4 +100,4 @@ def _outcome(ctx: JudgeContext, f: Findings) -> None:
     if outcome.pushed:
         verb = "pushing" if ctx.running else "pushed"
         what = outcome.pushed if "→" in outcome.pushed else f"→ {outcome.pushed}"
-        f.trend(Priority.BACKGROUND + 3, shorten(f"{verb} {what}"))
+        f.trend(Priority.BACKGROUND + 4, shorten(f"{verb} {what}"))
