@@ -13,6 +13,10 @@ Note (the row's trend) carries the one signal that matters, from ``LogSummary.ou
   what the State column says; ``SMOKE TEST PASSED``, ``Avg bus bandwidth: 158.3`` is the
   signal) unless it is a bare word such as ``done.``.
 
+A FAILED job whose log holds no fault (no traceback, OOM, signal) is diagnosed with the log's
+failing line (the first failing pytest test, else the last line naming an error, e.g.
+BuildKit's ``ERROR: failed to solve``), never the exit code alone.
+
 Terminal COMPLETED/FAILED states are judged by the cross-cutting rules; a live job is
 ``healthy`` unless a fault says otherwise.
 """
@@ -23,7 +27,14 @@ import re
 
 from probes.logs.excerpt import last_tally_line
 from probes.models import JobState
-from report.findings import Findings, JudgeContext, Priority, pending_note
+from report.findings import (
+    Findings,
+    JudgeContext,
+    Priority,
+    diagnosis,
+    first_fault,
+    pending_note,
+)
 from report.trend import shorten
 
 _TYPES: tuple[tuple[str, str], ...] = (
@@ -86,9 +97,31 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
             # "done." says no more than "Completed").
             f.trend(Priority.BACKGROUND + 3, note)
     _outcome(ctx, f)
+    _failure_line(ctx, f)
 
 
 _WORD = re.compile(r"[A-Za-z]\w*")
+_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) \S+::\S+")
+_ERROR_WORD = re.compile(r"(?i)\b(?:error|fatal|failed)\b")
+
+
+def _failure_line(ctx: JudgeContext, f: Findings) -> None:
+    """A FAILED catch-all job whose log holds no fault (no traceback, OOM or signal): its
+    diagnosis quotes the log's failing line, the first failing pytest test (``FAILED
+    path::test``) or else the last line naming an error (BuildKit's ``ERROR: failed to
+    solve: ...``), never the exit code alone."""
+    if ctx.state is not JobState.FAILED or first_fault(ctx.facts) is not None:
+        return
+    lines = [line.strip() for line in (ctx.facts.log.text if ctx.facts.log else "").splitlines()]
+    line = next((x for x in lines if _PYTEST_FAILED.match(x)), None)
+    line = line or next((x for x in reversed(lines) if _ERROR_WORD.search(x)), None)
+    if not line:
+        return
+    why = f"{diagnosis(ctx.facts)}: {line}"
+    outcome = ctx.facts.summary.outcome if ctx.facts.summary else None
+    if outcome is None or not outcome.pytest_summary:  # else the tally is the note
+        f.trend(Priority.TERMINAL + 1, shorten(why))
+    f.recommend(Priority.DIAGNOSE + 1, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
 
 
 def _outcome(ctx: JudgeContext, f: Findings) -> None:
