@@ -186,9 +186,20 @@ def parse_pairs(text: str) -> dict[str, float]:
         try:
             number = float(body)
         except ValueError:
+            if key in _STEP_OF_KEYS and "global_step" not in out:
+                done, slash, _ = body.partition("/")
+                if slash and done.isdigit() and len(done) <= 12:
+                    out["global_step"] = float(done)
             continue
         out[key] = number
     return out
+
+
+_STEP_OF_KEYS = frozenset({"global_step/max_steps", "iteration"})
+"""ms-swift's step in its printed dict, a ``'N/T'`` string (swift/trainers/patcher.py
+``add_train_message``: ``'global_step/max_steps'``; its Megatron callback: ``'iteration'``),
+read as ``global_step`` N: the dict otherwise carries no step, and one printed every
+``logging_steps`` is not the Nth step."""
 
 
 _KEY_BARS = frozenset("\"\\\n{")
