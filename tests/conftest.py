@@ -34,6 +34,14 @@ if os.environ.get("CI") == "true":
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
+SERIAL_GROUP = "services"
+"""The xdist group of every test that drives the shared services' state: the one SLURM node
+(whose daemons a test stops and restarts, whose slots the jobs fill, whose walltime waits
+span modules), sshd, and the Sentinel topology a failover changes. ``scripts/test`` runs
+``-n 2 --dist loadgroup``: this group in order on one worker, every other test (the pure
+tiers, and Redis tests, each under a key prefix of its own) spread over both."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every collected test with the tiers its fixtures (and folder) put it in."""
     e2e = config.rootpath / "tests" / "e2e"
@@ -45,6 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.redis)
         if item.path.is_relative_to(e2e):
             item.add_marker(pytest.mark.e2e)
+        if needs & {"slurm_env", "sentinel"} or item.path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
 def redis_unavailable(url: str | None = None) -> str | None:

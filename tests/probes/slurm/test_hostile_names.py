@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import getpass
 import json
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -82,9 +84,21 @@ def _request_in(script: str) -> dict[str, object]:
     return request
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A scratch directory with a short path: the log's file name holds it three times, and
+    pytest's own (longer under xdist: ``.../popen-gw1/...``) made that name too long (255)."""
+    path = Path(tempfile.mkdtemp(prefix="jt-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("one_trip", [True, False])
-async def test_hostile_name_and_workdir_stay_data(tmp_path: Path, one_trip: bool) -> None:
+async def test_hostile_name_and_workdir_stay_data(short_tmp: Path, one_trip: bool) -> None:
     """A name and workdir full of quotes, `$()`, `;` and newlines reach no argv and no shell."""
+    tmp_path = short_tmp
     marker = tmp_path / "p"  # short: the log file name holds this path three times
     name = f"x'; rm -rf ~; touch {marker}; echo '\n$(touch {marker})`touch {marker}`"
     workdir = tmp_path / f"w'; touch {marker} #" / f"$(touch {marker})\nnext line"
