@@ -109,7 +109,9 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
                 f"grad_norm {format_value(latest)} >1.0 for 2+ steps: collapse risk")
     elif scan.latest_fired:
         fired = [e for e in scan.latest_evidence if e.fired]
-        watching = "1 signal (no entropy logged): " if _no_entropy(ctx) else "1 signal, watching: "
+        watching = ("1 signal (no entropy logged): " if _no_entropy(ctx)
+                    else "1 signal, watching: " if ctx.running
+                    else "1 signal at its end: ")  # an ended run is watched no more
         f.trend(Priority.INFO, shorten(watching + signal_phrase(fired[0])))
     _tis_rules(f, ctx.settings.thresholds)
     dead_rollouts_rule(ctx, f)

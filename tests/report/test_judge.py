@@ -90,13 +90,15 @@ def test_catch_all_row() -> None:
 
 
 def test_failed_catch_all_is_diagnosed() -> None:
-    """A FAILED catch-all job is a genuine failure with a diagnosis."""
+    """A FAILED catch-all job is a genuine failure with a diagnosis, quoting the log's error
+    line when no known fault names it."""
     job = facts(record("consolidate-x", state=JobState.FAILED, exit_code=2),
                 log_fetch=log(text="Error: bucket not found\n"))
     report = judge(job).report
     assert report.verdict == "failed"
     assert report.recommendation is not None
-    assert report.recommendation.why == "dated agent_logs/ entry: FAILED exit 2"
+    assert report.recommendation.why == \
+        "dated agent_logs/ entry: FAILED exit 2: Error: bucket not found"
 
 
 def _cell(name: str, job_id: str, state: JobState, step: int, total: int) -> JobFacts:
