@@ -182,7 +182,11 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
             and (log_age is None or log_age > th.datagen_hung_minutes)):
         f.flag("stall")
         f.verdict("stalled")
-        text = f"HUNG: no new trial{chunk} or log line for {format_duration(results_age * 60)}"
+        quiet = format_duration(results_age * 60)
+        text = (f"HUNG: no new trial{chunk} for {quiet}, no log line for "
+                f"{format_duration(log_age * 60)}"
+                if chunk and log_age is not None and round(log_age) != round(results_age)
+                else f"HUNG: no new trial{chunk} or log line for {quiet}")
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose",
                     text + "; find the chunk whose trial never returns")
@@ -204,14 +208,17 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
 
 
 def _stalest_chunk_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since the stalest unfinished chunk's newest result.json, never before the job's
-    own start (None: not a run of several chunks, or nothing timed)."""
+    """Minutes since the stalest unfinished chunk's newest result.json (None: not a run of
+    several chunks, nothing timed, or a chunk whose newest result predates this job's start:
+    one abandoned before it ran, by a killed earlier run, is not a chunk this job writes)."""
     tree = ctx.facts.trials
     at = tree.stalest_chunk_at if tree is not None else None
     if at is None:
         return None
     start = ctx.facts.record.start_time
-    return minutes_since(ctx.now, at if start is None or at >= start else start)
+    if start is not None and at < start:
+        return None
+    return minutes_since(ctx.now, at)
 
 
 class EngineRules(Frozen):
