@@ -29,9 +29,10 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   verdict ``warning``, ``diagnose``. ``engine✓`` only for a 200 within the idle window (an old
   200 is ``engine?``).
 - ``api-base-internal`` and ``auth-failures`` (>= ``auth_failures_min``) from the launch checks;
-  auth failures also from the trials themselves (the last ``pass_rate_trials`` whose exception
-  is a 401/403, an invalid key or an ``AuthenticationError``: a sandbox provider refusing
-  credentials is recorded in result.json, not necessarily in the launcher's log).
+  auth failures also from the trials themselves (the last ``pass_rate_trials`` whose sandbox
+  never came up, no agent phase, with an exception that is a 401/403, an invalid key or an
+  ``AuthenticationError``: a sandbox provider refusing credentials is recorded in result.json,
+  not necessarily in the launcher's log; a 401 inside an agent's own run is the task's).
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
   hard sets. Only Harbor's passthrough exceptions (``PASSTHROUGH``: agent timeout, context or
   output length exceeded) are benign; any other exception with "timeout" in its name is not.
@@ -433,7 +434,9 @@ def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
         f.recommend(Priority.DIAGNOSE - 2, "diagnose", text)
     tree = ctx.facts.trials
     window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
-    in_trials = sum(t.auth_failure for t in window)
+    # The provider's refusal: a sandbox that never came up (no agent phase). A 401 met inside
+    # an agent's run (curl, git, sudo, a tool's output) is the task's, whatever it says.
+    in_trials = sum(t.auth_failure and never_started(t) for t in window)
     if infra.auth_failures >= th.auth_failures_min or in_trials >= th.auth_failures_min:
         f.flag("auth-failures")
         f.verdict("warning")
