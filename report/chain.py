@@ -35,6 +35,7 @@ leaves for the next one to compare with lives in :mod:`report.memory`.
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 from collections import Counter
@@ -110,6 +111,15 @@ def submit_order(record: SchedulerRecord) -> tuple[datetime, int, str]:
     submitted = _utc(record.submit_time) if record.submit_time else datetime.max.replace(tzinfo=UTC)
     digits = int(record.job_id) if record.job_id.isdigit() else 0
     return submitted, digits, record.job_id
+
+
+def _attempt_key(record: SchedulerRecord) -> tuple[datetime, int] | None:
+    """(submit time, the job's own number: an array's or a hetjob's id for its tasks), or None
+    without a submit time."""
+    if record.submit_time is None:
+        return None
+    base = record.array_job_id or re.split(r"[_+]", record.job_id, maxsplit=1)[0]
+    return _utc(record.submit_time), int(base) if base.isdigit() else 0
 
 
 def dependencies(record: SchedulerRecord) -> tuple[Dependency, ...]:
@@ -208,21 +218,36 @@ class ChainIndex:
             for d in dependencies(r):
                 self.waiting_on.setdefault(d.job_id, []).append((r, d))
         self.attempts = Counter((r.name, r.user) for r in records)
-        self._named: dict[tuple[str, str | None], list[SchedulerRecord]] = {}
+        # Per repeated name: its timed records' attempt keys, sorted, and how many are untimed.
+        self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
+        self._untimed: Counter[tuple[str, str | None]] = Counter()
+        self._same: Counter[tuple[str, str | None, tuple[datetime, int]]] = Counter()
         for r in records:
-            if self.attempts[(r.name, r.user)] > 1:
-                self._named.setdefault((r.name, r.user), []).append(r)
+            name = (r.name, r.user)
+            if self.attempts[name] < 2:
+                continue
+            key = _attempt_key(r)
+            if key is None:
+                self._untimed[name] += 1
+            else:
+                self._order.setdefault(name, []).append(key)
+                self._same[(*name, key)] += 1
+        for keys in self._order.values():
+            keys.sort()
 
     def earlier_attempts(self, record: SchedulerRecord) -> int:
-        """Other jobs of the same user with the same name, but those submitted after this one
-        (a chain's restart queued at launch is no earlier attempt); a record without a submit
-        time counts, its order unknown."""
-        mine = _utc(record.submit_time) if record.submit_time else None
-        return sum(
-            1 for r in self._named.get((record.name, record.user), ())
-            if r.job_id != record.job_id
-            and not (mine is not None and r.submit_time is not None and _utc(r.submit_time) > mine)
-        )
+        """Other jobs of the same user with the same name submitted before this one (by
+        submit time, then id: SLURM's times are whole seconds, and a chain's restart queued
+        at launch, in the same second, has the higher id), those without a submit time (order
+        unknown), and an array's other tasks (one id, one time). O(log n) a call."""
+        name = (record.name, record.user)
+        if self.attempts[name] < 2:
+            return 0
+        key = _attempt_key(record)
+        if key is None:
+            return self.attempts[name] - 1
+        return (bisect.bisect_left(self._order[name], key) + self._untimed[name]
+                + self._same[(*name, key)] - 1)
 
 
 def chain_link(

@@ -81,4 +81,5 @@ def test_attempt_count_excludes_the_job_itself() -> None:
     records = [record("rl-run", "1"), record("rl-run", "2", JobState.FAILED),
                record("rl-run", "3", user="bob"), record("sft", "4")]
     index = ChainIndex(records)
-    assert [index.earlier_attempts(r) for r in records] == [1, 1, 0, 0]
+    # one submit time: the lower id is the earlier (a restart queued in the launch's second)
+    assert [index.earlier_attempts(r) for r in records] == [0, 1, 0, 0]

@@ -54,3 +54,34 @@ def test_a_record_without_submit_time_still_counts() -> None:
     other = other.model_copy(update={"record": other.record.model_copy(
         update={"submit_time": None, "start_time": None})})
     assert "deep-probe" not in _flags([first, other], "200")  # order unknown: as before
+
+
+def test_a_restart_queued_in_the_same_second_is_no_earlier_attempt() -> None:
+    """Review of b2c3210: the usual chained launch (``jid=$(sbatch ...); sbatch
+    --dependency=afterany:$jid ...``) submits both in one second, and SLURM's submit times are
+    whole seconds: the restart, a higher id, is the later one."""
+    first = _run("200", JobState.RUNNING, 3)
+    successor = _run("201", JobState.PENDING, 3, steps=0)
+    successor = successor.model_copy(update={"record": successor.record.model_copy(
+        update={"dependency": "afterany:200(unfulfilled)", "start_time": None})})
+    assert "deep-probe" in _flags([first, successor], "200")
+
+
+def test_earlier_attempts_of_one_name_by_submit_order() -> None:
+    """The index answers as counting every other record of the name before it: by submit
+    time, then id; a record without a time counts for each, and an array's tasks (one id,
+    one time) count each other."""
+    from report.chain import ChainIndex
+    from tests.report.factories import record
+
+    base = NOW - timedelta(hours=5)
+    records = [record("rl-x", str(100 + i), JobState.TIMEOUT,
+                      submit_time=base + timedelta(minutes=i // 2)) for i in range(6)]
+    records += [record("rl-x", "7", JobState.TIMEOUT, submit_time=None)]
+    records += [record("rl-x", f"300_{t}", JobState.RUNNING, array_job_id="300",
+                       array_task_id=str(t), submit_time=base + timedelta(hours=1))
+                for t in range(3)]
+    index = ChainIndex(records)
+    counts = {r.job_id: index.earlier_attempts(r) for r in records}
+    assert counts == {"100": 1, "101": 2, "102": 3, "103": 4, "104": 5, "105": 6, "7": 9,
+                      "300_0": 9, "300_1": 9, "300_2": 9}
