@@ -217,6 +217,7 @@ class ChainIndex:
                 self.live_by_user.setdefault(r.user, []).append(r)
             for d in dependencies(r):
                 self.waiting_on.setdefault(d.job_id, []).append((r, d))
+        self._live_names = Counter((r.user, name_stem(r.name)) for r in self.live.values())
         self.attempts = Counter((r.name, r.user) for r in records)
         # Per repeated name: its timed records' attempt keys, sorted, and how many are untimed.
         self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
@@ -234,6 +235,15 @@ class ChainIndex:
                 self._same[(*name, key)] += 1
         for keys in self._order.values():
             keys.sort()
+
+    def others_live(self, record: SchedulerRecord) -> bool:
+        """Another live job that can still write this run's files: the same user and workdir
+        (an array's tasks, a run's chunk jobs) or the same user and name stem. O(1)."""
+        if record.workdir and any(r.job_id != record.job_id for r in
+                                  self.live_by_place.get((record.user, record.workdir), ())):
+            return True
+        mine = 1 if record.job_id in self.live else 0
+        return self._live_names[(record.user, name_stem(record.name))] > mine
 
     def earlier_attempts(self, record: SchedulerRecord) -> int:
         """Other jobs of the same user with the same name submitted before this one (by

@@ -84,7 +84,7 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     if bucket == "sft" and completion_rule(ctx, f):
         return
     tree = ctx.facts.trials
-    if bucket in ("datagen", "eval") and _chunks_unfinished(f, tree, routine):
+    if bucket in ("datagen", "eval") and _chunks_unfinished(ctx, f, tree, routine):
         return
     owns_tree = bucket != "rl" or routine == "rl-agentic-job-cleanup"
     log = ctx.facts.log
@@ -101,13 +101,20 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
         f.recommend(Priority.CLEANUP, "cleanup", routine)
 
 
-def _chunks_unfinished(f: Findings, tree: TrialTree | None, routine: CleanupRoutine) -> bool:
-    """A finished job whose trial tree still holds chunks Harbor has not finished (an array's
-    other tasks, or a chunk that never ended): the run is not done, its tree is not reaped."""
+def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
+                       routine: CleanupRoutine) -> bool:
+    """A finished job whose trial tree still holds chunks Harbor has not finished while
+    another live job of the run (an array's other tasks) can still write them: the run is
+    not done, its tree is not reaped. With nothing live left to finish them (a chunk killed
+    at walltime or by a crash never gets its finished_at), the cleanup is named, saying so."""
     if tree is None or not tree.chunks_total or tree.chunks_done is None:
         return False
     left = tree.chunks_total - tree.chunks_done
     if left <= 0:
+        return False
+    if not ctx.others_live:
+        f.trend(Priority.CLEANUP + 1,
+                f"Completed; {left} of {tree.chunks_total} chunks never finished")
         return False
     text = f"{left} of {tree.chunks_total} chunks not finished"
     f.trend(Priority.CLEANUP + 1, f"Completed; {text}")

@@ -71,6 +71,8 @@ class JudgeContext:
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
+    others_live: bool = False
+    """Another live job of the run (same user and workdir, or name stem) is in this sweep."""
     attempts: Attempts = field(default_factory=lambda: Attempts(()))
     """The cluster's jobs in this sweep, indexed (issue 11: earlier attempts' fingerprints)."""
 

@@ -141,6 +141,7 @@ def judge_job(
         successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=index.earlier_attempts(record),
+        others_live=index.others_live(record),
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
