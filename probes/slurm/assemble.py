@@ -177,17 +177,20 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
 
 def _job_mean(jobs: Iterable[Mapping[str, Any]]) -> float | None:
     """Harbor's ``Mean`` over the chunks (their job result.json's), weighted by each one's
-    completed trials; None unless every chunk holding trials wrote one."""
+    completed trials; None unless every chunk holding trials wrote one for its one eval
+    (several agents or models in a job: its first eval's mean is not the job's) and counted
+    its completed trials."""
     total = weight = 0.0
     for job in jobs:
         meta = job.get("job") or {}
-        mean, done = meta.get("mean"), meta.get("n_completed")
-        has_trials = bool(job.get("trials")) or bool((job.get("tally") or {}).get("trials"))
-        if not isinstance(mean, int | float) or isinstance(mean, bool) or not math.isfinite(mean):
-            if has_trials:
+        means, done = meta.get("eval_means"), meta.get("n_completed")
+        mean = next(iter(means.values())) if isinstance(means, dict) and len(means) == 1 \
+            else None
+        if (not isinstance(mean, int | float) or isinstance(mean, bool)
+                or not math.isfinite(mean) or not isinstance(done, int)
+                or isinstance(done, bool) or done <= 0):
+            if job.get("trials") or (job.get("tally") or {}).get("trials"):
                 return None
             continue
-        n = float(done) if isinstance(done, int) and not isinstance(done, bool) and done > 0 \
-            else 1.0
-        total, weight = total + mean * n, weight + n
+        total, weight = total + mean * done, weight + done
     return total / weight if weight else None

@@ -67,3 +67,30 @@ def test_without_a_result_json_mean_the_trials_give_it(tmp_path: Path) -> None:
                    now=datetime.now(UTC)).report
     mean = report.metrics.get("mean_reward")
     assert isinstance(mean, float) and abs(mean - 12 / 32) < 1e-9, mean
+
+
+def _edit_stats(path: Path, edit: object) -> None:
+    body = json.loads(path.read_text())
+    edit(body["stats"])  # type: ignore[operator]
+    path.write_text(json.dumps(body))
+
+
+def test_a_job_of_several_evals_or_no_completed_count_gives_no_mean(tmp_path: Path) -> None:
+    """Review of 2c5b77f: a chunk's first eval's mean is not its job's when it ran several
+    agents or models, and a mean without a completed count cannot be weighted: the trials
+    give the Mean then."""
+    jobs = tmp_path / "jobs"
+    _chunks(jobs)
+    path = jobs / "chunk-001" / "result.json"
+
+    def second_eval(stats: dict) -> None:
+        (key, value), = stats["evals"].items()
+        stats["evals"][key + "-other-model"] = json.loads(json.dumps(value))
+
+    _edit_stats(path, second_eval)
+    tree = trial_tree(collect_trials([str(jobs)]))
+    assert tree is not None and tree.job_mean is None
+    _chunks(jobs)  # rewritten whole: one eval again
+    _edit_stats(path, lambda stats: stats.update(n_completed_trials=0))
+    tree = trial_tree(collect_trials([str(jobs)]))
+    assert tree is not None and tree.job_mean is None
