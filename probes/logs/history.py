@@ -21,7 +21,7 @@ from decimal import Decimal
 from itertools import repeat
 from math import ceil, isfinite
 from operator import not_
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    epoch_step_label,
     glued_dict,
     interval_seconds,
     parse_iteration,
@@ -46,7 +47,7 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
-    TRAIN_DESCS,
+    EPOCH_STEP_BAR,
     TRAINING_RATES,
     WIDE_WINDOW,
     BarTrack,
@@ -55,6 +56,7 @@ from probes.logs.progress import (
     iteration_seconds,
     sec_per_it,
     trailing_rate,
+    training_desc,
 )
 from probes.models import Frozen, LogSummary, MetricPoint, ProgressBar
 
@@ -101,10 +103,16 @@ _LOGGING_RE = re.compile(
 )
 """``TrainingArguments``' logging fields as its repr (``logging_steps=10,``), a YAML or JSON
 config or a Namespace prints them."""
+_EPOCH_CONFIG_RE = re.compile(r"^(epochs|max_steps_per_epoch): (\d{1,9}|null)\s*$")
+"""torchtune's resolved config, logged at start-up (``config.log_config``: ``Running <Recipe>
+with resolved config:`` then ``OmegaConf.to_yaml``, its top-level keys at column 0): the
+epochs and the cap on steps a epoch that, with its bar's total (steps a epoch), give the run's
+total optimization steps."""
+EPOCH_CONFIG_GATES = ("epochs: ", "max_steps_per_epoch: ")
 FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
-    "n_samples_per_prompt", "Num ", "logging_", "= Step ", *FINISH_MARKS,
+    "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
@@ -114,7 +122,7 @@ METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
-        *("Num ", "logging_"),
+        *("Num ", "logging_", *EPOCH_CONFIG_GATES),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
     ),
     unicode_digits=True,
@@ -220,6 +228,22 @@ _PRIME_TIME_RE = re.compile(r"^(\d{1,9}(?:\.\d{1,3})?)(ms|s)$|^(\d{1,9})([dhm]) 
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+_LOGGER_PAIR_RE = re.compile(r"([A-Za-z_][\w/.\-]{0,63}):(\S{1,64})(?:\s|$)")
+"""One ``name:value`` of torchtune's ``StdoutLogger`` line (``Step N | loss:1.23 lr:2e-05
+tokens_per_second_per_gpu:1234.5 ``: ``print(f"{name}:{data} ", end="")`` per metric)."""
+
+
+def _logger_pairs(text: str) -> dict[str, float]:
+    """The numeric ``name:value`` pairs of a ``Step N | ...`` line's one part (torchtune's
+    ``StdoutLogger``); an empty dict if the part holds none."""
+    values: dict[str, float] = {}
+    for name, raw in _LOGGER_PAIR_RE.findall(text):
+        number = parse_number(raw)
+        if number is not None:
+            values[name] = number
+    return values
+
+
 def _prime_seconds(text: str) -> float | None:
     """prime-rl's ``format_time`` (``850ms``, ``12.3s``, ``1m 2s``, ``3h 4m``, ``1d 2h``) in
     seconds, None for any other text."""
@@ -282,8 +306,8 @@ def _training_kind(desc_raw: str, total_raw: str, nested: bool, rated: bool,
                    blank: bool) -> tuple[str, tuple[str, int]] | None:
     """(desc, track key) of a training bar printed so, else None: ``is_training`` of its
     stripped desc and of a rate field ending in an iteration rate (``rated``) or blank."""
-    desc = desc_raw.strip()
-    if nested or desc not in TRAIN_DESCS or not (rated or blank):
+    desc = None if nested or not (rated or blank) else training_desc(desc_raw.strip())
+    if desc is None:
         return None
     return desc, (desc, int(total_raw))
 
@@ -360,6 +384,10 @@ class MetricScan:
         self.harbor: tuple[int, int, float | None] | None = None
         self.iter_total: int | None = None
         self.iter_times: list[tuple[int, float]] = []
+        self.config_epochs: int | None = None
+        self.config_epoch_cap: int | None = None
+        """torchtune's resolved ``epochs`` and ``max_steps_per_epoch`` (None: null or not
+        printed): its total optimization steps with the epoch bar's total."""
         self.hf_guessed = False
         """HF dicts were numbered 1, 2, ... for want of a bar: right only from the log's start."""
         self.hf_banner: HfBanner = HfBanner()
@@ -418,7 +446,7 @@ class MetricScan:
         if "%|" in body:
             bar = self._bar(body)
             if bar is not None:
-                self._on_bar(bar, NESTED_BAR_MARK in raw)
+                self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
                 if "}" in body:
                     self.feed_glued(body, line_no)
                 return
@@ -502,8 +530,8 @@ class MetricScan:
         if shape in shapes:
             known = shapes[shape]
         else:
-            desc = desc_raw.strip()  # is_training's desc half: the rate is judged below
-            known = _remember(shapes, shape, None if nested or desc not in TRAIN_DESCS
+            desc = None if nested else training_desc(desc_raw.strip())  # the rate: below
+            known = _remember(shapes, shape, None if desc is None
                               else (desc, (desc, int(total_raw))))
         if known is None:
             return
@@ -517,7 +545,10 @@ class MetricScan:
         step = int(current)
         track.see(step, interval_seconds(elapsed))
         self._lasts[key] = groups
-        self._after_bar(desc, step)
+        if desc == EPOCH_STEP_BAR:
+            self._on_epoch_step(desc_raw, line_no)
+        else:
+            self._after_bar(desc, step)
 
     def settle(self) -> None:
         """Make each track's last ``feed_bar`` redraw its ``last`` (what ``feed`` of those
@@ -527,8 +558,8 @@ class MetricScan:
 
     def _settle(self) -> None:
         """Make each track's last ``feed_bar`` redraw its ``last``."""
-        for key, (_, current, _, elapsed, rate) in self._lasts.items():
-            self.bars[key].last = TqdmBar(key[0], int(current), key[1],
+        for key, (desc, current, _, elapsed, rate) in self._lasts.items():
+            self.bars[key].last = TqdmBar(desc.strip(), int(current), key[1],
                                           interval_seconds(elapsed), rate.strip())
         self._lasts.clear()
 
@@ -544,7 +575,7 @@ class MetricScan:
         if "%|" in body and lead != "{" and not (quoted and in_dict):
             bar = self._bar(body)
             if bar is not None:
-                self._on_bar(bar, NESTED_BAR_MARK in raw)
+                self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
                 if "train_runtime" in body:
                     self.skim_glued(body)
                 return
@@ -615,7 +646,9 @@ class MetricScan:
             track = bars.get(kind[1])
             if track is None:
                 track = bars[kind[1]] = BarTrack()
-                if kind[0]:
+                if kind[0] == EPOCH_STEP_BAR:
+                    self._mark("torchtune")
+                elif kind[0]:
                     self._after_bar(kind[0], 0)  # its format (no record while skimming)
             track.count += count
         return printings, kinds
@@ -657,8 +690,8 @@ class MetricScan:
         for key in tracks:
             track = self.bars[key]
             track.extend_back(kept[key], newer.get(key), reached=key not in settled)
-            _, current, _, elapsed, rate = found[lasts[key]]
-            track.last = TqdmBar(key[0], int(current), key[1], interval_seconds(elapsed),
+            desc, current, _, elapsed, rate = found[lasts[key]]
+            track.last = TqdmBar(desc.strip(), int(current), key[1], interval_seconds(elapsed),
                                  rate.strip())
 
     def enter_suffix(self, at: datetime | None) -> None:
@@ -694,6 +727,14 @@ class MetricScan:
                 self.banner_total = int(banner.group(2))
         if "Num " in body or "Total train batch size" in body:
             self._hf_banner_line(body)
+        if "epochs: " in body or "max_steps_per_epoch: " in body:
+            config = _EPOCH_CONFIG_RE.match(body)
+            if config is not None:
+                value = None if config.group(2) == "null" else int(config.group(2))
+                if config.group(1) == "epochs":
+                    self.config_epochs = value
+                else:
+                    self.config_epoch_cap = value
         if "logging_" in body:
             for name, raw in _LOGGING_RE.findall(body):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
@@ -869,9 +910,12 @@ class MetricScan:
             found = _PIPE_PART_RE.match(part.strip())
             if found is not None:
                 values[found.group(1)] = float(found.group(2))
+        fmt = "prime-rl"
+        if took is None and len(parts) == 1:
+            values, fmt = _logger_pairs(parts[0]), "torchtune"
         if not values:
             return
-        self._mark("prime-rl")
+        self._mark(fmt)
         held = self.points.get(step)
         self._record(step, values, line_no, at)
         if held is not None and not self._skimming:
@@ -905,16 +949,37 @@ class MetricScan:
         if inline:
             self._start_dict(inline, no)
 
-    def _on_bar(self, bar: TqdmBar, nested: bool) -> None:
+    def _on_bar(self, bar: TqdmBar, nested: bool, line_no: int) -> None:
         if not is_training_bar(bar, nested):
             return
         if self._lasts:
             self._settle()
-        track = self.bars.get((bar.desc, bar.total))
+        desc = training_desc(bar.desc)
+        assert desc is not None  # is_training_bar
+        track = self.bars.get((desc, bar.total))
         if track is None:
-            track = self.bars[(bar.desc, bar.total)] = BarTrack()
+            track = self.bars[(desc, bar.total)] = BarTrack()
         track.add(bar)
-        self._after_bar(bar.desc, bar.current)
+        if desc == EPOCH_STEP_BAR:
+            self._on_epoch_step(bar.desc, line_no)
+        else:
+            self._after_bar(bar.desc, bar.current)
+
+    def _on_epoch_step(self, desc: str, line_no: int) -> None:
+        """torchtune's bar label (``lines.epoch_step_label``): the loss at the global step."""
+        self._mark("torchtune")
+        label = epoch_step_label(desc.strip())
+        if label is not None and label.loss is not None:
+            self._record(label.step, {"loss": label.loss}, line_no, None)
+
+    def epoch_steps_total(self, per_epoch: int) -> int | None:
+        """The run's total optimization steps for an epoch bar of ``per_epoch`` steps: the
+        resolved ``epochs`` x steps a epoch (capped by ``max_steps_per_epoch``); None when
+        the log printed no ``epochs`` (the bar's own total is one epoch's, never the run's)."""
+        epochs, cap = self.config_epochs, self.config_epoch_cap
+        if not epochs or per_epoch <= 0:
+            return None
+        return epochs * (min(per_epoch, cap) if cap and cap > 0 else per_epoch)
 
     def _after_bar(self, desc: str, current: int) -> None:
         """What a training bar's redraw tells beyond its track: the HF anchor, SkyRL's step."""
@@ -1007,12 +1072,17 @@ class MetricScan:
         progress, rate = None, None
         if track is not None and track.last is not None:
             last = track.last
-            progress = ProgressBar(
-                current=last.current,
-                total=last.total,
-                elapsed_s=last.elapsed_s,
-                sec_per_it=sec_per_it(last.rate),
-            )
+            current, total_known = last.current, cast(int | None, last.total)
+            label = epoch_step_label(last.desc) if "|" in last.desc else None
+            if label is not None:  # torchtune's: the global step of epochs x the bar's total
+                current, total_known = label.step, self.epoch_steps_total(last.total)
+            if total_known is not None:
+                progress = ProgressBar(
+                    current=current,
+                    total=total_known,
+                    elapsed_s=last.elapsed_s,
+                    sec_per_it=sec_per_it(last.rate),
+                )
             rate = trailing_rate(track.events)
         logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
         points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))

@@ -44,7 +44,8 @@ _ZERO_BASED_ITERATION_RE = re.compile(r"epoch \d{1,12},\s?$")
 iteration and total are zero-based: ``iteration {n-1}/{max_steps-1}``)."""
 _REWARD_PAIR_RE = re.compile(r"([\w/@.\-]{1,256}): ([^,\s]{1,64})")
 _TQDM_RE = re.compile(
-    r"\s*(?:(?P<desc>[^|\r]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
+    r"\s*(?:(?P<desc>\d{1,6}\|\d{1,12}(?:\|[^|\r]{0,200}?)?|[^|\r]{0,200}?):\s*)?"
+    r"(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
     r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
     r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^,\]]{0,40})(?:,[^\]]{0,500})?)?\]"
 )
@@ -55,7 +56,8 @@ _S = r"[^\S\n]"
 _TQDM_LINE = (
     # _TQDM_RE at the start of a line of "\n"-joined lines, never crossing a "\n" (which no
     # split line holds, so each line's match is _TQDM_RE's).
-    rf"{_S}*(?:([^|\r\n]{{0,200}}?):{_S}*)?\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
+    rf"{_S}*(?:(\d{{1,6}}\|\d{{1,12}}(?:\|[^|\r\n]{{0,200}}?)?|[^|\r\n]{{0,200}}?):{_S}*)?"
+    rf"\d{{1,3}}%\|[^|\n]{{0,200}}\|{_S}*"
     rf"(\d{{1,12}})/(\d{{1,12}}){_S}*\[([\d:]{{1,16}}|[\dd, :]{{1,24}})"
     rf"<[^,\]\n]{{0,24}}(?:,{_S}*([^,\]\n]{{0,40}})(?:,[^\]\n]{{0,500}})?)?\]"
 )
@@ -77,6 +79,34 @@ class TqdmBar(NamedTuple):
     total: int
     elapsed_s: float | None
     rate: str
+
+
+_EPOCH_STEP_LABEL_RE = re.compile(
+    r"\s{0,8}(\d{1,6})\|(\d{1,12})(?:\|Loss: ([-+]?(?:\d{1,32}(?:\.\d{0,32})?(?:[eE][-+]?\d{1,4})?"
+    r"|nan|inf)))?\s{0,8}")
+
+
+class EpochStepLabel(NamedTuple):
+    """torchtune's bar label: ``{epoch}|{global_step}`` before the epoch's first step, then
+    ``{curr_epoch + 1}|{global_step}|Loss: {loss}`` after each optimizer step."""
+
+    epoch: int
+    step: int
+    loss: float | None
+
+
+def epoch_step_label(desc: str) -> EpochStepLabel | None:
+    """A bar label of torchtune's ``E|S[|Loss: X]`` shape (its finetune recipes'
+    ``pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")``),
+    else None: the bar counts the epoch's steps, the label the run's global step."""
+    if "|" not in desc:
+        return None
+    found = _EPOCH_STEP_LABEL_RE.fullmatch(desc)
+    if found is None:
+        return None
+    loss = found.group(3)
+    return EpochStepLabel(int(found.group(1)), int(found.group(2)),
+                          None if loss is None else float(loss))
 
 
 def strip_ansi(segment: str) -> str:

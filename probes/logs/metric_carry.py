@@ -153,6 +153,9 @@ class MetricCarry(Carried):
     harbor: tuple[int, int, float | None] | None = None
     iter_total: int | None = None
     iter_times: tuple[tuple[int, float], ...] = ()
+    config_epochs: int | None = None
+    config_epoch_cap: int | None = None
+    """torchtune's resolved ``epochs`` and ``max_steps_per_epoch`` (``MetricScan``'s)."""
     _live: tuple[MetricPoint, ...] | None = PrivateAttr(default=None)
     """This process only, never stored: the ``MetricPoint`` each of ``points`` was made from
     (equal to it field by field; points are replaced, never changed): a restore reuses them
@@ -313,6 +316,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         hf_banner=scan.hf_banner,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
+        config_epochs=scan.config_epochs, config_epoch_cap=scan.config_epoch_cap,
     )
     carry._live = live
     return carry
@@ -366,4 +370,5 @@ def restore_metrics(
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)
     scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
     scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
+    scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
     return scan

@@ -15,7 +15,7 @@ from itertools import pairwise
 from math import isfinite
 from statistics import median
 
-from probes.logs.lines import TqdmBar, parse_number
+from probes.logs.lines import TqdmBar, epoch_step_label, parse_number
 
 TRAIN_DESCS = frozenset(
     {"", "Training Progress", "Training Batches Processed", "Training", "Train", "Steps"}
@@ -77,6 +77,19 @@ class BarTrack:
         self.events = newest[-_BAR_EVENTS_KEPT:]
 
 
+EPOCH_STEP_BAR = "E|S|Loss"
+"""The track desc of every bar labelled ``E|S[|Loss: X]`` (torchtune's, ``lines.epoch_step_label``):
+one bar a epoch, its label changing at every step, one track per epoch length."""
+
+
+def training_desc(desc: str) -> str | None:
+    """The track desc of a training bar's (stripped) desc: itself if a trainer's own
+    (``TRAIN_DESCS``), ``EPOCH_STEP_BAR`` for torchtune's ``E|S[|Loss: X]`` label, else None."""
+    if desc in TRAIN_DESCS:
+        return desc
+    return EPOCH_STEP_BAR if epoch_step_label(desc) is not None else None
+
+
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
     return is_training(bar.desc, bar.rate, nested)
@@ -84,7 +97,7 @@ def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
 
 def is_training(desc: str, rate: str, nested: bool) -> bool:
     """``is_training_bar`` of a bar's (stripped) desc and rate fields."""
-    if nested or desc not in TRAIN_DESCS:
+    if nested or training_desc(desc) is None:
         return False
     return not rate or rate.endswith(TRAINING_RATES)
 
