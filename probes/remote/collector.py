@@ -55,6 +55,7 @@ with contextlib.suppress(ImportError):
     )
 with contextlib.suppress(ImportError):
     from probes.remote.logread import (
+        MAX_TRIALS_DIRS,
         plain_text,
         read_tail,
         resume,
@@ -278,15 +279,20 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
         text = scan_text(log["cursor"]["dirs"], None)
     trials = SEEN[trials_key]
-    if "cursor" not in log:
-        # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
-        # first: they are the run's own (inside workdir/roots only, entered without a link).
-        logged = collect_logged_trials(
-            "\n".join(t for t in (log.get("head"), text) if t), job.get("workdir"),
-            [b for b in [job.get("workdir"), *trial_roots, *roots] if b], trial_roots, guard,
-            budget_s=float(request.get("trial_budget_s") or 20.0))
-        if logged:
-            trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
+    # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
+    # first: they are the run's own (inside workdir/roots only, entered without a link). A
+    # read from a cursor has only the new text: the dirs found before ride in the cursor.
+    cursor = log.get("cursor")
+    carried = cursor.get("trials") or [] if isinstance(cursor, dict) else []
+    logged = collect_logged_trials(
+        "\n".join([*("trials_dir: " + d for d in carried),
+                   *(t for t in (log.get("head"), log.get("text")) if t)]),
+        job.get("workdir"), [b for b in [job.get("workdir"), *trial_roots, *roots] if b],
+        trial_roots, guard, budget_s=float(request.get("trial_budget_s") or 20.0))
+    if isinstance(cursor, dict):
+        cursor["trials"] = list(logged)[:MAX_TRIALS_DIRS]
+    if logged:
+        trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
     return {
         "log": log,
         # The checkpoint dirs the log prints are searched too (inside workdir/roots only).

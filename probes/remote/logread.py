@@ -43,6 +43,8 @@ ANCHOR = 4096
 
 MAX_DIRS = 8
 """Checkpoint directories a cursor carries (``probes.remote.tree``'s cap on logged dirs)."""
+MAX_TRIALS_DIRS = 4
+"""Trials dirs a cursor carries (the ones its log named: ``probes.remote.tree``)."""
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
@@ -87,7 +89,7 @@ def cursor_at(guard: Guard, fd: int, path: str, *, st: os.stat_result, start: in
     else:  # a tail shorter than the anchor: read the bytes before its end
         before = guard.read(fd, end - want, want, path)
     return {"path": path, "dev": st.st_dev, "ino": st.st_ino, "offset": end,
-            "digest": signature(head, before), "dirs": []}
+            "digest": signature(head, before), "dirs": [], "trials": []}
 
 
 def valid_cursor(raw: Any, path: str) -> Json | None:
@@ -101,11 +103,15 @@ def valid_cursor(raw: Any, path: str) -> Json | None:
     digest = raw.get("digest")
     if not isinstance(digest, str) or len(digest) != 32:
         return None
-    dirs = raw.get("dirs") or []
-    if not isinstance(dirs, list) or not all(isinstance(d, str) and len(d) < 4096
-                                             for d in dirs):
-        dirs = []
-    return dict(raw, dirs=dirs[:MAX_DIRS])
+    dirs, trials = (_paths(raw.get(key)) for key in ("dirs", "trials"))
+    return dict(raw, dirs=dirs[:MAX_DIRS], trials=trials[:MAX_TRIALS_DIRS])
+
+
+def _paths(raw: Any) -> list[str]:
+    """A cursor's list of directories, or none if it is not one (re-checked where used)."""
+    if not isinstance(raw, list) or not all(isinstance(d, str) and len(d) < 4096 for d in raw):
+        return []
+    return raw
 
 
 def resume(path: str, guard: Guard, cursor: Json,
@@ -143,7 +149,8 @@ def resume(path: str, guard: Guard, cursor: Json,
         head = window[:min(ANCHOR, end)]
     digest = signature(head, window[len(window) - min(ANCHOR, end):])
     moved = {"path": path, "dev": st.st_dev, "ino": st.st_ino, "offset": end,
-             "digest": digest, "dirs": list(cursor["dirs"])}
+             "digest": digest, "dirs": list(cursor["dirs"]),
+             "trials": list(cursor.get("trials") or [])}
     return None, {"size": st.st_size, "mtime": st.st_mtime, "offset": off, "data": new,
                   "cursor": moved, "continued": True}
 

@@ -56,6 +56,8 @@ class LogCursor(Frozen):
     """SHA-256 prefix over the file's first 4 KiB and the 4 KiB before ``offset``."""
     dirs: tuple[str, ...] = Field(default=(), max_length=8)
     """Checkpoint directories the log named so far (searched again on every read)."""
+    trials: tuple[str, ...] = Field(default=(), max_length=4)
+    """Trials directories the log named so far (counted again on every read)."""
 
 
 class LogState(Frozen):

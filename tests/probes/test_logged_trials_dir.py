@@ -171,8 +171,8 @@ def test_a_link_inside_the_workdir_is_not_followed_out_of_it(tmp_path: Path) -> 
     assert _counted(answer) == {}
 
 
-@pytest.mark.skipif(not PY37.exists(), reason="needs the pyenv Python 3.7")
 def test_the_shipped_script_reads_the_logged_trials_dir_under_python37(tmp_path: Path) -> None:
+    assert PY37.exists(), "pyenv 3.7.16 is part of this machine's toolchain"
     workdir = tmp_path / "w"
     workdir.mkdir()
     trials_dir = workdir / "jobs" / "codecontest"
@@ -182,3 +182,29 @@ def test_the_shipped_script_reads_the_logged_trials_dir_under_python37(tmp_path:
                          capture_output=True, check=True, timeout=120)
     answer = json.loads(ran.stdout)
     assert _counted(answer).get(str(trials_dir)) == 3
+
+
+def test_a_running_runs_logged_trials_dir_is_kept_across_warm_reads(tmp_path: Path) -> None:
+    """The bot reads a running job's log from its cursor: the appended lines only, which no
+    longer hold the config dump. The trials dir found there rides in the cursor, as logged
+    checkpoint dirs do, so the run's trials stay counted (the pass-rate signal reads them):
+    they were searched on no read that had a cursor, the bot's first included."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    trials_dir = workdir / "jobs" / "codecontest"
+    _trials(trials_dir, 3)
+    first = collector.collect(_request(workdir, _config_dump(str(trials_dir)) + SKYRL,
+                                       completed=False, cursor=None))
+    assert _counted(first).get(str(trials_dir)) == 3
+    cursor = first["jobs"]["7001"]["log"]["cursor"]
+    assert cursor["trials"] == [str(trials_dir)]
+    with (workdir / "rl-skyrl-cc_7001.out").open("a") as fh:
+        fh.write("step 41 | reward 0.5 | policy_loss 0.01\n")  # the trainer goes on
+    spec = dict(_request(workdir, "", completed=False)["jobs"][0], cursor=cursor)
+    (workdir / "rl-skyrl-cc_7001.out").write_text(
+        _config_dump(str(trials_dir)) + SKYRL + "step 41 | reward 0.5 | policy_loss 0.01\n")
+    second = collector.collect({"tail_bytes": 1 << 20, "min_lines": 1, "jobs": [spec]})
+    log = second["jobs"]["7001"]["log"]
+    assert log.get("continued") is True, log
+    assert _counted(second).get(str(trials_dir)) == 3
+    assert log["cursor"]["trials"] == [str(trials_dir)]
