@@ -34,12 +34,12 @@ if os.environ.get("CI") == "true":
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-SERIAL_GROUP = "services"
-"""The xdist group of every test that drives the shared services' state: the one SLURM node
-(whose daemons a test stops and restarts, whose slots the jobs fill, whose walltime waits
-span modules), sshd, and the Sentinel topology a failover changes. ``scripts/test`` runs
-``-n 2 --dist loadgroup``: this group in order on one worker, every other test (the pure
-tiers, and Redis tests, each under a key prefix of its own) spread over both."""
+SERVICES = ("slurm_env", "sentinel")
+"""Fixtures of the tests that drive the shared services' state (marker ``services``, with
+``tests/e2e/``): the one SLURM node (whose daemons a test stops and restarts, whose slots the
+jobs fill, whose walltime waits span modules), sshd (whose logins a test counts), and the
+Sentinel topology a failover changes. ``scripts/test`` runs them in order in one pytest
+process and every other test in a second one beside it."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,8 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.redis)
         if item.path.is_relative_to(e2e):
             item.add_marker(pytest.mark.e2e)
-        if needs & {"slurm_env", "sentinel"} or item.path.is_relative_to(e2e):
-            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+        if needs.intersection(SERVICES) or item.path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.services)
 
 
 def redis_unavailable(url: str | None = None) -> str | None:
