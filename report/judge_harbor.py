@@ -51,7 +51,7 @@ from datetime import datetime
 from probes.harbor import TrialStats, never_started, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.fault_patterns import PASSTHROUGH
-from probes.models import Frozen, InfraSignals, JobState
+from probes.models import Frozen, InfraSignals, JobState, TrialResult
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import buffer_rule
@@ -153,14 +153,22 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         # The line counts fewer trials than the tree holds: one chunk's line (a run of several
         # Harbor job dirs prints one per chunk). The Mean is the run's, over the Trials column.
         mean = run_mean
-    if stats is not None and stats.completed and stats.mean_reward is None:
-        # Trials finished and none was scored: no verifier. Harbor's Mean counts a None
-        # reward as 0 and prints "Mean: 0.000"; the rulebook marks this — instead.
+    if (stats is not None and stats.completed and stats.mean_reward is None
+            and tree is not None and any(_ran_unscored(t) for t in tree.trials)):
+        # Trials whose agent ran went unscored: no verifier. Harbor's Mean counts a None
+        # reward as 0 and prints "Mean: 0.000"; the rulebook marks this — instead. (Trials
+        # that all never started are an outage, not a missing verifier: Harbor's 0 stands.)
         mean = None
     if mean is not None:
         f.metrics["mean_reward"] = mean
     if stats is not None and stats.trials and stats.exc_pct is not None:
         f.metrics["exc_pct"] = stats.exc_pct
+
+
+def _ran_unscored(trial: TrialResult) -> bool:
+    """A trial that ended after its agent ran, with no reward: what no verifier leaves."""
+    ended = trial.finished_at is not None or trial.exception_type is not None
+    return ended and trial.reward is None and not never_started(trial)
 
 
 def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
