@@ -108,8 +108,9 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
     (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
     # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight, ``rollout_corr/``
-    # since 2025-11, ``mismatch/`` before (its _seq_/_std/_max siblings are not the mean)
-    (re.compile(r"^(?:rollout_corr|mismatch)/rollout_is_mean$"), "imp_ratio_mean", 1),
+    # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
+    # (bypass mode); its _seq_/_std/_max siblings are not the mean
+    (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_mean$"), "imp_ratio_mean", 1),
     (re.compile(r"^(?:.*/)?z_?clip/triggered$"), "z_clip_triggered", 2),
     # per-token log-ratio positional buckets (the rulebook: "position buckets even")
     *((re.compile(rf"^(?:.*/)?log_ratio_abs_mean[_/](?:pos|position)(?:_bucket)?[_/]?{i}$"),

@@ -20,7 +20,8 @@ from tests.report.test_judge_rl_rulebook import _from_log
 LOG = Path(__file__).resolve().parents[1] / "fixtures" / "rl-dryrun" / "verl_rollout_corr_tis.log"
 
 
-@pytest.mark.parametrize("prefix", ["rollout_corr/", "mismatch/"])
+# actor/rollout_corr/: verl computing the correction in the actor (bypass mode) logs it there
+@pytest.mark.parametrize("prefix", ["rollout_corr/", "mismatch/", "actor/rollout_corr/"])
 def test_verl_rollout_is_mean_is_the_tis_ratio(prefix: str) -> None:
     got = canonical_values({f"{prefix}rollout_is_mean": 1.02, f"{prefix}rollout_is_std": 0.2,
                             f"{prefix}rollout_is_seq_mean": 0.7}, {})
