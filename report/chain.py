@@ -217,8 +217,8 @@ class ChainIndex:
                 self.live_by_user.setdefault(r.user, []).append(r)
             for d in dependencies(r):
                 self.waiting_on.setdefault(d.job_id, []).append((r, d))
-        self._live_names = Counter((r.user, name_stem(r.name)) for r in self.live.values())
         self.attempts = Counter((r.name, r.user) for r in records)
+        self._live_names: Counter[tuple[str | None, str]] | None = None
         # Per repeated name: its timed records' attempt keys, sorted, and how many are untimed.
         self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
         self._untimed: Counter[tuple[str, str | None]] = Counter()
@@ -242,6 +242,8 @@ class ChainIndex:
         if record.workdir and any(r.job_id != record.job_id for r in
                                   self.live_by_place.get((record.user, record.workdir), ())):
             return True
+        if self._live_names is None:  # built on the first question (rare: a finished chunk)
+            self._live_names = Counter((r.user, name_stem(r.name)) for r in self.live.values())
         mine = 1 if record.job_id in self.live else 0
         return self._live_names[(record.user, name_stem(record.name))] > mine
 

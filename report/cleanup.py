@@ -11,9 +11,12 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
   log (Harbor's progress line, SkyRL's Harbor generator lines and metrics, the passthrough
   exceptions only agents raise), or an object-store trial URI in the log. A trial directory
   under a default root proves nothing about the run.
-- A datagen/eval tree whose Harbor chunks are not all finished (an array's other tasks still
-  writing under the shared root, or a chunk that never ended) is no finished run: no cleanup
-  yet (``none``, saying how many chunks are left), never ``cleanup-pending``.
+- A datagen/eval tree whose Harbor chunks are not all finished while another live job of the
+  run (an array's other tasks, same user and workdir or name) can still write them is no
+  finished run: no cleanup yet (``none``, saying how many chunks are left), never
+  ``cleanup-pending``. With nothing live left (a chunk killed at walltime or by a crash never
+  gets Harbor's ``finished_at``), the cleanup is named and the trend says how many never
+  finished.
 - ``cleanup-pending``: the run's own on-disk trial tree is still there. An empty trial directory
   is no trial tree, a standard RL run has none, and an object-store-backed run leaves none to
   reap (seed: "routes the same way but leaves no on-disk trial tree").
@@ -112,7 +115,7 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     left = tree.chunks_total - tree.chunks_done
     if left <= 0:
         return False
-    if not ctx.others_live:
+    if not ctx.others_live():
         f.trend(Priority.CLEANUP + 1,
                 f"Completed; {left} of {tree.chunks_total} chunks never finished")
         return False

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -71,8 +71,9 @@ class JudgeContext:
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
-    others_live: bool = False
-    """Another live job of the run (same user and workdir, or name stem) is in this sweep."""
+    others_live: Callable[[], bool] = lambda: False
+    """Whether another live job of the run (same user and workdir, or name stem) is in this
+    sweep: asked only by the rule that needs it (``ChainIndex.others_live``)."""
     attempts: Attempts = field(default_factory=lambda: Attempts(()))
     """The cluster's jobs in this sweep, indexed (issue 11: earlier attempts' fingerprints)."""
 

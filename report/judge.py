@@ -36,6 +36,7 @@ precedence between findings is settled once in :mod:`report.findings`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -141,7 +142,7 @@ def judge_job(
         successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=index.earlier_attempts(record),
-        others_live=index.others_live(record),
+        others_live=functools.partial(index.others_live, record),
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
