@@ -310,13 +310,25 @@ def default_config_path() -> Path:
     return Path(env) if env else Path("jobtables.toml")
 
 
+MAX_CONFIG_BYTES = 4 << 20
+"""A config is a few KB: read up to this, so a path that never ends (``/dev/zero``) or a
+huge file is refused at once rather than read for ever."""
+
+
 def load_config(path: Path) -> Config:
     """Read and validate ``path``; raise :class:`ConfigError` naming the line and key."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:  # a pipe (--config <(...)) reads as well as a file
+            data = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: no such config file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     return parse_config(text, source=str(path))
 

@@ -1,0 +1,51 @@
+"""A config path that never ends (``/dev/zero``, ``/dev/urandom``, a huge file) is refused at
+once with a clear error: ``jobtables sweep --config /dev/urandom`` read for ever, its memory
+growing, and ``check-config`` likewise. The bot's config is small; it is read up to a bound.
+A pipe (``--config <(...)``) still works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import MAX_CONFIG_BYTES, ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ('[[clusters]]\nname = "snapshot"\nkind = "replay"\n'
+        f'path = "{ROOT / "bot" / "demo" / "recording"}"\n')
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_config_is_refused(device: str) -> None:
+    with pytest.raises(ConfigError, match=rf"{device}: larger than {MAX_CONFIG_BYTES} bytes"):
+        load_config(Path(device))
+
+
+def test_a_huge_config_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.toml"
+    path.write_text("# " + "x" * MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(ConfigError, match="larger than"):
+        load_config(path)
+
+
+def test_a_config_through_a_pipe_still_loads() -> None:
+    read, write = os.pipe()
+    os.write(write, DEMO.encode())
+    os.close(write)
+    try:
+        config = load_config(Path(f"/dev/fd/{read}"))
+    finally:
+        os.close(read)
+    assert [c.name for c in config.clusters] == ["snapshot"]
+
+
+def test_the_cli_answers_an_endless_config_with_exit_2() -> None:
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "check-config", "--config",
+                           "/dev/zero"], capture_output=True, text=True, timeout=60,
+                          check=False, cwd=ROOT, env={**os.environ, "JOBTABLES_CONFIG": ""})
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "larger than" in done.stderr and "Traceback" not in done.stderr
