@@ -51,16 +51,24 @@ async def primary_port() -> int:
 
 
 async def _unavailable() -> str | None:
+    """Why the trio cannot be used (the sentinel or either server not answering), or None."""
     try:
         await primary_port()
     except (RedisError, OSError, TypeError) as exc:
         return f"Sentinel {SERVICE} on {SENTINEL[0]}:{SENTINEL[1]} does not answer: {exc!r}"
+    for port in (PRIMARY, REPLICA):
+        try:
+            async with _client(port) as r:
+                await r.ping()
+        except (RedisError, OSError) as exc:
+            return f"Redis on 127.0.0.1:{port} (of {SERVICE}) does not answer: {exc!r}"
     return None
 
 
 @pytest.fixture
 async def sentinel() -> None:
-    """The Sentinel trio; skipped with the reason, or under CI started and required."""
+    """The Sentinel trio; skipped with the reason, or under CI (re)started and required:
+    ``scripts/services`` rebuilds the topology when any of the three is down."""
     reason = await _unavailable()
     if reason and os.environ.get("CI") == "true":
         await asyncio.to_thread(subprocess.run, ["bash", str(ROOT / "scripts" / "services")],
