@@ -566,7 +566,7 @@ def redis_client(
         )
     if secure:
         tls["ssl"] = True
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves __init__ untyped
+    sentinel = Sentinel(
         [sentinel_address(a) for a in section.sentinels],
         sentinel_kwargs={"password": sentinel_password, "socket_timeout": 2.0,
                          "socket_connect_timeout": 2.0, **tls},
