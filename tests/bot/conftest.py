@@ -87,11 +87,22 @@ class CountingConnection(Connection):
 
     sent = 0
     bytes_sent = 0
+    _handshaking = False
+
+    async def on_connect_check_health(self, check_health: bool = True) -> None:
+        """A new connection's handshake (CLIENT SETINFO ...) is not the caller's round trip:
+        whether the pool opens one more connection during a sweep depends on timing."""
+        self._handshaking = True
+        try:
+            await super().on_connect_check_health(check_health)
+        finally:
+            self._handshaking = False
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        packed = [command] if isinstance(command, bytes | str) else command
-        CountingConnection.sent += 1
-        CountingConnection.bytes_sent += sum(len(part) for part in packed)
+        if not self._handshaking:
+            packed = [command] if isinstance(command, bytes | str) else command
+            CountingConnection.sent += 1
+            CountingConnection.bytes_sent += sum(len(part) for part in packed)
         await super().send_packed_command(command, check_health)
 
 

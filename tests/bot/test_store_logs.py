@@ -3,6 +3,8 @@ jobs, pruned and expiring, and a malformed or oversized entry never trusted."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.store import RedisStore
@@ -104,3 +106,14 @@ async def test_states_are_encoded_off_the_event_loop(
     await store.save_log_states("alpha", states)
     assert threads and threading.get_ident() not in threads
     assert await store.load_log_states("alpha") == states
+
+
+async def test_a_new_connections_handshake_is_no_round_trip_of_the_callers(
+        counted: RedisStore) -> None:
+    """The counter the round-trip tests read counts the caller's commands only: the pool
+    opening one more connection (CLIENT SETINFO ... on connect, 4 packets with redis-py 8)
+    when commands overlap is timing, and made the real-SLURM sweep count flaky (8 == 4)."""
+    before = counts(counted)[0]
+    await counted.ping()
+    await asyncio.gather(*(counted.ping() for _ in range(5)))  # the pool grows here
+    assert counts(counted)[0] - before == 6
