@@ -177,6 +177,13 @@ class ReportSection(_Strict):
     width: int = Field(default=100, ge=WIDTH_MIN, le=WIDTH_MAX)
     ablation_patterns: tuple[str, ...] | None = None
 
+    @field_validator("ablation_patterns")
+    @classmethod
+    def _ablation_regexes(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for pattern in v or ():
+            _check_regex(pattern)
+        return v
+
 
 class DeepProbeSection(_Strict):
     """``[deep_probe]``: where the deep probe reads, how much, and whether the bot runs it."""
@@ -365,13 +372,25 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
         owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
         for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
             if isinstance(slack_id, str) and not SLACK_USER_ID.match(slack_id):
-                line = _KeyLocator(text).line_for(("clusters", index, "owners"))
+                line = _KeyLocator(text).line_for(("clusters", index, "owners", user))
                 raise ConfigError(f"{source}:{line}: clusters.{index}.owners.{user}: "
                                   f"{slack_id!r} is {NOT_A_USER_ID}")
     try:
-        return Config.model_validate(data)
+        # Strict: TOML values are typed, so "24" or true where a number belongs is a mistake
+        # (lax validation read them as 24.0 and 1.0). Strict tuples take no lists: TOML's
+        # arrays become tuples first.
+        return Config.model_validate(_tuples(data), strict=True)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, text, source)) from exc
+
+
+def _tuples(value: Any) -> Any:
+    """``value`` with every list (a TOML array) turned into a tuple, at any depth."""
+    if isinstance(value, list):
+        return tuple(_tuples(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tuples(item) for key, item in value.items()}
+    return value
 
 
 def _describe(exc: ValidationError, text: str, source: str) -> str:
@@ -393,12 +412,23 @@ def _describe(exc: ValidationError, text: str, source: str) -> str:
     return "; ".join(lines)
 
 
-_TABLE = re.compile(r"^\s*\[(\[)?\s*([A-Za-z0-9_.\"-]+)\s*\]?\]\s*(#.*)?$")
-_KEY = re.compile(r"^\s*(\"[^\"]+\"|[A-Za-z0-9_-]+)\s*=")
+_SEGMENT = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)"""
+_DOTTED = rf"{_SEGMENT}(?:\s*\.\s*{_SEGMENT})*"
+_TABLE = re.compile(rf"^\s*\[(\[)?\s*({_DOTTED})\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(rf"^\s*({_DOTTED})\s*=")
+_PART = re.compile(_SEGMENT)
+
+
+def _key_parts(dotted: str) -> tuple[str, ...]:
+    """``a."b.c".d`` -> ``('a', 'b.c', 'd')`` (TOML's bare, basic and literal keys)."""
+    return tuple(p[1:-1] if p[0] in "\"'" else p for p in _PART.findall(dotted))
 
 
 class _KeyLocator:
-    """Maps a key path such as ``('clusters', 1, 'host')`` to its 1-based line in the file."""
+    """Maps a key path such as ``('clusters', 1, 'host')`` to its 1-based line in the file.
+
+    As TOML reads them: ``[clusters.owners]`` after a ``[[clusters]]`` is a table of that
+    last array entry, and a dotted key (``owners.alice = ...``) names each of its parts."""
 
     def __init__(self, text: str) -> None:
         self._lines: dict[tuple[str | int, ...], int] = {}
@@ -406,16 +436,20 @@ class _KeyLocator:
         counts: dict[tuple[str, ...], int] = {}
         for number, raw in enumerate(text.splitlines(), start=1):
             if m := _TABLE.match(raw):
-                parts = tuple(p.strip('"') for p in m.group(2).split("."))
+                parts = _key_parts(m.group(2))
                 if m.group(1):
-                    idx = counts.get(parts, -1) + 1
-                    counts[parts] = idx
-                    table = (*parts, idx)
-                else:
-                    table = parts
+                    counts[parts] = counts.get(parts, -1) + 1
+                resolved: list[str | int] = []
+                for end, part in enumerate(parts, start=1):
+                    resolved.append(part)
+                    if parts[:end] in counts:  # an array of tables: its latest entry
+                        resolved.append(counts[parts[:end]])
+                table = tuple(resolved)
                 self._lines.setdefault(table, number)
             elif m := _KEY.match(raw):
-                self._lines.setdefault((*table, m.group(1).strip('"')), number)
+                parts = _key_parts(m.group(1))
+                for end in range(1, len(parts) + 1):
+                    self._lines.setdefault((*table, *parts[:end]), number)
 
     def line_for(self, loc: Sequence[str | int]) -> int | None:
         path = tuple(loc)

@@ -49,11 +49,11 @@ class _ClusterBase(Frozen):
     benign_patterns: tuple[str, ...] = ()
     checkpoint_roots: tuple[str, ...] = DEFAULT_CHECKPOINT_ROOTS
     trial_roots: tuple[str, ...] = DEFAULT_TRIAL_ROOTS
-    timeout_s: float = 60.0
+    timeout_s: float = Field(60.0, gt=0)
     """Wall-clock budget for this cluster's whole sweep."""
-    tail_bytes: int = 1 << 20
+    tail_bytes: int = Field(1 << 20, gt=0)
     """Bytes of each log read per sweep (a bounded tail, never the whole file)."""
-    min_log_lines: int = 1
+    min_log_lines: int = Field(1, ge=0)
     """A fetch returning fewer lines than this is retried once, then ``fetch-failed``."""
 
     @field_validator("checkpoint_roots", "trial_roots")
@@ -75,12 +75,12 @@ class SlurmCluster(_ClusterBase):
     known_hosts: str | None = None
     client_keys: tuple[str, ...] = ()
     local: StrictBool = False
-    connect_timeout_s: float = 15.0
-    command_timeout_s: float = 30.0
-    read_timeout_s: float = 5.0
+    connect_timeout_s: float = Field(15.0, gt=0)
+    command_timeout_s: float = Field(30.0, gt=0)
+    read_timeout_s: float = Field(5.0, gt=0)
     """Deadline of each file open/read and each directory listing on the login node: a FIFO,
     a hung NFS file or a stuck listing costs that one job ``fetch-failed``, not the cluster."""
-    answer_budget_bytes: int = 32 << 20
+    answer_budget_bytes: int = Field(32 << 20, gt=0)
     """Most bytes the login node's collector answers with per sweep (default 32 MiB); jobs
     beyond it are reported ``fetch-failed`` with the reason (lower ``tail_bytes`` to fit more)."""
 
@@ -97,8 +97,8 @@ class KubernetesCluster(_ClusterBase):
     context: str | None = None
     namespace: str = "default"
     label_selector: str | None = None
-    request_timeout_s: float = 20.0
-    tail_lines: int = 2000
+    request_timeout_s: float = Field(20.0, gt=0)
+    tail_lines: int = Field(2000, gt=0)
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
     """Job labels, then annotations, that name the job's owner (first present wins). Only when
     the config names them explicitly does the bot trust a label as the owner for permissions."""

@@ -44,52 +44,53 @@ class BucketRules(_Strict):
 
 
 class Thresholds(_Strict):
-    """The seed's thresholds; see CONTRACT §5."""
+    """The seed's thresholds; see CONTRACT §5. Counts are at least 1 (an empty window has no
+    mean), factors and bounds at least 0."""
 
-    window: int = 10
+    window: int = Field(10, ge=1)
     """Previous logged values forming a metric's window."""
-    min_window: int = 5
+    min_window: int = Field(5, ge=1)
     """A windowed test needs at least this many values before it can fire."""
-    grad_norm_abs: float = 1.0
-    grad_norm_window_factor: float = 2.0
-    grad_norm_warning_steps: int = 2
-    entropy_rel_change: float = 0.30
-    log_ratio_window_factor: float = 2.0
-    log_ratio_max_bound_factor: float = 10.0
-    pass_rate_min: float = 0.10
-    pass_rate_trials: int = 100
-    collapse_min_signals: int = 2
-    collapse_recent_steps: int = 5
-    clip_ratio_max: float = 0.01
-    imp_ratio_low: float = 0.84
-    imp_ratio_high: float = 1.56
-    imp_ratio_capped_max: float = 0.01
-    sft_grad_explosion_factor: float = 10.0
-    dead_engine_turns: float = 1.05
+    grad_norm_abs: float = Field(1.0, ge=0)
+    grad_norm_window_factor: float = Field(2.0, ge=0)
+    grad_norm_warning_steps: int = Field(2, ge=1)
+    entropy_rel_change: float = Field(0.30, ge=0)
+    log_ratio_window_factor: float = Field(2.0, ge=0)
+    log_ratio_max_bound_factor: float = Field(10.0, ge=0)
+    pass_rate_min: float = Field(0.10, ge=0)
+    pass_rate_trials: int = Field(100, ge=1)
+    collapse_min_signals: int = Field(2, ge=1)
+    collapse_recent_steps: int = Field(5, ge=1)
+    clip_ratio_max: float = Field(0.01, ge=0)
+    imp_ratio_low: float = Field(0.84, ge=0)
+    imp_ratio_high: float = Field(1.56, ge=0)
+    imp_ratio_capped_max: float = Field(0.01, ge=0)
+    sft_grad_explosion_factor: float = Field(10.0, ge=0)
+    dead_engine_turns: float = Field(1.05, ge=0)
     """avg_turns at or below this is a dead-engine datagen run (seed: ≈ 1.0)."""
-    eval_stall_minutes: float = 60.0
-    engine_idle_minutes: float = 10.0
-    datagen_hung_minutes: float = 120.0
-    stall_step_multiple: float = 5.0
+    eval_stall_minutes: float = Field(60.0, ge=0)
+    engine_idle_minutes: float = Field(10.0, ge=0)
+    datagen_hung_minutes: float = Field(120.0, ge=0)
+    stall_step_multiple: float = Field(5.0, ge=0)
     """RL/SFT: no new step for this many of the run's own step times is a stall."""
-    stall_min_minutes: float = 30.0
-    auth_failures_min: int = 3
+    stall_min_minutes: float = Field(30.0, ge=0)
+    auth_failures_min: int = Field(3, ge=1)
     # Standard-RL substitute checks (seed: "reward/avg_raw_reward, banked-step cadence plus
     # durable checkpoints, timing/*, generate/avg_num_tokens") and degenerate rollouts.
-    dead_reward_abs: float = 0.0
+    dead_reward_abs: float = Field(0.0, ge=0)
     """Reward "flat at 0": every window value has ``abs(reward) <= dead_reward_abs``."""
-    dead_response_tokens: float = 1.5
+    dead_response_tokens: float = Field(1.5, ge=0)
     """Responses "about 1 token": every window avg_num_tokens at or below this."""
-    dead_entropy_max: float = 1e-3
+    dead_entropy_max: float = Field(1e-3, ge=0)
     """Entropy "about 0": every window value at or below this."""
-    checkpoint_cadence_factor: float = 2.0
+    checkpoint_cadence_factor: float = Field(2.0, ge=0)
     """Warn when the newest durable checkpoint lags the step by more than this many cadences."""
     # Per-token log-ratio health (seed: "mean ~0.005-0.02, max < 0.5, gt_50pct ≈ 0, position
     # buckets even"); a small mean is the seqnorm regime, never a problem.
-    log_ratio_mean_max: float = 0.02
-    log_ratio_max_max: float = 0.5
-    gt_50pct_max: float = 0.0
-    log_ratio_bucket_spread: float = 3.0
+    log_ratio_mean_max: float = Field(0.02, ge=0)
+    log_ratio_max_max: float = Field(0.5, ge=0)
+    gt_50pct_max: float = Field(0.0, ge=0)
+    log_ratio_bucket_spread: float = Field(3.0, ge=0)
     """Position buckets are uneven when the largest bucket mean exceeds this × the smallest."""
 
 

@@ -37,6 +37,35 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      "unknown placeholder {jobid}"),
     ('[metrics.aliases]\n"train/x" = "not_a_metric"\n\n' + ONE, ":1: metrics.aliases:",
      "'not_a_metric': not a canonical metric name"),
+    # TOML has typed values: a string, or a boolean, where a number belongs is a mistake, not
+    # a number (pydantic's lax mode read "24" as 24.0 and true as 1.0).
+    (ONE + 'recent_hours = "24"\n', ":5: clusters.0.recent_hours:", "valid number"),
+    (ONE + "timeout_s = true\n", ":5: clusters.0.timeout_s:", "valid number"),
+    (ONE + 'min_log_lines = "3"\n', ":5: clusters.0.min_log_lines:", "valid integer"),
+    ('[thresholds]\nwindow = "10"\n', ":2: thresholds.window:", "valid integer"),
+    # Values no sweep can run with: a 0 s budget reads every cluster as unreachable, a
+    # negative byte bound or window crashed the sweep (ZeroDivisionError at window = 0).
+    (ONE + "timeout_s = 0\n", ":5: clusters.0.timeout_s:", "greater than 0"),
+    (ONE + "tail_bytes = -1\n", ":5: clusters.0.tail_bytes:", "greater than 0"),
+    (ONE + "min_log_lines = -3\n", ":5: clusters.0.min_log_lines:",
+     "greater than or equal to 0"),
+    ('[[clusters]]\nname = "k"\nkind = "kubernetes"\ntail_lines = 0\n',
+     ":4: clusters.0.tail_lines:", "greater than 0"),
+    ('[thresholds]\nwindow = 0\n', ":2: thresholds.window:", "greater than or equal to 1"),
+    ('[thresholds]\nmin_window = 0\n', ":2: thresholds.min_window:",
+     "greater than or equal to 1"),
+    # A bad ablation regex was OK here and a traceback (internal error) in every sweep.
+    ('[report]\nablation_patterns = ["zclip", "(spike"]\n', ":2: report.ablation_patterns:",
+     "bad regex '(spike'"),
+    # The key's own line inside a [clusters.owners] sub-table or a dotted key (the cluster's
+    # [[clusters]] line was named).
+    (ONE + '\n[clusters.owners]\nbob = "U0BBBBBBBBB"\nalice = "alice"\n',
+     ":8: clusters.0.owners.alice:", "'alice' is not a Slack user id"),
+    (ONE + '\n[[clusters]]\nname = "b"\nkind = "replay"\npath = "REC"\n'
+     '[clusters.owners]\nbob = "C0CHANNEL1"\n', ":11: clusters.1.owners.bob:",
+     "'C0CHANNEL1' is not a Slack user id"),
+    (ONE + 'owners.alice = "x1"\n', ":5: clusters.0.owners.alice:", "not a Slack user id"),
+    (ONE + '\n[clusters.owners]\nbob = 7\n', ":7: clusters.0.owners.bob:", "valid string"),
 ])
 def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             body: str, where: str, says: str) -> None:
