@@ -20,11 +20,15 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
 - ``cleanup-pending``: the run's own on-disk trial tree is still there. An empty trial directory
   is no trial tree, a standard RL run has none, and an object-store-backed run leaves none to
   reap (seed: "routes the same way but leaves no on-disk trial tree").
-- SFT completion check: a COMPLETED SFT job is routed to cleanup only once trainer_log.jsonl /
-  trainer_state.json (``JobFacts.completion``) say it reached its total. Without either file the
-  log's own step and total (banner/config) answer, allowing one logging interval of slack (a run
-  logging every 10 steps ends on 910 of 916) and never overruling a log that says it finished.
-  Short of the total: ``incomplete-run``, verdict ``warning``, recommendation ``diagnose``.
+- Completion check: a COMPLETED SFT or RL job is routed to cleanup only once trainer_log.jsonl /
+  trainer_state.json (``JobFacts.completion``), where the run wrote one, say it reached its
+  total (CONTRACT §6 ``incomplete-run`` names no bucket; TRL's GRPO/PPO trainers write HF's
+  trainer_state.json). Without either file an SFT run's own log step and total (banner/config)
+  answer, allowing one logging interval of slack (a run logging every 10 steps ends on 910 of
+  916) and never overruling a log that says it finished; an RL run without one is routed as
+  before (RL trainers' printed totals are not the rulebook's completion check). Short of the
+  total: ``incomplete-run``, verdict ``warning``, recommendation ``diagnose`` naming the
+  routine that waits for it.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     routine = cleanup_routine(bucket, ctx.facts)
     if routine is None:
         return
-    if bucket == "sft" and completion_rule(ctx, f):
+    if bucket in ("sft", "rl") and completion_rule(ctx, f, routine, log_fallback=bucket == "sft"):
         return
     tree = ctx.facts.trials
     if bucket in ("datagen", "eval") and _chunks_unfinished(ctx, f, tree, routine):
@@ -126,9 +130,11 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     return True
 
 
-def completion_rule(ctx: JudgeContext, f: Findings) -> bool:
-    """Flag ``incomplete-run`` when a COMPLETED run stopped short of its total."""
-    short = _short_of_total(ctx, f)
+def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "sft-job-cleanup",
+                    *, log_fallback: bool = True) -> bool:
+    """Flag ``incomplete-run`` when a COMPLETED run stopped short of its total (by its
+    completion files; by its log too with ``log_fallback``)."""
+    short = _short_of_total(ctx, f, log_fallback=log_fallback)
     if short is None:
         return False
     current, total, source = short
@@ -137,11 +143,12 @@ def completion_rule(ctx: JudgeContext, f: Findings) -> bool:
     f.trend(Priority.DIAGNOSE, f"COMPLETED short of total: step {current}/{total}")
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"incomplete run: {source} shows step {current} of {total}; find why it "
-                "stopped before consolidating or running sft-job-cleanup")
+                f"stopped before consolidating or running {routine}")
     return True
 
 
-def _short_of_total(ctx: JudgeContext, f: Findings) -> tuple[int, int, str] | None:
+def _short_of_total(ctx: JudgeContext, f: Findings, *,
+                    log_fallback: bool) -> tuple[int, int, str] | None:
     check = ctx.facts.completion
     reached = check.reached if check is not None else None
     if reached is not None:
@@ -149,6 +156,8 @@ def _short_of_total(ctx: JudgeContext, f: Findings) -> tuple[int, int, str] | No
             return None
         return reached.current_steps, reached.total_steps, reached.path
     summary = ctx.facts.summary
+    if not log_fallback:
+        return None
     if summary is None or summary.finished or f.step is None or not f.total_steps:
         return None
     steps = [p.step for p in ctx.history]

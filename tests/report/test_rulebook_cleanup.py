@@ -128,6 +128,32 @@ def test_sft_completion_check(text: str, files: list[str], incomplete: bool,
         assert report.recommendation.why == "sft-job-cleanup"
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "files", "routine"),
+    [
+        # TRL's GRPOTrainer writes HF's trainer_state.json like any Trainer
+        ("rl-trl-grpo", TRL, ["trainer_state_stopped.json"], "rl-standard-job-cleanup"),
+        ("rl-verl-gsm8k", VERL, ["trainer_log_short.jsonl"], "rl-standard-job-cleanup"),
+        ("rl-skyrl-tb", SKYRL_HARBOR, ["trainer_state_stopped.json"], "rl-agentic-job-cleanup"),
+    ],
+)
+def test_rl_completion_check(name: str, text: str, files: list[str], routine: str) -> None:
+    """CONTRACT §6 incomplete-run is not SFT's alone: a COMPLETED RL run whose
+    trainer_state.json / trainer_log.jsonl stops short of its total is diagnosed, never sent
+    to its cleanup; finished, the routine of its flavour is named."""
+    short = CompletionCheck(files=tuple(_file(n) for n in files))
+    report = judge(_completed(name, text, completion=short)).report
+    assert "incomplete-run" in report.flags and report.verdict == "warning"
+    assert report.recommendation is not None and report.recommendation.action == "diagnose"
+    assert routine in report.recommendation.why and "sft-job-cleanup" not in \
+        report.recommendation.why
+    done = CompletionCheck(files=(_file("trainer_state_finished.json"),))
+    report = judge(_completed(name, text, completion=done)).report
+    assert "incomplete-run" not in report.flags and report.verdict == "done"
+    assert report.recommendation is not None and report.recommendation.action == "cleanup"
+    assert report.recommendation.why.startswith(routine)
+
+
 def test_incomplete_run_is_in_the_json_vocabulary() -> None:
     """The new flag serialises as the contract's word."""
     check = CompletionCheck(files=(_file("trainer_state_stopped.json"),))
