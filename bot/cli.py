@@ -284,7 +284,8 @@ def cmd_bot(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """``jobtables probe ID``: the deep probe (bot.deep_probe); a cluster failure is exit 1."""
+    """``jobtables probe ID``: the deep probe (bot.deep_probe); a cluster failure is exit 1, an
+    id the cluster's kind cannot have is bad usage (exit 2)."""
     from bot.deep_probe import run_deep_probe
     from report.probe_text import render_probe_json, render_probe_text
 
@@ -295,6 +296,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     config = _loader(args)()
     try:
         detail = asyncio.run(run_deep_probe(config, args.cluster or ref_cluster, job_id))
+    except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
+        raise UsageError(f"cannot probe {args.id}: {exc}") from exc
     except ProbeError as exc:
         print(f"jobtables: cannot probe {args.id}: {exc}", file=sys.stderr)
         return 1

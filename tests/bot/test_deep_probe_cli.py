@@ -28,6 +28,9 @@ path = "/nonexistent"
     (["probe", "x;rm -rf /"], "is not a job id"),
     (["probe", "12", "--cluster", "nope"], "unknown cluster 'nope'"),
     (["probe", "snap:12"], "the deep probe reads SLURM and Kubernetes jobs"),
+    # a Kubernetes-like name on a SLURM cluster: bad usage too, as `jobtables job` says
+    (["probe", "abc"], "'abc' is not a SLURM job id"),
+    (["probe", "a:rl-run"], "'rl-run' is not a SLURM job id"),
 ])
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                              argv: list[str], message: str) -> None:
