@@ -6,15 +6,19 @@ generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
 
 - ``dead-rollouts``: over the window (the last ``th.window`` logged values of a metric), its
   newest ``th.min_window`` or more values all with reward flat at 0, responses about 1 token,
-  entropy about 0, or grad norm exactly 0. Any one is enough: each means no learning signal
-  is reaching the policy, whatever the row's other numbers say. A grad norm of 0 counts only
-  where the log can print a small one: verl before 0.5 and Megatron print 3 decimals, SkyRL's
-  step dict and prime-rl 4, so a seqnorm run's ~1e-5 ("that is the regime, NOT vanishing
-  gradient", rulebook) is printed 0 there. In a log of such a trainer the zeros are read as
-  exact only when the run's policy metrics (grad norm, policy loss, entropy) were printed at
-  finer precision (SkyRL's status line, verl >= 0.5's full floats): more decimals than those
-  printers give, on a nonzero value of the history. Otherwise the zeros are a note, not a
-  reason. Flagged on any state; on a live run verdict ``warning`` and recommendation
+  entropy about 0, or grad norm exactly 0. Any one is enough: each means no learning signal is
+  reaching the policy, whatever the row's other numbers say. A reward that has been 0 since
+  the run's first logged step is not yet dead before a whole window (``th.window`` values) of
+  it: a healthy run may merely start at reward 0 on a hard task (its responses, entropy and
+  gradients say whether it is alive; a note says the reward is still 0); a reward that was
+  above 0 and fell flat is read after ``th.min_window`` as before. A grad norm of 0 counts
+  only where the log can print a small one: verl before 0.5 and Megatron print 3 decimals,
+  SkyRL's step dict and prime-rl 4, so a seqnorm run's ~1e-5 ("that is the regime, NOT
+  vanishing gradient", rulebook) is printed 0 there. In a log of such a trainer the zeros are
+  read as exact only when the run's policy metrics (grad norm, policy loss, entropy) were
+  printed at finer precision (SkyRL's status line, verl >= 0.5's full floats): more decimals
+  than those printers give, on a nonzero value of the history. Otherwise the zeros are a note,
+  not a reason. Flagged on any state; on a live run verdict ``warning`` and recommendation
   ``deep_probe`` (read the literal rollouts).
   Standard RL is what needs it (no trial evidence), but it is applied to agentic RL too: a
   degenerate window is dead whatever produced it, and the trial pass-rate signal is judged
@@ -91,7 +95,12 @@ def degenerate_reasons(history: Sequence[MetricPoint], th: Thresholds,
     that the log's precision cannot tell from a small one goes to ``notes`` instead."""
     reasons = []
     rewards = _dead_run(history, "reward", th, lambda r: abs(r) <= th.dead_reward_abs)
-    if rewards:
+    if rewards and _never_rewarded_yet(history, rewards, th):
+        if notes is not None:
+            notes.append(f"reward 0 since its first logged step ({len(rewards)} steps): a run "
+                         "that starts at reward 0 is read as dead once a whole window "
+                         f"({th.window}) is")
+    elif rewards:
         reasons.append(f"reward flat at 0 for {len(rewards)} steps")
     lengths = _dead_run(history, "avg_num_tokens", th, lambda n: n <= th.dead_response_tokens)
     if lengths:
@@ -108,6 +117,14 @@ def degenerate_reasons(history: Sequence[MetricPoint], th: Thresholds,
     elif grads:
         reasons.append(f"grad norm exactly 0 for {len(grads)} steps")
     return reasons
+
+
+def _never_rewarded_yet(history: Sequence[MetricPoint], zeros: Sequence[float],
+                        th: Thresholds) -> bool:
+    """The zero run is every reward the run has logged, and it is shorter than a window: a
+    healthy run that merely starts at reward 0 (a hard task's first steps), not yet a dead one
+    (module policy)."""
+    return len(zeros) < th.window and len(zeros) == len(series(history, "reward"))
 
 
 def dead_rollouts_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -97,6 +97,32 @@ def test_dead_rollouts(extra: dict[str, list[float | None]], dead: bool, why: st
         assert job.verdict == "healthy"
 
 
+@pytest.mark.parametrize(
+    ("rewards", "dead"),
+    [
+        ([0.0] * 6, False),  # a hard task's first steps: no reward yet, rollouts alive
+        ([0.0] * 9, False),
+        ([0.0] * 10, True),  # a whole window never rewarded: no learning signal
+        ([0.3, 0.3, 0.2] + [0.0] * 5, True),  # rewarded, then flat at 0: died
+    ],
+)
+def test_a_healthy_run_that_starts_at_reward_0_is_not_dead(rewards: list[float],
+                                                            dead: bool) -> None:
+    """A run whose reward has been 0 since its first step, with real responses, entropy and
+    gradients, merely starts at reward 0: dead-rollouts needs a whole window of it (a
+    reward that was there and fell to 0 is read after min_window, as before)."""
+    job = judge(_rl(healthy_rl(len(rewards), reward=rewards))).report
+    assert ("dead-rollouts" in job.flags) is dead
+    if dead:
+        assert job.trend.startswith("DEAD ROLLOUTS: reward flat at 0")
+    else:
+        assert job.verdict == "healthy" and "DEAD" not in job.trend
+    # the other signs of a dead run are read from the first min_window steps, as before
+    gone = judge(_rl(healthy_rl(len(rewards), reward=rewards,
+                                entropy=[0.0] * len(rewards)))).report
+    assert "dead-rollouts" in gone.flags and "entropy ~0" in gone.trend
+
+
 def test_dead_rollouts_on_a_finished_run_is_flagged_not_probed() -> None:
     """A COMPLETED run keeps the flag; its recommendation stays the cleanup."""
     job = judge(_rl(healthy_rl(reward=[0.0] * 12), rec={"state": JobState.COMPLETED})).report
