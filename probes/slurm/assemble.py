@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from probes.harbor import build_trial_tree
+from probes.logs.attempts import own_part
 from probes.logs.excerpt import retain
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.lines import strip_ansi
@@ -56,7 +57,7 @@ def job_facts(
     ``summarise`` replaces ``parse_log``."""
     if not collected:
         return JobFacts(record=record)
-    log = _log_fetch(collected.get("log") or {})
+    log = _own_attempt(_log_fetch(collected.get("log") or {}), record.job_id)
     summary = None
     if log.status in {"ok", "mismatch"}:
         summary = summarise(log) if summarise is not None else parse_log(
@@ -73,6 +74,15 @@ def job_facts(
         trials=trial_tree(collected.get("trials") or {}),
         completion=completion_check(collected.get("completion")),
     )
+
+
+def _own_attempt(log: LogFetch, job_id: str) -> LogFetch:
+    """The log as far as it is ``job_id``'s own (``probes.logs.attempts``): a chain's attempts
+    appending to one file each read their own part; ``offset`` moves past what was cut."""
+    text, cut = own_part(log.text, job_id)
+    if text is log.text:
+        return log
+    return log.model_copy(update={"text": text, "offset": log.offset + cut})
 
 
 def completion_check(raw: Any) -> CompletionCheck | None:

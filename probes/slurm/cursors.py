@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
+from probes.logs.attempts import own_part
 from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
 from probes.logs.incremental import LogCarry, parse_increment
 from probes.models import (
@@ -163,7 +164,10 @@ def fold_job(
     else:
         head = raw.get("head")
         head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
-        recent, recent_offset, recent_line = "", int(raw.get("offset") or 0), 1
+        # A first read folds the job's own part (a chain's attempts appending to one file,
+        # probes.logs.attempts), as job_facts shows it.
+        new_text, cut = own_part(new_text, record.job_id)
+        recent, recent_offset, recent_line = "", int(raw.get("offset") or 0) + cut, 1
         stream = f"{cursor.digest}@{recent_offset}"
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []

@@ -222,7 +222,8 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
     chained: list[str] = []  # test_e2e_chains' predecessors: their TIMEOUT waits beside ours
     if any(item.path.name == "test_e2e_chains.py" for item in request.session.items):
         chains: WalltimeChains = request.getfixturevalue("walltime_chains")
-        chained = [chains.ids[key] for key in ("ok_pred", "resume_pred", "moved_pred")]
+        chained = [chains.ids[key] for key in ("ok_pred", "resume_pred", "moved_pred",
+                                                "shared_pred")]
     tag = f"t{secrets.token_hex(3)}"
     run_dir = f"{slurm_env.scratch}/e2e-{tag}"
     tmp = tmp_path_factory.mktemp("e2e")

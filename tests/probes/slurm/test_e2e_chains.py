@@ -1,6 +1,6 @@
 """End to end on the real SLURM 22.05 cluster: which TIMEOUT is a chain restart.
 
-Two real walltime TIMEOUTs (``--time=1``), each with a real successor queued at once:
+Real walltime TIMEOUTs (``--time=1``), each with a real successor queued at once:
 
 - ``afterok``: SLURM leaves the successor PENDING with ``DependencyNeverSatisfied`` (this
   cluster has no ``kill_invalid_depend``); the TIMEOUT is judged failed with that reason;
@@ -8,7 +8,9 @@ Two real walltime TIMEOUTs (``--time=1``), each with a real successor queued at 
   SLURM clears its dependency, and a fresh probe with no memory still names it as the successor;
 - a restart the launcher put in a run directory of its own (``afterany``, same name, another
   ``--chdir``): with the dependency cleared, SLURM's EligibleTime (set at the predecessor's end)
-  names it, in the sweep and in ``jobtables job`` (``collect_one``).
+  names it, in the sweep and in ``jobtables job`` (``collect_one``);
+- a restart appending to its predecessor's log (one ``-o`` file, ``--open-mode=append``):
+  each attempt reads its own part of the file (``probes.logs.attempts``).
 
 Jobs get unique names per run and only their own ids are cancelled in teardown. The TIMEOUT
 would take 60-90 s: the predecessors' end time is set to now (``end_now``; when ``test_e2e``
@@ -35,6 +37,15 @@ from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
 from tests.probes.slurm.test_e2e import _cleanup, _wait_for, end_now
 
 BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
+SHARED_PRED = ("#!/bin/bash\necho '***** Running training *****'\n"
+               "echo '  Total optimization steps = 100'\n"
+               "for i in 1 2 3 4 5 6; do echo \"{'loss': 1.$((9 - i)), 'grad_norm': 0.8$i, "
+               "'learning_rate': 2e-05, 'epoch': 0.0$i}\"; done\nsleep 600\n")
+"""A chain's first attempt: six HF Trainer steps, then its walltime."""
+SHARED_SUCC = ("#!/bin/bash\necho 'Resuming from checkpoint checkpoint-6'\n"
+               "echo 'Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.2it/s]'\n"
+               "sleep 600\n")
+"""Its restart, appending to the same log: bring-up, no step of its own yet."""
 
 
 @dataclass
@@ -52,13 +63,15 @@ class Chains:
 
 
 async def submit_chains(env: SlurmEnv, run_dir: str, ids: dict[str, str]) -> None:
-    """Submit the three chains into ``run_dir``, their ids into ``ids`` as they are known."""
+    """Submit the chains into ``run_dir``, their ids into ``ids`` as they are known."""
     tag = run_dir.rsplit("-", 1)[-1]
     runner = SshRunner(env.cluster())
     try:
         await runner.run(["mkdir", "-p", f"{run_dir}/ok", f"{run_dir}/resume/logs",
-                          f"{run_dir}/moved1", f"{run_dir}/moved2"])
-        await runner.run(["sh", "-c", f"cat > {run_dir}/job.sbatch"], stdin=BODY)
+                          f"{run_dir}/moved1", f"{run_dir}/moved2", f"{run_dir}/shared"])
+        for script, body in (("job", BODY), ("pred", SHARED_PRED), ("succ", SHARED_SUCC)):
+            await runner.run(["sh", "-c", f"cat > {run_dir}/{script}.sbatch"], stdin=body)
+        shared = ["-o", f"{run_dir}/shared/train.log", "--open-mode=append"]
         jobs = [
             ("ok_pred", f"rl-okchain-{tag}", "ok", ["--time=1"]),
             ("ok_succ", f"rl-okchain-{tag}", "ok", ["--dependency=afterok:{ok_pred}"]),
@@ -67,13 +80,19 @@ async def submit_chains(env: SlurmEnv, run_dir: str, ids: dict[str, str]) -> Non
              ["--dependency=afterany:{resume_pred}"]),
             ("moved_pred", f"rl-moved-{tag}", "moved1", ["--time=1"]),
             ("moved_succ", f"rl-moved-{tag}", "moved2", ["--dependency=afterany:{moved_pred}"]),
+            # one log for every attempt (sbatch -o FILE --open-mode=append): a common launcher
+            ("shared_pred", f"sft-shared-{tag}", "shared", ["--time=1", *shared]),
+            ("shared_succ", f"sft-shared-{tag}", "shared",
+             ["--dependency=afterany:{shared_pred}", *shared]),
         ]
         for key, name, sub, extra in jobs:
             workdir = f"{run_dir}/{sub}"
-            argv = ["sbatch", "--parsable", "-J", name, "--chdir", workdir,
-                    "-o", f"{workdir}/logs/train_%j.log" if sub == "resume" else
-                    f"{workdir}/slurm-%j.out",
-                    *(e.format(**ids) for e in extra), f"{run_dir}/job.sbatch"]
+            script = key.split("_")[1] if sub == "shared" else "job"
+            output = ([] if sub == "shared" else
+                      ["-o", f"{workdir}/logs/train_%j.log" if sub == "resume" else
+                       f"{workdir}/slurm-%j.out"])
+            argv = ["sbatch", "--parsable", "-J", name, "--chdir", workdir, *output,
+                    *(e.format(**ids) for e in extra), f"{run_dir}/{script}.sbatch"]
             res = await runner.run(argv)
             ids[key] = res.stdout.strip().split(";")[0]
     finally:
@@ -86,11 +105,12 @@ def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Cha
     TIMEOUTs are done and the resume runs, then swept once."""
     ids = walltime_chains.ids
     try:
-        end_now([ids[key] for key in ("ok_pred", "resume_pred", "moved_pred")])
+        end_now([ids[key] for key in ("ok_pred", "resume_pred", "moved_pred", "shared_pred")])
         asyncio.run(_wait_for(slurm_env, ids, {
             "ok_pred": {JobState.TIMEOUT}, "resume_pred": {JobState.TIMEOUT},
             "resume_succ": {JobState.RUNNING}, "ok_succ": {JobState.PENDING},
             "moved_pred": {JobState.TIMEOUT}, "moved_succ": {JobState.RUNNING},
+            "shared_pred": {JobState.TIMEOUT}, "shared_succ": {JobState.RUNNING},
         }, bound_s=240, settle_s=2))
         facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
         report, _ = build_report([facts], settings=ReportSettings(), now=datetime.now(UTC))
@@ -142,3 +162,21 @@ def test_restart_in_another_workdir_is_found_by_its_eligible_time(chains: Chains
     for row in (chains.rows["moved_pred"], chains.one):
         assert "chain-restart" in row.flags and row.verdict == "restarting"
         assert row.successor == chains.ids["moved_succ"]
+
+
+def test_attempts_appending_to_one_log_each_read_their_own_part(chains: Chains) -> None:
+    """Both attempts write one file (``-o train.log --open-mode=append``), slurmstepd's
+    ``*** JOB N ... CANCELLED AT ... DUE TO TIME LIMIT ***`` between them. The restart read
+    the predecessor's six steps as its own ('healthy', 6/100, an ETA) while still in
+    bring-up; now it is in the buffer table, and the TIMEOUT keeps its steps and its end."""
+    pred, succ = chains.rows["shared_pred"], chains.rows["shared_succ"]
+    assert "chain-restart" in pred.flags and pred.successor == chains.ids["shared_succ"]
+    assert (pred.step, pred.total_steps) == (6, 100)
+    assert succ.state is JobState.RUNNING and succ.step is None
+    assert succ.verdict == "buffering" and "buffer-filling" in succ.flags
+    logs = {j.record.job_id: j.log for j in chains.facts.jobs}
+    pred_log, succ_log = logs[chains.ids["shared_pred"]], logs[chains.ids["shared_succ"]]
+    assert pred_log is not None and succ_log is not None
+    assert pred_log.path == succ_log.path
+    assert succ_log.text.startswith("Resuming from checkpoint")
+    assert succ_log.offset > 0
