@@ -96,7 +96,11 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
         role: DumpRole = "validation" if "val" in posixpath.basename(path).lower() else "rollout"
         roles.setdefault(posixpath.normpath(path), role)
     limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})
-    request = {**limits, "owner": r.user, "trial_roots": fill(cluster.trial_roots),
+    # The trial tree the row counted (the collector's: a configured root, or a trials dir the
+    # log names, entered inside the workdir or a root) is the one sampled first.
+    counted = [facts.trials.root] if facts.trials is not None and facts.trials.exists else []
+    request = {**limits, "owner": r.user,
+               "trial_roots": unique([*counted, *fill(cluster.trial_roots)]),
                "dump_dirs": unique(roles)}
     return request, roles
 

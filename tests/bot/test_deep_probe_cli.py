@@ -9,7 +9,7 @@ import pytest
 from bot.cli import main
 from probes.config import ReadPlan, SlurmCluster
 from probes.deep_read import rollout_request
-from probes.models import JobFacts, JobState, LogFetch, SchedulerRecord
+from probes.models import JobFacts, JobState, LogFetch, SchedulerRecord, TrialTree
 
 CONFIG = """
 [[clusters]]
@@ -61,3 +61,25 @@ def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
     assert roles["/home/alice/run/val_dump"] == "validation"
     assert request["trial_roots"] == ["/home/alice/run/jobs"]
     assert request["max_trials"] == 64 and request["owner"] == "alice"
+
+
+def test_the_trials_dir_the_row_counted_is_sampled() -> None:
+    """An agentic run's trials dir named by its log (SkyRL's harbor_trial_config.trials_dir),
+    which the sweep counted as its trial tree, is where the probe samples trials too: a
+    SkyRL+Harbor run with 24 trials in {workdir}/trials read 'no Harbor trials' on the real
+    SLURM. Configured roots follow; none is read twice."""
+    record = SchedulerRecord(cluster="a", job_id="7", name="rl-skyrl-tb", user="alice",
+                             state=JobState.COMPLETED, workdir="/home/alice/run")
+    counted = TrialTree(root="/home/alice/run/trials")
+    facts = JobFacts(record=record, log=LogFetch(status="ok", text="  trials_dir: trials\n"),
+                     trials=counted)
+    cluster = SlurmCluster(name="a", local=True, trial_roots=("{workdir}/jobs",))
+    request, _ = rollout_request(facts, cluster, ReadPlan())
+    assert request["trial_roots"] == ["/home/alice/run/trials", "/home/alice/run/jobs"]
+    same = facts.model_copy(update={"trials": TrialTree(root="/home/alice/run/jobs")})
+    assert rollout_request(same, cluster, ReadPlan())[0]["trial_roots"] == [
+        "/home/alice/run/jobs"]
+    absent = facts.model_copy(update={"trials": TrialTree(root="/home/alice/run/trials",
+                                                            exists=False)})
+    assert rollout_request(absent, cluster, ReadPlan())[0]["trial_roots"] == [
+        "/home/alice/run/jobs"]
