@@ -59,8 +59,7 @@ from probes.models import ClusterFacts, JobState
 from probes.slurm.transport import RunnerFactory
 from report.cells import one_line
 from report.chunks import cut_text
-from report.chunks import escape_code as code
-from report.chunks import escape_mrkdwn as esc
+from report.chunks import escape_code as esc
 from report.deep_probe import judge_rollouts, not_applicable
 from report.judge import build_report
 from report.models import JobDetail
@@ -136,9 +135,14 @@ async def run_deep_probe(
 # -- Slack ------------------------------------------------------------------------------------
 
 
+def code(text: str) -> str:
+    """For inside an inline code span: no backtick to close it, on one line."""
+    return esc(one_line(text))
+
+
 def mrkdwn(text: str) -> str:
-    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``; a fence becomes
-    look-alikes)."""
+    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``; each backtick a
+    look-alike, so it cannot pair with the bot's own code spans)."""
     return esc(text)
 
 

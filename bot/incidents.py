@@ -178,7 +178,18 @@ def cleanup_line(job: JobReport) -> str | None:
     rec = job.recommendation
     if job.state != "COMPLETED" or rec is None or rec.action != "cleanup":
         return None
-    return f"✅ `{job.cluster}:{job.job_id}` {one_line(job.name)} completed: {rec.why}"
+    # Escaped for mrkdwn where they are sent; no backtick of theirs may pair with a span.
+    return (f"✅ `{no_backticks(one_line(f'{job.cluster}:{job.job_id}'))}` "
+            f"{no_backticks(one_line(job.name))} completed: {no_backticks(rec.why)}")
+
+
+def failure_line(job: JobReport, diagnosis: str | None, again: str, path: str) -> str:
+    """``🔥 <ref> <job> failed: <diagnosis> · <incident file>`` for the sweep thread. Escaped
+    for mrkdwn where it is sent; the name, diagnosis and path carry no backtick that could
+    pair with the line's own spans (a job named ``a`b``, a fault quoting ```x``)."""
+    ref = no_backticks(one_line(f"{job.cluster}:{job.job_id}"))
+    return (f"🔥 `{ref}` {no_backticks(one_line(job.name))} failed: "
+            f"{no_backticks(f'{diagnosis}{again}')} · `{no_backticks(one_line(path))}`")
 
 
 class FollowUps:
@@ -225,10 +236,7 @@ class FollowUps:
                                   ttl_s=ttl * 4)
         again = f" — recurring-failure (same as {previous[-1]})" if record.recurring and previous \
             else (" — recurring-failure" if record.recurring else "")
-        # Escaped for mrkdwn where they are sent; no backtick may close their spans here.
-        ref = no_backticks(f"{job.cluster}:{job.job_id}")
-        shown = no_backticks(str(path))
-        return f"🔥 `{ref}` {one_line(job.name)} failed: {record.diagnosis}{again} · `{shown}`"
+        return failure_line(job, record.diagnosis, again, str(path))
 
     async def _previous(self, job: JobReport, repeats: FailureSignature) -> tuple[str, ...]:
         """The incident chain of the attempt ``job`` repeats (empty if it was never filed)."""

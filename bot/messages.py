@@ -30,6 +30,7 @@ from report.chunks import (
     escape_mrkdwn,
     escaped_chunks,
     kept_messages,
+    no_backticks,
     slack_messages,
     summary_lines,
 )
@@ -44,9 +45,16 @@ if TYPE_CHECKING:
 
 Key = tuple[str, str]
 
-esc = escape_mrkdwn
-code = escape_code
-"""For inside an inline code span: no backtick left to close it (a hostile path or name)."""
+esc = escape_code
+"""Text from outside the bot, for mrkdwn: escaped, and each backtick a look-alike, so a name
+or a log line can neither open a code span nor pair with one of the bot's own (`alpha:42`)."""
+
+
+def code(text: str) -> str:
+    """For inside an inline code span: no backtick left to close it (a hostile path or name),
+    and on one line (a span does not cross a line break)."""
+    return escape_code(one_line(text))
+
 MAX_RESPONSES = 5
 """Slack accepts at most five posts to one ``response_url``."""
 SPARK_POINTS = 20
@@ -85,7 +93,9 @@ def text_message(text: str) -> SlackMessage:
 
 
 def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
-    """Raw (unescaped) ``Jobs at 16:00:05Z · cached 42 s ago · beta UNREACHABLE (...)``."""
+    """Raw (unescaped) ``Jobs at 16:00:05Z · cached 42 s ago · beta UNREACHABLE (...)``, with
+    no backtick: it heads messages escaped as the bot's mrkdwn (``report.chunks``), and a
+    cluster's error text must not open a code span there."""
     stamp = result.report.generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     parts = [f"Jobs at {stamp}"]
     parts.append(f"cached {age_s:.0f} s ago" if age_s is not None
@@ -96,7 +106,7 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
     header = " · ".join(parts)
     if result.degraded:
         header += f"\n⚠️ {result.degraded}"
-    return header
+    return no_backticks(header)
 
 
 def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None,
@@ -208,8 +218,10 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
     rows = [] if len(shown) == len(changes) else [
         f"_Rows shown for {len(shown)} of {len(changes)} changed jobs (those needing a human); "
         "`/jobs` has every table._"]
-    return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)", *change_lines(changes),
-                      *extra, *rows])
+    # The change lines are outside text only (names, whys): no backtick of theirs may pair
+    # with a span of the follow-ups below (escaped for mrkdwn with the reply).
+    return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)",
+                      *map(no_backticks, change_lines(changes)), *extra, *rows])
 
 
 def collapse_line(ref: str, owner: str | None) -> str:
@@ -233,8 +245,9 @@ def followup_messages(lines: Sequence[str]) -> list[SlackMessage]:
 
 
 def error_text(message: str) -> str:
-    """An ephemeral error line: the message (which may quote the user) escaped."""
-    return cut_text("⚠️ " + esc(message))
+    """An ephemeral error line: the message (which may quote the user) escaped. Its backticks
+    are the bot's own spans (`/job`); the raiser quotes outside text without any."""
+    return cut_text("⚠️ " + escape_mrkdwn(message))
 
 
 def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | None,

@@ -101,7 +101,13 @@ class SweepResult:
             hits = self._array_task(cluster, job_id)
         if not hits:
             where = f" on cluster {cluster!r}" if cluster else ""
-            unasked = [f"{c.name!r} is {c.status}" + (f" ({c.detail})" if c.detail else "")
+            # The cluster's detail (an SSH error, ...) is outside text in a message whose
+            # backticks are the bot's own (bot.messages.error_text): none of its own. (Imported
+            # here: this module leaves report/ to the judging import, bot.preload.)
+            from report.chunks import no_backticks
+
+            unasked = [f"{c.name!r} is {c.status}" + (f" ({no_backticks(c.detail)})"
+                                                      if c.detail else "")
                        for c in self.report.clusters
                        if c.status != "ok" and (cluster is None or c.name == cluster)]
             if unasked:  # not "no such job": the cluster that may hold it did not answer

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from report.cells import printable
+from report.cells import one_line, printable
 from report.models import BUCKET_ORDER, JobReport, Report
 from report.tables import BUCKET_TITLES, RenderedTable, is_buffering
 
@@ -177,7 +177,7 @@ def table_sections(table: RenderedTable, *, max_chars: int = 3000) -> list[str]:
 
 
 def _table_sections(table: RenderedTable, max_chars: int) -> list[_Section]:
-    title = escape_mrkdwn(table.title)
+    title = escape_code(table.title)  # outside the block: no backtick to pair
     head, body, heights, bottom = _frame(table)
     overhead = len(_section_text(title, [*head, bottom], continued=True)) + 1
     budget = max_chars - overhead
@@ -322,7 +322,7 @@ def _cut_note(left: int, hint: str) -> SlackMessage:
 
 
 def _names(jobs: Sequence[JobReport]) -> str:
-    names = [job.name for job in jobs[:_NAMES_SHOWN]]
+    names = [one_line(job.name) for job in jobs[:_NAMES_SHOWN]]
     extra = len(jobs) - len(names)
     return ", ".join(names) + (f" +{extra} more" if extra else "")
 

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.errors import JobNotFoundError
+from bot.incidents import cleanup_line, failure_line
 from bot.messages import (
     cancel_line,
     changes_header,
@@ -77,9 +79,20 @@ def assert_safe(message: SlackMessage) -> None:
         assert "<" not in bare and ">" not in bare, piece
         assert "&" not in ENTITY.sub("", bare), piece
         assert piece.count("```") % 2 == 0, piece
+        assert inline_backticks_paired(piece), piece
         # No control or format character from outside (ESC, a bidi override, a zero-width
         # space): what Slack shows is what the text says (line breaks are the bot's own).
         assert not [ch for ch in piece if ch != "\n" and not ch.isprintable()], piece
+
+
+FENCED = re.compile(r"```.*?```", re.DOTALL)
+
+
+def inline_backticks_paired(piece: str) -> bool:
+    """Outside code blocks, every line holds an even number of backticks: the bot's own
+    spans (`alpha:42`, a path) only, never one from a name or a log line that would pair with
+    one of them and turn the rest of the line into code."""
+    return all(line.count("`") % 2 == 0 for line in FENCED.sub("", piece).split("\n"))
 
 
 def hostile_detail(name: str, user: str, line: str, path: str) -> Any:
@@ -109,7 +122,16 @@ def test_every_builder_escapes_hostile_text(name: str, user: str, line: str, pat
                for kind, job_id, state in (("failed", "4242", JobState.FAILED),
                                            ("finished", "4100", JobState.COMPLETED),
                                            ("stalled", "9000_1", JobState.RUNNING))]
-    header = changes_header(changes, [f"🔥 `alpha:1` {name} failed: {line}"], since=T0, now=T0)
+    # The follow-ups as bot.incidents writes them (escaped for mrkdwn with the reply).
+    done = sick.report.model_copy(update={"state": JobState.COMPLETED, "recommendation":
+                                          Recommendation(action="cleanup", why=line)})
+    followups = [failure_line(sick.report, line, "", path), cleanup_line(done) or ""]
+    header = changes_header(changes, followups, since=T0, now=T0)
+    try:  # the error /job gets for a job an unreachable cluster may hold
+        result.find(None, "4999")
+        missing = ""
+    except JobNotFoundError as exc:
+        missing = str(exc)
     messages: list[SlackMessage] = [
         sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=3),
         *sweep_thread(result, width=100),
@@ -123,11 +145,11 @@ def test_every_builder_escapes_hostile_text(name: str, user: str, line: str, pat
         *jobs_messages(result, bucket=None, age_s=None, width=100, what="matching",
                        keep=lambda j: j.user == user),
         SlackMessage(text="x", blocks=[share_button(sick)]),
-        *followup_messages([f"🔥 `alpha:1` {name} failed: {line} · `{path}`", line]),
+        *followup_messages(followups),
         *jobs_messages(result, bucket=None, age_s=None, width=100),
         *jobs_messages(result, bucket="eval", age_s=3.0, width=100),
         *job_messages(sick, header=sweep_header(result, age_s=None), width=100, note=line),
-        SlackMessage(text=error_text(f"no job {name} on {detail_text}")),
+        SlackMessage(text=error_text(missing)),
         collapse_message(sick, can_cancel=True, evidence_path=path),
         collapse_message(sick, can_cancel=False, delivered_for="UALICE"),
         collapse_message(sick, can_cancel=True, delivered_for=user),
@@ -224,3 +246,39 @@ def test_a_backtick_cannot_close_an_inline_code_span(hostile: str) -> None:
         assert line.count("`") % 2 == 0, line
         assert "```" not in line
         assert "ˋ" in line
+
+
+def test_a_backtick_in_a_name_or_fault_never_pairs_with_the_bots_spans() -> None:
+    """Replayed on the real SLURM: a job named ``sft-odd`tick`` that died on ``ValueError: bad
+    path `/data/x``. Its job-end DM read ``*sft-odd`tick* `alpha:1364` ended FAILED.`` (the
+    name's backtick opened a span the id's closed), the thread's failure line turned half its
+    text into code, and the parent and the change lines carried the bare backtick. Every
+    such text shows the look-alike instead, outside code as inside."""
+    name, fault = "sft-odd`tick", "traceback: ValueError: bad path `/data/x"
+    failed = hostile_detail(name, "alice", fault, "/p")
+    failed = failed.model_copy(update={"report": failed.report.model_copy(update={
+        "state": JobState.FAILED, "verdict": "failed", "bucket": "sft",
+        "recommendation": Recommendation(action="diagnose", why=f"dated entry: {fault}")})})
+    done = failed.report.model_copy(update={
+        "job_id": "4243", "state": JobState.COMPLETED, "verdict": "done",
+        "recommendation": Recommendation(action="cleanup", why="sft-job-cleanup: rm `x")})
+    result = sweep_result([failed, detail(done)])
+    change = Change(kind="failed", cluster="alpha", job_id=failed.report.job_id, name=name,
+                    why=fault, state=JobState.FAILED, verdict="failed")
+    lines = [failure_line(failed.report, fault, "", "/inc/`odd.json"), cleanup_line(done)]
+    assert None not in lines
+    header = changes_header([change], [line for line in lines if line], since=None, now=T0)
+    messages = [
+        job_end_dm(change, failed),
+        collapse_message(failed, can_cancel=True),
+        sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=1),
+        *sweep_thread(result, width=100, header=header),
+        *followup_messages([line for line in lines if line]),
+        *job_messages(failed, header="h", width=100, note="n"),
+    ]
+    for message in messages:
+        assert_safe(message)
+        for piece in [message.text, *strings(message.blocks)]:
+            assert "odd`tick" not in piece and "`/data" not in piece, piece
+    shown = "\n".join(s for m in messages for s in strings(m.blocks))
+    assert "sft-oddˋtick" in shown and "`alpha:4242`" in shown

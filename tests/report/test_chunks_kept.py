@@ -59,7 +59,7 @@ def old_frame(table: RenderedTable) -> tuple[list[str], list[list[str]], str]:
 
 def old_table_sections(table: RenderedTable, *, max_chars: int = 3000) -> list[str]:
     """One table as mrkdwn section texts of at most ``max_chars``, each a complete box."""
-    title = escape_mrkdwn(table.title)
+    title = escape_code(table.title)  # outside the block: no backtick to pair (as the product)
     head, rows, bottom = old_frame(table)
     overhead = len(_section_text(title, [*head, bottom], continued=True)) + 1
     budget = max_chars - overhead

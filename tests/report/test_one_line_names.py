@@ -55,3 +55,17 @@ def test_slack_headers_and_change_lines_are_one_line() -> None:
     listed = "\n".join(blocks_text(m.blocks) for m in jobs_messages(
         sweep_result([sick]), bucket=None, age_s=None, width=100))
     assert SHOWN in listed and "\nrl-b" not in listed
+
+
+def test_the_sweep_parents_bucket_line_names_the_job_on_one_line() -> None:
+    """Replayed on the real SLURM (``sbatch -J $'rl-grpo-…-jt\\n<!here> *bold*'``, collapsing):
+    the day's parent message named it in its RL summary line with the line break kept, so the
+    line went on as a second summary line, ``<!here> *bold* …``."""
+    from bot.messages import sweep_parent
+    from tests.bot.builders import T0
+
+    result = sweep_result([_hostile_collapse(), detail(job("4100", "rl-ppo-llama-8b"))])
+    parent = sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=1)
+    rl = [line for line in parent.text.splitlines() if line.startswith("RL:")]
+    assert len(rl) == 1 and SHOWN in rl[0], parent.text
+    assert not any(line.startswith(("rl-b", "c", "d")) for line in parent.text.splitlines())
