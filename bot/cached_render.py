@@ -86,7 +86,9 @@ def selection(view: View) -> tuple[Callable[[JobReport], bool] | None, bool]:
     query = view.query
     keep = job_filter(query, view.invoker, view.config) if query.filtered else None
     bucket = query.bucket
-    return keep or ((lambda j: j.bucket == bucket) if bucket else None), keep is None
+    # The SFT grid rollup belongs to the SFT bucket: not under ``/jobs rl``, nor one person's.
+    grid = keep is None and bucket in (None, "sft")
+    return keep or ((lambda j: j.bucket == bucket) if bucket else None), grid
 
 
 def grouped_rows(result: SweepResult, keep: Callable[[JobReport], bool] | None, *,

@@ -255,9 +255,10 @@ def jobs_messages(result: SweepResult, *, bucket: str | None, age_s: float | Non
                   limit: int = MAX_RESPONSES, what: str | None = None) -> list[SlackMessage]:
     """The ``/jobs`` answer: code-block tables (arrays grouped), split to Slack's limits, at
     most ``limit`` messages. ``keep`` filters the rows (else ``bucket``) and drops the grid
-    rollup; ``what`` names the filter in the "No … jobs." answer."""
+    rollup, as does a bucket other than SFT; ``what`` names the filter in the "No … jobs."
+    answer."""
     report, details = grouped(result, keep or ((lambda j: j.bucket == bucket) if bucket else None),
-                              grid=keep is None)
+                              grid=keep is None and bucket in (None, "sft"))
     header = sweep_header(result, age_s=age_s)
     tables = render_tables(report, details, width=width)
     if not tables:

@@ -17,7 +17,7 @@ from bot.errors import UsageError
 from bot.messages import MAX_RESPONSES, jobs_messages
 from probes.config import ReplayCluster
 from report.chunks import text_sections
-from tests.bot.builders import detail, job, sweep_result
+from tests.bot.builders import blocks_text, detail, job, sweep_result
 
 
 @pytest.mark.parametrize(
@@ -148,3 +148,34 @@ def test_an_unmapped_mention_is_a_short_error_that_pings_nobody() -> None:
     with pytest.raises(UsageError) as caught:
         job_filter(query, "UALICE", two_clusters())  # type: ignore[arg-type]
     assert "`U0EVIL` is not mapped" in str(caught.value) and "<@" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("bucket", "shown"), [(None, True), ("sft", True), ("rl", False),
+                                               ("datagen", False)])
+def test_a_bucket_answer_shows_the_sft_grid_rollup_only_for_sft(bucket: str | None,
+                                                                 shown: bool) -> None:
+    """Replayed on the real SLURM: ``/jobs rl`` ended with the ``SFT grid …`` rollup of three
+    SFT cells running beside the RL runs, below the RL table, in an answer that is to be the RL
+    bucket only (CONTRACT §7). The grid belongs to the SFT bucket: ``/jobs``, ``/jobs sft``."""
+    from bot.cached_render import View, render_view
+    from bot.commands import parse_command
+    from bot.store import encode_sweep
+    from report.models import GridCell, GridRollup
+
+    jobs = [detail(job("1", "rl-grpo-a")),
+            *[detail(job(str(i), f"sft-grid-lr{i}", bucket="sft")) for i in (2, 3, 4)]]
+    result = sweep_result(jobs)
+    grid = GridRollup(grid="sft-grid", running=3, pending_unique=0, done=0, long_pole=None,
+                      cells=[GridCell(cell=f"sft-grid-lr{i}", job_id=str(i), progress_pct=10.0,
+                                      eta_s=None) for i in (2, 3, 4)])
+    result.report.grid.append(grid)
+    text = "/jobs" if bucket is None else f"/jobs {bucket}"
+    query = parse_command("/jobs", text.removeprefix("/jobs").strip())
+    assert isinstance(query, JobsQuery)
+    live = "\n".join(blocks_text(m.blocks) for m in
+                     jobs_messages(result, bucket=bucket, age_s=None, width=100))
+    rendered = render_view(encode_sweep(result), {}, View(query=query, invoker="UALICE",
+                                                          config=Config(), width=100))
+    cached = "\n".join(t.title for t in rendered.tables)
+    assert ("SFT grid sft-grid" in live) is shown, live
+    assert ("SFT grid sft-grid" in cached) is shown, cached
