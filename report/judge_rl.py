@@ -200,11 +200,13 @@ def _tis_rules(f: Findings, th: Thresholds) -> None:
     if imp_out or capped_out:
         f.flag("imp-ratio-out-of-range")
         f.verdict("warning")
-        shown = f"imp_ratio {format_value(imp)}" if isinstance(imp, float) and imp_out else (
-            f"capped {capped:.1%}" if isinstance(capped, float) else "imp_ratio"
-        )
-        f.trend(Priority.INFO,
-                f"TIS {shown} out of range ({th.imp_ratio_low:g}–{th.imp_ratio_high:g})")
+        if imp_out:
+            f.trend(Priority.INFO, f"TIS imp_ratio {format_value(imp)} out of range "
+                    f"({th.imp_ratio_low:g}–{th.imp_ratio_high:g})")
+        elif isinstance(capped, float):
+            share = f"{capped:.1%}" if math.isfinite(capped) else format_value(capped)
+            f.trend(Priority.INFO, f"TIS capped fraction {share} "
+                    f"(>{th.imp_ratio_capped_max:.0%}: the mismatch is truncated routinely)")
 
 
 def _above(value: float, limit: float) -> bool:

@@ -111,6 +111,10 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
     # (bypass mode); its _seq_/_std/_max siblings are not the mean
     (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_mean$"), "imp_ratio_mean", 1),
+    # ... and the fraction of those weights above the upper threshold, i.e. truncated (capped):
+    # verl's docs, "rollout_is_ratio_fraction_high: fraction of weights exceeding upper threshold"
+    (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_ratio_fraction_high$"),
+     "imp_ratio_capped_fraction", 1),
     (re.compile(r"^(?:.*/)?z_?clip/triggered$"), "z_clip_triggered", 2),
     # per-token log-ratio positional buckets (the rulebook: "position buckets even")
     *((re.compile(rf"^(?:.*/)?log_ratio_abs_mean[_/](?:pos|position)(?:_bucket)?[_/]?{i}$"),
