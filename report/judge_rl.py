@@ -200,7 +200,7 @@ def _tis_rules(f: Findings, th: Thresholds) -> None:
     if imp_out or capped_out:
         f.flag("imp-ratio-out-of-range")
         f.verdict("warning")
-        if imp_out:
+        if imp_out and isinstance(imp, float):
             f.trend(Priority.INFO, f"TIS imp_ratio {format_value(imp)} out of range "
                     f"({th.imp_ratio_low:g}–{th.imp_ratio_high:g})")
         elif isinstance(capped, float):
