@@ -15,12 +15,23 @@ Directory format (version 1)::
     scontrol.txt     optional: `scontrol show job -o` output for all jobs
     collected.json   the batched file read (probes/collector.py's answer): per job id its
                      log tail, workdir match, checkpoint listings and reduced trial results
+
+A recording travels (a bug report): its files are read as data from someone else. Each is
+opened below the directory's own descriptor with ``O_NOFOLLOW``: a symbolic link inside it is
+refused, never followed (the directory the config names may itself be a link). A file that is
+not a regular file (a FIFO, a device, a directory) or is larger than :data:`MAX_FILE_BYTES`
+is refused before it is read; a file that is not UTF-8 or not of its shape names itself.
+Each is the cluster's ``unreachable`` detail. An entry of ``collected.json`` that is no
+object fails that job's fetch only, as a garbled line of the live collector's answer does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
+import stat
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,11 +40,15 @@ from typing import Any
 from probes.config import ReplayCluster
 from probes.errors import CommandError, ProbeError
 from probes.models import ClusterFacts, JobFacts, SchedulerRecord
+from probes.slurm.answer import unreadable
 from probes.slurm.assemble import job_facts
 from probes.slurm.parse import parse_squeue_json
 from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 
 FORMAT = 1
+MAX_FILE_BYTES = 512 << 20
+"""The largest recording file read: a collected.json holds every job's log tail (the live
+collector's answer is bounded by ``answer_budget_bytes``, 32 MiB by default, JSON-escaped)."""
 
 
 class ReplayProbe:
@@ -52,16 +67,26 @@ class ReplayProbe:
         except ProbeError as exc:
             return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
                                 detail=str(exc), collected_at=now)
-        patterns = self._cluster.benign_patterns
         jobs = await asyncio.to_thread(lambda: tuple(  # parsing off the event loop
-            job_facts(r, collected.get(r.job_id), aliases=self._aliases, benign_patterns=patterns)
-            for r in records
+            self._job(r, collected.get(r.job_id)) for r in records
         ))
         return ClusterFacts(
             name=self._cluster.name, kind="replay", status="ok",
             detail=f"recorded {meta.get('recorded_at', '?')} from {meta.get('name', '?')}",
             collected_at=_recorded_at(meta) or now, jobs=jobs,
         )
+
+    def _job(self, record: SchedulerRecord, entry: Mapping[str, Any] | None) -> JobFacts:
+        """One job's facts; an entry whose parts are not of their shape (tampered) fails
+        that job's fetch, naming what was wrong, and the other jobs stand."""
+        patterns = self._cluster.benign_patterns
+        try:
+            return job_facts(record, entry, aliases=self._aliases, benign_patterns=patterns)
+        except (AttributeError, TypeError, ValueError) as exc:  # ValidationError included
+            why = str(exc).splitlines()[0] if str(exc) else ""
+            return job_facts(record, unreadable(
+                f"collected.json entry is malformed: {type(exc).__name__}: {why}"[:300]),
+                aliases=self._aliases, benign_patterns=patterns)
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         raise ProbeError(f"cluster {self._cluster.name!r} is a replay: nothing to cancel")
@@ -81,41 +106,108 @@ def _recorded_at(meta: Mapping[str, Any]) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _read_json(path: Path) -> Any:
+def _read_text(root_fd: int, name: str) -> str | None:
+    """The text of the recording's file ``name`` (``None`` when absent), read as the module
+    policy says: no link followed, only a regular file, at most :data:`MAX_FILE_BYTES`."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise CommandError(f"recording is missing {path.name}") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"recording file {path.name} is unreadable: {exc}") from exc
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=root_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CommandError(f"recording file {name} is a symbolic link: not followed (a "
+                               "recording's files are its own)") from exc
+        raise CommandError(f"recording file {name} is unreadable: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CommandError(f"recording file {name} is not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise CommandError(f"recording file {name} is {info.st_size} bytes, over the "
+                               f"{MAX_FILE_BYTES} a recording file may hold")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:  # a file that grows while read is bounded too
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_FILE_BYTES:
+            raise CommandError(f"recording file {name} grew past the {MAX_FILE_BYTES} bytes a "
+                               "recording file may hold")
+    except OSError as exc:
+        raise CommandError(f"recording file {name} is unreadable: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"recording file {name} is not UTF-8 text: {exc}") from exc
+
+
+def _read_json(root_fd: int, name: str) -> Any:
+    text = _read_text(root_fd, name)
+    if text is None:
+        raise CommandError(f"recording is missing {name}")
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise CommandError(f"recording file {name} is unreadable: {exc}") from exc
 
 
 def load_recording(
     root: Path, cluster_name: str,
 ) -> tuple[dict[str, Any], list[SchedulerRecord], dict[str, Any]]:
     """Read a recording: ``(cluster.json, records, collected jobs by id)``."""
-    if not root.is_dir():
-        raise CommandError(f"{root}: no such recording directory")
-    meta = _read_json(root / "cluster.json")
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CommandError(f"{root}: no such recording directory") from exc
+    try:
+        return _load(root_fd, root, cluster_name)
+    finally:
+        os.close(root_fd)
+
+
+def _load(root_fd: int, root: Path, cluster_name: str,
+          ) -> tuple[dict[str, Any], list[SchedulerRecord], dict[str, Any]]:
+    meta = _read_json(root_fd, "cluster.json")
     if not isinstance(meta, dict) or meta.get("format", FORMAT) != FORMAT:
         raise CommandError(f"{root}/cluster.json: unsupported recording format")
     now = _recorded_at(meta) or datetime.now(UTC)
-    text = (root / "squeue.json").read_text(encoding="utf-8") if (root / "squeue.json").exists() \
-        else ""
+    text = _read_text(root_fd, "squeue.json")
     if not text:
         raise CommandError(f"recording {root} is missing squeue.json")
-    records = {r.job_id: r for r in parse_squeue_json(text, cluster=cluster_name, now=now)}
-    if (root / "sacct.json").exists():
-        sacct = (root / "sacct.json").read_text(encoding="utf-8")
-        for r in parse_squeue_json(sacct, cluster=cluster_name, now=now):
+    records = {r.job_id: r for r in _parse(text, "squeue.json", cluster_name, now)}
+    sacct = _read_text(root_fd, "sacct.json")
+    if sacct is not None:
+        for r in _parse(sacct, "sacct.json", cluster_name, now):
             records.setdefault(r.job_id, r)
-    if (root / "scontrol.txt").exists():
-        fields = parse_scontrol_all((root / "scontrol.txt").read_text(encoding="utf-8"),
-                                    known={k: known_from(r) for k, r in records.items()})
+    scontrol = _read_text(root_fd, "scontrol.txt")
+    if scontrol is not None:
+        fields = parse_scontrol_all(scontrol, known={k: known_from(r) for k, r in records.items()})
         records = {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
-    collected = _read_json(root / "collected.json") if (root / "collected.json").exists() else {}
-    jobs = collected.get("jobs", {}) if isinstance(collected, dict) else {}
-    return meta, list(records.values()), jobs
+    collected: Any = {}
+    if _read_text(root_fd, "collected.json") is not None:
+        collected = _read_json(root_fd, "collected.json")
+    jobs = collected.get("jobs", {}) if isinstance(collected, dict) else None
+    if not isinstance(jobs, dict):
+        raise CommandError("recording file collected.json: not a recording's collected file "
+                           '(expected {"jobs": {job id: entry}})')
+    return meta, list(records.values()), {
+        key: entry if isinstance(entry, dict) else unreadable(
+            f"collected.json entry is not an object: {type(entry).__name__}")
+        for key, entry in jobs.items()}
+
+
+def _parse(text: str, name: str, cluster: str, now: datetime) -> list[SchedulerRecord]:
+    """``squeue --json``/``sacct --json`` as recorded, errors naming the file."""
+    try:
+        return parse_squeue_json(text, cluster=cluster, now=now)
+    except ProbeError as exc:
+        raise CommandError(f"recording file {name}: {exc}") from exc
 
 
 def facts_without_files(records: list[SchedulerRecord]) -> tuple[JobFacts, ...]:
