@@ -30,7 +30,7 @@ import importlib
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -40,7 +40,7 @@ from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
 from probes.base import ClusterProbe
 from probes.config import ClusterConfig
-from probes.errors import ProbeError
+from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import scheduler_job, validate_job_id
 from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint
 from probes.registry import make_probe
@@ -91,6 +91,8 @@ class SweepResult:
     started_at: datetime
     duration_s: float
     degraded: str | None = None
+    refused: Mapping[str, str] = field(default_factory=dict)
+    """A one-job query's clusters that cannot hold its id (a name on SLURM), and why."""
 
     def find(self, cluster: str | None, job_id: str) -> JobDetail:
         """The job ``[cluster:]job_id``, or :class:`JobNotFoundError` (:class:`UsageError` when
@@ -113,6 +115,15 @@ class SweepResult:
             if unasked:  # not "no such job": the cluster that may hold it did not answer
                 raise JobNotFoundError(f"job {job_id}{where} not found: cluster "
                                        + "; cluster ".join(unasked))
+            asked = [c for c in self.report.clusters
+                     if c.status == "ok" and (cluster is None or c.name == cluster)]
+            cannot = [f"cluster {c.name!r} cannot hold it ({no_backticks(self.refused[c.name])})"
+                      for c in asked if c.name in self.refused]
+            if cannot:  # an id no job of that kind of cluster has (a name on SLURM)
+                rest = [repr(c.name) for c in asked if c.name not in self.refused]
+                raise JobNotFoundError(
+                    f"job {job_id}{where} not found: " + "; ".join(cannot)
+                    + (f"; not on {', '.join(rest)}" if rest else ""))
             raise JobNotFoundError(f"no job {job_id}{where} in the current report")
         if len(hits) > 1:
             clusters = ", ".join(sorted(d.report.cluster for d in hits))
@@ -423,9 +434,10 @@ class Sweeper:
         wanted = [c for c in config.select([cluster] if cluster else None) if c.active]
         memory, degraded = await self._memory()
         results: dict[str, ClusterFacts] = {}
+        refused: dict[str, str] = {}  # cluster -> why it cannot hold that id
         async with asyncio.TaskGroup() as group:
             for c in wanted:
-                group.create_task(self._collect_job_on(c, config, job_id, results))
+                group.create_task(self._collect_job_on(c, config, job_id, results, refused))
         facts = tuple(results[c.name] for c in wanted)
         histories, degraded = await self._histories(facts, degraded, whole=False)
         _import_judging()
@@ -434,7 +446,7 @@ class Sweeper:
             now=_judging_time(facts, self._clock()), histories=histories, memory=memory,
         )
         return SweepResult(report, details, facts, self._clock(),
-                           time.perf_counter() - started, degraded)
+                           time.perf_counter() - started, degraded, refused)
 
     async def _memory(self) -> tuple[SweepMemory | None, str | None]:
         """(sweep memory, degraded note): the store's own errors degrade, never fail, an answer."""
@@ -446,7 +458,8 @@ class Sweeper:
             return None, f"degraded: no history ({exc})"
 
     async def _collect_job_on(self, cluster: ClusterConfig, config: Config, job_id: str,
-                              results: dict[str, ClusterFacts]) -> None:
+                              results: dict[str, ClusterFacts], refused: dict[str, str],
+                              ) -> None:
         probe = self._probe_for(cluster, config)
         one = getattr(probe, "collect_one", None)
         if one is None:
@@ -458,7 +471,11 @@ class Sweeper:
         except TimeoutError:
             results[cluster.name] = self._unreachable(
                 cluster, f"job query timed out after {cluster.timeout_s:g}s")
-        except ProbeError as exc:  # an id this backend cannot hold (InvalidJobIdError)
+        except InvalidJobIdError as exc:  # an id this backend cannot hold: it answered none
+            results[cluster.name] = ClusterFacts(name=cluster.name, kind=cluster.kind,
+                                                 status="ok", collected_at=self._clock())
+            refused[cluster.name] = str(exc)
+        except ProbeError as exc:
             results[cluster.name] = self._unreachable(cluster, str(exc))
 
     async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:

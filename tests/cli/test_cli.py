@@ -338,3 +338,28 @@ def test_a_width_outside_the_config_s_bounds_is_bad_usage(
     code, out, err = run(capsys, *command, *extra, f"--width={width}")
     assert code == 2 and out == ""
     assert "argument --width:" in err.splitlines()[-1] and "Traceback" not in err
+
+
+def test_a_name_asked_of_a_slurm_cluster_is_no_unreachable_cluster(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`job abc` (a Kubernetes-style name) on a SLURM cluster: that cluster cannot hold it,
+    which is said as such; it read "cluster 'shut' is unreachable ('abc' is not a SLURM job
+    id ...)" of a cluster never asked. Nothing connects (the port is closed anyway)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = replay_config(tmp_path, '[[clusters]]\nname = "shut"\nkind = "slurm"\n'
+                                     f'host = "127.0.0.1"\nport = {port}\n'
+                                     f'known_hosts = "{known}"\nconnect_timeout_s = 5\n')
+    code, out, err = run(capsys, "job", "abc", "--cluster", "shut", "--config", str(config))
+    assert code == 2 and out == ""
+    assert err == ("jobtables: job abc on cluster 'shut' not found: cluster 'shut' cannot hold "
+                   "it ('abc' is not a SLURM job id (digits, optionally _N or +N))\n")
+    code, _, err = run(capsys, "job", "abc", "--config", str(config))
+    assert code == 2 and "unreachable" not in err
+    assert "cluster 'shut' cannot hold it" in err and "not on 'alpha'" in err
