@@ -8,10 +8,11 @@ generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
   newest ``th.min_window`` or more values all with reward flat at 0, responses about 1 token,
   entropy about 0, or grad norm exactly 0. Any one is enough: each means no learning signal is
   reaching the policy, whatever the row's other numbers say. A reward that has been 0 since
-  the run's first logged step is not yet dead before a whole window (``th.window`` values) of
-  it: a healthy run may merely start at reward 0 on a hard task (its responses, entropy and
-  gradients say whether it is alive; a note says the reward is still 0); a reward that was
-  above 0 and fell flat is read after ``th.min_window`` as before. A grad norm of 0 counts
+  the run's first logged step (a history that begins one logging interval from step 0, not a
+  tail read mid-run or a resumed run's) is not yet dead before a whole window (``th.window``
+  values) of it: a healthy run may merely start at reward 0 on a hard task (its responses,
+  entropy and gradients say whether it is alive; a note says the reward is still 0); a reward
+  that was above 0 and fell flat is read after ``th.min_window`` as before. A grad norm of 0 counts
   only where the log can print a small one: verl before 0.5 and Megatron print 3 decimals,
   SkyRL's step dict and prime-rl 4, so a seqnorm run's ~1e-5 ("that is the regime, NOT
   vanishing gradient", rulebook) is printed 0 there. In a log of such a trainer the zeros are
@@ -123,8 +124,14 @@ def _never_rewarded_yet(history: Sequence[MetricPoint], zeros: Sequence[float],
                         th: Thresholds) -> bool:
     """The zero run is every reward the run has logged, and it is shorter than a window: a
     healthy run that merely starts at reward 0 (a hard task's first steps), not yet a dead one
-    (module policy)."""
-    return len(zeros) < th.window and len(zeros) == len(series(history, "reward"))
+    (module policy). The history must begin at the run's first logging step (at most one
+    logging interval from 0): a tail read mid-run, or a run resumed from a checkpoint, shows
+    only its latest rewards, and zeros there are a reward that may have fallen flat."""
+    steps = [p.step for p in history if "reward" in p.values]
+    if len(zeros) >= th.window or len(zeros) != len(steps):
+        return False
+    interval = steps[1] - steps[0] if len(steps) >= 2 else 1
+    return steps[0] <= interval
 
 
 def dead_rollouts_rule(ctx: JudgeContext, f: Findings) -> None:

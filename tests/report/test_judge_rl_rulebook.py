@@ -123,6 +123,32 @@ def test_a_healthy_run_that_starts_at_reward_0_is_not_dead(rewards: list[float],
     assert "dead-rollouts" in gone.flags and "entropy ~0" in gone.trend
 
 
+@pytest.mark.parametrize(
+    ("steps", "dead"),
+    [
+        (range(301, 309), True),  # a tail read mid-run: its first step is not the run's
+        (range(201, 209), True),  # a run resumed at 200 (its earlier steps were rewarded)
+        (range(10, 90, 10), False),  # TRL logging every 10 steps from its first: a start
+        (range(0, 8), False),  # a trainer that logs step 0
+    ],
+)
+def test_reward_0_since_the_first_step_means_the_runs_first_step(steps: range,
+                                                                 dead: bool) -> None:
+    """"Reward 0 since the run's first logged step" (review of 8c3d531) holds only where the
+    history begins at the run's first logging step: 8 zeros read from a tail that starts at
+    step 301, or from a run resumed at step 200, are a reward that fell flat (read after
+    min_window), not a hard task's first steps."""
+    series = healthy_rl(len(steps), reward=[0.0] * len(steps))
+    pts = tuple(p.model_copy(update={"step": s}) for p, s in zip(points(series), steps,
+                                                                   strict=True))
+    job = judge(facts(record("rl-run"), pts)).report
+    assert ("dead-rollouts" in job.flags) is dead
+    if dead:
+        assert job.trend.startswith("DEAD ROLLOUTS: reward flat at 0 for 8 steps")
+    else:
+        assert job.verdict == "healthy"
+
+
 def test_dead_rollouts_on_a_finished_run_is_flagged_not_probed() -> None:
     """A COMPLETED run keeps the flag; its recommendation stays the cleanup."""
     job = judge(_rl(healthy_rl(reward=[0.0] * 12), rec={"state": JobState.COMPLETED})).report
