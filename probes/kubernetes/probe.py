@@ -18,10 +18,11 @@ Policy (the seed's Kubernetes paragraph):
   zero pods, reason ``vanished`` (the silent-wedge signature), then forgotten. A job that ended
   and was garbage-collected, or that this probe cancelled, is simply forgotten.
 - A log body holding an API/kubelet error, or fewer lines than ``min_log_lines``, is retried
-  once and then reported as a failed fetch, never as "no metrics". A log read that gets no
-  answer is its node's kubelet's: that job's fetch fails, the node's other pods are skipped,
-  the other jobs are still read; a second silent read, or an unreachable API, stops the
-  sweep's log reads (each would spend a timeout).
+  once and then reported as a failed fetch, never as "no metrics". A log read refused (401,
+  403: the Role lacks ``pods/log``) is every job's failed fetch, asked once per sweep. A log
+  read that gets no answer is its node's kubelet's: that job's fetch fails, the node's other
+  pods are skipped, the other jobs are still read; a second silent read, or an unreachable
+  API, stops the sweep's log reads (each would spend a timeout).
 - No path to stat on Kubernetes: checkpoints and trial trees stay ``None``. ``offsets`` is
   ignored: a pod log cannot be read from a byte offset, only tailed.
 """
@@ -291,6 +292,11 @@ class KubernetesProbe:
                 break
             except UnreachableError as exc:
                 self._log_outage = problem = str(exc)  # do not spend a timeout per job
+                break
+            except AuthError as exc:
+                # A Role grants pods/log namespace-wide (pod names are generated): a refusal is every
+                # pod's, and no retry heals it (each job asked twice, to be refused twice).
+                self._log_outage = problem = str(exc)
                 break
             except ProbeError as exc:
                 problem = str(exc)

@@ -71,7 +71,8 @@ class KubeStandIn:
     logs: dict[str, str] = field(default_factory=dict)
     """``pod`` or ``pod/container`` -> the container's whole log."""
     faults: dict[str, str] = field(default_factory=dict)
-    """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``/``"hang"``."""
+    """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
+    ``"500-once"``, ``"403"`` (RBAC refuses it) or ``"hang"``."""
     requests: list[Recorded] = field(default_factory=list)
     url: str = ""
     _runner: web.AppRunner | None = None
@@ -140,6 +141,9 @@ class KubeStandIn:
         if fault == "500":
             return web.json_response(
                 status_body(500, "InternalError", "etcdserver: request timed out"), status=500)
+        if fault == "403":  # RBAC: the Role lacks this verb on this resource
+            return web.json_response(status_body(403, "Forbidden", _forbidden(request)),
+                                     status=403)
         response: web.StreamResponse = await handler(request)
         return response
 
@@ -220,6 +224,24 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     body = await request.read()
     options = json.loads(body) if body else {}
     return options if isinstance(options, dict) else {}
+
+
+def _forbidden(request: web.Request) -> str:
+    """The API server's RBAC refusal, worded as its authorizer words it (apiserver's
+    ``forbiddenMessage`` inside ``errors.NewForbidden``: ``<resource>.<group> "<name>" is
+    forbidden: User ... cannot <verb> resource "<resource>[/<sub>]" in API group ...``)."""
+    parts = request.path.strip("/").split("/")
+    group = parts[1] if parts[0] == "apis" else ""
+    at = parts.index("namespaces")
+    namespace, resource = parts[at + 1], parts[at + 2]
+    name = parts[at + 3] if len(parts) > at + 3 else None
+    sub = parts[at + 4] if len(parts) > at + 4 else None
+    verb = {"DELETE": "delete"}.get(request.method, "get" if name else "list")
+    shown = f"{resource}.{group}" if group else resource
+    who = f'{shown} "{name}"' if name else shown
+    return (f'{who} is forbidden: User "system:serviceaccount:{namespace}:jobtables" cannot '
+            f'{verb} resource "{resource}{"/" + sub if sub else ""}" in API group "{group}" in '
+            f'the namespace "{namespace}"')
 
 
 def _route_name(request: web.Request) -> str:

@@ -1,0 +1,90 @@
+"""RBAC refusals (HTTP 403) through ``jobtables sweep``: the cluster's own detail, exit 0.
+
+A Role that lacks a list verb makes that cluster ``unreachable`` with the API server's own
+words (which resource, which verb), while the other clusters are reported as usual. A Role
+that lacks ``pods/log`` leaves the states (a state poll) and makes each log a failed fetch:
+state unknown, never "dead".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import DEMO_RECORDING
+from tests.probes.kubernetes.builders import make_job, make_pod
+from tests.probes.kubernetes.standin import KubeStandIn
+
+ROOT = Path(__file__).parents[3]
+HF_LOG = "{'loss': 1.2, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+
+
+async def sweep(standin: KubeStandIn, tmp_path: Path) -> dict[str, Any]:
+    """``jobtables sweep --format json`` over the stand-in and the demo recording; exit 0."""
+    kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
+                    f'kubeconfig = "{kubeconfig}"\ncontext = "standin"\nnamespace = "ml"\n'
+                    'label_selector = "team=post-training"\nrequest_timeout_s = 5\n\n'
+                    f'[[clusters]]\nname = "demo"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "JOBTABLES_CONFIG": ""})
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def add_running(standin: KubeStandIn, name: str) -> None:
+    standin.jobs[name] = make_job(name, active=1)
+    standin.pods[f"{name}-0"] = make_pod(f"{name}-0", name)
+    standin.logs[f"{name}-0"] = HF_LOG
+
+
+@pytest.mark.parametrize(("route", "says"), [
+    ("jobs", 'list jobs: HTTP 403 Forbidden: jobs.batch is forbidden: User '
+             '"system:serviceaccount:ml:jobtables" cannot list resource "jobs" in API group '
+             '"batch" in the namespace "ml"'),
+    ("jobsets", 'cannot list resource "jobsets" in API group "jobset.x-k8s.io"'),
+    ("pods", 'list pods: HTTP 403 Forbidden: pods is forbidden: User '
+             '"system:serviceaccount:ml:jobtables" cannot list resource "pods"'),
+])
+async def test_a_forbidden_list_is_that_clusters_detail(
+        standin: KubeStandIn, tmp_path: Path, route: str, says: str) -> None:
+    """The Role lacks one list verb: beta is unreachable with the refusal, demo reports."""
+    add_running(standin, "sft-a")
+    standin.faults[route] = "403"
+    report = await sweep(standin, tmp_path)
+    beta, demo = report["clusters"]
+    assert (beta["name"], beta["status"]) == ("beta", "unreachable")
+    assert says in beta["detail"], beta["detail"]
+    assert demo["status"] == "ok"
+    assert {job["cluster"] for job in report["jobs"]} == {"demo"}
+
+
+async def test_a_forbidden_log_is_a_failed_fetch_not_a_dead_job(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """No ``pods/log`` in the Role: the jobs are RUNNING from the API, each log a failed fetch
+    naming the refusal, verdict unknown; the refusal is asked once (each job's log was asked
+    twice, four refused requests a sweep for two jobs)."""
+    add_running(standin, "sft-a")
+    add_running(standin, "sft-b")
+    standin.faults["log"] = "403"
+    report = await sweep(standin, tmp_path)
+    assert report["clusters"][0]["status"] == "ok"
+    jobs = [job for job in report["jobs"] if job["cluster"] == "beta"]
+    assert sorted(job["job_id"] for job in jobs) == ["sft-a", "sft-b"]
+    for job in jobs:
+        assert job["state"] == "RUNNING" and job["verdict"] == "unknown"
+        assert "fetch-failed" in job["flags"]
+        assert job["trend"].startswith("Log fetch failed"), job["trend"]
+    assert len(standin.calls("GET", "/log")) == 1
