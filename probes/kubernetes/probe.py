@@ -294,8 +294,8 @@ class KubernetesProbe:
                 self._log_outage = problem = str(exc)  # do not spend a timeout per job
                 break
             except AuthError as exc:
-                # A Role grants pods/log namespace-wide (pod names are generated): a refusal is every
-                # pod's, and no retry heals it (each job asked twice, to be refused twice).
+                # A Role grants pods/log namespace-wide (pod names are generated): a refusal
+                # is every pod's, and no retry heals it (each job asked twice, refused twice).
                 self._log_outage = problem = str(exc)
                 break
             except ProbeError as exc:
