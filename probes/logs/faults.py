@@ -47,6 +47,7 @@ from probes.logs.fault_patterns import (
 )
 from probes.logs.launch_checks import NEEDLES as LAUNCH_NEEDLES
 from probes.logs.launch_checks import LaunchChecks
+from probes.logs.lines import after_bar
 from probes.logs.prefilter import NeedleFilter, pattern_lines
 from probes.logs.tracebacks import (
     GROUP_START,
@@ -111,6 +112,8 @@ class _Hit:
 def _split_prefix(line: str) -> tuple[str, str]:
     """(stream key, text): the Ray/rank prefix names the stream, the rest is the message."""
     line = line[:_SCAN_CAP]
+    if "%|" in line:  # a traceback or signal written right after a bar's redraw, on its line
+        line = after_bar(line) or line
     match = _PREFIX.match(line)
     key = match.group(0).strip() if match else ""
     text = line[match.end() :] if match else line

@@ -487,6 +487,22 @@ def glued_dict(line: str) -> str | None:
     return rest if rest[:1] == "{" and rest[-1:] == "}" else None
 
 
+def after_bar(line: str) -> str | None:
+    """What a tqdm redraw's line holds after the bar's ``]``, or None (no bar opens the line,
+    or nothing follows it). The redraw ends in no newline, so the next thing written to the
+    stream lands on its line: a print, or a rank's ``[rank1]: Traceback ...`` when the
+    process dies mid-step. A redraw glued to another redraw is skipped as well."""
+    rest = line
+    for _ in range(4):
+        if "%|" not in rest:
+            break
+        bar = _TQDM_RE.match(rest)
+        if bar is None:
+            break
+        rest = rest[bar.end():]
+    return rest if rest is not line and rest.strip() else None
+
+
 def parse_tqdm(line: str) -> TqdmBar | None:
     """A tqdm redraw at the start of a line (lines are already split on ``\\r``)."""
     if "%|" not in line:

@@ -15,6 +15,7 @@ import pytest
 from probes.logs.clock import read_stamp
 from probes.logs.faults import scan_faults, summary_root_cause
 from probes.logs.launch_checks import is_internal_url
+from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState, LogSummary, SchedulerRecord
 from report.findings import diagnosis, fault_text
 
@@ -777,3 +778,17 @@ def test_line_timestamp_forms() -> None:
         2026, 11, 30, 15, 0, 1, 250000, tzinfo=UTC
     )
     assert read_stamp("no time here") is None
+
+
+def test_traceback_glued_to_a_training_bar_redraw_is_the_first_real_one() -> None:
+    """Real TRL SFT under torchrun: rank 1's ``[rank1]: Traceback`` is written right after the
+    training bar's redraw (no newline), so it opens on the bar's line. It is still the first real
+    traceback the ChildFailedError quotes, not rank 0's gloo "Connection closed by peer"."""
+    text = (TORCH.parent / "trl-1.16.0" / "ddp_childfailed_glued.out").read_text()
+    summary = parse_log(text)
+    (child,) = [f for f in summary.faults if f.kind == "child-failed"]
+    assert child.detail == (
+        "RuntimeError: DataLoader worker (pid 4123) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory.")
+    first = min((f for f in summary.faults if f.kind == "traceback"), key=lambda f: f.line_no)
+    assert first.excerpt.startswith("RuntimeError: DataLoader worker (pid 4123)")
