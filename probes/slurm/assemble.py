@@ -27,6 +27,7 @@ from probes.logs.fingerprint import read_fingerprint
 from probes.logs.lines import strip_ansi
 from probes.logs.parse import parse_log
 from probes.models import (
+    ACTIVE_STATES,
     CheckpointListing,
     CompletionCheck,
     CompletionFile,
@@ -57,7 +58,7 @@ def job_facts(
     ``summarise`` replaces ``parse_log``."""
     if not collected:
         return JobFacts(record=record)
-    log = _own_attempt(_log_fetch(collected.get("log") or {}), record.job_id)
+    log = _own_attempt(_log_fetch(collected.get("log") or {}), record)
     summary = None
     if log.status in {"ok", "mismatch"}:
         summary = summarise(log) if summarise is not None else parse_log(
@@ -76,10 +77,10 @@ def job_facts(
     )
 
 
-def _own_attempt(log: LogFetch, job_id: str) -> LogFetch:
-    """The log as far as it is ``job_id``'s own (``probes.logs.attempts``): a chain's attempts
+def _own_attempt(log: LogFetch, record: SchedulerRecord) -> LogFetch:
+    """The log as far as it is the job's own (``probes.logs.attempts``): a chain's attempts
     appending to one file each read their own part; ``offset`` moves past what was cut."""
-    text, cut = own_part(log.text, job_id)
+    text, cut = own_part(log.text, record.job_id, live=record.state in ACTIVE_STATES)
     if text is log.text:
         return log
     return log.model_copy(update={"text": text, "offset": log.offset + cut})

@@ -28,6 +28,7 @@ from probes.logs.attempts import own_part
 from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
 from probes.logs.incremental import LogCarry, parse_increment
 from probes.models import (
+    ACTIVE_STATES,
     Frozen,
     JobFacts,
     LogContext,
@@ -166,7 +167,8 @@ def fold_job(
         head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
         # A first read folds the job's own part (a chain's attempts appending to one file,
         # probes.logs.attempts), as job_facts shows it.
-        new_text, cut = own_part(new_text, record.job_id)
+        new_text, cut = own_part(new_text, record.job_id,
+                                 live=record.state in ACTIVE_STATES)
         recent, recent_offset, recent_line = "", int(raw.get("offset") or 0) + cut, 1
         stream = f"{cursor.digest}@{recent_offset}"
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded

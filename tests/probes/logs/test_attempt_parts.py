@@ -104,3 +104,63 @@ def test_the_bots_first_read_folds_the_same_part_as_the_cli() -> None:
                      benign_patterns=())
     assert folded.summary == cold.summary
     assert state is not None and state.recent == SECOND
+
+
+# --- review of 3e36c0f: a requeued job, and an earlier attempt that left no marker -----------
+
+REQUEUE_1332 = ("slurmstepd-gpu07: error: *** JOB 1332 ON gpu07 CANCELLED AT "
+                "2026-12-04T03:58:33 DUE TO JOB REQUEUE ***\n")
+RERUN = ("Restart count is 1\nResuming from checkpoint checkpoint-6\n"
+         + "".join(f"{{'loss': 0.{99 - i}, 'grad_norm': 0.5, 'learning_rate': 2e-05, "
+                   f"'epoch': 0.{i}}}\n" for i in range(7, 31)))
+
+
+def test_a_requeued_job_reads_on_past_its_own_requeue_marker() -> None:
+    """``scontrol requeue`` (or --requeue after a preemption) reruns the job under its own id,
+    appending to its log (--open-mode=append): what follows its own marker is its rerun."""
+    assert own_span(FIRST + REQUEUE_1332 + RERUN, "1332") is None
+    preempted = REQUEUE_1332.replace("JOB REQUEUE", "PREEMPTION")
+    assert own_span(FIRST + preempted + RERUN, "1332", live=True) is None
+    # ended (not requeued) at a preemption: its part still ends at its own end
+    assert own_part(FIRST + preempted + SECOND, "1332")[0] == FIRST + preempted
+
+
+def test_the_cli_read_of_a_requeued_running_job_has_its_rerun_steps() -> None:
+    """Replayed on the real SLURM: a job requeued at step 6 and running again read 6/100
+    (the steps before its own requeue marker) where its log was at step 30."""
+    text = FIRST + REQUEUE_1332 + RERUN
+    job = job_facts(_record("1332", JobState.RUNNING), _collected(text), aliases={},
+                    benign_patterns=())
+    assert job.summary is not None and job.summary.points[-1].step == 30
+    raw = _collected(text)
+    raw["log"]["cursor"] = {  # type: ignore[index]
+        "path": "/logs/train.log", "dev": 1, "ino": 2, "offset": len(text.encode()),
+        "digest": "ab" * 16}
+    folded, _ = fold_job(_record("1332", JobState.RUNNING), raw, None, aliases={},
+                         benign_patterns=())
+    assert folded.summary == job.summary
+
+
+FAILED_1331 = ("***** Running training *****\n  Total optimization steps = 100\n"
+               "{'loss': 1.9, 'grad_norm': 0.8, 'learning_rate': 2e-05, 'epoch': 0.01}\n"
+               "Traceback (most recent call last):\n  File \"train.py\", line 88, in <module>\n"
+               "    trainer.train()\n"
+               "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+
+
+def test_an_earlier_attempt_that_left_no_marker_keeps_its_own_lines() -> None:
+    """A first attempt that ended on its own (a traceback, exit 1: no slurmstepd line), then a
+    restart that hit its time limit, then a third attempt: the first reads its own lines (and
+    what followed up to the later attempt's end, which no line marks), never only the third's
+    (it read 'Resuming from checkpoint-6' only, or nothing with no third attempt yet)."""
+    text = FAILED_1331 + FIRST + TIMEOUT_1332 + SECOND
+    part = own_part(text, "1331")[0]
+    assert part.startswith(FAILED_1331) and TIMEOUT_1332 not in part and SECOND not in part
+    assert own_part(FAILED_1331 + FIRST + TIMEOUT_1332, "1331")[0].startswith(FAILED_1331)
+    # the later attempts read as before (no line marks where the restart's lines begin)
+    assert own_part(text, "1332")[0] == FAILED_1331 + FIRST + TIMEOUT_1332
+    assert own_part(text, "1333")[0] == SECOND
+    job = job_facts(_record("1331", JobState.FAILED), _collected(text), aliases={},
+                    benign_patterns=())
+    assert job.summary is not None and job.summary.faults
+    assert any("illegal memory access" in (f.detail or f.excerpt) for f in job.summary.faults)
