@@ -287,3 +287,58 @@ def last_lines(text: str, count: int) -> list[str]:
         if cut < 0:
             break
     return text[cut + 1 :].splitlines()[-count:]
+
+
+_PYTEST_FAILED_LINE = re.compile(r"(?m)^[ \t]*(?:FAILED|ERROR) \S+::\S+")
+_ERROR_WORDS = ("error", "fatal", "failed")
+FAILURE_LINES = 400
+"""The log's last lines a faultless failure's failing line is looked for in."""
+
+
+def failing_line(facts: JobFacts) -> str | None:
+    """The line a log with no fault (no traceback, OOM or signal) failed on: the first failing
+    pytest test (``FAILED path::test``), else the last line naming an error (BuildKit's
+    ``ERROR: failed to solve: ...``, ``python: No module named pytest``); None if neither.
+
+    Only the log's end is searched (pytest's short summary, the build's last error): a cost
+    bounded by ``FAILURE_LINES``, not the tail's length, one search each, not one a line."""
+    text = facts.log.text if facts.log else ""
+    tail = "\n".join(last_lines(text or "", FAILURE_LINES))
+    failed = _PYTEST_FAILED_LINE.search(tail)
+    at = failed.start() if failed is not None else _last_error_word(tail)
+    line = _line_at(tail, at).strip() if at is not None else ""
+    return line or None
+
+
+def failure_why(facts: JobFacts) -> str:
+    """:func:`diagnosis`, with the failing line when no fault says more than the exit."""
+    why = diagnosis(facts)
+    line = failing_line(facts) if first_fault(facts) is None else None
+    return f"{why}: {line}" if line else why
+
+
+def _last_error_word(text: str) -> int | None:
+    """Where the last whole word error/fatal/failed (any case) of ``text`` starts: searched
+    back from the end (a log's error lines are many; a forward scan visited every one)."""
+    low = text.lower()
+    best: int | None = None
+    for word in _ERROR_WORDS:
+        end = len(low)
+        while (at := low.rfind(word, 0, end)) >= 0:
+            after = at + len(word)
+            if ((at == 0 or not _word_char(low[at - 1]))
+                    and (after == len(low) or not _word_char(low[after]))):
+                best = at if best is None else max(best, at)
+                break
+            end = at + len(word) - 1
+    return best
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _line_at(text: str, at: int) -> str:
+    """The line of ``text`` that holds position ``at``."""
+    end = text.find("\n", at)
+    return text[text.rfind("\n", 0, at) + 1:end if end >= 0 else len(text)]

@@ -61,6 +61,7 @@ from report.findings import (
     JudgeContext,
     Priority,
     diagnosis,
+    failure_why,
     fault_text,
     first_fault,
     log_excerpt,
@@ -271,11 +272,11 @@ def _recurring_rule(
     if repeated is not None:
         previous = repeated.job_id
         f.flag("recurring-failure")
-        f.trend(Priority.TERMINAL + 2,
-                shorten(f"RECURRING as in {previous}: {diagnosis(ctx.facts)}"))
+        why = failure_why(ctx.facts)
+        f.trend(Priority.TERMINAL + 2, shorten(f"RECURRING as in {previous}: {why}"))
         f.recommend(Priority.DIAGNOSE + 4, "diagnose",
                     f"dated agent_logs/ entry: same failure as attempt {previous} "
-                    f"({diagnosis(ctx.facts)}); not transient, do not just resubmit")
+                    f"({shorten(why, 300)}); not transient, do not just resubmit")
     return signature, repeated
 
 

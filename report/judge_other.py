@@ -31,9 +31,9 @@ from report.findings import (
     Findings,
     JudgeContext,
     Priority,
-    diagnosis,
+    failing_line,
+    failure_why,
     first_fault,
-    last_lines,
     pending_note,
 )
 from report.trend import shorten
@@ -102,60 +102,21 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
 
 
 _WORD = re.compile(r"[A-Za-z]\w*")
-_PYTEST_FAILED_LINE = re.compile(r"(?m)^[ \t]*(?:FAILED|ERROR) \S+::\S+")
-_ERROR_WORDS = ("error", "fatal", "failed")
-FAILURE_LINES = 400
-"""The log's last lines a FAILED catch-all job's failing line is looked for in."""
 
 
 def _failure_line(ctx: JudgeContext, f: Findings) -> None:
     """A FAILED catch-all job whose log holds no fault (no traceback, OOM or signal): its
-    diagnosis quotes the log's failing line, the first failing pytest test (``FAILED
-    path::test``) or else the last line naming an error (BuildKit's ``ERROR: failed to
-    solve: ...``), never the exit code alone."""
+    diagnosis quotes the log's failing line (:func:`report.findings.failing_line`), never the
+    exit code alone."""
     if ctx.state is not JobState.FAILED or first_fault(ctx.facts) is not None:
         return
-    # The log's end only (pytest's short summary, the build's last error): a cost bounded
-    # by FAILURE_LINES, not the tail's length (issue 12).
-    text = ctx.facts.log.text if ctx.facts.log else ""
-    tail = "\n".join(last_lines(text or "", FAILURE_LINES))
-    failed = _PYTEST_FAILED_LINE.search(tail)  # one search of the tail each, not one a line
-    at = failed.start() if failed is not None else _last_error_word(tail)
-    line = _line_at(tail, at).strip() if at is not None else None
-    if not line:
+    if failing_line(ctx.facts) is None:
         return
-    why = f"{diagnosis(ctx.facts)}: {line}"
+    why = failure_why(ctx.facts)
     outcome = ctx.facts.summary.outcome if ctx.facts.summary else None
     if outcome is None or not outcome.pytest_summary:  # else the tally is the note
         f.trend(Priority.TERMINAL + 1, shorten(why))
     f.recommend(Priority.DIAGNOSE + 1, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
-
-
-def _last_error_word(text: str) -> int | None:
-    """Where the last whole word error/fatal/failed (any case) of ``text`` starts: searched
-    back from the end (a log's error lines are many; a forward scan visited every one)."""
-    low = text.lower()
-    best: int | None = None
-    for word in _ERROR_WORDS:
-        end = len(low)
-        while (at := low.rfind(word, 0, end)) >= 0:
-            after = at + len(word)
-            if ((at == 0 or not _word_char(low[at - 1]))
-                    and (after == len(low) or not _word_char(low[after]))):
-                best = at if best is None else max(best, at)
-                break
-            end = at + len(word) - 1
-    return best
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _line_at(text: str, at: int) -> str:
-    """The line of ``text`` that holds position ``at``."""
-    end = text.find("\n", at)
-    return text[text.rfind("\n", 0, at) + 1:end if end >= 0 else len(text)]
 
 
 def _outcome(ctx: JudgeContext, f: Findings) -> None:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
 from report.chain import dependency_edges, name_stem, submit_order
-from report.findings import first_fault
+from report.findings import failing_line, first_fault
 from report.judge_rl import run_fingerprint
 from report.models import FailureSignature, JobDetail, Report
 
@@ -90,7 +90,10 @@ def failure_signature(facts: JobFacts, verdict: str) -> FailureSignature | None:
         return None
     fault = first_fault(facts)
     kind = fault.kind if fault else f"exit{record.exit_code}"
-    text = (fault.detail or fault.excerpt) if fault else record.state.value
+    # With no fault, the log's failing line tells two exits with one code apart (a missing
+    # module, then a failing test): only identical failures recur.
+    text = (fault.detail or fault.excerpt) if fault else (failing_line(facts)
+                                                         or record.state.value)
     return FailureSignature(
         job_id=record.job_id, kind=kind,
         text=_VOLATILE.sub("#", text.lower()).replace("|", "/")[:_TEXT_MAX],
