@@ -32,6 +32,9 @@ DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
 """Harbor's default ``jobs_dir`` relative to the job's working directory."""
 
 
+RECENT_HOURS_MAX = 24 * 365 * 10
+"""``recent_hours`` at most (ten years): a datetime cannot go back much further."""
+
 PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
 """What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``)."""
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -43,7 +46,9 @@ class _ClusterBase(Frozen):
     """``true`` or ``false`` (TOML's booleans; ``"yes"`` is a mistake, not a yes)."""
     users: tuple[str, ...] = ()
     """Whose jobs to report; empty means the SSH user (SLURM) or everyone selected (K8s)."""
-    recent_hours: float = Field(24.0, ge=0)
+    recent_hours: float = Field(24.0, ge=0, le=RECENT_HOURS_MAX)
+    """How long an ended job stays in the report (at most ten years: ``inf`` or ``1e9`` made
+    every sweep's sacct window overflow, the cluster unreachable)."""
     owners: dict[str, str] = Field(default_factory=dict)
     """This cluster's user -> Slack user id (checked by the bot's config loader)."""
     benign_patterns: tuple[str, ...] = ()
@@ -121,10 +126,11 @@ class ReadPlan(Frozen):
                                      "{workdir}/exports")
     """verl ``trainer.rollout_data_dir`` and SkyRL ``trainer.export_path`` candidates."""
     validation_dirs: tuple[str, ...] = ("{workdir}/validation_data",)
-    max_trials: int = 64
-    max_listing: int = 20000
-    max_files: int = 3
-    max_lines: int = 64
-    max_file_bytes: int = 1 << 20
-    max_text: int = 2000
-    deadline_s: float = 20.0
+    # Each at least 1 (0 or less read nothing, or, sliced from the end, everything).
+    max_trials: int = Field(64, ge=1)
+    max_listing: int = Field(20000, ge=1)
+    max_files: int = Field(3, ge=1)
+    max_lines: int = Field(64, ge=1)
+    max_file_bytes: int = Field(1 << 20, ge=1)
+    max_text: int = Field(2000, ge=1)
+    deadline_s: float = Field(20.0, gt=0)

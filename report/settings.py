@@ -118,23 +118,25 @@ def compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 class DeepProbeSettings(BaseModel):
-    """Thresholds of the deep probe's checks (``[deep_probe]`` in the config)."""
+    """Thresholds of the deep probe's checks (``[deep_probe]`` in the config). Counts are at
+    least 1 (``latest_steps = 0`` sliced every step as the latest), shares and factors at
+    least 0."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    latest_steps: int = 2
-    garbage_char_share: float = 0.2
+    latest_steps: int = Field(2, ge=1)
+    garbage_char_share: float = Field(0.2, ge=0)
     """A sample is noise when this share of its characters is non-printable or U+FFFD."""
-    noisy_sample_share: float = 0.5
+    noisy_sample_share: float = Field(0.5, ge=0)
     """A step is noise when this share of its samples is (garbage or one repeated token)."""
-    repeat_token_share: float = 0.6
-    repeat_min_tokens: int = 8
-    compression_factor: float = 2.0
-    compression_min_bytes: int = 256
-    log_ratio_jump: float = 5.0
-    collapsed_group_share: float = 0.5
-    ngram_overlap: float = 0.9
-    starved_gen_share: float = 0.9
-    starved_tokens_per_s: float = 1.0
-    missing_steps: int = 2
+    repeat_token_share: float = Field(0.6, ge=0)
+    repeat_min_tokens: int = Field(8, ge=1)
+    compression_factor: float = Field(2.0, ge=0)
+    compression_min_bytes: int = Field(256, ge=0)
+    log_ratio_jump: float = Field(5.0, ge=0)
+    collapsed_group_share: float = Field(0.5, ge=0)
+    ngram_overlap: float = Field(0.9, ge=0)
+    starved_gen_share: float = Field(0.9, ge=0)
+    starved_tokens_per_s: float = Field(1.0, ge=0)
+    missing_steps: int = Field(2, ge=0)
     reward_range: tuple[float, float] | None = None

@@ -66,6 +66,25 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      "'C0CHANNEL1' is not a Slack user id"),
     (ONE + 'owners.alice = "x1"\n', ":5: clusters.0.owners.alice:", "not a Slack user id"),
     (ONE + '\n[clusters.owners]\nbob = 7\n', ":7: clusters.0.owners.bob:", "valid string"),
+    # Review of 38a64a5: TOML's inf, nan and huge numbers. recent_hours = inf or 1e9 was OK and
+    # every sweep read the SLURM cluster unreachable ("probe error: OverflowError", a traceback
+    # on stderr); nan is no number of hours.
+    (ONE + "recent_hours = inf\n", ":5: clusters.0.recent_hours:", "less than or equal to"),
+    (ONE + "recent_hours = 1e9\n", ":5: clusters.0.recent_hours:", "less than or equal to"),
+    (ONE + "recent_hours = nan\n", ":5: clusters.0.recent_hours:", "recent_hours"),
+    # The deep probe's read plan and judge: 0 or less read nothing (max_file_bytes = -1: every
+    # file empty, 'nothing to judge', NO-KILL) or, sliced from the end, everything
+    # (latest_steps = 0 judged every step as the latest).
+    ('[deep_probe.plan]\nmax_file_bytes = -1\n', ":2: deep_probe.plan.max_file_bytes:",
+     "greater than or equal to 1"),
+    ('[deep_probe.plan]\nmax_trials = 0\n', ":2: deep_probe.plan.max_trials:",
+     "greater than or equal to 1"),
+    ('[deep_probe.plan]\ndeadline_s = nan\n', ":2: deep_probe.plan.deadline_s:",
+     "deadline_s"),
+    ('[deep_probe.judge]\nlatest_steps = 0\n', ":2: deep_probe.judge.latest_steps:",
+     "greater than or equal to 1"),
+    ('[deep_probe.judge]\nngram_overlap = -0.5\n', ":2: deep_probe.judge.ngram_overlap:",
+     "greater than or equal to 0"),
 ])
 def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             body: str, where: str, says: str) -> None:
@@ -83,6 +102,11 @@ def test_what_a_config_may_name_still_passes(tmp_path: Path,
                            '"my/pos" = "log_ratio_pos_3"\n\n' + ONE + "active = true\n"
                            'checkpoint_roots = ["{workdir}/ckpt/{name}", "/s/{user}/{job_id}"]\n'
                            "recent_hours = 0\n")
+    assert code == 0 and "OK (1 clusters, 1 active)" in out and err == ""
+    # a year of ended jobs, and the deep probe's bounds at their smallest, are fine
+    code, out, err = check(tmp_path, capsys, ONE + "recent_hours = 8760\n\n[deep_probe.plan]\n"
+                           "max_trials = 1\nmax_files = 1\n[deep_probe.judge]\n"
+                           "latest_steps = 1\nmissing_steps = 0\n")
     assert code == 0 and "OK (1 clusters, 1 active)" in out and err == ""
 
 
