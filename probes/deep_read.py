@@ -4,12 +4,13 @@ Policy: ONE runner (one SSH connection) serves the whole probe: ``SlurmProbe.col
 (squeue/sacct, the collector's log tail, checkpoints, trials) and then the rollout reader
 (``probes.remote.rollouts``, built by ``probes.remote.script.build_rollouts_script``) run over
 it, and it is closed once at the end. Where to read is data, never a command line: the
-cluster's ``trial_roots``, the configured rollout/validation dump directories (placeholders
-``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the log
-(``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and one
-outside the workdir is not read: the log is the job's own text). A
-reader that fails (no ``python3``, unreadable answer) leaves the probe with what the log
-printed; it is reported in ``skipped``, never raised. The job's log tail is read whole
+trial tree the row counted (a trials dir the run's log names, found by the collector, alone;
+else the cluster's ``trial_roots``), the configured rollout/validation dump directories
+(placeholders ``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the
+log (``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and
+one outside the workdir is not read: the log is the job's own text). A reader that fails (no
+``python3``, unreadable answer) leaves the probe with what the log printed; it is reported in
+``skipped``, never raised. The job's log tail is read whole
 (``collect_job(whole_tail=True)``) for the completions and timings it printed, then cut to
 the bounded excerpts every job keeps (``probes.logs.excerpt``) before the facts are returned.
 
@@ -97,10 +98,13 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
         roles.setdefault(posixpath.normpath(path), role)
     limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})
     # The trial tree the row counted (the collector's: a configured root, or a trials dir the
-    # log names, entered inside the workdir or a root) is the one sampled first.
+    # log names, entered inside the workdir or a root) is the one sampled. A trials dir the log
+    # names is the run's own and the only one the row counted: the configured roots (Harbor's
+    # default {workdir}/jobs may hold an earlier eval's trials) are not mixed into its sample.
+    configured = fill(cluster.trial_roots)
     counted = [facts.trials.root] if facts.trials is not None and facts.trials.exists else []
-    request = {**limits, "owner": r.user,
-               "trial_roots": unique([*counted, *fill(cluster.trial_roots)]),
+    roots = counted if counted and counted[0] not in configured else [*counted, *configured]
+    request = {**limits, "owner": r.user, "trial_roots": unique(roots),
                "dump_dirs": unique(roles)}
     return request, roles
 

@@ -67,7 +67,10 @@ def test_the_trials_dir_the_row_counted_is_sampled() -> None:
     """An agentic run's trials dir named by its log (SkyRL's harbor_trial_config.trials_dir),
     which the sweep counted as its trial tree, is where the probe samples trials too: a
     SkyRL+Harbor run with 24 trials in {workdir}/trials read 'no Harbor trials' on the real
-    SLURM. Configured roots follow; none is read twice."""
+    SLURM. The configured roots, which the row did not count, are not mixed in (review of
+    8550510: an earlier eval's 12 reward-1.0 trials under {workdir}/jobs were sampled with the
+    run's 12 reward-0 ones, 'no pathology found in 24 of 24 trials'); a counted configured
+    root is read with the others, as before; none is read twice."""
     record = SchedulerRecord(cluster="a", job_id="7", name="rl-skyrl-tb", user="alice",
                              state=JobState.COMPLETED, workdir="/home/alice/run")
     counted = TrialTree(root="/home/alice/run/trials")
@@ -75,7 +78,11 @@ def test_the_trials_dir_the_row_counted_is_sampled() -> None:
                      trials=counted)
     cluster = SlurmCluster(name="a", local=True, trial_roots=("{workdir}/jobs",))
     request, _ = rollout_request(facts, cluster, ReadPlan())
-    assert request["trial_roots"] == ["/home/alice/run/trials", "/home/alice/run/jobs"]
+    assert request["trial_roots"] == ["/home/alice/run/trials"]
+    two = SlurmCluster(name="a", local=True, trial_roots=("{workdir}/jobs", "/scratch/{user}"))
+    first = facts.model_copy(update={"trials": TrialTree(root="/scratch/alice")})
+    assert rollout_request(first, two, ReadPlan())[0]["trial_roots"] == [
+        "/scratch/alice", "/home/alice/run/jobs"]
     same = facts.model_copy(update={"trials": TrialTree(root="/home/alice/run/jobs")})
     assert rollout_request(same, cluster, ReadPlan())[0]["trial_roots"] == [
         "/home/alice/run/jobs"]
