@@ -14,6 +14,11 @@ Policy: the rules are regexes from the config (``[buckets]``), case-insensitive.
    is RL (rl is tried before sft), ``qwen-sft-2ep`` is SFT.
 3. Anything unmatched is ``other`` (the catch-all: consolidate, pretokenize, uploads, image
    builds, CI, probes).
+4. **Side tasks** (``[buckets] side_tasks``: feature smoke tests, measurement and grid probes)
+   are catch-all too, unless the name routed to RL: ``smoke-sft-mix-0.5b`` and
+   ``sft-mix-grid-probe-mbs8`` are one-line rows (an SFT row read them as runs, with
+   ``sft-job-cleanup`` after them), while ``rl-smoke-test`` stays RL, where the deep-probe
+   rule needs it.
 """
 
 from __future__ import annotations
@@ -42,8 +47,10 @@ class _Router:
     leading token and at most four searches, not one per pattern; a leading match that is
     empty (a pattern such as ``x*``) is settled pattern by pattern, as before."""
 
-    def __init__(self, other: tuple[str, ...], buckets: tuple[tuple[str, ...], ...]) -> None:
+    def __init__(self, other: tuple[str, ...], buckets: tuple[tuple[str, ...], ...],
+                 side: tuple[str, ...] = ()) -> None:
         self.other = (compiled(other), _joined([other]))
+        self.side = (compiled(side), _joined([side]))
         self.inner = [(bucket, compiled(patterns), _joined([patterns]))
                       for bucket, patterns in zip(_ORDER, buckets, strict=True)]
         self.leading = _joined(list(buckets))
@@ -62,6 +69,12 @@ class _Router:
     def _route(self, name: str) -> Bucket:
         if _searched(*self.other, name):
             return "other"
+        found = self._domain(name)
+        if found != "rl" and _searched(*self.side, name):
+            return "other"
+        return found
+
+    def _domain(self, name: str) -> Bucket:
         leading = self._leading(name)
         if leading is not None:
             return leading
@@ -105,10 +118,12 @@ def _joined(groups: list[tuple[str, ...]]) -> re.Pattern[str] | None:
 
 
 @lru_cache(maxsize=64)
-def _router(other: tuple[str, ...], buckets: tuple[tuple[str, ...], ...]) -> _Router:
-    return _Router(other, buckets)
+def _router(other: tuple[str, ...], buckets: tuple[tuple[str, ...], ...],
+            side: tuple[str, ...]) -> _Router:
+    return _Router(other, buckets, side)
 
 
 def bucket_for(name: str, rules: BucketRules) -> Bucket:
     """The bucket for ``name``: leading-token matches first, then inner keywords (module policy)."""
-    return _router(rules.other, (rules.rl, rules.sft, rules.datagen, rules.eval)).route(name)
+    return _router(rules.other, (rules.rl, rules.sft, rules.datagen, rules.eval),
+                   rules.side_tasks).route(name)

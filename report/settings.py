@@ -31,8 +31,15 @@ class BucketRules(_Strict):
     )
     """Catch-all tasks of any domain (seed: consolidate, pretokenize, uploads, image builds,
     GPU-CI): ``datagen-consolidate-x`` and ``rl-upload-x`` are one-line catch-all rows."""
+    side_tasks: tuple[str, ...] = (
+        r"(?:^|[-_])smoke(?:$|[-_])", r"(?:^|[-_])probes?(?:$|[-_])",
+        r"(?:^|[-_])measure(?:ments?)?(?:$|[-_])",
+    )
+    """Catch-all tasks of any domain but RL (seed: feature smoke tests, measurement and grid
+    probes): ``smoke-sft-x`` and ``sft-grid-probe-mbs8`` are catch-all rows; an RL smoke test
+    stays RL, where the deep-probe rule reads it."""
 
-    @field_validator("rl", "sft", "datagen", "eval", "other")
+    @field_validator("rl", "sft", "datagen", "eval", "other", "side_tasks")
     @classmethod
     def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in patterns:

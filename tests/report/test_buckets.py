@@ -101,6 +101,33 @@ def test_catch_all_tasks_come_first(name: str, expected: str) -> None:
     assert bucket_for(name, BucketRules()) == expected
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("smoke-sft-mix-0.5b", "other"),  # replayed: read as an SFT run, routed to sft cleanup
+        ("sft-qwen-7b-smoke", "other"),
+        ("sft-mix-grid-probe-mbs8", "other"),  # the seed's "grid probes"
+        ("sft-qwen-7b-probe", "other"),
+        ("datagen-swe-smoke", "other"),
+        ("eval-tbench-measure-latency", "other"),
+        ("rl-smoke-test", "rl"),  # an RL smoke test stays RL (deep-probe rule)
+        ("rl-grpo-probe-corrupt", "rl"),
+        ("grpo-qwen-smoke", "rl"),
+        ("sft-smokey-mountains", "sft"),  # near-miss: "smoke" inside a word
+        ("eval-probing-suite", "eval"),  # near-miss: "probe" inside a word
+    ],
+)
+def test_smoke_tests_and_probes_are_catch_all_unless_rl(name: str, expected: str) -> None:
+    """Feature smoke tests, measurement and grid probes are catch-all jobs (seed), whatever
+    their SFT/datagen/eval prefix; RL ones stay RL, where the deep-probe rule needs them."""
+    assert bucket_for(name, BucketRules()) == expected
+
+
+def test_side_tasks_can_be_switched_off() -> None:
+    """``side_tasks = []`` routes a smoke test by its domain again."""
+    assert bucket_for("smoke-sft-mix-0.5b", BucketRules(side_tasks=())) == "sft"
+
+
 def test_catch_all_keywords_can_be_switched_off() -> None:
     """``other = []`` restores the plain domain routing."""
     assert bucket_for("rl-upload-qwen7b", BucketRules(other=())) == "rl"
