@@ -154,8 +154,9 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "sigkill",
         _signal(
-            ("sigkill", "exitcode", "killed"),
+            ("sigkill", "exitcode", "killed", "got signal"),
             r"Signal 9 \(SIGKILL\)|exitcode\s*:\s*-9\b|^\s*Killed\s*$|\bline \d+:\s+\d+ Killed\b"
+            r"|\bSignalException: Process \d+ got signal: 9\b"  # torchrun's agent, killed
             r"|\b" + _SRUN_TASKS + r": Killed\b"
             r"|(?i:\b(?:received|got|caught) (?:signal )?)(?:Signals\.)?SIGKILL\b",
         ),
@@ -163,8 +164,11 @@ _RULES: tuple[tuple[FaultKind, Signal], ...] = (
     (
         "sigterm",
         _signal(
-            ("sigterm", "exitcode", " terminated"),  # not TRL's "mean_terminated_length"
+            # " terminated", not TRL's "mean_terminated_length"; "got signal": torchrun's
+            # agent, "SignalException: Process N got signal: 15"
+            ("sigterm", "exitcode", " terminated", "got signal"),
             r"Signal 15 \(SIGTERM\)|exitcode\s*:\s*-15\b|(?i:DUE TO SIGNAL) Terminated"
+            r"|\bSignalException: Process \d+ got signal: 15\b"
             r"|(?i:\b(?:received|receiving|got|caught) (?:signal )?)(?:Signals\.)?SIGTERM\b"
             r"|\bSIGTERM (?:received|caught)\b|\b" + _SRUN_TASKS + r": Terminated\b",
         ),

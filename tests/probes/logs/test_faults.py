@@ -53,6 +53,24 @@ SIGNALS = [
     ),
     ("cuda-error-oom", "RuntimeError: CUDA error: out of memory", ["oom"]),
     (
+        # torchrun's agent sent SIGTERM (scancel, a node fault): its traceback ends so
+        # (real log, torch 2.13 replayed on SLURM)
+        "torchrun-agent-sigterm",
+        """\
+        Traceback (most recent call last):
+          File "/venv/.../torch/distributed/elastic/multiprocessing/api.py", line 86, in \
+        _terminate_process_handler
+            raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)
+        torch.distributed.elastic.multiprocessing.api.SignalException: Process 28181 got signal: 15
+        """,
+        ["sigterm"],
+    ),
+    (
+        "torchrun-agent-sigkill",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4411 got signal: 9",
+        ["sigkill"],
+    ),
+    (
         "slurm-oom-kill",
         "slurmstepd: error: Detected 2 oom_kill events in StepId=123456.batch. "
         "Some of the step tasks have been OOM Killed.",
