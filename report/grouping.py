@@ -11,7 +11,8 @@ trend, with that member's id leading the trend, and the Job cell ``name [480 run
 pending]`` counting every member by state. Members a human must look at (collapsed, failed,
 stalled, and warning: a grad-norm spike or a fault in a live log is the seed's "reads healthy
 while it is not", and a second one would hide behind the group row) keep their own rows as
-well; a summary counts each of them once (``for_counts``). A group of one is no group, and a
+well, named with their task (``name [task 3]``); a summary counts each of them once
+(``for_counts``: no group row when every member has its own). A group of one is no group, and a
 grid folds only from :data:`GRID_MIN` cells. ``--format json`` keeps every job listed and adds
 the groups under a top-level ``groups`` key (:func:`groups_json`).
 
@@ -210,6 +211,16 @@ def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
                                          "display_name": f"{base} [{group.tally()}]"})
 
 
+def _task_detail(job: JobReport, detail: JobDetail | None, multi_cluster: bool) -> JobDetail:
+    """An array task kept in its own row beside its group's: named with its task
+    (``rl-sweep [task 3]``), or two collapsing tasks read as the same row twice."""
+    match = _ARRAY_TASK.match(job.job_id)
+    base = (detail.display_name if detail and detail.display_name else
+            f"{job.cluster}:{job.name}" if multi_cluster else job.name)
+    name = f"{base} [task {match['task']}]" if match else base
+    return (detail or JobDetail(report=job)).model_copy(update={"display_name": name})
+
+
 def group_report(
     report: Report, details: Mapping[Key, JobDetail], *,
     pending_tasks: Mapping[Key, int] | None = None, for_counts: bool = False,
@@ -230,10 +241,14 @@ def group_report(
         group = member_of.get(key)
         if group is None or job.verdict in ATTENTION:
             jobs.append(job)
-            if key in details:
+            if group is not None and group.kind == "array":
+                shown[key] = _task_detail(job, details.get(key), multi_cluster)
+            elif key in details:
                 shown[key] = details[key]
         if group is not None and id(group) not in placed:
             placed.add(id(group))
+            if for_counts and len(group.attention) == len(group.members):
+                continue  # every member has its own row: the group row would count one twice
             worst = group.worst_of_rest if for_counts else group.worst
             row, detail = _group_row(group, details.get((worst.cluster, worst.job_id)),
                                      multi_cluster, worst)

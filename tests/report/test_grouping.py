@@ -174,3 +174,24 @@ def test_a_lone_warning_member_is_its_own_row_and_the_group_reads_it() -> None:
     counted, _ = group_report(report, {}, for_counts=True)
     assert sorted(j.verdict for j in counted.jobs if j.name == "rl-sweep-arr") == [
         "healthy", "warning"]
+
+
+def test_attention_tasks_are_told_apart_by_their_task() -> None:
+    """Two collapsing tasks of one array kept their own rows as two identical 'rl-sweep-arr'
+    lines (a Slack dry-run); each row now names its task, the group row its tally."""
+    jobs = [task("9000", i, verdict="collapse", trend="COLLAPSE: grad_norm + entropy")
+            if i in (2, 5) else task("9000", i) for i in range(8)]
+    grouped, details = group_report(report_of(*jobs), {})
+    assert details[("alpha", "9000_2")].display_name == "rl-sweep-arr [task 2]"
+    assert details[("alpha", "9000_5")].display_name == "rl-sweep-arr [task 5]"
+    text = render_text(grouped, details, width=160)
+    assert "rl-sweep-arr [task 2]" in text and "rl-sweep-arr [task 5]" in text
+
+
+def test_a_group_whose_every_task_has_its_own_row_adds_no_count() -> None:
+    """Every task collapsing: the summary counted the group row as well ('9 jobs' for 8)."""
+    jobs = [task("9000", i, verdict="collapse", trend="COLLAPSE") for i in range(8)]
+    counted, _ = group_report(report_of(*jobs), {}, for_counts=True)
+    assert len([j for j in counted.jobs if j.name == "rl-sweep-arr"]) == 8
+    shown, _ = group_report(report_of(*jobs), {})
+    assert len([j for j in shown.jobs if j.name == "rl-sweep-arr"]) == 9  # tables keep the tally
