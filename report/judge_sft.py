@@ -4,6 +4,8 @@ Policy (seed §SFT and CONTRACT §5/§6):
 
 - Progress, stall, buffer-filling, ``nan-loss`` and ``grad-explosion`` are the training-loop
   rules SFT shares with RL (and Harbor's buffer rule): see :mod:`report.rules`.
+- No gradient (grad_norm exactly 0 over the newest window, :func:`report.rules.no_gradient_rule`):
+  ``warning`` and ``diagnose``, on a live or COMPLETED run alike (never routed to cleanup).
 - OOM with no step (or step <= 1): "CUDA OOM at first forward/backward" (batch/sequence
   geometry, not a flaky node).
 - Grid rollup (a campaign): >= 2 distinct SFT cells (name stems) of one naming family, the name
@@ -32,7 +34,14 @@ from report.findings import (
     series,
 )
 from report.models import GridCell, GridRollup, JobReport
-from report.rules import buffer_rule, divergence_rule, sec_per_step, stall_rule, step_progress
+from report.rules import (
+    buffer_rule,
+    divergence_rule,
+    no_gradient_rule,
+    sec_per_step,
+    stall_rule,
+    step_progress,
+)
 from report.trend import describe_loss, with_sparkline
 
 
@@ -49,6 +58,7 @@ def judge_sft(ctx: JudgeContext, f: Findings) -> None:
     buffer_rule(ctx, f)
     stall_rule(ctx, f)
     divergence_rule(ctx, f, "loss")
+    no_gradient_rule(ctx, f)
     oom_at_start(ctx, f)
     if ctx.running and ctx.history and ctx.fetch_ok:
         f.verdict("healthy")

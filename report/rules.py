@@ -20,7 +20,18 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
   non-empty file read as nothing is ``fetch-failed``.
 - ``grad-explosion``: grad_norm > ``sft_grad_explosion_factor`` × window mean, or non-finite,
   on one of the recent steps. Verdict ``warning``: a single spike can recover. RL turns it off
-  (a grad spike there is the grad_norm collapse signal).
+  (a grad spike there is the grad_norm collapse signal). A finite spike before the window
+  holds ``min_window`` values is no ``grad-explosion`` (CONTRACT §5: a windowed test needs 5
+  values; "or not finite" is the only clause that needs none): there is no mean to be 10 x.
+- No gradient (:func:`no_gradient_rule`, SFT): grad_norm exactly 0 on the newest
+  ``min_window`` or more logged values (RL's ``dead-rollouts`` reads "grad norm exactly 0" the
+  same way) is a run whose weights stopped updating, however calm its loss looks (a model
+  diverged and zeroed sits at ln(vocab), "Loss flat"). No flag (CONTRACT §6 has none for SFT;
+  ``dead-rollouts`` is about RL rollouts): verdict ``warning``, a trend saying for how many
+  steps, and ``diagnose`` naming the last nonzero grad norm; on a COMPLETED run the
+  recommendation replaces its cleanup (the run is no finished training). A 0 that a
+  fixed-decimal printer may have rounded (:func:`report.rollouts.grad_zero_unresolved`) is a
+  note instead.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from probes.logs.clock import minutes_on_log_clock
 from probes.logs.progress import trailing_rate
 from probes.models import Frozen, JobState
 from report.cells import format_duration, format_value
+from report.cleanup import cleanup_routine
 from report.findings import (
     Findings,
     JudgeContext,
@@ -43,6 +55,7 @@ from report.findings import (
     pending_note,
     series,
 )
+from report.rollouts import grad_zero_unresolved
 from report.settings import Thresholds
 from report.signals import Windows
 
@@ -178,6 +191,45 @@ def _exploded(windows: Windows, index: int, grad: float, th: Thresholds) -> bool
         return False
     mean = sum(window) / len(window)
     return mean > 0 and grad > th.sft_grad_explosion_factor * mean
+
+
+def no_gradient_rule(ctx: JudgeContext, f: Findings) -> None:
+    """Warn (and ask for a diagnosis) when grad_norm has been exactly 0 on the newest
+    ``min_window`` or more logged values (module policy)."""
+    graded = [p for p in ctx.history if "grad_norm" in p.values]
+    zeros = 0
+    for point in reversed(graded):
+        if point.values["grad_norm"] != 0.0:
+            break
+        zeros += 1
+    if zeros < ctx.settings.thresholds.min_window:
+        return
+    first, last = graded[-zeros].step, graded[-1].step
+    span = last - first + 1
+    summary = ctx.facts.summary
+    if grad_zero_unresolved(ctx.history, summary.formats if summary is not None else ()):
+        f.notes.append(f"grad norm printed 0 for {zeros} logged steps: below the log's "
+                       "printed precision; check that the run still learns")
+        return
+    before = graded[-zeros - 1] if zeros < len(graded) else None
+    if before is not None:
+        trend = f"No gradient for {span} steps: grad norm 0 since step {first}"
+        which = f"the last {zeros} logged steps"
+        cause = (f"; the last nonzero grad norm was {format_value(before.values['grad_norm'])} "
+                 f"at step {before.step}")
+    else:  # every value the history holds (a log's kept points, a tail): at least this long
+        trend = f"No gradient for {span}+ steps: grad norm 0 on all read"
+        which, cause = f"all {zeros} logged steps read", ""
+    f.verdict("warning")
+    f.trend(Priority.INFO + 6, trend)
+    why = (f"no gradient: grad norm exactly 0 on {which} (steps {first}-{last}){cause}; "
+           "the weights stopped updating, whatever the loss reads")
+    routine = cleanup_routine("sft", ctx.facts)
+    if ctx.state is JobState.COMPLETED and routine is not None:
+        why += f"; not a trained model: find why before consolidating or running {routine}"
+    else:
+        why += "; find why (divergence, LR, precision) and resume from a checkpoint before it"
+    f.recommend(Priority.DIAGNOSE - 1, "diagnose", why)
 
 
 class AbsenceRules(Frozen):
