@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from bot.errors import UnknownClusterError, UserError
-from probes.config import ClusterConfig, ReadPlan
+from probes.config import RECENT_HOURS_MAX, ClusterConfig, ReadPlan
 from report.settings import BucketRules, DeepProbeSettings, ReportSettings, Thresholds
 
 
@@ -38,7 +38,9 @@ class ConfigError(UserError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No number in the file may be inf or nan (TOML has both): with inf the scheduler's
+    # next_tick_at overflowed, with nan every comparison is False.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 SLACK_USER_ID = re.compile(r"\A[UW][A-Z0-9]{2,20}\Z")
@@ -51,6 +53,16 @@ def _user_id(value: str, key: str = "") -> str:
     if not SLACK_USER_ID.match(value):
         raise ValueError(f"{key + ' = ' if key else ''}{value!r} is {NOT_A_USER_ID}")
     return value
+
+
+WINDOW_LEN_MAX = 10_000
+"""``[redis] window_len`` at most: points kept per run and metric."""
+SWEEP_EVERY_MAX = 7 * 24 * 60
+"""``[slack] sweep_every_minutes`` at most (a week)."""
+CACHE_SECONDS_MAX = 24 * 3600
+"""``[slack] cache_seconds`` at most (a day)."""
+PERIOD_HOURS_MAX = 366 * 24
+"""``[digest] period_hours`` at most (a year)."""
 
 
 class MetricsSection(_Strict):
@@ -93,10 +105,11 @@ class RedisSection(_Strict):
     tls_ca_file: str | None = None
     """CA bundle that signs the servers' certificates (default: the system's)."""
     key_prefix: str = "jobtables:"
-    window_len: int = 200
-    """Metric points kept per run and metric (capped list)."""
-    expire_hours: float = 72.0
-    """How long a finished run's windows and alert state outlive it."""
+    window_len: int = Field(default=200, ge=2, le=WINDOW_LEN_MAX)
+    """Metric points kept per run and metric (capped list); longer than ``[thresholds]
+    window`` (the rules read that many previous values and the step judged)."""
+    expire_hours: float = Field(default=72.0, gt=0, le=RECENT_HOURS_MAX)
+    """How long a finished run's windows and alert state outlive it (at most ten years)."""
 
     @field_validator("url")
     @classmethod
@@ -139,14 +152,15 @@ def sentinel_address(address: str) -> tuple[str, int]:
 
 class SlackSection(_Strict):
     channel: str | None = None
-    sweep_every_minutes: float = 30.0
+    sweep_every_minutes: float = Field(default=30.0, ge=1, le=SWEEP_EVERY_MAX)
+    """A scheduled sweep every this many minutes (1 minute to a week)."""
     no_kill: bool = False
     operators: tuple[str, ...] = ()
     owners: dict[str, str] = Field(default_factory=dict)
     """Cluster user -> Slack id on EVERY cluster (older form; per-cluster ``owners`` win)."""
     keep_snooze_by: Literal["owner_or_operator", "anyone"] = "owner_or_operator"
     """Who may press ``keep_running``/``snooze``/``acknowledge`` (cancel: owner or operator)."""
-    cache_seconds: float = 120.0
+    cache_seconds: float = Field(default=120.0, ge=0, le=CACHE_SECONDS_MAX)
     """A cached sweep younger than this answers ``/jobs`` directly (its age is shown)."""
     incident_dir: str = "./incidents"
     """Where salvage evidence and failure diagnoses are written (also kept in Redis)."""
@@ -161,12 +175,6 @@ class SlackSection(_Strict):
     def _owner_ids(cls, v: dict[str, str]) -> dict[str, str]:
         return {user: _user_id(slack_id, user) for user, slack_id in v.items()}
 
-    @field_validator("sweep_every_minutes")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be > 0")
-        return v
 
 
 WIDTH_MIN, WIDTH_MAX = 40, 400
@@ -199,8 +207,8 @@ class DeepProbeSection(_Strict):
 class DigestSection(_Strict):
     """``[digest]``: the scheduled sweep's one parent message per period (bot/digest.py)."""
 
-    period_hours: float = Field(default=24.0, gt=0)
-    """One parent message per this many hours (UTC-aligned; 24 = one per day)."""
+    period_hours: float = Field(default=24.0, ge=1, le=PERIOD_HOURS_MAX)
+    """One parent message per this many hours (UTC-aligned; 24 = one per day; 1 to 366 days)."""
     full_tables_every: int = Field(default=0, ge=0)
     """Also post the full tables into the thread every N sweeps (0: only at period start)."""
 
@@ -379,9 +387,18 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
         # Strict: TOML values are typed, so "24" or true where a number belongs is a mistake
         # (lax validation read them as 24.0 and 1.0). Strict tuples take no lists: TOML's
         # arrays become tuples first.
-        return Config.model_validate(_tuples(data), strict=True)
+        config = Config.model_validate(_tuples(data), strict=True)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, text, source)) from exc
+    kept, window = config.redis.window_len, config.thresholds.window
+    if kept <= window:  # every windowed rule would be starved of history on a warm read
+        key = ("redis", "window_len") if "window_len" in data.get("redis", {}) else (
+            "thresholds", "window")
+        line = _KeyLocator(text).line_for(key)
+        raise ConfigError(f"{source}:{line}: {'.'.join(key)}: redis.window_len ({kept}) must be "
+                          f"greater than thresholds.window ({window}): the rules read that "
+                          "many previous values and the step judged")
+    return config
 
 
 def _tuples(value: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from probes.models import Frozen
 
@@ -35,12 +35,20 @@ DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)
 RECENT_HOURS_MAX = 24 * 365 * 10
 """``recent_hours`` at most (ten years): a datetime cannot go back much further."""
 
+TIMEOUT_S_MAX = 24 * 3600
+"""Every timeout and deadline at most (a day): a longer one bounds nothing."""
+
+FINITE = ConfigDict(allow_inf_nan=False)
+"""The config's models take no inf or nan (TOML has both; ``timeout_s = inf`` is no bound)."""
+
 PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
 """What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``)."""
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
 class _ClusterBase(Frozen):
+    model_config = FINITE
+
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
     active: StrictBool = True
     """``true`` or ``false`` (TOML's booleans; ``"yes"`` is a mistake, not a yes)."""
@@ -54,7 +62,7 @@ class _ClusterBase(Frozen):
     benign_patterns: tuple[str, ...] = ()
     checkpoint_roots: tuple[str, ...] = DEFAULT_CHECKPOINT_ROOTS
     trial_roots: tuple[str, ...] = DEFAULT_TRIAL_ROOTS
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=TIMEOUT_S_MAX)
     """Wall-clock budget for this cluster's whole sweep."""
     tail_bytes: int = Field(1 << 20, gt=0)
     """Bytes of each log read per sweep (a bounded tail, never the whole file)."""
@@ -80,9 +88,9 @@ class SlurmCluster(_ClusterBase):
     known_hosts: str | None = None
     client_keys: tuple[str, ...] = ()
     local: StrictBool = False
-    connect_timeout_s: float = Field(15.0, gt=0)
-    command_timeout_s: float = Field(30.0, gt=0)
-    read_timeout_s: float = Field(5.0, gt=0)
+    connect_timeout_s: float = Field(15.0, gt=0, le=TIMEOUT_S_MAX)
+    command_timeout_s: float = Field(30.0, gt=0, le=TIMEOUT_S_MAX)
+    read_timeout_s: float = Field(5.0, gt=0, le=TIMEOUT_S_MAX)
     """Deadline of each file open/read and each directory listing on the login node: a FIFO,
     a hung NFS file or a stuck listing costs that one job ``fetch-failed``, not the cluster."""
     answer_budget_bytes: int = Field(32 << 20, gt=0)
@@ -102,7 +110,7 @@ class KubernetesCluster(_ClusterBase):
     context: str | None = None
     namespace: str = "default"
     label_selector: str | None = None
-    request_timeout_s: float = Field(20.0, gt=0)
+    request_timeout_s: float = Field(20.0, gt=0, le=TIMEOUT_S_MAX)
     tail_lines: int = Field(2000, gt=0)
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
     """Job labels, then annotations, that name the job's owner (first present wins). Only when
@@ -122,6 +130,8 @@ ClusterConfig = Annotated[
 class ReadPlan(Frozen):
     """Where the deep probe looks and how much it may read (``[deep_probe]`` in the config)."""
 
+    model_config = FINITE
+
     rollout_dirs: tuple[str, ...] = ("{workdir}/rollout_data", "{workdir}/rollouts",
                                      "{workdir}/exports")
     """verl ``trainer.rollout_data_dir`` and SkyRL ``trainer.export_path`` candidates."""
@@ -133,4 +143,4 @@ class ReadPlan(Frozen):
     max_lines: int = Field(64, ge=1)
     max_file_bytes: int = Field(1 << 20, ge=1)
     max_text: int = Field(2000, ge=1)
-    deadline_s: float = Field(20.0, gt=0)
+    deadline_s: float = Field(20.0, gt=0, le=TIMEOUT_S_MAX)

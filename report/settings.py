@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Every threshold is a finite number (TOML has inf and nan; nan made every test False).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class BucketRules(_Strict):
@@ -64,14 +65,14 @@ class Thresholds(_Strict):
     entropy_rel_change: float = Field(0.30, ge=0)
     log_ratio_window_factor: float = Field(2.0, ge=0)
     log_ratio_max_bound_factor: float = Field(10.0, ge=0)
-    pass_rate_min: float = Field(0.10, ge=0)
+    pass_rate_min: float = Field(0.10, ge=0, le=1)
     pass_rate_trials: int = Field(100, ge=1)
     collapse_min_signals: int = Field(2, ge=1)
     collapse_recent_steps: int = Field(5, ge=1)
-    clip_ratio_max: float = Field(0.01, ge=0)
+    clip_ratio_max: float = Field(0.01, ge=0, le=1)
     imp_ratio_low: float = Field(0.84, ge=0)
     imp_ratio_high: float = Field(1.56, ge=0)
-    imp_ratio_capped_max: float = Field(0.01, ge=0)
+    imp_ratio_capped_max: float = Field(0.01, ge=0, le=1)
     sft_grad_explosion_factor: float = Field(10.0, ge=0)
     dead_engine_turns: float = Field(1.05, ge=0)
     """avg_turns at or below this is a dead-engine datagen run (seed: ≈ 1.0)."""
@@ -127,23 +128,23 @@ def compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 class DeepProbeSettings(BaseModel):
     """Thresholds of the deep probe's checks (``[deep_probe]`` in the config). Counts are at
     least 1 (``latest_steps = 0`` sliced every step as the latest), shares and factors at
-    least 0."""
+    least 0, shares at most 1; none is inf or nan."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     latest_steps: int = Field(2, ge=1)
-    garbage_char_share: float = Field(0.2, ge=0)
+    garbage_char_share: float = Field(0.2, ge=0, le=1)
     """A sample is noise when this share of its characters is non-printable or U+FFFD."""
-    noisy_sample_share: float = Field(0.5, ge=0)
+    noisy_sample_share: float = Field(0.5, ge=0, le=1)
     """A step is noise when this share of its samples is (garbage or one repeated token)."""
-    repeat_token_share: float = Field(0.6, ge=0)
+    repeat_token_share: float = Field(0.6, ge=0, le=1)
     repeat_min_tokens: int = Field(8, ge=1)
     compression_factor: float = Field(2.0, ge=0)
     compression_min_bytes: int = Field(256, ge=0)
     log_ratio_jump: float = Field(5.0, ge=0)
-    collapsed_group_share: float = Field(0.5, ge=0)
-    ngram_overlap: float = Field(0.9, ge=0)
-    starved_gen_share: float = Field(0.9, ge=0)
+    collapsed_group_share: float = Field(0.5, ge=0, le=1)
+    ngram_overlap: float = Field(0.9, ge=0, le=1)
+    starved_gen_share: float = Field(0.9, ge=0, le=1)
     starved_tokens_per_s: float = Field(1.0, ge=0)
     missing_steps: int = Field(2, ge=0)
     reward_range: tuple[float, float] | None = None

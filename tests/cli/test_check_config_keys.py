@@ -69,7 +69,7 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
     # Review of 38a64a5: TOML's inf, nan and huge numbers. recent_hours = inf or 1e9 was OK and
     # every sweep read the SLURM cluster unreachable ("probe error: OverflowError", a traceback
     # on stderr); nan is no number of hours.
-    (ONE + "recent_hours = inf\n", ":5: clusters.0.recent_hours:", "less than or equal to"),
+    (ONE + "recent_hours = inf\n", ":5: clusters.0.recent_hours:", "finite number"),
     (ONE + "recent_hours = 1e9\n", ":5: clusters.0.recent_hours:", "less than or equal to"),
     (ONE + "recent_hours = nan\n", ":5: clusters.0.recent_hours:", "recent_hours"),
     # The deep probe's read plan and judge: 0 or less read nothing (max_file_bytes = -1: every
@@ -85,6 +85,30 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      "greater than or equal to 1"),
     ('[deep_probe.judge]\nngram_overlap = -0.5\n', ":2: deep_probe.judge.ngram_overlap:",
      "greater than or equal to 0"),
+    # The bot's own sections: inf in sweep_every_minutes or period_hours was OK and the bot's
+    # scheduler raised OverflowError (next_tick_at); expire_hours = inf or -1, window_len = 0
+    # and cache_seconds = nan were OK too (no TTL Redis takes, an empty window, a cache that
+    # is never fresh). Every number in the file is finite and within its bounds.
+    ('[slack]\nsweep_every_minutes = inf\n', ":2: slack.sweep_every_minutes:", "finite"),
+    ('[slack]\nsweep_every_minutes = 1e300\n', ":2: slack.sweep_every_minutes:",
+     "less than or equal to"),
+    ('[slack]\ncache_seconds = nan\n', ":2: slack.cache_seconds:", "finite"),
+    ('[slack]\ncache_seconds = -1\n', ":2: slack.cache_seconds:", "greater than or equal to 0"),
+    ('[digest]\nperiod_hours = inf\n', ":2: digest.period_hours:", "finite"),
+    ('[digest]\nperiod_hours = 1e-320\n', ":2: digest.period_hours:", "greater than"),
+    ('[redis]\nexpire_hours = inf\n', ":2: redis.expire_hours:", "finite"),
+    ('[redis]\nexpire_hours = -1\n', ":2: redis.expire_hours:", "greater than 0"),
+    ('[redis]\nwindow_len = 0\n', ":2: redis.window_len:", "greater than or equal to"),
+    ('[redis]\nwindow_len = 5\n', ":2: redis.window_len:", "thresholds.window"),
+    (ONE + "timeout_s = inf\n", ":5: clusters.0.timeout_s:", "finite"),
+    ('[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\nread_timeout_s = 1e30\n',
+     ":5: clusters.0.read_timeout_s:", "less than or equal to"),
+    ('[thresholds]\ngrad_norm_abs = nan\n', ":2: thresholds.grad_norm_abs:", "finite"),
+    ('[thresholds]\npass_rate_min = 10\n', ":2: thresholds.pass_rate_min:",
+     "less than or equal to 1"),
+    ('[deep_probe.plan]\ndeadline_s = inf\n', ":2: deep_probe.plan.deadline_s:", "finite"),
+    ('[deep_probe.judge]\nreward_range = [0.0, nan]\n', ":2: deep_probe.judge.reward_range",
+     "finite"),
 ])
 def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             body: str, where: str, says: str) -> None:
@@ -108,6 +132,29 @@ def test_what_a_config_may_name_still_passes(tmp_path: Path,
                            "max_trials = 1\nmax_files = 1\n[deep_probe.judge]\n"
                            "latest_steps = 1\nmissing_steps = 0\n")
     assert code == 0 and "OK (1 clusters, 1 active)" in out and err == ""
+    # the bot's bounds at their edges: a sweep a minute, a week between sweeps, no cache, one
+    # parent message an hour, ten years' expiry, a window just longer than the rule window
+    code, out, err = check(tmp_path, capsys, ONE + "timeout_s = 86400\n\n[slack]\n"
+                           "sweep_every_minutes = 1\ncache_seconds = 0\n[digest]\n"
+                           "period_hours = 1\n[redis]\nexpire_hours = 87600\nwindow_len = 11\n"
+                           "[thresholds]\npass_rate_min = 1\n")
+    assert code == 0 and "OK (1 clusters, 1 active)" in out and err == ""
+    code, out, err = check(tmp_path, capsys, ONE + "[slack]\nsweep_every_minutes = 10080\n")
+    assert code == 0, err
+
+
+def test_the_bot_never_starts_with_an_infinite_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`jobtables bot` reads the file before binding a port: sweep_every_minutes = inf was
+    accepted and the scheduler's first next_tick_at raised OverflowError."""
+    path = tmp_path / "jobtables.toml"
+    path.write_text(ONE.replace("REC", str(DEMO_RECORDING))
+                    + "\n[slack]\nsweep_every_minutes = inf\n")
+    code = main(["bot", "--config", str(path), "--port", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert f"{path}:7: slack.sweep_every_minutes:" in err and "finite" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_files_this_machine_lacks_are_warned_about(tmp_path: Path,
