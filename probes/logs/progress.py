@@ -103,22 +103,34 @@ def is_training(desc: str, rate: str, nested: bool) -> bool:
 
 
 def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDOW) -> float | None:
-    """Seconds per step over the last ``window`` steps, ignoring pairs far slower than typical.
+    """Seconds per step over the last ``window`` steps, ignoring one pair far slower than typical.
 
     Pairs slower than 3x the median per-step time (a checkpoint save) are left out, then the
     rate is total time over total steps, which keeps the resolution of whole-second clocks.
+    Saves that recur (two or more such pairs in the last :data:`WIDE_WINDOW` events: a save
+    every few steps) are part of the run's pace, not a spike: the rate is then total time over
+    total steps across those events, every pair kept, so an ETA counts the saves still to come.
     """
     recent = list(events)[-(window + 1) :]
     if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
         recent = list(events)[-WIDE_WINDOW:]  # sub-second steps on a whole-second clock: widen
-    pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(recent) if s1 > s0 and t1 >= t0]
+    pairs = _pairs(recent)
     if not pairs:
         return None
     typical = median(dt / ds for ds, dt in pairs)
     kept = [(ds, dt) for ds, dt in pairs if typical == 0 or dt / ds <= 3 * typical]
+    if len(kept) < len(pairs) and typical > 0:
+        wide = _pairs(list(events)[-WIDE_WINDOW:])
+        if sum(1 for ds, dt in wide if dt / ds > 3 * typical) >= 2:  # a save cadence
+            kept = wide
     steps = sum(ds for ds, _ in kept)
     seconds = sum(dt for _, dt in kept)
     return seconds / steps if steps and seconds > 0 else None
+
+
+def _pairs(events: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(steps, seconds) between consecutive events that move forward."""
+    return [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in pairwise(events) if s1 > s0 and t1 >= t0]
 
 
 def sec_per_it(rate: str) -> float | None:
