@@ -211,7 +211,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_job(args: argparse.Namespace) -> int:
+def _job_ref(args: argparse.Namespace) -> tuple[str | None, str]:
+    """``ID`` or ``CLUSTER:ID`` with ``--cluster``: (cluster or None, job id); a malformed id,
+    or a cluster the ref and ``--cluster`` disagree on, is bad usage (``job`` and ``probe``)."""
     try:
         ref_cluster, job_id = split_job_ref(args.id)
     except InvalidJobIdError as exc:
@@ -219,7 +221,11 @@ def cmd_job(args: argparse.Namespace) -> int:
     if ref_cluster and args.cluster and ref_cluster != args.cluster:
         raise UsageError(f"job {args.id!r} names cluster {ref_cluster!r} but --cluster says"
                          f" {args.cluster!r}: give one of them")
-    cluster = args.cluster or ref_cluster
+    return args.cluster or ref_cluster, job_id
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    cluster, job_id = _job_ref(args)
     loader = _loader(args)
     config = loader()
     width = args.width or config.report.width
@@ -289,13 +295,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from bot.deep_probe import run_deep_probe
     from report.probe_text import render_probe_json, render_probe_text
 
-    try:
-        ref_cluster, job_id = split_job_ref(args.id)
-    except InvalidJobIdError as exc:
-        raise UsageError(str(exc)) from exc
+    cluster, job_id = _job_ref(args)
     config = _loader(args)()
     try:
-        detail = asyncio.run(run_deep_probe(config, args.cluster or ref_cluster, job_id))
+        detail = asyncio.run(run_deep_probe(config, cluster, job_id))
     except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
         raise UsageError(f"cannot probe {args.id}: {exc}") from exc
     except ProbeError as exc:

@@ -40,6 +40,19 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["job", "probe"])
+def test_a_ref_and_cluster_that_disagree_are_bad_usage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """`probe a:12 --cluster snap` silently probed on snap (`job` refused it): both refuse the
+    contradiction in one line, before anything connects."""
+    config = tmp_path / "jobtables.toml"
+    config.write_text(CONFIG)
+    assert main([command, "a:12", "--cluster", "snap", "--config", str(config)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "'a:12' names cluster 'a' but --cluster says 'snap': give one of them" in err
+
+
 def test_probe_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     assert "probe" in capsys.readouterr().out
