@@ -11,6 +11,7 @@ so a NaN is visible, not skipped.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from report.cells import format_value
@@ -49,9 +50,58 @@ def signed_pct(fraction: float) -> str:
 
 
 def shorten(text: str, limit: int = TREND_MAX) -> str:
-    """Cut ``text`` to ``limit`` characters with an ellipsis."""
+    """``text`` in at most ``limit`` characters, its informative end kept where it can be.
+
+    A text that fits is left alone. Else, in turn until it fits: a dotted module path is
+    dropped to its last component (``torch.distributed.elastic.multiprocessing.api.
+    SignalException: Process 12 got signal: 15`` -> ``SignalException: ...``); long names and
+    paths (a pod name, a log path, a service account) lose their middle, longest first and only
+    as much as needed (``pod/rl-grpo…x7k2p``); last, the end is cut with an ellipsis."""
     text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    text = _MODULE_PATH.sub("", text)
+    if len(text) > limit:
+        text = _squeeze_names(text, len(text) - limit)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+_MODULE_PATH = re.compile(r"(?<![\w./-])(?:[a-z_][a-z0-9_]*\.)+(?=[A-Z][A-Za-z0-9_]*\b)")
+"""``a.b.c.`` before a class name (``torch.cuda.OutOfMemoryError``, ``ray.exceptions.X``)."""
+_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;]+")
+_NAME_MARKS = frozenset("/_.:-")
+"""A token holding one of these is a name or a path (prose and class names hold none)."""
+NAME_KEEP = 14
+"""A name is never squeezed below this many characters (its ellipsis included)."""
+_KIND = re.compile(r"[A-Za-z][\w.-]{0,15}/")
+"""A kind before a name (``pod/``, ``jobs.batch/``): kept whole, the name squeezed after it."""
+
+
+def _squeeze_names(text: str, excess: int) -> str:
+    """``text`` with up to ``excess`` characters taken from the middle of its long names."""
+    spans = []
+    for match in _TOKEN.finditer(text):
+        start, end = match.span()
+        end = start + len(match.group().rstrip(".:"))  # a trailing colon stays outside
+        if end - start > NAME_KEEP and not _NAME_MARKS.isdisjoint(text[start:end]):
+            spans.append((start, end))
+    cuts: dict[int, tuple[int, int]] = {}
+    for start, end in sorted(spans, key=lambda span: span[0] - span[1]):  # longest first
+        if excess <= 0:
+            break
+        size = max(NAME_KEEP, end - start - excess)
+        cuts[start] = (end, size)
+        excess -= end - start - size
+    out, at = [], 0
+    for start in sorted(cuts):
+        end, size = cuts[start]
+        kind = _KIND.match(text, start, end)
+        skip = len(kind.group()) if kind and size - 1 - len(kind.group()) >= 6 else 0
+        head = skip + (size - 1 - skip) // 2
+        out += [text[at:start], text[start:start + head], "…", text[end - (size - 1 - head):end]]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def finite_series(values: Sequence[float]) -> list[float]:
