@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import IntEnum
+from functools import cached_property
 from typing import TypeVar
 
 from probes.logs.excerpt import CONTEXT_LINES, cut_line
@@ -84,6 +85,15 @@ class JudgeContext:
     @property
     def running(self) -> bool:
         return self.facts.record.state in (JobState.RUNNING, JobState.COMPLETING)
+
+    @cached_property
+    def failed_on(self) -> str | None:
+        """The line a FAILED job with no fault in its log failed on (:func:`failing_line`),
+        else None. Searched once, and only when a rule asks: a FAILED job's diagnosis and
+        failure signature; never for a live, finished, timed-out or faulted job."""
+        if self.state is not JobState.FAILED or first_fault(self.facts) is not None:
+            return None
+        return failing_line(self.facts)
 
     @property
     def fetch_ok(self) -> bool:
@@ -301,19 +311,23 @@ def failing_line(facts: JobFacts) -> str | None:
     ``ERROR: failed to solve: ...``, ``python: No module named pytest``); None if neither.
 
     Only the log's end is searched (pytest's short summary, the build's last error): a cost
-    bounded by ``FAILURE_LINES``, not the tail's length, one search each, not one a line."""
+    bounded by ``FAILURE_LINES``, not the tail's length, one search each, not one a line.
+    pytest's line is looked for only where its node ids' ``::`` and a ``FAILED``/``ERROR``
+    word are in the text: the anchored search tries every position of the tail."""
     text = facts.log.text if facts.log else ""
     tail = "\n".join(last_lines(text or "", FAILURE_LINES))
-    failed = _PYTEST_FAILED_LINE.search(tail)
+    pytest_like = "::" in tail and ("FAILED" in tail or "ERROR" in tail)
+    failed = _PYTEST_FAILED_LINE.search(tail) if pytest_like else None
     at = failed.start() if failed is not None else _last_error_word(tail)
     line = _line_at(tail, at).strip() if at is not None else ""
     return line or None
 
 
-def failure_why(facts: JobFacts) -> str:
-    """:func:`diagnosis`, with the failing line when no fault says more than the exit."""
-    why = diagnosis(facts)
-    line = failing_line(facts) if first_fault(facts) is None else None
+def failure_why(ctx: JudgeContext) -> str:
+    """:func:`diagnosis`, with the failing line (``ctx.failed_on``) when the job FAILED and no
+    fault says more than the exit."""
+    why = diagnosis(ctx.facts)
+    line = ctx.failed_on
     return f"{why}: {line}" if line else why
 
 

@@ -60,7 +60,6 @@ from report.findings import (
     Findings,
     JudgeContext,
     Priority,
-    diagnosis,
     failure_why,
     fault_text,
     first_fault,
@@ -228,9 +227,11 @@ def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
         f.verdict("failed")
         if state is JobState.OUT_OF_MEMORY:
             f.flag("oom")
-        why = diagnosis(ctx.facts)
+        # With no fault in the log, its failing line (a bare "RuntimeError: NCCL error in:
+        # ...", a missing module) says why, never the exit code alone (any bucket).
+        why = failure_why(ctx)
         f.trend(Priority.TERMINAL, shorten(why))
-        f.recommend(Priority.DIAGNOSE, "diagnose", f"dated agent_logs/ entry: {why}")
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
     elif state is JobState.CANCELLED:
         f.verdict("done")
         f.trend(Priority.TERMINAL - 2, "Cancelled")
@@ -264,7 +265,7 @@ def _recurring_rule(
     ctx: JudgeContext, f: Findings, memory: SweepMemory | None,
 ) -> tuple[FailureSignature | None, FailureSignature | None]:
     """This attempt's failure signature, and the earlier attempt's it repeats (if any)."""
-    signature = failure_signature(ctx.facts, f.settled_verdict())
+    signature = failure_signature(ctx.facts, f.settled_verdict(), failed_on=lambda: ctx.failed_on)
     if signature is None or memory is None:
         return signature, None
     earlier = memory.failure_signatures.get(memory_key(ctx.facts.record), [])
@@ -272,7 +273,7 @@ def _recurring_rule(
     if repeated is not None:
         previous = repeated.job_id
         f.flag("recurring-failure")
-        why = failure_why(ctx.facts)
+        why = failure_why(ctx)
         f.trend(Priority.TERMINAL + 2, shorten(f"RECURRING as in {previous}: {why}"))
         f.recommend(Priority.DIAGNOSE + 4, "diagnose",
                     f"dated agent_logs/ entry: same failure as attempt {previous} "

@@ -15,7 +15,8 @@ Note (the row's trend) carries the one signal that matters, from ``LogSummary.ou
 
 A FAILED job whose log holds no fault (no traceback, OOM, signal) is diagnosed with the log's
 failing line (the first failing pytest test, else the last line naming an error, e.g.
-BuildKit's ``ERROR: failed to solve``), never the exit code alone.
+BuildKit's ``ERROR: failed to solve``), never the exit code alone: the failed-state rule every
+bucket shares (``report.judge``, :func:`report.findings.failure_why`).
 
 Terminal COMPLETED/FAILED states are judged by the cross-cutting rules; a live job is
 ``healthy`` unless a fault says otherwise.
@@ -31,9 +32,6 @@ from report.findings import (
     Findings,
     JudgeContext,
     Priority,
-    failing_line,
-    failure_why,
-    first_fault,
     pending_note,
 )
 from report.trend import shorten
@@ -98,25 +96,9 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
             # "done." says no more than "Completed").
             f.trend(Priority.BACKGROUND + 3, note)
     _outcome(ctx, f)
-    _failure_line(ctx, f)
 
 
 _WORD = re.compile(r"[A-Za-z]\w*")
-
-
-def _failure_line(ctx: JudgeContext, f: Findings) -> None:
-    """A FAILED catch-all job whose log holds no fault (no traceback, OOM or signal): its
-    diagnosis quotes the log's failing line (:func:`report.findings.failing_line`), never the
-    exit code alone."""
-    if ctx.state is not JobState.FAILED or first_fault(ctx.facts) is not None:
-        return
-    if failing_line(ctx.facts) is None:
-        return
-    why = failure_why(ctx.facts)
-    outcome = ctx.facts.summary.outcome if ctx.facts.summary else None
-    if outcome is None or not outcome.pytest_summary:  # else the tally is the note
-        f.trend(Priority.TERMINAL + 1, shorten(why))
-    f.recommend(Priority.DIAGNOSE + 1, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
 
 
 def _outcome(ctx: JudgeContext, f: Findings) -> None:

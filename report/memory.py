@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -83,17 +83,27 @@ def memory_key(record: SchedulerRecord) -> str:
     return f"{record.cluster}:{name_stem(record.name)}"
 
 
-def failure_signature(facts: JobFacts, verdict: str) -> FailureSignature | None:
-    """The signature of a failed attempt, else None (running, done, restarting jobs)."""
+def failure_signature(
+    facts: JobFacts, verdict: str, *, failed_on: Callable[[], str | None] | None = None,
+) -> FailureSignature | None:
+    """The signature of a failed attempt, else None (running, done, restarting jobs).
+
+    ``failed_on``: the job's failing line as the judge already holds it
+    (``JudgeContext.failed_on``), else it is searched here."""
     record = facts.record
     if verdict != "failed" or record.state not in _FAILED_ATTEMPT:
         return None
     fault = first_fault(facts)
     kind = fault.kind if fault else f"exit{record.exit_code}"
-    # With no fault, the log's failing line tells two exits with one code apart (a missing
-    # module, then a failing test): only identical failures recur.
-    text = (fault.detail or fault.excerpt) if fault else (failing_line(facts)
-                                                         or record.state.value)
+    # With no fault, a FAILED job's failing line tells two exits with one code apart (a
+    # missing module, then a failing test): only identical failures recur. Only FAILED: a
+    # TIMEOUT, OOM, node failure or preemption is its state, whatever error line its log
+    # ends on (searching them cost every such job a scan of its tail's end, and made two
+    # identical walltime deaths differ by a stray line).
+    line = None
+    if fault is None and record.state is JobState.FAILED:
+        line = failed_on() if failed_on is not None else failing_line(facts)
+    text = (fault.detail or fault.excerpt) if fault else (line or record.state.value)
     return FailureSignature(
         job_id=record.job_id, kind=kind,
         text=_VOLATILE.sub("#", text.lower()).replace("|", "/")[:_TEXT_MAX],

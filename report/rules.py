@@ -196,30 +196,33 @@ def _exploded(windows: Windows, index: int, grad: float, th: Thresholds) -> bool
 def no_gradient_rule(ctx: JudgeContext, f: Findings) -> None:
     """Warn (and ask for a diagnosis) when grad_norm has been exactly 0 on the newest
     ``min_window`` or more logged values (module policy)."""
-    graded = [p for p in ctx.history if "grad_norm" in p.values]
-    zeros = 0
-    for point in reversed(graded):
-        if point.values["grad_norm"] != 0.0:
+    zeros: list[int] = []  # the steps of the newest run of zeros, newest first
+    before = None  # the point logging the last nonzero grad norm before them
+    for point in reversed(ctx.history):  # a live gradient ends this at its newest value
+        grad = point.values.get("grad_norm")
+        if grad is None:
+            continue
+        if grad != 0.0:
+            before = point
             break
-        zeros += 1
-    if zeros < ctx.settings.thresholds.min_window:
+        zeros.append(point.step)
+    if len(zeros) < ctx.settings.thresholds.min_window:
         return
-    first, last = graded[-zeros].step, graded[-1].step
+    first, last = zeros[-1], zeros[0]
     span = last - first + 1
     summary = ctx.facts.summary
     if grad_zero_unresolved(ctx.history, summary.formats if summary is not None else ()):
-        f.notes.append(f"grad norm printed 0 for {zeros} logged steps: below the log's "
+        f.notes.append(f"grad norm printed 0 for {len(zeros)} logged steps: below the log's "
                        "printed precision; check that the run still learns")
         return
-    before = graded[-zeros - 1] if zeros < len(graded) else None
     if before is not None:
         trend = f"No gradient for {span} steps: grad norm 0 since step {first}"
-        which = f"the last {zeros} logged steps"
+        which = f"the last {len(zeros)} logged steps"
         cause = (f"; the last nonzero grad norm was {format_value(before.values['grad_norm'])} "
                  f"at step {before.step}")
     else:  # every value the history holds (a log's kept points, a tail): at least this long
         trend = f"No gradient for {span}+ steps: grad norm 0 on all read"
-        which, cause = f"all {zeros} logged steps read", ""
+        which, cause = f"all {len(zeros)} logged steps read", ""
     f.verdict("warning")
     f.trend(Priority.INFO + 6, trend)
     why = (f"no gradient: grad norm exactly 0 on {which} (steps {first}-{last}){cause}; "
