@@ -40,9 +40,9 @@ from probes.slurm.early import FIRST_COMMAND
 LATER = (
     "rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.cells",
     "report.chain", "report.fingerprint", "report.models", "report.findings", "report.signals",
-    "report.rules", "report.trend", "report.judge_sft", "report.layouts", "report.grouping",
-    "report.boxes", "report.tables", "report.render", "report.buckets", "report.cleanup",
-    "report.judge_harbor", "report.judge_other", "report.rollouts", "report.judge_rl",
+    "report.cleanup", "report.rollouts", "report.rules", "report.trend", "report.judge_sft",
+    "report.layouts", "report.grouping", "report.boxes", "report.tables", "report.render",
+    "report.buckets", "report.judge_harbor", "report.judge_other", "report.judge_rl",
     "report.memory", "report.pods", "report.judge",
 )
 """Imported meanwhile, in this order: each one's own imports before it, so that no step is
