@@ -58,7 +58,9 @@ def job_facts(
     ``summarise`` replaces ``parse_log``."""
     if not collected:
         return JobFacts(record=record)
-    log = _own_attempt(_log_fetch(collected.get("log") or {}), record)
+    log = _log_fetch(collected.get("log") or {})
+    if summarise is None:  # a fold (probes.slurm.cursors) hands its own part already
+        log = _own_attempt(log, record)
     summary = None
     if log.status in {"ok", "mismatch"}:
         summary = summarise(log) if summarise is not None else parse_log(

@@ -191,8 +191,7 @@ def fold_job(
         return summary
 
     log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
-    if base is not None:
-        log.update(text=shown, offset=recent_offset)
+    log.update(text=shown, offset=recent_offset)  # (job_facts cuts nothing given summarise)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
                       benign_patterns=benign_patterns, summarise=summarise, whole_tail=True)
     if facts.log is None or not carried or getattr(carried[0], "reset", False):
