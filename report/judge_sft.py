@@ -15,7 +15,8 @@ Policy (seed §SFT and CONTRACT §5/§6):
   the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
   renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. The
   long pole is the running cell with the longest ETA (remaining steps x its trailing-window
-  rate), not the one with the most steps left.
+  rate), not the one with the most steps left; a pending cell at a larger scale than every
+  running one (``72b`` waiting while ``7b`` cells run) is the long pole instead, ``(pending)``.
 """
 
 from __future__ import annotations
@@ -176,10 +177,33 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
     # The long pole is the cell that finishes last (remaining steps x its own trailing rate),
     # not the one with the most steps left: a big cell at 30 s/step outlasts a small one at 2.
     pole = max(timed, key=lambda c: c.eta_s or 0.0).cell if timed else None
+    # ... but a pending cell at a larger scale than every running one has not started: it
+    # finishes after them all (seed: "the largest cells gate completion").
+    waiting = sorted(pending, key=lambda n: (-(model_scale(n) or 0.0), n))
+    running_scale = max((model_scale(c.cell) or 0.0 for c in cells), default=0.0)
+    if waiting and (model_scale(waiting[0]) or 0.0) > running_scale:
+        pole = f"{waiting[0]} (pending)"
     return GridRollup(
         grid=name, running=len(running_cells), pending_unique=len(pending), done=len(done),
         cells=cells, long_pole=pole,
     )
+
+
+_SCALE_UNITS = {"k": 1e-6, "m": 1e-3, "b": 1.0, "t": 1e3}
+
+
+def model_scale(name: str) -> float | None:
+    """The model scale a cell's name gives, in billions (``72b`` 72, ``350m`` 0.35, ``8x7b``
+    56, ``qwen7b`` 7), the first scale token; None without one."""
+    for token in re.split(r"[-_]", name.lower())[1:]:
+        glued = _GLUED_SCALE.match(token)
+        if not (_SCALE.match(token) or glued):
+            continue
+        found = re.search(r"(?:(\d+)x)?(\d+(?:\.\d+)?)([bmkt])$", token)
+        if found:
+            experts = int(found.group(1)) if found.group(1) else 1
+            return experts * float(found.group(2)) * _SCALE_UNITS[found.group(3)]
+    return None
 
 
 def _cell(report: JobReport, rate: float | None) -> GridCell:

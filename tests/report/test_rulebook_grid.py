@@ -163,3 +163,22 @@ def test_a_shared_suffix_alone_makes_no_grid() -> None:
     assert _grids(_cell("sft-qwen-a4", "1"), _cell("sft-crash-a4", "2"),
                   _cell("sft-crash-a4", "3", JobState.PENDING)) == {}
     assert _grids(_cell("sft-grid-lr1e5-ep1-a4", "1"), _cell("sft-grid-lr3e5-ep2-a4", "2")) == {}
+
+
+def test_a_pending_larger_cell_is_the_long_pole() -> None:
+    """72b cells still pending while 7b cells run: the 72b cell gates the campaign (seed: "the
+    largest cells gate completion"); the pole named a running 7b cell (an SFT dry-run)."""
+    jobs = [_cell("sft-q-7b-lr1", "1", step=100, total=1000, rate=5.0),
+            _cell("sft-q-7b-lr2", "2", step=200, total=1000, rate=5.0),
+            _cell("sft-q-72b-lr1", "3", JobState.PENDING),
+            _cell("sft-q-0.5b-lr1", "4", JobState.PENDING)]
+    [grid] = _grids(*jobs).values()
+    assert grid.long_pole == "sft-q-72b-lr1 (pending)"
+
+
+def test_a_pending_smaller_cell_leaves_the_pole_to_the_eta() -> None:
+    jobs = [_cell("sft-q-72b-lr1", "1", step=100, total=1000, rate=30.0),
+            _cell("sft-q-7b-lr1", "2", step=100, total=1000, rate=5.0),
+            _cell("sft-q-7b-lr2", "3", JobState.PENDING)]
+    [grid] = _grids(*jobs).values()
+    assert grid.long_pole == "sft-q-72b-lr1"
