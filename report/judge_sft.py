@@ -189,17 +189,18 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
     )
 
 
-_SCALE_UNITS = {"k": 1e-6, "m": 1e-3, "b": 1.0, "t": 1e3}
+_SCALE_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}
 
 
 def model_scale(name: str) -> float | None:
     """The model scale a cell's name gives, in billions (``72b`` 72, ``350m`` 0.35, ``8x7b``
-    56, ``qwen7b`` 7), the first scale token; None without one."""
+    56, ``qwen7b`` 7), the first scale token; None without one. A ``k`` token (``8k``,
+    ``32k``) is a sequence length, not a scale: ``sft-8k-q72b`` is 72."""
     for token in re.split(r"[-_]", name.lower())[1:]:
         glued = _GLUED_SCALE.match(token)
         if not (_SCALE.match(token) or glued):
             continue
-        found = re.search(r"(?:(\d+)x)?(\d+(?:\.\d+)?)([bmkt])$", token)
+        found = re.search(r"(?:(\d+)x)?(\d+(?:\.\d+)?)([bmt])$", token)
         if found:
             experts = int(found.group(1)) if found.group(1) else 1
             return experts * float(found.group(2)) * _SCALE_UNITS[found.group(3)]

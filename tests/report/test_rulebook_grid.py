@@ -182,3 +182,13 @@ def test_a_pending_smaller_cell_leaves_the_pole_to_the_eta() -> None:
             _cell("sft-q-7b-lr2", "3", JobState.PENDING)]
     [grid] = _grids(*jobs).values()
     assert grid.long_pole == "sft-q-72b-lr1"
+
+
+def test_a_sequence_length_token_is_not_the_scale() -> None:
+    """'8k' before the model's scale is a context length: the pending q72b cell still outscales
+    the running q7b ones (model_scale read 8k for every cell, so the pole was a running 7b)."""
+    jobs = [_cell("sft-8k-q7b-lr1", "1", step=100, total=1000, rate=5.0),
+            _cell("sft-8k-q7b-lr2", "2", step=200, total=1000, rate=5.0),
+            _cell("sft-8k-q72b-lr1", "3", JobState.PENDING)]
+    [grid] = _grids(*jobs).values()
+    assert grid.long_pole == "sft-8k-q72b-lr1 (pending)"
