@@ -71,6 +71,8 @@ _MODULE_PATH = re.compile(r"(?<![\w./-])(?:[a-z_][a-z0-9_]*\.)+(?=[A-Z][A-Za-z0-
 _TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;]+")
 _NAME_MARKS = frozenset("/_.:-")
 """A token holding one of these is a name or a path (prose and class names hold none)."""
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
+"""A number (``12345678901234.5``, ``-1.5e-07``): never squeezed."""
 NAME_KEEP = 14
 """A name is never squeezed below this many characters (its ellipsis included)."""
 _KIND = re.compile(r"[A-Za-z][\w.-]{0,15}/")
@@ -83,7 +85,8 @@ def _squeeze_names(text: str, excess: int) -> str:
     for match in _TOKEN.finditer(text):
         start, end = match.span()
         end = start + len(match.group().rstrip(".:"))  # a trailing colon stays outside
-        if end - start > NAME_KEEP and not _NAME_MARKS.isdisjoint(text[start:end]):
+        if (end - start > NAME_KEEP and not _NAME_MARKS.isdisjoint(text[start:end])
+                and not _NUMBER.fullmatch(text, start, end)):  # a cut number reads as another
             spans.append((start, end))
     cuts: dict[int, tuple[int, int]] = {}
     for start, end in sorted(spans, key=lambda span: span[0] - span[1]):  # longest first

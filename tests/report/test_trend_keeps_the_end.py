@@ -85,3 +85,13 @@ def test_what_fits_or_has_no_name_is_unchanged() -> None:
     assert shorten(prose) == prose[: TREND_MAX - 1].rstrip() + "…"
     numbers = "grad_norm 3.20 (>1.0), entropy −62% vs trend, log_ratio 0.031 (>2x 0.012) fired"
     assert shorten(numbers) == numbers[: TREND_MAX - 1].rstrip() + "…"
+
+
+def test_a_long_number_is_never_cut_in_its_middle() -> None:
+    """'grad_norm 12345678901234.5' squeezed read '123456…01234.5', still a number but another
+    one (review of b15245d): numbers are cut only at the end, with the ellipsis."""
+    text = ("grad_norm 12345678901234.5 spike at step 40 with loss 1.2345678901234567 and "
+            "nothing else to see")
+    cut = shorten(text, 60)
+    assert len(cut) <= 60
+    assert "12345678901234.5" in cut and "…01234" not in cut
