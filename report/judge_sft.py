@@ -190,17 +190,17 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
 
 
 _SCALE_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}
+_SCALE_VALUE = re.compile(r"(?:[a-z]+)?(?:(\d+)x)?(\d+(?:\.\d+)?)([bmt])")
+"""A scale token, alone or glued to a model name, with its value: ``72b``, ``8x7b``, ``qwen7b``
+(no ``k``: ``8k``, ``32k`` are sequence lengths)."""
 
 
 def model_scale(name: str) -> float | None:
     """The model scale a cell's name gives, in billions (``72b`` 72, ``350m`` 0.35, ``8x7b``
-    56, ``qwen7b`` 7), the first scale token; None without one. A ``k`` token (``8k``,
-    ``32k``) is a sequence length, not a scale: ``sft-8k-q72b`` is 72."""
+    56, ``qwen7b`` 7), the first scale token after the first; None without one:
+    ``sft-8k-q72b`` is 72."""
     for token in re.split(r"[-_]", name.lower())[1:]:
-        glued = _GLUED_SCALE.match(token)
-        if not (_SCALE.match(token) or glued):
-            continue
-        found = re.search(r"(?:(\d+)x)?(\d+(?:\.\d+)?)([bmt])$", token)
+        found = _SCALE_VALUE.fullmatch(token)
         if found:
             experts = int(found.group(1)) if found.group(1) else 1
             return experts * float(found.group(2)) * _SCALE_UNITS[found.group(3)]
