@@ -437,9 +437,9 @@ def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
     if infra.api_base_internal:
         f.flag("api-base-internal")
         f.verdict("warning")
-        text = shorten(f"api_base is internal ({infra.api_base or '?'}), not the public URL")
-        f.trend(Priority.DIAGNOSE - 2, text)
-        f.recommend(Priority.DIAGNOSE - 2, "diagnose", text)
+        text = f"api_base is internal ({infra.api_base or '?'}), not the public URL"
+        f.trend(Priority.DIAGNOSE - 2, shorten(text))
+        f.recommend(Priority.DIAGNOSE - 2, "diagnose", shorten(text, 300))  # not the Trend width
     tree = ctx.facts.trials
     window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
     # The provider's refusal: a sandbox that never came up (no agent phase). A 401 met inside

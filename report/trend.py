@@ -56,7 +56,8 @@ def shorten(text: str, limit: int = TREND_MAX) -> str:
     dropped to its last component (``torch.distributed.elastic.multiprocessing.api.
     SignalException: Process 12 got signal: 15`` -> ``SignalException: ...``); long names and
     paths (a pod name, a log path, a service account) lose their middle, longest first and only
-    as much as needed (``pod/rl-grpo…x7k2p``); last, the end is cut with an ellipsis."""
+    as much as needed (``pod/rl-grpo…x7k2p``), never a number, an IP address or a URL's
+    scheme, host and port (only a URL's path); last, the end is cut with an ellipsis."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -75,6 +76,14 @@ _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
 """A number (``12345678901234.5``, ``-1.5e-07``): never squeezed."""
 NAME_KEEP = 14
 """A name is never squeezed below this many characters (its ellipsis included)."""
+_ADDRESS = re.compile(
+    r"\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?"
+    r"|\[?[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\]?(?::\d{1,5})?"
+)
+"""An IPv4 or IPv6 address, with a port or not: never squeezed (``10.100…50:8000`` names
+another host)."""
+_URL_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+"""A URL's scheme, host and port: kept whole; only the path after them may lose its middle."""
 _KIND = re.compile(r"[A-Za-z][\w.-]{0,15}/")
 """A kind before a name (``pod/``, ``jobs.batch/``): kept whole, the name squeezed after it."""
 
@@ -85,6 +94,10 @@ def _squeeze_names(text: str, excess: int) -> str:
     for match in _TOKEN.finditer(text):
         start, end = match.span()
         end = start + len(match.group().rstrip(".:"))  # a trailing colon stays outside
+        if _ADDRESS.fullmatch(text, start, end):  # a cut address reads as another
+            continue
+        if (origin := _URL_ORIGIN.match(text, start, end)) is not None:
+            start = origin.end()  # a URL's scheme, host and port say where: only its path
         if (end - start > NAME_KEEP and not _NAME_MARKS.isdisjoint(text[start:end])
                 and not _NUMBER.fullmatch(text, start, end)):  # a cut number reads as another
             spans.append((start, end))
