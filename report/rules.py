@@ -14,7 +14,8 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
   is bring-up too). Never when the fetch failed: a failed fetch looks exactly like an idle job.
 - ``nan-loss``: a non-finite loss, or loss exactly 0 with a non-finite grad_norm, on one of the
   last ``collapse_recent_steps`` steps (or a nan-loss fault). Verdict ``failed``: the weights
-  are poisoned even if the process is still running.
+  are poisoned even if the process is still running. The Trend names the step the diverged
+  run began at (looked for over the whole history), the step to resume before.
 - Empty log (:func:`empty_log_rule`): RUNNING past the bucket's bring-up window
   (``AbsenceRules``) with nothing logged is no buffer filling: a 0-byte file is ``stall``, a
   non-empty file read as nothing is ``fetch-failed``.
@@ -37,12 +38,13 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.progress import trailing_rate
-from probes.models import Frozen, JobState
+from probes.models import Frozen, JobState, MetricPoint
 from report.cells import format_duration, format_value
 from report.cleanup import cleanup_routine
 from report.findings import (
@@ -158,12 +160,14 @@ def divergence_rule(
     start = max(0, len(ctx.history) - th.collapse_recent_steps)
     faults = ctx.facts.summary.faults if ctx.facts.summary else ()
     windows = Windows(ctx.history, start, th.window)
+    named = False
     for index in range(start, len(ctx.history)):
         values = ctx.history[index].values
-        loss, grad = values.get(loss_metric), values.get("grad_norm")
-        bad_grad = grad is not None and not math.isfinite(grad)
-        if (loss is not None and not math.isfinite(loss)) or (loss == 0.0 and bad_grad):
-            _nan_loss(f, ctx.history[index].step, loss)
+        grad = values.get("grad_norm")
+        if not named and _diverged(values, loss_metric):
+            named = True
+            onset = _onset(ctx.history, index, loss_metric)
+            _nan_loss(f, ctx.history[onset].step, ctx.history[onset].values.get(loss_metric))
         if explosion and grad is not None and _exploded(windows, index, grad, th):
             f.flag("grad-explosion")
             f.verdict("warning")
@@ -171,6 +175,30 @@ def divergence_rule(
                     f"Grad explosion at step {ctx.history[index].step}: {format_value(grad)}")
     if any(fault.kind == "nan-loss" for fault in faults):
         _nan_loss(f, None, None)
+
+
+def _diverged(values: Mapping[str, float], loss_metric: str) -> bool:
+    """A non-finite loss, or a loss of exactly 0 beside a non-finite grad norm (trainers that
+    filter NaN losses print 0)."""
+    loss, grad = values.get(loss_metric), values.get("grad_norm")
+    bad_grad = grad is not None and not math.isfinite(grad)
+    return (loss is not None and not math.isfinite(loss)) or (loss == 0.0 and bad_grad)
+
+
+def _onset(history: Sequence[MetricPoint], index: int, loss_metric: str) -> int:
+    """The first point of the diverged run holding ``index``, looked for over the whole
+    history: the last five steps only say the run is bad now, and "resume from the last good
+    checkpoint" needs the step it went bad at. Points logging neither metric (an eval dict)
+    neither end nor extend the run."""
+    onset = index
+    for earlier in range(index - 1, -1, -1):
+        values = history[earlier].values
+        if loss_metric not in values and "grad_norm" not in values:
+            continue
+        if not _diverged(values, loss_metric):
+            break
+        onset = earlier
+    return onset
 
 
 def _nan_loss(f: Findings, step: int | None, loss: float | None) -> None:
