@@ -275,7 +275,8 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         # A resumed read has only the new text: the dirs earlier reads found ride in the
         # cursor (re-checked here, inside workdir/roots only, like any the log prints).
         bases = [b for b in [job.get("workdir"), *roots] if b]
-        found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases)
+        found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases,
+                                       job.get("workdir"))
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
         text = scan_text(log["cursor"]["dirs"], None)
     trials = SEEN[trials_key]

@@ -57,6 +57,12 @@ _LOGGED_GATE = re.compile(
 """A superset of ``_LOGGED_LINE`` on ASCII-lowered UTF-8 (see ``_logged_lines``)."""
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
+_LOGGED_RELATIVE = re.compile(
+    r"(?:\bto|\bin|\bat|:)[ \t]+(?![/~$])"
+    r"([A-Za-z0-9_.][^\s'\"`,;()\[\]{}<>|:]*/[^\s'\"`,;()\[\]{}<>|]*)")
+"""A relative path a save line prints after ``to``/``in``/``at``/``:`` (HF: ``Saving model
+checkpoint to saves/llama3-8b/full/sft/checkpoint-400``, LLaMA-Factory's example
+``output_dir``), taken from the workdir; no scheme (``s3://``), ``~`` or variable."""
 _FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
 _TRIALS_NAMED = re.compile(
     r"rials[_ ]dir['\"]?[ \t]*[:=][ \t]*(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|?\x1b]+)")
@@ -180,19 +186,26 @@ class _Walk:
             os.close(fd)
 
 
-def logged_checkpoint_dirs(text: str | None, bases: list[str]) -> list[tuple[str, list[str]]]:
+def logged_checkpoint_dirs(text: str | None, bases: list[str],
+                           workdir: str | None = None) -> list[tuple[str, list[str]]]:
     """Checkpoint directories the log names, as ``(base, components below it)``.
 
     The log is the job owner's text: a path counts only inside one of ``bases`` (the workdir
     and the configured roots) once normalised, with no ``..`` left; a printed step directory
-    (or a file inside one) stands for the directory holding the steps.
+    (or a file inside one) stands for the directory holding the steps. A relative path a
+    save line prints (``_LOGGED_RELATIVE``) is taken from ``workdir``, where sbatch starts
+    the job, as the completion check and the logged trials dirs take theirs.
     """
     found: list[tuple[str, list[str]]] = []
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    start = workdir if workdir and workdir.startswith("/") else None
     for line in reversed(_logged_lines(text)):
         if len(found) >= _LOGGED_DIRS:
             break
-        for raw in _LOGGED_PATH.findall(line):
+        paths = _LOGGED_PATH.findall(line)
+        if start is not None:
+            paths += [os.path.join(start, p) for p in _LOGGED_RELATIVE.findall(line)]
+        for raw in paths:
             target = _step_holder(os.path.normpath(raw.rstrip(".:")))
             place = _inside_base(target, clean)
             if place is not None and place not in found:
@@ -298,7 +311,7 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
             walk.out[field].update(out[field])
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
-    for base, below in logged_checkpoint_dirs(log_text, bases):
+    for base, below in logged_checkpoint_dirs(log_text, bases, workdir):
         walk.root(base, 0, below)
     out = walk.out
     if walk.errors:

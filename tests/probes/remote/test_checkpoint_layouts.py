@@ -183,8 +183,26 @@ def _symlink_component(w: Path) -> str:
     return f"Saving model checkpoint: {w}/link/global_step55/mp_rank_00_model_states.pt\n"
 
 
+def _llamafactory_relative(w: Path) -> str:
+    # LLaMA-Factory's example configs set a relative output_dir (saves/<model>/<method>/sft);
+    # HF prints it as given, relative to the workdir sbatch starts the job in.
+    _dirs(w / "saves" / "llama3-8b" / "full" / "sft", "checkpoint-200", "checkpoint-400")
+    head = "[INFO|trainer.py:3984] 2026-12-04 09:15:00,118 >> "
+    return (f"{head}Saving model checkpoint to saves/llama3-8b/full/sft/checkpoint-200\n"
+            f"{head}Saving model checkpoint to saves/llama3-8b/full/sft/checkpoint-400\n"
+            f"{head}Model weights saved in saves/llama3-8b/full/sft/checkpoint-400/"
+            "model.safetensors\n")
+
+
+def _relative_dotdot_escape(w: Path) -> str:
+    _dirs(w.parent / "escape", "checkpoint-66")
+    return "Saving model checkpoint to ../escape/checkpoint-66\n"
+
+
 @pytest.mark.parametrize(("layout", "banked"), [
     pytest.param(_megatron_save, 80, id="megatron-save-dir-from-log"),
+    pytest.param(_llamafactory_relative, 400, id="relative-output-dir-from-log"),
+    pytest.param(_relative_dotdot_escape, None, id="not-searched-relative-dotdot-out-of-workdir"),
     pytest.param(_hf_trainer_out, 40, id="hf-output-dir-from-log"),
     pytest.param(_deepspeed_file, 7, id="deepspeed-file-in-step-dir-from-log"),
     pytest.param(_verl_folder, 15, id="verl-step-folder-from-log"),
