@@ -191,7 +191,8 @@ def _ids(head: str) -> list[str]:
 
 
 def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) -> SchedulerRecord:
-    """Prefer scontrol's expanded StdOut/WorkDir/Dependency where squeue's are missing or raw."""
+    """Prefer scontrol's expanded StdOut/WorkDir/Dependency (and its NodeList) where squeue's
+    are missing or raw."""
     if not fields:
         return record
     update: dict[str, Any] = {}
@@ -214,6 +215,10 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
         code, sig = exit_raw.split(":")
         update["exit_code"] = int(code)
         update["exit_signal"] = int(sig) or None
+    # squeue -o (``jobtables job``, SLURM without --json) prints no nodes: without them a
+    # job that ran and lost its log reads as one that never ran (report.judge).
+    if not record.nodes and (nodes := _text(fields.get("NodeList"))):
+        update["nodes"] = nodes
     if not record.user and (uid := _text(fields.get("UserId"))):
         update["user"] = uid.split("(")[0]
     return record.model_copy(update=update) if update else record
