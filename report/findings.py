@@ -201,6 +201,8 @@ def first_fault(facts: JobFacts) -> Fault | None:
     return min(faults, key=lambda x: x.line_no) if faults else None
 
 
+_EXIT_REASONS = frozenset({"NonZeroExitCode", "None", "EndJob"})
+"""Scheduler reasons that only restate the exit a diagnosis already quotes."""
 _SRUN_TASK_LINE = re.compile(
     r"\bsrun: error: (?P<hosts>\S+): (?P<tasks>tasks? \S+): (?P<end>.*\S)\s*$")
 
@@ -237,10 +239,17 @@ def diagnosis(facts: JobFacts) -> str:
         return f"{fault.kind}: {fault_text(fault)}"
     record = facts.record
     if record.exit_signal:
-        return f"{record.state.value} by signal {record.exit_signal}"
-    if record.exit_code is not None:
-        return f"{record.state.value} exit {record.exit_code}"
-    return record.state.value + (f" ({record.reason})" if record.reason else "")
+        why = f"{record.state.value} by signal {record.exit_signal}"
+    elif record.exit_code is not None:
+        why = f"{record.state.value} exit {record.exit_code}"
+    else:
+        return record.state.value + (f" ({record.reason})" if record.reason else "")
+    # SLURM's reason says what the exit cannot: a batch script that never started (its StdOut
+    # unwritable) ends 'FAILED by signal 53', which is no signal the job got.
+    reason = record.reason
+    if reason and reason not in _EXIT_REASONS and not reason.startswith("RaisedSignal"):
+        return f"{why} ({reason})"
+    return why
 
 
 def pending_note(record: SchedulerRecord, now: datetime) -> str:
