@@ -13,7 +13,8 @@ Policy (seed §SFT and CONTRACT §5/§6):
   ``qwen7b``, keeps the model: ``sft-grid-qwen``), so cells at different scales roll up
   together; without a scale token, the name minus its last ``-``/``_`` token; or jobs carrying
   the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
-  renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. The
+  renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. A
+  COMPLETED cell flagged ``incomplete-run`` is not done: it is listed as stopped short. The
   long pole is the running cell with the longest ETA (remaining steps x its trailing-window
   rate), not the one with the most steps left; a pending cell at a larger scale than every
   running one (``72b`` waiting while ``7b`` cells run) is the long pole instead, ``(pending)``.
@@ -170,8 +171,13 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
     running_cells = {name_stem(r.name) for r, _ in running}
     pending = {name_stem(r.name) for r, _ in members if r.state is JobState.PENDING}
     pending -= running_cells
-    done = {name_stem(r.name) for r, _ in members if r.state is JobState.COMPLETED}
+    completed = [r for r, _ in members if r.state is JobState.COMPLETED]
+    # A COMPLETED cell whose completion check stops short of its total (incomplete-run) did
+    # not finish: it is named apart, never tallied as done, unless another copy finished it.
+    done = {name_stem(r.name) for r in completed if "incomplete-run" not in r.flags}
     done -= running_cells | pending
+    short = {name_stem(r.name) for r in completed if "incomplete-run" in r.flags}
+    short -= running_cells | pending | done
     cells = [_cell(r, rate) for r, rate in sorted(running, key=lambda m: m[0].name)]
     timed = [c for c in cells if c.eta_s is not None]
     # The long pole is the cell that finishes last (remaining steps x its own trailing rate),
@@ -185,7 +191,7 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
         pole = f"{waiting[0]} (pending)"
     return GridRollup(
         grid=name, running=len(running_cells), pending_unique=len(pending), done=len(done),
-        cells=cells, long_pole=pole,
+        short=tuple(sorted(short)), cells=cells, long_pole=pole,
     )
 
 

@@ -229,9 +229,12 @@ def grid_cells(grid: GridRollup) -> list[list[str]]:
 
 
 def grid_title(grid: GridRollup) -> str:
-    """The running / pending-unique / done tally, and the long pole when one is known."""
+    """The running / pending-unique / done tally, the cells that stopped short of their total,
+    and the long pole when one is known."""
     title = (f"SFT grid {grid.grid}: running {grid.running} / pending-unique "
              f"{grid.pending_unique} / done {grid.done}")
+    if grid.short:
+        title += f" · stopped short {len(grid.short)}: {', '.join(grid.short)}"
     if grid.long_pole:
         title += f" · long pole: {grid.long_pole}"
     return title

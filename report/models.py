@@ -183,6 +183,8 @@ class GridRollup(Frozen):
     pending_unique: int
     done: int
     cells: list[GridCell]
+    short: tuple[str, ...] = ()
+    """COMPLETED cells whose completion check fell short of the total (``incomplete-run``)."""
     long_pole: str | None
 
 

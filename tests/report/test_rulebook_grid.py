@@ -14,6 +14,7 @@ import pytest
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState, MetricPoint, ProgressBar
 from report.judge import build_report
+from report.layouts import grid_title
 from report.models import GridRollup
 from report.settings import ReportSettings
 from tests.report.factories import NOW, cluster, facts, log, points, record, summary
@@ -129,8 +130,8 @@ def test_pending_dedupe_works_across_scales() -> None:
         _cell("sft-qwen3-32b-lr1e5_resume", "4", JobState.PENDING),  # its chain copy
         _cell("sft-qwen3-32b-lr1e5", "5", JobState.PENDING),  # and another
         _cell("sft-qwen3-0.6b-lr1e5", "6", JobState.PENDING),
-        _cell("sft-qwen3-1.7b-lr1e5", "7", JobState.COMPLETED),
-        _cell("sft-qwen3-1.7b-lr1e5.2", "8", JobState.COMPLETED),
+        _cell("sft-qwen3-1.7b-lr1e5", "7", JobState.COMPLETED, step=1000),  # run to its total
+        _cell("sft-qwen3-1.7b-lr1e5.2", "8", JobState.COMPLETED, step=1000),
     )
     grid = grids["sft-qwen3"]
     assert (grid.running, grid.pending_unique, grid.done) == (1, 2, 1)
@@ -192,3 +193,27 @@ def test_a_sequence_length_token_is_not_the_scale() -> None:
             _cell("sft-8k-q72b-lr1", "3", JobState.PENDING)]
     [grid] = _grids(*jobs).values()
     assert grid.long_pole == "sft-8k-q72b-lr1 (pending)"
+
+
+def test_a_cell_completed_short_of_its_total_is_not_done() -> None:
+    """A COMPLETED cell whose trainer_log.jsonl stops at 640/916 (incomplete-run) is no done
+    cell: an SFT dry-run's grid read 'done 2' with one of the two stopped short. The tally
+    names it apart, so the campaign is not read as further along than it is."""
+    from probes.models import CompletionCheck, CompletionFile
+
+    short = CompletionCheck(files=(CompletionFile(
+        path="/w/out/trainer_log.jsonl", kind="trainer_log.jsonl", current_steps=640,
+        total_steps=916),))
+    full = CompletionCheck(files=(CompletionFile(
+        path="/w/out/trainer_log.jsonl", kind="trainer_log.jsonl", current_steps=916,
+        total_steps=916, finished=True),))
+    stopped = _cell("sft-g-7b-lr1e4", "3", JobState.COMPLETED, step=640, total=916)
+    finished = _cell("sft-g-0.5b-lr1e5", "4", JobState.COMPLETED, step=916, total=916)
+    jobs = [_cell("sft-g-7b-lr1e5", "1", step=100, total=916, rate=2.0),
+            stopped.model_copy(update={"completion": short}),
+            finished.model_copy(update={"completion": full})]
+    [grid] = _grids(*jobs).values()
+    assert (grid.running, grid.pending_unique, grid.done) == (1, 0, 1)
+    assert grid.short == ("sft-g-7b-lr1e4",)
+    assert grid_title(grid) == ("SFT grid sft-g: running 1 / pending-unique 0 / done 1 · "
+                                "stopped short 1: sft-g-7b-lr1e4 · long pole: sft-g-7b-lr1e5")
