@@ -311,9 +311,14 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
             walk.out[field].update(out[field])
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
-    for base, below in logged_checkpoint_dirs(log_text, bases, workdir):
+    logged = logged_checkpoint_dirs(log_text, bases, workdir)
+    for base, below in logged:
         walk.root(base, 0, below)
     out = walk.out
+    if logged:
+        # The run's own save folders: the banked step is read from these when they hold
+        # steps (probes.slurm.checkpoints.build_listing), not from other runs' beside them.
+        out["logged"] = [os.path.join(base, *below) for base, below in logged]
     if walk.errors:
         out["errors"] = walk.errors
     return out

@@ -139,6 +139,7 @@ def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:
         listings,
         export_listings=raw.get("exports") or None,
         latest_markers=raw.get("markers") or None,
+        logged=[d for d in raw.get("logged") or () if isinstance(d, str)],
     )
 
 

@@ -62,10 +62,20 @@ def build_listing(
     *,
     export_listings: Mapping[str, Sequence[str]] | None = None,
     latest_markers: Mapping[str, str] | None = None,
+    logged: Sequence[str] | None = None,
 ) -> CheckpointListing:
-    """Combine per-root listings (root -> entry names) into one ``CheckpointListing``."""
+    """Combine per-root listings (root -> entry names) into one ``CheckpointListing``.
+
+    ``logged`` are the save folders the run's log names: when one of them holds step
+    directories, only those folders bank steps. Runs launched from one repo share a default
+    root (verl's ``checkpoints/<project>/<experiment>``), and another experiment's steps there
+    are not this run's; a run whose log names no folder (or only empty ones) is read from
+    every root, as the rulebook's "search every location" asks."""
+    own = {os.path.normpath(d) for d in logged or () if isinstance(d, str)}
+    mine = {root: names for root, names in listings.items()
+            if os.path.normpath(root) in own and steps_from_names(names)}
     steps: set[int] = set()
-    for root, names in listings.items():
+    for root, names in (mine or listings).items():
         found = steps_from_names(names)
         marker = marker_step((latest_markers or {}).get(root))
         steps.update(s for s in found if marker is None or s <= marker)
@@ -82,4 +92,4 @@ def read_checkpoints_local(roots: Sequence[str]) -> CheckpointListing:
     on files the caller owns; missing roots are fine."""
     raw = collect_checkpoints(list(roots), Guard(os.geteuid(), 5.0), memo=False)
     return build_listing(raw.get("listings") or {}, export_listings=raw.get("exports") or None,
-                         latest_markers=raw.get("markers") or None)
+                         latest_markers=raw.get("markers") or None, logged=raw.get("logged"))

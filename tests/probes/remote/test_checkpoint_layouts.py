@@ -114,7 +114,7 @@ def _collect(workdir: Path, log: str = "") -> dict[str, Any]:
 
 def _banked(raw: dict[str, Any]) -> int | None:
     return build_listing(raw.get("listings") or {}, export_listings=raw.get("exports"),
-                         latest_markers=raw.get("markers")).banked_step
+                         latest_markers=raw.get("markers"), logged=raw.get("logged")).banked_step
 
 
 @pytest.mark.parametrize(("layout", "banked"), [
@@ -258,3 +258,19 @@ def test_shipped_script_searches_like_the_module(tmp_path: Path) -> None:
     assert shipped == in_process
     assert sorted(build_listing(shipped["listings"],
                                 latest_markers=shipped["markers"]).steps) == [10, 20, 40, 80]
+
+
+def test_a_named_save_folder_is_the_runs_own_prefix(tmp_path: Path) -> None:
+    """Runs launched from one repo share verl's ``checkpoints/<project>/``: another
+    experiment's steps there are not this run's once its log names the folder it saves to."""
+    workdir = tmp_path / "run"
+    other = workdir / "checkpoints" / "gsm8k" / "llama8b-other"
+    _dirs(other, "global_step_50", "global_step_100", "global_step_150")
+    (other / "latest_checkpointed_iteration.txt").write_text("150")
+    mine = workdir / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    _dirs(mine, "global_step_10", "global_step_20")
+    (mine / "latest_checkpointed_iteration.txt").write_text("20")
+    log = ("(TaskRunner pid=24761) local_global_step_folder: "
+           "checkpoints/gsm8k/qwen7b-exp/global_step_20\n")
+    assert _banked(_collect(workdir, log)) == 20
+    assert _banked(_collect(workdir)) == 150  # nothing named: every root's steps, as before
