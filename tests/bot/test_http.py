@@ -109,10 +109,12 @@ async def test_unknown_bucket_is_a_short_ephemeral_error(harness: Harness) -> No
 
 
 async def test_help_answers_usage(harness: Harness) -> None:
-    """`/jobs help` answers the usage text without sweeping."""
+    """`/jobs help` answers the usage text without sweeping; its placeholders are escaped, as
+    Slack reads a bare ``<id>`` as a link (CONTRACT §7: only the bot's own mentions and links)."""
     _, hook = await harness.command("/jobs", "help")
     (reply,) = await harness.slack.wait_for(hook)
-    assert "/job <cluster>:<id>" in reply.params["text"]
+    assert "/job &lt;cluster&gt;:&lt;id&gt;" in reply.params["text"]
+    assert "<" not in reply.params["text"] and ">" not in reply.params["text"]
     assert harness.sweeper.sweeps == 0
 
 
