@@ -46,10 +46,13 @@ MAX_CONTEXTS = 3
 LINE_CHARS = 500
 
 TALLY = re.compile(
-    r"(?<![\d,.])\d[\d,._]*[kKmM]? (?:passed|failed|errors?|rows|files|shards|records|examples)\b",
+    r"(?<![\d,.])\d[\d,._]*[kKmM]? (?:[a-z]{1,20} )?"
+    r"(?:passed|failed|errors?|rows|files|shards|records|examples)\b(?!/)",
     re.IGNORECASE,
 )
-"""A count of tests or of what an upload moved, e.g. ``2 passed`` or ``6,977 rows``."""
+"""A count of tests or of what an upload moved, e.g. ``2 passed``, ``6,977 rows`` or ``52002
+tokenized examples`` (one word may qualify the noun); never a rate (a tqdm bar's ``4213.33
+examples/s`` is a speed: the bar itself is no closing line)."""
 _TALLY_WORD = re.compile(r" (?:passed|failed|errors?|rows|files|shards|records|examples)\b",
                          re.IGNORECASE)
 """What every ``TALLY`` match ends with (:func:`last_tally_line` searches for it first)."""

@@ -9,7 +9,8 @@ match wins.
   (``https://huggingface.co/<repo>/commit/...`` or ``.../tree/...``), ``aws s3 cp``'s
   ``upload: <src> to s3://...``, ``gsutil``/``gcloud storage`` ``Copying ... [Content-Type...]``
   to ``gs://...``, ``git push``'s ``To <remote>``, and the ``push_to_hub``/"pushing N rows ->
-  <dataset>" lines scripts print. The count of rows/files/shards on that line comes along.
+  <dataset>" lines scripts print; ``huggingface-cli upload <repo>`` / ``hf upload <repo>``
+  command lines (a running upload names its repo before any URL is printed). The count of rows/files/shards on that line comes along.
 Never raises; every capture is bounded.
 """
 
@@ -35,6 +36,11 @@ _PUSH_RES: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?i)\bpush(?:ed|ing)? (?:\S{1,80} )?to (?:the )?(?:hub|repo(?:sitory)?)[: ]+"
                r"(\S{1,200})"),
     re.compile(r"^To ((?:https?://|git@|ssh://)\S{1,300})$"),
+    # The Hub CLI's own command line (echoed by ``set -x`` or the script): its repo id is the
+    # first argument, after any options; a local path (``ckpt/step_400/hf``) is not one.
+    re.compile(r"(?:^|[\s+])(?:huggingface-cli|hf) upload"
+               r"(?: --?[\w-]{1,30}(?:[= ](?!-)[^\s/]{1,80})?){0,8}"
+               r" ([\w.\-]{1,96}/[\w.\-]{1,96})(?=\s|$)"),
 )
 
 
