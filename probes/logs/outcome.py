@@ -10,7 +10,8 @@ match wins.
   ``upload: <src> to s3://...``, ``gsutil``/``gcloud storage`` ``Copying ... [Content-Type...]``
   to ``gs://...``, ``git push``'s ``To <remote>``, and the ``push_to_hub``/"pushing N rows ->
   <dataset>" lines scripts print; ``huggingface-cli upload <repo>`` / ``hf upload <repo>``
-  command lines (a running upload names its repo before any URL is printed). The count of rows/files/shards on that line comes along.
+  command lines (a running upload names its repo before any URL is printed). The count of
+  rows/files/shards on that line comes along.
 Never raises; every capture is bounded.
 """
 
