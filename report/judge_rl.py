@@ -9,7 +9,9 @@ Policy (seed §RL, CONTRACT §5/§6):
   ``ablation-exempt`` and gets action ``none``: observing the recovery is the experiment. The
   no-kill rewrite is applied once, for every bucket, in :mod:`report.judge`.
 - One signal alone is not a collapse: it is flagged ``signal:<name>`` and named in the trend.
-- grad_norm above 1.0 on the latest two logged steps without collapse -> verdict ``warning``.
+- grad_norm above 1.0 on two consecutive logged steps, the pair ending on one of the last
+  ``collapse_recent_steps``, without collapse -> verdict ``warning`` (it predicts collapse 2-5
+  steps early, so a dip back under 1.0 does not end it).
 - ``clip-ratio-high`` above ``clip_ratio_max``; ``imp-ratio-out-of-range`` outside
   ``[imp_ratio_low, imp_ratio_high]`` or capped fraction above ``imp_ratio_capped_max``: both
   verdict ``warning``. ``rollout_train_prob_diff_mean`` is reported and never judged.
@@ -102,11 +104,9 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         f.flag("ablation-exempt")
     if scan.collapse_step is not None:
         _collapse(ctx, f, scan, exempt=exempt)
-    elif scan.grad_norm_warning:
+    elif scan.grad_norm_run is not None:
         f.verdict("warning")
-        latest = series(ctx.history, "grad_norm")[-1]
-        f.trend(Priority.INFO + 5,
-                f"grad_norm {format_value(latest)} >1.0 for 2+ steps: collapse risk")
+        f.trend(Priority.INFO + 5, _grad_warning_text(ctx, scan.grad_norm_run))
     elif scan.latest_fired:
         fired = [e for e in scan.latest_evidence if e.fired]
         watching = ("1 signal (no entropy logged): " if _no_entropy(ctx)
@@ -138,6 +138,16 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
 
 
 NO_ENTROPY_TREND = "; no entropy: collapse rule unread"
+
+
+def _grad_warning_text(ctx: JudgeContext, run: tuple[int, int]) -> str:
+    """The early warning's cell: still above 1.0, or back under it inside the window."""
+    logged = [p for p in ctx.history if "grad_norm" in p.values]
+    latest = logged[-1]
+    now = format_value(latest.values["grad_norm"])
+    if latest.step == run[1]:
+        return f"grad_norm {now} >1.0 for 2+ steps: collapse risk"
+    return f"grad_norm >1.0 on steps {run[0]}–{run[1]}, now {now}: collapse risk"
 """Rulebook: entropy is mandatory for RL; without it the collapse rule cannot be applied, so a
 run that logs none is never shown as plainly fine."""
 

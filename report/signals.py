@@ -57,8 +57,15 @@ class CollapseScan:
     collapse_step: int | None = None
     """The latest recent step on which at least ``collapse_min_signals`` fired."""
     latest_fired: frozenset[str] = frozenset()
-    grad_norm_warning: bool = False
-    """grad_norm above the absolute threshold on the latest consecutive logged values."""
+    grad_norm_run: tuple[int, int] | None = None
+    """First and last step of the latest run of ``grad_norm_warning_steps``+ consecutive
+    logged grad norms above the absolute threshold, when it ends on one of the last
+    ``collapse_recent_steps`` logged values (the rulebook's "predicted collapse 2-5 steps
+    early": the warning outlives a dip back under 1.0)."""
+
+    @property
+    def grad_norm_warning(self) -> bool:
+        return self.grad_norm_run is not None
 
     @property
     def latest_evidence(self) -> tuple[SignalEvidence, ...]:
@@ -267,13 +274,23 @@ def evaluate_step(
     return evidence
 
 
-def _grad_norm_warning(history: Sequence[MetricPoint], th: Thresholds) -> bool:
-    latest = [p.values["grad_norm"] for p in history if "grad_norm" in p.values]
-    tail = latest[-th.grad_norm_warning_steps :]
+def _grad_norm_run(history: Sequence[MetricPoint], th: Thresholds) -> tuple[int, int] | None:
+    logged = [(p.step, p.values["grad_norm"]) for p in history if "grad_norm" in p.values]
     # A non-finite grad norm is worse than a large one, so it counts as "above".
-    return len(tail) >= th.grad_norm_warning_steps and all(
-        not math.isfinite(v) or v > th.grad_norm_abs for v in tail
-    )
+    above = [not math.isfinite(v) or v > th.grad_norm_abs for _, v in logged]
+    end = len(logged) - 1
+    stop = max(-1, len(logged) - 1 - th.collapse_recent_steps)
+    while end > stop:
+        if not above[end]:
+            end -= 1
+            continue
+        start = end
+        while start > 0 and above[start - 1]:
+            start -= 1
+        if end - start + 1 >= th.grad_norm_warning_steps:
+            return logged[start][0], logged[end][0]
+        end = start - 1
+    return None
 
 
 def collapse_scan(
@@ -297,5 +314,5 @@ def collapse_scan(
         steps=steps,
         collapse_step=collapsed[-1] if collapsed else None,
         latest_fired=steps[-1].fired,
-        grad_norm_warning=_grad_norm_warning(history, th),
+        grad_norm_run=_grad_norm_run(history, th),
     )
