@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from probes.logs.excerpt import CONTEXT_LINES, cut_line
+from probes.logs.lines import strip_ansi
 from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.fingerprint import Attempts
 from report.models import Action, Flag, Recommendation, SignalEvidence, Verdict
@@ -324,7 +325,9 @@ def failing_line(facts: JobFacts) -> str | None:
     pytest's line is looked for only where its node ids' ``::`` and a ``FAILED``/``ERROR``
     word are in the text: the anchored search tries every position of the tail."""
     text = facts.log.text if facts.log else ""
-    tail = "\n".join(last_lines(text or "", FAILURE_LINES))
+    # A coloured level (logging/loguru with colours forced, Ray's prefixes) glues its escape
+    # to the word ('\x1b[31mERROR'): searched and quoted without the escapes.
+    tail = strip_ansi("\n".join(last_lines(text or "", FAILURE_LINES)))
     pytest_like = "::" in tail and ("FAILED" in tail or "ERROR" in tail)
     failed = _PYTEST_FAILED_LINE.search(tail) if pytest_like else None
     at = failed.start() if failed is not None else _last_error_word(tail)
