@@ -9,8 +9,9 @@ beside the reduced trial. This module turns those reduced dicts into frozen mode
 wrote without a zone (older versions used ``datetime.now()``) are taken as UTC.
 ``newest_result_at`` prefers the files' mtimes (what "no new result.json for 60 min" literally
 means) and falls back to the newest ``finished_at``. Rewards are averaged over the trials that
-carry one, exactly as Harbor's own ``Mean`` metric does (so the table matches Harbor's "Mean: X");
-a trial the verifier never scored (environment failed to start) is neither a pass nor a fail.
+carry one, as Harbor 0.26's ``Mean`` metric does (so the table matches its "Mean: X"); the
+pass-rate is over every completed trial: one the verifier never scored (its agent crashed, its
+environment never started) did not pass.
 Statistics never invent a zero: with no reward anywhere (datagen without a verifier)
 ``mean_reward`` and ``pass_rate`` are ``None``. Instant-fail (seed: "null output tokens,
 finished_at ≈ started_at") is judged on the agent's execution phase (``agent_execution``), since
@@ -44,7 +45,9 @@ class TrialStats(Frozen):
     completed: int = 0
     """Trials that finished (a finish time, a reward or an exception recorded)."""
     pass_rate: float | None = None
-    """Fraction of scored trials with reward > 0; ``None`` when nothing was scored."""
+    """Fraction of completed trials with reward > 0 (one that finished unscored did not pass:
+    the rulebook's "fraction with reward > 0", CONTRACT's "of the last 100 trials");
+    ``None`` when nothing was scored (no verifier)."""
     mean_reward: float | None = None
     avg_turns: float | None = None
     exc_pct: float | None = None
@@ -223,7 +226,7 @@ def _from_counts(tree: TrialTree, c: TrialCounts) -> TrialStats:
         trials=c.trials,
         trials_total=tree.trials_total,
         completed=c.completed,
-        pass_rate=c.passed / c.scored if c.scored else None,
+        pass_rate=c.passed / c.completed if c.scored and c.completed else None,
         mean_reward=c.reward_sum / c.scored if c.scored else None,
         avg_turns=c.turns_sum / c.turns_n if c.turns_n else None,
         exc_pct=100.0 * sum(c.exceptions.values()) / c.completed if c.completed else None,
@@ -254,7 +257,7 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         trials=len(trials),
         trials_total=tree.trials_total,
         completed=len(done),
-        pass_rate=sum(r > 0 for r in rewards) / len(rewards) if rewards else None,
+        pass_rate=sum(r > 0 for r in rewards) / len(done) if rewards else None,
         mean_reward=sum(rewards) / len(rewards) if rewards else None,
         avg_turns=sum(turns) / len(turns) if turns else None,
         exc_pct=100.0 * exceptions.total() / len(done) if done else None,
