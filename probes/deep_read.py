@@ -28,7 +28,7 @@ from typing import Any
 
 from probes.config import KubernetesCluster, ReadPlan, SlurmCluster
 from probes.logs.excerpt import retain
-from probes.models import JobFacts
+from probes.models import JobFacts, LogFetch
 from probes.remote.script import build_rollouts_script
 from probes.remote.stdio_pattern import expand_roots
 from probes.rollouts import (
@@ -130,8 +130,9 @@ async def read_job(
     log = facts.log
     rollouts = rollout_facts(answer, log_text=log.text if log else "",
                              log_path=log.path if log else None, roles=roles, aliases=aliases)
-    if problem:
-        rollouts = rollouts.model_copy(update={"skipped": (problem, *rollouts.skipped)})
+    problems = (*_unread_log(log), *((problem,) if problem else ()))
+    if problems:
+        rollouts = rollouts.model_copy(update={"skipped": (*problems, *rollouts.skipped)})
     if log is not None:  # read whole for the rollouts; what the caller keeps is bounded
         facts = facts.model_copy(update={"log": retain(log, facts.summary)})
     return facts, rollouts
@@ -161,10 +162,22 @@ async def read_k8s_job(
     text = log.text if log is not None and log.status == "ok" else ""
     rollouts = rollout_facts(None, log_text=text, log_path=log.path if log else None,
                              aliases=aliases)
-    rollouts = rollouts.model_copy(update={"skipped": (K8S_UNREAD, *rollouts.skipped)})
+    rollouts = rollouts.model_copy(
+        update={"skipped": (*_unread_log(log), K8S_UNREAD, *rollouts.skipped)})
     if log is not None:  # read whole for the rollouts; what the caller keeps is bounded
         facts = facts.model_copy(update={"log": retain(log, facts.summary)})
     return facts, rollouts
+
+
+def _unread_log(log: LogFetch | None) -> tuple[str, ...]:
+    """Why the log's completions and metrics were not read, when its fetch failed or found
+    nothing: a probe with nothing to judge says so, not '0 logged steps' as if it was read."""
+    if log is None or log.status in ("ok", "mismatch"):
+        return ()
+    where = log.requested_path or log.path or "no log path"
+    what = ("no log found" if log.status == "missing"
+            else f"log fetch failed: {log.error or 'error'}")
+    return (f"{what} ({where}): its printed completions and metrics are unread",)
 
 
 def _answer(res: CommandResult, target: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -54,8 +54,11 @@ def render_probe_text(detail: JobDetail, *, width: int = 100) -> str:
         lines += _wrap(f"{dump['kind']} ({dump['role']}) {dump['path']}: {dump['samples']} "
                        f"samples from steps {', '.join(map(str, steps)) or 'none'} of "
                        f"{dump['steps_listed']} listed", width, "  ")
-    lines += _wrap(f"cost: {read.get('files_opened', 0)} files, {read.get('bytes_read', 0)} "
-                   f"bytes, {read.get('elapsed_s')} s on the login node", width, "  ")
+    # No elapsed time: nothing ran on a login node (Kubernetes, or the reader never answered).
+    elapsed = read.get("elapsed_s")
+    lines += _wrap(f"cost: {read.get('files_opened', 0)} files, {read.get('bytes_read', 0)} bytes"
+                   + (f", {elapsed} s on the login node" if elapsed is not None else ""),
+                   width, "  ")
     for skipped in read.get("skipped") or []:
         lines += _wrap(f"skipped: {skipped}", width, "  ")
     return "\n".join(lines)
