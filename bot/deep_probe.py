@@ -9,7 +9,10 @@ Policy:
   ``deep_probe``. A replay cluster is a usage error (a recording has no rollouts to read).
 * The button (``action_id`` ``deep_probe``, value ``cluster:job``) is acked by Bolt's handler
   first; the probe runs as a tracked task and its verdict is posted in the message's thread.
-  The value is only an id to look up: it is validated before anything runs.
+  The value is only an id to look up: it is validated before anything runs. Every collapse
+  alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
+  KILL verdict), a value naming another job than the alert's is refused and audited, as for
+  the other buttons.
 * A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
   exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
   ``no-kill`` run it is a recommendation with an ``acknowledge`` button. Its episode records
@@ -50,6 +53,7 @@ from bot.alerts import (
 from bot.config import Config
 from bot.delivery import dm_channel
 from bot.errors import JobNotFoundError, UsageError, UserError
+from bot.messages import DEEP_PROBE
 from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from probes.config import KubernetesCluster, SlurmCluster
@@ -68,11 +72,11 @@ if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp
 
     from bot.app import Bot
+    from bot.presses import ActionPress
     from bot.sweep import SweepResult
 
 log = structlog.get_logger(__name__)
 
-DEEP_PROBE = "deep_probe"
 Respond = Callable[..., Awaitable[Any]]
 
 
@@ -311,6 +315,10 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await respond(text="That button carries no valid job reference.",
                       response_type="ephemeral", replace_original=False)
         return
+    if not await _bound_to_its_alert(bot, press, cluster, job_id):
+        await respond(text="That button does not belong to this alert; the attempt was logged.",
+                      response_type="ephemeral", replace_original=False)
+        return
     config = bot.config.current()
     try:
         detail = await run_deep_probe(config, cluster, job_id)
@@ -337,6 +345,31 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await _answer_ephemeral(bot, config, detail, press.user_id, respond)
         return
     await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+
+
+async def _bound_to_its_alert(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> bool:
+    """False when the press is on a stored alert (collapse DM, KILL verdict) about another job
+    than its value names: a button acts only on its alert's job, whatever its value says
+    (a tampered press is audited). A message with no stored alert (an offer, a ``/job``
+    answer) binds nothing; nor does an unreachable store: the probe only reads."""
+    if not (press.channel_id and press.message_ts):
+        return True
+    try:
+        index = await bot.store.get_doc(message_key(press.channel_id, press.message_ts))
+        episode = await bot.store.get_doc(index["episode"]) if index else None
+        if not episode or (episode.get("cluster"), episode.get("job_id")) == (cluster, job_id):
+            return True
+        await bot.store.audit({
+            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
+            "cluster": cluster, "job_id": job_id, "outcome": "tampered",
+            "detail": f"episode is {episode.get('cluster')}:{episode.get('job_id')}",
+            "channel": press.channel_id, "ts": press.message_ts})
+    except StoreUnavailable as exc:
+        log.warning("deep-probe press not checked against its alert", error=str(exc))
+        return True
+    log.warning("deep-probe press refused: its value names another job than its alert",
+                value=press.value, user=press.user_id)
+    return False
 
 
 def _has_buttons(blocks: list[dict[str, Any]]) -> bool:

@@ -59,6 +59,8 @@ MAX_RESPONSES = 5
 """Slack accepts at most five posts to one ``response_url``."""
 SPARK_POINTS = 20
 CANCEL, KEEP, SNOOZE, ACKNOWLEDGE = "cancel_salvage", "keep_running", "snooze", "acknowledge"
+DEEP_PROBE = "deep_probe"
+"""Runs the deep probe of the alert's job and posts its verdict in the message's thread."""
 SHARE = "share_to_channel"
 SNOOZE_HOURS = 4.0
 
@@ -438,8 +440,11 @@ def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
     # The value names the job so a human reading the payload sees it; it is never authority:
     # a press is checked against the stored episode of the message it came from.
     ref = f"{detail.report.cluster}:{detail.report.job_id}"
+    # Reading the literal rollouts is how a collapse is confirmed (CONTRACT §7); it changes
+    # nothing, so every alert offers it, a no-kill recommendation too.
+    probe = _button(DEEP_PROBE, "Deep-probe", ref)
     if not can_cancel:
-        return [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref)]
+        return [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref), probe]
     banked = detail.report.banked_step
     confirm = {
         "title": {"type": "plain_text", "text": "Cancel and salvage?"},
@@ -455,6 +460,7 @@ def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
         _button(CANCEL, "Cancel & salvage", ref, style="danger", confirm=confirm),
         _button(KEEP, "Keep running", ref),
         _button(SNOOZE, f"Snooze {SNOOZE_HOURS:g}h", ref),
+        probe,
     ]
 
 

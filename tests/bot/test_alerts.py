@@ -23,19 +23,21 @@ def _buttons(blocks: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def test_cancel_button_is_danger_with_confirmation() -> None:
     """The cancel button has style danger, a confirm dialog, and the job ref in value."""
-    cancel, keep, snooze = _buttons(collapse_message(collapsing(), can_cancel=True).blocks)
+    cancel, keep, snooze, probe = _buttons(
+        collapse_message(collapsing(), can_cancel=True).blocks)
     assert cancel["action_id"] == "cancel_salvage" and cancel["value"] == "alpha:4242"
     assert cancel["style"] == "danger"
     confirm = cancel["confirm"]
     assert isinstance(confirm, dict) and confirm["style"] == "danger"
     assert len(confirm["text"]["text"]) <= 300
     assert keep["action_id"] == "keep_running" and snooze["action_id"] == "snooze"
+    assert probe["action_id"] == "deep_probe" and probe["value"] == "alpha:4242"
 
 
 def test_recommendation_only_has_acknowledge() -> None:
-    """Without cancel permission the only button is acknowledge."""
-    (only,) = _buttons(collapse_message(collapsing(), can_cancel=False).blocks)
-    assert only["action_id"] == "acknowledge"
+    """Without cancel permission acknowledge is the only action (and the read-only probe)."""
+    only, probe = _buttons(collapse_message(collapsing(), can_cancel=False).blocks)
+    assert only["action_id"] == "acknowledge" and probe["action_id"] == "deep_probe"
 
 
 def test_evidence_shows_each_signal_with_window_and_sparkline() -> None:
@@ -53,10 +55,10 @@ ButtonCase = tuple[dict[str, object], tuple[str, ...], list[str]]
 @pytest.mark.parametrize(
     "case",
     [
-        ({}, (), ["cancel_salvage", "keep_running", "snooze"]),
-        ({"no_kill": True}, (), ["acknowledge"]),
-        ({}, ("ablation-exempt",), ["acknowledge"]),
-        ({}, ("no-kill",), ["acknowledge"]),
+        ({}, (), ["cancel_salvage", "keep_running", "snooze", "deep_probe"]),
+        ({"no_kill": True}, (), ["acknowledge", "deep_probe"]),
+        ({}, ("ablation-exempt",), ["acknowledge", "deep_probe"]),
+        ({}, ("no-kill",), ["acknowledge", "deep_probe"]),
     ],
 )
 async def test_dm_goes_to_the_owner_with_the_right_buttons(

@@ -73,6 +73,24 @@ async def test_tampered_button_value_is_refused_and_audited(harness: Harness) ->
     assert "episode is alpha:4242" in entry["detail"]
 
 
+async def test_deep_probe_on_an_alert_probes_only_the_alert_s_job(harness: Harness) -> None:
+    """The collapse DM's Deep-probe button, its value tampered to another job, probes nothing
+    and posts nothing: it is refused and audited like the other buttons."""
+    assert await make_scheduler(harness.bot).tick()
+    offered = [e["value"] for b in harness.alert_post()["blocks"] if b["type"] == "actions"
+               for e in b["elements"] if e["action_id"] == "deep_probe"]
+    assert offered == ["alpha:4242"]
+    posts = len(harness.slack.to("/api/chat.postMessage"))
+    hook = await harness.press_alert("deep_probe", user="UOPS", value="alpha:4100")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "does not belong to this alert" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert len(harness.slack.to("/api/chat.postMessage")) == posts
+    (entry,) = await harness.bot.store.audit_entries()
+    assert (entry["action"], entry["outcome"], entry["job_id"]) == ("deep_probe", "tampered",
+                                                                    "4100")
+
+
 async def test_press_on_a_message_without_an_alert_is_refused(harness: Harness) -> None:
     """A press on a message the bot never posted an alert in is refused, whatever its value."""
     _, hook = await harness.press("cancel_salvage", "alpha:4242", user="UOPS",

@@ -248,7 +248,7 @@ async def test_an_interrupted_cancel_reconciled_under_no_kill_offers_no_cancel(
                       channel=where["channel"], ts=where["ts"])
         await h.bot.tasks.drain()
         audit = await outcomes(h)
-    assert button_ids(final["blocks"]) == ["acknowledge"]
+    assert button_ids(final["blocks"]) == ["acknowledge", "deep_probe"]  # no cancel
     assert "interrupted before it took effect" in final["text"]
     assert "Press again" not in final["text"] and "no_kill is set" in final["text"]
     assert "*Collapse on" in blocks_text(final["blocks"])

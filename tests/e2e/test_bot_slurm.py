@@ -201,7 +201,7 @@ async def test_collapsing_run_gets_exactly_one_dm(
     (opened,) = slack.to("/api/conversations.open")
     assert opened.params["users"] == OWNER
     (dm,) = dms(slack)
-    assert buttons(dm) == ["cancel_salvage", "keep_running", "snooze"]
+    assert buttons(dm) == ["cancel_salvage", "keep_running", "snooze", "deep_probe"]
     values = {e["value"] for b in dm.params["blocks"] if b["type"] == "actions"
               for e in b["elements"]}
     assert values == {jobs.ref("watch")}
@@ -261,7 +261,7 @@ async def test_no_kill_recommends_records_and_leaves_the_job_running(
     async with slurm_bot(slack, config, redis_prefix, FakeClock(datetime.now(UTC))) as h:
         assert await make_scheduler(h.bot).tick()
         (dm,) = dms(slack)
-        assert buttons(dm) == ["acknowledge"]
+        assert buttons(dm) == ["acknowledge", "deep_probe"]
         (incident,) = salvage_files(incidents, job_id)
         doc = await h.bot.store.get_doc(f"incident:{incident.stem}")
         assert (doc["id"], doc["kind"], doc["job_id"]) == (incident.stem, "salvage", job_id)
