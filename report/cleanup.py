@@ -25,10 +25,10 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
   total (CONTRACT §6 ``incomplete-run`` names no bucket; TRL's GRPO/PPO trainers write HF's
   trainer_state.json). Without either file an SFT run's own log step and total (banner/config)
   answer, allowing one logging interval of slack (a run logging every 10 steps ends on 910 of
-  916) and never overruling a log that says it finished; an RL run without one is routed as
-  before (RL trainers' printed totals are not the rulebook's completion check). Short of the
-  total: ``incomplete-run``, verdict ``warning``, recommendation ``diagnose`` naming the
-  routine that waits for it.
+  916) and never overruling a log that says it finished; so do an RL run's, unless a durable
+  checkpoint or ``exports/global_step_N`` at the total says it got there (the seed: an export
+  signals completion on a finished run). Short of the total: ``incomplete-run``, verdict
+  ``warning``, recommendation ``diagnose`` naming the routine that waits for it.
 """
 
 from __future__ import annotations
@@ -88,7 +88,11 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     routine = cleanup_routine(bucket, ctx.facts)
     if routine is None:
         return
-    if bucket in ("sft", "rl") and completion_rule(ctx, f, routine, log_fallback=bucket == "sft"):
+    # RL: the log's step and total answer too, unless durable evidence (a checkpoint or an
+    # export at the total: seed, "exports/global_step_N signals completion only on a
+    # finished run") says the run got there.
+    fallback = bucket == "sft" or (bucket == "rl" and not _durably_at_total(ctx, f))
+    if bucket in ("sft", "rl") and completion_rule(ctx, f, routine, log_fallback=fallback):
         return
     tree = ctx.facts.trials
     if bucket in ("datagen", "eval") and _chunks_unfinished(ctx, f, tree, routine):
@@ -130,6 +134,13 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     return True
 
 
+def _durably_at_total(ctx: JudgeContext, f: Findings) -> bool:
+    listing = ctx.facts.checkpoints
+    if listing is None or not f.total_steps:
+        return False
+    return max((*listing.steps, *listing.export_steps), default=0) >= f.total_steps
+
+
 def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "sft-job-cleanup",
                     *, log_fallback: bool = True) -> bool:
     """Flag ``incomplete-run`` when a COMPLETED run stopped short of its total (by its
@@ -147,15 +158,26 @@ def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "s
     return True
 
 
+def _snapshot(path: str) -> bool:
+    """A ``checkpoint-N/trainer_state.json`` (read when no end-of-run file exists): the state
+    at that save, a lower bound of where the run got (the end is saved only by newer
+    transformers under ``save_strategy="steps"``), so a log that says the trainer finished
+    (its ``train_runtime`` dict) overrules it."""
+    parent = path.rstrip("/").rsplit("/", 2)[-2:-1]
+    return bool(parent) and parent[0].startswith("checkpoint-") and parent[0][11:].isdigit()
+
+
 def _short_of_total(ctx: JudgeContext, f: Findings, *,
                     log_fallback: bool) -> tuple[int, int, str] | None:
     check = ctx.facts.completion
     reached = check.reached if check is not None else None
+    summary = ctx.facts.summary
     if reached is not None:
         if reached.finished or reached.current_steps is None or not reached.total_steps:
             return None
+        if _snapshot(reached.path) and summary is not None and summary.finished:
+            return None  # the last save's state, not the end's: the log says it finished
         return reached.current_steps, reached.total_steps, reached.path
-    summary = ctx.facts.summary
     if not log_fallback:
         return None
     if summary is None or summary.finished or f.step is None or not f.total_steps:
