@@ -128,6 +128,36 @@ def test_sft_completion_check(text: str, files: list[str], incomplete: bool,
         assert report.recommendation.why == "sft-job-cleanup"
 
 
+def _snapshot(step: int, total: int) -> CompletionFile:
+    """The newest ``checkpoint-N/trainer_state.json``: the state at that save, not at the end."""
+    return CompletionFile(path=f"/w/output/checkpoint-{step}/trainer_state.json",
+                          kind="trainer_state.json", current_steps=step, total_steps=total)
+
+
+@pytest.mark.parametrize(
+    ("text", "snapshot", "incomplete"),
+    [
+        # the run reached 95/95 and printed its train_runtime dict; its last save was step 90
+        # (save_steps=30 and no save at the end: transformers before the end-of-training save,
+        # or save_strategy="epoch" under max_steps): a replayed run read 'COMPLETED short of
+        # total: step 900/916' beside its own 916/916 row
+        (SFT, 90, False),
+        # the log stopped at 60 too: short, as before
+        (_cut_at_step(SFT, 60), 60, True),
+    ],
+)
+def test_a_checkpoint_snapshot_does_not_overrule_a_finished_log(
+        text: str, snapshot: int, incomplete: bool) -> None:
+    """A checkpoint's trainer_state.json is a lower bound (the last save), so a log that says
+    the run finished wins over it; an end-of-run file (root trainer_state.json,
+    trainer_log.jsonl) still decides, as in test_sft_completion_check."""
+    check = CompletionCheck(files=(_snapshot(snapshot, 95),))
+    report = judge(_completed("sft-qwen-2ep", text, completion=check)).report
+    assert ("incomplete-run" in report.flags) is incomplete
+    assert report.recommendation is not None
+    assert report.recommendation.action == ("diagnose" if incomplete else "cleanup")
+
+
 @pytest.mark.parametrize(
     ("name", "text", "files", "routine"),
     [
