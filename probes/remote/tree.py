@@ -114,6 +114,23 @@ def _entries(fd: int, path: str, guard: Guard) -> list[tuple[str, bool]]:
     return sorted(found)
 
 
+def _owned(fd: int, names: list[str], guard: Guard) -> list[str]:
+    """The step directories of ``names`` (in the open directory ``fd``) the job's user owns.
+
+    A job's saves are its user's: a step directory of another user's tree (a job run with
+    ``--chdir`` into a teammate's workdir) is not this job's banked step."""
+    if guard.uid is None:
+        return names
+    owned = []
+    for name in names:
+        try:
+            if os.stat(name, dir_fd=fd, follow_symlinks=False).st_uid == guard.uid:
+                owned.append(name)
+        except OSError:
+            continue
+    return owned
+
+
 class _Walk:
     """One request's checkpoint answer, filled directory by directory."""
 
@@ -131,7 +148,8 @@ class _Walk:
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
-        steps = [n for n, is_dir in entries if is_dir and _STEP_DIR.match(n)]
+        steps = _owned(fd, [n for n, is_dir in entries if is_dir and _STEP_DIR.match(n)],
+                       self.guard)
         if steps:
             self.out["listings"][path] = steps
         files = {n for n, is_dir in entries if not is_dir}
@@ -155,7 +173,8 @@ class _Walk:
             with self.guard.directory(name, dir_fd=fd) as sub:
                 if name == "exports":
                     names = [n for n, d in _entries(sub, child, self.guard) if d]
-                    self.out["exports"][path] = [n for n in names if _STEP_DIR.match(n)]
+                    self.out["exports"][path] = _owned(
+                        sub, [n for n in names if _STEP_DIR.match(n)], self.guard)
                 else:
                     self.search(child, sub, depth)
         except (OSError, Refused, Hung) as exc:
