@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bot", help="run the Slack bot (HTTP /slack/events, Socket Mode if "
                                    "SLACK_APP_TOKEN is set) and the scheduled sweeps")
     common(p, formats=False)
-    p.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
+    p.add_argument("--port", type=int, default=3000,
+                   help="HTTP port (default 3000; 0: a free port, printed on stderr at start)")
     p = sub.add_parser("demo", help="a sweep over the bundled recorded cluster (no SSH, "
                                     "Slack or Redis needed)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format")

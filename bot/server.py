@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
@@ -145,7 +146,13 @@ async def run_bot(config_path: Path, *, port: int) -> None:
     await runner.setup()
     try:
         await web.TCPSite(runner, host=settings.host, port=port).start()
-        log.info("bot listening", host=settings.host, port=port, socket_mode=socket is not None)
+        bound = _bound_port(runner, port)
+        # Said whatever the log level: with --port 0 the system picks it, and a supervisor
+        # or a test must learn it from here.
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        print(f"jobtables bot listening on http://{host}:{bound}/slack/events "
+              f"(GET /healthz, /metrics)", file=sys.stderr, flush=True)
+        log.info("bot listening", host=settings.host, port=bound, socket_mode=socket is not None)
         if socket is not None:
             await socket.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt untyped
         # Cancels a previous process left half-done are settled before anything new runs.
@@ -154,6 +161,14 @@ async def run_bot(config_path: Path, *, port: int) -> None:
         await _until_signalled()
     finally:
         await _shutdown(bot, runner, socket)
+
+
+def _bound_port(runner: web.AppRunner, asked: int) -> int:
+    """The port the listener got (the system's choice for port 0)."""
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[1], int):
+            return address[1]
+    return asked
 
 
 async def _until_signalled() -> None:

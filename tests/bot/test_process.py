@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 import structlog
 from structlog.testing import capture_logs
@@ -100,6 +102,29 @@ async def test_run_bot_posts_the_current_interval_and_stops(
         (parent, *_) = await slack.wait_for("/api/chat.postMessage")
         assert parent.params["channel"] == "C0SWEEP"
         await slack.wait_for("/api/conversations.open")  # the recorded collapse DMs alice
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_run_bot_says_the_port_it_bound(
+    bot_env: Path, slack: FakeSlack, store: RedisStore, restore_logging: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`jobtables bot --port 0` names the port the system gave it on stderr (at any log level),
+    and that port serves /healthz: a supervisor or test starting it on port 0 can find it."""
+    task = asyncio.create_task(run_bot(bot_env, port=0), name="run_bot")
+    try:
+        await slack.wait_for("/api/chat.postMessage")  # serving: the line came before
+        err = capsys.readouterr().err
+        found = re.search(r"listening on http://[^ ]+:(\d+)/slack/events", err)
+        assert found is not None, err
+        port = int(found.group(1))
+        assert port != 0
+        async with aiohttp.ClientSession() as http, http.get(
+                f"http://127.0.0.1:{port}/healthz") as response:
+            assert response.status == 200
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
