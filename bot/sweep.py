@@ -425,10 +425,11 @@ class Sweeper:
 
     async def job(self, cluster: str | None, job_id: str) -> SweepResult:
         """One job in depth: each selected cluster is asked for that job only (a SLURM probe's
-        ``collect_one``: at most two commands whatever the cluster's size); a backend without
-        a one-job path (Kubernetes, replay) is collected whole. History and memory are read as
-        in a sweep (the chain edges it remembers name successors), never saved: this is no
-        sweep. ``find`` on the result gives the job (or says it is not there)."""
+        ``collect_one``: at most two commands whatever the cluster's size; a Kubernetes
+        probe's: the lists and that job's log only); a replay, with no one-job path, is
+        collected whole. History and memory are read as in a sweep (the chain edges it
+        remembers name successors), never saved: this is no sweep. ``find`` on the result
+        gives the job (or says it is not there)."""
         started = time.perf_counter()
         config = self._config = self._load_config()
         wanted = [c for c in config.select([cluster] if cluster else None) if c.active]

@@ -150,6 +150,26 @@ class KubernetesProbe:
             finally:
                 self._whole_tail = False
 
+    async def collect_one(self, job_id: str) -> ClusterFacts:
+        """That job only (``jobtables job``, ``/job``): its Job or JobSet read as a sweep reads
+        it, and its own pod log only. Collecting the cluster whole read every job's log, and
+        two other pods' silent kubelets stopped the log reads: the job asked for then read
+        ``fetch-failed``. A job this probe saw active and that is gone since reads vanished,
+        as the next sweep reports it (this answer does not use that up). A cluster problem
+        is ``unreachable``, as in ``collect``; an id no Kubernetes name raises."""
+        now = self._clock()
+        try:
+            found = await self.collect_job(job_id)
+        except (UnreachableError, AuthError, CommandError) as exc:
+            if isinstance(exc, AuthError):
+                await self._api.close()
+            return self._facts(now, status="unreachable", detail=str(exc))
+        last = self._seen.get(job_id)
+        if (found is None and last is not None and job_id not in self._cancelled
+                and last.state not in TERMINAL_STATES):
+            found = _vanished(last, now)
+        return self._facts(now, status="ok", jobs=(found,) if found is not None else ())
+
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         """Delete the Job (or JobSet) with background propagation; already gone is success.
         With ``uid`` the delete carries it as a precondition: the API server refuses (409)
@@ -319,14 +339,18 @@ class KubernetesProbe:
             if last.state in TERMINAL_STATES:
                 continue  # finished and garbage-collected (ttlSecondsAfterFinished): not a wedge
             self._vanished.add(job_id)
-            facts.append(JobFacts(record=last.model_copy(update={
-                "state": JobState.FAILED, "reason": VANISHED, "pods_total": 0,
-                "pods_running": 0, "end_time": now,
-                "labels": {**last.labels, WEDGE_LABEL: VANISHED},
-            })))
+            facts.append(_vanished(last, now))
         return facts
 
     def _facts(self, now: datetime, *, status: Any, detail: str | None = None,
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:
         return ClusterFacts(name=self._cluster.name, kind="kubernetes", status=status,
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
+
+
+def _vanished(last: SchedulerRecord, now: datetime) -> JobFacts:
+    """A job gone from the API since it was last seen active: FAILED, zero pods, ``vanished``."""
+    return JobFacts(record=last.model_copy(update={
+        "state": JobState.FAILED, "reason": VANISHED, "pods_total": 0, "pods_running": 0,
+        "end_time": now, "labels": {**last.labels, WEDGE_LABEL: VANISHED},
+    }))
