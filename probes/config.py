@@ -104,6 +104,20 @@ class SlurmCluster(_ClusterBase):
         return self
 
 
+_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+"""A namespace name (RFC 1123 label): the only form the API server lets exist."""
+_LABEL_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = rf"(?:[a-z0-9](?:[-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}"
+_LABEL_VALUE = rf"(?:{_LABEL_NAME})?"
+_REQUIREMENT = re.compile(
+    rf"\s*(?:!\s*{_LABEL_KEY}|{_LABEL_KEY}(?:\s*(?:==|!=|=)\s*{_LABEL_VALUE}"
+    rf"|\s*[<>]\s*-?\d+|\s+(?:in|notin)\s*\(\s*{_LABEL_VALUE}"
+    rf"(?:\s*,\s*{_LABEL_VALUE})*\s*\))?)\s*")
+"""One requirement of a label selector, as the API server parses it (``labels.Parse``):
+``k``, ``!k``, ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a)``, ``k>3``."""
+_SELECTOR = re.compile(rf"{_REQUIREMENT.pattern}(?:,{_REQUIREMENT.pattern})*")
+
+
 class KubernetesCluster(_ClusterBase):
     kind: Literal["kubernetes"] = "kubernetes"
     kubeconfig: str | None = None
@@ -115,6 +129,23 @@ class KubernetesCluster(_ClusterBase):
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
     """Job labels, then annotations, that name the job's owner (first present wins). Only when
     the config names them explicitly does the bot trust a label as the owner for permissions."""
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_name(cls, v: str) -> str:
+        # A namespace that cannot exist lists no jobs, silently: the API answers it empty.
+        if not _DNS_LABEL.fullmatch(v):
+            raise ValueError(f"{v!r} is no namespace name (lower-case letters, digits and '-', "
+                             "at most 63, starting and ending alphanumeric)")
+        return v
+
+    @field_validator("label_selector")
+    @classmethod
+    def _selector_syntax(cls, v: str | None) -> str | None:
+        if v is not None and v.strip() and not _SELECTOR.fullmatch(v):
+            raise ValueError(f"{v!r} is no label selector (e.g. 'team=post-training', "
+                             "'team in (a,b),!canary')")
+        return v
 
 
 class ReplayCluster(_ClusterBase):
