@@ -377,6 +377,10 @@ class MetricScan:
         self.nemo: tuple[int, datetime | None, dict[str, float]] | None = None
         """NeMo-RL's open step: its banner's step and stamp, and the bullets read since."""
         self.hf_anchor: int | None = None
+        self.hf_anchor_key: tuple[str, int] | None = None
+        """The track of the desc-less bar ``hf_anchor`` was read from."""
+        self.bar_seq = 0
+        """Training-kind redraws seen so far: each track's ``seen`` is its last one's."""
         self.hf_prev: int | None = None
         self.hf_unanchored: list[tuple[dict[str, float], int]] = []
         self.samples: int | None = None
@@ -544,10 +548,14 @@ class MetricScan:
             track = self.bars[key] = BarTrack()
         step = int(current)
         track.see(step, interval_seconds(elapsed))
+        self.bar_seq += 1
+        track.seen = self.bar_seq
         self._lasts[key] = groups
         if desc == EPOCH_STEP_BAR:
             self._on_epoch_step(desc_raw, line_no)
         else:
+            if not desc:
+                self.hf_anchor_key = key
             self._after_bar(desc, step)
 
     def settle(self) -> None:
@@ -671,6 +679,7 @@ class MetricScan:
                 lasts[key] = at
                 if anchor and not kind[0]:
                     self.hf_anchor, anchor = int(found[at][1]), False
+                    self.hf_anchor_key = key
             if key in settled:
                 continue
             elapsed_s = interval_seconds(found[at][3])
@@ -689,10 +698,12 @@ class MetricScan:
                     break  # every track's last was found before it settled
         for key in tracks:
             track = self.bars[key]
+            track.seen = self.bar_seq + lasts[key] + 1
             track.extend_back(kept[key], newer.get(key), reached=key not in settled)
             desc, current, _, elapsed, rate = found[lasts[key]]
             track.last = TqdmBar(desc.strip(), int(current), key[1], interval_seconds(elapsed),
                                  rate.strip())
+        self.bar_seq += len(found)
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
@@ -851,6 +862,9 @@ class MetricScan:
             step = max(1, anchor or 0)
         else:
             step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
+        anchored = self.bars.get(self.hf_anchor_key) if self.hf_anchor_key else None
+        if anchor is not None and anchored is not None:
+            anchored.anchored += 1
         if self.hf_unanchored:
             for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
                 if step - back >= 1:
@@ -960,9 +974,13 @@ class MetricScan:
         if track is None:
             track = self.bars[(desc, bar.total)] = BarTrack()
         track.add(bar)
+        self.bar_seq += 1
+        track.seen = self.bar_seq
         if desc == EPOCH_STEP_BAR:
             self._on_epoch_step(bar.desc, line_no)
         else:
+            if not desc:
+                self.hf_anchor_key = (desc, bar.total)
             self._after_bar(bar.desc, bar.current)
 
     def _on_epoch_step(self, desc: str, line_no: int) -> None:
@@ -1017,14 +1035,25 @@ class MetricScan:
         self.points[step] = metric_point(step, values, line_no, at)
 
     def _training_bar(self) -> BarTrack | None:
-        """The training bar: the banner's total if one matches, else the most redrawn."""
+        """The training bar: the banner's total if one matches, else a trainer's own desc,
+        then a bar HF's step dicts followed, then the most redrawn; but a bar no dict followed
+        that reached its total with another drawn after it is over (a script's own tokenizer
+        loop before training), and comes last."""
         tracks = list(self.bars.items())
         if self.banner_total is not None:
             matching = [t for t in tracks if t[0][1] == self.banner_total]
             tracks = matching or tracks
         if not tracks:
             return None
-        return max(tracks, key=lambda item: (item[0][0] != "", item[1].count))[1]
+        latest = max(track.seen for _, track in tracks)
+
+        def rank(item: tuple[tuple[str, int], BarTrack]) -> tuple[bool, bool, bool, int]:
+            (desc, total), track = item
+            over = (not track.anchored and track.last is not None
+                    and track.last.current >= total and track.seen < latest)
+            return desc != "", track.anchored > 0, not over, track.count
+
+        return max(tracks, key=rank)[1]
 
     def close(self, *, at_log_start: bool = True) -> None:
         """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at

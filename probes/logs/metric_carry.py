@@ -117,6 +117,8 @@ class BarCarry(Carried):
     count: int
     last: tuple[str, int, int, float | None, str] | None = None
     events: tuple[tuple[int, float], ...] = ()
+    seen: int = 0
+    anchored: int = 0
 
 
 class MetricCarry(Carried):
@@ -142,6 +144,8 @@ class MetricCarry(Carried):
     nemo: tuple[int, LogTime | None, dict[str, float]] | None = None
     """NeMo-RL's open step (``MetricScan.nemo``): its banner's step, stamp and bullets."""
     hf_anchor: int | None = None
+    hf_anchor_key: tuple[str, int] | None = None
+    bar_seq: int = 0
     hf_prev: int | None = None
     hf_head: tuple[tuple[dict[str, float], int], ...] = ()
     hf_tail: tuple[tuple[dict[str, float], int], ...] = ()
@@ -311,6 +315,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         nemo=None if scan.nemo is None else (scan.nemo[0], scan.nemo[1], dict(scan.nemo[2])),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
+        hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq,
         hf_head=tuple((dict(p), n) for p, n in head),
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
         hf_banner=scan.hf_banner,
@@ -330,7 +335,8 @@ def _point_carry(point: MetricPoint) -> PointCarry:
 def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
     last = None if track.last is None else tuple(track.last)
     return BarCarry(desc=key[0], total=key[1], count=track.count,
-                    last=last, events=tuple(track.events))
+                    last=last, events=tuple(track.events), seen=track.seen,
+                    anchored=track.anchored)
 
 
 def restore_metrics(
@@ -353,6 +359,7 @@ def restore_metrics(
         track.count = bar.count
         track.last = None if bar.last is None else TqdmBar(*bar.last)
         track.events = list(bar.events)
+        track.seen, track.anchored = bar.seen, bar.anchored
         scan.bars[(bar.desc, bar.total)] = track
     scan.checkpoints = set(carry.checkpoints)
     scan.finished = carry.finished
@@ -363,6 +370,7 @@ def restore_metrics(
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
+    scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq
     scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
     scan.hf_banner = carry.hf_banner
     if carry.hf_tail:

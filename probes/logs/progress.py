@@ -38,6 +38,11 @@ class BarTrack:
         self.count = 0
         self.last: TqdmBar | None = None
         self.events: list[tuple[int, float]] = []
+        self.seen = 0
+        """The ordinal of its last redraw among every training-kind redraw of the log."""
+        self.anchored = 0
+        """HF step dicts numbered from this bar's count (the trainer's bar is the one they
+        follow; a script's own desc-less loop, a tokenizer pass, has none)."""
 
     def add(self, bar: TqdmBar) -> None:
         self.last = bar
