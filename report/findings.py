@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from probes.logs.excerpt import CONTEXT_LINES, cut_line
+from probes.logs.fault_patterns import benign_key
 from probes.logs.lines import strip_ansi
 from probes.models import Fault, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.fingerprint import Attempts
@@ -311,6 +312,8 @@ def last_lines(text: str, count: int) -> list[str]:
 
 _PYTEST_FAILED_LINE = re.compile(r"(?m)^[ \t]*(?:FAILED|ERROR) \S+::\S+")
 _ERROR_WORDS = ("error", "fatal", "failed")
+_EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):")
+"""A Python exception's last line (``RuntimeError: boom``, ``torch.cuda.OutOfMemoryError:``)."""
 FAILURE_LINES = 400
 """The log's last lines a faultless failure's failing line is looked for in."""
 
@@ -330,7 +333,7 @@ def failing_line(facts: JobFacts) -> str | None:
     tail = strip_ansi("\n".join(last_lines(text or "", FAILURE_LINES)))
     pytest_like = "::" in tail and ("FAILED" in tail or "ERROR" in tail)
     failed = _PYTEST_FAILED_LINE.search(tail) if pytest_like else None
-    at = failed.start() if failed is not None else _last_error_word(tail)
+    at = failed.start() if failed is not None else _last_error_line(tail)
     line = _line_at(tail, at).strip() if at is not None else ""
     return line or None
 
@@ -341,6 +344,21 @@ def failure_why(ctx: JudgeContext) -> str:
     why = diagnosis(ctx.facts)
     line = ctx.failed_on
     return f"{why}: {line}" if line else why
+
+
+def _last_error_line(text: str) -> int | None:
+    """Where the last line naming an error starts: a whole word error/fatal/failed, or a
+    Python exception line without its traceback (``RuntimeError: ...``, ``KeyError: 'x'``:
+    the seed counts a RuntimeError among the real terminal signals)."""
+    word = _last_error_word(text)
+    found = list(_EXCEPTION_LINE.finditer(text)) if "Error" in text or "Exception" in text else []
+    # A passthrough exception (AgentTimeoutError, ContextLengthExceededError) is benign noise,
+    # never why a job failed.
+    at = next((m.start() for m in reversed(found)
+               if benign_key(_line_at(text, m.start())) is None), None)
+    if at is None:
+        return word
+    return at if word is None else max(word, at)
 
 
 def _last_error_word(text: str) -> int | None:

@@ -29,3 +29,22 @@ def _trend(text: str) -> str:
 def test_a_coloured_error_line_is_quoted_plain(line: str, quoted: str) -> None:
     """The Trend quotes the failing line, escape codes left out."""
     assert _trend(f"step 1\n{line}\n") == f"FAILED exit 1: {quoted}"
+
+
+@pytest.mark.parametrize(("tail", "quoted"), [
+    ("RuntimeError: boom", "RuntimeError: boom"),
+    ("KeyError: 'messages'\nwandb: Synced 5 W&B file(s)", "KeyError: 'messages'"),
+    ("loading\nerror: retry 1\nValueError: bad shape (3, 4)", "ValueError: bad shape (3, 4)"),
+    ("ValueError: bad shape\nfatal: cannot push", "fatal: cannot push"),
+])
+def test_a_bare_exception_line_is_the_failing_line(tail: str, quoted: str) -> None:
+    """A Python exception's line without a traceback (a RuntimeError, the seed's terminal
+    signal) is quoted, the later of it and an error-word line."""
+    assert _trend(f"step 1\n{tail}\n") == f"FAILED exit 1: {quoted}"
+
+
+def test_a_passthrough_exception_is_never_the_failing_line() -> None:
+    """Harbor's AgentTimeoutError line after the real one is benign: the real one is quoted."""
+    tail = ("RuntimeError: engine died\n"
+            "harbor.AgentTimeoutError: Agent execution timed out after 900 seconds")
+    assert _trend(f"step 1\n{tail}\n") == "FAILED exit 1: RuntimeError: engine died"
