@@ -351,6 +351,9 @@ class TrialTree(Frozen):
     trials; ``None`` when a chunk with trials has none. Harbor versions count an unscored
     trial differently (0.26: left out; later: 0), so its number is taken over ours."""
     exists: bool = True
+    error: str | None = None
+    """Why no trial root could be read (permission denied, a hung file system, a refused
+    path), with ``exists`` False: its trials are unknown, never none."""
 
 
 class CompletionFile(Frozen):

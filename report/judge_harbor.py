@@ -17,6 +17,9 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   Eval stall: RUNNING and the newest result.json (or the
   start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
   earlier than the job's own start: a resumed run or chain successor inherits older files.
+- A trial tree that could not be read (``TrialTree.error``: permission denied, a hung file
+  system) is unknown, never "no result.json": stalls are judged on the log's silence alone
+  (as with no tree to list) and the Trend says the tree was unreadable.
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens (the tunnel carries no traffic).
@@ -46,6 +49,7 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from probes.harbor import TrialStats, never_started, summarize_trials
@@ -96,6 +100,24 @@ def _kubernetes(ctx: JudgeContext) -> bool:
     return ctx.facts.record.pods_total is not None
 
 
+def _unreadable(ctx: JudgeContext) -> str | None:
+    """Why the trial tree could not be read (None: it was, or there is none): its trials are
+    unknown, so only the log can say whether the job moves."""
+    tree = ctx.facts.trials
+    return tree.error if tree is not None and not tree.exists else None
+
+
+def _unreadable_note(ctx: JudgeContext, f: Findings) -> None:
+    error = _unreadable(ctx)
+    if error is not None:
+        note = shorten("trial tree unreadable: " + _ERRNO.sub("", error))
+        f.notes.append(note)
+        f.trend(Priority.BACKGROUND + 5, note)
+
+
+_ERRNO = re.compile(r"^\[Errno \d+\] ")
+
+
 def _infra(ctx: JudgeContext) -> InfraSignals:
     return ctx.facts.summary.infra if ctx.facts.summary else InfraSignals()
 
@@ -126,6 +148,7 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
         _datagen_running(ctx, f, stats)
     _timeout_note(f, stats, Priority.BACKGROUND - 1)  # below the chunks to go
     _count_bound_note(f, stats)
+    _unreadable_note(ctx, f)
 
 
 def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
@@ -176,6 +199,9 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     tree = ctx.facts.trials
     results_age = minutes_since(ctx.now, _results_silent_since(ctx)[0])
     log_age = _last_activity_minutes(ctx)
+    unread = _unreadable(ctx) is not None
+    if unread:
+        results_age = log_age  # the trials are unknown: the log's silence alone speaks
     counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
     # A Kubernetes job has no trial tree to list: without a log time nothing says hung. (On
     # SLURM a missing tree is a trial root not made yet, which the age alone judges.)
@@ -195,6 +221,7 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         text = (f"HUNG: no new trial{chunk} for {quiet}, no log line for "
                 f"{format_duration(log_age * 60)}"
                 if chunk and log_age is not None and round(log_age) != round(results_age)
+                else f"HUNG: no log line for {quiet} (trial tree unreadable)" if unread
                 else f"HUNG: no new trial{chunk} or log line for {quiet}")
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose",
@@ -339,6 +366,7 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     _launch_checks(ctx, f)
     _timeout_note(f, stats)
     _count_bound_note(f, stats)
+    _unreadable_note(ctx, f)
 
 
 def _count_bound_note(f: Findings, stats: TrialStats | None) -> None:
@@ -378,7 +406,9 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     tree = ctx.facts.trials
     since, newest = _results_silent_since(ctx)
     age = minutes_since(ctx.now, since)
-    if tree is None and _kubernetes(ctx):  # no trial tree to list: only the log can say
+    # No trial tree to list (Kubernetes) or one that could not be read: only the log can say.
+    log_only = (tree is None and _kubernetes(ctx)) or _unreadable(ctx) is not None
+    if log_only:
         log_age = _last_activity_minutes(ctx)
         age = log_age if log_age is not None and age is not None else None
     # A count cut short by its time bound may have missed the newest result.json: no stall.
@@ -387,7 +417,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.flag("stall")
         f.verdict("stalled")
         what = ("no new result.json" if newest
-                else "no new log line" if tree is None and _kubernetes(ctx)
+                else "no new log line" if log_only
                 else "no new result.json since the job started" if tree and tree.newest_result_at
                 else "no result.json at all")
         text = f"STALL: {what} for {format_duration(age * 60)}"

@@ -147,6 +147,11 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
     """Merge every existing trial root; several Harbor job dirs under one root are chunks."""
     existing = {root: v for root, v in raw.items() if v.get("exists")}
     if not existing:
+        # A root that could not be read is not an absent one: its trials are unknown.
+        failed = next(((root, v["error"]) for root, v in raw.items()
+                       if isinstance(v.get("error"), str) and v["error"]), None)
+        if failed is not None:
+            return TrialTree(root=failed[0], exists=False, error=failed[1][:300])
         return None
     root, value = next(iter(existing.items()))
     jobs: Mapping[str, Any] = value.get("jobs") or {}
