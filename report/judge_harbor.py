@@ -290,9 +290,10 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     f.flag("engine-idle")
     f.verdict("warning")
     quiet = f" for {format_duration(min(zero_for, since_ok or zero_for) * 60)}"
-    text = f"Engine idle{quiet}: no 200s, 0 running reqs; agents not generating"
+    text = f"Engine idle{quiet}: no 200s, 0 running reqs"  # whole within the Trend's width
     f.trend(Priority.DIAGNOSE - 1, text)
-    f.recommend(Priority.DIAGNOSE - 1, "diagnose", text + "; confirm the engine is down first")
+    f.recommend(Priority.DIAGNOSE - 1, "diagnose",
+                text + "; agents not generating; confirm the engine is down first")
     return True
 
 
@@ -467,9 +468,10 @@ def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
     if infra.api_base_internal:
         f.flag("api-base-internal")
         f.verdict("warning")
-        text = f"api_base is internal ({infra.api_base or '?'}), not the public URL"
-        f.trend(Priority.DIAGNOSE - 2, shorten(text))
-        f.recommend(Priority.DIAGNOSE - 2, "diagnose", shorten(text, 300))  # not the Trend width
+        url = infra.api_base or "?"
+        f.trend(Priority.DIAGNOSE - 2, shorten(f"api_base internal ({url}), not public"))
+        f.recommend(Priority.DIAGNOSE - 2, "diagnose",  # not cut to the Trend's width
+                    shorten(f"api_base is internal ({url}), not the public URL", 300))
     tree = ctx.facts.trials
     window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
     # The provider's refusal: a sandbox that never came up (no agent phase). A 401 met inside
