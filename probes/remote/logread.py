@@ -174,6 +174,12 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
             if track:  # read up to a whole character, the cursor just past it
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
+            if start > 0 and start != offset:  # cut into a line: drop the partial first line
+                cut = data.find(b"\n")
+                data = data[cut + 1:] if cut >= 0 else b""
+                start = size - len(data)
+                if cut < 0:  # the tail is inside one long last line: read the lines before it
+                    start, data = _before_long_line(guard, fd, path, size, max_bytes)
         finally:
             os.close(fd)
     except (Refused, Hung) as exc:
@@ -181,10 +187,6 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
     except OSError as exc:
         return {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "lines": 0,
                 "size": 0}
-    if start > 0 and start != offset:  # cut into a line: drop the partial first line
-        cut = data.find(b"\n")
-        data = data[cut + 1:] if cut >= 0 else b""
-        start = size - len(data)
     text = plain_text(data)
     lines = len(text.splitlines())
     out = {"status": "ok", "size": size, "mtime": mtime, "offset": start, "text": text,
@@ -194,6 +196,32 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
     if head_bytes > 0 and start > 0 and offset <= 0:
         out["head"] = _read_head(path, guard, head_bytes)
     return out
+
+
+LONG_LINE_SCAN = 64 << 20
+"""How far back before a tail that holds no line break a read looks for the last one."""
+
+
+def _before_long_line(guard: Guard, fd: int, path: str, size: int,
+                      max_bytes: int) -> tuple[int, bytes]:
+    """``(offset, data)``: the bounded tail of the whole lines before the file's last line,
+    which is longer than ``max_bytes`` (a trainer dumping a multi-MB array, a binary blob with
+    no line break), so the log's metrics and faults are still read; ``(size, b"")`` when no
+    line break lies within ``LONG_LINE_SCAN`` bytes before the tail (one endless line)."""
+    pos = size - max_bytes
+    floor = max(0, pos - LONG_LINE_SCAN)
+    while pos > floor:
+        lo = max(floor, pos - (1 << 20))
+        at = guard.read(fd, lo, pos - lo, path).rfind(b"\n")
+        if at >= 0:
+            end = lo + at + 1
+            begin = max(0, end - max_bytes)
+            data = guard.read(fd, begin, end - begin, path)
+            if begin > 0:  # cut into a line: drop it, as any tail does
+                data = data[data.find(b"\n") + 1:]
+            return end - len(data), data
+        pos = lo
+    return size, b""
 
 
 def _read_head(path: str, guard: Guard, head_bytes: int) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from probes.remote import logread
 from probes.remote.collector import read_tail
 
 
@@ -73,3 +76,41 @@ def test_one_gigabyte_sparse_file_reads_only_the_budget(tmp_path: Path) -> None:
     assert tail["text"].endswith("step:5 - actor/entropy:0.5\n")
     assert len(tail["text"].encode()) <= 4096
     assert tail["offset"] >= tail["size"] - 4096
+
+
+def test_lines_before_a_long_last_line_are_read(tmp_path: Path) -> None:
+    """A log whose last line is longer than the budget (a 50 MB dump with no line break) is
+    read up to that line: its steps before it are not lost. Before, the tail was inside the
+    one line and the read gave no text at all (``fetch-failed``, "0 lines < floor 1")."""
+    steps = b"".join(b"{'loss': 1.%d, 'grad_norm': 0.5}\n" % n for n in range(40))
+    path = write(tmp_path / "a.out", b"x" * 50 + b"\n" + steps + b"a" * 3000)
+    tail = read_tail(path, 1024, 0)
+    assert tail["status"] == "ok"
+    assert tail["text"].endswith("{'loss': 1.39, 'grad_norm': 0.5}\n"), tail["text"][-80:]
+    assert tail["lines"] > 20 and "a" * 10 not in tail["text"]
+    assert tail["text"].startswith("{'loss': 1.")  # the cut line before the window dropped
+    assert tail["offset"] == len(b"x" * 50 + b"\n" + steps) - len(tail["text"])
+    assert tail["size"] == len(b"x" * 50 + b"\n" + steps) + 3000
+
+
+def test_a_short_log_before_a_long_last_line_is_read_whole(tmp_path: Path) -> None:
+    tail = read_tail(write(tmp_path / "a.out", b"one\ntwo\n" + b"z" * 5000), 1024, 0)
+    assert (tail["text"], tail["offset"], tail["lines"]) == ("one\ntwo\n", 0, 2)
+
+
+def test_a_tracked_read_before_a_long_line_resumes_at_the_end(tmp_path: Path) -> None:
+    """The bot's read keeps its cursor at the end of the file: the next sweep reads only what
+    is appended after the long line, not the lines before it again."""
+    data = b"step 1\nstep 2\n" + b"b" * 4000
+    tail = read_tail(write(tmp_path / "a.out", data), 1024, 0, track=True)
+    assert tail["text"] == "step 1\nstep 2\n"
+    assert tail["cursor"]["offset"] == len(data)
+
+
+def test_the_long_line_scan_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No line break within ``LONG_LINE_SCAN`` before the tail: nothing, as one endless line."""
+    monkeypatch.setattr(logread, "LONG_LINE_SCAN", 2048)
+    tail = read_tail(write(tmp_path / "a.out", b"old\n" + b"c" * 4000), 1024, 0)
+    assert (tail["text"], tail["offset"]) == ("", 4004)
+    monkeypatch.setattr(logread, "LONG_LINE_SCAN", 4096)
+    assert read_tail(str(tmp_path / "a.out"), 1024, 0)["text"] == "old\n"
