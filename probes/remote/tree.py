@@ -114,21 +114,27 @@ def _entries(fd: int, path: str, guard: Guard) -> list[tuple[str, bool]]:
     return sorted(found)
 
 
-def _owned(fd: int, names: list[str], guard: Guard) -> list[str]:
+def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = False) -> list[str]:
     """The step directories of ``names`` (in the open directory ``fd``) the job's user owns.
 
     A job's saves are its user's: a step directory of another user's tree (a job run with
-    ``--chdir`` into a teammate's workdir) is not this job's banked step."""
-    if guard.uid is None:
+    ``--chdir`` into a teammate's workdir) is not this job's banked step. But the owner the
+    login node sees is not always the uid that wrote (an object-store FUSE mount owns every
+    file as its own uid; a launcher's service account; a chain attempt a teammate submitted):
+    in a folder the run's log names as its save folder (``logged``), another owner's steps
+    count when none there is the job user's. The stats run under the guard's deadline (a hung
+    NFS ``getattr`` is interrupted like a hung listing)."""
+    if guard.uid is None or not names:
         return names
     owned = []
-    for name in names:
-        try:
-            if os.stat(name, dir_fd=fd, follow_symlinks=False).st_uid == guard.uid:
-                owned.append(name)
-        except OSError:
-            continue
-    return owned
+    with deadline(guard._seconds(), f"stat in {path}"):
+        for name in names:
+            try:
+                if os.stat(name, dir_fd=fd, follow_symlinks=False).st_uid == guard.uid:
+                    owned.append(name)
+            except OSError:
+                continue
+    return owned if owned or not logged else names
 
 
 class _Walk:
@@ -139,17 +145,19 @@ class _Walk:
         self.out: Json = {"listings": {}, "exports": {}, "markers": {}}
         self.errors: Json = {}
         self.visits = 0
+        self.logged = False
+        """Searching a save folder the run's log names (see ``_owned``)."""
 
     def search(self, path: str, fd: int, depth: int) -> None:
         """List one open directory; descend ``depth`` more levels of plain directories."""
         self.visits += 1
         try:
             entries = _entries(fd, path, self.guard)
+            steps = _owned(fd, path, [n for n, is_dir in entries
+                                      if is_dir and _STEP_DIR.match(n)], self.guard, self.logged)
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
-        steps = _owned(fd, [n for n, is_dir in entries if is_dir and _STEP_DIR.match(n)],
-                       self.guard)
         if steps:
             self.out["listings"][path] = steps
         files = {n for n, is_dir in entries if not is_dir}
@@ -174,7 +182,8 @@ class _Walk:
                 if name == "exports":
                     names = [n for n, d in _entries(sub, child, self.guard) if d]
                     self.out["exports"][path] = _owned(
-                        sub, [n for n in names if _STEP_DIR.match(n)], self.guard)
+                        sub, child, [n for n in names if _STEP_DIR.match(n)], self.guard,
+                        self.logged)
                 else:
                     self.search(child, sub, depth)
         except (OSError, Refused, Hung) as exc:
@@ -331,6 +340,7 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
     logged = logged_checkpoint_dirs(log_text, bases, workdir)
+    walk.logged = True
     for base, below in logged:
         walk.root(base, 0, below)
     out = walk.out

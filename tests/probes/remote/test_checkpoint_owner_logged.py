@@ -1,0 +1,64 @@
+"""A save folder the run's own log names keeps its steps whoever the file system says owns them.
+
+41ac31e counts only step directories the job's user owns (a job run with ``--chdir`` into a
+teammate's workdir banks none of theirs). But the owner the login node sees is not always the
+uid that wrote: checkpoints on an object-store FUSE mount (gcsfuse, s3fs, blobfuse: every
+file owned by the mount's uid), written by a launcher's service account, or left by the chain
+attempt a teammate submitted. There the run's log still names its folder (verl's
+``local_global_step_folder: <dir>``), and the banked step was lost: banked_step null, and a
+running run's Trend read "No durable checkpoint on disk ... banking nothing". In a folder the
+log names, another owner's steps count when none there is the job user's; elsewhere, and
+beside the user's own saves, only the user's count as before.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from probes.remote.guard import Guard
+from probes.remote.tree import collect_checkpoints
+
+OTHER = os.geteuid() + 4242  # the job's uid as the login node sees it; the tree is not its
+
+
+def _verl(workdir: Path, *experiments: str) -> None:
+    for exp in experiments:
+        for step in (10, 20):
+            (workdir / "checkpoints" / "gsm8k" / exp / f"global_step_{step}").mkdir(parents=True)
+
+
+def _collect(workdir: Path, log: str, uid: int) -> dict[str, list[str]]:
+    roots = [str(workdir / "checkpoints")]
+    out = collect_checkpoints(roots, Guard(uid, 5.0, user="u"), log, str(workdir), memo=False)
+    return dict(out["listings"])
+
+
+def test_the_logged_folder_banks_under_another_owner(tmp_path: Path) -> None:
+    """The folder the log names: its steps count though the mount says another uid owns them."""
+    _verl(tmp_path, "qwen7b-exp")
+    folder = tmp_path / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    log = f"local_global_step_folder: {folder}/global_step_20\n"
+    assert _collect(tmp_path, log, OTHER) == {str(folder): ["global_step_10", "global_step_20"]}
+
+
+def test_an_unlogged_folder_of_another_owner_still_banks_nothing(tmp_path: Path) -> None:
+    """Beside it, another experiment's folder the log does not name stays out (41ac31e)."""
+    _verl(tmp_path, "qwen7b-exp", "llama8b-other")
+    folder = tmp_path / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    log = f"local_global_step_folder: {folder}/global_step_20\n"
+    assert list(_collect(tmp_path, log, OTHER)) == [str(folder)]
+    assert _collect(tmp_path, "step:3 - reward:0.2\n", OTHER) == {}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another uid needs root")
+def test_beside_the_users_own_saves_only_those_count(tmp_path: Path) -> None:
+    """A logged folder shared with another user: the job user's saves alone bank."""
+    _verl(tmp_path, "qwen7b-exp")
+    folder = tmp_path / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    os.chown(folder / "global_step_10", OTHER, -1)
+    os.chown(folder / "global_step_20", OTHER + 1, -1)
+    log = f"local_global_step_folder: {folder}/global_step_10\n"
+    assert _collect(tmp_path, log, OTHER) == {str(folder): ["global_step_10"]}
