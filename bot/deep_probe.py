@@ -11,8 +11,8 @@ Policy:
   first; the probe runs as a tracked task and its verdict is posted in the message's thread.
   The value is only an id to look up: it is validated before anything runs. Every collapse
   alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
-  KILL verdict), a value naming another job than the alert's is refused and audited, as for
-  the other buttons.
+  KILL verdict) or on a posted offer, a value naming another job than the message's is
+  refused and audited, as for the other buttons.
 * A KILL verdict offers ``cancel_salvage`` (handled by ``bot.actions``: same permission check,
   exactly-once lock and salvage as a collapse). With ``no_kill`` or an ``ablation-exempt`` /
   ``no-kill`` run it is a recommendation with an ``acknowledge`` button. Its episode records
@@ -259,10 +259,32 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
                   error=str(exc))
         return None
     data = dict(posted.data) if isinstance(posted.data, dict) else {}
+    if job.deep_probe is None:
+        await _bind_offer(bot, config, detail, str(data.get("channel") or channel),
+                          str(data.get("ts") or ""))
     if job.deep_probe is not None and job.deep_probe.verdict == "KILL":
         await _open_episode(bot, config, detail, str(data.get("channel") or channel),
                             str(data.get("ts") or ""), can_cancel=offers_cancel(blocks))
     return data
+
+
+def offer_key(channel: str, ts: str) -> str:
+    """The index from a posted offer (channel, ts) to the run it offers to probe. Not an
+    alert's ``message_key``: an offer has no episode, so its message takes no other button."""
+    return f"deep_probe_offer:{channel}:{ts}"
+
+
+async def _bind_offer(bot: Bot, config: Config, detail: JobDetail, channel: str,
+                      ts: str) -> None:
+    if not (channel and ts):
+        return
+    job = detail.report
+    try:
+        await bot.store.put_doc(offer_key(channel, ts),
+                                {"cluster": job.cluster, "job_id": job.job_id},
+                                ttl_s=config.redis.expire_hours * 3600)
+    except StoreUnavailable as exc:
+        log.warning("deep-probe offer not bound to its run", error=str(exc))
 
 
 def offers_cancel(blocks: Sequence[dict[str, Any]]) -> bool:
@@ -348,15 +370,16 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
 
 
 async def _bound_to_its_alert(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> bool:
-    """False when the press is on a stored alert (collapse DM, KILL verdict) about another job
-    than its value names: a button acts only on its alert's job, whatever its value says
-    (a tampered press is audited). A message with no stored alert (an offer, a ``/job``
-    answer) binds nothing; nor does an unreachable store: the probe only reads."""
+    """False when the press is on a stored alert (collapse DM, KILL verdict) or a posted
+    offer about another job than its value names: a button acts only on its message's job,
+    whatever its value says (a tampered press is audited). A ``/job`` answer binds nothing
+    (anyone may ask for any job); nor does an unreachable store: the probe only reads."""
     if not (press.channel_id and press.message_ts):
         return True
     try:
         index = await bot.store.get_doc(message_key(press.channel_id, press.message_ts))
-        episode = await bot.store.get_doc(index["episode"]) if index else None
+        episode = await bot.store.get_doc(index["episode"]) if index else (
+            await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
         if not episode or (episode.get("cluster"), episode.get("job_id")) == (cluster, job_id):
             return True
         await bot.store.audit({

@@ -91,6 +91,30 @@ async def test_deep_probe_on_an_alert_probes_only_the_alert_s_job(harness: Harne
                                                                     "4100")
 
 
+async def test_deep_probe_offer_probes_only_the_offered_run(harness: Harness) -> None:
+    """The once-per-run offer's Deep-probe button, its value tampered to another job, probes
+    nothing: the offer is bound to the run it was posted for."""
+    from bot.config import DeepProbeSection
+    from bot.deep_probe import after_sweep
+    from tests.bot.builders import detail, job
+
+    config = harness.sweeper.conf.model_copy(
+        update={"deep_probe": DeepProbeSection(offer=True)})
+    result = sweep_result([detail(job("5151", "rl-grpo-new", flags=("deep-probe",)))],
+                          at=harness.clock())
+    assert await after_sweep(harness.bot, result, config) == ["alpha:5151"]
+    (offer,) = harness.slack.to("/api/chat.postMessage")
+    _, hook = await harness.press("deep_probe", "alpha:4100", user="UOPS",
+                                  blocks=offer.params["blocks"],
+                                  channel=offer.answer["channel"], ts=offer.answer["ts"])
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "does not belong to this alert" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert len(harness.slack.to("/api/chat.postMessage")) == 1
+    (entry,) = await harness.bot.store.audit_entries()
+    assert (entry["outcome"], entry["job_id"]) == ("tampered", "4100")
+
+
 async def test_press_on_a_message_without_an_alert_is_refused(harness: Harness) -> None:
     """A press on a message the bot never posted an alert in is refused, whatever its value."""
     _, hook = await harness.press("cancel_salvage", "alpha:4242", user="UOPS",
