@@ -11,7 +11,8 @@ Policy (seed §RL, CONTRACT §5/§6):
 - One signal alone is not a collapse: it is flagged ``signal:<name>`` and named in the trend.
 - grad_norm above 1.0 on two consecutive logged steps, the pair ending on one of the last
   ``collapse_recent_steps``, without collapse -> verdict ``warning`` (it predicts collapse 2-5
-  steps early, so a dip back under 1.0 does not end it).
+  steps early, so a dip back under 1.0 does not end it); an ended run has no steps left for
+  that window: it warns only on a pair at its last logged steps.
 - ``clip-ratio-high`` above ``clip_ratio_max``; ``imp-ratio-out-of-range`` outside
   ``[imp_ratio_low, imp_ratio_high]`` or capped fraction above ``imp_ratio_capped_max``: both
   verdict ``warning``. ``rollout_train_prob_diff_mean`` is reported and never judged.
@@ -104,7 +105,7 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         f.flag("ablation-exempt")
     if scan.collapse_step is not None:
         _collapse(ctx, f, scan, exempt=exempt)
-    elif scan.grad_norm_run is not None:
+    elif scan.grad_norm_run is not None and (ctx.running or _grad_pair_last(ctx, scan)):
         f.verdict("warning")
         f.trend(Priority.INFO + 5, _grad_warning_text(ctx, scan.grad_norm_run))
     elif scan.latest_fired:
@@ -138,6 +139,14 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
 
 
 NO_ENTROPY_TREND = "; no entropy: collapse rule unread"
+
+
+def _grad_pair_last(ctx: JudgeContext, scan: CollapseScan) -> bool:
+    """The pair ends on the latest logged grad norm. An ended run has no steps left for the
+    prediction window, so only then does its early warning stand (as a single signal on an
+    ended run is "watched no more")."""
+    logged = [p.step for p in ctx.history if "grad_norm" in p.values]
+    return scan.grad_norm_run is not None and bool(logged) and logged[-1] == scan.grad_norm_run[1]
 
 
 def _grad_warning_text(ctx: JudgeContext, run: tuple[int, int]) -> str:
