@@ -135,10 +135,13 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
 
 
 def _durably_at_total(ctx: JudgeContext, f: Findings) -> bool:
+    """A durable step or export AT the total: a run saves its final state there (verl's last
+    step, SkyRL's final checkpoint and export, HF's ``checkpoint-<max_steps>``), never beyond
+    it; a step past the total is another run's (an init checkpoint the config dump names)."""
     listing = ctx.facts.checkpoints
     if listing is None or not f.total_steps:
         return False
-    return max((*listing.steps, *listing.export_steps), default=0) >= f.total_steps
+    return f.total_steps in (*listing.steps, *listing.export_steps)
 
 
 def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "sft-job-cleanup",
