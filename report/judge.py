@@ -102,6 +102,8 @@ from report.settings import ReportSettings
 from report.trend import shorten
 
 _TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
+TRAINING_BUCKETS: frozenset[Bucket] = frozenset(("rl", "sft"))
+"""The buckets whose jobs bank steps (durable checkpoints): a banked step is reported for these."""
 _FAILED_STATES = frozenset(
     {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
 )
@@ -131,6 +133,10 @@ def judge_job(
     record = facts.record
     index = index if index is not None else ChainIndex(cluster_records)
     bucket = bucket_for(record.name, settings.buckets)
+    if bucket not in TRAINING_BUCKETS and facts.checkpoints is not None:
+        # A banked step is a training run's: a datagen, eval or catch-all job sharing a
+        # workdir with one (an upload of its checkpoints, a GPU-CI run beside it) banks none.
+        facts = facts.model_copy(update={"checkpoints": None})
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(record, cluster_records, edges, index=index)
