@@ -110,9 +110,9 @@ def _unreadable(ctx: JudgeContext) -> str | None:
 def _unreadable_note(ctx: JudgeContext, f: Findings) -> None:
     error = _unreadable(ctx)
     if error is not None:
-        note = shorten("trial tree unreadable: " + _ERRNO.sub("", error))
-        f.notes.append(note)
-        f.trend(Priority.BACKGROUND + 5, note)
+        note = "trial tree unreadable: " + _ERRNO.sub("", error)
+        f.notes.append(shorten(note, 300))  # the whole path in 'jobtables job'
+        f.trend(Priority.BACKGROUND + 5, shorten(note))
 
 
 _ERRNO = re.compile(r"^\[Errno \d+\] ")

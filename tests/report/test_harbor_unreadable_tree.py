@@ -41,6 +41,16 @@ def test_the_tree_carries_its_read_error() -> None:
     assert tree.error is not None and "Permission denied" in tree.error
 
 
+def test_the_note_names_the_whole_root() -> None:
+    """The Trend squeezes the path to its width; the job's note keeps it whole."""
+    now = datetime.now(UTC)
+    facts = JobFacts(record=record("eval-x", state=JobState.RUNNING,
+                                   start_time=now - timedelta(minutes=5), elapsed_s=300),
+                     log=log(text=LOG, mtime=now), summary=parse_log(LOG, mtime=now),
+                     trials=trial_tree(DENIED))
+    assert f"Permission denied: '{ROOT}'" in judge(facts, now=now).note
+
+
 def test_an_unreadable_tree_under_a_live_log_is_no_stall() -> None:
     report = _report("eval-qwen7b-x-tbench-private", log_age_min=0.5)
     assert "stall" not in report.flags, report.trend
