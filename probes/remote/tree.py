@@ -63,6 +63,13 @@ _LOGGED_RELATIVE = re.compile(
 """A relative path a save line prints after ``to``/``in``/``at``/``:`` (HF: ``Saving model
 checkpoint to saves/llama3-8b/full/sft/checkpoint-400``, LLaMA-Factory's example
 ``output_dir``), taken from the workdir; no scheme (``s3://``), ``~`` or variable."""
+_MODEL_KEY = re.compile(
+    r"(?:(?<![A-Za-z0-9_])([A-Za-z0-9_]*(?:path|pretrain|model)))['\"]?[ \t]*[:=][ \t]*"
+    r"(?:PosixPath\()?['\"]?$"
+    r"|--([A-Za-z0-9_-]*(?:pretrain|model|path))[ \t=]+['\"]?$", re.IGNORECASE)
+"""The key right before a printed path (``'path': '``, ``model.path=``, ``--pretrain ``)."""
+_SAVE_VERB = re.compile(r"\bsav(?:e|ed|ing)\b", re.IGNORECASE)
+_OWN_KEY = re.compile(r"ckpt|checkpoint|save|resume|load|output|export|dir", re.IGNORECASE)
 _FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
 _TRIALS_NAMED = re.compile(
     r"rials[_ ]dir['\"]?[ \t]*[:=][ \t]*(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|?\x1b]+)")
@@ -230,15 +237,27 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str],
     for line in reversed(_logged_lines(text)):
         if len(found) >= _LOGGED_DIRS:
             break
-        paths = _LOGGED_PATH.findall(line)
+        paths = [m.group(1) for m in _LOGGED_PATH.finditer(line) if not _model_source(line, m)]
         if start is not None:
-            paths += [os.path.join(start, p) for p in _LOGGED_RELATIVE.findall(line)]
+            paths += [os.path.join(start, m.group(1)) for m in _LOGGED_RELATIVE.finditer(line)
+                      if not _model_source(line, m)]
         for raw in paths:
             target = _step_holder(os.path.normpath(raw.rstrip(".:")))
             place = _inside_base(target, clean)
             if place is not None and place not in found:
                 found.append(place)
     return found
+
+
+def _model_source(line: str, match: Any) -> bool:
+    """The path ``match`` found is given as the model to load (verl/SkyRL ``model.path``,
+    HF/TRL ``model_name_or_path``, OpenRLHF ``--pretrain``): an init checkpoint, maybe another
+    run's ``global_step_500``, not a folder this run saves to. A key naming a checkpoint, a
+    save, a resume or an output dir (``ckpt_path``, ``resume_from_path``) is the run's own."""
+    start = max(0, match.start(1) - 80)
+    key = _MODEL_KEY.search(line, start, match.start(1))
+    return (key is not None and not _OWN_KEY.search(key.group(1) or key.group(2))
+            and not _SAVE_VERB.search(line, start, key.start()))  # 'Saved model: <dir>'
 
 
 def _logged_lines(text: str | None) -> list[str]:
