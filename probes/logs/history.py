@@ -109,7 +109,12 @@ with resolved config:`` then ``OmegaConf.to_yaml``, its top-level keys at column
 epochs and the cap on steps a epoch that, with its bar's total (steps a epoch), give the run's
 total optimization steps."""
 EPOCH_CONFIG_GATES = ("epochs: ", "max_steps_per_epoch: ")
-FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics")
+FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics",
+                "Max number of steps has been reached")
+"""A trainer's own line that it finished: SkyRL's two, verl's, NeMo-RL's (its loop's return on
+``max_num_steps``, which in a later epoch comes before its per-epoch banner's total)."""
+_FINISH_FORMATS = {"Final validation metrics": "verl",
+                   "Max number of steps has been reached": "nemo-rl"}
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
@@ -756,7 +761,7 @@ class MetricScan:
         for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
-                self._mark("verl" if mark.startswith("Final") else "skyrl")
+                self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
 
     def _hf_banner_line(self, body: str) -> None:
         """One line of HF Trainer's ``***** Running training *****`` banner: ``Num Epochs``
