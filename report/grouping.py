@@ -3,8 +3,10 @@
 Policy: pure, models in and models out. An array job's tasks (``A_T`` ids, plus the pending
 record SLURM keeps under the array's own id ``A`` until it splits tasks off) are one *group*;
 so are the pending / buffering cells of an SFT grid (the judge's :func:`grid_names`, for grids
-the judge rolled up). Grouping happens per table: members in the Filling-buffer table group
-apart from members in their bucket's table, so each table shows at most one row per group.
+the judge rolled up), and a datagen run's chunks submitted as separate jobs
+(``datagen-swe-v2-chunk-0`` ... ``-chunk-3``, one user's). Grouping happens per table: members
+in the Filling-buffer table group apart from members in their bucket's table, so each table
+shows at most one row per group.
 
 A group's row is its *worst* member's row (verdict order below): the member's judgement and
 trend, with that member's id leading the trend, and the Job cell ``name [480 running · 20
@@ -59,10 +61,10 @@ class Group:
     """Members of one array (or grid) within one table."""
 
     kind: str
-    """``array`` or ``grid``."""
+    """``array``, ``grid``, or ``chunks`` (a datagen run's chunks submitted as separate jobs)."""
     cluster: str
     key: str
-    """The array id, or the grid name."""
+    """The array id, the grid name, or the chunks' name stem."""
     name: str
     table: str
     """The layout the members sit in (``rl`` ... ``other``, or ``buffer``)."""
@@ -160,10 +162,31 @@ def _grid_keys(report: Report, taken: Mapping[Key, Any]) -> dict[Key, tuple[str,
     return keys
 
 
+_CHUNK_NAME = re.compile(r"^(?P<stem>.+?)[-_.](?:chunk|shard|part)[-_.]?\d+$", re.IGNORECASE)
+"""A datagen run's chunk submitted as its own job: ``datagen-swe-v2-chunk-3``, ``…_shard07``."""
+
+
+def _chunk_keys(jobs: Sequence[JobReport], taken: Mapping[Key, Any]) -> dict[Key, tuple[str, str]]:
+    """Datagen chunks submitted as separate jobs (not an array): one run, one row (the seed's
+    Datagen table counts a run's chunks in one cell). Grouped by name stem within a cluster,
+    only where one user owns every chunk of that stem (two users' runs never merge)."""
+    stems: dict[tuple[str, str], list[JobReport]] = defaultdict(list)
+    for job in jobs:
+        match = _CHUNK_NAME.match(job.name)
+        if match and job.bucket == "datagen" and (job.cluster, job.job_id) not in taken:
+            stems[(job.cluster, match["stem"])].append(job)
+    keys: dict[Key, tuple[str, str]] = {}
+    for (cluster, stem), members in stems.items():
+        if len({j.user for j in members}) == 1:
+            keys.update({(cluster, j.job_id): ("chunks", stem) for j in members})
+    return keys
+
+
 def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = None) -> list[Group]:
     """Every group of two or more members, per table, in first-seen order."""
     keys = _array_keys(report.jobs)
     keys.update(_grid_keys(report, keys))
+    keys.update(_chunk_keys(report.jobs, keys))
     buckets: dict[tuple[str, str, str, str], list[JobReport]] = defaultdict(list)
     for job in report.jobs:
         found = keys.get((job.cluster, job.job_id))
@@ -177,7 +200,7 @@ def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = Non
             continue
         if kind == "grid" and len(members) < GRID_MIN:
             continue
-        name = key if kind == "grid" else members[0].name
+        name = members[0].name if kind == "array" else key
         groups.append(Group(kind, cluster, key, name, table, tuple(members), counted, exact))
     return groups
 
