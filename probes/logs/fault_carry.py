@@ -55,6 +55,7 @@ class TracebackCarry(Carried):
     exc_no: int = 0
     cont: tuple[str, ...] = ()
     junk: int = 0
+    indent: str = ""
 
 
 class LaunchCarry(Carried):
@@ -211,7 +212,7 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
         tracebacks=tuple(
             TracebackCarry(key=key, line_no=tb.line_no, group=tb.group,
                            frames=tuple(tb.frames), exc=tb.exc, exc_no=tb.exc_no,
-                           cont=tuple(tb.cont), junk=tb.junk)
+                           cont=tuple(tb.cont), junk=tb.junk, indent=tb.indent)
             for key, tb in scanner.tracebacks.open.items()),
         counts=dict(scanner.counts),
         shm=scanner.shm[0] if scanner.shm else None,
@@ -246,7 +247,7 @@ def restore_faults(
     for tb in carry.tracebacks:
         scanner.tracebacks.open[tb.key] = Traceback(
             tb.line_no, group=tb.group, frames=list(tb.frames), exc=tb.exc, exc_no=tb.exc_no,
-            cont=list(tb.cont), junk=tb.junk)
+            cont=list(tb.cont), junk=tb.junk, indent=tb.indent)
     scanner.counts = Counter(carry.counts)
     scanner.shm = FirstOf(carry.shm, carry.shm_count)
     scanner.aborts = FirstOf(carry.abort, carry.abort_count)

@@ -189,7 +189,9 @@ class _Scanner:
         self._track_summary(text)
         if self._is_cluster_benign(text):
             self.counts["cluster-pattern"] += 1
-        elif TB_START.match(text) or RAY_TASK_ERROR.match(text):
+        elif (header := TB_START.match(text)) is not None:
+            self.tracebacks.start(key, line_no, indent=header.group("indent"))
+        elif RAY_TASK_ERROR.match(text):
             self.tracebacks.start(key, line_no)
         elif GROUP_START.match(text):
             self.tracebacks.start(key, line_no, group=True)

@@ -18,7 +18,16 @@ from itertools import compress, repeat
 from operator import call, contains, itemgetter
 from typing import NamedTuple, cast
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b")
+ANSI_RE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
+    r"|[\]PX^_][^\x07\x1b\n]{0,2048}(?:\x07|\x1b\\)"
+    r"|[!-/]*[0-~])?|\x07"
+)
+"""A terminal escape whole (ECMA-48): CSI (colours, cursor, ``\x1b[2J``), a string sequence
+to its BEL or ST (OSC titles ``\x1b]0;title\x07`` and hyperlinks, DCS/APC), a two-byte or
+charset escape (``\x1b(B``, ``\x1b7``, ``\x1b=``), else a stray ESC; and a lone BEL. Taking
+only the ESC of an OSC left ``]0;title`` glued to the line's text (a Traceback header after
+it was no header)."""
 NESTED_BAR_MARK = "\x1b[A"
 """tqdm writes cursor-up after a bar at position >= 1 (eval/inner bars), never after the main."""
 
@@ -110,8 +119,8 @@ def epoch_step_label(desc: str) -> EpochStepLabel | None:
 
 
 def strip_ansi(segment: str) -> str:
-    """Remove colour/cursor escapes and stray ESC bytes."""
-    return ANSI_RE.sub("", segment) if "\x1b" in segment else segment
+    """Remove terminal escapes (:data:`ANSI_RE`), stray ESC and BEL bytes."""
+    return ANSI_RE.sub("", segment) if "\x1b" in segment or "\x07" in segment else segment
 
 
 def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
@@ -124,9 +133,9 @@ def split_lines(text: str, max_line_chars: int) -> tuple[list[str], list[str]]:
     raws = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if len(text) > max_line_chars:
         raws = [r[:max_line_chars] if len(r) > max_line_chars else r for r in raws]
-    if "\x1b" not in text:
+    if "\x1b" not in text and "\x07" not in text:
         return raws, raws
-    return raws, [ANSI_RE.sub("", r) if "\x1b" in r else r for r in raws]
+    return raws, [strip_ansi(r) for r in raws]
 
 
 _LAUNCHER_PREFIX_RE = re.compile(

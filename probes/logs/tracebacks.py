@@ -30,7 +30,9 @@ _MAX_CONT = 8
 _MAX_FRAMES = 12
 _MAX_JUNK = 20
 
-TB_START = re.compile(r"^Traceback \(most recent call last\):")
+TB_START = re.compile(r"^(?P<indent>[ \t]{0,16})Traceback \(most recent call last\):")
+"""A traceback's header; a block shifted right as a whole (printed after a cursor escape such
+as ``\x1b[2J `` or indented by a wrapper) is read relative to the header's indent."""
 GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
 RAY_TASK_ERROR = re.compile(r"^ray\.exceptions\.RayTaskError(?:\([\w.]+\))?:")
 _CHAIN = re.compile(
@@ -60,6 +62,8 @@ class Traceback:
     exc_no: int = 0
     cont: list[str] = field(default_factory=list)
     junk: int = 0
+    indent: str = ""
+    """The header's leading whitespace: the block's lines are read with it taken off."""
 
 
 def clip(text: str, limit: int = EXCERPT_CAP) -> str:
@@ -110,18 +114,20 @@ class Tracebacks:
         self._finish = _weakly(finish)
         self._retract = _weakly(retract)
 
-    def start(self, key: str, line_no: int, *, group: bool = False) -> None:
+    def start(self, key: str, line_no: int, *, group: bool = False, indent: str = "") -> None:
         """Open a traceback on stream ``key`` (closing the one already open there)."""
         if key in self.open:
             self.close(key)
         if len(self.open) < _MAX_STREAMS:
-            self.open[key] = Traceback(line_no, group=group)
+            self.open[key] = Traceback(line_no, group=group, indent=indent)
 
     def feed(self, key: str, line_no: int, text: str) -> bool:
         """Consume ``text`` into ``key``'s open traceback; False hands it back to line rules."""
         tb = self.open.get(key)
         if tb is None:
             return False
+        if tb.indent and text.startswith(tb.indent):
+            text = text[len(tb.indent):]
         indented = not text.strip() or text[0].isspace() or text.startswith("> File ")
         if tb.group:
             return self._feed_group(key, tb, line_no, text, indented)

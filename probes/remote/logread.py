@@ -48,10 +48,12 @@ MAX_TRIALS_DIRS = 4
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
-# Control characters (but tab, newlines and ESC) and U+FFFD become one "?" each: a binary
+# Control characters (but tab, newlines, BEL and ESC) and U+FFFD become one "?" each: a binary
 # or NUL-heavy log then costs one byte per byte in the answer, like text ("\u0000" costs
-# six). ESC stays: trainers colour their lines (ANSI), and the log parser strips those codes.
-PLAIN = {c: "?" for c in (*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
+# six). ESC stays: trainers colour their lines (ANSI), and the log parser strips those codes;
+# BEL too, as it ends a terminal title (OSC '\x1b]0;title\x07'): a '?' there left the code
+# unterminated and its text glued to the line (a Traceback header after it went unseen).
+PLAIN = {c: "?" for c in (*range(0, 7), 8, 11, 12, *range(14, 27), *range(28, 32), 127, 0xFFFD)}
 
 
 def plain_text(data: bytes) -> str:

@@ -153,7 +153,8 @@ def test_binary_log_costs_no_more_than_text(tmp_path: Path) -> None:
     raw = binary.read_bytes()
     # One byte per byte, plus the escapes JSON gives these characters in any text log.
     escapes = sum(raw.count(c) for c in (b'"', b"\\", b"\t", b"\n", b"\r"))
-    escapes += 5 * raw.count(b"\x1b")  # ESC (kept for ANSI colours) is \u001b, as in text
+    # ESC (kept for ANSI colours) is \u001b and BEL (ends a terminal title) \u0007, as in text
+    escapes += 5 * (raw.count(b"\x1b") + raw.count(b"\x07"))
     before = len(json.dumps(raw.decode("utf-8", "replace")).encode())  # the old encoding
     print(f"\nencoded tail: binary {sizes[0]} bytes (was {before}), text {sizes[1]} bytes,"
           f" raw {len(raw)} bytes")
