@@ -199,6 +199,16 @@ class LogOutcome(Frozen):
     """What an upload pushed, e.g. ``6,977 rows -> org/dataset`` or ``s3://bucket/key``."""
 
 
+class PlannedStop(Frozen):
+    """A trainer's own line that it stopped ahead of its time budget
+    (``probes.logs.planned_stop``)."""
+
+    line_no: int
+    """Its line in the log (numbered as ``MetricPoint.line_no``)."""
+    text: str
+    """The trainer's words, e.g. ``exiting program after 239 minutes``."""
+
+
 class LogSummary(Frozen):
     """Everything a bounded log tail says, independent of which trainer wrote it."""
 
@@ -223,6 +233,10 @@ class LogSummary(Frozen):
     last_timestamp: LogTime | None = None
     finished: bool = False
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
+    planned_stop: PlannedStop | None = None
+    """The last line saying the trainer stopped ahead of its time budget for a successor to
+    resume (NeMo-RL's ``checkpoint_must_save_by``, Megatron's ``--exit-duration-in-mins`` /
+    ``--exit-interval``): its exit 0 is no finish."""
     bring_up: bool = False
     """Only bring-up lines so far (mesh load, image pull, admission): buffer-filling."""
     # issue 11 (wt-e): run fingerprint and catch-all outcome, from probes.logs.{fingerprint,outcome}

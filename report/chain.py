@@ -23,6 +23,10 @@ TIMEOUT job's successor is, in order of confidence,
    eligible only at it (``eligible_time`` within :data:`RELEASE_SLACK` after ``end_time``),
    which is what a cleared ``afterany`` leaves behind.
 
+A COMPLETED job whose trainer stopped itself ahead of the walltime for a successor
+(``report.planned_stop``) is linked the same way, ``afterok`` (which its exit 0 satisfies) and
+``aftercorr`` counting as ``afterany``.
+
 When no successor is found but a live job does wait on the TIMEOUT job (``afterok``, or
 pending with ``DependencyNeverSatisfied``), :attr:`ChainLink.blocked` says why that job is not
 a restart: the judge reports the TIMEOUT as failed with that reason. Only a job that is itself
@@ -57,6 +61,8 @@ NEVER_SATISFIED = "DependencyNeverSatisfied"
 
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
 _RESTART_KINDS = frozenset({"afterany", "unknown"})
+_AFTER_SUCCESS = _RESTART_KINDS | {"afterok", "aftercorr"}
+"""What a COMPLETED (exit 0) predecessor satisfies."""
 
 # Attempt markers a relaunch appends to a run name: "-r2", "_restart3", "-resume", "-try2", "-v2"
 # is deliberately NOT here (a new version is a new run, not a retry).
@@ -268,11 +274,16 @@ def chain_link(
     known_edges: Mapping[str, str],
     *,
     index: ChainIndex | None = None,
+    planned_stop: bool = False,
 ) -> ChainLink:
     """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none.
 
-    ``index``: ``records`` already indexed (``ChainIndex``); built here when not given."""
-    if record.state is not JobState.TIMEOUT:
+    ``index``: ``records`` already indexed (``ChainIndex``); built here when not given.
+    ``planned_stop``: ``record`` is COMPLETED, its trainer having stopped itself ahead of the
+    walltime for a successor (``report.planned_stop``): found as a TIMEOUT's, but its exit 0
+    satisfies ``afterok`` too, so a job waiting so is its restart; no ``blocked`` is given."""
+    completed = planned_stop and record.state is JobState.COMPLETED
+    if record.state is not JobState.TIMEOUT and not completed:
         return ChainLink()
     index = index if index is not None else ChainIndex(records)
     waiting = sorted(
@@ -280,7 +291,8 @@ def chain_link(
          if r.job_id != record.job_id),
         key=lambda pair: submit_order(pair[0]),
     )
-    restarts = [r for r, d in waiting if d.kind in _RESTART_KINDS and not _never_starts(r)]
+    kinds = _AFTER_SUCCESS if completed else _RESTART_KINDS
+    restarts = [r for r, d in waiting if d.kind in kinds and not _never_starts(r)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
     remembered = known_edges.get(record.job_id)
@@ -297,7 +309,7 @@ def chain_link(
                       key=submit_order)
     if fallback:
         return ChainLink(successor=fallback[0].job_id)
-    if waiting:
+    if waiting and not completed:
         return _blocked(*waiting[0])
     return ChainLink()
 

@@ -19,7 +19,9 @@ precedence between findings is settled once in :mod:`report.findings`.
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
   ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
   ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine, after
-  the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk).
+  the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk); but a
+  COMPLETED run whose trainer stopped itself ahead of its walltime (:mod:`report.planned_stop`)
+  is a chain restart with its successor, else ``diagnose`` (resubmit), never cleanup.
 - Kubernetes RUNNING with zero pods, a started job with 0 active pods and no pods, or a record
   that vanished (the probe's ``vanished`` reason and ``jobtables/silent-wedge`` label), is a
   silent wedge: terminal, verdict ``failed`` (judged after the bucket rules, so it also takes
@@ -89,6 +91,7 @@ from report.models import (
     Recommendation,
     Report,
 )
+from report.planned_stop import planned_stop, planned_stop_rule
 from report.pods import (
     failed_rank_rule,
     image_pull_rule,
@@ -139,7 +142,8 @@ def judge_job(
         facts = facts.model_copy(update={"checkpoints": None})
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
-    link = chain_link(record, cluster_records, edges, index=index)
+    link = chain_link(record, cluster_records, edges, index=index,
+                      planned_stop=planned_stop(facts) is not None)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),
@@ -164,7 +168,8 @@ def judge_job(
     failed_rank_rule(ctx, f)
     recurring_pod_failure_rule(ctx, f)
     empty_log_rule(ctx, f, bucket)
-    cleanup_rule(ctx, f, bucket)
+    if not planned_stop_rule(ctx, f):  # a planned stop is no finished run: no cleanup
+        cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
     return _assemble(ctx, f, bucket, cluster_name_shown, (failure, repeats))
@@ -308,7 +313,9 @@ def _assemble(
         total_steps=f.total_steps,
         banked_step=facts.checkpoints.banked_step if facts.checkpoints else None,
         metrics=f.metrics, flags=f.flags, verdict=f.settled_verdict(),
-        trend=shorten(f.settled_trend()), successor=ctx.successor,
+        trend=shorten(f.settled_trend()),
+        # A planned stop's link is looked for before its total is known: named if it held.
+        successor=ctx.successor if "chain-restart" in f.flags else None,
         log_path=facts.log.path if facts.log else None,
         recommendation=f.settled_recommendation(),
     )

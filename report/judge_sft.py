@@ -14,7 +14,8 @@ Policy (seed §SFT and CONTRACT §5/§6):
   together; without a scale token, the name minus its last ``-``/``_`` token; or jobs carrying
   the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
   renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. A
-  COMPLETED cell flagged ``incomplete-run`` is not done: it is listed as stopped short. The
+  COMPLETED cell flagged ``incomplete-run``, or stopped at its time budget (a planned stop's
+  restart, or ``diagnose`` with no successor), is not done: it is listed as stopped short. The
   long pole is the running cell with the longest ETA (remaining steps x its trailing-window
   rate), not the one with the most steps left; a pending cell at a larger scale than every
   running one (``72b`` waiting while ``7b`` cells run) is the long pole instead, ``(pending)``.
@@ -172,11 +173,13 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
     pending = {name_stem(r.name) for r, _ in members if r.state is JobState.PENDING}
     pending -= running_cells
     completed = [r for r, _ in members if r.state is JobState.COMPLETED]
-    # A COMPLETED cell whose completion check stops short of its total (incomplete-run) did
-    # not finish: it is named apart, never tallied as done, unless another copy finished it.
-    done = {name_stem(r.name) for r in completed if "incomplete-run" not in r.flags}
+    # A COMPLETED cell whose completion check stops short of its total (incomplete-run), or
+    # that stopped itself at its time budget (report.planned_stop: a chain restart, or
+    # diagnose with no successor), did not finish: it is named apart, never tallied as done,
+    # unless another copy finished it.
+    done = {name_stem(r.name) for r in completed if not _stopped_short(r)}
     done -= running_cells | pending
-    short = {name_stem(r.name) for r in completed if "incomplete-run" in r.flags}
+    short = {name_stem(r.name) for r in completed if _stopped_short(r)}
     short -= running_cells | pending | done
     cells = [_cell(r, rate) for r, rate in sorted(running, key=lambda m: m[0].name)]
     timed = [c for c in cells if c.eta_s is not None]
@@ -193,6 +196,14 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> Gri
         grid=name, running=len(running_cells), pending_unique=len(pending), done=len(done),
         short=tuple(sorted(short)), cells=cells, long_pole=pole,
     )
+
+
+def _stopped_short(report: JobReport) -> bool:
+    """A COMPLETED cell that did not finish: ``incomplete-run``, a planned stop's restart, or
+    one sent to ``diagnose`` instead of its cleanup."""
+    chosen = report.recommendation
+    return ("incomplete-run" in report.flags or "chain-restart" in report.flags
+            or (chosen is not None and chosen.action == "diagnose"))
 
 
 _SCALE_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}

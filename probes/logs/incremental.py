@@ -19,14 +19,15 @@ replacement characters. The last, unfinished line is read into the summary, not 
 What is carried, and its bound (``probes.logs.metric_carry``, ``fault_carry``,
 ``fingerprint_carry``): the metric pass's state with its last 32 points, the fault scan's open
 tracebacks and newest hits, the launch checks, the fingerprint found so far, the outcome lines
-of the last 400, and the text above. Its JSON is a few KiB on a training log whatever its
-length (7 KiB on ``tests/bench/bench_incremental.py``'s log; under 64 KiB through a 100k-line
-log and 3000 faults, ``tests/probes/logs/test_incremental_bound.py``), plus what the log itself
-makes big: the printed config (51 KiB for verl's, which the summary holds too), one unfinished
-line (at most ``max_line_chars`` characters), one unfinished multi-line dict or dump (at most
-5000 / 20000 lines), the lines after a recent ``ChildFailedError`` (120, blanked but for the
-summary's own). Pass the same ``aliases``, ``benign_patterns`` and ``max_line_chars`` on every
-read of one log: lines already read keep what the earlier ones made of them.
+of the last 400, the last planned-stop line, and the text above. Its JSON is a few KiB on a
+training log whatever its length (7 KiB on ``tests/bench/bench_incremental.py``'s log; under
+64 KiB through a 100k-line log and 3000 faults, ``tests/probes/logs/test_incremental_bound.py``),
+plus what the log itself makes big: the printed config (51 KiB for verl's, which the summary
+holds too), one unfinished line (at most ``max_line_chars`` characters), one unfinished
+multi-line dict or dump (at most 5000 / 20000 lines), the lines after a recent
+``ChildFailedError`` (120, blanked but for the summary's own). Pass the same ``aliases``,
+``benign_patterns`` and ``max_line_chars`` on every read of one log: lines already read keep
+what the earlier ones made of them.
 
 Where bounded state is not exact (each is far from what a trainer prints, and tested as
 documented):
@@ -61,9 +62,10 @@ from probes.logs.metric_carry import (
     snapshot_metrics,
 )
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
+from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.logs.recent import feed_lines
-from probes.models import LogOutcome, LogSummary
+from probes.models import LogOutcome, LogSummary, PlannedStop
 
 __all__ = ["LogCarry", "parse_increment"]
 
@@ -106,6 +108,8 @@ class LogCarry(Carried):
     faults: FaultCarry = FaultCarry()
     fingerprint: FingerprintCarry = FingerprintCarry()
     outcome: OutcomeCarry = OutcomeCarry()
+    planned_stop: PlannedStop | None = None
+    """The last planned-stop line read (``probes.logs.planned_stop``)."""
 
 
 def parse_increment(
@@ -158,10 +162,11 @@ class _Fold:
             scan = self._metrics(committed_raws, committed, first, scanner)
             prints = self._fingerprint(committed)
             outcome = _outcome(self.carry.outcome, committed, first)
+            stop = read_planned_stop(committed, first) or self.carry.planned_stop
         carry = LogCarry(
             text=text, metrics=_snapshot_metrics(scan), faults=_snapshot_faults(scanner),
             fingerprint=prints.carry() if prints is not None else FingerprintCarry(),
-            outcome=outcome)
+            outcome=outcome, planned_stop=stop)
         flushed = codecs.decode(bytes.fromhex(undecoded), "utf-8", "replace")
         last_raw = raws[-1] + flushed
         last_raw = last_raw[: self.cap] if len(last_raw) > self.cap else last_raw
@@ -171,7 +176,8 @@ class _Fold:
         summary = self._summary(scanner=scanner, scan=scan, prints=prints, outcome=outcome,
                                 last=(last_raw, last), line_no=text.line_no,
                                 line_count=line_count)
-        return summary, carry
+        stop = read_planned_stop([last], text.line_no) or stop
+        return summary.model_copy(update={"planned_stop": stop}), carry
 
     def _split(
         self, decoded: str, undecoded: str

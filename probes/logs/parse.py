@@ -36,6 +36,7 @@ from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.outcome import read_outcome
+from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
 from probes.logs.recent import HISTORY_DEPTH, recent_metrics
@@ -132,9 +133,10 @@ def _summarise(
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)
     try:
-        # What the run runs, and a catch-all job's closing signal (issue 11).
-        summary = summary.model_copy(update={"fingerprint": read_fingerprint(lines),
-                                             "outcome": read_outcome(lines, last=400)})
+        # What the run runs, a catch-all job's closing signal (issue 11), a planned stop.
+        summary = summary.model_copy(update={
+            "fingerprint": read_fingerprint(lines), "outcome": read_outcome(lines, last=400),
+            "planned_stop": read_planned_stop(lines, first_line_no)})
     except Exception:
         _log.exception("parse_log: run readers failed on a %d-character tail", len(decoded))
     if faults is None:

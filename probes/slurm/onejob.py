@@ -7,11 +7,14 @@ Policy: at most TWO remote commands, both the collector (``python3 -``, script o
    printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
    queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
 2. The job's files (log tail, listings, trees) through the same collector request a sweep
-   uses, and, only for a TIMEOUT job, the successor query: ``squeue -t PENDING,RUNNING -u
-   USER`` for the job's own user. Every successor rule in ``report.chain`` looks at a live job
-   of the same user (its ``afterany`` dependency, or the same name/user/workdir), so that user's
-   live jobs are a bounded set that still holds any successor. A PENDING job has no files,
-   and a job that is neither started nor TIMEOUT costs one command only.
+   uses, and, only for a TIMEOUT or COMPLETED job, the successor query: ``squeue -t
+   PENDING,RUNNING -u USER`` for the job's own user (a COMPLETED run whose trainer stopped
+   itself ahead of the walltime is a chain restart too, ``report.planned_stop``, which only
+   its log, read in the same command, tells). Every successor rule in ``report.chain`` looks
+   at a live job of the same user (its ``afterany`` dependency, or the same name/user/
+   workdir), so that user's live jobs are a bounded set that still holds any successor. A
+   PENDING job has no files, and a job that is neither started nor TIMEOUT costs one command
+   only.
 
 Records are read by the sweep's forgery-proof parsers (nonce-delimited squeue, scontrol read
 with what squeue said). A hetjob component ``123+1`` keeps the id squeue prints for it;
@@ -161,11 +164,12 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
                     now: datetime) -> tuple[dict[str, Any], list[SchedulerRecord]]:
-    """Command 2 (when needed): the job's files and, for a TIMEOUT, its user's live jobs."""
+    """Command 2 (when needed): the job's files and, for a TIMEOUT or COMPLETED job, its
+    user's live jobs (successor candidates)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
-    if record.state is JobState.TIMEOUT and record.user and _USER.match(record.user):
+    if record.state in _CHAINED and record.user and _USER.match(record.user):
         selection = ("-t", "PENDING,RUNNING", "-u", record.user)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
         # squeue -o has no eligible time; -O has, beside the id only (no user text to forge).
@@ -182,6 +186,8 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     return collected, [r for r in live if r.job_id != record.job_id]
 
 
+_CHAINED = frozenset({JobState.TIMEOUT, JobState.COMPLETED})
+"""The ended states a chain successor may continue (``report.chain.chain_link``)."""
 _ELIGIBLE_LINE = re.compile(r"^\s*(\d+(?:_\d+)?)\s+(\d+)\s*$", re.MULTILINE)
 
 

@@ -312,7 +312,8 @@ class SlurmProbe:
     async def collect_one(self, job_id: str, *, quiet: bool = True,
                           whole_tail: bool = False) -> ClusterFacts:
         """That job only, in at most two commands (``probes.slurm.onejob``): its facts first,
-        then, for a TIMEOUT, its user's live jobs (successor candidates, no files read).
+        then, for a TIMEOUT or COMPLETED job, its user's live jobs (successor candidates, no
+        files read).
         ``quiet``: a cluster problem is ``unreachable`` (as ``collect``), else it raises."""
         job_id = _slurm_id(job_id)
         now = self._clock()
