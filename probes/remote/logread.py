@@ -177,8 +177,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
             if start > 0 and start != offset:  # cut into a line: drop the partial first line
-                cut = data.find(b"\n")
-                data = data[cut + 1:] if cut >= 0 else b""
+                cut = line_start(data)
+                data = data[cut:] if cut >= 0 else b""
                 start = size - len(data)
                 if cut < 0:  # the tail is inside one long last line: read the lines before it
                     start, data = _before_long_line(guard, fd, path, size, max_bytes)
@@ -204,6 +204,16 @@ LONG_LINE_SCAN = 64 << 20
 """How far back before a tail that holds no line break a read looks for the last one."""
 
 
+def line_start(data: bytes) -> int:
+    """Where the first whole line of ``data`` starts (just past its first ``\n``, ``\r`` or
+    ``\r\n``), or -1 with no line break. ``\r`` breaks lines as for the log parser: a tqdm bar
+    writing to a file redraws with ``\r`` only, and a tail inside its redraws is lines."""
+    newline, ret = data.find(b"\n"), data.find(b"\r")
+    if ret < 0 or 0 <= newline < ret:
+        return newline + 1 if newline >= 0 else -1
+    return ret + 2 if data[ret + 1:ret + 2] == b"\n" else ret + 1
+
+
 def _before_long_line(guard: Guard, fd: int, path: str, size: int,
                       max_bytes: int) -> tuple[int, bytes]:
     """``(offset, data)``: the bounded tail of the whole lines before the file's last line,
@@ -214,13 +224,14 @@ def _before_long_line(guard: Guard, fd: int, path: str, size: int,
     floor = max(0, pos - LONG_LINE_SCAN)
     while pos > floor:
         lo = max(floor, pos - (1 << 20))
-        at = guard.read(fd, lo, pos - lo, path).rfind(b"\n")
+        chunk = guard.read(fd, lo, pos - lo, path)
+        at = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if at >= 0:
             end = lo + at + 1
             begin = max(0, end - max_bytes)
             data = guard.read(fd, begin, end - begin, path)
             if begin > 0:  # cut into a line: drop it, as any tail does
-                data = data[data.find(b"\n") + 1:]
+                data = data[line_start(data):]
             return end - len(data), data
         pos = lo
     return size, b""

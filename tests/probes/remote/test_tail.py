@@ -114,3 +114,29 @@ def test_the_long_line_scan_is_bounded(tmp_path: Path, monkeypatch: pytest.Monke
     assert (tail["text"], tail["offset"]) == ("", 4004)
     monkeypatch.setattr(logread, "LONG_LINE_SCAN", 4096)
     assert read_tail(str(tmp_path / "a.out"), 1024, 0)["text"] == "old\n"
+
+
+def _bar(count: int) -> bytes:
+    """tqdm writing to a file: each redraw starts with ``\\r``, no ``\\n`` until it closes."""
+    return b"".join(b"\rGenerating: %3d%%|###   | %d/5000 [00:%02d<01:00, 12.3it/s]"
+                    % (n * 100 // 5000, n, n % 60) for n in range(1, count + 1))
+
+
+def test_a_tail_inside_a_carriage_return_bar_keeps_its_redraws(tmp_path: Path) -> None:
+    """A bar redrawn with '\\r' for longer than the budget is lines to the parser: the tail
+    keeps its latest redraws (its progress), not the set-up lines before the bar began."""
+    head = b"".join(b"setup line %d\n" % n for n in range(50))
+    path = write(tmp_path / "a.out", head + _bar(3000))
+    for track in (False, True):
+        tail = read_tail(path, 4096, 0, track=track)
+        assert tail["text"].endswith("| 3000/5000 [00:00<01:00, 12.3it/s]"), tail["text"][-80:]
+        assert "setup line" not in tail["text"]
+        assert tail["text"].startswith("Generating: ")  # the cut redraw before it dropped
+        assert tail["offset"] == tail["size"] - len(tail["text"].encode())
+
+
+def test_a_long_line_after_crlf_lines_reads_them(tmp_path: Path) -> None:
+    """CRLF logs: the tail before a long last line starts on a whole line (no '\\n' left)."""
+    data = b"".join(b"step %d\r\n" % n for n in range(300)) + b"q" * 5000
+    tail = read_tail(write(tmp_path / "a.out", data), 1024, 0)
+    assert tail["text"].endswith("step 299\r\n") and tail["text"].startswith("step ")
