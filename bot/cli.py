@@ -44,8 +44,17 @@ FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr and exit 2 (CONTRACT §1): the error and where the help
+    is, without argparse's usage block before it. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="jobtables",
         description="Sweep SLURM and Kubernetes ML jobs into box-drawing status tables "
                     "(RL, SFT, Datagen, Eval, Catch-all), and run the Slack bot.",

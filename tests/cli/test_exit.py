@@ -92,8 +92,15 @@ def test_the_bot_exits_through_the_interpreter(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "code", "stderr"), [
     (["--help"], 0, ""),
-    (["sweep", "--nope"], 2, "usage: jobtables [-h] COMMAND ...\n"
-                             "jobtables: error: unrecognized arguments: --nope\n"),
+    (["sweep", "--nope"], 2, "jobtables: error: unrecognized arguments: --nope "
+                             "(see jobtables --help)\n"),
+    (["sweep", "--format", "xml"], 2,
+     "jobtables sweep: error: argument --format: invalid choice: 'xml' (choose from 'text', "
+     "'json', 'slack') (see jobtables sweep --help)\n"),
+    (["job"], 2, "jobtables job: error: the following arguments are required: ID "
+                 "(see jobtables job --help)\n"),
+    ([], 2, "jobtables: error: the following arguments are required: COMMAND "
+            "(see jobtables --help)\n"),
     (["sweep", "--config", "/nonexistent/j.toml"], 2,
      "jobtables: /nonexistent/j.toml: no such config file\n"),
     (["job", "1;id", "--config", "/nonexistent/j.toml"], 2,
