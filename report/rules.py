@@ -15,7 +15,8 @@ Policy (seed §SFT/§RL and CONTRACT §5/§6):
 - ``nan-loss``: a non-finite loss, or loss exactly 0 with a non-finite grad_norm, on one of the
   last ``collapse_recent_steps`` steps (or a nan-loss fault). Verdict ``failed``: the weights
   are poisoned even if the process is still running. The Trend names the step the diverged
-  run began at (looked for over the whole history), the step to resume before.
+  run began at (looked for over the whole history), the step to resume before; "at or before"
+  it when every point held is diverged from there (the run may have gone bad before a tail).
 - Empty log (:func:`empty_log_rule`): RUNNING past the bucket's bring-up window
   (``AbsenceRules``) with nothing logged is no buffer filling: a 0-byte file is ``stall``, a
   non-empty file read as nothing is ``fetch-failed``.
@@ -167,7 +168,8 @@ def divergence_rule(
         if not named and _diverged(values, loss_metric):
             named = True
             onset = _onset(ctx.history, index, loss_metric)
-            _nan_loss(f, ctx.history[onset].step, ctx.history[onset].values.get(loss_metric))
+            _nan_loss(f, ctx.history[onset].step, ctx.history[onset].values.get(loss_metric),
+                      held_all=_bad_from_start(ctx.history, onset, loss_metric))
         if explosion and grad is not None and _exploded(windows, index, grad, th):
             f.flag("grad-explosion")
             f.verdict("warning")
@@ -201,10 +203,20 @@ def _onset(history: Sequence[MetricPoint], index: int, loss_metric: str) -> int:
     return onset
 
 
-def _nan_loss(f: Findings, step: int | None, loss: float | None) -> None:
+def _bad_from_start(history: Sequence[MetricPoint], onset: int, loss_metric: str) -> bool:
+    """Whether no point before ``onset`` logs the loss or grad norm: the diverged run reaches
+    back past what the history holds (a tail's last 32 steps), so it may have begun earlier."""
+    earlier = any(loss_metric in p.values or "grad_norm" in p.values for p in history[:onset])
+    return not earlier and history[onset].step > 1  # step 1 is where any run begins
+
+
+def _nan_loss(f: Findings, step: int | None, loss: float | None, *,
+              held_all: bool = False) -> None:
     f.flag("nan-loss")
     f.verdict("failed")
-    where = f" at step {step}" if step is not None else ""
+    # ``held_all``: every logged point read is diverged from ``step`` on, which need not be
+    # where it began; "at step N" would send the user back to a checkpoint already poisoned.
+    where = f" at{' or before' if held_all else ''} step {step}" if step is not None else ""
     text = f"Loss → NaN{where}" if loss is None or loss != 0.0 else f"Loss 0 with NaN grad{where}"
     f.trend(Priority.TERMINAL, text)
     f.recommend(Priority.DIAGNOSE, "diagnose", f"{text}: weights are poisoned; resume from the "

@@ -56,3 +56,15 @@ def test_a_recovered_nan_out_of_view_stays_unflagged() -> None:
     records += [(s, "1.4", "0.7") for s in range(70, 130, 10)]
     report = _judge(_hf_log(records)).report
     assert "nan-loss" not in report.flags
+
+
+def test_an_onset_older_than_the_history_read_is_not_named_exact() -> None:
+    """NaN from step 20 to 100, logged every step: a tail keeps its last 32 steps (69-100),
+    all poisoned. Naming step 69 as the onset would send the user back to a checkpoint that
+    is already poisoned (review of 9aa0549); the Trend says the run went bad by then."""
+    records = [(s, "1.5", "0.7") for s in range(1, 20)] + [(s, "nan", "nan")
+                                                           for s in range(20, 101)]
+    report = _judge(_hf_log(records)).report
+    assert report.trend == "Loss → NaN at or before step 69"
+    assert report.recommendation is not None
+    assert report.recommendation.why.startswith("Loss → NaN at or before step 69:")
