@@ -386,6 +386,9 @@ class MetricScan:
         """The track of the desc-less bar ``hf_anchor`` was read from."""
         self.bar_seq = 0
         """Training-kind redraws seen so far: each track's ``seen`` is its last one's."""
+        self.finish_seq: int | None = None
+        """``bar_seq`` at the trainer's first finish line (``finished``): a desc-less bar first
+        drawn after it (``trainer.evaluate()`` after ``train()``) is none of its training."""
         self.hf_prev: int | None = None
         self.hf_unanchored: list[tuple[dict[str, float], int]] = []
         self.samples: int | None = None
@@ -551,6 +554,7 @@ class MetricScan:
         track = self.bars.get(key)
         if track is None:
             track = self.bars[key] = BarTrack()
+            track.first = self.bar_seq + 1
         step = int(current)
         track.see(step, interval_seconds(elapsed))
         self.bar_seq += 1
@@ -614,12 +618,16 @@ class MetricScan:
         ):
             self._markers(body)
 
-    def skim_glued(self, body: str) -> None:
+    def skim_glued(self, body: str, seq: int | None = None) -> None:
         """``skim``'s part of ``feed_glued``: HF's end-of-training dict on a bar's line marks
-        the run finished (no other dict is read while skimming)."""
+        the run finished (no other dict is read while skimming); ``seq``: that line's
+        ``bar_seq`` when ``skim_bars`` counted past it."""
         text = glued_dict(body)
         if text is not None and "train_runtime" in text:
+            unfinished = self.finish_seq is None
             self.feed_glued(body, 0)
+            if unfinished and seq is not None and self.finish_seq is not None:
+                self.finish_seq = seq
 
     def skim_bars(self, found: Sequence[tuple[str, str, str, str, str]],
                   nested: Sequence[bool]) -> None:
@@ -659,6 +667,7 @@ class MetricScan:
             track = bars.get(kind[1])
             if track is None:
                 track = bars[kind[1]] = BarTrack()
+                track.first = self.bar_seq + printings.index(printing) + 1  # as _bars_back's
                 if kind[0] == EPOCH_STEP_BAR:
                     self._mark("torchtune")
                 elif kind[0]:
@@ -761,6 +770,8 @@ class MetricScan:
         for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
+                if self.finish_seq is None:
+                    self.finish_seq = self.bar_seq
                 self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
 
     def _hf_banner_line(self, body: str) -> None:
@@ -824,6 +835,8 @@ class MetricScan:
         """A complete dict: SkyRL step dict, HF/TRL per-step dict, or an end/eval summary."""
         if "train_runtime" in pairs:
             self.finished = True
+            if self.finish_seq is None:
+                self.finish_seq = self.bar_seq
             self._mark("hf")
             return
         if self.header is not None:
@@ -978,6 +991,7 @@ class MetricScan:
         track = self.bars.get((desc, bar.total))
         if track is None:
             track = self.bars[(desc, bar.total)] = BarTrack()
+            track.first = self.bar_seq + 1
         track.add(bar)
         self.bar_seq += 1
         track.seen = self.bar_seq
@@ -1043,11 +1057,13 @@ class MetricScan:
         """The training bar: the banner's total if one matches, else a trainer's own desc,
         then a bar HF's step dicts followed, then the most redrawn; but a bar no dict followed
         that reached its total with another drawn after it is over (a script's own tokenizer
-        loop before training), and comes last."""
+        loop before training), and comes last. A desc-less bar that neither the banner's total
+        nor a dict vouches for is none when it runs faster than any optimizer step
+        (``BarTrack.counts_items``: a tokenizer loop, an example count) or was first drawn
+        after the trainer's finish line (an evaluation after ``train()``)."""
         tracks = list(self.bars.items())
-        if self.banner_total is not None:
-            matching = [t for t in tracks if t[0][1] == self.banner_total]
-            tracks = matching or tracks
+        matching = [t for t in tracks if t[0][1] == self.banner_total]
+        tracks = matching or [t for t in tracks if not self._not_training(*t)]
         if not tracks:
             return None
         latest = max(track.seen for _, track in tracks)
@@ -1059,6 +1075,13 @@ class MetricScan:
             return desc != "", track.anchored > 0, not over, track.count
 
         return max(tracks, key=rank)[1]
+
+    def _not_training(self, key: tuple[str, int], track: BarTrack) -> bool:
+        """A desc-less bar no dict followed that cannot be the trainer's (``_training_bar``)."""
+        if key[0] or track.anchored:
+            return False
+        after_end = self.finish_seq is not None and track.first > self.finish_seq
+        return after_end or track.counts_items()
 
     def close(self, *, at_log_start: bool = True) -> None:
         """Flush what only the end of the tail can settle; ``at_log_start``: the pass began at

@@ -119,6 +119,7 @@ class BarCarry(Carried):
     events: tuple[tuple[int, float], ...] = ()
     seen: int = 0
     anchored: int = 0
+    first: int = 0
 
 
 class MetricCarry(Carried):
@@ -146,6 +147,7 @@ class MetricCarry(Carried):
     hf_anchor: int | None = None
     hf_anchor_key: tuple[str, int] | None = None
     bar_seq: int = 0
+    finish_seq: int | None = None
     hf_prev: int | None = None
     hf_head: tuple[tuple[dict[str, float], int], ...] = ()
     hf_tail: tuple[tuple[dict[str, float], int], ...] = ()
@@ -315,7 +317,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         nemo=None if scan.nemo is None else (scan.nemo[0], scan.nemo[1], dict(scan.nemo[2])),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
-        hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq,
+        hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq, finish_seq=scan.finish_seq,
         hf_head=tuple((dict(p), n) for p, n in head),
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
         hf_banner=scan.hf_banner,
@@ -336,7 +338,7 @@ def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
     last = None if track.last is None else tuple(track.last)
     return BarCarry(desc=key[0], total=key[1], count=track.count,
                     last=last, events=tuple(track.events), seen=track.seen,
-                    anchored=track.anchored)
+                    anchored=track.anchored, first=track.first)
 
 
 def restore_metrics(
@@ -359,7 +361,7 @@ def restore_metrics(
         track.count = bar.count
         track.last = None if bar.last is None else TqdmBar(*bar.last)
         track.events = list(bar.events)
-        track.seen, track.anchored = bar.seen, bar.anchored
+        track.seen, track.anchored, track.first = bar.seen, bar.anchored, bar.first
         scan.bars[(bar.desc, bar.total)] = track
     scan.checkpoints = set(carry.checkpoints)
     scan.finished = carry.finished
@@ -371,6 +373,7 @@ def restore_metrics(
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq
+    scan.finish_seq = carry.finish_seq
     scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
     scan.hf_banner = carry.hf_banner
     if carry.hf_tail:

@@ -1,7 +1,10 @@
 """Training progress from tqdm redraws: which bar is the trainer's, and its trailing rate.
 
 Policy: the training bar has no desc (Hugging Face) or a trainer's own desc and counts
-iterations; tokenizer, packing, dataset and eval bars are never it. The rate is a trailing
+iterations; tokenizer, packing, dataset and eval bars are never it, nor is a desc-less bar that
+neither the banner's total nor a step dict vouches for when it runs faster than any optimizer
+step (``MIN_STEP_SECONDS``: a script's own ``tqdm(examples)`` loop) or is first drawn after the
+trainer's finish line (``MetricScan._training_bar``). The rate is a trailing
 window that one checkpoint-save spike does not move, and a restarted bar starts its clock again.
 On a whole-second clock too coarse for the last ``_RATE_WINDOW`` steps the window widens to the
 last ``WIDE_WINDOW`` events: a fixed depth, so a pass over the end of a tail reads the same rate
@@ -29,6 +32,9 @@ TRAINING_RATES = ("s/it", "it/s", "?it/s")
 WIDE_WINDOW = _BAR_EVENTS_KEPT // 2
 """Events the widened window reads: never more than a track keeps after trimming."""
 _CLOCK_FLOOR_S = 5.0
+MIN_STEP_SECONDS = 0.01
+"""No optimizer step runs faster (100 a second): a desc-less bar that does, advancing several
+iterations a redraw, counts a script's items (a tokenizer loop at thousands a second)."""
 
 
 class BarTrack:
@@ -40,9 +46,24 @@ class BarTrack:
         self.events: list[tuple[int, float]] = []
         self.seen = 0
         """The ordinal of its last redraw among every training-kind redraw of the log."""
+        self.first = 0
+        """The ordinal of its first redraw, on ``seen``'s count (0: unknown, a carry made
+        before it was kept)."""
         self.anchored = 0
         """HF step dicts numbered from this bar's count (the trainer's bar is the one they
         follow; a script's own desc-less loop, a tokenizer pass, has none)."""
+
+    def counts_items(self) -> bool:
+        """Whether it runs faster than any optimizer step (``MIN_STEP_SECONDS``): by tqdm's
+        own rate at its last redraw, and advancing more than one iteration a redraw (the
+        median over its recent events: a resumed HF bar's one jump to its global step is not
+        that). Both read the same on a cold parse and a fold: the last redraw, and the last
+        ``WIDE_WINDOW`` events, which each keeps."""
+        per_it = sec_per_it(self.last.rate) if self.last is not None else None
+        if per_it is None or per_it >= MIN_STEP_SECONDS:
+            return False
+        moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(self.events[-WIDE_WINDOW:]) if s1 > s0]
+        return not moves or median(moves) > 1
 
     def add(self, bar: TqdmBar) -> None:
         self.last = bar

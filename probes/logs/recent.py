@@ -146,11 +146,13 @@ def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
             except ValueError:
                 stop = end
             run = skimmed[at:stop]
+            base = scan.bar_seq  # skim_bars counts the run's lines: each glued end is placed
             scan.skim_bars(found[at:stop],
                            list(map(contains, map(raws.__getitem__, run), repeat(NESTED_BAR_MARK))))
-            for index in compress(run, map(contains, map(lines.__getitem__, run),
-                                           repeat("train_runtime"))):
-                scan.skim_glued(lines[index])  # HF's end dict on a bar's line (``skim``)
+            for offset in compress(range(len(run)), map(contains, map(lines.__getitem__, run),
+                                                        repeat("train_runtime"))):
+                # HF's end dict on a bar's line (``skim``), at its place among the redraws
+                scan.skim_glued(lines[run[offset]], base + offset + 1)
             at = stop
         else:
             _skim(scan, lines, raws, skimmed[at], first_line_no, memo=memo)
