@@ -83,6 +83,7 @@ with contextlib.suppress(ImportError):
         het_ids,
         job_key,
         job_user,
+        run_templates,
         slurm_number,
         slurm_text,
     )
@@ -297,7 +298,8 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     return {
         "log": log,
         # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
-        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir")),
+        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir"),
+                                           run_roots=list(job.get("run_checkpoint_roots") or [])),
         "trials": trials,
     }
 
@@ -658,12 +660,15 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
         if stdout is None:
             unexpanded.append(key)
             continue
-        filled = [expand_roots(list(roots.get(kind) or []), workdir=workdir, name=name,
-                               job_id=key, user=user) for kind in ("checkpoint", "trial")]
+        checkpoint = list(roots.get("checkpoint") or [])
+        filled = [expand_roots(templates, workdir=workdir, name=name, job_id=key, user=user)
+                  for templates in (checkpoint, list(roots.get("trial") or []),
+                                    run_templates(checkpoint))]
         state = job.get("job_state", _queue_state(job))
         spec = {"id": key, "user": user, "stdout": stdout, "workdir": workdir,
                 "offset": int(offsets.get(stdout) or 0), "completed": _queue_completed(state),
-                "checkpoint_roots": filled[0], "trial_roots": filled[1]}
+                "checkpoint_roots": filled[0], "trial_roots": filled[1],
+                "run_checkpoint_roots": filled[2]}
         if isinstance(cursors, dict) and _queue_names(state) == ["RUNNING"]:
             # Only a running job's log is resumed: an ended job is judged on its whole tail.
             spec["cursor"] = cursors.get(key)

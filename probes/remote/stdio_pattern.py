@@ -212,6 +212,21 @@ def expand_roots(
     return out
 
 
+_RUN_PLACEHOLDERS = frozenset({"name", "job_id"})
+
+
+def run_templates(templates: Sequence[str]) -> list[str]:
+    """The root templates specific to one run: those holding ``{name}`` or ``{job_id}`` (a
+    folder no other run saves to, trusted like a folder its log names, ``probes.remote.tree``);
+    malformed ones are none."""
+    out = []
+    for template in templates:
+        read = _template(template)
+        if read is not None and read[1] & _RUN_PLACEHOLDERS:
+            out.append(template)
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def _template(template: str) -> tuple[list[tuple[str, str | None, str | None, str | None]],
                                       frozenset[str]] | None:

@@ -128,9 +128,10 @@ def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = Fa
     ``--chdir`` into a teammate's workdir) is not this job's banked step. But the owner the
     login node sees is not always the uid that wrote (an object-store FUSE mount owns every
     file as its own uid; a launcher's service account; a chain attempt a teammate submitted):
-    in a folder the run's log names as its save folder (``logged``), another owner's steps
-    count when none there is the job user's. The stats run under the guard's deadline (a hung
-    NFS ``getattr`` is interrupted like a hung listing)."""
+    in a folder the run's log names as its save folder, or a configured root specific to the
+    run (``logged``), another owner's steps count when none there is the job user's. The
+    stats run under the guard's deadline (a hung NFS ``getattr`` is interrupted like a hung
+    listing)."""
     if guard.uid is None or not names:
         return names
     owned = []
@@ -153,7 +154,8 @@ class _Walk:
         self.errors: Json = {}
         self.visits = 0
         self.logged = False
-        """Searching a save folder the run's log names (see ``_owned``)."""
+        """Searching a save folder the run's log names, or a root naming the run (see
+        ``_owned``)."""
 
     def search(self, path: str, fd: int, depth: int) -> None:
         """List one open directory; descend ``depth`` more levels of plain directories."""
@@ -334,14 +336,19 @@ def _inside_base(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
 
 
 def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = None,
-                        workdir: str | None = None, memo: bool = True) -> Json:
+                        workdir: str | None = None, memo: bool = True, *,
+                        run_roots: list[str] | None = None) -> Json:
     """Step directories, trackers and exports under every root and every logged directory
-    (``memo``: each root searched once per request, see ``SEEN``)."""
+    (``memo``: each root searched once per request, see ``SEEN``). ``run_roots``: those of
+    ``roots`` specific to the run (a template naming it, ``{name}``/``{job_id}``), searched as
+    a folder its log names: another owner's steps count there (``_owned``)."""
     walk = _Walk(guard)
+    own = set(run_roots or ())
     for root in roots:
-        key = f"ck:{guard.uid}:{root}"
+        key = f"ck:{guard.uid}:{'run' if root in own else ''}:{root}"
         if key not in SEEN or not memo:
             part = _Walk(guard)
+            part.logged = root in own
             part.root(root, CKPT_DEPTH)
             parent = os.path.dirname(os.path.normpath(root))
             # SkyRL's defaults put exports beside the checkpoints (~/ckpts, ~/exports).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from probes.config import ReplayCluster, SlurmCluster
 from probes.models import JobState, SchedulerRecord
-from probes.remote.stdio_pattern import expand_roots
+from probes.remote.stdio_pattern import expand_roots, run_templates
 
 if TYPE_CHECKING:
     from probes.slurm.cursors import LogState
@@ -47,6 +47,9 @@ def collector_request(
             "offset": (offsets or {}).get(r.stdout_path or "", 0),
             "completed": r.state is JobState.COMPLETED,
             "checkpoint_roots": roots(cluster.checkpoint_roots),
+            # Of those, the run's own (``{name}``/``{job_id}``): their steps count whoever
+            # the file system says owns them (probes.remote.tree).
+            "run_checkpoint_roots": roots(run_templates(cluster.checkpoint_roots)),
             "trial_roots": roots(cluster.trial_roots),
         }
         if cursors is not None and r.state is JobState.RUNNING:
