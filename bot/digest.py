@@ -56,6 +56,7 @@ from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from report.changes import Change, Key, Snapshot, decode_key, diff, encode_key, snapshots
 from report.chunks import SlackMessage
+from report.grouping import pending_task_counts
 from report.models import Report
 
 log = structlog.get_logger(__name__)
@@ -174,7 +175,8 @@ class Digest:
         if isinstance(seen, dict) and isinstance(seen.get("jobs"), dict):
             previous = {decode_key(k): Snapshot.model_validate(v)
                         for k, v in seen["jobs"].items()}
-        changes = diff(previous, result.report) if previous is not None else []
+        changes = (diff(previous, result.report, pending_tasks=pending_task_counts(result.facts))
+                   if previous is not None else [])
         now = self._clock()
         await self._put(SEEN, {"at": now.isoformat(), "jobs": {
             encode_key(k): s.model_dump(mode="json")

@@ -197,7 +197,8 @@ def change_lines(changes: Sequence[Change]) -> list[str]:
             whys = Counter(c.why for c in group)
             why = whys.most_common(1)[0][0] if len(whys) == 1 else \
                 " · ".join(f"{n} {w}" for w, n in whys.most_common(3))
-            lines.append(f"• {kind}: {len(group)} jobs on {cluster} ({shown}) — {why}")
+            count = sum(c.tasks for c in group)  # an unsplit array remainder: its tasks
+            lines.append(f"• {kind}: {count} jobs on {cluster} ({shown}) — {why}")
     return lines
 
 

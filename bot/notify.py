@@ -90,7 +90,8 @@ class Notifier:
             first = members[0]
             detail = result.details[(first.cluster, first.job_id)]
             kinds = fault_kinds([result.details[(m.cluster, m.job_id)] for m in members])
-            sent += await self._send(owner, job_end_dm(first, detail, len(members),
+            count = sum(m.tasks for m in members)  # an unsplit array remainder: its tasks
+            sent += await self._send(owner, job_end_dm(first, detail, count,
                                                        others=kinds[1:]).text)
         return sent
 

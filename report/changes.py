@@ -8,6 +8,11 @@ important one: a terminal transition (failed, cancelled, restarted, finished) be
 while it runs counts as started; a first sight of a pending job says nothing (it has not
 started). A job that left the report (aged out) says nothing either. With no previous
 snapshots at all (the very first sweep) there is no baseline: the caller reports nothing.
+
+A pending array's unsplit remainder is one record under the array's own id standing for many
+tasks (``report.grouping.pending_task_counts``); its change carries that count (``tasks``), so a
+merged line counts tasks, not records, and names the remainder ``A [N tasks]`` after the tasks
+split off (a cancelled ``--array=0-9%2`` with two tasks started reads ``×10``, not ``×3``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ class Change(Frozen):
     state: JobState
     verdict: str
     why: str
+    tasks: int = 1
+    """How many array tasks the job stands for (a pending array's unsplit remainder: many)."""
 
 
 def snapshot(job: JobReport) -> Snapshot:
@@ -108,14 +115,23 @@ def change_of(prev: Snapshot | None, job: JobReport) -> Change | None:
     return None
 
 
-def diff(previous: Mapping[Key, Snapshot], report: Report) -> list[Change]:
-    """Every job's change since ``previous``, in the report's order."""
+def diff(previous: Mapping[Key, Snapshot], report: Report, *,
+         pending_tasks: Mapping[Key, int] | None = None) -> list[Change]:
+    """Every job's change since ``previous``, in the report's order. ``pending_tasks``: unsplit
+    array remainders -> the tasks each stands for (``report.grouping.pending_task_counts``)."""
     changes = []
     for job in report.jobs:
-        found = change_of(previous.get((job.cluster, job.job_id)), job)
+        key = (job.cluster, job.job_id)
+        found = change_of(previous.get(key), job)
         if found is not None:
-            changes.append(found)
+            tasks = (pending_tasks or {}).get(key)
+            changes.append(found.model_copy(update={"tasks": tasks}) if tasks else found)
     return changes
+
+
+def _shown_id(change: Change) -> str:
+    ref = f"{change.cluster}:{change.job_id}"
+    return f"{ref} [{change.tasks} tasks]" if change.tasks > 1 else ref
 
 
 def merged_lines(changes: Sequence[Change], *, shown: int = 3) -> list[str]:
@@ -124,9 +140,12 @@ def merged_lines(changes: Sequence[Change], *, shown: int = 3) -> list[str]:
     for change in changes:
         groups.setdefault((change.kind, change.cluster, change.name), []).append(change)
     lines = []
-    for (kind, cluster, name), members in groups.items():
-        ids = ", ".join(f"{cluster}:{c.job_id}" for c in members[:shown])
+    for (kind, _, name), group in groups.items():
+        # Split-off tasks first: a remainder is no task among them but the tasks never split.
+        members = sorted(group, key=lambda c: c.tasks > 1)
+        ids = ", ".join(_shown_id(c) for c in members[:shown])
         more = f" +{len(members) - shown} more" if len(members) > shown else ""
-        count = f" ×{len(members)}" if len(members) > 1 else ""
+        total = sum(c.tasks for c in members)
+        count = f" ×{total}" if total > 1 else ""
         lines.append(f"• {kind}: {name}{count} ({ids}{more}) — {members[0].why}")
     return lines

@@ -33,6 +33,7 @@ class World:
             detail(job("4100", "rl-ppo-llama-8b")),
             detail(job("4300", "sft-mistral-7b", bucket="sft", user="bob")),
         ]
+        self.labels: dict[tuple[str, str], dict[str, str]] = {}
 
     def fail(self, job_id: str) -> None:
         self.jobs = [detail(d.report.model_copy(update={
@@ -55,7 +56,8 @@ async def bot_for(slack: FakeSlack, store: RedisStore, world: World, tmp_path: P
     config = make_config(store.prefix, tmp_path)
     if digest:
         config = config.model_copy(update={"digest": config.digest.model_copy(update=digest)})
-    sweeper = FakeSweeper(make=lambda: build_result(world.jobs, at=world.clock()), conf=config)
+    sweeper = FakeSweeper(make=lambda: build_result(world.jobs, at=world.clock(),
+                                                              labels=world.labels), conf=config)
     async with running_bot(slack, store, sweeper, world.clock) as h:
         no_pacing(h)
         yield h
@@ -142,6 +144,26 @@ async def test_a_mass_cancel_is_one_short_reply(
     assert "sft-mistral-7b [FAILED]" in text  # the row of the job that needs a human
     assert "sft-bench-299" not in text  # no row, no line per cancelled job
     assert "Rows shown for 1 of 301 changed jobs" in text
+
+
+async def test_a_cancelled_array_counts_the_tasks_its_pending_record_stands_for(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """An --array=0-9%2 cancelled with tasks 0 and 1 started: squeue keeps 4075_0, 4075_1 and
+    the unsplit remainder 4075 ('2-9%2', 8 tasks). The thread's line counts 10 tasks and names
+    the remainder by its tasks (it read '×3 (alpha:4075, alpha:4075_0, alpha:4075_1)')."""
+    arr = [detail(job(i, "datagen-arr", bucket="datagen", state=s))
+           for i, s in (("4075_0", "RUNNING"), ("4075_1", "RUNNING"), ("4075", "PENDING"))]
+    world.jobs = [*world.jobs, *arr]
+    world.labels = {("alpha", "4075"): {"array_tasks": "2-9%2"}}
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        before = len(replies(slack))
+        world.jobs = [*world.jobs[:2], *(detail(d.report.model_copy(update={
+            "state": JobState.CANCELLED, "verdict": "done"})) for d in arr)]
+        await sweep(h)
+    (new,) = replies(slack)[before:]
+    assert "cancelled: datagen-arr ×10 (alpha:4075_0, alpha:4075_1, alpha:4075 [8 tasks])" \
+        in text_of(new), text_of(new)[:600]
 
 
 async def test_a_new_day_opens_a_new_parent(

@@ -51,3 +51,21 @@ def test_array_tasks_that_changed_alike_share_one_line() -> None:
     assert len(changes) == 480
     assert merged_lines(changes) == [
         "• started: arr ×480 (alpha:9_0, alpha:9_1, alpha:9_2 +477 more) — running"]
+
+
+def test_a_cancelled_pending_array_counts_its_unsplit_tasks_once_each() -> None:
+    """Real SLURM 22.05 after 'scancel' of an --array=0-9%2 job: tasks 4075_0 and 4075_1 (each
+    its own record) and the unsplit remainder under the array's own id 4075 (array_task_string
+    '2-9%2', 8 tasks). The line counts 10 tasks, not 3 records, and names the remainder by the
+    tasks it stands for, after the split-off tasks, not as a bare id among them."""
+    before = report_of(
+        report_job("datagen-arr", bucket="datagen", job_id="4075_0"),
+        report_job("datagen-arr", bucket="datagen", job_id="4075_1"),
+        report_job("datagen-arr", bucket="datagen", job_id="4075", state=P, verdict="buffering"))
+    C = JobState.CANCELLED
+    after = report_of(*[report_job("datagen-arr", bucket="datagen", job_id=i, state=C,
+                                   verdict="done") for i in ("4075", "4075_0", "4075_1")])
+    changes = diff(snapshots(before), after, pending_tasks={("alpha", "4075"): 8})
+    assert merged_lines(changes) == [
+        "• cancelled: datagen-arr ×10 (alpha:4075_0, alpha:4075_1, alpha:4075 [8 tasks])"
+        " — cancelled"]
