@@ -94,11 +94,18 @@ def _is_recording(path: Path) -> bool:
 def _open_dest(dest: Path) -> int:
     """DIR created 0700 (or tightened to it), opened without following a link."""
     check_dest(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        dest.mkdir(mode=0o700)
-    fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    os.fchmod(fd, 0o700)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            dest.mkdir(mode=0o700)
+        fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:  # a parent that is a file, no permission, a read-only or full disk
+        raise RecordingRefused(f"cannot create {dest}: {exc.strerror or exc}") from exc
+    try:
+        os.fchmod(fd, 0o700)
+    except OSError as exc:
+        os.close(fd)
+        raise RecordingRefused(f"cannot create {dest}: {exc.strerror or exc}") from exc
     return fd
 
 

@@ -114,3 +114,14 @@ async def test_non_empty_dir_that_is_not_a_recording_is_refused_before_connectin
         await record(cluster, dest, runner_factory=factory)
     assert runners == [] or all(r.calls == [] for r in runners)
     assert sorted(p.name for p in dest.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("under", ["a-file", "missing-then-file"])
+def test_dir_that_cannot_be_created_is_refused_not_a_crash(tmp_path: Path, under: str) -> None:
+    """DIR whose parent is a regular file (or cannot be made): one refusal naming DIR and the
+    reason (``jobtables record`` prints it as one line), never an unhandled OSError."""
+    (tmp_path / "a-file").write_text("x\n")
+    parent = tmp_path / "a-file" if under == "a-file" else tmp_path / "a-file" / "sub"
+    dest = parent / "rec"
+    with pytest.raises(RecordingRefused, match=f"cannot create {dest}"):
+        _write(dest)
