@@ -146,6 +146,7 @@ def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int
     Only the lines in ``starts`` can start a dump: any other line is stepped over."""
     trainer: str | None = None
     index = 0
+    flat_until = 0  # a 'key: value' run already read and found flat ends here
     pending = iter(starts)
     while True:
         start = next(pending, None)
@@ -172,8 +173,10 @@ def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int
         dots = _DOTS_RE.search(body) if " .." in body else None
         if dots is not None:
             _put(config, dots.group(1), dots.group(2).strip())
-        elif _YAML_RE.match(body):
-            index = _yaml_dump(bodies, index, config)
+        elif index >= flat_until and _YAML_RE.match(body):
+            # A flat run read from a later line of it is flatter still (tqdm's '\r' redraws,
+            # 'Generating: 5%|...', are thousands of such lines): it is read once, not per line.
+            index, flat_until = _yaml_dump(bodies, index, config)
             continue
         index += 1
     return trainer
@@ -259,8 +262,10 @@ def _args_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int
     return min(len(bodies), start + MAX_DUMP_LINES)
 
 
-def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
-    """An indented ``key: value`` run; kept only if it nests (a YAML dump, not chatter)."""
+def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> tuple[int, int]:
+    """An indented ``key: value`` run; kept only if it nests (a YAML dump, not chatter).
+    ``(next line, end of a flat run)``: no run starting inside a flat one can nest or hold
+    more keys (its stack is the run's less a prefix), so none is read again."""
     stack: list[tuple[int, str]] = []
     found: dict[str, str] = {}
     nested = False
@@ -286,8 +291,8 @@ def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int
     if nested and len(found) >= 4:
         for key, value in found.items():
             _put(config, key, value)
-        return index
-    return start + 1
+        return index, index
+    return start + 1, index
 
 
 def _unquote(value: str) -> str:

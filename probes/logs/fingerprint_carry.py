@@ -104,6 +104,8 @@ class FingerprintFold:
         self.pending = list(carry.pending)
         self.image, self.banner, self.pass_at = carry.image, carry.banner, carry.pass_at
         self.failed = carry.failed
+        self.flat_until = 0
+        """Where the flat ``key: value`` run the walk last read ends (indices of one walk)."""
 
     def feed(self, lines: Sequence[str], *, gated: bool = True) -> None:
         """Read the next complete lines (ANSI already stripped).
@@ -121,6 +123,7 @@ class FingerprintFold:
         starts = [held + start for start in gates.starts]
         unread = _Unread(walk)
         index, at = 0, 0
+        self.flat_until = 0  # fingerprint._collect's: where a flat 'key: value' run ends
         try:
             while index < len(walk):
                 if index >= held:  # step over what starts no dump (fingerprint._collect)
@@ -177,8 +180,9 @@ class FingerprintFold:
         dots = fp._DOTS_RE.search(body) if " .." in body else None
         if dots is not None:
             fp._put(config, dots.group(1), dots.group(2).strip())
-        elif fp._YAML_RE.match(body):
-            return fp._yaml_dump(bodies, index, config)
+        elif index >= self.flat_until and fp._YAML_RE.match(body):
+            index, self.flat_until = fp._yaml_dump(bodies, index, config)  # read once
+            return index
         return index + 1
 
     def carry(self) -> FingerprintCarry:
@@ -204,7 +208,7 @@ class FingerprintFold:
         walk = [*self.pending, last]
         config: dict[str, str] = dict(self.config)
         self.config = _Journal(config)
-        index = 0
+        index = self.flat_until = 0
         while index < len(walk):
             index = self._step(walk, index)
         config = dict(self.config)
