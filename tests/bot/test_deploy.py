@@ -155,3 +155,16 @@ def test_compose_publishes_on_loopback_only() -> None:
     assert ports == ["127.0.0.1:8080:8080"]
     assert compose["services"]["bot"]["read_only"] is True
     assert "ports" not in compose["services"]["redis"]
+
+
+def test_compose_passes_every_slack_variable_the_bot_reads() -> None:
+    """The Slack variables ``Settings.from_env`` reads, the compose service passes through
+    (``SLACK_API_URL`` too: deploy/README says it points the client at a proxy)."""
+    import inspect
+
+    from bot.settings import Settings
+
+    read = set(re.findall(r'"(SLACK_[A-Z_]+)"', inspect.getsource(Settings.from_env)))
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert read == {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL"}
+    assert read <= set(compose["services"]["bot"]["environment"])
