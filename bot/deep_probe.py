@@ -9,7 +9,9 @@ Policy:
   ``deep_probe``. A replay cluster is a usage error (a recording has no rollouts to read).
 * The button (``action_id`` ``deep_probe``, value ``cluster:job``) is acked by Bolt's handler
   first; the probe runs as a tracked task and its verdict is posted in the message's thread.
-  The value is only an id to look up: it is validated before anything runs. Every collapse
+  The value is only an id to look up: it is validated before anything runs. One message's
+  press runs once at a time (a Redis lock across replicas; a second press while it runs, a
+  double click or a replayed request, is told so and audited ``duplicate``). Every collapse
   alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
   KILL verdict) or on a posted offer, a value naming another job than the message's is
   refused and audited, as for the other buttons.
@@ -341,6 +343,51 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await respond(text="That button does not belong to this alert; the attempt was logged.",
                       response_type="ephemeral", replace_original=False)
         return
+    lock = await _claim_press(bot, press, cluster, job_id)
+    if lock is False:
+        await respond(text=f"A deep probe of `{code(f'{cluster}:{job_id}')}` is already running "
+                           "for this message; its verdict comes here once. This press was logged.",
+                      response_type="ephemeral", replace_original=False)
+        return
+    try:
+        await _probe_and_post(bot, body, press, respond, cluster=cluster, job_id=job_id)
+    finally:
+        if isinstance(lock, str):
+            try:
+                await bot.store.release(lock)
+            except StoreUnavailable as exc:
+                log.warning("deep-probe press lock not released; it expires", error=str(exc))
+
+
+PRESS_LOCK_S = 900.0
+"""How long a running press's claim holds at most (a probe reads under its own deadlines)."""
+
+
+async def _claim_press(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> str | bool:
+    """The lock that makes one message's Deep-probe run once at a time, across replicas
+    sharing Redis (a double click, a replayed request): its name when taken, False when
+    another press holds it (audited ``duplicate``), True when Redis is down (the probe only
+    reads, so it runs unguarded)."""
+    where = f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
+    name = f"{cluster}:{job_id}:{DEEP_PROBE}:{where}"
+    try:
+        if await bot.store.acquire(name, {"user": press.user_id, "at": bot.clock().isoformat()},
+                                   ttl_s=PRESS_LOCK_S):
+            return name
+        holder = await bot.store.holder(name) or {}
+        await bot.store.audit({
+            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
+            "cluster": cluster, "job_id": job_id, "outcome": "duplicate",
+            "detail": f"a probe asked by {holder.get('user')} is running",
+            "channel": press.channel_id or "", "ts": press.message_ts or ""})
+    except StoreUnavailable as exc:
+        log.warning("deep-probe press not deduplicated", error=str(exc))
+        return True
+    return False
+
+
+async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, respond: Respond,
+                          *, cluster: str, job_id: str) -> None:
     config = bot.config.current()
     try:
         detail = await run_deep_probe(config, cluster, job_id)

@@ -253,3 +253,37 @@ async def test_keep_running_for_anyone_when_configured(
         await h.bot.tasks.drain()
         assert await outcomes(h) == [("UBOB", "refused"), ("UBOB", "kept running")]
     assert sweeper.cancels == []
+
+
+async def test_a_double_pressed_deep_probe_on_an_alert_probes_once(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two presses of the alert's Deep-probe while its probe runs (a double click, or a
+    replayed request reaching the other replica sharing Redis): one probe, one verdict in the
+    thread; the second press is told so and audited as a duplicate. Both are acked at once:
+    the probe runs after the ack, in the background."""
+    import asyncio
+
+    from bot import deep_probe
+
+    assert await make_scheduler(harness.bot).tick()
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def slow_probe(config: Config, cluster: str | None, job_id: str) -> object:
+        calls.append(f"{cluster}:{job_id}")
+        await release.wait()
+        raise deep_probe.UsageError("stopped by the test")
+
+    monkeypatch.setattr(deep_probe, "run_deep_probe", slow_probe)
+    first = await harness.press_alert("deep_probe", user="UALICE")
+    second = await harness.press_alert("deep_probe", user="UALICE")
+    try:
+        (reply,) = await harness.slack.wait_for(second, within=5)
+    finally:
+        release.set()
+    assert "already running" in reply.params["text"]
+    await harness.bot.tasks.drain()
+    assert calls == ["alpha:4242"]
+    (failed,) = harness.slack.to(first)
+    assert "stopped by the test" in failed.params["text"]
+    assert ("UALICE", "duplicate") in await outcomes(harness)
