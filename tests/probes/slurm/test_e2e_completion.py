@@ -1,6 +1,7 @@
 """End to end on the real SLURM 22.05 cluster: the SFT completion check before cleanup.
 
-Two real sbatch SFT jobs print the real HF Trainer log (``hf-transformers-5.24.0``) plus the
+Two real sbatch SFT jobs print the real HF Trainer log (``hf-transformers-5.24.0``, the stopped
+one only up to its step 60) plus the
 LLaMA-Factory-style save line naming their output dir, leave a ``trainer_state.json``
 (``hf-trainer-state-rebuilt``) under ``out/checkpoint-N`` and exit 0 (COMPLETED). One stopped at
 60 of 95 steps, one reached 95. The real probe (collector over SSH) reads the files; the judge
@@ -29,11 +30,14 @@ from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 HF_LOG = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_bytes()
+STOPPED_LOG = b"".join(HF_LOG.splitlines(keepends=True)[:75])
+"""The same log as printed by a run that stopped at step 60 (its bar at 60/95, no train_runtime
+dict): a log that says it finished overrules a checkpoint's snapshot (report.cleanup)."""
 STATES = FIX / "hf-trainer-state-rebuilt"
 
 
 def _script(state: str, step: int) -> str:
-    log = base64.b64encode(HF_LOG).decode()
+    log = base64.b64encode(STOPPED_LOG if step < 95 else HF_LOG).decode()
     blob = base64.b64encode((STATES / state).read_bytes()).decode()
     return (
         "#!/bin/bash\n"
