@@ -202,6 +202,11 @@ def is_buffering(job: JobReport) -> bool:
     return job.verdict == "buffering" or "buffer-filling" in job.flags
 
 
+LABEL_MAX = 90
+"""The Job cell's most characters (its verdict tag aside): a longer name loses its middle, so
+a 500-character name is three lines of the table, not twenty; JSON and ``/job`` keep it whole."""
+
+
 def job_label(job: JobReport, detail: JobDetail | None, *, multi_cluster: bool = False) -> str:
     """The Job cell: the judge's display name (else ``cluster:name``) plus a verdict tag."""
     if detail is not None and detail.display_name:
@@ -209,6 +214,9 @@ def job_label(job: JobReport, detail: JobDetail | None, *, multi_cluster: bool =
     else:
         label = f"{job.cluster}:{job.name}" if multi_cluster else job.name
     label = one_line(label)
+    if len(label) > LABEL_MAX:  # a hostile or generated name: its start and end say the most
+        head = LABEL_MAX * 2 // 3
+        label = label[:head] + "…" + label[len(label) - (LABEL_MAX - head - 1):]
     marker = _MARKERS.get(job.verdict)
     return f"{label} [{marker}]" if marker else label
 
