@@ -16,10 +16,11 @@ import re
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -65,19 +66,20 @@ PERIOD_HOURS_MAX = 366 * 24
 """``[digest] period_hours`` at most (a year)."""
 
 
+def _canonical_target(canonical: str) -> str:
+    """A ``[metrics.aliases]`` value: a canonical name (checked per key, so check-config names
+    the alias's own line)."""
+    from probes.logs.metric_names import CANONICAL_NAMES
+
+    if canonical not in CANONICAL_NAMES:
+        raise ValueError(f"{canonical!r}: not a canonical metric name "
+                         f"(CONTRACT section 4: {', '.join(sorted(CANONICAL_NAMES))})")
+    return canonical
+
+
 class MetricsSection(_Strict):
-    aliases: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("aliases")
-    @classmethod
-    def _canonical_targets(cls, v: dict[str, str]) -> dict[str, str]:
-        from probes.logs.metric_names import CANONICAL_NAMES
-
-        for raw, canonical in v.items():
-            if canonical not in CANONICAL_NAMES:
-                raise ValueError(f"{raw!r} = {canonical!r}: not a canonical metric name "
-                                 f"(CONTRACT section 4: {', '.join(sorted(CANONICAL_NAMES))})")
-        return v
+    aliases: dict[str, Annotated[str, AfterValidator(_canonical_target)]] = Field(
+        default_factory=dict)
 
 
 class RedisSection(_Strict):
@@ -425,8 +427,23 @@ def _describe(exc: ValidationError, text: str, source: str) -> str:
             msg = "unknown key"
         elif err["type"] == "union_tag_invalid":
             msg = 'kind must be "slurm", "kubernetes" or "replay"'
+        elif err["type"] in ("tuple_type", "list_type"):  # (TOML arrays are read as tuples)
+            msg = f'expected an array (e.g. ["..."]), got {_toml_type(err["input"])}'
         lines.append(f"{where}: {key}: {msg}")
     return "; ".join(lines)
+
+
+def _toml_type(value: object) -> str:
+    """How TOML calls the type of a value it read."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
 
 
 _SEGMENT = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)"""

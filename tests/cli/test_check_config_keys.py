@@ -35,8 +35,12 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      "unknown placeholder {bogus}"),
     (ONE + 'trial_roots = ["{workdir}/{jobid}"]\n', ":5: clusters.0.trial_roots:",
      "unknown placeholder {jobid}"),
-    ('[metrics.aliases]\n"train/x" = "not_a_metric"\n\n' + ONE, ":1: metrics.aliases:",
+    ('[metrics.aliases]\n"train/x" = "not_a_metric"\n\n' + ONE, ":2: metrics.aliases.train/x:",
      "'not_a_metric': not a canonical metric name"),
+    # an array written as one string: said in TOML's words, not pydantic's "valid tuple"
+    ('[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\nclient_keys = "/k"\n',
+     ":5: clusters.0.client_keys:", 'expected an array (e.g. ["..."]), got a string'),
+    (ONE + 'users = "alice"\n', ":5: clusters.0.users:", "expected an array"),
     # TOML has typed values: a string, or a boolean, where a number belongs is a mistake, not
     # a number (pydantic's lax mode read "24" as 24.0 and true as 1.0).
     (ONE + 'recent_hours = "24"\n', ":5: clusters.0.recent_hours:", "valid number"),
