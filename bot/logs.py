@@ -54,11 +54,18 @@ def _configure_pending() -> None:
         _configure_structlog(_pending.pop())
 
 
+def json_logs() -> bool:
+    """``JOBTABLES_LOG_JSON`` asks for JSON lines: ``1``/``true``/``yes``/``on``; ``0``,
+    ``false``, ``no``, ``off`` or empty keep the console format."""
+    value = os.environ.get("JOBTABLES_LOG_JSON", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
 def _configure_structlog(level: int) -> None:
     import structlog
 
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if os.environ.get("JOBTABLES_LOG_JSON")
+        structlog.processors.JSONRenderer() if json_logs()
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
