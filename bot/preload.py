@@ -43,7 +43,7 @@ LATER = (
     "report.cleanup", "report.rollouts", "report.rules", "report.trend", "report.judge_sft",
     "report.layouts", "report.grouping", "report.boxes", "report.tables", "report.render",
     "report.buckets", "report.judge_harbor", "report.judge_other", "report.judge_rl",
-    "report.memory", "report.pods", "report.judge",
+    "report.memory", "report.pods", "report.planned_stop", "report.judge",
 )
 """Imported meanwhile, in this order: each one's own imports before it, so that no step is
 long (rich.console, the longest, ~15 ms on a busy machine; a test holds each step to one
