@@ -218,8 +218,9 @@ def _before_long_line(guard: Guard, fd: int, path: str, size: int,
                       max_bytes: int) -> tuple[int, bytes]:
     """``(offset, data)``: the bounded tail of the whole lines before the file's last line,
     which is longer than ``max_bytes`` (a trainer dumping a multi-MB array, a binary blob with
-    no line break), so the log's metrics and faults are still read; ``(size, b"")`` when no
-    line break lies within ``LONG_LINE_SCAN`` bytes before the tail (one endless line)."""
+    no line break), so the log's metrics and faults are still read, past any more such lines
+    before it; ``(size, b"")`` when no whole line lies within ``LONG_LINE_SCAN`` bytes before
+    the tail (one endless line)."""
     pos = size - max_bytes
     floor = max(0, pos - LONG_LINE_SCAN)
     while pos > floor:
@@ -232,7 +233,10 @@ def _before_long_line(guard: Guard, fd: int, path: str, size: int,
             data = guard.read(fd, begin, end - begin, path)
             if begin > 0:  # cut into a line: drop it, as any tail does
                 data = data[line_start(data):]
-            return end - len(data), data
+            if data or begin == 0:
+                return end - len(data), data
+            pos = begin  # the line before is longer than the budget too: look before it
+            continue
         pos = lo
     return size, b""
 

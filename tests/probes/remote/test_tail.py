@@ -140,3 +140,13 @@ def test_a_long_line_after_crlf_lines_reads_them(tmp_path: Path) -> None:
     data = b"".join(b"step %d\r\n" % n for n in range(300)) + b"q" * 5000
     tail = read_tail(write(tmp_path / "a.out", data), 1024, 0)
     assert tail["text"].endswith("step 299\r\n") and tail["text"].startswith("step ")
+
+
+def test_lines_before_two_long_lines_are_read(tmp_path: Path) -> None:
+    """Two lines in a row each longer than the budget (two dumps): the lines before both are
+    read. Before, the window before the last one held only the cut end of the other: 0 lines."""
+    steps = b"".join(b"step %d\n" % n for n in range(30))
+    path = write(tmp_path / "a.out", steps + b"p" * 3000 + b"\n" + b"q" * 3000)
+    tail = read_tail(path, 1024, 0)
+    assert tail["text"].endswith("step 29\n") and tail["lines"] == 30, tail["text"][-40:]
+    assert tail["offset"] == 0
