@@ -9,7 +9,11 @@ Policy:
   ``deep_probe``. A replay cluster is a usage error (a recording has no rollouts to read).
 * The button (``action_id`` ``deep_probe``, value ``cluster:job``) is acked by Bolt's handler
   first; the probe runs as a tracked task and its verdict is posted in the message's thread.
-  The value is only an id to look up: it is validated before anything runs. One message's
+  The value is only an id to look up: it is validated before anything runs. The probe only
+  reads and posts a verdict, so anyone who sees the message may press it (as anyone may ask
+  ``/job``; CONTRACT §2 keeps only *destructive* buttons to the owner and the operators, and
+  the verdict's Cancel is checked as any cancel); every press that runs a probe is audited
+  (actor, job, verdict or failure), as the refused ones are. One message's
   press runs once at a time (a Redis lock across replicas; a second press while it runs, a
   double click or a replayed request, is told so and audited ``duplicate``). Every collapse
   alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
@@ -392,6 +396,7 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
     try:
         detail = await run_deep_probe(config, cluster, job_id)
     except (UserError, ProbeError) as exc:
+        await _audit(bot, press, cluster, job_id, "failed", detail=str(exc))
         ref = code(f"{cluster}:{job_id}")
         await respond(text=f"Deep probe of `{ref}` failed: {mrkdwn(str(exc))}",
                       response_type="ephemeral", replace_original=False)
@@ -399,13 +404,18 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.exception("deep probe failed", ref=ref, value=press.value)
+        await _audit(bot, press, cluster, job_id, "error", detail=f"reference {ref}")
         await respond(text=f"Something went wrong (reference `{ref}`); it has been logged.",
                       response_type="ephemeral", replace_original=False)
         return
     if (why := not_applicable(detail.report, command="/job")) is not None:
+        await _audit(bot, press, cluster, job_id, "not applicable", detail=why)
         await respond(text=f"No deep probe: {mrkdwn(why)}", response_type="ephemeral",
                       replace_original=False)
         return
+    verdict = detail.report.deep_probe
+    await _audit(bot, press, cluster, job_id, verdict.verdict if verdict else "no verdict",
+                 detail="")
     await _remember(bot, config, detail, by=press.user_id)
     if (body.get("container") or {}).get("is_ephemeral") or not press.channel_id:
         # An ephemeral `/job` answer has no thread and no message a button can be bound to.
@@ -414,6 +424,20 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
         await _answer_ephemeral(bot, config, detail, press.user_id, respond)
         return
     await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+
+
+async def _audit(bot: Bot, press: ActionPress, cluster: str, job_id: str, outcome: str, *,
+                 detail: str) -> None:
+    """One press that ran a probe, in the audit trail (who probed which job, what it said):
+    anyone who sees the message may press Deep-probe, so the trail is what shows who did."""
+    try:
+        await bot.store.audit({
+            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
+            "cluster": cluster, "job_id": job_id, "outcome": outcome, "detail": detail,
+            "channel": press.channel_id or "", "ts": press.message_ts or ""})
+    except StoreUnavailable as exc:
+        log.warning("deep-probe press kept in the log only", error=str(exc), actor=press.user_id,
+                    cluster=cluster, job_id=job_id, outcome=outcome)
 
 
 async def _bound_to_its_alert(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> bool:

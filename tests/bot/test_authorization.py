@@ -287,3 +287,30 @@ async def test_a_double_pressed_deep_probe_on_an_alert_probes_once(
     (failed,) = harness.slack.to(first)
     assert "stopped by the test" in failed.params["text"]
     assert ("UALICE", "duplicate") in await outcomes(harness)
+
+
+async def test_deep_probe_press_by_anyone_runs_and_is_audited(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deep-probe only reads and posts a verdict (CONTRACT: only destructive buttons are kept
+    to the owner and the operators), so anyone who sees the alert may press it, as anyone may
+    ask ``/job``; but every press is audited: who probed which job, and what it said. The
+    verdict's own Cancel is checked as any cancel."""
+    from bot import deep_probe
+    from report.models import DeepProbe
+
+    async def probe(config: Config, cluster: str | None, job_id: str) -> object:
+        found = collapsing(job_id)
+        verdict = DeepProbe(verdict="NO-KILL", reasons=["nothing to judge"], read={})
+        return found.model_copy(update={"report": found.report.model_copy(
+            update={"deep_probe": verdict})})
+
+    monkeypatch.setattr(deep_probe, "run_deep_probe", probe)
+    assert await make_scheduler(harness.bot).tick()
+    await harness.press_alert("deep_probe", user="UEVIL")
+    await harness.bot.tasks.drain()
+    verdicts = [c for c in harness.slack.to("/api/chat.postMessage")
+                if "Deep probe of" in c.params.get("text", "")]
+    assert len(verdicts) == 1 and verdicts[0].params["thread_ts"]
+    (entry,) = [e for e in await harness.bot.store.audit_entries()
+                if e["action"] == "deep_probe"]
+    assert (entry["actor"], entry["job_id"], entry["outcome"]) == ("UEVIL", "4242", "NO-KILL")
