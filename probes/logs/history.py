@@ -47,10 +47,12 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.progress import (
+    EPISODE_BAR,
     EPOCH_STEP_BAR,
     TRAINING_RATES,
     WIDE_WINDOW,
     BarTrack,
+    episode_progress,
     is_training_bar,
     iteration_clock,
     iteration_seconds,
@@ -1000,7 +1002,7 @@ class MetricScan:
         else:
             if not desc:
                 self.hf_anchor_key = (desc, bar.total)
-            self._after_bar(bar.desc, bar.current)
+            self._after_bar(desc, bar.current)
 
     def _on_epoch_step(self, desc: str, line_no: int) -> None:
         """torchtune's bar label (``lines.epoch_step_label``): the loss at the global step."""
@@ -1032,6 +1034,8 @@ class MetricScan:
             self.pending_reward, self.pending_status = None, None
         elif desc == "Training Progress":
             self._mark("verl")
+        elif desc == EPISODE_BAR:
+            self._mark("openrlhf")
 
     def _read_engine_line(self) -> None:
         self.engine_at, self.engine_line = self.clock.last, None
@@ -1133,14 +1137,21 @@ class MetricScan:
             label = epoch_step_label(last.desc) if "|" in last.desc else None
             if label is not None:  # torchtune's: the global step of epochs x the bar's total
                 current, total_known = label.step, self.epoch_steps_total(last.total)
+            unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
+            if episodic:  # OpenRLHF's: episodes x the episode's steps
+                episode = episode_progress(track)
+                current, total_known, unit = episode if episode else (current, None, 1)
             if total_known is not None:
+                per_it = sec_per_it(last.rate)
                 progress = ProgressBar(
                     current=current,
                     total=total_known,
                     elapsed_s=last.elapsed_s,
-                    sec_per_it=sec_per_it(last.rate),
+                    sec_per_it=per_it * unit if per_it is not None else None,
                 )
             rate = trailing_rate(track.events)
+            if rate is not None and episodic:
+                rate = rate * unit if total_known is not None else None
         logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
         points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))
         if rate is None and self.iter_times:

@@ -13,6 +13,7 @@ as one over the whole tail (``probes.logs.recent``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from math import isfinite
@@ -108,12 +109,46 @@ EPOCH_STEP_BAR = "E|S|Loss"
 one bar a epoch, its label changing at every step, one track per epoch length."""
 
 
+EPISODE_BAR = "Episode [k/N]"
+"""The track desc of OpenRLHF's PPO bar, ``tqdm(range(len(prompts_dataloader)), desc=f"Episode
+[{episode + 1}/{num_episodes}]")``: one bar a episode (``episode_progress``)."""
+_EPISODE_RE = re.compile(r"^Episode \[(\d{1,6})/(\d{1,6})\]$")
+
+
 def training_desc(desc: str) -> str | None:
     """The track desc of a training bar's (stripped) desc: itself if a trainer's own
-    (``TRAIN_DESCS``), ``EPOCH_STEP_BAR`` for torchtune's ``E|S[|Loss: X]`` label, else None."""
+    (``TRAIN_DESCS``), ``EPOCH_STEP_BAR`` for torchtune's ``E|S[|Loss: X]`` label,
+    ``EPISODE_BAR`` for OpenRLHF's ``Episode [k/N]``, else None."""
     if desc in TRAIN_DESCS:
         return desc
+    if desc.startswith("Episode [") and _EPISODE_RE.match(desc) is not None:
+        return EPISODE_BAR
     return EPOCH_STEP_BAR if epoch_step_label(desc) is not None else None
+
+
+def episode_progress(track: BarTrack) -> tuple[int, int, int] | None:
+    """(global step, run's total steps, bar counts a step) of OpenRLHF's ``Episode [k/N]``
+    bar at its last redraw; None until the bar has moved (what one count is is unknown).
+
+    Up to 0.9.4 the bar counts rollout batches (one a step); from 0.9.5 its dataloader yields
+    single prompts and it advances by the prompts a step consumed (``rollout_batch_size``;
+    more under dynamic filtering). One step is the median move of its recent redraws; the
+    episode's steps its total over that (a last, partial batch is a step too), the run's that
+    times the N episodes. The bar's total alone is never the run's (an example count)."""
+    last = track.last
+    found = _EPISODE_RE.match(last.desc) if last is not None else None
+    if last is None or found is None:
+        return None
+    moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(track.events[-WIDE_WINDOW:]) if s1 > s0]
+    if not moves:
+        return None
+    unit = max(1, round(median(moves)))
+    episode, episodes = int(found.group(1)), int(found.group(2))
+    per_episode = -(-last.total // unit)
+    if per_episode <= 0 or episodes <= 0:
+        return None
+    done = (min(episode, episodes) - 1) * per_episode + last.current // unit
+    return done, per_episode * episodes, unit
 
 
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:

@@ -1,0 +1,119 @@
+"""OpenRLHF's ``Episode [k/N]`` bar gives the run's total steps, cold or folded.
+
+OpenRLHF's PPO driver draws one tqdm bar a episode, ``tqdm(range(len(prompts_dataloader)),
+desc=f"Episode [{episode + 1}/{num_episodes}]")``, and logs each step as ``✨ Global step N:
+{status}`` (>= 0.8.5). The step lines were read, the bar was not: every OpenRLHF row read
+``27/—``. What one count of the bar is depends on the version:
+
+- 0.8.5 to 0.9.4 (and before): the dataloader yields rollout batches, ``pbar.update()`` once a
+  step: the bar's total is the episode's steps;
+- 0.9.5 and later: the dataloader yields single prompts, ``pbar.update(prompts_consumed)``
+  after each step: the bar's total is the episode's prompts (an example count, CONTRACT §3),
+  and it advances ``rollout_batch_size`` a step.
+
+So the run's total is the episodes x the episode's total over what the bar advances a step (the
+median of its moves); none until it has moved once (no example count is ever a total).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.parse import parse_log
+from probes.models import LogSummary
+
+RAY = "(PPOTrainer pid=2871) "
+MTIME = datetime(2026, 12, 4, 11, 0, tzinfo=UTC)
+
+
+def _status(step: int) -> str:
+    return ("{'policy_loss': 0.0043, 'actor_lr': 1e-06, 'actor_grad_norm': 0.2058, "
+            f"'entropy_loss': {0.9 - 0.005 * step:.4f}, 'ppo_clip_ratio': 0.0024, "
+            f"'kl': 0.0{step:02d}, 'reward': {0.2 + 0.01 * step:.2f}, 'response_length': 726.0}}")
+
+
+def _step_line(step: int) -> str:
+    minute = 1 + (step * 95) // 60
+    return (f"{RAY}INFO 12-04 {10 + minute // 60:02d}:{minute % 60:02d}:{step * 95 % 60:02d} "
+            f"ppo_trainer.py:547] \u2728 Global step {step}: {_status(step)}\n")
+
+
+def _bar(episode: int, count: int, total: int, elapsed_s: int, per_it: str) -> str:
+    pct = 100 * count // total
+    filled = "\u2588" * (pct // 10)
+    return (f"{RAY}Episode [{episode}/2]: {pct:3d}%|{filled:<10}| {count}/{total} "
+            f"[{elapsed_s // 60:02d}:{elapsed_s % 60:02d}<12:00, {per_it}]\n")
+
+
+def _head(upto: int, prompts: int = 1280, batch: int = 64) -> str:
+    """>= 0.9.5: the bar counts prompts, moved by ``batch`` after each step's line."""
+    per_episode = prompts // batch
+    out, step = "", 1
+    for episode in (1, 2):
+        out += _bar(episode, 0, prompts, 0, "?it/s")
+        for done in range(1, per_episode + 1):
+            if step > upto:
+                return out
+            out += _step_line(step)
+            out += _bar(episode, done * batch, prompts, done * 95, " 1.48s/it")
+            step += 1
+    return out
+
+
+def _v09(upto: int, per_episode: int = 20) -> str:
+    """0.8.5 to 0.9.4: the bar counts rollout batches, ``update()`` before each step's line."""
+    out, step = "", 1
+    for episode in (1, 2):
+        out += _bar(episode, 0, per_episode, 0, "?it/s")
+        for done in range(1, per_episode + 1):
+            if step > upto:
+                return out
+            out += _bar(episode, done, per_episode, done * 95, "95.00s/it")
+            out += _step_line(step)
+            step += 1
+    return out
+
+
+def _folded(text: str, pieces: int = 6) -> LogSummary:
+    data, carry, summary = text.encode(), None, None
+    size = max(1, len(data) // pieces)
+    for at in range(0, len(data), size):
+        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
+        carry = LogCarry.model_validate_json(carry.model_dump_json())
+    assert summary is not None
+    return summary
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+@pytest.mark.parametrize(("text", "last_step"), [
+    pytest.param(_head(27), 27, id="prompts-bar-episode-2"),
+    pytest.param(_head(5), 5, id="prompts-bar-episode-1"),
+    pytest.param(_v09(27), 27, id="batches-bar-episode-2"),
+])
+def test_episode_bar_gives_the_total(read, text: str, last_step: int) -> None:
+    summary = read(text)
+    assert summary.points[-1].step == last_step
+    assert summary.total_steps == 40  # 2 episodes x 20 steps, never 2 x 1280 prompts
+    assert summary.progress is not None and summary.progress.total == 40
+    assert summary.progress.current <= last_step + 1
+    assert "openrlhf" in summary.formats
+    assert summary.sec_per_step == pytest.approx(95, rel=0.05)  # a step's, not a prompt's
+    assert summary.progress.sec_per_it == pytest.approx(95, rel=0.05)
+
+
+def test_a_bar_that_has_not_moved_gives_no_total() -> None:
+    """Before its first move the bar's unit is unknown: its 1280 prompts are no total."""
+    summary = parse_log(_bar(1, 0, 1280, 0, "?it/s"), mtime=MTIME)
+    assert summary.total_steps is None and summary.progress is None
+
+
+def test_the_train_epoch_bar_is_no_training_progress() -> None:
+    """The actor's per-step ``Train epoch [1/1]`` bar (micro-batches) is never the run's."""
+    text = "".join(f"{RAY}Train epoch [1/1]: {k * 10:3d}%|          | {k}/10 [00:0{k}<00:09, "
+                   f" 1.00s/it, pg=0.01, rm=0.4]\n" for k in range(1, 10))
+    summary = parse_log(_head(3) + text, mtime=MTIME)
+    assert summary.total_steps == 40
