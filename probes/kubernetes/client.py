@@ -60,6 +60,8 @@ JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jo
 PAGE_SIZE = 500
 MAX_PAGES = 20
 """At most ``PAGE_SIZE * MAX_PAGES`` workloads per sweep: a bound, not an expected size."""
+GARBAGE_EXCERPT = 120
+"""Characters of an answer that was no Kubernetes object quoted in the cluster's detail."""
 MAX_REREADS = 12
 """Log reads after the first when a body fills ``tail_bytes`` (:meth:`KubeClient.read_log`):
 enough to halve a 2000-line window down to one line."""
@@ -211,6 +213,31 @@ class KubeClient:
             raise NoAnswerError(f"{what}: no answer within {timeout:g}s (timeout)") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        except (ValueError, TypeError) as exc:
+            # The client could not read the answer as the API object (a proxy's HTML error
+            # page with a 200, JSON cut short, a list of non-objects; bytes in no charset):
+            # something in front of the API server answered, or it answered garbage.
+            raise self._garbage(what, exc) from exc
+
+    def _garbage(self, what: str, exc: BaseException | None = None,
+                 answer: Any = None) -> UnreachableError:
+        """The answer to ``what`` was no Kubernetes object: say what came back (its status,
+        content type and start) rather than the client's deserialisation error."""
+        response = getattr(self._client, "last_response", None)
+        body = answer if answer is not None else getattr(response, "data", None)
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", errors="replace")
+        shown = " ".join(str(body).split())[:GARBAGE_EXCERPT] if body is not None else ""
+        meta = []
+        if response is not None:
+            meta.append(f"HTTP {getattr(response, 'status', '?')}")
+            content_type = response.getheader("content-type") if hasattr(
+                response, "getheader") else None
+            if content_type:
+                meta.append(str(content_type))
+        said = f" ({', '.join(meta)})" if meta else ""
+        why = f": {shown!r}" if shown else (f": {type(exc).__name__}: {exc}" if exc else "")
+        return UnreachableError(f"{what}: the answer is no Kubernetes object{said}{why}")
 
     def _left(self) -> float:
         """Seconds left of the sweep budget (:meth:`budget`); infinite without one."""
@@ -274,11 +301,21 @@ class KubeClient:
                 raise
             pages += 1
             if isinstance(answer, dict):  # custom objects come back as plain dicts
-                items += answer.get("items") or []
-                token = (answer.get("metadata") or {}).get("continue")
-            else:
-                items += answer.items or []
+                got = answer.get("items") or []
+                metadata = answer.get("metadata") or {}
+                if not isinstance(got, list) or not all(isinstance(i, dict) for i in got) \
+                        or not isinstance(metadata, dict):
+                    raise self._garbage(what)
+                items += got
+                token = metadata.get("continue")
+            elif hasattr(answer, "items") and isinstance(answer.items, list | None):
+                got = answer.items or []
+                if any(item is None for item in got):
+                    raise self._garbage(what)
+                items += got
                 token = answer.metadata._continue if answer.metadata else None
+            else:  # a custom-object answer that was no JSON object (the client returns text)
+                raise self._garbage(what, answer=answer)
             if not token:
                 return items
 

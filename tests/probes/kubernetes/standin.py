@@ -33,6 +33,18 @@ class Recorded:
     body: Any = None
 
 
+GARBAGE = {
+    "html": (b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad "
+             b"Gateway</h1></center><hr><center>nginx</center></body></html>", "text/html"),
+    "truncated": (b'{"apiVersion": "v1", "kind": "List", "metadata": {}, "items": [{"metadata": '
+                  b'{"name": "x"', "application/json"),
+    "wrong-shape": (b'{"apiVersion": "v1", "kind": "List", "metadata": {}, '
+                    b'"items": [{"metadata": null, "spec": 5, "status": "zz"}, 7, null]}',
+                    "application/json"),
+}
+"""Fault -> (body, content type) answered with a 200 instead of the route's object."""
+
+
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
     """A ``Status`` object as the API server sends it with an error code."""
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -72,7 +84,9 @@ class KubeStandIn:
     """``pod`` or ``pod/container`` -> the container's whole log."""
     faults: dict[str, str] = field(default_factory=dict)
     """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
-    ``"500-once"``, ``"403"`` (RBAC refuses it) or ``"hang"``."""
+    ``"500-once"``, ``"403"`` (RBAC refuses it), ``"hang"``, or garbage with a 200: ``"html"``
+    (a proxy's error page), ``"truncated"`` (JSON cut mid-object) or ``"wrong-shape"`` (a
+    list whose items are no objects of the kind)."""
     requests: list[Recorded] = field(default_factory=list)
     url: str = ""
     _runner: web.AppRunner | None = None
@@ -141,6 +155,9 @@ class KubeStandIn:
         if fault == "500":
             return web.json_response(
                 status_body(500, "InternalError", "etcdserver: request timed out"), status=500)
+        if fault in GARBAGE:  # something in front of the API server answered, not the API
+            body, content_type = GARBAGE[fault]
+            return web.Response(body=body, content_type=content_type)
         if fault == "403":  # RBAC: the Role lacks this verb on this resource
             return web.json_response(status_body(403, "Forbidden", _forbidden(request)),
                                      status=403)

@@ -361,7 +361,7 @@ async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesClust
     async def page(**query: object) -> dict[str, object]:
         nonlocal endless
         endless += 1
-        return {"items": [endless], "metadata": {"continue": f"t{endless}"}}
+        return {"items": [{"n": endless}], "metadata": {"continue": f"t{endless}"}}
 
     with pytest.raises(UnreachableError, match=f"more than {kube.PAGE_SIZE * kube.MAX_PAGES}"):
         await api._list_pages("list pods", page)
@@ -373,10 +373,10 @@ async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesClust
         served.append(token)
         if token == "a" and served.count("a") == 1:
             raise ApiException(status=410, reason="Gone")
-        return ({"items": [1], "metadata": {"continue": "a"}} if token is None
-                else {"items": [2], "metadata": {}})
+        return ({"items": [{"n": 1}], "metadata": {"continue": "a"}} if token is None
+                else {"items": [{"n": 2}], "metadata": {}})
 
-    assert await api._list_pages("list jobs", expiring) == [1, 2]
+    assert await api._list_pages("list jobs", expiring) == [{"n": 1}, {"n": 2}]
     assert served == [None, "a", None, "a"]
 
 
