@@ -55,6 +55,8 @@ from datetime import datetime
 from probes.harbor import TrialStats, never_started, summarize_trials
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.fault_patterns import PASSTHROUGH
+from probes.logs.lines import TqdmBar, parse_tqdm, strip_ansi
+from probes.logs.progress import sec_per_it
 from probes.models import Frozen, InfraSignals, JobState, TrialResult
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
@@ -229,6 +231,8 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     engine_idle_rule(ctx, f)
     engine_failing_rule(ctx, f)
     if not f.metrics.get("trials") and not (stats and stats.trials):
+        if _offline_generation(ctx, f):
+            return
         f.flag("buffer-filling")
         f.verdict("buffering")
         f.trend(Priority.BACKGROUND, "Engine bring-up; no trial yet")
@@ -241,6 +245,49 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         f.trend(Priority.BACKGROUND, f"{left} chunk{'' if left == 1 else 's'} to go")
     else:
         f.trend(Priority.BACKGROUND, "Generating")
+
+
+GENERATION_DESCS = ("Processed prompts",)
+"""The descs of an offline engine's generation bar: vLLM's ``LLM.generate`` (its
+``tqdm_desc`` default, vllm/entrypoints/llm.py). Loading, graph-capture and request-adding bars
+are bring-up, not generation."""
+
+
+def generation_bar(line: str) -> TqdmBar | None:
+    """An offline generation bar's redraw (``Processed prompts:  45%|...| 4500/10000 [...]``)."""
+    if not any(desc in line for desc in GENERATION_DESCS):
+        return None
+    bar = parse_tqdm(strip_ansi(line).lstrip())
+    return bar if bar is not None and bar.desc in GENERATION_DESCS and bar.total > 0 else None
+
+
+def _last_generation_bar(ctx: JudgeContext) -> TqdmBar | None:
+    log = ctx.facts.log
+    if log is None:
+        return None
+    for text in (log.text, log.last_context or ""):
+        for line in reversed(text.splitlines()):
+            bar = generation_bar(line)
+            if bar is not None:
+                return bar
+    return None
+
+
+def _offline_generation(ctx: JudgeContext, f: Findings) -> bool:
+    """A datagen job with no trial tree whose log shows an offline engine generating (vLLM's
+    ``Processed prompts`` bar past 0): healthy, its progress and ETA in the Trend, not the
+    buffer table's bring-up (prompts are no Harbor trials: no Trials count)."""
+    bar = _last_generation_bar(ctx)
+    if bar is None or bar.current <= 0:
+        return False
+    f.verdict("healthy")
+    pct = 100.0 * bar.current / bar.total
+    text = f"Generating: {bar.current}/{bar.total} prompts ({pct:.0f}%)"
+    per_it = sec_per_it(bar.rate)
+    if bar.current < bar.total and per_it is not None:
+        text += f", ETA {format_duration(per_it * (bar.total - bar.current))}"
+    f.trend(Priority.BACKGROUND, text)
+    return True
 
 
 def _stalest_chunk_minutes(ctx: JudgeContext) -> float | None:
