@@ -37,7 +37,7 @@ from report.chunks import (
 from report.grouping import group_report, pending_task_counts
 from report.models import JobDetail, JobReport, Report
 from report.render import job_detail_pieces, render_tables
-from report.trend import sparkline
+from report.trend import shorten, sparkline
 
 if TYPE_CHECKING:
     from bot.sweep import SweepResult
@@ -368,7 +368,9 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
             rest = sum(len(ids) for _, ids in others[OTHER_FAULTS_SHOWN:])
             lines.append(f"…and {rest} more tasks with {len(others) - OTHER_FAULTS_SHOWN} "
                          "other faults (`/job` each for its own).")
-        if job.trend and job.trend != fault:
+        # The Trend cell is the fault cut to the cell (report.trend.shorten): quoting it
+        # under the whole fault would say the same thing twice.
+        if job.trend and job.trend not in (fault, shorten(fault or "")):
             lines.append(_code(job.trend))
         lines.append(advice or "*Recommendation:* diagnose before relaunching.")
     elif change.kind == "finished":

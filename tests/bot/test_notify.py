@@ -192,3 +192,21 @@ async def test_an_arrays_tasks_that_failed_otherwise_are_named_in_its_one_dm(
     assert "×3" in told and "out of memory on rank 3" in told
     assert "Failed otherwise ×1 (`9100_3`)" in told and "WorkNCCL" in told
     assert "rank 5" not in told  # the second OOM is the first's kind, counted in ×3
+
+
+def test_failed_dm_quotes_the_fault_once_when_the_trend_is_its_shortening() -> None:
+    """The Trend cell of a failed job is its fault shortened to the cell (report.trend.shorten):
+    the job-end DM quotes the whole fault, and not that cut copy of it again below."""
+    from report.trend import shorten
+
+    long_fault = ("traceback: RuntimeError: CUDA error: an illegal memory access was "
+                  "encountered on device 3 while running the rollout worker's forward pass")
+    assert shorten(long_fault) != long_fault
+    run = ended(detail(job("7", "sft-llama")), JobState.FAILED, verdict="failed",
+                trend=shorten(long_fault))
+    run = run.model_copy(update={"faults": (long_fault,)})
+    change = Change(kind="failed", cluster="alpha", job_id="7", name="sft-llama",
+                    state=JobState.FAILED, verdict="failed", why="failed")
+    text = job_end_dm(change, run).text
+    assert text.count("```") == 2, text
+    assert "encountered on device 3" in text
