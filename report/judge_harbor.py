@@ -222,7 +222,7 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         quiet = format_duration(results_age * 60)
         text = (f"HUNG: no new trial{chunk} for {quiet}, no log line for "
                 f"{format_duration(log_age * 60)}"
-                if chunk and log_age is not None and round(log_age) != round(results_age)
+                if log_age is not None and round(log_age) != round(results_age) and not unread
                 else f"HUNG: no log line for {quiet} (trial tree unreadable)" if unread
                 else f"HUNG: no new trial{chunk} or log line for {quiet}")
         f.trend(Priority.DIAGNOSE, text)

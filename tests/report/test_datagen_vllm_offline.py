@@ -11,11 +11,13 @@ rulebook's buffer table is for jobs with nothing yet, and this one was half done
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from probes.logs.excerpt import retain
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState
 from report.judge_harbor import generation_bar
-from tests.report.factories import judge, log, record
+from tests.report.factories import NOW, judge, log, record
 
 START = (
     "INFO 12-04 12:00:01 [__init__.py:244] Automatically detected platform cuda.\n"
@@ -63,3 +65,17 @@ def test_only_the_generation_bar_counts() -> None:
         "Capturing CUDA graphs: 100%|██████████| 67/67 [00:30<00:00,  2.20it/s]") is None
     bar = generation_bar(_bar(4500).lstrip("\r"))
     assert bar is not None and (bar.current, bar.total) == (4500, 10000)
+
+
+def test_a_hung_generation_names_each_silence() -> None:
+    """Started 5 h ago, its log last written 3 h ago: HUNG, and the Trend does not say the log
+    was silent for 5 h (it read "no new trial or log line for 5h00m", the trial side's age)."""
+    text = START + "".join(_bar(n) for n in range(0, 4600, 100)) + "\n"
+    summary = parse_log(text)
+    facts = JobFacts(
+        record=record("datagen-vllm-math", start_time=NOW - timedelta(hours=5)),
+        log=retain(log(text=text, mtime=NOW - timedelta(hours=3)), summary), summary=summary)
+    report = judge(facts).report
+    assert report.verdict == "stalled" and "stall" in report.flags
+    assert "no log line for 3h00m" in report.trend, report.trend
+    assert "log line for 5h00m" not in report.trend, report.trend
