@@ -105,6 +105,8 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
     for cluster in result.report.clusters:
         if cluster.status == "unreachable":
             parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
+        elif cluster.status == "ok" and cluster.detail:  # read in part (JobSets refused)
+            parts.append(f"{cluster.name} ok ({cluster.detail})")
     header = " · ".join(parts)
     if result.degraded:
         header += f"\n⚠️ {result.degraded}"
@@ -127,7 +129,9 @@ def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None
 def _trouble(result: SweepResult) -> list[str]:
     """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
     lines = [f"⚠️ {c.name} UNREACHABLE ({c.detail or 'no reason given'})"
-             for c in result.report.clusters if c.status == "unreachable"]
+             if c.status == "unreachable" else f"⚠️ {c.name} ok ({c.detail})"
+             for c in result.report.clusters
+             if c.status == "unreachable" or (c.status == "ok" and c.detail)]
     return [*lines, f"⚠️ {result.degraded}"] if result.degraded else lines
 
 

@@ -70,8 +70,8 @@ def _header_line(report: Report) -> str:
     parts = [f"Jobs at {format_timestamp(report.generated_at)}"]
     inactive = [c.name for c in report.clusters if c.status == "inactive"]
     for cluster in report.clusters:
-        if cluster.status == "ok":
-            parts.append(f"{cluster.name} ok")
+        if cluster.status == "ok":  # a detail: what it could not read (JobSets refused)
+            parts.append(f"{cluster.name} ok" + (f" ({cluster.detail})" if cluster.detail else ""))
         elif cluster.status == "unreachable":
             parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
     if inactive:

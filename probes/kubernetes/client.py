@@ -71,6 +71,10 @@ class NotFoundError(CommandError):
     """HTTP 404: an absent object (already deleted) or an API that is not installed."""
 
 
+class ForbiddenError(AuthError):
+    """HTTP 403: the credentials are good, the Role lacks this verb on this resource."""
+
+
 class NoAnswerError(UnreachableError):
     """One call got no answer within its timeout (the sweep budget had time left): the API
     server, or for a pod log the kubelet it proxies to, did not answer."""
@@ -111,7 +115,8 @@ class KubeClient:
         )
 
     async def list_jobsets(self) -> list[Any]:
-        """Every JobSet (as plain dicts); none when the JobSet API is not installed."""
+        """Every JobSet (as plain dicts); none when the JobSet API is not installed;
+        :class:`ForbiddenError` when the Role does not grant listing them."""
         custom = CustomObjectsApi(await self._api())
         page = partial(custom.list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
                        self._cluster.namespace, JOBSET_PLURAL)
@@ -119,6 +124,10 @@ class KubeClient:
             return await self._list_pages("list jobsets", page)
         except NotFoundError:
             return []
+        except AuthError as exc:
+            if _status_of(exc) == 403:  # the Role lacks it; the credentials are good
+                raise ForbiddenError(str(exc)) from exc
+            raise
 
     async def list_pods(self) -> list[Any]:
         """Every pod in the namespace (paginated): one list per sweep, matched to workloads

@@ -37,7 +37,7 @@ from typing import Any
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, ProbeError, UnreachableError
 from probes.ids import validate_job_id
-from probes.kubernetes.client import KubeClient, NoAnswerError, NotFoundError
+from probes.kubernetes.client import ForbiddenError, KubeClient, NoAnswerError, NotFoundError
 from probes.kubernetes.objects import (
     FAILED_RANK_LABEL,
     KIND_LABEL,
@@ -104,6 +104,8 @@ class KubernetesProbe:
         """Node -> the log read that got no answer there this sweep (its kubelet)."""
         self._whole_tail = False
         """:meth:`collect_job` for the deep probe: the job's log tail is kept whole."""
+        self._jobsets_refused: str | None = None
+        """This listing's JobSet refusal (403), said in the cluster's detail."""
 
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         """Sweep the namespace once (see the module policy); never raises for a bad cluster."""
@@ -121,12 +123,15 @@ class KubernetesProbe:
                 await self._api.close()  # credentials may be rotated on disk: reload next time
             return self._facts(now, status="unreachable", detail=str(exc))
         present = {work.name for work in workloads}
+        if self._jobsets_refused is not None:  # unseen, not gone: none of them vanished
+            present |= {job_id for job_id, last in self._seen.items()
+                        if last.labels.get(KIND_LABEL) == "JobSet"}
         jobs += self._vanished_facts(present, now)
         self._seen = {facts.record.job_id: facts.record for facts in jobs
                       if facts.record.job_id in present}
         self._cancelled &= present
         self._vanished -= present  # a re-created name is a new job
-        return self._facts(now, status="ok", jobs=tuple(jobs))
+        return self._facts(now, status="ok", detail=self._jobsets_refused, jobs=tuple(jobs))
 
     async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
         """One Job or JobSet by name, read as a sweep reads it, however old (``None`` when the
@@ -197,10 +202,19 @@ class KubernetesProbe:
     # -- listing ---------------------------------------------------------------------------
 
     async def _list_workloads(self) -> list[Workload]:
+        """The namespace's Jobs and JobSets. JobSets are read where installed: a Role that
+        does not grant listing them (403) leaves the Jobs reported, and the refusal in
+        ``_jobsets_refused`` (the cluster's detail; JobSets seen before are not vanished)."""
         workloads = [job_workload(job) for job in await self._api.list_jobs()]
+        self._jobsets_refused = None
+        try:
+            jobsets = await self._api.list_jobsets()
+        except ForbiddenError as exc:
+            self._jobsets_refused = f"JobSets not listed: {exc}"
+            jobsets = []
         # A JobSet's child Jobs are reported through the JobSet, not one by one.
         return [w for w in workloads if not w.owned_by_jobset] + [
-            jobset_workload(obj) for obj in await self._api.list_jobsets()
+            jobset_workload(obj) for obj in jobsets
         ]
 
     def _wanted(self, workloads: list[Workload], now: datetime) -> list[Workload]:

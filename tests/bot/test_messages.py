@@ -7,6 +7,7 @@ entity, code fences stay balanced, and Slack's size limits hold.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -282,3 +283,16 @@ def test_a_backtick_in_a_name_or_fault_never_pairs_with_the_bots_spans() -> None
             assert "odd`tick" not in piece and "`/data" not in piece, piece
     shown = "\n".join(s for m in messages for s in strings(m.blocks))
     assert "sft-oddˋtick" in shown and "`alpha:4242`" in shown
+
+
+def test_a_cluster_read_in_part_says_so_in_the_header() -> None:
+    """A Kubernetes cluster whose JobSets were refused (403) is ok with a detail: the Slack
+    header says what was not read, as the text header does (it said nothing: the Jobs shown
+    looked like the whole namespace)."""
+    base = sweep_result([], clusters=("beta",))
+    beta = base.report.clusters[0].model_copy(update={
+        "detail": "JobSets not listed: list jobsets: HTTP 403 Forbidden"})
+    result = dataclasses.replace(base, report=base.report.model_copy(
+        update={"clusters": [beta]}))
+    assert "beta ok (JobSets not listed: list jobsets: HTTP 403 Forbidden)" in sweep_header(
+        result, age_s=None)

@@ -1,7 +1,9 @@
 """RBAC refusals (HTTP 403) through ``jobtables sweep``: the cluster's own detail, exit 0.
 
 A Role that lacks a list verb makes that cluster ``unreachable`` with the API server's own
-words (which resource, which verb), while the other clusters are reported as usual. A Role
+words (which resource, which verb), while the other clusters are reported as usual; JobSets,
+read where installed, are the exception: refused, the Jobs are still reported and the
+cluster's detail says JobSets were not listed. A Role
 that lacks ``pods/log`` leaves the states (a state poll) and makes each log a failed fetch:
 state unknown, never "dead".
 """
@@ -25,8 +27,9 @@ ROOT = Path(__file__).parents[3]
 HF_LOG = "{'loss': 1.2, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
 
 
-async def sweep(standin: KubeStandIn, tmp_path: Path) -> dict[str, Any]:
-    """``jobtables sweep --format json`` over the stand-in and the demo recording; exit 0."""
+async def sweep(standin: KubeStandIn, tmp_path: Path, form: str = "json") -> Any:
+    """``jobtables sweep --format json`` (or ``form``: the text) over the stand-in and the demo
+    recording; exit 0."""
     kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
     toml = tmp_path / "jobtables.toml"
     toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
@@ -34,14 +37,13 @@ async def sweep(standin: KubeStandIn, tmp_path: Path) -> dict[str, Any]:
                     'label_selector = "team=post-training"\nrequest_timeout_s = 5\n\n'
                     f'[[clusters]]\nname = "demo"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n')
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json",
+        sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", form,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
         env={**os.environ, "JOBTABLES_CONFIG": ""})
     async with asyncio.timeout(60):
         out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
-    report: dict[str, Any] = json.loads(out)
-    return report
+    return json.loads(out) if form == "json" else out.decode()
 
 
 def add_running(standin: KubeStandIn, name: str) -> None:
@@ -54,7 +56,6 @@ def add_running(standin: KubeStandIn, name: str) -> None:
     ("jobs", 'list jobs: HTTP 403 Forbidden: jobs.batch is forbidden: User '
              '"system:serviceaccount:ml:jobtables" cannot list resource "jobs" in API group '
              '"batch" in the namespace "ml"'),
-    ("jobsets", 'cannot list resource "jobsets" in API group "jobset.x-k8s.io"'),
     ("pods", 'list pods: HTTP 403 Forbidden: pods is forbidden: User '
              '"system:serviceaccount:ml:jobtables" cannot list resource "pods"'),
 ])
@@ -69,6 +70,26 @@ async def test_a_forbidden_list_is_that_clusters_detail(
     assert says in beta["detail"], beta["detail"]
     assert demo["status"] == "ok"
     assert {job["cluster"] for job in report["jobs"]} == {"demo"}
+
+
+async def test_a_forbidden_jobset_list_keeps_the_jobs(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """The Role lacks list on jobsets (installed after the Role was written, or withheld): the
+    batch/v1 Jobs are still reported, the cluster ok, its detail (JSON and the text header)
+    saying JobSets were not listed and why. It made the whole cluster unreachable: no Job
+    reported because an optional API was refused."""
+    add_running(standin, "sft-a")
+    standin.faults["jobsets"] = "403"
+    report = await sweep(standin, tmp_path)
+    beta = report["clusters"][0]
+    assert (beta["name"], beta["status"]) == ("beta", "ok")
+    assert beta["detail"].startswith("JobSets not listed: list jobsets: HTTP 403 Forbidden"), \
+        beta["detail"]
+    assert 'cannot list resource "jobsets" in API group "jobset.x-k8s.io"' in beta["detail"]
+    jobs = [job for job in report["jobs"] if job["cluster"] == "beta"]
+    assert [(job["job_id"], job["state"]) for job in jobs] == [("sft-a", "RUNNING")]
+    text = await sweep(standin, tmp_path, "text")
+    assert "beta ok (JobSets not listed: list jobsets: HTTP 403" in " ".join(text.split())
 
 
 async def test_a_forbidden_log_is_a_failed_fetch_not_a_dead_job(

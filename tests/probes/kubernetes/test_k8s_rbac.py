@@ -49,3 +49,31 @@ async def test_role_covers_every_request(standin: KubeStandIn, probe: Kubernetes
     assert used <= granted()
     assert {verb for _, _, verb in granted()} == {"get", "list", "delete"}
     assert ("", "pods/log", "get") in used
+
+
+async def test_a_jobset_refused_after_it_was_seen_is_not_vanished(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A JobSet seen running, then its list refused (403: the Role changed): the sweep cannot
+    see it, so it is not reported vanished (a silent wedge); the Jobs still are, and the
+    cluster's detail says JobSets were not listed."""
+    assert standin.jobsets is not None
+    standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.jobs["rl-js-workers-0"] = make_job("rl-js-workers-0", active=1, owner_jobset="rl-js")
+    standin.pods["rl-js-workers-0-0"] = make_pod("rl-js-workers-0-0", "rl-js-workers-0",
+                                                 jobset="rl-js", index=0,
+                                                 replicated_job=("workers", 0))
+    standin.jobs["sft-a"] = make_job("sft-a", active=1)
+    standin.pods["sft-a-0"] = make_pod("sft-a-0", "sft-a")
+    first = await probe.collect()
+    assert sorted(job.record.job_id for job in first.jobs) == ["rl-js", "sft-a"]
+    standin.faults["jobsets"] = "403"
+    second = await probe.collect()
+    assert second.status == "ok"
+    assert second.detail is not None and second.detail.startswith("JobSets not listed")
+    assert [(job.record.job_id, job.record.state.value) for job in second.jobs] == [
+        ("sft-a", "RUNNING")]
+    standin.faults.clear()  # the grant is back: the JobSet is read again, never vanished
+    third = await probe.collect()
+    assert sorted(job.record.job_id for job in third.jobs) == ["rl-js", "sft-a"]
+    assert third.detail is None
+    assert all(job.record.state.value == "RUNNING" for job in third.jobs)
