@@ -253,40 +253,53 @@ GENERATION_DESCS = ("Processed prompts",)
 are bring-up, not generation."""
 
 
-def generation_bar(line: str) -> TqdmBar | None:
-    """An offline generation bar's redraw (``Processed prompts:  45%|...| 4500/10000 [...]``)."""
-    if not any(desc in line for desc in GENERATION_DESCS):
+def generation_bar(line: str, descs: tuple[str, ...] = GENERATION_DESCS) -> TqdmBar | None:
+    """A redraw of a bar with one of ``descs`` (by default an offline generation bar,
+    ``Processed prompts:  45%|...| 4500/10000 [...]``)."""
+    if not any(desc in line for desc in descs):
         return None
     bar = parse_tqdm(strip_ansi(line).lstrip())
-    return bar if bar is not None and bar.desc in GENERATION_DESCS and bar.total > 0 else None
+    return bar if bar is not None and bar.desc in descs and bar.total > 0 else None
 
 
-def _last_generation_bar(ctx: JudgeContext) -> TqdmBar | None:
+def _kept_lines(ctx: JudgeContext) -> list[str]:
+    """The log's kept last lines (``probes.logs.excerpt``): its text, else its last context."""
+    log = ctx.facts.log
+    if log is None:
+        return []
+    return (log.text or log.last_context or "").splitlines()
+
+
+def _last_bar(ctx: JudgeContext, descs: tuple[str, ...] = GENERATION_DESCS) -> TqdmBar | None:
     log = ctx.facts.log
     if log is None:
         return None
     for text in (log.text, log.last_context or ""):
         for line in reversed(text.splitlines()):
-            bar = generation_bar(line)
+            bar = generation_bar(line, descs)
             if bar is not None:
                 return bar
     return None
+
+
+def _bar_text(bar: TqdmBar, what: str) -> str:
+    """``4500/10000 prompts (45%), ETA 2m``: a bar's progress, its ETA from tqdm's rate."""
+    text = f"{bar.current}/{bar.total} {what} ({100.0 * bar.current / bar.total:.0f}%)"
+    per_it = sec_per_it(bar.rate)
+    if bar.current < bar.total and per_it is not None:
+        text += f", ETA {format_duration(per_it * (bar.total - bar.current))}"
+    return text
 
 
 def _offline_generation(ctx: JudgeContext, f: Findings) -> bool:
     """A datagen job with no trial tree whose log shows an offline engine generating (vLLM's
     ``Processed prompts`` bar past 0): healthy, its progress and ETA in the Trend, not the
     buffer table's bring-up (prompts are no Harbor trials: no Trials count)."""
-    bar = _last_generation_bar(ctx)
+    bar = _last_bar(ctx)
     if bar is None or bar.current <= 0:
         return False
     f.verdict("healthy")
-    pct = 100.0 * bar.current / bar.total
-    text = f"Generating: {bar.current}/{bar.total} prompts ({pct:.0f}%)"
-    per_it = sec_per_it(bar.rate)
-    if bar.current < bar.total and per_it is not None:
-        text += f", ETA {format_duration(per_it * (bar.total - bar.current))}"
-    f.trend(Priority.BACKGROUND, text)
+    f.trend(Priority.BACKGROUND, "Generating: " + _bar_text(bar, "prompts"))
     return True
 
 
@@ -415,6 +428,73 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     _timeout_note(f, stats)
     _count_bound_note(f, stats)
     _unreadable_note(ctx, f)
+    if not f.metrics.get("trials"):
+        _lm_eval_scores_note(ctx, f)
+
+
+LM_EVAL_DESCS = ("Running loglikelihood requests", "Running generate_until requests",
+                 "Running loglikelihood_rolling requests")
+"""lm-evaluation-harness's request bars (lm_eval/models: ``tqdm(desc="Running {type}
+requests")``): an lm-eval run is live while they move; it writes no Harbor result.json."""
+
+_LM_EVAL_HEAD = re.compile(r"^\|\s*Tasks?\s*\|\s*Version\s*\|\s*Filter\s*\|")
+_SCORES_SHOWN = 3
+
+
+def lm_eval_scores(lines: list[str]) -> list[tuple[str, str, str]]:
+    """The last lm-eval results table (``make_table``: ``|Tasks|Version|Filter|n-shot|Metric|
+    |Value| |Stderr|``, older ``|Task|Version|Filter|Metric|Value| |Stderr|``) as ``(task,
+    metric, value)``: each top-level task's first scored row (a subtask, `` - name`` or an
+    alias row naming one, is left out)."""
+    start = next((i for i in range(len(lines) - 1, -1, -1)
+                  if _LM_EVAL_HEAD.match(lines[i].strip())), None)
+    if start is None:
+        return []
+    header = [cell.strip() for cell in lines[start].strip().strip("|").split("|")]
+    if "Metric" not in header or "Value" not in header:
+        return []
+    metric_at, value_at = header.index("Metric"), header.index("Value")
+    scores: list[tuple[str, str, str]] = []
+    task: str | None = None
+    for line in lines[start + 2:]:
+        row = line.strip()
+        if not row.startswith("|"):
+            break
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        if len(cells) <= max(metric_at, value_at):
+            continue
+        if cells[0]:
+            task = None if cells[0].startswith("-") else cells[0]
+        metric, value = cells[metric_at], cells[value_at]
+        if task is None:
+            continue
+        if metric == "alias":
+            if value.startswith("-"):  # the older table's subtask ("mmlu_humanities")
+                task = None
+            continue
+        if any(name == task for name, _, _ in scores):
+            continue
+        try:
+            float(value)
+        except ValueError:
+            continue
+        scores.append((task, metric, value))
+    return scores
+
+
+def _lm_eval_scores_note(ctx: JudgeContext, f: Findings) -> None:
+    """A finished lm-eval run's scores in the Trend (above "Completed": they are its result)."""
+    if ctx.state is not JobState.COMPLETED:
+        return
+    scores = lm_eval_scores(_kept_lines(ctx))
+    if not scores:
+        return
+    text = " · ".join(f"{task} {metric} {value}" for task, metric, value in
+                      scores[:_SCORES_SHOWN])
+    if len(scores) > _SCORES_SHOWN:
+        text += f" (+{len(scores) - _SCORES_SHOWN} more)"
+    f.notes.append(text)
+    f.trend(Priority.BACKGROUND + 3, shorten(text, 300))
 
 
 def _count_bound_note(f: Findings, stats: TrialStats | None) -> None:
@@ -454,8 +534,12 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     tree = ctx.facts.trials
     since, newest = _results_silent_since(ctx)
     age = minutes_since(ctx.now, since)
-    # No trial tree to list (Kubernetes) or one that could not be read: only the log can say.
-    log_only = (tree is None and _kubernetes(ctx)) or _unreadable(ctx) is not None
+    # An lm-eval run (its request bars, no trial counted) writes no result.json at all.
+    lm_bar = _last_bar(ctx, LM_EVAL_DESCS) if not trials else None
+    # No trial tree to list (Kubernetes) or one that could not be read, or no Harbor run: only
+    # the log can say.
+    log_only = ((tree is None and _kubernetes(ctx)) or _unreadable(ctx) is not None
+                or lm_bar is not None)
     if log_only:
         log_age = _last_activity_minutes(ctx)
         age = log_age if log_age is not None and age is not None else None
@@ -471,6 +555,9 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         text = f"STALL: {what} for {format_duration(age * 60)}"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; confirm the right log and window")
+    elif lm_bar is not None:
+        f.verdict("healthy")
+        f.trend(Priority.BACKGROUND, "lm-eval: " + _bar_text(lm_bar, "requests"))
     elif not trials:
         f.flag("buffer-filling")
         f.verdict("buffering")
