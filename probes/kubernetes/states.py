@@ -207,9 +207,15 @@ def _live_state(pods: Sequence[PodView]) -> StateVerdict:
     if all(pod.phase == "Unknown" for pod in pods):
         return StateVerdict(JobState.UNKNOWN, "PodPhaseUnknown")
     # Every pod ended and the controller has not decided yet: it is backing off before
-    # the next retry. The newest failure's reason is the story; the job is not terminal.
+    # the next retry. The newest failure's reason is the story; the job is not terminal. An
+    # eviction (a disruption) says more than the 'Error' its kill left, an OOM kill more
+    # than the eviction.
     newest = newest_pod(pods)
-    reason = _first(r for r in newest.terminated if r != "Completed") if newest else None
+    reason = None
+    if newest is not None:
+        ended = [r for r in newest.terminated if r != "Completed"]
+        reason = _first(["OOMKilled" if "OOMKilled" in ended else None, newest.disruption,
+                         *ended])
     return StateVerdict(JobState.PENDING, reason or "BackoffBetweenRetries")
 
 

@@ -88,6 +88,15 @@ STATE_TABLE = [
      JobState.COMPLETING, "PodsSucceeded", None),
     (job(active=0), [pod("Failed", terminated=("OOMKilled",))],
      JobState.PENDING, "OOMKilled", None),
+    # evicted (node pressure), its replacement not created yet: the eviction is the story,
+    # not the container's 'Error' the kill left (it read 'Pending (Error)')
+    (job(active=0), [pod("Failed", terminated=("Error",), disruption="Evicted")],
+     JobState.PENDING, "Evicted", None),
+    (job(active=0), [pod("Failed", terminated=("Error",), disruption="TerminationByKubelet")],
+     JobState.PENDING, "TerminationByKubelet", None),
+    # an OOM kill is more precise than the eviction that came with it
+    (job(active=0), [pod("Failed", terminated=("OOMKilled",), disruption="Evicted")],
+     JobState.PENDING, "OOMKilled", None),
     (job(active=1), [pod("Unknown")], JobState.UNKNOWN, "PodPhaseUnknown", None),
     # a terminating pod (deletionTimestamp) runs nothing: its replacement's bring-up decides
     (job(active=1), [pod(deleting=True), pod("Pending", waiting=("ContainerCreating",))],
