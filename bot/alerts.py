@@ -139,6 +139,24 @@ class Alerter:
         self._clock = clock
         self._local: dict[str, dict[str, Any]] = {}
         """Episodes this process opened, for when Redis is unavailable."""
+        self._unsaved: dict[str, float] = {}
+        """Episodes (with their TTLs) opened while Redis was down, kept here only: written
+        back when it answers (:meth:`flush`), else the next sweep would DM them again and
+        their buttons would find no episode."""
+
+    async def flush(self) -> None:
+        """Write back the episodes opened while Redis was down, with their messages' index;
+        called before each tick is claimed and each sweep's alerts; quiet while it is down."""
+        for name, ttl_s in list(self._unsaved.items()):
+            record = self._local[name]
+            try:
+                await self._store.put_doc(name, record, ttl_s=ttl_s)
+                if record.get("channel") and record.get("ts"):
+                    await self._store.put_doc(message_key(record["channel"], record["ts"]),
+                                              {"episode": name}, ttl_s=ttl_s)
+            except StoreUnavailable:
+                return
+            self._unsaved.pop(name, None)
 
     async def process(self, details: list[JobDetail], config: Config, *,
                       facts: Sequence[ClusterFacts] = ()) -> list[str]:
@@ -146,6 +164,7 @@ class Alerter:
 
         ``facts`` (the sweep's raw facts) give a no-kill evidence record its full log tail.
         """
+        await self.flush()
         sent = []
         for detail in details:
             if needs_alert(detail) and await self._open_episode(detail, config, facts):
@@ -200,6 +219,7 @@ class Alerter:
                 await self._store.put_doc(message_key(record["channel"], record["ts"]),
                                           {"episode": name}, ttl_s=self._ttl(config))
         except StoreUnavailable as exc:
+            self._unsaved[name] = self._ttl(config)
             log.warning("episode not saved", ref=job_ref(detail), error=str(exc))
         return True
 

@@ -451,6 +451,9 @@ async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:
 
     True means: run this interval's scheduled sweep (degraded, if ``bot.lease`` says so).
     """
+    # What this replica told during an outage, written back before anyone reads it.
+    await bot.digest.flush()
+    await bot.alerter.flush()
     try:
         won = await bot.store.claim_tick(interval, ttl_s=ttl_s, owner=bot.replica)
     except StoreUnavailable as exc:

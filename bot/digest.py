@@ -17,7 +17,9 @@ its jobs' snapshots from before: back after a blip, it tells nothing twice). A r
 another replica therefore edits the same parent and repeats no change. The snapshots are saved
 *before* the change reply is posted: a crash between the two loses one reply rather than
 repeating it. While Redis is down the process keeps its own copy (it cannot know about other
-replicas). The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
+replicas), and writes it back to Redis when it answers again, before the next tick is
+claimed: Redis's older copy would tell the outage's changes (and job-end DMs) a second time.
+The very first sweep (no snapshots anywhere) is a baseline and reports no changes.
 
 Posts to one channel are paced (:class:`Pacer`: a second apart, Slack's ~1 message per second
 per channel) and go through :mod:`bot.delivery`: a failed post is logged and counted once (by
@@ -113,10 +115,18 @@ class Digest:
         self.pacer = pacer or Pacer(1.0)
         self._local: dict[str, Any] = {}
         """Documents this process wrote, for while Redis is unavailable."""
+        self._unsaved: dict[str, float] = {}
+        """Names (with their TTLs) written to process memory only, Redis being down: newer
+        than Redis's copy, which must not be read back once it answers again."""
 
     # -- state --------------------------------------------------------------------------------
 
     async def _get(self, name: str) -> Any:
+        if name in self._unsaved:
+            # Written here while Redis was down (this replica led through the outage):
+            # Redis still holds the copy from before, which would tell its changes again.
+            await self.flush()
+            return self._local.get(name)
         try:
             return await self._store.get_doc(name)
         except StoreUnavailable as exc:
@@ -128,7 +138,22 @@ class Digest:
         try:
             await self._store.put_doc(name, value, ttl_s=ttl_s)
         except StoreUnavailable as exc:
+            self._unsaved[name] = ttl_s
             log.warning("digest state kept in process memory only", error=str(exc))
+        else:
+            self._unsaved.pop(name, None)
+
+    async def flush(self) -> None:
+        """Write back the documents kept in process memory only while Redis was down (the
+        parent, the last snapshots), so that no replica, this one included, reads the older
+        copy Redis kept and tells again what was told during the outage. Called before each
+        tick is claimed; quietly does nothing while Redis is still down."""
+        for name, ttl_s in list(self._unsaved.items()):
+            try:
+                await self._store.put_doc(name, self._local[name], ttl_s=ttl_s)
+            except StoreUnavailable:
+                return
+            self._unsaved.pop(name, None)
 
     @staticmethod
     def _period_s(config: Config) -> float:

@@ -105,3 +105,76 @@ async def test_outage_posts_one_thread_per_interval_and_answers(
         direct = make_store(prefix)
         await direct.delete_prefix()
         await direct.aclose()
+
+
+async def test_a_change_told_during_the_outage_is_not_told_again_after_it(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """The leader posts through an outage from its process memory: a job that finished during
+    it is told in the thread once. When Redis answers again, the snapshot it still holds is
+    from before the outage; the next sweep must not tell that finish a second time."""
+    from probes.models import JobState
+
+    config = make_config(prefix, tmp_path)
+    run = detail(job("4100", "rl-ppo-llama-8b"))
+    done = detail(job("4100", "rl-ppo-llama-8b", state=JobState.COMPLETED, verdict="done"))
+    jobs = [run]
+    sweeper = FakeSweeper(make=lambda: sweep_result(list(jobs), at=clock()), conf=config)
+    store = await proxied(forwarder, prefix)
+
+    def told() -> list[str]:
+        return [c.params["text"] for c in slack.to("/api/chat.postMessage")
+                if c.params.get("thread_ts") and "Changes since" in c.params["text"]]
+
+    try:
+        async with running_bot(slack, store, sweeper, clock) as one:
+            scheduler = make_scheduler(one.bot)
+            assert await scheduler.tick()  # baseline, Redis up
+            await forwarder.close()
+            jobs[:] = [done]
+            clock.advance(1800)
+            assert await scheduler.tick()  # the leader tells the finish from memory
+            assert len(told()) == 1
+            await forwarder.open()
+            clock.advance(1800)
+            assert await scheduler.tick()
+            assert len(told()) == 1, told()
+    finally:
+        await store.aclose()
+        direct = make_store(prefix)
+        await direct.delete_prefix()
+        await direct.aclose()
+
+
+async def test_a_collapse_dmed_during_the_outage_is_not_dmed_again_after_it(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A run that starts collapsing while Redis is down is DMed once from process memory;
+    when Redis answers again (it never saw that episode) the next sweep does not DM it again,
+    and the DM's buttons are bound to its episode."""
+    config = make_config(prefix, tmp_path)
+    healthy = detail(job("4242", "rl-grpo-qwen-7b"))
+    jobs = [healthy]
+    sweeper = FakeSweeper(make=lambda: sweep_result(list(jobs), at=clock()), conf=config)
+    store = await proxied(forwarder, prefix)
+    try:
+        async with running_bot(slack, store, sweeper, clock) as one:
+            scheduler = make_scheduler(one.bot)
+            assert await scheduler.tick()
+            await forwarder.close()
+            jobs[:] = [collapsing()]
+            clock.advance(1800)
+            assert await scheduler.tick()
+            assert dms(slack) == 1
+            await forwarder.open()
+            clock.advance(1800)
+            assert await scheduler.tick()
+            assert dms(slack) == 1
+            hook = await one.press_alert("keep_running", user="UALICE")
+            await one.bot.tasks.drain()
+            assert not slack.to(hook), "the press found its episode and updated the DM"
+    finally:
+        await store.aclose()
+        direct = make_store(prefix)
+        await direct.delete_prefix()
+        await direct.aclose()
