@@ -7,7 +7,9 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   total is below the trials counted: one chunk's line, the run's mean is taken), and — when
   trials finished but none was scored (no verifier: Harbor's Mean then reads 0.000).
 - ``dead-engine``: avg_turns <= ``dead_engine_turns`` -> do NOT consolidate (verdict
-  ``warning`` while running, ``failed`` once terminal: the output is not real).
+  ``warning`` while running, ``failed`` once terminal: the output is not real); over the run,
+  or over its last ``pass_rate_trials`` trials (an engine that died mid-run: the run's mean
+  hides its single-turn tail; the avg_turns column stays the run's).
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
   ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated).
 - Datagen hung chunk: RUNNING, and neither a new result.json nor a log line for
@@ -133,10 +135,15 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
         buffer_rule(ctx, f)
     avg_turns = f.metrics.get("avg_turns")
     dead = isinstance(avg_turns, float) and avg_turns <= th.dead_engine_turns
-    if dead:
+    recent = _recent_turns(ctx, stats) if not dead else None
+    if dead or recent is not None:
         f.flag("dead-engine")
         f.verdict("warning" if ctx.running else "failed")
-        text = f"DEAD ENGINE: avg_turns {format_value(float(avg_turns or 0))}; do NOT consolidate"
+        text = (f"DEAD ENGINE: avg_turns {format_value(float(avg_turns or 0))}; do NOT consolidate"
+                if recent is None else
+                f"DEAD ENGINE: last {recent[0]} trials {format_value(recent[1])} turns; "
+                "do NOT consolidate")
+        dead = True
         f.trend(Priority.TERMINAL + 2, text)
         f.recommend(Priority.DIAGNOSE + 2, "diagnose", text + " (the rollouts are not real)")
     if ctx.state is JobState.TIMEOUT and ctx.successor is None:
@@ -151,6 +158,29 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
     _timeout_note(f, stats, Priority.BACKGROUND - 1)  # below the chunks to go
     _count_bound_note(f, stats)
     _unreadable_note(ctx, f)
+
+
+_RECENT_TURNS_MIN = 10
+"""Trials with a turn count the recent window needs before it can call the engine dead."""
+
+
+def _recent_turns(ctx: JudgeContext, stats: TrialStats | None) -> tuple[int, float] | None:
+    """``(window, avg_turns)`` when the last ``pass_rate_trials`` trials average at most
+    ``dead_engine_turns`` while the run's average does not: an engine that died mid-run leaves
+    single-turn trials behind real ones, and the run's mean hides them. None otherwise (too few
+    trials, or a run no longer than the window: the run's own gate is the same test)."""
+    th = ctx.settings.thresholds
+    window = th.pass_rate_trials
+    if stats is None or window <= 0 or stats.trials <= window:
+        return None
+    recent = _stats(ctx, last_n=window)
+    if recent is None or recent.avg_turns is None:
+        return None
+    counted = sum(t.n_turns is not None for t in ctx.facts.trials.trials[-window:]) \
+        if ctx.facts.trials else 0
+    if counted < _RECENT_TURNS_MIN or recent.avg_turns > th.dead_engine_turns:
+        return None
+    return min(window, recent.trials), recent.avg_turns
 
 
 def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
