@@ -30,6 +30,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    bar_postfix,
     epoch_step_label,
     glued_dict,
     interval_seconds,
@@ -52,6 +53,7 @@ from probes.logs.progress import (
     TRAINING_RATES,
     WIDE_WINDOW,
     BarTrack,
+    episode_number,
     episode_progress,
     is_training_bar,
     iteration_clock,
@@ -461,6 +463,8 @@ class MetricScan:
             bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
+                if "=" in body and bar.desc.startswith("Episode ["):
+                    self._episode_status(bar.desc, bar.current, bar.total, body, line_no)
                 if "}" in body:
                     self.feed_glued(body, line_no)
                 return
@@ -568,6 +572,8 @@ class MetricScan:
             if not desc:
                 self.hf_anchor_key = key
             self._after_bar(desc, step)
+            if desc == EPISODE_BAR and "=" in line:
+                self._episode_status(desc_raw.strip(), step, key[1], line, line_no)
 
     def settle(self) -> None:
         """Make each track's last ``feed_bar`` redraw its ``last`` (what ``feed`` of those
@@ -1011,6 +1017,28 @@ class MetricScan:
         if label is not None and label.loss is not None:
             self._record(label.step, {"loss": label.loss}, line_no, None)
 
+    def _episode_status(self, desc: str, count: int, total: int, body: str,
+                        line_no: int) -> None:
+        """OpenRLHF < 0.8.5's step status, its ``Episode [k/N]`` bar's postfix (it logs no step
+        line): ``set_postfix(status)`` redraws the bar at the count before the step, then
+        ``update()`` redraws it one on with the same postfix. So a postfix is step ``(k-1) x
+        total + count + 1`` unless the step at its own count already holds it (the update's
+        redraw). That bar counts rollout batches, one a step (``episode_progress``)."""
+        episode = episode_number(desc)
+        raw = bar_postfix(body) if episode is not None else None
+        if raw is None or episode is None or self._skimming:
+            return
+        plan = self._plan(raw)
+        values = {canonical: raw[name] for canonical, name in plan}
+        if not values:
+            return
+        step = (episode - 1) * total + count
+        held = self.points.get(step)
+        if held is not None and held.values == values:
+            return
+        self._mark("openrlhf")
+        self._record(step + 1, raw, line_no, None, plan)
+
     def epoch_steps_total(self, per_epoch: int) -> int | None:
         """The run's total optimization steps for an epoch bar of ``per_epoch`` steps: the
         resolved ``epochs`` x steps a epoch (capped by ``max_steps_per_epoch``); None when
@@ -1140,7 +1168,9 @@ class MetricScan:
             unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
             if episodic:  # OpenRLHF's: episodes x the episode's steps
                 episode = episode_progress(track)
-                current, total_known, unit = episode if episode else (current, None, 1)
+                current, total_known, unit, spent = episode or (current, None, 1, False)
+                if spent and self.points:  # the data is spent: the steps it took are the total
+                    current = total_known = max(self.points)
             if total_known is not None:
                 per_it = sec_per_it(last.rate)
                 progress = ProgressBar(

@@ -56,7 +56,7 @@ _TQDM_RE = re.compile(
     r"\s*(?:(?P<desc>\d{1,6}\|\d{1,12}(?:\|[^|\r]{0,200}?)?|[^|\r]{0,200}?):\s*)?"
     r"(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*"
     r"(?P<cur>\d{1,12})/(?P<tot>\d{1,12})\s*\[(?P<elapsed>[\d:]{1,16}|[\dd, :]{1,24})"
-    r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^,\]]{0,40})(?:,[^\]]{0,500})?)?\]"
+    r"<(?P<remain>[^,\]]{0,24})(?:,\s*(?P<rate>[^,\]]{0,40})(?:,(?P<post>[^\]]{0,500}))?)?\]"
 )
 """A tqdm redraw. Its rate ends at the first comma: what follows is ``set_postfix``'s text
 (accelerate and diffusers loops print ``1.00s/it, lr=0.0001, step_loss=0.0612``), which is
@@ -510,6 +510,25 @@ def after_bar(line: str) -> str | None:
             break
         rest = rest[bar.end():]
     return rest if rest is not line and rest.strip() else None
+
+
+_POSTFIX_PAIR_RE = re.compile(r"^([A-Za-z_][\w/.\-]{0,63})=([^,\s]{1,40})$")
+
+
+def bar_postfix(line: str) -> dict[str, float] | None:
+    """The numeric ``key=value`` pairs of a tqdm redraw's ``set_postfix`` text (``[00:10<01:00,
+    95.00s/it, policy_loss=0.0185, reward=0.47]``), None if it is no bar or has none."""
+    bar = _TQDM_RE.match(line) if "%|" in line else None
+    post = bar.group("post") if bar is not None else None
+    if not post:
+        return None
+    values: dict[str, float] = {}
+    for part in post.split(","):
+        pair = _POSTFIX_PAIR_RE.match(part.strip())
+        number = parse_number(pair.group(2)) if pair is not None else None
+        if pair is not None and number is not None:
+            values[pair.group(1)] = number
+    return values or None
 
 
 def parse_tqdm(line: str) -> TqdmBar | None:

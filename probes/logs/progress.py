@@ -126,15 +126,24 @@ def training_desc(desc: str) -> str | None:
     return EPOCH_STEP_BAR if epoch_step_label(desc) is not None else None
 
 
-def episode_progress(track: BarTrack) -> tuple[int, int, int] | None:
-    """(global step, run's total steps, bar counts a step) of OpenRLHF's ``Episode [k/N]``
-    bar at its last redraw; None until the bar has moved (what one count is is unknown).
+def episode_number(desc: str) -> int | None:
+    """k of OpenRLHF's ``Episode [k/N]`` bar desc (stripped), None for any other desc."""
+    found = _EPISODE_RE.match(desc)
+    return int(found.group(1)) if found is not None and int(found.group(1)) > 0 else None
+
+
+def episode_progress(track: BarTrack) -> tuple[int, int, int, bool] | None:
+    """(global step, run's total steps, bar counts a step, the last episode's bar is full) of
+    OpenRLHF's ``Episode [k/N]`` bar at its last redraw; None until the bar has moved (what
+    one count is is unknown).
 
     Up to 0.9.4 the bar counts rollout batches (one a step); from 0.9.5 its dataloader yields
     single prompts and it advances by the prompts a step consumed (``rollout_batch_size``;
     more under dynamic filtering). One step is the median move of its recent redraws; the
     episode's steps its total over that (a last, partial batch is a step too), the run's that
-    times the N episodes. The bar's total alone is never the run's (an example count)."""
+    times the N episodes (an estimate when a step's prompts vary: dynamic filtering redraws
+    filtered ones; the caller takes the steps logged once the last episode's bar is full).
+    The bar's total alone is never the run's (an example count)."""
     last = track.last
     found = _EPISODE_RE.match(last.desc) if last is not None else None
     if last is None or found is None:
@@ -148,7 +157,7 @@ def episode_progress(track: BarTrack) -> tuple[int, int, int] | None:
     if per_episode <= 0 or episodes <= 0:
         return None
     done = (min(episode, episodes) - 1) * per_episode + last.current // unit
-    return done, per_episode * episodes, unit
+    return done, per_episode * episodes, unit, episode >= episodes and last.current >= last.total
 
 
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:

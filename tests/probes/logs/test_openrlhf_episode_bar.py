@@ -117,3 +117,69 @@ def test_the_train_epoch_bar_is_no_training_progress() -> None:
                    f" 1.00s/it, pg=0.01, rm=0.4]\n" for k in range(1, 10))
     summary = parse_log(_head(3) + text, mtime=MTIME)
     assert summary.total_steps == 40
+
+
+def _v06(upto: int, per_episode: int = 20) -> str:
+    """Before 0.8.5: no step line; the step's status is the bar's postfix, ``set_postfix(status)``
+    (a redraw at the count before the step) then ``update()`` (the same postfix, one on)."""
+    out, step = "", 1
+    for episode in (1, 2):
+        out += _bar(episode, 0, per_episode, 0, "?it/s")
+        for done in range(per_episode):
+            if step > upto:
+                return out
+            status = (f", policy_loss=0.0185, actor_lr=1e-6, reward={0.2 + 0.01 * step:.3g}, "
+                      f"kl={0.001 * step:.3g}, response_length=727]")
+            for count in (done, done + 1):
+                rate = "?it/s" if count == 0 else "95.00s/it"
+                out += _bar(episode, count, per_episode, count * 95, rate)[:-2] + status + "\n"
+            step += 1
+    return out
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+@pytest.mark.parametrize("upto", [27, 3])
+def test_episode_bar_postfix_is_the_step_before_085(read, upto: int) -> None:
+    """OpenRLHF < 0.8.5 prints a step's status only as the Episode bar's postfix: the run sat
+    in "Filling buffer" at 27/40. Each new postfix is the step one past the count it is drawn
+    at; the update's redraw repeats it (no step of its own)."""
+    summary = read(_v06(upto))
+    assert [p.step for p in summary.points] == list(range(1, upto + 1))
+    last = summary.points[-1].values
+    assert last["reward"] == pytest.approx(0.2 + 0.01 * upto, abs=1e-3)
+    assert last["policy_loss"] == pytest.approx(0.0185) and last["learning_rate"] == 1e-6
+    assert summary.total_steps == 40 and summary.progress is not None
+    assert summary.progress.current == upto
+    assert "openrlhf" in summary.formats
+
+
+def test_other_bars_postfix_is_no_step() -> None:
+    """Only OpenRLHF's Episode bar carries a step's status: an accelerate loop's postfix
+    (``lr=..., step_loss=...``) or the actor's ``Train epoch`` bar (``pg=..., rm=...``) is none."""
+    text = "".join(f"{RAY}Train epoch [1/1]: {k * 10:3d}%|          | {k}/10 [00:0{k}<00:09, "
+                   f" 1.00s/it, policy_loss=0.01, reward=0.4]\n" for k in range(1, 10))
+    text += "".join(f"Steps: {k}%|          | {k}/100 [00:0{k % 10}<01:39,  1.00s/it, lr=0.0001, "
+                    f"reward=0.5]\n" for k in range(1, 10))
+    assert parse_log(text, mtime=MTIME).points == ()
+
+
+def test_a_finished_episode_run_totals_its_logged_steps() -> None:
+    """Under dynamic filtering a step consumes more prompts than ``rollout_batch_size`` (it
+    redraws filtered ones), so the median move only estimates the steps. Once the last
+    episode's bar has reached its total the data is spent: the run's total is the steps it
+    logged (a finished run never reads "short of total")."""
+    moves = [64, 96, 64, 128, 64, 80, 64, 64, 96, 64, 64, 80, 64, 128, 64, 96]  # 1280 prompts
+    out, step = "", 1
+    for episode in (1, 2):
+        out += _bar(episode, 0, 1280, 0, "?it/s")
+        count = 0
+        for move in moves:
+            out += _step_line(step)
+            count += move
+            out += _bar(episode, count, 1280, step * 95, " 1.20s/it")
+            step += 1
+    for summary in (parse_log(out, mtime=MTIME), _folded(out)):
+        assert summary.points[-1].step == 32
+        assert summary.total_steps == 32
+        assert summary.progress is not None and summary.progress.current == 32
