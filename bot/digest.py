@@ -6,7 +6,8 @@ sweep of a period posts the period's *parent* message (the one-line summary per 
 counts, the time it is "as of") and puts the full tables in its thread; every later sweep
 edits that parent with ``chat.update`` and adds one thread reply listing what changed since the
 last sweep (started, finished, failed, collapsed, restarted, stalled, recovered, cancelled),
-with those jobs' rows. A sweep in which nothing changed posts nothing. The full tables go into
+with those jobs' rows (a cancel made by the bot's button is told when it happens, and not
+again by the next sweep). A sweep in which nothing changed posts nothing. The full tables go into
 the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
 ``full_tables_every`` sweeps when that is set. Arrays and grids are grouped
 (:mod:`report.grouping`) in the parent, the tables and the change rows.
@@ -75,6 +76,11 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report) -> dict[Ke
     unread = {c.name for c in report.clusters if c.status != "ok"}
     kept = {k: s for k, s in (previous or {}).items() if k[0] in unread and k not in current}
     return {**kept, **current}
+
+
+def _cancel_told(cluster: str, job_id: str) -> str:
+    """The document saying a cancel button's outcome was already told in the thread."""
+    return f"digest:cancel-told:{cluster}:{job_id}"
 
 
 class Pacer:
@@ -208,9 +214,22 @@ class Digest:
             for k, s in seen_now(previous, result.report).items()}}, ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
-            await self._post_sweep(result, config, channel, changes, extra,
+            await self._post_sweep(result, config, channel, await self._untold(changes), extra,
                                    since=seen.get("at") if isinstance(seen, dict) else None)
         return changes
+
+    async def _untold(self, changes: list[Change]) -> list[Change]:
+        """``changes`` less the cancels already told in the thread by the button that made
+        them (:meth:`after_cancel`); while Redis is down, all of them."""
+        told: list[Change] = []
+        try:
+            for change in changes:
+                if change.kind == "cancelled" and await self._store.get_doc(
+                        _cancel_told(change.cluster, change.job_id)):
+                    told.append(change)
+        except StoreUnavailable:
+            return changes
+        return [change for change in changes if change not in told]
 
     async def _post_sweep(self, result: SweepResult, config: Config, channel: str,
                           changes: list[Change], extra: Sequence[str], *,
@@ -351,6 +370,13 @@ class Digest:
                     cluster, job_id, actor) and entry.get("action") == "cancel_salvage":
                 if entry.get("outcome") != "cancelled":
                     return False
-                return await self.note(config, cancel_line(f"{cluster}:{job_id}", actor,
+                told = await self.note(config, cancel_line(f"{cluster}:{job_id}", actor,
                                                            entry.get("detail") or "?"))
+                if told:
+                    # The next sweep finds the job CANCELLED: its change line would tell this
+                    # cancel a second time (``publish`` leaves it out).
+                    with contextlib.suppress(StoreUnavailable):
+                        await self._store.put_doc(_cancel_told(cluster, job_id), True,
+                                                  ttl_s=self._ttl(config))
+                return told
         return False

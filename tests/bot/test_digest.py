@@ -354,3 +354,24 @@ async def test_tables_posted_while_a_sweep_lands_keep_what_the_sweep_wrote(
         after = await store.get_doc(name)
     assert after["sweeps"] == before["sweeps"] + 1
     assert after["tables_for"] == fresh.started_at.isoformat()
+
+
+async def test_a_cancel_told_in_the_thread_is_not_told_again_by_the_next_sweep(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """The owner's cancel is told in the thread at once ("cancelled by @alice, evidence at
+    …"); the next sweep, which finds the job CANCELLED, does not add a second "cancelled"
+    line for it. A job cancelled otherwise (scancel by hand) is still told."""
+    world.jobs.append(collapsing())
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        await h.press_alert("cancel_salvage", user="UALICE")
+        await h.bot.tasks.drain()
+        world.jobs = [detail(d.report.model_copy(update={
+            "state": JobState.CANCELLED, "verdict": "done", "trend": "Cancelled"}))
+            if d.report.job_id in ("4242", "4300") else d for d in world.jobs]
+        world.clock.advance(1800)
+        await sweep(h)
+    told = "\n".join(text_of(r) for r in replies(slack))
+    cancels = [line for line in told.splitlines() if "cancel" in line and "4242" in line]
+    assert len(cancels) == 1 and "cancelled by <@UALICE>" in cancels[0], cancels
+    assert "cancelled: sft-mistral-7b (alpha:4300)" in told
