@@ -97,6 +97,7 @@ from report.pods import (
     image_pull_rule,
     live_oom_rule,
     recurring_pod_failure_rule,
+    same_name_rule,
     silent_wedge_rule,
     waiting_fault_rule,
 )
@@ -166,6 +167,7 @@ def judge_job(
     image_pull_rule(ctx, f)
     silent_wedge_rule(ctx, f)
     failed_rank_rule(ctx, f)
+    same_name_rule(ctx, f)
     recurring_pod_failure_rule(ctx, f)
     empty_log_rule(ctx, f, bucket)
     if not planned_stop_rule(ctx, f):  # a planned stop is no finished run: no cleanup

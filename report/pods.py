@@ -49,6 +49,11 @@ and does not run again: ``"rank 2 failed (Error, exit 1): <its first error>; ret
 ContainerCreating"``."""
 FAILED_RANK_POD_LABEL = "jobtables/failed-rank-pod"
 """That rank's failed pod (``pod/<name>``)."""
+KIND_LABEL = "jobtables/kind"
+"""The probe's label naming the workload's kind (``Job``, ``JobSet``)."""
+SAME_NAME_LABEL = "jobtables/same-name"
+"""The probe's label on the workload ``jobtables job NAME`` shows when other kinds share its
+name (a Job and a JobSet): ``"JobSet"``."""
 _LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 
 
@@ -160,6 +165,17 @@ def failed_rank_rule(ctx: JudgeContext, f: Findings) -> None:
     f.recommend(Priority.DIAGNOSE - 1, "diagnose",
                 f"{failed}" + (f"; read {pod}'s log" if pod else "")
                 + "; a retry failing the same way is not transient")
+
+
+def same_name_rule(ctx: JudgeContext, f: Findings) -> None:
+    """The Job shown shares its name with a JobSet (Kubernetes allows it: other resources):
+    a note names the other, so its run is not taken for absent."""
+    record = ctx.facts.record
+    others = [kind for kind in record.labels.get(SAME_NAME_LABEL, "").split(",") if kind]
+    kind = record.labels.get(KIND_LABEL) or "Job"
+    for other in others:
+        f.notes.append(f"a {other} {record.job_id} exists too; this is the {kind} of that name "
+                       f"(the sweep lists both; kubectl get {other.lower()} {record.job_id})")
 
 
 def recurring_pod_failure_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -53,6 +53,9 @@ FAILED_RANK_LABEL = "jobtables/failed-rank"
 exit 1): RuntimeError: ...; retry pending: ContainerCreating"``): ``states.failed_rank``."""
 FAILED_RANK_POD_LABEL = "jobtables/failed-rank-pod"
 """That rank's failed pod (``pod/<name>``), whose log holds its error."""
+SAME_NAME_LABEL = "jobtables/same-name"
+"""The other kinds (``JobSet``) that share the name of the workload ``jobtables job NAME``
+shows (a Job and a JobSet may share a name): its answer says they exist."""
 UID_LABEL = "jobtables/uid"
 """The object's uid: a Job re-created under the same name is another job (the bot's episodes)."""
 _COMMAND_CHARS = 400

@@ -42,6 +42,7 @@ from probes.kubernetes.objects import (
     FAILED_RANK_LABEL,
     KIND_LABEL,
     POD_OWNER_LABELS,
+    SAME_NAME_LABEL,
     WEDGE_LABEL,
     Workload,
     build_record,
@@ -151,9 +152,16 @@ class KubernetesProbe:
             pods = await self._pod_index()
             self._whole_tail = whole_tail
             try:
-                return await self._job_facts(found[0], pods, now)
+                facts = await self._job_facts(found[0], pods, now)
             finally:
                 self._whole_tail = False
+        # A Job and a JobSet may share a name: the Job is shown (listed first), the other
+        # named, so its run is not hidden from the one command that takes its name.
+        others = sorted({w.view.kind for w in found[1:] if w.view.kind != found[0].view.kind})
+        if others:
+            facts = facts.model_copy(update={"record": facts.record.model_copy(update={
+                "labels": {**facts.record.labels, SAME_NAME_LABEL: ",".join(others)}})})
+        return facts
 
     async def collect_one(self, job_id: str) -> ClusterFacts:
         """That job only (``jobtables job``, ``/job``): its Job or JobSet read as a sweep reads

@@ -9,7 +9,9 @@ import pytest
 
 from probes.kubernetes.objects import FAILED_RANK_LABEL as PROBE_FAILED_RANK_LABEL
 from probes.kubernetes.objects import FAILED_RANK_POD_LABEL as PROBE_FAILED_RANK_POD_LABEL
+from probes.kubernetes.objects import KIND_LABEL as PROBE_KIND_LABEL
 from probes.kubernetes.objects import RECURRING_LABEL as PROBE_RECURRING_LABEL
+from probes.kubernetes.objects import SAME_NAME_LABEL as PROBE_SAME_NAME_LABEL
 from probes.kubernetes.objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
 from probes.kubernetes.probe import VANISHED as PROBE_VANISHED
 from probes.kubernetes.states import BRING_UP_WAITING, FAULT_WAITING
@@ -19,7 +21,9 @@ from report.pods import (
     FAILED_RANK_LABEL,
     FAILED_RANK_POD_LABEL,
     FAULT_WAITING_REASONS,
+    KIND_LABEL,
     RECURRING_LABEL,
+    SAME_NAME_LABEL,
     SUSPENDED,
     VANISHED,
     WEDGE_LABEL,
@@ -37,6 +41,7 @@ def test_report_spells_the_probe_markers_the_same() -> None:
     assert FAULT_WAITING_REASONS == FAULT_WAITING
     assert SUSPENDED == PROBE_SUSPENDED
     assert RECURRING_LABEL == PROBE_RECURRING_LABEL
+    assert (SAME_NAME_LABEL, KIND_LABEL) == (PROBE_SAME_NAME_LABEL, PROBE_KIND_LABEL)
     assert (FAILED_RANK_LABEL, FAILED_RANK_POD_LABEL) == (PROBE_FAILED_RANK_LABEL,
                                                           PROBE_FAILED_RANK_POD_LABEL)
 

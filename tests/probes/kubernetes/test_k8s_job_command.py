@@ -77,3 +77,27 @@ async def test_job_shows_a_jobsets_leader_and_an_indexed_jobs_failed_rank(
     assert indexed["trend"].startswith("rank 1 failed (Error, exit 1): RuntimeError: NCCL")
     assert indexed["recommendation"]["action"] == "diagnose"
     assert "pod/rl-idx-1" in indexed["recommendation"]["why"]
+
+
+async def test_job_names_a_jobset_of_the_same_name(standin: KubeStandIn, tmp_path: Path) -> None:
+    """A Job and a JobSet share a name (different resources, both allowed): ``jobtables job
+    NAME`` shows the Job, as before, and says the JobSet exists too and how to look at it.
+    It showed the Job alone: the JobSet's run, in the sweep under the same id, was hidden
+    from the one command that takes its name."""
+    assert standin.jobsets is not None
+    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
+    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
+    standin.logs["rl-dup-0"] = VERL_LOG
+    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
+    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
+                                                owner_jobset="rl-dup")
+    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
+                                                  jobset="rl-dup", index=0,
+                                                  replicated_job=("workers", 0))
+    standin.logs["rl-dup-workers-0-0"] = VERL_LOG
+    job = await _job(standin, tmp_path, "rl-dup")
+    assert job["log_path"] == "pod/rl-dup-0"
+    assert "a JobSet rl-dup exists too" in (job["note"] or ""), job["note"]
+    del standin.jobsets["rl-dup"]  # near-miss: a name only a Job has carries no such note
+    alone = await _job(standin, tmp_path, "rl-dup")
+    assert "JobSet" not in (alone["note"] or "")
