@@ -213,6 +213,9 @@ def pod_view(pod: Any) -> PodView:
         message=message,
         containers=names,
         default_container=(meta.annotations or {}).get(DEFAULT_CONTAINER),
+        restarted_at=max((cs.state.running.started_at for cs in main
+                          if (cs.restart_count or 0) > 0 and cs.state and cs.state.running
+                          and cs.state.running.started_at), default=None),
     )
     chosen = log_container(replace(view, failed_init=None))  # the job's image, not the init's
     declared = (spec.containers or ()) if spec else ()
@@ -313,7 +316,7 @@ def build_record(
         restarts=work.restarts + sum(p.restarts for p in pods),
         pods_total=len(pods),
         pods_running=sum(1 for p in pods if p.phase == "Running" and not p.deleting),
-        labels=record_labels(work, leader, verdict, repeated_pod_failure(pods),
+        labels=record_labels(work, leader, verdict, repeated_pod_failure(pods, now),
                              failed_rank(pods)),
     )
 

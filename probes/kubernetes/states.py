@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from probes.models import JobState
 
@@ -138,6 +138,9 @@ class PodView:
     are consecutive attempts, failures of several ranks at once are one."""
     group: str | None = None
     """Its JobSet replicated job (``leader``, ``workers``): each has its own job index 0."""
+    restarted_at: datetime | None = None
+    """When the current run of its restarted container (restart count above 0, running now)
+    started: within :data:`BACKOFF_RESET` of a failure, it is still in its crash loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +222,13 @@ def _live_state(pods: Sequence[PodView]) -> StateVerdict:
     return StateVerdict(JobState.PENDING, reason or "BackoffBetweenRetries")
 
 
-def repeated_pod_failure(pods: Sequence[PodView]) -> str | None:
+BACKOFF_RESET = timedelta(minutes=10)
+"""The kubelet resets a container's restart backoff once it has run this long without
+crashing: a restarted container running for less is still in its crash loop, caught between
+two crashes (it reads Running, then CrashLoopBackOff again)."""
+
+
+def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -> str | None:
     """The failure that repeated on consecutive attempts of one rank (seed: "Recurring
     identical failures are not transient"), as ``"<n> attempts: <failure>"``, else ``None``.
 
@@ -228,7 +237,8 @@ def repeated_pod_failure(pods: Sequence[PodView]) -> str | None:
     newest first and counted while they failed the same way (reason, exit code and the
     termination message's shape). ``CrashLoopBackOff`` after at least two restarts is a
     recurring failure by itself: the kubelet backs off only while the same container keeps
-    failing."""
+    failing; so is that container caught running again (``now`` given) less than
+    :data:`BACKOFF_RESET` after its last failure, ``restarts`` attempts."""
     found: list[tuple[int, str]] = []
     ranks: dict[tuple[str | None, ...], list[PodView]] = {}
     for pod in pods:  # a JobSet's replicated jobs each have their own indexes
@@ -245,6 +255,12 @@ def repeated_pod_failure(pods: Sequence[PodView]) -> str | None:
     for pod in pods:
         if "CrashLoopBackOff" in pod.waiting and pod.restarts >= 2 and pod.failure:
             found.append((pod.restarts + 1, pod.failure))
+        elif (now is not None and pod.phase == "Running" and not pod.deleting
+              and pod.restarts >= 2 and pod.failure and pod.restarted_at is not None
+              and now - pod.restarted_at < BACKOFF_RESET):
+            # The same crash loop caught while its container runs again: each restart
+            # followed a failed run (a Job's pods restart only OnFailure).
+            found.append((pod.restarts, pod.failure))
     if not found:
         return None
     count, failure = max(found)
