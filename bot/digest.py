@@ -224,9 +224,11 @@ class Digest:
         told: list[Change] = []
         try:
             for change in changes:
-                if change.kind == "cancelled" and await self._store.get_doc(
-                        _cancel_told(change.cluster, change.job_id)):
+                name = _cancel_told(change.cluster, change.job_id)
+                if change.kind == "cancelled" and await self._store.get_doc(name):
                     told.append(change)
+                    # Used once: a later job given the same id (a reset slurmctld) is told.
+                    await self._store.delete_doc(name)
         except StoreUnavailable:
             return changes
         return [change for change in changes if change not in told]
