@@ -121,6 +121,8 @@ class Guard:
         self.user = user
         self.op_timeout_s = op_timeout_s
         self.until = until
+        self._gids: frozenset[int] | None = None
+        self._reachable: dict[str, bool] = {}
 
     def _seconds(self) -> float:
         if self.until is None:
@@ -163,6 +165,59 @@ class Guard:
         if not directory and st.st_uid != self.uid:
             raise Refused(f"{path}: owned by uid {st.st_uid}: not owned by the job's user"
                           f" {self.user!r}: not read")
+
+    def may_list(self, fd: int, path: str) -> bool:
+        """Whether the job's user could list the open directory ``fd`` themselves: read and
+        search on it, and search on every directory above its real path, by the mode bits
+        the kernel would apply to that user (owner, else group, else other; no ACLs).
+
+        For what the owner rule lets through from another owner (a save folder the log
+        names): the bot's account may reach a teammate's private tree the job's user cannot,
+        and what is listed there is not the job's to report."""
+        if self.uid == 0:
+            return True
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = os.path.realpath(path)
+        if not real.startswith("/"):
+            return False
+        with deadline(self._seconds(), f"permissions of {path}"):
+            if not self._permits(os.fstat(fd), 0o5):
+                return False
+            parent = os.path.dirname(real)
+            while True:
+                if parent not in self._reachable:
+                    try:
+                        self._reachable[parent] = self._permits(os.stat(parent), 0o1)
+                    except OSError:
+                        self._reachable[parent] = False
+                if not self._reachable[parent]:
+                    return False
+                if parent == "/":
+                    return True
+                parent = os.path.dirname(parent)
+
+    def _permits(self, st: os.stat_result, bits: int) -> bool:
+        """The mode's owner, group or other ``bits`` (rwx as 0o7) grant the job's user."""
+        if st.st_uid == self.uid:
+            granted = st.st_mode >> 6
+        elif st.st_gid in self._groups():
+            granted = st.st_mode >> 3
+        else:
+            granted = st.st_mode
+        return granted & bits == bits
+
+    def _groups(self) -> frozenset[int]:
+        """The job's user's group ids on this host (none when the user is unknown here)."""
+        if self._gids is None:
+            gids: set[int] = set()
+            with contextlib.suppress(KeyError, OSError):
+                entry = pwd.getpwuid(self.uid) if self.uid is not None else None
+                if entry is not None:
+                    gids.update(os.getgrouplist(entry.pw_name, entry.pw_gid))
+            self._gids = frozenset(gids)
+        return self._gids
 
     def read(self, fd: int, start: int, limit: int, path: str) -> bytes:
         """Up to ``limit`` bytes from ``start`` of an opened file, under the deadline."""

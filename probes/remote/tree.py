@@ -142,7 +142,11 @@ def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = Fa
                     owned.append(name)
             except OSError:
                 continue
-    return owned if owned or not logged else names
+    if owned or not logged:
+        return owned
+    # Another owner's steps: only where the job's user could list them too (a workdir that
+    # is a symlink into a teammate's private tree is no window onto it).
+    return names if guard.may_list(fd, path) else []
 
 
 class _Walk:

@@ -24,6 +24,12 @@ from probes.remote.tree import collect_checkpoints
 OTHER = os.geteuid() + 4242  # the job's uid as the login node sees it; the tree is not its
 
 
+@pytest.fixture
+def tmp_path(reachable_tmp: Path) -> Path:
+    """The trees below are reachable by the job's user (OTHER), as a shared mount is."""
+    return reachable_tmp
+
+
 def _verl(workdir: Path, *experiments: str) -> None:
     for exp in experiments:
         for step in (10, 20):
@@ -63,3 +69,23 @@ def test_beside_the_users_own_saves_only_those_count(tmp_path: Path) -> None:
     os.chown(folder / "global_step_20", OTHER + 1, -1)
     log = f"local_global_step_folder: {folder}/global_step_10\n"
     assert _collect(tmp_path, log, OTHER) == {str(folder): ["global_step_10"]}
+
+
+def test_a_logged_folder_the_job_user_cannot_reach_banks_nothing(tmp_path: Path) -> None:
+    """A workdir symlinked into a teammate's private (0700) tree, its log naming a save
+    folder there: the bot's account can list it, the job's user could not, so no step of it
+    is reported (a jtuser job read a jobtables run's banked_step 777 on the real SLURM)."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root to give a directory to another uid (run the suite as root)")
+    private = tmp_path / "teammate"
+    _verl(private, "qwen7b-exp")
+    for path in [private, *private.rglob("*")]:
+        os.chown(path, OTHER + 1, OTHER + 1)
+    os.chmod(private, 0o700)
+    workdir = tmp_path / "job"
+    workdir.symlink_to(private)
+    folder = workdir / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    log = f"local_global_step_folder: {folder}/global_step_20\n"
+    assert _collect(workdir, log, OTHER) == {}
+    os.chmod(private, 0o755)  # the same tree open to all: the teammate's mount, shared
+    assert _collect(workdir, log, OTHER) == {str(folder): ["global_step_10", "global_step_20"]}

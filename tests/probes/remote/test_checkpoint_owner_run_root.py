@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from probes.config import SlurmCluster
 from probes.models import JobState
 from probes.remote.collector import _collect_one
@@ -25,6 +27,12 @@ from probes.slurm.request import collector_request
 from tests.report.factories import record
 
 OTHER = os.geteuid() + 4242  # the job's uid as the login node sees it; the tree is not its
+
+
+@pytest.fixture
+def tmp_path(reachable_tmp: Path) -> Path:
+    """The trees below are reachable by the job's user (OTHER), as a shared mount is."""
+    return reachable_tmp
 
 
 def _steps(root: Path, *steps: int) -> None:
