@@ -350,11 +350,21 @@ def load_config(path: Path) -> Config:
     return parse_config(text, source=str(path))
 
 
+MAX_CONFIG_DEPTH = 32
+"""How deep a config's tables and arrays may nest (a real one: 4). TOML nested thousands deep
+exhausts Python's recursion in the parser, or in any walk over what it read: bad config."""
+
+
 def parse_config(text: str, *, source: str = "<config>") -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
+    except RecursionError as exc:
+        line, key = _deep_value(text)
+        raise ConfigError(_too_deep(source, line, key)) from exc
+    if (path := _deep_path(data)) is not None:
+        raise ConfigError(_too_deep(source, _top_line(text, path[0]), path[0]))
     clusters = data.get("clusters")
     for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
         patterns = cluster.get("benign_patterns", []) if isinstance(cluster, dict) else []
@@ -456,6 +466,59 @@ _PART = re.compile(_SEGMENT)
 def _key_parts(dotted: str) -> tuple[str, ...]:
     """``a."b.c".d`` -> ``('a', 'b.c', 'd')`` (TOML's bare, basic and literal keys)."""
     return tuple(p[1:-1] if p[0] in "\"'" else p for p in _PART.findall(dotted))
+
+
+def _too_deep(source: str, line: int | None, key: str | None) -> str:
+    where = f"{source}:{line}" if line else source
+    what = f"{key}: " if key else ""
+    return f"{where}: {what}nested more than {MAX_CONFIG_DEPTH} levels deep: not a config"
+
+
+def _deep_path(data: dict[str, Any]) -> tuple[str, ...] | None:
+    """The key path of a value nested deeper than ``MAX_CONFIG_DEPTH`` (walked without
+    recursion), or ``None``."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_CONFIG_DEPTH:
+            return path
+        if isinstance(value, dict):
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
+    return None
+
+
+def _top_line(text: str, top: str) -> int | None:
+    """The first line whose table header or key starts with the top-level key ``top``."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        m = _TABLE.match(raw)
+        dotted = m.group(2) if m else (k.group(1) if (k := _KEY.match(raw)) else None)
+        if dotted is not None and _key_parts(dotted)[:1] == (top,):
+            return number
+    return None
+
+
+_QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+
+
+def _deep_value(text: str) -> tuple[int | None, str | None]:
+    """Where the parser ran out of recursion: the line on which brackets and braces (outside
+    simple strings and comments) open more than ``MAX_CONFIG_DEPTH`` deep, and the top-level
+    key of the value there. Only to name the place in the error."""
+    depth, table, key = 0, None, None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if depth == 0:
+            if m := _TABLE.match(raw):
+                table = _key_parts(m.group(2))[:1]
+            elif k := _KEY.match(raw):
+                key = (table or _key_parts(k.group(1)) or (None,))[0]
+        bare = _QUOTED.sub("", raw).split("#", 1)[0]
+        for ch in bare:
+            depth += 1 if ch in "[{" else -1 if ch in "]}" else 0
+            if depth > MAX_CONFIG_DEPTH:
+                return number, key
+    return None, key
 
 
 class _KeyLocator:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import MAX_CONFIG_BYTES, ConfigError, load_config
+from bot.config import MAX_CONFIG_BYTES, ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ('[[clusters]]\nname = "snapshot"\nkind = "replay"\n'
@@ -49,3 +49,28 @@ def test_the_cli_answers_an_endless_config_with_exit_2() -> None:
                           check=False, cwd=ROOT, env={**os.environ, "JOBTABLES_CONFIG": ""})
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "larger than" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "a = " + "[" * 5000 + "]" * 5000 + "\n",
+    "a = " + "{x = " * 3000 + "1" + "}" * 3000 + "\n",
+    "a" + ".a" * 5000 + " = 1\n",
+    "[clusters" + ".a" * 5000 + "]\n",
+], ids=["arrays", "inline-tables", "dotted-key", "table-header"])
+def test_a_config_nested_without_end_is_bad_config(text: str) -> None:
+    """TOML nested thousands deep is one line naming the key, not a RecursionError's
+    traceback and 'internal error' (exit 1) from the parser or the key walk."""
+    with pytest.raises(ConfigError, match=r"<config>:1: (a|clusters): nested more than \d+"
+                                          r" levels deep: not a config"):
+        parse_config(text)
+
+
+def test_a_deep_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    """Through the CLI: check-config says it in one stderr line, exit 2."""
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "check-config", "--config",
+                           str(path)], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "nested more than" in done.stderr
