@@ -2,8 +2,9 @@
 
 Policy: pure functions, no I/O. A batch/v1 Job arrives as the client's ``V1Job`` model, a
 JobSet as the plain dict the custom-objects API returns; both become one :class:`Workload`
-so the rest of the probe never branches on the kind. The Job (or JobSet) name is the job id;
-the display name is the ``app.kubernetes.io/name`` / ``job-name`` label when set. The owner
+so the rest of the probe never branches on the kind. The Job (or JobSet) name is the job id
+and its name (what ``kubectl get`` lists): ``app.kubernetes.io/name`` is the application's
+name, shared by every run a chart launches, and renamed (and re-bucketed) them all. The owner
 comes from the cluster's ``user_keys`` (labels first, then annotations). Labels carry the
 image and a config hash when present: the report reads them for ``deep-probe``. Missing facts
 stay ``None``; nothing is made up.
@@ -300,7 +301,7 @@ def build_record(
     return SchedulerRecord(
         cluster=cluster.name,
         job_id=work.name,
-        name=work.labels.get("app.kubernetes.io/name") or work.labels.get("job-name") or work.name,
+        name=work.name,
         user=owner_of(work, cluster.user_keys),
         state=verdict.state,
         reason=verdict.reason,
