@@ -361,8 +361,7 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
     except RecursionError as exc:
-        line, key = _deep_value(text)
-        raise ConfigError(_too_deep(source, line, key)) from exc
+        raise ConfigError(_too_deep(source, *_deep_value(text))) from exc
     if (path := _deep_path(data)) is not None:
         raise ConfigError(_too_deep(source, _top_line(text, path[0]), path[0]))
     clusters = data.get("clusters")
