@@ -42,7 +42,8 @@ FAULT_WAITING_REASONS = frozenset(
 pulls and container creation are bring-up and stay in the buffer table."""
 RECURRING_LABEL = "jobtables/recurring-failure"
 """The probe's label for a failure repeated on consecutive attempts of one rank (a Job's
-retries, a container's restarts): ``"<n> attempts: <reason>, exit <code>"``."""
+retries, a container's restarts): ``"<n> attempts: <reason>, exit <code>"``, then `` | `` and
+the newest attempt's termination message when it left one."""
 FAILED_RANK_LABEL = "jobtables/failed-rank"
 """The probe's label for a rank of a running multi-rank job (indexed Job, JobSet) that failed
 and does not run again: ``"rank 2 failed (Error, exit 1): <its first error>; retry pending:
@@ -185,14 +186,17 @@ def recurring_pod_failure_rule(ctx: JudgeContext, f: Findings) -> None:
     ``recurring-failure`` with a diagnose; a job that has ended failed stays failed, one still
     retrying is a warning (its next attempt is likely to fail the same way)."""
     record = ctx.facts.record
-    recurring = record.labels.get(RECURRING_LABEL)
-    if not recurring or ctx.state in (JobState.COMPLETED, JobState.CANCELLED):
+    label = record.labels.get(RECURRING_LABEL)
+    if not label or ctx.state in (JobState.COMPLETED, JobState.CANCELLED):
         return
+    recurring, _, message = label.partition(" | ")
     _not_bring_up(f)
     f.flag("recurring-failure")
     f.verdict("failed" if ctx.state not in _LIVE_STATES else "warning")
     fault = first_fault(ctx.facts)
-    why = f"{fault.kind}: {fault_text(fault)}" if fault is not None else None
+    # The log's error first; else the newest attempt's termination message (a crash-looping
+    # init container leaves a Pending pod whose log is not read: nothing said why).
+    why = f"{fault.kind}: {fault_text(fault)}" if fault is not None else (message or None)
     text = f"RECURRING ({recurring})" + (f": {why}" if why else "")
     f.trend(Priority.TERMINAL + 2, shorten(text))
     f.recommend(Priority.DIAGNOSE + 4, "diagnose",

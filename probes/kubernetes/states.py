@@ -230,7 +230,8 @@ two crashes (it reads Running, then CrashLoopBackOff again)."""
 
 def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -> str | None:
     """The failure that repeated on consecutive attempts of one rank (seed: "Recurring
-    identical failures are not transient"), as ``"<n> attempts: <failure>"``, else ``None``.
+    identical failures are not transient"), as ``"<n> attempts: <failure>"`` (then `` | `` and
+    the newest attempt's termination message, when it left one), else ``None``.
 
     An attempt is a pod that failed (the Job controller's retries, ``backoffLimit``), or a
     container run the kubelet restarted into ``CrashLoopBackOff``; pods of one rank are taken
@@ -239,7 +240,7 @@ def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -
     recurring failure by itself: the kubelet backs off only while the same container keeps
     failing; so is that container caught running again (``now`` given) less than
     :data:`BACKOFF_RESET` after its last failure, ``restarts`` attempts."""
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, str, str]] = []
     ranks: dict[tuple[str | None, ...], list[PodView]] = {}
     for pod in pods:  # a JobSet's replicated jobs each have their own indexes
         ranks.setdefault((pod.group, *pod.rank), []).append(pod)
@@ -251,20 +252,23 @@ def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -
             while same < len(ended) and ended[same].failure == ended[0].failure:
                 same += 1
             if same >= 2:
-                found.append((same, ended[0].failure))
+                found.append((same, ended[0].failure, ended[0].message or ""))
     for pod in pods:
         if "CrashLoopBackOff" in pod.waiting and pod.restarts >= 2 and pod.failure:
-            found.append((pod.restarts + 1, pod.failure))
+            found.append((pod.restarts + 1, pod.failure, pod.message or ""))
         elif (now is not None and pod.phase == "Running" and not pod.deleting
               and pod.restarts >= 2 and pod.failure and pod.restarted_at is not None
               and now - pod.restarted_at < BACKOFF_RESET):
             # The same crash loop caught while its container runs again: each restart
             # followed a failed run (a Job's pods restart only OnFailure).
-            found.append((pod.restarts, pod.failure))
+            found.append((pod.restarts, pod.failure, pod.message or ""))
     if not found:
         return None
-    count, failure = max(found)
-    return f"{count} attempts: {failure.split(' | ', 1)[0]}"
+    count, failure, message = max(found)
+    # The newest attempt's termination message after ' | ' (the report quotes it when the
+    # log gives no error: a crash-looping init container's pod has no log read).
+    return f"{count} attempts: {failure.split(' | ', 1)[0]}" + (
+        f" | {message}" if message else "")
 
 
 @dataclass(frozen=True, slots=True)

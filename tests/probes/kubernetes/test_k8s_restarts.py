@@ -63,3 +63,28 @@ async def test_a_container_that_recovered_or_restarted_once_is_not_recurring(
         report = judge(only_job(facts, name)).report
         assert "recurring-failure" not in report.flags, (name, report.trend)
         assert report.verdict != "failed", name
+
+
+async def test_a_recurring_failure_with_no_log_quotes_its_termination_message(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """An init container crash-looping (restartPolicy OnFailure: the pod stays Pending, no
+    log is read) with a termination message: the trend and the diagnose quote it. They read
+    'RECURRING (4 attempts: Error, exit 1)' alone: nothing said why. A log's own error still
+    comes first when there is one (the other tests)."""
+    from kubernetes_asyncio.client import V1ContainerStateWaiting, V1ContainerStatus
+
+    standin.jobs["sft-init"] = make_job("sft-init", active=1)
+    pod = make_pod("sft-init-0", "sft-init", phase="Pending", state="waiting",
+                   reason="PodInitializing")
+    pod.status.init_container_statuses = [V1ContainerStatus(
+        name="fetch-data", image="busybox", image_id="sha256:b", ready=False, restart_count=3,
+        state=V1ContainerState(waiting=V1ContainerStateWaiting(reason="CrashLoopBackOff")),
+        last_state=V1ContainerState(terminated=V1ContainerStateTerminated(
+            exit_code=1, reason="Error", message="s3://bucket/data: AccessDenied")))]
+    standin.pods["sft-init-0"] = pod
+    report = judge(only_job(await probe.collect(), "sft-init")).report
+    assert "recurring-failure" in report.flags
+    assert report.trend.startswith("RECURRING (4 attempts: Error, exit 1): s3://bucket/data"), \
+        report.trend  # the Trend cell is cut; the diagnose holds it whole
+    assert report.recommendation is not None
+    assert "AccessDenied" in report.recommendation.why
