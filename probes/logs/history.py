@@ -462,11 +462,7 @@ class MetricScan:
         if "%|" in body:
             bar = self._bar(body)
             if bar is not None:
-                self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
-                if "=" in body and bar.desc.startswith("Episode ["):
-                    self._episode_status(bar.desc, bar.current, bar.total, body, line_no)
-                if "}" in body:
-                    self.feed_glued(body, line_no)
+                self._feed_bar_line(bar, body, NESTED_BAR_MARK in raw, line_no)
                 return
         if "iteration" in body:
             iteration = parse_iteration(body)
@@ -506,6 +502,17 @@ class MetricScan:
                 self._on_global_step(int(found.group(1)), found.group(2), line_no, stamp)
                 return
         self._markers(body)
+
+    def _feed_bar_line(self, bar: TqdmBar, body: str, nested: bool, line_no: int) -> None:
+        """``feed`` of a line that is a tqdm redraw: the bar, OpenRLHF's postfix status, and a
+        dict printed on its line."""
+        status = "=" in body and bar.desc.startswith("Episode [")
+        before = self._episode_before(bar.total) if status else None
+        self._on_bar(bar, nested, line_no)
+        if status:
+            self._episode_status(bar, before, body, line_no)
+        if "}" in body:
+            self.feed_glued(body, line_no)
 
     def feed_dict(self, line: str, line_no: int) -> None:
         """``feed`` of a one-line dict that is its own body: it starts with ``{`` and ends in
@@ -562,6 +569,8 @@ class MetricScan:
             track = self.bars[key] = BarTrack()
             track.first = self.bar_seq + 1
         step = int(current)
+        before = (self._episode_before(key[1])
+                  if desc == EPISODE_BAR and "=" in line else None)
         track.see(step, interval_seconds(elapsed))
         self.bar_seq += 1
         track.seen = self.bar_seq
@@ -573,7 +582,8 @@ class MetricScan:
                 self.hf_anchor_key = key
             self._after_bar(desc, step)
             if desc == EPISODE_BAR and "=" in line:
-                self._episode_status(desc_raw.strip(), step, key[1], line, line_no)
+                self._episode_status(TqdmBar(desc_raw.strip(), step, key[1], None, ""),
+                                     before, line, line_no)
 
     def settle(self) -> None:
         """Make each track's last ``feed_bar`` redraw its ``last`` (what ``feed`` of those
@@ -1017,27 +1027,36 @@ class MetricScan:
         if label is not None and label.loss is not None:
             self._record(label.step, {"loss": label.loss}, line_no, None)
 
-    def _episode_status(self, desc: str, count: int, total: int, body: str,
+    def _episode_before(self, total: int) -> int | None:
+        """The count of the ``Episode [k/N]`` bar's redraw before this one (any episode's: they
+        share a track), None if none was read."""
+        key = (EPISODE_BAR, total)
+        pending = self._lasts.get(key)
+        if pending is not None:
+            return int(pending[1])
+        track = self.bars.get(key)
+        return track.last.current if track is not None and track.last is not None else None
+
+    def _episode_status(self, bar: TqdmBar, before: int | None, body: str,
                         line_no: int) -> None:
         """OpenRLHF < 0.8.5's step status, its ``Episode [k/N]`` bar's postfix (it logs no step
-        line): ``set_postfix(status)`` redraws the bar at the count before the step, then
-        ``update()`` redraws it one on with the same postfix. So a postfix is step ``(k-1) x
-        total + count + 1`` unless the step at its own count already holds it (the update's
-        redraw). That bar counts rollout batches, one a step (``episode_progress``)."""
-        episode = episode_number(desc)
+        line): ``set_postfix(status)`` redraws the bar at the count before the step (the
+        count unmoved since the redraw ``before`` it, or a new episode's bar), then
+        ``update()`` redraws it one on with the same postfix. So a postfix drawn without a
+        move is step ``(k-1) x total + count + 1``, one drawn on a move (or with no redraw
+        before it read) step ``(k-1) x total + count``. tqdm prints 3 significant digits: two
+        steps' postfixes can read the same, so the text cannot tell the redraws apart. That
+        bar counts rollout batches, one a step (``episode_progress``)."""
+        episode = episode_number(bar.desc)
         raw = bar_postfix(body) if episode is not None else None
         if raw is None or episode is None or self._skimming:
             return
-        plan = self._plan(raw)
-        values = {canonical: raw[name] for canonical, name in plan}
-        if not values:
-            return
-        step = (episode - 1) * total + count
-        held = self.points.get(step)
-        if held is not None and held.values == values:
-            return
-        self._mark("openrlhf")
-        self._record(step + 1, raw, line_no, None, plan)
+        step = (episode - 1) * bar.total + bar.current
+        if before is not None and bar.current <= before:
+            step += 1
+        if step > 0:
+            self._mark("openrlhf")
+            self._record(step, raw, line_no, None)
 
     def epoch_steps_total(self, per_epoch: int) -> int | None:
         """The run's total optimization steps for an epoch bar of ``per_epoch`` steps: the

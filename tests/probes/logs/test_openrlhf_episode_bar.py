@@ -119,9 +119,10 @@ def test_the_train_epoch_bar_is_no_training_progress() -> None:
     assert summary.total_steps == 40
 
 
-def _v06(upto: int, per_episode: int = 20) -> str:
+def _v06(upto: int, per_episode: int = 20, *, dead: bool = False) -> str:
     """Before 0.8.5: no step line; the step's status is the bar's postfix, ``set_postfix(status)``
-    (a redraw at the count before the step) then ``update()`` (the same postfix, one on)."""
+    (a redraw at the count before the step) then ``update()`` (the same postfix, one on).
+    ``dead``: every step's status the same (tqdm prints 3 significant digits)."""
     out, step = "", 1
     for episode in (1, 2):
         out += _bar(episode, 0, per_episode, 0, "?it/s")
@@ -130,6 +131,8 @@ def _v06(upto: int, per_episode: int = 20) -> str:
                 return out
             status = (f", policy_loss=0.0185, actor_lr=1e-6, reward={0.2 + 0.01 * step:.3g}, "
                       f"kl={0.001 * step:.3g}, response_length=727]")
+            if dead:
+                status = ", policy_loss=0, actor_lr=1e-6, reward=0, kl=0, response_length=1]"
             for count in (done, done + 1):
                 rate = "?it/s" if count == 0 else "95.00s/it"
                 out += _bar(episode, count, per_episode, count * 95, rate)[:-2] + status + "\n"
@@ -183,3 +186,17 @@ def test_a_finished_episode_run_totals_its_logged_steps() -> None:
         assert summary.points[-1].step == 32
         assert summary.total_steps == 32
         assert summary.progress is not None and summary.progress.current == 32
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+@pytest.mark.parametrize(("text", "upto"), [
+    pytest.param(_v06(12, dead=True), 12, id="same-status-every-step"),
+    pytest.param(_v06(1500, 1000), 1500, id="long-tail"),  # read back from its end
+])
+def test_each_postfix_step_once_even_when_they_read_the_same(read, text: str,
+                                                             upto: int) -> None:
+    """Two steps' postfixes can print the same (a dead run's zeros; 3 significant digits):
+    the count's move, not the text, tells the update's redraw from the next step's."""
+    steps = [p.step for p in read(text).points]
+    assert steps[-1] == upto and steps == list(range(upto - len(steps) + 1, upto + 1))
