@@ -36,6 +36,7 @@ import getpass
 import os
 import shlex
 import socket
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -352,7 +353,8 @@ class SshRunner:
         command (it may have died since)."""
         self._cluster = cluster
         self._host = cluster.host
-        self._known_hosts = _known_hosts_path(cluster)
+        self._known_hosts_file = _known_hosts_path(cluster)
+        self._known_hosts = _load_known_hosts(self._known_hosts_file, cluster)
         self._client_keys = [str(Path(k).expanduser()) for k in cluster.client_keys]
         self._conn: asyncssh.SSHClientConnection | None = None
         self._failed: ProbeError | None = None
@@ -485,7 +487,7 @@ class SshRunner:
         c = self._cluster
         options: dict[str, Any] = {
             "port": c.port,
-            "known_hosts": self._known_hosts,  # a path, never None: None disables the check
+            "known_hosts": self._known_hosts,  # read here, never None: None disables the check
             "config": None,
             "connect_timeout": c.connect_timeout_s,
             "login_timeout": c.connect_timeout_s,
@@ -497,7 +499,9 @@ class SshRunner:
         if c.user:
             options["username"] = c.user
         if c.client_keys:
-            options["client_keys"] = self._client_keys
+            for key in self._client_keys:
+                _check_client_key(key, self.target)
+            options["client_keys"] = self._client_keys  # paths: asyncssh adds a -cert.pub
             options["agent_path"] = None
         try:
             async with asyncio.timeout(c.connect_timeout_s + 1):
@@ -519,11 +523,9 @@ class SshRunner:
             raise UnreachableError(f"{self.target}: {_os_reason(exc)}") from exc
 
     def _host_key_reason(self) -> str:
-        listed = asyncssh.read_known_hosts(self._known_hosts).match(
-            self._host, self._host, self._cluster.port
-        )
+        listed = self._known_hosts.match(self._host, self._host, self._cluster.port)
         what = "does not match" if listed[0] or listed[1] else "is not listed in"
-        return (f"host key for {self.target} {what} known_hosts {self._known_hosts}: refusing "
+        return (f"host key for {self.target} {what} known_hosts {self._known_hosts_file}: refusing "
                 f"to connect (add the host's real key there; the check cannot be skipped)")
 
     async def aclose(self) -> None:
@@ -568,6 +570,67 @@ def _known_hosts_path(cluster: SlurmCluster) -> str:
             f"is missing or unreadable (host keys are always checked)"
         )
     return str(path)
+
+
+MAX_KEY_FILE_BYTES = 16 << 20
+"""A known_hosts or private key file is read up to this (a large known_hosts is a few MB):
+asyncssh reads a path whole, in the event loop, so ``/dev/zero`` or a FIFO named by mistake
+would block every cluster's sweep for ever."""
+
+
+def _read_key_file(path: str) -> bytes:
+    """The bytes of a regular file, bounded; raises ``OSError``/``ValueError`` saying why not.
+
+    ``O_NONBLOCK``: a FIFO's open returns at once (and is then refused, not read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = fh.read(MAX_KEY_FILE_BYTES + 1)
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_KEY_FILE_BYTES} bytes")
+    return data
+
+
+def _load_known_hosts(path: str, cluster: SlurmCluster) -> asyncssh.SSHKnownHosts:
+    """The parsed known_hosts file. Its lines are never quoted in an error (asyncssh's
+    quotes the bad entry): an operator's slip may name a secret file."""
+    reason = f"host key for {cluster.host}:{cluster.port} cannot be checked: known_hosts {path}"
+    try:
+        text = _read_key_file(path).decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise HostKeyError(f"{reason}: {why} (host keys are always checked)") from exc
+    try:
+        return asyncssh.import_known_hosts(text)
+    except (ValueError, asyncssh.Error) as exc:
+        raise HostKeyError(f"{reason}: not a known_hosts file (line {_bad_line(text)} is no "
+                           "host key entry; host keys are always checked)") from exc
+
+
+def _bad_line(text: str) -> int:
+    """The number of the first line asyncssh cannot read as a known_hosts entry."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            asyncssh.import_known_hosts(line)
+        except (ValueError, asyncssh.Error):
+            return number
+    return 1
+
+
+def _check_client_key(path: str, target: str) -> None:
+    """Raise unless ``path`` is a private key file asyncssh can read: read bounded first,
+    what is wrong named, the file never quoted."""
+    try:
+        data = _read_key_file(path)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise AuthError(f"{target}: client key {path} unreadable: {why}") from exc
+    try:
+        asyncssh.import_private_key(data)
+    except (ValueError, asyncssh.Error) as exc:
+        what = str(exc) if isinstance(exc, asyncssh.KeyImportError) else "not a private key"
+        raise AuthError(f"{target}: client key {path} unreadable: {what}") from exc
 
 
 def _os_reason(exc: BaseException) -> str:
