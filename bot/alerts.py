@@ -123,6 +123,9 @@ CONTINUED_SWEEPS = 3
 """How many sweep intervals a kept collapse may go unseen and still be the same collapse (a
 sweep that failed, or a cluster unreachable once, does not make it a new one)."""
 
+KNOWN_KEPT = 1000
+"""How many episode records :class:`Alerter` remembers as last seen in Redis."""
+
 
 class Alerter:
     """Sends collapse DMs for new episodes found in a sweep."""
@@ -143,20 +146,32 @@ class Alerter:
         """Episodes (with their TTLs) opened while Redis was down, kept here only: written
         back when it answers (:meth:`flush`), else the next sweep would DM them again and
         their buttons would find no episode."""
+        self._known: dict[str, Any] = {}
+        """Each episode record as this process last read it in Redis (what a write-back may
+        replace): one another replica wrote or a press answered since is kept."""
 
     async def flush(self) -> None:
         """Write back the episodes opened while Redis was down, with their messages' index;
-        called before each tick is claimed and each sweep's alerts; quiet while it is down."""
+        called before each tick is claimed and each sweep's alerts; quiet while it is down.
+
+        An episode goes back only over the record this process last saw (or none): one that
+        another replica opened since Redis answered, and its owner perhaps answered, is
+        newer; reopening it would silence the run's later collapses."""
         for name, ttl_s in list(self._unsaved.items()):
             record = self._local[name]
             try:
-                await self._store.put_doc(name, record, ttl_s=ttl_s)
+                written = await self._store.put_doc_if(name, record,
+                                                       expected=self._known.pop(name, None),
+                                                       ttl_s=ttl_s)
                 if record.get("channel") and record.get("ts"):
+                    # This DM's buttons act on the job's episode, whichever record won.
                     await self._store.put_doc(message_key(record["channel"], record["ts"]),
-                                              {"episode": name}, ttl_s=ttl_s)
+                                              {"episode": name}, ttl_s=ttl_s, only_new=True)
             except StoreUnavailable:
                 return
             self._unsaved.pop(name, None)
+            if not written:
+                log.info("episode written since by another replica; kept", name=name)
 
     async def process(self, details: list[JobDetail], config: Config, *,
                       facts: Sequence[ClusterFacts] = ()) -> list[str]:
@@ -180,16 +195,19 @@ class Alerter:
         name = episode_name(job.cluster, job.job_id, uid)
         try:
             doc = await self._store.get_doc(name)
+            self._remember(name, doc)
             if doc is not None and self._continues(doc, config):
                 # The answered collapse goes on: remembered as seen, nobody DMed again.
-                await self._store.put_doc(name, {
-                    **doc, "last_step": max(step, int(doc.get("last_step", step))),
-                    "seen_at": self._clock().isoformat()}, ttl_s=self._ttl(config))
+                seen = {**doc, "last_step": max(step, int(doc.get("last_step", step))),
+                        "seen_at": self._clock().isoformat()}
+                await self._store.put_doc(name, seen, ttl_s=self._ttl(config))
+                self._remember(name, seen)
                 return False
             if not self._is_new(doc, step):
                 if doc and doc.get("state") == "open" and step > doc.get("last_step", step):
-                    await self._store.put_doc(name, {**doc, "last_step": step},
-                                              ttl_s=self._ttl(config))
+                    moved = {**doc, "last_step": step}
+                    await self._store.put_doc(name, moved, ttl_s=self._ttl(config))
+                    self._remember(name, moved)
                 return False
             claimed = await self._store.put_doc(f"{name}:{step}", {"by": "alerter"},
                                                 ttl_s=self._ttl(config), only_new=True)
@@ -215,6 +233,7 @@ class Alerter:
         self._local[name] = record
         try:
             await self._store.put_doc(name, record, ttl_s=self._ttl(config))
+            self._remember(name, record)
             if record.get("channel") and record.get("ts"):
                 await self._store.put_doc(message_key(record["channel"], record["ts"]),
                                           {"episode": name}, ttl_s=self._ttl(config))
@@ -222,6 +241,14 @@ class Alerter:
             self._unsaved[name] = self._ttl(config)
             log.warning("episode not saved", ref=job_ref(detail), error=str(exc))
         return True
+
+    def _remember(self, name: str, doc: Any) -> None:
+        """``doc`` is what Redis holds for episode ``name`` now (the newest :data:`KNOWN_KEPT`
+        names kept; one forgotten is written back only where Redis has none)."""
+        self._known.pop(name, None)
+        self._known[name] = doc
+        if len(self._known) > KNOWN_KEPT:
+            del self._known[next(iter(self._known))]
 
     def _continues(self, doc: dict[str, Any], config: Config) -> bool:
         """A kept or acknowledged episode whose run was still collapsing one of the last

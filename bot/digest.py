@@ -124,6 +124,9 @@ class Digest:
         self._unsaved: dict[str, float] = {}
         """Names (with their TTLs) written to process memory only, Redis being down: newer
         than Redis's copy, which must not be read back once it answers again."""
+        self._known: dict[str, Any] = {}
+        """Each document as this process last read or wrote it in Redis: a write-back goes
+        in only over that copy (another replica's newer one is kept)."""
 
     # -- state --------------------------------------------------------------------------------
 
@@ -132,12 +135,15 @@ class Digest:
             # Written here while Redis was down (this replica led through the outage):
             # Redis still holds the copy from before, which would tell its changes again.
             await self.flush()
-            return self._local.get(name)
+            if name in self._unsaved:
+                return self._local.get(name)
         try:
-            return await self._store.get_doc(name)
+            value = await self._store.get_doc(name)
         except StoreUnavailable as exc:
             log.warning("digest state unavailable; using process memory", error=str(exc))
             return self._local.get(name)
+        self._known[name] = value
+        return value
 
     async def _put(self, name: str, value: Any, *, ttl_s: float) -> None:
         self._local[name] = value
@@ -148,18 +154,31 @@ class Digest:
             log.warning("digest state kept in process memory only", error=str(exc))
         else:
             self._unsaved.pop(name, None)
+            self._known[name] = value
 
     async def flush(self) -> None:
         """Write back the documents kept in process memory only while Redis was down (the
         parent, the last snapshots), so that no replica, this one included, reads the older
         copy Redis kept and tells again what was told during the outage. Called before each
-        tick is claimed; quietly does nothing while Redis is still down."""
+        tick is claimed; quietly does nothing while Redis is still down.
+
+        Each goes back only over the copy this process last saw there (or none): a replica
+        that swept since Redis answered (it claimed first) wrote newer snapshots, and the
+        older copy put over them would have the next sweep tell that sweep's changes again."""
         for name, ttl_s in list(self._unsaved.items()):
+            value = self._local[name]
             try:
-                await self._store.put_doc(name, self._local[name], ttl_s=ttl_s)
+                written = await self._store.put_doc_if(name, value, expected=self._known.get(name),
+                                                       ttl_s=ttl_s)
             except StoreUnavailable:
                 return
             self._unsaved.pop(name, None)
+            if written:
+                self._known[name] = value
+            else:
+                log.info("digest state written since by another replica; kept", name=name)
+                self._local.pop(name, None)
+                self._known.pop(name, None)
 
     @staticmethod
     def _period_s(config: Config) -> float:

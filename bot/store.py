@@ -53,7 +53,7 @@ from pydantic import TypeAdapter
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, WatchError
 
 from bot import store_texts
 from bot.config import sentinel_address
@@ -429,6 +429,28 @@ class RedisStore:
         async with self._translated("put"):
             done = await self._r.set(self.key("doc", name), dump_json(value), px=px, nx=only_new)
         return bool(done)
+
+    async def put_doc_if(self, name: str, value: Any, *, expected: Any,
+                         ttl_s: float | None = None) -> bool:
+        """Store ``value`` only if the document is still ``expected`` (``None``: absent), as
+        one step (WATCH/MULTI: a write by anyone in between makes it False). True if written.
+
+        What a replica kept in memory through an outage goes back this way: a newer copy
+        another replica wrote meanwhile is not overwritten by an older one."""
+        key = self.key("doc", name)
+        px = int(ttl_s * 1000) if ttl_s else self.expire_ms
+        async with self._translated("put if"), self._r.pipeline(transaction=True) as p:
+            try:
+                await p.watch(key)
+                raw = await p.get(key)
+                if (None if raw is None else json.loads(raw)) != expected:
+                    return False
+                p.multi()  # type: ignore[no-untyped-call]
+                p.set(key, dump_json(value), px=px)
+                await p.execute()
+            except WatchError:
+                return False
+        return True
 
     async def delete_doc(self, name: str) -> None:
         async with self._translated("delete"):

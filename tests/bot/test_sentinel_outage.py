@@ -178,3 +178,102 @@ async def test_a_collapse_dmed_during_the_outage_is_not_dmed_again_after_it(
         direct = make_store(prefix)
         await direct.delete_prefix()
         await direct.aclose()
+
+
+async def test_the_write_back_keeps_what_another_replica_wrote_since(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Redis answers again and the other replica claims the next interval before the outage's
+    leader does (the leader's own link came back later, or its tick ran second): that sweep's
+    snapshots are newer than what the leader kept in memory. The leader's write-back must not
+    put its older copy over them, else the sweep after tells that sweep's changes again."""
+    from probes.models import JobState
+
+    config = make_config(prefix, tmp_path)
+
+    def run(job_id: str, name: str, state: str = "RUNNING") -> object:
+        return detail(job(job_id, name, state=state,
+                          verdict="done" if state == JobState.COMPLETED.value else "healthy"))
+
+    jobs = [run("4100", "rl-ppo-llama-8b"), run("4300", "sft-mistral-7b")]
+    sweeper = FakeSweeper(make=lambda: sweep_result(list(jobs), at=clock()), conf=config)
+    stores = [await proxied(forwarder, prefix) for _ in range(2)]
+
+    def told(job_id: str) -> int:
+        return sum(1 for c in slack.to("/api/chat.postMessage")
+                   if c.params.get("thread_ts") and "Changes since" in c.params["text"]
+                   and f"alpha:{job_id}" in c.params["text"] + str(c.params.get("blocks")))
+
+    try:
+        async with running_bot(slack, stores[0], sweeper, clock) as one, \
+                running_bot(slack, stores[1], sweeper, clock) as two:
+            leader, other = make_scheduler(one.bot), make_scheduler(two.bot)
+            assert await leader.tick() and not await other.tick()  # baseline
+            await forwarder.close()
+            jobs[0] = run("4100", "rl-ppo-llama-8b", "COMPLETED")
+            clock.advance(1800)
+            assert await leader.tick() and not await other.tick()  # told from memory
+            await forwarder.open()
+            jobs[1] = run("4300", "sft-mistral-7b", "COMPLETED")
+            clock.advance(1800)
+            assert await other.tick()  # the other replica claims first and tells 4300
+            assert not await leader.tick()  # the leader writes back, then loses the claim
+            assert told("4300") == 1
+            clock.advance(1800)
+            assert await other.tick() or await leader.tick()
+            assert told("4300") == 1, "the newer snapshots were overwritten by the older"
+    finally:
+        for store in stores:
+            await store.aclose()
+        direct = make_store(prefix)
+        await direct.delete_prefix()
+        await direct.aclose()
+
+
+async def test_the_write_back_keeps_an_episode_answered_since(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """The leader DMs a collapse through the outage; Redis answers, the other replica claims
+    first (it cannot know of that DM: it DMs the collapse too), and the owner answers its DM
+    with Keep running. The leader's write-back of its own open episode must not reopen the
+    answered one: an open episode is never DMed again, so a later collapse would go unsaid."""
+    import json
+
+    from bot.alerts import episode_name
+
+    config = make_config(prefix, tmp_path)
+    jobs = [detail(job("4100", "rl-ppo-llama-8b"))]
+    sweeper = FakeSweeper(make=lambda: sweep_result(list(jobs), at=clock()), conf=config)
+    stores = [await proxied(forwarder, prefix) for _ in range(2)]
+    direct = make_store(prefix)
+    try:
+        async with running_bot(slack, stores[0], sweeper, clock) as one, \
+                running_bot(slack, stores[1], sweeper, clock) as two:
+            leader, other = make_scheduler(one.bot), make_scheduler(two.bot)
+            assert await leader.tick() and not await other.tick()
+            await forwarder.close()
+            jobs.append(collapsing())
+            clock.advance(1800)
+            assert await leader.tick() and not await other.tick()
+            assert dms(slack) == 1
+            await forwarder.open()
+            clock.advance(1800)
+            assert await other.tick()
+            assert dms(slack) == 2  # the other replica could not know of the first DM
+            dm = [c for c in slack.to("/api/chat.postMessage")
+                  if c.params["channel"] == "DALICE"][-1]
+            blocks = dm.params["blocks"]
+            await two.press("keep_running", "alpha:4242", user="UALICE",
+                            blocks=json.loads(blocks) if isinstance(blocks, str) else blocks,
+                            channel=dm.answer["channel"], ts=dm.answer["ts"])
+            await two.bot.tasks.drain()
+            kept = await direct.get_doc(episode_name("alpha", "4242"))
+            assert kept["state"] == "closed" and kept["action"] == "keep_running"
+            assert not await leader.tick()  # the leader writes back, then loses the claim
+            after = await direct.get_doc(episode_name("alpha", "4242"))
+            assert (after["state"], after.get("action")) == ("closed", "keep_running"), after
+    finally:
+        for store in stores:
+            await store.aclose()
+        await direct.delete_prefix()
+        await direct.aclose()

@@ -76,6 +76,38 @@ async def test_lock_is_exclusive_until_released(store: RedisStore) -> None:
     assert await store.acquire("alpha:1:cancel", {"user": "U2"}, ttl_s=60)
 
 
+async def test_a_conditional_put_goes_in_only_over_the_copy_expected(
+        store: RedisStore, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``put_doc_if``: written where the document is still what the writer last saw (or absent,
+    for ``None``); not over another copy, nor when another client writes between the read and
+    the write (WATCH)."""
+    assert await store.put_doc_if("d", {"n": 1}, expected=None)
+    assert not await store.put_doc_if("d", {"n": 9}, expected=None)
+    assert not await store.put_doc_if("d", {"n": 9}, expected={"n": 0})
+    assert await store.put_doc_if("d", {"n": 2}, expected={"n": 1})
+    other = make_store(prefix)
+    real_pipeline = store._r.pipeline
+
+    def racing(*args: object, **kwargs: object) -> object:
+        pipe = real_pipeline(*args, **kwargs)
+        read = pipe.get
+
+        async def get(key: str) -> object:
+            raw = await read(key)
+            await other.put_doc("d", {"n": 3})  # another replica, between the read and write
+            return raw
+
+        pipe.get = get  # type: ignore[method-assign]
+        return pipe
+
+    monkeypatch.setattr(store._r, "pipeline", racing)
+    try:
+        assert not await store.put_doc_if("d", {"n": 4}, expected={"n": 2})
+    finally:
+        await other.aclose()
+    assert await store.get_doc("d") == {"n": 3}
+
+
 async def test_tick_is_claimed_once(store: RedisStore) -> None:
     """One claim per interval number; the next number is free."""
     assert await store.claim_tick(7, ttl_s=60, owner="a")
