@@ -328,17 +328,19 @@ class KubernetesProbe:
                 # silent read is the API itself (do not spend a timeout per job).
                 problem = str(exc)
                 if self._silent_nodes or not pod.node:
-                    self._log_outage = problem
+                    self._log_outage = _outage("log reads stopped", problem)
                 else:
                     self._silent_nodes[pod.node] = problem
                 break
             except UnreachableError as exc:
-                self._log_outage = problem = str(exc)  # do not spend a timeout per job
+                problem = str(exc)  # do not spend a timeout per job
+                self._log_outage = _outage("log reads stopped", problem)
                 break
             except AuthError as exc:
                 # A Role grants pods/log namespace-wide (pod names are generated): a refusal
                 # is every pod's, and no retry heals it (each job asked twice, refused twice).
-                self._log_outage = problem = str(exc)
+                problem = str(exc)
+                self._log_outage = _outage("log reads refused", problem)
                 break
             except ProbeError as exc:
                 problem = str(exc)
@@ -368,6 +370,16 @@ class KubernetesProbe:
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:
         return ClusterFacts(name=self._cluster.name, kind="kubernetes", status=status,
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
+
+
+def _outage(what: str, error: str) -> str:
+    """The reason the sweep's later log reads are not made, as the other jobs' rows say it:
+    what happened first, the failed read's pod last (``read log of pod/x: HTTP 403 ...`` led
+    each other row, cut, with another job's pod and no reason)."""
+    call, sep, rest = error.partition(": ")
+    if not sep or not call.startswith("read log of "):
+        return f"{what}: {error}"
+    return f"{what}: {rest} (at {call.removeprefix('read log of ')})"
 
 
 def _vanished(last: SchedulerRecord, now: datetime) -> JobFacts:

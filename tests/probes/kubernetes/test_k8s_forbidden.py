@@ -109,3 +109,22 @@ async def test_a_forbidden_log_is_a_failed_fetch_not_a_dead_job(
         assert "fetch-failed" in job["flags"]
         assert job["trend"].startswith("Log fetch failed"), job["trend"]
     assert len(standin.calls("GET", "/log")) == 1
+
+
+async def test_a_log_refusal_reads_as_the_refusal_in_every_other_row(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """The jobs whose log was not asked (the first refusal stands for all) say the reads were
+    refused, in the words a cut Trend cell keeps: their trend began 'Log fetch failed: not
+    fetched: read log of pod/<another job's pod>: ...', the refusal cut off and another job's
+    pod named in this job's row."""
+    for name in ("sft-a", "sft-b", "sft-c"):
+        add_running(standin, name)
+    standin.faults["log"] = "403"
+    report = await sweep(standin, tmp_path)
+    jobs = {job["job_id"]: job for job in report["jobs"] if job["cluster"] == "beta"}
+    asked = standin.calls("GET", "/log")[0].path.split("/")[-2]
+    for job_id, job in jobs.items():
+        if f"{job_id}-0" == asked:
+            continue
+        assert job["trend"].startswith("Log fetch failed: not fetched: log reads refused: HTTP "
+                                       "403"), job["trend"]
