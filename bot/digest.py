@@ -44,6 +44,7 @@ from typing import Any
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.alerts import message_key, same_instance
 from bot.config import Config
 from bot.delivery import edit, post
 from bot.messages import (
@@ -79,7 +80,8 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report) -> dict[Ke
 
 
 def _cancel_told(cluster: str, job_id: str) -> str:
-    """The document saying a cancel button's outcome was already told in the thread."""
+    """The document saying a cancel button's outcome was already told in the thread; it holds
+    the cancelled job's instance (Kubernetes uid, submit time), as its alert's episode did."""
     return f"digest:cancel-told:{cluster}:{job_id}"
 
 
@@ -233,21 +235,30 @@ class Digest:
             for k, s in seen_now(previous, result.report).items()}}, ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
-            await self._post_sweep(result, config, channel, await self._untold(changes), extra,
+            await self._post_sweep(result, config, channel, await self._untold(changes, result),
+                                   extra,
                                    since=seen.get("at") if isinstance(seen, dict) else None)
         return changes
 
-    async def _untold(self, changes: list[Change]) -> list[Change]:
+    async def _untold(self, changes: list[Change], result: SweepResult) -> list[Change]:
         """``changes`` less the cancels already told in the thread by the button that made
-        them (:meth:`after_cancel`); while Redis is down, all of them."""
+        them (:meth:`after_cancel`); while Redis is down, all of them. The mark holds the
+        cancelled job's instance: a later job under the same id (a Kubernetes Job re-created
+        under its name, the first one deleted and gone before a sweep saw it Deleting; a
+        reset slurmctld) cancelled by hand is told."""
         told: list[Change] = []
         try:
             for change in changes:
+                if change.kind != "cancelled":
+                    continue
                 name = _cancel_told(change.cluster, change.job_id)
-                if change.kind == "cancelled" and await self._store.get_doc(name):
+                mark = await self._store.get_doc(name)
+                if mark is None:
+                    continue
+                await self._store.delete_doc(name)  # this id's cancel is told now, or was
+                if isinstance(mark, dict) and same_instance(
+                        mark, result.job_facts(change.cluster, change.job_id)):
                     told.append(change)
-                    # Used once: a later job given the same id (a reset slurmctld) is told.
-                    await self._store.delete_doc(name)
         except StoreUnavailable:
             return changes
         return [change for change in changes if change not in told]
@@ -395,9 +406,19 @@ class Digest:
                                                            entry.get("detail") or "?"))
                 if told:
                     # The next sweep finds the job CANCELLED: its change line would tell this
-                    # cancel a second time (``publish`` leaves it out).
+                    # cancel a second time (``publish`` leaves it out, for this job only).
                     with contextlib.suppress(StoreUnavailable):
-                        await self._store.put_doc(_cancel_told(cluster, job_id), True,
+                        await self._store.put_doc(_cancel_told(cluster, job_id),
+                                                  await self._cancelled_instance(entry),
                                                   ttl_s=self._ttl(config))
                 return told
         return False
+
+    async def _cancelled_instance(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """The instance (uid, submit time) of the job a cancel press acted on: its alert's
+        episode, found through the pressed message the audit entry names."""
+        index = await self._store.get_doc(message_key(str(entry.get("channel") or ""),
+                                                      str(entry.get("ts") or "")))
+        episode = await self._store.get_doc(index["episode"]) if isinstance(index, dict) else None
+        episode = episode if isinstance(episode, dict) else {}
+        return {"uid": episode.get("uid"), "submitted": episode.get("submitted")}

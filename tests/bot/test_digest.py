@@ -375,3 +375,34 @@ async def test_a_cancel_told_in_the_thread_is_not_told_again_by_the_next_sweep(
     cancels = [line for line in told.splitlines() if "cancel" in line and "4242" in line]
     assert len(cancels) == 1 and "cancelled by <@UALICE>" in cancels[0], cancels
     assert "cancelled: sft-mistral-7b (alpha:4300)" in told
+
+
+async def test_a_button_cancel_hides_no_later_job_given_the_same_name(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """The button deletes a Kubernetes Job, which is gone by the next sweep (background
+    propagation: never seen CANCELLED), so the cancel's "already told" mark is not used up.
+    A Job re-created under the same name (new uid) is another job (CONTRACT): when it is
+    deleted by hand and a sweep sees it Deleting, that cancel is told in the thread."""
+    from bot.alerts import UID_LABEL
+
+    world.jobs.append(collapsing())
+    world.labels[("alpha", "4242")] = {UID_LABEL: "uid-first"}
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        await h.press_alert("cancel_salvage", user="UALICE")
+        await h.bot.tasks.drain()
+        assert h.sweeper.cancel_uids == ["uid-first"]
+        world.jobs = [d for d in world.jobs if d.report.job_id != "4242"]  # deleted: gone
+        await sweep(h)
+        again = detail(job("4242", "rl-grpo-qwen-7b"))
+        world.jobs.append(again)
+        world.labels[("alpha", "4242")] = {UID_LABEL: "uid-second"}
+        await sweep(h)
+        world.jobs = [detail(again.report.model_copy(update={
+            "state": JobState.CANCELLED, "verdict": "done", "trend": "Deleting"}))
+            if d.report.job_id == "4242" else d for d in world.jobs]
+        await sweep(h)
+    told = "\n".join(text_of(r) for r in replies(slack))
+    cancels = [line for line in told.splitlines() if "cancel" in line and "4242" in line]
+    assert len(cancels) == 2, cancels  # the button's, then the hand-made one
+    assert "cancelled by <@UALICE>" in cancels[0] and "cancelled: " in cancels[1], cancels
