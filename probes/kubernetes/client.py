@@ -275,7 +275,9 @@ class KubeClient:
                     f"kubeconfig {where}: {exc.waiting_on} did not finish within {timeout:g}s "
                     f"(timeout){killed}") from exc
             except (ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
-                raise UnreachableError(f"kubeconfig {where}: {exc}") from exc
+                # one line: a YAML error's marks come on lines of their own
+                raise UnreachableError(f"kubeconfig {where}: {' '.join(str(exc).split())}") \
+                    from exc
             self._client = ApiClient(configuration)
         return self._client
 

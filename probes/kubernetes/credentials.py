@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import signal
+import stat
 from contextlib import suppress
 from typing import Any
 
@@ -33,6 +34,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.exec_provider import ExecProvider
 from kubernetes_asyncio.config.kube_config import (
+    ENV_KUBECONFIG_PATH_SEPARATOR,
     KUBE_CONFIG_DEFAULT_LOCATION,
     FileOrData,
     KubeConfigLoader,
@@ -63,7 +65,7 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
                            configuration: Configuration, timeout_s: float) -> None:
     """Load ``kubeconfig`` (``None``: the default, ``$KUBECONFIG`` or ``~/.kube/config``) at
     ``context`` into ``configuration`` within ``timeout_s`` (:class:`CredentialTimeout`)."""
-    merged = KubeConfigMerger(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION)
+    merged = _merge(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION)
     loader = _BoundedLoader(config_dict=merged.config, config_base_path=None,
                             active_context=context)
     try:
@@ -71,6 +73,44 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
             await loader.load_and_set(configuration)
     except TimeoutError as exc:
         raise CredentialTimeout(loader.waiting_on, killed=loader.killed) from exc
+
+
+MAX_KUBECONFIG_BYTES = 16 << 20
+"""A kubeconfig file is read up to this (one with embedded certificates: tens of KB)."""
+
+
+def _merge(paths: str) -> KubeConfigMerger:
+    """The library's merge of ``paths`` (``KUBECONFIG``-style), each file checked first.
+
+    The library reads each file whole and synchronously: a FIFO or a device named by mistake
+    would block the event loop, every cluster's sweep with it. It also assumes each file's
+    shape (a mapping of lists of mappings): another file's YAML raised TypeError from deep
+    inside. Either is a :class:`ConfigException` naming what is wrong, never the content."""
+    for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR):
+        if path:
+            _check_file(os.path.expanduser(path))
+    try:
+        return KubeConfigMerger(paths)
+    except (TypeError, AttributeError, KeyError) as exc:
+        raise ConfigException("not a kubeconfig (its YAML is no mapping of clusters, contexts "
+                              "and users lists)") from exc
+
+
+def _check_file(path: str) -> None:
+    """Raise unless ``path`` is absent (the library skips it) or a regular file of a
+    kubeconfig's size; ``O_NONBLOCK`` so that a FIFO's open returns at once."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        return
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigException("not a regular file")
+    if st.st_size > MAX_KUBECONFIG_BYTES:
+        raise ConfigException(f"larger than {MAX_KUBECONFIG_BYTES} bytes: not a kubeconfig")
 
 
 class _BoundedLoader(KubeConfigLoader):

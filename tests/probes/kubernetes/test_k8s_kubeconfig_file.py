@@ -1,0 +1,75 @@
+"""A kubeconfig path naming something that is no kubeconfig is the cluster's one-line reason.
+
+Replayed through ``jobtables sweep`` with an operator's slip in ``kubeconfig``: a FIFO (or
+any file that never ends) blocked the event loop in the library's synchronous read, so the
+sweep never ended and the other clusters were lost with it; a file holding one line of
+another format (a YAML scalar, e.g. a shadow-style line) or a list made the library's merge
+raise TypeError out of the probe ('probe crashed', a traceback, detail 'probe error:
+TypeError(...)'); a YAML error's detail ran over three lines. Each is now unreachable with
+one line naming the file, never its contents, and the other cluster is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _scalar(path: Path) -> None:
+    path.write_text("one line of another file MARKER\n")
+
+
+def _list(path: Path) -> None:
+    path.write_text("- MARKER\n- b\n")
+
+
+def _bad_items(path: Path) -> None:
+    path.write_text("apiVersion: v1\ncurrent-context: c\nclusters: [MARKER]\n"
+                    "contexts: [MARKER]\nusers: [MARKER]\n")
+
+
+def _broken_yaml(path: Path) -> None:
+    path.write_text("apiVersion: v1\nclusters: [MARKER\n")
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (_fifo, "not a regular file"),
+    (_scalar, "not a kubeconfig"),
+    (_list, "not a kubeconfig"),
+    (_bad_items, "Invalid kube-config file"),
+    (_broken_yaml, "expected ',' or ']'"),
+], ids=["fifo", "scalar", "list", "bad-items", "broken-yaml"])
+def test_a_kubeconfig_that_is_none_is_unreachable_in_one_line(
+        tmp_path: Path, make: Callable[[Path], None], reason: str) -> None:
+    from bot.cli import DEMO_RECORDING
+
+    kubeconfig = tmp_path / "kubeconfig"
+    make(kubeconfig)
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(
+        f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\nkubeconfig = "{kubeconfig}"\n'
+        'namespace = "ml"\n\n'
+        f'[[clusters]]\nname = "snapshot"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "JOBTABLES_CONFIG": ""}, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    clusters = {c["name"]: c for c in json.loads(done.stdout)["clusters"]}
+    assert clusters["snapshot"]["status"] == "ok"
+    beta = clusters["beta"]
+    assert beta["status"] == "unreachable"
+    assert beta["detail"].startswith(f"kubeconfig {kubeconfig}: ")
+    assert reason in beta["detail"] and "\n" not in beta["detail"]
+    assert "MARKER" not in beta["detail"]
