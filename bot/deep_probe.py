@@ -137,7 +137,8 @@ async def run_deep_probe(
     if not_applicable(detail.report) is not None:
         return detail  # no RL run: no verdict (report.deep_probe.not_applicable)
     verdict = judge_rollouts(rollouts, config.deep_probe.judge,
-                             pending=facts.record.state is JobState.PENDING)
+                             pending=facts.record.state is JobState.PENDING,
+                             thresholds=config.report_settings().thresholds)
     return detail.model_copy(update={"report": detail.report.model_copy(
         update={"deep_probe": verdict})})
 

@@ -103,6 +103,9 @@ class RolloutFacts(Frozen):
     dumps: tuple[RolloutDump, ...] = ()
     series: tuple[MetricPoint, ...] = ()
     """The run's logged steps, with ``gen_s``/``step_s``/``tokens_per_s``/... aliases."""
+    formats: tuple[str, ...] = ()
+    """The log formats the series was read from (``LogSummary.formats``): the printed
+    precision of a trainer's metrics (``report.rollouts.grad_zero_unresolved``)."""
     files_opened: int = 0
     bytes_read: int = 0
     skipped: tuple[str, ...] = ()
@@ -267,12 +270,13 @@ def rollout_facts(
     if printed:
         dumps.append(RolloutDump(path=log_path or "log", kind="trl-log",
                                  steps_listed=tuple(s.step for s in printed), steps=printed))
-    series = parse_log(log_text, aliases={**(aliases or {}), **TIMING_ALIASES}).points
+    summary = parse_log(log_text, aliases={**(aliases or {}), **TIMING_ALIASES})
     skipped = answer.get("skipped")
     elapsed = _num(answer.get("elapsed_s"))
     return RolloutFacts(
         log_path=log_path, trials=trials_from_answer(answer.get("trials")), dumps=tuple(dumps),
-        series=series, files_opened=int(_num(answer.get("files_opened")) or 0),
+        series=summary.points, formats=tuple(summary.formats),
+        files_opened=int(_num(answer.get("files_opened")) or 0),
         bytes_read=int(_num(answer.get("bytes_read")) or 0),
         skipped=tuple(str(s) for s in (skipped if isinstance(skipped, list) else [])),
         elapsed_s=elapsed,

@@ -18,7 +18,11 @@ control characters as ``\\xNN``, cut; ``report.sample_text``):
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
   that died after healthy steps is not excused by its older trials;
 - reward pathologies: every group's reward constant (no learning signal), all-zero rewards,
-  or rewards outside the configured verifier range.
+  or rewards outside the configured verifier range;
+- dead rollouts in the run's own printed series, by the row's ``dead-rollouts`` test and its
+  thresholds (``report.rollouts.degenerate_reasons``: reward flat at 0, ~1-token responses,
+  entropy ~0, grad norm exactly 0): the metrics are computed from the rollouts, so a run that
+  dumps none and prints no completion is still judged, not waved through as "nothing to judge".
 
 With no finding the verdict is NO-KILL, and its one reason says what was read (or that
 nothing was, so a person knows the probe could not see the rollouts).
@@ -48,8 +52,9 @@ from probes.rollouts import (
     TrialSampleSet,
 )
 from report.models import DeepProbe, JobReport
+from report.rollouts import degenerate_reasons
 from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
-from report.settings import DeepProbeSettings
+from report.settings import DeepProbeSettings, Thresholds
 
 
 def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:
@@ -70,9 +75,11 @@ def _where(dump: RolloutDump, step: RolloutStep) -> str:
 class _Judge:
     """One probe's findings, gathered source by source."""
 
-    def __init__(self, facts: RolloutFacts, settings: DeepProbeSettings) -> None:
+    def __init__(self, facts: RolloutFacts, settings: DeepProbeSettings,
+                 thresholds: Thresholds) -> None:
         self.facts = facts
         self.s = settings
+        self.th = thresholds
         self.reasons: list[str] = []
         self._seen: set[str] = set()
         self.source = ""
@@ -236,6 +243,15 @@ class _Judge:
                      f"{len(points)} logged steps (clipped ratio "
                      f"{points[-1].values['clipped_ratio']:g} at step {points[-1].step})")
         self.starvation(points)
+        self.dead_series()
+
+    def dead_series(self) -> None:
+        """The row's ``dead-rollouts`` test on the printed series (module policy)."""
+        history = self.facts.series
+        reasons = degenerate_reasons(history, self.th, self.facts.formats)
+        if reasons and history:
+            self.add(f"dead rollouts in the logged series (to step {history[-1].step}): "
+                     + "; ".join(reasons))
 
     def starvation(self, points: Sequence[MetricPoint]) -> None:
         timed = [p for p in points if p.values.get("step_s") and "gen_s" in p.values]
@@ -383,9 +399,10 @@ def _healthy_line(facts: RolloutFacts, pending: bool) -> str:
 
 
 def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,
-                   pending: bool = False) -> DeepProbe:
-    """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started)."""
-    judge = _Judge(facts, settings or DeepProbeSettings())
+                   pending: bool = False, thresholds: Thresholds | None = None) -> DeepProbe:
+    """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started);
+    ``thresholds``: the row's (``[thresholds]``), for the series' dead-rollouts test."""
+    judge = _Judge(facts, settings or DeepProbeSettings(), thresholds or Thresholds())
     judge.dumps()
     judge.series()
     judge.trials(facts.trials)

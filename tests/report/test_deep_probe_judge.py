@@ -7,6 +7,7 @@ reconstructed from their source (``tests/fixtures/generators/rollout_dumps_rebui
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,38 @@ def test_run_dead_after_healthy_trials_is_judged_on_its_newest_trials() -> None:
     healthy = root / "2026-11-30__10-00-00"
     assert kinds(rollout_facts(collect_rollouts({"trial_roots": [str(healthy)]}))).startswith(
         "NO-KILL")
+
+
+def _verl_console(degenerate: bool) -> str:
+    """verl 0.9.1's real console lines; ``degenerate``: score 0 and 1-token responses."""
+    text = (FIX / "verl-0.9.1" / "console.log").read_text()
+    if degenerate:
+        text = re.sub(r"critic/score/mean:[^ ]+", "critic/score/mean:np.float64(0.0)", text)
+        text = re.sub(r"response_length/mean:[^ ]+", "response_length/mean:np.float64(1.0)",
+                      text)
+    return text
+
+
+def test_a_dead_series_with_no_literal_rollouts_is_kill_quoting_the_series() -> None:
+    """The row flags dead-rollouts (reward flat at 0, ~1-token responses) and asks for a deep
+    probe; a run that dumps no rollouts and prints no completions used to get NO-KILL ("nothing
+    to judge") from the probe while its own printed series showed every rollout degenerate.
+    The series is the rollouts' evidence too: KILL, quoting it."""
+    result = judge_rollouts(rollout_facts(None, log_text=_verl_console(True), log_path="c.log"))
+    assert result.verdict == "KILL"
+    text = " || ".join(result.reasons)
+    assert "reward flat at 0" in text and "responses ~1.00 token" in text
+    assert "logged series" in text
+
+    alive = judge_rollouts(rollout_facts(None, log_text=_verl_console(False), log_path="c.log"))
+    assert alive.verdict == "NO-KILL"
+
+
+def test_the_series_rule_reads_the_configured_thresholds() -> None:
+    """The probe judges the series by the row's own thresholds (``[thresholds]``): a window the
+    config calls too short to judge is not dead to the probe either."""
+    from report.settings import Thresholds
+
+    facts = rollout_facts(None, log_text=_verl_console(True), log_path="c.log")
+    assert judge_rollouts(facts, thresholds=Thresholds(window=500, min_window=500)
+                          ).verdict == "NO-KILL"
