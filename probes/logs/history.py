@@ -34,6 +34,7 @@ from probes.logs.lines import (
     epoch_step_label,
     glued_dict,
     interval_seconds,
+    lightning_status,
     parse_iteration,
     parse_number,
     parse_pairs,
@@ -122,6 +123,7 @@ _FINISH_FORMATS = {"Final validation metrics": "verl",
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
+    "effective maximum steps",
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
@@ -131,7 +133,7 @@ METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
-        *("Num ", "logging_", *EPOCH_CONFIG_GATES),
+        *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps"),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
     ),
     unicode_digits=True,
@@ -141,6 +143,9 @@ dict's brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``read
 has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
 _MAX_DICT_LINES = 5000
 _ITER_TIMES_KEPT = 64
+_NEMO_MAX_STEPS_RE = re.compile(r"\(effective maximum steps = (\d{1,12})\)")
+"""NeMo's scheduler line, ``... will be used during training (effective maximum steps = N) -``
+(nemo/core/optim/lr_scheduler.py): the run's ``max_steps``."""
 _CACHE_CAP = 256
 
 
@@ -459,6 +464,8 @@ class MetricScan:
         if lead == "{":
             self._start_dict(body, line_no)
             return
+        if "global_step=" in body and "%|" in body:
+            self._lightning(body, line_no)
         if "%|" in body:
             bar = self._bar(body)
             if bar is not None:
@@ -549,6 +556,8 @@ class MetricScan:
             self.clock.place(self._stamp(line))
         if line_no == self.engine_line:
             self._read_engine_line()
+        if "global_step=" in line:
+            self._lightning(line, line_no)
         desc_raw, current, total_raw, elapsed, rate = groups
         shape = (desc_raw, total_raw, nested)
         shapes = self._shapes
@@ -608,6 +617,8 @@ class MetricScan:
         self._skimming = True
         quoted = lead in ("'", '"')
         if "%|" in body and lead != "{" and not (quoted and in_dict):
+            if "global_step=" in body:
+                self._lightning(body, line_no)
             bar = self._bar(body)
             if bar is not None:
                 self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
@@ -764,6 +775,10 @@ class MetricScan:
                 self._mark("harbor")
                 mean = parse_number(harbor.group(3)) if harbor.group(3) else None
                 self.harbor = (int(harbor.group(1)), int(harbor.group(2)), mean)
+        if "effective maximum steps" in body:  # NeMo's scheduler: the run's max_steps
+            found = _NEMO_MAX_STEPS_RE.search(body)
+            if found is not None and int(found.group(1)) > 0:
+                self.banner_total = int(found.group(1))
         if "= Step " in body:  # NeMo-RL's step banner: its M is the run's total steps
             banner = NEMO_HEADER_RE.match(body)
             if banner is not None and int(banner.group(2)) > 0:
@@ -920,6 +935,25 @@ class MetricScan:
             self.iter_times.append((line.step, per_iter))
             del self.iter_times[:-_ITER_TIMES_KEPT]
         self._record(line.step, line.values, line_no, stamp)
+
+    def _lightning(self, body: str, line_no: int) -> None:
+        """NeMo 1.x's step status in its Lightning bar's postfix (``lines.lightning_status``):
+        a point at its step, with its ``train_step_timing in s`` as a Megatron line's time."""
+        status = lightning_status(body)
+        if status is None:
+            return
+        step, values = status
+        per_iter = iteration_seconds(values)
+        if per_iter is not None:
+            times = self.iter_times
+            if times and step < times[-1][0]:
+                times.clear()  # a restarted run counts again from its resume point
+            if not times or step > times[-1][0]:  # a redraw of the same step adds no time
+                times.append((step, per_iter))
+                del times[:-_ITER_TIMES_KEPT]
+        if not self._skimming:
+            self._mark("nemo")
+            self._record(step, values, line_no, None)
 
     def _on_global_step(self, step: int, text: str, line_no: int, at: datetime | None) -> None:
         """OpenRLHF's ``Global step N: {status}``: the status dict's metrics at step N (a flat

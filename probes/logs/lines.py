@@ -531,6 +531,42 @@ def bar_postfix(line: str) -> dict[str, float] | None:
     return values or None
 
 
+_LIGHTNING_POSTFIX_RE = re.compile(
+    r"%\|[^|\n]{0,200}\|\s*(\d{1,12})/\d{1,12}\s*\[[^\]<\n]{0,24}<[^,\]\n]{0,24},"
+    r"([^\]\n]{1,800})\]")
+_FIRST_EPOCH_RE = re.compile(r"\s{0,8}Epoch 0\b")
+
+
+def lightning_status(line: str) -> tuple[int, dict[str, float]] | None:
+    """NeMo 1.x's step status, its (PyTorch Lightning) bar's postfix: ``Epoch 0: :  47%|...|
+    7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000, consumed_samples=12288.0,
+    train_step_timing in s=49.50]`` (older Lightning puts a rate and its smoothed ``loss=``
+    first). ``(step done, the numeric pairs)``: in epoch 0 of a NeMo (Megatron) run, whose bar
+    counts global batches, the bar's count; else Lightning's ``global_step`` (logged before the
+    step's increment, so the step done is one more; printed to 3-4 significant digits, so the
+    count is exact where it applies). The smoothed ``loss`` is dropped beside NeMo's
+    ``reduced_train_loss`` (the step's own). None without a ``global_step``."""
+    if "global_step=" not in line:
+        return None
+    found = _LIGHTNING_POSTFIX_RE.search(line)
+    if found is None:
+        return None
+    values: dict[str, float] = {}
+    for part in found.group(2).split(","):
+        key, sep, raw = part.rpartition("=")
+        key = " ".join(key.split())
+        if sep and key and (number := parse_number(raw.strip())) is not None:
+            values[key] = number
+    step = values.pop("global_step", None)
+    if step is None or not math.isfinite(step) or step < 0 or step >= 1e12:
+        return None
+    if "reduced_train_loss" in values:
+        values.pop("loss", None)
+        if _FIRST_EPOCH_RE.match(line) is not None:
+            return int(found.group(1)), values
+    return int(step) + 1, values
+
+
 def parse_tqdm(line: str) -> TqdmBar | None:
     """A tqdm redraw at the start of a line (lines are already split on ``\\r``)."""
     if "%|" not in line:

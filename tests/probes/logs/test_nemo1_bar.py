@@ -1,0 +1,83 @@
+"""NeMo 1.x (PyTorch Lightning) runs report each step in their progress bar's postfix.
+
+NeMo <= 1.23's Megatron trainers (``megatron_gpt_pretraining``, ``megatron_gpt_finetuning``, the
+NeMo-Megatron launcher) print no step line: Lightning's bar carries the logged metrics, e.g.
+(real logs, NeMo docs and launcher READMEs)::
+
+    Epoch 0: :  47%|████▋     | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000,
+    consumed_samples=12288.0, train_step_timing in s=49.50]
+    Epoch 0:   0%|          | 189/301501 [59:12<1573:03:24, 18.79s/it, loss=7.75, v_num=3-16,
+    reduced_train_loss=7.560, global_step=188.0, consumed_samples=24064.0]
+
+and NeMo's scheduler line gives the run's steps: ``... will be used during training (effective
+maximum steps = 2000) -``. Replayed on the real SLURM (``sft-nemo1-llama2`` at step 189 of
+2000): step null, no loss, verdict buffering, "Filling buffer". ``global_step`` is Lightning's
+count before the step's increment: the step done is ``global_step + 1``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.parse import parse_log
+from probes.models import LogSummary
+
+MTIME = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+HEAD = (
+    "[NeMo I 2026-12-04 12:01:00 lr_scheduler:910] Scheduler \"<nemo.core.optim.lr_scheduler."
+    "CosineAnnealing object at 0x14efe819d8a0>\" \n"
+    "    will be used during training (effective maximum steps = 2000) - \n"
+    "    Parameters : \n"
+    "    (warmup_steps: 100\n"
+    "    max_steps: 2000\n"
+    "    )\n"
+)
+
+
+def _nemo(step: int) -> str:
+    return (f"Epoch 0: :  {100 * step // 2000:2d}%|{'█' * (step // 200):<10}| {step}/2000 "
+            f"[{step * 3 // 60:02d}:{step * 3 % 60:02d}<1:30:00, reduced_train_loss="
+            f"{2.1 - step / 500:.3f}, global_step={step - 1:.3f}, consumed_samples="
+            f"{step * 128:.1f}, train_step_timing in s=3.000]")
+
+
+def _ptl(step: int) -> str:
+    return (f"Epoch 0:   0%|          | {step}/301501 [59:12<1573:03:24, 18.79s/it, "
+            f"loss=7.75, v_num=3-16, reduced_train_loss={7.9 - step / 1000:.3f}, "
+            f"global_step={step - 1}.0, consumed_samples={step * 128}.0]")
+
+
+def _folded(text: str, pieces: int = 5) -> LogSummary:
+    data, carry, summary = text.encode(), None, None
+    size = max(1, len(data) // pieces)
+    for at in range(0, len(data), size):
+        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
+        carry = LogCarry.model_validate_json(carry.model_dump_json())
+    assert summary is not None
+    return summary
+
+
+READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
+         pytest.param(_folded, id="folded")]
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("sep", ["\r", "\n"], ids=["redrawn", "lines"])
+def test_nemo_bar_gives_steps_loss_and_rate(read, sep: str) -> None:
+    summary = read(HEAD + sep.join(_nemo(s) for s in range(1, 190)) + "\n")
+    last = summary.points[-1]
+    assert last.step == 189
+    assert last.values["loss"] == pytest.approx(2.1 - 189 / 500, abs=1e-3)
+    assert summary.total_steps == 2000  # the scheduler's effective maximum steps
+    assert summary.sec_per_step == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("read", READS)
+def test_older_lightning_bar_with_a_rate(read) -> None:
+    summary = read("\n".join(_ptl(s) for s in range(1, 60)) + "\n")
+    last = summary.points[-1]
+    assert last.step == 59
+    assert last.values["loss"] == pytest.approx(7.9 - 59 / 1000, abs=1e-3)
