@@ -36,7 +36,7 @@ from report.chunks import (
 )
 from report.grouping import group_report, pending_task_counts
 from report.models import JobDetail, JobReport, Report
-from report.render import job_detail_pieces, render_tables
+from report.render import job_detail_pieces, read_in_part, render_tables
 from report.trend import shorten, sparkline
 
 if TYPE_CHECKING:
@@ -105,8 +105,8 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
     for cluster in result.report.clusters:
         if cluster.status == "unreachable":
             parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
-        elif cluster.status == "ok" and cluster.detail:  # read in part (JobSets refused)
-            parts.append(f"{cluster.name} ok ({cluster.detail})")
+        elif partial := read_in_part(cluster):  # read in part (JobSets refused)
+            parts.append(f"{cluster.name} ok ({partial})")
     header = " · ".join(parts)
     if result.degraded:
         header += f"\n⚠️ {result.degraded}"
@@ -129,9 +129,9 @@ def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None
 def _trouble(result: SweepResult) -> list[str]:
     """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
     lines = [f"⚠️ {c.name} UNREACHABLE ({c.detail or 'no reason given'})"
-             if c.status == "unreachable" else f"⚠️ {c.name} ok ({c.detail})"
+             if c.status == "unreachable" else f"⚠️ {c.name} ok ({read_in_part(c)})"
              for c in result.report.clusters
-             if c.status == "unreachable" or (c.status == "ok" and c.detail)]
+             if c.status == "unreachable" or read_in_part(c)]
     return [*lines, f"⚠️ {result.degraded}"] if result.degraded else lines
 
 

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from report.cells import DASH, format_number, printable
-from report.models import JobDetail, JobReport, Report
+from report.models import ClusterReport, JobDetail, JobReport, Report
 from report.tables import (
     BUCKET_TITLES,
     Column,
@@ -66,12 +66,22 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width, break_on_hyphens=False) or [""]
 
 
+def read_in_part(cluster: ClusterReport) -> str | None:
+    """What an ok cluster could not read (a Kubernetes Role refusing JobSets), said in the
+    headers; ``None`` for a whole read. A replay's detail is where it was recorded from: its
+    provenance, no trouble, so the headers stay as for any ok cluster."""
+    if cluster.status != "ok" or cluster.kind == "replay":
+        return None
+    return cluster.detail or None
+
+
 def _header_line(report: Report) -> str:
     parts = [f"Jobs at {format_timestamp(report.generated_at)}"]
     inactive = [c.name for c in report.clusters if c.status == "inactive"]
     for cluster in report.clusters:
-        if cluster.status == "ok":  # a detail: what it could not read (JobSets refused)
-            parts.append(f"{cluster.name} ok" + (f" ({cluster.detail})" if cluster.detail else ""))
+        if cluster.status == "ok":  # what it could not read (JobSets refused), if anything
+            partial = read_in_part(cluster)
+            parts.append(f"{cluster.name} ok" + (f" ({partial})" if partial else ""))
         elif cluster.status == "unreachable":
             parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
     if inactive:

@@ -40,6 +40,7 @@ from probes.models import JobState
 from report.changes import Change
 from report.chunks import SlackMessage
 from report.models import Recommendation
+from report.render import render_text
 from tests.bot.builders import T0, collapsing, detail, job, sweep_result
 
 HOSTILE = ["<!channel>", "<!here>", "<https://evil.example/login|Re-authenticate>", "<@U0EVIL>",
@@ -296,3 +297,20 @@ def test_a_cluster_read_in_part_says_so_in_the_header() -> None:
         update={"clusters": [beta]}))
     assert "beta ok (JobSets not listed: list jobsets: HTTP 403 Forbidden)" in sweep_header(
         result, age_s=None)
+
+
+def test_a_replayed_clusters_provenance_is_no_trouble_in_the_headers() -> None:
+    """Review of 89d74d5: a replay cluster is ok with a detail saying where it was recorded
+    from; that is no partial read. The headers read 'snap ok' as before, and the period's
+    parent lists no '⚠️ snap ok (recorded ...)' line (it did, on every sweep of a replay,
+    and the text header of 'jobtables demo' grew the recording's provenance)."""
+    base = sweep_result([], clusters=("snap",))
+    snap = base.report.clusters[0].model_copy(update={
+        "kind": "replay", "detail": "recorded 2026-11-30T16:00:00+00:00 from alpha"})
+    result = dataclasses.replace(base, report=base.report.model_copy(
+        update={"clusters": [snap]}))
+    header = sweep_header(result, age_s=None)
+    assert "recorded" not in header, header
+    parent = sweep_parent(result, period_start=T0, now=T0, sweeps=1, period_hours=24).text
+    assert "⚠️" not in parent and "recorded" not in parent, parent
+    assert render_text(result.report, {}).splitlines()[0].endswith(" · snap ok")
