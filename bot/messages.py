@@ -34,6 +34,7 @@ from report.chunks import (
     slack_messages,
     summary_lines,
 )
+from report.findings import fault_words
 from report.grouping import group_report, pending_task_counts
 from report.models import JobDetail, JobReport, Report
 from report.render import job_detail_pieces, read_in_part, render_tables
@@ -327,6 +328,18 @@ def _first_fault(detail: JobDetail) -> str | None:
     return next((f for f in detail.faults if not f.startswith("time-limit")), None)
 
 
+def _said(fault: str | None) -> set[str]:
+    """The Trend cells that only repeat ``fault`` (``kind: line``): the judge's Trend is the
+    fault in its own words (report.findings.fault_words: a c10 line head left out, srun's line
+    reordered), cut to the cell (report.trend.shorten); quoted under the whole fault, it
+    would say the same thing twice."""
+    if not fault:
+        return set()
+    kind, _, line = fault.partition(": ")
+    worded = f"{kind}: {fault_words(line)}"
+    return {fault, shorten(fault), worded, shorten(worded)}
+
+
 def _code(text: str, limit: int = 1500) -> str:
     pieces = escaped_chunks(text, limit, escape_code)
     return f"```\n{pieces[0]}{' …' if len(pieces) > 1 else ''}\n```"
@@ -372,9 +385,7 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
             rest = sum(len(ids) for _, ids in others[OTHER_FAULTS_SHOWN:])
             lines.append(f"…and {rest} more tasks with {len(others) - OTHER_FAULTS_SHOWN} "
                          "other faults (`/job` each for its own).")
-        # The Trend cell is the fault cut to the cell (report.trend.shorten): quoting it
-        # under the whole fault would say the same thing twice.
-        if job.trend and job.trend not in (fault, shorten(fault or "")):
+        if job.trend and job.trend not in _said(fault):
             lines.append(_code(job.trend))
         lines.append(advice or "*Recommendation:* diagnose before relaunching.")
     elif change.kind == "finished":

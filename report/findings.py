@@ -224,9 +224,16 @@ def fault_text(fault: Fault) -> str:
     is left out: the words of the fault come first."""
     if fault.detail:
         return _C10_PREFIX.sub("", fault.detail, count=1)
-    match = _SRUN_TASK_LINE.search(fault.excerpt)
+    return fault_words(fault.excerpt)
+
+
+def fault_words(line: str) -> str:
+    """A fault's line as a Trend quotes it (:func:`fault_text`): srun's task-end line
+    reordered, a c10/glog line head left out; what quotes the whole line (a job-end DM) tells
+    by it whether the Trend says anything more."""
+    match = _SRUN_TASK_LINE.search(line)
     if match is None:
-        return _C10_PREFIX.sub("", fault.excerpt, count=1)
+        return _C10_PREFIX.sub("", line, count=1)
     return f"srun {match['tasks']}: {match['end']} ({match['hosts']})"
 
 

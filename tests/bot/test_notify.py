@@ -210,3 +210,30 @@ def test_failed_dm_quotes_the_fault_once_when_the_trend_is_its_shortening() -> N
     text = job_end_dm(change, run).text
     assert text.count("```") == 2, text
     assert "encountered on device 3" in text
+
+
+@pytest.mark.parametrize("excerpt", [
+    # torch's NCCL watchdog (a c10/glog head the Trend leaves out), as on a real SLURM job
+    "[E1204 10:16:10.512345 2211 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=4711, OpType=ALLREDUCE, NumelIn=262144000, "
+    "NumelOut=262144000, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.",
+    # srun's task-end line (the Trend puts tasks and end first, hosts last)
+    "srun: error: gpu-node-017,gpu-node-018,gpu-node-019,gpu-node-020: tasks 0-31: Exited with "
+    "exit code 1 after the rollout workers lost their NCCL communicator",
+])
+def test_failed_dm_quotes_the_fault_once_in_the_trends_own_words(excerpt: str) -> None:
+    """The judge's Trend is the fault in its own words (report.findings.diagnosis: a c10 line
+    head dropped, srun's line reordered), shortened to the cell; the job-end DM quotes the
+    whole fault, and not that cut copy of it again."""
+    from probes.models import Fault
+    from report.findings import fault_text
+    from report.trend import shorten
+
+    fault = Fault(kind="nccl-timeout", line_no=3, excerpt=excerpt)
+    run = ended(detail(job("7", "rl-grpo-qwen-7b")), JobState.FAILED, verdict="failed",
+                trend=shorten(f"{fault.kind}: {fault_text(fault)}"))
+    run = run.model_copy(update={"faults": (f"{fault.kind}: {fault.detail or fault.excerpt}",)})
+    change = Change(kind="failed", cluster="alpha", job_id="7", name="rl-grpo-qwen-7b",
+                    state=JobState.FAILED, verdict="failed", why="failed")
+    text = job_end_dm(change, run).text
+    assert text.count("```") == 2, text
