@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+from report.cells import one_line, printable
 from report.deep_probe import not_applicable
 from report.models import JobDetail
 from report.render import job_object
@@ -25,18 +26,25 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def render_probe_text(detail: JobDetail, *, width: int = 100) -> str:
+    """The probe for a terminal: the name, paths and quotes are the cluster's text, so no
+    control character of theirs is printed (``printable``; a name's line break as ␤)."""
+    return printable(_probe_text(detail, width))
+
+
+def _probe_text(detail: JobDetail, width: int) -> str:
     job = detail.report
+    name = one_line(job.name)
     probe = job.deep_probe
     if probe is None:
         why = not_applicable(job)
         if why is None:
             return f"{job.cluster}:{job.job_id}: no deep probe has run"
-        lines = _wrap(f"NOT AN RL RUN — no deep probe of {job.cluster}:{job.job_id} {job.name} "
+        lines = _wrap(f"NOT AN RL RUN — no deep probe of {job.cluster}:{job.job_id} {name} "
                       f"({job.state.value})", width)
         lines += ["", *_wrap(why, width)]
         row = f"row: {job.verdict}" + (f" · {job.trend}" if job.trend else "")
         return "\n".join([*lines, "", *_wrap(row, width)])
-    lines = _wrap(f"{probe.verdict} — deep probe of {job.cluster}:{job.job_id} {job.name} "
+    lines = _wrap(f"{probe.verdict} — deep probe of {job.cluster}:{job.job_id} {name} "
                   f"({job.state.value}, step {job.step if job.step is not None else '—'})", width)
     lines += ["", "Reasons:"]
     for reason in probe.reasons:
