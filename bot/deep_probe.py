@@ -341,6 +341,8 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         if cluster is None:
             raise InvalidJobIdError("button value lacks a cluster")
     except InvalidJobIdError:
+        # Audited like every press: a value that names no job is a tampered or replayed one.
+        await _audit(bot, press, "?", "?", "rejected", detail=f"value {press.value[:200]!r}")
         await respond(text="That button carries no valid job reference.",
                       response_type="ephemeral", replace_original=False)
         return
@@ -429,8 +431,8 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
 
 async def _audit(bot: Bot, press: ActionPress, cluster: str, job_id: str, outcome: str, *,
                  detail: str) -> None:
-    """One press that ran a probe, in the audit trail (who probed which job, what it said):
-    anyone who sees the message may press Deep-probe, so the trail is what shows who did."""
+    """One press in the audit trail (who probed which job, what it said, or why nothing
+    ran): anyone who sees the message may press Deep-probe, so the trail is what shows who did."""
     try:
         await bot.store.audit({
             "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,

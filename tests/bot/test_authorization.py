@@ -314,3 +314,17 @@ async def test_deep_probe_press_by_anyone_runs_and_is_audited(
     (entry,) = [e for e in await harness.bot.store.audit_entries()
                 if e["action"] == "deep_probe"]
     assert (entry["actor"], entry["job_id"], entry["outcome"]) == ("UEVIL", "4242", "NO-KILL")
+
+
+async def test_a_deep_probe_press_with_no_job_in_its_value_is_audited(harness: Harness) -> None:
+    """Every press is audited (README): a Deep-probe press whose value names no job (a
+    tampered or replayed request) runs nothing and is answered, and it is in the trail too."""
+    assert await make_scheduler(harness.bot).tick()
+    where = harness.alert_post()
+    _, hook = await harness.press("deep_probe", "alpha:4242; rm -rf /", user="UEVIL",
+                                  blocks=where["blocks"], channel=where["channel"],
+                                  ts=where["ts"])
+    await harness.bot.tasks.drain()
+    (answer,) = await harness.slack.wait_for(hook)
+    assert "no valid job reference" in answer.params["text"]
+    assert ("UEVIL", "rejected") in await outcomes(harness)
