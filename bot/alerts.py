@@ -161,7 +161,7 @@ class Alerter:
             record = self._local[name]
             try:
                 written = await self._store.put_doc_if(name, record,
-                                                       expected=self._known.pop(name, None),
+                                                       expected=self._known.get(name),
                                                        ttl_s=ttl_s)
                 if record.get("channel") and record.get("ts"):
                     # This DM's buttons act on the job's episode, whichever record won.
@@ -170,7 +170,10 @@ class Alerter:
             except StoreUnavailable:
                 return
             self._unsaved.pop(name, None)
-            if not written:
+            if written:
+                self._remember(name, record)
+            else:
+                self._known.pop(name, None)
                 log.info("episode written since by another replica; kept", name=name)
 
     async def process(self, details: list[JobDetail], config: Config, *,
