@@ -21,9 +21,11 @@ from typing import Any
 
 from probes.config import KubernetesCluster
 from probes.kubernetes.states import (
+    BACKOFF_RESET,
     ConditionView,
     FailedRank,
     PodView,
+    Relapse,
     StateVerdict,
     WorkloadView,
     failed_rank,
@@ -214,9 +216,7 @@ def pod_view(pod: Any) -> PodView:
         message=message,
         containers=names,
         default_container=(meta.annotations or {}).get(DEFAULT_CONTAINER),
-        restarted_at=max((cs.state.running.started_at for cs in main
-                          if (cs.restart_count or 0) > 0 and cs.state and cs.state.running
-                          and cs.state.running.started_at), default=None),
+        relapse=_relapse(main),
     )
     chosen = log_container(replace(view, failed_init=None))  # the job's image, not the init's
     declared = (spec.containers or ()) if spec else ()
@@ -246,6 +246,26 @@ def _container_states(
         if ended is not None and ended.reason not in (None, "Completed"):
             terminated.append(ended.reason)
     return waiting, tuple(terminated), exit_code
+
+
+def _relapse(main: Sequence[Any]) -> Relapse | None:
+    """The main container running again inside its crash loop (:class:`Relapse`), the one
+    restarted most if several are: 2+ restarts of that container, its last run failed, and
+    that run lasted less than the backoff reset (when its times are given)."""
+    found: Relapse | None = None
+    for cs in main:
+        running = cs.state.running if cs.state else None
+        ended = cs.last_state.terminated if cs.last_state else None
+        if (running is None or running.started_at is None or ended is None
+                or (cs.restart_count or 0) < 2):
+            continue
+        if ended.started_at and ended.finished_at and (
+                ended.finished_at - ended.started_at >= BACKOFF_RESET):
+            continue  # it ran past the reset before failing: the loop had ended
+        failure, message = _failure((), [cs])
+        if failure is not None and (found is None or cs.restart_count > found.restarts):
+            found = Relapse(running.started_at, cs.restart_count, failure, message)
+    return found
 
 
 def _failed_init(init: Sequence[Any], main: Sequence[Any]) -> str | None:

@@ -100,6 +100,21 @@ class WorkloadView:
 
 
 @dataclass(frozen=True, slots=True)
+class Relapse:
+    """A main container running again after 2+ restarts whose last run failed within
+    :data:`BACKOFF_RESET` of its start (so the kubelet had not reset its backoff: the runs
+    before it failed in a row too). Its current run started at ``started``: caught within
+    :data:`BACKOFF_RESET` of that, it is between two crashes of one loop. Counted per
+    container: restarts of other containers (a sidecar, an init container) are not its."""
+
+    started: datetime
+    restarts: int
+    failure: str
+    """``"<reason>, exit <code>"``, then `` | `` and the blanked message, as ``PodView.failure``."""
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PodView:
     """One pod of a workload, reduced to what the mapping and the log fetch read."""
 
@@ -138,9 +153,8 @@ class PodView:
     are consecutive attempts, failures of several ranks at once are one."""
     group: str | None = None
     """Its JobSet replicated job (``leader``, ``workers``): each has its own job index 0."""
-    restarted_at: datetime | None = None
-    """When the current run of its restarted container (restart count above 0, running now)
-    started: within :data:`BACKOFF_RESET` of a failure, it is still in its crash loop."""
+    relapse: Relapse | None = None
+    """Its container running again inside a crash loop, if one is (:class:`Relapse`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,11 +271,11 @@ def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -
         if "CrashLoopBackOff" in pod.waiting and pod.restarts >= 2 and pod.failure:
             found.append((pod.restarts + 1, pod.failure, pod.message or ""))
         elif (now is not None and pod.phase == "Running" and not pod.deleting
-              and pod.restarts >= 2 and pod.failure and pod.restarted_at is not None
-              and now - pod.restarted_at < BACKOFF_RESET):
+              and pod.relapse is not None and now - pod.relapse.started < BACKOFF_RESET):
             # The same crash loop caught while its container runs again: each restart
             # followed a failed run (a Job's pods restart only OnFailure).
-            found.append((pod.restarts, pod.failure, pod.message or ""))
+            loop = pod.relapse
+            found.append((loop.restarts, loop.failure, loop.message or ""))
     if not found:
         return None
     count, failure, message = max(found)

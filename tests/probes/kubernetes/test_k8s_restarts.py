@@ -88,3 +88,52 @@ async def test_a_recurring_failure_with_no_log_quotes_its_termination_message(
         report.trend  # the Trend cell is cut; the diagnose holds it whole
     assert report.recommendation is not None
     assert "AccessDenied" in report.recommendation.why
+
+
+async def test_restarts_of_other_containers_or_before_a_long_run_are_no_crash_loop(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """Review of ed37960: the 'caught running again' rule counted the pod's restarts (every
+    container's, init and sidecars too) and any container's failure. Near-misses that read
+    'RECURRING (n attempts)', a warning with a diagnose, on a healthy run:
+    - the trainer restarted once (Error, running again 2 minutes) and a log-shipper
+      container once: two containers failing once each;
+    - a native sidecar (an init container with restartPolicy Always) restarted 4 times and
+      the trainer once: the trainer's one failure is no loop;
+    - the trainer restarted twice early on, then ran 5 hours before failing once (its last
+      run lasted past the kubelet's 10-minute backoff reset: the loop had ended)."""
+    from kubernetes_asyncio.client import V1ContainerStatus
+
+    failed = V1ContainerState(terminated=V1ContainerStateTerminated(
+        exit_code=1, reason="Error", message="RuntimeError: NCCL watchdog timeout"))
+    _restarted(standin, "rl-two", restarts=1, running_for=timedelta(minutes=2))
+    pod = standin.pods["rl-two-0"]
+    pod.status.container_statuses.append(V1ContainerStatus(
+        name="log-shipper", image="fluent-bit", image_id="sha256:f", ready=True,
+        restart_count=1, last_state=failed, state=V1ContainerState(
+            running=V1ContainerStateRunning(started_at=NOW - timedelta(minutes=50)))))
+    _restarted(standin, "rl-sidecar", restarts=1, running_for=timedelta(minutes=2))
+    standin.pods["rl-sidecar-0"].status.init_container_statuses = [V1ContainerStatus(
+        name="proxy", image="envoy", image_id="sha256:e", ready=True, restart_count=4,
+        last_state=failed, state=V1ContainerState(
+            running=V1ContainerStateRunning(started_at=NOW - timedelta(minutes=4))))]
+    _restarted(standin, "rl-long-run", restarts=3, running_for=timedelta(minutes=2))
+    last = standin.pods["rl-long-run-0"].status.container_statuses[0].last_state.terminated
+    last.started_at, last.finished_at = NOW - timedelta(hours=5), NOW - timedelta(minutes=3)
+    facts = await probe.collect()
+    for name in ("rl-two", "rl-sidecar", "rl-long-run"):
+        report = judge(only_job(facts, name)).report
+        assert "recurring-failure" not in report.flags, (name, report.trend)
+        assert report.verdict == "healthy", (name, report.verdict, report.trend)
+
+
+async def test_a_crash_loop_whose_last_run_was_short_is_still_recurring(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The rule still fires with the last run's times given: it ran 40 seconds before
+    failing (inside the backoff window), running again for a minute."""
+    _restarted(standin, "rl-fast", restarts=4, running_for=timedelta(minutes=1))
+    last = standin.pods["rl-fast-0"].status.container_statuses[0].last_state.terminated
+    last.started_at = NOW - timedelta(minutes=2)
+    last.finished_at = last.started_at + timedelta(seconds=40)
+    report = judge(only_job(await probe.collect(), "rl-fast")).report
+    assert report.trend.startswith("RECURRING (4 attempts: Error, exit 1)"), report.trend
+    assert report.verdict == "warning"
