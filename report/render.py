@@ -92,13 +92,16 @@ def _header_line(report: Report) -> str:
 def render_text(
     report: Report, details: Mapping[tuple[str, str], JobDetail], *, width: int = 100,
 ) -> str:
-    """The sweep as plain text: a header line, then each titled table (or a no-jobs line)."""
-    lines = _wrap(_header_line(report), width)
+    """The sweep as plain text: a header line, then each titled table (or a no-jobs line).
+
+    The header (a cluster's detail) and the titles (a grid is named from its jobs' names) are
+    cluster text: no control character of theirs reaches the terminal (``printable``)."""
+    lines = _wrap(printable(_header_line(report)), width)
     tables = render_tables(report, details, width=width)
     if not tables:
         return "\n".join([*lines, "", "No active or recent jobs."])
     for table in tables:
-        lines += ["", *_wrap(table.title, width), table.text]
+        lines += ["", *_wrap(printable(table.title), width), table.text]
     return "\n".join(lines)
 
 

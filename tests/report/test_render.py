@@ -228,6 +228,20 @@ def test_job_detail_prints_no_control_character_a_cluster_sent() -> None:
     assert "Faults: NCCL  [0merror" in text
 
 
+def test_sweep_text_prints_no_control_character_a_cluster_sent() -> None:
+    """A grid named from hostile job names (``sbatch -J $'sft-\\e]0;PWN\\a-lr1'`` and
+    ``-lr2``: on the real SLURM its title printed ESC/OSC/BEL raw and retitled the terminal)
+    and a cluster's detail are shown with spaces in place of control characters, as the
+    cells and ``jobtables job`` already were."""
+    report = REPORT.model_copy(update={
+        "clusters": [ClusterReport(name="beta", kind="kubernetes", status="unreachable",
+                                   detail="HTTP 502 \x1b]0;x\x07 Bad Gateway")],
+        "grid": [REPORT.grid[0].model_copy(update={"grid": "sft-\x1b]0;pwn\x07"})]})
+    text = render_text(report, {})
+    assert not [ch for ch in text if ch != "\n" and not ch.isprintable()]
+    assert any(line.startswith("SFT grid sft- ]0;pwn : running 1") for line in text.split("\n"))
+
+
 def test_job_json_adds_detail_keys() -> None:
     """The job JSON is the contract object plus history, evidence and detail; NaN becomes null."""
     obj = strict_loads(render_job_json(DETAIL))
