@@ -227,9 +227,10 @@ GRID_COLUMNS = (Column("Cell", lambda r: "", numeric=False), Column("Job", lambd
 
 
 def grid_cells(grid: GridRollup) -> list[list[str]]:
-    """One line per running cell: name, job id, progress % and a rough ETA."""
+    """One line per running cell: name, job id, progress % and a rough ETA. A cell's name is
+    a job name's stem: a line break in it shows as in the Job cell (:func:`one_line`)."""
     return [
-        [cell.cell, cell.job_id,
+        [one_line(cell.cell), one_line(cell.job_id),
          DASH if cell.progress_pct is None else format_number(cell.progress_pct, 0) + "%",
          DASH if cell.eta_s is None else "~" + format_duration(round(cell.eta_s))]
         for cell in grid.cells
@@ -238,11 +239,11 @@ def grid_cells(grid: GridRollup) -> list[list[str]]:
 
 def grid_title(grid: GridRollup) -> str:
     """The running / pending-unique / done tally, the cells that stopped short of their total,
-    and the long pole when one is known."""
-    title = (f"SFT grid {grid.grid}: running {grid.running} / pending-unique "
+    and the long pole when one is known (names on one line, as in the cells)."""
+    title = (f"SFT grid {one_line(grid.grid)}: running {grid.running} / pending-unique "
              f"{grid.pending_unique} / done {grid.done}")
     if grid.short:
-        title += f" · stopped short {len(grid.short)}: {', '.join(grid.short)}"
+        title += f" · stopped short {len(grid.short)}: {', '.join(map(one_line, grid.short))}"
     if grid.long_pole:
-        title += f" · long pole: {grid.long_pole}"
+        title += f" · long pole: {one_line(grid.long_pole)}"
     return title

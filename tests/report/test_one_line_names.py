@@ -69,3 +69,28 @@ def test_the_sweep_parents_bucket_line_names_the_job_on_one_line() -> None:
     rl = [line for line in parent.text.splitlines() if line.startswith("RL:")]
     assert len(rl) == 1 and SHOWN in rl[0], parent.text
     assert not any(line.startswith(("rl-b", "c", "d")) for line in parent.text.splitlines())
+
+
+def test_the_sft_grid_rollup_shows_names_as_the_sft_table_does() -> None:
+    """Replayed on the real SLURM (two cells ``sbatch -J $'sft-hos-nl\\nx-lr1'``, ``...-lr2``):
+    the SFT table read ``sft-hos-nl␤x-lr1`` but the grid rollup under it broke each Cell over
+    two lines (``sft-hos-nl`` / ``x-lr1``: four rows to a reader for two cells) and its title
+    read the grid and the long pole with a space for the break."""
+    from report.models import GridCell, GridRollup
+    from report.tables import render_grid
+
+    grid = GridRollup(
+        grid="sft-hos-nl\nx", running=2, pending_unique=1, done=0,
+        cells=[GridCell(cell=f"sft-hos-nl\nx-lr{n}", job_id=str(1576 + n), progress_pct=4.0,
+                        eta_s=960.0) for n in (1, 2)],
+        short=("sft-hos-nl\r\nx-lr0",), long_pole="sft-hos-nl\nx-lr1")
+    drawn = render_grid(grid, width=100)
+    rows = [line for line in drawn.text.splitlines()
+            if line.startswith("│ ") and "Cell" not in line]
+    assert len(rows) == 2, drawn.text
+    for n, row in enumerate(rows, start=1):
+        assert f"sft-hos-nl{NEWLINE_MARK}x-lr{n}" in row, drawn.text
+    assert "\n" not in drawn.title and "\r" not in drawn.title, drawn.title
+    assert drawn.title.startswith(f"SFT grid sft-hos-nl{NEWLINE_MARK}x: running 2"), drawn.title
+    assert f"stopped short 1: sft-hos-nl{NEWLINE_MARK}x-lr0" in drawn.title, drawn.title
+    assert drawn.title.endswith(f"long pole: sft-hos-nl{NEWLINE_MARK}x-lr1"), drawn.title
