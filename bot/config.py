@@ -287,9 +287,16 @@ def config_warnings(config: Config) -> list[str]:
                  ("kubeconfig", getattr(cluster, "kubeconfig", None)),
                  *(("client key", key) for key in getattr(cluster, "client_keys", ()))]
         for what, path in files:
-            if path and not Path(path).expanduser().exists():
-                warnings.append(f"cluster {cluster.name!r}: {what} {path} does not exist on "
-                                "this machine (the sweep will report the cluster unreachable)")
+            if not path:
+                continue
+            found = Path(path).expanduser()
+            wrong = ("does not exist on this machine" if not found.exists()
+                     else "is not a directory" if what == "replay path" and not found.is_dir()
+                     else "is not a regular file"  # a FIFO or a device is read for ever
+                     if what != "replay path" and not found.is_file() else None)
+            if wrong:
+                warnings.append(f"cluster {cluster.name!r}: {what} {path} {wrong} "
+                                "(the sweep will report the cluster unreachable)")
     return warnings
 
 

@@ -74,3 +74,35 @@ def test_a_deep_config_exits_2_with_one_line(tmp_path: Path) -> None:
                           timeout=60)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "nested more than" in done.stderr
+
+
+def test_check_config_warns_of_key_files_that_are_no_files(tmp_path: Path) -> None:
+    """known_hosts, a client key or a kubeconfig naming a device, a FIFO or a directory, and a
+    replay path naming a file: check-config says so (the sweep reports that cluster
+    unreachable), as it does for a path that does not exist; a real file draws nothing."""
+    from bot.config import config_warnings
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    real = tmp_path / "known_hosts"
+    real.write_text("")
+    config = parse_config(
+        '[[clusters]]\nname = "a"\nkind = "slurm"\nhost = "h"\n'
+        f'known_hosts = "/dev/zero"\nclient_keys = ["{fifo}", "{tmp_path}"]\n\n'
+        '[[clusters]]\nname = "b"\nkind = "slurm"\nhost = "h"\n'
+        f'known_hosts = "{real}"\n\n'
+        f'[[clusters]]\nname = "k"\nkind = "kubernetes"\nkubeconfig = "{fifo}"\n\n'
+        f'[[clusters]]\nname = "r"\nkind = "replay"\npath = "{real}"\n')
+    warnings = config_warnings(config)
+    assert sorted(warnings) == sorted([
+        "cluster 'a': known_hosts /dev/zero is not a regular file (the sweep will report the "
+        "cluster unreachable)",
+        f"cluster 'a': client key {fifo} is not a regular file (the sweep will report the "
+        "cluster unreachable)",
+        f"cluster 'a': client key {tmp_path} is not a regular file (the sweep will report the "
+        "cluster unreachable)",
+        f"cluster 'k': kubeconfig {fifo} is not a regular file (the sweep will report the "
+        "cluster unreachable)",
+        f"cluster 'r': replay path {real} is not a directory (the sweep will report the "
+        "cluster unreachable)",
+    ])
