@@ -1223,7 +1223,10 @@ class MetricScan:
                 episode = episode_progress(track)
                 current, total_known, unit, spent = episode or (current, None, 1, False)
                 if spent and self.points:  # the data is spent: the steps it took are the total
-                    current = total_known = max(self.points)
+                    # (0.8.1 to 0.9.0 move a one-a-step bar before the step's line: one step
+                    # ahead of the logged ones is the last, still under way)
+                    taken = max(self.points)
+                    current = total_known = current if unit == 1 and current == taken + 1 else taken
             if total_known is not None:
                 per_it = sec_per_it(last.rate)
                 progress = ProgressBar(

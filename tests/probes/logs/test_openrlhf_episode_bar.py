@@ -200,3 +200,20 @@ def test_each_postfix_step_once_even_when_they_read_the_same(read, text: str,
     the count's move, not the text, tells the update's redraw from the next step's."""
     steps = [p.step for p in read(text).points]
     assert steps[-1] == upto and steps == list(range(upto - len(steps) + 1, upto + 1))
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+def test_the_last_step_under_way_keeps_the_total(read) -> None:
+    """0.8.1 to 0.9.0 ``update()`` the bar right after a step's generation, before its training
+    and its ``Global step`` line: the last episode's bar is full while the last step still
+    trains. That bar leads the steps logged by one (a step under way), so the run's total
+    stays 40, not the 39 logged (the still-running run read 39/39)."""
+    text = _v09(40)
+    running = text[:text.index(_step_line(40))]
+    summary = read(running)
+    assert summary.points[-1].step == 39
+    assert summary.total_steps == 40
+    assert summary.progress is not None and summary.progress.total == 40
+    done = read(text)
+    assert done.total_steps == 40 and done.progress is not None and done.progress.current == 40
