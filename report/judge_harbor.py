@@ -475,7 +475,8 @@ def lm_eval_scores(lines: list[str]) -> list[tuple[str, str, str]]:
     """The last lm-eval results table (``make_table``: ``|Tasks|Version|Filter|n-shot|Metric|
     |Value| |Stderr|``, older ``|Task|Version|Filter|Metric|Value| |Stderr|``) as ``(task,
     metric, value)``: each top-level task's first scored row (a subtask, `` - name`` or an
-    alias row naming one, is left out)."""
+    alias row naming one, is left out). Terminal escapes are left out as the log excerpt
+    leaves them out (``probes.logs.lines.strip_ansi``)."""
     start = next((i for i in range(len(lines) - 1, -1, -1)
                   if _LM_EVAL_HEAD.match(lines[i].strip())), None)
     if start is None:
@@ -487,7 +488,7 @@ def lm_eval_scores(lines: list[str]) -> list[tuple[str, str, str]]:
     scores: list[tuple[str, str, str]] = []
     task: str | None = None
     for line in lines[start + 2:]:
-        row = line.strip()
+        row = strip_ansi(line).strip()
         if not row.startswith("|"):
             break
         cells = [cell.strip() for cell in row.strip("|").split("|")]

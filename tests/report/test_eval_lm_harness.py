@@ -80,3 +80,16 @@ def test_a_silent_run_still_stalls() -> None:
     report = _report(_bar(18076), JobState.RUNNING, mtime_ago=timedelta(minutes=90))
     assert report.verdict == "stalled" and "stall" in report.flags, report.trend
     assert "1h30m" in report.trend, report.trend
+
+
+def test_a_task_names_terminal_escapes_are_left_out_of_the_scores() -> None:
+    """Replayed on the real SLURM: a results row naming its task with terminal escapes
+    (``gsm8k\\x1b]0;PWN\\x07\\x1b[31mred\\x1b[0m``) read in the Trend and Note as
+    ``gsm8k ]0;PWN  [31mred [0m exact_match 0.8105`` (the escapes' ESC/BEL made spaces, their
+    bodies kept), where the log excerpt under it read ``gsm8kred``: the scores are read from the
+    lines as the excerpt shows them."""
+    hostile = TABLE.replace("|gsm8k    |", "|gsm8k\x1b]0;PWN\x07\x1b[31mred\x1b[0m|")
+    assert lm_eval_scores(hostile.splitlines())[0] == ("gsm8kred", "exact_match", "0.8105")
+    report = _report(_bar(40168) + hostile, JobState.COMPLETED)
+    assert "gsm8kred exact_match 0.8105" in report.trend, report.trend
+    assert "PWN" not in report.trend and "[31m" not in report.trend, report.trend
