@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import parse_log
@@ -81,3 +83,39 @@ def test_older_lightning_bar_with_a_rate(read) -> None:
     last = summary.points[-1]
     assert last.step == 59
     assert last.values["loss"] == pytest.approx(7.9 - 59 / 1000, abs=1e-3)
+
+
+def _mixed_log(seed: int, n: int) -> bytes:
+    """NeMo and older-Lightning redraws (``\\r``, ``\\n``, ``\\r\\n``), restarts that count
+    back, and HF dict lines between them."""
+    import random
+
+    rng, parts, step = random.Random(seed), [HEAD], 1
+    for _ in range(n):
+        k = rng.random()
+        if k < 0.05:
+            step = max(1, step - rng.randint(1, 30))
+            parts.append("Restoring states from the checkpoint path\n")
+        elif k < 0.1:
+            parts.append(_ptl(step) + "\n")
+        elif k < 0.15:
+            parts.append(f"{{'loss': 1.5, 'grad_norm': 0.5, 'epoch': 0.{step}}}\n")
+        else:
+            parts.append(_nemo(step) + rng.choice(["\r", "\n", "\r\n"]))
+            step += rng.randint(0, 2)
+    return "".join(parts).encode()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 10**6), n=st.sampled_from([5, 60, 600]), data=st.data())
+def test_postfix_steps_fold_as_the_cold_parse_reads_them(seed: int, n: int,
+                                                         data: st.DataObject) -> None:
+    """Any cut of such a log, folded with the carry through JSON, is ``parse_log`` of it, and
+    ``parse_log`` (history read back from the end, earlier bars skimmed) is the per-line pass."""
+    from probes.logs.parse import _parse_reference
+    from tests.probes.logs.test_incremental import assert_same, cut, cut_points, fold
+
+    text = _mixed_log(seed, n)
+    cold = parse_log(text, mtime=MTIME)
+    assert_same(fold(cut(text, data.draw(cut_points(text))), mtime=MTIME)[0], cold)
+    assert_same(cold, _parse_reference(text, mtime=MTIME))
