@@ -463,9 +463,11 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
 
 
 LM_EVAL_DESCS = ("Running loglikelihood requests", "Running generate_until requests",
-                 "Running loglikelihood_rolling requests")
+                 "Running loglikelihood_rolling requests", "Requesting API")
 """lm-evaluation-harness's request bars (lm_eval/models: ``tqdm(desc="Running {type}
-requests")``): an lm-eval run is live while they move; it writes no Harbor result.json."""
+requests")``; its API models, ``local-completions`` against a served model,
+``desc="Requesting API"``): an lm-eval run is live while they move; it writes no Harbor
+result.json."""
 
 _LM_EVAL_HEAD = re.compile(r"^\|\s*Tasks?\s*\|\s*Version\s*\|\s*Filter\s*\|")
 _SCORES_SHOWN = 3

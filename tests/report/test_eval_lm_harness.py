@@ -93,3 +93,18 @@ def test_a_task_names_terminal_escapes_are_left_out_of_the_scores() -> None:
     report = _report(_bar(40168) + hostile, JobState.COMPLETED)
     assert "gsm8kred exact_match 0.8105" in report.trend, report.trend
     assert "PWN" not in report.trend and "[31m" not in report.trend, report.trend
+
+
+def test_an_api_model_run_is_live_while_its_bar_moves() -> None:
+    """lm-eval against a served model (``--model local-completions`` / ``local-chat-completions``,
+    lm_eval/models/api_models.py) draws ``tqdm(desc="Requesting API")`` (``tqdm_asyncio.gather``
+    when concurrent), not the ``Running ... requests`` bars: such a run, started 2 h ago with
+    its bar moving, read "STALL: no result.json at all"."""
+    text = ("2026-12-04:12:00:00 INFO     [__main__:440] Selected Tasks: ['gsm8k']\n"
+            "Requesting API:  45%|████▌     | 600/1319 [02:21<02:49,  4.25it/s]\n")
+    report = _report(text, JobState.RUNNING)
+    assert report.verdict == "healthy", (report.verdict, report.flags, report.trend)
+    assert "stall" not in report.flags and "buffer-filling" not in report.flags
+    assert "600/1319" in report.trend, report.trend
+    silent = _report(text, JobState.RUNNING, mtime_ago=timedelta(minutes=90))
+    assert silent.verdict == "stalled" and "no new log line for 1h30m" in silent.trend
