@@ -28,6 +28,7 @@ import os
 import pwd
 import signal
 import stat
+import struct
 import threading
 import time
 from typing import Any, Iterator  # noqa: UP035 - Python 3.7 on login nodes
@@ -112,6 +113,35 @@ class deadline:
             _signal.signal(signal.SIGALRM, self._previous)
 
 
+_ACL_XATTR = "system.posix_acl_access"
+_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
+    0x01, 0x02, 0x04, 0x08, 0x10, 0x20)
+
+
+def _access_acl(target: int | str) -> list[tuple[int, int, int]] | None:
+    """``(tag, permission bits, uid or gid)`` of the POSIX access ACL of an fd or a path
+    (Linux's xattr: version 2, then 8 bytes an entry); ``None`` when it has none (the mode
+    bits say it all), the file system keeps none, or it cannot be read."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        return None
+    try:
+        blob = getxattr(target, _ACL_XATTR)
+    except OSError:  # ENODATA: no ACL; EOPNOTSUPP: none on this file system
+        return None
+    if len(blob) < 12 or (len(blob) - 4) % 8 or struct.unpack_from("<I", blob)[0] != 2:
+        return None
+    return [struct.unpack_from("<HHI", blob, offset) for offset in range(4, len(blob), 8)]
+
+
+def _masked(acl: list[tuple[int, int, int]], index: int, perm: int) -> int:
+    """``perm`` of the entry at ``index`` under the ACL's mask (which follows it, sorted)."""
+    for tag, mask, _ in acl[index + 1:]:
+        if tag == _ACL_MASK:
+            return perm & mask
+    return perm
+
+
 class Guard:
     """The read rules for one job: its owner's uid, a per-operation and a request deadline."""
 
@@ -168,8 +198,10 @@ class Guard:
 
     def may_list(self, fd: int, path: str) -> bool:
         """Whether the job's user could list the open directory ``fd`` themselves: read and
-        search on it, and search on every directory above its real path, by the mode bits
-        the kernel would apply to that user (owner, else group, else other; no ACLs).
+        search on it, and search on every directory above its real path, as the kernel would
+        judge that user: a POSIX access ACL where the directory has one (``setfacl``: a
+        teammate's tree shared with, or closed to, one user), else the mode bits (owner,
+        else group, else other). Other ACL kinds (NFSv4's) are not read: the mode bits then.
 
         For what the owner rule lets through from another owner (a save folder the log
         names): the bot's account may reach a teammate's private tree the job's user cannot,
@@ -183,13 +215,13 @@ class Guard:
         if not real.startswith("/"):
             return False
         with deadline(self._seconds(), f"permissions of {path}"):
-            if not self._permits(os.fstat(fd), 0o5):
+            if not self._permits(os.fstat(fd), 0o5, fd):
                 return False
             parent = os.path.dirname(real)
             while True:
                 if parent not in self._reachable:
                     try:
-                        self._reachable[parent] = self._permits(os.stat(parent), 0o1)
+                        self._reachable[parent] = self._permits(os.stat(parent), 0o1, parent)
                     except OSError:
                         self._reachable[parent] = False
                 if not self._reachable[parent]:
@@ -198,8 +230,13 @@ class Guard:
                     return True
                 parent = os.path.dirname(parent)
 
-    def _permits(self, st: os.stat_result, bits: int) -> bool:
-        """The mode's owner, group or other ``bits`` (rwx as 0o7) grant the job's user."""
+    def _permits(self, st: os.stat_result, bits: int, target: int | str) -> bool:
+        """The ``bits`` (rwx as 0o7) are granted the job's user on ``target`` (an fd or a
+        path, ``st`` its stat): by its access ACL (``_acl_permits``), else the mode's owner,
+        group or other bits."""
+        acl = _access_acl(target)
+        if acl is not None:
+            return self._acl_permits(acl, st, bits)
         if st.st_uid == self.uid:
             granted = st.st_mode >> 6
         elif st.st_gid in self._groups():
@@ -207,6 +244,27 @@ class Guard:
         else:
             granted = st.st_mode
         return granted & bits == bits
+
+    def _acl_permits(self, acl: list[tuple[int, int, int]], st: os.stat_result,
+                     bits: int) -> bool:
+        """The kernel's ACL check (``posix_acl_permission``): the owner's entry; else a
+        named user's, masked; else any matching group entry (the owning group's or a named
+        one) that grants ``bits``, masked, and none denied if some matched; else other's."""
+        groups = self._groups()
+        matched = False
+        for index, (tag, perm, qualifier) in enumerate(acl):
+            if tag == _ACL_USER_OBJ and st.st_uid == self.uid:
+                return perm & bits == bits
+            if tag == _ACL_USER and qualifier == self.uid:
+                return _masked(acl, index, perm) & bits == bits
+            if tag in (_ACL_GROUP_OBJ, _ACL_GROUP):
+                if (st.st_gid if tag == _ACL_GROUP_OBJ else qualifier) in groups:
+                    matched = True
+                    if perm & bits == bits:
+                        return _masked(acl, index, perm) & bits == bits
+            elif tag == _ACL_OTHER:
+                return not matched and perm & bits == bits
+        return False
 
     def _groups(self) -> frozenset[int]:
         """The job's user's group ids on this host (none when the user is unknown here)."""

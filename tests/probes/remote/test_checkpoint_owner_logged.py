@@ -89,3 +89,39 @@ def test_a_logged_folder_the_job_user_cannot_reach_banks_nothing(tmp_path: Path)
     assert _collect(workdir, log, OTHER) == {}
     os.chmod(private, 0o755)  # the same tree open to all: the teammate's mount, shared
     assert _collect(workdir, log, OTHER) == {str(folder): ["global_step_10", "global_step_20"]}
+
+
+def _acl(path: Path, *entries: tuple[int, int, int]) -> None:
+    """Set the POSIX access ACL of ``path`` (``setfacl``'s xattr: version 2, then per entry
+    tag, permission bits, qualifier; sorted by tag, as the kernel requires)."""
+    import struct
+
+    none = 0xFFFFFFFF
+    blob = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, none if qualifier is None else qualifier)
+        for tag, perm, qualifier in entries)
+    os.setxattr(path, "system.posix_acl_access", blob)
+
+
+USER_OBJ, USER, GROUP_OBJ, MASK, OTHERS = 0x01, 0x02, 0x04, 0x10, 0x20
+
+
+def test_a_logged_folder_shared_or_closed_by_an_acl_is_judged_by_it(tmp_path: Path) -> None:
+    """A teammate's 0750 tree shared with the job's user by an ACL (``setfacl -m u:bob:rx``,
+    common on project storage) is one the job's user can list: its steps count. The same
+    tree open to all by its mode but closed to that user by an ACL entry is not."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root to give a directory to another uid (run the suite as root)")
+    private = tmp_path / "teammate"
+    _verl(private, "qwen7b-exp")
+    for path in [private, *private.rglob("*")]:
+        os.chown(path, OTHER + 1, OTHER + 1)
+    os.chmod(private, 0o750)
+    _acl(private, (USER_OBJ, 7, None), (USER, 5, OTHER), (GROUP_OBJ, 5, None), (MASK, 5, None),
+         (OTHERS, 0, None))
+    folder = private / "checkpoints" / "gsm8k" / "qwen7b-exp"
+    log = f"local_global_step_folder: {folder}/global_step_20\n"
+    assert _collect(private, log, OTHER) == {str(folder): ["global_step_10", "global_step_20"]}
+    _acl(private, (USER_OBJ, 7, None), (USER, 0, OTHER), (GROUP_OBJ, 5, None), (MASK, 5, None),
+         (OTHERS, 5, None))
+    assert _collect(private, log, OTHER) == {}
