@@ -449,7 +449,9 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     _eval_metrics(ctx, f, stats)
     idle = engine_idle_rule(ctx, f)
     failing = engine_failing_rule(ctx, f)
-    f.infra = infra_marks(_infra(ctx), idle=idle or failing, fresh=_fresh_ok(ctx))
+    infra = _infra(ctx)
+    f.infra = (None if infra == InfraSignals() and _lm_eval_run(ctx)
+               else infra_marks(infra, idle=idle or failing, fresh=_fresh_ok(ctx)))
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
     if ctx.running:
@@ -513,6 +515,17 @@ def lm_eval_scores(lines: list[str]) -> list[tuple[str, str, str]]:
             continue
         scores.append((task, metric, value))
     return scores
+
+
+def _lm_eval_run(ctx: JudgeContext) -> bool:
+    """An lm-evaluation-harness run (its request bars or results table, no Harbor trial): the
+    agentic launch checks of the Infra column (tunnel, sandbox api_base, engine POSTs) do not
+    apply to it; where its log shows them anyway (an engine it serves from), they are kept."""
+    tree = ctx.facts.trials
+    if tree is not None and tree.exists and tree.trials:
+        return False
+    return (_last_bar(ctx, LM_EVAL_DESCS) is not None
+            or bool(lm_eval_scores(_kept_lines(ctx))))
 
 
 def _lm_eval_scores_note(ctx: JudgeContext, f: Findings) -> None:

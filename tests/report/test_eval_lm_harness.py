@@ -108,3 +108,27 @@ def test_an_api_model_run_is_live_while_its_bar_moves() -> None:
     assert "600/1319" in report.trend, report.trend
     silent = _report(text, JobState.RUNNING, mtime_ago=timedelta(minutes=90))
     assert silent.verdict == "stalled" and "no new log line for 1h30m" in silent.trend
+
+
+def _detail(text: str, state: JobState):  # type: ignore[no-untyped-def]
+    summary = parse_log(text)
+    facts = JobFacts(record=record("eval-lmeval-qwen", state=state, exit_code=0),
+                     log=retain(log(text=text, mtime=NOW), summary), summary=summary)
+    return judge(facts)
+
+
+def test_an_lm_eval_row_has_no_agentic_launch_checks() -> None:
+    """The Infra column is the agentic launch-check set (tunnel, sandbox api_base, engine
+    POSTs): an lm-eval run has none of them, and its row read ``tunnel? api? engine?`` beside
+    its progress, three unknowns to chase that do not apply. It shows the Trend alone; an
+    agentic eval whose log says nothing yet keeps its question marks."""
+    running = _detail(_bar(18076), JobState.RUNNING)
+    assert running.infra is None and running.report.trend.startswith("lm-eval: ")
+    done = _detail(_bar(40168) + TABLE, JobState.COMPLETED)
+    assert done.infra is None
+    harbor = _detail("Starting harbor run\n", JobState.RUNNING)
+    assert harbor.infra == "tunnel? api? engine?"
+    # an lm-eval run against a served engine whose log shows the engine keeps its marks
+    served = _detail(_bar(18076) + 'INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" '
+                     "200 OK\n", JobState.RUNNING)
+    assert served.infra is not None and "engine" in served.infra
