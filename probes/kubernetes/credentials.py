@@ -163,13 +163,21 @@ async def run_exec_plugin(provider: ExecProvider) -> dict[str, Any]:
     info = {"apiVersion": provider.api_version, "kind": "ExecCredential",
             "spec": {"interactive": False}}
     env = {**provider.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
+    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *provider.args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True))
     try:
-        process = await asyncio.create_subprocess_exec(
-            *provider.args, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
+        process = await asyncio.shield(spawn)
     except OSError as exc:
         raise ConfigException(f"exec: cannot run {command!r}: {exc}") from exc
+    except asyncio.CancelledError:
+        # The bound ran out while it started (the plugin forked, its pipes not connected
+        # yet): asyncio's own clean-up would kill the plugin alone, then wait for whatever
+        # it had spawned to close its pipes. Let the start finish; kill the whole group.
+        with suppress(Exception):
+            await _kill_group(await spawn)
+        raise
     errors = asyncio.ensure_future(
         _read_capped(process.stderr, STDERR_KEPT_BYTES, keep="tail"))
     try:

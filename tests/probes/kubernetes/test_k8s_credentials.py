@@ -4,12 +4,15 @@ is bounded like a call, a hung one is killed with what it spawned, a failing one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from kubernetes_asyncio.config.exec_provider import ExecProvider
 
 from probes.config import KubernetesCluster
 from probes.kubernetes.probe import KubernetesProbe
@@ -45,6 +48,15 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return fields[0] not in ("Z", "X")
+
+
+def _forked(script: Path) -> bool:
+    """A process running ``script`` exists (found by its command line)."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and str(script).encode() in (entry / "cmdline").read_bytes():
+                return True
+    return False
 
 
 def _gone(*pids: int, within_s: float = 2.0) -> bool:
@@ -152,7 +164,8 @@ def test_sweep_exits_0_with_the_other_clusters_report(tmp_path: Path) -> None:
         "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
         "users": [{"name": "u", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin)}}}],
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin),
+            "env": [{"name": "JT_TEST_PLUGIN", "value": str(tmp_path)}]}}}],
     }))
     toml = tmp_path / "jobtables.toml"
     toml.write_text(
@@ -170,8 +183,21 @@ def test_sweep_exits_0_with_the_other_clusters_report(tmp_path: Path) -> None:
     assert "exec credential plugin" in clusters["beta"]["detail"]
     # the plugin's bound, not the sweep's 30 s
     assert "did not finish within 0.5s (timeout)" in clusters["beta"]["detail"]
-    pids = [int((tmp_path / f"{p}.pid").read_text()) for p in ("plugin", "child")]
-    assert _gone(*pids), "the hung plugin or its child outlived the sweep"
+    # Every process the plugin started carries its env mark, whenever the bound cut it (the
+    # pid files are not waited for: on a loaded machine it may be cut before writing them).
+    left = _marked("JT_TEST_PLUGIN=" + str(tmp_path))
+    assert _gone(*left, within_s=GUARD_S), "the hung plugin or its child outlived the sweep"
+
+
+def _marked(mark: str) -> list[int]:
+    """The live processes whose environment holds ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and mark.encode() in (entry / "environ").read_bytes().split(
+                    b"\0") and _alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
 
 
 async def test_an_exec_plugin_printing_without_end_is_stopped(
@@ -185,3 +211,41 @@ async def test_an_exec_plugin_printing_without_end_is_stopped(
     assert facts.status == "unreachable" and facts.detail is not None
     # stopped by the cap (named so), not by the 30 s bound ('did not finish within')
     assert str(plugin) in facts.detail and "printed more than 1048576 bytes" in facts.detail
+
+
+async def test_a_plugin_cancelled_while_it_starts_is_killed_with_its_group(
+        tmp_path: Path) -> None:
+    """The bound ran out while the plugin was being started (a loaded machine: the event loop
+    got the CPU back only after the plugin had spawned its child): asyncio's own clean-up
+    killed the plugin alone, and its child lived on (the flake of the sweep test below,
+    'hung plugin outlived the sweep'). Made deterministic: the loop is held (a blocking wait)
+    until the child is there, then the start is cancelled; plugin and child are gone."""
+    from kubernetes_asyncio.config.kube_config import ConfigNode
+
+    from probes.kubernetes.credentials import run_exec_plugin
+
+    plugin = _plugin(tmp_path, HUNG_PLUGIN.format(dir=tmp_path))
+    provider = ExecProvider(ConfigNode("exec", {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}))
+    task = asyncio.ensure_future(run_exec_plugin(provider))
+    deadline = time.monotonic() + GUARD_S
+    while not _forked(plugin):  # step the loop until the plugin is forked: its start then
+        assert time.monotonic() < deadline, "the plugin was never started"
+        await asyncio.sleep(0)  # awaits the connection of its pipes
+    child = tmp_path / "child.pid"
+    deadline = time.monotonic() + GUARD_S
+    while not (child.exists() and child.read_text().strip()):  # the loop held, as by load
+        assert time.monotonic() < deadline, "the plugin never spawned its child"
+        time.sleep(0.01)  # noqa: ASYNC251 - the point: the event loop held, as by load
+    task.cancel()
+    pids = [int((tmp_path / f"{p}.pid").read_text()) for p in ("plugin", "child")]
+    try:
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            async with asyncio.timeout(GUARD_S):  # it waited for the child to close the pipes
+                await task
+        assert task.cancelled()
+        assert _gone(*pids), "the plugin's child outlived its cancelled start"
+    finally:
+        for pid in pids:  # never leave the test's own processes behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
