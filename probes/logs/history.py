@@ -54,6 +54,7 @@ from probes.logs.progress import (
     TRAINING_RATES,
     WIDE_WINDOW,
     BarTrack,
+    drawn_training_desc,
     episode_number,
     episode_progress,
     is_training_bar,
@@ -320,7 +321,7 @@ def _training_kind(desc_raw: str, total_raw: str, nested: bool, rated: bool,
                    blank: bool) -> tuple[str, tuple[str, int]] | None:
     """(desc, track key) of a training bar printed so, else None: ``is_training`` of its
     stripped desc and of a rate field ending in an iteration rate (``rated``) or blank."""
-    desc = None if nested or not (rated or blank) else training_desc(desc_raw.strip())
+    desc = drawn_training_desc(desc_raw.strip(), nested) if rated or blank else None
     if desc is None:
         return None
     return desc, (desc, int(total_raw))
@@ -564,7 +565,7 @@ class MetricScan:
         if shape in shapes:
             known = shapes[shape]
         else:
-            desc = None if nested else training_desc(desc_raw.strip())  # the rate: below
+            desc = drawn_training_desc(desc_raw.strip(), nested)  # the rate: below
             known = _remember(shapes, shape, None if desc is None
                               else (desc, (desc, int(total_raw))))
         if known is None:
@@ -1086,8 +1087,8 @@ class MetricScan:
         if raw is None or episode is None or self._skimming:
             return
         step = (episode - 1) * bar.total + bar.current
-        if before is not None and bar.current <= before:
-            step += 1
+        if before is not None and bar.current <= before and bar.current < bar.total:
+            step += 1  # (a full bar has no step left: its unmoved redraw is close()'s)
         if step > 0:
             self._mark("openrlhf")
             self._record(step, raw, line_no, None)

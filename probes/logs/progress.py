@@ -165,9 +165,18 @@ def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     return is_training(bar.desc, bar.rate, nested)
 
 
+def drawn_training_desc(desc: str, nested: bool) -> str | None:
+    """``training_desc`` of a bar drawn ``nested`` (at a tqdm position below the first: an inner
+    loop's, never a training bar) or not. OpenRLHF's ``Episode [k/N]`` bar is a training bar at
+    any position: each episode's bar is made while the last one's is still alive (``pbar =
+    tqdm(...)`` in the episode loop), so tqdm draws every other episode's at position 1."""
+    found = training_desc(desc)
+    return found if not nested or found == EPISODE_BAR else None
+
+
 def is_training(desc: str, rate: str, nested: bool) -> bool:
     """``is_training_bar`` of a bar's (stripped) desc and rate fields."""
-    if nested or training_desc(desc) is None:
+    if drawn_training_desc(desc, nested) is None:
         return False
     return not rate or rate.endswith(TRAINING_RATES)
 

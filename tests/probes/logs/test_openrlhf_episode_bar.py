@@ -18,6 +18,7 @@ median of its moves); none until it has moved once (no example count is ever a t
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +218,35 @@ def test_the_last_step_under_way_keeps_the_total(read) -> None:
     assert summary.progress is not None and summary.progress.total == 40
     done = read(text)
     assert done.total_steps == 40 and done.progress is not None and done.progress.current == 40
+
+
+_REAL_TQDM = (Path(__file__).parents[2] / "fixtures" / "tqdm-4.70.1"
+              / "openrlhf_episode_postfix.out").read_bytes().decode()  # its \r kept
+"""OpenRLHF <= 0.8.0's loop drawn by real tqdm 4.70.1 (generators/openrlhf_episode_tqdm.py):
+3 episodes x 6 steps; episode 2's bar at position 1 (ESC[A), each old bar closed (redrawn
+full with its last status) after the next one's first redraw, the last at the end."""
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+def test_real_tqdm_episode_bars_every_step_once(read) -> None:
+    """Episode 2's bar, made while episode 1's was alive, is drawn at tqdm position 1: it was
+    taken for an inner loop's bar and dropped (steps 7 to 12 lost), and the bars' close()
+    redraws (full, unmoved) each read as a step past them (7 and 19, phantoms of 6 and 18)."""
+    summary = read(_REAL_TQDM)
+    assert [p.step for p in summary.points] == list(range(1, 19))
+    assert [p.values["reward"] for p in summary.points] == pytest.approx(
+        [0.2 + 0.01 * step for step in range(1, 19)], abs=1e-3)
+    assert summary.total_steps == 18
+    assert summary.progress is not None and summary.progress.current == 18
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+def test_real_tqdm_second_episode_under_way(read) -> None:
+    """Read in episode 2 (after step 9's status): 9 of 18, the position-1 bar followed."""
+    cut = _REAL_TQDM.index("reward=0.3,")  # step 10's set_postfix
+    summary = read(_REAL_TQDM[:_REAL_TQDM.rindex("\r", 0, cut)])
+    assert [p.step for p in summary.points] == list(range(1, 10))
+    assert summary.total_steps == 18
+    assert summary.progress is not None and summary.progress.current == 9
