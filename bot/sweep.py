@@ -124,6 +124,12 @@ class SweepResult:
                 raise JobNotFoundError(
                     f"job {job_id}{where} not found: " + "; ".join(cannot)
                     + (f"; not on {', '.join(rest)}" if rest else ""))
+            from report.render import read_in_part
+
+            partial = [f"cluster {c.name!r} ok but {no_backticks(why)}" for c in asked
+                       if (why := read_in_part(c))]
+            if partial:  # read in part (JobSets refused): what it could not see may hold it
+                raise JobNotFoundError(f"job {job_id}{where} not found: " + "; ".join(partial))
             raise JobNotFoundError(f"no job {job_id}{where} in the current report")
         if len(hits) > 1:
             clusters = ", ".join(sorted(d.report.cluster for d in hits))

@@ -178,10 +178,15 @@ class KubernetesProbe:
                 await self._api.close()
             return self._facts(now, status="unreachable", detail=str(exc))
         last = self._seen.get(job_id)
+        unlisted = self._jobsets_refused is not None and last is not None and (
+            last.labels.get(KIND_LABEL) == "JobSet")  # unseen, not gone
         if (found is None and last is not None and job_id not in self._cancelled
-                and last.state not in TERMINAL_STATES):
+                and last.state not in TERMINAL_STATES and not unlisted):
             found = _vanished(last, now)
-        return self._facts(now, status="ok", jobs=(found,) if found is not None else ())
+        # A JobSet list refused (403) is said, as in the sweep: a JobSet's name not found
+        # then is no answer that it does not exist.
+        return self._facts(now, status="ok", detail=self._jobsets_refused,
+                           jobs=(found,) if found is not None else ())
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         """Delete the Job (or JobSet) with background propagation; already gone is success.

@@ -101,3 +101,27 @@ async def test_job_names_a_jobset_of_the_same_name(standin: KubeStandIn, tmp_pat
     del standin.jobsets["rl-dup"]  # near-miss: a name only a Job has carries no such note
     alone = await _job(standin, tmp_path, "rl-dup")
     assert "JobSet" not in (alone["note"] or "")
+
+
+async def test_job_of_an_unlisted_jobset_says_jobsets_were_refused(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """Review of 89d74d5: with the Role refusing the JobSet list (403) the sweep says
+    'JobSets not listed', but ``jobtables job rl-js`` (a JobSet) answered that no such job
+    exists, nothing said of the refusal: the JobSet read as gone. The answer names it."""
+    assert standin.jobsets is not None
+    standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.faults["jobsets"] = "403"
+    kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
+                    f'kubeconfig = "{kubeconfig}"\ncontext = "standin"\nnamespace = "ml"\n'
+                    'label_selector = "team=post-training"\nrequest_timeout_s = 5\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "job", "rl-js", "--config", str(toml),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "JOBTABLES_CONFIG": ""})
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    said = " ".join((out + err).decode().split())
+    assert "JobSets not listed: list jobsets: HTTP 403 Forbidden" in said, (
+        process.returncode, said)

@@ -77,3 +77,21 @@ async def test_a_jobset_refused_after_it_was_seen_is_not_vanished(
     assert sorted(job.record.job_id for job in third.jobs) == ["rl-js", "sft-a"]
     assert third.detail is None
     assert all(job.record.state.value == "RUNNING" for job in third.jobs)
+
+
+async def test_one_job_of_a_refused_jobset_is_not_vanished(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """Review of 89d74d5: the sweep's rule, for one job (``jobtables job``, ``/job``): a
+    JobSet seen running, its list then refused, was read vanished (FAILED, silent-wedge) by
+    ``collect_one``, the refusal unsaid. Now no job, and the refusal is the detail."""
+    assert standin.jobsets is not None
+    standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.jobs["rl-js-workers-0"] = make_job("rl-js-workers-0", active=1, owner_jobset="rl-js")
+    standin.pods["rl-js-workers-0-0"] = make_pod("rl-js-workers-0-0", "rl-js-workers-0",
+                                                 jobset="rl-js", index=0,
+                                                 replicated_job=("workers", 0))
+    assert [job.record.job_id for job in (await probe.collect()).jobs] == ["rl-js"]
+    standin.faults["jobsets"] = "403"
+    one = await probe.collect_one("rl-js")
+    assert one.status == "ok" and one.jobs == (), [j.record.labels for j in one.jobs]
+    assert one.detail is not None and one.detail.startswith("JobSets not listed")
