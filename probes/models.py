@@ -233,6 +233,10 @@ class LogSummary(Frozen):
     last_timestamp: LogTime | None = None
     finished: bool = False
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
+    steps_unanchored: bool = False
+    """The points' steps are only their order: bar-less HF dicts of a tail cut from a longer
+    log, with no banner, epoch or checkpoint save to place them (``probes.logs.history``).
+    Their metrics stand; no step is claimed from them."""
     planned_stop: PlannedStop | None = None
     """The last line saying the trainer stopped ahead of its time budget for a successor to
     resume (NeMo-RL's ``checkpoint_must_save_by``, Megatron's ``--exit-duration-in-mins`` /

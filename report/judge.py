@@ -329,6 +329,7 @@ def _assemble(
         infra=f.infra, type_label=f.type_label,
         display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
         failure=failures[0], repeats=failures[1],
+        steps_unanchored=bool(facts.summary and facts.summary.steps_unanchored),
     )
 
 

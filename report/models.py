@@ -152,6 +152,9 @@ class JobDetail(Frozen):
     """Catch-all Type column, e.g. ``datagen-consolidate``, ``gpu-ci``, ``RL upload``."""
     display_name: str | None = None
     """The Job cell, e.g. ``<run> (shaped)``; defaults to the job name."""
+    steps_unanchored: bool = False
+    """The history's steps are only its order (``LogSummary.steps_unanchored``): shown as
+    unknown, never as the run's steps."""
     failure: FailureSignature | None = None
     """A failed attempt's signature (what the sweep memory and the incident file keep)."""
     repeats: FailureSignature | None = None

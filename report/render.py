@@ -115,7 +115,8 @@ def _history_table(detail: JobDetail, width: int) -> tuple[RenderedTable, list[s
     shown = [m for m in wanted if any(m[0] in point.values for point in points)]
     columns = [Column("step", lambda r: "")] + [Column(m[1], lambda r: "") for m in shown]
     cells = [
-        [str(point.step)] + [format_number(point.values.get(name), d) for name, _, d in shown]
+        [DASH if detail.steps_unanchored else str(point.step)]
+        + [format_number(point.values.get(name), d) for name, _, d in shown]
         for point in points
     ]
     table = render_box(columns, cells, width=width)
@@ -148,7 +149,7 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
         facts.append(f"Banked step: {job.banked_step}")
     if job.successor:
         facts.append(f"Successor: {job.successor}")
-    if detail.collapse_step is not None:
+    if detail.collapse_step is not None and not detail.steps_unanchored:
         facts.append(f"Collapse rule fired at step {detail.collapse_step}")
     if detail.faults:
         facts.append("Faults: " + "; ".join(detail.faults))
@@ -232,9 +233,10 @@ def render_json(report: Report) -> str:
     })
 
 
-def _history_objects(history: Sequence[Any]) -> list[dict[str, Any]]:
+def _history_objects(history: Sequence[Any], *, steps: bool = True) -> list[dict[str, Any]]:
+    """``steps`` False: the points' steps are their order only (``steps_unanchored``): null."""
     return [
-        {"step": p.step, "values": _finite_or_none(dict(p.values)),
+        {"step": p.step if steps else None, "values": _finite_or_none(dict(p.values)),
          "wall_time": None if p.wall_time is None else format_timestamp(p.wall_time)}
         for p in history
     ]
@@ -243,9 +245,9 @@ def _history_objects(history: Sequence[Any]) -> list[dict[str, Any]]:
 def render_job_json(detail: JobDetail) -> str:
     """The job's contract object plus ``history``, ``evidence`` and the detail fields."""
     obj = job_object(detail.report)
-    obj["history"] = _history_objects(detail.history)
+    obj["history"] = _history_objects(detail.history, steps=not detail.steps_unanchored)
     obj["evidence"] = [_finite_or_none(e.model_dump(mode="python")) for e in detail.evidence]
-    obj["collapse_step"] = detail.collapse_step
+    obj["collapse_step"] = None if detail.steps_unanchored else detail.collapse_step
     obj["faults"] = list(detail.faults)
     obj["workdir"] = detail.workdir
     obj["note"] = detail.note

@@ -67,7 +67,9 @@ def step_progress(ctx: JudgeContext, f: Findings) -> None:
     """Fill step, total_steps, metrics and sec_per_step from the history and the log summary."""
     f.metrics.update(latest_values(ctx.history))
     summary = ctx.facts.summary
-    steps = [p.step for p in ctx.history]
+    unanchored = summary is not None and summary.steps_unanchored
+    # A cut tail's bar-less HF dicts carry their order only: no step is claimed from them.
+    steps = [] if unanchored else [p.step for p in ctx.history]
     if summary is not None and summary.progress is not None:
         steps.append(summary.progress.current)
     f.step = max(steps) if steps else None

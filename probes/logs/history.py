@@ -102,6 +102,9 @@ _PIPE_PART_RE = re.compile(
 _HF_NUM_RE = re.compile(r"\bNum (examples|Epochs|update steps per epoch) = ([\d,]{1,32})\s*$")
 """HF Trainer's training banner (``Num examples``, ``Num Epochs``, transformers 5's ``Num update
 steps per epoch``); an eval banner prints ``Num examples`` too, then ``Batch size``."""
+_HF_SAVE_RE = re.compile(r"Saving model checkpoint to \S{0,1000}?checkpoint-(\d{1,12})/?\s*$")
+"""HF Trainer's one line per save (``trainer.py``'s ``_save``), printed after that step's
+dict: the absolute step of the dicts about it (``MetricScan._on_hf_save``)."""
 _HF_BATCH_RE = re.compile(r"\bTotal train batch size\b[^=\n]{0,80}= ([\d,]{1,20})\s*$")
 _LOGGING_RE = re.compile(
     r"(?<![\w.])(logging_steps|logging_first_step|logging_strategy)['\"]?\s{0,8}[:=]\s{0,8}"
@@ -169,10 +172,17 @@ class HfBanner(Frozen):
       ``sys.maxsize``), whichever the banner's numbers are consistent with
       (``steps_per_epoch``). A step near a multiple of ``logging_steps`` (if printed) is
       snapped to it.
-    - no banner, but ``logging_steps`` from a printed ``TrainingArguments``: the n-th dict of
-      the log is step ``n x logging_steps`` (``1`` first under ``logging_first_step``); only
-      the whole log numbers dicts so (``MetricScan.close``), as before.
+    - no banner, but ``logging_steps`` from a printed ``TrainingArguments``: a ``Saving model
+      checkpoint to .../checkpoint-N`` line anchors the dicts about it on the logging grid
+      (``MetricScan._on_hf_save``); else the n-th dict of the log is step ``n x
+      logging_steps`` (``1`` first under ``logging_first_step``); only the whole log numbers
+      dicts so (``MetricScan.close``), as before.
     - neither: 1, 2, 3, ... as before.
+
+    A tail cut from a longer log (the sweep reads the last 1 MiB) holds the banner and the
+    arguments only if the run printed them late: they are read from the log's head
+    (``MetricScan.seed_head``), and dicts it still cannot place are counted from the tail's
+    first line, which is no step of the run: the summary says so (``steps_unanchored``).
 
     Each is a pure function of the banner state read so far, so the cold pass and the bot's
     fold (which carries this model) number every dict alike.
@@ -415,6 +425,15 @@ class MetricScan:
         self.hf_banner: HfBanner = HfBanner()
         """The HF Trainer banner and ``TrainingArguments`` logging fields read so far: a bar-less
         dict's step from its ``epoch`` (``hf_epoch_step``), its dict count's spacing."""
+        self.hf_saved: tuple[int, int] | None = None
+        self.log_start, self.hf_counted = True, False
+        """``hf_saved``: the last HF checkpoint save read (``Saving model checkpoint to
+        .../checkpoint-N``) and the bar-less dicts numbered after it: the k-th is ``N + k x
+        logging_steps`` on the logging grid (``_on_hf_save``). ``log_start``: the pass began
+        at the log's first byte: only then is a bar-less HF dict's count (``hf_counted_step``)
+        its step. A tail cut from a longer log (``seed_head``) counts from no step of the run:
+        such dicts keep their order, but the summary claims no step (``steps_unanchored``).
+        ``hf_counted``: ``close`` numbered bar-less HF dicts by their count."""
         self._skimming = False
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
@@ -749,12 +768,31 @@ class MetricScan:
                                  rate.strip())
         self.bar_seq += len(found)
 
+    def seed_head(self, lines: Sequence[str] | None) -> None:
+        """Before a tail cut from a longer log (``log_start`` False): the HF training banner,
+        its total and the printed ``TrainingArguments`` logging fields of the log's ``lines``
+        (its head, the collector's first 256 KiB, ANSI stripped), read as a skim reads them:
+        no metric, no other marker (what the head says of checkpoints or an end is no
+        state of the tail)."""
+        self.log_start = False
+        for line in lines or ():
+            body = strip_ray_prefix(line)
+            if "Num " in body or "Total train batch size" in body:
+                self._hf_banner_line(body)
+            if "logging_" in body:
+                for name, raw in _LOGGING_RE.findall(body):
+                    self.hf_banner = self.hf_banner.with_logging(name, raw)
+            if "Total optimization steps" in body:
+                banner = _BANNER_RE.search(body)
+                if banner is not None and banner.group(1):
+                    self.banner_total = int(banner.group(1).replace(",", ""))
+
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
         self._skimming = False
         self.dict_lines, self.header, self.pending_reward = None, None, None
         self.pending_status, self.nemo = None, None
-        self.hf_prev, self.hf_unanchored = None, []
+        self.hf_prev, self.hf_unanchored, self.hf_saved = None, [], None
         if at is not None:
             self.clock.reference = self.clock.last = at
 
@@ -770,6 +808,10 @@ class MetricScan:
             saved = _CHECKPOINT_RE.search(body)
             if saved is not None:
                 self.checkpoints.add(int(saved.group(1) or saved.group(2)))
+            if "Saving model checkpoint" in body and not self._skimming:
+                hf_save = _HF_SAVE_RE.search(body)
+                if hf_save is not None:
+                    self._on_hf_save(int(hf_save.group(1)))
         if "Mean:" in body or "Running trials" in body:
             harbor = _HARBOR_RE.search(body)
             if harbor is not None:
@@ -908,6 +950,12 @@ class MetricScan:
             if by_epoch is not None:
                 self._record(by_epoch, pairs, line_no, None, plan)
                 return
+            saved, every = self.hf_saved, self.hf_banner.every(self.banner_total)
+            if saved is not None and every is not None and not self.hf_unanchored:
+                count = saved[1] + 1
+                self.hf_saved = (saved[0], count)
+                self._record((saved[0] // every + count) * every, pairs, line_no, None, plan)
+                return
             self.hf_unanchored.append((pairs, line_no))
             return
         if prev is None:
@@ -924,6 +972,28 @@ class MetricScan:
             self.hf_unanchored.clear()
         self.hf_prev = step
         self._record(step, pairs, line_no, None, plan)
+
+    def _on_hf_save(self, step: int) -> None:
+        """HF Trainer saved ``checkpoint-{step}`` (after logging that step): where no bar
+        numbers the dicts, the ones waiting for a step are counted back from it, on the
+        logging grid (the last is the last multiple of ``logging_steps`` up to ``step``; the
+        first at step 1 under ``logging_first_step``), and the ones after it counted on
+        (``_on_hf_dict``). Needs ``logging_steps``: else nothing is anchored."""
+        if self.hf_anchor is not None or self.hf_prev is not None:
+            return  # a training bar numbers the dicts
+        every = self.hf_banner.every(self.banner_total)
+        if every is None:
+            return
+        self.hf_saved = (step, 0)
+        pending = self.hf_unanchored
+        last = step // every * every
+        for at, (pairs, line_no) in enumerate(pending):  # in logging order
+            back = len(pending) - 1 - at
+            if at == 0 and self.hf_banner.logging_first and last - back * every < 1:
+                self._record(1, pairs, line_no, None)
+            elif last - back * every >= 1:
+                self._record(last - back * every, pairs, line_no, None)
+        pending.clear()
 
     def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
@@ -1177,6 +1247,8 @@ class MetricScan:
         if self.engine_line is not None:
             self._read_engine_line()
         self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
+        if self.hf_unanchored:
+            self.hf_counted = True
         for count, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
             self._record(self.hf_counted_step(count), pairs, line_no, None)
         self.hf_unanchored.clear()
@@ -1264,5 +1336,6 @@ class MetricScan:
             harbor_mean=harbor[2],
             last_timestamp=self.clock.last,
             finished=self.finished,
+            steps_unanchored=self.hf_counted and not self.log_start,
         )
 

@@ -62,6 +62,7 @@ from probes.logs.metric_carry import (
     snapshot_metrics,
 )
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
+from probes.logs.parse import head_seed
 from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.logs.recent import feed_lines
@@ -121,15 +122,20 @@ def parse_increment(
     max_line_chars: int = 65536,
     mtime: datetime | None = None,
     first_line_no: int = 1,
+    log_start: bool = True,
+    head: str | None = None,
 ) -> tuple[LogSummary, LogCarry]:
     """``text`` is the bytes appended to the log since ``carry`` was made (all of it when
     carry is None), decoded or (better, see the module policy) not. Never raises.
 
-    ``first_line_no`` numbers the first line when ``carry`` is None (as ``parse_log``'s does).
+    ``first_line_no`` numbers the first line when ``carry`` is None (as ``parse_log``'s does);
+    so do ``log_start`` and ``head`` (a first read cut from a longer log: ``parse_log``'s).
     """
+    seed = head_seed(log_start, head) if carry is None else None
     carry = carry or LogCarry(text=TextCarry(line_no=first_line_no))
     try:
-        return _Fold(carry, aliases or {}, benign_patterns, max_line_chars, mtime).run(text)
+        return _Fold(carry, aliases or {}, benign_patterns, max_line_chars, mtime,
+                     seed=seed).run(text)
     except Exception:  # a sweep never dies on a log: the bug is logged, the log read afresh
         size = len(text) if isinstance(text, str | bytes) else -1
         _log.exception("parse_increment failed on a %d-character increment", size)
@@ -147,8 +153,10 @@ class _Fold:
         benign_patterns: Sequence[str],
         max_line_chars: int,
         mtime: datetime | None,
+        *,
+        seed: Sequence[str] | None = None,
     ) -> None:
-        self.carry, self.aliases, self.mtime = carry, aliases, mtime
+        self.carry, self.aliases, self.mtime, self.seed = carry, aliases, mtime, seed
         self.benign = _compile_patterns(tuple(benign_patterns))
         self.cap = max_line_chars
 
@@ -224,6 +232,8 @@ class _Fold:
     ) -> FoldScan | None:
         try:
             scan = restore_metrics(self.carry.metrics, self.aliases, self.mtime)
+            if self.seed is not None:
+                scan.seed_head(self.seed)
             _follow_engine(scan, scanner, self.carry.faults.launch.last_ok_line)
             candidates = METRIC_LINES.lines(lines)
             feed_lines(scan, raws, lines,

@@ -154,6 +154,10 @@ class MetricCarry(Carried):
     hf_count: int = 0
     hf_banner: HfBanner = HfBanner()
     """The HF training banner and logging fields read (``probes.logs.history.HfBanner``)."""
+    hf_saved: tuple[int, int] | None = None
+    """The last HF checkpoint save and the dicts numbered after it (``MetricScan``'s)."""
+    log_start: bool = True
+    """The fold began at the log's first byte (``MetricScan.log_start``)."""
     samples: int | None = None
     batch: int | None = None
     harbor: tuple[int, int, float | None] | None = None
@@ -260,6 +264,13 @@ class FoldScan(MetricScan):
             self.hf_gap = 0
         super()._on_hf_dict(pairs, line_no, plan)
 
+    def _on_hf_save(self, step: int) -> None:
+        if self.hf_gap:  # the dropped dicts become placeholders, as for a bar
+            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
+            self.hf_unanchored = [*head, *[({}, 0)] * self.hf_gap, *tail]
+            self.hf_gap = 0
+        super()._on_hf_save(step)
+
     def close(self, *, at_log_start: bool = True) -> None:
         if self.hf_gap:  # no bar came: dict i is counted step i, the dropped ones included
             head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
@@ -272,6 +283,7 @@ class FoldScan(MetricScan):
                 self._record(step_of(count), pairs, line_no, None)
             self.hf_unanchored.clear()
             self.hf_gap = 0
+            self.hf_counted = True
         super().close(at_log_start=at_log_start)
 
 
@@ -320,7 +332,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq, finish_seq=scan.finish_seq,
         hf_head=tuple((dict(p), n) for p, n in head),
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
-        hf_banner=scan.hf_banner,
+        hf_banner=scan.hf_banner, hf_saved=scan.hf_saved, log_start=scan.log_start,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
         config_epochs=scan.config_epochs, config_epoch_cap=scan.config_epoch_cap,
@@ -375,7 +387,8 @@ def restore_metrics(
     scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq
     scan.finish_seq = carry.finish_seq
     scan.hf_unanchored = [(dict(p), n) for p, n in (*carry.hf_head, *carry.hf_tail)]
-    scan.hf_banner = carry.hf_banner
+    scan.hf_banner, scan.hf_saved, scan.log_start = carry.hf_banner, carry.hf_saved, \
+        carry.log_start
     if carry.hf_tail:
         scan.hf_head = len(carry.hf_head)
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)

@@ -63,16 +63,29 @@ def parse_log(
     first_line_no: int = 1,
     max_line_chars: int = 65536,
     mtime: datetime | None = None,
+    log_start: bool = True,
+    head: str | None = None,
 ) -> LogSummary:
     """Summarise one bounded log tail; never raises (a parser bug is logged, not propagated).
 
     ``mtime`` is the file's modification time, the year of year-less stamps (vLLM, glog)
-    until the log prints a dated one.
+    until the log prints a dated one. ``log_start``: the text begins at the log's first byte
+    (else it is a tail cut from a longer log, and ``head``, the log's first bytes, is read
+    for the HF training banner: ``MetricScan.seed_head``).
     """
     decoded = _decode(text)
     split = split_lines(decoded, max_line_chars)
     with shared_skeletons(split[1]):  # every reader's prefilter over the same lines
-        return _summarise(decoded, split, aliases, benign_patterns, first_line_no, mtime=mtime)
+        return _summarise(decoded, split, aliases, benign_patterns, first_line_no, mtime=mtime,
+                          seed=head_seed(log_start, head))
+
+
+def head_seed(log_start: bool, head: str | None) -> list[str] | None:
+    """What ``MetricScan.seed_head`` reads before a cut tail (None: the text is the log's
+    start): the head's lines, ANSI stripped (``[]`` with no head)."""
+    if log_start:
+        return None
+    return [strip_ansi(line) for line in _SPLIT_RE.split(head)] if head else []
 
 
 def _parse_reference(
@@ -81,14 +94,16 @@ def _parse_reference(
     benign_patterns: Sequence[str] = (),
     first_line_no: int = 1,
     mtime: datetime | None = None,
+    log_start: bool = True,
+    head: str | None = None,
 ) -> LogSummary:
     """``parse_log`` without prefilters: every line through every rule (the tests' oracle)."""
     decoded = _decode(text)
     raws = [p[:65536] if len(p) > 65536 else p for p in _SPLIT_RE.split(decoded)]
     lines = [strip_ansi(raw) for raw in raws]
     return _summarise(
-        decoded, (raws, lines), None, benign_patterns, first_line_no, fast=False, mtime=mtime
-    )
+        decoded, (raws, lines), None, benign_patterns, first_line_no, fast=False, mtime=mtime,
+        seed=head_seed(log_start, head))
 
 
 def _summarise(
@@ -100,8 +115,10 @@ def _summarise(
     *,
     fast: bool = True,
     mtime: datetime | None = None,
+    seed: Sequence[str] | None = None,
 ) -> LogSummary:
-    """The fault scan and the metric pass over (raw, ANSI-stripped) lines; ``fast`` prefilters.
+    """The fault scan and the metric pass over (raw, ANSI-stripped) lines; ``fast`` prefilters;
+    ``seed``: a cut tail's head lines (``head_seed``).
 
     The two fail independently: a bug in one must not hide the other's findings, and a sweep
     never dies on a log. Such a bug is logged with its trace.
@@ -120,9 +137,11 @@ def _summarise(
         if fast:
             summary, engine_at = recent_metrics(
                 raws, lines, aliases=aliases or {}, mtime=mtime, engine_line=engine_line,
-                first_line_no=first_line_no, line_count=line_count)
+                first_line_no=first_line_no, line_count=line_count, seed=seed)
         else:
             scan = MetricScan(aliases or {}, mtime, engine_line)
+            if seed is not None:
+                scan.seed_head(seed)
             for index in range(len(lines)):
                 if lines[index].strip():
                     scan.feed(lines[index], raws[index], first_line_no + index)

@@ -14,11 +14,13 @@ It feeds ``MetricScan`` the candidate lines of a suffix of the tail, and deepens
 is the whole tail. The ``MARGIN`` steps a suffix logged first are dropped: a SkyRL header,
 reward line or multi-line dict cut by the suffix's start can only touch those. A suffix is
 also deepened while an HF dict has no bar count to take its step from (only the start of the
-log may number those 1, 2, ...). Known limit: a step numbered from state before the suffix
-(an HF dict after a run of bar-less dicts, a SkyRL reward line's step already logged) may
-differ; a real log's order re-anchors those at the next bar. The rate needs nothing deeper:
-bars are skimmed over the whole tail, the last ``WIDE_WINDOW + 1`` Megatron iteration lines
-before the suffix too, and a rate from step stamps reads the kept steps only.
+log may number those 1, 2, ...; a tail cut from a longer log takes HF's banner from the
+log's head, ``seed``, and claims no step by a count: ``MetricScan.seed_head``). Known limit: a
+step numbered from state before the suffix (an HF dict after a run of bar-less dicts, a SkyRL
+reward line's step already logged) may differ; a real log's order re-anchors those at the
+next bar. The rate needs nothing deeper: bars are skimmed over the whole tail, the last
+``WIDE_WINDOW + 1`` Megatron iteration lines before the suffix too, and a rate from step
+stamps reads the kept steps only.
 
 What the tail says once, anywhere, is still read from the whole tail: the lines before the
 suffix that hold a progress bar or a marker needle (banner totals such as ``Total optimization
@@ -84,8 +86,10 @@ def recent_metrics(
     engine_line: int | None,
     first_line_no: int,
     line_count: int,
+    seed: Sequence[str] | None = None,
 ) -> tuple[LogSummary, datetime | None]:
-    """(summary with the last ``HISTORY_DEPTH`` steps, the log clock at ``engine_line``)."""
+    """(summary with the last ``HISTORY_DEPTH`` steps, the log clock at ``engine_line``);
+    ``seed``: the head lines of a tail cut from a longer log (``MetricScan.seed_head``)."""
     candidates = METRIC_LINES.lines(lines)
     if candidates is None:
         candidates = list(range(len(lines)))
@@ -94,7 +98,8 @@ def recent_metrics(
         cut = max(0, len(candidates) - span)
         start = candidates[cut] if cut else 0
         scan = _scan_suffix(raws, lines, candidates, cut, start=start, aliases=aliases,
-                            mtime=mtime, engine_line=engine_line, first_line_no=first_line_no)
+                            mtime=mtime, engine_line=engine_line, first_line_no=first_line_no,
+                            seed=seed)
         got = len(scan.points)
         if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
             break
@@ -118,11 +123,14 @@ def _scan_suffix(
     mtime: datetime | None,
     engine_line: int | None,
     first_line_no: int,
+    seed: Sequence[str] | None = None,
 ) -> MetricScan:
     """Skim the markers before ``start``, then the full pass over ``candidates[cut:]`` (all
-    >= start)."""
+    >= start); a cut tail's ``seed`` first."""
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
+    if seed is not None:
+        scan.seed_head(seed)
     if start:
         _skim_all(scan, raws, lines, _skimmed(lines, start), first_line_no)
         scan.enter_suffix(clock_at(lines, start - 1, mtime, inclusive=True, among=candidates))

@@ -4,7 +4,8 @@ Policy: shared by every file-system backed probe (SLURM over SSH, SLURM local, r
 recorded cluster is judged by exactly the code that judged it live. The log tail goes through
 the one parser (``probes.logs.parse.parse_log``); checkpoints and trials through their parsers.
 When the tail holds no start-up config dump, the log's head (the collector sends its first
-256 KiB beside a cut tail, on whole-tail reads only) is read for the run fingerprint.
+256 KiB beside a cut tail, on whole-tail reads only) is read for the run fingerprint; a cut
+tail is parsed as one (``parse_log``'s ``log_start``), its head read for HF Trainer's banner.
 A log that could not be read gives a ``LogFetch`` with its status and no summary: never a
 made-up "no metrics". Once parsed, the tail gives way to its bounded excerpts
 (``probes.logs.excerpt.retain``): a job's facts do not grow with its log.
@@ -59,13 +60,17 @@ def job_facts(
     if not collected:
         return JobFacts(record=record)
     log = _log_fetch(collected.get("log") or {})
+    head = (collected.get("log") or {}).get("head")
+    log_start = log.offset == 0
     if summarise is None:  # a fold (probes.slurm.cursors) hands its own part already
-        log = _own_attempt(log, record)
+        cut = _own_attempt(log, record)
+        log_start = log_start or cut.offset != log.offset  # the attempt's own start
+        log = cut
     summary = None
     if log.status in {"ok", "mismatch"}:
         summary = summarise(log) if summarise is not None else parse_log(
-            log.text, aliases=aliases, benign_patterns=benign_patterns, mtime=log.mtime)
-        head = (collected.get("log") or {}).get("head")
+            log.text, aliases=aliases, benign_patterns=benign_patterns, mtime=log.mtime,
+            log_start=log_start, head=head if isinstance(head, str) else None)
         if summary.fingerprint is None and isinstance(head, str) and head:
             # A long run's config dump is in its head only (the collector's head read).
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})

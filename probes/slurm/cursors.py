@@ -159,17 +159,22 @@ def fold_job(
     continued = (prior is not None and raw.get("continued") is True
                  and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
     base = prior if continued else None
+    log_start, head_text = True, None
     if base is not None:
         head_fp, recent, stream = base.head_fingerprint, base.recent, base.stream
         recent_offset, recent_line = base.recent_offset, base.recent_line
     else:
         head = raw.get("head")
-        head_fp = head_fingerprint(head) if isinstance(head, str) and head else None
+        head_text = head if isinstance(head, str) and head else None
+        head_fp = head_fingerprint(head_text) if head_text is not None else None
         # A first read folds the job's own part (a chain's attempts appending to one file,
         # probes.logs.attempts), as job_facts shows it.
         new_text, cut = own_part(new_text, record.job_id,
                                  live=record.state in ACTIVE_STATES)
         recent, recent_offset, recent_line = "", int(raw.get("offset") or 0) + cut, 1
+        # Read from the file's first byte, or from this attempt's own start: else a cut
+        # tail, whose head (if sent) gives HF Trainer's banner (``parse_log``'s).
+        log_start = recent_offset == 0 or cut > 0
         stream = f"{cursor.digest}@{recent_offset}"
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []
@@ -184,7 +189,7 @@ def fold_job(
             return base._summary
         summary, carry = parse_increment(base.carry if base is not None else None, new_text,
                                          aliases=aliases, benign_patterns=benign_patterns,
-                                         mtime=log.mtime)
+                                         mtime=log.mtime, log_start=log_start, head=head_text)
         carried.append(carry)
         if summary.fingerprint is None and head_fp is not None:
             summary = summary.model_copy(update={"fingerprint": head_fp})

@@ -39,11 +39,13 @@ PROPERTY = settings(max_examples=150, deadline=None,
 def line_by_line(
     raws: Sequence[str], lines: Sequence[str], candidates: Sequence[int], cut: int, *,
     start: int, aliases: Mapping[str, str], mtime: datetime | None, engine_line: int | None,
-    first_line_no: int,
+    first_line_no: int, seed: Sequence[str] | None = None,
 ) -> MetricScan:
     """``recent._scan_suffix`` read one line at a time (the reference)."""
     in_suffix = engine_line is not None and engine_line >= first_line_no + start
     scan = MetricScan(aliases, mtime, engine_line if in_suffix else None)
+    if seed is not None:
+        scan.seed_head(seed)
     if start:
         marked = recent.MARKER_LINES.lines(lines, 0, start)
         iterations = recent.ITERATION_LINES.lines(lines, 0, start) or []
