@@ -148,7 +148,10 @@ def episode_progress(track: BarTrack) -> tuple[int, int, int, bool] | None:
     found = _EPISODE_RE.match(last.desc) if last is not None else None
     if last is None or found is None:
         return None
-    moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(track.events[-WIDE_WINDOW:]) if s1 > s0]
+    events = track.events
+    if len(events) == 2 and last.current >= last.total > events[0][0]:
+        return None  # the old bar's close() after the new one's first redraw: no move yet
+    moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(events[-WIDE_WINDOW:]) if s1 > s0]
     if not moves:
         return None
     unit = max(1, round(median(moves)))

@@ -250,3 +250,27 @@ def test_real_tqdm_second_episode_under_way(read) -> None:
     assert [p.step for p in summary.points] == list(range(1, 10))
     assert summary.total_steps == 18
     assert summary.progress is not None and summary.progress.current == 9
+
+
+@pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],
+                         ids=["cold", "folded"])
+def test_the_old_episode_bars_close_is_no_move(read) -> None:
+    """As real tqdm draws an episode boundary (see ``_REAL_TQDM``): episode 2's bar, at
+    position 1 (ESC[A), first, then episode 1's bar's close() redrawn full. Its 1280 after
+    the new bar's 0 is no move of 1280 prompts (it read a step of 1280 prompts: total 2);
+    until the new bar has moved the total is unknown, never a wrong one."""
+    text = _head(20)
+    text += (f"{RAY}Episode [2/2]:   0%|          | 0/1280 [00:00<?, ?it/s]\x1b[A"
+             f"\rEpisode [1/2]: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588"
+             f"| 1280/1280 [31:40<00:00,  1.48s/it]\n")
+    summary = read(text)
+    assert summary.points[-1].step == 20
+    assert summary.total_steps in (None, 40)  # the new bar has not moved: no unit yet
+    assert summary.progress is None or summary.progress.total == 40
+    for step in (21, 22):
+        text += (_step_line(step) + _bar(2, (step - 20) * 64, 1280, (step - 20) * 95,
+                                         " 1.48s/it")[:-1] + "\x1b[A\n")
+        summary = read(text)
+        assert summary.total_steps in (None, 40)
+    assert summary.total_steps == 40
+    assert summary.progress is not None and summary.progress.current == 22
