@@ -352,8 +352,12 @@ async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | No
 
 async def whole_window(bot: Bot, detail: JobDetail) -> JobDetail:
     """``detail`` with its job's whole stored metric window (a sweep keeps only the last
-    points of an unflagged job, ``bot.sweep.KEPT_HISTORY``); unchanged when Redis is down."""
+    points of an unflagged job, ``bot.sweep.KEPT_HISTORY``); unchanged when Redis is down, or
+    when the job's steps are only its points' order (``steps_unanchored``: never merged, the
+    stored window is no history of this read)."""
     job = detail.report
+    if detail.steps_unanchored:
+        return detail
     try:
         window = await bot.store.load_history(job.cluster, job.job_id)
     except StoreUnavailable:

@@ -5,6 +5,8 @@ its own ``Figure``; we never touch pyplot's global state). Which metrics are dra
 bucket: RL reward, entropy and grad norm; SFT loss and grad norm; any other bucket whichever of
 those the run logged. Non-finite values are dropped from the line and marked on the x axis so
 a NaN loss stays visible. The collapse step, when there is one, is a dashed vertical line.
+A history whose steps are only its order (``JobDetail.steps_unanchored``: a cut tail's bar-less
+HF dicts) is drawn against that order, labelled so: no step of the run is claimed.
 Returns ``None`` when the run has no history to draw.
 """
 
@@ -44,9 +46,13 @@ def render_history_png(detail: JobDetail, *, dpi: int = 100) -> bytes | None:
         return None
     fig = Figure(figsize=(8, 2.2 * len(metrics)), dpi=dpi)
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
+    history, collapse = detail.history, detail.collapse_step
+    if detail.steps_unanchored:  # their order only: numbered 1, 2, ... as logged
+        history = tuple(p.model_copy(update={"step": n}) for n, p in enumerate(history, 1))
+        collapse = None
     for ax, name in zip(axes, metrics, strict=True):
-        _draw_metric(ax, name, detail.history, detail.collapse_step)
-    axes[-1].set_xlabel("step")
+        _draw_metric(ax, name, history, collapse)
+    axes[-1].set_xlabel("logged point (steps unknown)" if detail.steps_unanchored else "step")
     fig.suptitle(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
     fig.tight_layout()
     buffer = io.BytesIO()

@@ -394,8 +394,12 @@ class Sweeper:
         histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
         try:
             for cluster in facts:  # one pipelined round trip per cluster, not one per job
+                # A cut tail's bar-less HF dicts carry their order only (steps_unanchored):
+                # a later read counts them from 1 again, so merged by step they would replace
+                # the window's points with newer ones. Never merged: judged on their own points.
                 points = {job.record.job_id: job.summary.points if job.summary else ()
-                          for job in cluster.jobs}
+                          for job in cluster.jobs
+                          if not (job.summary and job.summary.steps_unanchored)}
                 if not points:
                     continue
                 if whole:  # forget the jobs that left the sweep

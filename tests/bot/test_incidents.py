@@ -164,3 +164,31 @@ def test_chart_keeps_nan_visible_and_skips_empty_history() -> None:
     assert chart_metrics(sft) == ("loss", "grad_norm")
     assert (render_history_png(sft) or b"").startswith(PNG)
     assert render_history_png(detail(job("10", "rl-empty"))) is None
+
+
+def test_chart_of_unanchored_steps_draws_their_order_not_counted_steps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut tail's bar-less HF dicts claim no step (``steps_unanchored``): the chart's x axis
+    is their order, labelled so, with no collapse line at a counted step."""
+    from matplotlib.axes import Axes
+
+    drawn: dict[str, list[object]] = {"x": [], "label": [], "vline": []}
+    real_plot = Axes.plot
+
+    def plot(self: Axes, *args: object, **kw: object) -> object:
+        drawn["x"].append(list(args[0]))  # type: ignore[call-overload]
+        return real_plot(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Axes, "plot", plot)
+    monkeypatch.setattr(Axes, "axvline", lambda self, x, **kw: drawn["vline"].append(x))
+    real_label = Axes.set_xlabel
+    monkeypatch.setattr(Axes, "set_xlabel", lambda self, text, **kw: (
+        drawn["label"].append(text), real_label(self, text, **kw))[1])
+    history = tuple(MetricPoint(step=s, values={"loss": 1.0 / s, "grad_norm": 0.5})
+                    for s in range(14001, 14011))
+    sft = detail(job("9", "sft-a", bucket="sft"), history=history).model_copy(
+        update={"steps_unanchored": True, "collapse_step": 14005})
+    assert (render_history_png(sft) or b"").startswith(PNG)
+    assert drawn["x"] == [list(range(1, 11))] * 2
+    assert drawn["vline"] == []
+    assert drawn["label"][-1] == "logged point (steps unknown)"

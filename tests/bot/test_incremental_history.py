@@ -93,3 +93,51 @@ def test_a_warm_sweep_sends_only_the_points_that_changed() -> None:
     sweeper._remember("alpha", "7", nan, nan)
     assert sweeper._unmerged("alpha", "7", points(1, loss=float("nan"))) != []
     assert sweeper._unmerged("beta", "7", first) == first  # another cluster's job
+
+
+async def test_unanchored_steps_are_never_merged_into_the_stored_window(
+        store: RedisStore) -> None:
+    """A cut tail's bar-less HF dicts carry their order only (``steps_unanchored``): a sweep
+    whose read restarted from a later tail (a cursor lost, ``/job``'s own read) counts them
+    from 1 again. Merged by step, they replaced the stored window's points at those steps
+    with newer values (the latest step kept stale metrics, the chart a garbled line): the
+    window keeps what it held, and the job is judged on its own points."""
+    from datetime import UTC, datetime
+
+    from bot.sweep import Sweeper
+    from probes.models import ClusterFacts
+    from tests.report.factories import facts, record
+
+    def no_config() -> Config:
+        raise AssertionError("no sweep runs here")
+
+    sweeper = Sweeper(no_config, state=store)
+    await store.merge_histories("alpha", {"7": points(*range(1, 21))})
+    counted = points(*range(1, 6), loss=9.0)
+    job = facts(record("sft-x", "7", cluster="alpha"), counted,
+                summary_kw={"steps_unanchored": True})
+    cluster = ClusterFacts(name="alpha", kind="slurm", status="ok",
+                           collected_at=datetime.now(UTC), jobs=(job,))
+    histories, degraded = await sweeper._histories((cluster,), None)
+    assert degraded is None
+    assert histories is not None
+    assert [p.values["loss"] for p in histories.get(("alpha", "7"), counted)] == [9.0] * 5
+    stored = await store.load_history("alpha", "7")
+    assert [p.step for p in stored] == list(range(1, 21))
+    assert {p.values["loss"] for p in stored} == {1.0}
+
+
+async def test_job_chart_of_unanchored_steps_keeps_its_own_points(store: RedisStore) -> None:
+    """``/job`` of a job whose steps are only its points' order does not swap in the stored
+    window (steps of another read, or of the run before its log was cut)."""
+    from types import SimpleNamespace
+
+    from bot.app import whole_window
+    from tests.report.factories import facts, judge, record
+
+    await store.merge_histories("alpha", {"7": points(*range(1, 41))})
+    detail = judge(facts(record("sft-x", "7", cluster="alpha"), points(1, 2, loss=9.0),
+                         summary_kw={"steps_unanchored": True}))
+    assert detail.steps_unanchored
+    bot = SimpleNamespace(store=store)  # whole_window reads only the bot's store
+    assert await whole_window(bot, detail) is detail  # type: ignore[arg-type]
