@@ -137,8 +137,11 @@ class KubeClient:
             "list pods", partial(core.list_namespaced_pod, self._cluster.namespace),
             selector=False)
 
-    async def read_log(self, pod: str, container: str | None) -> str:
-        """The tail of ``pod``'s log (``tail_lines``/``tail_bytes``), read raw and decoded.
+    async def read_log(self, pod: str, container: str | None) -> tuple[str, bool]:
+        """The tail of ``pod``'s log (``tail_lines``/``tail_bytes``), read raw and decoded, and
+        whether it may be cut from a longer log: the last read's whole window came back (as
+        many lines as asked, or a body filling the byte bound). Else it is the whole log, from
+        its first line (what counts HF Trainer's bar-less dicts: ``parse_log``'s ``log_start``).
 
         The API applies ``limitBytes`` to the *start* of the ``tailLines`` window: a window
         larger than the byte bound (a multi-megabyte line in it, or many long lines) comes
@@ -184,7 +187,8 @@ class KubeClient:
                 # failure, not an outage: the other jobs' logs are still read.
                 raise CommandError(str(exc)) from exc
             raise
-        return data.decode("utf-8", errors="replace")
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        return data.decode("utf-8", errors="replace"), len(data) >= limit or lines >= tail
 
     async def delete_job(self, name: str, *, uid: str | None = None) -> None:
         """Delete a Job with background propagation (``NotFoundError`` when absent); with

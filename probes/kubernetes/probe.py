@@ -271,12 +271,12 @@ class KubernetesProbe:
         leader = log_pod(pods, work.first_group)
         if leader is None:
             return JobFacts(record=record)
-        log = await self._fetch_log(leader)
+        log, cut = await self._fetch_log(leader)
         summary = None
         if log.status == "ok":
             # Parsing a tail is CPU work (~0.3 s per 2000 lines): a worker thread keeps the
             # bot's event loop answering Slack meanwhile. API calls stay one at a time.
-            summary, log = await asyncio.to_thread(self._parse, log)
+            summary, log = await asyncio.to_thread(self._parse, log, cut=cut)
         rank = failed_rank(pods) if record.state is JobState.RUNNING else None
         if rank is not None:
             why = await self._rank_error(rank, leader, summary)
@@ -290,25 +290,28 @@ class KubernetesProbe:
         """What the failed rank's log says first (its first real fault: one more log read
         when it is not the pod already read), else its termination message, else ``None``."""
         if rank.pod.name != leader.name:
-            fetched = await self._fetch_log(rank.pod)
+            fetched, cut = await self._fetch_log(rank.pod)
             summary = None
             if fetched.status == "ok":
-                summary, _ = await asyncio.to_thread(self._parse, fetched)
+                summary, _ = await asyncio.to_thread(self._parse, fetched, cut=cut)
         faults = [x for x in (summary.faults if summary else ()) if x.kind != "time-limit"]
         if faults:
             first = min(faults, key=lambda x: x.line_no)
             return " ".join((first.detail or first.excerpt).split())[:RANK_ERROR_CHARS]
         return rank.pod.message
 
-    def _parse(self, log: LogFetch) -> tuple[LogSummary, LogFetch]:
+    def _parse(self, log: LogFetch, *, cut: bool = False) -> tuple[LogSummary, LogFetch]:
         """The tail's summary, and the log with its bounded excerpts in place of the tail
-        (``probes.logs.excerpt``): a job's facts do not grow with its log."""
+        (``probes.logs.excerpt``): a job's facts do not grow with its log. ``cut``: the tail
+        may start past the log's first line (``parse_log``'s ``log_start``; no head read)."""
         summary = parse_log(log.text, aliases=self._aliases,
-                            benign_patterns=self._cluster.benign_patterns, mtime=log.mtime)
+                            benign_patterns=self._cluster.benign_patterns, mtime=log.mtime,
+                            log_start=not cut)
         return summary, (log if self._whole_tail else retain(log, summary))
 
-    async def _fetch_log(self, pod: PodView) -> LogFetch:
-        """Tail the pod's log; retry once when the body is an error or below the line floor."""
+    async def _fetch_log(self, pod: PodView) -> tuple[LogFetch, bool]:
+        """Tail the pod's log; retry once when the body is an error or below the line floor.
+        With it, whether the tail may be cut from a longer log (``KubeClient.read_log``)."""
         container = log_container(pod)
         requested = f"pod/{pod.name}"
         named = container is not None and (len(pod.containers) > 1
@@ -326,7 +329,7 @@ class KubernetesProbe:
                 break
             attempts += 1
             try:
-                text = await self._api.read_log(pod.name, container)
+                text, cut = await self._api.read_log(pod.name, container)
             except NoAnswerError as exc:
                 # The API server proxies a log read to the pod's kubelet: one silent node is
                 # that node's (its other pods are skipped, the rest still read); a second
@@ -353,9 +356,9 @@ class KubernetesProbe:
             problem = log_fetch_problem(text, self._cluster.min_log_lines) or ""
             if not problem:
                 return LogFetch(requested_path=requested, path=path, status="ok", text=text,
-                                size=len(text.encode()), attempts=attempts)
+                                size=len(text.encode()), attempts=attempts), cut
         return LogFetch(requested_path=requested, path=path, status="failed", error=problem,
-                        attempts=max(attempts, 1))
+                        attempts=max(attempts, 1)), False
 
     # -- vanished jobs -------------------------------------------------------------------------
 

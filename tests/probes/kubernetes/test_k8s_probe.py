@@ -877,3 +877,32 @@ async def test_a_jobsets_log_is_its_first_replicated_jobs_rank_0(
     assert job.record.stdout_path == "pod/rl-js-leader-0-0"
     assert job.log is not None and job.log.requested_path == "pod/rl-js-leader-0-0"
     assert job.summary is not None and job.summary.points[-1].step == 3
+
+
+def _hf_dicts(count: int) -> str:
+    """Bar-less HF Trainer dicts (``disable_tqdm=True``), one per logging step."""
+    return "".join(f"{{'loss': {1.0 + (s % 7) / 10}, 'grad_norm': 0.8, 'learning_rate': 1e-05, "
+                   f"'epoch': {s / 100000:.4f}}}\n" for s in range(1, count + 1))
+
+
+@pytest.mark.parametrize(("count", "bounds", "cut"), [
+    (40, {"tail_lines": 100, "tail_bytes": 1 << 20}, False),  # the whole log came back
+    (400, {"tail_lines": 100, "tail_bytes": 1 << 20}, True),  # the full tailLines came back
+    (400, {"tail_lines": 2000, "tail_bytes": 8192}, True),  # the byte bound came back
+])
+async def test_a_cut_pod_log_claims_no_step_from_its_dict_count(
+        standin: KubeStandIn, cluster: KubernetesCluster, count: int, bounds: dict[str, int],
+        cut: bool) -> None:
+    """A pod log read with ``tailLines``/``limitBytes`` is a tail cut from a longer log when
+    the full window came back: its bar-less HF dicts counted from its first line are no step
+    of the run (``steps_unanchored``, as a SLURM cut tail); a whole log counts them 1, 2, ..."""
+    add_running(standin, "sft-nobar", _hf_dicts(count))
+    probe = KubernetesProbe(cluster.model_copy(update=bounds), clock=lambda: NOW)
+    try:
+        job = only_job(await probe.collect(), "sft-nobar")
+    finally:
+        await probe.aclose()
+    assert job.summary is not None and job.summary.points
+    assert job.summary.steps_unanchored is cut
+    if not cut:
+        assert job.summary.points[-1].step == count
