@@ -300,11 +300,22 @@ def _kept_lines(ctx: JudgeContext) -> list[str]:
     return (log.text or log.last_context or "").splitlines()
 
 
+def _kept_lm_eval_scores(ctx: JudgeContext) -> list[tuple[str, str, str]]:
+    """``lm_eval_scores`` of the kept lines; a text with no ``Version`` column header holds no
+    table (one substring pass instead of a regex per line: most eval and catch-all logs)."""
+    log = ctx.facts.log
+    if log is None or "Version" not in (log.text or log.last_context or ""):
+        return []
+    return lm_eval_scores(_kept_lines(ctx))
+
+
 def _last_bar(ctx: JudgeContext, descs: tuple[str, ...] = GENERATION_DESCS) -> TqdmBar | None:
     log = ctx.facts.log
     if log is None:
         return None
     for text in (log.text, log.last_context or ""):
+        if not any(desc in text for desc in descs):
+            continue  # one pass over the text, not one per line (most logs draw no such bar)
         for line in reversed(text.splitlines()):
             bar = generation_bar(line, descs)
             if bar is not None:
@@ -524,15 +535,14 @@ def _lm_eval_run(ctx: JudgeContext) -> bool:
     tree = ctx.facts.trials
     if tree is not None and tree.exists and tree.trials:
         return False
-    return (_last_bar(ctx, LM_EVAL_DESCS) is not None
-            or bool(lm_eval_scores(_kept_lines(ctx))))
+    return _last_bar(ctx, LM_EVAL_DESCS) is not None or bool(_kept_lm_eval_scores(ctx))
 
 
 def _lm_eval_scores_note(ctx: JudgeContext, f: Findings) -> None:
     """A finished lm-eval run's scores in the Trend (above "Completed": they are its result)."""
     if ctx.state is not JobState.COMPLETED:
         return
-    scores = lm_eval_scores(_kept_lines(ctx))
+    scores = _kept_lm_eval_scores(ctx)
     if not scores:
         return
     text = " · ".join(f"{task} {metric} {value}" for task, metric, value in
