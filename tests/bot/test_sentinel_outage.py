@@ -49,6 +49,15 @@ async def proxied(forwarder: Forwarder, prefix: str) -> RedisStore:
     return make_store(prefix, url=f"redis://127.0.0.1:{forwarder.port}/0")
 
 
+async def close_all(stores: list[RedisStore], prefix: str) -> None:
+    """Close the replicas' stores, then drop every key under the test's prefix."""
+    for store in stores:
+        await store.aclose()
+    direct = make_store(prefix)
+    await direct.delete_prefix()
+    await direct.aclose()
+
+
 def parents(slack: FakeSlack) -> list[str]:
     """One per posted interval: the period's parent posted once, then edited in place."""
     posted = [c.params["text"] for c in slack.to("/api/chat.postMessage")
@@ -100,11 +109,7 @@ async def test_outage_posts_one_thread_per_interval_and_answers(
             await asyncio.gather(first.tick(), second.tick())
             assert len(parents(slack)) == 6 and dms(slack) == 2
     finally:
-        for store in stores:
-            await store.aclose()
-        direct = make_store(prefix)
-        await direct.delete_prefix()
-        await direct.aclose()
+        await close_all(stores, prefix)
 
 
 async def test_a_change_told_during_the_outage_is_not_told_again_after_it(
@@ -140,10 +145,7 @@ async def test_a_change_told_during_the_outage_is_not_told_again_after_it(
             assert await scheduler.tick()
             assert len(told()) == 1, told()
     finally:
-        await store.aclose()
-        direct = make_store(prefix)
-        await direct.delete_prefix()
-        await direct.aclose()
+        await close_all([store], prefix)
 
 
 async def test_a_collapse_dmed_during_the_outage_is_not_dmed_again_after_it(
@@ -174,10 +176,7 @@ async def test_a_collapse_dmed_during_the_outage_is_not_dmed_again_after_it(
             await one.bot.tasks.drain()
             assert not slack.to(hook), "the press found its episode and updated the DM"
     finally:
-        await store.aclose()
-        direct = make_store(prefix)
-        await direct.delete_prefix()
-        await direct.aclose()
+        await close_all([store], prefix)
 
 
 async def test_the_write_back_keeps_what_another_replica_wrote_since(
@@ -223,11 +222,7 @@ async def test_the_write_back_keeps_what_another_replica_wrote_since(
             assert await other.tick() or await leader.tick()
             assert told("4300") == 1, "the newer snapshots were overwritten by the older"
     finally:
-        for store in stores:
-            await store.aclose()
-        direct = make_store(prefix)
-        await direct.delete_prefix()
-        await direct.aclose()
+        await close_all(stores, prefix)
 
 
 async def test_the_write_back_keeps_an_episode_answered_since(
