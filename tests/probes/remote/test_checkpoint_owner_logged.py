@@ -71,17 +71,23 @@ def test_beside_the_users_own_saves_only_those_count(tmp_path: Path) -> None:
     assert _collect(tmp_path, log, OTHER) == {str(folder): ["global_step_10"]}
 
 
+
+def _teammates_tree(tmp_path: Path, mode: int) -> Path:
+    """A verl save tree under ``tmp_path/teammate`` owned by another uid, its root ``mode``."""
+    private = tmp_path / "teammate"
+    _verl(private, "qwen7b-exp")
+    for path in [private, *private.rglob("*")]:
+        os.chown(path, OTHER + 1, OTHER + 1)
+    os.chmod(private, mode)
+    return private
+
 def test_a_logged_folder_the_job_user_cannot_reach_banks_nothing(tmp_path: Path) -> None:
     """A workdir symlinked into a teammate's private (0700) tree, its log naming a save
     folder there: the bot's account can list it, the job's user could not, so no step of it
     is reported (a jtuser job read a jobtables run's banked_step 777 on the real SLURM)."""
     if os.geteuid() != 0:
         pytest.fail("needs root to give a directory to another uid (run the suite as root)")
-    private = tmp_path / "teammate"
-    _verl(private, "qwen7b-exp")
-    for path in [private, *private.rglob("*")]:
-        os.chown(path, OTHER + 1, OTHER + 1)
-    os.chmod(private, 0o700)
+    private = _teammates_tree(tmp_path, 0o700)
     workdir = tmp_path / "job"
     workdir.symlink_to(private)
     folder = workdir / "checkpoints" / "gsm8k" / "qwen7b-exp"
@@ -112,11 +118,7 @@ def test_a_logged_folder_shared_or_closed_by_an_acl_is_judged_by_it(tmp_path: Pa
     tree open to all by its mode but closed to that user by an ACL entry is not."""
     if os.geteuid() != 0:
         pytest.fail("needs root to give a directory to another uid (run the suite as root)")
-    private = tmp_path / "teammate"
-    _verl(private, "qwen7b-exp")
-    for path in [private, *private.rglob("*")]:
-        os.chown(path, OTHER + 1, OTHER + 1)
-    os.chmod(private, 0o750)
+    private = _teammates_tree(tmp_path, 0o750)
     _acl(private, (USER_OBJ, 7, None), (USER, 5, OTHER), (GROUP_OBJ, 5, None), (MASK, 5, None),
          (OTHERS, 0, None))
     folder = private / "checkpoints" / "gsm8k" / "qwen7b-exp"
