@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import signal
-import stat
 from contextlib import suppress
 from typing import Any
 
@@ -40,6 +39,8 @@ from kubernetes_asyncio.config.kube_config import (
     KubeConfigLoader,
     KubeConfigMerger,
 )
+
+from probes.local_files import check_regular
 
 STDERR_CHARS = 300
 """The end of a failed plugin's stderr quoted in the error (its message is usually last)."""
@@ -75,10 +76,6 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
         raise CredentialTimeout(loader.waiting_on, killed=loader.killed) from exc
 
 
-MAX_KUBECONFIG_BYTES = 16 << 20
-"""A kubeconfig file is read up to this (one with embedded certificates: tens of KB)."""
-
-
 def _merge(paths: str) -> KubeConfigMerger:
     """The library's merge of ``paths`` (``KUBECONFIG``-style), each file checked first.
 
@@ -98,19 +95,13 @@ def _merge(paths: str) -> KubeConfigMerger:
 
 def _check_file(path: str) -> None:
     """Raise unless ``path`` is absent (the library skips it) or a regular file of a
-    kubeconfig's size; ``O_NONBLOCK`` so that a FIFO's open returns at once."""
+    kubeconfig's size (``probes.local_files``)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        check_regular(path)
     except FileNotFoundError:
         return
-    try:
-        st = os.fstat(fd)
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigException("not a regular file")
-    if st.st_size > MAX_KUBECONFIG_BYTES:
-        raise ConfigException(f"larger than {MAX_KUBECONFIG_BYTES} bytes: not a kubeconfig")
+    except ValueError as exc:
+        raise ConfigException(str(exc)) from exc
 
 
 class _BoundedLoader(KubeConfigLoader):

@@ -36,7 +36,6 @@ import getpass
 import os
 import shlex
 import socket
-import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from probes.config import SlurmCluster
 from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
+from probes.local_files import read_regular
 
 _OQS = ("oqs", "liboqs")
 """The names asyncssh's import looks liboqs up by (``asyncssh.crypto.pq``, for sntrup761)."""
@@ -572,32 +572,12 @@ def _known_hosts_path(cluster: SlurmCluster) -> str:
     return str(path)
 
 
-MAX_KEY_FILE_BYTES = 16 << 20
-"""A known_hosts or private key file is read up to this (a large known_hosts is a few MB):
-asyncssh reads a path whole, in the event loop, so ``/dev/zero`` or a FIFO named by mistake
-would block every cluster's sweep for ever."""
-
-
-def _read_key_file(path: str) -> bytes:
-    """The bytes of a regular file, bounded; raises ``OSError``/``ValueError`` saying why not.
-
-    ``O_NONBLOCK``: a FIFO's open returns at once (and is then refused, not read)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        data = fh.read(MAX_KEY_FILE_BYTES + 1)
-    if len(data) > MAX_KEY_FILE_BYTES:
-        raise ValueError(f"larger than {MAX_KEY_FILE_BYTES} bytes")
-    return data
-
-
 def _load_known_hosts(path: str, cluster: SlurmCluster) -> asyncssh.SSHKnownHosts:
     """The parsed known_hosts file. Its lines are never quoted in an error (asyncssh's
     quotes the bad entry): an operator's slip may name a secret file."""
     reason = f"host key for {cluster.host}:{cluster.port} cannot be checked: known_hosts {path}"
     try:
-        text = _read_key_file(path).decode("utf-8", "replace")
+        text = read_regular(path).decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise HostKeyError(f"{reason}: {why} (host keys are always checked)") from exc
@@ -622,7 +602,7 @@ def _check_client_key(path: str, target: str) -> None:
     """Raise unless ``path`` is a private key file asyncssh can read: read bounded first,
     what is wrong named, the file never quoted."""
     try:
-        data = _read_key_file(path)
+        data = read_regular(path)
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise AuthError(f"{target}: client key {path} unreadable: {why}") from exc
