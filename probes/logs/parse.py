@@ -82,10 +82,38 @@ def parse_log(
 
 def head_seed(log_start: bool, head: str | None) -> list[str] | None:
     """What ``MetricScan.seed_head`` reads before a cut tail (None: the text is the log's
-    start): the head's lines, ANSI stripped (``[]`` with no head)."""
+    start): the head's lines that can hold what it reads (a banner's ``Num ...``/``Total
+    ...`` line, a ``logging_*`` argument), ANSI stripped (``[]`` with no head). Only those are
+    kept: a 256 KiB head is thousands of lines, and the scan reads it again at each deepening
+    of the suffix (stripping and keeping every line cost a 200-step tail 21 ms, not 2 ms)."""
     if log_start:
         return None
-    return [strip_ansi(line) for line in _SPLIT_RE.split(head)] if head else []
+    lines: list[str] = []
+    text, end = head or "", -1
+    for at in sorted(_needle_positions(text)):
+        if at < end:
+            continue  # on the line taken last
+        start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        ends = [e for e in (text.find("\n", at), text.find("\r", at)) if e >= 0]
+        end = min(ends) if ends else len(text)
+        lines.append(strip_ansi(text[start:end]))
+    return lines
+
+
+_SEED_NEEDLES = ("Num", "Total", "logging_")
+"""What a line ``MetricScan.seed_head`` reads holds."""
+
+
+def _needle_positions(text: str) -> list[int]:
+    """Where each of ``_SEED_NEEDLES`` occurs in ``text`` (``str.find``: the head is never
+    split, nor scanned by a regex, which tries each of its 256 K positions)."""
+    found = []
+    for needle in _SEED_NEEDLES:
+        at = text.find(needle)
+        while at >= 0:
+            found.append(at)
+            at = text.find(needle, at + len(needle))
+    return found
 
 
 def _parse_reference(
