@@ -78,6 +78,7 @@ from bot.messages import (
 from bot.notify import Notifier
 from bot.offload import Offload, tune_interpreter
 from bot.owners import slack_owner
+from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
@@ -168,6 +169,20 @@ class Bot:
             await self.client.session.close()
 
 
+class CheckedApp(AsyncApp):
+    """Bolt's app, refusing a body that is not the shape Slack sends (``bot.payloads``) with a
+    400 before any matcher or listener reads it: HTTP (after the signature check) and Socket
+    Mode envelopes alike."""
+
+    async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
+        problem = payload_problem(req.body)
+        if problem is not None:
+            log.warning("slack payload refused", problem=problem)
+            return BoltResponse(status=400, body='{"error": "malformed payload"}',
+                                headers={"content-type": "application/json"})
+        return await super().async_dispatch(req)
+
+
 def build_app(bot: Bot) -> AsyncApp:
     """The Bolt app with ``/jobs``, ``/job`` and the collapse buttons registered.
 
@@ -178,7 +193,7 @@ def build_app(bot: Bot) -> AsyncApp:
     ack (logged; a 500 would show the user an error for work that is tracked anyway).
     """
     tune_interpreter()  # the loop thread takes the GIL back sooner from parsing threads
-    app = AsyncApp(
+    app = CheckedApp(
         client=bot.client,
         signing_secret=bot.settings.slack_signing_secret.get_secret_value(),
         name="jobtables",

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import UserError
+from bot.payloads import BlockActions, Container
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
 from probes.models import JobFacts
@@ -33,16 +34,19 @@ class ActionPress(BaseModel):
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ActionPress:
-        action = body["actions"][0]
-        container = body.get("container") or {}
+        """The press of a ``block_actions`` body (its shape checked before dispatch,
+        ``bot.payloads``; checked again here, so a ``ValidationError`` if it is not)."""
+        payload = BlockActions.model_validate(body)
+        action = payload.actions[0]
+        container = payload.container or Container()
         return cls(
-            action_id=action["action_id"],
-            value=action.get("value", ""),
-            user_id=body["user"]["id"],
-            team_id=(body.get("team") or {}).get("id"),
-            channel_id=container.get("channel_id") or (body.get("channel") or {}).get("id"),
-            message_ts=container.get("message_ts") or (body.get("message") or {}).get("ts"),
-            message_blocks=(body.get("message") or {}).get("blocks") or [],
+            action_id=action.action_id,
+            value=action.value,
+            user_id=payload.user.id,
+            team_id=payload.team.id if payload.team else None,
+            channel_id=container.channel_id or (payload.channel.id if payload.channel else None),
+            message_ts=container.message_ts or (payload.message.ts if payload.message else None),
+            message_blocks=(payload.message.blocks if payload.message else None) or [],
         )
 
 

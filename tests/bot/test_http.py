@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,70 @@ async def test_an_unsigned_body_that_does_not_parse_gets_401_not_500(
         assert not [e for e in logs if e["log_level"] in ("error", "exception")]
     await harness.bot.tasks.drain()
     assert harness.sweeper.sweeps == 0
+
+
+_PRESS = {"type": "block_actions", "team": {"id": "T0FAKE"}, "user": {"id": "UALICE"},
+          "response_url": "",
+          "container": {"type": "message", "message_ts": "1700000000.000001",
+                        "channel_id": "D0ALICE"},
+          "actions": [{"action_id": "cancel_salvage", "value": "alpha:4242", "type": "button"}]}
+
+
+def _without(key: str) -> dict[str, object]:
+    return {k: v for k, v in _PRESS.items() if k != key}
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param({**_PRESS, "actions": []}, id="no-action"),
+    pytest.param({**_PRESS, "actions": "cancel_salvage"}, id="actions-a-string"),
+    pytest.param({**_PRESS, "actions": ["cancel_salvage"]}, id="action-a-string"),
+    pytest.param({**_PRESS, "actions": [{"value": "alpha:4242"}]}, id="no-action-id"),
+    pytest.param({**_PRESS, "actions": [{"action_id": "cancel_salvage", "value": 4242}]},
+                 id="value-a-number"),
+    pytest.param(_without("user"), id="no-user"),
+    pytest.param({**_PRESS, "user": "UALICE"}, id="user-a-string"),
+    pytest.param({**_PRESS, "user": {}}, id="user-without-id"),
+    pytest.param({**_PRESS, "container": "D0ALICE"}, id="container-a-string"),
+    pytest.param({**_PRESS, "team": "T0FAKE"}, id="team-a-string"),
+    pytest.param({**_PRESS, "message": {"blocks": "none"}}, id="blocks-a-string"),
+    pytest.param(_without("response_url"), id="no-response-url"),
+    pytest.param({**_PRESS, "response_url": 5}, id="response-url-a-number"),
+    pytest.param({"type": "event_callback", "event": "app_home_opened"}, id="event-a-string"),
+    pytest.param({"type": "event_callback", "event": {"type": "app_home_opened",
+                                                      "user": ["UALICE"]}},
+                 id="event-user-a-list"),
+])
+async def test_a_signed_malformed_interaction_payload_gets_400_and_runs_nothing(
+        harness: Harness, payload: dict[str, object]) -> None:
+    """Validly signed, yet not the shape Slack sends (no action, no user, a field of the wrong
+    type): a clean 400 and a warning, never a 500 nor a trace logged as an error (Bolt's
+    matchers and the handlers indexed it); nothing runs, and the bot still answers."""
+    if payload.get("type") == "block_actions" and payload.get("response_url") == "":
+        payload = {**payload, "response_url": harness.slack.response_url("malformed")}
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    with capture_logs() as logs:
+        status, _ = await harness.post(body, signed_headers(body))
+        await harness.bot.tasks.drain()
+    assert status == 400
+    assert not [e for e in logs if e["log_level"] in ("error", "exception", "critical")]
+    assert harness.sweeper.sweeps == 0 and harness.sweeper.cancels == []
+    assert harness.slack.calls == []
+    _, hook = await harness.command("/jobs", "help")  # nothing lost: the next one is answered
+    await harness.slack.wait_for(hook)
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("command=%2Fjobs&text=&response_url=http%3A%2F%2F127.0.0.1%3A9%2Fwebhook%2Fx",
+                 id="no-user"),
+    pytest.param("command=%2Fjobs&user_id=UALICE&text=", id="no-response-url"),
+])
+async def test_a_signed_command_without_its_user_or_response_url_gets_400(
+        harness: Harness, body: str) -> None:
+    """A slash command lacking the invoker or the response_url (Slack always sends both):
+    400, nothing run, nothing logged as an error (it failed after the ack, with a trace)."""
+    with capture_logs() as logs:
+        status, _ = await harness.post(body, signed_headers(body))
+        await harness.bot.tasks.drain()
+    assert status == 400
+    assert not [e for e in logs if e["log_level"] in ("error", "exception", "critical")]
+    assert harness.sweeper.sweeps == 0 and harness.slack.calls == []
