@@ -334,14 +334,52 @@ def _bar_text(bar: TqdmBar, what: str) -> str:
 
 def _offline_generation(ctx: JudgeContext, f: Findings) -> bool:
     """A datagen job with no trial tree whose log shows an offline engine generating (vLLM's
-    ``Processed prompts`` bar past 0): healthy, its progress and ETA in the Trend, not the
-    buffer table's bring-up (prompts are no Harbor trials: no Trials count)."""
+    ``Processed prompts`` bar past 0), or a served engine answering its client: healthy, the
+    progress and ETA in the Trend, not the buffer table's bring-up (prompts and requests are
+    no Harbor trials: no Trials count)."""
     bar = _last_bar(ctx)
-    if bar is None or bar.current <= 0:
+    if bar is not None and bar.current > 0:
+        f.verdict("healthy")
+        f.trend(Priority.BACKGROUND, "Generating: " + _bar_text(bar, "prompts"))
+        return True
+    return _served_generation(ctx, f)
+
+
+_BRING_UP_BAR = re.compile(
+    r"^(?:Loading|Capturing|Compiling|Downloading|Fetching|Adding requests|Map|Filter|"
+    r"Generating (?:train|test|validation) split|Running tokenizer|Tokeniz|Converting)",
+    re.IGNORECASE)
+"""Bars that are bring-up, not a client's requests: weights and graph capture, and the
+``datasets`` library's loading and map bars (also told by their ``examples/s`` rate)."""
+
+
+def _served_generation(ctx: JudgeContext, f: Findings) -> bool:
+    """A served engine (``vllm serve``, SGLang) answering this job's client: a 200 within the
+    idle window, or requests running at its latest stats line (and no ``engine-idle``). The
+    client's own request bar, when it drew one, gives the progress."""
+    infra = _infra(ctx)
+    running = infra.engine_running_requests
+    if "engine-idle" in f.flags or not (_fresh_ok(ctx) or (running or 0) > 0):
         return False
     f.verdict("healthy")
-    f.trend(Priority.BACKGROUND, "Generating: " + _bar_text(bar, "prompts"))
+    serving = "engine serving" + (f" ({running} running)" if running is not None else "")
+    bar = _client_bar(ctx)
+    f.trend(Priority.BACKGROUND, "Generating: " + (
+        f"{_bar_text(bar, 'requests')}; {serving}" if bar is not None else serving))
     return True
+
+
+def _client_bar(ctx: JudgeContext) -> TqdmBar | None:
+    """The newest moved tqdm bar of the log that is no bring-up or dataset bar."""
+    for line in reversed(_kept_lines(ctx)):
+        if "%|" not in line:
+            continue
+        bar = parse_tqdm(strip_ansi(line).lstrip())
+        if (bar is None or bar.total <= 0 or bar.current <= 0 or "examples" in bar.rate
+                or _BRING_UP_BAR.match(bar.desc)):
+            continue
+        return bar
+    return None
 
 
 def _stalest_chunk_minutes(ctx: JudgeContext) -> float | None:
