@@ -320,9 +320,10 @@ async def test_answers_from_the_worker_process_equal_the_inline_ones(
     assert (harness.bot.offload.in_process > 0) == processes
 
 
-async def test_a_listener_failing_after_its_ack_still_answers_200(harness: Harness) -> None:
-    """Bolt answers when the listener returns (``process_before_response``): a payload the
-    listener cannot read, after its ``ack()``, is still acked, not turned into a 500."""
+async def test_a_command_no_listener_can_read_is_refused_before_its_ack(
+        harness: Harness) -> None:
+    """A slash command without its invoker is refused with a 400 before any listener reads it
+    (``bot.payloads``): it was acked, then failed in the listener with a trace."""
     import urllib.parse
 
     from tests.bot.fake_slack import signed_headers
@@ -330,7 +331,7 @@ async def test_a_listener_failing_after_its_ack_still_answers_200(harness: Harne
     body = urllib.parse.urlencode({"command": "/jobs", "text": "", "team_id": "T0FAKE",
                                    "response_url": harness.slack.response_url("broken")})
     status, _ = await harness.post(body, signed_headers(body))  # no user_id: unreadable
-    assert status == 200
+    assert status == 400
     assert harness.sweeper.sweeps == 0
 
 
