@@ -82,6 +82,7 @@ from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
+from bot.shared_sweep import shared_live_doc
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
@@ -316,12 +317,15 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             response_type="ephemeral"))
 
     live: SweepResult | None = None
+    age: float | None
     fresh = await bot.cache.fresh(config.slack.cache_seconds)
     if fresh is not None:
         doc, age = fresh
     else:
         await _before_live(bot, sweeping)
-        (live, doc), age = await live_doc(bot), None
+        # One live sweep across replicas (bot.shared_sweep): its tables are posted once.
+        live, doc, age = await shared_live_doc(bot.cache, bot.store, lambda: live_doc(bot),
+                                               config=config, replica=bot.replica)
     if acked and not acked[0]:
         return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else

@@ -1,0 +1,89 @@
+"""A live sweep for ``/jobs`` shared by every replica, as the Sweeper shares one in a process.
+
+Policy: when no cached sweep is young enough, the first replica to need one takes the Redis
+lock ``live-sweep`` (SET NX, held for the sweep's bound: the slowest cluster's ``timeout_s``
+plus a margin) and sweeps; another replica asking meanwhile waits for that sweep's document in
+the cache and answers from it. Two people typing ``/jobs`` at once on two replicas so read the
+clusters once and answer from one sweep, so its full tables go into the day's thread once
+(``bot.digest`` posts them once per sweep): two sweeps under two stamps each posted them.
+A waiter sweeps itself when the lock is gone with no new document (the sweep failed, or was
+degraded and not cached) or when Redis does not answer; a holder that died frees the lock when
+it expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from bot.cached import SweepCache, SweepDoc
+from bot.config import Config
+from bot.store import RedisStore, StoreUnavailable
+from bot.sweep import SweepResult
+
+LOCK = "live-sweep"
+POLL_S = 0.2
+"""How often a waiting replica looks for the other's sweep (a sweep takes seconds)."""
+MARGIN_S = 60.0
+"""The lock outlives the slowest cluster's bound by this (encoding, caching)."""
+
+Live = Callable[[], Awaitable[tuple[SweepResult, SweepDoc]]]
+
+
+class Sleep(Protocol):
+    def __call__(self, seconds: float, /) -> Awaitable[None]: ...
+
+
+def lock_ttl_s(config: Config) -> float:
+    """How long a live sweep may hold the lock: its slowest cluster's bound, and a margin."""
+    return max((getattr(c, "timeout_s", 60.0) for c in config.clusters), default=60.0) + MARGIN_S
+
+
+async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, config: Config,
+                          replica: str, sleep: Sleep = asyncio.sleep
+                          ) -> tuple[SweepResult | None, SweepDoc, float | None]:
+    """``live()`` run by one replica at a time: ``(result, doc, None)`` from this replica's
+    sweep, or ``(None, doc, age)`` from the one another replica finished meanwhile."""
+    try:
+        before = await _stamp(cache)
+        while True:
+            newer = await _newer(cache, before, config.slack.cache_seconds)
+            if newer is not None:
+                return None, *newer
+            if await store.acquire(LOCK, {"replica": replica}, ttl_s=lock_ttl_s(config)):
+                break
+            await sleep(POLL_S)
+    except StoreUnavailable:
+        result, doc = await live()  # no Redis: nothing to share through
+        return result, doc, None
+    try:
+        # The holder before us publishes, then releases: what it cached is visible now.
+        newer = await _newer(cache, before, config.slack.cache_seconds)
+        if newer is not None:
+            return None, *newer
+        result, doc = await live()
+        return result, doc, None
+    finally:
+        with contextlib.suppress(StoreUnavailable):  # else it expires with its bound
+            await store.release(LOCK)
+
+
+async def _stamp(cache: SweepCache) -> str | None:
+    current = await cache.fresh(math.inf)
+    return current[0].stamp if current is not None else None
+
+
+async def _newer(cache: SweepCache, before: str | None, max_age_s: float
+                 ) -> tuple[SweepDoc, float] | None:
+    """A sweep to answer from: young enough (another replica's, cached since the caller found
+    none), or any other than the one the wait began with (``cache_seconds = 0``)."""
+    current = await cache.fresh(math.inf)
+    if current is None or (current[0].stamp == before and current[1] >= max_age_s):
+        return None
+    return current[0], max(current[1], 0.0)
+
+
+__all__ = ["LOCK", "lock_ttl_s", "shared_live_doc"]

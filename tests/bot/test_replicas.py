@@ -1,0 +1,92 @@
+"""Two bot replicas on one Redis and one Slack (fake Slack, fake clock, real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.app import scheduled_sweep
+from bot.store import RedisStore
+from bot.sweep import SweepResult
+from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
+from tests.bot.conftest import make_config, make_store, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+pytestmark = pytest.mark.redis
+
+
+async def test_two_replicas_answering_jobs_at_once_without_a_cache_post_the_tables_once(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, redis_server: str) -> None:
+    """Two people type /jobs in the sweep channel at the same moment, each reaching another
+    replica, with no cached sweep: each gets one answer, and the day's thread gets the full
+    tables once (each replica swept live, under its own stamp, and each posted them)."""
+    clock = FakeClock()
+    jobs = [detail(job("4100", "rl-ppo-llama-8b"))]
+    config = make_config(store.prefix, tmp_path)
+    gate = asyncio.Event()
+    sweepers = [FakeSweeper(make=lambda lag=lag: sweep_result(
+        jobs, at=clock() + timedelta(seconds=lag)), conf=config) for lag in (0, 1)]
+    other = make_store(store.prefix, url=redis_server)
+    try:
+        async with running_bot(slack, store, sweepers[0], clock) as a, \
+                running_bot(slack, other, sweepers[1], clock) as b:
+            await scheduled_sweep(a.bot, 0)  # the day's parent
+            clock.advance(600)  # the cached sweep is too old to answer from
+            before = len(slack.to("/api/chat.postMessage"))
+            for s in sweepers:
+                s.gate = gate
+            (_, hook_a), (_, hook_b) = await asyncio.gather(
+                a.command("/jobs", user="UALICE"), b.command("/jobs", user="UBOB"))
+            await slack.wait_for(hook_a)  # "Sweeping 1 cluster…": both found no fresh cache
+            await slack.wait_for(hook_b)
+            gate.set()
+            await a.bot.tasks.drain()
+            await b.bot.tasks.drain()
+            answers = {hook: [c.params.get("text", "") for c in slack.to(hook)]
+                       for hook in (hook_a, hook_b)}
+            posts = slack.to("/api/chat.postMessage")[before:]
+    finally:
+        await other.aclose()
+    asked = [c for c in posts if "asked for with /jobs" in str(c.params.get("text", ""))]
+    assert len(asked) == 1, [c.params.get("text") for c in posts]
+    for hook, texts in answers.items():
+        tables = [t for t in texts if not t.startswith("Sweeping")]
+        assert len(tables) >= 1, (hook, texts)
+    assert sweepers[0].sweeps + sweepers[1].sweeps == 2  # the parent's, then one live sweep
+
+
+async def test_a_replica_waiting_on_a_sweep_that_fails_sweeps_itself(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, redis_server: str) -> None:
+    """The replica holding the live sweep fails it (nothing cached): the other, waiting for
+    it, sweeps itself once the lock is released and answers; neither hangs."""
+    clock = FakeClock()
+    jobs = [detail(job("4100", "rl-ppo-llama-8b"))]
+    config = make_config(store.prefix, tmp_path)
+    gate = asyncio.Event()
+
+    def broken() -> SweepResult:
+        raise RuntimeError("probe bug")
+
+    failing = FakeSweeper(make=broken, conf=config, gate=gate)
+    working = FakeSweeper(make=lambda: sweep_result(jobs, at=clock()), conf=config)
+    other = make_store(store.prefix, url=redis_server)
+    try:
+        async with running_bot(slack, store, failing, clock) as a, \
+                running_bot(slack, other, working, clock) as b:
+            _, hook_a = await a.command("/jobs", user="UALICE")
+            await slack.wait_for(hook_a)  # "Sweeping 1 cluster…": A holds the lock
+            _, hook_b = await b.command("/jobs", user="UBOB")
+            await slack.wait_for(hook_b)
+            gate.set()
+            await a.bot.tasks.drain()
+            await b.bot.tasks.drain()
+            a_texts = [c.params.get("text", "") for c in slack.to(hook_a)]
+            b_texts = [c.params.get("text", "") for c in slack.to(hook_b)]
+    finally:
+        await other.aclose()
+    assert any("Something went wrong" in t for t in a_texts), a_texts
+    assert working.sweeps == 1
+    assert any("rl-ppo-llama-8b" in str(c.params) for c in slack.to(hook_b)), b_texts
