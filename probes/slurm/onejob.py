@@ -158,8 +158,17 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
     exact = [r for r in records if r.job_id == job_id]
     if exact:
         return exact[0]
-    # ``-j 123`` of an array names its tasks ``123_N``: the first of them stands for it.
-    return records[0] if records else None
+    # ``-j 123`` of an array names its tasks ``123_N`` (a hetjob its components ``123+N``):
+    # one stands for it, a running one first, else the lowest. squeue prints a task-limited
+    # array's pending remainder ``123_[5-9%2]`` first, ahead of the tasks running.
+    return min(records, key=_task_pick) if records else None
+
+
+def _task_pick(record: SchedulerRecord) -> tuple[bool, int, str]:
+    """Running first, then by task index (``_10`` after ``_9``); an unsplit remainder last."""
+    tail = re.split(r"[_+]", record.job_id, maxsplit=1)[-1]
+    index = int(tail) if tail.isdigit() else 1 << 62
+    return record.state is not JobState.RUNNING, index, record.job_id
 
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
