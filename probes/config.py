@@ -104,7 +104,7 @@ class SlurmCluster(_ClusterBase):
         return self
 
 
-_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+NAMESPACE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 """A namespace name (RFC 1123 label): the only form the API server lets exist."""
 _LABEL_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _LABEL_KEY = rf"(?:[a-z0-9](?:[-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}"
@@ -122,7 +122,9 @@ class KubernetesCluster(_ClusterBase):
     kind: Literal["kubernetes"] = "kubernetes"
     kubeconfig: str | None = None
     context: str | None = None
-    namespace: str = "default"
+    namespace: str | None = None
+    """The namespace read; none named: the kubeconfig context's, else ``default`` (kubectl's
+    rule: the probe's client resolves it when it loads the kubeconfig)."""
     label_selector: str | None = None
     request_timeout_s: float = Field(20.0, gt=0, le=TIMEOUT_S_MAX)
     tail_lines: int = Field(2000, gt=0)
@@ -132,9 +134,9 @@ class KubernetesCluster(_ClusterBase):
 
     @field_validator("namespace")
     @classmethod
-    def _namespace_name(cls, v: str) -> str:
+    def _namespace_name(cls, v: str | None) -> str | None:
         # A namespace that cannot exist lists no jobs, silently: the API answers it empty.
-        if not _DNS_LABEL.fullmatch(v):
+        if v is not None and not NAMESPACE_NAME.fullmatch(v):
             raise ValueError(f"{v!r} is no namespace name (lower-case letters, digits and '-', "
                              "at most 63, starting and ending alphanumeric)")
         return v

@@ -57,6 +57,8 @@ from probes.kubernetes.credentials import CredentialTimeout, load_credentials
 T = TypeVar("T")
 
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
+DEFAULT_NAMESPACE = "default"
+"""The namespace read when neither the config nor the kubeconfig context names one (kubectl's)."""
 PAGE_SIZE = 500
 MAX_PAGES = 20
 """At most ``PAGE_SIZE * MAX_PAGES`` workloads per sweep: a bound, not an expected size."""
@@ -87,6 +89,8 @@ class KubeClient:
         self._cluster = cluster
         self._client: ApiClient | None = None
         self._deadline: float | None = None
+        self._namespace = cluster.namespace or DEFAULT_NAMESPACE
+        """The config's, else the kubeconfig context's (set when it is loaded: ``_api``)."""
         self.calls = 0
 
     @contextmanager
@@ -111,7 +115,7 @@ class KubeClient:
         """Every batch/v1 Job in the namespace (under the cluster's label selector)."""
         batch = BatchV1Api(await self._api())
         return await self._list_pages(
-            "list jobs", partial(batch.list_namespaced_job, self._cluster.namespace)
+            "list jobs", partial(batch.list_namespaced_job, self._namespace)
         )
 
     async def list_jobsets(self) -> list[Any]:
@@ -119,7 +123,7 @@ class KubeClient:
         :class:`ForbiddenError` when the Role does not grant listing them."""
         custom = CustomObjectsApi(await self._api())
         page = partial(custom.list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
-                       self._cluster.namespace, JOBSET_PLURAL)
+                       self._namespace, JOBSET_PLURAL)
         try:
             return await self._list_pages("list jobsets", page)
         except NotFoundError:
@@ -134,7 +138,7 @@ class KubeClient:
         locally. The cluster's ``label_selector`` picks Jobs; pods need not carry it."""
         core = CoreV1Api(await self._api())
         return await self._list_pages(
-            "list pods", partial(core.list_namespaced_pod, self._cluster.namespace),
+            "list pods", partial(core.list_namespaced_pod, self._namespace),
             selector=False)
 
     async def read_log(self, pod: str, container: str | None) -> tuple[str, bool]:
@@ -158,7 +162,7 @@ class KubeClient:
             if container:
                 query["container"] = container
             response: Any = await core.read_namespaced_pod_log(
-                pod, self._cluster.namespace, _preload_content=False, _request_timeout=budget_s,
+                pod, self._namespace, _preload_content=False, _request_timeout=budget_s,
                 **query)
             try:
                 data = await response.read()
@@ -195,14 +199,14 @@ class KubeClient:
         ``uid`` only that object (a precondition: ``CommandError``, HTTP 409, for another)."""
         batch = BatchV1Api(await self._api())
         await self.call(f"delete job {name}", lambda t: batch.delete_namespaced_job(
-            name, self._cluster.namespace, body=_delete_options(uid), _request_timeout=t))
+            name, self._namespace, body=_delete_options(uid), _request_timeout=t))
 
     async def delete_jobset(self, name: str, *, uid: str | None = None) -> None:
         """Delete a JobSet with background propagation (``NotFoundError`` when absent); with
         ``uid`` only that object, as :meth:`delete_job`."""
         custom = CustomObjectsApi(await self._api())
         await self.call(f"delete jobset {name}", lambda t: custom.delete_namespaced_custom_object(
-            JOBSET_GROUP, JOBSET_VERSION, self._cluster.namespace, JOBSET_PLURAL, name,
+            JOBSET_GROUP, JOBSET_VERSION, self._namespace, JOBSET_PLURAL, name,
             body=_delete_options(uid), _request_timeout=t))
 
     # -- transport ------------------------------------------------------------------------------
@@ -271,17 +275,20 @@ class KubeClient:
                                        f"{self._cluster.timeout_s:g}s exhausted (timeout)")
             configuration = Configuration()
             try:
-                await load_credentials(self._cluster.kubeconfig, self._cluster.context,
-                                       configuration, timeout)
+                namespace = await load_credentials(self._cluster.kubeconfig,
+                                                   self._cluster.context, configuration, timeout)
             except CredentialTimeout as exc:
                 killed = "; killed it and its process group" if exc.killed else ""
                 raise UnreachableError(
                     f"kubeconfig {where}: {exc.waiting_on} did not finish within {timeout:g}s "
                     f"(timeout){killed}") from exc
             except (ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
-                # one line: a YAML error's marks come on lines of their own
+                # one line: a YAML error's marks come on lines of their own; a list's bad
+                # file is named alone (the whole list hid which one it was)
+                where = getattr(exc, "path", None) or where
                 raise UnreachableError(f"kubeconfig {where}: {' '.join(str(exc).split())}") \
                     from exc
+            self._namespace = self._cluster.namespace or namespace or DEFAULT_NAMESPACE
             self._client = ApiClient(configuration)
         return self._client
 

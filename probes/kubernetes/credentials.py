@@ -4,7 +4,11 @@ cluster's failure, never the sweep's.
 Policy:
 
 - :func:`load_credentials` loads the kubeconfig (``KUBECONFIG``-style merged lists included)
-  into a private ``Configuration`` with kubernetes_asyncio's own loader, within a time bound.
+  into a private ``Configuration`` with kubernetes_asyncio's own loader, within a time bound,
+  and says the context's namespace (kubectl's default when the config names none). A list
+  merges as kubectl merges it (the first file to set a context, cluster, user or
+  ``current-context`` wins; the library let the last ``current-context`` win), and a file in
+  it that is no kubeconfig is :class:`KubeconfigFileError` naming that file, not the list.
   What the load was waiting on when the bound ran out (the exec plugin's command, the OIDC
   token refresh, the GCP token) is named in the :class:`CredentialTimeout` it raises.
 - An exec credential plugin (``users[].user.exec``) is run here, not by the library: in its
@@ -29,17 +33,18 @@ import signal
 from contextlib import suppress
 from typing import Any
 
+import yaml  # type: ignore[import-untyped]  # no stubs installed; only YAMLError is used
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.exec_provider import ExecProvider
 from kubernetes_asyncio.config.kube_config import (
-    ENV_KUBECONFIG_PATH_SEPARATOR,
     KUBE_CONFIG_DEFAULT_LOCATION,
     FileOrData,
     KubeConfigLoader,
     KubeConfigMerger,
 )
 
+from probes.config import NAMESPACE_NAME
 from probes.local_files import check_regular
 
 STDERR_CHARS = 300
@@ -50,6 +55,15 @@ STDERR_KEPT_BYTES = 64 << 10
 """The end of a plugin's stderr kept, for the message quoted when it fails."""
 REAP_S = 2.0
 """How long a killed plugin's exit is waited for (SIGKILL: it is prompt)."""
+
+
+class KubeconfigFileError(ConfigException):
+    """One file of the kubeconfig (a ``KUBECONFIG``-style list's) is no kubeconfig; ``path``
+    names it (the message never quotes its content: a slip may name a secret file)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(why)
+        self.path = path
 
 
 class CredentialTimeout(Exception):
@@ -63,10 +77,11 @@ class CredentialTimeout(Exception):
 
 
 async def load_credentials(kubeconfig: str | None, context: str | None,
-                           configuration: Configuration, timeout_s: float) -> None:
+                           configuration: Configuration, timeout_s: float) -> str | None:
     """Load ``kubeconfig`` (``None``: the default, ``$KUBECONFIG`` or ``~/.kube/config``) at
-    ``context`` into ``configuration`` within ``timeout_s`` (:class:`CredentialTimeout`)."""
-    merged = _merge(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION)
+    ``context`` into ``configuration`` within ``timeout_s`` (:class:`CredentialTimeout`);
+    returns that context's namespace (``None`` when it names none)."""
+    merged = _Merger(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION)
     loader = _BoundedLoader(config_dict=merged.config, config_base_path=None,
                             active_context=context)
     try:
@@ -74,34 +89,55 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
             await loader.load_and_set(configuration)
     except TimeoutError as exc:
         raise CredentialTimeout(loader.waiting_on, killed=loader.killed) from exc
+    return _namespace_of(loader)
 
 
-def _merge(paths: str) -> KubeConfigMerger:
-    """The library's merge of ``paths`` (``KUBECONFIG``-style), each file checked first.
+def _namespace_of(loader: KubeConfigLoader) -> str | None:
+    """The loaded context's namespace, checked as the API server would name one."""
+    current = loader.current_context or {}
+    body = current.get("context") if isinstance(current, dict) else None
+    namespace = body.get("namespace") if isinstance(body, dict) else None
+    if namespace in (None, ""):
+        return None
+    if not isinstance(namespace, str) or not NAMESPACE_NAME.fullmatch(namespace):
+        raise ConfigException(f"context {current.get('name')!r}: its namespace is no "
+                              "namespace name")
+    return namespace
+
+
+class _Merger(KubeConfigMerger):
+    """The library's merge of ``paths`` (``KUBECONFIG``-style), file by file, each checked
+    first, with kubectl's rule for ``current-context`` (the first file setting it wins).
 
     The library reads each file whole and synchronously: a FIFO or a device named by mistake
     would block the event loop, every cluster's sweep with it. It also assumes each file's
     shape (a mapping of lists of mappings): another file's YAML raised TypeError from deep
-    inside. Either is a :class:`ConfigException` naming what is wrong, never the content."""
-    for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR):
-        if path:
-            _check_file(os.path.expanduser(path))
-    try:
-        return KubeConfigMerger(paths)
-    except (TypeError, AttributeError, KeyError) as exc:
-        raise ConfigException("not a kubeconfig (its YAML is no mapping of clusters, contexts "
-                              "and users lists)") from exc
+    inside. Either is a :class:`KubeconfigFileError` naming the file, never its content."""
+
+    def load_config(self, path: str) -> None:
+        before = self.config_merged.value.get("current-context") if self.config_merged else None
+        _check_file(path)
+        try:
+            super().load_config(path)
+        except (TypeError, AttributeError, KeyError) as exc:
+            raise KubeconfigFileError(path, "not a kubeconfig (its YAML is no mapping of "
+                                      "clusters, contexts and users lists)") from exc
+        except yaml.YAMLError as exc:  # one line: a YAML error's marks come on lines of their own
+            raise KubeconfigFileError(path, " ".join(str(exc).split())) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KubeconfigFileError(path, f"{type(exc).__name__}: {exc}") from exc
+        if before and self.config_merged is not None:
+            self.config_merged.value["current-context"] = before
 
 
 def _check_file(path: str) -> None:
-    """Raise unless ``path`` is absent (the library skips it) or a regular file of a
-    kubeconfig's size (``probes.local_files``)."""
+    """Raise unless ``path`` is a regular file of a kubeconfig's size
+    (``probes.local_files``); the library skips an absent one before calling here."""
     try:
         check_regular(path)
-    except FileNotFoundError:
-        return
-    except ValueError as exc:
-        raise ConfigException(str(exc)) from exc
+    except (ValueError, OSError) as exc:
+        raise KubeconfigFileError(path, str(exc) if isinstance(exc, ValueError)
+                                  else exc.strerror or type(exc).__name__) from exc
 
 
 class _BoundedLoader(KubeConfigLoader):

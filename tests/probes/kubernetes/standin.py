@@ -173,14 +173,14 @@ class KubeStandIn:
 
     async def _list_jobs(self, request: web.Request) -> web.Response:
         selector = request.query.get("labelSelector")
-        items = [to_json(job) for job in self.jobs.values()
-                 if selector_matches(selector, job.metadata.labels or {})]
+        items = [to_json(job) for job in self.jobs.values() if _in(request, job)
+                 and selector_matches(selector, job.metadata.labels or {})]
         return self._list("JobList", "batch/v1", items)
 
     async def _list_pods(self, request: web.Request) -> web.Response:
         selector = request.query.get("labelSelector")
-        items = [to_json(pod) for pod in self.pods.values()
-                 if selector_matches(selector, pod.metadata.labels or {})]
+        items = [to_json(pod) for pod in self.pods.values() if _in(request, pod)
+                 and selector_matches(selector, pod.metadata.labels or {})]
         return self._list("PodList", "v1", items)
 
     async def _list_jobsets(self, request: web.Request) -> web.Response:
@@ -189,15 +189,15 @@ class KubeStandIn:
                 status_body(404, "NotFound", "the server could not find the requested resource"),
                 status=404)
         selector = request.query.get("labelSelector")
-        items = [js for js in self.jobsets.values()
-                 if selector_matches(selector, js["metadata"].get("labels") or {})]
+        items = [js for js in self.jobsets.values() if _in(request, js)
+                 and selector_matches(selector, js["metadata"].get("labels") or {})]
         return web.json_response({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList",
                                   "metadata": {"resourceVersion": "4242", "continue": ""},
                                   "items": items})
 
     async def _log(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        if name not in self.pods:
+        if name not in self.pods or not _in(request, self.pods[name]):
             return web.json_response(
                 status_body(404, "NotFound", f'pods "{name}" not found'), status=404)
         container = request.query.get("container")
@@ -241,6 +241,12 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     body = await request.read()
     options = json.loads(body) if body else {}
     return options if isinstance(options, dict) else {}
+
+
+def _in(request: web.Request, obj: Any) -> bool:
+    """The object lives in the request's namespace (a namespaced list answers only those)."""
+    meta = obj["metadata"] if isinstance(obj, dict) else to_json(obj.metadata)
+    return bool((meta or {}).get("namespace") == request.match_info["ns"])
 
 
 def _forbidden(request: web.Request) -> str:

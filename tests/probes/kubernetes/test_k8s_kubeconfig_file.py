@@ -73,3 +73,36 @@ def test_a_kubeconfig_that_is_none_is_unreachable_in_one_line(
     assert beta["detail"].startswith(f"kubeconfig {kubeconfig}: ")
     assert reason in beta["detail"] and "\n" not in beta["detail"]
     assert "MARKER" not in beta["detail"]
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (_fifo, "not a regular file"),
+    (_scalar, "not a kubeconfig"),
+    (_bad_items, "not a kubeconfig"),
+    (_broken_yaml, "expected ',' or ']'"),
+], ids=["fifo", "scalar", "bad-items", "broken-yaml"])
+def test_a_kubeconfig_lists_bad_file_is_named_alone(
+        tmp_path: Path, make: Callable[[Path], None], reason: str) -> None:
+    """A ``KUBECONFIG``-style list (``good:bad``) whose second file is no kubeconfig: the
+    detail names that file, not the whole list (which of them was wrong went unsaid)."""
+    good = tmp_path / "good"
+    good.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    bad = tmp_path / "bad"
+    make(bad)
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
+                    f'kubeconfig = "{good}:{bad}"\nnamespace = "ml"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "JOBTABLES_CONFIG": ""}, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0, done.stderr
+    beta = json.loads(done.stdout)["clusters"][0]
+    assert beta["status"] == "unreachable"
+    assert beta["detail"].startswith(f"kubeconfig {bad}: "), beta["detail"]
+    assert reason in beta["detail"] and str(good) not in beta["detail"]
+    assert "MARKER" not in beta["detail"] and "\n" not in beta["detail"]
