@@ -78,6 +78,14 @@ _CHECKPOINT_RE = re.compile(
 _HARBOR_RE = re.compile(r"(?:^|\s)(\d{1,9})/(\d{1,9}) (?:Mean: ?(\S{1,32})|Running trials)")
 _SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
 _BATCH_RE = re.compile(r"(?<![\w.])train_batch_size['\"]?\s*[:=]\s*(\d{1,9})")
+_ROLLOUT_BATCH_RE = re.compile(r"(?<![\w.])rollout_batch_size['\"]?\s*[:= ]\s*(\d{1,9})\b")
+"""OpenRLHF's ``rollout_batch_size`` (prompts a step): its args ``Namespace(...,
+rollout_batch_size=16, ...)`` (0.7.5+ print it), a launch line's ``--rollout_batch_size 16``,
+a JSON or YAML config."""
+_CONSUMED_RE = re.compile(r"(?:^|, )consumed_samples: (\d{1,15})\s*$")
+"""OpenRLHF's resume line: ``consumed_samples: N`` (0.7.5 to 0.8.0, the actor's
+``strategy.print``) or ``Loaded the checkpoint: <path>, consumed_samples: N`` (before): the
+prompts the restored checkpoint had consumed (``EpisodeResume``)."""
 _GLOBAL_STEP_RE = re.compile(r"\bGlobal step (\d{1,12}): (\{.*\})\s*$")
 """OpenRLHF >= 0.8.5's per-step line, ``logger.info(f"✨ Global step {steps}: {status}")`` (its
 async trainer's without the sparkle): the step and its status dict."""
@@ -126,6 +134,7 @@ _FINISH_FORMATS = {"Final validation metrics": "verl",
                    "Max number of steps has been reached": "nemo-rl"}
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
+    "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     "effective maximum steps",
 )
@@ -137,6 +146,7 @@ METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
+        *("consumed_samples: ", "rollout_batch_size"),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps"),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
     ),
@@ -247,6 +257,25 @@ class HfBanner(Frozen):
         if epochs > total or (epochs - 1) * by_batch < total <= epochs * by_batch:
             return float(by_batch)  # a run by max_steps, or a dataset of no length
         return by_total if by_total >= 1 else None
+
+
+class EpisodeResume(Frozen):
+    """An OpenRLHF run resumed from a checkpoint, as its log says (before 0.8.1).
+
+    Up to 0.8.0 a resumed run restores ``consumed_samples``, takes ``steps = consumed_samples
+    // rollout_batch_size + 1`` and starts the episode it stopped in with
+    ``sampler.set_epoch(episode, consumed_samples=...)``, whose length is then the batches *left*
+    in that episode: that episode's ``Episode [k/N]`` bar counts from 0 to the batches left
+    (``openrlhf/trainer/ppo_trainer.py`` and ``utils/distributed_sampler.py``, v0.8.0), and
+    only the next episodes' bars count whole episodes. So the first bar after the resume
+    gives the run's step only from ``consumed_samples // rollout_batch_size`` (the steps before
+    its count 0), and the whole episode as those steps plus its total over k; with no
+    ``rollout_batch_size`` printed, neither (``MetricScan.episode_base``)."""
+
+    samples: int
+    """``consumed_samples`` the run was restored at (> 0)."""
+    bar: tuple[int, int] | None = None
+    """(k, total) of the first ``Episode [k/N]`` bar drawn after the resume line."""
 
 
 _PRIME_TIME_RE = re.compile(r"^(\d{1,9}(?:\.\d{1,3})?)(ms|s)$|^(\d{1,9})([dhm]) (\d{1,2})([hms])$")
@@ -375,6 +404,14 @@ class MetricScan:
     ``engine_line`` asks for the log clock's reading at that line (``engine_at``): the line's
     own stamp, else the last one before it (vLLM's access lines carry none).
     """
+
+    rollout_batch: int | None = None
+    """OpenRLHF's ``rollout_batch_size``, if printed."""
+    resume: EpisodeResume | None = None
+    """OpenRLHF's last resume (``EpisodeResume``), None for a fresh run."""
+    episode_unanchored = False
+    """A resumed episode's postfix steps were counted from its bar's 0 (no
+    ``rollout_batch_size`` to place them): their order only (``steps_unanchored``)."""
 
     def __init__(
         self,
@@ -609,6 +646,8 @@ class MetricScan:
         else:
             if not desc:
                 self.hf_anchor_key = key
+            elif desc == EPISODE_BAR:
+                self._see_episode_bar(desc_raw, key[1])
             self._after_bar(desc, step)
             if desc == EPISODE_BAR and "=" in line:
                 self._episode_status(TqdmBar(desc_raw.strip(), step, key[1], None, ""),
@@ -713,6 +752,8 @@ class MetricScan:
             kind = kinds[printing] = _training_kind(*printing)
             if kind is None:
                 continue
+            if kind[0] == EPISODE_BAR:
+                self._see_episode_bar(printing[0], kind[1][1])
             track = bars.get(kind[1])
             if track is None:
                 track = bars[kind[1]] = BarTrack()
@@ -770,7 +811,9 @@ class MetricScan:
 
     def seed_head(self, lines: Sequence[str] | None) -> None:
         """Before a tail cut from a longer log (``log_start`` False): the HF training banner,
-        its total and the printed ``TrainingArguments`` logging fields of the log's ``lines``
+        its total, OpenRLHF's resume (``EpisodeResume``: its line, ``rollout_batch_size`` and
+        the first Episode bar after it) and the printed ``TrainingArguments`` logging fields
+        of the log's ``lines``
         (its head, the collector's first 256 KiB, ANSI stripped), read as a skim reads them:
         no metric, no other marker (what the head says of checkpoints or an end is no
         state of the tail)."""
@@ -786,6 +829,12 @@ class MetricScan:
                 banner = _BANNER_RE.search(body)
                 if banner is not None and banner.group(1):
                     self.banner_total = int(banner.group(1).replace(",", ""))
+            if "rollout_batch_size" in body or "consumed_samples: " in body:
+                self._resume_marker(body)
+            if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
+                bar = parse_tqdm(body)
+                if bar is not None and training_desc(bar.desc) == EPISODE_BAR:
+                    self._see_episode_bar(bar.desc, bar.total)
 
     def enter_suffix(self, at: datetime | None) -> None:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
@@ -839,16 +888,59 @@ class MetricScan:
         if "logging_" in body:
             for name, raw in _LOGGING_RE.findall(body):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
-        if "train_batch_size" in body or "n_samples_per_prompt" in body:
-            samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
-            self.samples = int(samples.group(1)) if samples else self.samples
-            self.batch = int(batch.group(1)) if batch else self.batch
+        self._run_markers(body)
         for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
                 if self.finish_seq is None:
                     self.finish_seq = self.bar_seq
                 self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
+
+    def _run_markers(self, body: str) -> None:
+        """Rollout geometry and OpenRLHF's resume."""
+        if "train_batch_size" in body or "n_samples_per_prompt" in body:
+            samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
+            self.samples = int(samples.group(1)) if samples else self.samples
+            self.batch = int(batch.group(1)) if batch else self.batch
+        if "rollout_batch_size" in body or "consumed_samples: " in body:
+            self._resume_marker(body)
+
+    def _resume_marker(self, body: str) -> None:
+        """OpenRLHF's ``rollout_batch_size`` and its resume line (``EpisodeResume``): a
+        ``consumed_samples`` of 0 is a fresh start (``--load_checkpoint`` with none saved)."""
+        rollout = _ROLLOUT_BATCH_RE.search(body)
+        if rollout is not None and int(rollout.group(1)) > 0:
+            self.rollout_batch = int(rollout.group(1))
+        consumed = _CONSUMED_RE.search(body) if "consumed_samples: " in body else None
+        if consumed is not None:
+            samples = int(consumed.group(1))
+            self.resume = EpisodeResume(samples=samples) if samples > 0 else None
+
+    def _see_episode_bar(self, desc: str, total: int) -> None:
+        """An ``Episode [k/N]`` bar's redraw: the first after a resume line is the resumed
+        episode's (``EpisodeResume.bar``)."""
+        resume = self.resume
+        if resume is not None and resume.bar is None:
+            episode = episode_number(desc.strip())
+            if episode is not None:
+                self.resume = resume.model_copy(update={"bar": (episode, total)})
+
+    def episode_base(self, episode: int, total: int) -> tuple[int | None, int | None]:
+        """(steps before the count 0 of the ``Episode [episode/N]`` bar of ``total``, the
+        run's steps a episode), by ``EpisodeResume``: ``(episode - 1) x total`` and ``total``
+        for a whole episode's bar; for the resumed one the steps ``consumed_samples //
+        rollout_batch_size`` and ``(those + total) / episode``, or (None, None) when the log
+        does not say (no ``rollout_batch_size``, or numbers that do not add up)."""
+        resume = self.resume
+        if resume is None or resume.bar != (episode, total):
+            return (episode - 1) * total, total
+        batch = self.rollout_batch
+        if not batch or resume.samples % batch:
+            return None, None
+        before = resume.samples // batch
+        if (before + total) % episode or before < (episode - 1) * total:
+            return None, None  # (a whole episode is at least the batches left in it)
+        return before, (before + total) // episode
 
     def _hf_banner_line(self, body: str) -> None:
         """One line of HF Trainer's ``***** Running training *****`` banner: ``Num Epochs``
@@ -1123,6 +1215,8 @@ class MetricScan:
         else:
             if not desc:
                 self.hf_anchor_key = (desc, bar.total)
+            elif desc == EPISODE_BAR:
+                self._see_episode_bar(bar.desc, bar.total)
             self._after_bar(desc, bar.current)
 
     def _on_epoch_step(self, desc: str, line_no: int) -> None:
@@ -1156,7 +1250,10 @@ class MetricScan:
         raw = bar_postfix(body) if episode is not None else None
         if raw is None or episode is None or self._skimming:
             return
-        step = (episode - 1) * bar.total + bar.current
+        base = self.episode_base(episode, bar.total)[0]
+        if base is None:  # a resumed episode's bar, not placed: its count keeps the order
+            self.episode_unanchored, base = True, 0
+        step = base + bar.current
         if before is not None and bar.current <= before and bar.current < bar.total:
             step += 1  # (a full bar has no step left: its unmoved redraw is close()'s)
         if step > 0:
@@ -1293,7 +1390,7 @@ class MetricScan:
                 current, total_known = label.step, self.epoch_steps_total(last.total)
             unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
             if episodic:  # OpenRLHF's: episodes x the episode's steps
-                episode = episode_progress(track)
+                episode = episode_progress(track, self.episode_base)
                 current, total_known, unit, spent = episode or (current, None, 1, False)
                 if spent and self.points:  # the data is spent: the steps it took are the total
                     # (0.8.1 to 0.9.0 move a one-a-step bar before the step's line: one step
@@ -1336,6 +1433,6 @@ class MetricScan:
             harbor_mean=harbor[2],
             last_timestamp=self.clock.last,
             finished=self.finished,
-            steps_unanchored=self.hf_counted and not self.log_start,
+            steps_unanchored=(self.hf_counted and not self.log_start) or self.episode_unanchored,
         )
 

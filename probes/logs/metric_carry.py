@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
-from probes.logs.history import HfBanner, MetricScan, Plan
+from probes.logs.history import EpisodeResume, HfBanner, MetricScan, Plan
 from probes.logs.lines import TqdmBar
 from probes.logs.progress import BarTrack
 from probes.models import Frozen, LogTime, MetricPoint
@@ -160,6 +160,10 @@ class MetricCarry(Carried):
     """The fold began at the log's first byte (``MetricScan.log_start``)."""
     samples: int | None = None
     batch: int | None = None
+    rollout_batch: int | None = None
+    resume: EpisodeResume | None = None
+    """OpenRLHF's resume and its first bar (``MetricScan.resume``)."""
+    episode_unanchored: bool = False
     harbor: tuple[int, int, float | None] | None = None
     iter_total: int | None = None
     iter_times: tuple[tuple[int, float], ...] = ()
@@ -334,6 +338,8 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         hf_tail=tuple((dict(p), n) for p, n in tail), hf_count=count,
         hf_banner=scan.hf_banner, hf_saved=scan.hf_saved, log_start=scan.log_start,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
+        rollout_batch=scan.rollout_batch, resume=scan.resume,
+        episode_unanchored=scan.episode_unanchored,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
         config_epochs=scan.config_epochs, config_epoch_cap=scan.config_epoch_cap,
     )
@@ -393,6 +399,8 @@ def restore_metrics(
         scan.hf_head = len(carry.hf_head)
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)
     scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
+    scan.rollout_batch, scan.resume = carry.rollout_batch, carry.resume
+    scan.episode_unanchored = carry.episode_unanchored
     scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
     scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
     return scan

@@ -100,7 +100,7 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
     return lines
 
 
-_SEED_NEEDLES = ("Num", "Total", "logging_")
+_SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size")
 """What a line ``MetricScan.seed_head`` reads holds."""
 
 
@@ -113,6 +113,13 @@ def _needle_positions(text: str) -> list[int]:
         while at >= 0:
             found.append(at)
             at = text.find(needle, at + len(needle))
+    resumed = text.find("consumed_samples: ")
+    while resumed >= 0:  # OpenRLHF's resume line, and the first Episode bar after it
+        found.append(resumed)
+        bar = text.find("Episode [", resumed)
+        if bar >= 0:
+            found.append(bar)
+        resumed = text.find("consumed_samples: ", resumed + 1)
     return found
 
 

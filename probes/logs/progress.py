@@ -14,7 +14,7 @@ as one over the whole tail (``probes.logs.recent``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from math import isfinite
 from statistics import median
@@ -132,7 +132,10 @@ def episode_number(desc: str) -> int | None:
     return int(found.group(1)) if found is not None and int(found.group(1)) > 0 else None
 
 
-def episode_progress(track: BarTrack) -> tuple[int, int, int, bool] | None:
+def episode_progress(
+    track: BarTrack,
+    base: Callable[[int, int], tuple[int | None, int | None]] | None = None,
+) -> tuple[int, int, int, bool] | None:
     """(global step, run's total steps, bar counts a step, the last episode's bar is full) of
     OpenRLHF's ``Episode [k/N]`` bar at its last redraw; None until the bar has moved (what
     one count is is unknown).
@@ -143,7 +146,11 @@ def episode_progress(track: BarTrack) -> tuple[int, int, int, bool] | None:
     episode's steps its total over that (a last, partial batch is a step too), the run's that
     times the N episodes (an estimate when a step's prompts vary: dynamic filtering redraws
     filtered ones; the caller takes the steps logged once the last episode's bar is full).
-    The bar's total alone is never the run's (an example count)."""
+    The bar's total alone is never the run's (an example count).
+
+    ``base(k, total)``: (steps before the count 0 of episode k's bar, steps a episode), where
+    a resumed run's first bar counts only the batches left in its episode (before 0.8.1:
+    ``history.EpisodeResume``); (None, None) when the log cannot place it: no progress."""
     last = track.last
     found = _EPISODE_RE.match(last.desc) if last is not None else None
     if last is None or found is None:
@@ -159,7 +166,14 @@ def episode_progress(track: BarTrack) -> tuple[int, int, int, bool] | None:
     per_episode = -(-last.total // unit)
     if per_episode <= 0 or episodes <= 0:
         return None
-    done = (min(episode, episodes) - 1) * per_episode + last.current // unit
+    episode = min(episode, episodes)
+    before = (episode - 1) * per_episode
+    if base is not None and unit == 1:  # a batches bar (before 0.9.5): maybe a resumed one
+        before_or_none, whole = base(episode, last.total)
+        if before_or_none is None or whole is None:
+            return None
+        before, per_episode = before_or_none, whole
+    done = before + last.current // unit
     return done, per_episode * episodes, unit, episode >= episodes and last.current >= last.total
 
 
