@@ -149,6 +149,33 @@ def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = Fa
     return names if guard.may_list(fd, path) else []
 
 
+_HF_STEP = re.compile(r"^checkpoint-(\d+)$")
+HF_STATE = "trainer_state.json"
+_HF_CHECKS = 8
+"""Newest ``checkpoint-N`` directories looked into for their ``trainer_state.json``."""
+
+
+def _finished_hf(fd: int, path: str, names: list[str], guard: Guard) -> list[str]:
+    """``names`` without Hugging Face saves still in flight or cut off: the ``checkpoint-N``
+    directories above the newest one holding its ``trainer_state.json`` (transformers'
+    ``Trainer._save_checkpoint`` writes it after the weights, optimizer and RNG state, and a
+    resume reads the step from it alone). Where none of the newest few holds one, the layout
+    is not the Trainer's and nothing is dropped (one stat per directory looked at; none is
+    listed)."""
+    hf = sorted(((int(m.group(1)), n) for n in names for m in [_HF_STEP.match(n)] if m),
+                reverse=True)
+    unfinished: list[str] = []
+    with deadline(guard._seconds(), f"stat in {path}"):
+        for _, name in hf[:_HF_CHECKS]:
+            try:
+                os.stat(os.path.join(name, HF_STATE), dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                unfinished.append(name)
+                continue
+            return [n for n in names if n not in unfinished]
+    return names
+
+
 class _Walk:
     """One request's checkpoint answer, filled directory by directory."""
 
@@ -168,6 +195,7 @@ class _Walk:
             entries = _entries(fd, path, self.guard)
             steps = _owned(fd, path, [n for n, is_dir in entries
                                       if is_dir and _STEP_DIR.match(n)], self.guard, self.logged)
+            steps = _finished_hf(fd, path, steps, self.guard)
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
