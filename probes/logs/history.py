@@ -107,6 +107,14 @@ _PIPE_PART_RE = re.compile(
     r"(?:%| [A-Za-z/]{1,12})?$")
 """One ``Label value[%| unit]`` part of a prime-rl step line (``Grad. Norm 0.2345``, ``LR
 1.00e-06``, ``MFU 12.3%``); a part holding more (``Trainable 10/12 (83.3%)``) is no metric."""
+_LOOP_TOTAL_RE = re.compile(
+    r"Starting (?:training|orchestrator) loop "
+    r"(?:\((?:config\.)?(?:max|total)_steps=(\d{1,12})\b|with (\d{1,12}) steps\b)")
+"""prime-rl's run total, logged once as each loop starts: ``Starting training loop
+(max_steps=N)`` (trainer; ``infinite`` without one) and ``Starting orchestrator loop
+(max_steps=N)``; older commits ``({config.max_steps=})``, ``(max_steps=N, steps_per_epoch=M)``,
+the SFT trainer's ``({total_steps=}, ...)`` or ``with N steps (...)``."""
+LOOP_GATES = ("training loop", "orchestrator loop")
 _HF_NUM_RE = re.compile(r"\bNum (examples|Epochs|update steps per epoch) = ([\d,]{1,32})\s*$")
 """HF Trainer's training banner (``Num examples``, ``Num Epochs``, transformers 5's ``Num update
 steps per epoch``); an eval banner prints ``Num examples`` too, then ``Batch size``."""
@@ -136,7 +144,7 @@ MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
-    "effective maximum steps",
+    "effective maximum steps", *LOOP_GATES,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
@@ -146,7 +154,7 @@ METRIC_LINES = NeedleFilter(
     (
         *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
-        *("consumed_samples: ", "rollout_batch_size"),
+        *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps"),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
     ),
@@ -831,6 +839,8 @@ class MetricScan:
                     self.banner_total = int(banner.group(1).replace(",", ""))
             if "rollout_batch_size" in body or "consumed_samples: " in body:
                 self._resume_marker(body)
+            if "training loop" in body or "orchestrator loop" in body:
+                self._loop_total(body)
             if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
                 bar = parse_tqdm(body)
                 if bar is not None and training_desc(bar.desc) == EPISODE_BAR:
@@ -897,13 +907,21 @@ class MetricScan:
                 self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
 
     def _run_markers(self, body: str) -> None:
-        """Rollout geometry and OpenRLHF's resume."""
+        """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total)."""
         if "train_batch_size" in body or "n_samples_per_prompt" in body:
             samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples
             self.batch = int(batch.group(1)) if batch else self.batch
         if "rollout_batch_size" in body or "consumed_samples: " in body:
             self._resume_marker(body)
+        if "training loop" in body or "orchestrator loop" in body:
+            self._loop_total(body)
+
+    def _loop_total(self, body: str) -> None:
+        """prime-rl's ``Starting ... loop (max_steps=N)``: the run's total steps."""
+        found = _LOOP_TOTAL_RE.search(body)
+        if found is not None and int(found.group(1) or found.group(2)) > 0:
+            self.banner_total = int(found.group(1) or found.group(2))
 
     def _resume_marker(self, body: str) -> None:
         """OpenRLHF's ``rollout_batch_size`` and its resume line (``EpisodeResume``): a

@@ -100,7 +100,8 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
     return lines
 
 
-_SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size")
+_SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
+                 "orchestrator loop")
 """What a line ``MetricScan.seed_head`` reads holds."""
 
 
