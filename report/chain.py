@@ -61,7 +61,8 @@ NEVER_SATISFIED = "DependencyNeverSatisfied"
 
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
 _RESTART_KINDS = frozenset({"afterany", "unknown"})
-_AFTER_SUCCESS = _RESTART_KINDS | {"afterok", "aftercorr"}
+_SUCCESS_ONLY = frozenset({"afterok", "aftercorr"})
+_AFTER_SUCCESS = _RESTART_KINDS | _SUCCESS_ONLY
 """What a COMPLETED (exit 0) predecessor satisfies."""
 
 # Attempt markers a relaunch appends to a run name: "-r2", "_restart3", "-resume", "-try2", "-v2"
@@ -275,13 +276,16 @@ def chain_link(
     *,
     index: ChainIndex | None = None,
     planned_stop: bool = False,
+    success_edges: Mapping[str, str] | None = None,
 ) -> ChainLink:
     """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none.
 
     ``index``: ``records`` already indexed (``ChainIndex``); built here when not given.
     ``planned_stop``: ``record`` is COMPLETED, its trainer having stopped itself ahead of the
     walltime for a successor (``report.planned_stop``): found as a TIMEOUT's, but its exit 0
-    satisfies ``afterok`` too, so a job waiting so is its restart; no ``blocked`` is given."""
+    satisfies ``afterok`` too, so a job waiting so is its restart; no ``blocked`` is given.
+    ``success_edges``: remembered ``afterok``/``aftercorr`` edges (:func:`success_edges`),
+    read for such a planned stop only (a TIMEOUT never satisfies them)."""
     completed = planned_stop and record.state is JobState.COMPLETED
     if record.state is not JobState.TIMEOUT and not completed:
         return ChainLink()
@@ -296,6 +300,8 @@ def chain_link(
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
     remembered = known_edges.get(record.job_id)
+    if remembered is None and completed and success_edges:
+        remembered = success_edges.get(record.job_id)
     known = index.live.get(remembered) if remembered is not None else None
     if known is not None and known.job_id != record.job_id and not _never_starts(known):
         return ChainLink(successor=known.job_id)
@@ -323,13 +329,22 @@ def find_successor(
     return chain_link(record, records, known_edges).successor
 
 
-def dependency_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:
-    """Return predecessor -> successor ``afterany`` edges visible this sweep."""
+def dependency_edges(records: Sequence[SchedulerRecord],
+                     kinds: frozenset[str] = _RESTART_KINDS) -> dict[str, str]:
+    """Return predecessor -> successor ``afterany`` edges (or ``kinds``) visible this sweep."""
     edges: dict[str, str] = {}
     for record in sorted(records, key=submit_order):
         for dependency in dependencies(record):
             # The earliest-submitted dependant is the chain's next link; later ones are
             # extra jobs that merely wait for the same predecessor.
-            if dependency.kind in _RESTART_KINDS:
+            if dependency.kind in kinds:
                 edges.setdefault(dependency.job_id, record.job_id)
     return edges
+
+
+def success_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:
+    """Return predecessor -> successor ``afterok``/``aftercorr`` edges visible this sweep: the
+    restart of a planned stop (whose exit 0 satisfies them), kept because SLURM clears a met
+    dependency once the successor starts, and a renamed one elsewhere has nothing else to
+    match it by."""
+    return dependency_edges(records, _SUCCESS_ONLY)

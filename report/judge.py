@@ -144,7 +144,8 @@ def judge_job(
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(record, cluster_records, edges, index=index,
-                      planned_stop=planned_stop(facts) is not None)
+                      planned_stop=planned_stop(facts) is not None,
+                      success_edges=memory.known_ok_edges.get(record.cluster) if memory else None)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
-from report.chain import dependency_edges, name_stem, submit_order
+from report.chain import dependency_edges, name_stem, submit_order, success_edges
 from report.findings import failing_line, first_fault
 from report.judge_rl import run_fingerprint
 from report.models import FailureSignature, JobDetail, Report
@@ -53,6 +53,9 @@ class SweepMemory(BaseModel):
 
     known_edges: dict[str, dict[str, str]] = {}
     """cluster -> {predecessor id: successor id} (SLURM forgets fulfilled dependencies)."""
+    known_ok_edges: dict[str, dict[str, str]] = {}
+    """cluster -> the same for ``afterok``/``aftercorr`` dependants: a planned stop's restart
+    (its exit 0 satisfies them), never a TIMEOUT's (``report.chain.success_edges``)."""
     failure_signatures: dict[str, list[FailureSignature]] = {}
     """``cluster:name stem`` -> signatures of earlier failed attempts, oldest first."""
     seen_configs: dict[str, list[str]] = {}
@@ -194,19 +197,25 @@ def next_memory(
             if fingerprint not in configs:
                 configs.append(fingerprint)
                 del configs[:-MEMORY_CONFIGS_KEPT]
-    edges = _next_edges(prev, clusters)
+    edges = _next_edges(prev.known_edges, clusters, dependency_edges)
+    ok_edges = _next_edges(prev.known_ok_edges, clusters, success_edges)
     return SweepMemory(known_edges={k: v for k, v in edges.items() if v},
+                       known_ok_edges={k: v for k, v in ok_edges.items() if v},
                        failure_signatures=signatures, seen_configs=seen)
 
 
-def _next_edges(prev: SweepMemory, clusters: Sequence[ClusterFacts]) -> dict[str, dict[str, str]]:
-    edges = {name: dict(e) for name, e in prev.known_edges.items()}
+def _next_edges(
+    previous: Mapping[str, Mapping[str, str]],
+    clusters: Sequence[ClusterFacts],
+    visible: Callable[[Sequence[SchedulerRecord]], dict[str, str]],
+) -> dict[str, dict[str, str]]:
+    edges = {name: dict(e) for name, e in previous.items()}
     for cluster in clusters:
         if cluster.status != "ok":
             continue  # an unreachable cluster's chains are unknown this sweep, not gone
         records = [j.record for j in cluster.jobs]
         ids = {r.job_id for r in records}
         kept = {p: s for p, s in edges.get(cluster.name, {}).items() if p in ids or s in ids}
-        kept.update(dependency_edges(records))
+        kept.update(visible(records))
         edges[cluster.name] = kept
     return edges

@@ -151,3 +151,51 @@ def test_a_grid_cell_stopped_at_its_time_budget_is_not_done() -> None:
                              settings=ReportSettings(), now=NOW)
     [grid] = report.grid
     assert grid.done == 0 and grid.short == ("sft-g-7b-lr1e4",)
+
+
+def _remembered(*records: SchedulerRecord) -> SweepMemory:
+    """The memory a sweep that saw ``records`` leaves for the next one."""
+    from probes.models import ClusterFacts
+    from report.judge import build_report
+    from report.memory import next_memory
+    from report.settings import ReportSettings
+
+    seen = ClusterFacts(name="alpha", kind="slurm", status="ok", collected_at=NOW,
+                        jobs=tuple(JobFacts(record=r) for r in records))
+    report, details = build_report([seen], settings=ReportSettings(), now=NOW)
+    return next_memory(report, details, [seen], None)
+
+
+def test_a_renamed_afterok_successor_seen_waiting_is_linked_once_it_runs() -> None:
+    """A restart queued afterok under another name and run directory (no stem, no StdOut
+    pattern, no workdir to match): a sweep saw it wait on the run; once SLURM cleared the
+    met dependency and started it, the planned stop still names it, as an afterany one."""
+    running = record("rl-nemo-grpo", "100", JobState.RUNNING)
+    waiting = record("resume-from-step12", "101", JobState.PENDING, workdir="/w2",
+                     stdout_path="/w2/slurm-101.out", dependency="afterok:100(unfulfilled)",
+                     depends_on=("100",))
+    memory = _remembered(running, waiting)
+    started = waiting.model_copy(update={"state": JobState.RUNNING, "dependency": None,
+                                         "depends_on": ()})
+    report = _judge(_facts(NEMO.read_text()), started, memory=memory)
+    assert report.verdict == "restarting" and report.successor == "101"
+    assert "chain-restart" in report.flags
+
+
+def test_a_remembered_afterok_edge_never_makes_a_timeout_a_restart() -> None:
+    """The same remembered afterok dependant of a job that then TIMEOUTs is no restart (a
+    TIMEOUT never satisfies afterok), even before SLURM marks it never satisfied."""
+    running = record("rl-nemo-grpo", "100", JobState.RUNNING)
+    waiting = record("resume-from-step12", "101", JobState.PENDING, workdir="/w2",
+                     stdout_path="/w2/slurm-101.out", dependency="afterok:100(unfulfilled)",
+                     depends_on=("100",))
+    memory = _remembered(running, waiting)
+    timed_out = JobFacts(record=record("rl-nemo-grpo", "100", JobState.TIMEOUT, end_time=END),
+                         log=log(text="step 1\n"))
+    still = waiting.model_copy(update={"dependency": "afterok:100(failed)", "reason": "Dependency"})
+    report = _judge(timed_out, still, memory=memory)
+    assert report.verdict == "failed" and report.successor is None
+    gone = waiting.model_copy(update={"dependency": None, "depends_on": (),
+                                      "state": JobState.RUNNING})
+    report = _judge(timed_out, gone, memory=memory)
+    assert report.successor is None
