@@ -107,6 +107,11 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?imp_ratio_mean$"), "imp_ratio_mean", 0),
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
     (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
+    # TRL GRPO >= 0.23 with vLLM: |trainer - rollout| per-token logprob, and exp of it (the
+    # importance-sampling correction's ratio, clamped in its truncate modes)
+    (re.compile(r"^sampling/sampling_logp_difference/mean$"), "log_ratio_abs_mean", 1),
+    (re.compile(r"^sampling/sampling_logp_difference/max$"), "log_ratio_abs_max", 1),
+    (re.compile(r"^sampling/importance_sampling_ratio/mean$"), "imp_ratio_mean", 1),
     # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight, ``rollout_corr/``
     # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
     # (bypass mode); its _seq_/_std/_max siblings are not the mean
