@@ -191,8 +191,8 @@ def _ids(head: str) -> list[str]:
 
 
 def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) -> SchedulerRecord:
-    """Prefer scontrol's expanded StdOut/WorkDir/Dependency (and its NodeList) where squeue's
-    are missing or raw."""
+    """Prefer scontrol's expanded StdOut/WorkDir/Dependency (and its NodeList and Restarts)
+    where squeue's are missing or raw."""
     if not fields:
         return record
     update: dict[str, Any] = {}
@@ -219,6 +219,10 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
     # job that ran and lost its log reads as one that never ran (report.judge).
     if not record.nodes and (nodes := _text(fields.get("NodeList"))):
         update["nodes"] = nodes
+    # squeue -o has no restart count either: a requeued run read as its first launch.
+    restarts = fields.get("Restarts", "")
+    if not record.restarts and restarts.isdigit() and int(restarts):
+        update["restarts"] = int(restarts)
     if not record.user and (uid := _text(fields.get("UserId"))):
         update["user"] = uid.split("(")[0]
     return record.model_copy(update=update) if update else record
