@@ -186,10 +186,10 @@ def pod_view(pod: Any) -> PodView:
     if exit_code is None and failed_init is not None:
         exit_code = next(cs.state.terminated.exit_code for cs in init if cs.name == failed_init)
     conditions = list(status.conditions or ()) if status else []
-    disruption = next(
-        (c.reason for c in conditions if c.type == "DisruptionTarget" and c.status == "True"),
-        status.reason if status else None,
-    )
+    target = next((c for c in conditions if c.type == "DisruptionTarget" and c.status == "True"
+                   and c.reason), None)
+    disruption = target.reason if target else (status.reason if status else None)
+    said = target.message if target else (status.message if status else None)
     keys = {**(meta.annotations or {}), **(meta.labels or {})}
     names = tuple(c.name for c in (spec.containers or ())) if spec else ()
     view = PodView(
@@ -203,6 +203,7 @@ def pod_view(pod: Any) -> PodView:
         exit_code=exit_code,
         restarts=sum(cs.restart_count or 0 for cs in init + main),
         disruption=disruption,
+        disruption_message=" ".join(str(said).split()) or None if said else None,
         unschedulable=any(
             c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
             for c in conditions

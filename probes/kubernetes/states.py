@@ -55,12 +55,22 @@ RANK_FAILED = "RankFailed"
 """The reason of a running multi-rank workload one rank of which failed and is not running
 again (its retry pending, or not created yet): see :func:`failed_rank`."""
 
-PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler", "Preempted"})
+PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler", "Preempted",
+                                "EvictionByEvictionAPI"})
+"""Pod disruptions that took its resources for another use: the scheduler's preemption (its
+1.26 name ``PreemptionByKubeScheduler`` too), an eviction through the Eviction API (a drain,
+an autoscaler's scale-down): not the job's own failure, as SLURM's PREEMPTED."""
 NODE_FAILURE_REASONS = frozenset(
-    {"NodeLost", "DeletionByPodGC", "TerminationByKubelet", "DeletionByTaintManager"}
+    {"NodeLost", "DeletionByPodGC", "TerminationByKubelet", "DeletionByTaintManager",
+     "Evicted", "Terminated", "Shutdown"}
 )
 """Pod disruptions by its node: lost, tainted NoExecute (unreachable / not ready), or the
-kubelet terminating it (node-pressure eviction)."""
+kubelet terminating it (``TerminationByKubelet``: node-pressure eviction, graceful node
+shutdown; where no ``DisruptionTarget`` condition is set, its ``status.reason``: ``Evicted``,
+``Terminated``, before 1.22 ``Shutdown``)."""
+DISRUPTION_CHARS = 240
+"""The disruption's message quoted after its reason (the kubelet's names the resource the node
+ran low on and the container using it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +141,8 @@ class PodView:
     restarts: int = 0
     disruption: str | None = None
     """``DisruptionTarget`` reason or ``status.reason`` (``Evicted``, ``NodeLost``)."""
+    disruption_message: str | None = None
+    """That condition's (or the status's) message, whitespace collapsed."""
     unschedulable: bool = False
     rank0: bool = True
     """Completion/job index 0 (or not indexed): where trainers log their metrics."""
@@ -194,12 +206,38 @@ def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict
         return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
     if failed.reason == "DeadlineExceeded":
         return StateVerdict(JobState.TIMEOUT, failed.reason)
-    disruptions = {pod.disruption for pod in pods if pod.disruption}
-    if disruptions & PREEMPTION_REASONS:
-        return StateVerdict(JobState.PREEMPTED, sorted(disruptions & PREEMPTION_REASONS)[0])
-    if disruptions & NODE_FAILURE_REASONS:
-        return StateVerdict(JobState.NODE_FAIL, sorted(disruptions & NODE_FAILURE_REASONS)[0])
+    # Only each rank's last attempt ended the job: a preempted first attempt whose retries
+    # then crashed failed by the crash.
+    last = [pod for pod in _last_attempts(pods) if pod.disruption]
+    for state, reasons in ((JobState.PREEMPTED, PREEMPTION_REASONS),
+                           (JobState.NODE_FAIL, NODE_FAILURE_REASONS)):
+        hit = sorted((pod for pod in last if pod.disruption in reasons),
+                     key=lambda pod: str(pod.disruption))
+        if hit:
+            return StateVerdict(state, disruption_text(hit[0]))
     return StateVerdict(JobState.FAILED, failed.reason or "Failed")
+
+
+def disruption_text(pod: PodView) -> str | None:
+    """The pod's disruption reason, and its message when it has one
+    (``TerminationByKubelet: The node was low on resource: memory. ...``)."""
+    if not pod.disruption or not pod.disruption_message:
+        return pod.disruption
+    message = pod.disruption_message
+    if len(message) > DISRUPTION_CHARS:
+        message = message[:DISRUPTION_CHARS - 1].rstrip() + "…"
+    return f"{pod.disruption}: {message}"
+
+
+def _last_attempts(pods: Sequence[PodView]) -> list[PodView]:
+    """Each rank's newest pod (a JobSet's replicated jobs each have their own ranks)."""
+    ranks: dict[tuple[str | None, ...], PodView] = {}
+    for pod in pods:
+        key = (pod.group, *pod.rank)
+        kept = ranks.get(key)
+        if kept is None or (_stamp(pod.created), pod.name) > (_stamp(kept.created), kept.name):
+            ranks[key] = pod
+    return list(ranks.values())
 
 
 def _live_state(pods: Sequence[PodView]) -> StateVerdict:
@@ -231,8 +269,8 @@ def _live_state(pods: Sequence[PodView]) -> StateVerdict:
     reason = None
     if newest is not None:
         ended = [r for r in newest.terminated if r != "Completed"]
-        reason = _first(["OOMKilled" if "OOMKilled" in ended else None, newest.disruption,
-                         *ended])
+        reason = _first(["OOMKilled" if "OOMKilled" in ended else None,
+                         disruption_text(newest), *ended])
     return StateVerdict(JobState.PENDING, reason or "BackoffBetweenRetries")
 
 

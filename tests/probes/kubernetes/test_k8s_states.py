@@ -31,9 +31,11 @@ def job(*conds: tuple[str, str | None], active: int = 0, suspended: bool = False
 
 def pod(phase: str = "Running", *, waiting: tuple[str, ...] = (),
         terminated: tuple[str, ...] = (), disruption: str | None = None,
-        unschedulable: bool = False, deleting: bool = False) -> PodView:
+        unschedulable: bool = False, deleting: bool = False,
+        created: datetime | None = None) -> PodView:
     return PodView(name="p", phase=phase, waiting=waiting, terminated=terminated,
-                   disruption=disruption, unschedulable=unschedulable, deleting=deleting)
+                   disruption=disruption, unschedulable=unschedulable, deleting=deleting,
+                   created=created)
 
 
 STATE_TABLE = [
@@ -56,6 +58,25 @@ STATE_TABLE = [
     (job(("Failed", "BackoffLimitExceeded")),
      [pod("Failed", terminated=("Error",), disruption="DeletionByTaintManager")],
      JobState.NODE_FAIL, "DeletionByTaintManager", None),
+    # a drain (kubectl drain, an autoscaler's scale-down) evicted it through the Eviction
+    # API: taken away like a preemption, not the job's own failure (it read FAILED)
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", terminated=("Error",), disruption="EvictionByEvictionAPI")],
+     JobState.PREEMPTED, "EvictionByEvictionAPI", None),
+    # the kubelet evicted it (node pressure) or its node shut down: the pod's status.reason
+    # where no DisruptionTarget condition is set (older clusters); it read FAILED
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", terminated=("Error",), disruption="Evicted")],
+     JobState.NODE_FAIL, "Evicted", None),
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", terminated=("Error",), disruption="Terminated")],
+     JobState.NODE_FAIL, "Terminated", None),
+    # a preempted first attempt, then the retries crashed: the crash ended it, not the
+    # preemption (it read PREEMPTED)
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", terminated=("Error",), disruption="PreemptionByScheduler", created=T0),
+      pod("Failed", terminated=("Error",), created=T1)],
+     JobState.FAILED, "BackoffLimitExceeded", None),
     (job(("SuccessCriteriaMet", None)), [], JobState.COMPLETING, "SuccessCriteriaMet", None),
     # near-miss: a false Failed condition is no failure at all
     (WorkloadView(kind="Job", name="j", active=1,
