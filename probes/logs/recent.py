@@ -15,7 +15,10 @@ is the whole tail. The ``MARGIN`` steps a suffix logged first are dropped: a Sky
 reward line or multi-line dict cut by the suffix's start can only touch those. A suffix is
 also deepened while an HF dict has no bar count to take its step from (only the start of the
 log may number those 1, 2, ...; a tail cut from a longer log takes HF's banner from the
-log's head, ``seed``, and claims no step by a count: ``MetricScan.seed_head``). Known limit: a
+log's head, ``seed``, and claims no step by a count: ``MetricScan.seed_head``; such a tail is
+deepened only while a progress bar or a checkpoint save line before the suffix may number its
+dicts: with none, a count from further back would be no step either, and a 1 MiB tail of
+bar-less dicts cost 260 ms, not 7 ms, read to its first line). Known limit: a
 step numbered from state before the suffix (an HF dict after a run of bar-less dicts, a SkyRL
 reward line's step already logged) may differ; a real log's order re-anchors those at the
 next bar. The rate needs nothing deeper: bars are skimmed over the whole tail, the last
@@ -94,6 +97,7 @@ def recent_metrics(
     if candidates is None:
         candidates = list(range(len(lines)))
     span = _FIRST_SPAN
+    anchors: int | None = None
     while True:
         cut = max(0, len(candidates) - span)
         start = candidates[cut] if cut else 0
@@ -103,6 +107,11 @@ def recent_metrics(
         got = len(scan.points)
         if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
             break
+        if got >= HISTORY_DEPTH + MARGIN and seed is not None:
+            # A cut tail's bar-less HF dicts: deeper, only a bar or a save line numbers them.
+            anchors = _first_anchor(lines) if anchors is None else anchors
+            if anchors >= start:
+                break  # none before the suffix: a count from further back is no step either
         # Aim at the depth from the lines per step seen so far (at least doubling each time).
         span = max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got if got else 4 * span)
     engine_at = scan.engine_at
@@ -110,6 +119,14 @@ def recent_metrics(
         engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True,
                              among=candidates)
     return scan.summary(line_count, keep=HISTORY_DEPTH), engine_at
+
+
+def _first_anchor(lines: Sequence[str]) -> int:
+    """The index of the first line of ``lines`` that may number a cut tail's bar-less HF
+    dicts (``MetricScan._on_hf_dict``): a progress bar (the training bar's count), or
+    ``_on_hf_save``'s checkpoint save line; ``len(lines)`` where none does."""
+    return next((at for at, line in enumerate(lines)
+                 if "%|" in line or "Saving model checkpoint" in line), len(lines))
 
 
 def _scan_suffix(

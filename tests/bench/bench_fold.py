@@ -4,8 +4,11 @@ Run from the repo root (no SLURM, no Redis: in process, on real text):
 
     PYTHONPATH=. .venv/bin/python tests/bench/bench_fold.py [--vs REV] [--rounds 5]
 
-For each log (``bench_cli.hf_log(200)``, the sweep benches' 200-step HF Trainer log, and the
-recorded trainer logs under ``tests/fixtures``) it prints the median microseconds of
+For each log (``bench_cli.hf_log(200)``, the sweep benches' 200-step HF Trainer log; a long
+``disable_tqdm`` HF log whose 1 MiB tail is cut from it, read with its 256 KiB head as the
+collector sends it (``CUT``), and the same with no banner, so that nothing can number its dicts
+(``BARE``); and the recorded trainer logs under ``tests/fixtures``) it prints
+the median microseconds of
 
 - ``cold``: ``parse_log`` + ``excerpt.retain``, what ``assemble.job_facts`` costs a CLI sweep;
 - ``first``: ``parse_increment(None, whole)``, a bot's first read of a log (its fold, no carry);
@@ -44,15 +47,38 @@ REAL = [
     "torch-2.13.0/childfailed.out",
 ]
 APPENDED_LINES = 6
+CUT = "cut tail + head: HF disable_tqdm, 20k steps"
+BARE = "cut tail, no banner: HF disable_tqdm, 20k steps"
+"""A log longer than the tail read: its last ``TAIL_BYTES`` are the text, its first
+``HEAD_BYTES`` the head (a cut tail's banner is found there; 724baf8 once made that 10x dearer)."""
+TAIL_BYTES = 1 << 20
+HEAD_BYTES = 256 << 10
 """The warm sweep's increment: the log's last lines (3 HF steps: a bar redraw and a dict each)."""
 
 __test__ = False
 
 
+def cut_log(steps: int = 20_000, *, banner: bool = True) -> bytes:
+    """An HF Trainer log with ``disable_tqdm``: a config dump, the banner (without it, none of
+    the dicts' steps can be known from a cut tail), one dict a step."""
+    config = "".join(f"  config_key_{i} = {i * 7919 % 104729}\n" for i in range(2_000))
+    head = ("***** Running training *****\n  Num examples = 5,120,000\n  Num Epochs = 1\n"
+            "  Instantaneous batch size per device = 32\n"
+            "  Total train batch size (w. parallel, distributed & accumulation) = 256\n"
+            f"  Gradient Accumulation steps = 1\n  Total optimization steps = {steps:,}\n"
+            "  Number of trainable parameters = 494,032,768\n")
+    body = "".join(
+        f"{{'loss': '{2.0 - s / (steps * 2):.4g}', 'grad_norm': '{0.3 + (s % 7) / 50:.4g}', "
+        f"'learning_rate': '{1e-5 * (1 - s / steps):.4g}', 'epoch': '{s / steps:.4g}'}}\n"
+        for s in range(1, steps + 1))
+    return (config + (head if banner else "") + body).encode()
+
+
 def logs() -> dict[str, bytes]:
     from tests.bench.bench_cli import hf_log
 
-    found = {"bench hf_log(200)": hf_log(200).encode()}
+    found = {"bench hf_log(200)": hf_log(200).encode(), CUT: cut_log(),
+             BARE: cut_log(banner=False)}
     for name in REAL:
         path = FIXTURES / name
         if path.exists():
@@ -84,8 +110,10 @@ def split_tail(data: bytes) -> tuple[bytes, bytes]:
     return data[: at + 1], data[at + 1 :]
 
 
-def collected(text: bytes, offset: int, *, continued: bool) -> dict[str, Any]:
-    """A collector's answer for one tracked read of ``text`` at byte ``offset``."""
+def collected(text: bytes, offset: int, *, continued: bool,
+              head: str | None = None) -> dict[str, Any]:
+    """A collector's answer for one tracked read of ``text`` at byte ``offset`` (with the
+    log's ``head`` when the read starts past its beginning)."""
     cursor = {"path": "/scratch/run.out", "dev": 1, "ino": 1, "offset": offset + len(text),
               "digest": "0" * 32}
     log = {"requested": "/scratch/run.out", "path": "/scratch/run.out", "status": "ok",
@@ -93,6 +121,8 @@ def collected(text: bytes, offset: int, *, continued: bool) -> dict[str, Any]:
            "text": text.decode("utf-8", "replace"), "offset": offset, "cursor": cursor}
     if continued:
         log["continued"] = True
+    if head is not None:
+        log["head"] = head
     return {"log": log}
 
 
@@ -114,30 +144,37 @@ def figures() -> dict[str, dict[str, Run]]:
         return lambda: fold_job(record, answer, state, aliases={}, benign_patterns=())
 
     out: dict[str, dict[str, Run]] = {}
-    for name, data in logs().items():
+    for name, whole in logs().items():
+        # A cut log is read as the collector sends it: its last TAIL_BYTES, with its head.
+        base = max(0, len(whole) - TAIL_BYTES) if name in (CUT, BARE) else 0
+        cut_head = whole[:HEAD_BYTES].decode("utf-8", "replace") if base else None
+        data = whole[base:]
         text = data.decode("utf-8", "replace")
         fetch = LogFetch(requested_path="/scratch/run.out", path="/scratch/run.out",
-                         status="ok", text=text)
+                         status="ok", text=text, offset=base)
         head, tail = split_tail(data)
-        _, state = fold_job(record, collected(head, 0, continued=False), None, aliases={},
-                            benign_patterns=())
+        _, state = fold_job(record, collected(head, base, continued=False, head=cut_head),
+                            None, aliases={}, benign_patterns=())
         assert state is not None
         stored = encode_state(state)
         assert stored is not None
-        increment = collected(tail, len(head), continued=True)
+        increment = collected(tail, base + len(head), continued=True)
 
-        def cold(text: str = text, fetch: LogFetch = fetch) -> object:
-            return retain(fetch, parse_log(text))
+        def cold(text: str = text, fetch: LogFetch = fetch, at_start: bool = not base,
+                 cut_head: str | None = cut_head) -> object:
+            return retain(fetch, parse_log(text, log_start=at_start, head=cut_head))
 
-        def first(data: bytes = data) -> object:
-            return parse_increment(None, data)
+        def first(data: bytes = data, at_start: bool = not base,
+                  cut_head: str | None = cut_head) -> object:
+            return parse_increment(None, data, log_start=at_start, head=cut_head)
 
         def warm_json(stored: str = stored, answer: dict[str, Any] = increment) -> object:
             return fold_job(record, answer, decode_state(stored), aliases={},
                             benign_patterns=())
 
         out[name] = {"cold": cold, "first": first,
-                     "fold_cold": fold(collected(data, 0, continued=False), None),
+                     "fold_cold": fold(collected(data, base, continued=False, head=cut_head),
+                                       None),
                      "warm": fold(increment, state), "warm_json": warm_json}
     return out
 
