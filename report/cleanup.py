@@ -29,6 +29,9 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
   checkpoint or ``exports/global_step_N`` at the total says it got there (the seed: an export
   signals completion on a finished run). Short of the total: ``incomplete-run``, verdict
   ``warning``, recommendation ``diagnose`` naming the routine that waits for it.
+- An eval that COMPLETED with fewer trials than its Harbor job's total (a harness stopped early
+  under a wrapper that exited 0) is ``incomplete-run`` too: its pass-rate is not the
+  benchmark's, and the cleanup would reap the evidence.
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     tree = ctx.facts.trials
     if bucket in ("datagen", "eval") and _chunks_unfinished(ctx, f, tree, routine):
         return
+    if bucket == "eval" and _eval_short(ctx, f, tree, routine):
+        return
     owns_tree = bucket != "rl" or routine == "rl-agentic-job-cleanup"
     log = ctx.facts.log
     backed = log is not None and (log.trials_in_object_store or object_store_trials(log.text))
@@ -131,6 +136,29 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     f.trend(Priority.CLEANUP + 1, f"Completed; {text}")
     f.recommend(Priority.CLEANUP, "none",
                 f"{text} in {tree.root}: {routine} once the whole run is done, not before")
+    return True
+
+
+def _eval_short(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
+                routine: CleanupRoutine) -> bool:
+    """A COMPLETED eval whose trials with a result.json (counted over the whole tree, or its
+    progress line) are fewer than the Harbor job's total: a partial run (the harness was
+    stopped, its wrapper exited 0). Its pass-rate covers only the trials that ran, and the
+    cleanup would reap the evidence: ``incomplete-run``, ``diagnose``. A count the time bound
+    cut short proves nothing missing."""
+    done, total = f.metrics.get("trials"), f.metrics.get("trials_total")
+    counts = tree.counts if tree is not None else None
+    if (not isinstance(done, float) or not isinstance(total, float) or done >= total
+            or (counts is not None and not counts.complete)):
+        return False
+    left, whole = int(total - done), int(total)
+    f.flag("incomplete-run")
+    f.verdict("warning")
+    f.trend(Priority.DIAGNOSE, f"COMPLETED with {left} of {whole} trials never run")
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"incomplete run: {int(done)} of {whole} trials finished; resume or "
+                f"rerun the missing {left} (the pass-rate covers only those that ran) before "
+                f"{routine}")
     return True
 
 

@@ -209,8 +209,9 @@ def test_agent_timeouts_are_not_a_problem() -> None:
 
 
 def test_completed_eval_cleanup() -> None:
-    """Completed eval routes to eval-agentic-cleanup."""
-    report = judge(_eval(rec={"state": JobState.COMPLETED})).report
+    """Completed eval (every trial of its total run) routes to eval-agentic-cleanup."""
+    full = tree([trial(1.0)] * 30 + [trial(0.0)] * 70, trials_total=100)
+    report = judge(_eval(full, rec={"state": JobState.COMPLETED})).report
     assert report.recommendation is not None
     assert report.recommendation.why.startswith("eval-agentic-cleanup")
     assert "cleanup-pending" in report.flags
