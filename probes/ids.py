@@ -2,7 +2,9 @@
 
 Policy: an id is accepted only if it is a plain SLURM id (digits, optionally ``_N`` array
 task or ``+N`` het offset) or a Kubernetes object name (RFC 1123 label, at most 63
-characters). Everything else raises :class:`InvalidJobIdError` and nothing runs.
+characters), which kubectl's ``jobset/<name>`` may qualify: a JobSet that shares its name
+with a Job has that id (:mod:`probes.kubernetes.objects`). Everything else raises
+:class:`InvalidJobIdError` and nothing runs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from probes.errors import InvalidJobIdError
 
 SLURM_ID = re.compile(r"\A[0-9]{1,12}(?:_[0-9]{1,8}|\+[0-9]{1,4})?\Z")
-K8S_NAME = re.compile(r"\A[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+K8S_NAME = re.compile(r"\A(?:jobset/)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 CLUSTER_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
 
 
@@ -21,7 +23,8 @@ def validate_job_id(job_id: str) -> str:
     if SLURM_ID.match(job_id) or K8S_NAME.match(job_id):
         return job_id
     raise InvalidJobIdError(
-        f"{job_id!r} is not a job id: expected digits (optionally _N or +N) or a Kubernetes name"
+        f"{job_id!r} is not a job id: expected digits (optionally _N or +N) or a Kubernetes name "
+        "(optionally jobset/NAME)"
     )
 
 

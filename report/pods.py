@@ -175,8 +175,11 @@ def same_name_rule(ctx: JudgeContext, f: Findings) -> None:
     others = [kind for kind in record.labels.get(SAME_NAME_LABEL, "").split(",") if kind]
     kind = record.labels.get(KIND_LABEL) or "Job"
     for other in others:
-        f.notes.append(f"a {other} {record.job_id} exists too; this is the {kind} of that name "
-                       f"(the sweep lists both; kubectl get {other.lower()} {record.job_id})")
+        # Its id: the Job keeps the bare name, a JobSet sharing it is jobset/<name>.
+        other_id = record.name if other == "Job" else f"{other.lower()}/{record.name}"
+        f.notes.append(f"a {other} {record.name} exists too; this is the {kind} of that name "
+                       f"(the sweep lists both; jobtables job {other_id}; "
+                       f"kubectl get {other.lower()} {record.name})")
 
 
 def recurring_pod_failure_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -3,7 +3,9 @@
 Policy: pure functions, no I/O. A batch/v1 Job arrives as the client's ``V1Job`` model, a
 JobSet as the plain dict the custom-objects API returns; both become one :class:`Workload`
 so the rest of the probe never branches on the kind. The Job (or JobSet) name is the job id
-and its name (what ``kubectl get`` lists): ``app.kubernetes.io/name`` is the application's
+and its name (what ``kubectl get`` lists); a JobSet that shares its name with a Job (other
+resources: Kubernetes allows it) has kubectl's ``jobset/<name>`` as its id, so each has a
+(cluster, id) of its own: ``app.kubernetes.io/name`` is the application's
 name, shared by every run a chart launches, and renamed (and re-bucketed) them all. The owner
 comes from the cluster's ``user_keys`` (labels first, then annotations). Labels carry the
 image and a config hash when present: the report reads them for ``deep-probe``. Missing facts
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -82,16 +84,32 @@ class Workload:
     uid: str | None = None
     first_group: str | None = None
     """A JobSet's first replicated job (its leader's pods are read): ``log_pod``."""
+    qualified: bool = False
+    """Its id is ``jobset/<name>``: a Job of its name is listed too (:func:`qualify`)."""
 
     @property
     def name(self) -> str:
         return self.view.name
+
+    @property
+    def job_id(self) -> str:
+        """The name, or ``<kind>/<name>`` (kubectl's form) when another kind shares it."""
+        return f"{self.view.kind.lower()}/{self.name}" if self.qualified else self.name
 
     def pod_labels(self) -> tuple[tuple[str, str], ...]:
         """The (label, value) pairs that mark this workload's pods, preferred first."""
         if self.view.kind == "JobSet":
             return ((JOBSET_NAME_LABEL, self.name),)
         return tuple((label, self.name) for label in JOB_NAME_LABELS)
+
+
+def qualify(workloads: Sequence[Workload], jobs_seen: Collection[str] = ()) -> list[Workload]:
+    """The workloads, each JobSet named like a listed Job (or one in ``jobs_seen``) with the
+    id ``jobset/<name>``: the Job keeps the bare name (CONTRACT: a Kubernetes job's id is its
+    name)."""
+    jobs = {work.name for work in workloads if work.view.kind == "Job"} | set(jobs_seen)
+    return [replace(work, qualified=True) if work.view.kind == "JobSet" and work.name in jobs
+            else work for work in workloads]
 
 
 def job_workload(job: Any) -> Workload:
@@ -321,7 +339,7 @@ def build_record(
         elapsed = max(0, int(((work.finished or now) - started).total_seconds()))
     return SchedulerRecord(
         cluster=cluster.name,
-        job_id=work.name,
+        job_id=work.job_id,
         name=work.name,
         user=owner_of(work, cluster.user_keys),
         state=verdict.state,

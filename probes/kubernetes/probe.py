@@ -51,6 +51,7 @@ from probes.kubernetes.objects import (
     owned_by,
     owner_of,
     pod_view,
+    qualify,
 )
 from probes.kubernetes.states import (
     FailedRank,
@@ -123,11 +124,12 @@ class KubernetesProbe:
             if isinstance(exc, AuthError):
                 await self._api.close()  # credentials may be rotated on disk: reload next time
             return self._facts(now, status="unreachable", detail=str(exc))
-        present = {work.name for work in workloads}
+        present = {work.job_id for work in workloads}
+        alive = {(work.view.kind, work.name) for work in workloads}
         if self._jobsets_refused is not None:  # unseen, not gone: none of them vanished
             present |= {job_id for job_id, last in self._seen.items()
                         if last.labels.get(KIND_LABEL) == "JobSet"}
-        jobs += self._vanished_facts(present, now)
+        jobs += self._vanished_facts(present, alive, now)
         self._seen = {facts.record.job_id: facts.record for facts in jobs
                       if facts.record.job_id in present}
         self._cancelled &= present
@@ -145,7 +147,8 @@ class KubernetesProbe:
         self._silent_nodes = {}
         users = set(self._cluster.users)
         with self._api.budget():
-            found = [work for work in await self._list_workloads() if work.name == job_id
+            listed = await self._list_workloads()
+            found = [work for work in listed if work.job_id == job_id
                      and (not users or owner_of(work, self._cluster.user_keys) in users)]
             if not found:
                 return None
@@ -155,9 +158,11 @@ class KubernetesProbe:
                 facts = await self._job_facts(found[0], pods, now)
             finally:
                 self._whole_tail = False
-        # A Job and a JobSet may share a name: the Job is shown (listed first), the other
-        # named, so its run is not hidden from the one command that takes its name.
-        others = sorted({w.view.kind for w in found[1:] if w.view.kind != found[0].view.kind})
+        # A Job and a JobSet may share a name (each has its own id): the other is named,
+        # so its run is not hidden from the one command that takes the name.
+        shown = found[0]
+        others = sorted({w.view.kind for w in listed
+                         if w.name == shown.name and w.view.kind != shown.view.kind})
         if others:
             facts = facts.model_copy(update={"record": facts.record.model_copy(update={
                 "labels": {**facts.record.labels, SAME_NAME_LABEL: ",".join(others)}})})
@@ -195,15 +200,18 @@ class KubernetesProbe:
         validate_job_id(job_id)
         seen = self._seen.get(job_id)
         kind = seen.labels.get(KIND_LABEL) if seen else None
+        name = job_id.removeprefix("jobset/")
+        if name != job_id:  # kubectl's jobset/<name>: a JobSet sharing a Job's name
+            kind = "JobSet"
         try:
             if kind == "JobSet":
-                await self._api.delete_jobset(job_id, uid=uid)
+                await self._api.delete_jobset(name, uid=uid)
             else:
                 try:
-                    await self._api.delete_job(job_id, uid=uid)
+                    await self._api.delete_job(name, uid=uid)
                 except NotFoundError:
                     if kind is None:  # never seen: it may be a JobSet
-                        await self._api.delete_jobset(job_id, uid=uid)
+                        await self._api.delete_jobset(name, uid=uid)
         except NotFoundError:
             pass  # already gone: the cancel's goal holds
         self._cancelled.add(job_id)
@@ -225,10 +233,14 @@ class KubernetesProbe:
         except ForbiddenError as exc:
             self._jobsets_refused = f"JobSets not listed: {exc}"
             jobsets = []
-        # A JobSet's child Jobs are reported through the JobSet, not one by one.
-        return [w for w in workloads if not w.owned_by_jobset] + [
+        # A JobSet's child Jobs are reported through the JobSet, not one by one. A Job seen
+        # last sweep still qualifies its namesake JobSet's id: the sweep that reports the
+        # Job vanished does not give the JobSet its id (two rows of one id).
+        seen_jobs = {last.name for last in self._seen.values()
+                     if last.labels.get(KIND_LABEL) == "Job"}
+        return qualify([w for w in workloads if not w.owned_by_jobset] + [
             jobset_workload(obj) for obj in jobsets
-        ]
+        ], seen_jobs)
 
     def _wanted(self, workloads: list[Workload], now: datetime) -> list[Workload]:
         """Drop other users' jobs and terminated jobs older than ``recent_hours``."""
@@ -362,11 +374,16 @@ class KubernetesProbe:
 
     # -- vanished jobs -------------------------------------------------------------------------
 
-    def _vanished_facts(self, present: set[str], now: datetime) -> list[JobFacts]:
-        """Jobs active last sweep and gone now: reported once as vanished, then forgotten."""
+    def _vanished_facts(self, present: set[str], alive: set[tuple[str, str]],
+                        now: datetime) -> list[JobFacts]:
+        """Jobs active last sweep and gone now: reported once as vanished, then forgotten.
+        A workload is gone when no object of its kind and name is listed: a JobSet whose id
+        went back to its bare name (its namesake Job gone) is still there."""
         facts = []
         for job_id, last in self._seen.items():
             if job_id in present or job_id in self._cancelled or job_id in self._vanished:
+                continue
+            if (last.labels.get(KIND_LABEL, "Job"), last.name) in alive:
                 continue
             if last.state in TERMINAL_STATES:
                 continue  # finished and garbage-collected (ttlSecondsAfterFinished): not a wedge

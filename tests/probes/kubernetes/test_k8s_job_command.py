@@ -125,3 +125,41 @@ async def test_job_of_an_unlisted_jobset_says_jobsets_were_refused(
     said = " ".join((out + err).decode().split())
     assert "JobSets not listed: list jobsets: HTTP 403 Forbidden" in said, (
         process.returncode, said)
+
+
+async def test_a_job_and_a_jobset_of_one_name_have_ids_of_their_own(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """A Job and a JobSet named alike were both listed under the id ``rl-dup``: one (cluster,
+    id) for two runs, so ``jobtables job rl-dup`` could reach the Job only and the bot's
+    per-job state (history, alerts, vanished tracking) mixed them. The JobSet's id is then
+    kubectl's ``jobset/rl-dup``; ``jobtables job`` reaches each by the id the sweep shows."""
+    assert standin.jobsets is not None
+    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
+    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
+    standin.logs["rl-dup-0"] = VERL_LOG
+    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
+    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
+                                                owner_jobset="rl-dup")
+    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
+                                                  jobset="rl-dup", index=0,
+                                                  replicated_job=("workers", 0))
+    standin.logs["rl-dup-workers-0-0"] = VERL_LOG
+    kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
+                    f'kubeconfig = "{kubeconfig}"\nrequest_timeout_s = 5\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "JOBTABLES_CONFIG": ""})
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    ids = {job["job_id"]: job["log_path"] for job in json.loads(out)["jobs"]}
+    assert ids == {"rl-dup": "pod/rl-dup-0", "jobset/rl-dup": "pod/rl-dup-workers-0-0"}
+    jobset = await _job(standin, tmp_path, "jobset/rl-dup")
+    assert (jobset["job_id"], jobset["log_path"]) == ("jobset/rl-dup", "pod/rl-dup-workers-0-0")
+    assert "a Job rl-dup exists too" in (jobset["note"] or ""), jobset["note"]
+    job = await _job(standin, tmp_path, "rl-dup")
+    assert (job["job_id"], job["log_path"]) == ("rl-dup", "pod/rl-dup-0")
+    assert "jobtables job jobset/rl-dup" in (job["note"] or ""), job["note"]

@@ -10,11 +10,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from probes.kubernetes.objects import WEDGE_LABEL
 from probes.kubernetes.probe import KubernetesProbe
 from probes.models import JobState
 from report.judge import build_report
 from report.settings import ReportSettings
-from tests.probes.kubernetes.builders import NOW, make_job, make_pod
+from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn
 
 
@@ -68,3 +69,48 @@ async def test_a_suspended_job_that_had_started_is_queued_not_wedged(
     [row] = report.jobs
     assert (row.state, row.verdict) == (JobState.PENDING, "buffering")
     assert "silent-wedge" not in row.flags and "buffer-filling" in row.flags
+
+
+async def test_a_jobset_gone_beside_its_namesake_job_reads_vanished(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """A running JobSet deleted while a Job of its name stays: the JobSet vanished (the
+    silent-wedge signature). Both had the id ``rl-dup``: the Job's presence hid the loss."""
+    assert standin.jobsets is not None
+    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
+    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
+    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
+    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
+                                                owner_jobset="rl-dup")
+    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
+                                                  jobset="rl-dup", index=0,
+                                                  replicated_job=("workers", 0))
+    first = await probe.collect()
+    assert sorted(j.record.job_id for j in first.jobs) == ["jobset/rl-dup", "rl-dup"]
+    del standin.jobsets["rl-dup"], standin.jobs["rl-dup-workers-0"]
+    del standin.pods["rl-dup-workers-0-0"]
+    second = {j.record.job_id: j.record for j in (await probe.collect()).jobs}
+    assert second["jobset/rl-dup"].labels.get(WEDGE_LABEL) == "vanished", second
+    assert second["rl-dup"].state is JobState.RUNNING
+
+
+async def test_a_jobsets_namesake_job_gone_is_one_vanished_row(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The running Job ``rl-dup`` deleted beside the JobSet ``jobset/rl-dup``: the Job reads
+    vanished under its id, the JobSet keeps its id that sweep (no two rows of one id), and
+    the next sweep it takes the bare name without reading vanished itself."""
+    assert standin.jobsets is not None
+    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
+    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
+    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
+    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
+                                                owner_jobset="rl-dup")
+    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
+                                                  jobset="rl-dup", index=0,
+                                                  replicated_job=("workers", 0))
+    await probe.collect()
+    del standin.jobs["rl-dup"], standin.pods["rl-dup-0"]
+    second = [j.record for j in (await probe.collect()).jobs]
+    assert sorted((r.job_id, r.labels.get(WEDGE_LABEL)) for r in second) == [
+        ("jobset/rl-dup", None), ("rl-dup", "vanished")]
+    third = [j.record for j in (await probe.collect()).jobs]
+    assert [(r.job_id, r.labels.get(WEDGE_LABEL)) for r in third] == [("rl-dup", None)]
