@@ -148,6 +148,9 @@ def episode_progress(
     filtered ones; the caller takes the steps logged once the last episode's bar is full).
     The bar's total alone is never the run's (an example count).
 
+    OpenRLHF 0.9.0 alone starts each episode's bar at the run's next step (``initial=steps``),
+    so a bar past its total counts the run's steps (the one under way + 1), no episode's.
+
     ``base(k, total)``: (steps before the count 0 of episode k's bar, steps a episode), where
     a resumed run's first bar counts only the batches left in its episode (before 0.8.1:
     ``history.EpisodeResume``); (None, None) when the log cannot place it: no progress."""
@@ -167,6 +170,9 @@ def episode_progress(
     if per_episode <= 0 or episodes <= 0:
         return None
     episode = min(episode, episodes)
+    if unit == 1 and last.current > last.total:  # 0.9.0: initial=steps, the run's next step
+        whole = per_episode * episodes
+        return last.current - 1, whole, 1, episode >= episodes and last.current > whole
     before = (episode - 1) * per_episode
     if base is not None and unit == 1:  # a batches bar (before 0.9.5): maybe a resumed one
         before_or_none, whole = base(episode, last.total)
