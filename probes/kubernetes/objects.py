@@ -202,7 +202,7 @@ def pod_view(pod: Any) -> PodView:
     failure, message = _failure(init, main)
     failed_init = _failed_init(init, main)
     if exit_code is None and failed_init is not None:
-        exit_code = next(cs.state.terminated.exit_code for cs in init if cs.name == failed_init)
+        exit_code = next(_init_failure(cs).exit_code for cs in init if cs.name == failed_init)
     conditions = list(status.conditions or ()) if status else []
     target = next((c for c in conditions if c.type == "DisruptionTarget" and c.status == "True"
                    and c.reason), None)
@@ -296,9 +296,21 @@ def _failed_init(init: Sequence[Any], main: Sequence[Any]) -> str | None:
     if any(ran(cs) for cs in main):
         return None
     for cs in init:
-        ended = cs.state.terminated if cs.state else None
-        if ended is not None and (ended.reason not in (None, "Completed") or ended.exit_code):
+        ended = _init_failure(cs)
+        if ended is not None:
             return str(cs.name)
+    return None
+
+
+def _init_failure(cs: Any) -> Any:
+    """The init container's failed run: ended in failure (``restartPolicy: Never``), or in
+    its crash loop (``OnFailure``: waiting to restart, the failed run in ``lastState``, whose
+    log the kubelet serves), else ``None``."""
+    ended = cs.state.terminated if cs.state else None
+    if ended is None and cs.state is not None and cs.state.waiting is not None:
+        ended = cs.last_state.terminated if cs.last_state else None
+    if ended is not None and (ended.reason not in (None, "Completed") or ended.exit_code):
+        return ended
     return None
 
 

@@ -408,8 +408,10 @@ def log_pod(pods: Sequence[PodView], first_group: str | None = None) -> PodView 
     """The pod whose log to read: the newest running-or-finished pod, rank 0 preferred, one
     that is not terminating preferred. In a JobSet every replicated job has a rank 0: the
     first replicated job's (``first_group``, the spec's first: a leader, a launcher, a
-    driver) is preferred, as its template gives the job's image and command."""
-    started = [pod for pod in pods if pod.phase in {"Running", "Succeeded", "Failed"}]
+    driver) is preferred, as its template gives the job's image and command. A Pending pod
+    whose init container failed (in its crash loop) has that container's log to read."""
+    started = [pod for pod in pods
+               if pod.phase in {"Running", "Succeeded", "Failed"} or pod.failed_init]
     started = [pod for pod in started if not pod.deleting] or started
     leaders = [pod for pod in started if pod.rank0] or started
     if first_group is not None:

@@ -201,6 +201,9 @@ class KubeStandIn:
             return web.json_response(
                 status_body(404, "NotFound", f'pods "{name}" not found'), status=404)
         container = request.query.get("container")
+        refused = _log_refusal(self.pods[name], name, container)
+        if refused is not None:  # the kubelet's 400, as the API server relays it
+            return web.json_response(status_body(400, "BadRequest", refused), status=400)
         text = self.logs.get(f"{name}/{container}", self.logs.get(name, ""))
         if "tailLines" in request.query:  # the kubelet splits on newlines only, not on \r
             lines = text.split("\n")
@@ -241,6 +244,30 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     body = await request.read()
     options = json.loads(body) if body else {}
     return options if isinstance(options, dict) else {}
+
+
+def _log_refusal(pod: Any, name: str, container: str | None) -> str | None:
+    """What the API server answers (400) instead of a log: no container named in a pod of
+    several, or a container that has not run yet (waiting, no failed run before it: kubelet
+    ``validateContainerLogStatus`` serves a crash loop's last run, nothing before the first)."""
+    spec = to_json(pod).get("spec") or {}
+    status = to_json(pod).get("status") or {}
+    names = [c["name"] for c in spec.get("containers") or ()]
+    if container is None:
+        if len(names) != 1:
+            return (f"a container name must be specified for pod {name}, choose one of: "
+                    f"[{' '.join(names)}]")
+        container = names[0]
+    statuses = [*(status.get("initContainerStatuses") or ()),
+                *(status.get("containerStatuses") or ())]
+    found = next((cs for cs in statuses if cs.get("name") == container), None)
+    if found is None:
+        return None  # no status yet: the stand-in's test set the log alone
+    waiting = (found.get("state") or {}).get("waiting")
+    if waiting is not None and not (found.get("lastState") or {}).get("terminated"):
+        return (f'container "{container}" in pod "{name}" is waiting to start: '
+                f'{waiting.get("reason") or "ContainerCreating"}')
+    return None
 
 
 def _in(request: web.Request, obj: Any) -> bool:
