@@ -9,8 +9,9 @@ Policy (seed §SFT and CONTRACT §5/§6):
 - OOM with no step (or step <= 1): "CUDA OOM at first forward/backward" (batch/sequence
   geometry, not a flaky node).
 - Grid rollup (a campaign): >= 2 distinct SFT cells (name stems) of one naming family, the name
-  up to its first scale token (``7b``, ``72B``, ``1.5b``; a scale glued to the model name,
-  ``qwen7b``, keeps the model: ``sft-grid-qwen``), so cells at different scales roll up
+  up to its first scale token (``7b``, ``72B``, ``1.5b``; one ending the name after a cell's
+  own token drops that token too, ``sft-grid-lr5e6-7b`` -> ``sft-grid``; a scale glued to the
+  model name, ``qwen7b``, keeps the model: ``sft-grid-qwen``), so cells at different scales roll up
   together; without a scale token, the name minus its last ``-``/``_`` token; or jobs carrying
   the same ``grid`` label. Pending copies of a running cell (restart-chain resume backups,
   renamed ``-r2``/``_resume``) and repeated pending copies are counted once, across scales. A
@@ -87,6 +88,8 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     The family is the cell's name stem (restart suffixes stripped) up to its first scale token
     (``sft-qwen3-8b-lr1e5`` -> ``sft-qwen3``), or up to the model name a scale is glued to
     (``sft-grid-qwen7b-lr1e5`` -> ``sft-grid-qwen``), so cells at different scales are one campaign;
+    a scale that ends the name after the cell's own token drops that token too
+    (``sft-grid-lr5e6-7b`` -> ``sft-grid``);
     a name with no scale token drops its last token (``sft-grid-lr1e5`` -> ``sft-grid``). A
     family of one token is none: ``sft-gradexp``, ``sft-nanloss`` or ``sft-8b-gradexp`` share
     no more than the bucket's word, which names no campaign (they were one grid, their rows
@@ -98,6 +101,10 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     tokens = _TOKEN_SPLIT.split(stem)
     for index, token in enumerate(tokens):
         if index > 0 and _SCALE.match(token):
+            if index >= 3 and index == len(tokens) - 1:
+                # A scale after the cell's own token (sft-grid-lr5e6-7b): that token varies
+                # between cells, the family is what comes before it.
+                return _join_prefix(stem, tokens[:index - 1])
             return _join_prefix(stem, tokens[:index]) if index > 1 else None
         glued = _GLUED_SCALE.match(token) if index > 0 else None
         if glued:  # the model name stays in the family: qwen and llama cells stay apart
