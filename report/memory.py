@@ -129,11 +129,21 @@ def same_failure(current: FailureSignature, previous: FailureSignature) -> bool:
 def repeated_failure(
     current: FailureSignature, earlier: Sequence[FailureSignature],
 ) -> FailureSignature | None:
-    """The latest earlier attempt (not this job) if ``current`` failed exactly like it."""
-    others = [s for s in earlier if s.job_id != current.job_id]
+    """The latest earlier attempt (not this job, nor a task of its own array or a component
+    of its own hetjob: those ran beside it, no attempt before it) if ``current`` failed
+    exactly like it."""
+    own = _parent_id(current.job_id)
+    others = [s for s in earlier
+              if s.job_id != current.job_id and (own is None or _parent_id(s.job_id) != own)]
     if others and same_failure(current, others[-1]):
         return others[-1]
     return None
+
+
+def _parent_id(job_id: str) -> str | None:
+    """The array's or hetjob's own id of a task ``123_4`` / component ``123+1``, else None."""
+    base, sep, _ = job_id.replace("+", "_").partition("_")
+    return base if sep else None
 
 
 def earlier_attempts(

@@ -1,0 +1,58 @@
+"""Tasks of one array (or components of one hetjob) are no attempts of each other.
+
+Replayed on the real SLURM as jtuser: ``sbatch --array=0-1 --time=1`` (a verl run per task, no
+successor queued) TIMEOUT in both tasks; ``jobtables sweep`` read task 1 'RECURRING as in
+1821_0: TIMEOUT by signal 15 (TimeLimit)', recurring-failure, diagnose '... not transient, do
+not just resubmit', and ``jobtables job 1821_1`` did not. CONTRACT §6: ``recurring-failure`` is
+the same failure on consecutive *attempts*; parallel tasks running side by side are not, while a
+restart array's task (another array id) still is.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from probes.logs.parse import parse_log
+from probes.models import JobFacts, JobState
+from report.judge import build_report
+from report.models import JobReport
+from report.settings import ReportSettings
+from tests.report.factories import NOW, cluster, log, record
+
+OOM = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+
+
+def _task(job_id: str, state: JobState, text: str, minutes_ago: int = 30) -> JobFacts:
+    base, _, task = job_id.partition("_")
+    rec = record("rl-grid", job_id, state, array_job_id=base, array_task_id=task,
+                 exit_code=1 if text else 0, elapsed_s=60,
+                 submit_time=NOW - timedelta(minutes=minutes_ago),
+                 start_time=NOW - timedelta(minutes=minutes_ago - 1),
+                 end_time=NOW - timedelta(minutes=minutes_ago - 2))
+    body = text or "step:1 - actor/entropy:0.4\n"
+    return JobFacts(record=rec, log=log(text=body), summary=parse_log(body))
+
+
+def _rows(*jobs: JobFacts) -> dict[str, JobReport]:
+    report, _ = build_report([cluster("alpha", list(jobs))], settings=ReportSettings(), now=NOW)
+    return {j.job_id: j for j in report.jobs}
+
+
+def test_timeout_siblings_of_one_array_do_not_recur() -> None:
+    rows = _rows(_task("1821_0", JobState.TIMEOUT, ""), _task("1821_1", JobState.TIMEOUT, ""))
+    for job_id in ("1821_0", "1821_1"):
+        assert "recurring-failure" not in rows[job_id].flags
+        assert rows[job_id].verdict == "failed"
+
+
+def test_failed_siblings_of_one_array_do_not_recur() -> None:
+    rows = _rows(_task("1821_0", JobState.FAILED, OOM), _task("1821_1", JobState.FAILED, OOM))
+    assert "recurring-failure" not in rows["1821_1"].flags
+
+
+def test_a_restart_arrays_task_failing_alike_still_recurs() -> None:
+    """The next array of the run (another id, submitted later) is a new attempt."""
+    rows = _rows(_task("1821_0", JobState.FAILED, OOM, minutes_ago=60),
+                 _task("1830_0", JobState.FAILED, OOM, minutes_ago=20))
+    assert "recurring-failure" in rows["1830_0"].flags
