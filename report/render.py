@@ -135,9 +135,9 @@ def _evidence_table(detail: JobDetail, width: int) -> RenderedTable:
                Column("value", lambda r: ""), Column("window mean", lambda r: ""),
                Column("fired", lambda r: ""), Column("why", lambda r: "", numeric=False)]
     cells = [
-        [e.signal, str(e.step), format_number(e.value, 4), format_number(e.window_mean, 4),
-         "✓" if e.fired else "×", e.why or DASH]
-        for e in detail.evidence
+        [e.signal, DASH if detail.steps_unanchored else str(e.step), format_number(e.value, 4),
+         format_number(e.window_mean, 4), "✓" if e.fired else "×", e.why or DASH]
+        for e in detail.evidence  # (unanchored: a point's count, no step, as in the history)
     ]
     return render_box(columns, cells, width=width)
 
@@ -247,6 +247,9 @@ def render_job_json(detail: JobDetail) -> str:
     obj = job_object(detail.report)
     obj["history"] = _history_objects(detail.history, steps=not detail.steps_unanchored)
     obj["evidence"] = [_finite_or_none(e.model_dump(mode="python")) for e in detail.evidence]
+    if detail.steps_unanchored:  # a point's count is no step (as in the history)
+        for item in obj["evidence"]:
+            item["step"] = None
     obj["collapse_step"] = None if detail.steps_unanchored else detail.collapse_step
     obj["faults"] = list(detail.faults)
     obj["workdir"] = detail.workdir
