@@ -4,7 +4,8 @@ Policy: the probe under test talks to this server through the real ``kubernetes_
 client, loaded from a real kubeconfig file; nothing in the probe is patched. The stand-in
 serves the handful of endpoints the probe uses, shaped exactly like the real API (List kinds
 with ``apiVersion``, ``kind``, ``metadata.resourceVersion`` and ``items``; ``Status`` bodies
-for errors), honours ``labelSelector``, ``tailLines`` and ``limitBytes``, checks a Bearer token,
+for errors), honours ``labelSelector``, ``limit``/``continue`` (pages), ``tailLines`` and
+``limitBytes``, checks a Bearer token,
 and records every request so tests can assert on what was sent. Faults are switchable per
 route: ``"500"`` (an internal error Status), ``"hang"`` (never answers until the stand-in
 stops). A ``jobsets`` of ``None`` means the JobSet API is not installed (404).
@@ -13,6 +14,7 @@ stops). A ``jobsets`` of ``None`` means the JobSet API is not installed (404).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,14 @@ GARBAGE = {
                     "application/json"),
 }
 """Fault -> (body, content type) answered with a 200 instead of the route's object."""
+
+EXPIRED = ("The provided continue parameter is too old to display a consistent list result. You "
+           "can start a new list without the continue parameter, or use the continue token in "
+           "this response to retrieve the remainder of the results. Continuing with the "
+           "provided token results in an inconsistent list - objects that were created, "
+           "modified, or deleted between the time the first chunk was returned and now may "
+           "show up in the list.")
+"""The API server's 410 ``Expired`` message for a continue token past etcd's compaction."""
 
 
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -84,7 +94,9 @@ class KubeStandIn:
     """``pod`` or ``pod/container`` -> the container's whole log."""
     faults: dict[str, str] = field(default_factory=dict)
     """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
-    ``"500-once"``, ``"403"`` (RBAC refuses it), ``"hang"``, or garbage with a 200: ``"html"``
+    ``"500-once"``, ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
+    ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
+    refuses it), ``"hang"``, or garbage with a 200: ``"html"``
     (a proxy's error page), ``"truncated"`` (JSON cut mid-object) or ``"wrong-shape"`` (a
     list whose items are no objects of the kind)."""
     requests: list[Recorded] = field(default_factory=list)
@@ -155,6 +167,16 @@ class KubeStandIn:
         if fault == "500":
             return web.json_response(
                 status_body(500, "InternalError", "etcdserver: request timed out"), status=500)
+        if fault in ("429", "429-once"):  # API priority and fairness: throttled
+            if fault == "429-once":
+                self.faults.pop(route, None)
+            return web.json_response(
+                status_body(429, "TooManyRequests", "Too many requests, please try again "
+                            "later."), status=429, headers={"Retry-After": "1"})
+        if fault in ("410", "410-once") and "continue" in request.query:
+            if fault == "410-once":  # the token expired (compaction): a new list succeeds
+                self.faults.pop(route, None)
+            return web.json_response(status_body(410, "Expired", EXPIRED), status=410)
         if fault in GARBAGE:  # something in front of the API server answered, not the API
             body, content_type = GARBAGE[fault]
             return web.Response(body=body, content_type=content_type)
@@ -164,9 +186,22 @@ class KubeStandIn:
         response: web.StreamResponse = await handler(request)
         return response
 
-    def _list(self, kind: str, api_version: str, items: list[Any]) -> web.Response:
+    def _list(self, kind: str, api_version: str, items: list[Any],
+              request: web.Request | None = None) -> web.Response:
+        """A List; with ``limit``, one page of it and the ``continue`` token of the next (an
+        opaque base64 string to the client, as the API server's)."""
+        metadata: dict[str, Any] = {"resourceVersion": "4242"}
+        query = request.query if request is not None else {}
+        start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
+        limit = int(query.get("limit") or 0)
+        if limit:
+            rest = len(items) - start - limit
+            items = items[start:start + limit]
+            if rest > 0:
+                metadata["continue"] = base64.b64encode(str(start + limit).encode()).decode()
+                metadata["remainingItemCount"] = rest
         return web.json_response({"apiVersion": api_version, "kind": kind,
-                                  "metadata": {"resourceVersion": "4242"}, "items": items})
+                                  "metadata": metadata, "items": items})
 
     async def _version(self, request: web.Request) -> web.Response:
         return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0"})
@@ -175,13 +210,13 @@ class KubeStandIn:
         selector = request.query.get("labelSelector")
         items = [to_json(job) for job in self.jobs.values() if _in(request, job)
                  and selector_matches(selector, job.metadata.labels or {})]
-        return self._list("JobList", "batch/v1", items)
+        return self._list("JobList", "batch/v1", items, request)
 
     async def _list_pods(self, request: web.Request) -> web.Response:
         selector = request.query.get("labelSelector")
         items = [to_json(pod) for pod in self.pods.values() if _in(request, pod)
                  and selector_matches(selector, pod.metadata.labels or {})]
-        return self._list("PodList", "v1", items)
+        return self._list("PodList", "v1", items, request)
 
     async def _list_jobsets(self, request: web.Request) -> web.Response:
         if self.jobsets is None:
@@ -191,9 +226,7 @@ class KubeStandIn:
         selector = request.query.get("labelSelector")
         items = [js for js in self.jobsets.values() if _in(request, js)
                  and selector_matches(selector, js["metadata"].get("labels") or {})]
-        return web.json_response({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList",
-                                  "metadata": {"resourceVersion": "4242", "continue": ""},
-                                  "items": items})
+        return self._list("JobSetList", "jobset.x-k8s.io/v1alpha2", items, request)
 
     async def _log(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
