@@ -28,7 +28,8 @@ Policy (seed §RL, CONTRACT §5/§6):
   memory, or it is a relaunch of an earlier attempt in this sweep with a new model, image,
   geometry or config, or its name says smoke/test/debug. Without sweep memory and without an
   earlier attempt, a first launch counts as new: no restart, and only its first few logged
-  steps (``FIRST_LAUNCH_STEPS``). The recommendation ``deep_probe`` is made only when nothing
+  steps (``FIRST_LAUNCH_STEPS``), logged from its start (a history that begins past its
+  logging cadence resumed a checkpoint: ``_resumed_log``). The recommendation ``deep_probe`` is made only when nothing
   more urgent applies.
 - Standard-RL substitute checks and degenerate rollouts (``dead-rollouts``), log-ratio health
   ranges and banked-step cadence live in :mod:`report.rollouts`; pass@N and z-clip triggers are
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import pairwise
 
 from probes.logs.precision import decimals
 from probes.models import JobState
@@ -275,7 +277,20 @@ def _first_launch(ctx: JudgeContext) -> bool:
     return (record.state is JobState.RUNNING and record.restarts == 0 and ctx.fetch_ok
             and not in_bring_up and ctx.earlier_attempts == 0
             and not ctx.attempts.any_earlier(ctx.facts)
-            and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS)
+            and 1 <= len(ctx.history) < FIRST_LAUNCH_STEPS and not _resumed_log(ctx))
+
+
+def _resumed_log(ctx: JudgeContext) -> bool:
+    """The history starts past step 1 and past twice its own logging spacing: the run resumed
+    from a checkpoint (a first launch logs from its first steps), whether or not the earlier
+    attempt is in view (``jobtables job`` asks SLURM for one job only). Unanchored steps (a
+    point's count only) and a lone point (no spacing) say nothing."""
+    summary = ctx.facts.summary
+    steps = sorted({p.step for p in ctx.history})
+    if (summary is not None and summary.steps_unanchored) or len(steps) < 2:
+        return False
+    spacing = min(b - a for a, b in pairwise(steps))
+    return steps[0] > 1 and steps[0] > 2 * spacing
 
 
 def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
