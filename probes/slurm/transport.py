@@ -39,7 +39,7 @@ import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from probes.config import SlurmCluster
 from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
@@ -499,9 +499,8 @@ class SshRunner:
         if c.user:
             options["username"] = c.user
         if c.client_keys:
-            for key in self._client_keys:
-                _check_client_key(key, self.target)
-            options["client_keys"] = self._client_keys  # paths: asyncssh adds a -cert.pub
+            # Read here, never by path: asyncssh would read <key>.pub and <key>-cert.pub itself.
+            options["client_keys"] = [client_key(key, self.target) for key in self._client_keys]
             options["agent_path"] = None
         try:
             async with asyncio.timeout(c.connect_timeout_s + 1):
@@ -598,19 +597,33 @@ def _bad_line(text: str) -> int:
     return 1
 
 
-def _check_client_key(path: str, target: str) -> None:
-    """Raise unless ``path`` is a private key file asyncssh can read: read bounded first,
-    what is wrong named, the file never quoted."""
+ClientKey: TypeAlias = "asyncssh.SSHKey | tuple[asyncssh.SSHKey, asyncssh.SSHCertificate]"
+
+
+def client_key(path: str, target: str) -> ClientKey:
+    """The private key at ``path``, with the OpenSSH certificate at ``<path>-cert.pub`` where
+    one is (as ssh and asyncssh look for it), each read bounded as a regular file; raise
+    AuthError unless ``path`` is a private key, what is wrong named, the file never quoted.
+
+    Handed to asyncssh read, never as a path: given a path, asyncssh reads ``<path>.pub``
+    and ``<path>-cert.pub`` itself, unbounded, in the event loop (a FIFO there blocked every
+    cluster's sweep for ever). A certificate file that cannot be read, or is none, is passed
+    over, as asyncssh and ssh pass it over: the key is offered alone."""
     try:
         data = read_regular(path)
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise AuthError(f"{target}: client key {path} unreadable: {why}") from exc
     try:
-        asyncssh.import_private_key(data)
+        key = asyncssh.import_private_key(data)
     except (ValueError, asyncssh.Error) as exc:
         what = str(exc) if isinstance(exc, asyncssh.KeyImportError) else "not a private key"
         raise AuthError(f"{target}: client key {path} unreadable: {what}") from exc
+    try:
+        cert = asyncssh.import_certificate(read_regular(f"{path}-cert.pub"))
+    except (OSError, ValueError, asyncssh.Error):
+        return key
+    return (key, cert)
 
 
 def _os_reason(exc: BaseException) -> str:

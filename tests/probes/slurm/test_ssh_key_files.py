@@ -77,3 +77,75 @@ async def test_the_sweep_goes_on_past_them(slurm_env: SlurmEnv, tmp_path: Path) 
         assert facts[name].status == "unreachable", facts[name]
         assert facts[name].detail and "MARKER" not in facts[name].detail
         assert "\n" not in facts[name].detail and "probe error" not in facts[name].detail
+
+
+def _connect_in_thread(cluster: object) -> BaseException | None:
+    """Run one command over a new connection on its own loop in a thread: the error it ended
+    with (None on success), or TimeoutError when the thread was still blocked after 20 s (a
+    blocked event loop is past ``asyncio.timeout``'s reach)."""
+    import concurrent.futures
+
+    async def run() -> None:
+        await SshRunner(cluster).run(["true"])  # type: ignore[arg-type]
+
+    def in_thread() -> BaseException | None:
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # handed to the test
+            return exc
+        return None
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(in_thread).result(timeout=20)
+    except concurrent.futures.TimeoutError:
+        return TimeoutError("the connect blocked")
+    finally:
+        pool.shutdown(wait=False)
+
+
+@pytest.mark.parametrize("beside", ["-cert.pub", ".pub"])
+def test_a_fifo_beside_the_client_key_blocks_nothing(
+        slurm_env: SlurmEnv, tmp_path: Path, beside: str) -> None:
+    """asyncssh, given a key's path, also reads ``<key>.pub`` and ``<key>-cert.pub`` itself,
+    unbounded, in the event loop: a FIFO there blocked the sweep for ever (every cluster with
+    it). The key is handed over read (bounded, a regular file), and a certificate beside it
+    only when it is one: the connection is made, at once."""
+    key = tmp_path / "id_ed25519"
+    key.write_bytes(Path(slurm_env.key).read_bytes())
+    key.chmod(0o600)
+    fifo = Path(f"{key}{beside}")
+    os.mkfifo(fifo)
+    try:
+        got = _connect_in_thread(slurm_env.cluster(client_keys=(str(key),)))
+    finally:
+        # Unblock a reader stuck on the FIFO (the failure case), so the test process ends.
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        except OSError:
+            pass
+    assert got is None, repr(got)
+
+
+def test_a_certificate_beside_the_key_is_still_offered(
+        slurm_env: SlurmEnv, tmp_path: Path) -> None:
+    """A real OpenSSH certificate at ``<key>-cert.pub`` is loaded with its key (certificate
+    logins keep working); a file there that is no certificate is passed over, as asyncssh and
+    ssh do."""
+    import asyncssh
+
+    from probes.slurm.transport import client_key
+
+    key = tmp_path / "id_ed25519"
+    key.write_bytes(Path(slurm_env.key).read_bytes())
+    ca = asyncssh.generate_private_key("ssh-ed25519")
+    user = asyncssh.import_private_key(key.read_bytes())
+    cert = ca.generate_user_certificate(user, "jobtables", principals=["jobtables"])
+    Path(f"{key}-cert.pub").write_bytes(cert.export_certificate())
+    loaded = client_key(str(key), "t")
+    assert isinstance(loaded, tuple)
+    assert loaded[1].public_data == cert.public_data
+    assert loaded[0].public_data == user.public_data
+    Path(f"{key}-cert.pub").write_text("not a certificate\n")
+    assert client_key(str(key), "t").public_data == user.public_data  # type: ignore[union-attr]
