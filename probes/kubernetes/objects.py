@@ -36,6 +36,7 @@ from probes.kubernetes.states import (
     newest_pod,
     repeated_pod_failure,
 )
+from probes.logs.lines import strip_ansi
 from probes.models import SchedulerRecord
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -221,7 +222,7 @@ def pod_view(pod: Any) -> PodView:
         exit_code=exit_code,
         restarts=sum(cs.restart_count or 0 for cs in init + main),
         disruption=disruption,
-        disruption_message=" ".join(str(said).split()) or None if said else None,
+        disruption_message=_said(said) or None,
         unschedulable=any(
             c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
             for c in conditions
@@ -314,6 +315,12 @@ def _init_failure(cs: Any) -> Any:
     return None
 
 
+def _said(text: Any) -> str:
+    """A message from the cluster (a container writes its termination message itself) as a
+    log line reads: terminal escapes stripped, whitespace collapsed (one line)."""
+    return " ".join(strip_ansi(str(text or "")).split())
+
+
 _MESSAGE_NOISE = re.compile(r"0x[0-9a-f]+|\d+|/\S+", re.IGNORECASE)
 _MESSAGE_CHARS = 200
 
@@ -328,7 +335,7 @@ def _failure(init: Sequence[Any], main: Sequence[Any]) -> tuple[str | None, str 
             if ended is None or (ended.reason in (None, "Completed") and not ended.exit_code):
                 continue
             text = f"{ended.reason or 'Error'}, exit {ended.exit_code}"
-            message = " ".join(str(ended.message or "").split())
+            message = _said(ended.message)
             if message:
                 text += " | " + _MESSAGE_NOISE.sub("#", message.lower())[-_MESSAGE_CHARS:]
             return text, message[-_MESSAGE_CHARS:] or None
