@@ -171,8 +171,8 @@ def episode_progress(
         return None
     episode = min(episode, episodes)
     if unit == 1 and last.current > last.total:  # 0.9.0: initial=steps, the run's next step
-        whole = per_episode * episodes
-        return last.current - 1, whole, 1, episode >= episodes and last.current > whole
+        steps = per_episode * episodes
+        return last.current - 1, steps, 1, episode >= episodes and last.current > steps
     before = (episode - 1) * per_episode
     if base is not None and unit == 1:  # a batches bar (before 0.9.5): maybe a resumed one
         before_or_none, whole = base(episode, last.total)
