@@ -32,7 +32,7 @@ from typing import Any
 
 from probes.config import SlurmCluster
 from probes.errors import CommandError
-from probes.models import JobState, SchedulerRecord
+from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.slurm.parse import epoch, expand_stdout, parse_squeue_json
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
@@ -159,16 +159,20 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
     if exact:
         return exact[0]
     # ``-j 123`` of an array names its tasks ``123_N`` (a hetjob its components ``123+N``):
-    # one stands for it, a running one first, else the lowest. squeue prints a task-limited
-    # array's pending remainder ``123_[5-9%2]`` first, ahead of the tasks running.
+    # one stands for it, a running one first, else one still to run, else the lowest. squeue
+    # prints a task-limited array's pending remainder ``123_[5-9%2]`` first, ahead of the tasks
+    # running, and (``-t all``) of those already ended.
     return min(records, key=_task_pick) if records else None
 
 
-def _task_pick(record: SchedulerRecord) -> tuple[bool, int, str]:
-    """Running first, then by task index (``_10`` after ``_9``); an unsplit remainder last."""
+def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
+    """Running first, then the tasks still to run (a finished task does not stand for an
+    array with tasks left: it would read as done), then by task index (``_10`` after ``_9``);
+    an unsplit remainder after the split tasks of its kind."""
     tail = re.split(r"[_+]", record.job_id, maxsplit=1)[-1]
     index = int(tail) if tail.isdigit() else 1 << 62
-    return record.state is not JobState.RUNNING, index, record.job_id
+    return (record.state is not JobState.RUNNING, record.state not in ACTIVE_STATES, index,
+            record.job_id)
 
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,

@@ -42,10 +42,10 @@ for row in ROWS:
 """
 
 
-def _bin(tmp: Path) -> Path:
+def _bin(tmp: Path, rows: list[tuple[str, ...]] = QUEUE) -> Path:
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
-    (tmp / "squeue.py").write_text(f"ROWS = {QUEUE!r}\n" + STAND_IN)
+    (tmp / "squeue.py").write_text(f"ROWS = {rows!r}\n" + STAND_IN)
     for name, body in (("squeue", f"exec {shlex.quote(sys.executable)} "
                                   f"{shlex.quote(str(tmp / 'squeue.py'))} \"$@\""),
                        ("scontrol", "exit 0"), ("sacct", "exit 1")):
@@ -64,3 +64,27 @@ def test_an_arrays_own_id_reads_a_running_task_not_the_pending_remainder(
     assert facts.status == "ok", facts.detail
     job = facts.jobs[0].record
     assert (job.job_id, job.state) == ("1528_3", JobState.RUNNING)
+
+
+# The same array later: tasks 3 and 4 done (squeue -t all keeps them for MinJobAge), the rest
+# held (``scontrol hold``) or waiting for a node, none running.
+QUEUE_BETWEEN = [
+    ("1528_[5-9%2]", "jtuser", "PENDING", "JobHeldUser", "1796400000", "0", "0",
+     "UNLIMITED", "(null)", "0:00", "rl-lc-arr", "/w/arr", "/w/verl.sh"),
+    ("1528_4", "jtuser", "COMPLETED", "None", "1796400000", "1796400005", "1796400065",
+     "UNLIMITED", "(null)", "1:00", "rl-lc-arr", "/w/arr", "/w/verl.sh"),
+    ("1528_3", "jtuser", "COMPLETED", "None", "1796400000", "1796400005", "1796400065",
+     "UNLIMITED", "(null)", "1:00", "rl-lc-arr", "/w/arr", "/w/verl.sh"),
+]
+
+
+def test_an_array_with_tasks_left_is_not_read_as_a_finished_task(tmp_path: Path) -> None:
+    """``1528`` with tasks still pending and none running reads the pending remainder, not a
+    COMPLETED task (which would say the array is done and route it to cleanup)."""
+    runner = LocalCollector(_bin(tmp_path, QUEUE_BETWEEN))
+    cluster = SlurmCluster(name="c", local=True, users=("jtuser",))
+    probe = SlurmProbe(cluster, runner_factory=lambda _c: runner)
+    facts = asyncio.run(probe.collect_one("1528"))
+    assert facts.status == "ok", facts.detail
+    job = facts.jobs[0].record
+    assert job.state is JobState.PENDING, (job.job_id, job.state)
