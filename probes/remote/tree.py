@@ -42,7 +42,12 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.trial_count import add_trial, keep_recent, new_tally
 
-_STEP_DIR = re.compile(r"^(global_step_?\d+|checkpoint-\d+|iter_\d+|step_\d+)$")
+_STEP_DIR = re.compile(
+    r"^(global_step_?\d+|checkpoint-\d+|iter_\d+|step_\d+|(?:.*[-_])?step=\d+(?:[-_.].*)?)$")
+"""Step directory names: verl/SkyRL, HF, DeepSpeed, Megatron, NeMo-RL/prime-rl, and Lightning's
+(NeMo's) ``{...}-step={step}-{...}`` saves (``model_name=0--val_loss=0.00-step=49-...-last``)."""
+_UNFINISHED = "-unfinished"
+"""NeMo's marker file beside a save still being written (``UNFINISHED_CHECKPOINT_SUFFIX``)."""
 _MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt", "latest")
 CKPT_DEPTH = 2
 """Plain directory levels searched below a checkpoint root (verl's project/experiment)."""
@@ -178,6 +183,15 @@ def _finished_hf(fd: int, path: str, names: list[str], guard: Guard) -> list[str
     return names
 
 
+def _unfinished_marker(name: str) -> str:
+    """The name of NeMo's in-flight marker for the save ``name`` (its
+    ``format_checkpoint_unfinished_marker_path``: ``.ckpt`` and ``-EMA`` dropped)."""
+    for suffix in (".nemo", ".ckpt", "-EMA"):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    return name + _UNFINISHED
+
+
 class _Walk:
     """One request's checkpoint answer, filled directory by directory."""
 
@@ -201,9 +215,10 @@ class _Walk:
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
+        files = {n for n, is_dir in entries if not is_dir}
+        steps = [n for n in steps if _unfinished_marker(n) not in files]
         if steps:
             self.out["listings"][path] = steps
-        files = {n for n, is_dir in entries if not is_dir}
         for marker in _MARKERS:
             if marker in files and path not in self.out["markers"]:
                 text = read_small(marker, self.guard, 64, dir_fd=fd)

@@ -5,7 +5,9 @@ banked when a step directory exists under any root the launcher may have written
 nested layouts trainers really write (searched by ``probes.remote.tree`` to a bounded depth,
 plus the checkpoint directories the log prints): verl
 ``checkpoints/<project>/<experiment>/global_step_N``, SkyRL ``global_step_N``, Hugging Face
-``checkpoint-N``, DeepSpeed ``global_stepN``, Megatron ``iter_0000N``, ``step_N``; temporary
+``checkpoint-N``, DeepSpeed ``global_stepN``, Megatron ``iter_0000N``, ``step_N``, NeMo's
+Lightning saves ``...-step=N-...`` (not while NeMo's ``<save>-unfinished`` marker lies beside
+them); temporary
 names (``global_step_12.tmp``, ``checkpoint-5-tmp``) are not. The trackers are written after
 the save completes (verl's and Megatron's ``latest_checkpointed_iteration.txt``: the number;
 DeepSpeed's ``latest``: the tag ``global_stepN``; SkyRL's ``latest_ckpt_global_step.txt``),
@@ -35,7 +37,7 @@ from probes.remote.tree import collect_checkpoints
 
 _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"
-    r"|iter_(?P<d>\d{1,12})"
+    r"|iter_(?P<d>\d{1,12})|(?:.{0,200}[-_])?step=(?P<e>\d{1,12})(?:[-_.].{0,200})?"
 )
 _MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})\s*")
 
