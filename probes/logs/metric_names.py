@@ -108,15 +108,15 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
     (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
     # TRL GRPO >= 0.23 with vLLM: |trainer - rollout| per-token logprob, and exp of it (the
-    # importance-sampling correction's ratio, clamped in its truncate modes)
+    # importance-sampling correction's ratio, clamped in its truncate modes). Its max (and
+    # SkyRL's below) is one token's over the whole batch: a single outlier token, not the
+    # bounded per-token max the health range (< 0.5) reads, so it is left out
     (re.compile(r"^sampling/sampling_logp_difference/mean$"), "log_ratio_abs_mean", 1),
-    (re.compile(r"^sampling/sampling_logp_difference/max$"), "log_ratio_abs_max", 1),
     (re.compile(r"^sampling/importance_sampling_ratio/mean$"), "imp_ratio_mean", 1),
     # SkyRL: |rollout - train| logprob over the response tokens (its Tinker backend adds
     # ``:mean``/``:max``); not the exp'd ``rollout_train_prob_diff_mean``
     (re.compile(r"^policy/rollout_train_logprobs_abs_diff_mean(?::mean)?$"),
      "log_ratio_abs_mean", 1),
-    (re.compile(r"^policy/rollout_train_logprobs_abs_diff_max(?::max)?$"), "log_ratio_abs_max", 1),
     # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight, ``rollout_corr/``
     # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
     # (bypass mode); its _seq_/_std/_max siblings are not the mean

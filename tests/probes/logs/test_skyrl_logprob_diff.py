@@ -33,5 +33,5 @@ def _step(step: int) -> str:
 def test_skyrl_logprob_abs_diff_is_the_log_ratio() -> None:
     values = parse_log(_step(1) + _step(2)).points[-1].values
     assert values["log_ratio_abs_mean"] == 0.0113
-    assert values["log_ratio_abs_max"] == 0.4102
+    assert "log_ratio_abs_max" not in values  # one outlier token's, not the health range's
     assert "rollout_train_prob_diff_mean" not in values

@@ -31,6 +31,6 @@ def test_trl_sampling_metrics_are_the_tis_and_log_ratio() -> None:
     text = "".join(f" {k}%|          | {k}/200 [01:40<31:40, 10.00s/it]\n{_DICT}" for k in (1, 2))
     values = parse_log(text).points[-1].values
     assert values["log_ratio_abs_mean"] == 0.0123
-    assert values["log_ratio_abs_max"] == 0.4567
+    assert "log_ratio_abs_max" not in values  # one outlier token's, not the health range's
     assert values["imp_ratio_mean"] == 1.0021
     assert values["entropy"] == 0.5521 and values["reward"] == 0.4375
