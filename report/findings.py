@@ -210,10 +210,12 @@ _SRUN_TASK_LINE = re.compile(
 
 
 _C10_PREFIX = re.compile(
-    r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]\s]+:\d+\] "
-    r"(?:\[(?:PG ID \d+ PG GUID \S+ )?Rank \d+\] )?")
-"""c10/glog's line head (``[E1203 10:16:10.512345 2211 ProcessGroupNCCL.cpp:632] [Rank 3] ``):
-severity, time, thread, source and rank, which would fill a Trend cell before the fault."""
+    r"^(?:\[rank\d+\]:)?\[?[IWEF](?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?(?: +\d+)?)? +[^\]\s]+:\d+\] "
+    r"(?:\[(?:PG ID \d+ PG GUID \S+ )?Rank \d+\] +)?")
+"""c10/glog's line head: severity, time, thread, source and rank, which would fill a Trend cell
+before the fault. glog's ``[E1203 10:16:10.512345 2211 ProcessGroupNCCL.cpp:632] [Rank 3] ``;
+torch's own c10 logger's ``[rank1]:[E810 03:04:11.061727749 ProcessGroupNCCL.cpp:683] [Rank 1] ``
+(month unpadded, no thread; torch 2.4-2.6) and ``[E ProcessGroupNCCL.cpp:577] `` (about 2.2)."""
 
 
 def fault_text(fault: Fault) -> str:
