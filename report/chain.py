@@ -216,7 +216,10 @@ class ChainIndex:
         self.live_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
         self.live_by_user: dict[str | None, list[SchedulerRecord]] = {}
         self.waiting_on: dict[str, list[tuple[SchedulerRecord, Dependency]]] = {}
+        self.live_tasks: dict[str, list[SchedulerRecord]] = {}
         for r in self.live.values():
+            if (array := _array_id(r.job_id, r.array_job_id)) is not None:
+                self.live_tasks.setdefault(array, []).append(r)
             if r.workdir:  # a fallback successor shares the user and the workdir
                 self.live_by_place.setdefault((r.user, r.workdir), []).append(r)
             if (r.eligible_time is not None and r.submit_time is not None
@@ -242,6 +245,15 @@ class ChainIndex:
                 self._same[(*name, key)] += 1
         for keys in self._order.values():
             keys.sort()
+
+    def live_successor(self, job_id: str, record: SchedulerRecord) -> SchedulerRecord | None:
+        """The live job ``job_id`` (a remembered successor), or, once that pending array has
+        been split into tasks (``1820`` / ``1820_[0-1]`` -> ``1820_0``, ``1820_1``), its task
+        with ``record``'s task index, else its first."""
+        if job_id in self.live:
+            return self.live[job_id]
+        tasks = self.live_tasks.get(_array_id(job_id) or job_id, ())
+        return min(tasks, key=lambda r: _successor_order(record, r), default=None)
 
     def others_live(self, record: SchedulerRecord) -> bool:
         """Another live job that can still write this run's files: the same user and workdir
@@ -269,6 +281,34 @@ class ChainIndex:
                 + self._same[(*name, key)] - 1)
 
 
+def _array_id(job_id: str, array_job_id: str | None = None) -> str | None:
+    """The array's own id of task ``123_4`` (or of its pending ``123_[5-9]``), else None."""
+    array = array_job_id or (job_id.partition("_")[0] if "_" in job_id else None)
+    return array if array and array != job_id else None
+
+
+def _task_id(record: SchedulerRecord) -> str | None:
+    return record.array_task_id or (record.job_id.partition("_")[2] or None
+                                    if "_" in record.job_id else None)
+
+
+def _successor_order(record: SchedulerRecord, candidate: SchedulerRecord,
+                     ) -> tuple[datetime, int, bool, str]:
+    """Earliest submitted, lowest id first; among one array's tasks the one with
+    ``record``'s task index (a task-wise restart array: 1819_1 -> 1820_1)."""
+    submitted, _, _ = submit_order(candidate)
+    base = (_array_id(candidate.job_id, candidate.array_job_id) or candidate.job_id)
+    same = _task_id(record) is not None and _task_id(candidate) == _task_id(record)
+    return submitted, int(base) if base.isdigit() else 0, not same, candidate.job_id
+
+
+def dependency_keys(record: SchedulerRecord) -> tuple[str, ...]:
+    """The ids a dependency on ``record`` may name: its own, and for an array task its
+    array's ``N_*`` (SLURM prints ``--dependency=afterany:N`` on an array so)."""
+    array = _array_id(record.job_id, record.array_job_id)
+    return (record.job_id, f"{array}_*") if array else (record.job_id,)
+
+
 def chain_link(
     record: SchedulerRecord,
     records: Sequence[SchedulerRecord],
@@ -290,8 +330,9 @@ def chain_link(
     if record.state is not JobState.TIMEOUT and not completed:
         return ChainLink()
     index = index if index is not None else ChainIndex(records)
+    keys = dependency_keys(record)
     waiting = sorted(
-        ((r, d) for r, d in index.waiting_on.get(record.job_id, ())
+        ((r, d) for key in keys for r, d in index.waiting_on.get(key, ())
          if r.job_id != record.job_id),
         key=lambda pair: submit_order(pair[0]),
     )
@@ -299,10 +340,10 @@ def chain_link(
     restarts = [r for r, d in waiting if d.kind in kinds and not _never_starts(r)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
-    remembered = known_edges.get(record.job_id)
+    remembered = next((known_edges[k] for k in keys if k in known_edges), None)
     if remembered is None and completed and success_edges:
-        remembered = success_edges.get(record.job_id)
-    known = index.live.get(remembered) if remembered is not None else None
+        remembered = next((success_edges[k] for k in keys if k in success_edges), None)
+    known = index.live_successor(remembered, record) if remembered is not None else None
     if known is not None and known.job_id != record.job_id and not _never_starts(known):
         return ChainLink(successor=known.job_id)
     named = {r.job_id for r, _ in waiting}
@@ -312,7 +353,7 @@ def chain_link(
     fallback = sorted((r for r in candidates.values()
                        if r.job_id != record.job_id and r.job_id not in named
                        and not _never_starts(r) and _fallback_match(record, r)),
-                      key=submit_order)
+                      key=lambda r: _successor_order(record, r))
     if fallback:
         return ChainLink(successor=fallback[0].job_id)
     if waiting and not completed:

@@ -1,0 +1,78 @@
+"""A TIMEOUT array task's successor waits on the whole array: SLURM prints ``1819_*``.
+
+On the real SLURM 22.05 (jtuser): ``sbatch --array=0-1 --time=1`` as 1819, its restart queued
+``--dependency=afterany:1819`` printed ``afterany:1819_*(unfulfilled)`` while its tasks
+1819_0/1819_1 ran and TIMEOUT; an ``afterok:1821`` dependant of another such array printed
+``afterok:1821_*(failed)`` with reason ``DependencyNeverSatisfied``. A task's id never equals
+``1819_*``, so the explicit dependency was missed: the restart was found only when its name
+and workdir matched (a renamed one elsewhere left the TIMEOUT 'no successor queued'), and the
+never-satisfied dependant was not named as the reason.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from probes.models import JobState, SchedulerRecord
+from report.chain import chain_link, dependency_edges
+from tests.report.factories import NOW, record
+
+END = NOW - timedelta(minutes=5)
+
+
+def _task(array: str, task: str) -> SchedulerRecord:
+    return record("rl-grid", f"{array}_{task}", JobState.TIMEOUT, array_job_id=array,
+                  array_task_id=task, end_time=END)
+
+
+def test_a_renamed_restart_elsewhere_waiting_on_the_array_is_the_successor() -> None:
+    task = _task("1819", "0")
+    restart = record("resume-grid-from-ckpt", "1820_[0-1]", JobState.PENDING,
+                     workdir="/other", reason="Dependency",
+                     dependency="afterany:1819_*(unfulfilled)", depends_on=("1819_*",))
+    assert chain_link(task, [task, restart], {}).successor == "1820_[0-1]"
+
+
+def test_an_afterok_dependant_of_the_array_is_named_as_no_restart() -> None:
+    task = _task("1821", "1")
+    waiting = record("rl-grid", "1822_[0-1]", JobState.PENDING,
+                     reason="DependencyNeverSatisfied", dependency="afterok:1821_*(failed)",
+                     depends_on=("1821_*",))
+    link = chain_link(task, [task, waiting], {})
+    assert link.successor is None
+    assert link.blocked is not None and "1822_[0-1]" in link.blocked
+
+
+def _started(task: str) -> SchedulerRecord:
+    return record("resume-grid-from-ckpt", f"1820_{task}", JobState.RUNNING, workdir="/other",
+                  array_job_id="1820", array_task_id=task)
+
+
+def test_a_remembered_array_edge_names_the_started_restarts_own_task() -> None:
+    """The bot saw the restart wait on ``1819_*`` (its pending record ``1820`` in squeue
+    --json, ``1820_[0-1]`` in squeue -o); started, it is split into tasks and its Dependency
+    cleared: task 1's successor is the restart's task 1."""
+    task = _task("1819", "1")
+    for pending in ("1820", "1820_[0-1]"):
+        waiting = record("resume-grid-from-ckpt", pending, JobState.PENDING, workdir="/other",
+                         dependency="afterany:1819_*(unfulfilled)", depends_on=("1819_*",))
+        edges = dependency_edges([waiting])
+        link = chain_link(task, [task, _started("0"), _started("1")], edges)
+        assert link.successor == "1820_1"
+
+
+def test_the_fallback_prefers_the_restarts_own_task() -> None:
+    """Same name and workdir, Dependency cleared: task 1 -> 1820_1, not 1820_0."""
+    task = _task("1819", "1")
+    started = [record("rl-grid", f"1820_{t}", JobState.RUNNING, array_job_id="1820",
+                      array_task_id=t, submit_time=END - timedelta(minutes=30))
+               for t in ("0", "1")]
+    assert chain_link(task, [task, *started], {}).successor == "1820_1"
+
+
+def test_a_dependency_on_another_task_is_not_this_tasks() -> None:
+    """``afterany:1819_0`` waits on task 0 only: no successor of task 1."""
+    task = _task("1819", "1")
+    other = record("resume-grid-from-ckpt", "1830", JobState.PENDING, workdir="/other",
+                   dependency="afterany:1819_0(unfulfilled)", depends_on=("1819_0",))
+    assert chain_link(task, [task, other], {}).successor is None
