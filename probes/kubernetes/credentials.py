@@ -142,10 +142,48 @@ def _check_file(path: str) -> None:
 
 class _BoundedLoader(KubeConfigLoader):
     """The library's loader with the exec plugin run by :func:`run_exec_plugin`, and the
-    step it is waiting on recorded for the timeout's message."""
+    step it is waiting on recorded for the timeout's message. The files its kubeconfig
+    names (``certificate-authority``, ``client-certificate``, ``client-key``, ``tokenFile``)
+    are checked first, as the kubeconfig itself is (:func:`_check_file`): the library reads
+    a token file whole, and the TLS context its certificates, synchronously in the event
+    loop, where a FIFO or a device blocked every cluster's sweep."""
 
     waiting_on = "the kubeconfig's credential load"
     killed = False
+
+    def _load_user_token(self) -> bool:
+        if self._user is not None:
+            self._check_named(self._user, self._user.path, ("tokenFile", "token"))
+        return bool(super()._load_user_token())
+
+    def _load_cluster_info(self) -> None:
+        cluster = self._cluster
+        server = cluster.safe_get("server") if cluster is not None else None
+        if cluster is not None and isinstance(server, str) and server.startswith("https"):
+            # The files the library hands to the TLS context (one base path, as it does).
+            self._check_named(cluster, cluster.path, ("certificate-authority",
+                                                      "certificate-authority-data"))
+            if self._user is not None and "cert_file" not in self.__dict__:
+                for key in ("client-certificate", "client-key"):
+                    self._check_named(self._user, cluster.path, (key, f"{key}-data"))
+        super()._load_cluster_info()
+
+    def _check_named(self, section: Any, config_path: str | None,
+                     keys: tuple[str, str]) -> None:
+        """Check the file ``section`` names under ``keys[0]`` (unless its data, ``keys[1]``,
+        is given inline), resolved as ``FileOrData`` resolves it."""
+        name, data = keys
+        if data in section or name not in section:
+            return
+        value = section[name]
+        if not isinstance(value, str):
+            raise ConfigException(f"{name}: no file name")
+        path = os.path.normpath(os.path.join(self._get_base_path(config_path), value))
+        try:
+            check_regular(path)
+        except (ValueError, OSError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else exc.strerror or type(exc).__name__
+            raise ConfigException(f"{name} {path}: {why}") from exc
 
     async def load_gcp_token(self) -> str:
         self.waiting_on = "the GCP auth-provider token"

@@ -106,3 +106,42 @@ def test_a_kubeconfig_lists_bad_file_is_named_alone(
     assert beta["detail"].startswith(f"kubeconfig {bad}: "), beta["detail"]
     assert reason in beta["detail"] and str(good) not in beta["detail"]
     assert "MARKER" not in beta["detail"] and "\n" not in beta["detail"]
+
+
+@pytest.mark.parametrize("key", ["certificate-authority", "client-certificate", "client-key",
+                                 "tokenFile"])
+@pytest.mark.parametrize("make", [_fifo, lambda p: p.symlink_to("/dev/zero")],
+                         ids=["fifo", "zero"])
+def test_a_file_the_kubeconfig_names_that_is_none_is_unreachable(
+        tmp_path: Path, key: str, make: Callable[[Path], None]) -> None:
+    """The files a kubeconfig names (a relative path, from its own directory): the library
+    read a ``tokenFile`` whole, and the TLS context its certificates, synchronously in the
+    event loop: a FIFO or ``/dev/zero`` there hung the sweep (the subprocess' timeout). Each is
+    now the cluster's one-line reason naming the key and the file, the other cluster kept."""
+    from bot.cli import DEMO_RECORDING
+
+    named = tmp_path / "named"
+    make(named)
+    user: dict[str, str] = {"token": "t"} if key != "tokenFile" else {}
+    cluster: dict[str, str] = {"server": "https://127.0.0.1:9"}
+    (cluster if key == "certificate-authority" else user)[key] = "named"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(
+        f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\nkubeconfig = "{kubeconfig}"\n\n'
+        f'[[clusters]]\nname = "snapshot"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json"],
+        capture_output=True, text=True, timeout=30, check=False,
+        env={**os.environ, "JOBTABLES_CONFIG": ""}, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0, done.stderr
+    clusters = {c["name"]: c for c in json.loads(done.stdout)["clusters"]}
+    assert clusters["snapshot"]["status"] == "ok"
+    beta = clusters["beta"]
+    assert beta["status"] == "unreachable"
+    assert beta["detail"] == (f"kubeconfig {kubeconfig}: {key} {named}: not a regular file"), \
+        beta["detail"]
