@@ -209,6 +209,8 @@ def pod_view(pod: Any) -> PodView:
                    and c.reason), None)
     disruption = target.reason if target else (status.reason if status else None)
     said = target.message if target else (status.message if status else None)
+    unplaced = next((c for c in conditions if c.type == "PodScheduled" and c.status == "False"
+                     and c.reason == "Unschedulable"), None)
     keys = {**(meta.annotations or {}), **(meta.labels or {})}
     names = tuple(c.name for c in (spec.containers or ())) if spec else ()
     view = PodView(
@@ -223,10 +225,8 @@ def pod_view(pod: Any) -> PodView:
         restarts=sum(cs.restart_count or 0 for cs in init + main),
         disruption=disruption,
         disruption_message=_said(said) or None,
-        unschedulable=any(
-            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
-            for c in conditions
-        ),
+        unschedulable=unplaced is not None,
+        unschedulable_message=_scheduler_said(unplaced.message) if unplaced else None,
         rank0=all(keys.get(key) in (None, "0") for key in RANK_KEYS),
         rank=tuple(keys.get(key) for key in RANK_KEYS),
         group=(meta.labels or {}).get(REPLICATED_JOB_LABEL),
@@ -319,6 +319,13 @@ def _said(text: Any) -> str:
     """A message from the cluster (a container writes its termination message itself) as a
     log line reads: terminal escapes stripped, whitespace collapsed (one line)."""
     return " ".join(strip_ansi(str(text or "")).split())
+
+
+def _scheduler_said(message: Any) -> str | None:
+    """Why the scheduler could not place the pod (``0/4 nodes are available: 4 Insufficient
+    nvidia.com/gpu``), without its preemption part (why evicting others would not help)."""
+    said = _said(message).split(". preemption:", 1)[0].rstrip(".")
+    return said or None
 
 
 _MESSAGE_NOISE = re.compile(r"0x[0-9a-f]+|\d+|/\S+", re.IGNORECASE)

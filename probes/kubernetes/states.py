@@ -144,6 +144,8 @@ class PodView:
     disruption_message: str | None = None
     """That condition's (or the status's) message, whitespace collapsed."""
     unschedulable: bool = False
+    unschedulable_message: str | None = None
+    """The scheduler's why (``0/4 nodes are available: 4 Insufficient nvidia.com/gpu``)."""
     rank0: bool = True
     """Completion/job index 0 (or not indexed): where trainers log their metrics."""
     containers: tuple[str, ...] = ()
@@ -382,7 +384,10 @@ def _bring_up_reason(pod: PodView) -> str:
     if waiting:
         return waiting
     if pod.unschedulable:
-        return "Unschedulable"
+        said = pod.unschedulable_message
+        if said and len(said) > DISRUPTION_CHARS:
+            said = said[:DISRUPTION_CHARS - 1].rstrip() + "…"
+        return f"Unschedulable: {said}" if said else "Unschedulable"
     return pod.waiting[0] if pod.waiting else "PodPending"
 
 
