@@ -117,6 +117,8 @@ class _Merger(KubeConfigMerger):
     def load_config(self, path: str) -> None:
         before = self.config_merged.value.get("current-context") if self.config_merged else None
         _check_file(path)
+        if os.stat(path).st_size == 0:
+            return  # kubectl: a file with no data is the empty config (client-go ``Load``)
         try:
             super().load_config(path)
         except (TypeError, AttributeError, KeyError) as exc:

@@ -106,6 +106,19 @@ async def test_a_kubeconfig_list_takes_the_first_current_context(
     assert not standin.calls("GET", "/namespaces/other/jobs")
 
 
+async def test_an_empty_file_in_a_kubeconfig_list_is_an_empty_config(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """An empty file in a ``KUBECONFIG``-style list adds nothing, as kubectl reads it
+    (client-go's ``clientcmd.Load``: no data is the empty config); the library's merge raised
+    TypeError on it and the cluster was unreachable, 'not a kubeconfig'."""
+    _with_job(standin)
+    kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    for listed in (f"{empty}:{kubeconfig}", f"{kubeconfig}:{empty}"):
+        assert await _ids(_cluster(listed)) == ("ok", ["rl-ns"]), listed
+
+
 async def test_sweep_without_namespace_through_the_cli(standin: KubeStandIn,
                                                        tmp_path: Path) -> None:
     """Through ``jobtables sweep --format json``: the context's namespace's job is listed."""
