@@ -82,7 +82,7 @@ from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
-from bot.shared_sweep import shared_live_doc
+from bot.shared_sweep import cache_ttl_s, shared_live_doc
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
@@ -299,7 +299,8 @@ async def live_doc(bot: Bot) -> tuple[SweepResult, SweepDoc]:
         bot.telemetry.sweep_duration.labels(cluster=facts.name).observe(result.duration_s)
         if facts.status == "unreachable":
             bot.telemetry.probe_errors.labels(cluster=facts.name).inc()
-    doc = await bot.cache.publish(result, ttl_s=bot.config.current().slack.cache_seconds)
+    # Kept at least long enough for a replica waiting on this sweep (bot.shared_sweep).
+    doc = await bot.cache.publish(result, ttl_s=cache_ttl_s(bot.config.current()))
     return result, doc
 
 

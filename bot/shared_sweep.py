@@ -30,11 +30,22 @@ POLL_S = 0.2
 MARGIN_S = 60.0
 """The lock outlives the slowest cluster's bound by this (encoding, caching)."""
 
+HANDOVER_S = 60.0
+"""The least time a live sweep's document is kept in Redis (``cache_ttl_s``), whatever
+``cache_seconds`` says: a replica waiting on that sweep answers from it (with
+``cache_seconds = 0`` it expired a millisecond after its write, so the waiter swept again and
+the tables were posted twice). Readers still judge its age by ``cache_seconds``."""
+
 Live = Callable[[], Awaitable[tuple[SweepResult, SweepDoc]]]
 
 
 class Sleep(Protocol):
     def __call__(self, seconds: float, /) -> Awaitable[None]: ...
+
+
+def cache_ttl_s(config: Config) -> float:
+    """How long a live sweep's document is kept: ``cache_seconds``, at least ``HANDOVER_S``."""
+    return max(config.slack.cache_seconds, HANDOVER_S)
 
 
 def lock_ttl_s(config: Config) -> float:
@@ -86,4 +97,4 @@ async def _newer(cache: SweepCache, before: str | None, max_age_s: float
     return current[0], max(current[1], 0.0)
 
 
-__all__ = ["LOCK", "lock_ttl_s", "shared_live_doc"]
+__all__ = ["LOCK", "cache_ttl_s", "lock_ttl_s", "shared_live_doc"]

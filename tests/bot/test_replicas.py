@@ -18,14 +18,17 @@ from tests.bot.fake_slack import FakeSlack
 pytestmark = pytest.mark.redis
 
 
+@pytest.mark.parametrize("cache_seconds", [60.0, 0.0])
 async def test_two_replicas_answering_jobs_at_once_without_a_cache_post_the_tables_once(
-        slack: FakeSlack, store: RedisStore, tmp_path: Path, redis_server: str) -> None:
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, redis_server: str,
+        cache_seconds: float) -> None:
     """Two people type /jobs in the sweep channel at the same moment, each reaching another
     replica, with no cached sweep: each gets one answer, and the day's thread gets the full
-    tables once (each replica swept live, under its own stamp, and each posted them)."""
+    tables once (each replica swept live, under its own stamp, and each posted them). Also
+    with ``cache_seconds = 0`` (every /jobs sweeps): the sweep shared is still one."""
     clock = FakeClock()
     jobs = [detail(job("4100", "rl-ppo-llama-8b"))]
-    config = make_config(store.prefix, tmp_path)
+    config = make_config(store.prefix, tmp_path, cache_seconds=cache_seconds)
     gate = asyncio.Event()
     sweepers = [FakeSweeper(make=lambda lag=lag: sweep_result(
         jobs, at=clock() + timedelta(seconds=lag)), conf=config) for lag in (0, 1)]
