@@ -135,8 +135,9 @@ def make_pod(
     child Job's index in it), labelled as the JobSet controller does."""
     labels = {"batch.kubernetes.io/job-name": job, "job-name": job,
               "batch.kubernetes.io/controller-uid": "uid-" + job, "controller-uid": "uid-" + job}
-    if jobset:
+    if jobset:  # as the JobSet controller labels its Jobs' pod templates
         labels["jobset.sigs.k8s.io/jobset-name"] = jobset
+        labels["jobset.sigs.k8s.io/jobset-uid"] = "uid-" + jobset
     if replicated_job:
         labels["jobset.sigs.k8s.io/replicatedjob-name"] = replicated_job[0]
         labels["jobset.sigs.k8s.io/job-index"] = str(replicated_job[1])
@@ -183,16 +184,21 @@ def make_jobset(
                         labels={"team": "post-training", **(labels or {})},
                         creation_timestamp=NOW - timedelta(hours=3))
     template = V1JobTemplateSpec(spec=V1JobSpec(template=_template(("trainer",), {})))
+    terminal = next((kind for kind, _ in conditions if kind in ("Completed", "Failed")), None)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": to_json(meta),
         "spec": {"replicatedJobs": [{"name": group, "replicas": 2, "template": to_json(template)}
                                     for group in replicated]},
-        "status": {
+        "status": {  # jobset.x-k8s.io/v1alpha2 JobSetStatus: one entry per replicated job
             "restarts": 0,
-            "replicatedJobsStatus": [{"name": "workers", "ready": active_jobs, "succeeded": 0,
-                                      "failed": 0, "active": active_jobs, "suspended": 0}],
+            "restartsCountTowardsMax": 0,
+            **({"terminalState": terminal} if terminal else {}),
+            "replicatedJobsStatus": [{"name": group, "ready": active_jobs if i == 0 else 0,
+                                      "succeeded": 0, "failed": 0,
+                                      "active": active_jobs if i == 0 else 0, "suspended": 0}
+                                     for i, group in enumerate(replicated)],
             "conditions": [
                 {"type": kind, "status": "True", "reason": reason,
                  "lastTransitionTime": NOW.isoformat().replace("+00:00", "Z")}
