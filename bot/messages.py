@@ -361,6 +361,28 @@ def fault_kinds(details: Sequence[JobDetail]) -> list[tuple[str, list[str]]]:
     return list(kinds.values())
 
 
+NOTIFY_FOOTER = "_Turn these off with `/jobs notify off`._"
+"""The last line of every job-end DM (said once in a DM telling several jobs)."""
+DM_TEXT_MAX = 3900
+"""A DM's top-level text at most (Slack's readable bound, as every message here)."""
+
+
+def job_end_dms(texts: Sequence[str]) -> list[str]:
+    """One owner's job-end DMs of a sweep (:func:`job_end_dm` texts) as few messages as
+    Slack's limit allows: one ping per sweep, not one per job; each job's text whole, and
+    the way to turn them off said once, at the end of each message."""
+    bodies = [t.removesuffix("\n" + NOTIFY_FOOTER) for t in texts]
+    messages: list[list[str]] = []
+    for body in bodies:
+        if messages and len("\n\n".join([*messages[-1], body])) + len(NOTIFY_FOOTER) + 1 \
+                <= DM_TEXT_MAX:
+            messages[-1].append(body)
+        else:
+            messages.append([body])
+    return [cut_text("\n\n".join(group) + "\n" + NOTIFY_FOOTER, DM_TEXT_MAX)
+            for group in messages]
+
+
 def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
                others: Sequence[tuple[str, list[str]]] = ()) -> SlackMessage:
     """The owner's DM for a job that failed, completed or stalled (``count``: the array's
@@ -393,7 +415,7 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
     else:
         what = "zombie (all trials done, still RUNNING)" if "zombie" in job.flags else "stalled"
         lines = [f"⏸ {head} is {what}.", _code(job.trend or "no progress"), advice]
-    lines.append("_Turn these off with `/jobs notify off`._")
+    lines.append(NOTIFY_FOOTER)
     text = "\n".join(line for line in lines if line)
     return SlackMessage(text=text if len(text) <= 3900 else cut_text(
         "\n".join([lines[0], *lines[-2:]])))

@@ -12,10 +12,12 @@ still has it). What each DM says (built by :func:`bot.messages.job_end_dm`):
 * ``finished``: the completion, and the recommendation, which names the cleanup routine;
 * ``stalled``: stall or zombie, with the trend and the recommendation.
 
-Tasks of one array (or components of one hetjob) that ended the same way are one DM (``×N``);
+One owner's job ends of a sweep are one DM (split only past Slack's text limit, each job's
+text whole): a grid's cells ending together ping once, not once each.
+Tasks of one array (or components of one hetjob) that ended the same way are told as one (``×N``);
 the faults of those among them that failed otherwise are quoted in it too, with their ids
 (alike ones together, a few quoted, the rest counted): one DM per array, and no task's fault
-hidden. Jobs that only share a name are not merged.
+hidden. Jobs that only share a name are told apart.
 ``/jobs notify off`` is kept per Slack user in Redis (``doc:notify:{user}``, a year's TTL,
 renewed by every change of mind); ``on`` is the default. A failed DM is logged and counted once
 by the Web API client (:mod:`bot.delivery`) and never stops the others; the day's thread
@@ -31,7 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
 from bot.delivery import dm_channel, post
-from bot.messages import fault_kinds, job_end_dm
+from bot.messages import fault_kinds, job_end_dm, job_end_dms
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
@@ -83,16 +85,20 @@ class Notifier:
             if change.kind in TOLD and owner:
                 key = (owner, change.kind, change.cluster, scheduler_job(change.job_id))
                 groups.setdefault(key, []).append(change)
-        sent = 0
+        told: dict[str, list[str]] = {}
         for (owner, _, _, _), members in groups.items():
-            if not await self.enabled(owner):
-                continue
             first = members[0]
             detail = result.details[(first.cluster, first.job_id)]
             kinds = fault_kinds([result.details[(m.cluster, m.job_id)] for m in members])
             count = sum(m.tasks for m in members)  # an unsplit array remainder: its tasks
-            sent += await self._send(owner, job_end_dm(first, detail, count,
-                                                       others=kinds[1:]).text)
+            told.setdefault(owner, []).append(
+                job_end_dm(first, detail, count, others=kinds[1:]).text)
+        sent = 0
+        for owner, texts in told.items():
+            if not await self.enabled(owner):
+                continue
+            for text in job_end_dms(texts):  # one ping per owner and sweep
+                sent += await self._send(owner, text)
         return sent
 
     async def _send(self, owner: str, text: str) -> int:

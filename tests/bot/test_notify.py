@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import scheduled_sweep
-from bot.messages import job_end_dm
+from bot.messages import DM_TEXT_MAX, NOTIFY_FOOTER, job_end_dm, job_end_dms
 from bot.store import RedisStore
 from probes.models import JobState
 from report.changes import Change
@@ -65,8 +65,8 @@ async def notify(h: Harness, word: str, user: str = "UALICE") -> str:
 
 async def test_failed_completed_and_stalled_jobs_dm_their_owner_once(
         slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
-    """alice hears of her failure (fault + advice) and completion (cleanup), each once;
-    bob, unmapped, hears nothing."""
+    """alice hears of her failure (fault + advice) and completion (cleanup), each once, in
+    one DM (one sweep's ends); bob, unmapped, hears nothing."""
     jobs = Jobs()
     sweeper = FakeSweeper(make=lambda: build_result(jobs.all(), at=clock()),
                           conf=make_config(store.prefix, tmp_path))
@@ -79,7 +79,8 @@ async def test_failed_completed_and_stalled_jobs_dm_their_owner_once(
         await scheduled_sweep(h.bot, 1)
         clock.advance(1800)
         await scheduled_sweep(h.bot, 2)  # nothing new: no second DM
-    texts = dms(slack)
+    (dm,) = dms(slack)
+    texts = dm.split("\n\n")
     assert len(texts) == 2
     fail = next(t for t in texts if "rl-ppo-llama-8b" in t)
     assert "ended FAILED" in fail and "RuntimeError: CUDA error" in fail
@@ -125,9 +126,10 @@ def test_stall_and_zombie_dms_say_which() -> None:
 async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_together(
         slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
         clock: FakeClock) -> None:
-    """Two evals launched with one --job-name fail with different faults: two DMs, each
-    with its own job and fault (one merged DM named the first and hid the second). Two tasks
-    of one array, or components of one hetjob, that failed alike are still one DM (×2)."""
+    """Two evals launched with one --job-name fail with different faults: each told with its
+    own job and fault (one merged telling named the first and hid the second). Two tasks
+    of one array, or components of one hetjob, that failed alike are still told as one (×2).
+    All four are one DM (one sweep's ends of one owner)."""
     state = {"ended": False}
 
     def make() -> object:
@@ -151,7 +153,8 @@ async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_togeth
         clock.advance(1800)
         state["ended"] = True
         await scheduled_sweep(h.bot, 1)
-    told = dms(slack)
+    (dm,) = dms(slack)
+    told = dm.split("\n\n")
     assert len(told) == 4
     (first,) = [t for t in told if "7001" in t]
     (second,) = [t for t in told if "7050" in t]
@@ -237,3 +240,42 @@ def test_failed_dm_quotes_the_fault_once_in_the_trends_own_words(excerpt: str) -
                     state=JobState.FAILED, verdict="failed", why="failed")
     text = job_end_dm(change, run).text
     assert text.count("```") == 2, text
+
+
+async def test_one_owners_job_ends_in_one_sweep_are_one_dm(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
+    """Six of alice's jobs end in one sweep (seen on the real SLURM: eleven DMs to one owner in
+    one sweep, a ping each): one DM tells them all, each with its own id, fault and advice,
+    and says once how to turn them off."""
+    six = [detail(job(str(4100 + i), f"rl-grid-cell-{i}")) for i in range(6)]
+    state = {"ended": False}
+
+    def make() -> object:
+        out = [failed(d) if i % 2 else completed(d) for i, d in enumerate(six)] \
+            if state["ended"] else six
+        return build_result(out, at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(store.prefix, tmp_path))  # type: ignore[arg-type]
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)
+        clock.advance(1800)
+        state["ended"] = True
+        await scheduled_sweep(h.bot, 1)
+    (told,) = dms(slack)
+    for i in range(6):
+        assert f"alpha:{4100 + i}" in told
+    assert told.count("ended FAILED") == 3 and told.count("completed.") == 3
+    assert told.count("/jobs notify off") == 1
+
+
+def test_an_owners_many_job_ends_split_only_past_slacks_limit() -> None:
+    """Forty job ends (each text about 400 characters) are a few DMs, each within Slack's
+    text limit, each job's text whole in one of them, the footer once per DM."""
+    texts = [f"❌ *job-{i}* `alpha:{i}` ended FAILED.\n```\n{'x' * 350}\n```\n{NOTIFY_FOOTER}"
+             for i in range(40)]
+    out = job_end_dms(texts)
+    assert 1 < len(out) < 10
+    assert all(len(m) <= DM_TEXT_MAX and m.count(NOTIFY_FOOTER) == 1 for m in out)
+    for i in range(40):
+        body = texts[i].removesuffix("\n" + NOTIFY_FOOTER)
+        assert sum(body in m for m in out) == 1
