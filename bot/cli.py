@@ -29,6 +29,7 @@ from bot.config import (
     config_warnings,
     default_config_path,
     load_config,
+    redis_file_problems,
 )
 from bot.errors import UsageError, UserError
 from bot.logs import configure_logging, get_logger
@@ -294,7 +295,11 @@ def cmd_record(args: argparse.Namespace) -> int:
 def cmd_bot(args: argparse.Namespace) -> int:
     from bot.server import run_bot
 
-    load_config(_config_path(args))  # fail fast, with the line and key, before binding a port
+    # Fail fast, with the line and key, before binding a port.
+    config = load_config(_config_path(args))
+    problems = redis_file_problems(config.redis)
+    if problems:
+        raise UserError(problems[0])
     asyncio.run(run_bot(_config_path(args), port=args.port))
     return 0
 

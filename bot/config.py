@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -273,9 +273,44 @@ class Config(_Strict):
         )
 
 
+REDIS_URL_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+"""The query arguments of a ``rediss://`` URL that name a file redis-py reads."""
+
+
+def redis_files(section: RedisSection) -> list[tuple[str, str]]:
+    """``(key, path)`` of each file redis-py reads when it connects over TLS: ``tls_ca_file``
+    and the URL's :data:`REDIS_URL_FILES`. It reads them synchronously, in the event loop, as
+    it connects (``bot.cli``'s ``bot`` checks each is a regular file first). A plain
+    connection reads none."""
+    secure = section.tls if section.sentinels else section.url.startswith("rediss://")
+    if not secure:
+        return []
+    files = [("tls_ca_file", section.tls_ca_file)] if section.tls_ca_file else []
+    if not section.sentinels:
+        query = parse_qs(urlsplit(section.url).query)
+        files += [(f"url {key}", value) for key in REDIS_URL_FILES for value in query.get(key, ())]
+    return files
+
+
+def redis_file_problems(section: RedisSection) -> list[str]:
+    """One line per file of :func:`redis_files` that is not a regular file (a FIFO or a
+    device would block the bot's event loop for ever)."""
+    from probes.local_files import check_regular
+
+    problems = []
+    for key, path in redis_files(section):
+        try:
+            check_regular(str(Path(path).expanduser()))
+        except (OSError, ValueError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else exc.strerror or type(exc).__name__
+            problems.append(f"[redis] {key} {path}: {why}")
+    return problems
+
+
 def config_warnings(config: Config) -> list[str]:
     """What ``check-config`` warns about without rejecting the file."""
-    warnings = []
+    warnings = [f"{problem} (the bot will not start)"
+                for problem in redis_file_problems(config.redis)]
     if config.slack.owners and len(config.clusters) > 1:
         warnings.append(
             "[slack.owners] maps a user name to the same Slack id on every cluster, and "
