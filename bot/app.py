@@ -456,12 +456,14 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     alone = bot.lease.fallback(interval) == "alone"
     lines = [] if alone else await bot.followups.process(result, config)
     changes = None if alone else await bot.digest.publish(result, config, lines)
+    told = []
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         if alone:
             continue
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user
-        await bot.digest.note(config, collapse_line(ref, slack_owner(config, cluster, user)))
+        told.append(collapse_line(ref, slack_owner(config, cluster, user)))
+    await bot.digest.notes(config, told)  # one reply for the sweep's alerts, not one each
     if changes is not None:
         await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
         await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run

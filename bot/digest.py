@@ -111,6 +111,22 @@ class Pacer:
                 self._last[channel] = self._monotonic()
 
 
+NOTE_MAX = 3800
+"""A thread reply of notes at most this many characters (Slack's readable text bound)."""
+
+
+def packed_lines(lines: Sequence[str], limit: int) -> list[str]:
+    """``lines`` joined into as few texts of at most ``limit`` characters as they fit (a line
+    longer than that is a text of its own, cut by the message builder)."""
+    texts: list[str] = []
+    for line in lines:
+        if texts and len(texts[-1]) + 1 + len(line) <= limit:
+            texts[-1] += "\n" + line
+        else:
+            texts.append(line)
+    return texts
+
+
 class Digest:
     """Publishes each scheduled sweep into the period's parent message and thread."""
 
@@ -380,14 +396,23 @@ class Digest:
 
     async def note(self, config: Config, line: str) -> bool:
         """One line of bot mrkdwn (built by :mod:`bot.messages`) into the period's thread."""
+        return await self.notes(config, [line])
+
+    async def notes(self, config: Config, lines: Sequence[str]) -> bool:
+        """Lines of bot mrkdwn into the period's thread as one reply (several only past
+        Slack's text limit): a sweep's collapse alerts are one reply, not one each."""
         channel = config.slack.channel
-        if not channel:
+        if not channel or not lines:
             return False
         parent = await self._get(self._parent_name(channel, config)[0])
         if not isinstance(parent, dict) or not parent.get("ts"):
-            log.info("no parent this period; note not threaded", line=line)
+            log.info("no parent this period; notes not threaded", lines=len(lines))
             return False
-        return await self._post(channel, text_message(line), parent["ts"]) is not None
+        told = True
+        for piece in packed_lines(lines, NOTE_MAX):
+            told = await self._post(channel, text_message(piece), parent["ts"]) is not None \
+                and told
+        return told
 
     async def after_cancel(self, config: Config, cluster: str, job_id: str,
                            actor: str) -> bool:

@@ -406,3 +406,18 @@ async def test_a_button_cancel_hides_no_later_job_given_the_same_name(
     cancels = [line for line in told.splitlines() if "cancel" in line and "4242" in line]
     assert len(cancels) == 2, cancels  # the button's, then the hand-made one
     assert "cancelled by <@UALICE>" in cancels[0] and "cancelled: " in cancels[1], cancels
+
+
+async def test_collapses_alerted_in_one_sweep_are_one_thread_line_each_in_one_reply(
+        slack: FakeSlack, store: RedisStore, world: World, tmp_path: Path) -> None:
+    """Three runs collapse in one sweep (seen on the real SLURM: seven collapse notes, seven
+    thread replies in a row): one reply names each alert, once."""
+    async with bot_for(slack, store, world, tmp_path) as h:
+        await sweep(h)
+        before = len(replies(slack))
+        world.jobs += [collapsing(job_id) for job_id in ("4242", "4243", "4244")]
+        await sweep(h)
+    notes = [text_of(r) for r in replies(slack)[before:] if "collapse on `" in text_of(r)]
+    assert len(notes) == 1
+    for job_id in ("4242", "4243", "4244"):
+        assert notes[0].count(f"collapse on `alpha:{job_id}`") == 1
