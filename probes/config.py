@@ -17,6 +17,7 @@ from probes.models import Frozen
 DEFAULT_CHECKPOINT_ROOTS = (
     "{workdir}/checkpoints",
     "{workdir}/ckpts",
+    "{workdir}/ckpt",
     "{workdir}/checkpoints/{name}",
     "{workdir}/output",
     "{workdir}/outputs",
@@ -25,7 +26,8 @@ DEFAULT_CHECKPOINT_ROOTS = (
 )
 """Where banked steps are looked for when a cluster names no ``checkpoint_roots``. Each root is
 searched two plain directory levels deep (verl's ``checkpoints/<project>/<experiment>``, HF's
-``outputs/<run>``, NeMo-RL's ``results/<algorithm>/step_N``; ``probes.remote.tree``), plus the
+``outputs/<run>``, NeMo-RL's ``results/<algorithm>/step_N``, OpenRLHF's default
+``ckpt/checkpoints_ppo_ray/_actor/global_stepN``; ``probes.remote.tree``), plus the
 checkpoint directories the log prints inside the workdir or a root."""
 
 DEFAULT_TRIAL_ROOTS = ("{workdir}/jobs",)

@@ -81,6 +81,15 @@ def _nemo_rl(w: Path) -> None:
     _dirs(w / "results" / "grpo", "step_10/policy", "step_20/policy", "tmp_step_30/policy")
 
 
+def _openrlhf(w: Path) -> None:
+    # OpenRLHF's defaults: --ckpt_path ./ckpt/checkpoints_ppo_ray (train_ppo_ray; SFT
+    # ./ckpt/checkpoints_sft), the actor's DeepSpeed saves under _actor, tag global_step{N},
+    # 'latest' holding the tag; it prints none of these paths.
+    ckpt = w / "ckpt" / "checkpoints_ppo_ray" / "_actor"
+    _dirs(ckpt, "global_step5", "global_step10", "global_step15")
+    (ckpt / "latest").write_text("global_step10")  # 15 is still being saved
+
+
 def _too_deep(w: Path) -> None:
     _dirs(w / "checkpoints" / "a" / "b" / "c", "global_step_5")
 
@@ -125,6 +134,7 @@ def _banked(raw: dict[str, Any]) -> int | None:
     pytest.param(_megatron, 200, id="megatron-iter-tracker"),
     pytest.param(_megatron_release, 300, id="megatron-release-tracker-holds-nothing-back"),
     pytest.param(_nemo_rl, 20, id="nemo-rl-results-algorithm-step_N"),
+    pytest.param(_openrlhf, 10, id="openrlhf-ckpt-checkpoints_ppo_ray-_actor-global_stepN"),
     pytest.param(_too_deep, None, id="not-found-past-the-layout-depth"),
     pytest.param(_inside_a_step_dir, 10, id="not-entered-a-step-directory"),
     pytest.param(_symlinked_out, None, id="not-followed-symlink-out-of-the-tree"),
