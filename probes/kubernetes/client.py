@@ -214,11 +214,13 @@ class KubeClient:
     async def call(self, what: str, call: Callable[[float], Awaitable[T]]) -> T:
         """One API call, bounded, counted, with its errors translated into ``probes.errors``."""
         timeout = self._cluster.request_timeout_s
+        exhausted = f"{what}: sweep budget of {self._cluster.timeout_s:g}s exhausted (timeout)"
+        budget_cut = False
         if self._deadline is not None:
             left = self._deadline - asyncio.get_running_loop().time()
             if left <= 0:
-                raise UnreachableError(
-                    f"{what}: sweep budget of {self._cluster.timeout_s:g}s exhausted (timeout)")
+                raise UnreachableError(exhausted)
+            budget_cut = left < timeout
             timeout = min(timeout, left)
         self.calls += 1
         try:
@@ -227,6 +229,11 @@ class KubeClient:
         except ApiException as exc:
             raise _api_error(what, exc) from exc
         except TimeoutError as exc:  # before ClientError: aiohttp's timeouts are both
+            if budget_cut:
+                # What ran out is the sweep's budget, not this call's own bound: no node or
+                # API server is known silent (a slow one answering each call in time read
+                # as a silent kubelet, a healthy node blamed).
+                raise UnreachableError(exhausted) from exc
             raise NoAnswerError(f"{what}: no answer within {timeout:g}s (timeout)") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc

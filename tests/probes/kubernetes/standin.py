@@ -96,9 +96,12 @@ class KubeStandIn:
     """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
     ``"500-once"``, ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
     ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
-    refuses it), ``"hang"``, or garbage with a 200: ``"html"``
+    refuses it), ``"hang"``, ``"slow"`` (answers after ``slow_s``), or garbage with a 200:
+    ``"html"``
     (a proxy's error page), ``"truncated"`` (JSON cut mid-object) or ``"wrong-shape"`` (a
     list whose items are no objects of the kind)."""
+    slow_s: float = 1.0
+    """How long a ``"slow"`` route takes to answer."""
     requests: list[Recorded] = field(default_factory=list)
     url: str = ""
     _runner: web.AppRunner | None = None
@@ -161,6 +164,8 @@ class KubeStandIn:
                                 self.faults.get(route))
         if fault == "hang":
             await self._release.wait()
+        if fault == "slow":  # answers, each time after ``slow_s``: a loaded API server
+            await asyncio.sleep(self.slow_s)
         if fault == "500-once":  # one transient answer, then the route answers again
             self.faults.pop(route, None)
             fault = "500"
