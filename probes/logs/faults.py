@@ -68,12 +68,14 @@ _SCAN_CAP = 32_768
 _MAX_FAULTS = 100
 
 # Ray prefixes every line of an actor's output with "(Name pid=N[, ip=X]) "; torch >= 2.4 adds
-# "[rankN]: " to each child line. Both are stripped, and used to keep interleaved tracebacks
-# from different processes apart.
+# "[rankN]: " to each child line, torchrun --tee "[default1]:", and srun --label each task's
+# "1: " (right-aligned to the widest task id). All are stripped, and used to keep interleaved
+# tracebacks from different processes apart.
 _PREFIX = re.compile(
     r"^(?:\((?:[^()\s]+ )?pid=\d+(?:, ip=[^)\s]+)?\) ?"
     r"|\((?:raylet|gcs_server|autoscaler[^)]*|monitor)(?:, ip=[^)\s]+)?\) ?"
-    r"|\[rank\d+\]: ?)+"
+    r"|\[(?:rank|default)\d+\]: ?"
+    r"| {0,6}\d{1,6}: )+"
 )
 _REPEATED = re.compile(r" \[repeated \d+x across cluster\]\s*$")
 
