@@ -14,7 +14,8 @@ goes to the owner (bot.owners maps the cluster user to a Slack id per cluster, o
 fails (``user_not_found``, ``not_in_channel``, 429 after retries), the alert goes to
 ``slack.channel`` naming the owner; if that fails too the episode is not opened, so the next
 sweep tries again. An episode is keyed by cluster, job id and (Kubernetes) uid, so a Job
-re-created under the same name alerts again; the posted message (channel, ts) is indexed to its
+re-created under the same name alerts again; a SLURM id given to a later job (another submit
+time) opens a new episode in the old one's place; the posted message (channel, ts) is indexed to its
 episode, which is what a button press is checked against. Buttons carry the job ref in
 ``value`` for readers, never as authority (``action_id`` is the same on every message). With
 ``no_kill``, or for an ``ablation-exempt`` / ``no-kill`` run, there is no cancel button: the
@@ -196,9 +197,16 @@ class Alerter:
         live = job_facts(facts, job.cluster, job.job_id)
         uid = job_uid(live)
         name = episode_name(job.cluster, job.job_id, uid)
+        claim = f"{name}:{step}"
         try:
             doc = await self._store.get_doc(name)
             self._remember(name, doc)
+            if doc is not None and not same_instance(doc, live):
+                # The id now names a later SLURM job (ids reset or wrapped): the episode was
+                # another job's, so this collapse is a new one, claimed per instance (its
+                # step may be the old one's). Its record replaces the old: the old alert's
+                # buttons are then refused as replaced, as for a newer alert.
+                doc, claim = None, f"{name}:{job_submitted(live)}:{step}"
             if doc is not None and self._continues(doc, config):
                 # The answered collapse goes on: remembered as seen, nobody DMed again.
                 seen = {**doc, "last_step": max(step, int(doc.get("last_step", step))),
@@ -212,13 +220,15 @@ class Alerter:
                     await self._store.put_doc(name, moved, ttl_s=self._ttl(config))
                     self._remember(name, moved)
                 return False
-            claimed = await self._store.put_doc(f"{name}:{step}", {"by": "alerter"},
+            claimed = await self._store.put_doc(claim, {"by": "alerter"},
                                                 ttl_s=self._ttl(config), only_new=True)
             if not claimed:
                 return False
         except StoreUnavailable as exc:
             log.warning("episode state unavailable; using process memory", error=str(exc))
             doc = self._local.get(name)
+            if doc is not None and not same_instance(doc, live):
+                doc = None  # another job under the id (above)
             if not self._is_new(doc, step):
                 return False
         evidence = None
@@ -228,7 +238,7 @@ class Alerter:
         if record is None:
             # Nothing was delivered: give the claim back so the next sweep tries again.
             try:
-                await self._store.delete_doc(f"{name}:{step}")
+                await self._store.delete_doc(claim)
             except StoreUnavailable as exc:
                 log.warning("alert claim kept; it expires by itself", error=str(exc))
             return False

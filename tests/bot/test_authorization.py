@@ -328,3 +328,30 @@ async def test_a_deep_probe_press_with_no_job_in_its_value_is_audited(harness: H
     (answer,) = await harness.slack.wait_for(hook)
     assert "no valid job reference" in answer.params["text"]
     assert ("UEVIL", "rejected") in await outcomes(harness)
+
+
+async def test_a_later_slurm_job_given_an_alerted_id_alerts_again_and_its_buttons_act_on_it(
+        harness: Harness) -> None:
+    """The alerted job's id goes to a later job (ids reset or wrapped), which collapses too:
+    it is another job, so it gets its own DM, whose cancel acts on it (its collapse was taken
+    for the old alert's, still open: no DM, and the only buttons were the old job's, refused);
+    the old alert's buttons are refused as replaced."""
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    make = harness.sweeper.make
+    harness.sweeper.make = lambda: submitted_at(make(), first)
+    assert await make_scheduler(harness.bot).tick()
+    old = harness.alert_post()
+    harness.sweeper.make = lambda: submitted_at(make(), first + timedelta(hours=6))
+    harness.clock.advance(1800)
+    assert await make_scheduler(harness.bot).tick()
+    new = harness.alert_post()
+    assert new["ts"] != old["ts"]
+    _, hook = await harness.press("cancel_salvage", "alpha:4242", user="UALICE",
+                                  blocks=old["blocks"], channel=old["channel"], ts=old["ts"])
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert "newer alert" in reply.params["text"]
+    assert harness.sweeper.cancels == []
+    await harness.press_alert("cancel_salvage", user="UALICE")
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [("alpha", "4242")]
