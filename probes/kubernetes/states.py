@@ -68,6 +68,20 @@ NODE_FAILURE_REASONS = frozenset(
 kubelet terminating it (``TerminationByKubelet``: node-pressure eviction, graceful node
 shutdown; where no ``DisruptionTarget`` condition is set, its ``status.reason``: ``Evicted``,
 ``Terminated``, before 1.22 ``Shutdown``)."""
+ADMISSION_REJECTIONS = frozenset({"UnexpectedAdmissionError", "NodeAffinity", "InvalidNodeInfo"})
+"""A pod's ``status.reason`` when its node's kubelet refused it at admission (besides
+``OutOf<resource>``: the node lacks what the pod requests, e.g. ``OutOfnvidia.com/gpu`` when
+its device plugin advertises no GPU; kubelet ``lifecycle/predicate.go``): no container ran,
+the node is at fault."""
+
+
+def node_failure(reason: str | None) -> bool:
+    """A pod disruption or rejection caused by its node (:data:`NODE_FAILURE_REASONS`, a
+    kubelet admission rejection)."""
+    return bool(reason) and (reason in NODE_FAILURE_REASONS or reason in ADMISSION_REJECTIONS
+                             or str(reason).startswith("OutOf"))
+
+
 DISRUPTION_CHARS = 240
 """The disruption's message quoted after its reason (the kubelet's names the resource the node
 ran low on and the container using it)."""
@@ -211,9 +225,9 @@ def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict
     # Only each rank's last attempt ended the job: a preempted first attempt whose retries
     # then crashed failed by the crash.
     last = [pod for pod in _last_attempts(pods) if pod.disruption]
-    for state, reasons in ((JobState.PREEMPTED, PREEMPTION_REASONS),
-                           (JobState.NODE_FAIL, NODE_FAILURE_REASONS)):
-        hit = sorted((pod for pod in last if pod.disruption in reasons),
+    for state, caused in ((JobState.PREEMPTED, PREEMPTION_REASONS.__contains__),
+                          (JobState.NODE_FAIL, node_failure)):
+        hit = sorted((pod for pod in last if caused(pod.disruption)),
                      key=lambda pod: str(pod.disruption))
         if hit:
             return StateVerdict(state, disruption_text(hit[0]))

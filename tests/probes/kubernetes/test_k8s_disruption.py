@@ -82,3 +82,24 @@ async def test_a_disrupted_jobs_state_and_trend_say_what_disrupted_it(
     assert job["trend"].startswith(f"{state} exit 137 ({reason}"), job["trend"]
     why = job["recommendation"]["why"]  # shortened in its middle: the last sentence kept
     assert f"({reason}: {message[:12]}" in why and message.split(". ")[-1][:30] in why, why
+
+
+async def test_a_pod_the_kubelet_refused_says_why(standin: KubeStandIn, tmp_path: Path) -> None:
+    """Each retry rejected at the kubelet's admission (``OutOfnvidia.com/gpu``: the node
+    advertised no GPU) ran no container: NODE_FAIL with the kubelet's message, where it read
+    'FAILED (BackoffLimitExceeded)', the rejection unsaid."""
+    standin.jobs["rl-admit"] = make_job("rl-admit", failed=3, finished=NOW,
+                                        conditions=(("Failed", "BackoffLimitExceeded"),))
+    for i in range(3):
+        pod = make_pod(f"rl-admit-{i}", "rl-admit", phase="Failed",
+                       created=NOW - timedelta(minutes=5 - i))
+        pod.status.container_statuses = None
+        pod.status.reason = "OutOfnvidia.com/gpu"
+        pod.status.message = ("Pod was rejected: Node didn't have enough resource: "
+                              "nvidia.com/gpu, requested: 8, used: 0, capacity: 0")
+        standin.pods[f"rl-admit-{i}"] = pod
+    [job] = (await _sweep(standin, tmp_path))["jobs"]
+    assert job["state"] == "NODE_FAIL", job
+    assert job["trend"].startswith("NODE_FAIL (OutOfn"), job["trend"]
+    why = job["recommendation"]["why"]
+    assert "NODE_FAIL (OutOfnvidia.com/gpu: Pod was rejected" in why and "capacity: 0" in why, why

@@ -71,6 +71,13 @@ STATE_TABLE = [
     (job(("Failed", "BackoffLimitExceeded")),
      [pod("Failed", terminated=("Error",), disruption="Terminated")],
      JobState.NODE_FAIL, "Terminated", None),
+    # the kubelet refused the pod at admission (its node advertised no GPU: the device
+    # plugin is down), every retry alike: a node's failure, not the job's (it read FAILED)
+    (job(("Failed", "BackoffLimitExceeded")), [pod("Failed", disruption="OutOfnvidia.com/gpu")],
+     JobState.NODE_FAIL, "OutOfnvidia.com/gpu", None),
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", disruption="UnexpectedAdmissionError")],
+     JobState.NODE_FAIL, "UnexpectedAdmissionError", None),
     # a preempted first attempt, then the retries crashed: the crash ended it, not the
     # preemption (it read PREEMPTED)
     (job(("Failed", "BackoffLimitExceeded")),
