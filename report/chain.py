@@ -43,7 +43,7 @@ import bisect
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -317,6 +317,7 @@ def chain_link(
     index: ChainIndex | None = None,
     planned_stop: bool = False,
     success_edges: Mapping[str, str] | None = None,
+    continues: Callable[[SchedulerRecord], bool] | None = None,
 ) -> ChainLink:
     """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none.
 
@@ -325,7 +326,10 @@ def chain_link(
     walltime for a successor (``report.planned_stop``): found as a TIMEOUT's, but its exit 0
     satisfies ``afterok`` too, so a job waiting so is its restart; no ``blocked`` is given.
     ``success_edges``: remembered ``afterok``/``aftercorr`` edges (:func:`success_edges`),
-    read for such a planned stop only (a TIMEOUT never satisfies them)."""
+    read for such a planned stop only (a TIMEOUT never satisfies them).
+    ``continues``: whether a job that waits on such a planned stop only by ``afterok`` or
+    ``aftercorr`` may continue its run (the judge: not in another configured bucket; an eval
+    of the run's checkpoint waits the same way, and is none)."""
     completed = planned_stop and record.state is JobState.COMPLETED
     if record.state is not JobState.TIMEOUT and not completed:
         return ChainLink()
@@ -337,14 +341,21 @@ def chain_link(
         key=lambda pair: submit_order(pair[0]),
     )
     kinds = _AFTER_SUCCESS if completed else _RESTART_KINDS
-    restarts = [r for r, d in waiting if d.kind in kinds and not _never_starts(r)]
+    def may_continue(r: SchedulerRecord, kind: str) -> bool:
+        return kind not in _SUCCESS_ONLY or continues is None or continues(r)
+
+    restarts = [r for r, d in waiting
+                if d.kind in kinds and not _never_starts(r) and may_continue(r, d.kind)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
     remembered = next((known_edges[k] for k in keys if k in known_edges), None)
+    kind = "afterany"
     if remembered is None and completed and success_edges:
         remembered = next((success_edges[k] for k in keys if k in success_edges), None)
+        kind = "afterok"
     known = index.live_successor(remembered, record) if remembered is not None else None
-    if known is not None and known.job_id != record.job_id and not _never_starts(known):
+    if (known is not None and known.job_id != record.job_id and not _never_starts(known)
+            and may_continue(known, kind)):
         return ChainLink(successor=known.job_id)
     named = {r.job_id for r, _ in waiting}
     place = (record.user, record.workdir or "")

@@ -145,7 +145,8 @@ def judge_job(
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(record, cluster_records, edges, index=index,
                       planned_stop=planned_stop(facts) is not None,
-                      success_edges=memory.known_ok_edges.get(record.cluster) if memory else None)
+                      success_edges=memory.known_ok_edges.get(record.cluster) if memory else None,
+                      continues=lambda r: bucket_for(r.name, settings.buckets) in (bucket, "other"))
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),

@@ -199,3 +199,24 @@ def test_a_remembered_afterok_edge_never_makes_a_timeout_a_restart() -> None:
                                       "state": JobState.RUNNING})
     report = _judge(timed_out, gone, memory=memory)
     assert report.successor is None
+
+
+def test_an_eval_waiting_afterok_on_a_planned_stop_is_no_restart() -> None:
+    """A planned stop's only afterok dependant is an eval of its checkpoint (``sbatch
+    --dependency=afterok:$TRAIN eval.sh``, a common chain): that is no restart of the run.
+    It read 'restarting' with the eval as its successor, while it waited and (remembered)
+    once it ran; a dependant in another known bucket is none (a renamed restart keeps the
+    run's bucket, or has none of the configured ones)."""
+    waiting = record("eval-nemo-grpo-step12", "101", JobState.PENDING, workdir="/w2",
+                     stdout_path="/w2/slurm-101.out", dependency="afterok:100(unfulfilled)",
+                     depends_on=("100",))
+    report = _judge(_facts(NEMO.read_text()), waiting)
+    assert report.successor is None and report.verdict != "restarting", report
+    memory = _remembered(record("rl-nemo-grpo", "100", JobState.RUNNING), waiting)
+    started = waiting.model_copy(update={"state": JobState.RUNNING, "dependency": None,
+                                         "depends_on": ()})
+    report = _judge(_facts(NEMO.read_text()), started, memory=memory)
+    assert report.successor is None and "chain-restart" not in report.flags
+    # The run's own afterok restart is still one.
+    own = _successor(dependency="afterok:100(unfulfilled)")
+    assert _judge(_facts(NEMO.read_text()), own).successor == "101"
