@@ -38,6 +38,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.exec_provider import ExecProvider
 from kubernetes_asyncio.config.kube_config import (
+    ENV_KUBECONFIG_PATH_SEPARATOR,
     KUBE_CONFIG_DEFAULT_LOCATION,
     FileOrData,
     KubeConfigLoader,
@@ -81,7 +82,9 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
     """Load ``kubeconfig`` (``None``: the default, ``$KUBECONFIG`` or ``~/.kube/config``) at
     ``context`` into ``configuration`` within ``timeout_s`` (:class:`CredentialTimeout`);
     returns that context's namespace (``None`` when it names none)."""
-    merged = _Merger(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION)
+    paths = kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION
+    _check_some_exist(paths)
+    merged = _Merger(paths)
     loader = _BoundedLoader(config_dict=merged.config, config_base_path=None,
                             active_context=context)
     try:
@@ -90,6 +93,15 @@ async def load_credentials(kubeconfig: str | None, context: str | None,
     except TimeoutError as exc:
         raise CredentialTimeout(loader.waiting_on, killed=loader.killed) from exc
     return _namespace_of(loader)
+
+
+def _check_some_exist(paths: str) -> None:
+    """Raise unless a file of ``paths`` exists: the library would warn on stderr and then
+    fail on the empty merge ('Expected key current-context'), which says nothing of why."""
+    files = [os.path.expanduser(path) for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR)
+             if path]
+    if not any(os.path.exists(path) for path in files):
+        raise ConfigException("no such file" if len(files) == 1 else "none of its files exists")
 
 
 def _namespace_of(loader: KubeConfigLoader) -> str | None:

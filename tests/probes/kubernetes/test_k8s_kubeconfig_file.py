@@ -145,3 +145,23 @@ def test_a_file_the_kubeconfig_names_that_is_none_is_unreachable(
     assert beta["status"] == "unreachable"
     assert beta["detail"] == (f"kubeconfig {kubeconfig}: {key} {named}: not a regular file"), \
         beta["detail"]
+
+
+@pytest.mark.parametrize("listed", ["{d}/absent", "{d}/absent:{d}/gone"], ids=["one", "list"])
+def test_a_kubeconfig_that_does_not_exist_says_so(tmp_path: Path, listed: str) -> None:
+    """No file of ``kubeconfig`` exists: the detail says so, in one line, and nothing else is
+    printed. It read 'Invalid kube-config file. Expected key current-context in kube-config'
+    (the library's merge of nothing), after its 'Config not found: ...' warning on stderr."""
+    kubeconfig = listed.format(d=tmp_path)
+    toml = tmp_path / "jobtables.toml"
+    toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'
+                    f'kubeconfig = "{kubeconfig}"\nnamespace = "ml"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml), "--format", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "JOBTABLES_CONFIG": ""}, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    beta = json.loads(done.stdout)["clusters"][0]
+    assert beta["status"] == "unreachable"
+    said = "no such file" if ":" not in kubeconfig else "none of its files exists"
+    assert beta["detail"] == f"kubeconfig {kubeconfig}: {said}", beta["detail"]
