@@ -23,6 +23,12 @@ TIMEOUT job's successor is, in order of confidence,
    eligible only at it (``eligible_time`` within :data:`RELEASE_SLACK` after ``end_time``),
    which is what a cleared ``afterany`` leaves behind.
 
+A restart that already ran and ended (a chain A -> B -> C with B over, or a finished run) is
+still the successor: among the fallback candidates (3.) and a remembered edge (2.), an ended
+job counts when it started once the predecessor had ended (it ran after it, not beside it);
+:attr:`ChainLink.ended` says its state. Otherwise every earlier link of a chain read failed,
+"no successor queued", and recurring, as soon as the chain moved past it.
+
 A COMPLETED job whose trainer stopped itself ahead of the walltime for a successor
 (``report.planned_stop``) is linked the same way, ``afterok`` (which its exit 0 satisfies) and
 ``aftercorr`` counting as ``afterany``.
@@ -97,6 +103,8 @@ class ChainLink:
     """Why the live job waiting on it is no restart (the recommendation's words)."""
     blocked_short: str | None = None
     """The same in a few words, for the Trend cell."""
+    ended: str | None = None
+    """The successor's own state when it already ran and ended (the chain went on past it)."""
 
 
 def name_stem(name: str) -> str:
@@ -190,6 +198,14 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool
     return submitted <= _utc(record.end_time) + SUBMIT_SLACK
 
 
+def _ran_after(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
+    """An ended ``candidate`` started once ``record`` had ended (within a second): it ran
+    after it, as its restart does, not beside it."""
+    if record.end_time is None or candidate.start_time is None:
+        return False
+    return _utc(candidate.start_time) >= _utc(record.end_time) - timedelta(seconds=1)
+
+
 def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
     job, kind = candidate.job_id, dependency.kind
     if _never_starts(candidate):
@@ -217,6 +233,18 @@ class ChainIndex:
         self.live_by_user: dict[str | None, list[SchedulerRecord]] = {}
         self.waiting_on: dict[str, list[tuple[SchedulerRecord, Dependency]]] = {}
         self.live_tasks: dict[str, list[SchedulerRecord]] = {}
+        # Ended jobs that ran: a restart that already ran (and ended) still continued its
+        # predecessor, as SLURM shows them for MinJobAge and sacct for recent_hours.
+        self.ran = {r.job_id: r for r in records
+                    if r.job_id not in self.live and r.start_time is not None}
+        self.ran_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self.ran_by_user: dict[str | None, list[SchedulerRecord]] = {}
+        for r in self.ran.values():
+            if r.workdir:
+                self.ran_by_place.setdefault((r.user, r.workdir), []).append(r)
+            if (r.eligible_time is not None and r.submit_time is not None
+                    and r.eligible_time > r.submit_time):
+                self.ran_by_user.setdefault(r.user, []).append(r)
         for r in self.live.values():
             if (array := _array_id(r.job_id, r.array_job_id)) is not None:
                 self.live_tasks.setdefault(array, []).append(r)
@@ -357,16 +385,25 @@ def chain_link(
     if (known is not None and known.job_id != record.job_id and not _never_starts(known)
             and may_continue(known, kind)):
         return ChainLink(successor=known.job_id)
+    ran = index.ran.get(remembered) if remembered is not None else None
+    if (ran is not None and ran.job_id != record.job_id and _ran_after(record, ran)
+            and may_continue(ran, kind)):
+        return ChainLink(successor=ran.job_id, ended=ran.state.value)
     named = {r.job_id for r, _ in waiting}
     place = (record.user, record.workdir or "")
     candidates = {r.job_id: r for r in (*index.live_by_place.get(place, ()),
                                         *index.live_by_user.get(record.user, ()))}
+    candidates.update((r.job_id, r) for r in (*index.ran_by_place.get(place, ()),
+                                              *index.ran_by_user.get(record.user, ()))
+                      if _ran_after(record, r))
     fallback = sorted((r for r in candidates.values()
                        if r.job_id != record.job_id and r.job_id not in named
                        and not _never_starts(r) and _fallback_match(record, r)),
                       key=lambda r: _successor_order(record, r))
     if fallback:
-        return ChainLink(successor=fallback[0].job_id)
+        first = fallback[0]
+        return ChainLink(successor=first.job_id,
+                         ended=None if first.job_id in index.live else first.state.value)
     if waiting and not completed:
         return _blocked(*waiting[0])
     return ChainLink()

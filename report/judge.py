@@ -262,7 +262,9 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     if ctx.successor is not None:
         f.flag("chain-restart")
         f.verdict("restarting")
-        f.trend(Priority.TERMINAL, f"Walltime TIMEOUT; normal chain restart → {ctx.successor}")
+        ran = " (ended)" if link.ended else ""  # its own row says how
+        f.trend(Priority.TERMINAL,
+                f"Walltime TIMEOUT; normal chain restart → {ctx.successor}{ran}")
         return
     f.verdict("failed")
     banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None

@@ -7,12 +7,13 @@ Policy: at most TWO remote commands, both the collector (``python3 -``, script o
    printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
    queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
 2. The job's files (log tail, listings, trees) through the same collector request a sweep
-   uses, and, only for a TIMEOUT or COMPLETED job, the successor query: ``squeue -t
-   PENDING,RUNNING -u USER`` for the job's own user (a COMPLETED run whose trainer stopped
-   itself ahead of the walltime is a chain restart too, ``report.planned_stop``, which only
-   its log, read in the same command, tells). Every successor rule in ``report.chain`` looks
-   at a live job of the same user (its ``afterany`` dependency, or the same name/user/
-   workdir), so that user's live jobs are a bounded set that still holds any successor. A
+   uses, and, only for a TIMEOUT or COMPLETED job, the successor query: ``squeue -t all -u
+   USER`` for the job's own user (a COMPLETED run whose trainer stopped itself ahead of the
+   walltime is a chain restart too, ``report.planned_stop``, which only its log, read in the
+   same command, tells). Every successor rule in ``report.chain`` looks at a job of the same
+   user (its ``afterany`` dependency, or the same name/user/workdir), live, or ended after
+   having started once the job ended (a restart that already ran), so the jobs SLURM holds
+   of that user are a bounded set that still holds any successor. A
    PENDING job has no files, and a job that is neither started nor TIMEOUT costs one command
    only.
 
@@ -177,13 +178,14 @@ def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
                     now: datetime) -> tuple[dict[str, Any], list[SchedulerRecord]]:
-    """Command 2 (when needed): the job's files and, for a TIMEOUT or COMPLETED job, its
-    user's live jobs (successor candidates)."""
+    """Command 2 (when needed): the job's files and, for a TIMEOUT or COMPLETED job, the
+    jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
+    restart that already ran being the successor too, ``report.chain``)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
     if record.state in _CHAINED and record.user and _USER.match(record.user):
-        selection = ("-t", "PENDING,RUNNING", "-u", record.user)
+        selection = ("-t", "all", "-u", record.user)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
         # squeue -o has no eligible time; -O has, beside the id only (no user text to forge).
         commands.append({"argv": ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", *selection,

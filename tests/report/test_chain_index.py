@@ -1,5 +1,6 @@
 """``ChainIndex``: judging a sweep indexes each cluster once; the answer is the one a scan of
-every record gives (the pre-index algorithm, kept here as the oracle), on random clusters."""
+every record gives (the pre-index algorithm, kept here as the oracle, with the restart that
+already ran), on random clusters."""
 
 from __future__ import annotations
 
@@ -35,11 +36,20 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
     if remembered is not None and any(r.job_id == remembered and not chain._never_starts(r)
                                       for r in live):
         return ChainLink(successor=remembered)
+    # ... or a restart that already ran: started once the predecessor had ended
+    ran = [r for r in records if r.state not in chain._LIVE and r.job_id != record.job_id
+           and r.start_time is not None and chain._ran_after(record, r)]
+    for r in ran:
+        if r.job_id == remembered:
+            return ChainLink(successor=r.job_id, ended=r.state.value)
     named = {r.job_id for r, _ in waiting}
-    fallback = sorted((r for r in live if r.job_id not in named and not chain._never_starts(r)
-                       and chain._fallback_match(record, r)), key=submit_order)
+    fallback = sorted((r for r in (*live, *ran) if r.job_id not in named
+                       and not chain._never_starts(r) and chain._fallback_match(record, r)),
+                      key=submit_order)
     if fallback:
-        return ChainLink(successor=fallback[0].job_id)
+        first = fallback[0]
+        return ChainLink(successor=first.job_id,
+                         ended=None if first.state in chain._LIVE else first.state.value)
     if waiting:
         return chain._blocked(*waiting[0])
     return ChainLink()
@@ -61,6 +71,7 @@ def clusters(draw: st.DrawFn) -> list[SchedulerRecord]:
             dependency=dependency,
             reason=draw(st.sampled_from([None, chain.NEVER_SATISFIED])),
             submit_time=NOW - timedelta(minutes=draw(st.integers(0, 300))),
+            start_time=NOW - timedelta(minutes=draw(st.integers(0, 250))),
             end_time=NOW - timedelta(minutes=draw(st.integers(0, 200))),
         ))
     return out

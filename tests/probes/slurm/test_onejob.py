@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from probes.config import SlurmCluster
-from probes.models import ClusterFacts, JobState
+from probes.models import ClusterFacts
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, SshRunner
 from tests.probes.slurm.conftest import ROOT, SlurmEnv, fake_squeue_bin, run_with_path
@@ -193,10 +193,10 @@ def test_a_job_of_a_user_the_cluster_does_not_report_is_not_shown(jobs: Jobs) ->
     assert facts.status == "ok" and facts.jobs == ()
     assert runners[0].calls == [("python3", "-")]
     mine, _ = _collect(jobs.env, f"{jobs.array}_4")
-    # The COMPLETED task, then only its user's live jobs (a planned stop's successor may be
-    # among them: report.planned_stop), never another ended one.
+    # The COMPLETED task, then its user's other jobs SLURM holds as records only (a planned
+    # stop's successor may be among them, live or already ran: report.chain), no file read.
     assert mine.jobs[0].record.job_id == f"{jobs.array}_4"
-    assert all(j.record.state in (JobState.PENDING, JobState.RUNNING) for j in mine.jobs[1:])
+    assert all(j.log is None and j.summary is None for j in mine.jobs[1:])
 
 
 def test_a_job_slurm_does_not_know_costs_one_command(jobs: Jobs) -> None:
