@@ -44,8 +44,20 @@ FINITE = ConfigDict(allow_inf_nan=False)
 """The config's models take no inf or nan (TOML has both; ``timeout_s = inf`` is no bound)."""
 
 PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
-"""What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``)."""
+"""What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``, the deep probe's
+``rollout_dirs`` and ``validation_dirs``)."""
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def known_placeholders(templates: tuple[str, ...]) -> tuple[str, ...]:
+    """The templates, if each names only known placeholders: the expander skips a template
+    with an unknown one unread, so a typo must be a config error, not a silent no-op."""
+    for root in templates:
+        unknown = sorted(set(_PLACEHOLDER.findall(root)) - PLACEHOLDERS)
+        if unknown:
+            raise ValueError(f"{root!r}: unknown placeholder {{{unknown[0]}}} (known: "
+                             + " ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")")
+    return templates
 
 
 class _ClusterBase(Frozen):
@@ -74,12 +86,7 @@ class _ClusterBase(Frozen):
     @field_validator("checkpoint_roots", "trial_roots")
     @classmethod
     def _known_placeholders(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for root in v:
-            unknown = sorted(set(_PLACEHOLDER.findall(root)) - PLACEHOLDERS)
-            if unknown:
-                raise ValueError(f"{root!r}: unknown placeholder {{{unknown[0]}}} (known: "
-                                 + " ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")")
-        return v
+        return known_placeholders(v)
 
 
 class SlurmCluster(_ClusterBase):
@@ -171,6 +178,7 @@ class ReadPlan(Frozen):
                                      "{workdir}/exports")
     """verl ``trainer.rollout_data_dir`` and SkyRL ``trainer.export_path`` candidates."""
     validation_dirs: tuple[str, ...] = ("{workdir}/validation_data",)
+
     # Each at least 1 (0 or less read nothing, or, sliced from the end, everything).
     max_trials: int = Field(64, ge=1)
     max_listing: int = Field(20000, ge=1)
@@ -179,3 +187,8 @@ class ReadPlan(Frozen):
     max_file_bytes: int = Field(1 << 20, ge=1)
     max_text: int = Field(2000, ge=1)
     deadline_s: float = Field(20.0, gt=0, le=TIMEOUT_S_MAX)
+
+    @field_validator("rollout_dirs", "validation_dirs")
+    @classmethod
+    def _known_placeholders(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return known_placeholders(v)

@@ -113,6 +113,12 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
     ('[deep_probe.plan]\ndeadline_s = inf\n', ":2: deep_probe.plan.deadline_s:", "finite"),
     ('[deep_probe.judge]\nreward_range = [0.0, nan]\n', ":2: deep_probe.judge.reward_range",
      "finite"),
+    # The deep probe's dump dirs take the roots' placeholders (README); an unknown one was OK
+    # here and the probe skipped that dir unread, so a typo read nothing and said nothing.
+    ('[deep_probe.plan]\nrollout_dirs = ["{workdir}/{run}/rollouts"]\n',
+     ":2: deep_probe.plan.rollout_dirs:", "unknown placeholder {run}"),
+    ('[deep_probe.plan]\nvalidation_dirs = ["{jobid}/val"]\n',
+     ":2: deep_probe.plan.validation_dirs:", "unknown placeholder {jobid}"),
 ])
 def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             body: str, where: str, says: str) -> None:
