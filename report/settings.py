@@ -148,3 +148,11 @@ class DeepProbeSettings(BaseModel):
     starved_tokens_per_s: float = Field(1.0, ge=0)
     missing_steps: int = Field(2, ge=0)
     reward_range: tuple[float, float] | None = None
+
+    @field_validator("reward_range")
+    @classmethod
+    def _low_first(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and v[0] > v[1]:
+            raise ValueError(f"[{v[0]:g}, {v[1]:g}]: write the low bound first "
+                             "(every reward would read as outside it)")
+        return v

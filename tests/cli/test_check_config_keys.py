@@ -119,6 +119,10 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      ":2: deep_probe.plan.rollout_dirs:", "unknown placeholder {run}"),
     ('[deep_probe.plan]\nvalidation_dirs = ["{jobid}/val"]\n',
      ":2: deep_probe.plan.validation_dirs:", "unknown placeholder {jobid}"),
+    # A range written high-first was OK and then held every reward outside it: KILL for
+    # every run the probe read.
+    ('[deep_probe.judge]\nreward_range = [1.0, 0.0]\n', ":2: deep_probe.judge.reward_range:",
+     "low bound first"),
 ])
 def test_a_mistake_is_named_by_line_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             body: str, where: str, says: str) -> None:
