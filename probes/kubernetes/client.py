@@ -141,11 +141,13 @@ class KubeClient:
             "list pods", partial(core.list_namespaced_pod, self._namespace),
             selector=False)
 
-    async def read_log(self, pod: str, container: str | None) -> tuple[str, bool]:
+    async def read_log(self, pod: str, container: str | None, *,
+                       previous: bool = False) -> tuple[str, bool]:
         """The tail of ``pod``'s log (``tail_lines``/``tail_bytes``), read raw and decoded, and
         whether it may be cut from a longer log: the last read's whole window came back (as
         many lines as asked, or a body filling the byte bound). Else it is the whole log, from
         its first line (what counts HF Trainer's bar-less dicts: ``parse_log``'s ``log_start``).
+        ``previous``: the container's run before the current one (``kubectl logs --previous``).
 
         The API applies ``limitBytes`` to the *start* of the ``tailLines`` window: a window
         larger than the byte bound (a multi-megabyte line in it, or many long lines) comes
@@ -161,6 +163,8 @@ class KubeClient:
             query: dict[str, Any] = {"tail_lines": tail, "limit_bytes": limit}
             if container:
                 query["container"] = container
+            if previous:
+                query["previous"] = True
             response: Any = await core.read_namespaced_pod_log(
                 pod, self._namespace, _preload_content=False, _request_timeout=budget_s,
                 **query)

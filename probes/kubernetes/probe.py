@@ -42,6 +42,7 @@ from probes.kubernetes.objects import (
     FAILED_RANK_LABEL,
     KIND_LABEL,
     POD_OWNER_LABELS,
+    RECURRING_LABEL,
     SAME_NAME_LABEL,
     WEDGE_LABEL,
     Workload,
@@ -67,6 +68,7 @@ from probes.logs.parse import parse_log
 from probes.models import (
     TERMINAL_STATES,
     ClusterFacts,
+    Fault,
     JobFacts,
     JobState,
     LogFetch,
@@ -295,7 +297,35 @@ class KubernetesProbe:
             if why:
                 record = record.model_copy(update={"labels": {
                     **record.labels, FAILED_RANK_LABEL: rank.describe(why)}})
+        recurring = record.labels.get(RECURRING_LABEL)
+        if recurring and leader.relapse is not None and not _errors(summary):
+            # Running again inside its crash loop: this run's log is a fresh start; the
+            # error that ended each run is in the one before (kubectl logs --previous).
+            why = await self._previous_error(leader)
+            if why:
+                record = record.model_copy(update={"labels": {
+                    **record.labels, RECURRING_LABEL:
+                        f"{recurring.partition(' | ')[0]} | {why} (the previous run's log)"}})
         return JobFacts(record=record, log=log, summary=summary)
+
+    async def _previous_error(self, pod: PodView) -> str | None:
+        """The first real fault in the log of the container's previous run, if it can be
+        read (gone, refused or silent: ``None``, the row as it was)."""
+        if self._log_outage is not None or pod.node in self._silent_nodes:
+            return None
+        try:
+            text, cut = await self._api.read_log(pod.name, log_container(pod), previous=True)
+        except (CommandError, AuthError, UnreachableError):
+            return None
+        fetched = LogFetch(requested_path=f"pod/{pod.name}", path=f"pod/{pod.name}",
+                           status="ok", text=text, size=len(text.encode()), attempts=1)
+        summary, _ = await asyncio.to_thread(self._parse, fetched, cut=cut)
+        faults = _errors(summary)
+        if not faults:
+            return None
+        first = min(faults, key=lambda x: x.line_no)
+        return f"{first.kind}: " + " ".join((first.detail or first.excerpt).split())[
+            :RANK_ERROR_CHARS]
 
     async def _rank_error(self, rank: FailedRank, leader: PodView,
                           summary: LogSummary | None) -> str | None:
@@ -306,7 +336,7 @@ class KubernetesProbe:
             summary = None
             if fetched.status == "ok":
                 summary, _ = await asyncio.to_thread(self._parse, fetched, cut=cut)
-        faults = [x for x in (summary.faults if summary else ()) if x.kind != "time-limit"]
+        faults = _errors(summary)
         if faults:
             first = min(faults, key=lambda x: x.line_no)
             return " ".join((first.detail or first.excerpt).split())[:RANK_ERROR_CHARS]
@@ -395,6 +425,11 @@ class KubernetesProbe:
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:
         return ClusterFacts(name=self._cluster.name, kind="kubernetes", status=status,
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
+
+
+def _errors(summary: LogSummary | None) -> list[Fault]:
+    """The log's real faults (a walltime line is none)."""
+    return [x for x in (summary.faults if summary else ()) if x.kind != "time-limit"]
 
 
 def _outage(what: str, error: str) -> str:

@@ -91,7 +91,8 @@ class KubeStandIn:
     pods: dict[str, Any] = field(default_factory=dict)
     jobsets: dict[str, dict[str, Any]] | None = None
     logs: dict[str, str] = field(default_factory=dict)
-    """``pod`` or ``pod/container`` -> the container's whole log."""
+    """``pod`` or ``pod/container`` -> the container's whole log (``.../previous``: its run
+    before the current one, ``previous=true``)."""
     faults: dict[str, str] = field(default_factory=dict)
     """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
     ``"500-once"``, ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
@@ -239,6 +240,15 @@ class KubeStandIn:
             return web.json_response(
                 status_body(404, "NotFound", f'pods "{name}" not found'), status=404)
         container = request.query.get("container")
+        if request.query.get("previous", "").lower() == "true":  # the run before this one
+            shown = container or "?"
+            text = self.logs.get(f"{name}/{container}/previous",
+                                 self.logs.get(f"{name}/previous"))
+            if text is None:
+                return web.json_response(status_body(400, "BadRequest", (
+                    f'previous terminated container "{shown}" in pod "{name}" not found')),
+                    status=400)
+            return web.Response(body=text.encode(), content_type="text/plain")
         refused = _log_refusal(self.pods[name], name, container)
         if refused is not None:  # the kubelet's 400, as the API server relays it
             return web.json_response(status_body(400, "BadRequest", refused), status=400)
