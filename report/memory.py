@@ -111,6 +111,7 @@ def failure_signature(
         job_id=record.job_id, kind=kind,
         text=_VOLATILE.sub("#", text.lower()).replace("|", "/")[:_TEXT_MAX],
         elapsed_s=record.elapsed_s or None,
+        start_time=record.start_time, end_time=record.end_time,
     )
 
 
@@ -130,14 +131,22 @@ def repeated_failure(
     current: FailureSignature, earlier: Sequence[FailureSignature],
 ) -> FailureSignature | None:
     """The latest earlier attempt (not this job, nor a task of its own array or a component
-    of its own hetjob: those ran beside it, no attempt before it) if ``current`` failed
-    exactly like it."""
+    of its own hetjob that ran beside it, no attempt before it) if ``current`` failed exactly
+    like it. A task of its own array that ended before it started is one (``--array=0-9%1``
+    runs its tasks one after another, each resuming the last)."""
     own = _parent_id(current.job_id)
     others = [s for s in earlier
-              if s.job_id != current.job_id and (own is None or _parent_id(s.job_id) != own)]
+              if s.job_id != current.job_id
+              and (own is None or _parent_id(s.job_id) != own or _ran_before(s, current))]
     if others and same_failure(current, others[-1]):
         return others[-1]
     return None
+
+
+def _ran_before(previous: FailureSignature, current: FailureSignature) -> bool:
+    """``previous`` ended before ``current`` started (False when either time is unknown)."""
+    return (previous.end_time is not None and current.start_time is not None
+            and previous.end_time <= current.start_time)
 
 
 def _parent_id(job_id: str) -> str | None:

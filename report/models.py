@@ -89,6 +89,10 @@ class FailureSignature(Frozen):
     """The first fault's kind (``sigterm``, ``oom``...), else ``exit<code>``."""
     text: str
     elapsed_s: int | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    """When the attempt ran (None: unknown, e.g. memory written before they were kept): tells
+    an array's task that ran beside this one from the task before it in a throttled array."""
 
 
 class SignalEvidence(Frozen):

@@ -56,3 +56,13 @@ def test_a_restart_arrays_task_failing_alike_still_recurs() -> None:
     rows = _rows(_task("1821_0", JobState.FAILED, OOM, minutes_ago=60),
                  _task("1830_0", JobState.FAILED, OOM, minutes_ago=20))
     assert "recurring-failure" in rows["1830_0"].flags
+
+
+def test_a_throttled_arrays_next_task_failing_alike_still_recurs() -> None:
+    """``--array=0-9%1`` runs its tasks one after another, each resuming the last: a task that
+    fails as the one before it (which ended before it started) is a consecutive attempt, not a
+    sibling beside it (review of b9c0d43)."""
+    rows = _rows(_task("1821_0", JobState.FAILED, OOM, minutes_ago=60),
+                 _task("1821_1", JobState.FAILED, OOM, minutes_ago=20))
+    assert "recurring-failure" in rows["1821_1"].flags
+    assert "recurring-failure" not in rows["1821_0"].flags
