@@ -29,8 +29,8 @@ Policy (seed §RL, CONTRACT §5/§6):
   geometry or config, or its name says smoke/test/debug. Without sweep memory and without an
   earlier attempt, a first launch counts as new: no restart, and only its first few logged
   steps (``FIRST_LAUNCH_STEPS``), logged from its start (a history that begins past its
-  logging cadence resumed a checkpoint: ``_resumed_log``). The recommendation ``deep_probe`` is made only when nothing
-  more urgent applies.
+  logging cadence resumed a checkpoint: ``_resumed_log``). The recommendation ``deep_probe``
+  is made only when nothing more urgent applies.
 - Standard-RL substitute checks and degenerate rollouts (``dead-rollouts``), log-ratio health
   ranges and banked-step cadence live in :mod:`report.rollouts`; pass@N and z-clip triggers are
   shown in the trend.
