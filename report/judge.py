@@ -55,7 +55,7 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
-from report.chain import ChainIndex, ChainLink, chain_link
+from report.chain import NEVER_SATISFIED, ChainIndex, ChainLink, chain_link
 from report.cleanup import cleanup_rule
 from report.findings import (
     NO_KILL_PREFIX,
@@ -165,6 +165,7 @@ def judge_job(
     _JUDGES[bucket](ctx, f)
     _bring_up_fault_rule(ctx, f)
     waiting_fault_rule(ctx, f)
+    _never_starts_rule(ctx, f)
     live_oom_rule(ctx, f)
     image_pull_rule(ctx, f)
     silent_wedge_rule(ctx, f)
@@ -232,6 +233,25 @@ def _bring_up_fault_rule(ctx: JudgeContext, f: Findings) -> None:
     f.verdicts.discard("buffering")
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"bring-up hit {fault.kind}, not a benign wait: {fault_text(fault)}")
+
+
+def _never_starts_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A job pending with ``DependencyNeverSatisfied`` (its dependency can no longer be met:
+    an ``afterok`` on a run that TIMEOUT or failed) is kept pending for ever by SLURM (without
+    ``kill_invalid_depend``): no queue admission, so no buffer filling; stalled, with a
+    diagnose naming what it waits on."""
+    record = ctx.facts.record
+    if ctx.state is not JobState.PENDING or record.reason != NEVER_SATISFIED:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.verdict("stalled")
+    f.trend(Priority.TERMINAL, f"Pending ({NEVER_SATISFIED}): will never start")
+    waits = record.dependency or ", ".join(record.depends_on) or "its dependency"
+    f.recommend(Priority.DIAGNOSE, "diagnose", shorten(
+        f"pending with {NEVER_SATISFIED} on {waits}: SLURM will never start it; cancel it, "
+        "or resubmit it without that dependency", 300))
 
 
 def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
