@@ -47,6 +47,9 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   the same infra class), verdict ``warning``, ``diagnose`` the sandbox/environment provider.
   This holds for a running datagen run too: it generates nothing real ("Generating" would
   hide it, with avg_turns unknown the dead-engine gate cannot fire).
+  Below that half, an eval whose recent trials include a share (``NEVER_STARTED_NOTE_SHARE``,
+  at least 3) that never started says so in the Trend, no flag: infra, unscored, told apart
+  from the agent timeouts the rulebook excuses.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from probes.logs.fault_patterns import PASSTHROUGH
 from probes.logs.lines import TqdmBar, parse_tqdm, strip_ansi
 from probes.logs.progress import sec_per_it
 from probes.models import Frozen, InfraSignals, JobState, TrialResult
-from report.cells import format_duration, format_value
+from report.cells import abbreviate_exception, format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import buffer_rule
 from report.trend import shorten
@@ -667,7 +670,8 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.trend(Priority.DIAGNOSE + 1, text)
         f.recommend(Priority.DIAGNOSE + 1, "diagnose",
                     text + "; the tunnel is not carrying traffic")
-    _never_started_rule(ctx, f, recent)
+    if not _never_started_rule(ctx, f, recent):
+        _never_started_note(ctx, f)
 
 
 def _never_started_rule(ctx: JudgeContext, f: Findings, recent: TrialStats | None) -> bool:
@@ -689,6 +693,28 @@ def _never_started_rule(ctx: JudgeContext, f: Findings, recent: TrialStats | Non
     f.recommend(Priority.DIAGNOSE + 1, "diagnose",
                 text + "; sandboxes are not starting: check the environment provider")
     return True
+
+
+NEVER_STARTED_NOTE_SHARE = 0.10
+"""Share of the recent trials whose sandbox never started that the eval Trend names (below the
+never-started rule's half): infra, not the model; the trials are unscored."""
+
+
+def _never_started_note(ctx: JudgeContext, f: Findings) -> None:
+    """Name the recent trials that never started (no flag): the rulebook tells a passthrough
+    agent timeout (scored, expected on hard sets) from infra, and a pass-rate counting these
+    trials as not passing is the provider's as much as the model's."""
+    th = ctx.settings.thresholds
+    tree = ctx.facts.trials
+    window = list(tree.trials[-th.pass_rate_trials:]) if tree and th.pass_rate_trials > 0 else []
+    unstarted = [t.exception_type or "?" for t in window if never_started(t)]
+    if len(unstarted) < 3 or len(unstarted) < NEVER_STARTED_NOTE_SHARE * len(window):
+        return
+    top = max(sorted(set(unstarted)), key=unstarted.count)
+    note = (f"{len(unstarted)}/{len(window)} recent never started "
+            f"({abbreviate_exception(top)}): infra, unscored")
+    f.notes.append(note)
+    f.trend(Priority.BACKGROUND + 2, note)
 
 
 def _launch_checks(ctx: JudgeContext, f: Findings) -> None:
