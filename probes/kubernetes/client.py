@@ -21,7 +21,8 @@ Policy:
   capped), listed again whole once when its ``continue`` token expired (410), and refused
   (:class:`UnreachableError`) rather than cut when it runs past ``PAGE_SIZE * MAX_PAGES``
   objects: a cut pod list would read as jobs with no pods. A pod log's 5xx is that pod's
-  (its kubelet), not an outage.
+  (its kubelet), not an outage; a log read's 429 is asked once more after its
+  ``Retry-After``, as a list's.
 - Pod logs are read raw (``_preload_content=False``): the generated client would otherwise
   ``json.loads`` a log that happens to be one JSON document and hand back a Python repr
   (tomplus/kubernetes_asyncio#152). An error status in the log stream is an error, not text.
@@ -180,7 +181,7 @@ class KubeClient:
 
         tail = self._cluster.tail_lines
         try:
-            data = await self.call(f"read log of pod/{pod}", partial(read, tail))
+            data = await self._throttled_once(f"read log of pod/{pod}", partial(read, tail))
             for _ in range(MAX_REREADS):
                 if len(data) < limit:
                     break
@@ -188,7 +189,7 @@ class KubeClient:
                 if after_cut <= 0:
                     break  # the newest line itself is past the bound: keep its start
                 tail = after_cut
-                data = await self.call(f"read log of pod/{pod}", partial(read, tail))
+                data = await self._throttled_once(f"read log of pod/{pod}", partial(read, tail))
         except UnreachableError as exc:
             if _status_of(exc) >= 500:
                 # The API server answered: the pod's kubelet (its node) could not. One pod's
@@ -246,6 +247,19 @@ class KubeClient:
             # page with a 200, JSON cut short, a list of non-objects; bytes in no charset):
             # something in front of the API server answered, or it answered garbage.
             raise self._garbage(what, exc) from exc
+
+    async def _throttled_once(self, what: str, call: Callable[[float], Awaitable[T]]) -> T:
+        """:meth:`call`, asked once more after a 429's ``Retry-After`` (capped) when the sweep
+        budget leaves time: one throttled answer (API priority and fairness) is transient,
+        as for a list; a second stops the caller (the probe's log reads)."""
+        try:
+            return await self.call(what, call)
+        except UnreachableError as exc:
+            wait = _retry_after(exc)
+            if _status_of(exc) != 429 or self._left() <= wait:
+                raise
+            await asyncio.sleep(wait)
+            return await self.call(what, call)
 
     def _garbage(self, what: str, exc: BaseException | None = None,
                  answer: Any = None) -> UnreachableError:

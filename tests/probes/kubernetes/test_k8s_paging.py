@@ -60,3 +60,25 @@ async def test_a_list_that_keeps_failing_is_unreachable(standin: KubeStandIn,
     facts = await probe.collect()
     assert facts.status == "unreachable" and said in (facts.detail or ""), facts.detail
     assert facts.jobs == ()
+
+
+async def test_a_throttled_log_read_is_asked_again(standin: KubeStandIn,
+                                                   probe: KubernetesProbe) -> None:
+    """One 429 on a log read (API priority and fairness, Retry-After: 1) is asked again after
+    its Retry-After, as a list is: it stopped every log read of the sweep, each job
+    'fetch-failed: log reads stopped: HTTP 429' for one transient answer."""
+    for i in range(3):
+        standin.jobs[f"rl-{i}"] = make_job(f"rl-{i}", active=1)
+        standin.pods[f"rl-{i}-0"] = make_pod(f"rl-{i}-0", f"rl-{i}")
+        standin.logs[f"rl-{i}-0"] = VERL_LOG
+    standin.faults["log"] = "429-once"
+    facts = await probe.collect()
+    fetched = {job.record.job_id: job.log.status if job.log else None for job in facts.jobs}
+    assert fetched == {"rl-0": "ok", "rl-1": "ok", "rl-2": "ok"}, [
+        job.log.error for job in facts.jobs if job.log]
+    standin.faults["log"] = "429"  # near miss: throttled again, the reads stop with it
+    before = len(standin.calls("GET", "/log"))
+    again = await probe.collect()
+    errors = [job.log.error or "" for job in again.jobs if job.log]
+    assert all("HTTP 429" in error for error in errors), errors
+    assert len(standin.calls("GET", "/log")) - before == 2  # asked twice, then stopped
