@@ -158,6 +158,7 @@ def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = Fa
 
 _HF_STEP = re.compile(r"^checkpoint-(\d+)$")
 HF_STATE = "trainer_state.json"
+HF_ARGS = "training_args.bin"
 _HF_CHECKS = 8
 """Newest ``checkpoint-N`` directories looked into for their ``trainer_state.json``."""
 
@@ -166,21 +167,28 @@ def _finished_hf(fd: int, path: str, names: list[str], guard: Guard) -> list[str
     """``names`` without Hugging Face saves still in flight or cut off: the ``checkpoint-N``
     directories above the newest one holding its ``trainer_state.json`` (transformers'
     ``Trainer._save_checkpoint`` writes it after the weights, optimizer and RNG state, and a
-    resume reads the step from it alone). Where none of the newest few holds one, the layout
-    is not the Trainer's and nothing is dropped (one stat per directory looked at; none is
-    listed)."""
+    resume reads the step from it alone). With no such save among the newest few, only those
+    holding the Trainer's ``training_args.bin`` (written right after the weights) are the
+    Trainer's, cut off; any other layout keeps its steps (two stats per directory looked at;
+    none is listed)."""
     hf = sorted(((int(m.group(1)), n) for n in names for m in [_HF_STEP.match(n)] if m),
                 reverse=True)
     unfinished: list[str] = []
+    unknown: list[str] = []
     with deadline(guard._seconds(), f"stat in {path}"):
         for _, name in hf[:_HF_CHECKS]:
-            try:
-                os.stat(os.path.join(name, HF_STATE), dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                unfinished.append(name)
-                continue
-            return [n for n in names if n not in unfinished]
-    return names
+            if _holds(fd, name, HF_STATE):
+                return [n for n in names if n not in unfinished and n not in unknown]
+            (unfinished if _holds(fd, name, HF_ARGS) else unknown).append(name)
+    return [n for n in names if n not in unfinished]
+
+
+def _holds(fd: int, directory: str, name: str) -> bool:
+    try:
+        os.stat(os.path.join(directory, name), dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 def _unfinished_marker(name: str) -> str:

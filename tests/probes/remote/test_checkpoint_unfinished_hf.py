@@ -82,3 +82,16 @@ def test_a_layout_with_no_trainer_state_anywhere_keeps_its_steps(tmp_path: Path)
         (out / f"checkpoint-{step}").mkdir(parents=True)
         (out / f"checkpoint-{step}" / "model.pt").write_text("x")
     assert _banked(tmp_path, "") == 20
+
+
+def test_the_first_save_cut_off_after_its_training_args_is_not_banked(tmp_path: Path) -> None:
+    """No finished save yet to show the layout, but the Trainer's own ``training_args.bin``
+    (``Trainer._save`` writes it right after the weights, before the optimizer and
+    ``trainer_state.json``) says it is one: the run's first save, cut during its optimizer
+    state, banks nothing."""
+    out = tmp_path / "out"
+    _save(out, 50, finished=False)
+    (out / "checkpoint-50" / "adapter_model.safetensors").write_text("x")
+    (out / "checkpoint-50" / "training_args.bin").write_text("x")
+    (out / "checkpoint-50" / "optimizer.pt").write_text("partial")
+    assert _banked(tmp_path, _log(out, 50)) is None
