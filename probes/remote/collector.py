@@ -6,7 +6,9 @@ because its source (with ``probes/harbor_reduce.py`` prepended, see
 ``python3 -``; the request travels inside that script as a Python string literal, so no user
 text ever reaches a shell. It follows the seed's rules for logs: verify the scheduler's StdOut
 exists; if not, list the workdir once (never recursive, never ``find``/``du``) for
-``*_<jobid>.out`` (``mismatch``), else ``missing``; read a bounded tail (at most
+``*_<jobid>.out`` (``mismatch``; a workdir SLURM holds as a symlink is followed there),
+else ``missing`` (``failed`` when it could not be listed: the search never ran); read a
+bounded tail (at most
 ``tail_bytes``, from the caller's byte offset when one is given) or, for a job sent with a
 ``cursor`` (the bot's warm sweeps), only the bytes appended since, once the file is shown to
 be the same one (``probes.remote.logread``); a tail read that fails or returns fewer lines than
@@ -150,18 +152,28 @@ def _job_keys(name: str) -> List[str]:  # noqa: UP006
     return keys
 
 
-def _log_names(directory: str, guard: Guard) -> Dict[str, List[str]]:  # noqa: UP006
+def _log_names(directory: str, guard: Guard,
+               errors: Dict[str, str]) -> Dict[str, List[str]]:  # noqa: UP006
     """Job key -> the names in ``directory`` that can be its log, the listing read once per
     request (``tree.SEEN``) and indexed once: a sweep whose jobs' StdOut is gone costs one
-    pass over a crowded log directory, not one per job."""
+    pass over a crowded log directory, not one per job. Why the listing failed (not for a
+    directory that does not exist) goes in ``errors[directory]``.
+
+    The directory is a SLURM WorkDir or StdOut's parent, kept as the user gave it: often a
+    symlink (a scratch or project link), followed here (``/.``: the check of the opened
+    directory's device still applies), unlike a link met below it."""
     key = f"logs:{guard.uid}:{directory}"
     index = SEEN.get(key)
     if index is None:
         index = {}
-        for name in listdir(directory, guard) or []:
+        failed: dict[str, str] = {}
+        for name in listdir(directory.rstrip("/") + "/.", guard, failed) or []:
             for job_key in _job_keys(name):
                 index.setdefault(job_key, []).append(name)
         SEEN[key] = index
+        SEEN[key + ":error"] = next(iter(failed.values()), None)
+    if SEEN.get(key + ":error"):
+        errors[directory] = SEEN[key + ":error"]
     return index
 
 
@@ -184,8 +196,9 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
     if parent and parent not in dirs:  # `-o logs/%x_%j.out`: the log's own directory
         dirs.append(parent)
     best: tuple[str, float] | None = None
+    unlisted: dict[str, str] = {}
     for directory in dirs:
-        for name in _log_names(directory, guard).get(job_id, ()):
+        for name in _log_names(directory, guard, unlisted).get(job_id, ()):
             path = os.path.join(directory, name)
             try:  # a candidate that is not the job's own regular file is no candidate
                 mtime = guard.stat_file(path).st_mtime
@@ -195,6 +208,10 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
                 best = (path, mtime)
     if best is not None:
         return best[0], "mismatch", None
+    if unlisted:  # the search never ran there: nothing says the log is absent
+        where, why = next(iter(unlisted.items()))
+        return None, "failed", (f"StdOut {stdout or '(none)'} absent and {where} could not"
+                                f" be listed: {why}")
     return None, "missing", None
 
 
