@@ -569,6 +569,17 @@ def lm_eval_scores(lines: list[str]) -> list[tuple[str, str, str]]:
     return scores
 
 
+def _lm_eval_progress(ctx: JudgeContext, lm_bar: TqdmBar) -> str:
+    """lm-eval's request bar, or vLLM's own generation bar when that was drawn after it: lm-eval's
+    vLLM backend hands a whole chunk to ``LLM.generate`` (``use_tqdm`` under ``batch_size
+    auto``), and its own bar waits until the chunk returns."""
+    newest = _last_bar(ctx, LM_EVAL_DESCS + GENERATION_DESCS)
+    if newest is not None and newest.desc in GENERATION_DESCS and newest.current > 0:
+        return (f"lm-eval generating: {_bar_text(newest, 'prompts')} "
+                f"(requests {lm_bar.current}/{lm_bar.total})")
+    return "lm-eval: " + _bar_text(lm_bar, "requests")
+
+
 def _lm_eval_run(ctx: JudgeContext) -> bool:
     """An lm-evaluation-harness run (its request bars or results table, no Harbor trial): the
     agentic launch checks of the Infra column (tunnel, sandbox api_base, engine POSTs) do not
@@ -654,7 +665,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.recommend(Priority.DIAGNOSE, "diagnose", text + "; confirm the right log and window")
     elif lm_bar is not None:
         f.verdict("healthy")
-        f.trend(Priority.BACKGROUND, "lm-eval: " + _bar_text(lm_bar, "requests"))
+        f.trend(Priority.BACKGROUND, _lm_eval_progress(ctx, lm_bar))
     elif not trials:
         f.flag("buffer-filling")
         f.verdict("buffering")
