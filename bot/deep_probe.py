@@ -55,6 +55,7 @@ from bot.alerts import (
     job_submitted,
     job_uid,
     message_key,
+    same_instance,
 )
 from bot.config import Config
 from bot.delivery import dm_channel
@@ -346,9 +347,9 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await respond(text="That button carries no valid job reference.",
                       response_type="ephemeral", replace_original=False)
         return
-    if not await _bound_to_its_alert(bot, press, cluster, job_id):
-        await respond(text="That button does not belong to this alert; the attempt was logged.",
-                      response_type="ephemeral", replace_original=False)
+    refusal = await _alert_refusal(bot, press, cluster, job_id)
+    if refusal is not None:
+        await respond(text=refusal, response_type="ephemeral", replace_original=False)
         return
     lock = await _claim_press(bot, press, cluster, job_id)
     if lock is False:
@@ -443,30 +444,55 @@ async def _audit(bot: Bot, press: ActionPress, cluster: str, job_id: str, outcom
                     cluster=cluster, job_id=job_id, outcome=outcome)
 
 
-async def _bound_to_its_alert(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> bool:
-    """False when the press is on a stored alert (collapse DM, KILL verdict) or a posted
-    offer about another job than its value names: a button acts only on its message's job,
-    whatever its value says (a tampered press is audited). A ``/job`` answer binds nothing
-    (anyone may ask for any job); nor does an unreachable store: the probe only reads."""
+async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
+                         ) -> str | None:
+    """Why the press may not probe (audited), or None. Refused: a press on a stored alert
+    (collapse DM, KILL verdict) or a posted offer about another job than its value names (a
+    button acts only on its message's job, whatever its value says), and one whose job's id
+    now names a later job (another SLURM submit time, another Kubernetes uid). A ``/job``
+    answer binds nothing (anyone may ask for any job); nor does an unreachable store: the
+    probe only reads."""
     if not (press.channel_id and press.message_ts):
-        return True
+        return None
     try:
         index = await bot.store.get_doc(message_key(press.channel_id, press.message_ts))
         episode = await bot.store.get_doc(index["episode"]) if index else (
             await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
-        if not episode or (episode.get("cluster"), episode.get("job_id")) == (cluster, job_id):
-            return True
+        if not episode:
+            return None
+        if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
+            outcome, detail = "tampered", (f"episode is {episode.get('cluster')}:"
+                                           f"{episode.get('job_id')}")
+            reply = "That button does not belong to this alert; the attempt was logged."
+        elif await _another_instance(bot, episode, cluster, job_id):
+            outcome, detail = "stale", "the id names a later job"
+            reply = (f"This alert was for an earlier job named `{code(f'{cluster}:{job_id}')}`; "
+                     "the job under that id now is another one. Nothing was probed; this "
+                     "attempt was logged.")
+        else:
+            return None
         await bot.store.audit({
             "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
-            "cluster": cluster, "job_id": job_id, "outcome": "tampered",
-            "detail": f"episode is {episode.get('cluster')}:{episode.get('job_id')}",
+            "cluster": cluster, "job_id": job_id, "outcome": outcome, "detail": detail,
             "channel": press.channel_id, "ts": press.message_ts})
     except StoreUnavailable as exc:
         log.warning("deep-probe press not checked against its alert", error=str(exc))
-        return True
-    log.warning("deep-probe press refused: its value names another job than its alert",
-                value=press.value, user=press.user_id)
-    return False
+        return None
+    log.warning("deep-probe press refused", why=outcome, value=press.value, user=press.user_id)
+    return reply
+
+
+async def _another_instance(bot: Bot, episode: dict[str, Any], cluster: str,
+                            job_id: str) -> bool:
+    """Whether the job now under the alert's id is provably another (``same_instance``), read
+    by the one-job query; a job not found or a cluster not read leaves it to the probe."""
+    if not (episode.get("submitted") or episode.get("uid")):
+        return False
+    try:
+        result = await bot.sweeper.job(cluster, job_id)
+    except (ProbeError, UserError):
+        return False
+    return not same_instance(episode, result.job_facts(cluster, job_id))
 
 
 def _has_buttons(blocks: list[dict[str, Any]]) -> bool:

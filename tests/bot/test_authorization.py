@@ -355,3 +355,22 @@ async def test_a_later_slurm_job_given_an_alerted_id_alerts_again_and_its_button
     await harness.press_alert("cancel_salvage", user="UALICE")
     await harness.bot.tasks.drain()
     assert harness.sweeper.cancels == [("alpha", "4242")]
+
+
+async def test_deep_probe_on_an_alert_whose_id_went_to_a_later_job_runs_nothing(
+        harness: Harness) -> None:
+    """The alert's SLURM id now names a later job (another submit time): its Deep-probe button
+    reads nothing and posts no verdict in the old alert's thread (it probed the later job and
+    told its verdict, with a cancel for it, under the old job's alert); audited as stale."""
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    make = harness.sweeper.make
+    harness.sweeper.make = lambda: submitted_at(make(), first)
+    assert await make_scheduler(harness.bot).tick()
+    harness.sweeper.make = lambda: submitted_at(make(), first + timedelta(hours=6))
+    before = len(harness.slack.to("/api/chat.postMessage"))
+    hook = await harness.press_alert("deep_probe", user="UALICE")
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert "earlier job" in reply.params["text"]
+    assert len(harness.slack.to("/api/chat.postMessage")) == before
+    assert ("UALICE", "stale") in await outcomes(harness)
