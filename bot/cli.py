@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bot", help="run the Slack bot (HTTP /slack/events, Socket Mode if "
                                    "SLACK_APP_TOKEN is set) and the scheduled sweeps")
     common(p, formats=False)
-    p.add_argument("--port", type=int, default=3000,
+    p.add_argument("--port", type=listen_port, default=3000,
                    help="HTTP port (default 3000; 0: a free port, printed on stderr at start)")
     p = sub.add_parser("demo", help="a sweep over the bundled recorded cluster (no SSH, "
                                     "Slack or Redis needed)")
@@ -118,6 +118,17 @@ def table_width(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{width} columns is outside {WIDTH_MIN}-{WIDTH_MAX}")
     return width
+
+
+def listen_port(text: str) -> int:
+    """``bot --port``: a TCP port, 0-65535 (0: the system picks a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is outside 0-65535")
+    return port
 
 
 def _config_path(args: argparse.Namespace) -> Path:

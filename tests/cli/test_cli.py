@@ -340,6 +340,18 @@ def test_a_width_outside_the_config_s_bounds_is_bad_usage(
     assert "argument --width:" in err.splitlines()[-1] and "Traceback" not in err
 
 
+@pytest.mark.parametrize("port", ["-1", "65536", "70000", "http"])
+def test_a_port_no_socket_can_bind_is_bad_usage(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path, port: str) -> None:
+    """``bot --port 70000`` (or -1) was an internal error, exit 1, with bind()'s
+    OverflowError traceback once the bot had started: bad usage is exit 2 and one line, before
+    the environment or the config is read."""
+    code, out, err = run(capsys, "bot", "--config", str(replay_config(tmp_path)),
+                         f"--port={port}")
+    assert code == 2 and out == ""
+    assert "argument --port:" in err.splitlines()[-1] and "Traceback" not in err
+
+
 def test_a_name_asked_of_a_slurm_cluster_is_no_unreachable_cluster(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
