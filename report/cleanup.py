@@ -145,7 +145,10 @@ def _eval_short(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     progress line) are fewer than the Harbor job's total: a partial run (the harness was
     stopped, its wrapper exited 0). Its pass-rate covers only the trials that ran, and the
     cleanup would reap the evidence: ``incomplete-run``, ``diagnose``. A count the time bound
-    cut short proves nothing missing."""
+    cut short proves nothing missing; several job dirs (chunks, an earlier attempt's beside
+    this one's) are the chunk rule's to tally (``_chunks_unfinished``)."""
+    if tree is not None and (tree.chunks_total or 0) > 1:
+        return False
     done, total = f.metrics.get("trials"), f.metrics.get("trials_total")
     counts = tree.counts if tree is not None else None
     if (not isinstance(done, float) or not isinstance(total, float) or done >= total

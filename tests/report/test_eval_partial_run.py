@@ -45,3 +45,19 @@ def test_a_completed_eval_with_every_trial_is_cleaned_up(tmp_path: Path) -> None
     assert "incomplete-run" not in report.flags
     assert report.verdict == "done"
     assert report.recommendation is not None and report.recommendation.action == "cleanup"
+
+
+def test_a_run_of_several_job_dirs_is_left_to_the_chunk_rule(tmp_path: Path) -> None:
+    """Several Harbor job dirs under the trial root (chunks, or an earlier attempt's dir beside
+    this one's) are the chunk rule's to tally ("N of M chunks never finished"): a sum of their
+    totals is no one run's total."""
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "2026-12-04__12-00-00", {"pass": 10, "fail": 20}, total=100, seed=1)
+    out = MAKE.write(jobs / "2026-12-04__14-30-00", {"pass": 40, "fail": 60}, total=100, seed=2,
+                     finished=True)
+    line = MAKE.progress_line(out["done"], out["total"], out["mean"])
+    now = datetime.now(UTC)
+    facts = _facts(jobs, f"{line}\n", "eval-partial-gpqa", state=JobState.COMPLETED, now=now)
+    report = judge(facts, now=now).report
+    assert "incomplete-run" not in report.flags, (report.flags, report.trend)
+    assert "chunks never finished" in report.trend, report.trend
