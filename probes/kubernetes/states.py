@@ -68,11 +68,16 @@ NODE_FAILURE_REASONS = frozenset(
 kubelet terminating it (``TerminationByKubelet``: node-pressure eviction, graceful node
 shutdown; where no ``DisruptionTarget`` condition is set, its ``status.reason``: ``Evicted``,
 ``Terminated``, before 1.22 ``Shutdown``)."""
-ADMISSION_REJECTIONS = frozenset({"UnexpectedAdmissionError", "NodeAffinity", "InvalidNodeInfo"})
+ADMISSION_REJECTIONS = frozenset({
+    "UnexpectedAdmissionError", "NodeAffinity", "InvalidNodeInfo", "TaintToleration",
+    "TopologyAffinityError",
+})
 """A pod's ``status.reason`` when its node's kubelet refused it at admission (besides
 ``OutOf<resource>``: the node lacks what the pod requests, e.g. ``OutOfnvidia.com/gpu`` when
-its device plugin advertises no GPU; kubelet ``lifecycle/predicate.go``): no container ran,
-the node is at fault."""
+its device plugin advertises no GPU; kubelet ``lifecycle/predicate.go``, whose predicates
+include ``TaintToleration``: a NoExecute taint on the node; and the topology manager's
+``TopologyAffinityError``: the node cannot align the GPUs and CPUs asked for under its
+``single-numa-node``/``restricted`` policy): no container ran, the node is at fault."""
 
 
 def node_failure(reason: str | None) -> bool:

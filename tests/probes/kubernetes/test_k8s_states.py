@@ -78,6 +78,15 @@ STATE_TABLE = [
     (job(("Failed", "BackoffLimitExceeded")),
      [pod("Failed", disruption="UnexpectedAdmissionError")],
      JobState.NODE_FAIL, "UnexpectedAdmissionError", None),
+    # the topology manager (single-numa-node / restricted, set for GPUDirect) could not align
+    # the GPUs the pod asks for, and a NoExecute taint on the node at admission: kubelet
+    # reasons of their own (topologymanager's TopologyAffinityError, the TaintToleration
+    # predicate), the node's failure as the others (review of ccaac35)
+    (job(("Failed", "BackoffLimitExceeded")),
+     [pod("Failed", disruption="TopologyAffinityError")],
+     JobState.NODE_FAIL, "TopologyAffinityError", None),
+    (job(("Failed", "BackoffLimitExceeded")), [pod("Failed", disruption="TaintToleration")],
+     JobState.NODE_FAIL, "TaintToleration", None),
     # a preempted first attempt, then the retries crashed: the crash ended it, not the
     # preemption (it read PREEMPTED)
     (job(("Failed", "BackoffLimitExceeded")),
