@@ -30,6 +30,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.app import Bot, build_app, make_scheduler, make_web_client
 from bot.config import ConfigSource, load_config
+from bot.errors import UserError
 from bot.logs import configure_logging
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
@@ -114,6 +115,10 @@ def _signed(verifier: SignatureVerifier, body: bytes, headers: Mapping[str, str]
         return False
 
 
+class ListenError(UserError):
+    """The HTTP listener could not bind: the user's port or host, not a bug."""
+
+
 def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
@@ -144,12 +149,16 @@ async def run_bot(config_path: Path, *, port: int) -> None:
                             connected=socket.client.is_connected if socket else None)
     runner = web.AppRunner(web_app)
     await runner.setup()
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
     try:
-        await web.TCPSite(runner, host=settings.host, port=port).start()
+        try:
+            await web.TCPSite(runner, host=settings.host, port=port).start()
+        except OSError as exc:  # the port is taken, or JOBTABLES_HOST names no address here
+            raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc} "
+                              "(--port, JOBTABLES_HOST)") from exc
         bound = _bound_port(runner, port)
         # Said whatever the log level: with --port 0 the system picks it, and a supervisor
         # or a test must learn it from here.
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"jobtables bot listening on http://{host}:{bound}/slack/events "
               f"(GET /healthz, /metrics)", file=sys.stderr, flush=True)
         log.info("bot listening", host=settings.host, port=bound, socket_mode=socket is not None)

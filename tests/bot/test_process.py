@@ -14,6 +14,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from bot.cli import DEMO_RECORDING
+from bot.errors import UserError
 from bot.server import run_bot
 from bot.settings import Settings, SettingsError
 from bot.store import RedisStore
@@ -106,6 +107,25 @@ async def test_run_bot_posts_the_current_interval_and_stops(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+@pytest.mark.usefixtures("store", "restore_logging")
+@pytest.mark.parametrize("host", ["127.0.0.1", "no-such-host.invalid"])
+async def test_a_port_it_cannot_listen_on_is_one_line_not_an_internal_error(
+    bot_env: Path, monkeypatch: pytest.MonkeyPatch, host: str,
+) -> None:
+    """`jobtables bot --port N` with N taken (another bot, a dev server), or a JOBTABLES_HOST
+    no address has, is the user's to fix: a UserError (exit 2, one line naming the address).
+    It was bind()'s OSError: 'internal error (ref ...)', exit 1, and a traceback."""
+    import socket
+
+    monkeypatch.setenv("JOBTABLES_HOST", host)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(UserError, match=rf"^cannot listen on {re.escape(host)}:{port}: "):
+            await run_bot(bot_env, port=port)
 
 
 async def test_run_bot_says_the_port_it_bound(
