@@ -117,6 +117,9 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     # ``:mean``/``:max``); not the exp'd ``rollout_train_prob_diff_mean``
     (re.compile(r"^policy/rollout_train_logprobs_abs_diff_mean(?::mean)?$"),
      "log_ratio_abs_mean", 1),
+    # ... and its workers' per-mini-batch gap, the only one logged when the loss skips the
+    # policy forward pass (policy_loss_type rollout_is / dppo): the same per-token |log ratio|
+    (re.compile(r"^policy/minibatch_rollout_logprobs_abs_diff_mean$"), "log_ratio_abs_mean", 2),
     # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight, ``rollout_corr/``
     # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
     # (bypass mode); its _seq_/_std/_max siblings are not the mean

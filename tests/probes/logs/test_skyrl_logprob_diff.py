@@ -35,3 +35,29 @@ def test_skyrl_logprob_abs_diff_is_the_log_ratio() -> None:
     assert values["log_ratio_abs_mean"] == 0.0113
     assert "log_ratio_abs_max" not in values  # one outlier token's, not the health range's
     assert "rollout_train_prob_diff_mean" not in values
+
+
+def _minibatch_step(step: int, forward: bool) -> str:
+    """A step of a SkyRL run whose loss skips the policy forward pass (``policy_loss_type``
+    ``rollout_is`` / ``dppo``): only the workers' per-mini-batch gap
+    ``policy/minibatch_rollout_logprobs_abs_diff_{mean,max,min,std}`` is logged (SkyRL's
+    off_policy_correction docs; ``workers/worker_utils.py``)."""
+    text = _step(step)
+    if not forward:
+        return text.replace("rollout_train_logprobs_abs_diff",
+                            "minibatch_rollout_logprobs_abs_diff")
+    return text.replace("'policy/grad_norm': '0.2143',",
+                        "'policy/grad_norm': '0.2143',\n"
+                        f"{SK} 'policy/minibatch_rollout_logprobs_abs_diff_mean': '0.0250',")
+
+
+def test_skyrl_minibatch_logprob_diff_is_the_log_ratio_when_no_forward_pass_ran() -> None:
+    """Review of 74089ca: such a run's row read LogRatio '—'."""
+    values = parse_log(_minibatch_step(1, False) + _minibatch_step(2, False)).points[-1].values
+    assert values["log_ratio_abs_mean"] == 0.0113
+    assert "log_ratio_abs_max" not in values
+
+
+def test_skyrl_forward_pass_logprob_diff_wins_over_the_minibatch_one() -> None:
+    values = parse_log(_minibatch_step(1, True) + _minibatch_step(2, True)).points[-1].values
+    assert values["log_ratio_abs_mean"] == 0.0113
