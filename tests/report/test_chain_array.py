@@ -76,3 +76,15 @@ def test_a_dependency_on_another_task_is_not_this_tasks() -> None:
     other = record("resume-grid-from-ckpt", "1830", JobState.PENDING, workdir="/other",
                    dependency="afterany:1819_0(unfulfilled)", depends_on=("1819_0",))
     assert chain_link(task, [task, other], {}).successor is None
+
+
+def test_a_throttled_arrays_next_task_is_no_restart_of_the_last() -> None:
+    """``--array=0-9%1`` runs its tasks one after another, one name and workdir: task 1,
+    running (or already ended) once task 0 TIMEOUT, is the array's next task, no restart."""
+    task = _task("1900", "0")
+    for state in (JobState.RUNNING, JobState.TIMEOUT):
+        sibling = record("rl-grid", "1900_1", state, array_job_id="1900", array_task_id="1",
+                         submit_time=END - timedelta(hours=1), start_time=END,
+                         end_time=None if state is JobState.RUNNING else NOW)
+        link = chain_link(task, [task, sibling], {})
+        assert link.successor is None
