@@ -105,7 +105,7 @@ def test_the_bot_exits_through_the_interpreter(tmp_path: Path) -> None:
      "jobtables: /nonexistent/j.toml: no such config file\n"),
     (["job", "1;id", "--config", "/nonexistent/j.toml"], 2,
      "jobtables: '1;id' is not a job id: expected digits (optionally _N or +N) or a "
-     "Kubernetes name\n"),
+     "Kubernetes name (optionally jobset/NAME)\n"),
 ])
 def test_exit_codes_and_stderr(argv: list[str], code: int, stderr: str) -> None:
     """Usage and config errors: the code and the one stderr line, as ``main`` gives them."""
