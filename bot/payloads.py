@@ -64,12 +64,21 @@ class SlashCommand(_Part):
 
 class Event(_Part):
     type: str
-    user: str | None = None
+
+
+class HomeOpened(Event):
+    """``app_home_opened``, the one event the bot listens to: whose Home tab to publish."""
+
+    user: str
     tab: str | None = None
 
 
 class EventCallback(_Part):
     event: Event
+
+
+class HomeOpenedCallback(_Part):
+    event: HomeOpened
 
 
 def payload_problem(body: Any) -> str | None:
@@ -82,7 +91,10 @@ def payload_problem(body: Any) -> str | None:
     elif body.get("type") == "block_actions":
         model = BlockActions
     elif body.get("type") == "event_callback":
-        model = EventCallback
+        event = body.get("event")
+        # Only the event listened to is read field by field; others need an object and a type.
+        home = isinstance(event, dict) and event.get("type") == "app_home_opened"
+        model = HomeOpenedCallback if home else EventCallback
     if model is None:
         return None
     try:
