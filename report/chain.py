@@ -181,9 +181,6 @@ def released_by(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
 def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
     if candidate.user != record.user:
         return False
-    own = _array_id(record.job_id, record.array_job_id)
-    if own is not None and own == _array_id(candidate.job_id, candidate.array_job_id):
-        return False  # a task of its own array (a throttled %1 array's next task): no restart
     elsewhere = candidate.workdir != record.workdir or not record.workdir
     if elsewhere and not released_by(record, candidate):
         return False

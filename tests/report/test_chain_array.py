@@ -78,13 +78,18 @@ def test_a_dependency_on_another_task_is_not_this_tasks() -> None:
     assert chain_link(task, [task, other], {}).successor is None
 
 
-def test_a_throttled_arrays_next_task_is_no_restart_of_the_last() -> None:
-    """``--array=0-9%1`` runs its tasks one after another, one name and workdir: task 1,
-    running (or already ended) once task 0 TIMEOUT, is the array's next task, no restart."""
+
+def test_a_throttled_arrays_next_task_is_the_restart_of_the_last() -> None:
+    """``--array=0-9%1`` runs its tasks one after another, one name and workdir, each
+    resuming the last (a restart chain by array): task 1, running or already ended once task
+    0 TIMEOUT (started after it), is its restart. A sibling that ran beside it is none."""
     task = _task("1900", "0")
     for state in (JobState.RUNNING, JobState.TIMEOUT):
         sibling = record("rl-grid", "1900_1", state, array_job_id="1900", array_task_id="1",
                          submit_time=END - timedelta(hours=1), start_time=END,
                          end_time=None if state is JobState.RUNNING else NOW)
-        link = chain_link(task, [task, sibling], {})
-        assert link.successor is None
+        assert chain_link(task, [task, sibling], {}).successor == "1900_1"
+    beside = record("rl-grid", "1900_1", JobState.TIMEOUT, array_job_id="1900",
+                    array_task_id="1", submit_time=END - timedelta(hours=1),
+                    start_time=END - timedelta(minutes=30), end_time=END)
+    assert chain_link(task, [task, beside], {}).successor is None
