@@ -82,7 +82,7 @@ from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
-from bot.shared_sweep import cache_ttl_s, shared_live_doc
+from bot.shared_sweep import cache_stamp, cache_ttl_s, shared_live_doc
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
@@ -323,10 +323,14 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
     if fresh is not None:
         doc, age = fresh
     else:
+        # What is cached as this replica decides to sweep: a sweep published after it (another
+        # replica's, while this one acks) is the one to answer from (bot.shared_sweep).
+        before = await cache_stamp(bot.cache)
         await _before_live(bot, sweeping)
         # One live sweep across replicas (bot.shared_sweep): its tables are posted once.
         live, doc, age = await shared_live_doc(bot.cache, bot.store, lambda: live_doc(bot),
-                                               config=config, replica=bot.replica)
+                                               config=config, replica=bot.replica,
+                                               before=before)
     if acked and not acked[0]:
         return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else

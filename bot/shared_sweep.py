@@ -53,15 +53,26 @@ def lock_ttl_s(config: Config) -> float:
     return max((getattr(c, "timeout_s", 60.0) for c in config.clusters), default=60.0) + MARGIN_S
 
 
+_UNREAD = object()
+
+
 async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, config: Config,
-                          replica: str, sleep: Sleep = asyncio.sleep
+                          replica: str, sleep: Sleep = asyncio.sleep,
+                          before: str | object | None = _UNREAD,
                           ) -> tuple[SweepResult | None, SweepDoc, float | None]:
     """``live()`` run by one replica at a time: ``(result, doc, None)`` from this replica's
-    sweep, or ``(None, doc, age)`` from the one another replica finished meanwhile."""
+    sweep, or ``(None, doc, age)`` from the one another replica finished meanwhile.
+
+    ``before``: the cached sweep's stamp (:func:`cache_stamp`) when the caller found no fresh
+    one and decided to sweep (before it acked): a sweep published after that is answered
+    from. Read here when not given (a sweep another replica published while the caller acked
+    would then be the one to wait past: swept again, tables posted twice)."""
     try:
-        before = await _stamp(cache)
+        if before is _UNREAD:
+            before = await cache_stamp(cache)
+        seen = before if isinstance(before, str) else None
         while True:
-            newer = await _newer(cache, before, config.slack.cache_seconds)
+            newer = await _newer(cache, seen, config.slack.cache_seconds)
             if newer is not None:
                 return None, *newer
             if await store.acquire(LOCK, {"replica": replica}, ttl_s=lock_ttl_s(config)):
@@ -72,7 +83,7 @@ async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, c
         return result, doc, None
     try:
         # The holder before us publishes, then releases: what it cached is visible now.
-        newer = await _newer(cache, before, config.slack.cache_seconds)
+        newer = await _newer(cache, seen, config.slack.cache_seconds)
         if newer is not None:
             return None, *newer
         result, doc = await live()
@@ -82,7 +93,8 @@ async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, c
             await store.release(LOCK)
 
 
-async def _stamp(cache: SweepCache) -> str | None:
+async def cache_stamp(cache: SweepCache) -> str | None:
+    """The stamp of the sweep cached now, at any age (None: none cached)."""
     current = await cache.fresh(math.inf)
     return current[0].stamp if current is not None else None
 
@@ -97,4 +109,4 @@ async def _newer(cache: SweepCache, before: str | None, max_age_s: float
     return current[0], max(current[1], 0.0)
 
 
-__all__ = ["LOCK", "cache_ttl_s", "lock_ttl_s", "shared_live_doc"]
+__all__ = ["LOCK", "cache_stamp", "cache_ttl_s", "lock_ttl_s", "shared_live_doc"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
+from bot.app import live_doc, scheduled_sweep
+from bot.shared_sweep import cache_stamp, shared_live_doc
 from bot.store import RedisStore
 from bot.sweep import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
@@ -93,3 +94,34 @@ async def test_a_replica_waiting_on_a_sweep_that_fails_sweeps_itself(
     assert any("Something went wrong" in t for t in a_texts), a_texts
     assert working.sweeps == 1
     assert any("rl-ppo-llama-8b" in str(c.params) for c in slack.to(hook_b)), b_texts
+
+
+async def test_a_sweep_finished_after_a_replica_acked_its_jobs_is_the_one_it_answers_from(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, redis_server: str) -> None:
+    """Review of 7b53e70 (the two-replica test above failed about one run in two with
+    ``cache_seconds = 0``): a replica found no fresh sweep, acked 'Sweeping 1 cluster…', and
+    only then read which sweep was cached; when the other replica's live sweep was published
+    in between, that one became the sweep to wait past: it swept again and the day's thread
+    got the full tables twice. What is cached when the replica decided to sweep is the sweep
+    a newer one is judged against."""
+    clock = FakeClock()
+    jobs = [detail(job("4100", "rl-ppo-llama-8b"))]
+    config = make_config(store.prefix, tmp_path, cache_seconds=0.0)
+    sweepers = [FakeSweeper(make=lambda: sweep_result(jobs, at=clock()), conf=config)
+                for _ in range(2)]
+    other = make_store(store.prefix, url=redis_server)
+    try:
+        async with running_bot(slack, store, sweepers[0], clock) as a, \
+                running_bot(slack, other, sweepers[1], clock) as b:
+            await scheduled_sweep(a.bot, 0)
+            clock.advance(600)
+            before = await cache_stamp(b.bot.cache)  # B decides to sweep live, acks
+            clock.advance(1)
+            _, published = await live_doc(a.bot)  # meanwhile A's live sweep is published
+            result, doc, age = await shared_live_doc(
+                b.bot.cache, b.bot.store, lambda: live_doc(b.bot), config=config,
+                replica=b.bot.replica, before=before)
+    finally:
+        await other.aclose()
+    assert result is None and age is not None and doc.stamp == published.stamp
+    assert sweepers[1].sweeps == 0
