@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -130,11 +132,30 @@ def test_chart_incidents_on_a_pvc_and_token_only_for_kubernetes() -> None:
     assert "emptyDir: {}\n        - name: tmp" not in bot
     assert (CHART / "templates" / "incidents-pvc.yaml").exists()
     assert 'automountServiceAccountToken: {{ include "jobtables.automountToken" . }}' in bot
-    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
-    assert 'regexMatch "kind\\\\s*=\\\\s*\\"kubernetes\\"" .Values.config' in helpers
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert values["serviceAccount"]["automountToken"] == "auto"
     assert 'kind = "kubernetes"' not in values["config"]
+
+
+@pytest.mark.parametrize("config", [
+    '[[clusters]]\nname = "k"\nkind = "kubernetes"\n',
+    "[[clusters]]\nname = 'k'\nkind = 'kubernetes'\n",  # TOML's literal string
+    '[[clusters]]\nname="k"\nkind="kubernetes"\n',
+    '[[clusters]]\nname = "s"\nkind = "slurm"\nlocal = true\n',
+    '[[clusters]]\nname = "s"\nkind = "slurm"\nlocal = true\n# kind = "kubernetes"\n',
+])
+def test_chart_mounts_the_token_exactly_when_the_roster_has_a_kubernetes_cluster(
+        config: str) -> None:
+    """The chart's automountToken test (a Go regexp over the config's text) agrees with TOML:
+    a kind = 'kubernetes' cluster (a literal string) had no token mounted, so its in-cluster
+    kubeconfig's tokenFile was missing and the cluster unreachable."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    found = re.search(r'regexMatch ("(?:[^"\\]|\\.)*") \.Values\.config', helpers)
+    assert found, helpers
+    pattern = json.loads(found.group(1))  # a Go string literal: the same escapes as JSON
+    has_kubernetes = any(c.get("kind") == "kubernetes"
+                         for c in tomllib.loads(config).get("clusters", []))
+    assert bool(re.search(pattern, config)) is has_kubernetes
 
 
 def test_chart_network_policy_limits_both_pods() -> None:
