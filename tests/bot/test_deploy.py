@@ -43,6 +43,20 @@ def test_manifest_declares_commands_scopes_and_modes() -> None:
     assert settings["interactivity"]["request_url"].endswith(EVENTS_PATH)
 
 
+def test_manifest_makes_slack_send_the_mentions_the_bot_reads() -> None:
+    """`/jobs @user` picked from Slack's autocomplete is a Slack user's jobs (README): the bot
+    reads the escaped mention Slack sends, <@U...|name>, which Slack sends only with
+    should_escape: true. The manifest had false: the mention arrived as '@name' text and
+    was taken for a cluster user name, so the owners mapping never applied."""
+    from bot.commands import JobsQuery, parse_command
+
+    manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yaml").read_text())
+    jobs = {c["command"]: c for c in manifest["features"]["slash_commands"]}["/jobs"]
+    assert jobs["should_escape"] is True
+    assert parse_command("/jobs", "rl <@U0BOB|bob>") == JobsQuery(bucket="rl",
+                                                                  slack_user="U0BOB")
+
+
 def test_chart_probes_healthz() -> None:
     """The Deployment's liveness and readiness probes hit /healthz."""
     text = (DEPLOY / "helm" / "jobtables" / "templates" / "deployment.yaml").read_text()
