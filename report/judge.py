@@ -98,6 +98,7 @@ from report.pods import (
     live_oom_rule,
     recurring_pod_failure_rule,
     same_name_rule,
+    sidecar_held_rule,
     silent_wedge_rule,
     waiting_fault_rule,
 )
@@ -170,6 +171,7 @@ def judge_job(
     image_pull_rule(ctx, f)
     silent_wedge_rule(ctx, f)
     failed_rank_rule(ctx, f)
+    sidecar_held_rule(ctx, f)
     same_name_rule(ctx, f)
     recurring_pod_failure_rule(ctx, f)
     empty_log_rule(ctx, f, bucket)

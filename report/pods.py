@@ -21,6 +21,7 @@ from report.findings import (
     Findings,
     JudgeContext,
     Priority,
+    diagnosis,
     fault_text,
     first_fault,
     minutes_since,
@@ -52,6 +53,9 @@ FAILED_RANK_POD_LABEL = "jobtables/failed-rank-pod"
 """That rank's failed pod (``pod/<name>``)."""
 KIND_LABEL = "jobtables/kind"
 """The probe's label naming the workload's kind (``Job``, ``JobSet``)."""
+SIDECAR_HELD_LABEL = "jobtables/sidecar-held"
+"""The probe's label for a pod held running by sidecars after the job's container ended
+(``"trainer ended (Error, exit 1); still running: fluent-bit"``)."""
 SAME_NAME_LABEL = "jobtables/same-name"
 """The probe's label on the workload ``jobtables job NAME`` shows when other kinds share its
 name (a Job and a JobSet): ``"JobSet"``."""
@@ -166,6 +170,25 @@ def failed_rank_rule(ctx: JudgeContext, f: Findings) -> None:
     f.recommend(Priority.DIAGNOSE - 1, "diagnose",
                 f"{failed}" + (f"; read {pod}'s log" if pod else "")
                 + "; a retry failing the same way is not transient")
+
+
+def sidecar_held_rule(ctx: JudgeContext, f: Findings) -> None:
+    """The job's container ended while sidecars hold its pod Running: the Job never ends on
+    its own and keeps its pod (and GPUs). No healthy or running row: a warning when the
+    container completed (its work is done), failed when it failed; a diagnose to delete the
+    Job, with the failure's own diagnosis."""
+    held = ctx.facts.record.labels.get(SIDECAR_HELD_LABEL)
+    if not held:
+        return
+    _not_bring_up(f)
+    failed = ctx.state in (JobState.FAILED, JobState.OUT_OF_MEMORY)
+    f.verdict("failed" if failed else "warning")
+    f.trend(Priority.TERMINAL + 1, shorten(f"{held}: the Job never ends"))
+    why = (f"{held}: the Job never ends and keeps its pod; delete it (a native sidecar, an "
+           "init container with restartPolicy: Always, ends with the job)")
+    if failed:
+        why += f"; dated agent_logs/ entry: {diagnosis(ctx.facts)}"
+    f.recommend(Priority.DIAGNOSE + 2, "diagnose", why)
 
 
 def same_name_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from probes.config import KubernetesCluster
 from probes.kubernetes.states import (
     BACKOFF_RESET,
+    SIDECAR_CONTAINER,
     ConditionView,
     FailedRank,
     PodView,
@@ -35,6 +36,7 @@ from probes.kubernetes.states import (
     log_pod,
     newest_pod,
     repeated_pod_failure,
+    sidecar_held,
 )
 from probes.logs.lines import strip_ansi
 from probes.models import SchedulerRecord
@@ -59,6 +61,9 @@ FAILED_RANK_LABEL = "jobtables/failed-rank"
 exit 1): RuntimeError: ...; retry pending: ContainerCreating"``): ``states.failed_rank``."""
 FAILED_RANK_POD_LABEL = "jobtables/failed-rank-pod"
 """That rank's failed pod (``pod/<name>``), whose log holds its error."""
+SIDECAR_HELD_LABEL = "jobtables/sidecar-held"
+"""The job's container ended while sidecars hold its pod running: ``"trainer ended (Error,
+exit 1); still running: fluent-bit"`` (``states.sidecar_held``)."""
 SAME_NAME_LABEL = "jobtables/same-name"
 """The other kinds (``JobSet``) that share the name of the workload ``jobtables job NAME``
 shows (a Job and a JobSet may share a name): its answer says they exist."""
@@ -241,7 +246,20 @@ def pod_view(pod: Any) -> PodView:
     chosen = log_container(replace(view, failed_init=None))  # the job's image, not the init's
     declared = (spec.containers or ()) if spec else ()
     image = next((c.image for c in declared if c.name == chosen), None)
-    return replace(view, image=image)
+    held_by, held_end = _sidecar_hold(main, chosen)
+    return replace(view, image=image, held_by=held_by, held_end=held_end)
+
+
+def _sidecar_hold(main: Sequence[Any], chosen: str | None) -> tuple[tuple[str, ...], str | None]:
+    """The sidecars (by name) still running after the job's container ``chosen`` ended, and
+    how it ended; ``()`` unless it ended and only sidecars run (a second job container still
+    running is the job still running)."""
+    ended = next((cs.state.terminated for cs in main
+                  if cs.name == chosen and cs.state and cs.state.terminated), None)
+    running = [str(cs.name) for cs in main if cs.state and cs.state.running]
+    if ended is None or not running or not all(SIDECAR_CONTAINER.search(n) for n in running):
+        return (), None
+    return tuple(running), f"{ended.reason or 'Error'}, exit {ended.exit_code}"
 
 
 def _container_states(
@@ -383,7 +401,7 @@ def build_record(
         pods_total=len(pods),
         pods_running=sum(1 for p in pods if p.phase == "Running" and not p.deleting),
         labels=record_labels(work, leader, verdict, repeated_pod_failure(pods, now),
-                             failed_rank(pods)),
+                             failed_rank(pods), held=sidecar_held(pods) is not None),
     )
 
 
@@ -423,7 +441,7 @@ def owned_by(pod: Any, work: Workload) -> bool:
 
 def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
                   recurring: str | None = None,
-                  rank: FailedRank | None = None) -> dict[str, str]:
+                  rank: FailedRank | None = None, *, held: bool = False) -> dict[str, str]:
     """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers. A label
     of the job's own under ``jobtables/`` is dropped: only the probe writes its markers (a
     ``jobtables/silent-wedge`` label forced a terminal verdict on a healthy job)."""
@@ -446,6 +464,10 @@ def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
     if rank is not None:  # the probe adds the error its log or termination message gives
         labels[FAILED_RANK_LABEL] = rank.describe()
         labels[FAILED_RANK_POD_LABEL] = f"pod/{rank.pod.name}"
+    if held and leader is not None and leader.held_by:
+        job = log_container(replace(leader, failed_init=None)) or "the job's container"
+        labels[SIDECAR_HELD_LABEL] = (f"{job} ended ({leader.held_end}); still running: "
+                                      + ", ".join(leader.held_by))
     return labels
 
 

@@ -188,6 +188,11 @@ class PodView:
     """Its JobSet replicated job (``leader``, ``workers``): each has its own job index 0."""
     relapse: Relapse | None = None
     """Its container running again inside a crash loop, if one is (:class:`Relapse`)."""
+    held_by: tuple[str, ...] = ()
+    """The sidecars still running after the job's container ended (a log shipper run as a
+    plain container): they hold the pod Running, and the Job never ends on its own."""
+    held_end: str | None = None
+    """How the job's container ended then (``Completed, exit 0``, ``Error, exit 1``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +217,27 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
         if work.active > 0:
             return StateVerdict(JobState.RUNNING, "NoPods", wedge="no-pods")
         return StateVerdict(JobState.PENDING, "PodsNotCreated")
+    held = sidecar_held(pods)
+    if held is not None:
+        return held
     return _live_state(pods)
+
+
+SIDECAR_HELD = "SidecarHeld"
+"""The reason of a job whose every live pod is held Running by sidecars alone (its job
+container ended): COMPLETING when each ended with exit 0, else FAILED (OUT_OF_MEMORY,
+reason ``OOMKilled``, when one was)."""
+
+
+def sidecar_held(pods: Sequence[PodView]) -> StateVerdict | None:
+    """The job's end when every live pod's job container ended and only sidecars run on."""
+    live = [pod for pod in pods if pod.phase in {"Running", "Pending"} and not pod.deleting]
+    if not live or not all(pod.held_by for pod in live):
+        return None
+    if any((pod.held_end or "").startswith("OOMKilled") for pod in live):
+        return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
+    ok = all((pod.held_end or "").endswith(", exit 0") for pod in live)
+    return StateVerdict(JobState.COMPLETING if ok else JobState.FAILED, SIDECAR_HELD)
 
 
 def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict | None:
