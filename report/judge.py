@@ -55,6 +55,7 @@ from probes.models import (
     TerminalSignal,
 )
 from report.buckets import bucket_for
+from report.cells import format_duration
 from report.chain import NEVER_SATISFIED, ChainIndex, ChainLink, chain_link
 from report.cleanup import cleanup_rule
 from report.findings import (
@@ -93,6 +94,7 @@ from report.models import (
 )
 from report.planned_stop import planned_stop, planned_stop_rule
 from report.pods import (
+    KIND_LABEL,
     failed_rank_rule,
     image_pull_rule,
     live_oom_rule,
@@ -291,6 +293,15 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     f.verdict("failed")
     banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
     resume = f"; resume from banked step {banked}" if banked is not None else ""
+    record = ctx.facts.record
+    if record.labels.get(KIND_LABEL):  # Kubernetes: no afterany chain, a Job's own deadline
+        limit = (f" ({format_duration(record.time_limit_s)})"
+                 if record.time_limit_s is not None else "")
+        f.trend(Priority.TERMINAL - 1, f"TIMEOUT: activeDeadlineSeconds{limit} reached")
+        f.recommend(Priority.DIAGNOSE, "diagnose",
+                    f"the Job ran past its activeDeadlineSeconds{limit} and was stopped"
+                    f"{resume}; resubmit (or raise the deadline) to continue")
+        return
     if link.blocked is not None:
         f.trend(Priority.TERMINAL - 1, shorten(f"TIMEOUT, no restart: {link.blocked_short}"))
         f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {link.blocked}{resume}")
