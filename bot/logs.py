@@ -9,10 +9,12 @@ call, and ``configure_logging(structlog_now=False)`` leaves it to them.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -30,6 +32,23 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+class _JsonFormatter(logging.Formatter):
+    """A stdlib record as one JSON line with structlog's keys (event, level, timestamp),
+    plus the logger's name and, when there is one, the exception's traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "event": record.getMessage(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat()
+                         .replace("+00:00", "Z"),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
 _pending: list[int] = []
 """The level structlog is to be configured with at its first use (``structlog_now=False``)."""
 _pending_lock = threading.Lock()  # a first log call may come from a worker thread
@@ -41,6 +60,13 @@ def configure_logging(level: str | None = None, *, structlog_now: bool = True) -
     name = (level or os.environ.get("JOBTABLES_LOG_LEVEL", "WARNING")).upper()
     numeric = getattr(logging, name, logging.WARNING)
     logging.basicConfig(stream=_CurrentStderr(), level=numeric, format="%(message)s")
+    if json_logs():
+        # The libraries' stdlib records (Bolt, slack_sdk, asyncssh) are JSON lines too: a
+        # JSON log pipeline cannot parse a plain line among them.
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and isinstance(
+                    handler.stream, _CurrentStderr):
+                handler.setFormatter(_JsonFormatter())
     with _pending_lock:
         _pending[:] = [numeric]
     if structlog_now:
