@@ -193,10 +193,13 @@ def sidecar_held_rule(ctx: JudgeContext, f: Findings) -> None:
 
 def same_name_rule(ctx: JudgeContext, f: Findings) -> None:
     """The Job shown shares its name with a JobSet (Kubernetes allows it: other resources):
-    a note names the other, so its run is not taken for absent."""
+    a note names the other, so its run is not taken for absent; in a table the JobSet's row
+    (id ``jobset/<name>``) reads ``<name> (JobSet)``."""
     record = ctx.facts.record
     others = [kind for kind in record.labels.get(SAME_NAME_LABEL, "").split(",") if kind]
     kind = record.labels.get(KIND_LABEL) or "Job"
+    if kind == "JobSet" and record.job_id != record.name:  # its id is jobset/<name>
+        f.name_suffix += " (JobSet)"  # the table's row, beside its namesake Job's
     for other in others:
         # Its id: the Job keeps the bare name, a JobSet sharing it is jobset/<name>.
         other_id = record.name if other == "Job" else f"{other.lower()}/{record.name}"

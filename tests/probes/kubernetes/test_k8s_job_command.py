@@ -157,6 +157,15 @@ async def test_a_job_and_a_jobset_of_one_name_have_ids_of_their_own(
     assert process.returncode == 0, err.decode()
     ids = {job["job_id"]: job["log_path"] for job in json.loads(out)["jobs"]}
     assert ids == {"rl-dup": "pod/rl-dup-0", "jobset/rl-dup": "pod/rl-dup-workers-0-0"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sweep", "--config", str(toml),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "JOBTABLES_CONFIG": ""})
+    async with asyncio.timeout(60):
+        text, _ = await process.communicate()
+    rows = [line.split("│")[1].strip() for line in text.decode().splitlines()
+            if line.startswith("│ rl-dup")]
+    assert sorted(rows) == ["rl-dup", "rl-dup (JobSet)"], rows  # the table tells them apart
     jobset = await _job(standin, tmp_path, "jobset/rl-dup")
     assert (jobset["job_id"], jobset["log_path"]) == ("jobset/rl-dup", "pod/rl-dup-workers-0-0")
     assert "a Job rl-dup exists too" in (jobset["note"] or ""), jobset["note"]
