@@ -48,10 +48,13 @@ _TRIAL_KEYS = ("trial_name", "task_name", "agent_result", "verifier_result", "ex
 """Keys of a trial's ``result.json`` (``TrialResult``) that a job's (``JobResult``) never has."""
 
 
-def is_trial_result(raw: "str | bytes") -> bool:
-    """Is this ``result.json`` a trial's (not a Harbor job's)?"""
+def is_trial_result(raw: "str | bytes") -> "bool | None":
+    """Is this ``result.json`` a trial's (not a Harbor job's)? ``None`` when it is no JSON
+    object (binary, cut off mid-write, nested past the parser): it tells neither."""
     data = _load(raw)
-    return data is not None and any(key in data for key in _TRIAL_KEYS)
+    if data is None:
+        return None
+    return any(key in data for key in _TRIAL_KEYS)
 
 
 def _dict(value: "object") -> "dict[str, object]":

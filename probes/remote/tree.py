@@ -567,7 +567,8 @@ def _is_trial_dir(top: int, name: str, path: str, guard: Guard) -> bool | None:
     """Is ``name`` (below an open dir, holding a result.json) a trial dir rather than a Harbor
     job dir? A job dir's subdirectories are trials holding result.json; a trial's (``agent/``,
     ``verifier/``) hold none. With no such subdirectory (a job dir whose trials are all in
-    flight looks alike) the result.json's own content decides. ``None``: unreadable."""
+    flight looks alike) the result.json's own content decides. ``None``: unreadable, or a
+    result.json that is no JSON object (binary, cut off mid-write): undecided, not a job dir."""
     try:
         with guard.directory(name, dir_fd=top) as sub:
             for child, is_dir in _entries(sub, path, guard):

@@ -14,6 +14,7 @@ the deep probe's reader.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,9 +23,10 @@ from typing import Any
 import pytest
 
 from probes.harbor import summarize_trials
+from probes.remote.guard import Guard
 from probes.remote.rollouts import collect_rollouts
 from probes.remote.script import build_collector_script
-from probes.remote.tree import collect_trials
+from probes.remote.tree import _flat_trials, collect_trials
 from probes.slurm.assemble import trial_tree
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harbor-0.26.0" / "jobs"
@@ -151,3 +153,26 @@ def test_probe_samples_every_layout(tmp_path: Path, layout: str) -> None:
     assert got["listed"] == trials
     assert len(got["sampled"]) == min(64, trials)
     assert all(t["finished_at"] for t in got["sampled"].values())
+
+
+@pytest.mark.parametrize("junk", [b"\x00\xff\xfe" * 100, b'{"trial_name": "cut-off mid-wri',
+                                  b"[" * 100_000 + b"]" * 100_000])
+def test_flat_trials_whose_first_trial_result_is_unreadable(tmp_path: Path, junk: bytes) -> None:
+    """A flat trials dir is still flat when the trial looked at first holds a result.json that
+    is no JSON object (binary, cut off mid-write, nested past the parser's depth): that trial
+    cannot tell the layout, the next one does. Replayed on the real SLURM (eval-weird2): the
+    first trial listed held a binary result.json and the run read 0 trials of 5."""
+    root = tmp_path / "trials"
+    made = _flat(root, 5)
+    broken = root / "crack-7z-hash__broken"
+    broken.mkdir()
+    (broken / "result.json").write_bytes(junk)
+    (broken / "agent").mkdir()
+    names = [broken.name] + [p.name for p in made]
+    guard = Guard(os.geteuid(), 30.0)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _flat_trials(fd, str(root), [(n, True) for n in names], guard) is True
+    finally:
+        os.close(fd)
+    assert _count(collect_trials([str(root)]), root) == (5, 1)
