@@ -285,13 +285,17 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from probes.config import SlurmCluster
-    from probes.slurm.recording import record
+    from probes.slurm.recording import RecordingRefused, check_dest, record
 
     config = _loader(args)()
     cluster = config.cluster(args.cluster)
     if not isinstance(cluster, SlurmCluster):
         raise UsageError(
             f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
+    try:  # a DIR that is a file or holds other files is the argument's fault, not the cluster's
+        check_dest(args.dir)
+    except RecordingRefused as exc:
+        raise UsageError(f"record: {exc}") from exc
     try:
         out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
     except ProbeError as exc:

@@ -301,6 +301,27 @@ def test_record_of_an_unreachable_cluster_is_one_line(
     assert not dest.exists()
 
 
+@pytest.mark.parametrize("kind", ["file", "other files"])
+def test_record_into_a_dir_it_refuses_is_bad_usage(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str,
+) -> None:
+    """`record` into a DIR that is a file, or a directory of other files: the argument is
+    wrong, not the cluster: exit 2 and one line, before anything connects (the port here is
+    closed). It was exit 1, 'cannot record', the code of a cluster that could not be read."""
+    config, _ = closed_port_cluster(tmp_path)
+    dest = tmp_path / "dest"
+    if kind == "file":
+        dest.write_text("notes\n")
+    else:
+        dest.mkdir()
+        (dest / "notes.txt").write_text("mine\n")
+    code, out, err = run(capsys, "record", "--cluster", "alpha", str(dest), "--config",
+                         str(config))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and str(dest) in err
+    assert "connection refused" not in err
+
+
 def test_probe_of_an_unreachable_cluster_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
