@@ -82,7 +82,7 @@ from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.scheduler import Scheduler
 from bot.settings import Settings
-from bot.shared_sweep import cache_stamp, cache_ttl_s, shared_live_doc
+from bot.shared_sweep import cache_stamp, cache_ttl_s, holding, shared_live_doc
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult
 from bot.tasks import TaskSet
@@ -452,7 +452,9 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert.
     """
-    result = await live_sweep(bot)
+    config = bot.config.current()
+    async with holding(bot.store, config, bot.replica):  # /jobs elsewhere answers from it
+        result = await live_sweep(bot)
     config = bot.config.current()
     details = list(result.details.values())
     # Claimed without the lock by a replica that never saw who leads: alerts only, so an

@@ -145,6 +145,14 @@ class SweepCache:
 
     async def fresh(self, max_age_s: float) -> tuple[SweepDoc, float] | None:
         """The cached sweep and its age in seconds while it is younger than ``max_age_s``."""
+        latest = await self.latest()
+        if latest is None:
+            return None
+        return latest if 0 <= latest[1] < max_age_s else None
+
+    async def latest(self) -> tuple[SweepDoc, float] | None:
+        """The cached sweep and its age in seconds, whatever its age: negative when the
+        replica that swept has a clock ahead of this one's."""
         try:
             doc = await self._current()
         except StoreUnavailable as exc:
@@ -153,8 +161,7 @@ class SweepCache:
             return None
         if doc is None:
             return None
-        age = (self._clock() - doc.started_at).total_seconds()
-        return (doc, age) if 0 <= age < max_age_s else None
+        return doc, (self._clock() - doc.started_at).total_seconds()
 
     async def _current(self) -> SweepDoc | None:
         publishing = self._published

@@ -8,15 +8,16 @@ clusters once and answer from one sweep, so its full tables go into the day's th
 (``bot.digest`` posts them once per sweep): two sweeps under two stamps each posted them.
 A waiter sweeps itself when the lock is gone with no new document (the sweep failed, or was
 degraded and not cached) or when Redis does not answer; a holder that died frees the lock when
-it expires.
+it expires. The scheduled sweep holds the lock too (``holding``, never waiting for it), so a
+``/jobs`` meanwhile answers from it; a ``/jobs`` on the holder's own replica shares it in the
+process (the Sweeper).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from bot.cached import SweepCache, SweepDoc
@@ -77,6 +78,11 @@ async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, c
                 return None, *newer
             if await store.acquire(LOCK, {"replica": replica}, ttl_s=lock_ttl_s(config)):
                 break
+            if ((await store.holder(LOCK)) or {}).get("replica") == replica:
+                # This replica's own sweep (its scheduled one) holds it: the Sweeper shares
+                # that sweep in the process.
+                result, doc = await live()
+                return result, doc, None
             await sleep(POLL_S)
     except StoreUnavailable:
         result, doc = await live()  # no Redis: nothing to share through
@@ -93,20 +99,38 @@ async def shared_live_doc(cache: SweepCache, store: RedisStore, live: Live, *, c
             await store.release(LOCK)
 
 
+@contextlib.asynccontextmanager
+async def holding(store: RedisStore, config: Config, replica: str) -> AsyncIterator[None]:
+    """The lock held, when free, around a sweep this replica runs anyway (the scheduled one):
+    a ``/jobs`` meanwhile on another replica waits for it and answers from it, rather than
+    sweeping beside it and posting its tables after the period's own. Never waits."""
+    try:
+        took = await store.acquire(LOCK, {"replica": replica}, ttl_s=lock_ttl_s(config))
+    except StoreUnavailable:
+        took = False
+    try:
+        yield
+    finally:
+        if took:
+            with contextlib.suppress(StoreUnavailable):  # else it expires with its bound
+                await store.release(LOCK)
+
+
 async def cache_stamp(cache: SweepCache) -> str | None:
     """The stamp of the sweep cached now, at any age (None: none cached)."""
-    current = await cache.fresh(math.inf)
+    current = await cache.latest()
     return current[0].stamp if current is not None else None
 
 
 async def _newer(cache: SweepCache, before: str | None, max_age_s: float
                  ) -> tuple[SweepDoc, float] | None:
     """A sweep to answer from: young enough (another replica's, cached since the caller found
-    none), or any other than the one the wait began with (``cache_seconds = 0``)."""
-    current = await cache.fresh(math.inf)
+    none), or any other than the one the wait began with (``cache_seconds = 0``). Its age is
+    taken from 0: a replica whose clock runs ahead stamps its sweep in this one's future."""
+    current = await cache.latest()
     if current is None or (current[0].stamp == before and current[1] >= max_age_s):
         return None
     return current[0], max(current[1], 0.0)
 
 
-__all__ = ["LOCK", "cache_stamp", "cache_ttl_s", "lock_ttl_s", "shared_live_doc"]
+__all__ = ["LOCK", "cache_stamp", "cache_ttl_s", "holding", "lock_ttl_s", "shared_live_doc"]
