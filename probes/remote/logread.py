@@ -177,7 +177,7 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
             if start > 0 and start != offset:  # cut into a line: drop the partial first line
-                cut = line_start(data)
+                cut = first_whole_line(data)
                 data = data[cut:] if cut >= 0 else b""
                 start = size - len(data)
                 if cut < 0:  # the tail is inside one long last line: read the lines before it
@@ -212,6 +212,17 @@ def line_start(data: bytes) -> int:
     if ret < 0 or 0 <= newline < ret:
         return newline + 1 if newline >= 0 else -1
     return ret + 2 if data[ret + 1:ret + 2] == b"\n" else ret + 1
+
+
+def first_whole_line(data: bytes) -> int:
+    """Where the first whole line of a tail that starts mid-file begins (``line_start``), or
+    just past a run of NULs before that: a hole (logrotate's copytruncate under a writer
+    without ``O_APPEND``, which goes on at its old offset) ends where the writer's text
+    begins, so the line after it is no cut line. A tail that ends in the hole is read as
+    before (the lines before a long last "line" are looked for)."""
+    cut = line_start(data)
+    hole = data.rfind(b"\0", 0, cut if cut >= 0 else len(data))
+    return hole + 1 if 0 <= hole < len(data) - 1 else cut
 
 
 def _before_long_line(guard: Guard, fd: int, path: str, size: int,

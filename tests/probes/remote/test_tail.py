@@ -150,3 +150,30 @@ def test_lines_before_two_long_lines_are_read(tmp_path: Path) -> None:
     tail = read_tail(path, 1024, 0)
     assert tail["text"].endswith("step 29\n") and tail["lines"] == 30, tail["text"][-40:]
     assert tail["offset"] == 0
+
+
+def test_lines_after_a_copytruncate_hole_are_read(tmp_path: Path) -> None:
+    """After logrotate's copytruncate, a writer without O_APPEND goes on at its old offset: the
+    log is a hole of NULs, then the new lines. The first of them is no cut line (the hole ends
+    where the writer's text begins) and is read. Replayed on the real SLURM (sft-sparse: a 20 GB
+    hole, then one step line): the tail dropped it as a partial line and read 0 lines."""
+    path = tmp_path / "a.out"
+    with path.open("wb") as f:
+        f.truncate(4 << 20)
+        f.seek(4 << 20)
+        f.write(b"{'loss': 0.9, 'grad_norm': 0.5}\n{'loss': 0.8, 'grad_norm': 0.4}\n")
+    tail = read_tail(str(path), 1 << 20, 0)
+    assert tail["text"].splitlines()[-2:] == ["{'loss': 0.9, 'grad_norm': 0.5}",
+                                              "{'loss': 0.8, 'grad_norm': 0.4}"]
+    assert tail["lines"] == 2
+
+
+def test_a_tail_that_ends_in_a_hole_reads_the_lines_before_it(tmp_path: Path) -> None:
+    """A log whose end is a hole (extended by truncate, nothing written after) still reads
+    the lines before the hole, as a long last line does."""
+    path = tmp_path / "a.out"
+    with path.open("wb") as f:
+        f.write(b"{'loss': 0.9}\n")
+        f.truncate(4 << 20)
+    tail = read_tail(str(path), 1 << 20, 0)
+    assert tail["text"] == "{'loss': 0.9}\n"
