@@ -101,7 +101,10 @@ def _check_some_exist(paths: str) -> None:
     files = [os.path.expanduser(path) for path in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR)
              if path]
     if not any(os.path.exists(path) for path in files):
-        raise ConfigException("no such file" if len(files) == 1 else "none of its files exists")
+        # named as given (~/.kube/config, a $KUBECONFIG list): with no kubeconfig in the
+        # config, the detail would otherwise say only 'the default kubeconfig'
+        raise KubeconfigFileError(paths, "no such file" if len(files) == 1
+                                  else "none of its files exists")
 
 
 def _namespace_of(loader: KubeConfigLoader) -> str | None:
