@@ -83,6 +83,7 @@ async def test_a_replica_waiting_on_a_sweep_that_fails_sweeps_itself(
     try:
         async with running_bot(slack, store, failing, clock) as a, \
                 running_bot(slack, other, working, clock) as b:
+            b.replies = 100  # each harness numbers its response_urls: B's must not be A's
             _, hook_a = await a.command("/jobs", user="UALICE")
             await slack.wait_for(hook_a)  # "Sweeping 1 cluster…": A holds the lock
             _, hook_b = await b.command("/jobs", user="UBOB")
