@@ -148,8 +148,10 @@ def episode_progress(
     filtered ones; the caller takes the steps logged once the last episode's bar is full).
     The bar's total alone is never the run's (an example count).
 
-    OpenRLHF 0.9.0 alone starts each episode's bar at the run's next step (``initial=steps``),
-    so a bar past its total counts the run's steps (the one under way + 1), no episode's.
+    OpenRLHF 0.8.11 and 0.9.0 start each episode's bar at the run's next step
+    (``initial=steps``, ppo_trainer.py ``fit``; 0.9.1 moved to consumed prompts), so a bar past
+    its total counts the run's steps (the one under way + 1), no episode's. (Their first
+    episode's bar, 1/N on a fresh run, is not told apart yet: it reads one step ahead.)
 
     ``base(k, total)``: (steps before the count 0 of episode k's bar, steps a episode), where
     a resumed run's first bar counts only the batches left in its episode (before 0.8.1:
@@ -170,7 +172,7 @@ def episode_progress(
     if per_episode <= 0 or episodes <= 0:
         return None
     episode = min(episode, episodes)
-    if unit == 1 and last.current > last.total:  # 0.9.0: initial=steps, the run's next step
+    if unit == 1 and last.current > last.total:  # 0.8.11-0.9.0: initial=steps, the next step
         steps = per_episode * episodes
         return last.current - 1, steps, 1, episode >= episodes and last.current > steps
     before = (episode - 1) * per_episode
