@@ -287,9 +287,13 @@ async def _bind_offer(bot: Bot, config: Config, detail: JobDetail, channel: str,
     if not (channel and ts):
         return
     job = detail.report
+    # The run's instance too (a Kubernetes uid, a SLURM submit time): a press once the id
+    # names a later job is refused as stale (``_another_instance``), as on an alert.
+    uid, submitted = detail.instance
     try:
         await bot.store.put_doc(offer_key(channel, ts),
-                                {"cluster": job.cluster, "job_id": job.job_id},
+                                {"cluster": job.cluster, "job_id": job.job_id,
+                                 "uid": uid, "submitted": submitted},
                                 ttl_s=config.redis.expire_hours * 3600)
     except StoreUnavailable as exc:
         log.warning("deep-probe offer not bound to its run", error=str(exc))
@@ -553,7 +557,8 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
             continue
         if not await _remember(bot, config, detail, by="scheduler", only_new=True):
             continue  # already offered or probed: the run's memory says so
-        shown = detail
+        live = result.job_facts(job.cluster, job.job_id)
+        shown = detail.model_copy(update={"instance": (job_uid(live), job_submitted(live))})
         if config.deep_probe.auto:
             try:
                 shown = await run_deep_probe(config, job.cluster, job.job_id)

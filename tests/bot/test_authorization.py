@@ -374,3 +374,35 @@ async def test_deep_probe_on_an_alert_whose_id_went_to_a_later_job_runs_nothing(
     assert "earlier job" in reply.params["text"]
     assert len(harness.slack.to("/api/chat.postMessage")) == before
     assert ("UALICE", "stale") in await outcomes(harness)
+
+
+async def test_deep_probe_offer_whose_id_went_to_a_later_job_runs_nothing(
+        harness: Harness) -> None:
+    """The once-per-run offer's own Deep-probe button, pressed once the run's id names a later
+    job (a Kubernetes Job re-created under its name, a SLURM id reset): nothing is probed or
+    posted under the old offer, audited as stale (the offer kept no instance, so the press
+    probed the later job and posted its verdict, with a cancel for it, in the old offer)."""
+    from bot.config import DeepProbeSection
+    from bot.deep_probe import after_sweep
+    from tests.bot.builders import detail, job
+
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    config = harness.sweeper.conf.model_copy(
+        update={"deep_probe": DeepProbeSection(offer=True)})
+
+    def flagged() -> SweepResult:
+        return sweep_result([detail(job("5151", "rl-grpo-new", flags=("deep-probe",)))],
+                            at=harness.clock())
+
+    assert await after_sweep(harness.bot, submitted_at(flagged(), first),
+                             config) == ["alpha:5151"]
+    (offer,) = harness.slack.to("/api/chat.postMessage")
+    harness.sweeper.make = lambda: submitted_at(flagged(), first + timedelta(hours=6))
+    _, hook = await harness.press("deep_probe", "alpha:5151", user="UOPS",
+                                  blocks=offer.params["blocks"],
+                                  channel=offer.answer["channel"], ts=offer.answer["ts"])
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert "earlier job" in reply.params["text"]
+    assert len(harness.slack.to("/api/chat.postMessage")) == 1
+    assert ("UOPS", "stale") in await outcomes(harness)
