@@ -242,14 +242,32 @@ def _flat(root: str, entries: list[Any], budget: _Budget) -> bool:
     return False
 
 
+_JOB_FILES = ("result.json", "config.json")
+"""A Harbor job dir's own files (either marks one)."""
+
+
+def _job_dir(path: str, entries: list[Any], budget: _Budget) -> bool:
+    """Does ``path`` hold a Harbor job's own files? Seen in its listing, else opened: a job
+    dir of more trials than ``max_listing`` has a cut listing, and the cut falls wherever the
+    directory order puts it (most likely past these two)."""
+    if any(n in _JOB_FILES and not d for n, d in entries):
+        return True
+    if len(entries) < budget.max_listing:
+        return False  # a whole listing without them: none there
+    for name in _JOB_FILES:
+        with contextlib.suppress(OSError, Refused, Hung):
+            budget.guard.stat_file(os.path.join(path, name))
+            return True
+    return False
+
+
 def _trial_dirs(root: str, budget: _Budget) -> list[str]:
     """Every trial dir under a job dir, directly under a flat trials dir, or under each job dir
     of a ``jobs_dir`` (bounded)."""
     entries = list_dir(root, budget)
     if entries is None:
         return []
-    names = [n for n, _ in entries]
-    if "result.json" in names or "config.json" in names or _flat(root, entries, budget):
+    if _job_dir(root, entries, budget) or _flat(root, entries, budget):
         return [os.path.join(root, n) for n, is_dir in entries if is_dir]
     found: list[str] = []
     for name, is_dir in entries:
@@ -257,7 +275,7 @@ def _trial_dirs(root: str, budget: _Budget) -> list[str]:
             continue
         job = os.path.join(root, name)
         sub = list_dir(job, budget) or []
-        if any(n in ("result.json", "config.json") for n, _ in sub):
+        if _job_dir(job, sub, budget):
             found.extend(os.path.join(job, n) for n, d in sub if d)
     return found[:budget.max_listing]
 

@@ -139,3 +139,24 @@ def test_files_not_owned_by_the_job_user_are_refused(tmp_path: Path) -> None:
     other = collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "owner": "nobody"})
     assert other["dumps"][0]["steps"] == []
     assert any("not owned by the job's user" in s for s in other["skipped"])
+
+
+def test_a_job_dir_past_the_listing_bound_is_still_sampled(tmp_path: Path) -> None:
+    """A Harbor ``jobs_dir`` whose job dir holds more trials than ``max_listing``: its listing
+    is cut wherever the directory order puts the cut, so the job's own ``config.json`` and
+    ``result.json`` are most likely past it; the job dir is known by opening them, and the
+    trials listed are sampled. Replayed on the real SLURM (a 50,000-trial Harbor job dir):
+    ``jobtables probe`` listed 0 trials and said 'nothing to judge: no rollouts were found'."""
+    job = tmp_path / "jobs" / "2026-12-04__16-00-00"
+    job.mkdir(parents=True)
+    (job / "config.json").write_text(json.dumps({"job_name": job.name, "n_attempts": 1}))
+    (job / "result.json").write_text(json.dumps({"id": "j", "n_total_trials": 1000}))
+    for i in range(1000):
+        trial = job / f"task{i:04d}__abc{i:04d}"
+        trial.mkdir()
+        (trial / "result.json").write_text(json.dumps(
+            {"trial_name": trial.name, "task_name": f"task{i:04d}",
+             "verifier_result": {"rewards": {"reward": 1.0}}, "exception_info": None}))
+    answer = collect_rollouts({"trial_roots": [str(tmp_path / "jobs")], "max_listing": 3})
+    assert answer["trials"]["listed"] >= 1
+    assert answer["trials"]["sampled"]
