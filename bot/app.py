@@ -70,6 +70,7 @@ from bot.messages import (
     SNOOZE,
     code,
     collapse_line,
+    config_refused_line,
     error_text,
     job_messages,
     share_button,
@@ -469,6 +470,9 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user
         told.append(collapse_line(ref, slack_owner(config, cluster, user)))
+    refused = None if alone else bot.config.news()  # an edit of the config refused
+    if refused is not None:
+        told.append(config_refused_line(refused))
     await bot.digest.notes(config, told)  # one reply for the sweep's alerts, not one each
     if changes is not None:
         await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)

@@ -341,15 +341,43 @@ class ConfigSource:
     def __init__(self, loader: Callable[[], Config]) -> None:
         self._loader = loader
         self._current: Config | None = None
+        self.error: str | None = None
+        """Why the file read last was refused while an earlier one is in use (None: the file
+        in use is the file as it is)."""
+        self._told: str | None = None
 
     @classmethod
     def fixed(cls, config: Config) -> ConfigSource:
         return cls(lambda: config)
 
     def load(self) -> Config:
-        """Re-read the config (the start of a sweep); a bad file raises and keeps the last."""
-        self._current = self._loader()
+        """Re-read the config (the start of a sweep). A bad file raises when none was read
+        yet (the bot's start fails fast); later, an edit that made it bad keeps the last good
+        config in use and says why in :attr:`error`, logged once per distinct reason: the
+        sweeps go on (before, every one raised until the file was fixed, and the channel
+        heard nothing)."""
+        try:
+            self._current = self._loader()
+        except ConfigError as exc:
+            if self._current is None:
+                raise
+            if str(exc) != self.error:
+                from bot.logs import get_logger
+
+                get_logger(__name__).warning(
+                    "config edit refused; the last good config stays in use", error=str(exc))
+            self.error = str(exc)
+            return self._current
+        self.error = None
         return self._current
+
+    def news(self) -> str | None:
+        """:attr:`error` when it was not handed out yet (the channel is told each reason
+        once), else None."""
+        if self.error is None or self.error == self._told:
+            return None
+        self._told = self.error
+        return self.error
 
     def current(self) -> Config:
         """The config the latest sweep ran with (read once if no sweep ran yet)."""

@@ -238,6 +238,13 @@ def collapse_line(ref: str, owner: str | None) -> str:
     return cut_text(f"🚨 collapse on `{code(ref)}`, {told}")
 
 
+def config_refused_line(reason: str) -> str:
+    """The day's thread line when an edit of the config was refused (the sweeps go on with the
+    last good one); the reason may quote the file: escaped."""
+    return cut_text(f"⚠️ config edit refused, the last good config stays in use: "
+                    f"`{code(reason)}`")
+
+
 def cancel_line(ref: str, actor: str, evidence: str) -> str:
     """The day's thread line when a cancel from a button completed."""
     return cut_text(f"🛑 `{code(ref)}` cancelled by {mention(actor)}, evidence at "

@@ -1,0 +1,82 @@
+"""A config edited into an invalid state while the bot runs: the bot goes on with the last good
+one, and says once what is wrong.
+
+The config is re-read at the start of every sweep (CONTRACT §2). Before, a bad edit made every
+sweep raise: the scheduled sweeps were only logged as failed ("scheduled sweep failed" with a
+traceback) and nothing reached the channel until someone fixed the file; ``/jobs`` failed too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.app import scheduled_sweep
+from bot.cli import DEMO_RECORDING
+from bot.config import Config, ConfigError, ConfigSource, load_config
+from bot.store import RedisStore
+from bot.sweep import Sweeper
+from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
+from tests.bot.conftest import make_config, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+GOOD = f'[[clusters]]\nname = "snapshot"\nkind = "replay"\npath = "{DEMO_RECORDING}"\n'
+
+
+async def test_a_bad_edit_keeps_the_last_good_config(tmp_path: Path) -> None:
+    path = tmp_path / "jobtables.toml"
+    path.write_text(GOOD)
+    source = ConfigSource(lambda: load_config(path))
+    first = source.load()
+    assert source.error is None
+    path.write_text(GOOD + "recent_hours = -3\n")
+    again = source.load()
+    assert again is first
+    assert source.error is not None and "recent_hours" in source.error
+    sweeper = Sweeper(source.load)
+    result = await sweeper.sweep()
+    assert [c.status for c in result.facts] == ["ok"]
+    path.write_text(GOOD.replace("snapshot", "snap2"))
+    fixed = source.load()
+    assert fixed.clusters[0].name == "snap2" and source.error is None
+
+
+def test_a_bad_file_at_start_still_fails_fast(tmp_path: Path) -> None:
+    path = tmp_path / "jobtables.toml"
+    path.write_text(GOOD + "recent_hours = -3\n")
+    with pytest.raises(ConfigError):
+        ConfigSource(lambda: load_config(path)).load()
+
+
+async def test_the_channel_hears_of_a_refused_edit_once(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, *,
+        clock: FakeClock) -> None:
+    """The period's thread gets one reply naming the refused edit (escaped: the reason may
+    quote the file), not one per sweep; a new reason is told again."""
+    conf = make_config(prefix, tmp_path)
+    reasons = iter([None, "jobtables.toml:5: clusters.0.name: <!channel> & `x`",
+                    "jobtables.toml:5: clusters.0.name: <!channel> & `x`", "other reason"])
+
+    def loader() -> Config:
+        reason = next(reasons)
+        if reason is None:
+            return conf
+        raise ConfigError(reason)
+
+    source = ConfigSource(loader)
+    source.load()
+    sweeper = FakeSweeper(make=lambda: sweep_result([], at=clock()), conf=conf)
+    async with running_bot(slack, store, sweeper, clock, config=source) as h:
+        def notes() -> list[str]:
+            return [c.params["text"] for c in slack.to("/api/chat.postMessage")
+                    if c.params.get("thread_ts") and "config" in c.params["text"]]
+
+        for interval in range(3):
+            source.load()  # the sweep's re-read (the fake sweeper reads no file)
+            await scheduled_sweep(h.bot, interval)
+            clock.advance(60)
+        told = notes()
+        assert len(told) == 2, told
+        assert "&lt;!channel&gt; &amp;" in told[0] and "<!channel>" not in told[0]
+        assert "other reason" in told[1]
