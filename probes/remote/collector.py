@@ -58,6 +58,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.logread import (
         MAX_TRIALS_DIRS,
+        endless_line,
         plain_text,
         read_tail,
         resume,
@@ -119,6 +120,8 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, 
         # facts, not failures; the floor judges a whole-tail read of a non-empty file.
         if result["size"] == 0 or offset > 0 or result["lines"] >= min_lines:
             return result
+        if result.get("endless"):  # a second read would scan as far and find the same line
+            return dict(result, status="failed", error=endless_line(result["endless"]))
         result = dict(result, status="failed",
                       error=f"{result['lines']} lines < floor {min_lines}")
     result.pop("final", None)

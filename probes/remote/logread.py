@@ -164,6 +164,7 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
     with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``)."""
     guard = guard or Guard(os.geteuid(), 30.0)
     cursor = None
+    endless = 0
     try:
         fd = guard.open(path)
         try:
@@ -182,6 +183,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 start = size - len(data)
                 if cut < 0:  # the tail is inside one long last line: read the lines before it
                     start, data = _before_long_line(guard, fd, path, size, max_bytes)
+                    if start == size:  # none within the scan: say so, not just "0 lines"
+                        endless = min(size, max_bytes + LONG_LINE_SCAN)
         finally:
             os.close(fd)
     except (Refused, Hung) as exc:
@@ -195,6 +198,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
            "lines": lines}
     if cursor is not None:
         out["cursor"] = cursor
+    if endless:
+        out["endless"] = endless
     if head_bytes > 0 and start > 0 and offset <= 0:
         out["head"] = _read_head(path, guard, head_bytes)
     return out
@@ -202,6 +207,12 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
 
 LONG_LINE_SCAN = 64 << 20
 """How far back before a tail that holds no line break a read looks for the last one."""
+
+
+def endless_line(scanned: int) -> str:
+    """Why a tail read no line: its last line is longer than the ``scanned`` bytes."""
+    size = f"{scanned >> 20} MiB" if scanned >= 1 << 20 else f"{max(1, scanned >> 10)} KiB"
+    return f"last line over {size}"
 
 
 def line_start(data: bytes) -> int:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes.models import JobState
-from probes.remote import collector
+from probes.remote import collector, logread
 from probes.remote.script import build_collector_script, collector_source
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm.parse import expand_stdout, records_from_squeue
@@ -321,3 +321,20 @@ def test_shipped_script_runs_squeue_itself(tmp_path: Path) -> None:
     local = collector.collect_queue(req)
     assert shipped["squeue"] == local["squeue"] and shipped["jobs"] == local["jobs"]
     assert shipped["jobs"]
+
+
+def test_a_last_line_past_the_long_line_scan_says_so_once(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step lines, then a last line longer than the tail and the bounded scan before it (a
+    trainer dumping an array, a binary blob with no line break): the job is `failed` with that
+    reason, read once (a second read would cost the same scan and find the same line).
+    Replayed on the real SLURM (sft-longlast: 3 step lines, then 500 MB with no line break):
+    'Log fetch failed: 0 lines < floor 1', two 64 MiB scans saying nothing of why."""
+    monkeypatch.setattr(logread, "LONG_LINE_SCAN", 4096)
+    out = tmp_path / "slurm-4242.out"
+    out.write_bytes(b"{'loss': 1.1}\n" * 3 + b"y" * 20_000)
+    req = _request(tmp_path, stdout=str(out))
+    req["tail_bytes"] = 1024
+    log = _log(collector.collect(req))
+    assert (log["status"], log["attempts"]) == ("failed", 1)
+    assert log["error"] == "last line over 5 KiB"
