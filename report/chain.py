@@ -206,6 +206,17 @@ def _ran_after(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
     return _utc(candidate.start_time) >= _utc(record.end_time) - timedelta(seconds=1)
 
 
+def _ran(record: SchedulerRecord) -> bool:
+    """Whether an ended job ran. SLURM stamps a job cancelled while still pending (a
+    dependant left ``DependencyNeverSatisfied``, one given up in the queue) or ended past its
+    ``--deadline`` with that moment as its start too: its start is its end and it held no
+    node. Such a job never continued anything."""
+    if record.start_time is None:
+        return False
+    return bool(record.nodes) or record.end_time is None \
+        or _utc(record.start_time) < _utc(record.end_time)
+
+
 def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
     job, kind = candidate.job_id, dependency.kind
     if _never_starts(candidate):
@@ -236,7 +247,7 @@ class ChainIndex:
         # Ended jobs that ran: a restart that already ran (and ended) still continued its
         # predecessor, as SLURM shows them for MinJobAge and sacct for recent_hours.
         self.ran = {r.job_id: r for r in records
-                    if r.job_id not in self.live and r.start_time is not None}
+                    if r.job_id not in self.live and _ran(r)}
         self.ran_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
         self.ran_by_user: dict[str | None, list[SchedulerRecord]] = {}
         for r in self.ran.values():

@@ -36,9 +36,12 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
     if remembered is not None and any(r.job_id == remembered and not chain._never_starts(r)
                                       for r in live):
         return ChainLink(successor=remembered)
-    # ... or a restart that already ran: started once the predecessor had ended
+    # ... or a restart that already ran: started once the predecessor had ended (a job
+    # whose start is its end and that held no node never ran: cancelled while pending)
     ran = [r for r in records if r.state not in chain._LIVE and r.job_id != record.job_id
-           and r.start_time is not None and chain._ran_after(record, r)]
+           and r.start_time is not None
+           and (r.nodes or r.end_time is None or r.start_time < r.end_time)
+           and chain._ran_after(record, r)]
     for r in ran:
         if r.job_id == remembered:
             return ChainLink(successor=r.job_id, ended=r.state.value)

@@ -66,3 +66,33 @@ def test_a_same_name_job_that_ran_beside_it_is_no_successor() -> None:
     m = timedelta(minutes=1)
     rows = _rows(_attempt("3130", 9 * m, 8 * m), _attempt("3133", 9 * m, 5 * m))
     assert rows["3130"].successor is None and rows["3130"].verdict == "failed"
+
+
+def _cancelled_pending(job_id: str, cancelled: timedelta, reason: str) -> JobFacts:
+    """A dependant cancelled while it was still pending, as ``squeue --json -t all`` (22.05,
+    seen on the real SLURM) prints it: CANCELLED with a start time, the cancel's, equal to its
+    end, no node, its pending reason kept. It never ran."""
+    from probes.slurm.parse import record_from_squeue
+
+    at = int((NOW - cancelled).timestamp())
+    rec = record_from_squeue("alpha", {
+        "job_id": int(job_id), "name": "rl-ch3", "user_name": "alice",
+        "job_state": "CANCELLED", "state_reason": reason, "nodes": "", "batch_host": "",
+        "submit_time": int(LAUNCH.timestamp()), "eligible_time": 0, "start_time": at,
+        "end_time": at, "time_limit": 1, "current_working_directory": "/w/ch3",
+        "standard_output": f"/w/ch3/slurm-{job_id}.out",
+        "dependency": "", "exit_code": 0}, NOW)
+    assert rec is not None and rec.start_time == rec.end_time
+    return JobFacts(record=rec)
+
+
+def test_a_dependant_cancelled_before_it_started_is_no_successor() -> None:
+    """The TIMEOUT's successor was cancelled while pending once the TIMEOUT had ended (left
+    DependencyNeverSatisfied behind an afterok, or given up in the queue): SLURM stamps its
+    start with the cancel time, after the TIMEOUT's end, yet it never ran. Nothing continued
+    the run: no successor, failed (it read 'normal chain restart -> 3131 (ended)')."""
+    m = timedelta(minutes=1)
+    for reason in ("DependencyNeverSatisfied", "Priority"):
+        rows = _rows(_attempt("3130", 9 * m, 8 * m), _cancelled_pending("3131", 5 * m, reason))
+        assert rows["3130"].successor is None, reason
+        assert rows["3130"].verdict == "failed", reason
