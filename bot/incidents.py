@@ -84,7 +84,10 @@ class IncidentRecord(BaseModel):
 
 
 def incident_id(kind: str, cluster: str, job_id: str, at: datetime) -> str:
-    return f"{at:%Y%m%dT%H%M%SZ}-{cluster}-{job_id}-{kind}"
+    """The incident's id, also its file's name: a JobSet's qualified id ``jobset/<name>``
+    is written ``jobset_<name>`` there (no Kubernetes name or SLURM id holds ``_`` after a
+    letter), so the file stays in the day's directory."""
+    return f"{at:%Y%m%dT%H%M%SZ}-{cluster}-{job_id.replace('/', '_')}-{kind}"
 
 
 def log_tail(facts: JobFacts | None, detail: JobDetail) -> str:

@@ -42,6 +42,17 @@ def test_incident_file_is_dated_json(tmp_path: Path) -> None:
     assert data["kind"] == "failure" and not list(path.parent.glob(".incident-*"))
 
 
+def test_a_jobset_s_qualified_id_files_its_incident_in_the_day_s_directory(
+        tmp_path: Path) -> None:
+    """A JobSet sharing a Job's name has the id ``jobset/<name>`` (9290fb7): its incident is
+    one file in the day's directory, not a path into a ``...-jobset`` directory that does not
+    exist (writing it failed, so its failure was never filed)."""
+    record = failure_record(failed("jobset/rl-dup", name="rl-dup"), None, at=T0)
+    path = write_incident(record, tmp_path)
+    assert path.parent == tmp_path / "2026-11-30" and path.is_file()
+    assert json.loads(path.read_text())["job_id"] == "jobset/rl-dup"
+
+
 @pytest.mark.parametrize(
     ("state", "action", "expected"),
     [
