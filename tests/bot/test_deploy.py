@@ -157,6 +157,10 @@ def test_chart_incidents_on_a_pvc_and_token_only_for_kubernetes() -> None:
     '[[clusters]]\nname="k"\nkind="kubernetes"\n',
     '[[clusters]]\nname = "s"\nkind = "slurm"\nlocal = true\n',
     '[[clusters]]\nname = "s"\nkind = "slurm"\nlocal = true\n# kind = "kubernetes"\n',
+    'clusters = [{ name = "k", kind = "kubernetes" }]\n',  # TOML's inline tables
+    'clusters = [\n  { name = "s", kind = "slurm", local = true },\n'
+    '  {name="k",kind="kubernetes"},\n]\n',
+    'clusters = [{ name = "s", kind = "slurm", local = true }]  # kind = "kubernetes"\n',
 ])
 def test_chart_mounts_the_token_exactly_when_the_roster_has_a_kubernetes_cluster(
         config: str) -> None:

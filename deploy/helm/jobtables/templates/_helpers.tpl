@@ -21,12 +21,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
 {{/* true when serviceAccount.automountToken is true, or "auto" and the roster has a
-     kind = "kubernetes" cluster (a line of its own, either TOML string quote; a commented-out
-     one does not count); false otherwise */}}
+     kind = "kubernetes" cluster (a key of its own line or of an inline table, either TOML
+     string quote; a commented-out one does not count); false otherwise */}}
 {{- define "jobtables.automountToken" -}}
 {{- $mode := toString .Values.serviceAccount.automountToken -}}
 {{- if eq $mode "true" -}}true
-{{- else if and (eq $mode "auto") (regexMatch "(?m)^\\s*[\"']?kind[\"']?\\s*=\\s*[\"']kubernetes[\"']" .Values.config) -}}true
+{{- else if and (eq $mode "auto") (regexMatch "(?m)^[^#\\n]*(?:^|[\\s{,])[\"']?kind[\"']?\\s*=\\s*[\"']kubernetes[\"']" .Values.config) -}}true
 {{- else -}}false
 {{- end -}}
 {{- end -}}
