@@ -6,7 +6,9 @@ the log fold's carry (``probes.logs.incremental``: banner totals, fault state, w
 fingerprint read from the log's head, and a bounded window of the latest text (what excerpts
 and notes show). A resumed read whose answer continues the stored cursor is folded onto its
 carry; any other answer (``fresh``: a first, rotated, truncated, rewritten or overrun log) is
-folded from nothing, so the summary is always what a whole read of the same bytes gives.
+folded from nothing, so the summary is always what a whole read of the same bytes gives (but
+for a file rotated, truncated or rewritten under the running job: its first byte is no step
+of the run, so the dicts a whole read would number by their count claim no step).
 
 The stored state is a hint, never trusted blindly: it is decoded under a size bound and
 validated (anything else is dropped: a cold read), and the collector re-checks the file's
@@ -115,6 +117,10 @@ def encode_state(state: LogState) -> str | None:
     return text if len(text.encode("utf-8")) <= MAX_STATE_BYTES else None
 
 
+_REPLACED = ("rotated", "truncated", "rewritten")
+"""The collector's ``fresh`` reasons for a log that is no longer the file the cursor read."""
+
+
 def fold_jobs(
     records: Sequence[SchedulerRecord],
     collected: Mapping[str, Any],
@@ -173,8 +179,12 @@ def fold_job(
                                  live=record.state in ACTIVE_STATES)
         recent, recent_offset, recent_line = "", int(raw.get("offset") or 0) + cut, 1
         # Read from the file's first byte, or from this attempt's own start: else a cut
-        # tail, whose head (if sent) gives HF Trainer's banner (``parse_log``'s).
-        log_start = recent_offset == 0 or cut > 0
+        # tail, whose head (if sent) gives HF Trainer's banner (``parse_log``'s). A file
+        # rotated, truncated or rewritten under the running job (a ``fresh`` answer to a
+        # stored cursor) starts at no step of the run either: its bar-less dicts counted
+        # from 1 again would be merged over the stored history's steps (left unanchored).
+        replaced = prior is not None and raw.get("fresh") in _REPLACED
+        log_start = (recent_offset == 0 and not replaced) or cut > 0
         stream = f"{cursor.digest}@{recent_offset}"
     shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
     carried: list[LogCarry] = []

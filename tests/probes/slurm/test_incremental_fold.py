@@ -243,3 +243,29 @@ def test_last_tally_is_the_last_matching_line(text: str) -> None:
     lines = text.replace("\r", "\n").split("\n")
     want = next((cut_line(ln) for ln in reversed(lines) if TALLY.search(ln)), None)
     assert last_tally(text) == want
+
+
+@pytest.mark.parametrize("change", ["rotate", "truncate"])
+def test_bar_less_dicts_after_a_rotation_claim_no_step(tmp_path: Path, change: str) -> None:
+    """HF Trainer dicts with no progress bar (``disable_tqdm``) are numbered by their count
+    from the log's first byte. After the log was rotated (``mv`` and a new file) or truncated
+    under the running job, the new file's first byte is not the run's: its dicts counted from
+    1 again are no steps of the run (the bot would merge them into the stored history by step
+    and keep showing the old file's newest point). Replayed on the real SLURM with the bot's
+    sweeper and Redis (sft-rot: 31 dicts, then a rotation and 5 new ones): the row kept
+    step 31 and its loss 1.4 while the log read 9.54."""
+    log = tmp_path / "run.out"
+    old = "".join(f"{{'loss': 1.{i:02d}, 'grad_norm': 0.5, 'learning_rate': 1e-05, "
+                  f"'epoch': 0.{i:02d}}}\n" for i in range(10, 41)).encode()
+    _, state = grow(log, old, [len(old) // 2])
+    if change == "rotate":
+        log.rename(tmp_path / "run.out.1")
+    else:
+        log.write_bytes(b"")
+    log.write_bytes("".join(f"{{'loss': 9.{i:02d}, 'grad_norm': 0.9, 'learning_rate': 1e-05, "
+                            f"'epoch': 0.{i:02d}}}\n" for i in range(50, 55)).encode())
+    os.utime(log, (MTIME, MTIME))
+    facts, after = warm(log, state)
+    assert facts.summary is not None and after is not None
+    assert facts.summary.points[-1].values["loss"] == 9.54
+    assert facts.summary.steps_unanchored
