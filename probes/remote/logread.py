@@ -185,6 +185,9 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                     start, data = _before_long_line(guard, fd, path, size, max_bytes)
                     if start == size:  # none within the scan: say so, not just "0 lines"
                         endless = min(size, max_bytes + LONG_LINE_SCAN)
+            if data[:1] == b"\0":  # a hole where the text starts (first_whole_line): not text
+                text_at = len(data) - len(data.lstrip(b"\0"))
+                data, start = data[text_at:], start + text_at
         finally:
             os.close(fd)
     except (Refused, Hung) as exc:

@@ -177,3 +177,17 @@ def test_a_tail_that_ends_in_a_hole_reads_the_lines_before_it(tmp_path: Path) ->
         f.truncate(4 << 20)
     tail = read_tail(str(path), 1 << 20, 0)
     assert tail["text"] == "{'loss': 0.9}\n"
+
+
+def test_lines_after_a_hole_within_the_tail_are_read(tmp_path: Path) -> None:
+    """A copytruncate hole smaller than the tail (a log rotated at 64 KiB): the read starts at
+    the file's first byte, so no line is cut, and the hole's NULs were glued to the first line
+    after it ('????...{'loss': 0.9, ...}', a line no parser reads: its step lost)."""
+    path = tmp_path / "a.out"
+    with path.open("wb") as f:
+        f.truncate(64 << 10)
+        f.seek(64 << 10)
+        f.write(b"{'loss': 0.9, 'grad_norm': 0.5}\n{'loss': 0.8, 'grad_norm': 0.4}\n")
+    tail = read_tail(str(path), 1 << 20, 0)
+    assert tail["text"] == "{'loss': 0.9, 'grad_norm': 0.5}\n{'loss': 0.8, 'grad_norm': 0.4}\n"
+    assert tail["lines"] == 2
