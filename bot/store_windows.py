@@ -19,6 +19,10 @@ atomic, a chunk at a time, so Redis serves others between chunks).
 So a warm sweep of n jobs costs one round trip and O(n) commands, and its bytes grow with
 the new points only, not with the windows.
 
+A merge whose newest step is below the window's newest is a run that rewound (requeued, or
+restarted from a checkpoint, logging its steps again from there): every kept step from the
+merge's first one on is stale and dropped, in Redis and in memory alike.
+
 What is kept: the points themselves, by step; the points a merge writes are the caller's own
 objects (the sweep's log summary), so the history a sweep judges and keeps shares them with
 its facts. Kept windows are bounded by :data:`CACHED_POINTS` in all (about 1 KB a point);
@@ -43,15 +47,24 @@ from probes.models import MetricPoint
 MERGE_LUA = """
 -- KEYS: per job, its window (ZSET step -> point JSON) and its revision (STRING).
 -- ARGV: window length, expiry (ms), then per job: the token to set, "1" to answer the window's
--- members (else its count), the number of runs and each run's first and last step, the number
--- of new points and each one's step and JSON.
+-- members (else its count), the newest and the first new step ("" with no new point), the
+-- number of runs and each run's first and last step, the number of new points and each one's
+-- step and JSON.
 -- Answers per job {the revision's previous value (nil: none), the members or the count}.
 local cap, px = tonumber(ARGV[1]), ARGV[2]
 local out, a = {}, 3
 for j = 1, #KEYS, 2 do
   local key, rev, token, whole = KEYS[j], KEYS[j + 1], ARGV[a], ARGV[a + 1] == "1"
-  local runs = tonumber(ARGV[a + 2])
-  a = a + 3
+  local top, floor = ARGV[a + 2], ARGV[a + 3]
+  local runs = tonumber(ARGV[a + 4])
+  a = a + 5
+  if top ~= "" then
+    local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
+    if #last > 0 and tonumber(last[2]) > tonumber(top) then
+      -- the run rewound (restarted from a checkpoint): its kept later steps are stale
+      redis.call("ZREMRANGEBYSCORE", key, floor, "+inf")
+    end
+  end
   for _ = 1, runs do
     redis.call("ZREMRANGEBYSCORE", key, ARGV[a], ARGV[a + 1])
     a = a + 2
@@ -130,6 +143,9 @@ def _merged(window: Window, latest: dict[int, MetricPoint], cap: int) -> Window:
         return ()
     if not latest:
         return window[-cap:]
+    if window and max(latest) < window[-1].step:  # a rewound run: its later steps are stale
+        floor = min(latest)
+        window = tuple(point for point in window if point.step < floor)
     if not window or min(latest) > window[-1].step:  # a log's new steps: appended
         return (*window, *(latest[step] for step in sorted(latest)))[-cap:]
     by_step = {point.step: point for point in window}
@@ -186,8 +202,10 @@ class WindowCache:
         """``plan``'s part of :data:`MERGE_LUA`'s ARGV (its keys are ``plan.key`` and
         ``plan.rev_key``)."""
         spans = runs(sorted(plan.latest))
+        edges: list[str | int | float] = (
+            [max(plan.latest), min(plan.latest)] if plan.latest else ["", ""])
         out: list[str | int | float] = [plan.token, 1 if plan.expected is None else 0,
-                                        len(spans)]
+                                        *edges, len(spans)]
         for lo, hi in spans:  # steps are whole: exactly those go
             out += (lo, hi)
         out.append(len(plan.latest))

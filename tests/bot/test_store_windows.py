@@ -220,3 +220,32 @@ async def test_two_replicas_always_return_what_redis_holds(
         await replicas["a"].delete_prefix()
         for store in replicas.values():
             await store.aclose()
+
+
+async def test_a_run_that_rewound_its_steps_drops_its_stale_later_ones(store: RedisStore) -> None:
+    """A run requeued or restarted from its checkpoint logs its steps again from there (verl's
+    ``step:21`` after ``step:31``): the window kept the old run's 25-31 beside the new 21-24,
+    so the row stayed at step 31 with the old values and the Trend compared the new run's
+    values with the stale ones (found by the hostile-cluster dry-run). A merge whose newest
+    step is below the window's newest drops every kept step from its first one on; known or
+    unknown to this process, the window Redis holds is the same."""
+    await store.merge_histories("alpha", {"1": points(*range(1, 32), loss=1.0)})
+    merged = await store.merge_histories("alpha", {"1": points(21, 22, 23, 24, loss=9.5)})
+    assert [p.step for p in merged["1"]] == list(range(1, 25))
+    assert merged["1"][-1].values["loss"] == 9.5 and merged["1"][19].values["loss"] == 1.0
+    assert merged["1"] == await store.load_history("alpha", "1")
+    other = make_store(store.prefix)  # a process that never merged this window
+    try:
+        await other.merge_histories("alpha", {"2": points(*range(1, 32))})
+        fresh = make_store(store.prefix)
+        try:
+            again = await fresh.merge_histories("alpha", {"2": points(10, 11, loss=7.0)})
+        finally:
+            await fresh.aclose()
+    finally:
+        await other.aclose()
+    assert [p.step for p in again["2"]] == list(range(1, 12))
+    assert again["2"] == await store.load_history("alpha", "2")
+    # A merge repeating recent steps (nothing new) or adding later ones drops nothing.
+    same = await store.merge_histories("alpha", {"1": points(23, 24, loss=9.5)})
+    assert [p.step for p in same["1"]] == list(range(1, 25))
