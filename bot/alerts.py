@@ -77,7 +77,11 @@ def job_submitted(facts: JobFacts | None) -> str | None:
 
 def same_instance(episode: dict[str, Any], facts: JobFacts | None) -> bool:
     """False when the live job under the episode's id is provably another one: another
-    Kubernetes uid, or another SLURM submit time (both compared only where both are known)."""
+    Kubernetes uid, or another SLURM submit time (both compared only where both are known).
+
+    SLURM gives a requeued job (preempted with ``--requeue``, its node failed, ``scontrol
+    requeue``) a new submit time too, and counts the requeue (``restart_cnt``): a later submit
+    time with a requeue counted, under the episode's job name and user, is the same job."""
     if facts is None:
         return True
     if episode.get("uid") != job_uid(facts):
@@ -86,9 +90,15 @@ def same_instance(episode: dict[str, Any], facts: JobFacts | None) -> bool:
     if not submitted or now is None:
         return True
     try:
-        return datetime.fromisoformat(str(submitted)) == datetime.fromisoformat(now)
-    except ValueError:
+        before, after = datetime.fromisoformat(str(submitted)), datetime.fromisoformat(now)
+        if before == after:
+            return True
+        later = after > before
+    except (ValueError, TypeError):  # TypeError: one stamp without a zone
         return False
+    record = facts.record
+    return (later and record.restarts > 0 and episode.get("job_name") == record.name
+            and episode.get("user") == record.user)
 
 
 def episode_name(cluster: str, job_id: str, uid: str | None = None) -> str:
@@ -242,7 +252,8 @@ class Alerter:
             except StoreUnavailable as exc:
                 log.warning("alert claim kept; it expires by itself", error=str(exc))
             return False
-        record = {**record, "uid": uid, "submitted": job_submitted(live), "name": name}
+        record = {**record, "uid": uid, "submitted": job_submitted(live), "name": name,
+                  "job_name": detail.report.name}
         self._local[name] = record
         try:
             await self._store.put_doc(name, record, ttl_s=self._ttl(config))

@@ -293,7 +293,8 @@ async def _bind_offer(bot: Bot, config: Config, detail: JobDetail, channel: str,
     try:
         await bot.store.put_doc(offer_key(channel, ts),
                                 {"cluster": job.cluster, "job_id": job.job_id,
-                                 "uid": uid, "submitted": submitted},
+                                 "uid": uid, "submitted": submitted, "job_name": job.name,
+                                 "user": job.user},
                                 ttl_s=config.redis.expire_hours * 3600)
     except StoreUnavailable as exc:
         log.warning("deep-probe offer not bound to its run", error=str(exc))
@@ -322,7 +323,7 @@ async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: st
     # read as the owner's collapse alert already sent (which would then never be DMed).
     name = f"{episode_name(job.cluster, job.job_id, uid)}:deep-probe:{ts}"
     record = {"cluster": job.cluster, "job_id": job.job_id, "uid": uid,
-              "submitted": submitted, "name": name,
+              "submitted": submitted, "name": name, "job_name": job.name, "user": job.user,
               "state": "open", "kind": "deep-probe", "channel": channel, "ts": ts,
               "can_cancel": can_cancel, "last_step": job.step or 0,
               "deep_probe": job.deep_probe.model_dump(mode="json") if job.deep_probe else None,

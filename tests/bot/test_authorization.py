@@ -406,3 +406,35 @@ async def test_deep_probe_offer_whose_id_went_to_a_later_job_runs_nothing(
     assert "earlier job" in reply.params["text"]
     assert len(harness.slack.to("/api/chat.postMessage")) == 1
     assert ("UOPS", "stale") in await outcomes(harness)
+
+
+def requeued_at(result: SweepResult, when: datetime) -> SweepResult:
+    """``result`` with every SLURM job requeued once at ``when``: SLURM gives a requeued job
+    (preempted, its node failed, ``scontrol requeue``) a new submit time and counts it in
+    ``restart_cnt`` (seen on the real SLURM 22.05: SubmitTime moved, restart_cnt 1)."""
+    facts = tuple(c.model_copy(update={"jobs": tuple(
+        j.model_copy(update={"record": j.record.model_copy(
+            update={"submit_time": when, "restarts": j.record.restarts + 1})})
+        for j in c.jobs)}) for c in result.facts)
+    return SweepResult(report=result.report, details=result.details, facts=facts,
+                       started_at=result.started_at, duration_s=result.duration_s)
+
+
+async def test_a_requeued_job_is_still_the_alert_s_job(harness: Harness) -> None:
+    """The alerted job was requeued (preempted with --requeue): SLURM moved its submit time,
+    but it is the same job, its name and owner the alert's, its restart count up. The alert's
+    buttons still act on it (they were refused as 'the job running now is another one', so a
+    collapsing run could not be cancelled from its alert after a preemption); no second DM."""
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    make = harness.sweeper.make
+    harness.sweeper.make = lambda: submitted_at(make(), first)
+    assert await make_scheduler(harness.bot).tick()
+    alert = harness.alert_post()
+    harness.sweeper.make = lambda: requeued_at(make(), first + timedelta(minutes=40))
+    harness.clock.advance(1800)
+    assert await make_scheduler(harness.bot).tick()
+    assert harness.alert_post()["ts"] == alert["ts"]  # the same episode: no second DM
+    await harness.press_alert("cancel_salvage", user="UALICE")
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [("alpha", "4242")]
+    assert ("UALICE", "stale") not in await outcomes(harness)
