@@ -206,15 +206,20 @@ def _ran_after(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
     return _utc(candidate.start_time) >= _utc(record.end_time) - timedelta(seconds=1)
 
 
+NO_NODES = "None assigned"
+"""slurmdbd's node list of a job that never held a node (``sacct``)."""
+
+
 def _ran(record: SchedulerRecord) -> bool:
     """Whether an ended job ran. SLURM stamps a job cancelled while still pending (a
     dependant left ``DependencyNeverSatisfied``, one given up in the queue) or ended past its
     ``--deadline`` with that moment as its start too: its start is its end and it held no
-    node. Such a job never continued anything."""
+    node (squeue: none; sacct: slurmdbd's 'None assigned'). Such a job never continued
+    anything."""
     if record.start_time is None:
         return False
-    return bool(record.nodes) or record.end_time is None \
-        or _utc(record.start_time) < _utc(record.end_time)
+    held = bool(record.nodes) and record.nodes != NO_NODES
+    return held or record.end_time is None or _utc(record.start_time) < _utc(record.end_time)
 
 
 def _blocked(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:

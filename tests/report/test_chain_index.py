@@ -40,7 +40,8 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
     # whose start is its end and that held no node never ran: cancelled while pending)
     ran = [r for r in records if r.state not in chain._LIVE and r.job_id != record.job_id
            and r.start_time is not None
-           and (r.nodes or r.end_time is None or r.start_time < r.end_time)
+           and ((r.nodes and r.nodes != "None assigned") or r.end_time is None
+                or r.start_time < r.end_time)
            and chain._ran_after(record, r)]
     for r in ran:
         if r.job_id == remembered:

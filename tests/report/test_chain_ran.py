@@ -86,13 +86,31 @@ def _cancelled_pending(job_id: str, cancelled: timedelta, reason: str) -> JobFac
     return JobFacts(record=rec)
 
 
+def _cancelled_pending_sacct(job_id: str, cancelled: timedelta) -> JobFacts:
+    """The same dependant as ``sacct --json`` gives it (recent_hours): its node list is
+    slurmdbd's 'None assigned'."""
+    from probes.slurm.parse import record_from_squeue
+
+    at = int((NOW - cancelled).timestamp())
+    rec = record_from_squeue("alpha", {
+        "job_id": int(job_id), "name": "rl-ch3", "user": "alice", "nodes": "None assigned",
+        "state": {"current": "CANCELLED", "reason": "DependencyNeverSatisfied"},
+        "time": {"submission": int(LAUNCH.timestamp()), "eligible": 0, "start": at,
+                 "end": at, "limit": 1},
+        "working_directory": "/w/ch3", "stdout_expanded": f"/w/ch3/slurm-{job_id}.out"}, NOW)
+    assert rec is not None and rec.start_time == rec.end_time and rec.nodes == "None assigned"
+    return JobFacts(record=rec)
+
+
 def test_a_dependant_cancelled_before_it_started_is_no_successor() -> None:
     """The TIMEOUT's successor was cancelled while pending once the TIMEOUT had ended (left
     DependencyNeverSatisfied behind an afterok, or given up in the queue): SLURM stamps its
     start with the cancel time, after the TIMEOUT's end, yet it never ran. Nothing continued
     the run: no successor, failed (it read 'normal chain restart -> 3131 (ended)')."""
     m = timedelta(minutes=1)
-    for reason in ("DependencyNeverSatisfied", "Priority"):
-        rows = _rows(_attempt("3130", 9 * m, 8 * m), _cancelled_pending("3131", 5 * m, reason))
-        assert rows["3130"].successor is None, reason
-        assert rows["3130"].verdict == "failed", reason
+    for dependant in (_cancelled_pending("3131", 5 * m, "DependencyNeverSatisfied"),
+                      _cancelled_pending("3131", 5 * m, "Priority"),
+                      _cancelled_pending_sacct("3131", 5 * m)):
+        rows = _rows(_attempt("3130", 9 * m, 8 * m), dependant)
+        assert rows["3130"].successor is None, dependant.record
+        assert rows["3130"].verdict == "failed", dependant.record
