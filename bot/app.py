@@ -412,7 +412,7 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
         if not await respond(text=message.text, blocks=message.blocks,
                              response_type="ephemeral"):
             break
-    stem = f"{detail.report.cluster}-{query.job_id}"
+    stem = upload_stem(detail.report.cluster, query.job_id)
     if messages[-1].cut:
         text = await asyncio.to_thread(render_job_detail, detail, width=config.report.width)
         await upload_to_dm(bot, payload.user_id, content=text, filename=f"{stem}.txt",
@@ -444,6 +444,12 @@ async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes | str, filename
                 channel=channel, content=data, filename=filename,
                 title=title, initial_comment=comment,
             )
+
+
+def upload_stem(cluster: str, job_id: str) -> str:
+    """The name of a ``/job`` upload (``<cluster>-<id>``): a JobSet's id ``jobset/NAME``
+    written ``jobset_NAME``, so that no ``/`` reaches a file name."""
+    return f"{cluster}-{job_id}".replace("/", "_")
 
 
 async def scheduled_sweep(bot: Bot, interval: int) -> None:
