@@ -127,10 +127,12 @@ async def run_deep_probe(
                                runner_factory=runner_factory)
     if found is None:
         raise JobNotFoundError(f"no job {job_id} on cluster {cluster.name!r}")
-    facts, rollouts = found
+    facts, rollouts, related = found
     moment = now or datetime.now(UTC)
+    # Judged with the jobs read beside it, as ``jobtables job`` judges it (a chain restart's
+    # successor): the probe's row is the one the sweep shows.
     cluster_facts = ClusterFacts(name=cluster.name, kind=cluster.kind, status="ok",
-                                 collected_at=moment, jobs=(facts,))
+                                 collected_at=moment, jobs=(facts, *related))
     _, details = build_report([cluster_facts], settings=config.report_settings(), now=moment,
                               histories=None, memory=None)
     detail = details[(cluster.name, facts.record.job_id)].model_copy(

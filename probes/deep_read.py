@@ -1,9 +1,10 @@
 """The deep probe's read of one job: its row's facts and a bounded rollout sample.
 
-Policy: ONE runner (one SSH connection) serves the whole probe: ``SlurmProbe.collect_job``
-(squeue/sacct, the collector's log tail, checkpoints, trials) and then the rollout reader
-(``probes.remote.rollouts``, built by ``probes.remote.script.build_rollouts_script``) run over
-it, and it is closed once at the end. Where to read is data, never a command line: the
+Policy: ONE runner (one SSH connection) serves the whole probe: ``SlurmProbe.collect_one``
+(squeue/sacct, the collector's log tail, checkpoints, trials, and for a TIMEOUT or COMPLETED
+job its user's jobs, the successor candidates ``jobtables job`` reads too) and then the
+rollout reader (``probes.remote.rollouts``, built by ``probes.remote.script.build_rollouts_script``)
+run over it, and it is closed once at the end. Where to read is data, never a command line: the
 trial tree the row counted (a trials dir the run's log names, found by the collector, alone;
 else the cluster's ``trial_roots``), the configured rollout/validation dump directories
 (placeholders ``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the
@@ -11,7 +12,7 @@ log (``Dumped generations to ...``; a relative one is taken relative to the job'
 one outside the workdir is not read: the log is the job's own text). A reader that fails (no
 ``python3``, unreadable answer) leaves the probe with what the log printed; it is reported in
 ``skipped``, never raised. The job's log tail is read whole
-(``collect_job(whole_tail=True)``) for the completions and timings it printed, then cut to
+(``collect_one(whole_tail=True)``) for the completions and timings it printed, then cut to
 the bounded excerpts every job keeps (``probes.logs.excerpt``) before the facts are returned.
 
 A Kubernetes job (:func:`read_k8s_job`) is read through the API as a sweep reads it, its log
@@ -112,15 +113,20 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
 async def read_job(
     cluster: SlurmCluster, job_id: str, plan: ReadPlan, *,
     aliases: Mapping[str, str] | None = None, runner_factory: RunnerFactory | None = None,
-) -> tuple[JobFacts, RolloutFacts] | None:
-    """The job's facts and its rollout sample (``None`` when SLURM does not know the job)."""
+) -> tuple[JobFacts, RolloutFacts, tuple[JobFacts, ...]] | None:
+    """The job's facts, its rollout sample and the jobs read beside it (``None`` when SLURM
+    does not know the job). Those are ``jobtables job``'s (``collect_one``): a TIMEOUT's or
+    COMPLETED run's successor candidates, records only, so the probe's row names the
+    successor the sweep names (read alone, a chain restart was 'no successor queued')."""
     runner = (runner_factory or make_runner)(cluster)
     try:
         shared = _Shared(runner)
         probe = SlurmProbe(cluster, aliases=aliases, runner_factory=lambda _c: shared)
-        facts = await probe.collect_job(job_id, whole_tail=True)  # rollout_facts parses it
-        if facts is None:
+        # rollout_facts parses the whole tail
+        found = await probe.collect_one(job_id, quiet=False, whole_tail=True)
+        if not found.jobs:
             return None
+        facts, related = found.jobs[0], tuple(found.jobs[1:])
         request, roles = rollout_request(facts, cluster, plan)
         res = await runner.run(["python3", "-"], stdin=build_rollouts_script(request),
                                check=False)
@@ -135,7 +141,7 @@ async def read_job(
         rollouts = rollouts.model_copy(update={"skipped": (*problems, *rollouts.skipped)})
     if log is not None:  # read whole for the rollouts; what the caller keeps is bounded
         facts = facts.model_copy(update={"log": retain(log, facts.summary)})
-    return facts, rollouts
+    return facts, rollouts, related
 
 
 K8S_UNREAD = ("Kubernetes: no trial tree or rollout dump is read (the probe has no filesystem "
@@ -144,11 +150,12 @@ K8S_UNREAD = ("Kubernetes: no trial tree or rollout dump is read (the probe has 
 
 async def read_k8s_job(
     cluster: KubernetesCluster, job_id: str, *, aliases: Mapping[str, str] | None = None,
-) -> tuple[JobFacts, RolloutFacts] | None:
-    """A Kubernetes job's facts and what its log printed of its rollouts (``None`` when the
-    namespace lists no such job): the completions TRL prints and the timing and length
-    series. Its pods' files are not reachable, so no trial or dump is read (``skipped``
-    says so). The client's errors are raised."""
+) -> tuple[JobFacts, RolloutFacts, tuple[JobFacts, ...]] | None:
+    """A Kubernetes job's facts (no job read beside it: a Job has no successor) and what its
+    log printed of its rollouts (``None`` when the namespace lists no such job): the
+    completions TRL prints and the timing and length series. Its pods' files are not
+    reachable, so no trial or dump is read (``skipped`` says so). The client's errors are
+    raised."""
     from probes.kubernetes.probe import KubernetesProbe
 
     probe = KubernetesProbe(cluster, aliases=aliases)
@@ -166,7 +173,7 @@ async def read_k8s_job(
         update={"skipped": (*_unread_log(log), K8S_UNREAD, *rollouts.skipped)})
     if log is not None:  # read whole for the rollouts; what the caller keeps is bounded
         facts = facts.model_copy(update={"log": retain(log, facts.summary)})
-    return facts, rollouts
+    return facts, rollouts, ()
 
 
 def _unread_log(log: LogFetch | None) -> tuple[str, ...]:

@@ -40,8 +40,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
 
     async def read_job(cluster: Any, job_id: str, plan: Any, **_: Any
-                       ) -> tuple[JobFacts, RolloutFacts]:
-        return _facts(names[0]), RolloutFacts(log_path="/w/4242.out", trials=_ERRORED)
+                       ) -> tuple[JobFacts, RolloutFacts, tuple[JobFacts, ...]]:
+        return _facts(names[0]), RolloutFacts(log_path="/w/4242.out", trials=_ERRORED), ()
 
     monkeypatch.setattr(probes.deep_read, "read_job", read_job)
     return names

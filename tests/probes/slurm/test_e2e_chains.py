@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.config import Config
+from bot.deep_probe import run_deep_probe
 from probes.models import ClusterFacts, JobState, SchedulerRecord
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import SshRunner
@@ -57,6 +59,8 @@ class Chains:
     rows: dict[str, JobReport]
     one: JobReport
     """The moved restart's predecessor as ``jobtables job`` reads it (``collect_one``)."""
+    probed: JobReport
+    """The renamed resume's predecessor as ``jobtables probe`` reads it (``run_deep_probe``)."""
 
     def record(self, key: str) -> SchedulerRecord:
         return next(j.record for j in self.facts.jobs if j.record.job_id == self.ids[key])
@@ -117,8 +121,10 @@ def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Cha
         rows = {j.job_id: j for j in report.jobs}
         one_facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect_one(ids["moved_pred"]))
         one, _ = build_report([one_facts], settings=ReportSettings(), now=datetime.now(UTC))
+        probed = asyncio.run(run_deep_probe(Config(clusters=(slurm_env.cluster(),)), None,
+                                            ids["resume_pred"]))
         yield Chains(ids, facts, {key: rows[job_id] for key, job_id in ids.items()},
-                     next(j for j in one.jobs if j.job_id == ids["moved_pred"]))
+                     next(j for j in one.jobs if j.job_id == ids["moved_pred"]), probed.report)
     finally:  # not left running (the successors sleep) into the modules after this one
         asyncio.run(_cleanup(slurm_env, ids, walltime_chains.run_dir))
 
@@ -162,6 +168,18 @@ def test_restart_in_another_workdir_is_found_by_its_eligible_time(chains: Chains
     for row in (chains.rows["moved_pred"], chains.one):
         assert "chain-restart" in row.flags and row.verdict == "restarting"
         assert row.successor == chains.ids["moved_succ"]
+
+
+def test_the_deep_probe_row_names_the_successor_the_sweep_names(chains: Chains) -> None:
+    """``jobtables probe`` on a TIMEOUT whose afterany restart runs read it alone: 'Walltime
+    TIMEOUT; no successor queued', verdict failed and a diagnose recommendation, while the
+    sweep and ``jobtables job`` said chain-restart -> the successor (seen replaying a verl
+    chain on the real cluster). The probe's row is the sweep's row."""
+    sweep, probed = chains.rows["resume_pred"], chains.probed
+    assert probed.deep_probe is not None
+    assert "chain-restart" in probed.flags and probed.verdict == "restarting"
+    assert probed.successor == sweep.successor == chains.ids["resume_succ"]
+    assert probed.trend == sweep.trend
 
 
 def test_attempts_appending_to_one_log_each_read_their_own_part(chains: Chains) -> None:
