@@ -6,16 +6,17 @@ Policy: at most TWO remote commands, both the collector (``python3 -``, script o
    collector (argvs, no shell); ``sacct --json -X -j ID`` runs there too, but only when squeue
    printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
    queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
-2. The job's files (log tail, listings, trees) through the same collector request a sweep
-   uses, and, only for a TIMEOUT or COMPLETED job, the successor query: ``squeue -t all -u
-   USER`` for the job's own user (a COMPLETED run whose trainer stopped itself ahead of the
-   walltime is a chain restart too, ``report.planned_stop``, which only its log, read in the
-   same command, tells). Every successor rule in ``report.chain`` looks at a job of the same
-   user (its ``afterany`` dependency, or the same name/user/workdir), live, or ended after
-   having started once the job ended (a restart that already ran), so the jobs SLURM holds
-   of that user are a bounded set that still holds any successor. A
-   PENDING job has no files, and a job that is neither started nor TIMEOUT costs one command
-   only.
+2. The job's files (log tail, listings, trees) through the same collector request a sweep uses, and,
+   for a RUNNING job, its user's jobs (``squeue -t all -u USER``: its earlier attempts, which decide
+   whether it is a first launch to deep-probe as they do in a sweep), and for a TIMEOUT or COMPLETED
+   job the successor query: the same ``squeue -t all -u USER`` (with each job's eligible time) for
+   the job's own user (a COMPLETED run whose trainer stopped itself ahead of the walltime is a chain
+   restart too, ``report.planned_stop``, which only its log, read in the same command, tells). Every
+   successor rule in ``report.chain`` looks at a job of the same user (its ``afterany`` dependency,
+   or the same name/user/workdir), live, or ended after having started once the job ended (a restart
+   that already ran), so the jobs SLURM holds of that user are a bounded set that still holds any
+   successor. A PENDING job has no files, and a job that is neither started nor TIMEOUT costs one
+   command only.
 
 Records are read by the sweep's forgery-proof parsers (nonce-delimited squeue, scontrol read
 with what squeue said). A hetjob component ``123+1`` keeps the id squeue prints for it;
@@ -178,18 +179,21 @@ def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
                     now: datetime) -> tuple[dict[str, Any], list[SchedulerRecord]]:
-    """Command 2 (when needed): the job's files and, for a TIMEOUT or COMPLETED job, the
-    jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
-    restart that already ran being the successor too, ``report.chain``)."""
+    """Command 2 (when needed): the job's files and, for a TIMEOUT, COMPLETED or RUNNING job,
+    the jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
+    restart that already ran being the successor too, ``report.chain``; a running run's
+    earlier attempts, ``report.fingerprint``)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
-    if record.state in _CHAINED and record.user and _USER.match(record.user):
+    if record.state in _RELATED and record.user and _USER.match(record.user):
         selection = ("-t", "all", "-u", record.user)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
-        # squeue -o has no eligible time; -O has, beside the id only (no user text to forge).
-        commands.append({"argv": ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", *selection,
-                                  "-O", "JobID:64,EligibleTime:24"]})
+        if record.state in _CHAINED:
+            # squeue -o has no eligible time; -O has, beside the id only (no user text to
+            # forge).
+            commands.append({"argv": ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h",
+                                      *selection, "-O", "JobID:64,EligibleTime:24"]})
     if not started and not commands:
         return {}, []
     texts, collected, _ = await _scheduler(runner, cluster, commands, started)
@@ -203,6 +207,10 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
 
 _CHAINED = frozenset({JobState.TIMEOUT, JobState.COMPLETED})
 """The ended states a chain successor may continue (``report.chain.chain_link``)."""
+_RELATED = _CHAINED | {JobState.RUNNING}
+"""States whose row reads the user's other jobs: a chain's successor candidates, and a running
+run's earlier attempts (same name stem, or the chain predecessor it restarts), which stand in
+for memory in the first-launch rule (``report.fingerprint``) as they do in the sweep."""
 _ELIGIBLE_LINE = re.compile(r"^\s*(\d+(?:_\d+)?)\s+(\d+)\s*$", re.MULTILINE)
 
 

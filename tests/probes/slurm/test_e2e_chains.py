@@ -48,6 +48,11 @@ SHARED_SUCC = ("#!/bin/bash\necho 'Resuming from checkpoint checkpoint-6'\n"
                "echo 'Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.2it/s]'\n"
                "sleep 600\n")
 """Its restart, appending to the same log: bring-up, no step of its own yet."""
+VERL = ("#!/bin/bash\necho '(TaskRunner pid=7) Total training steps: 100'\n"
+        "for i in 1 2 3; do echo \"(TaskRunner pid=7) step:$i - actor/entropy:0.5$i - "
+        "actor/pg_loss:-0.004 - actor/grad_norm:0.2$i - critic/score/mean:0.4$i - "
+        "response_length/mean:800.0 - training/global_step:$i\"; done\nsleep 600\n")
+"""A verl attempt that logged three steps (no checkpoint: its restart starts over)."""
 
 
 @dataclass
@@ -61,6 +66,8 @@ class Chains:
     """The moved restart's predecessor as ``jobtables job`` reads it (``collect_one``)."""
     probed: JobReport
     """The renamed resume's predecessor as ``jobtables probe`` reads it (``run_deep_probe``)."""
+    rerun: JobReport
+    """The verl restart as ``jobtables job`` reads it (``collect_one``)."""
 
     def record(self, key: str) -> SchedulerRecord:
         return next(j.record for j in self.facts.jobs if j.record.job_id == self.ids[key])
@@ -72,8 +79,10 @@ async def submit_chains(env: SlurmEnv, run_dir: str, ids: dict[str, str]) -> Non
     runner = SshRunner(env.cluster())
     try:
         await runner.run(["mkdir", "-p", f"{run_dir}/ok", f"{run_dir}/resume/logs",
-                          f"{run_dir}/moved1", f"{run_dir}/moved2", f"{run_dir}/shared"])
-        for script, body in (("job", BODY), ("pred", SHARED_PRED), ("succ", SHARED_SUCC)):
+                          f"{run_dir}/moved1", f"{run_dir}/moved2", f"{run_dir}/shared",
+                          f"{run_dir}/rerun"])
+        for script, body in (("job", BODY), ("pred", SHARED_PRED), ("succ", SHARED_SUCC),
+                             ("verl", VERL)):
             await runner.run(["sh", "-c", f"cat > {run_dir}/{script}.sbatch"], stdin=body)
         shared = ["-o", f"{run_dir}/shared/train.log", "--open-mode=append"]
         jobs = [
@@ -88,10 +97,13 @@ async def submit_chains(env: SlurmEnv, run_dir: str, ids: dict[str, str]) -> Non
             ("shared_pred", f"sft-shared-{tag}", "shared", ["--time=1", *shared]),
             ("shared_succ", f"sft-shared-{tag}", "shared",
              ["--dependency=afterany:{shared_pred}", *shared]),
+            ("rerun_pred", f"rl-rerun-{tag}", "rerun", ["--time=1"]),
+            ("rerun_succ", f"rl-rerun-{tag}", "rerun", ["--dependency=afterany:{rerun_pred}"]),
         ]
         for key, name, sub, extra in jobs:
             workdir = f"{run_dir}/{sub}"
-            script = key.split("_")[1] if sub == "shared" else "job"
+            script = (key.split("_")[1] if sub == "shared" else
+                      "verl" if sub == "rerun" else "job")
             output = ([] if sub == "shared" else
                       ["-o", f"{workdir}/logs/train_%j.log" if sub == "resume" else
                        f"{workdir}/slurm-%j.out"])
@@ -109,12 +121,14 @@ def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Cha
     TIMEOUTs are done and the resume runs, then swept once."""
     ids = walltime_chains.ids
     try:
-        end_now([ids[key] for key in ("ok_pred", "resume_pred", "moved_pred", "shared_pred")])
+        end_now([ids[key] for key in ("ok_pred", "resume_pred", "moved_pred", "shared_pred",
+                                      "rerun_pred")])
         asyncio.run(_wait_for(slurm_env, ids, {
             "ok_pred": {JobState.TIMEOUT}, "resume_pred": {JobState.TIMEOUT},
             "resume_succ": {JobState.RUNNING}, "ok_succ": {JobState.PENDING},
             "moved_pred": {JobState.TIMEOUT}, "moved_succ": {JobState.RUNNING},
             "shared_pred": {JobState.TIMEOUT}, "shared_succ": {JobState.RUNNING},
+            "rerun_pred": {JobState.TIMEOUT}, "rerun_succ": {JobState.RUNNING},
         }, bound_s=240, settle_s=2))
         facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
         report, _ = build_report([facts], settings=ReportSettings(), now=datetime.now(UTC))
@@ -123,8 +137,11 @@ def chains(slurm_env: SlurmEnv, walltime_chains: WalltimeChains) -> Iterator[Cha
         one, _ = build_report([one_facts], settings=ReportSettings(), now=datetime.now(UTC))
         probed = asyncio.run(run_deep_probe(Config(clusters=(slurm_env.cluster(),)), None,
                                             ids["resume_pred"]))
+        rerun_facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect_one(ids["rerun_succ"]))
+        rerun, _ = build_report([rerun_facts], settings=ReportSettings(), now=datetime.now(UTC))
         yield Chains(ids, facts, {key: rows[job_id] for key, job_id in ids.items()},
-                     next(j for j in one.jobs if j.job_id == ids["moved_pred"]), probed.report)
+                     next(j for j in one.jobs if j.job_id == ids["moved_pred"]), probed.report,
+                     next(j for j in rerun.jobs if j.job_id == ids["rerun_succ"]))
     finally:  # not left running (the successors sleep) into the modules after this one
         asyncio.run(_cleanup(slurm_env, ids, walltime_chains.run_dir))
 
@@ -180,6 +197,18 @@ def test_the_deep_probe_row_names_the_successor_the_sweep_names(chains: Chains) 
     assert "chain-restart" in probed.flags and probed.verdict == "restarting"
     assert probed.successor == sweep.successor == chains.ids["resume_succ"]
     assert probed.trend == sweep.trend
+
+
+def test_a_running_restart_is_no_first_launch_in_the_job_view_either(chains: Chains) -> None:
+    """A verl run's afterany restart (same name and workdir, started over at step 1: no
+    checkpoint) is no first launch in the sweep, whose earlier attempt stands in for memory;
+    ``jobtables job`` on it read it alone and flagged it deep-probe ('first launch, still in
+    its first steps', recommendation deep_probe): two answers for one job."""
+    sweep, one = chains.rows["rerun_succ"], chains.rerun
+    assert sweep.state is JobState.RUNNING and sweep.step == one.step == 3
+    assert "deep-probe" not in sweep.flags
+    assert sorted(one.flags) == sorted(sweep.flags) and one.verdict == sweep.verdict
+    assert one.trend == sweep.trend and one.recommendation == sweep.recommendation
 
 
 def test_attempts_appending_to_one_log_each_read_their_own_part(chains: Chains) -> None:
