@@ -193,13 +193,16 @@ class RedisStore:
         return (await self.merge_histories(cluster, {job_id: points}))[job_id]
 
     async def merge_histories(
-        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]]
+        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
+        newest: Mapping[str, int] | None = None,
     ) -> dict[str, list[MetricPoint]]:
         """:meth:`merge_history` for every job of a sweep in one pipeline: one round trip and
         O(jobs) commands whatever the number of jobs and points, and bytes that grow with the
         new points only (``bot.store_windows``): a window this process knows is checked, not
         read; one more round trip reads back the windows it does not know or that Redis
-        changed behind it.
+        changed behind it. ``newest``: per job, its log's newest step where ``batch`` holds
+        only the points that changed (a window above it is a rewound run's: see
+        ``bot.store_windows``); by default the batch's own.
 
         Not a transaction: each job's commands run in order, and a replica merging the same
         step at the same time writes the same value, so interleaving is harmless; a retry
@@ -208,7 +211,8 @@ class RedisStore:
         """
         windows = self.windows
         plans = [windows.plan(cluster, job_id, self.key("window", cluster, job_id),
-                              self.key("window-rev", cluster, job_id), points)
+                              self.key("window-rev", cluster, job_id), points,
+                              newest=(newest or {}).get(job_id))
                  for job_id, points in batch.items()]
         out: dict[str, list[MetricPoint]] = {}
         try:

@@ -19,9 +19,12 @@ atomic, a chunk at a time, so Redis serves others between chunks).
 So a warm sweep of n jobs costs one round trip and O(n) commands, and its bytes grow with
 the new points only, not with the windows.
 
-A merge whose newest step is below the window's newest is a run that rewound (requeued, or
-restarted from a checkpoint, logging its steps again from there): every kept step from the
-merge's first one on is stale and dropped, in Redis and in memory alike.
+A merge whose log's newest step is below the window's newest is a run that rewound (requeued,
+or restarted from a checkpoint, logging its steps again from there): every kept step from the
+merge's first new one on is stale and dropped, in Redis and in memory alike. The log's newest
+step is the caller's (``newest``: the whole summary's, not only the points that changed since
+the last merge: a point of an older step that changed, such as prime-rl's trainer line for
+step N after its orchestrator's for N+1, is no rewind); by default the new points' newest.
 
 What is kept: the points themselves, by step; the points a merge writes are the caller's own
 objects (the sweep's log summary), so the history a sweep judges and keeps shares them with
@@ -47,9 +50,9 @@ from probes.models import MetricPoint
 MERGE_LUA = """
 -- KEYS: per job, its window (ZSET step -> point JSON) and its revision (STRING).
 -- ARGV: window length, expiry (ms), then per job: the token to set, "1" to answer the window's
--- members (else its count), the newest and the first new step ("" with no new point), the
--- number of runs and each run's first and last step, the number of new points and each one's
--- step and JSON.
+-- members (else its count), the log's newest step and the first new step ("" with no new
+-- point), the number of runs and each run's first and last step, the number of new points
+-- and each one's step and JSON.
 -- Answers per job {the revision's previous value (nil: none), the members or the count}.
 local cap, px = tonumber(ARGV[1]), ARGV[2]
 local out, a = {}, 3
@@ -136,14 +139,17 @@ Window = tuple[MetricPoint, ...]
 where a dict by step took 9 KB)."""
 
 
-def _merged(window: Window, latest: dict[int, MetricPoint], cap: int) -> Window:
+def _merged(window: Window, latest: dict[int, MetricPoint], cap: int,
+            newest: int | None = None) -> Window:
     """``window`` with ``latest`` merged in (a new point replaces its step's), in step order,
-    only its last ``cap`` steps (as ZREMRANGEBYRANK trims)."""
+    only its last ``cap`` steps (as ZREMRANGEBYRANK trims); ``newest``: the log's newest step
+    (by default ``latest``'s)."""
     if cap <= 0:
         return ()
     if not latest:
         return window[-cap:]
-    if window and max(latest) < window[-1].step:  # a rewound run: its later steps are stale
+    top = max(latest) if newest is None else newest
+    if window and top < window[-1].step:  # a rewound run: its later steps are stale
         floor = min(latest)
         window = tuple(point for point in window if point.step < floor)
     if not window or min(latest) > window[-1].step:  # a log's new steps: appended
@@ -164,6 +170,8 @@ class _Plan:
     """The new points by step (a later one for a step wins)."""
     expected: Window | None
     """The window after the merge as this process knows it (``None``: not known, read it)."""
+    newest: int | None = None
+    """The log's newest step (``None``: ``latest``'s)."""
     rev: str = ""
     """The token this process's window has (its last merge's)."""
     token: str = ""
@@ -187,23 +195,25 @@ class WindowCache:
         """Windows read back whole so far (a process's first sweep, or a mismatch)."""
 
     def plan(self, cluster: str, job_id: str, key: str, rev_key: str,
-             points: Sequence[MetricPoint]) -> _Plan:
+             points: Sequence[MetricPoint], *, newest: int | None = None) -> _Plan:
+        """``newest``: the log's newest step, where ``points`` are only the changed ones."""
         latest = {point.step: point for point in points}  # the later wins
         self._merges += 1
         token = f"{self._process}-{self._merges}"
         known = self._windows.get((cluster, job_id))
         if known is None:
-            return _Plan(job_id, key, rev_key, latest, None, token=token)
+            return _Plan(job_id, key, rev_key, latest, None, newest, token=token)
         rev, window = known
-        return _Plan(job_id, key, rev_key, latest, _merged(window, latest, self.window_len),
-                     rev, token)
+        return _Plan(job_id, key, rev_key, latest,
+                     _merged(window, latest, self.window_len, newest), newest, rev, token)
 
     def arguments(self, plan: _Plan) -> list[str | int | float]:
         """``plan``'s part of :data:`MERGE_LUA`'s ARGV (its keys are ``plan.key`` and
         ``plan.rev_key``)."""
         spans = runs(sorted(plan.latest))
-        edges: list[str | int | float] = (
-            [max(plan.latest), min(plan.latest)] if plan.latest else ["", ""])
+        edges: list[str | int | float] = ["", ""]
+        if plan.latest:
+            edges = [max(plan.latest) if plan.newest is None else plan.newest, min(plan.latest)]
         out: list[str | int | float] = [plan.token, 1 if plan.expected is None else 0,
                                         *edges, len(spans)]
         for lo, hi in spans:  # steps are whole: exactly those go

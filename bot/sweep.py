@@ -179,6 +179,7 @@ class SweepState(Protocol):
     ) -> list[MetricPoint]: ...
     async def merge_histories(
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
+        newest: Mapping[str, int] | None = None,
     ) -> dict[str, list[MetricPoint]]: ...
     async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
@@ -406,7 +407,10 @@ class Sweeper:
                     self._merged = {k: v for k, v in self._merged.items()
                                     if k[0] != cluster.name or k[1] in points}
                 batch = {j: self._unmerged(cluster.name, j, p) for j, p in points.items()}
-                merged = await self._state.merge_histories(cluster.name, batch)
+                # The log's newest step, not the changed points' (a rewound run's is below the
+                # window's: its later steps go; an older step's point that changed is none).
+                newest = {j: max(p.step for p in ps) for j, ps in points.items() if ps}
+                merged = await self._state.merge_histories(cluster.name, batch, newest)
                 for j, window in merged.items():
                     histories[cluster.name, j] = window
                     self._remember(cluster.name, j, points[j], window)

@@ -7,6 +7,7 @@ replacement of a repeated step, same cap), and the Sweeper must use it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from bot.config import Config
 from bot.store import RedisStore
@@ -141,3 +142,103 @@ async def test_job_chart_of_unanchored_steps_keeps_its_own_points(store: RedisSt
     assert detail.steps_unanchored
     bot = SimpleNamespace(store=store)  # whole_window reads only the bot's store
     assert await whole_window(bot, detail) is detail  # type: ignore[arg-type]
+
+
+async def test_a_changed_older_point_is_no_rewind(store: RedisStore) -> None:
+    """prime-rl's orchestrator logs ``Step N+1 | ... Reward`` before its trainer logs ``Step N
+    | ... Loss`` into the same log (``MetricScan._on_pipe_step`` adds the trainer's to the
+    step's point). A sweep between the two lines merged steps 1-3; the next one's only changed
+    point was step 2 (the trainer's values added): a merge whose newest point was below the
+    window's newest was taken for a rewound run, so step 3, still in the log, was dropped from
+    Redis and the window (back at the sweep after, the row's step going 3, 2, 3). The log's
+    newest step, not the changed points', tells a rewind (review of 4d043cf)."""
+    from pathlib import Path
+
+    from bot.sweep import Sweeper
+    from probes.logs.incremental import parse_increment
+    from probes.models import ClusterFacts
+    from tests.report.factories import facts, record
+
+    def no_config() -> Config:
+        raise AssertionError("no sweep runs here")
+
+    sweeper = Sweeper(no_config, state=store)
+    log = Path(__file__).parents[1] / "fixtures" / "prime-rl-rebuilt" / "rl_job.log"
+    lines = log.read_bytes().splitlines(keepends=True)
+    orchestrator = next(i for i, line in enumerate(lines) if b"Step 3 |" in line)
+    assert b"Step 2 |" in lines[orchestrator + 1] and b"Loss" in lines[orchestrator + 1]
+
+    async def sweep(points: Sequence[MetricPoint]) -> list[int]:
+        from datetime import UTC, datetime
+
+        job = facts(record("rl-x", "7", cluster="alpha"), points)
+        cluster = ClusterFacts(name="alpha", kind="slurm", status="ok",
+                               collected_at=datetime.now(UTC), jobs=(job,))
+        histories, degraded = await sweeper._histories((cluster,), None)
+        assert degraded is None and histories is not None
+        return [p.step for p in histories["alpha", "7"]]
+
+    first, carry = parse_increment(None, b"".join(lines[:orchestrator + 1]))
+    assert await sweep(first.points) == [1, 2, 3]
+    trainer, _ = parse_increment(carry, lines[orchestrator + 1])
+    assert [p.step for p in trainer.points] == [1, 2, 3]
+    assert await sweep(trainer.points) == [1, 2, 3]
+    stored = await store.load_history("alpha", "7")
+    assert [p.step for p in stored] == [1, 2, 3]
+    assert "loss" in stored[1].values and "reward" in stored[1].values
+
+
+async def test_rewind_is_told_by_the_logs_newest_step(store: RedisStore) -> None:
+    """A merge of changed older points under a log whose newest step is the window's drops
+    nothing (an eval metric added to an older step, a sparse metric); a log whose newest step
+    is below the window's drops the stale steps; Redis and the in-memory window agree."""
+    await store.merge_histories("alpha", {"1": points(*range(1, 11))})
+    kept = await store.merge_histories("alpha", {"1": points(4, loss=0.5)}, {"1": 10})
+    assert [p.step for p in kept["1"]] == list(range(1, 11))
+    assert kept["1"][3].values["loss"] == 0.5
+    assert kept["1"] == await store.load_history("alpha", "1")
+    rewound = await store.merge_histories("alpha", {"1": points(6, loss=9.0)}, {"1": 6})
+    assert [p.step for p in rewound["1"]] == list(range(1, 7))
+    assert rewound["1"] == await store.load_history("alpha", "1")
+
+
+async def test_a_rewound_run_in_a_fresh_log_stays_rewound(store: RedisStore) -> None:
+    """A run restarted from its checkpoint into a fresh log (a requeue truncating its output, a
+    Kubernetes container restarted) logs verl's ``step:21`` on after the old log's
+    ``step:31``: its window drops the old run's 21-31 and keeps them dropped at the sweeps
+    after (one that sends nothing new, one that adds step 25)."""
+    from datetime import UTC, datetime
+
+    from bot.sweep import Sweeper
+    from probes.logs.incremental import parse_increment
+    from probes.models import ClusterFacts
+    from tests.report.factories import facts, record
+
+    def no_config() -> Config:
+        raise AssertionError("no sweep runs here")
+
+    def verl(steps: range, entropy: float) -> bytes:
+        return "".join(f"step:{s} - actor/entropy:{entropy:.3f} - critic/score/mean:0.500\n"
+                       for s in steps).encode()
+
+    sweeper = Sweeper(no_config, state=store)
+
+    async def sweep(points: Sequence[MetricPoint]) -> list[tuple[int, float]]:
+        job = facts(record("rl-x", "7", cluster="alpha"), points)
+        cluster = ClusterFacts(name="alpha", kind="slurm", status="ok",
+                               collected_at=datetime.now(UTC), jobs=(job,))
+        histories, degraded = await sweeper._histories((cluster,), None)
+        assert degraded is None and histories is not None
+        return [(p.step, p.values["entropy"]) for p in histories["alpha", "7"]]
+
+    old, _ = parse_increment(None, verl(range(1, 32), 1.0))
+    assert (await sweep(old.points))[-1] == (31, 1.0)
+    new, carry = parse_increment(None, verl(range(21, 25), 2.0))
+    for summary in (new, parse_increment(carry, b"Training Progress: 24/100\n")[0]):
+        window = await sweep(summary.points)
+        assert [s for s, _ in window] == list(range(1, 25)) and window[-1] == (24, 2.0)
+    later, _ = parse_increment(carry, verl(range(25, 26), 2.0))
+    window = await sweep(later.points)
+    assert [s for s, _ in window] == list(range(1, 26)) and window[-1] == (25, 2.0)
+    assert [(p.step, p.values["entropy"]) for p in
+            await store.load_history("alpha", "7")] == window

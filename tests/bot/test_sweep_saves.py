@@ -63,9 +63,10 @@ class GatedStore(RedisStore):
 
     async def merge_histories(self, cluster: str,
                               batch: Mapping[str, Sequence[MetricPoint]],
+                              newest: Mapping[str, int] | None = None,
                               ) -> dict[str, list[MetricPoint]]:
         self.merged.set()
-        return await super().merge_histories(cluster, batch)
+        return await super().merge_histories(cluster, batch, newest)
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
                               drop: Sequence[str] = (), renew: Sequence[str] = ()) -> None:
