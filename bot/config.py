@@ -368,7 +368,7 @@ class ConfigSource:
                     "config edit refused; the last good config stays in use", error=str(exc))
             self.error = str(exc)
             return self._current
-        self.error = None
+        self.error = self._told = None  # fixed: the same bad edit made again is told again
         return self._current
 
     def news(self) -> str | None:

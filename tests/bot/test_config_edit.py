@@ -80,3 +80,25 @@ async def test_the_channel_hears_of_a_refused_edit_once(
         assert len(told) == 2, told
         assert "&lt;!channel&gt; &amp;" in told[0] and "<!channel>" not in told[0]
         assert "other reason" in told[1]
+
+
+def test_the_same_bad_edit_made_again_after_a_fix_is_told_again(tmp_path: Path) -> None:
+    """A bad edit told, the file fixed, then the same bad edit made again (the same typo next
+    week): the channel is told again. Before, the reason last told was kept through the fix,
+    so the second refusal was never said (review of 093e4f0)."""
+    path = tmp_path / "jobtables.toml"
+    path.write_text(GOOD)
+    source = ConfigSource(lambda: load_config(path))
+    source.load()
+    path.write_text(GOOD + "recent_hours = -3\n")
+    source.load()
+    told = source.news()
+    assert told is not None and "recent_hours" in told
+    source.load()
+    assert source.news() is None  # once per reason
+    path.write_text(GOOD)
+    source.load()
+    assert source.error is None and source.news() is None
+    path.write_text(GOOD + "recent_hours = -3\n")
+    source.load()
+    assert source.news() == told
