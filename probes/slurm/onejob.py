@@ -7,8 +7,9 @@ Policy: at most TWO remote commands, both the collector (``python3 -``, script o
    printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
    queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
 2. The job's files (log tail, listings, trees) through the same collector request a sweep uses, and,
-   for a RUNNING job, its user's jobs (``squeue -t all -u USER``: its earlier attempts, which decide
-   whether it is a first launch to deep-probe as they do in a sweep), and for a TIMEOUT or COMPLETED
+   for a RUNNING job, its user's jobs of its name (``squeue -t all -u USER --name=NAME``: its
+   earlier attempts, which decide whether it is a first launch to deep-probe as they do in a
+   sweep; the run's attempts, not the user's whole queue), and for a TIMEOUT or COMPLETED
    job the successor query: the same ``squeue -t all -u USER`` (with each job's eligible time) for
    the job's own user (a COMPLETED run whose trainer stopped itself ahead of the walltime is a chain
    restart too, ``report.planned_stop``, which only its log, read in the same command, tells). Every
@@ -186,8 +187,12 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
-    if record.state in _RELATED and record.user and _USER.match(record.user):
-        selection = ("-t", "all", "-u", record.user)
+    if _lists_related(record):
+        selection: tuple[str, ...] = ("-t", "all", "-u", str(record.user))
+        if record.state not in _CHAINED:
+            # A running run's earlier attempts carry its name: the user's jobs of that name
+            # only, so the read costs the run's attempts, not the user's whole queue.
+            selection += (f"--name={record.name}",)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
         if record.state in _CHAINED:
             # squeue -o has no eligible time; -O has, beside the id only (no user text to
@@ -203,6 +208,17 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     live = [r.model_copy(update={"eligible_time": eligible[r.job_id]})
             if r.eligible_time is None and r.job_id in eligible else r for r in live]
     return collected, [r for r in live if r.job_id != record.job_id]
+
+
+def _lists_related(record: SchedulerRecord) -> bool:
+    """Whether command 2 lists the user's related jobs: a TIMEOUT or COMPLETED job's
+    successor candidates (all the user's jobs SLURM holds), a RUNNING job's earlier attempts
+    (the user's jobs of its name: a name squeue's ``--name`` list can hold, no comma)."""
+    if record.state not in _RELATED or not record.user or not _USER.match(record.user):
+        return False
+    name = record.name
+    return record.state in _CHAINED or (
+        bool(name) and "," not in name and name.isprintable() and len(name) <= 1024)
 
 
 _CHAINED = frozenset({JobState.TIMEOUT, JobState.COMPLETED})
