@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import shlex
 import socket
@@ -263,3 +264,53 @@ async def run_with_path(args: tuple[str, ...], stdin: str, first: Path) -> Comma
         stderr=asyncio.subprocess.PIPE, env=env)
     out, err = await proc.communicate(stdin.encode())
     return CommandResult(args, proc.returncode or 0, out.decode(), err.decode())
+
+
+class OwnLogins:
+    """The logins sshd accepted for this test's own connections: every ``asyncssh.connect``
+    made while it runs records its local port, and only the log's ``Accepted publickey ...
+    port N`` lines of those ports, written since the test began, count. Counting every line
+    of the shared sshd log also counted any other process's logins (another test run, an
+    operator's ``jobtables``)."""
+
+    _LINE = re.compile(r"Accepted publickey for \S+ from \S+ port (\d+)")
+
+    def __init__(self, env: SlurmEnv) -> None:
+        self.env = env
+        self.ports: set[int] = set()
+        self._start = env.sshd_log.stat().st_size
+        """The log's size when the test began: an earlier login from a port reused since is
+        no login of this test's."""
+
+    def count(self) -> int:
+        with self.env.sshd_log.open("rb") as log:
+            log.seek(self._start)
+            text = log.read().decode(errors="replace")
+        return sum(1 for port in self._LINE.findall(text) if int(port) in self.ports)
+
+    async def until(self, count: int) -> int:
+        """The count once it reaches ``count`` (sshd writes as it accepts; a few seconds at
+        most), or what it is after that."""
+        for _ in range(100):
+            if (seen := self.count()) >= count:
+                return seen
+            await asyncio.sleep(0.05)
+        return self.count()
+
+
+@pytest.fixture
+def own_logins(slurm_env: SlurmEnv, monkeypatch: pytest.MonkeyPatch) -> OwnLogins:
+    import asyncssh
+
+    logins = OwnLogins(slurm_env)
+    real = asyncssh.connect
+
+    async def connect(*args: Any, **kwargs: Any) -> Any:
+        conn = await real(*args, **kwargs)
+        sockname = conn.get_extra_info("sockname")
+        if sockname:
+            logins.ports.add(int(sockname[1]))
+        return conn
+
+    monkeypatch.setattr(asyncssh, "connect", connect)
+    return logins

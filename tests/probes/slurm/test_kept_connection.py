@@ -18,27 +18,14 @@ from bot.sweep import Sweeper
 from probes.errors import ProbeError, UnreachableError
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import KeptConnection, Runner, SshRunner, make_runner
-from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.conftest import OwnLogins, SlurmEnv
 
 
-def logins(env: SlurmEnv) -> int:
-    return env.sshd_log.read_text(errors="replace").count("Accepted publickey")
-
-
-async def until_logged(env: SlurmEnv, count: int) -> int:
-    """The sshd log's login count once it reaches ``count`` (sshd writes it as it accepts;
-    a few seconds at most), or what it is after that."""
-    for _ in range(100):
-        if (seen := logins(env)) >= count:
-            return seen
-        await asyncio.sleep(0.05)
-    return logins(env)
-
-
-async def test_a_bots_sweeps_share_one_connection(slurm_env: SlurmEnv) -> None:
+async def test_a_bots_sweeps_share_one_connection(slurm_env: SlurmEnv,
+                                                 own_logins: OwnLogins) -> None:
     """Three sweeps of a probe that keeps its connection: one login, and each sweep's facts
     as a one-shot probe's (same status, same commands); closing the probe closes it."""
-    before = logins(slurm_env)
+    before = own_logins.count()
     probe = SlurmProbe(slurm_env.cluster(), keep_connection=True)
     try:
         swept = [await probe.collect() for _ in range(3)]
@@ -49,12 +36,12 @@ async def test_a_bots_sweeps_share_one_connection(slurm_env: SlurmEnv) -> None:
         await probe.aclose()
     assert conn.is_closed()
     assert [f.status for f in swept] == ["ok"] * 3
-    assert await until_logged(slurm_env, before + 1) == before + 1
+    assert await own_logins.until(before + 1) == before + 1
     once = SlurmProbe(slurm_env.cluster())  # the CLI's: a connection per sweep, as before
     first, second = await once.collect(), await once.collect()
     assert (first.status, second.status) == ("ok", "ok")
     assert [first.round_trips, second.round_trips] == [f.round_trips for f in swept[:2]]
-    assert await until_logged(slurm_env, before + 3) == before + 3
+    assert await own_logins.until(before + 3) == before + 3
 
 
 async def test_a_kept_connection_the_server_dropped_is_replaced(slurm_env: SlurmEnv) -> None:
@@ -126,9 +113,10 @@ async def test_a_command_the_connection_lost_midway_is_not_sent_again(
         await kept.aclose()
 
 
-async def test_a_job_read_borrows_the_kept_connection(slurm_env: SlurmEnv) -> None:
+async def test_a_job_read_borrows_the_kept_connection(slurm_env: SlurmEnv,
+                                                    own_logins: OwnLogins) -> None:
     """``/job`` after a sweep (``collect_one``) goes over the sweep's connection: no login."""
-    before = logins(slurm_env)
+    before = own_logins.count()
     borrowed: list[bool] = []
 
     def runners(cluster: Any, **options: Any) -> Runner:
@@ -144,7 +132,7 @@ async def test_a_job_read_borrows_the_kept_connection(slurm_env: SlurmEnv) -> No
     finally:
         await probe.aclose()
     assert borrowed == [True, True]
-    assert await until_logged(slurm_env, before + 1) == before + 1
+    assert await own_logins.until(before + 1) == before + 1
 
 
 async def test_a_session_the_kept_connection_refuses_goes_on_a_connection_of_its_own(
