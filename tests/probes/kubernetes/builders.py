@@ -206,3 +206,20 @@ def make_jobset(
             ],
         },
     }
+
+
+def add_namesakes(standin: Any, log: str | None = None) -> None:
+    """A running Job ``rl-dup`` and a running JobSet of the same name, each with its pod (and
+    ``log`` as each pod's log, when given), in a ``KubeStandIn``."""
+    assert standin.jobsets is not None
+    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
+    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
+    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
+    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
+                                                owner_jobset="rl-dup")
+    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
+                                                  jobset="rl-dup", index=0,
+                                                  replicated_job=("workers", 0))
+    if log is not None:
+        standin.logs["rl-dup-0"] = log
+        standin.logs["rl-dup-workers-0-0"] = log

@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
+from tests.probes.kubernetes.builders import NOW, add_namesakes, make_job, make_jobset, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn
 
 VERL_LOG = "".join(
@@ -84,17 +84,7 @@ async def test_job_names_a_jobset_of_the_same_name(standin: KubeStandIn, tmp_pat
     NAME`` shows the Job, as before, and says the JobSet exists too and how to look at it.
     It showed the Job alone: the JobSet's run, in the sweep under the same id, was hidden
     from the one command that takes its name."""
-    assert standin.jobsets is not None
-    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
-    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
-    standin.logs["rl-dup-0"] = VERL_LOG
-    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
-    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
-                                                owner_jobset="rl-dup")
-    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
-                                                  jobset="rl-dup", index=0,
-                                                  replicated_job=("workers", 0))
-    standin.logs["rl-dup-workers-0-0"] = VERL_LOG
+    add_namesakes(standin, VERL_LOG)
     job = await _job(standin, tmp_path, "rl-dup")
     assert job["log_path"] == "pod/rl-dup-0"
     assert "a JobSet rl-dup exists too" in (job["note"] or ""), job["note"]
@@ -133,17 +123,7 @@ async def test_a_job_and_a_jobset_of_one_name_have_ids_of_their_own(
     id) for two runs, so ``jobtables job rl-dup`` could reach the Job only and the bot's
     per-job state (history, alerts, vanished tracking) mixed them. The JobSet's id is then
     kubectl's ``jobset/rl-dup``; ``jobtables job`` reaches each by the id the sweep shows."""
-    assert standin.jobsets is not None
-    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
-    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
-    standin.logs["rl-dup-0"] = VERL_LOG
-    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
-    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
-                                                owner_jobset="rl-dup")
-    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
-                                                  jobset="rl-dup", index=0,
-                                                  replicated_job=("workers", 0))
-    standin.logs["rl-dup-workers-0-0"] = VERL_LOG
+    add_namesakes(standin, VERL_LOG)
     kubeconfig = standin.write_kubeconfig(tmp_path / "kubeconfig")
     toml = tmp_path / "jobtables.toml"
     toml.write_text(f'[[clusters]]\nname = "beta"\nkind = "kubernetes"\n'

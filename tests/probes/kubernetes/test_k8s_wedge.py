@@ -15,7 +15,7 @@ from probes.kubernetes.probe import KubernetesProbe
 from probes.models import JobState
 from report.judge import build_report
 from report.settings import ReportSettings
-from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
+from tests.probes.kubernetes.builders import NOW, add_namesakes, make_job, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn
 
 
@@ -75,15 +75,7 @@ async def test_a_jobset_gone_beside_its_namesake_job_reads_vanished(
         standin: KubeStandIn, probe: KubernetesProbe) -> None:
     """A running JobSet deleted while a Job of its name stays: the JobSet vanished (the
     silent-wedge signature). Both had the id ``rl-dup``: the Job's presence hid the loss."""
-    assert standin.jobsets is not None
-    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
-    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
-    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
-    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
-                                                owner_jobset="rl-dup")
-    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
-                                                  jobset="rl-dup", index=0,
-                                                  replicated_job=("workers", 0))
+    add_namesakes(standin)
     first = await probe.collect()
     assert sorted(j.record.job_id for j in first.jobs) == ["jobset/rl-dup", "rl-dup"]
     del standin.jobsets["rl-dup"], standin.jobs["rl-dup-workers-0"]
@@ -98,15 +90,7 @@ async def test_a_jobsets_namesake_job_gone_is_one_vanished_row(
     """The running Job ``rl-dup`` deleted beside the JobSet ``jobset/rl-dup``: the Job reads
     vanished under its id, the JobSet keeps its id that sweep (no two rows of one id), and
     the next sweep it takes the bare name without reading vanished itself."""
-    assert standin.jobsets is not None
-    standin.jobs["rl-dup"] = make_job("rl-dup", active=1)
-    standin.pods["rl-dup-0"] = make_pod("rl-dup-0", "rl-dup")
-    standin.jobsets["rl-dup"] = make_jobset("rl-dup")
-    standin.jobs["rl-dup-workers-0"] = make_job("rl-dup-workers-0", active=1,
-                                                owner_jobset="rl-dup")
-    standin.pods["rl-dup-workers-0-0"] = make_pod("rl-dup-workers-0-0", "rl-dup-workers-0",
-                                                  jobset="rl-dup", index=0,
-                                                  replicated_job=("workers", 0))
+    add_namesakes(standin)
     await probe.collect()
     del standin.jobs["rl-dup"], standin.pods["rl-dup-0"]
     second = [j.record for j in (await probe.collect()).jobs]
