@@ -295,15 +295,14 @@ def redis_files(section: RedisSection) -> list[tuple[str, str]]:
 def redis_file_problems(section: RedisSection) -> list[str]:
     """One line per file of :func:`redis_files` that is not a regular file (a FIFO or a
     device would block the bot's event loop for ever)."""
-    from probes.local_files import check_regular
+    from probes.local_files import check_regular, refusal
 
     problems = []
     for key, path in redis_files(section):
         try:
             check_regular(str(Path(path).expanduser()))
         except (OSError, ValueError) as exc:
-            why = str(exc) if isinstance(exc, ValueError) else exc.strerror or type(exc).__name__
-            problems.append(f"[redis] {key} {path}: {why}")
+            problems.append(f"[redis] {key} {path}: {refusal(exc)}")
     return problems
 
 

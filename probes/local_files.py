@@ -47,3 +47,11 @@ def read_regular(path: str, limit: int = MAX_CREDENTIAL_BYTES) -> bytes:
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data
+
+
+def refusal(exc: OSError | ValueError) -> str:
+    """Why :func:`check_regular` or :func:`read_regular` refused a file, in a few words (the
+    OS's for an ``OSError``: ``No such file or directory``), never its content."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)

@@ -46,7 +46,7 @@ from kubernetes_asyncio.config.kube_config import (
 )
 
 from probes.config import NAMESPACE_NAME
-from probes.local_files import check_regular
+from probes.local_files import check_regular, refusal
 
 STDERR_CHARS = 300
 """The end of a failed plugin's stderr quoted in the error (its message is usually last)."""
@@ -153,8 +153,7 @@ def _check_file(path: str) -> None:
     try:
         check_regular(path)
     except (ValueError, OSError) as exc:
-        raise KubeconfigFileError(path, str(exc) if isinstance(exc, ValueError)
-                                  else exc.strerror or type(exc).__name__) from exc
+        raise KubeconfigFileError(path, refusal(exc)) from exc
 
 
 class _BoundedLoader(KubeConfigLoader):
@@ -199,8 +198,7 @@ class _BoundedLoader(KubeConfigLoader):
         try:
             check_regular(path)
         except (ValueError, OSError) as exc:
-            why = str(exc) if isinstance(exc, ValueError) else exc.strerror or type(exc).__name__
-            raise ConfigException(f"{name} {path}: {why}") from exc
+            raise ConfigException(f"{name} {path}: {refusal(exc)}") from exc
 
     async def load_gcp_token(self) -> str:
         self.waiting_on = "the GCP auth-provider token"

@@ -43,7 +43,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from probes.config import SlurmCluster
 from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
-from probes.local_files import read_regular
+from probes.local_files import read_regular, refusal
 
 _OQS = ("oqs", "liboqs")
 """The names asyncssh's import looks liboqs up by (``asyncssh.crypto.pq``, for sntrup761)."""
@@ -578,7 +578,7 @@ def _load_known_hosts(path: str, cluster: SlurmCluster) -> asyncssh.SSHKnownHost
     try:
         text = read_regular(path).decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        why = refusal(exc)
         raise HostKeyError(f"{reason}: {why} (host keys are always checked)") from exc
     try:
         return asyncssh.import_known_hosts(text)
@@ -612,7 +612,7 @@ def client_key(path: str, target: str) -> ClientKey:
     try:
         data = read_regular(path)
     except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        why = refusal(exc)
         raise AuthError(f"{target}: client key {path} unreadable: {why}") from exc
     try:
         key = asyncssh.import_private_key(data)
