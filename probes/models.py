@@ -306,6 +306,10 @@ class CheckpointListing(Frozen):
     """``global_step_N`` / ``checkpoint-N`` found under any root."""
     export_steps: tuple[int, ...] = ()
     """``exports/global_step_N`` (completion only for a finished run)."""
+    unreadable: tuple[str, ...] = ()
+    """``<directory>: <why>`` for each searched directory that exists but could not be read
+    (permission denied to the login account, a symlink not followed, a hung listing): steps
+    there are unknown, not absent."""
 
     @property
     def banked_step(self) -> int | None:

@@ -106,7 +106,7 @@ from report.pods import (
 )
 from report.rules import empty_log_rule
 from report.settings import ReportSettings
-from report.trend import shorten
+from report.trend import TREND_MAX, shorten
 
 _TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 TRAINING_BUCKETS: frozenset[Bucket] = frozenset(("rl", "sft"))
@@ -181,6 +181,7 @@ def judge_job(
         cleanup_rule(ctx, f, bucket)
     failure, repeats = _recurring_rule(ctx, f, memory)
     _no_kill_rule(ctx, f)
+    _unreadable_checkpoints_note(ctx, f)
     return _assemble(ctx, f, bucket, cluster_name_shown, (failure, repeats))
 
 
@@ -341,6 +342,33 @@ def _no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
         )))
 
 
+UNREADABLE_CHECKPOINTS = "; checkpoints unreadable"
+"""The Trend's end for a training run with no banked step whose checkpoint search met a
+directory it could not read: its steps are unknown, not absent (the note says where, why)."""
+
+
+def _unreadable_checkpoints_note(ctx: JudgeContext, f: Findings) -> None:
+    """Name the checkpoint directories that could not be read, and what that leaves unknown."""
+    listing = ctx.facts.checkpoints
+    if listing is None or not listing.unreadable:
+        return
+    left = ("no banked step known" if listing.banked_step is None
+            else f"banked step {listing.banked_step} found elsewhere; it may be higher")
+    f.notes.append(f"checkpoints unreadable ({left}): " + "; ".join(listing.unreadable))
+
+
+def _trend_text(f: Findings, facts: JobFacts) -> str:
+    """The settled Trend, ending with :data:`UNREADABLE_CHECKPOINTS` where that is why no
+    banked step is known (kept whole: the text before it is shortened instead)."""
+    listing = facts.checkpoints
+    if listing is None or not listing.unreadable or listing.banked_step is not None:
+        return shorten(f.settled_trend())
+    text = f.settled_trend()
+    if not text:
+        return UNREADABLE_CHECKPOINTS.removeprefix("; ").capitalize()
+    return shorten(text, TREND_MAX - len(UNREADABLE_CHECKPOINTS)) + UNREADABLE_CHECKPOINTS
+
+
 def _assemble(
     ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool,
     failures: tuple[FailureSignature | None, FailureSignature | None],
@@ -352,7 +380,7 @@ def _assemble(
         total_steps=f.total_steps,
         banked_step=facts.checkpoints.banked_step if facts.checkpoints else None,
         metrics=f.metrics, flags=f.flags, verdict=f.settled_verdict(),
-        trend=shorten(f.settled_trend()),
+        trend=_trend_text(f, facts),
         # A planned stop's link is looked for before its total is known: named if it held.
         successor=ctx.successor if "chain-restart" in f.flags else None,
         log_path=facts.log.path if facts.log else None,

@@ -192,6 +192,8 @@ def banking_rule(ctx: JudgeContext, f: Findings) -> None:
     banked = ctx.facts.checkpoints.banked_step
     if cadence is None or (banked is None and not saved):
         return
+    if banked is None and ctx.facts.checkpoints.unreadable:
+        return  # the steps on disk are unknown, not absent (the Trend says it)
     lag = f.step - (banked or 0)
     if lag > ctx.settings.thresholds.checkpoint_cadence_factor * cadence:
         f.verdict("warning")

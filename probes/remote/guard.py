@@ -142,6 +142,13 @@ def _masked(acl: list[tuple[int, int, int]], index: int, perm: int) -> int:
     return perm
 
 
+def _is_link(path: str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
 class Guard:
     """The read rules for one job: its owner's uid, a per-operation and a request deadline."""
 
@@ -170,13 +177,16 @@ class Guard:
             raise Refused(f"{path}: owner {self.user or '(none)'!r} unknown on this host:"
                           " not read")
         flags = _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
-        try:
-            with deadline(self._seconds(), f"open {path}"):
+        with deadline(self._seconds(), f"open {path}"):
+            try:
                 fd = os.open(path, flags, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise Refused(f"{path}: a symbolic link: not followed") from exc
-            raise
+            except OSError as exc:
+                # O_DIRECTORY on a symlink says ENOTDIR, not ELOOP: told apart by lstat (a
+                # checkpoint root linked to scratch is not "not a directory").
+                if exc.errno == errno.ELOOP or (directory and exc.errno == errno.ENOTDIR
+                                                and _is_link(path, dir_fd)):
+                    raise Refused(f"{path}: a symbolic link: not followed") from exc
+                raise
         try:
             self._check(fd, path, directory)
         except BaseException:

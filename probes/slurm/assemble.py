@@ -39,7 +39,7 @@ from probes.models import (
     SchedulerRecord,
     TrialTree,
 )
-from probes.slurm.checkpoints import build_listing
+from probes.slurm.checkpoints import build_listing, unreadable_dirs
 
 
 def job_facts(
@@ -137,14 +137,19 @@ def _utc(epoch: Any) -> datetime | None:
 
 
 def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:
+    """The banked steps found; a directory that could not be read is kept (its steps are
+    unknown, not absent: the report says why there is no banked step)."""
     listings = raw.get("listings") or {}
-    if not listings:
+    errors = raw.get("errors")
+    unreadable = unreadable_dirs(errors) if isinstance(errors, Mapping) else []
+    if not listings and not unreadable:
         return None
     return build_listing(
         listings,
         export_listings=raw.get("exports") or None,
         latest_markers=raw.get("markers") or None,
         logged=[d for d in raw.get("logged") or () if isinstance(d, str)],
+        unreadable=unreadable,
     )
 
 

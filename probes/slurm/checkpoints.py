@@ -67,6 +67,7 @@ def build_listing(
     export_listings: Mapping[str, Sequence[str]] | None = None,
     latest_markers: Mapping[str, str] | None = None,
     logged: Sequence[str] | None = None,
+    unreadable: Sequence[str] = (),
 ) -> CheckpointListing:
     """Combine per-root listings (root -> entry names) into one ``CheckpointListing``.
 
@@ -88,7 +89,32 @@ def build_listing(
         roots=tuple(listings),
         steps=tuple(sorted(steps)),
         export_steps=tuple(sorted(exports)),
+        unreadable=tuple(unreadable),
     )
+
+
+UNREADABLE_KEPT = 4
+"""Unreadable directories named per job at most (the first ones the search met)."""
+_ERRNO = re.compile(r"^\[Errno \d+\] (?P<why>[^:]*)(?::\s*'.*')?$", re.DOTALL)
+
+
+def unreadable_dirs(errors: Mapping[str, object]) -> list[str]:
+    """``<directory>: <why>`` for the collector's search errors (``probes.remote.tree``'s
+    ``errors``) that say a directory could not be read; a search cut at its visit cap is no
+    unreadable directory. ``os.open``'s ``[Errno 13] Permission denied: '<path>'`` is told as
+    ``Permission denied``; the guard's refusals already start with their path."""
+    out: list[str] = []
+    for path, raw in errors.items():
+        if not isinstance(path, str) or not isinstance(raw, str) or "search stopped" in raw:
+            continue
+        match = _ERRNO.match(raw)
+        why = match.group("why") if match else raw
+        if why.startswith(path + ":"):
+            why = why[len(path) + 1:].strip()
+        out.append(f"{path[:200]}: {why[:200]}")
+        if len(out) >= UNREADABLE_KEPT:
+            break
+    return out
 
 
 def read_checkpoints_local(roots: Sequence[str]) -> CheckpointListing:
