@@ -92,6 +92,19 @@ def _locked_job(lock: str, holder: dict[str, Any]) -> tuple[str, str, str | None
     return cluster, job_id, None
 
 
+def _another_job(cluster: str, job_id: str, facts: JobFacts | None) -> str:
+    """Why a press was refused because the job under its id is not the alert's: a requeue
+    (counted in the record) is said as a possibility, never taken as proof (a later job given
+    the id and requeued itself looks the same: ``bot.alerts.same_instance``)."""
+    text = (f"This alert was for an earlier job named {cluster}:{job_id}; the job under that id "
+            "now is another one")
+    if facts is not None and facts.record.restarts > 0 and facts.record.submit_time is not None:
+        text += (f" (submitted {facts.record.submit_time:%Y-%m-%d %H:%M:%S} UTC, requeued "
+                 f"{facts.record.restarts}x: SLURM's record cannot tell whether it is this "
+                 "alert's job requeued or a later job given its id)")
+    return f"{text}. Nothing was done; this attempt was logged."
+
+
 class Reply(Protocol):
     """Bolt's ``respond()`` as wrapped by :class:`bot.delivery.Responder`."""
 
@@ -175,9 +188,8 @@ class ActionHandler:
         if not same_instance(episode, facts):
             # A re-created Kubernetes Job (new uid), or a SLURM id given to a later job (new
             # submit time): the alert's job has ended, and a button acts only on its own job.
-            raise Refused("stale", f"This alert was for an earlier job named {cluster}:{job_id}; "
-                          "the job running now is another one. Nothing was done; this attempt "
-                          "was logged.", "uid changed" if episode.get("uid") != job_uid(facts)
+            raise Refused("stale", _another_job(cluster, job_id, facts),
+                          "uid changed" if episode.get("uid") != job_uid(facts)
                           else "submit time changed")
         allowed = facts is not None and may_press(config, cluster_cfg, facts.record,
                                                   press.action_id, press.user_id)

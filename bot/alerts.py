@@ -15,7 +15,8 @@ fails (``user_not_found``, ``not_in_channel``, 429 after retries), the alert goe
 ``slack.channel`` naming the owner; if that fails too the episode is not opened, so the next
 sweep tries again. An episode is keyed by cluster, job id and (Kubernetes) uid, so a Job
 re-created under the same name alerts again; a SLURM id given to a later job (another submit
-time) opens a new episode in the old one's place; the posted message (channel, ts) is indexed to its
+time, a requeue included: SLURM's record cannot tell the two apart) opens a new episode in
+the old one's place; the posted message (channel, ts) is indexed to its
 episode, which is what a button press is checked against. Buttons carry the job ref in
 ``value`` for readers, never as authority (``action_id`` is the same on every message). With
 ``no_kill``, or for an ``ablation-exempt`` / ``no-kill`` run, there is no cancel button: the
@@ -76,12 +77,16 @@ def job_submitted(facts: JobFacts | None) -> str | None:
 
 
 def same_instance(episode: dict[str, Any], facts: JobFacts | None) -> bool:
-    """False when the live job under the episode's id is provably another one: another
+    """False when the live job under the episode's id is not provably the episode's: another
     Kubernetes uid, or another SLURM submit time (both compared only where both are known).
 
     SLURM gives a requeued job (preempted with ``--requeue``, its node failed, ``scontrol
-    requeue``) a new submit time too, and counts the requeue (``restart_cnt``): a later submit
-    time with a requeue counted, under the episode's job name and user, is the same job."""
+    requeue``) a new submit time and counts the requeue (``restart_cnt``), but a later job given
+    the id (ids reset or wrapped) of the same name and user, requeued once itself, shows exactly
+    the same record: squeue and scontrol keep no first submit time, and a requeued log is
+    truncated. So another submit time is another job, whatever the restart count says: a
+    button acts only on the very job its alert was about, and a requeued run that still
+    collapses is alerted again, its new message bound to it (``Alerter``)."""
     if facts is None:
         return True
     if episode.get("uid") != job_uid(facts):
@@ -90,15 +95,9 @@ def same_instance(episode: dict[str, Any], facts: JobFacts | None) -> bool:
     if not submitted or now is None:
         return True
     try:
-        before, after = datetime.fromisoformat(str(submitted)), datetime.fromisoformat(now)
-        if before == after:
-            return True
-        later = after > before
+        return datetime.fromisoformat(str(submitted)) == datetime.fromisoformat(now)
     except (ValueError, TypeError):  # TypeError: one stamp without a zone
         return False
-    record = facts.record
-    return (later and record.restarts > 0 and episode.get("job_name") == record.name
-            and episode.get("user") == record.user)
 
 
 def episode_name(cluster: str, job_id: str, uid: str | None = None) -> str:

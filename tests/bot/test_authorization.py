@@ -420,21 +420,49 @@ def requeued_at(result: SweepResult, when: datetime) -> SweepResult:
                        started_at=result.started_at, duration_s=result.duration_s)
 
 
-async def test_a_requeued_job_is_still_the_alert_s_job(harness: Harness) -> None:
-    """The alerted job was requeued (preempted with --requeue): SLURM moved its submit time,
-    but it is the same job, its name and owner the alert's, its restart count up. The alert's
-    buttons still act on it (they were refused as 'the job running now is another one', so a
-    collapsing run could not be cancelled from its alert after a preemption); no second DM."""
+async def test_a_requeued_job_still_collapsing_is_alerted_again_and_only_its_new_buttons_act(
+        harness: Harness) -> None:
+    """The alerted job was requeued (preempted with --requeue): SLURM moved its submit time and
+    counted the requeue, which a later job given the id and requeued itself shows too, so the
+    old alert's cancel is refused, says why (a requeue or another job) and cancels nothing.
+    The run still collapsing gets a new DM bound to the job now under the id, whose cancel
+    acts on it: a collapsing run stays cancellable from Slack after a preemption."""
     first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     make = harness.sweeper.make
     harness.sweeper.make = lambda: submitted_at(make(), first)
     assert await make_scheduler(harness.bot).tick()
-    alert = harness.alert_post()
+    old = harness.alert_post()
     harness.sweeper.make = lambda: requeued_at(make(), first + timedelta(minutes=40))
+    _, hook = await harness.press("cancel_salvage", "alpha:4242", user="UALICE",
+                                  blocks=old["blocks"], channel=old["channel"], ts=old["ts"])
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    assert "requeued 1x" in reply.params["text"]
+    assert "Nothing was done" in reply.params["text"]
     harness.clock.advance(1800)
     assert await make_scheduler(harness.bot).tick()
-    assert harness.alert_post()["ts"] == alert["ts"]  # the same episode: no second DM
+    new = harness.alert_post()
+    assert new["ts"] != old["ts"]
     await harness.press_alert("cancel_salvage", user="UALICE")
     await harness.bot.tasks.drain()
     assert harness.sweeper.cancels == [("alpha", "4242")]
-    assert ("UALICE", "stale") not in await outcomes(harness)
+
+
+async def test_a_reused_id_that_was_itself_requeued_is_not_cancelled_from_the_old_alert(
+        harness: Harness) -> None:
+    """The alerted job ended; SLURM gave its id to a later job of the same name and owner,
+    which was requeued (restart_cnt 1, a submit time of its own). The old alert's cancel is
+    refused, says why, and cancels nothing (the requeue count under the alert's name and user
+    passed it off as the alert's job, so the press cancelled the later job)."""
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    make = harness.sweeper.make
+    harness.sweeper.make = lambda: submitted_at(make(), first)
+    assert await make_scheduler(harness.bot).tick()
+    harness.sweeper.make = lambda: requeued_at(make(), first + timedelta(hours=6))
+    hook = await harness.press_alert("cancel_salvage", user="UALICE")
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == []
+    assert "Nothing was done" in reply.params["text"]
+    assert ("UALICE", "stale") in await outcomes(harness)
