@@ -452,9 +452,11 @@ def upload_stem(cluster: str, job_id: str) -> str:
     return f"{cluster}-{job_id}".replace("/", "_")
 
 
-async def scheduled_sweep(bot: Bot, interval: int) -> None:
+async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bool:
     """Interval ``interval``'s sweep: follow-ups, the day's parent and thread, collapse DMs
-    (each told in the thread), job-end DMs, deep probes, reconcile.
+    (each told in the thread), job-end DMs, deep probes, reconcile. False when it should be
+    tried again soon (``bot.scheduler``; ``retry``: this is that try): a cluster could not be
+    read, Redis could not serve the history, or Slack refused a thread reply.
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert.
@@ -468,7 +470,7 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
     # outage neither silences a collapse nor doubles the channel thread (bot.lease).
     alone = bot.lease.fallback(interval) == "alone"
     lines = [] if alone else await bot.followups.process(result, config)
-    changes = None if alone else await bot.digest.publish(result, config, lines)
+    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry)
     told = []
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         if alone:
@@ -485,7 +487,9 @@ async def scheduled_sweep(bot: Bot, interval: int) -> None:
         await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
         await bot.actions.reconcile()
     log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
-             fallback=bot.lease.fallback(interval))
+             fallback=bot.lease.fallback(interval), retry=retry)
+    unread = [c.name for c in result.report.clusters if c.status == "unreachable"]
+    return not (unread or result.degraded or (changes is not None and bot.digest.undelivered))
 
 
 async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:
@@ -518,8 +522,8 @@ def make_scheduler(
     async def claim(interval: int, ttl_s: float) -> bool:
         return await claim_interval(bot, interval, ttl_s)
 
-    async def run(interval: int) -> None:
-        await scheduled_sweep(bot, interval)
+    async def run(interval: int, retry: bool) -> bool:
+        return await scheduled_sweep(bot, interval, retry=retry)
 
     return Scheduler(
         every_s=lambda: bot.config.current().slack.sweep_every_minutes * 60,

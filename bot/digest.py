@@ -29,6 +29,13 @@ parent cannot be posted, the tables and changes go to the channel unthreaded (a 
 silence) and the next sweep tries to open the parent again; a parent whose edit fails for now
 (not ``delivery.GONE_FOR_EDITS``) is kept, and the edit tried again by the next sweep. Every
 message is built in :mod:`bot.messages` (its one escape; mentions only through ``mention()``).
+
+A reply Slack refused (a 5xx, rate limits past the retries) is kept in process memory and
+:attr:`Digest.undelivered` says so: the scheduler then tries the sweep once more soon
+(``bot.scheduler``), and that retry's :meth:`Digest.publish` posts the kept replies again
+before its own (the change reply is not lost: its changes were saved as seen). Table replies
+are not kept when the retry posts the full tables itself (a parent opened then). A later,
+ordinary sweep drops what is still kept: its own reply tells the jobs as they are.
 """
 
 from __future__ import annotations
@@ -145,6 +152,13 @@ class Digest:
         self._known: dict[str, Any] = {}
         """Each document as this process last read or wrote it in Redis: a write-back goes
         in only over that copy (another replica's newer one is kept)."""
+        self._pending: list[tuple[str, SlackMessage]] = []
+        """The last publish's thread replies Slack refused: ("tables" | "changes", message)."""
+
+    @property
+    def undelivered(self) -> bool:
+        """Whether the last publish left a reply undelivered (its retry posts it again)."""
+        return bool(self._pending)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -221,23 +235,28 @@ class Digest:
                               blocks=message.blocks, **thread)
 
     async def _thread(self, channel: str, ts: str | None,
-                      messages: Sequence[SlackMessage]) -> int:
-        """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted."""
+                      messages: Sequence[SlackMessage], *, kind: str | None = None) -> int:
+        """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted.
+        ``kind``: a sweep's replies, those refused kept for its retry (:attr:`undelivered`)."""
         posted = 0
         for message in messages:
             if await self._post(channel, message, ts) is not None:
                 posted += 1
+            elif kind is not None:
+                self._pending.append((kind, message))
         return posted
 
     # -- the scheduled sweep ------------------------------------------------------------------
 
     async def publish(self, result: SweepResult, config: Config,
-                      extra: Sequence[str] = ()) -> list[Change]:
+                      extra: Sequence[str] = (), *, retry: bool = False) -> list[Change]:
         """Edit (or open) the period's parent, thread what changed; return the changes.
 
         ``extra``: the sweep's follow-up lines (failure diagnoses, cleanups), added to the
-        same reply so one sweep makes at most one change reply.
+        same reply so one sweep makes at most one change reply. ``retry``: this sweep tries
+        a failed one again (``bot.scheduler``): the replies Slack refused then go first.
         """
+        kept, self._pending = (self._pending if retry else []), []
         seen = await self._get(SEEN)
         previous: dict[tuple[str, str], Snapshot] | None = None
         if isinstance(seen, dict) and isinstance(seen.get("jobs"), dict):
@@ -253,7 +272,8 @@ class Digest:
         if channel:
             await self._post_sweep(result, config, channel, await self._untold(changes, result),
                                    extra,
-                                   since=seen.get("at") if isinstance(seen, dict) else None)
+                                   since=seen.get("at") if isinstance(seen, dict) else None,
+                                   kept=kept)
         return changes
 
     async def _untold(self, changes: list[Change], result: SweepResult) -> list[Change]:
@@ -281,19 +301,24 @@ class Digest:
 
     async def _post_sweep(self, result: SweepResult, config: Config, channel: str,
                           changes: list[Change], extra: Sequence[str], *,
-                          since: str | None) -> None:
+                          since: str | None,
+                          kept: Sequence[tuple[str, SlackMessage]] = ()) -> None:
         parent, opened = await self._parent(result, config, channel)
         ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
         every = config.digest.full_tables_every
-        if parent is None or opened or (every and parent["sweeps"] % every == 0):
-            await self._full_tables(result, config, channel, parent, header=None)
+        tables = parent is None or opened or bool(every and parent["sweeps"] % every == 0)
+        for kind, message in kept:  # the failed try's refused replies, in their order
+            if not (kind == "tables" and tables):  # fresh full tables replace old ones
+                await self._thread(channel, ts, [message], kind=kind)
+        if tables:
+            await self._full_tables(result, config, channel, parent, header=None, kind="tables")
         if changes or extra:
             header = changes_header(changes, extra, now=self._clock(),
                                     since=datetime.fromisoformat(since) if since else None)
             only = change_rows(changes)  # a mass change: the jobs needing a human
             messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
                                                header=header, only=only)
-            await self._thread(channel, ts, messages)
+            await self._thread(channel, ts, messages, kind="changes")
 
     async def _parent(self, result: SweepResult, config: Config,
                       channel: str) -> tuple[dict[str, Any] | None, bool]:
@@ -329,7 +354,8 @@ class Digest:
 
     async def _full_tables(self, result: SweepResult, config: Config, channel: str,
                            parent: dict[str, Any] | None, *, header: str | None,
-                           whole: Callable[[], Awaitable[SweepResult]] | None = None) -> bool:
+                           whole: Callable[[], Awaitable[SweepResult]] | None = None,
+                           kind: str | None = None) -> bool:
         """The full tables into the parent's thread, once per sweep (``parent`` None: the
         parent could not be posted, so they go to the channel unthreaded). ``whole``: how to
         get the whole sweep when ``result`` is only its head (decoded only when posting)."""
@@ -349,7 +375,7 @@ class Digest:
                 with contextlib.suppress(StoreUnavailable):
                     await self._store.release(self._tables_lock(parent, stamp))
             raise
-        await self._thread(channel, parent["ts"] if parent else None, messages)
+        await self._thread(channel, parent["ts"] if parent else None, messages, kind=kind)
         if parent is not None:
             # Read again: posting took a while, and a sweep may have moved the document on
             # since (its sweep count, or a new parent replacing one deleted): writing the copy

@@ -44,6 +44,9 @@ class FakeSlack:
     """method -> (Slack error, only for this channel/user or None) still to give."""
     gone_hooks: set[str] = field(default_factory=set)
     """response_url names that answer 404 (expired or used up)."""
+    statuses: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(method, error) -> the HTTP status its failures answer with (default 200, as Slack's
+    ``ok: false`` errors do)."""
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -82,9 +85,13 @@ class FakeSlack:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         self.rate_limits.setdefault(method, []).extend([retry_after] * times)
 
-    def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None) -> None:
-        """The next ``times`` calls of ``method`` (to ``target`` only, if given) fail."""
+    def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None,
+             status: int = 200) -> None:
+        """The next ``times`` calls of ``method`` (to ``target`` only, if given) fail; with
+        ``status`` 500 (or another 5xx) as Slack's server errors come (``internal_error``)."""
         self.failures.setdefault(method, []).extend([(error, target)] * times)
+        if status != 200:
+            self.statuses[(method, error)] = status
 
     def _failure(self, method: str, params: dict[str, Any]) -> str | None:
         pending = self.failures.get(method) or []
@@ -128,8 +135,10 @@ class FakeSlack:
                                      headers={"Retry-After": str(retry_after)})
         error = self._failure(method, params)
         if error is not None:
-            await self._record(request, params, 400, {"ok": False, "error": error})
-            return web.json_response({"ok": False, "error": error})
+            status = self.statuses.get((method, error), 200)
+            await self._record(request, params, 400 if status == 200 else status,
+                               {"ok": False, "error": error})
+            return web.json_response({"ok": False, "error": error}, status=status)
         answer = self._answer(method, params)
         await self._record(request, params, 200, answer)
         return web.json_response(answer)

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from bot.app import make_scheduler
-from bot.scheduler import Scheduler, interval_number, next_tick_at, seconds_until_next_tick
+from bot.scheduler import (
+    Scheduler,
+    interval_number,
+    next_tick_at,
+    retry_delay,
+    seconds_until_next_tick,
+)
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_config, running_bot
@@ -57,7 +63,7 @@ async def test_loop_sweeps_once_per_interval_with_a_slow_sweep() -> None:
     ran: list[int] = []
     sleeps: list[float] = []
 
-    async def run(number: int) -> None:
+    async def run(number: int, retry: bool) -> None:
         ran.append(number)
         clock.advance(3900 if len(ran) == 1 else 10)  # the first sweep takes 65 minutes
 
@@ -75,6 +81,77 @@ async def test_loop_sweeps_once_per_interval_with_a_slow_sweep() -> None:
         await scheduler.run_forever()
     assert ran == [997_808, 997_811, 997_812]  # 16:00, then 17:30: 16:30 and 17:00 skipped
     assert sleeps == [1500.0, 1790.0, 1790.0]
+
+
+@pytest.mark.parametrize(("every_s", "delay"), [
+    (1800, 60.0),   # 30-minute sweeps: a minute later
+    (300, 30.0),    # 5-minute sweeps: half a minute
+    (60, 6.0),      # 1-minute sweeps: well inside the interval
+    (604800, 60.0),  # weekly: still a minute, not a tenth of a week
+])
+def test_retry_delay_is_soon_and_bounded(every_s: float, delay: float) -> None:
+    """A failed sweep's retry waits a tenth of the interval, never more than a minute."""
+    assert retry_delay(every_s) == delay
+
+
+@pytest.mark.parametrize("failure", ["returns False", "raises"])
+async def test_a_failed_sweep_is_tried_once_more_soon(failure: str) -> None:
+    """A sweep that failed runs once more a minute later, under the same interval's claim
+    (not claimed again), then not again before the next interval."""
+    clock = FakeClock(at("2026-11-30T16:00:00"))
+    ran: list[tuple[int, bool, str]] = []
+    claims: list[int] = []
+    sleeps: list[float] = []
+
+    async def run(number: int, retry: bool) -> bool:
+        ran.append((number, retry, f"{clock():%H:%M:%S}"))
+        clock.advance(5)
+        if failure == "raises":
+            raise ConnectionError("cluster unreachable")
+        return False  # every try fails: one retry, no more
+
+    async def claim(number: int, ttl_s: float) -> bool:
+        claims.append(number)
+        return True
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock.advance(seconds)
+        if len(sleeps) == 4:
+            raise asyncio.CancelledError
+
+    scheduler = Scheduler(every_s=lambda: 1800.0, claim=claim, run=run, clock=clock, sleep=sleep)
+    with pytest.raises(asyncio.CancelledError):
+        await scheduler.run_forever()
+    assert ran == [(997_808, False, "16:00:00"), (997_808, True, "16:01:05"),
+                   (997_809, False, "16:30:00"), (997_809, True, "16:31:05")]
+    assert claims == [997_808, 997_809]
+    assert sleeps == [60.0, 1730.0, 60.0, 1730.0]
+
+
+async def test_a_sweep_that_succeeds_is_not_retried_and_a_late_failure_waits() -> None:
+    """No retry after a good sweep; a failure too close to the next interval leaves the retry
+    to that interval's own sweep (one sweep per interval, never two back to back)."""
+    clock = FakeClock(at("2026-11-30T16:00:00"))
+    ran: list[tuple[int, bool]] = []
+
+    async def run(number: int, retry: bool) -> bool:
+        ran.append((number, retry))
+        clock.advance(1780 if number == 997_809 else 5)  # the second sweep ends at 16:59:40
+        return number != 997_809
+
+    async def claim(number: int, ttl_s: float) -> bool:
+        return True
+
+    scheduler = Scheduler(every_s=lambda: 1800.0, claim=claim, run=run, clock=clock)
+    assert await scheduler.tick()
+    clock.advance(60)
+    assert not await scheduler.tick()  # it succeeded: nothing to retry
+    clock.now = at("2026-11-30T16:30:00")
+    assert await scheduler.tick()  # fails at 16:59:40: a retry at 17:00:40 is too late
+    assert scheduler.retry_at is None
+    assert scheduler.seconds_to_wake() == 20.0
+    assert ran == [(997_808, False), (997_809, False)]
 
 
 async def test_two_replicas_post_one_sweep_per_interval(

@@ -1,0 +1,98 @@
+"""A scheduled sweep that failed (a cluster unreachable, Slack's 5xx on a reply) is tried once
+more soon, by the replica that won the interval: the interval still gets one parent, its
+retry tells what the failed try could not, and nothing is posted twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.app import make_scheduler
+from bot.store import RedisStore
+from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job, sweep_result
+from tests.bot.conftest import make_config, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+
+def parents(slack: FakeSlack) -> list[str]:
+    return [c.params["text"] for c in slack.to("/api/chat.postMessage")
+            if c.params["channel"] == "C0SWEEP" and not c.params.get("thread_ts")]
+
+
+def change_replies(slack: FakeSlack) -> list[str]:
+    """Each change reply's text and blocks."""
+    return [c.params["text"] + "\n" + blocks_text(_blocks(c.params.get("blocks")))
+            for c in slack.to("/api/chat.postMessage")
+            if c.params.get("thread_ts") and c.params["text"].startswith("Changes")]
+
+
+def _blocks(blocks: Any) -> list[dict[str, Any]]:
+    return json.loads(blocks) if isinstance(blocks, str) else list(blocks or [])
+
+
+async def test_an_unreachable_cluster_is_swept_again_within_the_interval(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """16:00: alpha unreachable (an SSH blip). 16:01: the winner sweeps again and edits the
+    day's parent with alpha's jobs; the other replica sweeps nothing; no second parent."""
+    world = {"down": True}
+
+    def make():  # type: ignore[no-untyped-def]
+        if world["down"]:
+            return sweep_result([], at=clock(), clusters=(), unreachable=("alpha",))
+        return sweep_result([detail(job("4100", "rl-ppo-llama-8b"))], at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as one, \
+            running_bot(slack, store, sweeper, clock) as two:
+        first, second = make_scheduler(one.bot), make_scheduler(two.bot)
+        swept = sorted(await asyncio.gather(first.tick(), second.tick()))
+        assert swept == [False, True] and sweeper.sweeps == 1
+        world["down"] = False
+        clock.advance(59)
+        assert list(await asyncio.gather(first.tick(), second.tick())) == [False, False]
+        clock.advance(1)
+        retried = list(await asyncio.gather(first.tick(), second.tick()))
+        clock.advance(600)
+        later = list(await asyncio.gather(first.tick(), second.tick()))
+    assert sorted(retried) == [False, True] and later == [False, False]
+    assert sweeper.sweeps == 2  # the one retry, by the winner only
+    assert len(parents(slack)) == 1
+    (edit,) = slack.to("/api/chat.update")
+    assert "RL: 1 job" in edit.params["text"] and "unreachable" not in edit.params["text"]
+
+
+async def test_a_change_reply_refused_with_a_5xx_is_posted_by_the_retry_once(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Slack answers 500 to the 16:30 change reply: the 16:31 retry posts it, once; the
+    job-end DM that did go out is not sent again, and 17:00 repeats nothing."""
+    world = {"sft": "RUNNING"}
+
+    def make():  # type: ignore[no-untyped-def]
+        sft = detail(job("4300", "sft-mistral-7b", bucket="sft", state=world["sft"],
+                         verdict="failed" if world["sft"] == "FAILED" else "healthy"))
+        return sweep_result([detail(job("4100", "rl-ppo-llama-8b")), sft], at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00: the baseline, the parent and its tables
+        clock.advance(1800)
+        world["sft"] = "FAILED"
+        slack.fail("chat.postMessage", "internal_error", status=500, target="C0SWEEP")
+        assert await scheduler.tick()
+        assert change_replies(slack) == []
+        refused = [c for c in slack.calls if c.status == 500]
+        assert len(refused) == 1 and refused[0].params["text"].startswith("Changes")
+        clock.advance(60)
+        assert await scheduler.tick()  # the retry
+        clock.advance(1740)
+        assert await scheduler.tick()  # 17:00: nothing new
+    (reply,) = change_replies(slack)
+    assert "sft-mistral-7b" in reply and "failed" in reply
+    dms = [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"]
+    assert len(dms) == 1
+    assert len(parents(slack)) == 1
