@@ -96,6 +96,7 @@ def trial_from_reduced(name: str, reduced: Mapping[str, object]) -> TrialResult:
         reward=_float(reduced.get("reward")),
         exception_type=exception if isinstance(exception, str) and exception else None,
         n_turns=_int(reduced.get("n_turns")),
+        agent_runs=_int(reduced.get("agent_runs")) or 1,
         n_output_tokens=_int(reduced.get("n_output_tokens")),
         started_at=parse_time(reduced.get("started_at")),
         finished_at=parse_time(reduced.get("finished_at")),
@@ -251,6 +252,7 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
     done = [t for t in trials if _completed(t)]
     rewards = [t.reward for t in done if t.reward is not None]
     turns = [t.n_turns for t in done if t.n_turns is not None]
+    runs = sum(t.agent_runs for t in done if t.n_turns is not None)
     exceptions = Counter(t.exception_type for t in done if t.exception_type is not None)
     top = min(exceptions, key=lambda k: (-exceptions[k], k)) if exceptions else None
     return TrialStats(
@@ -259,7 +261,7 @@ def summarize_trials(tree: TrialTree, *, last_n: int | None = None) -> TrialStat
         completed=len(done),
         pass_rate=sum(r > 0 for r in rewards) / len(done) if rewards else None,
         mean_reward=sum(rewards) / len(rewards) if rewards else None,
-        avg_turns=sum(turns) / len(turns) if turns else None,
+        avg_turns=sum(turns) / runs if turns else None,
         exc_pct=100.0 * exceptions.total() / len(done) if done else None,
         exceptions=dict(exceptions),
         top_exception=top,

@@ -323,6 +323,9 @@ class TrialResult(Frozen):
     reward: float | None = None
     exception_type: str | None = None
     n_turns: int | None = None
+    """Turns over the whole trial (a multi-step trial's steps summed)."""
+    agent_runs: int = 1
+    """Agent runs the turns span: a multi-step trial runs the agent once a step."""
     n_output_tokens: int | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None

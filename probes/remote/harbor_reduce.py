@@ -117,29 +117,70 @@ def _turns(agent: "dict[str, object]") -> "int | None":
     return None
 
 
+def _steps(data: "dict[str, object]") -> "list[dict[str, object]]":
+    """A multi-step trial's ``step_results`` (newer Harbor), in step order."""
+    steps = data.get("step_results")
+    return [_dict(step) for step in steps] if isinstance(steps, list) else []
+
+
+def _exception(data: "dict[str, object]") -> "dict[str, object]":
+    """The trial's first recorded exception, as Harbor's ``recorded_exceptions`` orders them:
+    the trial's own, then each step's (a multi-step trial records a step's on the step)."""
+    for source in [data, *_steps(data)]:
+        exception = _dict(source.get("exception_info"))
+        if _text(exception.get("exception_type")) is not None:
+            return exception
+    return {}
+
+
+def _agent_runs(
+    data: "dict[str, object]",
+) -> "tuple[int | None, int | None, int, str | None, str | None]":
+    """``(turns, output tokens, agent runs, agent start, agent end)``: the trial's own agent
+    result, else (a multi-step trial, whose own stays null) its steps', summed as Harbor sums
+    their agent contexts (``compute_token_cost_totals``); each step that counted turns is one
+    agent run, and the agent phase spans the steps'."""
+    agent = _dict(data.get("agent_result"))
+    execution = _dict(data.get("agent_execution"))  # TimingInfo of the agent's own run
+    steps = _steps(data) if not agent else []
+    if not steps:
+        return (_turns(agent), _count(agent.get("n_output_tokens")), 1,
+                _text(execution.get("started_at")), _text(execution.get("finished_at")))
+    contexts = [_dict(step.get("agent_result")) for step in steps]
+    turns = [t for t in (_turns(c) for c in contexts) if t is not None]
+    tokens = [n for n in (_count(c.get("n_output_tokens")) for c in contexts) if n is not None]
+    timings = [_dict(step.get("agent_execution")) for step in steps]
+    starts = [t for t in (_text(x.get("started_at")) for x in timings) if t is not None]
+    ends = [t for t in (_text(x.get("finished_at")) for x in timings) if t is not None]
+    return (sum(turns) if turns else None, sum(tokens) if tokens else None,
+            max(len(turns), 1), starts[0] if starts else None, ends[-1] if ends else None)
+
+
 def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
     """A trial ``result.json`` reduced to reward, exception (and whether it is an auth
     failure), turns, output tokens and times (the trial's, and its ``agent_execution``
-    phase's: instant-fail is judged on the agent)."""
+    phase's: instant-fail is judged on the agent). A multi-step trial's come from its steps;
+    ``agent_runs`` (sent only above 1) says how many agent runs its turns span."""
     data = _load(raw)
     if data is None:
         return None
-    agent = _dict(data.get("agent_result"))
-    execution = _dict(data.get("agent_execution"))  # TimingInfo of the agent's own run
-    exception = _dict(data.get("exception_info"))
+    exception = _exception(data)
     exc_type = _text(exception.get("exception_type"))
     message = (_text(exception.get("exception_message")) or "")[:2000]
     exc_text = f"{exc_type or ''} {message}"
+    turns, tokens, runs, agent_start, agent_end = _agent_runs(data)
     out: dict[str, object] = {  # local annotations are never evaluated
         "reward": _trial_reward(data),
         "exception_type": exc_type,
-        "n_turns": _turns(agent),
-        "n_output_tokens": _count(agent.get("n_output_tokens")),
+        "n_turns": turns,
+        "n_output_tokens": tokens,
         "started_at": _text(data.get("started_at")),
         "finished_at": _text(data.get("finished_at")),
-        "agent_started_at": _text(execution.get("started_at")),
-        "agent_finished_at": _text(execution.get("finished_at")),
+        "agent_started_at": agent_start,
+        "agent_finished_at": agent_end,
     }
+    if runs > 1:
+        out["agent_runs"] = runs  # only then: the usual record is unchanged on the wire
     if exc_type is not None and _AUTH_FAILURE.search(exc_text) is not None:
         out["auth_failure"] = True  # only then: the usual record is unchanged on the wire
     return out

@@ -92,7 +92,9 @@ def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
             tally["reward_sum"] += reward
         turns = reduced.get("n_turns")
         if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0:
-            tally["turns_n"] += 1
+            runs = reduced.get("agent_runs")  # a multi-step trial: one agent run a step
+            good = isinstance(runs, int) and not isinstance(runs, bool) and runs > 0
+            tally["turns_n"] += runs if good else 1
             tally["turns_sum"] += turns
         if exception is not None:
             tally["exceptions"][exception] = tally["exceptions"].get(exception, 0) + 1
