@@ -194,7 +194,7 @@ class RedisStore:
 
     async def merge_histories(
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
-        newest: Mapping[str, int] | None = None,
+        newest: Mapping[str, int] | None = None, *, read_at: datetime | None = None,
     ) -> dict[str, list[MetricPoint]]:
         """:meth:`merge_history` for every job of a sweep in one pipeline: one round trip and
         O(jobs) commands whatever the number of jobs and points, and bytes that grow with the
@@ -202,7 +202,9 @@ class RedisStore:
         read; one more round trip reads back the windows it does not know or that Redis
         changed behind it. ``newest``: per job, its log's newest step where ``batch`` holds
         only the points that changed (a window above it is a rewound run's: see
-        ``bot.store_windows``); by default the batch's own.
+        ``bot.store_windows``); by default the batch's own. ``read_at``: when the read began
+        (the cluster's ``collected_at``): a read older than the one a window holds leaves that
+        window as it is (a merge never moves a window back in time).
 
         Not a transaction: each job's commands run in order, and a replica merging the same
         step at the same time writes the same value, so interleaving is harmless; a retry
@@ -210,17 +212,19 @@ class RedisStore:
         the batch's windows (Redis may hold part of it): they are read back next time.
         """
         windows = self.windows
+        read_ms = None if read_at is None else int(read_at.timestamp() * 1000)
         plans = [windows.plan(cluster, job_id, self.key("window", cluster, job_id),
                               self.key("window-rev", cluster, job_id), points,
-                              newest=(newest or {}).get(job_id))
+                              newest=(newest or {}).get(job_id), read_ms=read_ms)
                  for job_id, points in batch.items()]
         out: dict[str, list[MetricPoint]] = {}
         try:
             async with self._translated("merge history"):
                 answers = await self._merge_calls(plans)
             stale = []
-            for plan, (previous, tail) in zip(plans, answers, strict=True):
-                merged = windows.settle(cluster, plan, previous, tail)
+            for plan, (previous, tail, *older) in zip(plans, answers, strict=True):
+                # ``older``: the read began before the window's, which it left as it was
+                merged = windows.settle(cluster, plan, previous, tail, bool(older))
                 if merged is None:
                     stale.append(plan)
                 else:

@@ -26,6 +26,14 @@ step is the caller's (``newest``: the whole summary's, not only the points that 
 the last merge: a point of an older step that changed, such as prime-rl's trainer line for
 step N after its orchestrator's for N+1, is no rewind); by default the new points' newest.
 
+A merge never moves a window backwards in time. Each merge names when its read began
+(``read_ms``: the cluster's ``collected_at``), and the revision token carries it
+(``{token}@{read_ms}``). A merge whose read began before the one the window holds (a ``/job``
+on one replica that read the log before another replica's sweep, or its own, and merged
+after it; a slow sweep overtaken by a faster one) changes nothing, not even a step's value:
+the script answers the window as it is, and that is what the caller judges. Only a read at
+least as new can drop steps as a rewind. A merge that names no time is never stale.
+
 What is kept: the points themselves, by step; the points a merge writes are the caller's own
 objects (the sweep's log summary), so the history a sweep judges and keeps shares them with
 its facts. Kept windows are bounded by :data:`CACHED_POINTS` in all (about 1 KB a point);
@@ -50,17 +58,26 @@ from probes.models import MetricPoint
 MERGE_LUA = """
 -- KEYS: per job, its window (ZSET step -> point JSON) and its revision (STRING).
 -- ARGV: window length, expiry (ms), then per job: the token to set, "1" to answer the window's
--- members (else its count), the log's newest step and the first new step ("" with no new
--- point), the number of runs and each run's first and last step, the number of new points
--- and each one's step and JSON.
--- Answers per job {the revision's previous value (nil: none), the members or the count}.
+-- members (else its count), when its read began (ms, "" unknown), the log's newest step and
+-- the first new step ("" with no new point), the number of runs and each run's first and
+-- last step, the number of new points and each one's step and JSON.
+-- Answers per job {the revision's previous value (nil: none), the members or the count}, or
+-- {the revision, the members, 1} when the read began before the window's (nothing changed).
 local cap, px = tonumber(ARGV[1]), ARGV[2]
 local out, a = {}, 3
 for j = 1, #KEYS, 2 do
   local key, rev, token, whole = KEYS[j], KEYS[j + 1], ARGV[a], ARGV[a + 1] == "1"
-  local top, floor = ARGV[a + 2], ARGV[a + 3]
-  local runs = tonumber(ARGV[a + 4])
-  a = a + 5
+  local at, top, floor = ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local runs = tonumber(ARGV[a + 5])
+  a = a + 6
+  local held = redis.call("GET", rev)
+  local held_at = held and tonumber(string.match(held, "@(%d+)$"))
+  if at ~= "" and held_at and tonumber(at) < held_at then
+    -- an older read than the window's newest: it must not move the window back in time
+    a = a + 2 * runs
+    a = a + 1 + 2 * tonumber(ARGV[a])
+    out[#out + 1] = {held, redis.call("ZRANGE", key, 0, -1), 1}
+  else
   if top ~= "" then
     local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
     if #last > 0 and tonumber(last[2]) > tonumber(top) then
@@ -84,11 +101,15 @@ for j = 1, #KEYS, 2 do
     redis.call("ZREMRANGEBYRANK", key, 0, -(cap + 1))
   end
   redis.call("PEXPIRE", key, px)
+  if at == "" and held_at then
+    token = token .. "@" .. held_at  -- a merge naming no time keeps the window's
+  end
   local previous = redis.call("SET", rev, token, "PX", px, "GET")
   if whole then
     out[#out + 1] = {previous, redis.call("ZRANGE", key, 0, -1)}
   else
     out[#out + 1] = {previous, redis.call("ZCARD", key)}
+  end
   end
 end
 return out
@@ -172,6 +193,8 @@ class _Plan:
     """The window after the merge as this process knows it (``None``: not known, read it)."""
     newest: int | None = None
     """The log's newest step (``None``: ``latest``'s)."""
+    read_ms: int | None = None
+    """When the merged read began (ms since the epoch; ``None``: not known, never stale)."""
     rev: str = ""
     """The token this process's window has (its last merge's)."""
     token: str = ""
@@ -195,17 +218,22 @@ class WindowCache:
         """Windows read back whole so far (a process's first sweep, or a mismatch)."""
 
     def plan(self, cluster: str, job_id: str, key: str, rev_key: str,
-             points: Sequence[MetricPoint], *, newest: int | None = None) -> _Plan:
-        """``newest``: the log's newest step, where ``points`` are only the changed ones."""
+             points: Sequence[MetricPoint], *, newest: int | None = None,
+             read_ms: int | None = None) -> _Plan:
+        """``newest``: the log's newest step, where ``points`` are only the changed ones;
+        ``read_ms``: when the read began (an older one than the window's changes nothing)."""
         latest = {point.step: point for point in points}  # the later wins
         self._merges += 1
         token = f"{self._process}-{self._merges}"
+        if read_ms is not None:
+            token += f"@{read_ms}"
         known = self._windows.get((cluster, job_id))
         if known is None:
-            return _Plan(job_id, key, rev_key, latest, None, newest, token=token)
+            return _Plan(job_id, key, rev_key, latest, None, newest, read_ms, token=token)
         rev, window = known
         return _Plan(job_id, key, rev_key, latest,
-                     _merged(window, latest, self.window_len, newest), newest, rev, token)
+                     _merged(window, latest, self.window_len, newest), newest, read_ms, rev,
+                     token)
 
     def arguments(self, plan: _Plan) -> list[str | int | float]:
         """``plan``'s part of :data:`MERGE_LUA`'s ARGV (its keys are ``plan.key`` and
@@ -215,6 +243,7 @@ class WindowCache:
         if plan.latest:
             edges = [max(plan.latest) if plan.newest is None else plan.newest, min(plan.latest)]
         out: list[str | int | float] = [plan.token, 1 if plan.expected is None else 0,
+                                        "" if plan.read_ms is None else plan.read_ms,
                                         *edges, len(spans)]
         for lo, hi in spans:  # steps are whole: exactly those go
             out += (lo, hi)
@@ -224,21 +253,26 @@ class WindowCache:
         return out
 
     def settle(self, cluster: str, plan: _Plan, previous: bytes | str | None,
-               tail: Any) -> list[MetricPoint] | None:
+               tail: Any, stale: bool = False) -> list[MetricPoint] | None:
         """The job's window after its edits, from the revision they replaced (``previous``)
         and the window's count (or members, for a window not known: ``tail``); ``None`` when
-        the window in memory may differ from Redis's (read it back whole, then :meth:`keep`)."""
+        the window in memory may differ from Redis's (read it back whole, then :meth:`keep`).
+        ``stale``: the read was older than the window's, nothing was edited, ``tail`` is the
+        window's members and ``previous`` its revision, kept as they are."""
+        if stale:
+            return self.keep(cluster, plan, tail, rev=_text(previous) or "")
         if plan.expected is None:
             return self.keep(cluster, plan, tail)
         if _text(previous) != plan.rev or int(tail) != len(plan.expected):
             return None
         return self._store(cluster, plan.job_id, plan.token, plan.expected)
 
-    def keep(self, cluster: str, plan: _Plan, members: Sequence[bytes | str],
-             ) -> list[MetricPoint]:
+    def keep(self, cluster: str, plan: _Plan, members: Sequence[bytes | str], *,
+             rev: str | None = None) -> list[MetricPoint]:
         """A window read back whole (``members``, in score order) after this merge set its
-        token, kept; a step this merge wrote keeps the caller's point when Redis holds its
-        value (shared, not a copy)."""
+        token (``rev``: the revision it has, when this merge set none), kept; a step this
+        merge wrote keeps the caller's point when Redis holds its value (shared, not a
+        copy)."""
         self.read_back += 1
         window: dict[int, MetricPoint] = {}
         for member in members:
@@ -249,7 +283,8 @@ class WindowCache:
             window[point.step] = mine if mine is not None and mine == point else point
         # The window was read after the token was set: it may hold a later merge too, whose
         # token the next merge then gets back (read back again), never the other way round.
-        return self._store(cluster, plan.job_id, plan.token, tuple(window.values()))
+        return self._store(cluster, plan.job_id, plan.token if rev is None else rev,
+                           tuple(window.values()))
 
     def _store(self, cluster: str, job_id: str, rev: str, window: Window) -> list[MetricPoint]:
         self.forget(cluster, job_id)

@@ -179,7 +179,7 @@ class SweepState(Protocol):
     ) -> list[MetricPoint]: ...
     async def merge_histories(
         self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
-        newest: Mapping[str, int] | None = None,
+        newest: Mapping[str, int] | None = None, *, read_at: datetime | None = None,
     ) -> dict[str, list[MetricPoint]]: ...
     async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
@@ -410,7 +410,10 @@ class Sweeper:
                 # The log's newest step, not the changed points' (a rewound run's is below the
                 # window's: its later steps go; an older step's point that changed is none).
                 newest = {j: max(p.step for p in ps) for j, ps in points.items() if ps}
-                merged = await self._state.merge_histories(cluster.name, batch, newest)
+                # When the read began: an older read than a window's changes nothing (a
+                # /job that read before another replica's sweep and merged after it).
+                merged = await self._state.merge_histories(cluster.name, batch, newest,
+                                                           read_at=cluster.collected_at)
                 for j, window in merged.items():
                     histories[cluster.name, j] = window
                     self._remember(cluster.name, j, points[j], window)

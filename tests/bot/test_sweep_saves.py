@@ -63,10 +63,11 @@ class GatedStore(RedisStore):
 
     async def merge_histories(self, cluster: str,
                               batch: Mapping[str, Sequence[MetricPoint]],
-                              newest: Mapping[str, int] | None = None,
+                              newest: Mapping[str, int] | None = None, *,
+                              read_at: datetime | None = None,
                               ) -> dict[str, list[MetricPoint]]:
         self.merged.set()
-        return await super().merge_histories(cluster, batch, newest)
+        return await super().merge_histories(cluster, batch, newest, read_at=read_at)
 
     async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
                               drop: Sequence[str] = (), renew: Sequence[str] = ()) -> None:
