@@ -107,11 +107,17 @@ class ChainLink:
     """The successor's own state when it already ran and ended (the chain went on past it)."""
 
 
+def strip_attempt(name: str) -> str:
+    """``name`` without its last restart/attempt suffix (``rl-x-r3-resume`` -> ``rl-x-r3``),
+    or ``name`` unchanged when it ends in none."""
+    return _ATTEMPT_SUFFIX.sub("", name)
+
+
 def name_stem(name: str) -> str:
     """Return the run name without restart/attempt suffixes (``rl-x-r3`` -> ``rl-x``)."""
     stem = name.strip()
     while True:
-        shorter = _ATTEMPT_SUFFIX.sub("", stem)
+        shorter = strip_attempt(stem)
         if shorter == stem or not shorter:
             return stem.lower()
         stem = shorter

@@ -56,7 +56,7 @@ from probes.models import (
 )
 from report.buckets import bucket_for
 from report.cells import format_duration
-from report.chain import NEVER_SATISFIED, ChainIndex, ChainLink, chain_link
+from report.chain import NEVER_SATISFIED, ChainIndex, ChainLink, chain_link, dependencies
 from report.cleanup import cleanup_rule
 from report.findings import (
     NO_KILL_PREFIX,
@@ -435,10 +435,12 @@ def build_report(
                                _natural(d.report.job_id)))
     labels = {(j.record.cluster, j.record.job_id): j.record.labels
               for c in clusters for j in c.jobs}
+    waits_for = {(j.record.cluster, j.record.job_id): [d.job_id for d in dependencies(j.record)]
+                 for c in clusters for j in c.jobs}
     grid = grid_rollups([
         (d.report, labels.get((d.report.cluster, d.report.job_id), {}), _rate(d.report))
         for d in judged
-    ])
+    ], waits_for)
     report = Report(
         generated_at=now,
         clusters=[ClusterReport(name=c.name, kind=c.kind, status=c.status, detail=c.detail)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from probes.models import JobState
 from report.cells import format_duration
@@ -37,6 +37,7 @@ from report.findings import (
     Priority,
     series,
 )
+from report.grid_cells import Key, cell_stems
 from report.models import GridCell, GridRollup, JobReport
 from report.rules import (
     buffer_rule,
@@ -97,7 +98,18 @@ def grid_name(report: JobReport, labels: dict[str, str]) -> str | None:
     """
     if labels.get("grid"):
         return labels["grid"]
-    stem = name_stem(report.name)
+    return _family(report, cell_stems([report])[0])
+
+
+def _family(report: JobReport, cell: str) -> str | None:
+    """The naming family of a job whose cell name is ``cell``: its name's without every
+    restart-like suffix (``sft-x-lr1-r2`` is of ``sft-x``'s), else its cell's (LoRA ranks
+    ``sft-lora-r8``, ``-r16``: ``sft-lora``)."""
+    return grid_family(name_stem(report.name)) or grid_family(cell)
+
+
+def grid_family(stem: str) -> str | None:
+    """:func:`grid_name`'s naming family of a cell name (``report.grid_cells``)."""
     tokens = _TOKEN_SPLIT.split(stem)
     for index, token in enumerate(tokens):
         if index > 0 and _SCALE.match(token):
@@ -118,25 +130,29 @@ def _join_prefix(stem: str, tokens: list[str]) -> str:
     return stem[:length]
 
 
-def grid_names(jobs: Sequence[tuple[JobReport, dict[str, str]]]) -> list[str | None]:
+def grid_names(jobs: Sequence[tuple[JobReport, dict[str, str]]],
+               waits_for: Mapping[Key, Sequence[str]] | None = None) -> list[str | None]:
     """:func:`grid_name` of each SFT job (``None`` for other buckets), with one more family
     for cells whose varying token is not the last: a grid named ``sft-grid-lr1e5-v2``,
     ``sft-grid-lr3e5-v2`` (a version, run tag or date after the hyper-parameter) has no scale
     token, and dropping its last token leaves each cell a family of its own. Such cells (no
     ``grid`` label, alone in their family) that differ from another in exactly one token after
     a two-token prefix, with the same tokens after it, are one grid, named with ``*`` in the
-    varying place (``sft-grid-*-v2``)."""
-    names = [grid_name(r, labels) if r.bucket == "sft" else None for r, labels in jobs]
+    varying place (``sft-grid-*-v2``). Cells are named as ``report.grid_cells`` tells them,
+    with ``waits_for`` (the job ids each (cluster, job id) waits on)."""
+    cells = _cells(jobs, waits_for)
+    names = [(labels.get("grid") or _family(report, cell)) if cell is not None else None
+             for (report, labels), cell in zip(jobs, cells, strict=True)]
     stems: dict[str, set[str]] = defaultdict(set)
-    for (report, _), name in zip(jobs, names, strict=True):
-        if name is not None:
-            stems[name].add(name_stem(report.name))
+    for cell, name in zip(cells, names, strict=True):
+        if name is not None and cell is not None:
+            stems[name].add(cell)
     wild: dict[int, list[tuple[str, str]]] = {}
     counts: dict[str, set[str]] = defaultdict(set)
-    for index, ((report, labels), name) in enumerate(zip(jobs, names, strict=True)):
-        if report.bucket != "sft" or labels.get("grid") or (name and len(stems[name]) > 1):
+    for index, ((_, labels), name) in enumerate(zip(jobs, names, strict=True)):
+        stem = cells[index]
+        if stem is None or labels.get("grid") or (name and len(stems[name]) > 1):
             continue
-        stem = name_stem(report.name)
         parts = re.split(r"([-_])", stem)  # tokens at even places, separators between
         tokens = parts[::2]
         keys = []
@@ -154,39 +170,51 @@ def grid_names(jobs: Sequence[tuple[JobReport, dict[str, str]]]) -> list[str | N
     return names
 
 
+def _cells(jobs: Sequence[tuple[JobReport, dict[str, str]]],
+           waits_for: Mapping[Key, Sequence[str]] | None) -> list[str | None]:
+    """Each SFT job's cell name (``report.grid_cells``), None for other buckets."""
+    sft = [report for report, _ in jobs if report.bucket == "sft"]
+    found = iter(cell_stems(sft, waits_for))
+    return [next(found) if report.bucket == "sft" else None for report, _ in jobs]
+
+
 def grid_rollups(
     jobs: Sequence[tuple[JobReport, dict[str, str], float | None]],
+    waits_for: Mapping[Key, Sequence[str]] | None = None,
 ) -> list[GridRollup]:
-    """Roll SFT jobs (report, labels, sec_per_step) up into grids with a running/pending cell."""
-    groups: dict[str, list[tuple[JobReport, float | None]]] = defaultdict(list)
-    names = grid_names([(report, labels) for report, labels, _ in jobs])
-    for (report, _, rate), name in zip(jobs, names, strict=True):
-        if name is not None:
-            groups[name].append((report, rate))
+    """Roll SFT jobs (report, labels, sec_per_step) up into grids with a running/pending cell;
+    ``waits_for``: the job ids each (cluster, job id) waits on (its restart chain)."""
+    groups: dict[str, list[tuple[JobReport, float | None, str]]] = defaultdict(list)
+    pairs = [(report, labels) for report, labels, _ in jobs]
+    names = grid_names(pairs, waits_for)
+    cells = _cells(pairs, waits_for)
+    for (report, _, rate), name, cell in zip(jobs, names, cells, strict=True):
+        if name is not None and cell is not None:
+            groups[name].append((report, rate, cell))
     rollups = []
     for name, members in sorted(groups.items()):
-        if len({name_stem(r.name) for r, _ in members}) >= 2:
+        if len({cell for _, _, cell in members}) >= 2:
             rollup = _rollup(name, members)
             if rollup.running or rollup.pending_unique:
                 rollups.append(rollup)
     return rollups
 
 
-def _rollup(name: str, members: Sequence[tuple[JobReport, float | None]]) -> GridRollup:
-    """Tally distinct cells (name stems): resume/chain copies of one cell count once, and a
-    pending copy of a running cell is its resume backup, not a pending cell."""
-    running = [(r, rate) for r, rate in members if r.state is JobState.RUNNING]
-    running_cells = {name_stem(r.name) for r, _ in running}
-    pending = {name_stem(r.name) for r, _ in members if r.state is JobState.PENDING}
+def _rollup(name: str, members: Sequence[tuple[JobReport, float | None, str]]) -> GridRollup:
+    """Tally distinct cells (``report.grid_cells``): resume/chain copies of one cell count
+    once, and a pending copy of a running cell is its resume backup, not a pending cell."""
+    running = [(r, rate) for r, rate, _ in members if r.state is JobState.RUNNING]
+    running_cells = {cell for r, _, cell in members if r.state is JobState.RUNNING}
+    pending = {cell for r, _, cell in members if r.state is JobState.PENDING}
     pending -= running_cells
-    completed = [r for r, _ in members if r.state is JobState.COMPLETED]
+    completed = [(r, cell) for r, _, cell in members if r.state is JobState.COMPLETED]
     # A COMPLETED cell whose completion check stops short of its total (incomplete-run), or
     # that stopped itself at its time budget (report.planned_stop: a chain restart, or
     # diagnose with no successor), did not finish: it is named apart, never tallied as done,
     # unless another copy finished it.
-    done = {name_stem(r.name) for r in completed if not _stopped_short(r)}
+    done = {cell for r, cell in completed if not _stopped_short(r)}
     done -= running_cells | pending
-    short = {name_stem(r.name) for r in completed if _stopped_short(r)}
+    short = {cell for r, cell in completed if _stopped_short(r)}
     short -= running_cells | pending | done
     cells = [_cell(r, rate) for r, rate in sorted(running, key=lambda m: m[0].name)]
     timed = [c for c in cells if c.eta_s is not None]
