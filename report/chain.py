@@ -16,7 +16,10 @@ TIMEOUT job's successor is, in order of confidence,
    user in the same workdir, whose name stem (:func:`name_stem`) or StdOut pattern (the path
    with its job id and name put back as ``%j``/``%x``; SLURM's default ``slurm-%j.out`` says
    nothing) matches, submitted after the predecessor and before it ended (plus
-   :data:`SUBMIT_SLACK`), i.e. queued by the chain, not relaunched by hand afterwards. A job
+   :data:`SUBMIT_SLACK`), i.e. queued by the chain, not relaunched by hand afterwards, and,
+   once RUNNING, started when the predecessor ended or later: a job that started before that
+   ran beside it (another copy of the run, a seed under the same name), it did not continue
+   it. A job
    that still names the predecessor with another dependency type is never a fallback. The
    workdir may differ (a launcher that gives each attempt its own run directory) when SLURM's
    own times say the predecessor's end released the job: submitted before that end, made
@@ -198,6 +201,9 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool
         return False
     if record.end_time is None or candidate.submit_time is None:
         return False
+    if candidate.state is JobState.RUNNING and candidate.start_time is not None \
+            and not _ran_after(record, candidate):
+        return False  # it ran beside the predecessor (started before its end): no restart
     submitted = _utc(candidate.submit_time)
     if record.submit_time is not None and submitted < _utc(record.submit_time):
         return False  # queued before the predecessor: an older job, not its continuation

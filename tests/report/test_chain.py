@@ -8,7 +8,7 @@ dependency is cleared.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -49,7 +49,7 @@ def _pred(state: JobState = JobState.TIMEOUT) -> SchedulerRecord:
                 submit_time=END - timedelta(hours=1)), {}, None),
         # renamed restarts after SLURM cleared the dependency: the name stem matches
         *((record(name, "101", JobState.RUNNING, dependency="",
-                  submit_time=END - timedelta(hours=1)), {}, "101")
+                  submit_time=END - timedelta(hours=1), start_time=END), {}, "101")
           for name in ("rl-run-r2", "rl-run_resume", "rl-run-cont", "rl-run.2")),
         # a renamed job matched by its StdOut pattern (same --output template, new name)
         (record("rl-run-phase2", "101", JobState.RUNNING, stdout_path="/w/logs/train_101.log",
@@ -92,7 +92,7 @@ def test_stdout_pattern_matches_a_renamed_successor() -> None:
     pred = record("rl-run", "100", JobState.TIMEOUT, end_time=END,
                   stdout_path="/w/logs/train_100.log")
     succ = record("rl-run-phase2", "101", JobState.RUNNING, stdout_path="/w/logs/train_101.log",
-                  submit_time=END - timedelta(hours=1))
+                  submit_time=END - timedelta(hours=1), start_time=END)
     assert find_successor(pred, [pred, succ], {}) == "101"
     default = pred.model_copy(update={"stdout_path": "/w/slurm-100.out"})
     plain = succ.model_copy(update={"stdout_path": "/w/slurm-101.out"})
@@ -108,7 +108,7 @@ def test_a_name_in_the_stdout_template_is_no_match_across_names() -> None:
                   stdout_path="/w/logs/eval-qwen-tb/eval-qwen-tb_852.out")
     other = record("datagen-swe", "855", JobState.RUNNING,
                    stdout_path="/w/logs/datagen-swe/datagen-swe_855.out",
-                   submit_time=END - timedelta(hours=1))
+                   submit_time=END - timedelta(hours=1), start_time=END)
     assert find_successor(pred, [pred, other], {}) is None
     # near-miss: the same run restarted under the same name keeps matching
     again = other.model_copy(update={
@@ -220,7 +220,7 @@ def test_name_stem(name: str, stem: str) -> None:
                 depends_on=("100",), reason="Dependency"), {}, "failed", "101 is afterok"),
         # SLURM cleared the dependency once it started; the renamed resume is still found
         (record("rl-run_resume", "101", JobState.RUNNING, dependency="",
-                submit_time=END - timedelta(hours=1)), {}, "restarting",
+                submit_time=END - timedelta(hours=1), start_time=END), {}, "restarting",
          "normal chain restart → 101"),
         (record("renamed", "101", JobState.RUNNING), {"100": "101"}, "restarting",
          "normal chain restart → 101"),
@@ -268,5 +268,31 @@ def test_released_successor_in_another_workdir(
     'Walltime TIMEOUT; no successor queued' (failed) with the successor RUNNING."""
     pred = _pred()
     succ = record(name, "101", JobState.RUNNING, workdir="/w2", stdout_path="/w2/101.out",
-                  dependency="", submit_time=submitted, eligible_time=eligible)
+                  dependency="", submit_time=submitted, eligible_time=eligible,
+                  start_time=eligible)
     assert find_successor(pred, [pred, succ], {}) == expected
+
+
+@pytest.mark.parametrize(
+    ("started", "expected"),
+    [
+        (END - timedelta(minutes=20), None),  # ran beside the TIMEOUT: another run, no restart
+        (END - timedelta(hours=1), None),
+        (END + timedelta(minutes=1), "101"),  # started once it ended: its restart
+        (END, "101"),
+    ],
+)
+def test_a_same_name_job_running_beside_the_timeout_is_not_its_successor(
+        started: datetime, expected: str | None) -> None:
+    """A job of the same name, user and workdir, submitted after the TIMEOUT job and RUNNING
+    now, but started before the TIMEOUT ended (two copies of a run side by side, a sweep of
+    seeds under one name): it did not continue it (it was named the successor, so a real
+    walltime death read 'normal chain restart'). A successor starts after (or depends on) it."""
+    pred = _pred()
+    beside = record("rl-run", "101", JobState.RUNNING, dependency="",
+                    submit_time=END - timedelta(hours=1), start_time=started)
+    assert find_successor(pred, [pred, beside], {}) == expected
+    # a dependency on it is its restart whenever SLURM started it (it waited for the end)
+    chained = beside.model_copy(update={"dependency": "afterany:100(unfulfilled)",
+                                        "depends_on": ("100",)})
+    assert find_successor(pred, [pred, chained], {}) == "101"

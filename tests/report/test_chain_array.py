@@ -65,7 +65,7 @@ def test_the_fallback_prefers_the_restarts_own_task() -> None:
     """Same name and workdir, Dependency cleared: task 1 -> 1820_1, not 1820_0."""
     task = _task("1819", "1")
     started = [record("rl-grid", f"1820_{t}", JobState.RUNNING, array_job_id="1820",
-                      array_task_id=t, submit_time=END - timedelta(minutes=30))
+                      array_task_id=t, submit_time=END - timedelta(minutes=30), start_time=END)
                for t in ("0", "1")]
     assert chain_link(task, [task, *started], {}).successor == "1820_1"
 

@@ -75,7 +75,8 @@ def test_planned_stop_with_a_successor_is_a_chain_restart(text: str, name: str) 
         _successor(dependency="afterok:100(unfulfilled)", state=JobState.RUNNING),
         # SLURM cleared the met dependency: the same fallback as a TIMEOUT's (name stem)
         _successor(name="rl-nemo-grpo-r2", dependency="", depends_on=(),
-                   submit_time=END - timedelta(hours=1), state=JobState.RUNNING),
+                   submit_time=END - timedelta(hours=1), start_time=END,
+                   state=JobState.RUNNING),
     ],
     ids=["afterok", "fallback"],
 )
