@@ -269,7 +269,8 @@ async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
     read by ``reader`` in the answers' worker thread as it arrives (decoding and whatever the
     reader's callbacks do: the probe parses each job's log there), while the event loop
     keeps receiving. Returns once every line received is read; on an error or a
-    cancellation the lines not yet read are skipped."""
+    cancellation (the sweep's deadline), while the command runs or while its last lines are
+    read, the lines not yet read are skipped."""
     pool = _reader_thread()
     stop = threading.Event()
     failed: list[BaseException] = []
@@ -292,11 +293,13 @@ async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
         res = await run_streaming(runner, ["python3", "-"], stdin=script,
                                   on_chunk=splitter.feed)
         splitter.close()
+        if last:  # one thread, in order: the last line read means every line is
+            await asyncio.wrap_future(last[0])
     except BaseException:
+        # A sweep past its deadline (or cancelled) while lines wait to be read: none of
+        # them is folded now; the fold under way is the last.
         stop.set()
         raise
-    if last:  # one thread, in order: the last line read means every line is
-        await asyncio.wrap_future(last[0])
     if failed:
         raise failed[0]
     return res

@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from probes.models import JobFacts, JobState, SchedulerRecord
 from probes.slurm.parse import expand_stdout, records_from_squeue
@@ -257,14 +257,22 @@ class EarlyFolds:
         return len(self._done)
 
 
+class FoldsAbandoned(Exception):
+    """The sweep gave up (its deadline passed, or it was cancelled): no more jobs folded."""
+
+
 def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
              early: EarlyFolds | None, fold: Fold, *, stateful: bool,
+             stop: threading.Event | None = None,
              ) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
     """``fold_jobs``' result: every record's facts (early ones where they stand), and the
-    states of the jobs that have one when ``stateful``."""
+    states of the jobs that have one when ``stateful``. Once ``stop`` is set no further job
+    is folded (:class:`FoldsAbandoned`): the fold under way is the last."""
     jobs: list[JobFacts] = []
     states: dict[str, LogState] = {}
     for r in records:
+        if stop is not None and stop.is_set():
+            raise FoldsAbandoned(f"{len(records) - len(jobs)} of {len(records)} jobs not folded")
         entry = collected.get(r.job_id)
         got = early.take(r, entry) if early is not None and entry is not None else None
         facts, state = got if got is not None else fold(r, entry)
@@ -272,3 +280,19 @@ def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
         if stateful and state is not None:
             states[r.job_id] = state
     return tuple(jobs), states
+
+
+_T = TypeVar("_T")
+
+
+async def off_loop(work: Callable[[threading.Event], _T]) -> _T:
+    """``work(stop)`` in a worker thread (parsing is CPU work: the event loop stays free). A
+    thread cannot be interrupted, so when the awaiting task is cancelled (the sweep's
+    ``timeout_s``) ``stop`` is set, and ``work`` starts no more jobs: a sweep that gave up
+    leaves no parsing behind it."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(work, stop)
+    except BaseException:
+        stop.set()
+        raise

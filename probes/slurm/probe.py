@@ -59,7 +59,14 @@ from probes.slurm.commands import (
     queue_answer,
     run_collector,
 )
-from probes.slurm.early import EarlyFolds, FoldStack, fold_all, fold_stack_loading, folder
+from probes.slurm.early import (
+    EarlyFolds,
+    FoldStack,
+    fold_all,
+    fold_stack_loading,
+    folder,
+    off_loop,
+)
 from probes.slurm.parse import (
     expand_stdout,
     needs_scontrol,
@@ -281,7 +288,7 @@ class SlurmProbe:
             # Each job's log is folded as its line of the answer arrives (probes.slurm.early).
             early = EarlyFolds(fold, cluster=self._cluster.name, now=now, users=users,
                                since=self._cutoff(now), recent=lambda r: self._recent(r, now))
-            async with asyncio.timeout(self._cluster.timeout_s):
+            async with asyncio.timeout(self._cluster.timeout_s) as deadline:
                 snap = await self.snapshot(runner, now, users, offsets=offsets,
                                            one_trip=True, cursors=cursors, early=early)
                 selected = self.select(snap.records, runner, now)
@@ -290,18 +297,26 @@ class SlurmProbe:
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
-            reason = f"{runner.target}: sweep took longer than {self._cluster.timeout_s:g}s"
-            return self._unreachable(now, reason, runner), {}
+            return self._unreachable(now, self._too_long(runner), runner), {}
         finally:
             await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
-        # free. Most jobs were folded there already, as their lines arrived.
-        jobs, states = await asyncio.to_thread(fold_all, selected, collected, early, fold,
-                                               stateful=prior is not None)
+        # free. Most jobs were folded there already, as their lines arrived. The sweep's
+        # deadline bounds the parsing too: past it, no further job is folded.
+        try:
+            async with asyncio.timeout_at(deadline.when()):
+                jobs, states = await off_loop(lambda stop: fold_all(
+                    selected, collected, early, fold, stateful=prior is not None, stop=stop))
+        except TimeoutError:
+            return self._unreachable(now, self._too_long(runner) + " (parsing the logs)",
+                                     runner), {}
         return ClusterFacts(
             name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
             jobs=jobs, round_trips=runner.commands_sent,
         ), states
+
+    def _too_long(self, runner: Runner) -> str:
+        return f"{runner.target}: sweep took longer than {self._cluster.timeout_s:g}s"
 
     async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
         """One job in depth, whoever owns it and however old (``None`` if SLURM forgot it);

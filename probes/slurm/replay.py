@@ -27,7 +27,6 @@ object fails that job's fetch only, as a garbled line of the live collector's an
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import os
@@ -42,6 +41,7 @@ from probes.errors import CommandError, ProbeError
 from probes.models import ClusterFacts, JobFacts, SchedulerRecord
 from probes.slurm.answer import unreadable
 from probes.slurm.assemble import job_facts
+from probes.slurm.early import off_loop
 from probes.slurm.parse import parse_squeue_json
 from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 
@@ -67,8 +67,9 @@ class ReplayProbe:
         except ProbeError as exc:
             return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
                                 detail=str(exc), collected_at=now)
-        jobs = await asyncio.to_thread(lambda: tuple(  # parsing off the event loop
-            self._job(r, collected.get(r.job_id)) for r in records
+        jobs = await off_loop(lambda stop: tuple(  # parsing off the event loop, none once
+            self._job(r, collected.get(r.job_id))  # the sweep has given up
+            for r in records if not stop.is_set()
         ))
         return ClusterFacts(
             name=self._cluster.name, kind="replay", status="ok",
