@@ -153,6 +153,7 @@ def _emit(result: SweepResult, fmt: str, width: int) -> str:
     if fmt == "json":
         data = json.loads(render_json(result.report))
         data["groups"] = groups_json(result.report, pending_tasks=tasks)
+        data["grids"] = [grid.model_dump(mode="json") for grid in result.report.grid]
         return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     report, details = group_report(result.report, result.details, pending_tasks=tasks)
     if fmt == "slack":

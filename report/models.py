@@ -183,7 +183,8 @@ class Report(Frozen):
 
 
 class GridRollup(Frozen):
-    """SFT grid rollup (seed §SFT): not part of the JSON contract, shown under the SFT table."""
+    """SFT grid rollup (seed §SFT): shown under the SFT table; the CLI's JSON adds it as
+    ``grids`` (beside the contract's keys, as ``groups``)."""
 
     grid: str
     running: int

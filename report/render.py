@@ -3,11 +3,11 @@
 Policy: pure presentation, no I/O. Text is the sweep header line followed by each titled box
 table from :mod:`report.tables`; every line fits the requested width. JSON is exactly the
 contract's §3 object: ``generated_at`` in UTC with a ``Z`` suffix and no microseconds; the SFT
-grid rollup is not part of it. Non-finite metric values (a NaN loss, an infinite grad norm)
-are **dropped from** ``metrics`` so that every consumer's ``json.loads`` gets plain numbers and
-strict parsers never see ``NaN``: the run's ``nan-loss``/``grad-explosion`` flags carry that
-fact. In the per-job detail JSON (history, evidence) a non-finite value becomes ``null``, so a
-NaN step stays visible in the history.
+grid rollup is not part of it (the CLI adds it as ``grids``, and the ``groups``). Non-finite
+metric values (a NaN loss, an infinite grad norm) are **dropped from** ``metrics`` so that every
+consumer's ``json.loads`` gets plain numbers and strict parsers never see ``NaN``: the run's
+``nan-loss``/``grad-explosion`` flags carry that fact. In the per-job detail JSON (history,
+evidence) a non-finite value becomes ``null``, so a NaN step stays visible in the history.
 """
 
 from __future__ import annotations
