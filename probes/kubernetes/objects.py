@@ -22,6 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from probes.config import KubernetesCluster
+from probes.kubernetes.restarts import (
+    DEFAULT_BACKOFF_LIMIT,
+    Crash,
+    RestartInPlace,
+    restart_in_place,
+)
 from probes.kubernetes.states import (
     BACKOFF_RESET,
     SIDECAR_CONTAINER,
@@ -39,7 +45,7 @@ from probes.kubernetes.states import (
     sidecar_held,
 )
 from probes.logs.lines import strip_ansi
-from probes.models import SchedulerRecord
+from probes.models import JobState, SchedulerRecord
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 """Pod labels naming the owning Job: the current one first, the pre-1.27 one as a fallback."""
@@ -67,6 +73,11 @@ exit 1); still running: fluent-bit"`` (``states.sidecar_held``)."""
 SAME_NAME_LABEL = "jobtables/same-name"
 """The other kinds (``JobSet``) that share the name of the workload ``jobtables job NAME``
 shows (a Job and a JobSet may share a name): its answer says they exist."""
+RESTART_LABEL = "jobtables/restart-in-place"
+"""A container that crashed and is restarted in place (``restartPolicy: OnFailure``), under
+its Job's ``backoffLimit``: ``"restart 3 of backoffLimit 6: trainer Error, exit 1"``
+(``probes.kubernetes.restarts``)."""
+_LIVE = frozenset({JobState.RUNNING, JobState.PENDING})
 UID_LABEL = "jobtables/uid"
 """The object's uid: a Job re-created under the same name is another job (the bot's episodes)."""
 _COMMAND_CHARS = 400
@@ -134,6 +145,7 @@ def job_workload(job: Any) -> Workload:
         active=(status.active or 0) if status else 0,
         succeeded=(status.succeeded or 0) if status else 0,
         failed=(status.failed or 0) if status else 0,
+        backoff_limits=((None, _backoff_limit(spec.backoff_limit if spec else None)),),
     )
     terminal = view.condition("Complete", "Failed")
     finished = status.completion_time if status else None
@@ -169,6 +181,8 @@ def jobset_workload(obj: Mapping[str, Any]) -> Workload:
         for c in status.get("conditions") or ()
     )
     replicated = status.get("replicatedJobsStatus") or ()
+    replicated_jobs = list(spec.get("replicatedJobs") or ())
+    templates = [r.get("template") or {} for r in replicated_jobs]
     view = WorkloadView(
         kind="JobSet",
         name=str(meta.get("name")),
@@ -178,10 +192,12 @@ def jobset_workload(obj: Mapping[str, Any]) -> Workload:
         active=sum(int(r.get("active") or 0) for r in replicated),
         succeeded=sum(int(r.get("succeeded") or 0) for r in replicated),
         failed=sum(int(r.get("failed") or 0) for r in replicated),
+        backoff_limits=tuple(
+            (str(r.get("name")), _backoff_limit((t.get("spec") or {}).get("backoffLimit")))
+            for r, t in zip(replicated_jobs, templates, strict=True)),
+        restarts_left=_restarts_left(spec, status),
     )
     terminal = view.condition("Completed", "Failed")
-    replicated_jobs = list(spec.get("replicatedJobs") or ())
-    templates = [r.get("template") or {} for r in replicated_jobs]
     pod_template = ((templates[0].get("spec") or {}).get("template") or {}) if templates else {}
     image, command = _main_container_dict(pod_template)
     return Workload(
@@ -246,8 +262,31 @@ def pod_view(pod: Any) -> PodView:
     chosen = log_container(replace(view, failed_init=None))  # the job's image, not the init's
     declared = (spec.containers or ()) if spec else ()
     image = next((c.image for c in declared if c.name == chosen), None)
-    held_by, held_end = _sidecar_hold(main, chosen)
-    return replace(view, image=image, held_by=held_by, held_end=held_end)
+    crash = _crash(view, init, main, chosen, spec.restart_policy if spec else None)
+    # A crashed job container restarted in place holds nothing: it runs again.
+    held_by, held_end = _sidecar_hold(main, chosen) if crash is None else ((), None)
+    return replace(view, image=image, held_by=held_by, held_end=held_end, crash=crash)
+
+
+def _crash(view: PodView, init: Sequence[Any], main: Sequence[Any], chosen: str | None,
+           policy: str | None) -> Crash | None:
+    """The job's container (``chosen``; while the pod is Pending, an init container first)
+    ended in failure in a live pod whose ``restartPolicy`` is ``OnFailure``: the kubelet
+    restarts it in place (``probes.kubernetes.restarts``). A success is not restarted."""
+    if policy != "OnFailure" or view.deleting or view.phase not in {"Running", "Pending"}:
+        return None
+    candidates = [cs for cs in main if cs.name == chosen]
+    if view.phase == "Pending":
+        candidates = [*init, *candidates]
+    for cs in candidates:
+        ended = cs.state.terminated if cs.state else None
+        if ended is None or (ended.reason in (None, "Completed") and not ended.exit_code):
+            continue
+        ran = (ended.finished_at - ended.started_at
+               if ended.started_at and ended.finished_at else None)
+        return Crash(str(cs.name), f"{ended.reason or 'Error'}, exit {ended.exit_code}",
+                     cs.restart_count or 0, ran)
+    return None
 
 
 def _sidecar_hold(main: Sequence[Any], chosen: str | None) -> tuple[tuple[str, ...], str | None]:
@@ -401,7 +440,9 @@ def build_record(
         pods_total=len(pods),
         pods_running=sum(1 for p in pods if p.phase == "Running" and not p.deleting),
         labels=record_labels(work, leader, verdict, repeated_pod_failure(pods, now),
-                             failed_rank(pods), held=sidecar_held(pods) is not None),
+                             failed_rank(pods), held=sidecar_held(pods) is not None,
+                             restart=restart_in_place(work.view, pods),
+                             restarts_left=work.view.restarts_left),
     )
 
 
@@ -441,7 +482,9 @@ def owned_by(pod: Any, work: Workload) -> bool:
 
 def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
                   recurring: str | None = None,
-                  rank: FailedRank | None = None, *, held: bool = False) -> dict[str, str]:
+                  rank: FailedRank | None = None, *, held: bool = False,
+                  restart: RestartInPlace | None = None,
+                  restarts_left: int = 0) -> dict[str, str]:
     """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers. A label
     of the job's own under ``jobtables/`` is dropped: only the probe writes its markers (a
     ``jobtables/silent-wedge`` label forced a terminal verdict on a healthy job)."""
@@ -468,6 +511,8 @@ def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
         job = log_container(replace(leader, failed_init=None)) or "the job's container"
         labels[SIDECAR_HELD_LABEL] = (f"{job} ended ({leader.held_end}); still running: "
                                       + ", ".join(leader.held_by))
+    if restart is not None and verdict.state in _LIVE:
+        labels[RESTART_LABEL] = restart.describe(restarts_left)
     return labels
 
 
@@ -497,6 +542,21 @@ def _main_container_dict(template: Mapping[str, Any]) -> tuple[str | None, str |
 def _command(command: Sequence[str] | None, args: Sequence[str] | None) -> str | None:
     words = [*(command or ()), *(args or ())]
     return shlex.join(words)[:_COMMAND_CHARS] if words else None
+
+
+def _restarts_left(spec: Mapping[str, Any], status: Mapping[str, Any]) -> int:
+    """A JobSet's restarts left: ``failurePolicy.maxRestarts`` (none without a policy) less
+    those counted toward it (``restartsCountTowardsMax``, else ``restarts``)."""
+    allowed = (spec.get("failurePolicy") or {}).get("maxRestarts")
+    used = status.get("restartsCountTowardsMax", status.get("restarts"))
+    if not isinstance(allowed, int):
+        return 0
+    return max(0, allowed - (used if isinstance(used, int) else 0))
+
+
+def _backoff_limit(value: Any) -> int:
+    """A Job spec's ``backoffLimit``, the API server's default when it is not given."""
+    return int(value) if isinstance(value, int) else DEFAULT_BACKOFF_LIMIT
 
 
 def _timestamp(value: Any) -> datetime | None:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from probes.kubernetes.restarts import Crash, restart_in_place
 from probes.models import JobState
 
 BRING_UP_WAITING = frozenset(
@@ -118,6 +119,12 @@ class WorkloadView:
     active: int = 0
     succeeded: int = 0
     failed: int = 0
+    backoff_limits: tuple[tuple[str | None, int], ...] = ()
+    """``spec.backoffLimit`` by JobSet replicated job (a Job's under ``None``): see
+    :mod:`probes.kubernetes.restarts`."""
+    restarts_left: int = 0
+    """A JobSet's restarts left under ``failurePolicy.maxRestarts``: a child Job that fails
+    then restarts the JobSet, no end of it."""
 
     def condition(self, *types: str) -> ConditionView | None:
         """The first true condition of one of ``types``, in the order given."""
@@ -193,6 +200,9 @@ class PodView:
     plain container): they hold the pod Running, and the Job never ends on its own."""
     held_end: str | None = None
     """How the job's container ended then (``Completed, exit 0``, ``Error, exit 1``)."""
+    crash: Crash | None = None
+    """Its job container (or, while it is Pending, an init container) ended in failure and
+    the kubelet will restart it in place (``restartPolicy: OnFailure``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,10 +227,20 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
         if work.active > 0:
             return StateVerdict(JobState.RUNNING, "NoPods", wedge="no-pods")
         return StateVerdict(JobState.PENDING, "PodsNotCreated")
+    restart = restart_in_place(work, pods)
+    if restart is not None and restart.exhausted and work.restarts_left <= 0:
+        # The controller fails the Job as this restart reaches backoffLimit: no restart.
+        if restart.crash.failure.startswith("OOMKilled"):
+            return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
+        return StateVerdict(JobState.FAILED, BACKOFF_LIMIT_EXCEEDED)
     held = sidecar_held(pods)
     if held is not None:
         return held
     return _live_state(pods)
+
+
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+"""The Job controller's reason for a Job whose restarts reached ``backoffLimit``."""
 
 
 SIDECAR_HELD = "SidecarHeld"
@@ -337,7 +357,8 @@ def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -
     termination message's shape). ``CrashLoopBackOff`` after at least two restarts is a
     recurring failure by itself: the kubelet backs off only while the same container keeps
     failing; so is that container caught running again (``now`` given) less than
-    :data:`BACKOFF_RESET` after its last failure, ``restarts`` attempts."""
+    :data:`BACKOFF_RESET` after its last failure, ``restarts`` attempts, or caught ended
+    again after a run shorter than that, before its restart (``PodView.crash``)."""
     found: list[tuple[int, str, str]] = []
     ranks: dict[tuple[str | None, ...], list[PodView]] = {}
     for pod in pods:  # a JobSet's replicated jobs each have their own indexes
@@ -352,8 +373,14 @@ def repeated_pod_failure(pods: Sequence[PodView], now: datetime | None = None) -
             if same >= 2:
                 found.append((same, ended[0].failure, ended[0].message or ""))
     for pod in pods:
+        crash = pod.crash
         if "CrashLoopBackOff" in pod.waiting and pod.restarts >= 2 and pod.failure:
             found.append((pod.restarts + 1, pod.failure, pod.message or ""))
+        elif (crash is not None and crash.restarts >= 2 and pod.failure
+              and (crash.ran is None or crash.ran < BACKOFF_RESET)):
+            # The same loop caught between a crash and its restart (before CrashLoopBackOff):
+            # a short run after 2+ restarts.
+            found.append((crash.restarts + 1, pod.failure, pod.message or ""))
         elif (now is not None and pod.phase == "Running" and not pod.deleting
               and pod.relapse is not None and now - pod.relapse.started < BACKOFF_RESET):
             # The same crash loop caught while its container runs again: each restart

@@ -48,11 +48,12 @@ def to_json(obj: Any) -> Any:
     return _SERIALISER.sanitize_for_serialization(obj)
 
 
-def _template(containers: tuple[str, ...], labels: dict[str, str]) -> V1PodTemplateSpec:
+def _template(containers: tuple[str, ...], labels: dict[str, str],
+              restart_policy: str = "Never") -> V1PodTemplateSpec:
     return V1PodTemplateSpec(
         metadata=V1ObjectMeta(labels=labels),
         spec=V1PodSpec(
-            restart_policy="Never",
+            restart_policy=restart_policy,
             containers=[
                 V1Container(name=c, image=IMAGE, command=["python", "-m", "train"],
                             args=["--config", "cfg.yaml"])
@@ -76,8 +77,11 @@ def make_job(
     suspend: bool = False,
     containers: tuple[str, ...] = ("trainer",),
     owner_jobset: str | None = None,
+    backoff_limit: int = 0,
+    restart_policy: str = "Never",
 ) -> V1Job:
-    """A batch/v1 Job; ``conditions`` are ``(type, reason)`` pairs, all true."""
+    """A batch/v1 Job; ``conditions`` are ``(type, reason)`` pairs, all true;
+    ``restart_policy`` is its pod template's."""
     owners = None
     if owner_jobset:
         owners = [V1OwnerReference(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet",
@@ -91,8 +95,8 @@ def make_job(
             annotations=annotations, owner_references=owners,
             creation_timestamp=(started or NOW) - timedelta(minutes=1),
         ),
-        spec=V1JobSpec(template=_template(containers, {"job-name": name}), suspend=suspend,
-                       backoff_limit=0),
+        spec=V1JobSpec(template=_template(containers, {"job-name": name}, restart_policy),
+                       suspend=suspend, backoff_limit=backoff_limit),
         status=V1JobStatus(
             active=active or None, succeeded=succeeded or None, failed=failed or None,
             start_time=started, completion_time=finished if succeeded else None,
@@ -128,6 +132,7 @@ def make_pod(
     created: datetime = NOW - timedelta(hours=1),
     restarts: int = 0,
     replicated_job: tuple[str, int] | None = None,
+    restart_policy: str | None = None,
 ) -> V1Pod:
     """A pod of ``job`` as its Job controller makes it (the job-name and controller-uid
     labels, old and new, and the owner reference); every container is in ``state``
@@ -153,7 +158,7 @@ def make_pod(
                               creation_timestamp=created, owner_references=[
                                   V1OwnerReference(api_version="batch/v1", kind="Job", name=job,
                                                    uid="uid-" + job, controller=True)]),
-        spec=V1PodSpec(node_name="gpu-node-07", containers=[
+        spec=V1PodSpec(node_name="gpu-node-07", restart_policy=restart_policy, containers=[
             V1Container(name=c, image=IMAGE) for c in containers
         ]),
         status=V1PodStatus(

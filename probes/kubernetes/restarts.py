@@ -1,0 +1,89 @@
+"""A Job's container that crashed and is restarted in place (``restartPolicy: OnFailure``).
+
+Policy: with ``OnFailure`` the kubelet restarts a failed container in its pod; between the
+crash and the restart the pod stays Running (kubelet ``getPhase``: "in the process of
+restarting") and the container reads ``state.terminated``. That is no failed job and no job
+held by its sidecars: it is restarting. The Job controller fails the Job once the restarts of
+its Running and Pending pods reach ``backoffLimit`` (``pastBackoffLimitOnFailure``; with
+``backoffLimit: 0``, any restart): a crash whose restart reaches it ends the Job
+(``BackoffLimitExceeded``), before the controller has written its Failed condition. A JobSet's
+child Jobs each count their own pods' restarts against their own template's ``backoffLimit``;
+a child Job that fails so restarts the JobSet while its ``failurePolicy.maxRestarts`` allows.
+
+Pure: the views are built by ``probes.kubernetes.objects``; ``probes.kubernetes.states`` maps
+an exhausted limit to FAILED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probes.kubernetes.states import PodView, WorkloadView
+
+DEFAULT_BACKOFF_LIMIT = 6
+"""The API server's default ``spec.backoffLimit`` (what a Job that sets none has)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """A container of a live OnFailure pod that ended in failure and awaits its restart."""
+
+    container: str
+    failure: str
+    """``"<reason>, exit <code>"`` (``Error, exit 1``, ``OOMKilled, exit 137``)."""
+    restarts: int = 0
+    """That container's own ``restartCount`` (the runs before this one)."""
+    ran: timedelta | None = None
+    """How long its run lasted (``startedAt`` to ``finishedAt``), when both are given."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestartInPlace:
+    """A crashed container's coming restart, as the Job controller counts it."""
+
+    pod: PodView
+    crash: Crash
+    restart: int
+    """The restart to come: its child Job's pods' restarts so far, plus this one."""
+    limit: int
+
+    @property
+    def exhausted(self) -> bool:
+        """This restart reaches ``backoffLimit``: the controller fails the Job with it."""
+        return self.restart >= max(self.limit, 1)
+
+    def describe(self, restarts_left: int = 0) -> str:
+        """``restart 3 of backoffLimit 6: trainer Error, exit 1`` (the count first: a Trend
+        cell keeps the start), its pod named when the workload has ranks (an indexed Job, a
+        JobSet); a limit reached that restarts the JobSet says so."""
+        ranked = any(value is not None for value in self.pod.rank)
+        then = (f" (its Job fails; the JobSet restarts, {restarts_left} restart(s) left)"
+                if self.exhausted else "")
+        return (f"restart {self.restart} of backoffLimit {self.limit}{then}: "
+                f"{'pod/' + self.pod.name + ' ' if ranked else ''}{self.crash.container} "
+                f"{self.crash.failure}")
+
+
+def restart_in_place(work: WorkloadView, pods: Sequence[PodView]) -> RestartInPlace | None:
+    """The first crashed container awaiting its restart in place (by pod name), with its
+    child Job's restart count and limit; ``None`` when no live pod has one."""
+    crashed = sorted((pod for pod in pods if pod.crash is not None), key=lambda pod: pod.name)
+    if not crashed:
+        return None
+    pod = crashed[0]
+    assert pod.crash is not None
+    child = _child_job(pod)
+    tally = sum(other.restarts for other in pods
+                if _child_job(other) == child and other.phase in {"Running", "Pending"})
+    limits = dict(work.backoff_limits)
+    limit = limits.get(pod.group, limits.get(None, DEFAULT_BACKOFF_LIMIT))
+    return RestartInPlace(pod=pod, crash=pod.crash, restart=tally + 1, limit=limit)
+
+
+def _child_job(pod: PodView) -> tuple[str | None, str | None]:
+    """The pod's Job: a JobSet's pods by replicated job and job index, a Job's all one."""
+    return pod.group, (pod.rank[1] if len(pod.rank) > 1 else None)
