@@ -260,8 +260,8 @@ class _Walk:
         self.visits = 0
         try:
             fd = self.guard.open(root, directory=True)
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            return  # (a root that is a file or a FIFO, or below one, holds no checkpoints)
         except (OSError, Refused) as exc:
             self.errors[root] = str(exc)
             return
@@ -272,7 +272,7 @@ class _Walk:
                 os.close(fd)
                 fd, path = sub, os.path.join(path, part)
             self.search(path, fd, depth)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)

@@ -8,6 +8,7 @@ reason, and no "banking nothing" warning is drawn from a listing that was never 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,17 @@ def test_a_missing_root_is_no_unreadable_one(tmp_path: Path) -> None:
     """A root that does not exist (most default roots of most runs) says nothing."""
     job = _facts(_collected(tmp_path, [str(tmp_path / "checkpoints")]), str(tmp_path))
     assert job.checkpoints is None or not job.checkpoints.unreadable
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_a_root_that_is_no_directory_is_an_absent_one(tmp_path: Path, kind: str) -> None:
+    """``checkpoints`` a FIFO or a file (a default root such as ``{workdir}/output`` is often
+    a file): no checkpoints there, nothing unreadable, and the roots below it
+    (``{workdir}/checkpoints/{name}``) are absent too."""
+    root = tmp_path / "checkpoints"
+    if kind == "fifo":
+        os.mkfifo(root)
+    else:
+        root.write_text("not a directory\n")
+    job = _facts(_collected(tmp_path, [str(root), str(root / "rl-run")]), str(tmp_path))
+    assert job.checkpoints is None
