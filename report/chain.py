@@ -19,7 +19,10 @@ TIMEOUT job's successor is, in order of confidence,
    :data:`SUBMIT_SLACK`), i.e. queued by the chain, not relaunched by hand afterwards, and,
    once RUNNING, started when the predecessor ended or later: a job that started before that
    ran beside it (another copy of the run, a seed under the same name), it did not continue
-   it. A job
+   it. A task of the predecessor's own array (or its pending remainder) is a fallback only
+   when the array runs one task at a time (``--array=0-9%1``, squeue's ``array_max_tasks``
+   1: a restart chain by array); an array run in waves (``%10``, or unthrottled) starts its
+   next task when one ends, a cell of its own, not a restart. A job
    that still names the predecessor with another dependency type is never a fallback. The
    workdir may differ (a launcher that gives each attempt its own run directory) when SLURM's
    own times say the predecessor's end released the job: submitted before that end, made
@@ -187,9 +190,43 @@ def released_by(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
             and end - timedelta(seconds=1) <= eligible <= end + RELEASE_SLACK)
 
 
+def _own_array(record: SchedulerRecord) -> str | None:
+    """The array's own id of a task (``123_4``), or of the array's pending remainder
+    (``123`` with its task spec, or squeue -o's ``123_[5-9%2]``), else None."""
+    array = _array_id(record.job_id, record.array_job_id)
+    return array or (record.job_id if record.labels.get("array_tasks") else None)
+
+
+_THROTTLE = re.compile(r"%(\d+)\]?$")
+
+
+def array_throttle(record: SchedulerRecord) -> int | None:
+    """How many of the record's array's tasks SLURM runs at once (``--array=0-9%2``: 2; 0
+    for no limit), or None when its record does not say."""
+    value = record.labels.get("array_throttle")
+    if value is not None and value.isdigit():
+        return int(value)
+    spec = record.labels.get("array_tasks") or record.job_id.partition("_")[2]
+    found = _THROTTLE.search(spec)
+    return int(found[1]) if found else None
+
+
+def _sibling_restart(record: SchedulerRecord, candidate: SchedulerRecord) -> bool | None:
+    """None when ``candidate`` is not a task of ``record``'s own array; else whether it may
+    continue it: only in an array SLURM runs one task at a time (``%1``, a restart chain by
+    array). An array run in waves (``%10``, or unthrottled and a few at a time by the
+    cluster's room) starts its next task when one ends, a cell of its own, not a restart."""
+    own = _own_array(record)
+    if own is None or own != _own_array(candidate):
+        return None
+    return 1 in (array_throttle(record), array_throttle(candidate))
+
+
 def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
     if candidate.user != record.user:
         return False
+    if _sibling_restart(record, candidate) is False:
+        return False  # the array's next task by its throttle, no restart of this one
     elsewhere = candidate.workdir != record.workdir or not record.workdir
     if elsewhere and not released_by(record, candidate):
         return False

@@ -28,7 +28,8 @@ _ROOT_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
 SQUEUE_JOB_KEYS = (
     "job_id", "job_state", "state", "state_reason", "name", "user_name", "user",
     "submit_time", "eligible_time", "start_time", "end_time", "time_limit", "time", "exit_code",
-    "array_job_id", "array_task_id", "array_task_string", "array", "dependency", "comment",
+    "array_job_id", "array_task_id", "array_task_string", "array_max_tasks", "array",
+    "dependency", "comment",
     "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
     "command", "nodes", "restart_cnt", "het_job_id", "het_job_offset", "het",
 )

@@ -115,7 +115,8 @@ def record_from_squeue(
         comment = comment.get("job")
     het = het_ids(job)
     key = _job_id(job_id, array_job, array_task, het)
-    labels = _array_labels(job_id, array_task, job.get("array_task_string"))
+    labels = _array_labels(job_id, array_task, job.get("array_task_string"),
+                           _array_throttle(job) if array_job else None)
     if het[0] is not None:  # a hetjob component: its own id is what %j expands to
         labels = {**labels, "slurm_job_id": str(job_id)}
     return _record({  # SchedulerRecord's fields, in its order; every one given but the pods'
@@ -170,12 +171,28 @@ def _record(fields: dict[str, Any]) -> SchedulerRecord:
     return record
 
 
-def _array_labels(job_id: int, array_task: int | None, tasks: Any) -> dict[str, str]:
+def _array_labels(job_id: int, array_task: int | None, tasks: Any,
+                  throttle: int | None = None) -> dict[str, str]:
     # A pending array's unsplit remainder is one record under the array's own id; its task
     # spec (``0-499%8``) says how many tasks it stands for (report/grouping.py counts them).
+    # The throttle (``%8``; 0: none) tells a restart chain by array (``%1``, each task
+    # resuming the last) from a grid run in waves (report/chain.py).
+    limit = {"array_throttle": str(throttle)} if throttle is not None else {}
     if array_task is not None:
-        return {"slurm_job_id": str(job_id)}
-    return {"array_tasks": tasks} if isinstance(tasks, str) and tasks.strip() else {}
+        return {"slurm_job_id": str(job_id), **limit}
+    spec = {"array_tasks": tasks} if isinstance(tasks, str) and tasks.strip() else {}
+    return {**spec, **limit} if spec else {}
+
+
+def _array_throttle(job: Mapping[str, Any]) -> int | None:
+    """squeue's ``array_max_tasks`` or sacct's ``array.limits.max.running.tasks`` (0: no
+    throttle), or None when the object has neither."""
+    raw = job.get("array_max_tasks")
+    if raw is None:
+        limits = _block(_block(_block(_block(job, "array"), "limits"), "max"), "running")
+        raw = limits.get("tasks")
+    value = _number(raw)
+    return value if value is not None and value >= 0 else None
 
 
 def _block(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:

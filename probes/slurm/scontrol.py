@@ -225,4 +225,10 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
         update["restarts"] = int(restarts)
     if not record.user and (uid := _text(fields.get("UserId"))):
         update["user"] = uid.split("(")[0]
+    # squeue -o has no array throttle; scontrol prints ArrayTaskThrottle for a throttled
+    # array only (report.chain: a %1 array is a restart chain, any other runs in waves).
+    if fields.get("ArrayJobId") and "array_throttle" not in record.labels:
+        throttle = fields.get("ArrayTaskThrottle", "0")
+        if throttle.isdigit():
+            update["labels"] = {**record.labels, "array_throttle": throttle}
     return record.model_copy(update=update) if update else record

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from probes.models import JobState, SchedulerRecord
 from report.chain import chain_link, dependency_edges
 from tests.report.factories import NOW, record
@@ -81,15 +83,43 @@ def test_a_dependency_on_another_task_is_not_this_tasks() -> None:
 
 def test_a_throttled_arrays_next_task_is_the_restart_of_the_last() -> None:
     """``--array=0-9%1`` runs its tasks one after another, one name and workdir, each
-    resuming the last (a restart chain by array): task 1, running or already ended once task
-    0 TIMEOUT (started after it), is its restart. A sibling that ran beside it is none."""
-    task = _task("1900", "0")
+    resuming the last (a restart chain by array; squeue --json ``array_max_tasks`` 1): task 1,
+    running or already ended once task 0 TIMEOUT (started after it), is its restart. A
+    sibling that ran beside it is none."""
+    task = _task("1900", "0").model_copy(update={"labels": {"array_throttle": "1"}})
     for state in (JobState.RUNNING, JobState.TIMEOUT):
         sibling = record("rl-grid", "1900_1", state, array_job_id="1900", array_task_id="1",
                          submit_time=END - timedelta(hours=1), start_time=END,
-                         end_time=None if state is JobState.RUNNING else NOW)
+                         end_time=None if state is JobState.RUNNING else NOW,
+                         labels={"array_throttle": "1"})
         assert chain_link(task, [task, sibling], {}).successor == "1900_1"
     beside = record("rl-grid", "1900_1", JobState.TIMEOUT, array_job_id="1900",
                     array_task_id="1", submit_time=END - timedelta(hours=1),
-                    start_time=END - timedelta(minutes=30), end_time=END)
+                    start_time=END - timedelta(minutes=30), end_time=END,
+                    labels={"array_throttle": "1"})
     assert chain_link(task, [task, beside], {}).successor is None
+
+
+@pytest.mark.parametrize("throttle", ["10", "2", "0", None])
+def test_an_array_run_in_waves_has_no_restart_among_its_own_tasks(throttle: str | None) -> None:
+    """``--array=0-99%10`` (or a plain array the cluster runs a few at a time): each task is a
+    cell of its own, and task 10 starts the moment task 0 ends, by the throttle, not to resume
+    it. A walltime TIMEOUT of task 0 read 'normal chain restart -> 1900_10' (the name and
+    workdir fallback, and the pending remainder ``1900`` too): it is a failure, no successor.
+    Only a throttle of 1 (tasks one after another) reads as a chain by array; a task of
+    another array that waits on it is its restart whatever the throttle."""
+    labels = {"array_throttle": throttle} if throttle is not None else {}
+    task = _task("1900", "0").model_copy(update={"labels": labels})
+    wave = record("rl-grid", "1900_10", JobState.RUNNING, array_job_id="1900",
+                  array_task_id="10", submit_time=END - timedelta(hours=1), start_time=END,
+                  labels=labels)
+    rest = record("rl-grid", "1900", JobState.PENDING, submit_time=END - timedelta(hours=1),
+                  reason="JobArrayTaskLimit",
+                  labels={"array_tasks": f"11-99%{throttle or 0}", **labels})
+    plain_rest = rest.model_copy(update={"job_id": "1900_[11-99%10]", "labels": {}})
+    for later in (wave, rest, plain_rest):
+        assert chain_link(task, [task, later], {}).successor is None
+    resume = record("rl-grid", "1950_0", JobState.PENDING, array_job_id="1950",
+                    array_task_id="0", dependency="afterany:1900_*(unfulfilled)",
+                    depends_on=("1900_*",), submit_time=END - timedelta(hours=1))
+    assert chain_link(task, [task, wave, resume], {}).successor == "1950_0"
