@@ -486,9 +486,14 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
     tally = new_tally()
     started = clock.clock()
     job_raw = None
+    job_mtime = created = None
     try:
         with _opened(job_dir, guard, top) as fd:
-            job_raw = read_small("result.json", guard, dir_fd=fd)
+            stamped = _read_stamped("result.json", guard, dir_fd=fd)
+            if stamped is not None:
+                job_raw, job_mtime = stamped
+            with contextlib.suppress(OSError, Refused, Hung):
+                created = guard.stat_file("config.json", dir_fd=fd).st_mtime
             entries = _entries(fd, job_dir, guard)
             for name, is_dir in entries:
                 if not is_dir:
@@ -508,8 +513,11 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
     except (OSError, Refused):
         pass
     tally["seconds"] = round(clock.clock() - started, 3)
+    # Whose run the job dir can be, in a shared jobs/: Harbor rewrites the job result.json at
+    # every trial start and end (its mtime: the last write) and writes config.json as a run
+    # starts or resumes (its mtime: that start).
     return {"job": reduce_job(job_raw) if job_raw is not None else None, "tally": tally,
-            "trials": {}}
+            "trials": {}, "mtime": job_mtime, "created": created}
 
 
 @contextlib.contextmanager

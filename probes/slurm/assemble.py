@@ -79,9 +79,16 @@ def job_facts(
         log=log if whole_tail else retain(log, summary),
         summary=summary,
         checkpoints=_checkpoints(collected.get("checkpoints") or {}),
-        trials=trial_tree(collected.get("trials") or {}),
+        trials=trial_tree(collected.get("trials") or {}, **run_span(record)),
         completion=completion_check(collected.get("completion")),
     )
+
+
+def run_span(record: SchedulerRecord) -> dict[str, datetime | None]:
+    """``trial_tree``'s ``started`` and ``ended`` for the job (a live job's end time is its
+    time limit, not an end)."""
+    ended = record.end_time if record.state not in ACTIVE_STATES else None
+    return {"started": record.start_time, "ended": ended}
 
 
 def _own_attempt(log: LogFetch, record: SchedulerRecord) -> LogFetch:
@@ -153,8 +160,51 @@ def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:
     )
 
 
-def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
-    """Merge every existing trial root; several Harbor job dirs under one root are chunks."""
+START_RESOLUTION_S = 1.0
+"""SLURM gives start times in whole seconds: a write within the start's own second may be the
+run before's (an ``afterany`` successor starts the moment its predecessor ends, after the
+predecessor's last write), so a job dir counts as written since the start only from the
+second after it (the run's own is rewritten at every trial start and end)."""
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _in_run(job: Mapping[str, Any], started: datetime | None, ended: datetime | None) -> bool:
+    """Whether a Harbor job dir can be the run of a job that started at ``started`` (and
+    ended at ``ended``): last written (its job result.json, rewritten at every trial start
+    and end, or a trial's result.json) after the start's second (``START_RESOLUTION_S``), and
+    started (its config.json, written as a Harbor run starts or resumes) by the end's.
+    Unknown times keep it."""
+    if started is not None:
+        stamps = [t for t in (_epoch(job.get("mtime")),
+                              _epoch((job.get("tally") or {}).get("newest_mtime")))
+                  if t is not None]
+        if stamps and max(stamps) < started.timestamp() + START_RESOLUTION_S:
+            return False
+    created = _epoch(job.get("created"))
+    return ended is None or created is None \
+        or created < ended.timestamp() + START_RESOLUTION_S
+
+
+def _own_jobs(root: str, jobs: Mapping[str, Any], started: datetime | None,
+              ended: datetime | None) -> Mapping[str, Any]:
+    """The Harbor job dirs under a jobs dir that this job can have written. Runs launched one
+    after another from one directory share Harbor's default ``jobs/`` (one dir per launch,
+    named by its time): a dir last written before the job started is an earlier run's (a
+    resumed one is written again), one started after it ended a later run's. A root that is
+    itself a job or trials dir is kept whole."""
+    return {job_dir: job for job_dir, job in jobs.items()
+            if job_dir.rstrip("/") == root.rstrip("/") or _in_run(job, started, ended)}
+
+
+def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
+               ended: datetime | None = None) -> TrialTree | None:
+    """Merge every existing trial root; several Harbor job dirs under one root are chunks
+    (those of the job's own run, from ``started`` to ``ended``: ``_own_jobs``)."""
     existing = {root: v for root, v in raw.items() if v.get("exists")}
     if not existing:
         # A root that could not be read is not an absent one: its trials are unknown.
@@ -164,7 +214,7 @@ def trial_tree(raw: Mapping[str, Any]) -> TrialTree | None:
             return TrialTree(root=failed[0], exists=False, error=failed[1][:300])
         return None
     root, value = next(iter(existing.items()))
-    jobs: Mapping[str, Any] = value.get("jobs") or {}
+    jobs: Mapping[str, Any] = _own_jobs(root, value.get("jobs") or {}, started, ended)
     if not jobs:
         return TrialTree(root=root, exists=True)
     trials: dict[str, Mapping[str, Any]] = {}

@@ -221,9 +221,10 @@ class EarlyFolds:
 
     def before_head(self, key: str, entry: Mapping[str, Any], raw: bytes | None = None) -> None:
         """A job line that came before the head (``AnswerReader``'s ``on_early``): no record
-        is known yet, so it is folded against a stand-in (:meth:`stand_in`); a fold reads
-        the record for nothing but its id (``tests/probes/slurm/test_early_listing.py``
-        holds it to that), and :meth:`take` puts the sweep's own record in its place."""
+        is known yet, so it is folded against a stand-in (:meth:`stand_in`); a fold's log
+        part reads the record for nothing but its id (``tests/probes/slurm/test_early_listing.py``
+        holds it to that), and :meth:`take` puts the sweep's own record in its place (its
+        trial tree assembled again with the record's start time)."""
         stand_in = self._stand_ins[key] = self.stand_in(key)
         try:
             result = self._fold(stand_in, entry)
@@ -248,13 +249,28 @@ class EarlyFolds:
             return result
         if got[0] is self._stand_ins.get(record.job_id):
             facts, state = result
-            return facts.model_copy(update={"record": record}), state
+            return _with_record(facts, record, entry), state
         return None
 
     @property
     def folded(self) -> int:
         """Jobs folded early so far (tests and benchmarks read it)."""
         return len(self._done)
+
+
+def _with_record(facts: JobFacts, record: SchedulerRecord,
+                 entry: Mapping[str, Any]) -> JobFacts:
+    """A stand-in's facts given the sweep's record: the trial tree, the one part of a fold
+    that reads more than the id (which Harbor job dirs of a shared ``jobs/`` are the job's
+    goes by its start time, ``assemble._own_jobs``), is assembled again with it; the log's
+    fold, the costly part, stands."""
+    update: dict[str, Any] = {"record": record}
+    trials = entry.get("trials")
+    if trials and record.start_time is not None:
+        from probes.slurm.assemble import run_span, trial_tree  # (the fold stack: loaded)
+
+        update["trials"] = trial_tree(trials, **run_span(record))
+    return facts.model_copy(update=update)
 
 
 class FoldsAbandoned(Exception):
