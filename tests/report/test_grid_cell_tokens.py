@@ -85,3 +85,16 @@ def test_a_cell_run_after_another_is_no_copy_of_it() -> None:
                    _cell("sft-g-lr3", "3", JobState.PENDING, after="2"))
     [grid] = grids.values()
     assert (grid.running, grid.pending_unique) == (2, 1)
+
+
+def test_a_rank_grid_throttled_with_dependencies_keeps_its_cells() -> None:
+    """A LoRA-rank grid run two at a time (``-r32`` afterany ``-r16``, ``-r64`` afterany
+    ``-r8``) keeps its pending ranks as cells: a dependency makes a copy only of the next
+    attempt (``-r16-resume`` after ``-r16``, ``-r3`` after ``-r2``), not of the next rank."""
+    grids = _grids(_cell("sft-lora-r8", "1"), _cell("sft-lora-r16", "2"),
+                   _cell("sft-lora-r32", "3", JobState.PENDING, after="2"),
+                   _cell("sft-lora-r64", "4", JobState.PENDING, after="1"),
+                   _cell("sft-lora-r16-resume", "5", JobState.PENDING, after="2"))
+    assert list(grids) == ["sft-lora"]
+    grid = grids["sft-lora"]
+    assert (grid.running, grid.pending_unique) == (2, 2)
