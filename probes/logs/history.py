@@ -420,6 +420,13 @@ class MetricScan:
     episode_unanchored = False
     """A resumed episode's postfix steps were counted from its bar's 0 (no
     ``rollout_batch_size`` to place them): their order only (``steps_unanchored``)."""
+    top: int | None = None
+    """The highest step of ``points`` (a new segment lowers it: ``_rewind``)."""
+    launch = False
+    """A trainer's start line was read since the last point recorded (its banner total:
+    verl's and SkyRL's ``Total training steps``, HF's ``Total optimization steps``;
+    prime-rl's ``Starting training loop``): the next step logged at or below ``top``
+    starts a new segment (``_rewind``)."""
 
     def __init__(
         self,
@@ -860,6 +867,7 @@ class MetricScan:
         if "Total" in body:
             banner = _BANNER_RE.search(body)
             if banner is not None:
+                self.launch = True
                 if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
                     self._mark("hf")
                 self.banner_total = int((banner.group(1) or banner.group(2)).replace(",", ""))
@@ -919,6 +927,8 @@ class MetricScan:
 
     def _loop_total(self, body: str) -> None:
         """prime-rl's ``Starting ... loop (max_steps=N)``: the run's total steps."""
+        if "Starting training loop" in body or "Starting orchestrator loop" in body:
+            self.launch = True  # (a restart's: ``_rewind``)
         found = _LOOP_TOTAL_RE.search(body)
         if found is not None and int(found.group(1) or found.group(2)) > 0:
             self.banner_total = int(found.group(1) or found.group(2))
@@ -1078,7 +1088,7 @@ class MetricScan:
         if self.hf_unanchored:
             for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
                 if step - back >= 1:
-                    self._record(step - back, early, early_line, None)
+                    self._record(step - back, early, early_line, None, numbered=False)
             self.hf_unanchored.clear()
         self.hf_prev = step
         self._record(step, pairs, line_no, None, plan)
@@ -1100,9 +1110,9 @@ class MetricScan:
         for at, (pairs, line_no) in enumerate(pending):  # in logging order
             back = len(pending) - 1 - at
             if at == 0 and self.hf_banner.logging_first and last - back * every < 1:
-                self._record(1, pairs, line_no, None)
+                self._record(1, pairs, line_no, None, numbered=False)
             elif last - back * every >= 1:
-                self._record(last - back * every, pairs, line_no, None)
+                self._record(last - back * every, pairs, line_no, None, numbered=False)
         pending.clear()
 
     def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
@@ -1181,8 +1191,10 @@ class MetricScan:
         if not values:
             return
         self._mark(fmt)
+        if not self._skimming:  # (the rewind before ``held``: a stale point is no half)
+            self._rewind(step, strict=fmt != "prime-rl")
         held = self.points.get(step)
-        self._record(step, values, line_no, at)
+        self._record(step, values, line_no, at, numbered=False)
         if held is not None and not self._skimming:
             point = self.points.get(step)
             if point is not None and point is not held:
@@ -1297,7 +1309,7 @@ class MetricScan:
             self._mark("skyrl")
             pending = self._pending_step()
             if pending is not None and current not in self.points:
-                self._record(current, pending, 0, None)
+                self._record(current, pending, 0, None, numbered=False)
             self.pending_reward, self.pending_status = None, None
         elif desc == "Training Progress":
             self._mark("verl")
@@ -1312,17 +1324,54 @@ class MetricScan:
         return self._kind(tuple(raw))[2]
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None,
-                plan: Plan | None = None) -> None:
+                plan: Plan | None = None, *, numbered: bool = True) -> None:
         """A point at ``step`` of ``raw``'s canonical values (``plan``: ``raw``'s names'
-        ``canonical_plan``, if at hand)."""
+        ``canonical_plan``, if at hand). ``numbered``: the line itself gave the step, in the
+        order the trainer logs its steps (``_rewind``); False for a step filled in after the
+        fact (HF dicts numbered back from a bar or a save, SkyRL's step left pending)."""
         if self._skimming:
             return
         values = {canonical: raw[name]
                   for canonical, name in (self._plan(raw) if plan is None else plan)}
         if not values:
             return
-        self.points.pop(step, None)
-        self.points[step] = metric_point(step, values, line_no, at)
+        if numbered:
+            top = self.top
+            if (top is not None and step < top) or self.launch:
+                self._rewind(step)
+        points = self.points
+        points.pop(step, None)
+        points[step] = metric_point(step, values, line_no, at)
+        if self.top is None or step > self.top:
+            self.top = step
+
+    def _rewind(self, step: int, *, strict: bool = True) -> None:
+        """Before a point at ``step``: a log that goes on with a restarted run (the same
+        file appended to: ``--open-mode=append``, a requeue, a rerun with the same ``-o``)
+        starts a new segment where its step counter goes back. The old run's points from
+        ``step`` on are dropped (a run resumed from a checkpoint keeps the steps before it,
+        one started afresh keeps none), so the summary, its newest step and every window read
+        the newest run. A step below the highest logged (``strict``) is such a restart in
+        every format that logs one line per step in order; prime-rl's trainer logs each step
+        after its orchestrator has logged the next ones, so there (``strict`` False) only a
+        trainer start line read since the last point (``launch``: ``Starting training
+        loop``) followed by a step at or below the highest is."""
+        top, launched = self.top, self.launch
+        self.launch = False
+        if top is None or not ((step < top and strict) or (step <= top and launched)):
+            return
+        points = self.points
+        for stale in [old for old in points if old >= step]:
+            del points[stale]
+        forget = getattr(points, "forget_from", None)
+        if forget is not None:
+            forget(step)
+        self.top = max(points, default=None)
+        logged_top = getattr(points, "logged_top", None)
+        if logged_top is not None:
+            below = logged_top()
+            if below is not None and (self.top is None or below > self.top):
+                self.top = below
 
     def _training_bar(self) -> BarTrack | None:
         """The training bar: the banner's total if one matches, else a trainer's own desc,
@@ -1365,14 +1414,14 @@ class MetricScan:
         if self.hf_unanchored:
             self.hf_counted = True
         for count, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
-            self._record(self.hf_counted_step(count), pairs, line_no, None)
+            self._record(self.hf_counted_step(count), pairs, line_no, None, numbered=False)
         self.hf_unanchored.clear()
         skyrl = [t for (desc, _), t in self.bars.items() if desc == _SKYRL_BAR]
         pending = self._pending_step()
         if pending is not None and skyrl and skyrl[-1].last is not None:
             step = skyrl[-1].last.current + 1
             if step not in self.points:
-                self._record(step, pending, 0, None)
+                self._record(step, pending, 0, None, numbered=False)
 
     def hf_counted_step(self, count: int) -> int:
         """The step of the ``count``-th bar-less HF dict of the log: ``count`` logging

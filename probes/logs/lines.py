@@ -537,7 +537,40 @@ _LIGHTNING_POSTFIX_RE = re.compile(
 _FIRST_EPOCH_RE = re.compile(r"\s{0,8}Epoch 0\b")
 
 
+_LIGHTNING_EPOCH_RE = re.compile(r"Epoch (\d{1,6})")
+_LIGHTNING_LOSS_KEYS = ("train_loss", "train_loss_step")
+"""The names a LightningModule's step loss takes in the bar (``self.log("train_loss", ...,
+prog_bar=True)``; ``on_step`` and ``on_epoch`` both true add ``_step`` / ``_epoch``), read as
+its ``loss`` when the bar shows no ``loss`` itself."""
+
+
+def may_be_lightning(line: str) -> bool:
+    """Whether a bar line may hold a Lightning bar's step status (:func:`lightning_status`):
+    NeMo's ``global_step``, or a plain Lightning run's ``Epoch N`` bar."""
+    return "global_step=" in line or line.lstrip().startswith("Epoch ")
+
+
 def lightning_status(line: str) -> tuple[int, dict[str, float]] | None:
+    """The step status in a PyTorch Lightning training bar's postfix: NeMo's (below), else a
+    plain Lightning run's ``TQDMProgressBar`` (``Epoch 1:  30%|...| 300/1000 [05:00<11:40,
+    1.00it/s, v_num=0, train_loss=1.230]``): the metrics logged with ``prog_bar=True`` at batch
+    ``epoch x the bar's total + n`` (the bar counts the epoch's batches), ``v_num`` left out
+    and ``train_loss`` read as the loss; None when nothing was logged to the bar."""
+    if "global_step=" in line:
+        return _nemo_status(line)
+    bar = parse_tqdm(line) if "%|" in line else None
+    epoch = _LIGHTNING_EPOCH_RE.fullmatch(bar.desc) if bar is not None else None
+    values = bar_postfix(line) if epoch is not None else None
+    if bar is None or epoch is None or values is None:
+        return None
+    values.pop("v_num", None)
+    for key in _LIGHTNING_LOSS_KEYS:
+        if key in values and "loss" not in values:
+            values["loss"] = values.pop(key)
+    return (int(epoch.group(1)) * bar.total + bar.current, values) if values else None
+
+
+def _nemo_status(line: str) -> tuple[int, dict[str, float]] | None:
     """NeMo 1.x's step status, its (PyTorch Lightning) bar's postfix: ``Epoch 0: :  47%|...|
     7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000, consumed_samples=12288.0,
     train_step_timing in s=49.50]`` (older Lightning puts a rate and its smoothed ``loss=``

@@ -132,6 +132,10 @@ class MetricCarry(Carried):
     """The last ``KEEP_POINTS`` points, in logging order."""
     logged: tuple[Interval, ...] = ()
     """Steps logged before those points, as sorted, disjoint, inclusive intervals."""
+    top: int | None = None
+    launch: bool = False
+    """The highest step logged, and a trainer start line read since the last point
+    (``MetricScan.top``, ``launch``: where a restarted run's new segment begins)."""
     formats: tuple[str, ...] = ()
     banner_total: int | None = None
     bars: tuple[BarCarry, ...] = ()
@@ -218,6 +222,16 @@ class StepIntervals:
         if len(self.starts) > MAX_INTERVALS:  # forget the lowest (see the module policy)
             del self.starts[0], self.ends[0]
 
+    def forget_from(self, step: int) -> None:
+        """Forget every step from ``step`` on (a restarted run's new segment)."""
+        at = bisect_right(self.starts, step - 1)  # intervals starting below ``step``
+        del self.starts[at:], self.ends[at:]
+        if self.ends and self.ends[-1] >= step:
+            self.ends[-1] = step - 1
+
+    def top(self) -> int | None:
+        return self.ends[-1] if self.ends else None
+
     def intervals(self) -> tuple[Interval, ...]:
         return tuple(zip(self.starts, self.ends, strict=True))
 
@@ -246,6 +260,14 @@ class _Points(dict[int, MetricPoint]):
 
     def __contains__(self, step: object) -> bool:
         return dict.__contains__(self, step) or step in self.logged
+
+    def forget_from(self, step: int) -> None:
+        """Forget the logged steps from ``step`` on (``MetricScan._rewind``)."""
+        self.logged.forget_from(step)
+
+    def logged_top(self) -> int | None:
+        """The highest of the steps logged before the points kept."""
+        return self.logged.top()
 
     def trim(self, keep: int) -> None:
         """Forget all but the ``keep`` points logged last (their steps stay in ``logged``)."""
@@ -283,11 +305,11 @@ class FoldScan(MetricScan):
             head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
             step_of = self.hf_counted_step
             for count, (pairs, line_no) in enumerate(head, start=1):
-                self._record(step_of(count), pairs, line_no, None)
+                self._record(step_of(count), pairs, line_no, None, numbered=False)
             if isinstance(self.points, _Points):
                 self.points.logged.add(step_of(len(head) + 1), step_of(len(head) + self.hf_gap))
             for count, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
-                self._record(step_of(count), pairs, line_no, None)
+                self._record(step_of(count), pairs, line_no, None, numbered=False)
             self.hf_unanchored.clear()
             self.hf_gap = 0
             self.hf_counted = True
@@ -325,7 +347,8 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         MetricCarry,
         clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
         points=tuple(carry_of(p) for p in live),
-        logged=logged.intervals(), formats=tuple(scan.formats),
+        logged=logged.intervals(), top=scan.top, launch=scan.launch,
+        formats=tuple(scan.formats),
         banner_total=scan.banner_total,
         bars=tuple(_bar_carry(key, track) for key, track in scan.bars.items()),
         checkpoints=tuple(sorted(scan.checkpoints)), finished=scan.finished,
@@ -375,6 +398,7 @@ def restore_metrics(
         scan.clock.reference = scan.clock.last = carry.clock_last
     scan.engine_line, scan.engine_at = carry.engine_line, carry.engine_at
     scan.points = _Points(carry.points, StepIntervals(carry.logged), carry._live)
+    scan.top, scan.launch = carry.top, carry.launch
     scan.formats = dict.fromkeys(carry.formats)
     scan.banner_total = carry.banner_total
     for bar in carry.bars:

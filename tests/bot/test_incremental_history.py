@@ -242,3 +242,50 @@ async def test_a_rewound_run_in_a_fresh_log_stays_rewound(store: RedisStore) -> 
     assert [s for s, _ in window] == list(range(1, 26)) and window[-1] == (25, 2.0)
     assert [(p.step, p.values["entropy"]) for p in
             await store.load_history("alpha", "7")] == window
+
+
+async def test_a_run_appended_to_its_old_log_reads_its_new_segment(store: RedisStore) -> None:
+    """A run restarted into its old log (``--open-mode=append``, a requeue) logs verl's banner
+    and ``step:21`` after the old run's ``step:31``, read by the warm (incremental) path: the
+    log's summary and the window hold the new run's 21-24 over the old run's 1-20, never the
+    old 25-31 (they were shown until the new run logged past them); then one started afresh
+    (``step:1``) holds its own steps alone."""
+    from datetime import UTC, datetime
+
+    from bot.sweep import Sweeper
+    from probes.logs.incremental import parse_increment
+    from probes.models import ClusterFacts
+    from tests.report.factories import facts, record
+
+    def no_config() -> Config:
+        raise AssertionError("no sweep runs here")
+
+    def verl(steps: range, entropy: float) -> bytes:
+        return "".join(f"step:{s} - actor/entropy:{entropy:.3f} - critic/score/mean:0.500\n"
+                       for s in steps).encode()
+
+    banner = b"Total training steps: 100\n"
+    sweeper = Sweeper(no_config, state=store)
+
+    async def sweep(points: Sequence[MetricPoint]) -> list[tuple[int, float]]:
+        job = facts(record("rl-x", "7", cluster="alpha"), points)
+        cluster = ClusterFacts(name="alpha", kind="slurm", status="ok",
+                               collected_at=datetime.now(UTC), jobs=(job,))
+        histories, degraded = await sweeper._histories((cluster,), None)
+        assert degraded is None and histories is not None
+        return [(p.step, p.values["entropy"]) for p in histories["alpha", "7"]]
+
+    old, carry = parse_increment(None, banner + verl(range(1, 32), 1.0))
+    assert (await sweep(old.points))[-1] == (31, 1.0)
+    resumed, carry = parse_increment(carry, banner + b"Resuming from /ck/global_step_20\n"
+                                     + verl(range(21, 25), 2.0))
+    assert [p.step for p in resumed.points][-1] == 24
+    window = await sweep(resumed.points)
+    assert [s for s, _ in window] == list(range(1, 25)) and window[-1] == (24, 2.0)
+    assert {e for s, e in window if s > 20} == {2.0}
+    afresh, carry = parse_increment(carry, banner + verl(range(1, 4), 3.0))
+    assert [p.step for p in afresh.points] == [1, 2, 3]
+    window = await sweep(afresh.points)
+    assert window == [(1, 3.0), (2, 3.0), (3, 3.0)]
+    assert [(p.step, p.values["entropy"]) for p in
+            await store.load_history("alpha", "7")] == window

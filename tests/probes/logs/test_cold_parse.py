@@ -167,21 +167,24 @@ def on_hf_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -
         anchored.anchored += 1
     for back, (early, early_line) in enumerate(reversed(self.hf_unanchored), start=1):
         if step - back >= 1:
-            self._record(step - back, early, early_line, None)
+            self._record(step - back, early, early_line, None, numbered=False)
     self.hf_unanchored.clear()
     self.hf_prev = step
     self._record(step, pairs, line_no, None)
 
 
 def record_before(self: MetricScan, step: int, raw: dict[str, float], line_no: int,
-                  at: datetime | None) -> None:
+                  at: datetime | None, *_plan: object, numbered: bool = True) -> None:
     if self._skimming:
         return
     values = {canonical: raw[name] for canonical, name in self._plan(raw)}
     if not values:
         return
+    if numbered:  # a restarted run's new segment (the rule, not a shortcut: the same one)
+        self._rewind(step)
     self.points.pop(step, None)
     self.points[step] = metric_point_before(step, values, line_no, at)
+    self.top = step if self.top is None else max(self.top, step)
 
 
 @contextmanager

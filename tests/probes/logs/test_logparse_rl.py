@@ -123,11 +123,16 @@ def test_reward_line_alone_uses_the_skyrl_bar() -> None:
 
 
 def test_repeated_step_keeps_last_values() -> None:
-    """A resumed run repeats a step: the later values replace the earlier ones."""
+    """A resumed run repeats a step: the later values replace the earlier ones, and the old
+    run's steps after it are no longer the run's (``test_restart_segment``)."""
     text = skyrl_step(5, 0.4) + skyrl_step(6, 0.4) + skyrl_step(5, 0.9)
     summary = parse_log(text)
-    assert [p.step for p in summary.points] == [5, 6]
+    assert [p.step for p in summary.points] == [5]
     assert summary.points[0].values["entropy"] == pytest.approx(0.9)
+    text += skyrl_step(6, 0.7)
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == [5, 6]
+    assert summary.points[1].values["entropy"] == pytest.approx(0.7)
 
 
 def test_skyrl_finish_and_checkpoints() -> None:
