@@ -1,14 +1,15 @@
 """Restart chains: which job continues a walltime-limited one, and what a run is called.
 
 Policy (seed: "Chain-restart TIMEOUTs are normal, NOT failures ... when its afterany successor
-is RUNNING/PENDING"). Only an ``afterany`` successor is a normal restart: ``afterok`` (or
-``aftercorr``) is never satisfied by a TIMEOUT, and SLURM leaves such a dependant PENDING with
-reason ``DependencyNeverSatisfied`` for ever (unless ``kill_invalid_depend`` cancels it). A
-TIMEOUT job's successor is, in order of confidence,
+is RUNNING/PENDING"). Only an ``afterany`` successor (or ``afternotok``, which SLURM satisfies
+with a TIMEOUT: the resume queued to run only if the job did not finish) is a normal restart:
+``afterok`` (or ``aftercorr``) is never satisfied by a TIMEOUT, and SLURM leaves such a
+dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
+``kill_invalid_depend`` cancels it). A TIMEOUT job's successor is, in order of confidence,
 
-1. a PENDING/RUNNING job whose dependency names it with ``afterany`` (the chain as submitted;
-   a record that carries ids but no readable type, e.g. built by hand, counts as one), and that
-   is not itself ``DependencyNeverSatisfied``;
+1. a PENDING/RUNNING job whose dependency names it with ``afterany``/``afternotok`` (the chain
+   as submitted; a record that carries ids but no readable type, e.g. built by hand, counts as
+   one), and that is not itself ``DependencyNeverSatisfied``;
 2. a remembered ``afterany`` edge (predecessor -> successor) from an earlier sweep whose
    successor is still PENDING/RUNNING;
 3. a fallback match, because SLURM clears ``Dependency=`` once it is fulfilled, and a restart
@@ -76,6 +77,9 @@ _RESTART_KINDS = frozenset({"afterany", "unknown"})
 _SUCCESS_ONLY = frozenset({"afterok", "aftercorr"})
 _AFTER_SUCCESS = _RESTART_KINDS | _SUCCESS_ONLY
 """What a COMPLETED (exit 0) predecessor satisfies."""
+_AFTER_TIMEOUT = _RESTART_KINDS | {"afternotok"}
+"""What a TIMEOUT predecessor satisfies: ``afternotok`` too (SLURM: the job ended in a failed
+state, "timed out" included), the usual ``--dependency=afternotok:$A resume.sh``."""
 
 # Attempt markers a relaunch appends to a run name: "-r2", "_restart3", "-resume", "-try2", "-v2"
 # is deliberately NOT here (a new version is a new run, not a retry).
@@ -433,7 +437,7 @@ def chain_link(
          if r.job_id != record.job_id),
         key=lambda pair: submit_order(pair[0]),
     )
-    kinds = _AFTER_SUCCESS if completed else _RESTART_KINDS
+    kinds = _AFTER_SUCCESS if completed else _AFTER_TIMEOUT
     def may_continue(r: SchedulerRecord, kind: str) -> bool:
         return kind not in _SUCCESS_ONLY or continues is None or continues(r)
 
@@ -484,8 +488,10 @@ def find_successor(
 
 
 def dependency_edges(records: Sequence[SchedulerRecord],
-                     kinds: frozenset[str] = _RESTART_KINDS) -> dict[str, str]:
-    """Return predecessor -> successor ``afterany`` edges (or ``kinds``) visible this sweep."""
+                     kinds: frozenset[str] = _AFTER_TIMEOUT) -> dict[str, str]:
+    """Return predecessor -> successor ``afterany``/``afternotok`` edges (or ``kinds``)
+    visible this sweep (an ``afternotok`` one read back for a planned stop's exit 0 is
+    pending ``DependencyNeverSatisfied`` or gone: never its successor)."""
     edges: dict[str, str] = {}
     for record in sorted(records, key=submit_order):
         for dependency in dependencies(record):

@@ -125,9 +125,10 @@ def test_a_name_in_the_stdout_template_is_no_match_across_names() -> None:
         (record("rl-run", "101", JobState.PENDING, dependency="afterok:100(unfulfilled)",
                 depends_on=("100",), reason="Dependency"),
          "successor 101 waits afterok, which a TIMEOUT never satisfies: not a chain restart"),
-        (record("rl-run", "101", JobState.PENDING, dependency="afternotok:100(unfulfilled)",
-                depends_on=("100",), reason="Dependency"),
-         "successor 101 depends afternotok, not afterany"),
+        (record("rl-run", "101", JobState.PENDING,
+                dependency="afterburstbuffer:100(unfulfilled)", depends_on=("100",),
+                reason="Dependency"),
+         "successor 101 depends afterburstbuffer, not afterany"),
     ],
 )
 def test_blocked_successor_says_why(dependant: SchedulerRecord, why: str) -> None:
@@ -296,3 +297,19 @@ def test_a_same_name_job_running_beside_the_timeout_is_not_its_successor(
     chained = beside.model_copy(update={"dependency": "afterany:100(unfulfilled)",
                                         "depends_on": ("100",)})
     assert find_successor(pred, [pred, chained], {}) == "101"
+
+
+def test_an_afternotok_resume_is_the_restart_of_a_timeout() -> None:
+    """``sbatch --dependency=afternotok:$A resume.sh``: SLURM starts it once A ended in a
+    failed state, a walltime TIMEOUT included (on the real 22.05 the afternotok resume of a
+    one-minute job started the second it TIMEOUT). While it still waits (a --begin, the node
+    busy) it read 'TIMEOUT, no restart: successor 101 is afternotok', failed, diagnose: a
+    chain TIMEOUT called a failure. It is the successor; remembered like an afterany one."""
+    pred = _pred()
+    resume = record("rl-run-resume", "101", JobState.PENDING, reason="BeginTime",
+                    dependency="afternotok:100(unfulfilled)", depends_on=("100",))
+    link = chain_link(pred, [pred, resume], {})
+    assert (link.successor, link.blocked) == ("101", None)
+    assert dependency_edges([resume]) == {"100": "101"}
+    report = judge(facts(pred), others=[resume]).report
+    assert report.verdict == "restarting" and "chain-restart" in report.flags

@@ -29,7 +29,7 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
     waiting = sorted(((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id),
                      key=lambda pair: submit_order(pair[0]))
     restarts = [r for r, d in waiting
-                if d.kind in chain._RESTART_KINDS and not chain._never_starts(r)]
+                if d.kind in chain._AFTER_TIMEOUT and not chain._never_starts(r)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
     remembered = known_edges.get(record.job_id)
