@@ -265,4 +265,5 @@ def _cell(report: JobReport, rate: float | None) -> GridCell:
         pct = round(100.0 * report.step / report.total_steps, 1)
         if rate:
             eta = max(0, report.total_steps - report.step) * rate
-    return GridCell(cell=report.name, job_id=report.job_id, progress_pct=pct, eta_s=eta)
+    return GridCell(cell=report.name, job_id=report.job_id, cluster=report.cluster,
+                    progress_pct=pct, eta_s=eta)

@@ -199,6 +199,8 @@ class GridRollup(Frozen):
 class GridCell(Frozen):
     cell: str
     job_id: str
+    cluster: str | None = None
+    """The cell's cluster (a grid's runs on two clusters share one rollup; ids overlap)."""
     progress_pct: float | None
     eta_s: float | None
 
