@@ -99,7 +99,7 @@ from report.pods import (
     image_pull_rule,
     live_oom_rule,
     recurring_pod_failure_rule,
-    restart_in_place_rule,
+    restarting_rule,
     same_name_rule,
     sidecar_held_rule,
     silent_wedge_rule,
@@ -175,7 +175,7 @@ def judge_job(
     silent_wedge_rule(ctx, f)
     failed_rank_rule(ctx, f)
     sidecar_held_rule(ctx, f)
-    restart_in_place_rule(ctx, f)
+    restarting_rule(ctx, f)
     same_name_rule(ctx, f)
     recurring_pod_failure_rule(ctx, f)
     empty_log_rule(ctx, f, bucket)

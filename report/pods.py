@@ -56,10 +56,11 @@ KIND_LABEL = "jobtables/kind"
 SIDECAR_HELD_LABEL = "jobtables/sidecar-held"
 """The probe's label for a pod held running by sidecars after the job's container ended
 (``"trainer ended (Error, exit 1); still running: fluent-bit"``)."""
-RESTART_LABEL = "jobtables/restart-in-place"
-"""The probe's label for a container that crashed and is restarted in place (``restartPolicy:
-OnFailure``) under its Job's ``backoffLimit``: ``"restart 3 of backoffLimit 6: trainer Error,
-exit 1"``."""
+RESTARTING_LABEL = "jobtables/restarting"
+"""The probe's label for a Job restarting after a failed attempt under its ``backoffLimit``: a
+container restarted in place (``restartPolicy: OnFailure``: ``"restart 3 of backoffLimit 6:
+trainer Error, exit 1"``) or a new pod after a failed one (``"retry 1 of backoffLimit 6: Error,
+exit 1; retry pending: ContainerCreating"``)."""
 SAME_NAME_LABEL = "jobtables/same-name"
 """The probe's label on the workload ``jobtables job NAME`` shows when other kinds share its
 name (a Job and a JobSet): ``"JobSet"``."""
@@ -195,13 +196,14 @@ def sidecar_held_rule(ctx: JudgeContext, f: Findings) -> None:
     f.recommend(Priority.DIAGNOSE + 2, "diagnose", why)
 
 
-def restart_in_place_rule(ctx: JudgeContext, f: Findings) -> None:
-    """A container that crashed and that the kubelet restarts in place (``restartPolicy:
-    OnFailure``), its Job's ``backoffLimit`` not reached: the job is ``restarting``, not
-    failed (the Job goes on) and not healthy or in bring-up (it crashed). The Trend names the
-    crash, the restart count and the limit, then the log's first error; the crash is to be
-    read before the next one (a recurring one is the recurring-failure rule's)."""
-    restart = ctx.facts.record.labels.get(RESTART_LABEL)
+def restarting_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A Job restarting after a failed attempt (a container the kubelet restarts in place, or
+    a new pod after a failed one: its retry pending or not created yet), its ``backoffLimit``
+    not reached: ``restarting``, not failed (the Job goes on) and not healthy or in bring-up
+    (an attempt failed: no fresh launch). The Trend gives the count against the limit, how the
+    attempt ended, then the log's first error; the failure is to be read before the next one
+    (a recurring one is the recurring-failure rule's)."""
+    restart = ctx.facts.record.labels.get(RESTARTING_LABEL)
     if not restart or ctx.state not in _LIVE_STATES:
         return
     _not_bring_up(f)
@@ -211,8 +213,8 @@ def restart_in_place_rule(ctx: JudgeContext, f: Findings) -> None:
     f.trend(Priority.TERMINAL + 1, shorten(f"{restart[:1].upper()}{restart[1:]}{said}"))
     why = f": {fault.kind}: {fault_text(fault)}" if fault is not None else ""
     f.recommend(Priority.INFO, "diagnose",
-                f"crashed, restarting in place ({restart}){why}; read why before the next "
-                "crash: the Job fails once its restarts reach backoffLimit")
+                f"an attempt failed, the Job restarts it ({restart}){why}; read why before the "
+                "next one: the Job fails once its restarts reach backoffLimit")
 
 
 def same_name_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -25,7 +25,9 @@ from probes.config import KubernetesCluster
 from probes.kubernetes.restarts import (
     DEFAULT_BACKOFF_LIMIT,
     Crash,
+    PendingRetry,
     RestartInPlace,
+    pending_retry,
     restart_in_place,
 )
 from probes.kubernetes.states import (
@@ -37,6 +39,7 @@ from probes.kubernetes.states import (
     Relapse,
     StateVerdict,
     WorkloadView,
+    describe_retry,
     failed_rank,
     log_container,
     log_pod,
@@ -73,10 +76,11 @@ exit 1); still running: fluent-bit"`` (``states.sidecar_held``)."""
 SAME_NAME_LABEL = "jobtables/same-name"
 """The other kinds (``JobSet``) that share the name of the workload ``jobtables job NAME``
 shows (a Job and a JobSet may share a name): its answer says they exist."""
-RESTART_LABEL = "jobtables/restart-in-place"
-"""A container that crashed and is restarted in place (``restartPolicy: OnFailure``), under
-its Job's ``backoffLimit``: ``"restart 3 of backoffLimit 6: trainer Error, exit 1"``
-(``probes.kubernetes.restarts``)."""
+RESTARTING_LABEL = "jobtables/restarting"
+"""A Job restarting after a failed attempt, under its ``backoffLimit``
+(``probes.kubernetes.restarts``): a container restarted in place (``restartPolicy:
+OnFailure``: ``"restart 3 of backoffLimit 6: trainer Error, exit 1"``), or a new pod after a
+failed one (``"retry 1 of backoffLimit 6: Error, exit 1; retry pending: ContainerCreating"``)."""
 _LIVE = frozenset({JobState.RUNNING, JobState.PENDING})
 UID_LABEL = "jobtables/uid"
 """The object's uid: a Job re-created under the same name is another job (the bot's episodes)."""
@@ -442,7 +446,8 @@ def build_record(
         labels=record_labels(work, leader, verdict, repeated_pod_failure(pods, now),
                              failed_rank(pods), held=sidecar_held(pods) is not None,
                              restart=restart_in_place(work.view, pods),
-                             restarts_left=work.view.restarts_left),
+                             restarts_left=work.view.restarts_left,
+                             retry=pending_retry(work.view, pods)),
     )
 
 
@@ -484,7 +489,7 @@ def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
                   recurring: str | None = None,
                   rank: FailedRank | None = None, *, held: bool = False,
                   restart: RestartInPlace | None = None,
-                  restarts_left: int = 0) -> dict[str, str]:
+                  restarts_left: int = 0, retry: PendingRetry | None = None) -> dict[str, str]:
     """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers. A label
     of the job's own under ``jobtables/`` is dropped: only the probe writes its markers (a
     ``jobtables/silent-wedge`` label forced a terminal verdict on a healthy job)."""
@@ -512,7 +517,9 @@ def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
         labels[SIDECAR_HELD_LABEL] = (f"{job} ended ({leader.held_end}); still running: "
                                       + ", ".join(leader.held_by))
     if restart is not None and verdict.state in _LIVE:
-        labels[RESTART_LABEL] = restart.describe(restarts_left)
+        labels[RESTARTING_LABEL] = restart.describe(restarts_left)
+    elif retry is not None and verdict.state in _LIVE:
+        labels[RESTARTING_LABEL] = describe_retry(retry)
     return labels
 
 

@@ -1,17 +1,26 @@
-"""A Job's container that crashed and is restarted in place (``restartPolicy: OnFailure``).
+"""A Job that is restarting after a failed attempt: in place, or by a new pod.
 
-Policy: with ``OnFailure`` the kubelet restarts a failed container in its pod; between the
-crash and the restart the pod stays Running (kubelet ``getPhase``: "in the process of
-restarting") and the container reads ``state.terminated``. That is no failed job and no job
-held by its sidecars: it is restarting. The Job controller fails the Job once the restarts of
-its Running and Pending pods reach ``backoffLimit`` (``pastBackoffLimitOnFailure``; with
-``backoffLimit: 0``, any restart): a crash whose restart reaches it ends the Job
-(``BackoffLimitExceeded``), before the controller has written its Failed condition. A JobSet's
-child Jobs each count their own pods' restarts against their own template's ``backoffLimit``;
-a child Job that fails so restarts the JobSet while its ``failurePolicy.maxRestarts`` allows.
+Policy: a failed attempt of a Job that is not over is no bring-up, no healthy run and no
+failed job: it is restarting, counted against ``backoffLimit`` as the Job controller counts.
+
+- In place (``restartPolicy: OnFailure``): the kubelet restarts a failed container in its
+  pod; between the crash and the restart the pod stays Running (kubelet ``getPhase``: "in the
+  process of restarting") and the container reads ``state.terminated``: no failed job and no
+  job held by its sidecars. The Job controller fails the Job once the restarts of its Running
+  and Pending pods reach ``backoffLimit`` (``pastBackoffLimitOnFailure``; with
+  ``backoffLimit: 0``, any restart): a crash whose restart reaches it ends the Job
+  (``BackoffLimitExceeded``), before the controller has written its Failed condition. A
+  JobSet's child Jobs each count their own pods' restarts against their own template's
+  ``backoffLimit``; a child Job that fails so restarts the JobSet while its
+  ``failurePolicy.maxRestarts`` allows.
+- By a new pod (``restartPolicy: Never``): the attempt's pod Failed (a crash, an eviction, a
+  preemption), no pod runs, and the controller creates the next one (after its backoff): the
+  retry is pending, or not created yet. ``status.failed`` counts the attempts that failed
+  (the controller fails the Job once it passes ``backoffLimit``).
 
 Pure: the views are built by ``probes.kubernetes.objects``; ``probes.kubernetes.states`` maps
-an exhausted limit to FAILED.
+an exhausted limit to FAILED and words a retry; the record's ``jobtables/restarting`` label
+carries either for the report.
 """
 
 from __future__ import annotations
@@ -82,6 +91,41 @@ def restart_in_place(work: WorkloadView, pods: Sequence[PodView]) -> RestartInPl
     limits = dict(work.backoff_limits)
     limit = limits.get(pod.group, limits.get(None, DEFAULT_BACKOFF_LIMIT))
     return RestartInPlace(pod=pod, crash=pod.crash, restart=tally + 1, limit=limit)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRetry:
+    """A Job's failed attempt (its pod Failed) and its retry to come, no pod running."""
+
+    failed: PodView
+    retry: PodView | None
+    """The replacement, still pending; ``None`` while the controller backs off."""
+    attempt: int
+    """Failed attempts so far (``status.failed``, or the failed pods listed if more)."""
+    limit: int
+
+
+def pending_retry(work: WorkloadView, pods: Sequence[PodView]) -> PendingRetry | None:
+    """A Job (not a JobSet: its restarts are its own) none of whose pods runs, whose newest
+    failed pod is followed by a pending one or by none yet; ``None`` otherwise."""
+    if work.kind != "Job":
+        return None
+    live = [pod for pod in pods if not pod.deleting]
+    failed = [pod for pod in pods if pod.phase == "Failed"]
+    if not failed or any(pod.phase == "Running" for pod in live):
+        return None
+    last = max(failed, key=_order)
+    later = [pod for pod in live if pod.phase == "Pending" and _order(pod) > _order(last)]
+    if any(pod.phase == "Pending" for pod in live) and not later:
+        return None  # an older attempt still pending: no retry of the failed one
+    retry = max(later, key=_order) if later else None
+    limits = dict(work.backoff_limits)
+    return PendingRetry(failed=last, retry=retry, attempt=max(work.failed, len(failed)),
+                        limit=limits.get(None, DEFAULT_BACKOFF_LIMIT))
+
+
+def _order(pod: PodView) -> tuple[float, str]:
+    return (pod.created.timestamp() if pod.created else float("-inf"), pod.name)
 
 
 def _child_job(pod: PodView) -> tuple[str | None, str | None]:

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from probes.kubernetes.restarts import Crash, restart_in_place
+from probes.kubernetes.restarts import Crash, PendingRetry, restart_in_place
 from probes.models import JobState
 
 BRING_UP_WAITING = frozenset(
@@ -415,6 +415,17 @@ class FailedRank:
         then = (f"retry pending: {_bring_up_reason(self.retry)}" if self.retry is not None
                 else "no retry yet")
         return f"{where} failed ({how})" + (f": {error}" if error else "") + f"; {then}"
+
+
+def describe_retry(retry: PendingRetry) -> str:
+    """``retry 1 of backoffLimit 6: Error, exit 1; retry pending: ContainerCreating`` (the
+    count first: a Trend cell keeps the start); a disruption is told by its reason and
+    message (``TerminationByKubelet: The node was low on resource: ...``)."""
+    pod = retry.failed
+    how = (disruption_text(pod) or (pod.failure or "").split(" | ", 1)[0]).rstrip(".") or "Failed"
+    then = (f"retry pending: {_bring_up_reason(retry.retry)}" if retry.retry is not None
+            else "no retry yet")
+    return f"retry {retry.attempt} of backoffLimit {retry.limit}: {how}; {then}"
 
 
 def failed_rank(pods: Sequence[PodView]) -> FailedRank | None:

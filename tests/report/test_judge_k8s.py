@@ -11,7 +11,7 @@ from probes.kubernetes.objects import FAILED_RANK_LABEL as PROBE_FAILED_RANK_LAB
 from probes.kubernetes.objects import FAILED_RANK_POD_LABEL as PROBE_FAILED_RANK_POD_LABEL
 from probes.kubernetes.objects import KIND_LABEL as PROBE_KIND_LABEL
 from probes.kubernetes.objects import RECURRING_LABEL as PROBE_RECURRING_LABEL
-from probes.kubernetes.objects import RESTART_LABEL as PROBE_RESTART_LABEL
+from probes.kubernetes.objects import RESTARTING_LABEL as PROBE_RESTARTING_LABEL
 from probes.kubernetes.objects import SAME_NAME_LABEL as PROBE_SAME_NAME_LABEL
 from probes.kubernetes.objects import SIDECAR_HELD_LABEL as PROBE_SIDECAR_HELD_LABEL
 from probes.kubernetes.objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
@@ -25,7 +25,7 @@ from report.pods import (
     FAULT_WAITING_REASONS,
     KIND_LABEL,
     RECURRING_LABEL,
-    RESTART_LABEL,
+    RESTARTING_LABEL,
     SAME_NAME_LABEL,
     SIDECAR_HELD_LABEL,
     SUSPENDED,
@@ -47,7 +47,7 @@ def test_report_spells_the_probe_markers_the_same() -> None:
     assert RECURRING_LABEL == PROBE_RECURRING_LABEL
     assert (SAME_NAME_LABEL, KIND_LABEL) == (PROBE_SAME_NAME_LABEL, PROBE_KIND_LABEL)
     assert SIDECAR_HELD_LABEL == PROBE_SIDECAR_HELD_LABEL
-    assert RESTART_LABEL == PROBE_RESTART_LABEL
+    assert RESTARTING_LABEL == PROBE_RESTARTING_LABEL
     assert (FAILED_RANK_LABEL, FAILED_RANK_POD_LABEL) == (PROBE_FAILED_RANK_LABEL,
                                                           PROBE_FAILED_RANK_POD_LABEL)
 

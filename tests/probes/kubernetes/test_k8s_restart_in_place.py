@@ -173,3 +173,87 @@ async def test_a_jobset_counts_each_child_jobs_restarts_against_its_own_limit(
     assert ("restart 4 of backoffLimit 4 (its Job fails; the JobSet restarts, 2 restart(s) "
             "left): pod/rl-js-retry-workers-0-1 trainer Error, exit 1") in \
         retried.recommendation.why
+
+
+def _retried(standin: KubeStandIn, name: str, *, retry: str | None) -> None:
+    """A ``restartPolicy: Never`` Job (backoffLimit 6) whose first pod crashed at step 7
+    (``status.failed`` 1) and whose retry is ``retry`` (``Pending``, ``Running``) or not
+    created yet (``None``)."""
+    standin.jobs[name] = make_job(name, active=1 if retry else 0, failed=1, backoff_limit=6)
+    standin.pods[f"{name}-a"] = make_pod(f"{name}-a", name, phase="Failed", state="terminated",
+                                         reason="Error", created=NOW - timedelta(hours=1))
+    standin.logs[f"{name}-a"] = CRASH_LOG
+    if retry == "Pending":
+        standin.pods[f"{name}-b"] = make_pod(f"{name}-b", name, phase="Pending", state="waiting",
+                                             reason="ContainerCreating",
+                                             created=NOW - timedelta(seconds=20))
+    elif retry == "Running":
+        standin.pods[f"{name}-b"] = make_pod(f"{name}-b", name,
+                                             created=NOW - timedelta(minutes=20))
+        standin.logs[f"{name}-b"] = CRASH_LOG.split("Traceback")[0]
+
+
+async def test_a_failed_attempt_whose_retry_is_to_come_reads_restarting(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """restartPolicy Never: the attempt crashed at step 7, the controller's retry pending
+    (ContainerCreating) or not created yet (its backoff): restarting with the count against
+    backoffLimit, the step kept, out of the buffer table. Both read 'Filling buffer',
+    'Pending (ContainerCreating)' / 'Pending (Error)', recommendation none, the crash unsaid."""
+    _retried(standin, "rl-retry", retry="Pending")
+    _retried(standin, "rl-retry-later", retry=None)
+    facts = await probe.collect()
+    for name, then in (("rl-retry", "retry pending: ContainerCreating"),
+                       ("rl-retry-later", "no retry yet")):
+        job = only_job(facts, name)
+        assert job.record.state is JobState.PENDING
+        report = judge(job).report
+        assert report.verdict == "restarting", (name, report.verdict, report.trend)
+        assert "buffer-filling" not in report.flags
+        assert report.trend.startswith("Retry 1 of backoffLimit 6: Error, exit 1; "), report.trend
+        assert report.step == 7
+        assert report.recommendation is not None
+        assert then in report.recommendation.why and "NCCL communicator" in \
+            report.recommendation.why, report.recommendation
+
+
+async def test_an_evicted_attempt_is_told_by_its_eviction(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The kubelet evicted the pod (node-pressure: ``status.reason`` Evicted and the
+    DisruptionTarget TerminationByKubelet with its message); its retry is unschedulable: the
+    eviction and the scheduler's why are the Trend, not 'Pending (Unschedulable...)' in the
+    buffer table."""
+    from kubernetes_asyncio.client import V1PodCondition
+
+    _retried(standin, "rl-evicted", retry=None)
+    evicted = standin.pods["rl-evicted-a"]
+    said = ("The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, "
+            "available: 9Mi.")
+    evicted.status.reason, evicted.status.message = "Evicted", said
+    evicted.status.conditions = [V1PodCondition(type="DisruptionTarget", status="True",
+                                                reason="TerminationByKubelet", message=said)]
+    standin.pods["rl-evicted-b"] = make_pod("rl-evicted-b", "rl-evicted", phase="Pending",
+                                            state="running", created=NOW)
+    standin.pods["rl-evicted-b"].status.container_statuses = None
+    report = judge(only_job(await probe.collect(), "rl-evicted")).report
+    assert report.verdict == "restarting"
+    assert report.trend.startswith("Retry 1 of backoffLimit 6: TerminationByKubelet"), \
+        report.trend
+    assert report.recommendation is not None
+    assert "The node was low on resource: ephemeral-storage" in report.recommendation.why
+    assert "retry pending: Unschedulable" in report.recommendation.why
+
+
+async def test_a_fresh_launch_or_a_running_retry_is_no_restart(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """Near-misses: a first pod pending (no attempt failed) is bring-up; a retry that runs
+    again is a running job (its earlier failure is history)."""
+    standin.jobs["rl-fresh"] = make_job("rl-fresh", active=1, started=NOW)
+    standin.pods["rl-fresh-a"] = make_pod("rl-fresh-a", "rl-fresh", phase="Pending",
+                                          state="waiting", reason="ContainerCreating",
+                                          created=NOW)
+    _retried(standin, "rl-rerun", retry="Running")
+    facts = await probe.collect()
+    fresh = judge(only_job(facts, "rl-fresh")).report
+    assert "buffer-filling" in fresh.flags and fresh.verdict == "buffering"
+    rerun = judge(only_job(facts, "rl-rerun")).report
+    assert rerun.verdict == "healthy", rerun.trend
