@@ -12,8 +12,8 @@ re-read on every tick because the config is.
 A sweep that failed (it raised, a cluster was unreachable, Redis blipped, Slack refused a
 post: ``run`` says so by returning False) is tried once more soon, after :func:`retry_delay`
 (a tenth of the interval, at most a minute), by the replica that won the interval and under
-its claim: no other replica posts it, and the retry is still before the next interval (a
-retry that would land after the next interval's start is left to that interval). The retry
+its claim: no other replica posts it, and the retry ends before the next interval (a retry
+that would not, taking as long as the failed try, is left to that interval). The retry
 publishes only what the first try could not (``bot.digest``: the parent is edited, not posted
 again; only changes not yet told, and the replies Slack refused, are posted).
 """
@@ -105,6 +105,7 @@ class Scheduler:
         return True
 
     async def _attempt(self, number: int, every: float, *, retry: bool) -> None:
+        began = self._clock()
         try:
             done = await self._run(number, retry) is not False
         except Exception:
@@ -114,8 +115,11 @@ class Scheduler:
             done = False
         if done or retry:
             return
-        due = self._clock() + timedelta(seconds=retry_delay(every))
-        if due < interval_start(number + 1, every):
+        now = self._clock()
+        due = now + timedelta(seconds=retry_delay(every))
+        # Only a retry that should end (taking as long as this try) before the next interval
+        # begins: one that overran would cost this replica the next interval's tick.
+        if due + (now - began) < interval_start(number + 1, every):
             log.warning("scheduled sweep incomplete; retrying soon", interval=number,
                         at=due.isoformat())
             self.retry_at = (number, due)

@@ -154,6 +154,25 @@ async def test_a_sweep_that_succeeds_is_not_retried_and_a_late_failure_waits() -
     assert ran == [(997_808, False), (997_809, False)]
 
 
+async def test_no_retry_that_would_overrun_into_the_next_interval() -> None:
+    """A failed 40-second sweep of a one-minute interval: its retry (6 s later) would end
+    past the next minute and cost that minute's tick, so it is left to it."""
+    clock = FakeClock(at("2026-11-30T16:00:00"))
+
+    async def run(number: int, retry: bool) -> bool:
+        clock.advance(40)
+        return False
+
+    async def claim(number: int, ttl_s: float) -> bool:
+        return True
+
+    scheduler = Scheduler(every_s=lambda: 60.0, claim=claim, run=run, clock=clock)
+    assert await scheduler.tick()
+    assert scheduler.retry_at is None
+    clock.now = at("2026-11-30T16:01:00")
+    assert await scheduler.tick()  # 16:01 swept as usual
+
+
 async def test_two_replicas_post_one_sweep_per_interval(
     slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
 ) -> None:
