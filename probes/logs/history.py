@@ -420,6 +420,10 @@ class MetricScan:
     episode_unanchored = False
     """A resumed episode's postfix steps were counted from its bar's 0 (no
     ``rollout_batch_size`` to place them): their order only (``steps_unanchored``)."""
+    episode_ahead = False
+    """OpenRLHF's ``Episode [k/N]`` bar counts from the run's next step (0.8.11 and 0.9.0:
+    ``initial=steps``): a ``Global step N`` line was read with the bar at N + 1
+    (``_on_global_step``), so its count is one ahead of the steps done in every episode."""
     top: int | None = None
     """The highest step of ``points`` (a new segment lowers it: ``_rewind``)."""
     launch = False
@@ -1157,6 +1161,14 @@ class MetricScan:
         if pairs:
             self._mark("openrlhf")
             self._record(step, pairs, line_no, at)
+            if not self.episode_ahead:
+                self.episode_ahead = self._episode_count() == step + 1
+
+    def _episode_count(self) -> int | None:
+        """The count of the ``Episode [k/N]`` bar's last redraw (any episode's), None if none
+        was read."""
+        tracks = [(track.seen, key) for key, track in self.bars.items() if key[0] == EPISODE_BAR]
+        return self._episode_before(max(tracks)[1][1]) if tracks else None
 
     def _step_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """``feed`` of a ``Step `` line that is no SkyRL header: prime-rl's ``Step N | ...``
@@ -1457,7 +1469,7 @@ class MetricScan:
                 current, total_known = label.step, self.epoch_steps_total(last.total)
             unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
             if episodic:  # OpenRLHF's: episodes x the episode's steps
-                episode = episode_progress(track, self.episode_base)
+                episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)
                 current, total_known, unit, spent = episode or (current, None, 1, False)
                 if spent and self.points:  # the data is spent: the steps it took are the total
                     # (0.8.1 to 0.9.0 move a one-a-step bar before the step's line: one step

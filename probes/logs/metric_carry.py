@@ -168,6 +168,8 @@ class MetricCarry(Carried):
     resume: EpisodeResume | None = None
     """OpenRLHF's resume and its first bar (``MetricScan.resume``)."""
     episode_unanchored: bool = False
+    episode_ahead: bool = False
+    """OpenRLHF's Episode bar counts the run's steps plus one (``MetricScan.episode_ahead``)."""
     harbor: tuple[int, int, float | None] | None = None
     iter_total: int | None = None
     iter_times: tuple[tuple[int, float], ...] = ()
@@ -365,7 +367,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         hf_banner=scan.hf_banner, hf_saved=scan.hf_saved, log_start=scan.log_start,
         samples=scan.samples, batch=scan.batch, harbor=scan.harbor,
         rollout_batch=scan.rollout_batch, resume=scan.resume,
-        episode_unanchored=scan.episode_unanchored,
+        episode_unanchored=scan.episode_unanchored, episode_ahead=scan.episode_ahead,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
         config_epochs=scan.config_epochs, config_epoch_cap=scan.config_epoch_cap,
     )
@@ -427,7 +429,7 @@ def restore_metrics(
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)
     scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
     scan.rollout_batch, scan.resume = carry.rollout_batch, carry.resume
-    scan.episode_unanchored = carry.episode_unanchored
+    scan.episode_unanchored, scan.episode_ahead = carry.episode_unanchored, carry.episode_ahead
     scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
     scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
     return scan

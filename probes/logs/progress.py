@@ -135,6 +135,8 @@ def episode_number(desc: str) -> int | None:
 def episode_progress(
     track: BarTrack,
     base: Callable[[int, int], tuple[int | None, int | None]] | None = None,
+    *,
+    ahead: bool = False,
 ) -> tuple[int, int, int, bool] | None:
     """(global step, run's total steps, bar counts a step, the last episode's bar is full) of
     OpenRLHF's ``Episode [k/N]`` bar at its last redraw; None until the bar has moved (what
@@ -149,9 +151,11 @@ def episode_progress(
     The bar's total alone is never the run's (an example count).
 
     OpenRLHF 0.8.11 and 0.9.0 start each episode's bar at the run's next step
-    (``initial=steps``, ppo_trainer.py ``fit``; 0.9.1 moved to consumed prompts), so a bar past
-    its total counts the run's steps (the one under way + 1), no episode's. (Their first
-    episode's bar, 1/N on a fresh run, is not told apart yet: it reads one step ahead.)
+    (``initial=steps``, ppo_trainer.py ``fit``; 0.9.1 moved to consumed prompts) and
+    ``update()`` it before the step's ``Global step N`` line, so the bar counts the run's steps
+    plus one, no episode's: a bar past its total shows it, and ``ahead`` (a ``Global step N``
+    line read with the bar at N + 1: ``MetricScan.episode_ahead``) tells the first episode's
+    bar, 1/N on a fresh run, apart too (read as an in-episode count it was one step ahead).
 
     ``base(k, total)``: (steps before the count 0 of episode k's bar, steps a episode), where
     a resumed run's first bar counts only the batches left in its episode (before 0.8.1:
@@ -172,7 +176,7 @@ def episode_progress(
     if per_episode <= 0 or episodes <= 0:
         return None
     episode = min(episode, episodes)
-    if unit == 1 and last.current > last.total:  # 0.8.11-0.9.0: initial=steps, the next step
+    if unit == 1 and (ahead or last.current > last.total):  # 0.8.11-0.9.0: initial=steps
         steps = per_episode * episodes
         return last.current - 1, steps, 1, episode >= episodes and last.current > steps
     before = (episode - 1) * per_episode

@@ -55,3 +55,31 @@ def test_the_finished_run_reads_its_steps() -> None:
     summary = parse_log(_v090(40))
     assert summary.points[-1].step == 40 and summary.total_steps == 40
     assert summary.progress is not None and summary.progress.current == 40
+
+
+def test_the_first_episode_reads_the_step_under_way_not_the_next() -> None:
+    """Episode 1's bar starts at 1 (``initial=steps``) and is ``update()``d before each step's
+    line: after ``Global step 5`` it reads 6/20 while step 6 is generated. That is step 5 done,
+    as a 0-based bar's 5/20 is (0.8.10 and before): the row's Step read 6 (one ahead) until the
+    second episode, where the count past its total already reads one back."""
+    for upto in (1, 5, 19):
+        text = _v090(upto)
+        for summary in (parse_log(text), parse_increment(None, text.encode())[0]):
+            assert summary.points[-1].step == upto
+            assert summary.progress is not None
+            assert (summary.progress.current, summary.progress.total) == (upto, 40)
+        # the same, a step's generation under way in 0.8.11's plain lines
+        plain = text.replace(RAY, "").replace("ppo_trainer.py:547]", "ppo_trainer.py:532]")
+        summary = parse_log(plain)
+        assert summary.progress is not None and summary.progress.current == upto
+
+
+def test_a_bar_counted_from_zero_still_reads_its_count() -> None:
+    """0.8.5-0.8.10: the same bar from 0 (no ``initial``), ``update()``d before the step's line:
+    its count is the step."""
+    out = _bar(1, 0, 20, 0)
+    for step in range(1, 6):
+        out += _bar(1, step, 20, step * 95) + _step_line(step)
+    summary = parse_log(out)
+    assert summary.progress is not None and summary.progress.current == 5
+    assert summary.points[-1].step == 5
