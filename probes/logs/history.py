@@ -35,6 +35,7 @@ from probes.logs.lines import (
     glued_dict,
     interval_seconds,
     lightning_status,
+    may_be_lightning,
     parse_iteration,
     parse_number,
     parse_pairs,
@@ -540,7 +541,7 @@ class MetricScan:
         if lead == "{":
             self._start_dict(body, line_no)
             return
-        if "global_step=" in body and "%|" in body:
+        if "%|" in body and may_be_lightning(body):
             self._lightning(body, line_no)
         if "%|" in body:
             bar = self._bar(body)
@@ -632,7 +633,7 @@ class MetricScan:
             self.clock.place(self._stamp(line))
         if line_no == self.engine_line:
             self._read_engine_line()
-        if "global_step=" in line:
+        if may_be_lightning(line):
             self._lightning(line, line_no)
         desc_raw, current, total_raw, elapsed, rate = groups
         shape = (desc_raw, total_raw, nested)
@@ -695,7 +696,7 @@ class MetricScan:
         self._skimming = True
         quoted = lead in ("'", '"')
         if "%|" in body and lead != "{" and not (quoted and in_dict):
-            if "global_step=" in body:
+            if may_be_lightning(body):
                 self._lightning(body, line_no)
             bar = self._bar(body)
             if bar is not None:
