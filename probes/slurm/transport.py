@@ -498,12 +498,19 @@ class SshRunner:
             options["keepalive_count_max"] = 3
         if c.user:
             options["username"] = c.user
-        if c.client_keys:
-            # Read here, never by path: asyncssh would read <key>.pub and <key>-cert.pub itself.
-            options["client_keys"] = [client_key(key, self.target) for key in self._client_keys]
-            options["agent_path"] = None
+        # Keys are read here, never by path: asyncssh would read <key>.pub and <key>-cert.pub
+        # itself, and with no client_keys its default ~/.ssh/id_* files, in an executor thread
+        # that a FIFO there blocks for ever (the interpreter then never exits).
+        options["agent_path"] = None
+        agent: asyncssh.SSHAgentClient | None = None
         try:
             async with asyncio.timeout(c.connect_timeout_s + 1):
+                if c.client_keys:
+                    options["client_keys"] = [client_key(key, self.target)
+                                              for key in self._client_keys]
+                else:
+                    agent, keys = await _agent_keys()
+                    options["client_keys"] = [*keys, *default_client_keys(self.target)] or None
                 conn: asyncssh.SSHClientConnection = await asyncssh.connect(self._host, **options)
                 return conn
         except asyncssh.HostKeyNotVerifiable as exc:
@@ -520,6 +527,9 @@ class SshRunner:
             raise UnreachableError(f"{self.target}: host name not resolved: {exc}") from exc
         except (asyncssh.Error, OSError) as exc:
             raise UnreachableError(f"{self.target}: {_os_reason(exc)}") from exc
+        finally:
+            if agent is not None:  # its keys sign only while logging in
+                agent.close()
 
     def _host_key_reason(self) -> str:
         listed = self._known_hosts.match(self._host, self._host, self._cluster.port)
@@ -624,6 +634,40 @@ def client_key(path: str, target: str) -> ClientKey:
     except (OSError, ValueError, asyncssh.Error):
         return key
     return (key, cert)
+
+
+DEFAULT_KEY_FILES = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ecdsa",
+                     "id_rsa", "id_dsa")
+"""The keys ssh and asyncssh try from ``~/.ssh`` when none is named, in their order."""
+
+
+def default_client_keys(target: str) -> list[ClientKey]:
+    """The default ``~/.ssh/id_*`` keys (with their certificates) that read as private keys,
+    each read as :func:`client_key` reads a named one; a missing, unreadable, encrypted or
+    non-regular one (a FIFO) is passed over, as asyncssh passes over a missing or encrypted
+    one."""
+    keys = []
+    for name in DEFAULT_KEY_FILES:
+        with contextlib.suppress(AuthError):
+            keys.append(client_key(str(Path("~", ".ssh", name).expanduser()), target))
+    return keys
+
+
+async def _agent_keys() -> tuple[asyncssh.SSHAgentClient | None, list[Any]]:
+    """The ssh-agent at ``$SSH_AUTH_SOCK`` and its keys, tried before the key files as ssh
+    does; none when there is no agent or it cannot be reached (the caller's timeout bounds an
+    agent that never answers)."""
+    path = os.environ.get("SSH_AUTH_SOCK")
+    if not path:
+        return None, []
+    agent = None
+    try:
+        agent = await asyncssh.connect_agent(path)
+        return agent, list(await agent.get_keys())
+    except (OSError, asyncssh.Error, ValueError):
+        if agent is not None:
+            agent.close()
+        return None, []
 
 
 def _os_reason(exc: BaseException) -> str:
