@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
-from report.chain import dependency_edges, name_stem, submit_order, success_edges
+from report.chain import array_throttle, dependency_edges, name_stem, submit_order, success_edges
 from report.findings import failing_line, first_fault
 from report.judge_rl import run_fingerprint
 from report.models import FailureSignature, JobDetail, Report
@@ -112,6 +112,7 @@ def failure_signature(
         text=_VOLATILE.sub("#", text.lower()).replace("|", "/")[:_TEXT_MAX],
         elapsed_s=record.elapsed_s or None,
         start_time=record.start_time, end_time=record.end_time,
+        array_throttle=array_throttle(record) if record.array_task_id is not None else None,
     )
 
 
@@ -132,12 +133,15 @@ def repeated_failure(
 ) -> FailureSignature | None:
     """The latest earlier attempt (not this job, nor a task of its own array or a component
     of its own hetjob that ran beside it, no attempt before it) if ``current`` failed exactly
-    like it. A task of its own array that ended before it started is one (``--array=0-9%1``
-    runs its tasks one after another, each resuming the last)."""
+    like it. A task of its own array that ended before it started is one in an array that
+    runs one task at a time (``--array=0-9%1``, each resuming the last); in one run in waves
+    (``%10``, or unthrottled) the next task is a cell of its own, no attempt."""
     own = _parent_id(current.job_id)
+    chained = current.array_throttle == 1
     others = [s for s in earlier
               if s.job_id != current.job_id
-              and (own is None or _parent_id(s.job_id) != own or _ran_before(s, current))]
+              and (own is None or _parent_id(s.job_id) != own
+                   or (chained and _ran_before(s, current)))]
     if others and same_failure(current, others[-1]):
         return others[-1]
     return None

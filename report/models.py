@@ -93,6 +93,9 @@ class FailureSignature(Frozen):
     end_time: datetime | None = None
     """When the attempt ran (None: unknown, e.g. memory written before they were kept): tells
     an array's task that ran beside this one from the task before it in a throttled array."""
+    array_throttle: int | None = None
+    """An array task's array throttle (``%N``; 0: none; None: not a task, or unknown): only in
+    an array that runs one task at a time (1) is an earlier task an earlier attempt."""
 
 
 class SignalEvidence(Frozen):

@@ -23,9 +23,11 @@ OOM = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <mod
        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
 
 
-def _task(job_id: str, state: JobState, text: str, minutes_ago: int = 30) -> JobFacts:
+def _task(job_id: str, state: JobState, text: str, minutes_ago: int = 30,
+          throttle: str | None = None) -> JobFacts:
     base, _, task = job_id.partition("_")
-    rec = record("rl-grid", job_id, state, array_job_id=base, array_task_id=task,
+    labels = {"array_throttle": throttle} if throttle is not None else {}
+    rec = record("rl-grid", job_id, state, array_job_id=base, array_task_id=task, labels=labels,
                  exit_code=1 if text else 0, elapsed_s=60,
                  submit_time=NOW - timedelta(minutes=minutes_ago),
                  start_time=NOW - timedelta(minutes=minutes_ago - 1),
@@ -62,7 +64,21 @@ def test_a_throttled_arrays_next_task_failing_alike_still_recurs() -> None:
     """``--array=0-9%1`` runs its tasks one after another, each resuming the last: a task that
     fails as the one before it (which ended before it started) is a consecutive attempt, not a
     sibling beside it (review of b9c0d43)."""
-    rows = _rows(_task("1821_0", JobState.FAILED, OOM, minutes_ago=60),
-                 _task("1821_1", JobState.FAILED, OOM, minutes_ago=20))
+    rows = _rows(_task("1821_0", JobState.FAILED, OOM, minutes_ago=60, throttle="1"),
+                 _task("1821_1", JobState.FAILED, OOM, minutes_ago=20, throttle="1"))
     assert "recurring-failure" in rows["1821_1"].flags
     assert "recurring-failure" not in rows["1821_0"].flags
+
+
+def test_a_grid_run_in_waves_has_no_attempts_among_its_tasks() -> None:
+    """``--array=0-5%2`` (or unthrottled, a few at a time): task 2 starts when task 0 ends, by
+    the throttle, a cell of its own. Replayed on the real SLURM as jtuser (-t 1, every task
+    TIMEOUT): 'RECURRING as in 1056_1: TIMEOUT by signal 15', recurring-failure, 'same failure
+    as attempt 1056_1 ... do not just resubmit' for each later wave's cell. Only a %1 array's
+    tasks are attempts of one another (report.chain reads it so too)."""
+    for throttle in ("2", "0", None):
+        for state, text in ((JobState.TIMEOUT, ""), (JobState.FAILED, OOM)):
+            rows = _rows(_task("1056_0", state, text, minutes_ago=60, throttle=throttle),
+                         _task("1056_2", state, text, minutes_ago=20, throttle=throttle))
+            assert "recurring-failure" not in rows["1056_2"].flags, (throttle, state)
+            assert "RECURRING" not in rows["1056_2"].trend
