@@ -379,6 +379,10 @@ class TrialTree(Frozen):
     error: str | None = None
     """Why no trial root could be read (permission denied, a hung file system, a refused
     path), with ``exists`` False: its trials are unknown, never none."""
+    own_run: TrialTree | None = None
+    """The tree of the Harbor job dirs the job's own run can have written (since it started,
+    by its end), when the root also holds other runs' (Harbor's default ``jobs/`` shared by
+    runs launched one after another from one directory); ``None`` when they are all its."""
 
 
 class CompletionFile(Frozen):

@@ -70,7 +70,7 @@ from report.findings import (
     normalized_history,
 )
 from report.fingerprint import Attempts
-from report.judge_harbor import judge_datagen, judge_eval
+from report.judge_harbor import judge_datagen, judge_eval, own_run_trials
 from report.judge_other import judge_other
 from report.judge_rl import judge_rl
 from report.judge_sft import grid_rollups, judge_sft
@@ -145,6 +145,8 @@ def judge_job(
         # A banked step is a training run's: a datagen, eval or catch-all job sharing a
         # workdir with one (an upload of its checkpoints, a GPU-CI run beside it) banks none.
         facts = facts.model_copy(update={"checkpoints": None})
+    if bucket == "eval":
+        facts = own_run_trials(facts)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(record, cluster_records, edges, index=index,

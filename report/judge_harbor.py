@@ -62,7 +62,7 @@ from probes.logs.clock import minutes_on_log_clock
 from probes.logs.fault_patterns import PASSTHROUGH
 from probes.logs.lines import TqdmBar, parse_tqdm, strip_ansi
 from probes.logs.progress import sec_per_it
-from probes.models import Frozen, InfraSignals, JobState, TrialResult
+from probes.models import Frozen, InfraSignals, JobFacts, JobState, TrialResult
 from report.cells import abbreviate_exception, format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import buffer_rule
@@ -493,6 +493,17 @@ def _timeout_note(f: Findings, stats: TrialStats | None,
             else f"{top} on top: passthrough, trials still scored")
     f.notes.append(note)
     f.trend(priority, note)
+
+
+def own_run_trials(facts: JobFacts) -> JobFacts:
+    """An eval's trials are its own run's (``TrialTree.own_run``): evals launched one after
+    another from one directory share Harbor's default ``jobs/``, and another eval's job dir
+    is no chunk of this one (its trials made a running eval read ``12/12`` and ZOMBIE). An
+    array task keeps the whole tree, its array's tasks being one run's chunks."""
+    tree = facts.trials
+    if tree is None or tree.own_run is None or facts.record.array_job_id is not None:
+        return facts
+    return facts.model_copy(update={"trials": tree.own_run})
 
 
 def judge_eval(ctx: JudgeContext, f: Findings) -> None:

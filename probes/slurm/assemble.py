@@ -203,8 +203,10 @@ def _own_jobs(root: str, jobs: Mapping[str, Any], started: datetime | None,
 
 def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
                ended: datetime | None = None) -> TrialTree | None:
-    """Merge every existing trial root; several Harbor job dirs under one root are chunks
-    (those of the job's own run, from ``started`` to ``ended``: ``_own_jobs``)."""
+    """Merge every existing trial root; several Harbor job dirs under one root are chunks.
+    When some of them cannot be the job's own run (``_own_jobs``, from ``started`` to
+    ``ended``), ``own_run`` is the tree of those that can (an eval reads it: a datagen run's
+    chunks or an array's tasks are one run written at other times)."""
     existing = {root: v for root, v in raw.items() if v.get("exists")}
     if not existing:
         # A root that could not be read is not an absent one: its trials are unknown.
@@ -214,7 +216,16 @@ def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
             return TrialTree(root=failed[0], exists=False, error=failed[1][:300])
         return None
     root, value = next(iter(existing.items()))
-    jobs: Mapping[str, Any] = _own_jobs(root, value.get("jobs") or {}, started, ended)
+    jobs: Mapping[str, Any] = value.get("jobs") or {}
+    tree = _merged(root, jobs)
+    own = _own_jobs(root, jobs, started, ended)
+    if len(own) < len(jobs):
+        tree = tree.model_copy(update={"own_run": _merged(root, own)})
+    return tree
+
+
+def _merged(root: str, jobs: Mapping[str, Any]) -> TrialTree:
+    """One tree of these Harbor job dirs under ``root`` (several: chunks)."""
     if not jobs:
         return TrialTree(root=root, exists=True)
     trials: dict[str, Mapping[str, Any]] = {}

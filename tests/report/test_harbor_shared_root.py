@@ -93,9 +93,9 @@ def test_its_own_resumed_job_dir_and_its_chunks_are_kept(tmp_path: Path) -> None
                minutes_ago=10)
     _age(jobs / "chunk-001", 300)
     os.utime(jobs / "chunk-001" / "result.json")  # rewritten just now: resumed
-    report = _row(jobs, started_min_ago=40, name="datagen-swe-synth")
+    report = _row(jobs, started_min_ago=40)
     assert report.metrics.get("trials") == 14.0, report.metrics
-    assert report.metrics.get("chunks_total") == 2.0, report.metrics
+    assert report.metrics.get("trials_total") == 22.0, report.metrics
 
 
 def test_a_job_folded_before_its_record_reads_its_own_job_dirs(tmp_path: Path) -> None:
@@ -117,8 +117,9 @@ def test_a_job_folded_before_its_record_reads_its_own_job_dirs(tmp_path: Path) -
     taken = early.take(rec, entry)
     assert taken is not None
     assert taken[0] == fold(rec, entry)[0]
-    assert taken[0].trials is not None and taken[0].trials.counts is not None
-    assert taken[0].trials.counts.trials == 3
+    own = taken[0].trials.own_run if taken[0].trials is not None else None
+    assert own is not None and own.counts is not None
+    assert own.counts.trials == 3
 
 
 def test_a_later_eval_in_the_same_jobs_dir_is_not_the_finished_ones(tmp_path: Path) -> None:
@@ -144,3 +145,28 @@ def test_a_later_eval_in_the_same_jobs_dir_is_not_the_finished_ones(tmp_path: Pa
     assert report.recommendation is not None
     assert report.recommendation.action == "cleanup", report.recommendation
     assert "eval-agentic-cleanup" in report.recommendation.why
+
+
+@pytest.mark.parametrize("name", ["datagen-swe-v2-chunk-2", "eval-qwen3-x-tbench"])
+def test_a_run_of_chunks_or_an_array_task_keeps_the_whole_tree(tmp_path: Path,
+                                                               name: str) -> None:
+    """Chunks of one datagen run, or an array's tasks, are one run written at other times:
+    the chunks finished before this one started are still the run's (Chunks 2/3 done)."""
+    jobs = tmp_path / "jobs"
+    for n in (0, 1):
+        MAKE.write(jobs / f"chunk-00{n}", {"pass": 5, "fail": 5}, seed=n, finished=True,
+                   minutes_ago=120)
+        _age(jobs / f"chunk-00{n}", 60)
+    MAKE.write(jobs / "chunk-002", {"pass": 2, "fail": 2, "inflight": 6}, total=10, seed=5,
+               minutes_ago=20)
+    now = datetime.now(UTC)
+    array = {} if name.startswith("datagen") else {"array_job_id": "900", "array_task_id": "2"}
+    rec = record(name, state=JobState.RUNNING, start_time=_start(25), **array)
+    facts = job_facts(rec, {"trials": collect_trials([str(jobs)])}, aliases={},
+                      benign_patterns=[])
+    facts = facts.model_copy(update={"log": log(mtime=now), "summary": parse_log(_LOG, mtime=now)})
+    report = judge(facts, now=now).report
+    assert report.metrics.get("trials") == 24.0, report.metrics
+    if name.startswith("datagen"):
+        assert report.metrics.get("chunks_done") == 2.0
+        assert report.metrics.get("chunks_total") == 3.0
