@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -39,6 +40,7 @@ from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
 
 if TYPE_CHECKING:
+    from probes.config import KubernetesCluster, SlurmCluster
     from report.models import JobDetail
 
 FORMATS = ("text", "json", "slack")
@@ -321,9 +323,11 @@ def cmd_bot(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """``jobtables probe ID``: the deep probe (bot.deep_probe); a cluster failure is exit 1, an
-    id the cluster's kind cannot have is bad usage (exit 2)."""
-    from bot.deep_probe import run_deep_probe
+    """``jobtables probe ID``: the deep probe (bot.deep_probe); an id the cluster's kind cannot
+    have is bad usage (exit 2). A cluster that could not be read is reported, not an error
+    (CONTRACT §1: exit 0): the answer says so, in JSON as the contract's report object with the
+    cluster ``unreachable`` and no job."""
+    from bot.deep_probe import probed_cluster, run_deep_probe
     from report.probe_text import render_probe_json, render_probe_text
 
     cluster, job_id = _job_ref(args)
@@ -333,13 +337,27 @@ def cmd_probe(args: argparse.Namespace) -> int:
     except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
         raise UsageError(f"cannot probe {args.id}: {exc}") from exc
     except ProbeError as exc:
-        print(f"jobtables: cannot probe {args.id}: {exc}", file=sys.stderr)
-        return 1
+        print(_unread_probe(probed_cluster(config, cluster), job_id, str(exc), args.format))
+        return 0
     if args.format == "json":
         print(render_probe_json(detail))
     else:
         print(render_probe_text(detail, width=args.width or config.report.width))
     return 0
+
+
+def _unread_probe(cluster: SlurmCluster | KubernetesCluster, job_id: str, why: str,
+                  fmt: str) -> str:
+    """``probe``'s answer when its cluster could not be read: no verdict, the cluster and why."""
+    from report.models import ClusterReport, Report
+    from report.render import render_json
+
+    if fmt == "json":
+        return render_json(Report(generated_at=datetime.now(UTC), jobs=[], clusters=[
+            ClusterReport(name=cluster.name, kind=cluster.kind, status="unreachable",
+                          detail=why)]))
+    return (f"{cluster.name}:{job_id}: no deep probe verdict: cluster {cluster.name!r} is "
+            f"unreachable ({why})")
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -91,7 +91,7 @@ def memory_name(cluster: str, job_id: str) -> str:
     return f"deep_probe:{cluster}:{job_id}"
 
 
-def _probed_cluster(config: Config, name: str | None) -> SlurmCluster | KubernetesCluster:
+def probed_cluster(config: Config, name: str | None) -> SlurmCluster | KubernetesCluster:
     """The cluster ``name`` names, or the only SLURM or Kubernetes one (a replay cluster is a
     recording: it has no rollouts to read)."""
     live = [c for c in config.clusters if isinstance(c, SlurmCluster | KubernetesCluster)]
@@ -118,7 +118,7 @@ async def run_deep_probe(
     from probes.deep_read import read_job, read_k8s_job
 
     validate_job_id(job_id)
-    cluster = _probed_cluster(config, cluster_name)
+    cluster = probed_cluster(config, cluster_name)
     aliases = dict(config.metrics.aliases)
     if isinstance(cluster, KubernetesCluster):
         found = await read_k8s_job(cluster, job_id, aliases=aliases)

@@ -322,16 +322,27 @@ def test_record_into_a_dir_it_refuses_is_bad_usage(
     assert "connection refused" not in err
 
 
-def test_probe_of_an_unreachable_cluster_is_one_line(
+def test_probe_of_an_unreachable_cluster_is_reported(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    """`probe` against a closed port: no report to print, one stderr line naming the job and
-    host:port, exit 1 (README, exit codes), no traceback."""
+    """`probe` against a closed port: CONTRACT §1, an unreachable cluster is reported, not an
+    error: exit 0, the answer on stdout naming the job, the cluster and why (no verdict), no
+    traceback; in JSON the contract's report object with the cluster ``unreachable`` and its
+    detail, no job. It was exit 1, the contract's code for an internal error, with nothing on
+    stdout."""
     config, port = closed_port_cluster(tmp_path)
     code, out, err = run(capsys, "probe", "alpha:41001", "--config", str(config))
-    assert code == 1 and out == ""
-    assert err.strip().splitlines() == [
-        f"jobtables: cannot probe alpha:41001: 127.0.0.1:{port}: connection refused"]
+    assert (code, err) == (0, "")
+    assert out.strip().splitlines() == [
+        f"alpha:41001: no deep probe verdict: cluster 'alpha' is unreachable "
+        f"(127.0.0.1:{port}: connection refused)"]
+    code, out, err = run(capsys, "probe", "alpha:41001", "--config", str(config), "--format",
+                         "json")
+    assert (code, err) == (0, "")
+    answer = json.loads(out)
+    assert answer["clusters"] == [{"name": "alpha", "kind": "slurm", "status": "unreachable",
+                                   "detail": f"127.0.0.1:{port}: connection refused"}]
+    assert answer["jobs"] == [] and answer["generated_at"].endswith("Z")
 
 
 def test_job_cluster_disagreeing_with_cluster_option_is_usage_error(

@@ -102,3 +102,20 @@ async def test_a_replay_cluster_is_still_refused(tmp_path: Path) -> None:
     assert code == 2 and "the deep probe reads SLURM and Kubernetes jobs" in err
     code, _, err = await _probe(toml, "123")
     assert code == 2 and "0 SLURM and Kubernetes clusters are configured" in err
+
+
+async def test_probe_of_a_cluster_refusing_the_token_is_reported(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """A revoked or expired token (401): CONTRACT §1, an unreachable cluster is reported, not an
+    error: exit 0, the contract's report object naming the cluster unreachable and the refusal,
+    no job, nothing on stderr. It was exit 1 (an internal error's code) and stderr alone."""
+    _run(standin, "grpo-healthy", "healthy")
+    toml = _config(standin, tmp_path)
+    standin.write_kubeconfig(tmp_path / "kubeconfig", token="expired-token")
+    code, answer, err = await _probe(toml, "grpo-healthy")
+    assert (code, err) == (0, "")
+    assert answer is not None and answer["jobs"] == []
+    [cluster] = answer["clusters"]
+    assert (cluster["name"], cluster["kind"], cluster["status"]) == ("beta", "kubernetes",
+                                                                      "unreachable")
+    assert "HTTP 401" in cluster["detail"], cluster
