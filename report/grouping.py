@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probes.models import ClusterFacts, JobState
+from report.grid_cells import cell_stems
 from report.judge_sft import grid_names
 from report.layouts import is_buffering
 from report.models import JobDetail, JobReport, Report
@@ -73,6 +74,9 @@ class Group:
     """(state, number of tasks) in the contract's state order."""
     exact: bool
     """False when an unsplit pending record's task count was unknown."""
+    pending_cells: int | None = None
+    """A grid's pending jobs as distinct cells (``report.grid_cells``), its running cells'
+    resume backups left out; None for arrays and chunks."""
 
     @property
     def worst(self) -> JobReport:
@@ -89,10 +93,18 @@ class Group:
         return tuple(j for j in self.members if j.verdict in ATTENTION)
 
     def tally(self) -> str:
-        """``480 running · 20 pending`` (``≥20 pending`` when a count is a lower bound)."""
+        """``480 running · 20 pending`` (``≥20 pending`` when a count is a lower bound); a
+        grid's pending jobs that are fewer cells say so: ``6 pending (1 cell)``."""
         bound = "" if self.exact else "≥"
-        return " · ".join(f"{bound if state == JobState.PENDING.value else ''}{n} "
-                          f"{state.lower()}" for state, n in self.counts)
+        parts = []
+        for state, n in self.counts:
+            pending = state == JobState.PENDING.value
+            part = f"{bound if pending else ''}{n} {state.lower()}"
+            cells = self.pending_cells
+            if pending and cells is not None and cells != n:
+                part += f" ({cells} cell{'' if cells == 1 else 's'})"
+            parts.append(part)
+        return " · ".join(parts)
 
 
 def _severity(job: JobReport) -> int:
@@ -201,8 +213,23 @@ def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = Non
         if kind == "grid" and len(members) < GRID_MIN:
             continue
         name = members[0].name if kind == "array" else key
-        groups.append(Group(kind, cluster, key, name, table, tuple(members), counted, exact))
+        cells = _pending_cells(report, cluster, members) if kind == "grid" else None
+        groups.append(Group(kind, cluster, key, name, table, tuple(members), counted, exact,
+                            cells))
     return groups
+
+
+def _pending_cells(report: Report, cluster: str, members: Sequence[JobReport]) -> int:
+    """Distinct cells among a grid group's pending members, less the cells running on their
+    cluster (a running cell's pending copy is its resume backup: seed §SFT)."""
+    sft = [job for job in report.jobs if job.bucket == "sft"]
+    cell = {(job.cluster, job.job_id): stem for job, stem in zip(sft, cell_stems(sft),
+                                                                  strict=True)}
+    running = {cell[(j.cluster, j.job_id)] for j in sft
+               if j.cluster == cluster and j.state is JobState.RUNNING}
+    pending = {cell[(j.cluster, j.job_id)] for j in members
+               if j.state is JobState.PENDING and (j.cluster, j.job_id) in cell}
+    return len(pending - running)
 
 
 def _counts(members: Sequence[JobReport], pending_tasks: Mapping[Key, int],
@@ -287,6 +314,7 @@ def groups_json(report: Report, *,
         "kind": g.kind, "cluster": g.cluster, "key": g.key, "name": g.name, "table": g.table,
         "label": f"{g.name} [{g.tally()}]",
         "counts": {state: n for state, n in g.counts}, "counts_exact": g.exact,
+        **({"pending_cells": g.pending_cells} if g.kind == "grid" else {}),
         "worst": {"job_id": g.worst.job_id, "verdict": g.worst.verdict},
         "attention": [j.job_id for j in g.attention],
         "members": [j.job_id for j in g.members],
