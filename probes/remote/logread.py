@@ -30,13 +30,14 @@ sweep), so each chunk decodes exactly as the whole would.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 # In-process the guard is imported; when shipped, its source is prepended (probes.remote.script).
 with contextlib.suppress(ImportError):
-    from probes.remote.guard import Guard, Hung, Refused
+    from probes.remote.guard import Guard, Hung, Refused, deadline
 
 ANCHOR = 4096
 """Bytes of the file's head and of the bytes before the offset that a cursor's digest covers."""
@@ -239,6 +240,36 @@ def first_whole_line(data: bytes) -> int:
     return hole + 1 if 0 <= hole < len(data) - 1 else cut
 
 
+HOLE_EXTENTS = 4096
+"""Data extents stepped over at most looking for the last one before a hole."""
+
+
+def _data_end(fd: int, pos: int) -> int:
+    """``pos``, or where the file's data last ends before it when ``pos`` lies in a hole (a
+    log extended by ``truncate``, a preallocated file): a hole reads as NULs, which hold no
+    line, and a 5 GB one is never read through. Found with ``SEEK_DATA``/``SEEK_HOLE`` (no
+    byte read); where the file system or the OS has neither, ``pos``."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+    if seek_data is None or seek_hole is None:
+        return pos
+    end, at = 0, 0
+    try:
+        for _ in range(HOLE_EXTENTS):
+            start = os.lseek(fd, at, seek_data)
+            if start >= pos:
+                break
+            at = os.lseek(fd, start, seek_hole)
+            if at >= pos:
+                return pos  # inside data
+            end = at
+        else:
+            return pos  # too many extents to walk: scanned as before
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # (ENXIO: no data after ``at``) not supported here
+            return pos
+    return end if end > 0 else pos
+
+
 def _before_long_line(guard: Guard, fd: int, path: str, size: int,
                       max_bytes: int) -> tuple[int, bytes]:
     """``(offset, data)``: the bounded tail of the whole lines before the file's last line,
@@ -246,7 +277,8 @@ def _before_long_line(guard: Guard, fd: int, path: str, size: int,
     no line break), so the log's metrics and faults are still read, past any more such lines
     before it; ``(size, b"")`` when no whole line lies within ``LONG_LINE_SCAN`` bytes before
     the tail (one endless line)."""
-    pos = size - max_bytes
+    with deadline(guard._seconds(), f"seek {path}"):  # (a file system call: NFS's SEEK)
+        pos = _data_end(fd, size - max_bytes)
     floor = max(0, pos - LONG_LINE_SCAN)
     while pos > floor:
         lo = max(floor, pos - (1 << 20))

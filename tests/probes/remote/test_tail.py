@@ -191,3 +191,21 @@ def test_lines_after_a_hole_within_the_tail_are_read(tmp_path: Path) -> None:
     tail = read_tail(str(path), 1 << 20, 0)
     assert tail["text"] == "{'loss': 0.9, 'grad_norm': 0.5}\n{'loss': 0.8, 'grad_norm': 0.4}\n"
     assert tail["lines"] == 2
+
+
+def test_a_log_ending_in_a_hole_larger_than_the_scan_reads_the_lines_before_it(
+        tmp_path: Path) -> None:
+    """A 5 GB sparse log (its lines, then a hole to 5 GB: ``truncate -s 5G``, a preallocated
+    file) read on the real SLURM in the hostile dry run: the tail and the whole long-line scan
+    were NULs, so the job was ``fetch-failed`` 'last line over 65 MiB', its 15 steps unread.
+    The scan skips the hole (``SEEK_DATA``/``SEEK_HOLE``, never reading it) to the last data
+    before it; the bytes read stay bounded."""
+    path = tmp_path / "sparse.out"
+    lines = b"".join(b"step:%d - actor/entropy:0.5\n" % n for n in range(1, 16))
+    with path.open("wb") as f:
+        f.write(lines)
+        f.truncate(5 << 30)
+    tail = read_tail(str(path), 1 << 20, 0)
+    assert tail["status"] == "ok" and "endless" not in tail
+    assert tail["text"] == lines.decode()
+    assert tail["size"] == 5 << 30
