@@ -162,8 +162,11 @@ def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
     phase's: instant-fail is judged on the agent). A multi-step trial's come from its steps;
     ``agent_runs`` (sent only above 1) says how many agent runs its turns span."""
     data = _load(raw)
-    if data is None:
-        return None
+    return reduce_trial_data(data) if data is not None else None
+
+
+def reduce_trial_data(data: "dict[str, object]") -> "dict[str, object]":
+    """``reduce_trial`` of a result.json already parsed (the deep probe's reader)."""
     exception = _exception(data)
     exc_type = _text(exception.get("exception_type"))
     message = (_text(exception.get("exception_message")) or "")[:2000]

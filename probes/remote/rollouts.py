@@ -39,10 +39,12 @@ import sys
 import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
-# In-process the guard is imported; shipped, its source is prepended and this line is ``pass``
-# (probes.remote.script.rollouts_source).
+# In-process the guard and the trial reducer are imported; shipped, their sources are
+# prepended and these lines are ``pass`` (probes.remote.script.rollouts_source).
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, resolve_uid
+with contextlib.suppress(ImportError):
+    from probes.remote.harbor_reduce import reduce_trial_data
 
 PROTOCOL = 1
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
@@ -192,21 +194,19 @@ def _trial(trial_dir: str, budget: _Budget) -> Json | None:
     if not isinstance(result, dict):
         return None
     agent = _dict(result.get("agent_result"))
-    rewards = _dict(_dict(result.get("verifier_result")).get("rewards"))
-    reward = _number(rewards.get("reward")) if "reward" in rewards else next(
-        (n for n in (_number(v) for v in rewards.values()) if n is not None), None)
-    execution = _dict(result.get("agent_execution"))
-    meta = _dict(agent.get("metadata"))
+    # Reward, exception, turns, output tokens and the agent phase as the counts read them
+    # (``harbor_reduce``, shipped in front): a multi-step trial's from its steps.
+    reduced = reduce_trial_data(result)
     return {
-        "reward": reward,
-        "exception_type": _dict(result.get("exception_info")).get("exception_type") or None,
-        "n_output_tokens": _number(agent.get("n_output_tokens")),
+        "reward": reduced["reward"],
+        "exception_type": reduced["exception_type"],
+        "n_output_tokens": _number(reduced["n_output_tokens"]),
         "n_input_tokens": _number(agent.get("n_input_tokens")),
-        "n_turns": _number(meta.get("n_episodes")),
+        "n_turns": _number(reduced["n_turns"]),
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
-        "agent_started_at": execution.get("started_at"),
-        "agent_finished_at": execution.get("finished_at"),
+        "agent_started_at": reduced["agent_started_at"],
+        "agent_finished_at": reduced["agent_finished_at"],
         "messages": _agent_messages(trial_dir, result, budget),
     }
 

@@ -187,10 +187,11 @@ def _scheduler_only(request: Mapping[str, Any]) -> bool:
 
 @functools.cache
 def rollouts_source() -> str:
-    """``probes/remote/guard.py`` + ``rollouts.py`` as one script body: the deep probe reads
-    under the collector's own guard (its import line there becomes ``pass``)."""
+    """``probes/remote/guard.py``, ``harbor_reduce.py`` + ``rollouts.py`` as one script body:
+    the deep probe reads under the collector's own guard and reduces a trial as the counts do
+    (their import lines there become ``pass``)."""
     parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name)
-             for name in ("guard.py", "rollouts.py")]
+             for name in ("guard.py", "harbor_reduce.py", "rollouts.py")]
     return "from __future__ import annotations\n" + "\n\n".join(
         _FUTURE.sub("", text) for text in parts)
 

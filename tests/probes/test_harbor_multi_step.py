@@ -67,3 +67,21 @@ def test_avg_turns_is_per_agent_run(tmp_path: Path, whole_run: bool) -> None:
     assert stats.exc_pct == pytest.approx(100 / 3)
     dead = build_trial_tree(str(root), {"t": _reduced("port-build-to-cmake")})
     assert summarize_trials(dead).avg_turns == pytest.approx(1.0)
+
+
+def test_the_deep_probe_reads_a_multi_step_trial_from_its_steps(tmp_path: Path) -> None:
+    """The deep probe's sample (``probes.remote.rollouts``) reads a trial as the counts do:
+    a dead engine's multi-step trial is its steps' agents running with no output token, and
+    a step's exception is the trial's (its own fields are null in Harbor's result.json)."""
+    from probes.remote.rollouts import collect_rollouts
+
+    root = tmp_path / "jobs"
+    shutil.copytree(STEPS, root / STEPS.name)
+    answer = collect_rollouts({"trial_roots": [str(root)]})
+    trials = {name.split("__")[0]: t for name, t in answer["trials"]["sampled"].items()}
+    assert trials["migrate-orm-models"]["exception_type"] == "AgentTimeoutError"
+    assert trials["migrate-orm-models"]["n_output_tokens"] == 7300
+    dead = trials["port-build-to-cmake"]
+    assert dead["n_output_tokens"] is None
+    assert dead["agent_started_at"] is not None and dead["agent_finished_at"] is not None
+    assert dead["n_turns"] == 2
