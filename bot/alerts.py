@@ -159,6 +159,10 @@ class Alerter:
         self._known: dict[str, Any] = {}
         """Each episode record as this process last read it in Redis (what a write-back may
         replace): one another replica wrote or a press answered since is kept."""
+        self.undelivered = 0
+        """Collapses of the last :meth:`process` that Slack took no alert for (neither the
+        DM nor the channel): their claims were given back, and the scheduler tries the
+        sweep again soon (``bot.scheduler``)."""
 
     async def flush(self) -> None:
         """Write back the episodes opened while Redis was down, with their messages' index;
@@ -194,6 +198,7 @@ class Alerter:
         """
         await self.flush()
         sent = []
+        self.undelivered = 0
         for detail in details:
             if needs_alert(detail) and await self._open_episode(detail, config, facts):
                 sent.append(job_ref(detail))
@@ -245,7 +250,9 @@ class Alerter:
             evidence = await self._record_evidence(detail, facts, config)
         record = await self._send(detail, config, step, evidence)
         if record is None:
-            # Nothing was delivered: give the claim back so the next sweep tries again.
+            # Nothing was delivered: give the claim back so the next sweep (or this one's
+            # retry, soon) tries again.
+            self.undelivered += 1
             try:
                 await self._store.delete_doc(claim)
             except StoreUnavailable as exc:

@@ -456,7 +456,8 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     """Interval ``interval``'s sweep: follow-ups, the day's parent and thread, collapse DMs
     (each told in the thread), job-end DMs, deep probes, reconcile. False when it should be
     tried again soon (``bot.scheduler``; ``retry``: this is that try): a cluster could not be
-    read, Redis could not serve the history, or Slack refused a thread reply.
+    read, Redis could not serve the history, or Slack refused a thread reply, the parent's
+    edit or a collapse alert.
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert.
@@ -489,7 +490,8 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
              fallback=bot.lease.fallback(interval), retry=retry)
     unread = [c.name for c in result.report.clusters if c.status == "unreachable"]
-    return not (unread or result.degraded or (changes is not None and bot.digest.undelivered))
+    unsent = (changes is not None and bot.digest.undelivered) or bot.alerter.undelivered
+    return not (unread or result.degraded or unsent)
 
 
 async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:

@@ -31,7 +31,8 @@ silence) and the next sweep tries to open the parent again; a parent whose edit 
 message is built in :mod:`bot.messages` (its one escape; mentions only through ``mention()``).
 
 A reply Slack refused (a 5xx, rate limits past the retries) is kept in process memory and
-:attr:`Digest.undelivered` says so: the scheduler then tries the sweep once more soon
+:attr:`Digest.undelivered` says so (as it does for a parent edit that failed for now): the
+scheduler then tries the sweep once more soon
 (``bot.scheduler``), and that retry's :meth:`Digest.publish` posts the kept replies again
 before its own (the change reply is not lost: its changes were saved as seen). Table replies
 are not kept when the retry posts the full tables itself (a parent opened then). A later,
@@ -154,11 +155,14 @@ class Digest:
         in only over that copy (another replica's newer one is kept)."""
         self._pending: list[tuple[str, SlackMessage]] = []
         """The last publish's thread replies Slack refused: ("tables" | "changes", message)."""
+        self._stale_parent = False
+        """Whether the last publish's edit of the parent failed for now (kept, not edited)."""
 
     @property
     def undelivered(self) -> bool:
-        """Whether the last publish left a reply undelivered (its retry posts it again)."""
-        return bool(self._pending)
+        """Whether the last publish left a reply undelivered or the parent unedited (its
+        retry posts the reply again and edits the parent)."""
+        return bool(self._pending) or self._stale_parent
 
     # -- state --------------------------------------------------------------------------------
 
@@ -257,6 +261,7 @@ class Digest:
         a failed one again (``bot.scheduler``): the replies Slack refused then go first.
         """
         kept, self._pending = (self._pending if retry else []), []
+        self._stale_parent = False
         seen = await self._get(SEEN)
         previous: dict[tuple[str, str], Snapshot] | None = None
         if isinstance(seen, dict) and isinstance(seen.get("jobs"), dict):
@@ -339,6 +344,7 @@ class Digest:
                 # edit; a second parent and a second full-table dump are noise for a blip.
                 if edited == "failed":
                     log.warning("parent not edited this sweep; kept for the next edit")
+                    self._stale_parent = True
                 doc = {**doc, "sweeps": sweeps}
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False

@@ -18,6 +18,7 @@ import itertools
 import json
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +41,10 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)
     """method -> Retry-After seconds of the 429s still to give."""
-    failures: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
-    """method -> (Slack error, only for this channel/user or None) still to give."""
+    failures: dict[str, list[tuple[str, str | None, Callable[[dict[str, Any]], bool] | None]]] = \
+        field(default_factory=dict)
+    """method -> (Slack error, only for this channel/user or None, only for calls whose
+    params it holds true for or None) still to give."""
     gone_hooks: set[str] = field(default_factory=set)
     """response_url names that answer 404 (expired or used up)."""
     statuses: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -86,17 +89,19 @@ class FakeSlack:
         self.rate_limits.setdefault(method, []).extend([retry_after] * times)
 
     def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None,
-             status: int = 200) -> None:
-        """The next ``times`` calls of ``method`` (to ``target`` only, if given) fail; with
-        ``status`` 500 (or another 5xx) as Slack's server errors come (``internal_error``)."""
-        self.failures.setdefault(method, []).extend([(error, target)] * times)
+             status: int = 200, when: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        """The next ``times`` calls of ``method`` (to ``target`` only, and only those whose
+        params ``when`` holds for, if given) fail; with ``status`` 500 (or another 5xx) as
+        Slack's server errors come (``internal_error``)."""
+        self.failures.setdefault(method, []).extend([(error, target, when)] * times)
         if status != 200:
             self.statuses[(method, error)] = status
 
     def _failure(self, method: str, params: dict[str, Any]) -> str | None:
         pending = self.failures.get(method) or []
-        for index, (error, target) in enumerate(pending):
-            if target is None or target in (params.get("channel"), params.get("users")):
+        for index, (error, target, when) in enumerate(pending):
+            if (target is None or target in (params.get("channel"), params.get("users"))) and (
+                    when is None or when(params)):
                 del pending[index]
                 return error
         return None

@@ -11,7 +11,15 @@ from typing import Any
 
 from bot.app import make_scheduler
 from bot.store import RedisStore
-from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job, sweep_result
+from tests.bot.builders import (
+    FakeClock,
+    FakeSweeper,
+    blocks_text,
+    collapsing,
+    detail,
+    job,
+    sweep_result,
+)
 from tests.bot.conftest import make_config, running_bot
 from tests.bot.fake_slack import FakeSlack
 
@@ -96,3 +104,65 @@ async def test_a_change_reply_refused_with_a_5xx_is_posted_by_the_retry_once(
     dms = [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"]
     assert len(dms) == 1
     assert len(parents(slack)) == 1
+
+
+async def test_a_collapse_dm_slack_refused_is_sent_by_the_retry(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Slack answers 500 to the 16:30 collapse alert (the DM and its channel fallback), the
+    thread's change reply going through: the DM goes out with the 16:31 retry, not half an
+    hour later, and once."""
+    world = {"collapsing": False}
+
+    def make():  # type: ignore[no-untyped-def]
+        rows = [detail(job("4100", "rl-ppo-llama-8b"))]
+        return sweep_result([*rows, collapsing()] if world["collapsing"] else rows, at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00
+        clock.advance(1800)
+        world["collapsing"] = True
+        slack.fail("chat.postMessage", "internal_error", status=500, times=2,
+                   when=lambda params: "cancel_salvage" in str(params.get("blocks")))
+        assert await scheduler.tick()  # 16:30: the alert refused, the change reply posted
+        assert alerts(slack) == []
+        slack.failures.clear()
+        clock.advance(60)
+        assert await scheduler.tick()  # 16:31: the retry
+        clock.advance(1740)
+        assert await scheduler.tick()  # 17:00
+    (dm,) = alerts(slack)
+    assert dm.params["channel"] == "DALICE"
+
+
+async def test_a_parent_edit_slack_refused_is_made_by_the_retry(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Slack answers 500 to the 16:30 edit of the day's parent: the retry edits it, so the
+    parent does not show 16:00's summary for half an hour."""
+    world = {"state": "RUNNING"}
+
+    def make():  # type: ignore[no-untyped-def]
+        return sweep_result([detail(job("4300", "sft-mistral-7b", bucket="sft",
+                                        state=world["state"]))], at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00
+        clock.advance(1800)
+        world["state"] = "COMPLETED"
+        slack.fail("chat.update", "internal_error", status=500)
+        assert await scheduler.tick()
+        clock.advance(60)
+        assert await scheduler.tick()  # the retry
+    (edit,) = slack.to("/api/chat.update")
+    assert "1 completed" in edit.params["text"] and "as of 16:31Z" in edit.params["text"]
+    assert len(parents(slack)) == 1
+
+
+def alerts(slack: FakeSlack) -> list[Any]:
+    return [c for c in slack.to("/api/chat.postMessage")
+            if "cancel_salvage" in json.dumps(_blocks(c.params.get("blocks")))]
