@@ -39,8 +39,10 @@ Policy (seed §Datagen, §Eval; CONTRACT §6):
   ``AuthenticationError``: a sandbox provider refusing credentials is recorded in result.json,
   not necessarily in the launcher's log; a 401 inside an agent's own run is the task's).
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
-  hard sets. Only Harbor's passthrough exceptions (``PASSTHROUGH``: agent timeout, context or
-  output length exceeded) are benign; any other exception with "timeout" in its name is not.
+  hard sets. A burst of them among the latest trials of a nearly-done eval is its hard-trial
+  tail (``_hard_tail_note``): said in the Trend, no flag. Only Harbor's passthrough
+  exceptions (``PASSTHROUGH``: agent timeout, context or output length exceeded) are benign;
+  any other exception with "timeout" in its name is not.
 - Trials that never started (an exception, no agent phase or output, never scored: Harbor's
   null ``agent_result``/``verifier_result``, e.g. ``EnvironmentStartTimeoutError``): at least
   half of the last ``pass_rate_trials`` -> ``instant-fail`` (the agent never ran, null output:
@@ -684,6 +686,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
     else:
         f.verdict("healthy")
         f.trend(Priority.BACKGROUND, "healthy")
+        _hard_tail_note(ctx, f, stats)
     recent = _stats(ctx, last_n=th.pass_rate_trials)
     if recent is not None and recent.trials and 2 * recent.instant_fail >= recent.trials:
         f.flag("instant-fail")
@@ -694,6 +697,33 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
                     text + "; the tunnel is not carrying traffic")
     if not _never_started_rule(ctx, f, recent):
         _never_started_note(ctx, f)
+
+
+TAIL_TRIALS = 20
+"""The latest finished trials the hard-trial tail is read over."""
+TAIL_DONE_SHARE = 0.9
+"""The share of its trials an eval has finished before its end is its tail."""
+
+
+def _hard_tail_note(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+    """Seed: "a burst of timeouts in the last window is usually the hard-trial tail of a
+    nearly-done run". At least half of the latest ``TAIL_TRIALS`` finished trials timed out,
+    twice the run's own share, with ``TAIL_DONE_SHARE`` of its trials done: the hard tasks
+    finish last, at their timeout; the Trend says so (no flag: the trials are scored)."""
+    tree = ctx.facts.trials
+    trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
+    if (tree is None or stats is None or not stats.completed or not isinstance(trials, float)
+            or not isinstance(total, float) or total <= 0 or trials < TAIL_DONE_SHARE * total):
+        return
+    latest = [t for t in tree.trials if t.finished_at is not None][-TAIL_TRIALS:]
+    timeouts = sum(t.exception_type == "AgentTimeoutError" for t in latest)
+    share = stats.exceptions.get("AgentTimeoutError", 0) / stats.completed
+    if len(latest) < 5 or 2 * timeouts < len(latest) or timeouts < 2 * share * len(latest):
+        return
+    note = (f"hard-trial tail: {timeouts}/{len(latest)} latest trials AgentTO, "
+            f"{int(trials)}/{int(total)} done")
+    f.notes.append(note)
+    f.trend(Priority.BACKGROUND + 2, note)
 
 
 def _never_started_rule(ctx: JudgeContext, f: Findings, recent: TrialStats | None) -> bool:
