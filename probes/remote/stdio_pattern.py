@@ -158,13 +158,23 @@ def expand_pattern(
         if m.group(1) == "%":
             return "%"
         value = values[m.group(3)]
-        width = int(m.group(2) or 0)
-        return value.zfill(width) if value.isdigit() else value
+        return value.zfill(_width(m.group(2))) if value.isdigit() else value
 
     path = _STDIO_TOKEN.sub(fill, text)
     if not path.startswith("/"):
         path = workdir.rstrip("/") + "/" + path
     return path
+
+
+MAX_PAD = 10
+"""slurmd zero-pads a number to this many digits at most (``%999999999j`` writes 10)."""
+
+
+def _width(digits: str) -> int:
+    """A token's padding as slurmd applies it: at most :data:`MAX_PAD` (the pattern is the
+    job owner's text: ``%999999999j`` is no 1 GB path, nor 5000 digits an int to parse)."""
+    digits = digits.lstrip("0")
+    return MAX_PAD if len(digits) > 2 else min(int(digits or 0), MAX_PAD)
 
 
 def has_stdio_token(path: str) -> bool:

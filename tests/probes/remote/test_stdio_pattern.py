@@ -51,6 +51,23 @@ def test_expand_pattern(pattern: str | None, job: dict[str, str | None],
     assert expand_pattern(pattern, **job) == expected  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("/w/a-%15j.out", "/w/a-0000000007.out"),
+    ("/w/w-%999999999j.out", "/w/w-0000000007.out"),
+    ("/w/w-%" + "9" * 5000 + "j.out", "/w/w-0000000007.out"),
+    ("/w/w-%010j.out", "/w/w-0000000007.out"),
+    ("/w/w-%0003j.out", "/w/w-007.out"),
+    ("/w/%12A_%13a.out", "/w/0000000007_0000000002.out"),
+])
+def test_a_padding_wider_than_slurms_is_slurms(pattern: str, expected: str) -> None:
+    """slurmd pads a number to 10 digits at most (seen on 22.05: ``-o w-%999999999j.out``
+    wrote ``w-0000002060.out``). The pattern is the job owner's text: a padding of 999999999
+    made the expansion a 1 GB string, and ``jobtables job`` of that job took 51 s and 4 GB of
+    memory (the login node's collector timed out doing the same)."""
+    job = {**TASK, "job_id": "7", "array_job_id": "7"} if "a." in pattern else PLAIN
+    assert expand_pattern(pattern, **job) == expected  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("path", "raw"), [
     ("/w/a.out", False), ("/w/100%%.out", False), ("/w/%N.out", True), ("/w/%5j", True),
 ])
