@@ -3,10 +3,10 @@
 Slack is the fake Web API on port 0; everything else is real. The bot is served on port 0 and
 driven as Slack drives it (signed block_actions requests); its scheduled sweep runs through the
 real :class:`bot.sweep.Sweeper` and ``SlurmProbe`` against a config TOML, with a fake clock for
-the bot. Three real ``sbatch`` jobs (user ``jobtables``) print a SkyRL log whose last steps
+the bot. Four real ``sbatch`` jobs (user ``jobtables``) print a SkyRL log whose last steps
 collapse, bank ``checkpoints/global_step_10`` and then sleep, so they stay RUNNING: ``watch``
-(DM, restart, stranger), ``cancel`` (really cancelled) and ``nokill``. They are submitted once
-per module and scancelled in its teardown.
+(DM, restart, stranger), ``cancel`` (really cancelled), ``nokill`` and ``requeue`` (requeued
+after its alert). They are submitted once per module and scancelled in its teardown.
 
 Each scenario's config puts only its own job in the RL bucket (``[buckets] rl``): the test
 user's other jobs (the other scenarios', or a concurrent test run's) are then not RL runs and
@@ -50,7 +50,7 @@ DM = "DJOBTABLES"
 """The DM channel the fake Slack opens for OWNER."""
 OPERATOR, STRANGER = "UOPS", "UEVIL"
 CHANNEL = "C0SWEEP"
-ROLES = ("watch", "cancel", "nokill")
+ROLES = ("watch", "cancel", "nokill", "requeue")
 JOB_SCRIPT = """#!/bin/bash
 mkdir -p checkpoints/global_step_10
 cat "{log}"
@@ -405,3 +405,32 @@ jobtables = "{OWNER}"
         bare = re.sub(r"<@U[A-Z0-9]+>", "", text)
         assert "<" not in bare and ">" not in bare, text
         assert "<!channel" not in text and "<https://evil" not in text and "<!here" not in text
+
+
+async def test_an_alert_s_cancel_after_its_job_was_requeued_cancels_nothing(
+    jobs: Jobs, slack: FakeSlack, redis_prefix: str, tmp_path: Path,
+) -> None:
+    """The alerted job is requeued (``scontrol requeue``: SLURM 22.05 gives it a new submit time
+    and restart_cnt 1, the record a later job given the id and requeued itself would show).
+    The owner's cancel on the old alert is refused, saying so, audited stale; no evidence is
+    salvaged and the job is not cancelled (the requeue count passed it off as the alert's)."""
+    job_id = jobs.ids["requeue"]
+    config = write_config(jobs, "requeue", redis_prefix, tmp_path / "incidents")
+    async with slurm_bot(slack, config, redis_prefix, FakeClock(datetime.now(UTC))) as h:
+        assert await make_scheduler(h.bot).tick()
+        runner = SshRunner(jobs.env.cluster())
+        try:
+            await runner.run(["scontrol", "requeue", job_id])
+        finally:
+            await runner.aclose()
+        await _wait_for(jobs.env, {"requeue": job_id}, {"requeue": {JobState.PENDING}},
+                        bound_s=60, settle_s=0)
+        hook = await press(h, "cancel_salvage", jobs.ref("requeue"), user=OWNER)
+        await h.bot.tasks.drain()
+        (reply,) = slack.to(hook)
+        audit = await h.bot.store.audit_entries()
+    assert reply.params["response_type"] == "ephemeral"
+    assert "requeued 1x" in reply.params["text"] and "Nothing was done" in reply.params["text"]
+    assert [(e["actor"], e["outcome"]) for e in audit] == [(OWNER, "stale")]
+    assert not salvage_files(tmp_path / "incidents", job_id)
+    assert await squeue_state(jobs.env, job_id) in (JobState.PENDING, JobState.RUNNING)
