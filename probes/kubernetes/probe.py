@@ -14,9 +14,10 @@ Policy (the seed's Kubernetes paragraph):
   job that failed and does not run again: its first error names it, see
   ``states.failed_rank``). An unreachable or unauthorised API server makes
   ``collect`` return ``status="unreachable"``.
-- A job that was active in the previous sweep and is gone now is reported once more as FAILED,
-  zero pods, reason ``vanished`` (the silent-wedge signature), then forgotten. A job that ended
-  and was garbage-collected, or that this probe cancelled, is simply forgotten.
+- A job that was active in the previous sweep and is gone now is reported as FAILED, zero
+  pods, reason ``vanished`` (the silent-wedge signature), its end the sweep that found it gone,
+  and stays in the report as a terminated job does, ``recent_hours``. A job that ended and was
+  garbage-collected, or that this probe cancelled, is simply forgotten.
 - A log body holding an API/kubelet error, or fewer lines than ``min_log_lines``, is retried
   once and then reported as a failed fetch, never as "no metrics". A log read refused (401,
   403: the Role lacks ``pods/log``) is every job's failed fetch, asked once per sweep. A log
@@ -101,6 +102,8 @@ class KubernetesProbe:
         """Job ids already reported as vanished (shareable with the caller, never re-reported)."""
         self._aliases = dict(aliases or {})
         self._seen: dict[str, SchedulerRecord] = {}
+        self._gone: dict[str, SchedulerRecord] = {}
+        """Jobs found vanished, kept in the report as terminated jobs are (``recent_hours``)."""
         self._cancelled: set[str] = set()
         self._api = KubeClient(cluster)
         self._log_outage: str | None = None
@@ -131,9 +134,10 @@ class KubernetesProbe:
         if self._jobsets_refused is not None:  # unseen, not gone: none of them vanished
             present |= {job_id for job_id, last in self._seen.items()
                         if last.labels.get(KIND_LABEL) == "JobSet"}
-        jobs += self._vanished_facts(present, alive, now)
+        vanished = self._vanished_facts(present, alive, now)
         self._seen = {facts.record.job_id: facts.record for facts in jobs
                       if facts.record.job_id in present}
+        jobs += self._gone_facts(vanished, present, now)
         self._cancelled &= present
         self._vanished -= present  # a re-created name is a new job
         return self._facts(now, status="ok", detail=self._jobsets_refused, jobs=tuple(jobs))
@@ -190,6 +194,8 @@ class KubernetesProbe:
         if (found is None and last is not None and job_id not in self._cancelled
                 and last.state not in TERMINAL_STATES and not unlisted):
             found = _vanished(last, now)
+        if found is None and job_id in self._gone:  # found vanished by an earlier sweep
+            found = JobFacts(record=self._gone[job_id])
         # A JobSet list refused (403) is said, as in the sweep: a JobSet's name not found
         # then is no answer that it does not exist.
         return self._facts(now, status="ok", detail=self._jobsets_refused,
@@ -217,6 +223,7 @@ class KubernetesProbe:
         except NotFoundError:
             pass  # already gone: the cancel's goal holds
         self._cancelled.add(job_id)
+        self._gone.pop(job_id, None)
 
     async def aclose(self) -> None:
         """Close the HTTP session."""
@@ -406,9 +413,9 @@ class KubernetesProbe:
 
     def _vanished_facts(self, present: set[str], alive: set[tuple[str, str]],
                         now: datetime) -> list[JobFacts]:
-        """Jobs active last sweep and gone now: reported once as vanished, then forgotten.
-        A workload is gone when no object of its kind and name is listed: a JobSet whose id
-        went back to its bare name (its namesake Job gone) is still there."""
+        """Jobs active last sweep and gone now, as vanished (found once: :meth:`_gone_facts`
+        keeps them). A workload is gone when no object of its kind and name is listed: a
+        JobSet whose id went back to its bare name (its namesake Job gone) is still there."""
         facts = []
         for job_id, last in self._seen.items():
             if job_id in present or job_id in self._cancelled or job_id in self._vanished:
@@ -420,6 +427,19 @@ class KubernetesProbe:
             self._vanished.add(job_id)
             facts.append(_vanished(last, now))
         return facts
+
+    def _gone_facts(self, found: list[JobFacts], present: set[str],
+                    now: datetime) -> list[JobFacts]:
+        """The vanished jobs to report: those ``found`` now and those found by earlier sweeps,
+        each as it was first reported (FAILED, its end the sweep that found it gone) until
+        ``recent_hours`` after that end, as a terminated job stays in the report (the seed: a
+        record that disappeared is terminal). A name listed again is a new job: forgotten."""
+        cutoff = now - timedelta(hours=self._cluster.recent_hours)
+        self._gone.update((facts.record.job_id, facts.record) for facts in found)
+        self._gone = {job_id: record for job_id, record in self._gone.items()
+                      if job_id not in present
+                      and (record.end_time is None or record.end_time >= cutoff)}
+        return [JobFacts(record=record) for record in self._gone.values()]
 
     def _facts(self, now: datetime, *, status: Any, detail: str | None = None,
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -260,25 +261,42 @@ async def test_one_pod_list_per_sweep(standin: KubeStandIn, probe: KubernetesPro
     assert only_job(facts, "sft-old").record.stdout_path == "pod/sft-old-0"
 
 
-async def test_vanished_job_reported_once(standin: KubeStandIn, cluster: KubernetesCluster) -> None:
-    """A job active last sweep and gone now is reported once as vanished, then forgotten."""
+async def test_vanished_job_stays_reported_for_recent_hours(
+        standin: KubeStandIn, cluster: KubernetesCluster) -> None:
+    """A job active last sweep and gone now is FAILED vanished, and stays in the report as a
+    terminated job does (CONTRACT: ``recent_hours`` is how long a terminated job stays; the
+    seed: a record that disappeared is terminal), its end the sweep that found it gone; then
+    it ages out. It was reported once, then dropped: a /jobs a minute later no longer listed
+    it and ``/job`` answered 'no job ... in the current report'. A name re-created is the new
+    job only."""
+    moment = {"now": NOW}
     reported: set[str] = set()
-    probe = KubernetesProbe(cluster, clock=lambda: NOW, vanished=reported)
+    probe = KubernetesProbe(cluster, clock=lambda: moment["now"], vanished=reported)
     add_running(standin, "rl-gone", VERL_LOG)
     add_running(standin, "rl-stays", VERL_LOG)
+    add_running(standin, "rl-again", VERL_LOG)
     try:
         first = await probe.collect()
-        del standin.jobs["rl-gone"], standin.pods["rl-gone-0"]
+        for name in ("rl-gone", "rl-again"):
+            del standin.jobs[name], standin.pods[f"{name}-0"]
         second = await probe.collect()
+        moment["now"] = NOW + timedelta(hours=23)
+        add_running(standin, "rl-again", VERL_LOG)  # re-created under the same name
         third = await probe.collect()
+        one = await probe.collect_one("rl-gone")
+        moment["now"] = NOW + timedelta(hours=25)
+        fourth = await probe.collect()
     finally:
         await probe.aclose()
     assert only_job(first, "rl-gone").record.state is JobState.RUNNING
     gone = only_job(second, "rl-gone").record
     assert (gone.state, gone.reason, gone.pods_total) == (JobState.FAILED, "vanished", 0)
-    assert gone.labels["jobtables/silent-wedge"] == "vanished"
-    assert reported == {"rl-gone"}
-    assert [j.record.job_id for j in third.jobs] == ["rl-stays"]
+    assert gone.labels["jobtables/silent-wedge"] == "vanished" and gone.end_time == NOW
+    assert reported == {"rl-gone"}  # "rl-again" re-created: a new job
+    assert only_job(third, "rl-gone").record == gone
+    assert only_job(third, "rl-again").record.state is JobState.RUNNING
+    assert [job.record for job in one.jobs] == [gone]
+    assert sorted(j.record.job_id for j in fourth.jobs) == ["rl-again", "rl-stays"]
 
 
 async def test_finished_or_cancelled_job_disappearing_is_not_vanished(
