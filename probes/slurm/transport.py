@@ -12,7 +12,8 @@ Policy:
   is never given ``known_hosts=None`` (which would disable it).
 * ``~/.ssh/config`` is not read: what connects is exactly what the roster says.
 * asyncssh and OS errors are translated here, once, into :mod:`probes.errors`, the original
-  chained: refused / timed out / DNS -> ``UnreachableError``; refused credentials ->
+  chained: refused / timed out / DNS / a peer sending no SSH (asyncssh's
+  ``PacketDecodeError``, a ``ValueError``) -> ``UnreachableError``; refused credentials ->
   ``AuthError``; a non-zero exit or a command timeout -> ``CommandError``.
 * One :class:`SshRunner` is one connection, opened on the first command and reused for every
   command until :meth:`SshRunner.aclose` (the probe makes one runner per sweep). Given a
@@ -103,6 +104,7 @@ def _load_asyncssh() -> None:
 _load_asyncssh()
 
 import asyncssh  # noqa: E402 - after _load_asyncssh (it is loaded by then)
+from asyncssh.packet import PacketDecodeError  # noqa: E402 - (the same)
 
 _T = TypeVar("_T")
 
@@ -441,7 +443,7 @@ class SshRunner:
             except TimeoutError as exc:
                 raise CommandError(
                     f"`{args[0]}` timed out after {timeout:g}s on {self.target}") from exc
-            except (asyncssh.Error, OSError) as exc:
+            except (asyncssh.Error, OSError, PacketDecodeError) as exc:
                 if self._kept is not None and conn.is_closed():
                     self._kept.drop(conn)
                     self._conn = None
@@ -527,6 +529,9 @@ class SshRunner:
             raise UnreachableError(f"{self.target}: host name not resolved: {exc}") from exc
         except (asyncssh.Error, OSError) as exc:
             raise UnreachableError(f"{self.target}: {_os_reason(exc)}") from exc
+        except PacketDecodeError as exc:  # a ValueError asyncssh lets out for a bad packet
+            raise UnreachableError(f"{self.target}: not speaking SSH: a malformed packet "
+                                   f"({exc})") from exc
         finally:
             if agent is not None:  # its keys sign only while logging in
                 agent.close()
