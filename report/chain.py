@@ -400,10 +400,14 @@ def _successor_order(record: SchedulerRecord, candidate: SchedulerRecord,
 
 
 def dependency_keys(record: SchedulerRecord) -> tuple[str, ...]:
-    """The ids a dependency on ``record`` may name: its own, and for an array task its
-    array's ``N_*`` (SLURM prints ``--dependency=afterany:N`` on an array so)."""
+    """The ids a dependency on ``record`` may name: its own, for an array task its array's
+    ``N_*`` (SLURM prints ``--dependency=afterany:N`` on an array so), and for a hetjob's
+    component ``N+k`` the hetjob's ``N`` (a dependency names the whole hetjob)."""
     array = _array_id(record.job_id, record.array_job_id)
-    return (record.job_id, f"{array}_*") if array else (record.job_id,)
+    if array:
+        return record.job_id, f"{array}_*"
+    leader, plus, _ = record.job_id.partition("+")
+    return (record.job_id, leader) if plus and leader else (record.job_id,)
 
 
 def chain_link(

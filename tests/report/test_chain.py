@@ -313,3 +313,20 @@ def test_an_afternotok_resume_is_the_restart_of_a_timeout() -> None:
     assert dependency_edges([resume]) == {"100": "101"}
     report = judge(facts(pred), others=[resume]).report
     assert report.verdict == "restarting" and "chain-restart" in report.flags
+
+
+def test_a_hetjob_component_s_successor_waits_on_the_whole_hetjob() -> None:
+    """``sbatch --dependency=afterany:1784`` on a hetjob (components ``1784+0``, ``1784+1``;
+    the real 22.05 prints the dependant's ``afterany:1784(unfulfilled)``): each component's
+    TIMEOUT has that job for its restart. The component's own id never equals ``1784``, so a
+    renamed restart elsewhere (or its remembered edge, once SLURM cleared the dependency) was
+    missed: 'Walltime TIMEOUT; no successor queued', a chain TIMEOUT called a failure."""
+    parts = [record("rl-het", f"1784+{k}", JobState.TIMEOUT, end_time=END) for k in (0, 1)]
+    waiting = record("rl-het-phase2", "2000", JobState.PENDING, workdir="/other",
+                     dependency="afterany:1784(unfulfilled)", depends_on=("1784",))
+    started = waiting.model_copy(update={"state": JobState.RUNNING, "dependency": "",
+                                         "depends_on": (), "start_time": END})
+    edges = dependency_edges([waiting])
+    for part in parts:
+        assert chain_link(part, [*parts, waiting], {}).successor == "2000"
+        assert chain_link(part, [*parts, started], edges).successor == "2000"
