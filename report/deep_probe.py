@@ -392,10 +392,28 @@ def _healthy_line(facts: RolloutFacts, pending: bool) -> str:
                 "or Harbor trials); the row cannot be confirmed from its rollouts")
     parts = []
     if samples:
-        parts.append(f"{samples} samples from {sum(len(d.steps) for d in facts.dumps)} steps")
+        read = sum(1 for d in facts.dumps for s in d.steps if s.samples)
+        parts.append(f"{samples} samples from {read} step{'' if read == 1 else 's'}")
     if trials:
         parts.append(f"{trials} of {facts.trials.listed} trials")
-    return f"no pathology found in {' and '.join(parts)}"
+    return f"no pathology found in {' and '.join(parts)}" + "".join(
+        f"; no readable sample in the newest step{'s' if ',' in steps else ''} {steps} of "
+        f"{path}: unjudged"
+        for path, steps in _unread_newest(facts))
+
+
+def _unread_newest(facts: RolloutFacts) -> list[tuple[str, str]]:
+    """``(dump path, "3, 4")`` for each dump whose newest steps read gave no sample (a file of
+    NULs, a first line past the read bound, no JSON): the checks saw older steps only."""
+    out = []
+    for dump in facts.dumps:
+        judged = [s.step for s in dump.steps if s.samples]
+        newest = max(judged) if judged else None
+        empty = sorted(s.step for s in dump.steps
+                       if not s.samples and (newest is None or s.step > newest))
+        if empty and judged:
+            out.append((dump.path, ", ".join(str(step) for step in empty)))
+    return out
 
 
 def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,

@@ -288,3 +288,26 @@ def test_the_series_rule_reads_the_configured_thresholds() -> None:
     facts = rollout_facts(None, log_text=_verl_console(True), log_path="c.log")
     assert judge_rollouts(facts, thresholds=Thresholds(window=500, min_window=500)
                           ).verdict == "NO-KILL"
+
+
+def test_newest_dumps_with_no_readable_sample_are_said(tmp_path: Path) -> None:
+    """A verl dump dir whose newest step files hold no sample that reads (the hostile dry run:
+    a 5 GB sparse ``4.jsonl`` read as NULs, a ``5.jsonl`` whose first line is 50 MB, cut at the
+    read bound): the NO-KILL said "no pathology found in 8 samples from 4 steps" though only
+    the first step gave samples (here: 16 from 4, two of them empty). Its reason counts the
+    steps that gave samples and names the newest ones that gave none: their rollouts are
+    unjudged, not healthy."""
+    dumps = dumps_module()
+    lines = [dumps.write_verl_dump(str(tmp_path / "rd"), step, ["q1"] * 4 + ["q2"] * 4,
+                                   [f"the answer is {i + step} since {i} and {step}"
+                                    for i in range(8)], [0, 1] * 4) for step in (1, 2)]
+    with (tmp_path / "rd" / "3.jsonl").open("wb") as f:
+        f.truncate(3 << 20)
+    (tmp_path / "rd" / "4.jsonl").write_text('{"output": "' + "A" * (2 << 20) + '"}\n'
+                                              + '{"output": "fine", "score": 1}\n')
+    facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path / "rd")]}),
+                          log_text="\n".join(lines))
+    result = judge_rollouts(facts)
+    assert result.verdict == "NO-KILL"
+    assert result.reasons[0].startswith("no pathology found in 16 samples from 2 steps;")
+    assert "steps 3, 4" in result.reasons[0] and "no readable sample" in result.reasons[0]
