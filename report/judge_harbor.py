@@ -514,13 +514,13 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     _eval_metrics(ctx, f, stats)
     idle = engine_idle_rule(ctx, f)
     failing = engine_failing_rule(ctx, f)
-    infra = _infra(ctx)
-    f.infra = (None if infra == InfraSignals() and _lm_eval_run(ctx)
-               else infra_marks(infra, idle=idle or failing, fresh=_fresh_ok(ctx)))
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
-    if ctx.running:
-        _eval_running(ctx, f, stats)
+    no_traffic = _eval_running(ctx, f, stats) if ctx.running else False
+    infra = _infra(ctx)
+    f.infra = (None if infra == InfraSignals() and _lm_eval_run(ctx)
+               else infra_marks(infra, idle=idle or failing, fresh=_fresh_ok(ctx),
+                                no_traffic=no_traffic))
     _launch_checks(ctx, f)
     _timeout_note(f, stats)
     _count_bound_note(f, stats)
@@ -642,7 +642,9 @@ def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.metrics["top_exception"] = stats.top_exception
 
 
-def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
+def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> bool:
+    """The running eval's rules; True when its trials fail instantly with null output (the
+    tunnel carries no traffic: the Infra column's ``tunnel✗``)."""
     th = ctx.settings.thresholds
     trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
     if isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total:
@@ -651,7 +653,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.trend(Priority.CANCEL, f"ZOMBIE: all {int(total)} trials done, still RUNNING")
         f.recommend(Priority.CANCEL, "cancel_and_salvage",
                     "zombie: all trials done but job RUNNING")
-        return
+        return False
     tree = ctx.facts.trials
     since, newest = _results_silent_since(ctx)
     age = minutes_since(ctx.now, since)
@@ -688,7 +690,9 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
         f.trend(Priority.BACKGROUND, "healthy")
         _hard_tail_note(ctx, f, stats)
     recent = _stats(ctx, last_n=th.pass_rate_trials)
-    if recent is not None and recent.trials and 2 * recent.instant_fail >= recent.trials:
+    instant = recent is not None and recent.trials > 0 \
+        and 2 * recent.instant_fail >= recent.trials
+    if recent is not None and instant:
         f.flag("instant-fail")
         f.verdict("warning")
         text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
@@ -697,6 +701,7 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
                     text + "; the tunnel is not carrying traffic")
     if not _never_started_rule(ctx, f, recent):
         _never_started_note(ctx, f)
+    return instant
 
 
 TAIL_TRIALS = 20
@@ -799,9 +804,12 @@ def _fresh_ok(ctx: JudgeContext) -> bool:
     return quiet is not None and quiet <= ctx.settings.thresholds.engine_idle_minutes
 
 
-def infra_marks(infra: InfraSignals, *, idle: bool, fresh: bool) -> str:
+def infra_marks(infra: InfraSignals, *, idle: bool, fresh: bool,
+                no_traffic: bool = False) -> str:
     """``tunnel✓ api✓ engine✓`` with ✗ for a failing check and ? when the log says nothing.
 
+    ``tunnel✗``: the tunnel failed, or (``no_traffic``) the trials fail instantly with null
+    output, so a registered tunnel carries no traffic (the check is auth AND traffic).
     ``engine✗``: idle (no 200s, zero running) or failing (a 5xx burst). ``engine✓`` only for a
     200 within the idle window: an old 200 proves nothing about the engine now (``engine?``).
     """
@@ -812,4 +820,5 @@ def infra_marks(infra: InfraSignals, *, idle: bool, fresh: bool) -> str:
     api = None if infra.api_base_internal is None else not infra.api_base_internal
     engine: bool | None = False if idle else (True if infra.engine_ok_requests and fresh
                                               else None)
-    return f"tunnel{mark(infra.tunnel_ok)} api{mark(api)} engine{mark(engine)}"
+    tunnel = False if no_traffic else infra.tunnel_ok
+    return f"tunnel{mark(tunnel)} api{mark(api)} engine{mark(engine)}"

@@ -58,3 +58,18 @@ def test_which_trial_exceptions_are_auth_failures(exc: str, message: str, auth: 
     reduced = reduce_trial(raw)
     assert reduced is not None
     assert bool(reduced.get("auth_failure")) is auth
+
+
+@pytest.mark.parametrize(("kind", "tunnel"), [("instant", "tunnel✗"), ("never", "tunnel✓")])
+def test_instant_fail_marks_the_tunnel_as_carrying_no_traffic(tmp_path: Path, kind: str,
+                                                              tunnel: str) -> None:
+    """The Infra column is the launch checks, the tunnel's auth AND traffic (seed). Trials
+    failing instantly with null output say the tunnel carries no traffic: a registered
+    tunnel read 'tunnel✓' beside 'INSTANT-FAIL ... the tunnel is not carrying traffic'
+    (replayed on the real SLURM). Sandboxes that never start are the provider's, not the
+    tunnel's: its mark stands."""
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "2026-12-04__00-00-00", {kind: 12, "inflight": 8}, total=300, seed=9)
+    detail = judge(_facts(jobs, _LOG, "eval-qwen3-tbench"), now=datetime.now(UTC))
+    assert "instant-fail" in detail.report.flags
+    assert detail.infra is not None and detail.infra.startswith(tunnel + " "), detail.infra
