@@ -188,9 +188,9 @@ def grid_rollups(
     pairs = [(report, labels) for report, labels, _ in jobs]
     names = grid_names(pairs, waits_for)
     cells = _cells(pairs, waits_for)
-    for (report, _, rate), name, cell in zip(jobs, names, cells, strict=True):
+    for (report, labels, rate), name, cell in zip(jobs, names, cells, strict=True):
         if name is not None and cell is not None:
-            groups[name].append((report, rate, cell))
+            groups[name].extend((report, rate, one) for one in _array_cells(cell, report, labels))
     rollups = []
     for name, members in sorted(groups.items()):
         if len({cell for _, _, cell in members}) >= 2:
@@ -198,6 +198,43 @@ def grid_rollups(
             if rollup.running or rollup.pending_unique:
                 rollups.append(rollup)
     return rollups
+
+
+_SPEC_PART = re.compile(r"^(?P<lo>\d+)(?:-(?P<hi>\d+)(?::(?P<step>\d+))?)?$")
+_SPEC_MAX = 100_000
+"""More tasks than this in one pending spec are not spelled out (SLURM's MaxArraySize is far
+below it by default)."""
+
+
+def _array_cells(cell: str, report: JobReport, labels: Mapping[str, str]) -> tuple[str, ...]:
+    """The grid cells one SFT job stands for. A task of an array run in waves (any throttle
+    but 1: a cell per ``SLURM_ARRAY_TASK_ID``) is its own cell, ``cell [task N]``, and the
+    array's pending remainder every task its spec names; in an array that runs one task at a
+    time (``%1``, a restart chain by array: ``report.chain``) every task is the one cell."""
+    if labels.get("array_throttle") == "1":
+        return (cell,)
+    _, sep, task = report.job_id.partition("_")
+    if sep and task.isdigit():
+        return (f"{cell} [task {task}]",)
+    spec = labels.get("array_tasks")
+    tasks = _spec_tasks(spec) if spec and not sep else None
+    return tuple(f"{cell} [task {t}]" for t in tasks) if tasks else (cell,)
+
+
+def _spec_tasks(spec: str) -> list[int] | None:
+    """The task ids of a SLURM array spec (``2-5%2``, ``1,3,5-9:2``); None if unreadable."""
+    tasks: list[int] = []
+    for part in spec.split("%", 1)[0].split(","):
+        found = _SPEC_PART.match(part.strip())
+        if found is None:
+            return None
+        lo = int(found["lo"])
+        hi = int(found["hi"]) if found["hi"] else lo
+        step = int(found["step"]) if found["step"] else 1
+        if hi < lo or step < 1 or len(tasks) + (hi - lo) // step >= _SPEC_MAX:
+            return None
+        tasks.extend(range(lo, hi + 1, step))
+    return tasks
 
 
 def _rollup(name: str, members: Sequence[tuple[JobReport, float | None, str]]) -> GridRollup:
