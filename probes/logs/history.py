@@ -30,6 +30,7 @@ from probes.logs.lines import (
     NESTED_BAR_MARK,
     IterationLine,
     TqdmBar,
+    after_bar,
     bar_postfix,
     epoch_step_label,
     glued_dict,
@@ -595,7 +596,7 @@ class MetricScan:
         self._on_bar(bar, nested, line_no)
         if status:
             self._episode_status(bar, before, body, line_no)
-        if "}" in body:
+        if "}" in body or "Step " in body:
             self.feed_glued(body, line_no)
 
     def feed_dict(self, line: str, line_no: int) -> None:
@@ -611,7 +612,13 @@ class MetricScan:
     def feed_glued(self, body: str, line_no: int) -> None:
         """After a bar line's redraw: the one-line dict printed on its line, if any
         (``lines.glued_dict``), read as its own line would be. An open multi-line dict stays
-        open (the bar line left it so)."""
+        open (the bar line left it so). So is torchtune's ``Step N | loss:... grad_norm:...``
+        (its ``StdoutLogger`` prints to stdout right after the bar's redraw on stderr)."""
+        if "Step " in body and " | " in body:
+            rest = after_bar(body)
+            if rest is not None and rest.lstrip().startswith("Step "):
+                self._step_line(rest.strip(), line_no, None)
+                return
         text = glued_dict(body)
         if text is None or text.count("{") > 1:
             return

@@ -196,8 +196,8 @@ def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
         line = lines[index]
         if groups[1]:
             scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
-            if "}" in line:
-                scan.feed_glued(line, first_line_no + index)  # a dict printed on its line
+            if "}" in line or "Step " in line:  # a dict (or torchtune's step) on its line
+                scan.feed_glued(line, first_line_no + index)
         elif line[:1] == "{" and line.rstrip()[-1:] == "}":
             scan.feed_dict(line, first_line_no + index)
         elif line.strip():
