@@ -137,6 +137,9 @@ class Bot:
     replica: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease: TickLease = field(default_factory=TickLease)
     """What this replica knows of the tick lock, for outages (``bot.lease``)."""
+    untold: list[str] = field(default_factory=list)
+    """Collapse lines of alerts sent with no thread to tell them in (claimed ``alone``):
+    told in the next thread this replica posts; dropped if another replica leads."""
     offload: Offload = field(default_factory=Offload)
     """Where big sweeps are encoded, decoded and rendered (``bot.offload``)."""
 
@@ -474,11 +477,14 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry)
     told = []
     for ref in await bot.alerter.process(details, config, facts=result.facts):
-        if alone:
-            continue
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user
         told.append(collapse_line(ref, slack_owner(config, cluster, user)))
+    if alone:  # no thread to tell them in yet: the next one this replica posts does
+        bot.untold.extend(told)
+        told = []
+    else:
+        told, bot.untold = [*bot.untold, *told], []
     refused = None if alone else bot.config.news()  # an edit of the config refused
     if refused is not None:
         told.append(config_refused_line(refused))
@@ -510,6 +516,8 @@ async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:
         log.warning("tick lock unavailable", interval=interval, fallback=role, error=str(exc))
         return role != "follow"
     bot.lease.decided(interval, won)
+    if not won:
+        bot.untold.clear()  # another replica leads: its thread is the channel's now
     return won
 
 

@@ -272,3 +272,31 @@ async def test_the_write_back_keeps_an_episode_answered_since(
             await store.aclose()
         await direct.delete_prefix()
         await direct.aclose()
+
+
+async def test_a_collapse_dmed_before_any_thread_is_told_in_the_first_thread(
+    slack: FakeSlack, forwarder: Forwarder, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A replica that starts while Redis is down DMs a collapse but posts no thread (it cannot
+    know who leads); once Redis answers and it wins an interval, that thread tells the
+    collapse (the owner told), as every other collapse is told, and the DM is not repeated."""
+    config = make_config(prefix, tmp_path)
+    sweeper = FakeSweeper(make=lambda: sweep_result([collapsing()], at=clock()), conf=config)
+    store = await proxied(forwarder, prefix)
+    await forwarder.close()
+    try:
+        async with running_bot(slack, store, sweeper, clock) as one:
+            scheduler = make_scheduler(one.bot)
+            assert await scheduler.tick()  # alone: the DM, no thread
+            assert dms(slack) == 1 and parents(slack) == []
+            await forwarder.open()
+            clock.advance(1800)
+            assert await scheduler.tick()
+            clock.advance(1800)
+            assert await scheduler.tick()
+    finally:
+        await close_all([store], prefix)
+    notes = [c.params["text"] for c in slack.to("/api/chat.postMessage")
+             if c.params.get("thread_ts") and "collapse on" in c.params["text"]]
+    assert notes == ["🚨 collapse on `alpha:4242`, owner <@UALICE> told"]
+    assert dms(slack) == 1
