@@ -308,7 +308,7 @@ class _Judge:
         if len(idle) == len(ran):
             self.add(f"engine starvation: all {len(ran)} sampled trials' agents ran for <= 1 s "
                      f"with no output tokens (e.g. {idle[0].name}: "
-                     f"{idle[0].n_turns if idle[0].n_turns is not None else '—'} turns)")
+                     f"{_turns(idle[0].n_turns)} turns)")
 
 
     def newest_trials(self, sampled: Sequence[TrialSample]) -> None:
@@ -335,8 +335,15 @@ class _Judge:
         if len(idle) == k:
             self.add(f"engine starvation now: {where} all had agents running <= 1 s with no "
                      f"output tokens (e.g. {idle[0].name}: "
-                     f"{idle[0].n_turns if idle[0].n_turns is not None else '—'} turns); "
+                     f"{_turns(idle[0].n_turns)} turns); "
                      "older trials generated")
+
+
+def _turns(turns: float | None) -> str:
+    """A trial's turn count as Harbor wrote it (``1``, not the sample's float ``1.0``)."""
+    if turns is None:
+        return "—"
+    return str(int(turns)) if float(turns).is_integer() else f"{turns:g}"
 
 
 NEWEST_TRIALS = 8

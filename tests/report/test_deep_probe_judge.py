@@ -224,6 +224,7 @@ def test_agents_served_nothing() -> None:
     dead = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__14-00-00"
     text = kinds(rollout_facts(collect_rollouts({"trial_roots": [str(dead)]})))
     assert "engine starvation: all 24 sampled trials' agents ran for <= 1 s" in text
+    assert ": 1 turns)" in text, text  # a turn count reads as the count Harbor wrote, not 1.0
     mixed = FIX / "harbor-0.26.0" / "jobs" / "2026-11-30__10-00-00"
     assert "starvation" not in kinds(rollout_facts(collect_rollouts({"trial_roots":
                                                                      [str(mixed)]})))
