@@ -460,7 +460,7 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     (each told in the thread), job-end DMs, deep probes, reconcile. False when it should be
     tried again soon (``bot.scheduler``; ``retry``: this is that try): a cluster could not be
     read, Redis could not serve the history, or Slack refused a thread reply, the parent's
-    edit or a collapse alert.
+    edit, a collapse alert or a job-end DM.
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert.
@@ -490,13 +490,15 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
         told.append(config_refused_line(refused))
     await bot.digest.notes(config, told)  # one reply for the sweep's alerts, not one each
     if changes is not None:
-        await bot.notifier.process(changes, result, config)  # job-end DMs (bot/notify.py)
+        # job-end DMs (bot/notify.py)
+        await bot.notifier.process(changes, result, config, retry=retry)
         await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
         await bot.actions.reconcile()
     log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
              fallback=bot.lease.fallback(interval), retry=retry)
     unread = [c.name for c in result.report.clusters if c.status == "unreachable"]
-    unsent = (changes is not None and bot.digest.undelivered) or bot.alerter.undelivered
+    unsent = bot.alerter.undelivered or (changes is not None and (
+        bot.digest.undelivered or bot.notifier.undelivered))
     return not (unread or result.degraded or unsent)
 
 

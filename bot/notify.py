@@ -21,7 +21,9 @@ hidden. Jobs that only share a name are told apart.
 ``/jobs notify off`` is kept per Slack user in Redis (``doc:notify:{user}``, a year's TTL,
 renewed by every change of mind); ``on`` is the default. A failed DM is logged and counted once
 by the Web API client (:mod:`bot.delivery`) and never stops the others; the day's thread
-already tells the change.
+already tells the change. A DM Slack refused is kept (:attr:`Notifier.undelivered`): the
+scheduler tries the sweep again soon (``bot.scheduler``), and that retry sends it first; an
+ordinary later sweep drops what is still kept.
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ class Notifier:
     def __init__(self, *, store: RedisStore, client: AsyncWebClient) -> None:
         self._store = store
         self._client = client
+        self._pending: list[tuple[str, str]] = []
+        """The last sweep's DMs Slack refused: (owner, text), for its retry."""
+
+    @property
+    def undelivered(self) -> bool:
+        """Whether the last :meth:`process` left a DM unsent (its retry sends it)."""
+        return bool(self._pending)
 
     async def set_enabled(self, user: str, on: bool) -> str:
         """``/jobs notify on|off``: store the choice; the ephemeral answer."""
@@ -75,8 +84,13 @@ class Notifier:
         return not (isinstance(doc, dict) and doc.get("off"))
 
     async def process(self, changes: Sequence[Change], result: SweepResult,
-                      config: Config) -> int:
-        """DM the owners of jobs that failed, completed or stalled; returns the DMs sent."""
+                      config: Config, *, retry: bool = False) -> int:
+        """DM the owners of jobs that failed, completed or stalled; returns the DMs sent.
+        ``retry``: the sweep tries a failed one again: the DMs Slack refused go first."""
+        kept, self._pending = (self._pending if retry else []), []
+        sent = 0
+        for user, text in kept:
+            sent += await self._send(user, text)
         groups: dict[tuple[str, str, str, str], list[Change]] = {}
         for change in changes:
             detail = result.details.get((change.cluster, change.job_id))
@@ -93,7 +107,6 @@ class Notifier:
             count = sum(m.tasks for m in members)  # an unsplit array remainder: its tasks
             told.setdefault(owner, []).append(
                 job_end_dm(first, detail, count, others=kinds[1:]).text)
-        sent = 0
         for owner, texts in told.items():
             if not await self.enabled(owner):
                 continue
@@ -103,6 +116,9 @@ class Notifier:
 
     async def _send(self, owner: str, text: str) -> int:
         channel = await dm_channel(self._client, owner)
-        if channel is None:
-            return 0  # logged and counted by the Web API client (bot.delivery)
-        return 1 if await post(self._client, channel=channel, text=text) is not None else 0
+        if channel is not None and await post(self._client, channel=channel,
+                                              text=text) is not None:
+            return 1
+        # Logged and counted by the Web API client (bot.delivery); kept for the retry.
+        self._pending.append((owner, text))
+        return 0

@@ -166,3 +166,33 @@ async def test_a_parent_edit_slack_refused_is_made_by_the_retry(
 def alerts(slack: FakeSlack) -> list[Any]:
     return [c for c in slack.to("/api/chat.postMessage")
             if "cancel_salvage" in json.dumps(_blocks(c.params.get("blocks")))]
+
+
+async def test_a_job_end_dm_slack_refused_is_sent_by_the_retry(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Slack answers 500 to the 16:30 job-end DM (the thread's change reply going through):
+    the owner hears of the failure with the 16:31 retry, once; the change is not told twice."""
+    world = {"state": "RUNNING"}
+
+    def make():  # type: ignore[no-untyped-def]
+        sft = detail(job("4300", "sft-mistral-7b", bucket="sft", state=world["state"],
+                         verdict="failed" if world["state"] == "FAILED" else "healthy"))
+        return sweep_result([sft], at=clock())
+
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00
+        clock.advance(1800)
+        world["state"] = "FAILED"
+        slack.fail("chat.postMessage", "internal_error", status=500, target="DALICE")
+        assert await scheduler.tick()
+        clock.advance(60)
+        assert await scheduler.tick()  # the retry
+        clock.advance(1740)
+        assert await scheduler.tick()  # 17:00
+    dms = [c.params["text"] for c in slack.to("/api/chat.postMessage")
+           if c.params["channel"] == "DALICE"]
+    assert len(dms) == 1 and "sft-mistral-7b" in dms[0]
+    assert len(change_replies(slack)) == 1
