@@ -237,6 +237,12 @@ class LogSummary(Frozen):
     """The points' steps are only their order: bar-less HF dicts of a tail cut from a longer
     log, with no banner, epoch or checkpoint save to place them (``probes.logs.history``).
     Their metrics stand; no step is claimed from them."""
+    relaunch_line: int | None = None
+    """The line where the trainer started again in the same log: its start line (verl's
+    ``Total training steps``, HF's ``Total optimization steps``, prime-rl's ``Starting training
+    loop``) printed a second time, as a restart appended to its old log (``--open-mode=append``,
+    a requeue) or a retry in the job's script prints it. What the log holds above it is an
+    earlier launch's (a live job's faults there are not its own: ``report.judge``)."""
     planned_stop: PlannedStop | None = None
     """The last line saying the trainer stopped ahead of its time budget for a successor to
     resume (NeMo-RL's ``checkpoint_must_save_by``, Megatron's ``--exit-duration-in-mins`` /

@@ -197,6 +197,24 @@ def _as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def this_launch(facts: JobFacts) -> JobFacts:
+    """A live job's facts without the faults its log holds above the trainer's last start
+    line read again (``LogSummary.relaunch_line``): a restart appended to its old log (an
+    attempt that ended on a traceback leaves no SLURM marker to end its part,
+    ``probes.logs.attempts``), or a retry in the job's script, is a new launch, and the old
+    launch's traceback is not the running one's. An ended job keeps them (its part may hold
+    its own failure above a later attempt's launch)."""
+    summary = facts.summary
+    if (summary is None or summary.relaunch_line is None or not summary.faults
+            or facts.record.state not in (JobState.RUNNING, JobState.COMPLETING)):
+        return facts
+    since = summary.relaunch_line
+    kept = tuple(fault for fault in summary.faults if fault.line_no >= since)
+    if len(kept) == len(summary.faults):
+        return facts
+    return facts.model_copy(update={"summary": summary.model_copy(update={"faults": kept})})
+
+
 def first_fault(facts: JobFacts) -> Fault | None:
     """The earliest real terminal signal in the log (later ones are usually consequences)."""
     faults = [x for x in (facts.summary.faults if facts.summary else ()) if x.kind != "time-limit"]

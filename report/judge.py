@@ -68,6 +68,7 @@ from report.findings import (
     first_fault,
     log_excerpt,
     normalized_history,
+    this_launch,
 )
 from report.fingerprint import Attempts
 from report.judge_harbor import judge_datagen, judge_eval, own_run_trials
@@ -147,6 +148,7 @@ def judge_job(
         facts = facts.model_copy(update={"checkpoints": None})
     if bucket == "eval":
         facts = own_run_trials(facts)
+    facts = this_launch(facts)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(record, cluster_records, edges, index=index,

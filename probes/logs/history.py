@@ -433,6 +433,12 @@ class MetricScan:
     verl's and SkyRL's ``Total training steps``, HF's ``Total optimization steps``;
     prime-rl's ``Starting training loop``): the next step logged at or below ``top``
     starts a new segment (``_rewind``)."""
+    launch_kinds: frozenset[str] = frozenset()
+    """The kinds of start line read (``_launched``)."""
+    relaunch_line: int | None = None
+    """The line of the last start line whose kind was read before: the run launched again
+    into the same log (a restart appended to its old log, a retry in the job's script); what
+    the log says above it is an earlier launch's (``LogSummary.relaunch_line``)."""
 
     def __init__(
         self,
@@ -586,7 +592,7 @@ class MetricScan:
             if found is not None:
                 self._on_global_step(int(found.group(1)), found.group(2), line_no, stamp)
                 return
-        self._markers(body)
+        self._markers(body, line_no)
 
     def _feed_bar_line(self, bar: TqdmBar, body: str, nested: bool, line_no: int) -> None:
         """``feed`` of a line that is a tqdm redraw: the bar, OpenRLHF's postfix status, and a
@@ -731,7 +737,7 @@ class MetricScan:
             or ("lobal step " in body and _GLOBAL_STEP_RE.search(body) is not None)
             or ("Step " in body and " | " in body and _PIPE_STEP_RE.search(body) is not None)
         ):
-            self._markers(body)
+            self._markers(body, line_no)
 
     def skim_glued(self, body: str, seq: int | None = None) -> None:
         """``skim``'s part of ``feed_glued``: HF's end-of-training dict on a bar's line marks
@@ -874,12 +880,12 @@ class MetricScan:
         if at is not None:
             self.clock.reference = self.clock.last = at
 
-    def _markers(self, body: str) -> None:
+    def _markers(self, body: str, line_no: int) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
         if "Total" in body:
             banner = _BANNER_RE.search(body)
             if banner is not None:
-                self.launch = True
+                self._launched("hf" if banner.group(1) else "total", line_no)
                 if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
                     self._mark("hf")
                 self.banner_total = int((banner.group(1) or banner.group(2)).replace(",", ""))
@@ -918,7 +924,7 @@ class MetricScan:
         if "logging_" in body:
             for name, raw in _LOGGING_RE.findall(body):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
-        self._run_markers(body)
+        self._run_markers(body, line_no)
         for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
@@ -926,7 +932,17 @@ class MetricScan:
                     self.finish_seq = self.bar_seq
                 self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
 
-    def _run_markers(self, body: str) -> None:
+    def _launched(self, kind: str, line_no: int) -> None:
+        """A trainer's start line of ``kind`` at ``line_no``: the next step logged at or
+        below the highest starts a new segment (``launch``); one of a kind read before is the
+        run launched again into the same log (``relaunch_line``)."""
+        self.launch = True
+        if kind in self.launch_kinds:
+            self.relaunch_line = line_no
+        else:
+            self.launch_kinds = self.launch_kinds | {kind}
+
+    def _run_markers(self, body: str, line_no: int) -> None:
         """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total)."""
         if "train_batch_size" in body or "n_samples_per_prompt" in body:
             samples, batch = _SAMPLES_RE.search(body), _BATCH_RE.search(body)
@@ -935,12 +951,14 @@ class MetricScan:
         if "rollout_batch_size" in body or "consumed_samples: " in body:
             self._resume_marker(body)
         if "training loop" in body or "orchestrator loop" in body:
-            self._loop_total(body)
+            self._loop_total(body, line_no)
 
-    def _loop_total(self, body: str) -> None:
-        """prime-rl's ``Starting ... loop (max_steps=N)``: the run's total steps."""
-        if "Starting training loop" in body or "Starting orchestrator loop" in body:
-            self.launch = True  # (a restart's: ``_rewind``)
+    def _loop_total(self, body: str, line_no: int | None = None) -> None:
+        """prime-rl's ``Starting ... loop (max_steps=N)``: the run's total steps; at
+        ``line_no`` (None: the log's head), a trainer start line (``_launched``)."""
+        for loop in ("Starting training loop", "Starting orchestrator loop"):
+            if loop in body and line_no is not None:
+                self._launched(loop, line_no)
         found = _LOOP_TOTAL_RE.search(body)
         if found is not None and int(found.group(1) or found.group(2)) > 0:
             self.banner_total = int(found.group(1) or found.group(2))
@@ -1521,5 +1539,6 @@ class MetricScan:
             last_timestamp=self.clock.last,
             finished=self.finished,
             steps_unanchored=(self.hf_counted and not self.log_start) or self.episode_unanchored,
+            relaunch_line=self.relaunch_line,
         )
 

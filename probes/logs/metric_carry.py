@@ -134,8 +134,11 @@ class MetricCarry(Carried):
     """Steps logged before those points, as sorted, disjoint, inclusive intervals."""
     top: int | None = None
     launch: bool = False
-    """The highest step logged, and a trainer start line read since the last point
-    (``MetricScan.top``, ``launch``: where a restarted run's new segment begins)."""
+    launch_kinds: tuple[str, ...] = ()
+    relaunch_line: int | None = None
+    """The highest step logged, a trainer start line read since the last point, the kinds
+    of start line read and the line of the last one read again (``MetricScan.top``,
+    ``launch``: where a restarted run's new segment begins; ``relaunch_line``)."""
     formats: tuple[str, ...] = ()
     banner_total: int | None = None
     bars: tuple[BarCarry, ...] = ()
@@ -350,6 +353,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
         points=tuple(carry_of(p) for p in live),
         logged=logged.intervals(), top=scan.top, launch=scan.launch,
+        launch_kinds=tuple(sorted(scan.launch_kinds)), relaunch_line=scan.relaunch_line,
         formats=tuple(scan.formats),
         banner_total=scan.banner_total,
         bars=tuple(_bar_carry(key, track) for key, track in scan.bars.items()),
@@ -401,6 +405,7 @@ def restore_metrics(
     scan.engine_line, scan.engine_at = carry.engine_line, carry.engine_at
     scan.points = _Points(carry.points, StepIntervals(carry.logged), carry._live)
     scan.top, scan.launch = carry.top, carry.launch
+    scan.launch_kinds, scan.relaunch_line = frozenset(carry.launch_kinds), carry.relaunch_line
     scan.formats = dict.fromkeys(carry.formats)
     scan.banner_total = carry.banner_total
     for bar in carry.bars:
