@@ -6,8 +6,10 @@ Policy:
   global default is never touched, so several clusters live side by side. A kubeconfig that
   cannot be read, or whose credential plugin fails or does not finish within the call's
   bound (:mod:`probes.kubernetes.credentials`: a hung exec plugin is killed with its process
-  group), is :class:`UnreachableError` naming what failed or hung; after an auth failure the
-  caller drops the client (:meth:`KubeClient.close`) so rotated credentials are re-read next
+  group), is :class:`UnreachableError` naming what failed or hung. A 401 on credentials an
+  earlier sweep loaded loads them again (the exec plugin run again, a token file read again,
+  as client-go does) and asks once more, within the call; after an auth failure the caller
+  still drops the client (:meth:`KubeClient.close`) so rotated credentials are re-read next
   time.
 - Calls are issued one at a time, each bounded by ``request_timeout_s`` and by what is left of
   the sweep budget a caller opened with :meth:`KubeClient.budget`. ``calls`` counts every API
@@ -93,11 +95,16 @@ class KubeClient:
         self._namespace = cluster.namespace or DEFAULT_NAMESPACE
         """The config's, else the kubeconfig context's (set when it is loaded: ``_api``)."""
         self.calls = 0
+        self._fresh = False
+        """The credentials were loaded in this sweep (a 401 on them is no stale token)."""
+        self._reload = False
+        """A 401 on credentials an earlier sweep loaded: the next request loads them again."""
 
     @contextmanager
     def budget(self) -> Iterator[None]:
         """One sweep: calls from here on share ``timeout_s`` and are counted from zero."""
         self.calls = 0
+        self._fresh = False
         self._deadline = asyncio.get_running_loop().time() + self._cluster.timeout_s
         try:
             yield
@@ -217,7 +224,20 @@ class KubeClient:
     # -- transport ------------------------------------------------------------------------------
 
     async def call(self, what: str, call: Callable[[float], Awaitable[T]]) -> T:
-        """One API call, bounded, counted, with its errors translated into ``probes.errors``."""
+        """One API call, bounded, counted, with its errors translated into ``probes.errors``.
+        A 401 on credentials an earlier sweep loaded (a token file rewritten, an exec plugin's
+        token expired) asks once more with them loaded again, as client-go runs the plugin
+        again on a 401: a long-lived probe's cluster is not ``unreachable`` for a sweep each
+        time its token rotates."""
+        try:
+            return await self._call_once(what, call)
+        except AuthError as exc:
+            if _status_of(exc) != 401 or self._fresh or self._client is None:
+                raise
+            self._reload = True  # the request's credential hook loads them again
+            return await self._call_once(what, call)
+
+    async def _call_once(self, what: str, call: Callable[[float], Awaitable[T]]) -> T:
         timeout = self._cluster.request_timeout_s
         exhausted = f"{what}: sweep budget of {self._cluster.timeout_s:g}s exhausted (timeout)"
         budget_cut = False
@@ -299,23 +319,41 @@ class KubeClient:
                 raise UnreachableError(f"kubeconfig {where}: sweep budget of "
                                        f"{self._cluster.timeout_s:g}s exhausted (timeout)")
             configuration = Configuration()
-            try:
-                namespace = await load_credentials(self._cluster.kubeconfig,
-                                                   self._cluster.context, configuration, timeout)
-            except CredentialTimeout as exc:
-                killed = "; killed it and its process group" if exc.killed else ""
-                raise UnreachableError(
-                    f"kubeconfig {where}: {exc.waiting_on} did not finish within {timeout:g}s "
-                    f"(timeout){killed}") from exc
-            except (ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
-                # one line: a YAML error's marks come on lines of their own; a list's bad
-                # file is named alone (the whole list hid which one it was)
-                where = getattr(exc, "path", None) or where
-                raise UnreachableError(f"kubeconfig {where}: {' '.join(str(exc).split())}") \
-                    from exc
+            namespace = await self._load(configuration, timeout)
             self._namespace = self._cluster.namespace or namespace or DEFAULT_NAMESPACE
+            configuration.refresh_api_key_hook = self._reload_credentials
             self._client = ApiClient(configuration)
         return self._client
+
+    async def _reload_credentials(self, configuration: Configuration) -> None:
+        """The client's hook before each request's bearer token: after a 401 on credentials
+        an earlier sweep loaded (:meth:`call`), the kubeconfig's are loaded again into the
+        same configuration (the plugin run again, the token file read again)."""
+        if self._reload:
+            self._reload = False
+            await self._load(configuration, min(self._cluster.request_timeout_s, self._left()))
+
+    async def _load(self, configuration: Configuration, bound_s: float) -> str | None:
+        """The kubeconfig's credentials loaded into ``configuration`` (its context's
+        namespace returned), within ``bound_s``; a load that fails or does not finish is
+        :class:`UnreachableError` naming the step."""
+        where = self._cluster.kubeconfig or "the default kubeconfig"
+        try:
+            namespace = await load_credentials(self._cluster.kubeconfig,
+                                               self._cluster.context, configuration, bound_s)
+        except CredentialTimeout as exc:
+            killed = "; killed it and its process group" if exc.killed else ""
+            raise UnreachableError(
+                f"kubeconfig {where}: {exc.waiting_on} did not finish within {bound_s:g}s "
+                f"(timeout){killed}") from exc
+        except (ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
+            # one line: a YAML error's marks come on lines of their own; a list's bad
+            # file is named alone (the whole list hid which one it was)
+            where = getattr(exc, "path", None) or where
+            raise UnreachableError(f"kubeconfig {where}: {' '.join(str(exc).split())}") \
+                from exc
+        self._fresh = True
+        return namespace
 
     async def _list_pages(self, what: str, page: Callable[..., Awaitable[Any]], *,
                           selector: bool = True) -> list[Any]:
