@@ -98,7 +98,8 @@ def _another_job(cluster: str, job_id: str, facts: JobFacts | None) -> str:
     the id and requeued itself looks the same: ``bot.alerts.same_instance``)."""
     text = (f"This alert was for an earlier job named {cluster}:{job_id}; the job under that id "
             "now is another one")
-    if facts is not None and facts.record.restarts > 0 and facts.record.submit_time is not None:
+    if facts is not None and job_uid(facts) is None and facts.record.restarts > 0 \
+            and facts.record.submit_time is not None:  # a SLURM job (a Kubernetes one has a uid)
         text += (f" (submitted {facts.record.submit_time:%Y-%m-%d %H:%M:%S} UTC, requeued "
                  f"{facts.record.restarts}x: SLURM's record cannot tell whether it is this "
                  "alert's job requeued or a later job given its id)")

@@ -466,3 +466,27 @@ async def test_a_reused_id_that_was_itself_requeued_is_not_cancelled_from_the_ol
     assert harness.sweeper.cancels == []
     assert "Nothing was done" in reply.params["text"]
     assert ("UALICE", "stale") in await outcomes(harness)
+
+
+async def test_a_recreated_kubernetes_job_is_not_told_as_a_slurm_requeue(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A Job re-created under the alert's name (new uid) whose pods restarted: the refusal says
+    it is another job, not that SLURM cannot tell a requeue from a reused id."""
+    uid = {"value": "uid-1"}
+    sick = collapsing(job_id="grpo-run")
+
+    def make() -> SweepResult:
+        return sweep_result([sick], at=clock(), labels={("alpha", "grpo-run"): {
+            "jobtables/uid": uid["value"], "user": "alice"}})
+
+    sweeper = FakeSweeper(make=make, conf=k8s_config(prefix, tmp_path, user_keys=("user",)))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        uid["value"] = "uid-2"
+        sweeper.make = lambda: requeued_at(make(), clock())
+        hook = await h.press_alert("cancel_salvage", user="UALICE", ref="alpha:grpo-run")
+        (reply,) = await slack.wait_for(hook)
+    assert "earlier job" in reply.params["text"] and "Nothing was done" in reply.params["text"]
+    assert "SLURM" not in reply.params["text"] and "requeued" not in reply.params["text"]
+    assert sweeper.cancels == []
