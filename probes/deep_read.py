@@ -39,6 +39,7 @@ from probes.rollouts import (
     rollout_facts,
     unique,
 )
+from probes.slurm.parse import past_banner
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
 
@@ -191,7 +192,7 @@ def _answer(res: CommandResult, target: str) -> tuple[dict[str, Any] | None, str
     if res.exit_status != 0:
         return None, f"rollout reader failed: {res.failure(target)}"
     try:
-        answer = json.loads(res.stdout)
+        answer = json.loads(past_banner(res.stdout))  # (a login shell's text before it)
     except ValueError as exc:
         return None, f"rollout reader printed unreadable output on {target}: {exc}"
     return (answer, None) if isinstance(answer, dict) else (None, "rollout reader: no answer")

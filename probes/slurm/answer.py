@@ -84,6 +84,9 @@ class AnswerReader:
         """The end line was read: the collector finished its answer."""
         self.error: str | None = None
         """Why no answer could be read at all (the first line was not a head)."""
+        self.banner = ""
+        """The first line of text before the head that was none of the answer's (a login
+        shell's); ``""`` when there was none."""
         self.ignored = 0
         self._order: dict[str, None] = {}
         self._early: dict[str, tuple[Any, bytes | None]] = {}
@@ -100,6 +103,11 @@ class AnswerReader:
         if self.head is None:
             if tab > 0 and not raw.startswith(b"{"):
                 self._before_head(raw, tab, cut)
+            elif not raw.startswith(b"{") and not cut:
+                # Text the login shell printed before the collector's (a motd, ``module``
+                # notes): passed over, and named if no head follows.
+                self.banner = self.banner or raw[:120].decode("utf-8", "replace").strip()
+                self.ignored += 1
             else:
                 self._first(raw, cut)
             return

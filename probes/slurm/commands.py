@@ -19,6 +19,7 @@ from probes.errors import CommandError, ProbeError
 from probes.models import SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.slurm.answer import AnswerReader, OnJob, stream_answer
+from probes.slurm.parse import past_banner
 from probes.slurm.transport import Runner
 
 NO_JSON = ("unrecognized option", "invalid option", "unknown option", "serializer", "plugin")
@@ -82,7 +83,7 @@ def queue_answer(reader: AnswerReader) -> dict[str, Any] | None:
 def json_document(text: str) -> dict[str, Any]:
     """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
     try:
-        data = json.loads(text)
+        data = json.loads(past_banner(text))
     except ValueError as exc:
         raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -124,8 +125,10 @@ async def run_collector(runner: Runner, request: Mapping[str, Any],
                                   reader)
         jobs.update({k: v for k, v in reader.jobs.items() if k in wanted})
         if reader.head is None:
+            said = f" (its output began {reader.banner!r})" if reader.banner else ""
             error = (str(res.failure(runner.target)) if res.exit_status != 0 else
-                     f"{reader.error or 'collector printed no answer'} on {runner.target}")
+                     f"{reader.error or 'collector printed no answer'} on {runner.target}"
+                     + said)
         elif not reader.ended:
             why = str(res.failure(runner.target)) if res.exit_status != 0 else \
                 f"its answer ended early on {runner.target}"

@@ -37,7 +37,7 @@ from probes.config import SlurmCluster
 from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
-from probes.slurm.parse import epoch, expand_stdout, parse_squeue_json
+from probes.slurm.parse import epoch, expand_stdout, parse_squeue_json, past_banner
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request
 from probes.slurm.scontrol import (
@@ -65,7 +65,7 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
         if res.exit_status != 0:
             continue
         try:
-            answer = json.loads(res.stdout)
+            answer = json.loads(past_banner(res.stdout))
         except ValueError:
             continue
         if isinstance(answer, dict) and isinstance(answer.get("jobs"), dict):

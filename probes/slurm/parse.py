@@ -225,10 +225,20 @@ def parse_squeue_json(
     queue is mostly other people's jobs).
     """
     try:
-        data = json.loads(text)
+        data = json.loads(past_banner(text))
     except json.JSONDecodeError as exc:
         raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
     return records_from_squeue(data, cluster=cluster, now=now, users=users)
+
+
+def past_banner(text: str) -> str:
+    """``text`` from its first line that opens a JSON object (all of it when none does): a
+    login node's shell may print text on stdout before any command's own (a motd echoed by
+    ``~/.bashrc``, ``module load`` notes), and a JSON answer is read past it."""
+    if text.startswith("{"):
+        return text
+    at = text.find("\n{")
+    return text[at + 1:] if at >= 0 else text
 
 
 def records_from_squeue(
