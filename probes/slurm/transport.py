@@ -658,18 +658,24 @@ def default_client_keys(target: str) -> list[ClientKey]:
     return keys
 
 
+AGENT_TIMEOUT_S = 5.0
+"""How long the ssh-agent may take to list its keys before it counts as no agent."""
+
+
 async def _agent_keys() -> tuple[asyncssh.SSHAgentClient | None, list[Any]]:
     """The ssh-agent at ``$SSH_AUTH_SOCK`` and its keys, tried before the key files as ssh
-    does; none when there is no agent or it cannot be reached (the caller's timeout bounds an
-    agent that never answers)."""
+    does; none when there is no agent, it cannot be reached, or it does not answer within
+    :data:`AGENT_TIMEOUT_S` (the login goes on with the key files; the connect timeout is
+    not spent on it)."""
     path = os.environ.get("SSH_AUTH_SOCK")
     if not path:
         return None, []
     agent = None
     try:
-        agent = await asyncssh.connect_agent(path)
-        return agent, list(await agent.get_keys())
-    except (OSError, asyncssh.Error, ValueError):
+        async with asyncio.timeout(AGENT_TIMEOUT_S):
+            agent = await asyncssh.connect_agent(path)
+            return agent, list(await agent.get_keys())
+    except (OSError, asyncssh.Error, ValueError, TimeoutError):
         if agent is not None:
             agent.close()
         return None, []

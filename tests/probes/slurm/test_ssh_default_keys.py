@@ -108,3 +108,32 @@ def test_the_agent_logs_in_when_no_key_file_can(slurm_env: SlurmEnv, tmp_path: P
     finally:
         agent.terminate()
         agent.wait(timeout=20)
+
+
+async def test_an_agent_that_never_answers_is_no_agent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$SSH_AUTH_SOCK`` a socket that accepts and never answers: no agent keys within the
+    agent's own bound, so the login goes on with the key files (the connect timeout is not
+    spent on it, nor named for it)."""
+    import asyncio
+
+    from probes.slurm import transport
+
+    served: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(writer)
+
+    sock = tmp_path / "agent.sock"
+    server = await asyncio.start_unix_server(silent, path=str(sock))
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    monkeypatch.setattr(transport, "AGENT_TIMEOUT_S", 0.2)
+    try:
+        async with asyncio.timeout(10):
+            agent, keys = await transport._agent_keys()
+        assert (agent, keys) == (None, [])
+    finally:
+        for writer in served:
+            writer.close()
+        server.close()
+        await server.wait_closed()
