@@ -32,7 +32,7 @@ from bot.config import (
     load_config,
     redis_file_problems,
 )
-from bot.errors import UsageError, UserError
+from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
 from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
@@ -40,8 +40,7 @@ from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import split_job_ref
 
 if TYPE_CHECKING:
-    from probes.config import KubernetesCluster, SlurmCluster
-    from report.models import JobDetail
+    from report.models import ClusterReport, JobDetail
 
 FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
@@ -187,13 +186,25 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
 
 
 async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
-               show: Callable[[JobDetail], str]) -> None:
+               show: Callable[[JobDetail], str], fmt: str) -> None:
     """That job only (``Sweeper.job``), printed from inside the loop; returns nothing
-    (asyncio.run formats the main task's repr, result included, on the way out)."""
+    (asyncio.run formats the main task's repr, result included, on the way out). Not found
+    where a cluster that may hold it could not be read, that is the answer (CONTRACT §1: an
+    unreachable cluster is reported, not an error); not found elsewhere is bad usage."""
     sweeper = Sweeper(loader)
     try:
         async with preload.meanwhile(loader().select([cluster] if cluster else None)):
-            found = (await sweeper.job(cluster, job_id)).find(cluster, job_id)
+            result = await sweeper.job(cluster, job_id)
+        try:
+            found = result.find(cluster, job_id)
+        except JobNotFoundError:
+            unread = [c for c in result.report.clusters if c.status == "unreachable"
+                      and (cluster is None or c.name == cluster)]
+            if not unread:
+                raise
+            print(_unread_answer(unread, f"{cluster}:{job_id}" if cluster else job_id,
+                                 "not read", fmt))
+            return
         print(show(found))
     finally:
         await sweeper.aclose()
@@ -272,7 +283,7 @@ def cmd_job(args: argparse.Namespace) -> int:
         return render_job_detail(detail, width=width)
 
     with _one_shot_gc():
-        asyncio.run(_job(lambda: config, cluster, job_id, show))
+        asyncio.run(_job(lambda: config, cluster, job_id, show, args.format))
     return 0
 
 
@@ -328,6 +339,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     (CONTRACT §1: exit 0): the answer says so, in JSON as the contract's report object with the
     cluster ``unreachable`` and no job."""
     from bot.deep_probe import probed_cluster, run_deep_probe
+    from report.models import ClusterReport
     from report.probe_text import render_probe_json, render_probe_text
 
     cluster, job_id = _job_ref(args)
@@ -337,7 +349,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
         raise UsageError(f"cannot probe {args.id}: {exc}") from exc
     except ProbeError as exc:
-        print(_unread_probe(probed_cluster(config, cluster), job_id, str(exc), args.format))
+        target = probed_cluster(config, cluster)
+        print(_unread_answer([ClusterReport(name=target.name, kind=target.kind,
+                                            status="unreachable", detail=str(exc))],
+                             f"{target.name}:{job_id}", "no deep probe verdict", args.format))
         return 0
     if args.format == "json":
         print(render_probe_json(detail))
@@ -346,18 +361,24 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _unread_probe(cluster: SlurmCluster | KubernetesCluster, job_id: str, why: str,
-                  fmt: str) -> str:
-    """``probe``'s answer when its cluster could not be read: no verdict, the cluster and why."""
-    from report.models import ClusterReport, Report
+def _unread_answer(clusters: Sequence[ClusterReport], ref: str, what: str, fmt: str) -> str:
+    """``job``'s or ``probe``'s answer when the clusters that may hold ``ref`` could not be
+    read: ``<ref>: <what>: cluster 'x' is unreachable (<why>)``; in JSON the contract's report
+    object with those clusters and no job; in Slack form that line as one message."""
+    from report.chunks import escape_mrkdwn
+    from report.models import Report
     from report.render import render_json
 
     if fmt == "json":
-        return render_json(Report(generated_at=datetime.now(UTC), jobs=[], clusters=[
-            ClusterReport(name=cluster.name, kind=cluster.kind, status="unreachable",
-                          detail=why)]))
-    return (f"{cluster.name}:{job_id}: no deep probe verdict: cluster {cluster.name!r} is "
-            f"unreachable ({why})")
+        return render_json(Report(generated_at=datetime.now(UTC), jobs=[],
+                                  clusters=list(clusters)))
+    line = f"{ref}: {what}: " + "; ".join(
+        f"cluster {c.name!r} is {c.status}" + (f" ({c.detail})" if c.detail else "")
+        for c in clusters)
+    if fmt == "slack":
+        return json.dumps([{"text": line, "blocks": [{"type": "section", "text": {
+            "type": "mrkdwn", "text": escape_mrkdwn(line)}}]}], indent=1, ensure_ascii=False)
+    return line
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

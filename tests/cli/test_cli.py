@@ -115,7 +115,8 @@ def test_a_job_on_an_unreachable_cluster_names_why_it_was_not_found(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
     """`job ID --cluster X` where X did not answer (no recording, a closed port, a wrong host
-    key) or is inactive: not "no job ID", but which cluster could not be asked and why."""
+    key): not "no job ID", but which cluster could not be asked and why, reported (exit 0, as
+    the sweep reports it), in JSON as the report object with that cluster's status."""
     import socket
 
     with socket.socket() as sock:
@@ -131,11 +132,15 @@ def test_a_job_on_an_unreachable_cluster_names_why_it_was_not_found(
                                      f'host = "127.0.0.1"\nport = {port}\n'
                                      f'known_hosts = "{known}"\nconnect_timeout_s = 5\n')
     code, out, err = run(capsys, "job", "41001", "--cluster", "gone", "--config", str(config))
-    assert code == 2 and out == ""
-    assert "job 41001 on cluster 'gone' not found: cluster 'gone' is unreachable" in err
-    assert "no such recording" in err and err.count("\n") == 1
-    code, _, err = run(capsys, "job", "shut:41001", "--config", str(config))
-    assert code == 2 and "cluster 'shut' is unreachable" in err and str(port) in err
+    assert (code, err) == (0, "")  # CONTRACT §1: an unreachable cluster is reported (was 2)
+    assert out.startswith("gone:41001: not read: cluster 'gone' is unreachable (")
+    assert "no such recording" in out and out.count("\n") == 1
+    code, out, err = run(capsys, "job", "shut:41001", "--config", str(config), "--format",
+                         "json")
+    assert (code, err) == (0, "")
+    [shut] = json.loads(out)["clusters"]
+    assert (shut["name"], shut["status"]) == ("shut", "unreachable") and str(port) in shut["detail"]
+    assert json.loads(out)["jobs"] == []
     code, out, _ = run(capsys, "job", "alpha:41001", "--config", str(config))
     assert code == 0 and "rl-grpo-qwen7b-shaped" in out
     code, _, err = run(capsys, "job", "41999", "--cluster", "alpha", "--config", str(config))

@@ -152,3 +152,20 @@ async def test_a_job_and_a_jobset_of_one_name_have_ids_of_their_own(
     job = await _job(standin, tmp_path, "rl-dup")
     assert (job["job_id"], job["log_path"]) == ("rl-dup", "pod/rl-dup-0")
     assert "jobtables job jobset/rl-dup" in (job["note"] or ""), job["note"]
+
+
+async def test_job_on_a_cluster_refusing_the_token_is_reported(
+        standin: KubeStandIn, tmp_path: Path) -> None:
+    """An expired token (401): CONTRACT §1, exit 0 with the contract's report object naming
+    the cluster unreachable and why, no job. It was exit 2 (bad usage) and 'not found'."""
+    from functools import partial
+
+    standin.jobs["rl-x"] = make_job("rl-x", active=1)
+    # The kubeconfig written holds a token the API server refuses.
+    standin.write_kubeconfig = partial(KubeStandIn.write_kubeconfig, standin,  # type: ignore[method-assign]
+                                       token="expired-token")
+    answer = await _job(standin, tmp_path, "rl-x")
+    assert answer["jobs"] == []
+    [cluster] = answer["clusters"]
+    assert (cluster["name"], cluster["status"]) == ("beta", "unreachable")
+    assert "HTTP 401" in cluster["detail"]
