@@ -101,8 +101,12 @@ class PendingRetry:
     retry: PodView | None
     """The replacement, still pending; ``None`` while the controller backs off."""
     attempt: int
-    """Failed attempts so far (``status.failed``, or the failed pods listed if more)."""
+    """Failed attempts so far (``status.failed``, or the failed pods listed if more; with a
+    ``backoffLimitPerIndex``, its index's failed pods)."""
     limit: int
+    per_index: bool = False
+    """``limit`` is the Job's ``backoffLimitPerIndex`` (its ``backoffLimit`` is then unset:
+    the API server's largest int32)."""
 
 
 def pending_retry(work: WorkloadView, pods: Sequence[PodView]) -> PendingRetry | None:
@@ -119,6 +123,10 @@ def pending_retry(work: WorkloadView, pods: Sequence[PodView]) -> PendingRetry |
     if any(pod.phase == "Pending" for pod in live) and not later:
         return None  # an older attempt still pending: no retry of the failed one
     retry = max(later, key=_order) if later else None
+    if work.per_index_limit is not None:
+        index = [pod for pod in failed if pod.rank == last.rank]
+        return PendingRetry(failed=last, retry=retry, attempt=len(index),
+                            limit=work.per_index_limit, per_index=True)
     limits = dict(work.backoff_limits)
     return PendingRetry(failed=last, retry=retry, attempt=max(work.failed, len(failed)),
                         limit=limits.get(None, DEFAULT_BACKOFF_LIMIT))

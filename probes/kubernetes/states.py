@@ -122,6 +122,8 @@ class WorkloadView:
     backoff_limits: tuple[tuple[str | None, int], ...] = ()
     """``spec.backoffLimit`` by JobSet replicated job (a Job's under ``None``): see
     :mod:`probes.kubernetes.restarts`."""
+    per_index_limit: int | None = None
+    """An indexed Job's ``spec.backoffLimitPerIndex``: each index retried that many times."""
     restarts_left: int = 0
     """A JobSet's restarts left under ``failurePolicy.maxRestarts``: a child Job that fails
     then restarts the JobSet, no end of it."""
@@ -425,7 +427,8 @@ def describe_retry(retry: PendingRetry) -> str:
     how = (disruption_text(pod) or (pod.failure or "").split(" | ", 1)[0]).rstrip(".") or "Failed"
     then = (f"retry pending: {_bring_up_reason(retry.retry)}" if retry.retry is not None
             else "no retry yet")
-    return f"retry {retry.attempt} of backoffLimit {retry.limit}: {how}; {then}"
+    limit = "backoffLimitPerIndex" if retry.per_index else "backoffLimit"
+    return f"retry {retry.attempt} of {limit} {retry.limit}: {how}; {then}"
 
 
 def failed_rank(pods: Sequence[PodView]) -> FailedRank | None:

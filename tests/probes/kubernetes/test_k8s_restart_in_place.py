@@ -257,3 +257,30 @@ async def test_a_fresh_launch_or_a_running_retry_is_no_restart(
     assert "buffer-filling" in fresh.flags and fresh.verdict == "buffering"
     rerun = judge(only_job(facts, "rl-rerun")).report
     assert rerun.verdict == "healthy", rerun.trend
+
+
+async def test_an_indexed_jobs_retry_counts_against_its_per_index_limit(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """backoffLimitPerIndex 3 (backoffLimit then the API server's largest int32): index 1
+    failed twice, its retry pending, index 0 done: 'retry 2 of backoffLimitPerIndex 3', not
+    'retry 2 of backoffLimit 2147483647'."""
+    job = make_job("datagen-idx", active=1, failed=2, backoff_limit=2147483647)
+    job.spec.backoff_limit_per_index = 3
+    standin.jobs["datagen-idx"] = job
+    standin.pods["datagen-idx-0"] = make_pod("datagen-idx-0", "datagen-idx", index=0,
+                                             phase="Succeeded", state="terminated",
+                                             reason="Completed",
+                                             created=NOW - timedelta(minutes=50))
+    for n, minutes in enumerate((40, 20)):
+        standin.pods[f"datagen-idx-1-{n}"] = make_pod(
+            f"datagen-idx-1-{n}", "datagen-idx", index=1, phase="Failed", state="terminated",
+            reason="Error", created=NOW - timedelta(minutes=minutes))
+    standin.pods["datagen-idx-1-2"] = make_pod("datagen-idx-1-2", "datagen-idx", index=1,
+                                               phase="Pending", state="waiting",
+                                               reason="ContainerCreating", created=NOW)
+    job = only_job(await probe.collect(), "datagen-idx")
+    assert job.record.labels["jobtables/restarting"] == (
+        "retry 2 of backoffLimitPerIndex 3: Error, exit 1; retry pending: ContainerCreating")
+    report = judge(job).report
+    assert report.verdict == "restarting", report.trend
+    assert "recurring-failure" in report.flags  # two attempts of index 1 alike
