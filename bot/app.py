@@ -474,7 +474,8 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     # outage neither silences a collapse nor doubles the channel thread (bot.lease).
     alone = bot.lease.fallback(interval) == "alone"
     lines = [] if alone else await bot.followups.process(result, config)
-    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry)
+    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry,
+                                                          interval=interval)
     told = []
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         cluster, _, job_id = ref.partition(":")

@@ -253,12 +253,15 @@ class Digest:
     # -- the scheduled sweep ------------------------------------------------------------------
 
     async def publish(self, result: SweepResult, config: Config,
-                      extra: Sequence[str] = (), *, retry: bool = False) -> list[Change]:
+                      extra: Sequence[str] = (), *, retry: bool = False,
+                      interval: int | None = None) -> list[Change]:
         """Edit (or open) the period's parent, thread what changed; return the changes.
 
         ``extra``: the sweep's follow-up lines (failure diagnoses, cleanups), added to the
         same reply so one sweep makes at most one change reply. ``retry``: this sweep tries
         a failed one again (``bot.scheduler``): the replies Slack refused then go first.
+        ``interval``: the scheduler's interval number: a retry of an interval the parent
+        already counted is not another sweep of the period.
         """
         kept, self._pending = (self._pending if retry else []), []
         self._stale_parent = False
@@ -278,7 +281,7 @@ class Digest:
             await self._post_sweep(result, config, channel, await self._untold(changes, result),
                                    extra,
                                    since=seen.get("at") if isinstance(seen, dict) else None,
-                                   kept=kept)
+                                   kept=kept, interval=interval, retry=retry)
         return changes
 
     async def _untold(self, changes: list[Change], result: SweepResult) -> list[Change]:
@@ -307,8 +310,9 @@ class Digest:
     async def _post_sweep(self, result: SweepResult, config: Config, channel: str,
                           changes: list[Change], extra: Sequence[str], *,
                           since: str | None,
-                          kept: Sequence[tuple[str, SlackMessage]] = ()) -> None:
-        parent, opened = await self._parent(result, config, channel)
+                          kept: Sequence[tuple[str, SlackMessage]] = (),
+                          interval: int | None = None, retry: bool = False) -> None:
+        parent, opened = await self._parent(result, config, channel, interval, retry=retry)
         ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
         every = config.digest.full_tables_every
         tables = parent is None or opened or bool(every and parent["sweeps"] % every == 0)
@@ -325,13 +329,18 @@ class Digest:
                                                header=header, only=only)
             await self._thread(channel, ts, messages, kind="changes")
 
-    async def _parent(self, result: SweepResult, config: Config,
-                      channel: str) -> tuple[dict[str, Any] | None, bool]:
-        """The period's parent (edited with this sweep's summary), and whether it is new."""
+    async def _parent(self, result: SweepResult, config: Config, channel: str,
+                      interval: int | None = None, *, retry: bool = False,
+                      ) -> tuple[dict[str, Any] | None, bool]:
+        """The period's parent (edited with this sweep's summary), and whether it is new;
+        ``interval``: the sweep's interval, kept in the document: a retry of an interval the
+        parent already counted (its first try edited or opened it) is not another sweep."""
         name, period = self._parent_name(channel, config)
         period_start = interval_start(period, self._period_s(config))
         doc = await self._get(name)
-        sweeps = int(doc["sweeps"]) + 1 if isinstance(doc, dict) else 1
+        counted = (retry and isinstance(doc, dict) and interval is not None
+                   and doc.get("interval") == interval)
+        sweeps = int(doc["sweeps"]) + (0 if counted else 1) if isinstance(doc, dict) else 1
         message = sweep_parent(result, period_start=period_start, now=self._clock(),
                                period_hours=config.digest.period_hours, sweeps=sweeps)
         if isinstance(doc, dict) and doc.get("ts"):
@@ -345,7 +354,7 @@ class Digest:
                 if edited == "failed":
                     log.warning("parent not edited this sweep; kept for the next edit")
                     self._stale_parent = True
-                doc = {**doc, "sweeps": sweeps}
+                doc = {**doc, "sweeps": sweeps, "interval": interval}
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False
             log.warning("parent not editable; opening a new one")
@@ -354,7 +363,7 @@ class Digest:
             return None, False
         doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,
                "period": period, "opened_at": self._clock().isoformat(), "sweeps": sweeps,
-               "tables_for": None}
+               "tables_for": None, "interval": interval}
         await self._put(name, doc, ttl_s=self._ttl(config))
         return doc, True
 

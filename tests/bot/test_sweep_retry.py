@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,26 @@ async def test_a_job_end_dm_slack_refused_is_sent_by_the_retry(
            if c.params["channel"] == "DALICE"]
     assert len(dms) == 1 and "sft-mistral-7b" in dms[0]
     assert len(change_replies(slack)) == 1
+
+
+async def test_a_retry_is_not_counted_as_another_sweep_of_the_period(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """The parent's 'sweep N of this period' counts intervals: the 16:30 sweep and its retry
+    (its parent edit refused with a 500) are sweep 2, and 17:00 is sweep 3."""
+    sweeper = FakeSweeper(make=lambda: sweep_result([detail(job("4100", "rl-ppo-llama-8b"))],
+                                                    at=clock()),
+                          conf=make_config(prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00, sweep 1
+        clock.advance(1800)
+        slack.fail("chat.update", "internal_error", status=500)
+        assert await scheduler.tick()
+        clock.advance(60)
+        assert await scheduler.tick()  # the retry
+        clock.advance(1740)
+        assert await scheduler.tick()  # 17:00
+    counts = [re.search(r"sweep (\d+) of this period", c.params["text"]).group(1)  # type: ignore[union-attr]
+              for c in slack.to("/api/chat.update")]
+    assert counts == ["2", "3"]
