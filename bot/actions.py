@@ -184,6 +184,14 @@ class ActionHandler:
         config = self._config.current()
         cluster_cfg = config.cluster(cluster)
         result = await self._sweeper.sweep(clusters=[cluster])
+        read = [c for c in result.report.clusters if c.name == cluster]
+        if not read or read[0].status != "ok":
+            # Not read (an SSH blip): the job is not "no longer reported", nor its owner
+            # unknown; nothing is decided on a read that did not happen.
+            unread = read[0].detail if read and read[0].detail else "not read"
+            raise Refused("refused", f"{cluster} could not be read just now ({unread}), so "
+                          f"{cluster}:{job_id} was not checked. Nothing was done; try again "
+                          "shortly. This attempt was logged.", f"cluster not read: {unread}")
         facts = result.job_facts(cluster, job_id)
         detail = result.details.get((cluster, job_id))
         if not same_instance(episode, facts):

@@ -490,3 +490,29 @@ async def test_a_recreated_kubernetes_job_is_not_told_as_a_slurm_requeue(
     assert "earlier job" in reply.params["text"] and "Nothing was done" in reply.params["text"]
     assert "SLURM" not in reply.params["text"] and "requeued" not in reply.params["text"]
     assert sweeper.cancels == []
+
+
+@pytest.mark.parametrize("user", ["UALICE", "UOPS"])
+async def test_a_press_while_its_cluster_cannot_be_read_is_refused_for_now(
+        harness: Harness, user: str) -> None:
+    """The press re-reads the job, but its cluster is unreachable (an SSH blip): the job is not
+    'no longer reported'. The owner was told only the owner or an operator may press; an
+    operator's Cancel was settled as 'already ended; nothing cancelled', its buttons removed and
+    its lock done for 24 h, while the run went on collapsing. Now both are told the cluster
+    could not be read, nothing is done or locked, and a press once it answers cancels."""
+    make = harness.sweeper.make
+    assert await make_scheduler(harness.bot).tick()
+    harness.sweeper.make = lambda: sweep_result([], at=harness.clock(), clusters=(),
+                                                unreachable=("alpha",))
+    updates = len(harness.slack.to("/api/chat.update"))
+    hook = await harness.press_alert("cancel_salvage", user=user)
+    (reply,) = await harness.slack.wait_for(hook)
+    await harness.bot.tasks.drain()
+    assert "could not be read" in reply.params["text"]
+    assert "Nothing was done" in reply.params["text"]
+    assert harness.sweeper.cancels == []
+    assert len(harness.slack.to("/api/chat.update")) == updates  # the alert is left as it was
+    harness.sweeper.make = make
+    await harness.press_alert("cancel_salvage", user=user)
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [("alpha", "4242")]
