@@ -9,7 +9,9 @@ Policy, for every press (each one is audited, whatever its outcome):
 2. The job is re-read through its cluster's probe (a sweep of that cluster) and the permission
    is decided on that fresh scheduler record (bot.owners): the owner mapped on *that* cluster,
    or an operator. A stored document's ``user`` is never authority. An episode whose Kubernetes
-   uid differs from the live job's is stale (the name was reused) and is refused.
+   uid or SLURM submit time differs from the live job's is stale (the name or id was reused,
+   or the SLURM job requeued: :func:`bot.alerts.same_instance`) and is refused. A cluster the
+   sweep could not read refuses the press for now: nothing is decided on a read that failed.
 3. ``cancel_salvage`` runs exactly once: a Redis lock (SET NX) on the job instance,
    ``cluster:job:cancel_salvage`` (``cluster:job:uid:cancel_salvage`` for a Kubernetes Job: one
    re-created under the name is another job, which the first one's lock must not answer),
