@@ -1112,6 +1112,8 @@ class MetricScan:
             step = max(1, anchor or 0)
         else:
             step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
+        if anchor is not None:
+            step = self._epoch_ahead(pairs, step) or step
         anchored = self.bars.get(self.hf_anchor_key) if self.hf_anchor_key else None
         if anchor is not None and anchored is not None:
             anchored.anchored += 1
@@ -1122,6 +1124,21 @@ class MetricScan:
             self.hf_unanchored.clear()
         self.hf_prev = step
         self._record(step, pairs, line_no, None, plan)
+
+    def _epoch_ahead(self, pairs: Mapping[str, float], step: int) -> int | None:
+        """The step an HF dict's ``epoch`` gives (``hf_epoch_step``) when it lies past
+        ``step``, the bar's count, by more than the epoch's printed precision: the bar lags
+        its dicts (``srun --label`` holds a task's unfinished line, the bar, and writes it
+        in pieces after dicts printed later). None when the banner cannot say, or agrees.
+        Every Trainer prints the epoch to 0.01 or finer (``round(epoch, 2)`` in older
+        Trainers, 4 significant digits in 5.x, whose ``'0.3'`` dropped its zeros: 0.3000)."""
+        epoch = pairs.get("epoch")
+        by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, epoch)
+        per = self.hf_banner.steps_per_epoch(self.banner_total)
+        if by_epoch is None or per is None or epoch is None:
+            return None
+        quantum = min(_printed_quantum(epoch), 0.01)
+        return by_epoch if by_epoch > step + 1 + per * quantum / 2 else None
 
     def _on_hf_save(self, step: int) -> None:
         """HF Trainer saved ``checkpoint-{step}`` (after logging that step): where no bar

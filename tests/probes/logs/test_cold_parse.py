@@ -161,6 +161,8 @@ def on_hf_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -
         step = max(1, anchor or 0)
     else:
         step = max(1, prev + 1) if anchor is None else max(1, anchor, prev + 1)
+    if anchor is not None:  # a bar lagging its dicts (the rule, not a shortcut: the same one)
+        step = self._epoch_ahead(pairs, step) or step
     # Which bar the dict followed (the training bar's choice, not a shortcut: the same rule).
     anchored = self.bars.get(self.hf_anchor_key) if self.hf_anchor_key else None
     if anchor is not None and anchored is not None:

@@ -1,0 +1,58 @@
+"""HF dicts read ahead of a training bar that srun holds back take the step their epoch gives.
+
+Replayed on the real SLURM 22.05 (``srun --label`` over an HF-shaped run: the bar redrawn on
+stderr, a dict every 5 steps on stdout; ``tests/fixtures/slurm-22.05.8/srun_label_hf_bar.out``):
+srun holds the task's unfinished line (the bar never ends its line) and writes it in ~1 KB
+pieces, each led by ``0: ``, after dicts printed later, so a dict is read while the bar still
+shows a count 10-20 steps old. Each dict took ``max(bar, previous + 1)``: the dicts logged at
+steps 50, 55, 60 (epochs 0.25, 0.275, 0.3 of a 200-step, one-epoch run) were numbered 40, 41,
+42, and 'jobtables job''s history and a NaN onset's step read those. A dict whose epoch puts it
+past that count by more than the epoch's printed precision takes the epoch's step; in step
+with its bar (no lag) the bar's count stands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.parse import _parse_reference, parse_log
+from probes.models import LogSummary
+
+FIXTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8"
+           / "srun_label_hf_bar.out").read_bytes()
+
+
+def _folded(data: bytes, pieces: int = 4) -> LogSummary:
+    carry, summary = None, None
+    size = max(1, len(data) // pieces)
+    for at in range(0, len(data), size):
+        summary, carry = parse_increment(carry, data[at:at + size])
+        carry = LogCarry.model_validate_json(carry.model_dump_json())
+    assert summary is not None
+    return summary
+
+
+READS = [pytest.param(parse_log, id="cold"), pytest.param(_parse_reference, id="reference"),
+         pytest.param(_folded, id="folded")]
+
+
+@pytest.mark.parametrize("read", READS)
+def test_dicts_ahead_of_a_held_bar_take_their_epoch_step(read) -> None:
+    summary = read(FIXTURE)
+    steps = {round(p.values["epoch"] * 200): p.step for p in summary.points}
+    assert steps == {s: s for s in range(5, 61, 5)}
+    assert summary.progress is not None and summary.progress.total == 200
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_bar_in_step_with_its_dicts_keeps_numbering_them(read) -> None:
+    """No lag: each dict follows its step's redraw; the bar's count is the step."""
+    text = "  Total optimization steps = 200\n  0%|          | 0/200 [00:00<?, ?it/s]"
+    for s in range(1, 41):
+        text += f"\r{s // 2:3d}%|█         | {s}/200 [00:{s:02d}<03:00,  1.00s/it]"
+        if s % 5 == 0:
+            text += f"\n{{'loss': '1.5', 'grad_norm': '0.5', 'epoch': '{s / 200:.4g}'}}\n"
+    assert [p.step for p in read(text.encode()).points] == list(range(5, 41, 5))
