@@ -312,10 +312,14 @@ class Digest:
                           since: str | None,
                           kept: Sequence[tuple[str, SlackMessage]] = (),
                           interval: int | None = None, retry: bool = False) -> None:
-        parent, opened = await self._parent(result, config, channel, interval, retry=retry)
+        parent, opened, counted = await self._parent(result, config, channel, interval,
+                                                     retry=retry)
         ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
         every = config.digest.full_tables_every
-        tables = parent is None or opened or bool(every and parent["sweeps"] % every == 0)
+        # A retry of a sweep the parent counted already is no new sweep: its first try's
+        # periodic tables stand (those Slack refused are in ``kept``), never posted twice.
+        tables = parent is None or opened or bool(
+            every and parent["sweeps"] % every == 0 and not counted)
         for kind, message in kept:  # the failed try's refused replies, in their order
             if not (kind == "tables" and tables):  # fresh full tables replace old ones
                 await self._thread(channel, ts, [message], kind=kind)
@@ -331,10 +335,11 @@ class Digest:
 
     async def _parent(self, result: SweepResult, config: Config, channel: str,
                       interval: int | None = None, *, retry: bool = False,
-                      ) -> tuple[dict[str, Any] | None, bool]:
-        """The period's parent (edited with this sweep's summary), and whether it is new;
-        ``interval``: the sweep's interval, kept in the document: a retry of an interval the
-        parent already counted (its first try edited or opened it) is not another sweep."""
+                      ) -> tuple[dict[str, Any] | None, bool, bool]:
+        """The period's parent (edited with this sweep's summary), whether it is new, and
+        whether this is a retry of a sweep it counted already; ``interval``: the sweep's
+        interval, kept in the document: a retry of an interval the parent already counted
+        (its first try edited or opened it) is not another sweep."""
         name, period = self._parent_name(channel, config)
         period_start = interval_start(period, self._period_s(config))
         doc = await self._get(name)
@@ -356,16 +361,16 @@ class Digest:
                     self._stale_parent = True
                 doc = {**doc, "sweeps": sweeps, "interval": interval}
                 await self._put(name, doc, ttl_s=self._ttl(config))
-                return doc, False
+                return doc, False, counted
             log.warning("parent not editable; opening a new one")
         posted = await self._post(channel, message, None)
         if posted is None or not posted.get("ts"):
-            return None, False
+            return None, False, counted
         doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,
                "period": period, "opened_at": self._clock().isoformat(), "sweeps": sweeps,
                "tables_for": None, "interval": interval}
         await self._put(name, doc, ttl_s=self._ttl(config))
-        return doc, True
+        return doc, True, counted
 
     async def _full_tables(self, result: SweepResult, config: Config, channel: str,
                            parent: dict[str, Any] | None, *, header: str | None,
