@@ -1466,17 +1466,41 @@ class MetricScan:
         if self.engine_line is not None:
             self._read_engine_line()
         self.hf_guessed = bool(self.hf_unanchored) and not at_log_start
-        if self.hf_unanchored:
+        counted = bool(self.hf_unanchored)
+        if counted:
             self.hf_counted = True
         for count, (pairs, line_no) in enumerate(self.hf_unanchored, start=1):
-            self._record(self.hf_counted_step(count), pairs, line_no, None, numbered=False)
+            self.record_counted(self.hf_counted_step(count), pairs, line_no)
         self.hf_unanchored.clear()
+        if counted:
+            self.in_line_order()
         skyrl = [t for (desc, _), t in self.bars.items() if desc == _SKYRL_BAR]
         pending = self._pending_step()
         if pending is not None and skyrl and skyrl[-1].last is not None:
             step = skyrl[-1].last.current + 1
             if step not in self.points:
                 self._record(step, pending, 0, None, numbered=False)
+
+    def record_counted(self, step: int, pairs: dict[str, float], line_no: int) -> None:
+        """A bar-less HF dict numbered at the end (``close``), unless its step was logged
+        again on a later line (a restarted run's), which stands."""
+        held = self.points.get(step)
+        if held is None or not held.line_no or held.line_no < line_no:
+            self._record(step, pairs, line_no, None, numbered=False)
+
+    def in_line_order(self) -> None:
+        """After bar-less HF dicts were numbered at the end (``close``): the points in the
+        order of their lines, as they were logged, not with those dicts last. The summary keeps
+        the steps logged last, and a dict counted at the end is no later for it: read so, a
+        dict far above the read-back suffix (``probes.logs.recent``) took the place of the
+        suffix's own steps. Points of no line (SkyRL's step left pending) keep the order."""
+        items = list(self.points.items())
+        if any(not point.line_no for _, point in items):
+            return
+        ordered = sorted(items, key=lambda item: item[1].line_no or 0)
+        if ordered != items:
+            self.points.clear()
+            self.points.update(ordered)
 
     def hf_counted_step(self, count: int) -> int:
         """The step of the ``count``-th bar-less HF dict of the log: ``count`` logging

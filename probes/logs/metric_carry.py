@@ -310,14 +310,15 @@ class FoldScan(MetricScan):
             head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
             step_of = self.hf_counted_step
             for count, (pairs, line_no) in enumerate(head, start=1):
-                self._record(step_of(count), pairs, line_no, None, numbered=False)
+                self.record_counted(step_of(count), pairs, line_no)
             if isinstance(self.points, _Points):
                 self.points.logged.add(step_of(len(head) + 1), step_of(len(head) + self.hf_gap))
             for count, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
-                self._record(step_of(count), pairs, line_no, None, numbered=False)
+                self.record_counted(step_of(count), pairs, line_no)
             self.hf_unanchored.clear()
             self.hf_gap = 0
             self.hf_counted = True
+            self.in_line_order()
         super().close(at_log_start=at_log_start)
 
 

@@ -117,5 +117,31 @@ def test_postfix_steps_fold_as_the_cold_parse_reads_them(seed: int, n: int,
 
     text = _mixed_log(seed, n)
     cold = parse_log(text, mtime=MTIME)
-    assert_same(fold(cut(text, data.draw(cut_points(text))), mtime=MTIME)[0], cold)
-    assert_same(cold, _parse_reference(text, mtime=MTIME))
+    assert_same(_but_formats(fold(cut(text, data.draw(cut_points(text))), mtime=MTIME)[0]),
+                _but_formats(cold))
+    assert_same(_but_formats(cold), _but_formats(_parse_reference(text, mtime=MTIME)))
+
+
+def _but_formats(summary: LogSummary) -> LogSummary:
+    """``formats`` names the formats of the lines read: the cold parse reads its history back
+    from the end (``probes.logs.recent``), so an HF dict far above it is not read there."""
+    return summary.model_copy(update={"formats": ()})
+
+
+def test_a_dict_counted_at_the_end_does_not_displace_the_latest_steps() -> None:
+    """Bar-less HF dicts among the Lightning bars are numbered 1, 2, ... at the end of the pass
+    (``MetricScan.close``). Recorded then, they counted as the steps logged last: the whole-log
+    pass kept dicts from far above (steps 1-24) over the run's newest steps, which the cold
+    parse, reading back from the end, never reached (seed 10354 of the property above). They
+    are placed by their lines, and a step logged again on a later line stands."""
+    from probes.logs.parse import _parse_reference
+    from tests.probes.logs.test_incremental import cut, fold
+
+    text = _mixed_log(10354, 600)
+    cold = parse_log(text, mtime=MTIME)
+    whole = _parse_reference(text, mtime=MTIME)
+    folded = fold(cut(text, list(range(0, len(text), 97))), mtime=MTIME)[0]
+    assert [p.step for p in whole.points] == [p.step for p in cold.points]
+    assert [p.step for p in folded.points] == [p.step for p in cold.points]
+    assert whole.points[-1].step == 65 and len(whole.points) == 32
+    assert all(p.values.keys() != {"loss", "grad_norm"} for p in whole.points)  # no HF dict
