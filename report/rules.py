@@ -107,7 +107,8 @@ def sec_per_step(ctx: JudgeContext) -> float | None:
 
 
 def stall_rule(ctx: JudgeContext, f: Findings) -> None:
-    """Flag ``stall`` when a RUNNING job has logged no new step for its stall window."""
+    """Flag ``stall`` when a RUNNING job has logged no new step for its stall window; one
+    whose trainer said it finished is told as stuck after training, not mid-way."""
     if not ctx.running or not ctx.history or not ctx.fetch_ok:
         return
     th = ctx.settings.thresholds
@@ -117,10 +118,21 @@ def stall_rule(ctx: JudgeContext, f: Findings) -> None:
     if silent is not None and silent > limit:
         f.flag("stall")
         f.verdict("stalled")
-        text = (f"STALL: no new step for {format_duration(silent * 60)} "
-                f"(limit {format_duration(limit * 60)})")
+        summary = ctx.facts.summary
+        if summary is not None and summary.finished:
+            # The trainer said it finished (HF's train_runtime, ...): no step is left, the
+            # job is stuck after training, not mid-way.
+            done = ctx.history[-1].step
+            total = f"/{summary.total_steps}" if summary.total_steps else ""
+            text = (f"STALL after training done ({done}{total}): silent "
+                    f"{format_duration(silent * 60)} (limit {format_duration(limit * 60)})")
+            why = "; look for a hang after training (final save, hub push, exit barrier)"
+        else:
+            text = (f"STALL: no new step for {format_duration(silent * 60)} "
+                    f"(limit {format_duration(limit * 60)})")
+            why = "; look for a hung actor or rank"
         f.trend(Priority.DIAGNOSE, text)
-        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; look for a hung actor or rank")
+        f.recommend(Priority.DIAGNOSE, "diagnose", text + why)
 
 
 def silent_minutes(ctx: JudgeContext) -> float | None:
