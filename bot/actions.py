@@ -13,8 +13,10 @@ Policy, for every press (each one is audited, whatever its outcome):
    or the SLURM job requeued: :func:`bot.alerts.same_instance`) and is refused. A cluster the
    sweep could not read refuses the press for now: nothing is decided on a read that failed.
 3. ``cancel_salvage`` runs exactly once: a Redis lock (SET NX) on the job instance,
-   ``cluster:job:cancel_salvage`` (``cluster:job:uid:cancel_salvage`` for a Kubernetes Job: one
-   re-created under the name is another job, which the first one's lock must not answer),
+   ``cluster:job:cancel_salvage`` (``cluster:job:uid:cancel_salvage`` for a Kubernetes Job,
+   ``cluster:job:submitted:cancel_salvage`` for a SLURM job with a submit time: one re-created
+   or run again under the name or id is another job, which the first one's lock must not
+   answer),
    turns a double click or two people racing into one cancel. The lock record walks
    ``in progress`` -> ``salvaged`` -> ``cancelling`` -> ``done``; the evidence (log tail, metric
    window, banked step, scheduler record) is written before the audit records the *intent*,
@@ -49,6 +51,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.alerts import (
     cancel_forbidden,
     closed_episode,
+    job_submitted,
     job_uid,
     message_key,
     same_instance,
@@ -78,11 +81,14 @@ STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
 VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
 
 
-def cancel_lock(cluster: str, job_id: str, uid: str | None = None) -> str:
+def cancel_lock(cluster: str, job_id: str, uid: str | None = None,
+                submitted: str | None = None) -> str:
     """The cancel lock of one job instance: a Kubernetes Job re-created under the same name has
-    a new uid, so its cancel is not answered by the old Job's (done) lock. SLURM ids are not
-    reused (no uid)."""
-    return f"{cluster}:{job_id}:{uid}:{CANCEL}" if uid else f"{cluster}:{job_id}:{CANCEL}"
+    a new uid, and a SLURM job run again under its id (``scontrol requeue`` of the cancelled
+    job, or the id given to a later job) a new submit time, so its cancel is not answered by
+    the old instance's (done) lock."""
+    instance = uid or submitted
+    return f"{cluster}:{job_id}:{instance}:{CANCEL}" if instance else f"{cluster}:{job_id}:{CANCEL}"
 
 
 def _locked_job(lock: str, holder: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -255,11 +261,12 @@ class ActionHandler:
     async def _cancel(self, press: ActionPress, checked: Checked) -> None:
         cluster, job_id = checked.cluster, checked.job_id
         uid = checked.episode.get("uid") or None
-        lock = cancel_lock(cluster, job_id, uid)
+        submitted = checked.episode.get("submitted") or None
+        lock = cancel_lock(cluster, job_id, uid, submitted)
         holder = {"user": press.user_id, "at": self._clock().isoformat(), "status": "in progress",
                   "channel": press.channel_id, "ts": press.message_ts,
                   "episode": checked.episode.get("name"), "cluster": cluster, "job_id": job_id,
-                  "uid": uid}
+                  "uid": uid, "submitted": submitted}
         try:
             won = await self._store.acquire(lock, holder, ttl_s=LOCK_HOURS * 3600)
             current = None if won else await self._store.holder(lock)
@@ -420,6 +427,9 @@ class ActionHandler:
         facts = result.job_facts(cluster, job_id)
         if uid and facts is not None and job_uid(facts) != uid:
             detail = None  # the name is a re-created Job's now: the one being cancelled is gone
+        submitted = holder.get("submitted")
+        if submitted and facts is not None and job_submitted(facts) != submitted:
+            detail = None  # the SLURM id names another instance now (requeued or reused)
         state = detail.report.state if detail is not None else None
         actor, channel, ts = str(holder.get("user")), holder.get("channel"), holder.get("ts")
         audit = {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}

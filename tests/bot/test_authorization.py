@@ -516,3 +516,26 @@ async def test_a_press_while_its_cluster_cannot_be_read_is_refused_for_now(
     await harness.press_alert("cancel_salvage", user=user)
     await harness.bot.tasks.drain()
     assert harness.sweeper.cancels == [("alpha", "4242")]
+
+
+async def test_a_job_run_again_under_its_id_after_a_cancel_can_be_cancelled_again(
+        harness: Harness) -> None:
+    """Cancelled from its alert, then run again under the same id (``scontrol requeue`` of the
+    cancelled job, or the id given to a later job): it collapses again and gets a new alert,
+    whose Cancel was answered by the first cancel's 24-hour lock ('already done') and
+    cancelled nothing. The lock is the job instance's (its submit time), as a Kubernetes Job's
+    is its uid's."""
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    make = harness.sweeper.make
+    harness.sweeper.make = lambda: submitted_at(make(), first)
+    assert await make_scheduler(harness.bot).tick()
+    await harness.press_alert("cancel_salvage", user="UALICE")
+    await harness.bot.tasks.drain()
+    assert harness.sweeper.cancels == [("alpha", "4242")]
+    harness.sweeper.make = lambda: requeued_at(make(), first + timedelta(hours=1))
+    harness.clock.advance(3600)
+    assert await make_scheduler(harness.bot).tick()
+    hook = await harness.press_alert("cancel_salvage", user="UALICE")
+    await harness.bot.tasks.drain()
+    assert not harness.slack.to(hook), harness.slack.to(hook)[0].params["text"]
+    assert harness.sweeper.cancels == [("alpha", "4242"), ("alpha", "4242")]
