@@ -40,7 +40,8 @@ from probes.slurm.early import FIRST_COMMAND
 LATER = (
     "rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.cells",
     "report.chain", "report.fingerprint", "report.models", "report.findings", "report.signals",
-    "report.cleanup", "report.rollouts", "report.rules", "report.trend", "report.judge_sft",
+    "report.cleanup", "report.rollouts", "report.rules", "report.trend", "report.grid_cells",
+    "report.judge_sft",
     "report.layouts", "report.grouping", "report.boxes", "report.tables", "report.render",
     "report.buckets", "report.judge_harbor", "report.judge_other", "report.judge_rl",
     "report.memory", "report.pods", "report.planned_stop", "report.judge",
