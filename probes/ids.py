@@ -16,6 +16,13 @@ from probes.errors import InvalidJobIdError
 SLURM_ID = re.compile(r"\A[0-9]{1,12}(?:_[0-9]{1,8}|\+[0-9]{1,4})?\Z")
 K8S_NAME = re.compile(r"\A(?:jobset/)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 CLUSTER_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+SHOWN = 40
+"""How much of a refused word an error quotes: a 5,000-digit id is not echoed whole."""
+
+
+def shown(word: str) -> str:
+    """``word`` quoted as Python quotes it, cut to :data:`SHOWN` characters with an ellipsis."""
+    return repr(word[:SHOWN] + "…" if len(word) > SHOWN else word)
 
 
 def validate_job_id(job_id: str) -> str:
@@ -23,8 +30,8 @@ def validate_job_id(job_id: str) -> str:
     if SLURM_ID.match(job_id) or K8S_NAME.match(job_id):
         return job_id
     raise InvalidJobIdError(
-        f"{job_id!r} is not a job id: expected digits (optionally _N or +N) or a Kubernetes name "
-        "(optionally jobset/NAME)"
+        f"{shown(job_id)} is not a job id: expected digits (optionally _N or +N) or a Kubernetes "
+        "name (optionally jobset/NAME)"
     )
 
 
@@ -32,7 +39,7 @@ def validate_cluster_name(name: str) -> str:
     """Return ``name`` if it is a well-formed cluster name, else raise ``InvalidJobIdError``."""
     if CLUSTER_NAME.match(name):
         return name
-    raise InvalidJobIdError(f"{name!r} is not a cluster name")
+    raise InvalidJobIdError(f"{shown(name)} is not a cluster name")
 
 
 def scheduler_job(job_id: str) -> str:
