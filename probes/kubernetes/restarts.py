@@ -16,7 +16,9 @@ failed job: it is restarting, counted against ``backoffLimit`` as the Job contro
 - By a new pod (``restartPolicy: Never``): the attempt's pod Failed (a crash, an eviction, a
   preemption), no pod runs, and the controller creates the next one (after its backoff): the
   retry is pending, or not created yet. ``status.failed`` counts the attempts that failed
-  (the controller fails the Job once it passes ``backoffLimit``).
+  (or the failed pods listed, before the controller has counted the newest): once they pass
+  ``backoffLimit`` no retry comes, the Job is FAILED (``BackoffLimitExceeded``); an indexed
+  Job's ``backoffLimitPerIndex`` counts that index's failed pods.
 
 Pure: the views are built by ``probes.kubernetes.objects``; ``probes.kubernetes.states`` maps
 an exhausted limit to FAILED and words a retry; the record's ``jobtables/restarting`` label

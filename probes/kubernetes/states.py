@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from probes.kubernetes.restarts import Crash, PendingRetry, restart_in_place
+from probes.kubernetes.restarts import Crash, PendingRetry, pending_retry, restart_in_place
 from probes.models import JobState
 
 BRING_UP_WAITING = frozenset(
@@ -233,6 +233,12 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
     if restart is not None and restart.exhausted and work.restarts_left <= 0:
         # The controller fails the Job as this restart reaches backoffLimit: no restart.
         if restart.crash.failure.startswith("OOMKilled"):
+            return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
+        return StateVerdict(JobState.FAILED, BACKOFF_LIMIT_EXCEEDED)
+    retry = pending_retry(work, pods)
+    if retry is not None and not retry.per_index and retry.attempt > retry.limit:
+        # Its failures passed backoffLimit: the controller fails the Job, no retry comes.
+        if "OOMKilled" in retry.failed.terminated:
             return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
         return StateVerdict(JobState.FAILED, BACKOFF_LIMIT_EXCEEDED)
     held = sidecar_held(pods)

@@ -284,3 +284,19 @@ async def test_an_indexed_jobs_retry_counts_against_its_per_index_limit(
     report = judge(job).report
     assert report.verdict == "restarting", report.trend
     assert "recurring-failure" in report.flags  # two attempts of index 1 alike
+
+
+async def test_a_failure_past_the_backoff_limit_is_no_retry_to_come(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """restartPolicy Never, backoffLimit 1: the second attempt failed too (the controller not
+    yet done counting it: status.failed still 1, no condition): the Job fails with it, FAILED
+    BackoffLimitExceeded, not 'retry 2 of backoffLimit 1; no retry yet'."""
+    _retried(standin, "rl-spent", retry=None)
+    standin.jobs["rl-spent"].spec.backoff_limit = 1
+    standin.pods["rl-spent-b"] = make_pod("rl-spent-b", "rl-spent", phase="Failed",
+                                          state="terminated", reason="Error",
+                                          created=NOW - timedelta(minutes=10))
+    job = only_job(await probe.collect(), "rl-spent")
+    assert (job.record.state, job.record.reason) == (JobState.FAILED, "BackoffLimitExceeded")
+    assert "jobtables/restarting" not in job.record.labels
+    assert judge(job).report.verdict == "failed"
