@@ -82,17 +82,17 @@ class RestartInPlace:
 def restart_in_place(work: WorkloadView, pods: Sequence[PodView]) -> RestartInPlace | None:
     """The first crashed container awaiting its restart in place (by pod name), with its
     child Job's restart count and limit; ``None`` when no live pod has one."""
-    crashed = sorted((pod for pod in pods if pod.crash is not None), key=lambda pod: pod.name)
+    crashed = sorted(((pod.name, pod, pod.crash) for pod in pods if pod.crash is not None),
+                     key=lambda found: found[0])
     if not crashed:
         return None
-    pod = crashed[0]
-    assert pod.crash is not None
+    _, pod, crash = crashed[0]
     child = _child_job(pod)
     tally = sum(other.restarts for other in pods
                 if _child_job(other) == child and other.phase in {"Running", "Pending"})
     limits = dict(work.backoff_limits)
     limit = limits.get(pod.group, limits.get(None, DEFAULT_BACKOFF_LIMIT))
-    return RestartInPlace(pod=pod, crash=pod.crash, restart=tally + 1, limit=limit)
+    return RestartInPlace(pod=pod, crash=crash, restart=tally + 1, limit=limit)
 
 
 @dataclass(frozen=True, slots=True)
