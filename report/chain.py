@@ -330,6 +330,11 @@ class ChainIndex:
         self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
         self._untimed: Counter[tuple[str, str | None]] = Counter()
         self._same: Counter[tuple[str, str | None, tuple[datetime, int]]] = Counter()
+        # An array's tasks (one id, one submit time) by array; the task indexes of those run
+        # one at a time (``%1``), sorted: only there is an earlier task an earlier attempt.
+        self._tasks: Counter[tuple[str, str | None, tuple[datetime, int], str]] = Counter()
+        self._chained: dict[tuple[str, str | None, str], list[int]] = {}
+        self._one_at_a_time: set[tuple[str, str | None, str]] = set()
         for r in records:
             name = (r.name, r.user)
             if self.attempts[name] < 2:
@@ -337,11 +342,19 @@ class ChainIndex:
             key = _attempt_key(r)
             if key is None:
                 self._untimed[name] += 1
-            else:
-                self._order.setdefault(name, []).append(key)
-                self._same[(*name, key)] += 1
+                continue
+            self._order.setdefault(name, []).append(key)
+            self._same[(*name, key)] += 1
+            if (array := _own_array(r)) is not None:
+                self._tasks[(*name, key, array)] += 1
+                if array_throttle(r) == 1:
+                    self._one_at_a_time.add((*name, array))
+                if (index := _task_index(r)) is not None:
+                    self._chained.setdefault((*name, array), []).append(index)
         for keys in self._order.values():
             keys.sort()
+        for indexes in self._chained.values():
+            indexes.sort()
 
     def live_successor(self, job_id: str, record: SchedulerRecord) -> SchedulerRecord | None:
         """The live job ``job_id`` (a remembered successor), or, once that pending array has
@@ -367,15 +380,27 @@ class ChainIndex:
         """Other jobs of the same user with the same name submitted before this one (by
         submit time, then id: SLURM's times are whole seconds, and a chain's restart queued
         at launch, in the same second, has the higher id), those without a submit time (order
-        unknown), and an array's other tasks (one id, one time). O(log n) a call."""
+        unknown), and, of its own array (one id, one time), the tasks before it when the array
+        runs one task at a time (``--array=0-9%1``: a restart chain by array). An array run in
+        waves (``%2``, or unthrottled) runs a grid: its other tasks are cells of their own,
+        no attempts of this one (the rule of :func:`_sibling_restart`). O(log n) a call."""
         name = (record.name, record.user)
         if self.attempts[name] < 2:
             return 0
         key = _attempt_key(record)
         if key is None:
             return self.attempts[name] - 1
-        return (bisect.bisect_left(self._order[name], key) + self._untimed[name]
-                + self._same[(*name, key)] - 1)
+        earlier = (bisect.bisect_left(self._order[name], key) + self._untimed[name]
+                   + self._same[(*name, key)] - 1)
+        array = _own_array(record)
+        if array is None:
+            return earlier
+        earlier -= self._tasks[(*name, key, array)] - 1  # its siblings, counted above
+        if (*name, array) not in self._one_at_a_time:
+            return earlier
+        indexes = self._chained.get((*name, array), [])
+        index = _task_index(record)  # the pending remainder: after every task that ran
+        return earlier + (len(indexes) if index is None else bisect.bisect_left(indexes, index))
 
 
 def _array_id(job_id: str, array_job_id: str | None = None) -> str | None:
@@ -387,6 +412,12 @@ def _array_id(job_id: str, array_job_id: str | None = None) -> str | None:
 def _task_id(record: SchedulerRecord) -> str | None:
     return record.array_task_id or (record.job_id.partition("_")[2] or None
                                     if "_" in record.job_id else None)
+
+
+def _task_index(record: SchedulerRecord) -> int | None:
+    """The index of an array's task (``123_4``: 4), None for its pending remainder."""
+    task = _task_id(record)
+    return int(task) if task is not None and task.isdigit() else None
 
 
 def _successor_order(record: SchedulerRecord, candidate: SchedulerRecord,

@@ -69,8 +69,8 @@ def test_a_restart_queued_in_the_same_second_is_no_earlier_attempt() -> None:
 
 def test_earlier_attempts_of_one_name_by_submit_order() -> None:
     """The index answers as counting every other record of the name before it: by submit
-    time, then id; a record without a time counts for each, and an array's tasks (one id,
-    one time) count each other."""
+    time, then id; a record without a time counts for each; an array's tasks (one id, one
+    time, no throttle said: a grid in waves) are no attempts of each other."""
     from report.chain import ChainIndex
     from tests.report.factories import record
 
@@ -84,4 +84,68 @@ def test_earlier_attempts_of_one_name_by_submit_order() -> None:
     index = ChainIndex(records)
     counts = {r.job_id: index.earlier_attempts(r) for r in records}
     assert counts == {"100": 1, "101": 2, "102": 3, "103": 4, "104": 5, "105": 6, "7": 9,
-                      "300_0": 9, "300_1": 9, "300_2": 9}
+                      "300_0": 7, "300_1": 7, "300_2": 7}
+
+
+def _task(array: str, task: int, state: JobState, spec: str, steps: int = 7) -> JobFacts:
+    """Task ``task`` of the array ``array`` (``--array=0-5<spec>``: squeue's
+    ``array_max_tasks`` as the parser keeps it, 0 for an unthrottled array), submitted at once
+    with its siblings 3 h ago; an ended task ran before the running ones."""
+    facts = _run(f"{array}_{task}", state, 3, steps=steps)
+    throttle = {"%1": "1", "%2": "2", "": "0"}[spec]
+    update: dict[str, object] = {"array_job_id": array, "array_task_id": str(task),
+                                 "labels": {"array_throttle": throttle}}
+    if state is not JobState.RUNNING:
+        update["end_time"] = NOW - timedelta(hours=2, minutes=30)
+    return facts.model_copy(update={"record": facts.record.model_copy(update=update)})
+
+
+def _remainder(array: str, spec: str) -> JobFacts:
+    """The array's pending remainder (squeue's ``300_[4-5%2]``)."""
+    facts = _run(array, JobState.PENDING, 3, steps=0)
+    throttle = {"%1": "1", "%2": "2", "": "0"}[spec]
+    return facts.model_copy(update={"record": facts.record.model_copy(update={
+        "job_id": f"{array}_[4-5{spec}]", "start_time": None,
+        "labels": {"array_throttle": throttle, "array_tasks": f"4-5{spec}"}})})
+
+
+def test_a_grid_run_in_waves_deep_probes_each_new_cell() -> None:
+    """An array run in waves (``--array=0-5%2``, or unthrottled) runs a grid: each task is a
+    cell of its own, launched for the first time, not an attempt of its siblings (the wave
+    rule of 412cf97 and d12635e). Its running tasks in their first steps are first launches,
+    whatever ran or waits beside them."""
+    for spec in ("%2", ""):
+        jobs = [_task("300", 0, JobState.COMPLETED, spec), _task("300", 1, JobState.FAILED, spec),
+                _task("300", 2, JobState.RUNNING, spec), _task("300", 3, JobState.RUNNING, spec),
+                _remainder("300", spec)]
+        assert "deep-probe" in _flags(jobs, "300_2"), spec
+        assert "deep-probe" in _flags(jobs, "300_3"), spec
+
+
+def test_a_one_at_a_time_array_is_a_restart_chain() -> None:
+    """``--array=0-5%1`` runs its tasks one after another, a restart chain by array: a task
+    after the first is a relaunch, its earlier tasks its earlier attempts. Its first task is
+    still a first launch (the tasks after it wait, they ran nothing before it)."""
+    first = _task("300", 0, JobState.RUNNING, "%1")
+    assert "deep-probe" in _flags([first, _remainder("300", "%1")], "300_0")
+    jobs = [_task("300", 0, JobState.TIMEOUT, "%1"), _task("300", 1, JobState.RUNNING, "%1"),
+            _remainder("300", "%1")]
+    assert "deep-probe" not in _flags(jobs, "300_1")
+
+
+def test_earlier_attempts_among_an_arrays_tasks() -> None:
+    """Only a ``%1`` array's earlier tasks are earlier attempts of a task; a wave array's
+    siblings (``%2``, unthrottled, or a record that does not say) are none."""
+    from report.chain import ChainIndex
+    from tests.report.factories import record
+
+    def tasks(throttle: str | None) -> list:
+        labels = {} if throttle is None else {"array_throttle": throttle}
+        return [record("rl-x", f"300_{t}", JobState.RUNNING, array_job_id="300",
+                       array_task_id=str(t), labels=labels) for t in (2, 0, 1)]
+
+    for throttle in ("2", "0", None):
+        index = ChainIndex(tasks(throttle))
+        assert [index.earlier_attempts(r) for r in tasks(throttle)] == [0, 0, 0], throttle
+    index = ChainIndex(tasks("1"))
+    assert [index.earlier_attempts(r) for r in tasks("1")] == [2, 0, 1]
