@@ -151,6 +151,7 @@ def job_workload(job: Any) -> Workload:
         failed=(status.failed or 0) if status else 0,
         backoff_limits=((None, _backoff_limit(spec.backoff_limit if spec else None)),),
         per_index_limit=getattr(spec, "backoff_limit_per_index", None) if spec else None,
+        failure_policy=getattr(spec, "pod_failure_policy", None) is not None,
     )
     terminal = view.condition("Complete", "Failed")
     finished = status.completion_time if status else None

@@ -124,6 +124,10 @@ class WorkloadView:
     :mod:`probes.kubernetes.restarts`."""
     per_index_limit: int | None = None
     """An indexed Job's ``spec.backoffLimitPerIndex``: each index retried that many times."""
+    failure_policy: bool = False
+    """The Job has a ``spec.podFailurePolicy``: its rules decide which failed pods count
+    toward ``backoffLimit`` (an ``Ignore``d one does not), so only the controller's own count,
+    ``status.failed``, says the limit is passed."""
     restarts_left: int = 0
     """A JobSet's restarts left under ``failurePolicy.maxRestarts``: a child Job that fails
     then restarts the JobSet, no end of it."""
@@ -236,7 +240,10 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
             return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
         return StateVerdict(JobState.FAILED, BACKOFF_LIMIT_EXCEEDED)
     retry = pending_retry(work, pods)
-    if retry is not None and not retry.per_index and retry.attempt > retry.limit:
+    # The failed pods listed count before the controller has counted the newest, unless a
+    # podFailurePolicy decides what counts (an Ignored eviction is no failure toward the limit).
+    counted = work.failed if work.failure_policy else retry.attempt if retry else 0
+    if retry is not None and not retry.per_index and counted > retry.limit:
         # Its failures passed backoffLimit: the controller fails the Job, no retry comes.
         if "OOMKilled" in retry.failed.terminated:
             return StateVerdict(JobState.OUT_OF_MEMORY, "OOMKilled")
