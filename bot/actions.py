@@ -69,6 +69,7 @@ from bot.sweep import SweepResult
 from bot.telemetry import Telemetry
 from probes.errors import ProbeError
 from probes.models import JobFacts, JobState
+from report.chunks import public_reason
 from report.models import DeepProbe, JobDetail
 
 log = structlog.get_logger(__name__)
@@ -197,7 +198,8 @@ class ActionHandler:
             # Not read (an SSH blip): the job is not "no longer reported", nor its owner
             # unknown; nothing is decided on a read that did not happen.
             unread = read[0].detail if read and read[0].detail else "not read"
-            raise Refused("refused", f"{cluster} could not be read just now ({unread}), so "
+            raise Refused("refused", f"{cluster} could not be read just now "
+                          f"({public_reason(unread)}), so "
                           f"{cluster}:{job_id} was not checked. Nothing was done; try again "
                           "shortly. This attempt was logged.", f"cluster not read: {unread}")
         facts = result.job_facts(cluster, job_id)
@@ -288,7 +290,8 @@ class ActionHandler:
             self._telemetry.cancels.labels(cluster=cluster, outcome="failed").inc()
             await self._audit(press, cluster, job_id, "cancel failed", str(exc))
             await self._update(press.channel_id, press.message_ts, press.message_blocks,
-                               f"❌ Cancel by {mention(press.user_id)} failed: {esc(str(exc))}",
+                               f"❌ Cancel by {mention(press.user_id)} failed: "
+                               f"{esc(public_reason(str(exc)))}",
                                keep_buttons=True)
 
     async def _salvage_and_cancel(self, press: ActionPress, checked: Checked, lock: str,

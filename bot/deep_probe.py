@@ -69,7 +69,7 @@ from probes.ids import split_job_ref, validate_job_id
 from probes.models import ClusterFacts, JobState
 from probes.slurm.transport import RunnerFactory
 from report.cells import one_line
-from report.chunks import cut_text
+from report.chunks import cut_text, public_reason
 from report.chunks import escape_code as esc
 from report.deep_probe import judge_rollouts, not_applicable
 from report.judge import build_report
@@ -409,7 +409,7 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
     except (UserError, ProbeError) as exc:
         await _audit(bot, press, cluster, job_id, "failed", detail=str(exc))
         ref = code(f"{cluster}:{job_id}")
-        await respond(text=f"Deep probe of `{ref}` failed: {mrkdwn(str(exc))}",
+        await respond(text=f"Deep probe of `{ref}` failed: {mrkdwn(public_reason(str(exc)))}",
                       response_type="ephemeral", replace_original=False)
         return
     except Exception:

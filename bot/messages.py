@@ -31,6 +31,7 @@ from report.chunks import (
     escaped_chunks,
     kept_messages,
     no_backticks,
+    public_reason,
     slack_messages,
     summary_lines,
 )
@@ -105,7 +106,7 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
                  else f"live sweep, {result.duration_s:.1f} s")
     for cluster in result.report.clusters:
         if cluster.status == "unreachable":
-            parts.append(f"{cluster.name} UNREACHABLE ({cluster.detail or 'no reason given'})")
+            parts.append(f"{cluster.name} UNREACHABLE ({public_reason(cluster.detail or '')})")
         elif partial := read_in_part(cluster):  # read in part (JobSets refused)
             parts.append(f"{cluster.name} ok ({partial})")
     header = " · ".join(parts)
@@ -129,7 +130,7 @@ def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None
 
 def _trouble(result: SweepResult) -> list[str]:
     """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
-    lines = [f"⚠️ {c.name} UNREACHABLE ({c.detail or 'no reason given'})"
+    lines = [f"⚠️ {c.name} UNREACHABLE ({public_reason(c.detail or '')})"
              if c.status == "unreachable" else f"⚠️ {c.name} ok ({read_in_part(c)})"
              for c in result.report.clusters
              if c.status == "unreachable" or read_in_part(c)]

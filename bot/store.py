@@ -53,7 +53,9 @@ from pydantic import TypeAdapter
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, WatchError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import store_texts
 from bot.config import sentinel_address
@@ -72,7 +74,12 @@ AUDIT_MAXLEN = 10_000
 
 
 class StoreUnavailable(Exception):
-    """Redis could not be reached or refused the operation."""
+    """Redis could not be reached or refused the operation. ``reason`` says which, without
+    the error's own text (which names Redis's address): what Slack may be told."""
+
+    def __init__(self, message: str, *, reachable: bool = False) -> None:
+        super().__init__(message)
+        self.reason = "Redis refused a request" if reachable else "Redis is unreachable"
 
 
 def dump_json(value: Any) -> str:
@@ -156,7 +163,8 @@ class RedisStore:
         try:
             yield
         except RedisError as exc:
-            raise StoreUnavailable(f"redis {what}: {exc}") from exc
+            raise StoreUnavailable(f"redis {what}: {exc}", reachable=not isinstance(
+                exc, RedisConnectionError | RedisTimeoutError)) from exc
         except OSError as exc:  # a socket error that escaped redis-py's own wrapping
             raise StoreUnavailable(f"redis {what}: {exc}") from exc
 

@@ -106,9 +106,9 @@ class SweepResult:
             # The cluster's detail (an SSH error, ...) is outside text in a message whose
             # backticks are the bot's own (bot.messages.error_text): none of its own. (Imported
             # here: this module leaves report/ to the judging import, bot.preload.)
-            from report.chunks import no_backticks
+            from report.chunks import no_backticks, public_reason
 
-            unasked = [f"{c.name!r} is {c.status}" + (f" ({no_backticks(c.detail)})"
+            unasked = [f"{c.name!r} is {c.status}" + (f" ({no_backticks(public_reason(c.detail))})"
                                                       if c.detail else "")
                        for c in self.report.clusters
                        if c.status != "ok" and (cluster is None or c.name == cluster)]
@@ -285,7 +285,7 @@ class Sweeper:
                 remembered = await asyncio.to_thread(next_memory, report, details, facts, memory)
                 await self._state.save_memory(remembered)
             except Exception as exc:  # same: losing memory degrades, never fails, a sweep
-                degraded = f"degraded: history not saved ({exc})"
+                degraded = _store_note("history not saved", exc)
         if saves:  # each catches its store's errors (a note)
             await asyncio.gather(*saves)
         return SweepResult(report, details, facts, self._clock(),
@@ -339,7 +339,7 @@ class Sweeper:
             try:
                 prior = await self._state.load_log_states(name)
             except Exception as exc:  # the store's own errors: read every log cold
-                notes.append(f"degraded: logs read whole, no stored cursors ({exc})")
+                notes.append(_store_note("logs read whole, no stored cursors", exc))
                 return await probe.collect()
         facts, states = await cast("ResumingProbe", probe).collect_since(prior)
         if facts.status != "ok":
@@ -366,7 +366,7 @@ class Sweeper:
             await self._state.save_log_states(name, changed, drop=gone, renew=unchanged)
         except Exception as exc:  # the next sweep then resumes from Redis's older states
             self._log_states.pop(name, None)
-            notes.append(f"degraded: log cursors not saved ({exc})")
+            notes.append(_store_note("log cursors not saved", exc))
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
@@ -418,7 +418,7 @@ class Sweeper:
                     histories[cluster.name, j] = window
                     self._remember(cluster.name, j, points[j], window)
         except Exception as exc:  # the store's errors: judge from the logs alone
-            return None, f"degraded: no history ({exc})"
+            return None, _store_note("no history", exc)
         return histories, None
 
     def _unmerged(self, cluster: str, job_id: str,
@@ -473,7 +473,7 @@ class Sweeper:
         try:
             return await self._state.load_memory(), None
         except Exception as exc:
-            return None, f"degraded: no history ({exc})"
+            return None, _store_note("no history", exc)
 
     async def _collect_job_on(self, cluster: ClusterConfig, config: Config, job_id: str,
                               results: dict[str, ClusterFacts], refused: dict[str, str],
@@ -507,6 +507,17 @@ class Sweeper:
         for _, probe in self._probes.values():
             await probe.aclose()
         self._probes.clear()
+
+
+def _store_note(what: str, exc: BaseException) -> str:
+    """A sweep's degraded note when the state store (Redis) failed it. The note is shown in
+    the channel, so it says what failed and what that means, never the error's own text (it
+    names Redis's host:port, maybe a URL): that goes to the bot's log."""
+    log.warning("state store failed; sweep degraded", what=what, error=str(exc))
+    why = getattr(exc, "reason", None) or (  # bot.store.StoreUnavailable's
+        "Redis is unreachable" if isinstance(exc, OSError) else "the state store failed")
+    return (f"degraded: {what} ({why}: answers come from live sweeps without stored history;"
+            " no sweep post is duplicated; details in the bot's log)")
 
 
 def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:

@@ -344,6 +344,43 @@ def _bucket_line(title: str, jobs: Sequence[JobReport]) -> str:
     return f"{title}: " + " · ".join(parts)
 
 
+# -- what Slack may be told of an error -----------------------------------------------------
+# Slack text goes to a team channel (or a DM): an error's own text may carry internal detail
+# (a host:port, a credentials file's path, a URL with its password, a traceback). Slack is
+# told what failed and a short reason; the full text goes to the bot's log.
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_URL = re.compile(r"\b([a-z][a-z0-9+.-]*)://\S+", re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w.:/])(?:~|\.{1,2})?/[^\s'\",;:()\[\]]+")
+_HOST_PORT = re.compile(r"\[[0-9a-f:.]+\]:\d{1,5}\b|"
+                        r"\b(?=[\w.-]*[a-z])[\w-]+(?:\.[\w-]+)*:\d{1,5}\b", re.IGNORECASE)
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b")
+_ADDRESS_TUPLE = re.compile(r"\(?'?\[address\]'?,\s*\d{1,5}(?:,\s*\d+)*\)?")
+_IPV6 = re.compile(r"(?<![\w:])[0-9a-f]*::[0-9a-f:]*(?![\w:])", re.IGNORECASE)
+_FQDN = re.compile(r"\b[a-z][a-z0-9-]*(?:\.[a-z0-9-]+){2,}\b", re.IGNORECASE)
+PUBLIC_REASON_CHARS = 200
+"""The longest reason shown in Slack (one line)."""
+
+
+def public_reason(text: str) -> str:
+    """``text`` (an error's message) as Slack may show it: its first line before any
+    traceback, URLs, file paths, addresses and host names replaced by what they are, at most
+    :data:`PUBLIC_REASON_CHARS` characters."""
+    text = _TRACEBACK.split(text, maxsplit=1)[0]
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = _URL.sub(lambda m: f"[{m.group(1).lower()} URL]", line)
+    line = _PATH.sub("[path]", line)
+    line = _HOST_PORT.sub("[address]", line)
+    line = _IPV4.sub("[address]", line)
+    line = _IPV6.sub("[address]", line)
+    line = _FQDN.sub("[host]", line)
+    line = _ADDRESS_TUPLE.sub("[address]", line)  # asyncio's ('127.0.0.1', 6379)
+    line = line.rstrip(" :(")
+    if len(line) > PUBLIC_REASON_CHARS:
+        line = line[:PUBLIC_REASON_CHARS - 1].rstrip() + "…"
+    return line or "no reason given"
+
+
 def summary_lines(report: Report) -> list[str]:
     """One line per non-empty bucket for the sweep's parent message, plus unreachable clusters."""
     lines = [
@@ -354,5 +391,5 @@ def summary_lines(report: Report) -> list[str]:
     down = [c for c in report.clusters if c.status == "unreachable"]
     if down:
         lines.append("Unreachable: " + ", ".join(
-            f"{c.name} ({c.detail})" if c.detail else c.name for c in down))
+            f"{c.name} ({public_reason(c.detail)})" if c.detail else c.name for c in down))
     return lines

@@ -285,3 +285,21 @@ async def test_a_forged_cancel_on_a_recommendation_cancels_nothing(
         assert harness.sweeper.cancels == []
         assert "offered no cancel" in reply.params["text"]
         assert await audit(harness) == [("UALICE", "refused")]
+
+
+async def test_failed_cancel_shows_no_internal_address_or_key_path(harness: Harness) -> None:
+    """The cancel's error is shown where the alert is, so its SSH detail (host:port, the key's
+    path) is cut from that text; the reason stays readable."""
+    where = await alert(harness)
+
+    def fail(cluster: str, job_id: str) -> None:
+        raise CommandError("ssh to login01.hpc.corp.example:2222 as ops failed: cannot read "
+                           "key /etc/jobtables/keys/id_ed25519: Permission denied")
+
+    harness.sweeper.on_cancel = fail
+    await press(harness, "cancel_salvage", "UALICE", where)
+    await harness.bot.tasks.drain()
+    text = harness.slack.to("/api/chat.update")[-1].params["text"]
+    assert "failed: ssh to" in text and "Permission denied" in text
+    for secret in ("login01.hpc", "2222", "/etc/jobtables", "id_ed25519"):
+        assert secret not in text, (secret, text)

@@ -518,6 +518,26 @@ async def test_a_press_while_its_cluster_cannot_be_read_is_refused_for_now(
     assert harness.sweeper.cancels == [("alpha", "4242")]
 
 
+async def test_a_refusal_while_its_cluster_cannot_be_read_names_no_internal_detail(
+        harness: Harness) -> None:
+    """The refusal says the cluster could not be read and a short reason: the SSH error's
+    host:port and kubeconfig/key paths stay in the audit and the log, out of Slack."""
+    assert await make_scheduler(harness.bot).tick()
+
+    def unread() -> SweepResult:
+        result = sweep_result([], at=harness.clock(), clusters=(), unreachable=("alpha",))
+        result.report.clusters[0] = result.report.clusters[0].model_copy(update={
+            "detail": "connect to 10.4.0.9:22 failed: key /srv/secrets/id_rsa unreadable"})
+        return result
+
+    harness.sweeper.make = unread
+    hook = await harness.press_alert("cancel_salvage", user="UOPS")
+    (reply,) = await harness.slack.wait_for(hook)
+    assert "could not be read" in reply.params["text"] and "unreadable" in reply.params["text"]
+    for secret in ("10.4.0.9", "/srv/secrets", "id_rsa"):
+        assert secret not in reply.params["text"], (secret, reply.params["text"])
+
+
 async def test_a_job_run_again_under_its_id_after_a_cancel_can_be_cancelled_again(
         harness: Harness) -> None:
     """Cancelled from its alert, then run again under the same id (``scontrol requeue`` of the

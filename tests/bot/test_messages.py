@@ -314,3 +314,33 @@ def test_a_replayed_clusters_provenance_is_no_trouble_in_the_headers() -> None:
     parent = sweep_parent(result, period_start=T0, now=T0, sweeps=1, period_hours=24).text
     assert "⚠️" not in parent and "recorded" not in parent, parent
     assert render_text(result.report, {}).splitlines()[0].endswith(" · snap ok")
+
+
+LEAKY_DETAILS = [  # (an unreachable cluster's error text, what Slack must not show)
+    ("redis get: Error 111 connecting to 10.2.0.7:6380. Connect call failed ('10.2.0.7', 6380).",
+     ["10.2.0.7", "6380"]),
+    ("cannot connect to rediss://jobtables:s3cret-pw@redis.internal:6380/0",
+     ["s3cret-pw", "redis.internal", "jobtables:"]),
+    ("cannot read client key /etc/jobtables/keys/id_ed25519: Permission denied",
+     ["/etc/jobtables", "id_ed25519"]),
+    ("kubeconfig /home/ops/.kube/prod-config: context 'beta' not found",
+     ["/home/ops", "prod-config"]),
+    ("ssh: connect to login01.hpc.corp.example:2222 timed out", ["login01.hpc", "2222"]),
+    ("Host key is not trusted for host [fd00::12]:22", ["fd00::12"]),
+    ("probe error: RuntimeError('x')\nTraceback (most recent call last):\n"
+     '  File "/opt/jobtables/probes/slurm/probe.py", line 12, in collect', ["Traceback", "/opt"]),
+]
+
+
+@pytest.mark.parametrize(("text", "secrets"), LEAKY_DETAILS)
+def test_channel_shows_an_unreachable_cluster_without_internal_detail(
+        text: str, secrets: list[str]) -> None:
+    """The channel parent and a /jobs header name the cluster and say unreachable with a
+    short reason; an address, URL, credentials path or traceback in the error stays out."""
+    result = sweep_result([detail(job("4100", "rl-a"))], unreachable=("beta",))
+    result.report.clusters[-1] = result.report.clusters[-1].model_copy(update={"detail": text})
+    parent = sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=1)
+    for shown in (parent.text + str(parent.blocks), sweep_header(result, age_s=None)):
+        assert "beta UNREACHABLE (" in shown
+        for secret in secrets:
+            assert secret not in shown, (secret, shown)

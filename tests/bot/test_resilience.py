@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from bot.app import make_scheduler
 from bot.cli import DEMO_RECORDING
@@ -154,3 +155,33 @@ async def test_rate_limited_post_is_retried_after_retry_after(
     statuses = [c.status for c in slack.calls if c.path == "/api/chat.postMessage"]
     assert statuses[:2] == [429, 200]
     assert 'method="chat.postMessage"' not in h.bot.telemetry.render().decode()
+
+
+def slack_texts(slack: FakeSlack) -> str:
+    """Everything the bot sent to Slack: posts, edits, ephemeral and response_url replies."""
+    return "\n".join(c.params.get("text", "") + blocks_text(c.params.get("blocks") or [])
+                     for c in slack.calls)
+
+
+async def test_redis_outage_note_in_the_channel_names_no_internal_address(
+        real: Harness, forwarder: Forwarder) -> None:
+    """Redis unreachable (the forwarder's port closed): the channel parent says Redis is
+    unreachable and what it means for users, never Redis's host:port; the address is in the
+    bot's log."""
+    scheduler = make_scheduler(real.bot)
+    assert await scheduler.tick()  # the leader, Redis up
+    port = forwarder.port
+    await forwarder.close()
+    real.clock.advance(1800)
+    with capture_logs() as logs:
+        await scheduler.tick()  # the leader keeps posting, degraded
+        text = await ask_jobs(real)
+    edits = [c.params["text"] for c in real.slack.to("/api/chat.update")
+             if c.params.get("channel") == "C0SWEEP"]
+    assert edits and "Redis is unreachable" in edits[-1]
+    assert "no sweep post is duplicated" in edits[-1]
+    assert "Redis is unreachable" in text
+    everything = slack_texts(real.slack)
+    assert f":{port}" not in everything and "127.0.0.1" not in everything
+    assert "Connect call failed" not in everything and "Errno" not in everything
+    assert any(f"{port}" in str(e) for e in logs), "the address belongs in the bot's log"
