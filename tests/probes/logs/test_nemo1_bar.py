@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from probes.logs.incremental import LogCarry, parse_increment
@@ -108,17 +108,27 @@ def _mixed_log(seed: int, n: int) -> bytes:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 10**6), n=st.sampled_from([5, 60, 600]), data=st.data())
+# Found by this property (stored in a local .hypothesis/, which git ignores, so a fresh clone,
+# CI's, may never draw it): HF dicts far above the bars, numbered at the end (53dcb34). An
+# explicit example has no data to draw from: it is cut at every 20th hard offset of the log.
+@example(seed=10354, n=600, data=None).via("HF dicts far above the bars (53dcb34)")
 def test_postfix_steps_fold_as_the_cold_parse_reads_them(seed: int, n: int,
-                                                         data: st.DataObject) -> None:
+                                                         data: st.DataObject | None) -> None:
     """Any cut of such a log, folded with the carry through JSON, is ``parse_log`` of it, and
     ``parse_log`` (history read back from the end, earlier bars skimmed) is the per-line pass."""
     from probes.logs.parse import _parse_reference
-    from tests.probes.logs.test_incremental import assert_same, cut, cut_points, fold
+    from tests.probes.logs.test_incremental import (
+        assert_same,
+        cut,
+        cut_points,
+        fold,
+        interesting,
+    )
 
     text = _mixed_log(seed, n)
     cold = parse_log(text, mtime=MTIME)
-    assert_same(_but_formats(fold(cut(text, data.draw(cut_points(text))), mtime=MTIME)[0]),
-                _but_formats(cold))
+    points = interesting(text)[::20] if data is None else data.draw(cut_points(text))
+    assert_same(_but_formats(fold(cut(text, points), mtime=MTIME)[0]), _but_formats(cold))
     assert_same(_but_formats(cold), _but_formats(_parse_reference(text, mtime=MTIME)))
 
 
