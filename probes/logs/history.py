@@ -37,6 +37,8 @@ from probes.logs.lines import (
     interval_seconds,
     lightning_status,
     may_be_lightning,
+    parse_ds_chat_loss,
+    parse_ds_progress,
     parse_iteration,
     parse_number,
     parse_pairs,
@@ -136,6 +138,15 @@ with resolved config:`` then ``OmegaConf.to_yaml``, its top-level keys at column
 epochs and the cap on steps a epoch that, with its bar's total (steps a epoch), give the run's
 total optimization steps."""
 EPOCH_CONFIG_GATES = ("epochs: ", "max_steps_per_epoch: ")
+_DS_GA_RE = re.compile(r"\] {1,4}gradient_accumulation_steps \.{0,40} ?(\d{1,9})\s*$")
+"""DeepSpeed's engine config dump at start-up, rank 0 (deepspeed/runtime/config.py ``print``:
+``logger.info("  {} {} {}".format(arg, "." * (29 - len(arg)), value))``): the micro-batches
+of one optimizer step."""
+_DS_CHAT_EPOCH_RE = re.compile(
+    r"^\s{0,8}Beginning of Epoch \d{1,6}/(\d{1,6}), Total Micro Batches (\d{1,12})\s*$")
+"""DeepSpeed-Chat's epoch banner (its training mains' ``print_rank_0``): the epochs and a
+rank's micro-batches a epoch (``len(train_dataloader)``)."""
+DS_GATES = ("gradient_accumulation_steps", "Total Micro Batches")
 FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics",
                 "Max number of steps has been reached")
 """A trainer's own line that it finished: SkyRL's two, verl's, NeMo-RL's (its loop's return on
@@ -146,7 +157,7 @@ MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
-    "effective maximum steps", *LOOP_GATES,
+    "effective maximum steps", *LOOP_GATES, *DS_GATES,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 _SKYRL_BAR = "Training Batches Processed"
@@ -159,6 +170,7 @@ METRIC_LINES = NeedleFilter(
         *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps"),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
+        *("] step=", ", rank: ", *DS_GATES),
     ),
     unicode_digits=True,
 )
@@ -440,6 +452,13 @@ class MetricScan:
     into the same log (a restart appended to its old log, a retry in the job's script); what
     the log says above it is an earlier launch's (``LogSummary.relaunch_line``)."""
 
+    ds_losses: tuple[float, int] = (0.0, 0)
+    """The sum and count of DeepSpeed-Chat's rank-0 micro-batch losses since DeepSpeed's last
+    engine line (``parse_ds_chat_loss``): their mean is the loss of the engine's next step
+    line."""
+    ds_accumulation: int | None = None
+    """DeepSpeed's ``gradient_accumulation_steps`` from its config dump (``_ds_total``)."""
+
     def __init__(
         self,
         aliases: Mapping[str, str],
@@ -566,6 +585,9 @@ class MetricScan:
                 self._mark("verl")
                 self._record(verl[0], verl[1], line_no, None)
                 return
+        if ("] step=" in body or ", Rank: 0, loss = " in body) and self._deepspeed_line(
+                body, line_no, stamp):
+            return
         if "Step " in body:
             header = SKYRL_HEADER_RE.search(body)
             if header is not None:
@@ -866,6 +888,8 @@ class MetricScan:
                 self._resume_marker(body)
             if "training loop" in body or "orchestrator loop" in body:
                 self._loop_total(body)
+            if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
+                self._ds_total(body)
             if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
                 bar = parse_tqdm(body)
                 if bar is not None and training_desc(bar.desc) == EPISODE_BAR:
@@ -875,7 +899,7 @@ class MetricScan:
         """After ``skim``: forget any half-read step, start the clock at ``at``."""
         self._skimming = False
         self.dict_lines, self.header, self.pending_reward = None, None, None
-        self.pending_status, self.nemo = None, None
+        self.pending_status, self.nemo, self.ds_losses = None, None, (0.0, 0)
         self.hf_prev, self.hf_unanchored, self.hf_saved = None, [], None
         if at is not None:
             self.clock.reference = self.clock.last = at
@@ -913,6 +937,8 @@ class MetricScan:
                 self.banner_total = int(banner.group(2))
         if "Num " in body or "Total train batch size" in body:
             self._hf_banner_line(body)
+        if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
+            self._ds_total(body)
         if "epochs: " in body or "max_steps_per_epoch: " in body:
             config = _EPOCH_CONFIG_RE.match(body)
             if config is not None:
@@ -1206,6 +1232,49 @@ class MetricScan:
             self._record(step, pairs, line_no, at)
             if not self.episode_ahead:
                 self.episode_ahead = self._episode_count() == step + 1
+
+    def _deepspeed_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
+        """``feed`` of DeepSpeed's engine line (``_on_ds_progress``) or a DeepSpeed-Chat
+        rank-0 loss line (added to ``ds_losses``); whether it was one."""
+        progress = parse_ds_progress(body)
+        if progress is not None:
+            self._on_ds_progress(progress[0], progress[1], line_no, stamp)
+            return True
+        loss = parse_ds_chat_loss(body)
+        if loss is None:
+            return False
+        if not self._skimming:
+            total, count = self.ds_losses
+            self.ds_losses = (total + loss, count + 1)
+        return True
+
+    def _ds_total(self, body: str) -> None:
+        """DeepSpeed's ``gradient_accumulation_steps`` (its config dump) and DeepSpeed-Chat's
+        ``Beginning of Epoch k/E, Total Micro Batches N``: the run's total is ``E x N // G``
+        optimizer steps (the engine steps at every G-th micro-batch, counted across epochs);
+        none without G (micro-batches are no count of steps)."""
+        found = _DS_GA_RE.search(body)
+        if found is not None and int(found.group(1)) > 0:
+            self.ds_accumulation = int(found.group(1))
+            return
+        epoch = _DS_CHAT_EPOCH_RE.match(body)
+        if epoch is not None and self.ds_accumulation:
+            total = int(epoch.group(1)) * int(epoch.group(2)) // self.ds_accumulation
+            if total > 0:
+                self.banner_total = total
+
+    def _on_ds_progress(self, step: int, values: dict[str, float], line_no: int,
+                        at: datetime | None) -> None:
+        """DeepSpeed's engine line, ``[Rank 0] step=N, skipped=K, lr=[...]`` (every
+        ``steps_per_print`` optimizer steps): a point at step N, its loss the mean of the
+        micro-batch losses rank 0 printed since the last one (``ds_losses``), and its stamp
+        the step's time (the rate from the stamps)."""
+        self._mark("deepspeed")
+        total, count = self.ds_losses
+        if count:
+            values = {**values, "loss": total / count}
+            self.ds_losses = (0.0, 0)
+        self._record(step, values, line_no, at)
 
     def _episode_count(self) -> int | None:
         """The count of the ``Episode [k/N]`` bar's last redraw (any episode's), None if none

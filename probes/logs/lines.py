@@ -615,3 +615,37 @@ def parse_tqdm(line: str) -> TqdmBar | None:
         elapsed_s=interval_seconds(elapsed),
         rate=(rate or "").strip(),
     )
+
+
+_DS_PROGRESS_RE = re.compile(
+    r"\[Rank (?:0|-1)\] step=(\d{1,12}), skipped=(\d{1,12}), lr=\[\s{0,4}([^\],\s]{1,64})")
+"""DeepSpeed's engine progress, logged by rank 0 every ``steps_per_print`` optimizer steps
+(deepspeed/runtime/engine.py ``_report_progress``: ``log_dist(f"step={step},
+skipped={self.skipped_steps}, lr={lr}, mom={mom}", ranks=[0])``; ``[Rank -1]`` before
+``torch.distributed`` is set up): the step and its param groups' learning rates (the first)."""
+_DS_CHAT_LOSS_RE = re.compile(
+    r"(?:^|\s)Epoch: \d{1,6}, Step: \d{1,12}, Rank: 0, loss = (.{1,160})$")
+"""DeepSpeed-Chat's per-micro-batch loss (``--print_loss``; each rank prints its own, the loss
+a tensor: ``Epoch: 0, Step: 39, Rank: 0, loss = tensor(2.1875, device='cuda:0',
+grad_fn=<NllLossBackward0>)``): rank 0's."""
+
+
+def parse_ds_progress(line: str) -> tuple[int, dict[str, float]] | None:
+    """DeepSpeed's engine line (:data:`_DS_PROGRESS_RE`) -> (optimizer step, ``{"lr": first
+    group's learning rate}``), else None."""
+    if "] step=" not in line:
+        return None
+    found = _DS_PROGRESS_RE.search(line)
+    if found is None:
+        return None
+    lr = parse_number(found.group(3))
+    return int(found.group(1)), ({} if lr is None else {"lr": lr})
+
+
+def parse_ds_chat_loss(line: str) -> float | None:
+    """Rank 0's micro-batch loss in a DeepSpeed-Chat line (:data:`_DS_CHAT_LOSS_RE`), else
+    None (another rank's, or no number)."""
+    if ", Rank: 0, loss = " not in line:
+        return None
+    found = _DS_CHAT_LOSS_RE.search(line)
+    return None if found is None else parse_number(found.group(1))

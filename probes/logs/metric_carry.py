@@ -149,6 +149,9 @@ class MetricCarry(Carried):
     dict_line_no: int = 0
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
+    ds_losses: tuple[float, int] = (0.0, 0)
+    ds_accumulation: int | None = None
+    """DeepSpeed-Chat's rank-0 losses since DeepSpeed's last engine line: sum and count."""
     nemo: tuple[int, LogTime | None, dict[str, float]] | None = None
     """NeMo-RL's open step (``MetricScan.nemo``): its banner's step, stamp and bullets."""
     hf_anchor: int | None = None
@@ -364,6 +367,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         dict_line_no=scan.dict_line_no,
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
+        ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation,
         nemo=None if scan.nemo is None else (scan.nemo[0], scan.nemo[1], dict(scan.nemo[2])),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
         hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq, finish_seq=scan.finish_seq,
@@ -423,6 +427,7 @@ def restore_metrics(
     scan.dict_line_no = carry.dict_line_no
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
+    scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq
