@@ -53,7 +53,7 @@ from bot.alerts import (
     closed_episode,
     job_submitted,
     job_uid,
-    message_key,
+    pressed_episode,
     same_instance,
 )
 from bot.config import Config, ConfigSource
@@ -61,7 +61,15 @@ from bot.deep_probe import memory_name, verdict_blocks
 from bot.delivery import update
 from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
-from bot.messages import CANCEL, code, collapse_message, esc, mention, outcome_blocks
+from bot.messages import (
+    CANCEL,
+    code,
+    collapse_message,
+    esc,
+    mention,
+    outcome_blocks,
+    with_job_buttons,
+)
 from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.store import RedisStore, StoreUnavailable
@@ -170,7 +178,7 @@ class ActionHandler:
     # -- checks ----------------------------------------------------------------------------------
 
     async def _check(self, press: ActionPress, cluster: str, job_id: str) -> Checked:
-        episode = await self._episode_of(press)
+        episode = await self._episode_of(press, f"{cluster}:{job_id}")
         if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
             raise Refused("tampered", "That button does not belong to this alert; the attempt "
                           "was logged.", f"episode is {episode.get('cluster')}:"
@@ -226,19 +234,21 @@ class ActionHandler:
         return Checked(cluster=cluster, job_id=job_id, episode=episode, detail=detail,
                        facts=facts)
 
-    async def _episode_of(self, press: ActionPress) -> dict[str, Any]:
+    async def _episode_of(self, press: ActionPress, ref: str) -> dict[str, Any]:
+        """The alert the press is checked on: its message's (a batched message's alert of the
+        job ``ref`` its button names: a value naming a job that message did not alert on
+        finds none)."""
         if not (press.channel_id and press.message_ts):
             raise Refused("rejected", "That button is not on an alert message.", "no message")
         try:
-            index = await self._store.get_doc(message_key(press.channel_id, press.message_ts))
-            episode = await self._store.get_doc(index["episode"]) if index else None
+            episode = await pressed_episode(self._store, press.channel_id, press.message_ts, ref)
         except StoreUnavailable as exc:
             raise UserError("The bot's state store is unavailable, so this press cannot be "
                             "checked against its alert. Try again shortly.") from exc
         if not episode:
             raise Refused("rejected", "The bot has no record of an alert in this message.",
                           "no episode for the message")
-        return dict(episode)
+        return episode
 
     # -- keep running / snooze / acknowledge -------------------------------------------------------
 
@@ -256,7 +266,7 @@ class ActionHandler:
         await self._audit(press, checked.cluster, checked.job_id, verb)
         await self._update(press.channel_id, press.message_ts, press.message_blocks,
                            f"{verb.capitalize()} by {mention(press.user_id)} at {now:%H:%M} UTC.",
-                           keep_buttons=False)
+                           keep_buttons=False, ref=f"{checked.cluster}:{checked.job_id}")
 
     # -- cancel ------------------------------------------------------------------------------------
 
@@ -269,6 +279,10 @@ class ActionHandler:
                   "channel": press.channel_id, "ts": press.message_ts,
                   "episode": checked.episode.get("name"), "cluster": cluster, "job_id": job_id,
                   "uid": uid, "submitted": submitted}
+        if checked.episode.get("batched"):
+            # The message holds other jobs' alerts too: a restart's reconcile edits this job's
+            # part of it only, from the message as it was pressed.
+            holder["blocks"] = press.message_blocks
         try:
             won = await self._store.acquire(lock, holder, ttl_s=LOCK_HOURS * 3600)
             current = None if won else await self._store.holder(lock)
@@ -279,10 +293,10 @@ class ActionHandler:
             who = (current or {}).get("user")
             raise Refused("duplicate", f"Cancel of {cluster}:{job_id} is already "
                           f"{(current or {}).get('status', 'in progress')} (by {who}).",
-                          str(current))
+                          str({k: v for k, v in (current or {}).items() if k != "blocks"}))
         await self._update(press.channel_id, press.message_ts, press.message_blocks,
                            f"⏳ Cancel requested by {mention(press.user_id)}: salvaging "
-                           "evidence first…", keep_buttons=False)
+                           "evidence first…", keep_buttons=False, ref=f"{cluster}:{job_id}")
         try:
             await self._salvage_and_cancel(press, checked, lock, holder)
         except (ProbeError, UserError, StoreUnavailable, OSError) as exc:
@@ -292,7 +306,7 @@ class ActionHandler:
             await self._update(press.channel_id, press.message_ts, press.message_blocks,
                                f"❌ Cancel by {mention(press.user_id)} failed: "
                                f"{esc(public_reason(str(exc)))}",
-                               keep_buttons=True)
+                               keep_buttons=True, ref=f"{cluster}:{job_id}")
 
     async def _salvage_and_cancel(self, press: ActionPress, checked: Checked, lock: str,
                                   holder: dict[str, Any]) -> None:
@@ -304,7 +318,8 @@ class ActionHandler:
             await self._update(press.channel_id, press.message_ts, press.message_blocks,
                                f"`{code(f'{cluster}:{job_id}')}` already ended ({state}); nothing "
                                f"cancelled. Checked for {mention(press.user_id)} at "
-                               f"{now:%H:%M} UTC.", keep_buttons=False)
+                               f"{now:%H:%M} UTC.", keep_buttons=False,
+                               ref=f"{cluster}:{job_id}")
             await self._finish(lock, holder, "already ended")
             return
         path = await self._salvage(press, detail, checked.facts, now)
@@ -325,7 +340,8 @@ class ActionHandler:
         await self._update(press.channel_id, press.message_ts, press.message_blocks, (
             f"🛑 Cancelled by {mention(press.user_id)} at {now:%Y-%m-%d %H:%M} UTC. Evidence "
             f"saved to `{code(str(path))}`; banked checkpoint: "
-            f"{banked if banked is not None else 'none'}."), keep_buttons=False)
+            f"{banked if banked is not None else 'none'}."), keep_buttons=False,
+            ref=f"{cluster}:{job_id}")
         # Marked done only once the message says so: a crash before this point leaves a lock
         # that reconcile completes, updating the message again.
         await self._finish(lock, {**holder, "path": str(path)}, "cancelled")
@@ -369,10 +385,14 @@ class ActionHandler:
     # -- shared ------------------------------------------------------------------------------------
 
     async def _update(self, channel: str | None, ts: str | None,
-                      blocks: list[dict[str, Any]], line: str, *, keep_buttons: bool) -> None:
+                      blocks: list[dict[str, Any]], line: str, *, keep_buttons: bool,
+                      ref: str | None = None) -> None:
+        """The message with ``line`` as its outcome; in a batched alert, ``ref``'s part only
+        (``outcome_blocks``): the other jobs keep their buttons."""
         if channel and ts:
             await update(self._client, channel=channel, ts=ts, text=line,
-                         blocks=outcome_blocks(blocks, line, keep_buttons=keep_buttons))
+                         blocks=outcome_blocks(blocks, line, keep_buttons=keep_buttons,
+                                               ref=ref))
 
     async def _audit(self, press: ActionPress | None, cluster: str, job_id: str, outcome: str,
                      detail: str = "", *, actor: str = "", channel: str = "", ts: str = ""
@@ -440,6 +460,8 @@ class ActionHandler:
         found = await self._store.get_doc(str(episode_name)) if episode_name else None
         episode = dict(found) if found else None
         config = self._config.current()
+        ref = f"{cluster}:{job_id}"
+        batch = holder.get("blocks") if episode and episode.get("batched") else None
         if state in STILL_RUNNING and detail is not None:
             await self._store.release(lock)
             await self._audit(None, cluster, job_id, "cancel interrupted; released",
@@ -452,13 +474,16 @@ class ActionHandler:
                 why = "the alert offered no cancel"
             else:
                 why = cancel_forbidden(detail, config)
-            blocks = await self._episode_blocks(episode, detail, config, can_cancel=why is None)
+            blocks = (with_job_buttons(batch, detail, can_cancel=why is None)
+                      if isinstance(batch, list) else
+                      await self._episode_blocks(episode, detail, config, can_cancel=why is None))
             line = (f"⚠️ The cancel requested by {mention(actor)} was interrupted before it took "
                     "effect; the job is still running. ")
             line += "Press again to retry." if why is None else (
                 f"It is not cancelled from Slack now ({esc(why)}): this is a recommendation.")
             # Without its episode a press is refused anyway: no buttons that cannot be honoured.
-            await self._update(channel, ts, blocks, line, keep_buttons=episode is not None)
+            await self._update(channel, ts, blocks, line, keep_buttons=episode is not None,
+                               ref=ref)
             return
         shown = state.value if state is not None else "no longer reported"
         outcome = "cancelled" if holder.get("status") == "cancelling" else "ended"
@@ -466,11 +491,14 @@ class ActionHandler:
         if episode:
             await self._close_episode(episode, actor)
         await self._audit(None, cluster, job_id, f"{outcome} (reconciled)", shown, **audit)
-        blocks = (await self._episode_blocks(episode, detail, config, can_cancel=False)
-                  if detail is not None else [])
+        if isinstance(batch, list):  # the other jobs of the message keep their parts
+            blocks = batch
+        else:
+            blocks = (await self._episode_blocks(episode, detail, config, can_cancel=False)
+                      if detail is not None else [])
         await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
                            f"settled after a restart; the job is {esc(shown)}.",
-                           keep_buttons=False)
+                           keep_buttons=False, ref=ref)
 
     async def _episode_blocks(self, episode: dict[str, Any] | None, detail: JobDetail,
                               config: Config, *, can_cancel: bool) -> list[dict[str, Any]]:

@@ -1,4 +1,11 @@
-"""Collapse warnings: one DM per collapse episode, with the evidence and the action buttons.
+"""Collapse warnings: one alert per collapse episode, with the evidence and the action buttons.
+
+A sweep's new alerts are sent per recipient: one alone reads as ever; an owner's several new
+collapses come as one batched DM (split only where Slack's limits force it), each job with its
+evidence line and its own buttons; the channel fallback batches the same way. A batched
+message indexes each job's episode under its own key (:func:`message_key` with the job's
+ref), so each button is checked against its own job's alert. The scheduler sends them before
+the period's tables (``bot.app.scheduled_sweep``).
 
 Policy: a job flagged ``collapse`` opens an *episode* (``cluster:job`` plus the first collapse
 step). The episode lives in Redis, so a restarted bot or another replica sends no second DM;
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,15 +50,24 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.incidents import salvage_record, write_incident
-from bot.messages import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, SNOOZE_HOURS, collapse_message
+from bot.messages import (
+    ACKNOWLEDGE,
+    CANCEL,
+    KEEP,
+    SNOOZE,
+    SNOOZE_HOURS,
+    collapse_batch_messages,
+    collapse_message,
+)
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import job_facts
 from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts
 from report.models import JobDetail
 
-__all__ = ["ACKNOWLEDGE", "CANCEL", "KEEP", "SNOOZE", "Alerter", "closed_episode",
-           "episode_name", "job_submitted", "job_uid", "message_key", "same_instance"]
+__all__ = ["ACKNOWLEDGE", "CANCEL", "KEEP", "SNOOZE", "Alerter", "alert_index", "closed_episode",
+           "episode_name", "job_submitted", "job_uid", "message_key", "pressed_episode",
+           "same_instance"]
 
 log = structlog.get_logger(__name__)
 
@@ -105,9 +122,32 @@ def episode_name(cluster: str, job_id: str, uid: str | None = None) -> str:
     return f"episode:{cluster}:{job_id}" + (f":{uid}" if uid else "")
 
 
-def message_key(channel: str, ts: str) -> str:
-    """The index from a posted alert (channel, ts) to its episode: what a press is checked on."""
-    return f"message:{channel}:{ts}"
+def message_key(channel: str, ts: str, ref: str | None = None) -> str:
+    """The index from a posted alert (channel, ts) to its episode: what a press is checked on.
+    A batched alert (several jobs' alerts in one message) indexes each job's episode under
+    its own ``ref`` (``cluster:job``): a press finds the alert of the job its button names
+    in that message, and no other (:func:`alert_index`)."""
+    return f"message:{channel}:{ts}" + (f":{ref}" if ref else "")
+
+
+def alert_index(record: dict[str, Any]) -> str:
+    """The message index a posted alert's ``record`` is found under (:func:`message_key`)."""
+    ref = f"{record.get('cluster')}:{record.get('job_id')}" if record.get("batched") else None
+    return message_key(str(record["channel"]), str(record["ts"]), ref)
+
+
+async def pressed_episode(store: RedisStore, channel: str, ts: str,
+                          ref: str) -> dict[str, Any] | None:
+    """The stored episode a press on message (channel, ts) whose button names ``ref`` is
+    checked against: that job's own alert in a batched message, else the message's alert.
+    Raises ``StoreUnavailable``."""
+    index = await store.get_doc(message_key(channel, ts, ref))
+    if not isinstance(index, dict):
+        index = await store.get_doc(message_key(channel, ts))
+    if not isinstance(index, dict) or not index.get("episode"):
+        return None
+    episode = await store.get_doc(str(index["episode"]))
+    return dict(episode) if isinstance(episode, dict) else None
 
 
 def cancel_forbidden(detail: JobDetail | None, config: Config) -> str | None:
@@ -135,6 +175,25 @@ sweep that failed, or a cluster unreachable once, does not make it a new one).""
 
 KNOWN_KEPT = 1000
 """How many episode records :class:`Alerter` remembers as last seen in Redis."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A new episode claimed in this sweep, its alert not sent yet."""
+
+    detail: JobDetail
+    name: str
+    claim: str
+    step: int
+    uid: str | None
+    submitted: str | None
+    evidence: Path | None
+    can_cancel: bool
+    owner: str | None
+
+    @property
+    def path(self) -> str | None:
+        return str(self.evidence) if self.evidence else None
 
 
 class Alerter:
@@ -179,8 +238,8 @@ class Alerter:
                                                        ttl_s=ttl_s)
                 if record.get("channel") and record.get("ts"):
                     # This DM's buttons act on the job's episode, whichever record won.
-                    await self._store.put_doc(message_key(record["channel"], record["ts"]),
-                                              {"episode": name}, ttl_s=ttl_s, only_new=True)
+                    await self._store.put_doc(alert_index(record), {"episode": name},
+                                              ttl_s=ttl_s, only_new=True)
             except StoreUnavailable:
                 return
             self._unsaved.pop(name, None)
@@ -194,18 +253,28 @@ class Alerter:
                       facts: Sequence[ClusterFacts] = ()) -> list[str]:
         """DM every new collapse episode in ``details``; return the refs alerted.
 
-        ``facts`` (the sweep's raw facts) give a no-kill evidence record its full log tail.
+        Each new episode is claimed first (one alert per episode, across replicas and
+        retries); then each recipient's new alerts of the sweep are sent together: one alert
+        alone as ever, several as one batched message (split where Slack's limits force it,
+        :func:`bot.messages.collapse_batch_messages`), each job with its own buttons, bound to
+        its own episode. ``facts`` (the sweep's raw facts) give a no-kill evidence record its
+        full log tail.
         """
         await self.flush()
-        sent = []
         self.undelivered = 0
+        claimed = []
         for detail in details:
-            if needs_alert(detail) and await self._open_episode(detail, config, facts):
-                sent.append(job_ref(detail))
-        return sent
+            if needs_alert(detail):
+                pending = await self._claim(detail, config, facts)
+                if pending is not None:
+                    claimed.append(pending)
+        delivered = await self._deliver(claimed, config)
+        return [job_ref(p.detail) for p in claimed if p.name in delivered]
 
-    async def _open_episode(self, detail: JobDetail, config: Config,
-                            facts: Sequence[ClusterFacts]) -> bool:
+    async def _claim(self, detail: JobDetail, config: Config,
+                     facts: Sequence[ClusterFacts]) -> _Pending | None:
+        """The new episode of ``detail``'s collapse, claimed (and its no-kill evidence
+        written), or None when there is none to alert."""
         job = detail.report
         step = detail.collapse_step if detail.collapse_step is not None else (job.step or 0)
         live = job_facts(facts, job.cluster, job.job_id)
@@ -227,50 +296,110 @@ class Alerter:
                         "seen_at": self._clock().isoformat()}
                 await self._store.put_doc(name, seen, ttl_s=self._ttl(config))
                 self._remember(name, seen)
-                return False
+                return None
             if not self._is_new(doc, step):
                 if doc and doc.get("state") == "open" and step > doc.get("last_step", step):
                     moved = {**doc, "last_step": step}
                     await self._store.put_doc(name, moved, ttl_s=self._ttl(config))
                     self._remember(name, moved)
-                return False
+                return None
             claimed = await self._store.put_doc(claim, {"by": "alerter"},
                                                 ttl_s=self._ttl(config), only_new=True)
             if not claimed:
-                return False
+                return None
         except StoreUnavailable as exc:
             log.warning("episode state unavailable; using process memory", error=str(exc))
             doc = self._local.get(name)
             if doc is not None and not same_instance(doc, live):
                 doc = None  # another job under the id (above)
             if not self._is_new(doc, step):
-                return False
+                return None
         evidence = None
         if not cancel_allowed(detail, config):
             evidence = await self._record_evidence(detail, facts, config)
-        record = await self._send(detail, config, step, evidence)
-        if record is None:
-            # Nothing was delivered: give the claim back so the next sweep (or this one's
-            # retry, soon) tries again.
-            self.undelivered += 1
-            try:
-                await self._store.delete_doc(claim)
-            except StoreUnavailable as exc:
-                log.warning("alert claim kept; it expires by itself", error=str(exc))
-            return False
-        record = {**record, "uid": uid, "submitted": job_submitted(live), "name": name,
-                  "job_name": detail.report.name}
+        return _Pending(detail=detail, name=name, claim=claim, step=step, uid=uid,
+                        submitted=job_submitted(live), evidence=evidence,
+                        can_cancel=cancel_allowed(detail, config),
+                        owner=slack_owner(config, job.cluster, job.user))
+
+    async def _deliver(self, claimed: Sequence[_Pending], config: Config) -> set[str]:
+        """Send each recipient's alerts (the owner's DM; the channel when the owner is
+        unknown or the DM fails, naming the owner); record what was delivered; give back
+        the claims of what was not. Returns the episode names delivered."""
+        by_owner: dict[str | None, list[_Pending]] = {}
+        for pending in claimed:
+            by_owner.setdefault(pending.owner, []).append(pending)
+        delivered: set[str] = set()
+        for owner, group in by_owner.items():
+            left = list(group)
+            if owner is not None:
+                channel = await dm_channel(self._client, owner)  # None: the channel gets it
+                if channel is not None:
+                    left = await self._post(channel, left, config, delivered_for=None,
+                                            done=delivered)
+            if left and config.slack.channel:
+                left = await self._post(config.slack.channel, left, config,
+                                        delivered_for=owner, done=delivered)
+            for pending in left:
+                # Nothing was delivered: give the claim back so the next sweep (or this
+                # one's retry, soon) tries again.
+                log.warning("collapse alert not delivered; retried next sweep",
+                            ref=job_ref(pending.detail))
+                self.undelivered += 1
+                try:
+                    await self._store.delete_doc(pending.claim)
+                except StoreUnavailable as exc:
+                    log.warning("alert claim kept; it expires by itself", error=str(exc))
+        return delivered
+
+    async def _post(self, channel: str, group: list[_Pending], config: Config, *,
+                    delivered_for: str | None, done: set[str]) -> list[_Pending]:
+        """Post ``group``'s alerts to ``channel`` (one alone as ever, several batched);
+        record each delivered one in ``done``; return those Slack took no message for."""
+        if len(group) == 1:
+            (one,) = group
+            message = collapse_message(one.detail, can_cancel=one.can_cancel,
+                                       evidence_path=one.path, delivered_for=delivered_for)
+            parts = [(message, [0])]
+        else:
+            parts = collapse_batch_messages(
+                [(p.detail, p.can_cancel, p.path) for p in group], delivered_for=delivered_for)
+        left = []
+        for message, members in parts:
+            posted = await post(self._client, channel=channel, text=message.text,
+                                blocks=message.blocks)
+            for i in members:
+                if posted is None:
+                    left.append(group[i])
+                else:
+                    await self._record(group[i], posted, config,
+                                       delivered_for=delivered_for, batched=len(group) > 1)
+                    done.add(group[i].name)
+        return left
+
+    async def _record(self, pending: _Pending, posted: dict[str, Any], config: Config, *,
+                      delivered_for: str | None, batched: bool) -> None:
+        """The delivered alert's episode, and its message's index, written to Redis."""
+        job = pending.detail.report
+        record = {
+            "state": "open", "first_step": pending.step, "last_step": pending.step,
+            "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
+            "user": job.user, "owner": pending.owner, "channel": posted.get("channel"),
+            "ts": posted.get("ts"), "can_cancel": pending.can_cancel, "evidence": pending.path,
+            "delivered_for": delivered_for, "batched": batched, "uid": pending.uid,
+            "submitted": pending.submitted, "name": pending.name, "job_name": job.name,
+        }
+        name = pending.name
         self._local[name] = record
         try:
             await self._store.put_doc(name, record, ttl_s=self._ttl(config))
             self._remember(name, record)
             if record.get("channel") and record.get("ts"):
-                await self._store.put_doc(message_key(record["channel"], record["ts"]),
-                                          {"episode": name}, ttl_s=self._ttl(config))
+                await self._store.put_doc(alert_index(record), {"episode": name},
+                                          ttl_s=self._ttl(config))
         except StoreUnavailable as exc:
             self._unsaved[name] = self._ttl(config)
-            log.warning("episode not saved", ref=job_ref(detail), error=str(exc))
-        return True
+            log.warning("episode not saved", ref=job_ref(pending.detail), error=str(exc))
 
     def _remember(self, name: str, doc: Any) -> None:
         """``doc`` is what Redis holds for episode ``name`` now (the newest :data:`KNOWN_KEPT`
@@ -326,38 +455,6 @@ class Alerter:
         except StoreUnavailable as exc:
             log.warning("no-kill evidence kept on disk only", path=str(path), error=str(exc))
         return path
-
-    async def _send(self, detail: JobDetail, config: Config, step: int,
-                    evidence: Path | None = None) -> dict[str, Any] | None:
-        """DM the owner; if that fails (or nobody is mapped), the channel, naming the owner."""
-        job = detail.report
-        owner = slack_owner(config, job.cluster, job.user)
-        can_cancel = cancel_allowed(detail, config)
-        path = str(evidence) if evidence else None
-        posted = None
-        delivered_for = None
-        if owner is not None:
-            channel = await dm_channel(self._client, owner)  # None: the channel gets it
-            if channel is not None:
-                message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path)
-                posted = await post(self._client, channel=channel, text=message.text,
-                                    blocks=message.blocks)
-        if posted is None and config.slack.channel:
-            delivered_for = owner
-            message = collapse_message(detail, can_cancel=can_cancel, evidence_path=path,
-                                       delivered_for=owner)
-            posted = await post(self._client, channel=config.slack.channel, text=message.text,
-                                blocks=message.blocks)
-        if posted is None:
-            log.warning("collapse alert not delivered; retried next sweep", ref=job_ref(detail))
-            return None
-        return {
-            "state": "open", "first_step": step, "last_step": step,
-            "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
-            "user": job.user, "owner": owner, "channel": posted.get("channel"),
-            "ts": posted.get("ts"), "can_cancel": can_cancel, "evidence": path,
-            "delivered_for": delivered_for,
-        }
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:

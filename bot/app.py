@@ -456,8 +456,9 @@ def upload_stem(cluster: str, job_id: str) -> str:
 
 
 async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bool:
-    """Interval ``interval``'s sweep: follow-ups, the day's parent and thread, collapse DMs
-    (each told in the thread), job-end DMs, deep probes, reconcile. False when it should be
+    """Interval ``interval``'s sweep: collapse DMs (first: the time-critical messages),
+    follow-ups, the day's parent and thread (the alerts told in it), job-end DMs, deep
+    probes, reconcile. False when it should be
     tried again soon (``bot.scheduler``; ``retry``: this is that try): a cluster could not be
     read, Redis could not serve the history, or Slack refused a thread reply, the parent's
     edit, a collapse alert or a job-end DM.
@@ -473,14 +474,16 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     # Claimed without the lock by a replica that never saw who leads: alerts only, so an
     # outage neither silences a collapse nor doubles the channel thread (bot.lease).
     alone = bot.lease.fallback(interval) == "alone"
-    lines = [] if alone else await bot.followups.process(result, config)
-    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry,
-                                                          interval=interval)
+    # The collapse alerts first: they are the time-critical messages, and the period's full
+    # tables (dozens of paced posts at thousands of jobs) must not hold them back a minute.
     told = []
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         cluster, _, job_id = ref.partition(":")
         user = result.details[(cluster, job_id)].report.user
         told.append(collapse_line(ref, slack_owner(config, cluster, user)))
+    lines = [] if alone else await bot.followups.process(result, config)
+    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry,
+                                                          interval=interval)
     if alone:  # no thread to tell them in yet: the next one this replica posts does
         bot.untold.extend(told)
         told = []

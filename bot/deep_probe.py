@@ -55,6 +55,7 @@ from bot.alerts import (
     job_submitted,
     job_uid,
     message_key,
+    pressed_episode,
     same_instance,
 )
 from bot.config import Config
@@ -462,8 +463,9 @@ async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
     if not (press.channel_id and press.message_ts):
         return None
     try:
-        index = await bot.store.get_doc(message_key(press.channel_id, press.message_ts))
-        episode = await bot.store.get_doc(index["episode"]) if index else (
+        # A batched alert's press finds the alert of the job its button names (bot.alerts).
+        episode = await pressed_episode(bot.store, press.channel_id, press.message_ts,
+                                        f"{cluster}:{job_id}") or (
             await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
         if not episode:
             return None

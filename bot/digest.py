@@ -52,7 +52,7 @@ from typing import Any
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alerts import message_key, same_instance
+from bot.alerts import pressed_episode, same_instance
 from bot.config import Config
 from bot.delivery import edit, post
 from bot.messages import (
@@ -488,8 +488,7 @@ class Digest:
     async def _cancelled_instance(self, entry: Mapping[str, Any]) -> dict[str, Any]:
         """The instance (uid, submit time) of the job a cancel press acted on: its alert's
         episode, found through the pressed message the audit entry names."""
-        index = await self._store.get_doc(message_key(str(entry.get("channel") or ""),
-                                                      str(entry.get("ts") or "")))
-        episode = await self._store.get_doc(index["episode"]) if isinstance(index, dict) else None
-        episode = episode if isinstance(episode, dict) else {}
+        episode = await pressed_episode(self._store, str(entry.get("channel") or ""),
+                                        str(entry.get("ts") or ""),
+                                        f"{entry.get('cluster')}:{entry.get('job_id')}") or {}
         return {"uid": episode.get("uid"), "submitted": episode.get("submitted")}

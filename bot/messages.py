@@ -479,6 +479,98 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
                         blocks=blocks)
 
 
+BATCH_ENTRY_CHARS = 1200
+"""One job's entry in a batched alert at most this long: a dozen fit in one message."""
+
+
+def batch_actions_id(ref: str) -> str:
+    """The block id of one job's buttons in a batched alert: an outcome replaces that block
+    only (:func:`outcome_blocks`), the other jobs keep theirs."""
+    return f"collapse_actions:{ref}"
+
+
+def _batch_entry(detail: JobDetail, *, can_cancel: bool, evidence_path: str | None,
+                 ) -> list[dict[str, Any]]:
+    """One job of a batched alert: its head, its fired evidence, why; then its buttons."""
+    job = detail.report
+    raw = f"{job.cluster}:{job.job_id}"
+    ref = code(raw)
+    fired = [line for line, ev in zip(evidence_lines(detail), detail.evidence, strict=False)
+             if ev.fired] or evidence_lines(detail)[:1] or ["(no signal evidence recorded)"]
+    why = esc(job.recommendation.why) if job.recommendation else "collapse rule fired"
+    lines = [f"*`{ref}` {esc(one_line(job.name))}* (owner {esc(job.user or 'unknown')}): step "
+             f"{job.step if job.step is not None else '—'}, collapse at step "
+             f"{detail.collapse_step if detail.collapse_step is not None else '—'}; "
+             + (f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None
+                else "no banked checkpoint found"),
+             *fired, f"_{why}_"]
+    if evidence_path is not None:
+        lines.append(f"Evidence recorded (the job keeps running): `{code(evidence_path)}`")
+    text = cut_text("\n".join(lines), BATCH_ENTRY_CHARS)
+    return [section(text), {"type": "actions", "block_id": batch_actions_id(raw),
+                            "elements": _buttons(detail, can_cancel=can_cancel)}]
+
+
+def with_job_buttons(blocks: Sequence[dict[str, Any]], detail: JobDetail, *,
+                     can_cancel: bool) -> list[dict[str, Any]]:
+    """A batched alert's blocks with ``detail``'s own buttons as they may be pressed now (its
+    outcome line, if any, dropped: the caller adds the new one); the other jobs' untouched."""
+    ref = f"{detail.report.cluster}:{detail.report.job_id}"
+    actions = {"type": "actions", "block_id": batch_actions_id(ref),
+               "elements": _buttons(detail, can_cancel=can_cancel)}
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("block_id") in (batch_actions_id(ref), f"outcome:{ref}"):
+            if actions not in out:
+                out.append(actions)
+        else:
+            out.append(block)
+    return out
+
+
+def collapse_batch_messages(
+    alerts: Sequence[tuple[JobDetail, bool, str | None]], *, delivered_for: str | None = None,
+) -> list[tuple[SlackMessage, list[int]]]:
+    """Several collapse alerts for one recipient, in as few messages as Slack's limits allow
+    (50 blocks, about 10,000 characters of block text); each job with its evidence and its own
+    buttons (their ``value`` names it: a press is checked against that job's own alert).
+
+    ``alerts``: (detail, can_cancel, evidence path) per job. Returns each message with the
+    indexes of the alerts it carries.
+    """
+    from report.chunks import MESSAGE_BLOCKS, MESSAGE_CHARS
+
+    entries = [_batch_entry(d, can_cancel=c, evidence_path=p) for d, c, p in alerts]
+    note = (context(f"For {mention(delivered_for)}: the direct message to the owner could not "
+                    "be delivered.") if delivered_for is not None else None)
+    # The header section (and the note), and room for one outcome line beside its buttons.
+    head_room = 2 + (1 if note else 0)
+    head_chars = 200
+    groups: list[list[int]] = []
+    blocks_used = chars_used = 0
+    for n, entry in enumerate(entries):
+        size = len(entry[0]["text"]["text"]) + 100  # the buttons' labels
+        if not groups or blocks_used + len(entry) > MESSAGE_BLOCKS - head_room \
+                or chars_used + size > MESSAGE_CHARS - head_chars:
+            groups.append([])
+            blocks_used = chars_used = 0
+        groups[-1].append(n)
+        blocks_used += len(entry)
+        chars_used += size
+    out = []
+    for part, group in enumerate(groups, 1):
+        of = f" (message {part} of {len(groups)})" if len(groups) > 1 else ""
+        refs = ", ".join(code(f"{alerts[i][0].report.cluster}:{alerts[i][0].report.job_id}")
+                         for i in group)
+        header = section(f"*{len(alerts)} collapses* in this sweep{of}: each job with its "
+                         "evidence and its own buttons (a button acts only on its job).")
+        blocks = [*([note] if note else []), header,
+                  *(block for i in group for block in entries[i])]
+        out.append((SlackMessage(text=cut_text(f"{len(group)} collapses{of}: {refs}", 150),
+                                 blocks=blocks), group))
+    return out
+
+
 def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
     return {"type": "button", "action_id": action_id, "value": value,
             "text": {"type": "plain_text", "text": text}, **extra}
@@ -513,8 +605,29 @@ def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
 
 
 def outcome_blocks(blocks: Sequence[dict[str, Any]], line: str, *,
-                   keep_buttons: bool) -> list[dict[str, Any]]:
-    """The alert's blocks with the outcome line (escaped mrkdwn) in place of the last one."""
+                   keep_buttons: bool, ref: str | None = None) -> list[dict[str, Any]]:
+    """The alert's blocks with the outcome line (escaped mrkdwn) in place of the last one.
+
+    In a batched alert (``ref``'s buttons under :func:`batch_actions_id`), only that job's
+    buttons (or its earlier outcome) give way to its outcome; the other jobs keep theirs."""
+    actions, told = batch_actions_id(ref or ""), f"outcome:{ref}"
+    if ref is not None and any(str(b.get("block_id", "")).startswith(("collapse_actions:",
+                                                                       "outcome:"))
+                               for b in blocks):
+        out: list[dict[str, Any]] = []
+        placed = False
+        for block in blocks:
+            if block.get("block_id") not in (actions, told):
+                out.append(block)
+                continue
+            if block.get("block_id") == actions and keep_buttons:
+                out.append(block)
+            if not placed:  # this job's earlier outcome (or its buttons) gives way to it
+                out.append(context(line, block_id=told))
+                placed = True
+        if not placed:
+            out.append(context(line, block_id=told))
+        return out[:50]
     kept = [b for b in blocks if keep_buttons or b.get("type") != "actions"]
     kept = [b for b in kept if b.get("block_id") != "outcome"][:49]
     return [*kept, context(line, block_id="outcome")]

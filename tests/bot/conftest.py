@@ -179,13 +179,19 @@ class Harness:
         return status, f"/webhook/{hook}"
 
     def alert_post(self, ref: str = "alpha:4242") -> dict[str, Any]:
-        """The latest alert the bot posted for ``ref``: its channel, ts and blocks."""
+        """The latest alert the bot posted for ``ref`` (a message with a button whose value
+        names it; the sweep's thread replies after it name the job too): its channel, ts and
+        blocks."""
+        def loaded(call: Any) -> list[dict[str, Any]]:
+            blocks = call.params.get("blocks") or []
+            return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
+
         posts = [c for c in self.slack.to("/api/chat.postMessage")
-                 if ref in str(c.params.get("blocks", ""))]
+                 if any(e.get("value") == ref for b in loaded(c) if b.get("type") == "actions"
+                        for e in b.get("elements", []))]
         assert posts, f"no alert posted for {ref}"
-        blocks = posts[-1].params["blocks"]
         return {"channel": posts[-1].answer["channel"], "ts": posts[-1].answer["ts"],
-                "blocks": json.loads(blocks) if isinstance(blocks, str) else blocks}
+                "blocks": loaded(posts[-1])}
 
     async def press_alert(self, action_id: str, *, user: str, ref: str = "alpha:4242",
                           value: str | None = None) -> str:

@@ -39,7 +39,7 @@ class Call:
 @dataclass
 class FakeSlack:
     calls: list[Call] = field(default_factory=list)
-    rate_limits: dict[str, list[int]] = field(default_factory=dict)
+    rate_limits: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     """method -> Retry-After seconds of the 429s still to give."""
     failures: dict[str, list[tuple[str, str | None, Callable[[dict[str, Any]], bool] | None]]] = \
         field(default_factory=dict)
@@ -85,8 +85,11 @@ class FakeSlack:
     def response_url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/webhook/{name}"
 
-    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
-        self.rate_limits.setdefault(method, []).extend([retry_after] * times)
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0,
+                   target: str | None = None) -> None:
+        """The next ``times`` calls of ``method`` (to the channel ``target`` only, if given)
+        answer 429 with ``Retry-After``."""
+        self.rate_limits.setdefault(method, []).extend([(retry_after, target)] * times)
 
     def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None,
              status: int = 200, when: Callable[[dict[str, Any]], bool] | None = None) -> None:
@@ -132,9 +135,11 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params = await _params(request)
-        pending = self.rate_limits.get(method)
-        if pending:
-            retry_after = pending.pop(0)
+        pending = self.rate_limits.get(method) or []
+        limited = next((n for n, (_, target) in enumerate(pending)
+                        if target is None or target == params.get("channel")), None)
+        if limited is not None:
+            retry_after, _ = pending.pop(limited)
             await self._record(request, params, 429)
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(retry_after)})

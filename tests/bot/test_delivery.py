@@ -67,15 +67,19 @@ async def test_unknown_owner_id_falls_back_to_the_channel_naming_the_owner(
 async def test_rate_limits_that_outlast_the_retries_do_not_stop_the_alert(
     slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
 ) -> None:
-    """429s beyond the SDK's retries on the channel parent: thread and DM are still sent."""
+    """429s beyond the SDK's retries on the channel parent: thread and DM are still sent.
+
+    (The DM is now the sweep's first post, before the parent: the 429s are aimed at the
+    channel, whose first posts they were before.)"""
     clock = FakeClock()
     sweeper = FakeSweeper(make=lambda: sweep_result([collapsing()], at=clock()),
                           conf=make_config(prefix, tmp_path))
-    slack.rate_limit("chat.postMessage", times=4, retry_after=0)
+    slack.rate_limit("chat.postMessage", times=4, retry_after=0, target="C0SWEEP")
     async with running_bot(slack, store, sweeper, clock) as h:
         assert await make_scheduler(h.bot).tick()
         metrics = h.bot.telemetry.render().decode()
-    statuses = [c.status for c in slack.calls if c.path == "/api/chat.postMessage"]
+    statuses = [c.status for c in slack.calls if c.path == "/api/chat.postMessage"
+                and c.params["channel"] == "C0SWEEP"]
     assert statuses[:4] == [429, 429, 429, 429]
     assert 'error="ratelimited",method="chat.postMessage"} 1.0' in metrics
     (dm,) = alerts(slack)

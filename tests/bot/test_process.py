@@ -100,9 +100,11 @@ async def test_run_bot_posts_the_current_interval_and_stops(
     assert os.environ["SLACK_API_URL"] == slack.base_url
     task = asyncio.create_task(run_bot(bot_env, port=0), name="run_bot")
     try:
-        (parent, *_) = await slack.wait_for("/api/chat.postMessage")
+        # The recorded collapse DMs alice first (alerts go before the channel's posts).
+        (alert, parent, *_) = await slack.wait_for("/api/chat.postMessage", 2)
         assert parent.params["channel"] == "C0SWEEP"
         await slack.wait_for("/api/conversations.open")  # the recorded collapse DMs alice
+        assert alert.params["channel"] != "C0SWEEP"
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -208,10 +208,12 @@ async def test_sweep_thread_has_summary_parent_and_table_replies(
     async with running_bot(slack, store, sweeper, clock) as h:
         assert await make_scheduler(h.bot).tick()
     posts = slack.to("/api/chat.postMessage")
-    parent, replies = posts[0], [p for p in posts if p.params.get("thread_ts")]
+    # The collapse DM goes first (before the channel's tables), then the parent.
+    assert posts[0].params["channel"] == "DALICE"
+    parent, replies = posts[1], [p for p in posts if p.params.get("thread_ts")]
     assert parent.params["channel"] == "C0SWEEP" and "RL" in parent.params["text"]
     assert len(replies) >= 2
-    assert {r.params["thread_ts"] for r in replies} == {"1700000000.000001"}
+    assert {r.params["thread_ts"] for r in replies} == {parent.answer["ts"]}  # was the 1st post
     for reply in replies:
         blocks = reply.params.get("blocks") or []
         assert len(blocks) <= 50
