@@ -503,7 +503,7 @@ def _batch_entry(detail: JobDetail, *, can_cancel: bool, evidence_path: str | No
              f"{detail.collapse_step if detail.collapse_step is not None else '—'}; "
              + (f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None
                 else "no banked checkpoint found"),
-             *fired, f"_{why}_"]
+             *fired, why]
     if evidence_path is not None:
         lines.append(f"Evidence recorded (the job keeps running): `{code(evidence_path)}`")
     text = cut_text("\n".join(lines), BATCH_ENTRY_CHARS)
