@@ -390,9 +390,39 @@ class ActionHandler:
         """The message with ``line`` as its outcome; in a batched alert, ``ref``'s part only
         (``outcome_blocks``): the other jobs keep their buttons."""
         if channel and ts:
+            if ref is not None:
+                blocks = await self._settled_parts(channel, ts, blocks, ref)
             await update(self._client, channel=channel, ts=ts, text=line,
                          blocks=outcome_blocks(blocks, line, keep_buttons=keep_buttons,
                                                ref=ref))
+
+    async def _settled_parts(self, channel: str, ts: str, blocks: list[dict[str, Any]],
+                             ref: str) -> list[dict[str, Any]]:
+        """A batched alert's blocks with every other job's part as its episode stands: a
+        press's blocks are the message as the presser's client last saw it, so two presses on
+        one message close together would otherwise put back the buttons the first took off."""
+        for block in list(blocks):
+            block_id = str(block.get("block_id", ""))
+            other = block_id.removeprefix("collapse_actions:")
+            if other in (block_id, ref):  # not a batched job's buttons, or this job's
+                continue
+            try:
+                episode = await pressed_episode(self._store, channel, ts, other)
+            except StoreUnavailable:
+                return blocks
+            if (episode is None or episode.get("state") != "closed"
+                    or (episode.get("channel"), episode.get("ts")) != (channel, ts)):
+                continue
+            action = str(episode.get("action"))
+            try:
+                at = f" at {datetime.fromisoformat(str(episode.get('closed_at'))):%H:%M} UTC"
+            except ValueError:
+                at = ""
+            who = mention(str(episode.get("closed_by") or ""))
+            line = (f"🛑 Cancelled by {who}{at}." if action == CANCEL else
+                    f"{VERBS.get(action, action).capitalize()} by {who}{at}.")
+            blocks = outcome_blocks(blocks, line, keep_buttons=False, ref=other)
+        return blocks
 
     async def _audit(self, press: ActionPress | None, cluster: str, job_id: str, outcome: str,
                      detail: str = "", *, actor: str = "", channel: str = "", ts: str = ""

@@ -278,3 +278,23 @@ def h_ts(slack: FakeSlack, ref: str) -> str:
     """The ts of the first alert message naming ``ref`` in its buttons."""
     return next(c.answer["ts"] for c in slack.to("/api/chat.postMessage")
                 if ref in buttons(blocks_of(c)))
+
+
+async def test_two_presses_close_together_on_one_batch_keep_both_outcomes(
+        slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
+    """The owner goes down the list: Keep running on one job, then Snooze on the next before
+    the first edit reached their client (the second press carries the message as first
+    posted). The message ends with neither job's buttons and both outcomes; the third keeps
+    its buttons."""
+    ids = ["6201", "6202", "6203"]
+    async with bot_with(slack, store, clock, tmp_path, [collapsing(i) for i in ids]) as h:
+        await scheduled_sweep(h.bot, 0)
+        where = h.alert_post("alpha:6201")  # the blocks as posted, for both presses
+        for action, ref in (("keep_running", "alpha:6201"), ("snooze", "alpha:6202")):
+            await h.press(action, ref, user="UALICE", blocks=where["blocks"],
+                          channel=where["channel"], ts=where["ts"])
+            await h.bot.tasks.drain()
+        final = blocks_of(slack.to("/api/chat.update")[-1])
+    assert sorted(buttons(final)) == ["alpha:6203"]
+    text = json.dumps(final, ensure_ascii=False)
+    assert "Kept running by <@UALICE>" in text and "Snoozed by <@UALICE>" in text
