@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import select
+import time
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -401,11 +403,51 @@ MAX_CONFIG_BYTES = 4 << 20
 huge file is refused at once rather than read for ever."""
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate ``path``; raise :class:`ConfigError` naming the line and key."""
+CONFIG_READ_TIMEOUT_S = 10.0
+"""How long a config read may wait for its bytes: a FIFO nobody writes to (or a pipe whose
+writer hangs) is bad config after this, not a command hung for ever."""
+
+
+def _read_bounded(path: Path) -> bytes:
+    """Up to ``MAX_CONFIG_BYTES + 1`` bytes of ``path``, within :data:`CONFIG_READ_TIMEOUT_S`.
+    Opened without blocking (a FIFO's open() waits for a writer otherwise), then read as poll()
+    says bytes are there: a FIFO's EOF is only an EOF once a writer came and went (before one
+    comes, poll() waits and read() answers b'' at once)."""
+    timeout = CONFIG_READ_TIMEOUT_S
+    deadline = time.monotonic() + timeout
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        with path.open("rb") as fh:  # a pipe (--config <(...)) reads as well as a file
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CONFIG_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(max(1, int(left * 1000))):
+                if time.monotonic() < deadline:
+                    continue  # poll() woke early (a signal): wait out the rest
+                raise ConfigError(f"{path}: nothing to read within {timeout:g}s (a FIFO or "
+                                  "pipe with no writer?)" if not chunks else
+                                  f"{path}: not read whole within {timeout:g}s (its writer "
+                                  "stopped writing)")
+            try:
+                chunk = os.read(fd, min(1 << 16, MAX_CONFIG_BYTES + 1 - size))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate ``path``; raise :class:`ConfigError` naming the line and key. The
+    read is bounded in size (:data:`MAX_CONFIG_BYTES`) and time (:data:`CONFIG_READ_TIMEOUT_S`)."""
+    try:  # a pipe (--config <(...), /dev/stdin) reads as well as a file
+        data = _read_bounded(path)
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: no such config file") from exc
     except OSError as exc:

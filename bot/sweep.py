@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from bot.config import Config
+from bot.config import Config, ConfigError
 from bot.errors import JobNotFoundError, UsageError
 from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
@@ -225,6 +225,8 @@ class Sweeper:
         self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
         self._inflight: dict[tuple[str, ...], asyncio.Future[SweepResult]] = {}
         self._config: Config | None = None
+        self._config_read: asyncio.Future[Config] | None = None
+        """The config re-read under way in a worker thread (see :meth:`_read_config`)."""
         self._log_states: dict[str, dict[str, LogState]] = {}
         """Per cluster, the log states this process last saved: a warm sweep starts from them
         and reads Redis only when it has none (a stale copy is still a consistent cursor and
@@ -262,7 +264,7 @@ class Sweeper:
 
     async def _sweep(self, selection: Sequence[str] | None) -> SweepResult:
         started = time.perf_counter()
-        config = self._config = self._load_config()
+        config = self._config = await self._read_config()
         wanted = config.select(selection)
         memory, degraded = await self._memory()
         notes: list[str] = []
@@ -290,6 +292,31 @@ class Sweeper:
             await asyncio.gather(*saves)
         return SweepResult(report, details, facts, self._clock(),
                            time.perf_counter() - started, degraded or next(iter(notes), None))
+
+    async def _read_config(self) -> Config:
+        """The config re-read (CONTRACT §2) in a worker thread, never on the event loop: a
+        read that waits (a FIFO, a pipe, a slow mount) holds no Slack ack. ``load_config``
+        bounds its own wait (``bot.config.CONFIG_READ_TIMEOUT_S``; ``ConfigSource`` then keeps
+        the last good config); a read stuck past that in the kernel (a hung NFS mount) is
+        waited for a second more, then this sweep and the next ones run on the last good
+        config, without starting another read until that one returns."""
+        from bot import config as config_module
+
+        pending = self._config_read
+        if pending is not None and not pending.done() and self._config is not None:
+            return self._config  # the last read is still stuck: no second one behind it
+        if pending is None or pending.done():
+            pending = self._config_read = asyncio.ensure_future(
+                asyncio.to_thread(self._load_config))
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending),
+                                          config_module.CONFIG_READ_TIMEOUT_S + 1.0)
+        except TimeoutError:
+            if self._config is None:
+                raise ConfigError("the config could not be read within "
+                                  f"{config_module.CONFIG_READ_TIMEOUT_S + 1.0:g}s") from None
+            log.warning("config read stuck; the last good config stays in use")
+            return self._config
 
     async def _collect_all(
         self, config: Config, wanted: Sequence[ClusterConfig], notes: list[str] | None = None,
@@ -448,7 +475,7 @@ class Sweeper:
         remembers name successors), never saved: this is no sweep. ``find`` on the result
         gives the job (or says it is not there)."""
         started = time.perf_counter()
-        config = self._config = self._load_config()
+        config = self._config = await self._read_config()
         wanted = [c for c in config.select([cluster] if cluster else None) if c.active]
         memory, degraded = await self._memory()
         results: dict[str, ClusterFacts] = {}
@@ -504,6 +531,8 @@ class Sweeper:
         await self._probe_for(config.cluster(cluster), config).cancel(job_id, uid=uid)
 
     async def aclose(self) -> None:
+        if self._config_read is not None:  # a stuck read is not waited for long
+            await asyncio.wait({self._config_read}, timeout=1.0)
         for _, probe in self._probes.values():
             await probe.aclose()
         self._probes.clear()

@@ -8,6 +8,11 @@ traceback) and nothing reached the channel until someone fixed the file; ``/jobs
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,7 @@ import pytest
 from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
 from bot.config import Config, ConfigError, ConfigSource, load_config
+from bot.config import parse_config as load_config_text
 from bot.store import RedisStore
 from bot.sweep import Sweeper
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
@@ -102,3 +108,60 @@ def test_the_same_bad_edit_made_again_after_a_fix_is_told_again(tmp_path: Path) 
     path.write_text(GOOD + "recent_hours = -3\n")
     source.load()
     assert source.news() == told
+
+
+async def test_a_config_swapped_for_a_fifo_keeps_the_last_good_and_the_loop_free(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config file replaced by a FIFO nobody writes to: the sweep's re-read (CONTRACT §2)
+    blocked in open() on the event loop for ever (no Slack ack, no /healthz). Now the read
+    waits in a worker thread up to its bound, the sweep runs on the last good config, and the
+    refusal is told as a bad edit is."""
+    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 1.0)
+    path = tmp_path / "jobtables.toml"
+    path.write_text(GOOD)
+    source = ConfigSource(lambda: load_config(path))
+    source.load()
+    sweeper = Sweeper(source.load)
+    path.unlink()
+    os.mkfifo(path)
+    try:
+        started = time.monotonic()
+        sweep = asyncio.create_task(sweeper.sweep())
+        await asyncio.sleep(0)  # the sweep starts: its config read is under way
+        await asyncio.sleep(0.05)
+        assert time.monotonic() - started < 0.6, "the event loop was blocked by the config read"
+        result = await asyncio.wait_for(sweep, 30)
+    finally:
+        with contextlib.suppress(OSError):  # a reader blocked in open() (old code): let go
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        await asyncio.gather(sweep, return_exceptions=True)
+    assert [c.name for c in result.facts] == ["snapshot"]
+    assert [c.status for c in result.facts] == ["ok"]
+    assert source.error is not None and "no writer" in source.error
+
+
+async def test_a_config_read_that_never_returns_keeps_the_last_good(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read stuck in the kernel (a hung NFS mount: no poll bound helps) does not hold the
+    sweeps: each goes on with the last good config, and no second read piles up behind it."""
+    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 0.2)
+    good = load_config_text(GOOD)
+    release = threading.Event()
+    calls: list[int] = []
+
+    def loader() -> Config:
+        calls.append(1)
+        if len(calls) > 1:
+            release.wait(30)
+        return good
+
+    sweeper = Sweeper(loader)
+    try:
+        await sweeper.sweep()
+        for _ in range(2):
+            result = await asyncio.wait_for(sweeper.sweep(), 10)
+            assert [c.status for c in result.facts] == ["ok"]
+        assert len(calls) == 2  # the stuck read is not started again
+    finally:
+        release.set()
+        await sweeper.aclose()

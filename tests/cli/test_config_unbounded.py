@@ -5,9 +5,13 @@ A pipe (``--config <(...)``) still works."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -106,3 +110,70 @@ def test_check_config_warns_of_key_files_that_are_no_files(tmp_path: Path) -> No
         f"cluster 'r': replay path {real} is not a directory (the sweep will report the "
         "cluster unreachable)",
     ])
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[Path]:
+    """A FIFO nobody writes to; any reader still blocked on it is released at the end."""
+    path = tmp_path / "config.fifo"
+    os.mkfifo(path)
+    yield path
+    with contextlib.suppress(OSError):  # a reader blocked in open() (old code): let go
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_fifo_with_no_writer_is_refused_within_the_bound(
+        fifo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--config`` naming a FIFO nobody writes to hung for ever in open(); it is bad config
+    once the read bound passes."""
+    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 0.3)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            load_config(fifo)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    started = time.monotonic()
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive(), "load_config still blocked on a FIFO with no writer"
+    assert time.monotonic() - started < 3
+    (exc,) = outcome
+    assert isinstance(exc, ConfigError)
+    assert str(exc) == f"{fifo}: nothing to read within 0.3s (a FIFO or pipe with no writer?)"
+
+
+def test_a_fifo_written_late_within_the_bound_still_loads(
+        fifo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that comes a little later (a generator slow to start) is read whole."""
+    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 5.0)
+
+    def write() -> None:
+        time.sleep(0.2)
+        with open(fifo, "wb") as fh:
+            fh.write(DEMO.encode()[:20])
+            fh.flush()
+            time.sleep(0.1)
+            fh.write(DEMO.encode()[20:])
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    config = load_config(fifo)
+    writer.join(5)
+    assert [c.name for c in config.clusters] == ["snapshot"]
+
+
+def test_the_cli_answers_a_fifo_config_with_exit_2_and_one_line(fifo: Path) -> None:
+    """check-config and sweep on a FIFO with no writer: exit 2, one line, within the bound."""
+    for command in ("check-config", "sweep"):
+        code = ("import sys, bot.config; bot.config.CONFIG_READ_TIMEOUT_S = 0.3; "
+                "from bot.cli import main; sys.exit(main(sys.argv[1:]))")
+        done = subprocess.run([sys.executable, "-c", code, command, "--config", str(fifo)],
+                              capture_output=True, text=True, timeout=30, check=False, cwd=ROOT)
+        assert done.returncode == 2, (command, done.returncode, done.stderr)
+        assert done.stderr.count("\n") == 1 and "no writer" in done.stderr, done.stderr
