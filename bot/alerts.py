@@ -262,12 +262,17 @@ class Alerter:
         """
         await self.flush()
         self.undelivered = 0
-        claimed = []
-        for detail in details:
-            if needs_alert(detail):
-                pending = await self._claim(detail, config, facts)
-                if pending is not None:
-                    claimed.append(pending)
+        claimed: list[_Pending] = []
+        try:
+            for detail in details:
+                if needs_alert(detail):
+                    pending = await self._claim(detail, config, facts)
+                    if pending is not None:
+                        claimed.append(pending)
+        except asyncio.CancelledError:  # none sent yet: the next sweep alerts them
+            for pending in claimed:
+                await self._give_back(pending)
+            raise
         delivered = await self._deliver(claimed, config)
         return [job_ref(p.detail) for p in claimed if p.name in delivered]
 
@@ -330,32 +335,47 @@ class Alerter:
         for pending in claimed:
             by_owner.setdefault(pending.owner, []).append(pending)
         delivered: set[str] = set()
-        for owner, group in by_owner.items():
-            left = list(group)
-            if owner is not None:
-                channel = await dm_channel(self._client, owner)  # None: the channel gets it
-                if channel is not None:
-                    left = await self._post(channel, left, config, delivered_for=None,
-                                            done=delivered)
-            if left and config.slack.channel:
-                left = await self._post(config.slack.channel, left, config,
-                                        delivered_for=owner, done=delivered)
-            for pending in left:
-                # Nothing was delivered: give the claim back so the next sweep (or this
-                # one's retry, soon) tries again.
-                log.warning("collapse alert not delivered; retried next sweep",
-                            ref=job_ref(pending.detail))
-                self.undelivered += 1
-                try:
-                    await self._store.delete_doc(pending.claim)
-                except StoreUnavailable as exc:
-                    log.warning("alert claim kept; it expires by itself", error=str(exc))
+        # The alerts no post was sent for yet: if the sweep is cancelled (a SIGTERM during a
+        # rollout) their claims are given back, or those collapses would stay unalerted for
+        # the claim's lifetime. A post in flight keeps its claim (Slack may have taken it).
+        unsent = {pending.name: pending for pending in claimed}
+        try:
+            for owner, group in by_owner.items():
+                left = list(group)
+                if owner is not None:
+                    channel = await dm_channel(self._client, owner)  # None: the channel
+                    if channel is not None:
+                        left = await self._post(channel, left, config, delivered_for=None,
+                                                done=delivered, unsent=unsent)
+                if left and config.slack.channel:
+                    left = await self._post(config.slack.channel, left, config,
+                                            delivered_for=owner, done=delivered, unsent=unsent)
+                for pending in left:
+                    # Nothing was delivered: give the claim back so the next sweep (or this
+                    # one's retry, soon) tries again.
+                    log.warning("collapse alert not delivered; retried next sweep",
+                                ref=job_ref(pending.detail))
+                    self.undelivered += 1
+                    await self._give_back(pending)
+        except asyncio.CancelledError:
+            for pending in unsent.values():
+                await self._give_back(pending)
+            raise
         return delivered
 
+    async def _give_back(self, pending: _Pending) -> None:
+        """``pending``'s claim released: the next sweep (or this one's retry) alerts it."""
+        try:
+            await self._store.delete_doc(pending.claim)
+        except StoreUnavailable as exc:
+            log.warning("alert claim kept; it expires by itself", error=str(exc))
+
     async def _post(self, channel: str, group: list[_Pending], config: Config, *,
-                    delivered_for: str | None, done: set[str]) -> list[_Pending]:
+                    delivered_for: str | None, done: set[str],
+                    unsent: dict[str, _Pending]) -> list[_Pending]:
         """Post ``group``'s alerts to ``channel`` (one alone as ever, several batched);
-        record each delivered one in ``done``; return those Slack took no message for."""
+        record each delivered one in ``done``; return those Slack took no message for. Each
+        alert leaves ``unsent`` when its post is sent."""
         if len(group) == 1:
             (one,) = group
             message = collapse_message(one.detail, can_cancel=one.can_cancel,
@@ -366,6 +386,8 @@ class Alerter:
                 [(p.detail, p.can_cancel, p.path) for p in group], delivered_for=delivered_for)
         left = []
         for message, members in parts:
+            for i in members:
+                unsent.pop(group[i].name, None)
             posted = await post(self._client, channel=channel, text=message.text,
                                 blocks=message.blocks)
             for i in members:

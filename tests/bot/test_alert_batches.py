@@ -10,6 +10,7 @@ each button bound to its own alert; the alerts go out before the channel's table
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -298,3 +299,34 @@ async def test_two_presses_close_together_on_one_batch_keep_both_outcomes(
     assert sorted(buttons(final)) == ["alpha:6203"]
     text = json.dumps(final, ensure_ascii=False)
     assert "Kept running by <@UALICE>" in text and "Snoozed by <@UALICE>" in text
+
+
+async def test_a_shutdown_mid_delivery_leaves_the_unsent_alerts_to_the_next_sweep(
+        slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
+    """Every new episode is claimed before any alert is sent. A SIGTERM (a rollout) that
+    cancels the sweep after the owner's DM went out must not leave the other recipients'
+    alerts claimed and unsent: their claims would silence those collapses for the claim's
+    lifetime (expire_hours). The restarted bot's next sweep sends them, once; the DM that
+    went out is not sent again."""
+    from tests.bot.conftest import make_store
+    from tests.bot.test_crash import Crash
+
+    jobs = [collapsing("6301"), collapsing("6302"), collapsing("6311", user="carol"),
+            collapsing("6312", user="carol")]
+    sweeper = FakeSweeper(make=lambda: sweep_result(jobs, at=clock()),
+                          conf=make_config(store.prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as first:
+        Crash("chat_postMessage", 1).wrap(first.bot.client, "chat_postMessage")
+        with pytest.raises(asyncio.CancelledError):
+            await scheduled_sweep(first.bot, 0)
+    assert [sorted(buttons(blocks_of(c))) for c in slack.to("/api/chat.postMessage")] == [
+        ["alpha:6301", "alpha:6302"]]
+    restarted = make_store(store.prefix)
+    try:
+        async with running_bot(slack, restarted, sweeper, clock) as second:
+            await scheduled_sweep(second.bot, 1)
+    finally:
+        await restarted.aclose()
+    alerted = [sorted(buttons(blocks_of(c))) for c in slack.to("/api/chat.postMessage")
+               if buttons(blocks_of(c))]
+    assert alerted == [["alpha:6301", "alpha:6302"], ["alpha:6311", "alpha:6312"]]
