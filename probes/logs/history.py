@@ -160,6 +160,8 @@ MARKER_GATES = (
     "effective maximum steps", *LOOP_GATES, *DS_GATES,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
+LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
+"""prime-rl's start lines (``_launched``: each its own kind)."""
 _SKYRL_BAR = "Training Batches Processed"
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
@@ -867,8 +869,9 @@ class MetricScan:
     def seed_head(self, lines: Sequence[str] | None) -> None:
         """Before a tail cut from a longer log (``log_start`` False): the HF training banner,
         its total, OpenRLHF's resume (``EpisodeResume``: its line, ``rollout_batch_size`` and
-        the first Episode bar after it) and the printed ``TrainingArguments`` logging fields
-        of the log's ``lines``
+        the first Episode bar after it), the printed ``TrainingArguments`` logging fields and
+        the kinds of trainer start line (``_launched``: one of them printed again in the tail
+        is a relaunch, the old run's start line cut out of the tail) of the log's ``lines``
         (its head, the collector's first 256 KiB, ANSI stripped), read as a skim reads them:
         no metric, no other marker (what the head says of checkpoints or an end is no
         state of the tail)."""
@@ -880,14 +883,18 @@ class MetricScan:
             if "logging_" in body:
                 for name, raw in _LOGGING_RE.findall(body):
                     self.hf_banner = self.hf_banner.with_logging(name, raw)
-            if "Total optimization steps" in body:
+            if "Total" in body:
                 banner = _BANNER_RE.search(body)
+                if banner is not None:
+                    self.launch_kinds = self.launch_kinds | {"hf" if banner.group(1) else "total"}
                 if banner is not None and banner.group(1):
                     self.banner_total = int(banner.group(1).replace(",", ""))
             if "rollout_batch_size" in body or "consumed_samples: " in body:
                 self._resume_marker(body)
             if "training loop" in body or "orchestrator loop" in body:
                 self._loop_total(body)
+                self.launch_kinds = self.launch_kinds | {
+                    loop for loop in LAUNCH_LOOPS if loop in body}
             if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
                 self._ds_total(body)
             if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
@@ -982,7 +989,7 @@ class MetricScan:
     def _loop_total(self, body: str, line_no: int | None = None) -> None:
         """prime-rl's ``Starting ... loop (max_steps=N)``: the run's total steps; at
         ``line_no`` (None: the log's head), a trainer start line (``_launched``)."""
-        for loop in ("Starting training loop", "Starting orchestrator loop"):
+        for loop in LAUNCH_LOOPS:
             if loop in body and line_no is not None:
                 self._launched(loop, line_no)
         found = _LOOP_TOTAL_RE.search(body)

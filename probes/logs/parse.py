@@ -80,6 +80,20 @@ def parse_log(
                           seed=head_seed(log_start, head))
 
 
+def head_before(head: str | None, offset: int) -> str | None:
+    """The whole lines of ``head`` (a log's first bytes, the collector's ``head``) that end
+    before byte ``offset``, where the tail read beside it starts. A log not much longer than
+    the tail has a head that runs into the tail (a 1.1 MiB log: its 1 MiB tail from 0.1 MiB,
+    its 256 KiB head past that), and a line read in both would be read twice: a trainer's
+    start line there would seem printed again (``MetricScan.seed_head``)."""
+    if head is None:
+        return None
+    data = head.encode("utf-8", "replace")
+    if len(data) <= offset:
+        return head
+    return data[:data.rfind(b"\n", 0, max(0, offset)) + 1].decode("utf-8", "ignore")
+
+
 def head_seed(log_start: bool, head: str | None) -> list[str] | None:
     """What ``MetricScan.seed_head`` reads before a cut tail (None: the text is the log's
     start): the head's lines that can hold what it reads (a banner's ``Num ...``/``Total

@@ -26,7 +26,7 @@ from probes.logs.attempts import own_part
 from probes.logs.excerpt import retain
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.lines import strip_ansi
-from probes.logs.parse import parse_log
+from probes.logs.parse import head_before, parse_log
 from probes.models import (
     ACTIVE_STATES,
     CheckpointListing,
@@ -70,7 +70,8 @@ def job_facts(
     if log.status in {"ok", "mismatch"}:
         summary = summarise(log) if summarise is not None else parse_log(
             log.text, aliases=aliases, benign_patterns=benign_patterns, mtime=log.mtime,
-            log_start=log_start, head=head if isinstance(head, str) else None)
+            log_start=log_start,
+            head=head_before(head, log.offset) if isinstance(head, str) else None)
         if summary.fingerprint is None and isinstance(head, str) and head:
             # A long run's config dump is in its head only (the collector's head read).
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})

@@ -29,6 +29,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 from probes.logs.attempts import own_part
 from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
 from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.parse import head_before
 from probes.models import (
     ACTIVE_STATES,
     Frozen,
@@ -199,7 +200,8 @@ def fold_job(
             return base._summary
         summary, carry = parse_increment(base.carry if base is not None else None, new_text,
                                          aliases=aliases, benign_patterns=benign_patterns,
-                                         mtime=log.mtime, log_start=log_start, head=head_text)
+                                         mtime=log.mtime, log_start=log_start,
+                                         head=head_before(head_text, recent_offset))
         carried.append(carry)
         if summary.fingerprint is None and head_fp is not None:
             summary = summary.model_copy(update={"fingerprint": head_fp})
