@@ -88,6 +88,8 @@ RECONCILE_AFTER_S = 120.0
 """A cancel lock untouched this long is taken as interrupted (a live cancel takes seconds)."""
 STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
 VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
+CANCELLING = frozenset({"in progress", "salvaged", "cancelling"})
+"""A cancel lock's statuses while its cancel is under way (``done`` once settled)."""
 
 
 def cancel_lock(cluster: str, job_id: str, uid: str | None = None,
@@ -398,9 +400,10 @@ class ActionHandler:
 
     async def _settled_parts(self, channel: str, ts: str, blocks: list[dict[str, Any]],
                              ref: str) -> list[dict[str, Any]]:
-        """A batched alert's blocks with every other job's part as its episode stands: a
-        press's blocks are the message as the presser's client last saw it, so two presses on
-        one message close together would otherwise put back the buttons the first took off."""
+        """A batched alert's blocks with every other job's part as its episode stands (a
+        settled one's outcome, a cancel under way said so): a press's blocks are the message
+        as the presser's client last saw it, so two presses on one message close together
+        would otherwise put back the buttons the first took off."""
         for block in list(blocks):
             block_id = str(block.get("block_id", ""))
             other = block_id.removeprefix("collapse_actions:")
@@ -410,8 +413,21 @@ class ActionHandler:
                 episode = await pressed_episode(self._store, channel, ts, other)
             except StoreUnavailable:
                 return blocks
-            if (episode is None or episode.get("state") != "closed"
-                    or (episode.get("channel"), episode.get("ts")) != (channel, ts)):
+            if episode is None or (episode.get("channel"), episode.get("ts")) != (channel, ts):
+                continue
+            if episode.get("state") != "closed":
+                # Open, but its cancel may be under way (salvaging, cancelling): its buttons
+                # stay off, or a press on them would settle a job being cancelled.
+                try:
+                    holder = await self._store.holder(cancel_lock(
+                        str(episode.get("cluster")), str(episode.get("job_id")),
+                        episode.get("uid") or None, episode.get("submitted") or None))
+                except StoreUnavailable:
+                    return blocks
+                if holder is not None and holder.get("status") in CANCELLING:
+                    blocks = outcome_blocks(
+                        blocks, f"⏳ Cancel requested by {mention(str(holder.get('user') or ''))}"
+                        ": salvaging evidence first…", keep_buttons=False, ref=other)
                 continue
             action = str(episode.get("action"))
             try:

@@ -330,3 +330,39 @@ async def test_a_shutdown_mid_delivery_leaves_the_unsent_alerts_to_the_next_swee
     alerted = [sorted(buttons(blocks_of(c))) for c in slack.to("/api/chat.postMessage")
                if buttons(blocks_of(c))]
     assert alerted == [["alpha:6301", "alpha:6302"], ["alpha:6311", "alpha:6312"]]
+
+
+async def test_a_press_during_another_jobs_cancel_leaves_that_cancel_shown(
+        slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
+    """The owner presses Cancel on one job of a batched DM and, while it salvages and
+    cancels, Keep running on the next (their client still showing the message as posted).
+    The second press's edit must not put the cancelling job's buttons back (a Keep running
+    pressed on them then would settle a job being cancelled): its part still says the cancel
+    is under way, and the end of the cancel gives both outcomes."""
+    ids = ["6401", "6402", "6403"]
+    release = asyncio.Event()
+    async with bot_with(slack, store, clock, tmp_path, [collapsing(i) for i in ids]) as h:
+        real = h.bot.sweeper.cancel
+
+        async def held(cluster: str, job_id: str, *, uid: str | None = None) -> None:
+            await release.wait()
+            await real(cluster, job_id, uid=uid)
+
+        h.bot.sweeper.cancel = held  # type: ignore[method-assign]
+        await scheduled_sweep(h.bot, 0)
+        where = h.alert_post("alpha:6401")
+        await h.press("cancel_salvage", "alpha:6401", user="UALICE", blocks=where["blocks"],
+                      channel=where["channel"], ts=where["ts"])
+        await slack.wait_for("/api/chat.update", 1)  # "Cancel requested ... salvaging"
+        await h.press("keep_running", "alpha:6402", user="UALICE", blocks=where["blocks"],
+                      channel=where["channel"], ts=where["ts"])
+        await slack.wait_for("/api/chat.update", 2)
+        during = blocks_of(slack.to("/api/chat.update")[1])
+        release.set()
+        await h.bot.tasks.drain()
+        final = blocks_of(slack.to("/api/chat.update")[-1])
+    assert sorted(buttons(during)) == ["alpha:6403"]
+    assert "Cancel requested by <@UALICE>" in json.dumps(during, ensure_ascii=False)
+    assert sorted(buttons(final)) == ["alpha:6403"]
+    text = json.dumps(final, ensure_ascii=False)
+    assert "Cancelled by <@UALICE>" in text and "Kept running by <@UALICE>" in text
