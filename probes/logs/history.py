@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from itertools import repeat
-from math import ceil, isfinite
+from math import ceil, floor, isfinite, log10
 from operator import not_
 from typing import Any, TypeVar, cast
 
@@ -353,6 +353,15 @@ def hf_epoch_step(banner: HfBanner, total: int | None, epoch: float | None) -> i
     return step
 
 
+def _significant_quantum(value: float) -> float:
+    """The place of ``value``'s 4th significant digit (``f"{value:.4g}"``'s last: transformers'
+    ``ProgressCallback`` and ``PrinterCallback`` print floats so), at most its printed one."""
+    magnitude = abs(value)
+    if magnitude == 0 or not isfinite(magnitude):
+        return 0.0
+    return min(10.0 ** (floor(log10(magnitude)) - 3), _printed_quantum(value))
+
+
 def _printed_quantum(value: float) -> float:
     """The last printed digit's place of ``value`` (``'1.084'`` -> 0.001): its shortest repr
     is what was printed, as far as a float keeps it."""
@@ -454,6 +463,9 @@ class MetricScan:
     into the same log (a restart appended to its old log, a retry in the job's script); what
     the log says above it is an earlier launch's (``LogSummary.relaunch_line``)."""
 
+    hf_fine_epoch = False
+    """An HF dict's epoch was printed finer than 0.01: the Trainer does not round its epochs
+    to 2 decimals (``_epoch_ahead``)."""
     ds_losses: tuple[float, int] = (0.0, 0)
     """The sum and count of DeepSpeed-Chat's rank-0 micro-batch losses since DeepSpeed's last
     engine line (``parse_ds_chat_loss``): their mean is the loss of the engine's next step
@@ -1164,14 +1176,30 @@ class MetricScan:
         its dicts (``srun --label`` holds a task's unfinished line, the bar, and writes it
         in pieces after dicts printed later). None when the banner cannot say, or agrees.
         Every Trainer prints the epoch to 0.01 or finer (``round(epoch, 2)`` in older
-        Trainers, 4 significant digits in 5.x, whose ``'0.3'`` dropped its zeros: 0.3000)."""
+        Trainers, 4 significant digits in 5.x, whose ``'0.3'`` dropped its zeros: 0.3000).
+        Once an epoch printed finer than 0.01 is read (``hf_fine_epoch``: no rounding to 2
+        decimals), an epoch that puts the dict on a whole step within 4 significant digits
+        takes that step when it is past the bar's count: srun writes the held bar in pieces,
+        so it may be a step or two behind as well as 10-20 (``0.6`` was 0.6000: step 120 of
+        200 a epoch, not the bar's 119)."""
         epoch = pairs.get("epoch")
         by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, epoch)
         per = self.hf_banner.steps_per_epoch(self.banner_total)
         if by_epoch is None or per is None or epoch is None:
             return None
-        quantum = min(_printed_quantum(epoch), 0.01)
-        return by_epoch if by_epoch > step + 1 + per * quantum / 2 else None
+        printed = _printed_quantum(epoch)
+        if printed < 0.01:
+            self.hf_fine_epoch = True
+        if by_epoch > step + 1 + per * min(printed, 0.01) / 2:
+            return by_epoch
+        if not self.hf_fine_epoch:
+            return None
+        # The Trainer does not round its epochs to 0.01: each is printed to 4 significant
+        # digits or finer, and one that puts the dict on a whole step, past the bar's count,
+        # is that step (a bar a step or two behind).
+        exact = epoch * per
+        near, slack = round(exact), per * _significant_quantum(epoch) / 2
+        return near if near > step and slack < 0.5 and abs(exact - near) <= slack else None
 
     def _on_hf_save(self, step: int) -> None:
         """HF Trainer saved ``checkpoint-{step}`` (after logging that step): where no bar

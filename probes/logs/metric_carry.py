@@ -151,6 +151,7 @@ class MetricCarry(Carried):
     pending_status: dict[str, float] | None = None
     ds_losses: tuple[float, int] = (0.0, 0)
     ds_accumulation: int | None = None
+    hf_fine_epoch: bool = False
     """DeepSpeed-Chat's rank-0 losses since DeepSpeed's last engine line: sum and count."""
     nemo: tuple[int, LogTime | None, dict[str, float]] | None = None
     """NeMo-RL's open step (``MetricScan.nemo``): its banner's step, stamp and bullets."""
@@ -368,6 +369,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation,
+        hf_fine_epoch=scan.hf_fine_epoch,
         nemo=None if scan.nemo is None else (scan.nemo[0], scan.nemo[1], dict(scan.nemo[2])),
         hf_anchor=scan.hf_anchor, hf_prev=scan.hf_prev,
         hf_anchor_key=scan.hf_anchor_key, bar_seq=scan.bar_seq, finish_seq=scan.finish_seq,
@@ -428,6 +430,7 @@ def restore_metrics(
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation
+    scan.hf_fine_epoch = carry.hf_fine_epoch
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq

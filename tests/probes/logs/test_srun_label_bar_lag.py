@@ -56,3 +56,49 @@ def test_a_bar_in_step_with_its_dicts_keeps_numbering_them(read) -> None:
         if s % 5 == 0:
             text += f"\n{{'loss': '1.5', 'grad_norm': '0.5', 'epoch': '{s / 200:.4g}'}}\n"
     assert [p.step for p in read(text.encode()).points] == list(range(5, 41, 5))
+
+
+FIXTURE_200 = (Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8"
+               / "srun_label_hf_bar_200.out").read_bytes()
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_dict_a_step_or_two_ahead_of_its_held_bar_takes_its_epoch_step(read) -> None:
+    """The same run to its end on the real SLURM (``srun_label_hf_bar_200.out``): where srun
+    wrote the held bar up to a step or two before a dict, the dicts logged at steps 120 and
+    140 (epochs '0.6', '0.7') were numbered 119 and 138, the bar's count, as an epoch printed
+    to 0.01 left room for the bar's. transformers' 4-significant-digit epochs (this run's
+    '0.025' has 3 decimals: the Trainer does not round it to 2) put them on a step exactly."""
+    summary = read(FIXTURE_200)
+    steps = [(round(p.values["epoch"] * 200), p.step) for p in summary.points]
+    assert steps and all(by_epoch == step for by_epoch, step in steps)
+    assert summary.progress is not None and summary.progress.current == 200
+
+
+def _lagged(lag: int, epoch_of) -> bytes:
+    """An HF-shaped console whose bar srun writes ``lag`` steps behind each dict."""
+    text = ("  Num examples = 1,600\n  Num Epochs = 1\n  Num update steps per epoch = 200\n"
+            "  Total optimization steps = 200\n  0%|          | 0/200 [00:00<?, ?it/s]")
+    for s in range(1, 61):
+        if s > lag:
+            b = s - lag
+            text += f"\r{b // 2:3d}%|█         | {b}/200 [00:{b:02d}<03:00,  1.00s/it]"
+        if s % 5 == 0:
+            text += (f"\n0: {{'loss': '1.5', 'grad_norm': '0.5', "
+                     f"'epoch': '{epoch_of(s)}'}}\n")
+    return text.encode()
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("lag", [1, 2])
+def test_a_bar_a_step_or_two_behind_fine_epochs_takes_their_step(read, lag: int) -> None:
+    assert [p.step for p in read(_lagged(lag, lambda s: f"{s / 200:.4g}")).points] == list(
+        range(5, 61, 5))
+
+
+@pytest.mark.parametrize("read", READS)
+def test_epochs_rounded_to_two_decimals_leave_the_bar_its_count(read) -> None:
+    """An older Trainer's ``round(epoch, 2)``: '0.05' may be any step of 9 to 11 of 200, so a
+    bar in step with its dicts (no lag) keeps numbering them, as before."""
+    text = _lagged(0, lambda s: f"{round(s / 200 + 0.004, 2)}")
+    assert [p.step for p in read(text).points] == list(range(5, 61, 5))
