@@ -29,23 +29,79 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 
 
-def run_argv(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
+OUTPUT_CAPPED = 125
+"""The exit status :func:`finish_argv` gives a command killed for printing more than its
+``max_out`` bytes (its stdout then not kept)."""
+
+_ERR_KEPT = 1 << 20
+"""Bytes of a capped command's stderr kept (its first)."""
+
+
+def run_argv(argv: list[str], timeout_s: float,
+             max_out: int | None = None) -> tuple[int, str, str]:
     """``(exit status, stdout, stderr)`` of an argv (never a shell); 127 if it cannot start,
-    124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged)."""
+    124 (as ``timeout`` says) if it did not finish in time (slurmctld down or wedged),
+    :data:`OUTPUT_CAPPED` if it printed more than ``max_out`` bytes."""
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except OSError as exc:  # what a shell would say, as LocalRunner does
         return 127, "", f"{argv[0]}: could not start: {exc}"
-    return finish_argv(proc, timeout_s)
+    return finish_argv(proc, timeout_s, max_out)
 
 
-def finish_argv(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, str, str]:
+def _communicate_capped(proc: subprocess.Popen[bytes], timeout_s: float,
+                        max_out: int) -> tuple[bytes, bytes] | None:
+    """``proc.communicate(timeout=timeout_s)`` that holds at most ``max_out`` bytes of
+    stdout: past them the process is killed and None returned (its output never held
+    whole). Reads as communicate() does (both pipes, as they are ready), in larger pieces."""
+    import selectors
+
+    deadline = time.monotonic() + timeout_s
+    out: list[bytes] = []
+    err: list[bytes] = []
+    size = err_size = 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ, out)  # type: ignore[arg-type]
+        selector.register(proc.stderr, selectors.EVENT_READ, err)  # type: ignore[arg-type]
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout_s, b"".join(err))
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()  # type: ignore[union-attr]
+                elif key.data is out:
+                    size += len(chunk)
+                    if size > max_out:
+                        proc.kill()
+                        proc.wait()
+                        return None
+                    out.append(chunk)
+                elif err_size < _ERR_KEPT:
+                    err_size += len(chunk)
+                    err.append(chunk)
+    proc.wait(max(0.0, deadline - time.monotonic()))  # TimeoutExpired past the deadline
+    return b"".join(out), b"".join(err)
+
+
+def finish_argv(proc: subprocess.Popen[bytes], timeout_s: float,
+                max_out: int | None = None) -> tuple[int, str, str]:
     """:func:`run_argv`'s answer for a process already started (stdout and stderr pipes):
-    waited for at most ``timeout_s`` more, then killed (124)."""
+    waited for at most ``timeout_s`` more, then killed (124); with ``max_out``, killed once
+    its stdout passes that many bytes (:data:`OUTPUT_CAPPED`, no stdout)."""
     argv = [str(a) for a in proc.args]  # type: ignore[union-attr]
     try:
-        out, err = proc.communicate(timeout=timeout_s)
+        if max_out is None:
+            out, err = proc.communicate(timeout=timeout_s)
+        else:
+            read = _communicate_capped(proc, timeout_s, max_out)
+            if read is None:
+                return (OUTPUT_CAPPED, "",
+                        f"{argv[0]}: printed more than {max_out} bytes (killed, not read)")
+            out, err = read
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
@@ -54,6 +110,11 @@ def finish_argv(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, s
                          f" up?){': ' + said[0] if said else ''}")
     return (proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
+
+SCHEDULER_MAX_BYTES = 512 << 20
+"""The most of a scheduler command's stdout held (``sacct --json`` over a day of a busy
+user's jobs is tens of MB): past it the command is killed, :data:`OUTPUT_CAPPED`, and its
+stderr says so, rather than the login node holding it all."""
 
 SCHEDULER_COMMANDS = ("squeue", "scontrol", "sacct", "env")
 """The only programs a ``scheduler`` request may name (``env`` sets SLURM_TIME_FORMAT)."""
@@ -101,7 +162,7 @@ def _run_together(argvs: list[list[str]], timeout_s: float) -> list[tuple[int, s
     results: list[tuple[int, str, str]] = [(0, "", "")] * len(argvs)
 
     def one(i: int) -> None:
-        results[i] = run_argv(argvs[i], timeout_s)
+        results[i] = run_argv(argvs[i], timeout_s, SCHEDULER_MAX_BYTES)
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True)
                for i in range(1, len(argvs))]

@@ -338,3 +338,62 @@ def test_a_last_line_past_the_long_line_scan_says_so_once(tmp_path: Path,
     log = _log(collector.collect(req))
     assert (log["status"], log["attempts"]) == ("failed", 1)
     assert log["error"] == "last line over 5 KiB"
+
+
+def _hostile_queue(tmp_path: Path, *, jobs: int, comment_chars: int) -> Path:
+    """The captured squeue document with its jobs repeated, each carrying a huge comment,
+    command and dependency (a user's thousands of jobs, or a hostile ``--comment``)."""
+    data = json.loads((REAL / "squeue.json").read_text())
+    template = data["jobs"][0]
+    data["jobs"] = []
+    for n in range(jobs):
+        job = dict(template, job_id=900000 + n, comment="tag=ablation " + "x" * comment_chars,
+                   command="/bin/run " + "y" * comment_chars,
+                   dependency="afterany:1" + ",afterany:2" * (comment_chars // 11))
+        data["jobs"].append(job)
+    path = tmp_path / "squeue.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_kept_job_objects_strings_are_capped(tmp_path: Path) -> None:
+    """A 1 MB comment (and command, dependency) crossed the SSH link whole for every job: the
+    sweep's kept keys now carry at most SQUEUE_FIELD_MAX_CHARS of each string, its start
+    kept (a comment's tags, the dependency's first edges); the record still reads."""
+    path = _hostile_queue(tmp_path, jobs=3, comment_chars=1_000_000)
+    request = _queue_request(path, [json.loads(path.read_text())["jobs"][0]["user_name"]])
+    request["squeue"]["keys"] = list(SQUEUE_JOB_KEYS)
+    answer = collector.collect_queue(request)
+    jobs = answer["squeue"]["json"]["jobs"]
+    assert len(jobs) == 3
+    cap = collector.SQUEUE_FIELD_MAX_CHARS
+    assert 1000 <= cap <= 16384
+    for job in jobs:
+        assert job["comment"].startswith("tag=ablation xxx") and len(job["comment"]) == cap
+        assert len(job["command"]) == cap and len(job["dependency"]) == cap
+    assert len(collector.encode(answer)) < 3 * 3 * cap + 200_000
+    records = records_from_squeue(answer["squeue"]["json"], cluster="c", now=NOW)
+    assert [r.job_id for r in records] == ["900000", "900001", "900002"]
+    assert all(r.comment and r.comment.startswith("tag=ablation") for r in records)
+
+
+def test_squeue_output_past_its_cap_is_a_clear_error(tmp_path: Path) -> None:
+    """squeue printing more than the cap is not read whole into memory: it is killed and the
+    answer says why (a non-zero exit, as a failed squeue reads), naming the cap."""
+    path = _hostile_queue(tmp_path, jobs=40, comment_chars=20_000)
+    assert path.stat().st_size > 1_000_000
+    request = _queue_request(path, ["jobtables"])
+    request["squeue"]["max_bytes"] = 500_000
+    answer = collector.collect_queue(request)
+    said = answer["squeue"]
+    assert said["exit"] != 0 and said["stdout"] == "" and "json" not in said
+    assert "squeue --json printed more than 500000 bytes" in said["stderr"]
+    assert "comments" in said["stderr"]  # the likely cause named
+
+
+def test_squeue_output_under_its_cap_reads_as_before(tmp_path: Path) -> None:
+    path = _hostile_queue(tmp_path, jobs=40, comment_chars=20_000)
+    request = _queue_request(path, ["jobtables"])
+    request["squeue"]["max_bytes"] = path.stat().st_size
+    answer = collector.collect_queue(request)
+    assert answer["squeue"]["exit"] == 0 and len(answer["squeue"]["json"]["jobs"]) == 40

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.remote.scheduler import run_scheduler
+from probes.remote.scheduler import OUTPUT_CAPPED, run_scheduler
 from probes.remote.script import build_collector_script, collector_source
 
 
@@ -114,3 +114,16 @@ def test_a_request_with_jobs_or_squeue_still_ships_the_collector() -> None:
         {"jobs": [], "stream": True, "scheduler": []}, {"jobs": []}]
     for request in requests:
         assert build_collector_script(request).startswith(collector_source())
+
+
+def test_a_command_printing_past_the_cap_is_killed_and_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler command's output (sacct --json over a busy day, a job with a huge comment)
+    was held whole on the login node; past the cap it is killed and its stderr says why, the
+    other commands standing."""
+    monkeypatch.setattr("probes.remote.scheduler.SCHEDULER_MAX_BYTES", 100_000)
+    ran = run_scheduler([_sh("echo warn >&2; head -c 5000000 /dev/zero; echo done"),
+                         _sh("yes x | head -c 90000")], deadline_s=20.0)
+    assert ran[0] == {"exit": OUTPUT_CAPPED, "stdout": "",
+                      "stderr": "env: printed more than 100000 bytes (killed, not read)"}
+    assert ran[1] is not None and ran[1]["exit"] == 0 and ran[1]["stdout"] == "x\n" * 45000
