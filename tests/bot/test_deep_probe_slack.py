@@ -301,3 +301,21 @@ def test_a_long_verdict_is_cut_whole_and_says_so(reasons: list[str], prefix: str
                                          "`jobtables probe alpha:4242` prints them all.")
     else:
         assert body.endswith("… (cut)")
+
+
+async def test_a_failed_probe_press_names_no_address_or_key_path(
+        probing: Harness, corrupt_job: str, slurm_env: SlurmEnv) -> None:
+    """The press's cluster cannot be reached (its port closed): the reply says the probe
+    failed and why, without the login node's host:port or the SSH key's path."""
+    from tests.probes.slurm.conftest import closed_port
+
+    port = closed_port()
+    cluster = slurm_env.cluster(name="alpha", port=port, connect_timeout_s=2.0)
+    probing.sweeper.conf = probing.sweeper.conf.model_copy(update={"clusters": (cluster,)})
+    _status, hook = await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
+    (reply,) = await probing.slack.wait_for(hook, within=60)
+    text = reply.params["text"]
+    assert f"Deep probe of `alpha:{corrupt_job}` failed: " in text
+    assert str(port) not in text and "127.0.0.1" not in text, text
+    for key in cluster.client_keys or ():
+        assert str(key) not in text, text
