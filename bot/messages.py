@@ -627,6 +627,17 @@ def outcome_blocks(blocks: Sequence[dict[str, Any]], line: str, *,
                 placed = True
         if not placed:
             out.append(context(line, block_id=told))
+        # Past Slack's 50 blocks (failed cancels keep their buttons and add a line each):
+        # other jobs' lines beside their buttons go first (in the message's order), never
+        # a job's buttons or evidence.
+        for block in list(out):
+            if len(out) <= 50:
+                break
+            block_id = str(block.get("block_id", ""))
+            if (block_id.startswith("outcome:") and block_id != told and any(
+                    b.get("block_id") == batch_actions_id(block_id.removeprefix("outcome:"))
+                    for b in out)):
+                out.remove(block)
         return out[:50]
     kept = [b for b in blocks if keep_buttons or b.get("type") != "actions"]
     kept = [b for b in kept if b.get("block_id") != "outcome"][:49]

@@ -366,3 +366,22 @@ async def test_a_press_during_another_jobs_cancel_leaves_that_cancel_shown(
     assert sorted(buttons(final)) == ["alpha:6403"]
     text = json.dumps(final, ensure_ascii=False)
     assert "Cancelled by <@UALICE>" in text and "Kept running by <@UALICE>" in text
+
+
+def test_failed_cancels_in_a_full_batch_never_cut_a_jobs_buttons() -> None:
+    """A failed cancel keeps its job's buttons and adds its outcome line beside them; in a
+    batched message filled to Slack's block limit, a few of those (presses during one SSH
+    outage) went past 50 blocks and the cut took the last job's buttons off the message. Each
+    job keeps its buttons; the newest failure line is shown."""
+    from bot.messages import collapse_batch_messages, outcome_blocks
+
+    ids = [str(7100 + i) for i in range(40)]
+    blocks = collapse_batch_messages([(collapsing(i), True, None) for i in ids])[0][0].blocks
+    shown = sorted(buttons(blocks))
+    assert len(blocks) >= MESSAGE_BLOCKS - 3  # a message the block limit fills
+    for n, ref in enumerate(shown[:6]):
+        line = f"❌ Cancel by <@UALICE> failed ({n}): alpha could not be read"
+        blocks = outcome_blocks(blocks, line, keep_buttons=True, ref=ref)
+        assert len(blocks) <= MESSAGE_BLOCKS
+        assert sorted(buttons(blocks)) == shown
+        assert line in json.dumps(blocks, ensure_ascii=False)
