@@ -414,7 +414,7 @@ def _queue_head(request: Json, started: float,
         # Each string cut to SQUEUE_FIELD_MAX_CHARS on the way (squeue's nested blocks hold
         # numbers and flags): a few per cent of this cut's time, no other pass.
         cap = SQUEUE_FIELD_MAX_CHARS
-        kept = [{k: v if type(v) is not str or len(v) <= cap else v[:cap]
+        kept = [{k: v if type(v) is not str or len(v) <= cap else _cut(k, v)
                  for k in keys if k in j for v in (j[k],)} for j in kept]
     data["jobs"] = kept
     said: Json = {"exit": status, "json": data, "stderr": err}
@@ -439,6 +439,16 @@ SQUEUE_FIELD_MAX_CHARS = 4096
 """The longest string kept in a job object cut to the sweep's keys (its start: a comment's
 tags, a dependency's first edges; PATH_MAX, so no log path that could be opened is cut): a
 user's huge ``--comment`` or ``--wrap`` command does not cross the SSH link whole, per job."""
+
+
+def _cut(key: str, value: str) -> str:
+    """``value`` cut to SQUEUE_FIELD_MAX_CHARS; a dependency at its last whole edge (a cut
+    job id would name another job)."""
+    cut = value[:SQUEUE_FIELD_MAX_CHARS]
+    if key == "dependency":
+        ends = max(cut.rfind(","), cut.rfind("?"))
+        cut = cut[:ends] if ends > 0 else ""
+    return cut
 
 
 def _run_squeue(request: Json) -> Tuple[int, str, str]:  # noqa: UP006

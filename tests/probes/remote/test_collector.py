@@ -370,7 +370,11 @@ def test_a_kept_job_objects_strings_are_capped(tmp_path: Path) -> None:
     assert 1000 <= cap <= 16384
     for job in jobs:
         assert job["comment"].startswith("tag=ablation xxx") and len(job["comment"]) == cap
-        assert len(job["command"]) == cap and len(job["dependency"]) == cap
+        assert len(job["command"]) == cap
+        # A dependency is cut at its last whole edge: no cut job id names another job.
+        assert cap - 11 < len(job["dependency"]) < cap
+        assert job["dependency"].startswith("afterany:1,afterany:2,")
+        assert job["dependency"].endswith(",afterany:2")
     assert len(collector.encode(answer)) < 3 * 3 * cap + 200_000
     records = records_from_squeue(answer["squeue"]["json"], cluster="c", now=NOW)
     assert [r.job_id for r in records] == ["900000", "900001", "900002"]
