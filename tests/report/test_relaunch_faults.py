@@ -158,9 +158,9 @@ def test_the_collectors_cut_tail_of_a_long_relaunched_log(tmp_path) -> None:
     assert cold["log"]["text"].count("Total training steps") == 1
     from probes.slurm.assemble import job_facts
 
-    for facts in (job_facts(running, cold, aliases={}, benign_patterns=()),
-                  fold_job(running, collected(True), None, aliases={}, benign_patterns=())[0]):
-        assert facts.summary is not None and facts.summary.relaunch_line is not None
-        detail = judge(facts)
+    for read in (job_facts(running, cold, aliases={}, benign_patterns=()),
+                 fold_job(running, collected(True), None, aliases={}, benign_patterns=())[0]):
+        assert read.summary is not None and read.summary.relaunch_line is not None
+        detail = judge(read)
         assert "traceback" not in detail.report.flags
         assert detail.report.verdict == "healthy" and detail.report.step == 6704
