@@ -16,6 +16,10 @@ bytes ending in a cut UTF-8 sequence keep those (at most three) bytes for the ne
 bytes: a ``str`` increment was decoded on its own, so a character cut by the read has become
 replacement characters. The last, unfinished line is read into the summary, not into the carry.
 
+A restarted run that goes back below the points carried (the whole pass keeps the old run's
+points below its resume step, dropped from the carry long ago) cannot be folded: that read's
+carry says ``afresh`` and the caller reads the log afresh next time, as a rotated one.
+
 What is carried, and its bound (``probes.logs.metric_carry``, ``fault_carry``,
 ``fingerprint_carry``): the metric pass's state with its last 32 points, the fault scan's open
 tracebacks and newest hits, the launch checks, the fingerprint found so far, the outcome lines
@@ -104,6 +108,11 @@ class LogCarry(Carried):
     version: int = 1
     reset: bool = False
     """A parser bug dropped the state (it was logged): read the log afresh next time."""
+    afresh: bool = False
+    """A restarted run went back below the points this carry keeps (``KEEP_POINTS``): the
+    whole pass keeps the old run's points below its resume step, which the fold dropped long
+    ago. Read the log afresh next time, as a rotated or truncated one (this read's summary
+    lacks those older points; the fresh read is ``parse_log``'s)."""
     text: TextCarry = TextCarry()
     metrics: MetricCarry = MetricCarry()
     faults: FaultCarry = FaultCarry()
@@ -174,7 +183,8 @@ class _Fold:
         carry = LogCarry(
             text=text, metrics=_snapshot_metrics(scan), faults=_snapshot_faults(scanner),
             fingerprint=prints.carry() if prints is not None else FingerprintCarry(),
-            outcome=outcome, planned_stop=stop)
+            outcome=outcome, planned_stop=stop,
+            afresh=scan is not None and scan.lost)
         flushed = codecs.decode(bytes.fromhex(undecoded), "utf-8", "replace")
         last_raw = raws[-1] + flushed
         last_raw = last_raw[: self.cap] if len(last_raw) > self.cap else last_raw

@@ -256,6 +256,9 @@ class _Points(dict[int, MetricPoint]):
                 for p in points)
         super().__init__((m.step, m) for m in live)
         self.logged = logged
+        self.lost = False
+        """A restart went back below the points kept, to where this pass no longer knows the
+        points the whole pass keeps: the log must be read afresh (``LogCarry.afresh``)."""
         self.carried: dict[int, tuple[MetricPoint, PointCarry]] = {
             id(m): (m, c) for m, c in zip(live, points, strict=True)}
         """The carried form of the points restored (by object): a snapshot reuses it."""
@@ -271,8 +274,13 @@ class _Points(dict[int, MetricPoint]):
         return dict.__contains__(self, step) or step in self.logged
 
     def forget_from(self, step: int) -> None:
-        """Forget the logged steps from ``step`` on (``MetricScan._rewind``)."""
+        """Forget the logged steps from ``step`` on (``MetricScan._rewind``, after the points
+        from ``step`` on went). Fewer than ``KEEP_POINTS`` points left and a step below
+        ``step`` logged before them: the whole pass keeps that old point (the run resumed
+        below it), this one dropped it long ago (``lost``)."""
         self.logged.forget_from(step)
+        if len(self) < KEEP_POINTS and self.logged.top() is not None:
+            self.lost = True
 
     def logged_top(self) -> int | None:
         """The highest of the steps logged before the points kept."""
@@ -291,6 +299,11 @@ class FoldScan(MetricScan):
 
     hf_head = 0
     hf_gap = 0
+
+    @property
+    def lost(self) -> bool:
+        """A restart went back below the points kept (``_Points.lost``)."""
+        return isinstance(self.points, _Points) and self.points.lost
 
     def _on_hf_dict(self, pairs: dict[str, float], line_no: int, plan: Plan) -> None:
         if self.hf_gap and (self.hf_anchor is not None or self.hf_prev is not None):

@@ -211,8 +211,9 @@ def fold_job(
     log.update(text=shown, offset=recent_offset)  # (job_facts cuts nothing given summarise)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
                       benign_patterns=benign_patterns, summarise=summarise, whole_tail=True)
-    if facts.log is None or not carried or getattr(carried[0], "reset", False):
-        # No fold, or the fold lost its state (a parser bug): read cold next time.
+    if facts.log is None or not carried or carried[0].reset or carried[0].afresh:
+        # No fold, or the fold lost its state (a parser bug) or the points a restart below
+        # them needs (``LogCarry.afresh``): read the log afresh next time.
         return facts.model_copy(update={"log": retain(facts.log, facts.summary)}
                                 ) if facts.log else facts, None
     if reused and base is not None:  # as it was (see LogState._summary)

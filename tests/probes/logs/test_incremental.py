@@ -38,11 +38,18 @@ ALIASES = {"my_reward": "reward"}
 
 
 def fold(chunks: list[bytes] | list[str], **options: object) -> tuple[LogSummary, LogCarry]:
-    """Fold ``parse_increment`` over ``chunks``, the carry through JSON between each."""
+    """Fold ``parse_increment`` over ``chunks``, the carry through JSON between each. A
+    carry that asks for the log to be read afresh (``LogCarry.afresh``) is dropped and the
+    whole log so far read, as ``probes.slurm.cursors.fold_job``'s next sweep does."""
     carry = None
     summary = LogSummary(line_count=0)
+    read: list[bytes] | list[str] = []
     for chunk in chunks:
+        read.append(chunk)  # type: ignore[arg-type]
         summary, carry = parse_increment(carry, chunk, **options)  # type: ignore[arg-type]
+        if carry.afresh:
+            whole = read[0][:0].join(read)  # type: ignore[arg-type]
+            summary, carry = parse_increment(None, whole, **options)  # type: ignore[arg-type]
         assert_as_validated(carry)
         carry = LogCarry.model_validate_json(carry.model_dump_json())
     assert carry is not None

@@ -112,6 +112,7 @@ def _mixed_log(seed: int, n: int) -> bytes:
 # CI's, may never draw it): HF dicts far above the bars, numbered at the end (53dcb34). An
 # explicit example has no data to draw from: it is cut at every 20th hard offset of the log.
 @example(seed=10354, n=600, data=None).via("HF dicts far above the bars (53dcb34)")
+@example(seed=142, n=600, data=None).via("a restart below the points the carry keeps")
 def test_postfix_steps_fold_as_the_cold_parse_reads_them(seed: int, n: int,
                                                          data: st.DataObject | None) -> None:
     """Any cut of such a log, folded with the carry through JSON, is ``parse_log`` of it, and
@@ -130,6 +131,28 @@ def test_postfix_steps_fold_as_the_cold_parse_reads_them(seed: int, n: int,
     points = interesting(text)[::20] if data is None else data.draw(cut_points(text))
     assert_same(_but_formats(fold(cut(text, points), mtime=MTIME)[0]), _but_formats(cold))
     assert_same(_but_formats(cold), _but_formats(_parse_reference(text, mtime=MTIME)))
+
+
+def test_a_restart_below_the_points_carried_reads_the_log_afresh() -> None:
+    """The fold keeps the last 32 points (``KEEP_POINTS``); a restart that goes back below
+    the oldest of them drops them all, while the whole read keeps the old run's points
+    below the resume step, dropped long ago by the fold (seed 142 of the property above:
+    cut at byte 51611, the fold showed 3..36 where ``jobtables job`` showed 1, 3..36). The
+    fold cannot know those points: its carry asks for the log to be read afresh, as a
+    rotated log is, and that read is the cold parse's."""
+    from tests.probes.logs.test_incremental import fold
+
+    text = _mixed_log(142, 600)
+    cold = parse_log(text, mtime=MTIME)
+    _, carry = parse_increment(None, text[:51611], mtime=MTIME)
+    assert not carry.afresh and len(carry.metrics.points) == 32
+    _, carry = parse_increment(carry, text[51611:], mtime=MTIME)
+    assert carry.afresh and not carry.reset
+    again, _ = parse_increment(None, text, mtime=MTIME)  # the next sweep's read, afresh
+    assert [p.step for p in again.points] == [p.step for p in cold.points]
+    assert cold.points[0].step < 3 and len(cold.points) == 32
+    folded = fold([text[:51611], text[51611:]], mtime=MTIME)[0]  # (so the harness reads)
+    assert [p.step for p in folded.points] == [p.step for p in cold.points]
 
 
 def _but_formats(summary: LogSummary) -> LogSummary:

@@ -269,3 +269,24 @@ def test_bar_less_dicts_after_a_rotation_claim_no_step(tmp_path: Path, change: s
     assert facts.summary is not None and after is not None
     assert facts.summary.points[-1].values["loss"] == 9.54
     assert facts.summary.steps_unanchored
+
+
+def test_a_restart_below_the_points_kept_is_read_afresh_next_sweep(tmp_path: Path) -> None:
+    """A run restarted in the same log back below the 32 points the fold keeps: the cold
+    read keeps the old run's points below the resume step, which the fold dropped long ago
+    (``LogCarry.afresh``). That sweep keeps no state, and the next reads the log afresh, as a
+    rotated one: the history ``jobtables job`` shows."""
+    from tests.probes.logs.test_nemo1_bar import _mixed_log
+
+    data, log = _mixed_log(142, 600), tmp_path / "job.out"
+    log.write_bytes(data[:51611])
+    _, state = warm(log, None)
+    assert state is not None and not state.carry.afresh
+    log.write_bytes(data)
+    _, after = warm(log, state)
+    assert after is None
+    facts, again = warm(log, after)
+    assert again is not None and facts.summary is not None
+    expected = cold(log).summary
+    assert expected is not None and expected.points[0].step < 3
+    assert [p.step for p in facts.summary.points] == [p.step for p in expected.points]
