@@ -147,12 +147,18 @@ _DS_CHAT_EPOCH_RE = re.compile(
 """DeepSpeed-Chat's epoch banner (its training mains' ``print_rank_0``): the epochs and a
 rank's micro-batches a epoch (``len(train_dataloader)``)."""
 DS_GATES = ("gradient_accumulation_steps", "Total Micro Batches")
+LIGHTNING_STOPS = ("` stopped: `max_steps=", "` stopped: `max_epochs=")
+"""PyTorch Lightning's fit loop at its limit (``rank_zero_info(f"`Trainer.fit` stopped:
+`max_steps={self.max_steps!r}` reached.")``, likewise ``max_epochs``): trained to its end (a
+stop by ``max_time`` or a signal prints neither). Logged to stderr right after the bar's last
+redraw, which ends in no newline: mostly on a bar's line (``finish_marks``)."""
 FINISH_MARKS = ("Training done!", "Reached max_training_steps", "Final validation metrics",
-                "Max number of steps has been reached")
+                "Max number of steps has been reached", *LIGHTNING_STOPS)
 """A trainer's own line that it finished: SkyRL's two, verl's, NeMo-RL's (its loop's return on
 ``max_num_steps``, which in a later epoch comes before its per-epoch banner's total)."""
 _FINISH_FORMATS = {"Final validation metrics": "verl",
-                   "Max number of steps has been reached": "nemo-rl"}
+                   "Max number of steps has been reached": "nemo-rl",
+                   **dict.fromkeys(LIGHTNING_STOPS, "nemo")}
 MARKER_GATES = (
     "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "consumed_samples: ", "rollout_batch_size",
@@ -640,6 +646,8 @@ class MetricScan:
             self._episode_status(bar, before, body, line_no)
         if "}" in body or "Step " in body:
             self.feed_glued(body, line_no)
+        if "` stopped: `" in body:
+            self.finish_marks(body)
 
     def feed_dict(self, line: str, line_no: int) -> None:
         """``feed`` of a one-line dict that is its own body: it starts with ``{`` and ends in
@@ -752,6 +760,8 @@ class MetricScan:
                 self._on_bar(bar, NESTED_BAR_MARK in raw, line_no)
                 if "train_runtime" in body:
                     self.skim_glued(body)
+                if "` stopped: `" in body:
+                    self.finish_marks(body)
                 return
         if "iteration" in body and lead != "{" and not (quoted and in_dict):
             iteration = parse_iteration(body)
@@ -970,11 +980,17 @@ class MetricScan:
             for name, raw in _LOGGING_RE.findall(body):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
         self._run_markers(body, line_no)
+        self.finish_marks(body)
+
+    def finish_marks(self, body: str, seq: int | None = None) -> None:
+        """A trainer's own finish line in ``body`` (``FINISH_MARKS``), also on a bar's line
+        (Lightning's, after its last redraw); ``seq``: that line's ``bar_seq`` when
+        ``skim_bars`` counted past it."""
         for mark in FINISH_MARKS:
             if mark in body:
                 self.finished = True
                 if self.finish_seq is None:
-                    self.finish_seq = self.bar_seq
+                    self.finish_seq = self.bar_seq if seq is None else seq
                 self._mark(_FINISH_FORMATS.get(mark, "skyrl"))
 
     def _launched(self, kind: str, line_no: int) -> None:
@@ -1243,6 +1259,11 @@ class MetricScan:
             return
         step, values = status
         per_iter = iteration_seconds(values)
+        if per_iter is None and "global_step=" not in body:
+            # A plain Lightning bar: its rate (``rate_noinv_fmt``, tqdm's smoothed batches a
+            # second) is the run's, across its epochs' bars (no stamp on a bar line).
+            bar = self._bar(body)
+            per_iter = sec_per_it(bar.rate) if bar is not None else None
         if per_iter is not None:
             times = self.iter_times
             if times and step < times[-1][0]:

@@ -178,6 +178,9 @@ def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
                                                         repeat("train_runtime"))):
                 # HF's end dict on a bar's line (``skim``), at its place among the redraws
                 scan.skim_glued(lines[run[offset]], base + offset + 1)
+            for offset in compress(range(len(run)), map(contains, map(lines.__getitem__, run),
+                                                        repeat("` stopped: `"))):
+                scan.finish_marks(lines[run[offset]], base + offset + 1)  # Lightning's finish
             at = stop
         else:
             _skim(scan, lines, raws, skimmed[at], first_line_no, memo=memo)
@@ -198,6 +201,8 @@ def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
             scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
             if "}" in line or "Step " in line:  # a dict (or torchtune's step) on its line
                 scan.feed_glued(line, first_line_no + index)
+            if "` stopped: `" in line:  # Lightning's finish after its bar's last redraw
+                scan.finish_marks(line)
         elif line[:1] == "{" and line.rstrip()[-1:] == "}":
             scan.feed_dict(line, first_line_no + index)
         elif line.strip():

@@ -106,3 +106,36 @@ def test_lightning_steps_fold_as_the_cold_parse_reads_them(last: int,
     cold = parse_log(text, mtime=MTIME)
     assert_same(fold(cut(text, data.draw(cut_points(text))), mtime=MTIME)[0], cold)
     assert_same(cold, _parse_reference(text, mtime=MTIME))
+
+
+_STOPS = ["`Trainer.fit` stopped: `max_epochs=2` reached.",
+          "`Trainer.fit` stopped: `max_steps=2000` reached."]
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("stop", _STOPS)
+@pytest.mark.parametrize("glued", [True, False], ids=["on-the-bar-line", "own-line"])
+def test_lightning_s_stop_at_its_limit_is_the_run_finished(read, stop: str, glued: bool) -> None:
+    """Lightning's fit loop logs ``rank_zero_info(f"`Trainer.fit` stopped: `max_steps=
+    {self.max_steps!r}` reached.")`` (or ``max_epochs``) when training ran to its limit; to
+    stderr after the bar's last redraw, which ends in no newline, so mostly on the bar's line.
+    The run was read as unfinished: a job still RUNNING after it (a final test, a checkpoint
+    upload) read as stalled mid-training."""
+    text = _run(2 * PER_EPOCH).rstrip("\n") + ("" if glued else "\n") + stop + "\n"
+    text += "Testing DataLoader 0: 100%|██████████| 50/50 [00:05<00:00, 10.00it/s]\n" * 80
+    assert read(text).finished
+
+
+def test_a_stop_by_time_or_signal_is_no_finish() -> None:
+    text = (_run(300).rstrip("\n") + "Time limit reached. Elapsed time is 0:10:00. Signaling "
+            "Trainer to stop.\n")
+    assert not parse_log(text, mtime=MTIME).finished
+
+
+@pytest.mark.parametrize("read", READS)
+def test_the_lightning_bar_s_rate_is_the_step_rate(read) -> None:
+    """Lightning's bar rate (``rate_noinv_fmt``: tqdm's smoothed batches a second) is the
+    run's rate across its epochs' bars; the row had none (no stamp on a bar line), so no
+    ETA and no rate to judge a slowdown by."""
+    summary = read(_run(1300))
+    assert summary.sec_per_step == pytest.approx(1.0)
