@@ -1330,6 +1330,8 @@ class MetricScan:
         if count:
             values = {**values, "loss": total / count}
             self.ds_losses = (0.0, 0)
+        if step == self.top and step in self.points:
+            return  # the step's own line came first (Megatron-DeepSpeed's iteration line)
         self._record(step, values, line_no, at)
 
     def _episode_count(self) -> int | None:

@@ -139,3 +139,24 @@ def test_no_total_without_the_accumulation_steps() -> None:
     text = "\n".join(line for line in _run(30).splitlines()
                      if "gradient_accumulation_steps" not in line)
     assert parse_log(text, mtime=MTIME).total_steps is None
+
+
+@pytest.mark.parametrize("ds_first", [True, False])
+def test_megatron_deepspeed_s_iteration_line_keeps_its_loss(ds_first: bool) -> None:
+    """Megatron-DeepSpeed prints both: the engine's line (``steps_per_print``) and its own
+    ``iteration N/ T | ... | lm loss: ... |`` at the same step. The engine line adds nothing
+    over it, in either order, and never drops its loss."""
+    out = []
+    for step in range(1, 21):
+        at = START + timedelta(seconds=step * SECONDS_A_STEP)
+        engine = (f"{_stamp(at)} [INFO] [logging.py:128:log_dist] [Rank 0] step={step}, "
+                  "skipped=0, lr=[9e-05], mom=[(0.9, 0.95)]")
+        iteration = (f" iteration {step:8d}/{1000:8d} | consumed samples: {step * 32:12d} | "
+                     "elapsed time per iteration (ms): 3000.0 | learning rate: 9.000E-05 | "
+                     f"global batch size:    32 | lm loss: {3 - step / 100:.6E} | "
+                     "loss scale: 1.0 | grad norm: 0.812 |")
+        out += [engine, iteration] if ds_first else [iteration, engine]
+    summary = parse_log("\n".join(out) + "\n", mtime=MTIME)
+    assert summary.points[-1].step == 20
+    assert summary.points[-1].values["loss"] == pytest.approx(2.8)
+    assert summary.total_steps == 1000
