@@ -360,6 +360,10 @@ _IPV6 = re.compile(r"(?<![\w:])[0-9a-f]*::[0-9a-f:]*(?![\w:])", re.IGNORECASE)
 _FQDN = re.compile(r"\b[a-z][a-z0-9-]*(?:\.[a-z0-9-]+){2,}\b", re.IGNORECASE)
 PUBLIC_REASON_CHARS = 200
 """The longest reason shown in Slack (one line)."""
+_READ_CHARS = 4 * PUBLIC_REASON_CHARS
+"""How much of the first line the patterns read: the address patterns backtrack on long runs
+of host-name-like text (16 KB of ``a-`` took 7.8 s, growing with its square), and what they
+replace shrinks, so a few times the shown length is read, cut back to whole words."""
 
 
 def public_reason(text: str) -> str:
@@ -368,6 +372,9 @@ def public_reason(text: str) -> str:
     :data:`PUBLIC_REASON_CHARS` characters."""
     text = _TRACEBACK.split(text, maxsplit=1)[0]
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if len(line) > _READ_CHARS:
+        # whole words only: an address split by the cut would escape its pattern in part
+        line = " ".join([*line[:_READ_CHARS + 1].split()[:-1], "…"])
     line = _URL.sub(lambda m: f"[{m.group(1).lower()} URL]", line)
     line = _PATH.sub("[path]", line)
     line = _HOST_PORT.sub("[address]", line)

@@ -9,9 +9,11 @@ import pytest
 
 from probes.models import JobState
 from report.chunks import (
+    PUBLIC_REASON_CHARS,
     SlackMessage,
     escape_mrkdwn,
     plain_chunks,
+    public_reason,
     slack_messages,
     summary_lines,
     table_sections,
@@ -225,3 +227,24 @@ def test_backtick_fence_in_a_cell_cannot_close_the_code_block() -> None:
     _, lines = code_lines(section)
     assert "```" not in "\n".join(lines)
     assert "ˋˋˋcodeˋˋˋ" in "\n".join(lines)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("unit", ["a-", "a.", "1.", "ab-cd."])
+def test_public_reason_of_a_huge_hostile_line_is_cut_first(unit: str) -> None:
+    """An error's text from a cluster can be one huge line of host-name-like pieces, on which
+    the address patterns backtrack (16 KB of ``a-`` took 7.8 s, growing with the square of the
+    length: 200 KB would hold the bot's event loop for about 20 minutes). The line is cut to a
+    bounded prefix of whole words before any pattern runs; a hang fails on the timeout."""
+    line = "ssh: " + unit * 100_000 + " 10.0.0.1:22 refused"
+    shown = public_reason(line)
+    assert len(shown) <= PUBLIC_REASON_CHARS and shown.endswith("…")
+    assert shown.startswith("ssh:")
+
+
+def test_public_reason_cuts_before_a_partial_address() -> None:
+    """The bounded prefix ends on a word boundary: an address split by the cut is dropped
+    whole, never shown in part."""
+    line = "/" + "p" * 790 + " 10.20.30.40:22 " + "y" * 900  # the cut falls after 10.20.30
+    shown = public_reason(line)
+    assert shown.startswith("[path]") and "10.20" not in shown and "30" not in shown
