@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import parse_log
 from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 MTIME = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 PER_EPOCH = 1000
@@ -53,13 +53,7 @@ def _run(last: int) -> str:
 
 
 def _folded(text: str, pieces: int = 5) -> LogSummary:
-    data, carry, summary = text.encode(), None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(text, pieces, mtime=MTIME)
 
 
 READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import parse_log
 from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 RAY = "(PPOTrainer pid=2871) "
 MTIME = datetime(2026, 12, 4, 11, 0, tzinfo=UTC)
@@ -79,13 +79,7 @@ def _v09(upto: int, per_episode: int = 20) -> str:
 
 
 def _folded(text: str, pieces: int = 6) -> LogSummary:
-    data, carry, summary = text.encode(), None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(text, pieces, mtime=MTIME)
 
 
 @pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],

@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from probes.logs.incremental import LogCarry, parse_increment
+from probes.logs.incremental import parse_increment
 from probes.logs.parse import parse_log
 from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 TRAINER = "(PPOTrainer pid=2871) "
 ACTOR = "(ActorModelRayActor pid=3012) "
@@ -69,13 +70,7 @@ def _resumed(done_before: int, upto: int, *, namespace: bool = True,
 
 
 def _folded(text: str, pieces: int = 5) -> LogSummary:
-    data, carry, summary = text.encode(), None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(text, pieces, mtime=MTIME)
 
 
 READS = pytest.mark.parametrize("read", [lambda t: parse_log(t, mtime=MTIME), _folded],

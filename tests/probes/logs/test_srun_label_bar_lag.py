@@ -17,22 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import _parse_reference, parse_log
 from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 FIXTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "slurm-22.05.8"
            / "srun_label_hf_bar.out").read_bytes()
 
 
 def _folded(data: bytes, pieces: int = 4) -> LogSummary:
-    carry, summary = None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size])
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(data, pieces)
 
 
 READS = [pytest.param(parse_log, id="cold"), pytest.param(_parse_reference, id="reference"),

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import _parse_reference, parse_log
 from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 MTIME = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 HEAD = ("INFO:torchtune.utils._logging:Running FullFinetuneRecipeDistributed with resolved "
@@ -40,13 +40,7 @@ def _run(last: int, *, every: int = 1) -> str:
 
 
 def _folded(text: str, pieces: int = 4) -> LogSummary:
-    data, carry, summary = text.encode(), None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size], mtime=MTIME)
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(text, pieces, mtime=MTIME)
 
 
 READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pytest
 
-from probes.logs.incremental import LogCarry, parse_increment
 from probes.logs.parse import parse_log
 from probes.models import JobState, LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
 
 CLEAR = "\r" + " " * 50 + "\r"
 
@@ -57,14 +57,7 @@ GLUED_END = END[len(CLEAR):]
 
 
 def _folded(text: str, pieces: int = 7) -> LogSummary:
-    """The bot's fold of ``text`` cut in ``pieces``, its carry through JSON between reads."""
-    data, carry, summary = text.encode(), None, None
-    size = max(1, len(data) // pieces)
-    for at in range(0, len(data), size):
-        summary, carry = parse_increment(carry, data[at:at + size])
-        carry = LogCarry.model_validate_json(carry.model_dump_json())
-    assert summary is not None
-    return summary
+    return fold_in_pieces(text, pieces)
 
 
 def _progress(summary: LogSummary) -> tuple[int | None, int | None, int | None]:
