@@ -85,6 +85,7 @@ from bot.offload import Offload, tune_interpreter
 from bot.owners import slack_owner
 from bot.payloads import payload_problem
 from bot.presses import ActionPress
+from bot.refusals import refusal_news
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from bot.shared_sweep import cache_stamp, cache_ttl_s, holding, shared_live_doc
@@ -505,7 +506,7 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
         told = []
     else:
         told, bot.untold = [*bot.untold, *told], []
-    refused = None if alone else bot.config.news()  # an edit of the config refused
+    refused = None if alone else await refusal_news(bot.config, bot.store)  # an edit refused
     if refused is not None:
         told.append(config_refused_line(refused))
     await bot.digest.notes(config, told)  # one reply for the sweep's alerts, not one each

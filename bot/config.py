@@ -387,7 +387,8 @@ class ConfigSource:
 
     def news(self) -> str | None:
         """:attr:`error` when it was not handed out yet (the channel is told each reason
-        once), else None."""
+        once), else None. This replica's own memory: the replicas share theirs in Redis
+        (:func:`bot.refusals.refusal_news`), and this one decides while Redis cannot answer."""
         if self.error is None or self.error == self._told:
             return None
         self._told = self.error

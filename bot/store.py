@@ -30,7 +30,8 @@ Keys (``P`` = prefix)::
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
     P doc:{name}               STRING JSON documents: alert episodes, the message -> episode
-                               index, incidents, signatures (always with an expiry)
+                               index, incidents, signatures, the refused config edit
+                               told (bot.refusals) (always with an expiry)
     P audit                    STREAM append-only audit trail (pruned to AUDIT_MAXLEN)
 
 Every key expires or is pruned: nothing the bot writes grows without bound.
