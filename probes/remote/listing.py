@@ -75,7 +75,7 @@ def estimated(fields: List[str]) -> bool:  # noqa: UP006
     keeps its times in the digest).
     The backfill scheduler rewrites such estimates every few seconds, so a queue that holds
     pending jobs would never read as unchanged; a bot's sweep that reuses its document is
-    sent these rows' start times instead (``collector.Listed.estimates``)."""
+    sent these rows' start times instead (``queue_listing.Listed.estimates``)."""
     return fields[_STATE].strip() == "PENDING" and fields[0].strip().isdigit()
 
 

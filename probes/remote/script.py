@@ -1,7 +1,9 @@
 """The collector as one ``python3 -`` script: the shipped modules' sources joined in process.
 
-Policy: the login node has nothing of ours installed, so ``guard``, ``harbor_reduce``,
-``stdio_pattern``, ``tree`` and ``completion`` are prepended to ``collector`` and their import
+Policy: the login node has nothing of ours installed, so the stdlib-only modules the
+collector imports (``guard``, ``harbor_reduce``, ``stdio_pattern``, ``tree``, ``completion``,
+``job_files``, the ``queue_*`` pair and the rest of :data:`_SHIPPED_MODULES`) are prepended
+to ``collector`` and their import
 lines there become ``pass``; the request rides inside the script as a string literal (never
 on a command line). A request with scheduler commands and no jobs (a one-job read's first
 command) ships ``scheduler`` alone with its own entry point: the same answer from a fifth of
@@ -12,7 +14,7 @@ starts that squeue first of all: the collector's ~100 KB of source is compiled a
 module body run only after (~80 ms on a login node, before which nothing else can start), so
 the script is a short prologue that starts it (:data:`_PROLOGUE`), then the collector from a
 string literal (``exec``), whose ``_run_squeue`` takes the running process
-(``collector.EARLY_SQUEUE``) instead of starting another.
+(``queue_document.EARLY_SQUEUE``) instead of starting another.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ _SHIPPED_IMPORT = re.compile(
 )
 _SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "trial_count.py", "tree.py",
                     "logread.py",
-                    "completion.py", "scheduler.py", "listing.py")
+                    "completion.py", "scheduler.py", "listing.py", "job_files.py",
+                    "queue_listing.py", "queue_document.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""
 
@@ -115,7 +118,7 @@ main({request!r})
 """
 """A bot's streamed sweep (``squeue.reuse``): the signature listing first, then squeue's
 document started only if the listing's digest is not the one of the document the bot holds
-(``collector.signature_listing``; the listing always comes before the document, so a digest
+(``queue_listing.signature_listing``; the listing always comes before the document, so a digest
 is of a queue no newer than its document), then the collector run; it takes both
 (``EARLY_LISTING``, ``EARLY_SQUEUE``). The collector is compiled while the listing runs
 (~30 ms each on the login node here), within the listing's timeout."""

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes.models import JobState
-from probes.remote import collector, logread
+from probes.remote import collector, job_files, logread
 from probes.remote.script import build_collector_script, collector_source
 from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
 from probes.slurm.parse import expand_stdout, records_from_squeue
@@ -79,7 +79,7 @@ _NAME_PART = st.sampled_from(["12", "3", "12_3", "4", "+", "_", ".", "-", "run",
 def test_the_name_index_takes_the_names_the_per_job_rule_takes(name: str, key: str) -> None:
     """``_job_keys`` (a directory indexed once) and the rule ``*_<key>.out`` with its
     separators, suffixes and ``.N`` restart agree on every name and job key."""
-    assert (key in collector._job_keys(name)) == bool(
+    assert (key in job_files._job_keys(name)) == bool(
         re.search(_OLD_RULE.format(re.escape(key)), name))
 
 
@@ -95,8 +95,8 @@ def test_a_crowded_log_directory_is_read_once_for_every_job(
     for job_id in ids[::2]:
         (tmp_path / f"train_{job_id}.out").write_text(f"job {job_id}\n")
     looked = []
-    keys = collector._job_keys
-    monkeypatch.setattr(collector, "_job_keys", lambda name: looked.append(name) or keys(name))
+    keys = job_files._job_keys
+    monkeypatch.setattr(job_files, "_job_keys", lambda name: looked.append(name) or keys(name))
     request = {"tail_bytes": 4096, "min_lines": 1, "jobs": [
         {"id": i, "stdout": str(tmp_path / f"gone_{i}.out"), "workdir": str(tmp_path),
          "checkpoint_roots": [], "trial_roots": []} for i in ids]}
@@ -189,8 +189,9 @@ def test_shipped_modules_share_no_top_level_names() -> None:
                 found.add(node.name)
             elif isinstance(node, ast.Assign):
                 found.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        return found
-    modules = ("harbor_reduce.py", "stdio_pattern.py", "completion.py", "collector.py")
+        return found - {"Json"}  # the same alias everywhere
+    modules = ("harbor_reduce.py", "stdio_pattern.py", "completion.py", "job_files.py",
+               "queue_listing.py", "queue_document.py", "collector.py")
     found = [names(ROOT / "probes" / "remote" / m) for m in modules]
     assert all(found)
     for i, first in enumerate(found):

@@ -1,0 +1,270 @@
+"""One job's files on the login node: its log located and read, its checkpoints and trials.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script before ``collector``, see ``probes.remote.script``). The seed's rules for
+logs: verify the scheduler's StdOut exists; if not, list the workdir once (never recursive)
+for ``*_<jobid>.out`` (``mismatch``), else ``missing`` (``failed`` when it could not be
+listed); read a bounded tail, or from a ``cursor`` only the bytes appended since
+(``probes.remote.logread``); a read that fails or is under the line floor is retried once,
+then ``failed`` (never "dead"). Every read goes through the job's :class:`Guard`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from typing import Any, Dict, List  # noqa: UP035 - Python 3.7
+
+# In-process these are imported; when shipped, their sources are prepended to the script and
+# each import line below is replaced by ``pass`` (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Guard, Hung, Refused, resolve_uid
+with contextlib.suppress(ImportError):
+    from probes.remote.tree import (
+        SEEN,
+        collect_checkpoints,
+        collect_logged_trials,
+        collect_trials,
+        listdir,
+        logged_checkpoint_dirs,
+    )
+with contextlib.suppress(ImportError):
+    from probes.remote.logread import (
+        MAX_TRIALS_DIRS,
+        endless_line,
+        plain_text,
+        read_tail,
+        resume,
+        scan_text,
+        valid_cursor,
+    )
+
+DEFAULT_HEAD_BYTES = 256 << 10
+"""Bytes of a long log's head sent beside its tail (the config dump; ``head_bytes``)."""
+
+Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+
+
+def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
+          head_bytes: int = 0, track: bool = False) -> Json:
+    """Read a bounded tail; retry once if it fails or is under the line floor."""
+    result: Json = {}
+    for attempt in (1, 2):
+        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes, track=track)
+        result["attempts"] = attempt
+        if result["status"] != "ok":
+            if result.get("final"):  # refused or hung: a second try would say the same
+                break
+            continue
+        # An empty file (nothing printed yet) and an incremental read with nothing new are
+        # facts, not failures; the floor judges a whole-tail read of a non-empty file.
+        if result["size"] == 0 or offset > 0 or result["lines"] >= min_lines:
+            return result
+        if result.get("endless"):  # a second read would scan as far and find the same line
+            return dict(result, status="failed", error=endless_line(result["endless"]))
+        result = dict(result, status="failed",
+                      error=f"{result['lines']} lines < floor {min_lines}")
+    result.pop("final", None)
+    return result
+
+
+_JOB_KEY = re.compile(r"\d+(?:[_+]\d+)?\Z")
+"""A job key as this script names jobs: ``123``, an array task ``123_4``, a hetjob ``123+1``."""
+_LOG_SUFFIXES = (".out", ".log", ".txt")
+_RESTART = re.compile(r"\.\d+\Z")
+
+
+def _job_keys(name: str) -> List[str]:  # noqa: UP006
+    """The job keys whose log ``name`` can be: ``*_<key>.out`` (``-`` and ``.`` separate
+    too; ``.log``, ``.txt``; a ``.N`` restart before the suffix). So ``run_12_3.out`` can be
+    job ``12_3``'s or job ``3``'s, and ``run_12.4.out`` job ``12``'s or job ``4``'s."""
+    if name[-4:] not in _LOG_SUFFIXES:
+        return []
+    stems = [name[:-4]]
+    restart = _RESTART.search(stems[0])
+    if restart is not None:
+        stems.append(stems[0][:restart.start()])
+    keys: List[str] = []  # noqa: UP006
+    for stem in stems:
+        cuts = [at + 1 for at, char in enumerate(stem) if char in "_.-"]
+        # A key holds at most one separator ("_"): it starts after one of the last two, or
+        # at the stem's start.
+        for start in {0, *cuts[-2:]}:
+            if _JOB_KEY.match(stem, start) and stem[start:] not in keys:
+                keys.append(stem[start:])
+    return keys
+
+
+def _log_names(directory: str, guard: Guard,
+               errors: Dict[str, str]) -> Dict[str, List[str]]:  # noqa: UP006
+    """Job key -> the names in ``directory`` that can be its log, the listing read once per
+    request (``tree.SEEN``) and indexed once: a sweep whose jobs' StdOut is gone costs one
+    pass over a crowded log directory, not one per job. Why the listing failed (not for a
+    directory that does not exist) goes in ``errors[directory]``.
+
+    The directory is a SLURM WorkDir or StdOut's parent, kept as the user gave it: often a
+    symlink (a scratch or project link), followed here (``/.``: the check of the opened
+    directory's device still applies), unlike a link met below it."""
+    key = f"logs:{guard.uid}:{directory}"
+    index = SEEN.get(key)
+    if index is None:
+        index = {}
+        failed: dict[str, str] = {}
+        for name in listdir(directory.rstrip("/") + "/.", guard, failed) or []:
+            for job_key in _job_keys(name):
+                index.setdefault(job_key, []).append(name)
+        SEEN[key] = index
+        SEEN[key + ":error"] = next(iter(failed.values()), None)
+    if SEEN.get(key + ":error"):
+        errors[directory] = SEEN[key + ":error"]
+    return index
+
+
+def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
+                guard: Guard) -> tuple[str | None, str, str | None]:
+    """``(path, status, error)``: ``ok`` at StdOut, ``mismatch`` found in the workdir,
+    ``failed`` when StdOut exists but is not the job's to read, else ``missing``. A StdOut
+    of ``/dev/null`` is a discard, no log: the job writes its own (``exec > train_$ID.out``),
+    looked for as for an absent StdOut."""
+    if stdout == "/dev/null":
+        stdout = None
+    if stdout:
+        try:
+            guard.stat_file(stdout)
+            return stdout, "ok", None
+        except FileNotFoundError:
+            pass
+        except (OSError, Refused, Hung) as exc:
+            return stdout, "failed", str(exc)
+    dirs: list[str] = []
+    if workdir:
+        dirs.append(workdir)
+    parent = os.path.dirname(stdout) if stdout else ""
+    if parent and parent not in dirs:  # `-o logs/%x_%j.out`: the log's own directory
+        dirs.append(parent)
+    best: tuple[str, float] | None = None
+    unlisted: dict[str, str] = {}
+    for directory in dirs:
+        for name in _log_names(directory, guard, unlisted).get(job_id, ()):
+            path = os.path.join(directory, name)
+            try:  # a candidate that is not the job's own regular file is no candidate
+                mtime = guard.stat_file(path).st_mtime
+            except (OSError, Refused, Hung):
+                continue
+            if best is None or mtime > best[1]:
+                best = (path, mtime)
+    if best is not None:
+        return best[0], "mismatch", None
+    if unlisted:  # the search never ran there: nothing says the log is absent
+        where, why = next(iter(unlisted.items()))
+        return None, "failed", (f"StdOut {stdout or '(none)'} absent and {where} could not"
+                                f" be listed: {why}")
+    return None, "missing", None
+
+
+def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
+    path, status, error = _locate_log(job.get("stdout"), job.get("workdir"), str(job["id"]),
+                                      guard)
+    out: Json = {"requested": job.get("stdout"), "path": path, "status": status}
+    if error is not None:  # refused or hung at StdOut: final, a retry would say the same
+        out.update(error=error, attempts=1)
+    if path is None or status == "failed":
+        return out
+    fresh = None
+    if "cursor" in job:  # the bot's warm sweep: only the bytes appended since its last read
+        cursor = valid_cursor(job["cursor"], path)
+        fresh = "new" if cursor is None else None
+        if cursor is not None:
+            try:
+                fresh, resumed = resume(path, guard, cursor, int(req["tail_bytes"]))
+            except (Refused, Hung) as exc:  # final: a cold read would say the same
+                out.update(status="failed", error=str(exc), attempts=1)
+                return out
+            except OSError as exc:
+                out.update(status="failed", error=f"{type(exc).__name__}: {exc}", attempts=1)
+                return out
+            if resumed is not None:
+                return _resumed(out, resumed)
+    offset = int(job.get("offset") or 0) if path == job.get("stdout") and fresh is None else 0
+    read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
+                 head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)),
+                 track=fresh is not None)
+    if read["status"] != "ok":
+        out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
+        return out
+    read.pop("status")
+    out.update(read)
+    if fresh is not None:
+        out["fresh"] = fresh
+    return out
+
+
+def _resumed(out: Json, read: Json) -> Json:
+    """A resumed read's answer: no ``text`` at all when nothing was appended."""
+    data = read.pop("data")
+    out.update(read, attempts=1, lines=0)
+    if data:
+        out["text"] = plain_text(data)
+        out["lines"] = len(out["text"].splitlines())
+    return out
+
+
+def _guard(job: Json, request: Json, until: float) -> Guard:
+    """The job's read rules: its owner (resolved here), per-read and request deadlines."""
+    op = float(request.get("read_timeout_s") or 5.0)
+    if "user" not in job:  # an in-process caller reading its own files
+        return Guard(os.geteuid(), op, until, user="(caller)")
+    user = str(job.get("user") or "")
+    key = "uid:" + user
+    if key not in SEEN:
+        SEEN[key] = resolve_uid(user)
+    return Guard(SEEN[key], op, until, user=user)
+
+
+def _failed(job: Json, error: str) -> Json:
+    return {"log": {"requested": job.get("stdout"), "path": None, "status": "failed",
+                    "error": error, "attempts": 1}}
+
+
+def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
+    trial_roots = list(job.get("trial_roots", []))
+    trials_key = f"trials:{guard.uid}:" + json.dumps(trial_roots)
+    if trials_key not in SEEN:
+        # Counted whole, bounded by time (probes.remote.tree), never by a trial count.
+        SEEN[trials_key] = collect_trials(trial_roots, guard,
+                                           float(request.get("trial_budget_s") or 20.0))
+    log = _collect_log(job, request, guard)
+    roots = list(job.get("checkpoint_roots", []))
+    text = log.get("text")
+    if "cursor" in log:
+        # A resumed read has only the new text: the dirs earlier reads found ride in the
+        # cursor (re-checked here, inside workdir/roots only, like any the log prints).
+        bases = [b for b in [job.get("workdir"), *roots] if b]
+        found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases,
+                                       job.get("workdir"))
+        log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
+        text = scan_text(log["cursor"]["dirs"], None)
+    trials = SEEN[trials_key]
+    # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
+    # first: they are the run's own (inside workdir/roots only, entered without a link). A
+    # read from a cursor has only the new text: the dirs found before ride in the cursor.
+    cursor = log.get("cursor")
+    carried = cursor.get("trials") or [] if isinstance(cursor, dict) else []
+    logged = collect_logged_trials(
+        "\n".join([*("trials_dir: " + d for d in carried),
+                   *(t for t in (log.get("head"), log.get("text")) if t)]),
+        job.get("workdir"), [b for b in [job.get("workdir"), *trial_roots, *roots] if b],
+        trial_roots, guard, budget_s=float(request.get("trial_budget_s") or 20.0))
+    if isinstance(cursor, dict):
+        cursor["trials"] = list(logged)[:MAX_TRIALS_DIRS]
+    if logged:
+        trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
+    return {
+        "log": log,
+        # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
+        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir"),
+                                           run_roots=list(job.get("run_checkpoint_roots") or [])),
+        "trials": trials,
+    }
