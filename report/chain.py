@@ -42,8 +42,9 @@ job counts when it started once the predecessor had ended (it ran after it, not 
 cancelled (after it ran, or while still pending: SLURM keeps a cancelled dependant's
 ``Dependency``) is none: someone stopped the chain there, and :attr:`ChainLink.cancelled`
 names it so the TIMEOUT reads so, unless a live job (queued instead) continues the run: the
-fallback's match, submitted once the cancel was done, however much later (a relaunch by hand
-comes when someone gets to it; :data:`SUBMIT_SLACK` bounds only jobs queued by the chain).
+fallback's match, submitted once the cancel was done and within :data:`RELAUNCH_WINDOW` of it
+(a relaunch by hand comes when someone gets to it, later than :data:`SUBMIT_SLACK`, which
+bounds jobs queued by the chain; one queued hours or days later is a new run).
 
 A COMPLETED job whose trainer stopped itself ahead of the walltime for a successor
 (``report.planned_stop``) is linked the same way, ``afterok`` (which its exit 0 satisfies) and
@@ -73,6 +74,12 @@ from probes.models import JobState, SchedulerRecord
 
 SUBMIT_SLACK = timedelta(minutes=5)
 """Chains submitted by the job's own epilogue land a little after ``end_time``."""
+
+RELAUNCH_WINDOW = timedelta(hours=1)
+"""How long after its restart was cancelled a relaunch by hand still continues the run: the
+seed's own window for a human to have acted on a quiet job (an eval with no new result for
+60+ min is a stall). A job of the run queued later is a new run: the TIMEOUT read failed
+('chain stopped') in the meantime and stays so, not re-read as restarting days after."""
 
 RELEASE_SLACK = timedelta(minutes=2)
 """How long after a job's end slurmctld may take to mark its dependants eligible (it does so
@@ -283,14 +290,16 @@ def _relaunch(record: SchedulerRecord, cancelled: SchedulerRecord,
               index: ChainIndex) -> SchedulerRecord | None:
     """The live job that relaunched the run by hand after its restart ``cancelled`` was
     cancelled: the fallback's match but for :data:`SUBMIT_SLACK` (a relaunch after a cancel
-    comes when someone gets to it), submitted once that cancel was done, so the run goes on.
-    The earliest such job, as for the fallback."""
+    comes when someone gets to it), submitted once that cancel was done and within
+    :data:`RELAUNCH_WINDOW` of it, so the run goes on. The earliest such job, as for the
+    fallback."""
     cancel_at = cancelled.end_time or record.end_time
     if cancel_at is None:
         return None
     found = [r for r in candidates
              if r.job_id in index.live and r.job_id not in named and r.job_id != record.job_id
-             and r.submit_time is not None and _utc(r.submit_time) >= _utc(cancel_at)
+             and r.submit_time is not None
+             and _utc(cancel_at) <= _utc(r.submit_time) <= _utc(cancel_at) + RELAUNCH_WINDOW
              and not _never_starts(r) and _fallback_match(record, r, late=True)]
     return min(found, key=lambda r: _successor_order(record, r), default=None)
 

@@ -80,3 +80,15 @@ def test_without_a_cancelled_restart_a_late_launch_is_still_no_restart() -> None
     """The fallback's bound stands where no restart was cancelled (a TIMEOUT left alone)."""
     row = _row(_later())
     assert row.successor is None and "no successor" in row.trend, row.trend
+
+
+def test_a_late_relaunch_is_a_new_run() -> None:
+    """Queued past RELAUNCH_WINDOW after the cancel (days, or just over the hour): a new run,
+    the chain stopped; within it (59 minutes) still the run going on."""
+    for minutes in (61, 3 * 24 * 60):
+        for state in ("RUNNING", "PENDING"):
+            row = _row(CANCELLED, _later(minutes=minutes, state=state))
+            assert row.successor is None and "chain-restart" not in row.flags, (minutes, state)
+            assert row.verdict == "failed" and "cancelled" in row.trend, row.trend
+    row = _row(CANCELLED, _later(minutes=59))
+    assert row.successor == "3010" and row.verdict == "restarting", row.trend
