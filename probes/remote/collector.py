@@ -14,7 +14,7 @@ bounded tail (at most
 be the same one (``probes.remote.logread``); a tail read that fails or returns fewer lines than
 the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint trees are searched to their layouts' bounded depth (``probes.remote.tree``) and
-trial trees counted whole under a time bound (``probes.remote.trial_count``).
+trial trees counted whole under a time bound (``probes.remote.trial_roots``).
 For one job (``probes.slurm.onejob``) the request may also name scheduler commands
 (``probes.remote.scheduler``), run here before the files, in the same trip.
 Every open, read and listing goes through ``probes.remote.guard`` (only the job's own regular
@@ -45,7 +45,9 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.scheduler import exit_with_the_session, run_scheduler
 with contextlib.suppress(ImportError):
-    from probes.remote.tree import SEEN, collect_trials
+    from probes.remote.tree import SEEN
+with contextlib.suppress(ImportError):
+    from probes.remote.trial_roots import collect_trials
 with contextlib.suppress(ImportError):
     from probes.remote.logread import read_tail
 with contextlib.suppress(ImportError):

@@ -22,14 +22,11 @@ from typing import Any, Dict, List  # noqa: UP035 - Python 3.7
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, resolve_uid
 with contextlib.suppress(ImportError):
-    from probes.remote.tree import (
-        SEEN,
-        collect_checkpoints,
-        collect_logged_trials,
-        collect_trials,
-        listdir,
-        logged_checkpoint_dirs,
-    )
+    from probes.remote.tree import SEEN, collect_checkpoints, listdir
+with contextlib.suppress(ImportError):
+    from probes.remote.logged_paths import logged_checkpoint_dirs
+with contextlib.suppress(ImportError):
+    from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
     from probes.remote.logread import (
         MAX_TRIALS_DIRS,
@@ -232,7 +229,7 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     trial_roots = list(job.get("trial_roots", []))
     trials_key = f"trials:{guard.uid}:" + json.dumps(trial_roots)
     if trials_key not in SEEN:
-        # Counted whole, bounded by time (probes.remote.tree), never by a trial count.
+        # Counted whole, bounded by time (probes.remote.trial_roots), never by a trial count.
         SEEN[trials_key] = collect_trials(trial_roots, guard,
                                            float(request.get("trial_budget_s") or 20.0))
     log = _collect_log(job, request, guard)

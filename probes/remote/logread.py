@@ -43,9 +43,9 @@ ANCHOR = 4096
 """Bytes of the file's head and of the bytes before the offset that a cursor's digest covers."""
 
 MAX_DIRS = 8
-"""Checkpoint directories a cursor carries (``probes.remote.tree``'s cap on logged dirs)."""
+"""Checkpoint directories a cursor carries (``probes.remote.logged_paths``'s cap on logged dirs)."""
 MAX_TRIALS_DIRS = 4
-"""Trials dirs a cursor carries (the ones its log named: ``probes.remote.tree``)."""
+"""Trials dirs a cursor carries (the ones its log named: ``probes.remote.logged_paths``)."""
 
 Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 

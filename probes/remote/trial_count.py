@@ -11,7 +11,7 @@ rules that read the last 100 (the pass-rate signal, instant-fail). The tally's a
 a trial is completed when it has a finish time, a reward or an exception; rewards, turns and
 exceptions count over completed trials; instant-fail over all, on the agent's execution phase
 when the result has one (a second, or the retries of a connection failure). The time bound
-belongs to the caller (``probes.remote.tree``): a tally that stopped early says so
+belongs to the caller (``probes.remote.trial_roots``): a tally that stopped early says so
 (``complete: false``) with the seconds it spent.
 """
 

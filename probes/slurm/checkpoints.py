@@ -16,7 +16,8 @@ not banked (verl skips the tracker under ``async_save``; a stale tracker from an
 synchronous run would then hold the banked step back, which errs on the safe side for
 salvage; Megatron's ``release`` names no step and holds nothing back). Hugging Face writes
 no tracker, but ``trainer_state.json`` comes last in each ``checkpoint-N``: the collector
-leaves out those above the newest holding it (``probes.remote.tree._finished_hf``). Exports
+leaves out those above the newest holding it
+(``probes.remote.checkpoint_steps._finished_hf``). Exports
 (``exports/global_step_N``) are reported separately and never bank a step: they mean
 completion only for a finished run, since a running job also writes periodic saves there.
 """

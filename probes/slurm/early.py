@@ -48,7 +48,7 @@ FOLD_STACK = (
     "probes.logs.fault_carry", "probes.logs.fingerprint_lines", "probes.logs.fingerprint",
     "probes.logs.fingerprint_carry", "probes.logs.outcome", "probes.logs.planned_stop",
     "probes.logs.recent", "probes.logs.parse", "probes.logs.incremental", "probes.harbor",
-    "probes.remote.guard", "probes.remote.harbor_reduce", "probes.remote.trial_count",
+    "probes.remote.guard", "probes.remote.checkpoint_steps", "probes.remote.logged_paths",
     "probes.remote.tree", "probes.slurm.checkpoints", "probes.slurm.assemble",
     "probes.slurm.cursors",
 )

@@ -58,7 +58,8 @@ def collector_request(
     request: dict[str, Any] = {
         "tail_bytes": cluster.tail_bytes,
         "min_lines": cluster.min_log_lines,
-        "trial_budget_s": 20.0,  # trials are counted whole, bounded by time (probes.remote.tree)
+        # trials are counted whole, bounded by time (probes.remote.trial_roots)
+        "trial_budget_s": 20.0,
         "jobs": jobs,
     }
     if isinstance(cluster, SlurmCluster):

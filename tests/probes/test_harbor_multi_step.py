@@ -16,7 +16,7 @@ import pytest
 
 from probes.harbor import build_trial_tree, summarize_trials
 from probes.remote.harbor_reduce import reduce_trial
-from probes.remote.tree import collect_trials
+from probes.remote.trial_roots import collect_trials
 from probes.slurm.assemble import trial_tree
 
 STEPS = (Path(__file__).resolve().parents[1] / "fixtures" / "harbor-0.26.0" / "multi-step"

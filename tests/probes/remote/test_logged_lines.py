@@ -1,6 +1,6 @@
 """The collector's one search for checkpoint-naming lines equals testing every line.
 
-``probes.remote.tree._logged_lines`` searches the joined last 5000 lines once; the reference
+``probes.remote.logged_paths._logged_lines`` searches the joined last 5000 lines once; the reference
 runs ``_LOGGED_LINE`` on each of those lines, as the collector did before.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.remote.tree import _LOGGED_LINE, _logged_lines, logged_checkpoint_dirs
+from probes.remote.logged_paths import _LOGGED_LINE, _logged_lines, logged_checkpoint_dirs
 
 PIECES = ["checkpoint", "Saving", "saved", "save", "saves", "global_step_40", "iter_0000080",
           "iter_x", "/ckpt/run/checkpoint-40", " ", "\n", "\r\n", "\r", "\x0b", "\x1c",

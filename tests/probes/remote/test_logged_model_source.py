@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.remote.tree import logged_checkpoint_dirs
+from probes.remote.logged_paths import logged_checkpoint_dirs
 
 W = "/w"
 SAVE = "local_global_step_folder: /w/checkpoints/gsm8k/grpo/global_step_5\n"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.remote.tree import logged_checkpoint_dirs
+from probes.remote.logged_paths import logged_checkpoint_dirs
 
 SAVE = ("[2026-12-04 16:10:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Saving "
         "{p}/checkpoint-100/global_step100/mp_rank_00_model_states.pt...\n")

@@ -22,8 +22,8 @@ from probes.harbor import TrialStats, build_trial_tree, summarize_trials
 from probes.models import TrialTree
 from probes.remote.guard import Guard
 from probes.remote.harbor_reduce import reduce_trial
-from probes.remote.tree import collect_trials
 from probes.remote.trial_count import WINDOW
+from probes.remote.trial_roots import collect_trials
 from probes.slurm.assemble import trial_tree
 from report.findings import Findings
 from report.harbor_trials import count_bound_note
@@ -142,8 +142,9 @@ def test_complete_count_has_no_bound_note() -> None:
 
 
 def test_shipped_tree_modules_rebind_no_other_modules_names() -> None:
-    """tree.py and trial_count.py are joined into one script with the other shipped modules:
-    no top-level name of theirs may rebind another's (``Json`` is the same alias everywhere)."""
+    """tree.py, the modules split from it and trial_count.py are joined into one script with
+    the other shipped modules: no top-level name of theirs may rebind another's (``Json`` is
+    the same alias everywhere)."""
     def names(name: str) -> set[str]:
         body = ast.parse((Path(collect_trials.__code__.co_filename).parent / name)
                          .read_text()).body
@@ -157,6 +158,8 @@ def test_shipped_tree_modules_rebind_no_other_modules_names() -> None:
 
     others = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "completion.py",
               "job_files.py", "queue_listing.py", "queue_document.py", "collector.py")
-    for mine in ("tree.py", "trial_count.py"):
-        for other in (*others, *({"tree.py", "trial_count.py"} - {mine})):
+    mines = ("checkpoint_steps.py", "logged_paths.py", "tree.py", "trial_roots.py",
+             "trial_count.py")
+    for mine in mines:
+        for other in (*others, *(set(mines) - {mine})):
             assert names(mine) & names(other) == set(), (mine, other)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import probes.remote.tree
+import probes.remote.trial_roots
 from probes.harbor import summarize_trials
 from probes.remote.collector import collect_trials
 from probes.slurm.assemble import trial_tree
@@ -79,7 +79,7 @@ def test_a_large_job_result_keeps_its_total(tmp_path: Path) -> None:
 def test_a_result_past_the_read_bound_still_counts(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``RESULT_BYTES`` a trial is counted, finished, its fields unknown (not dropped)."""
-    monkeypatch.setattr(probes.remote.tree, "RESULT_BYTES", 1 << 20)
+    monkeypatch.setattr(probes.remote.trial_roots, "RESULT_BYTES", 1 << 20)
     job = tmp_path / "jobs" / "2026-12-04__21-00-00"
     MAKE.write(job, {"pass": 4, "fail": 6}, total=10, seed=5)
     for path in sorted(job.glob("*/result.json"))[:2]:
@@ -104,7 +104,7 @@ def test_reducing_a_large_trial_never_builds_its_token_ids(tmp_path: Path) -> No
     raw = json.dumps(data, indent=4).encode()
     tracemalloc.start()
     try:
-        reduced = probes.remote.tree._reduced_trial((raw, 0.0))
+        reduced = probes.remote.trial_roots._reduced_trial((raw, 0.0))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -26,7 +26,7 @@ from probes.harbor import summarize_trials
 from probes.remote.guard import Guard
 from probes.remote.rollouts import collect_rollouts
 from probes.remote.script import build_collector_script
-from probes.remote.tree import _flat_trials, collect_trials
+from probes.remote.trial_roots import _flat_trials, collect_trials
 from probes.slurm.assemble import trial_tree
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harbor-0.26.0" / "jobs"

@@ -1,0 +1,167 @@
+"""Checkpoint and trials directories a job's log names, kept only inside the job's own bases.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script, see ``probes.remote.script``). The log is the job owner's text: a printed
+path counts only inside one of the bases (the workdir and the configured roots) once
+normalised, with no ``..`` left; a relative one is taken from the workdir; a path given as the
+model to load is not a save folder. At most ``_LOGGED_DIRS`` checkpoint and
+``_LOGGED_TRIALS`` trials dirs are taken from one log, the newest printed first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from typing import Any
+
+# In-process these are imported; when shipped, their sources are prepended to the script and
+# each import line below is replaced by ``pass`` (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.checkpoint_steps import _STEP_DIR
+
+_LOGGED_DIRS = 8
+_LOGGED_LINE = re.compile(r"checkpoint|sav(?:e|ed|ing)\b|global_step|iter_\d", re.IGNORECASE)
+_LOGGED_GATE = re.compile(
+    b"checkpoint|sav|global_step|iter_|"
+    + b"|".join(re.escape(c.encode()) for c in ("\u0130", "\u0131", "\u017f", "\u212a"))
+)
+"""A superset of ``_LOGGED_LINE`` on ASCII-lowered UTF-8 (see ``_logged_lines``)."""
+_ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
+_LOGGED_RELATIVE = re.compile(
+    r"(?:\bto|\bin|\bat|:|\b[Ss]av(?:e|ed|ing))[ \t]+(?![/~$])"
+    r"([A-Za-z0-9_.][^\s'\"`,;()\[\]{}<>|:]*/[^\s'\"`,;()\[\]{}<>|]*)")
+"""A relative path a save line prints after ``to``/``in``/``at``/``:`` (HF: ``Saving model
+checkpoint to saves/llama3-8b/full/sft/checkpoint-400``, LLaMA-Factory's example
+``output_dir``) or right after its verb (DeepSpeed's ``[Torch] Saving out/checkpoint-100/
+global_step100/mp_rank_00_model_states.pt...``), taken from the workdir; no scheme
+(``s3://``), ``~`` or variable."""
+_MODEL_KEY = re.compile(
+    r"(?:(?<![A-Za-z0-9_])([A-Za-z0-9_]*(?:path|pretrain|model)))['\"]?[ \t]*[:=][ \t]*"
+    r"(?:PosixPath\()?['\"]?$"
+    r"|--([A-Za-z0-9_-]*(?:pretrain|model|path))[ \t=]+['\"]?$", re.IGNORECASE)
+"""The key right before a printed path (``'path': '``, ``model.path=``, ``--pretrain ``)."""
+_SAVE_VERB = re.compile(r"\bsav(?:e|ed|ing)\b", re.IGNORECASE)
+_OWN_KEY = re.compile(r"ckpt|checkpoint|save|resume|load|output|export|dir", re.IGNORECASE)
+_FILE_SUFFIX = re.compile(r"\.(?:pt|pth|bin|safetensors|json|distcp|ckpt|txt|metadata)$")
+_TRIALS_NAMED = re.compile(
+    r"rials[_ ]dir['\"]?[ \t]*[:=][ \t]*(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|?\x1b]+)")
+"""A trials dir the log names, after its ``T``/``t``: SkyRL's HarborGenerator line (``Trials dir:
+/p``), its config dump (``trials_dir: /p``), a Hydra override echoed by ``set -x``
+(``++harbor_trial_config.trials_dir=/p``), a ``TrialConfig`` repr (``trials_dir=PosixPath('/p')``).
+Starts on a literal so the search skips ahead; the letter before is checked by hand."""
+_LOGGED_TRIALS = 4
+"""Trials dirs taken from one log at most (the newest printed first)."""
+
+
+def logged_checkpoint_dirs(text: str | None, bases: list[str],
+                           workdir: str | None = None) -> list[tuple[str, list[str]]]:
+    """Checkpoint directories the log names, as ``(base, components below it)``.
+
+    The log is the job owner's text: a path counts only inside one of ``bases`` (the workdir
+    and the configured roots) once normalised, with no ``..`` left; a printed step directory
+    (or a file inside one) stands for the directory holding the steps. A relative path a
+    save line prints (``_LOGGED_RELATIVE``) is taken from ``workdir``, where sbatch starts
+    the job, as the completion check and the logged trials dirs take theirs.
+    """
+    found: list[tuple[str, list[str]]] = []
+    clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    start = workdir if workdir and workdir.startswith("/") else None
+    for line in reversed(_logged_lines(text)):
+        if len(found) >= _LOGGED_DIRS:
+            break
+        paths = [m.group(1) for m in _LOGGED_PATH.finditer(line) if not _model_source(line, m)]
+        if start is not None:
+            paths += [os.path.join(start, m.group(1)) for m in _LOGGED_RELATIVE.finditer(line)
+                      if not _model_source(line, m)]
+        for raw in paths:
+            target = _step_holder(os.path.normpath(raw.rstrip(".:")))
+            place = _inside_base(target, clean)
+            if place is not None and place not in found:
+                found.append(place)
+    return found
+
+
+def _model_source(line: str, match: Any) -> bool:
+    """The path ``match`` found is given as the model to load (verl/SkyRL ``model.path``,
+    HF/TRL ``model_name_or_path``, OpenRLHF ``--pretrain``): an init checkpoint, maybe another
+    run's ``global_step_500``, not a folder this run saves to. A key naming a checkpoint, a
+    save, a resume or an output dir (``ckpt_path``, ``resume_from_path``) is the run's own."""
+    start = max(0, match.start(1) - 80)
+    key = _MODEL_KEY.search(line, start, match.start(1))
+    return (key is not None and not _OWN_KEY.search(key.group(1) or key.group(2))
+            and not _SAVE_VERB.search(line, start, key.start()))  # 'Saved model: <dir>'
+
+
+def _logged_lines(text: str | None) -> list[str]:
+    """The lines among the last 5000 that ``_LOGGED_LINE`` matches, in order.
+
+    ``_LOGGED_LINE`` ignores case, which leaves sre no literal to skip ahead on, so it runs
+    only on the lines a case-sensitive search of the ASCII-lowered UTF-8 text meets: every
+    match holds one of ``_LOGGED_GATE``'s words once ASCII letters are lowered, or one of the
+    four non-ASCII characters that match an ASCII letter without case. ``splitlines`` leaves
+    no ``\\n`` in a line, so a hit names its line and the search goes on after that line."""
+    lines = (text or "").splitlines()[-5000:]
+    skeleton = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_ASCII_LOWER)
+    hits: list[str] = []
+    index, position = 0, 0
+    found = _LOGGED_GATE.search(skeleton)
+    while found is not None:
+        index += skeleton.count(b"\n", position, found.start())
+        if _LOGGED_LINE.search(lines[index]):
+            hits.append(lines[index])
+        end = skeleton.find(b"\n", found.end())
+        if end < 0:
+            break
+        index, position = index + 1, end + 1
+        found = _LOGGED_GATE.search(skeleton, position)
+    return hits
+
+
+def _step_holder(path: str) -> str:
+    """The directory that holds the step directories a printed path points into."""
+    parts = path.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        if _STEP_DIR.match(parts[i]):
+            return "/".join(parts[:i]) or "/"
+    return os.path.dirname(path) if _FILE_SUFFIX.search(path) else path
+
+
+def logged_trials_dirs(text: str | None, workdir: str | None,
+                       bases: list[str]) -> list[tuple[str, list[str]]]:
+    """Trials dirs the log names (newest first), as ``(base, components below it)``.
+
+    As for logged checkpoint dirs, the log is the job owner's text: a path counts only inside
+    one of ``bases`` (the workdir and the configured roots) once normalised; a relative one
+    (Harbor's default ``trials``) is taken from the workdir, where sbatch starts the job; one
+    under ``~``, in a variable or an object store is left alone."""
+    found: list[tuple[str, list[str]]] = []
+    clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    text = text or ""
+    for match in reversed(list(_TRIALS_NAMED.finditer(text))):
+        if len(found) >= _LOGGED_TRIALS:
+            break
+        if match.start() == 0 or text[match.start() - 1] not in "Tt":
+            continue
+        raw = match.group(1).rstrip(".:")
+        if raw.startswith(("~", "$")) or "://" in raw or "\\" in raw:
+            continue
+        if not raw.startswith("/"):
+            if not workdir or not workdir.startswith("/"):
+                continue
+            raw = os.path.join(workdir, raw)
+        place = _inside_base(os.path.normpath(raw), clean)
+        if place is not None and place not in found:
+            found.append(place)
+    return found
+
+
+def _inside_base(path: str, bases: list[str]) -> tuple[str, list[str]] | None:
+    for base in sorted(bases, key=len, reverse=True):
+        if path == base or path.startswith(base.rstrip("/") + "/"):
+            rest = [p for p in path[len(base):].split("/") if p]
+            if any(p in (".", "..") for p in rest):
+                return None
+            return base, rest
+    return None

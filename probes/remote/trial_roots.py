@@ -1,0 +1,292 @@
+"""Trial trees on the login node: Harbor job dirs and trials dirs counted whole, bounded by time.
+
+Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
+collector script, see ``probes.remote.script``). A trial root is a Harbor job dir, a flat
+trials dir (SkyRL's Harbor generator writes ``<trials_dir>/<task>__<id>/`` with no job dir
+above), or a dir of job dirs (chunks), each ``<trial>/result.json`` reduced and folded into a
+whole-run tally (``probes.remote.trial_count``) with no count cap: the bound is TIME
+(``budget_s``), and a tally cut short says so. A trial dir holds a result.json (and
+config.json) but no subdirectory holding one; a job dir's subdirectories are trials that each
+hold one, beside its own result.json/config.json (a result.json alone decides by its content).
+The trials dirs a job's log names are counted too (``probes.remote.logged_paths``). Every
+open goes through the guard, a directory entered through its parent without following a link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Iterator  # noqa: UP035 - Python 3.7 on login nodes
+
+# In-process these are imported; when shipped, their sources are prepended to the script and
+# each import line below is replaced by ``pass`` (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Guard, Hung, Refused
+with contextlib.suppress(ImportError):
+    from probes.remote.harbor_reduce import (
+        is_trial_result,
+        reduce_job,
+        reduce_trial,
+        slim_result,
+    )
+with contextlib.suppress(ImportError):
+    from probes.remote.trial_count import add_trial, keep_recent, new_tally
+with contextlib.suppress(ImportError):
+    from probes.remote.logged_paths import logged_trials_dirs
+with contextlib.suppress(ImportError):
+    from probes.remote.tree import SEEN, _entries, _read_stamped
+
+TRIAL_BUDGET_S = 20.0
+"""Seconds of trial counting per trial-root set when the request names none."""
+
+Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
+
+
+class _Clock:
+    """The trial count's time bound: ``budget_s`` from the first call, at most half the time
+    left in the request (the jobs after this one still get read), and never past the guard's
+    request deadline (a read refused for lack of time would undercount silently)."""
+
+    def __init__(self, budget_s: float, guard: Guard, clock: Callable[[], float]) -> None:
+        if guard.until is not None:
+            budget_s = min(budget_s, max(0.0, 0.5 * (guard.until - time.monotonic())))
+        self.clock = clock
+        self.started = clock()
+        self.until = self.started + budget_s
+        self.guard_until = guard.until
+
+    def spent(self) -> bool:
+        if self.guard_until is not None and time.monotonic() >= self.guard_until - 0.5:
+            return True
+        return self.clock() >= self.until
+
+
+RESULT_BYTES = 64 << 20
+"""A Harbor result.json is read whole up to this size: a trial's with terminus-2's rollout
+details (every turn's prompt token ids) or a large eval's job result (every trial's name in
+``reward_stats``) runs to megabytes, and a JSON document cut short reads as nothing."""
+_HEAD_BYTES = 1 << 20
+_TRIAL_HEAD = (b'"trial_name"', b'"task_name"')
+"""Keys a trial result.json (``TrialResult``) dumps near its top, and a job's never has."""
+
+
+def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | None:
+    """``<name>/result.json`` below an open job dir, the trial dir entered without a link."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            return guard.read_small("result.json", RESULT_BYTES, dir_fd=sub)
+    except (OSError, Refused, Hung):
+        return None
+
+
+def _reduced_trial(found: tuple[bytes, float]) -> dict[str, Any] | None:
+    """The trial reduced; one past ``RESULT_BYTES`` still counts, finished when its file was
+    last written (Harbor writes result.json as the trial ends), its fields unknown. Its
+    rollout details' token ids are cut from the text first: parsed, they alone are Python
+    objects at twice the file's size and more."""
+    raw, mtime = found
+    reduced = reduce_trial(slim_result(raw))
+    if reduced is None and len(raw) >= RESULT_BYTES:
+        try:
+            finished = datetime.fromtimestamp(mtime, timezone.utc).isoformat()  # noqa: UP017
+        except (OverflowError, OSError, ValueError):
+            return None
+        reduced = {"finished_at": finished}
+    return reduced
+
+
+def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
+                   label: str, *, top: int | None = None) -> Json:
+    """One Harbor job directory: its job result.json and a tally of every trial's (``top``:
+    the directory already open, else it is opened by its path)."""
+    tally = new_tally()
+    started = clock.clock()
+    job_raw = None
+    job_mtime = created = None
+    try:
+        with _opened(job_dir, guard, top) as fd:
+            stamped = _read_stamped("result.json", guard, RESULT_BYTES, dir_fd=fd)
+            if stamped is not None:
+                job_raw, job_mtime = stamped
+            with contextlib.suppress(OSError, Refused, Hung):
+                created = guard.stat_file("config.json", dir_fd=fd).st_mtime
+            entries = _entries(fd, job_dir, guard)
+            for name, is_dir in entries:
+                if not is_dir:
+                    continue
+                if clock.spent():
+                    tally["complete"] = False
+                    break
+                found = _trial_result(fd, name, guard)
+                reduced = _reduced_trial(found) if found is not None else None
+                if reduced is not None:
+                    # The stall rule ("no new result.json for 60+ min") reads file times.
+                    reduced["mtime"] = found[1]  # type: ignore[index]
+                    add_trial(tally, reduced, found[1])  # type: ignore[index]
+                    keep_recent(window, reduced, label + name, job_dir)
+    except Hung:
+        tally["complete"] = False
+    except (OSError, Refused):
+        pass
+    tally["seconds"] = round(clock.clock() - started, 3)
+    # Whose run the job dir can be, in a shared jobs/: Harbor rewrites the job result.json at
+    # every trial start and end (its mtime: the last write) and writes config.json as a run
+    # starts or resumes (its mtime: that start).
+    return {"job": reduce_job(job_raw) if job_raw is not None else None, "tally": tally,
+            "trials": {}, "mtime": job_mtime, "created": created}
+
+
+@contextlib.contextmanager
+def _opened(path: str, guard: Guard, fd: int | None) -> Iterator[int]:
+    """``fd`` itself (left open), or ``path`` opened as the job's directory for the block."""
+    if fd is not None:
+        yield fd
+        return
+    with guard.directory(path) as opened:
+        yield opened
+
+
+def _open_below(base: str, below: list[str], guard: Guard) -> int:
+    """``base`` opened, then each component ``below`` it through its parent's descriptor
+    without following a link (a logged dir never leads out of its base)."""
+    fd = guard.open(base, directory=True)
+    for part in below:
+        try:
+            sub = guard.open(part, directory=True, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = sub
+    return fd
+
+
+def _job_files_in(fd: int, guard: Guard) -> bool:
+    """A Harbor job dir holds a result.json or a config.json (the job's own regular file)."""
+    for marker in ("result.json", "config.json"):
+        with contextlib.suppress(OSError, Refused):
+            guard.stat_file(marker, dir_fd=fd)
+            return True
+    return False
+
+
+def _has_job_files(top: int, name: str, guard: Guard) -> bool:
+    """Is ``name`` below an open dir a Harbor job dir (a chunk)? Entered without following."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            return _job_files_in(sub, guard)
+    except (OSError, Refused, Hung):
+        return False
+
+
+def _holds_result(top: int, name: str, guard: Guard) -> bool:
+    """Does the subdirectory ``name`` of an open dir hold a result.json (not followed)?"""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            guard.stat_file("result.json", dir_fd=sub)
+            return True
+    except (OSError, Refused, Hung):
+        return False
+
+
+def _is_trial_dir(top: int, name: str, path: str, guard: Guard) -> bool | None:
+    """Is ``name`` (below an open dir, holding a result.json) a trial dir rather than a Harbor
+    job dir? A job dir's subdirectories are trials holding result.json; a trial's (``agent/``,
+    ``verifier/``) hold none. With no such subdirectory (a job dir whose trials are all in
+    flight looks alike) the result.json's own content decides. ``None``: unreadable, or a
+    result.json that is no JSON object (binary, cut off mid-write): undecided, not a job dir."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            for child, is_dir in _entries(sub, path, guard):
+                if is_dir and _holds_result(sub, child, guard):
+                    return False
+            raw = guard.read_small("result.json", _HEAD_BYTES, dir_fd=sub)[0]
+    except (OSError, Refused, Hung):
+        return None
+    decided = is_trial_result(raw)
+    if decided is None and len(raw) >= _HEAD_BYTES:
+        # A result.json longer than the head read: a trial's, with rollout details, when its
+        # top holds a trial's keys (a job's result.json is dumped without any).
+        return any(key in raw[:65536] for key in _TRIAL_HEAD)
+    return decided
+
+
+def _flat_trials(top: int, root: str, entries: list[tuple[str, bool]], guard: Guard) -> bool:
+    """Does ``root`` (no job files of its own) hold trial dirs directly (SkyRL's flat Harbor
+    ``trials_dir``)? Decided by its first subdirectory with a result.json that reads."""
+    for name, is_dir in entries:
+        if is_dir and _holds_result(top, name, guard):
+            trial = _is_trial_dir(top, name, os.path.join(root, name), guard)
+            if trial is not None:
+                return trial
+    return False
+
+
+def _count_root(root: str, guard: Guard, clock: _Clock,
+                below: list[str] | None = None) -> Json:
+    """One trial root (or the directory ``below`` it, entered component by component)."""
+    path = os.path.join(root, *below) if below else root
+    try:
+        top = _open_below(root, below, guard) if below else guard.open(root, directory=True)
+    except FileNotFoundError:
+        return {"exists": False, "jobs": {}}
+    except (OSError, Refused, Hung) as exc:
+        return {"exists": False, "jobs": {}, "error": str(exc)}
+    try:
+        try:
+            own = _job_files_in(top, guard)
+            entries = [] if own else _entries(top, path, guard)
+            # a Harbor job dir, or trials directly below the root: counted in the open dir
+            flat = own or _flat_trials(top, path, entries, guard)
+        except (OSError, Refused, Hung) as exc:
+            return {"exists": False, "jobs": {}, "error": str(exc)}
+        # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree; a
+        # symlinked chunk is not entered (it is opened without following).
+        job_dirs = [] if flat else [os.path.join(path, n) for n, is_dir in entries
+                                    if is_dir and _has_job_files(top, n, guard)]
+        window: list[Any] = []
+        jobs: Json = {}
+        if flat:
+            jobs[path] = _count_job_dir(path, guard, clock, window, "", top=top)
+        for job_dir in job_dirs:
+            if clock.spent():
+                tally = new_tally()
+                tally["complete"] = False
+                jobs[job_dir] = {"job": None, "tally": tally, "trials": {}}
+                continue
+            label = os.path.basename(job_dir.rstrip("/")) + "/" if len(job_dirs) > 1 else ""
+            jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label)
+    finally:
+        os.close(top)
+    for _key, _order, job_dir, name, reduced in window:
+        jobs[job_dir]["trials"][name.rsplit("/", 1)[-1]] = reduced
+    return {"exists": True, "jobs": jobs}
+
+
+def collect_trials(roots: list[str], guard: Guard | None = None,
+                   budget_s: float = TRIAL_BUDGET_S,
+                   clock: Callable[[], float] = time.monotonic) -> Json:
+    """Every trial root: a Harbor job dir itself, or a dir of job dirs (chunks), each counted
+    whole within ``budget_s`` seconds; the ``WINDOW`` most recent trials ride as records."""
+    guard = guard or Guard(os.geteuid(), 30.0)
+    bound = _Clock(budget_s, guard, clock)
+    return {root: _count_root(root, guard, bound) for root in roots}
+
+
+def collect_logged_trials(text: str | None, workdir: str | None, bases: list[str],
+                          skip: list[str], guard: Guard, *,
+                          budget_s: float = TRIAL_BUDGET_S) -> Json:
+    """The trials dirs the log names (``logged_trials_dirs``), newest first, each counted
+    like a trial root (``skip``: the roots already counted); once per request and owner."""
+    out: Json = {}
+    bound: _Clock | None = None
+    for base, below in logged_trials_dirs(text, workdir, bases):
+        path = os.path.join(base, *below)
+        if path in skip or path in out:
+            continue
+        key = f"lt:{guard.uid}:{path}"
+        if key not in SEEN:
+            bound = bound or _Clock(budget_s, guard, time.monotonic)
+            SEEN[key] = _count_root(base, guard, bound, below)
+        out[path] = SEEN[key]
+    return out
