@@ -53,7 +53,7 @@ from bot.commands import (
     job_filter,
     parse_command,
 )
-from bot.config import ConfigSource
+from bot.config import Config, ConfigSource
 from bot.delivery import (
     NETWORK_ERRORS,
     BoundedRateLimitRetryHandler,
@@ -61,6 +61,7 @@ from bot.delivery import (
     Responder,
     SlackHealth,
     dm_channel,
+    posting,
 )
 from bot.digest import Digest
 from bot.errors import JobNotFoundError, UserError
@@ -112,7 +113,7 @@ def make_web_client(
     *,
     health: SlackHealth | None = None,
     retry_handlers: list[AsyncRetryHandler] | None = None,
-) -> AsyncWebClient:
+) -> CountingWebClient:
     """The Web API client: ``SLACK_API_URL``, slack_sdk's connection retries and 429 retries
     bounded in time (``bot.delivery.BoundedRateLimitRetryHandler``)."""
     handlers = retry_handlers if retry_handlers is not None else [
@@ -433,6 +434,9 @@ async def answer_job(bot: Bot, query: JobQuery, payload: SlashPayload, respond: 
                            comment=f"Metric history of `{code(stem)}`")
 
 
+UNTOLD_KEPT = 200
+"""Thread lines (collapse lines, a refused config edit) kept for the next thread reply when
+Slack did not take the sweep's: the newest, should Slack refuse the channel for days."""
 UPLOADS_AT_ONCE = 4
 """DM uploads in flight at once: a 5,016-job answer's file is 1.7 MB, and a burst of ``/jobs``
 (each answered at once from the shared rendering) held one copy each in flight, in the bench
@@ -477,15 +481,32 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     probes, reconcile. False when it should be
     tried again soon (``bot.scheduler``; ``retry``: this is that try): a cluster could not be
     read, Redis could not serve the history, or Slack refused a thread reply, the parent's
-    edit, a collapse alert or a job-end DM.
+    edit, a collapse alert, the alerts' thread reply or a job-end DM.
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
-    not invited, rate-limited, message too long) must not silence a collapse alert.
+    not invited, rate-limited, message too long) must not silence a collapse alert. A hung
+    Web API costs the sweep one request's bound, not one per message: once a request timed
+    out, the sweep's other messages give up unsent (``bot.delivery.posting``) and its retry
+    sends them.
     """
     config = bot.config.current()
     async with holding(bot.store, config, bot.replica):  # /jobs elsewhere answers from it
         result = await live_sweep(bot)
     config = bot.config.current()
+    if isinstance(bot.client, CountingWebClient):
+        bot.client.bound(config.slack.api_timeout_seconds)  # re-read with the config
+    with posting():
+        unsent = await _tell_sweep(bot, result, config, interval, retry=retry)
+    log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
+             fallback=bot.lease.fallback(interval), retry=retry)
+    unread = [c.name for c in result.report.clusters if c.status == "unreachable"]
+    return not (unread or result.degraded or unsent)
+
+
+async def _tell_sweep(bot: Bot, result: SweepResult, config: Config, interval: int, *,
+                      retry: bool) -> bool:
+    """The sweep's messages, in :func:`scheduled_sweep`'s order; True when some were not
+    delivered (kept for the retry)."""
     details = list(result.details.values())
     # Claimed without the lock by a replica that never saw who leads: alerts only, so an
     # outage neither silences a collapse nor doubles the channel thread (bot.lease).
@@ -509,18 +530,18 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
     refused = None if alone else await refusal_news(bot.config, bot.store)  # an edit refused
     if refused is not None:
         told.append(config_refused_line(refused))
-    await bot.digest.notes(config, told)  # one reply for the sweep's alerts, not one each
+    # One reply for the sweep's alerts, not one each; one Slack did not take is kept.
+    unnoted = bool(told) and bool(config.slack.channel) and not await bot.digest.notes(
+        config, told)
+    if unnoted:
+        bot.untold = told[-UNTOLD_KEPT:]
     if changes is not None:
         # job-end DMs (bot/notify.py)
         await bot.notifier.process(changes, result, config, retry=retry)
         await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
         await bot.actions.reconcile()
-    log.info("scheduled sweep done", interval=interval, jobs=len(result.report.jobs),
-             fallback=bot.lease.fallback(interval), retry=retry)
-    unread = [c.name for c in result.report.clusters if c.status == "unreachable"]
-    unsent = bot.alerter.undelivered or (changes is not None and (
+    return unnoted or bool(bot.alerter.undelivered) or (changes is not None and (
         bot.digest.undelivered or bot.notifier.undelivered))
-    return not (unread or result.degraded or unsent)
 
 
 async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:

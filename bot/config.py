@@ -64,6 +64,8 @@ SWEEP_EVERY_MAX = 7 * 24 * 60
 """``[slack] sweep_every_minutes`` at most (a week)."""
 CACHE_SECONDS_MAX = 24 * 3600
 """``[slack] cache_seconds`` at most (a day)."""
+API_TIMEOUT_MAX = 300.0
+"""``[slack] api_timeout_seconds`` at most (five minutes)."""
 PERIOD_HOURS_MAX = 366 * 24
 """``[digest] period_hours`` at most (a year)."""
 
@@ -168,6 +170,10 @@ class SlackSection(_Strict):
     """A cached sweep younger than this answers ``/jobs`` directly (its age is shown)."""
     incident_dir: str = "./incidents"
     """Where salvage evidence and failure diagnoses are written (also kept in Redis)."""
+    api_timeout_seconds: float = Field(default=10.0, gt=0, le=API_TIMEOUT_MAX)
+    """How long one Web API request may go unanswered (slack_sdk's default is 30 s). Slack
+    answers in well under a second; once one request of a sweep's posting timed out, the
+    rest of that posting gives up at once and is retried (``bot.delivery.posting``)."""
 
     @field_validator("operators")
     @classmethod

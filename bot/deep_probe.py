@@ -62,7 +62,7 @@ from bot.alerts import (
 )
 from bot.cluster_names import remembered, renames
 from bot.config import Config
-from bot.delivery import dm_channel
+from bot.delivery import NETWORK_ERRORS, dm_channel
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.messages import DEEP_PROBE
 from bot.owners import slack_owner
@@ -280,9 +280,9 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
     try:
         posted = await bot.client.chat_postMessage(channel=channel, text=text, blocks=blocks,
                                                    thread_ts=thread_ts)
-    except (SlackApiError, SlackClientError) as exc:
+    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:  # a hung API times out
         log.error("deep-probe message failed", ref=f"{job.cluster}:{job.job_id}",
-                  error=str(exc))
+                  error=str(exc) or type(exc).__name__)
         return None
     data = dict(posted.data) if isinstance(posted.data, dict) else {}
     if job.deep_probe is None:
@@ -651,6 +651,9 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
                  and scheduler_job(d.report.job_id) == scheduler_job(job.job_id)]
         if await _offer(bot, config, shown, job.user, tasks):
             handled.append(f"{job.cluster}:{job.job_id}")
+        elif not config.deep_probe.auto:  # not delivered (Slack hung, refused): offered again
+            await _forget(bot, job.cluster, job.job_id)
+            await _forget_run(bot, job.cluster, job.job_id)
     return handled
 
 

@@ -10,6 +10,13 @@ failed post (the sweep channel, say) never stops the next one (a collapse DM). A
 ``response_url`` answer is checked the same way (:class:`Responder`): Bolt's ``respond()``
 returns the webhook's status instead of raising, so a 404 used to vanish.
 
+A hung Web API (the connection accepted, no answer) costs each request
+``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
+dozen calls in a row, each paced behind the last). Within a :func:`posting` (a scheduled
+sweep's messages), the first request that times out marks the API hung, and every later call
+of that posting gives up at once, unsent (:class:`GaveUp`, counted as ``gave_up``): the
+callers keep what was not delivered, as for any failure, and the scheduler's retry sends it.
+
 A DM's channel is opened once per user (:func:`dm_channel`): the client remembers the id
 ``conversations.open`` gave (a user's DM with the bot keeps its id), so a sweep that DMs the
 same owners every interval costs Slack their posts, not a ``conversations.open`` each
@@ -22,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -129,6 +138,43 @@ class BoundedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
         state.increment_current_attempt()
 
 
+class GaveUp(TimeoutError):
+    """A call not sent: an earlier request of the same :func:`posting` timed out (the Web API
+    is hung). A ``TimeoutError``, so every caller treats it as the timeout it stands for."""
+
+
+@dataclass
+class Posting:
+    """One posting's shared fate: the method whose request timed out, once one has."""
+
+    hung: str | None = None
+    gave_up: int = 0
+
+
+_POSTING: ContextVar[Posting | None] = ContextVar("slack_posting", default=None)
+
+
+@contextmanager
+def posting() -> Iterator[Posting]:
+    """A run of Web API calls that give up together: after one request times out, the rest
+    (in this task and the tasks it starts) fail at once with :class:`GaveUp`."""
+    scope = Posting()
+    token = _POSTING.set(scope)
+    try:
+        yield scope
+    finally:
+        _POSTING.reset(token)
+        if scope.gave_up:
+            log.warning("slack api hung; calls given up for a later retry", hung=scope.hung,
+                        gave_up=scope.gave_up)
+
+
+def given_up() -> bool:
+    """Whether the current :func:`posting` gives up its calls (no pacing wait for them)."""
+    scope = _POSTING.get()
+    return scope is not None and scope.hung is not None
+
+
 class CountingWebClient(AsyncWebClient):
     """``AsyncWebClient`` that logs, counts and remembers each failed call exactly once."""
 
@@ -139,7 +185,17 @@ class CountingWebClient(AsyncWebClient):
         self.dm_channels: dict[str, str] = {}
         """User id -> the id of the bot's DM with them, as ``conversations.open`` gave it."""
 
+    def bound(self, seconds: float) -> None:
+        """Each request waits at most ``seconds`` for Slack (``[slack] api_timeout_seconds``)."""
+        # slack_sdk annotates an int, but hands it to aiohttp.ClientTimeout, which takes float.
+        self.timeout = seconds  # type: ignore[assignment]
+
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        scope = _POSTING.get()
+        if scope is not None and scope.hung is not None:
+            scope.gave_up += 1
+            self._telemetry.slack_api_errors.labels(method=api_method, error="gave_up").inc()
+            raise GaveUp(f"{api_method} not sent: {scope.hung} timed out in this posting")
         try:
             return await super().api_call(api_method, **kwargs)
         except (SlackApiError, SlackClientError) as exc:
@@ -150,6 +206,8 @@ class CountingWebClient(AsyncWebClient):
             self._forget_dm(kwargs)
             raise
         except NETWORK_ERRORS as exc:  # counted as the others; the callers treat it so
+            if scope is not None and isinstance(exc, TimeoutError) and scope.hung is None:
+                scope.hung = api_method  # the rest of this posting gives up at once
             error = type(exc).__name__
             self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
             self.health.record(api_method, error, datetime.now(UTC))

@@ -55,7 +55,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.alerts import pressed_episode, same_instance
 from bot.config import Config
-from bot.delivery import edit, post
+from bot.delivery import edit, given_up, post
 from bot.messages import (
     cancel_line,
     change_rows,
@@ -252,9 +252,14 @@ class Digest:
                     thread_ts: str | None) -> dict[str, Any] | None:
         """One paced ``chat.postMessage``; ``None`` when Slack refused (logged, counted)."""
         thread = {"thread_ts": thread_ts} if thread_ts else {}
-        async with self.pacer.slot(channel):
+        async with self._slot(channel):
             return await post(self._client, channel=channel, text=message.text,
                               blocks=message.blocks, **thread)
+
+    def _slot(self, channel: str) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The channel's pacing slot; none for a call that gives up unsent (the Web API hung
+        earlier in this posting: ``bot.delivery.posting``), so giving up waits for nothing."""
+        return contextlib.nullcontext() if given_up() else self.pacer.slot(channel)
 
     async def _thread(self, channel: str, ts: str | None,
                       messages: Sequence[SlackMessage], *, kind: str | None = None) -> int:
@@ -375,7 +380,7 @@ class Digest:
         message = sweep_parent(result, period_start=period_start, now=self._clock(),
                                period_hours=config.digest.period_hours, sweeps=sweeps)
         if isinstance(doc, dict) and doc.get("ts"):
-            async with self.pacer.slot(channel):
+            async with self._slot(channel):
                 edited = await edit(self._client, channel=doc.get("channel") or channel,
                                     ts=doc["ts"], text=message.text, blocks=message.blocks)
             if edited != "gone":

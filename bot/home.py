@@ -28,6 +28,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.alerts import SNOOZE, episode_name, job_uid
 from bot.cluster_names import remembered, renames
 from bot.config import Config
+from bot.delivery import NETWORK_ERRORS
 from bot.messages import code, context, esc, grouped, section, sweep_header
 from bot.owners import slack_owner
 from bot.store import StoreUnavailable
@@ -172,5 +173,6 @@ async def publish_home(bot: Bot, user: str) -> None:
         jobs = await asyncio.to_thread(home_jobs, head, user, config)
     episodes = await _episodes(bot, jobs.refs)
     view = assemble_view(head, jobs, age_s=age, episodes=episodes, now=bot.clock())
-    with contextlib.suppress(SlackApiError, SlackClientError):  # logged and counted once by
-        await bot.client.views_publish(user_id=user, view=view)  # the client (bot.delivery)
+    # Logged and counted once by the client (bot.delivery); a hung API times out.
+    with contextlib.suppress(SlackApiError, SlackClientError, *NETWORK_ERRORS):
+        await bot.client.views_publish(user_id=user, view=view)

@@ -132,6 +132,7 @@ def build_bot(config_path: Path, settings: Settings) -> Bot:
                                    sentinel_password=_secret(settings.redis_sentinel_password))
     sweeper = Sweeper(source.load, state=store, keep_connections=True)
     client = make_web_client(settings, telemetry)
+    client.bound(config.slack.api_timeout_seconds)
     return Bot(settings=settings, config=source, sweeper=sweeper, store=store, client=client,
                telemetry=telemetry)
 

@@ -2,10 +2,10 @@
 
 It is a real aiohttp server on 127.0.0.1 port 0 (the bot's slack_sdk client and Bolt's
 ``respond()`` talk to it over HTTP, exactly as to Slack). Every request is recorded with the
-answer given. A method can be told to answer 429 with ``Retry-After`` a number of times, or to
+answer given. A method can be told to answer 429 with ``Retry-After`` a number of times, to
 fail with one of Slack's errors (``not_in_channel``, ``user_not_found``, ...) for some calls
-(optionally only for one channel or user); a response_url can be told to answer 404 as an
-expired one does. The helpers at the bottom
+(optionally only for one channel or user), or to hang unanswered (:meth:`FakeSlack.hang`); a
+response_url can be told to answer 404 as an expired one does. The helpers at the bottom
 sign requests to the bot the way Slack does (v0 HMAC-SHA256 of ``v0:{ts}:{body}``).
 """
 
@@ -50,6 +50,9 @@ class FakeSlack:
     statuses: dict[tuple[str, str], int] = field(default_factory=dict)
     """(method, error) -> the HTTP status its failures answer with (default 200, as Slack's
     ``ok: false`` errors do)."""
+    hangs: dict[str, int] = field(default_factory=dict)
+    """method -> how many more calls are recorded (status 0) and then never answered until
+    :meth:`stop` or :meth:`unhang`, as a Web API that accepted the connection and hangs."""
     upload_base: str | None = None
     """Where ``files.getUploadURLExternal`` sends the bytes (default: this fake's
     ``/upload/``); a closed port stands for an upload host that cannot be reached."""
@@ -59,6 +62,7 @@ class FakeSlack:
         self._files = itertools.count(1)
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
+        self._released = asyncio.Event()
         self.port = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -78,6 +82,7 @@ class FakeSlack:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def stop(self) -> None:
+        self._released.set()  # hung requests end, or the server's cleanup waits for them
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -102,6 +107,19 @@ class FakeSlack:
         self.failures.setdefault(method, []).extend([(error, target, when)] * times)
         if status != 200:
             self.statuses[(method, error)] = status
+
+    def hang(self, method: str, *, times: int = 1_000_000) -> None:
+        """The next ``times`` calls of ``method`` (default: all) hang unanswered."""
+        self.hangs[method] = self.hangs.get(method, 0) + times
+
+    def unhang(self) -> None:
+        """Answer nothing more by hanging: later calls are answered (those hung stay so)."""
+        self.hangs.clear()
+
+    def hung(self, method: str | None = None) -> list[Call]:
+        """The calls (of ``method``, or all) that were left hanging."""
+        return [c for c in self.calls if c.status == 0 and
+                (method is None or c.path == f"/api/{method}")]
 
     def _failure(self, method: str, params: dict[str, Any]) -> str | None:
         pending = self.failures.get(method) or []
@@ -138,6 +156,11 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params = await _params(request)
+        if self.hangs.get(method, 0) > 0:
+            self.hangs[method] -= 1
+            await self._record(request, params, 0)
+            await self._released.wait()
+            return web.json_response({"ok": False, "error": "fake_slack_stopped"}, status=503)
         pending = self.rate_limits.get(method) or []
         limited = next((n for n, (_, target) in enumerate(pending)
                         if target is None or target == params.get("channel")), None)

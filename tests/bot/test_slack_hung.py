@@ -1,0 +1,166 @@
+"""A hung Slack Web API (connection taken, no answer) costs a sweep one request's bound.
+
+slack_sdk's client waits 30 s for each request, and a scheduled sweep makes its calls one
+after another (the collapse DM and its channel fallback, the parent, each table reply, the
+change reply, the alerts' reply, the job-end DMs), each paced behind the last: measured
+before (below, a new day's sweep of 300 jobs with the API hung), 11 requests were left
+hanging in turn, 11 x the bound (330 s at slack_sdk's 30 s), and then the deep-probe offer's
+timeout rose out of the sweep (the cancel reconcile after it never ran); a later sweep of the
+day, 5 in turn (150 s). Now each request waits
+``[slack] api_timeout_seconds`` (default 10 s), and once one has timed out the sweep's
+other calls give up unsent (``bot.delivery.posting``); what was not delivered is kept and
+the scheduler's retry sends it, once. Fake Slack (hanging on request), real Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bot.app import scheduled_sweep
+from bot.config import ConfigError, DeepProbeSection
+from bot.config import parse_config as load_config_text
+from bot.delivery import GaveUp, posting
+from bot.store import RedisStore
+from bot.sweep import SweepResult
+from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
+from tests.bot.conftest import make_config, running_bot
+from tests.bot.fake_slack import FakeSlack
+
+pytestmark = pytest.mark.redis
+
+BOUND_S = 0.3
+"""The request bound these tests set (``[slack] api_timeout_seconds``)."""
+HUNG = ("chat.postMessage", "chat.update", "conversations.open")
+
+
+def changing_sweeps(clock: FakeClock) -> tuple[FakeSweeper, list[int]]:
+    """300 running RL jobs; from the second sweep on, three of them failed, one collapsed
+    (a DM to alice, the alerts' reply) and one offers a deep probe."""
+    jobs = [detail(job(str(5000 + i), f"rl-ppo-{i}")) for i in range(300)]
+    stage = [0]
+
+    def make() -> SweepResult:
+        if stage[0] == 0:
+            return sweep_result(jobs, at=clock())
+        ended = [detail(job(str(5000 + i), f"rl-ppo-{i}", state="FAILED", verdict="failed"))
+                 for i in range(3)]
+        probe = detail(job("6000", "rl-grid", flags=("deep-probe",)))
+        return sweep_result([*ended, *jobs[3:], collapsing(), probe], at=clock())
+
+    return FakeSweeper(make=make, conf=make_config("", Path("."))), stage
+
+
+def delivered(slack: FakeSlack, needle: str) -> int:
+    return sum(str(c.params.get("text")).count(needle) for c in slack.to("/api/chat.postMessage"))
+
+
+async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_it(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A new day's first sweep while Slack hangs: one request left hanging (before: 11, the
+    DM and its channel fallback, the parent, its table replies sent unthreaded, the change
+    reply, the job-end DM, the deep-probe DM and offer, whose timeout then rose out of the
+    sweep), the sweep says it failed; with Slack back, its retry posts each message once."""
+    clock = FakeClock()
+    sweeper, stage = changing_sweeps(clock)
+    sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S).model_copy(
+        update={"deep_probe": DeepProbeSection(offer=True)})
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)
+        stage[0] = 1
+        clock.advance(24 * 3600)  # the next day: a new parent and its full tables
+        for method in HUNG:
+            slack.hang(method)
+        assert await scheduled_sweep(h.bot, 48) is False  # to be retried
+        hung = [c.path for c in slack.hung()]
+        assert len(hung) == 1, hung
+        slack.unhang()
+        assert await scheduled_sweep(h.bot, 48, retry=True) is True
+    assert delivered(slack, "Collapse on alpha:4242") == 1  # the DM
+    assert delivered(slack, "collapse on `alpha:4242`") == 1  # the alerts' thread reply
+    assert delivered(slack, "ended FAILED") == 3  # alice's job-end DMs
+    assert delivered(slack, "Deep-probe alpha:6000") == 1  # the offer, not lost
+    parents = [c for c in slack.to("/api/chat.postMessage")
+               if not c.params.get("thread_ts") and "Jobs ·" in str(c.params.get("text"))]
+    assert len(parents) == 2  # yesterday's and today's, once each
+
+
+async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A later sweep of the day (the parent edited, one change reply, DMs): one request left
+    hanging (before: 5 in a row), then the retry tells each change once."""
+    clock = FakeClock()
+    sweeper, stage = changing_sweeps(clock)
+    sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)
+        stage[0] = 1
+        clock.advance(1800)
+        for method in HUNG:
+            slack.hang(method)
+        assert await scheduled_sweep(h.bot, 1) is False
+        assert len(slack.hung()) == 1, [c.path for c in slack.hung()]
+        slack.unhang()
+        assert await scheduled_sweep(h.bot, 1, retry=True) is True
+    assert delivered(slack, "Changes since") == 1
+    assert delivered(slack, "collapse on `alpha:4242`") == 1
+    assert delivered(slack, "ended FAILED") == 3
+    assert len(slack.to("/api/chat.update")) == 1
+
+
+async def test_calls_of_one_posting_give_up_together_and_no_further(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """Inside a posting, after a timeout, later calls (a task it started too) are not sent;
+    a call outside it, or in the next posting, is."""
+    clock = FakeClock()
+    sweeper = FakeSweeper(make=lambda: sweep_result([], at=clock()),
+                          conf=make_config(store.prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        client = h.bot.client
+        client.bound(BOUND_S)  # type: ignore[attr-defined]
+        slack.hang("chat.postMessage", times=1)
+        with posting() as scope:
+            with pytest.raises(TimeoutError):
+                await client.chat_postMessage(channel="C0SWEEP", text="one")
+            with pytest.raises(GaveUp):
+                await client.chat_update(channel="C0SWEEP", ts="1.1", text="two")
+            task = asyncio.create_task(client.chat_postMessage(channel="C0SWEEP", text="three"))
+            with pytest.raises(GaveUp):
+                await task
+        assert (scope.hung, scope.gave_up) == ("chat.postMessage", 2)
+        await client.chat_postMessage(channel="C0SWEEP", text="outside")
+        with posting():
+            await client.chat_postMessage(channel="C0SWEEP", text="next")
+    assert [c.params["text"] for c in slack.to("/api/chat.postMessage")] == ["outside", "next"]
+    assert slack.to("/api/chat.update") == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "301"])
+def test_the_request_bound_is_checked(value: str) -> None:
+    with pytest.raises(ConfigError, match="api_timeout_seconds"):
+        load_config_text(f'[slack]\napi_timeout_seconds = {value}\n')
+
+
+def test_the_request_bound_defaults_to_ten_seconds() -> None:
+    assert load_config_text("[slack]\n").slack.api_timeout_seconds == 10.0
+
+
+async def test_the_alerts_reply_slack_refused_is_told_by_the_retry(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """The sweep's alerts reply ("collapse on ...") refused once with a 500, everything else
+    delivered: the sweep is retried and the retry tells it (before: lost, the sweep done)."""
+    clock = FakeClock()
+    sweeper, stage = changing_sweeps(clock)
+    sweeper.conf = make_config(store.prefix, tmp_path)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)
+        stage[0] = 1
+        clock.advance(1800)
+        slack.fail("chat.postMessage", "internal_error", status=500,
+                   when=lambda p: "collapse on `alpha:4242`" in str(p.get("text")))
+        assert await scheduled_sweep(h.bot, 1) is False
+        assert await scheduled_sweep(h.bot, 1, retry=True) is True
+    assert delivered(slack, "collapse on `alpha:4242`") == 1
+    assert delivered(slack, "Collapse on alpha:4242") == 1  # the DM, not sent again
