@@ -117,7 +117,7 @@ async def test_an_agent_that_never_answers_is_no_agent(
     spent on it, nor named for it)."""
     import asyncio
 
-    from probes.slurm import transport
+    from probes.slurm import ssh_auth
 
     served: list[asyncio.StreamWriter] = []
 
@@ -127,10 +127,10 @@ async def test_an_agent_that_never_answers_is_no_agent(
     sock = tmp_path / "agent.sock"
     server = await asyncio.start_unix_server(silent, path=str(sock))
     monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
-    monkeypatch.setattr(transport, "AGENT_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(ssh_auth, "AGENT_TIMEOUT_S", 0.2)
     try:
         async with asyncio.timeout(10):
-            agent, keys = await transport._agent_keys()
+            agent, keys = await ssh_auth._agent_keys()
         assert (agent, keys) == (None, [])
     finally:
         for writer in served:

@@ -1,0 +1,99 @@
+"""The seam every SLURM command goes through: a :class:`Runner` and what one command gives.
+
+Policy: every command is an argv list; :func:`shell_join` is the only way one may reach a
+remote shell (each element quoted). A runner counts the commands it sent (the probe's round
+trips) and names its target in every error; a streaming runner hands stdout over as it
+arrives, and :func:`run_streaming` serves any runner (see ``probes.slurm.transport``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from probes.errors import CommandError
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command printed and how it ended."""
+
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+
+    def failure(self, target: str) -> CommandError:
+        """The ``CommandError`` describing this (failed) result."""
+        last = self.stderr.strip().splitlines()[-1:] or ["no output on stderr"]
+        return CommandError(
+            f"`{shell_join(self.argv)}` exited {self.exit_status} on {target}: {last[0][:300]}"
+        )
+
+
+class Runner(Protocol):
+    """Runs argv commands on one cluster; counts what it sent."""
+
+    @property
+    def target(self) -> str:
+        """``host:port`` or ``local``: named in every error."""
+        ...
+
+    @property
+    def commands_sent(self) -> int:
+        """Commands started so far (the probe's round trips)."""
+        ...
+
+    @property
+    def login_user(self) -> str:
+        """The account commands run as (the default ``users`` filter)."""
+        ...
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
+    ) -> CommandResult:
+        """Run ``argv``; with ``check``, a non-zero exit raises ``CommandError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connection, if any."""
+        ...
+
+
+class StreamingRunner(Runner, Protocol):
+    """A runner that can hand a command's stdout over as it arrives (the collector's
+    streamed answer, ``probes.slurm.answer``); :func:`run_streaming` serves any runner."""
+
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        """Run ``argv``, calling ``on_chunk`` with each piece of stdout as it comes (in the
+        event loop, in order); the result's ``stdout`` is empty. Never checks the exit."""
+        ...
+
+
+async def run_streaming(runner: Runner, argv: Sequence[str], *, stdin: str | None,
+                        on_chunk: Callable[[bytes], None]) -> CommandResult:
+    """``runner.run_streaming`` where the runner has it; else its ``run``, whose whole stdout
+    is then one chunk (test doubles, wrappers): the same answer, only later."""
+    streaming = getattr(runner, "run_streaming", None)
+    if streaming is not None:
+        return cast("CommandResult", await streaming(argv, stdin=stdin, on_chunk=on_chunk))
+    res = await runner.run(argv, stdin=stdin, check=False)
+    if res.stdout:
+        on_chunk(res.stdout.encode("utf-8"))
+    return CommandResult(res.argv, res.exit_status, "", res.stderr)
+
+
+CHUNK = 1 << 16
+"""Bytes of stdout asked for per read of a streamed command."""
+
+
+RunnerFactory = Callable[..., Runner]
+"""``make_runner``'s shape: a cluster entry, and ``kept=`` when the probe keeps a connection."""
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    """Quote every element: the only way an argv may reach a remote shell."""
+    return " ".join(shlex.quote(str(a)) for a in argv)
