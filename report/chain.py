@@ -34,6 +34,16 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    another name in the same workdir (``-d afterany:A:B``, B of another name: rule 1 names it
    while it waits), when no other job of the user there ended then (:func:`_released_restart`).
 
+4. a job that waited on it together with other jobs (``-d afterany:A:B``, or the OR list
+   ``afterany:A?afterany:B``): SLURM deletes each met element of an AND list (``afterany:A:B``
+   reads ``afterany:B(unfulfilled)`` once A ended) and clears an OR list at its first met
+   element, so A is named no more. A job of the user's workdir queued while the TIMEOUT ran,
+   held by a dependency past its end (still pending on ``Dependency``, or made eligible by
+   another job's end, before it for an OR list), each job holding it queued no later than it
+   and of another run than its own name says (:func:`_co_waiting`). A job named as another
+   run's restart is that run's only: without a remembered edge, SLURM's record no longer says
+   it waited on this one too.
+
 A restart that already ran and ended (a chain A -> B -> C with B over, or a finished run) is
 still the successor: among the fallback candidates (3.) and a remembered edge (2.), an ended
 job counts when it started once the predecessor had ended (it ran after it, not beside it);
@@ -283,6 +293,103 @@ def _released_restart(record: SchedulerRecord, candidates: Iterable[SchedulerRec
                    for o in others):
             return r
     return None
+
+
+DEPENDENCY_REASON = "Dependency"
+"""SLURM's reason for a job waiting on its (still unmet) dependency."""
+
+
+def _co_waiting(record: SchedulerRecord, candidates: Iterable[SchedulerRecord],
+                named: set[str], index: ChainIndex,
+                may_continue: Callable[[SchedulerRecord], bool]) -> SchedulerRecord | None:
+    """A job waiting on ``record`` together with other jobs, after SLURM dropped ``record``
+    from its dependency (module docstring, 4.): of the user's workdir, queued while ``record``
+    ran, held by a dependency past its end (pending on ``Dependency`` still, naming only the
+    others: SLURM deletes each met element of an AND list, ``afterany:A:B`` reads
+    ``afterany:B(unfulfilled)`` once A ended; or made eligible by another job's end, which for
+    an OR list ``afterany:A?afterany:B`` may come first), each of those jobs queued no later
+    than it, and not named as their run's restart (its name stem one of theirs, not
+    ``record``'s): a restart of another run in the same workdir is that run's. Only when no
+    other job of the workdir ended while it waited (to ``record``'s end, for an OR list):
+    then which of them it waited on is unknown. The earliest."""
+    if not record.workdir or record.end_time is None or record.submit_time is None:
+        return None
+    end, stem = _utc(record.end_time), name_stem(record.name)
+    # An OR list's dependant started at the first end, beside this job: it may have ended too.
+    ran = index.ran_by_place.get((record.user, record.workdir), ())
+    found = []
+    for s in {r.job_id: r for r in (*candidates, *ran)}.values():
+        if (s.job_id == record.job_id or s.job_id in named or s.user != record.user
+                or s.workdir != record.workdir or s.state is JobState.CANCELLED
+                or _never_starts(s) or _sibling_restart(record, s) is False
+                or s.submit_time is None
+                or not _utc(record.submit_time) <= _utc(s.submit_time) <= end
+                or (s.end_time is not None and _utc(s.end_time) < end) or not may_continue(s)):
+            continue
+        holders = _holders(record, s, index)
+        if (holders and _held_with(record, s, holders, stem) and _alone(record, s, holders, ran)
+                and _sole_release(s, index)):
+            found.append(s)
+    return min(found, key=lambda s: _successor_order(record, s), default=None)
+
+
+def _holders(record: SchedulerRecord, candidate: SchedulerRecord,
+             index: ChainIndex) -> list[SchedulerRecord]:
+    """The jobs other than ``record`` that hold ``candidate`` (named in its pending
+    ``Dependency``) or released it (ended at its eligibility); none when one it names is not
+    in view (nothing tells whose it is then)."""
+    if candidate.state is JobState.PENDING:
+        if candidate.reason != DEPENDENCY_REASON:
+            return []
+        ids = {d.job_id for d in dependencies(candidate)}
+        found = [r for i in ids if (r := index.live.get(i) or index.ran.get(i)) is not None]
+        return found if len(found) == len(ids) else []
+    return [r for r in index.ran_by_place.get((record.user, record.workdir or ""), ())
+            if r.job_id != record.job_id and released_by(r, candidate)]
+
+
+def _held_with(record: SchedulerRecord, candidate: SchedulerRecord,
+               holders: Sequence[SchedulerRecord], stem: str) -> bool:
+    """Each holder was queued no later than ``candidate`` and is no run whose restart its
+    name makes it (unless its name is ``record``'s run's too)."""
+    own = name_stem(candidate.name)
+    submitted = _utc(candidate.submit_time) if candidate.submit_time else None
+    return submitted is not None and all(
+        r.job_id != record.job_id and r.submit_time is not None
+        and _utc(r.submit_time) <= submitted and (own == stem or name_stem(r.name) != own)
+        for r in holders)
+
+
+def _sole_release(candidate: SchedulerRecord, index: ChainIndex) -> bool:
+    """No other job of ``candidate``'s workdir waited and was made eligible with it: several
+    jobs ending at once that released as many (a grid's cells hitting one walltime, each with
+    its restart) say nothing of which is whose; one released by them all is their AND list."""
+    if candidate.state is JobState.PENDING or candidate.eligible_time is None:
+        return True
+    at = _utc(candidate.eligible_time)
+    place = (candidate.user, candidate.workdir or "")
+    return not any(
+        r.job_id != candidate.job_id and r.eligible_time is not None
+        and r.submit_time is not None and r.eligible_time > r.submit_time
+        and abs(_utc(r.eligible_time) - at) <= RELEASE_ALONE
+        for r in (*index.live_by_place.get(place, ()), *index.ran_by_place.get(place, ())))
+
+
+def _alone(record: SchedulerRecord, candidate: SchedulerRecord,
+           holders: Sequence[SchedulerRecord], ran: Iterable[SchedulerRecord]) -> bool:
+    """No job of the workdir but ``record`` and the holders ended while ``candidate`` waited
+    (from its submission to its eligibility, or to ``record``'s end when that came later):
+    another such end would explain the dropped element as well."""
+    if candidate.submit_time is None or record.end_time is None:
+        return False
+    start, stop = _utc(candidate.submit_time), _utc(record.end_time)
+    if candidate.state is JobState.PENDING or candidate.eligible_time is None:
+        stop = datetime.max.replace(tzinfo=UTC)  # still waiting: any end since counts
+    else:
+        stop = max(stop, _utc(candidate.eligible_time)) + RELEASE_ALONE
+    skip = {record.job_id, candidate.job_id, *(r.job_id for r in holders)}
+    return not any(r.job_id not in skip and r.end_time is not None
+                   and start <= _utc(r.end_time) <= stop for r in ran)
 
 
 def _relaunch(record: SchedulerRecord, cancelled: SchedulerRecord,
@@ -637,6 +744,9 @@ def _chain_link(
     if first is None:
         first = _released_restart(record, candidates.values(), named, index,
                                   lambda r: may_continue(r, "afterany"))
+    if first is None:
+        first = _co_waiting(record, candidates.values(), named, index,
+                            lambda r: may_continue(r, "afterany"))
     if first is not None:
         return ChainLink(successor=first.job_id,
                          ended=None if first.job_id in index.live else first.state.value)

@@ -76,8 +76,12 @@ def test_an_eval_released_by_the_timeout_is_no_restart() -> None:
 
 
 def test_a_release_another_end_explains_as_well_is_no_link() -> None:
-    """Another job of the user ended with B (a grid's cells hitting one walltime): the
-    release may be its, so B's TIMEOUT gets no successor of another name."""
+    """Another job of the user ended with B and two jobs of other names were released then
+    (a grid's cells hitting one walltime, each with its restart): which is whose is unknown,
+    so B's TIMEOUT gets no successor of another name. One job released by both ends is
+    their ``afterany:B:cell`` (tests/report/test_chain_multi_dependency.py)."""
     cell = _job(3263, "sft-h5dd", "TIMEOUT", time_limit=2, end_time=T0 + 123)
-    row = _rows(B, cell, STARTED)["3259"]
+    second = _job(3264, "sft-h5ee", "RUNNING", time_limit=3, eligible_time=T0 + 124,
+                  start_time=T0 + 124, end_time=T0 + 304)
+    row = _rows(B, cell, STARTED, second)["3259"]
     assert row.successor is None, row.trend
