@@ -149,6 +149,9 @@ class Bot:
     told in the next thread this replica posts; dropped if another replica leads."""
     offload: Offload = field(default_factory=Offload)
     """Where big sweeps are encoded, decoded and rendered (``bot.offload``)."""
+    probing: set[str] = field(default_factory=set)
+    """``cluster:job`` of the Deep-probe presses this process is running (``bot.deep_probe``:
+    one per job, the Redis lock's stand-in while Redis is down)."""
 
     def __post_init__(self) -> None:
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()

@@ -13,9 +13,11 @@ Policy:
   reads and posts a verdict, so anyone who sees the message may press it (as anyone may ask
   ``/job``; CONTRACT §2 keeps only *destructive* buttons to the owner and the operators, and
   the verdict's Cancel is checked as any cancel); every press that runs a probe is audited
-  (actor, job, verdict or failure), as the refused ones are. One message's
-  press runs once at a time (a Redis lock across replicas; a second press while it runs, a
-  double click or a replayed request, is told so and audited ``duplicate``). Every collapse
+  (actor, job, verdict or failure), as the refused ones are. A job's probe runs once at a
+  time, whichever message's button was pressed (the alert, the offer and every ``/job`` answer
+  carry one): a Redis lock across replicas, and ``Bot.probing`` within each while Redis is
+  down; a press while it runs (a double click, a replayed request, another message's button)
+  is told so, audited ``duplicate`` and reads nothing. Every collapse
   alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
   KILL verdict) or on a posted offer, a value naming another job than the message's is
   refused and audited, as for the other buttons.
@@ -374,15 +376,16 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
     if refusal is not None:
         await respond(text=refusal, response_type="ephemeral", replace_original=False)
         return
-    lock = await _claim_press(bot, press, cluster, job_id)
+    ref = f"{cluster}:{job_id}"
+    lock = False if ref in bot.probing else await _claim_press(bot, press, cluster, job_id)
     if lock is False:
-        await respond(text=f"A deep probe of `{code(f'{cluster}:{job_id}')}` is already running "
-                           "for this message; its verdict comes here once. This press was logged.",
-                      response_type="ephemeral", replace_original=False)
+        await _already_running(bot, press, cluster, job_id, respond)
         return
+    bot.probing.add(ref)
     try:
         await _probe_and_post(bot, body, press, respond, cluster=cluster, job_id=job_id)
     finally:
+        bot.probing.discard(ref)
         if isinstance(lock, str):
             try:
                 await bot.store.release(lock)
@@ -394,27 +397,47 @@ PRESS_LOCK_S = 900.0
 """How long a running press's claim holds at most (a probe reads under its own deadlines)."""
 
 
+def _where(press: ActionPress) -> str:
+    return f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
+
+
 async def _claim_press(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> str | bool:
-    """The lock that makes one message's Deep-probe run once at a time, across replicas
-    sharing Redis (a double click, a replayed request): its name when taken, False when
-    another press holds it (audited ``duplicate``), True when Redis is down (the probe only
-    reads, so it runs unguarded)."""
-    where = f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
-    name = f"{cluster}:{job_id}:{DEEP_PROBE}:{where}"
+    """The lock that makes a job's Deep-probe run once at a time, whichever message's button
+    was pressed (the alert, an offer, each ``/job`` answer carry one), across replicas sharing
+    Redis: its name when taken, False when another press holds it, True when Redis is down
+    (then ``Bot.probing`` keeps one per job in each replica)."""
     try:
-        if await bot.store.acquire(name, {"user": press.user_id, "at": bot.clock().isoformat()},
-                                   ttl_s=PRESS_LOCK_S):
-            return name
-        holder = await bot.store.holder(name) or {}
+        if await bot.store.acquire(f"{cluster}:{job_id}:{DEEP_PROBE}",
+                                   {"user": press.user_id, "where": _where(press),
+                                    "at": bot.clock().isoformat()}, ttl_s=PRESS_LOCK_S):
+            return f"{cluster}:{job_id}:{DEEP_PROBE}"
+    except StoreUnavailable as exc:
+        log.warning("deep-probe press not deduplicated across replicas", error=str(exc))
+        return True
+    return False
+
+
+async def _already_running(bot: Bot, press: ActionPress, cluster: str, job_id: str,
+                           respond: Respond) -> None:
+    """A press while the job's probe runs: told so (where its verdict goes), audited
+    ``duplicate``; nothing more is read."""
+    holder: dict[str, Any] = {}
+    try:
+        holder = await bot.store.holder(f"{cluster}:{job_id}:{DEEP_PROBE}") or {}
         await bot.store.audit({
             "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
             "cluster": cluster, "job_id": job_id, "outcome": "duplicate",
             "detail": f"a probe asked by {holder.get('user')} is running",
             "channel": press.channel_id or "", "ts": press.message_ts or ""})
     except StoreUnavailable as exc:
-        log.warning("deep-probe press not deduplicated", error=str(exc))
-        return True
-    return False
+        log.warning("deep-probe duplicate press kept in the log only", user=press.user_id,
+                    cluster=cluster, job_id=job_id, error=str(exc))
+    ref = code(f"{cluster}:{job_id}")
+    where = ("for this message; its verdict comes here once" if holder.get("where") ==
+             _where(press) else "(asked from another message; its verdict goes there). Press "
+             "again once it is done for a verdict here")
+    await respond(text=f"A deep probe of `{ref}` is already running {where}. This press was "
+                       "logged.", response_type="ephemeral", replace_original=False)
 
 
 async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, respond: Respond,
