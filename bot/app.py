@@ -219,15 +219,17 @@ def build_app(bot: Bot) -> AsyncApp:
                          respond: Respond) -> None:
         await ack()
         payload = SlashPayload.model_validate(body)
-        bot.tasks.spawn(answer_command(bot, payload, bot.responder(respond, payload.command)),
-                        name=f"command {payload.command}")
+        bot.tasks.spawn(giving_up_together(answer_command(
+            bot, payload, bot.responder(respond, payload.command))),
+            name=f"command {payload.command}")
 
     async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                         respond: Respond) -> None:
         await ack()
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(handle_press(bot, press, bot.responder(respond, press.action_id)),
-                        name=f"action {press.action_id}")
+        bot.tasks.spawn(giving_up_together(handle_press(
+            bot, press, bot.responder(respond, press.action_id))),
+            name=f"action {press.action_id}")
 
     async def after_ack(error: Exception, request: AsyncBoltRequest) -> BoltResponse | None:
         log.error("listener failed", exc_info=error)
@@ -243,6 +245,14 @@ def build_app(bot: Bot) -> AsyncApp:
     home.register(app, bot)  # the App Home tab (bot/home.py)
     share.register(app, bot)  # "Share to channel" on /job answers (bot/share.py)
     return app
+
+
+async def giving_up_together(work: Awaitable[None]) -> None:
+    """A command's or a press's work, whose Web API calls give up together once one request
+    timed out (``bot.delivery.posting``): ``/jobs``' tables in the thread, a press's edit and
+    its thread line do not wait out the bound one by one, holding the channel's pacing."""
+    with posting():
+        await work
 
 
 async def handle_press(bot: Bot, press: ActionPress, respond: Responder) -> None:

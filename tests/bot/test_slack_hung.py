@@ -164,3 +164,21 @@ async def test_the_alerts_reply_slack_refused_is_told_by_the_retry(
         assert await scheduled_sweep(h.bot, 1, retry=True) is True
     assert delivered(slack, "collapse on `alpha:4242`") == 1
     assert delivered(slack, "Collapse on alpha:4242") == 1  # the DM, not sent again
+
+
+async def test_jobs_in_the_channel_gives_up_its_tables_together(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """``/jobs`` in the sweep channel posts the full tables into the day's thread (four
+    replies at 300 jobs), holding the channel's pacing: with Slack hung, one request left
+    hanging (before: 4 in a row, the sweep's posts waiting behind them)."""
+    clock = FakeClock()
+    sweeper, _ = changing_sweeps(clock)
+    sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)  # the day's parent; the client takes the bound
+        clock.advance(600)  # the cached sweep is too old: /jobs sweeps, its tables are new
+        slack.hang("chat.postMessage")
+        _, hook = await h.command("/jobs", user="UALICE")
+        await h.bot.tasks.drain()
+        assert [c.path for c in slack.hung()] == ["/api/chat.postMessage"]
+        assert slack.to(hook)  # the answer itself went by its response_url
