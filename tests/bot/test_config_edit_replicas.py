@@ -15,7 +15,7 @@ import pytest
 from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
 from bot.config import ConfigSource, load_config
-from bot.refusals import refusal_news
+from bot.refusals import REFUSAL_DOC, refusal_news
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot
@@ -81,6 +81,10 @@ async def test_two_replicas_tell_one_refused_edit_once(
                               [(GOOD, 0), (BAD, 0), (BAD, 1), (BAD, 0), (BAD, 1)])
     assert len(told) == 1, told
     assert "recent_hours" in told[0]
+    # Remembered as told for [redis] expire_hours at most (then told again, README): no key
+    # the bot writes lives for ever.
+    left_ms = await store._r.pttl(store.key("doc", REFUSAL_DOC))
+    assert 0 < left_ms <= store.expire_ms
 
 
 async def test_a_fix_seen_by_one_replica_lets_the_other_tell_the_next_break(
