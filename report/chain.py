@@ -95,6 +95,11 @@ RELEASE_SLACK = timedelta(minutes=2)
 """How long after a job's end slurmctld may take to mark its dependants eligible (it does so
 on its next dependency pass, normally within seconds)."""
 
+DEADLINE_REASON = "DeadLine"
+"""SLURM's reason for a job it ended at its ``--deadline`` (state DEADLINE, TIMEOUT to the
+contract; ``probes.slurm`` gives every record in that state this reason): no walltime TIMEOUT,
+so no chain restart (``report.holds``)."""
+
 NEVER_SATISFIED = "DependencyNeverSatisfied"
 """SLURM's pending reason for a dependant whose dependency can no longer be met."""
 
@@ -695,7 +700,8 @@ def _chain_link(
     continues: Callable[[SchedulerRecord], bool] | None,
 ) -> ChainLink:
     completed = planned_stop and record.state is JobState.COMPLETED
-    if record.state is not JobState.TIMEOUT and not completed:
+    if (record.state is not JobState.TIMEOUT and not completed) \
+            or record.reason == DEADLINE_REASON:
         return ChainLink()
     keys = dependency_keys(record)
     waiting = sorted(

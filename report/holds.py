@@ -21,7 +21,7 @@ be (:func:`walltime_ending`): its restart is named now, not after the run is gon
 from __future__ import annotations
 
 from probes.models import JobState, SchedulerRecord
-from report.chain import HELD_REASONS
+from report.chain import DEADLINE_REASON, HELD_REASONS
 from report.findings import Findings, JudgeContext, Priority, pending_note
 from report.pods import SUSPENDED
 from report.trend import shorten
@@ -66,9 +66,6 @@ def suspended_rule(ctx: JudgeContext, f: Findings) -> None:
 
 
 SUSPENDED_TEXT = "Suspended"
-
-DEADLINE_REASON = "DeadLine"
-"""SLURM's reason for a job it ended at its ``--deadline`` (state DEADLINE)."""
 
 
 def deadline_rule(ctx: JudgeContext, f: Findings) -> bool:

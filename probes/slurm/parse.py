@@ -21,7 +21,7 @@ from probes.remote.stdio_pattern import job_key as _job_id
 from probes.remote.stdio_pattern import job_user as _job_user
 from probes.remote.stdio_pattern import slurm_number as _number
 from probes.remote.stdio_pattern import slurm_text as _text
-from probes.slurm.scontrol import parse_dependency
+from probes.slurm.scontrol import DEADLINE_REASON, parse_dependency
 
 _STATE_NAMES = {s.value for s in JobState}
 _STATE_ALIASES = {
@@ -48,15 +48,20 @@ preemption by suspension): the contract has no SUSPENDED state, so it is RUNNING
 nodes), and this reason says it is not running; SLURM's own reason for it is ``None``."""
 _SUSPENDED_NAMES = frozenset({"SUSPENDED", "STOPPED"})
 
+def _state_names(raw_state: Any) -> list[str]:
+    names = raw_state if isinstance(raw_state, list) else [raw_state]
+    return [n.split(" ")[0].upper() for n in names if isinstance(n, str) and n.strip()]
 
-def suspended_reason(raw_state: Any, reason: str | None) -> str | None:
-    """``reason``, or :data:`SUSPENDED_REASON` for a suspended job SLURM gave none."""
+
+def state_reason(raw_state: Any, reason: str | None) -> str | None:
+    """``reason``; :data:`DEADLINE_REASON` for a job in state DEADLINE whatever reason it was
+    printed with; :data:`SUSPENDED_REASON` for a suspended job SLURM gave none."""
+    names = _state_names(raw_state)
+    if "DEADLINE" in names:
+        return DEADLINE_REASON
     if reason:
         return reason
-    names = raw_state if isinstance(raw_state, list) else [raw_state]
-    suspended = any(isinstance(n, str) and n.split(" ")[0].upper() in _SUSPENDED_NAMES
-                    for n in names)
-    return SUSPENDED_REASON if suspended else None
+    return SUSPENDED_REASON if _SUSPENDED_NAMES.intersection(names) else None
 
 
 def parse_state(raw: Any) -> JobState:
@@ -143,8 +148,8 @@ def record_from_squeue(
         "name": str(job.get("name") or ""),
         "user": _text(job.get("user_name")) or _text(job.get("user")),
         "state": state,
-        "reason": suspended_reason(raw_state, _text(job.get("state_reason"))
-                                   or _text(state_block.get("reason"))),
+        "reason": state_reason(raw_state, _text(job.get("state_reason"))
+                               or _text(state_block.get("reason"))),
         "submit_time": epoch(job.get("submit_time", times.get("submission"))),
         "eligible_time": epoch(job.get("eligible_time", times.get("eligible"))),
         "start_time": start,

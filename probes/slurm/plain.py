@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from probes.models import JobState, SchedulerRecord
 from probes.remote.stdio_pattern import slurm_text as _text
-from probes.slurm.parse import epoch, parse_state, suspended_reason
+from probes.slurm.parse import epoch, parse_state, state_reason
 from probes.slurm.scontrol import parse_dependency
 
 PLAIN_FIELDS = ("%i", "%u", "%T", "%r", "%V", "%S", "%e", "%l", "%E", "%M", "%j", "%Z", "%o")
@@ -79,7 +79,7 @@ def parse_squeue_plain(
             elapsed = max(0, int((now - start_at).total_seconds()))
         records[job_id] = SchedulerRecord(
             cluster=cluster, job_id=job_id, name=name, user=_text(user), state=state,
-            reason=suspended_reason(state_raw, _text(reason)),
+            reason=state_reason(state_raw, _text(reason)),
             submit_time=_plain_time(submit), start_time=start_at,
             end_time=_plain_time(end) if state not in {JobState.RUNNING, JobState.PENDING}
             else None,

@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probes.models import SchedulerRecord
+from probes.models import JobState, SchedulerRecord
 from probes.remote.stdio_pattern import slurm_text as _text
 
 _DEP_ELEMENT = re.compile(r"(after\w*):([0-9_:+*]+)")
@@ -51,6 +51,13 @@ class Known:
 def known_from(record: SchedulerRecord) -> Known:
     """What squeue already told us about a job, to read its scontrol record with."""
     return Known(name=record.name, command=record.command, workdir=record.workdir)
+
+
+DEADLINE_REASON = "DeadLine"
+"""The reason a job SLURM ended at its ``--deadline`` carries (state DEADLINE): the contract
+has no DEADLINE state, so it is TIMEOUT, and this reason says it is no walltime TIMEOUT
+(``report.holds``). squeue gives it; a record whose state alone says DEADLINE (sacct's, one
+printed with another reason, scontrol's ``JobState=DEADLINE``) gets it too."""
 
 
 def parse_dependency(raw: str | None) -> tuple[str, ...]:
@@ -236,6 +243,9 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) ->
             update["depends_on"] = ids
         if not record.dependency:
             update["dependency"] = dep
+    if (fields.get("JobState", "").upper() == "DEADLINE"
+            and record.state is JobState.TIMEOUT and record.reason != DEADLINE_REASON):
+        update["reason"] = DEADLINE_REASON  # its --deadline, whatever squeue printed
     exit_raw = fields.get("ExitCode", "")
     if record.exit_code is None and re.fullmatch(r"\d+:\d+", exit_raw):
         code, sig = exit_raw.split(":")

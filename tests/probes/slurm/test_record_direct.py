@@ -69,8 +69,8 @@ def validated_record(cluster: str, job: Mapping[str, Any], now: datetime,
         name=str(job.get("name") or ""),
         user=slurm_text(job.get("user_name")) or slurm_text(job.get("user")),
         state=state,
-        reason=parse.suspended_reason(raw_state, slurm_text(job.get("state_reason"))
-                                      or slurm_text(state_block.get("reason"))),
+        reason=parse.state_reason(raw_state, slurm_text(job.get("state_reason"))
+                                  or slurm_text(state_block.get("reason"))),
         submit_time=parse.epoch(job.get("submit_time", times.get("submission"))),
         eligible_time=parse.epoch(job.get("eligible_time", times.get("eligible"))),
         start_time=start,
