@@ -16,8 +16,9 @@ Policy:
   (actor, job, verdict or failure), as the refused ones are. A job's probe runs once at a
   time, whichever message's button was pressed (the alert, the offer and every ``/job`` answer
   carry one): a Redis lock across replicas, and ``Bot.probing`` within each while Redis is
-  down; a press while it runs (a double click, a replayed request, another message's button)
-  is told so, audited ``duplicate`` and reads nothing. Every collapse
+  down (:func:`one_at_a_time`, the auto-probe's too); a press while it runs (a double click,
+  a replayed request, another message's button) is told so, audited ``duplicate`` and reads
+  nothing, and an auto-probe meeting a press's leaves the run to the next sweep. Every collapse
   alert carries the button (``bot.messages``); pressed on a stored alert (a collapse DM, a
   KILL verdict) or on a posted offer, a value naming another job than the message's is
   refused and audited, as for the other buttons.
@@ -44,7 +45,8 @@ Policy:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -376,45 +378,53 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
     if refusal is not None:
         await respond(text=refusal, response_type="ephemeral", replace_original=False)
         return
-    ref = f"{cluster}:{job_id}"
-    lock = False if ref in bot.probing else await _claim_press(bot, press, cluster, job_id)
-    if lock is False:
-        await _already_running(bot, press, cluster, job_id, respond)
-        return
-    bot.probing.add(ref)
-    try:
+    async with one_at_a_time(bot, cluster, job_id, user=press.user_id,
+                             where=_where(press)) as mine:
+        if not mine:
+            await _already_running(bot, press, cluster, job_id, respond)
+            return
         await _probe_and_post(bot, body, press, respond, cluster=cluster, job_id=job_id)
-    finally:
-        bot.probing.discard(ref)
-        if isinstance(lock, str):
-            try:
-                await bot.store.release(lock)
-            except StoreUnavailable as exc:
-                log.warning("deep-probe press lock not released; it expires", error=str(exc))
 
 
 PRESS_LOCK_S = 900.0
-"""How long a running press's claim holds at most (a probe reads under its own deadlines)."""
+"""How long a running probe's claim holds at most (a probe reads under its own deadlines)."""
 
 
 def _where(press: ActionPress) -> str:
     return f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
 
 
-async def _claim_press(bot: Bot, press: ActionPress, cluster: str, job_id: str) -> str | bool:
-    """The lock that makes a job's Deep-probe run once at a time, whichever message's button
-    was pressed (the alert, an offer, each ``/job`` answer carry one), across replicas sharing
-    Redis: its name when taken, False when another press holds it, True when Redis is down
-    (then ``Bot.probing`` keeps one per job in each replica)."""
+@asynccontextmanager
+async def one_at_a_time(bot: Bot, cluster: str, job_id: str, *, user: str,
+                        where: str) -> AsyncIterator[bool]:
+    """Whether this caller (a press, or the scheduler's auto-probe) may probe the job now:
+    one probe of a job at a time, whichever message's button was pressed (the alert, an
+    offer, each ``/job`` answer carry one). A Redis lock across replicas, recording who and
+    where; ``Bot.probing`` within this replica (all there is while Redis is down)."""
+    ref, name = f"{cluster}:{job_id}", f"{cluster}:{job_id}:{DEEP_PROBE}"
+    if ref in bot.probing:
+        yield False
+        return
+    locked: bool | None = None  # None: Redis could not say
     try:
-        if await bot.store.acquire(f"{cluster}:{job_id}:{DEEP_PROBE}",
-                                   {"user": press.user_id, "where": _where(press),
-                                    "at": bot.clock().isoformat()}, ttl_s=PRESS_LOCK_S):
-            return f"{cluster}:{job_id}:{DEEP_PROBE}"
+        locked = await bot.store.acquire(name, {"user": user, "where": where,
+                                                "at": bot.clock().isoformat()},
+                                         ttl_s=PRESS_LOCK_S)
     except StoreUnavailable as exc:
-        log.warning("deep-probe press not deduplicated across replicas", error=str(exc))
-        return True
-    return False
+        log.warning("deep probe not deduplicated across replicas", error=str(exc))
+    if locked is False:
+        yield False
+        return
+    bot.probing.add(ref)
+    try:
+        yield True
+    finally:
+        bot.probing.discard(ref)
+        if locked:
+            try:
+                await bot.store.release(name)
+            except StoreUnavailable as exc:
+                log.warning("deep-probe lock not released; it expires", error=str(exc))
 
 
 async def _already_running(bot: Bot, press: ActionPress, cluster: str, job_id: str,
@@ -662,7 +672,11 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
         shown = detail.model_copy(update={"instance": (job_uid(live), job_submitted(live))})
         if config.deep_probe.auto:
             try:
-                shown = await run_deep_probe(config, job.cluster, job.job_id)
+                async with one_at_a_time(bot, job.cluster, job.job_id, user="scheduler",
+                                         where="scheduler") as mine:
+                    if not mine:  # a press is probing it: its verdict comes from there
+                        raise UsageError("a Deep-probe press of it is running")
+                    shown = await run_deep_probe(config, job.cluster, job.job_id)
             except (UserError, ProbeError) as exc:
                 log.warning("auto deep probe failed; the next sweep retries",
                             ref=f"{job.cluster}:{job.job_id}", error=str(exc))

@@ -18,8 +18,9 @@ import pytest
 
 from bot import deep_probe
 from bot.app import make_scheduler
-from bot.config import Config
-from tests.bot.builders import FakeClock, FakeSweeper, collapsing, sweep_result
+from bot.config import Config, DeepProbeSection
+from bot.sweep import SweepResult
+from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack
 
@@ -121,3 +122,53 @@ async def test_with_redis_down_a_replica_still_probes_a_job_once_at_a_time(
         await down.aclose()
     assert "already running" in reply.params["text"]
     assert held.calls == ["alpha:4242"]
+
+
+def auto(h: Harness) -> tuple[Config, SweepResult]:
+    """A config probing flagged runs by itself, and a sweep with one flagged run alpha:6000."""
+    config = h.sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection(auto=True)})
+    flagged = detail(job("6000", "rl-grid", flags=("deep-probe",)))
+    return config, sweep_result([flagged], at=h.clock())
+
+
+async def test_a_press_while_the_auto_probe_runs_reads_nothing(
+        harness: Harness, held: HeldProbe) -> None:
+    """The scheduler's auto-probe of a flagged run under way: a press of its button is told
+    it is already running (before: a second probe beside it)."""
+    config, result = auto(harness)
+    sweep = asyncio.create_task(deep_probe.after_sweep(harness.bot, result, config))
+    for _ in range(50):
+        if held.calls:
+            break
+        await asyncio.sleep(0.02)
+    hook = await press_on_answer(harness, "alpha:6000", "UBOB", "1700000001.000001")
+    try:
+        (reply,) = await harness.slack.wait_for(hook, within=5)
+    finally:
+        held.release.set()
+        await sweep
+    await harness.bot.tasks.drain()
+    assert "already running" in reply.params["text"]
+    assert held.calls == ["alpha:6000"]
+
+
+async def test_the_auto_probe_leaves_a_run_being_pressed_to_the_next_sweep(
+        harness: Harness, held: HeldProbe) -> None:
+    """A press probing the run when the sweep would auto-probe it: the sweep reads nothing
+    (before: a second probe), and a later sweep probes it once the press is done."""
+    config, result = auto(harness)
+    pressed = await press_on_answer(harness, "alpha:6000", "UBOB", "1700000001.000001")
+    for _ in range(50):
+        if held.calls:
+            break
+        await asyncio.sleep(0.02)
+    try:
+        assert await asyncio.wait_for(
+            deep_probe.after_sweep(harness.bot, result, config), 5) == []
+        assert held.calls == ["alpha:6000"]
+    finally:
+        held.release.set()
+    await harness.bot.tasks.drain()
+    assert harness.slack.to(pressed)
+    await deep_probe.after_sweep(harness.bot, result, config)
+    assert held.calls == ["alpha:6000", "alpha:6000"]
