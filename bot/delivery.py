@@ -165,8 +165,8 @@ def posting() -> Iterator[Posting]:
     finally:
         _POSTING.reset(token)
         if scope.gave_up:
-            log.warning("slack api hung; calls given up for a later retry", hung=scope.hung,
-                        gave_up=scope.gave_up)
+            log.warning("slack api hung; the rest of this posting's calls given up",
+                        hung=scope.hung, gave_up=scope.gave_up)
 
 
 def given_up() -> bool:
