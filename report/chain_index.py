@@ -1,0 +1,146 @@
+"""One cluster's records indexed once per sweep for :mod:`report.chain`.
+
+Live jobs by id, by (user, workdir) and by user, who waits on whom, the ended jobs that ran,
+restarts cancelled while pending, and each run's attempts in order, so judging N jobs costs
+O(N), not O(N^2).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from probes.models import JobState, SchedulerRecord
+from report.chain_records import (
+    _LIVE,
+    Dependency,
+    _array_id,
+    _attempt_key,
+    _own_array,
+    _ran,
+    _successor_order,
+    _task_index,
+    array_throttle,
+    dependencies,
+    name_stem,
+)
+
+
+class ChainIndex:
+    """One cluster's records indexed once per sweep, so judging N jobs costs O(N), not
+    O(N^2): live jobs by id and by (user, workdir), who waits on whom, and how many attempts
+    each run has."""
+
+    def __init__(self, records: Sequence[SchedulerRecord]) -> None:
+        self.live = {r.job_id: r for r in records if r.state in _LIVE}
+        self.live_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self.live_by_user: dict[str | None, list[SchedulerRecord]] = {}
+        self.waiting_on: dict[str, list[tuple[SchedulerRecord, Dependency]]] = {}
+        self.live_tasks: dict[str, list[SchedulerRecord]] = {}
+        # Ended jobs that ran: a restart that already ran (and ended) still continued its
+        # predecessor, as SLURM shows them for MinJobAge and sacct for recent_hours.
+        self.ran = {r.job_id: r for r in records
+                    if r.job_id not in self.live and _ran(r)}
+        self.ran_by_place: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self.ran_by_user: dict[str | None, list[SchedulerRecord]] = {}
+        for r in self.ran.values():
+            if r.workdir:
+                self.ran_by_place.setdefault((r.user, r.workdir), []).append(r)
+            if (r.eligible_time is not None and r.submit_time is not None
+                    and r.eligible_time > r.submit_time):
+                self.ran_by_user.setdefault(r.user, []).append(r)
+        for r in self.live.values():
+            if (array := _array_id(r.job_id, r.array_job_id)) is not None:
+                self.live_tasks.setdefault(array, []).append(r)
+            if r.workdir:  # a fallback successor shares the user and the workdir
+                self.live_by_place.setdefault((r.user, r.workdir), []).append(r)
+            if (r.eligible_time is not None and r.submit_time is not None
+                    and r.eligible_time > r.submit_time):  # ... or it waited (a released one)
+                self.live_by_user.setdefault(r.user, []).append(r)
+            for d in dependencies(r):
+                self.waiting_on.setdefault(d.job_id, []).append((r, d))
+        # Restarts cancelled while still pending: SLURM keeps their dependency on record.
+        self.cancelled_waiting: dict[str, list[tuple[SchedulerRecord, Dependency]]] = {}
+        for r in records:
+            if r.state is JobState.CANCELLED and r.job_id not in self.live and not _ran(r):
+                for d in dependencies(r):
+                    self.cancelled_waiting.setdefault(d.job_id, []).append((r, d))
+        self.attempts = Counter((r.name, r.user) for r in records)
+        self._live_names: Counter[tuple[str | None, str]] | None = None
+        # Per repeated name: its timed records' attempt keys, sorted, and how many are untimed.
+        self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
+        self._untimed: Counter[tuple[str, str | None]] = Counter()
+        self._same: Counter[tuple[str, str | None, tuple[datetime, int]]] = Counter()
+        # An array's tasks (one id, one submit time) by array; the task indexes of those run
+        # one at a time (``%1``), sorted: only there is an earlier task an earlier attempt.
+        self._tasks: Counter[tuple[str, str | None, tuple[datetime, int], str]] = Counter()
+        self._chained: dict[tuple[str, str | None, str], list[int]] = {}
+        self._one_at_a_time: set[tuple[str, str | None, str]] = set()
+        for r in records:
+            name = (r.name, r.user)
+            if self.attempts[name] < 2:
+                continue
+            key = _attempt_key(r)
+            if key is None:
+                self._untimed[name] += 1
+                continue
+            self._order.setdefault(name, []).append(key)
+            self._same[(*name, key)] += 1
+            if (array := _own_array(r)) is not None:
+                self._tasks[(*name, key, array)] += 1
+                if array_throttle(r) == 1:
+                    self._one_at_a_time.add((*name, array))
+                if (index := _task_index(r)) is not None:
+                    self._chained.setdefault((*name, array), []).append(index)
+        for keys in self._order.values():
+            keys.sort()
+        for indexes in self._chained.values():
+            indexes.sort()
+
+    def live_successor(self, job_id: str, record: SchedulerRecord) -> SchedulerRecord | None:
+        """The live job ``job_id`` (a remembered successor), or, once that pending array has
+        been split into tasks (``1820`` / ``1820_[0-1]`` -> ``1820_0``, ``1820_1``), its task
+        with ``record``'s task index, else its first."""
+        if job_id in self.live:
+            return self.live[job_id]
+        tasks = self.live_tasks.get(_array_id(job_id) or job_id, ())
+        return min(tasks, key=lambda r: _successor_order(record, r), default=None)
+
+    def others_live(self, record: SchedulerRecord) -> bool:
+        """Another live job that can still write this run's files: the same user and workdir
+        (an array's tasks, a run's chunk jobs) or the same user and name stem. O(1)."""
+        if record.workdir and any(r.job_id != record.job_id for r in
+                                  self.live_by_place.get((record.user, record.workdir), ())):
+            return True
+        if self._live_names is None:  # built on the first question (rare: a finished chunk)
+            self._live_names = Counter((r.user, name_stem(r.name)) for r in self.live.values())
+        mine = 1 if record.job_id in self.live else 0
+        return self._live_names[(record.user, name_stem(record.name))] > mine
+
+    def earlier_attempts(self, record: SchedulerRecord) -> int:
+        """Other jobs of the same user with the same name submitted before this one (by
+        submit time, then id: SLURM's times are whole seconds, and a chain's restart queued
+        at launch, in the same second, has the higher id), those without a submit time (order
+        unknown), and, of its own array (one id, one time), the tasks before it when the array
+        runs one task at a time (``--array=0-9%1``: a restart chain by array). An array run in
+        waves (``%2``, or unthrottled) runs a grid: its other tasks are cells of their own,
+        no attempts of this one (the rule of :func:`_sibling_restart`). O(log n) a call."""
+        name = (record.name, record.user)
+        if self.attempts[name] < 2:
+            return 0
+        key = _attempt_key(record)
+        if key is None:
+            return self.attempts[name] - 1
+        earlier = (bisect.bisect_left(self._order[name], key) + self._untimed[name]
+                   + self._same[(*name, key)] - 1)
+        array = _own_array(record)
+        if array is None:
+            return earlier
+        earlier -= self._tasks[(*name, key, array)] - 1  # its siblings, counted above
+        if (*name, array) not in self._one_at_a_time:
+            return earlier
+        indexes = self._chained.get((*name, array), [])
+        index = _task_index(record)  # the pending remainder: after every task that ran
+        return earlier + (len(indexes) if index is None else bisect.bisect_left(indexes, index))
