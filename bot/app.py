@@ -170,7 +170,8 @@ class Bot:
 
     def responder(self, respond: Respond, surface: str) -> Responder:
         """``respond`` with its failures logged, counted and shown in ``/healthz``."""
-        return Responder(respond, telemetry=self.telemetry, health=self.health, surface=surface)
+        return Responder(respond, telemetry=self.telemetry, health=self.health, surface=surface,
+                         timeout_s=float(self.client.timeout))
 
     async def aclose(self) -> None:
         """Release the sweeper's probes, Redis and the Web API session."""

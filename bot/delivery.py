@@ -8,7 +8,8 @@ in :class:`SlackHealth` for the ``/healthz`` detail (method, error and time only
 no job, no text). Callers use :func:`post`, which returns ``None`` instead of raising, so one
 failed post (the sweep channel, say) never stops the next one (a collapse DM). A
 ``response_url`` answer is checked the same way (:class:`Responder`): Bolt's ``respond()``
-returns the webhook's status instead of raising, so a 404 used to vanish.
+returns the webhook's status instead of raising, so a 404 used to vanish; it waits the Web
+API's bound, not its webhook client's 30 s, and gives up with its posting.
 
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
@@ -301,18 +302,29 @@ class Responder:
     """Wraps Bolt's ``respond()``: a failed ``response_url`` POST is logged and counted."""
 
     def __init__(self, respond: Respond, *, telemetry: Telemetry, health: SlackHealth,
-                 surface: str) -> None:
+                 surface: str, timeout_s: float | None = None) -> None:
         self._respond = respond
         self._telemetry = telemetry
         self._health = health
         self._surface = surface
+        self._timeout_s = timeout_s
+        """Each answer's bound (the Web API's: Bolt's webhook client waits 30 s)."""
 
     async def __call__(self, **kwargs: Any) -> bool:
         if not kwargs.get("blocks") and (blocks := text_blocks(str(kwargs.get("text") or ""))):
             kwargs["blocks"] = blocks  # as :func:`post`: Slack links nothing in verbatim text
+        scope = _POSTING.get()
+        if scope is not None and scope.hung is not None:  # an answer of a hung posting
+            scope.gave_up += 1
+            self._telemetry.response_url_errors.labels(surface=self._surface,
+                                                       error="gave_up").inc()
+            return False
         try:
-            response = await self._respond(**kwargs)
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._respond(**kwargs)
         except (ClientError, TimeoutError, OSError) as exc:
+            if scope is not None and isinstance(exc, TimeoutError) and scope.hung is None:
+                scope.hung = f"response_url ({self._surface})"
             return self._failed(type(exc).__name__)
         status = getattr(response, "status_code", 200)
         if status >= 300:

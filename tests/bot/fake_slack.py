@@ -109,7 +109,8 @@ class FakeSlack:
             self.statuses[(method, error)] = status
 
     def hang(self, method: str, *, times: int = 1_000_000) -> None:
-        """The next ``times`` calls of ``method`` (default: all) hang unanswered."""
+        """The next ``times`` calls of ``method`` (default: all) hang unanswered;
+        ``"response_url"``: posts to any response_url."""
         self.hangs[method] = self.hangs.get(method, 0) + times
 
     def unhang(self) -> None:
@@ -119,7 +120,8 @@ class FakeSlack:
     def hung(self, method: str | None = None) -> list[Call]:
         """The calls (of ``method``, or all) that were left hanging."""
         return [c for c in self.calls if c.status == 0 and
-                (method is None or c.path == f"/api/{method}")]
+                (method is None or c.path == f"/api/{method}" or
+                 (method == "response_url" and c.path.startswith("/webhook/")))]
 
     def _failure(self, method: str, params: dict[str, Any]) -> str | None:
         pending = self.failures.get(method) or []
@@ -222,6 +224,11 @@ class FakeSlack:
         return ws
 
     async def _webhook(self, request: web.Request) -> web.Response:
+        if self.hangs.get("response_url", 0) > 0:  # hang("response_url"): every hook hangs
+            self.hangs["response_url"] -= 1
+            await self._record(request, await request.json(), 0)
+            await self._released.wait()
+            return web.Response(status=503, text="fake_slack_stopped")
         if request.match_info["name"] in self.gone_hooks:
             await self._record(request, await request.json(), 404)
             return web.Response(status=404, text="no_active_hooks")

@@ -182,3 +182,23 @@ async def test_jobs_in_the_channel_gives_up_its_tables_together(
         await h.bot.tasks.drain()
         assert [c.path for c in slack.hung()] == ["/api/chat.postMessage"]
         assert slack.to(hook)  # the answer itself went by its response_url
+
+
+async def test_a_hung_response_url_costs_an_answer_one_bound(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """The response_url hung (Bolt's ``respond()`` waits 30 s for each, its webhook client's
+    default): ``/jobs`` answers in several posts ("Sweeping…", then the tables), and each
+    waited in turn. Now each waits the same bound, and after one timed out the rest of the
+    answer gives up (one left hanging); the failures are counted, the bot carries on."""
+    clock = FakeClock()
+    sweeper, _ = changing_sweeps(clock)
+    sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        await scheduled_sweep(h.bot, 0)  # the client takes the bound
+        clock.advance(600)  # the cached sweep is too old: /jobs sweeps and answers in parts
+        slack.hang("response_url")
+        await h.command("/jobs", user="UALICE")
+        await asyncio.wait_for(h.bot.tasks.drain(), 10)
+        assert len(slack.hung("response_url")) == 1, [c.path for c in slack.hung()]
+        errors = h.bot.telemetry.response_url_errors
+        assert errors.labels(surface="/jobs", error="TimeoutError")._value.get() == 1
