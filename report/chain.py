@@ -236,68 +236,81 @@ def _chain_link(
     if (record.state is not JobState.TIMEOUT and not completed) \
             or record.reason == DEADLINE_REASON:
         return ChainLink()
-    keys = dependency_keys(record)
+    # Another bucket's job (an eval of the run's checkpoint) waits the same way as a restart,
+    # afterany as well as afterok: it continues no run.
+    ok: Callable[[SchedulerRecord], bool] = continues or (lambda _r: True)
     waiting = sorted(
-        ((r, d) for key in keys for r, d in index.waiting_on.get(key, ())
+        ((r, d) for key in dependency_keys(record) for r, d in index.waiting_on.get(key, ())
          if r.job_id != record.job_id),
         key=lambda pair: submit_order(pair[0]),
     )
     kinds = _AFTER_SUCCESS if completed else _AFTER_TIMEOUT
-    def may_continue(r: SchedulerRecord, kind: str) -> bool:
-        # Another bucket's job (an eval of the run's checkpoint) waits the same way as a
-        # restart, afterany as well as afterok: it continues no run.
-        return continues is None or continues(r)
-
-    restarts = [r for r, d in waiting
-                if d.kind in kinds and not _never_starts(r) and may_continue(r, d.kind)]
+    restarts = [r for r, d in waiting if d.kind in kinds and not _never_starts(r) and ok(r)]
     if restarts:
         return ChainLink(successor=restarts[0].job_id)
-    remembered = next((known_edges[k] for k in keys if k in known_edges), None)
-    kind = "afterany"
-    if remembered is None and completed and success_edges:
-        remembered = next((success_edges[k] for k in keys if k in success_edges), None)
-        kind = "afterok"
-    known = index.live_successor(remembered, record) if remembered is not None else None
-    if (known is not None and known.job_id != record.job_id and not _never_starts(known)
-            and may_continue(known, kind)):
-        return ChainLink(successor=known.job_id)
-    ran = index.ran.get(remembered) if remembered is not None else None
-    cancelled: SchedulerRecord | None = None  # a cancelled restart: a live one may follow it
-    if (ran is not None and ran.job_id != record.job_id and _ran_after(record, ran)
-            and may_continue(ran, kind)):
-        if ran.state is not JobState.CANCELLED:
-            return ChainLink(successor=ran.job_id, ended=ran.state.value)
-        cancelled = ran
+    link, cancelled = _remembered(record, known_edges, success_edges if completed else None,
+                                  index, ok)
+    if link is not None:
+        return link
     named = {r.job_id for r, _ in waiting}
-    place = (record.user, record.workdir or "")
-    candidates = {r.job_id: r for r in (*index.live_by_place.get(place, ()),
-                                        *index.live_by_user.get(record.user, ()))}
-    candidates.update((r.job_id, r) for r in (*index.ran_by_place.get(place, ()),
-                                              *index.ran_by_user.get(record.user, ()))
-                      if _ran_after(record, r))
-    fallback = sorted((r for r in candidates.values()
+    pool = _candidates(record, index).values()
+    fallback = sorted((r for r in pool
                        if r.job_id != record.job_id and r.job_id not in named
                        and not _never_starts(r) and _fallback_match(record, r)),
                       key=lambda r: _successor_order(record, r))
-    first = next((r for r in fallback if r.state is not JobState.CANCELLED), None)
-    if first is None:
-        first = _released_restart(record, candidates.values(), named, index,
-                                  lambda r: may_continue(r, "afterany"))
-    if first is None:
-        first = _co_waiting(record, candidates.values(), named, index,
-                            lambda r: may_continue(r, "afterany"))
+    first = (next((r for r in fallback if r.state is not JobState.CANCELLED), None)
+             or _released_restart(record, pool, named, index, ok)
+             or _co_waiting(record, pool, named, index, ok))
     if first is not None:
         return ChainLink(successor=first.job_id,
                          ended=None if first.job_id in index.live else first.state.value)
     cancelled = cancelled or next(iter(fallback), None) or _cancelled_pending(record, index, kinds)
     if cancelled is not None:
-        relaunch = _relaunch(record, cancelled, candidates.values(), named, index)
+        relaunch = _relaunch(record, cancelled, pool, named, index)
         if relaunch is not None:
             return ChainLink(successor=relaunch.job_id)
         return ChainLink(cancelled=cancelled.job_id, cancelled_ran=_ran(cancelled))
     if waiting and not completed:
         return _blocked(*waiting[0])
     return ChainLink()
+
+
+def _remembered(record: SchedulerRecord, known_edges: Mapping[str, str],
+                success_edges: Mapping[str, str] | None, index: ChainIndex,
+                ok: Callable[[SchedulerRecord], bool],
+                ) -> tuple[ChainLink | None, SchedulerRecord | None]:
+    """Rule 2: the successor a remembered edge names (an ``afterany`` one, else, for a
+    planned stop, ``success_edges``' ``afterok``), live, or ended once it had run after
+    ``record``; or, second, that remembered restart if it was cancelled (a live job may still
+    follow it)."""
+    keys = dependency_keys(record)
+    remembered = next((known_edges[k] for k in keys if k in known_edges), None)
+    if remembered is None and success_edges:
+        remembered = next((success_edges[k] for k in keys if k in success_edges), None)
+    if remembered is None:
+        return None, None
+    known = index.live_successor(remembered, record)
+    if (known is not None and known.job_id != record.job_id and not _never_starts(known)
+            and ok(known)):
+        return ChainLink(successor=known.job_id), None
+    ran = index.ran.get(remembered)
+    if ran is None or ran.job_id == record.job_id or not _ran_after(record, ran) or not ok(ran):
+        return None, None
+    if ran.state is not JobState.CANCELLED:
+        return ChainLink(successor=ran.job_id, ended=ran.state.value), None
+    return None, ran
+
+
+def _candidates(record: SchedulerRecord, index: ChainIndex) -> dict[str, SchedulerRecord]:
+    """The jobs a fallback may take: live ones of ``record``'s user and workdir, or of its
+    user that waited (a released one), and those ended that ran after ``record``."""
+    place = (record.user, record.workdir or "")
+    found = {r.job_id: r for r in (*index.live_by_place.get(place, ()),
+                                   *index.live_by_user.get(record.user, ()))}
+    found.update((r.job_id, r) for r in (*index.ran_by_place.get(place, ()),
+                                         *index.ran_by_user.get(record.user, ()))
+                 if _ran_after(record, r))
+    return found
 
 
 def _cancelled_pending(record: SchedulerRecord, index: ChainIndex,

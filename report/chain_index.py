@@ -67,8 +67,12 @@ class ChainIndex:
             if r.state is JobState.CANCELLED and r.job_id not in self.live and not _ran(r):
                 for d in dependencies(r):
                     self.cancelled_waiting.setdefault(d.job_id, []).append((r, d))
-        self.attempts = Counter((r.name, r.user) for r in records)
         self._live_names: Counter[tuple[str | None, str]] | None = None
+        self._index_attempts(records)
+
+    def _index_attempts(self, records: Sequence[SchedulerRecord]) -> None:
+        """Each repeated run name's attempts in order, for :meth:`earlier_attempts`."""
+        self.attempts = Counter((r.name, r.user) for r in records)
         # Per repeated name: its timed records' attempt keys, sorted, and how many are untimed.
         self._order: dict[tuple[str, str | None], list[tuple[datetime, int]]] = {}
         self._untimed: Counter[tuple[str, str | None]] = Counter()
