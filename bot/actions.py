@@ -57,7 +57,8 @@ from bot.alerts import (
     same_instance,
 )
 from bot.cluster_names import renamed_to
-from bot.config import Config, ConfigSource
+from bot.config import Config
+from bot.config_source import ConfigSource
 from bot.deep_probe import memory_name, verdict_blocks
 from bot.delivery import update
 from bot.errors import UserError

@@ -15,7 +15,7 @@ reconciliation) are independent: a failed channel post never stops the alerts. `
 filters (``mine``, ``@user``, ``cluster:NAME``) matched through the per-cluster owners
 (bot/owners.py); a live sweep is acked first with "Sweeping N clusters…". The App Home tab and
 "Share to channel" live in bot/home.py and bot/share.py. Config is read from the bot's one
-:class:`~bot.config.ConfigSource`.
+:class:`~bot.config_source.ConfigSource`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from bot.commands import (
     job_filter,
     parse_command,
 )
-from bot.config import Config, ConfigSource
+from bot.config import Config
+from bot.config_source import ConfigSource
 from bot.delivery import (
     NETWORK_ERRORS,
     BoundedRateLimitRetryHandler,

@@ -22,16 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot import preload
-from bot.config import (
-    WIDTH_MAX,
-    WIDTH_MIN,
-    Config,
-    ConfigError,
-    config_warnings,
-    default_config_path,
-    load_config,
-    redis_file_problems,
-)
+from bot.config import WIDTH_MAX, WIDTH_MIN, Config, ConfigError, default_config_path, load_config
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
 from bot.sweep import Sweeper, SweepResult
@@ -304,6 +295,8 @@ def cmd_job(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    from bot.config_checks import config_warnings
+
     path = _config_path(args)
     config = load_config(path)
     active = sum(1 for c in config.clusters if c.active)
@@ -338,6 +331,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_bot(args: argparse.Namespace) -> int:
+    from bot.config_checks import redis_file_problems
     from bot.server import run_bot
 
     # Fail fast, with the line and key, before binding a port.

@@ -1,7 +1,8 @@
 """``jobtables.toml``: the roster and settings file, loaded with line-precise errors.
 
 Policy: the file is re-read at the start of every sweep (CONTRACT §2), so edits apply on the
-next sweep. Config flows one way: the bot holds one :class:`ConfigSource`; the Sweeper calls its
+next sweep. Config flows one way: the bot holds one
+:class:`bot.config_source.ConfigSource`; the Sweeper calls its
 ``load`` at the start of a sweep, and everything else reads ``current()`` (the config the latest
 sweep ran with). Nothing asks the sweep engine for its config. Secrets never live here: Slack
 tokens come from the environment (``bot.settings``). A bad file raises :class:`ConfigError`,
@@ -16,10 +17,10 @@ import re
 import select
 import time
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -187,7 +188,6 @@ class SlackSection(_Strict):
         return {user: _user_id(slack_id, user) for user, slack_id in v.items()}
 
 
-
 WIDTH_MIN, WIDTH_MAX = 40, 400
 """Table widths in columns (``[report] width``, ``--width``): narrower cannot hold a row."""
 
@@ -282,130 +282,6 @@ class Config(_Strict):
         )
 
 
-REDIS_URL_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
-"""The query arguments of a ``rediss://`` URL that name a file redis-py reads."""
-
-
-def redis_files(section: RedisSection) -> list[tuple[str, str]]:
-    """``(key, path)`` of each file redis-py reads when it connects over TLS: ``tls_ca_file``
-    and the URL's :data:`REDIS_URL_FILES`. It reads them synchronously, in the event loop, as
-    it connects (``bot.cli``'s ``bot`` checks each is a regular file first). A plain
-    connection reads none."""
-    secure = section.tls if section.sentinels else section.url.startswith("rediss://")
-    if not secure:
-        return []
-    files = [("tls_ca_file", section.tls_ca_file)] if section.tls_ca_file else []
-    if not section.sentinels:
-        query = parse_qs(urlsplit(section.url).query)
-        files += [(f"url {key}", value) for key in REDIS_URL_FILES for value in query.get(key, ())]
-    return files
-
-
-def redis_file_problems(section: RedisSection) -> list[str]:
-    """One line per file of :func:`redis_files` that is not a regular file (a FIFO or a
-    device would block the bot's event loop for ever)."""
-    from probes.local_files import check_regular, refusal
-
-    problems = []
-    for key, path in redis_files(section):
-        try:
-            check_regular(str(Path(path).expanduser()))
-        except (OSError, ValueError) as exc:
-            problems.append(f"[redis] {key} {path}: {refusal(exc)}")
-    return problems
-
-
-def config_warnings(config: Config) -> list[str]:
-    """What ``check-config`` warns about without rejecting the file."""
-    warnings = [f"{problem} (the bot will not start)"
-                for problem in redis_file_problems(config.redis)]
-    if config.slack.owners and len(config.clusters) > 1:
-        warnings.append(
-            "[slack.owners] maps a user name to the same Slack id on every cluster, and "
-            f"{len(config.clusters)} clusters are configured: `alice` on one cluster may not be "
-            "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
-    warnings += _memory_warnings(config)
-    for cluster in config.clusters:
-        files = [("replay path", getattr(cluster, "path", None)),
-                 ("known_hosts", getattr(cluster, "known_hosts", None)),
-                 ("kubeconfig", getattr(cluster, "kubeconfig", None)),
-                 *(("client key", key) for key in getattr(cluster, "client_keys", ()))]
-        for what, path in files:
-            if not path:
-                continue
-            found = Path(path).expanduser()
-            wrong = ("does not exist on this machine" if not found.exists()
-                     else "is not a directory" if what == "replay path" and not found.is_dir()
-                     else "is not a regular file"  # a FIFO or a device is read for ever
-                     if what != "replay path" and not found.is_file() else None)
-            if wrong:
-                warnings.append(f"cluster {cluster.name!r}: {what} {path} {wrong} "
-                                "(the sweep will report the cluster unreachable)")
-    return warnings
-
-
-def _memory_warnings(config: Config) -> list[str]:
-    """A cluster whose ended jobs stay in the report (``recent_hours``) longer than the bot
-    remembers what it told of them (``[redis] expire_hours``): once that memory expires, a job
-    still shown can be new to the bot again and its cleanup line and job-end message repeat."""
-    expire = config.redis.expire_hours
-    return [f"cluster {c.name!r}: recent_hours = {c.recent_hours:g} keeps ended jobs in the "
-            f"report longer than the bot remembers telling of them ([redis] expire_hours = "
-            f"{expire:g}): after {expire:g} h their cleanup lines and job-end messages can repeat. "
-            f"Set [redis] expire_hours to at least {c.recent_hours:g}, or lower recent_hours."
-            for c in config.clusters if c.recent_hours > expire]
-
-
-class ConfigSource:
-    """The bot's one config source: ``load()`` re-reads (a sweep), ``current()`` reads the last."""
-
-    def __init__(self, loader: Callable[[], Config]) -> None:
-        self._loader = loader
-        self._current: Config | None = None
-        self.error: str | None = None
-        """Why the file read last was refused while an earlier one is in use (None: the file
-        in use is the file as it is)."""
-        self._told: str | None = None
-
-    @classmethod
-    def fixed(cls, config: Config) -> ConfigSource:
-        return cls(lambda: config)
-
-    def load(self) -> Config:
-        """Re-read the config (the start of a sweep). A bad file raises when none was read
-        yet (the bot's start fails fast); later, an edit that made it bad keeps the last good
-        config in use and says why in :attr:`error`, logged once per distinct reason: the
-        sweeps go on (before, every one raised until the file was fixed, and the channel
-        heard nothing)."""
-        try:
-            self._current = self._loader()
-        except ConfigError as exc:
-            if self._current is None:
-                raise
-            if str(exc) != self.error:
-                from bot.logs import get_logger
-
-                get_logger(__name__).warning(
-                    "config edit refused; the last good config stays in use", error=str(exc))
-            self.error = str(exc)
-            return self._current
-        self.error = self._told = None  # fixed: the same bad edit made again is told again
-        return self._current
-
-    def news(self) -> str | None:
-        """:attr:`error` when it was not handed out yet (the channel is told each reason
-        once), else None. This replica's own memory: the replicas share theirs in Redis
-        (:func:`bot.refusals.refusal_news`), and this one decides while Redis cannot answer."""
-        if self.error is None or self.error == self._told:
-            return None
-        self._told = self.error
-        return self.error
-
-    def current(self) -> Config:
-        """The config the latest sweep ran with (read once if no sweep ran yet)."""
-        return self._current if self._current is not None else self.load()
-
-
 def _check_regex(pattern: str) -> None:
     try:
         re.compile(pattern)
@@ -493,9 +369,13 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
     except RecursionError as exc:
-        raise ConfigError(_too_deep(source, *_deep_value(text))) from exc
+        from bot.config_lines import deep_value, too_deep
+
+        raise ConfigError(too_deep(source, *deep_value(text))) from exc
     if (path := _deep_path(data)) is not None:
-        raise ConfigError(_too_deep(source, _top_line(text, path[0]), path[0]))
+        from bot.config_lines import too_deep, top_line
+
+        raise ConfigError(too_deep(source, top_line(text, path[0]), path[0]))
     clusters = data.get("clusters")
     for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
         patterns = cluster.get("benign_patterns", []) if isinstance(cluster, dict) else []
@@ -505,7 +385,7 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                line = _KeyLocator(text).line_for(("clusters", index, "benign_patterns"))
+                line = _line_of(text, ("clusters", index, "benign_patterns"))
                 raise ConfigError(
                     f"{source}:{line}: clusters.{index}.benign_patterns: "
                     f"bad regex {pattern!r}: {exc}"
@@ -514,7 +394,7 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
     for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
         name = cluster.get("name") if isinstance(cluster, dict) else None
         if isinstance(name, str) and name in seen:
-            line = _KeyLocator(text).line_for(("clusters", index, "name"))
+            line = _line_of(text, ("clusters", index, "name"))
             raise ConfigError(f"{source}:{line}: clusters.{index}.name: cluster name "
                               f"{name!r} is used twice")
         if isinstance(name, str):
@@ -523,7 +403,7 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
         owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
         for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
             if isinstance(slack_id, str) and not SLACK_USER_ID.match(slack_id):
-                line = _KeyLocator(text).line_for(("clusters", index, "owners", user))
+                line = _line_of(text, ("clusters", index, "owners", user))
                 raise ConfigError(f"{source}:{line}: clusters.{index}.owners.{user}: "
                                   f"{slack_id!r} is {NOT_A_USER_ID}")
     try:
@@ -532,16 +412,26 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
         # arrays become tuples first.
         config = Config.model_validate(_tuples(data), strict=True)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, text, source)) from exc
+        from bot.config_lines import describe_errors
+
+        raise ConfigError(describe_errors(exc, text, source)) from exc
     kept, window = config.redis.window_len, config.thresholds.window
     if kept <= window:  # every windowed rule would be starved of history on a warm read
         key = ("redis", "window_len") if "window_len" in data.get("redis", {}) else (
             "thresholds", "window")
-        line = _KeyLocator(text).line_for(key)
+        line = _line_of(text, key)
         raise ConfigError(f"{source}:{line}: {'.'.join(key)}: redis.window_len ({kept}) must be "
                           f"greater than thresholds.window ({window}): the rules read that "
                           "many previous values and the step judged")
     return config
+
+
+def _line_of(text: str, key: Sequence[str | int]) -> int | None:
+    """The line of ``key`` in ``text``, for a :class:`ConfigError`: the locator's module is
+    imported only when a file is refused (``bot.config_lines``)."""
+    from bot.config_lines import KeyLocator
+
+    return KeyLocator(text).line_for(key)
 
 
 def _tuples(value: Any) -> Any:
@@ -551,58 +441,6 @@ def _tuples(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _tuples(item) for key, item in value.items()}
     return value
-
-
-def _describe(exc: ValidationError, text: str, source: str) -> str:
-    locator = _KeyLocator(text)
-    lines = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if p not in ("slurm", "kubernetes", "replay"))
-        if err["type"] == "union_tag_invalid":
-            loc = (*loc, "kind")  # the key whose value picked no model
-        key = ".".join(str(p) for p in loc) or "(top level)"
-        line = locator.line_for(loc)
-        where = f"{source}:{line}" if line else source
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "union_tag_invalid":
-            msg = 'kind must be "slurm", "kubernetes" or "replay"'
-        elif err["type"] in ("tuple_type", "list_type"):  # (TOML arrays are read as tuples)
-            msg = f'expected an array (e.g. ["..."]), got {_toml_type(err["input"])}'
-        lines.append(f"{where}: {key}: {msg}")
-    return "; ".join(lines)
-
-
-def _toml_type(value: object) -> str:
-    """How TOML calls the type of a value it read."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, dict):
-        return "a table"
-    return f"a {type(value).__name__}"
-
-
-_SEGMENT = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)"""
-_DOTTED = rf"{_SEGMENT}(?:\s*\.\s*{_SEGMENT})*"
-_TABLE = re.compile(rf"^\s*\[(\[)?\s*({_DOTTED})\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(rf"^\s*({_DOTTED})\s*=")
-_PART = re.compile(_SEGMENT)
-
-
-def _key_parts(dotted: str) -> tuple[str, ...]:
-    """``a."b.c".d`` -> ``('a', 'b.c', 'd')`` (TOML's bare, basic and literal keys)."""
-    return tuple(p[1:-1] if p[0] in "\"'" else p for p in _PART.findall(dotted))
-
-
-def _too_deep(source: str, line: int | None, key: str | None) -> str:
-    where = f"{source}:{line}" if line else source
-    what = f"{key}: " if key else ""
-    return f"{where}: {what}nested more than {MAX_CONFIG_DEPTH} levels deep: not a config"
 
 
 def _deep_path(data: dict[str, Any]) -> tuple[str, ...] | None:
@@ -618,71 +456,3 @@ def _deep_path(data: dict[str, Any]) -> tuple[str, ...] | None:
         elif isinstance(value, list):
             stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
     return None
-
-
-def _top_line(text: str, top: str) -> int | None:
-    """The first line whose table header or key starts with the top-level key ``top``."""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        m = _TABLE.match(raw)
-        dotted = m.group(2) if m else (k.group(1) if (k := _KEY.match(raw)) else None)
-        if dotted is not None and _key_parts(dotted)[:1] == (top,):
-            return number
-    return None
-
-
-_QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
-
-
-def _deep_value(text: str) -> tuple[int | None, str | None]:
-    """Where the parser ran out of recursion: the line on which brackets and braces (outside
-    simple strings and comments) open more than ``MAX_CONFIG_DEPTH`` deep, and the top-level
-    key of the value there. Only to name the place in the error."""
-    depth, table, key = 0, None, None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if depth == 0:
-            if m := _TABLE.match(raw):
-                table = _key_parts(m.group(2))[:1]
-            elif k := _KEY.match(raw):
-                key = (table or _key_parts(k.group(1)) or (None,))[0]
-        bare = _QUOTED.sub("", raw).split("#", 1)[0]
-        for ch in bare:
-            depth += 1 if ch in "[{" else -1 if ch in "]}" else 0
-            if depth > MAX_CONFIG_DEPTH:
-                return number, key
-    return None, key
-
-
-class _KeyLocator:
-    """Maps a key path such as ``('clusters', 1, 'host')`` to its 1-based line in the file.
-
-    As TOML reads them: ``[clusters.owners]`` after a ``[[clusters]]`` is a table of that
-    last array entry, and a dotted key (``owners.alice = ...``) names each of its parts."""
-
-    def __init__(self, text: str) -> None:
-        self._lines: dict[tuple[str | int, ...], int] = {}
-        table: tuple[str | int, ...] = ()
-        counts: dict[tuple[str, ...], int] = {}
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if m := _TABLE.match(raw):
-                parts = _key_parts(m.group(2))
-                if m.group(1):
-                    counts[parts] = counts.get(parts, -1) + 1
-                resolved: list[str | int] = []
-                for end, part in enumerate(parts, start=1):
-                    resolved.append(part)
-                    if parts[:end] in counts:  # an array of tables: its latest entry
-                        resolved.append(counts[parts[:end]])
-                table = tuple(resolved)
-                self._lines.setdefault(table, number)
-            elif m := _KEY.match(raw):
-                parts = _key_parts(m.group(1))
-                for end in range(1, len(parts) + 1):
-                    self._lines.setdefault((*table, *parts[:end]), number)
-
-    def line_for(self, loc: Sequence[str | int]) -> int | None:
-        path = tuple(loc)
-        while path:
-            if path in self._lines:
-                return self._lines[path]
-            path = path[:-1]
-        return None

@@ -1,19 +1,19 @@
 """Telling the channel of a refused config edit once, across every replica of the bot.
 
 Each replica re-reads the one config file at its sweeps (CONTRACT §2) and keeps the last good
-config when an edit is refused (:class:`bot.config.ConfigSource`). Which refusal the channel
+config when an edit is refused (:class:`bot.config_source.ConfigSource`). Which refusal the channel
 was told is shared in Redis (``P doc:config-refused``: the SHA-256 of the reason told), so
 the replica leading the next interval does not tell it again; any replica's sweep that reads
 the file valid deletes it, so the same bad edit made again later is told again, whichever
 replica read the fix. While Redis cannot answer, each replica's own memory decides
-(:meth:`~bot.config.ConfigSource.news`), as with one replica.
+(:meth:`~bot.config_source.ConfigSource.news`), as with one replica.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from bot.config import ConfigSource
+from bot.config_source import ConfigSource
 from bot.store import RedisStore, StoreUnavailable
 
 REFUSAL_DOC = "config-refused"

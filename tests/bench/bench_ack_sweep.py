@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli import DEMO_RECORDING
-from bot.config import ConfigSource
+from bot.config_source import ConfigSource
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
 from probes.slurm import replay

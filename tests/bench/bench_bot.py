@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from bot.cli import DEMO_RECORDING
-from bot.config import ConfigSource
+from bot.config_source import ConfigSource
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster
 from tests.bot.builders import FakeClock

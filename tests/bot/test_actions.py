@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.alerts import CONTINUED_SWEEPS
-from bot.config import ConfigSource
+from bot.config_source import ConfigSource
 from bot.store import RedisStore
 from probes.errors import CommandError
 from tests.bot.builders import (

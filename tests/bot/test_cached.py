@@ -25,7 +25,8 @@ from bot.cached import SweepCache
 from bot.cached_render import View, jobs_replies
 from bot.cli import DEMO_RECORDING
 from bot.commands import JobsQuery, job_filter
-from bot.config import Config, ConfigSource
+from bot.config import Config
+from bot.config_source import ConfigSource
 from bot.home import home_view, publish_home
 from bot.messages import jobs_messages, sweep_header
 from bot.offload import Offload

@@ -143,7 +143,7 @@ async def test_two_scheduled_sweeps_around_a_rename_post_nothing_new(
     the config renames alpha to gpu; the next sweep edits the parent and posts nothing else
     (no DM, no thread reply: no collapse, failure, job-end or 'started' news)."""
     from bot.app import scheduled_sweep
-    from bot.config import ConfigSource
+    from bot.config_source import ConfigSource
     from tests.bot.builders import detail, job
 
     name = ["alpha"]

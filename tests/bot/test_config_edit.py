@@ -19,8 +19,9 @@ import pytest
 
 from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
-from bot.config import Config, ConfigError, ConfigSource, load_config
+from bot.config import Config, ConfigError, load_config
 from bot.config import parse_config as load_config_text
+from bot.config_source import ConfigSource
 from bot.store import RedisStore
 from bot.sweep import Sweeper
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result

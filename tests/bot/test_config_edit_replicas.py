@@ -14,7 +14,8 @@ import pytest
 
 from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
-from bot.config import ConfigSource, load_config
+from bot.config import load_config
+from bot.config_source import ConfigSource
 from bot.refusals import REFUSAL_DOC, refusal_news
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result

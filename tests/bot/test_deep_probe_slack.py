@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Config, ConfigSource, DeepProbeSection
+from bot.config import Config, DeepProbeSection
+from bot.config_source import ConfigSource
 from bot.deep_probe import after_sweep
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot

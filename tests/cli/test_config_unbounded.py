@@ -84,7 +84,7 @@ def test_check_config_warns_of_key_files_that_are_no_files(tmp_path: Path) -> No
     """known_hosts, a client key or a kubeconfig naming a device, a FIFO or a directory, and a
     replay path naming a file: check-config says so (the sweep reports that cluster
     unreachable), as it does for a path that does not exist; a real file draws nothing."""
-    from bot.config import config_warnings
+    from bot.config_checks import config_warnings
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -29,7 +29,8 @@ import pytest
 
 from bot.alerts import episode_name
 from bot.app import make_scheduler
-from bot.config import ConfigSource, load_config
+from bot.config import load_config
+from bot.config_source import ConfigSource
 from bot.scheduler import interval_number
 from bot.sweep import Sweeper
 from probes.models import JobState

@@ -1,0 +1,87 @@
+"""What ``check-config`` and the bot's start warn about in a config that parsed.
+
+Policy: these are not errors: the file is valid, but something it names will not work as
+meant (a Redis TLS file that is a FIFO, one owners map for several clusters, ended jobs kept
+longer than the bot's memory, a path that does not exist here). ``bot.cli`` imports this
+module only in the commands that warn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from bot.config import Config, RedisSection
+
+REDIS_URL_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+"""The query arguments of a ``rediss://`` URL that name a file redis-py reads."""
+
+
+def redis_files(section: RedisSection) -> list[tuple[str, str]]:
+    """``(key, path)`` of each file redis-py reads when it connects over TLS: ``tls_ca_file``
+    and the URL's :data:`REDIS_URL_FILES`. It reads them synchronously, in the event loop, as
+    it connects (``bot.cli``'s ``bot`` checks each is a regular file first). A plain
+    connection reads none."""
+    secure = section.tls if section.sentinels else section.url.startswith("rediss://")
+    if not secure:
+        return []
+    files = [("tls_ca_file", section.tls_ca_file)] if section.tls_ca_file else []
+    if not section.sentinels:
+        query = parse_qs(urlsplit(section.url).query)
+        files += [(f"url {key}", value) for key in REDIS_URL_FILES for value in query.get(key, ())]
+    return files
+
+
+def redis_file_problems(section: RedisSection) -> list[str]:
+    """One line per file of :func:`redis_files` that is not a regular file (a FIFO or a
+    device would block the bot's event loop for ever)."""
+    from probes.local_files import check_regular, refusal
+
+    problems = []
+    for key, path in redis_files(section):
+        try:
+            check_regular(str(Path(path).expanduser()))
+        except (OSError, ValueError) as exc:
+            problems.append(f"[redis] {key} {path}: {refusal(exc)}")
+    return problems
+
+
+def config_warnings(config: Config) -> list[str]:
+    """What ``check-config`` warns about without rejecting the file."""
+    warnings = [f"{problem} (the bot will not start)"
+                for problem in redis_file_problems(config.redis)]
+    if config.slack.owners and len(config.clusters) > 1:
+        warnings.append(
+            "[slack.owners] maps a user name to the same Slack id on every cluster, and "
+            f"{len(config.clusters)} clusters are configured: `alice` on one cluster may not be "
+            "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
+    warnings += _memory_warnings(config)
+    for cluster in config.clusters:
+        files = [("replay path", getattr(cluster, "path", None)),
+                 ("known_hosts", getattr(cluster, "known_hosts", None)),
+                 ("kubeconfig", getattr(cluster, "kubeconfig", None)),
+                 *(("client key", key) for key in getattr(cluster, "client_keys", ()))]
+        for what, path in files:
+            if not path:
+                continue
+            found = Path(path).expanduser()
+            wrong = ("does not exist on this machine" if not found.exists()
+                     else "is not a directory" if what == "replay path" and not found.is_dir()
+                     else "is not a regular file"  # a FIFO or a device is read for ever
+                     if what != "replay path" and not found.is_file() else None)
+            if wrong:
+                warnings.append(f"cluster {cluster.name!r}: {what} {path} {wrong} "
+                                "(the sweep will report the cluster unreachable)")
+    return warnings
+
+
+def _memory_warnings(config: Config) -> list[str]:
+    """A cluster whose ended jobs stay in the report (``recent_hours``) longer than the bot
+    remembers what it told of them (``[redis] expire_hours``): once that memory expires, a job
+    still shown can be new to the bot again and its cleanup line and job-end message repeat."""
+    expire = config.redis.expire_hours
+    return [f"cluster {c.name!r}: recent_hours = {c.recent_hours:g} keeps ended jobs in the "
+            f"report longer than the bot remembers telling of them ([redis] expire_hours = "
+            f"{expire:g}): after {expire:g} h their cleanup lines and job-end messages can repeat. "
+            f"Set [redis] expire_hours to at least {c.recent_hours:g}, or lower recent_hours."
+            for c in config.clusters if c.recent_hours > expire]
