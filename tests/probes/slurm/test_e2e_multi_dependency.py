@@ -9,14 +9,18 @@ queued', failed, in a sweep with no memory (``jobtables sweep``).
 
 Real ``--time=1`` jobs (their TIMEOUT brought forward with ``end_now``), each case in its own
 workdir, read through ``jobtables sweep --format json`` at both stages: A ended with B still
-running, then both ended. A lone TIMEOUT beside another run whose own restart (named as that
-run's) waits on it stays failed. Only this module's ids are cancelled.
+running, then both ended (and then each predecessor through ``jobtables job ID``). A lone
+TIMEOUT beside another run whose own restart (named as that run's) waits on it stays failed.
+Only this module's ids are cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +31,14 @@ import pytest
 from probes.models import JobState
 from probes.slurm.transport import SshRunner
 from tests.probes.slurm.conftest import SlurmEnv
-from tests.probes.slurm.test_e2e import _cleanup, _cli_sweep, _config_toml, _wait_for, end_now
+from tests.probes.slurm.test_e2e import (
+    ROOT,
+    _cleanup,
+    _cli_sweep,
+    _config_toml,
+    _wait_for,
+    end_now,
+)
 
 BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
 
@@ -52,6 +63,8 @@ class Sweeps:
     """Rows by key once A, the OR list's first and the lone job ended (B still running)."""
     second: dict[str, dict[str, Any]]
     """Rows by key once every predecessor ended."""
+    one: dict[str, dict[str, Any]]
+    """The predecessors' rows as ``jobtables job ID`` reads each then."""
 
 
 async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
@@ -71,6 +84,15 @@ async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
     finally:
         await runner.aclose()
     return ids
+
+
+def _job_row(config: Path, job_id: str) -> dict[str, Any]:
+    run = subprocess.run([sys.executable, "-m", "bot.cli", "job", job_id, "--format", "json",
+                          "--config", str(config)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    row: dict[str, Any] = json.loads(run.stdout)  # the job's contract object, and more
+    return row
 
 
 def _rows(config: Path, ids: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -101,7 +123,9 @@ def sweeps(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Ite
             "and_b": {JobState.TIMEOUT}, "or_b": {JobState.TIMEOUT},
             "and_c": running, "or_c": running | {JobState.TIMEOUT},
         }, bound_s=120, settle_s=1))
-        yield Sweeps(ids, first, _rows(config, ids))
+        second = _rows(config, ids)
+        one = {key: _job_row(config, ids[key]) for key in ("and_a", "and_b", "or_b", "lone")}
+        yield Sweeps(ids, first, second, one)
     finally:
         asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
@@ -124,6 +148,8 @@ def test_each_predecessor_of_an_and_list_is_continued(sweeps: Sweeps) -> None:
     _continued(sweeps.first["and_a"], c)
     _continued(sweeps.second["and_a"], c)
     _continued(sweeps.second["and_b"], c)
+    _continued(sweeps.one["and_a"], c)
+    _continued(sweeps.one["and_b"], c)
 
 
 def test_each_predecessor_of_an_or_list_is_continued(sweeps: Sweeps) -> None:
@@ -132,12 +158,12 @@ def test_each_predecessor_of_an_or_list_is_continued(sweeps: Sweeps) -> None:
     _continued(sweeps.first["or_a"], c)
     _continued(sweeps.second["or_a"], c)
     _continued(sweeps.second["or_b"], c)
+    _continued(sweeps.one["or_b"], c)
 
 
 def test_another_run_s_restart_continues_no_lone_timeout(sweeps: Sweeps) -> None:
     """The lone TIMEOUT's workdir holds another run's restart, named as that run's: no
     restart of this one, failed; the other run's own TIMEOUT is continued by it."""
-    for rows in (sweeps.first, sweeps.second):
-        lone = rows["lone"]
+    for lone in (sweeps.first["lone"], sweeps.second["lone"], sweeps.one["lone"]):
         assert lone["successor"] is None and lone["verdict"] == "failed", lone["trend"]
     _continued(sweeps.second["other"], sweeps.ids["other_r2"])
