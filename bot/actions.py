@@ -48,6 +48,7 @@ import structlog
 from pydantic import ValidationError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.alert_messages import collapse_message, outcome_blocks, with_job_buttons
 from bot.alerts import (
     cancel_forbidden,
     closed_episode,
@@ -63,15 +64,7 @@ from bot.deep_probe import memory_name, verdict_blocks
 from bot.delivery import update
 from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
-from bot.messages import (
-    CANCEL,
-    code,
-    collapse_message,
-    esc,
-    mention,
-    outcome_blocks,
-    with_job_buttons,
-)
+from bot.messages import CANCEL, code, esc, mention
 from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.store import RedisStore, StoreUnavailable

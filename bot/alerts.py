@@ -47,19 +47,12 @@ from typing import Any
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.alert_messages import collapse_batch_messages, collapse_message
 from bot.cluster_names import note_names
 from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.incidents import salvage_record, write_incident
-from bot.messages import (
-    ACKNOWLEDGE,
-    CANCEL,
-    KEEP,
-    SNOOZE,
-    SNOOZE_HOURS,
-    collapse_batch_messages,
-    collapse_message,
-)
+from bot.messages import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE, SNOOZE_HOURS
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import job_facts
@@ -260,7 +253,7 @@ class Alerter:
         Each new episode is claimed first (one alert per episode, across replicas and
         retries); then each recipient's new alerts of the sweep are sent together: one alert
         alone as ever, several as one batched message (split where Slack's limits force it,
-        :func:`bot.messages.collapse_batch_messages`), each job with its own buttons, bound to
+        :func:`bot.alert_messages.collapse_batch_messages`), each job with its own buttons, bound to
         its own episode. ``facts`` (the sweep's raw facts) give a no-kill evidence record its
         full log tail.
         """

@@ -4,7 +4,7 @@ Policy: the DMs follow the scheduled sweep's changes (:func:`report.changes.diff
 computed once per interval by the replica that won the tick, so each end is told once, also
 across restarts and replicas. The owner comes from the one per-cluster owner lookup
 (:func:`bot.owners.slack_owner`); a job without a mapped owner gets no DM (the day's thread
-still has it). What each DM says (built by :func:`bot.messages.job_end_dm`):
+still has it). What each DM says (built by :func:`bot.alert_messages.job_end_dm`):
 
 * ``failed``: the first real fault (traceback, OOM, ...; a time limit is not one), the trend
   line (for ``child-failed`` the first real traceback above the elastic summary), and the
@@ -40,9 +40,9 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.alert_messages import fault_kinds, job_end_dm, job_end_dms
 from bot.config import Config
 from bot.delivery import dm_channel, post
-from bot.messages import fault_kinds, job_end_dm, job_end_dms
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import SweepResult

@@ -199,7 +199,7 @@ async def test_unknown_owners_collapses_are_batched_in_the_channel(
 
 async def test_a_single_collapse_reads_as_before(
         slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
-    from bot.messages import collapse_message
+    from bot.alert_messages import collapse_message
 
     jobs = [collapsing("4242"), detail(job("4100", "rl-ppo-llama-8b"))]
     async with bot_with(slack, store, clock, tmp_path, jobs) as h:
@@ -373,7 +373,7 @@ def test_failed_cancels_in_a_full_batch_never_cut_a_jobs_buttons() -> None:
     batched message filled to Slack's block limit, a few of those (presses during one SSH
     outage) went past 50 blocks and the cut took the last job's buttons off the message. Each
     job keeps its buttons; the newest failure line is shown."""
-    from bot.messages import collapse_batch_messages, outcome_blocks
+    from bot.alert_messages import collapse_batch_messages, outcome_blocks
 
     ids = [str(7100 + i) for i in range(40)]
     blocks = collapse_batch_messages([(collapsing(i), True, None) for i in ids])[0][0].blocks

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.alert_messages import collapse_message
 from bot.alerts import CONTINUED_SWEEPS
-from bot.messages import collapse_message
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import make_config, running_bot

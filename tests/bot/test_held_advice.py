@@ -10,7 +10,7 @@ administrator's hold (``diagnose``).
 
 from __future__ import annotations
 
-from bot.messages import job_end_dm
+from bot.alert_messages import job_end_dm
 from probes.models import JobFacts, JobState
 from report.changes import Change
 from tests.report.factories import judge, record

@@ -15,20 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.alert_messages import collapse_message, job_end_dm, outcome_blocks
 from bot.errors import JobNotFoundError
 from bot.incidents import cleanup_line, failure_line
 from bot.messages import (
     cancel_line,
     changes_header,
     collapse_line,
-    collapse_message,
     error_text,
     followup_messages,
-    job_end_dm,
     job_messages,
     jobs_messages,
     mention,
-    outcome_blocks,
     share_button,
     shared_job_messages,
     sweep_header,

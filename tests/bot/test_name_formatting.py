@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from bot.alert_messages import collapse_batch_messages, collapse_message, job_end_dm
 from bot.deep_probe import offer_blocks, verdict_blocks
-from bot.messages import collapse_batch_messages, collapse_message, job_end_dm
 from probes.models import JobState
 from report.changes import Change
 from report.chunks import SlackMessage, slack_messages

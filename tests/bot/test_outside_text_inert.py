@@ -15,17 +15,10 @@ from typing import Any
 
 import pytest
 
+from bot.alert_messages import collapse_batch_messages, collapse_message, job_end_dm
 from bot.deep_probe import verdict_blocks
 from bot.incidents import cleanup_line, failure_line
-from bot.messages import (
-    changes_header,
-    collapse_batch_messages,
-    collapse_message,
-    followup_messages,
-    job_end_dm,
-    jobs_messages,
-    sweep_parent,
-)
+from bot.messages import changes_header, followup_messages, jobs_messages, sweep_parent
 from probes.models import JobState
 from report.changes import Change
 from report.chunks import slack_messages

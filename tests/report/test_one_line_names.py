@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from bot.messages import collapse_message, job_end_dm, jobs_messages
+from bot.alert_messages import collapse_message, job_end_dm
+from bot.messages import jobs_messages
 from probes.models import JobState
 from report.cells import NEWLINE_MARK, one_line
 from report.changes import change_of, merged_lines, snapshot
