@@ -55,7 +55,6 @@ from datetime import datetime
 from probes.logs.fault_carry import FaultCarry, FoldScanner, restore_faults, snapshot_faults
 from probes.logs.faults import _LINE_NEEDLES, _compile_patterns, _frozen, _split_prefix
 from probes.logs.fingerprint_carry import FingerprintCarry, FingerprintFold
-from probes.logs.history import METRIC_LINES
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.metric_carry import (
     KEEP_POINTS,
@@ -70,6 +69,7 @@ from probes.logs.parse import head_seed
 from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.logs.recent import feed_lines
+from probes.logs.scan_patterns import METRIC_LINES
 from probes.models import LogOutcome, LogSummary, PlannedStop
 
 __all__ = ["LogCarry", "parse_increment"]

@@ -31,11 +31,14 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
+from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
-from probes.logs.history import EpisodeResume, HfBanner, MetricScan, Plan
+from probes.logs.history import MetricScan
 from probes.logs.lines import TqdmBar
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
+from probes.logs.scan_core import Plan
+from probes.logs.scan_episodes import EpisodeResume
 from probes.models import Frozen, LogTime, MetricPoint
 
 KEEP_POINTS = 32
@@ -171,7 +174,7 @@ class MetricCarry(Carried):
     hf_tail: tuple[tuple[dict[str, float], int], ...] = ()
     hf_count: int = 0
     hf_banner: HfBanner = HfBanner()
-    """The HF training banner and logging fields read (``probes.logs.history.HfBanner``)."""
+    """The HF training banner and logging fields read (``probes.logs.hf_banner.HfBanner``)."""
     hf_saved: tuple[int, int] | None = None
     """The last HF checkpoint save and the dicts numbered after it (``MetricScan``'s)."""
     log_start: bool = True

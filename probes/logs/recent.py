@@ -51,7 +51,7 @@ from probes.logs.clock import (
     read_stamp,
 )
 from probes.logs.harbor_progress import ROW_SHAPE
-from probes.logs.history import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE, MetricScan
+from probes.logs.history import MetricScan
 from probes.logs.lines import (
     NESTED_BAR_MARK,
     own_bars,
@@ -62,6 +62,7 @@ from probes.logs.lines import (
 )
 from probes.logs.prefilter import NeedleFilter, held_skeletons
 from probes.logs.progress import WIDE_WINDOW
+from probes.logs.scan_patterns import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE
 from probes.models import LogSummary
 
 HISTORY_DEPTH = 32

@@ -26,8 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import history, lines, prefilter, recent
-from probes.logs.history import MetricScan, hf_epoch_step, metric_point
+from probes.logs import lines, prefilter, recent, scan_dicts, scan_patterns
+from probes.logs.hf_banner import hf_epoch_step
+from probes.logs.history import MetricScan
 from probes.logs.lines import (
     _NO_BAR,
     _NUMBER_CAP,
@@ -40,6 +41,7 @@ from probes.logs.lines import (
 from probes.logs.parse import parse_log
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter, shared_skeletons, skeletons_of
+from probes.logs.scan_core import metric_point
 from probes.models import MetricPoint
 from tests.probes.logs.test_recent import LOG_FIXTURES, fixture_pool
 
@@ -398,7 +400,7 @@ def test_needle_filters_as_before(picks: list[int], start: int, stop: int) -> No
     or not), whole and in windows, its lines and groups."""
     pool = fixture_pool()
     text_lines = [pool[i % len(pool)] for i in picks]
-    filters = [recent.MARKER_LINES, recent.ITERATION_LINES, history.METRIC_LINES,
+    filters = [recent.MARKER_LINES, recent.ITERATION_LINES, scan_patterns.METRIC_LINES,
                *_parse_filters()]
     with shared_skeletons(text_lines):
         for needle in filters:
@@ -424,7 +426,7 @@ def test_needle_filters_past_256_skeletons() -> None:
     with shared_skeletons(text_lines):
         copy = skeletons_of(text_lines)
         assert copy is not None and isinstance(copy.ids()[1], list)
-        for needle in (history.METRIC_LINES, recent.MARKER_LINES):
+        for needle in (scan_patterns.METRIC_LINES, recent.MARKER_LINES):
             assert needle.lines(text_lines) == lines_before(needle, text_lines)
             assert needle.lines(text_lines, 100, 400) == lines_before(needle, text_lines,
                                                                       100, 400)
@@ -445,7 +447,7 @@ def test_clock_at_as_walked(drawn: list[str], index: int) -> None:
     with stamps of non-ASCII digits, too."""
     _, text_lines = split_lines("\n".join(drawn), 65536)
     index %= len(text_lines)
-    candidates = history.METRIC_LINES.lines(text_lines)
+    candidates = scan_patterns.METRIC_LINES.lines(text_lines)
     walked = recent.clock_at(text_lines, index, datetime(2025, 3, 1), inclusive=True,
                              among=candidates)
     with shared_skeletons(text_lines):
@@ -481,4 +483,4 @@ def test_metric_point_as_before() -> None:
 def test_lines_module_names_used() -> None:
     """The oracle patches the names the fast path reads through."""
     assert vars(recent)["own_bars"] is lines.own_bars
-    assert vars(history)["quoted_pairs"] is lines.quoted_pairs
+    assert vars(scan_dicts)["quoted_pairs"] is lines.quoted_pairs

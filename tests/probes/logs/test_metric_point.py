@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from probes.logs.history import metric_point
+from probes.logs.scan_core import metric_point
 from probes.models import MetricPoint
 
 

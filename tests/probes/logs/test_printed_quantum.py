@@ -1,4 +1,4 @@
-"""``_printed_quantum`` reads the last printed digit's place off a float's shortest repr, as
+"""``printed_quantum`` reads the last printed digit's place off a float's shortest repr, as
 ``Decimal(repr(value))``'s exponent gives it, for every float (nan and the infinities: 0)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from probes.logs.history import _printed_quantum
+from probes.logs.hf_banner import printed_quantum
 
 
 def _by_decimal(value: float) -> float:
@@ -30,11 +30,11 @@ def _by_decimal(value: float) -> float:
 @example(5e-324)
 def test_the_place_is_the_reprs_last_digit(value: float) -> None:
     """Every float's place equals the one Decimal reads from the same repr."""
-    assert _printed_quantum(value) == _by_decimal(value)
+    assert printed_quantum(value) == _by_decimal(value)
 
 
 def test_an_epoch_printed_to_two_places() -> None:
     """An older Trainer's ``round(epoch, 2)`` is a place of 0.01; a 4-digit one of 0.0001."""
-    assert _printed_quantum(1.4) == 0.1
-    assert _printed_quantum(1.45) == 0.01
-    assert _printed_quantum(0.5123) == 0.0001
+    assert printed_quantum(1.4) == 0.1
+    assert printed_quantum(1.45) == 0.01
+    assert printed_quantum(0.5123) == 0.0001

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import areal_lines, history
+from probes.logs import areal_lines, history, scan_patterns
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
@@ -125,8 +125,8 @@ def quiet_noise() -> list[str]:
     return [line for line in fixture_pool()
             if "reward/" not in line and not body(line).startswith("{")
             and not ("_loss" in line and "{" in line)
-            and not history.SKYRL_HEADER_RE.search(body(line))
-            and not history.NEMO_HEADER_RE.match(body(line))  # opens a step, as a header
+            and not scan_patterns.SKYRL_HEADER_RE.search(body(line))
+            and not scan_patterns.NEMO_HEADER_RE.match(body(line))  # opens a step, as a header
             and not areal_lines.parse_step(body(line))  # AReaL's: its table rows' step
             and not _parse_reference(line + "\n").points]
 
