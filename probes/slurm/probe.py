@@ -30,35 +30,24 @@ Policy:
   line arrives, in one worker thread (``probes.slurm.early``), while the collector reads the
   next and the rest is in transit; the facts are exactly those of folding the whole answer
   afterwards. A run killed midway keeps the jobs it answered; the others are collected again.
+
+The command set itself (squeue, sacct, scontrol, the held queue) is ``probes.slurm.snapshot``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from probes.config import DEFAULT_CHECKPOINT_ROOTS, SlurmCluster
 from probes.errors import CommandError, InvalidJobIdError, ProbeError
 from probes.ids import SLURM_ID, validate_job_id
-from probes.models import ACTIVE_STATES, ClusterFacts, JobFacts, JobState, SchedulerRecord
-from probes.remote.script import build_collector_script
-from probes.remote.stdio_pattern import SQUEUE_JOB_KEYS
+from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
 from probes.slurm import onejob
-from probes.slurm.answer import AnswerReader, stream_answer
-from probes.slurm.commands import (
-    NO_JSON,
-    NO_SACCT,
-    Capability,
-    check_document,
-    first_probe_error,
-    json_document,
-    mentions,
-    queue_answer,
-    run_collector,
-)
+from probes.slurm.commands import Capability, run_collector
 from probes.slurm.early import (
     EarlyFolds,
     FoldStack,
@@ -67,59 +56,13 @@ from probes.slurm.early import (
     folder,
     off_loop,
 )
-from probes.slurm.parse import (
-    expand_stdout,
-    needs_scontrol,
-    parse_squeue_json,
-    records_from_squeue,
-    slurm_release,
-)
-from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request, request_cursors
-from probes.slurm.scontrol import known_from, merge_scontrol, parse_scontrol_all
 from probes.slurm.shared_roots import own_checkpoints
-from probes.slurm.transport import (
-    CommandResult,
-    KeptConnection,
-    Runner,
-    RunnerFactory,
-    make_runner,
-)
+from probes.slurm.snapshot import HeldQueue, ListingBackoff, Snapshot, SnapshotCommands
+from probes.slurm.transport import KeptConnection, Runner, RunnerFactory, make_runner
 
 if TYPE_CHECKING:
     from probes.slurm.cursors import LogState
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the scheduler commands printed in one sweep, verbatim, and the merged records."""
-
-    squeue: str
-    """squeue's text; empty when its ``--json`` document came parsed from the collector."""
-    squeue_format: str
-    """``json`` or ``plain``."""
-    scontrol: str
-    sacct: str | None
-    records: tuple[SchedulerRecord, ...]
-    """The jobs asked for (all, or the users'), merged, before the recency filter."""
-    slurm_version: str | None
-    collected: Mapping[str, Any] | None = None
-    """The collector's answer per job id when squeue ran inside it (one round trip)."""
-    document: Mapping[str, Any] | None = None
-    """squeue's ``--json`` document, parsed (its job objects trimmed unless ``verbatim``)."""
-
-
-@dataclass(frozen=True)
-class HeldQueue:
-    """A long-lived probe's squeue document of its last sweep that printed one, and the
-    digest of the signature listing run just before it (``probes.remote.collector``): a
-    later collector whose listing has that digest answers ``same`` and prints no document.
-    The document answers for these users' jobs, kept from ``since`` on."""
-
-    digest: str
-    users: tuple[str, ...]
-    since: float
-    document: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -133,79 +76,9 @@ class Capture:
     collected: Mapping[str, Any]
 
 
-class ListingBackoff:
-    """Whether a bot's sweep runs the signature listing first (``squeue.reuse``): always,
-    until that fails to spare the document twice in a row; then only every 2nd, 4th, then
-    8th sweep, until one spares it again.
-
-    A listing-first sweep that prints the document all the same (the queue changed since
-    the held one, or the listing gave no digest to hold) paid for the listing's own run
-    before ``squeue --json`` started: tens of milliseconds against the hundreds the document
-    costs. On a queue that changes between every two sweeps (a busy lab swept every 30
-    minutes) that would be paid every sweep; backing off pays it on one sweep in eight at
-    most, and a quiet queue is found again within eight sweeps. Sweeps in between take the
-    path without the listing first, which leaves the held document as it was (still valid
-    for its own digest)."""
-
-    CAP = 8
-
-    def __init__(self) -> None:
-        self.misses = 0
-        """Listing-first sweeps in a row that printed the document all the same."""
-        self.skip = 0
-        """Sweeps still to run without the listing first."""
-
-    def wanted(self) -> bool:
-        """This sweep runs the listing first (counts a skipped sweep)."""
-        if self.skip > 0:
-            self.skip -= 1
-            return False
-        return True
-
-    def spared(self) -> None:
-        self.misses = self.skip = 0
-
-    def printed(self) -> None:
-        self.misses += 1
-        self.skip = min(2 ** (self.misses - 1), self.CAP) - 1
 
 
-def restore_held(head: dict[str, Any], held: HeldQueue | None) -> None:
-    """A collector head saying the queue is ``same`` as the held document's (its digest):
-    that document is put in the head as if squeue had printed it (``squeue.json``). A
-    ``same`` for any other digest is left without one (the probe then reads the queue anew)."""
-    out = head.get("squeue")
-    if isinstance(out, dict) and "same" in out and held is not None \
-            and out["same"] == held.digest:
-        out["json"] = with_estimates(held.document, out.get("estimates"))
-
-
-def with_estimates(document: Mapping[str, Any], estimates: Any) -> Mapping[str, Any]:
-    """The held document with each pending job's estimated start time as the collector's
-    listing gives it now (``listing.estimated``: left out of the digest, as the backfill
-    scheduler rewrites it every few seconds); the held one is not changed. The time is
-    written in the shape the document gives it (an int up to 22.05, a
-    ``{set, infinite, number}`` object from 23.02). A pending job's end time is left as held:
-    nothing reads it (:func:`probes.slurm.parse.parse_squeue_json` gives a pending job no end
-    time and no elapsed time)."""
-    if not isinstance(estimates, dict) or not estimates:
-        return document
-    jobs = []
-    for job in document.get("jobs") or ():
-        key = str(job.get("job_id")) if isinstance(job, dict) else None
-        if key is None or key not in estimates:
-            jobs.append(job)
-            continue
-        value = estimates[key]
-        number = value if isinstance(value, int) and not isinstance(value, bool) \
-            and value > 0 else None
-        jobs.append({**job, "start_time": (
-            {"set": number is not None, "infinite": False, "number": number or 0}
-            if isinstance(job.get("start_time"), dict) else number or 0)})
-    return {**document, "jobs": jobs}
-
-
-class SlurmProbe:
+class SlurmProbe(SnapshotCommands):
     """A SLURM cluster reached over SSH (or locally); see the module docstring."""
 
     def __init__(
@@ -409,191 +282,6 @@ class SlurmProbe:
         if self._kept is not None:
             await self._kept.aclose()
 
-    # -- the fixed command set ---------------------------------------------------------
-
-    async def snapshot(
-        self, runner: Runner, now: datetime, users: Collection[str] | None = None,
-        *, with_scontrol: bool = False, one_trip: bool = False,
-        offsets: Mapping[str, int] | None = None, verbatim: bool = False,
-        cursors: Mapping[str, Any] | None = None, early: EarlyFolds | None = None,
-    ) -> Snapshot:
-        """Run squeue and sacct concurrently over the runner's one connection.
-
-        With ``one_trip`` and ``users`` (and ``--json``) squeue runs inside the collector,
-        which collects those users' started jobs too (``Snapshot.collected``). scontrol runs
-        on the plain path, for a path squeue's fields cannot give, or ``with_scontrol``
-        (``record``, which also asks for the job objects ``verbatim``). With ``early``, each
-        job the one-trip answer brings is folded as it arrives (``probes.slurm.early``)."""
-        self._now = now
-        nonce = new_nonce()
-        queue = None
-        if one_trip and users is not None:
-            queue = self._queue_request(now, users, offsets, verbatim)
-            if cursors is not None:  # resume running jobs' logs (probes.remote.logread)
-                queue["cursors"] = dict(cursors)
-        try:
-            async with asyncio.TaskGroup() as group:
-                squeue = group.create_task(self._squeue(runner, queue, nonce, early))
-                sacct = group.create_task(self._sacct(runner))
-        except BaseExceptionGroup as failed:
-            # Re-raise the member itself: it already chains the library's original error.
-            raise first_probe_error(failed)  # noqa: B904
-        (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
-        name = self._cluster.name
-        if document is not None and early is not None and early.parsed is not None \
-                and early.parsed[0] is document:  # parsed in the answer's worker already
-            parsed = early.parsed[1]
-        elif document is not None:
-            parsed = records_from_squeue(document, cluster=name, now=now, users=users,
-                                         since=self._cutoff(now))
-        else:
-            parsed = parse_squeue_plain(squeue_text, cluster=name, now=now, nonce=nonce)
-        records = {r.job_id: r for r in parsed if users is None or r.user in users}
-        if sacct_text:
-            for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
-                records.setdefault(r.job_id, r)
-        scontrol_text = ""
-        if document is None and records:
-            # squeue -o has no StdOut: scontrol's (expanded) paths, one command for all jobs.
-            scontrol_text = await self._scontrol(runner)
-            records = self._merged(records, scontrol_text)
-        expand = early.expanded if early is not None else expand_stdout
-        records = {k: expand(r) for k, r in records.items()}
-        raw = [r for r in records.values() if needs_scontrol(r)]
-        if collected is not None:
-            # Only the jobs this sweep reports and the collector could not read count: a
-            # %N job that ended hours ago must not cost every sweep a round trip.
-            raw = [r for r in raw if r.job_id not in collected and self._recent(r, now)]
-        if not scontrol_text and (with_scontrol or raw):
-            scontrol_text = await self._scontrol(runner)
-            records = self._merged(records, scontrol_text)
-        return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
-                        sacct_text, tuple(records.values()),
-                        slurm_release(document) if document is not None else None, collected,
-                        document)
-
-    def _queue_request(self, now: datetime, users: Collection[str],
-                       offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
-        """The one-trip collector request: squeue runs inside it, the roots filled there."""
-        wanted: dict[str, Any] = {} if verbatim else {"keys": list(SQUEUE_JOB_KEYS)}
-        since = self._cutoff(now).timestamp()
-        if self._holds_queue and not verbatim and self._backoff.wanted():
-            held = self._held
-            fits = (held is not None and held.users == tuple(sorted(users))
-                    and held.since <= since)
-            wanted["reuse"] = held.digest if fits and held is not None else ""
-            wanted["delim"] = f"|{new_nonce()}|"  # the signature listing's (collector)
-        return {**collector_request([], self._cluster), "stream": True,
-                "squeue": {"argv": ["squeue", "--json"], "users": sorted(users),
-                           "since": since, "listing": True, **wanted},
-                "roots": {"checkpoint": list(self._cluster.checkpoint_roots),
-                          "trial": list(self._cluster.trial_roots)},
-                "offsets": dict(offsets or {})}
-
-    @staticmethod
-    def _merged(records: dict[str, SchedulerRecord], scontrol_text: str,
-                ) -> dict[str, SchedulerRecord]:
-        """Records with scontrol's fields, read with what squeue said (no record forgery)."""
-        fields = parse_scontrol_all(scontrol_text, wanted=records.keys(),
-                                    known={k: known_from(r) for k, r in records.items()})
-        return {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
-
-    async def _squeue(
-        self, runner: Runner, queue: Mapping[str, Any] | None, nonce: str,
-        early: EarlyFolds | None = None,
-    ) -> tuple[str, dict[str, Any] | None, Mapping[str, Any] | None]:
-        """``(text, document, collected)``: ``document`` is the parsed ``--json`` output
-        (``None`` on the plain format; ``text`` is empty when it came parsed from the
-        collector); ``collected`` only when squeue ran in the collector."""
-        if self._json.worth_trying(self._now):
-            res, document, collected = await self._squeue_json(runner, queue, early)
-            if document is not None:
-                self._json.found()
-                return "", check_document(document, res.stderr, runner.target), collected
-            if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
-                self._json.found()
-                document = json_document(res.stdout)
-                return res.stdout, check_document(document, res.stderr, runner.target), collected
-            if res.exit_status != 0 and not mentions(res.stderr, NO_JSON):
-                raise res.failure(runner.target)
-            self._json.missing(self._now)
-        plain = ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "all", "-o",
-                 plain_format(nonce)]
-        res = await runner.run(plain)
-        return res.stdout, None, None
-
-    async def _squeue_json(
-        self, runner: Runner, queue: Mapping[str, Any] | None, early: EarlyFolds | None = None,
-    ) -> tuple[CommandResult, dict[str, Any] | None, Mapping[str, Any] | None]:
-        """``(result, document, collected)`` of ``squeue --json``: from inside the collector run
-        when ``queue`` is given, where a JSON answer comes already parsed (``document``).
-
-        A collector run that fails (no python3, killed) before its answer's head is not a
-        squeue failure: squeue then runs on its own and the files are collected by a separate
-        run (the two-step path). One that fails after it keeps what it answered: the jobs it
-        did not reach are collected by that separate run (``complete_files``).
-        """
-        argv = ("squeue", "--json")
-        if queue is not None:
-            held = self._held
-
-            def on_head(head: dict[str, Any]) -> None:
-                restore_held(head, held)
-                if early is not None:
-                    early.head(head)
-
-            reader = AnswerReader(on_head=on_head,
-                                  on_job=early.job if early is not None else None,
-                                  on_early=early.before_head if early is not None else None)
-            res = await stream_answer(runner, build_collector_script(queue), reader)
-            answer = queue_answer(reader)
-            if answer is not None and "same" in answer["squeue"] \
-                    and "json" not in answer["squeue"]:
-                answer = None  # "unchanged" from a document not held: the two-step path
-            if answer is not None:
-                out = answer["squeue"]
-                document = out.get("json")
-                self._hold(queue["squeue"], out)
-                res = CommandResult(argv, int(out["exit"]), str(out.get("stdout") or ""),
-                                    str(out["stderr"]))
-                return res, document if isinstance(document, dict) else None, answer["jobs"]
-        return await runner.run(list(argv), check=False), None, None
-
-    def _hold(self, queue: Mapping[str, Any], out: Mapping[str, Any]) -> None:
-        """Keep a document printed with its listing's digest (a long-lived probe only), and
-        tell the backoff whether a listing-first sweep spared the document."""
-        document, digest = out.get("json"), out.get("digest")
-        if "reuse" in queue:
-            if "same" in out:
-                self._backoff.spared()
-            elif queue["reuse"] or not (isinstance(digest, str) and digest):
-                self._backoff.printed()  # a held digest missed, or none to hold
-        if self._holds_queue and "reuse" in queue and isinstance(digest, str) and digest \
-                and isinstance(document, dict) and not document.get("errors") \
-                and "same" not in out:
-            self._held = HeldQueue(digest, tuple(queue["users"]), float(queue["since"]),
-                                   document)
-
-    async def _scontrol(self, runner: Runner) -> str:
-        # Optional enrichment: a failure leaves squeue's fields as they are.
-        res = await runner.run(["scontrol", "show", "job", "-o"], check=False)
-        return res.stdout if res.exit_status == 0 else ""
-
-    async def _sacct(self, runner: Runner) -> str | None:
-        if not self._sacct_cap.worth_trying(self._now):
-            return None
-        seconds = max(60, int(self._cluster.recent_hours * 3600))
-        users = ",".join(self._users(runner))
-        res = await runner.run(
-            ["sacct", "--json", "-X", "-S", f"now-{seconds}", "-u", users], check=False,
-        )
-        if res.exit_status == 0 and res.stdout.lstrip().startswith("{"):
-            self._sacct_cap.found()
-            return res.stdout
-        if res.exit_status == 127 or mentions(res.stderr, NO_SACCT):
-            self._sacct_cap.missing(self._now)  # tried again after Capability.recheck
-        return None
-
     async def complete_files(
         self, runner: Runner, selected: Sequence[SchedulerRecord], snap: Snapshot,
         offsets: Mapping[str, int] | None, cursors: Mapping[str, Any] | None = None,
@@ -634,16 +322,6 @@ class SlurmProbe:
         """The configured users' jobs that are active or ended within ``recent_hours``."""
         users = set(self._users(runner))
         return [r for r in records if r.user in users and self._recent(r, now)]
-
-    def _cutoff(self, now: datetime) -> datetime:
-        return now - timedelta(hours=self._cluster.recent_hours)
-
-    def _recent(self, record: SchedulerRecord, now: datetime) -> bool:
-        return (record.state in ACTIVE_STATES or record.end_time is None
-                or record.end_time >= self._cutoff(now))
-
-    def _users(self, runner: Runner) -> tuple[str, ...]:
-        return self._cluster.users or (runner.login_user,)
 
     def _facts(self, records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
                whole_tail: bool = False, wait: Callable[[], None] | None = None,

@@ -29,8 +29,9 @@ from probes.errors import ProbeError
 from probes.ids import scheduler_job
 from probes.models import SchedulerRecord
 from probes.slurm.parse import record_from_squeue
-from probes.slurm.probe import SlurmProbe, Snapshot
+from probes.slurm.probe import SlurmProbe
 from probes.slurm.scontrol import parse_scontrol_all
+from probes.slurm.snapshot import Snapshot
 from probes.slurm.transport import RunnerFactory
 
 

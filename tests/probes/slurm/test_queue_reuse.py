@@ -31,13 +31,8 @@ from probes.remote.listing import (
 )
 from probes.remote.script import build_collector_script
 from probes.slurm.answer import AnswerReader, read_whole, stream_answer
-from probes.slurm.probe import (
-    HeldQueue,
-    ListingBackoff,
-    SlurmProbe,
-    restore_held,
-    with_estimates,
-)
+from probes.slurm.probe import SlurmProbe
+from probes.slurm.snapshot import HeldQueue, ListingBackoff, restore_held, with_estimates
 from probes.slurm.transport import Runner, SshRunner
 from tests.probes.remote.test_resume import PY37
 from tests.probes.slurm.conftest import SlurmEnv
