@@ -28,27 +28,28 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from bot.config import Config, ConfigError
-from bot.errors import JobNotFoundError, UsageError
+from bot.errors import UsageError
 from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
 from probes.base import ClusterProbe
 from probes.config import ClusterConfig
 from probes.errors import InvalidJobIdError, ProbeError
-from probes.ids import scheduler_job, validate_job_id
-from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint
+from probes.ids import validate_job_id
+from probes.models import ClusterFacts, JobFacts, MetricPoint
 from probes.registry import make_probe
 
 if TYPE_CHECKING:
+    from bot.sweep_state import StateKeeper
     from probes.slurm.cursors import LogState
     from report.memory import SweepMemory
-    from report.models import ClusterReport, JobDetail, Report
+    from report.models import JobDetail, Report
+
 
 log = get_logger(__name__)
 
@@ -100,37 +101,11 @@ class SweepResult:
         hits = [d for (c, j), d in self.details.items()
                 if j == job_id and (cluster is None or c == cluster)]
         if not hits:
-            hits = self._array_task(cluster, job_id)
-        if not hits:
-            where = f" on cluster {cluster!r}" if cluster else ""
-            # The cluster's detail (an SSH error, ...) is outside text in a message whose
-            # backticks are the bot's own (bot.messages.error_text): none of its own. (Imported
-            # here: this module leaves report/ to the judging import, bot.preload.)
-            from report.chunks import no_backticks, public_reason
+            from bot.sweep_lookup import array_tasks, not_found
 
-            unasked = [f"{c.name!r} is {c.status}" + (f" ({no_backticks(public_reason(c.detail))})"
-                                                      if c.detail else "")
-                       for c in self.report.clusters
-                       if c.status != "ok" and (cluster is None or c.name == cluster)]
-            if unasked:  # not "no such job": the cluster that may hold it did not answer
-                raise JobNotFoundError(f"job {job_id}{where} not found: cluster "
-                                       + "; cluster ".join(unasked))
-            asked = [c for c in self.report.clusters
-                     if c.status == "ok" and (cluster is None or c.name == cluster)]
-            cannot = [f"cluster {c.name!r} cannot hold it ({no_backticks(self.refused[c.name])})"
-                      for c in asked if c.name in self.refused]
-            if cannot:  # an id no job of that kind of cluster has (a name on SLURM)
-                rest = [repr(c.name) for c in asked if c.name not in self.refused]
-                raise JobNotFoundError(
-                    f"job {job_id}{where} not found: " + "; ".join(cannot)
-                    + (f"; not on {', '.join(rest)}" if rest else ""))
-            from report.render import read_in_part
-
-            partial = [f"cluster {c.name!r} ok but {no_backticks(why)}" for c in asked
-                       if (why := read_in_part(c))]
-            if partial:  # read in part (JobSets refused): what it could not see may hold it
-                raise JobNotFoundError(f"job {job_id}{where} not found: " + "; ".join(partial))
-            raise JobNotFoundError(f"no job {job_id}{where} in the current report")
+            hits = array_tasks(self.details, cluster, job_id)
+            if not hits:
+                raise not_found(self, cluster, job_id)
         unread = [] if cluster else [c for c in self.report.clusters
                                      if c.status == "unreachable"]
         if len(hits) > 1:
@@ -138,52 +113,16 @@ class SweepResult:
             also = "".join(f"; cluster {c.name!r} could not be read" for c in unread)
             raise UsageError(f"job {job_id} exists on several clusters ({clusters}{also}):"
                              f" use CLUSTER:{job_id}")
-        return _unread_beside(hits[0], job_id, unread)
+        if not unread:
+            return hits[0]
+        from bot.sweep_lookup import unread_beside
 
-    def _array_task(self, cluster: str | None, job_id: str) -> list[JobDetail]:
-        """For an array's (or hetjob's) own id, the task shown in its place, one per cluster
-        holding it: a running task first, else the lowest; its note says which and how many
-        (``jobtables job 123`` answered 'no job 123' while 123_1 ... ran)."""
-        tasks: dict[str, list[JobDetail]] = {}
-        for (c, j), d in self.details.items():
-            if j != job_id and scheduler_job(j) == job_id and (cluster is None or c == cluster):
-                tasks.setdefault(c, []).append(d)
-        shown = []
-        for members in tasks.values():
-            members.sort(key=lambda d: (d.report.state is not JobState.RUNNING,
-                                        _task_order(d.report.job_id)))
-            pick = members[0]
-            states = Counter(d.report.state.value for d in members)
-            told = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
-            note = (f"{job_id} is an array or hetjob: its task {pick.report.job_id} is shown "
-                    f"({len(members)} of its tasks read: {told}); ask for another by its id")
-            shown.append(pick.model_copy(update={
-                "note": "; ".join(x for x in (note, pick.note) if x)}))
-        return shown
+        return unread_beside(hits[0], job_id, unread)
+
 
     def job_facts(self, cluster: str, job_id: str) -> JobFacts | None:
         """The raw facts of one job (``None`` for a cached sweep, which keeps none)."""
         return job_facts(self.facts, cluster, job_id)
-
-
-def _unread_beside(detail: JobDetail, job_id: str, unread: Sequence[ClusterReport]) -> JobDetail:
-    """``detail`` found without a cluster named, its note saying which cluster answered and
-    which could not be read: SLURM ids overlap between clusters, so an unread cluster may hold
-    another ``job_id`` (the one the user meant, to be cancelled or not on this answer)."""
-    if not unread:
-        return detail
-    names = ", ".join(repr(c.name) for c in unread)
-    ask = " or ".join(f"/job {c.name}:{job_id}" for c in unread)
-    plural = "s" if len(unread) > 1 else ""
-    said = (f"this is job {job_id} of cluster {detail.report.cluster!r}; cluster{plural}"
-            f" {names} could not be read and may hold another job {job_id}: ask {ask}")
-    return detail.model_copy(update={"note": "; ".join(x for x in (said, detail.note) if x)})
-
-
-def _task_order(job_id: str) -> tuple[int, str]:
-    """Tasks in index order (``123_10`` after ``123_9``); an unnumbered one last."""
-    tail = job_id.replace("+", "_").rpartition("_")[2]
-    return (int(tail), job_id) if tail.isdigit() else (1 << 62, job_id)
 
 
 class SweepState(Protocol):
@@ -248,7 +187,6 @@ class Sweeper:
         self._keep = {"keep_connection": True} if keep_connections else {}
         """The bot's sweeps keep each SLURM cluster's SSH connection open between them
         (``probes.slurm.transport.KeptConnection``); a one-shot CLI sweep has no next one."""
-        self._state = state
         self._clock = clock
         self._probe_factory = probe_factory
         self._probes: dict[str, tuple[ClusterConfig, ClusterProbe]] = {}
@@ -256,16 +194,15 @@ class Sweeper:
         self._config: Config | None = None
         self._config_read: asyncio.Future[Config] | None = None
         """The config re-read under way in a worker thread (see :meth:`_read_config`)."""
-        self._log_states: dict[str, dict[str, LogState]] = {}
-        """Per cluster, the log states this process last saved: a warm sweep starts from them
-        and reads Redis only when it has none (a stale copy is still a consistent cursor and
-        carry pair: the collector then sends the bytes since that cursor)."""
-        self._saves: list[asyncio.Task[None]] = []
-        """This sweep's log-state saves, running beside its merge and judging."""
         self._running: set[asyncio.Task[None]] = set()
         """Every save not yet done (held: the loop keeps only weak references to tasks)."""
-        self._merged: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
-        """Per job, the points its stored history got at the last merge (see ``_unmerged``)."""
+        self._kept: StateKeeper | None = None
+        """What the sweeps keep in ``state`` (``bot.sweep_state``, imported only with a state:
+        the CLI has none)."""
+        if state is not None:
+            from bot.sweep_state import StateKeeper
+
+            self._kept = StateKeeper(state, self._running)
         self.probe_collections = 0
         """How many cluster collections ran (for benchmarks and tests of single-flight)."""
 
@@ -298,8 +235,8 @@ class Sweeper:
         memory, degraded = await self._memory()
         notes: list[str] = []
         # Log states only with a store that answered (an outage costs one failed command).
-        resume = self._state is not None and degraded is None
-        saves = self._saves = []
+        resume = self._kept is not None and degraded is None
+        saves = self._kept.begin_sweep() if self._kept is not None else []
         facts = await self._collect_all(config, wanted, notes if resume else None)
         histories, degraded = await self._histories(facts, degraded)
         now = _judging_time(facts, self._clock())
@@ -311,12 +248,8 @@ class Sweeper:
             histories=histories, memory=memory,
             kept_history=KEPT_HISTORY if histories is not None else None,
         )
-        if self._state is not None and degraded is None:
-            try:
-                remembered = await asyncio.to_thread(next_memory, report, details, facts, memory)
-                await self._state.save_memory(remembered)
-            except Exception as exc:  # same: losing memory degrades, never fails, a sweep
-                degraded = _store_note("history not saved", exc)
+        if self._kept is not None and degraded is None:
+            degraded = await self._kept.save_memory(report, details, facts, memory)
         if saves:  # each catches its store's errors (a note)
             await asyncio.gather(*saves)
         return SweepResult(report, details, facts, self._clock(),
@@ -372,18 +305,19 @@ class Sweeper:
         probe = self._probe_for(cluster, config)
         self.probe_collections += 1
         resuming = getattr(probe, "collect_since", None)
-        remembering = notes is not None and hasattr(probe, "recall")
+        kept = self._kept if notes is not None else None  # notes: a sweep that resumes
+        remembering = kept is not None and hasattr(probe, "recall")
         try:
             async with asyncio.timeout(cluster.timeout_s):
-                if remembering:
-                    await self._recall(cluster.name, cast("RememberingProbe", probe))
-                if notes is None or resuming is None:
+                if kept is not None and remembering:
+                    await kept.recall(cluster.name, cast("RememberingProbe", probe))
+                if notes is None or resuming is None or kept is None:
                     results[cluster.name] = await probe.collect()
                 else:
-                    results[cluster.name] = await self._resume(cluster.name, probe, notes)
-                if remembering and results[cluster.name].status == "ok":
-                    await self._keep_memory(cluster.name, cast("RememberingProbe", probe),
-                                            cast("list[str]", notes))
+                    results[cluster.name] = await kept.resume(cluster.name, probe, notes)
+                if kept is not None and remembering and results[cluster.name].status == "ok":
+                    await kept.keep_memory(cluster.name, cast("RememberingProbe", probe),
+                                           cast("list[str]", notes))
         except TimeoutError:
             results[cluster.name] = self._unreachable(
                 cluster, f"sweep timed out after {cluster.timeout_s:g}s")
@@ -393,65 +327,6 @@ class Sweeper:
             log.exception("probe crashed", cluster=cluster.name)
             results[cluster.name] = self._unreachable(cluster, f"probe error: {exc!r}")
 
-    async def _resume(self, name: str, probe: ClusterProbe, notes: list[str]) -> ClusterFacts:
-        """One cluster's sweep from its stored log states, and the new ones saved."""
-        assert self._state is not None
-        prior = self._log_states.get(name)
-        if prior is None:  # this process's first sweep of the cluster (or after a failed save)
-            try:
-                prior = await self._state.load_log_states(name)
-            except Exception as exc:  # the store's own errors: read every log cold
-                notes.append(_store_note("logs read whole, no stored cursors", exc))
-                return await probe.collect()
-        facts, states = await cast("ResumingProbe", probe).collect_since(prior)
-        if facts.status != "ok":
-            return facts  # nothing learned: the stored states stay as they are
-        present = {job.record.job_id for job in facts.jobs}
-        gone = [k for k in prior if k not in present]
-        changed = {k: s for k, s in states.items() if prior.get(k) != s}
-        self._log_states[name] = {**{k: s for k, s in prior.items() if k in present}, **states}
-        unchanged = [k for k in self._log_states[name] if k not in changed]
-        # Saved beside the merge and judging, which do not read it; the sweep waits for it
-        # before it answers (a Redis round trip less on its critical path). The unchanged
-        # jobs' texts are renewed: a job quiet for the store's expiry keeps its state.
-        task = asyncio.get_running_loop().create_task(
-            self._save(name, changed, gone, unchanged, notes))
-        self._saves.append(task)
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
-        return facts
-
-    async def _save(self, name: str, changed: Mapping[str, LogState], gone: Sequence[str],
-                    unchanged: Sequence[str], notes: list[str]) -> None:
-        assert self._state is not None
-        try:
-            await self._state.save_log_states(name, changed, drop=gone, renew=unchanged)
-        except Exception as exc:  # the next sweep then resumes from Redis's older states
-            self._log_states.pop(name, None)
-            notes.append(_store_note("log cursors not saved", exc))
-
-    async def _recall(self, name: str, probe: RememberingProbe) -> None:
-        """The cluster's latest sweep's memory, whichever process made it, into ``probe``
-        (the store failing: the probe keeps its own; the save after the sweep says so)."""
-        assert self._state is not None
-        try:
-            memory = await self._state.load_probe_memory(name)
-        except Exception as exc:  # the store's own errors: this process's memory stands
-            log.warning("probe memory not read", cluster=name, error=str(exc))
-            return
-        if memory is not None:
-            probe.recall(memory)
-
-    async def _keep_memory(self, name: str, probe: RememberingProbe, notes: list[str]) -> None:
-        assert self._state is not None
-        try:
-            # A cancel another process noted while this sweep ran (:meth:`_note_cancel`) is
-            # not in the memory this sweep recalled: written over, its job would read as
-            # vanished (FAILED, a job-end DM) at the next sweep.
-            probe.take_cancels(await self._state.load_probe_memory(name))
-            await self._state.save_probe_memory(name, probe.remembered())
-        except Exception as exc:  # the next sweep, here, still has it in memory
-            notes.append(_store_note("vanished jobs tracked by this process only", exc))
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
@@ -467,63 +342,26 @@ class Sweeper:
             self._running.add(task)
             task.add_done_callback(self._running.discard)
         self._probes[cluster.name] = (cluster, probe)
-        self._log_states.pop(cluster.name, None)  # a new entry: start again from Redis
+        if self._kept is not None:  # a new entry: start again from Redis
+            self._kept.forget_logs(cluster.name)
         return probe
+
 
     async def _histories(
         self, facts: Sequence[ClusterFacts], degraded: str | None, *, whole: bool = True,
     ) -> tuple[dict[tuple[str, str], Sequence[MetricPoint]] | None, str | None]:
         """Each job's stored history with this sweep's points merged in (``whole``: a sweep
-        of every job, so the jobs not in it are forgotten here)."""
-        if self._state is None or degraded is not None:
+        of every job, so the jobs not in it are forgotten here): ``StateKeeper.histories``,
+        none without a state or with a store already failed."""
+        if self._kept is None or degraded is not None:
             return None, degraded
-        histories: dict[tuple[str, str], Sequence[MetricPoint]] = {}
-        try:
-            for cluster in facts:  # one pipelined round trip per cluster, not one per job
-                # A cut tail's bar-less HF dicts carry their order only (steps_unanchored):
-                # a later read counts them from 1 again, so merged by step they would replace
-                # the window's points with newer ones. Never merged: judged on their own points.
-                points = {job.record.job_id: job.summary.points if job.summary else ()
-                          for job in cluster.jobs
-                          if not (job.summary and job.summary.steps_unanchored)}
-                if not points:
-                    continue
-                if whole:  # forget the jobs that left the sweep
-                    self._merged = {k: v for k, v in self._merged.items()
-                                    if k[0] != cluster.name or k[1] in points}
-                batch = {j: self._unmerged(cluster.name, j, p) for j, p in points.items()}
-                # The log's newest step, not the changed points' (a rewound run's is below the
-                # window's: its later steps go; an older step's point that changed is none).
-                newest = {j: max(p.step for p in ps) for j, ps in points.items() if ps}
-                # When the read began: an older read than a window's changes nothing (a
-                # /job that read before another replica's sweep and merged after it).
-                merged = await self._state.merge_histories(cluster.name, batch, newest,
-                                                           read_at=cluster.collected_at)
-                for j, window in merged.items():
-                    histories[cluster.name, j] = window
-                    self._remember(cluster.name, j, points[j], window)
-        except Exception as exc:  # the store's errors: judge from the logs alone
-            return None, _store_note("no history", exc)
-        return histories, None
+        return await self._kept.histories(facts, whole=whole)
 
-    def _unmerged(self, cluster: str, job_id: str,
-                  points: Sequence[MetricPoint]) -> list[MetricPoint]:
-        """The points not merged as they are at this job's last merge (a warm sweep's log
-        gives the same recent points again: sending them all cost O(points) commands). A point
-        is known by its fields' dict, compared in C: what pydantic's ``==`` compares on these
-        frozen, extra-free models, at a third of its cost (31 -> 10 ms a warm 256-job sweep)."""
-        known = self._merged.get((cluster, job_id), {})
-        return [p for p in points if known.get(p.step) != p.__dict__]
-
-    def _remember(self, cluster: str, job_id: str, points: Sequence[MetricPoint],
-                  window: Sequence[MetricPoint]) -> None:
-        """Note what this job's history now holds, unless Redis lost some of it (a flush, a
-        failover without the latest writes): then the next merge sends every point again."""
-        stored = {p.step for p in window}
-        if all(p.step in stored for p in points):
-            self._merged[cluster, job_id] = {p.step: p.__dict__ for p in points}
-        else:
-            self._merged.pop((cluster, job_id), None)
+    async def _memory(self) -> tuple[SweepMemory | None, str | None]:
+        """(sweep memory, degraded note): the store's own errors degrade, never fail, an answer."""
+        if self._kept is None:
+            return None, None
+        return await self._kept.memory()
 
     async def job(self, cluster: str | None, job_id: str) -> SweepResult:
         """One job in depth: each selected cluster is asked for that job only (a SLURM probe's
@@ -551,14 +389,6 @@ class Sweeper:
         return SweepResult(report, details, facts, self._clock(),
                            time.perf_counter() - started, degraded, refused)
 
-    async def _memory(self) -> tuple[SweepMemory | None, str | None]:
-        """(sweep memory, degraded note): the store's own errors degrade, never fail, an answer."""
-        if self._state is None:
-            return None, None
-        try:
-            return await self._state.load_memory(), None
-        except Exception as exc:
-            return None, _store_note("no history", exc)
 
     async def _collect_job_on(self, cluster: ClusterConfig, config: Config, job_id: str,
                               results: dict[str, ClusterFacts], refused: dict[str, str],
@@ -570,9 +400,9 @@ class Sweeper:
             return
         try:
             async with asyncio.timeout(cluster.timeout_s):
-                if self._state is not None and hasattr(probe, "recall"):
+                if self._kept is not None and hasattr(probe, "recall"):
                     # A job this process last saw live may have ended in another's sweep.
-                    await self._recall(cluster.name, cast("RememberingProbe", probe))
+                    await self._kept.recall(cluster.name, cast("RememberingProbe", probe))
                 results[cluster.name] = await one(job_id)
         except TimeoutError:
             results[cluster.name] = self._unreachable(
@@ -591,23 +421,9 @@ class Sweeper:
         config = self._config if self._config is not None else self._load_config()
         probe = self._probe_for(config.cluster(cluster), config)
         await probe.cancel(job_id, uid=uid)
-        if self._state is not None and hasattr(probe, "recall"):
-            await self._note_cancel(cluster, job_id)
+        if self._kept is not None and hasattr(probe, "recall"):
+            await self._kept.note_cancel(cluster, job_id)
 
-    async def _note_cancel(self, cluster: str, job_id: str) -> None:
-        """The cancel goes into the cluster's shared probe memory: another process's next
-        sweep does not take the job it deleted for vanished (best effort: the store failing
-        leaves it to this process's memory)."""
-        assert self._state is not None
-        try:
-            memory = await self._state.load_probe_memory(cluster)
-            if isinstance(memory, dict):
-                cancelled = [str(x) for x in memory.get("cancelled") or () if x != job_id]
-                await self._state.save_probe_memory(
-                    cluster, {**memory, "cancelled": [*cancelled, job_id]})
-        except Exception as exc:
-            log.warning("cancel not noted in the probe memory", cluster=cluster,
-                        job_id=job_id, error=str(exc))
 
     async def aclose(self) -> None:
         if self._config_read is not None:  # a stuck read is not waited for long
@@ -615,17 +431,6 @@ class Sweeper:
         for _, probe in self._probes.values():
             await probe.aclose()
         self._probes.clear()
-
-
-def _store_note(what: str, exc: BaseException) -> str:
-    """A sweep's degraded note when the state store (Redis) failed it. The note is shown in
-    the channel, so it says what failed and what that means, never the error's own text (it
-    names Redis's host:port, maybe a URL): that goes to the bot's log."""
-    log.warning("state store failed; sweep degraded", what=what, error=str(exc))
-    why = getattr(exc, "reason", None) or (  # bot.store.StoreUnavailable's
-        "Redis is unreachable" if isinstance(exc, OSError) else "the state store failed")
-    return (f"degraded: {what} ({why}: answers come from live sweeps without stored history;"
-            " no sweep post is duplicated; details in the bot's log)")
 
 
 def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from bot.config import Config
 from bot.store import RedisStore
 from probes.models import MetricPoint
 from tests.bot.conftest import make_store
+
+if TYPE_CHECKING:
+    from bot.sweep import SweepState
 
 
 def points(*steps: int, loss: float = 1.0) -> list[MetricPoint]:
@@ -73,27 +77,24 @@ async def test_merge_replaces_only_the_new_steps(store: RedisStore) -> None:
 
 
 def test_a_warm_sweep_sends_only_the_points_that_changed() -> None:
-    """The sweeper knows what each job's window got at the last merge: the same points parsed
-    again (new objects, equal fields) are not sent; a changed value, a new step, a point whose
-    line moved, or a NaN (never equal to itself) are."""
-    from bot.sweep import Sweeper
+    """The sweeper's state keeper knows what each job's window got at the last merge: the same
+    points parsed again (new objects, equal fields) are not sent; a changed value, a new step,
+    a point whose line moved, or a NaN (never equal to itself) are."""
+    from bot.sweep_state import StateKeeper
 
-    def no_config() -> Config:
-        raise AssertionError("no sweep runs here")
-
-    sweeper = Sweeper(no_config)
+    keeper = StateKeeper(cast("SweepState", None), set())  # no store is asked here
     first = points(1, 2, 3)
-    assert sweeper._unmerged("alpha", "7", first) == first  # nothing known yet
-    sweeper._remember("alpha", "7", first, first)
-    assert sweeper._unmerged("alpha", "7", points(1, 2, 3)) == []
+    assert keeper.unmerged("alpha", "7", first) == first  # nothing known yet
+    keeper.remember("alpha", "7", first, first)
+    assert keeper.unmerged("alpha", "7", points(1, 2, 3)) == []
     changed = [*points(1, 2), *points(3, loss=2.0), *points(4)]
-    assert [p.step for p in sweeper._unmerged("alpha", "7", changed)] == [3, 4]
+    assert [p.step for p in keeper.unmerged("alpha", "7", changed)] == [3, 4]
     moved = MetricPoint(step=2, values=first[1].values, line_no=9)
-    assert sweeper._unmerged("alpha", "7", [moved]) == [moved]
+    assert keeper.unmerged("alpha", "7", [moved]) == [moved]
     nan = points(1, loss=float("nan"))
-    sweeper._remember("alpha", "7", nan, nan)
-    assert sweeper._unmerged("alpha", "7", points(1, loss=float("nan"))) != []
-    assert sweeper._unmerged("beta", "7", first) == first  # another cluster's job
+    keeper.remember("alpha", "7", nan, nan)
+    assert keeper.unmerged("alpha", "7", points(1, loss=float("nan"))) != []
+    assert keeper.unmerged("beta", "7", first) == first  # another cluster's job
 
 
 async def test_unanchored_steps_are_never_merged_into_the_stored_window(
