@@ -45,43 +45,47 @@ Policy:
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.alerts import (
-    ACKNOWLEDGE,
-    CANCEL,
-    cancel_allowed,
-    episode_name,
     job_submitted,
     job_uid,
-    message_key,
     pressed_episode,
     same_instance,
 )
 from bot.cluster_names import remembered, renames
 from bot.config import Config
-from bot.delivery import NETWORK_ERRORS, dm_channel
+from bot.deep_probe_blocks import code, mrkdwn, offer_blocks, row_actions, verdict_blocks
+from bot.deep_probe_post import (
+    _answer_ephemeral,
+    _forget,
+    _forget_run,
+    _known_as,
+    _new_run,
+    _offer,
+    _post,
+    _remember,
+    _task_order,
+    memory_name,
+    offer_key,
+    one_at_a_time,
+)
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.messages import DEEP_PROBE
-from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from probes.config import KubernetesCluster, SlurmCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import scheduler_job, split_job_ref, validate_job_id
 from probes.models import ClusterFacts, JobState
 from probes.slurm.transport import RunnerFactory
-from report.cells import one_line
-from report.chunks import cut_text, inert, mrkdwn_object, public_reason, strong
-from report.chunks import escape_code as esc
+from report.chunks import public_reason
 from report.deep_probe import judge_rollouts, not_applicable
 from report.judge import build_report
-from report.models import JobDetail, JobReport
+from report.models import JobDetail
 
 if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp
@@ -90,13 +94,14 @@ if TYPE_CHECKING:
     from bot.presses import ActionPress
     from bot.sweep import SweepResult
 
+__all__ = [  # and the names callers import from here (bot.actions, bot.app, bot.cli, tests)
+    "after_sweep", "memory_name", "offer_blocks", "on_button", "one_at_a_time",
+    "probed_cluster", "register", "row_actions", "run_deep_probe", "verdict_blocks",
+]
+
 log = structlog.get_logger(__name__)
 
 Respond = Callable[..., Awaitable[Any]]
-
-
-def memory_name(cluster: str, job_id: str) -> str:
-    return f"deep_probe:{cluster}:{job_id}"
 
 
 def probed_cluster(config: Config, name: str | None) -> SlurmCluster | KubernetesCluster:
@@ -157,208 +162,6 @@ async def run_deep_probe(
 # -- Slack ------------------------------------------------------------------------------------
 
 
-def code(text: str) -> str:
-    """For inside an inline code span: no backtick to close it, on one line."""
-    return esc(one_line(text))
-
-
-def mrkdwn(text: str) -> str:
-    """Cluster text made inert for mrkdwn (CONTRACT §7: ``&``, ``<``, ``>``; each backtick a
-    look-alike, so it cannot pair with the bot's own code spans; a word holding ``*`` ``_``
-    ``~`` in a code span, so it cannot format itself: ``report.chunks.inert``)."""
-    return inert(text)
-
-
-def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "button", "action_id": action_id, "value": value,
-            "text": {"type": "plain_text", "text": text}, **extra}
-
-
-def offer_blocks(detail: JobDetail, tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The "new run, deep-probe it" message with its button; ``tasks``: the array run's
-    tasks running now (one offer for the run, its button for the first task)."""
-    job = detail.report
-    ref = f"{job.cluster}:{job.job_id}"
-    why = job.recommendation.why if job.recommendation else "new or untested RL run"
-    text = (f"*New RL run* `{code(ref)}` {strong(esc(one_line(job.name)))}: don't trust its "
-            "row yet.\n"
-            f"{mrkdwn(why)}")
-    if scheduler_job(job.job_id) != job.job_id:
-        shown = ", ".join(code(t) for t in tasks[:RUN_TASKS_SHOWN]) + (
-            f" +{len(tasks) - RUN_TASKS_SHOWN} more" if len(tasks) > RUN_TASKS_SHOWN else "")
-        run = code(f"{job.cluster}:{scheduler_job(job.job_id)}")
-        text += (f"\n{max(len(tasks), 1)} tasks of array `{run}` running ({shown}): offered "
-                 "once for the run, its later tasks too; `/job` on another task offers its "
-                 "own probe.")
-    return [{"type": "section", "text": mrkdwn_object(cut_text(text, 3000))},
-            {"type": "actions", "block_id": "deep_probe_actions",
-             "elements": [_button(DEEP_PROBE, "Deep-probe", ref)]}]
-
-
-REASONS_CHARS = 2900
-"""A verdict's reasons section (a section holds 3,000 characters)."""
-REASON_CHARS = 600
-"""One reason's line at most: a longer one is cut, saying so."""
-
-
-def _reason_lines(reasons: Sequence[str], ref: str) -> str:
-    """Each reason on its line, escaped, whole reasons while they fit; what did not fit is
-    counted and pointed at ``jobtables probe``, never sliced mid-entity or dropped unsaid."""
-    lines: list[str] = []
-    used = 0
-    for index, reason in enumerate(reasons):
-        line = cut_text(f"• {mrkdwn(reason)}", REASON_CHARS)
-        if used + len(line) + 1 > REASONS_CHARS - 120:
-            lines.append(f"… {len(reasons) - index} more reason(s) cut: `jobtables probe "
-                         f"{code(ref)}` prints them all.")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines)
-
-
-def verdict_blocks(detail: JobDetail, config: Config, *,
-                   can_cancel: bool | None = None) -> list[dict[str, Any]]:
-    """The verdict, its quoted reasons, and (KILL) cancel-and-salvage or a recommendation.
-
-    ``can_cancel``: whether Cancel is offered (default: :func:`bot.alerts.cancel_allowed`)."""
-    job = detail.report
-    probe = job.deep_probe
-    if probe is None:
-        return []
-    ref = f"{job.cluster}:{job.job_id}"
-    read = probe.read
-    head = (f"*Deep probe of* `{code(ref)}` {strong(esc(one_line(job.name)))}: "
-            f"*{probe.verdict}*\n"
-            f"read: {read.get('log_steps', 0)} logged steps, "
-            f"{sum(d.get('samples', 0) for d in read.get('dumps', []))} rollout samples, "
-            f"{read.get('trials', {}).get('sampled', 0)} trials")
-    body = _reason_lines(probe.reasons, ref)
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": mrkdwn_object(cut_text(head, 3000))},
-        {"type": "section", "text": mrkdwn_object(body or "(no reasons)")},
-    ]
-    if probe.verdict == "KILL" and job.state is JobState.RUNNING:
-        if cancel_allowed(detail, config) if can_cancel is None else can_cancel:
-            confirm = {
-                "title": {"type": "plain_text", "text": "Cancel and salvage?"},
-                "text": mrkdwn_object((
-                    f"The deep probe says KILL. Evidence is saved first, then `{code(ref)}` is "
-                    "cancelled.")[:300]),
-                "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
-                "deny": {"type": "plain_text", "text": "Keep it"}, "style": "danger",
-            }
-            elements = [_button(CANCEL, "Cancel & salvage", ref, style="danger",
-                                confirm=confirm)]
-        else:
-            blocks.append({"type": "context", "elements": [mrkdwn_object(
-                           "no-kill: this is a recommendation; the job keeps running.")]})
-            elements = [_button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref)]
-        blocks.append({"type": "actions", "block_id": "deep_probe_verdict",
-                       "elements": elements})
-    return blocks
-
-
-def _summary(detail: JobDetail) -> str:
-    job = detail.report
-    if job.deep_probe is None:
-        return f"Deep-probe {job.cluster}:{job.job_id}?"
-    return f"Deep probe of {job.cluster}:{job.job_id}: {job.deep_probe.verdict}"
-
-
-def row_actions(detail: JobDetail) -> list[dict[str, Any]]:
-    """The Deep-probe button under a ``deep-probe`` row (``/job``); nothing for other rows."""
-    job = detail.report
-    if "deep-probe" not in job.flags or job.state is not JobState.RUNNING:
-        return []
-    return [{"type": "actions", "block_id": "deep_probe_row",
-             "elements": [_button(DEEP_PROBE, "Deep-probe", f"{job.cluster}:{job.job_id}")]}]
-
-
-async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
-                thread_ts: str | None = None, *,
-                tasks: Sequence[str] = ()) -> dict[str, Any] | None:
-    job = detail.report
-    text = _summary(detail)
-    blocks = verdict_blocks(detail, config) if job.deep_probe else offer_blocks(detail, tasks)
-    try:
-        posted = await bot.client.chat_postMessage(channel=channel, text=text, blocks=blocks,
-                                                   thread_ts=thread_ts)
-    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:  # a hung API times out
-        log.error("deep-probe message failed", ref=f"{job.cluster}:{job.job_id}",
-                  error=str(exc) or type(exc).__name__)
-        return None
-    data = dict(posted.data) if isinstance(posted.data, dict) else {}
-    if job.deep_probe is None:
-        await _bind_offer(bot, config, detail, str(data.get("channel") or channel),
-                          str(data.get("ts") or ""))
-    if job.deep_probe is not None and job.deep_probe.verdict == "KILL":
-        await _open_episode(bot, config, detail, str(data.get("channel") or channel),
-                            str(data.get("ts") or ""), can_cancel=offers_cancel(blocks))
-    return data
-
-
-def offer_key(channel: str, ts: str) -> str:
-    """The index from a posted offer (channel, ts) to the run it offers to probe. Not an
-    alert's ``message_key``: an offer has no episode, so its message takes no other button."""
-    return f"deep_probe_offer:{channel}:{ts}"
-
-
-async def _bind_offer(bot: Bot, config: Config, detail: JobDetail, channel: str,
-                      ts: str) -> None:
-    if not (channel and ts):
-        return
-    job = detail.report
-    # The run's instance too (a Kubernetes uid, a SLURM submit time): a press once the id
-    # names a later job is refused as stale (``_another_instance``), as on an alert.
-    uid, submitted = detail.instance
-    try:
-        await bot.store.put_doc(offer_key(channel, ts),
-                                {"cluster": job.cluster, "job_id": job.job_id,
-                                 "uid": uid, "submitted": submitted, "job_name": job.name,
-                                 "user": job.user},
-                                ttl_s=config.redis.expire_hours * 3600)
-    except StoreUnavailable as exc:
-        log.warning("deep-probe offer not bound to its run", error=str(exc))
-
-
-def offers_cancel(blocks: Sequence[dict[str, Any]]) -> bool:
-    """Whether a message's buttons include ``cancel_salvage``."""
-    return any(element.get("action_id") == CANCEL for block in blocks
-               if block.get("type") == "actions" for element in block.get("elements", []))
-
-
-async def _open_episode(bot: Bot, config: Config, detail: JobDetail, channel: str,
-                        ts: str, *, can_cancel: bool) -> None:
-    """A KILL verdict's buttons act like a collapse alert's: they are bound to this message,
-    through an episode of its own (one per verdict message).
-
-    The cancel press is checked against the stored episode (cluster, job id, uid, message,
-    whether the message offered Cancel), never against the button value alone
-    (``bot.actions``).
-    """
-    job = detail.report
-    # The job instance read (a Kubernetes uid, a SLURM submit time): a press after the job
-    # was re-created, or its id given to a later job, is refused as stale (bot.actions).
-    uid, submitted = detail.instance
-    # Its own key, never the collapse alerter's: a verdict shown to whoever pressed must not
-    # read as the owner's collapse alert already sent (which would then never be DMed).
-    name = f"{episode_name(job.cluster, job.job_id, uid)}:deep-probe:{ts}"
-    record = {"cluster": job.cluster, "job_id": job.job_id, "uid": uid,
-              "submitted": submitted, "name": name, "job_name": job.name, "user": job.user,
-              "state": "open", "kind": "deep-probe", "channel": channel, "ts": ts,
-              "can_cancel": can_cancel, "last_step": job.step or 0,
-              "deep_probe": job.deep_probe.model_dump(mode="json") if job.deep_probe else None,
-              "at": bot.clock().isoformat()}
-    ttl = config.redis.expire_hours * 3600
-    try:
-        await bot.store.put_doc(name, record, ttl_s=ttl)
-        if channel and ts:
-            await bot.store.put_doc(message_key(channel, ts), {"episode": name}, ttl_s=ttl)
-    except StoreUnavailable as exc:
-        log.warning("deep-probe episode not saved; its buttons will be refused", error=str(exc))
-
-
 async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
     """One Deep-probe press (already acked): probe, then post the verdict in the thread."""
     from bot.presses import ActionPress
@@ -386,45 +189,8 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await _probe_and_post(bot, body, press, respond, cluster=cluster, job_id=job_id)
 
 
-PRESS_LOCK_S = 900.0
-"""How long a running probe's claim holds at most (a probe reads under its own deadlines)."""
-
-
 def _where(press: ActionPress) -> str:
     return f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
-
-
-@asynccontextmanager
-async def one_at_a_time(bot: Bot, cluster: str, job_id: str, *, user: str,
-                        where: str) -> AsyncIterator[bool]:
-    """Whether this caller (a press, or the scheduler's auto-probe) may probe the job now:
-    one probe of a job at a time, whichever message's button was pressed (the alert, an
-    offer, each ``/job`` answer carry one). A Redis lock across replicas, recording who and
-    where; ``Bot.probing`` within this replica (all there is while Redis is down)."""
-    ref, name = f"{cluster}:{job_id}", f"{cluster}:{job_id}:{DEEP_PROBE}"
-    if ref in bot.probing:
-        yield False
-        return
-    locked: bool | None = None  # None: Redis could not say
-    try:
-        locked = await bot.store.acquire(name, {"user": user, "where": where,
-                                                "at": bot.clock().isoformat()},
-                                         ttl_s=PRESS_LOCK_S)
-    except StoreUnavailable as exc:
-        log.warning("deep probe not deduplicated across replicas", error=str(exc))
-    if locked is False:
-        yield False
-        return
-    bot.probing.add(ref)
-    try:
-        yield True
-    finally:
-        bot.probing.discard(ref)
-        if locked:
-            try:
-                await bot.store.release(name)
-            except StoreUnavailable as exc:
-                log.warning("deep-probe lock not released; it expires", error=str(exc))
 
 
 async def _already_running(bot: Bot, press: ActionPress, cluster: str, job_id: str,
@@ -552,103 +318,6 @@ async def _another_instance(bot: Bot, episode: dict[str, Any], cluster: str,
     return not same_instance(episode, result.job_facts(cluster, job_id))
 
 
-def _has_buttons(blocks: list[dict[str, Any]]) -> bool:
-    return any(block.get("type") == "actions" for block in blocks)
-
-
-async def _answer_ephemeral(bot: Bot, config: Config, detail: JobDetail, user_id: str,
-                            respond: Respond) -> None:
-    blocks = verdict_blocks(detail, config)
-    if _has_buttons(blocks) and user_id:
-        channel = await dm_channel(bot.client, user_id)
-        if channel is None:
-            log.error("deep-probe DM failed", user=user_id)
-        posted = await _post(bot, channel, detail, config) if channel is not None else None
-        if posted is not None:
-            await respond(text=f"{_summary(detail)}. The verdict and its buttons are in your DM "
-                               "with the bot.",
-                          response_type="ephemeral", replace_original=False)
-            return
-        # No DM: show the verdict without buttons that no stored episode could honour.
-        blocks = [block for block in blocks if block.get("type") != "actions"]
-        blocks.append({"type": "context", "elements": [mrkdwn_object(
-                       "The verdict could not be sent to your DM, so it has no buttons here; "
-                       "press Deep-probe on a posted message to act on it.")]})
-    await respond(text=_summary(detail), blocks=blocks, response_type="ephemeral",
-                  replace_original=False)
-
-
-async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
-                    only_new: bool = False) -> bool:
-    job = detail.report
-    doc = {"cluster": job.cluster, "job_id": job.job_id, "by": by,
-           "at": bot.clock().isoformat(),
-           "deep_probe": job.deep_probe.model_dump(mode="json") if job.deep_probe else None}
-    try:
-        return await bot.store.put_doc(memory_name(job.cluster, job.job_id), doc,
-                                       ttl_s=config.redis.expire_hours * 3600, only_new=only_new)
-    except StoreUnavailable as exc:
-        log.warning("deep-probe verdict not remembered", error=str(exc))
-        return not only_new
-
-
-async def _known_as(bot: Bot, config: Config, job: JobReport,
-                    renamed: Mapping[str, str]) -> bool:
-    """Whether the run is remembered under an old name of its cluster (``renamed``: old ->
-    new, :mod:`bot.cluster_names`); if so it is remembered under the new one too."""
-    for old, new in renamed.items():
-        if new != job.cluster:
-            continue
-        try:
-            doc = await bot.store.get_doc(memory_name(old, job.job_id))
-            if isinstance(doc, dict):
-                await bot.store.put_doc(memory_name(job.cluster, job.job_id),
-                                        {**doc, "cluster": job.cluster},
-                                        ttl_s=config.redis.expire_hours * 3600,
-                                        only_new=True)  # never over a newer verdict
-                return True
-        except StoreUnavailable as exc:
-            log.warning("deep-probe memory under the old name unread", error=str(exc))
-    return False
-
-
-async def _forget(bot: Bot, cluster: str, job_id: str) -> None:
-    try:
-        await bot.store.delete_doc(memory_name(cluster, job_id))
-    except StoreUnavailable as exc:
-        log.warning("deep-probe claim not released", error=str(exc))
-
-
-RUN_TASKS_SHOWN = 4
-"""An array run's offer names at most this many of its running tasks."""
-
-
-def _task_order(job_id: str) -> tuple[str, int, str]:
-    """Sorts an array's tasks by number (``1056_2`` before ``1056_10``)."""
-    task = job_id.partition("_")[2]
-    return scheduler_job(job_id), int(task) if task.isdigit() else -1, job_id
-
-
-async def _new_run(bot: Bot, config: Config, cluster: str, job_id: str,
-                   offered: set[tuple[str, str]]) -> bool:
-    """Whether ``job_id``'s run gets an offer now. An array task is one cell of a run in
-    waves: the run is offered once, for its first task (the later tasks of this sweep and of
-    later waves are not: one DM per run, not one per task), claimed in Redis so that no
-    later sweep, restart or replica offers it again. Any other job is its own run."""
-    run = scheduler_job(job_id)
-    if run == job_id:
-        return True
-    if (cluster, run) in offered:
-        return False
-    offered.add((cluster, run))
-    try:
-        return await bot.store.put_doc(f"deep_probe_run:{cluster}:{run}", {"first": job_id},
-                                       ttl_s=config.redis.expire_hours * 3600, only_new=True)
-    except StoreUnavailable as exc:
-        log.warning("deep-probe run claim unavailable; offered once this sweep", error=str(exc))
-        return True
-
-
 async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str]:
     """Offer (or, with ``auto``, run) the deep probe once per newly flagged running run (an
     array run once, for its first task)."""
@@ -692,31 +361,6 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
             await _forget(bot, job.cluster, job.job_id)
             await _forget_run(bot, job.cluster, job.job_id)
     return handled
-
-
-async def _forget_run(bot: Bot, cluster: str, job_id: str) -> None:
-    """An array run's claim released (its first task's auto-probe failed): retried."""
-    if scheduler_job(job_id) != job_id:
-        try:
-            await bot.store.delete_doc(f"deep_probe_run:{cluster}:{scheduler_job(job_id)}")
-        except StoreUnavailable as exc:
-            log.warning("deep-probe run claim not released", error=str(exc))
-
-
-async def _offer(bot: Bot, config: Config, shown: JobDetail, user: str | None,
-                 tasks: Sequence[str]) -> bool:
-    """Post the offer (or auto verdict) to the owner's DM (``user``: the sweep's owner of the
-    run), else the channel."""
-    owner = slack_owner(config, shown.report.cluster, user)
-    channel: str | None = config.slack.channel
-    if owner:
-        dm = await dm_channel(bot.client, owner)
-        if dm is None:
-            log.error("deep-probe DM failed", owner=owner)
-        channel = dm or channel
-    if not channel:
-        return False
-    return await _post(bot, channel, shown, config, tasks=tasks) is not None
 
 
 def register(app: AsyncApp, bot: Bot) -> None:
