@@ -5,7 +5,7 @@ collapses come as one batched DM (split only where Slack's limits force it), eac
 evidence line and its own buttons; the channel fallback batches the same way. A batched
 message indexes each job's episode under its own key (:func:`message_key` with the job's
 ref), so each button is checked against its own job's alert. The scheduler sends them before
-the period's tables (``bot.app.scheduled_sweep``).
+the period's tables (``bot.scheduled.scheduled_sweep``).
 
 Policy: a job flagged ``collapse`` opens an *episode* (``cluster:job`` plus the first collapse
 step). The episode lives in Redis, so a restarted bot or another replica sends no second DM;

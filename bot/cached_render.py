@@ -82,7 +82,8 @@ def head_of(payload: str) -> SweepResult:
 
 
 def selection(view: View) -> tuple[Callable[[JobReport], bool] | None, bool]:
-    """(which rows, keep the SFT grid) for ``view``, as ``bot.app.answer_jobs`` picks them."""
+    """(which rows, keep the SFT grid) for ``view``, as ``bot.slash_answers.answer_jobs`` picks
+    them."""
     query = view.query
     keep = job_filter(query, view.invoker, view.config) if query.filtered else None
     bucket = query.bucket

@@ -160,7 +160,7 @@ async def _episodes(bot: Bot, refs: Sequence[tuple[str, str, str | None]]
 async def publish_home(bot: Bot, user: str) -> None:
     """Build and publish ``user``'s Home tab: from the cache's document when it is fresh
     (its jobs rendered in the worker: the parent never decodes a big sweep), else live."""
-    from bot.app import live_sweep  # bot.app registers this module
+    from bot.slash_answers import live_sweep  # bot.app registers this module
 
     config = bot.config.current()
     fresh = await bot.cache.fresh(config.slack.cache_seconds)

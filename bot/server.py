@@ -28,11 +28,12 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
-from bot.app import Bot, build_app, make_scheduler, make_web_client
+from bot.app import Bot, build_app, make_web_client
 from bot.config import load_config
 from bot.config_source import ConfigSource
 from bot.errors import UserError
 from bot.logs import configure_logging
+from bot.scheduled import make_scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep import Sweeper

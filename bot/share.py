@@ -3,13 +3,13 @@
 Policy: an ephemeral answer is seen by one person; the button posts the same job detail into
 the channel the command was typed in, saying who shared it. The button's ``value`` is only a
 job reference, parsed again (:func:`bot.presses.parse_value`) and looked up as ``/job`` looks
-it up (:func:`bot.app.job_answer`: from a fresh cached sweep, the worker decodes it and sends
-that one job; else that job only is asked for, never a sweep), never trusted as content: what
-is posted is the bot's own record of that job, which the sharer could already read. The
-messages are built by :func:`bot.messages.shared_job_messages` (its one escape; the one mention
-is the sharer, from the signed payload's user id) and posted through :func:`bot.delivery.post`;
-a refused post (the bot is not in that channel, say) is logged and counted once by the Web API
-client and told to the sharer ephemerally.
+it up (:func:`bot.slash_answers.job_answer`: from a fresh cached sweep, the worker decodes it
+and sends that one job; else that job only is asked for, never a sweep), never trusted as
+content: what is posted is the bot's own record of that job, which the sharer could already
+read. The messages are built by :func:`bot.messages.shared_job_messages` (its one escape;
+the one mention is the sharer, from the signed payload's user id) and posted through
+:func:`bot.delivery.post`; a refused post (the bot is not in that channel, say) is logged and
+counted once by the Web API client and told to the sharer ephemerally.
 
 A job is shared into a channel once per :data:`SHARE_WINDOW_S` (a Redis lock, SET NX, on the
 channel and job): a double click, or two people pressing the same answer, post it once, and
@@ -79,7 +79,7 @@ async def share_job(bot: Bot, press: ActionPress, respond: Respond) -> None:
 async def _post_share(bot: Bot, press: ActionPress, respond: Respond, cluster: str,
                       job_id: str) -> bool:
     """Post the job's detail into the press's channel; whether it was posted."""
-    from bot.app import job_answer  # bot.app registers this module
+    from bot.slash_answers import job_answer  # bot.app registers this module
 
     try:
         result, age, detail = await job_answer(bot, JobQuery(cluster=cluster, job_id=job_id))

@@ -168,7 +168,7 @@ def _utcnow() -> datetime:
 
 KEPT_HISTORY = 32
 """Points an unflagged job's detail keeps once judged from a stored window (``/job`` reads
-the whole window again, ``bot.app.whole_window``): about 200 KB a job less (issue 12)."""
+the whole window again, ``bot.slash_answers.whole_window``): about 200 KB a job less (issue 12)."""
 
 
 class Sweeper:

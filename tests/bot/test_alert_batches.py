@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import scheduled_sweep
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from report.chunks import MESSAGE_BLOCKS, MESSAGE_CHARS, SECTION_CHARS
 from report.models import JobDetail

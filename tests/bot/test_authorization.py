@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.app import make_scheduler
 from bot.config import Config, RedisSection, SlackSection
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from bot.sweep import SweepResult
 from probes.config import KubernetesCluster, ReplayCluster

@@ -20,7 +20,6 @@ import pytest
 
 import bot.sweep as sweep_module
 from bot import cached_render
-from bot.app import answer_jobs, live_doc
 from bot.cached import SweepCache
 from bot.cached_render import View, jobs_replies
 from bot.cli import DEMO_RECORDING
@@ -30,6 +29,7 @@ from bot.config_source import ConfigSource
 from bot.home import home_view, publish_home
 from bot.messages import jobs_messages, sweep_header
 from bot.offload import Offload
+from bot.slash_answers import answer_jobs, live_doc
 from bot.store import RedisStore, encode_sweep
 from bot.sweep import Sweeper, SweepResult
 from bot.telemetry import Telemetry
@@ -253,7 +253,7 @@ async def test_jobs_in_the_channel_decodes_the_cache_only_to_post_its_tables(
         harness: Harness) -> None:
     """`/jobs` in the sweep channel posts the full tables once per sweep, into the day's
     thread; a cached 5,000-job sweep is decoded for that only, not for every `/jobs`."""
-    from bot.app import scheduled_sweep
+    from bot.scheduled import scheduled_sweep
 
     decodes: list[int] = []
     result = harness.bot.cache.result
@@ -350,7 +350,7 @@ async def test_without_a_worker_process_the_stages_run_in_threads(
 
 async def test_dm_uploads_are_bounded_and_all_sent(harness: Harness) -> None:
     """A burst of cut answers: at most ``UPLOADS_AT_ONCE`` files in flight, each sent."""
-    from bot.app import UPLOADS_AT_ONCE, upload_to_dm
+    from bot.slash_answers import UPLOADS_AT_ONCE, upload_to_dm
 
     in_flight, most, sent = 0, 0, []
     release = asyncio.Event()

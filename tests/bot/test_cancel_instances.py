@@ -25,9 +25,9 @@ import pytest
 from bot import deep_probe
 from bot.actions import RECONCILE_AFTER_S, cancel_lock
 from bot.alerts import message_key
-from bot.app import make_scheduler
 from bot.config import Config, DeepProbeSection, RedisSection, SlackSection
 from bot.config_source import ConfigSource
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from probes.config import KubernetesCluster
 from report.models import DeepProbe, JobDetail

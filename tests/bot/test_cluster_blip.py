@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
 from tests.bot.conftest import make_config, running_bot

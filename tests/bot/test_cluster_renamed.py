@@ -142,8 +142,8 @@ async def test_two_scheduled_sweeps_around_a_rename_post_nothing_new(
     """The whole scheduled sweep: alpha's collapse DMed, its failure filed, its jobs tabled;
     the config renames alpha to gpu; the next sweep edits the parent and posts nothing else
     (no DM, no thread reply: no collapse, failure, job-end or 'started' news)."""
-    from bot.app import scheduled_sweep
     from bot.config_source import ConfigSource
+    from bot.scheduled import scheduled_sweep
     from tests.bot.builders import detail, job
 
     name = ["alpha"]

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
 from bot.config import Config, ConfigError, load_config
 from bot.config import parse_config as load_config_text
 from bot.config_source import ConfigSource
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import Sweeper
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result

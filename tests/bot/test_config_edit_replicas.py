@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
 from bot.cli import DEMO_RECORDING
 from bot.config import load_config
 from bot.config_source import ConfigSource
 from bot.refusals import REFUSAL_DOC, refusal_news
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bot.actions import RECONCILE_AFTER_S
-from bot.app import make_scheduler
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_config, make_store, running_bot

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot import deep_probe
-from bot.app import make_scheduler
 from bot.config import Config, DeepProbeSection
+from bot.scheduled import make_scheduler
 from bot.sweep import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot

@@ -13,8 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot import delivery
-from bot.app import make_scheduler
 from bot.delivery import dm_channel, post
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot

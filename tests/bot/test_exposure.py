@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from bot.app import make_scheduler
+from bot.scheduled import make_scheduler
 from report.memory import SweepMemory
 from tests.bot.builders import collapsing, rl_history, sweep_result
 from tests.bot.conftest import REDIS_URL, Harness

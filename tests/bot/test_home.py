@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from bot.app import scheduled_sweep
 from bot.cached import SweepCache
 from bot.messages import shared_job_messages, sweep_header
 from bot.offload import Offload
+from bot.scheduled import scheduled_sweep
 from bot.share import share_lock
 from bot.store import decode_sweep
 from bot.sweep import SweepResult
@@ -196,7 +196,7 @@ def test_manifest_enables_the_home_tab_and_its_event() -> None:
 async def test_callers_sharing_one_sweep_write_the_cache_once(harness: Harness) -> None:
     """Several commands waiting on one live sweep: the sweep is written to the cache once
     (at 5,000 jobs each write was a 31 MB encode and a Redis write timing out)."""
-    from bot.app import live_sweep
+    from bot.slash_answers import live_sweep
 
     shared = harness.sweeper.make()
     harness.sweeper.make = lambda: shared  # what Sweeper's single flight hands every caller

@@ -313,7 +313,7 @@ async def test_a_signed_event_the_bot_does_not_read_is_not_refused_for_its_field
 def test_a_jobset_ids_upload_name_holds_no_slash() -> None:
     """``/job beta:jobset/rl-dup`` uploads ``beta-jobset_rl-dup.txt``/``.png``: a JobSet's id
     (``jobset/NAME``, 9290fb7) put a ``/`` in the upload's file name."""
-    from bot.app import upload_stem
+    from bot.slash_answers import upload_stem
 
     assert upload_stem("beta", "jobset/rl-dup") == "beta-jobset_rl-dup"
     assert upload_stem("alpha", "4242_3") == "alpha-4242_3"

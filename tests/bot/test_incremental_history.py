@@ -49,7 +49,7 @@ async def test_job_answer_reads_the_whole_stored_window(store: RedisStore) -> No
     """A sweep kept only an unflagged job's last points; ``/job`` charts its whole window."""
     from types import SimpleNamespace
 
-    from bot.app import whole_window
+    from bot.slash_answers import whole_window
     from tests.report.factories import facts, judge, record
 
     await store.merge_histories("alpha", {"7": points(*range(1, 41))})
@@ -134,7 +134,7 @@ async def test_job_chart_of_unanchored_steps_keeps_its_own_points(store: RedisSt
     window (steps of another read, or of the run before its log was cut)."""
     from types import SimpleNamespace
 
-    from bot.app import whole_window
+    from bot.slash_answers import whole_window
     from tests.report.factories import facts, judge, record
 
     await store.merge_histories("alpha", {"7": points(*range(1, 41))})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.alert_messages import DM_TEXT_MAX, NOTIFY_FOOTER, job_end_dm, job_end_dms
-from bot.app import scheduled_sweep
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from probes.models import JobState
 from report.changes import Change

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
 from bot.digest import Pacer
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from report.models import JobDetail
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import scheduled_sweep
+from bot.scheduled import scheduled_sweep
 from bot.scheduler import interval_number
 from bot.store import RedisStore
 from probes.models import JobState

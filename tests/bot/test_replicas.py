@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.app import live_doc, scheduled_sweep
+from bot.scheduled import scheduled_sweep
 from bot.shared_sweep import cache_stamp, shared_live_doc
+from bot.slash_answers import live_doc
 from bot.store import RedisStore
 from bot.sweep import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from bot.app import make_scheduler
 from bot.cli import DEMO_RECORDING
 from bot.config import Config
 from bot.config_source import ConfigSource
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore, StoreUnavailable, decode_sweep
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.app import make_scheduler
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job, sweep_result
 from tests.bot.conftest import make_config, running_bot

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import make_scheduler
+from bot.scheduled import make_scheduler
 from bot.scheduler import (
     Scheduler,
     interval_number,

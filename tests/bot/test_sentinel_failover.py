@@ -23,8 +23,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from bot.alerts import episode_name
-from bot.app import make_scheduler
 from bot.config import RedisSection
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_config, running_bot

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import make_scheduler
 from bot.lease import TickLease
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_config, make_store, running_bot

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import scheduled_sweep
 from bot.config import ConfigError, DeepProbeSection
 from bot.config import parse_config as load_config_text
 from bot.delivery import GaveUp, posting
+from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result

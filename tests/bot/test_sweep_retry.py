@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.app import make_scheduler
+from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import (
     FakeClock,

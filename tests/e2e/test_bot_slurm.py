@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from bot.alerts import episode_name
-from bot.app import make_scheduler
 from bot.config import load_config
 from bot.config_source import ConfigSource
+from bot.scheduled import make_scheduler
 from bot.scheduler import interval_number
 from bot.sweep import Sweeper
 from probes.models import JobState
