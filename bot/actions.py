@@ -23,8 +23,9 @@ Policy, for every press (each one is audited, whatever its outcome):
    then ``scancel``/delete runs, then the audit records the *outcome*. Without Redis there is
    no lock, so the cancel is refused rather than risked twice.
 4. A cancel interrupted at any await (crash, SIGTERM during a rollout) is reconciled by
-   :meth:`ActionHandler.reconcile` at start-up and after each scheduled sweep: for a lock not
-   ``done`` and untouched for :data:`RECONCILE_AFTER_S`, the job's true state is re-read; a job
+   :meth:`ActionHandler.reconcile` (``bot.reconcile``) at start-up and after each scheduled
+   sweep: for a lock not ``done`` and untouched for :data:`bot.reconcile.RECONCILE_AFTER_S`,
+   the job's true state is re-read; a job
    that is no longer running (or whose name now belongs to a re-created Job) completes the
    lock, one still running releases it, and the message is updated either way. Released, the
    message is rebuilt as its episode posted it (a collapse alert or a deep-probe verdict) with
@@ -39,71 +40,28 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from pydantic import ValidationError
-from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alert_messages import collapse_message, outcome_blocks, with_job_buttons
-from bot.alerts import (
-    cancel_forbidden,
-    closed_episode,
-    job_submitted,
-    job_uid,
-    pressed_episode,
-    same_instance,
-)
+from bot.action_records import LOCK_HOURS, STILL_RUNNING, VERBS, cancel_lock
+from bot.alerts import cancel_forbidden, closed_episode, job_uid, pressed_episode, same_instance
 from bot.cluster_names import renamed_to
-from bot.config import Config
-from bot.config_source import ConfigSource
-from bot.deep_probe import memory_name, verdict_blocks
-from bot.delivery import update
 from bot.errors import UserError
 from bot.incidents import salvage_record, write_incident
-from bot.messages import CANCEL, code, esc, mention
+from bot.messages import CANCEL, code, mention
 from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
-from bot.store import RedisStore, StoreUnavailable
-from bot.sweep import SweepResult
-from bot.telemetry import Telemetry
+from bot.reconcile import CancelReconciler
+from bot.store import StoreUnavailable
 from probes.errors import ProbeError
-from probes.models import JobFacts, JobState
+from probes.models import JobFacts
 from report.chunks import inert, public_reason
-from report.models import DeepProbe, JobDetail
+from report.models import JobDetail
 
 log = structlog.get_logger(__name__)
-
-LOCK_HOURS = 24.0
-"""How long a finished cancel's lock (and its "done by" record) answers late clicks."""
-RECONCILE_AFTER_S = 120.0
-"""A cancel lock untouched this long is taken as interrupted (a live cancel takes seconds)."""
-STILL_RUNNING = frozenset({JobState.PENDING, JobState.RUNNING})
-VERBS = {"keep_running": "kept running", "snooze": "snoozed", "acknowledge": "acknowledged"}
-CANCELLING = frozenset({"in progress", "salvaged", "cancelling"})
-"""A cancel lock's statuses while its cancel is under way (``done`` once settled)."""
-
-
-def cancel_lock(cluster: str, job_id: str, uid: str | None = None,
-                submitted: str | None = None) -> str:
-    """The cancel lock of one job instance: a Kubernetes Job re-created under the same name has
-    a new uid, and a SLURM job run again under its id (``scontrol requeue`` of the cancelled
-    job, or the id given to a later job) a new submit time, so its cancel is not answered by
-    the old instance's (done) lock."""
-    instance = uid or submitted
-    return f"{cluster}:{job_id}:{instance}:{CANCEL}" if instance else f"{cluster}:{job_id}:{CANCEL}"
-
-
-def _locked_job(lock: str, holder: dict[str, Any]) -> tuple[str, str, str | None]:
-    """(cluster, job id, uid) of a cancel lock: from its record, or (a lock taken before the
-    record named them) from the name ``cluster:job:cancel_salvage``."""
-    if holder.get("cluster") and holder.get("job_id"):
-        return str(holder["cluster"]), str(holder["job_id"]), holder.get("uid") or None
-    cluster, job_id, _ = lock.rsplit(":", 2)
-    return cluster, job_id, None
 
 
 def _another_job(cluster: str, job_id: str, facts: JobFacts | None) -> str:
@@ -126,28 +84,9 @@ class Reply(Protocol):
     async def __call__(self, **kwargs: Any) -> bool: ...
 
 
-class SweepEngine(Protocol):
-    """What the buttons need from :class:`bot.sweep.Sweeper`."""
-
-    async def sweep(self, *, clusters: list[str] | None = None) -> SweepResult: ...
-    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None: ...
-    async def job(self, cluster: str | None, job_id: str) -> SweepResult: ...
-
-
-class ActionHandler:
-    """Handles the collapse-message buttons and reconciles interrupted cancels."""
-
-    def __init__(self, *, config: ConfigSource, sweeper: SweepEngine, store: RedisStore,
-                 client: AsyncWebClient, telemetry: Telemetry,
-                 clock: Callable[[], datetime]) -> None:
-        self._config = config
-        self._sweeper = sweeper
-        self._store = store
-        self._client = client
-        self._telemetry = telemetry
-        self._clock = clock
-        self._reconciling = asyncio.Lock()
-        """Start-up and the first scheduled sweep must not settle the same lock twice."""
+class ActionHandler(CancelReconciler):
+    """Handles the collapse-message buttons and reconciles interrupted cancels (the
+    reconciliation in ``bot.reconcile``, the records a press leaves in ``bot.action_records``)."""
 
     async def handle(self, press: ActionPress, respond: Reply) -> None:
         """Run one button press (after ``ack()``); refusals become ephemeral replies."""
@@ -360,211 +299,3 @@ class ActionHandler:
         await self._store.put_doc(f"incident:{record.id}", record.model_dump(mode="json"),
                                   ttl_s=config.redis.expire_hours * 3600)
         return path
-
-    async def _close_episode(self, episode: dict[str, Any], actor: str) -> None:
-        config = self._config.current()
-        await self._store.put_doc(str(episode["name"]), closed_episode(
-            episode, action=CANCEL, actor=actor, at=self._clock()),
-            ttl_s=config.redis.expire_hours * 3600)
-
-    async def _finish(self, lock: str, holder: dict[str, Any], outcome: str) -> None:
-        try:
-            await self._store.update_lock(lock, {**holder, "status": "done", "outcome": outcome,
-                                                 "at": self._clock().isoformat()},
-                                          ttl_s=LOCK_HOURS * 3600)
-        except StoreUnavailable as exc:
-            # The lock still says "in progress": reconcile completes it once Redis is back.
-            log.warning("cancel lock not marked done", lock=lock, error=str(exc))
-
-    async def _release(self, lock: str) -> None:
-        try:
-            await self._store.release(lock)
-        except StoreUnavailable as exc:
-            log.error("cancel lock not released; reconcile will", lock=lock, error=str(exc))
-
-    # -- shared ------------------------------------------------------------------------------------
-
-    async def _update(self, channel: str | None, ts: str | None,
-                      blocks: list[dict[str, Any]], line: str, *, keep_buttons: bool,
-                      ref: str | None = None) -> None:
-        """The message with ``line`` as its outcome; in a batched alert, ``ref``'s part only
-        (``outcome_blocks``): the other jobs keep their buttons."""
-        if channel and ts:
-            if ref is not None:
-                blocks = await self._settled_parts(channel, ts, blocks, ref)
-            await update(self._client, channel=channel, ts=ts, text=line,
-                         blocks=outcome_blocks(blocks, line, keep_buttons=keep_buttons,
-                                               ref=ref))
-
-    async def _settled_parts(self, channel: str, ts: str, blocks: list[dict[str, Any]],
-                             ref: str) -> list[dict[str, Any]]:
-        """A batched alert's blocks with every other job's part as its episode stands (a
-        settled one's outcome, a cancel under way said so): a press's blocks are the message
-        as the presser's client last saw it, so two presses on one message close together
-        would otherwise put back the buttons the first took off."""
-        for block in list(blocks):
-            block_id = str(block.get("block_id", ""))
-            other = block_id.removeprefix("collapse_actions:")
-            if other in (block_id, ref):  # not a batched job's buttons, or this job's
-                continue
-            try:
-                episode = await pressed_episode(self._store, channel, ts, other)
-            except StoreUnavailable:
-                return blocks
-            if episode is None or (episode.get("channel"), episode.get("ts")) != (channel, ts):
-                continue
-            if episode.get("state") != "closed":
-                # Open, but its cancel may be under way (salvaging, cancelling): its buttons
-                # stay off, or a press on them would settle a job being cancelled.
-                try:
-                    holder = await self._store.holder(cancel_lock(
-                        str(episode.get("cluster")), str(episode.get("job_id")),
-                        episode.get("uid") or None, episode.get("submitted") or None))
-                except StoreUnavailable:
-                    return blocks
-                if holder is not None and holder.get("status") in CANCELLING:
-                    blocks = outcome_blocks(
-                        blocks, f"⏳ Cancel requested by {mention(str(holder.get('user') or ''))}"
-                        ": salvaging evidence first…", keep_buttons=False, ref=other)
-                continue
-            action = str(episode.get("action"))
-            try:
-                at = f" at {datetime.fromisoformat(str(episode.get('closed_at'))):%H:%M} UTC"
-            except ValueError:
-                at = ""
-            who = mention(str(episode.get("closed_by") or ""))
-            line = (f"🛑 Cancelled by {who}{at}." if action == CANCEL else
-                    f"{VERBS.get(action, action).capitalize()} by {who}{at}.")
-            blocks = outcome_blocks(blocks, line, keep_buttons=False, ref=other)
-        return blocks
-
-    async def _audit(self, press: ActionPress | None, cluster: str, job_id: str, outcome: str,
-                     detail: str = "", *, actor: str = "", channel: str = "", ts: str = ""
-                     ) -> None:
-        entry = {"actor": press.user_id if press else actor,
-                 "team": (press.team_id if press else None) or "",
-                 "action": press.action_id if press else CANCEL, "cluster": cluster,
-                 "job_id": job_id, "outcome": outcome, "detail": detail,
-                 "channel": (press.channel_id if press else channel) or "",
-                 "ts": (press.message_ts if press else ts) or ""}
-        log.info("audit", **entry)
-        try:
-            await self._store.audit(entry)
-        except StoreUnavailable as exc:
-            log.warning("audit entry kept in the log only", error=str(exc))
-
-    # -- reconciliation ----------------------------------------------------------------------------
-
-    async def reconcile(self) -> list[str]:
-        """Settle cancels a crash interrupted; return the locks settled. Reconciliation never
-        sends a cancel: it only reads the job's state and settles the lock and the message."""
-        async with self._reconciling:
-            return await self._reconcile_all()
-
-    async def _reconcile_all(self) -> list[str]:
-        try:
-            locks = await self._store.locks(f"*:{CANCEL}")
-        except StoreUnavailable as exc:
-            log.warning("cancel reconciliation postponed: Redis unavailable", error=str(exc))
-            return []
-        settled = []
-        for name, holder in locks:
-            at = datetime.fromisoformat(str(holder.get("at")))
-            if holder.get("status") == "done" or (self._clock() - at).total_seconds() < \
-                    RECONCILE_AFTER_S:
-                continue
-            try:
-                await self._reconcile_one(name, holder)
-            except (ProbeError, UserError, StoreUnavailable, OSError) as exc:
-                log.warning("cancel not reconciled yet", lock=name, error=str(exc))
-                continue
-            settled.append(name)
-        return settled
-
-    async def _reconcile_one(self, lock: str, holder: dict[str, Any]) -> None:
-        cluster, job_id, uid = _locked_job(lock, holder)
-        result = await self._sweeper.sweep(clusters=[cluster])
-        read = [c for c in result.report.clusters if c.name == cluster]
-        if not read or read[0].status != "ok":
-            # Not read (unreachable, inactive): its job is not "no longer reported"; the lock,
-            # the episode and the buttons stay as they are until a pass can read it.
-            reason = read[0].detail if read and read[0].detail else "not read"
-            raise ProbeError(f"cluster {cluster!r} not read: {reason}")
-        detail = result.details.get((cluster, job_id))
-        facts = result.job_facts(cluster, job_id)
-        if uid and facts is not None and job_uid(facts) != uid:
-            detail = None  # the name is a re-created Job's now: the one being cancelled is gone
-        submitted = holder.get("submitted")
-        if submitted and facts is not None and job_submitted(facts) != submitted:
-            detail = None  # the SLURM id names another instance now (requeued or reused)
-        state = detail.report.state if detail is not None else None
-        actor, channel, ts = str(holder.get("user")), holder.get("channel"), holder.get("ts")
-        audit = {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}
-        episode_name = holder.get("episode")
-        found = await self._store.get_doc(str(episode_name)) if episode_name else None
-        episode = dict(found) if found else None
-        config = self._config.current()
-        ref = f"{cluster}:{job_id}"
-        batch = holder.get("blocks") if episode and episode.get("batched") else None
-        if state in STILL_RUNNING and detail is not None:
-            await self._store.release(lock)
-            await self._audit(None, cluster, job_id, "cancel interrupted; released",
-                              str(holder.get("status")), **audit)
-            # The buttons come back as the episode offered them, and Cancel only if it may be
-            # pressed now: a no_kill set (or an exemption read) since makes it a recommendation.
-            if episode is None:
-                why: str | None = "its alert's record is gone"
-            elif episode.get("can_cancel") is False:
-                why = "the alert offered no cancel"
-            else:
-                why = cancel_forbidden(detail, config)
-            blocks = (with_job_buttons(batch, detail, can_cancel=why is None)
-                      if isinstance(batch, list) else
-                      await self._episode_blocks(episode, detail, config, can_cancel=why is None))
-            line = (f"⚠️ The cancel requested by {mention(actor)} was interrupted before it took "
-                    "effect; the job is still running. ")
-            line += "Press again to retry." if why is None else (
-                f"It is not cancelled from Slack now ({inert(why)}): this is a recommendation.")
-            # Without its episode a press is refused anyway: no buttons that cannot be honoured.
-            await self._update(channel, ts, blocks, line, keep_buttons=episode is not None,
-                               ref=ref)
-            return
-        shown = state.value if state is not None else "no longer reported"
-        outcome = "cancelled" if holder.get("status") == "cancelling" else "ended"
-        await self._finish(lock, holder, f"{outcome} (reconciled)")
-        if episode:
-            await self._close_episode(episode, actor)
-        await self._audit(None, cluster, job_id, f"{outcome} (reconciled)", shown, **audit)
-        if isinstance(batch, list):  # the other jobs of the message keep their parts
-            blocks = batch
-        else:
-            blocks = (await self._episode_blocks(episode, detail, config, can_cancel=False)
-                      if detail is not None else [])
-        await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
-                           f"settled after a restart; the job is {esc(shown)}.",
-                           keep_buttons=False, ref=ref)
-
-    async def _episode_blocks(self, episode: dict[str, Any] | None, detail: JobDetail,
-                              config: Config, *, can_cancel: bool) -> list[dict[str, Any]]:
-        """The message the episode posted, rebuilt on the job's fresh row: a deep-probe KILL
-        verdict stays a verdict (its stored verdict; else the run's remembered one), a collapse
-        alert a collapse alert (its evidence file and channel note kept)."""
-        episode = episode or {}
-        if episode.get("kind") == "deep-probe":
-            stored = episode.get("deep_probe")
-            if stored is None:
-                memory = await self._store.get_doc(memory_name(detail.report.cluster,
-                                                               detail.report.job_id))
-                stored = (memory or {}).get("deep_probe")
-            try:
-                verdict = DeepProbe.model_validate(stored) if stored is not None else None
-            except ValidationError:  # a stored document that does not validate: as none
-                verdict = None
-            if verdict is None:
-                return []  # nothing to rebuild the verdict from: no buttons to offer
-            shown = detail.model_copy(update={"report": detail.report.model_copy(
-                update={"deep_probe": verdict})})
-            return verdict_blocks(shown, config, can_cancel=can_cancel)
-        return collapse_message(detail, can_cancel=can_cancel,
-                                evidence_path=episode.get("evidence"),
-                                delivered_for=episode.get("delivered_for")).blocks

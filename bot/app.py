@@ -37,7 +37,8 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetr
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import deep_probe, home, share
-from bot.actions import ActionHandler, SweepEngine
+from bot.action_records import SweepEngine
+from bot.actions import ActionHandler
 from bot.alerts import Alerter
 from bot.cached import SweepCache
 from bot.commands import (

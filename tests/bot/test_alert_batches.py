@@ -230,7 +230,7 @@ async def test_a_cancel_crashed_in_a_batch_is_reconciled_on_its_job_only(
         took_effect: bool) -> None:
     """A restart settles a cancel a crash interrupted: the batched message is edited on that
     job's part only (the others keep their buttons); an interrupted one gets its own back."""
-    from bot.actions import RECONCILE_AFTER_S
+    from bot.reconcile import RECONCILE_AFTER_S
     from tests.bot.conftest import make_store
     from tests.bot.test_crash import Crash
 

@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 
 from bot import deep_probe
-from bot.actions import RECONCILE_AFTER_S, cancel_lock
+from bot.action_records import cancel_lock
 from bot.alerts import message_key
 from bot.config import Config, DeepProbeSection, RedisSection, SlackSection
 from bot.config_source import ConfigSource
+from bot.reconcile import RECONCILE_AFTER_S
 from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from probes.config import KubernetesCluster

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import RECONCILE_AFTER_S
+from bot.reconcile import RECONCILE_AFTER_S
 from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
