@@ -26,7 +26,7 @@ from redis.backoff import NoBackoff
 from bot.app import Bot, build_app, make_web_client
 from bot.config import Config, RedisSection, SlackSection
 from bot.config_source import ConfigSource
-from bot.digest import Pacer
+from bot.digest_posting import Pacer
 from bot.server import build_web_app
 from bot.settings import Settings
 from bot.store import RedisStore

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.digest import Pacer
+from bot.digest_posting import Pacer
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from probes.models import JobState

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.digest import Pacer
+from bot.digest_posting import Pacer
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from probes.models import JobState

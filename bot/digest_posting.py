@@ -1,0 +1,178 @@
+"""The digest's state and its posts: documents that outlive a Redis outage, paced replies.
+
+Policy (see ``bot.digest``): the digest's documents (the period's parent, the last sweep's
+snapshots) live in Redis; while Redis is down this process keeps its own copy and writes it
+back when Redis answers, only over the copy it last saw there (another replica's newer one
+is kept). Posts to one channel are paced (:class:`Pacer`, a second apart by default) and a
+refused reply of a sweep is kept for its retry; a posting whose Web API hung gives up
+without waiting for its slot. :class:`DigestPosting` is the base of ``bot.digest.Digest``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Config
+from bot.delivery import given_up, post
+from bot.scheduler import interval_number
+from bot.store import RedisStore, StoreUnavailable
+from report.chunks import SlackMessage
+
+log = structlog.get_logger(__name__)
+
+
+class Pacer:
+    """Keeps posts to one channel at least ``gap_s`` apart (and in order)."""
+
+    def __init__(self, gap_s: float, *, monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.gap_s = gap_s
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._last: dict[str, float] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def slot(self, channel: str) -> Any:
+        lock = self._locks.setdefault(channel, asyncio.Lock())
+        async with lock:
+            last = self._last.get(channel)
+            if last is not None:
+                wait = self.gap_s - (self._monotonic() - last)
+                if wait > 0:
+                    await self._sleep(wait)
+            try:
+                yield
+            finally:
+                self._last[channel] = self._monotonic()
+
+
+class DigestPosting:
+    """The digest's documents (Redis, or this process's copy while Redis is down) and its
+    paced posts to the channel."""
+
+    def __init__(self, *, store: RedisStore, client: AsyncWebClient,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 pacer: Pacer | None = None) -> None:
+        self._store = store
+        self._client = client
+        self._clock = clock
+        self.pacer = pacer or Pacer(1.0)
+        self._local: dict[str, Any] = {}
+        """Documents this process wrote, for while Redis is unavailable."""
+        self._unsaved: dict[str, float] = {}
+        """Names (with their TTLs) written to process memory only, Redis being down: newer
+        than Redis's copy, which must not be read back once it answers again."""
+        self._known: dict[str, Any] = {}
+        """Each document as this process last read or wrote it in Redis: a write-back goes
+        in only over that copy (another replica's newer one is kept)."""
+        self._pending: list[tuple[str, SlackMessage]] = []
+        """The last publish's thread replies Slack refused: ("tables" | "changes", message)."""
+        self._stale_parent = False
+        """Whether the last publish's edit of the parent failed for now (kept, not edited)."""
+
+    @property
+    def undelivered(self) -> bool:
+        """Whether the last publish left a reply undelivered or the parent unedited (its
+        retry posts the reply again and edits the parent)."""
+        return bool(self._pending) or self._stale_parent
+
+    # -- state --------------------------------------------------------------------------------
+
+    async def _get(self, name: str) -> Any:
+        if name in self._unsaved:
+            # Written here while Redis was down (this replica led through the outage):
+            # Redis still holds the copy from before, which would tell its changes again.
+            await self.flush()
+            if name in self._unsaved:
+                return self._local.get(name)
+        try:
+            value = await self._store.get_doc(name)
+        except StoreUnavailable as exc:
+            log.warning("digest state unavailable; using process memory", error=str(exc))
+            return self._local.get(name)
+        self._known[name] = value
+        return value
+
+    async def _put(self, name: str, value: Any, *, ttl_s: float) -> None:
+        self._local[name] = value
+        try:
+            await self._store.put_doc(name, value, ttl_s=ttl_s)
+        except StoreUnavailable as exc:
+            self._unsaved[name] = ttl_s
+            log.warning("digest state kept in process memory only", error=str(exc))
+        else:
+            self._unsaved.pop(name, None)
+            self._known[name] = value
+
+    async def flush(self) -> None:
+        """Write back the documents kept in process memory only while Redis was down (the
+        parent, the last snapshots), so that no replica, this one included, reads the older
+        copy Redis kept and tells again what was told during the outage. Called before each
+        tick is claimed; quietly does nothing while Redis is still down.
+
+        Each goes back only over the copy this process last saw there (or none): a replica
+        that swept since Redis answered (it claimed first) wrote newer snapshots, and the
+        older copy put over them would have the next sweep tell that sweep's changes again."""
+        for name, ttl_s in list(self._unsaved.items()):
+            value = self._local[name]
+            try:
+                written = await self._store.put_doc_if(name, value, expected=self._known.get(name),
+                                                       ttl_s=ttl_s)
+            except StoreUnavailable:
+                return
+            self._unsaved.pop(name, None)
+            if written:
+                self._known[name] = value
+            else:
+                log.info("digest state written since by another replica; kept", name=name)
+                self._local.pop(name, None)
+                self._known.pop(name, None)
+
+    @staticmethod
+    def _period_s(config: Config) -> float:
+        return config.digest.period_hours * 3600
+
+    def _ttl(self, config: Config) -> float:
+        # Kept two periods (and at least three days) so a late note still finds its parent.
+        return max(2 * self._period_s(config), 72 * 3600)
+
+    def _parent_name(self, channel: str, config: Config) -> tuple[str, int]:
+        period = interval_number(self._clock(), self._period_s(config))
+        return f"digest:parent:{channel}:{period}", period
+
+    # -- posting ------------------------------------------------------------------------------
+
+    async def _post(self, channel: str, message: SlackMessage,
+                    thread_ts: str | None) -> dict[str, Any] | None:
+        """One paced ``chat.postMessage``; ``None`` when Slack refused (logged, counted)."""
+        thread = {"thread_ts": thread_ts} if thread_ts else {}
+        async with self._slot(channel):
+            return await post(self._client, channel=channel, text=message.text,
+                              blocks=message.blocks, **thread)
+
+    def _slot(self, channel: str) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The channel's pacing slot; none for a call that gives up unsent (the Web API hung
+        earlier in this posting: ``bot.delivery.posting``), so giving up waits for nothing."""
+        return contextlib.nullcontext() if given_up() else self.pacer.slot(channel)
+
+    async def _thread(self, channel: str, ts: str | None,
+                      messages: Sequence[SlackMessage], *, kind: str | None = None) -> int:
+        """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted.
+        ``kind``: a sweep's replies, those refused kept for its retry (:attr:`undelivered`)."""
+        posted = 0
+        for message in messages:
+            if await self._post(channel, message, ts) is not None:
+                posted += 1
+            elif kind is not None:
+                self._pending.append((kind, message))
+        return posted
