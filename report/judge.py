@@ -1,8 +1,9 @@
 """Judging one job, and a whole sweep, into the contract's report.
 
-Policy: pure functions of (facts, settings, clock, sweep memory). The cross-cutting rules live
-here (seed "Cross-cutting"); bucket rules live in ``judge_rl``/``judge_sft``/``judge_datagen``/
-``judge_eval``; precedence between findings is settled once in :mod:`report.findings`.
+Policy: pure functions of (facts, settings, clock, sweep memory). The cross-cutting rules are
+stated here (seed "Cross-cutting") and live in :mod:`report.job_rules`; bucket rules live in
+``judge_rl``/``judge_sft``/``judge_datagen``/``judge_eval``; precedence between findings is
+settled once in :mod:`report.findings`.
 
 - Log status: ``mismatch`` -> ``log-path-mismatch`` (the real log was read); ``missing`` ->
   ``log-missing`` (not for PENDING jobs, which have no log yet); ``failed`` -> ``fetch-failed``
@@ -42,55 +43,31 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TypeGuard, get_args
 
-from probes.models import (
-    TERMINAL_STATES,
-    ClusterFacts,
-    FaultKind,
-    JobFacts,
-    JobState,
-    MetricPoint,
-    SchedulerRecord,
-    TerminalSignal,
-)
+from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
-from report.cells import format_duration
-from report.chain import NEVER_SATISFIED, ChainIndex, ChainLink, chain_link, dependencies
+from report.chain import ChainIndex, chain_link, dependencies
 from report.cleanup import cleanup_rule
-from report.findings import (
-    NO_KILL_PREFIX,
-    Findings,
-    JudgeContext,
-    Priority,
-    failure_why,
-    fault_text,
-    first_fault,
-    log_excerpt,
-    normalized_history,
-    this_launch,
-)
+from report.findings import Findings, JudgeContext, log_excerpt, normalized_history, this_launch
 from report.fingerprint import Attempts
-from report.holds import (
-    as_ended,
-    deadline_rule,
-    held_rule,
-    suspended_rule,
-    walltime_ending,
+from report.holds import as_ended, held_rule, suspended_rule
+from report.job_rules import (
+    UNREADABLE_CHECKPOINTS,
+    bring_up_fault_rule,
+    fault_rules,
+    log_rules,
+    never_starts_rule,
+    no_kill_rule,
+    recurring_rule,
+    state_rules,
+    unreadable_checkpoints_note,
 )
 from report.judge_datagen import judge_datagen
 from report.judge_eval import judge_eval, own_run_trials
 from report.judge_other import judge_other
 from report.judge_rl import judge_rl
 from report.judge_sft import grid_rollups, judge_sft
-from report.memory import (
-    SweepMemory,
-    earlier_attempts,
-    failure_signature,
-    memory_key,
-    repeated_failure,
-    with_earlier,
-)
+from report.memory import SweepMemory, earlier_attempts, with_earlier
 from report.models import (
     BUCKET_ORDER,
     Bucket,
@@ -98,12 +75,10 @@ from report.models import (
     FailureSignature,
     JobDetail,
     JobReport,
-    Recommendation,
     Report,
 )
 from report.planned_stop import planned_stop, planned_stop_rule
 from report.pods import (
-    KIND_LABEL,
     failed_rank_rule,
     image_pull_rule,
     live_oom_rule,
@@ -119,12 +94,8 @@ from report.rules import empty_log_rule
 from report.settings import ReportSettings
 from report.trend import TREND_MAX, shorten
 
-_TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 TRAINING_BUCKETS: frozenset[Bucket] = frozenset(("rl", "sft"))
 """The buckets whose jobs bank steps (durable checkpoints): a banked step is reported for these."""
-_FAILED_STATES = frozenset(
-    {JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED}
-)
 _JUDGES: dict[Bucket, Callable[[JudgeContext, Findings], None]] = {
     "rl": judge_rl, "sft": judge_sft, "datagen": judge_datagen, "eval": judge_eval,
     "other": judge_other,
@@ -176,13 +147,13 @@ def judge_job(
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
-    _log_rules(ctx, f)
-    _fault_rules(ctx, f)
-    _state_rules(ctx, f, link)
+    log_rules(ctx, f)
+    fault_rules(ctx, f)
+    state_rules(ctx, f, link)
     _JUDGES[bucket](ctx, f)
-    _bring_up_fault_rule(ctx, f)
+    bring_up_fault_rule(ctx, f)
     waiting_fault_rule(ctx, f)
-    _never_starts_rule(ctx, f)
+    never_starts_rule(ctx, f)
     held_rule(ctx, f)
     live_oom_rule(ctx, f)
     image_pull_rule(ctx, f)
@@ -196,204 +167,11 @@ def judge_job(
     empty_log_rule(ctx, f, bucket)
     if not planned_stop_rule(ctx, f):  # a planned stop is no finished run: no cleanup
         cleanup_rule(ctx, f, bucket)
-    failure, repeats = _recurring_rule(ctx, f, memory)
+    failure, repeats = recurring_rule(ctx, f, memory)
     suspended_rule(ctx, f)
-    _no_kill_rule(ctx, f)
-    _unreadable_checkpoints_note(ctx, f)
+    no_kill_rule(ctx, f)
+    unreadable_checkpoints_note(ctx, f)
     return _assemble(ctx, f, bucket, cluster_name_shown, (failure, repeats))
-
-
-def _log_rules(ctx: JudgeContext, f: Findings) -> None:
-    log = ctx.facts.log
-    if log is None:
-        return
-    if log.status == "mismatch":
-        f.flag("log-path-mismatch")
-        f.notes.append(f"StdOut {log.requested_path} absent; read {log.path}")
-    elif log.status == "missing" and ctx.state is not JobState.PENDING and not _never_ran(ctx):
-        f.flag("log-missing")
-        f.verdict("unknown")
-        f.trend(Priority.INFO, shorten(f"No log found ({log.requested_path or 'no StdOut'})"))
-    elif log.status == "failed":
-        f.flag("fetch-failed")
-        f.verdict("unknown")
-        f.trend(Priority.INFO, shorten(f"Log fetch failed: {log.error or 'error'}; state unknown"))
-
-
-def _never_ran(ctx: JudgeContext) -> bool:
-    """An ended job that was never given a node or a second of run time (cancelled while
-    pending, a dependency never satisfied): it wrote no log, and none is missing."""
-    record = ctx.facts.record
-    return (ctx.state in TERMINAL_STATES and record.pods_total is None  # a scheduler's record
-            and not record.nodes and not record.elapsed_s)
-
-
-def is_terminal_signal(kind: FaultKind) -> TypeGuard[TerminalSignal]:
-    """A fault kind that is its own flag (``time-limit`` is the TIMEOUT state itself)."""
-    return kind in _TERMINAL_SIGNALS
-
-
-def _fault_rules(ctx: JudgeContext, f: Findings) -> None:
-    faults = ctx.facts.summary.faults if ctx.facts.summary else ()
-    f.flag(*(x.kind for x in sorted(faults, key=lambda x: x.line_no)
-             if is_terminal_signal(x.kind)))
-    fault = first_fault(ctx.facts)
-    if fault is not None and ctx.running:
-        f.verdict("warning")
-        f.trend(Priority.INFO, shorten(f"{fault.kind} in log: {fault_text(fault)}"))
-
-
-def _bring_up_fault_rule(ctx: JudgeContext, f: Findings) -> None:
-    """A live job with no step yet whose log holds a real fault is no benign bring-up (seed:
-    the shm broadcast heartbeat is a fault co-firing with a WorkNCCL timeout, "preparing to dump
-    debug info" or a SIGABRT): it leaves the buffer table, and the fault is to be diagnosed."""
-    if not ctx.running or "buffer-filling" not in f.flags:
-        return
-    fault = first_fault(ctx.facts)
-    if fault is None:
-        return
-    f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
-    f.recommend(Priority.DIAGNOSE, "diagnose",
-                f"bring-up hit {fault.kind}, not a benign wait: {fault_text(fault)}")
-
-
-def _never_starts_rule(ctx: JudgeContext, f: Findings) -> None:
-    """A job pending with ``DependencyNeverSatisfied`` (its dependency can no longer be met:
-    an ``afterok`` on a run that TIMEOUT or failed) is kept pending for ever by SLURM (without
-    ``kill_invalid_depend``): no queue admission, so no buffer filling; stalled, with a
-    diagnose naming what it waits on."""
-    record = ctx.facts.record
-    if ctx.state is not JobState.PENDING or record.reason != NEVER_SATISFIED:
-        return
-    if "buffer-filling" in f.flags:
-        f.flags.remove("buffer-filling")
-    f.verdicts.discard("buffering")
-    f.verdict("stalled")
-    f.trend(Priority.TERMINAL, f"Pending ({NEVER_SATISFIED}): will never start")
-    waits = record.dependency or ", ".join(record.depends_on) or "its dependency"
-    f.recommend(Priority.DIAGNOSE, "diagnose", shorten(
-        f"pending with {NEVER_SATISFIED} on {waits}: SLURM will never start it; cancel it, "
-        "or resubmit it without that dependency", 300))
-
-
-def _state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
-    state = ctx.state
-    if state is JobState.TIMEOUT or walltime_ending(ctx.facts.record):
-        _timeout_rule(ctx, f, link)
-    elif state in _FAILED_STATES:
-        f.verdict("failed")
-        if state is JobState.OUT_OF_MEMORY:
-            f.flag("oom")
-        # With no fault in the log, its failing line (a bare "RuntimeError: NCCL error in:
-        # ...", a missing module) says why, never the exit code alone (any bucket).
-        why = failure_why(ctx)
-        f.trend(Priority.TERMINAL, shorten(why))
-        f.recommend(Priority.DIAGNOSE, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
-    elif state is JobState.CANCELLED:
-        f.verdict("done")
-        f.trend(Priority.TERMINAL - 2, "Cancelled")
-    elif state is JobState.COMPLETED:
-        f.verdict("done")
-        f.trend(Priority.BACKGROUND + 2, "Completed")
-    elif state is JobState.UNKNOWN:
-        f.verdict("unknown")
-        # What the scheduler said of it (a Kubernetes pod whose node stopped reporting).
-        reason = ctx.facts.record.reason
-        f.trend(Priority.TERMINAL - 2, shorten(f"State unknown ({reason})" if reason
-                                               else "State unknown"))
-
-
-def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
-    """A walltime TIMEOUT: a chain restart only with a live ``afterany`` successor."""
-    if deadline_rule(ctx, f):  # SLURM's DEADLINE: no walltime, no restart
-        return
-    # COMPLETING at its walltime: the TIMEOUT is under way, its processes being killed.
-    ending = walltime_ending(ctx.facts.record)
-    head = "Walltime TIMEOUT (ending)" if ending else "Walltime TIMEOUT"
-    if ctx.successor is not None:
-        f.flag("chain-restart")
-        f.verdict("restarting")
-        # An ended restart's state says whether the run went on (its own row says why).
-        ran = f" ({link.ended.lower().replace('_', ' ')})" if link.ended else ""
-        if link.held:  # still its restart, but it starts only once someone releases it
-            ran = " (held)"
-        f.trend(Priority.TERMINAL,
-                f"{head}; normal chain restart → {ctx.successor}{ran}")
-        return
-    f.verdict("failed")
-    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-    resume = f"; resume from banked step {banked}" if banked is not None else ""
-    record = ctx.facts.record
-    if link.cancelled is not None:
-        when = "after it ran" if link.cancelled_ran else "before it started"
-        f.trend(Priority.TERMINAL - 1,
-                f"{head}; restart {link.cancelled} cancelled: chain stopped")
-        f.recommend(Priority.DIAGNOSE, "diagnose",
-                    f"walltime TIMEOUT: its restart {link.cancelled} was cancelled {when}, so "
-                    f"the run stopped here{resume}; resubmit to continue, unless the cancel "
-                    "was meant to end it")
-        return
-    if record.labels.get(KIND_LABEL):  # Kubernetes: no afterany chain, a Job's own deadline
-        limit = (f" ({format_duration(record.time_limit_s)})"
-                 if record.time_limit_s is not None else "")
-        f.trend(Priority.TERMINAL - 1, f"TIMEOUT: activeDeadlineSeconds{limit} reached")
-        f.recommend(Priority.DIAGNOSE, "diagnose",
-                    f"the Job ran past its activeDeadlineSeconds{limit} and was stopped"
-                    f"{resume}; resubmit (or raise the deadline) to continue")
-        return
-    if link.blocked is not None:
-        f.trend(Priority.TERMINAL - 1, shorten(f"TIMEOUT, no restart: {link.blocked_short}"))
-        f.recommend(Priority.DIAGNOSE, "diagnose", f"walltime TIMEOUT: {link.blocked}{resume}")
-        return
-    f.trend(Priority.TERMINAL - 1, f"{head}; no successor queued")
-    f.recommend(Priority.DIAGNOSE, "diagnose",
-                f"walltime TIMEOUT with no afterany successor{resume}")
-
-
-def _recurring_rule(
-    ctx: JudgeContext, f: Findings, memory: SweepMemory | None,
-) -> tuple[FailureSignature | None, FailureSignature | None]:
-    """This attempt's failure signature, and the earlier attempt's it repeats (if any)."""
-    signature = failure_signature(ctx.facts, f.settled_verdict(), failed_on=lambda: ctx.failed_on)
-    if signature is None or memory is None:
-        return signature, None
-    earlier = memory.failure_signatures.get(memory_key(ctx.facts.record), [])
-    repeated = repeated_failure(signature, earlier)
-    if repeated is not None:
-        previous = repeated.job_id
-        f.flag("recurring-failure")
-        why = failure_why(ctx)
-        f.trend(Priority.TERMINAL + 2, shorten(f"RECURRING as in {previous}: {why}"))
-        f.recommend(Priority.DIAGNOSE + 4, "diagnose",
-                    f"dated agent_logs/ entry: same failure as attempt {previous} "
-                    f"({shorten(why, 300)}); not transient, do not just resubmit")
-    return signature, repeated
-
-
-def _no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
-    chosen = f.settled_recommendation()
-    if ctx.settings.no_kill and chosen is not None and chosen.action == "cancel_and_salvage":
-        f.flag("no-kill")
-        f.recommendations.append((Priority.CANCEL + 1, Recommendation(
-            action="cancel_and_salvage", why=NO_KILL_PREFIX + chosen.why
-            + "; capture the evidence that disappears at termination and leave it running",
-        )))
-
-
-UNREADABLE_CHECKPOINTS = "; checkpoints unreadable"
-"""The Trend's end for a training run with no banked step whose checkpoint search met a
-directory it could not read: its steps are unknown, not absent (the note says where, why)."""
-
-
-def _unreadable_checkpoints_note(ctx: JudgeContext, f: Findings) -> None:
-    """Name the checkpoint directories that could not be read, and what that leaves unknown."""
-    listing = ctx.facts.checkpoints
-    if listing is None or not listing.unreadable:
-        return
-    left = ("no banked step known" if listing.banked_step is None
-            else f"banked step {listing.banked_step} found elsewhere; it may be higher")
-    f.notes.append(f"checkpoints unreadable ({left}): " + "; ".join(listing.unreadable))
 
 
 def _trend_text(f: Findings, facts: JobFacts) -> str:
