@@ -260,7 +260,7 @@ def _chain_link(
                       key=lambda r: _successor_order(record, r))
     first = (next((r for r in fallback if r.state is not JobState.CANCELLED), None)
              or _released_restart(record, pool, named, index, ok)
-             or _co_waiting(record, pool, named, index, ok))
+             or _co_waiting(record, named, index, ok))
     if first is not None:
         return ChainLink(successor=first.job_id,
                          ended=None if first.job_id in index.live else first.state.value)

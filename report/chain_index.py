@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 
 from probes.models import JobState, SchedulerRecord
@@ -20,8 +20,11 @@ from report.chain_records import (
     _attempt_key,
     _own_array,
     _ran,
+    _released,
+    _still_waiting,
     _successor_order,
     _task_index,
+    _utc,
     array_throttle,
     dependencies,
     name_stem,
@@ -68,6 +71,11 @@ class ChainIndex:
                 for d in dependencies(r):
                     self.cancelled_waiting.setdefault(d.job_id, []).append((r, d))
         self._live_names: Counter[tuple[str | None, str]] | None = None
+        self._waited: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self._ends: dict[tuple[str | None, str],
+                         tuple[list[datetime], list[SchedulerRecord]]] = {}
+        self._eligible: dict[tuple[str | None, str],
+                             tuple[list[datetime], list[SchedulerRecord]]] = {}
         self._index_attempts(records)
 
     def _index_attempts(self, records: Sequence[SchedulerRecord]) -> None:
@@ -112,6 +120,30 @@ class ChainIndex:
         tasks = self.live_tasks.get(_array_id(job_id) or job_id, ())
         return min(tasks, key=lambda r: _successor_order(record, r), default=None)
 
+    def waited_in(self, place: tuple[str | None, str]) -> list[SchedulerRecord]:
+        """The jobs of ``place`` (user, workdir), live or ran, that waited on something:
+        pending on ``Dependency``, or made eligible after their submission (a released job may
+    still be pending for room). Built once per
+        place, on the first question (only a TIMEOUT no other rule continued asks)."""
+        if place not in self._waited:
+            self._waited[place] = [
+                r for r in (*self.live_by_place.get(place, ()), *self.ran_by_place.get(place, ()))
+                if _still_waiting(r) or _released(r)]
+        return self._waited[place]
+
+    def ended_between(self, place: tuple[str | None, str], start: datetime,
+                      stop: datetime) -> Iterator[SchedulerRecord]:
+        """The jobs of ``place`` that ran and ended from ``start`` to ``stop``, by end time:
+        O(log n) to the first (a sorted list per place, built on the first question)."""
+        return _between(self._ends, self.ran_by_place.get(place, ()), place, (start, stop),
+                        lambda r: r.end_time)
+
+    def released_between(self, place: tuple[str | None, str], start: datetime,
+                         stop: datetime) -> Iterator[SchedulerRecord]:
+        """The jobs of ``place`` that waited and became eligible from ``start`` to ``stop``."""
+        return _between(self._eligible, self.waited_in(place), place, (start, stop),
+                        lambda r: r.eligible_time if _released(r) else None)
+
     def others_live(self, record: SchedulerRecord) -> bool:
         """Another live job that can still write this run's files: the same user and workdir
         (an array's tasks, a run's chunk jobs) or the same user and name stem. O(1)."""
@@ -148,3 +180,21 @@ class ChainIndex:
         indexes = self._chained.get((*name, array), [])
         index = _task_index(record)  # the pending remainder: after every task that ran
         return earlier + (len(indexes) if index is None else bisect.bisect_left(indexes, index))
+
+
+_Place = tuple[str | None, str]
+
+
+def _between(cache: dict[_Place, tuple[list[datetime], list[SchedulerRecord]]],
+             records: Iterable[SchedulerRecord], place: _Place,
+             span: tuple[datetime, datetime],
+             when: Callable[[SchedulerRecord], datetime | None]) -> Iterator[SchedulerRecord]:
+    """``records``' jobs whose ``when`` falls in ``span``, in that order; the sorted list is
+    kept in ``cache`` for ``place``."""
+    if place not in cache:
+        timed = sorted(((_utc(t), r) for r in records if (t := when(r)) is not None),
+                       key=lambda pair: pair[0])
+        cache[place] = ([t for t, _ in timed], [r for _, r in timed])
+    times, found = cache[place]
+    for i in range(bisect.bisect_left(times, span[0]), bisect.bisect_right(times, span[1])):
+        yield found[i]

@@ -14,10 +14,13 @@ from datetime import UTC, datetime, timedelta
 from probes.models import JobState, SchedulerRecord
 from report.chain_index import ChainIndex
 from report.chain_records import (
+    RELEASE_SLACK,
     _never_starts,
     _ran_after,
+    _released,
     _sibling_restart,
     _stdout_pattern,
+    _still_waiting,
     _successor_order,
     _utc,
     dependencies,
@@ -72,40 +75,35 @@ def _released_restart(record: SchedulerRecord, candidates: Iterable[SchedulerRec
     return None
 
 
-DEPENDENCY_REASON = "Dependency"
-"""SLURM's reason for a job waiting on its (still unmet) dependency."""
-
-
-def _co_waiting(record: SchedulerRecord, candidates: Iterable[SchedulerRecord],
-                named: set[str], index: ChainIndex,
+def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
                 may_continue: Callable[[SchedulerRecord], bool]) -> SchedulerRecord | None:
     """A job waiting on ``record`` together with other jobs, after SLURM dropped ``record``
-    from its dependency (module docstring, 4.): of the user's workdir, queued while ``record``
-    ran, held by a dependency past its end (pending on ``Dependency`` still, naming only the
-    others: SLURM deletes each met element of an AND list, ``afterany:A:B`` reads
-    ``afterany:B(unfulfilled)`` once A ended; or made eligible by another job's end, which for
-    an OR list ``afterany:A?afterany:B`` may come first), each of those jobs queued no later
-    than it, and not named as their run's restart (its name stem one of theirs, not
-    ``record``'s): a restart of another run in the same workdir is that run's. Only when no
-    other job of the workdir ended while it waited (to ``record``'s end, for an OR list):
-    then which of them it waited on is unknown. The earliest."""
+    from its dependency (module docstring of :mod:`report.chain`, 4.): of the user's workdir,
+    queued while ``record`` ran, held by a dependency past its end (pending on ``Dependency``
+    still, naming only the others: SLURM deletes each met element of an AND list,
+    ``afterany:A:B`` reads ``afterany:B(unfulfilled)`` once A ended; or made eligible by
+    another job's end, which for an OR list ``afterany:A?afterany:B`` may come first), each of
+    those jobs queued no later than it, and not named as their run's restart (its name stem
+    one of theirs, not ``record``'s): a restart of another run in the same workdir is that
+    run's. Only when no other job of the workdir ended while it waited (to ``record``'s end,
+    for an OR list): then which of them it waited on is unknown. The earliest. Only jobs that
+    waited are looked at, each question a bisection (:class:`ChainIndex`)."""
     if not record.workdir or record.end_time is None or record.submit_time is None:
         return None
     end, stem = _utc(record.end_time), name_stem(record.name)
-    # An OR list's dependant started at the first end, beside this job: it may have ended too.
-    ran = index.ran_by_place.get((record.user, record.workdir), ())
+    place = (record.user, record.workdir)
     found = []
-    for s in {r.job_id: r for r in (*candidates, *ran)}.values():
-        if (s.job_id == record.job_id or s.job_id in named or s.user != record.user
-                or s.workdir != record.workdir or s.state is JobState.CANCELLED
-                or _never_starts(s) or _sibling_restart(record, s) is False
-                or s.submit_time is None
+    # An OR list's dependant started at the first end, beside this job: it may have ended too.
+    for s in index.waited_in(place):
+        if (s.job_id == record.job_id or s.job_id in named or s.state is JobState.CANCELLED
+                or _never_starts(s) or s.submit_time is None
                 or not _utc(record.submit_time) <= _utc(s.submit_time) <= end
-                or (s.end_time is not None and _utc(s.end_time) < end) or not may_continue(s)):
+                or (s.end_time is not None and _utc(s.end_time) < end)
+                or _sibling_restart(record, s) is False or not may_continue(s)):
             continue
         holders = _holders(record, s, index)
-        if (holders and _held_with(record, s, holders, stem) and _alone(record, s, holders, ran)
-                and _sole_release(s, index)):
+        if (holders and _held_with(record, s, holders, stem)
+                and _alone(record, s, holders, index) and _sole_release(s, index)):
             found.append(s)
     return min(found, key=lambda s: _successor_order(record, s), default=None)
 
@@ -115,13 +113,15 @@ def _holders(record: SchedulerRecord, candidate: SchedulerRecord,
     """The jobs other than ``record`` that hold ``candidate`` (named in its pending
     ``Dependency``) or released it (ended at its eligibility); none when one it names is not
     in view (nothing tells whose it is then)."""
-    if candidate.state is JobState.PENDING:
-        if candidate.reason != DEPENDENCY_REASON:
-            return []
+    if _still_waiting(candidate):
         ids = {d.job_id for d in dependencies(candidate)}
         found = [r for i in ids if (r := index.live.get(i) or index.ran.get(i)) is not None]
         return found if len(found) == len(ids) else []
-    return [r for r in index.ran_by_place.get((record.user, record.workdir or ""), ())
+    if candidate.eligible_time is None:
+        return []
+    at = _utc(candidate.eligible_time)
+    place = (record.user, record.workdir or "")
+    return [r for r in index.ended_between(place, at - RELEASE_SLACK, at + timedelta(seconds=1))
             if r.job_id != record.job_id and released_by(r, candidate)]
 
 
@@ -141,32 +141,29 @@ def _sole_release(candidate: SchedulerRecord, index: ChainIndex) -> bool:
     """No other job of ``candidate``'s workdir waited and was made eligible with it: several
     jobs ending at once that released as many (a grid's cells hitting one walltime, each with
     its restart) say nothing of which is whose; one released by them all is their AND list."""
-    if candidate.state is JobState.PENDING or candidate.eligible_time is None:
+    if not _released(candidate) or candidate.eligible_time is None:
         return True
     at = _utc(candidate.eligible_time)
     place = (candidate.user, candidate.workdir or "")
-    return not any(
-        r.job_id != candidate.job_id and r.eligible_time is not None
-        and r.submit_time is not None and r.eligible_time > r.submit_time
-        and abs(_utc(r.eligible_time) - at) <= RELEASE_ALONE
-        for r in (*index.live_by_place.get(place, ()), *index.ran_by_place.get(place, ())))
+    return not any(r.job_id != candidate.job_id for r in
+                   index.released_between(place, at - RELEASE_ALONE, at + RELEASE_ALONE))
 
 
 def _alone(record: SchedulerRecord, candidate: SchedulerRecord,
-           holders: Sequence[SchedulerRecord], ran: Iterable[SchedulerRecord]) -> bool:
+           holders: Sequence[SchedulerRecord], index: ChainIndex) -> bool:
     """No job of the workdir but ``record`` and the holders ended while ``candidate`` waited
     (from its submission to its eligibility, or to ``record``'s end when that came later):
     another such end would explain the dropped element as well."""
     if candidate.submit_time is None or record.end_time is None:
         return False
     start, stop = _utc(candidate.submit_time), _utc(record.end_time)
-    if candidate.state is JobState.PENDING or candidate.eligible_time is None:
+    if not _released(candidate) or candidate.eligible_time is None:
         stop = datetime.max.replace(tzinfo=UTC)  # still waiting: any end since counts
     else:
         stop = max(stop, _utc(candidate.eligible_time)) + RELEASE_ALONE
     skip = {record.job_id, candidate.job_id, *(r.job_id for r in holders)}
-    return not any(r.job_id not in skip and r.end_time is not None
-                   and start <= _utc(r.end_time) <= stop for r in ran)
+    place = (record.user, record.workdir or "")
+    return not any(r.job_id not in skip for r in index.ended_between(place, start, stop))
 
 
 def _relaunch(record: SchedulerRecord, cancelled: SchedulerRecord,

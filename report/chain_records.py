@@ -23,6 +23,10 @@ NEVER_SATISFIED = "DependencyNeverSatisfied"
 """SLURM's pending reason for a dependant whose dependency can no longer be met."""
 
 
+DEPENDENCY_REASON = "Dependency"
+"""SLURM's reason for a job waiting on its (still unmet) dependency."""
+
+
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
 
 
@@ -114,6 +118,18 @@ def dependencies(record: SchedulerRecord) -> tuple[Dependency, ...]:
     named = {d.job_id for d in found}
     found.extend(Dependency("unknown", job) for job in record.depends_on if job not in named)
     return tuple(found)
+
+
+def _still_waiting(record: SchedulerRecord) -> bool:
+    """Pending on its dependency (some element still unmet)."""
+    return record.state is JobState.PENDING and record.reason == DEPENDENCY_REASON
+
+
+def _released(record: SchedulerRecord) -> bool:
+    """Made eligible after its submission (a met dependency, or ``--begin``): still pending
+    for room (``Priority``, ``Resources``), running or ended."""
+    return (not _still_waiting(record) and record.eligible_time is not None
+            and record.submit_time is not None and record.eligible_time > record.submit_time)
 
 
 def _never_starts(record: SchedulerRecord) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from probes.models import JobFacts
+from probes.models import JobFacts, JobState
 from probes.slurm.parse import record_from_squeue
 from report.judge import build_report
 from report.models import JobReport
@@ -64,6 +64,17 @@ def test_and_list_while_the_successor_still_waits_on_the_other() -> None:
 
 def test_and_list_once_the_last_end_released_the_successor() -> None:
     rows = _rows(A, B, C_RELEASED)
+    _continued(rows["305"], "307")
+    _continued(rows["306"], "307")
+
+
+def test_and_list_released_but_still_pending_for_room() -> None:
+    """Released at B's end (eligible, Dependency cleared) and pending on Priority still."""
+    c = _job(307, "resumeC", "RUNNING", eligible_time=B_END + 1)
+    waiting = c.model_copy(update={"record": c.record.model_copy(
+        update={"state": JobState.PENDING, "reason": "Priority", "start_time": None,
+                "end_time": None})})
+    rows = _rows(A, B, waiting)
     _continued(rows["305"], "307")
     _continued(rows["306"], "307")
 
