@@ -19,6 +19,7 @@ from datetime import datetime
 
 from probes.logs.areal_lines import ROW_GATE
 from probes.logs.clock import STAMP_LEADS
+from probes.logs.easyr1_lines import YamlStep, easyr1_header
 from probes.logs.harbor_progress import harbor_progress, harbor_row
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.lines import (
@@ -53,7 +54,7 @@ from probes.logs.scan_patterns import (
 )
 from probes.logs.scan_summary import SummaryScan
 from probes.logs.slime_lines import SLIME_GATE
-from probes.logs.titan_lines import TITAN_START
+from probes.logs.titan_lines import TITAN_INIT, TITAN_START, titan_total
 
 
 class MetricScan(SummaryScan):
@@ -72,6 +73,8 @@ class MetricScan(SummaryScan):
         stamp = self.clock.place(self._stamp(body)) if body[:1] in STAMP_LEADS else None
         if line_no == self.engine_line:
             self._read_engine_line()
+        if self.yaml_step is not None and self._yaml_line(body, line_no):
+            return
         lead = body.lstrip()[:1]
         if self.dict_lines is not None and lead in ("'", '"'):
             self._continue_dict(body, line_no)
@@ -107,6 +110,8 @@ class MetricScan(SummaryScan):
                 body, line_no, stamp):
             return
         if "Step " in body:
+            if body[:5] == "Step " and self._easyr1_header(body, line_no):
+                return
             header = SKYRL_HEADER_RE.search(body)
             if header is not None:
                 self._on_header(int(header.group(1)), stamp, header.group(2), line_no)
@@ -204,6 +209,8 @@ class MetricScan(SummaryScan):
                     loop for loop in LAUNCH_LOOPS if loop in body}
             if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
                 self._ds_total(body)
+            if TITAN_INIT in body:
+                self._titan_init(body)
             if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
                 bar = parse_tqdm(body)
                 if bar is not None and training_desc(bar.desc) == EPISODE_BAR:
@@ -215,9 +222,23 @@ class MetricScan(SummaryScan):
         self.dict_lines, self.header, self.pending_reward = None, None, None
         self.pending_status, self.nemo, self.ds_losses = None, None, (0.0, 0)
         self.hf_prev, self.hf_unanchored, self.hf_saved = None, [], None
-        self.hf_cadence = HfCadence()
+        self.hf_cadence, self.yaml_step = HfCadence(), None
         if at is not None:
             self.clock.reference = self.clock.last = at
+
+    def _easyr1_header(self, body: str, line_no: int) -> bool:
+        """EasyR1's ``Step N`` line: open its block (``_yaml_line`` reads it); whether it was."""
+        step = easyr1_header(body)
+        if step is None:
+            return False
+        self.yaml_step = YamlStep(step, line_no)
+        return True
+
+    def _titan_init(self, body: str) -> None:
+        """A newer torchtitan's ``Trainer is initialized with ... total steps N``: its total."""
+        total = titan_total(body)
+        if total is not None:
+            self.banner_total = total
 
     def _markers(self, body: str, line_no: int) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
@@ -243,6 +264,8 @@ class MetricScan(SummaryScan):
                 self.harbor, self.harbor_metric = harbor[:3], harbor[3]
         if TITAN_START in body:
             self._titan_start(body, line_no)
+        if TITAN_INIT in body:
+            self._titan_init(body)
         if "effective maximum steps" in body:  # NeMo's scheduler: the run's max_steps
             found = NEMO_MAX_STEPS_RE.search(body)
             if found is not None and int(found.group(1)) > 0:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
+from probes.logs.easyr1_lines import YamlStep
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.history import MetricScan
@@ -152,6 +153,9 @@ class MetricCarry(Carried):
     header: tuple[int, LogTime | None] | None = None
     dict_lines: tuple[str, ...] | None = None
     dict_line_no: int = 0
+    yaml_step: tuple[int, int, int, tuple[str, ...], dict[str, float]] | None = None
+    """EasyR1's open step block (``MetricScan.yaml_step``): step, header and last line,
+    keys open, metrics read."""
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
     ds_losses: tuple[float, int] = (0.0, 0)
@@ -389,7 +393,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         checkpoints=tuple(sorted(scan.checkpoints)), finished=scan.finished,
         header=scan.header,
         dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
-        dict_line_no=scan.dict_line_no,
+        dict_line_no=scan.dict_line_no, yaml_step=_yaml_carry(scan.yaml_step),
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation,
@@ -410,6 +414,13 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
     )
     carry._live = live
     return carry
+
+
+def _yaml_carry(block: YamlStep | None) -> tuple[int, int, int, tuple[str, ...],
+                                                  dict[str, float]] | None:
+    if block is None:
+        return None
+    return block.step, block.line_no, block.last, tuple(block.path), dict(block.values)
 
 
 def _point_carry(point: MetricPoint) -> PointCarry:
@@ -453,6 +464,9 @@ def restore_metrics(
     scan.header = carry.header
     scan.dict_lines = None if carry.dict_lines is None else list(carry.dict_lines)
     scan.dict_line_no = carry.dict_line_no
+    if carry.yaml_step is not None:
+        step, line_no, last, path, values = carry.yaml_step
+        scan.yaml_step = YamlStep(step, line_no, last, list(path), dict(values))
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation

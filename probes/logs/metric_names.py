@@ -28,7 +28,8 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     # entropy
     "policy/policy_entropy": ("entropy", 0),
     "actor/entropy": ("entropy", 0),
-    "actor/entropy_loss": ("entropy", 1),  # verl 0.2-0.4.0's name for the mean entropy
+    # verl 0.2-0.4.0's name for the mean entropy; EasyR1's, -mean(log p) of the sampled tokens
+    "actor/entropy_loss": ("entropy", 1),
     "entropy": ("entropy", 1),
     "policy_entropy": ("entropy", 1),
     "entropy_loss": ("entropy", 2),  # OpenRLHF: the mean entropy (its loss term's value)

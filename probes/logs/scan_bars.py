@@ -95,6 +95,8 @@ class BarScan(EpisodeScan):
         """``feed`` of a bar line whose body is itself, led by neither ``{`` nor a quote
         (``lines.own_bars``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
         inlined; the track's ``last`` is made a ``TqdmBar`` only when read (``_settle``)."""
+        if self.yaml_step is not None:
+            self._yaml_line(line, line_no)
         engine = self.engine_line
         if engine is not None and line_no > engine:
             self._read_engine_line()

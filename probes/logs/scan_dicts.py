@@ -1,6 +1,7 @@
 """``MetricScan``'s dict layer: one-line and multi-line dicts (HF/TRL's, SkyRL's step dict, a
-dict with a step key) and HF's step-less dicts, placed by the training bar, by their epoch and
-the banner (``HfBanner``), by a checkpoint save, or at the end by their count.
+dict with a step key, EasyR1's YAML step block) and HF's step-less dicts, placed by the
+training bar, by their epoch and the banner (``HfBanner``), by a checkpoint save, or at the
+end by their count.
 
 Policy: a dict cut at the top of the tail or nested (a config dump) is dropped, never misread;
 an eval/test/predict dict is no training point.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from math import isfinite
 
+from probes.logs.easyr1_lines import YamlStep
 from probes.logs.hf_banner import HfBanner, hf_epoch_step, printed_quantum, significant_quantum
 from probes.logs.hf_cadence import HfCadence, advance, step_interval
 from probes.logs.lines import parse_pairs, quoted_pairs
@@ -25,9 +27,27 @@ _MAX_DICT_LINES = 5000
 class DictScan(ScanCore):
     """The dict readers of ``MetricScan`` and HF's step-less dicts (see the module)."""
 
+    yaml_step: YamlStep | None = None
+    """EasyR1's step block being read (``probes.logs.easyr1_lines``): a point once it ends.
+    Every way a line is fed (``feed``, ``feed_bar``, ``feed_dict``) offers it first."""
+
+    def _yaml_line(self, body: str, line_no: int) -> bool:
+        """A line after EasyR1's ``Step N``: read into its block, or (False) the block ends
+        before it and is the step's point."""
+        block = self.yaml_step
+        if block is not None and block.read(body, line_no):
+            return True
+        self.yaml_step = None
+        if block is not None and block.values:
+            self._mark("easyr1")
+            self._record(block.step, block.values, block.line_no, None)
+        return False
+
     def feed_dict(self, line: str, line_no: int) -> None:
         """``feed`` of a one-line dict that is its own body: it starts with ``{`` and ends in
         ``}`` (so no Ray prefix, no ``[repeated ...]`` tail, no stamp): read at once."""
+        if self.yaml_step is not None:
+            self._yaml_line(line, line_no)
         engine = self.engine_line
         if engine is not None and line_no >= engine:
             self._read_engine_line()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 
 from probes.logs.areal_lines import ROW_GATE, STEP_GATE
+from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.prefilter import NeedleFilter
-from probes.logs.titan_lines import TITAN_FINISH, TITAN_START
+from probes.logs.titan_lines import TITAN_FINISH, TITAN_INIT, TITAN_START
 
 SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 BANNER_RE = re.compile(
@@ -112,7 +113,7 @@ MARKER_GATES = (
     "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
-    "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START,
+    "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
@@ -127,14 +128,16 @@ METRIC_LINES = NeedleFilter(
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
-        *("] step=", ", rank: ", *DS_GATES, TITAN_START),
+        *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT),
     ),
     unicode_digits=True,
-    shape=ROW_SHAPE,  # Harbor's row named for a metric other than its Mean
+    # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block
+    shape=ROW_SHAPE + b"|" + YAML_SHAPE,
 )
 """Every line ``MetricScan.feed`` acts on holds one of these: a substring gate of ``feed``, a
 dict's brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``read_stamp`` reads
-has one), which is `` ::`` or ``T::`` once the prefilter deletes digits."""
+has one), which is `` ::`` or ``T::`` once the prefilter deletes digits; or, by its shape, a
+line of EasyR1's YAML step block (``probes.logs.easyr1_lines.YAML_SHAPE``)."""
 NEMO_GATES = ("= Step ", *EPOCH_GATES, STEP_GATE)
 """``_nemo_markers``' gates: NeMo-RL's step and epoch banners, config, checkpoint saves."""
 NEMO_MAX_STEPS_RE = re.compile(r"\(effective maximum steps = (\d{1,12})\)")

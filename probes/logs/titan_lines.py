@@ -11,7 +11,10 @@ the canonical names are left to ``metric_names``; a pipeline-parallel rank's ``-
 (``PP_NO_LOSS``) is none. ``validate step: N`` (its validation line)
 is no training step. Older trainers print the run's total on their start line
 (``Training starts at step 1, with local batch size 8, ..., total steps 1000 (warmup 200)``);
-newer ones print ``Training starts at step 1`` alone (no total: none is claimed).
+newer ones print ``Training starts at step 1`` alone, the total on the line their
+``Trainer.__init__`` ends with (``Trainer is initialized with local batch size 8, global
+batch size 64, gradient accumulation steps 1, sequence length 8192, total steps 1000 (warmup
+200)``, ``training.steps``; forks print tokens per step there instead of the batch sizes).
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ import re
 
 from probes.logs.lines import parse_number
 
-__all__ = ["TITAN_FINISH", "TITAN_START", "parse_titan_step", "titan_total"]
+__all__ = ["TITAN_FINISH", "TITAN_INIT", "TITAN_START", "parse_titan_step", "titan_total"]
 
 _STEP_RE = re.compile(r"(?:^|[\s\]:>-])(?<!validate )step: {1,12}(\d{1,12})  (?=\S)")
 """``step: {step:2}`` then two spaces before the next part (a verl ``step:N - `` has none)."""
 _PART_RE = re.compile(r"(?<!\S)([A-Za-z_][\w/()%.]{0,64}): {1,12}(\S{1,64})")
 """One ``label: value`` part (a value is right-aligned: ``loss:  7.9912``)."""
 _TOTAL_RE = re.compile(
-    r"Training starts at step \d{1,12}, with .{0,400}?\btotal steps (\d{1,12})\b")
+    r"(?:Training starts at step \d{1,12}, with|Trainer is initialized with) "
+    r".{0,400}?\btotal steps (\d{1,12})\b")
 PP_NO_LOSS = -1.0
 """The loss a pipeline-parallel rank without the last stage logs (``train.py``: ``loss = ...
 if self.pp_has_last_stage else torch.tensor([-1.0])``): no loss. torchrun's default
@@ -36,6 +40,8 @@ not visible'); with the last stage's rank logged too, both print each step."""
 TITAN_START = "Training starts at step"
 """The trainer's start line (``Trainer.train``, every version): a second one in a log is the
 run launched again into it."""
+TITAN_INIT = "Trainer is initialized with"
+"""The line a newer trainer's ``__init__`` ends with: the run's total (``titan_total``)."""
 TITAN_FINISH = "Training completed"
 """The trainer's last line of a run trained to its steps (``Trainer.train``'s end)."""
 
@@ -59,7 +65,8 @@ def parse_titan_step(line: str) -> tuple[int, dict[str, float]] | None:
 
 
 def titan_total(line: str) -> int | None:
-    """The ``total steps N`` of an older torchtitan start line, if ``line`` is one (N > 0)."""
+    """The ``total steps N`` of an older torchtitan start line or a newer one's
+    ``Trainer is initialized with`` line, if ``line`` is one (N > 0)."""
     found = _TOTAL_RE.search(line)
     if found is None or int(found.group(1)) <= 0:
         return None

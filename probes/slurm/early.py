@@ -43,6 +43,7 @@ FOLD_STACK = (
     "probes.logs.tracebacks", "probes.logs.faults", "probes.logs.areal_lines",
     "probes.logs.harbor_progress", "probes.logs.hf_cadence", "probes.logs.mirror_lines",
     "probes.logs.progress", "probes.logs.nemo_rl_epochs", "probes.logs.titan_lines",
+    "probes.logs.easyr1_lines",
     "probes.logs.scan_patterns", "probes.logs.hf_banner", "probes.logs.metric_names",
     "probes.logs.scan_core", "probes.logs.precision", "probes.logs.unsloth_lines",
     "probes.logs.scan_dicts", "probes.logs.slime_lines", "probes.logs.scan_steps",
