@@ -27,11 +27,12 @@ from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
 from bot.sweep import Sweeper, SweepResult
 from probes.config import ReplayCluster
-from probes.errors import InvalidJobIdError, ProbeError
+from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref
 
 if TYPE_CHECKING:
     from report.models import ClusterReport, JobDetail
+
 
 FORMATS = ("text", "json", "slack")
 DEMO_RECORDING = Path(__file__).parent / "demo" / "recording"
@@ -138,12 +139,12 @@ def listen_port(text: str) -> int:
     return port
 
 
-def _config_path(args: argparse.Namespace) -> Path:
+def config_path(args: argparse.Namespace) -> Path:
     return args.config if args.config is not None else default_config_path()
 
 
-def _loader(args: argparse.Namespace) -> Callable[[], Config]:
-    path = _config_path(args)
+def config_loader(args: argparse.Namespace) -> Callable[[], Config]:
+    path = config_path(args)
     return lambda: load_config(path)
 
 
@@ -209,7 +210,7 @@ async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
                       and (cluster is None or c.name == cluster)]
             if not unread:
                 raise
-            print(_unread_answer(unread, f"{cluster}:{job_id}" if cluster else job_id,
+            print(unread_answer(unread, f"{cluster}:{job_id}" if cluster else job_id,
                                  "not read", fmt))
             return
         print(show(found))
@@ -238,7 +239,7 @@ def _one_shot_gc() -> Iterator[None]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    loader = _loader(args)
+    loader = config_loader(args)
     config = loader()
     width = args.width or config.report.width
     with _one_shot_gc():
@@ -254,7 +255,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _job_ref(args: argparse.Namespace) -> tuple[str | None, str]:
+def job_ref(args: argparse.Namespace) -> tuple[str | None, str]:
     """``ID`` or ``CLUSTER:ID`` with ``--cluster``: (cluster or None, job id); a malformed id,
     or a cluster the ref and ``--cluster`` disagree on, is bad usage (``job`` and ``probe``)."""
     try:
@@ -268,8 +269,8 @@ def _job_ref(args: argparse.Namespace) -> tuple[str | None, str]:
 
 
 def cmd_job(args: argparse.Namespace) -> int:
-    cluster, job_id = _job_ref(args)
-    loader = _loader(args)
+    cluster, job_id = job_ref(args)
+    loader = config_loader(args)
     config = loader()
     width = args.width or config.report.width
 
@@ -294,84 +295,7 @@ def cmd_job(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check_config(args: argparse.Namespace) -> int:
-    from bot.config_checks import config_warnings
-
-    path = _config_path(args)
-    config = load_config(path)
-    active = sum(1 for c in config.clusters if c.active)
-    for warning in config_warnings(config):
-        print(f"jobtables: warning: {path}: {warning}", file=sys.stderr)
-    print(f"{path}: OK ({len(config.clusters)} clusters, {active} active)")
-    return 0
-
-
-def cmd_record(args: argparse.Namespace) -> int:
-    from probes.config import SlurmCluster
-    from probes.slurm.recording import RecordingRefused, check_dest, record
-
-    config = _loader(args)()
-    cluster = config.cluster(args.cluster)
-    if not isinstance(cluster, SlurmCluster):
-        raise UsageError(
-            f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
-    try:  # a DIR that is a file or holds other files is the argument's fault, not the cluster's
-        check_dest(args.dir)
-    except RecordingRefused as exc:
-        raise UsageError(f"record: {exc}") from exc
-    try:
-        out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
-    except ProbeError as exc:
-        # Not a bug and no report to print: one line naming the reason (host key, refused
-        # port, failed command), exit 1, nothing written.
-        print(f"jobtables: cannot record {cluster.name!r}: {exc}", file=sys.stderr)
-        return 1
-    print(f"recorded {cluster.name} into {out}")
-    return 0
-
-
-def cmd_bot(args: argparse.Namespace) -> int:
-    from bot.config_checks import redis_file_problems
-    from bot.server import run_bot
-
-    # Fail fast, with the line and key, before binding a port.
-    config = load_config(_config_path(args))
-    problems = redis_file_problems(config.redis)
-    if problems:
-        raise UserError(problems[0])
-    asyncio.run(run_bot(_config_path(args), port=args.port))
-    return 0
-
-
-def cmd_probe(args: argparse.Namespace) -> int:
-    """``jobtables probe ID``: the deep probe (bot.deep_probe); an id the cluster's kind cannot
-    have is bad usage (exit 2). A cluster that could not be read is reported, not an error
-    (CONTRACT §1: exit 0): the answer says so, in JSON as the contract's report object with the
-    cluster ``unreachable`` and no job."""
-    from bot.deep_probe import probed_cluster, run_deep_probe
-    from report.models import ClusterReport
-    from report.probe_text import render_probe_json, render_probe_text
-
-    cluster, job_id = _job_ref(args)
-    config = _loader(args)()
-    try:
-        detail = asyncio.run(run_deep_probe(config, cluster, job_id))
-    except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
-        raise UsageError(f"cannot probe {args.id}: {exc}") from exc
-    except ProbeError as exc:
-        target = probed_cluster(config, cluster)
-        print(_unread_answer([ClusterReport(name=target.name, kind=target.kind,
-                                            status="unreachable", detail=str(exc))],
-                             f"{target.name}:{job_id}", "no deep probe verdict", args.format))
-        return 0
-    if args.format == "json":
-        print(render_probe_json(detail))
-    else:
-        print(render_probe_text(detail, width=args.width or config.report.width))
-    return 0
-
-
-def _unread_answer(clusters: Sequence[ClusterReport], ref: str, what: str, fmt: str) -> str:
+def unread_answer(clusters: Sequence[ClusterReport], ref: str, what: str, fmt: str) -> str:
     """``job``'s or ``probe``'s answer when the clusters that may hold ``ref`` could not be
     read: ``<ref>: <what>: cluster 'x' is unreachable (<why>)``; in JSON the contract's report
     object with those clusters and no job; in Slack form that line as one message."""
@@ -391,9 +315,17 @@ def _unread_answer(clusters: Sequence[ClusterReport], ref: str, what: str, fmt: 
     return line
 
 
+def cmd_admin(args: argparse.Namespace) -> int:
+    """``check-config``, ``record``, ``bot`` and ``probe`` (``bot.admin_commands``, imported
+    when one of them runs: a sweep, a job and ``--help`` never pay for it)."""
+    from bot.admin_commands import ADMIN_COMMANDS
+
+    return ADMIN_COMMANDS[args.command](args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "sweep": cmd_sweep, "job": cmd_job, "demo": cmd_demo, "check-config": cmd_check_config,
-    "record": cmd_record, "bot": cmd_bot, "probe": cmd_probe,
+    "sweep": cmd_sweep, "job": cmd_job, "demo": cmd_demo, "check-config": cmd_admin,
+    "record": cmd_admin, "bot": cmd_admin, "probe": cmd_admin,
 }
 
 

@@ -1,0 +1,100 @@
+"""The ``jobtables`` commands beside the report: ``check-config``, ``record``, ``bot``, ``probe``.
+
+Policy: as every command of ``bot.cli`` (its exit codes, its one-line errors, its config
+reading, which these share with it). ``bot.cli`` imports this module only when one of these
+commands runs, so ``jobtables --help``, ``sweep``, ``job`` and ``demo`` never import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+
+from bot.cli import config_loader, config_path, job_ref, unread_answer
+from bot.config import load_config
+from bot.errors import UsageError, UserError
+from probes.errors import InvalidJobIdError, ProbeError
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    from bot.config_checks import config_warnings
+
+    path = config_path(args)
+    config = load_config(path)
+    active = sum(1 for c in config.clusters if c.active)
+    for warning in config_warnings(config):
+        print(f"jobtables: warning: {path}: {warning}", file=sys.stderr)
+    print(f"{path}: OK ({len(config.clusters)} clusters, {active} active)")
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from probes.config import SlurmCluster
+    from probes.slurm.recording import RecordingRefused, check_dest, record
+
+    config = config_loader(args)()
+    cluster = config.cluster(args.cluster)
+    if not isinstance(cluster, SlurmCluster):
+        raise UsageError(
+            f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
+    try:  # a DIR that is a file or holds other files is the argument's fault, not the cluster's
+        check_dest(args.dir)
+    except RecordingRefused as exc:
+        raise UsageError(f"record: {exc}") from exc
+    try:
+        out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+    except ProbeError as exc:
+        # Not a bug and no report to print: one line naming the reason (host key, refused
+        # port, failed command), exit 1, nothing written.
+        print(f"jobtables: cannot record {cluster.name!r}: {exc}", file=sys.stderr)
+        return 1
+    print(f"recorded {cluster.name} into {out}")
+    return 0
+
+
+def cmd_bot(args: argparse.Namespace) -> int:
+    from bot.config_checks import redis_file_problems
+    from bot.server import run_bot
+
+    # Fail fast, with the line and key, before binding a port.
+    config = load_config(config_path(args))
+    problems = redis_file_problems(config.redis)
+    if problems:
+        raise UserError(problems[0])
+    asyncio.run(run_bot(config_path(args), port=args.port))
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """``jobtables probe ID``: the deep probe (bot.deep_probe); an id the cluster's kind cannot
+    have is bad usage (exit 2). A cluster that could not be read is reported, not an error
+    (CONTRACT §1: exit 0): the answer says so, in JSON as the contract's report object with the
+    cluster ``unreachable`` and no job."""
+    from bot.deep_probe import probed_cluster, run_deep_probe
+    from report.models import ClusterReport
+    from report.probe_text import render_probe_json, render_probe_text
+
+    cluster, job_id = job_ref(args)
+    config = config_loader(args)()
+    try:
+        detail = asyncio.run(run_deep_probe(config, cluster, job_id))
+    except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
+        raise UsageError(f"cannot probe {args.id}: {exc}") from exc
+    except ProbeError as exc:
+        target = probed_cluster(config, cluster)
+        print(unread_answer([ClusterReport(name=target.name, kind=target.kind,
+                                            status="unreachable", detail=str(exc))],
+                             f"{target.name}:{job_id}", "no deep probe verdict", args.format))
+        return 0
+    if args.format == "json":
+        print(render_probe_json(detail))
+    else:
+        print(render_probe_text(detail, width=args.width or config.report.width))
+    return 0
+
+
+ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check-config": cmd_check_config, "record": cmd_record, "bot": cmd_bot, "probe": cmd_probe,
+}
