@@ -33,6 +33,7 @@ collector that does not run (no python3) falls back to running the commands one 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -233,35 +234,72 @@ def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
 
 
 async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
-                    now: datetime) -> tuple[dict[str, Any], list[SchedulerRecord]]:
+                    now: datetime,
+                    ) -> tuple[dict[str, Any], list[SchedulerRecord], list[SchedulerRecord]]:
     """Command 2 (when needed): the job's files and, for a TIMEOUT, COMPLETED or RUNNING job,
     the jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
     restart that already ran being the successor too, ``report.chain``; a running run's
-    earlier attempts, ``report.fingerprint``)."""
+    earlier attempts, ``report.fingerprint``); and, for a RUNNING one, the user's jobs of
+    other names in its workdir (``parse_neighbours``: read only to keep its banked step to
+    its own saves, as the sweep does, which lists them all)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
     if _lists_related(record):
         selection: tuple[str, ...] = ("-t", "all", "-u", str(record.user))
-        if record.state not in _ALL_OF_USER and not _ending(record):
+        named = record.state not in _ALL_OF_USER and not _ending(record)
+        if named:
             # A running run's earlier attempts carry its name: the user's jobs of that name
             # only, so the read costs the run's attempts, not the user's whole queue.
             selection += (f"--name={record.name}",)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
+        if named and record.workdir:  # and its neighbours' ids, names and workdirs only
+            commands.append({"argv": _neighbour_argv(nonce, str(record.user))})
         if record.state in _CHAINED or _ending(record):
             # squeue -o has no eligible time; -O has, beside the id only (no user text to
             # forge).
             commands.append({"argv": ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h",
                                       *selection, "-O", "JobID:64,EligibleTime:24"]})
     if not started and not commands:
-        return {}, []
+        return {}, [], []
     texts, collected, _ = await _scheduler(runner, cluster, commands, started)
     live = parse_squeue_plain(texts[0], cluster=cluster.name, now=now,
                               nonce=nonce) if commands else []
-    eligible = parse_eligible(texts[1]) if len(texts) > 1 else {}
+    chained = record.state in _CHAINED or _ending(record)
+    eligible = parse_eligible(texts[1]) if chained and len(texts) > 1 else {}
+    neighbours = (parse_neighbours(texts[1], nonce, record)
+                  if not chained and len(texts) > 1 else [])
     live = [r.model_copy(update={"eligible_time": eligible[r.job_id]})
             if r.eligible_time is None and r.job_id in eligible else r for r in live]
-    return collected, [r for r in live if r.job_id != record.job_id]
+    return collected, [r for r in live if r.job_id != record.job_id], neighbours
+
+
+def _neighbour_argv(nonce: str, user: str) -> list[str]:
+    fields = f"<F:{nonce}>".join(("%i", "%j", "%T", "%Z"))
+    return ["squeue", "-h", "-t", "all", "-u", user, "-o", f"<R:{nonce}>{fields}"]
+
+
+def parse_neighbours(text: str, nonce: str, record: SchedulerRecord) -> list[SchedulerRecord]:
+    """The jobs of ``_neighbour_argv``'s listing that ran from ``record``'s workdir under
+    another name: another run whose saves may lie under the same default checkpoint roots
+    (``probes.slurm.shared_roots``). Their ids, names, states and workdir only."""
+    workdir = os.path.normpath(record.workdir or "/")
+    found = []
+    for chunk in text.split(f"<R:{nonce}>")[1:]:
+        fields = chunk.removesuffix("\n").split(f"<F:{nonce}>")
+        if len(fields) != 4:
+            continue
+        job_id, name, state, where = fields
+        if (job_id == record.job_id or name == record.name or not where
+                or os.path.normpath(where) != workdir):
+            continue
+        found.append(SchedulerRecord(
+            cluster=record.cluster, job_id=job_id, name=name, user=record.user,
+            state=JobState(state) if state in _STATES else JobState.UNKNOWN, workdir=where))
+    return found
+
+
+_STATES = frozenset(state.value for state in JobState)
 
 
 def earlier_failures(record: SchedulerRecord,

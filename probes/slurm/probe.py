@@ -219,8 +219,9 @@ class SlurmProbe(SnapshotCommands):
                 found = await onejob.find_job(runner, self._cluster, job_id, now)
                 if found is not None and found.user not in self._users(runner):
                     found = None  # not a job this cluster reports (``users``): as a sweep
-                collected, live = ({}, []) if found is None else await onejob.job_files(
-                    runner, self._cluster, found, now)
+                collected, live, neighbours = (
+                    ({}, [], []) if found is None
+                    else await onejob.job_files(runner, self._cluster, found, now))
                 earlier = onejob.earlier_failures(found, live) if found is not None else []
                 if earlier:  # read as the sweep reads them: is this failure a recurrence?
                     collected = {**collected, **await onejob.attempt_files(
@@ -241,14 +242,17 @@ class SlurmProbe(SnapshotCommands):
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=self._own_checkpoints(
-                                (*jobs, *(JobFacts(record=r) for r in live))))
+                                (*jobs, *(JobFacts(record=r) for r in live)), neighbours))
 
-    def _own_checkpoints(self, jobs: Sequence[JobFacts]) -> tuple[JobFacts, ...]:
+    def _own_checkpoints(self, jobs: Sequence[JobFacts],
+                         neighbours: Sequence[SchedulerRecord] = ()) -> tuple[JobFacts, ...]:
         """Runs sharing a workdir bank only their own steps under the default roots
-        (``probes.slurm.shared_roots``); roots the config names are read as they are."""
+        (``probes.slurm.shared_roots``); roots the config names are read as they are.
+        ``neighbours``: other runs in a job's workdir, read for that only (not returned)."""
         if self._cluster.checkpoint_roots != DEFAULT_CHECKPOINT_ROOTS:
             return tuple(jobs)
-        return own_checkpoints(jobs)
+        kept = own_checkpoints((*jobs, *(JobFacts(record=r) for r in neighbours)))
+        return kept[:len(jobs)]
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         """``scancel <id>``; the id is validated before anything connects. A heterogeneous

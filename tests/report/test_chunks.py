@@ -9,16 +9,14 @@ import pytest
 
 from probes.models import JobState
 from report.chunks import (
-    PUBLIC_REASON_CHARS,
     SlackMessage,
     escape_mrkdwn,
     plain_chunks,
-    public_reason,
     slack_messages,
-    summary_lines,
     table_sections,
 )
 from report.models import ClusterReport, JobReport, Recommendation, Report
+from report.sweep_summary import PUBLIC_REASON_CHARS, public_reason, summary_lines
 from report.tables import RenderedTable, render_tables
 from tests.report.factories import report_job
 

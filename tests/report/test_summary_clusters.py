@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from probes.models import JobState
-from report.chunks import summary_lines
 from report.models import ClusterReport, Recommendation, Report
+from report.sweep_summary import summary_lines
 from tests.report.factories import report_job
 
 NOW = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
