@@ -40,9 +40,10 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    element, so A is named no more. A job of the user's workdir queued while the TIMEOUT ran,
    held by a dependency past its end (still pending on ``Dependency``, or made eligible by
    another job's end, before it for an OR list), each job holding it queued no later than it
-   and of another run than its own name says (:func:`_co_waiting`). A job named as another
-   run's restart is that run's only: without a remembered edge, SLURM's record no longer says
-   it waited on this one too.
+   and of another run than its own name says (:func:`_co_waiting`), of the TIMEOUT's own
+   bucket (the judge's ``co_waits``: an upload of another run, waiting on that run, reads
+   the same and continues none). A job named as another run's restart is that run's only:
+   without a remembered edge, SLURM's record no longer says it waited on this one too.
 
 A restart that already ran and ended (a chain A -> B -> C with B over, or a finished run) is
 still the successor: among the fallback candidates (3.) and a remembered edge (2.), an ended
@@ -202,6 +203,7 @@ def chain_link(
     planned_stop: bool = False,
     success_edges: Mapping[str, str] | None = None,
     continues: Callable[[SchedulerRecord], bool] | None = None,
+    co_waits: Callable[[SchedulerRecord], bool] | None = None,
 ) -> ChainLink:
     """The restart continuing TIMEOUT ``record``, or why the job waiting on it is none.
 
@@ -213,10 +215,14 @@ def chain_link(
     read for such a planned stop only (a TIMEOUT never satisfies them).
     ``continues``: whether a job that waits on such a planned stop only by ``afterok`` or
     ``aftercorr`` may continue its run (the judge: not in another configured bucket; an eval
-    of the run's checkpoint waits the same way, and is none)."""
+    of the run's checkpoint waits the same way, and is none).
+    ``co_waits``: whether a job that no longer names ``record`` may be the restart rule 4
+    finds (:func:`_co_waiting`; default ``continues``): the judge, of ``record``'s own bucket
+    only. Its record is an unrelated job's as well (an upload waiting on another run of the
+    workdir), so a catch-all task is none unless the TIMEOUT is one too."""
     index = index if index is not None else ChainIndex(records)
     link = _chain_link(record, known_edges, index=index, planned_stop=planned_stop,
-                       success_edges=success_edges, continues=continues)
+                       success_edges=success_edges, continues=continues, co_waits=co_waits)
     successor = index.live.get(link.successor) if link.successor is not None else None
     if successor is not None and successor.reason in HELD_REASONS:
         return ChainLink(successor=link.successor, held=successor.reason)
@@ -231,6 +237,7 @@ def _chain_link(
     planned_stop: bool,
     success_edges: Mapping[str, str] | None,
     continues: Callable[[SchedulerRecord], bool] | None,
+    co_waits: Callable[[SchedulerRecord], bool] | None,
 ) -> ChainLink:
     completed = planned_stop and record.state is JobState.COMPLETED
     if (record.state is not JobState.TIMEOUT and not completed) \
@@ -260,7 +267,7 @@ def _chain_link(
                       key=lambda r: _successor_order(record, r))
     first = (next((r for r in fallback if r.state is not JobState.CANCELLED), None)
              or _released_restart(record, pool, named, index, ok)
-             or _co_waiting(record, named, index, ok))
+             or _co_waiting(record, named, index, co_waits or ok))
     if first is not None:
         return ChainLink(successor=first.job_id,
                          ended=None if first.job_id in index.live else first.state.value)

@@ -134,7 +134,8 @@ def judge_job(
     link = chain_link(as_ended(record), cluster_records, edges, index=index,
                       planned_stop=planned_stop(facts) is not None,
                       success_edges=memory.known_ok_edges.get(record.cluster) if memory else None,
-                      continues=lambda r: bucket_for(r.name, settings.buckets) in (bucket, "other"))
+                      continues=lambda r: bucket_for(r.name, settings.buckets) in (bucket, "other"),
+                      co_waits=lambda r: bucket_for(r.name, settings.buckets) == bucket)
     ctx = JudgeContext(
         facts=facts,
         history=normalized_history(points),
