@@ -255,19 +255,16 @@ async def one_at_a_time(bot: Bot, cluster: str, job_id: str, *, user: str,
     if ref in bot.probing:
         yield False
         return
+    bot.probing.add(ref)  # before the Redis call: a caller arriving meanwhile finds it taken
     locked: bool | None = None  # None: Redis could not say
     try:
-        locked = await bot.store.acquire(name, {"user": user, "where": where,
-                                                "at": bot.clock().isoformat()},
-                                         ttl_s=PRESS_LOCK_S)
-    except StoreUnavailable as exc:
-        log.warning("deep probe not deduplicated across replicas", error=str(exc))
-    if locked is False:
-        yield False
-        return
-    bot.probing.add(ref)
-    try:
-        yield True
+        try:
+            locked = await bot.store.acquire(name, {"user": user, "where": where,
+                                                    "at": bot.clock().isoformat()},
+                                             ttl_s=PRESS_LOCK_S)
+        except StoreUnavailable as exc:
+            log.warning("deep probe not deduplicated across replicas", error=str(exc))
+        yield locked is not False
     finally:
         bot.probing.discard(ref)
         if locked:
