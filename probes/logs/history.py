@@ -53,7 +53,7 @@ from probes.logs.scan_patterns import (
     SKYRL_HEADER_RE,
 )
 from probes.logs.scan_summary import SummaryScan
-from probes.logs.slime_lines import SLIME_GATE
+from probes.logs.slime_lines import ARGS_GATE, SLIME_GATE, SlimeArgs
 from probes.logs.titan_lines import TITAN_INIT, TITAN_START, titan_total
 
 
@@ -64,6 +64,9 @@ class MetricScan(SummaryScan):
     ``engine_line`` asks for the log clock's reading at that line (``engine_at``): the line's
     own stamp, else the last one before it (vLLM's access lines carry none).
     """
+
+    slime_args = SlimeArgs()
+    """The printed arguments giving slime's total steps (``probes.logs.slime_lines``)."""
 
     def feed(self, line: str, raw: str, line_no: int) -> None:
         """Classify one cleaned line; cheap substring tests gate every regex."""
@@ -211,6 +214,8 @@ class MetricScan(SummaryScan):
                 self._ds_total(body)
             if TITAN_INIT in body:
                 self._titan_init(body)
+            if ARGS_GATE in body:
+                self._slime_args(body)
             if "Episode [" in body and "%|" in body:  # the resumed episode's bar, if in the head
                 bar = parse_tqdm(body)
                 if bar is not None and training_desc(bar.desc) == EPISODE_BAR:
@@ -240,6 +245,14 @@ class MetricScan(SummaryScan):
         if total is not None:
             self.banner_total = total
 
+    def _slime_args(self, body: str) -> None:
+        """One of Megatron's printed arguments: slime's total once its are all read."""
+        read = self.slime_args.read(body)
+        if read is not self.slime_args:
+            self.slime_args = read
+            if read.total is not None:
+                self.banner_total = read.total
+
     def _markers(self, body: str, line_no: int) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
         if "Total" in body:
@@ -266,6 +279,8 @@ class MetricScan(SummaryScan):
             self._titan_start(body, line_no)
         if TITAN_INIT in body:
             self._titan_init(body)
+        if ARGS_GATE in body:
+            self._slime_args(body)
         if "effective maximum steps" in body:  # NeMo's scheduler: the run's max_steps
             found = NEMO_MAX_STEPS_RE.search(body)
             if found is not None and int(found.group(1)) > 0:

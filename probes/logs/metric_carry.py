@@ -40,6 +40,7 @@ from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
 from probes.logs.scan_core import Plan
 from probes.logs.scan_episodes import EpisodeResume
+from probes.logs.slime_lines import SlimeArgs
 from probes.models import Frozen, LogTime, MetricPoint
 
 KEEP_POINTS = 32
@@ -198,6 +199,9 @@ class MetricCarry(Carried):
     config_epochs: int | None = None
     config_epoch_cap: int | None = None
     """torchtune's resolved ``epochs`` and ``max_steps_per_epoch`` (``MetricScan``'s)."""
+    slime_args: tuple[int | None, int | None, int | None, int | None, int | None] = (
+        None, None, None, None, None)
+    """slime's printed arguments that give its total (``MetricScan.slime_args``)."""
     _live: tuple[MetricPoint, ...] | None = PrivateAttr(default=None)
     """This process only, never stored: the ``MetricPoint`` each of ``points`` was made from
     (equal to it field by field; points are replaced, never changed): a restore reuses them
@@ -411,6 +415,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         episode_unanchored=scan.episode_unanchored, episode_ahead=scan.episode_ahead,
         iter_total=scan.iter_total, iter_times=tuple(scan.iter_times),
         config_epochs=scan.config_epochs, config_epoch_cap=scan.config_epoch_cap,
+        slime_args=tuple(scan.slime_args),
     )
     carry._live = live
     return carry
@@ -489,4 +494,5 @@ def restore_metrics(
     scan.episode_unanchored, scan.episode_ahead = carry.episode_unanchored, carry.episode_ahead
     scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
     scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
+    scan.slime_args = SlimeArgs(*carry.slime_args)
     return scan

@@ -40,6 +40,7 @@ from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
 from probes.logs.recent import HISTORY_DEPTH, recent_metrics
+from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_INIT
 from probes.models import LogSummary
 
@@ -116,7 +117,7 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
 
 
 _SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
-                 "orchestrator loop", TITAN_INIT)
+                 "orchestrator loop", TITAN_INIT, ARGS_GATE)
 """What a line ``MetricScan.seed_head`` reads holds."""
 
 

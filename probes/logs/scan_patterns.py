@@ -16,6 +16,7 @@ from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.prefilter import NeedleFilter
+from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_FINISH, TITAN_INIT, TITAN_START
 
 SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
@@ -113,7 +114,7 @@ MARKER_GATES = (
     "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
-    "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT,
+    "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
@@ -128,7 +129,7 @@ METRIC_LINES = NeedleFilter(
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
-        *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT),
+        *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block
