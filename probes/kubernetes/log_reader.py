@@ -17,8 +17,9 @@ from collections.abc import Mapping
 
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, ProbeError, UnreachableError
+from probes.kubernetes.api_errors import NoAnswerError
 from probes.kubernetes.attempts import FailedRank
-from probes.kubernetes.client import KubeClient, NoAnswerError
+from probes.kubernetes.client import KubeClient
 from probes.kubernetes.pod_logs import log_container, log_fetch_problem
 from probes.kubernetes.views import PodView
 from probes.logs.excerpt import retain

@@ -44,8 +44,9 @@ from pydantic import ValidationError
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.ids import validate_job_id
+from probes.kubernetes.api_errors import ForbiddenError, NotFoundError
 from probes.kubernetes.attempts import failed_rank
-from probes.kubernetes.client import ForbiddenError, KubeClient, NotFoundError
+from probes.kubernetes.client import KubeClient
 from probes.kubernetes.log_reader import LogReader, real_faults
 from probes.kubernetes.objects import (
     FAILED_RANK_LABEL,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes.kubernetes.client import PAGE_SIZE
 from probes.kubernetes.probe import KubernetesProbe
+from probes.kubernetes.session import PAGE_SIZE
 from probes.models import JobState
 from tests.probes.kubernetes.builders import make_job, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn

@@ -344,6 +344,7 @@ async def test_the_retry_never_outlasts_the_sweep_budget(
 
     from probes.errors import UnreachableError
     from probes.kubernetes import client as kube
+    from probes.kubernetes import session
 
     api = kube.KubeClient(cluster.model_copy(update={"timeout_s": 0.3}))
     asked = 0
@@ -358,7 +359,7 @@ async def test_the_retry_never_outlasts_the_sweep_budget(
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    monkeypatch.setattr(kube.asyncio, "sleep", sleep)
+    monkeypatch.setattr(session.asyncio, "sleep", sleep)
     with api.budget(), pytest.raises(UnreachableError):
         await api._list_pages("list jobs", unavailable)
     assert slept == [] and asked == 1  # the 0.5 s wait is more than the budget holds
@@ -372,6 +373,7 @@ async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesClust
 
     from probes.errors import UnreachableError
     from probes.kubernetes import client as kube
+    from probes.kubernetes import session
 
     api = kube.KubeClient(cluster)
     endless = 0
@@ -381,9 +383,10 @@ async def test_a_list_past_its_bound_is_refused_not_cut(cluster: KubernetesClust
         endless += 1
         return {"items": [{"n": endless}], "metadata": {"continue": f"t{endless}"}}
 
-    with pytest.raises(UnreachableError, match=f"more than {kube.PAGE_SIZE * kube.MAX_PAGES}"):
+    with pytest.raises(UnreachableError,
+                       match=f"more than {session.PAGE_SIZE * session.MAX_PAGES}"):
         await api._list_pages("list pods", page)
-    assert endless == kube.MAX_PAGES
+    assert endless == session.MAX_PAGES
     served: list[object] = []
 
     async def expiring(**query: object) -> dict[str, object]:
