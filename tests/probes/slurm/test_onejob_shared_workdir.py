@@ -76,6 +76,7 @@ def test_the_job_read_banks_none_of_its_neighbours_saves(
     one = _cli(["job", jobs["easyr1"]], config)
     row = one["jobs"][0] if "jobs" in one else one
     assert row["job_id"] == jobs["easyr1"] and row["step"] == 20
+    assert row["metrics"]["reward"] == pytest.approx(0.5)  # its Step blocks, read by job too
     assert row["banked_step"] is None
     swept = next(j for j in _cli(["sweep"], config)["jobs"] if j["job_id"] == jobs["easyr1"])
     assert swept["banked_step"] is None
