@@ -32,7 +32,8 @@ Policy:
   ``offer = true`` (post the button), every running ``deep-probe`` run is handled ONCE: it goes
   to the owner's DM (``slack.owners``) or ``slack.channel`` and is recorded in Redis
   (``doc:deep_probe:{cluster}:{job}``, kept ``redis.expire_hours``) so no sweep, restart or
-  replica repeats it. A failed auto-probe releases that claim: the next sweep tries again.
+  replica repeats it. A failed auto-probe releases that claim: the next sweep tries again;
+  so does an offer or an auto-probe's verdict Slack did not take (a hung or refusing Slack).
   An array run (a grid in waves, each task flagged as it starts) is one run: offered once, for
   its first task, the message counting its tasks (``doc:deep_probe_run:{cluster}:{array}``).
 * A ``deep-probe`` row in a ``/job`` answer carries the button too; pressed on that ephemeral
@@ -76,6 +77,7 @@ from bot.deep_probe_post import (
 )
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.messages import DEEP_PROBE
+from bot.owners import slack_owner
 from bot.store import StoreUnavailable
 from probes.config import KubernetesCluster, SlurmCluster
 from probes.errors import InvalidJobIdError, ProbeError
@@ -357,7 +359,10 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
                  and scheduler_job(d.report.job_id) == scheduler_job(job.job_id)]
         if await _offer(bot, config, shown, job.user, tasks):
             handled.append(f"{job.cluster}:{job.job_id}")
-        elif not config.deep_probe.auto:  # not delivered (Slack hung, refused): offered again
+        elif not config.deep_probe.auto or config.slack.channel or slack_owner(
+                config, job.cluster, job.user):
+            # Not delivered (Slack hung, refused): offered, or probed and told, again. An auto
+            # verdict with nowhere to go at all is not read again every sweep.
             await _forget(bot, job.cluster, job.job_id)
             await _forget_run(bot, job.cluster, job.job_id)
     return handled
