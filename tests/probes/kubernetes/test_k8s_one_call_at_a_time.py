@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from probes.config import KubernetesCluster
 from probes.deep_read import read_k8s_job
+from probes.kubernetes import probe as k8s_probe
 from probes.kubernetes.probe import KubernetesProbe
 from tests.probes.kubernetes.builders import make_job, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn
@@ -72,16 +75,19 @@ async def test_a_deep_probe_during_a_sweep_waits_for_it(standin: KubeStandIn,
 
 
 async def test_closing_does_not_wait_on_a_hung_sweep(standin: KubeStandIn,
-                                                     cluster: KubernetesCluster) -> None:
+                                                     cluster: KubernetesCluster,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A shutdown during a sweep whose log read hangs (a 60 s request bound) closes the
-    session after its short wait, not the read's minute."""
+    session after its short wait (``CLOSE_WAIT_S``, 0.05 s here instead of 2 s of real
+    time), not the read's minute."""
+    monkeypatch.setattr(k8s_probe, "CLOSE_WAIT_S", 0.05)
     add_jobs(standin, 1)
     standin.faults["log"] = "hang"
     probe = KubernetesProbe(cluster.model_copy(update={"request_timeout_s": 60.0,
                                                        "timeout_s": 120.0}))
     sweep = asyncio.create_task(probe.collect())
     await standin.log_asked.wait()
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(30):  # half the read's bound: a close that waits for it fails
         await probe.aclose()
     sweep.cancel()
     with contextlib.suppress(asyncio.CancelledError):
