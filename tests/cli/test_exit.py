@@ -9,6 +9,7 @@ always reported it, a report written into a closed pipe a quiet exit 0.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from tests.cli import children
 from tests.conftest import ROOT
 
 SCRIPT = Path(sys.executable).with_name("jobtables")
@@ -40,20 +42,18 @@ SENTINELS = textwrap.dedent("""
 """)
 
 
-def child(*argv: str, stdout: int | None = subprocess.PIPE,
+def child(*argv: str, stdout: int = subprocess.PIPE,
           buffered: bool = False) -> subprocess.CompletedProcess[str]:
     """The console script run with ``argv``, its outputs captured as text."""
     env = dict(os.environ)
     if buffered:  # stdout block-buffered, as a user's shell has it
         env.pop("PYTHONUNBUFFERED", None)
-    return subprocess.run([str(SCRIPT), *argv], stdout=stdout, stderr=subprocess.PIPE,
-                          text=True, env=env, timeout=120, check=False)
+    return children.run([str(SCRIPT), *argv], env=env, stdout=stdout)
 
 
 def sentinel_child(*argv: str) -> subprocess.CompletedProcess[str]:
     """``launch`` with ``argv`` in a child that notes its atexit handlers and teardown."""
-    return subprocess.run([sys.executable, "-c", SENTINELS, *argv], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return children.run([sys.executable, "-c", SENTINELS, *argv])
 
 
 def closed_pipe() -> int:
@@ -165,9 +165,11 @@ def test_a_pipe_closed_while_printing_is_a_quiet_exit() -> None:
 def test_ctrl_c_during_a_sweep_is_130_and_silent(tmp_path: Path) -> None:
     """SIGINT while the sweep waits on its cluster: exit 130, nothing on stderr."""
     with socket.create_server(("127.0.0.1", 0)) as server:  # accepts, never speaks SSH
-        server.settimeout(60)
         (tmp_path / "known_hosts").write_text("")
         config = tmp_path / "jobtables.toml"
+        # The child's own bounds a day away: only the SIGINT may end its wait, however long
+        # a loaded machine keeps it from handling the signal (connect_timeout_s = 15 and
+        # timeout_s = 60 could fire first and end the sweep 'unreachable', exit 0).
         config.write_text(textwrap.dedent(f"""\
             [[clusters]]
             name = "mute"
@@ -176,14 +178,19 @@ def test_ctrl_c_during_a_sweep_is_130_and_silent(tmp_path: Path) -> None:
             port = {server.getsockname()[1]}
             user = "nobody"
             known_hosts = "{tmp_path / 'known_hosts'}"
+            connect_timeout_s = 86400
+            command_timeout_s = 86400
+            timeout_s = 86400
         """))
         proc = subprocess.Popen([str(SCRIPT), "sweep", "--config", str(config)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
+            children.wait_until(proc, lambda: bool(select.select([server], [], [], 0)[0]),
+                                "it connected")
             conn, _ = server.accept()  # the child is inside its sweep now
             with conn:
                 proc.send_signal(signal.SIGINT)
-                out, err = proc.communicate(timeout=60)
+                out, err = children.communicate(proc)
         finally:
             proc.kill()
             proc.wait()
