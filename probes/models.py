@@ -4,33 +4,42 @@ Policy: every model here is frozen and forbids unknown fields. Probes (SLURM, Ku
 replay) produce them; parsers fill the log, checkpoint and trial parts; the report layer
 judges them and never talks to a cluster. A fact we could not establish is ``None`` (never a
 made-up zero), so "no metric yet" and "metric is 0" stay distinguishable all the way to the
-table.
+table. The base model is :mod:`probes.fact_base`'s, what a log says :mod:`probes.log_facts`'s;
+both are re-exported here (:data:`__all__`), where most importers look for them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from probes.logs.clock import on_log_clock
+from probes.fact_base import Frozen, LogTime
+from probes.log_facts import (
+    Fault,
+    FaultKind,
+    InfraSignals,
+    LogContext,
+    LogFetch,
+    LogOutcome,
+    LogStatus,
+    LogSummary,
+    MetricPoint,
+    PlannedStop,
+    ProgressBar,
+    RunFingerprint,
+    TerminalSignal,
+)
 
-
-class Frozen(BaseModel):
-    """The one strict base model: immutable, strict about field names.
-
-    Every fact here, the cluster roster (``probes.config``), the report (``report.models``) and
-    the Harbor trial stats build on it, so "frozen, no unknown fields" is decided once.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-LogTime = Annotated[datetime, AfterValidator(on_log_clock)]
-"""A time read from a log: zone-aware on the log's own clock (policy: ``probes.logs.clock``).
-A zone-less value (an older stored point, a test) is labelled UTC with its digits kept."""
+__all__ = [
+    "ACTIVE_STATES", "TERMINAL_STATES", "CheckpointListing", "ClusterFacts", "ClusterKind",
+    "ClusterStatus", "CompletionCheck", "CompletionFile", "Fault", "FaultKind", "Frozen",
+    "InfraSignals", "JobFacts", "JobState", "LogContext", "LogFetch", "LogOutcome", "LogStatus",
+    "LogSummary", "LogTime", "MetricPoint", "PlannedStop", "ProgressBar", "RunFingerprint",
+    "SchedulerRecord", "TerminalSignal", "TrialCounts", "TrialResult", "TrialTree",
+]
 
 
 class JobState(StrEnum):
@@ -94,217 +103,6 @@ class SchedulerRecord(Frozen):
     pods_running: int | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     """Free-form annotations (Kubernetes labels, SLURM comment keys): image, config hash."""
-
-
-class MetricPoint(Frozen):
-    """One logged training step: canonical metric name -> value (NaN/inf kept as floats)."""
-
-    step: int
-    values: dict[str, float]
-    line_no: int | None = None
-    wall_time: LogTime | None = None
-
-
-class ProgressBar(Frozen):
-    """The training progress bar (never a tokenizer/packing bar)."""
-
-    current: int
-    total: int
-    elapsed_s: float | None = None
-    sec_per_it: float | None = None
-
-
-TerminalSignal = Literal[
-    "traceback",
-    "oom",
-    "nccl-timeout",
-    "sigterm",
-    "sigkill",
-    "raylet-died",
-    "child-failed",
-    "rpc-timeout",
-    "nan-loss",
-]
-"""Fault kinds that are a job's real terminal signal; each is also a report flag."""
-FaultKind = Literal[TerminalSignal, "time-limit", "task-exit"]
-"""``time-limit`` is the walltime TIMEOUT itself: the scheduler's state already says it.
-``task-exit`` is srun's line for tasks that ended badly (``task 3: Exited with exit code 1``):
-no flag of its own (the job's state says it failed), but the line a diagnosis quotes when the
-log shows nothing earlier."""
-
-
-class Fault(Frozen):
-    """A real terminal signal found in a log (benign lines never become a Fault)."""
-
-    kind: FaultKind
-    line_no: int
-    excerpt: str
-    """The line that matters, e.g. ``RuntimeError: CUDA error: out of memory``."""
-    detail: str | None = None
-    """For child-failed/traceback: the first real traceback's last line (the diagnosis)."""
-
-
-class InfraSignals(Frozen):
-    """Eval/datagen launch checks read from a log; ``None`` means the log says nothing."""
-
-    tunnel_ok: bool | None = None
-    api_base: str | None = None
-    api_base_internal: bool | None = None
-    engine_ok_requests: int | None = None
-    """Count of engine requests answered 200 in the tail."""
-    last_engine_ok_at: LogTime | None = None
-    auth_failures: int = 0
-    engine_running_requests: int | None = None
-    """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
-    engine_zero_since: LogTime | None = None
-    """When the current run of zero-running snapshots began (``None``: the latest is not 0)."""
-    engine_5xx_recent: int = 0
-    """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
-    engine_recent_responses: int = 0
-    """How many answers that window holds (it is shorter early in a log)."""
-
-
-class RunFingerprint(Frozen):
-    """What a run runs, as its launcher/trainer printed it (config dump, args, banner).
-
-    Filled by ``probes.logs.fingerprint``; ``None`` fields were not printed. ``config`` is the
-    flattened dump (dotted keys -> printed value), bounded; judging it is ``report``'s job.
-    """
-
-    trainer: str | None = None
-    """Which trainer's dump was read: ``verl``, ``skyrl``, ``hf``, ``deepspeed``, ``megatron``."""
-    model: str | None = None
-    image: str | None = None
-    nodes: int | None = None
-    gpus_per_node: int | None = None
-    world_size: int | None = None
-    tp: int | None = None
-    pp: int | None = None
-    dp: int | None = None
-    prompts_per_step: int | None = None
-    samples_per_prompt: int | None = None
-    rollouts_per_step: int | None = None
-    """prompts x samples per prompt (or the trainer's completions per optimizer step)."""
-    pass_at_k: int | None = None
-    """The N of the ``reward/avg_pass_at_N`` the trainer logs."""
-    config: dict[str, str] = Field(default_factory=dict)
-
-
-class LogOutcome(Frozen):
-    """The one line a catch-all job's log ends on (``probes.logs.outcome``)."""
-
-    pytest_summary: str | None = None
-    """pytest's closing tally, e.g. ``2 passed, 1 warning``."""
-    pushed: str | None = None
-    """What an upload pushed, e.g. ``6,977 rows -> org/dataset`` or ``s3://bucket/key``."""
-
-
-class PlannedStop(Frozen):
-    """A trainer's own line that it stopped ahead of its time budget
-    (``probes.logs.planned_stop``)."""
-
-    line_no: int
-    """Its line in the log (numbered as ``MetricPoint.line_no``)."""
-    text: str
-    """The trainer's words, e.g. ``exiting program after 239 minutes``."""
-
-
-class LogSummary(Frozen):
-    """Everything a bounded log tail says, independent of which trainer wrote it."""
-
-    line_count: int
-    points: tuple[MetricPoint, ...] = ()
-    """Metric history in step order; a repeated step (resume) keeps its last value."""
-    formats: tuple[str, ...] = ()
-    """Formats recognised, e.g. ``skyrl``, ``verl``, ``hf``, ``harbor``."""
-    total_steps: int | None = None
-    progress: ProgressBar | None = None
-    sec_per_step: float | None = None
-    """Trailing-window rate (Δwall/Δstep over several steps), robust to one save spike."""
-    faults: tuple[Fault, ...] = ()
-    benign_counts: dict[str, int] = Field(default_factory=dict)
-    checkpoint_steps: tuple[int, ...] = ()
-    """Steps the log says were saved (corroboration only; banked steps come from disk)."""
-    rollouts_per_step: int | None = None
-    harbor_done: int | None = None
-    harbor_total: int | None = None
-    harbor_mean: float | None = None
-    harbor_metric: str | None = None
-    """The metric Harbor's row names: ``Mean``, or a reward key's own name (``Accuracy``) when the
-    reward files carry several keys."""
-    infra: InfraSignals = Field(default_factory=InfraSignals)
-    last_timestamp: LogTime | None = None
-    finished: bool = False
-    """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
-    steps_unanchored: bool = False
-    """The points' steps are only their order: bar-less HF dicts of a tail cut from a longer
-    log, with no banner, epoch or checkpoint save to place them (``probes.logs.history``).
-    Their metrics stand; no step is claimed from them."""
-    relaunch_line: int | None = None
-    """The line where the trainer started again in the same log: its start line (verl's
-    ``Total training steps``, HF's ``Total optimization steps``, prime-rl's ``Starting training
-    loop``) printed a second time, as a restart appended to its old log (``--open-mode=append``,
-    a requeue) or a retry in the job's script prints it. What the log holds above it is an
-    earlier launch's (a live job's faults there are not its own: ``report.judge``)."""
-    planned_stop: PlannedStop | None = None
-    """The last line saying the trainer stopped ahead of its time budget for a successor to
-    resume (NeMo-RL's ``checkpoint_must_save_by``, Megatron's ``--exit-duration-in-mins`` /
-    ``--exit-interval``): its exit 0 is no finish."""
-    bring_up: bool = False
-    """Only bring-up lines so far (mesh load, image pull, admission): buffer-filling."""
-    # issue 11 (wt-e): run fingerprint and catch-all outcome, from probes.logs.{fingerprint,outcome}
-    fingerprint: RunFingerprint | None = None
-    outcome: LogOutcome | None = None
-
-
-LogStatus = Literal["ok", "mismatch", "missing", "failed"]
-
-
-# issue 12 (wt-d): what a job keeps of its tail once parsed (``probes.logs.excerpt``)
-class LogContext(Frozen):
-    """Lines of a tail around one fault, kept once the tail is parsed."""
-
-    line_no: int
-    """The fault's line in the tail (1-based, as ``Fault.line_no``)."""
-    text: str
-    """``CONTEXT_LINES`` (20) lines, the fault's the tenth, each cut at ``LINE_CHARS`` (500)."""
-
-
-class LogFetch(Frozen):
-    """How a job's log was located and read, and what a job keeps of it.
-
-    ``text`` is the whole tail only between its read and its parse: assembly
-    (``probes.logs.excerpt.retain``) keeps its last lines and the bounded excerpts below, so a
-    job's retained log is ~57 K characters at most whatever ``tail_bytes`` is.
-    """
-
-    requested_path: str | None = None
-    """The scheduler's StdOut (SLURM) or ``pod/<name>`` (Kubernetes)."""
-    path: str | None = None
-    """The log actually read."""
-    status: LogStatus
-    error: str | None = None
-    size: int | None = None
-    mtime: datetime | None = None
-    text: str = ""
-    """The tail as read, decoded with replacement characters; once assembled, its last
-    ``TAIL_LINES`` (400) lines within ``TAIL_CHARS`` (16 KiB), a suffix of the tail."""
-    offset: int = 0
-    """Byte offset in the file where the tail read starts."""
-    attempts: int = 1
-    # issue 12 (wt-d): bounded excerpts of the whole tail, filled by probes.logs.excerpt.retain
-    text_line: int = 1
-    """The tail's line number (1-based, ``str.splitlines``) of ``text``'s first line."""
-    contexts: tuple[LogContext, ...] = ()
-    """Around the first ``MAX_CONTEXTS`` (3) faults by line (``jobtables job``'s excerpt)."""
-    last_context: str | None = None
-    """The tail's last ``CONTEXT_LINES`` lines cut at ``LINE_CHARS``, when ``text`` holds fewer."""
-    tally_line: str | None = None
-    """The tail's last line with a count of tests/rows/files/... when it lies above ``text``."""
-    agent_marked: bool = False
-    """The tail names agent configuration or agentic trial lines (``AGENT_MARKERS``)."""
-    trials_in_object_store: bool = False
-    """The tail names an object-store URI for its trials (``object_store_trials``)."""
 
 
 class CheckpointListing(Frozen):
