@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from probes.models import JobState, SchedulerRecord
 from report.chain_index import ChainIndex
 from report.chain_records import (
+    _AFTER_TIMEOUT,
     RELEASE_SLACK,
     _never_starts,
     _ran_after,
@@ -80,7 +81,8 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
     """A job waiting on ``record`` together with other jobs, after SLURM dropped ``record``
     from its dependency (module docstring of :mod:`report.chain`, 4.): of the user's workdir,
     queued while ``record`` ran, held by a dependency past its end (pending on ``Dependency``
-    still, naming only the others: SLURM deletes each met element of an AND list,
+    still, naming only the others, by ``afterany``/``afternotok`` as the TIMEOUT's element
+    was: SLURM deletes each met element of an AND list,
     ``afterany:A:B`` reads ``afterany:B(unfulfilled)`` once A ended; or made eligible by
     another job's end, which for an OR list ``afterany:A?afterany:B`` may come first), each of
     those jobs queued no later than it, and not named as their run's restart (its name stem
@@ -99,8 +101,10 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
                 or _never_starts(s) or s.submit_time is None
                 or not _utc(record.submit_time) <= _utc(s.submit_time) <= end
                 or (s.end_time is not None and _utc(s.end_time) < end)
-                or _sibling_restart(record, s) is False or not may_continue(s)):
-            continue
+                or _sibling_restart(record, s) is False or not may_continue(s)
+                or (record.state is JobState.TIMEOUT and _still_waiting(s)
+                    and any(d.kind not in _AFTER_TIMEOUT for d in dependencies(s)))):
+            continue  # an AND list a TIMEOUT met waits on the others by a kind it meets too
         holders = _holders(record, s, index)
         if (holders and _held_with(record, s, holders, stem)
                 and _alone(record, s, holders, index) and _sole_release(s, index)):

@@ -50,3 +50,11 @@ def test_a_restart_of_the_lone_run_s_bucket_still_continues_both() -> None:
     row = _rows(LONE, OTHER_RUNNING, resume)["305"]
     assert row.successor == "307" and row.verdict == "restarting", row.trend
     assert A_END < B_END
+
+
+def test_a_next_stage_waiting_afterok_on_another_run_continues_no_lone_timeout() -> None:
+    """Of the same bucket but waiting ``afterok`` on the other run: an AND list's restart of
+    a TIMEOUT (``-d afterany:A:B``) waits ``afterany`` on B too; ``afterok:A:B`` would have
+    left it ``DependencyNeverSatisfied`` at A's TIMEOUT, not pending on B."""
+    stage = _job(307, "rl-other-stage2", "PENDING", dependency="afterok:306(unfulfilled)")
+    _failed(_rows(LONE, OTHER_RUNNING, stage))
