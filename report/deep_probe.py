@@ -25,7 +25,8 @@ control characters as ``\\xNN``, cut; ``report.sample_text``):
   dumps none and prints no completion is still judged, not waved through as "nothing to judge".
 
 With no finding the verdict is NO-KILL, and its one reason says what was read (or that
-nothing was, so a person knows the probe could not see the rollouts).
+nothing was, so a person knows the probe could not see the rollouts; see
+:mod:`report.deep_probe_read`).
 
 The probe applies to RL runs only (:func:`not_applicable`): an SFT, datagen, eval or catch-all
 job has no rollouts to read, and its Harbor trials or printed samples would be judged by RL
@@ -40,7 +41,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import combinations
 from statistics import mean, median
-from typing import Any
 
 from probes.models import MetricPoint
 from probes.rollouts import (
@@ -51,6 +51,7 @@ from probes.rollouts import (
     TrialSample,
     TrialSampleSet,
 )
+from report.deep_probe_read import healthy_line, read_summary
 from report.models import DeepProbe, JobReport
 from report.rollouts import degenerate_reasons
 from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
@@ -371,58 +372,6 @@ def _seconds(start: str | None, end: str | None) -> float | None:
     return None
 
 
-def _read(facts: RolloutFacts) -> dict[str, Any]:
-    """What the probe read, for the report and the JSON ``read`` object."""
-    return {
-        "log": facts.log_path,
-        "log_steps": len(facts.series),
-        "trials": {"roots": list(facts.trials.roots), "listed": facts.trials.listed,
-                   "sampled": len(facts.trials.sampled)},
-        "dumps": [{"path": d.path, "kind": d.kind, "role": d.role,
-                   "steps_listed": len(d.steps_listed),
-                   "steps_read": [s.step for s in d.steps],
-                   "samples": sum(len(s.samples) for s in d.steps)} for d in facts.dumps],
-        "files_opened": facts.files_opened,
-        "bytes_read": facts.bytes_read,
-        "elapsed_s": round(facts.elapsed_s, 3) if facts.elapsed_s is not None else None,
-        "skipped": list(facts.skipped[:10]),
-    }
-
-
-def _healthy_line(facts: RolloutFacts, pending: bool) -> str:
-    samples = sum(len(s.samples) for d in facts.dumps for s in d.steps)
-    trials = len(facts.trials.sampled)
-    if pending and not samples and not trials:
-        return "nothing to judge yet: the job is still PENDING (no log, no rollouts)"
-    if not samples and not trials:
-        return ("nothing to judge: no rollouts were found (no rollout dump, printed completions "
-                "or Harbor trials); the row cannot be confirmed from its rollouts")
-    parts = []
-    if samples:
-        read = sum(1 for d in facts.dumps for s in d.steps if s.samples)
-        parts.append(f"{samples} samples from {read} step{'' if read == 1 else 's'}")
-    if trials:
-        parts.append(f"{trials} of {facts.trials.listed} trials")
-    return f"no pathology found in {' and '.join(parts)}" + "".join(
-        f"; no readable sample in the newest step{'s' if ',' in steps else ''} {steps} of "
-        f"{path}: unjudged"
-        for path, steps in _unread_newest(facts))
-
-
-def _unread_newest(facts: RolloutFacts) -> list[tuple[str, str]]:
-    """``(dump path, "3, 4")`` for each dump whose newest steps read gave no sample (a file of
-    NULs, a first line past the read bound, no JSON): the checks saw older steps only."""
-    out = []
-    for dump in facts.dumps:
-        judged = [s.step for s in dump.steps if s.samples]
-        newest = max(judged) if judged else None
-        empty = sorted(s.step for s in dump.steps
-                       if not s.samples and (newest is None or s.step > newest))
-        if empty and judged:
-            out.append((dump.path, ", ".join(str(step) for step in empty)))
-    return out
-
-
 def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,
                    pending: bool = False, thresholds: Thresholds | None = None) -> DeepProbe:
     """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started);
@@ -432,9 +381,9 @@ def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = Non
     judge.series()
     judge.trials(facts.trials)
     if judge.reasons:
-        return DeepProbe(verdict="KILL", reasons=judge.reasons, read=_read(facts))
-    return DeepProbe(verdict="NO-KILL", reasons=[_healthy_line(facts, pending)],
-                     read=_read(facts))
+        return DeepProbe(verdict="KILL", reasons=judge.reasons, read=read_summary(facts))
+    return DeepProbe(verdict="NO-KILL", reasons=[healthy_line(facts, pending)],
+                     read=read_summary(facts))
 
 
 def not_applicable(job: JobReport, *, command: str = "jobtables job") -> str | None:
