@@ -15,15 +15,8 @@ from typing import TypeGuard, get_args
 from probes.models import TERMINAL_STATES, FaultKind, JobState, TerminalSignal
 from report.cells import format_duration
 from report.chain import NEVER_SATISFIED, ChainLink
-from report.findings import (
-    NO_KILL_PREFIX,
-    Findings,
-    JudgeContext,
-    Priority,
-    failure_why,
-    fault_text,
-    first_fault,
-)
+from report.failure_text import failure_why, fault_text, first_fault
+from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority
 from report.holds import deadline_rule, walltime_ending
 from report.memory import SweepMemory, failure_signature, memory_key, repeated_failure
 from report.models import FailureSignature, Recommendation

@@ -48,7 +48,8 @@ from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
 from report.chain import ChainIndex, chain_link, dependencies
 from report.cleanup import cleanup_rule
-from report.findings import Findings, JudgeContext, log_excerpt, normalized_history, this_launch
+from report.failure_text import log_excerpt
+from report.findings import Findings, JudgeContext, normalized_history, this_launch
 from report.fingerprint import Attempts
 from report.holds import as_ended, held_rule, suspended_rule
 from report.job_rules import (

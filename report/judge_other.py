@@ -16,7 +16,7 @@ Note (the row's trend) carries the one signal that matters, from ``LogSummary.ou
 A FAILED job whose log holds no fault (no traceback, OOM, signal) is diagnosed with the log's
 failing line (the first failing pytest test, else the last line naming an error, e.g.
 BuildKit's ``ERROR: failed to solve``), never the exit code alone: the failed-state rule every
-bucket shares (``report.judge``, :func:`report.findings.failure_why`).
+bucket shares (``report.judge``, :func:`report.failure_text.failure_why`).
 
 Terminal COMPLETED/FAILED states are judged by the cross-cutting rules; a live job is
 ``healthy`` unless a fault says otherwise.

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
 from report.chain import array_throttle, dependency_edges, name_stem, submit_order, success_edges
-from report.findings import failing_line, first_fault
+from report.failure_text import failing_line, first_fault
 from report.judge_rl import run_fingerprint
 from report.models import FailureSignature, JobDetail, Report
 

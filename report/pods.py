@@ -17,15 +17,8 @@ from __future__ import annotations
 
 from probes.models import JobState
 from report.cells import format_duration
-from report.findings import (
-    Findings,
-    JudgeContext,
-    Priority,
-    diagnosis,
-    fault_text,
-    first_fault,
-    minutes_since,
-)
+from report.failure_text import diagnosis, fault_text, first_fault
+from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import ABSENCE
 from report.trend import shorten
 

@@ -239,11 +239,11 @@ def test_failed_dm_quotes_the_fault_once_when_the_trend_is_its_shortening() -> N
     "exit code 1 after the rollout workers lost their NCCL communicator",
 ])
 def test_failed_dm_quotes_the_fault_once_in_the_trends_own_words(excerpt: str) -> None:
-    """The judge's Trend is the fault in its own words (report.findings.diagnosis: a c10 line
+    """The judge's Trend is the fault in its own words (report.failure_text.diagnosis: a c10 line
     head dropped, srun's line reordered), shortened to the cell; the job-end DM quotes the
     whole fault, and not that cut copy of it again."""
     from probes.models import Fault
-    from report.findings import fault_text
+    from report.failure_text import fault_text
     from report.trend import shorten
 
     fault = Fault(kind="nccl-timeout", line_no=3, excerpt=excerpt)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from probes.logs.parse import parse_log
-from report.findings import fault_text
+from report.failure_text import fault_text
 
 _TAIL = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=78, OpType=BROADCAST, "
          "NumelIn=80, NumelOut=80, Timeout(ms)=600000) ran for 600096 milliseconds before "

@@ -16,13 +16,8 @@ from hypothesis import strategies as st
 from probes.logs.excerpt import cut_line
 from probes.models import Fault, JobFacts, LogContext, LogFetch, MetricPoint
 from report.buckets import bucket_for
-from report.findings import (
-    EXCERPT_LINES,
-    first_fault,
-    last_lines,
-    log_excerpt,
-    normalized_history,
-)
+from report.failure_text import EXCERPT_LINES, first_fault, last_lines, log_excerpt
+from report.findings import normalized_history
 from report.models import Bucket
 from report.settings import BucketRules
 from report.signals import Windows, recent_windows, window_of

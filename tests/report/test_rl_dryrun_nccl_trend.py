@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.models import Fault, JobState
-from report.findings import fault_text
+from report.failure_text import fault_text
 from tests.report.factories import judge
 from tests.report.test_judge_rl_rulebook import _from_log
 

@@ -23,7 +23,8 @@ from probes.logs.excerpt import (
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState, LogFetch, SchedulerRecord
 from report.cleanup import is_agentic
-from report.findings import JudgeContext, log_excerpt
+from report.failure_text import log_excerpt
+from report.findings import JudgeContext
 from report.judge_other import log_note
 from report.settings import ReportSettings
 from tests.probes.retained import FAULT, HEAD, rl_log

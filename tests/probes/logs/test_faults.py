@@ -17,7 +17,7 @@ from probes.logs.faults import scan_faults, summary_root_cause
 from probes.logs.launch_checks import is_internal_url
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState, LogSummary, SchedulerRecord
-from report.findings import diagnosis, fault_text
+from report.failure_text import diagnosis, fault_text
 
 
 def _lines(text: str) -> list[str]:
@@ -309,7 +309,7 @@ def test_a_co_firing_hang_is_quoted_by_its_own_line_first() -> None:
     scan = scan_faults([SHM_CURRENT, SHM_CURRENT, NCCL_LINE])
     (fault,) = scan.faults
     quoted = fault_text(fault)
-    # its own line first, the c10 line head left out (report.findings._C10_PREFIX)
+    # its own line first, the c10 line head left out (report.failure_text._C10_PREFIX)
     assert quoted.startswith("Watchdog caught collective operation timeout: WorkNCCL(")
     assert quoted.index("WorkNCCL") < quoted.index("shared memory")
     facts = JobFacts(record=SchedulerRecord(cluster="c", job_id="1", name="rl",

@@ -24,7 +24,7 @@ from probes.slurm.cursors import (
     fold_job,
     last_tally,
 )
-from report.findings import log_excerpt
+from report.failure_text import log_excerpt
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 LOGS = [
