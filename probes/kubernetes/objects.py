@@ -15,7 +15,6 @@ stay ``None``; nothing is made up. A pod becomes its view in
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,20 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from probes.config import KubernetesCluster
-from probes.kubernetes.attempts import (
-    FailedRank,
-    describe_retry,
-    failed_rank,
-    repeated_pod_failure,
-    retried_run,
-)
+from probes.kubernetes.attempts import failed_rank, repeated_pod_failure, retried_run
+from probes.kubernetes.markers import record_labels
 from probes.kubernetes.pod_logs import log_container, log_pod
 from probes.kubernetes.pod_status import DEFAULT_CONTAINER
 from probes.kubernetes.restarts import (
     DEFAULT_BACKOFF_LIMIT,
-    GangRestart,
-    PendingRetry,
-    RestartInPlace,
     gang_restart,
     pending_retry,
     restart_in_place,
@@ -50,51 +41,13 @@ from probes.kubernetes.views import (
     WorkloadView,
     newest_pod,
 )
-from probes.models import JobState, SchedulerRecord
+from probes.models import SchedulerRecord
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 """Pod labels naming the owning Job: the current one first, the pre-1.27 one as a fallback."""
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL)
 """The labels a pod is matched to its workload by (see ``Workload.pod_labels``)."""
-CONFIG_HASH_KEY = re.compile(r"config[-_.]?hash$", re.IGNORECASE)
-MARKER_PREFIX = "jobtables/"
-"""The probe's own record labels (markers) live under this prefix."""
-WEDGE_LABEL = "jobtables/silent-wedge"
-KIND_LABEL = "jobtables/kind"
-RECURRING_LABEL = "jobtables/recurring-failure"
-"""The failure repeated on consecutive attempts of one rank (``"3 attempts: Error, exit 1"``)."""
-FAILED_RANK_LABEL = "jobtables/failed-rank"
-"""A rank of a running multi-rank job failed and does not run again (``"rank 2 failed (Error,
-exit 1): RuntimeError: ...; retry pending: ContainerCreating"``): ``attempts.failed_rank``."""
-FAILED_RANK_POD_LABEL = "jobtables/failed-rank-pod"
-"""That rank's failed pod (``pod/<name>``), whose log holds its error."""
-SIDECAR_HELD_LABEL = "jobtables/sidecar-held"
-"""The job's container ended while sidecars hold its pod running: ``"trainer ended (Error,
-exit 1); still running: fluent-bit"`` (``states.sidecar_held``)."""
-SAME_NAME_LABEL = "jobtables/same-name"
-"""The other kinds (``JobSet``) that share the name of the workload ``jobtables job NAME``
-shows (a Job and a JobSet may share a name): its answer says they exist."""
-LAST_FAILURE_LABEL = "jobtables/last-failure"
-"""How the last run of a container waiting in a fault (``CrashLoopBackOff``) ended, from its
-``lastState.terminated``: ``"OOMKilled, exit 137"`` (the waiting reason outranks it); for one
-that never ran, the kubelet's why: ``"CreateContainerConfigError: secret "x" not found"``."""
-RESTARTING_LABEL = "jobtables/restarting"
-"""A Job restarting after a failed attempt, under its ``backoffLimit``
-(``probes.kubernetes.restarts``): a container restarted in place (``restartPolicy:
-OnFailure``: ``"restart 3 of backoffLimit 6: trainer Error, exit 1"``), or a new pod after a
-failed one (``"retry 1 of backoffLimit 6: Error, exit 1; retry pending: ContainerCreating"``)."""
-RESTARTED_LABEL = "jobtables/restarted"
-"""A Job running again after failed attempts (its retry runs): ``"restart 1 (Error, exit 1)"``,
-the count and how the newest failed attempt ended; its container restarted in place
-(``restartPolicy: OnFailure``): ``"restart 1 in place (Error, exit 1)"``; a restarted JobSet
-whose gang is up again: ``"restart 1 of maxRestarts 3"`` (``attempts.retried_run``)."""
-RESTARTED_POD_LABEL = "jobtables/restarted-pod"
-"""That failed attempt's pod (``pod/<name>``; ``pod/<name> --previous`` for a restart in
-place), whose log holds its error."""
-_LIVE = frozenset({JobState.RUNNING, JobState.PENDING})
-UID_LABEL = "jobtables/uid"
-"""The object's uid: a Job re-created under the same name is another job (the bot's episodes)."""
 _COMMAND_CHARS = 400
 
 
@@ -309,56 +262,6 @@ def owned_by(pod: Any, work: Workload) -> bool:
         if key in labels:
             return bool(labels[key] == work.uid)
     return any(ref.uid == work.uid and ref.controller for ref in meta.owner_references or ())
-
-
-def record_labels(work: Workload, leader: PodView | None, verdict: StateVerdict,
-                  recurring: str | None = None,
-                  rank: FailedRank | None = None, *, held: bool = False,
-                  restart: RestartInPlace | None = None,
-                  restarts_left: int = 0, retry: PendingRetry | None = None,
-                  gang: GangRestart | None = None,
-                  looping: str | None = None,
-                  retried: tuple[str, str | None] | None = None) -> dict[str, str]:
-    """The workload's labels plus ``image``, ``config_hash`` and the jobtables markers. A label
-    of the job's own under ``jobtables/`` is dropped: only the probe writes its markers (a
-    ``jobtables/silent-wedge`` label forced a terminal verdict on a healthy job)."""
-    labels = {str(k): str(v) for k, v in work.labels.items()
-              if not str(k).startswith(MARKER_PREFIX)}
-    image = (leader.image if leader else None) or work.image
-    if image:
-        labels["image"] = image
-    for source in (work.labels, work.annotations):
-        for key, value in source.items():
-            if CONFIG_HASH_KEY.search(key) and "config_hash" not in labels:
-                labels["config_hash"] = str(value)
-    labels[KIND_LABEL] = work.view.kind
-    if work.uid:
-        labels[UID_LABEL] = str(work.uid)
-    if verdict.wedge:
-        labels[WEDGE_LABEL] = verdict.wedge
-    if recurring:
-        labels[RECURRING_LABEL] = recurring
-    if rank is not None:  # the probe adds the error its log or termination message gives
-        labels[FAILED_RANK_LABEL] = rank.describe()
-        labels[FAILED_RANK_POD_LABEL] = f"pod/{rank.pod.name}"
-    if held and leader is not None and leader.held_by:
-        job = log_container(replace(leader, failed_init=None)) or "the job's container"
-        labels[SIDECAR_HELD_LABEL] = (f"{job} ended ({leader.held_end}); still running: "
-                                      + ", ".join(leader.held_by))
-    if restart is not None and verdict.state in _LIVE:
-        labels[RESTARTING_LABEL] = restart.describe(restarts_left)
-    elif retry is not None and verdict.state in _LIVE:
-        labels[RESTARTING_LABEL] = describe_retry(retry)
-    elif gang is not None and verdict.state in _LIVE:
-        labels[RESTARTING_LABEL] = gang.describe()
-    elif retried is not None and verdict.state is JobState.RUNNING and rank is None:
-        # Running again after failed attempts: the row tells the restart (report.pods).
-        labels[RESTARTED_LABEL] = retried[0]
-        if retried[1] is not None:
-            labels[RESTARTED_POD_LABEL] = retried[1]
-    if looping:
-        labels[LAST_FAILURE_LABEL] = looping
-    return labels
 
 
 def _looping(pods: Sequence[PodView], verdict: StateVerdict) -> str | None:

@@ -48,13 +48,15 @@ from probes.kubernetes.api_errors import ForbiddenError, NotFoundError
 from probes.kubernetes.attempts import failed_rank
 from probes.kubernetes.client import KubeClient
 from probes.kubernetes.log_reader import LogReader, real_faults
-from probes.kubernetes.objects import (
+from probes.kubernetes.markers import (
     FAILED_RANK_LABEL,
     KIND_LABEL,
-    POD_OWNER_LABELS,
     RECURRING_LABEL,
     SAME_NAME_LABEL,
     WEDGE_LABEL,
+)
+from probes.kubernetes.objects import (
+    POD_OWNER_LABELS,
     Workload,
     build_record,
     job_workload,

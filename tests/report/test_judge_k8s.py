@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from probes.kubernetes.objects import FAILED_RANK_LABEL as PROBE_FAILED_RANK_LABEL
-from probes.kubernetes.objects import FAILED_RANK_POD_LABEL as PROBE_FAILED_RANK_POD_LABEL
-from probes.kubernetes.objects import KIND_LABEL as PROBE_KIND_LABEL
-from probes.kubernetes.objects import LAST_FAILURE_LABEL as PROBE_LAST_FAILURE_LABEL
-from probes.kubernetes.objects import RECURRING_LABEL as PROBE_RECURRING_LABEL
-from probes.kubernetes.objects import RESTARTING_LABEL as PROBE_RESTARTING_LABEL
-from probes.kubernetes.objects import SAME_NAME_LABEL as PROBE_SAME_NAME_LABEL
-from probes.kubernetes.objects import SIDECAR_HELD_LABEL as PROBE_SIDECAR_HELD_LABEL
-from probes.kubernetes.objects import WEDGE_LABEL as PROBE_WEDGE_LABEL
+from probes.kubernetes.markers import FAILED_RANK_LABEL as PROBE_FAILED_RANK_LABEL
+from probes.kubernetes.markers import FAILED_RANK_POD_LABEL as PROBE_FAILED_RANK_POD_LABEL
+from probes.kubernetes.markers import KIND_LABEL as PROBE_KIND_LABEL
+from probes.kubernetes.markers import LAST_FAILURE_LABEL as PROBE_LAST_FAILURE_LABEL
+from probes.kubernetes.markers import RECURRING_LABEL as PROBE_RECURRING_LABEL
+from probes.kubernetes.markers import RESTARTING_LABEL as PROBE_RESTARTING_LABEL
+from probes.kubernetes.markers import SAME_NAME_LABEL as PROBE_SAME_NAME_LABEL
+from probes.kubernetes.markers import SIDECAR_HELD_LABEL as PROBE_SIDECAR_HELD_LABEL
+from probes.kubernetes.markers import WEDGE_LABEL as PROBE_WEDGE_LABEL
 from probes.kubernetes.probe import VANISHED as PROBE_VANISHED
 from probes.kubernetes.states import SUSPENDED as PROBE_SUSPENDED
 from probes.kubernetes.views import BRING_UP_WAITING, FAULT_WAITING

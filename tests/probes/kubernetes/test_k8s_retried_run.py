@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from probes.kubernetes import objects
+from probes.kubernetes import markers
 from report import pods
 from tests.probes.kubernetes.builders import NOW, make_job, make_pod
 from tests.probes.kubernetes.contract import sweep
@@ -61,7 +61,7 @@ async def test_a_retry_running_says_its_restart_and_how_the_attempt_ended(
 def test_the_reports_spelling_of_the_restarted_labels_is_the_probes() -> None:
     """``report`` may not import the probe: its copies of the label names stay equal."""
     assert (pods.RESTARTED_LABEL, pods.RESTARTED_POD_LABEL) == (
-        objects.RESTARTED_LABEL, objects.RESTARTED_POD_LABEL)
+        markers.RESTARTED_LABEL, markers.RESTARTED_POD_LABEL)
 
 
 async def test_a_restarted_jobset_up_again_says_its_restart(

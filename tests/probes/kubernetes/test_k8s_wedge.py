@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from probes.kubernetes.objects import WEDGE_LABEL
+from probes.kubernetes.markers import WEDGE_LABEL
 from probes.kubernetes.probe import KubernetesProbe
 from probes.models import JobState
 from report.judge import build_report
