@@ -12,6 +12,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
+from bot import interrupt
 from bot.cli import config_loader, config_path, job_ref, unread_answer
 from bot.config import load_config
 from bot.errors import UsageError, UserError
@@ -44,7 +45,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     except RecordingRefused as exc:
         raise UsageError(f"record: {exc}") from exc
     try:
-        out = asyncio.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+        out = interrupt.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
     except ProbeError as exc:
         # Not a bug and no report to print: one line naming the reason (host key, refused
         # port, failed command), exit 1, nothing written.
@@ -79,7 +80,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     cluster, job_id = job_ref(args)
     config = config_loader(args)()
     try:
-        detail = asyncio.run(run_deep_probe(config, cluster, job_id))
+        detail = interrupt.run(run_deep_probe(config, cluster, job_id))
     except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
         raise UsageError(f"cannot probe {args.id}: {exc}") from exc
     except ProbeError as exc:

@@ -9,7 +9,6 @@ shell: job ids are validated before any probe runs.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import atexit
 import gc
 import json
@@ -21,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from bot import preload
+from bot import interrupt, preload
 from bot.config import WIDTH_MAX, WIDTH_MIN, Config, ConfigError, default_config_path, load_config
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
@@ -190,6 +189,7 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
             result = await sweeper.sweep(clusters=clusters)
     finally:
         await sweeper.aclose()
+    interrupt.check()
     print(show(result))
 
 
@@ -210,9 +210,11 @@ async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
                       and (cluster is None or c.name == cluster)]
             if not unread:
                 raise
+            interrupt.check()
             print(unread_answer(unread, f"{cluster}:{job_id}" if cluster else job_id,
                                  "not read", fmt))
             return
+        interrupt.check()
         print(show(found))
     finally:
         await sweeper.aclose()
@@ -243,7 +245,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = loader()
     width = args.width or config.report.width
     with _one_shot_gc():
-        asyncio.run(_sweep(lambda: config, args.cluster, lambda r: _emit(r, args.format, width)))
+        interrupt.run(_sweep(lambda: config, args.cluster,
+                             lambda r: _emit(r, args.format, width)))
     return 0
 
 
@@ -251,7 +254,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config()
     width = args.width or config.report.width
     with _one_shot_gc():
-        asyncio.run(_sweep(lambda: config, None, lambda r: _emit(r, args.format, width)))
+        interrupt.run(_sweep(lambda: config, None, lambda r: _emit(r, args.format, width)))
     return 0
 
 
@@ -291,7 +294,7 @@ def cmd_job(args: argparse.Namespace) -> int:
         return render_job_detail(detail, width=width)
 
     with _one_shot_gc():
-        asyncio.run(_job(lambda: config, cluster, job_id, show, args.format))
+        interrupt.run(_job(lambda: config, cluster, job_id, show, args.format))
     return 0
 
 
