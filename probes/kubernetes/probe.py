@@ -53,7 +53,6 @@ from probes.kubernetes.markers import (
     KIND_LABEL,
     RECURRING_LABEL,
     SAME_NAME_LABEL,
-    WEDGE_LABEL,
 )
 from probes.kubernetes.objects import (
     POD_OWNER_LABELS,
@@ -68,6 +67,7 @@ from probes.kubernetes.objects import (
 from probes.kubernetes.pod_logs import log_pod
 from probes.kubernetes.pod_status import pod_view
 from probes.kubernetes.states import map_workload_state
+from probes.kubernetes.vanished import VanishedJobs, vanished_job
 from probes.kubernetes.views import PodView
 from probes.models import (
     TERMINAL_STATES,
@@ -77,14 +77,13 @@ from probes.models import (
     SchedulerRecord,
 )
 
-VANISHED = "vanished"
 CLOSE_WAIT_S = 2.0
 """How long closing waits for the sweep or call under way before it closes the session."""
 PodIndex = dict[tuple[str, str], list[Any]]
 """(owner label, value) -> the namespace's pods carrying it (one sweep's pod list)."""
 
 
-class KubernetesProbe:
+class KubernetesProbe(VanishedJobs):
     """One Kubernetes cluster; keep one instance per cluster so vanished jobs are noticed."""
 
     def __init__(
@@ -201,7 +200,7 @@ class KubernetesProbe:
             last.labels.get(KIND_LABEL) == "JobSet")  # unseen, not gone
         if (found is None and last is not None and job_id not in self._cancelled
                 and last.state not in TERMINAL_STATES and not unlisted):
-            found = _vanished(last, now)
+            found = vanished_job(last, now)
         if found is None and job_id in self._gone:  # found vanished by an earlier sweep
             found = JobFacts(record=self._gone[job_id])
         # A JobSet list refused (403) is said, as in the sweep: a JobSet's name not found
@@ -382,38 +381,6 @@ class KubernetesProbe:
                         f"{recurring.partition(' | ')[0]} | {why} (the previous run's log)"}})
         return JobFacts(record=record, log=log, summary=summary)
 
-    # -- vanished jobs -------------------------------------------------------------------------
-
-    def _vanished_facts(self, present: set[str], alive: set[tuple[str, str]],
-                        now: datetime) -> list[JobFacts]:
-        """Jobs active last sweep and gone now, as vanished (found once: :meth:`_gone_facts`
-        keeps them). A workload is gone when no object of its kind and name is listed: a
-        JobSet whose id went back to its bare name (its namesake Job gone) is still there."""
-        facts = []
-        for job_id, last in self._seen.items():
-            if job_id in present or job_id in self._cancelled or job_id in self._vanished:
-                continue
-            if (last.labels.get(KIND_LABEL, "Job"), last.name) in alive:
-                continue
-            if last.state in TERMINAL_STATES:
-                continue  # finished and garbage-collected (ttlSecondsAfterFinished): not a wedge
-            self._vanished.add(job_id)
-            facts.append(_vanished(last, now))
-        return facts
-
-    def _gone_facts(self, found: list[JobFacts], present: set[str],
-                    now: datetime) -> list[JobFacts]:
-        """The vanished jobs to report: those ``found`` now and those found by earlier sweeps,
-        each as it was first reported (FAILED, its end the sweep that found it gone) until
-        ``recent_hours`` after that end, as a terminated job stays in the report (the seed: a
-        record that disappeared is terminal). A name listed again is a new job: forgotten."""
-        cutoff = now - timedelta(hours=self._cluster.recent_hours)
-        self._gone.update((facts.record.job_id, facts.record) for facts in found)
-        self._gone = {job_id: record for job_id, record in self._gone.items()
-                      if job_id not in present
-                      and (record.end_time is None or record.end_time >= cutoff)}
-        return [JobFacts(record=record) for record in self._gone.values()]
-
     def _facts(self, now: datetime, *, status: Any, detail: str | None = None,
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:
         return ClusterFacts(name=self._cluster.name, kind="kubernetes", status=status,
@@ -430,11 +397,3 @@ def _turn_of(cluster: KubernetesCluster) -> asyncio.Lock:
     bound to the loop it first waits on; tests run a loop each)."""
     locks = _TURNS.setdefault(asyncio.get_running_loop(), {})
     return locks.setdefault((cluster.kubeconfig, cluster.context), asyncio.Lock())
-
-
-def _vanished(last: SchedulerRecord, now: datetime) -> JobFacts:
-    """A job gone from the API since it was last seen active: FAILED, zero pods, ``vanished``."""
-    return JobFacts(record=last.model_copy(update={
-        "state": JobState.FAILED, "reason": VANISHED, "pods_total": 0, "pods_running": 0,
-        "end_time": now, "labels": {**last.labels, WEDGE_LABEL: VANISHED},
-    }))

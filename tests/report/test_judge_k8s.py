@@ -16,8 +16,8 @@ from probes.kubernetes.markers import RESTARTING_LABEL as PROBE_RESTARTING_LABEL
 from probes.kubernetes.markers import SAME_NAME_LABEL as PROBE_SAME_NAME_LABEL
 from probes.kubernetes.markers import SIDECAR_HELD_LABEL as PROBE_SIDECAR_HELD_LABEL
 from probes.kubernetes.markers import WEDGE_LABEL as PROBE_WEDGE_LABEL
-from probes.kubernetes.probe import VANISHED as PROBE_VANISHED
 from probes.kubernetes.states import SUSPENDED as PROBE_SUSPENDED
+from probes.kubernetes.vanished import VANISHED as PROBE_VANISHED
 from probes.kubernetes.views import BRING_UP_WAITING, FAULT_WAITING
 from probes.models import JobFacts, JobState
 from report.pods import (
