@@ -13,8 +13,8 @@ cluster or a user: ``&``, ``<`` and ``>`` become entities everywhere, code block
 nothing outside the bot can write a mention (``<!channel>``, ``<@U…>``) or a link. Inside a code
 block a backtick becomes the look-alike ``ˋ`` (same width), so a log line's ```` ``` ```` cannot
 end the block. Limits are counted on the escaped text. Plain dicts only: no Slack SDK here.
-The sweep's summary lines and :func:`public_reason` live in :mod:`report.sweep_summary` (in
-:data:`__all__` here too: bot.cli, bot.actions, bot.deep_probe and bot.sweep_lookup import them).
+The escapes live in :mod:`report.mrkdwn`, the sweep's summary lines and :func:`public_reason`
+in :mod:`report.sweep_summary`; :data:`__all__` here names them too (bot/ imports them from here).
 """
 
 from __future__ import annotations
@@ -24,7 +24,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from report.cells import printable
+from report.mrkdwn import (
+    BACKTICK_LOOKALIKE,
+    FENCE,
+    escape_code,
+    escape_mrkdwn,
+    inert,
+    no_backticks,
+    strong,
+    unformatted,
+    unformatted_beside_spans,
+)
 from report.sweep_summary import public_reason, summary_lines
 from report.tables import RenderedTable
 
@@ -37,8 +47,6 @@ __all__ = [
     "unformatted_beside_spans",
 ]
 
-FENCE = "```"
-BACKTICK_LOOKALIKE = "ˋ"
 CONTINUED = " (cont.)"
 FALLBACK_MAX = 150
 SECTION_CHARS = 3000
@@ -46,8 +54,6 @@ MESSAGE_CHARS = 10_000
 MESSAGE_BLOCKS = 50
 TEXT_CHARS = 3900
 """Top-level ``text`` budget: Slack recommends at most 4,000."""
-
-_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))  # "&" first: it starts the others
 
 
 @dataclass(frozen=True)
@@ -58,93 +64,6 @@ class SlackMessage:
     blocks: list[dict[str, Any]] = field(default_factory=list)
     cut: bool = False
     """True on the note that ends a cut answer (the caller may send the whole as a file)."""
-
-
-def escape_mrkdwn(text: str) -> str:
-    """Escape the three characters Slack's mrkdwn treats as control characters; a fence
-    (```` ``` ````) from outside the bot becomes look-alikes so it cannot open a code block;
-    control and format characters (ESC, a bidi override, a zero-width space: a job name that
-    would read as another) become spaces, line breaks kept, as in the tables."""
-    if not text.isprintable() and not all(map(str.isprintable, text.split("\n"))):
-        text = printable(text)  # (one C pass, a line at a time for a multi-line text)
-    # Each replace behind a test: ``in`` finds a character fast, where a replace that finds
-    # nothing still costs a slow pass (a 5,000-row table: 1.5 ms against 0.03 ms).
-    for char, entity in _ENTITIES:
-        if char in text:
-            text = text.replace(char, entity)
-    return text.replace(FENCE, BACKTICK_LOOKALIKE * 3) if "`" in text else text
-
-
-def no_backticks(text: str) -> str:
-    """Every backtick a look-alike: text that cannot close a code span or fence (escape for
-    mrkdwn separately, or use ``escape_code``)."""
-    return text.replace("`", BACKTICK_LOOKALIKE) if "`" in text else text
-
-
-def escape_code(text: str) -> str:
-    """Text for inside a code block or span: escaped, and no backtick left to close it."""
-    return no_backticks(escape_mrkdwn(text))
-
-
-_FORMATTING = frozenset("*_~")
-
-
-def strong(text: str) -> str:
-    """Escaped outside text (a job name) set off as the bot's mrkdwn: bold, or an inline code
-    span when it holds a character mrkdwn formats with (``*`` ``_`` ``~``) or would not bold
-    (an edge space). mrkdwn has no escape for them: ``*rl*grpo*`` bolds ``rl`` and leaves
-    ``grpo*``, ``*_tmp_run*`` turns italic; a code span shows every character as it is."""
-    if not text:
-        return "—"
-    if _FORMATTING.isdisjoint(text) and text == text.strip():
-        return f"*{text}*"
-    return f"`{no_backticks(text)}`"
-
-
-_WORD = re.compile(r"[^\s`]+")
-_EDGE_PUNCT = "([{\"'.,:;!?)]}"
-
-
-def _marked(match: re.Match[str]) -> str:
-    """A word with ``*`` ``_`` or ``~`` at an edge (past any punctuation) in a code span:
-    mrkdwn formats from such edges only (``_tmp_run_``, ``*all*``), never ``grad_norm``."""
-    word = match.group()
-    bare = word.strip(_EDGE_PUNCT) or word
-    if bare[0] in _FORMATTING or bare[-1] in _FORMATTING or word[0] in _FORMATTING \
-            or word[-1] in _FORMATTING:
-        return f"`{word}`"
-    return word
-
-
-def unformatted(text: str) -> str:
-    """Raw outside text (a job name, a user, a path, a log line, a reason quoting them) that
-    can apply no mrkdwn formatting once escaped (``escape_mrkdwn``) beside the bot's own: no
-    backtick of its own (it cannot pair with the bot's spans), and each word opening or
-    closing with ``*`` ``_`` or ``~`` set in an inline code span, where mrkdwn formats
-    nothing. mrkdwn has no escape for them: a reason quoting ``_tmp_run_`` turned italic,
-    ``*all* ranks`` bold. Other words (``grad_norm``) stay plain, line breaks kept."""
-    text = no_backticks(text)
-    if _FORMATTING.isdisjoint(text):
-        return text
-    return _WORD.sub(_marked, text)
-
-
-_SPAN = re.compile(r"(`[^`\n]*`)")
-
-
-def unformatted_beside_spans(text: str) -> str:
-    """:func:`unformatted` for raw text holding the bot's own inline spans (an error that
-    names ``/job``) around outside text that has no backtick: the spans are kept, the words
-    between them set off as there."""
-    if _FORMATTING.isdisjoint(text):
-        return text
-    return "".join(part if i % 2 else _WORD.sub(_marked, part)
-                   for i, part in enumerate(_SPAN.split(text)))
-
-
-def inert(text: str) -> str:
-    """:func:`unformatted`, escaped: outside text ready for the bot's mrkdwn."""
-    return unformatted(escape_mrkdwn(text))
 
 
 _TORN_TAIL = re.compile(r"(&[a-z]{0,4}|<[^>]*)\Z")
