@@ -112,16 +112,18 @@ class HfBanner(Frozen):
 
 def hf_epoch_step(banner: HfBanner, total: int | None, epoch: float | None) -> int | None:
     """The optimizer step of a dict logged at ``epoch``, by the banner; None if it cannot say."""
-    if epoch is None or not isfinite(epoch) or epoch <= 0:
-        return None
-    per = banner.steps_per_epoch(total)
-    if per is None:
+    return epoch_step(banner.steps_per_epoch(total), banner.every(total), epoch)
+
+
+def epoch_step(per: float | None, every: int | None, epoch: float | None) -> int | None:
+    """:func:`hf_epoch_step` by the banner's ``steps_per_epoch`` and ``every`` (a scan keeps
+    them while its banner stands: ``ScanCore.hf_grid``)."""
+    if epoch is None or per is None or not isfinite(epoch) or epoch <= 0:
         return None
     exact = epoch * per
     if exact >= 1e15:
         return None
     step = max(1, round(exact))
-    every = banner.every(total)
     if every is not None and every > 1:
         near = round(exact / every) * every
         if near >= every and abs(near - exact) <= 1 + per * printed_quantum(epoch) / 2:

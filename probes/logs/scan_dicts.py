@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from math import isfinite
 
 from probes.logs.easyr1_lines import YamlStep
-from probes.logs.hf_banner import HfBanner, hf_epoch_step, printed_quantum, significant_quantum
+from probes.logs.hf_banner import HfBanner, epoch_step, printed_quantum, significant_quantum
 from probes.logs.hf_cadence import HfCadence, advance, step_interval
 from probes.logs.lines import parse_pairs, quoted_pairs
 from probes.logs.precision import precise_merge
@@ -30,6 +30,9 @@ class DictScan(ScanCore):
     yaml_step: YamlStep | None = None
     """EasyR1's step block being read (``probes.logs.easyr1_lines``): a point once it ends.
     Every way a line is fed (``feed``, ``feed_bar``, ``feed_dict``) offers it first."""
+    hf_grid: tuple[HfBanner, int | None, float | None, int | None] | None = None
+    """``hf_banner``'s steps per epoch and logging interval for ``banner_total``, and the
+    banner and total they are for (:meth:`_hf_grid`)."""
 
     def _yaml_line(self, body: str, line_no: int) -> bool:
         """A line after EasyR1's ``Step N``: read into its block, or (False) the block ends
@@ -127,11 +130,12 @@ class DictScan(ScanCore):
         or the end (``close``)."""
         anchor, prev = self.hf_anchor, self.hf_prev
         if anchor is None and prev is None:
-            by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, pairs.get("epoch"))
+            per, every = self._hf_grid()
+            by_epoch = epoch_step(per, every, pairs.get("epoch"))
             if by_epoch is not None:
                 self._record(self._on_grid(pairs, by_epoch), pairs, line_no, None, plan)
                 return
-            saved, every = self.hf_saved, self.hf_banner.every(self.banner_total)
+            saved = self.hf_saved
             if saved is not None and every is not None and not self.hf_unanchored:
                 count = saved[1] + 1
                 self.hf_saved = (saved[0], count)
@@ -156,6 +160,18 @@ class DictScan(ScanCore):
         self.hf_prev = step
         self._record(step, pairs, line_no, None, plan)
 
+    def _hf_grid(self) -> tuple[float | None, int | None]:
+        """The banner's (``steps_per_epoch``, ``every``) by ``banner_total``, kept while the
+        banner and total stand (each bar-less dict asked both twice: a tenth of a bot's first
+        read of a 1 MiB HF tail)."""
+        banner, total = self.hf_banner, self.banner_total
+        kept = self.hf_grid
+        if kept is not None and kept[0] is banner and kept[1] == total:
+            return kept[2], kept[3]
+        per, every = banner.steps_per_epoch(total), banner.every(total)
+        self.hf_grid = (banner, total, per, every)
+        return per, every
+
     def _on_grid(self, pairs: Mapping[str, float], step: int) -> int:
         """A bar-less training dict's step on its logging grid (``_grid_step``), else
         ``step``, the nearest its epoch gives."""
@@ -167,9 +183,8 @@ class DictScan(ScanCore):
         gives an interval of steps, and the cadence inferred from the dicts so far
         (``hf_cadence``) picks one in it; None when it cannot. A printed ``logging_steps``
         already places a dict (``hf_epoch_step``)."""
-        epoch, per = pairs.get("epoch"), self.hf_banner.steps_per_epoch(self.banner_total)
-        if "loss" not in pairs or epoch is None or per is None or (
-                self.hf_banner.every(self.banner_total) is not None):
+        epoch, (per, every) = pairs.get("epoch"), self._hf_grid()
+        if "loss" not in pairs or epoch is None or per is None or every is not None:
             return None  # an eval or summary dict is off the training grid
         printed = printed_quantum(epoch)
         if printed < 0.01:
@@ -195,9 +210,8 @@ class DictScan(ScanCore):
         so it may be a step or two behind as well as 10-20 (``0.6`` was 0.6000: step 120 of
         200 a epoch, not the bar's 119). An epoch rounded to 0.01 spans several steps: the
         logging grid (``_grid_step``) places the dict in it when it can."""
-        epoch = pairs.get("epoch")
-        by_epoch = hf_epoch_step(self.hf_banner, self.banner_total, epoch)
-        per = self.hf_banner.steps_per_epoch(self.banner_total)
+        epoch, (per, every) = pairs.get("epoch"), self._hf_grid()
+        by_epoch = epoch_step(per, every, epoch)
         if by_epoch is None or per is None or epoch is None:
             return None
         on_grid = self._grid_step(pairs)
