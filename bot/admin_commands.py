@@ -57,13 +57,15 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_bot(args: argparse.Namespace) -> int:
     from bot.config_checks import redis_file_problems
-    from bot.server import run_bot
 
-    # Fail fast, with the line and key, before binding a port.
+    # Fail fast, with the line and key, before binding a port and before loading the Slack
+    # and HTTP stack (bot.server: seconds of CPU on a busy machine).
     config = load_config(config_path(args))
     problems = redis_file_problems(config.redis)
     if problems:
         raise UserError(problems[0])
+    from bot.server import run_bot
+
     asyncio.run(run_bot(config_path(args), port=args.port))
     return 0
 
