@@ -189,8 +189,9 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
             result = await sweeper.sweep(clusters=clusters)
     finally:
         await sweeper.aclose()
-    interrupt.check()
-    print(show(result))
+    text = show(result)
+    interrupt.check()  # after the rendering: a Ctrl-C during it prints nothing
+    print(text)
 
 
 async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
@@ -214,8 +215,9 @@ async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
             print(unread_answer(unread, f"{cluster}:{job_id}" if cluster else job_id,
                                  "not read", fmt))
             return
+        text = show(found)
         interrupt.check()
-        print(show(found))
+        print(text)
     finally:
         await sweeper.aclose()
 

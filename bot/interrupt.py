@@ -64,13 +64,15 @@ async def _guarded(main: Coroutine[Any, Any, T]) -> T:
             task.cancel()
             loop.call_later(RECANCEL_S, cancel)
 
-    def on_sigint() -> None:
+    def on_sigint(_signum: int, _frame: object) -> None:
+        # A Python handler, not loop.add_signal_handler's: it runs as the signal comes, so a
+        # Ctrl-C while the task ends (rendering, printing) is seen, not left in the loop's pipe.
         if not _SEEN.sigint:
             _SEEN.sigint = True
-            cancel()
+            loop.call_soon_threadsafe(cancel)
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    before = signal.signal(signal.SIGINT, on_sigint)
     try:
         return await main
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, before)
