@@ -67,9 +67,10 @@ async def _guarded(main: Coroutine[Any, Any, T]) -> T:
     def on_sigint(_signum: int, _frame: object) -> None:
         # A Python handler, not loop.add_signal_handler's: it runs as the signal comes, so a
         # Ctrl-C while the task ends (rendering, printing) is seen, not left in the loop's pipe.
-        if not _SEEN.sigint:
-            _SEEN.sigint = True
-            loop.call_soon_threadsafe(cancel)
+        if _SEEN.sigint:  # a second Ctrl-C: out now, as asyncio.run's own handler does (a
+            raise KeyboardInterrupt  # command stuck in synchronous code still ends)
+        _SEEN.sigint = True
+        loop.call_soon_threadsafe(cancel)
 
     before = signal.signal(signal.SIGINT, on_sigint)
     try:

@@ -43,3 +43,22 @@ def test_the_handler_before_is_back_after_the_command() -> None:
     """The command leaves SIGINT as it found it (Python's KeyboardInterrupt)."""
     assert main(["demo", "--format", "json"]) == 0
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_second_ctrl_c_ends_a_command_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The first Ctrl-C is noted (the command winds down); a second ends it where it stands,
+    as asyncio.run's own handler does: a command stuck in synchronous code still exits 130."""
+    real = cli._emit
+    went_on: list[str] = []
+
+    def emit(*args: Any) -> str:
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+        went_on.append("past the second Ctrl-C")
+        return real(*args)
+
+    monkeypatch.setattr(cli, "_emit", emit)
+    assert main(["demo"]) == 130
+    assert went_on == []
+    assert capsys.readouterr().out == ""
