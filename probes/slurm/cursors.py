@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field, PrivateAttr, ValidationError
 
@@ -146,6 +146,78 @@ def fold_jobs(
     return tuple(jobs), states
 
 
+class _Start(NamedTuple):
+    """Where one job's fold begins: the stored state it continues (``base``) or nothing."""
+
+    base: LogState | None
+    new_text: str
+    """This read's text (on a first read, only the job's own part of it)."""
+    head_text: str | None
+    head_fp: RunFingerprint | None
+    recent: str
+    recent_offset: int
+    recent_line: int
+    stream: str
+    log_start: bool
+
+
+def _start_fold(record: SchedulerRecord, raw: Mapping[str, Any], prior: LogState | None,
+                cursor: LogCursor) -> _Start:
+    """Resume ``prior`` when the collector's answer continues its cursor, else start afresh."""
+    new_text = str(raw.get("text") or "")
+    if (prior is not None and raw.get("continued") is True
+            and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset):
+        return _Start(prior, new_text, None, prior.head_fingerprint, prior.recent,
+                      prior.recent_offset, prior.recent_line, prior.stream, True)
+    head = raw.get("head")
+    head_text = head if isinstance(head, str) and head else None
+    head_fp = head_fingerprint(head_text) if head_text is not None else None
+    # A first read folds the job's own part (a chain's attempts appending to one file,
+    # probes.logs.attempts), as job_facts shows it.
+    new_text, cut = own_part(new_text, record.job_id, live=record.state in ACTIVE_STATES)
+    recent_offset = int(raw.get("offset") or 0) + cut
+    # Read from the file's first byte, or from this attempt's own start: else a cut
+    # tail, whose head (if sent) gives HF Trainer's banner (``parse_log``'s). A file
+    # rotated, truncated or rewritten under the running job (a ``fresh`` answer to a
+    # stored cursor) starts at no step of the run either: its bar-less dicts counted
+    # from 1 again would be merged over the stored history's steps (left unanchored).
+    replaced = prior is not None and raw.get("fresh") in _REPLACED
+    log_start = (recent_offset == 0 and not replaced) or cut > 0
+    return _Start(None, new_text, head_text, head_fp, "", recent_offset, 1,
+                  f"{cursor.digest}@{recent_offset}", log_start)
+
+
+class _Summariser:
+    """The ``summarise`` hook :func:`job_facts` calls: the fold of this read onto the start's
+    carry (or the stored summary again, for a log unchanged since), noting the carry."""
+
+    def __init__(self, start: _Start, cursor: LogCursor, *, aliases: Mapping[str, str],
+                 benign_patterns: Sequence[str]) -> None:
+        self.start = start
+        self.unchanged = (start.base is not None and not start.new_text
+                          and cursor == start.base.cursor)
+        self.aliases, self.benign_patterns = aliases, benign_patterns
+        self.carried: list[LogCarry] = []
+        self.reused = False
+
+    def __call__(self, log: LogFetch) -> LogSummary:
+        """The summary of ``log`` (the read :func:`job_facts` was given)."""
+        start, base = self.start, self.start.base
+        if self.unchanged and base is not None and base._summary is not None \
+                and base._mtime == log.mtime:
+            self.carried.append(base.carry)
+            self.reused = True
+            return base._summary
+        summary, carry = parse_increment(
+            base.carry if base is not None else None, start.new_text, aliases=self.aliases,
+            benign_patterns=self.benign_patterns, mtime=log.mtime, log_start=start.log_start,
+            head=head_before(start.head_text, start.recent_offset))
+        self.carried.append(carry)
+        if summary.fingerprint is None and start.head_fp is not None:
+            summary = summary.model_copy(update={"fingerprint": start.head_fp})
+        return summary
+
+
 def fold_job(
     record: SchedulerRecord,
     collected: Mapping[str, Any] | None,
@@ -162,70 +234,42 @@ def fold_job(
     except ValidationError:
         return job_facts(record, collected, aliases=aliases,
                          benign_patterns=benign_patterns), None
-    new_text = str(raw.get("text") or "")
-    continued = (prior is not None and raw.get("continued") is True
-                 and prior.cursor.path == cursor.path and raw.get("offset") == prior.cursor.offset)
-    base = prior if continued else None
-    log_start, head_text = True, None
-    if base is not None:
-        head_fp, recent, stream = base.head_fingerprint, base.recent, base.stream
-        recent_offset, recent_line = base.recent_offset, base.recent_line
-    else:
-        head = raw.get("head")
-        head_text = head if isinstance(head, str) and head else None
-        head_fp = head_fingerprint(head_text) if head_text is not None else None
-        # A first read folds the job's own part (a chain's attempts appending to one file,
-        # probes.logs.attempts), as job_facts shows it.
-        new_text, cut = own_part(new_text, record.job_id,
-                                 live=record.state in ACTIVE_STATES)
-        recent, recent_offset, recent_line = "", int(raw.get("offset") or 0) + cut, 1
-        # Read from the file's first byte, or from this attempt's own start: else a cut
-        # tail, whose head (if sent) gives HF Trainer's banner (``parse_log``'s). A file
-        # rotated, truncated or rewritten under the running job (a ``fresh`` answer to a
-        # stored cursor) starts at no step of the run either: its bar-less dicts counted
-        # from 1 again would be merged over the stored history's steps (left unanchored).
-        replaced = prior is not None and raw.get("fresh") in _REPLACED
-        log_start = (recent_offset == 0 and not replaced) or cut > 0
-        stream = f"{cursor.digest}@{recent_offset}"
-    shown = recent + new_text  # the text this sweep's facts show: the latest, bounded
-    carried: list[LogCarry] = []
-    reused: list[bool] = []
-    unchanged = base is not None and not new_text and cursor == base.cursor
-
-    def summarise(log: LogFetch) -> LogSummary:
-        if unchanged and base is not None and base._summary is not None \
-                and base._mtime == log.mtime:
-            carried.append(base.carry)
-            reused.append(True)
-            return base._summary
-        summary, carry = parse_increment(base.carry if base is not None else None, new_text,
-                                         aliases=aliases, benign_patterns=benign_patterns,
-                                         mtime=log.mtime, log_start=log_start,
-                                         head=head_before(head_text, recent_offset))
-        carried.append(carry)
-        if summary.fingerprint is None and head_fp is not None:
-            summary = summary.model_copy(update={"fingerprint": head_fp})
-        return summary
-
+    start = _start_fold(record, raw, prior, cursor)
+    shown = start.recent + start.new_text  # the text this sweep's facts show: the latest, bounded
+    summarise = _Summariser(start, cursor, aliases=aliases, benign_patterns=benign_patterns)
     log = {k: v for k, v in raw.items() if k not in ("head", "cursor")}
-    log.update(text=shown, offset=recent_offset)  # (job_facts cuts nothing given summarise)
+    log.update(text=shown, offset=start.recent_offset)  # (job_facts cuts nothing given summarise)
     facts = job_facts(record, dict(collected or {}, log=log), aliases=aliases,
                       benign_patterns=benign_patterns, summarise=summarise, whole_tail=True)
+    carried = summarise.carried
     if facts.log is None or not carried or carried[0].reset or carried[0].afresh:
         # No fold, or the fold lost its state (a parser bug) or the points a restart below
         # them needs (``LogCarry.afresh``): read the log afresh next time.
         return facts.model_copy(update={"log": retain(facts.log, facts.summary)}
                                 ) if facts.log else facts, None
-    if reused and base is not None:  # as it was (see LogState._summary)
-        if base._kept is None or base._kept[0] != facts.log:
-            base._kept = facts.log, _retained(facts.log, facts.summary, base, recent_line)[0]
-        return facts.model_copy(update={"log": base._kept[1]}), base
-    kept_log, excerpts = _retained(facts.log, facts.summary, base, recent_line)
+    base = start.base
+    if summarise.reused and base is not None:  # as it was (see LogState._summary)
+        return _reuse_state(facts, facts.log, base), base
+    return _fold_state(facts, facts.log, start, cursor, carry=carried[0], shown=shown)
+
+
+def _reuse_state(facts: JobFacts, log: LogFetch, base: LogState) -> JobFacts:
+    """``facts`` of an unchanged log showing what ``base`` kept of the same read."""
+    if base._kept is None or base._kept[0] != log:
+        base._kept = log, _retained(log, facts.summary, base, base.recent_line)[0]
+    return facts.model_copy(update={"log": base._kept[1]})
+
+
+def _fold_state(facts: JobFacts, log: LogFetch, start: _Start, cursor: LogCursor, *,
+                carry: LogCarry, shown: str) -> tuple[JobFacts, LogState]:
+    """``facts`` with the retained excerpts, and the state this read leaves for the next."""
+    kept_log, excerpts = _retained(log, facts.summary, start.base, start.recent_line)
     facts = facts.model_copy(update={"log": kept_log})
     kept, dropped = _latest(shown)
-    state = LogState(cursor=cursor, carry=carried[0], head_fingerprint=head_fp, recent=kept,
-                     recent_offset=recent_offset + len(dropped.encode("utf-8")),
-                     recent_line=recent_line + _breaks(dropped), stream=stream, **excerpts)
+    state = LogState(cursor=cursor, carry=carry, head_fingerprint=start.head_fp, recent=kept,
+                     recent_offset=start.recent_offset + len(dropped.encode("utf-8")),
+                     recent_line=start.recent_line + _breaks(dropped), stream=start.stream,
+                     **excerpts)
     state._summary, state._mtime = facts.summary, facts.log.mtime if facts.log else None
     return facts, state
 
