@@ -46,7 +46,7 @@ from datetime import datetime
 
 from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
-from report.chain import ChainIndex, chain_link, dependencies
+from report.chain import ChainIndex, ChainLink, chain_link, dependencies
 from report.cleanup import cleanup_rule
 from report.failure_text import log_excerpt
 from report.findings import Findings, JudgeContext, normalized_history, this_launch
@@ -74,6 +74,7 @@ from report.models import (
     Bucket,
     ClusterReport,
     FailureSignature,
+    GridRollup,
     JobDetail,
     JobReport,
     Report,
@@ -123,13 +124,7 @@ def judge_job(
     record = facts.record
     index = index if index is not None else ChainIndex(cluster_records)
     bucket = bucket_for(record.name, settings.buckets)
-    if bucket not in TRAINING_BUCKETS and facts.checkpoints is not None:
-        # A banked step is a training run's: a datagen, eval or catch-all job sharing a
-        # workdir with one (an upload of its checkpoints, a GPU-CI run beside it) banks none.
-        facts = facts.model_copy(update={"checkpoints": None})
-    if bucket == "eval":
-        facts = own_run_trials(facts)
-    facts = this_launch(facts)
+    facts = _judged_facts(facts, bucket)
     points = history if history is not None else (facts.summary.points if facts.summary else ())
     edges = memory.known_edges.get(record.cluster, {}) if memory else {}
     link = chain_link(as_ended(record), cluster_records, edges, index=index,
@@ -149,6 +144,26 @@ def judge_job(
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
+    failures = _apply_rules(ctx, f, bucket, link, memory)
+    return _assemble(ctx, f, bucket, cluster_name_shown, failures)
+
+
+def _judged_facts(facts: JobFacts, bucket: Bucket) -> JobFacts:
+    """``facts`` as its bucket judges them: this launch's, with only what the bucket owns."""
+    if bucket not in TRAINING_BUCKETS and facts.checkpoints is not None:
+        # A banked step is a training run's: a datagen, eval or catch-all job sharing a
+        # workdir with one (an upload of its checkpoints, a GPU-CI run beside it) banks none.
+        facts = facts.model_copy(update={"checkpoints": None})
+    if bucket == "eval":
+        facts = own_run_trials(facts)
+    return this_launch(facts)
+
+
+def _apply_rules(
+    ctx: JudgeContext, f: Findings, bucket: Bucket, link: ChainLink, memory: SweepMemory | None,
+) -> tuple[FailureSignature | None, FailureSignature | None]:
+    """Every rule onto ``f``, in precedence order (the cross-cutting ones around the bucket's
+    judge); the job's failure signature and the one it repeats, if any."""
     log_rules(ctx, f)
     fault_rules(ctx, f)
     state_rules(ctx, f, link)
@@ -173,7 +188,7 @@ def judge_job(
     suspended_rule(ctx, f)
     no_kill_rule(ctx, f)
     unreadable_checkpoints_note(ctx, f)
-    return _assemble(ctx, f, bucket, cluster_name_shown, (failure, repeats))
+    return failure, repeats
 
 
 def _trend_text(f: Findings, facts: JobFacts) -> str:
@@ -243,6 +258,34 @@ def build_report(
     reads the whole window again). A collapse or a failure keeps its whole window: the
     collapse alert and the incident file quote it."""
     shown = sum(1 for c in clusters if c.jobs) > 1
+    judged = _judge_clusters(clusters, settings=settings, now=now, histories=histories,
+                             memory=memory, shown=shown)
+    judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
+                                histories=histories, memory=memory, shown=shown)
+    judged.sort(key=lambda d: (BUCKET_ORDER.index(d.report.bucket), d.report.cluster,
+                               _natural(d.report.job_id)))
+    report = Report(
+        generated_at=now,
+        clusters=[ClusterReport(name=c.name, kind=c.kind, status=c.status, detail=c.detail)
+                  for c in clusters],
+        jobs=[d.report for d in judged],
+        grid=_roll_up_grid(judged, clusters),
+    )
+    if kept_history is not None:
+        judged = [_trimmed(d, kept_history) for d in judged]
+    return report, {(d.report.cluster, d.report.job_id): d for d in judged}
+
+
+def _judge_clusters(
+    clusters: Sequence[ClusterFacts],
+    *,
+    settings: ReportSettings,
+    now: datetime,
+    histories: Mapping[tuple[str, str], Sequence[MetricPoint]] | None,
+    memory: SweepMemory | None,
+    shown: bool,
+) -> list[JobDetail]:
+    """:func:`judge_job` for every job, each cluster's records indexed once."""
     judged: list[JobDetail] = []
     for cluster in clusters:
         records = [j.record for j in cluster.jobs]
@@ -257,28 +300,21 @@ def build_report(
                 history=histories.get(key) if histories else None, memory=memory,
                 cluster_name_shown=shown, sweep_jobs=attempts, index=index,
             ))
-    judged = _sweep_recurrences(judged, clusters, settings=settings, now=now,
-                                histories=histories, memory=memory, shown=shown)
-    judged.sort(key=lambda d: (BUCKET_ORDER.index(d.report.bucket), d.report.cluster,
-                               _natural(d.report.job_id)))
+    return judged
+
+
+def _roll_up_grid(
+    judged: Sequence[JobDetail], clusters: Sequence[ClusterFacts],
+) -> list[GridRollup]:
+    """The SFT grid rollups of the judged jobs (by their labels and dependencies)."""
     labels = {(j.record.cluster, j.record.job_id): j.record.labels
               for c in clusters for j in c.jobs}
     waits_for = {(j.record.cluster, j.record.job_id): [d.job_id for d in dependencies(j.record)]
                  for c in clusters for j in c.jobs}
-    grid = grid_rollups([
+    return grid_rollups([
         (d.report, labels.get((d.report.cluster, d.report.job_id), {}), _rate(d.report))
         for d in judged
     ], waits_for)
-    report = Report(
-        generated_at=now,
-        clusters=[ClusterReport(name=c.name, kind=c.kind, status=c.status, detail=c.detail)
-                  for c in clusters],
-        jobs=[d.report for d in judged],
-        grid=grid,
-    )
-    if kept_history is not None:
-        judged = [_trimmed(d, kept_history) for d in judged]
-    return report, {(d.report.cluster, d.report.job_id): d for d in judged}
 
 
 def _trimmed(detail: JobDetail, keep: int) -> JobDetail:
