@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from bot import store_texts
@@ -90,7 +90,6 @@ class LogStateStore(StoreBase):
         one round trip, a transaction; one more only for the texts that could not be
         appended to (``bot.store_texts``) or when Redis lost the script. A reader skips a
         job whose state and text disagree in between."""
-        key = self.key("logs", cluster)
         # Encoding is CPU work (~0.1 ms a state): a worker thread keeps the event loop free
         # for the merge beside it and for Slack acks.
         encoded = (await asyncio.to_thread(_encode_states, states) if states else {})
@@ -103,50 +102,77 @@ class LogStateStore(StoreBase):
         planned = [store_texts.plan(job, states[job], body, book.get(cluster, job))
                    for job, (_, body) in writes.items()]
         book.forget(cluster, [*gone, *writes])  # known again once Redis has answered
-        appends = [w for w in planned if w.sent_from is not None]
-        text_key = functools.partial(self.key, "logtext", cluster)
-        calls = [([text_key(w.job_id) for w in chunk],
-                  [self.expire_ms, store_texts.SLACK_BYTES,
-                   *(a for w in chunk for a in (store_texts.stream_id(w.stream), w.begin, w.end,
-                                                w.sent_from, w.payload))])
-                 for chunk in _chunks(appends, JOBS_PER_CALL)]
         async with self._translated("save log states"):
-            async with self._r.pipeline(transaction=True) as p:
-                if writes:
-                    p.hset(key, mapping={k: v for k, (v, _) in writes.items()})
-                for w in planned:
-                    if w.sent_from is None:
-                        self._write_whole(p, text_key(w.job_id), w)
-                if gone:
-                    p.hdel(key, *gone)
-                    p.delete(*map(text_key, gone))
-                for job in renew:
-                    p.pexpire(text_key(job), self.expire_ms)
-                p.pexpire(key, self.expire_ms)
-                for keys, args in calls:
-                    p.evalsha(APPEND_SHA, len(keys), *keys, *args)
-                results = await p.execute(raise_on_error=False)
-            for result in results[: len(results) - len(calls)]:
-                if isinstance(result, Exception):
-                    raise result
-            starts = await self._script_calls(APPEND_SHA, APPEND_LUA, calls,
-                                              results[len(results) - len(calls):])
-            done = [(w, w.begin) for w in planned if w.sent_from is None]
-            refused = []
-            for w, start in zip(appends, starts, strict=True):
-                if start >= 0:
-                    done.append((w, start))
-                else:  # the key is not as this process saw it: the whole text
-                    refused.append(store_texts.whole(w.job_id, states[w.job_id],
-                                                     writes[w.job_id][1]))
-            if refused:
-                async with self._r.pipeline(transaction=True) as p:
-                    for w in refused:
-                        self._write_whole(p, text_key(w.job_id), w)
-                    await p.execute()
-        for w, start in (*done, *((w, w.begin) for w in refused)):
+            held = await self._write_states(cluster, states, writes, planned,
+                                            gone=gone, renew=renew)
+        for w, start in held:
             book.keep(cluster, w.job_id, w.held(start))
         book.renewed(cluster, renew)
+
+    async def _write_states(
+        self, cluster: str, states: Mapping[str, LogState],
+        writes: Mapping[str, tuple[str, bytes]], planned: Sequence[store_texts.Write], *,
+        gone: Sequence[str], renew: Collection[str],
+    ) -> list[tuple[store_texts.Write, int]]:
+        """:meth:`save_log_states`' transaction, and the whole texts of the appends Redis
+        refused; each text write that now holds, with where its key's text starts."""
+        text_key = functools.partial(self.key, "logtext", cluster)
+        appends = [w for w in planned if w.sent_from is not None]
+        calls = self._append_calls(text_key, appends)
+        async with self._r.pipeline(transaction=True) as p:
+            self._queue_save(p, cluster, writes, planned,
+                             gone=gone, renew=renew)
+            for keys, args in calls:
+                p.evalsha(APPEND_SHA, len(keys), *keys, *args)
+            results = await p.execute(raise_on_error=False)
+        for result in results[: len(results) - len(calls)]:
+            if isinstance(result, Exception):
+                raise result
+        starts = await self._script_calls(APPEND_SHA, APPEND_LUA, calls,
+                                          results[len(results) - len(calls):])
+        done = [(w, w.begin) for w in planned if w.sent_from is None]
+        refused = []
+        for w, start in zip(appends, starts, strict=True):
+            if start >= 0:
+                done.append((w, start))
+            else:  # the key is not as this process saw it: the whole text
+                refused.append(store_texts.whole(w.job_id, states[w.job_id],
+                                                 writes[w.job_id][1]))
+        if refused:
+            async with self._r.pipeline(transaction=True) as p:
+                for w in refused:
+                    self._write_whole(p, text_key(w.job_id), w)
+                await p.execute()
+        return [*done, *((w, w.begin) for w in refused)]
+
+    def _append_calls(self, text_key: Callable[[str], str], appends: Sequence[store_texts.Write],
+                      ) -> list[tuple[list[str], list[Any]]]:
+        """The append script's calls (keys, args) for ``appends``, at most
+        :data:`JOBS_PER_CALL` jobs a call."""
+        return [([text_key(w.job_id) for w in chunk],
+                 [self.expire_ms, store_texts.SLACK_BYTES,
+                  *(a for w in chunk for a in (store_texts.stream_id(w.stream), w.begin, w.end,
+                                               w.sent_from, w.payload))])
+                for chunk in _chunks(appends, JOBS_PER_CALL)]
+
+    def _queue_save(self, p: Any, cluster: str, writes: Mapping[str, tuple[str, bytes]],
+                    planned: Sequence[store_texts.Write], *, gone: Sequence[str],
+                    renew: Collection[str]) -> None:
+        """Queue on pipeline ``p`` a save's states, whole texts, deletions and expiries (all
+        but its appends)."""
+        key = self.key("logs", cluster)
+        text_key = functools.partial(self.key, "logtext", cluster)
+        if writes:
+            p.hset(key, mapping={k: v for k, (v, _) in writes.items()})
+        for w in planned:
+            if w.sent_from is None:
+                self._write_whole(p, text_key(w.job_id), w)
+        if gone:
+            p.hdel(key, *gone)
+            p.delete(*map(text_key, gone))
+        for job in renew:
+            p.pexpire(text_key(job), self.expire_ms)
+        p.pexpire(key, self.expire_ms)
 
     def _write_whole(self, p: Any, key: str, write: store_texts.Write) -> None:
         """Queue ``write``'s whole text on pipeline ``p``: the key replaced, with its expiry."""
