@@ -43,6 +43,13 @@ def _locked_job(lock: str, holder: dict[str, Any]) -> tuple[str, str, str | None
     return cluster, job_id, None
 
 
+def _audit_fields(holder: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The lock's actor, and the audit fields (actor, channel, ts) of its record."""
+    actor = str(holder.get("user"))
+    channel, ts = holder.get("channel"), holder.get("ts")
+    return actor, {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}
+
+
 class CancelReconciler(ActionRecords):
     """Settles the cancels a crash or a restart interrupted (:meth:`reconcile`)."""
 
@@ -73,7 +80,24 @@ class CancelReconciler(ActionRecords):
         return settled
 
     async def _reconcile_one(self, lock: str, holder: dict[str, Any]) -> None:
+        """Settle one interrupted cancel: released if its job still runs, else completed."""
         cluster, job_id, uid = _locked_job(lock, holder)
+        detail = await self._locked_detail(cluster, job_id, uid, holder)
+        episode_name = holder.get("episode")
+        found = await self._store.get_doc(str(episode_name)) if episode_name else None
+        episode = dict(found) if found else None
+        config = self._config.current()
+        if detail is not None and detail.report.state in STILL_RUNNING:
+            await self._release_interrupted(lock, holder, (cluster, job_id), detail=detail,
+                                            episode=episode, config=config)
+        else:
+            await self._settle_ended(lock, holder, (cluster, job_id), detail=detail,
+                                     episode=episode, config=config)
+
+    async def _locked_detail(self, cluster: str, job_id: str, uid: str | None,
+                             holder: dict[str, Any]) -> JobDetail | None:
+        """The locked job's fresh detail, ``None`` if the cluster no longer reports it (or the
+        name or id is another instance's now); a cluster not read raises ``ProbeError``."""
         result = await self._sweeper.sweep(clusters=[cluster])
         read = [c for c in result.report.clusters if c.name == cluster]
         if not read or read[0].status != "ok":
@@ -88,38 +112,47 @@ class CancelReconciler(ActionRecords):
         submitted = holder.get("submitted")
         if submitted and facts is not None and job_submitted(facts) != submitted:
             detail = None  # the SLURM id names another instance now (requeued or reused)
-        state = detail.report.state if detail is not None else None
-        actor, channel, ts = str(holder.get("user")), holder.get("channel"), holder.get("ts")
-        audit = {"actor": actor, "channel": str(channel or ""), "ts": str(ts or "")}
-        episode_name = holder.get("episode")
-        found = await self._store.get_doc(str(episode_name)) if episode_name else None
-        episode = dict(found) if found else None
-        config = self._config.current()
-        ref = f"{cluster}:{job_id}"
+        return detail
+
+    async def _release_interrupted(self, lock: str, holder: dict[str, Any], job: tuple[str, str],
+                                   *, detail: JobDetail, episode: dict[str, Any] | None,
+                                   config: Config) -> None:
+        """Release the lock of a job still running, its buttons back as its episode offered
+        them, and say so on the message."""
+        cluster, job_id = job
+        actor, audit = _audit_fields(holder)
         batch = holder.get("blocks") if episode and episode.get("batched") else None
-        if state in STILL_RUNNING and detail is not None:
-            await self._store.release(lock)
-            await self._audit(None, cluster, job_id, "cancel interrupted; released",
-                              str(holder.get("status")), **audit)
-            # The buttons come back as the episode offered them, and Cancel only if it may be
-            # pressed now: a no_kill set (or an exemption read) since makes it a recommendation.
-            if episode is None:
-                why: str | None = "its alert's record is gone"
-            elif episode.get("can_cancel") is False:
-                why = "the alert offered no cancel"
-            else:
-                why = cancel_forbidden(detail, config)
-            blocks = (with_job_buttons(batch, detail, can_cancel=why is None)
-                      if isinstance(batch, list) else
-                      await self._episode_blocks(episode, detail, config, can_cancel=why is None))
-            line = (f"⚠️ The cancel requested by {mention(actor)} was interrupted before it took "
-                    "effect; the job is still running. ")
-            line += "Press again to retry." if why is None else (
-                f"It is not cancelled from Slack now ({inert(why)}): this is a recommendation.")
-            # Without its episode a press is refused anyway: no buttons that cannot be honoured.
-            await self._update(channel, ts, blocks, line, keep_buttons=episode is not None,
-                               ref=ref)
-            return
+        await self._store.release(lock)
+        await self._audit(None, cluster, job_id, "cancel interrupted; released",
+                          str(holder.get("status")), **audit)
+        # The buttons come back as the episode offered them, and Cancel only if it may be
+        # pressed now: a no_kill set (or an exemption read) since makes it a recommendation.
+        if episode is None:
+            why: str | None = "its alert's record is gone"
+        elif episode.get("can_cancel") is False:
+            why = "the alert offered no cancel"
+        else:
+            why = cancel_forbidden(detail, config)
+        blocks = (with_job_buttons(batch, detail, can_cancel=why is None)
+                  if isinstance(batch, list) else
+                  await self._episode_blocks(episode, detail, config, can_cancel=why is None))
+        line = (f"⚠️ The cancel requested by {mention(actor)} was interrupted before it took "
+                "effect; the job is still running. ")
+        line += "Press again to retry." if why is None else (
+            f"It is not cancelled from Slack now ({inert(why)}): this is a recommendation.")
+        # Without its episode a press is refused anyway: no buttons that cannot be honoured.
+        await self._update(holder.get("channel"), holder.get("ts"), blocks, line,
+                           keep_buttons=episode is not None, ref=f"{cluster}:{job_id}")
+
+    async def _settle_ended(self, lock: str, holder: dict[str, Any], job: tuple[str, str], *,
+                            detail: JobDetail | None, episode: dict[str, Any] | None,
+                            config: Config) -> None:
+        """Complete the lock of a job no longer running (or reported), close its episode, and
+        say so on the message."""
+        cluster, job_id = job
+        actor, audit = _audit_fields(holder)
+        batch = holder.get("blocks") if episode and episode.get("batched") else None
+        state = detail.report.state if detail is not None else None
         shown = state.value if state is not None else "no longer reported"
         outcome = "cancelled" if holder.get("status") == "cancelling" else "ended"
         await self._finish(lock, holder, f"{outcome} (reconciled)")
@@ -131,9 +164,10 @@ class CancelReconciler(ActionRecords):
         else:
             blocks = (await self._episode_blocks(episode, detail, config, can_cancel=False)
                       if detail is not None else [])
-        await self._update(channel, ts, blocks, f"🛑 Cancel requested by {mention(actor)}: "
+        await self._update(holder.get("channel"), holder.get("ts"), blocks,
+                           f"🛑 Cancel requested by {mention(actor)}: "
                            f"settled after a restart; the job is {esc(shown)}.",
-                           keep_buttons=False, ref=ref)
+                           keep_buttons=False, ref=f"{cluster}:{job_id}")
 
     async def _episode_blocks(self, episode: dict[str, Any] | None, detail: JobDetail,
                               config: Config, *, can_cancel: bool) -> list[dict[str, Any]]:
