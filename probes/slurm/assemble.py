@@ -179,14 +179,18 @@ def _in_run(job: Mapping[str, Any], started: datetime | None, ended: datetime | 
     ended at ``ended``): last written (its job result.json, rewritten at every trial start
     and end, or a trial's result.json) after the start's second (``START_RESOLUTION_S``), and
     started (its config.json, written as a Harbor run starts or resumes) by the end's.
-    Unknown times keep it."""
-    if started is not None:
+    Unknown times keep it. A dir created (its config.json) within the start's second or later
+    is the run's however soon it was last written: an ``afterany`` predecessor's was created
+    when that run started, before it ended (a tree copied in at the job's start is its own)."""
+    created = _epoch(job.get("created"))
+    own_start = started is not None and created is not None \
+        and created >= math.floor(started.timestamp())
+    if started is not None and not own_start:
         stamps = [t for t in (_epoch(job.get("mtime")),
                               _epoch((job.get("tally") or {}).get("newest_mtime")))
                   if t is not None]
         if stamps and max(stamps) < started.timestamp() + START_RESOLUTION_S:
             return False
-    created = _epoch(job.get("created"))
     return ended is None or created is None \
         or created < ended.timestamp() + START_RESOLUTION_S
 

@@ -64,6 +64,9 @@ def test_an_earlier_eval_in_the_same_jobs_dir_is_not_counted(tmp_path: Path,
                minutes_ago=200)
     _age(jobs / "2026-12-03__09-00-00", 90,
          at=_start(25) + timedelta(seconds=0.6) if chained else None)
+    # Its config.json was written when that run started (Harbor writes it as a run starts or
+    # resumes), not in the second it ended.
+    _age(jobs / "2026-12-03__09-00-00" / "config.json", 90)
     MAKE.write(jobs / "2026-12-04__10-00-00", {"pass": 1, "fail": 2, "inflight": 8}, total=40,
                seed=2, minutes_ago=20)
     report = _row(jobs, started_min_ago=25)

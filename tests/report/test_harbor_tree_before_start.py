@@ -83,3 +83,19 @@ def test_without_a_row_an_old_tree_is_not_counted(tmp_path: Path) -> None:
     report = _row(jobs, "harbor run\n")
     assert not report.metrics.get("trials"), report.metrics
     assert "zombie" not in report.flags
+
+
+def test_a_tree_copied_in_the_first_second_is_the_runs_without_a_row(tmp_path: Path) -> None:
+    """An eval whose first command lays its Harbor tree out (``cp -r`` at the start: every
+    file, config.json too, written within the start's second) and whose log prints no Harbor
+    row: its job dir was created since the start, so it is this run's (24 trials, not
+    "Starting; no result.json yet"). Replayed on the real SLURM as jtuser: ``cp -r
+    harbor-0.26.0/jobs ./jobs; sleep`` read trials 0, buffer-filling."""
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "2026-11-30__10-00-00", {"pass": 12, "fail": 12}, total=24, seed=5,
+               finished=True)
+    _age(jobs / "2026-11-30__10-00-00", 0, at=_start(2) + timedelta(seconds=0.4))
+    report = _row(jobs, "eval running\n", started_min_ago=2)
+    assert report.metrics.get("trials") == 24.0, report.metrics
+    assert report.metrics.get("pass_rate") == 0.5, report.metrics
+    assert "buffer-filling" not in report.flags, (report.flags, report.trend)
