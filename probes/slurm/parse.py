@@ -126,22 +126,10 @@ def record_from_squeue(
     state_block = _block(job, "state")
     raw_state = job.get("job_state", state_block.get("current"))
     state = parse_state(raw_state)
-    times = _block(job, "time")
-    start = epoch(job.get("start_time", times.get("start")))
-    end = epoch(job.get("end_time", times.get("end")))
-    limit_min = _number(job.get("time_limit", times.get("limit")))
     code, signal = _exit_code(job.get("exit_code"))
     array_job, array_task = _array_ids(job)
     dependency = _text(job.get("dependency"))
-    comment = job.get("comment")
-    if isinstance(comment, dict):
-        comment = comment.get("job")
-    het = het_ids(job)
-    key = _job_id(job_id, array_job, array_task, het)
-    labels = _array_labels(job_id, array_task, job.get("array_task_string"),
-                           _array_throttle(job) if array_job else None)
-    if het[0] is not None:  # a hetjob component: its own id is what %j expands to
-        labels = {**labels, "slurm_job_id": str(job_id)}
+    key, labels = _key_and_labels(job, job_id, array_job, array_task)
     return _record({  # SchedulerRecord's fields, in its order; every one given but the pods'
         "cluster": str(cluster),
         "job_id": key,
@@ -150,12 +138,7 @@ def record_from_squeue(
         "state": state,
         "reason": state_reason(raw_state, _text(job.get("state_reason"))
                                or _text(state_block.get("reason"))),
-        "submit_time": epoch(job.get("submit_time", times.get("submission"))),
-        "eligible_time": epoch(job.get("eligible_time", times.get("eligible"))),
-        "start_time": start,
-        "end_time": end if state not in {JobState.PENDING, JobState.RUNNING} else None,
-        "elapsed_s": _elapsed(state, start, end, now, _number(times.get("elapsed"))),
-        "time_limit_s": limit_min * 60 if limit_min is not None else None,
+        **_time_fields(job, state, now),
         "workdir": _text(job.get("current_working_directory"))
         or _text(job.get("working_directory")),
         "stdout_path": _text(job.get("standard_output")) or _text(job.get("stdout_expanded")),
@@ -164,7 +147,7 @@ def record_from_squeue(
         "exit_code": code,
         "exit_signal": signal,
         "command": _text(job.get("command")),
-        "comment": _text(comment),
+        "comment": _text(_comment(job)),
         "nodes": _text(job.get("nodes")),
         "restarts": _number(job.get("restart_cnt")) or 0,
         "array_job_id": str(array_job) if array_task is not None and array_job else None,
@@ -173,6 +156,41 @@ def record_from_squeue(
         "pods_running": None,
         "labels": labels,
     })
+
+
+def _time_fields(job: Mapping[str, Any], state: JobState, now: datetime) -> dict[str, Any]:
+    """The record's time fields, in its order: submitted, eligible, started, ended (not for a
+    pending or running job), elapsed and the limit in seconds."""
+    times = _block(job, "time")
+    start = epoch(job.get("start_time", times.get("start")))
+    end = epoch(job.get("end_time", times.get("end")))
+    limit_min = _number(job.get("time_limit", times.get("limit")))
+    return {
+        "submit_time": epoch(job.get("submit_time", times.get("submission"))),
+        "eligible_time": epoch(job.get("eligible_time", times.get("eligible"))),
+        "start_time": start,
+        "end_time": end if state not in {JobState.PENDING, JobState.RUNNING} else None,
+        "elapsed_s": _elapsed(state, start, end, now, _number(times.get("elapsed"))),
+        "time_limit_s": limit_min * 60 if limit_min is not None else None,
+    }
+
+
+def _comment(job: Mapping[str, Any]) -> Any:
+    """The job's comment (squeue's string, or sacct's ``{"job": ...}`` block's)."""
+    comment = job.get("comment")
+    return comment.get("job") if isinstance(comment, dict) else comment
+
+
+def _key_and_labels(job: Mapping[str, Any], job_id: int, array_job: int | None,
+                    array_task: int | None) -> tuple[str, dict[str, str]]:
+    """The record's job id (an array task's or a hetjob component's) and its labels."""
+    het = het_ids(job)
+    key = _job_id(job_id, array_job, array_task, het)
+    labels = _array_labels(job_id, array_task, job.get("array_task_string"),
+                           _array_throttle(job) if array_job else None)
+    if het[0] is not None:  # a hetjob component: its own id is what %j expands to
+        labels = {**labels, "slurm_job_id": str(job_id)}
+    return key, labels
 
 
 _GIVEN = frozenset(SchedulerRecord.model_fields) - {"pods_total", "pods_running"}
