@@ -191,27 +191,55 @@ def _summarise(
                 raws, lines, aliases=aliases or {}, mtime=mtime, engine_line=engine_line,
                 first_line_no=first_line_no, line_count=line_count, seed=seed)
         else:
-            scan = MetricScan(aliases or {}, mtime, engine_line)
-            if seed is not None:
-                scan.seed_head(seed)
-            for index in range(len(lines)):
-                if lines[index].strip():
-                    scan.feed(lines[index], raws[index], first_line_no + index)
-            scan.close()
-            summary = scan.summary(line_count, keep=HISTORY_DEPTH)
-            engine_at = scan.engine_at
+            summary, engine_at = _scan_all_metrics(
+                split, aliases or {}, mtime, engine_line, first_line_no=first_line_no,
+                line_count=line_count, seed=seed)
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)
+    summary = _read_run(summary, lines, first_line_no, len(decoded))
+    return summary if faults is None else _with_faults(summary, faults, engine_at)
+
+
+def _scan_all_metrics(
+    split: tuple[Sequence[str], Sequence[str]],
+    aliases: Mapping[str, str],
+    mtime: datetime | None,
+    engine_line: int | None,
+    *,
+    first_line_no: int,
+    line_count: int,
+    seed: Sequence[str] | None,
+) -> tuple[LogSummary, datetime | None]:
+    """The metric pass with no prefilter: every non-blank line fed to one :class:`MetricScan`;
+    the summary, and the engine's clock at its last healthy line."""
+    raws, lines = split
+    scan = MetricScan(aliases, mtime, engine_line)
+    if seed is not None:
+        scan.seed_head(seed)
+    for index in range(len(lines)):
+        if lines[index].strip():
+            scan.feed(lines[index], raws[index], first_line_no + index)
+    scan.close()
+    return scan.summary(line_count, keep=HISTORY_DEPTH), scan.engine_at
+
+
+def _read_run(summary: LogSummary, lines: Sequence[str], first_line_no: int,
+              chars: int) -> LogSummary:
+    """``summary`` with what the run runs, a catch-all job's closing signal (issue 11) and a
+    planned stop; as it was if a reader fails (logged: the sweep goes on)."""
     try:
-        # What the run runs, a catch-all job's closing signal (issue 11), a planned stop.
-        summary = summary.model_copy(update={
+        return summary.model_copy(update={
             "fingerprint": read_fingerprint(lines), "outcome": read_outcome(lines, last=400),
             "planned_stop": read_planned_stop(lines, first_line_no)})
     except Exception:
-        _log.exception("parse_log: run readers failed on a %d-character tail", len(decoded))
-    if faults is None:
+        _log.exception("parse_log: run readers failed on a %d-character tail", chars)
         return summary
+
+
+def _with_faults(summary: LogSummary, faults: FaultScan,
+                 engine_at: datetime | None) -> LogSummary:
+    """``summary`` with the fault scan's findings (and the engine clock the metrics read)."""
     infra = faults.infra
     if engine_at is not None:  # the whole log's clock at the last 200 (see the module policy)
         infra = infra.model_copy(update={"last_engine_ok_at": engine_at})
