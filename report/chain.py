@@ -73,8 +73,9 @@ leaves for the next one to compare with lives in :mod:`report.memory`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from probes.models import JobState, SchedulerRecord
 from report.chain_index import ChainIndex
@@ -100,6 +101,7 @@ from report.chain_records import (
     _ran,
     _ran_after,
     _successor_order,
+    _utc,
     array_throttle,
     dependencies,
     dependency_keys,
@@ -260,13 +262,13 @@ def _chain_link(
     if link is not None:
         return link
     named = {r.job_id for r, _ in waiting}
-    pool = _candidates(record, index).values()
+    pool = _candidates(record, index)
     fallback = sorted((r for r in pool
                        if r.job_id != record.job_id and r.job_id not in named
                        and not _never_starts(r) and _fallback_match(record, r)),
                       key=lambda r: _successor_order(record, r))
     first = (next((r for r in fallback if r.state is not JobState.CANCELLED), None)
-             or _released_restart(record, pool, named, index, ok)
+             or _released_restart(record, _released_pool(record, index), named, index, ok)
              or _co_waiting(record, named, index, co_waits or ok))
     if first is not None:
         return ChainLink(successor=first.job_id,
@@ -308,16 +310,36 @@ def _remembered(record: SchedulerRecord, known_edges: Mapping[str, str],
     return None, ran
 
 
-def _candidates(record: SchedulerRecord, index: ChainIndex) -> dict[str, SchedulerRecord]:
+def _candidates(record: SchedulerRecord, index: ChainIndex) -> list[SchedulerRecord]:
     """The jobs a fallback may take: live ones of ``record``'s user and workdir, or of its
-    user that waited (a released one), and those ended that ran after ``record``."""
-    place = (record.user, record.workdir or "")
-    found = {r.job_id: r for r in (*index.live_by_place.get(place, ()),
-                                   *index.live_by_user.get(record.user, ()))}
-    found.update((r.job_id, r) for r in (*index.ran_by_place.get(place, ()),
-                                         *index.ran_by_user.get(record.user, ()))
-                 if _ran_after(record, r))
-    return found
+    user that waited (a released one), and those ended that ran after ``record``; of those,
+    only the ones of its run's name or StdOut pattern (``ChainIndex.same_run``), as every
+    fallback match is."""
+    return [r for r in index.same_run(record) if _in_pool(record, r, index)]
+
+
+def _in_pool(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:
+    """Whether a fallback may take ``candidate`` (:func:`_candidates`)."""
+    here = bool(candidate.workdir) and (candidate.user, candidate.workdir) == (
+        record.user, record.workdir or "")
+    waited = (candidate.user == record.user and candidate.eligible_time is not None
+              and candidate.submit_time is not None
+              and candidate.eligible_time > candidate.submit_time)
+    if not (here or waited):
+        return False
+    return candidate.job_id in index.live or _ran_after(record, candidate)
+
+
+def _released_pool(record: SchedulerRecord, index: ChainIndex) -> Iterator[SchedulerRecord]:
+    """The fallback's jobs of ``record``'s workdir (:func:`_candidates` but of any name) made
+    eligible at its end, as :func:`released_by` asks: the only ones rule 3 finds released.
+    Lazy: ``_released_restart`` reads none when other ends at that moment rule them all out."""
+    if not record.workdir or record.end_time is None:
+        return
+    end = _utc(record.end_time)
+    yield from (r for r in index.eligible_between((record.user, record.workdir),
+                                                  end - timedelta(seconds=1), end + RELEASE_SLACK)
+                if r.job_id in index.live or _ran_after(record, r))
 
 
 def _cancelled_pending(record: SchedulerRecord, index: ChainIndex,

@@ -1,8 +1,10 @@
 """One cluster's records indexed once per sweep for :mod:`report.chain`.
 
 Live jobs by id, by (user, workdir) and by user, who waits on whom, the ended jobs that ran,
-restarts cancelled while pending, and each run's attempts in order, so judging N jobs costs
-O(N), not O(N^2).
+restarts cancelled while pending, each run's attempts in order, and, built on the first
+question, the jobs by run name and StdOut pattern and each workdir's jobs by end and
+eligibility time, so judging N jobs costs about O(N log N), not O(N^2) (a grid of thousands
+of TIMEOUTs in one workdir included: ``tests/bench/bench_chain.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from report.chain_records import (
     _own_array,
     _ran,
     _released,
+    _stdout_pattern,
     _still_waiting,
     _successor_order,
     _task_index,
@@ -76,6 +79,12 @@ class ChainIndex:
                          tuple[list[datetime], list[SchedulerRecord]]] = {}
         self._eligible: dict[tuple[str | None, str],
                              tuple[list[datetime], list[SchedulerRecord]]] = {}
+        self._became_eligible: dict[tuple[str | None, str],
+                                    tuple[list[datetime], list[SchedulerRecord]]] = {}
+        self._by_name: dict[tuple[str | None, str], list[SchedulerRecord]] | None = None
+        self._by_stdout: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self.co_waiters: dict[tuple[str | None, str], object] = {}
+        """Per place, its jobs that waited as ``report.chain_match._Waiters`` files them."""
         self._index_attempts(records)
 
     def _index_attempts(self, records: Sequence[SchedulerRecord]) -> None:
@@ -143,6 +152,29 @@ class ChainIndex:
         """The jobs of ``place`` that waited and became eligible from ``start`` to ``stop``."""
         return _between(self._eligible, self.waited_in(place), place, (start, stop),
                         lambda r: r.eligible_time if _released(r) else None)
+
+    def eligible_between(self, place: tuple[str | None, str], start: datetime,
+                         stop: datetime) -> Iterator[SchedulerRecord]:
+        """The jobs of ``place``, live or ran, made eligible from ``start`` to ``stop``."""
+        return _between(self._became_eligible,
+                        (*self.live_by_place.get(place, ()), *self.ran_by_place.get(place, ())),
+                        place, (start, stop), lambda r: r.eligible_time)
+
+    def same_run(self, record: SchedulerRecord) -> list[SchedulerRecord]:
+        """The live and ran jobs of ``record``'s user with its name stem or its StdOut
+        pattern (:func:`_stdout_pattern`, unless it holds ``%x``): the only jobs a fallback
+        may match (:func:`report.chain_match._fallback_match`). Built on the first question."""
+        if self._by_name is None:
+            self._by_name = {}
+            for r in (*self.live.values(), *self.ran.values()):
+                self._by_name.setdefault((r.user, name_stem(r.name)), []).append(r)
+                if (pattern := _stdout_pattern(r)) is not None:
+                    self._by_stdout.setdefault((r.user, pattern), []).append(r)
+        found = {r.job_id: r for r in self._by_name.get((record.user, name_stem(record.name)), ())}
+        pattern = _stdout_pattern(record)
+        if pattern is not None and "%x" not in pattern:
+            found.update((r.job_id, r) for r in self._by_stdout.get((record.user, pattern), ()))
+        return list(found.values())
 
     def others_live(self, record: SchedulerRecord) -> bool:
         """Another live job that can still write this run's files: the same user and workdir

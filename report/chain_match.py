@@ -8,8 +8,10 @@ cancelled restart. Each returns the candidate record, or None.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 
 from probes.models import JobState, SchedulerRecord
 from report.chain_index import ChainIndex
@@ -57,7 +59,11 @@ def _released_restart(record: SchedulerRecord, candidates: Iterable[SchedulerRec
     user's other runs end at any moment); a cell elsewhere is no candidate either."""
     if not record.workdir or record.end_time is None:
         return None
-    stem = name_stem(record.name)
+    stem, end = name_stem(record.name), _utc(record.end_time)
+    # Two other jobs ended by then: whichever job is the candidate, one of them is not.
+    if sum(o.job_id != record.job_id for o in islice(index.ended_between(
+            (record.user, record.workdir), end - RELEASE_ALONE, end), 3)) >= 2:
+        return None
     found = sorted((r for r in candidates
                     if r.job_id != record.job_id and r.job_id not in named
                     and r.user == record.user and r.workdir == record.workdir
@@ -65,13 +71,10 @@ def _released_restart(record: SchedulerRecord, candidates: Iterable[SchedulerRec
                     and _sibling_restart(record, r) is not False and not _never_starts(r)
                     and released_by(record, r) and may_continue(r)),
                    key=lambda r: _successor_order(record, r))
-    end = _utc(record.end_time)
     for r in found:
         until = (_utc(r.eligible_time) if r.eligible_time else end) + timedelta(seconds=1)
-        others = (o for o in index.ran_by_place.get((record.user, record.workdir), ())
-                  if o.job_id not in (record.job_id, r.job_id))
-        if not any(o.end_time is not None and end - RELEASE_ALONE <= _utc(o.end_time) <= until
-                   for o in others):
+        ended = index.ended_between((record.user, record.workdir), end - RELEASE_ALONE, until)
+        if not any(o.job_id not in (record.job_id, r.job_id) for o in ended):
             return r
     return None
 
@@ -89,14 +92,15 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
     one of theirs, not ``record``'s): a restart of another run in the same workdir is that
     run's. Only when no other job of the workdir ended while it waited (to ``record``'s end,
     for an OR list): then which of them it waited on is unknown. The earliest. Only jobs that
-    waited are looked at, each question a bisection (:class:`ChainIndex`)."""
+    waited and that ``record`` may pass are looked at, each question a bisection
+    (:class:`_Waiters`)."""
     if not record.workdir or record.end_time is None or record.submit_time is None:
         return None
     end, stem = _utc(record.end_time), name_stem(record.name)
     place = (record.user, record.workdir)
     found = []
     # An OR list's dependant started at the first end, beside this job: it may have ended too.
-    for s in index.waited_in(place):
+    for s, held in _waiters(index, place).near(record, stem, _utc(record.submit_time), end):
         if (s.job_id == record.job_id or s.job_id in named or s.state is JobState.CANCELLED
                 or _never_starts(s) or s.submit_time is None
                 or not _utc(record.submit_time) <= _utc(s.submit_time) <= end
@@ -105,18 +109,17 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
                 or (record.state is JobState.TIMEOUT and _still_waiting(s)
                     and any(d.kind not in _AFTER_TIMEOUT for d in dependencies(s)))):
             continue  # an AND list a TIMEOUT met waits on the others by a kind it meets too
-        holders = _holders(record, s, index)
+        holders = held if _still_waiting(s) else [r for r in held if r.job_id != record.job_id]
         if (holders and _held_with(record, s, holders, stem)
                 and _alone(record, s, holders, index) and _sole_release(s, index)):
             found.append(s)
     return min(found, key=lambda s: _successor_order(record, s), default=None)
 
 
-def _holders(record: SchedulerRecord, candidate: SchedulerRecord,
-             index: ChainIndex) -> list[SchedulerRecord]:
-    """The jobs other than ``record`` that hold ``candidate`` (named in its pending
-    ``Dependency``) or released it (ended at its eligibility); none when one it names is not
-    in view (nothing tells whose it is then)."""
+def _holders(candidate: SchedulerRecord, index: ChainIndex) -> list[SchedulerRecord]:
+    """The jobs that hold ``candidate`` (named in its pending ``Dependency``) or released it
+    (ended at its eligibility, in its workdir; :func:`_co_waiting` leaves out the TIMEOUT it
+    asks for); none when one it names is not in view (nothing tells whose it is then)."""
     if _still_waiting(candidate):
         ids = {d.job_id for d in dependencies(candidate)}
         found = [r for i in ids if (r := index.live.get(i) or index.ran.get(i)) is not None]
@@ -124,9 +127,62 @@ def _holders(record: SchedulerRecord, candidate: SchedulerRecord,
     if candidate.eligible_time is None:
         return []
     at = _utc(candidate.eligible_time)
-    place = (record.user, record.workdir or "")
+    place = (candidate.user, candidate.workdir or "")
     return [r for r in index.ended_between(place, at - RELEASE_SLACK, at + timedelta(seconds=1))
-            if r.job_id != record.job_id and released_by(r, candidate)]
+            if released_by(r, candidate)]
+
+
+class _Waiters:
+    """One workdir's jobs that waited, with their holders, filed by what a TIMEOUT must be
+    for :func:`_held_with` to pass them, so that each asks a bisection of a few short lists,
+    not every job of the workdir (a grid of thousands of cells ending together): a holder
+    queued after the job (``late``) or of its own run (``own``) fails it unless it is the
+    TIMEOUT itself (left out of the holders it released), or, for ``own``, the TIMEOUT is of
+    that run too."""
+
+    def __init__(self, waited: Iterable[SchedulerRecord], index: ChainIndex) -> None:
+        self.any: list[tuple[datetime, SchedulerRecord, list[SchedulerRecord]]] = []
+        self.by_holder: dict[str, list[tuple[datetime, SchedulerRecord,
+                                             list[SchedulerRecord]]]] = {}
+        self.by_stem: dict[str, list[tuple[datetime, SchedulerRecord,
+                                           list[SchedulerRecord]]]] = {}
+        for s in waited:
+            if (s.submit_time is None or s.state is JobState.CANCELLED or _never_starts(s)
+                    or not _sole_release(s, index)):  # passed by no TIMEOUT: its holders unread
+                continue
+            submitted, held, own = _utc(s.submit_time), _holders(s, index), name_stem(s.name)
+            late = {r.job_id for r in held
+                    if r.submit_time is None or _utc(r.submit_time) > submitted}
+            failing = late | {r.job_id for r in held if name_stem(r.name) == own}
+            entry = (submitted, s, held)
+            if not failing:
+                self.any.append(entry)
+            elif len(failing) == 1:
+                self.by_holder.setdefault(next(iter(failing)), []).append(entry)
+            if len(late) <= 1:
+                self.by_stem.setdefault(own, []).append(entry)
+        for entries in (self.any, *self.by_holder.values(), *self.by_stem.values()):
+            entries.sort(key=lambda e: e[0])
+
+    def near(self, record: SchedulerRecord, stem: str, start: datetime, stop: datetime,
+             ) -> list[tuple[SchedulerRecord, list[SchedulerRecord]]]:
+        """The jobs queued from ``start`` to ``stop`` that ``record`` (of name stem ``stem``)
+        may pass, each with its holders."""
+        found: dict[str, tuple[SchedulerRecord, list[SchedulerRecord]]] = {}
+        for entries in (self.any, self.by_holder.get(record.job_id, ()),
+                        self.by_stem.get(stem, ())):
+            first = bisect.bisect_left(entries, start, key=lambda e: e[0])
+            last = bisect.bisect_right(entries, stop, key=lambda e: e[0])
+            found.update((s.job_id, (s, held)) for _, s, held in entries[first:last])
+        return list(found.values())
+
+
+def _waiters(index: ChainIndex, place: tuple[str | None, str]) -> _Waiters:
+    """``place``'s :class:`_Waiters`, built on the first question and kept on ``index``."""
+    waiters = index.co_waiters.get(place)
+    if not isinstance(waiters, _Waiters):
+        waiters = index.co_waiters[place] = _Waiters(index.waited_in(place), index)
+    return waiters
 
 
 def _held_with(record: SchedulerRecord, candidate: SchedulerRecord,
