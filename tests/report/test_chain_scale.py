@@ -98,6 +98,29 @@ def _co_waiting(rng: random.Random, i: int) -> list[SchedulerRecord]:
     ]
 
 
+def _cancelled(rng: random.Random, i: int) -> list[SchedulerRecord]:
+    """A TIMEOUT ``A`` whose restart ``B`` was cancelled while pending (SLURM keeps its
+    ``Dependency``), and sometimes a job of the run queued after that cancel (a relaunch)."""
+    base, workdir = NOW - timedelta(hours=6), rng.choice(("/w/a", f"/w/n{i}"))
+    a_end, cancel = base + timedelta(hours=4), base + timedelta(hours=4, minutes=rng.choice((0, 5)))
+    common = {"cluster": "c", "user": "u", "workdir": workdir}
+    out = [
+        SchedulerRecord(job_id=str(700 + 3 * i), name="rl-k", state=JobState.TIMEOUT,
+                        submit_time=base, eligible_time=base, start_time=base, end_time=a_end,
+                        nodes="n1", **common),
+        SchedulerRecord(job_id=str(701 + 3 * i), name=rng.choice(("rl-k", "rl-k-r2", "eval-k")),
+                        state=JobState.CANCELLED, submit_time=base + timedelta(minutes=1),
+                        start_time=cancel, end_time=cancel, nodes="None assigned",
+                        dependency=f"{rng.choice(_KINDS)}:{700 + 3 * i}(unfulfilled)", **common),
+    ]
+    if rng.random() < 0.6:
+        out.append(SchedulerRecord(
+            job_id=str(702 + 3 * i), name=rng.choice(("rl-k", "rl-k_resume", "sft-k")),
+            state=rng.choice((JobState.PENDING, JobState.RUNNING)),
+            submit_time=cancel + timedelta(minutes=rng.choice((10, 50, 90))), **common))
+    return out
+
+
 def cluster(seed: int) -> list[SchedulerRecord]:
     """One dense random cluster (module docstring)."""
     rng = random.Random(seed)
@@ -105,6 +128,8 @@ def cluster(seed: int) -> list[SchedulerRecord]:
     for i in range(rng.choice((5, 8, 12, 20, 40, 90))):
         if rng.random() < 0.15:
             out += _co_waiting(rng, i)
+        elif rng.random() < 0.08:
+            out += _cancelled(rng, i)
         else:
             out.append(_record(rng, i, [r.job_id for r in out]))
     return out
