@@ -364,6 +364,28 @@ exhausts Python's recursion in the parser, or in any walk over what it read: bad
 
 
 def parse_config(text: str, *, source: str = "<config>") -> Config:
+    """The roster in ``text``, checked; a ``ConfigError`` naming ``source``'s line if not."""
+    data = _load_toml(text, source)
+    clusters = data.get("clusters")
+    listed = clusters if isinstance(clusters, list) else []
+    _check_benign_patterns(listed, text, source)
+    _check_unique_names(listed, text, source)
+    _check_owners(listed, text, source)
+    try:
+        # Strict: TOML values are typed, so "24" or true where a number belongs is a mistake
+        # (lax validation read them as 24.0 and 1.0). Strict tuples take no lists: TOML's
+        # arrays become tuples first.
+        config = Config.model_validate(_tuples(data), strict=True)
+    except ValidationError as exc:
+        from bot.config_lines import describe_errors
+
+        raise ConfigError(describe_errors(exc, text, source)) from exc
+    _check_window(config, data, text, source)
+    return config
+
+
+def _load_toml(text: str, source: str) -> dict[str, Any]:
+    """``text`` as TOML; a ``ConfigError`` for a syntax error or a value nested too deep."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -376,8 +398,12 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
         from bot.config_lines import too_deep, top_line
 
         raise ConfigError(too_deep(source, top_line(text, path[0]), path[0]))
-    clusters = data.get("clusters")
-    for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
+    return data
+
+
+def _check_benign_patterns(clusters: list[Any], text: str, source: str) -> None:
+    """Every cluster's ``benign_patterns`` compile (a bad one is named with its line)."""
+    for index, cluster in enumerate(clusters):
         patterns = cluster.get("benign_patterns", []) if isinstance(cluster, dict) else []
         for pattern in patterns if isinstance(patterns, list) else []:
             if not isinstance(pattern, str):
@@ -390,8 +416,12 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
                     f"{source}:{line}: clusters.{index}.benign_patterns: "
                     f"bad regex {pattern!r}: {exc}"
                 ) from exc
+
+
+def _check_unique_names(clusters: list[Any], text: str, source: str) -> None:
+    """No two clusters share a name (the second one is named with its line)."""
     seen: set[str] = set()
-    for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
+    for index, cluster in enumerate(clusters):
         name = cluster.get("name") if isinstance(cluster, dict) else None
         if isinstance(name, str) and name in seen:
             line = _line_of(text, ("clusters", index, "name"))
@@ -399,31 +429,30 @@ def parse_config(text: str, *, source: str = "<config>") -> Config:
                               f"{name!r} is used twice")
         if isinstance(name, str):
             seen.add(name)
-    for index, cluster in enumerate(clusters if isinstance(clusters, list) else []):
+
+
+def _check_owners(clusters: list[Any], text: str, source: str) -> None:
+    """Every cluster's ``owners`` map users to Slack user ids (a bad one named with its line)."""
+    for index, cluster in enumerate(clusters):
         owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
         for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
             if isinstance(slack_id, str) and not SLACK_USER_ID.match(slack_id):
                 line = _line_of(text, ("clusters", index, "owners", user))
                 raise ConfigError(f"{source}:{line}: clusters.{index}.owners.{user}: "
                                   f"{slack_id!r} is {NOT_A_USER_ID}")
-    try:
-        # Strict: TOML values are typed, so "24" or true where a number belongs is a mistake
-        # (lax validation read them as 24.0 and 1.0). Strict tuples take no lists: TOML's
-        # arrays become tuples first.
-        config = Config.model_validate(_tuples(data), strict=True)
-    except ValidationError as exc:
-        from bot.config_lines import describe_errors
 
-        raise ConfigError(describe_errors(exc, text, source)) from exc
+
+def _check_window(config: Config, data: dict[str, Any], text: str, source: str) -> None:
+    """``redis.window_len`` exceeds ``thresholds.window``: else every windowed rule would be
+    starved of history on a warm read."""
     kept, window = config.redis.window_len, config.thresholds.window
-    if kept <= window:  # every windowed rule would be starved of history on a warm read
+    if kept <= window:
         key = ("redis", "window_len") if "window_len" in data.get("redis", {}) else (
             "thresholds", "window")
         line = _line_of(text, key)
         raise ConfigError(f"{source}:{line}: {'.'.join(key)}: redis.window_len ({kept}) must be "
                           f"greater than thresholds.window ({window}): the rules read that "
                           "many previous values and the step judged")
-    return config
 
 
 def _line_of(text: str, key: Sequence[str | int]) -> int | None:
