@@ -134,15 +134,40 @@ def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> N
 def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> bool:
     """The running eval's rules; True when its trials fail instantly with null output (the
     tunnel carries no traffic: the Infra column's ``tunnel✗``)."""
-    th = ctx.settings.thresholds
     trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
     if isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total:
-        f.flag("zombie")
-        f.verdict("stalled")
-        f.trend(Priority.CANCEL, f"ZOMBIE: all {int(total)} trials done, still RUNNING")
-        f.recommend(Priority.CANCEL, "cancel_and_salvage",
-                    "zombie: all trials done but job RUNNING")
+        _flag_zombie(f, total)
         return False
+    _progress_rule(ctx, f, stats, trials)
+    recent = trial_stats(ctx, last_n=ctx.settings.thresholds.pass_rate_trials)
+    instant = recent is not None and recent.trials > 0 \
+        and 2 * recent.instant_fail >= recent.trials
+    if recent is not None and instant:
+        f.flag("instant-fail")
+        f.verdict("warning")
+        text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
+        f.trend(Priority.DIAGNOSE + 1, text)
+        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
+                    text + "; the tunnel is not carrying traffic")
+    if not never_started_rule(ctx, f, recent):
+        _never_started_note(ctx, f)
+    return instant
+
+
+def _flag_zombie(f: Findings, total: float) -> None:
+    """All ``total`` trials done and the job still running: a zombie, to cancel."""
+    f.flag("zombie")
+    f.verdict("stalled")
+    f.trend(Priority.CANCEL, f"ZOMBIE: all {int(total)} trials done, still RUNNING")
+    f.recommend(Priority.CANCEL, "cancel_and_salvage",
+                "zombie: all trials done but job RUNNING")
+
+
+def _progress_rule(ctx: JudgeContext, f: Findings, stats: TrialStats | None,
+                   trials: float | str | None) -> None:
+    """Stalled (no new result.json, or log line, for too long), an lm-eval run's progress,
+    starting (no trial yet) or healthy; ``trials``: the trials counted (the metric)."""
+    th = ctx.settings.thresholds
     tree = ctx.facts.trials
     since, newest = results_silent_since(ctx)
     age = minutes_since(ctx.now, since)
@@ -178,19 +203,6 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> b
         f.verdict("healthy")
         f.trend(Priority.BACKGROUND, "healthy")
         _hard_tail_note(ctx, f, stats)
-    recent = trial_stats(ctx, last_n=th.pass_rate_trials)
-    instant = recent is not None and recent.trials > 0 \
-        and 2 * recent.instant_fail >= recent.trials
-    if recent is not None and instant:
-        f.flag("instant-fail")
-        f.verdict("warning")
-        text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
-        f.trend(Priority.DIAGNOSE + 1, text)
-        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
-                    text + "; the tunnel is not carrying traffic")
-    if not never_started_rule(ctx, f, recent):
-        _never_started_note(ctx, f)
-    return instant
 
 TAIL_TRIALS = 20
 """The latest finished trials the hard-trial tail is read over."""
