@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from probes.logs.lines import epoch_step_label
+from probes.logs.lines import TqdmBar, epoch_step_label
 from probes.logs.progress import (
     EPISODE_BAR,
     BarTrack,
@@ -56,31 +56,7 @@ class SummaryScan(BarScan):
         track = self._training_bar()
         progress, rate = None, None
         if track is not None and track.last is not None:
-            last = track.last
-            current, total_known = last.current, cast(int | None, last.total)
-            label = epoch_step_label(last.desc) if "|" in last.desc else None
-            if label is not None:  # torchtune's: the global step of epochs x the bar's total
-                current, total_known = label.step, self.epoch_steps_total(last.total)
-            unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
-            if episodic:  # OpenRLHF's: episodes x the episode's steps
-                episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)
-                current, total_known, unit, spent = episode or (current, None, 1, False)
-                if spent and self.points:  # the data is spent: the steps it took are the total
-                    # (0.8.1 to 0.9.0 move a one-a-step bar before the step's line: one step
-                    # ahead of the logged ones is the last, still under way)
-                    taken = max(self.points)
-                    current = total_known = current if unit == 1 and current == taken + 1 else taken
-            if total_known is not None:
-                per_it = sec_per_it(last.rate)
-                progress = ProgressBar(
-                    current=current,
-                    total=total_known,
-                    elapsed_s=last.elapsed_s,
-                    sec_per_it=per_it * unit if per_it is not None else None,
-                )
-            rate = trailing_rate(track.events)
-            if rate is not None and episodic:
-                rate = rate * unit if total_known is not None else None
+            progress, rate = self._bar_progress(track, track.last)
         logged = list(self.points)  # in logging order: a re-logged step (resume) moved last
         points = tuple(self.points[step] for step in sorted(logged[-(keep or len(logged)):]))
         if rate is None and self.iter_times:
@@ -110,6 +86,37 @@ class SummaryScan(BarScan):
             steps_unanchored=(self.hf_counted and not self.log_start) or self.episode_unanchored,
             relaunch_line=self.relaunch_line,
         )
+
+    def _bar_progress(self, track: BarTrack,
+                      last: TqdmBar) -> tuple[ProgressBar | None, float | None]:
+        """The training bar's progress (``None`` without a known total) and its trailing
+        seconds per step (``None`` if its draws tell none); ``last``: its latest draw."""
+        current, total_known = last.current, cast(int | None, last.total)
+        label = epoch_step_label(last.desc) if "|" in last.desc else None
+        if label is not None:  # torchtune's: the global step of epochs x the bar's total
+            current, total_known = label.step, self.epoch_steps_total(last.total)
+        unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
+        if episodic:  # OpenRLHF's: episodes x the episode's steps
+            episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)
+            current, total_known, unit, spent = episode or (current, None, 1, False)
+            if spent and self.points:  # the data is spent: the steps it took are the total
+                # (0.8.1 to 0.9.0 move a one-a-step bar before the step's line: one step
+                # ahead of the logged ones is the last, still under way)
+                taken = max(self.points)
+                current = total_known = current if unit == 1 and current == taken + 1 else taken
+        progress = None
+        if total_known is not None:
+            per_it = sec_per_it(last.rate)
+            progress = ProgressBar(
+                current=current,
+                total=total_known,
+                elapsed_s=last.elapsed_s,
+                sec_per_it=per_it * unit if per_it is not None else None,
+            )
+        rate = trailing_rate(track.events)
+        if rate is not None and episodic:
+            rate = rate * unit if total_known is not None else None
+        return progress, rate
 
     def _training_bar(self) -> BarTrack | None:
         """The training bar: the banner's total if one matches, else a trainer's own desc,
