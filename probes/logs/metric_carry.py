@@ -457,6 +457,23 @@ def restore_metrics(
     scan.launch_kinds, scan.relaunch_line = frozenset(carry.launch_kinds), carry.relaunch_line
     scan.formats = dict.fromkeys(carry.formats)
     scan.banner_total = carry.banner_total
+    _restore_bars(scan, carry)
+    scan.checkpoints = set(carry.checkpoints)
+    scan.finished = carry.finished
+    _restore_pending(scan, carry)
+    _restore_hf(scan, carry)
+    scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
+    scan.harbor_metric = carry.harbor_metric
+    scan.rollout_batch, scan.resume = carry.rollout_batch, carry.resume
+    scan.episode_unanchored, scan.episode_ahead = carry.episode_unanchored, carry.episode_ahead
+    scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
+    scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
+    scan.slime_args = SlimeArgs(*carry.slime_args)
+    return scan
+
+
+def _restore_bars(scan: FoldScan, carry: MetricCarry) -> None:
+    """Restore the progress bars' tracks onto ``scan``."""
     for bar in carry.bars:
         track = BarTrack()
         track.count = bar.count
@@ -464,8 +481,11 @@ def restore_metrics(
         track.events = list(bar.events)
         track.seen, track.anchored, track.first = bar.seen, bar.anchored, bar.first
         scan.bars[(bar.desc, bar.total)] = track
-    scan.checkpoints = set(carry.checkpoints)
-    scan.finished = carry.finished
+
+
+def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
+    """Restore what a step's lines left half-read (a dict, a YAML step, reward or status
+    lines, DeepSpeed losses, NeMo's step) onto ``scan``: copies, the scan mutates them."""
     scan.header = carry.header
     scan.dict_lines = None if carry.dict_lines is None else list(carry.dict_lines)
     scan.dict_line_no = carry.dict_line_no
@@ -479,6 +499,11 @@ def restore_metrics(
     scan.hf_cadence = HfCadence(*carry.hf_cadence)
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))
     scan.nemo_epochs = NemoEpochs(*carry.nemo_epochs)
+
+
+def _restore_hf(scan: FoldScan, carry: MetricCarry) -> None:
+    """Restore HF Trainer's dict anchoring (anchor, the dicts no bar numbered yet, banner)
+    onto ``scan``."""
     scan.hf_anchor, scan.hf_prev = carry.hf_anchor, carry.hf_prev
     scan.hf_anchor_key, scan.bar_seq = carry.hf_anchor_key, carry.bar_seq
     scan.finish_seq = carry.finish_seq
@@ -488,11 +513,3 @@ def restore_metrics(
     if carry.hf_tail:
         scan.hf_head = len(carry.hf_head)
         scan.hf_gap = carry.hf_count - len(carry.hf_head) - len(carry.hf_tail)
-    scan.samples, scan.batch, scan.harbor = carry.samples, carry.batch, carry.harbor
-    scan.harbor_metric = carry.harbor_metric
-    scan.rollout_batch, scan.resume = carry.rollout_batch, carry.resume
-    scan.episode_unanchored, scan.episode_ahead = carry.episode_unanchored, carry.episode_ahead
-    scan.iter_total, scan.iter_times = carry.iter_total, list(carry.iter_times)
-    scan.config_epochs, scan.config_epoch_cap = carry.config_epochs, carry.config_epoch_cap
-    scan.slime_args = SlimeArgs(*carry.slime_args)
-    return scan
