@@ -165,13 +165,9 @@ def episode_progress(
     found = _EPISODE_RE.match(last.desc) if last is not None else None
     if last is None or found is None:
         return None
-    events = track.events
-    if len(events) == 2 and last.current >= last.total > events[0][0]:
-        return None  # the old bar's close() after the new one's first redraw: no move yet
-    moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(events[-WIDE_WINDOW:]) if s1 > s0]
-    if not moves:
+    unit = _step_unit(track.events, last)
+    if unit is None:
         return None
-    unit = max(1, round(median(moves)))
     episode, episodes = int(found.group(1)), int(found.group(2))
     per_episode = -(-last.total // unit)
     if per_episode <= 0 or episodes <= 0:
@@ -189,6 +185,17 @@ def episode_progress(
     done = before + last.current // unit
     return done, per_episode * episodes, unit, episode >= episodes and last.current >= last.total
 
+
+
+def _step_unit(events: Sequence[tuple[int, float]], last: TqdmBar) -> int | None:
+    """What one step moves an episode bar: the median move of its recent redraws (``events``,
+    its (count, time) draws); None until it has moved."""
+    if len(events) == 2 and last.current >= last.total > events[0][0]:
+        return None  # the old bar's close() after the new one's first redraw: no move yet
+    moves = [s1 - s0 for (s0, _), (s1, _) in pairwise(events[-WIDE_WINDOW:]) if s1 > s0]
+    if not moves:
+        return None
+    return max(1, round(median(moves)))
 
 def is_training_bar(bar: TqdmBar, nested: bool) -> bool:
     """Training bars have no desc (HF) or a trainer's own desc, and count iterations."""
