@@ -53,7 +53,10 @@ def render_history_png(detail: JobDetail, *, dpi: int = 100) -> bytes | None:
     for ax, name in zip(axes, metrics, strict=True):
         _draw_metric(ax, name, history, collapse)
     axes[-1].set_xlabel("logged point (steps unknown)" if detail.steps_unanchored else "step")
-    fig.suptitle(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}")
+    # A job's name as it is: two "$" in it are mathtext to matplotlib, and broken mathtext
+    # made savefig raise (no /job answer at all).
+    fig.suptitle(f"{detail.report.cluster}:{detail.report.job_id} {detail.report.name}",
+                 parse_math=False)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
