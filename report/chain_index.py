@@ -12,11 +12,12 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from probes.models import JobState, SchedulerRecord
 from report.chain_records import (
     _LIVE,
+    RELEASE_SLACK,
     Dependency,
     _array_id,
     _attempt_key,
@@ -81,8 +82,11 @@ class ChainIndex:
                              tuple[list[datetime], list[SchedulerRecord]]] = {}
         self._became_eligible: dict[tuple[str | None, str],
                                     tuple[list[datetime], list[SchedulerRecord]]] = {}
-        self._by_name: dict[tuple[str | None, str], list[SchedulerRecord]] | None = None
-        self._by_stdout: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self._by_name: dict[tuple[str | None, str, str], list[SchedulerRecord]] | None = None
+        self._by_stdout: dict[tuple[str | None, str, str], list[SchedulerRecord]] = {}
+        self._of_user: dict[tuple[str | None, str], list[SchedulerRecord]] = {}
+        self._user_eligible: dict[tuple[str | None, str],
+                                  tuple[list[datetime], list[SchedulerRecord]]] = {}
         self.co_waiters: dict[tuple[str | None, str], object] = {}
         """Per place, its jobs that waited as ``report.chain_match._Waiters`` files them."""
         self._index_attempts(records)
@@ -162,18 +166,37 @@ class ChainIndex:
 
     def same_run(self, record: SchedulerRecord) -> list[SchedulerRecord]:
         """The live and ran jobs of ``record``'s user with its name stem or its StdOut
-        pattern (:func:`_stdout_pattern`, unless it holds ``%x``): the only jobs a fallback
-        may match (:func:`report.chain_match._fallback_match`). Built on the first question."""
+        pattern (:func:`_stdout_pattern`, unless it holds ``%x``), of its workdir or made
+        eligible at its end: the only jobs a fallback may match
+        (:func:`report.chain_match._fallback_match`). Built on the first question."""
         if self._by_name is None:
             self._by_name = {}
             for r in (*self.live.values(), *self.ran.values()):
-                self._by_name.setdefault((r.user, name_stem(r.name)), []).append(r)
-                if (pattern := _stdout_pattern(r)) is not None:
-                    self._by_stdout.setdefault((r.user, pattern), []).append(r)
-        found = {r.job_id: r for r in self._by_name.get((record.user, name_stem(record.name)), ())}
-        pattern = _stdout_pattern(record)
-        if pattern is not None and "%x" not in pattern:
-            found.update((r.job_id, r) for r in self._by_stdout.get((record.user, pattern), ()))
+                stem, pattern = name_stem(r.name), _stdout_pattern(r)
+                self._of_user.setdefault((r.user, stem), []).append(r)
+                if pattern is not None:
+                    self._of_user.setdefault((r.user, "\0" + pattern), []).append(r)
+                if r.workdir:
+                    self._by_name.setdefault((r.user, stem, r.workdir), []).append(r)
+                    if pattern is not None:
+                        self._by_stdout.setdefault((r.user, pattern, r.workdir), []).append(r)
+        stem, pattern = name_stem(record.name), _stdout_pattern(record)
+        pattern = pattern if pattern is not None and "%x" not in pattern else None
+        found: dict[str, SchedulerRecord] = {}
+        if record.workdir:
+            found.update((r.job_id, r) for r in
+                         self._by_name.get((record.user, stem, record.workdir), ()))
+            if pattern is not None:
+                found.update((r.job_id, r) for r in
+                             self._by_stdout.get((record.user, pattern, record.workdir), ()))
+        if record.end_time is not None:  # elsewhere, only a job its end released matches
+            end = _utc(record.end_time)
+            # "\0": a pattern's key apart from a stem's (no job name holds a NUL).
+            for key in (stem, *(() if pattern is None else ("\0" + pattern,))):
+                group = (record.user, key)
+                found.update((r.job_id, r) for r in _between(
+                    self._user_eligible, self._of_user.get(group, ()), group,
+                    (end - timedelta(seconds=1), end + RELEASE_SLACK), lambda r: r.eligible_time))
         return list(found.values())
 
     def others_live(self, record: SchedulerRecord) -> bool:

@@ -12,7 +12,9 @@ as ``judge.judge_job`` passes them). The sets:
   TIMEOUT whose ``afterany`` successor was queued while it ran, released at its end; SLURM has
   cleared the met ``Dependency`` of those that started; the last link RUNNING, or PENDING
   still naming its predecessor; some renamed ``-r2``), ``%1`` restart arrays, arrays run in
-  waves with TIMEOUT tasks, and some chains stopped by a cancelled pending restart;
+  waves with TIMEOUT tasks, and some chains stopped by a cancelled pending restart (run names
+  ``rl-grpo-qwen-<w>`` and so on: one name stem for all of a user's runs of a kind); ``lab 1
+  user``: the same, all of one user;
 - ``grid N``: the degenerate case, N TIMEOUT cells of one user in one workdir ending together,
   a third with a RUNNING restart of their name (dependency cleared), a third with a PENDING
   one still naming them, a third with none.
@@ -203,6 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = ReportSettings()
     measure("lab", lab(args.jobs), settings)
+    measure("lab 1 user", lab(args.jobs, users=1), settings)
     for n in (int(x) for x in args.grid.split(",")):
         measure(f"grid {n}", grid(n), settings)
 
