@@ -56,6 +56,7 @@ from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.reconcile import CancelReconciler
 from bot.store import StoreUnavailable
+from bot.sweep import SweepResult
 from probes.errors import ProbeError
 from probes.models import JobFacts
 from report.chunks import inert, public_reason
@@ -114,41 +115,17 @@ class ActionHandler(CancelReconciler):
     # -- checks ----------------------------------------------------------------------------------
 
     async def _check(self, press: ActionPress, cluster: str, job_id: str) -> Checked:
+        """The press checked on its alert and on the job read afresh; ``Refused`` (logged by
+        the caller) for a press on another alert, a settled one, another instance of the job,
+        by someone who may not press it, or a cancel the run's rules forbid."""
         episode = await self._episode_of(press, f"{cluster}:{job_id}")
-        if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
-            raise Refused("tampered", "That button does not belong to this alert; the attempt "
-                          "was logged.", f"episode is {episode.get('cluster')}:"
-                                         f"{episode.get('job_id')}")
-        if episode.get("channel") and episode.get("ts") and (
-                episode["channel"], episode["ts"]) != (press.channel_id, press.message_ts):
-            raise Refused("stale", f"A newer alert about {cluster}:{job_id} replaced this one; "
-                          "use its buttons. This attempt was logged.", "not the episode's message")
-        if episode.get("state") != "open":
-            # Settled (kept running, snoozed, acknowledged, cancelled): its buttons were taken
-            # off the message, so a press now is a stale client or a replay; it does nothing.
-            verb = VERBS.get(str(episode.get("action")), "cancelled")
-            raise Refused("rejected", f"This alert about {cluster}:{job_id} was already settled "
-                          f"({verb}); nothing was done. This attempt was logged.",
-                          f"episode {episode.get('state')}: {episode.get('action')}")
-        if press.action_id == CANCEL and episode.get("can_cancel") is False:
-            raise Refused("refused", f"This alert about {cluster}:{job_id} offered no cancel "
-                          "(a no-kill run); nothing was done. This attempt was logged.",
-                          "the alert had no cancel button")
+        _check_episode(episode, press, cluster, job_id)
         config = self._config.current()
         if all(c.name != cluster for c in config.clusters):
             # Renamed in the config since the alert (bot.cluster_names): its job is there now.
             cluster = await renamed_to(self._store, config, cluster) or cluster
         cluster_cfg = config.cluster(cluster)
-        result = await self._sweeper.sweep(clusters=[cluster])
-        read = [c for c in result.report.clusters if c.name == cluster]
-        if not read or read[0].status != "ok":
-            # Not read (an SSH blip): the job is not "no longer reported", nor its owner
-            # unknown; nothing is decided on a read that did not happen.
-            unread = read[0].detail if read and read[0].detail else "not read"
-            raise Refused("refused", f"{cluster} could not be read just now "
-                          f"({public_reason(unread)}), so "
-                          f"{cluster}:{job_id} was not checked. Nothing was done; try again "
-                          "shortly. This attempt was logged.", f"cluster not read: {unread}")
+        result = await self._read_cluster(cluster, job_id)
         facts = result.job_facts(cluster, job_id)
         detail = result.details.get((cluster, job_id))
         if not same_instance(episode, facts):
@@ -172,6 +149,21 @@ class ActionHandler(CancelReconciler):
                           "Cancel it yourself if you mean to; this attempt was logged.", why)
         return Checked(cluster=cluster, job_id=job_id, episode=episode, detail=detail,
                        facts=facts)
+
+    async def _read_cluster(self, cluster: str, job_id: str) -> SweepResult:
+        """A fresh sweep of ``cluster``; ``Refused`` if it could not be read (``job_id`` is
+        the job the press was for, named in the reply)."""
+        result = await self._sweeper.sweep(clusters=[cluster])
+        read = [c for c in result.report.clusters if c.name == cluster]
+        if not read or read[0].status != "ok":
+            # Not read (an SSH blip): the job is not "no longer reported", nor its owner
+            # unknown; nothing is decided on a read that did not happen.
+            unread = read[0].detail if read and read[0].detail else "not read"
+            raise Refused("refused", f"{cluster} could not be read just now "
+                          f"({public_reason(unread)}), so "
+                          f"{cluster}:{job_id} was not checked. Nothing was done; try again "
+                          "shortly. This attempt was logged.", f"cluster not read: {unread}")
+        return result
 
     async def _episode_of(self, press: ActionPress, ref: str) -> dict[str, Any]:
         """The alert the press is checked on: its message's (a batched message's alert of the
@@ -299,3 +291,28 @@ class ActionHandler(CancelReconciler):
         await self._store.put_doc(f"incident:{record.id}", record.model_dump(mode="json"),
                                   ttl_s=config.redis.expire_hours * 3600)
         return path
+
+
+def _check_episode(episode: dict[str, Any], press: ActionPress, cluster: str,
+                   job_id: str) -> None:
+    """``Refused`` unless the press is on this job's open alert, from its own message, and
+    (for a cancel) an alert that offered one."""
+    if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
+        raise Refused("tampered", "That button does not belong to this alert; the attempt "
+                      "was logged.", f"episode is {episode.get('cluster')}:"
+                                     f"{episode.get('job_id')}")
+    if episode.get("channel") and episode.get("ts") and (
+            episode["channel"], episode["ts"]) != (press.channel_id, press.message_ts):
+        raise Refused("stale", f"A newer alert about {cluster}:{job_id} replaced this one; "
+                      "use its buttons. This attempt was logged.", "not the episode's message")
+    if episode.get("state") != "open":
+        # Settled (kept running, snoozed, acknowledged, cancelled): its buttons were taken
+        # off the message, so a press now is a stale client or a replay; it does nothing.
+        verb = VERBS.get(str(episode.get("action")), "cancelled")
+        raise Refused("rejected", f"This alert about {cluster}:{job_id} was already settled "
+                      f"({verb}); nothing was done. This attempt was logged.",
+                      f"episode {episode.get('state')}: {episode.get('action')}")
+    if press.action_id == CANCEL and episode.get("can_cancel") is False:
+        raise Refused("refused", f"This alert about {cluster}:{job_id} offered no cancel "
+                      "(a no-kill run); nothing was done. This attempt was logged.",
+                      "the alert had no cancel button")
