@@ -110,29 +110,12 @@ class KubeClient(KubeSession):
         :data:`MAX_REREADS` times. A huge *last* line cannot be skipped: its start is kept."""
         core = CoreV1Api(await self._api())
         limit = self._cluster.tail_bytes
-
-        async def read(tail: int, budget_s: float) -> bytes:
-            query: dict[str, Any] = {"tail_lines": tail, "limit_bytes": limit}
-            if container:
-                query["container"] = container
-            if previous:
-                query["previous"] = True
-            response: Any = await core.read_namespaced_pod_log(
-                pod, self._namespace, _preload_content=False, _request_timeout=budget_s,
-                **query)
-            try:
-                data = await response.read()
-            finally:
-                response.release()
-            if not 200 <= response.status <= 299:
-                error = ApiException(status=response.status, reason=response.reason)
-                error.body = data.decode("utf-8", errors="replace")
-                raise error
-            return bytes(data)
-
+        read = partial(self._read_log_window, core, pod, container=container,
+                       previous=previous, limit=limit)
+        what = f"read log of pod/{pod}"
         tail = self._cluster.tail_lines
         try:
-            data = await self._throttled_once(f"read log of pod/{pod}", partial(read, tail))
+            data = await self._throttled_once(what, partial(read, tail=tail))
             for _ in range(MAX_REREADS):
                 if len(data) < limit:
                     break
@@ -140,7 +123,7 @@ class KubeClient(KubeSession):
                 if after_cut <= 0:
                     break  # the newest line itself is past the bound: keep its start
                 tail = after_cut
-                data = await self._throttled_once(f"read log of pod/{pod}", partial(read, tail))
+                data = await self._throttled_once(what, partial(read, tail=tail))
         except UnreachableError as exc:
             if status_of(exc) >= 500:
                 # The API server answered: the pod's kubelet (its node) could not. One pod's
@@ -149,6 +132,29 @@ class KubeClient(KubeSession):
             raise
         lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         return data.decode("utf-8", errors="replace"), len(data) >= limit or lines >= tail
+
+    async def _read_log_window(self, core: CoreV1Api, pod: str, budget_s: float, *,
+                               container: str | None, previous: bool, limit: int,
+                               tail: int) -> bytes:
+        """One raw read of ``pod``'s log: its last ``tail`` lines, at most ``limit`` bytes; an
+        ``ApiException`` for an answer other than 2xx (its body kept)."""
+        query: dict[str, Any] = {"tail_lines": tail, "limit_bytes": limit}
+        if container:
+            query["container"] = container
+        if previous:
+            query["previous"] = True
+        response: Any = await core.read_namespaced_pod_log(
+            pod, self._namespace, _preload_content=False, _request_timeout=budget_s,
+            **query)
+        try:
+            data = await response.read()
+        finally:
+            response.release()
+        if not 200 <= response.status <= 299:
+            error = ApiException(status=response.status, reason=response.reason)
+            error.body = data.decode("utf-8", errors="replace")
+            raise error
+        return bytes(data)
 
     async def delete_job(self, name: str, *, uid: str | None = None) -> None:
         """Delete a Job with background propagation (``NotFoundError`` when absent); with
