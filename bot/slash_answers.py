@@ -47,6 +47,7 @@ from report.render import render_job_detail
 
 if TYPE_CHECKING:
     from bot.app import Bot, Respond
+    from bot.config import Config
 
 
 log = structlog.get_logger(__name__)
@@ -118,6 +119,9 @@ async def live_doc(bot: Bot) -> tuple[SweepResult, SweepDoc]:
 
 async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
                       user_id: str | None = None, channel_id: str | None = None) -> None:
+    """Answer ``/jobs``: the tables of a fresh cached sweep, else of one live sweep (said
+    first), as ephemeral replies (the whole answer to the invoker's DM when cut); asked in
+    the alert channel unfiltered, the tables are posted there too (the digest's rule)."""
     config = bot.config.current()
     # A filter is checked before any sweep: an unknown cluster or unmapped user is a typo.
     if query.filtered:
@@ -129,32 +133,50 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
             text=f"Sweeping {clusters} cluster{'s' if clusters != 1 else ''}…",
             response_type="ephemeral"))
 
-    live: SweepResult | None = None
-    age: float | None
-    fresh = await bot.cache.fresh(config.slack.cache_seconds)
-    if fresh is not None:
-        doc, age = fresh
-    else:
-        # What is cached as this replica decides to sweep: a sweep published after it (another
-        # replica's, while this one acks) is the one to answer from (bot.shared_sweep).
-        before = await cache_stamp(bot.cache)
-        await _before_live(bot, sweeping)
-        # One live sweep across replicas (bot.shared_sweep): its tables are posted once.
-        live, doc, age = await shared_live_doc(bot.cache, bot.store, lambda: live_doc(bot),
-                                               config=config, replica=bot.replica,
-                                               before=before)
+    live, doc, age = await _jobs_doc(bot, config, sweeping)
     if acked and not acked[0]:
         return  # that response_url is gone (logged and counted once): nobody to answer
     bot.telemetry.commands.labels(command="/jobs", source="cache" if age is not None else
                                   "live").inc()
+    view = View(query=query, invoker=user_id or "", config=config, width=config.report.width)
+    await _reply_tables(bot, doc, view, age, respond, posted=len(acked), user_id=user_id)
+    if channel_id and channel_id == config.slack.channel and not query.filtered \
+            and not query.bucket:
+        # "Whenever someone asks" (digest.py), once per sweep: decoded only to be posted.
+        if live is not None:
+            await bot.digest.post_tables(live, config)
+        else:
+            await bot.digest.post_tables(doc.head, config, whole=lambda: bot.cache.result(doc))
+
+
+async def _jobs_doc(bot: Bot, config: Config, sweeping: Callable[[int], Awaitable[Any]],
+                    ) -> tuple[SweepResult | None, SweepDoc, float | None]:
+    """``(live result, doc, age)``: the cached sweep while fresh (no live result), else one
+    live sweep across replicas (``sweeping`` told first; age ``None`` if this replica's)."""
+    fresh = await bot.cache.fresh(config.slack.cache_seconds)
+    if fresh is not None:
+        doc, age = fresh
+        return None, doc, age
+    # What is cached as this replica decides to sweep: a sweep published after it (another
+    # replica's, while this one acks) is the one to answer from (bot.shared_sweep).
+    before = await cache_stamp(bot.cache)
+    await _before_live(bot, sweeping)
+    # One live sweep across replicas (bot.shared_sweep): its tables are posted once.
+    return await shared_live_doc(bot.cache, bot.store, lambda: live_doc(bot), config=config,
+                                 replica=bot.replica, before=before)
+
+
+async def _reply_tables(bot: Bot, doc: SweepDoc, view: View, age: float | None,
+                        respond: Respond, *, posted: int, user_id: str | None) -> None:
+    """The view's tables as ephemeral replies (``posted``: the response_url's posts spent
+    already), and the whole answer to ``user_id``'s DM as a file when they were cut."""
     # Tables are rendered once per sweep and query, off the event loop (bot.cached): a
     # 5,000-job answer is 2 s of CPU, and fifty callers share one rendering.
-    view = View(query=query, invoker=user_id or "", config=config, width=config.report.width)
     rendered = await bot.cache.tables(doc, view)
     replies = await asyncio.to_thread(
         jobs_replies, rendered.tables, header=sweep_header(doc.head, age_s=age),
-        bucket=query.bucket, limit=MAX_RESPONSES - len(acked),
-        what="matching" if query.filtered else None)
+        bucket=view.query.bucket, limit=MAX_RESPONSES - posted,
+        what="matching" if view.query.filtered else None)
     for message in replies:
         if not await respond(text=message.text, blocks=message.blocks,
                              response_type="ephemeral"):
@@ -164,13 +186,6 @@ async def answer_jobs(bot: Bot, query: JobsQuery, respond: Respond,
         text = await bot.cache.text(doc, view)
         await upload_to_dm(bot, user_id, content=text, filename="jobs.txt",
                            title="Job tables", comment="The whole `/jobs` answer")
-    if channel_id and channel_id == config.slack.channel and not query.filtered \
-            and not query.bucket:
-        # "Whenever someone asks" (digest.py), once per sweep: decoded only to be posted.
-        if live is not None:
-            await bot.digest.post_tables(live, config)
-        else:
-            await bot.digest.post_tables(doc.head, config, whole=lambda: bot.cache.result(doc))
 
 
 async def job_answer(bot: Bot, query: JobQuery) -> tuple[SweepResult, float | None, JobDetail]:
