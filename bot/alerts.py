@@ -219,18 +219,7 @@ class Alerter:
                 # step may be the old one's). Its record replaces the old: the old alert's
                 # buttons are then refused as replaced, as for a newer alert.
                 doc, claim = None, f"{name}:{job_submitted(live)}:{step}"
-            if doc is not None and self._continues(doc, config):
-                # The answered collapse goes on: remembered as seen, nobody DMed again.
-                seen = {**doc, "last_step": max(step, int(doc.get("last_step", step))),
-                        "seen_at": self._clock().isoformat()}
-                await self._store.put_doc(name, seen, ttl_s=self._ttl(config))
-                self._remember(name, seen)
-                return None
-            if not self._is_new(doc, step):
-                if doc and doc.get("state") == "open" and step > doc.get("last_step", step):
-                    moved = {**doc, "last_step": step}
-                    await self._store.put_doc(name, moved, ttl_s=self._ttl(config))
-                    self._remember(name, moved)
+            if await self._known_episode(name, doc, step, config):
                 return None
             claimed = await self._store.put_doc(claim, {"by": "alerter"},
                                                 ttl_s=self._ttl(config), only_new=True)
@@ -250,6 +239,26 @@ class Alerter:
                         submitted=job_submitted(live), evidence=evidence,
                         can_cancel=cancel_allowed(detail, config),
                         owner=slack_owner(config, job.cluster, job.user))
+
+    async def _known_episode(self, name: str, doc: dict[str, Any] | None, step: int,
+                             config: Config) -> bool:
+        """True when the stored episode ``doc`` already covers the collapse at ``step`` (an
+        answered one going on, or one alerted at that step or later): its record brought up
+        to date, nothing to alert."""
+        if doc is not None and self._continues(doc, config):
+            # The answered collapse goes on: remembered as seen, nobody DMed again.
+            seen = {**doc, "last_step": max(step, int(doc.get("last_step", step))),
+                    "seen_at": self._clock().isoformat()}
+            await self._store.put_doc(name, seen, ttl_s=self._ttl(config))
+            self._remember(name, seen)
+            return True
+        if not self._is_new(doc, step):
+            if doc and doc.get("state") == "open" and step > doc.get("last_step", step):
+                moved = {**doc, "last_step": step}
+                await self._store.put_doc(name, moved, ttl_s=self._ttl(config))
+                self._remember(name, moved)
+            return True
+        return False
 
     async def _deliver(self, claimed: Sequence[_Pending], config: Config) -> set[str]:
         """Send each recipient's alerts (the owner's DM; the channel when the owner is
