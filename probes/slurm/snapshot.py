@@ -192,6 +192,22 @@ class SnapshotCommands:
             # Re-raise the member itself: it already chains the library's original error.
             raise first_probe_error(failed)  # noqa: B904
         (squeue_text, document, collected), sacct_text = squeue.result(), sacct.result()
+        records = self._parsed(squeue_text, document, sacct_text, now=now, users=users,
+                               nonce=nonce, early=early)
+        records, scontrol_text = await self._with_scontrol(
+            runner, records, now=now, plain=document is None, collected=collected,
+            with_scontrol=with_scontrol, early=early)
+        return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
+                        sacct_text, tuple(records.values()),
+                        slurm_release(document) if document is not None else None, collected,
+                        document)
+
+    def _parsed(self, squeue_text: str, document: dict[str, Any] | None,
+                sacct_text: str | None, *,
+                now: datetime, users: Collection[str] | None, nonce: str,
+                early: EarlyFolds | None) -> dict[str, SchedulerRecord]:
+        """The users' records by job id: squeue's (its JSON ``document``, else its plain
+        text), then sacct's for the jobs squeue no longer lists."""
         name = self._cluster.name
         if document is not None and early is not None and early.parsed is not None \
                 and early.parsed[0] is document:  # parsed in the answer's worker already
@@ -205,8 +221,18 @@ class SnapshotCommands:
         if sacct_text:
             for r in parse_squeue_json(sacct_text, cluster=name, now=now, users=users):
                 records.setdefault(r.job_id, r)
+        return records
+
+    async def _with_scontrol(
+        self, runner: Runner, records: dict[str, SchedulerRecord], *, now: datetime,
+        plain: bool, collected: Mapping[str, Any] | None, with_scontrol: bool,
+        early: EarlyFolds | None,
+    ) -> tuple[dict[str, SchedulerRecord], str]:
+        """``records`` with stdout paths expanded and scontrol's fields where needed (a
+        ``plain`` squeue listing, a path squeue's fields cannot give, or ``with_scontrol``);
+        and scontrol's text (empty if it was not run)."""
         scontrol_text = ""
-        if document is None and records:
+        if plain and records:
             # squeue -o has no StdOut: scontrol's (expanded) paths, one command for all jobs.
             scontrol_text = await self._scontrol(runner)
             records = self._merged(records, scontrol_text)
@@ -220,10 +246,7 @@ class SnapshotCommands:
         if not scontrol_text and (with_scontrol or raw):
             scontrol_text = await self._scontrol(runner)
             records = self._merged(records, scontrol_text)
-        return Snapshot(squeue_text, "json" if document is not None else "plain", scontrol_text,
-                        sacct_text, tuple(records.values()),
-                        slurm_release(document) if document is not None else None, collected,
-                        document)
+        return records, scontrol_text
 
     def _queue_request(self, now: datetime, users: Collection[str],
                        offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
