@@ -174,8 +174,9 @@ class SlackSection(_Strict):
     api_timeout_seconds: float = Field(default=10.0, gt=0, le=API_TIMEOUT_MAX)
     """How long one Web API request may go unanswered (slack_sdk's default is 30 s), a DM
     file's upload included (1.7 MB at 5,000 jobs: 1.4 Mbit/s at the default). Slack answers
-    in well under a second; once one request of a sweep's posting timed out, the rest of
-    that posting gives up at once and is retried (``bot.delivery.posting``)."""
+    in well under a second; once one request of a sweep's posting timed out, the next
+    waits half of this, and if it times out too the rest of that posting gives up at once
+    and is retried (``bot.delivery.posting``)."""
 
     @field_validator("operators")
     @classmethod

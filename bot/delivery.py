@@ -14,9 +14,13 @@ API's bound, not its webhook client's 30 s, and gives up with its posting.
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
 dozen calls in a row, each paced behind the last). Within a :func:`posting` (a scheduled
-sweep's messages), the first request that times out marks the API hung, and every later call
-of that posting gives up at once, unsent (:class:`GaveUp`, counted as ``gave_up``): the
-callers keep what was not delivered, as for any failure, and the scheduler's retry sends it.
+sweep's messages, a command's answer), a circuit breaker (:class:`Posting`): after a request
+times out, the next is let through on half the bound; answered, the posting carries on (one
+slow call must not silence the rest of a sweep); timed out too, the API counts as hung and
+every later call of that posting gives up at once, unsent (:class:`GaveUp`, counted as
+``gave_up``): the callers keep what was not delivered, as for any failure, and the scheduler's
+retry sends it. A ``response_url`` answer that timed out is sent once more, as that probe
+(nothing else retries a command's answer).
 
 A DM's channel is opened once per user (:func:`dm_channel`): the client remembers the id
 ``conversations.open`` gave (a user's DM with the bot keeps its id), so a sweep that DMs the
@@ -30,8 +34,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,16 +144,51 @@ class BoundedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
 
 
 class GaveUp(TimeoutError):
-    """A call not sent: an earlier request of the same :func:`posting` timed out (the Web API
-    is hung). A ``TimeoutError``, so every caller treats it as the timeout it stands for."""
+    """A call not sent: two requests in a row of the same :func:`posting` timed out (the Web
+    API is hung). A ``TimeoutError``, so every caller treats it as the timeout it stands for."""
+
+
+PROBE_SHARE = 0.5
+"""After a request of a posting timed out, the share of the request bound the next call
+gets (the probe): a Slack that answers again answers a chat call in well under it; a hung one
+then costs the posting one and a half bounds in all, not one per call."""
+STRIKES = 2
+"""Timeouts in a row after which the rest of a posting gives up unsent."""
 
 
 @dataclass
 class Posting:
-    """One posting's shared fate: the method whose request timed out, once one has."""
+    """One posting's shared fate, a circuit breaker over its Web API calls.
+
+    Closed: each call waits the full request bound. One timed out: the next call is let
+    through on :data:`PROBE_SHARE` of it; answered, the breaker closes again (a single slow
+    call does not silence the rest of a sweep); timed out too (:data:`STRIKES` in a row), the
+    breaker opens and every later call gives up at once, unsent (:class:`GaveUp`).
+    """
 
     hung: str | None = None
+    """The call whose timeout opened the breaker, once one has."""
     gave_up: int = 0
+    strikes: int = 0
+    """Timeouts in a row, the last answered call's reset."""
+
+    @property
+    def giving_up(self) -> bool:
+        return self.hung is not None
+
+    def bound(self, seconds: float | None) -> float | None:
+        """The bound of the next call: the full ``seconds``, or the probe's share of it."""
+        if seconds is None or not self.strikes:
+            return seconds
+        return seconds * PROBE_SHARE
+
+    def timed_out(self, call: str) -> None:
+        self.strikes += 1
+        if self.strikes >= STRIKES and self.hung is None:
+            self.hung = call
+
+    def answered(self) -> None:
+        self.strikes = 0
 
 
 _POSTING: ContextVar[Posting | None] = ContextVar("slack_posting", default=None)
@@ -157,8 +196,8 @@ _POSTING: ContextVar[Posting | None] = ContextVar("slack_posting", default=None)
 
 @contextmanager
 def posting() -> Iterator[Posting]:
-    """A run of Web API calls that give up together: after one request times out, the rest
-    (in this task and the tasks it starts) fail at once with :class:`GaveUp`."""
+    """A run of Web API calls that give up together: after two requests in a row time out,
+    the rest (in this task and the tasks it starts) fail at once with :class:`GaveUp`."""
     scope = Posting()
     token = _POSTING.set(scope)
     try:
@@ -173,7 +212,37 @@ def posting() -> Iterator[Posting]:
 def given_up() -> bool:
     """Whether the current :func:`posting` gives up its calls (no pacing wait for them)."""
     scope = _POSTING.get()
-    return scope is not None and scope.hung is not None
+    return scope is not None and scope.giving_up
+
+
+def _give_up() -> Posting | None:
+    """The current posting when it gives this call up (counted there), else ``None``."""
+    scope = _POSTING.get()
+    if scope is None or not scope.giving_up:
+        return None
+    scope.gave_up += 1
+    return scope
+
+
+@asynccontextmanager
+async def _tracked(call: str, seconds: float | None) -> AsyncIterator[None]:
+    """One request of the current posting (if any): bounded as its breaker says, and its
+    outcome (answered or timed out) told to it. Without a posting, ``seconds`` bounds it."""
+    scope = _POSTING.get()
+    bound = seconds if scope is None else scope.bound(seconds)
+    try:
+        async with asyncio.timeout(bound):
+            yield
+    except TimeoutError:
+        if scope is not None:
+            scope.timed_out(call)
+        raise
+    except Exception:  # Slack answered, if only with an error: not hung
+        if scope is not None:
+            scope.answered()
+        raise
+    if scope is not None:
+        scope.answered()
 
 
 class CountingWebClient(AsyncWebClient):
@@ -192,13 +261,12 @@ class CountingWebClient(AsyncWebClient):
         self.timeout = seconds  # type: ignore[assignment]
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
-        scope = _POSTING.get()
-        if scope is not None and scope.hung is not None:
-            scope.gave_up += 1
+        if (scope := _give_up()) is not None:
             self._telemetry.slack_api_errors.labels(method=api_method, error="gave_up").inc()
             raise GaveUp(f"{api_method} not sent: {scope.hung} timed out in this posting")
         try:
-            return await super().api_call(api_method, **kwargs)
+            async with _tracked(api_method, float(self.timeout)):
+                return await super().api_call(api_method, **kwargs)
         except (SlackApiError, SlackClientError) as exc:
             error = slack_error(exc)
             self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
@@ -207,8 +275,6 @@ class CountingWebClient(AsyncWebClient):
             self._forget_dm(kwargs)
             raise
         except NETWORK_ERRORS as exc:  # counted as the others; the callers treat it so
-            if scope is not None and isinstance(exc, TimeoutError) and scope.hung is None:
-                scope.hung = api_method  # the rest of this posting gives up at once
             error = type(exc).__name__
             self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
             self.health.record(api_method, error, datetime.now(UTC))
@@ -313,23 +379,27 @@ class Responder:
     async def __call__(self, **kwargs: Any) -> bool:
         if not kwargs.get("blocks") and (blocks := text_blocks(str(kwargs.get("text") or ""))):
             kwargs["blocks"] = blocks  # as :func:`post`: Slack links nothing in verbatim text
-        scope = _POSTING.get()
-        if scope is not None and scope.hung is not None:  # an answer of a hung posting
-            scope.gave_up += 1
+        if _give_up() is not None:  # an answer of a hung posting
             self._telemetry.response_url_errors.labels(surface=self._surface,
                                                        error="gave_up").inc()
             return False
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                response = await self._respond(**kwargs)
-        except (ClientError, TimeoutError, OSError) as exc:
-            if scope is not None and isinstance(exc, TimeoutError) and scope.hung is None:
-                scope.hung = f"response_url ({self._surface})"
-            return self._failed(type(exc).__name__)
-        status = getattr(response, "status_code", 200)
-        if status >= 300:
-            return self._failed(f"http_{status}")
-        return True
+        # No other try comes for a command's answer (a sweep has the scheduler's retry): one
+        # lost to a single timeout is sent once more, as the posting's probe (a duplicate, if
+        # the first arrived after all, is the lesser harm).
+        for attempt in range(2):
+            try:
+                async with _tracked(f"response_url ({self._surface})", self._timeout_s):
+                    response = await self._respond(**kwargs)
+            except TimeoutError as exc:
+                self._failed(type(exc).__name__)
+                if attempt or given_up():
+                    return False
+                continue
+            except (ClientError, OSError) as exc:
+                return self._failed(type(exc).__name__)
+            status = getattr(response, "status_code", 200)
+            return self._failed(f"http_{status}") if status >= 300 else True
+        return False
 
     def _failed(self, error: str) -> bool:
         self._telemetry.response_url_errors.labels(surface=self._surface, error=error).inc()

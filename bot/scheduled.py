@@ -50,9 +50,9 @@ async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bo
 
     Each step runs whatever happened to the one before: Slack refusing the channel post (bot
     not invited, rate-limited, message too long) must not silence a collapse alert. A hung
-    Web API costs the sweep one request's bound, not one per message: once a request timed
-    out, the sweep's other messages give up unsent (``bot.delivery.posting``) and its retry
-    sends them.
+    Web API costs the sweep about one request's bound, not one per message: once a request
+    timed out and the probe after it too, the sweep's other messages give up unsent
+    (``bot.delivery.posting``) and its retry sends them; one slow call alone gives up nothing.
     """
     config = bot.config.current()
     async with holding(bot.store, config, bot.replica):  # /jobs elsewhere answers from it

@@ -1,4 +1,4 @@
-"""A hung Slack Web API (connection taken, no answer) costs a sweep one request's bound.
+"""A hung Slack Web API (connection taken, no answer) costs a sweep about one request's bound.
 
 slack_sdk's client waits 30 s for each request, and a scheduled sweep makes its calls one
 after another (the collapse DM and its channel fallback, the parent, each table reply, the
@@ -7,9 +7,12 @@ before (below, a new day's sweep of 300 jobs with the API hung), 11 requests wer
 hanging in turn, 11 x the bound (330 s at slack_sdk's 30 s), and then the deep-probe offer's
 timeout rose out of the sweep (the cancel reconcile after it never ran); a later sweep of the
 day, 5 in turn (150 s). Now each request waits
-``[slack] api_timeout_seconds`` (default 10 s), and once one has timed out the sweep's
-other calls give up unsent (``bot.delivery.posting``); what was not delivered is kept and
-the scheduler's retry sends it, once. Fake Slack (hanging on request), real Redis.
+``[slack] api_timeout_seconds`` (default 10 s); once one has timed out, the next is let
+through on half that bound (a probe: one slow call must not silence the rest, see
+``tests/bot/test_slack_transient.py``), and when it times out too the sweep's other calls give
+up unsent (``bot.delivery.posting``): two requests left hanging, 1.5 x the bound. What was not
+delivered is kept and the scheduler's retry sends it, once. Fake Slack (hanging on request),
+real Redis.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def delivered(slack: FakeSlack, needle: str) -> int:
 
 async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_it(
         slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
-    """A new day's first sweep while Slack hangs: one request left hanging (before: 11, the
+    """A new day's first sweep while Slack hangs: two requests left hanging, the second on
+    the probe's half bound (before the breaker: 11, the
     DM and its channel fallback, the parent, its table replies sent unthreaded, the change
     reply, the job-end DM, the deep-probe DM and offer, whose timeout then rose out of the
     sweep), the sweep says it failed; with Slack back, its retry posts each message once."""
@@ -75,7 +79,7 @@ async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_
             slack.hang(method)
         assert await scheduled_sweep(h.bot, 48) is False  # to be retried
         hung = [c.path for c in slack.hung()]
-        assert len(hung) == 1, hung
+        assert len(hung) == 2, hung  # the first timeout and the probe after it
         slack.unhang()
         assert await scheduled_sweep(h.bot, 48, retry=True) is True
     assert delivered(slack, "Collapse on alpha:4242") == 1  # the DM
@@ -89,8 +93,9 @@ async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_
 
 async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
         slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
-    """A later sweep of the day (the parent edited, one change reply, DMs): one request left
-    hanging (before: 5 in a row), then the retry tells each change once."""
+    """A later sweep of the day (the parent edited, one change reply, DMs): two requests
+    left hanging, the timeout and its probe (before the breaker: 5 in a row), then the retry
+    tells each change once."""
     clock = FakeClock()
     sweeper, stage = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
@@ -101,7 +106,7 @@ async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
         for method in HUNG:
             slack.hang(method)
         assert await scheduled_sweep(h.bot, 1) is False
-        assert len(slack.hung()) == 1, [c.path for c in slack.hung()]
+        assert len(slack.hung()) == 2, [c.path for c in slack.hung()]
         slack.unhang()
         assert await scheduled_sweep(h.bot, 1, retry=True) is True
     assert delivered(slack, "Changes since") == 1
@@ -112,8 +117,8 @@ async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
 
 async def test_calls_of_one_posting_give_up_together_and_no_further(
         slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
-    """Inside a posting, after a timeout, later calls (a task it started too) are not sent;
-    a call outside it, or in the next posting, is."""
+    """Inside a posting, after two timeouts in a row, later calls (a task it started too)
+    are not sent; a call outside it, or in the next posting, is."""
     clock = FakeClock()
     sweeper = FakeSweeper(make=lambda: sweep_result([], at=clock()),
                           conf=make_config(store.prefix, tmp_path))
@@ -121,15 +126,18 @@ async def test_calls_of_one_posting_give_up_together_and_no_further(
         client = h.bot.client
         client.bound(BOUND_S)  # type: ignore[attr-defined]
         slack.hang("chat.postMessage", times=1)
+        slack.hang("chat.update", times=1)
         with posting() as scope:
             with pytest.raises(TimeoutError):
                 await client.chat_postMessage(channel="C0SWEEP", text="one")
+            with pytest.raises(TimeoutError):  # the probe
+                await client.chat_update(channel="C0SWEEP", ts="1.1", text="two")
             with pytest.raises(GaveUp):
                 await client.chat_update(channel="C0SWEEP", ts="1.1", text="two")
             task = asyncio.create_task(client.chat_postMessage(channel="C0SWEEP", text="three"))
             with pytest.raises(GaveUp):
                 await task
-        assert (scope.hung, scope.gave_up) == ("chat.postMessage", 2)
+        assert (scope.hung, scope.gave_up) == ("chat.update", 2)
         await client.chat_postMessage(channel="C0SWEEP", text="outside")
         with posting():
             await client.chat_postMessage(channel="C0SWEEP", text="next")
@@ -169,8 +177,9 @@ async def test_the_alerts_reply_slack_refused_is_told_by_the_retry(
 async def test_jobs_in_the_channel_gives_up_its_tables_together(
         slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
     """``/jobs`` in the sweep channel posts the full tables into the day's thread (four
-    replies at 300 jobs), holding the channel's pacing: with Slack hung, one request left
-    hanging (before: 4 in a row, the sweep's posts waiting behind them)."""
+    replies at 300 jobs), holding the channel's pacing: with Slack hung, two requests left
+    hanging, a timeout and its probe (before: 4 in a row, the sweep's posts waiting behind
+    them)."""
     clock = FakeClock()
     sweeper, _ = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
@@ -180,7 +189,7 @@ async def test_jobs_in_the_channel_gives_up_its_tables_together(
         slack.hang("chat.postMessage")
         _, hook = await h.command("/jobs", user="UALICE")
         await h.bot.tasks.drain()
-        assert [c.path for c in slack.hung()] == ["/api/chat.postMessage"]
+        assert [c.path for c in slack.hung()] == ["/api/chat.postMessage"] * 2
         assert slack.to(hook)  # the answer itself went by its response_url
 
 
@@ -188,8 +197,9 @@ async def test_a_hung_response_url_costs_an_answer_one_bound(
         slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
     """The response_url hung (Bolt's ``respond()`` waits 30 s for each, its webhook client's
     default): ``/jobs`` answers in several posts ("Sweeping…", then the tables), and each
-    waited in turn. Now each waits the same bound, and after one timed out the rest of the
-    answer gives up (one left hanging); the failures are counted, the bot carries on."""
+    waited in turn. Now each waits the same bound; one timed out is sent again on half of
+    it (a command's answer has no other retry), and when that times out too the rest of the
+    answer gives up (two left hanging); the failures are counted, the bot carries on."""
     clock = FakeClock()
     sweeper, _ = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)
@@ -199,6 +209,6 @@ async def test_a_hung_response_url_costs_an_answer_one_bound(
         slack.hang("response_url")
         await h.command("/jobs", user="UALICE")
         await asyncio.wait_for(h.bot.tasks.drain(), 10)
-        assert len(slack.hung("response_url")) == 1, [c.path for c in slack.hung()]
+        assert len(slack.hung("response_url")) == 2, [c.path for c in slack.hung()]
         errors = h.bot.telemetry.response_url_errors
-        assert errors.labels(surface="/jobs", error="TimeoutError")._value.get() == 1
+        assert errors.labels(surface="/jobs", error="TimeoutError")._value.get() == 2
