@@ -16,7 +16,10 @@ Statistics never invent a zero: with no reward anywhere (datagen without a verif
 ``mean_reward`` and ``pass_rate`` are ``None``. Instant-fail (seed: "null output tokens,
 finished_at ≈ started_at") is judged on the agent's execution phase (``agent_execution``), since
 a real trial spends tens of seconds in environment and agent setup before an agent that fails at
-once; only a result without that phase falls back to the trial's own times. An agent whose LLM
+once; only a result without that phase falls back to the trial's own times, and never for a
+trial that never started (:func:`never_started`: an exception before any agent ran, such as a
+sandbox provider refusing credentials at once), which is the environment's failure, not the
+tunnel's: its trials are told by the never-started rule. An agent whose LLM
 client retries a dead endpoint is no faster than its retries (terminus-2: about 36 s), so a phase
 without a token that ended in a connection failure is instant up to ``RETRIED_S``.
 """
@@ -193,13 +196,16 @@ def build_trial_tree(
 
 def is_instant_fail(trial: TrialResult) -> bool:
     """No output tokens, and the agent's execution phase (else, for a result without one, the
-    whole trial) finished within a second of starting, or within ``RETRIED_S`` when it ended
-    in a connection failure (``probes.remote.trial_count.is_instant``, rule for rule)."""
+    whole trial, unless it never started) finished within a second of starting, or within
+    ``RETRIED_S`` when it ended in a connection failure (``probes.remote.trial_count.is_instant``,
+    rule for rule)."""
     if trial.n_output_tokens:
         return False
     start: datetime | None = trial.agent_started_at
     end: datetime | None = trial.agent_finished_at
     if start is None and end is None:
+        if never_started(trial):
+            return False  # no agent ran: the sandbox's failure, not the tunnel's
         start, end = trial.started_at, trial.finished_at
     if start is None or end is None:
         return False  # not started, or the agent is still running

@@ -64,17 +64,29 @@ def iso_epoch(value: Any) -> float | None:
 def is_instant(reduced: Tally) -> bool:
     """No output tokens, and the agent phase (else the whole trial) took at most a second, or
     at most ``RETRIED_S`` ending in a connection failure: the agent never got an answer from
-    the model, only its client's retries ran (a timeout is never one: its trial is scored)."""
+    the model, only its client's retries ran (a timeout is never one: its trial is scored). A
+    trial that never started (an exception before any agent ran: a sandbox refused at once) is
+    never one: the environment failed, not the tunnel (``probes.harbor.never_started``)."""
     if reduced.get("n_output_tokens"):
         return False
     start = iso_epoch(reduced.get("agent_started_at"))
     end = iso_epoch(reduced.get("agent_finished_at"))
     if start is None and end is None:
+        if _never_started(reduced):
+            return False  # no agent ran: the sandbox's failure, not the tunnel's
         start, end = iso_epoch(reduced.get("started_at")), iso_epoch(reduced.get("finished_at"))
     if start is None or end is None:
         return False
     bound = RETRIED_S if reduced.get("connection_failure") is True else _INSTANT_S
     return abs(end - start) <= bound
+
+
+def _never_started(reduced: Tally) -> bool:
+    """``probes.harbor.never_started``'s twin on a reduced trial."""
+    return (reduced.get("exception_type") is not None and reduced.get("reward") is None
+            and reduced.get("n_output_tokens") is None and reduced.get("n_turns") is None
+            and reduced.get("agent_started_at") is None
+            and reduced.get("agent_finished_at") is None)
 
 
 def _tally_number(value: Any) -> float | None:
