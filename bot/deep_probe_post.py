@@ -12,6 +12,7 @@ failure is logged and reported as not delivered. A job is probed once at a time
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -257,11 +258,13 @@ async def one_at_a_time(bot: Bot, cluster: str, job_id: str, *, user: str,
         return
     bot.probing.add(ref)  # before the Redis call: a caller arriving meanwhile finds it taken
     locked: bool | None = None  # None: Redis could not say
+    # The token makes this claim's record its own: a probe outliving PRESS_LOCK_S releases
+    # nothing another press took after the expiry (release by holder, not by name).
+    holder = {"user": user, "where": where, "at": bot.clock().isoformat(),
+              "token": secrets.token_hex(8)}
     try:
         try:
-            locked = await bot.store.acquire(name, {"user": user, "where": where,
-                                                    "at": bot.clock().isoformat()},
-                                             ttl_s=PRESS_LOCK_S)
+            locked = await bot.store.acquire(name, holder, ttl_s=PRESS_LOCK_S)
         except StoreUnavailable as exc:
             log.warning("deep probe not deduplicated across replicas", error=str(exc))
         yield locked is not False
@@ -269,6 +272,8 @@ async def one_at_a_time(bot: Bot, cluster: str, job_id: str, *, user: str,
         bot.probing.discard(ref)
         if locked:
             try:
-                await bot.store.release(name)
+                if not await bot.store.release(name, holder=holder):
+                    log.warning("deep-probe lock expired while probing; another holds it now",
+                                ref=ref)
             except StoreUnavailable as exc:
                 log.warning("deep-probe lock not released; it expires", error=str(exc))

@@ -18,6 +18,12 @@ from bot.store_base import StoreBase, _text, dump_json
 
 AUDIT_MAXLEN = 10_000
 """Audit entries kept (approximate trim); older ones age out of Redis, the log keeps all."""
+RELEASE_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+"""Delete a lock only while its record is the caller's (the compare-and-delete of
+redis-py's ``Lock.release``, on our JSON holder record)."""
 
 
 class DocStore(StoreBase):
@@ -85,9 +91,17 @@ class DocStore(StoreBase):
         async with self._translated("lock update"):
             await self._r.set(self.key("lock", name), dump_json(dict(holder)), px=int(ttl_s * 1000))
 
-    async def release(self, name: str) -> None:
+    async def release(self, name: str, *, holder: Mapping[str, Any] | None = None) -> bool:
+        """Free lock ``name``; with ``holder``, only while it is still that holder's record
+        (compare-and-delete, one step in Redis): a holder whose TTL ran out must not free a
+        later holder's lock. True if a lock was deleted."""
+        key = self.key("lock", name)
         async with self._translated("unlock"):
-            await self._r.delete(self.key("lock", name))
+            if holder is None:
+                return bool(await self._r.delete(key))
+            done = await self._r.eval(
+                RELEASE_IF_HELD, 1, key, dump_json(dict(holder)))
+        return bool(done)
 
     async def locks(self, pattern: str) -> list[tuple[str, dict[str, Any]]]:
         """Every held lock whose name matches the glob ``pattern``, with its record."""
