@@ -2,8 +2,8 @@
 
 EasyR1 (hiyouga/EasyR1, ``verl/utils/logger/logger.py`` ``ConsoleLogger``) prints a step as
 ``print(f"Step {step}\\n" + convert_dict_to_str(unflatten_dict(data)))``: ``yaml.dump(data,
-indent=2)`` of the metrics nested at each ``/`` (keys sorted; floats rounded to 3 decimals,
-``1.0e-06`` when scientific, ``!!float 'nan'`` when not finite), then a blank line:
+indent=2)`` of the metrics nested at each ``/`` (keys sorted; a Python float as its ``repr``,
+``1.0e-06`` when scientific, ``.nan`` when not finite), then a blank line:
 
     Step 12
     actor:
@@ -13,29 +13,53 @@ indent=2)`` of the metrics nested at each ``/`` (keys sorted; floats rounded to 
       score:
         mean: 0.512
 
+The metrics ``reduce_metrics`` gives (``np.mean`` of each list: the actor's, the reward
+function's) are ``np.float64``, which the default Dumper writes as an object over several
+lines, the value's bytes in base64 (its dtype under ``args``, its byte order second in
+``state``)::
+
+    actor:
+      entropy_loss: !!python/object/apply:numpy._core.multiarray.scalar
+      - !!python/object/apply:numpy.dtype
+        args:
+        - f8
+        ...
+        state: !!python/tuple
+        - 3
+        - <
+        ...
+      - !!binary |
+        I9v5fmq84D8=
+
+Such an object is read from its bytes; any other value that is no number (a string, ``null``)
+is skipped, and the keys after it are read.
+
 Policy: a block is read only after its ``Step N`` header, one line after another: the first
-line that is not the next one (a blank line, a bar, a line the prefilter drops) or is no
-``key:`` line ends it, and only then is it the step's point. A block still open where the
-text ends is no point yet (the trainer may be printing it; a line cut mid-number would read
-as another value): the next read, or the next line, ends it. So a tail cut inside a block
-reads nothing of it (no header), and the ``Config`` dump (``ConsoleLogger.__init__``'s
-``"Config\\n"`` + YAML) and ``Final validation metrics: `` + YAML, having no header, add none.
+line that is not the next one (a bar, a line the prefilter drops) or is no ``key:`` line (a
+blank line: ``print``'s own newline after the dump's, written with the block) ends it, and only
+then is it the step's point. A block still open where the text ends (no blank line yet) is no
+point yet (the trainer may be printing it; a line cut mid-number would read as another
+value): the next read, or the next line, ends it. So a tail cut inside a block reads nothing
+of it (no header), and the ``Config`` dump (``ConsoleLogger.__init__``'s ``"Config\\n"`` +
+YAML) and ``Final validation metrics: `` + YAML, having no header, add none.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import struct
 from math import inf, nan
 
 YAML_SHAPE = (
-    rb"^(?:\([^\n)]*\) )?(?:  )*[\w.@+-]*:"
-    rb"(?: -?\.?(?:e[-+])?| !!float '-?(?:nan|inf)'| -?\.(?:nan|inf))?$"
+    rb"^(?:\([^\n)]*\)(?: |$))?(?:(?:  )*(?:[\w.@+-]*:(?: [^\n]*)?|- [^\n]*|[a-z+/=]+))?$"
 )
 """A block's line as a prefilter skeleton (``NeedleFilter``'s ``shape``: ASCII lower-cased,
-digits deleted): an optional Ray actor prefix, an indent, a key (all digits: empty), and a
-number or nothing (a nesting key). A superset of them: ``0.523`` is ``.``, ``1.0e-06`` is
-``.e-``, ``12`` empty. A value no number (a string, ``null``) is no candidate: its line, and
-so the rest of its block, is not read (a block ends at a line not fed)."""
+digits deleted): an optional Ray actor prefix, then nothing (the blank line that ends a
+block), or an indent and a ``key:`` with any value or none (a nesting key), a ``- `` item or a
+lone base64 word (a numpy scalar's lines). A superset of them: a value that is no number is
+fed too, so that the keys after it are read (a block ends at a line not fed)."""
 
 _HEADER_RE = re.compile(r"Step (\d{1,12})\s*$")
 _LINE_RE = re.compile(r"( *)([A-Za-z0-9_][\w.@+-]*):(?: (.*))?$")
@@ -65,6 +89,38 @@ def yaml_number(text: str) -> float | None:
         return None
 
 
+_OBJECT = "\0"
+"""A ``path`` entry starting with it is a numpy scalar being read, never a key: ``\0``, the
+part read (``args``, ``state``, ``binary``, ``done``), its dtype and its byte order, joined by
+``_SEP``. Kept in ``path`` so that a fold's carry holds it as it holds the keys."""
+_SEP = "\x01"
+_PARTS = {"args:": "args", "state: !!python/tuple": "state", "- !!binary |": "binary"}
+_SCALAR_TAG = re.compile(r"!!python/object/apply:numpy\.(?:_?core\.)?multiarray\.scalar$")
+_STRUCT = {"f8": "d", "f4": "f", "f2": "e", "i8": "q", "i4": "i", "i2": "h", "i1": "b",
+           "u8": "Q", "u4": "I", "u2": "H", "u1": "B"}
+_FLOATS = {8: "f8", 4: "f4", 2: "f2"}
+
+
+def numpy_scalar(dtype: str, order: str, text: str) -> float | None:
+    """The number a numpy scalar's ``!!binary`` base64 ``text`` holds, given its dtype
+    (``f8``) and byte order (``<``, ``>``, ``|``), else None. A dtype that is a YAML alias
+    (``- *id001``: the Dumper writes the first scalar's dtype once, anchored, and refers to it
+    after) is not read: a float of the bytes' width, little-endian, as ``np.mean`` gives on
+    every machine EasyR1 runs on."""
+    try:
+        data = base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return None
+    code = _STRUCT.get(dtype or _FLOATS.get(len(data), ""))
+    if code is None:
+        return None
+    try:
+        (value,) = struct.unpack((">" if order == ">" else "<") + code, data)
+    except struct.error:
+        return None
+    return float(value)
+
+
 class YamlStep:
     """One step's block being read: its step, header line, last line read, the keys open
     above the next line, and the ``/``-joined metrics read so far."""
@@ -83,6 +139,11 @@ class YamlStep:
         next line, no ``key:`` line, or indented deeper than a key opened)."""
         if line_no != self.last + 1:
             return False
+        if self.path and self.path[-1][:1] == _OBJECT:
+            if self._object_line(body):
+                self.last = line_no
+                return True
+            self.path.pop()
         found = _LINE_RE.match(body)
         if found is None:
             return False
@@ -95,7 +156,33 @@ class YamlStep:
         if not value:
             self.path.append(key)
             return True
+        if _SCALAR_TAG.match(value):
+            self.path += [key, _OBJECT + _SEP * 3]
+            return True
         number = yaml_number(value)
         if number is not None:
             self.values["/".join((*self.path, key))] = number
+        return True
+
+    def _object_line(self, body: str) -> bool:
+        """A line of the numpy scalar open at the end of ``path`` (indented under its key, or
+        one of its ``- `` items at the key's indent): read; False when it is none."""
+        key_indent = 2 * (len(self.path) - 2)
+        text = body.lstrip(" ")
+        indent = len(body) - len(text)
+        if not text or indent < key_indent or (indent == key_indent and text[:2] != "- "):
+            return False
+        _, part, dtype, order = self.path[-1].split(_SEP)
+        if text in _PARTS:
+            part = _PARTS[text]
+        elif part == "args" and text[:2] == "- ":
+            dtype, part = text[2:], ""
+        elif part == "state" and text[:2] == "- ":
+            order, part = (text[2:], "") if text[2:] in ("<", ">", "|", "=") else (order, part)
+        elif part == "binary":
+            number = numpy_scalar(dtype, order, text)
+            if number is not None:
+                self.values["/".join(self.path[:-1])] = number
+            part = "done"
+        self.path[-1] = _SEP.join((_OBJECT, part, dtype, order))
         return True

@@ -3,7 +3,7 @@
 EasyR1 (hiyouga/EasyR1, ``verl/utils/logger/logger.py`` ``ConsoleLogger``) prints its config
 once as ``Config`` + ``yaml.dump``, then each step as ``Step N`` + ``yaml.dump(unflatten_dict(
 metrics), indent=2)`` (``verl/utils/py_functional.py``: keys sorted, nested at ``/``, floats
-rounded to 3 decimals or ``1.0e-06``), and at the end ``Final validation metrics: `` + the
+as their ``repr``, ``1.0e-06`` when scientific), and at the end ``Final validation metrics: `` + the
 flat validation dict. Every line goes through Ray's ``(Runner pid=N)`` prefix.
 """
 
@@ -107,10 +107,10 @@ def test_each_step_block_is_a_metric_point(read: str, ray: bool) -> None:
 
 @pytest.mark.parametrize("read", ["cold", "folded"])
 def test_a_block_still_open_where_the_log_ends_waits(read: str) -> None:
-    """Step 12's block with no line after it yet (the bar not redrawn) is no point yet:
-    the trainer may still be printing it."""
+    """Step 12's block with no line after it yet (neither its blank line nor the bar's
+    redraw) is no point yet: the trainer may still be printing it."""
     text = easyr1_log(12)
-    text = text[:text.rindex(RAY + "Running step:")]
+    text = text[:text.rindex(RAY + "\n")]
     summary = parse_log(text) if read == "cold" else fold_in_pieces(text, 5)
     assert summary.points[-1].step == 11
 
