@@ -41,10 +41,17 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "grad_norm": ("grad_norm", 2),
     "train/grad_norm": ("grad_norm", 2),  # verl >= 0.6 SFT trainer (sft_trainer.py)
     "actor_grad_norm": ("grad_norm", 0),  # OpenRLHF >= 0.9.6: DeepSpeed's, pre-clipping
-    # clip ratio
+    # clip ratio: the share of tokens PPO clipped at 1 +- eps (the rulebook's ~0, > 1 % an
+    # LR <-> eps_clip mismatch). verl's ``actor/pg_clipfrac`` is gt(pg_losses2, pg_losses1),
+    # EasyR1's ``actor/pg_clipfrac_higher`` the same (pg_loss < pg_loss2; "higher": the
+    # clipped term won the max). Their ``actor/pg_clipfrac_lower`` is the dual-clip share
+    # (A < 0 and the loss capped at clip_ratio_c x A, c = 3): another bound, disjoint from
+    # the eps-clipped tokens, so no clip_ratio (left unmapped, as ``*_length/clip_ratio``,
+    # the responses cut at max length)
     "policy/ppo_clip_ratio": ("clip_ratio", 0),
     "policy/loss_metrics/clip_ratio": ("clip_ratio", 0),
     "actor/pg_clipfrac": ("clip_ratio", 0),
+    "actor/pg_clipfrac_higher": ("clip_ratio", 0),
     "clip_ratio/region_mean": ("clip_ratio", 1),
     "ppo_clip_ratio": ("clip_ratio", 1),
     "clip_ratio": ("clip_ratio", 2),
@@ -115,6 +122,14 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "train/lr-pg_0": ("learning_rate", 2),
     "rollout/raw_reward": ("reward", 0),
     "rollout/response_lengths": ("avg_num_tokens", 1),
+    # ROLL (roll/pipeline/rlvr/actor_pg_worker.py, roll/utils/metrics/metrics_manager.py):
+    # "@sum"/"@max" name the reduce op across workers; grad norm is the training worker's
+    # (``actor_train/grad_norm``, Megatron's optimizer.step() before clipping)
+    "actor/pg_loss@sum": ("policy_loss", 0),
+    "actor_train/grad_norm": ("grad_norm", 1),
+    "critic/entropy/mean": ("entropy", 1),
+    "actor/ppo_ratio_clipfrac@sum": ("clip_ratio", 0),
+    "token/response_length/mean": ("avg_num_tokens", 1),
 }
 
 # Families printed under varying prefixes (fork-specific ``tis/``, ``policy/tis/``, ...).
