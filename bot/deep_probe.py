@@ -71,6 +71,7 @@ from bot.deep_probe_post import (
     _post,
     _remember,
     _task_order,
+    _tell_unposted,
     memory_name,
     offer_key,
     one_at_a_time,
@@ -251,7 +252,8 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
         # episode binds them; the ephemeral reply says so. Otherwise it is answered in place.
         await _answer_ephemeral(bot, config, detail, press.user_id, respond)
         return
-    await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+    if await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts) is None:
+        await _tell_unposted(config, detail, respond)
 
 
 async def _audit(bot: Bot, press: ActionPress, cluster: str, job_id: str, outcome: str, *,

@@ -141,12 +141,28 @@ async def _answer_ephemeral(bot: Bot, config: Config, detail: JobDetail, user_id
                           response_type="ephemeral", replace_original=False)
             return
         # No DM: show the verdict without buttons that no stored episode could honour.
-        blocks = [block for block in blocks if block.get("type") != "actions"]
-        blocks.append({"type": "context", "elements": [mrkdwn_object(
-                       "The verdict could not be sent to your DM, so it has no buttons here; "
-                       "press Deep-probe on a posted message to act on it.")]})
+        blocks = _without_buttons(blocks, "The verdict could not be sent to your DM, so it "
+                                  "has no buttons here; press Deep-probe on a posted message "
+                                  "to act on it.")
     await respond(text=_summary(detail), blocks=blocks, response_type="ephemeral",
                   replace_original=False)
+
+
+async def _tell_unposted(config: Config, detail: JobDetail, respond: Respond) -> None:
+    """A pressed probe's verdict Slack did not post in the thread (refused, or no answer):
+    the presser, who waited for it, sees it here instead, ephemeral and without buttons (no
+    episode is stored for a message that was never posted)."""
+    note = ("The verdict could not be posted in this thread (Slack refused it or did not "
+            "answer; the failure is logged), so only you see it, with no buttons. Press "
+            "Deep-probe again to post it.")
+    await respond(text=f"{_summary(detail)}. It could not be posted in the thread.",
+                  blocks=_without_buttons(verdict_blocks(detail, config), note),
+                  response_type="ephemeral", replace_original=False)
+
+
+def _without_buttons(blocks: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+    return [*(block for block in blocks if block.get("type") != "actions"),
+            {"type": "context", "elements": [mrkdwn_object(note)]}]
 
 
 async def _remember(bot: Bot, config: Config, detail: JobDetail, *, by: str,
