@@ -269,16 +269,38 @@ def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
 
 
 def _own_dir_chunks(group: Group) -> dict[str, float] | None:
-    """Chunks submitted as separate jobs, each writing its own Harbor job dir (each reads
-    0/1 or 1/1): the run's Chunks are its members, done as each one's dir is. ``None`` for
-    other groups, or chunks sharing one jobs dir (each member already counts the run's)."""
-    if group.kind != "chunks":
+    """A datagen run whose members (chunks submitted as separate jobs, or an array's tasks)
+    each wrote their own Harbor job dir (each reads 0/1 or 1/1): the run's Chunks are its
+    members, done as each one's dir is (an unsplit pending remainder counts its tasks), and its
+    Trials every member's (rulebook: the run's result.json count; per-trial shares weighted by
+    trials). ``None`` for other groups, or members sharing one jobs dir (each member already
+    counts the run's)."""
+    if group.kind not in ("chunks", "array") or group.table != "datagen":
         return None
     totals = [m.metrics.get("chunks_total") for m in group.members]
     if any(t is not None and t != 1.0 for t in totals) or all(t is None for t in totals):
         return None
     done = sum(m.metrics.get("chunks_done") == 1.0 for m in group.members)
-    return {"chunks_done": float(done), "chunks_total": float(len(group.members))}
+    tasks = sum(n for _, n in group.counts)
+    return {"chunks_done": float(done), "chunks_total": float(tasks),
+            **_run_trials(group.members)}
+
+
+def _run_trials(members: Sequence[JobReport]) -> dict[str, float]:
+    """The members' trials summed, and avg_turns, exc% and Mean over them weighted by each
+    member's trials; a metric no member has stays out (never invented)."""
+    counted = [(m.metrics, n) for m in members
+               if isinstance(n := m.metrics.get("trials"), float | int) and n > 0]
+    if not counted:
+        return {}
+    out = {"trials": float(sum(n for _, n in counted))}
+    for name in ("avg_turns", "exc_pct", "mean_reward"):
+        pairs = [(value, n) for metrics, n in counted
+                 if isinstance(value := metrics.get(name), float | int)]
+        weight = sum(n for _, n in pairs)
+        if weight:
+            out[name] = sum(value * n for value, n in pairs) / weight
+    return out
 
 
 def _task_detail(job: JobReport, detail: JobDetail | None, multi_cluster: bool) -> JobDetail:
