@@ -151,3 +151,28 @@ def shorten(text: str, width: int) -> str:
         kept += grapheme
         used += size
     return kept + ELLIPSIS if width >= 1 else ""
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells by taking out its middle (``…`` in its place): a job
+    name's start says what it runs, its end which run (the seed, the arm, the attempt), so
+    both are kept, the start the larger share. Graphemes are never split."""
+    if cell_len(text) <= width:
+        return text
+    if width < 3:
+        return shorten(text, width)
+    parts = graphemes(text)
+    head_cells = (width - 1) * 3 // 5
+    head, used = "", 0
+    for grapheme, size in parts:
+        if used + size > head_cells:
+            break
+        head += grapheme
+        used += size
+    tail, room = "", width - 1 - used  # what the head left unused goes to the tail
+    for grapheme, size in reversed(parts):
+        if size > room:
+            break
+        tail = grapheme + tail
+        room -= size
+    return head + ELLIPSIS + tail

@@ -1,8 +1,9 @@
 """The sweep's summary lines, and what Slack may be told of an error.
 
 Policy: :func:`summary_lines` gives one line per non-empty bucket for the sweep's parent
-message (its verdicts in reading order, the jobs that need a human named), then the
-unreachable and inactive clusters. :func:`public_reason` is the one way an error's own text
+message (its verdicts in reading order, the jobs that need a human named, a long name
+shortened in its middle and kept distinct), then the unreachable and inactive clusters.
+:func:`public_reason` is the one way an error's own text
 reaches Slack: a team channel (or a DM) is told what failed and a short reason, never a
 host:port, a credentials file's path, a URL with its password or a traceback (the full text
 goes to the bot's log). Text out, no Slack SDK here (the messages are :mod:`report.chunks`').
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from report.cells import one_line
+from report.linebreaks import shorten_middle
 from report.models import BUCKET_ORDER, JobReport, Report
 from report.tables import BUCKET_TITLES, is_buffering
 
@@ -30,17 +32,50 @@ _ACTION_WORDS = {
     "deep_probe": "to deep-probe", "diagnose": "to diagnose",
 }
 _NAMES_SHOWN = 3
+SUMMARY_NAME_CELLS = 40
+"""The widest a job name is shown in a summary line (cells; its ``cluster/`` not counted)."""
 
 
-def _names(jobs: Sequence[JobReport], multi_cluster: bool) -> str:
-    # Two clusters may run jobs of one name: name the cluster as the table rows do (cluster/name).
-    names = [one_line(f"{job.cluster}/{job.name}" if multi_cluster else job.name)
-             for job in jobs[:_NAMES_SHOWN]]
+SUMMARY_NAME_STEP = 8
+"""Cells more a shortened name keeps while it reads like another's."""
+Shown = Callable[[JobReport], str]
+"""How a job is named in the summary lines (:func:`_naming`)."""
+
+
+def short_names(names: Iterable[str], cells: int = SUMMARY_NAME_CELLS) -> dict[str, str]:
+    """Each of ``names`` as shown in a summary line: at most ``cells`` wide, its middle taken
+    out (``report.linebreaks.shorten_middle``); names that would read alike (one recipe,
+    runs differing mid-name) keep :data:`SUMMARY_NAME_STEP` cells more each round until
+    they differ, or are whole."""
+    shown = {name: shorten_middle(name, cells) for name in set(names)}
+    while True:
+        seen = Counter(shown.values())
+        alike = [name for name, short in shown.items() if seen[short] > 1 and short != name]
+        if not alike:
+            return shown
+        cells += SUMMARY_NAME_STEP
+        for name in alike:
+            shown[name] = shorten_middle(name, cells)
+
+
+def _naming(jobs: Sequence[JobReport]) -> Shown:
+    """How each job is named: on one line, shortened (:func:`short_names`, distinct over the
+    whole summary), and as ``cluster/name`` when two clusters report (two may run jobs of one
+    name: the cluster as the table rows show it); the cluster is never cut."""
+    multi_cluster = len({j.cluster for j in jobs}) > 1
+    short = short_names(one_line(j.name) for j in jobs)
+    if multi_cluster:
+        return lambda job: f"{one_line(job.cluster)}/{short[one_line(job.name)]}"
+    return lambda job: short[one_line(job.name)]
+
+
+def _names(jobs: Sequence[JobReport], shown: Shown) -> str:
+    names = [shown(job) for job in jobs[:_NAMES_SHOWN]]
     extra = len(jobs) - len(names)
     return ", ".join(names) + (f" +{extra} more" if extra else "")
 
 
-def _bucket_line(title: str, jobs: Sequence[JobReport], multi_cluster: bool) -> str:
+def _bucket_line(title: str, jobs: Sequence[JobReport], shown: Shown) -> str:
     verdicts: Counter[str] = Counter(
         "buffering" if is_buffering(j) else j.verdict for j in jobs)
     parts = [f"{len(jobs)} job{'s' if len(jobs) != 1 else ''}"]
@@ -48,12 +83,12 @@ def _bucket_line(title: str, jobs: Sequence[JobReport], multi_cluster: bool) -> 
         if verdicts[verdict]:
             part = f"{verdicts[verdict]} {word}"
             if verdict in _NEEDS_HUMAN:
-                part += f" ({_names([j for j in jobs if j.verdict == verdict], multi_cluster)})"
+                part += f" ({_names([j for j in jobs if j.verdict == verdict], shown)})"
             parts.append(part)
     for action, words in _ACTION_WORDS.items():
         todo = [j for j in jobs if j.recommendation and j.recommendation.action == action]
         if todo:
-            parts.append(f"{len(todo)} {words} ({_names(todo, multi_cluster)})")
+            parts.append(f"{len(todo)} {words} ({_names(todo, shown)})")
     return f"{title}: " + " · ".join(parts)
 
 
@@ -104,11 +139,12 @@ def public_reason(text: str) -> str:
 def summary_lines(report: Report, *, unreachable: bool = True) -> list[str]:
     """One line per non-empty bucket for the sweep's parent message, plus unreachable and
     inactive clusters (``unreachable=False``: a caller that warns of them itself).
-    Jobs are named ``cluster/name`` when more than one cluster reports jobs (as the table rows)."""
-    multi_cluster = len({j.cluster for j in report.jobs}) > 1
+    Jobs are named ``cluster/name`` when more than one cluster reports jobs (as the table rows),
+    a long name shortened in its middle (:func:`short_names`)."""
+    shown = _naming(report.jobs)
     lines = [
         _bucket_line(BUCKET_TITLES[bucket], [j for j in report.jobs if j.bucket == bucket],
-                     multi_cluster)
+                     shown)
         for bucket in BUCKET_ORDER
         if any(j.bucket == bucket for j in report.jobs)
     ] or ["No active or recent jobs."]
