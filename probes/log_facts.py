@@ -75,6 +75,8 @@ class InfraSignals(Frozen):
     """Count of engine requests answered 200 in the tail."""
     last_engine_ok_at: LogTime | None = None
     auth_failures: int = 0
+    tunnel_auth_failures: int = 0
+    """Of ``auth_failures``, those the tunnel logged (its credentials refused)."""
     engine_running_requests: int | None = None
     """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
     engine_zero_since: LogTime | None = None

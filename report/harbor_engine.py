@@ -14,7 +14,10 @@ Policy (seed §Eval "the Infra column is the launch-check set"; CONTRACT §6):
   auth failures also from the trials themselves (the last ``pass_rate_trials`` whose sandbox
   never came up, no agent phase, with an exception that is a 401/403, an invalid key or an
   ``AuthenticationError``: a sandbox provider refusing credentials is recorded in result.json,
-  not necessarily in the launcher's log; a 401 inside an agent's own run is the task's).
+  not necessarily in the launcher's log; a 401 inside an agent's own run is the task's). The
+  log's count includes the tunnel's own refusals (cloudflared's ``error="Unauthorized: ..."``
+  retry loop; CONTRACT: "repeated tunnel/sandbox auth failures"): when they are most of it the
+  Trend and diagnosis name the tunnel's credentials, else the sandbox provider.
 """
 
 from __future__ import annotations
@@ -133,9 +136,13 @@ def launch_checks(ctx: JudgeContext, f: Findings) -> None:
     if infra.auth_failures >= th.auth_failures_min or in_trials >= th.auth_failures_min:
         f.flag("auth-failures")
         f.verdict("warning")
-        where = (f"{infra.auth_failures} auth failures" if infra.auth_failures >= in_trials
-                 else f"{in_trials}/{len(window)} recent trials failed auth")
-        text = f"{where}: sandbox provider degraded"
+        if 2 * infra.tunnel_auth_failures > infra.auth_failures >= in_trials:
+            text = (f"{infra.tunnel_auth_failures} tunnel auth failures: the tunnel's "
+                    "credentials are refused")
+        else:
+            where = (f"{infra.auth_failures} auth failures" if infra.auth_failures >= in_trials
+                     else f"{in_trials}/{len(window)} recent trials failed auth")
+            text = f"{where}: sandbox provider degraded"
         f.trend(Priority.DIAGNOSE - 3, text)
         f.recommend(Priority.DIAGNOSE - 3, "diagnose", text)
 

@@ -69,6 +69,7 @@ class LaunchCarry(Carried):
     zero_since: LogTime | None = None
     recent: tuple[bool, ...] = ()
     auth_failures: int = 0
+    tunnel_auth_failures: int = 0
 
 
 class FaultCarry(Carried):
@@ -225,7 +226,8 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
             last_ok_at=launch.last_ok_at, last_ok_line=launch.last_ok_line,
             clock_last=launch.clock.last, running=launch.running,
             zero_since=launch.zero_since, recent=tuple(launch.recent),
-            auth_failures=launch.auth_failures),
+            auth_failures=launch.auth_failures,
+            tunnel_auth_failures=launch.tunnel_auth_failures),
         recent_first=scanner.recent_first, recent_texts=tuple(scanner.recent),
         details=dict(scanner.details),
     )
@@ -261,6 +263,7 @@ def restore_faults(
     launch.running, launch.zero_since = saved.running, saved.zero_since
     launch.recent = deque(saved.recent, maxlen=launch.recent.maxlen)
     launch.auth_failures = saved.auth_failures
+    launch.tunnel_auth_failures = saved.tunnel_auth_failures
     scanner.recent_first, scanner.recent = carry.recent_first, list(carry.recent_texts)
     scanner.details = dict(carry.details)
     return scanner

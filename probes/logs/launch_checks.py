@@ -94,13 +94,20 @@ class LaunchChecks:
         self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
         """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
+        self.tunnel_auth_failures = 0
+        """Of ``auth_failures``, the tunnel's own (cloudflared's ``error="Unauthorized: ..."``)."""
 
     def feed(self, text: str, low: str | None, line_no: int) -> None:
         """Read line ``line_no``, prefix-stripped (``low`` is its lower-case form, if made)."""
         low = text.lower() if low is None else low
+        tunnel_auth = False
         if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
             if _TUNNEL_ERROR.search(text):
                 self.tunnel_ok = False
+                # cloudflared refusing the tunnel's credentials: 'error="Unauthorized: Invalid
+                # tunnel secret"' / '"Unauthorized: Failed to get tunnel"', retried in a loop
+                tunnel_auth = "unauthori" in low or _AUTH_FAILURE.search(text) is not None
+                self.tunnel_auth_failures += tunnel_auth
             elif _TUNNEL_OK.search(text):
                 self.tunnel_ok = True
         if "api_base" in low or "openai_" in low:
@@ -113,7 +120,9 @@ class LaunchChecks:
             running := _RUNNING.search(text)
         ) is not None:
             self._running(int(running.group("n") or running.group("sglang")), text)
-        if any(n in low for n in ("401", "403", "authentication", "api key")):
+        if tunnel_auth:
+            self.auth_failures += 1
+        elif any(n in low for n in ("401", "403", "authentication", "api key")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
     def _running(self, count: int, text: str) -> None:
@@ -144,6 +153,7 @@ class LaunchChecks:
             engine_ok_requests=self.engine_ok,
             last_engine_ok_at=self.last_ok_at,
             auth_failures=self.auth_failures,
+            tunnel_auth_failures=self.tunnel_auth_failures,
             engine_running_requests=self.running,
             engine_zero_since=self.zero_since if self.running == 0 else None,
             engine_5xx_recent=sum(self.recent),
