@@ -33,14 +33,27 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    which is what a cleared ``afterany`` leaves behind. The same times find a restart of
    another name in the same workdir (``-d afterany:A:B``, B of another name: rule 1 names it
    while it waits), when no other job of the user there ended then (:func:`_released_restart`).
+   A stem joins a grid's numbered cells and seeds (``exp-1``, ``exp-2``), so a job not of the
+   run's own name (:func:`same_run_name`: restart words ``-r2``/``_resume``/``-part2`` aside,
+   or the name with a count appended, ``sft-b.2``), or matched by its StdOut pattern only,
+   needs SLURM's evidence (``chain_match._held_for``): queued once the predecessor ended, or
+   released at that end and not by a job of its own name ending then; one queued before that
+   end that never waited (eligible at its submission: pending for room, or running since),
+   waits on other jobs, or was made eligible at another moment is a sibling beside it. The
+   run's own name goes first. A ``--begin`` job pends ``BeginTime`` with that clock time as
+   its eligible time: no release by any end. SLURM starts it whatever the predecessor did, as
+   it would an ``afterany`` one, so the run's own copy queued so is its restart; a job of
+   another name is none by its begin time.
 
 4. a job that waited on it together with other jobs (``-d afterany:A:B``, or the OR list
    ``afterany:A?afterany:B``): SLURM deletes each met element of an AND list (``afterany:A:B``
    reads ``afterany:B(unfulfilled)`` once A ended) and clears an OR list at its first met
-   element, so A is named no more. A job of the user's workdir queued while the TIMEOUT ran,
-   held by a dependency past its end (still pending on ``Dependency``, or made eligible by
-   another job's end, before it for an OR list), each job holding it queued no later than it
-   and of another run than its own name says (:func:`_co_waiting`), of the TIMEOUT's own
+   element, so A is named no more (an array's ``afterany:N_*`` or ``afterany:N_3`` left
+   beside it reads as the array's tasks in view). A job of the user's workdir queued while
+   the TIMEOUT ran, held by a dependency past its end (still pending on ``Dependency``, or
+   made eligible by another job's end, before it for an OR list), each job holding it
+   queued no later than it and of another run than its own name says (:func:`_co_waiting`;
+   ``exp-2-r2`` waiting on ``exp-2`` is that cell's, not ``exp-1``'s), of the TIMEOUT's own
    bucket (the judge's ``co_waits``: an upload of another run, waiting on that run, reads
    the same and continues none). A job named as another run's restart is that run's only:
    without a remembered edge, SLURM's record no longer says it waited on this one too.
@@ -87,6 +100,7 @@ from report.chain_match import (
     _fallback_match,
     _relaunch,
     _released_restart,
+    fallback_order,
 )
 from report.chain_records import (
     _AFTER_SUCCESS,
@@ -100,13 +114,14 @@ from report.chain_records import (
     _never_starts,
     _ran,
     _ran_after,
-    _successor_order,
     _utc,
     array_throttle,
     dependencies,
     dependency_keys,
     name_stem,
     released_by,
+    run_key,
+    same_run_name,
     strip_attempt,
     submit_order,
 )
@@ -129,9 +144,12 @@ __all__ = [
     "dependencies",
     "dependency_edges",
     "dependency_keys",
+    "fallback_order",
     "find_successor",
     "name_stem",
     "released_by",
+    "run_key",
+    "same_run_name",
     "strip_attempt",
     "submit_order",
     "success_edges",
@@ -265,8 +283,8 @@ def _chain_link(
     pool = _candidates(record, index)
     fallback = sorted((r for r in pool
                        if r.job_id != record.job_id and r.job_id not in named
-                       and not _never_starts(r) and _fallback_match(record, r)),
-                      key=lambda r: _successor_order(record, r))
+                       and not _never_starts(r) and _fallback_match(record, r, index)),
+                      key=lambda r: fallback_order(record, r))
     first = (next((r for r in fallback if r.state is not JobState.CANCELLED), None)
              or _released_restart(record, _released_pool(record, index), named, index, ok)
              or _co_waiting(record, named, index, co_waits or ok))

@@ -26,9 +26,11 @@ from report.chain_records import (
     _still_waiting,
     _successor_order,
     _utc,
+    _waits_for_begin,
     dependencies,
     name_stem,
     released_by,
+    same_run_name,
 )
 
 SUBMIT_SLACK = timedelta(minutes=5)
@@ -110,20 +112,22 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
                     and any(d.kind not in _AFTER_TIMEOUT for d in dependencies(s)))):
             continue  # an AND list a TIMEOUT met waits on the others by a kind it meets too
         holders = held if _still_waiting(s) else [r for r in held if r.job_id != record.job_id]
-        if (holders and _held_with(record, s, holders, stem)
+        if (holders and _held_with(record, s, holders)
                 and _alone(record, s, holders, index) and _sole_release(s, index)):
             found.append(s)
     return min(found, key=lambda s: _successor_order(record, s), default=None)
 
 
 def _holders(candidate: SchedulerRecord, index: ChainIndex) -> list[SchedulerRecord]:
-    """The jobs that hold ``candidate`` (named in its pending ``Dependency``) or released it
+    """The jobs that hold ``candidate`` (named in its pending ``Dependency``, an array's
+    ``N_*`` by each of its tasks: ``ChainIndex.named``) or released it
     (ended at its eligibility, in its workdir; :func:`_co_waiting` leaves out the TIMEOUT it
     asks for); none when one it names is not in view (nothing tells whose it is then)."""
     if _still_waiting(candidate):
-        ids = {d.job_id for d in dependencies(candidate)}
-        found = [r for i in ids if (r := index.live.get(i) or index.ran.get(i)) is not None]
-        return found if len(found) == len(ids) else []
+        named = [index.named(d.job_id) for d in dependencies(candidate)]
+        if not all(named):
+            return []
+        return list({r.job_id: r for jobs in named for r in jobs}.values())
     if candidate.eligible_time is None:
         return []
     at = _utc(candidate.eligible_time)
@@ -153,7 +157,7 @@ class _Waiters:
             submitted, held, own = _utc(s.submit_time), _holders(s, index), name_stem(s.name)
             late = {r.job_id for r in held
                     if r.submit_time is None or _utc(r.submit_time) > submitted}
-            failing = late | {r.job_id for r in held if name_stem(r.name) == own}
+            failing = late | {r.job_id for r in held if same_run_name(r.name, s.name)}
             entry = (submitted, s, held)
             if not failing:
                 self.any.append(entry)
@@ -186,14 +190,16 @@ def _waiters(index: ChainIndex, place: tuple[str | None, str]) -> _Waiters:
 
 
 def _held_with(record: SchedulerRecord, candidate: SchedulerRecord,
-               holders: Sequence[SchedulerRecord], stem: str) -> bool:
+               holders: Sequence[SchedulerRecord]) -> bool:
     """Each holder was queued no later than ``candidate`` and is no run whose restart its
-    name makes it (unless its name is ``record``'s run's too)."""
-    own = name_stem(candidate.name)
+    name makes it (:func:`same_run_name`: ``exp-2-r2`` of ``exp-2``, not of its sibling cell
+    ``exp-1``), unless its name is ``record``'s run's too."""
+    ours = same_run_name(candidate.name, record.name)
     submitted = _utc(candidate.submit_time) if candidate.submit_time else None
     return submitted is not None and all(
         r.job_id != record.job_id and r.submit_time is not None
-        and _utc(r.submit_time) <= submitted and (own == stem or name_stem(r.name) != own)
+        and _utc(r.submit_time) <= submitted
+        and (ours or not same_run_name(r.name, candidate.name))
         for r in holders)
 
 
@@ -241,14 +247,24 @@ def _relaunch(record: SchedulerRecord, cancelled: SchedulerRecord,
              if r.job_id in index.live and r.job_id not in named and r.job_id != record.job_id
              and r.submit_time is not None
              and _utc(cancel_at) <= _utc(r.submit_time) <= _utc(cancel_at) + RELAUNCH_WINDOW
-             and not _never_starts(r) and _fallback_match(record, r, late=True)]
-    return min(found, key=lambda r: _successor_order(record, r), default=None)
+             and not _never_starts(r) and _fallback_match(record, r, index, late=True)]
+    return min(found, key=lambda r: fallback_order(record, r), default=None)
 
 
-def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, *,
-                    late: bool = False) -> bool:
+def fallback_order(record: SchedulerRecord, candidate: SchedulerRecord,
+                   ) -> tuple[bool, tuple[datetime, int, bool, bool, int, str]]:
+    """A fallback's candidates in order: those of ``record``'s own run name first
+    (:func:`same_run_name`), then the earliest (``_successor_order``): where two cells ended
+    together, each one's own restart before its sibling's queued earlier."""
+    return not same_run_name(record.name, candidate.name), _successor_order(record, candidate)
+
+
+def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex,
+                    *, late: bool = False) -> bool:
     """``candidate`` continues ``record`` by the fallback (module docstring, 3.); ``late``:
-    whenever it was submitted after the TIMEOUT (a relaunch after a cancel)."""
+    whenever it was submitted after the TIMEOUT (a relaunch after a cancel). One not of
+    ``record``'s own run name (a sibling cell ``exp-2`` of ``exp-1``, a job matched by its
+    StdOut pattern) needs :func:`_held_for`'s evidence too."""
     if candidate.user != record.user:
         return False
     if _sibling_restart(record, candidate) is False:
@@ -270,4 +286,31 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, *,
     submitted = _utc(candidate.submit_time)
     if record.submit_time is not None and submitted < _utc(record.submit_time):
         return False  # queued before the predecessor: an older job, not its continuation
-    return late or submitted <= _utc(record.end_time) + SUBMIT_SLACK
+    if not (late or submitted <= _utc(record.end_time) + SUBMIT_SLACK):
+        return False
+    return same_run_name(record.name, candidate.name) or _held_for(record, candidate, index)
+
+
+def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:
+    """SLURM's evidence that ``candidate``, of another name than ``record``'s run, continues
+    it: queued once it had ended (by its epilogue, or by hand), or held until its end
+    (:func:`released_by`: a met ``afterany`` SLURM cleared) and not released as well by a job
+    of its own name ending then (two cells ending at one walltime: the sibling's restart is
+    its own cell's). One queued before the end that never waited (eligible at submission:
+    pending for room only, or running since), was made eligible at another moment, waits on
+    other jobs or on a ``--begin`` time, ran or waits beside it: a grid's cell, a seed. Only
+    when SLURM's record gives no eligible time do the name and StdOut pattern decide."""
+    if record.end_time is None or candidate.submit_time is None:
+        return False
+    if _utc(candidate.submit_time) >= _utc(record.end_time) - timedelta(seconds=1):
+        return True
+    if _still_waiting(candidate) or _waits_for_begin(candidate):
+        return False
+    if candidate.eligible_time is None:
+        return True
+    if not released_by(record, candidate):
+        return False
+    at = _utc(candidate.eligible_time)
+    return not any(o.job_id not in (record.job_id, candidate.job_id) and released_by(o, candidate)
+                   for o in index.run_ended(candidate, at - RELEASE_SLACK,
+                                            at + timedelta(seconds=1)))

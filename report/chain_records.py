@@ -27,6 +27,12 @@ DEPENDENCY_REASON = "Dependency"
 """SLURM's reason for a job waiting on its (still unmet) dependency."""
 
 
+BEGIN_REASON = "BeginTime"
+"""SLURM's reason for a job held by ``--begin``: its ``eligible_time`` is that clock time from
+its submission on (SLURM 22.05: ``--begin=now+75`` pends ``BeginTime``, eligible at submit +
+75 s), no job's end."""
+
+
 _LIVE = frozenset({JobState.PENDING, JobState.RUNNING})
 
 
@@ -52,6 +58,17 @@ _ATTEMPT_SUFFIX = re.compile(
     r"|[-_.]\d+)$",
     re.IGNORECASE,
 )
+
+
+# Only the markers that say "restart" in words: a bare number ("-2", ".2") is as often a
+# grid's cell or a seed ("exp-1", "exp-2") as a resume's count.
+_RESTART_WORD = re.compile(
+    r"[-_.](?:r|re|retry|try|attempt|restart|resume|resumed|requeue|cont|continue|part)\d*$",
+    re.IGNORECASE,
+)
+
+
+_BARE_NUMBER = re.compile(r"[-_.]\d+$")
 
 
 # One dependency element as SLURM prints it: ``afterok:12(failed)``, ``afterany:12+5:13``.
@@ -86,6 +103,29 @@ def name_stem(name: str) -> str:
         if shorter == stem or not shorter:
             return stem.lower()
         stem = shorter
+
+
+def run_key(name: str) -> str:
+    """``name`` without the suffixes that name a restart in words (``-r2``, ``_resume``,
+    ``-part2``, ``-cont``), lowercased: ``exp-1-r2`` -> ``exp-1``. Unlike :func:`name_stem`
+    it keeps a bare number, which tells a grid's cells and seeds apart."""
+    key = name.strip()
+    while (shorter := _RESTART_WORD.sub("", key)) != key and shorter:
+        key = shorter
+    return key.lower()
+
+
+def same_run_name(name: str, other: str) -> bool:
+    """Whether ``other`` names the run ``name`` names: the same :func:`run_key`, or one that
+    key with a bare number appended (``sft-b`` -> ``sft-b.2``, a resume's count). Two
+    different numbers on one base (``exp-1``, ``exp-2``) are two cells or seeds: the name
+    alone says nothing of a restart."""
+    key, other_key = run_key(name), run_key(other)
+    if key == other_key:
+        return True
+    shorter, longer = sorted((key, other_key), key=len)
+    return (longer.startswith(shorter) and _BARE_NUMBER.fullmatch(longer[len(shorter):])
+            is not None and _BARE_NUMBER.search(shorter) is None)
 
 
 def _utc(moment: datetime) -> datetime:
@@ -125,10 +165,17 @@ def _still_waiting(record: SchedulerRecord) -> bool:
     return record.state is JobState.PENDING and record.reason == DEPENDENCY_REASON
 
 
+def _waits_for_begin(record: SchedulerRecord) -> bool:
+    """Pending on its ``--begin`` time: its eligible time is that clock time, no release."""
+    return record.state is JobState.PENDING and record.reason == BEGIN_REASON
+
+
 def _released(record: SchedulerRecord) -> bool:
-    """Made eligible after its submission (a met dependency, or ``--begin``): still pending
-    for room (``Priority``, ``Resources``), running or ended."""
-    return (not _still_waiting(record) and record.eligible_time is not None
+    """Made eligible after its submission (a met dependency, or ``--begin`` once that time
+    came): still pending for room (``Priority``, ``Resources``), running or ended. One still
+    pending on its begin time is not yet."""
+    return (not _still_waiting(record) and not _waits_for_begin(record)
+            and record.eligible_time is not None
             and record.submit_time is not None and record.eligible_time > record.submit_time)
 
 
@@ -151,9 +198,11 @@ def _stdout_pattern(record: SchedulerRecord) -> str | None:
 def released_by(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
     """Did ``record``'s end make ``candidate`` eligible? It was submitted before that end and
     became eligible only at it: a dependency on ``record`` that SLURM met (and then cleared
-    from ``Dependency``). A job with no dependency is eligible at its submit time."""
+    from ``Dependency``). A job with no dependency is eligible at its submit time; one pending
+    on its ``--begin`` shows that time as its eligible time from its submission on: a clock
+    time, never a release (once it started, SLURM's record no longer tells the two apart)."""
     if record.end_time is None or candidate.eligible_time is None \
-            or candidate.submit_time is None:
+            or candidate.submit_time is None or _waits_for_begin(candidate):
         return False
     end, eligible = _utc(record.end_time), _utc(candidate.eligible_time)
     submitted = _utc(candidate.submit_time)

@@ -47,9 +47,13 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
         if r.job_id == remembered:
             return ChainLink(successor=r.job_id, ended=r.state.value)
     named = {r.job_id for r, _ in waiting}
+    # The evidence a job of another run's name needs (``_held_for``) asks the index, and
+    # the run's own name goes first (``fallback_order``): the rule as it reads now.
+    index = ChainIndex(records)
     fallback = sorted((r for r in (*live, *ran) if r.job_id not in named
-                       and not chain._never_starts(r) and chain._fallback_match(record, r)),
-                      key=submit_order)
+                       and not chain._never_starts(r)
+                       and chain._fallback_match(record, r, index)),
+                      key=lambda r: (chain.fallback_order(record, r)[0], submit_order(r)))
     if fallback:
         first = fallback[0]
         return ChainLink(successor=first.job_id,
