@@ -30,6 +30,7 @@ from typing import Any
 
 import structlog
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
@@ -55,6 +56,7 @@ from bot.delivery import (
 from bot.digest import Digest
 from bot.incidents import FollowUps
 from bot.lease import TickLease
+from bot.logs import drop_message
 from bot.messages import (
     ACKNOWLEDGE,
     CANCEL,
@@ -182,6 +184,9 @@ def build_app(bot: Bot) -> AsyncApp:
     ack (logged; a 500 would show the user an error for work that is tracked anyway).
     """
     tune_interpreter()  # the loop thread takes the GIL back sooner from parsing threads
+    # Bolt reads SLACK_BOT_TOKEN from the environment (where deployments give it to
+    # bot.settings) and warns, at every start, that the client given wins: as meant.
+    drop_message("slack_bolt.AsyncApp", warning_client_prioritized_and_token_skipped())
     app = CheckedApp(
         client=bot.client,
         signing_secret=bot.settings.slack_signing_secret.get_secret_value(),

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import warnings
 
 import matplotlib
 
@@ -30,6 +32,10 @@ PANELS: dict[str, tuple[str, ...]] = {
     "sft": ("loss", "grad_norm"),
 }
 FALLBACK_PANELS = ("reward", "entropy", "loss", "grad_norm")
+_GLYPH_FILTER = ("ignore", re.compile(r"Glyph \d+ \(.*\) missing from font", re.IGNORECASE),
+                 UserWarning, re.compile(r"bot\.chart\Z"), 0)
+"""matplotlib's missing-glyph warning from this module, as ``warnings.filters`` holds it
+(``(action, message, category, module, lineno)``: :func:`quiet_missing_glyphs`)."""
 
 
 def chart_metrics(detail: JobDetail) -> tuple[str, ...]:
@@ -39,11 +45,26 @@ def chart_metrics(detail: JobDetail) -> tuple[str, ...]:
     return tuple(name for name in wanted if name in logged)
 
 
+def quiet_missing_glyphs() -> None:
+    """An emoji in a job's name has no glyph in matplotlib's fonts: it is drawn as a box, and
+    warned on stderr for each emoji at every chart. Ignored for the charts drawn here only
+    (matplotlib names as a warning's origin its first caller outside it: this module).
+
+    Checked at each drawing, not set once at import: whoever resets the filters later
+    (pytest does, around each test) would drop it; ``catch_warnings`` is not thread-safe,
+    and the charts are drawn in worker threads. Added only when missing: each change of the
+    filters makes Python show again the warnings it had shown once."""
+    if _GLYPH_FILTER not in warnings.filters:
+        warnings.filterwarnings("ignore", message=_GLYPH_FILTER[1].pattern,
+                                category=UserWarning, module=_GLYPH_FILTER[3].pattern)
+
+
 def render_history_png(detail: JobDetail, *, dpi: int = 100) -> bytes | None:
     """The run's history as PNG bytes, or ``None`` if there is nothing to draw."""
     metrics = chart_metrics(detail)
     if not metrics:
         return None
+    quiet_missing_glyphs()
     fig = Figure(figsize=(8, 2.2 * len(metrics)), dpi=dpi)
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
     history, collapse = detail.history, detail.collapse_step

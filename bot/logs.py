@@ -126,3 +126,22 @@ def get_logger(name: str) -> Any:
     """``structlog.get_logger(name)``, for the modules of the one-shot commands' path: creating
     it imports nothing; its first call imports structlog (and applies a pending set-up)."""
     return _Logger(name)
+
+
+class DropMessage(logging.Filter):
+    """Drops one logger's records of exactly one message: a library's warning that is known
+    noise here, the logger's other records untouched (:func:`drop_message`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != self.message
+
+
+def drop_message(logger: str, message: str) -> None:
+    """Keep ``message`` out of ``logger``'s records, once however often it is asked."""
+    target = logging.getLogger(logger)
+    if not any(isinstance(f, DropMessage) and f.message == message for f in target.filters):
+        target.addFilter(DropMessage(message))
