@@ -157,7 +157,7 @@ class _Waiters:
             submitted, held, own = _utc(s.submit_time), _holders(s, index), name_stem(s.name)
             late = {r.job_id for r in held
                     if r.submit_time is None or _utc(r.submit_time) > submitted}
-            failing = late | {r.job_id for r in held if same_run_name(r.name, s.name)}
+            failing = late | {r.job_id for r in held if name_stem(r.name) == own}
             entry = (submitted, s, held)
             if not failing:
                 self.any.append(entry)
@@ -192,14 +192,14 @@ def _waiters(index: ChainIndex, place: tuple[str | None, str]) -> _Waiters:
 def _held_with(record: SchedulerRecord, candidate: SchedulerRecord,
                holders: Sequence[SchedulerRecord]) -> bool:
     """Each holder was queued no later than ``candidate`` and is no run whose restart its
-    name makes it (:func:`same_run_name`: ``exp-2-r2`` of ``exp-2``, not of its sibling cell
-    ``exp-1``), unless its name is ``record``'s run's too."""
-    ours = same_run_name(candidate.name, record.name)
+    name may make it (its name stem: ``train-2`` of ``train-1``, ``exp-2-r2`` of ``exp-2``),
+    unless ``candidate`` is ``record``'s own run (:func:`same_run_name`; a stem alone would
+    give ``exp-2-r2`` to its sibling cell ``exp-1``)."""
+    ours, own = same_run_name(candidate.name, record.name), name_stem(candidate.name)
     submitted = _utc(candidate.submit_time) if candidate.submit_time else None
     return submitted is not None and all(
         r.job_id != record.job_id and r.submit_time is not None
-        and _utc(r.submit_time) <= submitted
-        and (ours or not same_run_name(r.name, candidate.name))
+        and _utc(r.submit_time) <= submitted and (ours or name_stem(r.name) != own)
         for r in holders)
 
 

@@ -187,3 +187,17 @@ def test_an_array_out_of_view_tells_nothing() -> None:
     x = _job(396, "rl-trainer", "TIMEOUT")
     w = _job(397, "rl-resume", "PENDING", dependency="afterany:395_*(unfulfilled)")
     _failed(_rows(x, w)["396"])
+
+
+def test_a_numbered_resume_released_with_another_run_s_end_is_its_own_run_s() -> None:
+    """Jobs 403-407 on the real cluster: ``grid-1`` timed out at 085, ``train-1`` at 115,
+    ``train-2`` (queued ``afterany`` on ``train-1``) eligible at 117, within SLURM's release
+    slack of both ends. ``train-1`` continues; ``grid-1``, whose cell had no restart, does not:
+    a numbered name's own base (``train-``) holding it names its run."""
+    grid = _job(403, "rl-grid-1", "TIMEOUT", submit_time=T0 - 2, end_time=A_END)
+    train = _job(406, "rl-train-1", "TIMEOUT", end_time=A_END + 30)
+    resume = _job(407, "rl-train-2", "COMPLETED", submit_time=T0 + 1, eligible_time=A_END + 32,
+                  start_time=A_END + 32, end_time=A_END + 47)
+    rows = _rows(grid, train, resume)
+    _failed(rows["403"])
+    assert rows["406"].successor == "407" and "chain-restart" in rows["406"].flags
