@@ -50,6 +50,7 @@ import base64
 import binascii
 import re
 import struct
+from datetime import datetime
 from math import inf, nan
 
 YAML_SHAPE = (
@@ -126,6 +127,10 @@ class YamlStep:
     above the next line, and the ``/``-joined metrics read so far."""
 
     __slots__ = ("last", "line_no", "path", "step", "values")
+    fmt = "easyr1"
+    """The format its point marks (``probes.logs.bracket_lines.BracketStep``: another)."""
+    at: datetime | None = None
+    """Its header's stamp, the point's time (EasyR1's ``Step N`` has none)."""
 
     def __init__(self, step: int, line_no: int, last: int | None = None,
                  path: list[str] | None = None, values: dict[str, float] | None = None) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from probes.logs.areal_lines import ROW_GATE
+from probes.logs.bracket_lines import BracketStep, bracket_header
 from probes.logs.clock import STAMP_LEADS
 from probes.logs.easyr1_lines import YamlStep, easyr1_header
 from probes.logs.harbor_progress import harbor_progress, harbor_row
@@ -32,6 +33,7 @@ from probes.logs.lines import (
     parse_verl,
     strip_ray_prefix,
 )
+from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
 from probes.logs.progress import EPISODE_BAR, training_desc
 from probes.logs.scan_patterns import (
@@ -56,6 +58,9 @@ from probes.logs.scan_summary import SummaryScan
 from probes.logs.slime_lines import ARGS_GATE, SLIME_GATE, SlimeArgs
 from probes.logs.titan_lines import TITAN_INIT, TITAN_START, titan_total
 
+_BRACKET_ENDS = ("]", "]:")
+"""How a bracketed progress header ends (``probes.logs.bracket_lines``)."""
+
 
 class MetricScan(SummaryScan):
     """The stateful pass over one tail; ``summary()`` freezes it into a ``LogSummary``.
@@ -77,6 +82,8 @@ class MetricScan(SummaryScan):
         if line_no == self.engine_line:
             self._read_engine_line()
         if self.yaml_step is not None and self._yaml_line(body, line_no):
+            return
+        if body.endswith(_BRACKET_ENDS) and self._bracket_header(body, line_no, stamp):
             return
         lead = body.lstrip()[:1]
         if self.dict_lines is not None and lead in ("'", '"'):
@@ -132,7 +139,8 @@ class MetricScan(SummaryScan):
             if found is not None:
                 self._on_global_step(int(found.group(1)), found.group(2), line_no, stamp)
                 return
-        self._markers(body, line_no)
+        if not self._late_step(body, line_no, stamp):
+            self._markers(body, line_no)
 
     def skim(self, line: str, raw: str, line_no: int, *, in_dict: bool) -> None:
         """A marker or bar line before the suffix (``probes.logs.recent``): routed as ``feed``
@@ -237,6 +245,30 @@ class MetricScan(SummaryScan):
         if step is None:
             return False
         self.yaml_step = YamlStep(step, line_no)
+        return True
+
+    def _late_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:
+        """``feed``'s last step readers, for a line no earlier one took: LitGPT's step line
+        and a logger-prefixed one-line dict; whether one read it."""
+        if LITGPT_GATE in body:
+            litgpt = parse_litgpt(body)
+            if litgpt is not None:
+                self._mark("litgpt")
+                self._record(litgpt[0], litgpt[1], line_no, stamp)
+                return True
+        return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)
+
+    def _bracket_header(self, body: str, line_no: int, stamp: datetime | None) -> bool:
+        """Composer's ``[batch=N/T]:`` or OLMo's ``[step=N/T]``: open its block (read by
+        ``_yaml_line``), its T the run's total when it counts the run's steps; whether it was
+        one."""
+        header = bracket_header(body) if "=" in body else None
+        if header is None:
+            return False
+        step, total, by_batch = header
+        if total is not None:
+            self.banner_total = total
+        self.yaml_step = BracketStep(step, line_no, by_batch=by_batch, at=stamp)
         return True
 
     def _titan_init(self, body: str) -> None:

@@ -52,6 +52,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from probes.logs.config_total import config_total
 from probes.logs.fault_carry import FaultCarry, FoldScanner, restore_faults, snapshot_faults
 from probes.logs.faults import _LINE_NEEDLES, _compile_patterns, _frozen, _split_prefix
 from probes.logs.fingerprint_carry import FingerprintCarry, FingerprintFold
@@ -301,7 +302,8 @@ class _Fold:
                 _log.exception("parse_increment: metric pass failed on the last line")
         fingerprint = prints.fingerprint(last_line) if prints is not None else None
         summary = summary.model_copy(update={
-            "fingerprint": fingerprint, "outcome": _last_outcome(outcome, last_line, line_no)})
+            "fingerprint": fingerprint, "outcome": _last_outcome(outcome, last_line, line_no),
+            "total_steps": summary.total_steps or config_total(fingerprint)})
         if faults is None:
             return summary
         infra = faults.infra

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, PrivateAttr
 
+from probes.logs.bracket_lines import BracketStep
 from probes.logs.easyr1_lines import YamlStep
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
@@ -157,6 +158,9 @@ class MetricCarry(Carried):
     yaml_step: tuple[int, int, int, tuple[str, ...], dict[str, float]] | None = None
     """EasyR1's open step block (``MetricScan.yaml_step``): step, header and last line,
     keys open, metrics read."""
+    bracket_step: tuple[int, int, int, dict[str, float], bool, datetime | None] | None = None
+    """A bracketed header's open block (``probes.logs.bracket_lines.BracketStep``): step,
+    header and last line, metrics read, step from ``time/batch``, the header's stamp."""
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
     ds_losses: tuple[float, int] = (0.0, 0)
@@ -398,6 +402,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         header=scan.header,
         dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
         dict_line_no=scan.dict_line_no, yaml_step=_yaml_carry(scan.yaml_step),
+        bracket_step=_bracket_carry(scan.yaml_step),
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation,
@@ -423,9 +428,16 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
 
 def _yaml_carry(block: YamlStep | None) -> tuple[int, int, int, tuple[str, ...],
                                                   dict[str, float]] | None:
-    if block is None:
+    if block is None or isinstance(block, BracketStep):
         return None
     return block.step, block.line_no, block.last, tuple(block.path), dict(block.values)
+
+
+def _bracket_carry(block: YamlStep | None) -> tuple[int, int, int, dict[str, float], bool,
+                                                    datetime | None] | None:
+    if not isinstance(block, BracketStep):
+        return None
+    return block.step, block.line_no, block.last, dict(block.values), block.by_batch, block.at
 
 
 def _point_carry(point: MetricPoint) -> PointCarry:
@@ -492,6 +504,9 @@ def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
     if carry.yaml_step is not None:
         step, line_no, last, path, values = carry.yaml_step
         scan.yaml_step = YamlStep(step, line_no, last, list(path), dict(values))
+    if carry.bracket_step is not None:
+        step, line_no, last, read, by_batch, at = carry.bracket_step
+        scan.yaml_step = BracketStep(step, line_no, last, dict(read), by_batch=by_batch, at=at)
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation

@@ -130,6 +130,15 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "critic/entropy/mean": ("entropy", 1),
     "actor/ppo_ratio_clipfrac@sum": ("clip_ratio", 0),
     "token/response_length/mean": ("avg_num_tokens", 1),
+    # Composer / llm-foundry (its trainer's loss, OptimizerMonitor's global grad norm) and
+    # AI2's OLMo console blocks (probes.logs.bracket_lines); ``sec_per_step`` is the block
+    # reader's 1 / Composer's ``throughput/batches_per_sec``
+    "loss/train/total": ("loss", 0),
+    "l2_norm/grad/global": ("grad_norm", 1),
+    "train/CrossEntropyLoss": ("loss", 1),
+    "optim/total_grad_norm": ("grad_norm", 1),
+    "optim/learning_rate_group0": ("learning_rate", 1),
+    "sec_per_step": ("sec_per_step", 2),
 }
 
 # Families printed under varying prefixes (fork-specific ``tis/``, ``policy/tis/``, ...).
@@ -167,6 +176,8 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     # per-token log-ratio positional buckets (the rulebook: "position buckets even")
     *((re.compile(rf"^(?:.*/)?log_ratio_abs_mean[_/](?:pos|position)(?:_bucket)?[_/]?{i}$"),
        f"log_ratio_pos_{i}", 0) for i in range(8)),
+    # Composer's LRMonitor: ``lr-<optimizer class>/group<i>``, the first param group's
+    (re.compile(r"^lr-[A-Za-z]\w{0,60}/group0$"), "learning_rate", 1),
     # TRL per-reward-function means: only used when the trainer printed no plain ``reward``
     (re.compile(r"^rewards/[^/]+/mean$"), "reward", 3),
 )

@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from probes.logs.config_total import config_total
 from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
@@ -229,9 +230,11 @@ def _read_run(summary: LogSummary, lines: Sequence[str], first_line_no: int,
     """``summary`` with what the run runs, a catch-all job's closing signal (issue 11) and a
     planned stop; as it was if a reader fails (logged: the sweep goes on)."""
     try:
+        fingerprint = read_fingerprint(lines)
         return summary.model_copy(update={
-            "fingerprint": read_fingerprint(lines), "outcome": read_outcome(lines, last=400),
-            "planned_stop": read_planned_stop(lines, first_line_no)})
+            "fingerprint": fingerprint, "outcome": read_outcome(lines, last=400),
+            "planned_stop": read_planned_stop(lines, first_line_no),
+            "total_steps": summary.total_steps or config_total(fingerprint)})
     except Exception:
         _log.exception("parse_log: run readers failed on a %d-character tail", chars)
         return summary

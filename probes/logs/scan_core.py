@@ -30,7 +30,10 @@ from probes.logs.progress import BarTrack
 from probes.logs.scan_patterns import FINISH_FORMATS, FINISH_MARKS
 from probes.models import MetricPoint
 
-_STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step")
+_STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step",
+              "system/step", "system/global_step")
+"""A dict's own step, first found wins (ROLL's ``system/step`` and ``system/global_step``:
+its zero-based loop step, as its tensorboard and ``checkpoint-N`` saves number it)."""
 _EVAL_PREFIXES = ("eval_", "test_", "predict_")
 _CACHE_CAP = 256
 

@@ -9,7 +9,9 @@ an eval/test/predict dict is no training point.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import datetime
 from math import isfinite
 
 from probes.logs.easyr1_lines import YamlStep
@@ -22,6 +24,10 @@ from probes.logs.scan_patterns import HF_BATCH_RE, HF_NUM_RE
 from probes.logs.unsloth_lines import unsloth_banner, unsloth_batch
 
 _MAX_DICT_LINES = 5000
+_RANK_LABEL_RE = re.compile(r"\s*(?:\d{1,6}:|\[(?:rank|default)\d{1,6}\]:)")
+_TRAINING_NAMES = frozenset({"loss", "reward", "grad_norm", "policy_loss", "entropy"})
+"""What a dict behind a logger's prefix must hold (or a step key) to be a training point: a
+logged config (``Training args: {'learning_rate': ...}``) holds none of them."""
 
 
 class DictScan(ScanCore):
@@ -35,15 +41,16 @@ class DictScan(ScanCore):
     banner and total they are for (:meth:`_hf_grid`)."""
 
     def _yaml_line(self, body: str, line_no: int) -> bool:
-        """A line after EasyR1's ``Step N``: read into its block, or (False) the block ends
-        before it and is the step's point."""
+        """A line after EasyR1's ``Step N`` or a bracketed header (``BracketStep``): read
+        into its block, or (False) the block ends before it and is the step's point (none
+        while its step is unknown)."""
         block = self.yaml_step
         if block is not None and block.read(body, line_no):
             return True
         self.yaml_step = None
-        if block is not None and block.values:
-            self._mark("easyr1")
-            self._record(block.step, block.values, block.line_no, None)
+        if block is not None and block.values and block.step >= 0:
+            self._mark(block.fmt)
+            self._record(block.step, block.values, block.line_no, block.at)
         return False
 
     def feed_dict(self, line: str, line_no: int) -> None:
@@ -76,6 +83,33 @@ class DictScan(ScanCore):
         elif len(self.dict_lines) > _MAX_DICT_LINES:
             self.dict_lines = None
 
+    def _prefixed_dict(self, body: str, line_no: int, at: datetime | None) -> bool:
+        """A one-line flat dict a logger printed behind its prefix (ROLL's ``[stamp] [file
+        (line)] [INFO] [DRIVER 0 / 1][PID N] {"critic/score/mean": ...}``, any ``logger.info(
+        f"... {metrics}")``), read as the bare dict is when it has a step key or a training
+        metric; whether it was. ``body`` ends in ``}``; ``at``: the line's stamp (the point's
+        time: the rate of a log with no bar is read from its steps' stamps). The prefix must
+        be a logger's (a stamp or an ``INFO`` level) and name no rank: ``srun -l``'s ``3: ``
+        or torchrun's ``[rank7]:`` are another rank's dicts, ``val: {...}`` a labelled one."""
+        start = body.find("{")
+        if start <= 0 or body.count("{") > 1:
+            return False
+        prefix = body[:start]
+        if (at is None and "INFO" not in prefix) or _RANK_LABEL_RE.match(prefix):
+            return False
+        text = body[start:]
+        pairs = quoted_pairs(text)
+        if pairs is None:
+            pairs = parse_pairs(text)
+        if not pairs:
+            return False
+        _, step_keys, plan = self._kind(tuple(pairs))
+        if not step_keys and not any(name in _TRAINING_NAMES for name, _ in plan):
+            return False
+        self.dict_line_no = line_no
+        self._on_dict(pairs, line_no, at)
+        return True
+
     def _finish_dict(self) -> None:
         text = "\n".join(self.dict_lines or ())
         self.dict_lines = None
@@ -91,8 +125,10 @@ class DictScan(ScanCore):
         if pairs:
             self._on_dict(pairs, self.dict_line_no)
 
-    def _on_dict(self, pairs: dict[str, float], line_no: int) -> None:
-        """A complete dict: SkyRL step dict, HF/TRL per-step dict, or an end/eval summary."""
+    def _on_dict(self, pairs: dict[str, float], line_no: int,
+                 at: datetime | None = None) -> None:
+        """A complete dict: SkyRL step dict, HF/TRL per-step dict, or an end/eval summary
+        (``at``: the stamp of the line it was printed on, if it had one)."""
         if "train_runtime" in pairs:
             self.finished = True
             if self.finish_seq is None:
@@ -117,7 +153,7 @@ class DictScan(ScanCore):
         for key in step_keys:
             explicit = pairs[key]
             if isfinite(explicit) and 0 <= explicit < 1e15:
-                self._record(int(explicit), pairs, line_no, None, plan)
+                self._record(int(explicit), pairs, line_no, at, plan)
                 return
         if plan:
             self._mark("hf")

@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 
 from probes.logs.areal_lines import ROW_GATE, STEP_GATE
+from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES
 from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
+from probes.logs.litgpt_lines import LITGPT_GATE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.slime_lines import ARGS_GATE
@@ -130,15 +132,19 @@ METRIC_LINES = NeedleFilter(
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
+        *BRACKET_GATES, LITGPT_GATE,
     ),
     unicode_digits=True,
-    # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block
-    shape=ROW_SHAPE + b"|" + YAML_SHAPE,
+    # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a
+    # bracketed header's metric lines (Composer's, OLMo's)
+    shape=ROW_SHAPE + b"|" + YAML_SHAPE + b"|" + BLOCK_SHAPE,
 )
 """Every line ``MetricScan.feed`` acts on holds one of these: a substring gate of ``feed``, a
 dict's brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``read_stamp`` reads
 has one), which is `` ::`` or ``T::`` once the prefilter deletes digits; or, by its shape, a
-line of EasyR1's YAML step block (``probes.logs.easyr1_lines.YAML_SHAPE``)."""
+line of EasyR1's YAML step block (``probes.logs.easyr1_lines.YAML_SHAPE``) or of a bracketed
+header's block (``probes.logs.bracket_lines``: its header by ``BRACKET_GATES``, its lines by
+``BLOCK_SHAPE``)."""
 NEMO_GATES = ("= Step ", *EPOCH_GATES, STEP_GATE)
 """``_nemo_markers``' gates: NeMo-RL's step and epoch banners, config, checkpoint saves."""
 NEMO_MAX_STEPS_RE = re.compile(r"\(effective maximum steps = (\d{1,12})\)")
