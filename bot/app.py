@@ -41,6 +41,7 @@ from bot import deep_probe, home, share
 from bot.action_records import SweepEngine
 from bot.actions import ActionHandler
 from bot.alerts import Alerter
+from bot.breaker import posting
 from bot.cached import SweepCache
 from bot.commands import (
     SlashPayload,
@@ -51,7 +52,6 @@ from bot.delivery import (
     CountingWebClient,
     Responder,
     SlackHealth,
-    posting,
 )
 from bot.digest import Digest
 from bot.incidents import FollowUps

@@ -13,14 +13,13 @@ API's bound, not its webhook client's 30 s, and gives up with its posting.
 
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
-dozen calls in a row, each paced behind the last). Within a :func:`posting` (a scheduled
-sweep's messages, a command's answer), a circuit breaker (:class:`Posting`): after a request
-times out, the next is let through on half the bound; answered, the posting carries on (one
-slow call must not silence the rest of a sweep); timed out too, the API counts as hung and
-every later call of that posting gives up at once, unsent (:class:`GaveUp`, counted as
-``gave_up``): the callers keep what was not delivered, as for any failure, and the scheduler's
-retry sends it. A ``response_url`` answer that timed out is sent once more, as that probe
-(nothing else retries a command's answer).
+dozen calls in a row, each paced behind the last). Within a posting (``bot.breaker``: a
+scheduled sweep's messages, a command's answer), after a request times out the next is let
+through on half the bound; answered, the posting carries on (one slow call must not silence
+the rest of a sweep); timed out too, every later call of that posting gives up at once,
+unsent (``GaveUp``, counted as ``gave_up``): the callers keep what was not delivered, as for
+any failure, and the scheduler's retry sends it. A ``response_url`` answer that timed out is
+sent once more, as that probe (nothing else retries a command's answer).
 
 A DM's channel is opened once per user (:func:`dm_channel`): the client remembers the id
 ``conversations.open`` gave (a user's DM with the bot keeps its id), so a sweep that DMs the
@@ -34,9 +33,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -52,6 +49,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.breaker import GaveUp, give_up, given_up, request_bound, tracked
 from bot.telemetry import Telemetry
 from report.chunks import text_blocks
 
@@ -143,108 +141,6 @@ class BoundedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
         state.increment_current_attempt()
 
 
-class GaveUp(TimeoutError):
-    """A call not sent: two requests in a row of the same :func:`posting` timed out (the Web
-    API is hung). A ``TimeoutError``, so every caller treats it as the timeout it stands for."""
-
-
-PROBE_SHARE = 0.5
-"""After a request of a posting timed out, the share of the request bound the next call
-gets (the probe): a Slack that answers again answers a chat call in well under it; a hung one
-then costs the posting one and a half bounds in all, not one per call."""
-STRIKES = 2
-"""Timeouts in a row after which the rest of a posting gives up unsent."""
-
-
-@dataclass
-class Posting:
-    """One posting's shared fate, a circuit breaker over its Web API calls.
-
-    Closed: each call waits the full request bound. One timed out: the next call is let
-    through on :data:`PROBE_SHARE` of it; answered, the breaker closes again (a single slow
-    call does not silence the rest of a sweep); timed out too (:data:`STRIKES` in a row), the
-    breaker opens and every later call gives up at once, unsent (:class:`GaveUp`).
-    """
-
-    hung: str | None = None
-    """The call whose timeout opened the breaker, once one has."""
-    gave_up: int = 0
-    strikes: int = 0
-    """Timeouts in a row, the last answered call's reset."""
-
-    @property
-    def giving_up(self) -> bool:
-        return self.hung is not None
-
-    def bound(self, seconds: float | None) -> float | None:
-        """The bound of the next call: the full ``seconds``, or the probe's share of it."""
-        if seconds is None or not self.strikes:
-            return seconds
-        return seconds * PROBE_SHARE
-
-    def timed_out(self, call: str) -> None:
-        self.strikes += 1
-        if self.strikes >= STRIKES and self.hung is None:
-            self.hung = call
-
-    def answered(self) -> None:
-        self.strikes = 0
-
-
-_POSTING: ContextVar[Posting | None] = ContextVar("slack_posting", default=None)
-
-
-@contextmanager
-def posting() -> Iterator[Posting]:
-    """A run of Web API calls that give up together: after two requests in a row time out,
-    the rest (in this task and the tasks it starts) fail at once with :class:`GaveUp`."""
-    scope = Posting()
-    token = _POSTING.set(scope)
-    try:
-        yield scope
-    finally:
-        _POSTING.reset(token)
-        if scope.gave_up:
-            log.warning("slack api hung; the rest of this posting's calls given up",
-                        hung=scope.hung, gave_up=scope.gave_up)
-
-
-def given_up() -> bool:
-    """Whether the current :func:`posting` gives up its calls (no pacing wait for them)."""
-    scope = _POSTING.get()
-    return scope is not None and scope.giving_up
-
-
-def _give_up() -> Posting | None:
-    """The current posting when it gives this call up (counted there), else ``None``."""
-    scope = _POSTING.get()
-    if scope is None or not scope.giving_up:
-        return None
-    scope.gave_up += 1
-    return scope
-
-
-@asynccontextmanager
-async def _tracked(call: str, seconds: float | None) -> AsyncIterator[None]:
-    """One request of the current posting (if any): bounded as its breaker says, and its
-    outcome (answered or timed out) told to it. Without a posting, ``seconds`` bounds it."""
-    scope = _POSTING.get()
-    bound = seconds if scope is None else scope.bound(seconds)
-    try:
-        async with asyncio.timeout(bound):
-            yield
-    except TimeoutError:
-        if scope is not None:
-            scope.timed_out(call)
-        raise
-    except Exception:  # Slack answered, if only with an error: not hung
-        if scope is not None:
-            scope.answered()
-        raise
-    if scope is not None:
-        scope.answered()
-
-
 class CountingWebClient(AsyncWebClient):
     """``AsyncWebClient`` that logs, counts and remembers each failed call exactly once."""
 
@@ -257,15 +153,25 @@ class CountingWebClient(AsyncWebClient):
 
     def bound(self, seconds: float) -> None:
         """Each request waits at most ``seconds`` for Slack (``[slack] api_timeout_seconds``)."""
+        self.timeout = seconds
+
+    @property  # type: ignore[override]
+    def timeout(self) -> float:
+        """The bound slack_sdk gives each request it sends (read per request, in the calling
+        task): the probe's share of it after a timeout in this posting (``bot.breaker``)."""
+        return request_bound(self._bound) or self._bound
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
         # slack_sdk annotates an int, but hands it to aiohttp.ClientTimeout, which takes float.
-        self.timeout = seconds  # type: ignore[assignment]
+        self._bound = float(seconds)
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
-        if (scope := _give_up()) is not None:
+        if (scope := give_up()) is not None:
             self._telemetry.slack_api_errors.labels(method=api_method, error="gave_up").inc()
             raise GaveUp(f"{api_method} not sent: {scope.hung} timed out in this posting")
         try:
-            async with _tracked(api_method, float(self.timeout)):
+            async with tracked(api_method):  # each request bounded by :attr:`timeout`
                 return await super().api_call(api_method, **kwargs)
         except (SlackApiError, SlackClientError) as exc:
             error = slack_error(exc)
@@ -379,7 +285,7 @@ class Responder:
     async def __call__(self, **kwargs: Any) -> bool:
         if not kwargs.get("blocks") and (blocks := text_blocks(str(kwargs.get("text") or ""))):
             kwargs["blocks"] = blocks  # as :func:`post`: Slack links nothing in verbatim text
-        if _give_up() is not None:  # an answer of a hung posting
+        if give_up() is not None:  # an answer of a hung posting
             self._telemetry.response_url_errors.labels(surface=self._surface,
                                                        error="gave_up").inc()
             return False
@@ -388,7 +294,8 @@ class Responder:
         # the first arrived after all, is the lesser harm).
         for attempt in range(2):
             try:
-                async with _tracked(f"response_url ({self._surface})", self._timeout_s):
+                async with (tracked(f"response_url ({self._surface})"),
+                            asyncio.timeout(request_bound(self._timeout_s))):
                     response = await self._respond(**kwargs)
             except TimeoutError as exc:
                 self._failed(type(exc).__name__)

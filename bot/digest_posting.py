@@ -21,8 +21,9 @@ from typing import Any
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.breaker import given_up
 from bot.config import Config
-from bot.delivery import given_up, post
+from bot.delivery import post
 from bot.scheduler import interval_number
 from bot.store import RedisStore, StoreUnavailable
 from report.chunks import SlackMessage

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 import structlog
 
 from bot import deep_probe
+from bot.breaker import posting
 from bot.config import Config
-from bot.delivery import CountingWebClient, posting
+from bot.delivery import CountingWebClient
 from bot.messages import collapse_line, config_refused_line
 from bot.owners import slack_owner
 from bot.refusals import refusal_news

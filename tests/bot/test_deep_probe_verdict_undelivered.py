@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from bot import deep_probe
+from bot.breaker import posting
 from bot.config import Config, DeepProbeSection
-from bot.delivery import posting
 from report.models import DeepProbe, JobDetail
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
 from tests.bot.conftest import running_bot

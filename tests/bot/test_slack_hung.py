@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.breaker import GaveUp, posting
 from bot.config import ConfigError, DeepProbeSection
 from bot.config import parse_config as load_config_text
-from bot.delivery import GaveUp, posting
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import SweepResult

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.delivery import GaveUp, posting
+from bot.breaker import GaveUp, posting
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
@@ -101,3 +101,21 @@ async def test_a_jobs_answer_lost_to_one_timeout_is_sent_again(
             answered[0].params.get("blocks"))
         errors = h.bot.telemetry.response_url_errors
         assert errors.labels(surface="/jobs", error="TimeoutError")._value.get() == 1
+
+
+async def test_a_rate_limit_s_wait_is_not_cut_by_the_request_bound(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """The bound is each request's, not the call's: a 429 whose ``Retry-After`` outlasts it
+    is still waited out and retried inside a posting (the breaker does not bound the call
+    as a whole), and the answer closes the breaker."""
+    clock = FakeClock()
+    sweeper = FakeSweeper(make=lambda: sweep_result([], at=clock()),
+                          conf=make_config(store.prefix, tmp_path))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        client = h.bot.client
+        client.bound(0.5)  # type: ignore[attr-defined]
+        slack.rate_limit("chat.postMessage", retry_after=1)
+        with posting() as scope:
+            await client.chat_postMessage(channel="C0SWEEP", text="after the wait")
+        assert (scope.strikes, scope.hung) == (0, None)
+    assert [c.params["text"] for c in slack.to("/api/chat.postMessage")] == ["after the wait"]
