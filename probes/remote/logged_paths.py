@@ -30,12 +30,13 @@ _LOGGED_GATE = re.compile(
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
 _LOGGED_RELATIVE = re.compile(
-    r"(?:\bto|\bin|\bat|:|\b[Ss]av(?:e|ed|ing))[ \t]+(?![/~$])"
+    r"(?:\bto|\bin|\bat|:|\b[Ss]av(?:e|ed|ing))[ \t]+['\"]?(?![/~$])"
     r"([A-Za-z0-9_.][^\s'\"`,;()\[\]{}<>|:]*/[^\s'\"`,;()\[\]{}<>|]*)")
 """A relative path a save line prints after ``to``/``in``/``at``/``:`` (HF: ``Saving model
 checkpoint to saves/llama3-8b/full/sft/checkpoint-400``, LLaMA-Factory's example
 ``output_dir``) or right after its verb (DeepSpeed's ``[Torch] Saving out/checkpoint-100/
-global_step100/mp_rank_00_model_states.pt...``), taken from the workdir; no scheme
+global_step100/mp_rank_00_model_states.pt...``), taken from the workdir, quoted or not
+(LitGPT's ``!r``: ``Saving LoRA weights to 'out/finetune/lora/step-000050/...'``); no scheme
 (``s3://``), ``~`` or variable."""
 _MODEL_KEY = re.compile(
     r"(?:(?<![A-Za-z0-9_])([A-Za-z0-9_]*(?:path|pretrain|model)))['\"]?[ \t]*[:=][ \t]*"
