@@ -66,3 +66,17 @@ async def test_a_posted_verdict_sends_no_extra_reply(
     assert post.params["thread_ts"] == "1700000000.000001"
     assert "weight-sync garbage" in blocks_text(post.params["blocks"])
     assert slack.to(hook) == []
+
+
+async def test_a_verdict_post_left_hanging_is_told_to_the_presser(
+        slack: FakeSlack, store: Any, sweeper: FakeSweeper, clock: FakeClock) -> None:
+    """The Web API hung: the thread post times out, and the presser's answer (by its
+    response_url, which answers) is the next call of the press, let through: it arrives."""
+    async with running_bot(slack, store, sweeper, clock) as h:
+        h.bot.client.bound(0.3)  # type: ignore[attr-defined]
+        slack.hang("chat.postMessage")
+        _, hook = await h.press("deep_probe", "alpha:5151", user="UALICE", channel="C0SWEEP")
+        await h.bot.tasks.drain()
+        assert len(slack.hung("chat.postMessage")) == 1
+    (reply,) = slack.to(hook)
+    assert "could not be posted" in reply.params["text"] and "KILL" in reply.params["text"]
