@@ -140,19 +140,25 @@ class ChainIndex:
     def named(self, job_id: str) -> list[SchedulerRecord]:
         """The jobs a dependency element's id (:func:`dependencies`) names, live or ran: that
         job, or for an array's ``N_*`` (``-d afterany:N_*``; SLURM prints a dependency on a
-        whole array so) each of its tasks in view and its pending remainder. Empty when none
-        is in view. The arrays are filed on the first ``N_*`` asked."""
+        whole array so) each of its tasks in view and its pending remainder, and for a task
+        ``N_3`` not split off yet that remainder (squeue: one record, job N, with its
+        ``array_task_string``). Empty when none is in view. The arrays are filed on the first
+        such id asked."""
         found = self.live.get(job_id) or self.ran.get(job_id)
         if found is not None:
             return [found]
-        if not job_id.endswith("_*"):
+        array, _, task = job_id.partition("_")
+        if not task:
             return []
         if self._arrays is None:
             self._arrays = {}
             for r in (*self.live.values(), *self.ran.values()):
-                if (array := _own_array(r)) is not None:
-                    self._arrays.setdefault(array, []).append(r)
-        return list(self._arrays.get(job_id[:-2], ()))
+                if (own := _own_array(r)) is not None:
+                    self._arrays.setdefault(own, []).append(r)
+        tasks = self._arrays.get(array, ())
+        if task == "*":
+            return list(tasks)
+        return [r for r in tasks if _task_index(r) is None]
 
     def run_ended(self, record: SchedulerRecord, start: datetime,
                   stop: datetime) -> Iterator[SchedulerRecord]:

@@ -201,3 +201,13 @@ def test_a_numbered_resume_released_with_another_run_s_end_is_its_own_run_s() ->
     rows = _rows(grid, train, resume)
     _failed(rows["403"])
     assert rows["406"].successor == "407" and "chain-restart" in rows["406"].flags
+
+
+def test_a_job_waiting_on_a_task_not_split_off_yet_continues_the_timeout() -> None:
+    """``afterany:395_1`` while array 395 still pends whole: squeue prints one record, job
+    395 with ``array_task_string`` ``0-2`` (as it printed array 404's ``0-499``)."""
+    x = _job(396, "rl-trainer", "TIMEOUT")
+    w = _job(398, "rl-resume", "PENDING", dependency="afterany:395_1(unfulfilled)")
+    whole = _job(395, "rl-prep-shards", "PENDING", array_job_id=395, array_task_string="0-2")
+    whole = JobFacts(record=whole.record.model_copy(update={"reason": "Priority"}))
+    _continued(_rows(x, w, whole)["396"], "398")
