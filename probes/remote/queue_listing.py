@@ -69,7 +69,7 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
             slurm_text(job.get("standard_output")) or slurm_text(job.get("stdout_expanded")),
             job_id=str(own), array_job_id=str(array_job) if is_task and array_job else None,
             array_task_id=str(array_task) if is_task else None, user=user, name=name,
-            workdir=workdir)
+            workdir=workdir, node=slurm_text(job.get("nodes")))
         if stdout is None:
             unexpanded.append(key)
             continue
@@ -211,7 +211,8 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
                      "user_name": job["UserName"], "name": job["Name"],
                      "current_working_directory": job["WorkDir"],
                      "standard_output": job["STDOUT"], "job_state": job["State"],
-                     "end_time": slurm_number(job["EndTime"])})
+                     "end_time": slurm_number(job["EndTime"]),
+                     "nodes": job["NodeList"]})  # %N in STDOUT (stdio_pattern)
     return jobs, digest
 
 

@@ -6,8 +6,11 @@ node, while the probe imports the same functions in process (``slurm_parse.expan
 ``checkpoints.expand_roots``): a log path is worked out by one piece of code on both sides, so
 the path the collector read is the path the record names. It also holds the few readers of
 SLURM's JSON values that finding a job's files needs (numbers that may be ``{set, number}``
-objects, ``(null)`` texts, array ids, the user), for the same reason. A pattern token only
-slurmctld can fill (``%N`` node, ``%t`` task, ``%s`` step...) is never guessed: the answer is
+objects, ``(null)`` texts, array ids, the user), for the same reason. Every token of sbatch's
+filename patterns is filled as slurmstepd writes the batch script's log (``%N`` from the job's
+node when it is one host name), so no ``scontrol`` is needed when squeue gives the pattern:
+scontrol 22.05 prints several of them wrongly (``%%`` kept doubled, ``%3a``, ``%J``, ``%N``
+raw). A token it does not know, or ``%N`` with no single node, is never guessed: the answer is
 ``None`` and the caller asks ``scontrol``.
 """
 
@@ -21,7 +24,13 @@ from string import Formatter
 from typing import Any
 
 _STDIO_TOKEN = re.compile(r"%(%|(\d*)([A-Za-z]))")
-_STDIO_EXPANDABLE = frozenset("Aajux")
+_STDIO_EXPANDABLE = frozenset("AaJjNnstux")
+_STDIO_NUMBERS = frozenset("AaJjnst")
+"""The tokens slurmstepd zero-pads (``%3a``, ``%5j``, ``%2t``); ``%s`` of the batch script is
+the word ``batch``, never padded. Replayed on the real SLURM 22.05: ``--output=p_100%%_%j_%J_
+%s_%t_%n_%N_%3a_%A_%u_%x_%5j_%2t.out`` (job 597 on node vm, not an array) was written
+``p_100%_597_597_batch_0_0_vm_4294967294_597_jtuser_sft-tok-small_00597_00.out``."""
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _NO_ARRAY_TASK = "4294967294"
 """What slurmctld prints for ``%a`` of a job that is not an array task (NO_VAL - 1)."""
 _ROOT_PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
@@ -133,14 +142,18 @@ def expand_pattern(
     user: str | None,
     name: str,
     workdir: str | None,
+    node: str | None = None,
 ) -> str | None:
-    """A raw ``--output`` pattern as slurmctld shows it as ``StdOut``; None if not expandable.
+    """A raw ``--output`` pattern as slurmstepd writes the batch script's log; None if not
+    expandable.
 
     SLURM 22.05 puts the unexpanded pattern in ``squeue --json``'s ``standard_output`` (empty
-    for the default) while ``scontrol`` prints it expanded with ``_fname_format``: ``%A %a %j
-    %u %x`` (with optional zero padding), ``%%``, a ``slurm-%j.out`` / ``slurm-%A_%a.out``
-    default and the WorkDir prefix for a relative path. ``job_id`` is SLURM's own id of the job
-    (an array task's own id, for ``%j``); an absolute path without ``%`` is returned as it is.
+    for the default). Filled here: ``%%`` (one ``%``), ``%A %a %j %J`` (``%J`` of the batch
+    script is its job id), ``%s`` (``batch``), ``%t %n`` (0), ``%u %x``, ``%N`` (``node``, the
+    job's node list when it is one host name), the numbers zero-padded to a width (``%3a``),
+    a ``slurm-%j.out`` / ``slurm-%A_%a.out`` default and the WorkDir prefix for a relative
+    path. ``job_id`` is SLURM's own id of the job (an array task's own id, for ``%j``); an
+    absolute path without ``%`` is returned as it is.
     """
     if pattern and "\\" in pattern:
         # slurmstepd expands nothing in a path holding a backslash: it drops each single one
@@ -156,16 +169,19 @@ def expand_pattern(
     array = array_task_id is not None
     text = pattern or ("slurm-%A_%a.out" if array else "slurm-%j.out")
     tokens = {m.group(3) for m in _STDIO_TOKEN.finditer(text) if m.group(3)}
-    if tokens - _STDIO_EXPANDABLE:
+    host = node if node and _HOST_NAME.fullmatch(node) else None
+    if tokens - _STDIO_EXPANDABLE or ("N" in tokens and host is None):
         return None
     values = {"A": array_job_id or job_id, "a": array_task_id or _NO_ARRAY_TASK, "j": job_id,
+              "J": job_id, "s": "batch", "t": "0", "n": "0", "N": host or "",
               "u": user or "", "x": name}
 
     def fill(m: re.Match[str]) -> str:
         if m.group(1) == "%":
             return "%"
         value = values[m.group(3)]
-        return value.zfill(_width(m.group(2))) if value.isdigit() else value
+        padded = m.group(3) in _STDIO_NUMBERS and value.isdigit()
+        return value.zfill(_width(m.group(2))) if padded else value
 
     path = _STDIO_TOKEN.sub(fill, text)
     if not path.startswith("/"):

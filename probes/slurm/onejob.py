@@ -44,7 +44,13 @@ from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import expand_pattern
-from probes.slurm.parse import epoch, expand_stdout, parse_squeue_json, past_banner
+from probes.slurm.parse import (
+    epoch,
+    expand_stdout,
+    parse_squeue_json,
+    past_banner,
+    stdout_final,
+)
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request
 from probes.slurm.scontrol import (
@@ -134,37 +140,47 @@ def _het_lines(scontrol: str) -> dict[str, str]:
 
 def _stdout_argv(nonce: str, job_id: str) -> list[str]:
     """squeue's raw ``--output`` of the job's records (``-O``: 22.05 prints it unexpanded,
-    where scontrol expands it), each ``ID<F:nonce>PATH<R:nonce>``."""
+    where scontrol expands it), each ``ID<F:nonce>PATH<O:nonce>``."""
     return ["squeue", "-h", "-t", "all", "-j", job_id, "-O",
-            f"JOBARRAYID:0<F:{nonce}>,STDOUT:0<R:{nonce}>"]
+            f"JOBARRAYID:0<F:{nonce}>,STDOUT:0<O:{nonce}>"]
 
 
-def _escaped_outputs(text: str, nonce: str) -> dict[str, str]:
-    """``job id -> raw --output`` of each record of :func:`_stdout_argv` holding a backslash."""
+def _raw_outputs(text: str, nonce: str) -> dict[str, str]:
+    """``job id -> raw --output`` of each record of :func:`_stdout_argv` holding a backslash
+    or a ``%`` (the patterns scontrol 22.05 may print wrongly)."""
     out: dict[str, str] = {}
-    for chunk in text.split(f"<R:{nonce}>")[:-1]:
+    for chunk in text.split(f"<O:{nonce}>")[:-1]:
         job, sep, raw = chunk.lstrip("\n").partition(f"<F:{nonce}>")
-        if sep and "\\" in raw:
+        if sep and ("\\" in raw or "%" in raw):
             out[job.strip()] = raw
     return out
 
 
-def _unexpanded(record: SchedulerRecord, raw: str | None) -> SchedulerRecord:
-    """The record's log where ``--output`` held a backslash: slurmstepd expands nothing in such
-    a path (``probes.remote.stdio_pattern``), but scontrol 22.05 prints it expanded
-    (``esc\\_%j.out`` as ``esc\\_836.out``), so its StdOut names no file."""
+def _own_path(record: SchedulerRecord, fields: Mapping[str, str] | None,
+              raw: str | None) -> SchedulerRecord:
+    """The merged record with its log where slurmstepd wrote it: squeue's raw ``--output``
+    (``raw``, read when scontrol's text holds a backslash or a ``%``) filled as slurmstepd
+    fills it (``probes.remote.stdio_pattern``). scontrol 22.05's StdOut names no file for
+    such a pattern: it expands a path holding a backslash (``esc\\_%j.out`` as
+    ``esc\\_836.out``) where slurmstepd expands nothing, keeps ``%%`` doubled, prints ``%%j``
+    as ``%<id>``, leaves ``%3a``/``%5j`` raw. A pattern not expandable here keeps scontrol's
+    path, as before. An array task's ``%j`` is its own id (scontrol's ``JobId``)."""
     if raw is None:
-        return record
-    path = expand_pattern(raw, job_id=record.job_id, array_job_id=None, array_task_id=None,
-                          user=record.user, name=record.name, workdir=record.workdir)
-    return record.model_copy(update={"stdout_path": path}) if path else record
+        return expand_stdout(record)
+    own = (fields or {}).get("JobId", "")
+    if "_" in record.job_id and own.isdigit() and "slurm_job_id" not in record.labels:
+        record = record.model_copy(update={"labels": {**record.labels, "slurm_job_id": own}})
+    pattern = record.model_copy(update={"stdout_path": raw})
+    filled = expand_stdout(pattern)
+    return filled if stdout_final(pattern, filled) else expand_stdout(record)
 
 
 def _merged(records: list[SchedulerRecord], scontrol: str,
             escaped: Mapping[str, str] | None = None) -> list[SchedulerRecord]:
-    """squeue's records with scontrol's paths (the raw ``--output`` where it holds a backslash,
-    ``escaped``). A hetjob component (``A+N`` in squeue) has its own job id in scontrol, so
-    its record is found by ``HetJobId``/``HetJobOffset``."""
+    """squeue's records with scontrol's paths (or the raw ``--output`` filled, where it holds
+    a backslash or a ``%``: ``escaped``, :func:`_own_path`). A hetjob component (``A+N`` in
+    squeue) has its own job id in scontrol, so its record is found by
+    ``HetJobId``/``HetJobOffset``."""
     plain = {r.job_id: r for r in records if "+" not in r.job_id}
     fields = parse_scontrol_all(scontrol, wanted=plain.keys(),
                                 known={k: known_from(r) for k, r in plain.items()})
@@ -175,8 +191,7 @@ def _merged(records: list[SchedulerRecord], scontrol: str,
             got: Mapping[str, str] | None = parse_scontrol_record(het[r.job_id], known_from(r))
         else:
             got = fields.get(r.job_id)
-        out.append(_unexpanded(expand_stdout(merge_scontrol(r, got)),
-                               (escaped or {}).get(r.job_id)))
+        out.append(_own_path(merge_scontrol(r, got), got, (escaped or {}).get(r.job_id)))
     return out
 
 
@@ -188,17 +203,20 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
         {"argv": _squeue_argv(nonce, "-t", "all", "-j", job_id)},
         {"argv": ["scontrol", "show", "job", "-o", job_id]},
         {"argv": ["sacct", "--json", "-X", "-j", job_id], "unless": f"<R:{nonce}>"},
-        # Only for a path holding a backslash (scontrol's StdOut is then wrong): rarely run.
+        # Only for a path holding a backslash or a % (scontrol's StdOut may then be wrong):
+        # rarely run, and once (the second is skipped when the first ran).
         {"argv": _stdout_argv(nonce, job_id), "when": "\\"},
+        {"argv": _stdout_argv(nonce, job_id), "when": "%", "unless": f"<O:{nonce}>"},
     ]
-    (squeue, scontrol, sacct, outputs), _, said = await _scheduler(runner, cluster, commands)
+    (squeue, scontrol, sacct, escaped, outputs), _, said = await _scheduler(
+        runner, cluster, commands)
     if not squeue and said and "invalid job id" not in said.lower():
         # slurmctld down or squeue broken: the cluster's problem, not an unknown job.
         raise CommandError(f"`squeue -j {job_id}` on {runner.target} failed: {said}"[:600])
     records = parse_squeue_plain(squeue, cluster=cluster.name, now=now, nonce=nonce)
     if not records and sacct.lstrip().startswith("{"):
         records = parse_squeue_json(sacct, cluster=cluster.name, now=now)
-    records = _merged(records, scontrol, _escaped_outputs(outputs, nonce))
+    records = _merged(records, scontrol, _raw_outputs(escaped or outputs, nonce))
     exact = [r for r in records if r.job_id == job_id]
     if exact:
         return exact[0]
@@ -326,7 +344,7 @@ def earlier_failures(record: SchedulerRecord,
                     reverse=True)[:EARLIER_READ]
     return [r.model_copy(update={"stdout_path": expand_pattern(
         pattern, job_id=r.job_id, array_job_id=None, array_task_id=None, user=r.user,
-        name=r.name, workdir=r.workdir)}) for r in before]
+        name=r.name, workdir=r.workdir, node=r.nodes)}) for r in before]
 
 
 async def attempt_files(runner: Runner, cluster: SlurmCluster,

@@ -329,6 +329,7 @@ def expand_stdout(record: SchedulerRecord) -> SchedulerRecord:
         raw, job_id=_array_own_id(record) if array else _het_own_id(record, master),
         array_job_id=(record.array_job_id or master) if array else None,
         array_task_id=array_task, user=record.user, name=record.name, workdir=record.workdir,
+        node=record.nodes,
     )
     if path is None or path == raw:
         return record
@@ -358,9 +359,23 @@ def _array_own_id(record: SchedulerRecord) -> str:
     return record.labels.get("slurm_job_id") or record.job_id.partition("_")[0]
 
 
-def needs_scontrol(record: SchedulerRecord) -> bool:
-    """True when the record's log path is still raw or unknown after :func:`expand_stdout`."""
+def stdout_final(before: SchedulerRecord, after: SchedulerRecord) -> bool:
+    """Whether :func:`expand_stdout` made ``after`` from ``before`` with the path slurmstepd
+    writes (it is the same object when the pattern could not be expanded, or was already a
+    plain absolute path). Such a path is never re-expanded nor taken from scontrol, whose
+    22.05 ``StdOut`` is wrong for several tokens: a ``%%`` kept doubled, ``%%j`` printed
+    ``%<id>``, ``%3a`` or ``%J`` left raw; and its literal ``%`` (``run_100%_7.out``) or
+    ``%j`` (from ``%%j``) is no token left to fill."""
+    if after is not before:
+        return True
+    raw = before.stdout_path
+    return raw is not None and raw.startswith("/") and "%" not in raw and "\\" not in raw
+
+
+def needs_scontrol(record: SchedulerRecord, final: bool | None = None) -> bool:
+    """True when the record's log path is still raw or unknown after :func:`expand_stdout`
+    (``final``: :func:`stdout_final`; without it, judged from the path's own tokens)."""
     path = record.stdout_path
     if not record.workdir or not path or not path.startswith("/"):
         return True
-    return has_stdio_token(path)
+    return not final if final is not None else has_stdio_token(path)

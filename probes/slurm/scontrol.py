@@ -222,16 +222,18 @@ def _batch_filled(stdout: str | None, batch_host: str | None, job_id: str | None
     return _BATCH_TOKEN.sub(fill, stdout)
 
 
-def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None) -> SchedulerRecord:
+def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None, *,
+                   keep_stdout: bool = False) -> SchedulerRecord:
     """Prefer scontrol's expanded StdOut/WorkDir/Dependency (and its NodeList and Restarts)
-    where squeue's are missing or raw."""
+    where squeue's are missing or raw; ``keep_stdout``: the record's log path is the one
+    slurmstepd writes (``probes.slurm.parse.stdout_final``), never scontrol's."""
     if not fields:
         return record
     update: dict[str, Any] = {}
     stdout = _batch_filled(_text(fields.get("StdOut")), _text(fields.get("BatchHost")),
                            fields.get("JobId"))
-    if stdout and (not record.stdout_path or "%" in record.stdout_path
-                   or not record.stdout_path.startswith("/")):
+    if stdout and not keep_stdout and (not record.stdout_path or "%" in record.stdout_path
+                                       or not record.stdout_path.startswith("/")):
         update["stdout_path"] = stdout
     workdir = _text(fields.get("WorkDir"))
     if workdir and not record.workdir:

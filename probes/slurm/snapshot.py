@@ -41,6 +41,7 @@ from probes.slurm.parse import (
     parse_squeue_json,
     records_from_squeue,
     slurm_release,
+    stdout_final,
 )
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request
@@ -237,16 +238,20 @@ class SnapshotCommands:
             scontrol_text = await self._scontrol(runner)
             records = self._merged(records, scontrol_text)
         expand = early.expanded if early is not None else expand_stdout
-        records = {k: expand(r) for k, r in records.items()}
-        raw = [r for r in records.values() if needs_scontrol(r)]
+        expanded = {k: expand(r) for k, r in records.items()}
+        # A path expanded here is slurmstepd's: scontrol's StdOut (wrong for %%, %3a, %J...
+        # in 22.05) never replaces it. Not on the plain path: that one is scontrol's already.
+        final = frozenset() if plain else frozenset(
+            k for k, r in records.items() if stdout_final(r, expanded[k]))
+        raw = [r for k, r in expanded.items() if needs_scontrol(r, None if plain else k in final)]
         if collected is not None:
             # Only the jobs this sweep reports and the collector could not read count: a
             # %N job that ended hours ago must not cost every sweep a round trip.
             raw = [r for r in raw if r.job_id not in collected and self._recent(r, now)]
         if not scontrol_text and (with_scontrol or raw):
             scontrol_text = await self._scontrol(runner)
-            records = self._merged(records, scontrol_text)
-        return records, scontrol_text
+            expanded = self._merged(expanded, scontrol_text, final)
+        return expanded, scontrol_text
 
     def _queue_request(self, now: datetime, users: Collection[str],
                        offsets: Mapping[str, int] | None, verbatim: bool) -> dict[str, Any]:
@@ -268,11 +273,14 @@ class SnapshotCommands:
 
     @staticmethod
     def _merged(records: dict[str, SchedulerRecord], scontrol_text: str,
+                final: frozenset[str] = frozenset(),
                 ) -> dict[str, SchedulerRecord]:
-        """Records with scontrol's fields, read with what squeue said (no record forgery)."""
+        """Records with scontrol's fields, read with what squeue said (no record forgery);
+        the ``final`` ones keep their log path."""
         fields = parse_scontrol_all(scontrol_text, wanted=records.keys(),
                                     known={k: known_from(r) for k, r in records.items()})
-        return {k: merge_scontrol(r, fields.get(k)) for k, r in records.items()}
+        return {k: merge_scontrol(r, fields.get(k), keep_stdout=k in final)
+                for k, r in records.items()}
 
     async def _squeue(
         self, runner: Runner, queue: Mapping[str, Any] | None, nonce: str,

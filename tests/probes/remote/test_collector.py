@@ -296,10 +296,11 @@ def test_queue_reports_a_failing_squeue_as_it_printed(tmp_path: Path) -> None:
 
 
 def test_queue_lists_unexpandable_paths_and_uses_offsets(tmp_path: Path) -> None:
-    """A `%N` pattern is left to the probe; a known log is read from the caller's offset."""
+    """A pattern with a token 22.05 does not know (`%b`) is left to the probe; a known log
+    is read from the caller's offset."""
     base = json.loads((REAL / "squeue_early.json").read_text())
     running = [j for j in base["jobs"] if j["job_state"] == "RUNNING"][:2]
-    running[0].update(standard_output="%N_%j.out")
+    running[0].update(standard_output="%b_%j.out")
     log = tmp_path / "run.out"
     log.write_text("one\ntwo\nthree\n")
     # The collector reads only files the job's user owns: this job is the test runner's.

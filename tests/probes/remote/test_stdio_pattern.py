@@ -37,10 +37,16 @@ TASK = {**PLAIN, "job_id": "9", "array_job_id": "7", "array_task_id": "2"}
         ("%A_%a_%j.out", TASK, "/w/7_2_9.out"),
         ("%4a.out", TASK, "/w/0002.out"),
         ("%j.out", {**TASK, "array_job_id": None}, "/w/9.out"),
-        # near misses: only slurmctld knows these values, or there is no workdir to prefix
+        # the batch script's step tokens, as slurmstepd 22.05 writes them (job 597 on vm)
+        ("%t.out", PLAIN, "/w/0.out"),
+        ("/abs/%s_%j.out", PLAIN, "/abs/batch_7.out"),
+        ("%2t_%3n_%J_%4s.out", PLAIN, "/w/00_000_7_batch.out"),
+        ("%N_%j.out", {**PLAIN, "node": "vm"}, "/w/vm_7.out"),
+        # near misses: no single node to name, a token 22.05 does not know, or no workdir
         ("%N_%j.out", PLAIN, None),
-        ("%t.out", PLAIN, None),
-        ("/abs/%s_%j.out", PLAIN, None),
+        ("%N_%j.out", {**PLAIN, "node": "vm[01-02]"}, None),
+        ("%N_%j.out", {**PLAIN, "node": ".."}, None),
+        ("%b_%j.out", PLAIN, None),
         ("logs/%x.out", {**PLAIN, "workdir": None}, None),
         (None, {**PLAIN, "workdir": ""}, None),
     ],

@@ -34,7 +34,8 @@ args = sys.argv[1:]
 if "-O" in args:
     fmt = args[args.index("-O") + 1]
     nonce = fmt.split("<F:")[1].split(">")[0]
-    sys.stdout.write(f"2675<F:{nonce}>{WORKDIR}/esc\\\\_%x_%j.out<R:{nonce}>\\n")
+    end = fmt.split(",STDOUT:0")[1]  # the record's end marker, printed as the format gives it
+    sys.stdout.write(f"2675<F:{nonce}>{WORKDIR}/esc\\\\_%x_%j.out{end}\\n")
     sys.exit(0)
 row = ("2675", USER, "RUNNING", "None", str(T0), str(T0 + 1), "0", "10:00", "(null)",
        "2:00", "sft-h5esc", WORKDIR, "(null)")

@@ -219,11 +219,12 @@ async def test_warm_sweep_is_one_command(tmp_path: Path) -> None:
 
 
 async def test_unexpandable_pattern_falls_back_to_scontrol(tmp_path: Path) -> None:
-    """A `%N` log pattern: scontrol, then a second collector run for that job only."""
+    """A log pattern with a token 22.05 does not know (`%b`): scontrol, then a second
+    collector run for that job only."""
     base = json.loads((REAL / "squeue_early.json").read_text())
     for job in base["jobs"]:
         if str(job["job_id"]) == IDS["running"]:
-            job["standard_output"] = "%N_%j.out"  # the node name: only slurmctld knows it
+            job["standard_output"] = "%b_%j.out"  # not a 22.05 token: scontrol's word
     world = ScriptedCluster(tmp_path, squeue=json.dumps(base))
     probe = SlurmProbe(_cluster(), clock=lambda: NOW, runner_factory=world.factory)
     await probe.collect()
@@ -244,11 +245,12 @@ async def test_unexpandable_pattern_falls_back_to_scontrol(tmp_path: Path) -> No
 
 
 async def test_old_unexpandable_job_costs_no_round_trip(tmp_path: Path) -> None:
-    """A `%N` job that ended before `recent_hours` is not reported, so it asks no scontrol."""
+    """An unexpandable (`%b`) job that ended before `recent_hours` is not reported, so it
+    asks no scontrol."""
     base = json.loads((REAL / "squeue_early.json").read_text())
     for job in base["jobs"]:
         if str(job["job_id"]) == IDS["ok"]:
-            job["standard_output"] = "%N_%j.out"
+            job["standard_output"] = "%b_%j.out"
     world = ScriptedCluster(tmp_path, squeue=json.dumps(base))
     later = NOW + timedelta(hours=2)
     probe = SlurmProbe(_cluster(), clock=lambda: later, runner_factory=world.factory)
