@@ -39,11 +39,13 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    needs SLURM's evidence (``chain_match._held_for``): queued once the predecessor ended, or
    released at that end and not by a job of its own name ending then; one queued before that
    end that never waited (eligible at its submission: pending for room, or running since),
-   waits on other jobs, or was made eligible at another moment is a sibling beside it. The
-   run's own name goes first. A ``--begin`` job pends ``BeginTime`` with that clock time as
-   its eligible time: no release by any end. SLURM starts it whatever the predecessor did, as
-   it would an ``afterany`` one, so the run's own copy queued so is its restart; a job of
-   another name is none by its begin time.
+   waits on other jobs, or was made eligible at another moment is a sibling beside it; of
+   the run's own name, one queued before the predecessor even started that never waited (a
+   second seed under one name) is too (``_queued_beside``). The run's own name goes first.
+   A ``--begin`` job pends ``BeginTime`` with that clock time as its eligible time: no
+   release by any end. SLURM starts it whatever the predecessor did, as it would an
+   ``afterany`` one, so the run's own copy queued so is its restart; a job of another name is
+   none by its begin time.
 
 4. a job that waited on it together with other jobs (``-d afterany:A:B``, or the OR list
    ``afterany:A?afterany:B``): SLURM deletes each met element of an AND list (``afterany:A:B``

@@ -286,9 +286,24 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, index: 
     submitted = _utc(candidate.submit_time)
     if record.submit_time is not None and submitted < _utc(record.submit_time):
         return False  # queued before the predecessor: an older job, not its continuation
+    if _queued_beside(record, candidate):
+        return False
     if not (late or submitted <= _utc(record.end_time) + SUBMIT_SLACK):
         return False
     return same_run_name(record.name, candidate.name) or _held_for(record, candidate, index)
+
+
+def _queued_beside(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
+    """``candidate`` was queued before ``record`` started and never waited (eligible at its
+    submission): the user's copy beside it (a second seed under one name, pending for room),
+    not a job the run queued to continue itself, which comes once it runs or waits on it. A
+    task of its own array is the throttle rule's (``_sibling_restart``)."""
+    if (record.start_time is None or candidate.submit_time is None
+            or candidate.eligible_time is None or _sibling_restart(record, candidate) is not None):
+        return False
+    submitted = _utc(candidate.submit_time)
+    return (submitted < _utc(record.start_time) and not _still_waiting(candidate)
+            and _utc(candidate.eligible_time) <= submitted)
 
 
 def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:

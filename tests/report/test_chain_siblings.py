@@ -211,3 +211,13 @@ def test_a_job_waiting_on_a_task_not_split_off_yet_continues_the_timeout() -> No
     whole = _job(395, "rl-prep-shards", "PENDING", array_job_id=395, array_task_string="0-2")
     whole = JobFacts(record=whole.record.model_copy(update={"reason": "Priority"}))
     _continued(_rows(x, w, whole)["396"], "398")
+
+
+def test_a_same_name_copy_queued_with_it_is_no_successor() -> None:
+    """Two seeds under one name, queued in the same second: the second waited for room only
+    and took it at the first one's end. Queued before the TIMEOUT even started, and never
+    held for it, it is a copy beside it, not a job the run queued to continue itself."""
+    seed = _room(392, "rl-exp-1")
+    _failed(_rows(CELL_1, seed)["391"])
+    started = _job(392, "rl-exp-1", "RUNNING", start_time=A_END + 1, end_time=A_END + 61)
+    _failed(_rows(CELL_1, started)["391"])

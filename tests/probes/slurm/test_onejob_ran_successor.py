@@ -21,14 +21,16 @@ from report.settings import ReportSettings
 from tests.probes.slurm.test_onejob import LocalCollector
 
 T0 = 1796400000
-# (%i, %u, %T, %r, %V, %S, %e, %l, %E, %M, %j, %Z, %o)
+# (%i, %u, %T, %r, %V, %S, %e, %l, %E, %M, %j, %Z, %o), then -O EligibleTime: a dependant
+# released by its predecessor's end is eligible then (SLURM 22.05: job 390, queued afterany
+# on 389 in the same second, eligible at 389's end + 1 s), not at its submission.
 QUEUE = [
     ("3130", "jtuser", "TIMEOUT", "TimeLimit", str(T0), str(T0 + 10), str(T0 + 70), "1:00",
-     "(null)", "1:00", "rl-lc-ch3", "/w/ch3", "/w/verl.sh"),
+     "(null)", "1:00", "rl-lc-ch3", "/w/ch3", "/w/verl.sh", str(T0)),
     ("3131", "jtuser", "TIMEOUT", "TimeLimit", str(T0), str(T0 + 70), str(T0 + 130), "1:00",
-     "(null)", "1:00", "rl-lc-ch3", "/w/ch3", "/w/verl.sh"),
+     "(null)", "1:00", "rl-lc-ch3", "/w/ch3", "/w/verl.sh", str(T0 + 70)),
     ("3132", "jtuser", "COMPLETED", "None", str(T0), str(T0 + 130), str(T0 + 170), "1:00",
-     "(null)", "0:40", "rl-lc-ch3", "/w/ch3", "/w/verl.sh"),
+     "(null)", "0:40", "rl-lc-ch3", "/w/ch3", "/w/verl.sh", str(T0 + 130)),
 ]
 STAND_IN = """\
 import sys
@@ -41,7 +43,7 @@ rows = [r for r in ROWS
         and (states in (None, "all") or r[2] in states.split(","))]
 if "-O" in args:
     for r in rows:
-        print(r[0].ljust(64) + r[4].ljust(24))
+        print(r[0].ljust(64) + r[13].ljust(24))
     sys.exit(0)
 fmt = opt("-o")
 codes = ("%i", "%u", "%T", "%r", "%V", "%S", "%e", "%l", "%E", "%M", "%j", "%Z", "%o")
