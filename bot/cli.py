@@ -159,7 +159,7 @@ def _emit(result: SweepResult, fmt: str, width: int) -> str:
     tasks = pending_task_counts(result.facts)  # arrays and grids: one row each (grouping.py)
     if fmt == "json":
         data = json.loads(render_json(result.report))
-        data["groups"] = groups_json(result.report, pending_tasks=tasks)
+        data["groups"] = groups_json(result.report, pending_tasks=tasks, details=result.details)
         data["grids"] = [grid.model_dump(mode="json") for grid in result.report.grid]
         return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     report, details = group_report(result.report, result.details, pending_tasks=tasks)

@@ -22,6 +22,11 @@ Pending array tasks SLURM has not split off yet are one record; how many tasks i
 comes from ``pending_tasks`` (the probe's ``array_tasks`` label, see
 :func:`pending_task_counts`). Without it (a cached sweep) that record counts as one task and
 the count is written ``≥N``.
+
+An eval array whose tasks ran different evals (a benchmark per task: the judge's model ×
+benchmark names differ) is no group: the Eval table's rows are model × benchmark, and one row
+carrying the worst task would hide the others' pass rates. Tasks without such a name (pending,
+no tree read yet) still group; shards of one eval (one name) group as any array.
 """
 
 from __future__ import annotations
@@ -197,8 +202,26 @@ def _chunk_keys(jobs: Sequence[JobReport], taken: Mapping[Key, Any]) -> dict[Key
     return keys
 
 
-def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = None) -> list[Group]:
-    """Every group of two or more members, per table, in first-seen order."""
+def eval_labels(details: Mapping[Key, JobDetail]) -> dict[Key, str]:
+    """Each eval whose judge named its model × benchmark (``report.eval_label``): its name."""
+    return {key: d.display_name for key, d in details.items()
+            if d.report.bucket == "eval" and d.display_name
+            and not d.display_name.endswith(d.report.name)}
+
+
+def _distinct_evals(members: list[JobReport], evals: Mapping[Key, str]) -> list[JobReport]:
+    """An eval array's members left to group: the unnamed ones when its tasks name more than
+    one model × benchmark (each named task is its own eval, its own row), else all."""
+    named = {evals[(j.cluster, j.job_id)] for j in members if (j.cluster, j.job_id) in evals}
+    if len(named) < 2:
+        return members
+    return [j for j in members if (j.cluster, j.job_id) not in evals]
+
+
+def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = None,
+                evals: Mapping[Key, str] | None = None) -> list[Group]:
+    """Every group of two or more members, per table, in first-seen order (``evals``: the
+    judge's model × benchmark names, :func:`eval_labels`)."""
     keys = _array_keys(report.jobs, pending_tasks or {})
     keys.update(_grid_keys(report, keys))
     keys.update(_chunk_keys(report.jobs, keys))
@@ -208,7 +231,11 @@ def find_groups(report: Report, *, pending_tasks: Mapping[Key, int] | None = Non
         if found is not None:
             buckets[(found[0], job.cluster, found[1], _table(job))].append(job)
     groups = []
-    for (kind, cluster, key, table), members in buckets.items():
+    for (kind, cluster, key, table), listed in buckets.items():
+        members = _distinct_evals(listed, evals or {}) if (kind, table) == ("array", "eval") \
+            else listed
+        if not members:
+            continue
         unsplit = key if kind == "array" else None
         counted, exact = _counts(members, pending_tasks or {}, unsplit)
         if sum(n for _, n in counted) < 2 and len(members) < 2:
@@ -320,7 +347,7 @@ def group_report(
     """The report as tables show it: one row per group (at its first member's place), plus
     the group's attention members; every other job unchanged. ``for_counts``: the group row
     takes the worst member *without* a row of its own, so a summary counts each job once."""
-    groups = find_groups(report, pending_tasks=pending_tasks)
+    groups = find_groups(report, pending_tasks=pending_tasks, evals=eval_labels(details))
     if not groups:
         return report, dict(details)
     multi_cluster = len({j.cluster for j in report.jobs}) > 1
@@ -355,9 +382,10 @@ def group_report(
     return report.model_copy(update={"jobs": jobs}), shown
 
 
-def groups_json(report: Report, *,
-                pending_tasks: Mapping[Key, int] | None = None) -> list[dict[str, Any]]:
-    """The ``groups`` key of ``--format json``: each group, its tally, worst member, members."""
+def groups_json(report: Report, *, pending_tasks: Mapping[Key, int] | None = None,
+                details: Mapping[Key, JobDetail] | None = None) -> list[dict[str, Any]]:
+    """The ``groups`` key of ``--format json``: each group, its tally, worst member, members
+    (``details``: the judge's, for the eval names that keep an eval array's tasks apart)."""
     return [{
         "kind": g.kind, "cluster": g.cluster, "key": g.key, "name": g.name, "table": g.table,
         "label": f"{g.name} [{g.tally()}]",
@@ -366,4 +394,5 @@ def groups_json(report: Report, *,
         "worst": {"job_id": g.worst.job_id, "verdict": g.worst.verdict},
         "attention": [j.job_id for j in g.attention],
         "members": [j.job_id for j in g.members],
-    } for g in find_groups(report, pending_tasks=pending_tasks)]
+    } for g in find_groups(report, pending_tasks=pending_tasks,
+                           evals=eval_labels(details or {}))]
