@@ -35,6 +35,7 @@ from probes.logs.lines import (
 )
 from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
+from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATE, maxtext_total, parse_step_pairs
 from probes.logs.progress import EPISODE_BAR, training_desc
 from probes.logs.scan_patterns import (
     BANNER_RE,
@@ -248,14 +249,27 @@ class MetricScan(SummaryScan):
         return True
 
     def _late_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:
-        """``feed``'s last step readers, for a line no earlier one took: LitGPT's step line
-        and a logger-prefixed one-line dict; whether one read it."""
+        """``feed``'s last step readers, for a line no earlier one took: LitGPT's step line,
+        a line of ``name: number`` pairs with a step (MaxText's; its ``Config param steps``
+        total) and a logger-prefixed one-line dict; whether one read it."""
         if LITGPT_GATE in body:
             litgpt = parse_litgpt(body)
             if litgpt is not None:
-                self._mark("litgpt")
-                self._record(litgpt[0], litgpt[1], line_no, stamp)
+                step, values, stepped = litgpt
+                if stepped or "litgpt" not in self.formats:
+                    self._record(step, values, line_no, stamp)
+                if stepped:
+                    self._mark("litgpt")  # from here on, only the steps' own lines
                 return True
+        if PAIRS_GATE in body:
+            pairs = parse_step_pairs(body)
+            if pairs is not None:
+                self._mark("step-pairs")
+                self._record(pairs[0], pairs[1], line_no, stamp)
+                return True
+        if MAXTEXT_STEPS in body:
+            self.banner_total = maxtext_total(body) or self.banner_total
+            return True
         return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)
 
     def _bracket_header(self, body: str, line_no: int, stamp: datetime | None) -> bool:

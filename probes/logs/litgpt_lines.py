@@ -9,8 +9,10 @@
 train`` is the running mean over the accumulation window, ``iter time`` one micro-batch's;
 pretraining appends ``remaining time: H:MM:SS``. No stamp, no bar: a step takes ``iter /
 step`` iterations, so ``sec_per_step`` is the iteration's time that many times (the report
-averages it over its window). A line of a step still accumulating gives the step before it,
-as printed; the step's own line, printed later, replaces it.
+averages it over its window). Once a `` (step)`` line is read, only those are points: the lines
+between them are the next step's micro-batches, printed with the step before it (their
+``iter / step`` is no accumulation count, their loss a partial window); before one, every line
+is (a log_interval that never lands on a step still reads).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ _LINE_RE = re.compile(
     r"([-+\w.]{1,32}), val: ([-+\w./]{1,32}) \| iter time: (\d{1,9}(?:\.\d{1,6})?) ms")
 
 
-def parse_litgpt(body: str) -> tuple[int, dict[str, float]] | None:
-    """(the optimizer step, the line's metrics by LitGPT's names) of a LitGPT step line."""
+def parse_litgpt(body: str) -> tuple[int, dict[str, float], bool] | None:
+    """(the optimizer step, the line's metrics by LitGPT's names, whether it is the step's own
+    `` (step)`` line) of a LitGPT step line."""
     found = _LINE_RE.search(body)
     if found is None:
         return None
@@ -40,4 +43,4 @@ def parse_litgpt(body: str) -> tuple[int, dict[str, float]] | None:
         values["sec_per_step"] = float(millis) / 1000.0 * int(iteration) / int(step)
     with suppress(ValueError):
         values["val_loss"] = float(val)
-    return int(step), values
+    return int(step), values, body[found.end():].startswith(" (step)")

@@ -54,7 +54,7 @@ def _composer_block(step: int, header: str) -> str:
     return header + "".join(f"\n\t Train {key}: {value}" for key, value in rows)
 
 
-def _composer_log(steps: int, *, per_epoch: int | None = None) -> str:
+def composer_log(steps: int, *, per_epoch: int | None = None) -> str:
     head = ("2026-12-05 03:10:13,120: rank0[41822][MainThread]: INFO: __main__: Starting "
             "training...\n" + "*" * 30 + "\nConfig:\nnum_gpus_per_node: 8\nnum_nodes: 1\n"
             "rank_zero_seed: 17\n\n" + "*" * 30 + "\n")
@@ -97,7 +97,7 @@ READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
 
 @pytest.mark.parametrize("read", READS)
 def test_composer_batch_blocks(read) -> None:
-    summary = read(_composer_log(140))
+    summary = read(composer_log(140))
     last = summary.points[-1]
     assert last.step == 139  # step 140's block is still open: its next line may come
     assert last.values["loss"] == pytest.approx(3.0 - 139 / 100)
@@ -111,7 +111,7 @@ def test_composer_batch_blocks(read) -> None:
 
 @pytest.mark.parametrize("read", READS)
 def test_composer_epoch_blocks_count_every_epoch(read) -> None:
-    summary = read(_composer_log(210, per_epoch=160))
+    summary = read(composer_log(210, per_epoch=160))
     last = summary.points[-1]
     assert last.step == 209  # epoch 2's batch 49: time/batch 208 + 1
     assert last.values["loss"] == pytest.approx(3.0 - 209 / 100)
@@ -132,7 +132,7 @@ def test_olmo_step_blocks(read) -> None:
 
 @pytest.mark.parametrize("read", READS)
 def test_composer_eval_block_is_no_training_point(read) -> None:
-    text = _composer_log(20) + (
+    text = composer_log(20) + (
         "[Eval batch=1/10] Eval on eval data\n"
         "[Eval batch=10/10] Eval on eval data:\n"
         "\t Eval metrics/eval/LanguageCrossEntropy: 9.8000\n"

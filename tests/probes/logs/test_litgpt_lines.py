@@ -25,7 +25,7 @@ from tests.probes.logs.pieces import fold_in_pieces
 MTIME = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
 
 
-def _litgpt(steps: int, accumulation: int = 4, tail: str = "") -> str:
+def litgpt_log(steps: int, accumulation: int = 4, tail: str = "") -> str:
     out = ["Number of trainable parameters: 3,407,872", "Verifying settings ..."]
     it = 0
     for step in range(1, steps + 1):
@@ -51,16 +51,20 @@ READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
 
 @pytest.mark.parametrize("read", READS)
 def test_litgpt_finetune_lines(read) -> None:
-    summary = read(_litgpt(120))
+    summary = read(litgpt_log(120))
     last = summary.points[-1]
     assert last.step == 120
     assert last.values["loss"] == pytest.approx(2.0 - 480 / 1000)
     assert last.values["sec_per_step"] == pytest.approx(2.0)  # 4 iterations of 0.5 s
+    # every step of the window is its own (step) line: the micro-batch lines printed after
+    # it (iter 4k+1..4k+3 "step k") are the next step's, not step k's
+    assert [p.values["sec_per_step"] for p in summary.points[-10:]] == [pytest.approx(2.0)] * 10
+    assert [p.step for p in summary.points[-10:]] == list(range(111, 121))
     assert summary.total_steps is None  # LitGPT prints no total
 
 
 @pytest.mark.parametrize("read", READS)
 def test_litgpt_pretrain_lines_with_remaining_time(read) -> None:
-    summary = read(_litgpt(30, accumulation=1, tail=" remaining time: 1:02:03"))
+    summary = read(litgpt_log(30, accumulation=1, tail=" remaining time: 1:02:03"))
     assert summary.points[-1].step == 30
     assert summary.points[-1].values["sec_per_step"] == pytest.approx(0.5)

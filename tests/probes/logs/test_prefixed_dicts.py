@@ -46,7 +46,7 @@ def _roll_step(step: int) -> str:
     return f"{pre}{json.dumps(metrics, ensure_ascii=False)}\n{done}\n"
 
 
-def _roll_log(steps: int) -> str:
+def roll_log(steps: int) -> str:
     head = (PREFIX.format(m=10, s=0, line=31) + "pipeline_config: RLVRConfig(exp_name="
             "'qwen2.5-7B-rlvr', seed=42, max_steps=500, save_steps=50, logging_steps=1)\n")
     return head + "".join(_roll_step(step) for step in range(steps))
@@ -62,7 +62,7 @@ READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
 
 @pytest.mark.parametrize("read", READS)
 def test_roll_json_metrics_behind_its_logger_prefix(read) -> None:
-    summary = read(_roll_log(40))
+    summary = read(roll_log(40))
     last = summary.points[-1]
     assert last.step == 39  # ROLL's own zero-based step (system/step)
     values = last.values

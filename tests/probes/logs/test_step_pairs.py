@@ -1,0 +1,65 @@
+"""A step line of comma-separated ``name: number`` pairs, the step among them.
+
+MaxText (AI-Hypercomputer/maxtext ``MetricLogger.log_metrics``, printed by
+``max_logging.log``) ends each training step with::
+
+    completed step: 12, seconds: 1.150, TFLOP/s/device: 470.000, Tokens/s/device: 57000.000,
+    total_weights: 65536, loss: 7.890
+
+(one line; older builds print fewer pairs, newer ones ``lm_loss``/``perplexity`` after
+``loss``), its step zero-based (``for step in np.arange(start_step, config.steps)``),
+``seconds`` the step's time; and its config one ``Config param <key>: <value>`` line a
+key, ``steps`` the run's.
+The reader is general: any line of at least three such pairs, one of them a step (``step``,
+``completed step``, ``train step``), is the step's point; the step as printed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from probes.logs.parse import parse_log
+from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
+
+MTIME = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
+
+
+def maxtext_log(steps: int, prefix: str = "") -> str:
+    out = ["Config param per_device_batch_size: 4", "Config param steps: 200",
+           "Config param learning_rate: 3e-05"]
+    for step in range(steps):
+        out.append(f"{prefix}completed step: {step}, seconds: 1.150, TFLOP/s/device: 470.000, "
+                   f"Tokens/s/device: 57000.000, total_weights: 65536, "
+                   f"loss: {8.0 - step / 50:.3f}")
+        if step % 25 == 0:
+            out.append("To see full metrics 'tensorboard --logdir=gs://b/run/tensorboard/'")
+    return "\n".join(out) + "\n"
+
+
+def _folded(text: str) -> LogSummary:
+    return fold_in_pieces(text, 4, mtime=MTIME)
+
+
+READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
+         pytest.param(_folded, id="folded")]
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("prefix", ["", "I1205 03:10:00.123456 140234 train.py:520] "])
+def test_maxtext_completed_step_lines(read, prefix: str) -> None:
+    summary = read(maxtext_log(60, prefix))
+    last = summary.points[-1]
+    assert last.step == 59
+    assert last.values["loss"] == pytest.approx(8.0 - 59 / 50)
+    assert last.values["sec_per_step"] == pytest.approx(1.15)
+    assert summary.total_steps == 200
+
+
+@pytest.mark.parametrize("read", READS)
+def test_two_pairs_or_no_step_key_is_no_step_line(read) -> None:
+    text = "".join(f"epoch: {i}, loss: 2.5\nmemory: 12.5, tokens: {i}, loss: 1.0\n"
+                   for i in range(10))
+    assert not read(text).points
