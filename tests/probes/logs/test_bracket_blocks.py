@@ -66,10 +66,6 @@ def composer_log(steps: int, *, per_epoch: int | None = None) -> str:
             epoch, inner = divmod(step - 1, per_epoch)
             header = f"[epoch={epoch + 1}][batch={inner + 1}/{per_epoch}]:"
         blocks.append(_composer_block(step, header))
-        if step % 50 == 0:
-            blocks.append("2026-12-05 03:20:00,001: rank0[41822][MainThread]: INFO: "
-                          "composer.callbacks.checkpoint_saver: Uploading checkpoint to "
-                          f"./mpt-7b-sft/checkpoints/ep0-ba{step}-rank0.pt")
     return head + "\n".join(blocks) + "\n"
 
 
