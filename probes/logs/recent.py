@@ -98,10 +98,14 @@ def recent_metrics(
     candidates = METRIC_LINES.lines(lines)
     if candidates is None:
         candidates = list(range(len(lines)))
+    # The span counts the candidates that hold text: a blank line is one only for EasyR1's
+    # YAML shape (the end of a block), and HF's ``\r`` redraws leave one before every bar.
+    filled = list(compress(range(len(candidates)),
+                           map(str.strip, map(lines.__getitem__, candidates))))
     span = _FIRST_SPAN
     anchors: int | None = None
     while True:
-        cut = max(0, len(candidates) - span)
+        cut = filled[len(filled) - span] if len(filled) > span else 0
         start = candidates[cut] if cut else 0
         scan = _scan_suffix(raws, lines, candidates, cut, start=start, aliases=aliases,
                             mtime=mtime, engine_line=engine_line, first_line_no=first_line_no,

@@ -14,12 +14,13 @@ import random
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import areal_lines, history, scan_patterns
+from probes.logs import areal_lines, history, recent, scan_patterns
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
@@ -96,6 +97,30 @@ def test_long_log_feeds_only_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
     summary = parse_log(text)
     assert summary.points[-1].step == 20000 and summary.total_steps == 20000
     assert 0 < len(fed) < text.count("\n") / 50
+
+
+def test_hf_bar_redraws_are_read_in_one_suffix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HF's ``\r`` bar redraw before each step's dict leaves a blank piece on every line; a
+    blank is a candidate only for EasyR1's YAML shape. The first suffix counts the lines that
+    hold text, so it holds the steps it aims at: one pass, not a second twice as deep."""
+    steps = 200
+    text = "***** Running training *****\n  Total optimization steps = 200\n" + "".join(
+        f"\r  {s // 2:3d}%|#    | {s}/{steps} [00:{s % 60:02d}<00:11,  8.10it/s]"
+        f"\r{{'loss': {2 - s / 400:.4g}, 'grad_norm': 0.3, 'epoch': {s / steps:.4g}}}\n"
+        for s in range(1, steps + 1))
+    passes: list[int] = []
+    real = recent._scan_suffix
+
+    def counting(*args: Any, **kwargs: Any) -> history.MetricScan:
+        passes.append(kwargs["start"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recent, "_scan_suffix", counting)
+    summary = parse_log(text)
+    assert [p.step for p in summary.points] == list(range(steps + 1 - HISTORY_DEPTH, steps + 1))
+    assert len(passes) == 1 and passes[0] > 0
+    monkeypatch.undo()
+    assert_same(text)
 
 
 def test_summary_retained_is_small() -> None:
