@@ -33,19 +33,13 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    which is what a cleared ``afterany`` leaves behind. The same times find a restart of
    another name in the same workdir (``-d afterany:A:B``, B of another name: rule 1 names it
    while it waits), when no other job of the user there ended then (:func:`_released_restart`).
-   A stem joins a grid's numbered cells and seeds (``exp-1``, ``exp-2``), so a job not of the
-   run's own name (:func:`same_run_name`: restart words ``-r2``/``_resume``/``-part2`` aside,
-   or the name with a count appended, ``sft-b.2``), or matched by its StdOut pattern only,
-   needs SLURM's evidence (``chain_match._held_for``): queued once the predecessor ended, or
-   released at that end and not by a job of its own name ending then; one queued before that
-   end that never waited (eligible at its submission: pending for room, or running since),
-   waits on other jobs, or was made eligible at another moment is a sibling beside it; of
-   the run's own name, one queued before the predecessor even started that never waited (a
-   second seed under one name) is too (``_queued_beside``). The run's own name goes first.
-   A ``--begin`` job pends ``BeginTime`` with that clock time as its eligible time: no
-   release by any end. SLURM starts it whatever the predecessor did, as it would an
-   ``afterany`` one, so the run's own copy queued so is its restart; a job of another name is
-   none by its begin time.
+   A stem joins a grid's numbered cells and seeds (``exp-1``, ``exp-2``): a job not of the
+   run's own name (:func:`same_run_name`) or matched by StdOut pattern only needs SLURM's
+   evidence (``chain_match._held_for``: queued after the end, or released at it by no other
+   end); a job of its own name queued before it started that never waited is a copy beside
+   it (``_queued_beside``). The run's own name goes first.
+   A ``--begin`` time is no release (:data:`BEGIN_REASON`): the run's own copy queued so is
+   its restart (SLURM starts it whatever the predecessor did); another name's is none.
 
 4. a job that waited on it together with other jobs (``-d afterany:A:B``, or the OR list
    ``afterany:A?afterany:B``): SLURM deletes each met element of an AND list (``afterany:A:B``
@@ -55,10 +49,11 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    the TIMEOUT ran, held by a dependency past its end (still pending on ``Dependency``, or
    made eligible by another job's end, before it for an OR list), each job holding it
    queued no later than it and of another run than its own name says (:func:`_co_waiting`;
-   ``exp-2-r2`` waiting on ``exp-2`` is that cell's, not ``exp-1``'s), of the TIMEOUT's own
-   bucket (the judge's ``co_waits``: an upload of another run, waiting on that run, reads
-   the same and continues none). A job named as another run's restart is that run's only:
-   without a remembered edge, SLURM's record no longer says it waited on this one too.
+   ``exp-2-r2`` waiting on ``exp-2`` is that cell's, ``exp-2`` no restart of ``exp-1``), of
+   the TIMEOUT's own bucket (the judge's ``co_waits``: an upload of another run, waiting on
+   that run, reads the same and continues none). A job named as another run's restart is
+   that run's only: without a remembered edge, SLURM's record no longer says it waited on
+   this one too.
 
 A restart that already ran and ended (a chain A -> B -> C with B over, or a finished run) is
 still the successor: among the fallback candidates (3.) and a remembered edge (2.), an ended
@@ -109,6 +104,7 @@ from report.chain_records import (
     _AFTER_TIMEOUT,
     _LIVE,
     _SUCCESS_ONLY,
+    BEGIN_REASON,
     NEVER_SATISFIED,
     NO_NODES,
     RELEASE_SLACK,
@@ -129,6 +125,7 @@ from report.chain_records import (
 )
 
 __all__ = [
+    "BEGIN_REASON",
     "DEADLINE_REASON",
     "HELD_REASONS",
     "NEVER_SATISFIED",

@@ -32,7 +32,6 @@ from report.chain_records import (
     array_throttle,
     dependencies,
     name_stem,
-    run_key,
 )
 
 
@@ -91,8 +90,6 @@ class ChainIndex:
         self.co_waiters: dict[tuple[str | None, str], object] = {}
         """Per place, its jobs that waited as ``report.chain_match._Waiters`` files them."""
         self._arrays: dict[str, list[SchedulerRecord]] | None = None
-        self._run_ends: dict[tuple[str | None, str, str],
-                             tuple[list[datetime], list[SchedulerRecord]]] | None = None
         self._index_attempts(records)
 
     def _index_attempts(self, records: Sequence[SchedulerRecord]) -> None:
@@ -159,25 +156,6 @@ class ChainIndex:
         if task == "*":
             return list(tasks)
         return [r for r in tasks if _task_index(r) is None]
-
-    def run_ended(self, record: SchedulerRecord, start: datetime,
-                  stop: datetime) -> Iterator[SchedulerRecord]:
-        """The jobs of ``record``'s user and workdir with its :func:`run_key` (its own name,
-        but for restart words) that ran and ended from ``start`` to ``stop``: O(log n), the
-        lists sorted once, on the first question."""
-        if self._run_ends is None:
-            grouped: dict[tuple[str | None, str, str], list[SchedulerRecord]] = {}
-            for r in self.ran.values():
-                if r.workdir and r.end_time is not None:
-                    grouped.setdefault((r.user, r.workdir, run_key(r.name)), []).append(r)
-            self._run_ends = {}
-            for key, runs in grouped.items():
-                runs.sort(key=lambda r: _utc(r.end_time) if r.end_time else start)
-                self._run_ends[key] = ([_utc(r.end_time) for r in runs if r.end_time], runs)
-        times, runs = self._run_ends.get(
-            (record.user, record.workdir or "", run_key(record.name)), ([], []))
-        for i in range(bisect.bisect_left(times, start), bisect.bisect_right(times, stop)):
-            yield runs[i]
 
     def waited_in(self, place: tuple[str | None, str]) -> list[SchedulerRecord]:
         """The jobs of ``place`` (user, workdir), live or ran, that waited on something:

@@ -92,7 +92,8 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
     another job's end, which for an OR list ``afterany:A?afterany:B`` may come first), each of
     those jobs queued no later than it, and not named as their run's restart (its name stem
     one of theirs, not ``record``'s): a restart of another run in the same workdir is that
-    run's. Only when no other job of the workdir ended while it waited (to ``record``'s end,
+    run's; nor a numbered sibling of ``record`` (``exp-2`` for ``exp-1``), another cell by its
+    name. Only when no other job of the workdir ended while it waited (to ``record``'s end,
     for an OR list): then which of them it waited on is unknown. The earliest. Only jobs that
     waited and that ``record`` may pass are looked at, each question a bisection
     (:class:`_Waiters`)."""
@@ -108,6 +109,7 @@ def _co_waiting(record: SchedulerRecord, named: set[str], index: ChainIndex,
                 or not _utc(record.submit_time) <= _utc(s.submit_time) <= end
                 or (s.end_time is not None and _utc(s.end_time) < end)
                 or _sibling_restart(record, s) is False or not may_continue(s)
+                or (name_stem(s.name) == stem and not same_run_name(record.name, s.name))
                 or (record.state is JobState.TIMEOUT and _still_waiting(s)
                     and any(d.kind not in _AFTER_TIMEOUT for d in dependencies(s)))):
             continue  # an AND list a TIMEOUT met waits on the others by a kind it meets too
@@ -309,12 +311,14 @@ def _queued_beside(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
 def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:
     """SLURM's evidence that ``candidate``, of another name than ``record``'s run, continues
     it: queued once it had ended (by its epilogue, or by hand), or held until its end
-    (:func:`released_by`: a met ``afterany`` SLURM cleared) and not released as well by a job
-    of its own name ending then (two cells ending at one walltime: the sibling's restart is
-    its own cell's). One queued before the end that never waited (eligible at submission:
-    pending for room only, or running since), was made eligible at another moment, waits on
-    other jobs or on a ``--begin`` time, ran or waits beside it: a grid's cell, a seed. Only
-    when SLURM's record gives no eligible time do the name and StdOut pattern decide."""
+    (:func:`released_by`: a met ``afterany`` SLURM cleared) and not released as well by
+    another job of its workdir ending then (two cells ending at one walltime, the sibling's
+    restart its own cell's; a prep job the sibling waited on): a name of another run does
+    not choose between two ends. One queued before the end that never waited (eligible at
+    submission: pending for room only, or running since), was made eligible at another moment,
+    waits on other jobs or on a ``--begin`` time, ran or waits beside it: a grid's cell, a
+    seed. Only when SLURM's record gives no eligible time do the name and StdOut pattern
+    decide."""
     if record.end_time is None or candidate.submit_time is None:
         return False
     if _utc(candidate.submit_time) >= _utc(record.end_time) - timedelta(seconds=1):
@@ -325,7 +329,7 @@ def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainI
         return True
     if not released_by(record, candidate):
         return False
-    at = _utc(candidate.eligible_time)
-    return not any(o.job_id not in (record.job_id, candidate.job_id) and released_by(o, candidate)
-                   for o in index.run_ended(candidate, at - RELEASE_SLACK,
-                                            at + timedelta(seconds=1)))
+    place = (candidate.user, candidate.workdir or "")
+    ended = index.ended_between(place, _utc(record.end_time) - RELEASE_ALONE,
+                                _utc(candidate.eligible_time) + timedelta(seconds=1))
+    return not any(o.job_id not in (record.job_id, candidate.job_id) for o in islice(ended, 3))

@@ -117,15 +117,15 @@ def run_key(name: str) -> str:
 
 def same_run_name(name: str, other: str) -> bool:
     """Whether ``other`` names the run ``name`` names: the same :func:`run_key`, or one that
-    key with a bare number appended (``sft-b`` -> ``sft-b.2``, a resume's count). Two
-    different numbers on one base (``exp-1``, ``exp-2``) are two cells or seeds: the name
-    alone says nothing of a restart."""
+    key with a bare number appended (``sft-b`` -> ``sft-b.2``, ``exp-1`` -> ``exp-1.2``: a
+    resume's count). Two different numbers on one base (``exp-1``, ``exp-2``) are two cells
+    or seeds: the name alone says nothing of a restart."""
     key, other_key = run_key(name), run_key(other)
     if key == other_key:
         return True
     shorter, longer = sorted((key, other_key), key=len)
-    return (longer.startswith(shorter) and _BARE_NUMBER.fullmatch(longer[len(shorter):])
-            is not None and _BARE_NUMBER.search(shorter) is None)
+    return (longer.startswith(shorter)
+            and _BARE_NUMBER.fullmatch(longer[len(shorter):]) is not None)
 
 
 def _utc(moment: datetime) -> datetime:

@@ -221,3 +221,20 @@ def test_a_same_name_copy_queued_with_it_is_no_successor() -> None:
     _failed(_rows(CELL_1, seed)["391"])
     started = _job(392, "rl-exp-1", "RUNNING", start_time=A_END + 1, end_time=A_END + 61)
     _failed(_rows(CELL_1, started)["391"])
+
+
+def test_a_sibling_released_when_another_job_also_ended_is_no_successor() -> None:
+    """``rl-exp-2`` queued ``afterany`` on a prep job that ended with ``rl-exp-1``: its
+    eligibility at that moment is explained by either end, and its name is another cell's."""
+    prep = _job(393, "prep-shards", "COMPLETED", end_time=A_END)
+    sibling = _job(394, "rl-exp-2", "RUNNING", eligible_time=A_END + 1, start_time=A_END + 1,
+                   end_time=A_END + 61)
+    _failed(_rows(CELL_1, prep, sibling)["391"])
+
+
+def test_a_count_appended_to_a_numbered_cell_is_its_resume() -> None:
+    """``rl-exp-1.2`` resumes ``rl-exp-1``, queued at once with no dependency after it ended
+    (no evidence but the name), beside the other cell's ``rl-exp-2.2``."""
+    mine = _room(395, "rl-exp-1.2", submit_time=A_END + 20)
+    theirs = _room(394, "rl-exp-2.2", submit_time=A_END + 10)
+    _continued(_rows(CELL_1, theirs, mine)["391"], "395")
