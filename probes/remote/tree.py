@@ -34,6 +34,7 @@ with contextlib.suppress(ImportError):
     from probes.remote.checkpoint_steps import (
         _MARKERS,
         _STEP_DIR,
+        _STEP_FILE,
         _finished_dcp,
         _finished_hf,
         _owned,
@@ -105,7 +106,8 @@ class _Walk:
         try:
             entries = _entries(fd, path, self.guard)
             steps = _owned(fd, path, [n for n, is_dir in entries
-                                      if is_dir and _STEP_DIR.match(n)], self.guard, self.logged)
+                                      if (_STEP_DIR if is_dir else _STEP_FILE).match(n)],
+                           self.guard, self.logged)
             steps = _finished_hf(fd, path, steps, self.guard)
             steps = _finished_dcp(fd, path, steps, self.guard)
         except (OSError, Refused, Hung) as exc:
