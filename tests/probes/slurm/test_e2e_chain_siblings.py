@@ -11,8 +11,8 @@ array's ``N_*`` in a restart chain, read through ``jobtables sweep --format json
   at that time already): its restart.
 
 Real ``--time=1`` jobs (their TIMEOUT brought forward with ``end_now``), each case in its own
-workdir so that no other job's end there explains a release. Only this module's ids are
-cancelled.
+workdir so that no other job's end there explains a release; the sibling and the array's
+cases through ``jobtables job ID`` too. Only this module's ids are cancelled.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from probes.models import JobState
 from probes.slurm.transport import SshRunner
 from tests.probes.slurm.conftest import SlurmEnv
 from tests.probes.slurm.test_e2e import _cleanup, _cli_sweep, _config_toml, _wait_for, end_now
+from tests.probes.slurm.test_e2e_multi_dependency import _job_row
 
 BODY = "#!/bin/bash\necho 'step 1'\nsleep 600\n"
 
@@ -55,6 +56,8 @@ class Swept:
     dependency: str | None
     """``resume``'s Dependency as squeue printed it then."""
     begin_reason: str | None
+    one: dict[str, dict[str, Any]]
+    """cell1's and trainer's rows as ``jobtables job ID`` reads each then."""
 
 
 async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
@@ -106,8 +109,9 @@ def swept(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory) -> Iter
         by_id = {j["job_id"]: j for j in _cli_sweep(config)["jobs"]}
         dependency = asyncio.run(_squeue(slurm_env, ids["resume"], "Dependency"))
         reason = asyncio.run(_squeue(slurm_env, ids["beg_next"], "Reason"))
+        one = {key: _job_row(config, ids[key]) for key in ("cell1", "trainer")}
         yield Swept(ids, {k: by_id[i] for k, i in ids.items() if i in by_id}, dependency,
-                    reason)
+                    reason, one)
     finally:
         asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
@@ -119,9 +123,9 @@ def _continued(row: dict[str, Any], successor: str) -> None:
 
 
 def test_a_sibling_cell_s_restart_continues_no_timeout_of_another_cell(swept: Swept) -> None:
-    row = swept.rows["cell1"]
-    assert row["state"] == "TIMEOUT" and row["successor"] is None, row["trend"]
-    assert row["verdict"] == "failed" and "chain-restart" not in row["flags"], row
+    for row in (swept.rows["cell1"], swept.one["cell1"]):
+        assert row["state"] == "TIMEOUT" and row["successor"] is None, row["trend"]
+        assert row["verdict"] == "failed" and "chain-restart" not in row["flags"], row
 
 
 def test_a_numbered_resume_queued_afterany_continues_its_run(swept: Swept) -> None:
@@ -132,6 +136,7 @@ def test_a_job_left_waiting_on_an_array_continues_the_timeout(swept: Swept) -> N
     """SLURM dropped the met element: the resume names the array only."""
     assert swept.dependency == f"afterany:{swept.ids['shards']}_*(unfulfilled)"
     _continued(swept.rows["trainer"], swept.ids["resume"])
+    _continued(swept.one["trainer"], swept.ids["resume"])
 
 
 def test_the_run_s_copy_queued_with_begin_continues_it(swept: Swept) -> None:
