@@ -5,34 +5,32 @@ verbatim, so a recording carries no other user's jobs and replays through the sa
 ``SlurmProbe.capture`` gathers; ``record`` writes what it captured.
 
 A recording holds other users' job names, paths and log tails, so it is written for its owner
-only: the directory 0700, each file 0600, every file opened below the directory's own
-descriptor with ``O_NOFOLLOW`` (a symlink planted inside DIR is refused, never written
-through). A non-empty DIR that is not a recording (no ``cluster.json`` of this format) is
-refused before anything connects. Nothing from the environment is captured: the files hold
-what the scheduler and the collector answered, and the meta below.
+only (``probes.recording_files``: the directory 0700, each file 0600, no planted link written
+through, a non-empty DIR that is not a recording refused before anything connects). Nothing
+from the environment is captured: the files hold what the scheduler and the collector
+answered, and the meta below.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from probes.config import SlurmCluster
-from probes.errors import ProbeError
 from probes.ids import scheduler_job
 from probes.models import SchedulerRecord
+from probes.recording_files import RecordingRefused, check_dest, to_json, write_files
 from probes.slurm.parse import record_from_squeue
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.scontrol import parse_scontrol_all
 from probes.slurm.snapshot import Snapshot
 from probes.slurm.transport import RunnerFactory
+
+__all__ = ["RecordingRefused", "check_dest", "record", "write_recording"]
 
 
 def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[str],
@@ -49,90 +47,12 @@ def write_recording(dest: Path, meta: dict[str, Any], snap: Snapshot, keep: set[
     else:
         squeue = _synthesized_squeue([r for r in snap.records if r.job_id in keep])
     lines = [ln for ln in snap.scontrol.splitlines() if parse_scontrol_all(ln).keys() & keep]
-    files = {"cluster.json": _json(meta), "squeue.json": _json(squeue),
+    files = {"cluster.json": to_json(meta), "squeue.json": to_json(squeue),
              "scontrol.txt": "".join(f"{ln}\n" for ln in lines),
-             "collected.json": _json({"protocol": 1, "jobs": collected})}
+             "collected.json": to_json({"protocol": 1, "jobs": collected})}
     if snap.sacct:
-        files["sacct.json"] = _json(_only_jobs(json.loads(snap.sacct), keep, name, now))
-    fd = _open_dest(dest)
-    try:
-        for file_name, text in files.items():
-            _write_private(fd, file_name, text)
-        for file_name in RECORDING_FILES - files.keys():  # an earlier recording's, else mixed in
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(file_name, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-RECORDING_FILES = frozenset({"cluster.json", "squeue.json", "scontrol.txt", "collected.json",
-                             "sacct.json"})
-"""Every file a recording may hold: re-recorded in place, those this one does not write are
-removed (a cluster's ``sacct.json`` from last time would replay as this recording's)."""
-
-
-def check_dest(dest: Path) -> None:
-    """Refuse a DIR that is a symlink, not a directory, or non-empty and not a recording."""
-    if dest.is_symlink():
-        raise RecordingRefused(f"{dest} is a symbolic link: not written through")
-    if not dest.exists():
-        return
-    if not dest.is_dir():
-        raise RecordingRefused(f"{dest} exists and is not a directory")
-    if any(dest.iterdir()) and not _is_recording(dest / "cluster.json"):
-        raise RecordingRefused(f"{dest} is not empty and is not a recording: refusing to"
-                               " write into it")
-
-
-def _is_recording(path: Path) -> bool:
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8")) if not path.is_symlink() else None
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and meta.get("format") == 1 and "recorded_at" in meta
-
-
-def _open_dest(dest: Path) -> int:
-    """DIR created 0700 (or tightened to it), opened without following a link."""
-    check_dest(dest)
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            dest.mkdir(mode=0o700)
-        fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:  # a parent that is a file, no permission, a read-only or full disk
-        raise RecordingRefused(f"cannot create {dest}: {exc.strerror or exc}") from exc
-    try:
-        os.fchmod(fd, 0o700)
-    except OSError as exc:
-        os.close(fd)
-        raise RecordingRefused(f"cannot create {dest}: {exc.strerror or exc}") from exc
-    return fd
-
-
-def _write_private(dir_fd: int, name: str, text: str) -> None:
-    """One file 0600 under ``dir_fd``; a symlink (or anything not a regular file) there is
-    refused, never written through."""
-    try:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600,
-                     dir_fd=dir_fd)
-    except OSError as exc:
-        raise RecordingRefused(f"cannot write {name} in the recording: {exc}") from exc
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # a hard link: someone else's
-            raise RecordingRefused(f"{name} in the recording is not a file of its own")
-        os.fchmod(fd, 0o600)
-        fh.truncate(0)
-        fh.write(text)
-
-
-def _json(data: Any) -> str:
-    return json.dumps(data, indent=1) + "\n"
-
-
-class RecordingRefused(ProbeError):
-    """DIR cannot safely hold a recording (the message says why)."""
+        files["sacct.json"] = to_json(_only_jobs(json.loads(snap.sacct), keep, name, now))
+    write_files(dest, files)
 
 
 def _only_jobs(data: Mapping[str, Any], keep: set[str], cluster: str, now: datetime,

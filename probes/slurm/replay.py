@@ -16,21 +16,19 @@ Directory format (version 1)::
     collected.json   the batched file read (probes/collector.py's answer): per job id its
                      log tail, workdir match, checkpoint listings and reduced trial results
 
-A recording travels (a bug report): its files are read as data from someone else. Each is
-opened below the directory's own descriptor with ``O_NOFOLLOW``: a symbolic link inside it is
-refused, never followed (the directory the config names may itself be a link). A file that is
-not a regular file (a FIFO, a device, a directory) or is larger than :data:`MAX_FILE_BYTES`
-is refused before it is read; a file that is not UTF-8 or not of its shape names itself.
+A recording travels (a bug report): its files are read as data from someone else
+(``probes.recording_files``): each is opened below the directory's own descriptor with
+``O_NOFOLLOW``: a symbolic link inside it is refused, never followed (the directory the config
+names may itself be a link). A file that is not a regular file (a FIFO, a device, a directory)
+or is larger than :data:`MAX_FILE_BYTES` is refused before it is read; a file that is not
+UTF-8 or not of its shape names itself.
 Each is the cluster's ``unreachable`` detail. An entry of ``collected.json`` that is no
 object fails that job's fetch only, as a garbled line of the live collector's answer does.
 """
 
 from __future__ import annotations
 
-import errno
-import json
 import os
-import stat
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +37,7 @@ from typing import Any
 from probes.config import ReplayCluster
 from probes.errors import CommandError, ProbeError
 from probes.models import ClusterFacts, JobFacts, SchedulerRecord
+from probes.recording_files import open_recording, read_json, read_text
 from probes.slurm.answer import unreadable
 from probes.slurm.assemble import job_facts
 from probes.slurm.early import off_loop
@@ -108,64 +107,20 @@ def _recorded_at(meta: Mapping[str, Any]) -> datetime | None:
 
 
 def _read_text(root_fd: int, name: str) -> str | None:
-    """The text of the recording's file ``name`` (``None`` when absent), read as the module
-    policy says: no link followed, only a regular file, at most :data:`MAX_FILE_BYTES`."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     dir_fd=root_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CommandError(f"recording file {name} is a symbolic link: not followed (a "
-                               "recording's files are its own)") from exc
-        raise CommandError(f"recording file {name} is unreadable: {exc.strerror}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CommandError(f"recording file {name} is not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise CommandError(f"recording file {name} is {info.st_size} bytes, over the "
-                               f"{MAX_FILE_BYTES} a recording file may hold")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_FILE_BYTES:  # a file that grows while read is bounded too
-            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_FILE_BYTES:
-            raise CommandError(f"recording file {name} grew past the {MAX_FILE_BYTES} bytes a "
-                               "recording file may hold")
-    except OSError as exc:
-        raise CommandError(f"recording file {name} is unreadable: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"recording file {name} is not UTF-8 text: {exc}") from exc
+    """The recording's file ``name`` (``None`` when absent), at most :data:`MAX_FILE_BYTES`
+    (``probes.recording_files``: no link followed, only a regular file)."""
+    return read_text(root_fd, name, MAX_FILE_BYTES)
 
 
 def _read_json(root_fd: int, name: str) -> Any:
-    text = _read_text(root_fd, name)
-    if text is None:
-        raise CommandError(f"recording is missing {name}")
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise CommandError(f"recording file {name} is unreadable: {exc}") from exc
+    return read_json(root_fd, name, MAX_FILE_BYTES)
 
 
 def load_recording(
     root: Path, cluster_name: str,
 ) -> tuple[dict[str, Any], list[SchedulerRecord], dict[str, Any]]:
     """Read a recording: ``(cluster.json, records, collected jobs by id)``."""
-    try:
-        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise CommandError(f"{root}: no such recording directory") from exc
+    root_fd = open_recording(root)
     try:
         return _load(root_fd, root, cluster_name)
     finally:
