@@ -39,7 +39,8 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    end); a job of its own name queued before it started that never waited is a copy beside
    it (``_queued_beside``). The run's own name goes first.
    A ``--begin`` time is no release (:data:`BEGIN_REASON`): the run's own copy queued so is
-   its restart (SLURM starts it whatever the predecessor did); another name's is none.
+   its restart (SLURM starts it whatever the predecessor did), a sibling cell's is none, and
+   another name tied by ``--output`` only when it begins after the end (``_begins_after``).
 
 4. a job that waited on it together with other jobs (``-d afterany:A:B``, or the OR list
    ``afterany:A?afterany:B``): SLURM deletes each met element of an AND list (``afterany:A:B``

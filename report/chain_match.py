@@ -308,6 +308,16 @@ def _queued_beside(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
             and _utc(candidate.eligible_time) <= submitted)
 
 
+def _begins_after(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
+    """A job pending on its ``--begin`` held past ``record``'s end (``-d afterany:A
+    --begin=...``: SLURM clears the met dependency and leaves ``BeginTime``) by its
+    ``--output`` template alone, of another name stem: the run's log template ties it to the
+    run. A numbered sibling (``exp-2`` of ``exp-1``) is another cell by its name."""
+    return (name_stem(candidate.name) != name_stem(record.name)
+            and candidate.eligible_time is not None and record.end_time is not None
+            and _utc(candidate.eligible_time) >= _utc(record.end_time) - timedelta(seconds=1))
+
+
 def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:
     """SLURM's evidence that ``candidate``, of another name than ``record``'s run, continues
     it: queued once it had ended (by its epilogue, or by hand), or held until its end
@@ -318,12 +328,14 @@ def _held_for(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainI
     submission: pending for room only, or running since), was made eligible at another moment,
     waits on other jobs or on a ``--begin`` time, ran or waits beside it: a grid's cell, a
     seed. Only when SLURM's record gives no eligible time do the name and StdOut pattern
-    decide."""
+    decide. One pending on a ``--begin`` time: :func:`_begins_after`."""
     if record.end_time is None or candidate.submit_time is None:
         return False
     if _utc(candidate.submit_time) >= _utc(record.end_time) - timedelta(seconds=1):
         return True
-    if _still_waiting(candidate) or _waits_for_begin(candidate):
+    if _waits_for_begin(candidate):
+        return _begins_after(record, candidate)
+    if _still_waiting(candidate):
         return False
     if candidate.eligible_time is None:
         return True

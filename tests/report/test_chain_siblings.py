@@ -24,7 +24,7 @@ from typing import Any
 
 from probes.models import JobFacts
 from report.models import JobReport
-from tests.report.test_chain_multi_dependency import A_END, T0, _job, _rows
+from tests.report.test_chain_multi_dependency import A_END, T0, W, _job, _rows
 
 W2 = "/home/jobtables/jt-tests/chains-exp/s2"
 
@@ -238,3 +238,16 @@ def test_a_count_appended_to_a_numbered_cell_is_its_resume() -> None:
     mine = _room(395, "rl-exp-1.2", submit_time=A_END + 20)
     theirs = _room(394, "rl-exp-2.2", submit_time=A_END + 10)
     _continued(_rows(CELL_1, theirs, mine)["391"], "395")
+
+
+def test_a_renamed_resume_tied_by_its_output_and_begun_after_the_end_continues_it() -> None:
+    """Jobs 1881/1882 on the real cluster: ``-d afterany:1881 --begin=now+5minutes``, another
+    name, the run's ``--output`` template. While 1881 ran: ``Dependency`` ``afterany:1881``,
+    eligible at the begin time already; once it timed out, ``Dependency`` cleared, reason
+    ``BeginTime``. Held past the end and tied to the run by its log template: its restart."""
+    out = {"standard_output": f"{W}/bd-%j.out"}
+    a = _job(1881, "rl-bd-a", "TIMEOUT", **out)
+    b = _begun(1882, "rl-bd-resume-other", A_END + 240, **out)
+    _continued(_rows(a, b)["1881"], "1882")
+    early = _begun(1882, "rl-bd-resume-other", A_END - 30, **out)
+    _failed(_rows(a, early)["1881"])
