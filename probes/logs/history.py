@@ -37,6 +37,7 @@ from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
 from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATE, maxtext_total, parse_step_pairs
 from probes.logs.progress import EPISODE_BAR, training_desc
+from probes.logs.rich_panel import MetricsPanel, is_panel_top
 from probes.logs.scan_patterns import (
     BANNER_RE,
     BATCH_GATES,
@@ -71,6 +72,8 @@ class MetricScan(SummaryScan):
     own stamp, else the last one before it (vLLM's access lines carry none).
     """
 
+    panel: MetricsPanel | None = None
+    """open-instruct's ``Metrics`` panel being read (``probes.logs.rich_panel``)."""
     slime_args = SlimeArgs()
     """The printed arguments giving slime's total steps (``probes.logs.slime_lines``)."""
 
@@ -83,6 +86,8 @@ class MetricScan(SummaryScan):
         if line_no == self.engine_line:
             self._read_engine_line()
         if self.yaml_step is not None and self._yaml_line(body, line_no):
+            return
+        if (self.panel is not None or body[:1] == "╭") and self._panel_line(body, line_no, stamp):
             return
         if body.endswith(_BRACKET_ENDS) and self._bracket_header(body, line_no, stamp):
             return
@@ -236,7 +241,7 @@ class MetricScan(SummaryScan):
         self.dict_lines, self.header, self.pending_reward = None, None, None
         self.pending_status, self.nemo, self.ds_losses = None, None, (0.0, 0)
         self.hf_prev, self.hf_unanchored, self.hf_saved = None, [], None
-        self.hf_cadence, self.yaml_step = HfCadence(), None
+        self.hf_cadence, self.yaml_step, self.panel = HfCadence(), None, None
         if at is not None:
             self.clock.reference = self.clock.last = at
 
@@ -246,6 +251,28 @@ class MetricScan(SummaryScan):
         if step is None:
             return False
         self.yaml_step = YamlStep(step, line_no)
+        return True
+
+    def _panel_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
+        """open-instruct's ``Metrics`` panel (``probes.logs.rich_panel``): its top opens it,
+        its lines are read into it, its bottom makes it the step's point; whether the line
+        was the panel's."""
+        panel = self.panel
+        if panel is None:
+            if not is_panel_top(body):
+                return False
+            self.panel = MetricsPanel(line_no)
+            return True
+        read = panel.read(body, line_no)
+        if read:
+            return True
+        self.panel = None
+        if read is None:
+            return self._panel_line(body, line_no, stamp)  # a new panel's top, or no panel line
+        found = panel.metrics()
+        if found is not None:
+            self._mark("open-instruct")
+            self._record(found[0], found[1], panel.line_no, stamp)
         return True
 
     def _late_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:

@@ -39,6 +39,7 @@ from probes.logs.history import MetricScan
 from probes.logs.lines import TqdmBar
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
+from probes.logs.rich_panel import MetricsPanel
 from probes.logs.scan_core import Plan
 from probes.logs.scan_episodes import EpisodeResume
 from probes.logs.slime_lines import SlimeArgs
@@ -158,6 +159,9 @@ class MetricCarry(Carried):
     yaml_step: tuple[int, int, int, tuple[str, ...], dict[str, float]] | None = None
     """EasyR1's open step block (``MetricScan.yaml_step``): step, header and last line,
     keys open, metrics read."""
+    panel: tuple[int, int, tuple[str, ...]] | None = None
+    """open-instruct's open ``Metrics`` panel (``probes.logs.rich_panel.MetricsPanel``): top
+    and last line, the inner lines read."""
     bracket_step: tuple[int, int, int, dict[str, float], bool, datetime | None] | None = None
     """A bracketed header's open block (``probes.logs.bracket_lines.BracketStep``): step,
     header and last line, metrics read, step from ``time/batch``, the header's stamp."""
@@ -403,6 +407,8 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         dict_lines=None if scan.dict_lines is None else tuple(scan.dict_lines),
         dict_line_no=scan.dict_line_no, yaml_step=_yaml_carry(scan.yaml_step),
         bracket_step=_bracket_carry(scan.yaml_step),
+        panel=None if scan.panel is None else (
+            scan.panel.line_no, scan.panel.last, tuple(scan.panel.rows)),
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation,
@@ -504,6 +510,8 @@ def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
     if carry.yaml_step is not None:
         step, line_no, last, path, values = carry.yaml_step
         scan.yaml_step = YamlStep(step, line_no, last, list(path), dict(values))
+    if carry.panel is not None:
+        scan.panel = MetricsPanel(carry.panel[0], carry.panel[1], list(carry.panel[2]))
     if carry.bracket_step is not None:
         step, line_no, last, read, by_batch, at = carry.bracket_step
         scan.yaml_step = BracketStep(step, line_no, last, dict(read), by_batch=by_batch, at=at)

@@ -139,6 +139,15 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "optim/total_grad_norm": ("grad_norm", 1),
     "optim/learning_rate_group0": ("learning_rate", 1),
     "sec_per_step": ("sec_per_step", 2),
+    # open-instruct's GRPO panel (open_instruct/grpo_fast.py, data_loader.py): ``scores`` is
+    # the mean reward of the step's responses; its entropy, policy loss and clip fraction are
+    # token-weighted means over the learners; ``val/sequence_lengths`` the mean response length
+    "scores": ("reward", 1),
+    "policy/entropy_avg": ("entropy", 0),
+    "loss/policy_avg": ("policy_loss", 0),
+    "optim/grad_norm": ("grad_norm", 1),
+    "policy/clipfrac_avg": ("clip_ratio", 0),
+    "val/sequence_lengths": ("avg_num_tokens", 1),
 }
 
 # Families printed under varying prefixes (fork-specific ``tis/``, ``policy/tis/``, ...).

@@ -19,6 +19,7 @@ from probes.logs.litgpt_lines import LITGPT_GATE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.pair_lines import MAXTEXT_STEPS
 from probes.logs.prefilter import NeedleFilter
+from probes.logs.rich_panel import PANEL_GATES
 from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_FINISH, TITAN_INIT, TITAN_START
 
@@ -28,7 +29,7 @@ BANNER_RE = re.compile(
 )
 CHECKPOINT_RE = re.compile(
     r"(?i)(?:\bsav(?:ed|ing|e)\b.{0,300}?|local_global_step_folder:\s*\S{0,300}?)"
-    r"(?:global_step_|checkpoint-)(\d{1,12})"
+    r"(?:global_step_|checkpoint-|/step_)(\d{1,12})"
     r"|(?i:sav(?:ed|ing) checkpoint)\b.{0,80}?\bstep[ _=:]{0,3}(\d{1,12})"
 )
 SAMPLES_RE = re.compile(r"\bn_samples_per_prompt['\"]?\s*[:=]\s*(\d{1,6})")
@@ -133,7 +134,7 @@ METRIC_LINES = NeedleFilter(
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
-        *BRACKET_GATES, LITGPT_GATE, MAXTEXT_STEPS,
+        *BRACKET_GATES, LITGPT_GATE, MAXTEXT_STEPS, *PANEL_GATES,
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a

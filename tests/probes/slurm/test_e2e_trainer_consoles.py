@@ -1,9 +1,10 @@
-"""Four trainers' consoles outside the recorded fixtures, replayed by real sbatch jobs and read
+"""Five trainers' consoles outside the recorded fixtures, replayed by real sbatch jobs and read
 through ``jobtables sweep --format json`` on the real SLURM over SSH.
 
 Each job prints its trainer's log and stays RUNNING: ROLL (JSON metric dicts behind its
 logger's prefix), llm-foundry/Composer (``[batch=N/T]:`` blocks), LitGPT (``Epoch 1 | iter I
-step S | loss train: ...``) and MaxText (``completed step: N, seconds: ..., loss: ...``). Before
+step S | loss train: ...``), MaxText (``completed step: N, seconds: ..., loss: ...``) and
+open-instruct's GRPO (a rich ``Metrics`` panel, wrapped at 80 columns). Before
 they were read each row had no step and no metric (buffering). The module cancels only its own
 jobs and removes its directories.
 """
@@ -24,12 +25,14 @@ import pytest
 from tests.probes.logs.test_bracket_blocks import composer_log
 from tests.probes.logs.test_litgpt_lines import litgpt_log
 from tests.probes.logs.test_prefixed_dicts import roll_log
+from tests.probes.logs.test_rich_panel import open_instruct_log
 from tests.probes.logs.test_step_pairs import maxtext_log
 from tests.probes.slurm.conftest import ROOT, SlurmEnv
 from tests.probes.slurm.test_onejob import _ssh
 
 LOGS = {"rl-roll-rlvr": roll_log(40), "sft-foundry-mpt": composer_log(140),
-        "sft-litgpt-lora": litgpt_log(60), "sft-maxtext-llama": maxtext_log(60)}
+        "sft-litgpt-lora": litgpt_log(60), "sft-maxtext-llama": maxtext_log(60),
+        "rl-open-instruct-grpo": open_instruct_log(30)}
 
 
 async def _submit(env: SlurmEnv, run_dir: str, name: str, text: str) -> str:
@@ -124,3 +127,15 @@ def test_maxtext_row(rows: dict[str, dict[str, Any]]) -> None:
     assert (row["bucket"], row["step"], row["total_steps"]) == ("sft", 59, 200)
     assert row["metrics"]["loss"] == pytest.approx(8.0 - 59 / 50)
     assert row["metrics"]["sec_per_step"] == pytest.approx(1.15)
+
+
+def test_open_instruct_row(rows: dict[str, dict[str, Any]]) -> None:
+    row = rows["rl-open-instruct-grpo"]
+    assert (row["bucket"], row["step"], row["total_steps"]) == ("rl", 30, None)
+    metrics = row["metrics"]
+    assert metrics["reward"] == pytest.approx(0.44)
+    assert metrics["entropy"] == pytest.approx(0.48)
+    assert metrics["grad_norm"] == pytest.approx(0.18)
+    assert metrics["policy_loss"] == pytest.approx(-0.01)
+    assert metrics["sec_per_step"] == pytest.approx(265.3)
+    assert row["verdict"] != "buffering"
