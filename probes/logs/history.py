@@ -35,7 +35,7 @@ from probes.logs.lines import (
 )
 from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
-from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATE, maxtext_total, parse_step_pairs
+from probes.logs.pair_lines import MAXTEXT_STEPS, maxtext_total, parse_step_pairs
 from probes.logs.progress import EPISODE_BAR, training_desc
 from probes.logs.rich_panel import MetricsPanel, is_panel_top
 from probes.logs.scan_patterns import (
@@ -277,8 +277,8 @@ class MetricScan(SummaryScan):
 
     def _late_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """``feed``'s last step readers, for a line no earlier one took: LitGPT's step line,
-        a line of ``name: number`` pairs with a step (MaxText's; its ``Config param steps``
-        total) and a logger-prefixed one-line dict; whether one read it."""
+        a line of ``name: number`` pairs with a step (MaxText's, nanotron's; MaxText's
+        ``Config param steps`` total) and a logger-prefixed one-line dict; whether one read it."""
         if LITGPT_GATE in body:
             litgpt = parse_litgpt(body)
             if litgpt is not None:
@@ -288,11 +288,13 @@ class MetricScan(SummaryScan):
                 if stepped:
                     self._mark("litgpt")  # from here on, only the steps' own lines
                 return True
-        if PAIRS_GATE in body:
+        if "step: " in body or "iteration: " in body or "iter: " in body:  # PAIRS_GATES
             pairs = parse_step_pairs(body)
             if pairs is not None:
                 self._mark("step-pairs")
-                self._record(pairs[0], pairs[1], line_no, stamp)
+                if pairs[1]:
+                    self.banner_total = pairs[1]
+                self._record(pairs[0], pairs[2], line_no, stamp)
                 return True
         if MAXTEXT_STEPS in body:
             self.banner_total = maxtext_total(body) or self.banner_total

@@ -1,40 +1,62 @@
-"""A step line of comma-separated ``name: number`` pairs, the step among them.
+"""A step line of ``name: number`` pairs separated by ``, `` or `` | ``, the step among them.
 
-MaxText (AI-Hypercomputer/maxtext ``MetricLogger.log_metrics``) ends each training step with
-``completed step: 12, seconds: 1.150, TFLOP/s/device: 470.000, Tokens/s/device: 57000.000,
-total_weights: 65536, loss: 7.890`` (zero-based: the step as printed), and prints its config
-one ``Config param <key>: <value>`` line a key (``steps``: the run's total).
+- MaxText (AI-Hypercomputer/maxtext ``MetricLogger.log_metrics``) ends each training step with
+  ``completed step: 12, seconds: 1.150, TFLOP/s/device: 470.000, Tokens/s/device: 57000.000,
+  total_weights: 65536, loss: 7.890`` (zero-based: the step as printed), and prints its
+  config one ``Config param <key>: <value>`` line a key (``steps``: the run's total).
+- nanotron (huggingface/nanotron ``trainer.py`` ``train_step_logs``) logs ``iteration: 10 / 1000
+  | consumed_tokens: 1.31M | elapsed_time_per_iteration_ms: 1.23K | ... | lm_loss: 10.4 | lr:
+  0.0003 | ... | grad_norm: 1.23`` (``human_format``: K, M, G suffixes), behind its logger's
+  ``[INFO|DP=0|PP=0|TP=0|host]: `` and torchrun's ``[default0]:``.
 
-Policy: general, not MaxText's alone: a line holding at least three ``name: number`` pairs
-separated by ``, ``, one of them named ``step`` or ``<word> step``, is a step's point. A pair
-named ``seconds`` is the step's time. Fewer pairs, or no step pair, is no step line (an epoch
-summary, a memory report).
+Policy: general, not these trainers' alone: a line holding at least three ``name: number``
+pairs, one of them the step (``step``, ``<word> step``, ``iteration``, ``iter``; ``N`` or ``N /
+T``, T the run's total), is the step's point; a ``seconds`` pair (MaxText's) or
+``elapsed_time_per_iteration_ms`` (nanotron's) is the step's time. Fewer pairs, or no step pair,
+is no step line (an epoch summary, a memory report).
 """
 
 from __future__ import annotations
 
 import re
 
-PAIRS_GATE = "step: "
+PAIRS_GATES = ("step: ", "iteration: ", "iter: ")
 MAXTEXT_STEPS = "Config param steps: "
 """MaxText's printed ``steps``: the run's total steps."""
 
 _PAIR_RE = re.compile(
-    r"(?:^|, |\] |\s)([A-Za-z][\w/.%()\-]{0,40}(?: [A-Za-z][\w/.%()\-]{0,40}){0,2}): "
-    r"(-?\d{1,15}(?:\.\d{1,12})?(?:e[-+]?\d{1,3})?|nan|-?inf)(?=,|\s*$)")
-_STEP_NAMES = frozenset({"step", "completed step", "train step", "training step"})
-_TIME_NAMES = {"seconds": "sec_per_step"}
+    r"(?:^|, |\| |\] |\s)([A-Za-z][\w/.%()\-]{0,60}(?: [A-Za-z][\w/.%()\-]{0,40}){0,2}): "
+    r"(-?\d{1,15}(?:\.\d{1,12})?(?:e[-+]?\d{1,3})?[KMGT]?(?: / \d{1,15})?|nan|-?inf)"
+    r"(?=,| \||\s*$)")
+_STEP_NAMES = ("step", "completed step", "train step", "training step", "iteration", "iter")
+_TIMES = {"seconds": 1.0, "elapsed_time_per_iteration_ms": 0.001}
+"""Step-time pairs: the factor to seconds."""
+_SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
-def parse_step_pairs(body: str) -> tuple[int, dict[str, float]] | None:
-    """(the step, its other pairs by name) of a step-pairs line, else None."""
-    pairs = {name: value for name, value in _PAIR_RE.findall(body)}
+def parse_step_pairs(body: str) -> tuple[int, int | None, dict[str, float]] | None:
+    """(the step, the run's total if the step pair gives one, the other pairs by name) of a
+    step-pairs line, else None."""
+    pairs = dict(_PAIR_RE.findall(body))
     if len(pairs) < 3:
         return None
-    step = next((pairs.pop(name) for name in _STEP_NAMES if name in pairs), None)
-    if step is None or not step.isdigit():
+    shown = next((pairs.pop(name) for name in _STEP_NAMES if name in pairs), None)
+    if shown is None:
         return None
-    return int(step), {_TIME_NAMES.get(name, name): float(value) for name, value in pairs.items()}
+    done, _, total = shown.partition(" / ")
+    if not done.isdigit():
+        return None
+    values: dict[str, float] = {}
+    for name, text in pairs.items():
+        if " / " in text:
+            continue
+        scale = _SCALE.get(text[-1:], 1.0)
+        number = float(text[:-1] if scale != 1.0 else text) * scale
+        if name in _TIMES:
+            values["sec_per_step"] = number * _TIMES[name]
+        else:
+            values[name] = number
+    return int(done), int(total) if total else None, values
 
 
 def maxtext_total(body: str) -> int | None:

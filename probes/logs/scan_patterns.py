@@ -17,7 +17,7 @@ from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.litgpt_lines import LITGPT_GATE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
-from probes.logs.pair_lines import MAXTEXT_STEPS
+from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATES
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.rich_panel import PANEL_GATES
 from probes.logs.slime_lines import ARGS_GATE
@@ -134,7 +134,7 @@ METRIC_LINES = NeedleFilter(
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
-        *BRACKET_GATES, LITGPT_GATE, MAXTEXT_STEPS, *PANEL_GATES,
+        *BRACKET_GATES, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a

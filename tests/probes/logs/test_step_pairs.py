@@ -63,3 +63,35 @@ def test_two_pairs_or_no_step_key_is_no_step_line(read) -> None:
     text = "".join(f"epoch: {i}, loss: 2.5\nmemory: 12.5, tokens: {i}, loss: 1.0\n"
                    for i in range(10))
     assert not read(text).points
+
+
+def nanotron_log(steps: int) -> str:
+    """nanotron's iteration lines (trainer.py train_step_logs, human_format's K/M/G), behind
+    its logger's prefix and torchrun's ``[default0]:``."""
+    return "".join(
+        f"[default0]:12/05/2026 03:{10 + s // 6:02d}:{s % 6 * 10:02d} [INFO|DP=0|PP=0|TP=0|"
+        f"nid001]: iteration: {s} / 1000 | consumed_tokens: {s * 0.52:.3g}M | "
+        "elapsed_time_per_iteration_ms: 10K | tokens_per_sec: 52.4K | tokens_per_sec_per_gpu: "
+        f"6.55K | global_batch_size: 128 | lm_loss: {10.4 - s / 20:.4g} | lr: 0.0003 | "
+        "model_tflops_per_gpu: 120 | hardware_tflops_per_gpu: 120 | grad_norm: 1.23 | "
+        "cuda_memory_allocated: 21.5G\n" for s in range(1, steps + 1))
+
+
+@pytest.mark.parametrize("read", READS)
+def test_nanotron_iteration_lines(read) -> None:
+    summary = read(nanotron_log(60))
+    last = summary.points[-1]
+    assert last.step == 60
+    assert last.values["loss"] == pytest.approx(10.4 - 60 / 20)
+    assert last.values["grad_norm"] == pytest.approx(1.23)
+    assert last.values["learning_rate"] == pytest.approx(0.0003)
+    assert last.values["sec_per_step"] == pytest.approx(10.0)  # 10K ms
+    assert summary.total_steps == 1000
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_piped_step_line(read) -> None:
+    text = "".join(f"INFO train.py:88 step: {s} | loss: {3 - s / 100:.4f} | lr: 2e-05 | "
+                   f"grad_norm: 0.71\n" for s in range(1, 21))
+    last = read(text).points[-1]
+    assert (last.step, last.values["loss"]) == (20, pytest.approx(2.8))
