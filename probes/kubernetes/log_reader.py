@@ -17,9 +17,9 @@ from collections.abc import Mapping
 
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, ProbeError, UnreachableError
+from probes.kubernetes.api import KubeApi
 from probes.kubernetes.api_errors import NoAnswerError
 from probes.kubernetes.attempts import FailedRank
-from probes.kubernetes.client import KubeClient
 from probes.kubernetes.pod_logs import log_container, log_fetch_problem
 from probes.kubernetes.views import PodView
 from probes.logs.excerpt import retain
@@ -33,7 +33,7 @@ RANK_ERROR_CHARS = 200
 class LogReader:
     """The log reads of one sweep of one cluster, through its client (one call at a time)."""
 
-    def __init__(self, api: KubeClient, cluster: KubernetesCluster,
+    def __init__(self, api: KubeApi, cluster: KubernetesCluster,
                  aliases: Mapping[str, str], *, whole_tail: bool = False) -> None:
         self._api = api
         self._cluster = cluster

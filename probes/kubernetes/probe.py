@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.ids import validate_job_id
+from probes.kubernetes.api import KubeApi
 from probes.kubernetes.api_errors import ForbiddenError, NotFoundError
 from probes.kubernetes.attempts import failed_rank
 from probes.kubernetes.client import KubeClient
@@ -93,6 +94,7 @@ class KubernetesProbe(VanishedJobs):
         clock: Callable[[], datetime] | None = None,
         vanished: set[str] | None = None,
         aliases: Mapping[str, str] | None = None,
+        api: KubeApi | None = None,
         **_: Any,
     ) -> None:
         self._cluster = cluster
@@ -104,7 +106,8 @@ class KubernetesProbe(VanishedJobs):
         self._gone: dict[str, SchedulerRecord] = {}
         """Jobs found vanished, kept in the report as terminated jobs are (``recent_hours``)."""
         self._cancelled: set[str] = set()
-        self._api = KubeClient(cluster)
+        self._api: KubeApi = api or KubeClient(cluster)
+        """The API server's answers (``probes.kubernetes.api``: live, or a recording's)."""
         self._logs = LogReader(self._api, cluster, self._aliases)
         """This sweep's log reads (a new reader each sweep: its outages are the sweep's)."""
         self._jobsets_refused: str | None = None
@@ -282,7 +285,7 @@ class KubernetesProbe(VanishedJobs):
         scheduled sweeps, ``/job`` and the cancel buttons, and a deep probe reads the same
         API server with a probe of its own; the calls stay one at a time (the seed), and
         the per-sweep state above and the client's budget are one answer's."""
-        return _turn_of(self._cluster)
+        return _turn_of(self._api.turn_key)
 
     async def aclose(self) -> None:
         """Close the HTTP session, after the sweep or call under way if it ends within
@@ -387,13 +390,13 @@ class KubernetesProbe(VanishedJobs):
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
 
 
-_TURNS: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str | None, str | None],
+_TURNS: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str | None, ...],
                                                        asyncio.Lock]] = WeakKeyDictionary()
 """Per event loop, the lock of each API server (kubeconfig, context) probes take turns on."""
 
 
-def _turn_of(cluster: KubernetesCluster) -> asyncio.Lock:
-    """The lock of the API server ``cluster`` reaches, on the running event loop (a lock is
-    bound to the loop it first waits on; tests run a loop each)."""
+def _turn_of(server: tuple[str | None, ...]) -> asyncio.Lock:
+    """The lock of the API server ``server`` names (``KubeApi.turn_key``), on the running
+    event loop (a lock is bound to the loop it first waits on; tests run a loop each)."""
     locks = _TURNS.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault((cluster.kubeconfig, cluster.context), asyncio.Lock())
+    return locks.setdefault(server, asyncio.Lock())

@@ -54,6 +54,11 @@ class KubeSession:
         self._reload = False
         """A 401 on credentials an earlier sweep loaded: the next request loads them again."""
 
+    @property
+    def turn_key(self) -> tuple[str | None, ...]:
+        """The API server reached: its kubeconfig and context (``KubeApi.turn_key``)."""
+        return (self._cluster.kubeconfig, self._cluster.context)
+
     @contextmanager
     def budget(self) -> Iterator[None]:
         """One sweep: calls from here on share ``timeout_s`` and are counted from zero."""
