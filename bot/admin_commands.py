@@ -32,23 +32,31 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from probes.config import SlurmCluster
-    from probes.slurm.recording import RecordingRefused, check_dest, record
+    from probes.config import KubernetesCluster, SlurmCluster
+    from probes.recording_files import RecordingRefused, check_dest
 
     config = config_loader(args)()
     cluster = config.cluster(args.cluster)
-    if not isinstance(cluster, SlurmCluster):
-        raise UsageError(
-            f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm cluster")
+    if not isinstance(cluster, SlurmCluster | KubernetesCluster):
+        raise UsageError(f"cluster {cluster.name!r} is {cluster.kind}: record needs a slurm or "
+                         "kubernetes cluster")
     try:  # a DIR that is a file or holds other files is the argument's fault, not the cluster's
         check_dest(args.dir)
     except RecordingRefused as exc:
         raise UsageError(f"record: {exc}") from exc
+    aliases = dict(config.metrics.aliases)
     try:
-        out = interrupt.run(record(cluster, args.dir, aliases=dict(config.metrics.aliases)))
+        if isinstance(cluster, KubernetesCluster):
+            from probes.kubernetes.recording import record as record_kubernetes
+
+            out = interrupt.run(record_kubernetes(cluster, args.dir, aliases=aliases))
+        else:
+            from probes.slurm.recording import record
+
+            out = interrupt.run(record(cluster, args.dir, aliases=aliases))
     except ProbeError as exc:
         # Not a bug and no report to print: one line naming the reason (host key, refused
-        # port, failed command), exit 1, nothing written.
+        # port, failed command, an API server that did not answer), exit 1, nothing written.
         print(f"jobtables: cannot record {cluster.name!r}: {exc}", file=sys.stderr)
         return 1
     print(f"recorded {cluster.name} into {out}")

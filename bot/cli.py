@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="table width in columns, 40-400 (default 100)")
     p = sub.add_parser("check-config", help="validate a config file; say what is wrong")
     common(p, formats=False)
-    p = sub.add_parser("record", help="capture a live SLURM cluster into a replay directory")
+    p = sub.add_parser("record", help="capture a live SLURM or Kubernetes cluster (one sweep's "
+                                     "reads) into a replay directory")
     p.add_argument("--cluster", required=True, metavar="NAME", help="cluster to record")
     p.add_argument("dir", type=Path, metavar="DIR", help="directory to write")
     common(p, formats=False)

@@ -15,7 +15,7 @@ from probes.base import ClusterProbe
 BACKENDS: dict[str, str] = {
     "slurm": "probes.slurm.probe:SlurmProbe",
     "kubernetes": "probes.kubernetes.probe:KubernetesProbe",
-    "replay": "probes.slurm.replay:ReplayProbe",
+    "replay": "probes.replay:ReplayProbe",
 }
 
 

@@ -1,0 +1,127 @@
+"""Writing a Kubernetes recording: the replay directory format of ``probes/kubernetes/replay.py``.
+
+Policy: one sweep of the live probe, its API client wrapped in a
+:class:`probes.kubernetes.recorded.RecordingClient`, so the recording holds exactly what the
+probe read (each object as the API's JSON, each pod log read's text verbatim, each error by
+its class and message). As a SLURM recording, it holds only the selected jobs (the
+configured ``users``, active or within ``recent_hours``): their Jobs and JobSets, the child
+Jobs of those JobSets, a Job named like a selected JobSet (it makes the JobSet's id
+``jobset/<name>``), and the pods the probe matched to them; no other user's objects or logs.
+The sweep's clock is cut to whole seconds, so ``recorded_at`` is the probe's "now" exactly.
+The files are written for their owner only (``probes.recording_files``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from probes.config import KubernetesCluster
+from probes.errors import UnreachableError
+from probes.kubernetes.client import KubeClient
+from probes.kubernetes.objects import (
+    Workload,
+    job_workload,
+    jobset_workload,
+    owned_by,
+    qualify,
+)
+from probes.kubernetes.probe import KubernetesProbe
+from probes.kubernetes.recorded import Answers, RecordingClient, error_name, to_api_json
+from probes.recording_files import check_dest, to_json, write_files
+
+FORMAT = 1
+
+
+async def record(
+    cluster: KubernetesCluster,
+    dest: Path,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Path:
+    """Capture one sweep of a live cluster into a replay directory; ``ProbeError`` (nothing
+    written) when the cluster cannot be read."""
+    check_dest(dest)  # before anything connects
+    client = RecordingClient(KubeClient(cluster))
+    probe = KubernetesProbe(cluster, aliases=aliases, api=client,
+                            clock=clock or (lambda: datetime.now(UTC).replace(microsecond=0)))
+    try:
+        facts = await probe.collect()
+    finally:
+        await probe.aclose()
+    if facts.status != "ok":
+        raise UnreachableError(facts.detail or "the cluster could not be read")
+    kept = selected(client.answers, {job.record.job_id for job in facts.jobs})
+    meta = {"format": FORMAT, "name": cluster.name, "kind": "kubernetes",
+            "recorded_at": facts.collected_at.astimezone(UTC).isoformat().replace(
+                "+00:00", "Z"),
+            "namespace": cluster.namespace, "users": list(cluster.users),
+            "user_keys": list(cluster.user_keys), "recent_hours": cluster.recent_hours,
+            "min_log_lines": cluster.min_log_lines}
+    await asyncio.to_thread(write_files, dest, recording_files(meta, kept))
+    return dest
+
+
+def selected(answers: Answers, ids: set[str]) -> Answers:
+    """The answers bearing on the jobs ``ids`` only (the module policy)."""
+    jobs = [(obj, job_workload(obj)) for obj in answers.jobs]
+    sets = [(obj, jobset_workload(obj)) for obj in answers.jobsets]
+    works = qualify([w for _, w in jobs if not w.owned_by_jobset] + [w for _, w in sets])
+    kept = [w for w in works if w.job_id in ids]
+    names = {w.name for w in kept}
+    set_names = {w.name for w in kept if w.view.kind == "JobSet"}
+    return Answers(
+        jobs=[obj for obj, w in jobs if (w.name in names and not w.owned_by_jobset)
+              or _jobset_of(obj) in set_names],
+        jobsets=[obj for obj, w in sets if w.name in set_names],
+        jobsets_error=answers.jobsets_error,
+        pods=[pod for pod in answers.pods if any(_matched(pod, w) for w in kept)],
+        reads=answers.reads,
+    )
+
+
+def _jobset_of(job: Any) -> str | None:
+    """The JobSet that owns a child Job, by its owner reference."""
+    refs = job.metadata.owner_references or ()
+    return next((ref.name for ref in refs if ref.kind == "JobSet"), None)
+
+
+def _matched(pod: Any, work: Workload) -> bool:
+    """The probe reads ``pod`` as ``work``'s (``KubernetesProbe._pods``)."""
+    labels = pod.metadata.labels or {}
+    return any(labels.get(key) == value for key, value in work.pod_labels()) and owned_by(
+        pod, work)
+
+
+def recording_files(meta: Mapping[str, Any], answers: Answers) -> dict[str, str]:
+    """File name -> text: ``cluster.json``, the lists, ``logs.json`` and a file per read."""
+    files = {"cluster.json": to_json(meta),
+             "jobs.json": to_json(_list("batch/v1", "JobList", answers.jobs)),
+             "pods.json": to_json(_list("v1", "PodList", answers.pods))}
+    refused = answers.jobsets_error
+    files["jobsets.json"] = to_json(
+        {"error": {"type": error_name(refused), "message": str(refused)}} if refused
+        else _list("jobset.x-k8s.io/v1alpha2", "JobSetList", answers.jobsets))
+    reads = []
+    for number, read in enumerate(answers.reads, start=1):
+        entry: dict[str, Any] = {"pod": read.pod, "container": read.container,
+                                 "previous": read.previous}
+        if read.error is not None:
+            entry["error"] = {"type": error_name(read.error), "message": str(read.error)}
+        else:
+            entry["file"] = f"log-{number:04d}.txt"
+            entry["cut"] = read.cut
+            files[entry["file"]] = read.text
+        reads.append(entry)
+    files["logs.json"] = to_json({"reads": reads})
+    return files
+
+
+def _list(api_version: str, kind: str, items: Iterable[Any]) -> dict[str, Any]:
+    """A List object as the API serves one (its items as the API's JSON)."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": {},
+            "items": [to_api_json(item) for item in items]}
