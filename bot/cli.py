@@ -96,10 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="table width in columns, 40-400 (default 100)")
     p = sub.add_parser("check-config", help="validate a config file; say what is wrong")
     common(p, formats=False)
-    p = sub.add_parser("record", help="capture a live SLURM or Kubernetes cluster (one sweep's "
-                                     "reads) into a replay directory")
-    p.add_argument("--cluster", required=True, metavar="NAME", help="cluster to record")
-    p.add_argument("dir", type=Path, metavar="DIR", help="directory to write")
+    p = sub.add_parser(
+        "record", help="capture a live SLURM or Kubernetes cluster (one sweep's reads) into a "
+                       "replay directory",
+        description="Capture one sweep of a live SLURM or Kubernetes cluster into DIR: what the "
+                    "probe read, verbatim (SLURM: queue JSON, scontrol lines, log tails, "
+                    "checkpoint listings, reduced trial results; Kubernetes: the Job, JobSet and "
+                    "pod objects and each pod log read), for the selected jobs only. A cluster "
+                    'with kind = "replay" and path = DIR sweeps it again, judged at the time it '
+                    "was recorded.")
+    p.add_argument("--cluster", required=True, metavar="NAME",
+                   help="cluster to record (kind slurm or kubernetes)")
+    p.add_argument("dir", type=Path, metavar="DIR",
+                   help="directory to write (created 0700; an existing one must be empty or a "
+                        "recording)")
     common(p, formats=False)
     # -- deep probe (issue 14) --
     p = sub.add_parser("probe", help="deep-probe one RL run: read its literal rollouts (Harbor "

@@ -197,3 +197,15 @@ async def test_a_recording_holds_only_the_selected_jobs(standin: KubeStandIn,
         assert "bob's secret" not in path.read_text(), path.name
         assert path.stat().st_mode & 0o777 == 0o600
     assert recording.stat().st_mode & 0o777 == 0o700
+
+
+async def test_record_names_the_kinds_it_records(tmp_path: Path) -> None:
+    """A replay cluster cannot be recorded: the usage error (exit 2) and ``record --help`` name
+    the kinds that can, Kubernetes among them (they said SLURM only)."""
+    recording = tmp_path / "rec"
+    recording.mkdir()
+    code, _, err = await cli("record", "--cluster", "beta", str(tmp_path / "again"),
+                             "--config", str(replay_config(tmp_path, recording)))
+    assert code == 2 and "record needs a slurm or kubernetes cluster" in err, err
+    code, out, _ = await cli("record", "--help")
+    assert code == 0 and "SLURM or Kubernetes cluster" in " ".join(out.split())
