@@ -40,7 +40,7 @@ USAGE = (  # mrkdwn: a bare <id> is a link to Slack, even in a code span, so it 
     "`/jobs` every job, one table per bucket\n"
     "`/jobs rl` (or `sft`, `datagen`, `eval`, `other`) one bucket\n"
     "`/jobs mine`, `/jobs @user`, `/jobs cluster:NAME` only those jobs (with a bucket too)\n"
-    "`/jobs notify off` (or `on`) your job-end DMs: failed, completed, stalled\n"
+    "`/jobs notify on` (or `off`) DMs when your jobs fail, complete or stall (off until asked)\n"
     "`/job &lt;id&gt;` one job in depth, with a chart of its metric history\n"
     "`/job &lt;cluster&gt;:&lt;id&gt;` when the id exists on several clusters\n"
     "Ids are SLURM ids (`12345`, `12345_7`, `12345+1`) or Kubernetes job names."

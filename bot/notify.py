@@ -24,12 +24,15 @@ hidden. Jobs that only share a name are told apart.
 A job's stall is DMed once in :data:`STALL_DM_QUIET_HOURS` (``doc:notify:stalled:{cluster}:
 {job}``): a run whose results trickle in reads stalled and recovered by turns, and each turn
 is a change the day's thread tells; the owner hears of it once, not at every turn.
-``/jobs notify off`` is kept per Slack user in Redis (``doc:notify:{user}``, a year's TTL,
-renewed by every change of mind); ``on`` is the default. A failed DM is logged and counted once
-by the Web API client (:mod:`bot.delivery`) and never stops the others; the day's thread
-already tells the change. A DM Slack refused is kept (:attr:`Notifier.undelivered`): the
-scheduler tries the sweep again soon (``bot.scheduler``), and that retry sends it first; an
-ordinary later sweep drops what is still kept.
+Job-end DMs are asked for: only an owner who typed ``/jobs notify on`` gets them (the day's
+thread tells every end; a ping nobody asked for is what gets a bot muted). The choice is kept
+per Slack user in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind);
+``off`` is the default, and while Redis cannot say, no DM goes (the thread still tells it). A
+collapse alert is no job-end DM: it reaches the owner whatever they chose. A failed DM is
+logged and counted once by the Web API client (:mod:`bot.delivery`) and never stops the
+others; the day's thread already tells the change. A DM Slack refused is kept
+(:attr:`Notifier.undelivered`): the scheduler tries the sweep again soon (``bot.scheduler``),
+and that retry sends it first; an ordinary later sweep drops what is still kept.
 """
 
 from __future__ import annotations
@@ -106,11 +109,12 @@ class Notifier:
                 if on else "Job-end DMs are *off*. `/jobs notify on` turns them back on.")
 
     async def enabled(self, user: str) -> bool:
+        """Whether ``user`` asked for job-end DMs (``/jobs notify on``, not turned off since)."""
         try:
             doc = await self._store.get_doc(pref_name(user))
         except StoreUnavailable:
-            return True  # the default; a DM too many beats a silent failure
-        return not (isinstance(doc, dict) and doc.get("off"))
+            return False  # the thread tells every end; a DM is for those known to want it
+        return isinstance(doc, dict) and doc.get("off") is False
 
     async def process(self, changes: Sequence[Change], result: SweepResult,
                       config: Config, *, retry: bool = False) -> int:

@@ -128,6 +128,15 @@ def counts(store: RedisStore) -> tuple[int, int]:
     return kind.sent, kind.bytes_sent
 
 
+async def notify_on(store: RedisStore, *users: str) -> None:
+    """``users`` (default alice) typed `/jobs notify on`: job-end DMs are asked for
+    (bot.notify); the tests about those DMs start with their owner having asked."""
+    from bot.notify import PREF_TTL_S, pref_name
+
+    for user in users or ("UALICE",):
+        await store.put_doc(pref_name(user), {"off": False}, ttl_s=PREF_TTL_S)
+
+
 def make_config(prefix: str, tmp_path: Path, **slack: Any) -> Config:
     defaults: dict[str, Any] = {
         "channel": "C0SWEEP", "operators": ("UOPS",), "owners": {"alice": "UALICE"},

@@ -11,7 +11,7 @@ import pytest
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 
@@ -19,6 +19,7 @@ from tests.bot.fake_slack import FakeSlack
 async def test_a_cluster_back_after_a_gap_tells_nothing_twice(
         slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, *, clock: FakeClock,
         gap: str) -> None:
+    await notify_on(store)  # alice asked for job-end DMs
     world = {"sft": "RUNNING", "rl": "RUNNING", "down": False}
 
     def make():  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from report.changes import Change
 from report.models import JobDetail, Recommendation
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job
 from tests.bot.builders import sweep_result as build_result
-from tests.bot.conftest import Harness, make_config, running_bot
+from tests.bot.conftest import Harness, make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.redis
@@ -67,6 +67,7 @@ async def test_failed_completed_and_stalled_jobs_dm_their_owner_once(
         slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
     """alice hears of her failure (fault + advice) and completion (cleanup), each once, in
     one DM (one sweep's ends); bob, unmapped, hears nothing."""
+    await notify_on(store)  # alice asked for job-end DMs
     jobs = Jobs()
     sweeper = FakeSweeper(make=lambda: build_result(jobs.all(), at=clock()),
                           conf=make_config(store.prefix, tmp_path))
@@ -144,6 +145,7 @@ async def test_jobs_that_only_share_a_name_are_told_apart_and_array_tasks_togeth
     own job and fault (one merged telling named the first and hid the second). Two tasks
     of one array, or components of one hetjob, that failed alike are still told as one (×2).
     All four are one DM (one sweep's ends of one owner)."""
+    await notify_on(store)  # alice asked for job-end DMs
     state = {"ended": False}
 
     def make() -> object:
@@ -184,6 +186,7 @@ async def test_an_arrays_tasks_that_failed_otherwise_are_named_in_its_one_dm(
     """Three tasks of one array fail: two by an OOM on different ranks (one fault), one by an
     NCCL timeout. One DM (×3), the OOM first, and the NCCL task named with its fault: the DM
     showed the first task's fault only, and the third task's was never told."""
+    await notify_on(store)  # alice asked for job-end DMs
     state = {"ended": False}
     faults = {"9100_1": "oom: CUDA out of memory on rank 3",
               "9100_2": "oom: CUDA out of memory on rank 5",
@@ -261,6 +264,7 @@ async def test_one_owners_job_ends_in_one_sweep_are_one_dm(
     """Six of alice's jobs end in one sweep (seen on the real SLURM: eleven DMs to one owner in
     one sweep, a ping each): one DM tells them all, each with its own id, fault and advice,
     and says once how to turn them off."""
+    await notify_on(store)  # alice asked for job-end DMs
     six = [detail(job(str(4100 + i), f"rl-grid-cell-{i}")) for i in range(6)]
     state = {"ended": False}
 
@@ -301,6 +305,7 @@ async def test_a_text_only_post_is_sent_as_verbatim_blocks_too(
     the job outside code; a message's top-level text is always auto-linked by Slack, so the
     post carries its text as verbatim sections too (Slack shows the blocks; the text is the
     notification): a job named with a URL or ``#channel`` is no link in the DM."""
+    await notify_on(store)  # alice asked for job-end DMs
     from tests.bot.test_home import mrkdwn_objects
 
     jobs = Jobs()

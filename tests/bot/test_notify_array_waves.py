@@ -20,7 +20,7 @@ from probes.models import JobState
 from report.models import JobDetail, Recommendation
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job
 from tests.bot.builders import sweep_result as build_result
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.redis
@@ -44,6 +44,7 @@ def task(i: int, state: str) -> JobDetail:
 async def test_an_array_in_waves_is_told_completed_once(
         slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
     """Wave 1 done while wave 2 runs: no DM; wave 2 done: one DM counting all 8 tasks."""
+    await notify_on(store)  # alice asked for job-end DMs
     rows = [task(i, "RUNNING") for i in range(4)] + [task(i, "PENDING") for i in range(4, 8)]
     sweeper = FakeSweeper(make=lambda: build_result(rows, at=clock()),
                           conf=make_config(store.prefix, tmp_path))
@@ -64,6 +65,7 @@ async def test_an_array_in_waves_is_told_completed_once(
 async def test_a_failed_task_is_told_while_its_array_runs(
         slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
     """A task failing while the others run is DMed at once."""
+    await notify_on(store)  # alice asked for job-end DMs
     rows = [task(i, "RUNNING") for i in range(4)]
     sweeper = FakeSweeper(make=lambda: build_result(rows, at=clock()),
                           conf=make_config(store.prefix, tmp_path))

@@ -18,7 +18,7 @@ from bot.store import RedisStore
 from report.models import JobDetail
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, detail, job
 from tests.bot.builders import sweep_result as build_result
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.redis
@@ -39,6 +39,7 @@ async def test_a_flapping_stall_is_dmed_once(
         slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock) -> None:
     """Healthy, then stalled and recovered by turns over six sweeps: one DM; the thread has
     each stall. A stall past the quiet window is DMed again."""
+    await notify_on(store)  # alice asked for job-end DMs
     rows = [eval_row(False)]
     sweeper = FakeSweeper(make=lambda: build_result(rows, at=clock()),
                           conf=make_config(store.prefix, tmp_path))
@@ -68,6 +69,7 @@ async def test_a_malformed_stall_mark_is_no_mark(
     """A stall mark in Redis that is not an aware ISO time (written by hand, an older bot, a
     cut value) does not stop the sweep's job-end DMs (found by review of 0456857: it raised
     out of the notifier): the stall is DMed, and the mark rewritten."""
+    await notify_on(store)  # alice asked for job-end DMs
     rows = [eval_row(False)]
     sweeper = FakeSweeper(make=lambda: build_result(rows, at=clock()),
                           conf=make_config(store.prefix, tmp_path))

@@ -29,7 +29,7 @@ from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.redis
@@ -67,6 +67,7 @@ async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_
     DM and its channel fallback, the parent, its table replies sent unthreaded, the change
     reply, the job-end DM, the deep-probe DM and offer, whose timeout then rose out of the
     sweep), the sweep says it failed; with Slack back, its retry posts each message once."""
+    await notify_on(store)  # alice asked for job-end DMs
     clock = FakeClock()
     sweeper, stage = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S).model_copy(
@@ -96,6 +97,7 @@ async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
     """A later sweep of the day (the parent edited, one change reply, DMs): two requests
     left hanging, the timeout and its probe (before the breaker: 5 in a row), then the retry
     tells each change once."""
+    await notify_on(store)  # alice asked for job-end DMs
     clock = FakeClock()
     sweeper, stage = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)

@@ -20,7 +20,7 @@ from bot.breaker import GaveUp, posting
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 from tests.bot.test_slack_hung import changing_sweeps, delivered
 
@@ -64,6 +64,7 @@ async def test_one_slow_post_does_not_silence_the_rest_of_a_new_day_s_sweep(
     """A new day's sweep whose first post (the collapse DM) times out once: the alert goes to
     the channel instead, and the parent, the alerts' reply and the job-end DMs go out in that
     same sweep (before: all given up, the sweep failed until its retry)."""
+    await notify_on(store)  # alice asked for job-end DMs
     clock = FakeClock()
     sweeper, stage = changing_sweeps(clock)
     sweeper.conf = make_config(store.prefix, tmp_path, api_timeout_seconds=BOUND_S)

@@ -21,7 +21,7 @@ from tests.bot.builders import (
     job,
     sweep_result,
 )
-from tests.bot.conftest import make_config, running_bot
+from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
 
@@ -78,6 +78,7 @@ async def test_a_change_reply_refused_with_a_5xx_is_posted_by_the_retry_once(
         clock: FakeClock) -> None:
     """Slack answers 500 to the 16:30 change reply: the 16:31 retry posts it, once; the
     job-end DM that did go out is not sent again, and 17:00 repeats nothing."""
+    await notify_on(store)  # alice asked for job-end DMs
     world = {"sft": "RUNNING"}
 
     def make():  # type: ignore[no-untyped-def]
@@ -174,6 +175,7 @@ async def test_a_job_end_dm_slack_refused_is_sent_by_the_retry(
         clock: FakeClock) -> None:
     """Slack answers 500 to the 16:30 job-end DM (the thread's change reply going through):
     the owner hears of the failure with the 16:31 retry, once; the change is not told twice."""
+    await notify_on(store)  # alice asked for job-end DMs
     world = {"state": "RUNNING"}
 
     def make():  # type: ignore[no-untyped-def]
