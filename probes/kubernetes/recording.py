@@ -7,6 +7,8 @@ its class and message). As a SLURM recording, it holds only the selected jobs (t
 configured ``users``, active or within ``recent_hours``): their Jobs and JobSets, the child
 Jobs of those JobSets, a Job named like a selected JobSet (it makes the JobSet's id
 ``jobset/<name>``), and the pods the probe matched to them; no other user's objects or logs.
+Nor the jobs' secrets the probe never reads: each container's environment values and the
+spec copy ``kubectl apply`` leaves in an annotation are written ``(not recorded)``.
 The sweep's clock is cut to whole seconds, so ``recorded_at`` is the probe's "now" exactly.
 The files are written for their owner only (``probes.recording_files``).
 """
@@ -122,6 +124,31 @@ def recording_files(meta: Mapping[str, Any], answers: Answers) -> dict[str, str]
 
 
 def _list(api_version: str, kind: str, items: Iterable[Any]) -> dict[str, Any]:
-    """A List object as the API serves one (its items as the API's JSON)."""
+    """A List object as the API serves one (its items as the API's JSON, less secrets)."""
     return {"apiVersion": api_version, "kind": kind, "metadata": {},
-            "items": [to_api_json(item) for item in items]}
+            "items": [_unsecret(to_api_json(item)) for item in items]}
+
+
+NOT_RECORDED = "(not recorded)"
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _unsecret(node: Any) -> Any:
+    """``node`` with each container's environment values, and the spec ``kubectl apply``
+    copies into an annotation, replaced by :data:`NOT_RECORDED`: the probe reads neither,
+    and they hold tokens (a recording travels). References (``valueFrom``) stay."""
+    if isinstance(node, list):
+        return [_unsecret(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _unsecret(value) for key, value in node.items()}
+    for key in CONTAINER_LISTS:
+        for container in out.get(key) or ():
+            for var in (container.get("env") or ()) if isinstance(container, dict) else ():
+                if isinstance(var, dict) and "value" in var:
+                    var["value"] = NOT_RECORDED
+    annotations = out.get("annotations")
+    if isinstance(annotations, dict) and APPLIED in annotations:
+        annotations[APPLIED] = NOT_RECORDED
+    return out

@@ -14,7 +14,9 @@ Directory format (version 1)::
                     "recorded_at": "2026-12-05T03:30:04Z", "namespace": "ml",
                     "users": ["alice"], "user_keys": ["user", "owner", "team.user"],
                     "recent_hours": 24.0, "min_log_lines": 1}
-    jobs.json      the batch/v1 JobList the probe read (the selected jobs' Jobs only)
+    jobs.json      the batch/v1 JobList the probe read (the selected jobs' Jobs only; in
+                   every object a container's env values and kubectl's last-applied
+                   annotation are "(not recorded)": the probe reads neither)
     jobsets.json   the jobset.x-k8s.io JobSetList, or {"error": {"type": "ForbiddenError",
                    "message": "..."}} when the Role refused listing JobSets
     pods.json      the v1 PodList (the selected jobs' pods only)

@@ -22,6 +22,9 @@ from kubernetes_asyncio.client import (
     V1ContainerState,
     V1ContainerStateRunning,
     V1ContainerStateTerminated,
+    V1EnvVar,
+    V1EnvVarSource,
+    V1SecretKeySelector,
 )
 
 from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
@@ -35,6 +38,9 @@ VERL_LOG = "".join(
 TRACEBACK = ("step:1 - loss:2.5 - grad_norm:1.0\nTraceback (most recent call last):\n"
              '  File "/app/train.py", line 9, in <module>\n'
              "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+SECRET = "wandb-0123456789abcdef"
+"""A token in a container's environment: the probe reads none, a recording keeps none."""
+APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PREVIOUS = ("Traceback (most recent call last):\n  File \"/app/train.py\", line 12, in <module>\n"
             "ModuleNotFoundError: No module named 'flash_attn'\n")
 
@@ -42,8 +48,13 @@ PREVIOUS = ("Traceback (most recent call last):\n  File \"/app/train.py\", line 
 def populate(standin: KubeStandIn) -> None:
     """The namespace described in the module docstring."""
     assert standin.jobsets is not None
-    standin.jobs["rl-grpo"] = make_job("rl-grpo", labels=ALICE, active=1)
+    standin.jobs["rl-grpo"] = make_job("rl-grpo", labels=ALICE, active=1,
+                                       annotations={APPLIED: json.dumps({"env": SECRET})})
     standin.pods["rl-grpo-0"] = make_pod("rl-grpo-0", "rl-grpo")
+    for spec in (standin.jobs["rl-grpo"].spec.template.spec, standin.pods["rl-grpo-0"].spec):
+        spec.containers[0].env = [V1EnvVar(name="WANDB_API_KEY", value=SECRET),
+                                  V1EnvVar(name="HF_TOKEN", value_from=V1EnvVarSource(
+                                      secret_key_ref=V1SecretKeySelector(name="hf", key="t")))]
     standin.logs["rl-grpo-0"] = VERL_LOG
     standin.jobs["sft-crash"] = make_job("sft-crash", labels=ALICE, failed=1,
                                          conditions=(("Failed", "BackoffLimitExceeded"),),
@@ -184,8 +195,10 @@ async def test_a_recording_replays_as_the_live_sweep(standin: KubeStandIn,
 
 async def test_a_recording_holds_only_the_selected_jobs(standin: KubeStandIn,
                                                         tmp_path: Path) -> None:
-    """Another user's run (its object, its pod, its log) is in no file of the recording; the
-    files say kind kubernetes and are the owner's only."""
+    """Another user's run (its object, its pod, its log) is in no file of the recording, nor
+    is an environment variable's value (a token) of a recorded job's containers, or the
+    copy of the whole spec kubectl apply leaves in an annotation (the probe reads neither; a
+    recording travels); the files say kind kubernetes and are the owner's only."""
     populate(standin)
     recording = tmp_path / "rec"
     code, _, err = await cli("record", "--cluster", "beta", str(recording),
@@ -195,8 +208,14 @@ async def test_a_recording_holds_only_the_selected_jobs(standin: KubeStandIn,
     for path in recording.iterdir():
         assert "datagen-bob" not in path.read_text(), path.name
         assert "bob's secret" not in path.read_text(), path.name
+        assert SECRET not in path.read_text(), path.name
         assert path.stat().st_mode & 0o777 == 0o600
     assert recording.stat().st_mode & 0o777 == 0o700
+    pods = json.loads((recording / "pods.json").read_text())["items"]
+    [grpo] = [pod for pod in pods if pod["metadata"]["name"] == "rl-grpo-0"]
+    assert grpo["spec"]["containers"][0]["env"] == [
+        {"name": "WANDB_API_KEY", "value": "(not recorded)"},
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}}]
 
 
 async def test_record_names_the_kinds_it_records(tmp_path: Path) -> None:
