@@ -63,7 +63,8 @@ async def record(
                 "+00:00", "Z"),
             "namespace": cluster.namespace, "users": list(cluster.users),
             "user_keys": list(cluster.user_keys), "recent_hours": cluster.recent_hours,
-            "min_log_lines": cluster.min_log_lines}
+            "min_log_lines": cluster.min_log_lines,
+            "benign_patterns": list(cluster.benign_patterns)}
     await asyncio.to_thread(write_files, dest, recording_files(meta, kept))
     return dest
 

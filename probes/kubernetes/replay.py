@@ -13,7 +13,7 @@ Directory format (version 1)::
     cluster.json   {"format": 1, "name": "beta", "kind": "kubernetes",
                     "recorded_at": "2026-12-05T03:30:04Z", "namespace": "ml",
                     "users": ["alice"], "user_keys": ["user", "owner", "team.user"],
-                    "recent_hours": 24.0, "min_log_lines": 1}
+                    "recent_hours": 24.0, "min_log_lines": 1, "benign_patterns": []}
     jobs.json      the batch/v1 JobList the probe read (the selected jobs' Jobs only; in
                    every object a container's env values and kubectl's last-applied
                    annotation are "(not recorded)": the probe reads neither)
@@ -26,11 +26,13 @@ Directory format (version 1)::
     log-0001.txt   that read's text, verbatim
 
 The cluster's settings that shaped the sweep (``users``, ``user_keys``, ``recent_hours``,
-``min_log_lines``) are the recording's; ``benign_patterns`` are the replay cluster's (as for
-a SLURM recording). Files are read as ``probes.recording_files`` says (no link followed, a
-regular file only, at most :data:`MAX_FILE_BYTES`); a file that is missing, not UTF-8 or
-not of its shape (an object the client's model refuses, a log file name that is no
-``log-NNNN.txt``) names itself in the cluster's ``unreachable`` detail.
+``min_log_lines``, ``benign_patterns``) are the recording's; the replay cluster's own
+``benign_patterns`` are added to the recorded ones (a fix can be tried on a recording).
+
+Files are read as ``probes.recording_files`` says (no link followed, a regular file only, at
+most :data:`MAX_FILE_BYTES`); a file that is missing, not UTF-8 or not of its shape (an
+object the client's model refuses, a log file name that is no ``log-NNNN.txt``) names itself
+in the cluster's ``unreachable`` detail.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class _Meta(BaseModel):
     user_keys: tuple[str, ...] = ("user", "owner", "team.user")
     recent_hours: float = 24.0
     min_log_lines: int = 1
+    benign_patterns: tuple[str, ...] = ()
 
 
 def recorded_cluster(meta: Mapping[str, Any], replay: ReplayCluster,
@@ -117,7 +120,7 @@ def recorded_cluster(meta: Mapping[str, Any], replay: ReplayCluster,
         cluster = KubernetesCluster(
             name=replay.name, users=sweep.users, user_keys=sweep.user_keys,
             recent_hours=sweep.recent_hours, min_log_lines=sweep.min_log_lines,
-            benign_patterns=replay.benign_patterns)
+            benign_patterns=tuple(dict.fromkeys(sweep.benign_patterns + replay.benign_patterns)))
     except ValidationError as exc:
         why = " ".join(str(exc).split())[:300]
         raise CommandError(f"recording file cluster.json is malformed: {why}") from exc
