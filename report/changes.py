@@ -9,9 +9,10 @@ again when its state then turns terminal FAILED), a live restart (``restarted``:
 Job restarting a failed attempt), each quoting its Trend, then ``collapsed``, ``stalled``, a
 restart count risen since (``restarted``: an attempt that failed and was retried between two
 sweeps), a running job pending again (``restarted``: preempted and queued again), ``recovered``,
-then ``started``. A job seen for the first time while it runs counts as
-started; a first sight of a pending job says nothing (it has not started). A job that left
-the report (aged out) says nothing either. With no previous snapshots at all (the very first
+then ``started``. A chain restart's successor started in the same sweep is told by the
+restart's line (which names it), not as started too. A job seen for the first time while it
+runs counts as started; a first sight of a pending job says nothing (it has not started).
+A job that left the report (aged out) says nothing either. With no previous snapshots at all (the very first
 sweep) there is no baseline: the caller reports nothing.
 
 A pending array's unsplit remainder is one record under the array's own id standing for many
@@ -187,7 +188,8 @@ def change_of(prev: Snapshot | None, job: JobReport,
 def diff(previous: Mapping[Key, Snapshot], report: Report, *,
          pending_tasks: Mapping[Key, int] | None = None,
          restarts: Mapping[Key, int] | None = None) -> list[Change]:
-    """Every job's change since ``previous``, in the report's order. ``pending_tasks``: unsplit
+    """Every job's change since ``previous``, in the report's order (a chain restart's
+    successor started with it is told by the restart's line). ``pending_tasks``: unsplit
     array remainders -> the tasks each stands for (``report.grouping.pending_task_counts``);
     ``restarts``: each job's restart count now (:func:`restart_counts`)."""
     changes = []
@@ -198,7 +200,14 @@ def diff(previous: Mapping[Key, Snapshot], report: Report, *,
         if found is not None:
             tasks = (pending_tasks or {}).get(key)
             changes.append(found.model_copy(update={"tasks": tasks}) if tasks else found)
-    return changes
+    # A chain restart's line names its successor: the successor's start in the same sweep is
+    # that line, not one more (six restarts of a day were twelve lines).
+    restarted = {(c.cluster, c.job_id) for c in changes if c.kind == "restarted"}
+    successors = {(j.cluster, j.successor) for j in report.jobs
+                  if j.successor and "chain-restart" in j.flags
+                  and (j.cluster, j.job_id) in restarted}
+    return [c for c in changes
+            if not (c.kind == "started" and (c.cluster, c.job_id) in successors)]
 
 
 def _shown_id(change: Change) -> str:
