@@ -12,8 +12,8 @@ sweeps), a running job pending again (``restarted``: preempted and queued again)
 then ``started``. A chain restart's successor started in the same sweep is told by the
 restart's line (which names it), not as started too. A job seen for the first time while it
 runs counts as started; a first sight of a pending job says nothing (it has not started).
-A job that left the report (aged out) says nothing either. With no previous snapshots at all (the very first
-sweep) there is no baseline: the caller reports nothing.
+A job that left the report (aged out) says nothing either. With no previous snapshots at all
+(the very first sweep) there is no baseline: the caller reports nothing.
 
 A pending array's unsplit remainder is one record under the array's own id standing for many
 tasks (``report.grouping.pending_task_counts``); its change carries that count (``tasks``), so a
