@@ -18,7 +18,9 @@ header, one line after another; the first line that is not the next one or no me
 step's point; a block still open where the text ends is no point yet. The step is the
 header's N when its unit is steps or batches of the run, else ``time/batch`` + 1 (an
 epoch's batch, a sample or token count is no step); the run's total is the header's T only
-then. A value that is no number is skipped; the block goes on. Composer prints every float
+then, or for an epoch header the epochs of the printed ``max_duration: Nep`` (llm-foundry's
+``log_config`` YAML, Composer's hparams) times the header's L. A value that is no number is
+skipped; the block goes on. Composer prints every float
 ``.4f``, so a learning rate below 5e-5 reads ``0.0000``: that is no value (left out, never 0).
 """
 
@@ -43,20 +45,31 @@ _HEADER_RE = re.compile(
     r"(?:[, ][^\[\]]{0,120})?\]:?\s*$")
 _LINE_RE = re.compile(
     r"(?:\t |    )(?:Train )?([\w./@+\-()][\w./@+\-() ]{0,120}?)(?:: |=)(\S{1,64})$")
+DURATION_GATE = "max_duration: "
+"""llm-foundry's printed config line giving a run by epochs its total (``duration_epochs``)."""
+_DURATION_RE = re.compile(r"\s{0,8}max_duration: ['\"]?(\d{1,6})ep['\"]?\s*$")
 _RATE_KEYS = ("throughput/batches_per_sec",)
 """Composer's SpeedMonitor batches per second (its window's average): the step time."""
 
 
-def bracket_header(body: str) -> tuple[int, int | None, bool] | None:
+def bracket_header(body: str) -> tuple[int, int | None, bool, int | None] | None:
     """(the header's step, the run's total or None, whether the step must come from the
-    block's ``time/batch``) of a header line, else None."""
+    block's ``time/batch``, an epoch header's batches an epoch) of a header line, else None."""
     found = _HEADER_RE.search(body)
     if found is None:
         return None
     epoch, unit, done, total = found.groups()
     if epoch is None and unit in ("batch", "step"):
-        return int(done), int(total) or None, False
-    return -1, None, True
+        return int(done), int(total) or None, False, None
+    per_epoch = int(total) if epoch is not None and unit == "batch" and int(total) else None
+    return -1, None, True, per_epoch
+
+
+def duration_epochs(body: str) -> int | None:
+    """The epochs of a printed ``max_duration: Nep`` (llm-foundry's config, Composer's
+    hparams), else None (a duration in batches, samples or tokens: the header says it)."""
+    found = _DURATION_RE.match(body)
+    return int(found.group(1)) if found is not None and int(found.group(1)) > 0 else None
 
 
 class BracketStep(YamlStep):

@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from probes.logs.areal_lines import ROW_GATE
-from probes.logs.bracket_lines import BracketStep, bracket_header
+from probes.logs.bracket_lines import (
+    DURATION_GATE,
+    BracketStep,
+    bracket_header,
+    duration_epochs,
+)
 from probes.logs.clock import STAMP_LEADS
 from probes.logs.easyr1_lines import YamlStep, easyr1_header
 from probes.logs.harbor_progress import harbor_progress, harbor_row
@@ -72,6 +77,9 @@ class MetricScan(SummaryScan):
     own stamp, else the last one before it (vLLM's access lines carry none).
     """
 
+    epochs_planned: int | None = None
+    """The epochs a run by epochs plans (llm-foundry's ``max_duration: Nep``): with an
+    epoch header's batches an epoch, the run's total (``probes.logs.bracket_lines``)."""
     panel: MetricsPanel | None = None
     """open-instruct's ``Metrics`` panel being read (``probes.logs.rich_panel``)."""
     slime_args = SlimeArgs()
@@ -204,6 +212,8 @@ class MetricScan(SummaryScan):
         self.log_start = False
         for line in lines or ():
             body = strip_ray_prefix(line)
+            if DURATION_GATE in body:
+                self.epochs_planned = duration_epochs(body) or self.epochs_planned
             if ("Num " in body or BATCH_GATES[0] in body or BATCH_GATES[1] in body) and (
                     self._hf_banner_line(body)):
                 self.launch_kinds = self.launch_kinds | {"hf"}
@@ -308,7 +318,9 @@ class MetricScan(SummaryScan):
         header = bracket_header(body) if "=" in body else None
         if header is None:
             return False
-        step, total, by_batch = header
+        step, total, by_batch, per_epoch = header
+        if per_epoch is not None and self.epochs_planned is not None:
+            total = per_epoch * self.epochs_planned
         if total is not None:
             self.banner_total = total
         self.yaml_step = BracketStep(step, line_no, by_batch=by_batch, at=stamp)
@@ -383,7 +395,10 @@ class MetricScan(SummaryScan):
         self.finish_marks(body)
 
     def _run_markers(self, body: str, line_no: int) -> None:
-        """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total)."""
+        """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total), the epochs
+        llm-foundry's config plans (printed before any header; skimmed too)."""
+        if DURATION_GATE in body:
+            self.epochs_planned = duration_epochs(body) or self.epochs_planned
         if "train_batch_size" in body or "n_samples_per_prompt" in body:
             samples, batch = SAMPLES_RE.search(body), BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples

@@ -150,6 +150,8 @@ class MetricCarry(Carried):
     ``launch``: where a restarted run's new segment begins; ``relaunch_line``)."""
     formats: tuple[str, ...] = ()
     banner_total: int | None = None
+    epochs_planned: int | None = None
+    """llm-foundry's printed ``max_duration: Nep`` (``MetricScan.epochs_planned``)."""
     bars: tuple[BarCarry, ...] = ()
     checkpoints: tuple[int, ...] = ()
     finished: bool = False
@@ -400,7 +402,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         logged=logged.intervals(), top=scan.top, launch=scan.launch,
         launch_kinds=tuple(sorted(scan.launch_kinds)), relaunch_line=scan.relaunch_line,
         formats=tuple(scan.formats),
-        banner_total=scan.banner_total,
+        banner_total=scan.banner_total, epochs_planned=scan.epochs_planned,
         bars=tuple(_bar_carry(key, track) for key, track in scan.bars.items()),
         checkpoints=tuple(sorted(scan.checkpoints)), finished=scan.finished,
         header=scan.header,
@@ -474,7 +476,7 @@ def restore_metrics(
     scan.top, scan.launch = carry.top, carry.launch
     scan.launch_kinds, scan.relaunch_line = frozenset(carry.launch_kinds), carry.relaunch_line
     scan.formats = dict.fromkeys(carry.formats)
-    scan.banner_total = carry.banner_total
+    scan.banner_total, scan.epochs_planned = carry.banner_total, carry.epochs_planned
     _restore_bars(scan, carry)
     scan.checkpoints = set(carry.checkpoints)
     scan.finished = carry.finished

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from probes.logs.areal_lines import ROW_GATE, STEP_GATE
-from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES
+from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES, DURATION_GATE
 from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.litgpt_lines import LITGPT_GATE
@@ -119,6 +119,7 @@ MARKER_GATES = (
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
     "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE,
+    DURATION_GATE,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
@@ -134,7 +135,7 @@ METRIC_LINES = NeedleFilter(
         *(STEP_GATE, ROW_GATE),
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
-        *BRACKET_GATES, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
+        *BRACKET_GATES, DURATION_GATE, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a

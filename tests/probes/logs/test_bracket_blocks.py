@@ -54,10 +54,14 @@ def _composer_block(step: int, header: str) -> str:
     return header + "".join(f"\n\t Train {key}: {value}" for key, value in rows)
 
 
-def composer_log(steps: int, *, per_epoch: int | None = None) -> str:
-    head = ("2026-12-05 03:10:13,120: rank0[41822][MainThread]: INFO: __main__: Starting "
-            "training...\n" + "*" * 30 + "\nConfig:\nnum_gpus_per_node: 8\nnum_nodes: 1\n"
-            "rank_zero_seed: 17\n\n" + "*" * 30 + "\n")
+def composer_log(steps: int, *, per_epoch: int | None = None, duration: str = "") -> str:
+    """``duration``: the ``max_duration`` llm-foundry's ``log_config`` prints (``om.to_yaml``)
+    before training starts, if any."""
+    config = (f"max_seq_len: 2048\nmax_duration: {duration}\neval_interval: 1ep\n"
+              "global_train_batch_size: 48\n") if duration else ""
+    head = (config + "2026-12-05 03:10:13,120: rank0[41822][MainThread]: INFO: __main__: "
+            "Starting training...\n" + "*" * 30 + "\nConfig:\nnum_gpus_per_node: 8\n"
+            "num_nodes: 1\nrank_zero_seed: 17\n\n" + "*" * 30 + "\n")
     blocks = []
     for step in range(1, steps + 1):
         if per_epoch is None:
@@ -112,6 +116,15 @@ def test_composer_epoch_blocks_count_every_epoch(read) -> None:
     assert last.step == 209  # epoch 2's batch 49: time/batch 208 + 1
     assert last.values["loss"] == pytest.approx(3.0 - 209 / 100)
     assert summary.total_steps is None  # 160 is one epoch's batches, not the run's
+
+
+@pytest.mark.parametrize("read", READS)
+def test_composer_epochs_total_from_max_duration(read) -> None:
+    """llm-foundry's finetuning yamls run by epochs (``max_duration: 2ep``): the run's total is
+    those epochs of the header's batches an epoch."""
+    summary = read(composer_log(210, per_epoch=160, duration="2ep"))
+    assert summary.points[-1].step == 209
+    assert summary.total_steps == 320
 
 
 @pytest.mark.parametrize("read", READS)
