@@ -2,9 +2,11 @@
 
 Policy: ``cluster.json``'s ``kind`` picks the reader at each sweep (a directory may be
 re-recorded from another cluster): ``"kubernetes"`` is ``probes.kubernetes.replay``; a SLURM
-recording (``"slurm"``, or none: the first recordings named none) is ``probes.slurm.replay``,
-which also reports a ``cluster.json`` that cannot be read. Each wing's reader is imported only
-when a recording of its kind is read, so the bundled demo never imports kubernetes_asyncio.
+recording (``"slurm"``, or none: the first recordings named none) is ``probes.slurm.replay``.
+A ``cluster.json`` that cannot be read (absent, a link, no regular file, over
+:data:`META_BYTES`, no JSON) is the cluster's ``unreachable`` detail, naming it. Each wing's
+reader is imported only when a recording of its kind is read, so the bundled demo never
+imports kubernetes_asyncio.
 """
 
 from __future__ import annotations
@@ -39,17 +41,22 @@ class ReplayProbe:
         self._options = options
 
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
-        kind = await asyncio.to_thread(recorded_kind, Path(self._cluster.path))
+        try:
+            kind = await asyncio.to_thread(recorded_kind, Path(self._cluster.path))
+        except ProbeError as exc:
+            return self._unreachable(str(exc))
         reader = READERS.get(kind or "slurm")
         if reader is None:
-            return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
-                                detail=f"recording file cluster.json: {kind!r} is no recorded "
-                                       "cluster kind (slurm or kubernetes)",
-                                collected_at=datetime.now(UTC))
+            return self._unreachable(f"recording file cluster.json: {kind!r} is no recorded "
+                                     "cluster kind (slurm or kubernetes)")
         module_name, _, class_name = reader.partition(":")
         cls = getattr(importlib.import_module(module_name), class_name)
         probe: ClusterProbe = cls(self._cluster, **self._options)
         return await probe.collect(offsets=offsets)
+
+    def _unreachable(self, detail: str) -> ClusterFacts:
+        return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
+                            detail=detail, collected_at=datetime.now(UTC))
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
         raise ProbeError(f"cluster {self._cluster.name!r} is a replay: nothing to cancel")
@@ -59,16 +66,13 @@ class ReplayProbe:
 
 
 def recorded_kind(root: Path) -> str | None:
-    """``cluster.json``'s ``kind``; ``None`` when it names none or cannot be read (the SLURM
-    reader then reports why)."""
-    try:
-        root_fd = open_recording(root)
-    except ProbeError:
-        return None
+    """``cluster.json``'s ``kind`` (``None``: it names none, or is no object, which the SLURM
+    reader reports); a directory or ``cluster.json`` that cannot be read as the recording's
+    files are (``probes.recording_files``), or is over :data:`META_BYTES`, is
+    :class:`probes.errors.CommandError` naming it."""
+    root_fd = open_recording(root)
     try:
         meta = read_json(root_fd, "cluster.json", META_BYTES)
-    except ProbeError:
-        return None
     finally:
         os.close(root_fd)
     kind = meta.get("kind") if isinstance(meta, dict) else None

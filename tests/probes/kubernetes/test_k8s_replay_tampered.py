@@ -21,7 +21,7 @@ import pytest
 from probes.config import KubernetesCluster, ReplayCluster
 from probes.kubernetes.recording import record
 from probes.kubernetes.replay import MAX_FILE_BYTES
-from probes.replay import ReplayProbe
+from probes.replay import META_BYTES, ReplayProbe
 from tests.probes.kubernetes.builders import NOW, make_job, make_jobset, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn
 from tests.probes.kubernetes.test_k8s_recording import cli
@@ -73,6 +73,12 @@ def huge(rec: Path, tmp_path: Path) -> None:
     os.truncate(rec / "jobs.json", MAX_FILE_BYTES + 1)
 
 
+def padded_meta(rec: Path, tmp_path: Path) -> None:
+    """A cluster.json past the bound of what is read to learn the kind (valid JSON, padded)."""
+    meta = (rec / "cluster.json").read_text()
+    (rec / "cluster.json").write_text(meta + " " * META_BYTES)
+
+
 def _first_read(data: Any, **entry: Any) -> None:
     data["reads"][0] = {"pod": "rl-a-0", "container": "trainer", **entry}
 
@@ -110,6 +116,7 @@ def _jobset_spec(data: Any) -> None:
      "recording file cluster.json is malformed"),
     (edit("cluster.json", lambda d: d.update(kind="nomad")),
      "'nomad' is no recorded cluster kind"),
+    (padded_meta, "recording file cluster.json is"),
 ])
 async def test_a_tampered_recording_is_the_clusters_clear_error(
         standin: KubeStandIn, cluster: KubernetesCluster, tmp_path: Path, tamper: Tamper,
