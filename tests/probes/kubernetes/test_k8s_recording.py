@@ -228,3 +228,35 @@ async def test_record_names_the_kinds_it_records(tmp_path: Path) -> None:
     assert code == 2 and "record needs a slurm or kubernetes cluster" in err, err
     code, out, _ = await cli("record", "--help")
     assert code == 0 and "SLURM or Kubernetes cluster" in " ".join(out.split())
+
+
+async def test_a_job_of_a_recording_reads_as_the_live_job(standin: KubeStandIn,
+                                                          tmp_path: Path) -> None:
+    """``jobtables job`` on the replay cluster answers as on the live one (the rank that
+    failed, its error, the diagnose), from the recording alone."""
+    populate(standin)
+    live = live_config(standin, tmp_path)
+    recording = tmp_path / "rec"
+    code, _, err = await cli("record", "--cluster", "beta", str(recording), "--config", str(live))
+    assert code == 0, err
+    answers = []
+    for config in (live, replay_config(tmp_path, recording)):
+        code, out, err = await cli("job", "rl-idx", "--config", str(config), "--format", "json")
+        assert code == 0, err
+        answers.append(json.loads(out))
+    assert without_elapsed(answers[1:]) == without_elapsed(answers[:1])
+    assert answers[1]["trend"].startswith("rank 1 failed (Error, exit 1): RuntimeError: NCCL")
+
+
+async def test_an_unreachable_cluster_is_not_recorded(standin: KubeStandIn,
+                                                      tmp_path: Path) -> None:
+    """The API server answers the job list with 500s: one line naming why, exit 1, and no
+    directory written (an empty recording would replay as a cluster with no jobs)."""
+    populate(standin)
+    standin.faults["jobs"] = "500"
+    recording = tmp_path / "rec"
+    code, out, err = await cli("record", "--cluster", "beta", str(recording),
+                               "--config", str(live_config(standin, tmp_path)))
+    assert (code, out) == (1, "")
+    assert err.startswith("jobtables: cannot record 'beta': list jobs: HTTP 500"), err
+    assert not recording.exists()
