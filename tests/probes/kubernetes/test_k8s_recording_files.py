@@ -4,6 +4,8 @@ the live cluster's benign patterns, and a directory re-recorded in place."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from probes.config import KubernetesCluster, ReplayCluster
@@ -86,3 +88,16 @@ async def test_a_directory_re_recorded_in_place_holds_only_the_new_recording(
         "pods.json"]
     _, jobs = await _replay(rec)
     assert set(jobs) == {"rl-a"}
+
+
+def test_a_slurm_replay_never_imports_the_kubernetes_client() -> None:
+    """``jobtables demo`` (a SLURM recording through ``probes.replay``) leaves
+    kubernetes_asyncio unimported: the Kubernetes reader is imported for its own kind only."""
+    code = ("import contextlib, io, sys\nfrom bot.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['demo', '--format', 'json']) == 0\n"
+            "print('kubernetes_asyncio' in sys.modules, 'probes.kubernetes' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
