@@ -8,7 +8,8 @@ Policy (the seed's Kubernetes paragraph):
   when a ``/job`` or a cancel comes in during a sweep (it waits for the sweep), through
   :class:`probes.kubernetes.client.KubeClient`: it loads the kubeconfig privately, bounds each
   call by ``request_timeout_s`` and what is left of the ``timeout_s`` sweep budget, counts the
-  ``round_trips`` and translates third-party errors once into :mod:`probes.errors`. Pods are
+  ``round_trips`` and translates third-party errors once into :mod:`probes.errors` (the seam
+  is :mod:`probes.kubernetes.api`: a replay answers from a recording instead). Pods are
   listed once per sweep, namespace-wide (paginated), and matched to each workload by its
   job-name / JobSet-name label locally: the sweep's calls do not grow with the job count,
   except for one log read per running job (and one more for a rank of a running multi-rank

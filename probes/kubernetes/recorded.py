@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +100,7 @@ class RecordingClient:
     def turn_key(self) -> tuple[str | None, ...]:
         return self._live.turn_key
 
-    def budget(self) -> Any:
+    def budget(self) -> AbstractContextManager[None]:
         return self._live.budget()
 
     async def close(self) -> None:

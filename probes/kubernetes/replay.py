@@ -162,7 +162,8 @@ def _objects(root_fd: int, name: str, klass: str) -> list[Any]:
     items = _items(root_fd, name)
     try:
         return [from_api_json(item, klass) for item in items]
-    except (ApiException, AttributeError, TypeError, ValueError, KeyError) as exc:
+    except (ApiException, AttributeError, TypeError, ValueError, KeyError,
+            RecursionError) as exc:
         why = " ".join(str(exc).split())
         raise CommandError(f"recording file {name}: an item is no {klass}: "
                            f"{type(exc).__name__}: {why}"[:300]) from exc
