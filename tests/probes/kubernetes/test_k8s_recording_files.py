@@ -101,3 +101,29 @@ def test_a_slurm_replay_never_imports_the_kubernetes_client() -> None:
                           timeout=120, check=False, cwd=Path(__file__).parents[3])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+async def test_a_cut_tail_is_replayed_as_cut(standin: KubeStandIn, cluster: KubernetesCluster,
+                                             tmp_path: Path) -> None:
+    """HF Trainer's bar-less dicts in a log longer than ``tail_lines``: the tail may start past
+    the first line, so their steps are only their order. The recording keeps that (``cut``) and
+    the replayed job is the live sweep's; the near-miss, the same read marked whole, is not."""
+    _running(standin, "sft-a", "".join(
+        f"{{'loss': {2.5 - s / 100:.2f}, 'grad_norm': 1.2, 'learning_rate': 5e-05, "
+        f"'epoch': {s / 100:.2f}}}\n" for s in range(1, 40)))
+    short = cluster.model_copy(update={"tail_lines": 10})
+    live = KubernetesProbe(short, clock=lambda: NOW)
+    try:
+        [swept] = (await live.collect()).jobs
+    finally:
+        await live.aclose()
+    rec = await record(short, tmp_path / "rec", clock=lambda: NOW)
+    reads = json.loads((rec / "logs.json").read_text())
+    assert [read["cut"] for read in reads["reads"]] == [True]
+    assert (rec / reads["reads"][0]["file"]).read_text().count("\n") == 10
+    _, jobs = await _replay(rec)
+    assert jobs["sft-a"] == swept
+    reads["reads"][0]["cut"] = False
+    (rec / "logs.json").write_text(json.dumps(reads))
+    _, whole = await _replay(rec)
+    assert whole["sft-a"] != swept
