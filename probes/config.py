@@ -107,6 +107,10 @@ class SlurmCluster(_ClusterBase):
     answer_budget_bytes: int = Field(32 << 20, gt=0)
     """Most bytes the login node's collector answers with per sweep (default 32 MiB); jobs
     beyond it are reported ``fetch-failed`` with the reason (lower ``tail_bytes`` to fit more)."""
+    max_output_bytes: int = Field(256 << 20, gt=0)
+    """Most bytes one command may print (stdout and stderr together; never less than four
+    times ``answer_budget_bytes``): a login node printing without end is stopped there and its
+    cluster reported unreachable with the reason, instead of filling the bot's memory."""
 
     @model_validator(mode="after")
     def _host_or_local(self) -> SlurmCluster:

@@ -4,16 +4,24 @@ Policy: every command is an argv list; :func:`shell_join` is the only way one ma
 remote shell (each element quoted). A runner counts the commands it sent (the probe's round
 trips) and names its target in every error; a streaming runner hands stdout over as it
 arrives, and :func:`run_streaming` serves any runner (see ``probes.slurm.transport``).
+A command's output (stdout and stderr together) is read through an :class:`OutputMeter`: past
+:func:`output_limit` bytes the command is stopped with a ``CommandError``, so a login node
+that prints without end (a broken or hostile collector, a runaway scheduler command) costs
+its cluster's read, never the bot's memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from probes.errors import CommandError
+
+if TYPE_CHECKING:
+    from probes.config import SlurmCluster
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,62 @@ async def run_streaming(runner: Runner, argv: Sequence[str], *, stdin: str | Non
 
 CHUNK = 1 << 16
 """Bytes of stdout asked for per read of a streamed command."""
+
+
+def output_limit(cluster: SlurmCluster) -> int:
+    """Bytes one command may print (stdout and stderr together) on ``cluster``: its
+    ``max_output_bytes``, and never less than four times the collector's answer budget (the
+    budget bounds the job entries; the head and the framing come on top)."""
+    return max(cluster.max_output_bytes, 4 * cluster.answer_budget_bytes)
+
+
+class OutputMeter:
+    """One command's output counted as it is read (:meth:`read_all`, or :meth:`add` for
+    bytes read elsewhere); past ``limit`` bytes a ``CommandError`` naming the bound."""
+
+    def __init__(self, argv: Sequence[str], target: str, limit: int) -> None:
+        self._name = str(argv[0]) if argv else "command"
+        self._target = target
+        self.limit = limit
+        self.read = 0
+
+    def add(self, count: int) -> None:
+        self.read += count
+        if self.read > self.limit:
+            raise CommandError(
+                f"`{self._name}` printed more than {self.limit} bytes on {self._target}: "
+                "stopped (raise max_output_bytes if its output is genuine)")
+
+    async def read_all(self, stream: _Reader) -> bytes:
+        """``stream`` to its end, counted; stops at the bound."""
+        parts: list[bytes] = []
+        while chunk := await stream.read(CHUNK):
+            self.add(len(chunk))
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+class _Reader(Protocol):
+    """A byte stream: asyncio's ``StreamReader`` or asyncssh's ``SSHReader`` (``encoding=None``)."""
+
+    def read(self, n: int = -1) -> Awaitable[bytes]: ...
+
+
+async def first_failure(*steps: Awaitable[Any]) -> list[Any]:
+    """Await ``steps`` together; the first to raise cancels the others and is raised as
+    itself (a ``CommandError`` for the caller, not an ``ExceptionGroup``)."""
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        # Reaped: a sibling cancelled here (or by the caller's own cancellation) is awaited.
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            raise error
+    return [task.result() for task in tasks]
 
 
 RunnerFactory = Callable[..., Runner]

@@ -21,7 +21,14 @@ from typing import Any, TypeVar
 from probes.config import SlurmCluster
 from probes.errors import AuthError, CommandError, HostKeyError, ProbeError, UnreachableError
 from probes.slurm.asyncssh_load import PacketDecodeError, asyncssh
-from probes.slurm.runner import CHUNK, CommandResult, shell_join
+from probes.slurm.runner import (
+    CHUNK,
+    CommandResult,
+    OutputMeter,
+    first_failure,
+    output_limit,
+    shell_join,
+)
 from probes.slurm.ssh_auth import (
     _agent_keys,
     _known_hosts_path,
@@ -87,6 +94,7 @@ class SshRunner:
         """Whether the connection in use is a kept one opened before this runner's first
         command (it may have died since)."""
         self._cluster = cluster
+        self._limit = output_limit(cluster)
         self._host = cluster.host
         self._known_hosts_file = _known_hosts_path(cluster)
         self._known_hosts = _load_known_hosts(self._known_hosts_file, cluster)
@@ -117,15 +125,19 @@ class SshRunner:
         args = tuple(str(a) for a in argv)
 
         async def whole(conn: asyncssh.SSHClientConnection,
-                        started: list[asyncssh.SSHClientProcess[Any]]) -> Any:
-            process = await conn.create_process(shell_join(args), input=stdin,
-                                                encoding="utf-8", errors="replace")
+                        started: list[asyncssh.SSHClientProcess[Any]]) -> tuple[Any, bytes, bytes]:
+            process = await conn.create_process(
+                shell_join(args), input=stdin.encode("utf-8") if stdin is not None else None,
+                encoding=None)
             started.append(process)
-            return await process.wait(check=False)
+            meter = OutputMeter(args, self.target, self._limit)
+            out, err = await first_failure(meter.read_all(process.stdout),
+                                           meter.read_all(process.stderr))
+            return await process.wait(check=False), out, err
 
-        done = await self._command(args, whole)
+        done, out, err = await self._command(args, whole)
         status = done.exit_status if done.exit_status is not None else -1
-        result = CommandResult(args, status, _text(done.stdout), _text(done.stderr))
+        result = CommandResult(args, status, _text(out), _text(err))
         if check and status != 0:
             raise result.failure(self.target)
         return result
@@ -143,12 +155,15 @@ class SshRunner:
                 encoding=None)
             started.append(process)
             stdout = process.stdout
+            meter = OutputMeter(args, self.target, self._limit)
 
-            async def read_out() -> None:
+            async def read_out() -> bytes:
                 while chunk := await stdout.read(CHUNK):
+                    meter.add(len(chunk))
                     on_chunk(chunk)
+                return b""
 
-            _, err = await asyncio.gather(read_out(), process.stderr.read())
+            _, err = await first_failure(read_out(), meter.read_all(process.stderr))
             return await process.wait(check=False), err
 
         done, err = await self._command(args, streamed)

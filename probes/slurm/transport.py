@@ -46,9 +46,12 @@ from probes.errors import CommandError
 from probes.slurm.runner import (
     CHUNK,
     CommandResult,
+    OutputMeter,
     Runner,
     RunnerFactory,
     StreamingRunner,
+    first_failure,
+    output_limit,
     run_streaming,
     shell_join,
 )
@@ -72,6 +75,7 @@ class LocalRunner:
 
     def __init__(self, cluster: SlurmCluster) -> None:
         self._timeout = cluster.command_timeout_s
+        self._limit = output_limit(cluster)
         self._sent = 0
         self.on_command: Callable[[], None] | None = None
         """Called as each command is started (as :attr:`SshRunner.on_command`)."""
@@ -95,7 +99,11 @@ class LocalRunner:
         data = stdin.encode() if stdin is not None else None
 
         async def whole(proc: asyncio.subprocess.Process) -> CommandResult:
-            out, err = await proc.communicate(data)
+            assert proc.stdout is not None and proc.stderr is not None
+            meter = self._meter(args)
+            _, out, err = await first_failure(_feed(proc, data), meter.read_all(proc.stdout),
+                                              meter.read_all(proc.stderr))
+            await proc.wait()
             return CommandResult(args, _status(proc), out.decode("utf-8", "replace"),
                                  err.decode("utf-8", "replace"))
 
@@ -112,21 +120,15 @@ class LocalRunner:
         async def streamed(proc: asyncio.subprocess.Process) -> CommandResult:
             assert proc.stdout is not None and proc.stderr is not None
             stdout = proc.stdout
-
-            async def feed() -> None:
-                if proc.stdin is None:
-                    return
-                # It may exit without reading: then its exit status says why.
-                with contextlib.suppress(OSError):
-                    proc.stdin.write((stdin or "").encode())
-                    await proc.stdin.drain()
-                    proc.stdin.close()
+            meter = self._meter(args)
 
             async def read_out() -> None:
                 while chunk := await stdout.read(CHUNK):
+                    meter.add(len(chunk))
                     on_chunk(chunk)
 
-            _, _, err = await asyncio.gather(feed(), read_out(), proc.stderr.read())
+            _, _, err = await first_failure(_feed(proc, (stdin or "").encode()), read_out(),
+                                            meter.read_all(proc.stderr))
             await proc.wait()
             return CommandResult(args, _status(proc), "", err.decode("utf-8", "replace"))
 
@@ -162,12 +164,37 @@ class LocalRunner:
                 f"`{args[0]}` timed out after {self._timeout:g}s locally"
             ) from exc
         finally:
-            if proc.returncode is None:  # timed out or cancelled: nothing of ours outlives it
+            if proc.returncode is None:  # timed out, cancelled or stopped: nothing outlives it
                 proc.kill()
+                _close_pipes(proc)
                 await proc.wait()
+
+    def _meter(self, args: tuple[str, ...]) -> OutputMeter:
+        return OutputMeter(args, self.target, self._limit)
 
     async def aclose(self) -> None:
         return None
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
+    """Write ``data`` to the child's stdin (a pipe only when there is stdin) and close it."""
+    if proc.stdin is None or data is None:
+        return
+    # It may exit without reading: then its exit status says why.
+    with contextlib.suppress(OSError):
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+        proc.stdin.close()
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close our ends of a stopped child's pipes. ``wait()`` returns only once they are
+    closed: a child stopped mid-output (past its output bound) has left a pipe full that
+    nobody reads any more, and one a grandchild holds open may never reach its end. asyncio
+    offers no public call for this; its subprocess transport's ``close`` is the one it uses."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 def _status(proc: asyncio.subprocess.Process) -> int:
