@@ -33,7 +33,6 @@ collector that does not run (no python3) falls back to running the commands one 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -44,6 +43,7 @@ from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import expand_pattern
+from probes.slurm.neighbours import neighbour_argv, parse_neighbours
 from probes.slurm.parse import (
     epoch,
     expand_stdout,
@@ -258,8 +258,8 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     the jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
     restart that already ran being the successor too, ``report.chain``; a running run's
     earlier attempts, ``report.fingerprint``); and, for a RUNNING one, the user's jobs of
-    other names in its workdir (``parse_neighbours``: read only to keep its banked step to
-    its own saves, as the sweep does, which lists them all)."""
+    other names in its workdir (``probes.slurm.neighbours``: read only to keep its banked
+    step to its own saves, as the sweep does, which lists them all)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
@@ -271,8 +271,8 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
             # only, so the read costs the run's attempts, not the user's whole queue.
             selection += (f"--name={record.name}",)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
-        if named and record.workdir:  # and its neighbours' ids, names and workdirs only
-            commands.append({"argv": _neighbour_argv(nonce, str(record.user))})
+        if named and record.workdir:  # and its neighbours' ids, names, workdirs and logs
+            commands.append({"argv": neighbour_argv(nonce, str(record.user))})
         if record.state in _CHAINED or _ending(record):
             # squeue -o has no eligible time; -O has, beside the id only (no user text to
             # forge).
@@ -290,34 +290,6 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     live = [r.model_copy(update={"eligible_time": eligible[r.job_id]})
             if r.eligible_time is None and r.job_id in eligible else r for r in live]
     return collected, [r for r in live if r.job_id != record.job_id], neighbours
-
-
-def _neighbour_argv(nonce: str, user: str) -> list[str]:
-    fields = f"<F:{nonce}>".join(("%i", "%j", "%T", "%Z"))
-    return ["squeue", "-h", "-t", "all", "-u", user, "-o", f"<R:{nonce}>{fields}"]
-
-
-def parse_neighbours(text: str, nonce: str, record: SchedulerRecord) -> list[SchedulerRecord]:
-    """The jobs of ``_neighbour_argv``'s listing that ran from ``record``'s workdir under
-    another name: another run whose saves may lie under the same default checkpoint roots
-    (``probes.slurm.shared_roots``). Their ids, names, states and workdir only."""
-    workdir = os.path.normpath(record.workdir or "/")
-    found = []
-    for chunk in text.split(f"<R:{nonce}>")[1:]:
-        fields = chunk.removesuffix("\n").split(f"<F:{nonce}>")
-        if len(fields) != 4:
-            continue
-        job_id, name, state, where = fields
-        if (job_id == record.job_id or name == record.name or not where
-                or os.path.normpath(where) != workdir):
-            continue
-        found.append(SchedulerRecord(
-            cluster=record.cluster, job_id=job_id, name=name, user=record.user,
-            state=JobState(state) if state in _STATES else JobState.UNKNOWN, workdir=where))
-    return found
-
-
-_STATES = frozenset(state.value for state in JobState)
 
 
 def earlier_failures(record: SchedulerRecord,
@@ -345,6 +317,15 @@ def earlier_failures(record: SchedulerRecord,
     return [r.model_copy(update={"stdout_path": expand_pattern(
         pattern, job_id=r.job_id, array_job_id=None, array_task_id=None, user=r.user,
         name=r.name, workdir=r.workdir, node=r.nodes)}) for r in before]
+
+
+async def neighbour_files(runner: Runner, cluster: SlurmCluster,
+                          records: Sequence[SchedulerRecord]) -> dict[str, Any]:
+    """Command 3 (a RUNNING job with other runs in its workdir only): their logs, with no
+    checkpoint or trial root (``probes.slurm.neighbours``: their progress, never their saves)."""
+    bare = cluster.model_copy(update={"checkpoint_roots": (), "trial_roots": ()})
+    _, collected, _ = await _scheduler(runner, bare, [], records)
+    return collected
 
 
 async def attempt_files(runner: Runner, cluster: SlurmCluster,

@@ -56,6 +56,7 @@ from probes.slurm.early import (
     folder,
     off_loop,
 )
+from probes.slurm.neighbours import to_read
 from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.shared_roots import own_checkpoints
 from probes.slurm.snapshot import HeldQueue, ListingBackoff, Snapshot, SnapshotCommands
@@ -228,6 +229,7 @@ class SlurmProbe(SnapshotCommands):
                         runner, self._cluster, earlier)}
                     read = {r.job_id for r in earlier}
                     live = [r for r in live if r.job_id not in read]
+                beside = await self._neighbour_logs(runner, neighbours)
         except (ProbeError, TimeoutError) as exc:
             reason = str(exc) or f"{runner.target}: no answer in {self._cluster.timeout_s:g}s"
             if quiet:
@@ -239,19 +241,32 @@ class SlurmProbe(SnapshotCommands):
             await runner.aclose()
         jobs = (await asyncio.to_thread(self._facts, [found, *earlier], collected, whole_tail,
                                         stack.wait) if found else ())
+        around = (await asyncio.to_thread(self._facts, neighbours, beside, False, stack.wait)
+                  if neighbours else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=self._own_checkpoints(
-                                (*jobs, *(JobFacts(record=r) for r in live)), neighbours))
+                                (*jobs, *(JobFacts(record=r) for r in live)), around))
+
+    async def _neighbour_logs(self, runner: Runner, neighbours: Sequence[SchedulerRecord],
+                              ) -> dict[str, Any]:
+        """The logs (no saves) of the job's neighbours whose progress its banked step may
+        hang on (``probes.slurm.neighbours``): one more round trip, only for a job with
+        neighbours under the default roots."""
+        if self._cluster.checkpoint_roots != DEFAULT_CHECKPOINT_ROOTS:
+            return {}
+        wanted = to_read(list(neighbours))
+        return await onejob.neighbour_files(runner, self._cluster, wanted) if wanted else {}
 
     def _own_checkpoints(self, jobs: Sequence[JobFacts],
-                         neighbours: Sequence[SchedulerRecord] = ()) -> tuple[JobFacts, ...]:
+                         neighbours: Sequence[JobFacts] = ()) -> tuple[JobFacts, ...]:
         """Runs sharing a workdir bank only their own steps under the default roots
         (``probes.slurm.shared_roots``); roots the config names are read as they are.
-        ``neighbours``: other runs in a job's workdir, read for that only (not returned)."""
+        ``neighbours``: other runs in a job's workdir, their logs read where they could be
+        (their progress), for that only (not returned)."""
         if self._cluster.checkpoint_roots != DEFAULT_CHECKPOINT_ROOTS:
             return tuple(jobs)
-        kept = own_checkpoints((*jobs, *(JobFacts(record=r) for r in neighbours)))
+        kept = own_checkpoints((*jobs, *neighbours))
         return kept[:len(jobs)]
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:

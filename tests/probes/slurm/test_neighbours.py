@@ -1,0 +1,58 @@
+"""``jobtables job``'s neighbour listing: the user's other runs in the job's workdir, with the
+log path squeue's pattern gives each (``probes.slurm.neighbours``)."""
+
+from __future__ import annotations
+
+from probes.models import JobState, SchedulerRecord
+from probes.slurm.neighbours import NEIGHBOURS_READ, parse_neighbours, to_read
+
+NONCE = "n0nce"
+W = "/home/u/runs/shared"
+RECORD = SchedulerRecord(cluster="c", job_id="500", name="rl-titan", user="u",
+                         state=JobState.RUNNING, workdir=W)
+
+
+def _row(*fields: str) -> str:
+    """One record as ``squeue -O`` prints :func:`neighbour_argv`'s format: id, own id, state,
+    workdir, ``--output``, nodes, name."""
+    assert len(fields) == 7
+    return f"<F:{NONCE}>".join(fields) + f"<N:{NONCE}>\n"
+
+
+def test_other_runs_in_the_workdir_with_their_logs() -> None:
+    """Other names in the same workdir are kept, their ``--output`` filled; the job itself,
+    its own name's jobs and other workdirs are not."""
+    text = "".join((
+        _row("500", "500", "RUNNING", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("501", "501", "RUNNING", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("502", "502", "RUNNING", W + "/", f"{W}/%x-%j.out", "vm", "rl-easyr1"),
+        _row("503", "503", "RUNNING", "/elsewhere", "/elsewhere/o.out", "vm", "rl-other"),
+        _row("504_3", "506", "COMPLETED", W, "rel_%%j_%A_%a_%3a_%j.out", "vm", "grid"),
+        _row("505", "505", "RUNNING", W, f"{W}/%b_%j.out", "vm", "weird"),
+    ))
+    found = {r.job_id: r for r in parse_neighbours(text, NONCE, RECORD)}
+    assert sorted(found) == ["502", "504_3", "505"]
+    assert found["502"].stdout_path == f"{W}/rl-easyr1-502.out"
+    assert found["504_3"].stdout_path == f"{W}/rel_%j_504_3_003_506.out"
+    assert found["505"].stdout_path is None  # not a 22.05 token: no path guessed
+    assert found["502"].user == "u" and found["502"].state is JobState.RUNNING
+
+
+def test_a_name_holding_the_markers_of_another_nonce_is_one_name() -> None:
+    """The name is the last field and the nonce is the sweep's own: no forged record."""
+    name = "x<F:other>y<N:other>\nz"
+    found = parse_neighbours(_row("507", "507", "RUNNING", W, f"{W}/a.out", "vm", name),
+                             NONCE, RECORD)
+    assert [(r.job_id, r.name) for r in found] == [("507", name)]
+
+
+def test_read_started_ones_with_a_log_running_first_and_at_most_the_cap() -> None:
+    """Pending jobs and jobs with no known log are not read; running ones come first."""
+    def job(key: str, state: JobState, path: str | None) -> SchedulerRecord:
+        return RECORD.model_copy(update={"job_id": key, "name": f"n{key}", "state": state,
+                                         "stdout_path": path})
+    jobs = [job("1", JobState.COMPLETED, "/a"), job("2", JobState.PENDING, "/b"),
+            job("3", JobState.RUNNING, None), job("4", JobState.RUNNING, "/d")]
+    assert [r.job_id for r in to_read(jobs)] == ["4", "1"]
+    many = [job(str(n), JobState.RUNNING, f"/l{n}") for n in range(NEIGHBOURS_READ + 5)]
+    assert len(to_read(many)) == NEIGHBOURS_READ
