@@ -287,8 +287,8 @@ class MetricScan(SummaryScan):
 
     def _late_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """``feed``'s last step readers, for a line no earlier one took: LitGPT's step line,
-        a line of ``name: number`` pairs with a step (MaxText's, nanotron's; MaxText's
-        ``Config param steps`` total) and a logger-prefixed one-line dict; whether one read it."""
+        a line of ``name: number`` pairs with a step (MaxText's, nanotron's) and a
+        logger-prefixed one-line dict; whether one read it."""
         if LITGPT_GATE in body:
             litgpt = parse_litgpt(body)
             if litgpt is not None:
@@ -306,9 +306,6 @@ class MetricScan(SummaryScan):
                     self.banner_total = pairs[1]
                 self._record(pairs[0], pairs[2], line_no, stamp)
                 return True
-        if MAXTEXT_STEPS in body:
-            self.banner_total = maxtext_total(body) or self.banner_total
-            return True
         return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)
 
     def _bracket_header(self, body: str, line_no: int, stamp: datetime | None) -> bool:
@@ -396,9 +393,12 @@ class MetricScan(SummaryScan):
 
     def _run_markers(self, body: str, line_no: int) -> None:
         """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total), the epochs
-        llm-foundry's config plans (printed before any header; skimmed too)."""
+        llm-foundry's config plans and MaxText's ``Config param steps`` (printed once at the
+        start: skimmed too)."""
         if DURATION_GATE in body:
             self.epochs_planned = duration_epochs(body) or self.epochs_planned
+        if MAXTEXT_STEPS in body:
+            self.banner_total = maxtext_total(body) or self.banner_total
         if "train_batch_size" in body or "n_samples_per_prompt" in body:
             samples, batch = SAMPLES_RE.search(body), BATCH_RE.search(body)
             self.samples = int(samples.group(1)) if samples else self.samples

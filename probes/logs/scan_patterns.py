@@ -119,7 +119,7 @@ MARKER_GATES = (
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
     "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE,
-    DURATION_GATE,
+    DURATION_GATE, MAXTEXT_STEPS,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")

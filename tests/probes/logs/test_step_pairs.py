@@ -59,6 +59,15 @@ def test_maxtext_completed_step_lines(read, prefix: str) -> None:
 
 
 @pytest.mark.parametrize("read", READS)
+def test_maxtext_total_printed_long_before_the_tail(read) -> None:
+    """The config is printed once, at the start: a long run's tail is read past it (the cold
+    read skims the lines before its suffix) and its total must still come from it."""
+    summary = read(maxtext_log(3000).replace("steps: 200", "steps: 5000"))
+    assert summary.points[-1].step == 2999
+    assert summary.total_steps == 5000
+
+
+@pytest.mark.parametrize("read", READS)
 def test_two_pairs_or_no_step_key_is_no_step_line(read) -> None:
     text = "".join(f"epoch: {i}, loss: 2.5\nmemory: 12.5, tokens: {i}, loss: 1.0\n"
                    for i in range(10))
