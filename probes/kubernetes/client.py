@@ -28,6 +28,8 @@ Policy:
 - Pod logs are read raw (``_preload_content=False``): the generated client would otherwise
   ``json.loads`` a log that happens to be one JSON document and hand back a Python repr
   (tomplus/kubernetes_asyncio#152). An error status in the log stream is an error, not text.
+  The body is read up to ``limitBytes`` and no further, whatever the server sends: one that
+  ignores the bound (or streams without end) is cut there, never buffered whole.
 
 The session (kubeconfig, budget, bounded calls, pages) is
 :class:`probes.kubernetes.session.KubeSession`, which :class:`KubeClient` extends with the calls
@@ -147,12 +149,13 @@ class KubeClient(KubeSession):
             pod, self._namespace, _preload_content=False, _request_timeout=budget_s,
             **query)
         try:
-            data = await response.read()
+            data = await _read_at_most(response, limit)
         finally:
             response.release()
         if not 200 <= response.status <= 299:
             error = ApiException(status=response.status, reason=response.reason)
-            error.body = data.decode("utf-8", errors="replace")
+            body: Any = data.decode("utf-8", errors="replace")  # the client's str body
+            error.body = body
             raise error
         return bytes(data)
 
@@ -178,3 +181,15 @@ def _delete_options(uid: str | None) -> V1DeleteOptions:
                            preconditions=V1Preconditions(uid=uid) if uid else None)
 
 
+async def _read_at_most(response: Any, limit: int) -> bytes:
+    """A raw response's body, at most ``limit`` bytes: a server that ignores ``limitBytes``
+    (or never ends the body) is cut where a compliant one would have stopped, and the
+    connection is closed rather than drained, so such a server cannot fill the bot's memory."""
+    parts: list[bytes] = []
+    got = 0
+    while got < limit and (chunk := await response.content.read(min(1 << 16, limit - got))):
+        parts.append(chunk)
+        got += len(chunk)
+    if got >= limit and not response.content.at_eof():
+        response.close()
+    return b"".join(parts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,8 @@ class KubeStandIn:
     before the current one, ``previous=true``)."""
     faults: dict[str, str] = field(default_factory=dict)
     """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
-    ``"500-once"``, ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
+    ``"500-once"``, ``"endless"`` (a 200 body that never ends, ``limitBytes`` ignored),
+    ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
     ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
     refuses it), ``"hang"``, ``"slow"`` (answers after ``slow_s``), or garbage with a 200:
     ``"html"``
@@ -201,6 +203,8 @@ class KubeStandIn:
         if fault in GARBAGE:  # something in front of the API server answered, not the API
             body, content_type = GARBAGE[fault]
             return web.Response(body=body, content_type=content_type)
+        if fault == "endless":  # a server (or a proxy) that ignores limitBytes, body unending
+            return await _endless(request)
         if fault == "403":  # RBAC: the Role lacks this verb on this resource
             return web.json_response(status_body(403, "Forbidden", _forbidden(request)),
                                      status=403)
@@ -300,6 +304,18 @@ class KubeStandIn:
         del store[name]
         return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                   "status": "Success", "details": {"name": name}})
+
+
+async def _endless(request: web.Request) -> web.StreamResponse:
+    """A 200 whose body never ends: 64 KiB lines, ~50 MB/s, until the client goes away."""
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await response.prepare(request)
+    line = b"x" * 65535 + b"\n"
+    with contextlib.suppress(ConnectionError):
+        while True:
+            await response.write(line)
+            await asyncio.sleep(0.001)
+    return response
 
 
 async def _delete_options(request: web.Request) -> dict[str, Any]:
