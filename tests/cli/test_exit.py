@@ -64,10 +64,11 @@ def closed_pipe() -> int:
 
 
 def test_the_console_script_is_launch() -> None:
-    """``jobtables`` on the PATH runs ``launch``, not ``main``."""
+    """``jobtables`` on the PATH runs ``launch`` (through ``bot.entry``, which imports it
+    under the start's Ctrl-C rule), not ``main``."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert pyproject["project"]["scripts"] == {"jobtables": "bot.cli:launch"}
-    assert "from bot.cli import launch" in SCRIPT.read_text()
+    assert pyproject["project"]["scripts"] == {"jobtables": "bot.entry:launch"}
+    assert "from bot.entry import launch" in SCRIPT.read_text()
 
 
 def test_one_shot_command_skips_teardown_after_atexit(
