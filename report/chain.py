@@ -20,12 +20,12 @@ dependant PENDING with reason ``DependencyNeverSatisfied`` for ever (unless
    with its job id and name put back as ``%j``/``%x``; SLURM's default ``slurm-%j.out`` says
    nothing) matches, submitted after the predecessor and before it ended (plus
    :data:`SUBMIT_SLACK`), i.e. queued by the chain, not relaunched by hand afterwards, and,
-   once RUNNING, started when the predecessor ended or later: a job that started before that
-   ran beside it (another copy of the run, a seed under the same name), it did not continue
-   it. A task of the predecessor's own array (or its pending remainder) is a fallback only
-   when the array runs one task at a time (``--array=0-9%1``, squeue's ``array_max_tasks``
-   1: a restart chain by array); an array run in waves (``%10``, or unthrottled) starts its
-   next task when one ends, a cell of its own, not a restart. A job
+   once RUNNING, started when the predecessor ended or later: one that started before ran
+   beside it (a seed under one name; not the copy its trap queued near the end, ``sbatch $0``
+   on ``--signal``: ``chain_match._trap_copy``), it did not continue it. A task of its own
+   array (or its pending remainder) is a fallback only when the array runs one task at a
+   time (``--array=0-9%1``, squeue's ``array_max_tasks`` 1: a restart chain by array); an
+   array run in waves (``%10``, or unthrottled) starts its next task when one ends. A job
    that still names the predecessor with another dependency type is never a fallback. The
    workdir may differ (a launcher that gives each attempt its own run directory) when SLURM's
    own times say the predecessor's end released the job: submitted before that end, made

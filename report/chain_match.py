@@ -48,6 +48,11 @@ RELEASE_ALONE = timedelta(seconds=5)
 """How close another job's end must come to make a release by SLURM's times ambiguous."""
 
 
+TRAP_WINDOW = timedelta(minutes=11)
+"""How long before its TIMEOUT a run's signal trap may queue its own copy (``sbatch $0`` on
+``--signal=USR1@N``, N up to 10 minutes, which SLURM may send up to a minute early)."""
+
+
 def _released_restart(record: SchedulerRecord, candidates: Iterable[SchedulerRecord],
                       named: set[str], index: ChainIndex,
                       may_continue: Callable[[SchedulerRecord], bool],
@@ -283,7 +288,7 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, index: 
     if record.end_time is None or candidate.submit_time is None:
         return False
     if candidate.state is JobState.RUNNING and candidate.start_time is not None \
-            and not _ran_after(record, candidate):
+            and not _ran_after(record, candidate) and not _trap_copy(record, candidate):
         return False  # it ran beside the predecessor (started before its end): no restart
     submitted = _utc(candidate.submit_time)
     if record.submit_time is not None and submitted < _utc(record.submit_time):
@@ -293,6 +298,21 @@ def _fallback_match(record: SchedulerRecord, candidate: SchedulerRecord, index: 
     if not (late or submitted <= _utc(record.end_time) + SUBMIT_SLACK):
         return False
     return same_run_name(record.name, candidate.name) or _held_for(record, candidate, index)
+
+
+def _trap_copy(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
+    """``candidate`` is the copy ``record``'s signal trap queued (``sbatch $0`` on
+    ``--signal``): its exact name, in its workdir, queued while it ran and within
+    :data:`TRAP_WINDOW` of its end. With room free it starts at once, beside the job about to
+    time out, and continues the run all the same. A copy queued earlier in the run is a seed
+    beside it."""
+    if (record.start_time is None or record.end_time is None or candidate.submit_time is None
+            or not record.workdir or candidate.workdir != record.workdir
+            or candidate.name != record.name or _sibling_restart(record, candidate) is not None):
+        return False
+    submitted = _utc(candidate.submit_time)
+    return (submitted >= _utc(record.start_time)
+            and submitted >= _utc(record.end_time) - TRAP_WINDOW)
 
 
 def _queued_beside(record: SchedulerRecord, candidate: SchedulerRecord) -> bool:
