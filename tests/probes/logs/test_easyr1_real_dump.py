@@ -37,15 +37,15 @@ def unflatten(data: dict[str, object]) -> dict[str, object]:
     return out
 
 
-def metrics(step: int) -> dict[str, object]:
+def metrics(step: int, clipfrac: float = 0.002) -> dict[str, object]:
     """One step's metrics with EasyR1's keys and its value types (``reduce_metrics`` ->
-    ``np.float64``; ``.item()`` -> float)."""
+    ``np.float64``; ``.item()`` -> float), the PPO clip fraction ``clipfrac``."""
     return {
         "actor/entropy_loss": np.float64(0.9 - step / 100),
         "actor/grad_norm": np.float64(0.2 + step / 1000),
         "actor/kl_loss": np.float64(0.001),
         "actor/lr": 1e-06,
-        "actor/pg_clipfrac_higher": np.float64(0.002),
+        "actor/pg_clipfrac_higher": np.float64(clipfrac),
         "actor/pg_clipfrac_lower": np.float64(0.0),
         "actor/pg_loss": np.float64(-0.012),
         "actor/ppo_kl": np.float64(0.0),
@@ -60,19 +60,20 @@ def metrics(step: int) -> dict[str, object]:
     }
 
 
-def console(step: int) -> str:
+def console(step: int, clipfrac: float = 0.002) -> str:
     """``ConsoleLogger.log``'s output for ``step``, printed as it prints it."""
     out = io.StringIO()
-    print(f"Step {step}\n" + yaml.dump(unflatten(metrics(step)), indent=2), file=out)
+    print(f"Step {step}\n" + yaml.dump(unflatten(metrics(step, clipfrac)), indent=2), file=out)
     return out.getvalue()
 
 
-def easyr1_log(steps: int, total: int = 100, *, bar_after_last: bool = True) -> str:
+def easyr1_log(steps: int, total: int = 100, *, bar_after_last: bool = True,
+               clipfrac: float = 0.002) -> str:
     """Steps 1..``steps``, each block then the ``Running step`` bar's redraw (not after the
     last one when ``bar_after_last`` is false: the log ends in the block's blank line)."""
     text = f"Total training steps: {total}\n"
     for step in range(1, steps + 1):
-        text += console(step)
+        text += console(step, clipfrac)
         if step < steps or bar_after_last:
             text += (f"Running step:   {step}%|          | {step}/{total} "
                      "[01:00<2:26:40, 90.00s/it]\n")
