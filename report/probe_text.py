@@ -50,15 +50,19 @@ def _probe_text(detail: JobDetail, width: int) -> str:
         lines += _wrap(reason, width, "- ")
     read = probe.read
     lines += ["", "Read:"]
-    lines += _wrap(f"log {read.get('log') or 'none'} ({read.get('log_steps', 0)} logged steps)",
+    # Paths are cluster text: a line break in one shows as ␤, never starts a line of its own.
+    lines += _wrap(f"log {one_line(read.get('log') or 'none')} "
+                   f"({read.get('log_steps', 0)} logged steps)",
                    width, "  ")
     trials = read.get("trials") or {}
     if trials.get("listed"):
         lines += _wrap(f"trials: {trials.get('sampled', 0)} sampled of {trials['listed']} "
-                       f"listed under {', '.join(trials.get('roots') or [])}", width, "  ")
+                       f"listed under {one_line(', '.join(trials.get('roots') or []))}",
+                       width, "  ")
     for dump in read.get("dumps") or []:
         steps = dump.get("steps_read") or []
-        lines += _wrap(f"{dump['kind']} ({dump['role']}) {dump['path']}: {dump['samples']} "
+        lines += _wrap(f"{dump['kind']} ({dump['role']}) {one_line(dump['path'])}: "
+                       f"{dump['samples']} "
                        f"samples from steps {', '.join(map(str, steps)) or 'none'} of "
                        f"{dump['steps_listed']} listed", width, "  ")
     # No elapsed time: nothing ran on a login node (Kubernetes, or the reader never answered).
@@ -67,7 +71,7 @@ def _probe_text(detail: JobDetail, width: int) -> str:
                    + (f", {elapsed} s on the login node" if elapsed is not None else ""),
                    width, "  ")
     for skipped in read.get("skipped") or []:
-        lines += _wrap(f"skipped: {skipped}", width, "  ")
+        lines += _wrap(f"skipped: {one_line(str(skipped))}", width, "  ")
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from rich.cells import cell_len
 
 from report.boxes import NUMBER_HEAD_MIN
-from report.cells import DASH, format_number, printable
+from report.cells import DASH, format_number, one_line, printable
 from report.linebreaks import wrap_prose
 from report.models import ClusterReport, JobDetail, JobReport, Report
 from report.tables import (
@@ -177,8 +177,10 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
         facts.append(f"Collapse rule fired at step {detail.collapse_step}")
     if detail.faults:
         facts.append("Faults: " + "; ".join(detail.faults))
-    log = f"Log: {job.log_path or 'not found'}"
-    facts.append(log + (f" (workdir {detail.workdir})" if detail.workdir else ""))
+    # Paths are cluster text: a line break in one (sbatch -D $'/w\nx') must not start a
+    # line of its own (a forged fact), so it shows as ␤, as in a name.
+    log = f"Log: {one_line(job.log_path or 'not found')}"
+    facts.append(log + (f" (workdir {one_line(detail.workdir)})" if detail.workdir else ""))
     if detail.note:
         facts.append(f"Note: {detail.note}")
     rec = job.recommendation
