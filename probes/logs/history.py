@@ -212,8 +212,8 @@ class MetricScan(SummaryScan):
         self.log_start = False
         for line in lines or ():
             body = strip_ray_prefix(line)
-            if DURATION_GATE in body:
-                self.epochs_planned = duration_epochs(body) or self.epochs_planned
+            if DURATION_GATE in body or MAXTEXT_STEPS in body:
+                self._run_markers(body, 0)  # (neither is a launch line: no line number used)
             if ("Num " in body or BATCH_GATES[0] in body or BATCH_GATES[1] in body) and (
                     self._hf_banner_line(body)):
                 self.launch_kinds = self.launch_kinds | {"hf"}

@@ -31,12 +31,14 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from probes.logs.bracket_lines import DURATION_GATE
 from probes.logs.config_total import config_total
 from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.outcome import read_outcome
+from probes.logs.pair_lines import MAXTEXT_STEPS
 from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
@@ -118,8 +120,10 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
 
 
 _SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
-                 "orchestrator loop", TITAN_INIT, ARGS_GATE)
-"""What a line ``MetricScan.seed_head`` reads holds."""
+                 "orchestrator loop", TITAN_INIT, ARGS_GATE, DURATION_GATE, MAXTEXT_STEPS,
+                 "max_steps=")
+"""What a line ``MetricScan.seed_head`` reads holds (``max_steps=``: a one-line config repr
+such as ROLL's, for the total from the printed config, ``_read_run``)."""
 
 
 def _needle_positions(text: str) -> list[int]:
@@ -198,7 +202,7 @@ def _summarise(
     except Exception:
         _log.exception("parse_log: metric pass failed on a %d-character tail", len(decoded))
         summary = LogSummary(line_count=line_count)
-    summary = _read_run(summary, lines, first_line_no, len(decoded))
+    summary = _read_run(summary, lines, first_line_no, len(decoded), seed)
     return summary if faults is None else _with_faults(summary, faults, engine_at)
 
 
@@ -226,15 +230,18 @@ def _scan_all_metrics(
 
 
 def _read_run(summary: LogSummary, lines: Sequence[str], first_line_no: int,
-              chars: int) -> LogSummary:
+              chars: int, seed: Sequence[str] | None = None) -> LogSummary:
     """``summary`` with what the run runs, a catch-all job's closing signal (issue 11) and a
-    planned stop; as it was if a reader fails (logged: the sweep goes on)."""
+    planned stop; as it was if a reader fails (logged: the sweep goes on). With no total
+    yet, the printed config's (``config_total``): the tail's, else its head's (``seed``)."""
     try:
         fingerprint = read_fingerprint(lines)
+        total = summary.total_steps or config_total(fingerprint)
+        if total is None and seed:
+            total = config_total(read_fingerprint(seed))
         return summary.model_copy(update={
             "fingerprint": fingerprint, "outcome": read_outcome(lines, last=400),
-            "planned_stop": read_planned_stop(lines, first_line_no),
-            "total_steps": summary.total_steps or config_total(fingerprint)})
+            "planned_stop": read_planned_stop(lines, first_line_no), "total_steps": total})
     except Exception:
         _log.exception("parse_log: run readers failed on a %d-character tail", chars)
         return summary

@@ -60,3 +60,18 @@ def test_an_unset_max_steps_is_no_total(read, unset: str) -> None:
 def test_a_banner_total_wins_over_the_config(read) -> None:
     text = _log("exp_name='x', max_steps=500") + "Total training steps: 320\n"
     assert read(text).total_steps == 320
+
+
+def test_a_cut_tails_total_from_the_configs_in_its_head() -> None:
+    """A tail cut from a longer log (``log_start`` False) reads its head's config lines too:
+    ROLL's config repr, llm-foundry's ``max_duration``, MaxText's ``Config param steps``."""
+    from tests.probes.logs.test_bracket_blocks import composer_log
+    from tests.probes.logs.test_step_pairs import maxtext_log
+
+    for text, total in ((_log("exp_name='qwen-rlvr', seed=42, max_steps=500", 60), 500),
+                        (composer_log(210, per_epoch=160, duration="2ep"), 320),
+                        (maxtext_log(60), 200)):
+        lines = text.splitlines(keepends=True)
+        head, tail = "".join(lines[:12]), "".join(lines[-40:])
+        summary = parse_log(tail, mtime=MTIME, log_start=False, head=head)
+        assert summary.points and summary.total_steps == total, text[:60]
