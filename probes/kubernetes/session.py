@@ -6,7 +6,10 @@ every call bounded by ``request_timeout_s`` and by what is left of the sweep bud
 and its third-party errors translated once (:meth:`KubeSession.call`,
 :mod:`probes.kubernetes.api_errors`); a paginated list retried once after a transient answer,
 listed again whole after an expired ``continue`` token, refused rather than cut past
-``PAGE_SIZE * MAX_PAGES`` objects. :class:`KubeClient` adds the calls the probe makes on it.
+``PAGE_SIZE * MAX_PAGES`` objects; an answer read whole is read up to
+:attr:`BoundedResponse.limit` bytes and no further (a server streaming without end is
+unreachable with the reason, not buffered until the memory runs out).
+:class:`KubeClient` adds the calls the probe makes on it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,32 @@ MAX_PAGES = 20
 """At most ``PAGE_SIZE * MAX_PAGES`` workloads per sweep: a bound, not an expected size."""
 GARBAGE_EXCERPT = 120
 """Characters of an answer that was no Kubernetes object quoted in the cluster's detail."""
+
+
+class BoundedResponse(aiohttp.ClientResponse):
+    """An aiohttp response whose whole-body ``read`` stops past :attr:`limit` bytes with a
+    ``ClientPayloadError`` (translated once, in :meth:`KubeSession.call`). The generated
+    client reads every answer whole before it parses it; a list page (``PAGE_SIZE`` objects)
+    is a few MiB, so the bound is only ever met by a server (or a proxy) sending without end."""
+
+    limit = 64 << 20
+
+    async def read(self) -> bytes:
+        if self._body is None:
+            parts: list[bytes] = []
+            got = 0
+            try:
+                while chunk := await self.content.read(1 << 16):
+                    got += len(chunk)
+                    if got > self.limit:
+                        raise aiohttp.ClientPayloadError(
+                            f"answer larger than {self.limit} bytes: stopped reading")
+                    parts.append(chunk)
+            except BaseException:
+                self.close()
+                raise
+            self._body = b"".join(parts)
+        return await super().read()
 
 
 class KubeSession:
@@ -178,6 +207,9 @@ class KubeSession:
             self._namespace = self._cluster.namespace or namespace or DEFAULT_NAMESPACE
             configuration.refresh_api_key_hook = self._reload_credentials
             self._client = ApiClient(configuration)
+            # aiohttp has no public setter for a session's response class, and the generated
+            # client builds its session itself: every whole-body read is bounded from here.
+            self._client.rest_client.pool_manager._response_class = BoundedResponse
         return self._client
 
     async def _reload_credentials(self, configuration: Configuration) -> None:
