@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -134,12 +134,14 @@ class Digest(DigestPosting):
 
     async def publish(self, result: SweepResult, config: Config,
                       extra: Sequence[str] = (), *, retry: bool = False,
-                      interval: int | None = None) -> list[Change]:
+                      interval: int | None = None, told: Collection[Key] = ()) -> list[Change]:
         """Edit (or open) the period's parent, thread what changed; return the changes.
 
-        ``extra``: the sweep's follow-up lines (failure diagnoses, cleanups), added to the
-        same reply so one sweep makes at most one change reply. ``retry``: this sweep tries
-        a failed one again (``bot.scheduler``): the replies Slack refused then go first.
+        ``extra``: the sweep's own lines (collapse alerts, failure diagnoses, cleanups, raw
+        text), added to the same reply so one sweep makes at most one change reply; ``told``:
+        the jobs one of them tells, whose change bullet would say it again. ``retry``: this
+        sweep tries a failed one again (``bot.scheduler``): the replies Slack refused then go
+        first.
         ``interval``: the scheduler's interval number: a retry of an interval the parent
         already counted is not another sweep of the period.
         """
@@ -169,7 +171,7 @@ class Digest(DigestPosting):
             await self._post_sweep(result, config, channel, await self._untold(changes, result),
                                    extra,
                                    since=seen.get("at") if isinstance(seen, dict) else None,
-                                   kept=kept, interval=interval, retry=retry)
+                                   kept=kept, interval=interval, retry=retry, told=told)
         return changes
 
     async def _untold(self, changes: list[Change], result: SweepResult) -> list[Change]:
@@ -199,7 +201,8 @@ class Digest(DigestPosting):
                           changes: list[Change], extra: Sequence[str], *,
                           since: str | None,
                           kept: Sequence[tuple[str, SlackMessage]] = (),
-                          interval: int | None = None, retry: bool = False) -> None:
+                          interval: int | None = None, retry: bool = False,
+                          told: Collection[Key] = ()) -> None:
         parent, opened, counted = await self._parent(result, config, channel, interval,
                                                      retry=retry)
         ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
@@ -214,7 +217,7 @@ class Digest(DigestPosting):
         if tables:
             await self._full_tables(result, config, channel, parent, header=None, kind="tables")
         if changes or extra:
-            header = changes_header(changes, extra, now=self._clock(),
+            header = changes_header(changes, extra, now=self._clock(), told=told,
                                     since=datetime.fromisoformat(since) if since else None)
             only = change_rows(changes)  # a mass change: the jobs needing a human
             messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,

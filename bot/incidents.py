@@ -252,6 +252,9 @@ class FollowUps:
     def __init__(self, *, store: RedisStore, clock: Callable[[], datetime]) -> None:
         self._store = store
         self._clock = clock
+        self.told: set[tuple[str, str]] = set()
+        """The jobs (cluster, id) the last :meth:`process` gave a line (the thread's change
+        reply then leaves out their 'failed' or 'finished' bullet, which says less)."""
 
     async def process(self, result: SweepResult, config: Config) -> list[str]:
         """Lines for the sweep thread; empty while Redis is down (they come on a later sweep).
@@ -277,6 +280,7 @@ class FollowUps:
                     entries.append(_Entry(detail.report, None, None))
         except StoreUnavailable as exc:
             log.warning("follow-ups postponed: Redis unavailable", error=str(exc))
+        self.told = {(e.job.cluster, e.job.job_id) for e in entries}
         return folded_lines(entries)
 
     async def _carried(self, key: Callable[[str, str], str], cluster: str, job_id: str,

@@ -30,6 +30,7 @@ from report.chunks import (
     inert,
     kept_messages,
     mrkdwn_object,
+    no_backticks,
     public_reason,
     slack_messages,
     summary_lines,
@@ -225,40 +226,56 @@ def change_rows(changes: Sequence[Change]) -> set[Key]:
     return set(needing[:ROWS_SHOWN])
 
 
+OWN_LINE_KINDS = frozenset({"collapsed", "failed", "finished"})
+"""Changes a job's own line can tell (its collapse alert, its failure diagnosis, its cleanup)."""
+
+
 def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: datetime | None,
-                   now: datetime) -> str:
+                   now: datetime, told: Collection[tuple[str, str]] = ()) -> str:
     """Raw text heading a change reply: one line per change (arrays merged, a mass change of
-    one kind folded: :func:`change_lines`), then follow-ups."""
+    one kind folded: :func:`change_lines`), then follow-ups. ``told``: the jobs (cluster, id)
+    whose own line in ``extra`` tells their change; a bullet saying it again goes."""
     at = since.strftime("%H:%MZ") if since else "the last sweep"
     shown = change_rows(changes)
+    bullets = [c for c in changes
+               if not (c.kind in OWN_LINE_KINDS and (c.cluster, c.job_id) in told)]
     rows = [] if len(shown) == len(changes) else [
         f"_Rows shown for {len(shown)} of {len(changes)} changed jobs (those needing a human); "
         "`/jobs` has every table._"]
     # The change lines are outside text only (names, whys): no backtick of theirs may pair
     # with a span of the follow-ups below, no word format itself (escaped with the reply).
     return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)",
-                      *map(unformatted, change_lines(changes)), *extra, *rows])
+                      *map(unformatted, change_lines(bullets)), *extra, *rows])
 
 
-def collapse_line(ref: str, user: str | None, *, mapped: bool, by_dm: bool) -> str:
-    """The day's thread line when a collapse alert went out. It names the owner (their
-    cluster user) without a mention: the alert itself reached them, as a DM or as a channel
-    post that mentions them, and a second ping for one collapse is what gets a bot muted."""
-    who = f"owner `{code(user)}`" if user else "owner unknown"
+def _span(text: str) -> str:
+    """Raw outside text for one of the bot's inline spans: one line, no backtick to close it."""
+    return no_backticks(one_line(text))
+
+
+def collapse_line(ref: str, user: str | None, *, mapped: bool, by_dm: bool,
+                  name: str | None = None) -> str:
+    """The day's thread line when a collapse alert went out, raw (escaped with the sweep's
+    change reply, where it stands for the run's 'collapsed' bullet: ``name`` is the run's).
+    It names the owner (their cluster user) without a mention: the alert itself reached them,
+    as a DM or as a channel post that mentions them, and a second ping for one collapse is
+    what gets a bot muted."""
+    who = f"owner `{_span(user)}`" if user else "owner unknown"
     if by_dm:
         told = f"{who} told by DM"
     elif user and mapped:
         told = f"{who} not reachable by DM, alert in the channel"
     else:
         told = f"{who}" + (" (no Slack id mapped)" if user else "") + ", alert in the channel"
-    return cut_text(f"🚨 collapse on `{code(ref)}`, {told}")
+    run = f" {unformatted(one_line(name))}" if name else ""
+    return f"🚨 collapse on `{_span(ref)}`{run}, {told}"
 
 
 def config_refused_line(reason: str) -> str:
     """The day's thread line when an edit of the config was refused (the sweeps go on with the
-    last good one); the reason may quote the file: escaped."""
-    return cut_text(f"⚠️ config edit refused, the last good config stays in use: "
-                    f"`{code(reason)}`")
+    last good one), raw (escaped with the sweep's change reply); the reason may quote the
+    file."""
+    return f"⚠️ config edit refused, the last good config stays in use: `{_span(reason)}`"
 
 
 def cancel_line(ref: str, actor: str | None, evidence: str) -> str:

@@ -4,8 +4,9 @@ Policy: the replicas claim each interval in Redis (a lease), so one of them swee
 it; with Redis down each falls back to its own role. A sweep's steps (follow-ups, the
 period's parent and thread (``bot.digest``), collapse alerts, job-end DMs (``bot.notify``),
 the deep-probe offers, cancel reconciliation) are independent: a failed channel post never
-stops the alerts, and thread lines Slack did not take wait for the next sweep
-(:data:`UNTOLD_KEPT`).
+stops the alerts. The sweep's thread news is one reply (its collapse alerts, follow-ups and
+changes, each job told once in it: ``bot.digest``), which the sweep's retry sends again when
+Slack refused it.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 UNTOLD_KEPT = 200
-"""Thread lines (collapse lines, a refused config edit) kept for the next thread reply when
-Slack did not take the sweep's: the newest, should Slack refuse the channel for days."""
+"""Collapse lines kept for the next thread reply by a replica sweeping alone (Redis down, no
+thread of its own yet): the newest, should the outage last for days."""
 
 
 async def scheduled_sweep(bot: Bot, interval: int, *, retry: bool = False) -> bool:
@@ -79,35 +80,31 @@ async def _tell_sweep(bot: Bot, result: SweepResult, config: Config, interval: i
     alone = bot.lease.fallback(interval) == "alone"
     # The collapse alerts first: they are the time-critical messages, and the period's full
     # tables (dozens of paced posts at thousands of jobs) must not hold them back a minute.
-    told = []
+    told: list[str] = []
+    alerted: set[tuple[str, str]] = set()
     for ref in await bot.alerter.process(details, config, facts=result.facts):
         cluster, _, job_id = ref.partition(":")
-        user = result.details[(cluster, job_id)].report.user
-        told.append(collapse_line(ref, user, mapped=slack_owner(config, cluster, user) is not None,
-                                  by_dm=ref in bot.alerter.by_dm))
-    lines = [] if alone else await bot.followups.process(result, config)
-    changes = None if alone else await bot.digest.publish(result, config, lines, retry=retry,
-                                                          interval=interval)
+        job = result.details[(cluster, job_id)].report
+        alerted.add((cluster, job_id))
+        told.append(collapse_line(ref, job.user, name=job.name, by_dm=ref in bot.alerter.by_dm,
+                                  mapped=slack_owner(config, cluster, job.user) is not None))
     if alone:  # no thread to tell them in yet: the next one this replica posts does
         bot.untold.extend(told)
-        told = []
-    else:
-        told, bot.untold = [*bot.untold, *told], []
-    refused = None if alone else await refusal_news(bot.config, bot.store)  # an edit refused
+        bot.untold = bot.untold[-UNTOLD_KEPT:]
+        return bool(bot.alerter.undelivered)
+    told, bot.untold = [*bot.untold, *told], []
+    refused = await refusal_news(bot.config, bot.store)  # an edit refused
     if refused is not None:
         told.append(config_refused_line(refused))
-    # One reply for the sweep's alerts, not one each; one Slack did not take is kept.
-    unnoted = bool(told) and bool(config.slack.channel) and not await bot.digest.notes(
-        config, told)
-    if unnoted:
-        bot.untold = told[-UNTOLD_KEPT:]
-    if changes is not None:
-        # job-end DMs (bot/notify.py)
-        await bot.notifier.process(changes, result, config, retry=retry)
-        await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
-        await bot.actions.reconcile()
-    return unnoted or bool(bot.alerter.undelivered) or (changes is not None and (
-        bot.digest.undelivered or bot.notifier.undelivered))
+    lines = await bot.followups.process(result, config)
+    # One reply for the sweep: its alerts, follow-ups and changes (a job's own line standing
+    # for its change bullet); a reply Slack refused is the digest's to send again.
+    changes = await bot.digest.publish(result, config, [*told, *lines], retry=retry,
+                                       interval=interval, told=alerted | bot.followups.told)
+    await bot.notifier.process(changes, result, config, retry=retry)  # job-end DMs
+    await deep_probe.after_sweep(bot, result, config)  # offer / auto-run, once per run
+    await bot.actions.reconcile()
+    return bool(bot.alerter.undelivered or bot.digest.undelivered or bot.notifier.undelivered)
 
 
 async def claim_interval(bot: Bot, interval: int, ttl_s: float) -> bool:

@@ -18,7 +18,7 @@ from bot.config_source import ConfigSource
 from bot.refusals import REFUSAL_DOC, refusal_news
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
-from tests.bot.builders import FakeClock, FakeSweeper, sweep_result
+from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack
 
@@ -38,8 +38,9 @@ def good(prefix: str) -> str:
 
 
 def refusals(slack: FakeSlack) -> list[str]:
-    return [c.params["text"] for c in slack.to("/api/chat.postMessage")
-            if c.params.get("thread_ts") and "config edit refused" in c.params["text"]]
+    texts = [blocks_text(c.params.get("blocks") or []) for c in
+             slack.to("/api/chat.postMessage") if c.params.get("thread_ts")]
+    return [t for t in texts if "config edit refused" in t]  # a line of the sweep's reply
 
 
 async def sweep(h: Harness, interval: int, clock: FakeClock) -> None:

@@ -115,7 +115,8 @@ async def test_a_failure_between_sweeps_is_one_reply_with_that_row(
     new = replies(slack)[before:]
     assert len(new) == 1, [text_of(n) for n in new]
     text = text_of(new[0])
-    assert "failed: sft-mistral-7b (alpha:4300)" in text
+    assert "🔥 `alpha:4300` sft-mistral-7b failed" in text  # its line (no bullet besides)
+    assert "• failed" not in text
     assert "sft-mistral-7b [FAILED]" in text  # its table row
     assert "rl-ppo-llama-8b" not in text
 
@@ -160,7 +161,7 @@ async def test_a_running_job_left_with_no_pods_is_one_failed_reply(
     new = replies(slack)[before:]
     assert len(new) == 1, [text_of(n) for n in new]
     text = text_of(new[0])
-    assert "failed: rl-ppo-llama-8b (alpha:4100) — silent wedge: running but 0 pods" in text
+    assert "🔥 `alpha:4100` rl-ppo-llama-8b failed: silent wedge: running but 0 pods" in text
 
 
 async def test_a_job_that_restarted_between_sweeps_is_one_reply(
@@ -205,7 +206,8 @@ async def test_a_mass_cancel_is_one_short_reply(
     text = text_of(new[0])
     assert "cancelled: 300 jobs on alpha (sft-bench-0, sft-bench-1, sft-bench-2 +297 more)" \
         in text
-    assert "failed: sft-mistral-7b (alpha:4300)" in text
+    assert "🔥 `alpha:4300` sft-mistral-7b failed" in text  # its line (no bullet besides)
+    assert "• failed" not in text
     assert "sft-mistral-7b [FAILED]" in text  # the row of the job that needs a human
     assert "sft-bench-299" not in text  # no row, no line per cancelled job
     assert "Rows shown for 1 of 301 changed jobs" in text
@@ -279,8 +281,9 @@ async def test_collapse_dm_is_told_in_the_thread_and_names_are_escaped(
     lines = [text_of(r) for r in replies(slack)]
     told = [t for t in lines if "collapse on `alpha:4242`" in t]
     assert len(told) == 1 and "owner `alice` told by DM" in told[0]
-    changes = next(t for t in lines if "Changes since" in t)
-    assert "collapsed: rl-grpo-qwen-7b" in changes
+    changes = told[0]  # the sweep's one reply: the alert line stands for the bullet
+    assert "collapse on `alpha:4242` rl-grpo-qwen-7b, owner" in changes
+    assert "collapsed: rl-grpo-qwen-7b" not in changes
     assert "started: rl-&lt;!channel&gt;&amp;evil" in changes
     assert "<!channel>" not in "".join(lines)
 

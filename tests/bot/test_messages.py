@@ -136,8 +136,10 @@ def test_every_builder_escapes_hostile_text(name: str, user: str, line: str, pat
         sweep_parent(result, period_start=T0, now=T0, period_hours=24, sweeps=3),
         *sweep_thread(result, width=100),
         *sweep_thread(result, width=100, header=header, only={("alpha", "4242")}),
-        text_message(collapse_line(f"alpha:{name}", user, mapped=True, by_dm=False)),
-        text_message(collapse_line("alpha:4242", "alice", mapped=True, by_dm=True)),
+        # collapse lines as sent: raw lines of the sweep's change reply, escaped with it
+        *sweep_thread(result, width=100, only=set(), header=changes_header([], [
+            collapse_line(f"alpha:{name}", user, mapped=True, by_dm=False, name=name),
+            collapse_line("alpha:4242", "alice", mapped=True, by_dm=True)], since=T0, now=T0)),
         text_message(cancel_line(f"alpha:{name}", user, path)),
         *[job_end_dm(change, sick, 2) for change in changes],
         *shared_job_messages(sick, header=sweep_header(result, age_s=None), sharer=user,

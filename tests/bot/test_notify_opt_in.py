@@ -41,7 +41,7 @@ async def test_an_owner_who_never_asked_gets_no_job_end_dm_until_notify_on(
         assert dms(slack) == []
         thread = [str(c.params.get("blocks")) for c in slack.to("/api/chat.postMessage")
                   if c.params["channel"] == "C0SWEEP"]
-        assert any("finished: gpu-ci-nightly" in t for t in thread)
+        assert any("alpha:5100" in t and "gpu-ci-nightly" in t for t in thread)
         assert "*on*" in await notify(h, "on", user="UCAROL")
         jobs[1] = failed(jobs[1])
         clock.advance(1800)

@@ -17,7 +17,15 @@ import pytest
 from bot.lease import TickLease
 from bot.scheduled import make_scheduler
 from bot.store import RedisStore
-from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
+from tests.bot.builders import (
+    FakeClock,
+    FakeSweeper,
+    blocks_text,
+    collapsing,
+    detail,
+    job,
+    sweep_result,
+)
 from tests.bot.conftest import make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack
 from tests.bot.forwarder import Forwarder
@@ -296,7 +304,8 @@ async def test_a_collapse_dmed_before_any_thread_is_told_in_the_first_thread(
             assert await scheduler.tick()
     finally:
         await close_all([store], prefix)
-    notes = [c.params["text"] for c in slack.to("/api/chat.postMessage")
-             if c.params.get("thread_ts") and "collapse on" in c.params["text"]]
-    assert notes == ["🚨 collapse on `alpha:4242`, owner `alice` told by DM"]
+    notes = [line for c in slack.to("/api/chat.postMessage") if c.params.get("thread_ts")
+             for line in blocks_text(c.params.get("blocks") or []).splitlines()
+             if "collapse on" in line]  # a line of the sweep's one reply
+    assert notes == ["🚨 collapse on `alpha:4242` rl-grpo-qwen-7b, owner `alice` told by DM"]
     assert dms(slack) == 1

@@ -18,6 +18,7 @@ real Redis.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,15 @@ from bot.config import parse_config as load_config_text
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import SweepResult
-from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
+from tests.bot.builders import (
+    FakeClock,
+    FakeSweeper,
+    blocks_text,
+    collapsing,
+    detail,
+    job,
+    sweep_result,
+)
 from tests.bot.conftest import make_config, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 
@@ -57,7 +66,14 @@ def changing_sweeps(clock: FakeClock) -> tuple[FakeSweeper, list[int]]:
 
 
 def delivered(slack: FakeSlack, needle: str) -> int:
-    return sum(str(c.params.get("text")).count(needle) for c in slack.to("/api/chat.postMessage"))
+    """How often ``needle`` was posted: in a post's text or its blocks (a change reply's
+    lines), whichever shows it more often (the one message counted once)."""
+    def count(params: dict[str, object]) -> int:
+        blocks = params.get("blocks")
+        blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+        body = blocks_text(blocks) if isinstance(blocks, list) else ""
+        return max(str(params.get("text")).count(needle), body.count(needle))
+    return sum(count(c.params) for c in slack.to("/api/chat.postMessage"))
 
 
 async def test_a_hung_api_costs_a_new_day_s_sweep_one_bound_and_its_retry_sends_it(
@@ -111,7 +127,10 @@ async def test_a_hung_edit_gives_up_the_rest_of_an_ordinary_sweep(
         assert len(slack.hung()) == 2, [c.path for c in slack.hung()]
         slack.unhang()
         assert await scheduled_sweep(h.bot, 1, retry=True) is True
-    assert delivered(slack, "Changes since") == 1
+    # Each change once: the kept reply, then the retry's alert line (the DM went out only
+    # then; as two replies before the alert joined the sweep's reply).
+    assert delivered(slack, "collapsed: rl-grpo-qwen-7b (alpha:4242)") == 1
+    assert delivered(slack, "started: rl-grid") == 1
     assert delivered(slack, "collapse on `alpha:4242`") == 1
     assert delivered(slack, "ended FAILED") == 3
     assert len(slack.to("/api/chat.update")) == 1
@@ -169,7 +188,7 @@ async def test_the_alerts_reply_slack_refused_is_told_by_the_retry(
         stage[0] = 1
         clock.advance(1800)
         slack.fail("chat.postMessage", "internal_error", status=500,
-                   when=lambda p: "collapse on `alpha:4242`" in str(p.get("text")))
+                   when=lambda p: "collapse on `alpha:4242`" in str(p.get("blocks")))
         assert await scheduled_sweep(h.bot, 1) is False
         assert await scheduled_sweep(h.bot, 1, retry=True) is True
     assert delivered(slack, "collapse on `alpha:4242`") == 1
