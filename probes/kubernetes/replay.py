@@ -30,14 +30,15 @@ The cluster's settings that shaped the sweep (``users``, ``user_keys``, ``recent
 ``benign_patterns`` are added to the recorded ones (a fix can be tried on a recording).
 
 Files are read as ``probes.recording_files`` says (no link followed, a regular file only, at
-most :data:`MAX_FILE_BYTES`); a file that is missing, not UTF-8 or not of its shape (an
-object the client's model refuses, a log file name that is no ``log-NNNN.txt``) names itself
-in the cluster's ``unreachable`` detail.
+most :data:`MAX_FILE_BYTES`, all together at most :data:`MAX_RECORDING_BYTES`); a file that
+is missing, not UTF-8 or not of its shape (an object the client's model refuses, a log file
+name that is no ``log-NNNN.txt``) names itself in the cluster's ``unreachable`` detail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -52,11 +53,15 @@ from probes.errors import CommandError, ProbeError
 from probes.kubernetes.probe import KubernetesProbe
 from probes.kubernetes.recorded import ERRORS, Answers, LogRead, RecordedClient, from_api_json
 from probes.models import ClusterFacts
-from probes.recording_files import LOG_FILE, open_recording, read_json, read_text
+from probes.recording_files import LOG_FILE, open_recording, read_text
 
 FORMAT = 1
 MAX_FILE_BYTES = 512 << 20
 """The largest recording file read (each log read is bounded live by ``tail_bytes``)."""
+MAX_RECORDING_BYTES = 1 << 30
+"""The most a recording's files hold together: ``logs.json`` may name any number of log
+files, each kept whole for the sweep (a hostile recording of many files each just under
+:data:`MAX_FILE_BYTES` would fill the bot's memory)."""
 
 
 class KubernetesReplay:
@@ -129,25 +134,70 @@ def recorded_cluster(meta: Mapping[str, Any], replay: ReplayCluster,
 
 def load_recording(root: Path) -> tuple[dict[str, Any], Answers]:
     """A Kubernetes recording's ``cluster.json`` and answers (the module docstring's files)."""
-    root_fd = open_recording(root)
+    files = _Files(open_recording(root))
     try:
-        meta = read_json(root_fd, "cluster.json", MAX_FILE_BYTES)
+        meta = files.parsed("cluster.json")
         if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get(
                 "kind") != "kubernetes":
             raise CommandError(f"{root}/cluster.json: not a Kubernetes recording of format "
                                f"{FORMAT}")
-        answers = Answers(jobs=_objects(root_fd, "jobs.json", "V1Job"),
-                          pods=_objects(root_fd, "pods.json", "V1Pod"),
-                          reads=_reads(root_fd))
-        _jobsets(root_fd, answers)
+        answers = Answers(jobs=_objects(files, "jobs.json", "V1Job"),
+                          pods=_objects(files, "pods.json", "V1Pod"),
+                          reads=_reads(files))
+        _jobsets(files, answers)
         return meta, answers
     finally:
-        os.close(root_fd)
+        os.close(files.root_fd)
 
 
-def _items(root_fd: int, name: str) -> list[dict[str, Any]]:
-    """A List file's items, each an object with its metadata's name."""
-    data = read_json(root_fd, name, MAX_FILE_BYTES)
+class _Files:
+    """The recording's files as read so far: each bounded by :data:`MAX_FILE_BYTES`, all
+    together by :data:`MAX_RECORDING_BYTES`."""
+
+    def __init__(self, root_fd: int) -> None:
+        self.root_fd = root_fd
+        self.left = MAX_RECORDING_BYTES
+
+    def text(self, name: str) -> str | None:
+        """The file's text (``None``: absent), counted against what the recording may hold."""
+        try:
+            size = os.stat(name, dir_fd=self.root_fd, follow_symlinks=False).st_size
+        except OSError:
+            size = 0  # absent or unreadable: read_text says which
+        if size > self.left:
+            raise self._over(name)
+        try:
+            text = read_text(self.root_fd, name, min(MAX_FILE_BYTES, self.left))
+        except CommandError:
+            if self.left < MAX_FILE_BYTES and size <= MAX_FILE_BYTES:
+                raise self._over(name) from None  # grew past what was left
+            raise
+        self.left -= max(size, len(text or ""))
+        return text
+
+    def parsed(self, name: str, *, optional: bool = False) -> Any:
+        """The file's JSON; absent (``None`` if ``optional``) or not JSON:
+        :class:`CommandError` naming it."""
+        text = self.text(name)
+        if text is None:
+            if optional:
+                return None
+            raise CommandError(f"recording is missing {name}")
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CommandError(f"recording file {name} is unreadable: {exc}") from exc
+
+    @staticmethod
+    def _over(name: str) -> CommandError:
+        return CommandError(f"recording file {name}: the recording files together are over "
+                            f"the {MAX_RECORDING_BYTES} bytes a recording may hold")
+
+
+def _items(files: _Files, name: str, data: Any = None) -> list[dict[str, Any]]:
+    """A List file's items (``data``: its JSON, already read), each an object with its
+    metadata's name."""
+    data = files.parsed(name) if data is None else data
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list) or not all(
             isinstance(item, dict) and isinstance(item.get("metadata"), dict)
@@ -157,9 +207,9 @@ def _items(root_fd: int, name: str) -> list[dict[str, Any]]:
     return items
 
 
-def _objects(root_fd: int, name: str, klass: str) -> list[Any]:
+def _objects(files: _Files, name: str, klass: str) -> list[Any]:
     """A List file's items as the client's models, as a live list is read."""
-    items = _items(root_fd, name)
+    items = _items(files, name)
     try:
         return [from_api_json(item, klass) for item in items]
     except (ApiException, AttributeError, TypeError, ValueError, KeyError,
@@ -169,15 +219,15 @@ def _objects(root_fd: int, name: str, klass: str) -> list[Any]:
                            f"{type(exc).__name__}: {why}"[:300]) from exc
 
 
-def _jobsets(root_fd: int, answers: Answers) -> None:
+def _jobsets(files: _Files, answers: Answers) -> None:
     """``jobsets.json``: the JobSets listed, or the refusal the listing got (absent: none)."""
-    if read_text(root_fd, "jobsets.json", MAX_FILE_BYTES) is None:
+    data = files.parsed("jobsets.json", optional=True)
+    if data is None:
         return
-    data = read_json(root_fd, "jobsets.json", MAX_FILE_BYTES)
     if isinstance(data, dict) and "error" in data:
         answers.jobsets_error = _error("jobsets.json", data["error"])
         return
-    answers.jobsets = _items(root_fd, "jobsets.json")
+    answers.jobsets = _items(files, "jobsets.json", data)
 
 
 class _Error(BaseModel):
@@ -210,11 +260,11 @@ def _error(name: str, raw: Any) -> ProbeError:
     return cls(error.message)
 
 
-def _reads(root_fd: int) -> list[LogRead]:
+def _reads(files: _Files) -> list[LogRead]:
     """``logs.json``'s reads, each with its log file's text (absent: no log was read)."""
-    if read_text(root_fd, "logs.json", MAX_FILE_BYTES) is None:
+    data = files.parsed("logs.json", optional=True)
+    if data is None:
         return []
-    data = read_json(root_fd, "logs.json", MAX_FILE_BYTES)
     raw = data.get("reads") if isinstance(data, dict) else None
     if not isinstance(raw, list):
         raise CommandError('recording file logs.json: not a recording\'s log reads '
@@ -235,7 +285,7 @@ def _reads(root_fd: int) -> list[LogRead]:
                                "(log-NNNN.txt)")
         else:
             if entry.file not in texts:
-                text = read_text(root_fd, entry.file, MAX_FILE_BYTES)
+                text = files.text(entry.file)
                 if text is None:
                     raise CommandError(f"recording is missing {entry.file}")
                 texts[entry.file] = text
