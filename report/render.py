@@ -181,8 +181,8 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
     # line of its own (a forged fact), so it shows as ␤, as in a name.
     log = f"Log: {one_line(job.log_path or 'not found')}"
     facts.append(log + (f" (workdir {one_line(detail.workdir)})" if detail.workdir else ""))
-    if detail.note:
-        facts.append(f"Note: {detail.note}")
+    if detail.note:  # names cluster paths too (an absent StdOut, an unreadable checkpoint dir)
+        facts.append(f"Note: {one_line(detail.note)}")
     rec = job.recommendation
     facts.append(f"Recommendation: {rec.action} — {rec.why}" if rec else "Recommendation: none")
     return [line for fact in facts for line in _wrap(printable(fact), width)]

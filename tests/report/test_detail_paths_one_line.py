@@ -15,7 +15,7 @@ from probes.models import JobState
 from report.models import DeepProbe, JobDetail
 from report.probe_text import render_probe_text
 from report.render import render_job_detail
-from tests.report.factories import report_job
+from tests.report.factories import facts, judge, log, record, report_job
 
 FORGED = "Recommendation: none"
 
@@ -44,3 +44,18 @@ def test_the_deep_probe_s_paths_read_stay_on_their_line() -> None:
     job = report_job("rl-x", "rl", step=3, deep_probe=probe)
     lines = render_probe_text(JobDetail(report=job), width=100).split("\n")
     assert len([line for line in lines if line.strip().startswith("cost:")]) == 1, lines
+
+
+def test_a_path_in_the_note_stays_on_its_line() -> None:
+    """The Note fact names cluster paths too (the ``--output`` the log was looked for under,
+    a checkpoint directory that could not be read): a line break in one shows as ␤ there,
+    through the judge, as in the Log fact (found in review of 15cb34b)."""
+    rec = record("sft-x", "300", stdout_path=f"/w/a\n{FORGED}.out")
+    fetch = log("mismatch", requested_path=f"/w/a\n{FORGED}.out", path="/w/300.out")
+    detail = judge(facts(rec, log_fetch=fetch))
+    assert detail.note and "\n" in detail.note  # the judge keeps the path as it is
+    lines = render_job_detail(detail, width=200).split("\n")
+    # One Recommendation line: the real one (this job has none), not the path's forged one.
+    assert len([line for line in lines if line.startswith("Recommendation:")]) == 1, lines
+    (note,) = [line for line in lines if line.startswith("Note: ")]
+    assert f"StdOut /w/a␤{FORGED}.out absent" in note, note
