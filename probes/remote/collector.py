@@ -16,7 +16,9 @@ the floor is retried once, then reported ``failed`` (never "dead").
 Checkpoint trees are searched to their layouts' bounded depth (``probes.remote.tree``) and
 trial trees counted whole under a time bound (``probes.remote.trial_roots``).
 For one job (``probes.slurm.onejob``) the request may also name scheduler commands
-(``probes.remote.scheduler``), run here before the files, in the same trip.
+(``probes.remote.scheduler``), run here before the files, in the same trip, and ask for the
+logs of the job's neighbours one of them lists (``probes.remote.neighbour_listing``), read
+after the job's own files.
 Every open, read and listing goes through ``probes.remote.guard`` (only the job's own regular
 files, no symlink followed, nothing under /proc /sys /dev, a deadline per operation); the
 request has a whole deadline and an answer budget, and a job past either is ``failed`` with
@@ -44,6 +46,8 @@ with contextlib.suppress(ImportError):
     from probes.remote.guard import Hung
 with contextlib.suppress(ImportError):
     from probes.remote.scheduler import exit_with_the_session, run_scheduler
+with contextlib.suppress(ImportError):
+    from probes.remote.neighbour_listing import neighbour_specs
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN
 with contextlib.suppress(ImportError):
@@ -244,6 +248,9 @@ def main(request_json: str) -> None:
     if "scheduler" in request:  # before the files: their deadline counts from here too
         ran = run_scheduler(list(request["scheduler"]),
                             0.4 * float(request.get("deadline_s") or 60.0))
+        # A one-job read's neighbours (probes.remote.neighbour_listing): their logs, after
+        # the job's own files, in this same trip.
+        request["jobs"] = [*request.get("jobs", []), *neighbour_specs(request, ran)]
     if request.get("stream"):
         _stream(request, ran, time.monotonic())
         return

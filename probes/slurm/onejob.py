@@ -10,7 +10,10 @@ collector (``python3 -``, script on stdin):
 2. The job's files (log tail, listings, trees) through the same collector request a sweep uses, and,
    for a RUNNING job, its user's jobs of its name (``squeue -t all -u USER --name=NAME``: its
    earlier attempts, which decide whether it is a first launch to deep-probe as they do in a
-   sweep; the run's attempts, not the user's whole queue), and for a TIMEOUT or COMPLETED
+   sweep; the run's attempts, not the user's whole queue) and its user's jobs of other names
+   in its workdir with, under the default checkpoint roots, the logs of up to 16 of them, read
+   by the collector in this same command (``probes.slurm.neighbours``: their progress, never
+   their saves); and for a TIMEOUT or COMPLETED
    job the successor query: the same ``squeue -t all -u USER`` (with each job's eligible time) for
    the job's own user (a COMPLETED run whose trainer stopped itself ahead of the walltime is a chain
    restart too, ``report.planned_stop``, which only its log, read in the same command, tells). Every
@@ -38,12 +41,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from probes.config import SlurmCluster
+from probes.config import DEFAULT_CHECKPOINT_ROOTS, SlurmCluster
 from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import expand_pattern
-from probes.slurm.neighbours import neighbour_argv, parse_neighbours
+from probes.slurm.neighbours import neighbour_argv, neighbour_request, parse_neighbours
 from probes.slurm.parse import (
     epoch,
     expand_stdout,
@@ -88,10 +91,14 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
 
 async def _scheduler(runner: Runner, cluster: SlurmCluster, commands: list[dict[str, Any]],
                      jobs: Sequence[SchedulerRecord] = (),
+                     neighbours: Mapping[str, Any] | None = None,
                      ) -> tuple[list[str], dict[str, Any], str]:
-    """Each command's stdout ("" if it failed or was skipped), the files of ``jobs``, and what
-    the first command said on stderr when it failed ("" when it worked)."""
+    """Each command's stdout ("" if it failed or was skipped), the files of ``jobs`` (and of
+    the ``neighbours`` the collector found, ``probes.slurm.neighbours``), and what the first
+    command said on stderr when it failed ("" when it worked)."""
     request = {**collector_request(jobs, cluster), "scheduler": commands}
+    if neighbours is not None:
+        request["neighbours"] = neighbours
     answer = await _run(runner, request)
     if answer is None:  # no collector: the commands on their own (files are then failed)
         texts: list[str] = []
@@ -259,10 +266,12 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
     restart that already ran being the successor too, ``report.chain``; a running run's
     earlier attempts, ``report.fingerprint``); and, for a RUNNING one, the user's jobs of
     other names in its workdir (``probes.slurm.neighbours``: read only to keep its banked
-    step to its own saves, as the sweep does, which lists them all)."""
+    step to its own saves, as the sweep does, which lists them all), under the default
+    roots with their logs, read in this same trip (their entries in the files returned)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
+    beside: dict[str, Any] | None = None
     if _lists_related(record):
         selection: tuple[str, ...] = ("-t", "all", "-u", str(record.user))
         named = record.state not in _ALL_OF_USER and not _ending(record)
@@ -273,6 +282,8 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
         commands.append({"argv": _squeue_argv(nonce, *selection)})
         if named and record.workdir:  # and its neighbours' ids, names, workdirs and logs
             commands.append({"argv": neighbour_argv(nonce, str(record.user))})
+            if cluster.checkpoint_roots == DEFAULT_CHECKPOINT_ROOTS:  # their progress counts
+                beside = neighbour_request(len(commands) - 1, nonce, record)
         if record.state in _CHAINED or _ending(record):
             # squeue -o has no eligible time; -O has, beside the id only (no user text to
             # forge).
@@ -280,7 +291,7 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
                                       *selection, "-O", "JobID:64,EligibleTime:24"]})
     if not started and not commands:
         return {}, [], []
-    texts, collected, _ = await _scheduler(runner, cluster, commands, started)
+    texts, collected, _ = await _scheduler(runner, cluster, commands, started, beside)
     live = parse_squeue_plain(texts[0], cluster=cluster.name, now=now,
                               nonce=nonce) if commands else []
     chained = record.state in _CHAINED or _ending(record)
@@ -317,15 +328,6 @@ def earlier_failures(record: SchedulerRecord,
     return [r.model_copy(update={"stdout_path": expand_pattern(
         pattern, job_id=r.job_id, array_job_id=None, array_task_id=None, user=r.user,
         name=r.name, workdir=r.workdir, node=r.nodes)}) for r in before]
-
-
-async def neighbour_files(runner: Runner, cluster: SlurmCluster,
-                          records: Sequence[SchedulerRecord]) -> dict[str, Any]:
-    """Command 3 (a RUNNING job with other runs in its workdir only): their logs, with no
-    checkpoint or trial root (``probes.slurm.neighbours``: their progress, never their saves)."""
-    bare = cluster.model_copy(update={"checkpoint_roots": (), "trial_roots": ()})
-    _, collected, _ = await _scheduler(runner, bare, [], records)
-    return collected
 
 
 async def attempt_files(runner: Runner, cluster: SlurmCluster,

@@ -56,7 +56,6 @@ from probes.slurm.early import (
     folder,
     off_loop,
 )
-from probes.slurm.neighbours import to_read
 from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.shared_roots import own_checkpoints
 from probes.slurm.snapshot import HeldQueue, ListingBackoff, Snapshot, SnapshotCommands
@@ -229,7 +228,6 @@ class SlurmProbe(SnapshotCommands):
                         runner, self._cluster, earlier)}
                     read = {r.job_id for r in earlier}
                     live = [r for r in live if r.job_id not in read]
-                beside = await self._neighbour_logs(runner, neighbours)
         except (ProbeError, TimeoutError) as exc:
             reason = str(exc) or f"{runner.target}: no answer in {self._cluster.timeout_s:g}s"
             if quiet:
@@ -241,22 +239,13 @@ class SlurmProbe(SnapshotCommands):
             await runner.aclose()
         jobs = (await asyncio.to_thread(self._facts, [found, *earlier], collected, whole_tail,
                                         stack.wait) if found else ())
-        around = (await asyncio.to_thread(self._facts, neighbours, beside, False, stack.wait)
+        # The neighbours' logs rode in command 2 (probes.slurm.neighbours): in ``collected``.
+        around = (await asyncio.to_thread(self._facts, neighbours, collected, False, stack.wait)
                   if neighbours else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
                             jobs=self._own_checkpoints(
                                 (*jobs, *(JobFacts(record=r) for r in live)), around))
-
-    async def _neighbour_logs(self, runner: Runner, neighbours: Sequence[SchedulerRecord],
-                              ) -> dict[str, Any]:
-        """The logs (no saves) of the job's neighbours whose progress its banked step may
-        hang on (``probes.slurm.neighbours``): one more round trip, only for a job with
-        neighbours under the default roots."""
-        if self._cluster.checkpoint_roots != DEFAULT_CHECKPOINT_ROOTS:
-            return {}
-        wanted = to_read(list(neighbours))
-        return await onejob.neighbour_files(runner, self._cluster, wanted) if wanted else {}
 
     def _own_checkpoints(self, jobs: Sequence[JobFacts],
                          neighbours: Sequence[JobFacts] = ()) -> tuple[JobFacts, ...]:

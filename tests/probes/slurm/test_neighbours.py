@@ -4,7 +4,8 @@ log path squeue's pattern gives each (``probes.slurm.neighbours``)."""
 from __future__ import annotations
 
 from probes.models import JobState, SchedulerRecord
-from probes.slurm.neighbours import NEIGHBOURS_READ, parse_neighbours, to_read
+from probes.remote.neighbour_listing import neighbour_specs, rows_to_read
+from probes.slurm.neighbours import NEIGHBOURS_READ, neighbour_request, parse_neighbours
 
 NONCE = "n0nce"
 W = "/home/u/runs/shared"
@@ -48,11 +49,43 @@ def test_a_name_holding_the_markers_of_another_nonce_is_one_name() -> None:
 
 def test_read_started_ones_with_a_log_running_first_and_at_most_the_cap() -> None:
     """Pending jobs and jobs with no known log are not read; running ones come first."""
-    def job(key: str, state: JobState, path: str | None) -> SchedulerRecord:
-        return RECORD.model_copy(update={"job_id": key, "name": f"n{key}", "state": state,
-                                         "stdout_path": path})
-    jobs = [job("1", JobState.COMPLETED, "/a"), job("2", JobState.PENDING, "/b"),
-            job("3", JobState.RUNNING, None), job("4", JobState.RUNNING, "/d")]
-    assert [r.job_id for r in to_read(jobs)] == ["4", "1"]
-    many = [job(str(n), JobState.RUNNING, f"/l{n}") for n in range(NEIGHBOURS_READ + 5)]
-    assert len(to_read(many)) == NEIGHBOURS_READ
+    def job(key: str, state: str, path: str | None) -> dict[str, object]:
+        return {"id": key, "state": state, "stdout": path}
+    jobs = [job("1", "COMPLETED", "/a"), job("2", "PENDING", "/b"),
+            job("3", "RUNNING", None), job("4", "RUNNING", "/d")]
+    assert [r["id"] for r in rows_to_read(jobs)] == ["4", "1"]
+    many = [job(str(n), "RUNNING", f"/l{n}") for n in range(NEIGHBOURS_READ + 5)]
+    assert len(rows_to_read(many)) == NEIGHBOURS_READ
+
+
+def _listing() -> str:
+    return "".join((
+        _row("500", "500", "RUNNING", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("502", "502", "COMPLETED", W, f"{W}/%x-%j.out", "vm", "rl-easyr1"),
+        _row("503", "503", "PENDING", W, f"{W}/%x-%j.out", "", "queued"),
+        _row("504_3", "506", "RUNNING", W, "rel_%%j_%A_%a_%3a_%j.out", "vm", "grid"),
+        _row("505", "505", "RUNNING", W, f"{W}/%b_%j.out", "vm", "weird"),
+    ))
+
+
+def test_the_collector_reads_the_logs_the_probe_names() -> None:
+    """Command 2's collector reads, from the same listing, the logs of the neighbours the
+    probe parses (same ids, same paths; running first), with no checkpoint or trial root."""
+    asked = neighbour_request(1, NONCE, RECORD)
+    ran = [{"exit": 0, "stdout": ""}, {"exit": 0, "stdout": _listing(), "stderr": ""}]
+    specs = neighbour_specs({"neighbours": asked}, ran)
+    parsed = {r.job_id: r.stdout_path for r in parse_neighbours(_listing(), NONCE, RECORD)}
+    assert [s["id"] for s in specs] == ["504_3", "502"]
+    assert all(s["stdout"] == parsed[s["id"]] for s in specs)
+    assert all(s["checkpoint_roots"] == s["run_checkpoint_roots"] == s["trial_roots"] == []
+               for s in specs)
+    assert [s["completed"] for s in specs] == [False, True]
+    assert {s["user"] for s in specs} == {"u"} and {s["workdir"] for s in specs} == {W}
+
+
+def test_no_listing_no_neighbour_read() -> None:
+    """A listing that failed (or a request without the section) reads no neighbour."""
+    asked = neighbour_request(1, NONCE, RECORD)
+    failed = [{"exit": 0, "stdout": ""}, {"exit": 1, "stdout": _listing(), "stderr": "no"}]
+    assert neighbour_specs({"neighbours": asked}, failed) == []
+    assert neighbour_specs({}, [None, {"exit": 0, "stdout": _listing()}]) == []

@@ -15,17 +15,36 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from probes.config import SlurmCluster
+from probes.slurm.probe import SlurmProbe
 from tests.probes.logs.test_easyr1_console import easyr1_log
 from tests.probes.logs.test_torchtitan_lines import _run as titan_log
 from tests.probes.slurm.conftest import SlurmEnv
 from tests.probes.slurm.test_e2e_easyr1_console import _wait_logged
-from tests.probes.slurm.test_onejob import _ssh
+from tests.probes.slurm.test_onejob import CountingRunner, _ssh
 from tests.probes.slurm.test_onejob_shared_workdir import _cli
+
+TITAN = titan_log(210, total=1000)
+
+
+async def _wait_replayed(env: SlurmEnv, job: str, log: str, text: str, bound_s: float) -> None:
+    """Until the job runs and its log holds the whole of ``text`` (bounded)."""
+    deadline = time.monotonic() + bound_s
+    state = ""
+    while time.monotonic() < deadline:
+        state = (await _ssh(env, ["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"])).strip()
+        if state == "RUNNING":
+            size = await _ssh(env, ["sh", "-c", f"cat {log} 2>/dev/null | wc -c"])
+            if int(size.strip() or 0) == len(text.encode()):
+                return
+        await asyncio.sleep(1)
+    pytest.fail(f"job {job} did not log its replay within {bound_s}s: {state!r}")
 
 
 async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
@@ -33,7 +52,7 @@ async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
     await _ssh(env, ["mkdir", "-p", f"{saves}/step-100", f"{saves}/step-200"])
     await _ssh(env, ["touch", f"{saves}/step-100/.metadata", f"{saves}/step-200/.metadata"])
     ids = {}
-    for key, text in (("easyr1", easyr1_log(20)), ("titan", titan_log(210, total=1000))):
+    for key, text in (("easyr1", easyr1_log(20)), ("titan", TITAN)):
         await _ssh(env, ["tee", f"{run_dir}/{key}.log"], stdin=text)
         await _ssh(env, ["tee", f"{run_dir}/{key}.sh"],
                    stdin=f"#!/bin/sh\ncat {run_dir}/{key}.log\nsleep 600\n")
@@ -52,6 +71,9 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[dict[str, str]]:
         ids = asyncio.run(_submit(slurm_env, run_dir, tag))
         log = f"{run_dir}/rl-easyr1-{tag}-{ids['easyr1']}.out"
         asyncio.run(_wait_logged(slurm_env, ids["easyr1"], log, bound_s=120))
+        # The torchtitan run too (a busy node may start it after the other).
+        log = f"{run_dir}/rl-titan-{tag}-{ids['titan']}.out"
+        asyncio.run(_wait_replayed(slurm_env, ids["titan"], log, TITAN, bound_s=120))
         yield ids
     finally:
         asyncio.run(_ssh(slurm_env, ["scancel", *ids.values()]) if ids else asyncio.sleep(0))
@@ -73,3 +95,23 @@ def test_the_job_read_banks_what_the_sweep_banks(
     assert titan["banked_step"] == 200
     easyr1 = _cli(["job", jobs["easyr1"]], config)
     assert easyr1["step"] == 20 and easyr1["banked_step"] is None
+
+
+def test_the_neighbours_logs_ride_in_the_second_command(
+    slurm_env: SlurmEnv, jobs: dict[str, str],
+) -> None:
+    """Issue 12: that job only, in at most two commands whatever the cluster's size. The
+    neighbour's log is read in command 2 (its listing's own collector run), not a third."""
+    runners: list[CountingRunner] = []
+
+    def factory(cluster: SlurmCluster) -> CountingRunner:
+        runners.append(CountingRunner(cluster))
+        return runners[-1]
+
+    probe = SlurmProbe(slurm_env.cluster(), runner_factory=factory)
+    facts = asyncio.run(probe.collect_one(jobs["titan"]))
+    (runner,) = runners
+    (job,) = facts.jobs
+    assert job.checkpoints is not None and job.checkpoints.banked_step == 200
+    assert runner.calls == [("python3", "-")] * 2
+    assert facts.round_trips == 2
