@@ -56,6 +56,7 @@ def config_warnings(config: Config) -> list[str]:
             f"{len(config.clusters)} clusters are configured: `alice` on one cluster may not be "
             "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
     warnings += _memory_warnings(config)
+    warnings += _output_bound_warnings(config)
     for cluster in config.clusters:
         files = [("replay path", getattr(cluster, "path", None)),
                  ("known_hosts", getattr(cluster, "known_hosts", None)),
@@ -85,3 +86,16 @@ def _memory_warnings(config: Config) -> list[str]:
             f"{expire:g}): after {expire:g} h their cleanup lines and job-end messages can repeat. "
             f"Set [redis] expire_hours to at least {c.recent_hours:g}, or lower recent_hours."
             for c in config.clusters if c.recent_hours > expire]
+
+
+def _output_bound_warnings(config: Config) -> list[str]:
+    """A SLURM cluster whose ``max_output_bytes`` is set below the floor the transport keeps
+    (four times ``answer_budget_bytes``): the value set is not the bound used."""
+    from probes.config import SlurmCluster
+    from probes.slurm.runner import output_limit
+
+    return [f"cluster {c.name!r}: max_output_bytes = {c.max_output_bytes} is below 4 x "
+            f"answer_budget_bytes ({c.answer_budget_bytes}): the bound used is "
+            f"{output_limit(c)} (lower answer_budget_bytes too for a lower bound)"
+            for c in config.clusters if isinstance(c, SlurmCluster)
+            and "max_output_bytes" in c.model_fields_set and output_limit(c) > c.max_output_bytes]
