@@ -140,6 +140,9 @@ def job_end_dm(change: Change, detail: JobDetail, count: int = 1, *,
         if job.trend and job.trend not in _said(fault):
             lines.append(_code(job.trend))
         lines.append(advice or "*Recommendation:* diagnose before relaunching.")
+    elif change.kind == "finished" and rec is not None and rec.action == "diagnose":
+        # Ended COMPLETED, but the run went wrong (a NaN loss, short of its total): no tick.
+        lines = [f"⚠️ {head} completed, but the run needs a look.", advice]
     elif change.kind == "finished":
         lines = [f"✅ {head} completed.", advice or "No cleanup routine matched; nothing to do."]
     else:
