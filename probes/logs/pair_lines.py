@@ -13,7 +13,11 @@ Policy: general, not these trainers' alone: a line holding at least three ``name
 pairs, one of them the step (``step``, ``<word> step``, ``iteration``, ``iter``; ``N`` or ``N /
 T``, T the run's total), is the step's point; a ``seconds`` pair (MaxText's) or
 ``elapsed_time_per_iteration_ms`` (nanotron's) is the step's time. Fewer pairs, or no step pair,
-is no step line (an epoch summary, a memory report).
+is no step line (an epoch summary, a memory report). Being general, such a line is the run's
+step only where nothing else is: a line another rank's launcher label starts (``srun -l``'s
+``1: ``, torchrun's ``[rank3]:``/``[default2]:``: :func:`other_rank`; rank 0's are the run's,
+as a logged dict's) is not, nor one in a log whose steps another format already reads (a
+worker's ``step: 5, loss: ...`` in a verl or HF log: ``MetricScan._late_step``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ _PAIR_RE = re.compile(
     r"(?:^|, |\| |\] |\s)([A-Za-z][\w/.%()\-]{0,60}(?: [A-Za-z][\w/.%()\-]{0,40}){0,2}): "
     r"(-?\d{1,15}(?:\.\d{1,12})?(?:e[-+]?\d{1,3})?[KMGT]?(?: / \d{1,15})?|nan|-?inf)"
     r"(?=,| \||\s*$)")
+_OTHER_RANK_RE = re.compile(r"\s{0,6}(?:[1-9]\d{0,5}: |\[(?:rank|default)[1-9]\d{0,5}\]:)")
 _STEP_NAMES = ("step", "completed step", "train step", "training step", "iteration", "iter")
 _TIMES = {"seconds": 1.0, "elapsed_time_per_iteration_ms": 0.001}
 """Step-time pairs: the factor to seconds."""
@@ -57,6 +62,11 @@ def parse_step_pairs(body: str) -> tuple[int, int | None, dict[str, float]] | No
         else:
             values[name] = number
     return int(done), int(total) if total else None, values
+
+
+def other_rank(body: str) -> bool:
+    """Whether a launcher's label for a rank other than 0 starts ``body``."""
+    return _OTHER_RANK_RE.match(body) is not None
 
 
 def maxtext_total(body: str) -> int | None:

@@ -25,6 +25,10 @@ from probes.logs.unsloth_lines import unsloth_banner, unsloth_batch
 
 _MAX_DICT_LINES = 5000
 _RANK_LABEL_RE = re.compile(r"\s*(?:\d{1,6}:|\[(?:rank|default)\d{1,6}\]:)")
+_EVAL_LABEL_RE = re.compile(r"(?i)\b(?:eval\w*|val|valid\w*|test\w*)\b[^\]|]{0,80}:\s*$")
+"""A label naming an evaluation ending a logger's prefix (``eval: {``, ``Validation results:
+{``, ``test metrics: {``): its dict is no training step (the logger's fields before ``] ``,
+`` - `` or ``| `` are not the label)."""
 _TRAINING_NAMES = frozenset({"loss", "reward", "grad_norm", "policy_loss", "entropy"})
 """What a dict behind a logger's prefix must hold (or a step key) to be a training point: a
 logged config (``Training args: {'learning_rate': ...}``) holds none of them."""
@@ -90,13 +94,21 @@ class DictScan(ScanCore):
         metric; whether it was. ``body`` ends in ``}``; ``at``: the line's stamp (the point's
         time: the rate of a log with no bar is read from its steps' stamps). The prefix must
         be a logger's (a stamp or an ``INFO`` level) and name no rank: ``srun -l``'s ``3: ``
-        or torchrun's ``[rank7]:`` are another rank's dicts, ``val: {...}`` a labelled one."""
+        or torchrun's ``[rank7]:`` are another rank's dicts, ``val: {...}`` a labelled one, as is
+        an eval dict behind its label (``INFO - eval: {...}``: ``_EVAL_LABEL_RE``), and a dict
+        in a log whose steps another trainer's lines give (a component's stats in a verl log)."""
         start = body.find("{")
         if start <= 0 or body.count("{") > 1:
             return False
         prefix = body[:start]
         if (at is None and "INFO" not in prefix) or _RANK_LABEL_RE.match(prefix):
             return False
+        formats = self.formats
+        if self.points and formats and "hf" not in formats and "skyrl" not in formats:
+            return False  # the log's steps are another format's (a verl or Megatron log's)
+        if prefix.rstrip().endswith(":") and _EVAL_LABEL_RE.search(
+                prefix.rsplit(" - ", 1)[-1]):
+            return False  # an eval dict behind its label
         text = body[start:]
         pairs = quoted_pairs(text)
         if pairs is None:
