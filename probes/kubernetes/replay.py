@@ -52,6 +52,7 @@ from probes.config import KubernetesCluster, ReplayCluster
 from probes.errors import CommandError, ProbeError
 from probes.kubernetes.probe import KubernetesProbe
 from probes.kubernetes.recorded import ERRORS, Answers, LogRead, RecordedClient, from_api_json
+from probes.kubernetes.recorded_patterns import unsafe_pattern
 from probes.models import ClusterFacts
 from probes.recording_files import LOG_FILE, open_recording, read_text
 
@@ -75,7 +76,7 @@ class KubernetesReplay:
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         try:
             meta, answers = await asyncio.to_thread(load_recording, Path(self._cluster.path))
-            live, at = recorded_cluster(meta, self._cluster)
+            live, at, left_out = recorded_cluster(meta, self._cluster)
         except ProbeError as exc:
             return self._unreachable(str(exc))
         probe = KubernetesProbe(live, clock=lambda: at, aliases=self._aliases,
@@ -87,7 +88,8 @@ class KubernetesReplay:
                                      f" {type(exc).__name__}: {exc}"[:300])
         if facts.status != "ok":
             return facts.model_copy(update={"kind": "replay"})
-        said = f"recorded {meta['recorded_at']} from {meta.get('name', '?')}"
+        said = "; ".join([f"recorded {meta['recorded_at']} from {meta.get('name', '?')}",
+                          *left_out])
         return facts.model_copy(update={
             "kind": "replay", "detail": f"{said}; {facts.detail}" if facts.detail else said})
 
@@ -116,20 +118,28 @@ class _Meta(BaseModel):
 
 
 def recorded_cluster(meta: Mapping[str, Any], replay: ReplayCluster,
-                     ) -> tuple[KubernetesCluster, datetime]:
-    """The cluster the recorded sweep read, under the replay's name, and its time."""
+                     ) -> tuple[KubernetesCluster, datetime, list[str]]:
+    """The cluster the recorded sweep read, under the replay's name, its time, and what of
+    the recorded ``benign_patterns`` is not replayed (``probes.kubernetes.recorded_patterns``:
+    one that may not end on a hostile line, unless the replay cluster names it too)."""
     try:
         sweep = _Meta.model_validate(meta)
         at = sweep.recorded_at if sweep.recorded_at.tzinfo else sweep.recorded_at.replace(
             tzinfo=UTC)
+        own = replay.benign_patterns
+        why = {p: unsafe_pattern(p) for p in sweep.benign_patterns if p not in own}
+        kept = tuple(p for p in sweep.benign_patterns if not why.get(p))
         cluster = KubernetesCluster(
             name=replay.name, users=sweep.users, user_keys=sweep.user_keys,
             recent_hours=sweep.recent_hours, min_log_lines=sweep.min_log_lines,
-            benign_patterns=tuple(dict.fromkeys(sweep.benign_patterns + replay.benign_patterns)))
+            benign_patterns=tuple(dict.fromkeys(kept + own)))
     except ValidationError as exc:
-        why = " ".join(str(exc).split())[:300]
-        raise CommandError(f"recording file cluster.json is malformed: {why}") from exc
-    return cluster, at
+        said = " ".join(str(exc).split())[:300]
+        raise CommandError(f"recording file cluster.json is malformed: {said}") from exc
+    left_out = [f"benign pattern {p[:100]!r} of cluster.json not replayed ({reason}: it may "
+                "not end on a long line; name it in the replay cluster's benign_patterns to "
+                "run it)" for p, reason in why.items() if reason]
+    return cluster, at, left_out
 
 
 def load_recording(root: Path) -> tuple[dict[str, Any], Answers]:
