@@ -177,15 +177,16 @@ def _facts(detail: JobDetail, width: int) -> list[str]:
         facts.append(f"Collapse rule fired at step {detail.collapse_step}")
     if detail.faults:
         facts.append("Faults: " + "; ".join(detail.faults))
-    # Paths are cluster text: a line break in one (sbatch -D $'/w\nx') must not start a
-    # line of its own (a forged fact), so it shows as ␤, as in a name.
-    log = f"Log: {one_line(job.log_path or 'not found')}"
-    facts.append(log + (f" (workdir {one_line(detail.workdir)})" if detail.workdir else ""))
-    if detail.note:  # names cluster paths too (an absent StdOut, an unreadable checkpoint dir)
-        facts.append(f"Note: {one_line(detail.note)}")
+    log = f"Log: {job.log_path or 'not found'}"
+    facts.append(log + (f" (workdir {detail.workdir})" if detail.workdir else ""))
+    if detail.note:
+        facts.append(f"Note: {detail.note}")
     rec = job.recommendation
     facts.append(f"Recommendation: {rec.action} — {rec.why}" if rec else "Recommendation: none")
-    return [line for fact in facts for line in _wrap(printable(fact), width)]
+    # Each fact is one line: the paths, note, faults and why hold cluster text, and a line
+    # break in one (sbatch -D $'/w\nx') must not start a line of its own (a forged fact), so
+    # it shows as ␤, as in a name.
+    return [line for fact in facts for line in _wrap(printable(one_line(fact)), width)]
 
 
 def job_detail_pieces(detail: JobDetail, *, width: int = 100) -> list[str | RenderedTable]:
