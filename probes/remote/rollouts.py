@@ -16,10 +16,11 @@ independent of the run's size:
 * Rollout dumps (``dump_dirs``): verl's ``trainer.rollout_data_dir`` / ``validation_data_dir``
   (``<step>.jsonl``, one ``{"input","output","score","step",...}`` line per sample), SkyRL's
   ``dumped_evals/global_step_N_evals/<source>.jsonl`` (``input_prompt``, ``output_response``,
-  ``score``, ``stop_reason``) and its ``dumped_data/global_step_N_training_input.pkl`` (listed
-  for its steps, NEVER unpickled: a pickle runs code). Only the first step file (the run's own
-  baseline) and the latest ``max_files`` are opened, each to ``max_file_bytes`` and
-  ``max_lines`` lines; every text field is cut to ``max_text`` characters.
+  ``score``, ``stop_reason``; its agent loop's ``score`` is a per-token list, summed) and its
+  ``dumped_data/global_step_N_training_input.pkl`` (listed for its steps, NEVER unpickled: a
+  pickle runs code). Only the first step file (the run's own baseline) and the latest
+  ``max_files`` are opened, each to ``max_file_bytes`` and ``max_lines`` lines; every text
+  field is cut to ``max_text`` characters.
 
 Every open, read and listing goes through ``probes.remote.guard``, the collector's own rules
 (one implementation, shipped in front of this source): only the job's user's regular files
@@ -154,6 +155,19 @@ def _number(value: Any) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _score(value: Any) -> float | None:
+    """A sample's reward: a number, or SkyRL's per-token rewards (a list of numbers: the agent
+    loop's ``_build_per_token_rewards`` puts the verifier's reward on the last token), summed
+    as SkyRL's own metrics sum them (``get_metrics_from_generator_output``)."""
+    if not isinstance(value, list):
+        return _number(value)
+    numbers = [_number(v) for v in value]
+    if not numbers or any(n is None for n in numbers):
+        return None
+    total = math.fsum(n for n in numbers if n is not None)
+    return total if math.isfinite(total) else None
 
 
 def _cut(value: Any, budget: _Budget) -> str | None:
@@ -327,7 +341,7 @@ def _line_sample(raw: bytes, kind: str, budget: _Budget) -> list[Json]:
             text_in, text_out = row.get("input"), row.get("output")
         output = text_out if isinstance(text_out, str) else ""
         out.append({"input": _cut(text_in, budget), "output": output[:budget.max_text],
-                    "output_chars": len(output), "score": _number(row.get("score")),
+                    "output_chars": len(output), "score": _score(row.get("score")),
                     "stop_reason": _cut(row.get("stop_reason"), budget)})
     return out
 

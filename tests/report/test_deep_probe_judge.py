@@ -111,6 +111,26 @@ def test_skyrl_cut_at_length(tmp_path: Path) -> None:
     assert kinds(facts).startswith("NO-KILL")
 
 
+def test_skyrl_per_token_rewards_are_scored(tmp_path: Path) -> None:
+    """SkyRL's agent loop dumps each eval score as a per-token list (the verifier's reward on the
+    last token): all of them summing to 0 is all-zero reward, a mixed dump is not."""
+    dumps = dumps_module()
+
+    def per_token(last: float) -> list[float]:
+        return [0.0] * 30 + [last]
+
+    dumps.write_skyrl_evals(str(tmp_path), 5, ["p"] * 4, HEALTHY[:4],
+                            [per_token(0.0)] * 4, ["stop"] * 4)
+    answer = collect_rollouts({"dump_dirs": [str(tmp_path)]})
+    assert [s["score"] for s in answer["dumps"][0]["steps"][0]["samples"]] == [0.0] * 4
+    assert "all-zero reward at step 5 (SkyRL eval dump)" in kinds(rollout_facts(answer))
+    dumps.write_skyrl_evals(str(tmp_path), 5, ["p"] * 4, HEALTHY[:4],
+                            [per_token(r) for r in (0.0, 1.0, 0.0, 1.0)], ["stop"] * 4)
+    facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path)]}))
+    assert kinds(facts).startswith("NO-KILL")
+    assert [s.score for s in facts.dumps[0].steps[0].samples] == [0.0, 1.0, 0.0, 1.0]
+
+
 def test_rollouts_missing_for_logged_steps(tmp_path: Path) -> None:
     """The log reaches step 20 while the dump stops at step 3: missing rollouts."""
     facts = _verl(tmp_path, HEALTHY, [0, 1] * 4)
