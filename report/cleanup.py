@@ -16,7 +16,8 @@ Policy (seed "Cross-cutting", §SFT; CONTRACT §3/§6):
   finished run: no cleanup yet (``none``, saying how many chunks are left), never
   ``cleanup-pending``. With nothing live left (a chunk killed at walltime or by a crash never
   gets Harbor's ``finished_at``), the cleanup is named and the trend says how many never
-  finished.
+  finished. A datagen run waits for its live jobs even when every chunk on disk is finished:
+  an array's tasks still pending have written none yet.
 - ``cleanup-pending``: the run's own on-disk trial tree is still there. An empty trial directory
   is no trial tree, a standard RL run has none, and an object-store-backed run leaves none to
   reap (seed: "routes the same way but leaves no on-disk trial tree").
@@ -102,6 +103,8 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     chunked = bucket == "datagen" or (tree is not None and (tree.chunks_total or 0) > 1)
     if bucket in ("datagen", "eval") and chunked and _chunks_unfinished(ctx, f, tree, routine):
         return
+    if bucket == "datagen" and _run_still_live(ctx, f, tree, routine):
+        return
     if bucket == "eval" and _eval_short(ctx, f, tree, routine):
         return
     owns_tree = bucket != "rl" or routine == "rl-agentic-job-cleanup"
@@ -138,6 +141,21 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     f.trend(Priority.CLEANUP + 1, f"Completed; {text}")
     f.recommend(Priority.CLEANUP, "none",
                 f"{text} in {tree.root}: {routine} once the whole run is done, not before")
+    return True
+
+
+def _run_still_live(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
+                    routine: CleanupRoutine) -> bool:
+    """A finished datagen job with a trial tree while another live job of the run (an
+    array's tasks still pending or running, its other chunk jobs) can still write chunks: the
+    run is not done, however finished the chunks already on disk (a task that has not started
+    has written none). Its traces are consolidated, and the tree reaped, once the whole run is."""
+    if not has_trial_tree(tree) or tree is None or not ctx.others_live():
+        return False
+    f.trend(Priority.CLEANUP + 1, "Completed; other jobs of the run still live")
+    f.recommend(Priority.CLEANUP, "none",
+                f"other jobs of the run are still live and may write {tree.root}: "
+                f"{routine} once the whole run is done, not before")
     return True
 
 

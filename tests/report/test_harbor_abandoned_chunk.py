@@ -49,3 +49,27 @@ def test_a_live_task_of_the_run_still_holds_it_back(tmp_path: Path) -> None:
     report = judge(facts, others=[live], now=datetime.now(UTC)).report
     assert report.recommendation is not None and report.recommendation.action == "none"
     assert "cleanup-pending" not in report.flags
+
+
+def test_a_pending_task_of_the_run_holds_back_a_finished_tree(tmp_path: Path) -> None:
+    """Found replaying on the real SLURM: a datagen ``--array=0-5%2`` whose tasks each write
+    one chunk into the shared ``{workdir}/jobs``; tasks 0 and 1 COMPLETED (both chunks
+    finished), tasks 2-5 still PENDING. Each completed task read ``cleanup-pending`` and
+    ``datagen-job-cleanup: trial tree still on disk at .../jobs``: reaping the tree the rest of
+    the run is about to write, before its traces are consolidated. Every chunk on disk being
+    finished says nothing about the tasks that have not started yet."""
+    jobs = tmp_path / "jobs"
+    for i in (0, 1):
+        MAKE.write(jobs / f"chunk_{i}", {"pass": 6, "fail": 4, "timeout": 2}, total=12,
+                   seed=80 + i, finished=True)
+    facts = _facts(jobs, "chunk 0 done\n", "datagen-tb-synth", state=JobState.COMPLETED)
+    done = facts.record.model_copy(update={"job_id": "900_0", "array_job_id": "900",
+                                           "array_task_id": "0"})
+    facts = facts.model_copy(update={"record": done})
+    pending = done.model_copy(update={"job_id": "900_[2-5%2]", "state": JobState.PENDING,
+                                      "array_task_id": "[2-5%2]", "start_time": None,
+                                      "elapsed_s": 0})
+    report = judge(facts, others=[pending], now=datetime.now(UTC)).report
+    assert "cleanup-pending" not in report.flags, report.recommendation
+    assert report.recommendation is not None and report.recommendation.action == "none"
+    assert "datagen-job-cleanup once the whole run is done" in report.recommendation.why
