@@ -16,7 +16,8 @@ control characters as ``\\xNN``, cut; ``report.sample_text``):
   missing for steps the log shows, or every sampled agent running 0 s with no output token;
 - zero trials completing: every sampled trial ended in an exception, or none finished; the
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
-  that died after healthy steps is not excused by its older trials;
+  that died after healthy steps is not excused by its older trials (a newest third ending in
+  Harbor's passthrough exceptions, the hard tail of timeouts and context overflows, completed);
 - reward pathologies: every group's reward constant (no learning signal), all-zero rewards,
   or rewards outside the configured verifier range;
 - dead rollouts in the run's own printed series, by the row's ``dead-rollouts`` test and its
@@ -42,6 +43,7 @@ from datetime import UTC, datetime
 from itertools import combinations
 from statistics import mean, median
 
+from probes.logs.fault_patterns import PASSTHROUGH
 from probes.models import MetricPoint
 from probes.rollouts import (
     RolloutDump,
@@ -316,7 +318,8 @@ class _Judge:
         """The LATEST trials on their own: a run whose engine or sandboxes died after healthy
         steps still has its older, healthy trials in the sample, and "every sampled trial"
         never holds. The newest third of the timed sample (at least :data:`NEWEST_TRIALS`)
-        all ending in an exception with none scored, or all idle agents, is the run now."""
+        all ending in an exception with none completed (:func:`_completed`), or all idle
+        agents, is the run now."""
         stamped = [(when, t) for t in sampled if (when := _when(t)) is not None]
         timed = [t for _, t in sorted(stamped, key=lambda pair: pair[0])]
         if len(timed) < 2 * NEWEST_TRIALS:
@@ -325,7 +328,7 @@ class _Judge:
         k, since = len(window), window[0].finished_at or window[0].started_at
         where = f"the newest {k} of {len(sampled)} sampled trials (since {since})"
         excepted = [t for t in window if t.exception_type]
-        if len(excepted) == k and all(t.reward is None for t in window):
+        if len(excepted) == k and not any(map(_completed, window)):
             top = Counter(t.exception_type for t in excepted).most_common(1)[0]
             self.add(f"zero trials completing now: {where} all ended in an exception, none "
                      f"scored (top: {top[0]} x{top[1]}, e.g. {excepted[0].name}); older "
@@ -338,6 +341,13 @@ class _Judge:
                      f"output tokens (e.g. {idle[0].name}: "
                      f"{_turns(idle[0].n_turns)} turns); "
                      "older trials generated")
+
+
+def _completed(trial: TrialSample) -> bool:
+    """Scored, or ended in a Harbor passthrough exception (an agent timeout, a context or
+    output overflow): the rulebook's "the rollout completes" (SkyRL's Harbor runs leave a
+    context overflow unverified and train it as reward 0), so a hard tail of them is no death."""
+    return trial.reward is not None or trial.exception_type in PASSTHROUGH
 
 
 def _turns(turns: float | None) -> str:

@@ -14,7 +14,13 @@ import pytest
 
 from probes.models import MetricPoint
 from probes.remote.rollouts import collect_rollouts
-from probes.rollouts import DumpRole, RolloutFacts, rollout_facts
+from probes.rollouts import (
+    DumpRole,
+    RolloutFacts,
+    TrialSample,
+    TrialSampleSet,
+    rollout_facts,
+)
 from report.deep_probe import judge_rollouts
 from report.sample_text import quote
 from report.settings import DeepProbeSettings
@@ -274,6 +280,32 @@ def test_run_dead_after_healthy_trials_is_judged_on_its_newest_trials() -> None:
     healthy = root / "2026-11-30__10-00-00"
     assert kinds(rollout_facts(collect_rollouts({"trial_roots": [str(healthy)]}))).startswith(
         "NO-KILL")
+
+
+def _trials(newest: str) -> RolloutFacts:
+    """64 trials of an agentic run: a third solved, the rest ContextLengthExceededError as
+    SkyRL's Harbor runs leave it (no verifier_result: the generator trains it as reward 0),
+    then the newest 24 all ending in ``newest`` with no reward."""
+    trials = []
+    for i in range(64):
+        stamp = f"2026-12-05T05:{i // 2:02d}:{i % 2 * 30:02d}+00:00"
+        solved = i < 40 and i % 3 == 0
+        kind = newest if i >= 40 else (None if solved else "ContextLengthExceededError")
+        trials.append(TrialSample(name=f"task-{i:03d}__abcdefg", exception_type=kind,
+                                  reward=1.0 if solved else None, started_at=stamp,
+                                  finished_at=stamp))
+    return RolloutFacts(trials=TrialSampleSet(listed=64, sampled=tuple(trials)))
+
+
+@pytest.mark.parametrize("passthrough", ["ContextLengthExceededError", "AgentTimeoutError"])
+def test_a_passthrough_tail_is_no_death(passthrough: str) -> None:
+    """The newest trials all ending in a Harbor passthrough exception (a context overflow, an
+    agent timeout: the hard tail) completed their rollouts (rulebook: benign, "the rollout
+    completes"): not "zero trials completing now". Found replaying a SkyRL-style Harbor tree
+    through ``jobtables probe``: KILL on a healthy run. A dead environment still is."""
+    assert kinds(_trials(passthrough)).startswith("NO-KILL")
+    dead = kinds(_trials("EnvironmentStartTimeoutError"))
+    assert "zero trials completing now: the newest 21 of 64 sampled trials" in dead
 
 
 def _verl_console(degenerate: bool) -> str:
