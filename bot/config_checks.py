@@ -2,7 +2,8 @@
 
 Policy: these are not errors: the file is valid, but something it names will not work as
 meant (a Redis TLS file that is a FIFO, one owners map for several clusters, ended jobs kept
-longer than the bot's memory, a path that does not exist here). ``bot.cli`` imports this
+longer than the bot's memory, a path that does not exist here, a regex that may backtrack
+without bound on the text a job writes). ``bot.cli`` imports this
 module only in the commands that warn.
 """
 
@@ -57,6 +58,7 @@ def config_warnings(config: Config) -> list[str]:
             "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
     warnings += _memory_warnings(config)
     warnings += _output_bound_warnings(config)
+    warnings += _backtracking_warnings(config)
     for cluster in config.clusters:
         files = [("replay path", getattr(cluster, "path", None)),
                  ("known_hosts", getattr(cluster, "known_hosts", None)),
@@ -99,3 +101,30 @@ def _output_bound_warnings(config: Config) -> list[str]:
             f"{output_limit(c)} (lower answer_budget_bytes too for a lower bound)"
             for c in config.clusters if isinstance(c, SlurmCluster)
             and "max_output_bytes" in c.model_fields_set and output_limit(c) > c.max_output_bytes]
+
+
+def _backtracking_warnings(config: Config) -> list[str]:
+    """A pattern searched in text a job writes that may take time exponential in its length
+    (``probes.kubernetes.recorded_patterns``): ``re`` holds the GIL while it matches, so one
+    such log line stalls the sweep and the bot's event loop with it. Log lines (up to 64 KiB:
+    ``benign_patterns``, ``ablation_patterns``) are long enough for two variable repeats to
+    cost seconds each; a job name (``[buckets]``) is not, so only the exponential shapes are
+    named there. Not an error: the check is conservative (``(\\d+\\.)+`` is linear)."""
+    from probes.kubernetes.recorded_patterns import MANY_REPEATS, unsafe_pattern
+
+    places = [(f"cluster {c.name!r}: benign_patterns", getattr(c, "benign_patterns", ()), True)
+              for c in config.clusters]
+    places.append(("[report] ablation_patterns", config.report.ablation_patterns or (), True))
+    places += [(f"[buckets] {key}", getattr(config.buckets, key), False)
+               for key in ("rl", "sft", "datagen", "eval", "other", "side_tasks")]
+    warnings = []
+    for where, patterns, long_lines in places:
+        for pattern in patterns:
+            why = unsafe_pattern(pattern)
+            if why is None or (why == MANY_REPEATS and not long_lines):
+                continue
+            warnings.append(f"{where} {pattern!r} may backtrack without bound ({why}): one "
+                            "line a job writes can hold the sweep, and the bot, for minutes or "
+                            "for ever; rewrite it with at most one variable repeat (.* +) and "
+                            "no repeat or choice inside a repeated group")
+    return warnings

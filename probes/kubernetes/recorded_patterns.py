@@ -22,6 +22,8 @@ from typing import Any
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
 _SINGLE = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY}
 """What matches one character: a repeat of it backtracks over one line at most once."""
+MANY_REPEATS = "more than one variable repeat"
+"""The reason of a pattern whose time grows as a power of a line's length, not exponentially."""
 
 
 class _Unsafe(Exception):
@@ -38,7 +40,7 @@ def unsafe_pattern(pattern: str) -> str | None:
         variable = _walk(parsed, under_repeat=False)
     except _Unsafe as exc:
         return str(exc)
-    return "more than one variable repeat" if variable > 1 else None
+    return MANY_REPEATS if variable > 1 else None
 
 
 def _walk(items: Any, *, under_repeat: bool) -> int:

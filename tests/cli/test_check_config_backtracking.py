@@ -1,0 +1,58 @@
+"""check-config warns of a configured regex that may backtrack without bound on the text it is
+searched in. Found probing check-config with malformed configs: ``benign_patterns =
+["(a+)+$"]`` printed OK, yet that pattern is searched in every line of every log tail, and one
+line of 40 ``a`` and a ``!`` (a job's own output) holds the sweep for hours; ``re`` keeps the
+GIL while it matches, so the bot's event loop (Slack acks, /healthz) stalls with it. A log
+line is up to 64 KiB, so two variable repeats (``.*foo.*bar``: quadratic) cost seconds per line
+there; a job name is short, so on ``[buckets]`` only the exponential shapes are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+CLUSTER = '[[clusters]]\nname = "alpha"\nkind = "slurm"\nlocal = true\n'
+
+
+def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str]:
+    path = tmp_path / "jobtables.toml"
+    path.write_text(text)
+    code = main(["check-config", "--config", str(path)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (CLUSTER + 'benign_patterns = ["NCCL INFO", "(a+)+$"]\n',
+     "cluster 'alpha': benign_patterns '(a+)+$' may backtrack without bound (a repeat inside "
+     "a repeat)"),
+    (CLUSTER + 'benign_patterns = [".*foo.*bar"]\n',
+     "cluster 'alpha': benign_patterns '.*foo.*bar' may backtrack without bound (more than "
+     "one variable repeat)"),
+    (CLUSTER + '[buckets]\nrl = ["^rl-", "^(a|ab)*$"]\n',
+     "[buckets] rl '^(a|ab)*$' may backtrack without bound (a choice under a repeat)"),
+    (CLUSTER + '[report]\nablation_patterns = ["(x+)+y"]\n',
+     "[report] ablation_patterns '(x+)+y' may backtrack without bound (a repeat inside a "
+     "repeat)"),
+])
+def test_a_pattern_that_may_backtrack_without_bound_is_warned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:
+    """The file is valid (exit 0, OK) but the warning names where the pattern is and why."""
+    code, err = _check(tmp_path, capsys, text)
+    assert code == 0
+    assert expected in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("text", [
+    CLUSTER + 'benign_patterns = ["NCCL INFO .* opCount", "^\\\\s*$", "(?:WARN|INFO) x"]\n',
+    CLUSTER + '[buckets]\nrl = ["^rl-.*-grpo-.*"]\n',
+    CLUSTER,
+])
+def test_bounded_patterns_and_the_defaults_are_quiet(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """Near-misses: one variable repeat (README's example), two on a job name, the built-in
+    buckets and ablation patterns."""
+    assert _check(tmp_path, capsys, text) == (0, "")
