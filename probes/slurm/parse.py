@@ -270,6 +270,8 @@ def parse_squeue_json(
         data = json.loads(past_banner(text))
     except json.JSONDecodeError as exc:
         raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
+    except RecursionError as exc:  # arrays nested past the parser (a tampered recording)
+        raise CommandError("squeue --json printed JSON nested too deep") from exc
     return records_from_squeue(data, cluster=cluster, now=now, users=users)
 
 

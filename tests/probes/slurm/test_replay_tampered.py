@@ -90,6 +90,10 @@ def set_first_entry(rec: Path, entry: object) -> str:
      "collected.json: not a recording's collected file"),
     (write("collected.json", b'{"jobs": '), "recording file collected.json is unreadable"),
     (write("sacct.json", b"{bad"), "sacct.json"),
+    (write("squeue.json", b'{"jobs": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
+     "recording file squeue.json: squeue --json printed JSON nested too deep"),
+    (write("sacct.json", b'{"jobs": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
+     "recording file sacct.json: squeue --json printed JSON nested too deep"),
 ])
 async def test_a_tampered_recording_is_the_clusters_clear_error(
         tmp_path: Path, tamper: Callable[[Path, Path], None], says: str) -> None:
