@@ -53,6 +53,7 @@ from probes.rollouts import (
     TrialSample,
     TrialSampleSet,
 )
+from report.cells import one_line
 from report.deep_probe_read import healthy_line, read_summary
 from report.models import DeepProbe, JobReport
 from report.rollouts import degenerate_reasons
@@ -88,11 +89,13 @@ class _Judge:
         self.source = ""
 
     def add(self, reason: str) -> None:
-        """Keep one reason per check and source: the latest step is looked at first."""
+        """Keep one reason per check and source: the latest step is looked at first. A reason
+        is one line (text and Slack show one per line); the cluster's text it names unquoted
+        (a trial's name and exception type, a dump's path) shows a line break as ␤."""
         kind = self.source + "|" + reason.split(" at ", 1)[0].split(":", 1)[0]
         if kind not in self._seen:
             self._seen.add(kind)
-            self.reasons.append(reason)
+            self.reasons.append(one_line(reason))
 
     # -- text --------------------------------------------------------------------------
 
@@ -392,7 +395,7 @@ def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = Non
     judge.trials(facts.trials)
     if judge.reasons:
         return DeepProbe(verdict="KILL", reasons=judge.reasons, read=read_summary(facts))
-    return DeepProbe(verdict="NO-KILL", reasons=[healthy_line(facts, pending)],
+    return DeepProbe(verdict="NO-KILL", reasons=[one_line(healthy_line(facts, pending))],
                      read=read_summary(facts))
 
 
