@@ -14,7 +14,9 @@ settled once in :mod:`report.findings`.
   traceback, ``Fault.detail``); on a live job a fault is a ``warning``, and a live job with no
   step yet whose log holds one is no bring-up: out of the buffer table, ``diagnose``.
 - TIMEOUT with an ``afterany`` successor (:mod:`report.chain`): ``chain-restart``, verdict
-  ``restarting``. TIMEOUT without one (including one whose only dependant waits ``afterok`` or
+  ``restarting``; an RL run that collapsed on its last steps goes on in that restart, which
+  is the one its ``cancel_and_salvage`` names (:func:`report.judge_rl.chain_collapse_rule`).
+  TIMEOUT without one (including one whose only dependant waits ``afterok`` or
   is ``DependencyNeverSatisfied``: the trend and recommendation say so): verdict ``failed`` and
   ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
@@ -66,7 +68,7 @@ from report.job_rules import (
 from report.judge_datagen import judge_datagen
 from report.judge_eval import judge_eval, own_run_trials
 from report.judge_other import judge_other
-from report.judge_rl import judge_rl
+from report.judge_rl import chain_collapse_rule, judge_rl
 from report.judge_sft import grid_rollups, judge_sft
 from report.memory import SweepMemory, earlier_attempts, with_earlier
 from report.models import (
@@ -184,6 +186,8 @@ def _apply_rules(
     empty_log_rule(ctx, f, bucket)
     if not planned_stop_rule(ctx, f):  # a planned stop is no finished run: no cleanup
         cleanup_rule(ctx, f, bucket)
+    if bucket == "rl":
+        chain_collapse_rule(ctx, f, link)
     failure, repeats = recurring_rule(ctx, f, memory)
     suspended_rule(ctx, f)
     no_kill_rule(ctx, f)

@@ -4,7 +4,11 @@ Policy (seed §RL, CONTRACT §5/§6):
 
 - Collapse: >= ``collapse_min_signals`` signals on one of the last ``collapse_recent_steps``
   logged steps -> flag ``collapse``, verdict ``collapse``, and on a live job the recommendation
-  ``cancel_and_salvage`` whose reason lists every fired signal with its value. A
+  ``cancel_and_salvage`` whose reason lists every fired signal with its value. A run that
+  ended in a chain restart (a walltime TIMEOUT or planned stop whose restart is queued or
+  running) goes on in that restart, which resumes the collapsed policy from its last save: the
+  cancel names the restart (:func:`chain_collapse_rule`); an ended job with no live restart has
+  nothing left to cancel. A
   spike-mitigation ablation (name matches ``settings.ablation_patterns``) is flagged
   ``ablation-exempt`` and gets action ``none``: observing the recovery is the experiment. The
   no-kill rewrite is applied once, for every bucket, in :mod:`report.judge`.
@@ -51,6 +55,7 @@ from itertools import pairwise
 from probes.logs.precision import decimals
 from probes.models import JobState
 from report.cells import format_value
+from report.chain import ChainLink
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
 from report.fingerprint import (
     config_ablation,
@@ -73,7 +78,8 @@ from report.trend import (
     with_sparkline,
 )
 
-__all__ = ["FIRST_LAUNCH_STEPS", "is_ablation", "judge_rl", "run_fingerprint"]
+__all__ = ["FIRST_LAUNCH_STEPS", "chain_collapse_rule", "is_ablation", "judge_rl",
+           "run_fingerprint"]
 
 SHAPING_TOLERANCE = 1e-6
 _SIGNAL_FLAGS: dict[str, Flag] = {
@@ -204,6 +210,33 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
     else:
         f.recommend(Priority.CANCEL, "cancel_and_salvage",
                     why + "; salvage the last banked checkpoint and the rollouts first")
+
+
+def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
+    """A collapse on the last steps of a run that ended in a chain restart: the restart
+    resumes the collapsed policy from the run's last save, so the collapse rule's cancel +
+    salvage is its (seed: "≥2 fire same step → cancel + salvage"). Applied once the chain
+    restart is known (a planned stop's is told after the bucket's judge); a restart that
+    already ran and ended leaves nothing to cancel."""
+    if ctx.running or "collapse" not in f.flags or "chain-restart" not in f.flags:
+        return
+    successor = ctx.successor
+    if successor is None or link.ended:
+        return
+    fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
+    why = f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
+    if "ablation-exempt" in f.flags:
+        f.recommend(Priority.EXEMPT, "none",
+                    f"spike-mitigation ablation: observing recovery is the experiment ({why}; "
+                    f"the run goes on as its restart {successor})")
+        return
+    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
+    salvage = (f"banked step {banked}" if banked is not None
+               else "the last banked checkpoint")
+    f.recommend(Priority.CANCEL, "cancel_and_salvage",
+                f"{why}; the run goes on as its restart {successor}, which resumes the "
+                f"collapsed policy: cancel {successor} and salvage {salvage} and the "
+                "rollouts first")
 
 
 def _tis_rules(f: Findings, th: Thresholds) -> None:
