@@ -96,13 +96,17 @@ class ReplayProbe:
 
 
 def _recorded_at(meta: Mapping[str, Any]) -> datetime | None:
+    """When the recording was made (the sweep's "now"); ``None`` when it does not say. One it
+    says that is no ISO time is a malformed recording, as in the Kubernetes replay: judged at
+    the reader's clock instead, its stalls and recent jobs would read otherwise, unsaid."""
     raw = meta.get("recorded_at")
-    if not isinstance(raw, str):
+    if raw is None:
         return None
     try:
         value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise CommandError(f"recording file cluster.json: recorded_at {str(raw)[:40]!r} is no "
+                           "ISO time") from exc
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 

@@ -58,6 +58,13 @@ def write(name: str, data: bytes) -> Callable[[Path, Path], None]:
     return tamper
 
 
+def edit_meta(**fields: object) -> Callable[[Path, Path], None]:
+    def tamper(rec: Path, tmp_path: Path) -> None:
+        meta = json.loads((rec / "cluster.json").read_text())
+        (rec / "cluster.json").write_text(json.dumps({**meta, **fields}))
+    return tamper
+
+
 def a_directory(rec: Path, tmp_path: Path) -> None:
     (rec / "squeue.json").unlink()
     (rec / "squeue.json").mkdir()
@@ -90,6 +97,8 @@ def set_first_entry(rec: Path, entry: object) -> str:
      "collected.json: not a recording's collected file"),
     (write("collected.json", b'{"jobs": '), "recording file collected.json is unreadable"),
     (write("sacct.json", b"{bad"), "sacct.json"),
+    (edit_meta(recorded_at="9999-99-99T99"), "recording file cluster.json: recorded_at"),
+    (edit_meta(recorded_at=1e308), "recording file cluster.json: recorded_at"),
     (write("squeue.json", b'{"jobs": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
      "recording file squeue.json: squeue --json printed JSON nested too deep"),
     (write("sacct.json", b'{"jobs": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
