@@ -7,11 +7,12 @@ rollout reader (``probes.remote.rollouts``, built by ``probes.remote.script.buil
 run over it, and it is closed once at the end. Where to read is data, never a command line: the
 trial tree the row counted (a trials dir the run's log names, found by the collector, alone;
 else the cluster's ``trial_roots``), the configured rollout/validation dump directories
-(placeholders ``{workdir} {name} {job_id} {user}``), and the dump directories verl named in the
-log (``Dumped generations to ...``; a relative one is taken relative to the job's workdir, and
-one outside the workdir is not read: the log is the job's own text). A reader that fails (no
-``python3``, unreadable answer) leaves the probe with what the log printed; it is reported in
-``skipped``, never raised. The job's log tail is read whole
+(placeholders ``{workdir} {name} {job_id} {user}``), and the dump directories verl and SkyRL
+named in the log (``Dumped generations to ...``, ``Dumped eval data for ... to ...``; a
+relative one is taken relative to the job's workdir, and one outside the workdir is not read:
+the log is the job's own text). A reader that fails (no ``python3``, unreadable answer) leaves
+the probe with what the log printed; it is reported in ``skipped``, never raised. The job's
+log tail is read whole
 (``collect_one(whole_tail=True)``) for the completions and timings it printed, then cut to
 the bounded excerpts every job keeps (``probes.logs.excerpt``) before the facts are returned.
 

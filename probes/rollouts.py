@@ -10,8 +10,10 @@ tampered or truncated answer reads as "less was read", never as evidence. Source
   pieces are joined with one space. The reward columns (every column but Prompt, Completion,
   Advantage) are summed as the sample's score.
 * verl prints ``Dumped generations to <dir>/<step>.jsonl`` for each rollout/validation dump
-  (``ray_trainer.py::_dump_generations``): the directory is probed even when the config names
-  none.
+  (``ray_trainer.py::_dump_generations``), SkyRL ``Dumped eval data for <source> to
+  <export_path>/dumped_evals/global_step_N_evals/<source>.jsonl``
+  (``trainer_utils.py::dump_per_dataset_eval_results``): the directory is probed even when
+  the config names none.
 * The run's timing and generation-length series come from the existing log parser, with the
   trainers' timing names aliased to the names the judgement reads (``TIMING_ALIASES``).
 """
@@ -36,7 +38,11 @@ TIMING_ALIASES: dict[str, str] = {
 }
 """Raw trainer names (verl, SkyRL, TRL) -> the series names the deep probe judges."""
 
-_DUMPED = re.compile(r"Dumped generations to (\S{1,1024})/\d{1,12}\.jsonl")
+_DUMPED = re.compile(
+    r"Dumped generations to (\S{1,1024})/\d{1,12}\.jsonl"
+    r"|Dumped eval data for .{1,256}? to (\S{1,1024})/dumped_evals/"
+    r"(?:global_step_\d{1,12}_evals|eval_only)/[^/\s]{1,256}\.jsonl")
+"""verl's dump line (group 1: the dump dir) and SkyRL's (group 2: its ``export_path``)."""
 _PANEL = re.compile(r"╭─+ Step (\d{1,12}) ─+╮")
 DumpKind = Literal["verl", "skyrl-evals", "empty", "trl-log"]
 DumpRole = Literal["rollout", "validation"]
@@ -180,11 +186,13 @@ def trials_from_answer(raw: Any) -> TrialSampleSet:
 
 
 def dump_dirs_in_log(text: str) -> list[str]:
-    """Directories verl said it dumped generations to, latest mention last, unique."""
+    """Directories verl said it dumped generations to, and SkyRL its eval data (its export
+    dir, which holds ``dumped_evals`` and ``dumped_data``), latest mention last, unique."""
     seen: dict[str, None] = {}
     for match in _DUMPED.finditer(text):
-        seen.pop(match.group(1), None)
-        seen[match.group(1)] = None
+        path = match.group(1) or match.group(2)
+        seen.pop(path, None)
+        seen[path] = None
     return list(seen)
 
 

@@ -76,6 +76,28 @@ def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
     assert request["max_trials"] == 64 and request["owner"] == "alice"
 
 
+def test_skyrl_eval_dumps_the_log_names_are_read() -> None:
+    """SkyRL names its eval dumps in its log (``dump_per_dataset_eval_results``: "Dumped eval
+    data for <source> to <export_path>/dumped_evals/global_step_N_evals/<source>.jsonl"); a
+    run whose ``trainer.export_path`` is not ``{workdir}/exports`` had them unread ('nothing
+    to judge'). Its export dir is read like verl's logged dirs: inside the workdir only."""
+    record = SchedulerRecord(cluster="a", job_id="7", name="rl-x", user="alice",
+                             state=JobState.RUNNING, workdir="/home/alice/run")
+    prefix = "2026-12-05 05:01:02.345 | INFO     | skyrl_train.utils.trainer_utils:dump:265 - "
+    text = (f"{prefix}Dumped eval data for gsm8k to /home/alice/run/out/exp1/dumped_evals/"
+            "global_step_10_evals/gsm8k.jsonl\n"
+            f"{prefix}Dumped eval data for openai/gsm8k to out/exp2/dumped_evals/eval_only/"
+            "openai_gsm8k.jsonl\n"
+            f"{prefix}Dumped eval data for x to /home/bob/exports/dumped_evals/"
+            "global_step_10_evals/x.jsonl\n")
+    facts = JobFacts(record=record, log=LogFetch(status="ok", text=text))
+    cluster = SlurmCluster(name="a", local=True)
+    request, roles = rollout_request(facts, cluster, ReadPlan(rollout_dirs=(),
+                                                              validation_dirs=()))
+    assert request["dump_dirs"] == ["/home/alice/run/out/exp1", "/home/alice/run/out/exp2"]
+    assert roles["/home/alice/run/out/exp1"] == "rollout"
+
+
 def test_the_trials_dir_the_row_counted_is_sampled() -> None:
     """An agentic run's trials dir named by its log (SkyRL's harbor_trial_config.trials_dir),
     which the sweep counted as its trial tree, is where the probe samples trials too: a
