@@ -28,8 +28,8 @@ from datetime import datetime
 
 from pydantic import Field
 
+from probes.logs.carried import Carried, built
 from probes.logs.faults import _Hit, _Scanner, _split_prefix
-from probes.logs.metric_carry import Carried, built
 from probes.logs.tracebacks import Traceback, summary_relevant, summary_root_cause
 from probes.models import FaultKind, LogTime
 

@@ -21,9 +21,9 @@ from typing import overload
 from pydantic import Field
 
 from probes.logs import fingerprint as fp
+from probes.logs.carried import Carried
 from probes.logs.fingerprint_lines import HEADERS, ReadLines
 from probes.logs.lines import strip_ray_prefix
-from probes.logs.metric_carry import Carried
 from probes.models import RunFingerprint
 
 _log = logging.getLogger(__name__)

@@ -52,6 +52,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from probes.logs.carried import Carried
 from probes.logs.config_total import config_total
 from probes.logs.fault_carry import FaultCarry, FoldScanner, restore_faults, snapshot_faults
 from probes.logs.faults import _LINE_NEEDLES, _compile_patterns, _frozen, _split_prefix
@@ -59,7 +60,6 @@ from probes.logs.fingerprint_carry import FingerprintCarry, FingerprintFold
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.metric_carry import (
     KEEP_POINTS,
-    Carried,
     FoldScan,
     MetricCarry,
     restore_metrics,

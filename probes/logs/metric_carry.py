@@ -8,8 +8,8 @@ the restored scan is feeding them to the original. It is bounded whatever the lo
   and a re-logged step moves last either way); the steps logged before them are kept as
   intervals of step numbers (``logged``), because "was this step logged before?" decides
   whether a SkyRL reward line makes a step of its own. Runs number their steps in order, so a
-  run holds a few intervals; past ``MAX_INTERVALS`` the lowest are forgotten (a reward line
-  for a step that old would count as new).
+  run holds a few intervals (``probes.logs.step_intervals``, which forgets the lowest past
+  its bound: a reward line for a step that old would count as new).
 - HF dicts waiting for a bar (``hf_unanchored``) are kept whole up to ``MAX_UNANCHORED``; past
   that the first and last halves, with the count between. With no bar ever (HF's
   ``disable_tqdm``) the last ones are numbered up to the count exactly as the whole pass does;
@@ -21,17 +21,14 @@ the restored scan is feeding them to the original. It is bounded whatever the lo
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable, Mapping
-from copy import copy
+from collections.abc import Mapping
 from datetime import datetime
-from functools import partial
 from itertools import islice
-from typing import Any, TypeVar
 
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import PrivateAttr
 
 from probes.logs.bracket_lines import BracketStep
+from probes.logs.carried import Carried, built
 from probes.logs.easyr1_lines import YamlStep
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
@@ -43,70 +40,12 @@ from probes.logs.rich_panel import MetricsPanel
 from probes.logs.scan_core import Plan
 from probes.logs.scan_episodes import EpisodeResume
 from probes.logs.slime_lines import SlimeArgs
-from probes.models import Frozen, LogTime, MetricPoint
+from probes.logs.step_intervals import Interval, StepIntervals
+from probes.models import LogTime, MetricPoint
 
 KEEP_POINTS = 32
 """Points kept: ``probes.logs.recent.HISTORY_DEPTH`` (the summary's history depth)."""
-MAX_INTERVALS = 256
 MAX_UNANCHORED = 256
-
-Interval = tuple[int, int]
-
-
-class Carried(Frozen):
-    """A carry's model: JSON keeps NaN and infinities (as strings), which metrics hold."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
-
-
-_Model = TypeVar("_Model", bound=Carried)
-_set = object.__setattr__
-
-
-def built(cls: type[_Model], **fields: Any) -> _Model:
-    """``cls(**fields)`` without validation, for a snapshot of live state whose every field
-    already has its declared type (ints, floats, zone-aware log times, tuples, fresh dicts):
-    the model validation would store, at a fraction of the cost for a model of many fields
-    (a fold takes a snapshot of every rule per read). Fields not given take their defaults.
-    The tests hold every snapshot to its validated round trip
-    (``tests/probes/logs/test_incremental.py``)."""
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        shape = _SHAPES[cls] = _shape(cls)
-    defaults, factories, private = shape
-    values = {**defaults, **fields}  # the fields' declared order: the defaults' keys
-    for name, factory in factories:
-        if name not in fields:
-            values[name] = factory()
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", set(fields))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", dict(private) if private is not None else None)
-    return model
-
-
-_Shape = tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...], dict[str, Any] | None]
-_SHAPES: dict[type, _Shape] = {}
-
-
-def _shape(cls: type[Carried]) -> _Shape:
-    """(each field's default, in order; the fields made by a factory; private defaults)."""
-    defaults: dict[str, Any] = {}
-    factories: list[tuple[str, Callable[[], Any]]] = []
-    for name, field in cls.model_fields.items():
-        factory = field.default_factory
-        if factory is not None:
-            defaults[name] = None
-            factories.append((name, factory))  # type: ignore[arg-type]
-        elif isinstance(field.default, dict | list | set):
-            defaults[name] = None
-            factories.append((name, partial(copy, field.default)))
-        else:
-            defaults[name] = field.default  # immutable: None, numbers, strings, tuples, models
-    private = cls.__private_attributes__
-    privates = {name: attr.get_default() for name, attr in private.items()} if private else None
-    return defaults, tuple(factories), privates
 
 
 class PointCarry(Carried):
@@ -224,54 +163,6 @@ class MetricCarry(Carried):
         return type(self) is type(other) and self.__dict__ == other.__dict__
 
     __hash__ = Carried.__hash__
-
-
-class StepIntervals:
-    """A set of step numbers stored as sorted, disjoint, inclusive intervals."""
-
-    def __init__(self, intervals: tuple[Interval, ...] = ()) -> None:
-        self.starts = [lo for lo, _ in intervals]
-        self.ends = [hi for _, hi in intervals]
-
-    def __contains__(self, step: object) -> bool:
-        if not isinstance(step, int):
-            return False
-        at = bisect_right(self.starts, step) - 1
-        return at >= 0 and step <= self.ends[at]
-
-    def add(self, lo: int, hi: int | None = None) -> None:
-        """Add the steps ``lo..hi`` (inclusive), merging neighbours."""
-        hi = lo if hi is None else hi
-        at = bisect_right(self.starts, lo) - 1
-        ends = self.ends
-        if (at == len(ends) - 1 >= 0 and lo == ends[at] + 1 and hi >= lo
-                and self.starts[at] <= ends[at]):  # a run goes on: the last interval grows
-            ends[at] = hi
-            return
-        if at >= 0 and self.ends[at] >= lo - 1:
-            lo = self.starts[at]
-        else:
-            at += 1
-        end = at
-        while end < len(self.starts) and self.starts[end] <= hi + 1:
-            hi = max(hi, self.ends[end])
-            end += 1
-        self.starts[at:end], self.ends[at:end] = [lo], [hi]
-        if len(self.starts) > MAX_INTERVALS:  # forget the lowest (see the module policy)
-            del self.starts[0], self.ends[0]
-
-    def forget_from(self, step: int) -> None:
-        """Forget every step from ``step`` on (a restarted run's new segment)."""
-        at = bisect_right(self.starts, step - 1)  # intervals starting below ``step``
-        del self.starts[at:], self.ends[at:]
-        if self.ends and self.ends[-1] >= step:
-            self.ends[-1] = step - 1
-
-    def top(self) -> int | None:
-        return self.ends[-1] if self.ends else None
-
-    def intervals(self) -> tuple[Interval, ...]:
-        return tuple(zip(self.starts, self.ends, strict=True))
 
 
 class _Points(dict[int, MetricPoint]):

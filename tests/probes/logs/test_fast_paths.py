@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from probes.logs import fault_patterns, recent
 from probes.logs.lines import _NUMBER_CAP, _PAIR_RE, parse_number, parse_pairs, strip_ray_prefix
-from probes.logs.metric_carry import MAX_INTERVALS, StepIntervals
+from probes.logs.step_intervals import MAX_INTERVALS, StepIntervals
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -57,7 +57,7 @@ def fold(chunks: list[bytes] | list[str], **options: object) -> tuple[LogSummary
 
 
 def assert_as_validated(carry: LogCarry) -> None:
-    """A carry built from live state without validation (``metric_carry.built``) is the
+    """A carry built from live state without validation (``carried.built``) is the
     carry validation makes of the same fields: same types (tuples, floats, zone-aware log
     times), same JSON."""
     again = LogCarry.model_validate(carry.model_dump())

@@ -7,8 +7,9 @@ import random
 from datetime import UTC, datetime
 
 from probes.logs.incremental import LogCarry, parse_increment
-from probes.logs.metric_carry import MAX_INTERVALS, MAX_UNANCHORED, StepIntervals
+from probes.logs.metric_carry import MAX_UNANCHORED
 from probes.logs.parse import _parse_reference, parse_log
+from probes.logs.step_intervals import MAX_INTERVALS, StepIntervals
 from tests.bench.bench_parse import NOISE, hf_block, skyrl_block, verl_line
 
 BOUND = 64 * 1024
