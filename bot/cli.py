@@ -193,8 +193,11 @@ async def _sweep(loader: Callable[[], Config], clusters: Sequence[str] | None,
                  show: Callable[[SweepResult], str]) -> None:
     """One sweep, printed from inside the loop; returns nothing. On Python 3.11 asyncio.run's
     restoring of the SIGINT handler formats the main task's repr, and a returned SweepResult
-    would be in it: seconds and hundreds of MB at 500 jobs (issue 12)."""
-    sweeper = Sweeper(loader)
+    would be in it: seconds and hundreds of MB at 500 jobs (issue 12). A Kubernetes cluster's
+    memory of the jobs it saw live is kept for the next command (``bot.cli_memory``)."""
+    from bot.cli_memory import CliProbeMemory
+
+    sweeper = Sweeper(loader, probe_memory=CliProbeMemory())
     try:
         async with preload.meanwhile(loader().select(clusters)):
             result = await sweeper.sweep(clusters=clusters)
@@ -210,8 +213,12 @@ async def _job(loader: Callable[[], Config], cluster: str | None, job_id: str,
     """That job only (``Sweeper.job``), printed from inside the loop; returns nothing
     (asyncio.run formats the main task's repr, result included, on the way out). Not found
     where a cluster that may hold it could not be read, that is the answer (CONTRACT §1: an
-    unreachable cluster is reported, not an error); not found elsewhere is bad usage."""
-    sweeper = Sweeper(loader)
+    unreachable cluster is reported, not an error); not found elsewhere is bad usage. The
+    last sweep's Kubernetes memory is read, not written (this is no sweep): a job gone since
+    reads vanished."""
+    from bot.cli_memory import CliProbeMemory
+
+    sweeper = Sweeper(loader, probe_memory=CliProbeMemory(save=False))
     try:
         async with preload.meanwhile(loader().select([cluster] if cluster else None)):
             result = await sweeper.job(cluster, job_id)

@@ -38,7 +38,7 @@ from bot.errors import UsageError
 from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
 from probes.base import ClusterProbe
-from probes.config import ClusterConfig
+from probes.config import ClusterConfig, KubernetesCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import validate_job_id
 from probes.models import ClusterFacts, JobFacts, MetricPoint
@@ -155,6 +155,14 @@ class RememberingProbe(Protocol):
     def take_cancels(self, memory: Any) -> None: ...
 
 
+class ProbeMemory(Protocol):
+    """Where a process with no state keeps its Kubernetes probes' memory between commands
+    (``bot.cli_memory.CliProbeMemory``: a file per cluster)."""
+
+    def load(self, cluster: KubernetesCluster) -> Any: ...
+    def save(self, cluster: KubernetesCluster, memory: Any) -> None: ...
+
+
 class ResumingProbe(Protocol):
     """A backend that resumes logs where the last sweep stopped (``SlurmProbe``)."""
 
@@ -182,6 +190,7 @@ class Sweeper:
         clock: Callable[[], datetime] = _utcnow,
         probe_factory: Callable[..., ClusterProbe] = make_probe,
         keep_connections: bool = False,
+        probe_memory: ProbeMemory | None = None,
     ) -> None:
         self._load_config = load_config
         self._keep = {"keep_connection": True} if keep_connections else {}
@@ -203,6 +212,9 @@ class Sweeper:
             from bot.sweep_state import StateKeeper
 
             self._kept = StateKeeper(state, self._running)
+        self._probe_memory = probe_memory if state is None else None
+        """The CLI's stand-in for the state's probe memory (``bot.cli_memory``): with no state,
+        a Kubernetes probe's memory of the jobs it saw live is read before and kept after."""
         self.probe_collections = 0
         """How many cluster collections ran (for benchmarks and tests of single-flight)."""
 
@@ -311,6 +323,9 @@ class Sweeper:
             async with asyncio.timeout(cluster.timeout_s):
                 if kept is not None and remembering:
                     await kept.recall(cluster.name, cast("RememberingProbe", probe))
+                file_memory = self._file_memory(cluster, probe)
+                if file_memory is not None:
+                    await asyncio.to_thread(self._recall_file, file_memory, probe)
                 if notes is None or resuming is None or kept is None:
                     results[cluster.name] = await probe.collect()
                 else:
@@ -318,6 +333,8 @@ class Sweeper:
                 if kept is not None and remembering and results[cluster.name].status == "ok":
                     await kept.keep_memory(cluster.name, cast("RememberingProbe", probe),
                                            cast("list[str]", notes))
+                if file_memory is not None and results[cluster.name].status == "ok":
+                    await asyncio.to_thread(self._keep_file, file_memory, probe)
         except TimeoutError:
             results[cluster.name] = self._unreachable(
                 cluster, f"sweep timed out after {cluster.timeout_s:g}s")
@@ -327,6 +344,25 @@ class Sweeper:
             log.exception("probe crashed", cluster=cluster.name)
             results[cluster.name] = self._unreachable(cluster, f"probe error: {exc!r}")
 
+
+    def _file_memory(self, cluster: ClusterConfig, probe: ClusterProbe,
+                     ) -> KubernetesCluster | None:
+        """The live Kubernetes cluster whose probe remembers through ``probe_memory`` (a
+        recording replayed has no 'since': its jobs are fixed)."""
+        if (self._probe_memory is None or not isinstance(cluster, KubernetesCluster)
+                or not hasattr(probe, "recall")):
+            return None
+        return cluster
+
+    def _recall_file(self, cluster: KubernetesCluster, probe: ClusterProbe) -> None:
+        assert self._probe_memory is not None
+        memory = self._probe_memory.load(cluster)
+        if memory is not None:
+            cast("RememberingProbe", probe).recall(memory)
+
+    def _keep_file(self, cluster: KubernetesCluster, probe: ClusterProbe) -> None:
+        assert self._probe_memory is not None
+        self._probe_memory.save(cluster, cast("RememberingProbe", probe).remembered())
 
     def _unreachable(self, cluster: ClusterConfig, detail: str) -> ClusterFacts:
         return ClusterFacts(name=cluster.name, kind=cluster.kind, status="unreachable",
@@ -403,6 +439,8 @@ class Sweeper:
                 if self._kept is not None and hasattr(probe, "recall"):
                     # A job this process last saw live may have ended in another's sweep.
                     await self._kept.recall(cluster.name, cast("RememberingProbe", probe))
+                if (file_memory := self._file_memory(cluster, probe)) is not None:
+                    await asyncio.to_thread(self._recall_file, file_memory, probe)
                 results[cluster.name] = await one(job_id)
         except TimeoutError:
             results[cluster.name] = self._unreachable(

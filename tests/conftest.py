@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,16 @@ def redis_server() -> str:
     if reason:
         pytest.skip(reason)
     return REDIS_URL
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cli_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's Kubernetes memory (``bot.cli_memory``) of every test's commands, in-process
+    or child, under the session's temporary directory, not the tester's own state dir."""
+    before = os.environ.get("JOBTABLES_STATE_DIR")
+    os.environ["JOBTABLES_STATE_DIR"] = str(tmp_path_factory.mktemp("jobtables-state"))
+    yield
+    if before is None:
+        os.environ.pop("JOBTABLES_STATE_DIR", None)
+    else:
+        os.environ["JOBTABLES_STATE_DIR"] = before

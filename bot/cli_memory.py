@@ -1,0 +1,121 @@
+"""What a one-shot ``jobtables sweep`` or ``job`` of a Kubernetes cluster leaves for the next.
+
+Policy (CONTRACT §6 ``silent-wedge``: a job record that disappeared): a Kubernetes probe knows a
+job vanished by remembering the jobs its last sweep saw live (``KubernetesProbe.remembered``).
+The bot keeps that memory in Redis (``bot.sweep_state``); each CLI command is a new process, so
+without a memory of its own ``jobtables sweep`` never reported a job deleted since the last one.
+It is kept here as one JSON file per cluster under :func:`state_dir`, 0600 in a 0700
+directory, named by a hash of what the cluster is: its name, the kubeconfig and context, the
+API server that context names, the namespace and the label selector (a config pointed at
+another server or selection starts afresh, so it never reports the old one's jobs vanished).
+``sweep`` writes it after a sweep that read the cluster; ``job`` only reads it (no sweep).
+The memory never fails a command: a file that cannot be read is no memory, one that cannot be
+written is logged and the next command compares with the last one that was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bot.logs import get_logger
+from probes.config import KubernetesCluster
+
+log = get_logger(__name__)
+
+STATE_DIR_ENV = "JOBTABLES_STATE_DIR"
+MAX_MEMORY_BYTES = 64 * 1024 * 1024
+"""A memory file larger than this is no memory (the probe's own is a few KB per live job)."""
+
+
+def state_dir() -> Path:
+    """``$JOBTABLES_STATE_DIR``, else ``$XDG_STATE_HOME/jobtables``, else
+    ``~/.local/state/jobtables`` (the XDG base directory rule for state)."""
+    if named := os.environ.get(STATE_DIR_ENV):
+        return Path(named).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or "~/.local/state"
+    return Path(base).expanduser() / "jobtables"
+
+
+class CliProbeMemory:
+    """The file-backed memory of the CLI's Kubernetes probes (``bot.sweep.Sweeper``'s
+    ``probe_memory``)."""
+
+    def __init__(self, directory: Path | None = None, *, save: bool = True) -> None:
+        self._dir = directory or state_dir()
+        self._save = save
+
+    def load(self, cluster: KubernetesCluster) -> Any:
+        """The memory the cluster's last CLI sweep left (``None``: none, or unreadable)."""
+        from probes.local_files import read_regular
+
+        try:
+            return json.loads(read_regular(str(self._path(cluster)), MAX_MEMORY_BYTES))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("CLI probe memory not read", cluster=cluster.name, error=str(exc))
+            return None
+
+    def save(self, cluster: KubernetesCluster, memory: Any) -> None:
+        """Replace the cluster's memory (written whole, then renamed into place)."""
+        if not self._save:
+            return
+        path = self._path(cluster)
+        try:
+            self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self._dir, prefix=".k8s-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(memory, out)
+                os.replace(temp, path)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+        except (OSError, TypeError, ValueError) as exc:
+            log.warning("CLI probe memory not saved", cluster=cluster.name, error=str(exc))
+
+    def _path(self, cluster: KubernetesCluster) -> Path:
+        identity = [cluster.name, cluster.kubeconfig or os.environ.get("KUBECONFIG") or "",
+                    cluster.context, _server(cluster), cluster.namespace,
+                    cluster.label_selector]
+        digest = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+        return self._dir / f"k8s-{digest}.json"
+
+
+def _server(cluster: KubernetesCluster) -> str:
+    """The API server URL the cluster's kubeconfig context names ('' when it cannot be read:
+    the credentials' load says why, in the sweep)."""
+    import yaml  # type: ignore[import-untyped]  # no stubs installed
+
+    from probes.local_files import read_regular
+
+    paths = cluster.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    docs = []
+    for path in filter(None, paths.split(os.pathsep)):
+        try:
+            doc = yaml.safe_load(read_regular(os.path.expanduser(path)))
+        except (OSError, ValueError, yaml.YAMLError):
+            continue
+        if isinstance(doc, dict):
+            docs.append(doc)
+    context = cluster.context or next(
+        (d["current-context"] for d in docs if isinstance(d.get("current-context"), str)), None)
+    named = _entry(docs, "contexts", context).get("context") or {}
+    found = _entry(docs, "clusters", named.get("cluster") if isinstance(named, dict) else None)
+    server = (found.get("cluster") or {}).get("server") if isinstance(found, dict) else None
+    return server if isinstance(server, str) else ""
+
+
+def _entry(docs: list[dict[str, Any]], section: str, name: object) -> dict[str, Any]:
+    """The first ``section`` entry called ``name`` in the kubeconfig files (kubectl's merge:
+    the first file that names it wins)."""
+    for doc in docs:
+        for entry in doc.get(section) or ():
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry
+    return {}
