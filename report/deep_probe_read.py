@@ -37,6 +37,11 @@ def healthy_line(facts: RolloutFacts, pending: bool) -> str:
     trials = len(facts.trials.sampled)
     if pending and not samples and not trials:
         return "nothing to judge yet: the job is still PENDING (no log, no rollouts)"
+    if not samples and not trials and facts.skipped:
+        # Something was there and not read (no permission, a link, a deadline): not "absent".
+        return (f"nothing to judge: no rollouts could be read ({len(facts.skipped)} "
+                f"skipped, e.g. {facts.skipped[0][:200]}); the row cannot be confirmed from "
+                "its rollouts")
     if not samples and not trials:
         return ("nothing to judge: no rollouts were found (no rollout dump, printed completions "
                 "or Harbor trials); the row cannot be confirmed from its rollouts")

@@ -114,13 +114,18 @@ def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
 
 
 def list_dir(path: str, budget: _Budget) -> list[Any] | None:
-    """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed."""
+    """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed.
+    An absent dir is ``None`` unsaid (most configured ones are); one that is there but not
+    listed (no permission, not a directory) is said: its rollouts are unread, not absent."""
     try:
         out, cut = budget.guard.list_entries(path, budget.max_listing)
     except (Refused, Hung) as exc:
         budget.skipped.append(str(exc))
         return None
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        budget.skipped.append(f"{path}: {type(exc).__name__}")
         return None
     if cut:
         budget.skipped.append(f"{path}: listing cut at {budget.max_listing}")

@@ -196,6 +196,16 @@ def test_nothing_read_is_no_kill_and_says_so() -> None:
                                "rollouts)"]
 
 
+def test_nothing_read_because_skipped_says_so() -> None:
+    """Rollouts that were there but not read (a dir the probe's account may not list) are
+    not "no rollouts were found": the reason says they could not be read, and why."""
+    why = "/home/u/run/rollout_data: PermissionError"
+    result = judge_rollouts(RolloutFacts(skipped=(why,)))
+    assert result.verdict == "NO-KILL"
+    assert result.reasons == [f"nothing to judge: no rollouts could be read (1 skipped, e.g. "
+                              f"{why}); the row cannot be confirmed from its rollouts"]
+
+
 def test_quote_escapes_and_truncates() -> None:
     assert quote('a"\x1b\nb' + "x" * 100, 10) == '"a\\"\\x1b\\nbxxxxx…"'
 

@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from probes.remote.rollouts import collect_rollouts
 from probes.remote.script import build_rollouts_script
 
@@ -160,3 +162,25 @@ def test_a_job_dir_past_the_listing_bound_is_still_sampled(tmp_path: Path) -> No
     answer = collect_rollouts({"trial_roots": [str(tmp_path / "jobs")], "max_listing": 3})
     assert answer["trials"]["listed"] >= 1
     assert answer["trials"]["sampled"]
+
+
+def test_a_dir_the_reader_cannot_list_is_said(reachable_tmp: Path) -> None:
+    """A dump dir or trial root that exists but the probe's account may not list (a 0700 tree
+    of another user) is said in ``skipped``; an absent one (most configured defaults) is not.
+    Found on the real SLURM: a jtuser run's 0700 rollout_data read 'nothing to judge: no
+    rollouts were found', its rollouts unmentioned."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root to run the reader as another user (run the suite as root)")
+    dumps = dumps_module()
+    closed, jobs = reachable_tmp / "rollout_data", reachable_tmp / "jobs"
+    dumps.write_verl_dump(str(closed), 1, ["q"], ["x"], [1.0])
+    jobs.mkdir()
+    for path in (closed, jobs):
+        os.chmod(path, 0o700)
+    script = build_rollouts_script({"dump_dirs": [str(closed), str(reachable_tmp / "absent")],
+                                    "trial_roots": [str(jobs), str(reachable_tmp / "none")]})
+    out = subprocess.run(["runuser", "-u", "nobody", "--", "python3", "-"], input=script,
+                         capture_output=True, text=True, check=True).stdout
+    skipped = json.loads(out)["skipped"]
+    assert f"{closed}: PermissionError" in skipped and f"{jobs}: PermissionError" in skipped
+    assert not [s for s in skipped if "absent" in s or "none" in s]
