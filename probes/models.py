@@ -191,6 +191,11 @@ class TrialTree(Frozen):
     which Harbor rewrites as each trial ends), over every chunk weighted by its completed
     trials; ``None`` when a chunk with trials has none. Harbor versions count an unscored
     trial differently (0.26: left out; later: 0), so its number is taken over ours."""
+    harbor_completed: int | None = None
+    """Harbor's own count of the trials that ended (its job ``result.json``'s
+    ``n_completed_trials``, rewritten as each trial ends), summed over the job dirs; ``None``
+    unless every job dir holding trials wrote one. It stands for the result.json count when the
+    collector's count was cut short by its time bound."""
     eval_keys: tuple[str, ...] = ()
     """Harbor's eval keys over the job dirs (``{agent}__{model}__{dataset}``, or
     ``{agent}__{dataset}``), as its job result.json keys ``stats.evals``: who ran what."""

@@ -7,6 +7,9 @@ buckets share; each bucket's own rules live in ``judge_datagen`` and ``judge_eva
   datagen's Mean is harbor's own ``<done>/<total> Mean: X`` line when present (unless its
   total is below the trials counted: one chunk's line, the run's mean is taken), and — when
   trials finished but none was scored (no verifier: Harbor's Mean then reads 0.000).
+- A count cut short by the collector's time bound is a floor: the Trials cell takes Harbor's own
+  count (its job result.json's completed trials) when that is higher, and the Trend says the
+  count was bounded.
 - A trial tree that could not be read (``TrialTree.error``: permission denied, a hung file
   system) is unknown, never "no result.json": stalls are judged on the log's silence alone
   (as with no tree to list) and the Trend says the tree was unreadable.
@@ -120,6 +123,17 @@ def timeout_note(f: Findings, stats: TrialStats | None,
             else f"{top} on top: passthrough, trials still scored")
     f.notes.append(note)
     f.trend(priority, note)
+
+
+def counted_trials(ctx: JudgeContext, stats: TrialStats) -> int:
+    """The run's result.json count: ours, or Harbor's own (its job result.json's completed
+    trials) when our count was cut short by its time bound and Harbor's is higher: a floor is
+    never the count a zombie or a Trials cell is read from when Harbor says more."""
+    tree = ctx.facts.trials
+    harbor = tree.harbor_completed if tree is not None else None
+    if stats.count_complete or harbor is None:
+        return stats.trials
+    return max(stats.trials, harbor)
 
 
 def count_bound_note(f: Findings, stats: TrialStats | None) -> None:

@@ -28,6 +28,7 @@ from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.harbor_engine import engine_failing_rule, engine_idle_rule
 from report.harbor_trials import (
     count_bound_note,
+    counted_trials,
     is_kubernetes,
     last_activity_minutes,
     never_started_rule,
@@ -106,7 +107,7 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
                 f.metrics[key] = float(value)
     harbor_done = summary.harbor_done if summary else None
     if stats is not None and stats.trials:
-        f.metrics["trials"] = float(stats.trials)
+        f.metrics["trials"] = float(counted_trials(ctx, stats))
     elif harbor_done is not None:
         f.metrics["trials"] = float(harbor_done)
     if stats is not None and stats.avg_turns is not None:

@@ -45,6 +45,7 @@ from report.harbor_engine import (
 )
 from report.harbor_trials import (
     count_bound_note,
+    counted_trials,
     infra_signals,
     is_kubernetes,
     last_activity_minutes,
@@ -118,7 +119,7 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
 
 def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
     summary, tree = ctx.facts.summary, ctx.facts.trials
-    trials = stats.trials if stats else (summary.harbor_done if summary else None)
+    trials = counted_trials(ctx, stats) if stats else (summary.harbor_done if summary else None)
     total = (tree.trials_total if tree else None) or (stats.trials_total if stats else None)
     total = total or (summary.harbor_total if summary else None)
     if trials is not None:

@@ -270,11 +270,27 @@ def _merged(root: str, jobs: Mapping[str, Any]) -> TrialTree:
     keys = (k for job in jobs.values() for k in (job.get("job") or {}).get("eval_keys") or ()
             if isinstance(k, str))
     update: dict[str, Any] = {"job_mean": _job_mean(jobs.values()),
+                              "harbor_completed": _harbor_completed(jobs.values()),
                               "eval_keys": tuple(dict.fromkeys(keys))}
     at = _utc(stalest[0]) if stalest is not None else None
     if stalest is not None and at is not None:
         update.update(stalest_chunk=stalest[1], stalest_chunk_at=at)
     return tree.model_copy(update=update)
+
+
+def _harbor_completed(jobs: Iterable[Mapping[str, Any]]) -> int | None:
+    """Harbor's ``n_completed_trials`` summed over the job dirs; None unless every one that
+    holds trials (or was not counted: a tally cut short before it) wrote one."""
+    total = 0
+    for job in jobs:
+        done = (job.get("job") or {}).get("n_completed")
+        if isinstance(done, int) and not isinstance(done, bool) and done >= 0:
+            total += done
+            continue
+        tally = job.get("tally") or {}
+        if job.get("trials") or tally.get("trials") or tally.get("complete") is False:
+            return None
+    return total
 
 
 def _job_mean(jobs: Iterable[Mapping[str, Any]]) -> float | None:
