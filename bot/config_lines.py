@@ -21,8 +21,8 @@ def describe_errors(exc: ValidationError, text: str, source: str) -> str:
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p not in ("slurm", "kubernetes", "replay"))
-        if err["type"] == "union_tag_invalid":
-            loc = (*loc, "kind")  # the key whose value picked no model
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc = (*loc, "kind")  # the key whose value (or absence) picked no model
         key = ".".join(str(p) for p in loc) or "(top level)"
         line = locator.line_for(loc)
         where = f"{source}:{line}" if line else source
@@ -31,6 +31,8 @@ def describe_errors(exc: ValidationError, text: str, source: str) -> str:
             msg = "unknown key"
         elif err["type"] == "union_tag_invalid":
             msg = 'kind must be "slurm", "kubernetes" or "replay"'
+        elif err["type"] == "union_tag_not_found":
+            msg = 'kind is required: "slurm", "kubernetes" or "replay"'
         elif err["type"] in ("tuple_type", "list_type"):  # (TOML arrays are read as tuples)
             msg = f'expected an array (e.g. ["..."]), got {_toml_type(err["input"])}'
         lines.append(f"{where}: {key}: {msg}")

@@ -23,6 +23,9 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
 
 @pytest.mark.parametrize(("body", "where", "says"), [
     ('[[clusters]]\nname = "a"\nkind = "pbs"\n', ":3: clusters.0.kind:", 'kind must be "slurm"'),
+    # No kind at all said 'clusters.0: Unable to extract tag using discriminator 'kind''.
+    ('[[clusters]]\nname = "a"\nhost = "h"\n', ":1: clusters.0.kind:",
+     'kind is required: "slurm", "kubernetes" or "replay"'),
     (ONE + '\n[[clusters]]\nname = "alpha"\nkind = "replay"\npath = "REC"\n',
      ":7: clusters.1.name:", "cluster name 'alpha' is used twice"),
     (ONE + 'active = "yes"\n', ":5: clusters.0.active:", "valid boolean"),
