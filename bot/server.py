@@ -2,7 +2,8 @@
 
 Policy: one aiohttp application serves ``POST /slack/events`` (Bolt's handler, after the
 signature and timestamp are checked on the raw body, 401 on failure, before anything parses
-it), ``GET /healthz`` and ``GET /metrics``. The last two are unauthenticated, so they carry no
+it; a copy of a request already run is refused the same way, ``bot.replays``), ``GET
+/healthz`` and ``GET /metrics``. The last two are unauthenticated, so they carry no
 secret and no job detail: counts, cluster names, Slack method names and error codes only. The
 listener binds ``JOBTABLES_HOST`` (default ``0.0.0.0`` for containers; ``127.0.0.1`` behind a
 reverse proxy). When ``SLACK_APP_TOKEN`` is set, Socket Mode runs as well (slack_bolt's aiohttp
@@ -33,6 +34,7 @@ from bot.config import load_config
 from bot.config_source import ConfigSource
 from bot.errors import UserError
 from bot.logs import configure_logging
+from bot.replays import SeenRequests
 from bot.scheduled import make_scheduler
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
@@ -51,6 +53,7 @@ def build_web_app(
     """The HTTP surface. ``connected`` reports the Socket Mode link (``None``: HTTP only)."""
 
     verifier = SignatureVerifier(bot.settings.slack_signing_secret.get_secret_value())
+    seen = SeenRequests(bot.store)
 
     async def slack_events(request: web.Request) -> web.Response:
         # The signature is checked on the raw body before Bolt parses it: Bolt parses first
@@ -58,6 +61,11 @@ def build_web_app(
         # a 500 and a logged trace for any unauthenticated sender).
         if not _signed_headers_well_formed(request.headers) or not _signed(
                 verifier, await request.read(), request.headers):
+            return web.json_response({"error": "invalid request"}, status=401)
+        if not await seen.first_time(request.headers["X-Slack-Signature"]):
+            # A played-back copy of a request already run: valid for five minutes by its
+            # signature alone, so refused here (bot.replays), nothing run.
+            log.warning("replayed slack request refused")
             return web.json_response({"error": "invalid request"}, status=401)
         try:
             bolt_request = await to_bolt_request(request)

@@ -70,23 +70,25 @@ async def share_job(bot: Bot, press: ActionPress, respond: Respond) -> None:
         return
     if not await _first_share(bot, press, respond, cluster, job_id):
         return
-    if not await _post_share(bot, press, respond, cluster, job_id):
+    refusal = await _post_share(bot, press, respond, cluster, job_id)
+    if refusal is not None:
         # Nothing was posted (no such job, the bot not in the channel): the window is not
-        # used up, so the press the refusal asks for ("invite the bot first") posts.
+        # used up, and is freed before the presser is told, so the press the refusal asks
+        # for ("invite the bot first") posts however soon it comes.
         await _forget_share(bot, share_lock(str(press.channel_id), cluster, job_id))
+        await respond(text=refusal, response_type="ephemeral", replace_original=False)
 
 
 async def _post_share(bot: Bot, press: ActionPress, respond: Respond, cluster: str,
-                      job_id: str) -> bool:
-    """Post the job's detail into the press's channel; whether it was posted."""
+                      job_id: str) -> str | None:
+    """Post the job's detail into the press's channel and say so; else the refusal to tell
+    (nothing posted)."""
     from bot.slash_answers import job_answer  # bot.app registers this module
 
     try:
         result, age, detail = await job_answer(bot, JobQuery(cluster=cluster, job_id=job_id))
     except UserError as exc:
-        await respond(text=error_text(str(exc)), response_type="ephemeral",
-                      replace_original=False)
-        return False
+        return error_text(str(exc))
     width = bot.config.current().report.width
     messages = await asyncio.to_thread(shared_job_messages, detail, width=width,
                                        header=sweep_header(result, age_s=age),
@@ -95,13 +97,11 @@ async def _post_share(bot: Bot, press: ActionPress, respond: Respond, cluster: s
     for message in messages:
         if await post(bot.client, channel=press.channel_id, text=message.text,
                       blocks=message.blocks) is None:
-            await respond(text=f"⚠️ Could not post `{ref}` in this channel; invite the bot "
-                               "to it first (`/invite @jobtables`).",
-                          response_type="ephemeral", replace_original=False)
-            return False
+            return (f"⚠️ Could not post `{ref}` in this channel; invite the bot to it first "
+                    "(`/invite @jobtables`).")
     await respond(text=f"Shared `{ref}` to the channel.", response_type="ephemeral",
                   replace_original=False)
-    return True
+    return None
 
 
 async def _forget_share(bot: Bot, lock: str) -> None:

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from tests.bot.builders import blocks_text
-from tests.bot.conftest import Harness
-from tests.bot.fake_slack import command_body, signed_headers
+from bot.scheduled import scheduled_sweep
+from bot.store import RedisStore
+from tests.bot.builders import FakeClock, FakeSweeper, blocks_text
+from tests.bot.conftest import Harness, make_store, running_bot
+from tests.bot.fake_slack import FakeSlack, action_body, command_body, signed_headers
 
 
 async def test_jobs_is_answered_with_code_block_tables(harness: Harness) -> None:
@@ -67,6 +69,53 @@ async def test_replayed_old_timestamp_is_rejected(harness: Harness) -> None:
     assert status == 401
     await harness.bot.tasks.drain()
     assert harness.sweeper.sweeps == 0
+
+
+async def test_a_copy_of_a_signed_command_within_the_window_is_rejected(
+        harness: Harness) -> None:
+    """The same signed `/jobs` played back a second later (a captured request: its timestamp
+    still within five minutes, so its signature still checks): the first runs, the copy gets
+    401 and runs nothing. Near miss: the command typed again (Slack signs it anew) runs."""
+    body = command_body("/jobs", "", user="UALICE",
+                        response_url=harness.slack.response_url("first"))
+    headers = signed_headers(body)
+    assert (await harness.post(body, headers))[0] == 200
+    await harness.slack.wait_for("/webhook/first", 2)
+    await harness.bot.tasks.drain()
+    status, _ = await harness.post(body, headers)
+    await harness.bot.tasks.drain()
+    assert status == 401
+    assert harness.sweeper.sweeps == 1 and len(harness.slack.to("/webhook/first")) == 2
+    status, hook = await harness.command("/jobs")
+    assert status == 200
+    await harness.slack.wait_for(hook)
+
+
+async def test_a_copy_of_a_signed_press_is_rejected_by_another_replica(
+        slack: FakeSlack, store: RedisStore, sweeper: FakeSweeper, clock: FakeClock,
+        redis_server: str) -> None:
+    """A captured keep_running press played back to another replica (one load balancer, one
+    Redis): 401 there, nothing run, nothing audited twice; the replicas share what they saw."""
+    other = make_store(store.prefix, url=redis_server)
+    try:
+        async with running_bot(slack, store, sweeper, clock) as a, \
+                running_bot(slack, other, sweeper, clock) as b:
+            await scheduled_sweep(a.bot, 0)  # the collapse is alerted to alice
+            where = a.alert_post()
+            body = action_body("keep_running", "alpha:4242", user="UALICE",
+                               response_url=slack.response_url("kept"),
+                               channel=where["channel"], message_ts=where["ts"],
+                               blocks=where["blocks"])
+            headers = signed_headers(body)
+            assert (await a.post(body, headers))[0] == 200
+            await a.bot.tasks.drain()
+            status, _ = await b.post(body, headers)
+            await b.bot.tasks.drain()
+            audit = await store.audit_entries()
+    finally:
+        await other.aclose()
+    assert status == 401
+    assert [(e["actor"], e["outcome"]) for e in audit] == [("UALICE", "kept running")]
 
 
 @pytest.mark.parametrize(("stamp", "signature"), [
