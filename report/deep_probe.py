@@ -13,7 +13,9 @@ control characters as ``\\xNN``, cut; ``report.sample_text``):
 - collapsed diversity: most prompt groups' samples are identical or nearly so (3-gram overlap);
 - degenerate lengths: every output empty, or every output cut at the max length;
 - engine starvation: generation time dominating the step with tokens/s near 0, rollouts
-  missing for steps the log shows, or every sampled agent running 0 s with no output token;
+  missing for steps the log shows (a dump written each step: verl's rollouts, SkyRL's training
+  batches; not its evals, dumped every ``eval_interval``), or every sampled agent running
+  0 s with no output token;
 - zero trials completing: every sampled trial ended in an exception, or none finished; the
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
   that died after healthy steps is not excused by its older trials (a newest third ending in
@@ -223,12 +225,18 @@ class _Judge:
     def missing(self, dump: RolloutDump, steps: Sequence[RolloutStep]) -> None:
         logged = [p.step for p in self.facts.series]
         listed = dump.steps_listed or tuple(s.step for s in steps)
+        what = f"{dump.path} ends"
+        if dump.kind == "skyrl-evals":
+            # Evals are dumped every eval_interval steps, not each step (as verl's validation
+            # dumps, which this rule skips): only the training batches SkyRL dumps each step
+            # (dumped_data, listed beside them) say that a step has no rollouts.
+            listed, what = dump.batch_steps, f"the training batches beside {dump.path} end"
         if not logged or not listed:
             return
         gap = max(logged) - max(listed)
         if gap > self.s.missing_steps:
             self.add(f"rollouts missing for logged steps: the log reaches step {max(logged)} "
-                     f"but {dump.path} ends at step {max(listed)} ({gap} steps without rollouts)")
+                     f"but {what} at step {max(listed)} ({gap} steps without rollouts)")
 
     def log_ratio(self, where: str) -> None:
         series = [p.values["log_ratio_abs_mean"] for p in self.facts.series

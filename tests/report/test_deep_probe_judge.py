@@ -8,6 +8,7 @@ reconstructed from their source (``tests/fixtures/generators/rollout_dumps_rebui
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,33 @@ def test_skyrl_per_token_rewards_are_scored(tmp_path: Path) -> None:
     facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path)]}))
     assert kinds(facts).startswith("NO-KILL")
     assert [s.score for s in facts.dumps[0].steps[0].samples] == [0.0, 1.0, 0.0, 1.0]
+
+
+def test_skyrl_evals_between_eval_intervals_are_not_missing(tmp_path: Path) -> None:
+    """SkyRL dumps its evals every ``eval_interval`` steps (default 5), not every step: a
+    healthy run logged to step 33 with its last eval at 30 read KILL "rollouts missing for
+    logged steps ... (3 steps without rollouts)". Eval dumps are judged like verl's
+    validation dumps here; the training batches SkyRL dumps each step (``dumped_data``,
+    ``dump_data_batch``) still tell missing rollouts."""
+    dumps = dumps_module()
+    for step in (0, 5, 10, 15, 20, 25, 30):
+        dumps.write_skyrl_evals(str(tmp_path), step, ["p"] * 4, HEALTHY[:4], [0, 1, 0, 1],
+                                ["stop"] * 4)
+
+    def judged(last_logged: int) -> str:
+        series = tuple(MetricPoint(step=s, values={"reward": 0.5})
+                       for s in range(1, last_logged + 1))
+        facts = rollout_facts(collect_rollouts({"dump_dirs": [str(tmp_path)]}))
+        return kinds(facts.model_copy(update={"series": series}))
+
+    shutil.rmtree(tmp_path / "dumped_data")
+    assert judged(33).startswith("NO-KILL") and judged(40).startswith("NO-KILL")
+    (tmp_path / "dumped_data").mkdir()
+    for step in range(1, 34):
+        (tmp_path / "dumped_data" / f"global_step_{step}_training_input.pkl").write_bytes(b"x")
+    assert judged(34).startswith("NO-KILL")
+    assert "the log reaches step 40 but the training batches beside " in judged(40)
+    assert "end at step 33 (7 steps without rollouts)" in judged(40)
 
 
 def test_rollouts_missing_for_logged_steps(tmp_path: Path) -> None:
