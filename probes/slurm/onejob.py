@@ -13,7 +13,8 @@ collector (``python3 -``, script on stdin):
    sweep; the run's attempts, not the user's whole queue) and its user's jobs of other names
    in its workdir with, under the default checkpoint roots, the logs of up to 16 of them, read
    by the collector in this same command (``probes.slurm.neighbours``: their progress, never
-   their saves); and for a TIMEOUT or COMPLETED
+   their saves), and the logs of its latest two ended attempts (the setting they printed: a
+   relaunch in a new one is deep-probed); and for a TIMEOUT or COMPLETED
    job the successor query: the same ``squeue -t all -u USER`` (with each job's eligible time) for
    the job's own user (a COMPLETED run whose trainer stopped itself ahead of the walltime is a chain
    restart too, ``report.planned_stop``, which only its log, read in the same command, tells). Every
@@ -46,7 +47,12 @@ from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
 from probes.remote.script import build_collector_script
 from probes.remote.stdio_pattern import expand_pattern
-from probes.slurm.neighbours import neighbour_argv, neighbour_request, parse_neighbours
+from probes.slurm.neighbours import (
+    neighbour_argv,
+    neighbour_request,
+    parse_attempts,
+    parse_neighbours,
+)
 from probes.slurm.parse import (
     epoch,
     expand_stdout,
@@ -258,16 +264,17 @@ def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
             record.job_id)
 
 
-async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerRecord,
-                    now: datetime,
-                    ) -> tuple[dict[str, Any], list[SchedulerRecord], list[SchedulerRecord]]:
+async def job_files(
+    runner: Runner, cluster: SlurmCluster, record: SchedulerRecord, now: datetime,
+) -> tuple[dict[str, Any], list[SchedulerRecord], list[SchedulerRecord], list[SchedulerRecord]]:
     """Command 2 (when needed): the job's files and, for a TIMEOUT, COMPLETED or RUNNING job,
     the jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
     restart that already ran being the successor too, ``report.chain``; a running run's
     earlier attempts, ``report.fingerprint``); and, for a RUNNING one, the user's jobs of
     other names in its workdir (``probes.slurm.neighbours``: read only to keep its banked
     step to its own saves, as the sweep does, which lists them all), under the default
-    roots with their logs, read in this same trip (their entries in the files returned)."""
+    roots with their logs, and its latest ended attempts with theirs, read in this same trip
+    (their entries in the files returned; the attempts read are the fourth list)."""
     started = [record] if record.state is not JobState.PENDING else []
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
@@ -282,25 +289,29 @@ async def job_files(runner: Runner, cluster: SlurmCluster, record: SchedulerReco
         commands.append({"argv": _squeue_argv(nonce, *selection)})
         if named and record.workdir:  # and its neighbours' ids, names, workdirs and logs
             commands.append({"argv": neighbour_argv(nonce, str(record.user))})
-            if cluster.checkpoint_roots == DEFAULT_CHECKPOINT_ROOTS:  # their progress counts
-                beside = neighbour_request(len(commands) - 1, nonce, record)
+            # Their progress counts under the default roots; the attempts' settings always.
+            beside = neighbour_request(
+                len(commands) - 1, nonce, record,
+                neighbours=cluster.checkpoint_roots == DEFAULT_CHECKPOINT_ROOTS)
         if record.state in _CHAINED or _ending(record):
             # squeue -o has no eligible time; -O has, beside the id only (no user text to
             # forge).
             commands.append({"argv": ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h",
                                       *selection, "-O", "JobID:64,EligibleTime:24"]})
     if not started and not commands:
-        return {}, [], []
+        return {}, [], [], []
     texts, collected, _ = await _scheduler(runner, cluster, commands, started, beside)
     live = parse_squeue_plain(texts[0], cluster=cluster.name, now=now,
                               nonce=nonce) if commands else []
     chained = record.state in _CHAINED or _ending(record)
     eligible = parse_eligible(texts[1]) if chained and len(texts) > 1 else {}
-    neighbours = (parse_neighbours(texts[1], nonce, record)
-                  if not chained and len(texts) > 1 else [])
+    listed = not chained and len(texts) > 1
+    neighbours = parse_neighbours(texts[1], nonce, record) if listed and beside and (
+        beside["read"]) else []
+    attempts = parse_attempts(texts[1], nonce, record) if listed else []
     live = [r.model_copy(update={"eligible_time": eligible[r.job_id]})
             if r.eligible_time is None and r.job_id in eligible else r for r in live]
-    return collected, [r for r in live if r.job_id != record.job_id], neighbours
+    return collected, [r for r in live if r.job_id != record.job_id], neighbours, attempts
 
 
 def earlier_failures(record: SchedulerRecord,

@@ -219,8 +219,8 @@ class SlurmProbe(SnapshotCommands):
                 found = await onejob.find_job(runner, self._cluster, job_id, now)
                 if found is not None and found.user not in self._users(runner):
                     found = None  # not a job this cluster reports (``users``): as a sweep
-                collected, live, neighbours = (
-                    ({}, [], []) if found is None
+                collected, live, neighbours, attempts = (
+                    ({}, [], [], []) if found is None
                     else await onejob.job_files(runner, self._cluster, found, now))
                 earlier = onejob.earlier_failures(found, live) if found is not None else []
                 if earlier:  # read as the sweep reads them: is this failure a recurrence?
@@ -228,6 +228,13 @@ class SlurmProbe(SnapshotCommands):
                         runner, self._cluster, earlier)}
                     read = {r.job_id for r in earlier}
                     live = [r for r in live if r.job_id not in read]
+                # A running run's ended attempts, read in command 2 (the setting they
+                # printed): each as squeue's listing of the run's name knows it, at the path
+                # the collector read.
+                read_at = {r.job_id: r.stdout_path for r in attempts}
+                earlier += [r.model_copy(update={"stdout_path": read_at[r.job_id]})
+                            for r in live if r.job_id in read_at]
+                live = [r for r in live if r.job_id not in read_at]
         except (ProbeError, TimeoutError) as exc:
             reason = str(exc) or f"{runner.target}: no answer in {self._cluster.timeout_s:g}s"
             if quiet:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from probes.models import JobState, SchedulerRecord
 from probes.remote.neighbour_listing import neighbour_specs, rows_to_read
-from probes.slurm.neighbours import NEIGHBOURS_READ, neighbour_request, parse_neighbours
+from probes.slurm.neighbours import (
+    NEIGHBOURS_READ,
+    neighbour_request,
+    parse_attempts,
+    parse_neighbours,
+)
 
 NONCE = "n0nce"
 W = "/home/u/runs/shared"
@@ -89,3 +94,40 @@ def test_no_listing_no_neighbour_read() -> None:
     failed = [{"exit": 0, "stdout": ""}, {"exit": 1, "stdout": _listing(), "stderr": "no"}]
     assert neighbour_specs({"neighbours": asked}, failed) == []
     assert neighbour_specs({}, [None, {"exit": 0, "stdout": _listing()}]) == []
+
+
+def _attempts_listing() -> str:
+    return "".join((
+        _row("480", "480", "TIMEOUT", "/old", "/old/%x-%j.out", "vm", "rl-titan"),
+        _row("490", "490", "FAILED", "/elsewhere", "/elsewhere/%x-%j.out", "vm", "rl-titan"),
+        _row("495", "495", "CANCELLED", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("496", "496", "PENDING", W, f"{W}/%x-%j.out", "", "rl-titan"),
+        _row("497_1", "498", "COMPLETED", W, f"{W}/%A_%a.out", "vm", "rl-titan"),
+        _row("499", "499", "COMPLETED", W, f"{W}/%b.out", "vm", "rl-titan"),
+        _row("500", "500", "RUNNING", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("501", "501", "COMPLETED", W, f"{W}/%x-%j.out", "vm", "rl-titan"),
+        _row("502", "502", "COMPLETED", W, f"{W}/%x-%j.out", "vm", "rl-easyr1"),
+    ))
+
+
+def test_the_run_s_latest_ended_attempts_are_read_from_any_workdir() -> None:
+    """The job's own name, ended, submitted before it (a lower id), with a known log, from
+    any workdir, the latest two: not the job, a pending copy, an array task, a later job or
+    a log squeue's pattern cannot give."""
+    found = parse_attempts(_attempts_listing(), NONCE, RECORD)
+    assert [(r.job_id, r.stdout_path) for r in found] == [
+        ("495", f"{W}/rl-titan-495.out"), ("490", "/elsewhere/rl-titan-490.out")]
+    assert found[1].workdir == "/elsewhere" and found[1].state is JobState.FAILED
+
+
+def test_the_collector_reads_the_attempts_the_probe_names_whatever_the_roots() -> None:
+    """Command 2's collector reads the same attempts' logs, after the neighbours, also when
+    the neighbours' progress is not read (checkpoint roots of the config's own)."""
+    ran = [{"exit": 0, "stdout": ""}, {"exit": 0, "stdout": _attempts_listing(), "stderr": ""}]
+    both = neighbour_specs({"neighbours": neighbour_request(1, NONCE, RECORD)}, ran)
+    assert [s["id"] for s in both] == ["502", "495", "490"]
+    alone = neighbour_specs(
+        {"neighbours": neighbour_request(1, NONCE, RECORD, neighbours=False)}, ran)
+    assert [(s["id"], s["stdout"]) for s in alone] == [
+        (r.job_id, r.stdout_path) for r in parse_attempts(_attempts_listing(), NONCE, RECORD)]
+    assert all(s["checkpoint_roots"] == s["trial_roots"] == [] for s in alone)
