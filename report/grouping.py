@@ -277,7 +277,8 @@ def _counts(members: Sequence[JobReport], pending_tasks: Mapping[Key, int],
 
 
 def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
-               worst: JobReport) -> tuple[JobReport, JobDetail]:
+               worst: JobReport,
+               details: Mapping[Key, JobDetail]) -> tuple[JobReport, JobDetail]:
     # A grid is named by the grid, never by one cell; an array task by the judge's name.
     own = detail.display_name if detail and group.kind == "array" else None
     base = own or (f"{group.cluster}/{group.name}" if multi_cluster else group.name)
@@ -286,7 +287,7 @@ def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
     # member's own row (the renderer finds details by cluster and id); the worst member's
     # real id leads the trend.
     update: dict[str, Any] = {"trend": trend, "job_id": f"{group.key}_*{group.table}"}
-    cells = _own_dir_chunks(group)
+    cells = _own_dir_chunks(group, details)
     if cells is not None:
         update["metrics"] = {**worst.metrics, **cells}
     row = worst.model_copy(update=update)
@@ -295,22 +296,35 @@ def _group_row(group: Group, detail: JobDetail | None, multi_cluster: bool,
                                          "display_name": f"{base} [{group.tally()}]"})
 
 
-def _own_dir_chunks(group: Group) -> dict[str, float] | None:
+def _own_dir_chunks(group: Group,
+                    details: Mapping[Key, JobDetail]) -> dict[str, float] | None:
     """A datagen run whose members (chunks submitted as separate jobs, or an array's tasks)
-    each wrote their own Harbor job dir (each reads 0/1 or 1/1): the run's Chunks are its
-    members, done as each one's dir is (an unsplit pending remainder counts its tasks), and its
-    Trials every member's (rulebook: the run's result.json count; per-trial shares weighted by
-    trials). ``None`` for other groups, or members sharing one jobs dir (each member already
-    counts the run's)."""
+    each wrote Harbor job dirs of their own: the run's Chunks are all of the members' (a
+    member with no tree yet, such as an unsplit pending remainder, counts its tasks as one
+    chunk each), done as each one's dirs are, and its Trials every member's (rulebook: the
+    run's result.json count; per-trial shares weighted by trials). ``None`` for other groups,
+    or members reading one shared tree (each already counts the run's). Whose tree is whose
+    comes from the members' trial roots; without them (an older cached detail) only members
+    of one chunk each are taken as their own."""
     if group.kind not in ("chunks", "array") or group.table != "datagen":
         return None
     totals = [m.metrics.get("chunks_total") for m in group.members]
-    if any(t is not None and t != 1.0 for t in totals) or all(t is None for t in totals):
+    if all(t is None for t in totals):
         return None
-    done = sum(m.metrics.get("chunks_done") == 1.0 for m in group.members)
-    tasks = sum(n for _, n in group.counts)
-    return {"chunks_done": float(done), "chunks_total": float(tasks),
-            **_run_trials(group.members)}
+    roots = [details[(m.cluster, m.job_id)].trial_root if (m.cluster, m.job_id) in details
+             else None for m in group.members]
+    counted = [r for r, t in zip(roots, totals, strict=True) if t is not None]
+    if None in counted:
+        if any(t is not None and t != 1.0 for t in totals):
+            return None  # roots unknown: only a chunk a member is taken as its own
+    elif len(set(counted)) < len(counted):
+        return None  # members reading one shared tree: each counts the run's already
+    trees = [m for m in group.members if isinstance(m.metrics.get("chunks_total"), float)]
+    # Each member with a tree is one task; the group's other tasks have written none yet.
+    untold = sum(n for _, n in group.counts) - len(trees)
+    done = sum(float(m.metrics.get("chunks_done") or 0.0) for m in trees)
+    total = sum(float(m.metrics["chunks_total"]) for m in trees) + max(0, untold)
+    return {"chunks_done": done, "chunks_total": total, **_run_trials(group.members)}
 
 
 def _run_trials(members: Sequence[JobReport]) -> dict[str, float]:
@@ -364,7 +378,7 @@ def group_report(
                 # An unsplit array alone: its own row, named with the tasks it stands for
                 # (a group row beside it would repeat it).
                 placed.add(id(group))
-                row, detail = _group_row(group, details.get(key), multi_cluster, job)
+                row, detail = _group_row(group, details.get(key), multi_cluster, job, details)
                 shown[key] = detail.model_copy(update={"report": job})
             elif group is not None and group.kind == "array":
                 shown[key] = _task_detail(job, details.get(key), multi_cluster)
@@ -376,7 +390,7 @@ def group_report(
                 continue  # every member has its own row: the group row would count one twice
             worst = group.worst_of_rest if for_counts else group.worst
             row, detail = _group_row(group, details.get((worst.cluster, worst.job_id)),
-                                     multi_cluster, worst)
+                                     multi_cluster, worst, details)
             jobs.append(row)
             shown[(row.cluster, row.job_id)] = detail
     return report.model_copy(update={"jobs": jobs}), shown

@@ -239,6 +239,7 @@ def _assemble(
         display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
         failure=failures[0], repeats=failures[1],
         steps_unanchored=bool(facts.summary and facts.summary.steps_unanchored),
+        trial_root=facts.trials.root if facts.trials and facts.trials.exists else None,
     )
 
 

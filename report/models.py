@@ -159,6 +159,10 @@ class JobDetail(Frozen):
     """Catch-all Type column, e.g. ``datagen-consolidate``, ``gpu-ci``, ``RL upload``."""
     display_name: str | None = None
     """The Job cell, e.g. ``<run> (shaped)``; defaults to the job name."""
+    trial_root: str | None = None
+    """The trial tree the row counted (its root), for grouping: an array's tasks (or a run's
+    chunk jobs) with trees of their own add up to the run's, members that read one shared tree
+    already count the run's."""
     steps_unanchored: bool = False
     """The history's steps are only its order (``LogSummary.steps_unanchored``): shown as
     unknown, never as the run's steps."""

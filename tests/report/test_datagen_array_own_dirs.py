@@ -86,3 +86,61 @@ def test_an_arrays_tasks_sharing_one_tree_keep_the_runs_counts(tmp_path: Path) -
     [row] = grouped.jobs
     assert (row.metrics["chunks_done"], row.metrics["chunks_total"]) == (1.0, 2.0)
     assert row.metrics["trials"] == 13.0
+
+
+def _group_row(facts: list[JobFacts]):
+    now = datetime.now(UTC)
+    details = [judge(f, others=[g.record for g in facts if g is not f], now=now)
+               for f in facts]
+    grouped, shown = group_report(report_of(*(d.report for d in details)),
+                                  {(d.report.cluster, d.report.job_id): d for d in details})
+    [row] = grouped.jobs
+    return row, grouped, shown
+
+
+def test_an_arrays_tasks_with_several_chunks_each_are_the_runs_chunks(tmp_path: Path) -> None:
+    """Found replaying on the real SLURM: a datagen ``--array=0-3`` whose tasks each write three
+    Harbor job dirs into their own ``{workdir}/jobs/{job_id}`` (a ``trial_roots`` template), two
+    finished and one running. The row read ``2/3 done`` and 24 trials, one task's tree, for a
+    run of 12 chunks (8 done) and 96 trials: the members' trees were summed only when each held
+    one chunk."""
+    now = datetime.now(UTC)
+    facts = []
+    for k in range(4):
+        root = tmp_path / f"902_{k}"
+        for c in (0, 1):
+            MAKE.write(root / f"chunk_{c}", {"pass": 5, "fail": 5}, total=10, seed=10 * k + c,
+                       finished=True)
+        MAKE.write(root / "chunk_2", {"pass": 2, "fail": 2, "inflight": 6}, total=10,
+                   seed=10 * k + 2)
+        tree = trial_tree(collect_trials([str(root)]))
+        assert tree is not None and tree.chunks_total == 3
+        facts.append(JobFacts(
+            record=record("datagen-tbench-synth", job_id=f"902_{k}",
+                          start_time=now - timedelta(minutes=30), elapsed_s=1800,
+                          array_job_id="902", array_task_id=str(k)),
+            log=log(mtime=now), summary=parse_log("engine up\n", mtime=now), trials=tree))
+    row, grouped, shown = _group_row(facts)
+    assert (row.metrics["chunks_done"], row.metrics["chunks_total"]) == (8.0, 12.0), row.metrics
+    assert row.metrics["trials"] == 96.0
+    assert "8/12 done" in render_text(grouped, shown, width=100)
+
+
+def test_tasks_reading_one_shared_single_chunk_tree_are_not_summed(tmp_path: Path) -> None:
+    """Near-miss of the above: task 0 wrote the only chunk so far into the shared jobs dir and
+    task 1 has not written its own yet; both read that one chunk. Summing them read 2/2 done
+    and twice its trials."""
+    now = datetime.now(UTC)
+    shared = tmp_path / "jobs"
+    MAKE.write(shared / "task-0", {"pass": 5, "fail": 5}, total=10, seed=1, finished=True)
+    tree = trial_tree(collect_trials([str(shared)]))
+    assert tree is not None and tree.chunks_total == 1
+    facts = [JobFacts(record=record("datagen-tbench-synth", job_id=f"903_{k}",
+                                    state=state, start_time=now - timedelta(minutes=30),
+                                    elapsed_s=1800, array_job_id="903", array_task_id=str(k)),
+                      log=log(mtime=now), summary=parse_log("engine up\n", mtime=now),
+                      trials=tree)
+             for k, state in ((0, JobState.COMPLETED), (1, JobState.RUNNING))]
+    row, _, _ = _group_row(facts)
+    assert row.metrics["trials"] == 10.0, row.metrics
+    assert row.metrics["chunks_done"] == 1.0, row.metrics
