@@ -62,6 +62,10 @@ def known_placeholders(templates: tuple[str, ...]) -> tuple[str, ...]:
     return templates
 
 
+USER_NAME = re.compile(r"[^\s,\x00-\x1f\x7f-][^\s,\x00-\x1f\x7f]*")
+"""A user name as the scheduler takes it in ``-u`` (``alice``, ``svc.ml``, ``alice@corp``)."""
+
+
 class _ClusterBase(Frozen):
     model_config = FINITE
 
@@ -89,6 +93,17 @@ class _ClusterBase(Frozen):
     @classmethod
     def _known_placeholders(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return known_placeholders(v)
+
+    @field_validator("users")
+    @classmethod
+    def _user_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # Each is an argv of squeue/sacct (joined with commas for sacct -u): a NUL crashed
+        # the local runner and reset the SSH session, a comma named two users.
+        for user in v:
+            if not USER_NAME.fullmatch(user):
+                raise ValueError(f"{user!r} is no user name (no spaces, commas or control "
+                                 "characters, and no leading '-')")
+        return v
 
 
 class SlurmCluster(_ClusterBase):

@@ -23,6 +23,12 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
 
 @pytest.mark.parametrize(("body", "where", "says"), [
     ('[[clusters]]\nname = "a"\nkind = "pbs"\n', ":3: clusters.0.kind:", 'kind must be "slurm"'),
+    # A NUL reached squeue's argv: a traceback ('probe crashed', local) or a reset SSH session.
+    (ONE + 'users = ["alice", "job\\u0000tables"]\n', ":5: clusters.0.users:",
+     "'job\\x00tables' is no user name"),
+    (ONE + 'users = ["alice,bob"]\n', ":5: clusters.0.users:", "'alice,bob' is no user name"),
+    (ONE + 'users = [""]\n', ":5: clusters.0.users:", "'' is no user name"),
+    (ONE + 'users = ["-h"]\n', ":5: clusters.0.users:", "'-h' is no user name"),
     # No kind at all said 'clusters.0: Unable to extract tag using discriminator 'kind''.
     ('[[clusters]]\nname = "a"\nhost = "h"\n', ":1: clusters.0.kind:",
      'kind is required: "slurm", "kubernetes" or "replay"'),
