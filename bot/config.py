@@ -353,7 +353,7 @@ def load_config(path: Path) -> Config:
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors) is no statement
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     return parse_config(text, source=str(path))

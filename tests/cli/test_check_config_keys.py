@@ -204,3 +204,17 @@ def test_files_this_machine_lacks_are_warned_about(tmp_path: Path,
     assert f"cluster 'a': known_hosts {tmp_path}/kh does not exist" in err
     assert f"cluster 'a': client key {tmp_path}/key does not exist" in err
     assert f"cluster 'b': replay path {tmp_path}/nowhere does not exist" in err
+
+
+def test_a_byte_order_mark_is_no_mistake(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A file saved with a UTF-8 byte-order mark (Windows editors) was 'Invalid statement (at
+    line 1, column 1)' on a line that looks right; it reads as the same file without one, and
+    a mistake in it is still named by its own line."""
+    path = tmp_path / "jobtables.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + ONE.replace("REC", str(DEMO_RECORDING)).encode())
+    assert main(["check-config", "--config", str(path)]) == 0
+    assert "OK (1 clusters, 1 active)" in capsys.readouterr().out
+    path.write_bytes(b"\xef\xbb\xbf" + (ONE + 'active = "yes"\n').encode())
+    assert main(["check-config", "--config", str(path)]) == 2
+    assert ":5: clusters.0.active:" in capsys.readouterr().err
