@@ -3,9 +3,10 @@
 Policy (seed: "New/untested RL run? -> deep-probe it, don't trust the row"; issue 14). Pure: facts
 in (``probes.rollouts.RolloutFacts``), a :class:`~report.models.DeepProbe` out, no I/O. Each
 check looks at the LATEST steps of every source (a dump directory, the log's printed
-completions, the sampled trials) and, where it needs a baseline, at the same source's first
-step or the validation dump. Every finding is a KILL reason and quotes its evidence (escaped:
-control characters as ``\\xNN``, cut; ``report.sample_text``):
+completions, the sampled trials; a validation dump for its text only) and, where it needs a
+baseline, at the same source's first step or the validation dump. Every finding is a KILL
+reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
+``report.sample_text``):
 
 - weight-sync garbage: most samples are not language (non-printable or U+FFFD share), or are
   one token repeated; the step's compression ratio is far from the run's own baseline; the
@@ -74,7 +75,7 @@ def _where(dump: RolloutDump, step: RolloutStep) -> str:
     name = {"trl-log": "TRL printed completions", "verl": "verl rollout dump",
             "skyrl-evals": "SkyRL eval dump"}.get(dump.kind, dump.kind)
     if dump.role == "validation":
-        name = f"{name} (validation)"
+        name = "verl validation dump" if dump.kind == "verl" else f"{name} (validation)"
     return f"step {step.step} ({name})"
 
 
@@ -204,23 +205,35 @@ class _Judge:
         validation = [d for d in self.facts.dumps if d.role == "validation" and d.steps]
         for dump in self.facts.dumps:
             steps = sorted(dump.steps, key=lambda s: s.step)
-            if dump.role == "validation" or not steps:
+            if not steps:
                 continue
             self.source = dump.path
             latest = steps[-self.s.latest_steps:]
+            training = dump.role != "validation"
             baseline = steps[0] if steps[0] not in latest else (
-                validation[0].steps[0] if validation else None)
+                validation[0].steps[0] if validation and training else None)
             for step in reversed(latest):
-                where = _where(dump, step)
-                noisy = self.noise([s.output for s in step.samples], where,
-                                   masked="?" if step.source == "log" else "")
-                changed = self.compression(dump, step, baseline, where)
-                if noisy or changed:
-                    self.log_ratio(where)
-                self.diversity(step, where)
-                self.lengths(step, where)
-                self.rewards(step, where)
-            self.missing(dump, steps)
+                self.step_checks(dump, step, baseline, training=training)
+            if training:
+                self.missing(dump, steps)
+
+    def step_checks(self, dump: RolloutDump, step: RolloutStep, baseline: RolloutStep | None,
+                    *, training: bool) -> None:
+        """One step's checks. A validation dump's text is judged (the same synced weights
+        generate it; a run may dump nothing else), not its groups, rewards or cadence: greedy
+        generations of a held-out set may repeat per prompt or score 0 on a hard benchmark,
+        and are written every ``test_freq`` steps."""
+        where = _where(dump, step)
+        noisy = self.noise([s.output for s in step.samples], where,
+                           masked="?" if step.source == "log" else "")
+        changed = self.compression(dump, step, baseline, where)
+        if noisy or changed:
+            self.log_ratio(where)
+        if training:
+            self.diversity(step, where)
+        self.lengths(step, where)
+        if training:
+            self.rewards(step, where)
 
     def missing(self, dump: RolloutDump, steps: Sequence[RolloutStep]) -> None:
         logged = [p.step for p in self.facts.series]

@@ -238,6 +238,27 @@ def test_quote_escapes_and_truncates() -> None:
     assert quote('a"\x1b\nb' + "x" * 100, 10) == '"a\\"\\x1b\\nbxxxxx…"'
 
 
+def test_a_validation_dump_alone_is_judged_for_garbage(tmp_path: Path) -> None:
+    """A verl run that dumps only its validation generations (``trainer.validation_data_dir``)
+    is read from them: the newest turned to weight-sync garbage read NO-KILL "no pathology
+    found in 16 samples" (validation dumps served only as another source's baseline). Its
+    text is judged (the same synced weights generate it); a greedy, n=1 validation set that
+    scores 0 on a hard benchmark or repeats one answer per prompt is not a finding."""
+    dumps = dumps_module()
+    prompts = [f"q{i}" for i in range(8)]
+    val = tmp_path / "validation_data"
+    roles: dict[str, DumpRole] = {str(val): "validation"}
+    dumps.write_verl_dump(str(val), 0, prompts, HEALTHY, [0.0] * 8)
+    dumps.write_verl_dump(str(val), 10, prompts * 2, HEALTHY * 2, [0.0] * 16)
+    answer = collect_rollouts({"dump_dirs": [str(val)]})
+    assert kinds(rollout_facts(answer, roles=roles)).startswith("NO-KILL")
+    dumps.write_verl_dump(str(val), 20, prompts, ["\ufffd\x07\x1b\ufffd\x00" * 40] * 8,
+                          [0.0] * 8)
+    answer = collect_rollouts({"dump_dirs": [str(val)]})
+    text = kinds(rollout_facts(answer, roles=roles))
+    assert "weight-sync garbage at step 20 (verl validation dump)" in text
+
+
 def test_agent_messages_turned_to_noise(tmp_path: Path) -> None:
     """Trials whose agents' last messages are byte noise fire garbage; sane ones do not."""
     import json
