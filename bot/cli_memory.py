@@ -9,6 +9,9 @@ directory, named by a hash of what the cluster is: its name, the kubeconfig and 
 API server that context names, the namespace and the label selector (a config pointed at
 another server or selection starts afresh, so it never reports the old one's jobs vanished).
 ``sweep`` writes it after a sweep that read the cluster; ``job`` only reads it (no sweep).
+A memory older than :data:`MAX_MEMORY_AGE_S` is not compared with: CLI sweeps come when someone
+runs one, and a Job that completed in a long gap may have been garbage-collected by its
+``ttlSecondsAfterFinished`` since (gone, but no wedge: a false FAILED would say resubmit).
 The memory never fails a command: a file that cannot be read is no memory, one that cannot be
 written is logged and the next command compares with the last one that was.
 """
@@ -19,6 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,8 @@ log = get_logger(__name__)
 STATE_DIR_ENV = "JOBTABLES_STATE_DIR"
 MAX_MEMORY_BYTES = 64 * 1024 * 1024
 """A memory file larger than this is no memory (the probe's own is a few KB per live job)."""
+MAX_MEMORY_AGE_S = 3600.0
+"""A memory written longer ago than this is no memory (an hour: two of the bot's sweeps)."""
 
 
 def state_dir() -> Path:
@@ -53,8 +59,11 @@ class CliProbeMemory:
         """The memory the cluster's last CLI sweep left (``None``: none, or unreadable)."""
         from probes.local_files import read_regular
 
+        path = self._path(cluster)
         try:
-            return json.loads(read_regular(str(self._path(cluster)), MAX_MEMORY_BYTES))
+            if time.time() - path.stat().st_mtime > MAX_MEMORY_AGE_S:
+                return None
+            return json.loads(read_regular(str(path), MAX_MEMORY_BYTES))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:

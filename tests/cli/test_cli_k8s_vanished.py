@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,25 @@ async def test_a_job_deleted_between_two_cli_sweeps_is_a_silent_wedge(tmp_path: 
         assert _rows(await _cli(tmp_path, "sweep"))["rl-gone"] == ("FAILED", ["silent-wedge"])
         job = await _cli(tmp_path, "job", "rl-gone")
         assert (job["state"], job["flags"]) == ("FAILED", ["silent-wedge"]), job
+    finally:
+        await standin.stop()
+
+
+async def test_a_memory_older_than_an_hour_is_not_compared_with(tmp_path: Path) -> None:
+    """Sweep, then two hours pass (the memory's mtime set back) and the Job is gone: it may
+    have completed and been garbage-collected (``ttlSecondsAfterFinished``) in the gap, so it
+    is not reported vanished (a false FAILED would say resubmit)."""
+    standin = KubeStandIn(jobsets={})
+    await standin.start()
+    try:
+        _config(tmp_path, standin)
+        _add_running(standin, "rl-ttl")
+        assert "rl-ttl" in _rows(await _cli(tmp_path, "sweep"))
+        del standin.jobs["rl-ttl"], standin.pods["rl-ttl-0"]
+        (memory,) = (tmp_path / "state").iterdir()
+        old = time.time() - 2 * 3600
+        os.utime(memory, (old, old))
+        assert _rows(await _cli(tmp_path, "sweep")) == {}
     finally:
         await standin.stop()
 
