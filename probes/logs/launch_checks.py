@@ -4,7 +4,9 @@ Policy (seed, Eval section): the Infra column shows whether the tunnel authentic
 carries traffic, whether the sandbox ``api_base`` points at a public URL rather than an
 internal address, whether the engine keeps answering POSTs with 200, and whether auth
 failures repeat. Each check is ``None`` until the log says something about it; the latest
-tunnel event wins (cloudflared retries, then registers). An ``api_base`` is internal when its
+tunnel event wins (cloudflared retries, then registers). cloudflared's ERR line for a request
+its client cancelled (``context canceled``: an agent's LLM call ended at its timeout) is
+traffic through the tunnel, not a failure of it. An ``api_base`` is internal when its
 host is a private, loopback or link-local IP, ``localhost``, a cluster-local service name, or a
 dotless hostname (which cannot be a public URL). The engine's last 200 is timed on the log's
 own clock (``probes.logs.clock``): here from the 200 line's own stamp, a year-less one placed
@@ -32,6 +34,12 @@ _TUNNEL_ERROR = re.compile(
     r"|lost|disconnected|(?:not|never) (?:connected|established|ready))\b)"
     r"|\bERR_NGROK_\d+|\bERR\b.*\b(?:connIndex|edge)\b"
 )
+_TUNNEL_CANCELLED = re.compile(
+    r"\berror=\"(?:Incoming request ended abruptly: )?context canceled\""
+    r"|\berror=\"stream \d+ canceled by remote\b"
+)
+"""cloudflared's ERR line for a proxied request its client ended early (an agent's LLM call
+cancelled at its timeout): traffic through the tunnel, never a tunnel failure."""
 _TUNNEL_OK = re.compile(
     r"\bRegistered tunnel connection\b|\bstarted tunnel\b"
     r"|(?i:\btunnel\b.*\b(?:connected|established|ready|authenticated)\b)"
@@ -102,7 +110,9 @@ class LaunchChecks:
         low = text.lower() if low is None else low
         tunnel_auth = False
         if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
-            if _TUNNEL_ERROR.search(text):
+            if "cancel" in low and _TUNNEL_CANCELLED.search(text):
+                self.tunnel_ok = True  # a request went through; its client gave up on it
+            elif _TUNNEL_ERROR.search(text):
                 self.tunnel_ok = False
                 # cloudflared refusing the tunnel's credentials: 'error="Unauthorized: Invalid
                 # tunnel secret"' / '"Unauthorized: Failed to get tunnel"', retried in a loop
