@@ -8,7 +8,8 @@ Policy (seed §RL, CONTRACT §5/§6):
   ended in a chain restart (a walltime TIMEOUT or planned stop whose restart is queued or
   running) goes on in that restart, which resumes the collapsed policy from its last save: the
   cancel names the restart (:func:`chain_collapse_rule`); an ended job with no live restart has
-  nothing left to cancel. A
+  nothing left to cancel, but one that COMPLETED on the collapsed policy is ``diagnose`` (salvage
+  the checkpoint before the collapse first), not its cleanup. A
   spike-mitigation ablation (name matches ``settings.ablation_patterns``) is flagged
   ``ablation-exempt`` and gets action ``none``: observing the recovery is the experiment. The
   no-kill rewrite is applied once, for every bucket, in :mod:`report.judge`.
@@ -56,6 +57,7 @@ from probes.logs.precision import decimals
 from probes.models import JobState
 from report.cells import format_value
 from report.chain import ChainLink
+from report.cleanup import cleanup_routine
 from report.findings import Findings, JudgeContext, Priority, is_finite, series
 from report.fingerprint import (
     config_ablation,
@@ -202,6 +204,8 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
     f.verdict("collapse")
     f.trend(Priority.CANCEL, collapse_text(fired))
     why = f"collapse at step {scan.collapse_step}: " + "; ".join(e.why for e in fired)
+    if ctx.state is JobState.COMPLETED and not exempt:
+        _completed_collapse(ctx, f, why, scan.collapse_step)
     if ctx.state not in (JobState.RUNNING, JobState.COMPLETING):
         return  # nothing left to cancel; the evidence still shows in flags and trend
     if exempt:
@@ -210,6 +214,20 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
     else:
         f.recommend(Priority.CANCEL, "cancel_and_salvage",
                     why + "; salvage the last banked checkpoint and the rollouts first")
+
+
+def _completed_collapse(ctx: JudgeContext, f: Findings, why: str, step: int | None) -> None:
+    """A run that completed on a collapsed policy: its final weights are past the collapse, so
+    the salvage (the last checkpoint before it, the rollouts) and a diagnosis come before its
+    cleanup routine, as for a completed SFT run whose loss went NaN (the job-end DM is then no
+    plain success). A spike-mitigation ablation's collapse is its result: not applied."""
+    listing = ctx.facts.checkpoints
+    before = [s for s in (listing.steps if listing else ()) if step is None or s < step]
+    salvage = f"banked step {max(before)}" if before else "the last checkpoint before it"
+    routine = cleanup_routine("rl", ctx.facts)
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"{why}; the run completed on a collapsed policy, its final weights past the "
+                f"collapse: salvage {salvage} and the rollouts, and find why before {routine}")
 
 
 def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
