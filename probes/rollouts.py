@@ -99,6 +99,11 @@ class TrialSampleSet(Frozen):
     roots: tuple[str, ...] = ()
     listed: int = 0
     sampled: tuple[TrialSample, ...] = ()
+    """The sampled trials that ended (a result.json)."""
+    unfinished: int = 0
+    """The sampled trials with no result.json yet (running, or never to end)."""
+    unfinished_age_s: float | None = None
+    """How long ago the oldest of those started, by the login node's clock."""
 
 
 class RolloutFacts(Frozen):
@@ -172,17 +177,21 @@ def _trial(name: str, raw: Any) -> TrialSample | None:
     return TrialSample(name=name, messages=messages, **fields, **numbers)
 
 
-def trials_from_answer(raw: Any) -> TrialSampleSet:
+def trials_from_answer(raw: Any, read_at: Any = None) -> TrialSampleSet:
     if not isinstance(raw, Mapping):
         return TrialSampleSet()
     got = raw.get("sampled")
     sampled: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
     trials = tuple(t for name, value in sorted(sampled.items())
                    if (t := _trial(str(name), value)) is not None)
-    listed = raw.get("listed")
+    listed, unfinished = raw.get("listed"), raw.get("unfinished")
+    oldest, now = _num(raw.get("oldest_unfinished")), _num(read_at)
+    age = now - oldest if now is not None and oldest is not None else None
     return TrialSampleSet(roots=tuple(str(r) for r in raw.get("roots") or []),
                           listed=listed if isinstance(listed, int) else len(trials),
-                          sampled=trials)
+                          sampled=trials,
+                          unfinished=unfinished if isinstance(unfinished, int) else 0,
+                          unfinished_age_s=age)
 
 
 def dump_dirs_in_log(text: str) -> list[str]:
@@ -282,7 +291,8 @@ def rollout_facts(
     skipped = answer.get("skipped")
     elapsed = _num(answer.get("elapsed_s"))
     return RolloutFacts(
-        log_path=log_path, trials=trials_from_answer(answer.get("trials")), dumps=tuple(dumps),
+        log_path=log_path, trials=trials_from_answer(answer.get("trials"), answer.get("read_at")),
+        dumps=tuple(dumps),
         series=summary.points, formats=tuple(summary.formats),
         files_opened=int(_num(answer.get("files_opened")) or 0),
         bytes_read=int(_num(answer.get("bytes_read")) or 0),

@@ -17,7 +17,8 @@ reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
   missing for steps the log shows (a dump written each step: verl's rollouts, SkyRL's training
   batches; not its evals, dumped every ``eval_interval``), or every sampled agent running
   0 s with no output token;
-- zero trials completing: every sampled trial ended in an exception, or none finished; the
+- zero trials completing: every sampled trial ended in an exception, or none finished (no
+  result.json an hour after the oldest started: ``unfinished_trial_minutes``); the
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
   that died after healthy steps is not excused by its older trials (a newest third ending in
   Harbor's passthrough exceptions, the hard tail of timeouts and context overflows, completed);
@@ -301,6 +302,12 @@ class _Judge:
         sampled = trials.sampled
         self.source = "trials"
         if not sampled:
+            age = trials.unfinished_age_s
+            if trials.unfinished and age is not None and \
+                    age >= self.s.unfinished_trial_minutes * 60:
+                self.add(f"zero trials completing: none of {trials.unfinished} sampled trials "
+                         f"(of {trials.listed}) has a result.json, the oldest started "
+                         f"{age / 60:.0f} min ago")
             return
         n = len(sampled)
         excepted = [t for t in sampled if t.exception_type]

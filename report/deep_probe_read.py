@@ -20,7 +20,8 @@ def read_summary(facts: RolloutFacts) -> dict[str, Any]:
         "log": facts.log_path,
         "log_steps": len(facts.series),
         "trials": {"roots": list(facts.trials.roots), "listed": facts.trials.listed,
-                   "sampled": len(facts.trials.sampled)},
+                   "sampled": len(facts.trials.sampled),
+                   "unfinished": facts.trials.unfinished},
         "dumps": [{"path": d.path, "kind": d.kind, "role": d.role,
                    "steps_listed": len(d.steps_listed),
                    "steps_read": [s.step for s in d.steps],
@@ -37,6 +38,11 @@ def healthy_line(facts: RolloutFacts, pending: bool) -> str:
     trials = len(facts.trials.sampled)
     if pending and not samples and not trials:
         return "nothing to judge yet: the job is still PENDING (no log, no rollouts)"
+    unfinished, age = facts.trials.unfinished, facts.trials.unfinished_age_s
+    if not samples and not trials and unfinished:
+        since = f", the oldest started {age / 60:.0f} min ago" if age is not None else ""
+        return (f"nothing to judge yet: none of {unfinished} sampled trials (of "
+                f"{facts.trials.listed}) has finished{since}")
     if not samples and not trials and facts.skipped:
         # Something was there and not read (no permission, a link, a deadline): not "absent".
         return (f"nothing to judge: no rollouts could be read ({len(facts.skipped)} "

@@ -56,8 +56,9 @@ def _probe_text(detail: JobDetail, width: int) -> str:
                    width, "  ")
     trials = read.get("trials") or {}
     if trials.get("listed"):
+        running = f" (and {trials['unfinished']} unfinished)" if trials.get("unfinished") else ""
         lines += _wrap(f"trials: {trials.get('sampled', 0)} sampled of {trials['listed']} "
-                       f"listed under {one_line(', '.join(trials.get('roots') or []))}",
+                       f"listed{running} under {one_line(', '.join(trials.get('roots') or []))}",
                        width, "  ")
     for dump in read.get("dumps") or []:
         steps = dump.get("steps_read") or []

@@ -147,6 +147,9 @@ class DeepProbeSettings(BaseModel):
     starved_gen_share: float = Field(0.9, ge=0, le=1)
     starved_tokens_per_s: float = Field(1.0, ge=0)
     missing_steps: int = Field(2, ge=0)
+    unfinished_trial_minutes: float = Field(60.0, ge=0)
+    """No sampled trial ended, the oldest started this long ago: zero trials completing
+    (the rulebook's "no result.json for 60+ min")."""
     reward_range: tuple[float, float] | None = None
 
     @field_validator("reward_range")

@@ -9,7 +9,9 @@ independent of the run's size:
 * Harbor trial trees (``trial_roots``: a job dir, SkyRL's flat trials dir, or a dir of job
   dirs): one bounded listing per directory (``max_listing`` names), then an evenly spaced
   sample of ``max_trials`` trial dirs; per trial ``result.json`` (reward, exception type, token
-  counts, agent-execution timing) and ``agent/trajectory.json`` (the agent's last messages),
+  counts, agent-execution timing) and ``agent/trajectory.json`` (the agent's last messages);
+  a sampled trial with no result.json yet is counted unfinished, with its config.json's time
+  (written when it starts) against the node's clock (``read_at``),
   each read whole up to ``max_result_bytes`` (a JSON document cut short reads as nothing, and
   terminus-2's rollout details make a result.json megabytes), one at a time, a result.json's
   token ids cut from the text before it is parsed (``harbor_reduce.slim_result``).
@@ -310,12 +312,31 @@ def _trial_dirs(root: str, budget: _Budget) -> list[str]:
     return found[:budget.max_listing]
 
 
+def _unfinished_since(trial_dir: str, budget: _Budget) -> float | None:
+    """When a trial with no result.json started (the mtime of its config.json, which Harbor
+    writes first; its result.json is written when it ends); ``None`` when it has a result.json
+    (unreadable: not unfinished) or no config.json either."""
+    try:
+        budget.guard.stat_file(os.path.join(trial_dir, "result.json"))
+        return None
+    except FileNotFoundError:
+        pass
+    except (OSError, Refused, Hung):
+        return None
+    try:
+        return budget.guard.stat_file(os.path.join(trial_dir, "config.json")).st_mtime
+    except (OSError, Refused, Hung):
+        return None
+
+
 def collect_trials(roots: list[str], budget: _Budget) -> Json:
-    """A sample of trials across the roots: how many were listed, and the sampled ones."""
+    """A sample of trials across the roots: how many were listed, the sampled ones that
+    ended, and how many sampled ones have not (with the oldest one's start)."""
     listed: list[str] = []
     for root in roots:
         listed.extend(_trial_dirs(root, budget))
     trials: Json = {}
+    unfinished: list[float] = []
     for path in _sample(sorted(listed), budget.max_trials):
         if budget.expired():
             budget.skipped.append("trials: deadline reached")
@@ -323,7 +344,13 @@ def collect_trials(roots: list[str], budget: _Budget) -> Json:
         reduced = _trial(path, budget)
         if reduced is not None:
             trials[os.path.basename(path)] = reduced
-    return {"roots": roots, "listed": len(listed), "sampled": trials}
+            continue
+        since = _unfinished_since(path, budget)
+        if since is not None:
+            unfinished.append(since)
+    return {"roots": roots, "listed": len(listed), "sampled": trials,
+            "unfinished": len(unfinished),
+            "oldest_unfinished": min(unfinished) if unfinished else None}
 
 
 # -- rollout dumps --------------------------------------------------------------------------
@@ -428,7 +455,7 @@ def collect_rollouts(request: Json) -> Json:
         found = collect_dump(str(path), budget)
         if found is not None:
             dumps.append(found)
-    return {"protocol": PROTOCOL, "trials": trials, "dumps": dumps,
+    return {"protocol": PROTOCOL, "read_at": time.time(), "trials": trials, "dumps": dumps,
             "files_opened": budget.files_opened, "bytes_read": budget.bytes_read,
             "skipped": budget.skipped[:50], "elapsed_s": time.monotonic() - started}
 

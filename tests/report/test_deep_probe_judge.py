@@ -216,6 +216,25 @@ def test_mixed_harbor_eval_completes() -> None:
         "NO-KILL")
 
 
+def test_trials_that_never_finish_are_zero_completing() -> None:
+    """Harbor writes a trial's result.json when it ends: a run whose sampled trials have none
+    read 'nothing to judge: no rollouts were found'. Past the stall window since the oldest
+    started (60 min, the rulebook's "no result.json for 60+ min"), zero trials completing;
+    before it, a fresh run's first trials are running: nothing to judge yet, said so."""
+    def unfinished(minutes: float) -> RolloutFacts:
+        return RolloutFacts(trials=TrialSampleSet(roots=("/r/jobs",), listed=40, unfinished=20,
+                                                  unfinished_age_s=minutes * 60))
+
+    dead = judge_rollouts(unfinished(95))
+    assert dead.verdict == "KILL"
+    assert dead.reasons == ["zero trials completing: none of 20 sampled trials (of 40) has "
+                            "a result.json, the oldest started 95 min ago"]
+    fresh = judge_rollouts(unfinished(10))
+    assert fresh.verdict == "NO-KILL"
+    assert fresh.reasons == ["nothing to judge yet: none of 20 sampled trials (of 40) has "
+                             "finished, the oldest started 10 min ago"]
+
+
 def test_nothing_read_is_no_kill_and_says_so() -> None:
     result = judge_rollouts(RolloutFacts())
     assert result.verdict == "NO-KILL" and result.reasons[0].startswith("nothing to judge")

@@ -184,3 +184,25 @@ def test_a_dir_the_reader_cannot_list_is_said(reachable_tmp: Path) -> None:
     skipped = json.loads(out)["skipped"]
     assert f"{closed}: PermissionError" in skipped and f"{jobs}: PermissionError" in skipped
     assert not [s for s in skipped if "absent" in s or "none" in s]
+
+
+def test_trials_with_no_result_yet_are_counted_with_their_start(tmp_path: Path) -> None:
+    """A Harbor trial writes its result.json when it ends, its config.json when it starts: a
+    sampled trial dir without the first is unfinished, and its config's time says since when
+    (the login node's clock, as ``read_at``). Without this a run whose trials never finish
+    was 'nothing to judge: no rollouts were found'."""
+    job = tmp_path / "jobs" / "2026-12-05__05-00-00"
+    job.mkdir(parents=True)
+    (job / "config.json").write_text("{}")
+    for i in range(4):
+        trial = job / f"task{i}__abcdefg"
+        (trial / "agent").mkdir(parents=True)
+        (trial / "config.json").write_text(json.dumps({"trial_name": trial.name}))
+        os.utime(trial / "config.json", (1_000_000 + i, 1_000_000 + i))
+    done = job / "task0__abcdefg" / "result.json"
+    done.write_text(json.dumps({"trial_name": "task0__abcdefg", "finished_at": "x"}))
+    answer = collect_rollouts({"trial_roots": [str(tmp_path / "jobs")]})
+    trials = answer["trials"]
+    assert list(trials["sampled"]) == ["task0__abcdefg"]
+    assert trials["unfinished"] == 3 and trials["oldest_unfinished"] == 1_000_001
+    assert answer["read_at"] > 1_700_000_000
