@@ -116,16 +116,29 @@ def read_json(root_fd: int, name: str, limit: int) -> Any:
 
 
 def check_dest(dest: Path) -> None:
-    """Refuse a DIR that is a symlink, not a directory, or non-empty and not a recording."""
+    """Refuse a DIR that is a symlink, not a directory, or non-empty and not a recording, and
+    one that does not exist where none can be made (its nearest existing ancestor no
+    directory this process may write in): said before the sweep, not after it."""
     if dest.is_symlink():
         raise RecordingRefused(f"{dest} is a symbolic link: not written through")
     if not dest.exists():
+        _check_creatable(dest)
         return
     if not dest.is_dir():
         raise RecordingRefused(f"{dest} exists and is not a directory")
     if any(dest.iterdir()) and not _is_recording(dest / "cluster.json"):
         raise RecordingRefused(f"{dest} is not empty and is not a recording: refusing to"
                                " write into it")
+
+
+def _check_creatable(dest: Path) -> None:
+    ancestor = next((p for p in Path(os.path.abspath(dest)).parents if p.exists()), None)
+    if ancestor is None:
+        return
+    if not ancestor.is_dir():
+        raise RecordingRefused(f"cannot create {dest}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise RecordingRefused(f"cannot create {dest}: {ancestor} is not writable")
 
 
 def _is_recording(path: Path) -> bool:

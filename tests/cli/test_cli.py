@@ -306,7 +306,7 @@ def test_record_of_an_unreachable_cluster_is_one_line(
     assert not dest.exists()
 
 
-@pytest.mark.parametrize("kind", ["file", "other files"])
+@pytest.mark.parametrize("kind", ["file", "other files", "under a file"])
 def test_record_into_a_dir_it_refuses_is_bad_usage(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str,
 ) -> None:
@@ -317,6 +317,9 @@ def test_record_into_a_dir_it_refuses_is_bad_usage(
     dest = tmp_path / "dest"
     if kind == "file":
         dest.write_text("notes\n")
+    elif kind == "under a file":  # no directory can be made there: it was exit 1 after the
+        (tmp_path / "notes.txt").write_text("mine\n")  # sweep, 'cannot record' the cluster
+        dest = tmp_path / "notes.txt" / "rec"
     else:
         dest.mkdir()
         (dest / "notes.txt").write_text("mine\n")
