@@ -56,12 +56,14 @@ RECENT_RESPONSES = 20
 """Engine answers kept for the 5xx-burst check."""
 _AUTH_FAILURE = re.compile(
     r"\b401 Unauthorized\b|\b403 Forbidden\b|(?i:authentication failed|invalid api key)"
-    r"|\bAuthenticationError\b"
+    r"|\bAuthenticationError\b|(?i:api key not found|token validation failed)"
 )
+"""An auth failure in the log; with the sandbox providers' own words (Daytona's ``Failed to
+create sandbox: API key not found``, Modal's ``Token validation failed``)."""
 NEEDLES = (
     *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: ",
       "#running-req: "),
-    *("unauthorized", "forbidden", "authentication", "api key"),
+    *("unauthorized", "forbidden", "authentication", "api key", "token validation"),
 )
 """Every match of a check's regex above holds one of these (lower-cased and digit-free, for
 ``probes.logs.prefilter``), so a line holding none of them changes no check."""
@@ -132,7 +134,8 @@ class LaunchChecks:
             self._running(int(running.group("n") or running.group("sglang")), text)
         if tunnel_auth:
             self.auth_failures += 1
-        elif any(n in low for n in ("401", "403", "authentication", "api key")):
+        elif any(n in low for n in ("401", "403", "authentication", "api key",
+                                    "token validation")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
     def _running(self, count: int, text: str) -> None:

@@ -37,12 +37,15 @@ _AUTH_FAILURE = re.compile(
     r"\b401\b[^\n]{0,20}\bunauthori[sz]ed\b|\b403\b[^\n]{0,20}\bforbidden\b"
     r"|\bunauthori[sz]ed\b|\bauthentication (?:failed|error)\b"
     r"|\binvalid (?:api[ _-]?key|token|credentials)\b"
-    r"|\b(?:Agent)?AuthenticationError\b|\bPermissionDeniedError\b",
+    r"|\bapi[ _-]?key not found\b|\btoken validation failed\b|\bunauthenticated\b"
+    r"|\b(?:Agent)?AuthenticationError\b|\bPermissionDeniedError\b|\bAuthError\b",
     re.IGNORECASE,
 )
 """A trial exception (type and message) that is an auth failure (the sandbox provider or the
 model endpoint refusing credentials): the rulebook's "repeated auth failures". A bare number
-is not one ("timed out after 403.0 seconds")."""
+is not one ("timed out after 403.0 seconds"). The providers' own words count: Daytona's
+``Failed to create sandbox: API key not found``, Modal's ``AuthError`` / ``UNAUTHENTICATED:
+Token validation failed``."""
 
 _CONNECTION_TYPE = re.compile(
     r"^(?:APIConnectionError|APITimeoutError|ServiceUnavailableError|BadGatewayError"
