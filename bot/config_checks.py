@@ -3,12 +3,13 @@
 Policy: these are not errors: the file is valid, but something it names will not work as
 meant (a Redis TLS file that is a FIFO, one owners map for several clusters, ended jobs kept
 longer than the bot's memory, a path that does not exist here, a regex that may backtrack
-without bound on the text a job writes). ``bot.cli`` imports this
+without bound on the text a job writes, or that matches everything). ``bot.cli`` imports this
 module only in the commands that warn.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -58,7 +59,7 @@ def config_warnings(config: Config) -> list[str]:
             "`alice` on another. Move the mapping into each [[clusters]] entry as `owners`.")
     warnings += _memory_warnings(config)
     warnings += _output_bound_warnings(config)
-    warnings += _backtracking_warnings(config)
+    warnings += _pattern_warnings(config)
     for cluster in config.clusters:
         files = [("replay path", getattr(cluster, "path", None)),
                  ("known_hosts", getattr(cluster, "known_hosts", None)),
@@ -103,28 +104,44 @@ def _output_bound_warnings(config: Config) -> list[str]:
             and "max_output_bytes" in c.model_fields_set and output_limit(c) > c.max_output_bytes]
 
 
-def _backtracking_warnings(config: Config) -> list[str]:
-    """A pattern searched in text a job writes that may take time exponential in its length
+_ANY_TEXT = ("", "x", "Traceback (most recent call last):", "9\t;Z")
+"""Texts with nothing in common: a pattern found in each of them is found in any text (``.*``,
+``""``, ``opCount|``), where an anchored one (``^\\s*$``: a blank line) is not."""
+
+
+def _pattern_warnings(config: Config) -> list[str]:
+    """The configured regexes searched in what a job writes that may backtrack without bound
+    (:func:`_backtracking`) or match everything (:data:`_ANY_TEXT`)."""
+    places = [(f"cluster {c.name!r}: benign_patterns", getattr(c, "benign_patterns", ()),
+               "every line: every fault in a log would be read as noise")
+              for c in config.clusters]
+    places.append(("[report] ablation_patterns", config.report.ablation_patterns or (),
+                   "every job: none would ever be cancelled"))
+    places += [(f"[buckets] {key}", getattr(config.buckets, key),
+                f"every job name: a job no pattern before it claims is {key}")
+               for key in ("rl", "sft", "datagen", "eval", "other", "side_tasks")]
+    warnings = []
+    for where, patterns, everything in places:
+        for pattern in patterns:
+            if all(re.search(pattern, text) for text in _ANY_TEXT):
+                warnings.append(f"{where} {pattern!r} matches {everything}")
+            elif (why := _backtracking(pattern, long_lines=where[0] != "[")) is not None:
+                warnings.append(f"{where} {pattern!r} may backtrack without bound ({why}): one "
+                                "line a job writes can hold the sweep, and the bot, for minutes "
+                                "or for ever; rewrite it with at most one variable repeat (.* +) "
+                                "and no repeat or choice inside a repeated group")
+    return warnings
+
+
+def _backtracking(pattern: str, *, long_lines: bool) -> str | None:
+    """Why ``pattern`` may take time exponential in its text's length
     (``probes.kubernetes.recorded_patterns``): ``re`` holds the GIL while it matches, so one
     such log line stalls the sweep and the bot's event loop with it. Log lines (up to 64 KiB:
     ``benign_patterns``, ``ablation_patterns``) are long enough for two variable repeats to
-    cost seconds each; a job name (``[buckets]``) is not, so only the exponential shapes are
-    named there. Not an error: the check is conservative (``(\\d+\\.)+`` is linear)."""
+    cost seconds each; a job name (``[buckets]``, not ``long_lines``) is not, so only the
+    exponential shapes count there. Not an error: the check is conservative (``(\\d+\\.)+``
+    is linear)."""
     from probes.kubernetes.recorded_patterns import MANY_REPEATS, unsafe_pattern
 
-    places = [(f"cluster {c.name!r}: benign_patterns", getattr(c, "benign_patterns", ()), True)
-              for c in config.clusters]
-    places.append(("[report] ablation_patterns", config.report.ablation_patterns or (), True))
-    places += [(f"[buckets] {key}", getattr(config.buckets, key), False)
-               for key in ("rl", "sft", "datagen", "eval", "other", "side_tasks")]
-    warnings = []
-    for where, patterns, long_lines in places:
-        for pattern in patterns:
-            why = unsafe_pattern(pattern)
-            if why is None or (why == MANY_REPEATS and not long_lines):
-                continue
-            warnings.append(f"{where} {pattern!r} may backtrack without bound ({why}): one "
-                            "line a job writes can hold the sweep, and the bot, for minutes or "
-                            "for ever; rewrite it with at most one variable repeat (.* +) and "
-                            "no repeat or choice inside a repeated group")
-    return warnings
+    why = unsafe_pattern(pattern)
+    return None if why == MANY_REPEATS and not long_lines else why

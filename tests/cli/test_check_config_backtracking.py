@@ -4,7 +4,8 @@ searched in. Found probing check-config with malformed configs: ``benign_pattern
 line of 40 ``a`` and a ``!`` (a job's own output) holds the sweep for hours; ``re`` keeps the
 GIL while it matches, so the bot's event loop (Slack acks, /healthz) stalls with it. A log
 line is up to 64 KiB, so two variable repeats (``.*foo.*bar``: quadratic) cost seconds per line
-there; a job name is short, so on ``[buckets]`` only the exponential shapes are named."""
+there; a job name is short, so on ``[buckets]`` only the exponential shapes are named. A
+pattern matching the empty string matches everything: that is warned too."""
 
 from __future__ import annotations
 
@@ -56,3 +57,22 @@ def test_bounded_patterns_and_the_defaults_are_quiet(
     """Near-misses: one variable repeat (README's example), two on a job name, the built-in
     buckets and ablation patterns."""
     assert _check(tmp_path, capsys, text) == (0, "")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (CLUSTER + 'benign_patterns = ["NCCL INFO", "opCount|"]\n',
+     "cluster 'alpha': benign_patterns 'opCount|' matches every line: every fault in a log "
+     "would be read as noise"),
+    (CLUSTER + '[buckets]\nsft = ["^sft-", ""]\n',
+     "[buckets] sft '' matches every job name: a job no pattern before it claims is sft"),
+    (CLUSTER + '[report]\nablation_patterns = [".*"]\n',
+     "[report] ablation_patterns '.*' matches every job: none would ever be cancelled"),
+])
+def test_a_pattern_that_matches_everything_is_warned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:
+    """A pattern matching the empty string matches every text it is searched in: a benign
+    pattern then hides every traceback, an ablation pattern exempts every run from the
+    collapse rule's cancel. Valid regexes, so a warning."""
+    code, err = _check(tmp_path, capsys, text)
+    assert code == 0
+    assert expected in err, err
