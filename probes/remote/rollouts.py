@@ -263,10 +263,13 @@ def _is_trial_dir(path: str, entries: list[Any], budget: _Budget) -> bool | None
 
 def _flat(root: str, entries: list[Any], budget: _Budget) -> bool:
     """Trial dirs directly below ``root`` (SkyRL's flat Harbor ``trials_dir``)? Decided by the
-    first subdirectory with a result.json that reads."""
+    first subdirectory that is a trial dir by its ``agent/`` (Harbor makes it when a trial
+    starts; a job dir holds trial dirs, never one), else that has a result.json that reads."""
     for name, is_dir in entries:
         path = os.path.join(root, name)
         sub = list_dir(path, budget) if is_dir else None
+        if sub is not None and ("agent", True) in sub:
+            return True
         if sub is not None and any(n == "result.json" and not d for n, d in sub):
             trial = _is_trial_dir(path, sub, budget)
             if trial is not None:

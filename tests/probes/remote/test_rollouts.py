@@ -206,3 +206,16 @@ def test_trials_with_no_result_yet_are_counted_with_their_start(tmp_path: Path) 
     assert list(trials["sampled"]) == ["task0__abcdefg"]
     assert trials["unfinished"] == 3 and trials["oldest_unfinished"] == 1_000_001
     assert answer["read_at"] > 1_700_000_000
+
+
+def test_a_flat_trials_dir_of_unfinished_trials_is_read(tmp_path: Path) -> None:
+    """SkyRL's flat Harbor ``trials_dir`` (trial dirs directly below it) where no trial has
+    ended: each dir holds its config.json and agent/, no result.json. The layout was decided
+    by a result.json only, so each trial was taken for a job dir (its config.json) and its
+    agent/ for a trial: 30 'listed', none unfinished, 'nothing to judge' on the real SLURM."""
+    for i in range(3):
+        trial = tmp_path / "trials" / f"task{i}__abcdefg"
+        (trial / "agent").mkdir(parents=True)
+        (trial / "config.json").write_text(json.dumps({"trial_name": trial.name}))
+    trials = collect_rollouts({"trial_roots": [str(tmp_path / "trials")]})["trials"]
+    assert trials["listed"] == 3 and trials["unfinished"] == 3 and trials["sampled"] == {}
