@@ -74,8 +74,8 @@ class SeenRequests:
             return True
         try:
             async with asyncio.timeout(STORE_BOUND_S):
-                return await self._store.acquire(f"slack-request:{signature}", {"seen": True},
-                                                 ttl_s=REMEMBER_S)
+                return await self._store.first_seen(f"slack-request:{signature}",
+                                                    ttl_s=REMEMBER_S)
         except (StoreUnavailable, TimeoutError) as exc:
             # Let through: this process's memory refuses a copy sent here; only a copy sent
             # to another replica while Redis is away would run.

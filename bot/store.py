@@ -29,6 +29,8 @@ Keys (``P`` = prefix)::
                                with it as one, same expiry
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
+    P seen:{name}              STRING the signatures of the Slack requests run (bot.replays),
+                               kept 11 minutes: a copy played back is refused
     P doc:{name}               STRING JSON documents: alert episodes, the message -> episode
                                index, incidents, signatures, the refused config edit
                                told (bot.refusals) (always with an expiry)

@@ -1,9 +1,10 @@
 """JSON documents, locks, the sweep cache and the audit trail in Redis.
 
-Policy (``bot.store``'s keys ``doc:``, ``lock:``, ``tick:``, ``sweep-cache``, ``audit``): every
-document is written with an expiry; a lock is a key set only if absent, with a TTL, so an
-action happens exactly once across replicas; the sweep cache and its stamp are written and
-read as one; the audit stream is trimmed to about :data:`AUDIT_MAXLEN` entries.
+Policy (``bot.store``'s keys ``doc:``, ``lock:``, ``seen:``, ``tick:``, ``sweep-cache``,
+``audit``): every document is written with an expiry; a lock (and a request's ``seen:``
+mark) is a key set only if absent, with a TTL, so an action happens exactly once across
+replicas; the sweep cache and its stamp are written and read as one; the audit stream is
+trimmed to about :data:`AUDIT_MAXLEN` entries.
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ class DocStore(StoreBase):
             done = await self._r.set(
                 self.key("lock", name), dump_json(dict(holder)), nx=True, px=int(ttl_s * 1000)
             )
+        return bool(done)
+
+    async def first_seen(self, name: str, *, ttl_s: float) -> bool:
+        """Note ``name`` for ``ttl_s`` (SET NX PX under ``seen:``); False if it is noted
+        already: a signed Slack request played back (``bot.replays``)."""
+        async with self._translated("seen"):
+            done = await self._r.set(self.key("seen", name), b"1", nx=True,
+                                     px=int(ttl_s * 1000))
         return bool(done)
 
     async def holder(self, name: str) -> dict[str, Any] | None:

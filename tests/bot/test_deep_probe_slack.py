@@ -214,6 +214,9 @@ async def test_kill_cancel_follows_the_collapse_rules(probing: Harness, corrupt_
     """The verdict's cancel button is the collapse one: strangers refused, the owner salvages."""
     await probing.press("deep_probe", f"alpha:{corrupt_job}", user="UALICE")
     (post,) = await probing.slack.wait_for("/api/chat.postMessage", within=60)
+    # The verdict's episode is stored once Slack has answered the post: a press comes after
+    # (as a person reads the verdict first), not in the milliseconds between.
+    await probing.bot.tasks.drain()
     blocks = post.params["blocks"]
     where = {"channel": post.answer["channel"], "ts": post.answer["ts"]}
     _status, hook = await probing.press("cancel_salvage", f"alpha:{corrupt_job}", user="UEVIL",
