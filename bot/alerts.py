@@ -53,6 +53,7 @@ from bot.cluster_names import note_names
 from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.episodes import (  # and what importers read from here (__all__)
+    BATCH_MARK,
     UID_LABEL,
     alert_index,
     cancel_allowed,
@@ -157,6 +158,8 @@ class Alerter:
                     # This DM's buttons act on the job's episode, whichever record won.
                     await self._store.put_doc(alert_index(record), {"episode": name},
                                               ttl_s=ttl_s, only_new=True)
+                    if record.get("batched"):
+                        await self._mark_batch(record, ttl_s, only_new=True)
             except StoreUnavailable:
                 return
             self._unsaved.pop(name, None)
@@ -332,7 +335,23 @@ class Alerter:
                     await self._record(group[i], posted, config,
                                        delivered_for=delivered_for, batched=len(group) > 1)
                     done.add(group[i].name)
+            if posted is not None and len(group) > 1:
+                await self._mark_batch(posted, self._ttl(config))
         return left
+
+    async def _mark_batch(self, posted: dict[str, Any], ttl_s: float, *,
+                          only_new: bool = False) -> None:
+        """Mark a posted batched alert as one (``BATCH_MARK``): a button value naming a job
+        outside it is then refused (tampered), not read as a press on a message with no
+        alert (a Deep-probe press probed that job and posted its verdict here)."""
+        channel, ts = posted.get("channel"), posted.get("ts")
+        if not (channel and ts):
+            return
+        try:
+            await self._store.put_doc(message_key(str(channel), str(ts)), BATCH_MARK,
+                                      ttl_s=ttl_s, only_new=only_new)
+        except StoreUnavailable as exc:
+            log.warning("batched alert not marked", channel=channel, ts=ts, error=str(exc))
 
     async def _record(self, pending: _Pending, posted: dict[str, Any], config: Config, *,
                       delivered_for: str | None, batched: bool) -> None:

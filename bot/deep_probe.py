@@ -76,6 +76,7 @@ from bot.deep_probe_post import (
     offer_key,
     one_at_a_time,
 )
+from bot.episodes import batched_alert
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.messages import DEEP_PROBE
 from bot.owners import slack_owner
@@ -274,10 +275,10 @@ async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
                          ) -> str | None:
     """Why the press may not probe (audited), or None. Refused: a press on a stored alert
     (collapse DM, KILL verdict) or a posted offer about another job than its value names (a
-    button acts only on its message's job, whatever its value says), and one whose job's id
-    now names a later job (another SLURM submit time, another Kubernetes uid). A ``/job``
-    answer binds nothing (anyone may ask for any job); nor does an unreachable store: the
-    probe only reads."""
+    button acts only on its message's job, whatever its value says; a batched alert's on one
+    of its jobs, ``bot.episodes.batched_alert``), and one whose job's id now names a later job
+    (another SLURM submit time, another Kubernetes uid). A ``/job`` answer binds nothing
+    (anyone may ask for any job); nor does an unreachable store: the probe only reads."""
     if not (press.channel_id and press.message_ts):
         return None
     try:
@@ -286,8 +287,12 @@ async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
                                         f"{cluster}:{job_id}") or (
             await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
         if not episode:
-            return None
-        if (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
+            if not await batched_alert(bot.store, press.channel_id, press.message_ts):
+                return None
+            # A batched alert without an alert of the job the value names: not one of its jobs.
+            outcome, detail = "tampered", "not a job of this batched alert"
+            reply = "That button does not belong to this alert; the attempt was logged."
+        elif (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
             outcome, detail = "tampered", (f"episode is {episode.get('cluster')}:"
                                            f"{episode.get('job_id')}")
             reply = "That button does not belong to this alert; the attempt was logged."

@@ -4,7 +4,9 @@ Policy (see ``bot.alerts``): an episode is keyed by cluster, job id and (Kuberne
 (:func:`episode_name`); a SLURM id given to a later job, or requeued, is another instance by
 its submit time (:func:`same_instance`), so an old alert's buttons never act on it. A posted
 message (channel, ts, and in a batch the job's ref) is indexed to its episode
-(:func:`message_key`), which is what a press is checked against (:func:`pressed_episode`).
+(:func:`message_key`), which is what a press is checked against (:func:`pressed_episode`); a
+batched message is marked as one too (:func:`batched_alert`), so a button value naming a job
+outside it is refused, not taken for a press on a message with no alert.
 Cancel is offered only where the config allows it (:func:`cancel_forbidden`: ``no_kill``, an
 exempt job). A closed episode records who closed it, how and when.
 """
@@ -83,6 +85,20 @@ def alert_index(record: dict[str, Any]) -> str:
     """The message index a posted alert's ``record`` is found under (:func:`message_key`)."""
     ref = f"{record.get('cluster')}:{record.get('job_id')}" if record.get("batched") else None
     return message_key(str(record["channel"]), str(record["ts"]), ref)
+
+
+BATCH_MARK: dict[str, Any] = {"batched": True}
+"""What a batched alert's message holds under its message-level index (:func:`message_key`
+without a ref): no episode, so a press whose value names a job outside the message finds none
+to act on (:func:`pressed_episode`), and yet the message reads as an alert, not as one with no
+alert (:func:`batched_alert`)."""
+
+
+async def batched_alert(store: RedisStore, channel: str, ts: str) -> bool:
+    """Whether message (channel, ts) is a batched alert (:data:`BATCH_MARK`). Raises
+    ``StoreUnavailable``."""
+    mark = await store.get_doc(message_key(channel, ts))
+    return isinstance(mark, dict) and mark.get("batched") is True
 
 
 async def pressed_episode(store: RedisStore, channel: str, ts: str,

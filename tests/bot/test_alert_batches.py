@@ -156,6 +156,29 @@ async def test_a_batch_button_naming_a_job_outside_its_message_is_refused(
     assert h.sweeper.cancels == []
 
 
+async def test_a_batch_deep_probe_naming_a_job_outside_its_message_probes_nothing(
+        slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
+    """A batched alert's Deep-probe button, its value tampered to a job that message did not
+    alert on: refused and audited ``tampered``, nothing probed, nothing posted. Found driving
+    the real bot over SLURM: the owner's batched DM probed another user's job and posted its
+    verdict in the DM's thread (no index of that job in the message read as "no alert")."""
+    ids = ["6001", "6002", "6003"]
+    jobs = [*(collapsing(i) for i in ids), detail(job("4100", "rl-ppo-llama-8b"))]
+    async with bot_with(slack, store, clock, tmp_path, jobs) as h:
+        await scheduled_sweep(h.bot, 0)
+        where = h.alert_post("alpha:6001")
+        posts = len(slack.to("/api/chat.postMessage"))
+        _, hook = await h.press("deep_probe", "alpha:4100", user="UALICE",
+                                blocks=where["blocks"], channel=where["channel"], ts=where["ts"])
+        (reply,) = await slack.wait_for(hook)
+        await h.bot.tasks.drain()
+        audit = await h.bot.store.audit_entries()
+    assert "does not belong to this alert" in reply.params["text"], reply.params["text"]
+    assert len(slack.to("/api/chat.postMessage")) == posts
+    assert [(e["action"], e["outcome"], e["job_id"]) for e in audit] == [
+        ("deep_probe", "tampered", "4100")]
+
+
 async def test_many_collapses_take_as_few_messages_as_the_limits_allow(
         slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
     ids = [str(7000 + i) for i in range(60)]
