@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from probes.logs.lines import TqdmBar, parse_tqdm, strip_ansi
+from probes.logs.bar_lines import TqdmBar, parse_tqdm
+from probes.logs.lines import strip_ansi
 from probes.logs.progress import sec_per_it
 from probes.models import JobState
 from report.cells import format_duration

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from probes.logs.bar_lines import after_bar
 from probes.logs.fault_patterns import (
     BRING_UP,
     CHATTER,
@@ -47,7 +48,6 @@ from probes.logs.fault_patterns import (
 )
 from probes.logs.launch_checks import NEEDLES as LAUNCH_NEEDLES
 from probes.logs.launch_checks import LaunchChecks
-from probes.logs.lines import after_bar
 from probes.logs.prefilter import NeedleFilter, pattern_lines
 from probes.logs.tracebacks import (
     GROUP_START,

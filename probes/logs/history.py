@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from probes.logs.areal_lines import ROW_GATE
+from probes.logs.bar_lines import may_be_lightning, parse_tqdm
 from probes.logs.bracket_lines import (
     DURATION_GATE,
     BracketStep,
@@ -30,11 +31,9 @@ from probes.logs.harbor_progress import harbor_progress, harbor_row
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.lines import (
     NESTED_BAR_MARK,
-    may_be_lightning,
     parse_iteration,
     parse_reward_line,
     parse_status_line,
-    parse_tqdm,
     parse_verl,
     strip_ray_prefix,
 )

@@ -27,13 +27,13 @@ from itertools import islice
 
 from pydantic import PrivateAttr
 
+from probes.logs.bar_lines import TqdmBar
 from probes.logs.bracket_lines import BracketStep
 from probes.logs.carried import Carried, built
 from probes.logs.easyr1_lines import YamlStep
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.history import MetricScan
-from probes.logs.lines import TqdmBar
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
 from probes.logs.rich_panel import MetricsPanel

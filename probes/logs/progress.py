@@ -19,7 +19,8 @@ from itertools import pairwise
 from math import isfinite
 from statistics import median
 
-from probes.logs.lines import TqdmBar, epoch_step_label, parse_number
+from probes.logs.bar_lines import TqdmBar, epoch_step_label
+from probes.logs.lines import parse_number
 
 TRAIN_DESCS = frozenset(
     {"", "Training Progress", "Training Batches Processed", "Training Step Progress", "Training",
@@ -106,8 +107,9 @@ class BarTrack:
 
 
 EPOCH_STEP_BAR = "E|S|Loss"
-"""The track desc of every bar labelled ``E|S[|Loss: X]`` (torchtune's, ``lines.epoch_step_label``):
-one bar a epoch, its label changing at every step, one track per epoch length."""
+"""The track desc of every bar labelled ``E|S[|Loss: X]`` (torchtune's,
+``bar_lines.epoch_step_label``): one bar a epoch, its label changing at every step, one track
+per epoch length."""
 
 
 EPISODE_BAR = "Episode [k/N]"

@@ -43,6 +43,7 @@ from datetime import datetime
 from itertools import compress, islice, repeat
 from operator import contains, itemgetter
 
+from probes.logs.bar_lines import own_bars, parse_tqdm
 from probes.logs.clock import (
     STAMP_LEADS,
     LogClock,
@@ -52,14 +53,7 @@ from probes.logs.clock import (
 )
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.history import MetricScan
-from probes.logs.lines import (
-    NESTED_BAR_MARK,
-    own_bars,
-    parse_iteration,
-    parse_tqdm,
-    parse_verl,
-    strip_ray_prefix,
-)
+from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, parse_verl, strip_ray_prefix
 from probes.logs.prefilter import NeedleFilter, held_skeletons
 from probes.logs.progress import WIDE_WINDOW
 from probes.logs.scan_patterns import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE

@@ -14,17 +14,15 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import not_
 
-from probes.logs.clock import STAMP_LEADS
-from probes.logs.lines import (
+from probes.logs.bar_lines import (
     TqdmBar,
     after_bar,
     epoch_step_label,
     glued_dict,
-    interval_seconds,
     may_be_lightning,
-    parse_pairs,
-    quoted_pairs,
 )
+from probes.logs.clock import STAMP_LEADS
+from probes.logs.lines import interval_seconds, parse_pairs, quoted_pairs
 from probes.logs.progress import (
     EPISODE_BAR,
     EPOCH_STEP_BAR,
@@ -73,7 +71,7 @@ class BarScan(EpisodeScan):
 
     def feed_glued(self, body: str, line_no: int) -> None:
         """After a bar line's redraw: the one-line dict printed on its line, if any
-        (``lines.glued_dict``), read as its own line would be. An open multi-line dict stays
+        (``bar_lines.glued_dict``), read as its own line would be. An open multi-line dict stays
         open (the bar line left it so). So is torchtune's ``Step N | loss:... grad_norm:...``
         (its ``StdoutLogger`` prints to stdout right after the bar's redraw on stderr)."""
         if "Step " in body and " | " in body:
@@ -93,7 +91,7 @@ class BarScan(EpisodeScan):
     def feed_bar(self, line: str, groups: tuple[str, str, str, str, str], nested: bool,
                  line_no: int) -> None:
         """``feed`` of a bar line whose body is itself, led by neither ``{`` nor a quote
-        (``lines.own_bars``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
+        (``bar_lines.own_bars``), given its ``tqdm_groups`` (with a count: a bar). ``_on_bar``
         inlined; the track's ``last`` is made a ``TqdmBar`` only when read (``_settle``)."""
         if self.yaml_step is not None:
             self._yaml_line(line, line_no)
@@ -284,7 +282,7 @@ class BarScan(EpisodeScan):
             self._after_bar(desc, bar.current)
 
     def _on_epoch_step(self, desc: str, line_no: int) -> None:
-        """torchtune's bar label (``lines.epoch_step_label``): the loss at the global step."""
+        """torchtune's bar label (``bar_lines.epoch_step_label``): the loss at the global step."""
         self._mark("torchtune")
         label = epoch_step_label(desc.strip())
         if label is not None and label.loss is not None:

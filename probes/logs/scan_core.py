@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from probes.logs.bar_lines import TqdmBar, parse_tqdm
 from probes.logs.clock import LogClock, YearlessStamp, read_stamp
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
-from probes.logs.lines import TqdmBar, parse_tqdm
 from probes.logs.metric_names import canonical_plan
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack

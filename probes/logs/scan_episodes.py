@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from probes.logs.lines import TqdmBar, bar_postfix, parse_pairs, quoted_pairs
+from probes.logs.bar_lines import TqdmBar, bar_postfix
+from probes.logs.lines import parse_pairs, quoted_pairs
 from probes.logs.progress import EPISODE_BAR, episode_number
 from probes.logs.scan_patterns import CONSUMED_RE, ROLLOUT_BATCH_RE
 from probes.logs.scan_steps import StepScan

@@ -14,15 +14,14 @@ import re
 from datetime import datetime
 
 from probes.logs.areal_lines import STEP_GATE, parse_step, row_pairs
+from probes.logs.bar_lines import lightning_status, postfix_loss
 from probes.logs.lines import (
     IterationLine,
-    lightning_status,
     parse_ds_chat_loss,
     parse_ds_progress,
     parse_number,
     parse_reward_line,
     parse_status_line,
-    postfix_loss,
 )
 from probes.logs.mirror_lines import parse_mirror
 from probes.logs.progress import EPISODE_BAR, iteration_seconds, sec_per_it, training_desc
@@ -88,7 +87,7 @@ class StepScan(DictScan):
         self._record(line.step, line.values, line_no, stamp)
 
     def _lightning(self, body: str, line_no: int) -> None:
-        """NeMo 1.x's step status in its Lightning bar's postfix (``lines.lightning_status``):
+        """NeMo 1.x's step status in its Lightning bar's postfix (``bar_lines.lightning_status``):
         a point at its step, with its ``train_step_timing in s`` as a Megatron line's time."""
         status = lightning_status(body)
         if status is None:
@@ -113,7 +112,7 @@ class StepScan(DictScan):
             self._record(step, values, line_no, None)
 
     def _postfix_step(self, body: str, line_no: int) -> None:
-        """A script's training bar whose ``set_postfix`` names its loss (``lines.postfix_loss``;
+        """A script's training bar whose ``set_postfix`` names its loss (``bar_lines.postfix_loss``;
         not OpenRLHF's Episode bar, read by ``_episode_status``): a point at the bar's count.
         Its rate is the bar's, as for any training bar."""
         if self._skimming or "loss=" not in body:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from probes.logs.lines import TqdmBar, epoch_step_label
+from probes.logs.bar_lines import TqdmBar, epoch_step_label
 from probes.logs.progress import (
     EPISODE_BAR,
     BarTrack,

@@ -38,7 +38,7 @@ Fold: TypeAlias = ("Callable[[SchedulerRecord, Mapping[str, Any] | None],"
 
 
 FOLD_STACK = (
-    "probes.logs.attempts", "probes.logs.lines", "probes.logs.excerpt",
+    "probes.logs.attempts", "probes.logs.lines", "probes.logs.bar_lines", "probes.logs.excerpt",
     "probes.logs.prefilter", "probes.logs.fault_patterns", "probes.logs.launch_checks",
     "probes.logs.tracebacks", "probes.logs.faults", "probes.logs.areal_lines",
     "probes.logs.harbor_progress", "probes.logs.hf_cadence", "probes.logs.mirror_lines",

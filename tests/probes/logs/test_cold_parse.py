@@ -26,18 +26,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import lines, prefilter, recent, scan_dicts, scan_patterns
+from probes.logs import bar_lines, lines, prefilter, recent, scan_dicts, scan_patterns
+from probes.logs.bar_lines import _NO_BAR, _OWN_BAR_LINES_RE, own_bars
 from probes.logs.hf_banner import hf_epoch_step
 from probes.logs.history import MetricScan
-from probes.logs.lines import (
-    _NO_BAR,
-    _NUMBER_CAP,
-    _OWN_BAR_LINES_RE,
-    own_bars,
-    parse_pairs,
-    quoted_pairs,
-    split_lines,
-)
+from probes.logs.lines import _NUMBER_CAP, parse_pairs, quoted_pairs, split_lines
 from probes.logs.parse import parse_log
 from probes.logs.precision import precise_merge
 from probes.logs.prefilter import NeedleFilter, shared_skeletons, skeletons_of
@@ -482,5 +475,5 @@ def test_metric_point_as_before() -> None:
 
 def test_lines_module_names_used() -> None:
     """The oracle patches the names the fast path reads through."""
-    assert vars(recent)["own_bars"] is lines.own_bars
+    assert vars(recent)["own_bars"] is bar_lines.own_bars
     assert vars(scan_dicts)["quoted_pairs"] is lines.quoted_pairs

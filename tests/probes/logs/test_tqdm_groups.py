@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.logs.lines import TqdmBar, interval_seconds, own_bars, parse_tqdm, tqdm_groups
+from probes.logs.bar_lines import TqdmBar, own_bars, parse_tqdm, tqdm_groups
+from probes.logs.lines import interval_seconds
 from tests.probes.logs.test_recent import fixture_pool
 
 _PIECES = st.sampled_from([
