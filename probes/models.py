@@ -196,6 +196,10 @@ class TrialTree(Frozen):
     ``n_completed_trials``, rewritten as each trial ends), summed over the job dirs; ``None``
     unless every job dir holding trials wrote one. It stands for the result.json count when the
     collector's count was cut short by its time bound."""
+    harbor_written_at: datetime | None = None
+    """The newest write of a Harbor job ``result.json`` over the job dirs (Harbor rewrites it
+    as each trial starts and ends): no trial started or ended since, whatever a count cut
+    short by its time bound missed."""
     eval_keys: tuple[str, ...] = ()
     """Harbor's eval keys over the job dirs (``{agent}__{model}__{dataset}``, or
     ``{agent}__{dataset}``), as its job result.json keys ``stats.evals``: who ran what."""

@@ -75,6 +75,18 @@ def results_silent_since(ctx: JudgeContext) -> tuple[datetime | None, bool]:
     return start, False
 
 
+def harbor_silent_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since Harbor last wrote a job result.json of the tree (it does as each trial
+    starts and ends), timed from no earlier than the job's own start; None when none was
+    read. What a count cut short by its time bound cannot say, this can."""
+    tree = ctx.facts.trials
+    written = tree.harbor_written_at if tree is not None else None
+    if written is None:
+        return None
+    start = ctx.facts.record.start_time
+    return minutes_since(ctx.now, max(written, start) if start is not None else written)
+
+
 def is_kubernetes(ctx: JudgeContext) -> bool:
     """A Kubernetes job (its record counts pods): no file system for the trial tree."""
     return ctx.facts.record.pods_total is not None

@@ -29,6 +29,7 @@ from report.harbor_engine import engine_failing_rule, engine_idle_rule
 from report.harbor_trials import (
     count_bound_note,
     counted_trials,
+    harbor_silent_minutes,
     is_kubernetes,
     last_activity_minutes,
     never_started_rule,
@@ -155,6 +156,9 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     if unread:
         results_age = log_age  # the trials are unknown: the log's silence alone speaks
     counted = stats is None or stats.count_complete  # a cut-short count may miss the newest
+    if not counted and not unread:  # then Harbor's job result.json (rewritten as trials end)
+        results_age = harbor_silent_minutes(ctx)
+        counted = results_age is not None
     # A Kubernetes job has no trial tree to list: without a log time nothing says hung. (On
     # SLURM a missing tree is a trial root not made yet, which the age alone judges.)
     seen = tree is not None or log_age is not None or not is_kubernetes(ctx)

@@ -9,6 +9,8 @@ Policy (seed §Eval; CONTRACT §6):
   Eval stall: RUNNING and the newest result.json (or the
   start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
   earlier than the job's own start: a resumed run or chain successor inherits older files.
+  A count cut short by its time bound may have missed the newest result.json: the silence is
+  then Harbor's own job result.json's, which it rewrites as each trial starts and ends.
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens, or after only their LLM client's retries ended in a connection failure
@@ -46,6 +48,7 @@ from report.harbor_engine import (
 from report.harbor_trials import (
     count_bound_note,
     counted_trials,
+    harbor_silent_minutes,
     infra_signals,
     is_kubernetes,
     last_activity_minutes,
@@ -181,8 +184,12 @@ def _progress_rule(ctx: JudgeContext, f: Findings, stats: TrialStats | None,
     if log_only:
         log_age = last_activity_minutes(ctx)
         age = log_age if log_age is not None and age is not None else None
-    # A count cut short by its time bound may have missed the newest result.json: no stall.
+    # A count cut short by its time bound may have missed the newest result.json: only
+    # Harbor's job result.json, rewritten as each trial starts and ends, can then say stall.
     counted = stats is None or stats.count_complete
+    if not counted and not log_only:
+        age, newest = harbor_silent_minutes(ctx), True
+        counted = age is not None
     if age is not None and age > th.eval_stall_minutes and counted:
         f.flag("stall")
         f.verdict("stalled")

@@ -269,8 +269,11 @@ def _merged(root: str, jobs: Mapping[str, Any]) -> TrialTree:
     )
     keys = (k for job in jobs.values() for k in (job.get("job") or {}).get("eval_keys") or ()
             if isinstance(k, str))
+    written = [float(m) for job in jobs.values() if job.get("job")
+               and isinstance(m := job.get("mtime"), int | float) and not isinstance(m, bool)]
     update: dict[str, Any] = {"job_mean": _job_mean(jobs.values()),
                               "harbor_completed": _harbor_completed(jobs.values()),
+                              "harbor_written_at": _utc(max(written)) if written else None,
                               "eval_keys": tuple(dict.fromkeys(keys))}
     at = _utc(stalest[0]) if stalest is not None else None
     if stalest is not None and at is not None:

@@ -5,14 +5,20 @@ done and the job still RUNNING, read through ``jobtables sweep`` and ``jobtables
 collector's count stopped at its time bound (``≥21562 trials counted in 4s (time bound)``) and
 the Trials cell read ``21562/40000``: no zombie, though Harbor's own job result.json (rewritten
 at every trial's end) said ``n_completed_trials: 40000``. Harbor's count stands for the run's
-result.json count when ours was cut short; a count that finished is ours.
+result.json count when ours was cut short; a count that finished is ours. A count cut short
+also called no stall at all (its newest result.json unknown), so an eval too large to count
+within the bound could hang unflagged; Harbor's job result.json, rewritten as each trial starts
+and ends, times the silence then.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from probes.models import JobFacts, JobState, TrialTree
 from probes.remote.collector import collect_trials
@@ -72,3 +78,52 @@ def test_a_finished_count_is_ours(tmp_path: Path) -> None:
                    now=datetime.now(UTC)).report
     assert report.metrics["trials"] == 8.0, report.metrics
     assert "zombie" not in report.flags
+
+
+def _age(job: Path, minutes: float, *, job_result: float) -> None:
+    """Every trial result.json written ``minutes`` ago; the job result.json ``job_result``."""
+    now = datetime.now(UTC)
+    for path in job.glob("*/result.json"):
+        stamp = (now - timedelta(minutes=minutes)).timestamp()
+        os.utime(path, (stamp, stamp))
+    stamp = (now - timedelta(minutes=job_result)).timestamp()
+    os.utime(job / "result.json", (stamp, stamp))
+
+
+@pytest.mark.parametrize(("job_result", "stalled"), [(90, True), (5, False)])
+def test_a_cut_short_count_still_sees_a_stall(tmp_path: Path, job_result: float,
+                                              stalled: bool) -> None:
+    """A count cut short may have missed the newest result.json, so it called no stall at all:
+    an eval too large to count within the bound could hang for ever unflagged. Harbor rewrites
+    its job result.json as every trial starts and ends: when that is older than the stall
+    window too, no trial started or ended since, whatever the count missed."""
+    job = tmp_path / "jobs" / "2026-12-05__04-00-00"
+    MAKE.write(job, {"pass": 6, "fail": 10, "inflight": 8}, total=60, seed=5,
+               minutes_ago=110)
+    _age(job, 90, job_result=job_result)
+    now = datetime.now(UTC)
+    rec = record("eval-qwen3-x-tbench", state=JobState.RUNNING,
+                  start_time=now - timedelta(minutes=120), elapsed_s=7200)
+    facts = JobFacts(record=rec, log=log(mtime=now), summary=summary(last_timestamp=now),
+                     trials=_tree(tmp_path / "jobs", bounded=True))
+    report = judge(facts, now=now).report
+    assert ("stall" in report.flags) is stalled, report.trend
+    if stalled:
+        assert "STALL" in report.trend and "1h30m" in report.trend, report.trend
+
+
+@pytest.mark.parametrize(("job_result", "hung"), [(150, True), (5, False)])
+def test_a_cut_short_count_of_a_datagen_run_still_sees_a_hung_chunk(
+        tmp_path: Path, job_result: float, hung: bool) -> None:
+    job = tmp_path / "jobs" / "chunk_000"
+    MAKE.write(job, {"pass": 6, "fail": 10, "inflight": 8}, total=60, seed=6,
+               minutes_ago=170)
+    _age(job, 150, job_result=job_result)
+    now = datetime.now(UTC)
+    rec = record("datagen-tb-synth", state=JobState.RUNNING,
+                 start_time=now - timedelta(minutes=180), elapsed_s=10800)
+    quiet = now - timedelta(minutes=150)
+    facts = JobFacts(record=rec, log=log(mtime=quiet), summary=summary(last_timestamp=quiet),
+                     trials=_tree(tmp_path / "jobs", bounded=True))
+    report = judge(facts, now=now).report
+    assert ("stall" in report.flags) is hung, report.trend
