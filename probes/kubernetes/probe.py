@@ -259,7 +259,10 @@ class KubernetesProbe(VanishedJobs):
         """Take up what the cluster's latest sweep left (:meth:`remembered`), whichever
         process made it, in place of this probe's own memory: a job that vanished since is
         noticed by a restarted bot, and one another replica saw end since is not taken for
-        vanished. A malformed memory is ignored (the probe's own stays)."""
+        vanished. A malformed memory is ignored (the probe's own stays), one that is no
+        mapping too (a state file holding a JSON list: ``bot.cli_memory``)."""
+        if not isinstance(memory, Mapping):
+            return
         try:
             seen = {str(k): SchedulerRecord.model_validate(v)
                     for k, v in dict(memory.get("seen") or {}).items()}

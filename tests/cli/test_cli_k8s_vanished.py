@@ -118,3 +118,24 @@ async def test_another_api_server_behind_the_same_config_starts_afresh(tmp_path:
         assert _rows(await _cli(tmp_path, "sweep")) == {}
     finally:
         await second.stop()
+
+
+async def test_a_memory_that_is_no_json_object_is_no_memory(tmp_path: Path) -> None:
+    """A memory file holding valid JSON that is no object (a list, a string: a hand edit, or
+    another tool's file under the state dir's name) is no memory: the cluster is still read,
+    not 'probe error: AttributeError', and the next sweep writes a good memory over it."""
+    standin = KubeStandIn(jobsets={})
+    await standin.start()
+    try:
+        _config(tmp_path, standin)
+        _add_running(standin, "rl-live")
+        assert "rl-live" in _rows(await _cli(tmp_path, "sweep"))
+        (memory,) = (tmp_path / "state").iterdir()
+        for text in ("[]", '"seen"'):
+            memory.write_text(text)
+            report = await _cli(tmp_path, "sweep")
+            assert [c["status"] for c in report["clusters"]] == ["ok"], report["clusters"]
+            assert _rows(report)["rl-live"][0] == "RUNNING"
+            assert isinstance(json.loads(memory.read_text()), dict)
+    finally:
+        await standin.stop()
