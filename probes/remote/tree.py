@@ -210,9 +210,28 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
         # The run's own save folders: the banked step is read from these when they hold
         # steps (probes.slurm.checkpoints.build_listing), not from other runs' beside them.
         out["logged"] = [os.path.join(base, *below) for base, below in logged]
+        _drop_beside(out, logged)
     if walk.errors:
         out["errors"] = walk.errors
     return out
+
+
+def _drop_beside(out: Json, logged: list[tuple[str, list[str]]]) -> None:
+    """Before the run's first save its named folders hold no step, and every root is read
+    (``build_listing``), but for the folders beside a named one below its base: verl's
+    ``checkpoints/<project>/<experiment>`` sits among the other experiments of the project, whose
+    steps are not the run's (a fresh run at step 20 read another experiment's 500). A folder
+    right under its base (the workdir's ``tokenizer``, a root itself) has none such: the
+    workdir's other roots beside it are still read."""
+    named = {os.path.normpath(os.path.join(base, *below)) for base, below in logged}
+    if any(out["listings"].get(d) for d in named):
+        return  # they hold steps: they alone bank them (build_listing)
+    beside = {os.path.normpath(os.path.join(base, *below[:-1]))
+              for base, below in logged if len(below) >= 2}
+    for field in ("listings", "markers", "exports"):
+        for root in [r for r in out[field] if os.path.dirname(os.path.normpath(r)) in beside
+                     and os.path.normpath(r) not in named]:
+            del out[field][root]
 
 
 def read_small(path: str, guard: Guard, limit: int = 1 << 20,

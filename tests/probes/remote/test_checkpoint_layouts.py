@@ -284,3 +284,34 @@ def test_a_named_save_folder_is_the_runs_own_prefix(tmp_path: Path) -> None:
            "checkpoints/gsm8k/qwen7b-exp/global_step_20\n")
     assert _banked(_collect(workdir, log)) == 20
     assert _banked(_collect(workdir)) == 150  # nothing named: every root's steps, as before
+
+
+def test_an_empty_named_save_folder_banks_no_sibling_experiment(tmp_path: Path) -> None:
+    """A fresh run whose log names its save folder (verl's config dump prints
+    ``default_local_dir``) before its first save banks nothing from another experiment beside
+    that folder; found replaying verl on the real SLURM, a run at step 20 read banked 500 from
+    ``checkpoints/gsm8k/old-exp``. Elsewhere (another root) the search still reads every
+    location until the named folder holds a save."""
+    workdir = tmp_path / "run"
+    other = workdir / "checkpoints" / "gsm8k" / "old-exp"
+    _dirs(other, "global_step_250", "global_step_500")
+    (other / "latest_checkpointed_iteration.txt").write_text("500")
+    (workdir / "checkpoints" / "gsm8k" / "qwen7b-exp").mkdir(parents=True)
+    log = ("(TaskRunnerV1 pid=247607)              'default_local_dir': "
+           "'checkpoints/gsm8k/qwen7b-exp',\n")
+    assert _banked(_collect(workdir, log)) is None
+    _dirs(workdir / "ckpts", "global_step_5")
+    assert _banked(_collect(workdir, log)) == 5  # another place the launcher may use
+    _dirs(workdir / "checkpoints" / "gsm8k" / "qwen7b-exp", "global_step_10")
+    assert _banked(_collect(workdir, log)) == 10  # its first save: that folder alone
+
+
+def test_a_folder_named_at_the_workdir_s_top_keeps_the_other_roots(tmp_path: Path) -> None:
+    """A named folder right under the workdir (a tokenizer saved to ``tokenizer``) is no
+    experiment among siblings: the workdir's ``output`` root beside it is still read."""
+    workdir = tmp_path / "run"
+    _dirs(workdir / "output", "checkpoint-40")
+    (workdir / "output" / "checkpoint-40" / "trainer_state.json").write_text("{}")
+    (workdir / "tokenizer").mkdir(parents=True)
+    log = f"Saved tokenizer files to {workdir}/tokenizer\n"
+    assert _banked(_collect(workdir, log)) == 40
