@@ -313,6 +313,7 @@ def _check_episode(episode: dict[str, Any], press: ActionPress, cluster: str,
                       f"({verb}); nothing was done. This attempt was logged.",
                       f"episode {episode.get('state')}: {episode.get('action')}")
     if press.action_id == CANCEL and episode.get("can_cancel") is False:
+        why = episode.get("no_cancel") or "a recommendation only"  # e.g. the run is exempt
         raise Refused("refused", f"This alert about {cluster}:{job_id} offered no cancel "
-                      "(a no-kill run); nothing was done. This attempt was logged.",
+                      f"({why}); nothing was done. This attempt was logged.",
                       "the alert had no cancel button")

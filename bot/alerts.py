@@ -362,6 +362,8 @@ class Alerter:
             "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
             "user": job.user, "owner": pending.owner, "channel": posted.get("channel"),
             "ts": posted.get("ts"), "can_cancel": pending.can_cancel, "evidence": pending.path,
+            # Why it offered none (said to a forged cancel press: bot.actions).
+            "no_cancel": None if pending.can_cancel else cancel_forbidden(pending.detail, config),
             "delivered_for": delivered_for, "batched": batched, "uid": pending.uid,
             "submitted": pending.submitted, "name": pending.name, "job_name": job.name,
         }

@@ -179,6 +179,26 @@ async def test_a_batch_deep_probe_naming_a_job_outside_its_message_probes_nothin
         ("deep_probe", "tampered", "4100")]
 
 
+async def test_a_forged_cancel_on_an_exempt_alert_is_refused_saying_why(
+        slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
+    """A cancel forged for an ablation-exempt run's alert (it offered Acknowledge only) is
+    refused, naming the exemption; it said "a no-kill run" for any such alert, though no_kill
+    was not set (found pressing one on the real bot)."""
+    jobs = [collapsing("6001", flags=("ablation-exempt",)), collapsing("6002")]
+    async with bot_with(slack, store, clock, tmp_path, jobs) as h:
+        await scheduled_sweep(h.bot, 0)
+        where = h.alert_post("alpha:6001")
+        assert buttons(where["blocks"])["alpha:6001"] == ["acknowledge", "deep_probe"]
+        _, hook = await h.press("cancel_salvage", "alpha:6001", user="UALICE",
+                                blocks=where["blocks"], channel=where["channel"], ts=where["ts"])
+        (reply,) = await slack.wait_for(hook)
+        await h.bot.tasks.drain()
+    assert "offered no cancel (the run is ablation-exempt)" in reply.params["text"], \
+        reply.params["text"]
+    assert "no-kill" not in reply.params["text"]
+    assert h.sweeper.cancels == []
+
+
 async def test_many_collapses_take_as_few_messages_as_the_limits_allow(
         slack: FakeSlack, store: RedisStore, clock: FakeClock, tmp_path: Path) -> None:
     ids = [str(7000 + i) for i in range(60)]
