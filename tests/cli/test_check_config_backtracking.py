@@ -34,6 +34,8 @@ def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tup
      "one variable repeat)"),
     (CLUSTER + '[buckets]\nrl = ["^rl-", "^(a|ab)*$"]\n',
      "[buckets] rl '^(a|ab)*$' may backtrack without bound (a choice under a repeat)"),
+    (CLUSTER + '[buckets]\nrl = ["^rl-", "^(a?a?)+$"]\n',
+     "[buckets] rl '^(a?a?)+$' may backtrack without bound (a repeat inside a repeat)"),
     (CLUSTER + '[report]\nablation_patterns = ["(x+)+y"]\n',
      "[report] ablation_patterns '(x+)+y' may backtrack without bound (a repeat inside a "
      "repeat)"),
