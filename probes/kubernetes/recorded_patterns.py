@@ -57,7 +57,9 @@ def _walk(items: Any, *, under_repeat: bool, looped: bool = False) -> int:
             if under_repeat and (high > 1 or (looped and high != low)):
                 raise _Unsafe("a repeat inside a repeat")
             if high != low:
-                variable += 1
+                # An optional (max 1) adds at most one try per position, never a factor of
+                # the line's length: only a repeat that may run more than once counts.
+                variable += 1 if high > 1 else 0
                 if not (len(body) == 1 and body[0][0] in _SINGLE):
                     # raises for a repeat or a choice in it
                     _walk(body, under_repeat=True, looped=looped or high > 1)

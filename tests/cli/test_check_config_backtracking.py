@@ -36,6 +36,9 @@ def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tup
      "[buckets] rl '^(a|ab)*$' may backtrack without bound (a choice under a repeat)"),
     (CLUSTER + '[buckets]\nrl = ["^rl-", "^(a?a?)+$"]\n',
      "[buckets] rl '^(a?a?)+$' may backtrack without bound (a repeat inside a repeat)"),
+    (CLUSTER + '[report]\nablation_patterns = ["loss_mode=.*clip.*"]\n',
+     "[report] ablation_patterns 'loss_mode=.*clip.*' may backtrack without bound (more than "
+     "one variable repeat)"),
     (CLUSTER + '[report]\nablation_patterns = ["(x+)+y"]\n',
      "[report] ablation_patterns '(x+)+y' may backtrack without bound (a repeat inside a "
      "repeat)"),
@@ -53,11 +56,15 @@ def test_a_pattern_that_may_backtrack_without_bound_is_warned(
     CLUSTER + 'benign_patterns = ["NCCL INFO .* opCount", "^\\\\s*$", "(?:WARN|INFO) x"]\n',
     CLUSTER + '[buckets]\nrl = ["^rl-.*-grpo-.*"]\n',
     CLUSTER,
+    # An optional (at most one) multiplies nothing by a line's length: the rulebook's benign
+    # heartbeat and README's ablation example are one variable repeat or none.
+    CLUSTER + 'benign_patterns = ["no available block found in \\\\d+ seconds?"]\n'
+    '[report]\nablation_patterns = ["spike[-_]?mitig", "skip[-_]?spikes?"]\n',
 ])
 def test_bounded_patterns_and_the_defaults_are_quiet(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
     """Near-misses: one variable repeat (README's example), two on a job name, the built-in
-    buckets and ablation patterns."""
+    buckets and ablation patterns, optionals (``?``) beside a repeat."""
     assert _check(tmp_path, capsys, text) == (0, "")
 
 
