@@ -223,11 +223,16 @@ class ChainIndex:
                     (end - timedelta(seconds=1), end + RELEASE_SLACK), lambda r: r.eligible_time))
         return list(found.values())
 
-    def others_live(self, record: SchedulerRecord) -> bool:
+    def others_live(self, record: SchedulerRecord,
+                    of_run: Callable[[SchedulerRecord], bool] | None = None) -> bool:
         """Another live job that can still write this run's files: the same user and workdir
-        (an array's tasks, a run's chunk jobs) or the same user and name stem. O(1)."""
-        if record.workdir and any(r.job_id != record.job_id for r in
-                                  self.live_by_place.get((record.user, record.workdir), ())):
+        (an array's tasks, a run's chunk jobs), of the run by ``of_run`` (the judge's: of its
+        bucket or a catch-all consolidate/upload; the user's other runs launched from the
+        same directory write none of its files), or the same user and name stem. O(the
+        live jobs in its workdir)."""
+        if record.workdir and any(r.job_id != record.job_id and (of_run is None or of_run(r))
+                                  for r in self.live_by_place.get((record.user, record.workdir),
+                                                                  ())):
             return True
         if self._live_names is None:  # built on the first question (rare: a finished chunk)
             self._live_names = Counter((r.user, name_stem(r.name)) for r in self.live.values())

@@ -79,8 +79,9 @@ class JudgeContext:
     earlier_attempts: int = 0
     """Other jobs of the same name and user in this sweep (restart copies, resumed chains)."""
     others_live: Callable[[], bool] = lambda: False
-    """Whether another live job of the run (same user and workdir, or name stem) is in this
-    sweep: asked only by the rule that needs it (``ChainIndex.others_live``)."""
+    """Whether another live job of the run (same user and workdir and of the job's bucket or
+    a catch-all, or same name stem) is in this sweep: asked only by the rule that needs it
+    (``ChainIndex.others_live``)."""
     attempts: Attempts = field(default_factory=lambda: Attempts(()))
     """The cluster's jobs in this sweep, indexed (issue 11: earlier attempts' fingerprints)."""
 

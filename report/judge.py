@@ -142,7 +142,9 @@ def judge_job(
         successor=link.successor,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=index.earlier_attempts(record),
-        others_live=functools.partial(index.others_live, record),
+        others_live=functools.partial(
+            index.others_live, record,
+            lambda r: bucket_for(r.name, settings.buckets) in (bucket, "other")),
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()

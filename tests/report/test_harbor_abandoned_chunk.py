@@ -73,3 +73,22 @@ def test_a_pending_task_of_the_run_holds_back_a_finished_tree(tmp_path: Path) ->
     assert "cleanup-pending" not in report.flags, report.recommendation
     assert report.recommendation is not None and report.recommendation.action == "none"
     assert "datagen-job-cleanup once the whole run is done" in report.recommendation.why
+
+
+def test_another_run_live_in_the_same_workdir_holds_nothing_back(tmp_path: Path) -> None:
+    """Review of bf3a357: a finished datagen run (every chunk done, no task of it live) beside
+    the same user's RL training and SFT, submitted from the same directory (a repo root:
+    the usual sbatch habit) and running for days. Those write no chunk of this run: its
+    cleanup is named now, not held back for as long as the user has anything running there."""
+    jobs = tmp_path / "jobs"
+    for i in (0, 1):
+        MAKE.write(jobs / f"chunk_{i}", {"pass": 6, "fail": 4, "timeout": 2}, total=12,
+                   seed=90 + i, finished=True)
+    facts = _facts(jobs, "chunk 1 done\n", "datagen-tb-synth", state=JobState.COMPLETED)
+    others = [facts.record.model_copy(update={"job_id": job_id, "name": name,
+                                              "state": JobState.RUNNING, "end_time": None})
+              for job_id, name in (("950", "rl-qwen-grpo"), ("951", "sft-llama-8b"))]
+    report = judge(facts, others=others, now=datetime.now(UTC)).report
+    assert report.recommendation is not None and report.recommendation.action == "cleanup", \
+        report.recommendation
+    assert "cleanup-pending" in report.flags
