@@ -157,6 +157,12 @@ class Attempts:
             self._by_id.setdefault((record.cluster, record.user, record.job_id), []).append(job)
         self._jobs = jobs  # keeps the ids above meaning these objects
 
+    def job(self, record: SchedulerRecord, job_id: str) -> JobFacts | None:
+        """The facts of job ``job_id`` of ``record``'s cluster and user in this sweep (the
+        first read), or None."""
+        found = self._by_id.get((record.cluster, record.user, job_id))
+        return found[0] if found else None
+
     def parts(self, facts: JobFacts) -> dict[str, str]:
         """``fingerprint_parts(facts)``, computed once per indexed job."""
         found = self._parts.get(id(facts))

@@ -235,11 +235,12 @@ def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None
     resumes the collapsed policy from the run's last save, so the collapse rule's cancel +
     salvage is its (seed: "≥2 fire same step → cancel + salvage"). Applied once the chain
     restart is known (a planned stop's is told after the bucket's judge); a restart that
-    already ran and ended leaves nothing to cancel."""
+    already ran and ended leaves nothing to cancel, and one that has logged a collapse window
+    of its own steps is judged by its own row (:func:`_restart_past_window`)."""
     if ctx.running or "collapse" not in f.flags or "chain-restart" not in f.flags:
         return
     successor = ctx.successor
-    if successor is None or link.ended:
+    if successor is None or link.ended or _restart_past_window(ctx, successor):
         return
     fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
     why = f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
@@ -255,6 +256,16 @@ def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None
                 f"{why}; the run goes on as its restart {successor}, which resumes the "
                 f"collapsed policy: cancel {successor} and salvage {salvage} and the "
                 "rollouts first")
+
+
+def _restart_past_window(ctx: JudgeContext, successor: str) -> bool:
+    """Whether the restart has logged a collapse window of steps of its own (read in this
+    sweep): the run's last ``collapse_recent_steps`` logged steps are then the restart's, the
+    collapse is on none of them, and the restart's own row judges the run (a TIMEOUT row stays
+    for ``recent_hours``: it must not go on asking to cancel a run that recovered)."""
+    restart = ctx.attempts.job(ctx.facts.record, successor)
+    logged = len(restart.summary.points) if restart is not None and restart.summary else 0
+    return logged >= ctx.settings.thresholds.collapse_recent_steps
 
 
 def _tis_rules(f: Findings, th: Thresholds) -> None:

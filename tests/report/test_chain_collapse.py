@@ -75,3 +75,30 @@ def test_near_misses_cancel_nothing() -> None:
     ended = _restart(JobState.TIMEOUT).model_copy(update={"end_time": NOW})
     over = judge(_timed_out(), others=[ended]).report
     assert over.recommendation is None or over.recommendation.action != "cancel_and_salvage"
+
+
+def _with_restart(restart_steps: int) -> Any:
+    """The collapsed TIMEOUT judged in a sweep that also read its RUNNING restart's log,
+    ``restart_steps`` healthy steps resumed from the banked step."""
+    from report.judge import judge_job
+
+    timed_out = _timed_out()
+    restart = facts(_restart(JobState.RUNNING),
+                    points(healthy_rl(restart_steps), first_step=11) if restart_steps else ())
+    return judge_job(timed_out, cluster_records=[timed_out.record, restart.record],
+                     settings=ReportSettings(), now=NOW, sweep_jobs=[timed_out, restart]).report
+
+
+def test_a_restart_logging_past_the_collapse_window_is_judged_by_its_own_row() -> None:
+    """Review of this rule: the TIMEOUT row stays in the report for recent_hours, and its
+    restart may have logged many healthy steps since (resumed from the save before the
+    collapse). The collapse is then on none of the run's last 5 logged steps (they are the
+    restart's): the old row no longer recommends cancelling a run that recovered; the
+    restart's own row judges it. A restart with fewer steps than the window is still named."""
+    recovered = _with_restart(8)
+    assert recovered.recommendation is None or \
+        recovered.recommendation.action != "cancel_and_salvage", recovered.recommendation
+    early = _with_restart(2)
+    assert early.recommendation is not None
+    assert early.recommendation.action == "cancel_and_salvage"
+    assert "4242" in early.recommendation.why
