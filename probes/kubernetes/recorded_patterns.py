@@ -38,44 +38,54 @@ def unsafe_pattern(pattern: str) -> str | None:
     except (re.error, RecursionError, OverflowError):
         return None  # matched literally, as the scanner compiles it
     try:
-        variable = _walk(parsed, under_repeat=False)
+        variable, optional = _walk(parsed, under_repeat=False)
     except _Unsafe as exc:
         return str(exc)
+    if optional > MAX_OPTIONALS:
+        return f"more than {MAX_OPTIONALS} optional repeats"
     return MANY_REPEATS if variable > 1 else None
 
 
-def _walk(items: Any, *, under_repeat: bool, looped: bool = False) -> int:
-    """The variable repeats in ``items``; :class:`_Unsafe` for the exponential shapes.
-    ``looped``: an enclosing repeat may run more than once, so an optional (``?``) in it is a
-    variable repeat under a repeat too (``(a?a?)+$``, ``(a?){40}a{40}``: every way of spreading
-    a run of ``a`` over the optionals is tried); under a ``?`` alone (``measure(?:ments?)?``)
-    it is not."""
-    variable = 0
+MAX_OPTIONALS = 4
+"""Optionals (``?``, ``{0,1}``) a pattern may hold outside any loop: each at most doubles the
+tries at a position (``a?`` forty times then ``a`` forty times: 2**40), never multiplies them
+by a line's length as a second ``*`` does (``skip[-_]?spikes?`` or ``\\d+ seconds?`` is
+bounded); more are exponential in the pattern, on a job name too."""
+
+
+def _walk(items: Any, *, under_repeat: bool, looped: bool = False) -> tuple[int, int]:
+    """The repeats in ``items`` that may run more than once, and the optionals;
+    :class:`_Unsafe` for the exponential shapes. ``looped``: an enclosing repeat may run more
+    than once, so an optional (``?``) in it is a variable repeat under a repeat too
+    (``(a?a?)+$``, ``(a?){40}a{40}``: every way of spreading a run of ``a`` over the optionals
+    is tried); under a ``?`` alone (``measure(?:ments?)?``) it is not."""
+    variable = optional = 0
     for op, av in items:
+        found = (0, 0)
         if op in _REPEATS:
             low, high, body = av
             if under_repeat and (high > 1 or (looped and high != low)):
                 raise _Unsafe("a repeat inside a repeat")
             if high != low:
-                # An optional (max 1) adds at most one try per position, never a factor of
-                # the line's length: only a repeat that may run more than once counts.
-                variable += 1 if high > 1 else 0
+                found = (1, 0) if high > 1 else (0, 1)
                 if not (len(body) == 1 and body[0][0] in _SINGLE):
                     # raises for a repeat or a choice in it
                     _walk(body, under_repeat=True, looped=looped or high > 1)
-                continue
-            variable += _walk(body, under_repeat=under_repeat or high > 1,
+            else:
+                found = _walk(body, under_repeat=under_repeat or high > 1,
                               looped=looped or high > 1)
         elif op is sre.BRANCH:
             if under_repeat:
                 raise _Unsafe("a choice under a repeat")
-            variable += sum(_walk(branch, under_repeat=False) for branch in av[1])
+            branches = [_walk(branch, under_repeat=False) for branch in av[1]]
+            found = (sum(b[0] for b in branches), sum(b[1] for b in branches))
         elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
             raise _Unsafe("a backreference")
         elif op is sre.SUBPATTERN:
-            variable += _walk(av[3], under_repeat=under_repeat, looped=looped)
+            found = _walk(av[3], under_repeat=under_repeat, looped=looped)
         elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            variable += _walk(av[1], under_repeat=under_repeat, looped=looped)
+            found = _walk(av[1], under_repeat=under_repeat, looped=looped)
         elif op is getattr(sre, "ATOMIC_GROUP", None):
-            variable += _walk(av, under_repeat=under_repeat, looped=looped)
-    return variable
+            found = _walk(av, under_repeat=under_repeat, looped=looped)
+        variable, optional = variable + found[0], optional + found[1]
+    return variable, optional

@@ -36,6 +36,8 @@ def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tup
      "[buckets] rl '^(a|ab)*$' may backtrack without bound (a choice under a repeat)"),
     (CLUSTER + '[buckets]\nrl = ["^rl-", "^(a?a?)+$"]\n',
      "[buckets] rl '^(a?a?)+$' may backtrack without bound (a repeat inside a repeat)"),
+    (CLUSTER + '[buckets]\nrl = ["^rl-", "^' + "a?" * 12 + "a" * 12 + '$"]\n',
+     "may backtrack without bound (more than 4 optional repeats)"),
     (CLUSTER + '[report]\nablation_patterns = ["loss_mode=.*clip.*"]\n',
      "[report] ablation_patterns 'loss_mode=.*clip.*' may backtrack without bound (more than "
      "one variable repeat)"),

@@ -29,7 +29,8 @@ NOISY = ("step:1 - actor/entropy:0.5 - critic/score/mean:0.4\n"
 
 @pytest.mark.parametrize("pattern", [
     "known-flaky-nic", r"NET/IB : Got async event.*port", r"^NCCL WARN \d+ ", "(unclosed",
-    r"\bcuda\b|\bnccl\b", r"x{3}y{2,5}",
+    r"\bcuda\b|\bnccl\b", r"x{3}y{2,5}", r"no available block found in \d+ seconds?",
+    r"skip[-_]?spikes?",
 ])
 def test_patterns_a_replay_runs(pattern: str) -> None:
     assert unsafe_pattern(pattern) is None
@@ -41,6 +42,8 @@ def test_patterns_a_replay_runs(pattern: str) -> None:
     # An optional (``?``: at most one) inside a repeat is a variable repeat too: ``(a?a?)+$``
     # takes 15 s on 20 ``a`` and a ``!``, ``(a?){40}a{40}`` hours on 40 ``a``.
     r"(a?a?)+$", r"(a?){40}a{40}", r"(?:x?y?)*z",
+    # Optionals outside a loop each double the tries: forty of them, 2**40.
+    "a?" * 40 + "a" * 40,
 ])
 def test_patterns_a_replay_does_not_run(pattern: str) -> None:
     assert unsafe_pattern(pattern), pattern
