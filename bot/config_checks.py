@@ -138,11 +138,12 @@ def _backtracking(pattern: str, *, long_lines: bool) -> str | None:
     """Why ``pattern`` may take time exponential in its text's length
     (``probes.kubernetes.recorded_patterns``): ``re`` holds the GIL while it matches, so one
     such log line stalls the sweep and the bot's event loop with it. Log lines (up to 64 KiB:
-    ``benign_patterns``, ``ablation_patterns``) are long enough for two variable repeats to
-    cost seconds each; a job name (``[buckets]``, not ``long_lines``) is not, so only the
+    ``benign_patterns``, ``ablation_patterns``) are long enough for two variable repeats, or
+    one first and unanchored (``re.search`` runs it from every position), to cost seconds
+    each; a job name (``[buckets]``, not ``long_lines``) is not, so only the
     exponential shapes count there. Not an error: the check is conservative (``(\\d+\\.)+``
     is linear)."""
-    from probes.kubernetes.recorded_patterns import MANY_REPEATS, unsafe_pattern
+    from probes.kubernetes.recorded_patterns import LEADING_REPEAT, MANY_REPEATS, unsafe_pattern
 
     why = unsafe_pattern(pattern)
-    return None if why == MANY_REPEATS and not long_lines else why
+    return None if why in (MANY_REPEATS, LEADING_REPEAT) and not long_lines else why

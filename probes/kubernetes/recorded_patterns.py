@@ -25,6 +25,8 @@ _SINGLE = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY}
 """What matches one character: a repeat of it backtracks over one line at most once."""
 MANY_REPEATS = "more than one variable repeat"
 """The reason of a pattern whose time grows as a power of a line's length, not exponentially."""
+LEADING_REPEAT = "a variable repeat first, unanchored"
+"""The same, for one variable repeat that ``re.search`` runs from every position of a line."""
 
 
 class _Unsafe(Exception):
@@ -43,7 +45,24 @@ def unsafe_pattern(pattern: str) -> str | None:
         return str(exc)
     if optional > MAX_OPTIONALS:
         return f"more than {MAX_OPTIONALS} optional repeats"
-    return MANY_REPEATS if variable > 1 else None
+    if variable > 1:
+        return MANY_REPEATS
+    return LEADING_REPEAT if _leads_with_repeat(parsed) else None
+
+
+def _leads_with_repeat(items: Any) -> bool:
+    """Whether the pattern starts with a repeat that may run more than once, unanchored
+    (``\\s*$``, ``.*foo``, ``(\\d+)ms``): ``re.search`` tries it from every position, a
+    second variable repeat in effect; a literal first (``NCCL INFO .*``) or ``^`` is not."""
+    while items:
+        op, av = items[0]
+        if op is sre.SUBPATTERN:
+            items = av[3]
+        elif op in _REPEATS:
+            return bool(av[1] > 1 and av[1] != av[0])
+        else:
+            return False
+    return False
 
 
 MAX_OPTIONALS = 4

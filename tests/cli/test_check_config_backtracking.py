@@ -38,6 +38,9 @@ def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tup
      "[buckets] rl '^(a?a?)+$' may backtrack without bound (a repeat inside a repeat)"),
     (CLUSTER + '[buckets]\nrl = ["^rl-", "^' + "a?" * 12 + "a" * 12 + '$"]\n',
      "may backtrack without bound (more than 4 optional repeats)"),
+    (CLUSTER + 'benign_patterns = ["\\\\d+ms"]\n',
+     "cluster 'alpha': benign_patterns '\\\\d+ms' may backtrack without bound (a variable "
+     "repeat first, unanchored)"),
     (CLUSTER + '[report]\nablation_patterns = ["loss_mode=.*clip.*"]\n',
      "[report] ablation_patterns 'loss_mode=.*clip.*' may backtrack without bound (more than "
      "one variable repeat)"),
@@ -56,7 +59,7 @@ def test_a_pattern_that_may_backtrack_without_bound_is_warned(
 
 @pytest.mark.parametrize("text", [
     CLUSTER + 'benign_patterns = ["NCCL INFO .* opCount", "^\\\\s*$", "(?:WARN|INFO) x"]\n',
-    CLUSTER + '[buckets]\nrl = ["^rl-.*-grpo-.*"]\n',
+    CLUSTER + '[buckets]\nrl = ["^rl-.*-grpo-.*", ".*grpo"]\n',
     CLUSTER,
     # An optional (at most one) multiplies nothing by a line's length: the rulebook's benign
     # heartbeat and README's ablation example are one variable repeat or none.
