@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from bot import interrupt
 from bot.cli import config_loader, config_path, job_ref, unread_answer
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.errors import UsageError, UserError
 from probes.errors import InvalidJobIdError, ProbeError
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot import interrupt, preload
-from bot.config import WIDTH_MAX, WIDTH_MIN, Config, ConfigError, default_config_path, load_config
+from bot.config import WIDTH_MAX, WIDTH_MIN, Config, ConfigError
+from bot.config_file import default_config_path, load_config
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
 from bot.sweep import Sweeper, SweepResult

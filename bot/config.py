@@ -1,4 +1,4 @@
-"""``jobtables.toml``: the roster and settings file, loaded with line-precise errors.
+"""``jobtables.toml``'s models: the roster and settings, each section checked as it is built.
 
 Policy: the file is re-read at the start of every sweep (CONTRACT §2), so edits apply on the
 next sweep. Config flows one way: the bot holds one
@@ -6,19 +6,15 @@ next sweep. Config flows one way: the bot holds one
 ``load`` at the start of a sweep, and everything else reads ``current()`` (the config the latest
 sweep ran with). Nothing asks the sweep engine for its config. Secrets never live here: Slack
 tokens come from the environment (``bot.settings``). A bad file raises :class:`ConfigError`,
-whose message names the file, the line and the key. Slack ids that grant permissions (owners,
+whose message names the file, the line and the key; reading and parsing the file live in
+``bot.config_file``. Slack ids that grant permissions (owners,
 operators) must be user ids (``U…``/``W…``): a channel or team id there is rejected.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import select
-import time
-import tomllib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -27,7 +23,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -288,201 +283,3 @@ def _check_regex(pattern: str) -> None:
         re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
-
-
-def default_config_path() -> Path:
-    """``--config`` default: ``$JOBTABLES_CONFIG``, then ``./jobtables.toml``."""
-    env = os.environ.get("JOBTABLES_CONFIG")
-    return Path(env) if env else Path("jobtables.toml")
-
-
-MAX_CONFIG_BYTES = 4 << 20
-"""A config is a few KB: read up to this, so a path that never ends (``/dev/zero``) or a
-huge file is refused at once rather than read for ever."""
-
-
-CONFIG_READ_TIMEOUT_S = 10.0
-"""How long a config read may wait for its bytes: a FIFO nobody writes to (or a pipe whose
-writer hangs) is bad config after this, not a command hung for ever."""
-
-
-def _read_bounded(path: Path) -> bytes:
-    """Up to ``MAX_CONFIG_BYTES + 1`` bytes of ``path``, within :data:`CONFIG_READ_TIMEOUT_S`.
-    Opened without blocking (a FIFO's open() waits for a writer otherwise), then read as poll()
-    says bytes are there: a FIFO's EOF is only an EOF once a writer came and went (before one
-    comes, poll() waits and read() answers b'' at once)."""
-    timeout = CONFIG_READ_TIMEOUT_S
-    deadline = time.monotonic() + timeout
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_CONFIG_BYTES:
-            left = deadline - time.monotonic()
-            if left <= 0 or not poller.poll(max(1, int(left * 1000))):
-                if time.monotonic() < deadline:
-                    continue  # poll() woke early (a signal): wait out the rest
-                raise ConfigError(f"{path}: nothing to read within {timeout:g}s (a FIFO or "
-                                  "pipe with no writer?)" if not chunks else
-                                  f"{path}: not read whole within {timeout:g}s (its writer "
-                                  "stopped writing)")
-            try:
-                chunk = os.read(fd, min(1 << 16, MAX_CONFIG_BYTES + 1 - size))
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def load_config(path: Path) -> Config:
-    """Read and validate ``path``; raise :class:`ConfigError` naming the line and key. The
-    read is bounded in size (:data:`MAX_CONFIG_BYTES`) and time (:data:`CONFIG_READ_TIMEOUT_S`)."""
-    try:  # a pipe (--config <(...), /dev/stdin) reads as well as a file
-        data = _read_bounded(path)
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: no such config file") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors) is no statement
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    return parse_config(text, source=str(path))
-
-
-MAX_CONFIG_DEPTH = 32
-"""How deep a config's tables and arrays may nest (a real one: 4). TOML nested thousands deep
-exhausts Python's recursion in the parser, or in any walk over what it read: bad config."""
-
-
-def parse_config(text: str, *, source: str = "<config>") -> Config:
-    """The roster in ``text``, checked; a ``ConfigError`` naming ``source``'s line if not."""
-    data = _load_toml(text, source)
-    clusters = data.get("clusters")
-    listed = clusters if isinstance(clusters, list) else []
-    _check_benign_patterns(listed, text, source)
-    _check_unique_names(listed, text, source)
-    _check_owners(listed, text, source)
-    try:
-        # Strict: TOML values are typed, so "24" or true where a number belongs is a mistake
-        # (lax validation read them as 24.0 and 1.0). Strict tuples take no lists: TOML's
-        # arrays become tuples first.
-        config = Config.model_validate(_tuples(data), strict=True)
-    except ValidationError as exc:
-        from bot.config_lines import describe_errors
-
-        raise ConfigError(describe_errors(exc, text, source)) from exc
-    _check_window(config, data, text, source)
-    return config
-
-
-def _load_toml(text: str, source: str) -> dict[str, Any]:
-    """``text`` as TOML; a ``ConfigError`` for a syntax error or a value nested too deep."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: {exc}") from exc
-    except RecursionError as exc:
-        from bot.config_lines import deep_value, too_deep
-
-        raise ConfigError(too_deep(source, *deep_value(text))) from exc
-    if (path := _deep_path(data)) is not None:
-        from bot.config_lines import too_deep, top_line
-
-        raise ConfigError(too_deep(source, top_line(text, path[0]), path[0]))
-    return data
-
-
-def _check_benign_patterns(clusters: list[Any], text: str, source: str) -> None:
-    """Every cluster's ``benign_patterns`` compile (a bad one is named with its line)."""
-    for index, cluster in enumerate(clusters):
-        patterns = cluster.get("benign_patterns", []) if isinstance(cluster, dict) else []
-        for pattern in patterns if isinstance(patterns, list) else []:
-            if not isinstance(pattern, str):
-                continue
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                line = _line_of(text, ("clusters", index, "benign_patterns"))
-                raise ConfigError(
-                    f"{source}:{line}: clusters.{index}.benign_patterns: "
-                    f"bad regex {pattern!r}: {exc}"
-                ) from exc
-
-
-def _check_unique_names(clusters: list[Any], text: str, source: str) -> None:
-    """No two clusters share a name (the second one is named with its line)."""
-    seen: set[str] = set()
-    for index, cluster in enumerate(clusters):
-        name = cluster.get("name") if isinstance(cluster, dict) else None
-        if isinstance(name, str) and name in seen:
-            line = _line_of(text, ("clusters", index, "name"))
-            raise ConfigError(f"{source}:{line}: clusters.{index}.name: cluster name "
-                              f"{name!r} is used twice")
-        if isinstance(name, str):
-            seen.add(name)
-
-
-def _check_owners(clusters: list[Any], text: str, source: str) -> None:
-    """Every cluster's ``owners`` map users to Slack user ids (a bad one named with its line)."""
-    for index, cluster in enumerate(clusters):
-        owners = cluster.get("owners", {}) if isinstance(cluster, dict) else {}
-        for user, slack_id in (owners.items() if isinstance(owners, dict) else ()):
-            if isinstance(slack_id, str) and not SLACK_USER_ID.match(slack_id):
-                line = _line_of(text, ("clusters", index, "owners", user))
-                raise ConfigError(f"{source}:{line}: clusters.{index}.owners.{user}: "
-                                  f"{slack_id!r} is {NOT_A_USER_ID}")
-
-
-def _check_window(config: Config, data: dict[str, Any], text: str, source: str) -> None:
-    """``redis.window_len`` exceeds ``thresholds.window``: else every windowed rule would be
-    starved of history on a warm read."""
-    kept, window = config.redis.window_len, config.thresholds.window
-    if kept <= window:
-        key = ("redis", "window_len") if "window_len" in data.get("redis", {}) else (
-            "thresholds", "window")
-        line = _line_of(text, key)
-        raise ConfigError(f"{source}:{line}: {'.'.join(key)}: redis.window_len ({kept}) must be "
-                          f"greater than thresholds.window ({window}): the rules read that "
-                          "many previous values and the step judged")
-
-
-def _line_of(text: str, key: Sequence[str | int]) -> int | None:
-    """The line of ``key`` in ``text``, for a :class:`ConfigError`: the locator's module is
-    imported only when a file is refused (``bot.config_lines``)."""
-    from bot.config_lines import KeyLocator
-
-    return KeyLocator(text).line_for(key)
-
-
-def _tuples(value: Any) -> Any:
-    """``value`` with every list (a TOML array) turned into a tuple, at any depth."""
-    if isinstance(value, list):
-        return tuple(_tuples(item) for item in value)
-    if isinstance(value, dict):
-        return {key: _tuples(item) for key, item in value.items()}
-    return value
-
-
-def _deep_path(data: dict[str, Any]) -> tuple[str, ...] | None:
-    """The key path of a value nested deeper than ``MAX_CONFIG_DEPTH`` (walked without
-    recursion), or ``None``."""
-    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
-    while stack:
-        value, path = stack.pop()
-        if len(path) > MAX_CONFIG_DEPTH:
-            return path
-        if isinstance(value, dict):
-            stack.extend((v, (*path, str(k))) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
-    return None

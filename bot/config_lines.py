@@ -2,7 +2,7 @@
 
 Policy: pydantic and tomllib name a key path, not a line; these map the path back to the line
 TOML read it from (tables, arrays of tables, dotted keys), and find where a value nested too
-deep begins. Imported only when a file is refused (``bot.config`` imports it then), so a
+deep begins. Imported only when a file is refused (``bot.config_file`` imports it then), so a
 command reading a good file never pays for it.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from bot.config import MAX_CONFIG_DEPTH
+from bot.config_file import MAX_CONFIG_DEPTH
 
 
 def describe_errors(exc: ValidationError, text: str, source: str) -> str:

@@ -30,7 +30,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.app import Bot, build_app, make_web_client
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.config_source import ConfigSource
 from bot.errors import UserError
 from bot.logs import configure_logging

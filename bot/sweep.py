@@ -270,11 +270,11 @@ class Sweeper:
     async def _read_config(self) -> Config:
         """The config re-read (CONTRACT §2) in a worker thread, never on the event loop: a
         read that waits (a FIFO, a pipe, a slow mount) holds no Slack ack. ``load_config``
-        bounds its own wait (``bot.config.CONFIG_READ_TIMEOUT_S``; ``ConfigSource`` then keeps
+        bounds its own wait (``bot.config_file.CONFIG_READ_TIMEOUT_S``; ``ConfigSource`` then keeps
         the last good config); a read stuck past that in the kernel (a hung NFS mount) is
         waited for a second more, then this sweep and the next ones run on the last good
         config, without starting another read until that one returns."""
-        from bot import config as config_module
+        from bot import config_file as config_module
 
         pending = self._config_read
         if pending is not None and not pending.done() and self._config is not None:

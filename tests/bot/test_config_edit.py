@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import DEMO_RECORDING
-from bot.config import Config, ConfigError, load_config
-from bot.config import parse_config as load_config_text
+from bot.config import Config, ConfigError
+from bot.config_file import load_config
+from bot.config_file import parse_config as load_config_text
 from bot.config_source import ConfigSource
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
@@ -118,7 +119,7 @@ async def test_a_config_swapped_for_a_fifo_keeps_the_last_good_and_the_loop_free
     blocked in open() on the event loop for ever (no Slack ack, no /healthz). Now the read
     waits in a worker thread up to its bound, the sweep runs on the last good config, and the
     refusal is told as a bad edit is."""
-    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("bot.config_file.CONFIG_READ_TIMEOUT_S", 1.0)
     path = tmp_path / "jobtables.toml"
     path.write_text(GOOD)
     source = ConfigSource(lambda: load_config(path))
@@ -146,7 +147,7 @@ async def test_a_config_read_that_never_returns_keeps_the_last_good(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A read stuck in the kernel (a hung NFS mount: no poll bound helps) does not hold the
     sweeps: each goes on with the last good config, and no second read piles up behind it."""
-    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("bot.config_file.CONFIG_READ_TIMEOUT_S", 0.2)
     good = load_config_text(GOOD)
     release = threading.Event()
     calls: list[int] = []

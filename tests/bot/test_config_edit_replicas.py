@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import DEMO_RECORDING
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.config_source import ConfigSource
 from bot.refusals import REFUSAL_DOC, refusal_news
 from bot.scheduled import scheduled_sweep

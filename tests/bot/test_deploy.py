@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML comes with kubernetes_asyncio
 
-from bot.config import load_config
 from bot.config_checks import config_warnings
+from bot.config_file import load_config
 from bot.server import EVENTS_PATH
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

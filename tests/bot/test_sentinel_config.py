@@ -14,7 +14,8 @@ import redis
 from redis.asyncio.connection import SSLConnection
 from redis.asyncio.sentinel import SentinelConnectionPool
 
-from bot.config import ConfigError, RedisSection, parse_config
+from bot.config import ConfigError, RedisSection
+from bot.config_file import parse_config
 from bot.settings import Settings
 from bot.store import RedisStore, StoreUnavailable
 from probes.models import MetricPoint

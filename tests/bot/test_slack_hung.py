@@ -25,7 +25,7 @@ import pytest
 
 from bot.breaker import GaveUp, posting
 from bot.config import ConfigError, DeepProbeSection
-from bot.config import parse_config as load_config_text
+from bot.config_file import parse_config as load_config_text
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from bot.sweep import SweepResult

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import MAX_CONFIG_BYTES, ConfigError, load_config, parse_config
+from bot.config import ConfigError
+from bot.config_file import MAX_CONFIG_BYTES, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ('[[clusters]]\nname = "snapshot"\nkind = "replay"\n'
@@ -126,7 +127,7 @@ def test_a_fifo_with_no_writer_is_refused_within_the_bound(
         fifo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--config`` naming a FIFO nobody writes to hung for ever in open(); it is bad config
     once the read bound passes."""
-    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 0.3)
+    monkeypatch.setattr("bot.config_file.CONFIG_READ_TIMEOUT_S", 0.3)
     outcome: list[BaseException | None] = []
 
     def read() -> None:
@@ -151,7 +152,7 @@ def test_a_fifo_with_no_writer_is_refused_within_the_bound(
 def test_a_fifo_written_late_within_the_bound_still_loads(
         fifo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer that comes a little later (a generator slow to start) is read whole."""
-    monkeypatch.setattr("bot.config.CONFIG_READ_TIMEOUT_S", 5.0)
+    monkeypatch.setattr("bot.config_file.CONFIG_READ_TIMEOUT_S", 5.0)
 
     def write() -> None:
         time.sleep(0.2)
@@ -171,7 +172,7 @@ def test_a_fifo_written_late_within_the_bound_still_loads(
 def test_the_cli_answers_a_fifo_config_with_exit_2_and_one_line(fifo: Path) -> None:
     """check-config and sweep on a FIFO with no writer: exit 2, one line, within the bound."""
     for command in ("check-config", "sweep"):
-        code = ("import sys, bot.config; bot.config.CONFIG_READ_TIMEOUT_S = 0.3; "
+        code = ("import sys, bot.config_file; bot.config_file.CONFIG_READ_TIMEOUT_S = 0.3; "
                 "from bot.cli import main; sys.exit(main(sys.argv[1:]))")
         done = subprocess.run([sys.executable, "-c", code, command, "--config", str(fifo)],
                               capture_output=True, text=True, timeout=30, check=False, cwd=ROOT)

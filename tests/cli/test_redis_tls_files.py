@@ -59,8 +59,8 @@ def test_a_tls_file_that_is_no_file_stops_the_bot_at_once(tmp_path: Path, redis:
 
 def test_a_plain_url_names_no_tls_file(tmp_path: Path) -> None:
     """On a plain connection the CA file means nothing (redis-py never reads it): no error."""
-    from bot.config import load_config
     from bot.config_checks import redis_files
+    from bot.config_file import load_config
 
     config = load_config(_config(tmp_path, 'tls_ca_file = "/nonexistent/ca.pem"'))
     assert redis_files(config.redis) == []

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from bot.cli import DEMO_RECORDING
-from bot.config import Config, parse_config
+from bot.config import Config
+from bot.config_file import parse_config
 from bot.sweep import Sweeper
 from probes.errors import UnreachableError
 from probes.models import ClusterFacts

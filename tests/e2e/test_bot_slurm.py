@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from bot.alerts import episode_name
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.config_source import ConfigSource
 from bot.scheduled import make_scheduler
 from bot.scheduler import interval_number

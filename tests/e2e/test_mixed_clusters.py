@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.sweep import Sweeper, SweepResult
 from probes.models import JobState
 from probes.slurm.transport import SshRunner

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.sweep import Sweeper, SweepResult
 from probes.slurm.transport import SshRunner
 from report.chunks import slack_messages

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_config
+from bot.config_file import load_config
 from bot.deep_probe import run_deep_probe
 from tests.probes.kubernetes.builders import make_job, make_pod
 from tests.probes.kubernetes.standin import KubeStandIn

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Config, load_config
+from bot.config import Config
+from bot.config_file import load_config
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster, SlurmCluster
 from probes.logs.parse import parse_log
