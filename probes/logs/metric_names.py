@@ -148,6 +148,12 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "optim/grad_norm": ("grad_norm", 1),
     "policy/clipfrac_avg": ("clip_ratio", 0),
     "val/sequence_lengths": ("avg_num_tokens", 1),
+    # TRL's PPO family (experimental PPO, Online DPO, XPO, Nash-MD): ``objective/scores`` is
+    # the mean score before the KL penalty (``objective/rlhf_reward`` adds it: not the raw
+    # reward); ``objective/entropy`` is -logprobs.sum(1).mean(), a completion's summed token
+    # entropy, the only entropy Online DPO prints (PPO's per-token policy/entropy_avg wins)
+    "objective/scores": ("reward", 1),
+    "objective/entropy": ("entropy", 2),
 }
 
 # Families printed under varying prefixes (fork-specific ``tis/``, ``policy/tis/``, ...).
