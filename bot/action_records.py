@@ -26,7 +26,7 @@ from bot.delivery import update
 from bot.messages import CANCEL, mention
 from bot.presses import ActionPress
 from bot.store import RedisStore, StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from bot.telemetry import Telemetry
 from probes.models import JobState
 

@@ -56,7 +56,7 @@ from bot.owners import may_press
 from bot.presses import ActionPress, Checked, Refused, parse_value
 from bot.reconcile import CancelReconciler
 from bot.store import StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.errors import ProbeError
 from probes.models import JobFacts
 from report.chunks import inert, public_reason

@@ -72,7 +72,7 @@ from bot.incidents import salvage_record, write_incident
 from bot.messages import ACKNOWLEDGE, CANCEL, KEEP, SNOOZE
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
-from bot.sweep import job_facts
+from bot.sweep_result import job_facts
 from probes.models import ClusterFacts, JobFacts
 from report.models import JobDetail, JobReport
 

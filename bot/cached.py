@@ -36,7 +36,7 @@ from bot.cached_render import Rendered, View
 from bot.config import Config
 from bot.offload import Offload
 from bot.store import RedisStore, StoreUnavailable, decode_sweep
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from bot.telemetry import Telemetry
 from report.grouping import pending_task_counts
 from report.models import JobDetail

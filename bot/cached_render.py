@@ -23,7 +23,7 @@ from bot.commands import JobsQuery, job_filter
 from bot.config import Config
 from bot.messages import cut_hint, text_message
 from bot.store import decode_sweep, encode_sweep
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from report.chunks import SlackMessage, escape_mrkdwn, kept_messages
 from report.grouping import group_report
 from report.models import JobDetail, JobReport, Report

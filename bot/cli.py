@@ -25,7 +25,8 @@ from bot.config import WIDTH_MAX, WIDTH_MIN, Config, ConfigError
 from bot.config_file import default_config_path, load_config
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.logs import configure_logging, get_logger
-from bot.sweep import Sweeper, SweepResult
+from bot.sweep import Sweeper
+from bot.sweep_result import SweepResult
 from probes.config import ReplayCluster
 from probes.errors import InvalidJobIdError
 from probes.ids import split_job_ref

@@ -96,7 +96,7 @@ if TYPE_CHECKING:
 
     from bot.app import Bot
     from bot.presses import ActionPress
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
 
 __all__ = [  # and the names callers import from here (bot.actions, bot.app, bot.cli, tests)
     "after_sweep", "memory_name", "offer_blocks", "on_button", "one_at_a_time",

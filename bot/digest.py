@@ -67,7 +67,7 @@ from bot.messages import (
 from bot.owners import cluster_user
 from bot.scheduler import interval_start
 from bot.store import StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from report.changes import (
     Change,
     Key,

@@ -32,7 +32,7 @@ from bot.delivery import NETWORK_ERRORS
 from bot.messages import code, context, esc, grouped, section, sweep_header
 from bot.owners import slack_owner
 from bot.store import StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from report.chunks import escape_mrkdwn, slack_messages
 from report.models import JobReport
 from report.render import render_tables

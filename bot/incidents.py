@@ -41,7 +41,7 @@ from report.models import (
 )
 
 if TYPE_CHECKING:
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
 
 log = structlog.get_logger(__name__)
 

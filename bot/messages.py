@@ -42,7 +42,7 @@ from report.models import JobDetail, JobReport, Report
 from report.render import job_detail_pieces, read_in_part, render_tables
 
 if TYPE_CHECKING:
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
     from report.changes import Change
 
 

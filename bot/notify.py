@@ -48,7 +48,7 @@ from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.ids import scheduler_job
 from probes.models import ACTIVE_STATES, JobState
 from report.changes import Change

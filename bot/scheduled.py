@@ -29,7 +29,7 @@ from bot.scheduler import Scheduler
 from bot.shared_sweep import holding
 from bot.slash_answers import live_sweep
 from bot.store import StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 
 if TYPE_CHECKING:
     from bot.app import Bot

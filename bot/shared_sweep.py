@@ -23,7 +23,7 @@ from typing import Protocol
 from bot.cached import SweepCache, SweepDoc
 from bot.config import Config
 from bot.store import RedisStore, StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 
 LOCK = "live-sweep"
 POLL_S = 0.2

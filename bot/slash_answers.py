@@ -40,7 +40,7 @@ from bot.errors import JobNotFoundError, UserError
 from bot.messages import MAX_RESPONSES, code, error_text, job_messages, share_button, sweep_header
 from bot.shared_sweep import cache_stamp, cache_ttl_s, shared_live_doc
 from bot.store import StoreUnavailable
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from report.findings import normalized_history
 from report.models import JobDetail
 from report.render import render_job_detail

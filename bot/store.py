@@ -75,7 +75,7 @@ from probes.models import MetricPoint
 
 if TYPE_CHECKING:
     from bot.config import RedisSection
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
     from report.memory import SweepMemory
 
 __all__ = [
@@ -199,7 +199,7 @@ class RedisStore(DocStore, LogStateStore):
         return [MetricPoint.model_validate_json(m) for m in members]
 
     async def load_probe_memory(self, cluster: str) -> Any:
-        """A cluster probe's memory of the latest sweep (``bot.sweep.RememberingProbe``), or
+        """A cluster probe's memory of the latest sweep (``bot.sweep_seams.RememberingProbe``), or
         ``None``; kept ``expire_hours`` as every document."""
         return await self.get_doc(f"probe-memory:{cluster}")
 
@@ -267,7 +267,7 @@ def encode_sweep(result: SweepResult) -> str:
 
 
 def decode_sweep(text: str) -> SweepResult:
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
     from report.models import JobDetail, Report
 
     data = json.loads(text)

@@ -9,7 +9,9 @@ the others. Concurrent callers share one in-flight sweep (single-flight), so fif
 at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
 bot), merged for all of a cluster's jobs in one pipelined round trip; only the points that
 changed since this process's last merge are sent (a warm log repeats its recent points); when
-it fails the sweep still answers, marked ``degraded``.
+it fails the sweep still answers, marked ``degraded``. What a sweep answers is a
+``bot.sweep_result.SweepResult``; what it is given (the state, the CLI's probe memory) and
+what it asks of a probe beyond ``collect`` are named in ``bot.sweep_seams``.
 
 With a state, a backend that can resume its logs (SLURM's ``collect_since``) is given each
 running job's stored cursor and fold carry and reads only the bytes appended since (issue
@@ -28,25 +30,24 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from bot.config import Config, ConfigError
-from bot.errors import UsageError
 from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
+from bot.sweep_result import SweepResult
+from bot.sweep_seams import ProbeMemory, RememberingProbe, SweepState
 from probes.base import ClusterProbe
 from probes.config import ClusterConfig, KubernetesCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import validate_job_id
-from probes.models import ClusterFacts, JobFacts, MetricPoint
+from probes.models import ClusterFacts, MetricPoint
 from probes.registry import make_probe
 
 if TYPE_CHECKING:
     from bot.sweep_state import StateKeeper
-    from probes.slurm.cursors import LogState
     from report.memory import SweepMemory
     from report.models import JobDetail, Report
 
@@ -82,92 +83,6 @@ def next_memory(report: Report, details: Mapping[tuple[str, str], JobDetail],
     from report.memory import next_memory as remember  # (JUDGING)
 
     return remember(report, details, facts, memory)
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    report: Report
-    details: dict[tuple[str, str], JobDetail]
-    facts: tuple[ClusterFacts, ...]
-    started_at: datetime
-    duration_s: float
-    degraded: str | None = None
-    refused: Mapping[str, str] = field(default_factory=dict)
-    """A one-job query's clusters that cannot hold its id (a name on SLURM), and why."""
-
-    def find(self, cluster: str | None, job_id: str) -> JobDetail:
-        """The job ``[cluster:]job_id``, or :class:`JobNotFoundError` (:class:`UsageError` when
-        the id is on several clusters and none was named)."""
-        hits = [d for (c, j), d in self.details.items()
-                if j == job_id and (cluster is None or c == cluster)]
-        if not hits:
-            from bot.sweep_lookup import array_tasks, not_found
-
-            hits = array_tasks(self.details, cluster, job_id)
-            if not hits:
-                raise not_found(self, cluster, job_id)
-        unread = [] if cluster else [c for c in self.report.clusters
-                                     if c.status == "unreachable"]
-        if len(hits) > 1:
-            clusters = ", ".join(sorted(d.report.cluster for d in hits))
-            also = "".join(f"; cluster {c.name!r} could not be read" for c in unread)
-            raise UsageError(f"job {job_id} exists on several clusters ({clusters}{also}):"
-                             f" use CLUSTER:{job_id}")
-        if not unread:
-            return hits[0]
-        from bot.sweep_lookup import unread_beside
-
-        return unread_beside(hits[0], job_id, unread)
-
-
-    def job_facts(self, cluster: str, job_id: str) -> JobFacts | None:
-        """The raw facts of one job (``None`` for a cached sweep, which keeps none)."""
-        return job_facts(self.facts, cluster, job_id)
-
-
-class SweepState(Protocol):
-    """What a sweep remembers between runs (Redis in the bot; nothing for the CLI)."""
-
-    async def load_memory(self) -> SweepMemory: ...
-    async def save_memory(self, memory: SweepMemory) -> None: ...
-    async def merge_history(
-        self, cluster: str, job_id: str, points: Sequence[MetricPoint],
-    ) -> list[MetricPoint]: ...
-    async def merge_histories(
-        self, cluster: str, batch: Mapping[str, Sequence[MetricPoint]],
-        newest: Mapping[str, int] | None = None, *, read_at: datetime | None = None,
-    ) -> dict[str, list[MetricPoint]]: ...
-    async def load_log_states(self, cluster: str) -> dict[str, LogState]: ...
-    async def save_log_states(self, cluster: str, states: Mapping[str, LogState], *,
-                              drop: Collection[str] = (),
-                              renew: Collection[str] = ()) -> None: ...
-    async def load_probe_memory(self, cluster: str) -> Any: ...
-    async def save_probe_memory(self, cluster: str, memory: Any) -> None: ...
-
-
-class RememberingProbe(Protocol):
-    """A backend whose sweeps compare with the one before (``KubernetesProbe``: a job seen live
-    and gone since vanished): its memory is shared through the state, so a restarted bot or
-    another replica's sweep compares with the cluster's latest sweep, not its own last one."""
-
-    def remembered(self) -> Any: ...
-    def recall(self, memory: Any) -> None: ...
-    def take_cancels(self, memory: Any) -> None: ...
-
-
-class ProbeMemory(Protocol):
-    """Where a process with no state keeps its Kubernetes probes' memory between commands
-    (``bot.cli_memory.CliProbeMemory``: a file per cluster)."""
-
-    def load(self, cluster: KubernetesCluster) -> Any: ...
-    def save(self, cluster: KubernetesCluster, memory: Any) -> None: ...
-
-
-class ResumingProbe(Protocol):
-    """A backend that resumes logs where the last sweep stopped (``SlurmProbe``)."""
-
-    async def collect_since(self, prior: Mapping[str, LogState],
-                            ) -> tuple[ClusterFacts, dict[str, LogState]]: ...
 
 
 def _utcnow() -> datetime:
@@ -477,13 +392,3 @@ def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:
     if ok and all(f.kind == "replay" for f in ok):
         return max(f.collected_at for f in ok)
     return now
-
-
-def job_facts(facts: Sequence[ClusterFacts], cluster: str, job_id: str) -> JobFacts | None:
-    """The raw facts of job ``cluster:job_id`` among a sweep's clusters, if it is there."""
-    for cluster_facts in facts:
-        if cluster_facts.name == cluster:
-            for job in cluster_facts.jobs:
-                if job.record.job_id == job_id:
-                    return job
-    return None

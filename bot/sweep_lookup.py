@@ -4,7 +4,7 @@ Policy: an array's (or hetjob's) own id shows one of its tasks, a running one fi
 saying which and how many; a job found without a cluster named, while another cluster could
 not be read, says that cluster may hold another job of that id; a job in no row says why
 (a cluster that may hold it did not answer, cannot hold such an id, or was read in part).
-Imported by :meth:`bot.sweep.SweepResult.find` only on those paths.
+Imported by :meth:`bot.sweep_result.SweepResult.find` only on those paths.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from probes.ids import scheduler_job
 from probes.models import JobState
 
 if TYPE_CHECKING:
-    from bot.sweep import SweepResult
+    from bot.sweep_result import SweepResult
     from report.models import ClusterReport, JobDetail
 
 

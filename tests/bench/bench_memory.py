@@ -43,7 +43,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bot.sweep import Sweeper, SweepResult  # noqa: E402
+from bot.sweep import Sweeper  # noqa: E402
+from bot.sweep_result import SweepResult  # noqa: E402
 from probes.config import ReplayCluster  # noqa: E402
 from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, SchedulerRecord  # noqa: E402
 from probes.slurm.assemble import job_facts  # noqa: E402

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.config import Config
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.models import JobState, MetricPoint
 from report.models import ClusterReport, JobDetail, JobReport, Recommendation, SignalEvidence
 from tests.report.factories import cluster, log, record, report_job, report_of

@@ -19,7 +19,7 @@ import pytest
 from bot.config import Config, RedisSection, SlackSection
 from bot.scheduled import make_scheduler
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.config import KubernetesCluster, ReplayCluster
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, sweep_result
 from tests.bot.conftest import Harness, running_bot

@@ -31,7 +31,8 @@ from bot.messages import jobs_messages, sweep_header
 from bot.offload import Offload
 from bot.slash_answers import answer_jobs, live_doc
 from bot.store import RedisStore, encode_sweep
-from bot.sweep import Sweeper, SweepResult
+from bot.sweep import Sweeper
+from bot.sweep_result import SweepResult
 from bot.telemetry import Telemetry
 from probes.config import ReplayCluster
 from report.grouping import pending_task_counts

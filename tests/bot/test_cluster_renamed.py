@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot.config import Config, RedisSection, SlackSection
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.config import ReplayCluster
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, sweep_result
 from tests.bot.conftest import running_bot

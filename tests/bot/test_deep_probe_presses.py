@@ -19,7 +19,7 @@ import pytest
 from bot import deep_probe
 from bot.config import Config, DeepProbeSection
 from bot.scheduled import make_scheduler
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import Harness, make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack

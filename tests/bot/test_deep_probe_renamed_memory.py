@@ -15,7 +15,7 @@ from bot.cluster_names import note_names
 from bot.config import Config, DeepProbeSection, RedisSection, SlackSection
 from bot.deep_probe import after_sweep, memory_name
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.config import ReplayCluster
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
 from tests.bot.conftest import running_bot

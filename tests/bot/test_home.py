@@ -17,7 +17,7 @@ from bot.offload import Offload
 from bot.scheduled import scheduled_sweep
 from bot.share import share_lock
 from bot.store import decode_sweep
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from bot.telemetry import Telemetry
 from report.models import JobDetail
 from tests.bot.builders import blocks_text

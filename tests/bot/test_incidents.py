@@ -12,7 +12,7 @@ import pytest
 from bot.chart import chart_metrics, render_history_png
 from bot.incidents import FollowUps, cleanup_line, failure_record, write_incident
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from probes.models import Fault, FaultKind, JobFacts, JobState, MetricPoint
 from report.judge import build_report
 from report.memory import SweepMemory, next_memory

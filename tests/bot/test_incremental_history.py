@@ -16,7 +16,7 @@ from probes.models import MetricPoint
 from tests.bot.conftest import make_store
 
 if TYPE_CHECKING:
-    from bot.sweep import SweepState
+    from bot.sweep_seams import SweepState
 
 
 def points(*steps: int, loss: float = 1.0) -> list[MetricPoint]:

@@ -13,7 +13,7 @@ from bot.scheduled import scheduled_sweep
 from bot.shared_sweep import cache_stamp, shared_live_doc
 from bot.slash_answers import live_doc
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
 from tests.bot.conftest import make_config, make_store, running_bot
 from tests.bot.fake_slack import FakeSlack

@@ -28,7 +28,7 @@ from bot.config import ConfigError, DeepProbeSection
 from bot.config_file import parse_config as load_config_text
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
-from bot.sweep import SweepResult
+from bot.sweep_result import SweepResult
 from tests.bot.builders import (
     FakeClock,
     FakeSweeper,

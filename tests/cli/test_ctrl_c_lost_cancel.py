@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.sweep import Sweeper, SweepResult
+from bot.sweep import Sweeper
+from bot.sweep_result import SweepResult
 
 Sweep = Callable[..., Awaitable[SweepResult]]
 

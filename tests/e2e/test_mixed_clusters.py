@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from bot.config_file import load_config
-from bot.sweep import Sweeper, SweepResult
+from bot.sweep import Sweeper
+from bot.sweep_result import SweepResult
 from probes.models import JobState
 from probes.slurm.transport import SshRunner
 from report.render import render_tables

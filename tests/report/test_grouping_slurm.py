@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from bot.config_file import load_config
-from bot.sweep import Sweeper, SweepResult
+from bot.sweep import Sweeper
+from bot.sweep_result import SweepResult
 from probes.slurm.transport import SshRunner
 from report.chunks import slack_messages
 from report.grouping import (

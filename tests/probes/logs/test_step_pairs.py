@@ -104,3 +104,30 @@ def test_a_piped_step_line(read) -> None:
                    f"grad_norm: 0.71\n" for s in range(1, 21))
     last = read(text).points[-1]
     assert (last.step, last.values["loss"]) == (20, pytest.approx(2.8))
+
+
+def llamafactory_v1_log(steps: int, total: int = 916) -> str:
+    """LLaMA-Factory v1's ``LoggingCallback.on_log`` (hiyouga/LLaMA-Factory ff6d4d12,
+    ``src/llamafactory/v1/utils/callbacks/logging_callback.py``): the trainer's logs plus
+    ``step`` and ``total_steps``, floats ``.4f`` (learning rate ``.4g``), through its logger's
+    ``[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> `` format."""
+    out = ["[INFO|2026-12-05 04:00:00] llamafactory.v1.core.base_trainer:120 >> Model loaded"]
+    for step in range(1, steps + 1):
+        logs = {"epoch": 0, "step": step, "loss": 1.9 - step / 100, "grad_norm": 0.8,
+                "learning_rate": 1e-05, "total_steps": total}
+        parts = ", ".join(f"{k}: {v}" if not isinstance(v, float) else
+                          f"{k}: {v:.4g}" if k == "learning_rate" else f"{k}: {v:.4f}"
+                          for k, v in logs.items())
+        out.append(f"[INFO|2026-12-05 04:{step // 6:02d}:{step * 10 % 60:02d}] "
+                   f"llamafactory.v1.utils.callbacks.logging_callback:62 >> {parts}")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_total_steps_pair_is_the_runs_total(read) -> None:
+    """A step line's own ``total_steps: T`` pair is the run's total (LLaMA-Factory v1)."""
+    summary = read(llamafactory_v1_log(40))
+    last = summary.points[-1]
+    assert (last.step, summary.total_steps) == (40, 916)
+    assert last.values["loss"] == pytest.approx(1.5) and last.values["grad_norm"] == 0.8
+    assert last.values["learning_rate"] == 1e-05
