@@ -8,16 +8,19 @@
   | consumed_tokens: 1.31M | elapsed_time_per_iteration_ms: 1.23K | ... | lm_loss: 10.4 | lr:
   0.0003 | ... | grad_norm: 1.23`` (``human_format``: K, M, G suffixes), behind its logger's
   ``[INFO|DP=0|PP=0|TP=0|host]: `` and torchrun's ``[default0]:``.
+- LLaMA-Factory v1 (hiyouga/LLaMA-Factory ``src/llamafactory/v1/utils/callbacks/
+  logging_callback.py``) logs ``epoch: 0, step: 5, loss: 1.2345, grad_norm: 0.8765,
+  learning_rate: 1e-05, total_steps: 916``: the total as a pair of its own.
 
 Policy: general, not these trainers' alone: a line holding at least three ``name: number``
 pairs, one of them the step (``step``, ``<word> step``, ``iteration``, ``iter``; ``N`` or ``N /
-T``, T the run's total), is the step's point; a ``seconds`` pair (MaxText's) or
-``elapsed_time_per_iteration_ms`` (nanotron's) is the step's time. Fewer pairs, or no step pair,
-is no step line (an epoch summary, a memory report). Being general, such a line is the run's
-step only where nothing else is: a line another rank's launcher label starts (``srun -l``'s
-``1: ``, torchrun's ``[rank3]:``/``[default2]:``: :func:`other_rank`; rank 0's are the run's,
-as a logged dict's) is not, nor one in a log whose steps another format already reads (a
-worker's ``step: 5, loss: ...`` in a verl or HF log: ``MetricScan._late_step``).
+T``, T the run's total, else a ``total_steps`` pair's), is the step's point; a ``seconds`` pair
+(MaxText's) or ``elapsed_time_per_iteration_ms`` (nanotron's) is the step's time. Fewer pairs,
+or no step pair, is no step line (an epoch summary, a memory report). Being general, such a line
+is the run's step only where nothing else is: a line another rank's launcher label starts
+(``srun -l``'s ``1: ``, torchrun's ``[rank3]:``/``[default2]:``: :func:`other_rank`; rank 0's
+are the run's, as a logged dict's) is not, nor one in a log whose steps another format already
+reads (a worker's ``step: 5, loss: ...`` in a verl or HF log: ``MetricScan._late_step``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ _PAIR_RE = re.compile(
     r"(?=,| \||\s*$)")
 _OTHER_RANK_RE = re.compile(r"\s{0,6}(?:[1-9]\d{0,5}: |\[(?:rank|default)[1-9]\d{0,5}\]:)")
 _STEP_NAMES = ("step", "completed step", "train step", "training step", "iteration", "iter")
+_TOTAL_NAMES = ("total_steps", "total steps")
+"""A pair giving the run's total beside the step (LLaMA-Factory v1's ``total_steps``)."""
 _TIMES = {"seconds": 1.0, "elapsed_time_per_iteration_ms": 0.001}
 """Step-time pairs: the factor to seconds."""
 _SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -51,6 +56,9 @@ def parse_step_pairs(body: str) -> tuple[int, int | None, dict[str, float]] | No
     done, _, total = shown.partition(" / ")
     if not done.isdigit():
         return None
+    given = next((pairs.pop(name) for name in _TOTAL_NAMES if name in pairs), "")
+    if not total and given.isdigit() and int(given) > 0:
+        total = given
     values: dict[str, float] = {}
     for name, text in pairs.items():
         if " / " in text:
