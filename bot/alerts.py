@@ -1,12 +1,5 @@
 """Collapse warnings: one alert per collapse episode, with the evidence and the action buttons.
 
-A sweep's new alerts are sent per recipient: one alone reads as ever; an owner's several new
-collapses come as one batched DM (split only where Slack's limits force it), each job with its
-evidence line and its own buttons; the channel fallback batches the same way. A batched
-message indexes each job's episode under its own key (:func:`message_key` with the job's
-ref), so each button is checked against its own job's alert. The scheduler sends them before
-the period's tables (``bot.scheduled.scheduled_sweep``).
-
 Policy: a job flagged ``collapse`` opens an *episode* (``cluster:job`` plus the first collapse
 step). The episode lives in Redis, so a restarted bot or another replica sends no second DM;
 it stays open until someone presses a button. After ``keep_running``/``acknowledge`` the
@@ -33,14 +26,16 @@ a cancel would have salvaged is written as an incident before the DM, which name
 While Redis is down, a process
 remembers its own episodes so it does not repeat itself; it cannot know about other replicas.
 Alerts are evaluated after every scheduled sweep (the monitor), not after ``/jobs`` queries.
-An episode's keys, its job instance and its closing live in ``bot.episodes``.
+An episode's keys, its job instance and its closing live in ``bot.episodes``; how a sweep's
+alerts are batched per recipient, posted and recorded, in ``bot.alert_delivery`` (the
+:class:`Alerter`'s base). The scheduler sends them before the period's tables
+(``bot.scheduled.scheduled_sweep``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,12 +43,10 @@ from typing import Any
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alert_messages import collapse_batch_messages, collapse_message
+from bot.alert_delivery import AlertDelivery, _Pending
 from bot.cluster_names import note_names
 from bot.config import Config
-from bot.delivery import dm_channel, post
 from bot.episodes import (  # and what importers read from here (__all__)
-    BATCH_MARK,
     UID_LABEL,
     alert_index,
     cancel_allowed,
@@ -92,26 +85,7 @@ KNOWN_KEPT = 1000
 """How many episode records :class:`Alerter` remembers as last seen in Redis."""
 
 
-@dataclass(frozen=True)
-class _Pending:
-    """A new episode claimed in this sweep, its alert not sent yet."""
-
-    detail: JobDetail
-    name: str
-    claim: str
-    step: int
-    uid: str | None
-    submitted: str | None
-    evidence: Path | None
-    can_cancel: bool
-    owner: str | None
-
-    @property
-    def path(self) -> str | None:
-        return str(self.evidence) if self.evidence else None
-
-
-class Alerter:
+class Alerter(AlertDelivery):
     """Sends collapse DMs for new episodes found in a sweep."""
 
     def __init__(
@@ -262,122 +236,6 @@ class Alerter:
                 self._remember(name, moved)
             return True
         return False
-
-    async def _deliver(self, claimed: Sequence[_Pending], config: Config) -> set[str]:
-        """Send each recipient's alerts (the owner's DM; the channel when the owner is
-        unknown or the DM fails, naming the owner); record what was delivered; give back
-        the claims of what was not. Returns the episode names delivered."""
-        by_owner: dict[str | None, list[_Pending]] = {}
-        for pending in claimed:
-            by_owner.setdefault(pending.owner, []).append(pending)
-        delivered: set[str] = set()
-        # The alerts no post was sent for yet: if the sweep is cancelled (a SIGTERM during a
-        # rollout) their claims are given back, or those collapses would stay unalerted for
-        # the claim's lifetime. A post in flight keeps its claim (Slack may have taken it).
-        unsent = {pending.name: pending for pending in claimed}
-        try:
-            for owner, group in by_owner.items():
-                left = list(group)
-                if owner is not None:
-                    channel = await dm_channel(self._client, owner)  # None: the channel
-                    if channel is not None:
-                        left = await self._post(channel, left, config, delivered_for=None,
-                                                done=delivered, unsent=unsent)
-                        self.by_dm.update(job_ref(p.detail) for p in group
-                                          if p.name in delivered)
-                if left and config.slack.channel:
-                    left = await self._post(config.slack.channel, left, config,
-                                            delivered_for=owner, done=delivered, unsent=unsent)
-                for pending in left:
-                    # Nothing was delivered: give the claim back so the next sweep (or this
-                    # one's retry, soon) tries again.
-                    log.warning("collapse alert not delivered; retried next sweep",
-                                ref=job_ref(pending.detail))
-                    self.undelivered += 1
-                    await self._give_back(pending)
-        except asyncio.CancelledError:
-            for pending in unsent.values():
-                await self._give_back(pending)
-            raise
-        return delivered
-
-    async def _give_back(self, pending: _Pending) -> None:
-        """``pending``'s claim released: the next sweep (or this one's retry) alerts it."""
-        try:
-            await self._store.delete_doc(pending.claim)
-        except StoreUnavailable as exc:
-            log.warning("alert claim kept; it expires by itself", error=str(exc))
-
-    async def _post(self, channel: str, group: list[_Pending], config: Config, *,
-                    delivered_for: str | None, done: set[str],
-                    unsent: dict[str, _Pending]) -> list[_Pending]:
-        """Post ``group``'s alerts to ``channel`` (one alone as ever, several batched);
-        record each delivered one in ``done``; return those Slack took no message for. Each
-        alert leaves ``unsent`` when its post is sent."""
-        if len(group) == 1:
-            (one,) = group
-            message = collapse_message(one.detail, can_cancel=one.can_cancel,
-                                       evidence_path=one.path, delivered_for=delivered_for)
-            parts = [(message, [0])]
-        else:
-            parts = collapse_batch_messages(
-                [(p.detail, p.can_cancel, p.path) for p in group], delivered_for=delivered_for)
-        left = []
-        for message, members in parts:
-            for i in members:
-                unsent.pop(group[i].name, None)
-            posted = await post(self._client, channel=channel, text=message.text,
-                                blocks=message.blocks)
-            for i in members:
-                if posted is None:
-                    left.append(group[i])
-                else:
-                    await self._record(group[i], posted, config,
-                                       delivered_for=delivered_for, batched=len(group) > 1)
-                    done.add(group[i].name)
-            if posted is not None and len(group) > 1:
-                await self._mark_batch(posted, self._ttl(config))
-        return left
-
-    async def _mark_batch(self, posted: dict[str, Any], ttl_s: float, *,
-                          only_new: bool = False) -> None:
-        """Mark a posted batched alert as one (``BATCH_MARK``): a button value naming a job
-        outside it is then refused (tampered), not read as a press on a message with no
-        alert (a Deep-probe press probed that job and posted its verdict here)."""
-        channel, ts = posted.get("channel"), posted.get("ts")
-        if not (channel and ts):
-            return
-        try:
-            await self._store.put_doc(message_key(str(channel), str(ts)), BATCH_MARK,
-                                      ttl_s=ttl_s, only_new=only_new)
-        except StoreUnavailable as exc:
-            log.warning("batched alert not marked", channel=channel, ts=ts, error=str(exc))
-
-    async def _record(self, pending: _Pending, posted: dict[str, Any], config: Config, *,
-                      delivered_for: str | None, batched: bool) -> None:
-        """The delivered alert's episode, and its message's index, written to Redis."""
-        job = pending.detail.report
-        record = {
-            "state": "open", "first_step": pending.step, "last_step": pending.step,
-            "opened_at": self._clock().isoformat(), "cluster": job.cluster, "job_id": job.job_id,
-            "user": job.user, "owner": pending.owner, "channel": posted.get("channel"),
-            "ts": posted.get("ts"), "can_cancel": pending.can_cancel, "evidence": pending.path,
-            # Why it offered none (said to a forged cancel press: bot.actions).
-            "no_cancel": None if pending.can_cancel else cancel_forbidden(pending.detail, config),
-            "delivered_for": delivered_for, "batched": batched, "uid": pending.uid,
-            "submitted": pending.submitted, "name": pending.name, "job_name": job.name,
-        }
-        name = pending.name
-        self._local[name] = record
-        try:
-            await self._store.put_doc(name, record, ttl_s=self._ttl(config))
-            self._remember(name, record)
-            if record.get("channel") and record.get("ts"):
-                await self._store.put_doc(alert_index(record), {"episode": name},
-                                          ttl_s=self._ttl(config))
-        except StoreUnavailable as exc:
-            self._unsaved[name] = self._ttl(config)
-            log.warning("episode not saved", ref=job_ref(pending.detail), error=str(exc))
 
     async def _opened_as(self, name: str, job: JobReport, uid: str | None,
                          live: JobFacts | None, renamed: Mapping[str, str]) -> tuple[str, Any]:
