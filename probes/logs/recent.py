@@ -199,7 +199,8 @@ def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
         line = lines[index]
         if groups[1]:
             scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
-            if "}" in line or "Step " in line:  # a dict (or torchtune's step) on its line
+            if "}" in line or "Step " in line or "step:" in line:  # a dict (torchtune's or
+                # verl's step line) printed on the bar's line
                 scan.feed_glued(line, first_line_no + index)
             if "` stopped: `" in line:  # Lightning's finish after its bar's last redraw
                 scan.finish_marks(line)

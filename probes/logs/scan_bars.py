@@ -22,7 +22,7 @@ from probes.logs.bar_lines import (
     may_be_lightning,
 )
 from probes.logs.clock import STAMP_LEADS
-from probes.logs.lines import interval_seconds, parse_pairs, quoted_pairs
+from probes.logs.lines import interval_seconds, parse_pairs, parse_verl, quoted_pairs
 from probes.logs.progress import (
     EPISODE_BAR,
     EPOCH_STEP_BAR,
@@ -64,7 +64,7 @@ class BarScan(EpisodeScan):
         self._on_bar(bar, nested, line_no)
         if status:
             self._episode_status(bar, before, body, line_no)
-        if "}" in body or "Step " in body:
+        if "}" in body or "Step " in body or "step:" in body:
             self.feed_glued(body, line_no)
         if "` stopped: `" in body:
             self.finish_marks(body)
@@ -73,11 +73,21 @@ class BarScan(EpisodeScan):
         """After a bar line's redraw: the one-line dict printed on its line, if any
         (``bar_lines.glued_dict``), read as its own line would be. An open multi-line dict stays
         open (the bar line left it so). So is torchtune's ``Step N | loss:... grad_norm:...``
-        (its ``StdoutLogger`` prints to stdout right after the bar's redraw on stderr)."""
+        (its ``StdoutLogger`` prints to stdout right after the bar's redraw on stderr), and
+        verl's ``step:N - key:value - ...`` where no Ray forwards the streams line by line (its
+        FSDP SFT trainer under torchrun: ``LocalLogger`` prints after the ``Epoch E/M`` bar)."""
         if "Step " in body and " | " in body:
             rest = after_bar(body)
             if rest is not None and rest.lstrip().startswith("Step "):
                 self._step_line(rest.strip(), line_no, None)
+                return
+        if "step:" in body:
+            rest = after_bar(body)
+            rest = rest.lstrip() if rest is not None else None
+            verl = parse_verl(rest) if rest is not None and rest.startswith("step:") else None
+            if verl is not None:
+                self._mark("verl")
+                self._record(verl[0], verl[1], line_no, None)
                 return
         text = glued_dict(body)
         if text is None or text.count("{") > 1:
