@@ -11,7 +11,10 @@ StdOut path, workdir and the trees under it, so:
   refused whatever path led there (device number of the opened descriptor), and so is a path
   that names them.
 * A directory below a listing root is entered only through its parent's descriptor with
-  ``O_NOFOLLOW``, so no symlink leads a listing out of the job's tree.
+  ``O_NOFOLLOW``, so no symlink leads a listing out of the job's tree. A root that is itself a
+  link (``{workdir}/checkpoints -> /scratch/$USER/run1/checkpoints``) is followed
+  (:meth:`Guard.open_root`) only to a directory the job's user could list, nothing under
+  /proc, /sys or /dev.
 * Every open, read and listing runs under its own deadline (``SIGALRM`` from ``setitimer``:
   a hung NFS read or a blocking open is interrupted), capped by the whole request's deadline.
   A deadline only works in the main thread; elsewhere (in-process callers) there is none.
@@ -40,6 +43,10 @@ _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBL
 
 class Refused(Exception):
     """A path that is not the job's to read (the message says why)."""
+
+
+class Linked(Refused):
+    """A symbolic link met where the guard follows none (a root may be: ``open_root``)."""
 
 
 class Hung(Exception):
@@ -142,6 +149,14 @@ def _masked(acl: list[tuple[int, int, int]], index: int, perm: int) -> int:
     return perm
 
 
+def _real_path(fd: int, path: str) -> str:
+    """Where the open directory ``fd`` (opened as ``path``) really is."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+
+
 def _is_link(path: str, dir_fd: int | None) -> bool:
     try:
         return stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode)
@@ -185,10 +200,42 @@ class Guard:
                 # checkpoint root linked to scratch is not "not a directory").
                 if exc.errno == errno.ELOOP or (directory and exc.errno == errno.ENOTDIR
                                                 and _is_link(path, dir_fd)):
-                    raise Refused(f"{path}: a symbolic link: not followed") from exc
+                    raise Linked(f"{path}: a symbolic link: not followed") from exc
                 raise
         try:
             self._check(fd, path, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open_root(self, path: str) -> int:
+        """A root (a checkpoint, trial or dump root, a base a logged dir is entered from)
+        opened as a directory. A root that is itself a symbolic link (``{workdir}/checkpoints
+        -> /scratch/$USER/run1/checkpoints``) is followed, as a workdir SLURM holds as a link
+        is (``/.``: the opened directory's device is still checked), when its real path is
+        nothing under /proc, /sys or /dev and the job's user could list it themselves
+        (:meth:`may_list`); nothing below a root follows a link, and only the user's own
+        files are read there. A dangling link is an absent root (``FileNotFoundError``)."""
+        try:
+            return self.open(path, directory=True)
+        except Linked:
+            target = path.rstrip("/") + "/."
+        try:
+            fd = self.open(target, directory=True)
+        except Linked as exc:  # ELOOP: links leading to each other
+            raise Refused(f"{path}: a symbolic link in a loop: not followed") from exc
+        except Refused as exc:  # its target on /proc, /sys or /dev (the device)
+            why = str(exc)[len(target) + 2:] if str(exc).startswith(target) else str(exc)
+            raise Refused(f"{path}: a symbolic link to a directory {why}") from exc
+        try:
+            real = _real_path(fd, path)
+            if forbidden_path(real):
+                raise Refused(f"{path}: a symbolic link to {real}, under /proc, /sys or /dev:"
+                              " not followed")
+            if not self.may_list(fd, path):
+                raise Refused(f"{path}: a symbolic link to a directory the job's user cannot"
+                              " list: not followed")
         except BaseException:
             os.close(fd)
             raise
@@ -218,10 +265,7 @@ class Guard:
         and what is listed there is not the job's to report."""
         if self.uid == 0:
             return True
-        try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            real = os.path.realpath(path)
+        real = _real_path(fd, path)
         if not real.startswith("/"):
             return False
         with deadline(self._seconds(), f"permissions of {path}"):
@@ -333,10 +377,12 @@ class Guard:
         finally:
             os.close(fd)
 
-    def list_entries(self, path: str, limit: int) -> tuple[list[tuple[str, bool]], bool]:
+    def list_entries(self, path: str, limit: int,
+                     root: bool = False) -> tuple[list[tuple[str, bool]], bool]:
         """``((name, is_dir) pairs sorted, cut)``: at most ``limit`` entries of a directory
-        entered without following links; ``is_dir`` never follows one either."""
-        fd = self.open(path, directory=True)
+        entered without following links (``root``: as :meth:`open_root` opens one); ``is_dir``
+        never follows one either."""
+        fd = self.open_root(path) if root else self.open(path, directory=True)
         try:
             out: list[tuple[str, bool]] = []
             cut = False

@@ -27,7 +27,9 @@ independent of the run's size:
 Every open, read and listing goes through ``probes.remote.guard``, the collector's own rules
 (one implementation, shipped in front of this source): only the job's user's regular files
 (``owner``; a caller in process with no owner reads its own), ``O_NOFOLLOW`` and ``fstat`` on
-the opened descriptor (a symlink, FIFO or device is skipped, never followed or waited on),
+the opened descriptor (a symlink, FIFO or device is skipped, never followed or waited on; only
+a dump dir or trial root that is itself a link is followed, as the collector follows a root:
+``Guard.open_root``),
 nothing on /proc, /sys or /dev, and a deadline per operation. An ``owner`` unknown on this
 node reads nothing. Past ``deadline_s`` the reader stops sampling and says so. Nothing here
 raises on bad input: what could not be read is reported in ``skipped``.
@@ -115,12 +117,14 @@ def read_regular(path: str, limit: int, budget: _Budget) -> bytes | None:
     return data
 
 
-def list_dir(path: str, budget: _Budget) -> list[Any] | None:
-    """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed.
-    An absent dir is ``None`` unsaid (most configured ones are); one that is there but not
-    listed (no permission, not a directory) is said: its rollouts are unread, not absent."""
+def list_dir(path: str, budget: _Budget, root: bool = False) -> list[Any] | None:
+    """``(name, is_dir)`` pairs, sorted, at most ``max_listing``; links are never followed,
+    but for a ``root`` (a dump dir, a trial root) that is itself one, to a directory the job's
+    user could list (``Guard.open_root``). An absent dir is ``None`` unsaid (most configured
+    ones are); one that is there but not listed (no permission, not a directory) is said: its
+    rollouts are unread, not absent."""
     try:
-        out, cut = budget.guard.list_entries(path, budget.max_listing)
+        out, cut = budget.guard.list_entries(path, budget.max_listing, root)
     except (Refused, Hung) as exc:
         budget.skipped.append(str(exc))
         return None
@@ -299,7 +303,7 @@ def _job_dir(path: str, entries: list[Any], budget: _Budget) -> bool:
 def _trial_dirs(root: str, budget: _Budget) -> list[str]:
     """Every trial dir under a job dir, directly under a flat trials dir, or under each job dir
     of a ``jobs_dir`` (bounded)."""
-    entries = list_dir(root, budget)
+    entries = list_dir(root, budget, root=True)
     if entries is None:
         return []
     if _job_dir(root, entries, budget) or _flat(root, entries, budget):
@@ -431,7 +435,7 @@ def _skyrl_evals(path: str, entries: list[Any], budget: _Budget) -> Json:
 
 def collect_dump(path: str, budget: _Budget) -> Json | None:
     """One dump directory, recognised by its layout; ``None`` when it is none of ours."""
-    entries = list_dir(path, budget)
+    entries = list_dir(path, budget, root=True)
     if entries is None:
         return None
     names = dict(entries)

@@ -14,9 +14,10 @@ job's workdir or a configured root, entered from there component by component. T
 are ``probes.remote.trial_roots``.
 
 Every open and listing goes through :mod:`probes.remote.guard`: a directory below a root is
-entered through its parent's descriptor without following a link, and a read that is refused
-or hangs leaves that entry out (a listing that fails says why in ``errors``). Each directory
-is listed once per request and owner (``SEEN``), however many jobs name it.
+entered through its parent's descriptor without following a link (a root that is itself a
+link is followed to a directory the job's user could list: ``Guard.open_root``), and a read
+that is refused or hangs leaves that entry out (a listing that fails says why in ``errors``).
+Each directory is listed once per request and owner (``SEEN``), however many jobs name it.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class _Walk:
         """Search ``root`` (or the directory ``below`` it, entered component by component)."""
         self.visits = 0
         try:
-            fd = self.guard.open(root, directory=True)
+            fd = self.guard.open_root(root)
         except (FileNotFoundError, NotADirectoryError):
             return  # (a root that is a file or a FIFO, or below one, holds no checkpoints)
         except (OSError, Refused) as exc:

@@ -10,7 +10,8 @@ config.json) but no subdirectory holding one; a job dir's subdirectories are tri
 hold one, beside its own result.json/config.json (a result.json alone decides by its content).
 The trials dirs a job's log names are counted too (``probes.remote.logged_paths``). Every
 open goes through the guard, a directory entered through its parent without following a link;
-only a trial root that is itself a link is followed, to a directory the job's user could list.
+only a root (or a logged dir's base) that is itself a link is followed, to a directory the job's
+user could list (``Guard.open_root``).
 """
 
 from __future__ import annotations
@@ -149,29 +150,11 @@ def _opened(path: str, guard: Guard, fd: int | None) -> Iterator[int]:
         yield opened
 
 
-def _open_root(root: str, guard: Guard) -> int:
-    """The trial root opened as a directory. A root that is itself a symbolic link (``jobs ->
-    /scratch/$USER/jobs``) is followed, as a workdir SLURM holds as a link is (``/.``: the
-    opened directory's device is still checked), when the job's user could list its target
-    themselves; nothing below the root follows a link, and only the user's own files are
-    read there."""
-    try:
-        return guard.open(root, directory=True)
-    except Refused as exc:
-        if "symbolic link" not in str(exc):
-            raise
-        fd = guard.open(root.rstrip("/") + "/.", directory=True)
-        if not guard.may_list(fd, root):
-            os.close(fd)
-            raise Refused(f"{root}: a symbolic link to a directory the job's user cannot list:"
-                          " not followed") from exc
-        return fd
-
-
 def _open_below(base: str, below: list[str], guard: Guard) -> int:
-    """``base`` opened, then each component ``below`` it through its parent's descriptor
-    without following a link (a logged dir never leads out of its base)."""
-    fd = guard.open(base, directory=True)
+    """``base`` opened as a root (``Guard.open_root``), then each component ``below`` it
+    through its parent's descriptor without following a link (a logged dir never leads out of
+    its base)."""
+    fd = guard.open_root(base)
     for part in below:
         try:
             sub = guard.open(part, directory=True, dir_fd=fd)
@@ -247,7 +230,7 @@ def _count_root(root: str, guard: Guard, clock: _Clock,
     """One trial root (or the directory ``below`` it, entered component by component)."""
     path = os.path.join(root, *below) if below else root
     try:
-        top = _open_below(root, below, guard) if below else _open_root(root, guard)
+        top = _open_below(root, below, guard) if below else guard.open_root(root)
     except FileNotFoundError:
         return {"exists": False, "jobs": {}}
     except (OSError, Refused, Hung) as exc:

@@ -25,10 +25,10 @@ _VERL = "step:{i} - actor/entropy:0.5 - actor/grad_norm:0.2 - critic/score/mean:
 
 
 def _symlinked_root(workdir: Path) -> str:
-    """``checkpoints`` a symlink (never followed by the search): a root that cannot be read."""
-    target = workdir.parent / "elsewhere"
-    (target / "global_step_10").mkdir(parents=True)
-    (workdir / "checkpoints").symlink_to(target)
+    """``checkpoints`` a symlink the search does not follow (into /proc: a root that is a link
+    is followed only to a directory the job's user could list, nothing under /proc, /sys or
+    /dev, ``Guard.open_root``): a root that cannot be read."""
+    (workdir / "checkpoints").symlink_to("/proc/self")
     return str(workdir / "checkpoints")
 
 
