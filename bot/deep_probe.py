@@ -158,7 +158,8 @@ async def run_deep_probe(
         return detail  # no RL run: no verdict (report.deep_probe.not_applicable)
     verdict = judge_rollouts(rollouts, config.deep_probe.judge,
                              pending=facts.record.state is JobState.PENDING,
-                             thresholds=config.report_settings().thresholds)
+                             thresholds=config.report_settings().thresholds,
+                             running_s=detail.report.elapsed_s)
     return detail.model_copy(update={"report": detail.report.model_copy(
         update={"deep_probe": verdict})})
 

@@ -18,7 +18,8 @@ reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
   batches; not its evals, dumped every ``eval_interval``), or every sampled agent running
   0 s with no output token;
 - zero trials completing: every sampled trial ended in an exception, or none finished (no
-  result.json an hour after the oldest started: ``unfinished_trial_minutes``); the
+  result.json an hour after the oldest started, or after the job itself did if later: a
+  restart's tree may hold its killed attempt's unfinished trials; ``unfinished_trial_minutes``); the
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
   that died after healthy steps is not excused by its older trials (a newest third ending in
   Harbor's passthrough exceptions, the hard tail of timeouts and context overflows, completed);
@@ -84,10 +85,11 @@ class _Judge:
     """One probe's findings, gathered source by source."""
 
     def __init__(self, facts: RolloutFacts, settings: DeepProbeSettings,
-                 thresholds: Thresholds) -> None:
+                 thresholds: Thresholds, running_s: float | None = None) -> None:
         self.facts = facts
         self.s = settings
         self.th = thresholds
+        self.running_s = running_s
         self.reasons: list[str] = []
         self._seen: set[str] = set()
         self.source = ""
@@ -302,11 +304,15 @@ class _Judge:
         sampled = trials.sampled
         self.source = "trials"
         if not sampled:
-            age = trials.unfinished_age_s
+            # Timed from the job's own start when that is later: a restart's tree may hold
+            # its killed attempt's unfinished trials, hours older than the restart itself.
+            age, since = trials.unfinished_age_s, "the oldest started"
+            if age is not None and self.running_s is not None and self.running_s < age:
+                age, since = self.running_s, "the job started"
             if trials.unfinished and age is not None and \
                     age >= self.s.unfinished_trial_minutes * 60:
                 self.add(f"zero trials completing: none of {trials.unfinished} sampled trials "
-                         f"(of {trials.listed}) has a result.json, the oldest started "
+                         f"(of {trials.listed}) has a result.json, {since} "
                          f"{age / 60:.0f} min ago")
             return
         n = len(sampled)
@@ -414,10 +420,14 @@ def _seconds(start: str | None, end: str | None) -> float | None:
 
 
 def judge_rollouts(facts: RolloutFacts, settings: DeepProbeSettings | None = None, *,
-                   pending: bool = False, thresholds: Thresholds | None = None) -> DeepProbe:
+                   pending: bool = False, thresholds: Thresholds | None = None,
+                   running_s: float | None = None) -> DeepProbe:
     """KILL with every finding quoted, or NO-KILL with what was read (``pending``: not started);
-    ``thresholds``: the row's (``[thresholds]``), for the series' dead-rollouts test."""
-    judge = _Judge(facts, settings or DeepProbeSettings(), thresholds or Thresholds())
+    ``thresholds``: the row's (``[thresholds]``), for the series' dead-rollouts test;
+    ``running_s``: how long the job has run (its row's ``elapsed_s``), which bounds how long
+    its unfinished trials can have been its own."""
+    judge = _Judge(facts, settings or DeepProbeSettings(), thresholds or Thresholds(),
+                   running_s)
     judge.dumps()
     judge.series()
     judge.trials(facts.trials)

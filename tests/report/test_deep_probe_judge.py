@@ -442,3 +442,21 @@ def test_newest_dumps_with_no_readable_sample_are_said(tmp_path: Path) -> None:
     assert result.verdict == "NO-KILL"
     assert result.reasons[0].startswith("no pathology found in 16 samples from 2 steps;")
     assert "steps 3, 4" in result.reasons[0] and "no readable sample" in result.reasons[0]
+
+
+def test_unfinished_trials_are_timed_from_the_jobs_own_start() -> None:
+    """A restart beside the trial dirs its walltime-killed attempt left unfinished: the oldest
+    unfinished trial started two hours ago, but the job itself five minutes ago. Its own
+    trials have had five minutes, not two hours: nothing to judge yet, never KILL (a KILL on a
+    running job offers Slack's Cancel). Once the job itself has run past the stall window with
+    no trial ended, zero trials completing, timed from its start."""
+    facts = RolloutFacts(trials=TrialSampleSet(roots=("/r/jobs",), listed=32, unfinished=32,
+                                               unfinished_age_s=120 * 60))
+    fresh = judge_rollouts(facts, running_s=5 * 60)
+    assert fresh.verdict == "NO-KILL"
+    assert fresh.reasons[0].startswith("nothing to judge yet: none of 32 sampled trials")
+    stalled = judge_rollouts(facts, running_s=90 * 60)
+    assert stalled.verdict == "KILL"
+    assert stalled.reasons == ["zero trials completing: none of 32 sampled trials (of 32) has "
+                               "a result.json, the job started 90 min ago"]
+    assert judge_rollouts(facts).verdict == "KILL"  # its start unknown: the trials' own age
