@@ -45,7 +45,8 @@ from pydantic import Field
 
 from probes.logs.clock import minutes_on_log_clock
 from probes.logs.progress import trailing_rate
-from probes.models import Frozen, JobState, MetricPoint
+from probes.logs.scan_steps import OPENRLHF_UNSTEPPED
+from probes.models import Frozen, JobState, LogSummary, MetricPoint
 from report.cells import format_duration, format_value
 from report.cleanup import cleanup_routine
 from report.findings import (
@@ -165,12 +166,25 @@ def buffer_rule(ctx: JudgeContext, f: Findings) -> None:
     # none to stdout): such a run is training, not filling its buffer.
     stepping = summary is not None and summary.progress is not None and (
         summary.progress.current > 0)
-    if (not ctx.history and not stepping) or bring_up:
+    if not ctx.history and not bring_up and _micro_batches_only(summary):
+        f.trend(Priority.BACKGROUND, _UNSTEPPED_TREND)
+    elif (not ctx.history and not stepping) or bring_up:
         f.flag("buffer-filling")
         f.verdict("buffering")
         f.trend(Priority.BACKGROUND, "Bring-up; no step yet" if bring_up else "Filling buffer")
     elif not ctx.history:
         f.trend(Priority.BACKGROUND, "Stepping; the log prints no metrics (a tracker-only logger?)")
+
+
+def _micro_batches_only(summary: LogSummary | None) -> bool:
+    """An OpenRLHF SFT/DPO/RM bar read without its gradient accumulation: micro-batches run,
+    the optimizer step unknown (``probes.logs.scan_steps.OPENRLHF_UNSTEPPED``)."""
+    return summary is not None and OPENRLHF_UNSTEPPED in summary.formats
+
+
+_UNSTEPPED_TREND = "Step unknown: micro-batch bar, no grad accumulation printed"
+"""Within the trend cell's width: the step is the bar's micro-batches over the accumulation,
+which only DeepSpeed's config dump prints."""
 
 
 def divergence_rule(

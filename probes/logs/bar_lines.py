@@ -210,13 +210,29 @@ its ``loss`` when the bar shows no ``loss`` itself."""
 def may_be_lightning(line: str) -> bool:
     """Whether a bar line may hold a Lightning bar's step status (:func:`lightning_status`):
     NeMo's ``global_step``, or a plain Lightning run's ``Epoch N`` bar; or another training
-    bar's ``set_postfix`` loss (:func:`postfix_loss`)."""
-    return "global_step=" in line or line.lstrip().startswith("Epoch ") or "loss=" in line
+    bar's ``set_postfix`` loss (:func:`postfix_loss`), or OpenRLHF's ``Train epoch`` bar (its
+    epochs: :func:`openrlhf_epoch`)."""
+    return ("global_step=" in line or line.lstrip().startswith("Epoch ") or "loss=" in line
+            or OPENRLHF_EPOCHS_BAR in line)
 
 
-POSTFIX_LOSS_KEYS = ("loss", "step_loss", "train_loss", "avg_loss")
+POSTFIX_LOSS_KEYS = ("loss", "step_loss", "train_loss", "avg_loss", "gpt_loss")
 """The names a script's training bar gives its step loss in ``set_postfix`` (accelerate and
-diffusers scripts' ``progress_bar.set_postfix(**logs)`` with ``step_loss``, or ``loss=``)."""
+diffusers scripts' ``progress_bar.set_postfix(**logs)`` with ``step_loss``, or ``loss=``;
+OpenRLHF's SFT trainer's ``gpt_loss``)."""
+
+OPENRLHF_EPOCHS_BAR = "Train epoch"
+"""The desc of OpenRLHF's SFT, DPO and reward-model trainers' bar over the run's epochs
+(``tqdm(range(start_epoch, self.epochs), desc="Train epoch")``): its total is the epochs."""
+_OPENRLHF_STEP_BAR_RE = re.compile(r"Train step of epoch (\d{1,6})")
+
+
+def openrlhf_epoch(desc: str) -> int | None:
+    """The epoch (from 0) of OpenRLHF's SFT/DPO/RM trainers' per-epoch bar, ``tqdm(range(
+    len(train_dataloader)), desc="Train step of epoch %d" % epoch)``, from its (stripped)
+    desc; None for any other desc. The bar counts the epoch's micro-batches, not steps."""
+    found = _OPENRLHF_STEP_BAR_RE.fullmatch(desc) if desc.startswith("Train step") else None
+    return int(found.group(1)) if found is not None else None
 _POSTFIX_LOSS_NEEDLES = tuple(f", {key}=" for key in POSTFIX_LOSS_KEYS)
 """A postfix pair follows the rate or another pair: ``, key=``."""
 

@@ -76,9 +76,6 @@ class MetricScan(SummaryScan):
     own stamp, else the last one before it (vLLM's access lines carry none).
     """
 
-    epochs_planned: int | None = None
-    """The epochs a run by epochs plans (llm-foundry's ``max_duration: Nep``): with an
-    epoch header's batches an epoch, the run's total (``probes.logs.bracket_lines``)."""
     panel: MetricsPanel | None = None
     """open-instruct's ``Metrics`` panel being read (``probes.logs.rich_panel``)."""
     slime_args = SlimeArgs()

@@ -1,5 +1,6 @@
 """``MetricScan``'s step-line layer: one reader per trainer's step line. Megatron's iteration
-line, NeMo 1.x's Lightning postfix and a script's postfix loss, DeepSpeed's engine line and
+line, NeMo 1.x's Lightning postfix and a script's postfix loss (OpenRLHF's SFT/DPO/RM
+step bar's in optimizer steps), DeepSpeed's engine line and
 DeepSpeed-Chat's loss lines, prime-rl's and torchtune's ``Step N | ...``, NeMo-RL's step banner
 and bullets, AReaL's step line and stats rows, SkyRL's reward and status lines and ``Step N:``
 header, slime's lines, the wandb mirror line, torchtitan's metrics line.
@@ -14,7 +15,13 @@ import re
 from datetime import datetime
 
 from probes.logs.areal_lines import STEP_GATE, parse_step, row_pairs
-from probes.logs.bar_lines import lightning_status, postfix_loss
+from probes.logs.bar_lines import (
+    OPENRLHF_EPOCHS_BAR,
+    TqdmBar,
+    lightning_status,
+    openrlhf_epoch,
+    postfix_loss,
+)
 from probes.logs.lines import (
     IterationLine,
     parse_ds_chat_loss,
@@ -71,6 +78,11 @@ def _prime_seconds(text: str) -> float | None:
             + int(found.group(5)) * _UNIT_S[found.group(6)])
 
 
+OPENRLHF_UNSTEPPED = "openrlhf-microbatches"
+"""The format mark of an OpenRLHF SFT/DPO/RM step bar read with no gradient accumulation known:
+training, at an optimizer step the log does not tell (``report.rules.buffer_rule``)."""
+
+
 class StepScan(DictScan):
     """The per-format step-line readers of ``MetricScan`` (see the module)."""
 
@@ -114,10 +126,15 @@ class StepScan(DictScan):
     def _postfix_step(self, body: str, line_no: int) -> None:
         """A script's training bar whose ``set_postfix`` names its loss (``bar_lines.postfix_loss``;
         not OpenRLHF's Episode bar, read by ``_episode_status``): a point at the bar's count.
-        Its rate is the bar's, as for any training bar."""
+        Its rate is the bar's, as for any training bar. OpenRLHF's SFT/DPO/RM bars: below."""
+        if OPENRLHF_EPOCHS_BAR in body:
+            self._openrlhf_epochs(body)
         if self._skimming or "loss=" not in body:
             return
         bar = self._bar(body)
+        if bar is not None and (epoch := openrlhf_epoch(bar.desc)) is not None:
+            self._openrlhf_step(bar, epoch, body, line_no)
+            return
         desc = training_desc(bar.desc) if bar is not None else None
         if bar is None or desc is None or desc == EPISODE_BAR:
             return
@@ -125,6 +142,36 @@ class StepScan(DictScan):
         if values is not None and bar.current > 0:
             self._mark("tqdm-postfix")
             self._record(bar.current, values, line_no, None)
+
+    def _openrlhf_epochs(self, body: str) -> None:
+        """OpenRLHF's ``Train epoch`` bar (SFT, DPO, RM trainers): its total, the run's epochs
+        (read while skimming too: it is drawn once before the first step bar)."""
+        bar = self._bar(body)
+        if bar is not None and bar.desc == OPENRLHF_EPOCHS_BAR and bar.total > 0:
+            self.epochs_planned = bar.total
+
+    def _openrlhf_step(self, bar: TqdmBar, epoch: int, body: str, line_no: int) -> None:
+        """OpenRLHF's ``Train step of epoch E`` bar: its count is the epoch's micro-batches and
+        its postfix the last one's ``logs_dict``. The trainer's ``global_step`` is the run's
+        micro-batches over DeepSpeed's ``gradient_accumulation_steps`` (its config dump:
+        ``train_batch_size // micro_train_batch_size // world_size``), ``(E x the bar's total +
+        count) // G``; its total the epochs' micro-batches over G. Without G, no step: a
+        micro-batch is no optimizer step. The run is marked ``openrlhf-microbatches`` (its
+        trend says the step is unknown) rather than misread."""
+        values = postfix_loss(body)
+        accumulation = self.ds_accumulation
+        if values is None:
+            return
+        if not accumulation:
+            if bar.current > 0:
+                self._mark(OPENRLHF_UNSTEPPED)
+            return
+        step = (epoch * bar.total + bar.current) // accumulation
+        if self.epochs_planned is not None and bar.total > 0:
+            self.banner_total = self.epochs_planned * bar.total // accumulation or None
+        if step > 0:
+            self._mark("openrlhf")
+            self._record(step, values, line_no, None)
 
     def _deepspeed_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """``feed`` of DeepSpeed's engine line (``_on_ds_progress``) or a DeepSpeed-Chat

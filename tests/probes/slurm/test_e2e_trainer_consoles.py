@@ -1,10 +1,11 @@
-"""Five trainers' consoles outside the recorded fixtures, replayed by real sbatch jobs and read
+"""Seven trainers' consoles outside the recorded fixtures, replayed by real sbatch jobs and read
 through ``jobtables sweep --format json`` on the real SLURM over SSH.
 
 Each job prints its trainer's log and stays RUNNING: ROLL (JSON metric dicts behind its
 logger's prefix), llm-foundry/Composer (``[batch=N/T]:`` blocks), LitGPT (``Epoch 1 | iter I
 step S | loss train: ...``), MaxText (``completed step: N, seconds: ..., loss: ...``) and
-open-instruct's GRPO (a rich ``Metrics`` panel, wrapped at 80 columns). Before
+open-instruct's GRPO (a rich ``Metrics`` panel, wrapped at 80 columns), OpenRLHF's SFT and DPO
+trainers (their ``Train step of epoch N`` bar's postfix, in micro-batches). Before
 they were read each row had no step and no metric (buffering). The module cancels only its own
 jobs and removes its directories.
 """
@@ -24,6 +25,7 @@ import pytest
 
 from tests.probes.logs.test_bracket_blocks import composer_log
 from tests.probes.logs.test_litgpt_lines import litgpt_log
+from tests.probes.logs.test_openrlhf_step_bar import FIXTURES as OPENRLHF
 from tests.probes.logs.test_prefixed_dicts import roll_log
 from tests.probes.logs.test_rich_panel import open_instruct_log
 from tests.probes.logs.test_step_pairs import maxtext_log
@@ -32,7 +34,9 @@ from tests.probes.slurm.test_onejob import _ssh
 
 LOGS = {"rl-roll-rlvr": roll_log(40), "sft-foundry-mpt": composer_log(140),
         "sft-litgpt-lora": litgpt_log(60), "sft-maxtext-llama": maxtext_log(60),
-        "rl-open-instruct-grpo": open_instruct_log(30)}
+        "rl-open-instruct-grpo": open_instruct_log(30),
+        "sft-openrlhf-sft": (OPENRLHF / "sft_step_bar.out").read_bytes().decode(),
+        "sft-openrlhf-dpo": (OPENRLHF / "dpo_step_bar.out").read_bytes().decode()}
 
 
 async def _submit(env: SlurmEnv, run_dir: str, name: str, text: str) -> str:
@@ -139,3 +143,16 @@ def test_open_instruct_row(rows: dict[str, dict[str, Any]]) -> None:
     assert metrics["policy_loss"] == pytest.approx(-0.01)
     assert metrics["sec_per_step"] == pytest.approx(265.3)
     assert row["verdict"] != "buffering"
+
+
+@pytest.mark.parametrize(("name", "loss", "grad_norm"), [("sft-openrlhf-sft", 0.785, 0.652),
+                                                         ("sft-openrlhf-dpo", 0.201, 1.51)])
+def test_openrlhf_rows(rows: dict[str, dict[str, Any]], name: str, loss: float,
+                       grad_norm: float) -> None:
+    """2 epochs of 48 micro-batches at accumulation 4 (DeepSpeed's dump): 24 optimizer steps."""
+    row = rows[name]
+    assert (row["bucket"], row["step"], row["total_steps"]) == ("sft", 24, 24)
+    assert row["metrics"]["loss"] == pytest.approx(loss)
+    assert row["metrics"]["grad_norm"] == pytest.approx(grad_norm)
+    assert row["metrics"]["learning_rate"] == pytest.approx(5e-6)
+    assert row["verdict"] != "buffering" and "buffer-filling" not in row["flags"]
