@@ -49,6 +49,39 @@ def printable(text: str) -> str:
     return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _byte_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def shown_path(text: str) -> str:
+    """A path (or text naming one) as it is shown: each byte that is not UTF-8, which the
+    probes keep as ``os.fsdecode``'s lone surrogate so the login node can open the file
+    (``sbatch -o $'log\\xff_%j.out'``), as ``\\xNN``. Nothing that holds one reaches a
+    terminal, a JSON consumer (it must stay valid UTF-8) or Slack as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_byte_escape, text)
+    return text
+
+
+def shown_json(text: str) -> str:
+    """JSON text (``ensure_ascii=False``) with :func:`shown_path` applied inside its strings:
+    a byte that is not UTF-8 left in any cluster text reads ``\\xNN`` once parsed, and the
+    document stays valid UTF-8 (the paths the judge shows are escaped already)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Outside its strings JSON text is ASCII: every surrogate is inside a string, where
+        # the escape's backslash is written doubled.
+        return _SURROGATE.sub(lambda m: _byte_escape(m).replace("\\", "\\\\"), text)
+    return text
+
+
 NEWLINE_MARK = "\u2424"
 _BREAK = re.compile(r"\r\n|\n|\r")
 """What a line break in a name shows as (␤, SYMBOL FOR NEWLINE, one column wide)."""

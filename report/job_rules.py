@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TypeGuard, get_args
 
 from probes.models import TERMINAL_STATES, FaultKind, JobState, TerminalSignal
-from report.cells import format_duration
+from report.cells import format_duration, shown_path
 from report.chain import NEVER_SATISFIED, ChainLink
 from report.failure_text import failure_why, fault_text, first_fault
 from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority
@@ -37,15 +37,17 @@ def log_rules(ctx: JudgeContext, f: Findings) -> None:
         return
     if log.status == "mismatch":
         f.flag("log-path-mismatch")
-        f.notes.append(f"StdOut {log.requested_path} absent; read {log.path}")
+        f.notes.append(shown_path(f"StdOut {log.requested_path} absent; read {log.path}"))
     elif log.status == "missing" and ctx.state is not JobState.PENDING and not _never_ran(ctx):
         f.flag("log-missing")
         f.verdict("unknown")
-        f.trend(Priority.INFO, shorten(f"No log found ({log.requested_path or 'no StdOut'})"))
+        f.trend(Priority.INFO,
+                shorten(shown_path(f"No log found ({log.requested_path or 'no StdOut'})")))
     elif log.status == "failed":
         f.flag("fetch-failed")
         f.verdict("unknown")
-        f.trend(Priority.INFO, shorten(f"Log fetch failed: {log.error or 'error'}; state unknown"))
+        f.trend(Priority.INFO, shorten(shown_path(
+            f"Log fetch failed: {log.error or 'error'}; state unknown")))
 
 
 def _never_ran(ctx: JudgeContext) -> bool:

@@ -48,6 +48,7 @@ from datetime import datetime
 
 from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
+from report.cells import shown_path
 from report.chain import ChainIndex, ChainLink, chain_link, dependencies
 from report.cleanup import cleanup_rule
 from report.failure_text import log_excerpt
@@ -229,14 +230,17 @@ def _assemble(
         trend=_trend_text(f, facts),
         # A planned stop's link is looked for before its total is known: named if it held.
         successor=ctx.successor if "chain-restart" in f.flags else None,
-        log_path=facts.log.path if facts.log else None,
+        # The paths as shown (``\\xNN`` for bytes that are not UTF-8): the report only shows.
+        log_path=shown_path(facts.log.path) if facts.log and facts.log.path else None,
         recommendation=f.settled_recommendation(),
     )
     faults = facts.summary.faults if facts.summary else ()
     return JobDetail(
         report=report, history=ctx.history, evidence=f.evidence, collapse_step=f.collapse_step,
         faults=tuple(f"{x.kind}: {x.detail or x.excerpt}" for x in faults),
-        log_excerpt=log_excerpt(facts), workdir=record.workdir, note="; ".join(f.notes),
+        log_excerpt=log_excerpt(facts),
+        workdir=shown_path(record.workdir) if record.workdir else record.workdir,
+        note="; ".join(f.notes),
         infra=f.infra, type_label=f.type_label,
         display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
         failure=failures[0], repeats=failures[1],

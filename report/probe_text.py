@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from report.cells import one_line, printable
+from report.cells import one_line, printable, shown_json
 from report.deep_probe import not_applicable
 from report.linebreaks import wrap_prose
 from report.models import JobDetail
@@ -77,4 +77,5 @@ def _probe_text(detail: JobDetail, width: int) -> str:
 
 
 def render_probe_json(detail: JobDetail) -> str:
-    return json.dumps(job_object(detail.report), indent=2, ensure_ascii=False, allow_nan=False)
+    return shown_json(json.dumps(job_object(detail.report), indent=2, ensure_ascii=False,
+                                 allow_nan=False))

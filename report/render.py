@@ -21,7 +21,7 @@ from typing import Any
 from rich.cells import cell_len
 
 from report.boxes import NUMBER_HEAD_MIN
-from report.cells import DASH, format_number, one_line, printable
+from report.cells import DASH, format_number, one_line, printable, shown_json
 from report.linebreaks import wrap_prose
 from report.models import ClusterReport, JobDetail, JobReport, Report
 from report.tables import (
@@ -248,7 +248,7 @@ def job_object(job: JobReport) -> dict[str, Any]:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+    return shown_json(json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def render_json(report: Report) -> str:

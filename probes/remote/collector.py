@@ -45,7 +45,7 @@ from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Hung
 with contextlib.suppress(ImportError):
-    from probes.remote.scheduler import exit_with_the_session, run_scheduler
+    from probes.remote.scheduler import answer_bytes, exit_with_the_session, run_scheduler
 with contextlib.suppress(ImportError):
     from probes.remote.neighbour_listing import neighbour_specs
 with contextlib.suppress(ImportError):
@@ -87,10 +87,9 @@ Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics n
 
 
 def encode(value: Any) -> bytes:
-    """One JSON value as the answer carries it: UTF-8 whatever the login node's locale,
-    non-ASCII text not escaped (6x smaller). ``dumps``, not ``dump``: ``json.dump`` encodes
-    in pure Python, chunk by chunk (~20x slower here)."""
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    """One JSON value as the answer carries it (``scheduler.answer_bytes``): valid UTF-8,
+    a path's bytes that are not UTF-8 (a workdir's ``log\\xff_7.out``) as ``\\udcXX``."""
+    return answer_bytes(value)
 
 
 def _each_job(request: Json, started: float | None,

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Tuple  # noqa: UP035 - Python 3.7
 # In-process these are imported; when shipped, their sources are prepended to the script and
 # each import line below is replaced by ``pass`` (probes.remote.script).
 with contextlib.suppress(ImportError):
-    from probes.remote.scheduler import OUTPUT_CAPPED, finish_argv, run_argv
+    from probes.remote.scheduler import _LONE_SURROGATE, OUTPUT_CAPPED, finish_argv, run_argv
 with contextlib.suppress(ImportError):
     from probes.remote.stdio_pattern import ended_before, job_user
 with contextlib.suppress(ImportError):
@@ -40,9 +40,11 @@ def _queue_head(request: Json, started: float,
     if status == 0 and out.lstrip().startswith("{"):
         with contextlib.suppress(ValueError):
             data = json.loads(out)
+    undecodable = _undecodable(out)
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         # Not our JSON: the caller judges it exactly as if it had run squeue itself.
-        return {"squeue": {"exit": status, "stdout": out, "stderr": err}, "unexpanded": []}, []
+        return {"squeue": {"exit": status, "stdout": _shown(out) if undecodable else out,
+                           "stderr": err}, "unexpanded": []}, []
     users = set(queue["users"])
     since = queue.get("since")
     mine = [j for j in data["jobs"] if isinstance(j, dict) and job_user(j) in users]
@@ -58,6 +60,8 @@ def _queue_head(request: Json, started: float,
         kept = [{k: v if type(v) is not str or len(v) <= cap else _cut(k, v)
                  for k in keys if k in j for v in (j[k],)} for j in kept]
     data["jobs"] = kept
+    if undecodable:  # after the specs: a %x log path is filled with the name's own bytes
+        data = _shown_but_paths(data)
     said: Json = {"exit": status, "json": data, "stderr": err}
     if digest is not None:
         said["digest"] = digest
@@ -80,6 +84,41 @@ SQUEUE_FIELD_MAX_CHARS = 4096
 """The longest string kept in a job object cut to the sweep's keys (its start: a comment's
 tags, a dependency's first edges; PATH_MAX, so no log path that could be opened is cut): a
 user's huge ``--comment`` or ``--wrap`` command does not cross the SSH link whole, per job."""
+
+
+EXACT_KEYS = frozenset(("standard_output", "standard_error", "standard_input",
+                        "current_working_directory", "working_directory", "stdout_expanded",
+                        "stderr_expanded", "stdin_expanded"))
+"""A job object's paths: the only strings whose bytes that are not UTF-8 travel as they are
+(lone surrogates, ``collector.encode``), so the probe can name the file again."""
+
+
+def _undecodable(text: str) -> bool:
+    """squeue printed bytes that are not UTF-8 (decoded as lone surrogates, ``run_argv``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _shown(text: str) -> str:
+    """``text`` with each byte that is not UTF-8 (each lone surrogate) as U+FFFD, as every
+    text is shown."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _shown_but_paths(value: Any) -> Any:
+    """``value`` with every string but the paths (:data:`EXACT_KEYS`) :func:`_shown`: a job's
+    name or comment reaches tables and Slack as it did before paths kept their bytes."""
+    if isinstance(value, str):
+        return _shown(value)
+    if isinstance(value, list):
+        return [_shown_but_paths(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in EXACT_KEYS and isinstance(v, str) else _shown_but_paths(v)
+                for k, v in value.items()}
+    return value
 
 
 def _cut(key: str, value: str) -> str:

@@ -100,8 +100,8 @@ _CODE = compile({body!r}, "<jobtables-collector>", "exec")  # while the listing 
 if _RUN is not None:
     try:
         _OUT, _ERR = _RUN.communicate(timeout=max(0.0, _BY - time.monotonic()))
-        EARLY_LISTING = (_LISTING, _RUN.returncode, _OUT.decode("utf-8", "replace"),
-                         _ERR.decode("utf-8", "replace"))
+        EARLY_LISTING = (_LISTING, _RUN.returncode, _OUT.decode("utf-8", "surrogateescape"),
+                         _ERR.decode("utf-8", "replace"))  # paths' bytes kept, as run_argv
     except subprocess.TimeoutExpired:
         _RUN.kill()
         _RUN.communicate()

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError, field_serializer, field_validator
 
 from probes.logs.attempts import own_part
 from probes.logs.excerpt import MAX_CONTEXTS, TALLY, cut_line, retain
@@ -49,10 +49,35 @@ MAX_STATE_BYTES = 256 << 10
 """A stored state larger than this is not read (nor written): that job is read cold."""
 
 
+_RAW_PATH = "\x00utf8-surrogatepass:"
+"""Marks a stored cursor path written as hex (no path holds a NUL)."""
+
+
 class LogCursor(Frozen):
     """Where the last read of a job's log stopped (the collector's ``cursor``, verbatim)."""
 
     path: str
+    """The file's exact name: a byte that is not UTF-8 is ``os.fsdecode``'s lone surrogate
+    (``probes.slurm.undecodable``). Stored as JSON (Redis), such a path is written as hex
+    behind :data:`_RAW_PATH` and read back to the very string."""
+
+    @field_serializer("path", when_used="json")
+    def _stored_path(self, path: str) -> str:
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:  # JSON text must be UTF-8: the bytes as hex
+            return _RAW_PATH + path.encode("utf-8", "surrogatepass").hex()
+        return path
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _read_path(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith(_RAW_PATH):
+            try:
+                return bytes.fromhex(value[len(_RAW_PATH):]).decode("utf-8", "surrogatepass")
+            except ValueError:
+                return value  # malformed: no file has this name, the log is read afresh
+        return value
     dev: int = Field(ge=0)
     ino: int = Field(ge=0)
     offset: int = Field(ge=0)

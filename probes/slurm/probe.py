@@ -60,6 +60,7 @@ from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.shared_roots import own_checkpoints
 from probes.slurm.snapshot import HeldQueue, ListingBackoff, Snapshot, SnapshotCommands
 from probes.slurm.transport import KeptConnection, Runner, RunnerFactory, make_runner
+from probes.slurm.undecodable import shown_facts
 
 if TYPE_CHECKING:
     from probes.slurm.cursors import LogState
@@ -251,8 +252,10 @@ class SlurmProbe(SnapshotCommands):
                   if neighbours else ())
         return ClusterFacts(name=self._cluster.name, kind="slurm", status="ok",
                             collected_at=now, round_trips=runner.commands_sent,
-                            jobs=self._own_checkpoints(
-                                (*jobs, *(JobFacts(record=r) for r in live)), around))
+                            # Names shown as the sweep shows them; paths exact (module policy
+                            # of probes.slurm.undecodable).
+                            jobs=tuple(map(shown_facts, self._own_checkpoints(
+                                (*jobs, *(JobFacts(record=r) for r in live)), around))))
 
     def _own_checkpoints(self, jobs: Sequence[JobFacts],
                          neighbours: Sequence[JobFacts] = ()) -> tuple[JobFacts, ...]:

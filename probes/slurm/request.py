@@ -71,5 +71,7 @@ def collector_request(
 
 
 def request_cursors(prior: Mapping[str, LogState]) -> dict[str, Any]:
-    """The collector's ``cursors`` (job id -> cursor) for the stored states."""
-    return {job_id: state.cursor.model_dump(mode="json") for job_id, state in prior.items()}
+    """The collector's ``cursors`` (job id -> cursor) for the stored states. Python mode: a
+    path's bytes that are not UTF-8 go as they are (the request's JSON escapes them), not as
+    the stored form (``LogCursor.path``), so the collector knows the file again."""
+    return {job_id: state.cursor.model_dump() for job_id, state in prior.items()}
