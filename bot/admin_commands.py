@@ -11,24 +11,31 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from bot import interrupt
 from bot.cli import config_loader, config_path, job_ref, unread_answer
+from bot.config import Config
 from bot.config_file import load_config
 from bot.errors import UsageError, UserError
 from probes.errors import InvalidJobIdError, ProbeError
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from bot.config_checks import config_warnings
-
     path = config_path(args)
     config = load_config(path)
     active = sum(1 for c in config.clusters if c.active)
-    for warning in config_warnings(config):
-        print(f"jobtables: warning: {path}: {warning}", file=sys.stderr)
+    _warn(path, config)
     print(f"{path}: OK ({len(config.clusters)} clusters, {active} active)")
     return 0
+
+
+def _warn(path: Path, config: Config) -> None:
+    """check-config's warnings on stderr, one line each (``bot.config_checks``)."""
+    from bot.config_checks import config_warnings
+
+    for warning in config_warnings(config):
+        print(f"jobtables: warning: {path}: {warning}", file=sys.stderr)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -72,6 +79,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
     problems = redis_file_problems(config.redis)
     if problems:
         raise UserError(problems[0])
+    _warn(config_path(args), config)  # what check-config would warn of, said at start too
     from bot.server import run_bot
 
     asyncio.run(run_bot(config_path(args), port=args.port))

@@ -6,6 +6,7 @@ busy machine; a config that cannot serve is told at once (exit 2, the line and k
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,18 @@ def test_a_bad_config_is_refused_before_the_server_is_imported(tmp_path: Path) -
                           capture_output=True, timeout=120, check=False)
     assert done.stdout.split() == ["2", "False", "False"], (done.stdout, done.stderr[-500:])
     assert "not_a_key" in done.stderr
+
+
+def test_the_bot_says_the_configs_warnings_at_start(tmp_path: Path) -> None:
+    """What check-config warns of (a benign pattern that matches every line, so every fault
+    would read as noise) is said on stderr when the bot starts too: an operator who never ran
+    check-config still sees it, in the bot's own output, before anything else fails."""
+    config = tmp_path / "jobtables.toml"
+    config.write_text('[[clusters]]\nname = "a"\nkind = "slurm"\nlocal = true\n'
+                      'benign_patterns = [".*"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(config)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=120, check=False, env=env)
+    assert done.stdout.split()[0] == "2", (done.stdout, done.stderr[-500:])  # no Slack tokens
+    assert (f"jobtables: warning: {config}: cluster 'a': benign_patterns '.*' matches every "
+            "line") in done.stderr
