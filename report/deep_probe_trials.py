@@ -15,7 +15,7 @@ text checks (``add``, ``noise``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from probes.logs.fault_patterns import PASSTHROUGH
@@ -30,14 +30,10 @@ class TrialChecks:
     running_s: float | None
     reasons: list[str]
     source: str
-
-    def add(self, reason: str) -> None:
-        """Keep ``reason`` (the judge's)."""
-        raise NotImplementedError
-
-    def noise(self, texts: Sequence[str], where: str, *, masked: str = "") -> bool:
-        """The judge's garbage / repeated-token checks over one step's texts."""
-        raise NotImplementedError
+    add: Callable[[str], None]
+    """Keep a reason (the judge's own method)."""
+    noise: Callable[[Sequence[str], str], bool]
+    """The judge's garbage / repeated-token checks over one step's texts."""
 
     def trials(self, trials: TrialSampleSet) -> None:
         sampled = trials.sampled
