@@ -16,6 +16,7 @@ import secrets
 import shlex
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,3 +315,15 @@ def own_logins(slurm_env: SlurmEnv, monkeypatch: pytest.MonkeyPatch) -> OwnLogin
 
     monkeypatch.setattr(asyncssh, "connect", connect)
     return logins
+
+
+def cli_json(config: Path, *argv: str) -> dict[str, Any]:
+    """``jobtables ARGV --format json --config CONFIG`` as a child process, as a user runs it:
+    exit 0 and its stdout, decoded strictly (every JSON output is valid UTF-8), read back."""
+    run = subprocess.run([sys.executable, "-m", "bot.cli", *argv, "--format", "json",
+                          "--config", str(config)], capture_output=True, cwd=ROOT, timeout=240,
+                         check=False)
+    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
+    doc: dict[str, Any] = json.loads(run.stdout.decode("utf-8"))
+    return doc
+

@@ -11,18 +11,14 @@ stay RUNNING; the module cancels only its own jobs and removes its directory.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.probes.slurm.conftest import ROOT, SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_onejob import _ssh
 
 SCRIPT = ("#!/bin/sh\n"
@@ -77,21 +73,13 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[tuple[dict[str, str], str]]:
         asyncio.run(_ssh(slurm_env, ["rm", "-rf", "--", run_dir]))
 
 
-def _cli(config: Path, *argv: str) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "bot.cli", *argv, "--format", "json",
-                          "--config", str(config)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=240, check=False)
-    assert run.returncode == 0, run.stderr
-    doc: dict[str, Any] = json.loads(run.stdout)
-    return doc
-
 
 def test_the_sweep_reads_each_log_where_slurm_wrote_it(
     slurm_env: SlurmEnv, jobs: tuple[dict[str, str], str], tmp_path: Path,
 ) -> None:
     """Every job (the array's two tasks too) reads its step from the file slurmstepd made."""
     ids, run_dir = jobs
-    report = _cli(slurm_env.config_toml(tmp_path, recent_hours=1), "sweep")
+    report = cli_json(slurm_env.config_toml(tmp_path, recent_hours=1), "sweep")
     ours = {j["job_id"]: j for j in report["jobs"] if j["name"].endswith(run_dir[-6:])}
     assert len(ours) == 4, sorted(ours)
     for job_id, row in ours.items():
@@ -110,9 +98,9 @@ def test_job_reads_each_log_where_slurm_wrote_it(
     ids, run_dir = jobs
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
     for job in (ids["pct"], ids["all"], f"{ids['arr']}_3", f"{ids['arr']}_4"):
-        row = _cli(config, "job", job)
+        row = cli_json(config, "job", job)
         assert not {"log-missing", "log-path-mismatch"} & set(row["flags"]), (job, row)
         assert row["metrics"].get("loss") == pytest.approx(1.5), job
         assert row["log_path"].startswith(f"{run_dir}/"), job
-    task = _cli(config, "job", f"{ids['arr']}_3")["log_path"]
+    task = cli_json(config, "job", f"{ids['arr']}_3")["log_path"]
     assert task.startswith(f"{run_dir}/rel_%j_{ids['arr']}_3_003_")

@@ -12,10 +12,7 @@ jobs and removes its directory.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.probes.slurm.conftest import ROOT, SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_onejob import _ssh
 
 LINE = "{'loss': 1.5, 'grad_norm': 0.3, 'learning_rate': 1e-05, 'epoch': 0.1}"
@@ -74,14 +71,6 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[tuple[list[str], str]]:
         asyncio.run(_ssh(slurm_env, ["rm", "-rf", "--", run_dir]))
 
 
-def _cli(config: Path, *argv: str) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "bot.cli", *argv, "--format", "json",
-                          "--config", str(config)], capture_output=True, cwd=ROOT, timeout=240,
-                         check=False)
-    assert run.returncode == 0, run.stderr
-    doc: dict[str, Any] = json.loads(run.stdout.decode("utf-8"))  # strict: valid UTF-8
-    return doc
-
 
 def _expected(run_dir: str, ids: list[str]) -> dict[str, tuple[str, bool]]:
     """job id -> (log_path as shown, whether it is a log-path-mismatch)."""
@@ -105,7 +94,7 @@ def test_the_sweep_reads_each_log_at_its_exact_bytes(
     """Every job reads its step from the file slurmstepd made; paths show ``\\xNN``; a name
     holding such a byte shows U+FFFD."""
     ids, run_dir = jobs
-    report = _cli(slurm_env.config_toml(tmp_path, recent_hours=1), "sweep")
+    report = cli_json(slurm_env.config_toml(tmp_path, recent_hours=1), "sweep")
     rows = {j["job_id"]: j for j in report["jobs"] if j["job_id"] in ids}
     for job_id, (path, mismatch) in _expected(run_dir, ids).items():
         _check(rows[job_id], path, mismatch)
@@ -119,7 +108,7 @@ def test_job_reads_each_log_at_its_exact_bytes(
     ids, run_dir = jobs
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
     for job_id, (path, mismatch) in _expected(run_dir, ids).items():
-        row = _cli(config, "job", job_id)
+        row = cli_json(config, "job", job_id)
         _check(row, path, mismatch)
         assert row["workdir"].startswith(run_dir), row
-    assert _cli(config, "job", ids[3])["name"] == f"sft-u8name\ufffd-{run_dir[-6:]}"
+    assert cli_json(config, "job", ids[3])["name"] == f"sft-u8name\ufffd-{run_dir[-6:]}"

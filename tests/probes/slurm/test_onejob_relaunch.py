@@ -13,18 +13,14 @@ cancels only its own jobs and removes its directory.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.probes.slurm.conftest import ROOT, SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_onejob import _ssh
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "verl-0.9.1"
@@ -82,14 +78,6 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[dict[str, str]]:
         asyncio.run(_ssh(slurm_env, ["rm", "-rf", "--", run_dir]))
 
 
-def _cli(args: list[str], config: Path) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "bot.cli", *args, "--format", "json",
-                          "--config", str(config)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=240, check=False)
-    assert run.returncode == 0, run.stderr
-    data: dict[str, Any] = json.loads(run.stdout)
-    return data
-
 
 def test_the_job_read_flags_a_relaunch_in_a_new_setting_as_the_sweep_does(
     slurm_env: SlurmEnv, jobs: dict[str, str], tmp_path: Path,
@@ -97,8 +85,8 @@ def test_the_job_read_flags_a_relaunch_in_a_new_setting_as_the_sweep_does(
     """The relaunch (step 25, another model than its FAILED attempt) is ``deep-probe`` in
     ``jobtables job`` and in the sweep, naming the attempt it was relaunched from."""
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
-    swept = next(j for j in _cli(["sweep"], config)["jobs"] if j["job_id"] == jobs["second"])
-    one = _cli(["job", jobs["second"]], config)
+    swept = next(j for j in cli_json(config, "sweep")["jobs"] if j["job_id"] == jobs["second"])
+    one = cli_json(config, "job", jobs["second"])
     for row in (swept, one):
         assert row["step"] == 25
         assert "deep-probe" in row["flags"]

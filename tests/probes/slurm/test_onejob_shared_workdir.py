@@ -12,18 +12,14 @@ The module cancels only its own jobs and removes its directory.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.probes.logs.test_easyr1_console import easyr1_log
-from tests.probes.slurm.conftest import ROOT, SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_e2e_easyr1_console import _wait_logged
 from tests.probes.slurm.test_onejob import _ssh
 
@@ -59,24 +55,16 @@ def jobs(slurm_env: SlurmEnv) -> Iterator[dict[str, str]]:
         asyncio.run(_ssh(slurm_env, ["rm", "-rf", "--", run_dir]))
 
 
-def _cli(args: list[str], config: Path) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "bot.cli", *args, "--format", "json",
-                          "--config", str(config)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=240, check=False)
-    assert run.returncode == 0, run.stderr
-    data: dict[str, Any] = json.loads(run.stdout)
-    return data
-
 
 def test_the_job_read_banks_none_of_its_neighbours_saves(
     slurm_env: SlurmEnv, jobs: dict[str, str], tmp_path: Path,
 ) -> None:
     """The EasyR1 run (step 20, no save) banks nothing in ``jobtables job`` as in the sweep."""
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
-    one = _cli(["job", jobs["easyr1"]], config)
+    one = cli_json(config, "job", jobs["easyr1"])
     row = one["jobs"][0] if "jobs" in one else one
     assert row["job_id"] == jobs["easyr1"] and row["step"] == 20
     assert row["metrics"]["reward"] == pytest.approx(0.5)  # its Step blocks, read by job too
     assert row["banked_step"] is None
-    swept = next(j for j in _cli(["sweep"], config)["jobs"] if j["job_id"] == jobs["easyr1"])
+    swept = next(j for j in cli_json(config, "sweep")["jobs"] if j["job_id"] == jobs["easyr1"])
     assert swept["banked_step"] is None
