@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 
 from tests.probes.logs.test_easyr1_real_dump import easyr1_log
-from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_onejob import _ssh
-from tests.probes.slurm.test_onejob_shared_workdir import _cli
 
 LOGS = {"low": easyr1_log(12, bar_after_last=False, clipfrac=0.002),
         "high": easyr1_log(12, bar_after_last=False, clipfrac=0.05)}
@@ -91,7 +90,7 @@ def test_sweep_and_job_read_every_block(
 ) -> None:
     """Both runs read step 12 with the numpy scalars' values; the 5 % run is flagged."""
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
-    swept = {j["job_id"]: j for j in _cli(["sweep"], config)["jobs"]}
+    swept = {j["job_id"]: j for j in cli_json(config, "sweep")["jobs"]}
     for key, clip in (("low", 0.002), ("high", 0.05)):
         _check(swept[jobs[key]], clip)
-        _check(_cli(["job", jobs[key]], config), clip)
+        _check(cli_json(config, "job", jobs[key]), clip)

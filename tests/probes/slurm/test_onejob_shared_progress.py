@@ -25,10 +25,9 @@ from probes.config import SlurmCluster
 from probes.slurm.probe import SlurmProbe
 from tests.probes.logs.test_easyr1_console import easyr1_log
 from tests.probes.logs.test_torchtitan_lines import _run as titan_log
-from tests.probes.slurm.conftest import SlurmEnv
+from tests.probes.slurm.conftest import SlurmEnv, cli_json
 from tests.probes.slurm.test_e2e_easyr1_console import _wait_logged
 from tests.probes.slurm.test_onejob import CountingRunner, _ssh
-from tests.probes.slurm.test_onejob_shared_workdir import _cli
 
 TITAN = titan_log(210, total=1000)
 
@@ -86,14 +85,14 @@ def test_the_job_read_banks_what_the_sweep_banks(
     """The torchtitan run banks 200 in ``jobtables job`` as in the sweep; the EasyR1 run banks
     none in either."""
     config = slurm_env.config_toml(tmp_path, recent_hours=1)
-    swept = {j["job_id"]: j for j in _cli(["sweep"], config)["jobs"]}
+    swept = {j["job_id"]: j for j in cli_json(config, "sweep")["jobs"]}
     assert swept[jobs["titan"]]["step"] == 210
     assert swept[jobs["titan"]]["banked_step"] == 200
     assert swept[jobs["easyr1"]]["banked_step"] is None
-    titan = _cli(["job", jobs["titan"]], config)
+    titan = cli_json(config, "job", jobs["titan"])
     assert titan["step"] == 210
     assert titan["banked_step"] == 200
-    easyr1 = _cli(["job", jobs["easyr1"]], config)
+    easyr1 = cli_json(config, "job", jobs["easyr1"])
     assert easyr1["step"] == 20 and easyr1["banked_step"] is None
 
 
