@@ -111,14 +111,15 @@ def _each_job(request: Json, started: float | None,
                 yield key, entry, data
                 continue
             try:
-                entry = _collect_one(job, request, _guard(job, request, until))
+                guard = _guard(job, request, until)
+                entry = _collect_one(job, request, guard)
                 if job.get("completed"):
                     # The SFT completion check (probes.remote.completion): only for a
-                    # COMPLETED job, a few bounded reads of regular files in its workdir
-                    # and logged outputs.
+                    # COMPLETED job, a few bounded reads of the user's own files in its
+                    # workdir and logged outputs, through the same guard.
                     entry["completion"] = collect_completion(
                         job.get("workdir"), (entry.get("log") or {}).get("text"),
-                        list(job.get("checkpoint_roots", [])))
+                        list(job.get("checkpoint_roots", [])), guard)
             except Hung as exc:
                 entry = _failed(job, str(exc))
             data = encode(entry)

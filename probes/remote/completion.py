@@ -14,21 +14,29 @@ directories its log names (``output_dir=``/``output_dir:`` in a config dump or
 :data:`MAX_DIRS` of them, each made absolute against the workdir,
 with no ``..`` component. In each: ``trainer_log.jsonl`` (LLaMA-Factory; its last
 :data:`JSONL_TAIL` bytes), ``trainer_state.json`` (HF Trainer's ``save_state``), else the highest
-``checkpoint-N/trainer_state.json``. Only regular files are opened (a FIFO or device never
-blocks the sweep), each read bounded. HF writes ``trainer_state.json`` with ``sort_keys``:
-``global_step`` sits before the (possibly huge) ``log_history`` and ``max_steps`` after it, so a
-file over :data:`STATE_WHOLE` bytes is read as its head plus its last :data:`STATE_TAIL`, and
-the two top-level keys are taken by pattern.
+``checkpoint-N/trainer_state.json``. Those paths are the job's user's to choose, so every
+open, listing and read goes through the job's ``probes.remote.guard.Guard``, as the log's do:
+only the user's own regular files (not a symlink, FIFO or device, nothing under /proc, /sys,
+/dev; a ``checkpoint-N`` that is a link is not entered; a save dir that is one is followed as
+a checkpoint root is), each read bounded and under its deadline. HF writes
+``trainer_state.json`` with ``sort_keys``: ``global_step`` sits before the (possibly huge)
+``log_history`` and ``max_steps`` after it, so a file over :data:`STATE_WHOLE` bytes is read
+as its head plus its last :data:`STATE_TAIL`, and the two top-level keys are taken by pattern.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import stat
 from math import isfinite
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+
+# In-process the guard is imported; when shipped, its source is prepended to the script and
+# this import line is replaced by ``pass`` (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Guard, Hung, Refused
 
 CompletionJson = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 _MAX_LINE = 65536
@@ -108,28 +116,18 @@ def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
     return _status(current, total, 1 if current is not None else 0)
 
 
-def _read_regular(path: str, head: int, tail: int = 0) -> bytes | None:
-    """Up to ``head`` bytes of a regular file (plus its last ``tail`` when larger); else None."""
+def _read_bounded(guard: Guard, dir_fd: int, name: str, path: str, *, head: int,
+                  tail: int = 0) -> bytes:
+    """Up to ``head`` bytes of the job's regular file ``name`` in ``dir_fd`` (plus its last
+    ``tail`` when larger), through the guard (raises as it does)."""
+    fd = guard.open(name, dir_fd=dir_fd)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            if info.st_size <= head + tail:
-                return fh.read(head + tail)
-            first = fh.read(head)
-            fh.seek(info.st_size - tail)
-            return first + b"\n" + fh.read(tail)
-    except OSError:
-        return None
+        size = os.fstat(fd).st_size
+        if size <= head + tail:
+            return guard.read(fd, 0, head + tail, path)
+        return guard.read(fd, 0, head, path) + b"\n" + guard.read(fd, size - tail, tail, path)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
 
 
 def output_dirs(
@@ -156,33 +154,67 @@ def output_dirs(
     return found
 
 
-def _newest_checkpoint_state(directory: str) -> str | None:
+def _newest_checkpoint(guard: Guard, dir_fd: int, directory: str) -> str | None:
+    """The highest ``checkpoint-N`` among the directory's first :data:`_MAX_NAMES` names."""
+    names = guard.list_dir(".", _MAX_NAMES, dir_fd=dir_fd)
+    steps = [(int(m.group(1)), n) for m, n in ((_CHECKPOINT.match(n), n) for n in names) if m]
+    return max(steps)[1] if steps else None
+
+
+def _state(guard: Guard, root: int, directory: str) -> CompletionJson | None:
+    """``trainer_state.json`` in the directory, else in its newest ``checkpoint-N``."""
+    path = os.path.join(directory, "trainer_state.json")
+    with contextlib.suppress(Refused, OSError):
+        raw = _read_bounded(guard, root, "trainer_state.json", path,
+                            head=STATE_WHOLE - STATE_TAIL, tail=STATE_TAIL)
+        return dict(parse_trainer_state_json(raw), kind="trainer_state.json", path=path)
+    with contextlib.suppress(Refused, OSError):
+        newest = _newest_checkpoint(guard, root, directory)
+        if newest is not None:
+            path = os.path.join(directory, newest, "trainer_state.json")
+            with guard.directory(newest, dir_fd=root) as fd:  # a linked checkpoint: refused
+                raw = _read_bounded(guard, fd, "trainer_state.json", path,
+                                    head=STATE_WHOLE - STATE_TAIL, tail=STATE_TAIL)
+            return dict(parse_trainer_state_json(raw), kind="trainer_state.json", path=path)
+    return None
+
+
+def _sources(guard: Guard, directory: str) -> list[CompletionJson]:
+    """The completion files of one directory (opened as a root: a save dir that is a link to
+    the user's scratch is followed, as :meth:`Guard.open_root` allows)."""
+    found: list[CompletionJson] = []
     try:
-        names = os.listdir(directory)[:_MAX_NAMES]
-    except OSError:
-        return None
-    matches = [(_CHECKPOINT.match(n), n) for n in names]
-    steps = [(int(m.group(1)), n) for m, n in matches if m is not None]
-    return os.path.join(directory, max(steps)[1], "trainer_state.json") if steps else None
+        root = guard.open_root(directory)
+    except (Refused, OSError):
+        return found
+    try:
+        path = os.path.join(directory, "trainer_log.jsonl")
+        with contextlib.suppress(Refused, OSError):
+            raw = _read_bounded(guard, root, "trainer_log.jsonl", path, head=0,
+                                tail=JSONL_TAIL)
+            found.append(dict(parse_trainer_log_jsonl(raw), kind="trainer_log.jsonl",
+                              path=path))
+        state = _state(guard, root, directory)
+        if state is not None:
+            found.append(state)
+    finally:
+        os.close(root)
+    return found
 
 
 def collect_completion(
-    workdir: str | None, log_text: str | None, extra: list[str] | None = None
+    workdir: str | None, log_text: str | None, extra: list[str] | None = None,
+    guard: Guard | None = None,
 ) -> CompletionJson:
-    """Every completion file found (see the module docstring), each parsed where it lies."""
+    """Every completion file found (see the module docstring), each parsed where it lies.
+
+    Every open, listing and read goes through ``guard`` (the job's: its owner, its deadlines;
+    in process, the caller's own files); a check that runs out of time keeps what it read.
+    """
+    if guard is None:
+        guard = Guard(os.geteuid(), 5.0, user="(caller)")
     sources: list[CompletionJson] = []
-    for directory in output_dirs(workdir, log_text, extra):
-        raw = _read_regular(os.path.join(directory, "trainer_log.jsonl"), 0, JSONL_TAIL)
-        if raw is not None:
-            sources.append(dict(parse_trainer_log_jsonl(raw), kind="trainer_log.jsonl",
-                                path=os.path.join(directory, "trainer_log.jsonl")))
-        state = os.path.join(directory, "trainer_state.json")
-        raw = _read_regular(state, STATE_WHOLE - STATE_TAIL, STATE_TAIL)
-        if raw is None:
-            newest = _newest_checkpoint_state(directory)
-            state = newest or state
-            raw = _read_regular(newest, STATE_WHOLE - STATE_TAIL, STATE_TAIL) if newest else None
-        if raw is not None:
-            sources.append(dict(parse_trainer_state_json(raw), kind="trainer_state.json",
-                                path=state))
+    with contextlib.suppress(Hung):
+        for directory in output_dirs(workdir, log_text, extra):
+            sources.extend(_sources(guard, directory))
     return {"sources": sources}
