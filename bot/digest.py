@@ -38,8 +38,11 @@ A reply Slack refused (a 5xx, rate limits past the retries) is kept in process m
 scheduler then tries the sweep once more soon
 (``bot.scheduler``), and that retry's :meth:`Digest.publish` posts the kept replies again
 before its own (the change reply is not lost: its changes were saved as seen). Table replies
-are not kept when the retry posts the full tables itself (a parent opened then). A later,
-ordinary sweep drops what is still kept: its own reply tells the jobs as they are.
+are not kept when the retry posts the full tables itself (a parent opened then). A change
+reply still refused by the retry (Slack down across both) is posted by the sweeps after it,
+before their own, while it is younger than ``digest_posting.UNDELIVERED_KEPT_S``: its
+changes were saved as seen, so no later diff tells those endings again (its header keeps its
+own time). Refused table replies are dropped by a later sweep (the tables come afresh).
 """
 
 from __future__ import annotations
@@ -145,7 +148,7 @@ class Digest(DigestPosting):
         ``interval``: the scheduler's interval number: a retry of an interval the parent
         already counted is not another sweep of the period.
         """
-        kept, self._pending = (self._pending if retry else []), []
+        kept = self._kept(retry=retry)
         self._stale_parent = False
         seen = await self._get(SEEN)
         previous: dict[tuple[str, str], Snapshot] | None = None
@@ -200,7 +203,7 @@ class Digest(DigestPosting):
     async def _post_sweep(self, result: SweepResult, config: Config, channel: str,
                           changes: list[Change], extra: Sequence[str], *,
                           since: str | None,
-                          kept: Sequence[tuple[str, SlackMessage]] = (),
+                          kept: Sequence[tuple[str, SlackMessage, datetime]] = (),
                           interval: int | None = None, retry: bool = False,
                           told: Collection[Key] = ()) -> None:
         parent, opened, counted = await self._parent(result, config, channel, interval,
@@ -211,9 +214,9 @@ class Digest(DigestPosting):
         # periodic tables stand (those Slack refused are in ``kept``), never posted twice.
         tables = parent is None or opened or bool(
             every and parent["sweeps"] % every == 0 and not counted)
-        for kind, message in kept:  # the failed try's refused replies, in their order
+        for kind, message, at in kept:  # the refused replies still kept, in their order
             if not (kind == "tables" and tables):  # fresh full tables replace old ones
-                await self._thread(channel, ts, [message], kind=kind)
+                await self._thread(channel, ts, [message], kind=kind, refused_at=at)
         if tables:
             await self._full_tables(result, config, channel, parent, header=None, kind="tables")
         if changes or extra:

@@ -30,6 +30,12 @@ from report.chunks import SlackMessage
 
 log = structlog.get_logger(__name__)
 
+UNDELIVERED_KEPT_S = 6 * 3600.0
+"""How long a sweep's change reply (or job-end DM) Slack refused is kept for the sweeps after
+it: Slack down across a sweep and its retry must not lose the endings that sweep saw (the
+next sweep's diff no longer holds them), but an outage of a day should not end in a day of
+stale news."""
+
 
 class Pacer:
     """Keeps posts to one channel at least ``gap_s`` apart (and in order)."""
@@ -76,8 +82,8 @@ class DigestPosting:
         self._known: dict[str, Any] = {}
         """Each document as this process last read or wrote it in Redis: a write-back goes
         in only over that copy (another replica's newer one is kept)."""
-        self._pending: list[tuple[str, SlackMessage]] = []
-        """The last publish's thread replies Slack refused: ("tables" | "changes", message)."""
+        self._pending: list[tuple[str, SlackMessage, datetime]] = []
+        """The thread replies Slack refused: ("tables" | "changes", message, first refused)."""
         self._stale_parent = False
         """Whether the last publish's edit of the parent failed for now (kept, not edited)."""
 
@@ -86,6 +92,18 @@ class DigestPosting:
         """Whether the last publish left a reply undelivered or the parent unedited (its
         retry posts the reply again and edits the parent)."""
         return bool(self._pending) or self._stale_parent
+
+    def _kept(self, *, retry: bool) -> list[tuple[str, SlackMessage, datetime]]:
+        """The refused replies a publish posts first (and forgets): on a retry, all of them;
+        on a later sweep, the change replies refused within :data:`UNDELIVERED_KEPT_S` (their
+        changes were saved as seen: dropped, the endings they tell would never be told; the
+        tables are posted afresh when due)."""
+        now = self._clock()
+        kept = [(kind, message, at) for kind, message, at in self._pending
+                if retry or (kind == "changes"
+                             and (now - at).total_seconds() <= UNDELIVERED_KEPT_S)]
+        self._pending = []
+        return kept
 
     # -- state --------------------------------------------------------------------------------
 
@@ -167,13 +185,16 @@ class DigestPosting:
         return contextlib.nullcontext() if given_up() else self.pacer.slot(channel)
 
     async def _thread(self, channel: str, ts: str | None,
-                      messages: Sequence[SlackMessage], *, kind: str | None = None) -> int:
+                      messages: Sequence[SlackMessage], *, kind: str | None = None,
+                      refused_at: datetime | None = None) -> int:
         """Replies under ``ts`` (unthreaded when the parent is missing); returns those posted.
-        ``kind``: a sweep's replies, those refused kept for its retry (:attr:`undelivered`)."""
+        ``kind``: a sweep's replies, those refused kept for its retry (:attr:`undelivered`)
+        and, change replies, for the sweeps after it (:meth:`_kept`); ``refused_at``: when a
+        kept one was first refused."""
         posted = 0
         for message in messages:
             if await self._post(channel, message, ts) is not None:
                 posted += 1
             elif kind is not None:
-                self._pending.append((kind, message))
+                self._pending.append((kind, message, refused_at or self._clock()))
         return posted

@@ -32,7 +32,9 @@ collapse alert is no job-end DM: it reaches the owner whatever they chose. A fai
 logged and counted once by the Web API client (:mod:`bot.delivery`) and never stops the
 others; the day's thread already tells the change. A DM Slack refused is kept
 (:attr:`Notifier.undelivered`): the scheduler tries the sweep again soon (``bot.scheduler``),
-and that retry sends it first; an ordinary later sweep drops what is still kept.
+and that retry sends it first; a DM the retry could not send either (Slack down across
+both) is sent by the sweeps after it while it is younger than
+``bot.digest_posting.UNDELIVERED_KEPT_S``: no later diff tells that end again.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.alert_messages import fault_kinds, job_end_dm, job_end_dms
 from bot.config import Config
 from bot.delivery import dm_channel, post
+from bot.digest_posting import UNDELIVERED_KEPT_S
 from bot.owners import slack_owner
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep_result import SweepResult
@@ -90,8 +93,9 @@ class Notifier:
         self._store = store
         self._client = client
         self._clock = clock
-        self._pending: list[tuple[str, str]] = []
-        """The last sweep's DMs Slack refused: (owner, text), for its retry."""
+        self._pending: list[tuple[str, str, datetime]] = []
+        """The DMs Slack refused: (owner, text, first refused), for the retry and the sweeps
+        after it (:data:`~bot.digest_posting.UNDELIVERED_KEPT_S`)."""
 
     @property
     def undelivered(self) -> bool:
@@ -120,10 +124,13 @@ class Notifier:
                       config: Config, *, retry: bool = False) -> int:
         """DM the owners of jobs that failed, completed or stalled; returns the DMs sent.
         ``retry``: the sweep tries a failed one again: the DMs Slack refused go first."""
-        kept, self._pending = (self._pending if retry else []), []
+        now = self._clock()
+        kept = [(user, text, at) for user, text, at in self._pending
+                if retry or (now - at).total_seconds() <= UNDELIVERED_KEPT_S]
+        self._pending = []
         sent = 0
-        for user, text in kept:
-            sent += await self._send(user, text)
+        for user, text, at in kept:
+            sent += await self._send(user, text, refused_at=at)
         groups: dict[tuple[str, str, str, str], list[Change]] = {}
         running = _arrays_running(result)
         for change in changes:
@@ -170,13 +177,13 @@ class Notifier:
             return True  # a DM too many beats a silent stall
         return True
 
-    async def _send(self, owner: str, text: str) -> int:
+    async def _send(self, owner: str, text: str, *, refused_at: datetime | None = None) -> int:
         channel = await dm_channel(self._client, owner)
         if channel is not None and await post(self._client, channel=channel,
                                               text=text) is not None:
             return 1
         # Logged and counted by the Web API client (bot.delivery); kept for the retry.
-        self._pending.append((owner, text))
+        self._pending.append((owner, text, refused_at or self._clock()))
         return 0
 
 
