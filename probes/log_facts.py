@@ -81,6 +81,9 @@ class InfraSignals(Frozen):
     """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
     engine_zero_since: LogTime | None = None
     """When the current run of zero-running snapshots began (``None``: the latest is not 0)."""
+    engine_stuck_since: LogTime | None = None
+    """When the current run of snapshots with requests running at 0 tokens/s began (``None``:
+    the latest snapshot generated, had none running, or gave no rate)."""
     engine_5xx_recent: int = 0
     """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
     engine_recent_responses: int = 0

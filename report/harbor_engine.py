@@ -60,12 +60,17 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
         ran = minutes_since(ctx.now, ctx.facts.record.start_time)
         no_ok = ran is not None and ran > limit
     zero_for = engine_zero_minutes(ctx)
-    if not (no_ok and zero_for is not None and zero_for > limit) or not ctx.running:
+    stuck_for = engine_stuck_minutes(ctx)
+    idle_for = zero_for if zero_for is not None else stuck_for
+    if not (no_ok and idle_for is not None and idle_for > limit) or not ctx.running:
         return False
     f.flag("engine-idle")
     f.verdict("warning")
-    quiet = f" for {format_duration(min(zero_for, since_ok or zero_for) * 60)}"
-    text = f"Engine idle{quiet}: no 200s, 0 running reqs"  # whole within the Trend's width
+    quiet = f" for {format_duration(min(idle_for, since_ok or idle_for) * 60)}"
+    # whole within the Trend's width
+    text = (f"Engine idle{quiet}: no 200s, 0 running reqs" if zero_for is not None
+            else f"Engine down{quiet}: no 200s, "
+            f"{infra_signals(ctx).engine_running_requests} running reqs at 0 tokens/s")
     f.trend(Priority.DIAGNOSE - 1, text)
     f.recommend(Priority.DIAGNOSE - 1, "diagnose",
                 text + "; agents not generating; confirm the engine is down first")
@@ -111,6 +116,14 @@ def engine_zero_minutes(ctx: JudgeContext) -> float | None:
     if infra.engine_running_requests != 0:
         return None
     return _on_log_clock(ctx, infra.engine_zero_since)
+
+
+def engine_stuck_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes the engine has reported requests running at 0 tokens/s (None: not so)."""
+    infra = infra_signals(ctx)
+    if not infra.engine_running_requests or infra.engine_stuck_since is None:
+        return None
+    return _on_log_clock(ctx, infra.engine_stuck_since)
 
 
 def fresh_ok(ctx: JudgeContext) -> bool:

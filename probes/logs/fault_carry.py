@@ -67,6 +67,7 @@ class LaunchCarry(Carried):
     clock_last: LogTime | None = None
     running: int | None = None
     zero_since: LogTime | None = None
+    stuck_since: LogTime | None = None
     recent: tuple[bool, ...] = ()
     auth_failures: int = 0
     tunnel_auth_failures: int = 0
@@ -225,7 +226,8 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
             tunnel_ok=launch.tunnel_ok, api_base=launch.api_base, engine_ok=launch.engine_ok,
             last_ok_at=launch.last_ok_at, last_ok_line=launch.last_ok_line,
             clock_last=launch.clock.last, running=launch.running,
-            zero_since=launch.zero_since, recent=tuple(launch.recent),
+            zero_since=launch.zero_since, stuck_since=launch.stuck_since,
+            recent=tuple(launch.recent),
             auth_failures=launch.auth_failures,
             tunnel_auth_failures=launch.tunnel_auth_failures),
         recent_first=scanner.recent_first, recent_texts=tuple(scanner.recent),
@@ -261,6 +263,7 @@ def restore_faults(
     if saved.clock_last is not None:
         launch.clock.reference = launch.clock.last = saved.clock_last
     launch.running, launch.zero_since = saved.running, saved.zero_since
+    launch.stuck_since = saved.stuck_since
     launch.recent = deque(saved.recent, maxlen=launch.recent.maxlen)
     launch.auth_failures = saved.auth_failures
     launch.tunnel_auth_failures = saved.tunnel_auth_failures

@@ -52,6 +52,9 @@ _ENGINE_POST = re.compile(
     r"(?P<code>\d{3})"
 )
 _RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b|#running-req: (?P<sglang>\d+)")
+_GENERATING = re.compile(r"\bAvg generation throughput: (?P<v>[\d.]+) tokens/s"
+                         r"|\bgen throughput \(token/s\): (?P<s>[\d.]+)")
+"""The stats line's generation rate, beside its running count (vLLM, SGLang)."""
 RECENT_RESPONSES = 20
 """Engine answers kept for the 5xx-burst check."""
 _AUTH_FAILURE = re.compile(
@@ -101,6 +104,8 @@ class LaunchChecks:
         self.clock = LogClock(mtime)
         self.running: int | None = None
         self.zero_since: datetime | None = None
+        self.stuck_since: datetime | None = None
+        """The first snapshot of the current run with requests running at 0 tokens/s."""
         self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
         """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
@@ -131,15 +136,21 @@ class LaunchChecks:
         if ("running: " in low or "#running-req: " in low) and (
             running := _RUNNING.search(text)
         ) is not None:
-            self._running(int(running.group("n") or running.group("sglang")), text)
+            rate = _GENERATING.search(text)
+            self._running(int(running.group("n") or running.group("sglang")), text,
+                          float(rate.group("v") or rate.group("s")) if rate else None)
         if tunnel_auth:
             self.auth_failures += 1
         elif any(n in low for n in ("401", "403", "authentication", "api key",
                                     "token validation")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
-    def _running(self, count: int, text: str) -> None:
+    def _running(self, count: int, text: str, rate: float | None) -> None:
         stamp = self.clock.read(text)
+        if count == 0 or rate is None or rate > 0:
+            self.stuck_since = None
+        elif self.stuck_since is None:
+            self.stuck_since = stamp  # the first stuck snapshot of this run
         if count != 0:
             self.zero_since = None
         elif self.running != 0 or self.zero_since is None:
@@ -169,6 +180,7 @@ class LaunchChecks:
             tunnel_auth_failures=self.tunnel_auth_failures,
             engine_running_requests=self.running,
             engine_zero_since=self.zero_since if self.running == 0 else None,
+            engine_stuck_since=self.stuck_since,
             engine_5xx_recent=sum(self.recent),
             engine_recent_responses=len(self.recent),
         )
