@@ -13,7 +13,12 @@ A memory older than :data:`MAX_MEMORY_AGE_S` is not compared with: CLI sweeps co
 runs one, and a Job that completed in a long gap may have been garbage-collected by its
 ``ttlSecondsAfterFinished`` since (gone, but no wedge: a false FAILED would say resubmit).
 The memory never fails a command: a file that cannot be read is no memory, one that cannot be
-written is logged and the next command compares with the last one that was.
+written is logged and the next command compares with the last one that was. It is used only
+when it is the user's own: a state dir another user owns or others may write in (a shared
+``JOBTABLES_STATE_DIR``), or a memory file that is a link, another user's or writable by
+others, could hold a memory someone planted (jobs that never ran reported vanished, real ones
+marked cancelled): such a dir is warned of once (one line on stderr) and neither read nor
+written, such a file is no memory.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -54,16 +60,19 @@ class CliProbeMemory:
     def __init__(self, directory: Path | None = None, *, save: bool = True) -> None:
         self._dir = directory or state_dir()
         self._save = save
+        self._warned = False
 
     def load(self, cluster: KubernetesCluster) -> Any:
-        """The memory the cluster's last CLI sweep left (``None``: none, or unreadable)."""
-        from probes.local_files import read_regular
-
+        """The memory the cluster's last CLI sweep left (``None``: none, unreadable, or not
+        the user's own: :meth:`_refused`)."""
         path = self._path(cluster)
         try:
-            if time.time() - path.stat().st_mtime > MAX_MEMORY_AGE_S:
+            if self._refused(cluster):
                 return None
-            return json.loads(read_regular(str(path), MAX_MEMORY_BYTES))
+            data, mtime = _read_own(path)
+            if time.time() - mtime > MAX_MEMORY_AGE_S:
+                return None
+            return json.loads(data)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -77,6 +86,8 @@ class CliProbeMemory:
         path = self._path(cluster)
         try:
             self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if self._refused(cluster):
+                return
             fd, temp = tempfile.mkstemp(dir=self._dir, prefix=".k8s-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -88,12 +99,52 @@ class CliProbeMemory:
         except (OSError, TypeError, ValueError) as exc:
             log.warning("CLI probe memory not saved", cluster=cluster.name, error=str(exc))
 
+    def _refused(self, cluster: KubernetesCluster) -> bool:
+        """Whether the state dir is not the user's own (raises ``FileNotFoundError`` when
+        absent). Another user's dir, or one others may write in, could hold a memory they
+        planted (jobs that never ran reported vanished): warned of once, then no memory."""
+        why = _not_own(os.stat(self._dir), "a directory")
+        if why and not self._warned:
+            self._warned = True
+            log.warning(f"CLI probe memory not used: state dir {self._dir} is {why}"
+                        f" (set {STATE_DIR_ENV} to a directory of your own)",
+                        cluster=cluster.name)
+        return bool(why)
+
     def _path(self, cluster: KubernetesCluster) -> Path:
         identity = [cluster.name, cluster.kubeconfig or os.environ.get("KUBECONFIG") or "",
                     cluster.context, _server(cluster), cluster.namespace,
                     cluster.label_selector]
         digest = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
         return self._dir / f"k8s-{digest}.json"
+
+
+def _not_own(info: os.stat_result, kind: str) -> str:
+    """Why a state dir or memory file is not the user's own ('' when it is)."""
+    is_kind = stat.S_ISDIR if kind == "a directory" else stat.S_ISREG
+    if not is_kind(info.st_mode):
+        return f"not {kind}"
+    if info.st_uid != os.geteuid():
+        return f"owned by uid {info.st_uid}, not by you (uid {os.geteuid()})"
+    if info.st_mode & 0o022:
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return ""
+
+
+def _read_own(path: Path) -> tuple[bytes, float]:
+    """``(bytes, mtime)`` of the memory file if it is the user's own regular file (not a
+    link, a FIFO, another user's or one others may write) of at most
+    :data:`MAX_MEMORY_BYTES`; else raises (``FileNotFoundError`` when absent, ``ValueError``
+    saying why)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if why := _not_own(info, "a regular file"):
+            raise ValueError(f"{path}: {why}")
+        data = fh.read(MAX_MEMORY_BYTES + 1)
+    if len(data) > MAX_MEMORY_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_MEMORY_BYTES} bytes")
+    return data, info.st_mtime
 
 
 def _server(cluster: KubernetesCluster) -> str:
