@@ -67,6 +67,7 @@ from bot.notify import Notifier
 from bot.offload import Offload, tune_interpreter
 from bot.payloads import payload_problem
 from bot.presses import ActionPress
+from bot.replays import SeenRequests
 from bot.settings import Settings
 from bot.slash_answers import UPLOADS_AT_ONCE, answer_command
 from bot.store import RedisStore
@@ -142,6 +143,22 @@ class Bot:
         self.followups = FollowUps(store=self.store, clock=self.clock)
         self.digest = Digest(store=self.store, client=self.client, clock=self.clock)
         self.notifier = Notifier(store=self.store, client=self.client, clock=self.clock)
+        self.triggers = SeenRequests(self.store)
+        """The ``trigger_id``s of the commands and presses run (:meth:`first_delivery`)."""
+
+    async def first_delivery(self, body: dict[str, Any]) -> bool:
+        """Whether this command or press is run here: not when it is Slack's retry of one
+        already run (``X-Slack-Retry-Num``, after an ack Slack did not see in time; in Socket
+        Mode, an envelope sent again). A retry is the same payload signed anew, so the
+        signature check lets it through; its ``trigger_id`` (one per invocation) is the key,
+        remembered here and in Redis (``bot.replays``: every replica refuses it)."""
+        trigger = body.get("trigger_id")
+        if not isinstance(trigger, str) or not trigger:
+            return True
+        if await self.triggers.first_time(f"trigger:{trigger}"):
+            return True
+        log.info("slack retry of a request already run; not run again")
+        return False
 
     def responder(self, respond: Respond, surface: str) -> Responder:
         """``respond`` with its failures logged, counted and shown in ``/healthz``."""
@@ -197,6 +214,8 @@ def build_app(bot: Bot) -> AsyncApp:
     async def on_command(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                          respond: Respond) -> None:
         await ack()
+        if not await bot.first_delivery(body):
+            return
         payload = SlashPayload.model_validate(body)
         bot.tasks.spawn(giving_up_together(answer_command(
             bot, payload, bot.responder(respond, payload.command))),
@@ -205,6 +224,8 @@ def build_app(bot: Bot) -> AsyncApp:
     async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                         respond: Respond) -> None:
         await ack()
+        if not await bot.first_delivery(body):
+            return
         press = ActionPress.from_body(body)
         bot.tasks.spawn(giving_up_together(handle_press(
             bot, press, bot.responder(respond, press.action_id))),
