@@ -21,8 +21,9 @@ reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
   result.json an hour after the oldest started, or after the job itself did if later: a
   restart's tree may hold its killed attempt's unfinished trials; ``unfinished_trial_minutes``); the
   newest third of the sampled trials (by finish time) is also judged on its own, so a run
-  that died after healthy steps is not excused by its older trials (a newest third ending in
-  Harbor's passthrough exceptions, the hard tail of timeouts and context overflows, completed);
+  that died after healthy steps is not excused by its older trials (a trial ending in one of
+  Harbor's passthrough exceptions, the hard tail of timeouts and context overflows, completed,
+  in the newest third as in the whole sample: unscored, it counts as reward 0);
 - reward pathologies: every group's reward constant (no learning signal), all-zero rewards,
   or rewards outside the configured verifier range;
 - dead rollouts in the run's own printed series, by the row's ``dead-rollouts`` test and its

@@ -7,7 +7,9 @@ started, or since the job itself did if later: a restart's tree may hold its kil
 unfinished trials), all-zero rewards, agents that ran in no time with no output token (engine
 starvation), and the same on the newest third of the timed sample on its own, so a run that
 died after healthy steps is not excused by its older trials; a newest third ending in
-Harbor's passthrough exceptions (the hard tail of timeouts and context overflows) completed.
+Harbor's passthrough exceptions (the hard tail of timeouts and context overflows) completed,
+and so did such a trial in the whole sample: it is never "zero completing", an unscored one
+counting as reward 0 (the trainer's) in the all-zero check.
 :class:`TrialChecks` is the judge's base: the judge supplies how a reason is kept and the
 text checks (``add``, ``noise``).
 """
@@ -52,8 +54,10 @@ class TrialChecks:
             return
         n = len(sampled)
         excepted = [t for t in sampled if t.exception_type]
-        scored = [t for t in sampled if t.reward is not None]
-        if len(excepted) == n and not scored:
+        # As the newest-third rule: a passthrough (timeout, overflow) completed its rollout,
+        # unscored ones trained as reward 0, so it is never the sample's failure.
+        completed = [t for t in sampled if _completed(t)]
+        if len(excepted) == n and not completed:
             top = Counter(t.exception_type for t in excepted).most_common(1)[0]
             self.add(f"zero trials completing: all {n} sampled trials (of {trials.listed}) "
                      f"ended in an exception, none scored (top: {top[0]} x{top[1]}, e.g. "
@@ -61,9 +65,8 @@ class TrialChecks:
         elif all(t.finished_at is None for t in sampled):
             self.add(f"zero trials completing: none of {n} sampled trials (of {trials.listed}) "
                      f"has finished (e.g. {sampled[0].name})")
-        elif len(scored) >= 2 and all(t.reward == 0 for t in scored):
-            self.add(f"all-zero reward: {len(scored)}/{len(scored)} scored trials of {n} "
-                     f"sampled score 0 (e.g. {scored[0].name})")
+        elif len(completed) >= 2 and all(not t.reward for t in completed):
+            self.add(_all_zero(completed, n))
         before = len(self.reasons)
         self.idle_agents(trials)
         if len(self.reasons) == before:
@@ -111,6 +114,19 @@ class TrialChecks:
                      f"output tokens (e.g. {idle[0].name}: "
                      f"{_turns(idle[0].n_turns)} turns); "
                      "older trials generated")
+
+
+def _all_zero(completed: Sequence[TrialSample], n: int) -> str:
+    """The all-zero-reward reason, saying which of the zeros are unscored passthroughs."""
+    k = len(completed)
+    unscored = [t for t in completed if t.reward is None]
+    if not unscored:
+        return f"all-zero reward: {k}/{k} scored trials of {n} sampled score 0 " \
+               f"(e.g. {completed[0].name})"
+    top = Counter(t.exception_type for t in unscored).most_common(1)[0]
+    return (f"all-zero reward: {k}/{k} completed trials of {n} sampled score 0 "
+            f"({len(unscored)} ended in passthrough exceptions, unscored: trained as reward 0; "
+            f"top: {top[0]} x{top[1]}, e.g. {unscored[0].name})")
 
 
 def _completed(trial: TrialSample) -> bool:
