@@ -5,11 +5,13 @@ seen. After slack_sdk's own retries (connection errors, 429 with ``Retry-After``
 is logged once with Slack's error code (``not_in_channel``, ``user_not_found``,
 ``ratelimited``, ...), counted in ``jobtables_slack_api_errors_total{method,error}`` and kept
 in :class:`SlackHealth` for the ``/healthz`` detail (method, error and time only: no channel,
-no job, no text). Callers use :func:`post`, which returns ``None`` instead of raising, so one
-failed post (the sweep channel, say) never stops the next one (a collapse DM). A
-``response_url`` answer is checked the same way (:class:`Responder`): Bolt's ``respond()``
-returns the webhook's status instead of raising, so a 404 used to vanish; it waits the Web
-API's bound, not its webhook client's 30 s, and gives up with its posting.
+no job, no text); so is a file upload's POST of its bytes to the upload URL (``files.upload``),
+which slack_sdk sends outside its Web API methods. Callers use :func:`post`, which returns
+``None`` instead of raising, so one failed post (the sweep channel, say) never stops the
+next one (a collapse DM). A ``response_url`` answer is checked the same way
+(:class:`Responder`): Bolt's ``respond()`` returns the webhook's status instead of raising,
+so a 404 used to vanish; it waits the Web API's bound, not its webhook client's 30 s, and
+gives up with its posting.
 
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
@@ -31,12 +33,14 @@ forgets it, and the next DM opens it again.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from ssl import SSLContext
 from typing import Any
 
 import structlog
@@ -48,6 +52,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.web.file_upload_v2_result import FileUploadV2Result
 
 from bot.breaker import GaveUp, give_up, given_up, request_bound, tracked
 from bot.telemetry import Telemetry
@@ -62,6 +67,8 @@ reset connection, a timeout): not a ``SlackClientError``."""
 Respond = Callable[..., Awaitable[Any]]
 RECENT = 10
 """Failures kept for ``/healthz``."""
+UPLOAD = "files.upload"
+"""How a file's bytes sent to the upload URL are named in the metrics and ``/healthz``."""
 DM_CHANNELS_KEPT = 4096
 """Users whose DM channel id the client remembers (the oldest opened is forgotten first)."""
 
@@ -167,25 +174,47 @@ class CountingWebClient(AsyncWebClient):
         self._bound = float(seconds)
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
-        if (scope := give_up()) is not None:
-            self._telemetry.slack_api_errors.labels(method=api_method, error="gave_up").inc()
-            raise GaveUp(f"{api_method} not sent: {scope.hung} timed out in this posting")
+        self._unless_given_up(api_method)
         try:
             async with tracked(api_method):  # each request bounded by :attr:`timeout`
                 return await super().api_call(api_method, **kwargs)
         except (SlackApiError, SlackClientError) as exc:
-            error = slack_error(exc)
-            self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
-            self.health.record(api_method, error, datetime.now(UTC))
-            log.error("slack call failed", method=api_method, error=error)
+            self._failed(api_method, slack_error(exc))
             self._forget_dm(kwargs)
             raise
         except NETWORK_ERRORS as exc:  # counted as the others; the callers treat it so
-            error = type(exc).__name__
-            self._telemetry.slack_api_errors.labels(method=api_method, error=error).inc()
-            self.health.record(api_method, error, datetime.now(UTC))
-            log.error("slack call failed", method=api_method, error=error)
+            self._failed(api_method, type(exc).__name__)
             raise
+
+    async def _upload_file(self, *, url: str, data: bytes, logger: logging.Logger,
+                           timeout: int, proxy: str | None,  # noqa: ASYNC109 (slack_sdk's)
+                           ssl: SSLContext | None) -> FileUploadV2Result:
+        """``files_upload_v2``'s bytes, POSTed to the upload URL Slack gave, outside
+        :meth:`api_call`: accounted and bounded as a Web API call is (its posting's breaker
+        too); a refusal (not 200) is counted here, then raised by slack_sdk."""
+        self._unless_given_up(UPLOAD)
+        try:
+            async with tracked(UPLOAD):
+                result = await super()._upload_file(url=url, data=data, logger=logger,
+                                                    timeout=timeout, proxy=proxy, ssl=ssl)
+        except NETWORK_ERRORS as exc:
+            self._failed(UPLOAD, type(exc).__name__)
+            raise
+        if result.status != 200:
+            self._failed(UPLOAD, f"http_{result.status}")
+        return result
+
+    def _unless_given_up(self, call: str) -> None:
+        """Raise :class:`GaveUp` (counted) when this call's posting gives its calls up."""
+        if (scope := give_up()) is not None:
+            self._telemetry.slack_api_errors.labels(method=call, error="gave_up").inc()
+            raise GaveUp(f"{call} not sent: {scope.hung} timed out in this posting")
+
+    def _failed(self, call: str, error: str) -> None:
+        """A failed call, logged, counted and kept for ``/healthz`` once."""
+        self._telemetry.slack_api_errors.labels(method=call, error=error).inc()
+        self.health.record(call, error, datetime.now(UTC))
+        log.error("slack call failed", method=call, error=error)
 
     def remember_dm(self, user: str, channel: str) -> None:
         """Keep ``user``'s DM channel id (at most :data:`DM_CHANNELS_KEPT` users)."""

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -265,21 +264,14 @@ async def upload_to_dm(bot: Bot, user_id: str, *, content: bytes | str, filename
         channel = await dm_channel(bot.client, user_id)
         if channel is None:
             return  # logged and counted once by the client; the answer itself was sent
-        try:
+        # A refusal or an unreachable host (the Web API's or the upload URL's) is logged and
+        # counted once by the client (bot.delivery) and never becomes an error reply under an
+        # answer already sent.
+        with contextlib.suppress(SlackApiError, SlackClientError, *NETWORK_ERRORS):
             await bot.client.files_upload_v2(
                 channel=channel, content=data, filename=filename,
                 title=title, initial_comment=comment,
             )
-        except (SlackApiError, SlackClientError):
-            pass  # a Web API call's refusal: logged and counted once by the client
-        except NETWORK_ERRORS as exc:
-            # The bytes go to the upload URL outside the Web API client's accounting: an
-            # unreachable upload host is logged and counted here, and never becomes an
-            # error reply under an answer already sent.
-            error = type(exc).__name__
-            bot.telemetry.slack_api_errors.labels(method="files.upload", error=error).inc()
-            bot.health.record("files.upload", error, datetime.now(UTC))
-            log.error("slack call failed", method="files.upload", error=error)
 
 
 def upload_stem(cluster: str, job_id: str) -> str:

@@ -56,6 +56,9 @@ class FakeSlack:
     upload_base: str | None = None
     """Where ``files.getUploadURLExternal`` sends the bytes (default: this fake's
     ``/upload/``); a closed port stands for an upload host that cannot be reached."""
+    upload_statuses: list[int] = field(default_factory=list)
+    """The HTTP statuses the next uploads of bytes answer with (then 200); ``hang("upload")``
+    leaves them unanswered."""
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -110,7 +113,7 @@ class FakeSlack:
 
     def hang(self, method: str, *, times: int = 1_000_000) -> None:
         """The next ``times`` calls of ``method`` (default: all) hang unanswered;
-        ``"response_url"``: posts to any response_url."""
+        ``"response_url"``: posts to any response_url; ``"upload"``: uploads of bytes."""
         self.hangs[method] = self.hangs.get(method, 0) + times
 
     def unhang(self) -> None:
@@ -209,7 +212,16 @@ class FakeSlack:
 
     async def _upload(self, request: web.Request) -> web.Response:
         body = await request.read()
-        await self._record(request, {"bytes": len(body), "head": body[:8]}, 200)
+        params = {"bytes": len(body), "head": body[:8]}
+        if self.hangs.get("upload", 0) > 0:
+            self.hangs["upload"] -= 1
+            await self._record(request, params, 0)
+            await self._released.wait()
+            return web.Response(status=503, text="fake_slack_stopped")
+        status = self.upload_statuses.pop(0) if self.upload_statuses else 200
+        await self._record(request, params, status)
+        if status != 200:
+            return web.Response(status=status, text="upload failed")
         return web.Response(text="OK - " + str(len(body)))
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
