@@ -221,6 +221,8 @@ class CompletionFile(Frozen):
     current_steps: int | None = None
     total_steps: int | None = None
     finished: bool = False
+    written_at: datetime | None = None
+    """The file's mtime on the cluster (``None`` from a recording made before it was sent)."""
 
 
 class CompletionCheck(Frozen):

@@ -13,8 +13,10 @@ directories its log names (``output_dir=``/``output_dir:`` in a config dump or
 <dir>/checkpoint-N``, ``Model weights saved in <dir>/...``), then its checkpoint roots; at most
 :data:`MAX_DIRS` of them, each made absolute against the workdir,
 with no ``..`` component. In each: ``trainer_log.jsonl`` (LLaMA-Factory; its last
-:data:`JSONL_TAIL` bytes), ``trainer_state.json`` (HF Trainer's ``save_state``), else the highest
-``checkpoint-N/trainer_state.json``. Those paths are the job's user's to choose, so every
+:data:`JSONL_TAIL` bytes), ``trainer_state.json`` (HF Trainer's ``save_state``) and the highest
+``checkpoint-N/trainer_state.json``, each sent with its mtime: a file last written before the
+job started is an earlier run's (a rerun into the same output dir), which the probe drops.
+Those paths are the job's user's to choose, so every
 open, listing and read goes through the job's ``probes.remote.guard.Guard``, as the log's do:
 only the user's own regular files (not a symlink, FIFO or device, nothing under /proc, /sys,
 /dev; a ``checkpoint-N`` that is a link is not entered; a save dir that is one is followed as
@@ -117,15 +119,17 @@ def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
 
 
 def _read_bounded(guard: Guard, dir_fd: int, name: str, path: str, *, head: int,
-                  tail: int = 0) -> bytes:
+                  tail: int = 0) -> tuple[bytes, float]:
     """Up to ``head`` bytes of the job's regular file ``name`` in ``dir_fd`` (plus its last
-    ``tail`` when larger), through the guard (raises as it does)."""
+    ``tail`` when larger), through the guard (raises as it does), and its mtime."""
     fd = guard.open(name, dir_fd=dir_fd)
     try:
-        size = os.fstat(fd).st_size
+        stat = os.fstat(fd)
+        size = stat.st_size
         if size <= head + tail:
-            return guard.read(fd, 0, head + tail, path)
-        return guard.read(fd, 0, head, path) + b"\n" + guard.read(fd, size - tail, tail, path)
+            return guard.read(fd, 0, head + tail, path), stat.st_mtime
+        return (guard.read(fd, 0, head, path) + b"\n" + guard.read(fd, size - tail, tail, path),
+                stat.st_mtime)
     finally:
         os.close(fd)
 
@@ -161,22 +165,27 @@ def _newest_checkpoint(guard: Guard, dir_fd: int, directory: str) -> str | None:
     return max(steps)[1] if steps else None
 
 
-def _state(guard: Guard, root: int, directory: str) -> CompletionJson | None:
-    """``trainer_state.json`` in the directory, else in its newest ``checkpoint-N``."""
-    path = os.path.join(directory, "trainer_state.json")
+def _state_file(guard: Guard, dir_fd: int, path: str) -> CompletionJson:
+    raw, mtime = _read_bounded(guard, dir_fd, "trainer_state.json", path,
+                               head=STATE_WHOLE - STATE_TAIL, tail=STATE_TAIL)
+    return dict(parse_trainer_state_json(raw), kind="trainer_state.json", path=path,
+                mtime=mtime)
+
+
+def _states(guard: Guard, root: int, directory: str) -> list[CompletionJson]:
+    """``trainer_state.json`` in the directory and in its newest ``checkpoint-N``: both, since
+    the top-level one may be an earlier run's (a rerun into the same output dir that stopped
+    short never reached ``save_state``); the mtime sent with each tells them apart."""
+    found: list[CompletionJson] = []
     with contextlib.suppress(Refused, OSError):
-        raw = _read_bounded(guard, root, "trainer_state.json", path,
-                            head=STATE_WHOLE - STATE_TAIL, tail=STATE_TAIL)
-        return dict(parse_trainer_state_json(raw), kind="trainer_state.json", path=path)
+        found.append(_state_file(guard, root, os.path.join(directory, "trainer_state.json")))
     with contextlib.suppress(Refused, OSError):
         newest = _newest_checkpoint(guard, root, directory)
         if newest is not None:
             path = os.path.join(directory, newest, "trainer_state.json")
             with guard.directory(newest, dir_fd=root) as fd:  # a linked checkpoint: refused
-                raw = _read_bounded(guard, fd, "trainer_state.json", path,
-                                    head=STATE_WHOLE - STATE_TAIL, tail=STATE_TAIL)
-            return dict(parse_trainer_state_json(raw), kind="trainer_state.json", path=path)
-    return None
+                found.append(_state_file(guard, fd, path))
+    return found
 
 
 def _sources(guard: Guard, directory: str) -> list[CompletionJson]:
@@ -190,13 +199,11 @@ def _sources(guard: Guard, directory: str) -> list[CompletionJson]:
     try:
         path = os.path.join(directory, "trainer_log.jsonl")
         with contextlib.suppress(Refused, OSError):
-            raw = _read_bounded(guard, root, "trainer_log.jsonl", path, head=0,
-                                tail=JSONL_TAIL)
+            raw, mtime = _read_bounded(guard, root, "trainer_log.jsonl", path, head=0,
+                                       tail=JSONL_TAIL)
             found.append(dict(parse_trainer_log_jsonl(raw), kind="trainer_log.jsonl",
-                              path=path))
-        state = _state(guard, root, directory)
-        if state is not None:
-            found.append(state)
+                              path=path, mtime=mtime))
+        found.extend(_states(guard, root, directory))
     finally:
         os.close(root)
     return found

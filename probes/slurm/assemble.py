@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -81,7 +81,7 @@ def job_facts(
         summary=summary,
         checkpoints=_checkpoints(collected.get("checkpoints") or {}),
         trials=trial_tree(collected.get("trials") or {}, **run_span(record)),
-        completion=completion_check(collected.get("completion")),
+        completion=completion_check(collected.get("completion"), record.start_time),
     )
 
 
@@ -101,16 +101,29 @@ def _own_attempt(log: LogFetch, record: SchedulerRecord) -> LogFetch:
     return log.model_copy(update={"text": text, "offset": log.offset + cut})
 
 
-def completion_check(raw: Any) -> CompletionCheck | None:
-    """The collector's completion files (``probes.remote.completion``); malformed ones dropped."""
+STALE_SKEW = timedelta(seconds=60)
+"""How far a completion file's mtime (the file server's clock) may read before the job's start
+(slurmctld's) and still be the job's own."""
+
+
+def completion_check(raw: Any, started: datetime | None = None) -> CompletionCheck | None:
+    """The collector's completion files (``probes.remote.completion``); malformed ones dropped,
+    and so are those last written before the job ``started`` (beyond :data:`STALE_SKEW`): an
+    earlier run's ``trainer_state.json`` left in a reused output dir says nothing of whether
+    this run reached its total."""
     if not isinstance(raw, Mapping):
         return None
     files = []
     for source in raw.get("sources") or ():
-        with contextlib.suppress(ValidationError, TypeError):
+        with contextlib.suppress(ValidationError, TypeError, ValueError, OverflowError, OSError):
+            mtime = source.get("mtime")
+            written = (datetime.fromtimestamp(mtime, UTC)
+                       if isinstance(mtime, int | float) and not isinstance(mtime, bool) else None)
+            if written is not None and started is not None and written < started - STALE_SKEW:
+                continue
             files.append(CompletionFile.model_validate(
                 {k: source.get(k) for k in ("path", "kind", "current_steps", "total_steps")}
-                | {"finished": bool(source.get("finished"))}))
+                | {"finished": bool(source.get("finished")), "written_at": written}))
     return CompletionCheck(files=tuple(files))
 
 
