@@ -21,7 +21,7 @@ from report.holds import deadline_rule, walltime_ending
 from report.memory import SweepMemory, failure_signature, memory_key, repeated_failure
 from report.models import FailureSignature, Recommendation
 from report.pods import KIND_LABEL
-from report.trend import shorten
+from report.trend import shorten, signal_phrase
 
 _TERMINAL_SIGNALS: frozenset[str] = frozenset(get_args(TerminalSignal))
 
@@ -179,6 +179,39 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     f.trend(Priority.TERMINAL - 1, f"{head}; no successor queued")
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"walltime TIMEOUT with no afterany successor{resume}")
+
+
+_ENDED_OVER: frozenset[str] = frozenset({"collapse", "warning", "stalled", "buffering", "healthy"})
+"""Verdicts about what a run is doing or will do: none holds for one that was cancelled."""
+
+
+def cancelled_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A CANCELLED job reads as cancelled (someone stopped it on purpose): verdict ``done``,
+    whatever its last steps predicted (a grad-norm pair warns of steps it will not take). A
+    collapse on its last steps stays flagged as the evidence, the Trend says it was cancelled
+    after it (the RL table has no State column: a bare 'COLLAPSE' reads as a live run to
+    cancel), and the collapse rule's other half, the salvage, is what is left to make sure of
+    (a ``scancel`` by hand salvaged nothing); a spike-mitigation ablation's is its result."""
+    if ctx.state is not JobState.CANCELLED:
+        return
+    f.verdicts.difference_update(_ENDED_OVER)
+    f.verdict("done")
+    if "collapse" not in f.flags:
+        return
+    fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
+    # " vs trend" dropped: the signals, not the words, are what must fit the cell.
+    said = ", ".join(signal_phrase(e).removesuffix(" vs trend") for e in fired)
+    f.trend(Priority.CANCEL + 1, shorten(f"Cancelled; COLLAPSE: {said}"))
+    if "ablation-exempt" in f.flags:
+        return
+    listing = ctx.facts.checkpoints
+    before = [s for s in (listing.steps if listing else ())
+              if f.collapse_step is None or s < f.collapse_step]
+    salvage = f"banked step {max(before)}" if before else "the last checkpoint before it"
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
+                + f"; cancelled after it: make sure {salvage} and the rollouts are salvaged "
+                "(a cancel by hand salvages nothing) and find why before relaunching")
 
 
 def recurring_rule(

@@ -20,7 +20,8 @@ settled once in :mod:`report.findings`.
   is ``DependencyNeverSatisfied``: the trend and recommendation say so): verdict ``failed`` and
   ``diagnose`` (datagen: ``stranded-traces`` -> consolidate instead).
   FAILED / OUT_OF_MEMORY / NODE_FAIL / PREEMPTED: ``failed`` + ``diagnose`` with a dated
-  ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose). COMPLETED:
+  ``agent_logs/`` entry. CANCELLED: ``done`` (someone stopped it on purpose), a collapse on its
+  last steps said as why, with its salvage to make sure of (``cancelled_rule``). COMPLETED:
   ``done`` and, in the four major buckets, a ``cleanup`` naming the matching routine, after
   the SFT completion check (:mod:`report.cleanup`: agentic RL by the run, not the disk); but a
   COMPLETED run whose trainer stopped itself ahead of its walltime (:mod:`report.planned_stop`)
@@ -58,6 +59,7 @@ from report.holds import as_ended, held_rule, suspended_rule
 from report.job_rules import (
     UNREADABLE_CHECKPOINTS,
     bring_up_fault_rule,
+    cancelled_rule,
     fault_rules,
     log_rules,
     never_starts_rule,
@@ -191,6 +193,7 @@ def _apply_rules(
         cleanup_rule(ctx, f, bucket)
     if bucket == "rl":
         chain_collapse_rule(ctx, f, link)
+    cancelled_rule(ctx, f)
     failure, repeats = recurring_rule(ctx, f, memory)
     suspended_rule(ctx, f)
     no_kill_rule(ctx, f)
