@@ -361,15 +361,19 @@ def _deep_probe(ctx: JudgeContext, f: Findings) -> None:
     if record.state not in (JobState.PENDING, JobState.RUNNING):
         return
     relaunch = relaunch_change(ctx.facts, ctx.attempts)
+    # Memory that holds no healthy setting of this cluster yet (a fresh store, a cluster just
+    # added) cannot tell a new setting from one that ran before the bot looked: every running
+    # run would read new. It is judged as without memory (relaunch, first launch) instead.
+    seen = ctx.seen_configs or None
     if _UNTESTED_NAME.search(record.name):
         reason = "smoke/test/debug run"
-    elif ctx.seen_configs is not None and not known_in_memory(ctx.facts, ctx.seen_configs):
+    elif seen is not None and not known_in_memory(ctx.facts, seen):
         fingerprint = run_fingerprint(ctx.facts)  # only this reason shows it
         shown = shorten(fingerprint.rsplit("|", 1)[0] or fingerprint, 80)
         reason = relaunch or f"new setting ({shown})"
-    elif ctx.seen_configs is None and relaunch is not None:
+    elif seen is None and relaunch is not None:
         reason = relaunch
-    elif ctx.seen_configs is None and _first_launch(ctx):
+    elif seen is None and _first_launch(ctx):
         reason = "first launch, still in its first steps"
     else:
         return

@@ -59,7 +59,8 @@ class SweepMemory(BaseModel):
     failure_signatures: dict[str, list[FailureSignature]] = {}
     """``cluster:name stem`` -> signatures of earlier failed attempts, oldest first."""
     seen_configs: dict[str, list[str]] = {}
-    """cluster -> run fingerprints already seen healthy (no deep-probe needed)."""
+    """cluster -> run fingerprints already seen healthy (no deep-probe needed), and those the
+    bot found running when it first read the cluster (its baseline: ``next_memory``)."""
 
     @field_validator("failure_signatures", mode="before")
     @classmethod
@@ -202,6 +203,11 @@ def next_memory(
     prev = previous or SweepMemory()
     signatures = {key: list(v) for key, v in prev.failure_signatures.items()}
     seen = {name: list(v) for name, v in prev.seen_configs.items()}
+    # A cluster with no setting remembered yet (a fresh store, a cluster just added) was judged
+    # without memory (report.judge_rl), as `jobtables sweep` judges it: its RL runs that read
+    # no new run then are the baseline, remembered as seen, so the next sweep does not call
+    # each of them new (a run seen flagged is left to be seen healthy, as before).
+    unremembered = {job.cluster for job in report.jobs} - set(prev.seen_configs)
     facts_by_key = {(c.name, j.record.job_id): j for c in clusters for j in c.jobs}
     for job in report.jobs:
         facts = facts_by_key.get((job.cluster, job.job_id))
@@ -214,7 +220,9 @@ def next_memory(
             if not any(s.job_id == job.job_id for s in known):
                 known.append(signature)
                 del known[:-MEMORY_SIGNATURES_KEPT]
-        if job.bucket == "rl" and job.verdict in ("healthy", "done") and job.step is not None:
+        baseline = job.cluster in unremembered and "deep-probe" not in job.flags
+        if job.bucket == "rl" and (baseline or (
+                job.verdict in ("healthy", "done") and job.step is not None)):
             fingerprint = run_fingerprint(facts)  # what it runs, not its name
             configs = seen.setdefault(job.cluster, [])
             if fingerprint not in configs:

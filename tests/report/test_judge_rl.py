@@ -140,7 +140,10 @@ def test_shaping(reward: float, rollouts: int | None, shaped: bool, suffix: str)
     ("name", "labels", "memory", "probe"),
     [
         ("rl-run", {}, None, False),  # no memory: cannot know what is new
-        ("rl-run", {}, SweepMemory(), True),
+        # memory holding no setting of this cluster (a fresh store): judged as without it, or
+        # every run already running would read new
+        ("rl-run", {}, SweepMemory(), False),
+        ("rl-run", {}, SweepMemory(seen_configs={"alpha": ["rl-other"]}), True),
         ("rl-run-r2", {}, SweepMemory(seen_configs={"alpha": ["rl-run"]}), False),
         ("rl-run", {"image": "v2"}, SweepMemory(seen_configs={"alpha": ["rl-run"]}), True),
         ("rl-run", {"image": "v2"}, SweepMemory(seen_configs={"alpha": ["image=v2"]}), False),
