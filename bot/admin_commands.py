@@ -18,6 +18,7 @@ from bot.cli import config_loader, config_path, job_ref, unread_answer
 from bot.config import Config
 from bot.config_file import load_config
 from bot.errors import UsageError, UserError
+from probes.config import ClusterConfig, KubernetesCluster, SlurmCluster
 from probes.errors import InvalidJobIdError, ProbeError
 
 
@@ -98,6 +99,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     cluster, job_id = job_ref(args)
     config = config_loader(args)()
     try:
+        if cluster is None and len(_live(config)) > 1:
+            cluster = interrupt.run(_holder(config, job_id, args.format))
+            if cluster is None:
+                return 0  # a cluster that may hold it could not be read: that is the answer
         detail = interrupt.run(run_deep_probe(config, cluster, job_id))
     except InvalidJobIdError as exc:  # a name no SLURM job has (the cluster's kind decides)
         raise UsageError(f"cannot probe {args.id}: {exc}") from exc
@@ -112,6 +117,38 @@ def cmd_probe(args: argparse.Namespace) -> int:
     else:
         print(render_probe_text(detail, width=args.width or config.report.width))
     return 0
+
+
+def _live(config: Config) -> list[ClusterConfig]:
+    """The active clusters the deep probe can read (a replay has no rollouts)."""
+    return [c for c in config.clusters
+            if c.active and isinstance(c, SlurmCluster | KubernetesCluster)]
+
+
+async def _holder(config: Config, job_id: str, fmt: str) -> str | None:
+    """The cluster that holds ``job_id`` when none was named among several: found as
+    ``jobtables job ID`` finds it (each live cluster asked for that job only), so an id on
+    several clusters is asked about, never picked (``UsageError``), and one on none is
+    ``JobNotFoundError``. ``None`` once the answer is printed: not found where a cluster that
+    may hold it could not be read (CONTRACT §1: reported, exit 0)."""
+    from bot.cli_memory import CliProbeMemory
+    from bot.errors import JobNotFoundError
+    from bot.sweep import Sweeper
+
+    live = config.model_copy(update={"clusters": tuple(_live(config))})
+    sweeper = Sweeper(lambda: live, probe_memory=CliProbeMemory(save=False))
+    try:
+        result = await sweeper.job(None, job_id)
+    finally:
+        await sweeper.aclose()
+    try:
+        return result.find(None, job_id).report.cluster
+    except JobNotFoundError:
+        unread = [c for c in result.report.clusters if c.status == "unreachable"]
+        if not unread:
+            raise
+        print(unread_answer(unread, job_id, "no deep probe verdict", fmt))
+        return None
 
 
 ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -109,9 +109,10 @@ Respond = Callable[..., Awaitable[Any]]
 
 
 def probed_cluster(config: Config, name: str | None) -> SlurmCluster | KubernetesCluster:
-    """The cluster ``name`` names, or the only SLURM or Kubernetes one (a replay cluster is a
-    recording: it has no rollouts to read)."""
-    live = [c for c in config.clusters if isinstance(c, SlurmCluster | KubernetesCluster)]
+    """The cluster ``name`` names, or the only active SLURM or Kubernetes one (a replay
+    cluster is a recording: it has no rollouts to read; an inactive one is not swept)."""
+    live = [c for c in config.clusters
+            if c.active and isinstance(c, SlurmCluster | KubernetesCluster)]
     if name is None:
         if len(live) != 1:
             raise UsageError("name the job's cluster (--cluster NAME or CLUSTER:ID): "
