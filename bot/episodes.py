@@ -8,7 +8,9 @@ message (channel, ts, and in a batch the job's ref) is indexed to its episode
 batched message is marked as one too (:func:`batched_alert`), so a button value naming a job
 outside it is refused, not taken for a press on a message with no alert.
 Cancel is offered only where the config allows it (:func:`cancel_forbidden`: ``no_kill``, an
-exempt job). A closed episode records who closed it, how and when.
+exempt job) and on the alert's own live job: a collapse on a walltime TIMEOUT whose chain
+restart goes on with it is alerted (:func:`needs_alert`) naming the restart to cancel, as a
+recommendation. A closed episode records who closed it, how and when.
 """
 
 from __future__ import annotations
@@ -117,12 +119,18 @@ async def pressed_episode(store: RedisStore, channel: str, ts: str,
 
 def cancel_forbidden(detail: JobDetail | None, config: Config) -> str | None:
     """Why the run must never be cancelled from Slack (``no_kill``, a ``no-kill`` or
-    ``ablation-exempt`` run), or None when it may be."""
+    ``ablation-exempt`` run, or a collapse whose run goes on in its chain restart: a button
+    acts only on the job its alert was raised for, which has ended), or None when it may be."""
     if config.slack.no_kill:
         return "no_kill is set"
     flags = [f for f in ("no-kill", "ablation-exempt")
              if detail is not None and f in detail.report.flags]
-    return f"the run is {', '.join(flags)}" if flags else None
+    if flags:
+        return f"the run is {', '.join(flags)}"
+    if detail is not None and chain_restart_collapse(detail):
+        return (f"the run goes on as its restart {detail.report.successor}: cancel that job "
+                "yourself")
+    return None
 
 
 def cancel_allowed(detail: JobDetail, config: Config) -> bool:
@@ -131,7 +139,22 @@ def cancel_allowed(detail: JobDetail, config: Config) -> bool:
 
 
 def needs_alert(detail: JobDetail) -> bool:
-    return "collapse" in detail.report.flags and detail.report.state in ACTIVE_STATES
+    """A collapse on a live run, or on an ended one whose chain restart goes on with it."""
+    job = detail.report
+    return "collapse" in job.flags and (job.state in ACTIVE_STATES
+                                        or chain_restart_collapse(detail))
+
+
+def chain_restart_collapse(detail: JobDetail) -> bool:
+    """An ended run's collapse that its live chain restart resumes: the judge names the
+    restart in the recommendation (``report.judge_rl.chain_collapse_rule``: cancel it, or for
+    an ablation leave it), and names none once the restart ended or judges itself."""
+    job = detail.report
+    rec = job.recommendation
+    return (job.state not in ACTIVE_STATES and "chain-restart" in job.flags
+            and job.successor is not None and rec is not None
+            and rec.action in ("cancel_and_salvage", "none")
+            and f"restart {job.successor}" in rec.why)
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:
