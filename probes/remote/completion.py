@@ -33,7 +33,7 @@ import json
 import os
 import re
 from math import isfinite
-from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
+from typing import Any, Dict, Tuple  # noqa: UP035 - Python 3.7 on login nodes
 
 # In-process the guard is imported; when shipped, its source is prepended to the script and
 # this import line is replaced by ``pass`` (probes.remote.script).
@@ -65,17 +65,37 @@ def _as_int(value: object) -> int | None:
     return int(value)
 
 
-def _status(current: int | None, total: int | None, records: int) -> CompletionJson:
-    finished = current is not None and total is not None and total > 0 and current >= total
+def _status(current: int | None, total: int | None, records: int,
+            cadence: int = 0) -> CompletionJson:
+    """``cadence``: the steps between a run's records when its last one need not be at its
+    end (LLaMA-Factory v1): finished too when the next record would have been past the total."""
+    finished = current is not None and total is not None and total > 0 and (
+        current >= total or (cadence > 0 and current + cadence > total))
     return {"current_steps": current, "total_steps": total, "finished": finished,
             "records": records}
 
 
+def _record_step(record: Dict[str, Any]) -> Tuple[int | None, bool]:  # noqa: UP006
+    """(step, is v1's) of one ``trainer_log.jsonl`` record: v0's ``LogCallback`` writes
+    ``current_steps``; v1's ``LoggingCallback`` (``src/llamafactory/v1/utils/callbacks/
+    logging_callback.py``) writes ``step`` beside ``total_steps`` instead."""
+    step = _as_int(record.get("current_steps"))
+    if step is not None:
+        return step, False
+    if "total_steps" not in record:
+        return None, False
+    return _as_int(record.get("step")), True
+
+
 def parse_trainer_log_jsonl(text: str | bytes) -> CompletionJson:
-    """The last record's ``current_steps``/``total_steps``; finished when current >= total."""
+    """The last record's ``current_steps``/``total_steps``; finished when current >= total.
+
+    LLaMA-Factory v1 logs every ``logging_steps`` and writes no record at the end of training,
+    so a v1 run's last record is finished when the next one (its cadence on: the steps between
+    its last two records) would have been past the total; a lone record has no cadence."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    current, total, records = None, None, 0
+    current, total, records, cadence, v1 = None, None, 0, 0, False
     for raw in text.splitlines():
         line = raw.strip()
         if not line.startswith("{") or len(line) > _MAX_LINE:
@@ -86,13 +106,17 @@ def parse_trainer_log_jsonl(text: str | bytes) -> CompletionJson:
             continue
         if not isinstance(record, dict):
             continue
-        step = _as_int(record.get("current_steps"))
+        step, of_v1 = _record_step(record)
         if step is None:
             continue
+        v1 = of_v1
         records += 1
+        # A resumed run appends from its checkpoint: a step going back keeps the cadence.
+        if current is not None and step > current:
+            cadence = step - current
         current = step
         total = _as_int(record.get("total_steps")) or total
-    return _status(current, total, records)
+    return _status(current, total, records, cadence if v1 else 0)
 
 
 def parse_trainer_state_json(text: str | bytes) -> CompletionJson:

@@ -19,12 +19,14 @@ from probes.remote.completion import (
     STATE_WHOLE,
     collect_completion,
     output_dirs,
+    parse_trainer_log_jsonl,
     parse_trainer_state_json,
 )
 from probes.remote.script import build_collector_script
 from probes.slurm.assemble import completion_check
 
 STATES = Path(__file__).resolve().parents[2] / "fixtures" / "hf-trainer-state-rebuilt"
+V1 = Path(__file__).resolve().parents[2] / "fixtures" / "llamafactory-v1-rebuilt"
 
 
 @pytest.mark.parametrize(
@@ -38,6 +40,38 @@ def test_trainer_state_json(name: str, current: int, total: int, finished: bool)
     """HF's trainer_state.json: global_step of max_steps."""
     got = parse_trainer_state_json((STATES / name).read_bytes())
     assert (got["current_steps"], got["total_steps"], got["finished"]) == (current, total, finished)
+
+
+@pytest.mark.parametrize(
+    ("name", "current", "finished"),
+    [("trainer_log_done.jsonl", 910, True), ("trainer_log_stopped.jsonl", 600, False)],
+)
+def test_llamafactory_v1_trainer_log(name: str, current: int, finished: bool) -> None:
+    """LLaMA-Factory v1 (``LoggingCallback``) writes ``step`` and ``total_steps`` (no
+    ``current_steps``) every ``logging_steps`` (10) and no record at the end: a last record at
+    910 of 916 is a finished run (it had no tenth step more to log), 600 of 916 is not. v1's
+    records were not read at all (no ``current_steps``): no answer, for either."""
+    got = parse_trainer_log_jsonl((V1 / name).read_bytes())
+    assert (got["current_steps"], got["total_steps"], got["finished"]) == (current, 916, finished)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # v1: one record says no cadence, so its step must reach the total
+        ('{"epoch": 0, "step": 910, "loss": 1.0, "total_steps": 916}\n', (910, 916, False)),
+        ('{"epoch": 1, "step": 916, "loss": 1.0, "total_steps": 916}\n', (916, 916, True)),
+        # a resumed run appends from its checkpoint: the last record wins, its cadence too
+        ('{"step": 900, "total_steps": 916}\n{"step": 910, "total_steps": 916}\n'
+         '{"step": 880, "total_steps": 916}\n', (880, 916, False)),
+        # a "step" with no "total_steps" is no v1 record (another tool's JSON lines)
+        ('{"step": 5, "loss": 1.0}\n', (None, None, False)),
+    ],
+)
+def test_llamafactory_v1_trainer_log_edges(text: str, expected: tuple[Any, Any, bool]) -> None:
+    """v1 records' edges: a lone record, a resume's appended records, a foreign JSONL."""
+    got = parse_trainer_log_jsonl(text)
+    assert (got["current_steps"], got["total_steps"], got["finished"]) == expected
 
 
 @pytest.mark.parametrize(
