@@ -78,7 +78,7 @@ def _status_detail(body: Any) -> str | None:
         return None
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser
         return str(body).strip()[:200] or None
     if isinstance(obj, dict) and obj.get("message"):
         return str(obj["message"])[:300]

@@ -142,7 +142,7 @@ def _status_message(text: str) -> str | None:
         return None
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser: a log line, no Status
         return None
     if isinstance(obj, dict) and obj.get("kind") == "Status":
         return str(obj.get("message") or obj.get("reason") or "Status object")

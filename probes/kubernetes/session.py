@@ -146,9 +146,10 @@ class KubeSession:
             raise NoAnswerError(f"{what}: no answer within {timeout:g}s (timeout)") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             # The client could not read the answer as the API object (a proxy's HTML error
-            # page with a 200, JSON cut short, a list of non-objects; bytes in no charset):
+            # page with a 200, JSON cut short or nested past the parser, a list of
+            # non-objects; bytes in no charset):
             # something in front of the API server answered, or it answered garbage.
             raise self._garbage(what, exc) from exc
 

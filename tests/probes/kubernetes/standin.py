@@ -44,6 +44,9 @@ GARBAGE = {
     "wrong-shape": (b'{"apiVersion": "v1", "kind": "List", "metadata": {}, '
                     b'"items": [{"metadata": null, "spec": 5, "status": "zz"}, 7, null]}',
                     "application/json"),
+    # nested past Python's JSON parser (json.loads raises RecursionError, not ValueError)
+    "nested": (b'{"apiVersion": "v1", "kind": "List", "metadata": {}, "items": '
+               + b"[" * 100_000 + b"]" * 100_000 + b"}", "application/json"),
 }
 """Fault -> (body, content type) answered with a 200 instead of the route's object."""
 
@@ -101,8 +104,9 @@ class KubeStandIn:
     ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
     refuses it), ``"hang"``, ``"slow"`` (answers after ``slow_s``), or garbage with a 200:
     ``"html"``
-    (a proxy's error page), ``"truncated"`` (JSON cut mid-object) or ``"wrong-shape"`` (a
-    list whose items are no objects of the kind)."""
+    (a proxy's error page), ``"truncated"`` (JSON cut mid-object), ``"wrong-shape"`` (a
+    list whose items are no objects of the kind) or ``"nested"`` (arrays nested past the
+    JSON parser)."""
     slow_s: float = 1.0
     """How long a ``"slow"`` route takes to answer."""
     requests: list[Recorded] = field(default_factory=list)

@@ -12,7 +12,7 @@ from tests.probes.kubernetes.standin import KubeStandIn
 
 
 @pytest.mark.parametrize("route", ["jobs", "jobsets", "pods"])
-@pytest.mark.parametrize("garbage", ["html", "truncated", "wrong-shape"])
+@pytest.mark.parametrize("garbage", ["html", "truncated", "wrong-shape", "nested"])
 async def test_garbage_list_answer_is_unreachable_with_reason(
         standin: KubeStandIn, probe: KubernetesProbe, route: str, garbage: str) -> None:
     """A list answered with garbage: the cluster is unreachable, its detail names the list
