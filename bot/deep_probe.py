@@ -36,6 +36,8 @@ Policy:
   so does an offer or an auto-probe's verdict Slack did not take (a hung or refusing Slack).
   An array run (a grid in waves, each task flagged as it starts) is one run: offered once, for
   its first task, the message counting its tasks (``doc:deep_probe_run:{cluster}:{array}``).
+  A sweep's offers to one owner (or to the channel) are one message, each run with its own
+  button bound to it (``deep_probe_post._offers``), as an owner's collapses are one DM.
 * A ``deep-probe`` row in a ``/job`` answer carries the button too; pressed on that ephemeral
   answer, the verdict comes back ephemerally to the presser (an ephemeral message has no thread
   and no ts a button's episode could be bound to). A verdict with buttons (KILL on a running
@@ -62,12 +64,14 @@ from bot.cluster_names import remembered, renames
 from bot.config import Config
 from bot.deep_probe_blocks import code, mrkdwn, offer_blocks, row_actions, verdict_blocks
 from bot.deep_probe_post import (
+    Offer,
     _answer_ephemeral,
     _forget,
     _forget_run,
     _known_as,
     _new_run,
     _offer,
+    _offers,
     _post,
     _remember,
     _task_order,
@@ -287,6 +291,9 @@ async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
         # A batched alert's press finds the alert of the job its button names (bot.alerts).
         episode = await pressed_episode(bot.store, press.channel_id, press.message_ts,
                                         f"{cluster}:{job_id}") or (
+            # A batched offer's run (its own key), else the message's offer (or batch mark).
+            await bot.store.get_doc(offer_key(press.channel_id, press.message_ts,
+                                              f"{cluster}:{job_id}"))) or (
             await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
         if not episode:
             if not await batched_alert(bot.store, press.channel_id, press.message_ts):
@@ -340,6 +347,7 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
                      key=lambda d: (d.report.cluster, *_task_order(d.report.job_id)))
     offered: set[tuple[str, str]] = set()
     renamed = renames(await remembered(bot.store), config) if flagged else {}
+    offers: list[Offer] = []  # posted after the loop: one message per owner (_offers)
     for detail in flagged:
         job = detail.report
         if await _known_as(bot, config, job, renamed):
@@ -366,12 +374,21 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
             await _remember(bot, config, shown, by="scheduler")
         tasks = [d.report.job_id for d in flagged if d.report.cluster == job.cluster
                  and scheduler_job(d.report.job_id) == scheduler_job(job.job_id)]
-        if await _offer(bot, config, shown, job.user, tasks):
+        if not config.deep_probe.auto:
+            offers.append((shown, job.user, tasks))
+        elif await _offer(bot, config, shown, job.user, tasks):
             handled.append(f"{job.cluster}:{job.job_id}")
-        elif not config.deep_probe.auto or config.slack.channel or slack_owner(
-                config, job.cluster, job.user):
-            # Not delivered (Slack hung, refused): offered, or probed and told, again. An auto
-            # verdict with nowhere to go at all is not read again every sweep.
+        elif config.slack.channel or slack_owner(config, job.cluster, job.user):
+            # Not delivered (Slack hung, refused): probed and told again. An auto verdict
+            # with nowhere to go at all is not read again every sweep.
+            await _forget(bot, job.cluster, job.job_id)
+            await _forget_run(bot, job.cluster, job.job_id)
+    delivered = await _offers(bot, config, offers) if offers else set()
+    for shown, _, _ in offers:
+        job = shown.report
+        if f"{job.cluster}:{job.job_id}" in delivered:
+            handled.append(f"{job.cluster}:{job.job_id}")
+        else:  # not delivered (Slack hung, refused): offered again by the next sweep
             await _forget(bot, job.cluster, job.job_id)
             await _forget_run(bot, job.cluster, job.job_id)
     return handled

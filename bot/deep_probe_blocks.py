@@ -45,7 +45,8 @@ def _button(action_id: str, text: str, value: str, **extra: Any) -> dict[str, An
             "text": {"type": "plain_text", "text": text}, **extra}
 
 
-def offer_blocks(detail: JobDetail, tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
+def offer_blocks(detail: JobDetail, tasks: Sequence[str] = (), *,
+                 block_id: str = "deep_probe_actions") -> list[dict[str, Any]]:
     """The "new run, deep-probe it" message with its button; ``tasks``: the array run's
     tasks running now (one offer for the run, its button for the first task)."""
     job = detail.report
@@ -62,8 +63,36 @@ def offer_blocks(detail: JobDetail, tasks: Sequence[str] = ()) -> list[dict[str,
                  "once for the run, its later tasks too; `/job` on another task offers its "
                  "own probe.")
     return [{"type": "section", "text": mrkdwn_object(cut_text(text, 3000))},
-            {"type": "actions", "block_id": "deep_probe_actions",
+            {"type": "actions", "block_id": block_id,
              "elements": [_button(DEEP_PROBE, "Deep-probe", ref)]}]
+
+
+OFFER_BLOCKS = 49
+"""Blocks of a batched offer message: Slack takes 50 (a heading, two a run)."""
+OFFER_CHARS = 10_000
+"""Text of a batched offer message (Slack's aggregate cap on block text sits near 12k)."""
+
+
+def offers_blocks(offers: Sequence[tuple[JobDetail, Sequence[str]]]) -> list[list[dict[str, Any]]]:
+    """One destination's offers of a sweep (run, its array's running tasks) as few messages'
+    blocks as Slack's limits allow: a heading, then each run's offer and button, the button's
+    block id naming its run (unique in the message, which Slack requires)."""
+    messages: list[list[dict[str, Any]]] = []
+    used = 0
+    for detail, tasks in offers:
+        ref = f"{detail.report.cluster}:{detail.report.job_id}"
+        blocks = offer_blocks(detail, tasks, block_id=f"deep_probe_actions:{ref}")
+        size = len(blocks[0]["text"]["text"])
+        if not messages or len(messages[-1]) + 2 > OFFER_BLOCKS or used + size > OFFER_CHARS:
+            messages.append([])
+            used = 0
+        messages[-1].extend(blocks)
+        used += size
+    heading = (f"*{len(offers)} new RL runs*: don't trust their rows before a deep probe; "
+               "each button probes its own run.")
+    return [[{"type": "section", "text": mrkdwn_object(
+                heading + (f" ({n}/{len(messages)})" if len(messages) > 1 else ""))}, *blocks]
+            for n, blocks in enumerate(messages, 1)]
 
 
 REASONS_CHARS = 2900

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -26,6 +26,7 @@ from bot.deep_probe_blocks import (
     _has_buttons,
     _summary,
     offer_blocks,
+    offers_blocks,
     offers_cancel,
     verdict_blocks,
 )
@@ -72,22 +73,25 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
     return data
 
 
-def offer_key(channel: str, ts: str) -> str:
-    """The index from a posted offer (channel, ts) to the run it offers to probe. Not an
-    alert's ``message_key``: an offer has no episode, so its message takes no other button."""
-    return f"deep_probe_offer:{channel}:{ts}"
+def offer_key(channel: str, ts: str, ref: str | None = None) -> str:
+    """The index from a posted offer (channel, ts) to the run it offers to probe; with
+    ``ref`` (``cluster:job``), one run of a batched offer (the message's own key then marks
+    it batched: a value naming none of its runs finds no run). Not an alert's
+    ``message_key``: an offer has no episode, so its message takes no other button."""
+    return f"deep_probe_offer:{channel}:{ts}" + (f":{ref}" if ref else "")
 
 
 async def _bind_offer(bot: Bot, config: Config, detail: JobDetail, channel: str,
-                      ts: str) -> None:
+                      ts: str, *, batched: bool = False) -> None:
     if not (channel and ts):
         return
     job = detail.report
     # The run's instance too (a Kubernetes uid, a SLURM submit time): a press once the id
     # names a later job is refused as stale (``_another_instance``), as on an alert.
     uid, submitted = detail.instance
+    ref = f"{job.cluster}:{job.job_id}" if batched else None
     try:
-        await bot.store.put_doc(offer_key(channel, ts),
+        await bot.store.put_doc(offer_key(channel, ts, ref),
                                 {"cluster": job.cluster, "job_id": job.job_id,
                                  "uid": uid, "submitted": submitted, "job_name": job.name,
                                  "user": job.user},
@@ -255,6 +259,60 @@ async def _offer(bot: Bot, config: Config, shown: JobDetail, user: str | None,
     if not channel:
         return False
     return await _post(bot, channel, shown, config, tasks=tasks) is not None
+
+
+Offer = tuple[JobDetail, str | None, Sequence[str]]
+"""A run to offer the deep probe for: its row, its owner (cluster user), its array's tasks."""
+
+
+async def _offers(bot: Bot, config: Config, offers: Sequence[Offer]) -> set[str]:
+    """A sweep's offers, one message per destination (the owner's DM, else the channel), as
+    an owner's collapses are one DM: a single run's offer reads as before; several are one
+    message (split only past Slack's limits), each run's button bound to that run. Returns
+    the runs (``cluster:job``) whose offer Slack took."""
+    groups: dict[str | None, list[Offer]] = {}
+    for offer in offers:
+        detail, user, _ = offer
+        groups.setdefault(slack_owner(config, detail.report.cluster, user), []).append(offer)
+    delivered: set[str] = set()
+    for owner, group in groups.items():
+        refs = [f"{d.report.cluster}:{d.report.job_id}" for d, _, _ in group]
+        if len(group) == 1:
+            detail, user, tasks = group[0]
+            if await _offer(bot, config, detail, user, tasks):
+                delivered.update(refs)
+            continue
+        channel = await dm_channel(bot.client, owner) if owner else None
+        channel = channel or config.slack.channel
+        if not channel:
+            continue
+        at = 0
+        for blocks in offers_blocks([(d, tasks) for d, _, tasks in group]):
+            shown = group[at:at + sum(1 for b in blocks if b["type"] == "actions")]
+            at += len(shown)
+            if await _post_batch(bot, config, channel, [d for d, _, _ in shown], blocks):
+                delivered.update(f"{d.report.cluster}:{d.report.job_id}" for d, _, _ in shown)
+    return delivered
+
+
+async def _post_batch(bot: Bot, config: Config, channel: str, details: Sequence[JobDetail],
+                      blocks: list[dict[str, Any]]) -> bool:
+    """One batched offer message, each run bound to it (``offer_key`` with its ref)."""
+    try:
+        posted = await bot.client.chat_postMessage(
+            channel=channel, text=f"Deep-probe {len(details)} new RL runs?", blocks=blocks)
+    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:
+        log.error("deep-probe offers failed", runs=len(details),
+                  error=str(exc) or type(exc).__name__)
+        return False
+    data = dict(posted.data) if isinstance(posted.data, dict) else {}
+    where, ts = str(data.get("channel") or channel), str(data.get("ts") or "")
+    for detail in details:
+        await _bind_offer(bot, config, detail, where, ts, batched=True)
+    with suppress(StoreUnavailable):
+        await bot.store.put_doc(offer_key(where, ts), {"batch": len(details)},
+                                ttl_s=config.redis.expire_hours * 3600)
+    return True
 
 
 PRESS_LOCK_S = 900.0

@@ -21,21 +21,23 @@ def flagged(job_id: str, name: str = "rl-grid") -> JobDetail:
 
 
 async def test_an_array_run_in_waves_is_offered_once(harness: Harness) -> None:
-    """Wave 1 (four tasks) and a lone run: two offers; wave 2 (four more tasks): none."""
+    """Wave 1 (four tasks) and a lone run: two runs offered (alice's, so one message with a
+    button each: bot.deep_probe_post._offers); wave 2 (four more tasks): none."""
     config = harness.sweeper.conf.model_copy(update={"deep_probe": DeepProbeSection(offer=True)})
     wave1 = [flagged(f"1056_{i}") for i in (3, 0, 2, 1)]
     lone = flagged("2000", "rl-other")
     first = sweep_result([*wave1, lone], at=harness.clock())
     assert await after_sweep(harness.bot, first, config) == ["alpha:1056_0", "alpha:2000"]
-    offers = harness.slack.to("/api/chat.postMessage")
-    assert len(offers) == 2
-    text = blocks_text(offers[0].params["blocks"])
+    (offer,) = harness.slack.to("/api/chat.postMessage")
+    assert [e["value"] for b in offer.params["blocks"] if b.get("type") == "actions"
+            for e in b["elements"]] == ["alpha:1056_0", "alpha:2000"]
+    text = blocks_text(offer.params["blocks"])
     assert "1056_0" in text and "4 tasks of array `alpha:1056` running" in text, text
     harness.clock.advance(1800)
     wave2 = [flagged(f"1056_{i}") for i in range(4, 8)]
     second = sweep_result([*wave2, lone], at=harness.clock())
     assert await after_sweep(harness.bot, second, config) == []
-    assert len(harness.slack.to("/api/chat.postMessage")) == 2
+    assert len(harness.slack.to("/api/chat.postMessage")) == 1
 
 
 async def test_the_offer_button_of_an_array_probes_its_first_task(harness: Harness) -> None:
