@@ -207,6 +207,9 @@ class TrialTree(Frozen):
     error: str | None = None
     """Why no trial root could be read (permission denied, a hung file system, a refused
     path), with ``exists`` False: its trials are unknown, never none."""
+    job_dirs: tuple[str, ...] = ()
+    """The Harbor job dirs this tree holds when they are not the whole root's (``own_run``: a
+    run's own dirs in a ``jobs/`` shared with other runs); empty when the root is all theirs."""
     own_run: TrialTree | None = None
     """The tree of the Harbor job dirs the job's own run can have written (since it started,
     by its end), when the root also holds other runs' (Harbor's default ``jobs/`` shared by

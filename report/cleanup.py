@@ -113,13 +113,22 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     if owns_tree and not backed and has_trial_tree(tree) and tree is not None:
         f.flag("cleanup-pending")
         f.recommend(Priority.CLEANUP, "cleanup",
-                    f"{routine}: trial tree still on disk at {tree.root} (top inode-leak "
+                    f"{routine}: trial tree still on disk at {tree_place(tree)} (top inode-leak "
                     "source); done only once it is removed and inode reclaim verified")
     elif backed:
         f.recommend(Priority.CLEANUP, "cleanup",
                     f"{routine}: trials are in the object store; no on-disk trial tree to reap")
     else:
         f.recommend(Priority.CLEANUP, "cleanup", routine)
+
+
+def tree_place(tree: TrialTree) -> str:
+    """Where a run's trial tree lies: its own Harbor job dirs when the root it was found in
+    holds other runs' too (a ``jobs/`` shared by evals launched from one directory: reaping
+    the root would take theirs), else the root."""
+    if not tree.job_dirs:
+        return tree.root
+    return ", ".join(tree.job_dirs)
 
 
 def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
@@ -140,7 +149,8 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     text = f"{left} of {tree.chunks_total} chunks not finished"
     f.trend(Priority.CLEANUP + 1, f"Completed; {text}")
     f.recommend(Priority.CLEANUP, "none",
-                f"{text} in {tree.root}: {routine} once the whole run is done, not before")
+                f"{text} in {tree_place(tree)}: {routine} once the whole run is done, not "
+                "before")
     return True
 
 
@@ -154,7 +164,7 @@ def _run_still_live(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
         return False
     f.trend(Priority.CLEANUP + 1, "Completed; other jobs of the run still live")
     f.recommend(Priority.CLEANUP, "none",
-                f"other jobs of the run are still live and may write {tree.root}: "
+                f"other jobs of the run are still live and may write {tree_place(tree)}: "
                 f"{routine} once the whole run is done, not before")
     return True
 

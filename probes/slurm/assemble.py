@@ -238,7 +238,8 @@ def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
     tree = _merged(root, jobs)
     own = _own_jobs(root, jobs, started, ended)
     if len(own) < len(jobs):
-        tree = tree.model_copy(update={"own_run": _merged(root, own)})
+        mine = _merged(root, own).model_copy(update={"job_dirs": tuple(own)})
+        tree = tree.model_copy(update={"own_run": mine})
     return tree
 
 
