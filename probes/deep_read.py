@@ -194,6 +194,6 @@ def _answer(res: CommandResult, target: str) -> tuple[dict[str, Any] | None, str
         return None, f"rollout reader failed: {res.failure(target)}"
     try:
         answer = json.loads(past_banner(res.stdout))  # (a login shell's text before it)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
         return None, f"rollout reader printed unreadable output on {target}: {exc}"
     return (answer, None) if isinstance(answer, dict) else (None, "rollout reader: no answer")

@@ -145,7 +145,7 @@ class AnswerReader:
             body = raw[tab + 1:]
             try:
                 entry = loads(body)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested past it
                 entry = unreadable(f"collector answer for this job is unreadable: {exc}")
             if isinstance(entry, dict):
                 payload = body
@@ -156,7 +156,7 @@ class AnswerReader:
     def _first(self, raw: bytes, cut: bool) -> None:
         try:
             first = loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             why = "was cut short" if cut else f"is unreadable: {exc}"
             self.error = f"collector answer {why}"
             return
@@ -189,7 +189,7 @@ class AnswerReader:
     def _other(self, raw: bytes) -> None:
         try:
             data = loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict) and data.get("part") == "end":
             self.ended = True

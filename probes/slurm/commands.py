@@ -84,7 +84,7 @@ def json_document(text: str) -> dict[str, Any]:
     """squeue's ``--json`` text, parsed once; unreadable JSON is a :class:`CommandError`."""
     try:
         data = json.loads(past_banner(text))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
         raise CommandError(f"squeue --json printed invalid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise CommandError("squeue --json output has no 'jobs' list")

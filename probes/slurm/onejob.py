@@ -88,7 +88,7 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
             continue
         try:
             answer = json.loads(past_banner(res.stdout))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser
             continue
         if isinstance(answer, dict) and isinstance(answer.get("jobs"), dict):
             return answer
