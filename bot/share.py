@@ -52,6 +52,8 @@ def register(app: AsyncApp, bot: Bot) -> None:
     async def on_share(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                        respond: Respond) -> None:
         await ack()
+        if not await bot.first_delivery(body):
+            return  # Slack's retry of a press already run (bot.app)
         press = ActionPress.from_body(body)
         bot.tasks.spawn(share_job(bot, press, bot.responder(respond, SHARE)), name="share")
 

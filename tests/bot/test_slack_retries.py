@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from bot import deep_probe
 from bot.scheduled import scheduled_sweep
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper
@@ -63,3 +66,41 @@ async def test_a_retried_press_is_run_once_across_replicas(
     # No second answer, edit or refusal shown (Bolt's first request on replica b checks its
     # token with auth.test: not an answer).
     assert [c.path for c in slack.calls[answered:]] in ([], ["/api/auth.test"])
+
+
+async def test_a_retried_share_press_shares_once_and_says_nothing_more(
+        harness: Harness) -> None:
+    """Share to channel pressed, then Slack's retry of that press: one post in the channel,
+    one answer to alice (before: the retry was told 'alice just shared it', about her own
+    press)."""
+    body = action_body("share_to_channel", "alpha:4100", user="UALICE",
+                       response_url=harness.slack.response_url("share"), channel="C0SWEEP")
+    assert (await harness.post(body, signed_headers(body)))[0] == 200
+    await harness.bot.tasks.drain()
+    assert (await harness.post(body, retried(body, 1)))[0] == 200
+    await harness.bot.tasks.drain()
+    shared = [c for c in harness.slack.to("/api/chat.postMessage")
+              if c.params["channel"] == "C0SWEEP"]
+    assert len(shared) == 1
+    assert len(harness.slack.to("/webhook/share")) == 1
+
+
+async def test_a_retried_deep_probe_press_is_not_told_it_is_already_running(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Deep-probe press whose probe is still reading, then Slack's retry of that press: the
+    retry is not run (before: alice was told her own probe was already running, and it was
+    audited as a duplicate press)."""
+    from tests.bot.test_deep_probe_presses import HeldProbe, row
+
+    held = HeldProbe()
+    monkeypatch.setattr(deep_probe, "run_deep_probe", held)
+    body = action_body("deep_probe", "alpha:4100", user="UALICE", blocks=row("alpha:4100"),
+                       response_url=harness.slack.response_url("probe"), channel="C0SWEEP",
+                       message_ts="1700000001.000001")
+    assert (await harness.post(body, signed_headers(body)))[0] == 200
+    assert (await harness.post(body, retried(body, 1)))[0] == 200
+    held.release.set()
+    await harness.bot.tasks.drain()
+    assert held.calls == ["alpha:4100"]
+    audit = await harness.bot.store.audit_entries()
+    assert [e["outcome"] for e in audit if e["outcome"] == "duplicate"] == []
