@@ -120,19 +120,29 @@ def _reward(rewards: "object") -> "float | None":
     return None
 
 
+def _verifier_reward(verifier: "object") -> "float | None":
+    """A ``verifier_result``'s reward: Harbor's ``rewards`` dict (``_reward``), or the one
+    ``reward`` of ``sandboxes``, Harbor's predecessor (its ``VerifierResult`` until the rename,
+    late 2025: ``{"reward": 1.0}``)."""
+    verifier = _dict(verifier)
+    if "rewards" in verifier:
+        return _reward(verifier["rewards"])
+    return _number(verifier.get("reward"))
+
+
 def _trial_reward(data: "dict[str, object]") -> "float | None":
     if data.get("reward_valid") is False:
         # Harbor 0.26+: graded, but a recorded exception's error policy voids the reward (an
         # agent's ApiRateLimitError, a VerifierTimeoutError): its Mean counts the trial 0 live
         # and leaves it out at the end. Older results have no such field: rewards stand.
         return None
-    reward = _reward(_dict(data.get("verifier_result")).get("rewards"))
+    reward = _verifier_reward(data.get("verifier_result"))
     if reward is not None:
         return reward
     # Multi-step trials (newer Harbor) score each step; the last scored step stands.
     steps = data.get("step_results")
     for step in reversed(steps if isinstance(steps, list) else []):
-        reward = _reward(_dict(_dict(step).get("verifier_result")).get("rewards"))
+        reward = _verifier_reward(_dict(step).get("verifier_result"))
         if reward is not None:
             return reward
     return None
@@ -297,6 +307,16 @@ def _eval_means(evals: "object") -> "dict[str, float]":
     return means
 
 
+def _job_metric(metrics: "object") -> "float | None":
+    """``sandboxes``' job result (Harbor's predecessor) keeps its metrics at the top level,
+    ``[{"name": "accuracy", "value": 0.42}]`` (its default metric a mean of the rewards, a
+    missing one 0): the first one's value, unless it names an aggregate that is no mean."""
+    first = _dict(metrics[0]) if isinstance(metrics, list) and metrics else {}
+    if str(first.get("name", "")).lower() in ("max", "min", "sum"):
+        return None
+    return _number(first.get("value"))
+
+
 def reduce_job(raw: "str | bytes") -> "dict[str, object] | None":
     """A job ``result.json`` reduced to totals, stats (old and new names) and eval means."""
     data = _load(raw)
@@ -316,4 +336,6 @@ def reduce_job(raw: "str | bytes") -> "dict[str, object] | None":
     # "{agent}__{model}__{dataset}" (or "{agent}__{dataset}"): the Eval row's model × benchmark
     out["eval_keys"] = [str(key)[:200] for key in list(_dict(stats.get("evals")))[:8]]
     out["mean"] = next(iter(means.values()), None)
+    if out["mean"] is None:
+        out["mean"] = _job_metric(data.get("metrics"))
     return out
