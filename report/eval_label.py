@@ -19,15 +19,37 @@ def _plain(text: str) -> str:
     return _NOT_ALNUM.sub("", text.lower())
 
 
-def eval_suffix(eval_keys: tuple[str, ...], job_name: str) -> str:
-    """`` (<model> × <benchmark>)`` for the row of ``job_name``, or ``""``."""
-    if len(eval_keys) != 1:
-        return ""
-    parts = eval_keys[0].split("__")
+def _model_benchmark(key: str) -> tuple[str, str | None] | None:
+    """(model, benchmark) of one Harbor eval key, the oracle's agent standing for its model."""
+    parts = key.split("__")
     if len(parts) < 2 or not all(parts):
-        return ""
+        return None
     model = "__".join(parts[1:-1]) if len(parts) > 2 else parts[0]
-    benchmark = parts[-1] if parts[-1] != "adhoc" else None
+    return model, parts[-1] if parts[-1] != "adhoc" else None
+
+
+def benchmarks(eval_keys: tuple[str, ...]) -> list[str]:
+    """The distinct benchmarks of ``eval_keys``, in order (``adhoc`` names none)."""
+    read = (_model_benchmark(k) for k in eval_keys)
+    return list(dict.fromkeys(mb[1] for mb in read if mb is not None and mb[1] is not None))
+
+
+def eval_suffix(eval_keys: tuple[str, ...], job_name: str) -> str:
+    """`` (<model> × <benchmark>)`` for the row of ``job_name``, or ``""``; a tree holding
+    several benchmarks of one model (one job run on several datasets, or an array's tasks
+    writing into one ``jobs/``) is `` (<model> × N benchmarks)``: its counts are theirs
+    together, never one benchmark's."""
+    if len(eval_keys) != 1:
+        read = [_model_benchmark(k) for k in eval_keys]
+        models = {mb[0] for mb in read if mb is not None}
+        several = benchmarks(eval_keys)
+        if len(models) == 1 and len(several) > 1:
+            return f" ({models.pop()} × {len(several)} benchmarks)"
+        return ""
+    found = _model_benchmark(eval_keys[0])
+    if found is None:
+        return ""
+    model, benchmark = found
     said = [w for w in (model, benchmark) if w is not None]
     name = _plain(job_name)
     if all(_plain(w) and _plain(w) in name for w in said):

@@ -36,7 +36,7 @@ from __future__ import annotations
 from probes.harbor import TrialStats, never_started
 from probes.models import InfraSignals, JobFacts, JobState, TrialTree
 from report.cells import abbreviate_exception, format_duration
-from report.eval_label import eval_suffix
+from report.eval_label import benchmarks, eval_suffix
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.harbor_engine import (
     engine_failing_rule,
@@ -103,6 +103,7 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     _eval_metrics(ctx, f, stats)
     if ctx.facts.trials is not None:
         f.name_suffix += eval_suffix(ctx.facts.trials.eval_keys, ctx.facts.record.name)
+        _mixed_benchmarks(ctx, f)
     idle = engine_idle_rule(ctx, f)
     failing = engine_failing_rule(ctx, f)
     if ctx.state is JobState.PENDING:
@@ -118,6 +119,20 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     unreadable_note(ctx, f)
     if not f.metrics.get("trials"):
         lm_eval_scores_note(ctx, f)
+
+
+def _mixed_benchmarks(ctx: JudgeContext, f: Findings) -> None:
+    """A tree holding several benchmarks' Harbor jobs (an array's tasks writing into one
+    ``jobs/``): no task's own benchmark can be told from it, so its counts and pass-rate are
+    the benchmarks' together; the Trend says so, and how to keep them apart."""
+    tree = ctx.facts.trials
+    several = benchmarks(tree.eval_keys) if tree is not None else []
+    if len(several) < 2:
+        return
+    f.trend(Priority.INFO - 1, f"{len(several)} benchmarks in one trial tree: pass-rate mixed")
+    f.notes.append(f"trials of {', '.join(several)} in one trial tree: the counts and pass-rate "
+                   "are theirs together; give each task its own trial root (a trial_roots "
+                   "entry with {job_id}) to read one row per benchmark")
 
 
 def _eval_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:

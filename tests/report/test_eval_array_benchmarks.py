@@ -78,3 +78,32 @@ def test_shards_of_one_eval_stay_one_row(tmp_path: Path) -> None:
     assert [d.display_name for d in shown] == [
         "eval-qwen3-32b-suite (Qwen3-32B × swebench-verified) [3 running]"], text
     assert [g["members"] for g in groups] == [["950_0", "950_1", "950_2"]]
+
+
+def test_benchmarks_mixed_in_one_shared_jobs_dir_say_so(tmp_path: Path) -> None:
+    """The array's tasks wrote into one ``jobs/`` (Harbor's default ``jobs_dir``), so no task's
+    own benchmark can be told from the tree: each read all three. The one row showed
+    ``eval-qwen3-32b-suite [3 running] 52/120 0.50``, a pass-rate over three benchmarks
+    under no benchmark's name; it now says it mixes them, and how to keep them apart."""
+    root = tmp_path / "jobs"
+    specs = [("terminal-bench-core", {"pass": 18, "fail": 2}),
+             ("swebench-verified", {"pass": 2, "fail": 10, "timeout": 8}),
+             ("aider-polyglot", {"pass": 6, "fail": 6, "inflight": 4})]
+    for k, (dataset, mix) in enumerate(specs):
+        job_dir = root / f"2026-12-05__03-00-0{k}"
+        MAKE.write(job_dir, mix, total=40, seed=k)
+        result = job_dir / "result.json"
+        result.write_text(result.read_text().replace("tbench-hard", dataset))
+    tree = trial_tree(collect_trials([str(root)]))
+    assert tree is not None
+    now = datetime.now(UTC)
+    facts = [JobFacts(record=record("eval-qwen3-32b-suite", job_id=f"951_{k}",
+                                    start_time=now - timedelta(minutes=30), elapsed_s=1800,
+                                    array_job_id="951", array_task_id=str(k)),
+                      log=log(mtime=now), summary=parse_log(_LOG, mtime=now), trials=tree)
+             for k in range(3)]
+    shown, text, _ = _grouped(facts)
+    (row,) = shown
+    assert row.display_name == "eval-qwen3-32b-suite (Qwen3-32B × 3 benchmarks) [3 running]"
+    assert "3 benchmarks in one trial tree: pass-rate mixed" in row.report.trend, row.report.trend
+    assert "pass-rate mixed" in text, text
