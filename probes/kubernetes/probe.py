@@ -306,13 +306,18 @@ class KubernetesProbe(VanishedJobs):
 
     async def _list_workloads(self) -> list[Workload]:
         """The namespace's Jobs and JobSets. JobSets are read where installed: a Role that
-        does not grant listing them (403) leaves the Jobs reported, and the refusal in
-        ``_jobsets_refused`` (the cluster's detail; JobSets seen before are not vanished)."""
+        does not grant listing them (403), or a JobSet list that fails on its own (5xx or 429
+        past its retry, no answer, an answer that is no object), leaves the Jobs reported,
+        and the reason in ``_jobsets_refused`` (the cluster's detail; JobSets seen before are
+        not vanished)."""
         workloads = [job_workload(job) for job in await self._api.list_jobs()]
         self._jobsets_refused = None
         try:
             jobsets = await self._api.list_jobsets()
-        except ForbiddenError as exc:
+        except (ForbiddenError, UnreachableError) as exc:
+            # The Jobs just listed: the server answers, only this list fails (an undecodable
+            # JobSet in etcd, a throttle that did not lift, a proxy's page for this path). Its
+            # Jobs are still the report's; the pod list that follows says if the server is down.
             self._jobsets_refused = f"JobSets not listed: {exc}"
             jobsets = []
         # A JobSet's child Jobs are reported through the JobSet, not one by one. A Job seen
