@@ -148,7 +148,7 @@ class Digest(DigestPosting):
         ``interval``: the scheduler's interval number: a retry of an interval the parent
         already counted is not another sweep of the period.
         """
-        kept = self._kept(retry=retry)
+        kept = await self._kept(retry=retry)
         self._stale_parent = False
         seen = await self._get(SEEN)
         previous: dict[tuple[str, str], Snapshot] | None = None
@@ -175,6 +175,7 @@ class Digest(DigestPosting):
                                    extra,
                                    since=seen.get("at") if isinstance(seen, dict) else None,
                                    kept=kept, interval=interval, retry=retry, told=told)
+            await self._save_undelivered()
         return changes
 
     async def _untold(self, changes: list[Change], result: SweepResult) -> list[Change]:

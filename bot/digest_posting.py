@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -35,6 +36,21 @@ UNDELIVERED_KEPT_S = 6 * 3600.0
 it: Slack down across a sweep and its retry must not lose the endings that sweep saw (the
 next sweep's diff no longer holds them), but an outage of a day should not end in a day of
 stale news."""
+
+
+UNDELIVERED = "digest:undelivered"
+"""The change replies Slack refused, for the next sweep of any replica (``_kept``)."""
+
+
+def _merged(*lists: list[tuple[str, SlackMessage, datetime]]
+            ) -> list[tuple[str, SlackMessage, datetime]]:
+    """The entries of ``lists`` once each (this process's copy and Redis's overlap), by when
+    they were first refused."""
+    seen: dict[str, tuple[str, SlackMessage, datetime]] = {}
+    for kind, message, at in (entry for entries in lists for entry in entries):
+        seen.setdefault(json.dumps([kind, message.text, message.blocks, at.isoformat()],
+                                   sort_keys=True), (kind, message, at))
+    return sorted(seen.values(), key=lambda entry: entry[2])
 
 
 class Pacer:
@@ -86,6 +102,8 @@ class DigestPosting:
         """The thread replies Slack refused: ("tables" | "changes", message, first refused)."""
         self._stale_parent = False
         """Whether the last publish's edit of the parent failed for now (kept, not edited)."""
+        self._undelivered_unsaved = False
+        """Whether :attr:`_pending` could not be written to Redis (Redis down)."""
 
     @property
     def undelivered(self) -> bool:
@@ -93,17 +111,53 @@ class DigestPosting:
         retry posts the reply again and edits the parent)."""
         return bool(self._pending) or self._stale_parent
 
-    def _kept(self, *, retry: bool) -> list[tuple[str, SlackMessage, datetime]]:
+    async def _kept(self, *, retry: bool) -> list[tuple[str, SlackMessage, datetime]]:
         """The refused replies a publish posts first (and forgets): on a retry, all of them;
         on a later sweep, the change replies refused within :data:`UNDELIVERED_KEPT_S` (their
         changes were saved as seen: dropped, the endings they tell would never be told; the
-        tables are posted afresh when due)."""
+        tables are posted afresh when due), this process's and those another replica (or this
+        one before a restart) left in Redis (:meth:`_save_undelivered`)."""
         now = self._clock()
-        kept = [(kind, message, at) for kind, message, at in self._pending
+        pending, self._pending = self._pending, []
+        if not retry:
+            stored = await self._stored_undelivered()
+            # Redis's list is the one to go by once this process's was written there: an
+            # entry gone from it was delivered since (by another replica).
+            pending = _merged(pending, stored or []) if stored is None or \
+                self._undelivered_unsaved else stored
+        return [(kind, message, at) for kind, message, at in pending
                 if retry or (kind == "changes"
                              and (now - at).total_seconds() <= UNDELIVERED_KEPT_S)]
-        self._pending = []
+
+    async def _stored_undelivered(self) -> list[tuple[str, SlackMessage, datetime]] | None:
+        """The change replies kept in Redis; ``None`` while Redis cannot say."""
+        try:
+            doc = await self._store.get_doc(UNDELIVERED)
+        except StoreUnavailable:
+            return None
+        kept: list[tuple[str, SlackMessage, datetime]] = []
+        for entry in doc if isinstance(doc, list) else []:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                kept.append((str(entry["kind"]), SlackMessage(text=str(entry["text"]),
+                             blocks=list(entry["blocks"])), datetime.fromisoformat(entry["at"])))
         return kept
+
+    async def _save_undelivered(self) -> None:
+        """The change replies still refused, in Redis for whichever replica sweeps next (kept
+        :data:`UNDELIVERED_KEPT_S`); nothing there once they are delivered."""
+        entries = [{"kind": kind, "text": message.text, "blocks": message.blocks,
+                    "at": at.isoformat()} for kind, message, at in self._pending
+                   if kind == "changes"]
+        try:
+            if entries:
+                await self._store.put_doc(UNDELIVERED, entries, ttl_s=UNDELIVERED_KEPT_S)
+            else:
+                await self._store.delete_doc(UNDELIVERED)
+        except StoreUnavailable as exc:
+            self._undelivered_unsaved = True
+            log.warning("undelivered replies kept in process memory only", error=str(exc))
+        else:
+            self._undelivered_unsaved = False
 
     # -- state --------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ both) is sent by the sweeps after it while it is younger than
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -60,6 +61,8 @@ from report.grouping import pending_task_counts
 log = structlog.get_logger(__name__)
 
 TOLD = frozenset({"failed", "finished", "stalled"})
+UNDELIVERED_DMS = "notify:undelivered"
+"""The job-end DMs Slack refused, for the next sweep of any replica."""
 PREF_TTL_S = 365 * 24 * 3600.0
 STALL_DM_QUIET_HOURS = 24.0
 """A job's stall is DMed at most once in this long (the thread tells every stall)."""
@@ -95,7 +98,9 @@ class Notifier:
         self._clock = clock
         self._pending: list[tuple[str, str, datetime]] = []
         """The DMs Slack refused: (owner, text, first refused), for the retry and the sweeps
-        after it (:data:`~bot.digest_posting.UNDELIVERED_KEPT_S`)."""
+        after it (:data:`~bot.digest_posting.UNDELIVERED_KEPT_S`), also kept in Redis."""
+        self._unsaved = False
+        """Whether :attr:`_pending` could not be written to Redis (Redis down)."""
 
     @property
     def undelivered(self) -> bool:
@@ -125,12 +130,57 @@ class Notifier:
         """DM the owners of jobs that failed, completed or stalled; returns the DMs sent.
         ``retry``: the sweep tries a failed one again: the DMs Slack refused go first."""
         now = self._clock()
-        kept = [(user, text, at) for user, text, at in self._pending
+        pending, self._pending = self._pending, []
+        if not retry:  # what any replica (this one before a restart too) left in Redis
+            stored = await self._stored_undelivered()
+            if stored is not None and not self._unsaved:
+                pending = stored  # an entry gone from it was delivered since
+            else:
+                pending = list({(u, t, a.isoformat()): (u, t, a) for u, t, a in
+                                [*pending, *(stored or [])]}.values())
+        kept = [(user, text, at) for user, text, at in pending
                 if retry or (now - at).total_seconds() <= UNDELIVERED_KEPT_S]
-        self._pending = []
         sent = 0
         for user, text, at in kept:
             sent += await self._send(user, text, refused_at=at)
+        try:
+            sent += await self._process(changes, result, config)
+        finally:
+            await self._save_undelivered()
+        return sent
+
+    async def _stored_undelivered(self) -> list[tuple[str, str, datetime]] | None:
+        """The DMs kept in Redis; ``None`` while Redis cannot say."""
+        try:
+            doc = await self._store.get_doc(UNDELIVERED_DMS)
+        except StoreUnavailable:
+            return None
+        kept: list[tuple[str, str, datetime]] = []
+        for entry in doc if isinstance(doc, list) else []:
+            with suppress(KeyError, TypeError, ValueError):
+                kept.append((str(entry["owner"]), str(entry["text"]),
+                             datetime.fromisoformat(entry["at"])))
+        return kept
+
+    async def _save_undelivered(self) -> None:
+        """The DMs still refused, in Redis for whichever replica sweeps next."""
+        entries = [{"owner": owner, "text": text, "at": at.isoformat()}
+                   for owner, text, at in self._pending]
+        try:
+            if entries:
+                await self._store.put_doc(UNDELIVERED_DMS, entries, ttl_s=UNDELIVERED_KEPT_S)
+            else:
+                await self._store.delete_doc(UNDELIVERED_DMS)
+        except StoreUnavailable as exc:
+            self._unsaved = True
+            log.warning("undelivered DMs kept in process memory only", error=str(exc))
+        else:
+            self._unsaved = False
+
+    async def _process(self, changes: Sequence[Change], result: SweepResult,
+                       config: Config) -> int:
+        """This sweep's own job-end DMs (:meth:`process`)."""
+        sent = 0
         groups: dict[tuple[str, str, str, str], list[Change]] = {}
         running = _arrays_running(result)
         for change in changes:

@@ -30,10 +30,13 @@ Keys (``P`` = prefix)::
     P tick:{n}                 STRING lock: the replica that posts interval n's sweep
     P lock:{name}              STRING lock: exactly-once actions (cancel, acknowledge, ...)
     P seen:{name}              STRING the signatures of the Slack requests run (bot.replays),
-                               kept 11 minutes: a copy played back is refused
+                               and the trigger_ids of the commands and presses run (a
+                               Slack retry), kept 11 minutes: a copy played back is refused
     P doc:{name}               STRING JSON documents: alert episodes, the message -> episode
                                index, incidents, signatures, the refused config edit
-                               told (bot.refusals) (always with an expiry)
+                               told (bot.refusals), the change replies and job-end DMs
+                               Slack refused (digest:undelivered, notify:undelivered, kept
+                               6 hours) (always with an expiry)
     P audit                    STREAM append-only audit trail (pruned to AUDIT_MAXLEN)
 
 Every key expires or is pruned: nothing the bot writes grows without bound.

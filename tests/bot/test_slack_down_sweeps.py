@@ -10,7 +10,7 @@ from bot.digest_posting import UNDELIVERED_KEPT_S
 from bot.scheduled import make_scheduler
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, detail, job, sweep_result
-from tests.bot.conftest import make_config, notify_on, running_bot
+from tests.bot.conftest import make_config, make_store, notify_on, running_bot
 from tests.bot.fake_slack import FakeSlack
 from tests.bot.test_sweep_retry import change_replies
 
@@ -88,3 +88,41 @@ async def test_what_slack_keeps_refusing_is_dropped_after_a_while(
     assert change_replies(slack) == []
     assert [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"] \
         == []
+
+
+async def test_another_replica_tells_the_ending_when_slack_returns(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path, clock: FakeClock, *,
+        redis_server: str) -> None:
+    """Replica one sweeps 16:30 and its retry while Slack is down; replica two (one Redis)
+    wins 17:00, when Slack answers: it tells the failure in the thread and DMs alice, once
+    (before: what one kept lived in its process only, lost to the other replica or a
+    restart, as the saved snapshots tell the ending to no later diff)."""
+    await notify_on(store)
+    world = {"sft": "RUNNING"}
+    sweeper = failing_sft(clock, world, store.prefix, tmp_path)
+    other = make_store(store.prefix, url=redis_server)
+    try:
+        async with running_bot(slack, store, sweeper, clock) as one, \
+                running_bot(slack, other, sweeper, clock) as two:
+            first, second = make_scheduler(one.bot), make_scheduler(two.bot)
+            assert await first.tick()  # 16:00
+            clock.advance(1800)
+            world["sft"] = "FAILED"
+            slack_down(slack)
+            assert await first.tick()  # 16:30
+            clock.advance(60)
+            assert await first.tick()  # 16:31: the retry
+            slack.failures.clear()
+            clock.advance(1740)
+            assert await second.tick()  # 17:00, won by replica two
+            told_at_17 = len(change_replies(slack)), len(
+                [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"])
+            clock.advance(1800)
+            assert await first.tick()  # 17:30, replica one again: nothing twice
+    finally:
+        await other.aclose()
+    assert told_at_17 == (1, 1)  # the reply and the DM, by replica two
+    (reply,) = change_replies(slack)
+    assert "sft-mistral-7b" in reply and "as of 16:30Z" in reply
+    dms = [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == "DALICE"]
+    assert len(dms) == 1
