@@ -42,7 +42,9 @@ are not kept when the retry posts the full tables itself (a parent opened then).
 reply still refused by the retry (Slack down across both) is posted by the sweeps after it,
 before their own, while it is younger than ``digest_posting.UNDELIVERED_KEPT_S``: its
 changes were saved as seen, so no later diff tells those endings again (its header keeps its
-own time). Refused table replies are dropped by a later sweep (the tables come afresh).
+own time). Those are kept in Redis too (``digest:undelivered``), for whichever replica sweeps
+next and across a restart. Refused table replies are dropped by a later sweep (the tables
+come afresh).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ others; the day's thread already tells the change. A DM Slack refused is kept
 (:attr:`Notifier.undelivered`): the scheduler tries the sweep again soon (``bot.scheduler``),
 and that retry sends it first; a DM the retry could not send either (Slack down across
 both) is sent by the sweeps after it while it is younger than
-``bot.digest_posting.UNDELIVERED_KEPT_S``: no later diff tells that end again.
+``bot.digest_posting.UNDELIVERED_KEPT_S`` (kept in Redis, ``notify:undelivered``, for
+whichever replica sweeps next): no later diff tells that end again.
 """
 
 from __future__ import annotations
