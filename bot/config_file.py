@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 import select
+import stat
 import time
 import tomllib
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PosixPath
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,10 +29,35 @@ from pydantic import ValidationError
 from bot.config import NOT_A_USER_ID, SLACK_USER_ID, Config, ConfigError
 
 
+class FoundConfigPath(PosixPath):
+    """``./jobtables.toml`` taken by default (neither ``--config`` nor ``$JOBTABLES_CONFIG``):
+    read only when it is the user's own (:func:`_check_found`)."""
+
+
 def default_config_path() -> Path:
     """``--config`` default: ``$JOBTABLES_CONFIG``, then ``./jobtables.toml``."""
     env = os.environ.get("JOBTABLES_CONFIG")
-    return Path(env) if env else Path("jobtables.toml")
+    return Path(env) if env else FoundConfigPath("jobtables.toml")
+
+
+def _check_found(fd: int, path: Path) -> None:
+    """Refuse a config found in the current directory (not named) that another user owns or
+    anyone may write: a config can name programs to run (a kubeconfig's ``exec`` credential
+    plugin), and running ``jobtables`` in a shared directory (/tmp, a team scratch) must not
+    run what someone else left there, as ``git`` refuses another user's repository. Root's
+    file is trusted (root could do anything); a config named explicitly is the user's
+    choice, whoever owns it (a ConfigMap mounted into the bot's pod is root's)."""
+    info = os.fstat(fd)
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        why = f"owned by uid {info.st_uid}, not by you (uid {me})"
+    elif info.st_mode & stat.S_IWOTH:
+        why = f"writable by anyone (mode {stat.S_IMODE(info.st_mode):04o})"
+    else:
+        return
+    raise ConfigError(f"{path}: {why}: a config found in the current directory is read only"
+                      " when it is your own; name it with --config or $JOBTABLES_CONFIG if you"
+                      " trust it")
 
 
 MAX_CONFIG_BYTES = 4 << 20
@@ -53,6 +79,8 @@ def _read_bounded(path: Path) -> bytes:
     deadline = time.monotonic() + timeout
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
+        if isinstance(path, FoundConfigPath):
+            _check_found(fd, path)  # on the opened file: no swap between check and read
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         chunks: list[bytes] = []
