@@ -235,7 +235,9 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
     """Raw text heading a change reply: one line per change (arrays merged, a mass change of
     one kind folded: :func:`change_lines`), then follow-ups. ``told``: the jobs (cluster, id)
     whose own line in ``extra`` tells their change; a bullet saying it again goes."""
-    at = since.strftime("%H:%MZ") if since else "the last sweep"
+    # No last sweep to compare with (a fresh store): its lines tell what was already there.
+    heading = (f"Changes since {since:%H:%M}Z" if since else
+               "First sweep: what was already there")
     shown = change_rows(changes)
     bullets = [c for c in changes
                if not (c.kind in OWN_LINE_KINDS and (c.cluster, c.job_id) in told)]
@@ -244,7 +246,7 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
         "`/jobs` has every table._"]
     # The change lines are outside text only (names, whys): no backtick of theirs may pair
     # with a span of the follow-ups below, no word format itself (escaped with the reply).
-    return "\n".join([f"Changes since {at} (as of {now:%H:%M}Z)",
+    return "\n".join([f"{heading} (as of {now:%H:%M}Z)",
                       *map(unformatted, change_lines(bullets)), *extra, *rows])
 
 
