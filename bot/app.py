@@ -160,6 +160,16 @@ class Bot:
         log.info("slack retry of a request already run; not run again")
         return False
 
+    def spawn_once(self, body: dict[str, Any], work: Callable[[], Awaitable[None]], *,
+                   name: str) -> None:
+        """Run ``work()`` as a tracked task unless ``body`` is Slack's retry of a request
+        already run (:meth:`first_delivery`), checked in the task: the ack leaves at once."""
+        async def once() -> None:
+            if await self.first_delivery(body):
+                await work()
+
+        self.tasks.spawn(once(), name=name)
+
     def responder(self, respond: Respond, surface: str) -> Responder:
         """``respond`` with its failures logged, counted and shown in ``/healthz``."""
         return Responder(respond, telemetry=self.telemetry, health=self.health, surface=surface,
@@ -214,20 +224,16 @@ def build_app(bot: Bot) -> AsyncApp:
     async def on_command(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                          respond: Respond) -> None:
         await ack()
-        if not await bot.first_delivery(body):
-            return
         payload = SlashPayload.model_validate(body)
-        bot.tasks.spawn(giving_up_together(answer_command(
+        bot.spawn_once(body, lambda: giving_up_together(answer_command(
             bot, payload, bot.responder(respond, payload.command))),
             name=f"command {payload.command}")
 
     async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                         respond: Respond) -> None:
         await ack()
-        if not await bot.first_delivery(body):
-            return
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(giving_up_together(handle_press(
+        bot.spawn_once(body, lambda: giving_up_together(handle_press(
             bot, press, bot.responder(respond, press.action_id))),
             name=f"action {press.action_id}")
 

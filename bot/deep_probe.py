@@ -400,9 +400,8 @@ def register(app: AsyncApp, bot: Bot) -> None:
     async def on_action(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                         respond: Respond) -> None:
         await ack()
-        if not await bot.first_delivery(body):
-            return  # Slack's retry of a press already run (bot.app)
-        bot.tasks.spawn(on_button(bot, body, bot.responder(respond, DEEP_PROBE)),
-                        name="action deep_probe")
+        # Not run for Slack's retry of a press already run (bot.app).
+        bot.spawn_once(body, lambda: on_button(bot, body, bot.responder(respond, DEEP_PROBE)),
+                       name="action deep_probe")
 
     app.action(DEEP_PROBE)(on_action)

@@ -52,10 +52,10 @@ def register(app: AsyncApp, bot: Bot) -> None:
     async def on_share(ack: Callable[..., Awaitable[None]], body: dict[str, Any],
                        respond: Respond) -> None:
         await ack()
-        if not await bot.first_delivery(body):
-            return  # Slack's retry of a press already run (bot.app)
         press = ActionPress.from_body(body)
-        bot.tasks.spawn(share_job(bot, press, bot.responder(respond, SHARE)), name="share")
+        # Not run for Slack's retry of a press already run (bot.app).
+        bot.spawn_once(body, lambda: share_job(bot, press, bot.responder(respond, SHARE)),
+                       name="share")
 
     app.action(SHARE)(on_share)
 
