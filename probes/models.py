@@ -224,6 +224,8 @@ class CompletionFile(Frozen):
     current_steps: int | None = None
     total_steps: int | None = None
     finished: bool = False
+    early_stopped: bool = False
+    """Finished short of its total because HF's ``EarlyStoppingCallback`` stopped it."""
     written_at: datetime | None = None
     """The file's mtime on the cluster (``None`` from a recording made before it was sent)."""
 

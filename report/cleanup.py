@@ -211,6 +211,7 @@ def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "s
     completion files; by its log too with ``log_fallback``)."""
     short = _short_of_total(ctx, f, log_fallback=log_fallback)
     if short is None:
+        _early_stop_note(ctx, f)
         return False
     current, total, source = short
     f.flag("incomplete-run")
@@ -220,6 +221,15 @@ def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "s
                 f"incomplete run: {source} shows step {current} of {total}; find why it "
                 f"stopped before consolidating or running {routine}")
     return True
+
+
+def _early_stop_note(ctx: JudgeContext, f: Findings) -> None:
+    """A run its EarlyStoppingCallback stopped is done by its own rule: the Trend says where."""
+    check = ctx.facts.completion
+    reached = check.reached if check is not None else None
+    if reached is not None and reached.early_stopped:
+        f.trend(Priority.BACKGROUND + 3, f"Early-stopped at step {reached.current_steps}/"
+                f"{reached.total_steps} (EarlyStoppingCallback: patience exhausted)")
 
 
 def _snapshot(path: str) -> bool:

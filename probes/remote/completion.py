@@ -120,7 +120,8 @@ def parse_trainer_log_jsonl(text: str | bytes) -> CompletionJson:
 
 
 def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
-    """HF ``trainer_state.json``: ``global_step`` of ``max_steps`` (finished when reached).
+    """HF ``trainer_state.json``: ``global_step`` of ``max_steps`` (finished when reached, or
+    when its ``EarlyStoppingCallback`` stopped it: :func:`_early_stopped`).
 
     A whole document is parsed as JSON; a head+tail cut of a large one by its top-level keys.
     """
@@ -139,7 +140,39 @@ def parse_trainer_state_json(text: str | bytes) -> CompletionJson:
                 current = int(value)
             elif key == "max_steps":
                 total = int(value)
-    return _status(current, total, 1 if current is not None else 0)
+    status = _status(current, total, 1 if current is not None else 0)
+    if not status["finished"] and _early_stopped(data, text):
+        status.update(finished=True, early_stopped=True)  # stopped by its own rule
+    return status
+
+
+_EARLY_KEY = re.compile(r'"(early_stopping_patience|early_stopping_patience_counter|'
+                        r'should_training_stop)": (\d+|true|false)')
+
+
+def _early_stopped(data: Any, text: str) -> bool:
+    """HF's ``EarlyStoppingCallback`` stopped the run: its state in ``stateful_callbacks``
+    (``Trainer._save_checkpoint`` stores each ``ExportableState``'s ``state()``) has the
+    patience counter at its patience, and ``TrainerControl`` asked the stop. The run then
+    ended by its own rule, short of ``max_steps``: finished, not cut short. A head+tail cut
+    (a huge ``log_history``) is read by pattern: ``stateful_callbacks`` sorts after it."""
+    found: Dict[str, Any] = {}  # noqa: UP006
+    if isinstance(data, dict):
+        callbacks = data.get("stateful_callbacks")
+        callbacks = callbacks if isinstance(callbacks, dict) else {}
+        early = callbacks.get("EarlyStoppingCallback")
+        early = early[-1] if isinstance(early, list) and early else early
+        for part in (early, callbacks.get("TrainerControl")):
+            for section in ("args", "attributes"):
+                values = part.get(section) if isinstance(part, dict) else None
+                found.update(values if isinstance(values, dict) else {})
+    else:
+        for key, value in _EARLY_KEY.findall(text):
+            found[key] = int(value) if value.isdigit() else value == "true"
+    patience = _as_int(found.get("early_stopping_patience"))
+    counter = _as_int(found.get("early_stopping_patience_counter"))
+    stop = found.get("should_training_stop", True)
+    return bool(patience and counter is not None and counter >= patience and stop is True)
 
 
 def _read_bounded(guard: Guard, dir_fd: int, name: str, path: str, *, head: int,

@@ -123,7 +123,8 @@ def completion_check(raw: Any, started: datetime | None = None) -> CompletionChe
                 continue
             files.append(CompletionFile.model_validate(
                 {k: source.get(k) for k in ("path", "kind", "current_steps", "total_steps")}
-                | {"finished": bool(source.get("finished")), "written_at": written}))
+                | {"finished": bool(source.get("finished")), "written_at": written,
+                   "early_stopped": source.get("early_stopped") is True}))
     return CompletionCheck(files=tuple(files))
 
 
