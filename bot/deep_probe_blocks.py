@@ -76,12 +76,13 @@ OFFER_CHARS = 10_000
 def offers_blocks(offers: Sequence[tuple[JobDetail, Sequence[str]]]) -> list[list[dict[str, Any]]]:
     """One destination's offers of a sweep (run, its array's running tasks) as few messages'
     blocks as Slack's limits allow: a heading, then each run's offer and button, the button's
-    block id naming its run (unique in the message, which Slack requires)."""
+    block id numbered (unique in the message, which Slack requires)."""
     messages: list[list[dict[str, Any]]] = []
     used = 0
-    for detail, tasks in offers:
-        ref = f"{detail.report.cluster}:{detail.report.job_id}"
-        blocks = offer_blocks(detail, tasks, block_id=f"deep_probe_actions:{ref}")
+    for n, (detail, tasks) in enumerate(offers):
+        # Numbered, not named by the run: unique, and within Slack's 255 characters whatever
+        # the cluster's name (a press is bound by the button's value, not its block).
+        blocks = offer_blocks(detail, tasks, block_id=f"deep_probe_actions:{n}")
         size = len(blocks[0]["text"]["text"])
         if not messages or len(messages[-1]) + 2 > OFFER_BLOCKS or used + size > OFFER_CHARS:
             messages.append([])
