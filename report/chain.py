@@ -268,7 +268,7 @@ def _chain_link(
     ok: Callable[[SchedulerRecord], bool] = continues or (lambda _r: True)
     waiting = sorted(
         ((r, d) for key in dependency_keys(record) for r, d in index.waiting_on.get(key, ())
-         if r.job_id != record.job_id),
+         if r.job_id != record.job_id and same_owner(record, r)),
         key=lambda pair: submit_order(pair[0]),
     )
     kinds = _AFTER_SUCCESS if completed else _AFTER_TIMEOUT
@@ -318,10 +318,11 @@ def _remembered(record: SchedulerRecord, known_edges: Mapping[str, str],
         return None, None
     known = index.live_successor(remembered, record)
     if (known is not None and known.job_id != record.job_id and not _never_starts(known)
-            and ok(known)):
+            and ok(known) and same_owner(record, known)):
         return ChainLink(successor=known.job_id), None
     ran = index.ran.get(remembered)
-    if ran is None or ran.job_id == record.job_id or not _ran_after(record, ran) or not ok(ran):
+    if ran is None or ran.job_id == record.job_id or not _ran_after(record, ran) or not ok(ran) \
+            or not same_owner(record, ran):
         return None, None
     if ran.state is not JobState.CANCELLED:
         return ChainLink(successor=ran.job_id, ended=ran.state.value), None
@@ -366,7 +367,7 @@ def _cancelled_pending(record: SchedulerRecord, index: ChainIndex,
     that was cancelled before it started."""
     queued = [r for key in dependency_keys(record)
               for r, d in index.cancelled_waiting.get(key, ())
-              if d.kind in kinds and r.job_id != record.job_id]
+              if d.kind in kinds and r.job_id != record.job_id and same_owner(record, r)]
     return min(queued, key=submit_order, default=None)
 
 
@@ -385,13 +386,25 @@ def dependency_edges(records: Sequence[SchedulerRecord],
     visible this sweep (an ``afternotok`` one read back for a planned stop's exit 0 is
     pending ``DependencyNeverSatisfied`` or gone: never its successor)."""
     edges: dict[str, str] = {}
+    owners = {key: r for r in records for key in dependency_keys(r)}
     for record in sorted(records, key=submit_order):
         for dependency in dependencies(record):
             # The earliest-submitted dependant is the chain's next link; later ones are
-            # extra jobs that merely wait for the same predecessor.
-            if dependency.kind in kinds:
+            # extra jobs that merely wait for the same predecessor. Another user's job
+            # queued behind it first does not displace the run's own (same_owner).
+            predecessor = owners.get(dependency.job_id)
+            if dependency.kind in kinds and (predecessor is None
+                                             or same_owner(predecessor, record)):
                 edges.setdefault(dependency.job_id, record.job_id)
     return edges
+
+
+def same_owner(record: SchedulerRecord, other: SchedulerRecord) -> bool:
+    """Whether ``other`` may continue ``record``'s run as far as its user says: the same user,
+    or either unknown (SLURM names both; a record built by hand may not). Any user may queue
+    a job behind anyone's (``--dependency=afterany:N`` is accepted whoever owns N): another
+    user's job waiting on a run is no restart of it, as every fallback rule asks already."""
+    return record.user is None or other.user is None or other.user == record.user
 
 
 def success_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:

@@ -26,7 +26,9 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
     if record.state is not JobState.TIMEOUT:
         return ChainLink()
     live = [r for r in records if r.state in chain._LIVE and r.job_id != record.job_id]
-    waiting = sorted(((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id),
+    # Another user's job queued behind it is no restart of it (chain.same_owner).
+    waiting = sorted(((r, d) for r in live for d in dependencies(r) if d.job_id == record.job_id
+                      and chain.same_owner(record, r)),
                      key=lambda pair: submit_order(pair[0]))
     restarts = [r for r, d in waiting
                 if d.kind in chain._AFTER_TIMEOUT and not chain._never_starts(r)]
@@ -34,7 +36,7 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
         return ChainLink(successor=restarts[0].job_id)
     remembered = known_edges.get(record.job_id)
     if remembered is not None and any(r.job_id == remembered and not chain._never_starts(r)
-                                      for r in live):
+                                      and chain.same_owner(record, r) for r in live):
         return ChainLink(successor=remembered)
     # ... or a restart that already ran: started once the predecessor had ended (a job
     # whose start is its end and that held no node never ran: cancelled while pending)
@@ -44,7 +46,7 @@ def _scan_every_record(record: SchedulerRecord, records: Sequence[SchedulerRecor
                 or r.start_time < r.end_time)
            and chain._ran_after(record, r)]
     for r in ran:
-        if r.job_id == remembered:
+        if r.job_id == remembered and chain.same_owner(record, r):
             return ChainLink(successor=r.job_id, ended=r.state.value)
     named = {r.job_id for r, _ in waiting}
     # The evidence a job of another run's name needs (``_held_for``) asks the index, and
