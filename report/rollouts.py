@@ -19,8 +19,9 @@ generate/avg_num_tokens"; CONTRACT §6 ``dead-rollouts``):
   read as exact only when the run's policy metrics (grad norm, policy loss, entropy) were
   printed at finer precision (SkyRL's status line, verl >= 0.5's full floats): more decimals
   than those printers give, on a nonzero value of the history. Otherwise the zeros are a note,
-  not a reason. Flagged on any state; on a live run verdict ``warning`` and recommendation
-  ``deep_probe`` (read the literal rollouts).
+  not a reason. Flagged on any state; on a live or COMPLETED run verdict ``warning`` and
+  recommendation ``deep_probe`` (read the literal rollouts; a completed run's cleanup would
+  ship a model that had stopped learning).
   Standard RL is what needs it (no trial evidence), but it is applied to agentic RL too: a
   degenerate window is dead whatever produced it, and the trial pass-rate signal is judged
   besides.
@@ -43,7 +44,7 @@ from itertools import pairwise
 from statistics import median
 
 from probes.logs.precision import decimals
-from probes.models import MetricPoint
+from probes.models import JobState, MetricPoint
 from report.cells import format_value
 from report.findings import Findings, JudgeContext, Priority, series
 from report.settings import Thresholds
@@ -144,11 +145,15 @@ def dead_rollouts_rule(ctx: JudgeContext, f: Findings) -> None:
     f.flag("dead-rollouts")
     text = "DEAD ROLLOUTS: " + "; ".join(reasons)
     f.trend(Priority.INFO + 8, text)
-    if ctx.running:
+    if ctx.running or ctx.state is JobState.COMPLETED:
+        # CONTRACT §6: warning, deep_probe. A run that completed on a dead window is no
+        # "done": its cleanup would consolidate and upload a model that had stopped learning.
         f.verdict("warning")
+        ended = "" if ctx.running else "it completed so; "
         f.recommend(Priority.DIAGNOSE - 5, "deep_probe",
                     f"dispatch rl-job-health-deep-dive on {ctx.facts.record.name}: "
-                    f"{'; '.join(reasons)}; the row can read healthy on a silently dead run")
+                    f"{'; '.join(reasons)}; {ended}the row can read healthy on a silently "
+                    "dead run")
 
 
 def log_ratio_health(ctx: JudgeContext, f: Findings) -> None:

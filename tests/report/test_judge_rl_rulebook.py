@@ -149,11 +149,13 @@ def test_reward_0_since_the_first_step_means_the_runs_first_step(steps: range,
         assert job.verdict == "healthy"
 
 
-def test_dead_rollouts_on_a_finished_run_is_flagged_not_probed() -> None:
-    """A COMPLETED run keeps the flag; its recommendation stays the cleanup."""
+def test_dead_rollouts_on_a_completed_run_is_a_warning_to_probe() -> None:
+    """A COMPLETED run keeps the flag and, as CONTRACT §6 says, verdict warning and
+    deep_probe: not its cleanup, which would ship a model that had stopped learning (see
+    tests/probes/slurm/test_e2e_dead_rollouts_completed.py)."""
     job = judge(_rl(healthy_rl(reward=[0.0] * 12), rec={"state": JobState.COMPLETED})).report
-    assert "dead-rollouts" in job.flags and job.verdict == "done"
-    assert job.recommendation is not None and job.recommendation.action == "cleanup"
+    assert "dead-rollouts" in job.flags and job.verdict == "warning"
+    assert job.recommendation is not None and job.recommendation.action == "deep_probe"
 
 
 def test_collapse_outranks_dead_rollouts() -> None:
