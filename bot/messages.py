@@ -110,8 +110,8 @@ def sweep_header(result: SweepResult, *, age_s: float | None) -> str:
     for cluster in result.report.clusters:
         if cluster.status == "unreachable":
             parts.append(f"{cluster.name} UNREACHABLE ({public_reason(cluster.detail or '')})")
-        elif partial := read_in_part(cluster):  # read in part (JobSets refused)
-            parts.append(f"{cluster.name} ok ({partial})")
+        elif partial := read_in_part(cluster):  # read in part (JobSets refused or failing)
+            parts.append(f"{cluster.name} ok ({public_reason(partial)})")
     inactive = [c.name for c in result.report.clusters if c.status == "inactive"]
     if inactive:  # contract: skipped, and listed as inactive (as the CLI's header)
         parts.append("inactive: " + ", ".join(inactive))
@@ -137,7 +137,8 @@ def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None
 def _trouble(result: SweepResult) -> list[str]:
     """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
     lines = [f"⚠️ {c.name} UNREACHABLE ({public_reason(c.detail or '')})"
-             if c.status == "unreachable" else f"⚠️ {c.name} ok ({read_in_part(c)})"
+             if c.status == "unreachable" else
+             f"⚠️ {c.name} ok ({public_reason(read_in_part(c) or '')})"
              for c in result.report.clusters
              if c.status == "unreachable" or read_in_part(c)]
     return [*lines, f"⚠️ {result.degraded}"] if result.degraded else lines

@@ -49,7 +49,7 @@ def not_found(result: SweepResult, cluster: str | None, job_id: str) -> JobNotFo
             + (f"; not on {', '.join(rest)}" if rest else ""))
     from report.render import read_in_part
 
-    partial = [f"cluster {c.name!r} ok but {no_backticks(why)}" for c in asked
+    partial = [f"cluster {c.name!r} ok but {no_backticks(public_reason(why))}" for c in asked
                if (why := read_in_part(c))]
     if partial:  # read in part (JobSets refused): what it could not see may hold it
         return JobNotFoundError(f"job {job_id}{where} not found: " + "; ".join(partial))
