@@ -37,7 +37,7 @@ from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import deep_probe, home, share
+from bot import authorization, deep_probe, home, share
 from bot.action_records import SweepEngine
 from bot.actions import ActionHandler
 from bot.alerts import Alerter
@@ -242,6 +242,8 @@ def build_app(bot: Bot) -> AsyncApp:
         acked: BoltResponse | None = request.context.ack.response
         return acked  # None (not acked): Bolt's 500 stands
 
+    # auth.test asked in the background, never before an ack (bot.authorization).
+    authorization.install(app, lambda work: bot.tasks.spawn(work, name="auth.test"))
     app.error(after_ack)
     app.command("/jobs")(on_command)
     app.command("/job")(on_command)
