@@ -143,3 +143,17 @@ async def test_a_not_found_error_quoting_a_cluster_s_reason(harness: Harness) ->
     (reply,) = await harness.slack.wait_for(hook)
     text = reply.params["text"]
     assert "beta" in text and "`*denied*)`" in text and formats_nothing(text), text
+
+
+def test_a_batched_deep_probe_offer() -> None:
+    """An owner's several offers in one message: each run's why formats nothing, and no
+    mention or link of the cluster's is live."""
+    from bot.deep_probe_blocks import offers_blocks
+
+    runs = [detail(job(str(5000 + n), f"rl-<!channel>-{n}", flags=("deep-probe",),
+                       recommendation=Recommendation(action="deep_probe", why=WHY)))
+            for n in range(3)]
+    (blocks,) = offers_blocks([(run, ()) for run in runs])
+    for text in texts(blocks):
+        assert formats_nothing(text), text
+        assert "<!" not in text
