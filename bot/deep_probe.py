@@ -128,6 +128,9 @@ def probed_cluster(config: Config, name: str | None) -> SlurmCluster | Kubernete
     if not isinstance(match[0], SlurmCluster | KubernetesCluster):
         raise UsageError(f"cluster {name!r} is {match[0].kind}: the deep probe reads SLURM "
                          "and Kubernetes jobs")
+    if not match[0].active:  # CONTRACT §2: skipped; the probe does not log in to it either
+        raise UsageError(f"cluster {name!r} is inactive (active = false in the config): "
+                         "not probed")
     return match[0]
 
 

@@ -323,14 +323,20 @@ class Sweeper:
         gives the job (or says it is not there)."""
         started = time.perf_counter()
         config = self._config = await self._read_config()
-        wanted = [c for c in config.select([cluster] if cluster else None) if c.active]
+        selected = config.select([cluster] if cluster else None)
+        wanted = [c for c in selected if c.active]
+        # A cluster named but inactive is not read (CONTRACT §2: skipped, listed as inactive):
+        # listed, ``find`` says so instead of "no such job" on a cluster nobody asked.
+        skipped = [ClusterFacts(name=c.name, kind=c.kind, status="inactive",
+                                collected_at=self._clock())
+                   for c in selected if cluster and not c.active]
         memory, degraded = await self._memory()
         results: dict[str, ClusterFacts] = {}
         refused: dict[str, str] = {}  # cluster -> why it cannot hold that id
         async with asyncio.TaskGroup() as group:
             for c in wanted:
                 group.create_task(self._collect_job_on(c, config, job_id, results, refused))
-        facts = tuple(results[c.name] for c in wanted)
+        facts = (*(results[c.name] for c in wanted), *skipped)
         histories, degraded = await self._histories(facts, degraded, whole=False)
         _import_judging()
         report, details = await asyncio.to_thread(  # a whole Kubernetes cluster, maybe
