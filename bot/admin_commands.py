@@ -142,13 +142,21 @@ async def _holder(config: Config, job_id: str, fmt: str) -> str | None:
     finally:
         await sweeper.aclose()
     try:
-        return result.find(None, job_id).report.cluster
+        found = result.find(None, job_id).report.cluster
     except JobNotFoundError:
         unread = [c for c in result.report.clusters if c.status == "unreachable"]
         if not unread:
             raise
         print(unread_answer(unread, job_id, "no deep probe verdict", fmt))
         return None
+    unread = [c for c in result.report.clusters if c.status == "unreachable"]
+    if unread:  # ids overlap between clusters: the one meant may be on a cluster not read
+        names = ", ".join(f"{c.name!r} ({c.detail})" if c.detail else repr(c.name)
+                          for c in unread)
+        others = " or ".join(f"jobtables probe {c.name}:{job_id}" for c in unread)
+        print(f"jobtables: note: probing job {job_id} of cluster {found!r}; could not read "
+              f"{names}, which may hold another job {job_id}: {others}", file=sys.stderr)
+    return found
 
 
 ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -80,3 +80,22 @@ async def test_an_id_on_two_clusters_is_asked_about_never_picked(
     code, job, err = await _probe(toml, "grpo-corrupt")
     assert code == 2 and job is None
     assert "several clusters (beta, gamma)" in err and "Traceback" not in err
+
+
+async def test_a_cluster_not_read_beside_the_holder_is_said(standin: KubeStandIn,
+                                                            tmp_path: Path) -> None:
+    """Found on beta while gamma (a second Kubernetes cluster, its API server down) could not
+    be read: the verdict is beta's, and stderr says gamma may hold another job of that name
+    (as ``jobtables job`` notes it), naming the command that would probe that one."""
+    _run(standin, "grpo-corrupt", "corrupt")
+    toml = _config(standin, tmp_path)
+    text = toml.read_text()
+    down = tmp_path / "down-kubeconfig"
+    down.write_text((tmp_path / "kubeconfig").read_text().replace(standin.url,
+                                                                  "http://127.0.0.1:1"))
+    toml.write_text(text + "\n" + text.replace('name = "beta"', 'name = "gamma"').replace(
+        str(tmp_path / "kubeconfig"), str(down)))
+    code, job, err = await _probe(toml, "grpo-corrupt")
+    assert code == 0, err
+    assert job is not None and job["cluster"] == "beta" and job["deep_probe"]["verdict"] == "KILL"
+    assert "could not read 'gamma'" in err and "jobtables probe gamma:grpo-corrupt" in err, err
