@@ -120,6 +120,18 @@ def retry_after_s(value: str | None, now: datetime | None = None) -> float:
     return max(0.0, seconds) if math.isfinite(seconds) else 1.0
 
 
+RATE_LIMITED_RETRIES = 3
+"""How many 429s in a row a ``response_url`` answer waits out (as the Web API client's)."""
+
+
+def _named(headers: Any, name: str) -> str | None:
+    """The header ``name`` (any case) of a webhook's answer: one value, or the first."""
+    for key, value in dict(headers or {}).items():
+        if str(key).lower() == name:
+            return str(value[0] if isinstance(value, list | tuple) and value else value)
+    return None
+
+
 def _retry_after_header(response: HttpResponse) -> str | None:
     for name, values in response.headers.items():
         if name.lower() == "retry-after":
@@ -320,22 +332,31 @@ class Responder:
             return False
         # No other try comes for a command's answer (a sweep has the scheduler's retry): one
         # lost to a single timeout is sent once more, as the posting's probe (a duplicate, if
-        # the first arrived after all, is the lesser harm).
-        for attempt in range(2):
+        # the first arrived after all, is the lesser harm). A 429 (Slack rate-limits its
+        # webhooks, about a message a second) is waited out as its Retry-After asks, as the
+        # Web API's are (BoundedRateLimitRetryHandler): it is no gone URL.
+        timeouts = limited = 0
+        while True:
             try:
                 async with (tracked(f"response_url ({self._surface})"),
                             asyncio.timeout(request_bound(self._timeout_s))):
                     response = await self._respond(**kwargs)
             except TimeoutError as exc:
                 self._failed(type(exc).__name__)
-                if attempt or given_up():
+                timeouts += 1
+                if timeouts > 1 or given_up():
                     return False
                 continue
             except (ClientError, OSError) as exc:
                 return self._failed(type(exc).__name__)
             status = getattr(response, "status_code", 200)
+            if status == 429 and limited < RATE_LIMITED_RETRIES:
+                wait = retry_after_s(_named(getattr(response, "headers", None), "retry-after"))
+                if wait <= MAX_RETRY_AFTER_S:
+                    limited += 1
+                    await asyncio.sleep(wait)
+                    continue
             return self._failed(f"http_{status}") if status >= 300 else True
-        return False
 
     def _failed(self, error: str) -> bool:
         self._telemetry.response_url_errors.labels(surface=self._surface, error=error).inc()

@@ -99,7 +99,7 @@ class FakeSlack:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0,
                    target: str | None = None) -> None:
         """The next ``times`` calls of ``method`` (to the channel ``target`` only, if given)
-        answer 429 with ``Retry-After``."""
+        answer 429 with ``Retry-After``; ``"response_url"``: posts to any response_url."""
         self.rate_limits.setdefault(method, []).extend([(retry_after, target)] * times)
 
     def fail(self, method: str, error: str, *, times: int = 1, target: str | None = None,
@@ -241,6 +241,12 @@ class FakeSlack:
             await self._record(request, await request.json(), 0)
             await self._released.wait()
             return web.Response(status=503, text="fake_slack_stopped")
+        limits = self.rate_limits.get("response_url") or []
+        if limits:  # rate_limit("response_url"): the next posts to any response_url
+            retry_after, _ = limits.pop(0)
+            await self._record(request, await request.json(), 429)
+            return web.Response(status=429, text="rate_limited",
+                                headers={"Retry-After": str(retry_after)})
         if request.match_info["name"] in self.gone_hooks:
             await self._record(request, await request.json(), 404)
             return web.Response(status=404, text="no_active_hooks")
