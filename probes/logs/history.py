@@ -43,10 +43,12 @@ from probes.logs.pair_lines import MAXTEXT_STEPS, maxtext_total, other_rank, par
 from probes.logs.progress import EPISODE_BAR, training_desc
 from probes.logs.rich_panel import MetricsPanel, is_panel_top
 from probes.logs.scan_patterns import (
+    BANNER_GATES,
     BANNER_RE,
     BATCH_GATES,
     BATCH_RE,
     CHECKPOINT_RE,
+    DS_GATES,
     EPOCH_CONFIG_RE,
     GLOBAL_STEP_RE,
     HF_SAVE_RE,
@@ -59,6 +61,7 @@ from probes.logs.scan_patterns import (
     PIPE_STEP_RE,
     SAMPLES_RE,
     SKYRL_HEADER_RE,
+    banner_steps,
 )
 from probes.logs.scan_summary import SummaryScan
 from probes.logs.slime_lines import ARGS_GATE, SLIME_GATE, SlimeArgs
@@ -218,19 +221,20 @@ class MetricScan(SummaryScan):
                     self.hf_banner = self.hf_banner.with_logging(name, raw)
             if "= Epoch " in body or "max_num_steps" in body:
                 self.nemo_epochs = self.nemo_epochs.read(body)
-            if "Total" in body:
+            if any(gate in body for gate in BANNER_GATES):
                 banner = BANNER_RE.search(body)
                 if banner is not None:
                     self.launch_kinds = self.launch_kinds | {"hf" if banner.group(1) else "total"}
-                if banner is not None and banner.group(1):
-                    self.banner_total = int(banner.group(1).replace(",", ""))
+                # (verl's SFT prints its total nowhere else: no training bar of the run's)
+                if banner is not None and (banner.group(1) or banner.group(3)):
+                    self.banner_total = banner_steps(banner)
             if "rollout_batch_size" in body or "consumed_samples: " in body:
                 self._resume_marker(body)
             if "training loop" in body or "orchestrator loop" in body:
                 self._loop_total(body)
                 self.launch_kinds = self.launch_kinds | {
                     loop for loop in LAUNCH_LOOPS if loop in body}
-            if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
+            if any(gate in body for gate in DS_GATES):
                 self._ds_total(body)
             if TITAN_INIT in body:
                 self._titan_init(body)
@@ -339,13 +343,13 @@ class MetricScan(SummaryScan):
 
     def _markers(self, body: str, line_no: int) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
-        if "Total" in body:
+        if any(gate in body for gate in BANNER_GATES):
             banner = BANNER_RE.search(body)
             if banner is not None:
                 self._launched("hf" if banner.group(1) else "total", line_no)
                 if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
                     self._mark("hf")
-                self.banner_total = int((banner.group(1) or banner.group(2)).replace(",", ""))
+                self.banner_total = banner_steps(banner)
         if "heckpoint" in body or "global_step_" in body:
             saved = CHECKPOINT_RE.search(body)
             if saved is not None:
@@ -375,7 +379,7 @@ class MetricScan(SummaryScan):
                 self._hf_banner_line(body)):
             self._mark("hf")
             self._launched("hf", line_no)
-        if "gradient_accumulation_steps" in body or "Total Micro Batches" in body:
+        if any(gate in body for gate in DS_GATES):
             self._ds_total(body)
         if "epochs: " in body or "max_steps_per_epoch: " in body:
             config = EPOCH_CONFIG_RE.match(body)

@@ -67,6 +67,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "timing_s/step": ("sec_per_step", 1),
     "timing/step": ("sec_per_step", 1),
     "step_time": ("sec_per_step", 2),  # TRL
+    "train/time(s)": ("sec_per_step", 2),  # verl's FSDP SFT trainer: training_step's time
     # spike-mitigation ablations: how often z-clip fired
     "policy/z_clip/triggered": ("z_clip_triggered", 0),
     "z_clip/triggered": ("z_clip_triggered", 1),

@@ -31,11 +31,13 @@ from probes.logs.progress import (
     BarTrack,
     drawn_training_desc,
     is_training_bar,
+    sec_per_it,
     training_desc,
 )
 from probes.logs.scan_core import remember
 from probes.logs.scan_episodes import EpisodeScan
-from probes.logs.scan_patterns import SKYRL_BARS
+from probes.logs.scan_patterns import SKYRL_BARS, VERL_EPOCH_RE
+from probes.logs.scan_steps import ITER_TIMES_KEPT
 
 _Printing = tuple[str, str, bool, bool, bool]
 """A bar line's (desc, total, nested, rate ends in an iteration rate, rate blank)."""
@@ -87,6 +89,7 @@ class BarScan(EpisodeScan):
             verl = parse_verl(rest) if rest is not None and rest.startswith("step:") else None
             if verl is not None:
                 self._mark("verl")
+                self._verl_epoch_bar(body, verl[0])
                 self._record(verl[0], verl[1], line_no, None)
                 return
         text = glued_dict(body)
@@ -97,6 +100,29 @@ class BarScan(EpisodeScan):
             pairs = parse_pairs(text)
         if pairs:
             self._on_dict(pairs, line_no)
+
+    def _verl_epoch_bar(self, body: str, step: int) -> None:
+        """verl's SFT trainers' bar (``fsdp_sft_trainer.py``, ``sft_trainer.py``): ``Epoch E/M``
+        over an epoch's steps (``total=steps_per_epoch``; a resumed epoch's ``initial`` its
+        steps done). When the step line printed on its redraw is the bar's next step, ``(E-1)
+        x total + count + 1``, the run's total is M x total (the engine trainer prints no
+        other: its ``Total training steps`` is logged at WARN) and the bar's s/it a step's
+        time. A ``Number of steps/epoch`` line's total stands (it counts
+        ``total_training_steps`` as the trainer does not)."""
+        bar = self._bar(body)
+        found = VERL_EPOCH_RE.fullmatch(bar.desc) if bar is not None else None
+        if bar is None or found is None or bar.total <= 0:
+            return
+        epoch, epochs = int(found.group(1)), int(found.group(2))
+        if step != (epoch - 1) * bar.total + bar.current + 1 or not 0 < epoch <= epochs:
+            return
+        if self.banner_total is None:
+            self.banner_total = epochs * bar.total
+        per_step = sec_per_it(bar.rate)
+        times = self.iter_times
+        if per_step is not None and (not times or step > times[-1][0]):
+            times.append((step, per_step))
+            del times[:-ITER_TIMES_KEPT]
 
     def feed_bar(self, line: str, groups: tuple[str, str, str, str, str], nested: bool,
                  line_no: int) -> None:

@@ -121,10 +121,12 @@ class ScanCore:
     line."""
     ds_accumulation: int | None = None
     """DeepSpeed's ``gradient_accumulation_steps`` from its config dump (``_ds_total``)."""
+    ds_batch: int | None = None
+    """DeepSpeed's ``train_batch_size`` from the same dump (``_ds_total``)."""
     epochs_planned: int | None = None
     """The epochs a run by epochs plans (llm-foundry's ``max_duration: Nep``, OpenRLHF's
-    ``Train epoch`` bar's total): with an epoch's batches or steps, the run's total
-    (``probes.logs.bracket_lines``, ``StepScan._openrlhf_step``)."""
+    ``Train epoch`` bar's total plus the epoch it starts from): with an epoch's batches or
+    steps, the run's total (``probes.logs.bracket_lines``, ``EpisodeScan._openrlhf_step``)."""
     nemo_epochs = NemoEpochs()
     """NeMo-RL's epoch under way and ``max_num_steps``: its banner's step is the epoch's."""
 

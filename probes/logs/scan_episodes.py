@@ -1,17 +1,27 @@
 """``MetricScan``'s OpenRLHF layer: the step status its ``Episode [k/N]`` bar's postfix prints,
-its resume from a checkpoint (``EpisodeResume``) and its ``Global step N: {...}`` line.
+its resume from a checkpoint (``EpisodeResume``), its ``Global step N: {...}`` line and its
+SFT/DPO/RM trainers' ``Train step of epoch E`` bars (in micro-batches).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from probes.logs.bar_lines import TqdmBar, bar_postfix
+from probes.logs.bar_lines import (
+    OPENRLHF_EPOCHS_BAR,
+    TqdmBar,
+    bar_postfix,
+    openrlhf_epoch,
+    postfix_loss,
+)
 from probes.logs.lines import parse_pairs, quoted_pairs
-from probes.logs.progress import EPISODE_BAR, episode_number
+from probes.logs.progress import EPISODE_BAR, episode_number, sec_per_it
 from probes.logs.scan_patterns import CONSUMED_RE, ROLLOUT_BATCH_RE
-from probes.logs.scan_steps import StepScan
+from probes.logs.scan_steps import ITER_TIMES_KEPT, OPENRLHF_UNSTEPPED, StepScan
 from probes.models import Frozen
+
+_UNPLACED = (0, 0)
+"""``EpisodeScan._resumed_epoch``'s answer for a resumed epoch's bar it cannot place."""
 
 
 class EpisodeResume(Frozen):
@@ -31,6 +41,9 @@ class EpisodeResume(Frozen):
     """``consumed_samples`` the run was restored at (> 0)."""
     bar: tuple[int, int] | None = None
     """(k, total) of the first ``Episode [k/N]`` bar drawn after the resume line."""
+    epoch: int | None = None
+    """E of the first ``Train step of epoch E`` bar drawn after the resume line: the epoch
+    the SFT/DPO/RM trainers resumed in (``EpisodeScan._openrlhf_step``)."""
 
 
 class EpisodeScan(StepScan):
@@ -137,3 +150,102 @@ class EpisodeScan(StepScan):
             self._record(step, pairs, line_no, at)
             if not self.episode_ahead:
                 self.episode_ahead = self._episode_count() == step + 1
+
+    def _postfix_step(self, body: str, line_no: int) -> None:
+        """OpenRLHF's SFT/DPO/RM trainers' bars (``Train epoch``, ``Train step of epoch E``),
+        else a script's postfix bar (``StepScan._postfix_step``)."""
+        if OPENRLHF_EPOCHS_BAR in body:
+            self._openrlhf_epochs(body)
+        if not self._skimming and "loss=" in body:
+            bar = self._bar(body)
+            if bar is not None and (epoch := openrlhf_epoch(bar.desc)) is not None:
+                self._openrlhf_step(bar, epoch, body, line_no)
+                return
+        super()._postfix_step(body, line_no)
+
+    def _openrlhf_start(self) -> int:
+        """The epoch the run's ``Train epoch`` bar starts from: ``tqdm(range(start_epoch,
+        epochs))`` counts only the epochs left after a resume (0 for a fresh run, or while the
+        resumed epoch's bar is not drawn yet)."""
+        return (self.resume.epoch or 0) if self.resume is not None else 0
+
+    def _openrlhf_epochs(self, body: str) -> None:
+        """OpenRLHF's ``Train epoch`` bar (SFT, DPO, RM trainers): its total and the epoch it
+        starts from, the run's epochs (read while skimming too: it is drawn once before the
+        first step bar)."""
+        bar = self._bar(body)
+        if bar is not None and bar.desc == OPENRLHF_EPOCHS_BAR and bar.total > 0:
+            self.epochs_planned = bar.total + self._openrlhf_start()
+
+    def _openrlhf_step(self, bar: TqdmBar, epoch: int, body: str, line_no: int) -> None:
+        """OpenRLHF's ``Train step of epoch E`` bar: its count is the epoch's micro-batches and
+        its postfix the last one's ``logs_dict``. The trainer's ``global_step`` is the run's
+        micro-batches over DeepSpeed's ``gradient_accumulation_steps`` G (its config dump:
+        ``train_batch_size // micro_train_batch_size // world_size``), ``(E x the bar's total +
+        count) // G``; its total the epochs' micro-batches over G. Without G, no step: a
+        micro-batch is no optimizer step. The run is marked ``openrlhf-microbatches`` (its
+        trend says the step is unknown) rather than misread. A resumed epoch's bar counts only
+        the micro-batches left in it: ``_resumed_epoch``. The bar's s/it is a micro-batch's:
+        G of them are a step's time (the run's rate, for an ETA)."""
+        values = postfix_loss(body)
+        accumulation = self.ds_accumulation
+        if values is None:
+            return
+        if not accumulation:
+            if bar.current > 0:
+                self._mark(OPENRLHF_UNSTEPPED)
+            return
+        placed = self._resumed_epoch(epoch, bar, accumulation)
+        if placed == _UNPLACED:
+            if bar.current > 0:
+                self._mark(OPENRLHF_UNSTEPPED)
+            return
+        if placed is None:
+            step, per_epoch = (epoch * bar.total + bar.current) // accumulation, bar.total
+        else:
+            step, per_epoch = placed
+        if self.epochs_planned is not None and per_epoch > 0:
+            self.banner_total = self.epochs_planned * per_epoch // accumulation or None
+        if step > 0:
+            self._mark("openrlhf")
+            self._time_step(step, bar, accumulation)
+            self._record(step, values, line_no, None)
+
+    def _resumed_epoch(self, epoch: int, bar: TqdmBar,
+                       accumulation: int) -> tuple[int, int] | None:
+        """(step, an epoch's micro-batches) of the bar of the epoch a resumed run restarted in
+        (the first step bar after its ``consumed_samples`` line), None for any other epoch's
+        bar. ``fit`` restores ``step = consumed_samples // train_batch_size x G + 1``, and the
+        sampler skips the epoch's consumed samples: the bar counts on from the checkpoint's
+        step, and its total is the epoch's micro-batches less those done before, so a whole
+        epoch is ``(total + done) / (E + 1)``. Without DeepSpeed's ``train_batch_size`` the
+        step is unknown (``_UNPLACED``): the bar's micro-batches are no count of it."""
+        resume = self.resume
+        if resume is None:
+            return None
+        if resume.epoch is None:
+            self.resume = resume = resume.model_copy(update={"epoch": epoch})
+            if self.epochs_planned is not None:
+                self.epochs_planned += epoch  # the epoch bar drawn before counted those left
+        if epoch != resume.epoch:
+            return None
+        if not self.ds_batch:
+            return _UNPLACED
+        done = resume.samples // self.ds_batch * accumulation
+        step = (done + bar.current) // accumulation
+        # The checkpoint's own step was the last attempt's: a redraw before this attempt's
+        # first step is done shows that step's first micro-batches (a step 0 of a fresh run).
+        return (step if bar.current >= accumulation else 0), (bar.total + done) // (epoch + 1)
+
+    def _time_step(self, step: int, bar: TqdmBar, accumulation: int) -> None:
+        """A step's time from the step bar's rate (a micro-batch's, tqdm-smoothed): G
+        micro-batches, the run's rate when no training bar gives one."""
+        per_micro = sec_per_it(bar.rate)
+        times = self.iter_times
+        if per_micro is None:
+            return
+        if times and step < times[-1][0]:
+            times.clear()  # a restarted run counts again from its resume point
+        if not times or step > times[-1][0]:  # a redraw of the same step adds no time
+            times.append((step, per_micro * accumulation))
+            del times[:-ITER_TIMES_KEPT]

@@ -26,7 +26,18 @@ from probes.logs.titan_lines import TITAN_FINISH, TITAN_INIT, TITAN_START
 SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 BANNER_RE = re.compile(
     r"Total optimization steps = ([\d,]{1,20})|Total training steps: ?(\d{1,12})"
+    r"|Number of steps/epoch \d{1,12}, number of epochs \d{1,6}, total number of steps (\d{1,12})"
 )
+"""A trainer's start-up total: HF Trainer's banner (group 1), verl's and SkyRL's ``Total training
+steps: N`` (2), and verl's FSDP SFT trainer's rank-0 ``print`` (3: its ``Total training steps``
+goes through a logger at WARN, this line is what a real log shows)."""
+BANNER_GATES = ("Total", "total number of steps ")
+
+
+def banner_steps(found: re.Match[str]) -> int:
+    """The total a ``BANNER_RE`` match names."""
+    return int((found.group(1) or found.group(2) or found.group(3)).replace(",", ""))
+
 CHECKPOINT_RE = re.compile(
     r"(?i)(?:\bsav(?:ed|ing|e)\b.{0,300}?|local_global_step_folder:\s*\S{0,300}?)"
     r"(?:global_step_|checkpoint-|/step_)(\d{1,12})"
@@ -96,11 +107,14 @@ DS_GA_RE = re.compile(r"\] {1,4}gradient_accumulation_steps \.{0,40} ?(\d{1,9})\
 """DeepSpeed's engine config dump at start-up, rank 0 (deepspeed/runtime/config.py ``print``:
 ``logger.info("  {} {} {}".format(arg, "." * (29 - len(arg)), value))``): the micro-batches
 of one optimizer step."""
+DS_BATCH_RE = re.compile(r"\] {1,4}train_batch_size \.{0,40} ?(\d{1,12})\s*$")
+"""The same dump's ``train_batch_size``: the samples of one optimizer step (OpenRLHF's
+``consumed_samples`` over it are the steps a resumed run had done)."""
 DS_CHAT_EPOCH_RE = re.compile(
     r"^\s{0,8}Beginning of Epoch \d{1,6}/(\d{1,6}), Total Micro Batches (\d{1,12})\s*$")
 """DeepSpeed-Chat's epoch banner (its training mains' ``print_rank_0``): the epochs and a
 rank's micro-batches a epoch (``len(train_dataloader)``)."""
-DS_GATES = ("gradient_accumulation_steps", "Total Micro Batches")
+DS_GATES = ("gradient_accumulation_steps", "Total Micro Batches", "train_batch_size ")
 LIGHTNING_STOPS = ("` stopped: `max_steps=", "` stopped: `max_epochs=")
 """PyTorch Lightning's fit loop at its limit (``rank_zero_info(f"`Trainer.fit` stopped:
 `max_steps={self.max_steps!r}` reached.")``, likewise ``max_epochs``): trained to its end (a
@@ -114,7 +128,7 @@ FINISH_FORMATS = {"Final validation metrics": "verl",
                    "Max number of steps has been reached": "nemo-rl",
                    **dict.fromkeys(LIGHTNING_STOPS, "nemo"), TITAN_FINISH: "torchtitan"}
 MARKER_GATES = (
-    "Total", "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
+    *BANNER_GATES, "heckpoint", "global_step_", "Mean:", "Running trials", "train_batch_size",
     "consumed_samples: ", "rollout_batch_size",
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
@@ -124,11 +138,13 @@ MARKER_GATES = (
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
 """prime-rl's start lines (``_launched``: each its own kind)."""
+VERL_EPOCH_RE = re.compile(r"Epoch (\d{1,6})/(\d{1,6})")
+"""verl's SFT trainers' bar desc, ``f"Epoch {epoch + 1}/{total_epochs}"`` (``fullmatch``)."""
 SKYRL_BARS = ("Training Batches Processed", "Training Step Progress")
 """SkyRL's training bar: its trainer's, its fully-async trainer's (``fully_async_trainer.py``)."""
 METRIC_LINES = NeedleFilter(
     (
-        *("%|", "step:", "Step ", "reward/", "Total", "heckpoint", "global_step_", "Mean:"),
+        *("%|", "step:", "Step ", "reward/", *BANNER_GATES, "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
         *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),

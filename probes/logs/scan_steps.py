@@ -15,13 +15,7 @@ import re
 from datetime import datetime
 
 from probes.logs.areal_lines import STEP_GATE, parse_step, row_pairs
-from probes.logs.bar_lines import (
-    OPENRLHF_EPOCHS_BAR,
-    TqdmBar,
-    lightning_status,
-    openrlhf_epoch,
-    postfix_loss,
-)
+from probes.logs.bar_lines import lightning_status, postfix_loss
 from probes.logs.lines import (
     IterationLine,
     parse_ds_chat_loss,
@@ -36,6 +30,7 @@ from probes.logs.scan_core import metric_point
 from probes.logs.scan_dicts import DictScan
 from probes.logs.scan_patterns import (
     BULLET_RE,
+    DS_BATCH_RE,
     DS_CHAT_EPOCH_RE,
     DS_GA_RE,
     NEMO_HEADER_RE,
@@ -45,7 +40,7 @@ from probes.logs.scan_patterns import (
 from probes.logs.slime_lines import parse_slime
 from probes.logs.titan_lines import parse_titan_step, titan_total
 
-_ITER_TIMES_KEPT = 64
+ITER_TIMES_KEPT = 64
 _PRIME_TIME_RE = re.compile(r"^(\d{1,9}(?:\.\d{1,3})?)(ms|s)$|^(\d{1,9})([dhm]) (\d{1,2})([hms])$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -95,7 +90,7 @@ class StepScan(DictScan):
             if self.iter_times and line.step <= self.iter_times[-1][0]:
                 self.iter_times.clear()  # a restarted run counts again from its resume point
             self.iter_times.append((line.step, per_iter))
-            del self.iter_times[:-_ITER_TIMES_KEPT]
+            del self.iter_times[:-ITER_TIMES_KEPT]
         self._record(line.step, line.values, line_no, stamp)
 
     def _lightning(self, body: str, line_no: int) -> None:
@@ -118,7 +113,7 @@ class StepScan(DictScan):
                 times.clear()  # a restarted run counts again from its resume point
             if not times or step > times[-1][0]:  # a redraw of the same step adds no time
                 times.append((step, per_iter))
-                del times[:-_ITER_TIMES_KEPT]
+                del times[:-ITER_TIMES_KEPT]
         if not self._skimming:
             self._mark("nemo")
             self._record(step, values, line_no, None)
@@ -126,15 +121,11 @@ class StepScan(DictScan):
     def _postfix_step(self, body: str, line_no: int) -> None:
         """A script's training bar whose ``set_postfix`` names its loss (``bar_lines.postfix_loss``;
         not OpenRLHF's Episode bar, read by ``_episode_status``): a point at the bar's count.
-        Its rate is the bar's, as for any training bar. OpenRLHF's SFT/DPO/RM bars: below."""
-        if OPENRLHF_EPOCHS_BAR in body:
-            self._openrlhf_epochs(body)
+        Its rate is the bar's, as for any training bar. OpenRLHF's SFT/DPO/RM bars are read
+        before this (``EpisodeScan._postfix_step``)."""
         if self._skimming or "loss=" not in body:
             return
         bar = self._bar(body)
-        if bar is not None and (epoch := openrlhf_epoch(bar.desc)) is not None:
-            self._openrlhf_step(bar, epoch, body, line_no)
-            return
         desc = training_desc(bar.desc) if bar is not None else None
         if bar is None or desc is None or desc == EPISODE_BAR:
             return
@@ -142,36 +133,6 @@ class StepScan(DictScan):
         if values is not None and bar.current > 0:
             self._mark("tqdm-postfix")
             self._record(bar.current, values, line_no, None)
-
-    def _openrlhf_epochs(self, body: str) -> None:
-        """OpenRLHF's ``Train epoch`` bar (SFT, DPO, RM trainers): its total, the run's epochs
-        (read while skimming too: it is drawn once before the first step bar)."""
-        bar = self._bar(body)
-        if bar is not None and bar.desc == OPENRLHF_EPOCHS_BAR and bar.total > 0:
-            self.epochs_planned = bar.total
-
-    def _openrlhf_step(self, bar: TqdmBar, epoch: int, body: str, line_no: int) -> None:
-        """OpenRLHF's ``Train step of epoch E`` bar: its count is the epoch's micro-batches and
-        its postfix the last one's ``logs_dict``. The trainer's ``global_step`` is the run's
-        micro-batches over DeepSpeed's ``gradient_accumulation_steps`` (its config dump:
-        ``train_batch_size // micro_train_batch_size // world_size``), ``(E x the bar's total +
-        count) // G``; its total the epochs' micro-batches over G. Without G, no step: a
-        micro-batch is no optimizer step. The run is marked ``openrlhf-microbatches`` (its
-        trend says the step is unknown) rather than misread."""
-        values = postfix_loss(body)
-        accumulation = self.ds_accumulation
-        if values is None:
-            return
-        if not accumulation:
-            if bar.current > 0:
-                self._mark(OPENRLHF_UNSTEPPED)
-            return
-        step = (epoch * bar.total + bar.current) // accumulation
-        if self.epochs_planned is not None and bar.total > 0:
-            self.banner_total = self.epochs_planned * bar.total // accumulation or None
-        if step > 0:
-            self._mark("openrlhf")
-            self._record(step, values, line_no, None)
 
     def _deepspeed_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """``feed`` of DeepSpeed's engine line (``_on_ds_progress``) or a DeepSpeed-Chat
@@ -196,6 +157,10 @@ class StepScan(DictScan):
         found = DS_GA_RE.search(body)
         if found is not None and int(found.group(1)) > 0:
             self.ds_accumulation = int(found.group(1))
+            return
+        found = DS_BATCH_RE.search(body)
+        if found is not None and int(found.group(1)) > 0:
+            self.ds_batch = int(found.group(1))
             return
         epoch = DS_CHAT_EPOCH_RE.match(body)
         if epoch is not None and self.ds_accumulation:

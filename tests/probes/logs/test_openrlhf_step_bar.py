@@ -73,3 +73,33 @@ def test_the_step_bar_in_a_long_tail_is_read() -> None:
     summary = parse_log("".join(head) + noise + "".join(rest), mtime=MTIME)
     assert summary.points and summary.points[-1].step == 24
     assert summary.total_steps == 24
+
+
+def _mid_run(text: str, epoch: int, count: int, total: int) -> str:
+    """``text`` up to the redraw of epoch ``epoch``'s step bar at ``count/total`` (a running
+    job's log: no bar closed after it)."""
+    at = text.index(f"Train step of epoch {epoch}:")
+    at = text.index(f"| {count}/{total} [", at)
+    return text[:text.index("\r", at)]
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_running_step_bar_gives_the_rate_in_optimizer_steps(read) -> None:
+    """The bar's s/it is a micro-batch's: an optimizer step is ``gradient_accumulation_steps``
+    of them (3 s x 4), the rate an SFT row's ETA is made from. It read none: no ETA."""
+    text = _mid_run((FIXTURES / "sft_step_bar.out").read_bytes().decode(), 1, 30, 48)
+    summary = read(text)
+    assert summary.points[-1].step == 19 and summary.total_steps == 24
+    assert summary.sec_per_step == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize("read", READS)
+def test_a_resumed_run_counts_on_from_its_checkpoint(read) -> None:
+    """``openrlhf-rebuilt/sft_resumed_step_bar.out`` (generators/openrlhf_sft_resume.py): 3
+    epochs of 12 steps, resumed at step 18 (``consumed_samples: 576``), running at step 29.
+    The ``Train epoch`` bar counts the 2 epochs left and the resumed epoch's step bar its 24
+    micro-batches left. It read steps 6-12 then 24-29 of a total of 24."""
+    summary = read((FIXTURES / "sft_resumed_step_bar.out").read_bytes().decode())
+    assert [point.step for point in summary.points] == list(range(19, 30))
+    assert summary.total_steps == 36
+    assert summary.sec_per_step == pytest.approx(12.0)

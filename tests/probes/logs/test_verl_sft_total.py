@@ -1,0 +1,77 @@
+"""verl's SFT trainers: the run's total steps and step time from what a real log shows.
+
+``verl-sft-rebuilt/`` (generators/verl_sft_rebuilt.py, real tqdm 4.70.1, print code of
+volcengine/verl b178a3cd): ``fsdp_sft_resumed.out`` is the FSDP SFT trainer under torchrun,
+resumed at step 60 of 120 (3 epochs of 40) and running at step 95; it prints ``Number of
+steps/epoch 40, number of epochs 3, total number of steps 120`` on rank 0 (only its ``Total
+training steps`` goes through the logger at WARN) and ``train/time(s)`` each step.
+``engine_sft.out`` is the engine-based ``sft_trainer.py``, which prints no total at all: only
+its ``Epoch E/M`` bar (40 steps an epoch, 3 epochs), the step lines glued to its redraws.
+Both read total null and no step time: no progress, no ETA.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from probes.logs.parse import parse_log
+from probes.models import LogSummary
+from tests.probes.logs.pieces import fold_in_pieces
+
+MTIME = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verl-sft-rebuilt"
+
+
+def _folded(text: str) -> LogSummary:
+    return fold_in_pieces(text, 4, mtime=MTIME)
+
+
+READS = [pytest.param(lambda t: parse_log(t, mtime=MTIME), id="cold"),
+         pytest.param(_folded, id="folded")]
+
+
+@pytest.mark.parametrize("read", READS)
+def test_the_fsdp_trainers_steps_line_is_the_total(read) -> None:
+    """The rank-0 print names the total; the resumed run's steps go on from 61 (a
+    ``WARN: grad_norm is not finite`` line between them costs none) with their step time."""
+    summary = read((FIXTURES / "fsdp_sft_resumed.out").read_bytes().decode())
+    assert summary.total_steps == 120
+    steps = [point.step for point in summary.points]
+    assert steps == list(range(steps[0], 96)) and 67 in steps
+    assert summary.points[-1].values["sec_per_step"] == pytest.approx(2.5017)
+    assert summary.sec_per_step == pytest.approx(2.5)
+
+
+def test_the_fsdp_trainers_total_in_a_long_heads_tail() -> None:
+    """The steps line is printed once, at start: a cold read of a long log finds it in the
+    skimmed head."""
+    text = (FIXTURES / "fsdp_sft_resumed.out").read_bytes().decode()
+    lines = text.splitlines(keepends=True)
+    head = [line for line in lines if "step:" not in line and "%|" not in line]
+    rest = lines[len(head):]
+    noise = "".join(f"[rank1]: noise line {n}\n" for n in range(20000))
+    summary = parse_log("".join(head) + noise + "".join(rest), mtime=MTIME)
+    assert summary.total_steps == 120
+
+
+@pytest.mark.parametrize("read", READS)
+def test_the_engine_trainers_epoch_bar_gives_the_total(read) -> None:
+    """``Epoch 2/3`` over 40 steps, its step line the bar's next step: 3 x 40 in all, at the
+    bar's 2.5 s a step."""
+    summary = read((FIXTURES / "engine_sft.out").read_bytes().decode())
+    assert summary.total_steps == 120
+    assert summary.points[-1].step == 52
+    assert summary.points[-1].values["loss"] == pytest.approx(1.4661735404302303)
+    assert summary.sec_per_step == pytest.approx(2.5)
+
+
+def test_a_bar_the_step_lines_do_not_follow_gives_no_total() -> None:
+    """An ``Epoch E/M`` bar whose count is not the step printed after it (another loop's
+    bar, a step line of another count) names no total."""
+    text = (FIXTURES / "engine_sft.out").read_bytes().decode()
+    shifted = text.replace("step:", "step:1")  # step 51 read as 151, ...
+    summary = parse_log(shifted, mtime=MTIME)
+    assert summary.total_steps is None
