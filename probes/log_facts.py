@@ -160,6 +160,11 @@ class LogSummary(Frozen):
     reward files carry several keys."""
     infra: InfraSignals = Field(default_factory=InfraSignals)
     last_timestamp: LogTime | None = None
+    step_quiet_since: LogTime | None = None
+    """When the last logged step's line has no stamp: the first stamp read after it (a vLLM
+    stats or heartbeat line, ``probes.logs.launch_checks.quiet_since``), so the step is at least
+    that old. Ray-forwarded trainers (verl) print unstamped steps; a hung run's engine goes on
+    printing stamped heartbeats, which keep the file fresh."""
     finished: bool = False
     """The trainer said it finished (``Training done!``, ``train_runtime`` dict, ...)."""
     steps_unanchored: bool = False

@@ -143,12 +143,21 @@ def silent_minutes(ctx: JudgeContext) -> float | None:
     ``now``: the gap between the last step and the newest timestamped line is measured on the
     log's own clock, and the time since the file was last written on the file's (tz-aware)
     mtime (``probes.logs.clock.minutes_on_log_clock``). Heartbeat noise after the last step
-    therefore still counts as silence.
+    therefore still counts as silence; a step logged with no stamp is timed from the first
+    stamped engine line after it (``LogSummary.step_quiet_since``), a lower bound.
     """
     log = ctx.facts.log
-    newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
+    summary = ctx.facts.summary
+    newest = summary.last_timestamp if summary else None
     mtime = log.mtime if log is not None else None
-    return minutes_on_log_clock(ctx.history[-1].wall_time, newest, mtime, ctx.now)
+    last = ctx.history[-1]
+    since = last.wall_time
+    if since is None and summary is not None and summary.points \
+            and summary.points[-1].step == last.step:
+        # An unstamped step line (Ray-forwarded verl): the first stamped line after it bounds
+        # its age, or a hung run's heartbeat, keeping the file fresh, would read as no silence.
+        since = summary.step_quiet_since
+    return minutes_on_log_clock(since, newest, mtime, ctx.now)
 
 
 def buffer_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -99,6 +99,8 @@ class FaultScan(Frozen):
     infra: InfraSignals
     last_engine_ok_line: int | None = None
     """The line of the engine's last 200 (``probes.logs.parse`` reads the log clock there)."""
+    marks: tuple[tuple[int, datetime], ...] = ()
+    """Stamped engine lines, spaced (``LaunchChecks.mark``): they time an unstamped step."""
     bring_up: bool
 
 
@@ -202,6 +204,8 @@ class _Scanner:
         elif (benign := benign_key(text, low)) is not None:
             if benign == "shm-broadcast":
                 self.shm.append((line_no, clip(text)))
+                # Stamped once a minute while the engine waits: it times an unstamped step.
+                self.launch.mark(line_no, self.launch.clock.read(text))
             else:
                 self.counts[benign] += 1
         elif (kind := classify_line(text, low)) is not None:
@@ -337,5 +341,6 @@ def _frozen(scanner: _Scanner) -> FaultScan:
         benign_counts=dict(scanner.counts),
         infra=scanner.launch.signals(),
         last_engine_ok_line=scanner.launch.last_ok_line,
+        marks=tuple(scanner.launch.marks),
         bring_up=scanner.counts["bring-up"] > 0 and not faults,
     )

@@ -66,7 +66,7 @@ from probes.logs.metric_carry import (
     snapshot_metrics,
 )
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
-from probes.logs.parse import head_seed
+from probes.logs.parse import head_seed, step_quiet_since
 from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import pattern_lines, shared_skeletons
 from probes.logs.recent import feed_lines
@@ -310,6 +310,7 @@ class _Fold:
         if engine_at is not None:
             infra = infra.model_copy(update={"last_engine_ok_at": engine_at})
         return summary.model_copy(update={
+            "step_quiet_since": step_quiet_since(summary, faults.marks),
             "faults": faults.faults, "benign_counts": dict(faults.benign_counts),
             "infra": infra, "bring_up": faults.bring_up and not summary.points})
 

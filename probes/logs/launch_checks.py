@@ -23,7 +23,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import deque
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from probes.logs.clock import LogClock
@@ -55,6 +56,10 @@ _RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b|#running-req: (?P<sglang>\d
 _GENERATING = re.compile(r"\bAvg generation throughput: (?P<v>[\d.]+) tokens/s"
                          r"|\bgen throughput \(token/s\): (?P<s>[\d.]+)")
 """The stats line's generation rate, beside its running count (vLLM, SGLang)."""
+MARK_SPACING = timedelta(minutes=2)
+MARKS = 96
+"""Stamped engine lines kept as (line, stamp) marks, one per :data:`MARK_SPACING` at most: the
+newest 96 span over three hours, where a stall window is minutes to an hour or two."""
 RECENT_RESPONSES = 20
 """Engine answers kept for the 5xx-burst check."""
 _AUTH_FAILURE = re.compile(
@@ -104,6 +109,8 @@ class LaunchChecks:
         self.clock = LogClock(mtime)
         self.running: int | None = None
         self.zero_since: datetime | None = None
+        self.marks: deque[tuple[int, datetime]] = deque(maxlen=MARKS)
+        """(line, stamp) of stamped engine lines (stats, heartbeat), spaced (``mark``)."""
         self.stuck_since: datetime | None = None
         """The first snapshot of the current run with requests running at 0 tokens/s."""
         self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
@@ -138,15 +145,22 @@ class LaunchChecks:
         ) is not None:
             rate = _GENERATING.search(text)
             self._running(int(running.group("n") or running.group("sglang")), text,
-                          float(rate.group("v") or rate.group("s")) if rate else None)
+                          float(rate.group("v") or rate.group("s")) if rate else None, line_no)
         if tunnel_auth:
             self.auth_failures += 1
         elif any(n in low for n in ("401", "403", "authentication", "api key",
                                     "token validation")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
 
-    def _running(self, count: int, text: str, rate: float | None) -> None:
+    def mark(self, line_no: int, stamp: datetime | None) -> None:
+        """Keep a stamped line as a mark, at most one per :data:`MARK_SPACING`: what times a
+        run's unstamped last step (:func:`quiet_since`)."""
+        if stamp is not None and (not self.marks or stamp - self.marks[-1][1] >= MARK_SPACING):
+            self.marks.append((line_no, stamp))
+
+    def _running(self, count: int, text: str, rate: float | None, line_no: int) -> None:
         stamp = self.clock.read(text)
+        self.mark(line_no, stamp)
         if count == 0 or rate is None or rate > 0:
             self.stuck_since = None
         elif self.stuck_since is None:
@@ -184,3 +198,13 @@ class LaunchChecks:
             engine_5xx_recent=sum(self.recent),
             engine_recent_responses=len(self.recent),
         )
+
+
+def quiet_since(marks: Sequence[tuple[int, datetime]], last_step_line: int | None,
+                last_step_at: datetime | None) -> datetime | None:
+    """The first mark after the last step's line when that step has no stamp of its own: the
+    step was logged before it, so it is at least that old (a mark skipped for its spacing only
+    makes the bound later, never earlier)."""
+    if last_step_line is None or last_step_at is not None:
+        return None
+    return next((stamp for line, stamp in marks if line > last_step_line), None)

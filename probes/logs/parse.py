@@ -36,6 +36,7 @@ from probes.logs.config_total import config_total
 from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
+from probes.logs.launch_checks import quiet_since
 from probes.logs.lines import split_lines, strip_ansi
 from probes.logs.outcome import read_outcome
 from probes.logs.pair_lines import MAXTEXT_STEPS
@@ -255,9 +256,18 @@ def _with_faults(summary: LogSummary, faults: FaultScan,
         infra = infra.model_copy(update={"last_engine_ok_at": engine_at})
     return summary.model_copy(
         update={
+            "step_quiet_since": step_quiet_since(summary, faults.marks),
             "faults": faults.faults,
             "benign_counts": dict(faults.benign_counts),
             "infra": infra,
             "bring_up": faults.bring_up and not summary.points,
         }
     )
+
+
+def step_quiet_since(summary: LogSummary, marks: Sequence[tuple[int, datetime]]
+                     ) -> datetime | None:
+    """``LogSummary.step_quiet_since``: the first stamped engine line after the last logged
+    step, when that step's line has no stamp (``launch_checks.quiet_since``)."""
+    last = summary.points[-1] if summary.points else None
+    return quiet_since(marks, last.line_no if last else None, last.wall_time if last else None)
