@@ -19,7 +19,8 @@ name. Four dump shapes cover the trainers we read, and each is recognised by its
 Known keys then give the model, the container image, nodes x GPUs, TP/PP/DP and the rollouts
 per step (prompts x samples per prompt: verl ``data.train_batch_size`` x
 ``actor_rollout_ref.rollout.n``, SkyRL ``trainer.train_batch_size`` x
-``generator.n_samples_per_prompt``, OpenRLHF ``rollout_batch_size`` x ``n_samples_per_prompt``;
+``generator.n_samples_per_prompt``, OpenRLHF ``rollout_batch_size`` x ``n_samples_per_prompt``
+(>= 0.10: ``rollout.batch_size`` x ``rollout.n_samples_per_prompt``, its ``namespace(...)``);
 TRL: the completions of one optimizer step, HF's ``Total train batch size`` banner or
 ``per_device_train_batch_size`` x ``gradient_accumulation_steps`` x ``world_size``, with
 ``num_generations`` samples per prompt). Nothing is guessed: a value not printed stays ``None``.
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from probes.logs.fingerprint_lines import HEADERS as _HEADERS
 from probes.logs.fingerprint_lines import ReadLines
+from probes.logs.namespace_dump import namespace_entries
 from probes.models import RunFingerprint
 
 _log = logging.getLogger(__name__)
@@ -76,19 +78,23 @@ _IMAGE_RES = (
 )
 
 MODEL_KEYS = (
-    "actor_rollout_ref.model.path", "trainer.policy.model.path", "model_name_or_path",
+    "actor_rollout_ref.model.path", "trainer.policy.model.path", "actor.model_name_or_path",
+    "model_name_or_path",
     "model.path", "pretrain", "model_name", "model", "tokenizer_model", "load",
 )
 IMAGE_KEYS = ("container_image", "image", "docker_image")
-NODE_KEYS = ("trainer.nnodes", "trainer.placement.policy_num_nodes", "nnodes", "num_nodes")
+NODE_KEYS = ("trainer.nnodes", "trainer.placement.policy_num_nodes", "actor.num_nodes", "nnodes",
+             "num_nodes")
 GPU_KEYS = (
-    "trainer.n_gpus_per_node", "trainer.placement.policy_num_gpus_per_node", "n_gpus_per_node",
+    "trainer.n_gpus_per_node", "trainer.placement.policy_num_gpus_per_node",
+    "actor.num_gpus_per_node", "n_gpus_per_node",
     "nproc_per_node", "num_gpus_per_node", "gpus_per_node",
 )
 TP_KEYS = (
     "actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
     "actor_rollout_ref.rollout.tensor_model_parallel_size",
-    "generator.inference_engine_tensor_parallel_size", "tensor_model_parallel_size",
+    "generator.inference_engine_tensor_parallel_size", "vllm.tensor_parallel_size",
+    "tensor_model_parallel_size",
     "tensor_parallel_size",
 )
 PP_KEYS = (
@@ -98,9 +104,11 @@ PP_KEYS = (
 )
 DP_KEYS = ("actor_rollout_ref.rollout.data_parallel_size", "data_parallel_size")
 WORLD_KEYS = ("world_size",)
-PROMPT_KEYS = ("data.train_batch_size", "trainer.train_batch_size", "rollout_batch_size")
+PROMPT_KEYS = ("data.train_batch_size", "trainer.train_batch_size", "rollout_batch_size",
+               "rollout.batch_size")
 SAMPLE_KEYS = (
     "actor_rollout_ref.rollout.n", "generator.n_samples_per_prompt", "n_samples_per_prompt",
+    "rollout.n_samples_per_prompt",
     "num_generations",
 )
 
@@ -183,7 +191,13 @@ def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int
 
 
 def _one_line(body: str, config: dict[str, str]) -> bool:
-    """A one-line dataclass/argparse repr, or a launch line's Hydra overrides (``set -x``)."""
+    """A one-line dataclass/argparse repr, a nested ``namespace(...)`` (``namespace_dump``), or
+    a launch line's Hydra overrides (``set -x``)."""
+    nested = namespace_entries(body) if "namespace(" in body else None
+    if nested is not None:
+        for key, value in nested.items():
+            _put(config, key, _show(value))
+        return True
     found = _ONE_LINE_ARGS_RE.search(body)
     if found is not None:
         pairs = _ARG_PAIR_RE.findall(found.group(1))
@@ -350,6 +364,8 @@ def _trainer_of(config: Mapping[str, str]) -> str | None:
         return "verl"
     if "generator.n_samples_per_prompt" in config or "trainer.policy.model.path" in config:
         return "skyrl"
+    if "rollout.n_samples_per_prompt" in config and "actor.model_name_or_path" in config:
+        return "openrlhf"  # >= 0.10's hierarchized args
     return None
 
 

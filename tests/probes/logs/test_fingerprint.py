@@ -45,6 +45,11 @@ def _fingerprint(rel: str) -> Any:
           "tp": 2, "pp": 2, "dp": 4, "rollouts_per_step": None}),
         ("deepspeed-rebuilt/config.log",
          {"trainer": "deepspeed", "world_size": 8, "rollouts_per_step": None}),
+        # rebuilt: OpenRLHF >= 0.10 prints its hierarchized args, a nested SimpleNamespace repr
+        ("openrlhf-rebuilt/ppo_args_namespace.log",
+         {"trainer": "openrlhf", "model": "Qwen/Qwen2.5-7B-Instruct", "nodes": 2,
+          "gpus_per_node": 8, "tp": 2, "prompts_per_step": 64, "samples_per_prompt": 8,
+          "rollouts_per_step": 512}),
     ],
 )
 def test_fingerprint_per_trainer(fixture: str, expected: dict[str, Any]) -> None:
@@ -61,6 +66,27 @@ def test_verl_dump_keeps_the_config_and_the_steps() -> None:
     assert config["data.train_batch_size"] == "32" and config["actor_rollout_ref.rollout.n"] == "8"
     assert config["trainer.experiment_name"] == "grpo-qwen7b-a"
     assert len(config) > 500 and [p.step for p in summary.points] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # keys at any depth, dotted; a value no literal (a PosixPath) is left out
+        ("namespace(a=namespace(b=namespace(c=1)), d='x', p=PosixPath('/ckpt'), e=None)",
+         {"a.b.c": "1", "d": "x", "e": "null"}),
+        # a logger's prefix before it is no part of it
+        ("[INFO] args: namespace(rollout=namespace(batch_size=32))", {"rollout.batch_size": "32"}),
+        # cut, or followed by other text: no config
+        ("namespace(actor=namespace(model_name_or_path='Q'", None),
+        ("namespace(a=1) and more", None),
+    ],
+)
+def test_a_namespace_repr_is_a_config(line: str, expected: dict[str, str] | None) -> None:
+    """``types.SimpleNamespace``'s repr (OpenRLHF >= 0.10's args) is read as nested keys."""
+    fingerprint = read_fingerprint([line])
+    got = None if fingerprint is None else {
+        k: v for k, v in fingerprint.config.items() if k in (expected or {})}
+    assert got == expected
 
 
 def test_trl_rollouts_without_banner_need_world_size() -> None:
