@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.episodes import restart_of
 from bot.messages import (
     ACKNOWLEDGE,
     CANCEL,
@@ -42,7 +43,7 @@ from report.chunks import (
     strong,
 )
 from report.findings import fault_words
-from report.models import JobDetail, JobReport
+from report.models import JobDetail
 from report.trend import shorten, sparkline
 
 if TYPE_CHECKING:
@@ -171,12 +172,14 @@ def evidence_lines(detail: JobDetail) -> list[str]:
     return lines
 
 
-def _goes_on(job: JobReport) -> str:
+def _goes_on(detail: JobDetail) -> str:
     """What carries on after the alert: the job itself, or (an ended run's collapse its chain
     restart resumes, ``bot.episodes.chain_restart_collapse``) the restart."""
-    if job.state not in ACTIVE_STATES and job.successor is not None:
+    job = detail.report
+    restart = restart_of(detail) if job.state not in ACTIVE_STATES else None
+    if restart is not None:
         return (f"the job ended {job.state.value}; the run goes on as its restart "
-                f"{code(job.successor)}")
+                f"{code(restart)}")
     return "the job keeps running"
 
 
@@ -203,7 +206,7 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
         blocks.insert(0, context(f"For {mention(delivered_for)}: the direct message to the "
                                  "owner could not be delivered."))
     if evidence_path is not None:
-        blocks.append(context(f"Evidence recorded ({_goes_on(job)}): `{code(evidence_path)}`"))
+        blocks.append(context(f"Evidence recorded ({_goes_on(detail)}): `{code(evidence_path)}`"))
     blocks.append({"type": "actions", "block_id": "collapse_actions",
                    "elements": _buttons(detail, can_cancel=can_cancel)})
     return SlackMessage(text=cut_text(f"Collapse on {ref} {esc(one_line(job.name))}", 150),
@@ -237,7 +240,7 @@ def _batch_entry(detail: JobDetail, *, can_cancel: bool, evidence_path: str | No
                 else "no banked checkpoint found"),
              *fired, why]
     if evidence_path is not None:
-        lines.append(f"Evidence recorded ({_goes_on(job)}): `{code(evidence_path)}`")
+        lines.append(f"Evidence recorded ({_goes_on(detail)}): `{code(evidence_path)}`")
     text = cut_text("\n".join(lines), BATCH_ENTRY_CHARS)
     return [section(text), {"type": "actions", "block_id": batch_actions_id(raw),
                             "elements": _buttons(detail, can_cancel=can_cancel)}]

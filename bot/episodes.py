@@ -15,6 +15,7 @@ recommendation. A closed episode records who closed it, how and when.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -128,7 +129,7 @@ def cancel_forbidden(detail: JobDetail | None, config: Config) -> str | None:
     if flags:
         return f"the run is {', '.join(flags)}"
     if detail is not None and chain_restart_collapse(detail):
-        return (f"the run goes on as its restart {detail.report.successor}: cancel that job "
+        return (f"the run goes on as its restart {restart_of(detail)}: cancel that job "
                 "yourself")
     return None
 
@@ -146,15 +147,32 @@ def needs_alert(detail: JobDetail) -> bool:
 
 
 def chain_restart_collapse(detail: JobDetail) -> bool:
-    """An ended run's collapse that its live chain restart resumes: the judge names the
-    restart in the recommendation (``report.judge_rl.chain_collapse_rule``: cancel it, or for
-    an ablation leave it), and names none once the restart ended or judges itself."""
+    """An ended run's collapse that its live restart resumes: the judge names the restart in
+    the recommendation (``report.judge_rl.chain_collapse_rule`` for a walltime TIMEOUT: cancel
+    it, or for an ablation leave it; ``report.job_rules.cancelled_rule`` for a cancel that
+    released its ``afterany`` restart), and names none once the restart ended or judges
+    itself. An ended row is recommended ``cancel_and_salvage`` for no other reason."""
     job = detail.report
     rec = job.recommendation
-    return (job.state not in ACTIVE_STATES and "chain-restart" in job.flags
-            and job.successor is not None and rec is not None
-            and rec.action in ("cancel_and_salvage", "none")
-            and f"restart {job.successor}" in rec.why)
+    if job.state in ACTIVE_STATES or "collapse" not in job.flags or rec is None:
+        return False
+    if rec.action == "cancel_and_salvage":
+        return restart_of(detail) is not None
+    return (rec.action == "none" and "chain-restart" in job.flags
+            and job.successor is not None and f"restart {job.successor}" in rec.why)
+
+
+_CANCEL_NAMED = re.compile(r"\bcancel (\S+) and salvage\b")
+
+
+def restart_of(detail: JobDetail) -> str | None:
+    """The restart an ended run goes on in: its chain successor, else the job its
+    ``cancel_and_salvage`` names (a cancelled run's released restart)."""
+    job = detail.report
+    if job.successor is not None:
+        return job.successor
+    named = _CANCEL_NAMED.search(job.recommendation.why) if job.recommendation else None
+    return named.group(1) if named else None
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:

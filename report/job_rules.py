@@ -185,14 +185,20 @@ _ENDED_OVER: frozenset[str] = frozenset({"collapse", "warning", "stalled", "buff
 """Verdicts about what a run is doing or will do: none holds for one that was cancelled."""
 
 
-def cancelled_rule(ctx: JudgeContext, f: Findings) -> None:
+def cancelled_rule(ctx: JudgeContext, f: Findings, restart: str | None = None) -> None:
     """A CANCELLED job reads as cancelled (someone stopped it on purpose): verdict ``done``,
     whatever its last steps predicted (a grad-norm pair warns of steps it will not take). A
     collapse on its last steps stays flagged as the evidence, the Trend says it was cancelled
     after it (the RL table has no State column: a bare 'COLLAPSE' reads as a live run to
     cancel), and the collapse rule's other half, the salvage, is what is left to make sure of
-    (a ``scancel`` by hand salvaged nothing); a spike-mitigation ablation's is its result."""
+    (a ``scancel`` by hand salvaged nothing); a spike-mitigation ablation's is its result.
+    ``restart``: the run's ``afterany`` restart the cancel released (queued before it,
+    ``report.judge``): the run goes on collapsed in it, so it is the one to cancel."""
     if ctx.state is not JobState.CANCELLED:
+        return
+    if "collapse" in f.flags and restart is not None \
+            and "ablation-exempt" not in f.flags:
+        _cancel_released_restart(ctx, f, restart)
         return
     f.verdicts.difference_update(_ENDED_OVER)
     f.verdict("done")
@@ -212,6 +218,22 @@ def cancelled_rule(ctx: JudgeContext, f: Findings) -> None:
                 f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
                 + f"; cancelled after it: make sure {salvage} and the rollouts are salvaged "
                 "(a cancel by hand salvages nothing) and find why before relaunching")
+
+
+def _cancel_released_restart(ctx: JudgeContext, f: Findings, restart: str) -> None:
+    """A collapsed run cancelled while its ``afterany`` restart waited: the cancel released
+    the restart, which resumes the collapsed policy from the last save. The collapse rule's
+    cancel is the restart's (as for a walltime TIMEOUT's, ``chain_collapse_rule``)."""
+    fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
+    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
+    salvage = f"banked step {banked}" if banked is not None else "the last banked checkpoint"
+    f.trend(Priority.CANCEL + 1, shorten(f"Cancelled; restart {restart} goes on from the "
+                                         "collapse"))
+    f.recommend(Priority.CANCEL, "cancel_and_salvage",
+                f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
+                + f"; cancelled, but its afterany restart {restart}, queued before the cancel, "
+                f"was released by it and resumes the collapsed policy: cancel {restart} and "
+                f"salvage {salvage} and the rollouts first")
 
 
 def recurring_rule(

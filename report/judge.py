@@ -47,10 +47,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from probes.models import ClusterFacts, JobFacts, MetricPoint, SchedulerRecord
+from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
 from report.cells import shown_path
-from report.chain import ChainIndex, ChainLink, chain_link, dependencies
+from report.chain import HELD_REASONS, ChainIndex, ChainLink, chain_link, dependencies
 from report.cleanup import cleanup_rule
 from report.failure_text import log_excerpt
 from report.findings import Findings, JudgeContext, normalized_history, this_launch
@@ -151,8 +151,24 @@ def judge_job(
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
     )
     f = Findings()
-    failures = _apply_rules(ctx, f, bucket, link, memory)
+    restart = _restart_after_cancel(record, cluster_records, index) if bucket == "rl" else None
+    failures = _apply_rules(ctx, f, bucket, link, memory, restart=restart)
     return _assemble(ctx, f, bucket, cluster_name_shown, failures)
+
+
+def _restart_after_cancel(record: SchedulerRecord, records: Sequence[SchedulerRecord],
+                          index: ChainIndex) -> str | None:
+    """A CANCELLED run's restart that its cancel released: found as a TIMEOUT's would be
+    (``afterany`` is satisfied by any end, a cancel's too), but only one queued before the
+    cancel; a job of the run submitted after it is someone's relaunch, not the chain's."""
+    if record.state is not JobState.CANCELLED or record.end_time is None:
+        return None
+    found = chain_link(record.model_copy(update={"state": JobState.TIMEOUT}), records, {},
+                       index=index).successor
+    restart = index.live.get(found) if found is not None else None
+    if restart is None or restart.submit_time is None or restart.reason in HELD_REASONS:
+        return None
+    return found if restart.submit_time < record.end_time else None
 
 
 def _judged_facts(facts: JobFacts, bucket: Bucket) -> JobFacts:
@@ -168,6 +184,7 @@ def _judged_facts(facts: JobFacts, bucket: Bucket) -> JobFacts:
 
 def _apply_rules(
     ctx: JudgeContext, f: Findings, bucket: Bucket, link: ChainLink, memory: SweepMemory | None,
+    *, restart: str | None = None,
 ) -> tuple[FailureSignature | None, FailureSignature | None]:
     """Every rule onto ``f``, in precedence order (the cross-cutting ones around the bucket's
     judge); the job's failure signature and the one it repeats, if any."""
@@ -193,7 +210,7 @@ def _apply_rules(
         cleanup_rule(ctx, f, bucket)
     if bucket == "rl":
         chain_collapse_rule(ctx, f, link)
-    cancelled_rule(ctx, f)
+    cancelled_rule(ctx, f, restart)
     failure, repeats = recurring_rule(ctx, f, memory)
     suspended_rule(ctx, f)
     no_kill_rule(ctx, f)

@@ -366,8 +366,9 @@ def _ending(record: SchedulerRecord) -> bool:
     return record.state is JobState.COMPLETING and record.reason == "TimeLimit"
 
 
-_CHAINED = frozenset({JobState.TIMEOUT, JobState.COMPLETED})
-"""The ended states a chain successor may continue (``report.chain.chain_link``)."""
+_CHAINED = frozenset({JobState.TIMEOUT, JobState.COMPLETED, JobState.CANCELLED})
+"""The ended states a chain successor may continue (``report.chain.chain_link``; a CANCELLED
+run's ``afterany`` restart, released by the cancel, ``report.judge``)."""
 _FAILED_ENDS = frozenset({JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
                           JobState.PREEMPTED})
 """Failed ends, whose earlier attempts (any name: ``-r2`` suffixes) decide whether the failure

@@ -69,3 +69,28 @@ async def test_a_restart_that_ended_or_a_calm_timeout_alerts_nobody(
     async with running_bot(slack, store, sweeper, clock) as h:
         assert await h.bot.alerter.process([ended, calm], config) == []
     assert not slack.to("/api/chat.postMessage")
+
+
+async def test_a_cancel_that_released_its_restart_is_dmed_naming_it(
+    slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A collapsed run cancelled while its afterany restart waited: the cancel released the
+    restart, which goes on collapsed; the owner is told to cancel it."""
+    from datetime import timedelta
+
+    config = make_config(prefix, tmp_path)
+    end = NOW - timedelta(minutes=20)
+    cancelled = facts(record("rl-run", "100", JobState.CANCELLED, end_time=end),
+                      points(COLLAPSED), checkpoints=[10])
+    row = judge(cancelled, others=[record("rl-run", "4242", JobState.RUNNING,
+                                          submit_time=NOW - timedelta(hours=2),
+                                          eligible_time=end, start_time=end,
+                                          elapsed_s=1200)])
+    sweeper = FakeSweeper(make=lambda: sweep_result([row]), conf=config)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await h.bot.alerter.process([row], config) == ["alpha:100"]
+    (posted,) = slack.to("/api/chat.postMessage")
+    text = blocks_text(posted.params["blocks"])
+    assert "cancel 4242" in text
+    assert "Evidence recorded (the job ended CANCELLED; the run goes on as its restart 4242)" \
+        in text

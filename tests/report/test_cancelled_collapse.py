@@ -11,6 +11,7 @@ about steps it will never take).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from probes.models import JobState
@@ -52,3 +53,45 @@ def test_a_cancelled_ablation_has_nothing_to_salvage_for() -> None:
     report = _cancelled("rl-zclip-ablation")
     assert report.verdict == "done" and report.recommendation is None
     assert report.trend.startswith("Cancelled; COLLAPSE")
+
+
+def _cancelled_before(restart: Any) -> Any:
+    end = NOW - timedelta(minutes=20)
+    cancelled = facts(record("rl-run", "100", JobState.CANCELLED, end_time=end),
+                      points(COLLAPSED), checkpoints=[10])
+    return judge(cancelled, others=[restart(end)]).report
+
+
+def test_a_cancel_its_afterany_restart_survives_names_the_restart() -> None:
+    """The run was cancelled on its collapse, but its ``afterany`` restart, queued before the
+    cancel, is released by it (afterany is satisfied by any end) and resumes the collapsed
+    policy from the last save: the cancel stopped nothing. Pending (its dependency shown) or
+    already running (released at the cancel), the restart is the one to cancel."""
+    def pending(end: Any) -> Any:
+        return record("rl-run", "4242", JobState.PENDING, depends_on=("100",),
+                      dependency="afterany:100(unfulfilled)", start_time=None,
+                      submit_time=NOW - timedelta(hours=2))
+
+    def running(end: Any) -> Any:
+        return record("rl-run", "4242", JobState.RUNNING, submit_time=NOW - timedelta(hours=2),
+                      eligible_time=end, start_time=end, elapsed_s=1200)
+
+    for restart in (pending, running):
+        report = _cancelled_before(restart)
+        assert report.verdict == "collapse", report.trend
+        assert report.trend.startswith("Cancelled; restart 4242 goes on"), report.trend
+        assert report.recommendation is not None
+        assert report.recommendation.action == "cancel_and_salvage"
+        assert "cancel 4242" in report.recommendation.why
+
+
+def test_a_relaunch_by_hand_after_the_cancel_is_not_cancelled() -> None:
+    """Near-miss: a job of the run submitted after the cancel is someone's deliberate relaunch."""
+    def relaunch(end: Any) -> Any:
+        later = end + timedelta(minutes=5)
+        return record("rl-run", "4243", JobState.RUNNING, submit_time=later,
+                      eligible_time=later, start_time=later, elapsed_s=900)
+
+    report = _cancelled_before(relaunch)
+    assert report.verdict == "done"
+    assert report.recommendation is not None and report.recommendation.action == "diagnose"
