@@ -113,7 +113,12 @@ def recent_metrics(
             if anchors >= start:
                 break  # none before the suffix: a count from further back is no step either
         # Aim at the depth from the lines per step seen so far (at least doubling each time).
-        span = max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got if got else 4 * span)
+        # None seen: the whole tail at once. Each pass skims every marker line before its
+        # suffix again, and deepening by four a tail of a million lines that only look like
+        # markers (a job printing '%|' over and over) took seven passes and 21 s, enough for
+        # a few such jobs to run a cluster's sweep past its deadline.
+        span = (max(2 * span, span * (HISTORY_DEPTH + 2 * MARGIN) // got) if got
+                else len(filled))
     engine_at = scan.engine_at
     if engine_line is not None and engine_line < first_line_no + start:
         engine_at = clock_at(lines, engine_line - first_line_no, mtime, inclusive=True,
