@@ -10,7 +10,7 @@ both are re-exported here (:data:`__all__`), where most importers look for them.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -122,6 +122,9 @@ class CheckpointListing(Frozen):
     keeps a run's own where runs share a workdir)."""
     logged: bool = False
     """``steps`` come only from save folders the run's log names: the run's own."""
+    written: tuple[tuple[int, datetime], ...] = ()
+    """Each step's (and export step's) newest directory mtime, where the collector sent one:
+    a save written before the job started is an earlier run's (report.cleanup)."""
 
     @property
     def banked_step(self) -> int | None:
@@ -214,6 +217,12 @@ class TrialTree(Frozen):
     """The tree of the Harbor job dirs the job's own run can have written (since it started,
     by its end), when the root also holds other runs' (Harbor's default ``jobs/`` shared by
     runs launched one after another from one directory); ``None`` when they are all its."""
+
+
+STALE_SKEW = timedelta(seconds=60)
+"""How far a file's mtime (the file server's clock) may read before the job's start
+(the scheduler's) and still be the job's own write: an older completion file or save is an
+earlier run's (a rerun into the same output dir)."""
 
 
 class CompletionFile(Frozen):

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from probes.logs.excerpt import AGENT_MARKERS, object_store_trials
-from probes.models import JobFacts, JobState, TrialTree
+from probes.models import STALE_SKEW, JobFacts, JobState, TrialTree
 from report.findings import Findings, JudgeContext, Priority
 from report.models import Bucket, CleanupRoutine
 
@@ -202,7 +202,13 @@ def _durably_at_total(ctx: JudgeContext, f: Findings) -> bool:
     listing = ctx.facts.checkpoints
     if listing is None or not f.total_steps:
         return False
-    return f.total_steps in (*listing.steps, *listing.export_steps)
+    if f.total_steps not in (*listing.steps, *listing.export_steps):
+        return False
+    # A save at the total written before the job started is an earlier run's (a rerun from
+    # scratch into the same save folder): no sign this run got there.
+    written = dict(listing.written).get(f.total_steps)
+    started = ctx.facts.record.start_time
+    return written is None or started is None or written >= started - STALE_SKEW
 
 
 def completion_rule(ctx: JudgeContext, f: Findings, routine: CleanupRoutine = "sft-job-cleanup",

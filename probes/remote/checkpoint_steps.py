@@ -62,6 +62,22 @@ def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = Fa
     return names if guard.may_list(fd, path) else []
 
 
+def _mtimes(fd: int, path: str, names: list[str], guard: Guard) -> dict[str, float]:
+    """Each step directory's mtime (its entries' last change: the save's writing), under the
+    guard's deadline: a save written before the job started is an earlier run's, which the
+    completion check does not take for this run's getting to its total."""
+    found: dict[str, float] = {}
+    if not names:
+        return found
+    with deadline(guard._seconds(), f"stat in {path}"):
+        for name in names:
+            try:
+                found[name] = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+            except OSError:
+                continue
+    return found
+
+
 _HF_STEP = re.compile(r"^checkpoint-(\d+)$")
 HF_STATE = "trainer_state.json"
 HF_ARGS = "training_args.bin"

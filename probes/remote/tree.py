@@ -38,6 +38,7 @@ with contextlib.suppress(ImportError):
         _STEP_FILE,
         _finished_dcp,
         _finished_hf,
+        _mtimes,
         _owned,
         _unfinished_marker,
     )
@@ -94,7 +95,8 @@ class _Walk:
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
-        self.out: Json = {"listings": {}, "exports": {}, "markers": {}}
+        self.out: Json = {"listings": {}, "exports": {}, "markers": {}, "written": {},
+                          "exports_written": {}}
         self.errors: Json = {}
         self.visits = 0
         self.logged = False
@@ -111,13 +113,15 @@ class _Walk:
                            self.guard, self.logged)
             steps = _finished_hf(fd, path, steps, self.guard)
             steps = _finished_dcp(fd, path, steps, self.guard)
+            files = {n for n, is_dir in entries if not is_dir}
+            steps = [n for n in steps if _unfinished_marker(n) not in files]
+            written = _mtimes(fd, path, steps, self.guard)
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
-        files = {n for n, is_dir in entries if not is_dir}
-        steps = [n for n in steps if _unfinished_marker(n) not in files]
         if steps:
             self.out["listings"][path] = steps
+            self.out["written"][path] = written
         for marker in _MARKERS:
             if marker in files and path not in self.out["markers"]:
                 text = read_small(marker, self.guard, 64, dir_fd=fd)
@@ -141,6 +145,8 @@ class _Walk:
                     self.out["exports"][path] = _owned(
                         sub, child, [n for n in names if _STEP_DIR.match(n)], self.guard,
                         self.logged)
+                    self.out["exports_written"][path] = _mtimes(
+                        sub, child, self.out["exports"][path], self.guard)
                 else:
                     self.search(child, sub, depth)
         except (OSError, Refused, Hung) as exc:
@@ -196,9 +202,10 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
                 sib.root(sibling, 0)
                 if sib.out["listings"].get(sibling):
                     part.out["exports"][root] = sib.out["listings"][sibling]
+                    part.out["exports_written"][root] = sib.out["written"].get(sibling, {})
             SEEN[key] = (part.out, part.errors)
         out, errors = SEEN[key]
-        for field in ("listings", "exports", "markers"):
+        for field in ("listings", "exports", "markers", "written", "exports_written"):
             walk.out[field].update(out[field])
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,6 +29,7 @@ from probes.logs.lines import strip_ansi
 from probes.logs.parse import head_before, parse_log
 from probes.models import (
     ACTIVE_STATES,
+    STALE_SKEW,
     CheckpointListing,
     CompletionCheck,
     CompletionFile,
@@ -101,11 +102,6 @@ def _own_attempt(log: LogFetch, record: SchedulerRecord) -> LogFetch:
     return log.model_copy(update={"text": text, "offset": log.offset + cut})
 
 
-STALE_SKEW = timedelta(seconds=60)
-"""How far a completion file's mtime (the file server's clock) may read before the job's start
-(slurmctld's) and still be the job's own."""
-
-
 def completion_check(raw: Any, started: datetime | None = None) -> CompletionCheck | None:
     """The collector's completion files (``probes.remote.completion``); malformed ones dropped,
     and so are those last written before the job ``started`` (beyond :data:`STALE_SKEW`): an
@@ -172,7 +168,18 @@ def _checkpoints(raw: Mapping[str, Any]) -> CheckpointListing | None:
         latest_markers=raw.get("markers") or None,
         logged=[d for d in raw.get("logged") or () if isinstance(d, str)],
         unreadable=unreadable,
+        written=_written_maps(raw),
     )
+
+
+def _written_maps(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The collector's step and export mtimes (``{dir: {name: mtime}}``) as one map."""
+    maps: dict[str, Any] = {}
+    for field, suffix in (("written", ""), ("exports_written", "/exports")):
+        found = raw.get(field)
+        if isinstance(found, Mapping):
+            maps.update({f"{root}{suffix}": names for root, names in found.items()})
+    return maps
 
 
 START_RESOLUTION_S = 1.0

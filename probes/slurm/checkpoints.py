@@ -24,9 +24,12 @@ completion only for a finished run, since a running job also writes periodic sav
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from probes.models import CheckpointListing
 from probes.remote.guard import Guard
@@ -70,6 +73,7 @@ def build_listing(
     latest_markers: Mapping[str, str] | None = None,
     logged: Sequence[str] | None = None,
     unreadable: Sequence[str] = (),
+    written: Mapping[str, Any] | None = None,
 ) -> CheckpointListing:
     """Combine per-root listings (root -> entry names) into one ``CheckpointListing``.
 
@@ -98,7 +102,24 @@ def build_listing(
         unreadable=tuple(unreadable),
         dirs=tuple(dirs),
         logged=bool(mine),
+        written=_written(written),
     )
+
+
+def _written(raw: Mapping[str, Any] | None) -> tuple[tuple[int, datetime], ...]:
+    """Step -> its newest directory mtime, from the collector's ``{dir: {name: mtime}}``
+    maps (malformed entries dropped)."""
+    newest: dict[int, float] = {}
+    for names in (raw or {}).values():
+        if not isinstance(names, Mapping):
+            continue
+        for name, mtime in names.items():
+            step = step_of(name) if isinstance(name, str) else None
+            if step is None or isinstance(mtime, bool) or not isinstance(
+                    mtime, int | float) or not math.isfinite(mtime) or abs(mtime) > 1e11:
+                continue
+            newest[step] = max(newest.get(step, mtime), mtime)
+    return tuple((step, datetime.fromtimestamp(at, UTC)) for step, at in sorted(newest.items()))
 
 
 UNREADABLE_KEPT = 4
