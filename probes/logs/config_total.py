@@ -8,8 +8,10 @@ RLVRConfig(..., max_steps=500, ...)`` and loops ``range(max_steps)``. The finger
 Policy: only a run-level key counts, at the top of the dump or under ``trainer.``/``train.``
 (an agent's or environment's ``env.max_steps`` is a turn limit, not the run's); the first of
 :data:`TOTAL_KEYS` present wins; a value that is no positive integer (HF's ``max_steps=-1``,
-"not set: the epochs decide") is no total. A banner's or bar's total always wins (the caller
-asks only when it has none).
+"not set: the epochs decide") is no total. With a banner's or bar's total too, the smaller is
+the run's (``capped_total``): a trainer stops at its configured limit, and where a banner
+already counts it the two agree; verl's FSDP SFT trainer prints epochs x steps an epoch
+(``Number of steps/epoch ...``) even when ``trainer.total_training_steps`` stops it earlier.
 """
 
 from __future__ import annotations
@@ -31,3 +33,12 @@ def config_total(fingerprint: RunFingerprint | None) -> int | None:
             if raw is not None and raw.isdigit() and len(raw) <= 12 and int(raw) > 0:
                 return int(raw)
     return None
+
+
+def capped_total(total: int | None, fingerprint: RunFingerprint | None) -> int | None:
+    """The run's total: ``total`` (a banner's or bar's) capped by the printed config's step
+    limit, or that limit alone when there is no ``total``."""
+    limit = config_total(fingerprint)
+    if total is None or limit is None:
+        return total or limit
+    return min(total, limit)

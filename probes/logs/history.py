@@ -61,6 +61,7 @@ from probes.logs.scan_patterns import (
     PIPE_STEP_RE,
     SAMPLES_RE,
     SKYRL_HEADER_RE,
+    VERL_SFT_STEPS,
     banner_steps,
 )
 from probes.logs.scan_summary import SummaryScan
@@ -228,6 +229,8 @@ class MetricScan(SummaryScan):
                 # (verl's SFT prints its total nowhere else: no training bar of the run's)
                 if banner is not None and (banner.group(1) or banner.group(3)):
                     self.banner_total = banner_steps(banner)
+                if banner is not None and banner.group(3):
+                    self._mark(VERL_SFT_STEPS)
             if "rollout_batch_size" in body or "consumed_samples: " in body:
                 self._resume_marker(body)
             if "training loop" in body or "orchestrator loop" in body:
@@ -341,15 +344,21 @@ class MetricScan(SummaryScan):
             if read.total is not None:
                 self.banner_total = read.total
 
+    def _banner(self, body: str, line_no: int) -> None:
+        """A start-up total (``BANNER_RE``): the run's total, and a trainer start line."""
+        banner = BANNER_RE.search(body)
+        if banner is not None:
+            self._launched("hf" if banner.group(1) else "total", line_no)
+            if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
+                self._mark("hf")
+            if banner.group(3):
+                self._mark(VERL_SFT_STEPS)
+            self.banner_total = banner_steps(banner)
+
     def _markers(self, body: str, line_no: int) -> None:
         """Banner totals, checkpoint saves, completion, Harbor progress, rollout geometry."""
         if any(gate in body for gate in BANNER_GATES):
-            banner = BANNER_RE.search(body)
-            if banner is not None:
-                self._launched("hf" if banner.group(1) else "total", line_no)
-                if banner.group(1):  # SkyRL and verl both print "Total training steps: N"
-                    self._mark("hf")
-                self.banner_total = banner_steps(banner)
+            self._banner(body, line_no)
         if "heckpoint" in body or "global_step_" in body:
             saved = CHECKPOINT_RE.search(body)
             if saved is not None:

@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from probes.logs.carried import Carried
-from probes.logs.config_total import config_total
+from probes.logs.config_total import capped_total
 from probes.logs.fault_carry import FaultCarry, FoldScanner, restore_faults, snapshot_faults
 from probes.logs.faults import _LINE_NEEDLES, _compile_patterns, _frozen, _split_prefix
 from probes.logs.fingerprint_carry import FingerprintCarry, FingerprintFold
@@ -303,7 +303,7 @@ class _Fold:
         fingerprint = prints.fingerprint(last_line) if prints is not None else None
         summary = summary.model_copy(update={
             "fingerprint": fingerprint, "outcome": _last_outcome(outcome, last_line, line_no),
-            "total_steps": summary.total_steps or config_total(fingerprint)})
+            "total_steps": capped_total(summary.total_steps, fingerprint)})
         if faults is None:
             return summary
         infra = faults.infra

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from probes.logs.bracket_lines import DURATION_GATE
-from probes.logs.config_total import config_total
+from probes.logs.config_total import capped_total, config_total
 from probes.logs.faults import FaultScan, scan_faults
 from probes.logs.fingerprint import read_fingerprint
 from probes.logs.history import MetricScan
@@ -44,6 +44,7 @@ from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
 from probes.logs.recent import HISTORY_DEPTH, recent_metrics
+from probes.logs.scan_patterns import VERL_SFT_STEPS
 from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_INIT
 from probes.models import LogSummary
@@ -122,9 +123,10 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
 
 _SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
                  "orchestrator loop", TITAN_INIT, ARGS_GATE, DURATION_GATE, MAXTEXT_STEPS,
-                 "max_steps=")
+                 "max_steps=", "total_training_steps")
 """What a line ``MetricScan.seed_head`` reads holds (``max_steps=``: a one-line config repr
-such as ROLL's, for the total from the printed config, ``_read_run``)."""
+such as ROLL's, for the total from the printed config, ``_read_run``; ``total_training_steps``:
+verl's SFT trainers' one-line config, whose limit caps their steps line)."""
 
 
 def _needle_positions(text: str) -> list[int]:
@@ -233,13 +235,17 @@ def _scan_all_metrics(
 def _read_run(summary: LogSummary, lines: Sequence[str], first_line_no: int,
               chars: int, seed: Sequence[str] | None = None) -> LogSummary:
     """``summary`` with what the run runs, a catch-all job's closing signal (issue 11) and a
-    planned stop; as it was if a reader fails (logged: the sweep goes on). With no total
-    yet, the printed config's (``config_total``): the tail's, else its head's (``seed``)."""
+    planned stop; as it was if a reader fails (logged: the sweep goes on). The total is capped
+    by the printed config's step limit, or is that limit with none yet (``capped_total``):
+    the tail's config, else its head's (``seed``)."""
     try:
         fingerprint = read_fingerprint(lines)
-        total = summary.total_steps or config_total(fingerprint)
-        if total is None and seed:
-            total = config_total(read_fingerprint(seed))
+        total = capped_total(summary.total_steps, fingerprint)
+        # The head's config is read (tens of ms) only when the tail's gave no total, or gave
+        # verl's SFT steps line, which its config may cap.
+        uncapped = VERL_SFT_STEPS in summary.formats and config_total(fingerprint) is None
+        if seed and (total is None or uncapped):
+            total = capped_total(total, read_fingerprint(seed))
         return summary.model_copy(update={
             "fingerprint": fingerprint, "outcome": read_outcome(lines, last=400),
             "planned_stop": read_planned_stop(lines, first_line_no), "total_steps": total})

@@ -32,6 +32,9 @@ BANNER_RE = re.compile(
 steps: N`` (2), and verl's FSDP SFT trainer's rank-0 ``print`` (3: its ``Total training steps``
 goes through a logger at WARN, this line is what a real log shows)."""
 BANNER_GATES = ("Total", "total number of steps ")
+VERL_SFT_STEPS = "verl-sft-steps"
+"""The format mark of verl's FSDP SFT steps line (``BANNER_RE`` group 3): a total that does not
+count ``trainer.total_training_steps`` (``probes.logs.config_total.capped_total``)."""
 
 
 def banner_steps(found: re.Match[str]) -> int:

@@ -45,16 +45,22 @@ def test_the_fsdp_trainers_steps_line_is_the_total(read) -> None:
     assert summary.sec_per_step == pytest.approx(2.5)
 
 
-def test_the_fsdp_trainers_total_in_a_long_heads_tail() -> None:
-    """The steps line is printed once, at start: a cold read of a long log finds it in the
-    skimmed head."""
+def _head_and_tail(text: str) -> tuple[str, str]:
+    """The log cut as the collector reads a long one: its first bytes (config, steps line) and
+    a tail that holds only step lines and redraws."""
+    at = text.index("Epoch 2/3")
+    return text[:at], text[at:]
+
+
+@pytest.mark.parametrize(("limit", "total"), [("None", 120), ("100", 100)])
+def test_the_totals_in_a_cut_tails_head(limit: str, total: int) -> None:
+    """The config and the steps line are printed once, at start: a tail cut from a long log
+    takes them from the log's head; the config's ``total_training_steps`` caps the total."""
     text = (FIXTURES / "fsdp_sft_resumed.out").read_bytes().decode()
-    lines = text.splitlines(keepends=True)
-    head = [line for line in lines if "step:" not in line and "%|" not in line]
-    rest = lines[len(head):]
-    noise = "".join(f"[rank1]: noise line {n}\n" for n in range(20000))
-    summary = parse_log("".join(head) + noise + "".join(rest), mtime=MTIME)
-    assert summary.total_steps == 120
+    head, tail = _head_and_tail(text.replace("'total_training_steps': None",
+                                             f"'total_training_steps': {limit}"))
+    summary = parse_log(tail, mtime=MTIME, log_start=False, head=head)
+    assert summary.total_steps == total
 
 
 @pytest.mark.parametrize("read", READS)
@@ -75,3 +81,15 @@ def test_a_bar_the_step_lines_do_not_follow_gives_no_total() -> None:
     shifted = text.replace("step:", "step:1")  # step 51 read as 151, ...
     summary = parse_log(shifted, mtime=MTIME)
     assert summary.total_steps is None
+
+
+@pytest.mark.parametrize("read", READS)
+def test_the_configs_total_training_steps_caps_the_steps_line(read) -> None:
+    """``trainer.total_training_steps=100`` stops the FSDP trainer at step 100 (``fit``'s
+    ``is_last_step``), while its steps line still counts epochs x steps an epoch (120): the
+    printed config's limit is the total."""
+    text = (FIXTURES / "fsdp_sft_resumed.out").read_bytes().decode()
+    assert text.count("'total_training_steps': None") == 1
+    summary = read(text.replace("'total_training_steps': None", "'total_training_steps': 100"))
+    assert summary.total_steps == 100
+
