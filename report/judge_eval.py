@@ -33,6 +33,8 @@ Policy (seed §Eval; CONTRACT §6):
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from probes.harbor import TrialStats, never_started
 from probes.models import InfraSignals, JobFacts, JobState, TrialTree
 from report.cells import abbreviate_exception, format_duration
@@ -73,13 +75,26 @@ def own_run_trials(facts: JobFacts) -> JobFacts:
     """An eval's trials are its own run's (``TrialTree.own_run``): evals launched one after
     another from one directory share Harbor's default ``jobs/``, and another eval's job dir
     is no chunk of this one (its trials made a running eval read ``12/12`` and ZOMBIE). An
-    array task keeps the whole tree, its array's tasks being one run's chunks."""
+    array task keeps the whole tree, its array's tasks being one run's chunks, unless the
+    tree was last written before the array was submitted: then none of it is a wave of the
+    array (an older eval's, read as its own before the task's job dir exists: ZOMBIE)."""
     tree = facts.trials
-    if tree is None or tree.own_run is None or facts.record.array_job_id is not None:
+    if tree is None or tree.own_run is None:
+        return facts
+    if facts.record.array_job_id is not None:
+        if _written_before(tree, facts.record.submit_time):
+            return facts.model_copy(update={"trials": tree.own_run})
         return facts
     if _log_vouches(facts, tree):
         return facts
     return facts.model_copy(update={"trials": tree.own_run})
+
+
+def _written_before(tree: TrialTree, submitted: datetime | None) -> bool:
+    """Every result.json and Harbor job result.json of ``tree`` was last written before
+    ``submitted`` (both known)."""
+    stamps = [t for t in (tree.newest_result_at, tree.harbor_written_at) if t is not None]
+    return submitted is not None and bool(stamps) and max(stamps) < submitted
 
 
 def _log_vouches(facts: JobFacts, tree: TrialTree) -> bool:

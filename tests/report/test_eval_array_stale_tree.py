@@ -1,0 +1,53 @@
+"""An eval array's task started in a workdir whose ``jobs/`` holds an older eval reads no
+trials of that eval. Array tasks keep the whole tree (an earlier wave's job dirs are the
+run's, ``test_harbor_shared_root``), but a tree last written before the array was even
+submitted is no wave of it: a task 3 minutes in, its own Harbor job dir not yet made, read
+yesterday's finished eval as its own, 'ZOMBIE: all 12 trials done, still RUNNING', and
+recommended cancel_and_salvage of a healthy eval (the non-array case was fixed in f8ec9dc).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from probes.logs.parse import parse_log
+from probes.models import JobState
+from probes.remote.collector import collect_trials
+from probes.slurm.assemble import job_facts
+from tests.report.factories import judge, log, record
+from tests.report.test_harbor_dryrun_datagen import MAKE
+from tests.report.test_harbor_shared_root import _LOG, _age, _start
+
+
+def _task(jobs: Path, submitted_min_ago: float):
+    now = datetime.now(UTC)
+    rec = record("eval-qwen3-x-tbench", job_id="960_0", state=JobState.RUNNING,
+                 start_time=_start(3), submit_time=now - timedelta(minutes=submitted_min_ago),
+                 elapsed_s=180, array_job_id="960", array_task_id="0")
+    facts = job_facts(rec, {"trials": collect_trials([str(jobs)])}, aliases={},
+                      benign_patterns=[])
+    facts = facts.model_copy(update={"log": log(mtime=now), "summary": parse_log(_LOG, mtime=now)})
+    return judge(facts, now=now).report
+
+
+def test_an_older_eval_in_the_jobs_dir_is_no_zombie_of_a_new_array(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "2026-12-03__09-00-00", {"pass": 9, "fail": 3}, seed=1, finished=True,
+               minutes_ago=200)
+    _age(jobs / "2026-12-03__09-00-00", 180)
+    report = _task(jobs, submitted_min_ago=4)
+    assert "zombie" not in report.flags, report.trend
+    assert report.recommendation is None or report.recommendation.action != "cancel_and_salvage"
+    assert report.metrics.get("trials", 0.0) == 0.0, report.metrics
+
+
+def test_an_array_submitted_before_the_tree_was_written_keeps_it(tmp_path: Path) -> None:
+    """Near-miss: the same tree written after the array's submission (an earlier wave of its
+    own, finished before this task started) is still the run's: all done, ZOMBIE."""
+    jobs = tmp_path / "jobs"
+    MAKE.write(jobs / "2026-12-05__06-00-00", {"pass": 9, "fail": 3}, seed=1, finished=True,
+               minutes_ago=200)
+    _age(jobs / "2026-12-05__06-00-00", 180)
+    report = _task(jobs, submitted_min_ago=240)
+    assert "zombie" in report.flags, report.trend
