@@ -72,7 +72,8 @@ async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) ->
 @pytest.fixture(scope="module")
 def answers(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[dict[str, dict[str, Any]]]:
-    """Both runs COMPLETED, each read by ``jobtables job ID --format json``."""
+    """Both runs COMPLETED, each read by ``jobtables job ID --format json`` and by one
+    ``jobtables sweep --format json`` (``swept-<key>``)."""
     tag = f"s{secrets.token_hex(3)}"
     run_dir = f"{slurm_env.scratch}/e2e-{tag}"
     ids: dict[str, str] = {}
@@ -83,14 +84,19 @@ def answers(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
         done = {JobState.COMPLETED}
         asyncio.run(_wait_for(slurm_env, ids, {"rerun": done, "silent": done},
                               bound_s=120, settle_s=1))
-        yield {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
+        answers = {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
+        swept = {job["job_id"]: job for job in cli_json(config, "sweep")["jobs"]}
+        answers.update({f"swept-{key}": swept[job_id] for key, job_id in ids.items()})
+        yield answers
     finally:
         asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
+@pytest.mark.parametrize("read", ["job", "sweep"])
 def test_an_earlier_runs_save_at_the_total_does_not_complete_a_rerun(
-        answers: dict[str, dict[str, Any]]) -> None:
-    rerun = answers["rerun"]
+        answers: dict[str, dict[str, Any]], read: str) -> None:
+    """The same row from ``jobtables job`` and ``jobtables sweep`` (its shared checkpoint memo)."""
+    rerun = answers["rerun" if read == "job" else "swept-rerun"]
     assert (rerun["state"], rerun["step"], rerun["total_steps"]) == ("COMPLETED", 20, 40)
     assert "incomplete-run" in rerun["flags"], (rerun["trend"], rerun["recommendation"])
     assert rerun["recommendation"]["action"] == "diagnose"
@@ -100,5 +106,6 @@ def test_a_save_at_the_total_written_by_the_run_still_completes_it(
         answers: dict[str, dict[str, Any]]) -> None:
     """Near miss: global_step_40 written by the job itself: the durable evidence stands."""
     silent = answers["silent"]
+    assert "incomplete-run" not in answers["swept-silent"]["flags"]
     assert silent["state"] == "COMPLETED" and "incomplete-run" not in silent["flags"]
     assert silent["recommendation"] == {"action": "cleanup", "why": "rl-standard-job-cleanup"}
