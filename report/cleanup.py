@@ -99,6 +99,10 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     if bucket in ("sft", "rl") and completion_rule(ctx, f, routine, log_fallback=fallback):
         return
     tree = ctx.facts.trials
+    if bucket == "eval" and tree is not None and tree.own_run is not None:
+        # An eval array task keeps the whole tree to judge (its waves are one run) but reaps
+        # only the job dirs its own run can have written: the shared jobs/ holds other runs'.
+        tree = tree.own_run
     # An eval's one job dir is no chunk run: a partial one is _eval_short's to tell.
     chunked = bucket == "datagen" or (tree is not None and (tree.chunks_total or 0) > 1)
     if bucket in ("datagen", "eval") and chunked and _chunks_unfinished(ctx, f, tree, routine):

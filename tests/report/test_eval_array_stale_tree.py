@@ -51,3 +51,28 @@ def test_an_array_submitted_before_the_tree_was_written_keeps_it(tmp_path: Path)
     _age(jobs / "2026-12-05__06-00-00", 180)
     report = _task(jobs, submitted_min_ago=240)
     assert "zombie" in report.flags, report.trend
+
+
+def test_a_finished_array_task_cleans_up_its_own_dirs_not_the_shared_root(
+        tmp_path: Path) -> None:
+    """The task's cleanup named the whole ``jobs/`` (yesterday's eval in it too): it names the
+    job dirs its own run can have written, as a single eval's does (c49d44b)."""
+    jobs = tmp_path / "jobs"
+    old = jobs / "2026-12-03__09-00-00"
+    MAKE.write(old, {"pass": 9, "fail": 3}, seed=1, finished=True, minutes_ago=200)
+    _age(old, 180)
+    own = jobs / "2026-12-05__08-40-00"
+    MAKE.write(own, {"pass": 5, "fail": 7}, seed=2, finished=True, minutes_ago=20)
+    _age(own, 10)
+    now = datetime.now(UTC)
+    rec = record("eval-qwen3-x-tbench", job_id="970_1", state=JobState.COMPLETED,
+                 start_time=_start(30), end_time=now - timedelta(minutes=1),
+                 submit_time=now - timedelta(minutes=60), elapsed_s=1740,
+                 array_job_id="970", array_task_id="1")
+    facts = job_facts(rec, {"trials": collect_trials([str(jobs)])}, aliases={},
+                      benign_patterns=[])
+    facts = facts.model_copy(update={"log": log(mtime=now), "summary": parse_log(_LOG, mtime=now)})
+    report = judge(facts, now=now).report
+    assert report.recommendation is not None and report.recommendation.action == "cleanup"
+    why = report.recommendation.why
+    assert str(own) in why and str(old) not in why and f"at {jobs} " not in why, why
