@@ -31,7 +31,7 @@ from typing import Any
 from probes.config import KubernetesCluster, ReadPlan, SlurmCluster
 from probes.logs.excerpt import retain
 from probes.models import JobFacts, LogFetch
-from probes.remote.script import build_rollouts_script
+from probes.remote.script import COLLECTOR_ARGV, build_rollouts_script
 from probes.remote.stdio_pattern import expand_roots
 from probes.rollouts import (
     DumpRole,
@@ -130,7 +130,7 @@ async def read_job(
             return None
         facts, related = found.jobs[0], tuple(found.jobs[1:])
         request, roles = rollout_request(facts, cluster, plan)
-        res = await runner.run(["python3", "-"], stdin=build_rollouts_script(request),
+        res = await runner.run(list(COLLECTOR_ARGV), stdin=build_rollouts_script(request),
                                check=False)
     finally:
         await runner.aclose()

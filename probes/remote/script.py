@@ -29,6 +29,14 @@ from typing import Any
 from probes.remote.listing import SIGNATURE_FIELDS, listing_timeout, signature_argv
 
 _HERE = Path(__file__).resolve().parent
+
+COLLECTOR_ARGV = ("python3", "-I", "-")
+"""How the login node (or, for ``local = true``, this host) runs a shipped script, given on
+stdin: isolated (``-I``, Python 3.4+), so neither the directory it runs in (the login
+account's home; the directory ``jobtables`` was started from) nor the user's site-packages is
+on its path and no ``PYTHON*`` variable is read. ``python3 -`` put the current directory first:
+a ``json.py`` or ``__future__.py`` someone left there ran as the bot's account. The scripts
+are standard library only."""
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from probes.remote.script import COLLECTOR_ARGV
 from probes.slurm.transport import CommandResult, Runner, run_streaming
 
 STREAM = 2
@@ -298,7 +299,7 @@ async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
 
     splitter = LineSplitter(emit)
     try:
-        res = await run_streaming(runner, ["python3", "-"], stdin=script,
+        res = await run_streaming(runner, list(COLLECTOR_ARGV), stdin=script,
                                   on_chunk=splitter.feed)
         splitter.close()
         if last:  # one thread, in order: the last line read means every line is

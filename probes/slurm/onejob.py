@@ -45,7 +45,7 @@ from typing import Any
 from probes.config import DEFAULT_CHECKPOINT_ROOTS, SlurmCluster
 from probes.errors import CommandError
 from probes.models import ACTIVE_STATES, JobState, SchedulerRecord
-from probes.remote.script import build_collector_script
+from probes.remote.script import COLLECTOR_ARGV, build_collector_script
 from probes.remote.stdio_pattern import expand_pattern
 from probes.slurm.neighbours import (
     neighbour_argv,
@@ -83,7 +83,7 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
     """The collector's answer (``None`` if it did not run or printed no answer), tried twice."""
     script = build_collector_script(request)
     for _attempt in (1, 2):
-        res = await runner.run(["python3", "-"], stdin=script, check=False)
+        res = await runner.run(list(COLLECTOR_ARGV), stdin=script, check=False)
         if res.exit_status != 0:
             continue
         try:

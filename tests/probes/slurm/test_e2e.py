@@ -415,7 +415,7 @@ def test_job_path_names_the_chain_successor_in_two_commands(
 
     probe = SlurmProbe(slurm_env.cluster(), runner_factory=factory)
     facts = asyncio.run(probe.collect_one(run.ids["chain"]))
-    assert calls == [("python3", "-"), ("python3", "-")]
+    assert calls == [("python3", "-I", "-"), ("python3", "-I", "-")]
     assert facts.jobs[0].record.state is JobState.TIMEOUT
     assert run.ids["successor"] in {j.record.job_id for j in facts.jobs[1:]}
     config = Config(clusters=(slurm_env.cluster(name="local22", recent_hours=1),))

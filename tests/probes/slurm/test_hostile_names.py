@@ -121,7 +121,7 @@ async def test_hostile_name_and_workdir_stay_data(short_tmp: Path, one_trip: boo
     assert {a[0] for a in argvs} == expected
     for argv in argvs:
         assert not any(part in el for el in argv for part in ("touch", "rm -rf", "$(", "'"))
-    script = [stdin for argv, stdin in world.calls if argv == ("python3", "-")][-1]
+    script = [stdin for argv, stdin in world.calls if argv == ("python3", "-I", "-")][-1]
     assert script is not None
     request = _request_in(script)
     if one_trip:  # only the users and the root templates travel; the login node fills them

@@ -157,7 +157,7 @@ class _Tapped:
     async def run(self, argv: Sequence[str], *, stdin: str | None = None,
                   check: bool = True) -> CommandResult:
         result = await self._inner.run(argv, stdin=stdin, check=check)
-        if list(argv) == ["python3", "-"] and result.exit_status == 0:
+        if list(argv) == ["python3", "-I", "-"] and result.exit_status == 0:
             # The streamed answer (probes.slurm.answer), read whole as a document.
             answer = read_whole(result.stdout).answer()
             assert answer is not None, result.stdout[:300]
@@ -174,7 +174,7 @@ class _Tapped:
             on_chunk(chunk)
 
         result = await run_streaming(self._inner, argv, stdin=stdin, on_chunk=tee)
-        if list(argv) == ["python3", "-"] and result.exit_status == 0:
+        if list(argv) == ["python3", "-I", "-"] and result.exit_status == 0:
             answer = read_whole(b"".join(chunks).decode("utf-8")).answer()
             assert answer is not None
             self._answers.append(answer)

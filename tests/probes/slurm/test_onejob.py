@@ -141,7 +141,7 @@ def test_array_task_is_that_task_in_two_commands(jobs: Jobs) -> None:
     assert job.log is not None and job.log.status == "ok"
     assert job.log.path == f"{jobs.run_dir}/a_{jobs.array}_4.out"
     assert "step 5 task 4" in job.log.text and "task 3" not in job.log.text
-    assert len(runner.calls) <= 2 and all(c == ("python3", "-") for c in runner.calls)
+    assert len(runner.calls) <= 2 and all(c == ("python3", "-I", "-") for c in runner.calls)
     assert facts.round_trips == len(runner.calls)
 
 
@@ -155,7 +155,7 @@ def test_hetjob_component_has_its_own_log_path(jobs: Jobs, component: int) -> No
     assert job.record.job_id == f"{jobs.het}+{component}"
     assert job.record.stdout_path == f"{jobs.run_dir}/h_{own}.out"
     assert job.record.name.startswith("jt1-het-") and job.log is None
-    assert runner.calls == [("python3", "-")]
+    assert runner.calls == [("python3", "-I", "-")]
 
 
 def test_a_sweep_names_hetjob_components_as_job_does(jobs: Jobs) -> None:
@@ -191,7 +191,7 @@ def test_a_job_of_a_user_the_cluster_does_not_report_is_not_shown(jobs: Jobs) ->
     facts = asyncio.run(SlurmProbe(others, runner_factory=factory).collect_one(
         f"{jobs.array}_4"))
     assert facts.status == "ok" and facts.jobs == ()
-    assert runners[0].calls == [("python3", "-")]
+    assert runners[0].calls == [("python3", "-I", "-")]
     mine, _ = _collect(jobs.env, f"{jobs.array}_4")
     # The COMPLETED task, then its user's other jobs SLURM holds as records only (a planned
     # stop's successor may be among them, live or already ran: report.chain), no file read.
@@ -203,7 +203,7 @@ def test_a_job_slurm_does_not_know_costs_one_command(jobs: Jobs) -> None:
     """An id no queue holds is answered with no job after one collector run."""
     facts, runner = _collect(jobs.env, "99999999")
     assert facts.status == "ok" and facts.jobs == ()
-    assert runner.calls == [("python3", "-")]
+    assert runner.calls == [("python3", "-I", "-")]
 
 
 def test_cli_job_shows_the_array_task(jobs: Jobs, tmp_path: Path) -> None:
@@ -254,7 +254,7 @@ def test_a_failing_squeue_is_an_unreachable_cluster_not_an_unknown_job(tmp_path:
     facts = asyncio.run(probe.collect_one("4242"))
     assert facts.status == "unreachable"
     assert facts.detail is not None and "Unable to contact slurm controller" in facts.detail
-    assert runner.calls == [("python3", "-")]
+    assert runner.calls == [("python3", "-I", "-")]
 
 
 def test_parse_eligible_reads_squeue_format_columns() -> None:

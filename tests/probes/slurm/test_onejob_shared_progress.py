@@ -112,5 +112,5 @@ def test_the_neighbours_logs_ride_in_the_second_command(
     (runner,) = runners
     (job,) = facts.jobs
     assert job.checkpoints is not None and job.checkpoints.banked_step == 200
-    assert runner.calls == [("python3", "-")] * 2
+    assert runner.calls == [("python3", "-I", "-")] * 2
     assert facts.round_trips == 2

@@ -204,7 +204,7 @@ async def test_warm_sweep_is_one_command(tmp_path: Path) -> None:
     await probe.collect()
     world.calls.clear()
     facts = await probe.collect()
-    assert world.calls == [("python3", "-")] and facts.round_trips == 1
+    assert world.calls == [("python3", "-I", "-")] and facts.round_trips == 1
     request = _request_of(world.scripts[-1])
     since = request["squeue"].pop("since")  # the recent_hours cutoff, as an epoch
     assert since == (NOW - timedelta(hours=probe.cluster.recent_hours)).timestamp()
@@ -257,7 +257,7 @@ async def test_old_unexpandable_job_costs_no_round_trip(tmp_path: Path) -> None:
     await probe.collect()
     world.calls.clear()
     facts = await probe.collect()
-    assert world.calls == [("python3", "-")] and facts.round_trips == 1
+    assert world.calls == [("python3", "-I", "-")] and facts.round_trips == 1
     assert IDS["ok"] not in {j.record.job_id for j in facts.jobs}
 
 

@@ -114,7 +114,7 @@ class Collector:
         return _RunOnly(self)
 
     def _argv(self, argv: Sequence[str], stdin: str | None) -> tuple[list[str], str | None]:
-        if list(argv) != ["python3", "-"]:
+        if list(argv) != ["python3", "-I", "-"]:
             return list(argv), stdin
         self.runs += 1
         script = stdin or ""
@@ -122,7 +122,7 @@ class Collector:
             cut = script.rindex("\nmain(")
             script = script[:cut] + "\n" + self._alter(self.runs, script) + script[cut:]
         path = f"PATH={self._bin}{os.pathsep}{os.environ.get('PATH', '')}"
-        return ["env", path, "python3", "-"], script
+        return ["env", path, "python3", "-I", "-"], script
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None,
                   check: bool = True) -> CommandResult:
