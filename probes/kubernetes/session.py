@@ -255,9 +255,11 @@ class KubeSession:
         pages = 0
         while True:
             if pages == MAX_PAGES:  # a cut list would read as jobs with no pods (wedges)
+                narrow = ("namespace or label_selector" if selector else "namespace (pods are "
+                          "listed namespace-wide: label_selector selects Jobs, not pods)")
                 raise UnreachableError(
                     f"{what}: more than {PAGE_SIZE * MAX_PAGES} objects; narrow the cluster's "
-                    "namespace or label_selector")
+                    f"{narrow}")
             paged = {**query, "_continue": token} if token else query
             try:
                 answer = await self.call(what, partial(_with_budget, page, dict(paged)))
