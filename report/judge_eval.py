@@ -124,6 +124,7 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
     no_traffic = _eval_running(ctx, f, stats) if ctx.running else False
+    _completed_infra_rule(ctx, f)
     infra = infra_signals(ctx)
     f.infra = (None if infra == InfraSignals() and is_lm_eval_run(ctx)
                else infra_marks(infra, idle=idle or failing, fresh=fresh_ok(ctx),
@@ -174,18 +175,38 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> b
         return False
     _progress_rule(ctx, f, stats, trials)
     recent = trial_stats(ctx, last_n=ctx.settings.thresholds.pass_rate_trials)
-    instant = recent is not None and recent.trials > 0 \
-        and 2 * recent.instant_fail >= recent.trials
-    if recent is not None and instant:
-        f.flag("instant-fail")
-        f.verdict("warning")
-        text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
-        f.trend(Priority.DIAGNOSE + 1, text)
-        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
-                    text + "; the tunnel is not carrying traffic")
+    instant = _instant_fail_rule(f, recent)
     if not never_started_rule(ctx, f, recent):
         _never_started_note(ctx, f)
     return instant
+
+
+def _instant_fail_rule(f: Findings, recent: TrialStats | None, ended: str = "") -> bool:
+    """Half or more of the latest trials ended at once with null output: the tunnel carries
+    no traffic (``ended``: what that makes of a finished eval's score)."""
+    if recent is None or not recent.trials or 2 * recent.instant_fail < recent.trials:
+        return False
+    f.flag("instant-fail")
+    f.verdict("warning")
+    text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
+    f.trend(Priority.DIAGNOSE + 1, text)
+    f.recommend(Priority.DIAGNOSE + 1, "diagnose",
+                text + "; the tunnel is not carrying traffic" + ended)
+    return True
+
+
+_NO_SCORE = "; its pass-rate is no score: diagnose before its cleanup reaps the evidence"
+
+
+def _completed_infra_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A COMPLETED eval whose latest trials failed instantly or never started (the running
+    eval's checks, over the finished run's trials): an infra failure, not a result."""
+    if ctx.state is not JobState.COMPLETED:
+        return
+    recent = trial_stats(ctx, last_n=ctx.settings.thresholds.pass_rate_trials)
+    if not _instant_fail_rule(f, recent, _NO_SCORE) and never_started_rule(ctx, f, recent):
+        f.recommend(Priority.DIAGNOSE + 2, "diagnose",
+                    f.settled_trend() + "; sandboxes never started" + _NO_SCORE)
 
 
 def _flag_zombie(f: Findings, total: float) -> None:
