@@ -16,7 +16,8 @@ Policy (seed §Datagen; CONTRACT §6):
   start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
   earlier than the job's own start: a resumed run or chain successor inherits older files.
 - Trials that never started at least half of the last ``pass_rate_trials``: ``instant-fail``
-  (``harbor_trials.never_started_rule``), for a running datagen run too.
+  (``harbor_trials.never_started_rule``), for a running datagen run too, and for a COMPLETED
+  one: ``diagnose``, never its cleanup (it generated nothing to consolidate).
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
                         f"TIMEOUT killed the terminal upload: traces are on disk at {root}")
     if ctx.running:
         _datagen_running(ctx, f, stats)
+    elif ctx.state is JobState.COMPLETED and never_started_rule(
+            ctx, f, trial_stats(ctx, last_n=ctx.settings.thresholds.pass_rate_trials)):
+        # A finished run whose sandboxes never came up generated nothing: its consolidation
+        # (the cleanup routine's) would upload no traces, and reap the evidence.
+        f.recommend(Priority.DIAGNOSE + 2, "diagnose", f.settled_trend()
+                    + "; it generated nothing: do NOT consolidate; diagnose before its cleanup")
     timeout_note(f, stats, Priority.BACKGROUND - 1)  # below the chunks to go
     count_bound_note(f, stats)
     unreadable_note(ctx, f)

@@ -25,13 +25,13 @@ from tests.report.test_harbor_dryrun_datagen import MAKE
 from tests.report.test_harbor_shared_root import _LOG, _age, _start
 
 
-def _completed(tmp: Path, mix: dict[str, int]):
+def _completed(tmp: Path, mix: dict[str, int], name: str = "eval-qwen3-x-tbench"):
     jobs = tmp / "jobs"
     MAKE.write(jobs / "2026-12-05__08-00-00", mix, total=40, seed=1, finished=True,
                minutes_ago=20)
     _age(jobs / "2026-12-05__08-00-00", 10)
     now = datetime.now(UTC)
-    rec = record("eval-qwen3-x-tbench", state=JobState.COMPLETED, start_time=_start(30),
+    rec = record(name, state=JobState.COMPLETED, start_time=_start(30),
                  end_time=now - timedelta(minutes=1), submit_time=now - timedelta(minutes=31),
                  elapsed_s=1740)
     facts = job_facts(rec, {"trials": collect_trials([str(jobs)])}, aliases={},
@@ -56,3 +56,13 @@ def test_a_completed_eval_that_ran_is_cleaned_up(tmp_path: Path) -> None:
     report = _completed(tmp_path, {"pass": 12, "fail": 20, "timeout": 8})
     assert "instant-fail" not in report.flags and report.verdict == "done"
     assert report.recommendation is not None and report.recommendation.action == "cleanup"
+
+
+def test_a_completed_datagen_run_whose_sandboxes_never_started_is_diagnosed(
+        tmp_path: Path) -> None:
+    """The same for datagen: 40/40 trials never started read 'Completed' and
+    datagen-job-cleanup (consolidating nothing); it generated nothing: diagnose."""
+    report = _completed(tmp_path, {"never": 40}, name="datagen-swe-v2")
+    assert "instant-fail" in report.flags, (report.flags, report.trend)
+    assert report.recommendation is not None and report.recommendation.action == "diagnose"
+    assert "do NOT consolidate" in report.recommendation.why
