@@ -72,10 +72,17 @@ def _mtimes(fd: int, path: str, names: list[str], guard: Guard) -> dict[str, flo
     with deadline(guard._seconds(), f"stat in {path}"):
         for name in names:
             try:
-                found[name] = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+                mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
             except OSError:
                 continue
+            if mtime >= MTIME_KNOWN:
+                found[name] = mtime
     return found
+
+
+MTIME_KNOWN = 946684800.0
+"""2000-01-01 UTC: an earlier mtime is none (an object-store FUSE mount reports the epoch for
+what it does not track), not a write long before the job started."""
 
 
 _HF_STEP = re.compile(r"^checkpoint-(\d+)$")

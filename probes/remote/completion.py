@@ -39,6 +39,8 @@ from typing import Any, Dict, Tuple  # noqa: UP035 - Python 3.7 on login nodes
 # this import line is replaced by ``pass`` (probes.remote.script).
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused
+with contextlib.suppress(ImportError):
+    from probes.remote.checkpoint_steps import MTIME_KNOWN
 
 CompletionJson = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics need 3.9
 _MAX_LINE = 65536
@@ -176,17 +178,19 @@ def _early_stopped(data: Any, text: str) -> bool:
 
 
 def _read_bounded(guard: Guard, dir_fd: int, name: str, path: str, *, head: int,
-                  tail: int = 0) -> tuple[bytes, float]:
+                  tail: int = 0) -> tuple[bytes, float | None]:
     """Up to ``head`` bytes of the job's regular file ``name`` in ``dir_fd`` (plus its last
     ``tail`` when larger), through the guard (raises as it does), and its mtime."""
     fd = guard.open(name, dir_fd=dir_fd)
     try:
         stat = os.fstat(fd)
         size = stat.st_size
+        # An epoch mtime is none (an object-store FUSE mount's "unknown"): sent as unknown.
+        mtime = stat.st_mtime if stat.st_mtime >= MTIME_KNOWN else None
         if size <= head + tail:
-            return guard.read(fd, 0, head + tail, path), stat.st_mtime
+            return guard.read(fd, 0, head + tail, path), mtime
         return (guard.read(fd, 0, head, path) + b"\n" + guard.read(fd, size - tail, tail, path),
-                stat.st_mtime)
+                mtime)
     finally:
         os.close(fd)
 
