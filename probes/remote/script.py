@@ -51,10 +51,10 @@ _SHIPPED_MODULES = ("guard.py", "harbor_reduce.py", "stdio_pattern.py", "neighbo
 in dependency order: each imports only modules before it."""
 
 
-def _inline(text: str, name: str) -> str:
+def _inline(text: str, name: str, shipped: tuple[str, ...] = _SHIPPED_MODULES) -> str:
     """``text`` with each import of a shipped module replaced by ``pass`` (source prepended)."""
     def replace(m: re.Match[str]) -> str:
-        if f"{m.group(2)}.py" not in _SHIPPED_MODULES:
+        if f"{m.group(2)}.py" not in shipped:
             raise RuntimeError(f"probes/remote/{name} imports probes.remote.{m.group(2)},"
                                " which is not shipped")
         return f"{m.group(1)}pass  # source prepended above"
@@ -198,13 +198,19 @@ def _scheduler_only(request: Mapping[str, Any]) -> bool:
 # -- the deep probe's reader (issue 14): shipped by the same builder, over the same connection --
 
 
+_ROLLOUT_MODULES = ("guard.py", "harbor_reduce.py", "rollout_budget.py", "rollout_trials.py")
+"""Stdlib-only modules whose source is prepended to the deep probe's ``rollouts.py``, in
+dependency order (each imports only modules before it); kept apart from
+:data:`_SHIPPED_MODULES` so the collector's script carries none of the reader's source."""
+
+
 @functools.cache
 def rollouts_source() -> str:
-    """``probes/remote/guard.py``, ``harbor_reduce.py`` + ``rollouts.py`` as one script body:
-    the deep probe reads under the collector's own guard and reduces a trial as the counts do
-    (their import lines there become ``pass``)."""
-    parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name)
-             for name in ("guard.py", "harbor_reduce.py", "rollouts.py")]
+    """:data:`_ROLLOUT_MODULES` + ``rollouts.py`` as one script body: the deep probe reads under
+    the collector's own guard and reduces a trial as the counts do (their import lines there
+    become ``pass``)."""
+    parts = [_inline((_HERE / name).read_text(encoding="utf-8"), name, _ROLLOUT_MODULES)
+             for name in (*_ROLLOUT_MODULES, "rollouts.py")]
     return "from __future__ import annotations\n" + "\n\n".join(
         _FUTURE.sub("", text) for text in parts)
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from probes.config import ReadPlan
 from probes.remote import harbor_reduce
-from probes.remote.rollouts import DEFAULTS, collect_rollouts
+from probes.remote.rollout_budget import DEFAULTS
+from probes.remote.rollouts import collect_rollouts
 from tests.probes.remote.test_trial_large_results import _inflate
 from tests.report.test_harbor_dryrun_datagen import MAKE
 
