@@ -37,8 +37,9 @@ def test_a_trials_one_reward_is_its_reward() -> None:
 
 
 def test_the_tree_reads_pass_rate_mean_and_turns() -> None:
-    """11 graded trials, 5 solved: pass-rate and mean 5/11 over them; the timeouts and the
-    overflow are exceptions of graded trials."""
+    """12 trials, 11 graded, 5 solved: pass-rate 5/12 (solved over the trials with a
+    result, the one never started among them), mean 5/11 over the graded; the timeouts and
+    the overflow are exceptions of graded trials."""
     stats = summarize_trials(read_trial_tree(JOB))
     assert stats.completed == 12
     assert stats.pass_rate == pytest.approx(5 / 12)
