@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -50,6 +51,26 @@ def tune_interpreter(interval_s: float = SWITCH_INTERVAL_S) -> None:
         sys.setswitchinterval(interval_s)
 
 
+def keep_cwd_off_child_path() -> None:
+    """Keep the current directory off the worker processes' ``sys.path`` before they start.
+
+    CPython 3.11 starts the forkserver and the resource tracker as ``python -c '...'``, which
+    puts ``''`` (the current directory) first on their path: a bot started in a directory
+    others can write would import a planted ``selectors.py`` or ``bot/`` there, as the bot's
+    user, before the server's first line runs. The children inherit the interpreter's flags
+    (``-I``/``-P`` already keep it off) and its environment, so PYTHONSAFEPATH (3.11+) does it
+    for every later start too (a forkserver restarted after a crash); nothing else the bot
+    runs is a Python that should see that directory. Under ``-E`` alone a child ignores the
+    variable: no process is started then (RuntimeError: the stages run in threads).
+    """
+    if sys.flags.isolated or sys.flags.safe_path:
+        return
+    if sys.flags.ignore_environment:
+        raise RuntimeError("python -E without -P: a worker process would import from the "
+                           "current directory")
+    os.environ["PYTHONSAFEPATH"] = "1"
+
+
 class Offload:
     """Runs CPU stages off the event loop: in the worker process when big, else in a thread."""
 
@@ -64,6 +85,7 @@ class Offload:
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            keep_cwd_off_child_path()
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(_PRELOAD)
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context,
@@ -106,4 +128,4 @@ class Offload:
             await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
 
 
-__all__ = ["MIN_BYTES", "Offload", "tune_interpreter"]
+__all__ = ["MIN_BYTES", "Offload", "keep_cwd_off_child_path", "tune_interpreter"]
