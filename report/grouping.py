@@ -27,6 +27,9 @@ An eval array whose tasks ran different evals (a benchmark per task: the judge's
 benchmark names differ) is no group: the Eval table's rows are model × benchmark, and one row
 carrying the worst task would hide the others' pass rates. Tasks without such a name (pending,
 no tree read yet) still group; shards of one eval (one name) group as any array.
+
+Which group each job belongs to (its ``(kind, key)``) is :mod:`report.group_keys`; this module
+builds the groups from those keys and the rows and JSON that show them.
 """
 
 from __future__ import annotations
@@ -39,12 +42,9 @@ from typing import Any
 
 from probes.models import ClusterFacts, JobState
 from report.grid_cells import cell_stems
-from report.judge_sft import grid_names
+from report.group_keys import _ARRAY_TASK, Key, _array_keys, _chunk_keys, _grid_keys
 from report.layouts import is_buffering
 from report.models import JobDetail, JobReport, Report
-
-Key = tuple[str, str]
-"""(cluster, job id)."""
 
 GRID_MIN = 3
 """Grid cells fold from three up: two named cells read better than one row counting two."""
@@ -58,7 +58,6 @@ _SEVERITY = ("collapse", "failed", "stalled", "warning", "unknown", "restarting"
 _STATE_ORDER = (JobState.RUNNING, JobState.PENDING, JobState.COMPLETING,
                 *(s for s in JobState if s not in {JobState.RUNNING, JobState.PENDING,
                                                    JobState.COMPLETING}))
-_ARRAY_TASK = re.compile(r"^(?P<array>\d+)_(?P<task>\d+)$")
 _RANGE = re.compile(r"^(?P<lo>\d+)(?:-(?P<hi>\d+)(?::(?P<step>\d+))?)?$")
 
 
@@ -146,60 +145,6 @@ def pending_task_counts(facts: Iterable[ClusterFacts]) -> dict[Key, int]:
 
 def _table(job: JobReport) -> str:
     return "buffer" if is_buffering(job) else job.bucket
-
-
-def _array_keys(jobs: Sequence[JobReport],
-                unsplit: Mapping[Key, int]) -> dict[Key, tuple[str, str]]:
-    """(cluster, job id) -> (kind, group key) for every array task and its pending record,
-    which groups alone too (no task split off yet: squeue's ``335_[4-7]``), counted by
-    ``unsplit`` (:func:`pending_task_counts`)."""
-    arrays: dict[tuple[str, str], str] = {key: "" for key in unsplit}
-    for job in jobs:
-        match = _ARRAY_TASK.match(job.job_id)
-        if match:
-            arrays[(job.cluster, match["array"])] = job.name
-    keys: dict[Key, tuple[str, str]] = {}
-    for job in jobs:
-        match = _ARRAY_TASK.match(job.job_id)
-        if match:
-            keys[(job.cluster, job.job_id)] = ("array", match["array"])
-        elif arrays.get((job.cluster, job.job_id)) in (job.name, ""):
-            keys[(job.cluster, job.job_id)] = ("array", job.job_id)  # the unsplit remainder
-    return keys
-
-
-def _grid_keys(report: Report, taken: Mapping[Key, Any]) -> dict[Key, tuple[str, str]]:
-    """SFT grid cells that are pending or filling their buffer, for grids the judge rolled up."""
-    grids = {g.grid for g in report.grid}
-    keys: dict[Key, tuple[str, str]] = {}
-    names = (grid_names([(job, {}) for job in report.jobs]) if grids
-             else [None] * len(report.jobs))
-    for job, grid in zip(report.jobs, names, strict=True):
-        if (job.cluster, job.job_id) in taken or job.bucket != "sft":
-            continue
-        if (job.state is JobState.PENDING or is_buffering(job)) and grid in grids:
-            keys[(job.cluster, job.job_id)] = ("grid", grid)
-    return keys
-
-
-_CHUNK_NAME = re.compile(r"^(?P<stem>.+?)[-_.](?:chunk|shard|part)[-_.]?\d+$", re.IGNORECASE)
-"""A datagen run's chunk submitted as its own job: ``datagen-swe-v2-chunk-3``, ``…_shard07``."""
-
-
-def _chunk_keys(jobs: Sequence[JobReport], taken: Mapping[Key, Any]) -> dict[Key, tuple[str, str]]:
-    """Datagen chunks submitted as separate jobs (not an array): one run, one row (the seed's
-    Datagen table counts a run's chunks in one cell). Grouped by name stem within a cluster,
-    only where one user owns every chunk of that stem (two users' runs never merge)."""
-    stems: dict[tuple[str, str], list[JobReport]] = defaultdict(list)
-    for job in jobs:
-        match = _CHUNK_NAME.match(job.name)
-        if match and job.bucket == "datagen" and (job.cluster, job.job_id) not in taken:
-            stems[(job.cluster, match["stem"])].append(job)
-    keys: dict[Key, tuple[str, str]] = {}
-    for (cluster, stem), members in stems.items():
-        if len({j.user for j in members}) == 1:
-            keys.update({(cluster, j.job_id): ("chunks", stem) for j in members})
-    return keys
 
 
 def eval_labels(details: Mapping[Key, JobDetail]) -> dict[Key, str]:
