@@ -39,7 +39,8 @@ from probes.slurm.early import FIRST_COMMAND
 
 LATER = (
     "rich.color", "rich.style", "rich.text", "rich.console", "rich.table", "report.cells",
-    "report.chain_records", "report.chain_index", "report.chain_match", "report.chain",
+    "report.chain_records", "report.chain_index", "report.chain_edges", "report.chain_pool",
+    "report.chain_match", "report.chain",
     "report.fingerprint", "report.models", "report.failure_text", "report.findings",
     "report.signals",
     "report.cleanup", "report.rollouts", "report.rules", "report.trend", "report.grid_cells",

@@ -79,16 +79,17 @@ TIMEOUT gets a successor. Ties go to the earliest-submitted candidate (then the 
 which is the next link of the chain.
 
 A run's attempts share its *name stem* (restart suffixes stripped); what a failed attempt
-leaves for the next one to compare with lives in :mod:`report.memory`.
+leaves for the next one to compare with lives in :mod:`report.memory`. The edges remembered
+between sweeps are :mod:`report.chain_edges`; the fallback's candidates :mod:`report.chain_pool`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
 from probes.models import JobState, SchedulerRecord
+from report.chain_edges import dependency_edges, same_owner, success_edges
 from report.chain_index import ChainIndex
 from report.chain_match import (
     RELAUNCH_WINDOW,
@@ -100,11 +101,11 @@ from report.chain_match import (
     _released_restart,
     fallback_order,
 )
+from report.chain_pool import _cancelled_pending, _candidates, _released_pool
 from report.chain_records import (
     _AFTER_SUCCESS,
     _AFTER_TIMEOUT,
     _LIVE,
-    _SUCCESS_ONLY,
     BEGIN_REASON,
     NEVER_SATISFIED,
     NO_NODES,
@@ -113,7 +114,6 @@ from report.chain_records import (
     _never_starts,
     _ran,
     _ran_after,
-    _utc,
     array_throttle,
     dependencies,
     dependency_keys,
@@ -155,7 +155,8 @@ __all__ = [
     "success_edges",
 ]
 """The chain's vocabulary, re-exported from :mod:`report.chain_records`,
-:mod:`report.chain_index` and :mod:`report.chain_match` for the judge and the bot's memory
+:mod:`report.chain_index`, :mod:`report.chain_match` and :mod:`report.chain_edges` for the
+judge and the bot's memory
 (``_LIVE`` for tests/report/test_chain_index.py, which reads the rules as ``report.chain._...``)."""
 
 DEADLINE_REASON = "DeadLine"
@@ -329,48 +330,6 @@ def _remembered(record: SchedulerRecord, known_edges: Mapping[str, str],
     return None, ran
 
 
-def _candidates(record: SchedulerRecord, index: ChainIndex) -> list[SchedulerRecord]:
-    """The jobs a fallback may take: live ones of ``record``'s user and workdir, or of its
-    user that waited (a released one), and those ended that ran after ``record``; of those,
-    only the ones of its run's name or StdOut pattern (``ChainIndex.same_run``), as every
-    fallback match is."""
-    return [r for r in index.same_run(record) if _in_pool(record, r, index)]
-
-
-def _in_pool(record: SchedulerRecord, candidate: SchedulerRecord, index: ChainIndex) -> bool:
-    """Whether a fallback may take ``candidate`` (:func:`_candidates`)."""
-    here = bool(candidate.workdir) and (candidate.user, candidate.workdir) == (
-        record.user, record.workdir or "")
-    waited = (candidate.user == record.user and candidate.eligible_time is not None
-              and candidate.submit_time is not None
-              and candidate.eligible_time > candidate.submit_time)
-    if not (here or waited):
-        return False
-    return candidate.job_id in index.live or _ran_after(record, candidate)
-
-
-def _released_pool(record: SchedulerRecord, index: ChainIndex) -> Iterator[SchedulerRecord]:
-    """The fallback's jobs of ``record``'s workdir (:func:`_candidates` but of any name) made
-    eligible at its end, as :func:`released_by` asks: the only ones rule 3 finds released.
-    Lazy: ``_released_restart`` reads none when other ends at that moment rule them all out."""
-    if not record.workdir or record.end_time is None:
-        return
-    end = _utc(record.end_time)
-    yield from (r for r in index.eligible_between((record.user, record.workdir),
-                                                  end - timedelta(seconds=1), end + RELEASE_SLACK)
-                if r.job_id in index.live or _ran_after(record, r))
-
-
-def _cancelled_pending(record: SchedulerRecord, index: ChainIndex,
-                       kinds: frozenset[str]) -> SchedulerRecord | None:
-    """The earliest restart queued on ``record`` (a dependency of a kind its end satisfies)
-    that was cancelled before it started."""
-    queued = [r for key in dependency_keys(record)
-              for r, d in index.cancelled_waiting.get(key, ())
-              if d.kind in kinds and r.job_id != record.job_id and same_owner(record, r)]
-    return min(queued, key=submit_order, default=None)
-
-
 def find_successor(
     record: SchedulerRecord,
     records: Sequence[SchedulerRecord],
@@ -378,38 +337,3 @@ def find_successor(
 ) -> str | None:
     """Return the id of the PENDING/RUNNING job continuing TIMEOUT ``record``, else None."""
     return chain_link(record, records, known_edges).successor
-
-
-def dependency_edges(records: Sequence[SchedulerRecord],
-                     kinds: frozenset[str] = _AFTER_TIMEOUT) -> dict[str, str]:
-    """Return predecessor -> successor ``afterany``/``afternotok`` edges (or ``kinds``)
-    visible this sweep (an ``afternotok`` one read back for a planned stop's exit 0 is
-    pending ``DependencyNeverSatisfied`` or gone: never its successor)."""
-    edges: dict[str, str] = {}
-    owners = {key: r for r in records for key in dependency_keys(r)}
-    for record in sorted(records, key=submit_order):
-        for dependency in dependencies(record):
-            # The earliest-submitted dependant is the chain's next link; later ones are
-            # extra jobs that merely wait for the same predecessor. Another user's job
-            # queued behind it first does not displace the run's own (same_owner).
-            predecessor = owners.get(dependency.job_id)
-            if dependency.kind in kinds and (predecessor is None
-                                             or same_owner(predecessor, record)):
-                edges.setdefault(dependency.job_id, record.job_id)
-    return edges
-
-
-def same_owner(record: SchedulerRecord, other: SchedulerRecord) -> bool:
-    """Whether ``other`` may continue ``record``'s run as far as its user says: the same user,
-    or either unknown (SLURM names both; a record built by hand may not). Any user may queue
-    a job behind anyone's (``--dependency=afterany:N`` is accepted whoever owns N): another
-    user's job waiting on a run is no restart of it, as every fallback rule asks already."""
-    return record.user is None or other.user is None or other.user == record.user
-
-
-def success_edges(records: Sequence[SchedulerRecord]) -> dict[str, str]:
-    """Return predecessor -> successor ``afterok``/``aftercorr`` edges visible this sweep: the
-    restart of a planned stop (whose exit 0 satisfies them), kept because SLURM clears a met
-    dependency once the successor starts, and a renamed one elsewhere has nothing else to
-    match it by."""
-    return dependency_edges(records, _SUCCESS_ONLY)
