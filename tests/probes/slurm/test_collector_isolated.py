@@ -63,7 +63,8 @@ def test_jobtables_sweep_from_a_shared_directory_runs_no_planted_module(
     assert sorted(p.name for p in here.glob("RAN-*")) == []
 
 
-@pytest.mark.parametrize("python", ["python3", str(Path.home() / ".pyenv/versions/3.7.16/bin/python")])
+@pytest.mark.parametrize(
+    "python", ["python3", str(Path.home() / ".pyenv/versions/3.7.16/bin/python")])
 def test_isolated_mode_runs_on_the_login_nodes_pythons(python: str, tmp_path: Path) -> None:
     """``-I`` is there from Python 3.4: the oldest login-node Python the scripts support
     (3.7 here) runs the collector so."""
