@@ -49,7 +49,8 @@ LATER = (
     "report.boxes", "report.tables", "report.render", "report.buckets", "report.harbor_trials",
     "report.harbor_engine", "report.log_progress", "report.judge_datagen", "report.eval_label",
     "report.judge_eval", "report.judge_other", "report.judge_rl", "report.memory",
-    "report.pods", "report.planned_stop", "report.holds", "report.job_rules", "report.judge",
+    "report.pods", "report.planned_stop", "report.holds", "report.job_rules", "report.job_detail",
+    "report.judge",
 )
 """Imported meanwhile, in this order: each one's own imports before it, so that no step is
 long (rich.console, the longest, ~15 ms on a busy machine; a test holds each step to one

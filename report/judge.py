@@ -3,7 +3,8 @@
 Policy: pure functions of (facts, settings, clock, sweep memory). The cross-cutting rules are
 stated here (seed "Cross-cutting") and live in :mod:`report.job_rules`; bucket rules live in
 ``judge_rl``/``judge_sft``/``judge_datagen``/``judge_eval``; precedence between findings is
-settled once in :mod:`report.findings`.
+settled once in :mod:`report.findings`; the judged row and detail are assembled from them
+in :mod:`report.job_detail`.
 
 - Log status: ``mismatch`` -> ``log-path-mismatch`` (the real log was read); ``missing`` ->
   ``log-missing`` (not for PENDING jobs, which have no log yet); ``failed`` -> ``fetch-failed``
@@ -49,15 +50,13 @@ from datetime import datetime
 
 from probes.models import ClusterFacts, JobFacts, JobState, MetricPoint, SchedulerRecord
 from report.buckets import bucket_for
-from report.cells import shown_path
 from report.chain import HELD_REASONS, ChainIndex, ChainLink, chain_link, dependencies
 from report.cleanup import cleanup_rule
-from report.failure_text import log_excerpt
 from report.findings import Findings, JudgeContext, normalized_history, this_launch
 from report.fingerprint import Attempts
 from report.holds import as_ended, held_rule, suspended_rule
+from report.job_detail import _assemble
 from report.job_rules import (
-    UNREADABLE_CHECKPOINTS,
     bring_up_fault_rule,
     cancelled_rule,
     fault_rules,
@@ -99,7 +98,6 @@ from report.pods import (
 )
 from report.rules import empty_log_rule
 from report.settings import ReportSettings
-from report.trend import TREND_MAX, shorten
 
 TRAINING_BUCKETS: frozenset[Bucket] = frozenset(("rl", "sft"))
 """The buckets whose jobs bank steps (durable checkpoints): a banked step is reported for these."""
@@ -216,57 +214,6 @@ def _apply_rules(
     no_kill_rule(ctx, f)
     unreadable_checkpoints_note(ctx, f)
     return failure, repeats
-
-
-def _trend_text(f: Findings, facts: JobFacts) -> str:
-    """The settled Trend, ending with ``Findings.trend_ends`` and :data:`UNREADABLE_CHECKPOINTS`
-    where that is why no banked step is known (kept whole: the text before them is shortened
-    instead)."""
-    listing = facts.checkpoints
-    ends = list(f.trend_ends)
-    if listing is not None and listing.unreadable and listing.banked_step is None:
-        ends.append(UNREADABLE_CHECKPOINTS)
-    end = "".join(ends)
-    text = f.settled_trend()
-    if not end:
-        return shorten(text)
-    if not text:
-        end = end.removeprefix("; ")
-        return end[:1].upper() + end[1:]
-    return shorten(text, max(TREND_MAX - len(end), 12)) + end
-
-
-def _assemble(
-    ctx: JudgeContext, f: Findings, bucket: Bucket, shown: bool,
-    failures: tuple[FailureSignature | None, FailureSignature | None],
-) -> JobDetail:
-    record, facts = ctx.facts.record, ctx.facts
-    report = JobReport(
-        cluster=record.cluster, job_id=record.job_id, name=record.name, user=record.user,
-        bucket=bucket, state=record.state, elapsed_s=record.elapsed_s, step=f.step,
-        total_steps=f.total_steps,
-        banked_step=facts.checkpoints.banked_step if facts.checkpoints else None,
-        metrics=f.metrics, flags=f.flags, verdict=f.settled_verdict(),
-        trend=_trend_text(f, facts),
-        # A planned stop's link is looked for before its total is known: named if it held.
-        successor=ctx.successor if "chain-restart" in f.flags else None,
-        # The paths as shown (``\\xNN`` for bytes that are not UTF-8): the report only shows.
-        log_path=shown_path(facts.log.path) if facts.log and facts.log.path else None,
-        recommendation=f.settled_recommendation(),
-    )
-    faults = facts.summary.faults if facts.summary else ()
-    return JobDetail(
-        report=report, history=ctx.history, evidence=f.evidence, collapse_step=f.collapse_step,
-        faults=tuple(f"{x.kind}: {x.detail or x.excerpt}" for x in faults),
-        log_excerpt=log_excerpt(facts),
-        workdir=shown_path(record.workdir) if record.workdir else record.workdir,
-        note="; ".join(f.notes),
-        infra=f.infra, type_label=f.type_label,
-        display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
-        failure=failures[0], repeats=failures[1],
-        steps_unanchored=bool(facts.summary and facts.summary.steps_unanchored),
-        trial_root=facts.trials.root if facts.trials and facts.trials.exists else None,
-    )
 
 
 def _natural(job_id: str) -> tuple[tuple[int, int | str], ...]:
