@@ -73,6 +73,7 @@ from bot.owners import cluster_user
 from bot.scheduler import interval_start
 from bot.store import StoreUnavailable
 from bot.sweep_result import SweepResult
+from probes.models import ACTIVE_STATES
 from report.changes import (
     Change,
     Key,
@@ -89,6 +90,7 @@ from report.changes import (
 from report.chunks import SlackMessage
 from report.grouping import pending_task_counts
 from report.models import Report
+from report.render import read_in_part
 
 log = structlog.get_logger(__name__)
 
@@ -99,14 +101,19 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
              restarts: Mapping[Key, int] | None = None) -> dict[Key, Snapshot]:
     """What the next sweep compares with: this sweep's jobs, and the last snapshots of the
     jobs of a cluster this sweep could not read (unreachable, or set inactive): a cluster
-    back after a blip has not changed its jobs, so its ended jobs are not told again. A
-    cluster gone from the config is forgotten."""
+    back after a blip has not changed its jobs, so its ended jobs are not told again. So are
+    those of the live jobs missing from a cluster read in part (its JobSet list failed: the
+    runs it hid are no news when it answers again); an ended one missing there is gone (a
+    finished Job deleted), not hidden, and is not carried on. A cluster gone from the config
+    is forgotten."""
     before = previous or {}
     # A trouble read unknown (a log not fetched) is kept: its recovery is told once it reads.
     current = {k: through_unknown(before.get(k), s)
                for k, s in snapshots(report, restarts).items()}
     unread = {c.name for c in report.clusters if c.status != "ok"}
-    kept = {k: s for k, s in (previous or {}).items() if k[0] in unread and k not in current}
+    partial = {c.name for c in report.clusters if read_in_part(c)}
+    kept = {k: s for k, s in before.items() if k not in current and (
+        k[0] in unread or (k[0] in partial and s.state in ACTIVE_STATES))}
     return {**kept, **current}
 
 
