@@ -43,6 +43,10 @@ Policy:
   and no ts a button's episode could be bound to). A verdict with buttons (KILL on a running
   job) is DMed to the presser instead, where its episode binds them, and the ephemeral reply
   says so; if that DM fails, the ephemeral verdict carries no button that could not be honoured.
+
+A press's checks and audit entries (refusals, duplicates) are :mod:`bot.deep_probe_press`; the
+verdict's blocks :mod:`bot.deep_probe_blocks`; its posting and the run's memory
+:mod:`bot.deep_probe_post`.
 """
 
 from __future__ import annotations
@@ -54,12 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from bot.alerts import (
-    job_submitted,
-    job_uid,
-    pressed_episode,
-    same_instance,
-)
+from bot.alerts import job_submitted, job_uid
 from bot.cluster_names import remembered, renames
 from bot.config import Config
 from bot.deep_probe_blocks import code, mrkdwn, offer_blocks, row_actions, verdict_blocks
@@ -77,14 +76,12 @@ from bot.deep_probe_post import (
     _task_order,
     _tell_unposted,
     memory_name,
-    offer_key,
     one_at_a_time,
 )
-from bot.episodes import batched_alert
+from bot.deep_probe_press import _alert_refusal, _already_running, _audit, _where
 from bot.errors import JobNotFoundError, UsageError, UserError
 from bot.messages import DEEP_PROBE
 from bot.owners import slack_owner
-from bot.store import StoreUnavailable
 from probes.config import KubernetesCluster, SlurmCluster
 from probes.errors import InvalidJobIdError, ProbeError
 from probes.ids import scheduler_job, split_job_ref, validate_job_id
@@ -202,33 +199,6 @@ async def on_button(bot: Bot, body: dict[str, Any], respond: Respond) -> None:
         await _probe_and_post(bot, body, press, respond, cluster=cluster, job_id=job_id)
 
 
-def _where(press: ActionPress) -> str:
-    return f"{press.channel_id or ''}:{press.message_ts or press.user_id}"
-
-
-async def _already_running(bot: Bot, press: ActionPress, cluster: str, job_id: str,
-                           respond: Respond) -> None:
-    """A press while the job's probe runs: told so (where its verdict goes), audited
-    ``duplicate``; nothing more is read."""
-    holder: dict[str, Any] = {}
-    try:
-        holder = await bot.store.holder(f"{cluster}:{job_id}:{DEEP_PROBE}") or {}
-        await bot.store.audit({
-            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
-            "cluster": cluster, "job_id": job_id, "outcome": "duplicate",
-            "detail": f"a probe asked by {holder.get('user')} is running",
-            "channel": press.channel_id or "", "ts": press.message_ts or ""})
-    except StoreUnavailable as exc:
-        log.warning("deep-probe duplicate press kept in the log only", user=press.user_id,
-                    cluster=cluster, job_id=job_id, error=str(exc))
-    ref = code(f"{cluster}:{job_id}")
-    where = ("for this message; its verdict comes here once" if holder.get("where") ==
-             _where(press) else "(asked from another message; its verdict goes there). Press "
-             "again once it is done for a verdict here")
-    await respond(text=f"A deep probe of `{ref}` is already running {where}. This press was "
-                       "logged.", response_type="ephemeral", replace_original=False)
-
-
 async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, respond: Respond,
                           *, cluster: str, job_id: str) -> None:
     config = bot.config.current()
@@ -264,79 +234,6 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
         return
     if await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts) is None:
         await _tell_unposted(config, detail, respond)
-
-
-async def _audit(bot: Bot, press: ActionPress, cluster: str, job_id: str, outcome: str, *,
-                 detail: str) -> None:
-    """One press in the audit trail (who probed which job, what it said, or why nothing
-    ran): anyone who sees the message may press Deep-probe, so the trail is what shows who did."""
-    try:
-        await bot.store.audit({
-            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
-            "cluster": cluster, "job_id": job_id, "outcome": outcome, "detail": detail,
-            "channel": press.channel_id or "", "ts": press.message_ts or ""})
-    except StoreUnavailable as exc:
-        log.warning("deep-probe press kept in the log only", error=str(exc), actor=press.user_id,
-                    cluster=cluster, job_id=job_id, outcome=outcome)
-
-
-async def _alert_refusal(bot: Bot, press: ActionPress, cluster: str, job_id: str
-                         ) -> str | None:
-    """Why the press may not probe (audited), or None. Refused: a press on a stored alert
-    (collapse DM, KILL verdict) or a posted offer about another job than its value names (a
-    button acts only on its message's job, whatever its value says; a batched alert's on one
-    of its jobs, ``bot.episodes.batched_alert``), and one whose job's id now names a later job
-    (another SLURM submit time, another Kubernetes uid). A ``/job`` answer binds nothing
-    (anyone may ask for any job); nor does an unreachable store: the probe only reads."""
-    if not (press.channel_id and press.message_ts):
-        return None
-    try:
-        # A batched alert's press finds the alert of the job its button names (bot.alerts).
-        episode = await pressed_episode(bot.store, press.channel_id, press.message_ts,
-                                        f"{cluster}:{job_id}") or (
-            # A batched offer's run (its own key), else the message's offer (or batch mark).
-            await bot.store.get_doc(offer_key(press.channel_id, press.message_ts,
-                                              f"{cluster}:{job_id}"))) or (
-            await bot.store.get_doc(offer_key(press.channel_id, press.message_ts)))
-        if not episode:
-            if not await batched_alert(bot.store, press.channel_id, press.message_ts):
-                return None
-            # A batched alert without an alert of the job the value names: not one of its jobs.
-            outcome, detail = "tampered", "not a job of this batched alert"
-            reply = "That button does not belong to this alert; the attempt was logged."
-        elif (episode.get("cluster"), episode.get("job_id")) != (cluster, job_id):
-            outcome, detail = "tampered", (f"episode is {episode.get('cluster')}:"
-                                           f"{episode.get('job_id')}")
-            reply = "That button does not belong to this alert; the attempt was logged."
-        elif await _another_instance(bot, episode, cluster, job_id):
-            outcome, detail = "stale", "the id names a later job"
-            reply = (f"This alert was for an earlier job named `{code(f'{cluster}:{job_id}')}`; "
-                     "the job under that id now is another one. Nothing was probed; this "
-                     "attempt was logged.")
-        else:
-            return None
-        await bot.store.audit({
-            "actor": press.user_id, "team": press.team_id or "", "action": DEEP_PROBE,
-            "cluster": cluster, "job_id": job_id, "outcome": outcome, "detail": detail,
-            "channel": press.channel_id, "ts": press.message_ts})
-    except StoreUnavailable as exc:
-        log.warning("deep-probe press not checked against its alert", error=str(exc))
-        return None
-    log.warning("deep-probe press refused", why=outcome, value=press.value, user=press.user_id)
-    return reply
-
-
-async def _another_instance(bot: Bot, episode: dict[str, Any], cluster: str,
-                            job_id: str) -> bool:
-    """Whether the job now under the alert's id is provably another (``same_instance``), read
-    by the one-job query; a job not found or a cluster not read leaves it to the probe."""
-    if not (episode.get("submitted") or episode.get("uid")):
-        return False
-    try:
-        result = await bot.sweeper.job(cluster, job_id)
-    except (ProbeError, UserError):
-        return False
-    return not same_instance(episode, result.job_facts(cluster, job_id))
 
 
 async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str]:
