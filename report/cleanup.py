@@ -99,9 +99,12 @@ def cleanup_rule(ctx: JudgeContext, f: Findings, bucket: Bucket) -> None:
     if bucket in ("sft", "rl") and completion_rule(ctx, f, routine, log_fallback=fallback):
         return
     tree = ctx.facts.trials
-    if bucket == "eval" and tree is not None and tree.own_run is not None:
+    if bucket == "eval" and tree is not None and tree.own_run is not None \
+            and ctx.facts.record.array_job_id is not None:
         # An eval array task keeps the whole tree to judge (its waves are one run) but reaps
         # only the job dirs its own run can have written: the shared jobs/ holds other runs'.
+        # Any other eval still holding the whole tree here is one its log vouched for
+        # (report.judge_eval._log_vouches: laid out before its start): all of it is its own.
         tree = tree.own_run
     # An eval's one job dir is no chunk run: a partial one is _eval_short's to tell.
     chunked = bucket == "datagen" or (tree is not None and (tree.chunks_total or 0) > 1)

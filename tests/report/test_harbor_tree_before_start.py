@@ -99,3 +99,20 @@ def test_a_tree_copied_in_the_first_second_is_the_runs_without_a_row(tmp_path: P
     assert report.metrics.get("trials") == 24.0, report.metrics
     assert report.metrics.get("pass_rate") == 0.5, report.metrics
     assert "buffer-filling" not in report.flags, (report.flags, report.trend)
+
+
+def test_a_finished_eval_its_log_vouches_for_keeps_its_cleanup_pending(tmp_path: Path) -> None:
+    """Review of de586b9: the tree laid out before the start (older times) that the log counts
+    (40/40) is the run's; COMPLETED, its cleanup names the tree and flags cleanup-pending. The
+    eval cleanup took the own-run tree (empty: no job dir written since the start) whenever
+    one was cut, meant for array tasks, and read a bare 'eval-agentic-cleanup' with no flag:
+    the trial tree left on disk, the top inode-leak source, went unflagged."""
+    jobs = tmp_path / "jobs"
+    out = MAKE.write(jobs / "2026-12-04__21-00-00", {"pass": 20, "fail": 20}, total=40, seed=3,
+                     finished=True)
+    _age(jobs / "2026-12-04__21-00-00", 10)
+    line = MAKE.progress_line(out["done"], out["total"], out["mean"])
+    report = _row(jobs, f"harbor run\n{line}\n", state=JobState.COMPLETED)
+    assert report.metrics.get("trials") == 40.0, report.metrics
+    assert "cleanup-pending" in report.flags, (report.flags, report.recommendation)
+    assert report.recommendation is not None and str(jobs) in report.recommendation.why
