@@ -24,7 +24,8 @@ READ_LINES = NeedleFilter(
 """Every line a reader here acts on holds one of these, or is an indented ``key:`` (YAML):
 a dump's first line (brace, paren, ``=``, `` ..``, a header), an image, the HF banner,
 ``pass_at_``; and every line whose Ray prefix or ``[repeated ...]`` tail ``strip_ray_prefix``
-cuts holds ``(`` or ``[repeated``. ``shape`` is ``fingerprint._YAML_RE`` on a skeleton, loosened."""
+cuts holds ``(`` or ``[repeated``, and one whose launcher label it cuts (``0: {``,
+``[rank0]:{``) ``{``. ``shape`` is ``fingerprint._YAML_RE`` on a skeleton, loosened."""
 _FLAT_DICT = re.compile(rb"[ \t\r\f\v]*\{[^{}\[\]()\n]*['\"][^{}\[\]()\n]*\}[ \t\r\f\v]*")
 """A skeleton of a one-line dict with one brace pair, a quote and no other bracket: its own
 first ``{`` and last ``}`` lie outside any quoted string, so ``_literal_dump`` closes it on
@@ -52,7 +53,8 @@ class ReadLines:
         passes: list[int] = []
         flat = _FLAT_DICT.fullmatch
         for skeleton, indices in groups.items():
-            if skeleton[:1] == b"(" or skeleton[-1:] == b"]":
+            if skeleton[:1] == b"(" or skeleton[-1:] == b"]" or b": {" in skeleton or (
+                    b"]:{" in skeleton):  # (a launcher's rank label before a dict, too)
                 for index in indices:
                     self.bodies[index] = strip_ray_prefix(lines[index])
             if flat(skeleton) is None or any(mark in skeleton for mark in _HEADER_SKELETONS):

@@ -122,14 +122,9 @@ class MetricScan(SummaryScan):
             return
         if SLIME_GATE in body and self._slime_line(body, line_no, stamp):
             return
-        if "step:" in body:
-            verl = parse_verl(body)
-            if verl is not None:
-                self._mark("verl")
-                self._record(verl[0], verl[1], line_no, None)
-                return
-            if self._titan_step(body, line_no, stamp):
-                return
+        if "step:" in body and (self._verl_line(body, line_no)
+                                or self._titan_step(body, line_no, stamp)):
+            return
         if ("] step=" in body or ", Rank: 0, loss = " in body) and self._deepspeed_line(
                 body, line_no, stamp):
             return
@@ -343,6 +338,18 @@ class MetricScan(SummaryScan):
             self.slime_args = read
             if read.total is not None:
                 self.banner_total = read.total
+
+    def _verl_line(self, body: str, line_no: int) -> bool:
+        """verl's ``step:N - key:value - ...`` line: its point, and the ``Epoch E/M`` bar it
+        follows (``verl_epoch_step``); whether it was one."""
+        verl = parse_verl(body)
+        if verl is None:
+            return False
+        self._mark("verl")
+        self._record(verl[0], verl[1], line_no, None)
+        if verl[0] in self.points:  # (a line of no metric ours, val/loss, says nothing)
+            self.verl_epoch_step(verl[0])
+        return True
 
     def _banner(self, body: str, line_no: int) -> None:
         """A start-up total (``BANNER_RE``): the run's total, and a trainer start line."""

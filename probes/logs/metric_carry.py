@@ -111,6 +111,8 @@ class MetricCarry(Carried):
     ds_losses: tuple[float, int] = (0.0, 0)
     ds_accumulation: int | None = None
     ds_batch: int | None = None
+    verl_bar: tuple[int, int, int, int, str] | None = None
+    """verl SFT's latest ``Epoch E/M`` redraw (``MetricScan.verl_bar``)."""
     hf_fine_epoch: bool = False
     """DeepSpeed-Chat's rank-0 losses since DeepSpeed's last engine line: sum and count."""
     hf_cadence: tuple[tuple[int, int] | None, tuple[tuple[int, int], ...] | None] = (None, None)
@@ -306,6 +308,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation, ds_batch=scan.ds_batch,
+        verl_bar=scan.verl_bar,
         hf_fine_epoch=scan.hf_fine_epoch, hf_cadence=tuple(scan.hf_cadence),
         nemo=None if scan.nemo is None else (scan.nemo[0], scan.nemo[1], dict(scan.nemo[2])),
         nemo_epochs=tuple(scan.nemo_epochs),
@@ -412,7 +415,7 @@ def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation
-    scan.ds_batch = carry.ds_batch
+    scan.ds_batch, scan.verl_bar = carry.ds_batch, carry.verl_bar
     scan.hf_fine_epoch = carry.hf_fine_epoch
     scan.hf_cadence = HfCadence(*carry.hf_cadence)
     scan.nemo = None if carry.nemo is None else (carry.nemo[0], carry.nemo[1], dict(carry.nemo[2]))

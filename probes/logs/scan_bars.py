@@ -89,8 +89,9 @@ class BarScan(EpisodeScan):
             verl = parse_verl(rest) if rest is not None and rest.startswith("step:") else None
             if verl is not None:
                 self._mark("verl")
-                self._verl_epoch_bar(body, verl[0])
                 self._record(verl[0], verl[1], line_no, None)
+                if verl[0] in self.points:
+                    self._verl_epoch_bar(body, verl[0])
                 return
         text = glued_dict(body)
         if text is None or text.count("{") > 1:
@@ -102,23 +103,44 @@ class BarScan(EpisodeScan):
             self._on_dict(pairs, line_no)
 
     def _verl_epoch_bar(self, body: str, step: int) -> None:
-        """verl's SFT trainers' bar (``fsdp_sft_trainer.py``, ``sft_trainer.py``): ``Epoch E/M``
-        over an epoch's steps (``total=steps_per_epoch``; a resumed epoch's ``initial`` its
-        steps done). When the step line printed on its redraw is the bar's next step, ``(E-1)
-        x total + count + 1``, the run's total is M x total (the engine trainer prints no
-        other: its ``Total training steps`` is logged at WARN) and the bar's s/it a step's
-        time. A ``Number of steps/epoch`` line's total stands (it counts
-        ``total_training_steps`` as the trainer does not)."""
+        """verl's step line printed on an ``Epoch E/M`` bar's redraw (its SFT trainers under
+        torchrun): that redraw is the bar the step goes with (``verl_epoch_step``)."""
         bar = self._bar(body)
-        found = VERL_EPOCH_RE.fullmatch(bar.desc) if bar is not None else None
-        if bar is None or found is None or bar.total <= 0:
+        if bar is not None and VERL_EPOCH_RE.fullmatch(bar.desc) is not None:
+            self._see_verl_bar(bar.desc, bar.current, bar.total, bar.rate)
+            self.verl_epoch_step(step, glued=True)
+
+    def _see_verl_bar(self, desc: str, current: int, total: int, rate: str) -> None:
+        """Remember an ``Epoch E/M`` redraw (E, M, count, total, rate): no training bar by its
+        desc, it is verl's SFT trainers' only total when their step lines follow it."""
+        found = VERL_EPOCH_RE.fullmatch(desc.strip())
+        if found is not None and total > 0:
+            self.verl_bar = (int(found.group(1)), int(found.group(2)), current, total, rate)
+
+    def verl_epoch_step(self, step: int, *, glued: bool = False) -> None:
+        """verl's SFT trainers (``fsdp_sft_trainer.py``, ``sft_trainer.py``) draw ``Epoch E/M``
+        over an epoch's steps (``total=steps_per_epoch``; a resumed epoch's ``initial`` its
+        steps done) and print each step's line after its redraw: on the redraw's line under
+        torchrun, on its own line where srun's ``--label`` or Ray writes the streams apart
+        (the bar then behind the steps by the pieces srun holds). When the latest redraw is
+        not past step ``step`` nor an epoch behind it (``(E-1) x total + count <= step``, at
+        most ``total`` on and within M x total; on the redraw's own line, ``glued``, the step
+        is its next one), the run's total is
+        M x total (the engine trainer prints no other: its ``Total training steps`` is logged
+        at WARN) and the bar's s/it a step's time. A ``Number of steps/epoch`` line's total
+        stands."""
+        bar = self.verl_bar
+        if bar is None:
             return
-        epoch, epochs = int(found.group(1)), int(found.group(2))
-        if step != (epoch - 1) * bar.total + bar.current + 1 or not 0 < epoch <= epochs:
+        epoch, epochs, current, total, rate = bar
+        drawn = (epoch - 1) * total + current
+        if not 0 < epoch <= epochs or not drawn <= step <= min(drawn + total, epochs * total):
+            return
+        if glued and step != drawn + 1:
             return
         if self.banner_total is None:
-            self.banner_total = epochs * bar.total
-        per_step = sec_per_it(bar.rate)
+            self.banner_total = epochs * total
+        per_step = sec_per_it(rate)
         times = self.iter_times
         if per_step is not None and (not times or step > times[-1][0]):
             times.append((step, per_step))
@@ -150,6 +172,8 @@ class BarScan(EpisodeScan):
             known = remember(shapes, shape, None if desc is None
                               else (desc, (desc, int(total_raw))))
         if known is None:
+            if desc_raw.startswith("Epoch "):  # verl SFT's bar, no training bar by its desc
+                self._see_verl_bar(desc_raw, int(current), int(total_raw), rate.strip())
             return
         rate = rate.strip()
         if rate and not rate.endswith(TRAINING_RATES):
@@ -296,6 +320,8 @@ class BarScan(EpisodeScan):
 
     def _on_bar(self, bar: TqdmBar, nested: bool, line_no: int) -> None:
         if not is_training_bar(bar, nested):
+            if bar.desc.startswith("Epoch ") and not self._skimming:  # as ``feed_bar``'s
+                self._see_verl_bar(bar.desc, bar.current, bar.total, bar.rate)
             return
         if self._lasts:
             self._settle()

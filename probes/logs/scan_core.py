@@ -123,6 +123,9 @@ class ScanCore:
     """DeepSpeed's ``gradient_accumulation_steps`` from its config dump (``_ds_total``)."""
     ds_batch: int | None = None
     """DeepSpeed's ``train_batch_size`` from the same dump (``_ds_total``)."""
+    verl_bar: tuple[int, int, int, int, str] | None = None
+    """The latest redraw of verl's SFT ``Epoch E/M`` bar: E, M, count, total, rate
+    (``BarScan.verl_epoch_step``)."""
     epochs_planned: int | None = None
     """The epochs a run by epochs plans (llm-foundry's ``max_duration: Nep``, OpenRLHF's
     ``Train epoch`` bar's total plus the epoch it starts from): with an epoch's batches or

@@ -93,3 +93,27 @@ def test_the_configs_total_training_steps_caps_the_steps_line(read) -> None:
     summary = read(text.replace("'total_training_steps': None", "'total_training_steps': 100"))
     assert summary.total_steps == 100
 
+
+
+SRUN_LABEL = FIXTURES.parent / "slurm-22.05.8" / "srun_label_verl_engine_sft.out"
+
+
+@pytest.mark.parametrize("read", READS)
+def test_the_epoch_bar_under_srun_label_gives_the_total(read) -> None:
+    """A real capture of the engine trainer's run under ``srun --label`` on the test SLURM:
+    srun writes the stdout step lines and the stderr bar apart (the bar held in ~1 KB pieces,
+    each led by ``0: ``), so no step line is on a redraw's line: the latest ``Epoch 2/3`` redraw
+    the step lines have reached still gives 3 x 40 and the bar's 2.5 s a step."""
+    summary = read(SRUN_LABEL.read_bytes().decode())
+    assert summary.points[-1].step == 52
+    assert summary.total_steps == 120
+    assert summary.sec_per_step == pytest.approx(2.5)
+
+
+def test_a_bar_ahead_of_the_steps_gives_no_total() -> None:
+    """``Epoch E/M`` bars whose counts are past the steps logged (an epoch ahead: another
+    loop's bars) are no verl SFT bars of theirs."""
+    text = SRUN_LABEL.read_bytes().decode()
+    text = text.replace("Epoch 2/3", "Epoch 3/3").replace("Epoch 1/3", "Epoch 2/3")
+    summary = parse_log(text, mtime=MTIME)
+    assert summary.total_steps is None

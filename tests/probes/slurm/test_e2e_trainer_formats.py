@@ -2,7 +2,8 @@
 through ``jobtables sweep --format json`` on the real SLURM over SSH.
 
 A resumed OpenRLHF SFT run (its bars count only what is left), verl's two SFT trainers (the
-FSDP one's rank-0 steps line, the engine one's ``Epoch E/M`` bar), an eval over a tree of
+FSDP one's rank-0 steps line, the engine one's ``Epoch E/M`` bar, glued to its step lines under
+torchrun or apart under ``srun --label``), an eval over a tree of
 ``sandboxes`` (Harbor's predecessor) trials and a COMPLETED LLaMA-Factory v1 run that stopped
 short (its ``trainer_log.jsonl`` in v1's shape, its console on a separate ``-e`` file). Before:
 the OpenRLHF row read 29 of 24 with no ETA, the verl rows no total and no ETA, the eval no
@@ -36,6 +37,8 @@ RUNNING: dict[str, str | None] = {
     "sft-verl-fsdp-resumed":
         (FIXTURES / "verl-sft-rebuilt" / "fsdp_sft_resumed.out").read_bytes().decode(),
     "sft-verl-engine": (FIXTURES / "verl-sft-rebuilt" / "engine_sft.out").read_bytes().decode(),
+    "sft-verl-engine-srun":
+        (FIXTURES / "slurm-22.05.8" / "srun_label_verl_engine_sft.out").read_bytes().decode(),
     "eval-qwen3-8b-x-terminal-bench": None,
 }
 LF_CONSOLE = (LF_V1 / "console_stopped.out").read_text()
@@ -132,7 +135,8 @@ def test_resumed_openrlhf_sft_row(rows: dict[str, dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize(("name", "step", "eta"), [("sft-verl-fsdp-resumed", 95, "ETA 1m"),
-                                                    ("sft-verl-engine", 52, "ETA 2m")])
+                                                    ("sft-verl-engine", 52, "ETA 2m"),
+                                                    ("sft-verl-engine-srun", 52, "ETA 2m")])
 def test_verl_sft_rows(rows: dict[str, dict[str, Any]], name: str, step: int, eta: str) -> None:
     """3 epochs of 40: the total 120 and the bar's 2.5 s a step."""
     row = rows[name]
