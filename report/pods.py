@@ -230,9 +230,10 @@ def restarting_rule(ctx: JudgeContext, f: Findings) -> None:
     said = f": {fault_text(fault)}" if fault is not None else ""
     f.trend(Priority.TERMINAL + 1, shorten(f"{restart[:1].upper()}{restart[1:]}{said}"))
     why = f": {fault.kind}: {fault_text(fault)}" if fault is not None else ""
-    kind, limit = (("JobSet", "maxRestarts")
-                   if ctx.facts.record.labels.get(KIND_LABEL) == "JobSet"
-                   else ("Job", "backoffLimit"))
+    kind = ctx.facts.record.labels.get(KIND_LABEL)
+    kind, limit = {"JobSet": ("JobSet", "maxRestarts"),
+                   "PyTorchJob": ("PyTorchJob", "runPolicy.backoffLimit")}.get(
+                       kind or "", ("Job", "backoffLimit"))
     f.recommend(Priority.INFO, "diagnose",
                 f"an attempt failed, the {kind} restarts it ({restart}){why}; read why before "
                 f"the next one: the {kind} fails once its restarts reach {limit}")
@@ -245,8 +246,8 @@ def same_name_rule(ctx: JudgeContext, f: Findings) -> None:
     record = ctx.facts.record
     others = [kind for kind in record.labels.get(SAME_NAME_LABEL, "").split(",") if kind]
     kind = record.labels.get(KIND_LABEL) or "Job"
-    if kind == "JobSet" and record.job_id != record.name:  # its id is jobset/<name>
-        f.name_suffix += " (JobSet)"  # the table's row, beside its namesake Job's
+    if kind != "Job" and record.job_id != record.name:  # its id is jobset/<name> (...)
+        f.name_suffix += f" ({kind})"  # the table's row, beside its namesake Job's
     for other in others:
         # Its id: the Job keeps the bare name, a JobSet sharing it is jobset/<name>.
         other_id = record.name if other == "Job" else f"{other.lower()}/{record.name}"

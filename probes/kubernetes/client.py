@@ -52,6 +52,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.kubernetes.api_errors import ForbiddenError, NotFoundError, status_of
+from probes.kubernetes.pytorchjob import PYTORCHJOB_GROUP, PYTORCHJOB_PLURAL, PYTORCHJOB_VERSION
 from probes.kubernetes.session import KubeSession
 
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -75,11 +76,21 @@ class KubeClient(KubeSession):
     async def list_jobsets(self) -> list[Any]:
         """Every JobSet (as plain dicts); none when the JobSet API is not installed;
         :class:`ForbiddenError` when the Role does not grant listing them."""
+        return await self._list_custom(JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL)
+
+    async def list_pytorchjobs(self) -> list[Any]:
+        """Every Kubeflow PyTorchJob (as plain dicts), as :meth:`list_jobsets`: none when the
+        training operator's CRD is not installed, :class:`ForbiddenError` when refused."""
+        return await self._list_custom(PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, PYTORCHJOB_PLURAL)
+
+    async def _list_custom(self, group: str, version: str, plural: str) -> list[Any]:
+        """A custom resource's list (under the label selector); none when its API is absent
+        (404), :class:`ForbiddenError` for the Role's 403."""
         custom = CustomObjectsApi(await self._api())
-        page = partial(custom.list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
-                       self._namespace, JOBSET_PLURAL)
+        page = partial(custom.list_namespaced_custom_object, group, version,
+                       self._namespace, plural)
         try:
-            return await self._list_pages("list jobsets", page)
+            return await self._list_pages(f"list {plural}", page)
         except NotFoundError:
             return []
         except AuthError as exc:
@@ -173,6 +184,14 @@ class KubeClient(KubeSession):
         await self.call(f"delete jobset {name}", lambda t: custom.delete_namespaced_custom_object(
             JOBSET_GROUP, JOBSET_VERSION, self._namespace, JOBSET_PLURAL, name,
             body=_delete_options(uid), _request_timeout=t))
+
+    async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
+        """Delete a PyTorchJob (the operator's pods go with it), as :meth:`delete_jobset`."""
+        custom = CustomObjectsApi(await self._api())
+        await self.call(f"delete pytorchjob {name}", lambda t: (
+            custom.delete_namespaced_custom_object(
+                PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, self._namespace, PYTORCHJOB_PLURAL, name,
+                body=_delete_options(uid), _request_timeout=t)))
 
 
 def _delete_options(uid: str | None) -> V1DeleteOptions:

@@ -46,7 +46,9 @@ from probes.models import SchedulerRecord
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 """Pod labels naming the owning Job: the current one first, the pre-1.27 one as a fallback."""
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL)
+PYTORCHJOB_NAME_LABEL = "training.kubeflow.org/job-name"
+"""The Kubeflow training operator's pod label naming the owning PyTorchJob."""
+POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL, PYTORCHJOB_NAME_LABEL)
 """The labels a pod is matched to its workload by (see ``Workload.pod_labels``)."""
 _COMMAND_CHARS = 400
 
@@ -85,15 +87,20 @@ class Workload:
         """The (label, value) pairs that mark this workload's pods, preferred first."""
         if self.view.kind == "JobSet":
             return ((JOBSET_NAME_LABEL, self.name),)
+        if self.view.kind == "PyTorchJob":
+            return ((PYTORCHJOB_NAME_LABEL, self.name),)
         return tuple((label, self.name) for label in JOB_NAME_LABELS)
 
 
 def qualify(workloads: Sequence[Workload], jobs_seen: Collection[str] = ()) -> list[Workload]:
-    """The workloads, each JobSet named like a listed Job (or one in ``jobs_seen``) with the
-    id ``jobset/<name>``: the Job keeps the bare name (CONTRACT: a Kubernetes job's id is its
-    name)."""
+    """The workloads, each JobSet or PyTorchJob named like a listed Job (or one in
+    ``jobs_seen``) with the id ``<kind>/<name>`` (``jobset/x``, ``pytorchjob/x``): the Job
+    keeps the bare name (CONTRACT: a Kubernetes job's id is its name). A PyTorchJob named
+    like a JobSet (no Job of the name) is qualified too: two rows never share an id."""
     jobs = {work.name for work in workloads if work.view.kind == "Job"} | set(jobs_seen)
-    return [replace(work, qualified=True) if work.view.kind == "JobSet" and work.name in jobs
+    sets = {work.name for work in workloads if work.view.kind == "JobSet"}
+    return [replace(work, qualified=True) if work.view.kind != "Job" and (
+        work.name in jobs or (work.view.kind == "PyTorchJob" and work.name in sets))
             else work for work in workloads]
 
 
@@ -146,7 +153,7 @@ def jobset_workload(obj: Mapping[str, Any]) -> Workload:
     conditions = tuple(
         ConditionView(
             str(c.get("type")), str(c.get("status")), c.get("reason"),
-            _timestamp(c.get("lastTransitionTime")), c.get("message"),
+            timestamp(c.get("lastTransitionTime")), c.get("message"),
         )
         for c in status.get("conditions") or ()
     )
@@ -170,13 +177,13 @@ def jobset_workload(obj: Mapping[str, Any]) -> Workload:
     )
     terminal = view.condition("Completed", "Failed")
     pod_template = ((templates[0].get("spec") or {}).get("template") or {}) if templates else {}
-    image, command = _main_container_dict(pod_template)
+    image, command = main_container_dict(pod_template)
     return Workload(
         view=view,
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
         uid=meta.get("uid"),
-        created=_timestamp(meta.get("creationTimestamp")),
+        created=timestamp(meta.get("creationTimestamp")),
         finished=terminal.last_transition if terminal else None,
         image=image,
         command=command,
@@ -287,7 +294,7 @@ def _main_container(containers: Sequence[Any], template_meta: Any) -> tuple[str 
     return None, None
 
 
-def _main_container_dict(template: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def main_container_dict(template: Mapping[str, Any]) -> tuple[str | None, str | None]:
     containers = (template.get("spec") or {}).get("containers") or ()
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     names = tuple(str(c.get("name")) for c in containers)
@@ -325,7 +332,7 @@ def _backoff_limit(value: Any) -> int:
     return int(value) if isinstance(value, int) else DEFAULT_BACKOFF_LIMIT
 
 
-def _timestamp(value: Any) -> datetime | None:
+def timestamp(value: Any) -> datetime | None:
     """An RFC 3339 timestamp from a JobSet dict (the client only parses typed models)."""
     if isinstance(value, datetime):
         return value

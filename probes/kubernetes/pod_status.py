@@ -22,7 +22,12 @@ from probes.kubernetes.views import BACKOFF_RESET, FAULT_WAITING, PodView, Relap
 from probes.logs.lines import strip_ansi
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+"""A Kubeflow training-operator pod's replica type (``master``, ``worker``): its group."""
+RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index",
+             "training.kubeflow.org/replica-index")
+"""A pod's indexes: an indexed Job's completion index, a JobSet's child Job index, a
+training-operator replica's index (each replica type counts from 0)."""
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 
 
@@ -61,7 +66,8 @@ def pod_view(pod: Any) -> PodView:
         unschedulable_message=_scheduler_said(unplaced.message) if unplaced else None,
         rank0=all(keys.get(key) in (None, "0") for key in RANK_KEYS),
         rank=tuple(keys.get(key) for key in RANK_KEYS),
-        group=(meta.labels or {}).get(REPLICATED_JOB_LABEL),
+        group=(meta.labels or {}).get(REPLICATED_JOB_LABEL,
+                                      (meta.labels or {}).get(REPLICA_TYPE_LABEL)),
         failed_init=failed_init,
         deleting=meta.deletion_timestamp is not None,
         failure=failure,

@@ -1,4 +1,4 @@
-"""Kubernetes backend: batch/v1 Jobs and JobSets, their pods and their pod logs.
+"""Kubernetes backend: batch/v1 Jobs, JobSets and Kubeflow PyTorchJobs, their pods and logs.
 
 Policy (the seed's Kubernetes paragraph):
 
@@ -9,7 +9,8 @@ Policy (the seed's Kubernetes paragraph):
   :class:`probes.kubernetes.client.KubeClient`: it loads the kubeconfig privately, bounds each
   call by ``request_timeout_s`` and what is left of the ``timeout_s`` sweep budget, counts the
   ``round_trips`` and translates third-party errors once into :mod:`probes.errors` (the seam
-  is :mod:`probes.kubernetes.api`: a replay answers from a recording instead). Pods are
+  is :mod:`probes.kubernetes.api`: a replay answers from a recording instead). The workloads
+  are listed once per kind per sweep (:mod:`probes.kubernetes.listing`). Pods are
   listed once per sweep, namespace-wide (paginated), and matched to each workload by its
   job-name / JobSet-name label locally: the sweep's calls do not grow with the job count,
   except for one log read per running job (and one more for a rank of a running multi-rank
@@ -46,9 +47,10 @@ from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.ids import validate_job_id
 from probes.kubernetes.api import KubeApi
-from probes.kubernetes.api_errors import ForbiddenError, NotFoundError
+from probes.kubernetes.api_errors import NotFoundError
 from probes.kubernetes.attempts import failed_rank
 from probes.kubernetes.client import KubeClient
+from probes.kubernetes.listing import list_workloads, refusal_detail
 from probes.kubernetes.log_reader import LogReader, real_faults
 from probes.kubernetes.markers import (
     FAILED_RANK_LABEL,
@@ -60,11 +62,8 @@ from probes.kubernetes.objects import (
     POD_OWNER_LABELS,
     Workload,
     build_record,
-    job_workload,
-    jobset_workload,
     owned_by,
     owner_of,
-    qualify,
 )
 from probes.kubernetes.pod_logs import log_pod
 from probes.kubernetes.pod_status import pod_view
@@ -111,8 +110,9 @@ class KubernetesProbe(VanishedJobs):
         """The API server's answers (``probes.kubernetes.api``: live, or a recording's)."""
         self._logs = LogReader(self._api, cluster, self._aliases)
         """This sweep's log reads (a new reader each sweep: its outages are the sweep's)."""
-        self._jobsets_refused: str | None = None
-        """This listing's JobSet refusal (403), said in the cluster's detail."""
+        self._refused: dict[str, str] = {}
+        """This listing's kinds not listed (a JobSet or PyTorchJob list refused or failing),
+        by kind: said in the cluster's detail; their jobs seen before are not vanished."""
 
     async def collect(self, *, offsets: Mapping[str, int] | None = None) -> ClusterFacts:
         """Sweep the namespace once (see the module policy); never raises for a bad cluster."""
@@ -134,21 +134,23 @@ class KubernetesProbe(VanishedJobs):
             return self._facts(now, status="unreachable", detail=str(exc))
         present = {work.job_id for work in workloads}
         alive = {(work.view.kind, work.name) for work in workloads}
-        if self._jobsets_refused is not None:  # unseen, not gone: none of them vanished
+        if self._refused:  # unseen, not gone: none of them vanished
             present |= {job_id for job_id, last in self._seen.items()
-                        if last.labels.get(KIND_LABEL) == "JobSet"}
+                        if last.labels.get(KIND_LABEL) in self._refused}
         vanished = self._vanished_facts(present, alive, now)
         self._seen = {facts.record.job_id: facts.record for facts in jobs
                       if facts.record.job_id in present}
         jobs += self._gone_facts(vanished, present, now)
         self._cancelled &= present
         self._vanished -= present  # a re-created name is a new job
-        return self._facts(now, status="ok", detail=self._jobsets_refused, jobs=tuple(jobs))
+        return self._facts(now, status="ok", detail=refusal_detail(self._refused),
+                           jobs=tuple(jobs))
 
     async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
-        """One Job or JobSet by name, read as a sweep reads it, however old (``None`` when the
-        namespace lists no such job of this cluster's ``users``); ``whole_tail`` keeps its
-        log's tail whole in ``log.text`` (the deep probe reads the completions it printed).
+        """One Job, JobSet or PyTorchJob by name, read as a sweep reads it, however old
+        (``None`` when the namespace lists no such job of this cluster's ``users``);
+        ``whole_tail`` keeps its log's tail whole in ``log.text`` (the deep probe reads the
+        completions it printed).
         The client's errors (an unreachable API, a credential plugin that hung) are raised."""
         validate_job_id(job_id)
         async with self._turn:
@@ -170,8 +172,8 @@ class KubernetesProbe(VanishedJobs):
                 facts = await self._job_facts(found[0], pods, now)
             finally:
                 self._logs.whole_tail = False
-        # A Job and a JobSet may share a name (each has its own id): the other is named,
-        # so its run is not hidden from the one command that takes the name.
+        # A Job and a JobSet (a PyTorchJob) may share a name (each has its own id): the other
+        # is named, so its run is not hidden from the one command that takes the name.
         shown = found[0]
         others = sorted({w.view.kind for w in listed
                          if w.name == shown.name and w.view.kind != shown.view.kind})
@@ -200,20 +202,21 @@ class KubernetesProbe(VanishedJobs):
                 await self._api.close()
             return self._facts(now, status="unreachable", detail=str(exc))
         last = self._seen.get(job_id)
-        unlisted = self._jobsets_refused is not None and last is not None and (
-            last.labels.get(KIND_LABEL) == "JobSet")  # unseen, not gone
+        unlisted = last is not None and (
+            last.labels.get(KIND_LABEL) in self._refused)  # unseen, not gone
         if (found is None and last is not None and job_id not in self._cancelled
                 and last.state not in TERMINAL_STATES and not unlisted):
             found = vanished_job(last, now)
         if found is None and job_id in self._gone:  # found vanished by an earlier sweep
             found = JobFacts(record=self._gone[job_id])
-        # A JobSet list refused (403) is said, as in the sweep: a JobSet's name not found
-        # then is no answer that it does not exist.
-        return self._facts(now, status="ok", detail=self._jobsets_refused,
+        # A JobSet (PyTorchJob) list refused is said, as in the sweep: a name not found then
+        # is no answer that it does not exist.
+        return self._facts(now, status="ok", detail=refusal_detail(self._refused),
                            jobs=(found,) if found is not None else ())
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
-        """Delete the Job (or JobSet) with background propagation; already gone is success.
+        """Delete the Job (JobSet, PyTorchJob) with background propagation; already gone is
+        success.
         With ``uid`` the delete carries it as a precondition: the API server refuses (409)
         to delete an object re-created under the name since."""
         validate_job_id(job_id)
@@ -223,20 +226,18 @@ class KubernetesProbe(VanishedJobs):
     async def _cancel(self, job_id: str, uid: str | None) -> None:
         seen = self._seen.get(job_id)
         kind = seen.labels.get(KIND_LABEL) if seen else None
-        name = job_id.removeprefix("jobset/")
-        if name != job_id:  # kubectl's jobset/<name>: a JobSet sharing a Job's name
-            kind = "JobSet"
-        try:
-            if kind == "JobSet":
-                await self._api.delete_jobset(name, uid=uid)
-            else:
-                try:
-                    await self._api.delete_job(name, uid=uid)
-                except NotFoundError:
-                    if kind is None:  # never seen: it may be a JobSet
-                        await self._api.delete_jobset(name, uid=uid)
-        except NotFoundError:
-            pass  # already gone: the cancel's goal holds
+        name = job_id
+        for other in _DELETES:  # kubectl's <kind>/<name>: a kind sharing a Job's name
+            if job_id.startswith(f"{other.lower()}/"):
+                kind, name = other, job_id.removeprefix(f"{other.lower()}/")
+        # Never seen: it may be any kind, the Job first (a Job's id is its bare name).
+        kinds = ("Job", *_DELETES) if kind is None else (kind,)
+        for tried in kinds:
+            try:
+                await getattr(self._api, _DELETES.get(tried, "delete_job"))(name, uid=uid)
+                break
+            except NotFoundError:
+                continue  # already gone (or another kind): the cancel's goal holds
         self._cancelled.add(job_id)
         self._gone.pop(job_id, None)
 
@@ -305,29 +306,13 @@ class KubernetesProbe(VanishedJobs):
     # -- listing ---------------------------------------------------------------------------
 
     async def _list_workloads(self) -> list[Workload]:
-        """The namespace's Jobs and JobSets. JobSets are read where installed: a Role that
-        does not grant listing them (403), or a JobSet list that fails on its own (5xx or 429
-        past its retry, no answer, an answer that is no object), leaves the Jobs reported,
-        and the reason in ``_jobsets_refused`` (the cluster's detail; JobSets seen before are
-        not vanished)."""
-        workloads = [job_workload(job) for job in await self._api.list_jobs()]
-        self._jobsets_refused = None
-        try:
-            jobsets = await self._api.list_jobsets()
-        except (ForbiddenError, UnreachableError) as exc:
-            # The Jobs just listed: the server answers, only this list fails (an undecodable
-            # JobSet in etcd, a throttle that did not lift, a proxy's page for this path). Its
-            # Jobs are still the report's; the pod list that follows says if the server is down.
-            self._jobsets_refused = f"JobSets not listed: {exc}"
-            jobsets = []
-        # A JobSet's child Jobs are reported through the JobSet, not one by one. A Job seen
-        # last sweep still qualifies its namesake JobSet's id: the sweep that reports the
-        # Job vanished does not give the JobSet its id (two rows of one id).
+        """The namespace's workloads (:func:`listing.list_workloads`), the kinds that could
+        not be listed kept in ``_refused``. A Job seen last sweep still qualifies its
+        namesakes' ids."""
         seen_jobs = {last.name for last in self._seen.values()
                      if last.labels.get(KIND_LABEL) == "Job"}
-        return qualify([w for w in workloads if not w.owned_by_jobset] + [
-            jobset_workload(obj) for obj in jobsets
-        ], seen_jobs)
+        workloads, self._refused = await list_workloads(self._api, seen_jobs)
+        return workloads
 
     def _wanted(self, workloads: list[Workload], now: datetime) -> list[Workload]:
         """Drop other users' jobs and terminated jobs older than ``recent_hours``."""
@@ -397,6 +382,10 @@ class KubernetesProbe(VanishedJobs):
                jobs: tuple[JobFacts, ...] = ()) -> ClusterFacts:
         return ClusterFacts(name=self._cluster.name, kind="kubernetes", status=status,
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
+
+
+_DELETES = {"JobSet": "delete_jobset", "PyTorchJob": "delete_pytorchjob"}
+"""The kinds besides Job a cancel deletes, by the ``KubeApi`` call deleting one."""
 
 
 _TURNS: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str | None, ...],

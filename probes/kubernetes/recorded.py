@@ -81,6 +81,9 @@ class Answers:
     jobsets: list[Any] = field(default_factory=list)
     jobsets_error: ProbeError | None = None
     """The JobSet list refused (the Role lacks it): the probe goes on without JobSets."""
+    pytorchjobs: list[Any] = field(default_factory=list)
+    pytorchjobs_error: ProbeError | None = None
+    """The PyTorchJob list refused or failed, as ``jobsets_error``."""
     pods: list[Any] = field(default_factory=list)
     reads: list[LogRead] = field(default_factory=list)
 
@@ -118,6 +121,14 @@ class RecordingClient:
             raise
         return self.answers.jobsets
 
+    async def list_pytorchjobs(self) -> list[Any]:
+        try:
+            self.answers.pytorchjobs = await self._live.list_pytorchjobs()
+        except (ForbiddenError, UnreachableError) as exc:
+            self.answers.pytorchjobs_error = exc
+            raise
+        return self.answers.pytorchjobs
+
     async def list_pods(self) -> list[Any]:
         self.answers.pods = await self._live.list_pods()
         return self.answers.pods
@@ -137,6 +148,9 @@ class RecordingClient:
         raise CommandError("a recording sweep cancels nothing")
 
     async def delete_jobset(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError("a recording sweep cancels nothing")
+
+    async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
         raise CommandError("a recording sweep cancels nothing")
 
 
@@ -175,6 +189,13 @@ class RecordedClient:
             raise type(refused)(str(refused))
         return list(self._answers.jobsets)
 
+    async def list_pytorchjobs(self) -> list[Any]:
+        self.calls += 1
+        refused = self._answers.pytorchjobs_error
+        if refused is not None:
+            raise type(refused)(str(refused))
+        return list(self._answers.pytorchjobs)
+
     async def list_pods(self) -> list[Any]:
         self.calls += 1
         return list(self._answers.pods)
@@ -195,4 +216,7 @@ class RecordedClient:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")
 
     async def delete_jobset(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError(f"{self._where} is a recording: nothing to cancel")
+
+    async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")

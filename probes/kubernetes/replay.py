@@ -19,6 +19,8 @@ Directory format (version 1)::
                    annotation are "(not recorded)": the probe reads neither)
     jobsets.json   the jobset.x-k8s.io JobSetList, or {"error": {"type": "ForbiddenError",
                    "message": "..."}} when the Role refused listing JobSets
+    pytorchjobs.json  the kubeflow.org/v1 PyTorchJobList, or {"error": {...}} when its list
+                   was refused or failed (absent, as in a recording made before: none)
     pods.json      the v1 PodList (the selected jobs' pods only)
     logs.json      {"reads": [...]}: each pod log read in order, {"pod", "container",
                    "previous", "cut", "file": "log-0001.txt"} or {"pod", "container",
@@ -155,6 +157,7 @@ def load_recording(root: Path) -> tuple[dict[str, Any], Answers]:
                           pods=_objects(files, "pods.json", "V1Pod"),
                           reads=_reads(files))
         _jobsets(files, answers)
+        _pytorchjobs(files, answers)
         return meta, answers
     finally:
         os.close(files.root_fd)
@@ -238,6 +241,17 @@ def _jobsets(files: _Files, answers: Answers) -> None:
         answers.jobsets_error = _error("jobsets.json", data["error"])
         return
     answers.jobsets = _items(files, "jobsets.json", data)
+
+
+def _pytorchjobs(files: _Files, answers: Answers) -> None:
+    """``pytorchjobs.json``: as ``jobsets.json`` (absent: none listed)."""
+    data = files.parsed("pytorchjobs.json", optional=True)
+    if data is None:
+        return
+    if isinstance(data, dict) and "error" in data:
+        answers.pytorchjobs_error = _error("pytorchjobs.json", data["error"])
+        return
+    answers.pytorchjobs = _items(files, "pytorchjobs.json", data)
 
 
 class _Error(BaseModel):

@@ -2,7 +2,8 @@
 
 Policy (the seed: liveness is a state poll of the job lifecycle, never a log grep):
 
-- A terminal condition decides first. ``Complete`` -> COMPLETED; ``Failed`` (or
+- A terminal condition decides first. ``Complete`` (a JobSet's ``Completed``, a PyTorchJob's
+  ``Succeeded``) -> COMPLETED; ``Failed`` (or
   ``FailureTarget``) -> OUT_OF_MEMORY when any pod was ``OOMKilled``, TIMEOUT for
   ``DeadlineExceeded``, PREEMPTED / NODE_FAIL when a pod was disrupted that way, else FAILED.
 - Bring-up is never a fault: suspended (Kueue admission), unschedulable, ``ContainerCreating``,
@@ -147,7 +148,8 @@ def sidecar_held(pods: Sequence[PodView]) -> StateVerdict | None:
 
 
 def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict | None:
-    if work.condition("Complete", "Completed") is not None:
+    # A Job's, a JobSet's, a PyTorchJob's success.
+    if work.condition("Complete", "Completed", "Succeeded") is not None:
         return StateVerdict(JobState.COMPLETED)
     failed = work.condition("Failed", "FailureTarget")
     if failed is None:

@@ -8,7 +8,8 @@ for errors), honours ``labelSelector``, ``limit``/``continue`` (pages), ``tailLi
 ``limitBytes``, checks a Bearer token,
 and records every request so tests can assert on what was sent. Faults are switchable per
 route: ``"500"`` (an internal error Status), ``"hang"`` (never answers until the stand-in
-stops). A ``jobsets`` of ``None`` means the JobSet API is not installed (404).
+stops). A ``jobsets`` (``pytorchjobs``) of ``None`` means the JobSet (Kubeflow training-operator)
+API is not installed (404).
 """
 
 from __future__ import annotations
@@ -94,12 +95,14 @@ class KubeStandIn:
     jobs: dict[str, Any] = field(default_factory=dict)
     pods: dict[str, Any] = field(default_factory=dict)
     jobsets: dict[str, dict[str, Any]] | None = None
+    pytorchjobs: dict[str, dict[str, Any]] | None = None
+    """kubeflow.org/v1 PyTorchJobs (``tests.probes.kubernetes.pytorchjobs``)."""
     logs: dict[str, str] = field(default_factory=dict)
     """``pod`` or ``pod/container`` -> the container's whole log (``.../previous``: its run
     before the current one, ``previous=true``)."""
     faults: dict[str, str] = field(default_factory=dict)
-    """Route name (``jobs``, ``jobsets``, ``pods``, ``log``, ``delete``) -> ``"500"``,
-    ``"500-once"``, ``"endless"`` (a 200 body that never ends, ``limitBytes`` ignored),
+    """Route name (``jobs``, ``jobsets``, ``pytorchjobs``, ``pods``, ``log``, ``delete``) ->
+    ``"500"``, ``"500-once"``, ``"endless"`` (a 200 body that never ends, ``limitBytes`` ignored),
     ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
     ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
     refuses it), ``"hang"``, ``"slow"`` (answers after ``slow_s``), or garbage with a 200:
@@ -131,6 +134,9 @@ class KubeStandIn:
         app.router.add_get(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", self._list_jobsets)
         app.router.add_delete(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets/{{name}}",
                               self._delete_jobset)
+        app.router.add_get(f"/apis/kubeflow.org/v1{ns}/pytorchjobs", self._list_pytorchjobs)
+        app.router.add_delete(f"/apis/kubeflow.org/v1{ns}/pytorchjobs/{{name}}",
+                              self._delete_pytorchjob)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -248,14 +254,22 @@ class KubeStandIn:
         return self._list("PodList", "v1", items, request)
 
     async def _list_jobsets(self, request: web.Request) -> web.Response:
-        if self.jobsets is None:
+        return self._list_custom(self.jobsets, "JobSetList", "jobset.x-k8s.io/v1alpha2", request)
+
+    async def _list_pytorchjobs(self, request: web.Request) -> web.Response:
+        return self._list_custom(self.pytorchjobs, "PyTorchJobList", "kubeflow.org/v1", request)
+
+    def _list_custom(self, store: dict[str, dict[str, Any]] | None, kind: str,
+                     api_version: str, request: web.Request) -> web.Response:
+        """A custom resource's list; 404 when its CRD is not installed (``store`` ``None``)."""
+        if store is None:
             return web.json_response(
                 status_body(404, "NotFound", "the server could not find the requested resource"),
                 status=404)
         selector = request.query.get("labelSelector")
-        items = [js for js in self.jobsets.values() if _in(request, js)
-                 and selector_matches(selector, js["metadata"].get("labels") or {})]
-        return self._list("JobSetList", "jobset.x-k8s.io/v1alpha2", items, request)
+        items = [obj for obj in store.values() if _in(request, obj)
+                 and selector_matches(selector, obj["metadata"].get("labels") or {})]
+        return self._list(kind, api_version, items, request)
 
     async def _log(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -292,6 +306,10 @@ class KubeStandIn:
     async def _delete_jobset(self, request: web.Request) -> web.Response:
         return self._delete(self.jobsets or {}, request.match_info["name"],
                             "jobsets.jobset.x-k8s.io", await _delete_options(request))
+
+    async def _delete_pytorchjob(self, request: web.Request) -> web.Response:
+        return self._delete(self.pytorchjobs or {}, request.match_info["name"],
+                            "pytorchjobs.kubeflow.org", await _delete_options(request))
 
     def _delete(self, store: dict[str, Any], name: str, resource: str,
                 options: dict[str, Any]) -> web.Response:
@@ -383,7 +401,7 @@ def _route_name(request: web.Request) -> str:
         return "log"
     if request.method == "DELETE":
         return "delete"
-    for name in ("jobsets", "jobs", "pods", "version"):
+    for name in ("pytorchjobs", "jobsets", "jobs", "pods", "version"):
         if f"/{name}" in path:
             return name
     return "other"

@@ -9,6 +9,7 @@ import yaml  # type: ignore[import-untyped]  # no stubs installed; safe_load_all
 
 from probes.kubernetes.probe import KubernetesProbe
 from tests.probes.kubernetes.builders import make_job, make_jobset, make_pod
+from tests.probes.kubernetes.pytorchjobs import add_pytorchjob
 from tests.probes.kubernetes.standin import KubeStandIn, Recorded
 
 MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "k8s-rbac.yaml"
@@ -36,17 +37,23 @@ def granted() -> set[tuple[str, str, str]]:
 
 
 async def test_role_covers_every_request(standin: KubeStandIn, probe: KubernetesProbe) -> None:
-    """A sweep plus a Job and a JobSet cancel use only verbs the Role grants."""
+    """A sweep plus a Job, a JobSet and a PyTorchJob cancel use only verbs the Role grants
+    (the PyTorchJob list and delete: kubeflow.org pytorchjobs)."""
     assert standin.jobsets is not None
     standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.pytorchjobs = {}
+    add_pytorchjob(standin, "rl-ptj", log="{'loss': 1.0}\n")
     standin.jobs["sft-a"] = make_job("sft-a", active=1)
     standin.pods["sft-a-0"] = make_pod("sft-a-0", "sft-a")
     standin.logs["sft-a-0"] = "{'loss': 1.0}\n"
     await probe.collect()
     await probe.cancel("sft-a")
     await probe.cancel("rl-js")
+    await probe.cancel("rl-ptj")
     used = {permission(r) for r in standin.requests}
     assert used <= granted()
+    assert {("kubeflow.org", "pytorchjobs", "list"),
+            ("kubeflow.org", "pytorchjobs", "delete")} <= used
     assert {verb for _, _, verb in granted()} == {"get", "list", "delete"}
     assert ("", "pods/log", "get") in used
 
