@@ -20,6 +20,9 @@ StdOut path, workdir and the trees under it, so:
   A deadline only works in the main thread; elsewhere (in-process callers) there is none.
 * A refusal or a timeout is an exception carrying the reason, which the collector reports for
   that one job (``failed``, i.e. fetch-failed with the reason) and goes on with the next.
+
+Who may list a root's directory is judged by its mode bits or its POSIX access ACL, read by
+``probes.remote.posix_acl`` (shipped in front of this source).
 """
 
 from __future__ import annotations
@@ -31,10 +34,22 @@ import os
 import pwd
 import signal
 import stat
-import struct
 import threading
 import time
 from typing import Any, Iterator  # noqa: UP035 - Python 3.7 on login nodes
+
+# In-process the ACL reader is imported; shipped, its source is prepended and these lines are
+# ``pass`` (probes.remote.script).
+with contextlib.suppress(ImportError):
+    from probes.remote.posix_acl import (
+        _ACL_GROUP,
+        _ACL_GROUP_OBJ,
+        _ACL_OTHER,
+        _ACL_USER,
+        _ACL_USER_OBJ,
+        _access_acl,
+        _masked,
+    )
 
 FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -118,35 +133,6 @@ class deadline:
             self._armed = False
             _signal.setitimer(signal.ITIMER_REAL, 0)
             _signal.signal(signal.SIGALRM, self._previous)
-
-
-_ACL_XATTR = "system.posix_acl_access"
-_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
-    0x01, 0x02, 0x04, 0x08, 0x10, 0x20)
-
-
-def _access_acl(target: int | str) -> list[tuple[int, int, int]] | None:
-    """``(tag, permission bits, uid or gid)`` of the POSIX access ACL of an fd or a path
-    (Linux's xattr: version 2, then 8 bytes an entry); ``None`` when it has none (the mode
-    bits say it all), the file system keeps none, or it cannot be read."""
-    getxattr = getattr(os, "getxattr", None)
-    if getxattr is None:
-        return None
-    try:
-        blob = getxattr(target, _ACL_XATTR)
-    except OSError:  # ENODATA: no ACL; EOPNOTSUPP: none on this file system
-        return None
-    if len(blob) < 12 or (len(blob) - 4) % 8 or struct.unpack_from("<I", blob)[0] != 2:
-        return None
-    return [struct.unpack_from("<HHI", blob, offset) for offset in range(4, len(blob), 8)]
-
-
-def _masked(acl: list[tuple[int, int, int]], index: int, perm: int) -> int:
-    """``perm`` of the entry at ``index`` under the ACL's mask (which follows it, sorted)."""
-    for tag, mask, _ in acl[index + 1:]:
-        if tag == _ACL_MASK:
-            return perm & mask
-    return perm
 
 
 def _real_path(fd: int, path: str) -> str:
