@@ -12,7 +12,9 @@ failed job: it is restarting, counted against ``backoffLimit`` as the Job contro
   (``BackoffLimitExceeded``), before the controller has written its Failed condition. A
   JobSet's child Jobs each count their own pods' restarts against their own template's
   ``backoffLimit``; a child Job that fails so restarts the JobSet while its
-  ``failurePolicy.maxRestarts`` allows.
+  ``failurePolicy.maxRestarts`` allows. A Kubeflow PyTorchJob counts the restarts of its
+  Running pods of every replica type against ``runPolicy.backoffLimit`` (the training
+  operator's ``PastBackoffLimit``).
 - By a new pod (``restartPolicy: Never``): the attempt's pod Failed (a crash, an eviction, a
   preemption), no pod runs, and the controller creates the next one (after its backoff): the
   retry is pending, or not created yet. ``status.failed`` counts the attempts that failed
@@ -87,9 +89,13 @@ def restart_in_place(work: WorkloadView, pods: Sequence[PodView]) -> RestartInPl
     if not crashed:
         return None
     _, pod, crash = crashed[0]
-    child = _child_job(pod)
-    tally = sum(other.restarts for other in pods
-                if _child_job(other) == child and other.phase in {"Running", "Pending"})
+    if work.kind == "PyTorchJob":
+        # The training operator's PastBackoffLimit: every replica type's Running pods.
+        tally = sum(other.restarts for other in pods if other.phase == "Running")
+    else:
+        child = _child_job(pod)
+        tally = sum(other.restarts for other in pods
+                    if _child_job(other) == child and other.phase in {"Running", "Pending"})
     limits = dict(work.backoff_limits)
     limit = limits.get(pod.group, limits.get(None, DEFAULT_BACKOFF_LIMIT))
     return RestartInPlace(pod=pod, crash=crash, restart=tally + 1, limit=limit)

@@ -261,3 +261,21 @@ async def test_a_failed_worker_while_the_master_runs_is_a_failed_rank(
     assert (job.record.state.value, job.record.reason) == ("RUNNING", "RankFailed")
     assert job.record.stdout_path == "pod/rl-ptj-master-0"
     assert job.record.labels["jobtables/failed-rank-pod"] == "pod/rl-ptj-worker-1"
+
+
+async def test_restarts_of_every_replica_count_toward_backoff_limit(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """The operator's ``PastBackoffLimit`` sums the restarts of the job's Running pods of
+    every replica type (``core/job.go``): the master restarted once, a worker once and now
+    crashed awaiting its restart: the third restart reaches ``backoffLimit: 3``, so the
+    operator fails the job with it (it read 'restart 2 of backoffLimit 3', counting the
+    worker's replica type alone)."""
+    standin.pytorchjobs = {"rl-ptj": make_pytorchjob("rl-ptj", backoff_limit=3)}
+    standin.pods["rl-ptj-master-0"] = make_pytorch_pod("rl-ptj", "Master", 0, restarts=1)
+    standin.pods["rl-ptj-worker-0"] = make_pytorch_pod(
+        "rl-ptj", "Worker", 0, state="terminated", reason="Error", restarts=1,
+        restart_policy="OnFailure")
+    standin.pods["rl-ptj-worker-1"] = make_pytorch_pod("rl-ptj", "Worker", 1)
+    standin.logs["rl-ptj-master-0"] = HF_LOG
+    [job] = (await probe.collect()).jobs
+    assert (job.record.state.value, job.record.reason) == ("FAILED", "BackoffLimitExceeded")
