@@ -80,7 +80,8 @@ class Answers:
     jobs: list[Any] = field(default_factory=list)
     jobsets: list[Any] = field(default_factory=list)
     jobsets_error: ProbeError | None = None
-    """The JobSet list refused (the Role lacks it): the probe goes on without JobSets."""
+    """The JobSet list refused (the Role lacks it) or failing on its own: the probe goes on
+    without JobSets."""
     pytorchjobs: list[Any] = field(default_factory=list)
     pytorchjobs_error: ProbeError | None = None
     """The PyTorchJob list refused or failed, as ``jobsets_error``."""
@@ -116,7 +117,7 @@ class RecordingClient:
     async def list_jobsets(self) -> list[Any]:
         try:
             self.answers.jobsets = await self._live.list_jobsets()
-        except ForbiddenError as exc:
+        except (ForbiddenError, UnreachableError) as exc:  # as the probe takes either
             self.answers.jobsets_error = exc
             raise
         return self.answers.jobsets

@@ -18,7 +18,8 @@ Directory format (version 1)::
                    every object a container's env values and kubectl's last-applied
                    annotation are "(not recorded)": the probe reads neither)
     jobsets.json   the jobset.x-k8s.io JobSetList, or {"error": {"type": "ForbiddenError",
-                   "message": "..."}} when the Role refused listing JobSets
+                   "message": "..."}} when the Role refused listing JobSets or the list
+                   failed on its own (a 5xx or 429 past its retry, an answer no object)
     pytorchjobs.json  the kubeflow.org/v1 PyTorchJobList, or {"error": {...}} when its list
                    was refused or failed (absent, as in a recording made before: none)
     pods.json      the v1 PodList (the selected jobs' pods only)

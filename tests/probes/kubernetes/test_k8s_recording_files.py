@@ -46,6 +46,23 @@ async def test_a_refused_jobset_list_is_recorded_and_replayed(
     assert detail is not None and "JobSets not listed: list jobsets: HTTP 403" in detail, detail
 
 
+async def test_a_failing_jobset_list_is_recorded_and_replayed(
+        standin: KubeStandIn, cluster: KubernetesCluster, tmp_path: Path) -> None:
+    """A JobSet list failing on its own (500 past its retry: e502067 keeps the Jobs, saying
+    it) is kept as its error, as a refusal is: the recording held an empty JobSet list and
+    the replay said nothing of the JobSets the live sweep could not list."""
+    assert standin.jobsets is not None
+    _running(standin, "rl-a")
+    standin.jobsets["rl-js"] = make_jobset("rl-js")
+    standin.faults["jobsets"] = "500"
+    rec = await record(cluster, tmp_path / "rec", clock=lambda: NOW)
+    error = json.loads((rec / "jobsets.json").read_text())["error"]
+    assert error["type"] == "UnreachableError"
+    detail, jobs = await _replay(rec)
+    assert set(jobs) == {"rl-a"}
+    assert detail is not None and "JobSets not listed: list jobsets: HTTP 500" in detail, detail
+
+
 async def test_the_live_clusters_benign_patterns_are_replayed(
         standin: KubeStandIn, cluster: KubernetesCluster, tmp_path: Path) -> None:
     """A fault line the live cluster's ``benign_patterns`` silence (its NCCL warning) stays
