@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
@@ -121,15 +120,3 @@ def _json(raw: bytes | None) -> Any:
         return json.loads(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         return None
-
-
-def _dict(value: Any) -> Json:
-    return value if isinstance(value, dict) else {}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-

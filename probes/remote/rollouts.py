@@ -57,10 +57,11 @@ with contextlib.suppress(ImportError):
         Json,
         _Budget,
         _json,
-        _number,
         list_dir,
         read_regular,
     )
+with contextlib.suppress(ImportError):
+    from probes.remote.harbor_reduce import _number  # the one in the shipped namespace
 with contextlib.suppress(ImportError):
     from probes.remote.rollout_trials import collect_trials
 
