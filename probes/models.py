@@ -86,6 +86,9 @@ class SchedulerRecord(Frozen):
     time_limit_s: int | None = None
     workdir: str | None = None
     stdout_path: str | None = None
+    stderr_path: str | None = None
+    """StdErr when the job gave it a file of its own (``sbatch -e``), filled; else None (it
+    goes to StdOut). Its faults are the job's too (``probes.remote.job_files``)."""
     dependency: str | None = None
     """The raw dependency string, e.g. ``afterany:123(unfulfilled)``."""
     depends_on: tuple[str, ...] = ()

@@ -6,7 +6,9 @@ logs: verify the scheduler's StdOut exists; if not, list the workdir once (never
 for ``*_<jobid>.out`` (``mismatch``), else ``missing`` (``failed`` when it could not be
 listed); read a bounded tail, or from a ``cursor`` only the bytes appended since
 (``probes.remote.logread``); a read that fails or is under the line floor is retried once,
-then ``failed`` (never "dead"). Every read goes through the job's :class:`Guard`.
+then ``failed`` (never "dead"). A job's own StdErr (``sbatch -e``) is read too: its last
+``STDERR_TAIL_BYTES`` beside the log (``stderr``, for its faults: tracebacks go there), or as the
+log itself when StdOut is ``/dev/null``. Every read goes through the job's :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ with contextlib.suppress(ImportError):
         valid_cursor,
     )
 
+STDERR_TAIL_BYTES = 32 << 10
+"""Bytes of a separate StdErr's tail read beside the log: enough for a traceback's last frames
+and its error line, for the faults only (``probes.slurm.assemble``)."""
 DEFAULT_HEAD_BYTES = 256 << 10
 """Bytes of a long log's head sent beside its tail (the config dump; ``head_bytes``)."""
 
@@ -120,13 +125,22 @@ def _log_names(directory: str, guard: Guard,
 
 
 def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
-                guard: Guard) -> tuple[str | None, str, str | None]:
+                guard: Guard, stderr: str | None = None) -> tuple[str | None, str, str | None]:
     """``(path, status, error)``: ``ok`` at StdOut, ``mismatch`` found in the workdir,
     ``failed`` when StdOut exists but is not the job's to read, else ``missing``. A StdOut
     of ``/dev/null`` is a discard, no log: the job writes its own (``exec > train_$ID.out``),
-    looked for as for an absent StdOut."""
+    looked for as for an absent StdOut; but where the job gave its StdErr a file
+    (``-o /dev/null -e train_%j.err``), that file is the log SLURM wrote (``ok``)."""
     if stdout == "/dev/null":
         stdout = None
+        try:
+            if stderr:
+                guard.stat_file(stderr)
+                return stderr, "ok", None
+        except FileNotFoundError:
+            pass
+        except (OSError, Refused, Hung) as exc:
+            return stderr, "failed", str(exc)
     if stdout:
         try:
             guard.stat_file(stdout)
@@ -163,7 +177,7 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
 
 def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     path, status, error = _locate_log(job.get("stdout"), job.get("workdir"), str(job["id"]),
-                                      guard)
+                                      guard, job.get("stderr"))
     out: Json = {"requested": job.get("stdout"), "path": path, "status": status}
     if error is not None:  # refused or hung at StdOut: final, a retry would say the same
         out.update(error=error, attempts=1)
@@ -195,6 +209,18 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     out.update(read)
     if fresh is not None:
         out["fresh"] = fresh
+    return out
+
+
+def _stderr_tail(path: str, guard: Guard) -> Json:
+    """A separate StdErr's last ``STDERR_TAIL_BYTES`` (read whole each sweep: its faults,
+    never its metrics, are wanted), or why not (``status``)."""
+    read = read_tail(path, STDERR_TAIL_BYTES, 0, guard)
+    out: Json = {"path": path, "status": read["status"]}
+    if read["status"] == "ok":
+        out.update(text=read.get("text") or "", size=read.get("size"))
+    else:
+        out["error"] = read.get("error")
     return out
 
 
@@ -233,6 +259,9 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         SEEN[trials_key] = collect_trials(trial_roots, guard,
                                            float(request.get("trial_budget_s") or 20.0))
     log = _collect_log(job, request, guard)
+    stderr = job.get("stderr")
+    if stderr and stderr != log.get("path") and log.get("status") != "failed":
+        log["stderr"] = _stderr_tail(str(stderr), guard)
     roots = list(job.get("checkpoint_roots", []))
     text = log.get("text")
     if "cursor" in log:

@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterator, List  # noqa: UP035 - Python 3.7
 SIGNATURE_FIELDS = (
     "JobID", "ArrayJobID", "ArrayTaskID", "HetJobID", "HetJobOffset", "State", "Reason",
     "UserName", "SubmitTime", "StartTime", "EndTime", "TimeLimit", "exit_code", "Dependency",
-    "RestartCnt", "NodeList", "WorkDir", "STDOUT", "Comment", "Command", "Name",
+    "RestartCnt", "NodeList", "WorkDir", "STDOUT", "STDERR", "Comment", "Command", "Name",
 )
 """``squeue -O`` fields of the queue's signature listing: each field squeue prints of the job
 object keys the probe reads (``SQUEUE_JOB_KEYS``), the name last (it may hold anything)."""

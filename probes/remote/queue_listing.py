@@ -40,6 +40,7 @@ with contextlib.suppress(ImportError):
         het_ids,
         job_key,
         job_user,
+        own_stderr,
         run_templates,
         slurm_number,
         slurm_text,
@@ -82,6 +83,9 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
                 "offset": int(offsets.get(stdout) or 0), "completed": _queue_completed(state),
                 "checkpoint_roots": filled[0], "trial_roots": filled[1],
                 "run_checkpoint_roots": filled[2]}
+        stderr = own_stderr(job)
+        if stderr is not None:
+            spec["stderr"] = stderr
         if isinstance(cursors, dict) and _queue_names(state) == ["RUNNING"]:
             # Only a running job's log is resumed: an ended job is judged on its whole tail.
             spec["cursor"] = cursors.get(key)
@@ -109,7 +113,7 @@ def _queue_pending(raw: Any) -> bool:
     return "PENDING" in names and "COMPLETING" not in names
 
 LISTING_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "HetJobID", "HetJobOffset", "UserName",
-                  "WorkDir", "STDOUT", "Name")
+                  "WorkDir", "STDOUT", "STDERR", "Name")
 """``squeue -O`` fields of the listing, the job name last (it may hold anything, newlines too)."""
 
 
@@ -125,7 +129,8 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
     (:func:`listing_rows` reads the rows)."""
     jobs: List[Json] = []  # noqa: UP006
     for fields in listing_rows(out, delim, len(LISTING_FIELDS)):
-        job_id, array_job, array_task, het_job, het_offset, user, workdir, stdout, name = fields
+        (job_id, array_job, array_task, het_job, het_offset, user, workdir, stdout, stderr,
+         name) = fields
         own = slurm_number(job_id)
         if own is None or not user:
             continue
@@ -134,7 +139,7 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
                      "array_task_id": task, "het_job_id": slurm_number(het_job) or 0,
                      "het_job_offset": slurm_number(het_offset), "user_name": user, "name": name,
                      "current_working_directory": workdir, "standard_output": stdout,
-                     "job_state": "RUNNING"})
+                     "standard_error": stderr, "job_state": "RUNNING"})
     return jobs
 
 
@@ -210,7 +215,8 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
                      "het_job_offset": slurm_number(job["HetJobOffset"]),
                      "user_name": job["UserName"], "name": job["Name"],
                      "current_working_directory": job["WorkDir"],
-                     "standard_output": job["STDOUT"], "job_state": job["State"],
+                     "standard_output": job["STDOUT"], "standard_error": job["STDERR"],
+                     "job_state": job["State"],
                      "end_time": slurm_number(job["EndTime"]),
                      "nodes": job["NodeList"]})  # %N in STDOUT (stdio_pattern)
     return jobs, digest

@@ -40,7 +40,8 @@ SQUEUE_JOB_KEYS = (
     "array_job_id", "array_task_id", "array_task_string", "array_max_tasks", "array",
     "dependency", "comment",
     "current_working_directory", "working_directory", "standard_output", "stdout_expanded",
-    "command", "nodes", "restart_cnt", "het_job_id", "het_job_offset", "het",
+    "standard_error", "stderr_expanded", "command", "nodes", "restart_cnt", "het_job_id",
+    "het_job_offset", "het",
 )
 """Every squeue/sacct job-object key the probe reads (``slurm_parse.record_from_squeue`` and
 the readers here). The sweep sends this list to the collector, which cuts each job object
@@ -187,6 +188,29 @@ def expand_pattern(
     if not path.startswith("/"):
         path = workdir.rstrip("/") + "/" + path
     return path
+
+
+def own_stderr(job: Mapping[str, Any]) -> str | None:
+    """A squeue job object's StdErr when it is a file of its own (``sbatch -e``), filled as
+    slurmstepd writes it; None when stderr goes to StdOut (22.05's ``standard_error`` is then
+    empty, ``squeue -O STDERR`` repeats the StdOut pattern) or the pattern is not filled here.
+    Tracebacks, CUDA OOMs, NCCL errors and tqdm bars are written to stderr."""
+    raw = slurm_text(job.get("standard_error")) or slurm_text(job.get("stderr_expanded"))
+    out = slurm_text(job.get("standard_output")) or slurm_text(job.get("stdout_expanded"))
+    if not raw or raw in (out, "/dev/null"):
+        return None
+    own = slurm_number(job.get("job_id"))
+    array_job, array_task = array_ids(job)
+    is_task = array_task is not None
+    workdir = (slurm_text(job.get("current_working_directory"))
+               or slurm_text(job.get("working_directory")))
+    fill = functools.partial(
+        expand_pattern, job_id=str(own), user=job_user(job), name=str(job.get("name") or ""),
+        workdir=workdir, node=slurm_text(job.get("nodes")),
+        array_job_id=str(array_job) if is_task and array_job else None,
+        array_task_id=str(array_task) if is_task else None)
+    path = fill(raw)
+    return None if path is None or path == fill(out) else path
 
 
 def _unescaped(path: str) -> str:

@@ -16,7 +16,13 @@ from typing import Any
 from probes.errors import CommandError
 from probes.models import JobState, SchedulerRecord
 from probes.remote.stdio_pattern import array_ids as _array_ids
-from probes.remote.stdio_pattern import ended_before, expand_pattern, has_stdio_token, het_ids
+from probes.remote.stdio_pattern import (
+    ended_before,
+    expand_pattern,
+    has_stdio_token,
+    het_ids,
+    own_stderr,
+)
 from probes.remote.stdio_pattern import job_key as _job_id
 from probes.remote.stdio_pattern import job_user as _job_user
 from probes.remote.stdio_pattern import slurm_number as _number
@@ -142,6 +148,7 @@ def record_from_squeue(
         "workdir": _text(job.get("current_working_directory"))
         or _text(job.get("working_directory")),
         "stdout_path": _text(job.get("standard_output")) or _text(job.get("stdout_expanded")),
+        "stderr_path": own_stderr(job),
         "dependency": dependency,
         "depends_on": parse_dependency(dependency),
         "exit_code": code,

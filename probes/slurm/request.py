@@ -52,6 +52,8 @@ def collector_request(
             "run_checkpoint_roots": roots(run_templates(cluster.checkpoint_roots)),
             "trial_roots": roots(cluster.trial_roots),
         }
+        if r.stderr_path:  # sbatch -e: its faults (or its whole log) are there
+            job["stderr"] = r.stderr_path
         if cursors is not None and r.state is JobState.RUNNING:
             job["cursor"] = cursors.get(r.job_id)
         jobs.append(job)

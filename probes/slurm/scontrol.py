@@ -235,6 +235,12 @@ def merge_scontrol(record: SchedulerRecord, fields: Mapping[str, str] | None, *,
     if stdout and not keep_stdout and (not record.stdout_path or "%" in record.stdout_path
                                        or not record.stdout_path.startswith("/")):
         update["stdout_path"] = stdout
+    stderr = _batch_filled(_text(fields.get("StdErr")), _text(fields.get("BatchHost")),
+                           fields.get("JobId"))
+    # StdErr names StdOut's file when the job gave it none; a token left raw is not guessed.
+    if (stderr and not record.stderr_path and stderr not in (stdout, "/dev/null")
+            and "%" not in stderr and stderr.startswith("/")):
+        update["stderr_path"] = stderr
     workdir = _text(fields.get("WorkDir"))
     if workdir and not record.workdir:
         update["workdir"] = workdir

@@ -22,6 +22,8 @@ def field(job: dict, name: str) -> str:
               "ArrayTaskID": "N/A" if task is None else task, "UserName": job.get("user_name"),
               "WorkDir": job.get("current_working_directory"),
               "STDOUT": job.get("standard_output"), "Name": job.get("name"),
+              # unset, squeue -O prints the StdOut pattern
+              "STDERR": job.get("standard_error") or job.get("standard_output"),
               # the signature listing's (probes.remote.listing.SIGNATURE_FIELDS)
               "State": state[0] if isinstance(state, list) and state else state,
               "Reason": job.get("state_reason"), "SubmitTime": job.get("submit_time"),

@@ -27,6 +27,7 @@ from probes.remote.stdio_pattern import (
     array_ids,
     expand_pattern,
     job_key,
+    own_stderr,
     slurm_number,
     slurm_text,
 )
@@ -81,6 +82,7 @@ def validated_record(cluster: str, job: Mapping[str, Any], now: datetime,
         or slurm_text(job.get("working_directory")),
         stdout_path=slurm_text(job.get("standard_output"))
         or slurm_text(job.get("stdout_expanded")),
+        stderr_path=own_stderr(job),
         dependency=dependency,
         depends_on=parse_dependency(dependency),
         exit_code=code,
