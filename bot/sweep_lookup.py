@@ -57,19 +57,29 @@ def not_found(result: SweepResult, cluster: str | None, job_id: str) -> JobNotFo
 
 
 def array_tasks(details: Mapping[tuple[str, str], JobDetail], cluster: str | None,
-                job_id: str) -> list[JobDetail]:
+                job_id: str, own: Sequence[JobDetail] = ()) -> list[JobDetail]:
     """For an array's (or hetjob's) own id, the task shown in its place, one per cluster
-    holding it: a running task first, else the lowest; its note says which and how many
-    (``jobtables job 123`` answered 'no job 123' while 123_1 ... ran)."""
+    holding it: the worst (the verdict a sweep's group row carries: a collapsing or failed
+    task, not a healthy sibling), then a running one, then the lowest; its note says which
+    and how many (``jobtables job 123`` answered 'no job 123' while 123_1 ... ran). ``own``:
+    the details under the id itself (a pending remainder), members too."""
+    from report.grouping import verdict_rank
+
     tasks: dict[str, list[JobDetail]] = {}
+    for d in own:
+        tasks.setdefault(d.report.cluster, []).append(d)
     for (c, j), d in details.items():
         if j != job_id and scheduler_job(j) == job_id and (cluster is None or c == cluster):
             tasks.setdefault(c, []).append(d)
     shown = []
     for members in tasks.values():
-        members.sort(key=lambda d: (d.report.state is not JobState.RUNNING,
+        members.sort(key=lambda d: (verdict_rank(d.report.verdict),
+                                    d.report.state is not JobState.RUNNING,
                                     _task_order(d.report.job_id)))
         pick = members[0]
+        if pick.report.job_id == job_id:  # the remainder itself: no task stands for it
+            shown.append(pick)
+            continue
         states = Counter(d.report.state.value for d in members)
         told = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
         note = (f"{job_id} is an array or hetjob: its task {pick.report.job_id} is shown "

@@ -38,10 +38,11 @@ class SweepResult:
         the id is on several clusters and none was named)."""
         hits = [d for (c, j), d in self.details.items()
                 if j == job_id and (cluster is None or c == cluster)]
-        if not hits:
+        if not hits or any(j.startswith((f"{job_id}_", f"{job_id}+")) for _, j in self.details):
+            # An array's (hetjob's) own id: its worst task, its pending remainder among them.
             from bot.sweep_lookup import array_tasks, not_found
 
-            hits = array_tasks(self.details, cluster, job_id)
+            hits = array_tasks(self.details, cluster, job_id, hits)
             if not hits:
                 raise not_found(self, cluster, job_id)
         unread = [] if cluster else [c for c in self.report.clusters

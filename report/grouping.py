@@ -112,7 +112,12 @@ class Group:
 
 
 def _severity(job: JobReport) -> int:
-    return _SEVERITY.index(job.verdict) if job.verdict in _SEVERITY else len(_SEVERITY)
+    return verdict_rank(job.verdict)
+
+
+def verdict_rank(verdict: str) -> int:
+    """``verdict``'s place in the worst-first order a group row picks its member by."""
+    return _SEVERITY.index(verdict) if verdict in _SEVERITY else len(_SEVERITY)
 
 
 def task_count(spec: str) -> int | None:

@@ -7,7 +7,9 @@ collector (``python3 -``, script on stdin):
    collector (argvs, no shell); ``sacct --json -X -j ID`` runs there too, but only when squeue
    printed no record (a job SLURM's controller already forgot). Nothing asks for the whole
    queue: ``squeue --json`` ignores ``-j`` on 22.05 and would cost the cluster's size.
-2. The job's files (log tail, listings, trees) through the same collector request a sweep uses, and,
+2. The job's files (log tail, listings, trees) through the same collector request a sweep uses
+   (for an array's or hetjob's own id, those of up to 16 of its other started tasks too: the
+   worst is shown, as the sweep's group row), and,
    for a RUNNING job, its user's jobs of its name (``squeue -t all -u USER --name=NAME``: its
    earlier attempts, which decide whether it is a first launch to deep-probe as they do in a
    sweep; the run's attempts, not the user's whole queue) and its user's jobs of other names
@@ -209,8 +211,9 @@ def _merged(records: list[SchedulerRecord], scontrol: str,
 
 
 async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: datetime,
-                   ) -> SchedulerRecord | None:
-    """Command 1: the job's record from squeue and scontrol (sacct if squeue forgot it)."""
+                   ) -> tuple[SchedulerRecord | None, list[SchedulerRecord]]:
+    """Command 1: the job's record from squeue and scontrol (sacct if squeue forgot it); for
+    an array's (hetjob's) own id, also its other tasks that started (:func:`started_tasks`)."""
     nonce = new_nonce()
     commands: list[dict[str, Any]] = [
         {"argv": _squeue_argv(nonce, "-t", "all", "-j", job_id)},
@@ -231,13 +234,32 @@ async def find_job(runner: Runner, cluster: SlurmCluster, job_id: str, now: date
         records = parse_squeue_json(sacct, cluster=cluster.name, now=now)
     records = _merged(records, scontrol, _raw_outputs(escaped or outputs, nonce))
     exact = [r for r in records if r.job_id == job_id]
-    if exact:
-        return exact[0]
+    if exact or not records:
+        return (exact[0] if exact else None), []
     # ``-j 123`` of an array names its tasks ``123_N`` (a hetjob its components ``123+N``):
     # one stands for it, a running one first, else one still to run, else the lowest. squeue
     # prints a task-limited array's pending remainder ``123_[5-9%2]`` first, ahead of the tasks
     # running, and (``-t all``) of those already ended.
-    return _as_asked(min(records, key=_task_pick), job_id) if records else None
+    picked = min(records, key=_task_pick)
+    return _as_asked(picked, job_id), started_tasks(records, picked)
+
+
+ARRAY_TASKS_READ = 16
+"""An array's started tasks read beside the one standing for its own id: the one shown is the
+worst (``bot.sweep_lookup.array_tasks``), as the sweep's group row carries the worst member's
+judgement. Reading only the picked task answered a collapsing or failed task's array
+'healthy'."""
+
+
+def started_tasks(records: Sequence[SchedulerRecord],
+                  picked: SchedulerRecord) -> list[SchedulerRecord]:
+    """The array's tasks other than ``picked`` that started (running first, then the latest
+    ended), at most :data:`ARRAY_TASKS_READ`: their files ride in command 2."""
+    started = [r for r in records if r is not picked and r.state is not JobState.PENDING
+               and _UNSPLIT.match(r.job_id) is None]
+    started.sort(key=lambda r: (r.state is not JobState.RUNNING,
+                                -(r.end_time.timestamp() if r.end_time else 0.0), r.job_id))
+    return started[:ARRAY_TASKS_READ]
 
 
 _UNSPLIT = re.compile(r"\A(\d+)_\[([^\]]+)\]\Z")
@@ -266,6 +288,7 @@ def _task_pick(record: SchedulerRecord) -> tuple[bool, bool, int, str]:
 
 async def job_files(
     runner: Runner, cluster: SlurmCluster, record: SchedulerRecord, now: datetime,
+    tasks: Sequence[SchedulerRecord] = (),
 ) -> tuple[dict[str, Any], list[SchedulerRecord], list[SchedulerRecord], list[SchedulerRecord]]:
     """Command 2 (when needed): the job's files and, for a TIMEOUT, COMPLETED or RUNNING job,
     the jobs SLURM still holds of its user (successor candidates: live ones, and ended ones, a
@@ -274,8 +297,10 @@ async def job_files(
     other names in its workdir (``probes.slurm.neighbours``: read only to keep its banked
     step to its own saves, as the sweep does, which lists them all), under the default
     roots with their logs, and its latest ended attempts with theirs, read in this same trip
-    (their entries in the files returned; the attempts read are the fourth list)."""
+    (their entries in the files returned; the attempts read are the fourth list). ``tasks``:
+    an array's other started tasks (:func:`started_tasks`), their files read too."""
     started = [record] if record.state is not JobState.PENDING else []
+    started += tasks
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
     beside: dict[str, Any] | None = None
