@@ -59,6 +59,12 @@ def _state_names(raw_state: Any) -> list[str]:
     return [n.split(" ")[0].upper() for n in names if isinstance(n, str) and n.strip()]
 
 
+_DESCRIBED_REASONS = {"job requeued in held state": "JobHeldUser"}
+"""Descriptions squeue ``-o %r`` prints in place of the reason, as the reason its --json
+gives (22.05: ``scontrol requeuehold`` sets JobHeldUser with this description): a held job
+read as waiting said 'pending (job requeued in held state), expected start ...'."""
+
+
 def state_reason(raw_state: Any, reason: str | None) -> str | None:
     """``reason``; :data:`DEADLINE_REASON` for a job in state DEADLINE whatever reason it was
     printed with; :data:`SUSPENDED_REASON` for a suspended job SLURM gave none."""
@@ -66,7 +72,7 @@ def state_reason(raw_state: Any, reason: str | None) -> str | None:
     if "DEADLINE" in names:
         return DEADLINE_REASON
     if reason:
-        return reason
+        return _DESCRIBED_REASONS.get(reason, reason)
     return SUSPENDED_REASON if _SUSPENDED_NAMES.intersection(names) else None
 
 
