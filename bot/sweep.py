@@ -5,8 +5,11 @@ the loader it was given (the bot's ``ConfigSource.load``); the Sweeper never han
 back out.
 Clusters are probed concurrently, each under its own timeout, inside one ``TaskGroup``; a
 cluster that fails or times out is reported ``unreachable`` with its reason and never hides
-the others. Concurrent callers share one in-flight sweep (single-flight), so fifty ``/jobs``
-at once cost one probe per cluster. History comes from a :class:`SweepState` (Redis in the
+the others. A probe keeps its cluster's ``timeout_s`` itself and answers what it read by then
+(a SLURM sweep past it is read in part, ``probes.slurm.partial``): the Sweeper's own bound is
+that plus :func:`grace_s`, so its backstop never takes that answer away. Concurrent callers
+share one in-flight sweep (single-flight), so fifty ``/jobs`` at once cost one probe per
+cluster. History comes from a :class:`SweepState` (Redis in the
 bot), merged for all of a cluster's jobs in one pipelined round trip; only the points that
 changed since this process's last merge are sent (a warm log repeats its recent points); when
 it fails the sweep still answers, marked ``degraded``. What a sweep answers is a
@@ -87,6 +90,15 @@ def next_memory(report: Report, details: Mapping[tuple[str, str], JobDetail],
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+GRACE_S = (2.0, 10.0)
+"""Bounds of the time a probe has past its ``timeout_s`` to answer what it read by then."""
+
+
+def grace_s(timeout_s: float) -> float:
+    """The Sweeper's time past a cluster's ``timeout_s``: a tenth of it, within GRACE_S."""
+    return min(max(timeout_s / 10, GRACE_S[0]), GRACE_S[1])
 
 
 KEPT_HISTORY = 32
@@ -235,7 +247,7 @@ class Sweeper:
         kept = self._kept if notes is not None else None  # notes: a sweep that resumes
         remembering = kept is not None and hasattr(probe, "recall")
         try:
-            async with asyncio.timeout(cluster.timeout_s):
+            async with asyncio.timeout(cluster.timeout_s + grace_s(cluster.timeout_s)):
                 if kept is not None and remembering:
                     await kept.recall(cluster.name, cast("RememberingProbe", probe))
                 file_memory = self._file_memory(cluster, probe)

@@ -272,14 +272,16 @@ def _reader_thread() -> concurrent.futures.ThreadPoolExecutor:
         return _READER[0]
 
 
-async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
+async def stream_answer(runner: Runner, script: str, reader: AnswerReader, *,
+                        on_arrival: Callable[[bytes], None] | None = None,
                         ) -> CommandResult:
     """Run the collector (``python3 -``, ``script`` on stdin), each whole line of its answer
     read by ``reader`` in the answers' worker thread as it arrives (decoding and whatever the
     reader's callbacks do: the probe parses each job's log there), while the event loop
-    keeps receiving. Returns once every line received is read; on an error or a
-    cancellation (the sweep's deadline), while the command runs or while its last lines are
-    read, the lines not yet read are skipped."""
+    keeps receiving. ``on_arrival`` sees each line starting ``{`` (a head) on the event
+    loop as it arrives, before the worker reads it. Returns once every line received is
+    read; on an error or a cancellation (the sweep's deadline), while the command runs or
+    while its last lines are read, the lines not yet read are skipped."""
     pool = _reader_thread()
     stop = threading.Event()
     failed: list[BaseException] = []
@@ -295,6 +297,8 @@ async def stream_answer(runner: Runner, script: str, reader: AnswerReader,
     last: list[concurrent.futures.Future[None]] = []
 
     def emit(raw: bytes, cut: bool) -> None:
+        if on_arrival is not None and raw.startswith(b"{"):
+            on_arrival(raw)
         last[:] = [pool.submit(read, raw, cut)]
 
     splitter = LineSplitter(emit)

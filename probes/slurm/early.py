@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from probes.models import JobFacts, JobState, SchedulerRecord
+from probes.slurm.answer import loads
 from probes.slurm.parse import expand_stdout, records_from_squeue
 
 if TYPE_CHECKING:
@@ -174,6 +175,10 @@ def folder(prior: Mapping[str, LogState] | None, *, aliases: Mapping[str, str],
     return resumed
 
 
+HEAD_CANDIDATES = 4
+"""Lines starting ``{`` kept as they arrive (the head, and any login-banner line before it)."""
+
+
 class EarlyFolds:
     """The jobs folded so far; fed by an ``AnswerReader``'s callbacks (one thread)."""
 
@@ -190,6 +195,9 @@ class EarlyFolds:
         self._done: dict[str, tuple[SchedulerRecord, Mapping[str, Any], Any]] = {}
         self._stand_ins: dict[str, SchedulerRecord] = {}
         self._expanded: dict[str, tuple[SchedulerRecord, SchedulerRecord]] = {}
+        self._arrived: list[bytes] = []
+        self.restore: Callable[[dict[str, Any]], None] | None = None
+        """What the snapshot does to a head before reading it (a held document restored)."""
 
     def expect(self, records: Sequence[SchedulerRecord]) -> None:
         """Fold these records' jobs as their lines arrive (a run for known records)."""
@@ -198,20 +206,56 @@ class EarlyFolds:
     def head(self, head: Mapping[str, Any]) -> None:
         """The one-trip answer's head: its squeue document's records, as the snapshot reads
         them (``records_from_squeue``, the users' jobs, expanded, recent)."""
+        got = self._read_head(head)
+        if got is None:
+            return  # nothing to fold against (the probe judges the document itself)
+        self.parsed, self._expanded = got[0], got[1]
+        self.records.update(got[2])
+
+    def _read_head(self, head: Mapping[str, Any]) -> tuple[
+            tuple[Any, list[SchedulerRecord]], dict[str, tuple[SchedulerRecord, SchedulerRecord]],
+            dict[str, SchedulerRecord]] | None:
+        """``(parsed, expanded, recent records)`` of a head, or ``None`` (no document)."""
         out = head.get("squeue")
         document = out.get("json") if isinstance(out, dict) else None
         if not isinstance(document, dict) or self._now is None or document.get("errors"):
-            return  # nothing to fold against (the probe judges the document itself)
+            return None
         try:
             parsed = records_from_squeue(document, cluster=self._cluster, now=self._now,
                                          users=self._users, since=self._since)
         except Exception:
-            return
-        self.parsed = (document, parsed)
+            return None
         by_id = {r.job_id: r for r in parsed
                  if self._users is None or r.user in self._users}
-        self._expanded = {k: (r, expand_stdout(r)) for k, r in by_id.items()}
-        self.records.update({k: x for k, (r, x) in self._expanded.items() if self._recent(r)})
+        expanded = {k: (r, expand_stdout(r)) for k, r in by_id.items()}
+        return ((document, parsed), expanded,
+                {k: x for k, (r, x) in expanded.items() if self._recent(r)})
+
+    def arrived(self, raw: bytes) -> None:
+        """A line that may be the answer's head, as it arrives (on the event loop's thread,
+        before the worker reads it: lines before it may hold the worker for a while)."""
+        if len(self._arrived) < HEAD_CANDIDATES:
+            self._arrived.append(raw)
+
+    def queued(self) -> list[SchedulerRecord] | None:
+        """The jobs squeue's document lists (as :meth:`head` selects them), for a sweep past
+        its deadline (``probes.slurm.partial``): the worker's, or, when the worker had not
+        reached the head yet, read from the head's line as it arrived (``restore`` first: a
+        held document); ``None`` when no document came."""
+        if self.parsed is not None:
+            return list(self.records.values())
+        for raw in self._arrived:
+            try:
+                head = loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(head, dict) or head.get("part") != "head":
+                continue
+            if self.restore is not None:
+                self.restore(head)
+            got = self._read_head(head)
+            return None if got is None else list(got[2].values())
+        return None
 
     def expanded(self, record: SchedulerRecord) -> SchedulerRecord:
         """``expand_stdout(record)``: the very object folded against when the head's parse
@@ -262,6 +306,12 @@ class EarlyFolds:
             return _with_record(facts, record, entry), state
         return None
 
+    def folded_as(self, record: SchedulerRecord) -> tuple[JobFacts, LogState | None] | None:
+        """This record's job as folded early, from the entry its line brought (a sweep cut
+        short by its deadline has no other: ``probes.slurm.partial``); as :meth:`take`."""
+        got = self._done.get(record.job_id)
+        return None if got is None else self.take(record, got[1])
+
     @property
     def folded(self) -> int:
         """Jobs folded early so far (tests and benchmarks read it)."""
@@ -290,10 +340,12 @@ class FoldsAbandoned(Exception):
 def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
              early: EarlyFolds | None, fold: Fold, *, stateful: bool,
              stop: threading.Event | None = None,
+             done: dict[str, tuple[JobFacts, LogState | None]] | None = None,
              ) -> tuple[tuple[JobFacts, ...], dict[str, LogState]]:
     """``fold_jobs``' result: every record's facts (early ones where they stand), and the
     states of the jobs that have one when ``stateful``. Once ``stop`` is set no further job
-    is folded (:class:`FoldsAbandoned`): the fold under way is the last."""
+    is folded (:class:`FoldsAbandoned`): the fold under way is the last. ``done`` gets each
+    job's result as it is made (what a sweep past its deadline reports, read in part)."""
     jobs: list[JobFacts] = []
     states: dict[str, LogState] = {}
     for r in records:
@@ -302,6 +354,8 @@ def fold_all(records: Sequence[SchedulerRecord], collected: Mapping[str, Any],
         entry = collected.get(r.job_id)
         got = early.take(r, entry) if early is not None and entry is not None else None
         facts, state = got if got is not None else fold(r, entry)
+        if done is not None:
+            done[r.job_id] = (facts, state)
         jobs.append(facts)
         if stateful and state is not None:
             states[r.job_id] = state

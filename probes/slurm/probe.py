@@ -50,12 +50,14 @@ from probes.slurm import onejob
 from probes.slurm.commands import Capability, run_collector
 from probes.slurm.early import (
     EarlyFolds,
+    Fold,
     FoldStack,
     fold_all,
     fold_stack_loading,
     folder,
     off_loop,
 )
+from probes.slurm.partial import Folded, facts_in_part
 from probes.slurm.request import collector_request, request_cursors
 from probes.slurm.shared_roots import own_checkpoints
 from probes.slurm.snapshot import HeldQueue, ListingBackoff, Snapshot, SnapshotCommands
@@ -172,21 +174,42 @@ class SlurmProbe(SnapshotCommands):
         except ProbeError as exc:
             return self._unreachable(now, str(exc), runner), {}
         except TimeoutError:
-            return self._unreachable(now, self._too_long(runner), runner), {}
+            queued = early.queued() if early is not None else None
+            if queued is None:  # no squeue document: nothing to list
+                return self._unreachable(now, self._too_long(runner), runner), {}
+            # Past the deadline with the queue in: read in part (probes.slurm.partial).
+            return await self._in_part(queued, early, {}, None, fold,
+                                       prior=prior, runner=runner, now=now)
         finally:
             await runner.aclose()
         # Parsing every tail is CPU work: a worker thread keeps the event loop (Slack acks)
         # free. Most jobs were folded there already, as their lines arrived. The sweep's
-        # deadline bounds the parsing too: past it, no further job is folded.
+        # deadline bounds the parsing too: past it, no further job is folded, and the jobs
+        # not folded by then are reported unread (read in part).
+        done: Folded = {}
         try:
             async with asyncio.timeout_at(deadline.when()):
                 jobs, states = await off_loop(lambda stop: fold_all(
-                    selected, collected, early, fold, stateful=prior is not None, stop=stop))
+                    selected, collected, early, fold, stateful=prior is not None, stop=stop,
+                    done=done))
         except TimeoutError:
-            return self._unreachable(now, self._too_long(runner) + " (parsing the logs)",
-                                     runner), {}
+            return await self._in_part(selected, early, done, collected, fold, prior=prior,
+                                       runner=runner, now=now)
         return ClusterFacts(
             name=self._cluster.name, kind="slurm", status="ok", collected_at=now,
+            jobs=self._own_checkpoints(jobs), round_trips=runner.commands_sent,
+        ), states
+
+    async def _in_part(self, records: Sequence[SchedulerRecord], early: EarlyFolds | None,
+                       done: Folded, collected: Mapping[str, Any] | None, fold: Fold, *,
+                       prior: Mapping[str, LogState] | None, runner: Runner, now: datetime,
+                       ) -> tuple[ClusterFacts, dict[str, LogState]]:
+        """A sweep past its deadline, read in part (``probes.slurm.partial``)."""
+        jobs, states, detail = await facts_in_part(
+            records, early=early, done=done, collected=collected, fold=fold,
+            stateful=prior is not None, timeout_s=self._cluster.timeout_s)
+        return ClusterFacts(
+            name=self._cluster.name, kind="slurm", status="ok", detail=detail, collected_at=now,
             jobs=self._own_checkpoints(jobs), round_trips=runner.commands_sent,
         ), states
 

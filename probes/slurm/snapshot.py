@@ -329,7 +329,10 @@ class SnapshotCommands:
             reader = AnswerReader(on_head=on_head,
                                   on_job=early.job if early is not None else None,
                                   on_early=early.before_head if early is not None else None)
-            res = await stream_answer(runner, build_collector_script(queue), reader)
+            if early is not None:  # a sweep past its deadline reads the head as it arrived
+                early.restore = lambda head: restore_held(head, held)
+            res = await stream_answer(runner, build_collector_script(queue), reader,
+                                      on_arrival=early.arrived if early is not None else None)
             answer = queue_answer(reader)
             if answer is not None and "same" in answer["squeue"] \
                     and "json" not in answer["squeue"]:
