@@ -5,7 +5,8 @@ lock not ``done`` and untouched for :data:`RECONCILE_AFTER_S` has its job re-rea
 longer running (or whose name or id now belongs to another instance) completes the lock; one
 still running releases it, its buttons back as its episode offered them (Cancel only if it
 may be pressed now). The message is updated either way; a cluster that cannot be read leaves
-the lock for a later pass.
+the lock for a later pass, and so does one read in part (its JobSet or PyTorchJob list
+failed) that is missing the job: it may be one of those, running on.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bot.store import StoreUnavailable
 from probes.errors import ProbeError
 from report.chunks import inert
 from report.models import DeepProbe, JobDetail
+from report.render import read_in_part
 
 log = structlog.get_logger(__name__)
 
@@ -97,7 +99,8 @@ class CancelReconciler(ActionRecords):
     async def _locked_detail(self, cluster: str, job_id: str, uid: str | None,
                              holder: dict[str, Any]) -> JobDetail | None:
         """The locked job's fresh detail, ``None`` if the cluster no longer reports it (or the
-        name or id is another instance's now); a cluster not read raises ``ProbeError``."""
+        name or id is another instance's now); a cluster not read, or read in part and missing
+        the job, raises ``ProbeError``."""
         result = await self._sweeper.sweep(clusters=[cluster])
         read = [c for c in result.report.clusters if c.name == cluster]
         if not read or read[0].status != "ok":
@@ -106,6 +109,10 @@ class CancelReconciler(ActionRecords):
             reason = read[0].detail if read and read[0].detail else "not read"
             raise ProbeError(f"cluster {cluster!r} not read: {reason}")
         detail = result.details.get((cluster, job_id))
+        if detail is None and (partial := read_in_part(read[0])):
+            # Read in part (its JobSet or PyTorchJob list failed): a job missing from it may
+            # be one of those, running on; settling it would close its episode unseen.
+            raise ProbeError(f"cluster {cluster!r} read in part: {partial}")
         facts = result.job_facts(cluster, job_id)
         if uid and facts is not None and job_uid(facts) != uid:
             detail = None  # the name is a re-created Job's now: the one being cancelled is gone
