@@ -66,6 +66,7 @@ def jobs(slurm_env: SlurmEnv,
     finally:
         if ids:
             subprocess.run(["scancel", *ids], check=False, timeout=30)
+        _as_user(env, "rm", "-rf", str(run))  # 4 MiB of '%|' lines
 
 
 def test_a_sweep_past_its_deadline_is_read_in_part(jobs: tuple[Path, list[str]]) -> None:
