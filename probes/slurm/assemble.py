@@ -76,8 +76,8 @@ def job_facts(
         if summary.fingerprint is None and isinstance(head, str) and head:
             # A long run's config dump is in its head only (the collector's head read).
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})
-        summary = with_stderr_faults(summary, (collected.get("log") or {}).get("stderr"),
-                                     record, aliases=aliases, benign_patterns=benign_patterns)
+        summary = with_stderr(summary, (collected.get("log") or {}).get("stderr"),
+                              record, aliases=aliases, benign_patterns=benign_patterns)
     return JobFacts(
         record=record,
         log=log if whole_tail else retain(log, summary),
@@ -88,24 +88,32 @@ def job_facts(
     )
 
 
-def with_stderr_faults(summary: LogSummary, raw: Any, record: SchedulerRecord, *,
-                       aliases: Mapping[str, str],
-                       benign_patterns: Sequence[str]) -> LogSummary:
-    """``summary`` with the faults of the job's separate StdErr (``sbatch -e``) added: a
+def with_stderr(summary: LogSummary, raw: Any, record: SchedulerRecord, *,
+                aliases: Mapping[str, str], benign_patterns: Sequence[str]) -> LogSummary:
+    """``summary`` with what the job's separate StdErr (``sbatch -e``) adds: its faults (a
     traceback, CUDA OOM or NCCL error goes to stderr while the trainer's step dicts go to
-    stdout, so the stdout alone reads a dead run as healthy. Only the job's own attempt of it
-    counts (an appended file holds earlier attempts'), and its faults are numbered after the
-    stdout tail's lines: which of the two streams came first is not known, and a live
-    job's fault is its own whatever its place (``report.findings.this_launch``)."""
+    stdout, so the stdout alone reads a dead run as healthy), and the progress bar where the
+    stdout has none (HF Trainer ``tqdm.write``s its dicts to stdout, its bar to stderr: the
+    total, the bar and the rate). Only the job's own attempt of it counts (an appended file
+    holds earlier attempts'), and its faults are numbered after the stdout tail's lines: which
+    of the two streams came first is not known, and a live job's fault is its own whatever its
+    place (``report.findings.this_launch``)."""
     if not isinstance(raw, Mapping) or raw.get("status") != "ok" or not raw.get("text"):
         return summary
     text, _ = own_part(str(raw["text"]), record.job_id, live=record.state in ACTIVE_STATES)
-    faults = parse_log(text, aliases=aliases, benign_patterns=benign_patterns).faults
-    if not faults:
-        return summary
-    after = max(summary.line_count, summary.relaunch_line or 0)
-    moved = tuple(f.model_copy(update={"line_no": after + f.line_no}) for f in faults)
-    return summary.model_copy(update={"faults": summary.faults + moved})
+    err = parse_log(text, aliases=aliases, benign_patterns=benign_patterns)
+    update: dict[str, Any] = {}
+    if err.faults:
+        after = max(summary.line_count, summary.relaunch_line or 0)
+        update["faults"] = summary.faults + tuple(
+            f.model_copy(update={"line_no": after + f.line_no}) for f in err.faults)
+    if summary.progress is None and err.progress is not None:
+        update["progress"] = err.progress
+        if summary.total_steps is None:
+            update["total_steps"] = err.total_steps
+        if summary.sec_per_step is None:
+            update["sec_per_step"] = err.sec_per_step
+    return summary.model_copy(update=update) if update else summary
 
 
 def run_span(record: SchedulerRecord) -> dict[str, datetime | None]:
