@@ -75,6 +75,12 @@ def arrays(slurm_env: SlurmEnv,
     finally:
         if ids:
             subprocess.run(["scancel", *ids.values()], check=False, timeout=30)
+            deadline = time.monotonic() + 30  # no log written after the rm
+            while time.monotonic() < deadline and subprocess.run(
+                    ["squeue", "-h", "-t", "RUNNING,COMPLETING", "-j", ",".join(ids.values())],
+                    capture_output=True, text=True, check=False).stdout.strip():
+                time.sleep(0.5)
+        subprocess.run(["rm", "-rf", str(run)], check=False, timeout=30)
 
 
 def test_an_arrays_own_id_shows_its_collapsing_task(arrays: tuple[Path, dict[str, str]]) -> None:

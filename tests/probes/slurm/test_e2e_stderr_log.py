@@ -87,6 +87,17 @@ def submitted(slurm_env: SlurmEnv) -> Iterator[tuple[Path, dict[str, str]]]:
     finally:
         if ids:
             subprocess.run(["scancel", *ids.values()], check=False, timeout=30)
+        _gone(ids)
+        subprocess.run(["rm", "-rf", str(run)], check=False, timeout=30)
+
+
+def _gone(ids: dict[str, str]) -> None:
+    """Wait (bounded) for the jobs to leave RUNNING, so no log is written after the rm."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and subprocess.run(
+            ["squeue", "-h", "-t", "RUNNING,COMPLETING", "-j", ",".join(ids.values())],
+            capture_output=True, text=True, check=False).stdout.strip():
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")

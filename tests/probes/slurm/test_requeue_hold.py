@@ -55,3 +55,4 @@ def test_a_requeue_held_job_reads_held_in_job_as_in_sweep(slurm_env: SlurmEnv,
         assert "expected start" not in row["trend"]
     finally:
         subprocess.run(["scancel", job_id], check=False, timeout=30)
+        subprocess.run(["rm", "-rf", str(run)], check=False, timeout=30)
