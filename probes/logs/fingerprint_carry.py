@@ -8,7 +8,8 @@ read leaves its lines *pending*: its changes are undone and it runs again from i
 when more lines come. So the settled part is read once, the carry holds the config found so far
 and the pending lines (usually none; the lines of one dump cut by the read), and ``fingerprint``
 with the last line equals ``read_fingerprint`` over every line. The dispatch below is
-``fingerprint._collect``'s, line for line; the readers are its own.
+``fingerprint._collect``'s, line for line; the readers are its own (the fields built by
+``fingerprint_fields``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import overload
 from pydantic import Field
 
 from probes.logs import fingerprint as fp
+from probes.logs import fingerprint_fields as fields
 from probes.logs.carried import Carried
 from probes.logs.fingerprint_lines import HEADERS, ReadLines
 from probes.logs.lines import strip_ray_prefix
@@ -214,9 +216,9 @@ class FingerprintFold:
         config = dict(self.config)
         if not config and self.image is None and self.banner is None and self.pass_at is None:
             return None
-        trainer = self.trainer if self.trainer is not None else fp._trainer_of(config)
-        built = fp._build(config, trainer, self.image or fp._image_key(config),
-                          fp._int(self.banner))
+        trainer = self.trainer if self.trainer is not None else fields._trainer_of(config)
+        built = fields._build(config, trainer, self.image or fields._image_key(config),
+                              fields._int(self.banner))
         if self.pass_at is None:
             return built
-        return built.model_copy(update={"pass_at_k": fp._int(self.pass_at)})
+        return built.model_copy(update={"pass_at_k": fields._int(self.pass_at)})

@@ -54,7 +54,7 @@ FOLD_STACK = (
     "probes.logs.history", "probes.logs.carried", "probes.logs.step_intervals",
     "probes.logs.metric_carry",
     "probes.logs.fault_carry", "probes.logs.fingerprint_lines", "probes.logs.namespace_dump",
-    "probes.logs.fingerprint",
+    "probes.logs.fingerprint_fields", "probes.logs.fingerprint",
     "probes.logs.fingerprint_carry", "probes.logs.config_total", "probes.logs.outcome",
     "probes.logs.planned_stop",
     "probes.logs.recent", "probes.logs.parse", "probes.logs.incremental", "probes.harbor",
