@@ -19,7 +19,7 @@ needed only once the answer is in, so:
 * Folding is imported by the SLURM probe itself once its first command is out
   (``probes.slurm.early.FoldStack``), judging here (``report.judge``, ``report.memory``),
   after rendering's modules, and again on the loop's thread before judging starts in a
-  worker thread (``bot.sweep.JUDGING``). With a SLURM cluster in the sweep these imports
+  worker thread (``bot.sweep_judging.JUDGING``). With a SLURM cluster in the sweep these imports
   also wait for its first command (``FIRST_COMMAND``): begun at once they ran during the SSH
   handshake, and each of its round trips waited for the step under way.
 

@@ -25,21 +25,22 @@ loaded mean a cold sweep of that cluster (the note says so); when they cannot be
 next sweep starts again from Redis's. The CLI has no state: its sweeps read cold.
 
 While a sweep runs, no full garbage collection scans its objects (``bot.gcquiet``): at 5,000
-jobs each one held the GIL, and so every Slack ack, for up to a second.
+jobs each one held the GIL, and so every Slack ack, for up to a second. Judging runs in a worker
+thread, its modules imported first on the loop's (``bot.sweep_judging``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from bot.config import Config, ConfigError
 from bot.gcquiet import QUIET_GC
 from bot.logs import get_logger
+from bot.sweep_judging import _import_judging, _judging_time, build_report
 from bot.sweep_result import SweepResult
 from bot.sweep_seams import ProbeMemory, RememberingProbe, SweepState
 from probes.base import ClusterProbe
@@ -52,40 +53,9 @@ from probes.registry import make_probe
 if TYPE_CHECKING:
     from bot.sweep_state import StateKeeper
     from report.memory import SweepMemory
-    from report.models import JobDetail, Report
 
 
 log = get_logger(__name__)
-
-
-JUDGING = ("report.judge", "report.memory")
-"""Imported by :func:`_import_judging`, not with this module: a cold CLI sweep imports them
-while its clusters answer (``bot.preload``), not before it asks them."""
-
-
-def _import_judging() -> None:
-    """:data:`JUDGING`, imported on the event loop's thread before judging goes to a worker
-    thread: never first in that thread while ``bot.preload`` imports on the loop's (two
-    threads importing one module graph at once could meet a half-initialised module)."""
-    for name in JUDGING:
-        importlib.import_module(name)
-
-
-def build_report(facts: Sequence[ClusterFacts], **kwargs: Any,
-                 ) -> tuple[Report, dict[tuple[str, str], JobDetail]]:
-    """``report.judge.build_report`` (see :data:`JUDGING`): the seam tests and benchmarks
-    wrap."""
-    from report.judge import build_report as judge  # (JUDGING)
-
-    return judge(facts, **kwargs)
-
-
-def next_memory(report: Report, details: Mapping[tuple[str, str], JobDetail],
-                facts: Sequence[ClusterFacts], memory: SweepMemory | None) -> SweepMemory:
-    """``report.memory.next_memory``, imported at its first use (as :func:`build_report`)."""
-    from report.memory import next_memory as remember  # (JUDGING)
-
-    return remember(report, details, facts, memory)
 
 
 def _utcnow() -> datetime:
@@ -402,11 +372,3 @@ class Sweeper:
         for _, probe in self._probes.values():
             await probe.aclose()
         self._probes.clear()
-
-
-def _judging_time(facts: Sequence[ClusterFacts], now: datetime) -> datetime:
-    """A sweep of recordings only is judged at the recording time, so stalls read as live."""
-    ok = [f for f in facts if f.status == "ok"]
-    if ok and all(f.kind == "replay" for f in ok):
-        return max(f.collected_at for f in ok)
-    return now

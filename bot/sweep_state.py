@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from bot.logs import get_logger
-from bot.sweep import next_memory
+from bot.sweep_judging import next_memory
 from bot.sweep_seams import RememberingProbe, ResumingProbe, SweepState
 from probes.base import ClusterProbe
 from probes.models import ClusterFacts, MetricPoint

@@ -156,12 +156,13 @@ class Phases:
     @classmethod
     def install(cls) -> None:
         import bot.sweep
+        import bot.sweep_judging
         import probes.slurm.probe
 
         # What is left to fold once the answer is in (most jobs were folded as they came).
         cls.wrap(probes.slurm.probe, "fold_all", "fold")
         cls.wrap(bot.sweep, "build_report", "judge")
-        cls.wrap(bot.sweep, "next_memory", "memory")
+        cls.wrap(bot.sweep_judging, "next_memory", "memory")
         for name in ("load_memory", "save_memory", "merge_histories", "load_log_states",
                      "save_log_states"):
             cls.wrap(RedisStore, name, name)
