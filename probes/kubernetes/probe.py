@@ -41,8 +41,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from pydantic import ValidationError
-
 from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.ids import validate_job_id
@@ -240,49 +238,6 @@ class KubernetesProbe(VanishedJobs):
                 continue  # already gone (or another kind): the cancel's goal holds
         self._cancelled.add(job_id)
         self._gone.pop(job_id, None)
-
-    def remembered(self) -> dict[str, Any]:
-        """What this probe's next sweep needs of its last one (the live jobs it saw, the
-        vanished ones kept, those it cancelled), as JSON, for a probe in another process (a
-        restarted bot, another replica): :meth:`recall`."""
-        return {"seen": {job_id: record.model_dump(mode="json")
-                         for job_id, record in self._seen.items()
-                         if record.state not in TERMINAL_STATES},
-                "gone": {job_id: record.model_dump(mode="json")
-                         for job_id, record in self._gone.items()},
-                "cancelled": sorted(self._cancelled),
-                # Only those still reported (``gone``): a vanished id is pruned here only
-                # when its name is listed again, so the shared memory would keep every Job
-                # ever deleted while running; past recent_hours it is in no ``seen`` either.
-                "vanished": sorted(self._vanished & self._gone.keys())}
-
-    def recall(self, memory: Mapping[str, Any]) -> None:
-        """Take up what the cluster's latest sweep left (:meth:`remembered`), whichever
-        process made it, in place of this probe's own memory: a job that vanished since is
-        noticed by a restarted bot, and one another replica saw end since is not taken for
-        vanished. A malformed memory is ignored (the probe's own stays), one that is no
-        mapping too (a state file holding a JSON list: ``bot.cli_memory``)."""
-        if not isinstance(memory, Mapping):
-            return
-        try:
-            seen = {str(k): SchedulerRecord.model_validate(v)
-                    for k, v in dict(memory.get("seen") or {}).items()}
-            gone = {str(k): SchedulerRecord.model_validate(v)
-                    for k, v in dict(memory.get("gone") or {}).items()}
-            cancelled = {str(x) for x in memory.get("cancelled") or ()}
-            vanished = {str(x) for x in memory.get("vanished") or ()}
-        except (ValidationError, TypeError, ValueError):
-            return
-        self._seen, self._gone, self._cancelled = seen, gone, cancelled
-        self._vanished.clear()  # shared with the caller: updated in place
-        self._vanished.update(vanished)
-
-    def take_cancels(self, memory: Any) -> None:
-        """The cancels another process noted in the shared memory (:meth:`remembered`) while
-        this probe's sweep ran, for the jobs it saw: the memory it saves next keeps them."""
-        noted = memory.get("cancelled") if isinstance(memory, Mapping) else None
-        if isinstance(noted, list):
-            self._cancelled |= {str(x) for x in noted} & self._seen.keys()
 
     @property
     def _turn(self) -> asyncio.Lock:

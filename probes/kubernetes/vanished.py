@@ -6,12 +6,17 @@ pods, the ``jobtables/silent-wedge`` marker), and kept in the report as it was f
 until ``recent_hours`` after that end, as a terminated job stays; one that ended first
 (garbage-collected by ``ttlSecondsAfterFinished``) or was cancelled through the bot is no
 wedge; a name listed again is a new job. :class:`VanishedJobs` is the half of
-:class:`probes.kubernetes.probe.KubernetesProbe` that keeps this bookkeeping.
+:class:`probes.kubernetes.probe.KubernetesProbe` that keeps this bookkeeping, and hands it to a
+probe in another process (:meth:`VanishedJobs.remembered`, :meth:`VanishedJobs.recall`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
 
 from probes.config import KubernetesCluster
 from probes.kubernetes.markers import KIND_LABEL, WEDGE_LABEL
@@ -60,6 +65,51 @@ class VanishedJobs:
                       if job_id not in present
                       and (record.end_time is None or record.end_time >= cutoff)}
         return [JobFacts(record=record) for record in self._gone.values()]
+
+    # -- memory between processes ---------------------------------------------------------------
+
+    def remembered(self) -> dict[str, Any]:
+        """What this probe's next sweep needs of its last one (the live jobs it saw, the
+        vanished ones kept, those it cancelled), as JSON, for a probe in another process (a
+        restarted bot, another replica): :meth:`recall`."""
+        return {"seen": {job_id: record.model_dump(mode="json")
+                         for job_id, record in self._seen.items()
+                         if record.state not in TERMINAL_STATES},
+                "gone": {job_id: record.model_dump(mode="json")
+                         for job_id, record in self._gone.items()},
+                "cancelled": sorted(self._cancelled),
+                # Only those still reported (``gone``): a vanished id is pruned here only
+                # when its name is listed again, so the shared memory would keep every Job
+                # ever deleted while running; past recent_hours it is in no ``seen`` either.
+                "vanished": sorted(self._vanished & self._gone.keys())}
+
+    def recall(self, memory: Mapping[str, Any]) -> None:
+        """Take up what the cluster's latest sweep left (:meth:`remembered`), whichever
+        process made it, in place of this probe's own memory: a job that vanished since is
+        noticed by a restarted bot, and one another replica saw end since is not taken for
+        vanished. A malformed memory is ignored (the probe's own stays), one that is no
+        mapping too (a state file holding a JSON list: ``bot.cli_memory``)."""
+        if not isinstance(memory, Mapping):
+            return
+        try:
+            seen = {str(k): SchedulerRecord.model_validate(v)
+                    for k, v in dict(memory.get("seen") or {}).items()}
+            gone = {str(k): SchedulerRecord.model_validate(v)
+                    for k, v in dict(memory.get("gone") or {}).items()}
+            cancelled = {str(x) for x in memory.get("cancelled") or ()}
+            vanished = {str(x) for x in memory.get("vanished") or ()}
+        except (ValidationError, TypeError, ValueError):
+            return
+        self._seen, self._gone, self._cancelled = seen, gone, cancelled
+        self._vanished.clear()  # shared with the caller: updated in place
+        self._vanished.update(vanished)
+
+    def take_cancels(self, memory: Any) -> None:
+        """The cancels another process noted in the shared memory (:meth:`remembered`) while
+        this probe's sweep ran, for the jobs it saw: the memory it saves next keeps them."""
+        noted = memory.get("cancelled") if isinstance(memory, Mapping) else None
+        if isinstance(noted, list):
+            self._cancelled |= {str(x) for x in noted} & self._seen.keys()
 
 
 def vanished_job(last: SchedulerRecord, now: datetime) -> JobFacts:
