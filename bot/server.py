@@ -47,11 +47,30 @@ EVENTS_PATH = "/slack/events"
 Connected = Callable[[], Awaitable[bool]]
 
 
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
 def build_web_app(
     bot: Bot, app: AsyncApp, *, connected: Connected | None = None
 ) -> web.Application:
     """The HTTP surface. ``connected`` reports the Socket Mode link (``None``: HTTP only)."""
 
+    async def metrics(_: web.Request) -> web.Response:
+        response = web.Response(body=bot.telemetry.render())
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
+
+    web_app = web.Application()
+    web_app.add_routes([
+        web.post(EVENTS_PATH, _slack_events(bot, app)),
+        web.get("/healthz", _healthz(bot, connected)),
+        web.get("/metrics", metrics),
+    ])
+    return web_app
+
+
+def _slack_events(bot: Bot, app: AsyncApp) -> Handler:
+    """``POST /slack/events``: checked on the raw body, then dispatched into Bolt."""
     verifier = SignatureVerifier(bot.settings.slack_signing_secret.get_secret_value())
     seen = SeenRequests(bot.store)
 
@@ -78,6 +97,12 @@ def build_web_app(
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
+    return slack_events
+
+
+def _healthz(bot: Bot, connected: Connected | None) -> Handler:
+    """``GET /healthz``: 503 while the Socket Mode link is down; Redis down only degrades."""
+
     async def healthz(_: web.Request) -> web.Response:
         socket_ok = True if connected is None else await connected()
         try:
@@ -90,18 +115,7 @@ def build_web_app(
                 "slack": bot.health.summary()}
         return web.json_response(body, status=200 if socket_ok else 503)
 
-    async def metrics(_: web.Request) -> web.Response:
-        response = web.Response(body=bot.telemetry.render())
-        response.headers["Content-Type"] = CONTENT_TYPE
-        return response
-
-    web_app = web.Application()
-    web_app.add_routes([
-        web.post(EVENTS_PATH, slack_events),
-        web.get("/healthz", healthz),
-        web.get("/metrics", metrics),
-    ])
-    return web_app
+    return healthz
 
 
 def _signed_headers_well_formed(headers: Mapping[str, str]) -> bool:
