@@ -37,7 +37,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
+from typing import Any, Callable, Dict, Iterator, List, Tuple  # noqa: UP035 - Python 3.7
 
 # In-process the reducer and the path rules are imported; when shipped, their sources are
 # prepended to this script and each import line below is replaced by ``pass``
@@ -170,29 +170,12 @@ def collect_queue(request: Json) -> Json:
 
 
 
-def _stream(request: Json, ran: Any, started: float) -> None:
-    """The answer as lines, each written as soon as it is known (``STREAM``): the caller
-    parses each job while the next is read. With ``squeue.listing``, first one
-    ``<key>\\t<entry>`` line per running job the fast listing names (read while
-    ``squeue --json`` runs). Then the head (squeue's document, the scheduler commands'
-    output, the job keys in ``order``, and in ``sent`` those of the early lines that stand:
-    their spec is the one the document gives), then one ``<key>\\t<entry>`` line per other
-    key of ``order``, in that order, then ``{"part": "end"}``. Every line is encoded once and
-    its entry's bytes are what the answer budget counts, in the order sent."""
-    out = sys.stdout.buffer
+def _queue_part(request: Json, started: float, write: Callable[[List[Json]], None],  # noqa: UP006
+                ) -> Tuple[Json, List[Json], Dict[str, Json]]:  # noqa: UP006
+    """What :func:`_stream`'s head says of the queue, the job specs in its order, and the
+    specs of the running jobs ``write`` sent before it (key -> spec), for a request with
+    ``squeue`` (without: no head yet, the request's own jobs, none sent early)."""
     head: Json = {}
-    left = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
-    count = 0
-
-    def write(jobs: List[Json]) -> None:  # noqa: UP006
-        nonlocal left, count
-        for key, _entry, data in _each_job(dict(request, jobs=jobs), started, left):
-            # The key is a SLURM job key (digits, "_", "+"): no tab or newline in it.
-            out.write(key.encode("utf-8") + b"\t" + data + b"\n")
-            out.flush()
-            left -= len(data)
-            count += 1
-
     early: Dict[str, Json] = {}  # noqa: UP006 - key -> the spec read before the head
     specs = list(request.get("jobs", []))
     if "squeue" in request:
@@ -221,6 +204,32 @@ def _stream(request: Json, ran: Any, started: float) -> None:
                 thread.join()
                 document = ran_squeue[0]
             head, specs = _queue_head(request, started, document, listed)
+    return head, specs, early
+
+
+def _stream(request: Json, ran: Any, started: float) -> None:
+    """The answer as lines, each written as soon as it is known (``STREAM``): the caller
+    parses each job while the next is read. With ``squeue.listing``, first one
+    ``<key>\\t<entry>`` line per running job the fast listing names (read while
+    ``squeue --json`` runs). Then the head (squeue's document, the scheduler commands'
+    output, the job keys in ``order``, and in ``sent`` those of the early lines that stand:
+    their spec is the one the document gives), then one ``<key>\\t<entry>`` line per other
+    key of ``order``, in that order, then ``{"part": "end"}``. Every line is encoded once and
+    its entry's bytes are what the answer budget counts, in the order sent."""
+    out = sys.stdout.buffer
+    left = int(request.get("answer_budget") or DEFAULT_ANSWER_BUDGET)
+    count = 0
+
+    def write(jobs: List[Json]) -> None:  # noqa: UP006
+        nonlocal left, count
+        for key, _entry, data in _each_job(dict(request, jobs=jobs), started, left):
+            # The key is a SLURM job key (digits, "_", "+"): no tab or newline in it.
+            out.write(key.encode("utf-8") + b"\t" + data + b"\n")
+            out.flush()
+            left -= len(data)
+            count += 1
+
+    head, specs, early = _queue_part(request, started, write)
     if ran is not None:
         head["scheduler"] = ran
     # A job read early stands only if squeue's document gives it the very same spec; any
