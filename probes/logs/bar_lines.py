@@ -48,6 +48,14 @@ _OWN_BAR_LINES_RE = re.compile(
     # could start with cannot help a match the desc without them missed.
     rf"^(?:(?!\(){_S}*+(?!['\"{{]){_TQDM_LINE.removeprefix(_S + '*')})?.*$", re.MULTILINE)
 _NO_BAR = ("", "", "", "", "")
+BAR_SHAPE = rb"^(?>[^\n]*?%\|)[^|\n]*+\|[^/\n]*+/[^\[\n]*+\[[^<\n]*+<[^\]\n]*+\]"
+"""What a line that may hold a bar shows in a prefilter's skeleton (``probes.logs.prefilter``:
+digits deleted; a multi-line regex over ``\\n``-joined lines): ``%|``, then ``|``, ``/``,
+``[``, ``<`` and ``]`` in that order. Every reader of a bar (``_TQDM_RE``, its line forms,
+``_LIGHTNING_POSTFIX_RE``) needs that much, so a line with ``%|`` but not this shape is no bar
+(a job printing ``x%|`` a million times): a prefilter keeping only this shape keeps every bar.
+Each character is found first after the one before (possessive), from the line's first
+``%|`` (atomic): one pass along the line, however many ``%|`` it holds."""
 
 
 class TqdmBar(NamedTuple):

@@ -43,7 +43,7 @@ from datetime import datetime
 from itertools import compress, islice, repeat
 from operator import contains, itemgetter
 
-from probes.logs.bar_lines import own_bars, parse_tqdm
+from probes.logs.bar_lines import BAR_SHAPE, own_bars, parse_tqdm
 from probes.logs.clock import (
     STAMP_LEADS,
     LogClock,
@@ -68,9 +68,10 @@ _FIRST_SPAN = 2 * (HISTORY_DEPTH + MARGIN) + 4
 """Candidate lines in the first suffix tried: enough at two lines a step (HF's bar redraw and
 dict at ``logging_steps=1``; verl and Megatron log one), with a step cut at each end; a
 retry aims at the depth from the lines per step seen so far, and at least doubles."""
-MARKER_LINES = NeedleFilter(("%|", "train_runtime", *MARKER_GATES), shape=ROW_SHAPE)
+MARKER_LINES = NeedleFilter(("train_runtime", *MARKER_GATES), shape=ROW_SHAPE + b"|" + BAR_SHAPE)
 """The lines before the suffix worth skimming: progress bars (the training bar is the most
-redrawn over the whole tail), every needle of ``MetricScan._markers``, and the
+redrawn over the whole tail; by ``BAR_SHAPE``, not a ``%|`` needle, which also kept a
+million lines that only look like bars), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
 ITERATION_LINES = NeedleFilter(("iteration",))
 _STAMP_OR_RAY = tuple(sorted(STAMP_LEADS | {"("}))

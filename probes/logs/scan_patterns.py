@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from probes.logs.areal_lines import ROW_GATE, STEP_GATE
+from probes.logs.bar_lines import BAR_SHAPE
 from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES, DURATION_GATE
 from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
@@ -147,7 +148,7 @@ SKYRL_BARS = ("Training Batches Processed", "Training Step Progress")
 """SkyRL's training bar: its trainer's, its fully-async trainer's (``fully_async_trainer.py``)."""
 METRIC_LINES = NeedleFilter(
     (
-        *("%|", "step:", "Step ", "reward/", *BANNER_GATES, "heckpoint", "global_step_", "Mean:"),
+        *("step:", "Step ", "reward/", *BANNER_GATES, "heckpoint", "global_step_", "Mean:"),
         *("Running trials", "train_batch_size", "n_samples_per_prompt", *FINISH_MARKS),
         *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),
@@ -158,15 +159,17 @@ METRIC_LINES = NeedleFilter(
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a
-    # bracketed header's metric lines (Composer's, OLMo's)
-    shape=ROW_SHAPE + b"|" + YAML_SHAPE + b"|" + BLOCK_SHAPE,
+    # bracketed header's metric lines (Composer's, OLMo's); a line that may hold a bar (a
+    # "%|" needle also kept lines that only look like one: 2.5 s a MiB of "x%|" lines)
+    shape=ROW_SHAPE + b"|" + YAML_SHAPE + b"|" + BLOCK_SHAPE + b"|" + BAR_SHAPE,
 )
 """Every line ``MetricScan.feed`` acts on holds one of these: a substring gate of ``feed``, a
 dict's brace or quoted key, or a timestamp's ``[ T]HH:MM:SS`` (every form ``read_stamp`` reads
 has one), which is `` ::`` or ``T::`` once the prefilter deletes digits; or, by its shape, a
-line of EasyR1's YAML step block (``probes.logs.easyr1_lines.YAML_SHAPE``) or of a bracketed
-header's block (``probes.logs.bracket_lines``: its header by ``BRACKET_GATES``, its lines by
-``BLOCK_SHAPE``)."""
+progress bar's line (``probes.logs.bar_lines.BAR_SHAPE``: ``feed``'s ``%|`` gate reads nothing
+on any other line), a line of EasyR1's YAML step block (``probes.logs.easyr1_lines.YAML_SHAPE``)
+or of a bracketed header's block (``probes.logs.bracket_lines``: its header by
+``BRACKET_GATES``, its lines by ``BLOCK_SHAPE``)."""
 NEMO_GATES = ("= Step ", *EPOCH_GATES, STEP_GATE)
 """``_nemo_markers``' gates: NeMo-RL's step and epoch banners, config, checkpoint saves."""
 NEMO_MAX_STEPS_RE = re.compile(r"\(effective maximum steps = (\d{1,12})\)")

@@ -7,7 +7,9 @@ verl ``step:N`` lines, HF/TRL string dicts between ``\\r`` tqdm redraws, dataset
 plain noise into /tmp, then measures (1) the bounded-tail path the sweep uses (read_tail +
 parse_log on the last 1/4/16 MB) and (2) the whole file streamed through parse_log in 8 MB
 chunks, i.e. the line classifier's MB/s. ``grep -c Step`` on the same file is printed as the
-floor to compare against.
+floor to compare against. First, the CPU per MiB of a 1 MiB tail of lines that only look like
+tqdm bars (``x%|``, ``%|``) against the ordinary log's (``--fragments``: that alone, e.g.
+with ``--mb 2``).
 """
 
 from __future__ import annotations
@@ -145,6 +147,30 @@ def time_tails(path: Path) -> None:
         )
 
 
+FRAGMENT_TAILS = {
+    "x%| lines": "x%|\n",
+    "%| lines": "%|\n",
+    "fragments+bars": "x%|\n%|%|\n 45%|####      | 9/20 [00:01<00:02]\n50%| 3/4\n",
+}
+"""Tails of lines that only look like tqdm bars (``%|``, no bar, no step), as jobs print."""
+
+
+def time_fragment_tails(path: Path) -> None:
+    """CPU per MiB of parse_log on a 1 MiB tail of bar fragments against the same on an
+    ordinary log's 1 MiB tail (the ``x%|`` tail cost 2.5 s/MiB, some 20x the ordinary)."""
+    ordinary = read_tail(str(path), 1024 * 1024, 0)["text"]
+    tails = {"ordinary log": ordinary} | {
+        name: line * (1024 * 1024 // len(line)) for name, line in FRAGMENT_TAILS.items()}
+    base = None
+    for name, text in tails.items():
+        start = time.process_time()
+        parse_log(text, log_start=False, head="")
+        per_mib = (time.process_time() - start) / (len(text.encode()) / 1024 / 1024)
+        base = per_mib if base is None else base
+        print(f"1 MiB tail of {name:>14}: {per_mib * 1000:8.1f} ms CPU/MiB "
+              f"({per_mib / base:5.2f}x the ordinary log's)")
+
+
 def time_stream(path: Path, chunk_mb: int = 8) -> float:
     """The whole file through parse_log in ``chunk_mb`` pieces; returns MB/s."""
     size = path.stat().st_size
@@ -177,11 +203,16 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--path", type=Path, default=Path("/tmp/jobtables_bench_parse.log"))
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    parser.add_argument("--fragments", action="store_true",
+                        help="only the bar-fragment tails against the ordinary log's")
     args = parser.parse_args()
     if not args.path.exists() or args.path.stat().st_size < args.mb * 1024 * 1024:
         print(f"building {args.mb} MB log at {args.path} ...")
         build(args.path, args.mb)
     try:
+        time_fragment_tails(args.path)
+        if args.fragments:
+            return 0
         time_tails(args.path)
         time_stream(args.path)
         time_grep(args.path)
