@@ -41,13 +41,7 @@ def pod_view(pod: Any) -> PodView:
     failed_init = _failed_init(init, main)
     if exit_code is None and failed_init is not None:
         exit_code = next(_init_failure(cs).exit_code for cs in init if cs.name == failed_init)
-    conditions = list(status.conditions or ()) if status else []
-    target = next((c for c in conditions if c.type == "DisruptionTarget" and c.status == "True"
-                   and c.reason), None)
-    disruption = target.reason if target else (status.reason if status else None)
-    said = target.message if target else (status.message if status else None)
-    unplaced = next((c for c in conditions if c.type == "PodScheduled" and c.status == "False"
-                     and c.reason == "Unschedulable"), None)
+    disruption, said, unplaced = _conditions(status)
     keys = {**(meta.annotations or {}), **(meta.labels or {})}
     names = tuple(c.name for c in (spec.containers or ())) if spec else ()
     view = PodView(
@@ -77,6 +71,27 @@ def pod_view(pod: Any) -> PodView:
         relapse=_relapse(main),
         fault_message=_fault_message(init, main),
     )
+    return _job_container(view, spec, init, main)
+
+
+def _conditions(status: Any) -> tuple[Any, Any, Any]:
+    """The pod's disruption (a ``DisruptionTarget`` condition's reason, else the pod's own
+    status reason), what it said (that condition's message, else the status message), and
+    its ``PodScheduled=False`` ``Unschedulable`` condition (``None`` when placed)."""
+    conditions = list(status.conditions or ()) if status else []
+    target = next((c for c in conditions if c.type == "DisruptionTarget" and c.status == "True"
+                   and c.reason), None)
+    disruption = target.reason if target else (status.reason if status else None)
+    said = target.message if target else (status.message if status else None)
+    unplaced = next((c for c in conditions if c.type == "PodScheduled" and c.status == "False"
+                     and c.reason == "Unschedulable"), None)
+    return disruption, said, unplaced
+
+
+def _job_container(view: PodView, spec: Any, init: Sequence[Any],
+                   main: Sequence[Any]) -> PodView:
+    """``view`` completed from the job's own container (the one its log is read from): its
+    image, how it crashed, the sidecars holding the pod after it, its restart in place."""
     chosen = log_container(replace(view, failed_init=None))  # the job's image, not the init's
     declared = (spec.containers or ()) if spec else ()
     image = next((c.image for c in declared if c.name == chosen), None)
