@@ -1,15 +1,15 @@
 """The base layer of ``MetricScan`` (``probes.logs.history``): its state, the per-tail caches
 of pure readers, and the point recorder with its restart rule (``_record``, ``_rewind``).
 
-Policy: ``MetricScan`` is one class built of layers, one module each, every layer a subclass
-of the one before: ``scan_core`` < ``scan_dicts`` (dicts; HF's step-less ones) <
-``scan_steps`` (each format's step lines) < ``scan_episodes`` (OpenRLHF's Episode bar and
-resume) < ``scan_bars`` (tqdm bars) < ``scan_summary`` (``close``, ``summary``) < ``history``
-(``feed``, ``skim``, the markers). A layer calls only methods of its own and of the layers
-below it, so mypy checks every call. Inheritance, not delegation: a method or attribute is
-found on the instance's class in one cached lookup whichever layer defines it, so the
-per-line path costs what it did as one class. Pure per-line results that repeat are
-remembered for the length of one tail (``remember``).
+Policy: ``MetricScan`` is one class built of layers, one module each, every layer a subclass of
+the one before: ``scan_core`` < ``scan_dicts`` (dicts; HF's step-less ones) < ``scan_steps``
+(each format's step lines) < ``scan_episodes`` (OpenRLHF's Episode bar and resume) <
+``scan_bars`` (tqdm bars) < ``scan_summary`` (``close``, ``summary``) < ``scan_markers`` (the
+run's markers) < ``history`` (``feed``, ``skim``, ``seed_head``). A layer calls only methods of
+its own and of the layers below it, so mypy checks every call. Inheritance, not delegation: a
+method or attribute is found on the instance's class in one cached lookup whichever layer
+defines it, so the per-line path costs what it did as one class. Pure per-line results that
+repeat are remembered for the length of one tail (``remember``).
 """
 
 from __future__ import annotations
