@@ -322,7 +322,8 @@ class MetricScan(MarkerScan):
         if verl is None:
             return False
         self._mark("verl")
-        self._record(verl[0], verl[1], line_no, None)
-        if verl[0] in self.points:  # (a line of no metric ours, val/loss, says nothing)
+        # A line of no metric ours (val/loss) says nothing of the bar: asked of the line, not
+        # of whether its step is known, which a suffix read cannot tell (probes.logs.recent).
+        if self._record(verl[0], verl[1], line_no, None):
             self.verl_epoch_step(verl[0])
         return True

@@ -89,8 +89,7 @@ class BarScan(EpisodeScan):
             verl = parse_verl(rest) if rest is not None and rest.startswith("step:") else None
             if verl is not None:
                 self._mark("verl")
-                self._record(verl[0], verl[1], line_no, None)
-                if verl[0] in self.points:
+                if self._record(verl[0], verl[1], line_no, None):
                     self._verl_epoch_bar(body, verl[0])
                 return
         text = glued_dict(body)

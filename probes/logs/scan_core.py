@@ -258,17 +258,18 @@ class ScanCore:
         return self._kind(tuple(raw))[2]
 
     def _record(self, step: int, raw: dict[str, float], line_no: int, at: datetime | None,
-                plan: Plan | None = None, *, numbered: bool = True) -> None:
+                plan: Plan | None = None, *, numbered: bool = True) -> bool:
         """A point at ``step`` of ``raw``'s canonical values (``plan``: ``raw``'s names'
         ``canonical_plan``, if at hand). ``numbered``: the line itself gave the step, in the
         order the trainer logs its steps (``_rewind``); False for a step filled in after the
-        fact (HF dicts numbered back from a bar or a save, SkyRL's step left pending)."""
+        fact (HF dicts numbered back from a bar or a save, SkyRL's step left pending).
+        Whether a point was recorded: a line of no metric of ours records none."""
         if self._skimming:
-            return
+            return False
         values = {canonical: raw[name]
                   for canonical, name in (self._plan(raw) if plan is None else plan)}
         if not values:
-            return
+            return False
         if numbered:
             top = self.top
             if (top is not None and step < top) or self.launch:
@@ -278,6 +279,7 @@ class ScanCore:
         points[step] = metric_point(step, values, line_no, at)
         if self.top is None or step > self.top:
             self.top = step
+        return True
 
     def _rewind(self, step: int, *, strict: bool = True) -> None:
         """Before a point at ``step``: a log that goes on with a restarted run (the same

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from probes.logs import areal_lines, history, recent, scan_patterns
@@ -173,6 +173,9 @@ def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -
 @PROPERTY
 @given(st.integers(min_value=40, max_value=400), st.integers(min_value=0, max_value=10**6),
        st.integers(min_value=0, max_value=50))
+# Drawn once (2026-12-05): a verl val-only line at a step another format logged before the
+# suffix made the whole pass, not the suffix, take an Epoch bar's total (history._verl_line).
+@example(steps=65, seed=524288, noise=11)
 def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
     """Whole steps of each trainer format with real fixture lines between read back equal.
     The noise (``quiet_noise``) holds no SkyRL reward line, status dict or ``Step N:`` header,
