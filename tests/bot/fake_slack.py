@@ -120,6 +120,10 @@ class FakeSlack:
         """Answer nothing more by hanging: later calls are answered (those hung stay so)."""
         self.hangs.clear()
 
+    def release(self) -> None:
+        """End every call left hanging, and any hung later (each answers 503)."""
+        self._released.set()
+
     def hung(self, method: str | None = None) -> list[Call]:
         """The calls (of ``method``, or all) that were left hanging."""
         return [c for c in self.calls if c.status == 0 and
