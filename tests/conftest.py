@@ -86,6 +86,19 @@ def redis_server() -> str:
     return REDIS_URL
 
 
+@pytest.fixture(autouse=True)
+def _child_path_as_found() -> Iterator[None]:
+    """PYTHONSAFEPATH as the test found it: a bot's worker pool sets it in the process's
+    environment (``bot.offload.keep_cwd_off_child_path``, for its own children), and a later
+    test's ``python -c`` child in the repository would then not find ``tests`` on its path."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    yield
+    if before is None:
+        os.environ.pop("PYTHONSAFEPATH", None)
+    else:
+        os.environ["PYTHONSAFEPATH"] = before
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _cli_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The CLI's Kubernetes memory (``bot.cli_memory``) of every test's commands, in-process

@@ -171,17 +171,18 @@ def on_hf_dict_before(self: MetricScan, pairs: dict[str, float], line_no: int) -
 
 
 def record_before(self: MetricScan, step: int, raw: dict[str, float], line_no: int,
-                  at: datetime | None, *_plan: object, numbered: bool = True) -> None:
+                  at: datetime | None, *_plan: object, numbered: bool = True) -> bool:
     if self._skimming:
-        return
+        return False
     values = {canonical: raw[name] for canonical, name in self._plan(raw)}
     if not values:
-        return
+        return False
     if numbered:  # a restarted run's new segment (the rule, not a shortcut: the same one)
         self._rewind(step)
     self.points.pop(step, None)
     self.points[step] = metric_point_before(step, values, line_no, at)
     self.top = step if self.top is None else max(self.top, step)
+    return True  # whether a point was recorded, as MetricScan._record says it
 
 
 @contextmanager

@@ -232,9 +232,9 @@ def test_warm_fold_of_an_unanchored_tail_is_the_cost_of_its_increment(
     recorded: list[int] = []
     real = history.MetricScan._record
 
-    def counting(self: history.MetricScan, step: int, *args: Any, **kw: Any) -> None:
+    def counting(self: history.MetricScan, step: int, *args: Any, **kw: Any) -> bool:
         recorded.append(step)
-        real(self, step, *args, **kw)
+        return real(self, step, *args, **kw)
 
     monkeypatch.setattr(history.MetricScan, "_record", counting)
     warm, _ = parse_increment(carry, tail[cut:])
