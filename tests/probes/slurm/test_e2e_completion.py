@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +24,8 @@ from probes.slurm.transport import SshRunner
 from report.judge import build_report
 from report.models import JobReport
 from report.settings import ReportSettings
+from tests.probes.slurm.completed_jobs import completed_jobs, sbatch_in
 from tests.probes.slurm.conftest import SlurmEnv
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 HF_LOG = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_bytes()
@@ -49,20 +48,11 @@ def _script(state: str, step: int) -> str:
     )
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
-    runner = SshRunner(env.cluster())
-    try:
-        for key, state, step in (("stopped", "trainer_state_stopped.json", 60),
-                                 ("finished", "trainer_state_finished.json", 95)):
-            workdir = f"{run_dir}/{key}"
-            await runner.run(["mkdir", "-p", workdir])
-            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"],
-                             stdin=_script(state, step))
-            res = await runner.run(["sbatch", "--parsable", "-J", f"sft-qwen-{key}-{tag}",
-                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
-            ids[key] = res.stdout.strip().split(";")[0]
-    finally:
-        await runner.aclose()
+async def _submit(runner: SshRunner, tag: str, run_dir: str) -> dict[str, str]:
+    return {key: await sbatch_in(runner, f"{run_dir}/{key}", _script(state, step),
+                                 f"sft-qwen-{key}-{tag}")
+            for key, state, step in (("stopped", "trainer_state_stopped.json", 60),
+                                     ("finished", "trainer_state_finished.json", 95))}
 
 
 Swept = tuple[ClusterFacts, dict[str, JobReport], dict[str, str]]
@@ -71,20 +61,11 @@ Swept = tuple[ClusterFacts, dict[str, JobReport], dict[str, str]]
 @pytest.fixture(scope="module")
 def swept(slurm_env: SlurmEnv) -> Iterator[Swept]:
     """Submit both SFT jobs, wait for them to complete, sweep and judge once."""
-    tag = f"s{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
-    try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
-        done = {JobState.COMPLETED}
-        asyncio.run(_wait_for(slurm_env, ids, {"stopped": done, "finished": done},
-                              bound_s=120, settle_s=1))
+    with completed_jobs(slurm_env, _submit) as ids:
         facts = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
         report, _ = build_report([facts], settings=ReportSettings(), now=datetime.now(UTC))
         rows = {j.job_id: j for j in report.jobs}
         yield facts, {key: rows[job_id] for key, job_id in ids.items()}, ids
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
 def test_collector_reads_the_completion_files(

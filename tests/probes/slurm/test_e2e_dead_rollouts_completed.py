@@ -12,20 +12,17 @@ model, for a model that had stopped learning. Near miss: the healthy one is done
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import re
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from probes.models import JobState
 from probes.slurm.transport import SshRunner
+from tests.probes.slurm.completed_jobs import completed_jobs, sbatch_in
 from tests.probes.slurm.conftest import SlurmEnv, cli_json
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 
 CONSOLE = (Path(__file__).resolve().parents[2] / "fixtures" / "verl-0.9.1" /
            "console.log").read_text().splitlines()
@@ -59,40 +56,25 @@ def _console(dead_from: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
-    runner = SshRunner(env.cluster())
-    try:
-        for key, dead_from in (("dead", 32), ("alive", None)):
-            workdir = f"{run_dir}/{key}"
-            log = base64.b64encode(_console(dead_from).encode()).decode()
-            await runner.run(["mkdir", "-p", workdir])
-            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"],
-                             stdin=f"#!/bin/bash\necho '{log}' | base64 -d\n")
-            res = await runner.run(["sbatch", "--parsable", "-J", f"rl-grpo-qwen-{key}-{tag}",
-                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
-            ids[key] = res.stdout.strip().split(";")[0]
-    finally:
-        await runner.aclose()
+async def _submit(runner: SshRunner, tag: str, run_dir: str) -> dict[str, str]:
+    ids = {}
+    for key, dead_from in (("dead", 32), ("alive", None)):
+        log = base64.b64encode(_console(dead_from).encode()).decode()
+        ids[key] = await sbatch_in(runner, f"{run_dir}/{key}",
+                                   f"#!/bin/bash\necho '{log}' | base64 -d\n",
+                                   f"rl-grpo-qwen-{key}-{tag}")
+    return ids
 
 
 @pytest.fixture(scope="module")
 def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
          ) -> Iterator[dict[str, dict[str, Any]]]:
     """Both runs COMPLETED, read by ``jobtables sweep --format json``."""
-    tag = f"s{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
     config = slurm_env.config_toml(tmp_path_factory.mktemp("dead"), recent_hours=1,
                                    timeout_s=120, command_timeout_s=60)
-    try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
-        done = {JobState.COMPLETED}
-        asyncio.run(_wait_for(slurm_env, ids, {"dead": done, "alive": done},
-                              bound_s=120, settle_s=1))
+    with completed_jobs(slurm_env, _submit) as ids:
         swept = {job["job_id"]: job for job in cli_json(config, "sweep")["jobs"]}
         yield {key: swept[job_id] for key, job_id in ids.items()}
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
 def test_a_completed_run_that_died_is_a_warning_to_deep_probe(

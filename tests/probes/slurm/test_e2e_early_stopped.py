@@ -20,19 +20,16 @@ The states are rebuilt from ``hf-trainer-state-rebuilt/trainer_state_stopped.jso
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from probes.models import JobState
 from probes.slurm.transport import SshRunner
+from tests.probes.slurm.completed_jobs import completed_jobs, sbatch_in
 from tests.probes.slurm.conftest import SlurmEnv, cli_json
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 from tests.probes.slurm.test_e2e_stale_completion import HF_LOG, STATES, STOPPED_LOG
 
 FINISHED_LINE = (b"                                               {'train_runtime': '5.112', "
@@ -77,18 +74,10 @@ def _script(counter: int) -> str:
     )
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
-    runner = SshRunner(env.cluster())
-    try:
-        for key, counter in (("early", 3), ("short", 1)):
-            workdir = f"{run_dir}/{key}"
-            await runner.run(["mkdir", "-p", workdir])
-            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"], stdin=_script(counter))
-            res = await runner.run(["sbatch", "--parsable", "-J", f"sft-qwen-{key}-{tag}",
-                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
-            ids[key] = res.stdout.strip().split(";")[0]
-    finally:
-        await runner.aclose()
+async def _submit(runner: SshRunner, tag: str, run_dir: str) -> dict[str, str]:
+    return {key: await sbatch_in(runner, f"{run_dir}/{key}", _script(counter),
+                                 f"sft-qwen-{key}-{tag}")
+            for key, counter in (("early", 3), ("short", 1))}
 
 
 @pytest.fixture(scope="module")
@@ -96,19 +85,10 @@ def answers(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[dict[str, dict[str, Any]]]:
     """Both runs COMPLETED, each read by ``jobtables job ID --format json``."""
     assert HF_LOG  # the full console the stopped one is cut from
-    tag = f"s{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
     config = slurm_env.config_toml(tmp_path_factory.mktemp("early"), recent_hours=1,
                                    timeout_s=120, command_timeout_s=60)
-    try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
-        done = {JobState.COMPLETED}
-        asyncio.run(_wait_for(slurm_env, ids, {"early": done, "short": done},
-                              bound_s=120, settle_s=1))
+    with completed_jobs(slurm_env, _submit) as ids:
         yield {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
 def test_an_early_stopped_run_is_complete(answers: dict[str, dict[str, Any]]) -> None:

@@ -15,18 +15,15 @@ itself while its console stopped at 20 (the case the durable evidence is there f
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from probes.models import JobState
 from probes.slurm.transport import SshRunner
+from tests.probes.slurm.completed_jobs import completed_jobs, sbatch_in
 from tests.probes.slurm.conftest import SlurmEnv, cli_json
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 from tests.probes.slurm.test_e2e_dead_rollouts_completed import CONSOLE, _step_line
 
 SAVES = "checkpoints/proj/exp"
@@ -50,23 +47,17 @@ def _script(writes_total: bool) -> str:
     return f"#!/bin/bash\necho '{log}' | base64 -d\nmkdir -p {saves}\necho 'wrapper: done'\n"
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
-    runner = SshRunner(env.cluster())
-    try:
-        for key, writes_total in (("rerun", False), ("silent", True)):
-            workdir = f"{run_dir}/{key}"
-            await runner.run(["mkdir", "-p", workdir])
-            if not writes_total:  # the earlier run's final save, three hours old
-                old = f"{workdir}/{SAVES}/global_step_40"
-                await runner.run(["sh", "-c", f"mkdir -p {old}/actor && touch -d '3 hours ago' "
-                                  f"{old}/actor {old}"])
-            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"],
-                             stdin=_script(writes_total))
-            res = await runner.run(["sbatch", "--parsable", "-J", f"rl-grpo-exp-{key}-{tag}",
-                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
-            ids[key] = res.stdout.strip().split(";")[0]
-    finally:
-        await runner.aclose()
+async def _submit(runner: SshRunner, tag: str, run_dir: str) -> dict[str, str]:
+    ids = {}
+    for key, writes_total in (("rerun", False), ("silent", True)):
+        workdir = f"{run_dir}/{key}"
+        if not writes_total:  # the earlier run's final save, three hours old
+            old = f"{workdir}/{SAVES}/global_step_40"
+            await runner.run(["sh", "-c", f"mkdir -p {old}/actor && touch -d '3 hours ago' "
+                              f"{old}/actor {old}"])
+        ids[key] = await sbatch_in(runner, workdir, _script(writes_total),
+                                   f"rl-grpo-exp-{key}-{tag}")
+    return ids
 
 
 @pytest.fixture(scope="module")
@@ -74,22 +65,13 @@ def answers(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[dict[str, dict[str, Any]]]:
     """Both runs COMPLETED, each read by ``jobtables job ID --format json`` and by one
     ``jobtables sweep --format json`` (``swept-<key>``)."""
-    tag = f"s{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
     config = slurm_env.config_toml(tmp_path_factory.mktemp("stale-ckpt"), recent_hours=1,
                                    timeout_s=120, command_timeout_s=60)
-    try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
-        done = {JobState.COMPLETED}
-        asyncio.run(_wait_for(slurm_env, ids, {"rerun": done, "silent": done},
-                              bound_s=120, settle_s=1))
+    with completed_jobs(slurm_env, _submit) as ids:
         answers = {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
         swept = {job["job_id"]: job for job in cli_json(config, "sweep")["jobs"]}
         answers.update({f"swept-{key}": swept[job_id] for key, job_id in ids.items()})
         yield answers
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
 @pytest.mark.parametrize("read", ["job", "sweep"])

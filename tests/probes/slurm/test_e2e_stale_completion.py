@@ -13,19 +13,16 @@ old one, and is cleanup.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from probes.models import JobState
 from probes.slurm.transport import SshRunner
+from tests.probes.slurm.completed_jobs import completed_jobs, sbatch_in
 from tests.probes.slurm.conftest import SlurmEnv, cli_json
-from tests.probes.slurm.test_e2e import _cleanup, _wait_for
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 HF_LOG = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_bytes()
@@ -60,42 +57,28 @@ def _script(finished: bool) -> str:
     )
 
 
-async def _submit(env: SlurmEnv, tag: str, run_dir: str, ids: dict[str, str]) -> None:
+async def _submit(runner: SshRunner, tag: str, run_dir: str) -> dict[str, str]:
     old = _b64((STATES / "trainer_state_finished.json").read_bytes())
-    runner = SshRunner(env.cluster())
-    try:
-        for key in ("stopped", "finished"):
-            workdir = f"{run_dir}/{key}"
-            # The earlier run's end-of-training state, written two hours before the rerun.
-            await runner.run(["sh", "-c", f"mkdir -p {workdir}/out && echo '{old}' | base64 -d "
-                              f"> {workdir}/out/trainer_state.json && touch -d '2 hours ago' "
-                              f"{workdir}/out/trainer_state.json"])
-            await runner.run(["sh", "-c", f"cat > {workdir}/job.sbatch"],
-                             stdin=_script(key == "finished"))
-            res = await runner.run(["sbatch", "--parsable", "-J", f"sft-qwen-rerun-{key}-{tag}",
-                                    "--chdir", workdir, f"{workdir}/job.sbatch"])
-            ids[key] = res.stdout.strip().split(";")[0]
-    finally:
-        await runner.aclose()
+    ids = {}
+    for key in ("stopped", "finished"):
+        workdir = f"{run_dir}/{key}"
+        # The earlier run's end-of-training state, written two hours before the rerun.
+        await runner.run(["sh", "-c", f"mkdir -p {workdir}/out && echo '{old}' | base64 -d "
+                          f"> {workdir}/out/trainer_state.json && touch -d '2 hours ago' "
+                          f"{workdir}/out/trainer_state.json"])
+        ids[key] = await sbatch_in(runner, workdir, _script(key == "finished"),
+                                   f"sft-qwen-rerun-{key}-{tag}")
+    return ids
 
 
 @pytest.fixture(scope="module")
 def answers(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[dict[str, dict[str, Any]]]:
     """Both reruns COMPLETED, each read by ``jobtables job ID --format json``."""
-    tag = f"s{secrets.token_hex(3)}"
-    run_dir = f"{slurm_env.scratch}/e2e-{tag}"
-    ids: dict[str, str] = {}
     config = slurm_env.config_toml(tmp_path_factory.mktemp("stale"), recent_hours=1,
                                    timeout_s=120, command_timeout_s=60)
-    try:
-        asyncio.run(_submit(slurm_env, tag, run_dir, ids))
-        done = {JobState.COMPLETED}
-        asyncio.run(_wait_for(slurm_env, ids, {"stopped": done, "finished": done},
-                              bound_s=120, settle_s=1))
+    with completed_jobs(slurm_env, _submit) as ids:
         yield {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
-    finally:
-        asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
 
 def test_an_earlier_runs_finished_state_does_not_complete_a_rerun(
