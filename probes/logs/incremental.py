@@ -57,14 +57,9 @@ from probes.logs.config_total import capped_total
 from probes.logs.fault_carry import FaultCarry, FoldScanner, restore_faults, snapshot_faults
 from probes.logs.faults import _LINE_NEEDLES, _compile_patterns, _frozen, _split_prefix
 from probes.logs.fingerprint_carry import FingerprintCarry, FingerprintFold
+from probes.logs.fold_scan import KEEP_POINTS, FoldScan
 from probes.logs.lines import split_lines, strip_ansi
-from probes.logs.metric_carry import (
-    KEEP_POINTS,
-    FoldScan,
-    MetricCarry,
-    restore_metrics,
-    snapshot_metrics,
-)
+from probes.logs.metric_carry import MetricCarry, restore_metrics, snapshot_metrics
 from probes.logs.outcome import OUTCOME_GATE, read_outcome
 from probes.logs.parse import head_seed, step_quiet_since
 from probes.logs.planned_stop import read_planned_stop

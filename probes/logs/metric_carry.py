@@ -1,8 +1,9 @@
 """The metric pass's state between two reads of one log: ``MetricScan`` frozen and thawed.
 
 Policy: ``snapshot_metrics`` turns a ``MetricScan`` that has fed every line so far into a
-JSON-serialisable model, ``restore_metrics`` builds the scan back, so feeding the next lines to
-the restored scan is feeding them to the original. It is bounded whatever the log's length:
+JSON-serialisable model, ``restore_metrics`` builds the scan back (as a
+``probes.logs.fold_scan.FoldScan``), so feeding the next lines to the restored scan is feeding
+them to the original. It is bounded whatever the log's length:
 
 - only the ``HISTORY_DEPTH`` steps logged last are kept as points (the summary keeps no more,
   and a re-logged step moves last either way); the steps logged before them are kept as
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from itertools import islice
 
 from pydantic import PrivateAttr
 
@@ -31,30 +31,19 @@ from probes.logs.bar_lines import TqdmBar
 from probes.logs.bracket_lines import BracketStep
 from probes.logs.carried import Carried, built
 from probes.logs.easyr1_lines import YamlStep
+from probes.logs.fold_scan import KEEP_POINTS, FoldPoints, FoldScan, PointCarry, point_carry
 from probes.logs.hf_banner import HfBanner
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.history import MetricScan
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
 from probes.logs.rich_panel import MetricsPanel
-from probes.logs.scan_core import Plan
 from probes.logs.scan_episodes import EpisodeResume
 from probes.logs.slime_lines import SlimeArgs
 from probes.logs.step_intervals import Interval, StepIntervals
 from probes.models import LogTime, MetricPoint
 
-KEEP_POINTS = 32
-"""Points kept: ``probes.logs.recent.HISTORY_DEPTH`` (the summary's history depth)."""
 MAX_UNANCHORED = 256
-
-
-class PointCarry(Carried):
-    """A ``MetricPoint`` as carried."""
-
-    step: int
-    values: dict[str, float]
-    line_no: int | None = None
-    wall_time: LogTime | None = None
 
 
 class BarCarry(Carried):
@@ -168,100 +157,6 @@ class MetricCarry(Carried):
     __hash__ = Carried.__hash__
 
 
-class _Points(dict[int, MetricPoint]):
-    """``MetricScan.points`` holding the last points, answering ``in`` for every step logged."""
-
-    def __init__(self, points: tuple[PointCarry, ...], logged: StepIntervals,
-                 live: tuple[MetricPoint, ...] | None = None) -> None:
-        if live is None or len(live) != len(points):
-            live = tuple(MetricPoint.model_construct(
-                step=p.step, values=dict(p.values), line_no=p.line_no, wall_time=p.wall_time)
-                for p in points)
-        super().__init__((m.step, m) for m in live)
-        self.logged = logged
-        self.lost = False
-        """A restart went back below the points kept, to where this pass no longer knows the
-        points the whole pass keeps: the log must be read afresh (``LogCarry.afresh``)."""
-        self.carried: dict[int, tuple[MetricPoint, PointCarry]] = {
-            id(m): (m, c) for m, c in zip(live, points, strict=True)}
-        """The carried form of the points restored (by object): a snapshot reuses it."""
-
-    def carry_of(self, point: MetricPoint) -> PointCarry:
-        """``point`` as carried (the restored carry's own when ``point`` is one of it)."""
-        known = self.carried.get(id(point))
-        if known is not None and known[0] is point:
-            return known[1]
-        return _point_carry(point)
-
-    def __contains__(self, step: object) -> bool:
-        return dict.__contains__(self, step) or step in self.logged
-
-    def forget_from(self, step: int) -> None:
-        """Forget the logged steps from ``step`` on (``MetricScan._rewind``, after the points
-        from ``step`` on went). Fewer than ``KEEP_POINTS`` points left and a step below
-        ``step`` logged before them: the whole pass keeps that old point (the run resumed
-        below it), this one dropped it long ago (``lost``)."""
-        self.logged.forget_from(step)
-        if len(self) < KEEP_POINTS and self.logged.top() is not None:
-            self.lost = True
-
-    def logged_top(self) -> int | None:
-        """The highest of the steps logged before the points kept."""
-        return self.logged.top()
-
-    def trim(self, keep: int) -> None:
-        """Forget all but the ``keep`` points logged last (their steps stay in ``logged``)."""
-        for oldest in list(islice(self, max(0, len(self) - keep))):  # oldest first
-            del self[oldest]
-            self.logged.add(oldest)
-
-
-class FoldScan(MetricScan):
-    """``MetricScan`` whose bar-less HF dicts may have a dropped middle (``hf_gap`` of them
-    after the first ``hf_head`` ones), numbered as if they were there."""
-
-    hf_head = 0
-    hf_gap = 0
-
-    @property
-    def lost(self) -> bool:
-        """A restart went back below the points kept (``_Points.lost``)."""
-        return isinstance(self.points, _Points) and self.points.lost
-
-    def _on_hf_dict(self, pairs: dict[str, float], line_no: int, plan: Plan) -> None:
-        if self.hf_gap and (self.hf_anchor is not None or self.hf_prev is not None):
-            # A bar at last: the dropped dicts become placeholders (module policy). With none,
-            # this dict waits after the others, the gap kept (an increment's cost, not the
-            # gap's: 12,000 placeholders recorded at each close cost a warm read 8 ms).
-            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
-            self.hf_unanchored = [*head, *[({}, 0)] * self.hf_gap, *tail]
-            self.hf_gap = 0
-        super()._on_hf_dict(pairs, line_no, plan)
-
-    def _on_hf_save(self, step: int) -> None:
-        if self.hf_gap:  # the dropped dicts become placeholders, as for a bar
-            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
-            self.hf_unanchored = [*head, *[({}, 0)] * self.hf_gap, *tail]
-            self.hf_gap = 0
-        super()._on_hf_save(step)
-
-    def close(self, *, at_log_start: bool = True) -> None:
-        if self.hf_gap:  # no bar came: dict i is counted step i, the dropped ones included
-            head, tail = self.hf_unanchored[: self.hf_head], self.hf_unanchored[self.hf_head :]
-            step_of = self.hf_counted_step
-            for count, (pairs, line_no) in enumerate(head, start=1):
-                self.record_counted(step_of(count), pairs, line_no)
-            if isinstance(self.points, _Points):
-                self.points.logged.add(step_of(len(head) + 1), step_of(len(head) + self.hf_gap))
-            for count, (pairs, line_no) in enumerate(tail, start=len(head) + self.hf_gap + 1):
-                self.record_counted(step_of(count), pairs, line_no)
-            self.hf_unanchored.clear()
-            self.hf_gap = 0
-            self.hf_counted = True
-            self.in_line_order()
-        super().close(at_log_start=at_log_start)
-
-
 def _unanchored(scan: MetricScan) -> tuple[list[tuple[dict[str, float], int]], list[
         tuple[dict[str, float], int]], int]:
     """(head, tail, dicts in all) of the bar-less HF dicts, the middle dropped past the cap."""
@@ -280,15 +175,15 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
     """``scan``'s state (after ``feed``, before ``close``) as a bounded model."""
     scan.settle()  # each bar's last redraw, if fed the short way (``feed_bar``)
     points = scan.points
-    logged = points.logged if isinstance(points, _Points) else StepIntervals()
-    if isinstance(points, _Points):
+    logged = points.logged if isinstance(points, FoldPoints) else StepIntervals()
+    if isinstance(points, FoldPoints):
         points.trim(KEEP_POINTS)
     else:
         for step in list(points)[:-KEEP_POINTS]:
             logged.add(step)
     head, tail, count = _unanchored(scan)
     live = tuple(scan.points[s] for s in list(scan.points)[-KEEP_POINTS:])
-    carry_of = points.carry_of if isinstance(points, _Points) else _point_carry
+    carry_of = points.carry_of if isinstance(points, FoldPoints) else point_carry
     carry = built(  # fresh containers: the live scan goes on (its summary, the next read)
         MetricCarry,
         clock_last=scan.clock.last, engine_line=scan.engine_line, engine_at=scan.engine_at,
@@ -343,11 +238,6 @@ def _bracket_carry(block: YamlStep | None) -> tuple[int, int, int, dict[str, flo
     return block.step, block.line_no, block.last, dict(block.values), block.by_batch, block.at
 
 
-def _point_carry(point: MetricPoint) -> PointCarry:
-    return PointCarry(step=point.step, values=point.values, line_no=point.line_no,
-                      wall_time=point.wall_time)
-
-
 def _bar_carry(key: tuple[str, int], track: BarTrack) -> BarCarry:
     last = None if track.last is None else tuple(track.last)
     return BarCarry(desc=key[0], total=key[1], count=track.count,
@@ -367,7 +257,7 @@ def restore_metrics(
     if carry.clock_last is not None:
         scan.clock.reference = scan.clock.last = carry.clock_last
     scan.engine_line, scan.engine_at = carry.engine_line, carry.engine_at
-    scan.points = _Points(carry.points, StepIntervals(carry.logged), carry._live)
+    scan.points = FoldPoints(carry.points, StepIntervals(carry.logged), carry._live)
     scan.top, scan.launch = carry.top, carry.launch
     scan.launch_kinds, scan.relaunch_line = frozenset(carry.launch_kinds), carry.relaunch_line
     scan.formats = dict.fromkeys(carry.formats)

@@ -1,6 +1,6 @@
 """Which steps a run has logged, in bounded memory: sorted, disjoint, inclusive intervals.
 
-Policy: a fold keeps only the metric points it reports (``metric_carry.KEEP_POINTS``), but
+Policy: a fold keeps only the metric points it reports (``fold_scan.KEEP_POINTS``), but
 "was this step logged before?" must still be answered for every step read so far (a SkyRL
 reward line makes a step of its own only if the step is new). Runs number their steps in
 order, so the steps logged form a few intervals; past :data:`MAX_INTERVALS` the lowest are

@@ -52,7 +52,7 @@ FOLD_STACK = (
     "probes.logs.scan_dicts", "probes.logs.scan_steps",
     "probes.logs.scan_episodes", "probes.logs.scan_bars", "probes.logs.scan_summary",
     "probes.logs.scan_markers", "probes.logs.history", "probes.logs.carried",
-    "probes.logs.step_intervals", "probes.logs.metric_carry",
+    "probes.logs.step_intervals", "probes.logs.fold_scan", "probes.logs.metric_carry",
     "probes.logs.fault_carry", "probes.logs.fingerprint_lines", "probes.logs.namespace_dump",
     "probes.logs.fingerprint_fields", "probes.logs.fingerprint",
     "probes.logs.fingerprint_carry", "probes.logs.config_total", "probes.logs.outcome",
