@@ -6,9 +6,10 @@ an RFC 1123 subdomain (the API server validates Job names so: dots allowed, as i
 ``rl-qwen2.5-7b``; 63 at most, as its pods' ``job-name`` label value), a JobSet's an RFC 1123
 label, which kubectl's ``jobset/<name>`` may qualify: a JobSet that shares its name with a
 Job has that id (:mod:`probes.kubernetes.objects`), as a Kubeflow PyTorchJob (its name a
-DNS-1035 label, the training operator's webhook checks) ``pytorchjob/<name>``. No label of
-a name is empty or starts or ends with ``-``: no ``..`` reaches a path. Everything else raises
-:class:`InvalidJobIdError` and nothing runs.
+DNS-1035 label, the training operator's webhook checks) ``pytorchjob/<name>`` and a KubeRay
+RayJob (a DNS-1035 label too, KubeRay's ``ValidateRayJobMetadata``) ``rayjob/<name>``. No
+label of a name is empty or starts or ends with ``-``: no ``..`` reaches a path. Everything
+else raises :class:`InvalidJobIdError` and nothing runs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ SLURM_ID = re.compile(r"\A[0-9]{1,12}(?:_[0-9]{1,8}|\+[0-9]{1,4})?\Z")
 _DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 K8S_NAME = re.compile(
     rf"\A(?:(?=.{{1,63}}\Z){_DNS_LABEL}(?:\.{_DNS_LABEL})*"  # a Job: a DNS-1123 subdomain
-    rf"|(?:jobset|pytorchjob)/(?=.{{1,63}}\Z){_DNS_LABEL})\Z")  # a JobSet's, a PyTorchJob's
+    rf"|(?:jobset|pytorchjob|rayjob)/(?=.{{1,63}}\Z){_DNS_LABEL})\Z")  # a JobSet's ...
 CLUSTER_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
 SHOWN = 40
 """How much of a refused word an error quotes: a 5,000-digit id is not echoed whole."""
@@ -38,7 +39,7 @@ def validate_job_id(job_id: str) -> str:
         return job_id
     raise InvalidJobIdError(
         f"{shown(job_id)} is not a job id: expected digits (optionally _N or +N) or a Kubernetes "
-        "name (optionally jobset/NAME or pytorchjob/NAME)"
+        "name (optionally jobset/NAME, pytorchjob/NAME or rayjob/NAME)"
     )
 
 

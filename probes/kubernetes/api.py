@@ -9,8 +9,8 @@ probe's own logic, not a copy of it. A recording is made by
 :class:`probes.kubernetes.recorded.RecordingClient`, which passes each call to the real client
 and keeps its answer.
 
-Lists return the client's objects (``V1Job``, ``V1Pod``; JobSets and PyTorchJobs as plain
-dicts); errors are
+Lists return the client's objects (``V1Job``, ``V1Pod``; JobSets, PyTorchJobs and RayJobs as
+plain dicts); errors are
 :mod:`probes.errors` (and :mod:`probes.kubernetes.api_errors`), never a third party's.
 """
 
@@ -45,6 +45,8 @@ class KubeApi(Protocol):
 
     async def list_pytorchjobs(self) -> list[Any]: ...
 
+    async def list_rayjobs(self) -> list[Any]: ...
+
     async def list_pods(self) -> list[Any]: ...
 
     async def read_log(self, pod: str, container: str | None, *,
@@ -55,3 +57,5 @@ class KubeApi(Protocol):
     async def delete_jobset(self, name: str, *, uid: str | None = None) -> None: ...
 
     async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None: ...
+
+    async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None: ...

@@ -53,6 +53,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.kubernetes.api_errors import ForbiddenError, NotFoundError, status_of
 from probes.kubernetes.pytorchjob import PYTORCHJOB_GROUP, PYTORCHJOB_PLURAL, PYTORCHJOB_VERSION
+from probes.kubernetes.rayjob import RAYJOB_GROUP, RAYJOB_PLURAL, RAYJOB_VERSION
 from probes.kubernetes.session import KubeSession
 
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -82,6 +83,11 @@ class KubeClient(KubeSession):
         """Every Kubeflow PyTorchJob (as plain dicts), as :meth:`list_jobsets`: none when the
         training operator's CRD is not installed, :class:`ForbiddenError` when refused."""
         return await self._list_custom(PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, PYTORCHJOB_PLURAL)
+
+    async def list_rayjobs(self) -> list[Any]:
+        """Every KubeRay RayJob (as plain dicts), as :meth:`list_jobsets`: none when KubeRay's
+        CRD is not installed, :class:`ForbiddenError` when refused."""
+        return await self._list_custom(RAYJOB_GROUP, RAYJOB_VERSION, RAYJOB_PLURAL)
 
     async def _list_custom(self, group: str, version: str, plural: str) -> list[Any]:
         """A custom resource's list (under the label selector); none when its API is absent
@@ -191,6 +197,16 @@ class KubeClient(KubeSession):
         await self.call(f"delete pytorchjob {name}", lambda t: (
             custom.delete_namespaced_custom_object(
                 PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, self._namespace, PYTORCHJOB_PLURAL, name,
+                body=_delete_options(uid), _request_timeout=t)))
+
+
+    async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:
+        """Delete a RayJob, as :meth:`delete_jobset`: KubeRay's finalizer stops the Ray job,
+        its RayCluster and submitter Job go with it."""
+        custom = CustomObjectsApi(await self._api())
+        await self.call(f"delete rayjob {name}", lambda t: (
+            custom.delete_namespaced_custom_object(
+                RAYJOB_GROUP, RAYJOB_VERSION, self._namespace, RAYJOB_PLURAL, name,
                 body=_delete_options(uid), _request_timeout=t)))
 
 

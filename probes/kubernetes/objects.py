@@ -48,7 +48,14 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 PYTORCHJOB_NAME_LABEL = "training.kubeflow.org/job-name"
 """The Kubeflow training operator's pod label naming the owning PyTorchJob."""
-POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL, PYTORCHJOB_NAME_LABEL)
+RAYJOB_NAME_LABEL = "ray.io/originated-from-cr-name"
+"""KubeRay's label naming the RayJob on its submitter pods (with ``ray.io/originated-from-crd:
+RayJob``, :data:`RAY_CRD_LABEL`)."""
+RAY_CRD_LABEL = "ray.io/originated-from-crd"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+"""KubeRay's label naming a Ray pod's RayCluster (a RayJob's ``status.rayClusterName``)."""
+POD_OWNER_LABELS = (*JOB_NAME_LABELS, JOBSET_NAME_LABEL, PYTORCHJOB_NAME_LABEL,
+                    RAYJOB_NAME_LABEL, RAY_CLUSTER_LABEL)
 """The labels a pod is matched to its workload by (see ``Workload.pod_labels``)."""
 _COMMAND_CHARS = 400
 
@@ -68,11 +75,19 @@ class Workload:
     command: str | None = None
     restarts: int = 0
     owned_by_jobset: bool = False
+    owned_by_rayjob: str | None = None
+    """A Job's controller RayJob's uid (its submitter Job: reported through the RayJob)."""
     uid: str | None = None
     first_group: str | None = None
     """A JobSet's first replicated job (its leader's pods are read): ``log_pod``."""
     qualified: bool = False
     """Its id is ``jobset/<name>``: a Job of its name is listed too (:func:`qualify`)."""
+    pod_sets: tuple[tuple[str, str], ...] = ()
+    """(label, value) pairs each marking some of its pods, all of them its (a RayJob's
+    submitter's and its RayCluster's); empty: ``pod_labels``' first that marks any."""
+    submitter_uids: frozenset[str] = frozenset()
+    """A RayJob's submitter Jobs' uids (listed Jobs whose controller it is): its submitter
+    pods carry one as their controller-uid."""
 
     @property
     def name(self) -> str:
@@ -89,19 +104,30 @@ class Workload:
             return ((JOBSET_NAME_LABEL, self.name),)
         if self.view.kind == "PyTorchJob":
             return ((PYTORCHJOB_NAME_LABEL, self.name),)
+        if self.pod_sets:
+            return self.pod_sets
         return tuple((label, self.name) for label in JOB_NAME_LABELS)
 
 
 def qualify(workloads: Sequence[Workload], jobs_seen: Collection[str] = ()) -> list[Workload]:
-    """The workloads, each JobSet or PyTorchJob named like a listed Job (or one in
-    ``jobs_seen``) with the id ``<kind>/<name>`` (``jobset/x``, ``pytorchjob/x``): the Job
-    keeps the bare name (CONTRACT: a Kubernetes job's id is its name). A PyTorchJob named
-    like a JobSet (no Job of the name) is qualified too: two rows never share an id."""
-    jobs = {work.name for work in workloads if work.view.kind == "Job"} | set(jobs_seen)
-    sets = {work.name for work in workloads if work.view.kind == "JobSet"}
-    return [replace(work, qualified=True) if work.view.kind != "Job" and (
-        work.name in jobs or (work.view.kind == "PyTorchJob" and work.name in sets))
-            else work for work in workloads]
+    """The workloads, each named like a workload of a kind before its own in
+    :data:`QUALIFY_ORDER` (a Job listed or in ``jobs_seen``, a JobSet, a PyTorchJob) with the
+    id ``<kind>/<name>`` (``jobset/x``, ``pytorchjob/x``, ``rayjob/x``): the Job keeps the
+    bare name (CONTRACT: a Kubernetes job's id is its name); two rows never share an id."""
+    first: dict[str, int] = dict.fromkeys(jobs_seen, 0)
+    for work in workloads:
+        first[work.name] = min(first.get(work.name, _order(work)), _order(work))
+    return [replace(work, qualified=True) if first[work.name] < _order(work) else work
+            for work in workloads]
+
+
+QUALIFY_ORDER = ("Job", "JobSet", "PyTorchJob", "RayJob")
+"""The kinds in the order they keep a shared name (the Job first, kubectl's bare name)."""
+
+
+def _order(work: Workload) -> int:
+    kind = work.view.kind
+    return QUALIFY_ORDER.index(kind) if kind in QUALIFY_ORDER else len(QUALIFY_ORDER)
 
 
 def job_workload(job: Any) -> Workload:
@@ -141,6 +167,8 @@ def job_workload(job: Any) -> Workload:
         command=command,
         restarts=view.failed,
         owned_by_jobset=any(owner.kind == "JobSet" for owner in owners),
+        owned_by_rayjob=next((owner.uid for owner in owners
+                              if owner.kind == "RayJob" and owner.controller), None),
         uid=getattr(meta, "uid", None),
     )
 
@@ -265,10 +293,28 @@ def owned_by(pod: Any, work: Workload) -> bool:
     if work.view.kind == "JobSet":
         uid = labels.get(JOBSET_UID_LABEL)
         return uid is None or uid == work.uid
+    if work.view.kind == "RayJob":
+        return _rayjobs(pod, labels, work)
     for key in CONTROLLER_UID_LABELS:
         if key in labels:
             return bool(labels[key] == work.uid)
     return any(ref.uid == work.uid and ref.controller for ref in meta.owner_references or ())
+
+
+def _rayjobs(pod: Any, labels: Mapping[str, str], work: Workload) -> bool:
+    """A pod is the RayJob's: its RayCluster's (the ``ray.io/cluster`` its status names,
+    indexed so) or its submitter's (``ray.io/originated-from-crd: RayJob``; the controller-uid
+    one of its submitter Jobs' when listed), never created before the RayJob itself (a
+    re-created RayJob's predecessor's pods; its RayCluster's name is new each attempt)."""
+    created = pod.metadata.creation_timestamp
+    if work.created is not None and created is not None and created < work.created:
+        return False
+    if RAY_CLUSTER_LABEL in labels:
+        return True
+    if labels.get(RAY_CRD_LABEL) != "RayJob":
+        return False
+    uid = next((labels[key] for key in CONTROLLER_UID_LABELS if key in labels), None)
+    return not work.submitter_uids or uid in work.submitter_uids
 
 
 def _looping(pods: Sequence[PodView], verdict: StateVerdict) -> str | None:

@@ -34,10 +34,11 @@ def log_pod(pods: Sequence[PodView], first_group: str | None = None) -> PodView 
     return newest_pod(leaders)
 
 
-PREFERRED_CONTAINERS = ("trainer", "main", "train", "training", "pytorch", "tensorflow", "jax",
-                        "learner", "worker", "launcher")
-"""Container names that run the job itself, in order (Kubeflow's ``pytorch``/``tensorflow``,
-MPI's ``launcher`` ...)."""
+PREFERRED_CONTAINERS = ("ray-job-submitter", "trainer", "main", "train", "training", "pytorch",
+                        "tensorflow", "jax", "learner", "worker", "launcher")
+"""Container names that run the job itself, in order (KubeRay's ``ray-job-submitter``, whose
+``ray job logs --follow`` is a RayJob driver's output, also in a SidecarMode head pod beside
+``ray-head``; Kubeflow's ``pytorch``/``tensorflow``, MPI's ``launcher`` ...)."""
 
 
 SIDECAR_CONTAINER = re.compile(

@@ -29,6 +29,11 @@ RANK_KEYS = ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job
 """A pod's indexes: an indexed Job's completion index, a JobSet's child Job index, a
 training-operator replica's index (each replica type counts from 0)."""
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+"""A KubeRay pod's node type (``head``, ``worker``): its group; a worker is no rank 0 (the
+driver runs beside the head, its output in the submitter's log)."""
+RAY_CRD_LABEL = "ray.io/originated-from-crd"
+"""On a RayJob's submitter pods (``RayJob``): their group is ``submitter``."""
 
 
 def pod_view(pod: Any) -> PodView:
@@ -58,10 +63,10 @@ def pod_view(pod: Any) -> PodView:
         disruption_message=_said(said) or None,
         unschedulable=unplaced is not None,
         unschedulable_message=_scheduler_said(unplaced.message) if unplaced else None,
-        rank0=all(keys.get(key) in (None, "0") for key in RANK_KEYS),
+        rank0=(all(keys.get(key) in (None, "0") for key in RANK_KEYS)
+               and (meta.labels or {}).get(RAY_NODE_TYPE_LABEL) != "worker"),
         rank=tuple(keys.get(key) for key in RANK_KEYS),
-        group=(meta.labels or {}).get(REPLICATED_JOB_LABEL,
-                                      (meta.labels or {}).get(REPLICA_TYPE_LABEL)),
+        group=_group(meta.labels or {}),
         failed_init=failed_init,
         deleting=meta.deletion_timestamp is not None,
         failure=failure,
@@ -72,6 +77,15 @@ def pod_view(pod: Any) -> PodView:
         fault_message=_fault_message(init, main),
     )
     return _job_container(view, spec, init, main)
+
+
+def _group(labels: dict[str, str]) -> str | None:
+    """The pod's group: its JobSet replicated job, its training-operator replica type, its
+    Ray node type, or ``submitter`` for a RayJob's submitter pod."""
+    for key in (REPLICATED_JOB_LABEL, REPLICA_TYPE_LABEL, RAY_NODE_TYPE_LABEL):
+        if key in labels:
+            return labels[key]
+    return "submitter" if labels.get(RAY_CRD_LABEL) == "RayJob" else None
 
 
 def _conditions(status: Any) -> tuple[Any, Any, Any]:

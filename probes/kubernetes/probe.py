@@ -1,4 +1,5 @@
-"""Kubernetes backend: batch/v1 Jobs, JobSets and Kubeflow PyTorchJobs, their pods and logs.
+"""Kubernetes backend: batch/v1 Jobs, JobSets, Kubeflow PyTorchJobs and KubeRay RayJobs, their
+pods and logs.
 
 Policy (the seed's Kubernetes paragraph):
 
@@ -45,7 +46,7 @@ from probes.config import KubernetesCluster
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.ids import validate_job_id
 from probes.kubernetes.api import KubeApi
-from probes.kubernetes.api_errors import NotFoundError
+from probes.kubernetes.api_errors import NotFoundError, status_of
 from probes.kubernetes.attempts import failed_rank
 from probes.kubernetes.client import KubeClient
 from probes.kubernetes.listing import list_workloads, refusal_detail
@@ -145,7 +146,7 @@ class KubernetesProbe(VanishedJobs):
                            jobs=tuple(jobs))
 
     async def collect_job(self, job_id: str, *, whole_tail: bool = False) -> JobFacts | None:
-        """One Job, JobSet or PyTorchJob by name, read as a sweep reads it, however old
+        """One Job, JobSet, PyTorchJob or RayJob by name, read as a sweep reads it, however old
         (``None`` when the namespace lists no such job of this cluster's ``users``);
         ``whole_tail`` keeps its log's tail whole in ``log.text`` (the deep probe reads the
         completions it printed).
@@ -213,8 +214,8 @@ class KubernetesProbe(VanishedJobs):
                            jobs=(found,) if found is not None else ())
 
     async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
-        """Delete the Job (JobSet, PyTorchJob) with background propagation; already gone is
-        success.
+        """Delete the Job (JobSet, PyTorchJob, RayJob) with background propagation; already
+        gone is success.
         With ``uid`` the delete carries it as a precondition: the API server refuses (409)
         to delete an object re-created under the name since."""
         validate_job_id(job_id)
@@ -236,6 +237,13 @@ class KubernetesProbe(VanishedJobs):
                 break
             except NotFoundError:
                 continue  # already gone (or another kind): the cancel's goal holds
+            except CommandError as exc:
+                # The uid is another object's: a never-seen RayJob's submitter Job has its
+                # name. The RayJob is tried next; a seen kind's conflict is the cancel's.
+                if kind is not None or uid is None or status_of(exc) != 409:
+                    raise
+                if tried == kinds[-1]:
+                    raise
         self._cancelled.add(job_id)
         self._gone.pop(job_id, None)
 
@@ -295,6 +303,10 @@ class KubernetesProbe(VanishedJobs):
 
     @staticmethod
     def _pods(work: Workload, index: PodIndex) -> list[PodView]:
+        if work.pod_sets:  # a RayJob's: its submitter's and its RayCluster's, all of them
+            found = {pod.metadata.name: pod for label in work.pod_sets
+                     for pod in index.get(label, ()) if owned_by(pod, work)}
+            return [pod_view(pod) for pod in found.values()]
         for label in work.pod_labels():
             items = [pod for pod in index.get(label, ()) if owned_by(pod, work)]
             if items:
@@ -339,7 +351,8 @@ class KubernetesProbe(VanishedJobs):
                             detail=detail, collected_at=now, jobs=jobs, round_trips=self._api.calls)
 
 
-_DELETES = {"JobSet": "delete_jobset", "PyTorchJob": "delete_pytorchjob"}
+_DELETES = {"JobSet": "delete_jobset", "PyTorchJob": "delete_pytorchjob",
+            "RayJob": "delete_rayjob"}
 """The kinds besides Job a cancel deletes, by the ``KubeApi`` call deleting one."""
 
 

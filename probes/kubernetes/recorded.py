@@ -85,6 +85,9 @@ class Answers:
     pytorchjobs: list[Any] = field(default_factory=list)
     pytorchjobs_error: ProbeError | None = None
     """The PyTorchJob list refused or failed, as ``jobsets_error``."""
+    rayjobs: list[Any] = field(default_factory=list)
+    rayjobs_error: ProbeError | None = None
+    """The RayJob list refused or failed, as ``jobsets_error``."""
     pods: list[Any] = field(default_factory=list)
     reads: list[LogRead] = field(default_factory=list)
 
@@ -130,6 +133,14 @@ class RecordingClient:
             raise
         return self.answers.pytorchjobs
 
+    async def list_rayjobs(self) -> list[Any]:
+        try:
+            self.answers.rayjobs = await self._live.list_rayjobs()
+        except (ForbiddenError, UnreachableError) as exc:
+            self.answers.rayjobs_error = exc
+            raise
+        return self.answers.rayjobs
+
     async def list_pods(self) -> list[Any]:
         self.answers.pods = await self._live.list_pods()
         return self.answers.pods
@@ -152,6 +163,9 @@ class RecordingClient:
         raise CommandError("a recording sweep cancels nothing")
 
     async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError("a recording sweep cancels nothing")
+
+    async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:
         raise CommandError("a recording sweep cancels nothing")
 
 
@@ -197,6 +211,13 @@ class RecordedClient:
             raise type(refused)(str(refused))
         return list(self._answers.pytorchjobs)
 
+    async def list_rayjobs(self) -> list[Any]:
+        self.calls += 1
+        refused = self._answers.rayjobs_error
+        if refused is not None:
+            raise type(refused)(str(refused))
+        return list(self._answers.rayjobs)
+
     async def list_pods(self) -> list[Any]:
         self.calls += 1
         return list(self._answers.pods)
@@ -220,4 +241,7 @@ class RecordedClient:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")
 
     async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError(f"{self._where} is a recording: nothing to cancel")
+
+    async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")

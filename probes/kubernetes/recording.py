@@ -4,10 +4,11 @@ Policy: one sweep of the live probe, its API client wrapped in a
 :class:`probes.kubernetes.recorded.RecordingClient`, so the recording holds exactly what the
 probe read (each object as the API's JSON, each pod log read's text verbatim, each error by
 its class and message). As a SLURM recording, it holds only the selected jobs (the
-configured ``users``, active or within ``recent_hours``): their Jobs, JobSets and
-PyTorchJobs, the child Jobs of those JobSets, a Job (or JobSet) named like a selected JobSet
-or PyTorchJob (it makes its id ``jobset/<name>``, ``pytorchjob/<name>``), and the pods the
-probe matched to them; no other user's objects or logs.
+configured ``users``, active or within ``recent_hours``): their Jobs, JobSets, PyTorchJobs
+and RayJobs, the child Jobs of those JobSets, the submitter Jobs of those RayJobs, a Job (or
+JobSet, PyTorchJob) named like a selected JobSet, PyTorchJob or RayJob (it makes its id
+``jobset/<name>``, ``pytorchjob/<name>``, ``rayjob/<name>``), and the pods the probe matched
+to them; no other user's objects or logs.
 Nor the jobs' secrets the probe never reads: each container's environment values and the
 spec copy ``kubectl apply`` leaves in an annotation are written ``(not recorded)``.
 The sweep's clock is cut to whole seconds, so ``recorded_at`` is the probe's "now" exactly.
@@ -25,6 +26,7 @@ from typing import Any
 from probes.config import KubernetesCluster
 from probes.errors import UnreachableError
 from probes.kubernetes.client import KubeClient
+from probes.kubernetes.listing import with_submitters
 from probes.kubernetes.objects import (
     Workload,
     job_workload,
@@ -34,6 +36,7 @@ from probes.kubernetes.objects import (
 )
 from probes.kubernetes.probe import KubernetesProbe
 from probes.kubernetes.pytorchjob import pytorchjob_workload
+from probes.kubernetes.rayjob import rayjob_workload
 from probes.kubernetes.recorded import Answers, RecordingClient, error_name, to_api_json
 from probes.recording_files import check_dest, to_json, write_files
 
@@ -76,20 +79,29 @@ def selected(answers: Answers, ids: set[str]) -> Answers:
     jobs = [(obj, job_workload(obj)) for obj in answers.jobs]
     sets = [(obj, jobset_workload(obj)) for obj in answers.jobsets]
     torch = [(obj, pytorchjob_workload(obj)) for obj in answers.pytorchjobs]
-    works = qualify([w for _, w in jobs if not w.owned_by_jobset] + [w for _, w in sets]
-                    + [w for _, w in torch])
+    rays = with_submitters([rayjob_workload(obj) for obj in answers.rayjobs],
+                           [w for _, w in jobs])
+    works = qualify([w for _, w in jobs if not w.owned_by_jobset and not w.owned_by_rayjob]
+                    + [w for _, w in sets] + [w for _, w in torch] + rays)
     kept = [w for w in works if w.job_id in ids]
     names = {w.name for w in kept}
     set_names = {w.name for w in kept if w.view.kind == "JobSet"}
-    # A JobSet named like a kept PyTorchJob qualifies its id: it is kept with it.
-    torch_names = {w.name for w in kept if w.view.kind == "PyTorchJob"}
+    # A JobSet (a PyTorchJob) named like a kept PyTorchJob (RayJob) qualifies its id: it is
+    # kept with it.
+    ray_names = {w.name for w in kept if w.view.kind == "RayJob"}
+    torch_names = {w.name for w in kept if w.view.kind == "PyTorchJob"} | ray_names
+    ray_uids = {w.uid for w in kept if w.view.kind == "RayJob"}
     return Answers(
-        jobs=[obj for obj, w in jobs if (w.name in names and not w.owned_by_jobset)
-              or _jobset_of(obj) in set_names],
+        jobs=[obj for obj, w in jobs if (w.name in names and not w.owned_by_jobset
+                                         and not w.owned_by_rayjob)
+              or _jobset_of(obj) in set_names or w.owned_by_rayjob in ray_uids],
         jobsets=[obj for obj, w in sets if w.name in set_names | torch_names],
         jobsets_error=answers.jobsets_error,
         pytorchjobs=[obj for obj, w in torch if w.name in torch_names],
         pytorchjobs_error=answers.pytorchjobs_error,
+        rayjobs=[obj for obj in answers.rayjobs
+                 if str((obj.get("metadata") or {}).get("name")) in ray_names],
+        rayjobs_error=answers.rayjobs_error,
         pods=[pod for pod in answers.pods if any(_matched(pod, w) for w in kept)],
         reads=answers.reads,
     )
@@ -121,6 +133,10 @@ def recording_files(meta: Mapping[str, Any], answers: Answers) -> dict[str, str]
     files["pytorchjobs.json"] = to_json(
         {"error": {"type": error_name(failed), "message": str(failed)}} if failed
         else _list("kubeflow.org/v1", "PyTorchJobList", answers.pytorchjobs))
+    failed = answers.rayjobs_error
+    files["rayjobs.json"] = to_json(
+        {"error": {"type": error_name(failed), "message": str(failed)}} if failed
+        else _list("ray.io/v1", "RayJobList", answers.rayjobs))
     reads = []
     for number, read in enumerate(answers.reads, start=1):
         entry: dict[str, Any] = {"pod": read.pod, "container": read.container,

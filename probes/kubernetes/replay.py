@@ -22,6 +22,7 @@ Directory format (version 1)::
                    failed on its own (a 5xx or 429 past its retry, an answer no object)
     pytorchjobs.json  the kubeflow.org/v1 PyTorchJobList, or {"error": {...}} when its list
                    was refused or failed (absent, as in a recording made before: none)
+    rayjobs.json   the ray.io/v1 RayJobList, or {"error": {...}}, as pytorchjobs.json
     pods.json      the v1 PodList (the selected jobs' pods only)
     logs.json      {"reads": [...]}: each pod log read in order, {"pod", "container",
                    "previous", "cut", "file": "log-0001.txt"} or {"pod", "container",
@@ -159,6 +160,7 @@ def load_recording(root: Path) -> tuple[dict[str, Any], Answers]:
                           reads=_reads(files))
         _jobsets(files, answers)
         _pytorchjobs(files, answers)
+        _rayjobs(files, answers)
         return meta, answers
     finally:
         os.close(files.root_fd)
@@ -253,6 +255,17 @@ def _pytorchjobs(files: _Files, answers: Answers) -> None:
         answers.pytorchjobs_error = _error("pytorchjobs.json", data["error"])
         return
     answers.pytorchjobs = _items(files, "pytorchjobs.json", data)
+
+
+def _rayjobs(files: _Files, answers: Answers) -> None:
+    """``rayjobs.json``: as ``jobsets.json`` (absent: none listed)."""
+    data = files.parsed("rayjobs.json", optional=True)
+    if data is None:
+        return
+    if isinstance(data, dict) and "error" in data:
+        answers.rayjobs_error = _error("rayjobs.json", data["error"])
+        return
+    answers.rayjobs = _items(files, "rayjobs.json", data)
 
 
 class _Error(BaseModel):

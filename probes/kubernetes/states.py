@@ -3,7 +3,8 @@
 Policy (the seed: liveness is a state poll of the job lifecycle, never a log grep):
 
 - A terminal condition decides first. ``Complete`` (a JobSet's ``Completed``, a PyTorchJob's
-  ``Succeeded``) -> COMPLETED; ``Failed`` (or
+  ``Succeeded``) -> COMPLETED; ``Stopped`` (a RayJob's Ray job stopped) -> CANCELLED;
+  ``Failed`` (or
   ``FailureTarget``) -> OUT_OF_MEMORY when any pod was ``OOMKilled``, TIMEOUT for
   ``DeadlineExceeded``, PREEMPTED / NODE_FAIL when a pod was disrupted that way, else FAILED.
 - Bring-up is never a fault: suspended (Kueue admission), unschedulable, ``ContainerCreating``,
@@ -101,6 +102,10 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
         return StateVerdict(JobState.CANCELLED, "Deleting")
     if work.suspended or work.condition("Suspended") is not None:
         return StateVerdict(JobState.PENDING, SUSPENDED)
+    if work.bring_up is not None:
+        fault = first_given(reason for pod in pods for reason in pod.waiting
+                            if reason in FAULT_WAITING)
+        return StateVerdict(JobState.PENDING, fault or work.bring_up)
     if not pods:
         if work.active > 0:
             return StateVerdict(JobState.RUNNING, "NoPods", wedge="no-pods")
@@ -151,6 +156,9 @@ def _terminal_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerdict
     # A Job's, a JobSet's, a PyTorchJob's success.
     if work.condition("Complete", "Completed", "Succeeded") is not None:
         return StateVerdict(JobState.COMPLETED)
+    stopped = work.condition("Stopped")
+    if stopped is not None:
+        return StateVerdict(JobState.CANCELLED, stopped.describe() or "Stopped")
     failed = work.condition("Failed", "FailureTarget")
     if failed is None:
         if work.condition("SuccessCriteriaMet") is not None:

@@ -90,6 +90,9 @@ class WorkloadView:
     then restarts the JobSet, no end of it."""
     max_restarts: int | None = None
     """A JobSet's ``failurePolicy.maxRestarts`` (``None``: no failure policy)."""
+    bring_up: str | None = None
+    """Its controller says the job is not running yet (a RayJob's RayCluster coming up, or
+    retrying after a failed attempt): PENDING with this reason, whatever its pods say."""
 
     def condition(self, *types: str) -> ConditionView | None:
         """The first true condition of one of ``types``, in the order given."""

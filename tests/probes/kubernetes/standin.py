@@ -8,8 +8,8 @@ for errors), honours ``labelSelector``, ``limit``/``continue`` (pages), ``tailLi
 ``limitBytes``, checks a Bearer token,
 and records every request so tests can assert on what was sent. Faults are switchable per
 route: ``"500"`` (an internal error Status), ``"hang"`` (never answers until the stand-in
-stops). A ``jobsets`` (``pytorchjobs``) of ``None`` means the JobSet (Kubeflow training-operator)
-API is not installed (404).
+stops). A ``jobsets`` (``pytorchjobs``, ``rayjobs``) of ``None`` means the JobSet (Kubeflow
+training-operator, KubeRay) API is not installed (404).
 """
 
 from __future__ import annotations
@@ -59,11 +59,14 @@ class KubeStandIn:
     jobsets: dict[str, dict[str, Any]] | None = None
     pytorchjobs: dict[str, dict[str, Any]] | None = None
     """kubeflow.org/v1 PyTorchJobs (``tests.probes.kubernetes.pytorchjobs``)."""
+    rayjobs: dict[str, dict[str, Any]] | None = None
+    """ray.io/v1 RayJobs (``tests.probes.kubernetes.rayjobs``)."""
     logs: dict[str, str] = field(default_factory=dict)
     """``pod`` or ``pod/container`` -> the container's whole log (``.../previous``: its run
     before the current one, ``previous=true``)."""
     faults: dict[str, str] = field(default_factory=dict)
-    """Route name (``jobs``, ``jobsets``, ``pytorchjobs``, ``pods``, ``log``, ``delete``) ->
+    """Route name (``jobs``, ``jobsets``, ``pytorchjobs``, ``rayjobs``, ``pods``, ``log``,
+    ``delete``) ->
     ``"500"``, ``"500-once"``, ``"endless"`` (a 200 body that never ends, ``limitBytes`` ignored),
     ``"429"``/``"429-once"`` (throttled, ``Retry-After: 1``), ``"410"``/
     ``"410-once"`` (a ``continue`` token expired; lists page by ``limit``), ``"403"`` (RBAC
@@ -99,6 +102,8 @@ class KubeStandIn:
         app.router.add_get(f"/apis/kubeflow.org/v1{ns}/pytorchjobs", self._list_pytorchjobs)
         app.router.add_delete(f"/apis/kubeflow.org/v1{ns}/pytorchjobs/{{name}}",
                               self._delete_pytorchjob)
+        app.router.add_get(f"/apis/ray.io/v1{ns}/rayjobs", self._list_rayjobs)
+        app.router.add_delete(f"/apis/ray.io/v1{ns}/rayjobs/{{name}}", self._delete_rayjob)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -221,6 +226,9 @@ class KubeStandIn:
     async def _list_pytorchjobs(self, request: web.Request) -> web.Response:
         return self._list_custom(self.pytorchjobs, "PyTorchJobList", "kubeflow.org/v1", request)
 
+    async def _list_rayjobs(self, request: web.Request) -> web.Response:
+        return self._list_custom(self.rayjobs, "RayJobList", "ray.io/v1", request)
+
     def _list_custom(self, store: dict[str, dict[str, Any]] | None, kind: str,
                      api_version: str, request: web.Request) -> web.Response:
         """A custom resource's list; 404 when its CRD is not installed (``store`` ``None``)."""
@@ -272,6 +280,10 @@ class KubeStandIn:
     async def _delete_pytorchjob(self, request: web.Request) -> web.Response:
         return self._delete(self.pytorchjobs or {}, request.match_info["name"],
                             "pytorchjobs.kubeflow.org", await _delete_options(request))
+
+    async def _delete_rayjob(self, request: web.Request) -> web.Response:
+        return self._delete(self.rayjobs or {}, request.match_info["name"],
+                            "rayjobs.ray.io", await _delete_options(request))
 
     def _delete(self, store: dict[str, Any], name: str, resource: str,
                 options: dict[str, Any]) -> web.Response:

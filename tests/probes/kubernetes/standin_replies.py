@@ -141,7 +141,7 @@ def _route_name(request: web.Request) -> str:
         return "log"
     if request.method == "DELETE":
         return "delete"
-    for name in ("pytorchjobs", "jobsets", "jobs", "pods", "version"):
+    for name in ("pytorchjobs", "rayjobs", "jobsets", "jobs", "pods", "version"):
         if f"/{name}" in path:
             return name
     return "other"

@@ -10,6 +10,7 @@ import yaml  # type: ignore[import-untyped]  # no stubs installed; safe_load_all
 from probes.kubernetes.probe import KubernetesProbe
 from tests.probes.kubernetes.builders import make_job, make_jobset, make_pod
 from tests.probes.kubernetes.pytorchjobs import add_pytorchjob
+from tests.probes.kubernetes.rayjobs import add_rayjob
 from tests.probes.kubernetes.standin import KubeStandIn, Recorded
 
 MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "k8s-rbac.yaml"
@@ -37,12 +38,15 @@ def granted() -> set[tuple[str, str, str]]:
 
 
 async def test_role_covers_every_request(standin: KubeStandIn, probe: KubernetesProbe) -> None:
-    """A sweep plus a Job, a JobSet and a PyTorchJob cancel use only verbs the Role grants
-    (the PyTorchJob list and delete: kubeflow.org pytorchjobs)."""
+    """A sweep plus a Job, a JobSet, a PyTorchJob and a RayJob cancel use only verbs the Role
+    grants (the PyTorchJob list and delete: kubeflow.org pytorchjobs; the RayJob's: ray.io
+    rayjobs)."""
     assert standin.jobsets is not None
     standin.jobsets["rl-js"] = make_jobset("rl-js")
     standin.pytorchjobs = {}
     add_pytorchjob(standin, "rl-ptj", log="{'loss': 1.0}\n")
+    standin.rayjobs = {}
+    add_rayjob(standin, "rl-ray", log="{'loss': 1.0}\n")
     standin.jobs["sft-a"] = make_job("sft-a", active=1)
     standin.pods["sft-a-0"] = make_pod("sft-a-0", "sft-a")
     standin.logs["sft-a-0"] = "{'loss': 1.0}\n"
@@ -50,10 +54,12 @@ async def test_role_covers_every_request(standin: KubeStandIn, probe: Kubernetes
     await probe.cancel("sft-a")
     await probe.cancel("rl-js")
     await probe.cancel("rl-ptj")
+    await probe.cancel("rl-ray")
     used = {permission(r) for r in standin.requests}
     assert used <= granted()
     assert {("kubeflow.org", "pytorchjobs", "list"),
-            ("kubeflow.org", "pytorchjobs", "delete")} <= used
+            ("kubeflow.org", "pytorchjobs", "delete"),
+            ("ray.io", "rayjobs", "list"), ("ray.io", "rayjobs", "delete")} <= used
     assert {verb for _, _, verb in granted()} == {"get", "list", "delete"}
     assert ("", "pods/log", "get") in used
 
