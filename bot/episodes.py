@@ -15,7 +15,6 @@ recommendation. A closed episode records who closed it, how and when.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -147,32 +146,21 @@ def needs_alert(detail: JobDetail) -> bool:
 
 
 def chain_restart_collapse(detail: JobDetail) -> bool:
-    """An ended run's collapse that its live restart resumes: the judge names the restart in
-    the recommendation (``report.judge_rl.chain_collapse_rule`` for a walltime TIMEOUT: cancel
-    it, or for an ablation leave it; ``report.job_rules.cancelled_rule`` for a cancel that
-    released its ``afterany`` restart), and names none once the restart ended or judges
-    itself. An ended row is recommended ``cancel_and_salvage`` for no other reason."""
+    """An ended run's collapse that its live restart resumes: the judge hands the restart
+    over with the row (``JobDetail.restart``: ``report.judge_rl.chain_collapse_rule`` for a
+    walltime TIMEOUT, cancel it, or for an ablation leave it; ``report.job_rules.
+    cancelled_rule`` for a cancel that released its ``afterany`` restart), and hands none
+    once the restart ended or judges itself. Never read from the recommendation's words: a
+    ``why`` may quote a job name or a log line."""
     job = detail.report
-    rec = job.recommendation
-    if job.state in ACTIVE_STATES or "collapse" not in job.flags or rec is None:
-        return False
-    if rec.action == "cancel_and_salvage":
-        return restart_of(detail) is not None
-    return (rec.action == "none" and "chain-restart" in job.flags
-            and job.successor is not None and f"restart {job.successor}" in rec.why)
-
-
-_CANCEL_NAMED = re.compile(r"\bcancel (\S+) and salvage\b")
+    return (job.state not in ACTIVE_STATES and "collapse" in job.flags
+            and job.recommendation is not None and restart_of(detail) is not None)
 
 
 def restart_of(detail: JobDetail) -> str | None:
-    """The restart an ended run goes on in: its chain successor, else the job its
-    ``cancel_and_salvage`` names (a cancelled run's released restart)."""
-    job = detail.report
-    if job.successor is not None:
-        return job.successor
-    named = _CANCEL_NAMED.search(job.recommendation.why) if job.recommendation else None
-    return named.group(1) if named else None
+    """The live restart an ended run goes on in, as the judge named it (``JobDetail.restart``),
+    or None."""
+    return detail.restart
 
 
 def closed_episode(doc: dict[str, Any], *, action: str, actor: str, at: datetime) -> dict[str, Any]:

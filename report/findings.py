@@ -127,6 +127,9 @@ class Findings:
     name_suffix: str = ""
     trend_ends: list[str] = field(default_factory=list)
     """Kept whole at the Trend's end, whatever it says (the text before is shortened)."""
+    restarts: list[tuple[Recommendation, str]] = field(default_factory=list)
+    """Recommendations that act on the run's live restart, not on this ended job (the chain
+    rules), each with that restart's id: :meth:`settled_restart`."""
 
     def flag(self, *flags: Flag) -> None:
         for f in flags:
@@ -139,8 +142,19 @@ class Findings:
     def trend(self, priority: int, text: str) -> None:
         self.trends.append((priority, text))
 
-    def recommend(self, priority: int, action: Action, why: str) -> None:
-        self.recommendations.append((priority, Recommendation(action=action, why=why)))
+    def recommend(self, priority: int, action: Action, why: str, *,
+                  restart: str | None = None) -> None:
+        """``restart``: the live restart (its id) this recommendation acts on, handed on as
+        an id (``JobDetail.restart``), never to be read back from ``why``."""
+        rec = Recommendation(action=action, why=why)
+        self.recommendations.append((priority, rec))
+        if restart is not None:
+            self.restarts.append((rec, restart))
+
+    def settled_restart(self) -> str | None:
+        """The restart the settled recommendation acts on, when a chain rule's settled."""
+        chosen = self.settled_recommendation()
+        return next((job for rec, job in self.restarts if rec is chosen), None)
 
     def settled_verdict(self) -> Verdict:
         for verdict in VERDICT_PRECEDENCE:

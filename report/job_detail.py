@@ -64,7 +64,7 @@ def _assemble(
         note="; ".join(f.notes),
         infra=f.infra, type_label=f.type_label,
         display_name=(f"{record.cluster}/" if shown else "") + record.name + f.name_suffix,
-        failure=failures[0], repeats=failures[1],
+        failure=failures[0], repeats=failures[1], restart=f.settled_restart(),
         steps_unanchored=bool(facts.summary and facts.summary.steps_unanchored),
         trial_root=facts.trials.root if facts.trials and facts.trials.exists else None,
     )

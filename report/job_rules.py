@@ -19,7 +19,7 @@ from report.failure_text import failure_why, fault_text, first_fault
 from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority
 from report.holds import deadline_rule, walltime_ending
 from report.memory import SweepMemory, failure_signature, memory_key, repeated_failure
-from report.models import FailureSignature, Recommendation
+from report.models import FailureSignature
 from report.pods import KIND_LABEL
 from report.trend import shorten, signal_phrase
 
@@ -233,7 +233,7 @@ def _cancel_released_restart(ctx: JudgeContext, f: Findings, restart: str) -> No
                 f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
                 + f"; cancelled, but its afterany restart {restart}, queued before the cancel, "
                 f"was released by it and resumes the collapsed policy: cancel {restart} and "
-                f"salvage {salvage} and the rollouts first")
+                f"salvage {salvage} and the rollouts first", restart=restart)
 
 
 def recurring_rule(
@@ -260,10 +260,9 @@ def no_kill_rule(ctx: JudgeContext, f: Findings) -> None:
     chosen = f.settled_recommendation()
     if ctx.settings.no_kill and chosen is not None and chosen.action == "cancel_and_salvage":
         f.flag("no-kill")
-        f.recommendations.append((Priority.CANCEL + 1, Recommendation(
-            action="cancel_and_salvage", why=NO_KILL_PREFIX + chosen.why
-            + "; capture the evidence that disappears at termination and leave it running",
-        )))
+        f.recommend(Priority.CANCEL + 1, "cancel_and_salvage", NO_KILL_PREFIX + chosen.why
+                    + "; capture the evidence that disappears at termination and leave it "
+                    "running", restart=f.settled_restart())
 
 
 UNREADABLE_CHECKPOINTS = "; checkpoints unreadable"

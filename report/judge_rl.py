@@ -247,7 +247,7 @@ def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None
     if "ablation-exempt" in f.flags:
         f.recommend(Priority.EXEMPT, "none",
                     f"spike-mitigation ablation: observing recovery is the experiment ({why}; "
-                    f"the run goes on as its restart {successor})")
+                    f"the run goes on as its restart {successor})", restart=successor)
         return
     banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
     salvage = (f"banked step {banked}" if banked is not None
@@ -255,7 +255,7 @@ def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None
     f.recommend(Priority.CANCEL, "cancel_and_salvage",
                 f"{why}; the run goes on as its restart {successor}, which resumes the "
                 f"collapsed policy: cancel {successor} and salvage {salvage} and the "
-                "rollouts first")
+                "rollouts first", restart=successor)
 
 
 def _restart_past_window(ctx: JudgeContext, successor: str) -> bool:

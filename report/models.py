@@ -170,6 +170,11 @@ class JobDetail(Frozen):
     """A failed attempt's signature (what the sweep memory and the incident file keep)."""
     repeats: FailureSignature | None = None
     """The earlier attempt this one failed exactly like (set with ``recurring-failure``)."""
+    restart: str | None = None
+    """The live restart the recommendation acts on instead of this ended job (its chain
+    successor, or the afterany restart its cancel released), as the judge named it: what a
+    collapse alert on this row names and is raised for. None otherwise; never read from the
+    recommendation's words (a ``why`` may quote anything)."""
     instance: tuple[str | None, str | None] = Field(default=(None, None), exclude=True)
     """(Kubernetes uid, SLURM submit time) of the job read, where the reader gave them (the
     deep probe): what a button on this row is bound to. Never serialised."""
