@@ -2,13 +2,14 @@
 
 Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
 collector script before ``collector``, see ``probes.remote.script``). The seed's rules for
-logs: verify the scheduler's StdOut exists; if not, list the workdir once (never recursive)
-for ``*_<jobid>.out`` (``mismatch``), else ``missing`` (``failed`` when it could not be
-listed); read a bounded tail, or from a ``cursor`` only the bytes appended since
-(``probes.remote.logread``); a read that fails or is under the line floor is retried once,
-then ``failed`` (never "dead"). A job's own StdErr (``sbatch -e``) is read too: its last
-``STDERR_TAIL_BYTES`` beside the log (``stderr``, for its faults: tracebacks go there), or as the
-log itself when StdOut is ``/dev/null``. Every read goes through the job's :class:`Guard`.
+logs: verify the scheduler's StdOut exists; if not, list the workdir once (never recursive;
+its ``logs/`` too, see :data:`LOG_SUBDIRS`) for ``*_<jobid>.out`` (``mismatch``), else
+``missing`` (``failed`` when it could not be listed); read a bounded tail, or from a
+``cursor`` only the bytes appended since (``probes.remote.logread``); a read that fails or is
+under the line floor is retried once, then ``failed`` (never "dead"). A job's own StdErr
+(``sbatch -e``) is read too: its last ``STDERR_TAIL_BYTES`` beside the log (``stderr``, for its
+faults: tracebacks go there), or as the log itself when StdOut is ``/dev/null``. Every read
+goes through the job's :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, 
     return result
 
 
+LOG_SUBDIRS = ("logs", "log")
+"""Directories under the workdir listed (not recursively, never through a link) for a job's
+own ``*_<jobid>.out`` when StdOut gives no log: where launch scripts commonly write it."""
 _JOB_KEY = re.compile(r"\d+(?:[_+]\d+)?\Z")
 """A job key as this script names jobs: ``123``, an array task ``123_4``, a hetjob ``123+1``."""
 _LOG_SUFFIXES = (".out", ".log", ".txt")
@@ -99,8 +103,8 @@ def _job_keys(name: str) -> List[str]:  # noqa: UP006
     return keys
 
 
-def _log_names(directory: str, guard: Guard,
-               errors: Dict[str, str]) -> Dict[str, List[str]]:  # noqa: UP006
+def _log_names(directory: str, guard: Guard, errors: Dict[str, str],  # noqa: UP006
+               follow: bool = True) -> Dict[str, List[str]]:  # noqa: UP006
     """Job key -> the names in ``directory`` that can be its log, the listing read once per
     request (``tree.SEEN``) and indexed once: a sweep whose jobs' StdOut is gone costs one
     pass over a crowded log directory, not one per job. Why the listing failed (not for a
@@ -108,13 +112,15 @@ def _log_names(directory: str, guard: Guard,
 
     The directory is a SLURM WorkDir or StdOut's parent, kept as the user gave it: often a
     symlink (a scratch or project link), followed here (``/.``: the check of the opened
-    directory's device still applies), unlike a link met below it."""
-    key = f"logs:{guard.uid}:{directory}"
+    directory's device still applies), unlike a link met below it; ``follow=False`` (one of
+    :data:`LOG_SUBDIRS` under the workdir) lists it only if it is no link."""
+    key = f"logs:{guard.uid}:{directory}:{follow}"
     index = SEEN.get(key)
     if index is None:
         index = {}
         failed: dict[str, str] = {}
-        for name in listdir(directory.rstrip("/") + "/.", guard, failed) or []:
+        where = directory.rstrip("/") + "/." if follow else directory
+        for name in listdir(where, guard, failed) or []:
             for job_key in _job_keys(name):
                 index.setdefault(job_key, []).append(name)
         SEEN[key] = index
@@ -149,16 +155,21 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
             pass
         except (OSError, Refused, Hung) as exc:
             return stdout, "failed", str(exc)
-    dirs: list[str] = []
+    dirs: list[tuple[str, bool]] = []
     if workdir:
-        dirs.append(workdir)
+        dirs.append((workdir, True))
     parent = os.path.dirname(stdout) if stdout else ""
-    if parent and parent not in dirs:  # `-o logs/%x_%j.out`: the log's own directory
-        dirs.append(parent)
+    if parent and parent != workdir:  # `-o logs/%x_%j.out`: the log's own directory
+        dirs.append((parent, True))
+    if workdir:  # `exec > logs/train_$SLURM_JOB_ID.out`: the script's own log directory
+        dirs.extend((os.path.join(workdir, sub), False) for sub in LOG_SUBDIRS
+                    if os.path.join(workdir, sub) != parent)
     best: tuple[str, float] | None = None
     unlisted: dict[str, str] = {}
-    for directory in dirs:
-        for name in _log_names(directory, guard, unlisted).get(job_id, ()):
+    for directory, follow in dirs:
+        quiet: dict[str, str] = {}  # a subdir that is absent, a link or unreadable: no say
+        names = _log_names(directory, guard, unlisted if follow else quiet, follow)
+        for name in names.get(job_id, ()):
             path = os.path.join(directory, name)
             try:  # a candidate that is not the job's own regular file is no candidate
                 mtime = guard.stat_file(path).st_mtime
