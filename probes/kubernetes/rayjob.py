@@ -13,8 +13,10 @@ Policy: pure, no I/O; the shapes are KubeRay's own (ray-project/kuberay 1.x,
   ``Initializing`` (its RayCluster coming up, the job not submitted yet), ``Waiting``
   (InteractiveMode: waiting for the user's submission) and ``Retrying`` (an attempt failed
   under ``spec.backoffLimit``; a new RayCluster comes) are bring-up: PENDING, whatever its
-  pods say. ``Running`` is the Ray job submitted: one active driver, so running with no pod
-  at all is the silent wedge. ``status.failed`` counts its failed attempts (restarts).
+  pods say; so is ``Running`` with ``jobStatus: PENDING`` (submitted, Ray has not started
+  the driver: its runtime_env or resources being set up). ``Running`` is the Ray job
+  submitted: one active driver, so running with no pod at all is the silent wedge.
+  ``status.failed`` counts its failed attempts (restarts).
 - Its pods are its submitter's (K8sJobMode: a batch Job named as the RayJob, its controller;
   the pods labelled ``ray.io/originated-from-cr-name``/``-crd: RayJob``) and its RayCluster's
   (``ray.io/cluster: <status.rayClusterName>``; ``ray.io/node-type`` head or worker, their
@@ -22,9 +24,9 @@ Policy: pure, no I/O; the shapes are KubeRay's own (ray-project/kuberay 1.x,
   only: the cluster is not its own, its pods older than it). The driver's output is the
   submitter's log (``ray job logs --follow``): the log read is the submitter pod
   (``first_group`` ``submitter``), else the head pod, whose ``ray-job-submitter`` container
-  (SidecarMode) is the driver's too (:mod:`probes.kubernetes.pod_logs`). In HTTPMode and InteractiveMode no container's log
-  holds the driver's output (it is in the head's ``/tmp/ray`` session logs): the head's own
-  log is read.
+  (SidecarMode) is the driver's too (:mod:`probes.kubernetes.pod_logs`). In HTTPMode and
+  InteractiveMode no container's log holds the driver's output (it is in the head's
+  ``/tmp/ray`` session logs): the head's own log is read.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def rayjob_workload(obj: Mapping[str, Any]) -> Workload:
         deleting=meta.get("deletionTimestamp") is not None,
         active=1 if deployment == "Running" else 0,
         failed=failed,
-        bring_up=_bring_up(deployment, failed, spec),
+        bring_up=_bring_up(deployment, status, failed, spec),
     )
     mode = _str(spec.get("submissionMode")) or "K8sJobMode"
     head = _dict(_dict(_dict(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
@@ -110,8 +112,12 @@ def _condition(deployment: str, status: Mapping[str, Any],
     return None
 
 
-def _bring_up(deployment: str, failed: int, spec: Mapping[str, Any]) -> str | None:
+def _bring_up(deployment: str, status: Mapping[str, Any], failed: int,
+              spec: Mapping[str, Any]) -> str | None:
     """The reason of a RayJob not running its Ray job yet (``None``: it is, or it ended)."""
+    if deployment == "Running" and status.get("jobStatus") == "PENDING":
+        # Submitted; Ray has not started the driver (runtime_env setup, entrypoint resources).
+        return "Ray job PENDING: its runtime_env or resources are being set up"
     if deployment not in BRING_UP:
         return None
     if deployment == "Retrying" or (failed and deployment != "Waiting"):

@@ -102,7 +102,7 @@ def map_workload_state(work: WorkloadView, pods: Sequence[PodView]) -> StateVerd
         return StateVerdict(JobState.CANCELLED, "Deleting")
     if work.suspended or work.condition("Suspended") is not None:
         return StateVerdict(JobState.PENDING, SUSPENDED)
-    if work.bring_up is not None:
+    if work.bring_up is not None and (pods or not work.active):  # active, no pod: a wedge
         fault = first_given(reason for pod in pods for reason in pod.waiting
                             if reason in FAULT_WAITING)
         return StateVerdict(JobState.PENDING, fault or work.bring_up)

@@ -145,6 +145,23 @@ async def test_a_rayjob_coming_up_is_pending(standin: KubeStandIn, probe: Kubern
     assert "jobtables/silent-wedge" not in job.record.labels
 
 
+async def test_a_submitted_ray_job_still_pending_is_pending(standin: KubeStandIn,
+                                                            tmp_path: Path) -> None:
+    """``jobDeploymentStatus: Running`` with ``jobStatus: PENDING``: submitted, the Ray job
+    waits (its runtime_env installing, or its entrypoint's resources): bring-up, PENDING in
+    the buffer table (it read RUNNING); with no pod at all it is still the silent wedge."""
+    standin.rayjobs = {}
+    add_rayjob(standin, "rl-grpo-verl", job_status="PENDING",
+               log="2026-11-30 14:03:05,120\tINFO job_manager.py:530 -- Runtime env is "
+                   "setting up.\n")
+    standin.rayjobs["rl-gone"] = make_rayjob("rl-gone", job_status="PENDING")
+    jobs = {j["job_id"]: j for j in beta_jobs(await sweep(standin, tmp_path))}
+    assert (jobs["rl-grpo-verl"]["state"], jobs["rl-grpo-verl"]["verdict"]) == (
+        "PENDING", "buffering"), jobs["rl-grpo-verl"]
+    assert "buffer-filling" in jobs["rl-grpo-verl"]["flags"]
+    assert "silent-wedge" in jobs["rl-gone"]["flags"], jobs["rl-gone"]
+
+
 async def test_a_running_rayjob_with_no_pods_is_a_silent_wedge(standin: KubeStandIn,
                                                                tmp_path: Path) -> None:
     """``jobDeploymentStatus: Running`` and neither a submitter nor a Ray pod left (a node
