@@ -84,6 +84,9 @@ class InfraSignals(Frozen):
     engine_stuck_since: LogTime | None = None
     """When the current run of snapshots with requests running at 0 tokens/s began (``None``:
     the latest snapshot generated, had none running, or gave no rate)."""
+    engine_batches_at: LogTime | None = None
+    """The latest SGLang ``Prefill batch``/``Decode batch`` line's stamp: SGLang logs batches
+    only while it has requests, so its silence since is zero running (``None``: no such line)."""
     engine_5xx_recent: int = 0
     """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
     engine_recent_responses: int = 0

@@ -59,16 +59,20 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     else:
         ran = minutes_since(ctx.now, ctx.facts.record.start_time)
         no_ok = ran is not None and ran > limit
-    zero_for = engine_zero_minutes(ctx)
-    stuck_for = engine_stuck_minutes(ctx)
-    idle_for = zero_for if zero_for is not None else stuck_for
-    if not (no_ok and idle_for is not None and idle_for > limit) or not ctx.running:
+    # the first spell that lasted the window: zero running, requests stuck at 0 tokens/s, or
+    # an SGLang engine that logged no batch (it logs none while it has no request)
+    spells = ((engine_zero_minutes(ctx), "0 running reqs"),
+              (engine_stuck_minutes(ctx), "stuck"),
+              (engine_silent_minutes(ctx), "no batch logged"))
+    idle_for, what = next(((m, w) for m, w in spells if m is not None and m > limit),
+                          (None, ""))
+    if not no_ok or idle_for is None or not ctx.running:
         return False
     f.flag("engine-idle")
     f.verdict("warning")
     quiet = f" for {format_duration(min(idle_for, since_ok or idle_for) * 60)}"
     # whole within the Trend's width
-    text = (f"Engine idle{quiet}: no 200s, 0 running reqs" if zero_for is not None
+    text = (f"Engine idle{quiet}: no 200s, {what}" if what != "stuck"
             else f"Engine down{quiet}: no 200s, "
             f"{infra_signals(ctx).engine_running_requests} running reqs at 0 tokens/s")
     f.trend(Priority.DIAGNOSE - 1, text)
@@ -124,6 +128,12 @@ def engine_stuck_minutes(ctx: JudgeContext) -> float | None:
     if not infra.engine_running_requests or infra.engine_stuck_since is None:
         return None
     return _on_log_clock(ctx, infra.engine_stuck_since)
+
+
+def engine_silent_minutes(ctx: JudgeContext) -> float | None:
+    """Minutes since an SGLang engine's latest batch line (None: it logged none). SGLang logs
+    a batch only while it has requests, so this long it has had none running."""
+    return _on_log_clock(ctx, infra_signals(ctx).engine_batches_at)
 
 
 def fresh_ok(ctx: JudgeContext) -> bool:

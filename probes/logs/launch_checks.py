@@ -14,7 +14,11 @@ by the file's mtime or the 200 before it; ``probes.logs.parse`` then reads the w
 clock at ``last_ok_line``, which also times a 200 line that carries no stamp. Running-request
 snapshots (vLLM ``Running: N reqs``, SGLang ``#running-req: N``) are timed on the same clock:
 ``engine_zero_since`` is the stamp of the first snapshot of the current run of zeros, so "zero
-running requests for 10+ minutes" is a span, never one snapshot. The last
+running requests for 10+ minutes" is a span, never one snapshot. SGLang logs a batch line only
+while it has requests (a ``Prefill batch`` as it admits them, a ``Decode batch`` every
+``decode_log_interval`` steps), so an idle SGLang engine says so by its silence:
+``engine_batches_at`` is the stamp of its latest batch line, and a ``Prefill batch``'s
+``#running-req`` (the batch running beside the ``#new-seq`` it admits) counts those too. The last
 :data:`RECENT_RESPONSES` engine answers are kept to tell a 5xx burst from one stray error.
 """
 
@@ -53,6 +57,8 @@ _ENGINE_POST = re.compile(
     r"(?P<code>\d{3})"
 )
 _RUNNING = re.compile(r"\bRunning: (?P<n>\d+) reqs\b|#running-req: (?P<sglang>\d+)")
+_SGLANG_BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")
+_NEW_SEQ = re.compile(r"\bPrefill batch\b.*?#new-seq: (?P<n>\d+)")
 _GENERATING = re.compile(r"\bAvg generation throughput: (?P<v>[\d.]+) tokens/s"
                          r"|\bgen throughput \(token/s\): (?P<s>[\d.]+)")
 """The stats line's generation rate, beside its running count (vLLM, SGLang)."""
@@ -113,6 +119,8 @@ class LaunchChecks:
         """(line, stamp) of stamped engine lines (stats, heartbeat), spaced (``mark``)."""
         self.stuck_since: datetime | None = None
         """The first snapshot of the current run with requests running at 0 tokens/s."""
+        self.batches_at: datetime | None = None
+        """The stamp of the latest SGLang batch line (it logs none while idle)."""
         self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
         """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
@@ -144,7 +152,12 @@ class LaunchChecks:
             running := _RUNNING.search(text)
         ) is not None:
             rate = _GENERATING.search(text)
-            self._running(int(running.group("n") or running.group("sglang")), text,
+            count = int(running.group("n") or running.group("sglang"))
+            if running.group("sglang") is not None and _SGLANG_BATCH.search(text):
+                admitted = _NEW_SEQ.search(text)
+                count += int(admitted.group("n")) if admitted else 0
+                self.batches_at = self.clock.read(text) or self.batches_at
+            self._running(count, text,
                           float(rate.group("v") or rate.group("s")) if rate else None, line_no)
         if tunnel_auth:
             self.auth_failures += 1
@@ -195,6 +208,7 @@ class LaunchChecks:
             engine_running_requests=self.running,
             engine_zero_since=self.zero_since if self.running == 0 else None,
             engine_stuck_since=self.stuck_since,
+            engine_batches_at=self.batches_at,
             engine_5xx_recent=sum(self.recent),
             engine_recent_responses=len(self.recent),
         )
