@@ -83,10 +83,12 @@ async def test_the_submitter_job_is_no_row_of_its_own(standin: KubeStandIn, tmp_
                             clock=lambda: NOW)
     try:
         facts = await probe.collect()
+        one = await probe.collect_job("rl-grpo-verl")
     finally:
         await probe.aclose()
     assert [(j.record.job_id, j.record.labels.get("jobtables/kind")) for j in facts.jobs] == [
         ("rl-grpo-verl", "RayJob")]
+    assert one is not None and "jobtables/same-name" not in one.record.labels  # no namesake
     [job] = facts.jobs
     assert job.record.stdout_path == f"pod/{SUBMITTER_POD}"
     assert (job.record.pods_total, job.record.pods_running) == (4, 4)
