@@ -57,6 +57,8 @@ class TrialChecks:
         # As the newest-third rule: a passthrough (timeout, overflow) completed its rollout,
         # unscored ones trained as reward 0, so it is never the sample's failure.
         completed = [t for t in sampled if _completed(t)]
+        dead = not completed and (len(excepted) == n
+                                  or all(t.finished_at is None for t in sampled))
         if len(excepted) == n and not completed:
             top = Counter(t.exception_type for t in excepted).most_common(1)[0]
             self.add(f"zero trials completing: all {n} sampled trials (of {trials.listed}) "
@@ -69,7 +71,9 @@ class TrialChecks:
             self.add(_all_zero(completed, n))
         before = len(self.reasons)
         self.idle_agents(trials)
-        if len(self.reasons) == before:
+        # The newest third matters where older trials completed; a wholly dead sample has
+        # said it all (and "older trials completed" would be false there).
+        if len(self.reasons) == before and not dead:
             self.newest_trials(sampled)
         last = [t.messages[-1] for t in sampled if t.messages]
         if last:
