@@ -45,6 +45,9 @@ from tests.bot.builders import blocks_text, detail, job, sweep_result
         ("/job", "beta:rl-qwen2.5-7b-grpo", JobQuery(cluster="beta",
                                                      job_id="rl-qwen2.5-7b-grpo")),
         ("/job", "sft-llama-3.1-8b.v2", JobQuery(job_id="sft-llama-3.1-8b.v2")),
+        # a KubeRay RayJob sharing a Job's name (kubectl's form)
+        ("/job", "beta:rayjob/rl-grpo-verl", JobQuery(cluster="beta",
+                                                      job_id="rayjob/rl-grpo-verl")),
     ],
 )
 def test_accepted(command: str, text: str, expected: object) -> None:
@@ -71,6 +74,9 @@ def test_accepted(command: str, text: str, expected: object) -> None:
         ("/job", ".rl-run", "is not a job id"),
         ("/job", "rl-run.", "is not a job id"),
         ("/job", "jobset/rl.run", "is not a job id"),  # a JobSet's name has no dots
+        ("/job", "rayjob/rl.run", "is not a job id"),  # nor a RayJob's (DNS-1035)
+        ("/job", "rayjob/../x", "is not a job id"),
+        ("/job", "rayjob/", "is not a job id"),
         ("/jobs", "gpu", "unknown bucket"),
         ("/jobs", "rl sft", "at most one word"),
         ("/jobs", "mine @bob", "at most one word"),
