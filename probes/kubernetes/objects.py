@@ -303,15 +303,17 @@ def owned_by(pod: Any, work: Workload) -> bool:
 
 def _rayjobs(pod: Any, labels: Mapping[str, str], work: Workload) -> bool:
     """A pod is the RayJob's: its RayCluster's (the ``ray.io/cluster`` its status names,
-    indexed so) or its submitter's (``ray.io/originated-from-crd: RayJob``; the controller-uid
-    one of its submitter Jobs' when listed), never created before the RayJob itself (a
-    re-created RayJob's predecessor's pods; its RayCluster's name is new each attempt)."""
+    indexed so) or its submitter's (``ray.io/originated-from-crd: RayJob``, or before
+    KubeRay 1.7 the Job controller's ``job-name`` alone; the controller-uid one of its
+    submitter Jobs' when listed), never created before the RayJob itself (a re-created
+    RayJob's predecessor's pods; its RayCluster's name is new each attempt)."""
     created = pod.metadata.creation_timestamp
     if work.created is not None and created is not None and created < work.created:
         return False
     if RAY_CLUSTER_LABEL in labels:
         return True
-    if labels.get(RAY_CRD_LABEL) != "RayJob":
+    if labels.get(RAY_CRD_LABEL) != "RayJob" and not any(
+            labels.get(key) == work.name for key in JOB_NAME_LABELS):
         return False
     uid = next((labels[key] for key in CONTROLLER_UID_LABELS if key in labels), None)
     return not work.submitter_uids or uid in work.submitter_uids

@@ -18,7 +18,8 @@ Policy: pure, no I/O; the shapes are KubeRay's own (ray-project/kuberay 1.x,
   submitted: one active driver, so running with no pod at all is the silent wedge.
   ``status.failed`` counts its failed attempts (restarts).
 - Its pods are its submitter's (K8sJobMode: a batch Job named as the RayJob, its controller;
-  the pods labelled ``ray.io/originated-from-cr-name``/``-crd: RayJob``) and its RayCluster's
+  its pods labelled ``job-name: <the RayJob>`` by the Job controller, and since KubeRay 1.7.0
+  ``ray.io/originated-from-cr-name``/``-crd: RayJob`` too) and its RayCluster's
   (``ray.io/cluster: <status.rayClusterName>``; ``ray.io/node-type`` head or worker, their
   group; a RayJob on an existing RayCluster, ``spec.clusterSelector``, has its submitter's
   only: the cluster is not its own, its pods older than it). The driver's output is the
@@ -35,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probes.kubernetes.objects import (
+    JOB_NAME_LABELS,
     RAY_CLUSTER_LABEL,
     RAYJOB_NAME_LABEL,
     Workload,
@@ -94,7 +96,8 @@ def rayjob_workload(obj: Mapping[str, Any]) -> Workload:
         command=entrypoint[:400] or None,
         restarts=failed,
         first_group=SUBMITTER_GROUP if mode == "K8sJobMode" else HEAD_GROUP,
-        pod_sets=((RAYJOB_NAME_LABEL, name),
+        pod_sets=(*(((label, name) for label in (RAYJOB_NAME_LABEL, *JOB_NAME_LABELS))
+                    if mode == "K8sJobMode" else ()),
                   *(((RAY_CLUSTER_LABEL, cluster),) if cluster else ())),
     )
 

@@ -11,7 +11,8 @@ is named as the RayJob, labelled ``ray.io/originated-from-cr-name``,
 ``ray.io/originated-from-crd: RayJob``, ``app.kubernetes.io/created-by: kuberay-operator``,
 its backoffLimit 2, the RayJob its controller owner; ``getSubmitterTemplate``: its pod
 template carries the same three labels, the container ``ray-job-submitter``, restartPolicy
-Never; ``GenerateRayClusterName``: ``<rayjob>-<5 random>``), ``common/pod.go``
+Never (the template's labels since KubeRay 1.7.0: before, the submitter pods carry the Job
+controller's labels alone); ``GenerateRayClusterName``: ``<rayjob>-<5 random>``), ``common/pod.go``
 ``labelPod`` (a Ray pod's ``ray.io/cluster``, ``ray.io/node-type`` head/worker,
 ``ray.io/group``, ``ray.io/is-ray-node``, ``ray.io/identifier``, ``app.kubernetes.io/name:
 kuberay``), the RayCluster their controller owner. SidecarMode puts the submitter container
@@ -152,15 +153,19 @@ def make_submitter_job(name: str) -> V1Job:
         status=V1JobStatus(active=1, start_time=NOW - timedelta(minutes=110)))
 
 
-def make_submitter_pod(name: str, *, suffix: str = "b7xqm", **kwargs: Any) -> Any:
-    """The submitter Job's pod (the Job controller's labels and owner, the template's
-    KubeRay labels); ``kwargs``: :func:`builders.make_pod`'s phase, state, reason..."""
+def make_submitter_pod(name: str, *, suffix: str = "b7xqm", template_labels: bool = True,
+                       **kwargs: Any) -> Any:
+    """The submitter Job's pod (the Job controller's labels and owner; the template's KubeRay
+    labels, which ``getSubmitterTemplate`` adds since KubeRay 1.7.0 only: ``template_labels``
+    False is a pod of KubeRay 1.0-1.6, the Job controller's labels alone); ``kwargs``:
+    :func:`builders.make_pod`'s phase, state, reason..."""
     pod = make_pod(f"{name}-{suffix}", name, containers=(SUBMITTER,), **kwargs)
     labels = pod.metadata.labels
     labels["batch.kubernetes.io/controller-uid"] = labels["controller-uid"] = (
         "uid-submitter-" + name)
-    labels.update({"ray.io/originated-from-cr-name": name,
-                   "ray.io/originated-from-crd": "RayJob", **KUBERAY_LABELS})
+    if template_labels:
+        labels.update({"ray.io/originated-from-cr-name": name,
+                       "ray.io/originated-from-crd": "RayJob", **KUBERAY_LABELS})
     pod.metadata.owner_references[0].uid = "uid-submitter-" + name
     return pod
 

@@ -32,6 +32,7 @@ from tests.probes.kubernetes.rayjobs import (
     cluster_of,
     make_ray_pod,
     make_rayjob,
+    make_submitter_pod,
     submitter_log,
 )
 from tests.probes.kubernetes.standin import KubeStandIn
@@ -92,6 +93,44 @@ async def test_the_submitter_job_is_no_row_of_its_own(standin: KubeStandIn, tmp_
     [job] = facts.jobs
     assert job.record.stdout_path == f"pod/{SUBMITTER_POD}"
     assert (job.record.pods_total, job.record.pods_running) == (4, 4)
+
+
+@pytest.mark.parametrize("selector", ["team=post-training", None])
+async def test_a_submitter_pod_of_kuberay_before_1_7_is_read(
+        standin: KubeStandIn, cluster: KubernetesCluster, selector: str | None) -> None:
+    """KubeRay 1.0-1.6 label the submitter pods as the Job controller does only (its
+    ``getSubmitterTemplate`` adds ``ray.io/originated-from-*`` since 1.7.0): the pod named by
+    ``job-name: <the RayJob>`` is still the driver's log, its submitter Job listed or not (a
+    label selector the Job does not carry). The head's ``ray start`` log was read instead:
+    no metric, in "Filling buffer" for ever."""
+    standin.rayjobs = {}
+    add_rayjob(standin, "rl-grpo-verl", log=VERL)
+    standin.pods[SUBMITTER_POD] = make_submitter_pod("rl-grpo-verl", template_labels=False)
+    probe = KubernetesProbe(cluster.model_copy(update={"label_selector": selector}),
+                            clock=lambda: NOW)
+    try:
+        [job] = (await probe.collect()).jobs
+    finally:
+        await probe.aclose()
+    assert (job.record.job_id, job.record.stdout_path) == ("rl-grpo-verl",
+                                                           f"pod/{SUBMITTER_POD}")
+    assert job.summary is not None and max(p.step for p in job.summary.points) == 40
+    assert job.record.pods_total == 4
+
+
+async def test_a_namesake_jobs_pods_are_no_submitter_outside_k8s_job_mode(
+        standin: KubeStandIn, probe: KubernetesProbe) -> None:
+    """In HTTPMode there is no submitter: a Job of the RayJob's name (its id ``rayjob/x``)
+    keeps its pod; the RayJob's log is its head's."""
+    standin.rayjobs = {"rl-x": make_rayjob("rl-x", mode="HTTPMode")}
+    head = make_ray_pod(cluster_of("rl-x"), "head")
+    standin.pods[head.metadata.name] = head
+    standin.jobs["rl-x"] = make_job("rl-x", active=1)
+    standin.pods["rl-x-0"] = make_pod("rl-x-0", "rl-x")
+    jobs = {j.record.job_id: j.record for j in (await probe.collect()).jobs}
+    assert (jobs["rayjob/rl-x"].stdout_path, jobs["rayjob/rl-x"].pods_total) == (
+        f"pod/{head.metadata.name}", 1)
+    assert jobs["rl-x"].stdout_path == "pod/rl-x-0"
 
 
 @pytest.mark.parametrize(("deployment", "job_status", "reason", "message", "state", "said"), [
