@@ -49,8 +49,10 @@ RAYJOB_GROUP, RAYJOB_VERSION, RAYJOB_PLURAL = "ray.io", "v1", "rayjobs"
 SUBMITTER_GROUP = "submitter"
 """The group of a RayJob's submitter pods (:mod:`probes.kubernetes.pod_status`)."""
 HEAD_GROUP = "head"
-BRING_UP = frozenset({"", "New", "Initializing", "Waiting", "Retrying"})
-"""Deployment statuses before the Ray job runs (KubeRay's ``JobDeploymentStatus``)."""
+BRING_UP = frozenset({"", "New", "Initializing", "Waiting", "Retrying",
+                      "WaitForDashboard", "WaitForDashboardReady", "WaitForK8sJob"})
+"""Deployment statuses before the Ray job runs (KubeRay's ``JobDeploymentStatus``; the
+``WaitFor...`` ones KubeRay 1.0's)."""
 SUSPENDED = frozenset({"Suspending", "Suspended"})
 FINISHED = {"SUCCEEDED": "Succeeded", "STOPPED": "Stopped", "FAILED": "Failed"}
 """A ``Complete`` deployment's Ray job status, as the condition the state mapping reads."""

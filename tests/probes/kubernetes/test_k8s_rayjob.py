@@ -168,6 +168,7 @@ async def test_a_finished_rayjob_state_from_its_status(
     ("Initializing", {}, "Initializing"),
     ("Suspended", {"suspend": True, "cluster": None}, "Suspended"),
     ("Retrying", {"failed": 1, "backoff_limit": 2}, "Retrying"),
+    ("WaitForDashboardReady", {}, "WaitForDashboardReady"),  # KubeRay 1.0's bring-up
 ])
 async def test_a_rayjob_coming_up_is_pending(standin: KubeStandIn, probe: KubernetesProbe,
                                              deployment: str, extra: dict, said: str) -> None:  # type: ignore[type-arg]
@@ -176,7 +177,7 @@ async def test_a_rayjob_coming_up_is_pending(standin: KubeStandIn, probe: Kubern
     standin.rayjobs = {"rl-ray": make_rayjob("rl-ray", deployment=deployment,
                                              job_status="" if deployment != "Retrying"
                                              else "FAILED", **extra)}
-    if deployment == "Initializing":
+    if deployment in ("Initializing", "WaitForDashboardReady"):
         standin.pods["head"] = make_ray_pod(cluster_of("rl-ray"), "head")
         standin.logs["head"] = RAY_START
     [job] = (await probe.collect()).jobs
