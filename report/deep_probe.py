@@ -9,7 +9,8 @@ reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
 ``report.sample_text``):
 
 - weight-sync garbage: most samples are not language (non-printable or U+FFFD share), or are
-  one token repeated; the step's compression ratio is far from the run's own baseline; the
+  one token repeated; the step's compression ratio is far from the run's own baseline (not
+  for answers far terser or longer that the verifier passes at least as often); the
   per-token log-ratio jumps while the samples turn to noise;
 - collapsed diversity: most prompt groups' samples are identical or nearly so (3-gram overlap);
 - degenerate lengths: every output empty, or every output cut at the max length;
@@ -68,6 +69,30 @@ def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:
     for sample in samples:
         by_prompt.setdefault(sample.prompt or "", []).append(sample)
     return [g for g in by_prompt.values() if len(g) >= 2]
+
+
+RESTYLED_LENGTH = 3.0
+"""How many times terser or longer a step's answers must be than the baseline's before their
+compression ratio is taken as confounded by length (:func:`_restyled`)."""
+
+
+def _restyled(step: RolloutStep, baseline: RolloutStep) -> bool:
+    """Answers that got terser or longer by :data:`RESTYLED_LENGTH` (zlib's ratio rises as texts
+    shorten and falls as they lengthen, so it cannot tell style from noise there) which the
+    verifier passes (reward > 0) at least as often as the baseline's, some of them: a run
+    learning to answer tersely or to reason longer, not garbage, which passes nothing."""
+    def length(samples: Sequence[RolloutSample]) -> float:
+        return mean(s.output_chars or len(s.output) for s in samples) if samples else 0.0
+
+    def share(samples: Sequence[RolloutSample]) -> float | None:
+        scored = [s.score for s in samples if s.score is not None]
+        return sum(1 for x in scored if x > 0) / len(scored) if scored else None
+
+    now, then = length(step.samples), length(baseline.samples)
+    if min(now, then) <= 0 or 1 / RESTYLED_LENGTH <= now / then <= RESTYLED_LENGTH:
+        return False
+    passed, before = share(step.samples), share(baseline.samples)
+    return passed is not None and before is not None and passed > 0 and passed >= before
 
 
 def _where(dump: RolloutDump, step: RolloutStep) -> str:
@@ -143,6 +168,8 @@ class _Judge(TrialChecks):
             return False
         factor = now / then
         if factor > self.s.compression_factor or factor < 1 / self.s.compression_factor:
+            if _restyled(step, baseline):
+                return False
             self.add(f"compression ratio {now:.2f} at {where} vs {then:.2f} at the baseline "
                      f"step {baseline.step} ({factor:.1f}x): the text changed character, e.g. "
                      f"{quote(step.samples[0].output)}")
