@@ -31,6 +31,7 @@ from bot.alert_messages import collapse_batch_messages, collapse_message
 from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.episodes import BATCH_MARK, alert_index, cancel_forbidden, job_ref, message_key
+from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
 from report.models import JobDetail
 
@@ -82,6 +83,7 @@ class AlertDelivery:
         # rollout) their claims are given back, or those collapses would stay unalerted for
         # the claim's lifetime. A post in flight keeps its claim (Slack may have taken it).
         unsent = {pending.name: pending for pending in claimed}
+        refused: dict[str, Refusal] = {}  # why each alert's last post was refused
         try:
             for owner, group in by_owner.items():
                 left = list(group)
@@ -89,18 +91,23 @@ class AlertDelivery:
                     channel = await dm_channel(self._client, owner)  # None: the channel
                     if channel is not None:
                         left = await self._post(channel, left, config, delivered_for=None,
-                                                done=delivered, unsent=unsent)
+                                                done=delivered, unsent=unsent, refused=refused)
                         self.by_dm.update(job_ref(p.detail) for p in group
                                           if p.name in delivered)
                 if left and config.slack.channel:
                     left = await self._post(config.slack.channel, left, config,
-                                            delivered_for=owner, done=delivered, unsent=unsent)
+                                            delivered_for=owner, done=delivered, unsent=unsent,
+                                            refused=refused)
                 for pending in left:
-                    # Nothing was delivered: give the claim back so the next sweep (or this
-                    # one's retry, soon) tries again.
+                    # Nothing was delivered: give the claim back so the next sweep tries
+                    # again, and this one's retry, soon, unless Slack refused it for good (the
+                    # channel closed to the bot, the token refused: no retry within minutes
+                    # passes that; the next sweep's read of the collapse tries once more).
+                    why = refused.get(pending.name)
                     log.warning("collapse alert not delivered; retried next sweep",
-                                ref=job_ref(pending.detail))
-                    self.undelivered += 1
+                                ref=job_ref(pending.detail), error=why.error if why else None)
+                    if why is None or not why.permanent:
+                        self.undelivered += 1
                     await self._give_back(pending)
         except asyncio.CancelledError:
             for pending in unsent.values():
@@ -116,11 +123,11 @@ class AlertDelivery:
             log.warning("alert claim kept; it expires by itself", error=str(exc))
 
     async def _post(self, channel: str, group: list[_Pending], config: Config, *,
-                    delivered_for: str | None, done: set[str],
-                    unsent: dict[str, _Pending]) -> list[_Pending]:
+                    delivered_for: str | None, done: set[str], unsent: dict[str, _Pending],
+                    refused: dict[str, Refusal]) -> list[_Pending]:
         """Post ``group``'s alerts to ``channel`` (one alone as ever, several batched);
-        record each delivered one in ``done``; return those Slack took no message for. Each
-        alert leaves ``unsent`` when its post is sent."""
+        record each delivered one in ``done``; return those Slack took no message for (why,
+        in ``refused``). Each alert leaves ``unsent`` when its post is sent."""
         if len(group) == 1:
             (one,) = group
             message = collapse_message(one.detail, can_cancel=one.can_cancel,
@@ -129,20 +136,21 @@ class AlertDelivery:
         else:
             parts = collapse_batch_messages(
                 [(p.detail, p.can_cancel, p.path) for p in group], delivered_for=delivered_for)
-        left = []
+        left: list[_Pending] = []
         for message, members in parts:
             for i in members:
                 unsent.pop(group[i].name, None)
             posted = await post(self._client, channel=channel, text=message.text,
                                 blocks=message.blocks)
             for i in members:
-                if posted is None:
+                if isinstance(posted, Refusal):
                     left.append(group[i])
+                    refused[group[i].name] = posted
                 else:
                     await self._record(group[i], posted, config,
                                        delivered_for=delivered_for, batched=len(group) > 1)
                     done.add(group[i].name)
-            if posted is not None and len(group) > 1:
+            if not isinstance(posted, Refusal) and len(group) > 1:
                 await self._mark_batch(posted, self._ttl(config))
         return left
 
@@ -173,6 +181,8 @@ class AlertDelivery:
             "no_cancel": None if pending.can_cancel else cancel_forbidden(pending.detail, config),
             "delivered_for": delivered_for, "batched": batched, "uid": pending.uid,
             "submitted": pending.submitted, "name": pending.name, "job_name": job.name,
+            # The live restart the alert names, as the judge handed it over (never its prose).
+            "restart": pending.detail.restart,
         }
         name = pending.name
         self._local[name] = record

@@ -130,6 +130,8 @@ class Bot:
     one per job, the Redis lock's stand-in while Redis is down)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.client, CountingWebClient):
+            self.client.clock = self.clock  # a Retry-After counted on the bot's clock
         self.health: SlackHealth = getattr(self.client, "health", None) or SlackHealth()
         self.cache = SweepCache(store=self.store, offload=self.offload,
                                 telemetry=self.telemetry, clock=self.clock)

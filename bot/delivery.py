@@ -6,12 +6,20 @@ is logged once with Slack's error code (``not_in_channel``, ``user_not_found``,
 ``ratelimited``, ...), counted in ``jobtables_slack_api_errors_total{method,error}`` and kept
 in :class:`SlackHealth` for the ``/healthz`` detail (method, error and time only: no channel,
 no job, no text); so is a file upload's POST of its bytes to the upload URL (``files.upload``),
-which slack_sdk sends outside its Web API methods. Callers use :func:`post`, which returns
-``None`` instead of raising, so one failed post (the sweep channel, say) never stops the
-next one (a collapse DM). A ``response_url`` answer is checked the same way
-(:class:`Responder`): Bolt's ``respond()`` returns the webhook's status instead of raising,
-so a 404 used to vanish; it waits the Web API's bound, not its webhook client's 30 s, and
-gives up with its posting.
+which slack_sdk sends outside its Web API methods. Callers use :func:`post` (and
+:func:`open_dm`), which return a :class:`Refusal` instead of raising, so one failed post (the
+sweep channel, say) never stops the next one (a collapse DM), and the caller knows why: a
+refusal no later try can pass (:data:`PERMANENT_ERRORS`: the conversation gone or closed to
+the bot, the token refused, the message itself refused) is dropped, not kept for the next
+sweeps; a message refused for its size or its blocks is first sent once more as its text
+alone, cut (:func:`post`); anything else (a 429 past its retries, a 5xx, a timeout) passes
+and is kept by the caller. A 429's ``Retry-After`` longer than a call waits
+(:data:`MAX_RETRY_AFTER_S`) is remembered per method: until it has passed, that method's
+calls fail at once, unsent, as ``ratelimited`` (Slack would refuse them again), so a sweep's
+retry a minute later leaves its replies kept for the sweep after it. A ``response_url``
+answer is checked the same way (:class:`Responder`): Bolt's ``respond()`` returns the
+webhook's status instead of raising, so a 404 used to vanish; it waits the Web API's bound,
+not its webhook client's 30 s, and gives up with its posting.
 
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
@@ -38,7 +46,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from ssl import SSLContext
 from typing import Any
@@ -55,6 +63,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.file_upload_v2_result import FileUploadV2Result
 
 from bot.breaker import GaveUp, give_up, given_up, request_bound, tracked
+from bot.slack_errors import CONTENT_ERRORS, RateLimitedUntil, Refusal, cut_message, slack_error
 from bot.telemetry import Telemetry
 from report.chunks import text_blocks
 
@@ -87,13 +96,6 @@ class SlackHealth:
 
     def summary(self) -> dict[str, Any]:
         return {"failures": self.failures, "recent": list(self.recent)}
-
-
-def slack_error(exc: BaseException) -> str:
-    """Slack's error code (``not_in_channel``) or the client error's class name."""
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error") or f"http_{exc.response.status_code}")
-    return type(exc).__name__
 
 
 MAX_RETRY_AFTER_S = 30.0
@@ -169,6 +171,10 @@ class CountingWebClient(AsyncWebClient):
         self.health = health
         self.dm_channels: dict[str, str] = {}
         """User id -> the id of the bot's DM with them, as ``conversations.open`` gave it."""
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        """What a ``Retry-After`` is counted on (the bot's clock: ``bot.app.Bot``)."""
+        self._limited: dict[str, datetime] = {}
+        """Method -> until when Slack's last 429 for it asked its calls to wait."""
 
     def bound(self, seconds: float) -> None:
         """Each request waits at most ``seconds`` for Slack (``[slack] api_timeout_seconds``)."""
@@ -187,12 +193,16 @@ class CountingWebClient(AsyncWebClient):
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         self._unless_given_up(api_method)
+        # chat.postMessage is limited per channel (Slack's special tier), the rest per method.
+        limit = api_method + "".join(f":{c}" for c in _channels(kwargs))
+        self._unless_limited(api_method, limit)
         try:
             async with tracked(api_method):  # each request bounded by :attr:`timeout`
                 return await super().api_call(api_method, **kwargs)
         except (SlackApiError, SlackClientError) as exc:
             self._failed(api_method, slack_error(exc))
             self._forget_dm(kwargs)
+            self._remember_limit(limit, exc)
             raise
         except NETWORK_ERRORS as exc:  # counted as the others; the callers treat it so
             self._failed(api_method, type(exc).__name__)
@@ -215,6 +225,26 @@ class CountingWebClient(AsyncWebClient):
         if result.status != 200:
             self._failed(UPLOAD, f"http_{result.status}")
         return result
+
+    def _unless_limited(self, call: str, limit: str) -> None:
+        """Raise :class:`RateLimitedUntil` (counted, not logged again) while Slack's last 429
+        for ``limit`` (the method, and the channel it posts to) asks its calls to wait."""
+        until = self._limited.get(limit)
+        if until is None:
+            return
+        if self.clock() >= until:
+            del self._limited[limit]
+            return
+        self._telemetry.slack_api_errors.labels(method=call, error="ratelimited").inc()
+        raise RateLimitedUntil(f"{call} not sent: rate-limited until {until.isoformat()}")
+
+    def _remember_limit(self, limit: str, exc: BaseException) -> None:
+        """A 429 slack_sdk did not wait out (its ``Retry-After`` too long): its wait kept."""
+        response = exc.response if isinstance(exc, SlackApiError) else None
+        if response is None or response.status_code != 429:
+            return
+        wait = retry_after_s(_named(response.headers, "retry-after"))
+        self._limited[limit] = self.clock() + timedelta(seconds=wait)
 
     def _unless_given_up(self, call: str) -> None:
         """Raise :class:`GaveUp` (counted) when this call's posting gives its calls up."""
@@ -240,15 +270,30 @@ class CountingWebClient(AsyncWebClient):
         """Forget the DM channel a failed call named (a closed or unknown DM opens afresh)."""
         if not self.dm_channels:
             return
-        named = {str(part[key]) for part in (kwargs.get(k) for k in
-                 ("json", "params", "data")) if isinstance(part, dict)
-                 for key in ("channel", "channel_id") if key in part}
+        named = set(_channels(kwargs))
         for user in [u for u, c in self.dm_channels.items() if c in named]:
             del self.dm_channels[user]
 
 
-async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
-    """``chat.postMessage``; ``None`` when Slack refused (already logged and counted)."""
+def _channels(kwargs: dict[str, Any]) -> list[str]:
+    """The channels a Web API call's arguments name (slack_sdk's ``json``/``params``/``data``)."""
+    return sorted({str(part[key]) for part in (kwargs.get(k) for k in ("json", "params", "data"))
+                   if isinstance(part, dict) for key in ("channel", "channel_id") if key in part})
+
+
+async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | Refusal:
+    """``chat.postMessage``: Slack's answer, or why it took no message (already logged and
+    counted). A message refused as such (:data:`CONTENT_ERRORS`: too long, blocks Slack will
+    not take) is sent once more as its text alone, cut and saying so: what Slack takes of it
+    beats nothing, and the same message would only be refused again."""
+    refused = await _post(client, dict(kwargs))
+    if not isinstance(refused, Refusal) or refused.error not in CONTENT_ERRORS:
+        return refused
+    again = await _post(client, cut_message(kwargs, refused.error))
+    return again if not isinstance(again, Refusal) else refused
+
+
+async def _post(client: AsyncWebClient, kwargs: dict[str, Any]) -> dict[str, Any] | Refusal:
     if not kwargs.get("blocks"):
         # Text only: its verbatim sections are what Slack shows (top-level text is always
         # auto-linked: a job named with a URL would read as a link); the text notifies.
@@ -257,29 +302,31 @@ async def post(client: AsyncWebClient, **kwargs: Any) -> dict[str, Any] | None:
             kwargs["blocks"] = blocks
     try:
         response = await client.chat_postMessage(**kwargs)
-    except (SlackApiError, SlackClientError):
-        return None
-    except NETWORK_ERRORS:
-        return None
+    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:
+        return Refusal(slack_error(exc))
     return dict(response.data) if isinstance(response.data, dict) else {}
 
 
-async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
+async def open_dm(client: AsyncWebClient, user: str) -> str | Refusal:
     """The id of the bot's DM with ``user``: remembered by a :class:`CountingWebClient`, else
-    ``conversations.open``'s; ``None`` when Slack refused (already logged and counted)."""
+    ``conversations.open``'s; or why Slack refused (already logged and counted)."""
     counting = client if isinstance(client, CountingWebClient) else None
     if counting is not None and user in counting.dm_channels:
         return counting.dm_channels[user]
     try:
         opened = await client.conversations_open(users=user)
-    except (SlackApiError, SlackClientError):
-        return None
-    except NETWORK_ERRORS:
-        return None
+    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:
+        return Refusal(slack_error(exc))
     channel = str(opened["channel"]["id"])
     if counting is not None:
         counting.remember_dm(user, channel)
     return channel
+
+
+async def dm_channel(client: AsyncWebClient, user: str) -> str | None:
+    """:func:`open_dm`, ``None`` when Slack refused (for callers that need no reason)."""
+    opened = await open_dm(client, user)
+    return None if isinstance(opened, Refusal) else opened
 
 
 async def update(client: AsyncWebClient, **kwargs: Any) -> bool:

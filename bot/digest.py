@@ -71,6 +71,7 @@ from bot.messages import (
 )
 from bot.owners import cluster_user
 from bot.scheduler import interval_start
+from bot.slack_errors import Refusal
 from bot.store import StoreUnavailable
 from bot.sweep_result import SweepResult
 from probes.models import ACTIVE_STATES
@@ -268,7 +269,7 @@ class Digest(DigestPosting):
                 return doc, False, counted
             log.warning("parent not editable; opening a new one")
         posted = await self._post(channel, message, None)
-        if posted is None or not posted.get("ts"):
+        if isinstance(posted, Refusal) or not posted.get("ts"):
             return None, False, counted
         doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,
                "period": period, "opened_at": self._clock().isoformat(), "sweeps": sweeps,
@@ -360,8 +361,8 @@ class Digest(DigestPosting):
             return False
         told = True
         for piece in packed_lines(lines, NOTE_MAX):
-            told = await self._post(channel, text_message(piece), parent["ts"]) is not None \
-                and told
+            told = not isinstance(await self._post(channel, text_message(piece), parent["ts"]),
+                                  Refusal) and told
         return told
 
     async def after_cancel(self, config: Config, cluster: str, job_id: str,

@@ -4,8 +4,12 @@ Policy (see ``bot.digest``): the digest's documents (the period's parent, the la
 snapshots) live in Redis; while Redis is down this process keeps its own copy and writes it
 back when Redis answers, only over the copy it last saw there (another replica's newer one
 is kept). Posts to one channel are paced (:class:`Pacer`, a second apart by default) and a
-refused reply of a sweep is kept for its retry; a posting whose Web API hung gives up
-without waiting for its slot. :class:`DigestPosting` is the base of ``bot.digest.Digest``.
+reply of a sweep refused for now (a rate limit, a 5xx, a timeout) is kept for its retry; one
+Slack will never take (``bot.slack_errors.PERMANENT_ERRORS``: the bot not in the channel,
+the channel archived, the token refused) is dropped at once, and once the channel itself
+refused, the publish's other replies to it are not sent at all (``Refusal.gone``). A posting
+whose Web API hung gives up without waiting for its slot. :class:`DigestPosting` is the base
+of ``bot.digest.Digest``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from bot.breaker import given_up
 from bot.config import Config
 from bot.delivery import post
 from bot.scheduler import interval_number
+from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
 from report.chunks import SlackMessage
 
@@ -104,6 +109,8 @@ class DigestPosting:
         """Whether the last publish's edit of the parent failed for now (kept, not edited)."""
         self._undelivered_unsaved = False
         """Whether :attr:`_pending` could not be written to Redis (Redis down)."""
+        self._gone: dict[str, Refusal] = {}
+        """Channels that refused this publish's posts for good (``Refusal.gone``)."""
 
     @property
     def undelivered(self) -> bool:
@@ -119,6 +126,7 @@ class DigestPosting:
         one before a restart) left in Redis (:meth:`_save_undelivered`)."""
         now = self._clock()
         pending, self._pending = self._pending, []
+        self._gone = {}  # a publish begins here: a channel refused before may take posts now
         if not retry:
             stored = await self._stored_undelivered()
             # Redis's list is the one to go by once this process's was written there: an
@@ -226,12 +234,18 @@ class DigestPosting:
     # -- posting ------------------------------------------------------------------------------
 
     async def _post(self, channel: str, message: SlackMessage,
-                    thread_ts: str | None) -> dict[str, Any] | None:
-        """One paced ``chat.postMessage``; ``None`` when Slack refused (logged, counted)."""
+                    thread_ts: str | None) -> dict[str, Any] | Refusal:
+        """One paced ``chat.postMessage``, or why Slack refused it (logged, counted); not
+        sent to a channel that refused this publish for good."""
+        if channel in self._gone:
+            return self._gone[channel]
         thread = {"thread_ts": thread_ts} if thread_ts else {}
         async with self._slot(channel):
-            return await post(self._client, channel=channel, text=message.text,
-                              blocks=message.blocks, **thread)
+            posted = await post(self._client, channel=channel, text=message.text,
+                                blocks=message.blocks, **thread)
+        if isinstance(posted, Refusal) and posted.gone:
+            self._gone[channel] = posted
+        return posted
 
     def _slot(self, channel: str) -> contextlib.AbstractAsyncContextManager[Any]:
         """The channel's pacing slot; none for a call that gives up unsent (the Web API hung
@@ -247,8 +261,12 @@ class DigestPosting:
         kept one was first refused."""
         posted = 0
         for message in messages:
-            if await self._post(channel, message, ts) is not None:
+            sent = await self._post(channel, message, ts)
+            if not isinstance(sent, Refusal):
                 posted += 1
+            elif sent.permanent:  # the call itself was logged by the client
+                log.warning("reply dropped: Slack will not take it", error=sent.error,
+                            channel=channel, kind=kind)
             elif kind is not None:
                 self._pending.append((kind, message, refused_at or self._clock()))
         return posted

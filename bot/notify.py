@@ -30,7 +30,9 @@ per Slack user in Redis (``doc:notify:{user}``, a year's TTL, renewed by every c
 ``off`` is the default, and while Redis cannot say, no DM goes (the thread still tells it). A
 collapse alert is no job-end DM: it reaches the owner whatever they chose. A failed DM is
 logged and counted once by the Web API client (:mod:`bot.delivery`) and never stops the
-others; the day's thread already tells the change. A DM Slack refused is kept
+others; the day's thread already tells the change. A DM Slack will never take
+(``bot.slack_errors.PERMANENT_ERRORS``: the DM closed to apps, the user deactivated) is
+dropped at once. A DM Slack refused for now is kept
 (:attr:`Notifier.undelivered`): the scheduler tries the sweep again soon (``bot.scheduler``),
 and that retry sends it first; a DM the retry could not send either (Slack down across
 both) is sent by the sweeps after it while it is younger than
@@ -49,9 +51,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.alert_messages import fault_kinds, job_end_dm, job_end_dms
 from bot.config import Config
-from bot.delivery import dm_channel, post
+from bot.delivery import open_dm, post
 from bot.digest_posting import UNDELIVERED_KEPT_S
 from bot.owners import slack_owner
+from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
 from bot.sweep_result import SweepResult
 from probes.ids import scheduler_job
@@ -229,12 +232,18 @@ class Notifier:
         return True
 
     async def _send(self, owner: str, text: str, *, refused_at: datetime | None = None) -> int:
-        channel = await dm_channel(self._client, owner)
-        if channel is not None and await post(self._client, channel=channel,
-                                              text=text) is not None:
+        channel = await open_dm(self._client, owner)
+        sent = channel if isinstance(channel, Refusal) else await post(
+            self._client, channel=channel, text=text)
+        if not isinstance(sent, Refusal):
             return 1
-        # Logged and counted by the Web API client (bot.delivery); kept for the retry.
-        self._pending.append((owner, text, refused_at or self._clock()))
+        # Logged and counted by the Web API client (bot.delivery): kept for the retry, unless
+        # Slack will never take it (the DM closed to apps, the user deactivated, the token).
+        if sent.permanent:
+            log.warning("job-end DM dropped: Slack will not take it", owner=owner,
+                        error=sent.error)
+        else:
+            self._pending.append((owner, text, refused_at or self._clock()))
         return 0
 
 

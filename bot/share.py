@@ -32,6 +32,7 @@ from bot.delivery import post
 from bot.errors import UserError
 from bot.messages import SHARE, code, error_text, shared_job_messages, sweep_header
 from bot.presses import ActionPress, parse_value
+from bot.slack_errors import Refusal
 from bot.store import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -97,10 +98,15 @@ async def _post_share(bot: Bot, press: ActionPress, respond: Respond, cluster: s
                                        sharer=press.user_id)
     ref = code(f"{detail.report.cluster}:{detail.report.job_id}")
     for message in messages:
-        if await post(bot.client, channel=press.channel_id, text=message.text,
-                      blocks=message.blocks) is None:
-            return (f"⚠️ Could not post `{ref}` in this channel; invite the bot to it first "
-                    "(`/invite @jobtables`).")
+        posted = await post(bot.client, channel=press.channel_id, text=message.text,
+                            blocks=message.blocks)
+        if isinstance(posted, Refusal):
+            if posted.error in ("not_in_channel", "channel_not_found"):
+                return (f"⚠️ Could not post `{ref}` in this channel; invite the bot to it "
+                        "first (`/invite @jobtables`).")
+            return (f"⚠️ Slack did not take `{ref}` in this channel "
+                    f"({'it will not' if posted.permanent else 'try again shortly'}: "
+                    f"`{code(posted.error)}`).")
     await respond(text=f"Shared `{ref}` to the channel.", response_type="ephemeral",
                   replace_original=False)
     return None

@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from bot import delivery
 from bot.delivery import dm_channel, post
 from bot.scheduled import make_scheduler
+from bot.slack_errors import Refusal
 from bot.store import RedisStore
 from tests.bot.builders import FakeClock, FakeSweeper, blocks_text, collapsing, sweep_result
 from tests.bot.conftest import Harness, make_config, running_bot
@@ -169,7 +170,7 @@ async def test_a_dm_refused_on_its_channel_is_opened_afresh(harness: Harness) ->
     assert await dm_channel(client, "UALICE") == "DALICE"
     assert len(harness.slack.to("/api/conversations.open")) == 1
     harness.slack.fail("chat.postMessage", "channel_not_found", times=1, target="DALICE")
-    assert await post(client, channel="DALICE", text="x") is None
+    assert await post(client, channel="DALICE", text="x") == Refusal("channel_not_found")
     assert await dm_channel(client, "UALICE") == "DALICE"
     assert await dm_channel(client, "UALICE") == "DALICE"
     assert len(harness.slack.to("/api/conversations.open")) == 2
@@ -234,7 +235,8 @@ async def test_slack_unreachable_is_a_failed_call_not_an_exception() -> None:
                         slack_api_url=f"http://127.0.0.1:{port}/api/")
     telemetry, health = Telemetry(), SlackHealth()
     client = make_web_client(settings, telemetry, health=health, retry_handlers=[])
-    assert await post(client, channel="C1", text="x") is None
+    refused = await post(client, channel="C1", text="x")
+    assert isinstance(refused, Refusal) and not refused.permanent  # passes: kept by callers
     assert await edit(client, channel="C1", ts="1.2", text="x") == "failed"
     assert await dm_channel(client, "UALICE") is None
     assert "ClientConnectorError" in str(health.summary())
