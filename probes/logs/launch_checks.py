@@ -50,8 +50,13 @@ _TUNNEL_OK = re.compile(
     r"|(?i:\btunnel\b.*\b(?:connected|established|ready|authenticated)\b)"
 )
 _API_BASE = re.compile(
-    r"(?:\bapi_base|\bOPENAI_BASE_URL|\bOPENAI_API_BASE)['\"]?\s*[=:]\s*['\"]?(?P<url>[^\s'\",}\]]+)"
+    r"(?:(?i:\b(?:[a-z][a-z0-9]*_)*api_base)|\b(?:OPENAI|LLM|ANTHROPIC|HOSTED_VLLM|VLLM)_BASE_URL)"
+    r"['\"]?\s*[=:]\s*['\"]?(?P<url>[^\s'\",}\]]+)"
 )
+"""The agent's endpoint under the names Harbor's agents read it from: ``api_base``, LiteLLM's
+per-provider ``<PROVIDER>_API_BASE`` (``HOSTED_VLLM_API_BASE`` for a ``hosted_vllm/`` model),
+and the model clients' ``*_BASE_URL`` (openhands' ``LLM_BASE_URL``, claude-code's
+``ANTHROPIC_BASE_URL``); other ``*_BASE_URL`` (``WANDB_BASE_URL``) name no model endpoint."""
 _ENGINE_POST = re.compile(
     r"\"POST /v1/(?:chat/completions|completions|responses|messages)\S* HTTP/[\d.]+\" "
     r"(?P<code>\d{3})"
@@ -75,7 +80,7 @@ _AUTH_FAILURE = re.compile(
 """An auth failure in the log; with the sandbox providers' own words (Daytona's ``Failed to
 create sandbox: API key not found``, Modal's ``Token validation failed``)."""
 NEEDLES = (
-    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "openai_", "post /v", "running: ",
+    *("tunnel", "cloudflared", "ngrok", "err", "api_base", "_base_url", "post /v", "running: ",
       "#running-req: "),
     *("unauthorized", "forbidden", "authentication", "api key", "token validation"),
 )
@@ -142,7 +147,7 @@ class LaunchChecks:
                 self.tunnel_auth_failures += tunnel_auth
             elif _TUNNEL_OK.search(text):
                 self.tunnel_ok = True
-        if "api_base" in low or "openai_" in low:
+        if "api_base" in low or "_base_url" in low:
             base = _API_BASE.search(text)
             if base is not None and base.group("url").lower() not in {"none", "null", "nil"}:
                 self.api_base = base.group("url")

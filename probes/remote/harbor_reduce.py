@@ -197,7 +197,11 @@ def _agent_runs(
             max(len(turns), 1), starts[0] if starts else None, ends[-1] if ends else None)
 
 
-_ENDPOINT_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "HOSTED_VLLM_API_BASE")
+_ENDPOINT_ENV = re.compile(
+    r"^(?:[A-Z][A-Z0-9]*_)*API_BASE$|^(?:OPENAI|LLM|ANTHROPIC|HOSTED_VLLM|VLLM)_BASE_URL$")
+"""The agent env's endpoint variables (as ``probes.logs.launch_checks`` reads them in a log):
+LiteLLM's ``<PROVIDER>_API_BASE`` and the model clients' base URLs (openhands' ``LLM_BASE_URL``,
+claude-code's ``ANTHROPIC_BASE_URL``), not any ``*_BASE_URL`` (``WANDB_BASE_URL``)."""
 
 
 def _endpoint(agent: "dict[str, object]") -> "str | None":
@@ -205,8 +209,9 @@ def _endpoint(agent: "dict[str, object]") -> "str | None":
     it: ``agent.base_url`` (Harbor 0.26+), the agent's ``kwargs.api_base`` (terminus-2's
     ``--ak api_base=``) or ``kwargs.base_url``, else its ``env``'s base-URL variables."""
     kwargs, env = _dict(agent.get("kwargs")), _dict(agent.get("env"))
+    named = [value for name, value in env.items() if _ENDPOINT_ENV.match(str(name))]
     for value in (agent.get("base_url"), kwargs.get("api_base"), kwargs.get("base_url"),
-                  *(env.get(name) for name in _ENDPOINT_ENV)):
+                  *named):
         if _text(value) is not None:
             return str(value)
     return None
