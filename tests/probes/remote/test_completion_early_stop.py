@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
-from probes.remote.completion import STATE_TAIL, parse_trainer_state_json
+from probes.remote.completion import STATE_TAIL, STATE_WHOLE, parse_trainer_state_json
 from tests.probes.slurm.test_e2e_early_stopped import _state
 
 
 def _cut(text: str) -> str:
     """A huge state's head and tail, as the collector reads it (STATE_WHOLE exceeded)."""
     data: dict[str, Any] = json.loads(text)
-    data["log_history"] = data["log_history"] * 30000  # some MiB of history
+    data["log_history"] = data["log_history"] * 500  # ~5 MiB of history
     whole = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert len(whole) > STATE_WHOLE  # a state the collector reads as its head and tail
     return whole[:4096] + "\n" + whole[-STATE_TAIL:]
 
 
