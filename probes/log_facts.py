@@ -87,6 +87,11 @@ class InfraSignals(Frozen):
     engine_batches_at: LogTime | None = None
     """The latest SGLang ``Prefill batch``/``Decode batch`` line's stamp: SGLang logs batches
     only while it has requests, so its silence since is zero running (``None``: no such line)."""
+    engine_log_newest: LogTime | None = None
+    """When the engine fields above come from the engine's own log (``vllm_<jobid>.log``):
+    that log's newest stamp, its clock (the job log's says nothing of the engine's times)."""
+    engine_log_mtime: datetime | None = None
+    """That engine log's mtime (zone-aware), with ``engine_log_newest`` its clock."""
     engine_5xx_recent: int = 0
     """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
     engine_recent_responses: int = 0

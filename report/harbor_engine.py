@@ -97,6 +97,12 @@ def engine_failing_rule(ctx: JudgeContext, f: Findings) -> bool:
 
 
 def _on_log_clock(ctx: JudgeContext, since: datetime | None) -> float | None:
+    """Minutes since the engine time ``since``, on the clock of the log it was read from: the
+    engine's own log when the collector read one (``engine_log_mtime``), else the job's."""
+    infra = infra_signals(ctx)
+    if infra.engine_log_mtime is not None:
+        return minutes_on_log_clock(since, infra.engine_log_newest, infra.engine_log_mtime,
+                                    ctx.now)
     newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
     mtime = ctx.facts.log.mtime if ctx.facts.log else None
     if since is None or newest is None or mtime is None:

@@ -59,6 +59,8 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.job_files import DEFAULT_HEAD_BYTES, _collect_one, _failed, _guard
 with contextlib.suppress(ImportError):
+    from probes.remote.engine_logs import engine_log, runs_harbor
+with contextlib.suppress(ImportError):
     from probes.remote.queue_listing import (
         LISTING_FIELDS,
         _listed,
@@ -113,6 +115,12 @@ def _each_job(request: Json, started: float | None,
             try:
                 guard = _guard(job, request, until)
                 entry = _collect_one(job, request, guard)
+                log = entry.get("log") or {}
+                if runs_harbor(entry.get("trials") or {}) and log.get("status") != "failed":
+                    # its engine's own log, if it writes one, for the launch checks
+                    engine = engine_log(job, log.get("path"), guard)
+                    if engine is not None:
+                        log["engine"] = engine
                 if job.get("completed"):
                     # The SFT completion check (probes.remote.completion): only for a
                     # COMPLETED job, a few bounded reads of the user's own files in its

@@ -46,7 +46,7 @@ _SHIPPED_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "stdio_patte
                     "checkpoint_steps.py", "logged_paths.py", "tree.py", "trial_roots.py",
                     "logread.py",
                     "completion.py", "scheduler.py", "listing.py", "job_files.py",
-                    "queue_listing.py", "queue_document.py")
+                    "engine_logs.py", "queue_listing.py", "queue_document.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),
 in dependency order: each imports only modules before it."""
 
