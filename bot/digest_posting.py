@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.breaker import given_up
 from bot.config import Config
 from bot.delivery import post
+from bot.landed import landed, post_key, tagged
 from bot.scheduler import interval_number
 from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
@@ -233,13 +234,16 @@ class DigestPosting:
 
     # -- posting ------------------------------------------------------------------------------
 
-    async def _post(self, channel: str, message: SlackMessage,
-                    thread_ts: str | None) -> dict[str, Any] | Refusal:
+    async def _post(self, channel: str, message: SlackMessage, thread_ts: str | None, *,
+                    key: str | None = None) -> dict[str, Any] | Refusal:
         """One paced ``chat.postMessage``, or why Slack refused it (logged, counted); not
-        sent to a channel that refused this publish for good."""
+        sent to a channel that refused this publish for good. ``key``: carried in its
+        metadata, for :func:`bot.landed.landed`."""
         if channel in self._gone:
             return self._gone[channel]
-        thread = {"thread_ts": thread_ts} if thread_ts else {}
+        thread: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
+        if key is not None:
+            thread["metadata"] = tagged(key)
         async with self._slot(channel):
             posted = await post(self._client, channel=channel, text=message.text,
                                 blocks=message.blocks, **thread)
@@ -261,12 +265,18 @@ class DigestPosting:
         kept one was first refused."""
         posted = 0
         for message in messages:
-            sent = await self._post(channel, message, ts)
+            at = refused_at or self._clock()
+            key = post_key(message.text, message.blocks, at) if kind is not None else None
+            if key is not None and refused_at is not None and \
+                    await landed(self._client, channel, key, thread_ts=ts):
+                posted += 1  # it landed on an earlier try whose answer never came
+                continue
+            sent = await self._post(channel, message, ts, key=key)
             if not isinstance(sent, Refusal):
                 posted += 1
             elif sent.permanent:  # the call itself was logged by the client
                 log.warning("reply dropped: Slack will not take it", error=sent.error,
                             channel=channel, kind=kind)
             elif kind is not None:
-                self._pending.append((kind, message, refused_at or self._clock()))
+                self._pending.append((kind, message, at))
         return posted

@@ -53,6 +53,7 @@ from bot.alert_messages import fault_kinds, job_end_dm, job_end_dms
 from bot.config import Config
 from bot.delivery import open_dm, post
 from bot.digest_posting import UNDELIVERED_KEPT_S
+from bot.landed import landed, post_key, tagged
 from bot.owners import slack_owner
 from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
@@ -232,9 +233,14 @@ class Notifier:
         return True
 
     async def _send(self, owner: str, text: str, *, refused_at: datetime | None = None) -> int:
+        at = refused_at or self._clock()
+        key = post_key(text, None, at)  # in its metadata: found if it landed unanswered
         channel = await open_dm(self._client, owner)
+        if not isinstance(channel, Refusal) and refused_at is not None and \
+                await landed(self._client, channel, key):
+            return 1  # sent on an earlier try whose answer never came
         sent = channel if isinstance(channel, Refusal) else await post(
-            self._client, channel=channel, text=text)
+            self._client, channel=channel, text=text, metadata=tagged(key))
         if not isinstance(sent, Refusal):
             return 1
         # Logged and counted by the Web API client (bot.delivery): kept for the retry, unless
@@ -243,7 +249,7 @@ class Notifier:
             log.warning("job-end DM dropped: Slack will not take it", owner=owner,
                         error=sent.error)
         else:
-            self._pending.append((owner, text, refused_at or self._clock()))
+            self._pending.append((owner, text, at))
         return 0
 
 

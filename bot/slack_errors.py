@@ -98,7 +98,8 @@ def cut_message(kwargs: dict[str, Any], error: str) -> dict[str, Any]:
         if body.count(FENCE) % 2:  # cut inside a code block: closed, or the note reads as code
             body += f"\n{FENCE}"
         body += f"\n… (cut: Slack refused the full message as {error})"
-    kept = {key: value for key, value in kwargs.items() if key not in ("blocks", "text")}
+    dropped = ("blocks", "text", *(("metadata",) if "metadata" in error else ()))
+    kept = {key: value for key, value in kwargs.items() if key not in dropped}
     return {**kept, "text": cut_text(str(kwargs.get("text") or ""), 150),
             "blocks": text_blocks(body)}
 

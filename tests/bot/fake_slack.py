@@ -4,8 +4,12 @@ It is a real aiohttp server on 127.0.0.1 port 0 (the bot's slack_sdk client and 
 ``respond()`` talk to it over HTTP, exactly as to Slack). Every request is recorded with the
 answer given. A method can be told to answer 429 with ``Retry-After`` a number of times, to
 fail with one of Slack's errors (``not_in_channel``, ``user_not_found``, ...) for some calls
-(optionally only for one channel or user), or to hang unanswered (:meth:`FakeSlack.hang`); a
-response_url can be told to answer 404 as an expired one does. The helpers at the bottom
+(optionally only for one channel or user), or to hang unanswered (:meth:`FakeSlack.hang`), or
+to take a post and then never answer it (:meth:`FakeSlack.land`: it timed out for the client
+but landed); a response_url can be told to answer 404 as an expired one does. Posted messages
+are kept (:attr:`FakeSlack.messages`) and listed by ``conversations.history``/``replies``
+when the token may read them (:attr:`FakeSlack.history_scope`; the bot's manifest asks for
+no read scope, so by default they answer ``missing_scope`` as Slack does). The helpers at the bottom
 sign requests to the bot the way Slack does (v0 HMAC-SHA256 of ``v0:{ts}:{body}``).
 """
 
@@ -59,6 +63,14 @@ class FakeSlack:
     upload_statuses: list[int] = field(default_factory=list)
     """The HTTP statuses the next uploads of bytes answer with (then 200); ``hang("upload")``
     leaves them unanswered."""
+    lands: dict[str, list[str | None]] = field(default_factory=dict)
+    """method -> the calls (to this channel only, or any) still to be taken (a post lands,
+    listed by the history) and then never answered until :meth:`release` or :meth:`stop`
+    (status 0, as a hung call)."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """What the conversations hold: channel, ts, thread_ts, text, metadata of each post."""
+    history_scope: bool = False
+    """Whether the token may read conversations (``channels:history``, ``im:history``...)."""
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -74,6 +86,7 @@ class FakeSlack:
         app = web.Application()
         app.add_routes([
             web.post("/api/{method}", self._api),
+            web.get("/api/{method}", self._api),
             web.post("/upload/{file_id}", self._upload),
             web.post("/webhook/{name}", self._webhook),
             web.get("/link", self._socket),
@@ -115,6 +128,12 @@ class FakeSlack:
         """The next ``times`` calls of ``method`` (default: all) hang unanswered;
         ``"response_url"``: posts to any response_url; ``"upload"``: uploads of bytes."""
         self.hangs[method] = self.hangs.get(method, 0) + times
+
+    def land(self, method: str, *, times: int = 1, target: str | None = None) -> None:
+        """The next ``times`` calls of ``method`` (to the channel ``target`` only, if given)
+        are taken (a post is in the conversation) but never answered: the client times out
+        on a post that arrived."""
+        self.lands.setdefault(method, []).extend([target] * times)
 
     def unhang(self) -> None:
         """Answer nothing more by hanging: later calls are answered (those hung stay so)."""
@@ -178,6 +197,14 @@ class FakeSlack:
             await self._record(request, params, 429)
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(retry_after)})
+        landing = self.lands.get(method) or []
+        taken = next((n for n, target in enumerate(landing)
+                      if target is None or target == params.get("channel")), None)
+        if taken is not None:
+            del landing[taken]
+            await self._record(request, params, 0, self._answer(method, params))
+            await self._released.wait()
+            return web.json_response({"ok": False, "error": "fake_slack_stopped"}, status=503)
         error = self._failure(method, params)
         if error is not None:
             status = self.statuses.get((method, error), 200)
@@ -194,8 +221,15 @@ class FakeSlack:
                     "team_id": "T0FAKE", "user_id": "UBOT", "bot_id": "BBOT"}
         if method in ("chat.postMessage", "chat.update"):
             ts = params.get("ts") or f"1700000000.{next(self._ts):06d}"
+            if method == "chat.postMessage":
+                self.messages.append({"channel": params.get("channel"), "ts": ts,
+                                      "thread_ts": params.get("thread_ts"),
+                                      "text": params.get("text"),
+                                      "metadata": params.get("metadata")})
             return {"ok": True, "channel": params.get("channel"), "ts": ts,
                     "message": {"text": params.get("text")}}
+        if method in ("conversations.history", "conversations.replies"):
+            return self._history(method, params)
         if method == "conversations.open":
             return {"ok": True, "channel": {"id": "D" + str(params.get("users", "")).lstrip("U")}}
         if method == "apps.connections.open":
@@ -213,6 +247,25 @@ class FakeSlack:
             files = json.loads(files) if isinstance(files, str) else (files or [])
             return {"ok": True, "files": [{"id": f["id"], "title": f.get("title")} for f in files]}
         return {"ok": False, "error": "unknown_method"}
+
+    def _history(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A conversation's messages, newest first (a thread's: its parent and replies, oldest
+        first); metadata only when asked for (``include_all_metadata``), as Slack does."""
+        if not self.history_scope:
+            return {"ok": False, "error": "missing_scope", "needed": "channels:history"}
+        channel, ts = params.get("channel"), params.get("ts")
+        if method == "conversations.replies":
+            found = [m for m in self.messages if m["channel"] == channel
+                     and ts in (m["ts"], m["thread_ts"])]
+        else:
+            found = [m for m in reversed(self.messages) if m["channel"] == channel
+                     and m["thread_ts"] in (None, m["ts"])]
+        full = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        shown = [{"type": "message", "ts": m["ts"], "text": m["text"],
+                  **({"thread_ts": m["thread_ts"]} if m["thread_ts"] else {}),
+                  **({"metadata": m["metadata"]} if full and m["metadata"] else {})}
+                 for m in found][: int(params.get("limit") or 100)]
+        return {"ok": True, "messages": shown, "has_more": False}
 
     async def _upload(self, request: web.Request) -> web.Response:
         body = await request.read()
