@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,11 @@ READ_ALL = 16 << 20
 """A tail budget that reads either log whole: the tail is as long as the log."""
 
 
-def slurm_facts(tmp_path: Path, text: str, *, whole_tail: bool = False) -> JobFacts:
-    """The sweep's path: the collector reads the log, ``job_facts`` assembles its answer."""
+Collected = tuple[SchedulerRecord, dict[str, Any]]
+
+
+def collect(tmp_path: Path, text: str) -> Collected:
+    """The sweep's path, first half: the collector reads the log whole."""
     log = tmp_path / "slurm-7.out"
     log.write_text(text)
     record = SchedulerRecord(cluster="a", job_id="7", name="rl-agentic-7",
@@ -39,8 +43,13 @@ def slurm_facts(tmp_path: Path, text: str, *, whole_tail: bool = False) -> JobFa
                            answer_budget_bytes=64 << 20)
     answer = collector.collect(collector_request([record], cluster))
     assert len(answer["jobs"]["7"]["log"]["text"]) == len(text)  # read whole
-    return job_facts(record, answer["jobs"]["7"], aliases={}, benign_patterns=(),
-                     whole_tail=whole_tail)
+    return record, answer["jobs"]["7"]
+
+
+def slurm_facts(collected: Collected, *, whole_tail: bool = False) -> JobFacts:
+    """The sweep's path, second half: ``job_facts`` assembles the collector's answer."""
+    record, answer = collected
+    return job_facts(record, answer, aliases={}, benign_patterns=(), whole_tail=whole_tail)
 
 
 def sizes(job: JobFacts) -> tuple[int, int]:
@@ -52,10 +61,23 @@ def logs() -> dict[int, str]:
     return {n: rl_log(n) for n in SIZES}
 
 
-def test_slurm_job_retains_a_bounded_size(tmp_path: Path, logs: dict[int, str]) -> None:
+@pytest.fixture(scope="module")
+def collected(logs: dict[int, str], tmp_path_factory: pytest.TempPathFactory,
+              ) -> dict[int, Collected]:
+    """Each log's collector answer, read once for the module's tests (neither changes it)."""
+    return {n: collect(tmp_path_factory.mktemp(f"log-{n}"), logs[n]) for n in SIZES}
+
+
+@pytest.fixture(scope="module")
+def bounded(collected: dict[int, Collected]) -> dict[int, JobFacts]:
+    """Each log's facts as a sweep keeps them (frozen models, only read by the tests)."""
+    return {n: slurm_facts(collected[n]) for n in SIZES}
+
+
+def test_slurm_job_retains_a_bounded_size(bounded: dict[int, JobFacts]) -> None:
     """The collector's whole-log answer through ``job_facts``: under 100 KB as JSON and in
     memory, for 1 MiB as for 10 MiB (the whole tail is ~1 MB and ~10 MB)."""
-    small, large = (slurm_facts(tmp_path, logs[n]) for n in SIZES)
+    small, large = (bounded[n] for n in SIZES)
     for job in (small, large):
         assert job.log is not None and len(job.log.text) <= TAIL_CHARS
         assert max(sizes(job)) < BOUND
@@ -65,15 +87,15 @@ def test_slurm_job_retains_a_bounded_size(tmp_path: Path, logs: dict[int, str]) 
     assert abs(mem_large - mem_small) < 0.05 * mem_small
 
 
-def test_user_sees_the_same_job_from_the_bounded_facts(tmp_path: Path,
-                                                       logs: dict[int, str]) -> None:
+def test_user_sees_the_same_job_from_the_bounded_facts(
+        logs: dict[int, str], collected: dict[int, Collected],
+        bounded: dict[int, JobFacts]) -> None:
     """``jobtables job`` (its text and its JSON) is the same from the kept facts as from the
     facts holding the whole 10 MiB tail."""
-    bounded = slurm_facts(tmp_path, logs[10 << 20])
-    whole = slurm_facts(tmp_path, logs[10 << 20], whole_tail=True)
+    whole = slurm_facts(collected[10 << 20], whole_tail=True)
     assert whole.log is not None and len(whole.log.text) == len(logs[10 << 20])
     views = []
-    for job in (bounded, whole):
+    for job in (bounded[10 << 20], whole):
         cluster = ClusterFacts(name="a", kind="slurm", status="ok", collected_at=NOW,
                                jobs=(job,))
         report, details = build_report([cluster], settings=ReportSettings(), now=NOW)
