@@ -6,11 +6,11 @@ commonly starts its engine in the background with its own log (``vllm serve ... 
 vllm_$SLURM_JOB_ID.log 2>&1 &``) and runs Harbor in the foreground, so the job's StdOut holds
 none of the engine's lines, which the launch checks read (engine POSTs answered 200, running
 requests). For a job whose trial roots hold Harbor job dirs, the newest file in its workdir or
-its ``logs/`` named for the job (``*_<jobid>.log``, ``.out``, ``.txt``: the names a moved StdOut
-is looked for under, one listing per directory per request) and for an engine (``vllm``,
-``sglang``, ``engine``, ``server`` in its name), neither its log nor its StdErr, is read: its
-last :data:`ENGINE_TAIL_BYTES`, of which its engine lines are sent, and its mtime (the clock
-its year-less stamps are read on).
+its ``logs/`` named for the job (``*_<jobid>.log``, ``.out``, ``.txt``: the names a moved
+StdOut is looked for under, one listing per directory per request) and for an engine
+(``vllm``, ``sglang``, ``engine``, ``server`` in its name; one naming vLLM or SGLang before
+the others), neither its log nor its StdErr, is read: its last :data:`ENGINE_TAIL_BYTES`, of
+which its engine lines are sent, and its mtime (the clock its year-less stamps are read on).
 Every read goes through the job's guard; a file that is not the job user's own is no candidate.
 """
 
@@ -34,6 +34,7 @@ ENGINE_TAIL_BYTES = 64 << 10
 """Bytes of the engine's log read: vLLM's stats line every 10 s with its access lines, or
 SGLang's batch lines; the latest answers and running counts are what the checks read."""
 _ENGINE_NAME = re.compile(r"(?i)vllm|sglang|engine|server")
+_ENGINE_KIND = re.compile(r"(?i)vllm|sglang")
 ENGINE_LINES = 200
 """Engine lines sent of the tail (each a POST answered, a stats or batch line), with its last
 few lines whatever they are (its newest stamp): a 500-task eval array's answer stays small."""
@@ -73,8 +74,10 @@ def engine_log(job: EngineJson, log_path: Optional[str],  # noqa: UP045 - Python
                 mtime = guard.stat_file(path).st_mtime
             except (OSError, Refused, Hung):
                 continue
-            if found is None or mtime > found[1]:
-                found = (path, mtime)
+            # an engine's own name first (a sandbox or tool ``server`` log may be newer)
+            rank = (_ENGINE_KIND.search(name) is not None, mtime)
+            if found is None or rank > found[1]:
+                found = (path, rank)
     if found is None:
         return None
     read = read_tail(found[0], ENGINE_TAIL_BYTES, 0, guard)

@@ -142,3 +142,12 @@ def test_the_shipped_script_reads_the_engine_log_under_python37(tmp_path: Path) 
     engine = json.loads(run.stdout)["jobs"][JOB]["log"]["engine"]
     assert engine["status"] == "ok" and engine["path"].endswith(f"logs/vllm_{JOB}.log")
     assert "Running: 0 reqs" in engine["text"]
+
+
+def test_the_engines_own_name_wins_over_a_newer_server_log(tmp_path: Path) -> None:
+    """A job's sandbox ``server`` log written after its vLLM log is not taken for the engine."""
+    request = _layout(tmp_path, datetime.now(UTC), idle_min=25, name=f"vllm_{JOB}.log",
+                      where="", trials=True)
+    (Path(request["jobs"][0]["workdir"]) / f"sandbox_server_{JOB}.log").write_text("ready\n")
+    engine = collector.collect(request)["jobs"][JOB]["log"]["engine"]
+    assert engine["path"].endswith(f"vllm_{JOB}.log")
