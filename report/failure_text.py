@@ -103,9 +103,14 @@ def diagnosis(facts: JobFacts) -> str:
     else:
         return record.state.value + (f" ({record.reason})" if record.reason else "")
     # SLURM's reason says what the exit cannot: a batch script that never started (its StdOut
-    # unwritable) ends 'FAILED by signal 53', which is no signal the job got.
+    # unwritable) ends 'FAILED by signal 53', which is no signal the job got; where the
+    # collector found why (its StdOut dir absent), that is said instead of the signal.
     reason = record.reason
     if reason and reason not in _EXIT_REASONS and not reason.startswith("RaisedSignal"):
+        log = facts.log
+        if reason == "JobLaunchFailure" and log is not None and log.status == "missing" \
+                and log.error:  # why SLURM could not start it, as the collector found
+            return f"{record.state.value} at launch ({reason}): {log.error}"
         return f"{why} ({reason})"
     return why
 

@@ -41,8 +41,8 @@ def log_rules(ctx: JudgeContext, f: Findings) -> None:
     elif log.status == "missing" and ctx.state is not JobState.PENDING and not _never_ran(ctx):
         f.flag("log-missing")
         f.verdict("unknown")
-        f.trend(Priority.INFO,
-                shorten(shown_path(f"No log found ({log.requested_path or 'no StdOut'})")))
+        found = log.error or log.requested_path or "no StdOut"  # the collector's why, if any
+        f.trend(Priority.INFO, shorten(shown_path(f"No log found ({found})")))
     elif log.status == "failed":
         f.flag("fetch-failed")
         f.verdict("unknown")

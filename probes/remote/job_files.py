@@ -183,7 +183,21 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
         where, why = next(iter(unlisted.items()))
         return None, "failed", (f"StdOut {stdout or '(none)'} absent and {where} could not"
                                 f" be listed: {why}")
+    if parent and _absent_dir(parent, guard):  # SLURM could not open StdOut: a launch failure
+        return None, "missing", (f"StdOut dir {parent} does not exist"
+                                 " (sbatch does not create it)")
     return None, "missing", None
+
+
+def _absent_dir(path: str, guard: Guard) -> bool:
+    """Whether the directory ``path`` (followed as the user gave it) does not exist."""
+    try:
+        with guard.directory(path.rstrip("/") + "/."):
+            return False
+    except FileNotFoundError:
+        return True
+    except (OSError, Refused, Hung):
+        return False
 
 
 def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
