@@ -80,7 +80,7 @@ def _another_job(cluster: str, job_id: str, facts: JobFacts | None) -> str:
 
 
 class Reply(Protocol):
-    """Bolt's ``respond()`` as wrapped by :class:`bot.delivery.Responder`."""
+    """Bolt's ``respond()`` as wrapped by :class:`bot.responder.Responder`."""
 
     async def __call__(self, **kwargs: Any) -> bool: ...
 

@@ -50,7 +50,6 @@ from bot.config_source import ConfigSource
 from bot.delivery import (
     BoundedRateLimitRetryHandler,
     CountingWebClient,
-    Responder,
     SlackHealth,
 )
 from bot.digest import Digest
@@ -68,6 +67,7 @@ from bot.offload import Offload, tune_interpreter
 from bot.payloads import payload_problem
 from bot.presses import ActionPress
 from bot.replays import SeenRequests
+from bot.responder import Responder
 from bot.settings import Settings
 from bot.slash_answers import UPLOADS_AT_ONCE, answer_command
 from bot.store import RedisStore

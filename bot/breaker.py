@@ -8,7 +8,7 @@ posting carries on, so one slow call does not silence the rest of a sweep; timed
 (:data:`STRIKES` in a row), the API counts as hung and every later call of the posting gives
 up at once, unsent (:class:`GaveUp`). A hung API so costs a posting one and a half bounds,
 however many messages it has. The Web API client (``bot.delivery.CountingWebClient``) and
-the ``response_url`` answers (``bot.delivery.Responder``) both go through :func:`tracked`, and
+the ``response_url`` answers (``bot.responder.Responder``) both go through :func:`tracked`, and
 so do a file upload's bytes, sent to Slack's upload URL outside the Web API methods.
 """
 

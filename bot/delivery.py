@@ -17,9 +17,7 @@ and is kept by the caller. A 429's ``Retry-After`` longer than a call waits
 (:data:`MAX_RETRY_AFTER_S`) is remembered per method: until it has passed, that method's
 calls fail at once, unsent, as ``ratelimited`` (Slack would refuse them again), so a sweep's
 retry a minute later leaves its replies kept for the sweep after it. A ``response_url``
-answer is checked the same way (:class:`Responder`): Bolt's ``respond()`` returns the
-webhook's status instead of raising, so a 404 used to vanish; it waits the Web API's bound,
-not its webhook client's 30 s, and gives up with its posting.
+answer is checked the same way (``bot.responder.Responder``).
 
 A hung Web API (the connection accepted, no answer) costs each request
 ``[slack] api_timeout_seconds`` (slack_sdk's default was 30 s a call, and a sweep makes a
@@ -28,8 +26,7 @@ scheduled sweep's messages, a command's answer), after a request times out the n
 through on half the bound; answered, the posting carries on (one slow call must not silence
 the rest of a sweep); timed out too, every later call of that posting gives up at once,
 unsent (``GaveUp``, counted as ``gave_up``): the callers keep what was not delivered, as for
-any failure, and the scheduler's retry sends it. A ``response_url`` answer that timed out is
-sent once more, as that probe (nothing else retries a command's answer).
+any failure, and the scheduler's retry sends it.
 
 A DM's channel is opened once per user (:func:`dm_channel`): the client remembers the id
 ``conversations.open`` gave (a user's DM with the bot keeps its id), so a sweep that DMs the
@@ -62,7 +59,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.file_upload_v2_result import FileUploadV2Result
 
-from bot.breaker import GaveUp, give_up, given_up, request_bound, tracked
+from bot.breaker import GaveUp, give_up, request_bound, tracked
 from bot.slack_errors import CONTENT_ERRORS, RateLimitedUntil, Refusal, cut_message, slack_error
 from bot.telemetry import Telemetry
 from report.chunks import text_blocks
@@ -122,11 +119,7 @@ def retry_after_s(value: str | None, now: datetime | None = None) -> float:
     return max(0.0, seconds) if math.isfinite(seconds) else 1.0
 
 
-RATE_LIMITED_RETRIES = 3
-"""How many 429s in a row a ``response_url`` answer waits out (as the Web API client's)."""
-
-
-def _named(headers: Any, name: str) -> str | None:
+def header_named(headers: Any, name: str) -> str | None:
     """The header ``name`` (any case) of a webhook's answer: one value, or the first."""
     for key, value in dict(headers or {}).items():
         if str(key).lower() == name:
@@ -243,7 +236,7 @@ class CountingWebClient(AsyncWebClient):
         response = exc.response if isinstance(exc, SlackApiError) else None
         if response is None or response.status_code != 429:
             return
-        wait = retry_after_s(_named(response.headers, "retry-after"))
+        wait = retry_after_s(header_named(response.headers, "retry-after"))
         self._limited[limit] = self.clock() + timedelta(seconds=wait)
 
     def _unless_given_up(self, call: str) -> None:
@@ -356,57 +349,3 @@ async def edit(client: AsyncWebClient, **kwargs: Any) -> str:
     except (SlackClientError, *NETWORK_ERRORS):
         return "failed"
     return "edited"
-
-
-class Responder:
-    """Wraps Bolt's ``respond()``: a failed ``response_url`` POST is logged and counted."""
-
-    def __init__(self, respond: Respond, *, telemetry: Telemetry, health: SlackHealth,
-                 surface: str, timeout_s: float | None = None) -> None:
-        self._respond = respond
-        self._telemetry = telemetry
-        self._health = health
-        self._surface = surface
-        self._timeout_s = timeout_s
-        """Each answer's bound (the Web API's: Bolt's webhook client waits 30 s)."""
-
-    async def __call__(self, **kwargs: Any) -> bool:
-        if not kwargs.get("blocks") and (blocks := text_blocks(str(kwargs.get("text") or ""))):
-            kwargs["blocks"] = blocks  # as :func:`post`: Slack links nothing in verbatim text
-        if give_up() is not None:  # an answer of a hung posting
-            self._telemetry.response_url_errors.labels(surface=self._surface,
-                                                       error="gave_up").inc()
-            return False
-        # No other try comes for a command's answer (a sweep has the scheduler's retry): one
-        # lost to a single timeout is sent once more, as the posting's probe (a duplicate, if
-        # the first arrived after all, is the lesser harm). A 429 (Slack rate-limits its
-        # webhooks, about a message a second) is waited out as its Retry-After asks, as the
-        # Web API's are (BoundedRateLimitRetryHandler): it is no gone URL.
-        timeouts = limited = 0
-        while True:
-            try:
-                async with (tracked(f"response_url ({self._surface})"),
-                            asyncio.timeout(request_bound(self._timeout_s))):
-                    response = await self._respond(**kwargs)
-            except TimeoutError as exc:
-                self._failed(type(exc).__name__)
-                timeouts += 1
-                if timeouts > 1 or given_up():
-                    return False
-                continue
-            except (ClientError, OSError) as exc:
-                return self._failed(type(exc).__name__)
-            status = getattr(response, "status_code", 200)
-            if status == 429 and limited < RATE_LIMITED_RETRIES:
-                wait = retry_after_s(_named(getattr(response, "headers", None), "retry-after"))
-                if wait <= MAX_RETRY_AFTER_S:
-                    limited += 1
-                    await asyncio.sleep(wait)
-                    continue
-            return self._failed(f"http_{status}") if status >= 300 else True
-
-    def _failed(self, error: str) -> bool:
-        self._telemetry.response_url_errors.labels(surface=self._surface, error=error).inc()
-        self._health.record(f"response_url ({self._surface})", error, datetime.now(UTC))
-        log.error("response_url post failed", surface=self._surface, error=error)
-        return False

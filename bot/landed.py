@@ -11,7 +11,7 @@ scope (``channels:history``, ``groups:history``, ``im:history``), which the bot'
 does not ask for (it reads no conversation otherwise): without it the lookup is refused, the
 post is sent again as before (a duplicate over a lost ending), and this client stops asking.
 A ``response_url`` answer (``/jobs``) has no such check: it is ephemeral, so no API lists it,
-and Slack gives it no id or ts to look for (``bot.delivery.Responder``).
+and Slack gives it no id or ts to look for (``bot.responder.Responder``).
 """
 
 from __future__ import annotations
