@@ -200,10 +200,20 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         return
     f.verdict("healthy")
     never_started_rule(ctx, f, trial_stats(ctx, last_n=th.pass_rate_trials))
+    _chunks_trend(f)
+
+
+def _chunks_trend(f: Findings) -> None:
+    """A running run's progress by its chunks: those to go, or all done (Harbor finished every
+    chunk it wrote: what runs now is no generation, but the terminal upload, another step of
+    the script, or a hang the hung-chunk rule times)."""
     done, total = f.metrics.get("chunks_done"), f.metrics.get("chunks_total")
     if isinstance(done, float) and isinstance(total, float) and total > max(done, 1):
         left = int(total - done)
         f.trend(Priority.BACKGROUND, f"{left} chunk{'' if left == 1 else 's'} to go")
+    elif isinstance(done, float) and isinstance(total, float) and done >= total >= 1:
+        chunks = "chunk" if total == 1 else f"all {int(total)} chunks"
+        f.trend(Priority.BACKGROUND, f"{chunks} done; job still running")
     else:
         f.trend(Priority.BACKGROUND, "Generating")
 

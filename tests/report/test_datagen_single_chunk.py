@@ -72,3 +72,15 @@ def test_separate_chunk_jobs_of_one_dir_each_count_in_the_group_row() -> None:
     [row] = grouped.jobs
     assert (row.metrics["chunks_done"], row.metrics["chunks_total"]) == (2.0, 5.0)
     assert "2/5 done" in render_text(grouped, details, width=100)
+
+
+def test_a_running_job_whose_chunks_are_all_done_is_not_generating(tmp_path: Path) -> None:
+    """Harbor wrote its job result.json's ``finished_at`` but the job still runs (its terminal
+    upload, or a hang after it): replayed by real sbatch jobs (121, 122), the row read
+    ``1/1 done`` beside 'Generating', which it no longer is."""
+    MAKE.write(tmp_path / "jobs" / "2026-12-04__22-00-00", {"pass": 20}, total=20, seed=3,
+               finished=True)
+    row = _row(tmp_path / "jobs")
+    assert row["chunks"] == (1.0, 1.0)
+    assert "Generating" not in str(row["trend"])
+    assert "done" in str(row["trend"]) and "still running" in str(row["trend"])
