@@ -122,6 +122,7 @@ def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int
     index = 0
     flat_until = 0  # a 'key: value' run already read and found flat ends here
     pending = iter(starts)
+    memo: dict[str, list[tuple[str, str]] | None] = {}
     while True:
         start = next(pending, None)
         while start is not None and start < index:
@@ -135,7 +136,7 @@ def _collect(bodies: Sequence[str], config: dict[str, str], starts: Sequence[int
             if mark in body:
                 trainer = trainer or name
         if stripped.startswith("{") and ("'" in stripped or '"' in stripped):
-            index = _literal_dump(bodies, index, config)
+            index = _literal_dump(bodies, index, config, memo)
             continue
         if stripped.endswith("(") and _ARGS_OPEN_RE.search(stripped):
             trainer = trainer or "hf"
@@ -178,8 +179,11 @@ def _one_line(body: str, config: dict[str, str]) -> bool:
     return False
 
 
-def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> int:
-    """Join a pprint'ed dict until its brackets balance; keep it if it is a nested config."""
+def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str],
+                  memo: dict[str, list[tuple[str, str]] | None] | None = None) -> int:
+    """Join a pprint'ed dict until its brackets balance; keep it if it is a nested config.
+    ``memo``: the entries of each dump text read before (``_literal_entries``), for a log
+    printing the same nested dict over and over (literal_eval cost 0.2 ms a line)."""
     depth = 0
     parts: list[str] = []
     end = start
@@ -195,15 +199,37 @@ def _literal_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> 
         return end + 1
     if sum(part.count("{") for part in parts) < 2:
         return end + 1  # a flat dict (a metric line) is never a config: skip the parse
+    joined = "\n".join(parts)
+    if memo is None or len(joined) > _MEMO_CHARS:
+        entries = _literal_entries(joined)
+    elif joined in memo:
+        entries = memo[joined]
+    else:
+        entries = memo[joined] = _literal_entries(joined)
+    if entries is None:
+        return start + 1  # not a literal: let the other readers see these lines
+    for key, value in entries:
+        _put(config, key, value)
+    return end + 1
+
+
+_MEMO_CHARS = 4096
+"""The longest dump text ``_literal_dump`` remembers (a config dump is printed once)."""
+
+
+def _literal_entries(joined: str) -> list[tuple[str, str]] | None:
+    """The ``(dotted key, value)`` entries of a dump's text if it is a nested dict literal
+    (none for another literal); None if it is no literal."""
     # pprint writes non-finite floats bare (inf, nan), which literal_eval refuses: quote them
-    text = _BARE_FLOAT_RE.sub(r"\1'\2'", "\n".join(parts).strip())
+    text = _BARE_FLOAT_RE.sub(r"\1'\2'", joined.strip())
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return start + 1  # not a literal: let the other readers see these lines
+        return None
+    entries: list[tuple[str, str]] = []
     if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
-        _flatten(value, "", config)
-    return end + 1
+        _flatten(value, "", entries)
+    return entries
 
 
 def _depth(text: str) -> int:
@@ -214,13 +240,14 @@ def _depth(text: str) -> int:
     return sum(bare.count(c) for c in "{[(") - sum(bare.count(c) for c in "}])")
 
 
-def _flatten(value: Mapping[object, object], prefix: str, config: dict[str, str]) -> None:
+def _flatten(value: Mapping[object, object], prefix: str,
+             entries: list[tuple[str, str]]) -> None:
     for key, item in value.items():
         dotted = f"{prefix}{key}"
         if isinstance(item, dict):
-            _flatten(item, dotted + ".", config)
+            _flatten(item, dotted + ".", entries)
         else:
-            _put(config, dotted, _show(item))
+            entries.append((dotted, _show(item)))
 
 
 def _show(value: object) -> str:

@@ -31,14 +31,29 @@ _FLAT_DICT = re.compile(rb"[ \t\r\f\v]*\{[^{}\[\]()\n]*['\"][^{}\[\]()\n]*\}[ \t
 first ``{`` and last ``}`` lie outside any quoted string, so ``_literal_dump`` closes it on
 that line, finds one brace and skips it (a metric line). Such a line starts no dump."""
 _HEADER_SKELETONS = tuple(mark.lower().encode() for mark, _ in HEADERS)
+_YAML_SKELETON = re.compile(rb" *[a-z_][\w\-\x80-\xff]*:(?: |$)")
+"""``fingerprint._YAML_RE`` on a skeleton, loosened (``READ_LINES``' shape)."""
+
+
+def _may_start(skeleton: bytes) -> bool:
+    """Whether ``fingerprint._collect`` may start a dump at a line of this skeleton (whose
+    body is the line itself): it holds a header, a brace and a quote (``_literal_dump``), a
+    ``(`` (``_args_dump``, a ``namespace(``), an ``=`` (``_one_line``), `` ..`` (DeepSpeed's
+    dotted line), or is an indented ``key:`` (``_yaml_dump``). Any other line ``_collect``
+    steps over: a million ``{x`` or ``{`` lines (which ``READ_LINES`` keeps for their brace)
+    cost it 1 s a MiB, walked one by one."""
+    return (b"(" in skeleton or b"=" in skeleton or b" .." in skeleton
+            or (b"{" in skeleton and (b"'" in skeleton or b'"' in skeleton))
+            or any(mark in skeleton for mark in _HEADER_SKELETONS)
+            or _YAML_SKELETON.match(skeleton) is not None)
 
 
 class ReadLines:
     """The lines each reader may act on (ascending): dump starts, images, banners, pass@k."""
 
     def __init__(self, lines: Sequence[str], gated: bool) -> None:
-        groups = READ_LINES.groups(lines) if gated else None
-        if groups is None:
+        found = READ_LINES.hits(lines) if gated else None
+        if found is None:
             every = range(len(lines))
             self.bodies = [strip_ray_prefix(line) for line in lines]
             self.starts: Sequence[int] = every
@@ -46,24 +61,23 @@ class ReadLines:
             self.banners: Sequence[int] = every
             self.passes: Sequence[int] = every
             return
+        # Each role is judged once per distinct skeleton, and its lines are found in C
+        # (``Skeletons.indices``): a tail of a million kept lines is never walked line by line.
+        copy, hits = found
         self.bodies = list(lines)
-        starts: list[int] = []
-        images: list[int] = []
-        banners: list[int] = []
-        passes: list[int] = []
+        stripped: set[bytes] = set()
+        starts: set[bytes] = set()
         flat = _FLAT_DICT.fullmatch
-        for skeleton, indices in groups.items():
+        for skeleton in hits:
             if skeleton[:1] == b"(" or skeleton[-1:] == b"]" or b": {" in skeleton or (
                     b"]:{" in skeleton):  # (a launcher's rank label before a dict, too)
-                for index in indices:
-                    self.bodies[index] = strip_ray_prefix(lines[index])
-            if flat(skeleton) is None or any(mark in skeleton for mark in _HEADER_SKELETONS):
-                starts += indices
-            if b"mage" in skeleton or b".sif" in skeleton:
-                images += indices
-            if b"total train batch" in skeleton:
-                banners += indices
-            if b"pass_at_" in skeleton:
-                passes += indices
-        self.starts, self.images = sorted(starts), sorted(images)
-        self.banners, self.passes = sorted(banners), sorted(passes)
+                stripped.add(skeleton)
+            if (flat(skeleton) is None or any(mark in skeleton for mark in _HEADER_SKELETONS)
+                    ) and (skeleton in stripped or _may_start(skeleton)):
+                starts.add(skeleton)
+        for index in copy.indices(stripped):
+            self.bodies[index] = strip_ray_prefix(lines[index])
+        self.starts = copy.indices(starts)
+        self.images = copy.indices({s for s in hits if b"mage" in s or b".sif" in s})
+        self.banners = copy.indices({s for s in hits if b"total train batch" in s})
+        self.passes = copy.indices({s for s in hits if b"pass_at_" in s})

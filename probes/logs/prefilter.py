@@ -125,6 +125,12 @@ class NeedleFilter:
                 by_id[ids[index]].append(index)
         return grouped
 
+    def hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
+        """(``lines``' skeletons, the distinct ones holding a needle or the shape): a reader
+        judges each distinct skeleton once and finds its lines by ``Skeletons.indices``. None
+        as for ``lines()``."""
+        return self._hits(lines)
+
     def _hits(self, lines: Sequence[str]) -> tuple[Skeletons, set[bytes]] | None:
         """(the lines' skeletons, the distinct skeletons holding a needle or the shape)."""
         copy = skeletons_of(lines)
@@ -202,6 +208,12 @@ class Skeletons:
         for hit in hits:
             flags[order[hit]] = True
         return list(map(flags.__getitem__, ids))
+
+    def indices(self, hits: set[bytes]) -> list[int]:
+        """The indices of the lines whose skeleton is one of ``hits``, ascending (in C)."""
+        if not hits:
+            return []
+        return list(compress(range(len(self.skeletons)), self.marks(hits)))
 
     def may_hold_time(self) -> bool:
         """Whether a line may hold a time of day ``HH:MM:SS`` (every stamp the log clock reads

@@ -7,9 +7,9 @@ verl ``step:N`` lines, HF/TRL string dicts between ``\\r`` tqdm redraws, dataset
 plain noise into /tmp, then measures (1) the bounded-tail path the sweep uses (read_tail +
 parse_log on the last 1/4/16 MB) and (2) the whole file streamed through parse_log in 8 MB
 chunks, i.e. the line classifier's MB/s. ``grep -c Step`` on the same file is printed as the
-floor to compare against. First, the CPU per MiB of a 1 MiB tail of lines that only look like
-tqdm bars (``x%|``, ``%|``) against the ordinary log's (``--fragments``: that alone, e.g.
-with ``--mb 2``).
+floor to compare against. First, the CPU per MiB of a 1 MiB tail of each costly line shape
+(``FRAGMENT_TAILS``: bar fragments, dict openers, nested dicts, ``Step x``, ...) against the
+ordinary log's (``--fragments``: that alone, e.g. with ``--mb 2``).
 """
 
 from __future__ import annotations
@@ -151,13 +151,40 @@ FRAGMENT_TAILS = {
     "x%| lines": "x%|\n",
     "%| lines": "%|\n",
     "fragments+bars": "x%|\n%|%|\n 45%|####      | 9/20 [00:01<00:02]\n50%| 3/4\n",
+    "{x": "{x\n",
+    "{": "{\n",
+    "'a': 1,": "'a': 1,\n",
+    "'a': 1}": "'a': 1}\n",
+    "Step x": "Step x\n",
+    "Step 5: x": "Step 5: x\n",
+    "step: x": "step: x\n",
+    "===== Step x": "===== Step x =====\n",
+    "iteration x": "iteration x\n",
+    "Global step x": "Global step x\n",
+    "bullet": "  \u2022 Loss: x\n",
+    "nested dict": "{'loss': {'a': [1, {'b': 2}]}, 'grad_norm': [[[[1]]]]}\n",
+    "deep dict": "{'a': " * 300 + "1" + "}" * 300 + "\n",
+    "json": '{"a": 1, "b": [1, 2, 3], "c": "x"}\n',
+    "Traceback": "Traceback (most recent call last):\n",
+    "(pid=1) x": "(TaskRunner pid=1) x\n",
+    "nan dict": "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e999, 'epoch': -inf}\n",
+    "verl nan": "step:1 - actor/entropy:nan - actor/grad_norm:inf - critic/score/mean:1e999\n",
+    "key=value": " ".join(f"k{i}=v{i}" for i in range(40)) + "\n",
+    "ANSI": "\x1b[31m\x1b[0m" * 50 + "\n",
+    "tqdm \\r": " 45%|####      | 9/20 [00:01<00:02,  1.20it/s]\r",
+    "NUL": "\x00" * 100 + "\n",
+    "1 MiB line": "a" * (1024 * 1024),
 }
-"""Tails of lines that only look like tqdm bars (``%|``, no bar, no step), as jobs print."""
+"""Tails of line shapes that cost a parser most, as jobs print them (or an unlucky log holds):
+lines that only look like tqdm bars (``%|``, no bar, no step), dict openers and fragments,
+``Step``/``step:`` lines that are no step line, nested dicts (a config dump's shape) printed
+over and over, tracebacks, floods of ANSI, NUL, ``\\r`` redraws, one line of a MiB."""
 
 
 def time_fragment_tails(path: Path) -> None:
-    """CPU per MiB of parse_log on a 1 MiB tail of bar fragments against the same on an
-    ordinary log's 1 MiB tail (the ``x%|`` tail cost 2.5 s/MiB, some 20x the ordinary)."""
+    """CPU per MiB of parse_log on a 1 MiB tail of each shape against the same on an
+    ordinary log's 1 MiB tail (the ``x%|`` tail cost 2.5 s/MiB, some 20x the ordinary; a
+    MiB of ``{`` lines 0.9 s, 8x)."""
     ordinary = read_tail(str(path), 1024 * 1024, 0)["text"]
     tails = {"ordinary log": ordinary} | {
         name: line * (1024 * 1024 // len(line)) for name, line in FRAGMENT_TAILS.items()}

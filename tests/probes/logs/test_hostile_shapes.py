@@ -1,0 +1,98 @@
+"""Lines shaped to cost the parser most (a job printing ``{``, ``Step x`` or a nested dict a
+million times) are read as cheaply as an ordinary log, and exactly as every line through every
+rule reads them.
+
+The cheap ways: a line holding none of ``MARKER_GATES`` skips ``_markers``
+(``history.MARKER_GATE``), and the fingerprint walks only lines that may start a dump and reads
+a repeated nested dict once (``fingerprint_lines._may_start``, ``fingerprint._literal_dump``'s
+memo). Each is held here to the way it replaced, on these shapes mixed with real fixture lines,
+EasyR1's YAML step blocks and open-instruct's ``Metrics`` panels.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probes.logs import fingerprint, history
+from probes.logs.fingerprint import _read
+from probes.logs.parse import parse_log
+from tests.probes.logs.test_easyr1_console import step_block
+from tests.probes.logs.test_prefilter import assert_same, fixture_lines
+from tests.probes.logs.test_rich_panel import panel, step_metrics
+
+PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+HOSTILE = [
+    "{x", "{", "  {", "{ 'a'", "{'a': {", "{x]", "{x]:", "{x}", "{}", "  {x  ", "{x\x1c",
+    "'a': 1,", "'a': 1}", "\"a\": 1,", "}", "Step x", "Step 5: x", "Step 5: ", "step: x",
+    "===== Step x =====", "Global step x", "iteration x", "  \u2022 Loss: x",
+    "{'loss': {'a': [1, {'b': 2}]}, 'grad_norm': [[[[1]]]]}",
+    "{'a': " * 30 + "1" + "}" * 30,
+    "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e999, 'epoch': -inf}",
+    "step:1 - actor/entropy:nan - actor/grad_norm:inf - critic/score/mean:1e999",
+    '{"level": "info", "msg": "hello", "ts": 1700000000}', "Traceback (most recent call last):",
+    "x%|", "%|", "a=1 b=2 loss=3", "\x00\x00", "",
+]
+"""The shapes ``tests/bench/bench_parse.py --fragments`` measures, and near misses of the
+opener test (a ``]``/``]:`` end, a closing ``}``, an end ``str.rstrip`` strips but bytes do not)."""
+
+
+def real_blocks() -> list[str]:
+    """Stateful real shapes: an EasyR1 YAML step block, an open-instruct panel, a SkyRL
+    header with its dict opening on the next line."""
+    return [*step_block(3).splitlines(), *panel(step_metrics(2)).splitlines(),
+            "Step 7: ", "{'policy/policy_entropy': '0.5',", " 'trainer/global_step': 7}"]
+
+
+def pool() -> list[str]:
+    return HOSTILE + real_blocks()
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 5)), max_size=150),
+       st.sampled_from(["\n", "\r\n", "\r"]))
+def test_hostile_mix_equals_reference(picks: list[tuple[int, int]], newline: str) -> None:
+    """Hostile shapes in runs (repeated 1-6 times) among real fixture lines and stateful real
+    blocks read as every line through every rule reads them (``_parse_reference``)."""
+    hostile, real = pool(), fixture_lines()
+    lines: list[str] = []
+    for pick, repeat in picks:
+        source = hostile if pick % 3 else real
+        lines += [source[pick % len(source)]] * (repeat + 1)
+    assert_same(newline.join(lines), [])
+
+
+@pytest.mark.parametrize("shape", HOSTILE)
+def test_marker_gate_changes_nothing(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shape, and every real fixture line after it, reads the same with ``_markers``
+    offered every line (the gate matching everything) as through ``MARKER_GATE``."""
+    text = "\n".join([shape] * 3 + fixture_lines()[:4000])
+    gated = parse_log(text)
+    monkeypatch.setattr(history, "MARKER_GATE", re.compile(""))
+    assert repr(parse_log(text)) == repr(gated)
+
+
+DUMP_A = "{'model': {'path': 'Qwen/Qwen3-8B'}, 'data': {'train_batch_size': 64}}"
+DUMP_B = "{'model': {'path': 'meta/Llama-3'}, 'trainer': {'nnodes': 2}}"
+
+
+@pytest.mark.parametrize("lines", [
+    [DUMP_A] * 5,
+    [DUMP_A, DUMP_B, DUMP_A],  # the last print of a key wins, remembered or not
+    [DUMP_B, DUMP_A, "{'a': {", "'b': 1}}", DUMP_B],
+    ["{'bad': {1: nan}"] * 3 + ["{'x': {'y': 1}}"],
+    HOSTILE * 2,
+])
+def test_remembered_dumps_read_as_parsed_each_time(
+    lines: list[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fingerprint read with ``_literal_dump``'s memo equals the one read parsing each
+    dump again, gated or walking every line."""
+    remembered = repr(_read(lines))
+    assert remembered == repr(_read(lines, gated=False))
+    monkeypatch.setattr(fingerprint, "_MEMO_CHARS", -1)
+    assert repr(_read(lines)) == remembered
