@@ -9,10 +9,11 @@ trial tree the row counted (a trials dir the run's log names, found by the colle
 else the cluster's ``trial_roots``), the configured rollout/validation dump directories
 (placeholders ``{workdir} {name} {job_id} {user}``), and the dump directories verl and SkyRL
 named in the log (``Dumped generations to ...``, ``Dumped eval data for ... to ...``; a
-relative one is taken relative to the job's workdir, and one outside the workdir is not read:
-the log is the job's own text). A reader that fails (no ``python3``, unreadable answer) leaves
-the probe with what the log printed; it is reported in ``skipped``, never raised. The job's
-log tail is read whole
+relative one is taken relative to the job's workdir; one outside it is read too, through the
+reader's guard like every other: only the job user's own files, under a root that user could
+list, for the log is the job's own text). A reader that fails (no ``python3``, unreadable
+answer) leaves the probe with what the log printed; it is reported in ``skipped``, never
+raised. The job's log tail is read whole
 (``collect_one(whole_tail=True)``) for the completions and timings it printed, then cut to
 the bounded excerpts every job keeps (``probes.logs.excerpt``) before the facts are returned.
 
@@ -46,10 +47,6 @@ from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_ru
 
 MAX_LOGGED_DIRS = 4
 """Dump directories taken from the log (the latest named ones)."""
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 class _Shared:
@@ -90,13 +87,14 @@ def rollout_request(facts: JobFacts, cluster: SlurmCluster, plan: ReadPlan,
     logged = [posixpath.normpath(d if posixpath.isabs(d) or not r.workdir
                                  else posixpath.join(r.workdir, d))
               for d in dump_dirs_in_log(facts.log.text if facts.log else "")]
-    # The log is the job's text: a directory it names is read only inside the job's own
-    # workdir, so a log cannot steer the probe account to someone else's files.
-    inside = [d for d in logged if r.workdir and _under(d, posixpath.normpath(r.workdir))]
+    # The log is the job's text, and verl's rollout_data_dir is often on scratch, outside the
+    # workdir: a directory it names is read wherever it is, through the reader's guard (only
+    # the job user's own regular files, under a root that user could list), so a log cannot
+    # steer the probe account to anyone else's files.
     roles: dict[str, DumpRole] = {}
     for path in fill(plan.validation_dirs):
         roles[path] = "validation"
-    for path in [*inside[-MAX_LOGGED_DIRS:], *fill(plan.rollout_dirs)]:
+    for path in [*logged[-MAX_LOGGED_DIRS:], *fill(plan.rollout_dirs)]:
         role: DumpRole = "validation" if "val" in posixpath.basename(path).lower() else "rollout"
         roles.setdefault(posixpath.normpath(path), role)
     limits = plan.model_dump(exclude={"rollout_dirs", "validation_dirs"})

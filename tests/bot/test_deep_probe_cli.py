@@ -58,8 +58,10 @@ def test_probe_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "probe" in capsys.readouterr().out
 
 
-def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
-    """A dump dir the log names outside the job's workdir is never put in the request."""
+def test_log_named_dump_dirs_are_requested_wherever_they_are() -> None:
+    """A dump dir the log names outside the job's workdir is requested too (verl's
+    rollout_data_dir is often on scratch): the reader's guard decides what is read there, only
+    the job user's own files (tests/probes/slurm/test_e2e_probe_outside_workdir.py)."""
     record = SchedulerRecord(cluster="a", job_id="7", name="rl-x", user="alice",
                              state=JobState.RUNNING, workdir="/home/alice/run")
     text = ("Dumped generations to rollouts/3.jsonl\n"
@@ -70,7 +72,8 @@ def test_log_named_dump_dirs_stay_inside_the_workdir() -> None:
     cluster = SlurmCluster(name="a", local=True, trial_roots=("{workdir}/jobs",))
     request, roles = rollout_request(facts, cluster, ReadPlan(rollout_dirs=()))
     assert request["dump_dirs"] == ["/home/alice/run/validation_data",
-                                    "/home/alice/run/rollouts", "/home/alice/run/val_dump"]
+                                    "/home/alice/run/rollouts", "/home/ops/secrets", "/home/ops",
+                                    "/home/alice/run/val_dump"]
     assert roles["/home/alice/run/val_dump"] == "validation"
     assert request["trial_roots"] == ["/home/alice/run/jobs"]
     assert request["max_trials"] == 64 and request["owner"] == "alice"
@@ -80,7 +83,7 @@ def test_skyrl_eval_dumps_the_log_names_are_read() -> None:
     """SkyRL names its eval dumps in its log (``dump_per_dataset_eval_results``: "Dumped eval
     data for <source> to <export_path>/dumped_evals/global_step_N_evals/<source>.jsonl"); a
     run whose ``trainer.export_path`` is not ``{workdir}/exports`` had them unread ('nothing
-    to judge'). Its export dir is read like verl's logged dirs: inside the workdir only."""
+    to judge'). Its export dir is read like verl's logged dirs, through the reader's guard."""
     record = SchedulerRecord(cluster="a", job_id="7", name="rl-x", user="alice",
                              state=JobState.RUNNING, workdir="/home/alice/run")
     prefix = "2026-12-05 05:01:02.345 | INFO     | skyrl_train.utils.trainer_utils:dump:265 - "
@@ -94,7 +97,8 @@ def test_skyrl_eval_dumps_the_log_names_are_read() -> None:
     cluster = SlurmCluster(name="a", local=True)
     request, roles = rollout_request(facts, cluster, ReadPlan(rollout_dirs=(),
                                                               validation_dirs=()))
-    assert request["dump_dirs"] == ["/home/alice/run/out/exp1", "/home/alice/run/out/exp2"]
+    assert request["dump_dirs"] == ["/home/alice/run/out/exp1", "/home/alice/run/out/exp2",
+                                    "/home/bob/exports"]
     assert roles["/home/alice/run/out/exp1"] == "rollout"
 
 
