@@ -9,8 +9,10 @@ job's ref), so each button is checked against its own job's alert, and is marked
 alerts go to ``slack.channel`` naming the owner; an alert Slack took no message for gives
 its claim back, so the next sweep (or this one's retry) tries again, as does one not yet
 posted when the sweep is cancelled (a post in flight keeps its claim: Slack may have taken
-it). A delivered alert's episode and its message's index are written to Redis; while Redis
-is down the episode is kept in process memory until :meth:`bot.alerts.Alerter.flush`.
+it; one whose post timed out is looked for in its conversation at once, ``bot.landed``,
+and found, counts as delivered there). A delivered alert's episode and its message's index
+are written to Redis; while Redis is down the episode is kept in process memory until
+:meth:`bot.alerts.Alerter.flush`.
 :class:`AlertDelivery` is the delivering half of :class:`bot.alerts.Alerter` (its base), which
 claims the episodes and holds the state used here.
 """
@@ -31,6 +33,7 @@ from bot.alert_messages import collapse_batch_messages, collapse_message
 from bot.config import Config
 from bot.delivery import dm_channel, post
 from bot.episodes import BATCH_MARK, alert_index, cancel_forbidden, job_ref, message_key
+from bot.landed import landed, post_key, tagged
 from bot.slack_errors import Refusal
 from bot.store import RedisStore, StoreUnavailable
 from report.models import JobDetail
@@ -140,8 +143,14 @@ class AlertDelivery:
         for message, members in parts:
             for i in members:
                 unsent.pop(group[i].name, None)
+            key = post_key(message.text, message.blocks, self._clock())
             posted = await post(self._client, channel=channel, text=message.text,
-                                blocks=message.blocks)
+                                blocks=message.blocks, metadata=tagged(key))
+            # Sent, its answer never came: if it landed, its episode is bound to it (its
+            # buttons answer) and it is not sent again, to the channel or the next sweep.
+            if isinstance(posted, Refusal) and posted.unknown and (
+                    ts := await landed(self._client, channel, key)):
+                posted = {"channel": channel, "ts": ts}
             for i in members:
                 if isinstance(posted, Refusal):
                     left.append(group[i])

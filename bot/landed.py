@@ -53,10 +53,10 @@ _REFUSED: WeakKeyDictionary[AsyncWebClient, str] = WeakKeyDictionary()
 
 
 async def landed(client: AsyncWebClient, channel: str, key: str, *,
-                 thread_ts: str | None = None) -> bool | None:
-    """Whether a post keyed ``key`` is in ``channel`` (the thread ``thread_ts``'s replies, or
-    its latest messages): True, False, or None when Slack could not say (no history scope,
-    an error: the caller sends it again)."""
+                 thread_ts: str | None = None) -> str | None:
+    """The ts of the post keyed ``key`` in ``channel`` (among the thread ``thread_ts``'s
+    replies, or its latest messages): ``""`` when it is not there, None when Slack could not
+    say (no history scope, an error); either way the caller sends it (again)."""
     if client in _REFUSED:
         return None
     args: dict[str, Any] = {"channel": channel, "limit": LOOKED_AT, "include_all_metadata": True}
@@ -72,8 +72,9 @@ async def landed(client: AsyncWebClient, channel: str, key: str, *,
             log.info("kept posts are sent again unchecked: conversations cannot be read",
                      error=error)
         return None
-    messages = answer.get("messages") or []
-    return any(isinstance(m, dict) and isinstance(m.get("metadata"), dict)
-               and m["metadata"].get("event_type") == EVENT_TYPE
-               and (m["metadata"].get("event_payload") or {}).get("key") == key
-               for m in messages)
+    for message in answer.get("messages") or []:
+        meta = message.get("metadata") if isinstance(message, dict) else None
+        if isinstance(meta, dict) and meta.get("event_type") == EVENT_TYPE \
+                and (meta.get("event_payload") or {}).get("key") == key:
+            return str(message.get("ts") or "") or None
+    return ""

@@ -53,6 +53,9 @@ AUTH_ERRORS = frozenset({
 })
 """The token, its scopes or the request's form refused: no later try of this process passes
 (the token is read once at start; a new one means a restart)."""
+UNANSWERED = frozenset({"TimeoutError", "ServerTimeoutError", "ServerDisconnectedError"})
+"""A request sent whose answer never came (not ``GaveUp``: that one was never sent): Slack may
+have taken the post (``bot.landed``)."""
 PERMANENT_ERRORS = CONTENT_ERRORS | GONE_ERRORS | AUTH_ERRORS
 """Refusals no later try of the same post can pass: logged once (by the client) and
 dropped. Every other error (``ratelimited``, ``internal_error``, ``fatal_error``,
@@ -71,6 +74,12 @@ class Refusal:
     def permanent(self) -> bool:
         """Whether no later try of the same post can pass (:data:`PERMANENT_ERRORS`)."""
         return self.error in PERMANENT_ERRORS
+
+    @property
+    def unknown(self) -> bool:
+        """Whether the post may have landed: sent, and its answer never came
+        (:data:`UNANSWERED`)."""
+        return self.error in UNANSWERED
 
     @property
     def gone(self) -> bool:

@@ -86,3 +86,31 @@ async def test_without_a_history_scope_the_post_is_sent_again_and_asked_once(
     assert _shown(slack, "C0SWEEP", "Changes") == 2
     lookups = [c for c in slack.calls if c.path.startswith("/api/conversations.replies")]
     assert len(lookups) == 1
+
+
+async def test_a_collapse_dm_that_landed_unanswered_is_bound_not_sent_again(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """The collapse DM timed out but is in alice's DM: it is found there at once and its
+    episode bound to it, so it is not sent again to the channel and its buttons answer
+    (before: a second alert in the channel, and the DM's buttons met 'no record of an alert
+    in this message')."""
+    from tests.bot.builders import FakeSweeper, collapsing, sweep_result
+    from tests.bot.fake_slack import action_body, signed_headers
+
+    slack.history_scope = True
+    sweeper = FakeSweeper(make=lambda: sweep_result([collapsing()], at=clock()),
+                          conf=make_config(prefix, tmp_path, api_timeout_seconds=BOUND_S))
+    slack.land("chat.postMessage", target="DALICE")
+    async with running_bot(slack, store, sweeper, clock) as h:
+        assert await make_scheduler(h.bot).tick()
+        (dm,) = [m for m in slack.messages if m["channel"] == "DALICE"]
+        body = action_body("acknowledge", "alpha:4242", user="UALICE",
+                           response_url=slack.response_url("ack"), channel="DALICE",
+                           message_ts=dm["ts"])
+        assert (await h.post(body, signed_headers(body)))[0] == 200
+        await h.bot.tasks.drain()
+        audit = await store.audit_entries()
+        slack.release()
+    assert _shown(slack, "C0SWEEP", "Collapse on") == 0
+    assert [e["outcome"] for e in audit] == ["acknowledged"]
