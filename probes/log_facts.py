@@ -84,9 +84,11 @@ class InfraSignals(Frozen):
     engine_stuck_since: LogTime | None = None
     """When the current run of snapshots with requests running at 0 tokens/s began (``None``:
     the latest snapshot generated, had none running, or gave no rate)."""
-    engine_batches_at: LogTime | None = None
-    """The latest SGLang ``Prefill batch``/``Decode batch`` line's stamp: SGLang logs batches
-    only while it has requests, so its silence since is zero running (``None``: no such line)."""
+    engine_busy_at: LogTime | None = None
+    """The latest engine line showing work (an SGLang batch, a vLLM stats line with requests
+    running or tokens generated): an engine logs its stats only while it has work, so its
+    silence since is an engine that stopped (``None``: no such line, or vLLM's idle line after
+    it)."""
     engine_log_newest: LogTime | None = None
     """When the engine fields above come from the engine's own log (``vllm_<jobid>.log``):
     that log's newest stamp, its clock (the job log's says nothing of the engine's times)."""

@@ -63,7 +63,7 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     # an SGLang engine that logged no batch (it logs none while it has no request)
     spells = ((engine_zero_minutes(ctx), "0 running reqs"),
               (engine_stuck_minutes(ctx), "stuck"),
-              (engine_silent_minutes(ctx), "no batch logged"))
+              (engine_silent_minutes(ctx), "no engine stats logged"))
     idle_for, what = next(((m, w) for m, w in spells if m is not None and m > limit),
                           (None, ""))
     if not no_ok or idle_for is None or not ctx.running:
@@ -137,9 +137,10 @@ def engine_stuck_minutes(ctx: JudgeContext) -> float | None:
 
 
 def engine_silent_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since an SGLang engine's latest batch line (None: it logged none). SGLang logs
-    a batch only while it has requests, so this long it has had none running."""
-    return _on_log_clock(ctx, infra_signals(ctx).engine_batches_at)
+    """Minutes since the engine's latest line showing work (None: none, or an idle line after
+    it). An engine logs its stats only while it has work (vLLM one idle line first): this long
+    it has run nothing (SGLang idle) or logged nothing at all (a dead or wedged engine)."""
+    return _on_log_clock(ctx, infra_signals(ctx).engine_busy_at)
 
 
 def fresh_ok(ctx: JudgeContext) -> bool:

@@ -68,7 +68,7 @@ class LaunchCarry(Carried):
     running: int | None = None
     zero_since: LogTime | None = None
     stuck_since: LogTime | None = None
-    batches_at: LogTime | None = None
+    busy_at: LogTime | None = None
     marks: tuple[tuple[int, LogTime], ...] = ()
     recent: tuple[bool, ...] = ()
     auth_failures: int = 0
@@ -229,7 +229,7 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
             last_ok_at=launch.last_ok_at, last_ok_line=launch.last_ok_line,
             clock_last=launch.clock.last, running=launch.running,
             zero_since=launch.zero_since, stuck_since=launch.stuck_since,
-            batches_at=launch.batches_at, marks=tuple(launch.marks),
+            busy_at=launch.busy_at, marks=tuple(launch.marks),
             recent=tuple(launch.recent),
             auth_failures=launch.auth_failures,
             tunnel_auth_failures=launch.tunnel_auth_failures),
@@ -266,7 +266,7 @@ def restore_faults(
     if saved.clock_last is not None:
         launch.clock.reference = launch.clock.last = saved.clock_last
     launch.running, launch.zero_since = saved.running, saved.zero_since
-    launch.stuck_since, launch.batches_at = saved.stuck_since, saved.batches_at
+    launch.stuck_since, launch.busy_at = saved.stuck_since, saved.busy_at
     launch.marks = deque(saved.marks, maxlen=launch.marks.maxlen)
     launch.recent = deque(saved.recent, maxlen=launch.recent.maxlen)
     launch.auth_failures = saved.auth_failures

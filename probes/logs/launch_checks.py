@@ -14,11 +14,14 @@ by the file's mtime or the 200 before it; ``probes.logs.parse`` then reads the w
 clock at ``last_ok_line``, which also times a 200 line that carries no stamp. Running-request
 snapshots (vLLM ``Running: N reqs``, SGLang ``#running-req: N``) are timed on the same clock:
 ``engine_zero_since`` is the stamp of the first snapshot of the current run of zeros, so "zero
-running requests for 10+ minutes" is a span, never one snapshot. SGLang logs a batch line only
-while it has requests (a ``Prefill batch`` as it admits them, a ``Decode batch`` every
-``decode_log_interval`` steps), so an idle SGLang engine says so by its silence:
-``engine_batches_at`` is the stamp of its latest batch line, and a ``Prefill batch``'s
-``#running-req`` (the batch running beside the ``#new-seq`` it admits) counts those too. The last
+running requests for 10+ minutes" is a span, never one snapshot. An engine logs its stats
+only while it has work: SGLang a batch line (a ``Prefill batch`` as it admits requests, a
+``Decode batch`` every ``decode_log_interval`` steps), vLLM a stats line every 10 s, and one
+idle line (zero running, zero throughput) before it goes quiet (``LoggingStatLogger``'s "avoid
+log noise on an idle production system"). So silence after a line that shows work is an engine
+that stopped (idle SGLang, or a dead or wedged engine): ``engine_busy_at`` is that line's
+stamp. A ``Prefill batch``'s ``#running-req`` (the batch running beside the ``#new-seq`` it
+admits) counts those too. The last
 :data:`RECENT_RESPONSES` engine answers are kept to tell a 5xx burst from one stray error.
 """
 
@@ -124,8 +127,9 @@ class LaunchChecks:
         """(line, stamp) of stamped engine lines (stats, heartbeat), spaced (``mark``)."""
         self.stuck_since: datetime | None = None
         """The first snapshot of the current run with requests running at 0 tokens/s."""
-        self.batches_at: datetime | None = None
-        """The stamp of the latest SGLang batch line (it logs none while idle)."""
+        self.busy_at: datetime | None = None
+        """The stamp of the latest engine line showing work (an engine logs none while idle,
+        or one idle line first); ``None`` after vLLM's idle line."""
         self.recent: deque[bool] = deque(maxlen=RECENT_RESPONSES)
         """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
@@ -156,14 +160,17 @@ class LaunchChecks:
         if ("running: " in low or "#running-req: " in low) and (
             running := _RUNNING.search(text)
         ) is not None:
-            rate = _GENERATING.search(text)
+            found = _GENERATING.search(text)
+            rate = float(found.group("v") or found.group("s")) if found else None
             count = int(running.group("n") or running.group("sglang"))
-            if running.group("sglang") is not None and _SGLANG_BATCH.search(text):
+            batch = running.group("sglang") is not None and _SGLANG_BATCH.search(text)
+            if batch:
                 admitted = _NEW_SEQ.search(text)
                 count += int(admitted.group("n")) if admitted else 0
-                self.batches_at = self.clock.read(text) or self.batches_at
-            self._running(count, text,
-                          float(rate.group("v") or rate.group("s")) if rate else None, line_no)
+            # SGLang logs batches only while it has requests; vLLM's stats line shows work
+            # unless it is the idle one it logs before going quiet
+            self._running(count, text, rate, line_no,
+                          busy=bool(batch) or count > 0 or (rate or 0.0) > 0)
         if tunnel_auth:
             self.auth_failures += 1
         elif any(n in low for n in ("401", "403", "authentication", "api key",
@@ -176,9 +183,11 @@ class LaunchChecks:
         if stamp is not None and (not self.marks or stamp - self.marks[-1][1] >= MARK_SPACING):
             self.marks.append((line_no, stamp))
 
-    def _running(self, count: int, text: str, rate: float | None, line_no: int) -> None:
+    def _running(self, count: int, text: str, rate: float | None, line_no: int, *,
+                 busy: bool) -> None:
         stamp = self.clock.read(text)
         self.mark(line_no, stamp)
+        self.busy_at = (stamp or self.busy_at) if busy else None
         if count == 0 or rate is None or rate > 0:
             self.stuck_since = None
         elif self.stuck_since is None:
@@ -213,7 +222,7 @@ class LaunchChecks:
             engine_running_requests=self.running,
             engine_zero_since=self.zero_since if self.running == 0 else None,
             engine_stuck_since=self.stuck_since,
-            engine_batches_at=self.batches_at,
+            engine_busy_at=self.busy_at,
             engine_5xx_recent=sum(self.recent),
             engine_recent_responses=len(self.recent),
         )

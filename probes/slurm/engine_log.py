@@ -22,14 +22,14 @@ from probes.logs.parse import parse_log
 from probes.models import ACTIVE_STATES, SchedulerRecord
 
 _ENGINE_FIELDS = ("engine_ok_requests", "last_engine_ok_at", "engine_running_requests",
-                  "engine_zero_since", "engine_stuck_since", "engine_batches_at",
+                  "engine_zero_since", "engine_stuck_since", "engine_busy_at",
                   "engine_5xx_recent", "engine_recent_responses")
 
 
 def _has_engine_lines(summary: LogSummary) -> bool:
     infra = summary.infra
     return (infra.engine_ok_requests is not None or infra.engine_running_requests is not None
-            or infra.engine_batches_at is not None)
+            or infra.engine_busy_at is not None)
 
 
 def with_engine_log(summary: LogSummary, raw: Any, record: SchedulerRecord) -> LogSummary:

@@ -94,3 +94,31 @@ def test_a_stuck_spell_is_carried_across_incremental_reads() -> None:
     whole = parse_log(chunks[0] + chunks[1], mtime=NOW)
     assert whole.infra.engine_stuck_since == NOW - timedelta(minutes=38)
     assert folded.infra == whole.infra
+
+
+@pytest.mark.parametrize(("quiet_min", "posts_after", "down"), [
+    (25, False, True),   # busy, then not one stats line and no 200: the engine is gone
+    (6, False, False),   # near miss: quiet for less than the window
+    (25, True, False),   # near miss: its 200s go on (a stats logger gone quiet, not the engine)
+])
+def test_a_vllm_engine_silent_after_a_busy_stats_line_is_down(
+        quiet_min: int, posts_after: bool, down: bool) -> None:
+    """vLLM logs its stats every 10 s while it has work, and an idle engine logs one last
+    zero-throughput line before going quiet (``LoggingStatLogger.log``: "Avoid log noise on an
+    idle production system"). So a log whose last stats line still shows requests generating,
+    silent since for the window with no 200, is an engine that died (its process gone) or stopped
+    logging: it read no flag at all, 'engine?'."""
+    lines = _log(_stats, quiet_min, 90.0)[:-(quiet_min + 1)]  # busy until quiet_min ago
+    if posts_after:
+        lines += [POST] * 5
+    parsed_at = NOW if posts_after else NOW - timedelta(minutes=quiet_min)
+    text = "\n".join(lines) + "\n"
+    parsed = parse_log(text, mtime=parsed_at)
+    job = JobFacts(record=record("eval-qwen-tb"), log=log(text=text, mtime=parsed_at),
+                   summary=summary(**parsed.model_dump(exclude={"points"})),
+                   trials=tree([trial(1.0)] * 20, trials_total=300))
+    detail = judge(job)
+    assert ("engine-idle" in detail.report.flags) is down, (detail.report.flags,
+                                                            detail.report.trend)
+    if down:
+        assert detail.infra is not None and detail.infra.endswith("engine✗")

@@ -95,4 +95,4 @@ def test_the_silence_is_carried_across_incremental_reads() -> None:
     whole = parse_log(chunks[0] + chunks[1], mtime=NOW)
     assert folded.infra == whole.infra
     folded_again, _ = fold(["\n".join(lines) + "\n", POST + "\n"], mtime=NOW)
-    assert folded_again.infra.engine_batches_at == whole.infra.engine_batches_at
+    assert folded_again.infra.engine_busy_at == whole.infra.engine_busy_at
