@@ -94,6 +94,8 @@ class InfraSignals(Frozen):
     that log's newest stamp, its clock (the job log's says nothing of the engine's times)."""
     engine_log_mtime: datetime | None = None
     """That engine log's mtime (zone-aware), with ``engine_log_newest`` its clock."""
+    engine_log_path: str | None = None
+    """That engine log's path (the log the engine checks read)."""
     engine_5xx_recent: int = 0
     """5xx answers among the engine's last ``RECENT_RESPONSES`` (launch checks) answers."""
     engine_recent_responses: int = 0

@@ -27,7 +27,7 @@ from datetime import datetime
 from probes.harbor import never_started
 from probes.logs.clock import minutes_on_log_clock
 from probes.models import Frozen, InfraSignals
-from report.cells import format_duration
+from report.cells import format_duration, shown_path
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.harbor_trials import infra_signals
 from report.trend import shorten
@@ -52,6 +52,9 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     from the first zero snapshot of the current run of zeros (one fresh ``Running: 0 reqs``
     is a drained queue, not an idle engine).
     """
+    path = infra_signals(ctx).engine_log_path
+    if path is not None:  # the engine checks' own log: 'jobtables job' names it
+        f.notes.append(shown_path(f"engine checks read {path}"))
     limit = ctx.settings.thresholds.engine_idle_minutes
     since_ok = engine_quiet_minutes(ctx)
     if since_ok is not None:

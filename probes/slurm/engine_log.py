@@ -46,5 +46,6 @@ def with_engine_log(summary: LogSummary, raw: Any, record: SchedulerRecord) -> L
     if not _has_engine_lines(engine):
         return summary
     update = {name: getattr(engine.infra, name) for name in _ENGINE_FIELDS}
-    update.update(engine_log_newest=engine.last_timestamp, engine_log_mtime=mtime)
+    update.update(engine_log_newest=engine.last_timestamp, engine_log_mtime=mtime,
+                  engine_log_path=str(raw.get("path") or "") or None)
     return summary.model_copy(update={"infra": summary.infra.model_copy(update=update)})

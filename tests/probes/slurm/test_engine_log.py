@@ -101,6 +101,8 @@ def test_an_idle_engine_in_its_own_log_is_engine_idle(tmp_path: Path, name: str,
     detail = _run(tmp_path, idle_min=25, name=name, where=where)
     assert "engine-idle" in detail.report.flags, (detail.report.flags, detail.report.trend)
     assert detail.infra is not None and detail.infra.endswith("engine✗"), detail.infra
+    # 'jobtables job' names the log the engine checks read (the rulebook: "the RIGHT log")
+    assert detail.note is not None and f"{where + '/' if where else ''}{name}" in detail.note
 
 
 def test_a_busy_engine_in_its_own_log_is_engine_ok(tmp_path: Path) -> None:
