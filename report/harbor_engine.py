@@ -103,9 +103,9 @@ def _on_log_clock(ctx: JudgeContext, since: datetime | None) -> float | None:
     """Minutes since the engine time ``since``, on the clock of the log it was read from: the
     engine's own log when the collector read one (``engine_log_mtime``), else the job's."""
     infra = infra_signals(ctx)
-    if infra.engine_log_mtime is not None:
-        return minutes_on_log_clock(since, infra.engine_log_newest, infra.engine_log_mtime,
-                                    ctx.now)
+    if infra.engine_log_mtime is not None:  # no engine time read: no minutes (not the file's age)
+        return None if since is None else minutes_on_log_clock(
+            since, infra.engine_log_newest, infra.engine_log_mtime, ctx.now)
     newest = ctx.facts.summary.last_timestamp if ctx.facts.summary else None
     mtime = ctx.facts.log.mtime if ctx.facts.log else None
     if since is None or newest is None or mtime is None:

@@ -153,3 +153,25 @@ def test_the_engines_own_name_wins_over_a_newer_server_log(tmp_path: Path) -> No
     (Path(request["jobs"][0]["workdir"]) / f"sandbox_server_{JOB}.log").write_text("ready\n")
     engine = collector.collect(request)["jobs"][JOB]["log"]["engine"]
     assert engine["path"].endswith(f"vllm_{JOB}.log")
+
+
+def test_an_engine_log_without_stats_proves_no_idleness(tmp_path: Path) -> None:
+    """Near miss: an engine started with ``--disable-log-stats`` logs its 200s only; 25 minutes
+    after its last one it has shown no running count, so no idle spell (the rulebook: zero
+    running for 10+ minutes), and a file that says nothing new is no fresh 200."""
+    request = _layout(tmp_path, datetime.now(UTC), idle_min=25, name=f"vllm_{JOB}.log",
+                      where="", trials=True)
+    engine = Path(request["jobs"][0]["workdir"]) / f"vllm_{JOB}.log"
+    stamp = engine.stat().st_mtime
+    engine.write_text("\n".join(line for line in engine.read_text().splitlines()
+                                if "Engine 000" not in line) + "\n")
+    os.utime(engine, (stamp, stamp))
+    now = datetime.now(UTC)
+    answer = collector.collect(request)
+    spec = request["jobs"][0]
+    rec = record("eval-qwen3-x-tbench", job_id=JOB, state=JobState.RUNNING,
+                 workdir=spec["workdir"], stdout_path=spec["stdout"],
+                 start_time=now - timedelta(minutes=45), elapsed_s=2700)
+    detail = judge(job_facts(rec, answer["jobs"][JOB], aliases={}, benign_patterns=()), now=now)
+    assert "engine-idle" not in detail.report.flags, detail.report.trend
+    assert detail.infra is not None and detail.infra.endswith("engine?"), detail.infra
