@@ -77,6 +77,7 @@ from bot.deep_probe_post import (
     _tell_unposted,
     memory_name,
     one_at_a_time,
+    refused_for_good,
 )
 from bot.deep_probe_press import _alert_refusal, _already_running, _audit, _where
 from bot.errors import JobNotFoundError, UsageError, UserError
@@ -232,7 +233,8 @@ async def _probe_and_post(bot: Bot, body: dict[str, Any], press: ActionPress, re
         # episode binds them; the ephemeral reply says so. Otherwise it is answered in place.
         await _answer_ephemeral(bot, config, detail, press.user_id, respond)
         return
-    if await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts) is None:
+    posted = await _post(bot, press.channel_id, detail, config, thread_ts=press.message_ts)
+    if not isinstance(posted, dict):
         await _tell_unposted(config, detail, respond)
 
 
@@ -276,19 +278,27 @@ async def after_sweep(bot: Bot, result: SweepResult, config: Config) -> list[str
                  and scheduler_job(d.report.job_id) == scheduler_job(job.job_id)]
         if not config.deep_probe.auto:
             offers.append((shown, job.user, tasks))
-        elif await _offer(bot, config, shown, job.user, tasks):
+            continue
+        told = await _offer(bot, config, shown, job.user, tasks)
+        if told is True:
             handled.append(f"{job.cluster}:{job.job_id}")
+        elif refused_for_good(told):
+            log.warning("deep-probe verdict dropped: Slack will not take it",
+                        ref=f"{job.cluster}:{job.job_id}")
         elif config.slack.channel or slack_owner(config, job.cluster, job.user):
-            # Not delivered (Slack hung, refused): probed and told again. An auto verdict
-            # with nowhere to go at all is not read again every sweep.
+            # Not delivered (Slack hung, refused for now): probed and told again. An auto
+            # verdict with nowhere to go, or refused for good, is not read again every sweep.
             await _forget(bot, job.cluster, job.job_id)
             await _forget_run(bot, job.cluster, job.job_id)
-    delivered = await _offers(bot, config, offers) if offers else set()
+    delivered, dropped = await _offers(bot, config, offers) if offers else (set(), set())
     for shown, _, _ in offers:
         job = shown.report
-        if f"{job.cluster}:{job.job_id}" in delivered:
-            handled.append(f"{job.cluster}:{job.job_id}")
-        else:  # not delivered (Slack hung, refused): offered again by the next sweep
+        ref = f"{job.cluster}:{job.job_id}"
+        if ref in delivered:
+            handled.append(ref)
+        elif ref in dropped:  # refused for good (DM and channel closed to the bot): once
+            log.warning("deep-probe offer dropped: Slack will not take it", ref=ref)
+        else:  # not delivered (Slack hung, refused for now): offered again by the next sweep
             await _forget(bot, job.cluster, job.job_id)
             await _forget_run(bot, job.cluster, job.job_id)
     return handled

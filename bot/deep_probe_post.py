@@ -33,6 +33,7 @@ from bot.deep_probe_blocks import (
 from bot.delivery import NETWORK_ERRORS, dm_channel
 from bot.messages import DEEP_PROBE
 from bot.owners import slack_owner
+from bot.slack_errors import Refusal, slack_error
 from bot.store import StoreUnavailable
 from probes.ids import scheduler_job
 from report.chunks import mrkdwn_object
@@ -52,7 +53,7 @@ def memory_name(cluster: str, job_id: str) -> str:
 
 async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
                 thread_ts: str | None = None, *,
-                tasks: Sequence[str] = ()) -> dict[str, Any] | None:
+                tasks: Sequence[str] = ()) -> dict[str, Any] | Refusal:
     job = detail.report
     text = _summary(detail)
     blocks = verdict_blocks(detail, config) if job.deep_probe else offer_blocks(detail, tasks)
@@ -61,8 +62,8 @@ async def _post(bot: Bot, channel: str, detail: JobDetail, config: Config,
                                                    thread_ts=thread_ts)
     except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:  # a hung API times out
         log.error("deep-probe message failed", ref=f"{job.cluster}:{job.job_id}",
-                  error=str(exc) or type(exc).__name__)
-        return None
+                  error=slack_error(exc))
+        return Refusal(slack_error(exc))
     data = dict(posted.data) if isinstance(posted.data, dict) else {}
     if job.deep_probe is None:
         await _bind_offer(bot, config, detail, str(data.get("channel") or channel),
@@ -139,7 +140,7 @@ async def _answer_ephemeral(bot: Bot, config: Config, detail: JobDetail, user_id
         if channel is None:
             log.error("deep-probe DM failed", user=user_id)
         posted = await _post(bot, channel, detail, config) if channel is not None else None
-        if posted is not None:
+        if isinstance(posted, dict):
             await respond(text=f"{_summary(detail)}. The verdict and its buttons are in your DM "
                                "with the bot.",
                           response_type="ephemeral", replace_original=False)
@@ -246,41 +247,59 @@ async def _forget_run(bot: Bot, cluster: str, job_id: str) -> None:
 
 
 async def _offer(bot: Bot, config: Config, shown: JobDetail, user: str | None,
-                 tasks: Sequence[str]) -> bool:
+                 tasks: Sequence[str]) -> bool | Refusal:
     """Post the offer (or auto verdict) to the owner's DM (``user``: the sweep's owner of the
-    run), else the channel."""
+    run), else (none, or the DM refused it) the channel: True when posted, False with
+    nowhere to post, else why the last place refused it."""
     owner = slack_owner(config, shown.report.cluster, user)
-    channel: str | None = config.slack.channel
+    told: bool | Refusal = False
     if owner:
         dm = await dm_channel(bot.client, owner)
         if dm is None:
             log.error("deep-probe DM failed", owner=owner)
-        channel = dm or channel
-    if not channel:
-        return False
-    return await _post(bot, channel, shown, config, tasks=tasks) is not None
+        else:
+            told = _told(await _post(bot, dm, shown, config, tasks=tasks))
+    # A DM that timed out may have landed: not sent to the channel as well.
+    if told is not True and config.slack.channel and not (
+            isinstance(told, Refusal) and told.unknown):
+        told = _told(await _post(bot, config.slack.channel, shown, config, tasks=tasks))
+    return told
+
+
+def _told(posted: dict[str, Any] | Refusal) -> bool | Refusal:
+    return posted if isinstance(posted, Refusal) else True
+
+
+def refused_for_good(told: bool | Refusal) -> bool:
+    """Whether an offer's (or auto verdict's) post met a refusal no later sweep passes: it is
+    not offered again (``bot.deep_probe.after_sweep``), where a passing one is."""
+    return isinstance(told, Refusal) and told.permanent
 
 
 Offer = tuple[JobDetail, str | None, Sequence[str]]
 """A run to offer the deep probe for: its row, its owner (cluster user), its array's tasks."""
 
 
-async def _offers(bot: Bot, config: Config, offers: Sequence[Offer]) -> set[str]:
+async def _offers(bot: Bot, config: Config, offers: Sequence[Offer]
+                  ) -> tuple[set[str], set[str]]:
     """A sweep's offers, one message per destination (the owner's DM, else the channel), as
     an owner's collapses are one DM: a single run's offer reads as before; several are one
     message (split only past Slack's limits), each run's button bound to that run. Returns
-    the runs (``cluster:job``) whose offer Slack took."""
+    the runs (``cluster:job``) whose offer Slack took, and those whose offer it refused for
+    good (:func:`refused_for_good`)."""
     groups: dict[str | None, list[Offer]] = {}
     for offer in offers:
         detail, user, _ = offer
         groups.setdefault(slack_owner(config, detail.report.cluster, user), []).append(offer)
     delivered: set[str] = set()
+    dropped: set[str] = set()
     for owner, group in groups.items():
         refs = [f"{d.report.cluster}:{d.report.job_id}" for d, _, _ in group]
         if len(group) == 1:
             detail, user, tasks = group[0]
-            if await _offer(bot, config, detail, user, tasks):
-                delivered.update(refs)
+            told = await _offer(bot, config, detail, user, tasks)
+            (delivered if told is True else dropped if refused_for_good(told) else set()
+             ).update(refs)
             continue
         channel = await dm_channel(bot.client, owner) if owner else None
         channel = channel or config.slack.channel
@@ -290,21 +309,21 @@ async def _offers(bot: Bot, config: Config, offers: Sequence[Offer]) -> set[str]
         for blocks in offers_blocks([(d, tasks) for d, _, tasks in group]):
             shown = group[at:at + sum(1 for b in blocks if b["type"] == "actions")]
             at += len(shown)
-            if await _post_batch(bot, config, channel, [d for d, _, _ in shown], blocks):
-                delivered.update(f"{d.report.cluster}:{d.report.job_id}" for d, _, _ in shown)
-    return delivered
+            told = await _post_batch(bot, config, channel, [d for d, _, _ in shown], blocks)
+            (delivered if told is True else dropped if refused_for_good(told) else set()
+             ).update(f"{d.report.cluster}:{d.report.job_id}" for d, _, _ in shown)
+    return delivered, dropped
 
 
 async def _post_batch(bot: Bot, config: Config, channel: str, details: Sequence[JobDetail],
-                      blocks: list[dict[str, Any]]) -> bool:
+                      blocks: list[dict[str, Any]]) -> bool | Refusal:
     """One batched offer message, each run bound to it (``offer_key`` with its ref)."""
     try:
         posted = await bot.client.chat_postMessage(
             channel=channel, text=f"Deep-probe {len(details)} new RL runs?", blocks=blocks)
     except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:
-        log.error("deep-probe offers failed", runs=len(details),
-                  error=str(exc) or type(exc).__name__)
-        return False
+        log.error("deep-probe offers failed", runs=len(details), error=slack_error(exc))
+        return Refusal(slack_error(exc))
     data = dict(posted.data) if isinstance(posted.data, dict) else {}
     where, ts = str(data.get("channel") or channel), str(data.get("ts") or "")
     for detail in details:
