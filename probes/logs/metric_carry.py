@@ -39,6 +39,7 @@ from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
 from probes.logs.rich_panel import MetricsPanel
 from probes.logs.scan_episodes import EpisodeResume
+from probes.logs.skyrl_batches import SkyrlBatches
 from probes.logs.slime_lines import SlimeArgs
 from probes.logs.step_intervals import Interval, StepIntervals
 from probes.models import LogTime, MetricPoint
@@ -97,6 +98,9 @@ class MetricCarry(Carried):
     header and last line, metrics read, step from ``time/batch``, the header's stamp."""
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
+    skyrl_batches: tuple[int, int | None, bool, tuple[int, ...], int, bool, bool] = (
+        0, None, False, (), -1, False, False)
+    """SkyRL's batches bar's lead (``probes.logs.skyrl_batches.SkyrlBatches``)."""
     ds_losses: tuple[float, int] = (0.0, 0)
     ds_accumulation: int | None = None
     ds_batch: int | None = None
@@ -202,6 +206,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
             scan.panel.line_no, scan.panel.last, tuple(scan.panel.rows)),
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
+        skyrl_batches=tuple(scan.skyrl_batches),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation, ds_batch=scan.ds_batch,
         verl_bar=scan.verl_bar,
         hf_fine_epoch=scan.hf_fine_epoch, hf_cadence=tuple(scan.hf_cadence),
@@ -304,6 +309,7 @@ def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
         scan.yaml_step = BracketStep(step, line_no, last, dict(read), by_batch=by_batch, at=at)
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
+    scan.skyrl_batches = SkyrlBatches(*carry.skyrl_batches)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation
     scan.ds_batch, scan.verl_bar = carry.ds_batch, carry.verl_bar
     scan.hf_fine_epoch = carry.hf_fine_epoch

@@ -38,6 +38,7 @@ from probes.logs.scan_core import remember
 from probes.logs.scan_episodes import EpisodeScan
 from probes.logs.scan_patterns import SKYRL_BARS, VERL_EPOCH_RE
 from probes.logs.scan_steps import ITER_TIMES_KEPT
+from probes.logs.skyrl_batches import BATCHES_BAR, at_redraw, with_placed
 
 _Printing = tuple[str, str, bool, bool, bool]
 """A bar line's (desc, total, nested, rate ends in an iteration rate, rate blank)."""
@@ -342,6 +343,24 @@ class BarScan(EpisodeScan):
                 self._see_episode_bar(bar.desc, bar.total)
             self._after_bar(desc, bar.current)
 
+    def _skyrl_redraw(self, current: int) -> int:
+        """The global step SkyRL's batches bar at ``current`` stands for; the steps it placed
+        before an anchor that corrects its lead move with it (``probes.logs.skyrl_batches``).
+        A skim counts redraws in bulk and records nothing: its redraws place nothing."""
+        if self._skimming:
+            return current
+        state, step, shift = at_redraw(self.skyrl_batches, current)
+        if shift:
+            points = self.points
+            moved = [(placed, points.pop(placed)) for placed in self.skyrl_batches.placed
+                     if placed in points]
+            for placed, point in moved:
+                if placed - shift not in points:
+                    points[placed - shift] = point.model_copy(update={"step": placed - shift})
+            self.top = max(points, default=None)
+        self.skyrl_batches = state
+        return step
+
     def _on_epoch_step(self, desc: str, line_no: int) -> None:
         """torchtune's bar label (``bar_lines.epoch_step_label``): the loss at the global step."""
         self._mark("torchtune")
@@ -357,9 +376,11 @@ class BarScan(EpisodeScan):
             self.hf_anchor = current
         elif desc in SKYRL_BARS:
             self._mark("skyrl")
+            step = self._skyrl_redraw(current) if desc == BATCHES_BAR else current
             pending = self._pending_step()
-            if pending is not None and current not in self.points:
-                self._record(current, pending, 0, None, numbered=False)
+            if pending is not None and step not in self.points and self._record(
+                    step, pending, 0, None, numbered=False) and desc == BATCHES_BAR:
+                self.skyrl_batches = with_placed(self.skyrl_batches, step)
             self.pending_reward, self.pending_status = None, None
         elif desc == "Training Progress":
             self._mark("verl")

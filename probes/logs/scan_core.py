@@ -28,6 +28,7 @@ from probes.logs.metric_names import canonical_plan
 from probes.logs.nemo_rl_epochs import NemoEpochs
 from probes.logs.progress import BarTrack
 from probes.logs.scan_patterns import FINISH_FORMATS, FINISH_MARKS
+from probes.logs.skyrl_batches import SkyrlBatches
 from probes.models import MetricPoint
 
 _STEP_KEYS = ("trainer/global_step", "training/global_step", "global_step", "step",
@@ -191,7 +192,8 @@ class ScanCore:
         its step. A tail cut from a longer log (``seed_head``) counts from no step of the run:
         such dicts keep their order, but the summary claims no step (``steps_unanchored``).
         ``hf_counted``: ``close`` numbered bar-less HF dicts by their count."""
-        self._skimming = False
+        # SkyRL's batches bar's lead over the global step (``probes.logs.skyrl_batches``)
+        self._skimming, self.skyrl_batches = False, SkyrlBatches()
         # Pure per-line readers, remembered for this tail: dataset bars redraw identical lines,
         # noise lines repeat their stamps, and a trainer repeats its metric names every step.
         self._bars_read: dict[str, TqdmBar | None] = {}

@@ -31,6 +31,7 @@ from probes.logs.scan_patterns import (
     banner_steps,
 )
 from probes.logs.scan_summary import SummaryScan
+from probes.logs.skyrl_batches import RESAMPLE_GATE, is_resample, saved_step
 from probes.logs.slime_lines import ARGS_GATE, SlimeArgs
 from probes.logs.titan_lines import TITAN_INIT, TITAN_START, titan_total
 
@@ -74,10 +75,16 @@ class MarkerScan(SummaryScan):
             saved = CHECKPOINT_RE.search(body)
             if saved is not None:
                 self.checkpoints.add(int(saved.group(1) or saved.group(2)))
+            skyrl_saved = saved_step(body) if not self._skimming else None
+            if skyrl_saved is not None:  # the step of the batches bar's next redraw
+                self.skyrl_batches = self.skyrl_batches._replace(anchor=skyrl_saved)
             if "Saving model checkpoint" in body and not self._skimming:
                 hf_save = HF_SAVE_RE.search(body)
                 if hf_save is not None:
                     self._on_hf_save(int(hf_save.group(1)))
+        if RESAMPLE_GATE in body and is_resample(body):  # a skim's: only that there was one
+            self.skyrl_batches = self.skyrl_batches._replace(
+                seen=True, resampled=self.skyrl_batches.resampled or not self._skimming)
         if "/" in body:
             harbor = harbor_row(body)
             if harbor is not None:

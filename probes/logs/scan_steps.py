@@ -300,6 +300,8 @@ class StepScan(DictScan):
     def _on_header(self, step: int, stamp: datetime | None, inline: str | None, no: int) -> None:
         self._mark("skyrl")
         self.header = (step, stamp)
+        if not self._skimming:  # the step of the batches bar's next redraw
+            self.skyrl_batches = self.skyrl_batches._replace(anchor=step)
         if inline:
             self._start_dict(inline, no)
 

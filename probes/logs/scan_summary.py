@@ -19,6 +19,7 @@ from probes.logs.progress import (
 )
 from probes.logs.scan_bars import BarScan
 from probes.logs.scan_patterns import SKYRL_BARS
+from probes.logs.skyrl_batches import BATCHES_BAR
 from probes.models import LogSummary, ProgressBar
 
 
@@ -44,7 +45,8 @@ class SummaryScan(BarScan):
         skyrl = [t for (desc, _), t in self.bars.items() if desc in SKYRL_BARS]
         pending = self._pending_step()
         if pending is not None and skyrl and skyrl[-1].last is not None:
-            step = skyrl[-1].last.current + 1
+            last = skyrl[-1].last
+            step = last.current + 1 - (self.skyrl_batches.lag if last.desc == BATCHES_BAR else 0)
             if step not in self.points:
                 self._record(step, pending, 0, None, numbered=False)
 
@@ -95,6 +97,8 @@ class SummaryScan(BarScan):
         label = epoch_step_label(last.desc) if "|" in last.desc else None
         if label is not None:  # torchtune's: the global step of epochs x the bar's total
             current, total_known = label.step, self.epoch_steps_total(last.total)
+        if last.desc == BATCHES_BAR:  # SkyRL's: a resampled batch is no step
+            current = max(0, current - self.skyrl_batches.lag)
         unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
         if episodic:  # OpenRLHF's: episodes x the episode's steps
             episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)

@@ -46,7 +46,7 @@ FOLD_STACK = (
     "probes.logs.progress", "probes.logs.nemo_rl_epochs", "probes.logs.titan_lines",
     "probes.logs.easyr1_lines", "probes.logs.bracket_lines",
     "probes.logs.litgpt_lines", "probes.logs.pair_lines",
-    "probes.logs.rich_panel", "probes.logs.slime_lines",
+    "probes.logs.rich_panel", "probes.logs.slime_lines", "probes.logs.skyrl_batches",
     "probes.logs.scan_patterns", "probes.logs.hf_banner", "probes.logs.metric_names",
     "probes.logs.scan_core", "probes.logs.precision", "probes.logs.unsloth_lines",
     "probes.logs.scan_dicts", "probes.logs.scan_steps",

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from probes.logs import areal_lines, history, recent, scan_patterns
+from probes.logs import areal_lines, history, recent, scan_patterns, skyrl_batches
 from probes.logs.lines import strip_ray_prefix
 from probes.logs.parse import _parse_reference, parse_log
 from probes.logs.recent import HISTORY_DEPTH
@@ -153,6 +153,9 @@ def quiet_noise() -> list[str]:
             and not scan_patterns.SKYRL_HEADER_RE.search(body(line))
             and not scan_patterns.NEMO_HEADER_RE.match(body(line))  # opens a step, as a header
             and not areal_lines.parse_step(body(line))  # AReaL's: its table rows' step
+            # SkyRL's save and resample lines measure its batches bar's lead (skyrl_batches)
+            and skyrl_batches.saved_step(body(line)) is None
+            and not skyrl_batches.is_resample(line)
             and not _parse_reference(line + "\n").points]
 
 
@@ -178,7 +181,9 @@ def test_random_fixture_lines_equal_whole_tail(picks: list[int], newline: str) -
 @example(steps=65, seed=524288, noise=11)
 def test_long_fixture_runs_equal_whole_tail(steps: int, seed: int, noise: int) -> None:
     """Whole steps of each trainer format with real fixture lines between read back equal.
-    The noise (``quiet_noise``) holds no SkyRL reward line, status dict or ``Step N:`` header,
+    The noise (``quiet_noise``) holds no SkyRL reward line, status dict, ``Step N:`` header,
+    checkpoint save or resample line (the last three measure how far its batches bar leads the
+    step: another run's would misplace the next bar's step),
     no NeMo-RL ``===== Step N/M =====`` banner (its bullets' step), no dict opener, and no
     line that logs a step by itself. A stray reward line or status dict
     gives a step of its own to the next SkyRL bar; a stray header gives the next dict its step;
