@@ -232,18 +232,31 @@ def trailing_rate(events: Sequence[tuple[int, float]], window: int = _RATE_WINDO
     recent = list(events)[-(window + 1) :]
     if len(recent) >= 2 and recent[-1][1] - recent[0][1] < _CLOCK_FLOOR_S:
         recent = list(events)[-WIDE_WINDOW:]  # sub-second steps on a whole-second clock: widen
-    pairs = _pairs(recent)
+    pairs = _without_jump(_pairs(recent))
     if not pairs:
         return None
     typical = median(dt / ds for ds, dt in pairs)
     kept = [(ds, dt) for ds, dt in pairs if typical == 0 or dt / ds <= 3 * typical]
     if len(kept) < len(pairs) and typical > 0:
-        wide = _pairs(list(events)[-WIDE_WINDOW:])
+        wide = _without_jump(_pairs(list(events)[-WIDE_WINDOW:]))
         if sum(1 for ds, dt in wide if dt / ds > 3 * typical) >= 2:  # a save cadence
             kept = wide
     steps = sum(ds for ds, _ in kept)
     seconds = sum(dt for _, dt in kept)
     return seconds / steps if steps and seconds > 0 else None
+
+
+def _without_jump(pairs: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``pairs`` but a count jump: a pair moving over 10x the steps of the smallest move, at
+    under a third of the median time a step. A resumed HF Trainer's bar jumps so from 0 to
+    its saved step + 1 in one step's time (``ProgressCallback.on_step_end`` updates by
+    ``global_step - current_step``); as pace it made the rate 301 steps in 6 s. A run whose
+    redraws all cover many steps (sub-0.1 s steps) moves alike between them: none is left out."""
+    if len(pairs) < 2:
+        return pairs
+    least = min(ds for ds, _ in pairs)
+    typical = median(dt / ds for ds, dt in pairs)
+    return [(ds, dt) for ds, dt in pairs if ds <= 10 * least or dt / ds >= typical / 3]
 
 
 def _pairs(events: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
