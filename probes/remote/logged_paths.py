@@ -1,11 +1,13 @@
-"""Checkpoint and trials directories a job's log names, kept only inside the job's own bases.
+"""Checkpoint and trials directories a job's log names, entered from the job's own bases.
 
 Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
 collector script, see ``probes.remote.script``). The log is the job owner's text: a printed
-path counts only inside one of the bases (the workdir and the configured roots) once
-normalised, with no ``..`` left; a relative one is taken from the workdir; a path given as the
-model to load is not a save folder. At most ``_LOGGED_DIRS`` checkpoint and
-``_LOGGED_TRIALS`` trials dirs are taken from one log, the newest printed first.
+checkpoint path counts only inside one of the bases (the workdir and the configured roots)
+once normalised, with no ``..`` left (a trials dir outside them is a root of its own, see
+:func:`logged_trials_dirs`: the guard reads only the job user's own files there); a
+relative one is taken from the workdir; a path given as the model to load is not a save
+folder. At most ``_LOGGED_DIRS`` checkpoint and ``_LOGGED_TRIALS`` trials dirs are taken
+from one log, the newest printed first.
 """
 
 from __future__ import annotations
@@ -133,8 +135,10 @@ def logged_trials_dirs(text: str | None, workdir: str | None,
                        bases: list[str]) -> list[tuple[str, list[str]]]:
     """Trials dirs the log names (newest first), as ``(base, components below it)``.
 
-    As for logged checkpoint dirs, the log is the job owner's text: a path counts only inside
-    one of ``bases`` (the workdir and the configured roots) once normalised; a relative one
+    The log is the job owner's text: inside one of ``bases`` (the workdir and the configured
+    roots) once normalised, a path is entered below its base component by component, never
+    through a link; outside them it is a root of its own (``(path, [])``), which the guard
+    opens only if the job's user could list it, reading only their own files; a relative one
     (Harbor's default ``trials``) is taken from the workdir, where sbatch starts the job; one
     under ``~``, in a variable or an object store is left alone."""
     found: list[tuple[str, list[str]]] = []
@@ -153,7 +157,12 @@ def logged_trials_dirs(text: str | None, workdir: str | None,
                 continue
             raw = os.path.join(workdir, raw)
         place = _inside_base(os.path.normpath(raw), clean)
-        if place is not None and place not in found:
+        if place is None:
+            # Outside the workdir and roots (a scratch dir; SkyRL's default is ~/trials): its
+            # own root, opened as the guard opens a root (a directory the job's user could
+            # list, nothing on /proc, /sys or /dev), only that user's own files read there.
+            place = (os.path.normpath(raw), [])
+        if place not in found:
             found.append(place)
     return found
 

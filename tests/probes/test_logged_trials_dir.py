@@ -14,8 +14,9 @@ indent) through loguru, and ``HarborGenerator.__init__`` logs ``HarborGenerator 
 with Harbor config. Agent: terminus-2, Trials dir: <trials_dir>``; Harbor writes each trial to
 ``<trials_dir>/<task>__<id>/``. The trials are real Harbor 0.26.0 trial dirs.
 
-A logged trials dir is read like a logged checkpoint dir: only inside the job's workdir or a
-configured root, entered component by component without following a link.
+A logged trials dir inside the job's workdir or a configured root is entered component by
+component without following a link; one outside them is a root of its own, opened as the guard
+opens a root (the job user's own files only).
 """
 
 from __future__ import annotations
@@ -149,15 +150,22 @@ def test_each_printed_form_names_the_trials_dir(tmp_path: Path, line: str) -> No
     assert _counted(answer) == {str(trials_dir): 2}
 
 
-def test_a_trials_dir_outside_the_workdir_and_roots_is_not_read(tmp_path: Path) -> None:
+def test_a_trials_dir_outside_the_workdir_and_roots_is_its_own_root(tmp_path: Path) -> None:
+    """Outside the workdir and roots (scratch; SkyRL's default ~/trials), a logged trials dir
+    is a root of its own, read through the guard: the job user's own trials are counted
+    (another user's are not: tests/probes/slurm/test_e2e_trials_outside_workdir.py); /proc
+    is refused and /etc holds no trial."""
     workdir = tmp_path / "w"
     workdir.mkdir()
-    elsewhere = tmp_path / "someone-else" / "trials"
+    elsewhere = tmp_path / "scratch" / "trials"
     _trials(elsewhere, 2)
-    dotted = f"{workdir}/../someone-else/trials"
-    for named in (str(elsewhere), dotted, "/etc", "/proc/self"):
+    dotted = f"{workdir}/../scratch/trials"
+    for named in (str(elsewhere), dotted):
         answer = collector.collect(_request(workdir, _config_dump(named) + SKYRL))
-        assert _counted(answer) == {}, named
+        assert _counted(answer) == {str(elsewhere): 2}, named
+    for named in ("/etc", "/proc/self"):
+        answer = collector.collect(_request(workdir, _config_dump(named) + SKYRL))
+        assert not any(_counted(answer).values()), named
 
 
 def test_a_link_inside_the_workdir_is_not_followed_out_of_it(tmp_path: Path) -> None:
