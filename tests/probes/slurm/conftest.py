@@ -235,7 +235,9 @@ def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) ->
     Each call's arguments are appended to ``<tmp>/squeue.calls``. Its ``-O`` listing is
     printed from the same document (``fake_squeue_listing.py``; ``<tmp>/squeue.listing``, if
     there, is printed instead, each ``{D}`` in it a field's suffix). While ``<tmp>/squeue.hold``
-    exists, ``--json`` answers only once ``<tmp>/squeue.go`` does.
+    exists, ``--json`` answers only once ``<tmp>/squeue.go`` does. The listing runs on this
+    interpreter (``-I -S``: it needs the standard library only), not on ``python3`` from the
+    PATH, which may be a version manager's shim costing ~0.1 s before Python even starts.
     """
     bin_dir = tmp / "bin"
     bin_dir.mkdir(parents=True)
@@ -244,7 +246,8 @@ def fake_squeue_bin(tmp: Path, squeue_json: str, *, error: str | None = None) ->
     script = bin_dir / "squeue"
     hold, go = shlex.quote(str(tmp / "squeue.hold")), shlex.quote(str(tmp / "squeue.go"))
     script.write_text(f"#!/bin/sh\necho \"$@\" >> {shlex.quote(str(tmp / 'squeue.calls'))}\n"
-                      f"{fail}case \"$*\" in *' -O '*) exec python3 {shlex.quote(str(LISTING))}"
+                      f"{fail}case \"$*\" in *' -O '*) exec {shlex.quote(sys.executable)} -I -S "
+                      f"{shlex.quote(str(LISTING))}"
                       f" {shlex.quote(str(tmp / 'squeue.json'))} \"$@\";; esac\n"
                       f"if [ -e {hold} ]; then while [ ! -e {go} ]; do sleep 0.01; done; fi\n"
                       f"exec cat {shlex.quote(str(tmp / 'squeue.json'))}\n")
