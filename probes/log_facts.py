@@ -77,6 +77,8 @@ class InfraSignals(Frozen):
     auth_failures: int = 0
     tunnel_auth_failures: int = 0
     """Of ``auth_failures``, those the tunnel logged (its credentials refused)."""
+    engine_auth_failures: int = 0
+    """Of ``auth_failures``, the engine's own 401/403 answers (the agents' key refused)."""
     engine_running_requests: int | None = None
     """The latest ``Running: N reqs`` (vLLM) / ``#running-req: N`` (SGLang) snapshot."""
     engine_zero_since: LogTime | None = None

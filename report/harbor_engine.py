@@ -16,8 +16,9 @@ Policy (seed §Eval "the Infra column is the launch-check set"; CONTRACT §6):
   ``AuthenticationError``: a sandbox provider refusing credentials is recorded in result.json,
   not necessarily in the launcher's log; a 401 inside an agent's own run is the task's). The
   log's count includes the tunnel's own refusals (cloudflared's ``error="Unauthorized: ..."``
-  retry loop; CONTRACT: "repeated tunnel/sandbox auth failures"): when they are most of it the
-  Trend and diagnosis name the tunnel's credentials, else the sandbox provider.
+  retry loop; CONTRACT: "repeated tunnel/sandbox auth failures") and the engine's (its access
+  log's 401/403: ``--api-key`` set, the agents sending another): when either is most of it the
+  Trend and diagnosis name the tunnel's credentials or the agents' key, else the provider.
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ def launch_checks(ctx: JudgeContext, f: Findings) -> None:
         if 2 * infra.tunnel_auth_failures > infra.auth_failures >= in_trials:
             text = (f"{infra.tunnel_auth_failures} tunnel auth failures: the tunnel's "
                     "credentials are refused")
+        elif 2 * infra.engine_auth_failures > infra.auth_failures >= in_trials:
+            text = (f"{infra.engine_auth_failures} engine 401/403s: the agents' API key is "
+                    "refused")
         else:
             where = (f"{infra.auth_failures} auth failures" if infra.auth_failures >= in_trials
                      else f"{in_trials}/{len(window)} recent trials failed auth")

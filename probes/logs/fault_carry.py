@@ -73,6 +73,7 @@ class LaunchCarry(Carried):
     recent: tuple[bool, ...] = ()
     auth_failures: int = 0
     tunnel_auth_failures: int = 0
+    engine_auth_failures: int = 0
 
 
 class FaultCarry(Carried):
@@ -232,7 +233,8 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
             busy_at=launch.busy_at, marks=tuple(launch.marks),
             recent=tuple(launch.recent),
             auth_failures=launch.auth_failures,
-            tunnel_auth_failures=launch.tunnel_auth_failures),
+            tunnel_auth_failures=launch.tunnel_auth_failures,
+            engine_auth_failures=launch.engine_auth_failures),
         recent_first=scanner.recent_first, recent_texts=tuple(scanner.recent),
         details=dict(scanner.details),
     )
@@ -271,6 +273,7 @@ def restore_faults(
     launch.recent = deque(saved.recent, maxlen=launch.recent.maxlen)
     launch.auth_failures = saved.auth_failures
     launch.tunnel_auth_failures = saved.tunnel_auth_failures
+    launch.engine_auth_failures = saved.engine_auth_failures
     scanner.recent_first, scanner.recent = carry.recent_first, list(carry.recent_texts)
     scanner.details = dict(carry.details)
     return scanner

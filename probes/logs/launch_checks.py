@@ -135,6 +135,9 @@ class LaunchChecks:
         self.auth_failures = 0
         self.tunnel_auth_failures = 0
         """Of ``auth_failures``, the tunnel's own (cloudflared's ``error="Unauthorized: ..."``)."""
+        self.engine_auth_failures = 0
+        """Of ``auth_failures``, the engine's own refusals (its access log's 401/403 answers:
+        ``--api-key`` set and the agents sending another key)."""
 
     def feed(self, text: str, low: str | None, line_no: int) -> None:
         """Read line ``line_no``, prefix-stripped (``low`` is its lower-case form, if made)."""
@@ -201,6 +204,7 @@ class LaunchChecks:
     def _engine(self, code: str, text: str, line_no: int) -> None:
         self.engine_ok = self.engine_ok or 0
         self.recent.append(code.startswith("5"))
+        self.engine_auth_failures += code in ("401", "403")
         if code != "200":
             return
         self.engine_ok += 1
@@ -219,6 +223,7 @@ class LaunchChecks:
             last_engine_ok_at=self.last_ok_at,
             auth_failures=self.auth_failures,
             tunnel_auth_failures=self.tunnel_auth_failures,
+            engine_auth_failures=self.engine_auth_failures,
             engine_running_requests=self.running,
             engine_zero_since=self.zero_since if self.running == 0 else None,
             engine_stuck_since=self.stuck_since,

@@ -23,7 +23,7 @@ from probes.models import ACTIVE_STATES, SchedulerRecord
 
 _ENGINE_FIELDS = ("engine_ok_requests", "last_engine_ok_at", "engine_running_requests",
                   "engine_zero_since", "engine_stuck_since", "engine_busy_at",
-                  "engine_5xx_recent", "engine_recent_responses")
+                  "engine_5xx_recent", "engine_recent_responses", "engine_auth_failures")
 
 
 def _has_engine_lines(summary: LogSummary) -> bool:
@@ -45,7 +45,9 @@ def with_engine_log(summary: LogSummary, raw: Any, record: SchedulerRecord) -> L
     engine = parse_log(text, mtime=mtime)
     if not _has_engine_lines(engine):
         return summary
-    update = {name: getattr(engine.infra, name) for name in _ENGINE_FIELDS}
+    update: dict[str, Any] = {name: getattr(engine.infra, name) for name in _ENGINE_FIELDS}
+    # the engine's refusals of the agents' key are auth failures the job log did not see
+    update["auth_failures"] = summary.infra.auth_failures + engine.infra.engine_auth_failures
     update.update(engine_log_newest=engine.last_timestamp, engine_log_mtime=mtime,
                   engine_log_path=str(raw.get("path") or "") or None)
     return summary.model_copy(update={"infra": summary.infra.model_copy(update=update)})
