@@ -268,7 +268,7 @@ class Digest(DigestPosting):
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False, counted
             log.warning("parent not editable; opening a new one")
-        posted = await self._post(channel, message, None)
+        posted = await self._post_found(channel, message)  # one landed unanswered is it
         if isinstance(posted, Refusal) or not posted.get("ts"):
             return None, False, counted
         doc = {"ts": posted["ts"], "channel": posted.get("channel") or channel,

@@ -251,6 +251,16 @@ class DigestPosting:
             self._gone[channel] = posted
         return posted
 
+    async def _post_found(self, channel: str, message: SlackMessage) -> dict[str, Any] | Refusal:
+        """:meth:`_post` unthreaded, keyed; a post that timed out (it may have landed) is
+        looked for in the channel (``bot.landed``): found, it is the post."""
+        key = post_key(message.text, message.blocks, self._clock())
+        posted = await self._post(channel, message, None, key=key)
+        if isinstance(posted, Refusal) and posted.unknown and (
+                ts := await landed(self._client, channel, key)):
+            return {"channel": channel, "ts": ts}
+        return posted
+
     def _slot(self, channel: str) -> contextlib.AbstractAsyncContextManager[Any]:
         """The channel's pacing slot; none for a call that gives up unsent (the Web API hung
         earlier in this posting: ``bot.delivery.posting``), so giving up waits for nothing."""

@@ -114,3 +114,25 @@ async def test_a_collapse_dm_that_landed_unanswered_is_bound_not_sent_again(
         slack.release()
     assert _shown(slack, "C0SWEEP", "Collapse on") == 0
     assert [e["outcome"] for e in audit] == ["acknowledged"]
+
+
+async def test_a_parent_that_landed_unanswered_is_the_period_s_parent(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """The day's first parent post timed out but is in the channel: it is found and kept as
+    the period's parent, so the retry and the next sweep edit it and thread under it
+    (before: a second parent for the same day, the first one orphaned)."""
+    sweeper = failing_sft(clock, {"sft": "RUNNING"}, prefix, tmp_path)
+    sweeper.conf = make_config(prefix, tmp_path, api_timeout_seconds=BOUND_S)
+    slack.history_scope = True
+    slack.land("chat.postMessage", target="C0SWEEP")
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()  # 16:00: the parent lands unanswered
+        clock.advance(1800)
+        assert await scheduler.tick()  # 16:30
+        slack.release()
+    parents = [m for m in slack.messages if m["channel"] == "C0SWEEP" and not m["thread_ts"]]
+    assert len(parents) == 1
+    edited = [c.params.get("ts") for c in slack.to("/api/chat.update")]
+    assert edited and set(edited) == {parents[0]["ts"]}
