@@ -41,6 +41,7 @@ from probes.models import (
     TrialTree,
 )
 from probes.slurm.checkpoints import build_listing, unreadable_dirs
+from probes.slurm.engine_log import with_engine_log
 
 
 def job_facts(
@@ -78,12 +79,7 @@ def job_facts(
             summary = summary.model_copy(update={"fingerprint": head_fingerprint(head)})
         summary = with_stderr(summary, (collected.get("log") or {}).get("stderr"),
                               record, aliases=aliases, benign_patterns=benign_patterns)
-        engine = (collected.get("log") or {}).get("engine")
-        if engine:
-            # Imported here, for the few Harbor jobs whose engine writes its own log: it
-            # reads only modules already loaded, and keeps the fold stack's steps as listed.
-            from probes.slurm.engine_log import with_engine_log
-            summary = with_engine_log(summary, engine, record)
+        summary = with_engine_log(summary, (collected.get("log") or {}).get("engine"), record)
     return JobFacts(
         record=record,
         log=log if whole_tail else retain(log, summary),

@@ -60,7 +60,8 @@ FOLD_STACK = (
     "probes.logs.recent", "probes.logs.parse", "probes.logs.incremental", "probes.harbor",
     "probes.remote.posix_acl", "probes.remote.guard", "probes.remote.checkpoint_steps",
     "probes.remote.logged_paths",
-    "probes.remote.tree", "probes.slurm.checkpoints", "probes.slurm.assemble",
+    "probes.remote.tree", "probes.slurm.checkpoints", "probes.slurm.engine_log",
+    "probes.slurm.assemble",
     "probes.slurm.cursors",
 )
 """What folding a job imports, each module after those it imports: :func:`load_fold_stack`
