@@ -332,20 +332,31 @@ GONE_FOR_EDITS = frozenset({
     "is_inactive",
 })
 """``chat.update`` errors that mean this message will not take an edit, now or later. Any
-other failure may pass by the next try: rate limits past the retries, ``internal_error``, a
-5xx, a network error; and an error about the content (``msg_too_long``, ``invalid_blocks``),
-which a new message would meet too."""
-
+other failure may pass by the next try (rate limits past the retries, ``internal_error``, a
+5xx, a network error), but for one about the content (``msg_too_long``, ``invalid_blocks``),
+which a new message would meet too: the edit is then made cut (:func:`edit`)."""
 
 
 async def edit(client: AsyncWebClient, **kwargs: Any) -> str:
     """``chat.update``: ``"edited"``, ``"gone"`` (the message will not take it:
-    :data:`GONE_FOR_EDITS`) or ``"failed"`` (for now); refusals already logged and counted."""
+    :data:`GONE_FOR_EDITS`), ``"refused"`` (Slack will not take this edit, ever:
+    ``bot.slack_errors.PERMANENT_ERRORS``) or ``"failed"`` (for now); refusals already logged
+    and counted. An edit refused for its content is made once more as its text alone, cut
+    (``bot.slack_errors.cut_message``), as :func:`post` does."""
+    error = await _update(client, kwargs)
+    if error in CONTENT_ERRORS:
+        error = await _update(client, cut_message(kwargs, error)) and error
+    if error is None:
+        return "edited"
+    if error in GONE_FOR_EDITS:
+        return "gone"
+    return "refused" if Refusal(error).permanent else "failed"
+
+
+async def _update(client: AsyncWebClient, kwargs: dict[str, Any]) -> str | None:
+    """``chat.update``; Slack's error code or the client error's name, None when edited."""
     try:
         await client.chat_update(**kwargs)
-    except SlackApiError as exc:
-        error = exc.response.get("error") if exc.response is not None else None
-        return "gone" if error in GONE_FOR_EDITS else "failed"
-    except (SlackClientError, *NETWORK_ERRORS):
-        return "failed"
-    return "edited"
+    except (SlackApiError, SlackClientError, *NETWORK_ERRORS) as exc:
+        return slack_error(exc)
+    return None

@@ -261,9 +261,9 @@ class Digest(DigestPosting):
                 # Edited, or failed for now (rate limit past the retries, internal_error): a
                 # passing failure keeps the period's one parent, a sweep behind until the next
                 # edit; a second parent and a second full-table dump are noise for a blip.
-                if edited == "failed":
+                if edited != "edited":  # "refused" for good: no retry would pass it
                     log.warning("parent not edited this sweep; kept for the next edit")
-                    self._stale_parent = True
+                    self._stale_parent = edited == "failed"
                 doc = {**doc, "sweeps": sweeps, "interval": interval}
                 await self._put(name, doc, ttl_s=self._ttl(config))
                 return doc, False, counted

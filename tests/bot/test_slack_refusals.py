@@ -153,3 +153,21 @@ async def test_a_collapse_alert_refused_for_good_waits_for_the_next_sweep(
         assert await scheduler.tick()
         alert = h.alert_post()
     assert alert["channel"] == "DALICE"
+
+
+async def test_a_parent_edit_refused_for_its_content_is_sent_cut(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """The 16:30 edit of the day's parent refused as msg_too_long: the parent is edited with
+    its text cut, in that sweep, and no retry is asked for (before: the edit failed 'for
+    now', the sweep was retried, and so on at every sweep)."""
+    sweeper = failing_sft(clock, {"sft": "RUNNING"}, prefix, tmp_path)
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()
+        clock.advance(1800)
+        slack.fail("chat.update", "msg_too_long")
+        assert await scheduler.tick()
+        assert scheduler.retry_at is None and not h.bot.digest.undelivered
+    (edit,) = slack.to("/api/chat.update")
+    assert "Slack refused the full message as msg_too_long" in str(edit.params.get("blocks"))
