@@ -98,8 +98,8 @@ class MetricCarry(Carried):
     header and last line, metrics read, step from ``time/batch``, the header's stamp."""
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
-    skyrl_batches: tuple[int, int | None, bool, tuple[int, ...], int, bool, bool] = (
-        0, None, False, (), -1, False, False)
+    skyrl_batches: tuple[int, int | None, bool, tuple[int, ...], int, bool, bool, bool] = (
+        0, None, False, (), -1, False, False, False)
     """SkyRL's batches bar's lead (``probes.logs.skyrl_batches.SkyrlBatches``)."""
     ds_losses: tuple[float, int] = (0.0, 0)
     ds_accumulation: int | None = None

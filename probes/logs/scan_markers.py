@@ -31,7 +31,13 @@ from probes.logs.scan_patterns import (
     banner_steps,
 )
 from probes.logs.scan_summary import SummaryScan
-from probes.logs.skyrl_batches import RESAMPLE_GATE, is_resample, saved_step
+from probes.logs.skyrl_batches import (
+    REGENERATE_GATE,
+    RESAMPLE_GATE,
+    is_regenerate,
+    is_resample,
+    saved_step,
+)
 from probes.logs.slime_lines import ARGS_GATE, SlimeArgs
 from probes.logs.titan_lines import TITAN_INIT, TITAN_START, titan_total
 
@@ -75,16 +81,11 @@ class MarkerScan(SummaryScan):
             saved = CHECKPOINT_RE.search(body)
             if saved is not None:
                 self.checkpoints.add(int(saved.group(1) or saved.group(2)))
-            skyrl_saved = saved_step(body) if not self._skimming else None
-            if skyrl_saved is not None:  # the step of the batches bar's next redraw
-                self.skyrl_batches = self.skyrl_batches._replace(anchor=skyrl_saved)
             if "Saving model checkpoint" in body and not self._skimming:
                 hf_save = HF_SAVE_RE.search(body)
                 if hf_save is not None:
                     self._on_hf_save(int(hf_save.group(1)))
-        if RESAMPLE_GATE in body and is_resample(body):  # a skim's: only that there was one
-            self.skyrl_batches = self.skyrl_batches._replace(
-                seen=True, resampled=self.skyrl_batches.resampled or not self._skimming)
+        self._batch_markers(body)
         if "/" in body:
             harbor = harbor_row(body)
             if harbor is not None:
@@ -121,6 +122,20 @@ class MarkerScan(SummaryScan):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
         self._run_markers(body, line_no)
         self.finish_marks(body)
+
+    def _batch_markers(self, body: str) -> None:
+        """What measures a batches bar's lead over its step (``probes.logs.skyrl_batches``):
+        SkyRL's save line (the step of its bar's next redraw) and resample line, verl DAPO's
+        regenerate line. A skim's lines say only that there was one."""
+        state = self.skyrl_batches
+        saved = saved_step(body) if not self._skimming else None
+        if saved is not None:
+            state = state._replace(anchor=saved)
+        if RESAMPLE_GATE in body and is_resample(body):
+            state = state._replace(seen=True, resampled=state.resampled or not self._skimming)
+        if REGENERATE_GATE in body and is_regenerate(body):
+            state = state._replace(regenerated=True)
+        self.skyrl_batches = state
 
     def _run_markers(self, body: str, line_no: int) -> None:
         """Rollout geometry, OpenRLHF's resume, prime-rl's loop start (its total), the epochs

@@ -21,7 +21,7 @@ from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATES
 from probes.logs.prefilter import NeedleFilter
 from probes.logs.rich_panel import PANEL_GATES
-from probes.logs.skyrl_batches import RESAMPLE_GATE
+from probes.logs.skyrl_batches import REGENERATE_GATE, RESAMPLE_GATE
 from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_FINISH, TITAN_INIT, TITAN_START
 
@@ -138,7 +138,7 @@ MARKER_GATES = (
     "n_samples_per_prompt", "Num ", "logging_", "= Step ", *EPOCH_CONFIG_GATES, *FINISH_MARKS,
     *EPOCH_GATES, STEP_GATE,
     "effective maximum steps", *LOOP_GATES, *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE,
-    DURATION_GATE, MAXTEXT_STEPS, RESAMPLE_GATE,
+    DURATION_GATE, MAXTEXT_STEPS, RESAMPLE_GATE, REGENERATE_GATE,
 )
 """The substring gates of ``MetricScan._markers``: a line holding none of them marks nothing."""
 LAUNCH_LOOPS = ("Starting training loop", "Starting orchestrator loop")
@@ -157,7 +157,7 @@ METRIC_LINES = NeedleFilter(
         *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
         *BRACKET_GATES, DURATION_GATE, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
-        RESAMPLE_GATE,
+        RESAMPLE_GATE, REGENERATE_GATE,
     ),
     unicode_digits=True,
     # Harbor's row named for a metric other than its Mean; EasyR1's YAML step block; a

@@ -19,7 +19,7 @@ from probes.logs.progress import (
 )
 from probes.logs.scan_bars import BarScan
 from probes.logs.scan_patterns import SKYRL_BARS
-from probes.logs.skyrl_batches import BATCHES_BAR
+from probes.logs.skyrl_batches import BATCHES_BAR, VERL_BAR
 from probes.models import LogSummary, ProgressBar
 
 
@@ -99,6 +99,8 @@ class SummaryScan(BarScan):
             current, total_known = label.step, self.epoch_steps_total(last.total)
         if last.desc == BATCHES_BAR:  # SkyRL's: a resampled batch is no step
             current = max(0, current - self.skyrl_batches.lag)
+        elif last.desc == VERL_BAR and self.skyrl_batches.regenerated and self.points:
+            current = min(current, max(self.points))  # verl DAPO's: its step lines count
         unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
         if episodic:  # OpenRLHF's: episodes x the episode's steps
             episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)

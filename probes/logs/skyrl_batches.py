@@ -18,6 +18,12 @@ counted from 0; the steps placed by the bar since (the wandb logger's reward lin
 carry no step) move down by what the anchor corrects. Only the sync trainer's bar is read so:
 the fully-async trainer's ``Training Step Progress`` counts steps (and updates before its
 save).
+
+verl's DAPO recipe (``recipe/dapo/dapo_ray_trainer.py``, v0.3-v0.5) does the same with its
+``Training Progress`` bar: a batch that leaves too few kept prompts prints
+``num_gen_batches=K. Keep generating...`` and ``progress_bar.update(1)``s with no step. verl
+prints a ``step:N`` line every step, before the update, so once such a line is read the bar
+counts for no more than the last step line.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ BATCHES_BAR = "Training Batches Processed"
 """The sync trainer's bar (``probes.logs.scan_patterns.SKYRL_BARS`` holds both SkyRL bars)."""
 RESAMPLE_GATE = "continue sampling"
 """``handle_filter_sampling``'s ``Resample batch K, continue sampling...`` (a marker needle)."""
+REGENERATE_GATE = "Keep generating"
+"""verl's DAPO recipe's ``num_gen_batches=K. Keep generating...`` (a marker needle)."""
+VERL_BAR = "Training Progress"
 _SAVED_RE = re.compile(r"saved checkpoint for global_step_(\d{1,12})")
 """``save_checkpoints``' ``Successfully saved checkpoint for global_step_N to: <folder>``."""
 PLACED_MAX = 64
@@ -53,6 +62,9 @@ class SkyrlBatches(NamedTuple):
     """A resample line was read (a skim's too): the bar may lead the step."""
     anchored: bool = False
     """An anchor set the lead at a redraw of this pass: from there on the lead is exact."""
+    regenerated: bool = False
+    """verl's DAPO recipe generated a batch again (a skim's too): its ``Training Progress``
+    bar leads its ``step:N`` lines, which give the step."""
 
     @property
     def unsettled(self) -> bool:
@@ -64,6 +76,11 @@ class SkyrlBatches(NamedTuple):
 def is_resample(body: str) -> bool:
     """Whether ``body`` is ``handle_filter_sampling``'s resample line."""
     return RESAMPLE_GATE in body and "Resample batch" in body
+
+
+def is_regenerate(body: str) -> bool:
+    """Whether ``body`` is verl's DAPO recipe's ``num_gen_batches=K. Keep generating...``."""
+    return REGENERATE_GATE in body and "num_gen_batches=" in body
 
 
 def saved_step(body: str) -> int | None:

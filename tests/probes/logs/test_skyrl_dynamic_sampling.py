@@ -77,3 +77,30 @@ def test_tail_cut_mid_run_is_anchored_by_a_checkpoint_save() -> None:
     rewards = _rewards(text)
     for point in summary.points:
         assert point.values["reward"] == pytest.approx(rewards[point.step - 1])
+
+
+VERL = Path(__file__).resolve().parents[2] / "fixtures" / "verl-dapo-rebuilt" / "dapo_console.log"
+
+
+@READS
+def test_verl_dapo_bar_of_batches_is_not_the_step(read) -> None:  # type: ignore[no-untyped-def]
+    """verl's DAPO recipe updates its ``Training Progress`` bar for each batch it generates
+    again (``num_gen_batches=K. Keep generating...``): 120 batches, global step 96."""
+    summary: LogSummary = read(VERL.read_text(encoding="utf-8"))
+    assert summary.points[-1].step == 96
+    assert summary.progress is not None and summary.progress.current == 96
+    assert summary.total_steps == 200
+    assert max(summary.checkpoint_steps) == 80
+
+
+def test_verl_bar_behind_its_step_line_is_its_own() -> None:
+    """verl without group filtering: its bar is the step (one drawn before the step's line,
+    as Ray may forward tqdm's stderr first, still counts)."""
+    text = "".join(
+        f"(TaskRunner pid=1) step:{s} - actor/entropy:0.5 - critic/score/mean:0.4\n"
+        f"(TaskRunner pid=1) Training Progress:  {s}%|█         | {s}/100 "
+        f"[00:{s:02d}<01:00,  1.00s/it]\n" for s in range(1, 41))
+    text += ("(TaskRunner pid=1) Training Progress:  41%|████      | 41/100 "
+             "[00:41<01:00,  1.00s/it]\n")
+    summary = parse_log(text)
+    assert summary.progress is not None and summary.progress.current == 41
