@@ -361,8 +361,8 @@ class Digest(DigestPosting):
             return False
         told = True
         for piece in packed_lines(lines, NOTE_MAX):
-            told = not isinstance(await self._post(channel, text_message(piece), parent["ts"]),
-                                  Refusal) and told
+            told = not isinstance(await self._post_found(channel, text_message(piece),
+                                                         parent["ts"]), Refusal) and told
         return told
 
     async def after_cancel(self, config: Config, cluster: str, job_id: str,

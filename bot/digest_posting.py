@@ -251,13 +251,14 @@ class DigestPosting:
             self._gone[channel] = posted
         return posted
 
-    async def _post_found(self, channel: str, message: SlackMessage) -> dict[str, Any] | Refusal:
-        """:meth:`_post` unthreaded, keyed; a post that timed out (it may have landed) is
-        looked for in the channel (``bot.landed``): found, it is the post."""
+    async def _post_found(self, channel: str, message: SlackMessage,
+                          thread_ts: str | None = None) -> dict[str, Any] | Refusal:
+        """:meth:`_post`, keyed; a post that timed out (it may have landed) is looked for in
+        the channel or thread (``bot.landed``): found, it is the post."""
         key = post_key(message.text, message.blocks, self._clock())
-        posted = await self._post(channel, message, None, key=key)
+        posted = await self._post(channel, message, thread_ts, key=key)
         if isinstance(posted, Refusal) and posted.unknown and (
-                ts := await landed(self._client, channel, key)):
+                ts := await landed(self._client, channel, key, thread_ts=thread_ts)):
             return {"channel": channel, "ts": ts}
         return posted
 

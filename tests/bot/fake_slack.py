@@ -225,6 +225,7 @@ class FakeSlack:
                 self.messages.append({"channel": params.get("channel"), "ts": ts,
                                       "thread_ts": params.get("thread_ts"),
                                       "text": params.get("text"),
+                                      "blocks": params.get("blocks"),
                                       "metadata": params.get("metadata")})
             return {"ok": True, "channel": params.get("channel"), "ts": ts,
                     "message": {"text": params.get("text")}}

@@ -136,3 +136,40 @@ async def test_a_parent_that_landed_unanswered_is_the_period_s_parent(
     assert len(parents) == 1
     edited = [c.params.get("ts") for c in slack.to("/api/chat.update")]
     assert edited and set(edited) == {parents[0]["ts"]}
+
+
+async def test_a_cancel_note_that_landed_unanswered_is_not_told_again(
+        slack: FakeSlack, store: RedisStore, prefix: str, tmp_path: Path,
+        clock: FakeClock) -> None:
+    """Alice's Cancel & salvage: its 'cancelled by' note in the thread lands unanswered; it
+    is found there, so the next sweep, finding the job CANCELLED, does not tell the cancel a
+    second time (before: the note read as untold, and the change line told it again)."""
+    from probes.models import JobState
+    from tests.bot.builders import FakeSweeper, collapsing, detail, sweep_result
+
+    world = {"cancelled": False}
+
+    def make():  # type: ignore[no-untyped-def]
+        run = collapsing()
+        if world["cancelled"]:
+            run = detail(run.report.model_copy(update={
+                "state": JobState.CANCELLED, "verdict": "done", "trend": "Cancelled"}))
+        return sweep_result([run], at=clock())
+
+    slack.history_scope = True
+    sweeper = FakeSweeper(make=make, conf=make_config(prefix, tmp_path,
+                                                      api_timeout_seconds=BOUND_S))
+    async with running_bot(slack, store, sweeper, clock) as h:
+        scheduler = make_scheduler(h.bot)
+        assert await scheduler.tick()
+        slack.land("chat.postMessage", target="C0SWEEP")
+        await h.press_alert("cancel_salvage", user="UALICE")
+        await h.bot.tasks.drain()
+        world["cancelled"] = True
+        clock.advance(1800)
+        assert await scheduler.tick()
+        slack.release()
+    assert sweeper.cancels == [("alpha", "4242")]
+    told = [m for m in slack.messages if m["channel"] == "C0SWEEP" and m["thread_ts"]
+            and "cancel" in f"{m['text']}{m['blocks']}".lower() and "4242" in str(m["blocks"])]
+    assert len(told) == 1, [m["blocks"] for m in told]
