@@ -37,7 +37,9 @@ def log_rules(ctx: JudgeContext, f: Findings) -> None:
         return
     if log.status == "mismatch":
         f.flag("log-path-mismatch")
-        f.notes.append(shown_path(f"StdOut {log.requested_path} absent; read {log.path}"))
+        # The collector says why when StdOut exists (a preamble beside the job's own log).
+        f.notes.append(shown_path(log.error or f"StdOut {log.requested_path} absent;"
+                                  f" read {log.path}"))
     elif log.status == "missing" and ctx.state is not JobState.PENDING and not _never_ran(ctx):
         f.flag("log-missing")
         f.verdict("unknown")

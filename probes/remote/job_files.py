@@ -149,34 +149,15 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
             return stderr, "failed", str(exc)
     if stdout:
         try:
-            guard.stat_file(stdout)
-            return stdout, "ok", None
+            size = guard.stat_file(stdout).st_size
         except FileNotFoundError:
             pass
         except (OSError, Refused, Hung) as exc:
             return stdout, "failed", str(exc)
-    dirs: list[tuple[str, bool]] = []
-    if workdir:
-        dirs.append((workdir, True))
+        else:
+            return _preamble_or_log(stdout, size, workdir, job_id, guard, stderr=stderr)
     parent = os.path.dirname(stdout) if stdout else ""
-    if parent and parent != workdir:  # `-o logs/%x_%j.out`: the log's own directory
-        dirs.append((parent, True))
-    if workdir:  # `exec > logs/train_$SLURM_JOB_ID.out`: the script's own log directory
-        dirs.extend((os.path.join(workdir, sub), False) for sub in LOG_SUBDIRS
-                    if os.path.join(workdir, sub) != parent)
-    best: tuple[str, float] | None = None
-    unlisted: dict[str, str] = {}
-    for directory, follow in dirs:
-        quiet: dict[str, str] = {}  # a subdir that is absent, a link or unreadable: no say
-        names = _log_names(directory, guard, unlisted if follow else quiet, follow)
-        for name in names.get(job_id, ()):
-            path = os.path.join(directory, name)
-            try:  # a candidate that is not the job's own regular file is no candidate
-                mtime = guard.stat_file(path).st_mtime
-            except (OSError, Refused, Hung):
-                continue
-            if best is None or mtime > best[1]:
-                best = (path, mtime)
+    best, unlisted = _own_logs(stdout, workdir, job_id, guard)
     if best is not None:
         return best[0], "mismatch", None
     if unlisted:  # the search never ran there: nothing says the log is absent
@@ -187,6 +168,59 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
         return None, "missing", (f"StdOut dir {parent} does not exist"
                                  " (sbatch does not create it)")
     return None, "missing", None
+
+
+def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard,
+              skip: tuple[str | None, ...] = ()) -> tuple[tuple[str, float, int] | None,
+                                                        dict[str, str]]:
+    """The newest ``*_<jobid>.out`` of the job's own beside StdOut (``(path, mtime, size)``;
+    StdOut itself and the paths in ``skip`` are none), and the directories that could not be
+    listed (why)."""
+    skipped = {os.path.normpath(p) for p in (stdout, *skip) if p}
+    dirs: list[tuple[str, bool]] = []
+    if workdir:
+        dirs.append((workdir, True))
+    parent = os.path.dirname(stdout) if stdout else ""
+    if parent and parent != workdir:  # `-o logs/%x_%j.out`: the log's own directory
+        dirs.append((parent, True))
+    if workdir:  # `exec > logs/train_$SLURM_JOB_ID.out`: the script's own log directory
+        dirs.extend((os.path.join(workdir, sub), False) for sub in LOG_SUBDIRS
+                    if os.path.join(workdir, sub) != parent)
+    best: tuple[str, float, int] | None = None
+    unlisted: dict[str, str] = {}
+    for directory, follow in dirs:
+        quiet: dict[str, str] = {}  # a subdir that is absent, a link or unreadable: no say
+        names = _log_names(directory, guard, unlisted if follow else quiet, follow)
+        for name in names.get(job_id, ()):
+            path = os.path.join(directory, name)
+            if os.path.normpath(path) in skipped:
+                continue
+            try:  # a candidate that is not the job's own regular file is no candidate
+                st = guard.stat_file(path)
+            except (OSError, Refused, Hung):
+                continue
+            if best is None or st.st_mtime > best[1]:
+                best = (path, st.st_mtime, st.st_size)
+    return best, unlisted
+
+
+PREAMBLE_BYTES = 4 << 10
+"""A StdOut under this size may hold only the batch script's preamble ("Job 12 starting on
+node7") while the job sends its program's output to its own ``*_<jobid>.out``."""
+
+
+def _preamble_or_log(stdout: str, size: int, workdir: str | None, job_id: str,
+                     guard: Guard, *, stderr: str | None) -> tuple[str | None, str, str | None]:
+    """StdOut, unless it is a short preamble and the job's own larger log sits beside it
+    (``python train.py > logs/train_$SLURM_JOB_ID.out``): then that log, ``mismatch``. The
+    job's own StdErr file is no candidate: it is read beside the log, for its faults."""
+    if size >= PREAMBLE_BYTES:
+        return stdout, "ok", None
+    best, _unlisted = _own_logs(stdout, workdir, job_id, guard, (stderr,))
+    if best is None or best[2] <= size:
+        return stdout, "ok", None
+    return best[0], "mismatch", (f"StdOut {stdout} holds only a {size}-byte preamble;"
+                                 f" the job's own log is {best[0]}")
 
 
 def _absent_dir(path: str, guard: Guard) -> bool:

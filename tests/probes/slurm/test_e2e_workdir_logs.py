@@ -5,7 +5,9 @@ Found so (job 36): ``sbatch -o /dev/null --chdir W`` of a verl run writing
 ``logs/rl-verl-a5_${SLURM_JOB_ID}.out`` read ``log-missing``, 'No log found (/dev/null)',
 verdict unknown, in ``jobtables sweep`` and ``jobtables job``: its live log sat in the workdir's
 ``logs/`` and was never looked at (seed: absence at the scheduler path is a path mismatch, not a
-death). Near miss: a ``logs/`` that holds only another job's log stays ``log-missing``.
+death). Near miss: a ``logs/`` that holds only another job's log stays ``log-missing``. And
+(job 774) a StdOut holding only the script's preamble while the program writes
+``logs/train_<id>.out`` read 'Filling buffer' nine steps in.
 """
 
 from __future__ import annotations
@@ -26,18 +28,22 @@ STEP = ("step:{n} - actor/entropy:0.61 - actor/pg_loss:-0.01 - actor/grad_norm:0
 OWN = ("#!/bin/sh\nmkdir -p logs\n"
        + "".join(f"echo '{STEP.format(n=n)}' >> logs/train_$SLURM_JOB_ID.out\n" for n in (1, 2))
        + "sleep 600\n")
+PRE = ("#!/bin/sh\necho \"Job $SLURM_JOB_ID starting on $(hostname)\"\nmkdir -p logs\n"
+       + "".join(f"echo '{STEP.format(n=n)}' >> logs/train_$SLURM_JOB_ID.out\n" for n in (1, 2))
+       + "sleep 600\n")
 OTHER = ("#!/bin/sh\nmkdir -p logs\n"
          "echo 'step:1 - actor/entropy:0.6' > logs/train_1.out\nsleep 600\n")
 
 
 async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
     ids = {}
-    for kind, script in (("own", OWN), ("other", OTHER)):
+    for kind, script in (("own", OWN), ("other", OTHER), ("pre", PRE)):
         work = f"{run_dir}/{kind}"
+        out = "slurm-%j.out" if kind == "pre" else "/dev/null"
         await _ssh(env, ["mkdir", "-p", work])
         await _ssh(env, ["tee", f"{work}/run.sh"], stdin=script)
         got = await _ssh(env, ["sbatch", "--parsable", "-J", f"rl-{kind}-{tag}", "--chdir", work,
-                               "--output=/dev/null", f"{work}/run.sh"])
+                               f"--output={out}", f"{work}/run.sh"])
         ids[kind] = got.strip().split(";")[0]
     return ids
 
@@ -45,10 +51,10 @@ async def _submit(env: SlurmEnv, run_dir: str, tag: str) -> dict[str, str]:
 async def _wait_written(env: SlurmEnv, run_dir: str, bound_s: float) -> None:
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
-        found = await _ssh(env, ["sh", "-c", f"ls {run_dir}/own/logs {run_dir}/other/logs"
-                                             " 2>/dev/null || true"])
-        if found.count(".out") == 2 and "step:2" in await _ssh(
-                env, ["sh", "-c", f"cat {run_dir}/own/logs/*.out 2>/dev/null || true"]):
+        found = await _ssh(env, ["sh", "-c", f"ls {run_dir}/*/logs 2>/dev/null || true"])
+        logs = await _ssh(env, ["sh", "-c", f"cat {run_dir}/own/logs/*.out"
+                                            f" {run_dir}/pre/logs/*.out 2>/dev/null || true"])
+        if found.count(".out") == 3 and logs.count("global_step:2") == 2:
             return
         await asyncio.sleep(1)
     pytest.fail(f"the jobs did not write their logs within {bound_s}s")
@@ -92,3 +98,17 @@ def test_another_jobs_log_under_logs_is_not_taken(
     ids, _run_dir = jobs
     row = cli_json(slurm_env.config_toml(tmp_path, recent_hours=1), "job", ids["other"])
     assert (row["log_path"], "log-missing" in row["flags"]) == (None, True), row
+
+
+def test_a_preamble_stdout_gives_way_to_the_log_under_logs(
+    slurm_env: SlurmEnv, jobs: tuple[dict[str, str], str], tmp_path: Path,
+) -> None:
+    """StdOut holds only 'Job N starting on ...'; the program writes logs/train_<id>.out: that
+    is read (job 774 read 'Filling buffer' nine steps in), log-path-mismatch saying why."""
+    ids, run_dir = jobs
+    config = slurm_env.config_toml(tmp_path, recent_hours=1)
+    swept = next(j for j in cli_json(config, "sweep")["jobs"] if j["job_id"] == ids["pre"])
+    for row in (swept, cli_json(config, "job", ids["pre"])):
+        assert row["log_path"] == f"{run_dir}/pre/logs/train_{ids['pre']}.out", row
+        assert "log-path-mismatch" in row["flags"], row
+        assert (row["step"], row["verdict"]) == (2, "healthy"), row
