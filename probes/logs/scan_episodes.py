@@ -148,6 +148,8 @@ class EpisodeScan(StepScan):
         if pairs:
             self._mark("openrlhf")
             self._record(step, pairs, line_no, at)
+            if "dynamic_filtering_pass_rate" in pairs:  # its Episode bar counts batches
+                self.skyrl_batches = self.skyrl_batches._replace(regenerated=True)
             if not self.episode_ahead:
                 self.episode_ahead = self._episode_count() == step + 1
 

@@ -99,8 +99,6 @@ class SummaryScan(BarScan):
             current, total_known = label.step, self.epoch_steps_total(last.total)
         if last.desc == BATCHES_BAR:  # SkyRL's: a resampled batch is no step
             current = max(0, current - self.skyrl_batches.lag)
-        elif last.desc == VERL_BAR and self.skyrl_batches.regenerated and self.points:
-            current = min(current, max(self.points))  # verl DAPO's: its step lines count
         unit, episodic = 1, training_desc(last.desc) == EPISODE_BAR
         if episodic:  # OpenRLHF's: episodes x the episode's steps
             episode = episode_progress(track, self.episode_base, ahead=self.episode_ahead)
@@ -110,6 +108,9 @@ class SummaryScan(BarScan):
                 # ahead of the logged ones is the last, still under way)
                 taken = max(self.points)
                 current = total_known = current if unit == 1 and current == taken + 1 else taken
+        if self.skyrl_batches.regenerated and self.points and (
+                last.desc == VERL_BAR or episodic):  # verl DAPO's, OpenRLHF filtering's:
+            current = min(current, max(self.points))  # its step lines count, not its bar
         progress = None
         if total_known is not None:
             per_it = sec_per_it(last.rate)

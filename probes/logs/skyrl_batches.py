@@ -23,7 +23,10 @@ verl's DAPO recipe (``recipe/dapo/dapo_ray_trainer.py``, v0.3-v0.5) does the sam
 ``Training Progress`` bar: a batch that leaves too few kept prompts prints
 ``num_gen_batches=K. Keep generating...`` and ``progress_bar.update(1)``s with no step. verl
 prints a ``step:N`` line every step, before the update, so once such a line is read the bar
-counts for no more than the last step line.
+counts for no more than the last step line. So does OpenRLHF's Episode bar with
+``--algo.dynamic_filtering_enable`` (``ppo_trainer.py``: ``pbar.update(prompts_consumed)``,
+more than one batch a step when too few groups pass), its status's
+``dynamic_filtering_pass_rate`` the sign.
 """
 
 from __future__ import annotations
@@ -63,8 +66,9 @@ class SkyrlBatches(NamedTuple):
     anchored: bool = False
     """An anchor set the lead at a redraw of this pass: from there on the lead is exact."""
     regenerated: bool = False
-    """verl's DAPO recipe generated a batch again (a skim's too): its ``Training Progress``
-    bar leads its ``step:N`` lines, which give the step."""
+    """verl's DAPO recipe generated a batch again (a skim's too), or OpenRLHF's status
+    carried ``dynamic_filtering_pass_rate``: its bar (``Training Progress``, ``Episode``)
+    leads its step lines (``step:N``, ``Global step N``), which give the step."""
 
     @property
     def unsettled(self) -> bool:
