@@ -28,12 +28,11 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.logread import read_tail
 with contextlib.suppress(ImportError):
-    from probes.remote.job_files import LOG_SUBDIRS, _log_names
+    from probes.remote.job_files import ENGINE_NAME, LOG_SUBDIRS, _log_names
 
 ENGINE_TAIL_BYTES = 64 << 10
 """Bytes of the engine's log read: vLLM's stats line every 10 s with its access lines, or
 SGLang's batch lines; the latest answers and running counts are what the checks read."""
-_ENGINE_NAME = re.compile(r"(?i)vllm|sglang|engine|server")
 _ENGINE_KIND = re.compile(r"(?i)vllm|sglang")
 ENGINE_LINES = 200
 """Engine lines sent of the tail (each a POST answered, a stats or batch line), with its last
@@ -68,7 +67,7 @@ def engine_log(job: EngineJson, log_path: Optional[str],  # noqa: UP045 - Python
     for directory, follow in dirs:
         for name in _log_names(directory, guard, {}, follow).get(str(job["id"]), ()):
             path = os.path.join(directory, name)
-            if path in (log_path, job.get("stderr")) or not _ENGINE_NAME.search(name):
+            if path in (log_path, job.get("stderr")) or not ENGINE_NAME.search(name):
                 continue
             try:
                 mtime = guard.stat_file(path).st_mtime

@@ -171,11 +171,12 @@ def _locate_log(stdout: str | None, workdir: str | None, job_id: str,
 
 
 def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard,
-              skip: tuple[str | None, ...] = ()) -> tuple[tuple[str, float, int] | None,
-                                                        dict[str, str]]:
+              skip: tuple[str | None, ...] = (), *, engines: bool = True,
+              ) -> tuple[tuple[str, float, int] | None, dict[str, str]]:
     """The newest ``*_<jobid>.out`` of the job's own beside StdOut (``(path, mtime, size)``;
-    StdOut itself and the paths in ``skip`` are none), and the directories that could not be
-    listed (why)."""
+    StdOut itself and the paths in ``skip`` are none; with ``engines`` false, neither is a
+    file named for an inference engine, :data:`ENGINE_NAME`), and the directories that could
+    not be listed (why)."""
     skipped = {os.path.normpath(p) for p in (stdout, *skip) if p}
     dirs: list[tuple[str, bool]] = []
     if workdir:
@@ -193,7 +194,7 @@ def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard
         names = _log_names(directory, guard, unlisted if follow else quiet, follow)
         for name in names.get(job_id, ()):
             path = os.path.join(directory, name)
-            if os.path.normpath(path) in skipped:
+            if os.path.normpath(path) in skipped or (not engines and ENGINE_NAME.search(name)):
                 continue
             try:  # a candidate that is not the job's own regular file is no candidate
                 st = guard.stat_file(path)
@@ -204,6 +205,9 @@ def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard
     return best, unlisted
 
 
+ENGINE_NAME = re.compile(r"(?i)vllm|sglang|engine|server")
+"""A file of the job's named so is its inference engine's own log (``vllm serve ... >
+vllm_$SLURM_JOB_ID.log &``), read for the launch checks (``engine_logs``)."""
 PREAMBLE_BYTES = 4 << 10
 """A StdOut under this size may hold only the batch script's preamble ("Job 12 starting on
 node7") while the job sends its program's output to its own ``*_<jobid>.out``."""
@@ -213,10 +217,12 @@ def _preamble_or_log(stdout: str, size: int, workdir: str | None, job_id: str,
                      guard: Guard, *, stderr: str | None) -> tuple[str | None, str, str | None]:
     """StdOut, unless it is a short preamble and the job's own larger log sits beside it
     (``python train.py > logs/train_$SLURM_JOB_ID.out``): then that log, ``mismatch``. The
-    job's own StdErr file is no candidate: it is read beside the log, for its faults."""
+    job's own StdErr file is no candidate: it is read beside the log, for its faults; nor is
+    its engine's log, which outgrows an eval's short Harbor console from the start and is
+    read for the launch checks."""
     if size >= PREAMBLE_BYTES:
         return stdout, "ok", None
-    best, _unlisted = _own_logs(stdout, workdir, job_id, guard, (stderr,))
+    best, _unlisted = _own_logs(stdout, workdir, job_id, guard, (stderr,), engines=False)
     if best is None or best[2] <= size:
         return stdout, "ok", None
     return best[0], "mismatch", (f"StdOut {stdout} holds only a {size}-byte preamble;"

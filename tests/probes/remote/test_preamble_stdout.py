@@ -47,3 +47,16 @@ def test_a_short_stdout_with_no_candidate_stays(tmp_path: Path) -> None:
     stdout.write_text("Starting verl trainer\n")
     log = _log(collector.collect(_request(tmp_path, stdout=str(stdout))))
     assert (log["status"], log["path"]) == ("ok", str(stdout))
+
+
+def test_an_engines_own_log_is_no_preamble_candidate(tmp_path: Path) -> None:
+    """Near miss: an eval's short Harbor console (StdOut) beside the engine's own larger
+    ``vllm_<id>.log`` (``vllm serve ... > vllm_$SLURM_JOB_ID.log &``) is still the log: the
+    engine's file is read for the launch checks (``engine``), never in place of the job's."""
+    stdout = tmp_path / "out_4242.log"
+    stdout.write_text("Starting job\n")
+    (tmp_path / "vllm_4242.log").write_text(
+        '(APIServer pid=812) INFO:     10.4.7.21:51234 - "POST /v1/chat/completions HTTP/1.1"'
+        " 200 OK\n" * 100)
+    log = _log(collector.collect(_request(tmp_path, stdout=str(stdout))))
+    assert (log["status"], log["path"], log.get("error")) == ("ok", str(stdout), None)

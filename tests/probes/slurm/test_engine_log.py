@@ -26,6 +26,7 @@ import pytest
 from probes.models import JobState
 from probes.remote import collector
 from probes.remote.engine_logs import ENGINE_LINES, engine_lines
+from probes.remote.job_files import PREAMBLE_BYTES
 from probes.remote.script import build_collector_script
 from probes.slurm.assemble import job_facts
 from report.models import JobDetail
@@ -59,15 +60,16 @@ def _engine_log(until: datetime, *, idle: bool) -> str:
 
 
 def _layout(tmp_path: Path, now: datetime, *, idle_min: float, name: str, where: str,
-            trials: bool) -> dict[str, Any]:
-    """The job's workdir (its Harbor tree, its StdOut, its engine's log): its request."""
+            trials: bool, console: str = "Starting job\n") -> dict[str, Any]:
+    """The job's workdir (its Harbor tree, its StdOut holding ``console``, its engine's log):
+    its request."""
     workdir = tmp_path / "w"
     workdir.mkdir()
     if trials:
         MAKE.write(workdir / "jobs" / "2026-12-05__09-00-00",
                    {"pass": 8, "fail": 12, "inflight": 16}, total=300, seed=5, minutes_ago=40)
     out = workdir / f"out_{JOB}.log"
-    out.write_text("Starting job\n")  # Harbor's console: no engine line
+    out.write_text(console)  # Harbor's console: no engine line
     last = now - timedelta(minutes=idle_min)
     engine = workdir / where / name
     engine.parent.mkdir(exist_ok=True)
@@ -81,9 +83,10 @@ def _layout(tmp_path: Path, now: datetime, *, idle_min: float, name: str, where:
 
 
 def _run(tmp_path: Path, *, idle_min: float, name: str = f"vllm_{JOB}.log",
-         where: str = "", trials: bool = True) -> JobDetail:
+         where: str = "", trials: bool = True, console: str = "Starting job\n") -> JobDetail:
     now = datetime.now(UTC).replace(microsecond=0)
-    request = _layout(tmp_path, now, idle_min=idle_min, name=name, where=where, trials=trials)
+    request = _layout(tmp_path, now, idle_min=idle_min, name=name, where=where, trials=trials,
+                      console=console)
     answer = collector.collect(request)
     spec = request["jobs"][0]
     rec = record("eval-qwen3-x-tbench", job_id=JOB, state=JobState.RUNNING,
@@ -101,6 +104,9 @@ def test_an_idle_engine_in_its_own_log_is_engine_idle(tmp_path: Path, name: str,
     detail = _run(tmp_path, idle_min=25, name=name, where=where)
     assert "engine-idle" in detail.report.flags, (detail.report.flags, detail.report.trend)
     assert detail.infra is not None and detail.infra.endswith("engine✗"), detail.infra
+    # Harbor's short console is still the job's log: the engine's is no preamble's successor
+    assert "log-path-mismatch" not in detail.report.flags, detail.report.flags
+    assert detail.report.log_path == str(tmp_path / "w" / f"out_{JOB}.log")
     # 'jobtables job' names the log the engine checks read (the rulebook: "the RIGHT log")
     assert detail.note is not None and f"{where + '/' if where else ''}{name}" in detail.note
 
@@ -114,8 +120,14 @@ def test_a_busy_engine_in_its_own_log_is_engine_ok(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [f"vllm_{int(JOB) + 1}.log", f"notes_{JOB}.log"])
 def test_another_jobs_engine_log_or_no_engine_log_is_not_read(tmp_path: Path,
                                                               name: str) -> None:
-    """Near misses: another job's engine log, and a file of the job's that names no engine."""
-    detail = _run(tmp_path, idle_min=25, name=name)
+    """Near misses: another job's engine log, and a file of the job's that names no engine.
+
+    Harbor's console has grown past a preamble's size (``PREAMBLE_BYTES``): a short one
+    gives way to a larger file of the job's own, which is then read as its log."""
+    console = "".join(MAKE.progress_line(n // 4, 300, 0.4 if n >= 4 else None) + "\n"
+                      for n in range(84))
+    assert len(console.encode()) > PREAMBLE_BYTES
+    detail = _run(tmp_path, idle_min=25, name=name, console=console)
     assert "engine-idle" not in detail.report.flags
     assert detail.infra is not None and detail.infra.endswith("engine?"), detail.infra
 
