@@ -47,6 +47,10 @@ with contextlib.suppress(ImportError):
 
 CKPT_DEPTH = 2
 """Plain directory levels searched below a checkpoint root (verl's project/experiment)."""
+ROLE_DIRS = ("actor", "critic")
+"""A trainer role's directory one level past ``CKPT_DEPTH``: verl 0.1 saved
+``<project>/<experiment>/actor/global_step_N`` (and ``critic/``), before its step directories
+held the roles (``global_step_N/actor``)."""
 CKPT_VISITS = 256
 """Directories listed per checkpoint root at most (a tensorboard ``runs/`` tree is not one)."""
 
@@ -130,7 +134,9 @@ class _Walk:
         for name, is_dir in entries:
             if not is_dir or _STEP_DIR.match(name) or name.startswith("."):
                 continue
-            if name != "exports" and (depth <= 0 or self.visits >= CKPT_VISITS):
+            beyond = name == "exports" or (
+                name in ROLE_DIRS and depth == 0 and self.visits < CKPT_VISITS)
+            if not beyond and (depth <= 0 or self.visits >= CKPT_VISITS):
                 continue
             self._enter(path, fd, name, depth - 1)
         if depth > 0 and self.visits >= CKPT_VISITS:

@@ -49,6 +49,13 @@ def _verl(w: Path) -> None:
     (exp / "latest_checkpointed_iteration.txt").write_text("20")  # 30 is still being saved
 
 
+def _verl_v01(w: Path) -> None:
+    # verl 0.1 (ray_trainer.py, 2024-11): <default_local_dir>/actor/global_step_{N} (and
+    # critic/), N the 0-based step of the save, no tracker and no save line
+    exp = w / "checkpoints" / "my_project" / NAME
+    _dirs(exp, "actor/global_step_49", "actor/global_step_99", "critic/global_step_49")
+
+
 def _hf(w: Path) -> None:
     _dirs(w / "output", "checkpoint-500", "checkpoint-1000", "checkpoint-1500-tmp", "runs")
 
@@ -128,6 +135,7 @@ def _banked(raw: dict[str, Any]) -> int | None:
 
 @pytest.mark.parametrize(("layout", "banked"), [
     pytest.param(_verl, 20, id="verl-project-experiment-tracker"),
+    pytest.param(_verl_v01, 99, id="verl-0.1-experiment-actor-global_step_N"),
     pytest.param(_hf, 1000, id="hf-checkpoint-N"),
     pytest.param(_hf_named, 250, id="hf-outputs-name"),
     pytest.param(_deepspeed, 100, id="deepspeed-global_stepN-latest"),
