@@ -202,11 +202,22 @@ class Guard:
         is (``/.``: the opened directory's device is still checked), when its real path is
         nothing under /proc, /sys or /dev and the job's user could list it themselves
         (:meth:`may_list`); nothing below a root follows a link, and only the user's own
-        files are read there. A dangling link is an absent root (``FileNotFoundError``)."""
+        files are read there. A dangling link is an absent root (``FileNotFoundError``).
+        A root that is no link is opened only where that user could list it too: a job's log
+        names roots of its own (a trials or dump dir on scratch), and the probe account may
+        reach a teammate's private tree the job's user cannot."""
         try:
-            return self.open(path, directory=True)
+            fd = self.open(path, directory=True)
         except Linked:
             target = path.rstrip("/") + "/."
+        else:
+            try:
+                if not self.may_list(fd, path):
+                    raise Refused(f"{path}: a directory the job's user cannot list: not read")
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
         try:
             fd = self.open(target, directory=True)
         except Linked as exc:  # ELOOP: links leading to each other

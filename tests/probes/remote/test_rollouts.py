@@ -131,14 +131,15 @@ def test_shipped_script_runs_under_python37(tmp_path: Path) -> None:
     assert json.loads(out)["dumps"][0]["steps"][0]["samples"][0]["output"] == "fine"
 
 
-def test_files_not_owned_by_the_job_user_are_refused(tmp_path: Path) -> None:
-    """With ``owner``, a file owned by anyone else is skipped (a symlinked dir leaks nothing)."""
+def test_files_not_owned_by_the_job_user_are_refused(reachable_tmp: Path) -> None:
+    """With ``owner``, a file owned by anyone else is skipped (a symlinked dir leaks nothing),
+    in a directory that owner may list (pytest's ``tmp_path`` is no one else's to list)."""
     dumps = dumps_module()
-    dumps.write_verl_dump(str(tmp_path / "d"), 1, ["q"], ["mine"], [1.0])
+    dumps.write_verl_dump(str(reachable_tmp / "d"), 1, ["q"], ["mine"], [1.0])
     me = __import__("pwd").getpwuid(os.getuid()).pw_name
-    assert collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "owner": me}
+    assert collect_rollouts({"dump_dirs": [str(reachable_tmp / "d")], "owner": me}
                             )["dumps"][0]["steps"][0]["samples"][0]["output"] == "mine"
-    other = collect_rollouts({"dump_dirs": [str(tmp_path / "d")], "owner": "nobody"})
+    other = collect_rollouts({"dump_dirs": [str(reachable_tmp / "d")], "owner": "nobody"})
     assert other["dumps"][0]["steps"] == []
     assert any("not owned by the job's user" in s for s in other["skipped"])
 
