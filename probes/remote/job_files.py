@@ -174,9 +174,9 @@ def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard
               skip: tuple[str | None, ...] = (), *, engines: bool = True,
               ) -> tuple[tuple[str, float, int] | None, dict[str, str]]:
     """The newest ``*_<jobid>.out`` of the job's own beside StdOut (``(path, mtime, size)``;
-    StdOut itself and the paths in ``skip`` are none; with ``engines`` false, neither is a
-    file named for an inference engine, :data:`ENGINE_NAME`), and the directories that could
-    not be listed (why)."""
+    StdOut itself and the paths in ``skip`` are none; a file named for an inference engine,
+    :data:`ENGINE_NAME`, only where there is no other, and none with ``engines`` false), and
+    the directories that could not be listed (why)."""
     skipped = {os.path.normpath(p) for p in (stdout, *skip) if p}
     dirs: list[tuple[str, bool]] = []
     if workdir:
@@ -188,6 +188,7 @@ def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard
         dirs.extend((os.path.join(workdir, sub), False) for sub in LOG_SUBDIRS
                     if os.path.join(workdir, sub) != parent)
     best: tuple[str, float, int] | None = None
+    best_rank = (False, 0.0)
     unlisted: dict[str, str] = {}
     for directory, follow in dirs:
         quiet: dict[str, str] = {}  # a subdir that is absent, a link or unreadable: no say
@@ -200,8 +201,11 @@ def _own_logs(stdout: str | None, workdir: str | None, job_id: str, guard: Guard
                 st = guard.stat_file(path)
             except (OSError, Refused, Hung):
                 continue
-            if best is None or st.st_mtime > best[1]:
-                best = (path, st.st_mtime, st.st_size)
+            # the newest, but the job's own before its engine's (read for the launch checks,
+            # and written every 10 s: the newer while the job's log may be quiet)
+            rank = (ENGINE_NAME.search(name) is None, st.st_mtime)
+            if best is None or rank > best_rank:
+                best, best_rank = (path, st.st_mtime, st.st_size), rank
     return best, unlisted
 
 

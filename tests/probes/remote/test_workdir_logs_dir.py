@@ -64,3 +64,24 @@ def test_a_logs_link_out_of_the_workdir_is_not_followed(tmp_path: Path) -> None:
     (work / "logs").symlink_to(elsewhere)
     log = _log(collector.collect(_request(work, stdout="/dev/null")))
     assert (log["status"], log["path"]) == ("missing", None)
+
+
+@pytest.mark.parametrize("stdout", ["/dev/null", "{w}/gone_4242.out"])
+def test_the_jobs_own_log_beats_its_engines_newer_one(tmp_path: Path, stdout: str) -> None:
+    """``vllm serve ... > vllm_$SLURM_JOB_ID.log &`` beside ``python train.py >
+    logs/train_$SLURM_JOB_ID.out``: the engine's log, written every 10 s, is the newer, but it
+    is the engine's (read for the launch checks), not the job's; with no other candidate it
+    would still be read."""
+    import os
+
+    (tmp_path / "logs").mkdir()
+    train, engine = tmp_path / "logs" / "train_4242.out", tmp_path / "vllm_4242.log"
+    train.write_text("step:1 - actor/entropy:0.5\n")
+    engine.write_text("INFO 12-05 10:00:01 [loggers.py:123] Engine 000: Running: 3 reqs\n")
+    os.utime(train, (1_700_000_000, 1_700_000_000))
+    os.utime(engine, (1_700_000_600, 1_700_000_600))
+    log = _log(collector.collect(_request(tmp_path, stdout=stdout.format(w=tmp_path))))
+    assert (log["status"], log["path"]) == ("mismatch", str(train))
+    train.unlink()
+    log = _log(collector.collect(_request(tmp_path, stdout=stdout.format(w=tmp_path))))
+    assert (log["status"], log["path"]) == ("mismatch", str(engine))
