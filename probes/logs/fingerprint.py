@@ -277,7 +277,8 @@ def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> tup
     found: dict[str, str] = {}
     nested = False
     index = start
-    while index < min(len(bodies), start + MAX_DUMP_LINES):
+    stop = min(len(bodies), start + MAX_DUMP_LINES)
+    while index < stop:
         body = bodies[index]
         line = _YAML_RE.match(body)
         if line is None:
@@ -294,6 +295,10 @@ def _yaml_dump(bodies: Sequence[str], start: int, config: dict[str, str]) -> tup
             stack.append((indent, key))
         else:
             found[dotted] = _unquote(value.strip())
+            index += 1
+            while index < stop and bodies[index] == body:
+                index += 1  # the same line again pops nothing and sets the same key
+            continue
         index += 1
     if nested and len(found) >= 4:
         for key, value in found.items():

@@ -3,10 +3,11 @@ million times) are read as cheaply as an ordinary log, and exactly as every line
 rule reads them.
 
 The cheap ways: a line holding none of ``MARKER_GATES`` skips ``_markers``
-(``history.MARKER_GATE``), and the fingerprint walks only lines that may start a dump and reads
-a repeated nested dict once (``fingerprint_lines._may_start``, ``fingerprint._literal_dump``'s
-memo). Each is held here to the way it replaced, on these shapes mixed with real fixture lines,
-EasyR1's YAML step blocks and open-instruct's ``Metrics`` panels.
+(``history.MARKER_GATE``), and the fingerprint walks only lines that may start a dump, reads a
+repeated nested dict once (``fingerprint_lines._may_start``, ``fingerprint._literal_dump``'s
+memo) and steps over a YAML run's repeated lines. Each is held here to the way it replaced, on
+these shapes mixed with real fixture lines, EasyR1's YAML step blocks and open-instruct's
+``Metrics`` panels.
 """
 
 from __future__ import annotations
@@ -96,3 +97,51 @@ def test_remembered_dumps_read_as_parsed_each_time(
     assert remembered == repr(_read(lines, gated=False))
     monkeypatch.setattr(fingerprint, "_MEMO_CHARS", -1)
     assert repr(_read(lines)) == remembered
+
+
+def _yaml_dump_each_line(bodies: list[str], start: int, config: dict[str, str]
+                         ) -> tuple[int, int]:
+    """``fingerprint._yaml_dump`` as it was, every line of the run read (the oracle)."""
+    stack: list[tuple[int, str]] = []
+    found: dict[str, str] = {}
+    nested, index = False, start
+    while index < min(len(bodies), start + fingerprint.MAX_DUMP_LINES):
+        line = fingerprint._YAML_RE.match(bodies[index])
+        if line is None:
+            if fingerprint._YAML_ITEM_RE.match(bodies[index]) and index > start:
+                index += 1
+                continue
+            break
+        indent, key, value = len(line.group(1)), line.group(2), line.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        nested = nested or bool(stack)
+        dotted = ".".join([*(k for _, k in stack), key])
+        if value is None or value.strip() == "":
+            stack.append((indent, key))
+        else:
+            found[dotted] = fingerprint._unquote(value.strip())
+        index += 1
+    if nested and len(found) >= 4:
+        for key, value in found.items():
+            fingerprint._put(config, key, value)
+        return index, index
+    return start + 1, index
+
+
+YAML_LINES = ["step: x", "trainer:", "  nnodes: 2", "  nnodes: 3", "  n_gpus_per_node: 8",
+              "  total_epochs: 3", "    deeper: 1", "model:", "  path: Q", "  - item", "x", ""]
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(0, len(YAML_LINES) - 1), st.integers(0, 4)), max_size=60))
+def test_yaml_run_steps_over_repeats_as_reading_each(picks: list[tuple[int, int]]) -> None:
+    """A YAML run's repeated lines (a MiB of ``step: x``) are stepped over, and the run reads
+    to the same keys and ends as reading each line does."""
+    bodies = [line for pick, n in picks for line in [YAML_LINES[pick]] * (n + 1)]
+    for start in range(len(bodies)):
+        fast: dict[str, str] = {}
+        each: dict[str, str] = {}
+        assert fingerprint._yaml_dump(bodies, start, fast) == _yaml_dump_each_line(
+            bodies, start, each)
+        assert fast == each
