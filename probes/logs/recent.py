@@ -53,6 +53,10 @@ from probes.logs.clock import (
 )
 from probes.logs.harbor_progress import ROW_SHAPE
 from probes.logs.history import MetricScan
+
+# Re-exported (a fold's increment, probes.logs.incremental, is fed as the suffix is); the
+# redundant alias is how mypy --strict is told the re-export is meant.
+from probes.logs.line_feed import feed_lines as feed_lines  # noqa: PLC0414
 from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, parse_verl, strip_ray_prefix
 from probes.logs.prefilter import NeedleFilter, held_skeletons
 from probes.logs.progress import WIDE_WINDOW
@@ -191,29 +195,6 @@ def _skim_all(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
         else:
             _skim(scan, lines, raws, skimmed[at], first_line_no, memo=memo)
             at += 1
-
-
-def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
-               indices: Sequence[int], first_line_no: int) -> None:
-    """``scan.feed`` of each non-blank line at ``indices``, but the two shapes a trainer
-    prints every step take a short way: a bar line that is its own body (its groups read by
-    one regex pass over them all, ``feed_bar``) and a one-line dict (``feed_dict``). The
-    cold pass over a suffix and a fold's increment (``probes.logs.incremental``) both feed
-    this way; a bar's ``last`` waits for ``MetricScan.settle``."""
-    found = own_bars([lines[index] for index in indices])
-    for index, groups in zip(indices, found, strict=True):
-        line = lines[index]
-        if groups[1]:
-            scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
-            if "}" in line or "Step " in line or "step:" in line:  # a dict (torchtune's or
-                # verl's step line) printed on the bar's line
-                scan.feed_glued(line, first_line_no + index)
-            if "` stopped: `" in line:  # Lightning's finish after its bar's last redraw
-                scan.finish_marks(line)
-        elif line[:1] == "{" and line.rstrip()[-1:] == "}":
-            scan.feed_dict(line, first_line_no + index)
-        elif line.strip():
-            scan.feed(line, raws[index], first_line_no + index)
 
 
 def _skim(scan: MetricScan, lines: Sequence[str], raws: Sequence[str], index: int,

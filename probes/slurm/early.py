@@ -56,7 +56,7 @@ FOLD_STACK = (
     "probes.logs.fault_carry", "probes.logs.fingerprint_lines", "probes.logs.namespace_dump",
     "probes.logs.fingerprint_fields", "probes.logs.fingerprint",
     "probes.logs.fingerprint_carry", "probes.logs.config_total", "probes.logs.outcome",
-    "probes.logs.planned_stop",
+    "probes.logs.planned_stop", "probes.logs.line_feed",
     "probes.logs.recent", "probes.logs.parse", "probes.logs.incremental", "probes.harbor",
     "probes.remote.posix_acl", "probes.remote.guard", "probes.remote.checkpoint_steps",
     "probes.remote.logged_paths",

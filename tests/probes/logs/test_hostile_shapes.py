@@ -2,12 +2,13 @@
 million times) are read as cheaply as an ordinary log, and exactly as every line through every
 rule reads them.
 
-The cheap ways: a line holding none of ``MARKER_GATES`` skips ``_markers``
+The cheap ways: a dict opener that the next line fed replaces is not fed
+(``probes.logs.line_feed``), a line holding none of ``MARKER_GATES`` skips ``_markers``
 (``history.MARKER_GATE``), and the fingerprint walks only lines that may start a dump, reads a
 repeated nested dict once (``fingerprint_lines._may_start``, ``fingerprint._literal_dump``'s
 memo) and steps over a YAML run's repeated lines. Each is held here to the way it replaced, on
 these shapes mixed with real fixture lines, EasyR1's YAML step blocks and open-instruct's
-``Metrics`` panels.
+``Metrics`` panels (the state a skipped opener must not be hidden from).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from hypothesis import strategies as st
 
 from probes.logs import fingerprint, history
 from probes.logs.fingerprint import _read
+from probes.logs.history import MetricScan
+from probes.logs.line_feed import feed_lines
+from probes.logs.lines import split_lines
 from probes.logs.parse import parse_log
 from tests.probes.logs.test_easyr1_console import step_block
 from tests.probes.logs.test_prefilter import assert_same, fixture_lines
@@ -43,8 +47,8 @@ opener test (a ``]``/``]:`` end, a closing ``}``, an end ``str.rstrip`` strips b
 
 
 def real_blocks() -> list[str]:
-    """Stateful real shapes: an EasyR1 YAML step block, an open-instruct panel, a SkyRL
-    header with its dict opening on the next line."""
+    """Stateful real shapes a skipped line must not be hidden from: an EasyR1 YAML step
+    block, an open-instruct panel, a SkyRL header with its dict opening on the next line."""
     return [*step_block(3).splitlines(), *panel(step_metrics(2)).splitlines(),
             "Step 7: ", "{'policy/policy_entropy': '0.5',", " 'trainer/global_step': 7}"]
 
@@ -65,6 +69,46 @@ def test_hostile_mix_equals_reference(picks: list[tuple[int, int]], newline: str
         source = hostile if pick % 3 else real
         lines += [source[pick % len(source)]] * (repeat + 1)
     assert_same(newline.join(lines), [])
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 5)), max_size=120))
+def test_feed_lines_leaves_the_scan_as_feeding_every_line(picks: list[tuple[int, int]]) -> None:
+    """``feed_lines`` (which skips superseded dict openers) leaves ``MetricScan`` in the state
+    feeding each non-blank line does: the summary, and the open dict, YAML block and panel a
+    fold carries to its next increment (``probes.logs.metric_carry``)."""
+    source = pool()
+    text = "\n".join(line for pick, n in picks for line in [source[pick % len(source)]] * (n + 1))
+    raws, lines = split_lines(text, 65536)
+    fast, every = MetricScan({}, None, None), MetricScan({}, None, None)
+    feed_lines(fast, raws, lines, range(len(lines)), 1)
+    for index, line in enumerate(lines):
+        if line.strip():
+            every.feed(line, raws[index], 1 + index)
+    assert (fast.dict_lines, fast.dict_line_no) == (every.dict_lines, every.dict_line_no)
+    assert _slots(fast.yaml_step) == _slots(every.yaml_step)
+    assert _slots(fast.panel) == _slots(every.panel)
+    assert repr(fast.summary(len(lines))) == repr(every.summary(len(lines)))
+
+
+def _slots(state: object) -> object:
+    """An open YAML block's or panel's fields (both have ``__slots__``), or None."""
+    if state is None:
+        return None
+    return type(state).__name__, [repr(getattr(state, name)) for name in state.__slots__]
+
+
+def test_a_run_of_openers_leaves_the_last_open() -> None:
+    """Of a run of dict openers only the last is fed, and the quoted line after it continues
+    that one: the dict read is the last opener's, at its line."""
+    text = "{x\n{y\n{'loss': 1.5,\n 'grad_norm': 0.5}\n"
+    scan = MetricScan({}, None, None)
+    raws, lines = split_lines(text, 65536)
+    feed_lines(scan, raws, lines, range(len(lines)), 1)
+    assert scan.dict_lines is None
+    summary = parse_log(text)
+    assert [(p.values, p.line_no) for p in summary.points] == [
+        ({"loss": 1.5, "grad_norm": 0.5}, 3)]
 
 
 @pytest.mark.parametrize("shape", HOSTILE)
