@@ -18,7 +18,9 @@ log may number those 1, 2, ...; a tail cut from a longer log takes HF's banner f
 log's head, ``seed``, and claims no step by a count: ``MetricScan.seed_head``; such a tail is
 deepened only while a progress bar or a checkpoint save line before the suffix may number its
 dicts: with none, a count from further back would be no step either, and a 1 MiB tail of
-bar-less dicts cost 260 ms, not 7 ms, read to its first line). Known limit: a
+bar-less dicts cost 260 ms, not 7 ms, read to its first line), and while SkyRL's batches
+bar leads its step by resampled batches the suffix cannot measure (no ``Step N:`` dict or
+``global_step_N`` save in it: ``probes.logs.skyrl_batches``). Known limit: a
 step numbered from state before the suffix (an HF dict after a run of bar-less dicts, a SkyRL
 reward line's step already logged) may differ; a real log's order re-anchors those at the
 next bar. The rate needs nothing deeper: bars are skimmed over the whole tail, the last
@@ -110,7 +112,10 @@ def recent_metrics(
                             mtime=mtime, engine_line=engine_line, first_line_no=first_line_no,
                             seed=seed)
         got = len(scan.points)
-        if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed):
+        # SkyRL's batches bar read mid-log leads the step by resampled batches no anchor of
+        # this pass measured (``SkyrlBatches.unsettled``): deeper, to an anchor or the start.
+        settled = not scan.skyrl_batches.unsettled
+        if start == 0 or (got >= HISTORY_DEPTH + MARGIN and not scan.hf_guessed and settled):
             break
         if got >= HISTORY_DEPTH + MARGIN and seed is not None:
             # A cut tail's bar-less HF dicts: deeper, only a bar or a save line numbers them.

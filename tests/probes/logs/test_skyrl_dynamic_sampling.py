@@ -10,6 +10,7 @@ step 60 with its newest checkpoint, global_step_45, "15 steps behind" (the fixtu
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -104,3 +105,28 @@ def test_verl_bar_behind_its_step_line_is_its_own() -> None:
              "[00:41<01:00,  1.00s/it]\n")
     summary = parse_log(text)
     assert summary.progress is not None and summary.progress.current == 41
+
+
+def test_read_back_deepens_to_where_the_lead_is_known() -> None:
+    """A long wandb-logger run with no save and no ``Step N:`` dict: the bar's lead is known
+    only from the log's start, so the read from the end goes back that far. Read back only the
+    last few dozen steps' lines, the lead counted from there put the run at its bar's 188, not
+    at global step 150; the fold of every line, and the whole read, say 150."""
+    generator = _generator()
+    lines = generator.run(False, batches=200, total=300, ckpt=1000)
+    text = "\n".join(lines) + "\n"
+    trained = len(_rewards(text))
+    assert trained == 150  # 50 of the 200 batches resampled
+    for summary in (parse_log(text), fold_in_pieces(text, 7)):
+        assert summary.progress is not None and summary.progress.current == trained
+        assert summary.points[-1].step == trained
+        assert summary.points[-1].values["reward"] == pytest.approx(_rewards(text)[-1])
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    """The fixtures' generator (``tests/fixtures/skyrl-dapo-rebuilt/generate.py``) as a module."""
+    spec = importlib.util.spec_from_file_location("skyrl_dapo_generate", FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
