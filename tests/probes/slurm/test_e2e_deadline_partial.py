@@ -10,10 +10,14 @@ jobs not yet parsed are ``fetch-failed`` with a reason naming the deadline; the 
 ``ok``, read in part (its detail says so).
 
 Replayed here with a short ``timeout_s`` (the same defect at a test's scale): a healthy TRL GRPO
-job, submitted first, and four slow-to-parse jobs of the same user. A ``%|`` line that is no
+job, submitted first, and six slow-to-parse jobs of the same user. A ``%|`` line that is no
 bar is now skipped by the prefilters (``tests/probes/logs/test_bar_shape.py``: 0.1 s a MiB),
-so these print 4 MiB (``tail_bytes`` 4 MiB) of ``{x`` lines, a dict opened and never closed,
-still some 0.7 s a MiB for the parser: each job's log some 3 s of the CLI's CPU.
+and ``{x`` lines (a dict opened and never closed) went from 0.7 to 0.25 s a MiB (2d824d5,
+1183ed9: four such jobs then parsed within the deadline now and then, and the test failed),
+so these print 4 MiB (``tail_bytes`` 4 MiB) of ``===== Step x =====`` lines, the costliest
+shape left (``bench_parse.py --fragments``: ~1 s a MiB, each holds a step reader's needle),
+six jobs of them: some 24 s of the CLI's CPU against an 8 s deadline. Should that shape get
+cheap too, this test needs another that is not.
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ from tests.probes.slurm.conftest import SlurmEnv, cli_json
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 HEALTHY = FIX / "trl-1.16.0" / "grpo_healthy.out"
-MARKERS = 4
+MARKERS = 6
 TIMEOUT_S = 8.0
 TAIL_BYTES = 4 << 20
-BARS = ("python3 -c \"import sys; sys.stdout.write('{x\\n' * 1398101)\"\n"
+BARS = ("python3 -c \"import sys; sys.stdout.write('===== Step x =====\\n' * 220752)\"\n"
         'touch "$SLURM_JOB_ID.mark"\nsleep 300\n')
 HEALTHY_BODY = 'cat healthy.log\ntouch "$SLURM_JOB_ID.mark"\nsleep 300\n'
 
@@ -70,7 +74,7 @@ def jobs(slurm_env: SlurmEnv,
     finally:
         if ids:
             subprocess.run(["scancel", *ids], check=False, timeout=30)
-        _as_user(env, "rm", "-rf", str(run))  # 16 MiB of '{x' lines
+        _as_user(env, "rm", "-rf", str(run))  # 24 MiB of step-like lines
 
 
 def test_a_sweep_past_its_deadline_is_read_in_part(jobs: tuple[Path, list[str]]) -> None:
