@@ -158,9 +158,8 @@ def load_recording(root: Path) -> tuple[dict[str, Any], Answers]:
         answers = Answers(jobs=_objects(files, "jobs.json", "V1Job"),
                           pods=_objects(files, "pods.json", "V1Pod"),
                           reads=_reads(files))
-        _jobsets(files, answers)
-        _pytorchjobs(files, answers)
-        _rayjobs(files, answers)
+        for kind in _LISTED_KINDS:
+            _listed(files, answers, kind)
         return meta, answers
     finally:
         os.close(files.root_fd)
@@ -235,37 +234,21 @@ def _objects(files: _Files, name: str, klass: str) -> list[Any]:
                            f"{type(exc).__name__}: {why}"[:300]) from exc
 
 
-def _jobsets(files: _Files, answers: Answers) -> None:
-    """``jobsets.json``: the JobSets listed, or the refusal the listing got (absent: none)."""
-    data = files.parsed("jobsets.json", optional=True)
+_LISTED_KINDS = ("jobsets", "pytorchjobs", "rayjobs")
+"""The custom kinds a recording may hold, each in ``<kind>.json`` (absent: none listed)."""
+
+
+def _listed(files: _Files, answers: Answers, kind: str) -> None:
+    """``<kind>.json``: the objects of ``kind`` listed (``answers.<kind>``), or the refusal the
+    listing got (``answers.<kind>_error``); absent: none listed."""
+    name = f"{kind}.json"
+    data = files.parsed(name, optional=True)
     if data is None:
         return
     if isinstance(data, dict) and "error" in data:
-        answers.jobsets_error = _error("jobsets.json", data["error"])
+        setattr(answers, f"{kind}_error", _error(name, data["error"]))
         return
-    answers.jobsets = _items(files, "jobsets.json", data)
-
-
-def _pytorchjobs(files: _Files, answers: Answers) -> None:
-    """``pytorchjobs.json``: as ``jobsets.json`` (absent: none listed)."""
-    data = files.parsed("pytorchjobs.json", optional=True)
-    if data is None:
-        return
-    if isinstance(data, dict) and "error" in data:
-        answers.pytorchjobs_error = _error("pytorchjobs.json", data["error"])
-        return
-    answers.pytorchjobs = _items(files, "pytorchjobs.json", data)
-
-
-def _rayjobs(files: _Files, answers: Answers) -> None:
-    """``rayjobs.json``: as ``jobsets.json`` (absent: none listed)."""
-    data = files.parsed("rayjobs.json", optional=True)
-    if data is None:
-        return
-    if isinstance(data, dict) and "error" in data:
-        answers.rayjobs_error = _error("rayjobs.json", data["error"])
-        return
-    answers.rayjobs = _items(files, "rayjobs.json", data)
+    setattr(answers, kind, _items(files, name, data))
 
 
 class _Error(BaseModel):
