@@ -53,6 +53,9 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/pg_clipfrac": ("clip_ratio", 0),
     "actor/pg_clipfrac_higher": ("clip_ratio", 0),
     "clip_ratio/region_mean": ("clip_ratio", 1),
+    # TRL GRPO's loss_type="cispo": the share of tokens whose weight CISPO capped at
+    # epsilon_high (its PPO-style losses print clip_ratio/* instead)
+    "cispo_clip_ratio": ("clip_ratio", 1),
     "ppo_clip_ratio": ("clip_ratio", 1),
     "clip_ratio": ("clip_ratio", 2),
     # generation length
@@ -167,6 +170,12 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?imp_ratio_mean$"), "imp_ratio_mean", 0),
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
     (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
+    # SkyRL's TIS: the share of tokens (sequences, under sequence-level TIS) whose weight hit
+    # its cap, in the Step dict (policy/loss_metrics/) and the status line (loss_metrics/)
+    (re.compile(r"^(?:policy/)?loss_metrics/tis_token_clip_high_ratio$"),
+     "imp_ratio_capped_fraction", 1),
+    (re.compile(r"^(?:policy/)?loss_metrics/tis_seq_clip_high_ratio$"),
+     "imp_ratio_capped_fraction", 2),
     # TRL GRPO >= 0.23 with vLLM: |trainer - rollout| per-token logprob, and exp of it (the
     # importance-sampling correction's ratio, clamped in its truncate modes). Its max (and
     # SkyRL's below) is one token's over the whole batch: a single outlier token, not the
