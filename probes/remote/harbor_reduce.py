@@ -105,6 +105,26 @@ def _text(value: "object") -> "str | None":
     return value if isinstance(value, str) and value else None
 
 
+NAME_CHARS = 200
+"""The most of an exception type or an eval key carried: a class name and Harbor's
+``{agent}__{model}__{dataset}`` are far shorter. A result.json is the job's user's file, so a
+longer one (corrupt or hostile) is cut here: no string of a trial tree grows the answer with
+its length (a 60 MB type once cost its job's entry the collector's whole answer budget)."""
+TIME_CHARS = 64
+"""The longest time string kept (Harbor's ISO times are 19-32 characters); a longer one is no
+time at all."""
+
+
+def _name(value: "object") -> "str | None":
+    text = _text(value)
+    return text[:NAME_CHARS] if text is not None else None
+
+
+def _time(value: "object") -> "str | None":
+    text = _text(value)
+    return text if text is not None and len(text) <= TIME_CHARS else None
+
+
 def _reward(rewards: "object") -> "float | None":
     """``rewards["reward"]``, else the numeric reward of the first key in sorted order
     (``reward.json`` is a flat dict): the key Harbor's ``Mean`` shows first for several keys
@@ -186,13 +206,13 @@ def _agent_runs(
     steps = _steps(data) if not agent else []
     if not steps:
         return (_turns(agent), _count(agent.get("n_output_tokens")), 1,
-                _text(execution.get("started_at")), _text(execution.get("finished_at")))
+                _time(execution.get("started_at")), _time(execution.get("finished_at")))
     contexts = [_dict(step.get("agent_result")) for step in steps]
     turns = [t for t in (_turns(c) for c in contexts) if t is not None]
     tokens = [n for n in (_count(c.get("n_output_tokens")) for c in contexts) if n is not None]
     timings = [_dict(step.get("agent_execution")) for step in steps]
-    starts = [t for t in (_text(x.get("started_at")) for x in timings) if t is not None]
-    ends = [t for t in (_text(x.get("finished_at")) for x in timings) if t is not None]
+    starts = [t for t in (_time(x.get("started_at")) for x in timings) if t is not None]
+    ends = [t for t in (_time(x.get("finished_at")) for x in timings) if t is not None]
     return (sum(turns) if turns else None, sum(tokens) if tokens else None,
             max(len(turns), 1), starts[0] if starts else None, ends[-1] if ends else None)
 
@@ -273,7 +293,7 @@ def reduce_trial(raw: "str | bytes") -> "dict[str, object] | None":
 def reduce_trial_data(data: "dict[str, object]") -> "dict[str, object]":
     """``reduce_trial`` of a result.json already parsed (the deep probe's reader)."""
     exception = _exception(data)
-    exc_type = _text(exception.get("exception_type"))
+    exc_type = _name(exception.get("exception_type"))
     message = (_text(exception.get("exception_message")) or "")[:2000]
     exc_text = f"{exc_type or ''} {message}"
     turns, tokens, runs, agent_start, agent_end = _agent_runs(data)
@@ -282,8 +302,8 @@ def reduce_trial_data(data: "dict[str, object]") -> "dict[str, object]":
         "exception_type": exc_type,
         "n_turns": turns,
         "n_output_tokens": tokens,
-        "started_at": _text(data.get("started_at")),
-        "finished_at": _text(data.get("finished_at")),
+        "started_at": _time(data.get("started_at")),
+        "finished_at": _time(data.get("finished_at")),
         "agent_started_at": agent_start,
         "agent_finished_at": agent_end,
     }
@@ -300,15 +320,21 @@ def reduce_trial_data(data: "dict[str, object]") -> "dict[str, object]":
     return out
 
 
+EVAL_KEYS = 8
+"""The most eval keys a job result.json's reduction carries (a job runs one agent and model on
+one dataset, or a few)."""
+
+
 def _eval_means(evals: "object") -> "dict[str, float]":
-    """``evals[key].metrics[0].mean`` per eval key (the dataset's first metric)."""
+    """``evals[key].metrics[0].mean`` per eval key (the dataset's first metric), of the first
+    ``EVAL_KEYS`` keys (``reduce_job``'s ``eval_keys``), each cut as they are."""
     means = {}
-    for key, value in _dict(evals).items():
+    for key, value in list(_dict(evals).items())[:EVAL_KEYS]:
         metrics = _dict(value).get("metrics")
         first = metrics[0] if isinstance(metrics, list) and metrics else None
         mean = _number(_dict(first).get("mean"))
         if mean is not None:
-            means[str(key)] = mean
+            means[str(key)[:NAME_CHARS]] = mean
     return means
 
 
@@ -330,16 +356,17 @@ def reduce_job(raw: "str | bytes") -> "dict[str, object] | None":
     stats = _dict(data.get("stats"))
     out: dict[str, object] = {  # local annotations are never evaluated
         "n_total_trials": _count(data.get("n_total_trials")),
-        "started_at": _text(data.get("started_at")),
-        "updated_at": _text(data.get("updated_at")),
-        "finished_at": _text(data.get("finished_at")),
+        "started_at": _time(data.get("started_at")),
+        "updated_at": _time(data.get("updated_at")),
+        "finished_at": _time(data.get("finished_at")),
     }
     for name, keys in _STAT_KEYS:
         out[name] = next((_count(stats[k]) for k in keys if k in stats), None)
     means = _eval_means(stats.get("evals"))
     out["eval_means"] = means
     # "{agent}__{model}__{dataset}" (or "{agent}__{dataset}"): the Eval row's model × benchmark
-    out["eval_keys"] = [str(key)[:200] for key in list(_dict(stats.get("evals")))[:8]]
+    keys = list(_dict(stats.get("evals")))[:EVAL_KEYS]
+    out["eval_keys"] = [str(key)[:NAME_CHARS] for key in keys]
     out["mean"] = next(iter(means.values()), None)
     if out["mean"] is None:
         out["mean"] = _job_metric(data.get("metrics"))

@@ -26,6 +26,13 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 WINDOW = 100
 """Per-trial records kept per trial root: the rulebook's "last 100" window."""
 
+EXCEPTION_KINDS = 64
+"""Distinct exception types a tally counts by name; a trial whose type is not among them by
+then counts under ``OTHER_EXCEPTIONS``. Harbor's types are a few dozen class names; a tree of
+trials each naming its own (corrupt or hostile files) would otherwise grow the answer by one
+key a trial, and the answer budget is shared with every later job of the request."""
+OTHER_EXCEPTIONS = "(other exception types)"
+
 _INSTANT_S = 1.0
 RETRIED_S = 600.0
 """The longest agent phase that is only an agent's LLM client retrying an unreachable endpoint:
@@ -118,7 +125,10 @@ def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
             tally["turns_n"] += runs if good else 1
             tally["turns_sum"] += turns
         if exception is not None:
-            tally["exceptions"][exception] = tally["exceptions"].get(exception, 0) + 1
+            counts = tally["exceptions"]
+            if exception not in counts and len(counts) >= EXCEPTION_KINDS:
+                exception = OTHER_EXCEPTIONS
+            counts[exception] = counts.get(exception, 0) + 1
     if is_instant(reduced):
         tally["instant_fail"] += 1
     if mtime is not None and (tally["newest_mtime"] is None or mtime > tally["newest_mtime"]):
