@@ -41,7 +41,8 @@ _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
-_SHIPPED_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "stdio_pattern.py",
+_SHIPPED_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "trajectory_turns.py",
+                    "stdio_pattern.py",
                     "neighbour_listing.py", "trial_count.py",
                     "checkpoint_steps.py", "logged_paths.py", "tree.py", "trial_roots.py",
                     "logread.py",

@@ -34,6 +34,8 @@ with contextlib.suppress(ImportError):
         slim_result,
     )
 with contextlib.suppress(ImportError):
+    from probes.remote.trajectory_turns import agent_turns
+with contextlib.suppress(ImportError):
     from probes.remote.trial_count import add_trial, keep_recent, new_tally
 with contextlib.suppress(ImportError):
     from probes.remote.logged_paths import logged_trials_dirs
@@ -99,6 +101,25 @@ def _reduced_trial(found: tuple[bytes, float]) -> dict[str, Any] | None:
     return reduced
 
 
+def _trajectory_turns(top: int, name: str, guard: Guard) -> int | None:
+    """An installed agent's turns (claude-code, openhands, ...: every agent but terminus-2,
+    which counts them in result.json): the agent steps of ``<name>/agent/trajectory.json``
+    (``probes.remote.trajectory_turns``), each directory entered without following a link."""
+    try:
+        with guard.directory(name, dir_fd=top) as trial, \
+                guard.directory("agent", dir_fd=trial) as agent:
+            raw = guard.read_small("trajectory.json", RESULT_BYTES, dir_fd=agent)[0]
+    except (OSError, Refused, Hung):
+        return None
+    return agent_turns(raw)
+
+
+def _ended(reduced: dict[str, Any]) -> bool:
+    """A trial that ended (``add_trial``'s completed): only its turns are counted."""
+    return any(reduced.get(key) is not None
+               for key in ("finished_at", "reward", "exception_type"))
+
+
 def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
                    label: str, *, top: int | None = None) -> Json:
     """One Harbor job directory: its job result.json and a tally of every trial's (``top``:
@@ -123,6 +144,8 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
                     break
                 found = _trial_result(fd, name, guard)
                 reduced = _reduced_trial(found) if found is not None else None
+                if reduced is not None and reduced.get("n_turns") is None and _ended(reduced):
+                    reduced["n_turns"] = _trajectory_turns(fd, name, guard)
                 if reduced is not None:
                     # The stall rule ("no new result.json for 60+ min") reads file times.
                     reduced["mtime"] = found[1]  # type: ignore[index]
@@ -148,6 +171,23 @@ def _opened(path: str, guard: Guard, fd: int | None) -> Iterator[int]:
         return
     with guard.directory(path) as opened:
         yield opened
+
+
+@contextlib.contextmanager
+def _below(top: int, parts: list[str], guard: Guard) -> Iterator[int]:
+    """The directory ``parts`` below the open ``top``, each component entered through its
+    parent's descriptor without following a link; open for the block."""
+    fd = top
+    try:
+        for part in parts:
+            sub = guard.open(part, directory=True, dir_fd=fd)
+            if fd != top:
+                os.close(fd)
+            fd = sub
+        yield fd
+    finally:
+        if fd != top:
+            os.close(fd)
 
 
 def _open_below(base: str, below: list[str], guard: Guard) -> int:
@@ -225,6 +265,47 @@ def _flat_trials(top: int, root: str, entries: list[tuple[str, bool]], guard: Gu
     return False
 
 
+GROUP_DEPTH = 2
+"""Plain directories looked through, below a trial root, for Harbor job dirs: ``harbor run -o
+jobs/<model>`` (or an adapter's ``jobs_dir: jobs/<bench>``) puts each job dir one level below
+``{workdir}/jobs`` (``Job.job_dir = jobs_dir / job_name``), ``-o jobs/<model>/<bench>`` two.
+Deeper is not searched: the roots are listed, never walked (no find on a parallel file
+system)."""
+GROUP_LISTINGS = 64
+"""Directories listed at most, per trial root, while looking through those levels."""
+
+
+def _job_dirs(top: int, path: str, entries: list[tuple[str, bool]], guard: Guard, *,
+              listings: list[int], depth: int = 0) -> list[list[str]]:
+    """The Harbor job dirs (chunks) below the open ``top`` as path components: each
+    subdirectory holding a job's files, else, up to ``GROUP_DEPTH`` plain levels down, those
+    below it; a subdirectory holding trial dirs directly (a flat trials dir) is no level of
+    job dirs (its trials hold config.json and result.json too). ``listings``: what is left of
+    ``GROUP_LISTINGS``, shared by every level."""
+    found: list[list[str]] = []
+    for name, is_dir in entries:
+        if not is_dir:
+            continue
+        if _has_job_files(top, name, guard):
+            found.append([name])
+            continue
+        if depth >= GROUP_DEPTH or listings[0] <= 0:
+            continue
+        listings[0] -= 1
+        sub_path = os.path.join(path, name)
+        try:
+            with guard.directory(name, dir_fd=top) as sub:
+                below = _entries(sub, sub_path, guard)
+                if _flat_trials(sub, sub_path, below, guard):
+                    continue
+                found.extend([name, *parts] for parts in
+                             _job_dirs(sub, sub_path, below, guard, listings=listings,
+                                       depth=depth + 1))
+        except (OSError, Refused, Hung):
+            continue
+    return found
+
+
 def _count_root(root: str, guard: Guard, clock: _Clock,
                 below: list[str] | None = None) -> Json:
     """One trial root (or the directory ``below`` it, entered component by component)."""
@@ -245,20 +326,29 @@ def _count_root(root: str, guard: Guard, clock: _Clock,
             return {"exists": False, "jobs": {}, "error": str(exc)}
         # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree; a
         # symlinked chunk is not entered (it is opened without following).
-        job_dirs = [] if flat else [os.path.join(path, n) for n, is_dir in entries
-                                    if is_dir and _has_job_files(top, n, guard)]
+        found = [] if flat else _job_dirs(top, path, entries, guard,
+                                                 listings=[GROUP_LISTINGS])
         window: list[Any] = []
         jobs: Json = {}
         if flat:
             jobs[path] = _count_job_dir(path, guard, clock, window, "", top=top)
-        for job_dir in job_dirs:
+        for parts in found:
+            job_dir = os.path.join(path, *parts)
             if clock.spent():
                 tally = new_tally()
                 tally["complete"] = False
                 jobs[job_dir] = {"job": None, "tally": tally, "trials": {}}
                 continue
-            label = os.path.basename(job_dir.rstrip("/")) + "/" if len(job_dirs) > 1 else ""
-            jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label)
+            label = "/".join(parts) + "/" if len(found) > 1 else ""
+            try:
+                with _below(top, parts, guard) as fd:
+                    jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label, top=fd)
+            except (OSError, Refused, Hung) as exc:
+                # gone, or replaced by a link, since it was listed: a chunk of unknown trials
+                tally = new_tally()
+                tally["complete"] = not isinstance(exc, Hung)
+                jobs[job_dir] = {"job": None, "tally": tally, "trials": {}, "mtime": None,
+                                 "created": None}
     finally:
         os.close(top)
     for _key, _order, job_dir, name, reduced in window:

@@ -283,6 +283,14 @@ def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
     return tree
 
 
+def _below_root(root: str, job_dir: str) -> str:
+    """A chunk's name: its job dir's path below the trial root (``chunk-03``, or
+    ``qwen3-8b/chunk-03`` under ``harbor run -o jobs/qwen3-8b``: chunk names may repeat across
+    models), else its last component."""
+    top, path = root.rstrip("/") + "/", job_dir.rstrip("/")
+    return path[len(top):] if path.startswith(top) else path.rsplit("/", 1)[-1]
+
+
 def _merged(root: str, jobs: Mapping[str, Any]) -> TrialTree:
     """One tree of these Harbor job dirs under ``root`` (several: chunks)."""
     if not jobs:
@@ -295,13 +303,13 @@ def _merged(root: str, jobs: Mapping[str, Any]) -> TrialTree:
     stalest: tuple[float, str] | None = None
     for job_dir, job in jobs.items():
         # Trial dir names repeat across chunks; key them by chunk so none is lost.
-        prefix = f"{job_dir.rstrip('/').rsplit('/', 1)[-1]}/" if chunked else ""
+        prefix = f"{_below_root(root, job_dir)}/" if chunked else ""
         trials.update({prefix + name: t for name, t in (job.get("trials") or {}).items()})
         meta = job.get("job") or {}
         newest = (job.get("tally") or {}).get("newest_mtime")
         if (chunked and not meta.get("finished_at") and isinstance(newest, int | float)
                 and not isinstance(newest, bool) and (stalest is None or newest < stalest[0])):
-            stalest = (float(newest), job_dir.rstrip("/").rsplit("/", 1)[-1])
+            stalest = (float(newest), _below_root(root, job_dir))
         if meta:
             job_meta = meta
             total += int(meta.get("n_total_trials") or 0)
