@@ -11,9 +11,12 @@ Policy, exactly as CONTRACT §5 with these documented decisions where it is sile
 - ``entropy``: two-sided, ``|e(t) − trend| > th.entropy_rel_change × |trend|``. A non-finite
   entropy fires (the policy's distribution is broken; IEEE would silently say "no").
 - ``log_ratio``: ``log_ratio_abs_mean(t) > factor × window mean`` while ``log_ratio_abs_max``
-  stays bounded (``< th.log_ratio_max_bound_factor × its own window mean``). If the trainer
-  does not emit the max, or its window is too short to judge, the max is treated as bounded
-  and the mean test decides alone; a non-finite max is unbounded. A non-finite mean fires.
+  stays bounded (``< th.log_ratio_max_bound_factor × its own window mean``). A trainer that
+  prints only the batch's largest gap (SkyRL, TRL: ``log_ratio_batch_max``, one token's, no
+  per-token max) has that judged so instead: bounded against its own window is bounded. If
+  the trainer emits neither, or the window is too short to judge, the max is treated as
+  bounded and the mean test decides alone; a non-finite max is unbounded. A non-finite mean
+  fires.
 - ``pass_rate``: fewer than ``th.pass_rate_min`` of the last ``th.pass_rate_trials`` trials
   have reward > 0 (no reward counts as not > 0). It is evaluated only on the latest step
   (trials are not attributed to steps) and only with at least ``th.min_window`` trials; with
@@ -194,12 +197,14 @@ def _entropy(
 def _max_bounded(
     history: Sequence[MetricPoint], index: int, th: Thresholds, windows: Windows,
 ) -> bool:
-    top = history[index].values.get("log_ratio_abs_max")
+    values = history[index].values
+    name = "log_ratio_abs_max" if "log_ratio_abs_max" in values else "log_ratio_batch_max"
+    top = values.get(name)
     if top is None:
         return True  # not emitted: the mean test decides alone (module policy)
     if not math.isfinite(top):
         return False
-    win = windows.of(index, "log_ratio_abs_max")
+    win = windows.of(index, name)
     if len(win) < th.min_window:
         return True
     return top < th.log_ratio_max_bound_factor * _mean(win)

@@ -40,6 +40,8 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/grad_norm": ("grad_norm", 1),
     "grad_norm": ("grad_norm", 2),
     "train/grad_norm": ("grad_norm", 2),  # verl >= 0.6 SFT trainer (sft_trainer.py)
+    # NeMo-Aligner's bar postfix (``train_`` + its metrics): clip_gradients' norm before clipping
+    "train_grad_norm": ("grad_norm", 0),
     "actor_grad_norm": ("grad_norm", 0),  # OpenRLHF >= 0.9.6: DeepSpeed's, pre-clipping
     # clip ratio: the share of tokens PPO clipped at 1 +- eps (the rulebook's ~0, > 1 % an
     # LR <-> eps_clip mismatch). verl's ``actor/pg_clipfrac`` is gt(pg_losses2, pg_losses1),
@@ -91,6 +93,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/lr": ("learning_rate", 1),
     "lr": ("learning_rate", 2),
     "train/lr": ("learning_rate", 1),  # verl >= 0.6 SFT trainer
+    "train_lr": ("learning_rate", 1),  # NeMo-Aligner's bar postfix
     "actor_lr": ("learning_rate", 2),  # OpenRLHF
     "epoch": ("epoch", 0),
     "trainer/epoch": ("epoch", 0),
@@ -179,8 +182,12 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     # TRL GRPO >= 0.23 with vLLM: |trainer - rollout| per-token logprob, and exp of it (the
     # importance-sampling correction's ratio, clamped in its truncate modes). Its max (and
     # SkyRL's below) is one token's over the whole batch: a single outlier token, not the
-    # bounded per-token max the health range (< 0.5) reads, so it is left out
+    # bounded per-token max the health range (< 0.5) reads, so it is ``log_ratio_batch_max``,
+    # which only the log-ratio signal's "max stays bounded" clause reads, against its window
     (re.compile(r"^sampling/sampling_logp_difference/mean$"), "log_ratio_abs_mean", 1),
+    (re.compile(r"^sampling/sampling_logp_difference/max$"), "log_ratio_batch_max", 1),
+    (re.compile(r"^policy/rollout_train_logprobs_abs_diff_max(?::max)?$"),
+     "log_ratio_batch_max", 1),
     (re.compile(r"^sampling/importance_sampling_ratio/mean$"), "imp_ratio_mean", 1),
     # SkyRL: |rollout - train| logprob over the response tokens (its Tinker backend adds
     # ``:mean``/``:max``); not the exp'd ``rollout_train_prob_diff_mean``
