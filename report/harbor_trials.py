@@ -50,16 +50,21 @@ def trial_stats(ctx: JudgeContext, last_n: int | None = None) -> TrialStats | No
 
 
 def last_activity_minutes(ctx: JudgeContext) -> float | None:
-    """Minutes since the log last said anything (None when unknown).
+    """Minutes since the log last said anything, timed from no earlier than the job's own start
+    (None when unknown).
 
     The file's mtime is zone-aware and says exactly that; a zone-less log timestamp is the
     cluster's local time (east of UTC it lies in the future and would hide a hung chunk
-    forever), so it is used only when there is no mtime.
+    forever), so it is used only when there is no mtime. A log last written before the job
+    started (a restart appending to its predecessor's log, with no line of its own yet) is
+    silent since the start, as an inherited trial tree is (``results_silent_since``): its
+    mtime is the predecessor's, and a restart that queued for hours is not hours silent.
     """
     mtime = ctx.facts.log.mtime if ctx.facts.log else None
-    if mtime is not None:
-        return minutes_since(ctx.now, mtime)
-    return minutes_since(ctx.now, ctx.facts.summary.last_timestamp if ctx.facts.summary else None)
+    age = (minutes_since(ctx.now, mtime) if mtime is not None else minutes_since(
+        ctx.now, ctx.facts.summary.last_timestamp if ctx.facts.summary else None))
+    ran = minutes_since(ctx.now, ctx.facts.record.start_time)
+    return ran if age is not None and ran is not None and ran < age else age
 
 
 def results_silent_since(ctx: JudgeContext) -> tuple[datetime | None, bool]:

@@ -14,7 +14,9 @@ Policy (seed §Datagen; CONTRACT §6):
   newest result.json is that old, under this job's silent log, is the hung chunk (named).
   Eval stall: RUNNING and the newest result.json (or the
   start, when there is none) older than ``eval_stall_minutes``. Both silences are timed from no
-  earlier than the job's own start: a resumed run or chain successor inherits older files.
+  earlier than the job's own start: a resumed run or chain successor inherits older files
+  (and a restart appending to its predecessor's log, its mtime the predecessor's). A run hung
+  before its first trial is no bring-up: out of the buffer table.
 - Trials that never started at least half of the last ``pass_rate_trials``: ``instant-fail``
   (``harbor_trials.never_started_rule``), for a running datagen run too, and for a COMPLETED
   one: ``diagnose``, never its cleanup (it generated nothing to consolidate).
@@ -156,6 +158,26 @@ def _ran_unscored(trial: TrialResult) -> bool:
 
 def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
     th = ctx.settings.thresholds
+    hung = _hung_rule(ctx, f, stats)
+    engine_idle_rule(ctx, f)
+    engine_failing_rule(ctx, f)
+    if not f.metrics.get("trials") and not (stats and stats.trials):
+        # A run hung past the window is no bring-up: it stays out of the buffer table.
+        if hung or offline_generation(ctx, f):
+            return
+        f.flag("buffer-filling")
+        f.verdict("buffering")
+        f.trend(Priority.BACKGROUND, "Engine bring-up; no trial yet")
+        return
+    f.verdict("healthy")
+    never_started_rule(ctx, f, trial_stats(ctx, last_n=th.pass_rate_trials))
+    _chunks_trend(f)
+
+
+def _hung_rule(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> bool:
+    """The hung chunk: neither a new result.json nor a log line for ``datagen_hung_minutes``,
+    both silences timed from no earlier than the job's start; True when it fired."""
+    th = ctx.settings.thresholds
     tree = ctx.facts.trials
     results_age = minutes_since(ctx.now, results_silent_since(ctx)[0])
     log_age = last_activity_minutes(ctx)
@@ -176,31 +198,20 @@ def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
         # A chunk that stopped returning trials beside live ones (an array's other tasks keep
         # the tree's newest result.json fresh), under this job's silent log: the hung chunk.
         results_age, chunk = chunk_age, f" in {tree.stalest_chunk}" if tree else ""
-    if (seen and results_age is not None and results_age > th.datagen_hung_minutes and counted
-            and (log_age is None or log_age > th.datagen_hung_minutes)):
-        f.flag("stall")
-        f.verdict("stalled")
-        quiet = format_duration(results_age * 60)
-        text = (f"HUNG: no new trial{chunk} for {quiet}, no log line for "
-                f"{format_duration(log_age * 60)}"
-                if log_age is not None and round(log_age) != round(results_age) and not unread
-                else f"HUNG: no log line for {quiet} (trial tree unreadable)" if unread
-                else f"HUNG: no new trial{chunk} or log line for {quiet}")
-        f.trend(Priority.DIAGNOSE, text)
-        f.recommend(Priority.DIAGNOSE, "diagnose",
-                    text + "; find the chunk whose trial never returns")
-    engine_idle_rule(ctx, f)
-    engine_failing_rule(ctx, f)
-    if not f.metrics.get("trials") and not (stats and stats.trials):
-        if offline_generation(ctx, f):
-            return
-        f.flag("buffer-filling")
-        f.verdict("buffering")
-        f.trend(Priority.BACKGROUND, "Engine bring-up; no trial yet")
-        return
-    f.verdict("healthy")
-    never_started_rule(ctx, f, trial_stats(ctx, last_n=th.pass_rate_trials))
-    _chunks_trend(f)
+    if not (seen and results_age is not None and results_age > th.datagen_hung_minutes
+            and counted and (log_age is None or log_age > th.datagen_hung_minutes)):
+        return False
+    f.flag("stall")
+    f.verdict("stalled")
+    quiet = format_duration(results_age * 60)
+    text = (f"HUNG: no new trial{chunk} for {quiet}, no log line for "
+            f"{format_duration(log_age * 60)}"
+            if log_age is not None and round(log_age) != round(results_age) and not unread
+            else f"HUNG: no log line for {quiet} (trial tree unreadable)" if unread
+            else f"HUNG: no new trial{chunk} or log line for {quiet}")
+    f.trend(Priority.DIAGNOSE, text)
+    f.recommend(Priority.DIAGNOSE, "diagnose", text + "; find the chunk whose trial never returns")
+    return True
 
 
 def _chunks_trend(f: Findings) -> None:
