@@ -4,7 +4,8 @@ Policy (seed, Eval section): the Infra column shows whether the tunnel authentic
 carries traffic, whether the sandbox ``api_base`` points at a public URL rather than an
 internal address, whether the engine keeps answering POSTs with 200, and whether auth
 failures repeat. Each check is ``None`` until the log says something about it; the latest
-tunnel event wins (cloudflared retries, then registers). cloudflared's ERR line for a request
+tunnel event wins (cloudflared retries, then registers: its refusals before that are over,
+not counted as auth failures). cloudflared's ERR line for a request
 its client cancelled (``context canceled``: an agent's LLM call ended at its timeout) is
 traffic through the tunnel, not a failure of it. An ``api_base`` is internal when its
 host is a private, loopback or link-local IP, ``localhost``, a cluster-local service name, or a
@@ -134,7 +135,8 @@ class LaunchChecks:
         """Whether each of the last engine answers was a 5xx."""
         self.auth_failures = 0
         self.tunnel_auth_failures = 0
-        """Of ``auth_failures``, the tunnel's own (cloudflared's ``error="Unauthorized: ..."``)."""
+        """Of ``auth_failures``, the tunnel's own (cloudflared's ``error="Unauthorized: ..."``)
+        since it last registered or carried a request (the latest tunnel event wins)."""
         self.engine_auth_failures = 0
         """Of ``auth_failures``, the engine's own refusals (its access log's 401/403 answers:
         ``--api-key`` set and the agents sending another key)."""
@@ -145,7 +147,7 @@ class LaunchChecks:
         tunnel_auth = False
         if "tunnel" in low or "cloudflared" in low or "ngrok" in low or "err" in low:
             if "cancel" in low and _TUNNEL_CANCELLED.search(text):
-                self.tunnel_ok = True  # a request went through; its client gave up on it
+                self._tunnel_up()  # a request went through; its client gave up on it
             elif _TUNNEL_ERROR.search(text):
                 self.tunnel_ok = False
                 # cloudflared refusing the tunnel's credentials: 'error="Unauthorized: Invalid
@@ -153,7 +155,7 @@ class LaunchChecks:
                 tunnel_auth = "unauthori" in low or _AUTH_FAILURE.search(text) is not None
                 self.tunnel_auth_failures += tunnel_auth
             elif _TUNNEL_OK.search(text):
-                self.tunnel_ok = True
+                self._tunnel_up()
         if "api_base" in low or "_base_url" in low:
             base = _API_BASE.search(text)
             if base is not None and base.group("url").lower() not in {"none", "null", "nil"}:
@@ -179,6 +181,13 @@ class LaunchChecks:
         elif any(n in low for n in ("401", "403", "authentication", "api key",
                                     "token validation")):
             self.auth_failures += bool(_AUTH_FAILURE.search(text))
+
+    def _tunnel_up(self) -> None:
+        """The tunnel registered or carried a request: its credentials are accepted now, so
+        the refusals before (cloudflared's retry loop at launch) are over, not repeating."""
+        self.tunnel_ok = True
+        self.auth_failures -= self.tunnel_auth_failures
+        self.tunnel_auth_failures = 0
 
     def mark(self, line_no: int, stamp: datetime | None) -> None:
         """Keep a stamped line as a mark, at most one per :data:`MARK_SPACING`: what times a
