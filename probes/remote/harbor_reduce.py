@@ -14,7 +14,10 @@ import json
 import math
 import re
 
-_TURN_KEYS = ("n_episodes", "n_turns", "num_turns", "turns")
+_TURN_KEYS = ("n_episodes", "rlm_trajectory_steps", "n_turns", "num_turns", "turns")
+"""Where an agent counts its turns in ``agent_result.metadata``: terminus-2 and computer-1
+(``n_episodes``), dspy-rlm (``rlm_trajectory_steps``, its REPL iterations). Every installed
+agent counts them in its ATIF trajectory instead (``probes.remote.trajectory_turns``)."""
 _STAT_KEYS = (
     ("n_completed", ("n_completed_trials", "n_trials")),
     ("n_errored", ("n_errored_trials", "n_errors")),

@@ -152,6 +152,10 @@ def test_reduce_job_old_stats_form() -> None:
         ({"agent_result": {"metadata": {"num_turns": 4.0}}}, "n_turns", 4),
         ({"agent_result": {"turns": 3, "metadata": None}}, "n_turns", 3),
         ({"agent_result": {"metadata": {"n_episodes": -1}}}, "n_turns", None),
+        # Harbor's dspy-rlm agent (DspyRlmAgent._populate_context): one REPL iteration a turn
+        ({"agent_info": {"name": "dspy-rlm"},
+          "agent_result": {"n_output_tokens": 812, "metadata": {"rlm_trajectory_steps": 7}}},
+         "n_turns", 7),
         ({"agent_result": {"n_output_tokens": "12"}}, "n_output_tokens", None),
         ({"exception_info": {"exception_type": ""}}, "exception_type", None),
         ({"started_at": 12345}, "started_at", None),
