@@ -10,6 +10,7 @@ trials 6 (its last row), no Chunks, no avg_turns; the dead-engine run healthy, n
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import secrets
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from probes.slurm.probe import SlurmProbe
 from tests.probes.slurm.conftest import SlurmEnv, cli_json
 
 AGENTS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor-0.26.0" / "agents"
@@ -82,7 +84,12 @@ def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory
         config = env.config_toml(tmp_path_factory.mktemp("agents"), recent_hours=1,
                                  users=[env.other_user], timeout_s=200, command_timeout_s=180)
         by_id = {j["job_id"]: j for j in cli_json(config, "sweep")["jobs"]}
-        yield {key: by_id[job_id] for key, job_id in ids.items()}
+        out = {key: by_id[job_id] for key, job_id in ids.items()}
+        cluster = env.cluster(users=(env.other_user,))
+        out["trips"] = {"sweep": asyncio.run(SlurmProbe(cluster).collect()).round_trips,
+                        "job": asyncio.run(SlurmProbe(cluster).collect_one(ids["eval"]))
+                        .round_trips}
+        yield out
     finally:
         if ids:
             subprocess.run(["scancel", *ids.values()], check=False, timeout=30)
@@ -121,3 +128,10 @@ def test_a_claude_code_eval_below_jobs_model(rows: dict[str, dict[str, Any]]) ->
     assert (m["trials"], m["trials_total"]) == (16, 20)
     assert m["pass_rate"] == pytest.approx(6 / 16)
     assert m["top_exception"] == "AgentTimeoutError"
+
+
+def test_the_nested_trees_cost_no_remote_command(rows: dict[str, dict[str, Any]]) -> None:
+    """The job dirs below jobs/<model>/ and the trajectories are read inside the one batched
+    collector command: a cold sweep within three remote commands, ``jobtables job`` two."""
+    assert rows["trips"]["sweep"] <= 3
+    assert rows["trips"]["job"] <= 2
