@@ -332,13 +332,17 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
     if stderr and stderr != log.get("path") and log.get("status") != "failed":
         log["stderr"] = _stderr_tail(str(stderr), guard)
     roots = list(job.get("checkpoint_roots", []))
-    text = log.get("text")
+    # The config dump that names the save folder (verl's default_local_dir, SkyRL's
+    # ckpt_path) is printed at start-up: a long log's head, read beside its tail.
+    text = "\n".join(t for t in (log.get("head"), log.get("text")) if t) or None
+    command = job.get("command") if isinstance(job.get("command"), str) else None
     if "cursor" in log:
         # A resumed read has only the new text: the dirs earlier reads found ride in the
-        # cursor (re-checked here, inside workdir/roots only, like any the log prints).
+        # cursor (re-checked here as any the log prints: inside workdir/roots, or a root of
+        # their own that needs no '..').
         bases = [b for b in [job.get("workdir"), *roots] if b]
         found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases,
-                                       job.get("workdir"))
+                                       job.get("workdir"), command)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
         text = scan_text(log["cursor"]["dirs"], None)
     trials = SEEN[trials_key]
@@ -358,8 +362,9 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
     return {
         "log": log,
-        # The checkpoint dirs the log prints are searched too (inside workdir/roots only).
+        # The checkpoint dirs the log prints or the command line names are searched too.
         "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir"),
-                                           run_roots=list(job.get("run_checkpoint_roots") or [])),
+                                           run_roots=list(job.get("run_checkpoint_roots") or []),
+                                           command=command),
         "trials": trials,
     }

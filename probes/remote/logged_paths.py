@@ -1,13 +1,15 @@
 """Checkpoint and trials directories a job's log names, entered from the job's own bases.
 
 Policy: STANDARD LIBRARY ONLY, self-contained and Python 3.7+ compatible (shipped inside the
-collector script, see ``probes.remote.script``). The log is the job owner's text: a printed
-checkpoint path counts only inside one of the bases (the workdir and the configured roots)
-once normalised, with no ``..`` left (a trials dir outside them is a root of its own, see
-:func:`logged_trials_dirs`: the guard reads only the job user's own files there); a
-relative one is taken from the workdir; a path given as the model to load is not a save
-folder. At most ``_LOGGED_DIRS`` checkpoint and ``_LOGGED_TRIALS`` trials dirs are taken
-from one log, the newest printed first.
+collector script, see ``probes.remote.script``). The log (and the job's command line) is the
+job owner's text: a printed checkpoint path inside one of the bases (the workdir and the
+configured roots) once normalised is entered below its base; outside them it is a root of its
+own (a scratch ``default_local_dir``), which the guard opens only if the job's user could list
+it, counting only that user's own steps there (``probes.remote.tree``), and only when it needs
+no ``..`` to get there; a relative one is taken from the workdir; one under ``~``, in a
+variable or an object store is left alone; a path given as the model to load is not a save
+folder. At most ``_LOGGED_DIRS`` checkpoint and ``_LOGGED_TRIALS`` trials dirs are taken from
+one log, the newest printed first.
 """
 
 from __future__ import annotations
@@ -25,12 +27,26 @@ with contextlib.suppress(ImportError):
 _LOGGED_DIRS = 8
 _LOGGED_LINE = re.compile(r"checkpoint|sav(?:e|ed|ing)\b|global_step|iter_\d", re.IGNORECASE)
 _LOGGED_GATE = re.compile(
-    b"checkpoint|sav|global_step|iter_|"
+    b"checkpoint|sav|global_step|iter_|ckpt|local_dir|output_dir|output-dir|resume_from|"
     + b"|".join(re.escape(c.encode()) for c in ("\u0130", "\u0131", "\u017f", "\u212a"))
 )
-"""A superset of ``_LOGGED_LINE`` on ASCII-lowered UTF-8 (see ``_logged_lines``)."""
+"""A superset of ``_LOGGED_LINE`` and ``_NAMED_KEY`` on ASCII-lowered UTF-8 (see
+``_logged_lines``)."""
+_NAMED_KEY = re.compile(
+    r"(?<![A-Za-z0-9_])(default_local_dir|ckpt[_-](?:path|dir)|checkpoint[_-](?:path|dir)"
+    r"|save[_-]dir|output[_-]dir|resume_from_path)"
+    r"(['\"]?[ \t]*[:=][ \t]*|[ \t]+)(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|]+)")
+"""A save folder named by its key, where no save verb is printed: verl's config dump
+(``'default_local_dir': '/scratch/u/exp'``, a ``trainer.default_local_dir=`` override),
+SkyRL's (``ckpt_path: /scratch/u/ckpts``), OpenRLHF's and the HF Trainer's flags and args
+(``--ckpt_path /p``, ``--save_dir=/p``, ``output_dir=/p,``), a resume's
+``resume_from_path``. A key and its value apart by blanks only is a command-line flag (``--``
+before it). No key here names an export or a final model (SkyRL's ``export_path``, OpenRLHF's
+``--save_path``), nor verl's profiler ``save_path``: none holds the run's step directories."""
+_NOT_A_PATH = ("None", "none", "null", "???", "False", "True")
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
-_LOGGED_PATH = re.compile(r"(/[^\s'\"`,;()\[\]{}<>|]+)")
+_LOGGED_PATH = re.compile(r"(?<![^\s'\"`=:(\[{,])(/[^\s'\"`,;()\[\]{}<>|]+)")
+"""An absolute path, starting a token: not the ``/mfu/actor:...`` inside a metric's name."""
 _LOGGED_RELATIVE = re.compile(
     r"(?:\bto|\bin|\bat|:|\b[Ss]av(?:e|ed|ing))[ \t]+['\"]?(?![/~$])"
     r"([A-Za-z0-9_.][^\s'\"`,;()\[\]{}<>|:]*/[^\s'\"`,;()\[\]{}<>|]*)")
@@ -58,32 +74,77 @@ _LOGGED_TRIALS = 4
 """Trials dirs taken from one log at most (the newest printed first)."""
 
 
-def logged_checkpoint_dirs(text: str | None, bases: list[str],
-                           workdir: str | None = None) -> list[tuple[str, list[str]]]:
-    """Checkpoint directories the log names, as ``(base, components below it)``.
+def logged_checkpoint_dirs(text: str | None, bases: list[str], workdir: str | None = None,
+                           command: str | None = None) -> list[tuple[str, list[str]]]:
+    """Checkpoint directories the log (and ``command``, the job's command line) names, as
+    ``(base, components below it)``; one outside every base is ``(path, [])``, a root of its
+    own.
 
-    The log is the job owner's text: a path counts only inside one of ``bases`` (the workdir
-    and the configured roots) once normalised, with no ``..`` left; a printed step directory
-    (or a file inside one) stands for the directory holding the steps. A relative path a
-    save line prints (``_LOGGED_RELATIVE``) is taken from ``workdir``, where sbatch starts
-    the job, as the completion check and the logged trials dirs take theirs.
-    """
+    The log is the job owner's text: a path inside one of ``bases`` (the workdir and the
+    configured roots) once normalised is entered below it; outside them only a path that
+    needs no ``..`` is taken (see ``_place``); a printed step directory (or a file inside one)
+    stands for the directory holding the steps. A relative path a save line prints
+    (``_LOGGED_RELATIVE``) or a save key names (``_NAMED_KEY``) is taken from ``workdir``,
+    where sbatch starts the job, as the completion check and the logged trials dirs take
+    theirs. The command line is read for its save keys only."""
     found: list[tuple[str, list[str]]] = []
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
     start = workdir if workdir and workdir.startswith("/") else None
-    for line in reversed(_logged_lines(text)):
+    lines = _logged_lines(text)
+    if command:
+        lines.insert(0, command[:_COMMAND_CHARS])
+    for index in range(len(lines) - 1, -1, -1):
         if len(found) >= _LOGGED_DIRS:
             break
-        paths = [m.group(1) for m in _LOGGED_PATH.finditer(line) if not _model_source(line, m)]
-        if start is not None:
-            paths += [os.path.join(start, m.group(1)) for m in _LOGGED_RELATIVE.finditer(line)
+        line = lines[index]
+        # (path, named by a save key): a root of its own outside the bases needs its key, or
+        # a step directory in the printed path (a save line), not any path on a line that
+        # says "checkpoint" (a warning's source file, the shards of the model it loads).
+        paths = [(m.group(3), True) for m in _NAMED_KEY.finditer(line)
+                 if m.group(2).strip() or line[max(0, m.start() - 2):m.start()] == "--"]
+        if not (command and index == 0) and _LOGGED_LINE.search(line):
+            paths += [(m.group(1), False) for m in _LOGGED_PATH.finditer(line)
                       if not _model_source(line, m)]
-        for raw in paths:
-            target = _step_holder(os.path.normpath(raw.rstrip(".:")))
-            place = _inside_base(target, clean)
-            if place is not None and place not in found:
+            paths += [(m.group(1), False) for m in _LOGGED_RELATIVE.finditer(line)
+                      if not _model_source(line, m)]
+        for raw, named in paths:
+            place = _place(raw, clean, start, named)
+            if place is not None and place not in found and len(found) < _LOGGED_DIRS:
                 found.append(place)
     return found
+
+
+_COMMAND_CHARS = 16384
+"""Characters of the job's command line read for save keys (SLURM's ``Command=``)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _place(raw: str, bases: list[str], workdir: str | None,
+           named: bool = False) -> tuple[str, list[str]] | None:
+    """Where a printed path lies: ``(base, components)`` inside a base, ``(path, [])`` for a
+    root of its own outside them (only a path a save key names, or one through a step
+    directory), or ``None``. The path is the cluster's text: a relative one is taken from
+    ``workdir`` (none: not used); one that needs ``..`` to leave the bases, one under ``~`` or
+    in a variable (a shell would expand it; this reads it as it is), in an object store or
+    holding a control character, is not used."""
+    raw = raw.rstrip(".:")
+    if (not raw or raw in _NOT_A_PATH or raw.startswith(("~", "$")) or "://" in raw
+            or "\\" in raw or _CONTROL.search(raw)):
+        return None
+    if not raw.startswith("/"):
+        if workdir is None:
+            return None
+        raw = os.path.join(workdir, raw)
+    path = os.path.normpath(raw)
+    target = _step_holder(path)
+    place = _inside_base(target, bases)
+    if place is not None:
+        return place
+    if ".." in raw.split("/") or target.count("/") < 2:
+        return None  # climbs out with '..', or a top directory ('/', '/scratch') itself
+    if not named and not any(_STEP_DIR.match(p) for p in path.split("/")):
+        return None
+    return target, []
 
 
 def _model_source(line: str, match: Any) -> bool:
@@ -98,13 +159,14 @@ def _model_source(line: str, match: Any) -> bool:
 
 
 def _logged_lines(text: str | None) -> list[str]:
-    """The lines among the last 5000 that ``_LOGGED_LINE`` matches, in order.
+    """The lines among the last 5000 that ``_LOGGED_LINE`` or ``_NAMED_KEY`` matches, in order.
 
-    ``_LOGGED_LINE`` ignores case, which leaves sre no literal to skip ahead on, so it runs
-    only on the lines a case-sensitive search of the ASCII-lowered UTF-8 text meets: every
-    match holds one of ``_LOGGED_GATE``'s words once ASCII letters are lowered, or one of the
-    four non-ASCII characters that match an ASCII letter without case. ``splitlines`` leaves
-    no ``\\n`` in a line, so a hit names its line and the search goes on after that line."""
+    ``_LOGGED_LINE`` ignores case, which leaves sre no literal to skip ahead on, so it (and
+    ``_NAMED_KEY``) runs only on the lines a case-sensitive search of the ASCII-lowered UTF-8
+    text meets: every match holds one of ``_LOGGED_GATE``'s words once ASCII letters are
+    lowered, or one of the four non-ASCII characters that match an ASCII letter without case.
+    ``splitlines`` leaves no ``\\n`` in a line, so a hit names its line and the search goes on
+    after that line."""
     lines = (text or "").splitlines()[-5000:]
     skeleton = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_ASCII_LOWER)
     hits: list[str] = []
@@ -112,7 +174,7 @@ def _logged_lines(text: str | None) -> list[str]:
     found = _LOGGED_GATE.search(skeleton)
     while found is not None:
         index += skeleton.count(b"\n", position, found.start())
-        if _LOGGED_LINE.search(lines[index]):
+        if _LOGGED_LINE.search(lines[index]) or _NAMED_KEY.search(lines[index]):
             hits.append(lines[index])
         end = skeleton.find(b"\n", found.end())
         if end < 0:

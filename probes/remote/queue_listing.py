@@ -86,6 +86,9 @@ def _queue_specs(jobs: list[Json], request: Json) -> tuple[list[Json], list[str]
         stderr = own_stderr(job)
         if stderr is not None:
             spec["stderr"] = stderr
+        command = slurm_text(job.get("command"))
+        if command:  # its save flags (--ckpt_path ...) name checkpoint dirs: probes.remote.tree
+            spec["command"] = command
         if isinstance(cursors, dict) and _queue_names(state) == ["RUNNING"]:
             # Only a running job's log is resumed: an ended job is judged on its whole tail.
             spec["cursor"] = cursors.get(key)

@@ -9,9 +9,12 @@ Face ``checkpoint-N``, DeepSpeed ``global_stepN``, Megatron ``iter_0000N``, SkyR
 (``latest_checkpointed_iteration.txt``, DeepSpeed's ``latest``, SkyRL's
 ``latest_ckpt_global_step.txt``); a step directory is never entered, and at most
 ``CKPT_VISITS`` directories are listed per root. The checkpoint directories the trainer
-printed in its log (``probes.remote.logged_paths``) are searched too, but only inside the
-job's workdir or a configured root, entered from there component by component. Trial trees
-are ``probes.remote.trial_roots``.
+printed in its log or the job's command line names (``probes.remote.logged_paths``) are
+searched too: inside the job's workdir or a configured root, entered from there component by
+component; outside them, each a root of its own, opened as a root is and listed alone (its
+``exports/`` and trainer-role directories too, as any searched directory's), where only the
+job user's own steps count (a log naming a teammate's folder banks none of theirs). Trial
+trees are ``probes.remote.trial_roots``.
 
 Every open and listing goes through :mod:`probes.remote.guard`: a directory below a root is
 entered through its parent's descriptor without following a link (a root that is itself a
@@ -47,10 +50,11 @@ with contextlib.suppress(ImportError):
 
 CKPT_DEPTH = 2
 """Plain directory levels searched below a checkpoint root (verl's project/experiment)."""
-ROLE_DIRS = ("actor", "critic")
+ROLE_DIRS = ("actor", "critic", "_actor", "_critic")
 """A trainer role's directory one level past ``CKPT_DEPTH``: verl 0.1 saved
 ``<project>/<experiment>/actor/global_step_N`` (and ``critic/``), before its step directories
-held the roles (``global_step_N/actor``)."""
+held the roles (``global_step_N/actor``); OpenRLHF saves DeepSpeed's ``global_stepN`` under
+``<ckpt_path>/_actor`` (and ``_critic``)."""
 CKPT_VISITS = 256
 """Directories listed per checkpoint root at most (a tensorboard ``runs/`` tree is not one)."""
 
@@ -186,11 +190,13 @@ class _Walk:
 
 def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = None,
                         workdir: str | None = None, memo: bool = True, *,
-                        run_roots: list[str] | None = None) -> Json:
-    """Step directories, trackers and exports under every root and every logged directory
-    (``memo``: each root searched once per request, see ``SEEN``). ``run_roots``: those of
-    ``roots`` specific to the run (a template naming it, ``{name}``/``{job_id}``), searched as
-    a folder its log names: another owner's steps count there (``_owned``)."""
+                        run_roots: list[str] | None = None,
+                        command: str | None = None) -> Json:
+    """Step directories, trackers and exports under every root and every directory the log
+    or ``command`` (the job's command line) names (``memo``: each root searched once per
+    request, see ``SEEN``). ``run_roots``: those of ``roots`` specific to the run (a template
+    naming it, ``{name}``/``{job_id}``), searched as a folder its log names: another owner's
+    steps count there (``_owned``)."""
     walk = _Walk(guard)
     own = set(run_roots or ())
     for root in roots:
@@ -215,15 +221,22 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
             walk.out[field].update(out[field])
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
-    logged = logged_checkpoint_dirs(log_text, bases, workdir)
-    walk.logged = True
+    logged = logged_checkpoint_dirs(log_text, bases, workdir, command)
+    inside = {os.path.normpath(b) for b in bases}
     for base, below in logged:
+        # A folder outside the workdir and roots is a root of its own, named by the job
+        # owner's text: only the job user's own steps count there (_owned), where a folder
+        # the log names inside them keeps another owner's (an object-store mount's uid).
+        walk.logged = bool(below) or os.path.normpath(base) in inside
         walk.root(base, 0, below)
     out = walk.out
     if logged:
         # The run's own save folders: the banked step is read from these when they hold
-        # steps (probes.slurm.checkpoints.build_listing), not from other runs' beside them.
-        out["logged"] = [os.path.join(base, *below) for base, below in logged]
+        # steps (probes.slurm.checkpoints.build_listing), not from other runs' beside them;
+        # a named folder's role directories (OpenRLHF's _actor) are its own too.
+        named = [os.path.join(base, *below) for base, below in logged]
+        out["logged"] = named + [os.path.join(d, r) for d in named for r in ROLE_DIRS
+                                 if os.path.join(d, r) in out["listings"]]
         _drop_beside(out, logged)
     if walk.errors:
         out["errors"] = walk.errors

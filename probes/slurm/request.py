@@ -54,6 +54,8 @@ def collector_request(
         }
         if r.stderr_path:  # sbatch -e: its faults (or its whole log) are there
             job["stderr"] = r.stderr_path
+        if r.command:  # its save flags (--ckpt_path ...) name checkpoint dirs (probes.remote.tree)
+            job["command"] = r.command[:16384]
         if cursors is not None and r.state is JobState.RUNNING:
             job["cursor"] = cursors.get(r.job_id)
         jobs.append(job)

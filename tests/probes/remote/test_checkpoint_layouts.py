@@ -185,6 +185,8 @@ def _verl_folder(w: Path) -> str:
 
 
 def _outside_workdir(w: Path) -> str:
+    # A save folder on scratch, outside the workdir and roots: a root of its own (the job
+    # user's own steps count there; test_logged_checkpoint_root has another owner's).
     outside = w.parent / "not_the_job"
     _dirs(outside, "checkpoint-77")
     return f"Saving model checkpoint to {outside}/checkpoint-77\n"
@@ -224,13 +226,14 @@ def _relative_dotdot_escape(w: Path) -> str:
     pytest.param(_hf_trainer_out, 40, id="hf-output-dir-from-log"),
     pytest.param(_deepspeed_file, 7, id="deepspeed-file-in-step-dir-from-log"),
     pytest.param(_verl_folder, 15, id="verl-step-folder-from-log"),
-    pytest.param(_outside_workdir, None, id="not-searched-outside-workdir-and-roots"),
+    pytest.param(_outside_workdir, 77, id="outside-workdir-and-roots-a-root-of-its-own"),
     pytest.param(_dotdot_escape, None, id="not-searched-dotdot-out-of-workdir"),
     pytest.param(_symlink_component, None, id="not-followed-symlink-in-logged-path"),
 ])
 def test_logged_checkpoint_dirs(tmp_path: Path, layout: Callable[[Path], str],
                                 banked: int | None) -> None:
-    """The checkpoint dir the trainer printed is searched, only inside the job's tree."""
+    """The checkpoint dir the trainer printed is searched: inside the job's tree without a link
+    or a '..', outside it as a root of its own, never by climbing out with '..'."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     log = layout(workdir)
