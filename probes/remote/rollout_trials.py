@@ -46,20 +46,23 @@ def _message_text(message: Any) -> str:
     return ""
 
 
-def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> list[str]:
-    """The agent's last messages: ``agent/trajectory.json`` (ATIF), else ``all_messages``."""
+def _agent_messages(trial_dir: str, result: Json, budget: _Budget) -> tuple[list[str], int | None]:
+    """The agent's last messages: ``agent/trajectory.json`` (ATIF), else ``all_messages``;
+    and the trajectory's turns, its top-level ``agent`` steps (Harbor's count: an installed
+    agent's only record of them), ``None`` with no trajectory."""
     texts: list[str] = []
     trajectory = read_document(os.path.join(trial_dir, "agent", "trajectory.json"), budget)
     steps = _dict(trajectory).get("steps")
     for step in steps if isinstance(steps, list) else []:
         if _dict(step).get("source") == "agent":
             texts.append(_message_text(step.get("message")))
+    turns = len(texts) if isinstance(steps, list) else None
     if not texts:
         messages = _dict(_dict(result.get("agent_result")).get("metadata")).get("all_messages")
         for msg in messages if isinstance(messages, list) else []:
             if _dict(msg).get("role") == "assistant":
                 texts.append(_message_text(msg.get("content")))
-    return [t[:budget.max_text] for t in texts[-3:]]
+    return [t[:budget.max_text] for t in texts[-3:]], turns
 
 
 def _trial(trial_dir: str, budget: _Budget) -> Json | None:
@@ -70,17 +73,19 @@ def _trial(trial_dir: str, budget: _Budget) -> Json | None:
     # Reward, exception, turns, output tokens and the agent phase as the counts read them
     # (``harbor_reduce``, shipped in front): a multi-step trial's from its steps.
     reduced = reduce_trial_data(result)
+    messages, trajectory_turns = _agent_messages(trial_dir, result, budget)
+    turns = reduced["n_turns"] if reduced["n_turns"] is not None else trajectory_turns
     return {
         "reward": reduced["reward"],
         "exception_type": reduced["exception_type"],
         "n_output_tokens": _number(reduced["n_output_tokens"]),
         "n_input_tokens": _number(agent.get("n_input_tokens")),
-        "n_turns": _number(reduced["n_turns"]),
+        "n_turns": _number(turns),
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
         "agent_started_at": reduced["agent_started_at"],
         "agent_finished_at": reduced["agent_finished_at"],
-        "messages": _agent_messages(trial_dir, result, budget),
+        "messages": messages,
     }
 
 
