@@ -118,12 +118,7 @@ def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
             tally["scored"] += 1
             tally["passed"] += 1 if reward > 0 else 0
             tally["reward_sum"] += reward
-        turns = reduced.get("n_turns")
-        if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0:
-            runs = reduced.get("agent_runs")  # a multi-step trial: one agent run a step
-            good = isinstance(runs, int) and not isinstance(runs, bool) and runs > 0
-            tally["turns_n"] += runs if good else 1
-            tally["turns_sum"] += turns
+        add_turns(tally, reduced.get("n_turns"), reduced.get("agent_runs"))
         if exception is not None:
             counts = tally["exceptions"]
             if exception not in counts and len(counts) >= EXCEPTION_KINDS:
@@ -133,6 +128,15 @@ def add_trial(tally: Tally, reduced: Tally, mtime: float | None) -> None:
         tally["instant_fail"] += 1
     if mtime is not None and (tally["newest_mtime"] is None or mtime > tally["newest_mtime"]):
         tally["newest_mtime"] = mtime
+
+
+def add_turns(tally: Tally, turns: Any, runs: Any) -> None:
+    """Fold one completed trial's turns (``runs``: its agent runs, one a step of a multi-step
+    trial) into the tally's average; turns that are no count are not."""
+    if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0:
+        good = isinstance(runs, int) and not isinstance(runs, bool) and runs > 0
+        tally["turns_n"] += runs if good else 1
+        tally["turns_sum"] += turns
 
 
 def window_key(reduced: Tally, name: str) -> tuple[bool, float, str]:

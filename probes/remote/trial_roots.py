@@ -17,6 +17,7 @@ user could list (``Guard.open_root``).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import time
 from datetime import datetime, timezone
@@ -36,7 +37,14 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.trajectory_turns import agent_turns
 with contextlib.suppress(ImportError):
-    from probes.remote.trial_count import add_trial, keep_recent, new_tally
+    from probes.remote.trial_count import (
+        add_trial,
+        add_turns,
+        is_instant,
+        keep_recent,
+        new_tally,
+        window_key,
+    )
 with contextlib.suppress(ImportError):
     from probes.remote.logged_paths import logged_trials_dirs
 with contextlib.suppress(ImportError):
@@ -114,6 +122,32 @@ def _trajectory_turns(top: int, name: str, guard: Guard) -> int | None:
     return agent_turns(raw)
 
 
+TURN_SAMPLE = 100
+"""Trajectories read at most per job dir for an installed agent's turns: those of the most
+recently finished trials (the rulebook's "last 100"). A trajectory carries every observation
+the agent saw (hundreds of KiB a trial): reading each of a 10k-trial run's took 30 s of the
+login node a sweep (``tests/bench/bench_trials.py --trajectory-kb 200``), past the count's
+time bound, where counting its result.json files takes under one. One agent runs every trial
+of a job dir, so the recent trials' turns are the run's realness gate (avg_turns ~ 1.0: a
+dead engine), and a run whose engine died lately shows it there first."""
+
+
+def _sampled_turns(top: int, turnless: list[Any], tally: Json, guard: Guard,
+                   clock: _Clock) -> None:
+    """The turns of the trials in ``turnless`` (a heap of the ``TURN_SAMPLE`` most recent ended
+    trials whose result.json counts none), newest first, from their trajectories, folded into
+    ``tally``; stops when the time bound is spent (the count stays whole: only fewer turns
+    are averaged)."""
+    for _key, name, reduced in sorted(turnless, key=lambda item: item[:2], reverse=True):
+        if clock.spent():
+            return
+        instant = is_instant(reduced)
+        reduced["n_turns"] = _trajectory_turns(top, name, guard)
+        add_turns(tally, reduced["n_turns"], reduced.get("agent_runs"))
+        # the trial's record (it may ride in the recent window) reads as the tally counts it
+        tally["instant_fail"] += int(is_instant(reduced)) - int(instant)
+
+
 def _ended(reduced: dict[str, Any]) -> bool:
     """A trial that ended (``add_trial``'s completed): only its turns are counted."""
     return any(reduced.get(key) is not None
@@ -136,6 +170,7 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
             with contextlib.suppress(OSError, Refused, Hung):
                 created = guard.stat_file("config.json", dir_fd=fd).st_mtime
             entries = _entries(fd, job_dir, guard)
+            turnless: list[Any] = []
             for name, is_dir in entries:
                 if not is_dir:
                     continue
@@ -145,12 +180,17 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
                 found = _trial_result(fd, name, guard)
                 reduced = _reduced_trial(found) if found is not None else None
                 if reduced is not None and reduced.get("n_turns") is None and _ended(reduced):
-                    reduced["n_turns"] = _trajectory_turns(fd, name, guard)
+                    item = (window_key(reduced, name), name, reduced)
+                    if len(turnless) < TURN_SAMPLE:
+                        heapq.heappush(turnless, item)
+                    elif item[0] > turnless[0][0]:
+                        heapq.heapreplace(turnless, item)
                 if reduced is not None:
                     # The stall rule ("no new result.json for 60+ min") reads file times.
                     reduced["mtime"] = found[1]  # type: ignore[index]
                     add_trial(tally, reduced, found[1])  # type: ignore[index]
                     keep_recent(window, reduced, label + name, job_dir)
+            _sampled_turns(fd, turnless, tally, guard, clock)
     except Hung:
         tally["complete"] = False
     except (OSError, Refused):
