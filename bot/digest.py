@@ -7,8 +7,11 @@ counts, the time it is "as of") and puts the full tables in its thread; every la
 edits that parent with ``chat.update`` and adds one thread reply listing what changed since the
 last sweep (started, finished, failed, collapsed, restarted, stalled, recovered, cancelled),
 with those jobs' rows (a cancel made by the bot's button is told when it happens, and not
-again by the next sweep). A sweep in which nothing changed posts nothing. The full tables go into
-the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
+again by the next sweep; a job stalling again soon after its stall was told is not told
+again: ``bot.restalls``; an unreachable cluster is told only past one sweep:
+``bot.cluster_watch``). A sweep in which nothing changed posts nothing, nor one whose only
+changes are routine (a chain restart: listed when a reply goes out anyway). The full tables go
+into the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
 ``full_tables_every`` sweeps when that is set. Arrays and grids are grouped
 (:mod:`report.grouping`) in the parent, the tables and the change rows.
 
@@ -58,6 +61,7 @@ from typing import Any
 import structlog
 
 from bot.alerts import pressed_episode, same_instance
+from bot.cluster_watch import watch
 from bot.config import Config
 from bot.delivery import edit
 from bot.digest_posting import DigestPosting
@@ -70,6 +74,7 @@ from bot.messages import (
     text_message,
 )
 from bot.owners import cluster_user
+from bot.restalls import quiet_restalls
 from bot.scheduler import interval_start
 from bot.slack_errors import Refusal
 from bot.store import StoreUnavailable
@@ -86,7 +91,7 @@ from report.changes import (
     read_before,
     restart_counts,
     snapshots,
-    through_unknown,
+    through_untold,
 )
 from report.chunks import SlackMessage
 from report.grouping import pending_task_counts
@@ -108,8 +113,9 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
     finished Job deleted), not hidden, and is not carried on. A cluster gone from the config
     is forgotten."""
     before = previous or {}
-    # A trouble read unknown (a log not fetched) is kept: its recovery is told once it reads.
-    current = {k: through_unknown(before.get(k), s)
+    # A told trouble read unknown (a log not fetched) or warning is kept: its recovery is
+    # told once it reads healthy.
+    current = {k: through_untold(before.get(k), s)
                for k, s in snapshots(report, restarts).items()}
     unread = {c.name for c in report.clusters if c.status != "ok"}
     partial = {c.name for c in report.clusters if read_in_part(c)}
@@ -173,18 +179,23 @@ class Digest(DigestPosting):
         if known is not None:  # a cluster read for the first time is a baseline of its own
             changes = [c for c in changes if c.cluster in known]
         now = self._clock()
+        reads = watch(seen, result.report, previous, now,
+                      interval_s=config.slack.sweep_every_minutes * 60)
         await self._put(SEEN, {"at": now.isoformat(), "jobs": {
             encode_key(k): s.model_dump(mode="json")
             for k, s in seen_now(previous, result.report, counts).items()},
             "clusters": clusters_read(known if known is not None or previous is None
-                                      else {k[0] for k in previous}, result.report)},
+                                      else {k[0] for k in previous}, result.report),
+            "read_at": reads.read_at, "down": reads.down},
             ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
-            await self._post_sweep(result, config, channel, await self._untold(changes, result),
-                                   extra,
+            untold = await quiet_restalls(self._store, await self._untold(changes, result),
+                                          previous, self._clock)
+            await self._post_sweep(result, config, channel, untold, [*reads.lines, *extra],
                                    since=seen.get("at") if isinstance(seen, dict) else None,
-                                   kept=kept, interval=interval, retry=retry, told=told)
+                                   kept=kept, interval=interval, retry=retry, told=told,
+                                   unread=reads.unread)
             await self._save_undelivered()
         return changes
 
@@ -216,9 +227,11 @@ class Digest(DigestPosting):
                           since: str | None,
                           kept: Sequence[tuple[str, SlackMessage, datetime]] = (),
                           interval: int | None = None, retry: bool = False,
-                          told: Collection[Key] = ()) -> None:
+                          told: Collection[Key] = (),
+                          unread: Mapping[str, tuple[int, datetime | None]] | None = None,
+                          ) -> None:
         parent, opened, counted = await self._parent(result, config, channel, interval,
-                                                     retry=retry)
+                                                     retry=retry, unread=unread)
         ts = parent["ts"] if parent else None  # no parent: the replies go unthreaded
         every = config.digest.full_tables_every
         # A retry of a sweep the parent counted already is no new sweep: its first try's
@@ -230,7 +243,10 @@ class Digest(DigestPosting):
                 await self._thread(channel, ts, [message], kind=kind, refused_at=at)
         if tables:
             await self._full_tables(result, config, channel, parent, header=None, kind="tables")
-        if changes or extra:
+        # A routine change (a chain restart) is listed in a reply that goes out anyway; alone
+        # it is no reply: the parent counts it, and a grid's restarts every few hours per
+        # cell were a thread reply each.
+        if extra or any(not c.routine for c in changes):
             header = changes_header(changes, extra, now=self._clock(), told=told,
                                     since=datetime.fromisoformat(since) if since else None)
             only = change_rows(changes)  # a mass change: the jobs needing a human
@@ -240,6 +256,7 @@ class Digest(DigestPosting):
 
     async def _parent(self, result: SweepResult, config: Config, channel: str,
                       interval: int | None = None, *, retry: bool = False,
+                      unread: Mapping[str, tuple[int, datetime | None]] | None = None,
                       ) -> tuple[dict[str, Any] | None, bool, bool]:
         """The period's parent (edited with this sweep's summary), whether it is new, and
         whether this is a retry of a sweep it counted already; ``interval``: the sweep's
@@ -252,7 +269,8 @@ class Digest(DigestPosting):
                    and doc.get("interval") == interval)
         sweeps = int(doc["sweeps"]) + (0 if counted else 1) if isinstance(doc, dict) else 1
         message = sweep_parent(result, period_start=period_start, now=self._clock(),
-                               period_hours=config.digest.period_hours, sweeps=sweeps)
+                               period_hours=config.digest.period_hours, sweeps=sweeps,
+                               unread=unread)
         if isinstance(doc, dict) and doc.get("ts"):
             async with self._slot(channel):
                 edited = await edit(self._client, channel=doc.get("channel") or channel,

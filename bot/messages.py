@@ -14,7 +14,7 @@ tally and worst member, attention members keeping their own rows.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from report.chunks import (
 from report.grouping import group_report, pending_task_counts
 from report.models import JobDetail, JobReport, Report
 from report.render import job_detail_pieces, read_in_part, render_tables
+from report.sweep_summary import NO_JOBS
 
 if TYPE_CHECKING:
     from bot.sweep_result import SweepResult
@@ -134,9 +135,20 @@ def grouped(result: SweepResult, keep: Callable[[JobReport], bool] | None = None
                         for_counts=for_counts)
 
 
-def _trouble(result: SweepResult) -> list[str]:
+def _unread(kept: tuple[int, datetime | None] | None) -> str:
+    """What an unreachable cluster's warning adds: the jobs it held when last read."""
+    if not kept or not kept[0]:
+        return ""
+    n, at = kept
+    when = f"as of {at:%H:%M}Z" if at else "as last read"
+    return f": its {n} job{'s' if n != 1 else ''} {when} not read"
+
+
+def _trouble(result: SweepResult,
+             unread: Mapping[str, tuple[int, datetime | None]] | None = None) -> list[str]:
     """Raw lines for unreachable clusters and a degraded sweep (the parent must say so)."""
     lines = [f"⚠️ {c.name} UNREACHABLE ({public_reason(c.detail or '')})"
+             f"{_unread((unread or {}).get(c.name))}"
              if c.status == "unreachable" else
              f"⚠️ {c.name} ok ({public_reason(read_in_part(c) or '')})"
              for c in result.report.clusters
@@ -145,10 +157,14 @@ def _trouble(result: SweepResult) -> list[str]:
 
 
 def sweep_parent(result: SweepResult, *, period_start: datetime, now: datetime,
-                 period_hours: float, sweeps: int) -> SlackMessage:
+                 period_hours: float, sweeps: int,
+                 unread: Mapping[str, tuple[int, datetime | None]] | None = None,
+                 ) -> SlackMessage:
     """The period's parent message (edited in place by each sweep): a title with the counts,
     one summary line per bucket (an array counted once), unreachable clusters, and the time
-    it is as of."""
+    it is as of. ``unread``: each unreachable cluster's jobs as last read and when
+    (``bot.cluster_watch``): the warning counts them, and no 'No active or recent jobs.'
+    stands beside it as if they had gone."""
     report = result.report
     states = Counter(j.state.value.lower() for j in report.jobs)
     counts = " · ".join(f"{n} {s}" for s, n in states.most_common())
@@ -158,8 +174,10 @@ def sweep_parent(result: SweepResult, *, period_start: datetime, now: datetime,
                                                                    else "")
     summary, _ = grouped(result, for_counts=True)
     # Unreachable clusters are told once, by the warning lines of _trouble.
-    lines = [inert(line) for line in [*summary_lines(summary, unreachable=False),
-                                    *_trouble(result)]]
+    buckets = summary_lines(summary, unreachable=False)
+    if not report.jobs and any(n for n, _ in (unread or {}).values()):
+        buckets = [line for line in buckets if line != NO_JOBS]  # not read is not none
+    lines = [inert(line) for line in [*buckets, *_trouble(result, unread)]]
     foot = f"_as of {now:%H:%M}Z · sweep {sweeps} of this period · changes in the thread_"
     text = cut_text("\n".join([title, *lines]), 2800) + "\n" + foot
     return SlackMessage(text=text, blocks=[section(text)])
@@ -218,8 +236,10 @@ def change_lines(changes: Sequence[Change]) -> list[str]:
 
 
 def change_rows(changes: Sequence[Change]) -> set[Key]:
-    """The jobs whose rows a change reply shows: every changed job, or past
-    :data:`ROWS_SHOWN`, the first of those that need a human."""
+    """The jobs whose rows a change reply shows: every changed job but a routine one (a chain
+    restart: its bullet says all), or past :data:`ROWS_SHOWN`, the first of those that need a
+    human."""
+    changes = [c for c in changes if not c.routine]
     keys = [(c.cluster, c.job_id) for c in changes]
     if len(keys) <= ROWS_SHOWN:
         return set(keys)
@@ -242,8 +262,9 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
     shown = change_rows(changes)
     bullets = [c for c in changes
                if not (c.kind in OWN_LINE_KINDS and (c.cluster, c.job_id) in told)]
-    rows = [] if len(shown) == len(changes) else [
-        f"_Rows shown for {len(shown)} of {len(changes)} changed jobs (those needing a human); "
+    rowed = sum(1 for c in changes if not c.routine)
+    rows = [] if len(shown) == rowed else [
+        f"_Rows shown for {len(shown)} of {rowed} changed jobs (those needing a human); "
         "`/jobs` has every table._"]
     # The change lines are outside text only (names, whys): no backtick of theirs may pair
     # with a span of the follow-ups below, no word format itself (escaped with the reply).
@@ -272,6 +293,20 @@ def collapse_line(ref: str, user: str | None, *, mapped: bool, by_dm: bool,
         told = f"{who}" + (" (no Slack id mapped)" if user else "") + ", alert in the channel"
     run = f" {unformatted(one_line(name))}" if name else ""
     return f"🚨 collapse on `{_span(ref)}`{run}, {told}"
+
+
+def cluster_down_line(name: str, detail: str | None, *, since: datetime) -> str:
+    """The day's thread line when a cluster is still unreachable a sweep interval after it
+    was first found so (``bot.cluster_watch``), raw (escaped with the sweep's reply)."""
+    why = f" (`{_span(public_reason(detail))}`)" if detail else ""
+    return (f"⚠️ cluster `{_span(name)}` unreachable since {since:%H:%M}Z{why}: its jobs are "
+            "not being read; the parent shows them as last read")
+
+
+def cluster_back_line(name: str, *, since: datetime, now: datetime) -> str:
+    """The day's thread line when a cluster whose outage was told answers again, raw."""
+    return (f"✅ cluster `{_span(name)}` answers again (unreachable from {since:%H:%M}Z to "
+            f"{now:%H:%M}Z)")
 
 
 def config_refused_line(reason: str) -> str:

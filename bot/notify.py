@@ -23,7 +23,8 @@ the faults of those among them that failed otherwise are quoted in it too, with 
 hidden. Jobs that only share a name are told apart.
 A job's stall is DMed once in :data:`STALL_DM_QUIET_HOURS` (``doc:notify:stalled:{cluster}:
 {job}``): a run whose results trickle in reads stalled and recovered by turns, and each turn
-is a change the day's thread tells; the owner hears of it once, not at every turn.
+is a change; the owner hears of it once, not at every turn (so does the day's thread:
+``bot.restalls``).
 Job-end DMs are asked for: only an owner who typed ``/jobs notify on`` gets them (the day's
 thread tells every end; a ping nobody asked for is what gets a bot muted). The choice is kept
 per Slack user in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind);
@@ -70,7 +71,8 @@ UNDELIVERED_DMS = "notify:undelivered"
 """The job-end DMs Slack refused, for the next sweep of any replica."""
 PREF_TTL_S = 365 * 24 * 3600.0
 STALL_DM_QUIET_HOURS = 24.0
-"""A job's stall is DMed at most once in this long (the thread tells every stall)."""
+"""A job's stall is DMed at most once in this long (the thread tells it as seldom:
+``bot.restalls.STALL_QUIET_HOURS``)."""
 
 
 def pref_name(user: str) -> str:

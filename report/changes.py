@@ -38,9 +38,16 @@ Key = tuple[str, str]
 WHY_CHARS = 160
 """A live change's Trend quoted in its line (a restart's count and how the attempt ended, a
 wedge's or crash loop's why)."""
-_TROUBLED = frozenset({"collapse", "stalled", "warning"})
-"""What a recovery is told from: the troubles the thread told or warned of (``unknown``, a
-log that could not be fetched, is told nowhere: its end is no news)."""
+_TROUBLED = frozenset({"collapse", "stalled"})
+"""What a recovery is told from: the troubles the thread told (``collapsed``, ``stalled``).
+``unknown`` (a log that could not be fetched) and ``warning`` (grad norm over 1.0 on two
+steps, dead rollouts: the parent's summary shows it) are told nowhere in the thread, so their
+end is no news: a grad norm hovering at its threshold read warning and healthy by turns, and
+each turn back was a 'recovered' reply (11 in a simulated day)."""
+_UNTOLD_READS = frozenset({"unknown", "warning"})
+"""Reads that neither tell nor end a told trouble: a collapse whose window has filled with
+its own high grad norms reads ``warning`` (the entropy test no longer fires), and is the same
+episode until it reads healthy."""
 _STALL_FLAGS = frozenset({"stall", "zombie"})
 
 
@@ -68,6 +75,10 @@ class Change(Frozen):
     why: str
     tasks: int = 1
     """How many array tasks the job stands for (a pending array's unsplit remainder: many)."""
+    routine: bool = False
+    """A change that is the run working as planned (a chain restart: a walltime TIMEOUT whose
+    afterany successor is queued, the seed's 'normal, NOT a failure'): the day's thread lists
+    it in a reply that goes out anyway, but it opens no reply of its own."""
 
 
 def snapshot(job: JobReport, restarts: int | None = None) -> Snapshot:
@@ -76,12 +87,13 @@ def snapshot(job: JobReport, restarts: int | None = None) -> Snapshot:
                     chain="chain-restart" in job.flags, restarts=restarts)
 
 
-def through_unknown(before: Snapshot | None, now: Snapshot) -> Snapshot:
-    """``now``, or, for a job read ``unknown`` (its log not fetched) whose last snapshot was a
-    trouble told (:data:`_TROUBLED`, a stall) in the same state, that trouble kept: its end is
-    still news once the job reads again (collapse, unknown, healthy is 'recovered: was
-    collapse'), and the trouble again is none (collapse, unknown, collapse says nothing)."""
-    if now.verdict != "unknown" or before is None or before.state is not now.state \
+def through_untold(before: Snapshot | None, now: Snapshot) -> Snapshot:
+    """``now``, or, for a job read ``unknown`` (its log not fetched) or ``warning``
+    (:data:`_UNTOLD_READS`) whose last snapshot was a trouble told (:data:`_TROUBLED`, a
+    stall) in the same state, that trouble kept: its end is still news once the job reads
+    healthy (collapse, unknown or warning, healthy is 'recovered: was collapse'), and the
+    trouble again is none (collapse, warning, collapse says nothing)."""
+    if now.verdict not in _UNTOLD_READS or before is None or before.state is not now.state \
             or not (before.verdict in _TROUBLED or before.stalled):
         return now
     return now.model_copy(update={"verdict": before.verdict, "stalled": before.stalled})
@@ -119,7 +131,8 @@ def _terminal(prev: Snapshot | None, cur: Snapshot, job: JobReport) -> Change | 
     if cur.state is JobState.TIMEOUT and cur.chain:
         if prev is not None and prev.chain:
             return None  # told while SLURM was ending it at its walltime (COMPLETING)
-        return _change("restarted", job, f"chain restart → {job.successor or 'successor'}")
+        return _change("restarted", job, f"chain restart → {job.successor or 'successor'}"
+                       ).model_copy(update={"routine": True})
     if prev is not None and prev.verdict == "failed":
         return None  # told when its live row was judged failed (a wedge, a crash loop)
     if cur.state is JobState.PREEMPTED:

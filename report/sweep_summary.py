@@ -136,6 +136,10 @@ def public_reason(text: str) -> str:
     return line or "no reason given"
 
 
+NO_JOBS = "No active or recent jobs."
+"""The summary line of a sweep that reported no job."""
+
+
 def summary_lines(report: Report, *, unreachable: bool = True) -> list[str]:
     """One line per non-empty bucket for the sweep's parent message, plus unreachable and
     inactive clusters (``unreachable=False``: a caller that warns of them itself).
@@ -147,7 +151,7 @@ def summary_lines(report: Report, *, unreachable: bool = True) -> list[str]:
                      shown)
         for bucket in BUCKET_ORDER
         if any(j.bucket == bucket for j in report.jobs)
-    ] or ["No active or recent jobs."]
+    ] or [NO_JOBS]
     down = [c for c in report.clusters if c.status == "unreachable"]
     if down and unreachable:
         lines.append("Unreachable: " + ", ".join(

@@ -4,7 +4,7 @@
 the seen record keeps only the last verdict: a collapse the thread told, then a sweep whose
 log fetch failed (unknown), then healthy again, was never told recovered; before 752db61 it
 read 'recovered — was unknown'. The record keeps the told trouble through an unknown read
-(``report.changes.through_unknown``, applied by ``bot.digest.seen_now``): the recovery is told
+(``report.changes.through_untold``, applied by ``bot.digest.seen_now``): the recovery is told
 from it, and the same trouble read again after the blip is no new change.
 """
 

@@ -31,7 +31,7 @@ def snap(state: JobState, verdict: str = "healthy", **extra: bool) -> Snapshot:
     (snap(R), R, "stalled", ["stall"], "stalled"),
     (snap(R), R, "healthy", ["zombie"], "stalled"),
     (snap(R, "stalled", stalled=True), R, "healthy", [], "recovered"),
-    (snap(R, "warning"), R, "healthy", [], "recovered"),
+    (snap(R, "warning"), R, "healthy", [], None),  # a warning is the parent's, not news
     (snap(JobState.FAILED, "failed"), JobState.FAILED, "failed", [], None),  # told once
     # a Kubernetes Job restarting a failed attempt under its backoffLimit: live, not terminal
     (snap(R), R, "restarting", [], "restarted"),               # restarted in place

@@ -1,0 +1,283 @@
+"""A user keeps the bot unmuted only if what it says is news: measured over simulated days.
+
+Each test runs sweeps every 30 minutes (fake clock) through the real Sweeper, judge, digest,
+alerts and notifier, over jobs whose logs are written in their trainers' formats
+(``tests/bot/quiet_day.py``), against the fake Slack and the real Redis, and counts the calls
+that show a message (posts, thread replies, DMs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.store import RedisStore
+from probes.models import JobState
+from tests.bot.fake_slack import FakeSlack
+from tests.bot.quiet_day import Job, World, metrics, quiet_day, verl_log
+
+pytestmark = pytest.mark.redis
+
+START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+STEPS_PER_SWEEP = 10
+
+
+def rl_world(runs: dict[str, tuple[str, str, Callable[[int], dict[str, float]]]]) -> tuple[
+        World, Callable[[], None]]:
+    """RL runs (id -> name, user, the metrics' centre at each sweep), 20 steps in at the first
+    sweep and ``STEPS_PER_SWEEP`` more at each; returns the world and its ``advance``."""
+    world = World(start=START)
+    for job_id, (name, user, _) in runs.items():
+        world.add(Job(job_id, name, user, started=START - timedelta(hours=1)))
+        world.series[job_id] = [metrics(world.rng) for _ in range(20)]
+
+    def render() -> None:
+        for job_id in runs:
+            world.jobs[job_id].text = verl_log(2000, world.series[job_id][-300:])
+
+    def advance() -> None:
+        world.sweep += 1
+        for job_id, (_, _, centre) in runs.items():
+            world.series[job_id] += [metrics(world.rng, **centre(world.sweep))
+                                     for _ in range(STEPS_PER_SWEEP)]
+        render()
+
+    render()
+    return world, advance
+
+
+async def test_a_grad_norm_flapping_around_its_threshold_is_no_thread_news(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-ppo-llama-8b's grad norm sits at ~0.98 (noise ±8%): two steps over 1.0 in a row
+    make it a warning on some sweeps and not on others. The parent shows it each time; the
+    thread had told 'recovered: was warning' at every other sweep (a warning it never told)."""
+    world, advance = rl_world({"4101": ("rl-ppo-llama-8b", "alice",
+                                        lambda sweep: {"grad_norm": 0.98})})
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()  # the period's parent and its full tables
+        baseline = len(day.replies())
+        for _ in range(16):
+            advance()
+            await day.sweep()
+    edits = [text for kind, text in day.visible() if kind == "edit"]
+    warned = ["warning (rl-ppo-llama-8b)" in text for text in edits]
+    assert any(warned) and not all(warned), "the warning did not flap: the test tests nothing"
+    assert day.replies()[baseline:] == []
+    assert day.dms() == []
+
+
+def collapsing_from(start: int, end: int) -> Callable[[int], dict[str, float]]:
+    """A run whose grad norm jumps to ~3 and entropy halves at sweep ``start``, through
+    ``end``, then calms down (nobody pressed a button)."""
+    return lambda sweep: ({"grad_norm": 3.0, "entropy": 0.3, "score": 0.1}
+                          if start <= sweep <= end else {})
+
+
+async def test_a_collapse_read_as_a_warning_after_is_one_episode(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-dapo-qwen-14b collapses at 08:00 and stays broken for four hours: once its window
+    is all high grad norms the entropy test no longer fires and it reads 'warning' (grad norm
+    over 1.0 on consecutive steps), then healthy when it calms. That is one collapse DM, one
+    collapse line and one recovery line, the recovery naming the collapse (it read 'recovered:
+    was warning', a warning the thread never told)."""
+    world, advance = rl_world({"4102": ("rl-dapo-qwen-14b", "bob", collapsing_from(4, 12))})
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for _ in range(18):
+            advance()
+            await day.sweep()
+    edits = [text for kind, text in day.visible() if kind == "edit"]
+    assert any("warning (rl-dapo-qwen-14b)" in text for text in edits), "never read warning"
+    assert len(day.dms()) == 1 and "Collapse on" in day.dms()[0]
+    news = [line for reply in day.replies()[baseline:] for line in reply.splitlines()
+            if line.startswith(("•", "🚨"))]
+    assert news == [
+        "🚨 collapse on `alpha:4102` rl-dapo-qwen-14b, owner `bob` told by DM",
+        "• recovered: rl-dapo-qwen-14b (alpha:4102) — was collapse",
+    ]
+
+
+def sft_chain(ids: tuple[str, ...], walltime_sweeps: int) -> tuple[World, Callable[[], None]]:
+    """An SFT cell run as a restart chain (``sbatch --dependency=afterany:PREV``): each link
+    runs ``walltime_sweeps`` sweeps, ends TIMEOUT at its walltime, and the next resumes from
+    its checkpoint; HF Trainer logs, 60 steps a sweep. The last link queues no successor: the
+    chain breaks at its TIMEOUT."""
+    world = World(start=START)
+    losses = [(1.8 - 0.002 * i, 0.8) for i in range(100)]
+
+    def link(k: int, state: JobState, started: datetime | None) -> Job:
+        return Job(ids[k], "sft-grid-lr1e5", "bob", state=state, started=started,
+                   time_limit_s=walltime_sweeps * 1800,
+                   dependency=None if state is not JobState.PENDING
+                   else f"afterany:{ids[k - 1]}")
+
+    world.add(link(0, JobState.RUNNING, START - timedelta(minutes=30)))
+    world.add(link(1, JobState.PENDING, None))
+
+    def render() -> None:
+        from tests.bot.quiet_day import hf_log
+
+        for job in world.jobs.values():
+            if job.state is not JobState.PENDING:
+                job.text = hf_log(3000, losses[-400:]) if job.ended is None else job.text
+
+    def advance() -> None:
+        world.sweep += 1
+        now = world.now()
+        losses.extend((losses[-1][0] - 0.002 + world.rng.gauss(0, 0.01),
+                       0.8 + world.rng.gauss(0, 0.05)) for _ in range(60))
+        k = world.sweep // walltime_sweeps
+        if world.sweep % walltime_sweeps == 0 and k < len(ids):
+            ended = world.jobs[ids[k - 1]]
+            ended.state, ended.ended = JobState.TIMEOUT, now
+            nxt = world.jobs[ids[k]]
+            nxt.state, nxt.started, nxt.dependency = JobState.RUNNING, now, None
+            if k + 1 < len(ids):
+                world.add(link(k + 1, JobState.PENDING, None))
+        elif world.sweep == walltime_sweeps * len(ids):
+            last = world.jobs[ids[-1]]
+            last.state, last.ended = JobState.TIMEOUT, now
+        render()
+
+    render()
+    return world, advance
+
+
+async def test_a_restart_chain_s_walltime_timeouts_are_no_replies(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """An SFT cell chained over four 4-hour links restarts three times in a day: each TIMEOUT
+    with its afterany successor queued is the chain working (the seed: normal, not a failure).
+    The parent counts them; each had been a thread reply of its own with the cell's row (one
+    every four hours per cell: 48 a day for a grid of eight). When the last link times out
+    with no successor the chain is broken: that is told at once, in the thread and by DM."""
+    ids = ("4300", "4310", "4320", "4330")
+    world, advance = sft_chain(ids, 8)
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for _ in range(8 * len(ids) - 1):
+            advance()
+            await day.sweep()
+        assert day.replies()[baseline:] == [], "a chain restart made a reply"
+        assert day.dms() == []
+        advance()  # 4330 times out, nothing queued after it
+        await day.sweep()
+    [reply] = day.replies()[baseline:]
+    assert "`alpha:4330` sft-grid-lr1e5 failed: walltime TIMEOUT with no afterany" in reply
+    [dm] = day.dms()
+    assert "alpha:4330" in dm
+
+
+def two_runs() -> tuple[World, Callable[[], None]]:
+    return rl_world({"4100": ("rl-grpo-qwen-7b", "alice", lambda sweep: {}),
+                     "4103": ("rl-grpo-llama-70b", "bob", lambda sweep: {})})
+
+
+async def test_a_one_sweep_ssh_blip_keeps_the_parent_honest_and_the_thread_quiet(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """alpha's login node refuses SSH at 08:00 (and at the retry a minute later), and answers
+    at 08:30. Nothing about the runs changed: the thread says nothing, either way. The parent
+    edited at 08:00 had read '0 jobs' and 'No active or recent jobs.' beside the warning, as
+    if both runs had gone; it now says alpha's 2 jobs as last read (07:30Z) were not read."""
+    world, advance = two_runs()
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 7):
+            advance()
+            world.unreachable = sweep == 4
+            await day.sweep()
+    assert day.replies()[baseline:] == []
+    assert day.dms() == []
+    blip = [text for kind, text in day.visible() if kind == "edit" and "UNREACHABLE" in text]
+    assert len(blip) == 2  # the 08:00 sweep and its retry
+    for text in blip:
+        assert "No active or recent jobs" not in text
+        assert "alpha UNREACHABLE" in text and "2 jobs as of 07:30Z not read" in text
+
+
+async def test_a_cluster_down_for_an_hour_is_one_line_and_its_return_one_line(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """alpha unreachable from 08:00 to 09:30 (four sweeps and their retries): its runs are not
+    watched meanwhile, which the thread says once, when the second sweep finds it still down,
+    and once more when it answers again; no table, and nothing at the sweeps between."""
+    world, advance = two_runs()
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 9):
+            advance()
+            world.unreachable = 4 <= sweep <= 7
+            await day.sweep()
+    replies = day.replies()[baseline:]
+    assert len(replies) == 2, replies
+    down, back = replies
+    assert "cluster `alpha` unreachable since 08:00Z" in down and "```" not in down
+    assert "cluster `alpha` answers again (unreachable from 08:00Z to 10:00Z)" in back
+    assert "```" not in back
+
+
+async def test_an_eval_whose_results_trickle_is_told_stalled_once(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A hard long-horizon eval lands a result.json every two hours: 60 minutes without one
+    reads 'stalled', and the next result 'recovered', by turns. Its first stall and the
+    recovery after it are news; every later turn of the same day had been a thread reply too
+    (7 in eight hours; the owner's DM was already sent once a day). A stall after the quiet
+    hours is told again."""
+    from tests.bot.quiet_day import trial_tree
+
+    world = World(start=START)
+    world.add(Job("4501", "eval-qwen7b-terminalbench", "alice",
+                  started=START - timedelta(hours=2)))
+
+    def render() -> None:
+        landed = (world.sweep // 4) * 4  # a result every two hours
+        world.jobs["4501"].trials = trial_tree(
+            40 + world.sweep // 4, 300, world.now(), rng=world.rng,
+            newest=world.start + timedelta(minutes=30 * landed))
+        world.jobs["4501"].text = "harbor run\n"
+
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        render()
+        await day.sweep()
+        baseline = len(day.replies())
+        for _ in range(15):
+            world.sweep += 1
+            render()
+            await day.sweep()
+        news = [line for reply in day.replies()[baseline:] for line in reply.splitlines()
+                if line.startswith("•")]
+        assert news == [
+            "• stalled: eval-qwen7b-terminalbench (alpha:4501) — STALL: no new result.json "
+            "for 1h30m",
+            "• recovered: eval-qwen7b-terminalbench (alpha:4501) — was stalled",
+        ]
+        assert len(day.dms()) == 1
+        world.start += timedelta(hours=24)  # the next day: a stall is news again
+        told = len(day.replies())
+        for _ in range(4):
+            world.sweep += 1
+            render()
+            await day.sweep()
+    assert any("• stalled: eval-qwen7b-terminalbench" in reply
+               for reply in day.replies()[told:])
+
+
+@pytest.mark.parametrize("kept", ["garbage", "2026-12-04T00:00:00", 42])
+async def test_a_malformed_stall_told_mark_is_no_mark(store: RedisStore, kept: object) -> None:
+    """A ``digest:stall-told`` mark that is no aware ISO time (by hand, an older bot, cut)
+    neither silences the stall nor raises out of the digest: the stall is told, the mark
+    rewritten."""
+    from bot.restalls import quiet_restalls
+    from report.changes import Change
+
+    stall = Change(kind="stalled", cluster="alpha", job_id="4501", name="eval-x",
+                   state=JobState.RUNNING, verdict="stalled", why="STALL")
+    await store.put_doc("digest:stall-told:alpha:4501", {"at": kept}, ttl_s=3600)
+    assert await quiet_restalls(store, [stall], {}, lambda: START) == [stall]
+    doc = await store.get_doc("digest:stall-told:alpha:4501")
+    assert isinstance(doc, dict) and doc["at"] == START.isoformat()
