@@ -109,17 +109,42 @@ def _reduced_trial(found: tuple[bytes, float]) -> dict[str, Any] | None:
     return reduced
 
 
-def _trajectory_turns(top: int, name: str, guard: Guard) -> int | None:
-    """An installed agent's turns (claude-code, openhands, ...: every agent but terminus-2,
-    which counts them in result.json): the agent steps of ``<name>/agent/trajectory.json``
-    (``probes.remote.trajectory_turns``), each directory entered without following a link."""
+MAX_STEPS = 32
+"""Steps of a multi-step trial whose trajectories are read at most."""
+
+
+def _agent_dir_turns(parent: int, guard: Guard) -> int | None:
+    """The agent steps of ``agent/trajectory.json`` below the open ``parent``."""
     try:
-        with guard.directory(name, dir_fd=top) as trial, \
-                guard.directory("agent", dir_fd=trial) as agent:
+        with guard.directory("agent", dir_fd=parent) as agent:
             raw = guard.read_small("trajectory.json", RESULT_BYTES, dir_fd=agent)[0]
     except (OSError, Refused, Hung):
         return None
     return agent_turns(raw)
+
+
+def _trajectory_turns(top: int, name: str, guard: Guard) -> tuple[int | None, int]:
+    """An installed agent's turns (claude-code, openhands, ...: the agents that do not count
+    them in result.json) and its agent runs: the agent steps of ``<name>/agent/
+    trajectory.json`` (``probes.remote.trajectory_turns``), else, for a task with steps
+    (``harbor.trial.multi_step`` relocates each step's agent logs to ``steps/<step>/agent/``),
+    those of each step's trajectory summed, one agent run a step that has one (as
+    ``harbor_reduce`` counts step results). Each directory is entered without a link."""
+    counted: list[int | None] = []
+    try:
+        with guard.directory(name, dir_fd=top) as trial:
+            turns = _agent_dir_turns(trial, guard)
+            if turns is not None:
+                return turns, 1
+            with guard.directory("steps", dir_fd=trial) as steps:
+                names = [n for n, is_dir in _entries(steps, name, guard) if is_dir]
+                for step in names[:MAX_STEPS]:
+                    with guard.directory(step, dir_fd=steps) as sub:
+                        counted.append(_agent_dir_turns(sub, guard))
+    except (OSError, Refused, Hung):
+        pass
+    found = [t for t in counted if t is not None]
+    return (sum(found), len(found)) if found else (None, 1)
 
 
 TURN_SAMPLE = 100
@@ -142,7 +167,9 @@ def _sampled_turns(top: int, turnless: list[Any], tally: Json, guard: Guard,
         if clock.spent():
             return
         instant = is_instant(reduced)
-        reduced["n_turns"] = _trajectory_turns(top, name, guard)
+        reduced["n_turns"], runs = _trajectory_turns(top, name, guard)
+        if runs > 1:
+            reduced["agent_runs"] = runs  # as harbor_reduce sends it: only above 1
         add_turns(tally, reduced["n_turns"], reduced.get("agent_runs"))
         # the trial's record (it may ride in the recent window) reads as the tally counts it
         tally["instant_fail"] += int(is_instant(reduced)) - int(instant)

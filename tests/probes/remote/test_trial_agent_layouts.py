@@ -158,17 +158,32 @@ def test_a_trajectory_that_is_no_atif_document_gives_no_turns(tmp_path: Path) ->
 
 
 def test_shipped_collector_under_python_37_reads_both(tmp_path: Path) -> None:
-    """The shipped script (stdlib only, Python 3.7) finds the nested job dirs and the turns."""
-    root = AGENTS / "datagen" / "jobs"
+    """The shipped script (stdlib only, Python 3.7) finds the nested job dirs and the turns,
+    a multi-step trial's from each step's trajectory."""
+    root, steps = AGENTS / "datagen" / "jobs", AGENTS / "multistep" / "jobs"
     req = {"tail_bytes": 4096, "min_lines": 1, "max_trials": 100,
            "jobs": [{"id": "4242", "stdout": None, "workdir": str(tmp_path), "offset": 0,
-                     "checkpoint_roots": [], "trial_roots": [str(root)]}]}
+                     "checkpoint_roots": [], "trial_roots": [str(root), str(steps)]}]}
     assert PY37.exists(), "pyenv 3.7.16 is part of this machine's toolchain"
     run = subprocess.run([str(PY37), "-"], input=build_collector_script(req),
                          capture_output=True, text=True, check=True, timeout=120)
-    jobs = json.loads(run.stdout)["jobs"]["4242"]["trials"][str(root)]["jobs"]
+    answer = json.loads(run.stdout)["jobs"]["4242"]["trials"]
+    (multi,) = answer[str(steps)]["jobs"].values()
+    assert (multi["tally"]["turns_n"], multi["tally"]["turns_sum"]) == (6, 20)
+    jobs = answer[str(root)]["jobs"]
     assert len(jobs) == 3
     tallies = [j["tally"] for j in jobs.values()]
     assert sum(t["trials"] for t in tallies) == 26
     assert sum(t["turns_n"] for t in tallies) == 26
     assert sum(t["turns_sum"] for t in tallies) == sum(_harbor_turns(root))
+
+
+def test_multi_step_trials_read_each_steps_trajectory() -> None:
+    """A task with steps (harbor.trial.multi_step): each step's trajectory lies in
+    ``steps/<step>/agent/``; turns are summed over the steps and counted per agent run, one a
+    step, as for terminus-2's step results (a dead engine's 1 + 1 reads 1.0, not 2)."""
+    tree = _tree(AGENTS / "multistep" / "jobs")
+    assert sorted((t.n_turns, t.agent_runs) for t in tree.trials) == [(2, 2), (8, 2), (10, 2)]
+    stats = summarize_trials(tree)
+    assert stats.trials == 3
+    assert stats.avg_turns == pytest.approx(20 / 6)
