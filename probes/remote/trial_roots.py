@@ -342,22 +342,36 @@ GROUP_LISTINGS = 64
 """Directories listed at most, per trial root, while looking through those levels."""
 
 
+def _looked_at(top: int, name: str, guard: Guard) -> tuple[bool, float] | None:
+    """Is the subdirectory ``name`` of an open dir a Harbor job dir, and when was it last
+    changed (its mtime)? Entered without following a link; ``None``: unreadable."""
+    try:
+        with guard.directory(name, dir_fd=top) as sub:
+            return _job_files_in(sub, guard), os.fstat(sub).st_mtime
+    except (OSError, Refused, Hung):
+        return None
+
+
 def _job_dirs(top: int, path: str, entries: list[tuple[str, bool]], guard: Guard, *,
               listings: list[int], depth: int = 0) -> list[list[str]]:
     """The Harbor job dirs (chunks) below the open ``top`` as path components: each
     subdirectory holding a job's files, else, up to ``GROUP_DEPTH`` plain levels down, those
-    below it; a subdirectory holding trial dirs directly (a flat trials dir) is no level of
-    job dirs (its trials hold config.json and result.json too). ``listings``: what is left of
+    below it, the most recently changed directories first (Harbor making a job dir in one
+    moves its mtime: the bound falls on past runs', never on the one writing now); a
+    subdirectory holding trial dirs directly (a flat trials dir) is no level of job dirs (its
+    trials hold config.json and result.json too). ``listings``: what is left of
     ``GROUP_LISTINGS``, shared by every level."""
     found: list[list[str]] = []
+    plain: list[tuple[float, str]] = []
     for name, is_dir in entries:
-        if not is_dir:
-            continue
-        if _has_job_files(top, name, guard):
+        seen = _looked_at(top, name, guard) if is_dir else None
+        if seen is not None and seen[0]:
             found.append([name])
-            continue
-        if depth >= GROUP_DEPTH or listings[0] <= 0:
-            continue
+        elif seen is not None and depth < GROUP_DEPTH:
+            plain.append((-seen[1], name))
+    for _newest, name in sorted(plain):
+        if listings[0] <= 0:
+            break
         listings[0] -= 1
         sub_path = os.path.join(path, name)
         try:
@@ -393,8 +407,9 @@ def _count_root(root: str, guard: Guard, clock: _Clock,
             return {"exists": False, "jobs": {}, "error": str(exc)}
         # Only Harbor job dirs are chunks: a stray or empty directory is not a trial tree; a
         # symlinked chunk is not entered (it is opened without following).
-        found = [] if flat else _job_dirs(top, path, entries, guard,
-                                                 listings=[GROUP_LISTINGS])
+        # in path order, whichever order the bound looked through them in
+        found = [] if flat else sorted(_job_dirs(top, path, entries, guard,
+                                                        listings=[GROUP_LISTINGS]))
         window: list[Any] = []
         jobs: Json = {}
         if flat:

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pytest
 
 from probes.harbor import summarize_trials
 from probes.remote.script import build_collector_script
-from probes.remote.trial_roots import collect_trials
+from probes.remote.trial_roots import GROUP_LISTINGS, collect_trials
 from probes.slurm.assemble import trial_tree
 
 AGENTS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor-0.26.0" / "agents"
@@ -187,3 +188,21 @@ def test_multi_step_trials_read_each_steps_trajectory() -> None:
     stats = summarize_trials(tree)
     assert stats.trials == 3
     assert stats.avg_turns == pytest.approx(20 / 6)
+
+
+def test_the_newest_model_dirs_are_looked_through_first(tmp_path: Path) -> None:
+    """A jobs dir of past evals' model dirs, more than GROUP_LISTINGS of them: the bound falls
+    on the oldest (a model dir's mtime moves when Harbor makes a job dir in it), never on the
+    run writing now, whatever its name sorts as."""
+    jobs = tmp_path / "jobs"
+    old = time.time() - 7 * 86400
+    for i in range(GROUP_LISTINGS + 6):
+        past = jobs / f"m{i:03d}" / "2026-11-01__10-00-00"
+        past.mkdir(parents=True)
+        (past / "config.json").write_text("{}")
+        os.utime(past.parent, (old + i, old + i))
+    job = next((AGENTS / "eval" / "jobs" / "claude-sonnet-4-5").iterdir())
+    _copy_job(job, jobs / "zz-claude-sonnet-4-5" / job.name)
+    found = collect_trials([str(jobs)])[str(jobs)]["jobs"]
+    assert str(jobs / "zz-claude-sonnet-4-5" / job.name) in found
+    assert len(found) == GROUP_LISTINGS
