@@ -7,8 +7,8 @@ counts, the time it is "as of") and puts the full tables in its thread; every la
 edits that parent with ``chat.update`` and adds one thread reply listing what changed since the
 last sweep (started, finished, failed, collapsed, restarted, stalled, recovered, cancelled),
 with those jobs' rows (a cancel made by the bot's button is told when it happens, and not
-again by the next sweep; a job stalling again soon after its stall was told is not told
-again: ``bot.restalls``; an unreachable cluster is told only past one sweep:
+again by the next sweep; a job stalling or collapsing again soon after that was told is not
+told again: ``bot.repeats``; an unreachable cluster is told only past one sweep:
 ``bot.cluster_watch``). A sweep in which nothing changed posts nothing, nor one whose only
 changes are routine (a chain restart: listed when a reply goes out anyway). The full tables go
 into the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
@@ -74,7 +74,7 @@ from bot.messages import (
     text_message,
 )
 from bot.owners import cluster_user
-from bot.restalls import quiet_restalls
+from bot.repeats import quiet_repeats
 from bot.scheduler import interval_start
 from bot.slack_errors import Refusal
 from bot.store import StoreUnavailable
@@ -190,8 +190,8 @@ class Digest(DigestPosting):
             ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
-            untold = await quiet_restalls(self._store, await self._untold(changes, result),
-                                          previous, self._clock)
+            untold = await quiet_repeats(self._store, await self._untold(changes, result),
+                                         previous, self._clock, told=told)
             await self._post_sweep(result, config, channel, untold, [*reads.lines, *extra],
                                    since=seen.get("at") if isinstance(seen, dict) else None,
                                    kept=kept, interval=interval, retry=retry, told=told,

@@ -24,7 +24,7 @@ hidden. Jobs that only share a name are told apart.
 A job's stall is DMed once in :data:`STALL_DM_QUIET_HOURS` (``doc:notify:stalled:{cluster}:
 {job}``): a run whose results trickle in reads stalled and recovered by turns, and each turn
 is a change; the owner hears of it once, not at every turn (so does the day's thread:
-``bot.restalls``).
+``bot.repeats``).
 Job-end DMs are asked for: only an owner who typed ``/jobs notify on`` gets them (the day's
 thread tells every end; a ping nobody asked for is what gets a bot muted). The choice is kept
 per Slack user in Redis (``doc:notify:{user}``, a year's TTL, renewed by every change of mind);
@@ -72,7 +72,7 @@ UNDELIVERED_DMS = "notify:undelivered"
 PREF_TTL_S = 365 * 24 * 3600.0
 STALL_DM_QUIET_HOURS = 24.0
 """A job's stall is DMed at most once in this long (the thread tells it as seldom:
-``bot.restalls.STALL_QUIET_HOURS``)."""
+``bot.repeats.QUIET_HOURS``)."""
 
 
 def pref_name(user: str) -> str:

@@ -5,7 +5,7 @@ An eval whose trials finish about once an hour reads stalled (no new result.json
 min) and recovered by turns; each stall was a 'stalled' change and each a job-end DM: with
 sweeps every 30 minutes, one DM an hour for the same run. A job's stall is now DMed once a
 :data:`bot.notify.STALL_DM_QUIET_HOURS`; the day's thread tells the first stall and no later
-turn within as long (``bot.restalls``, ``tests/bot/test_quiet_day.py``).
+turn within as long (``bot.repeats``, ``tests/bot/test_quiet_day.py``).
 """
 
 from __future__ import annotations

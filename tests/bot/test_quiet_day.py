@@ -269,15 +269,69 @@ async def test_an_eval_whose_results_trickle_is_told_stalled_once(
 
 @pytest.mark.parametrize("kept", ["garbage", "2026-12-04T00:00:00", 42])
 async def test_a_malformed_stall_told_mark_is_no_mark(store: RedisStore, kept: object) -> None:
-    """A ``digest:stall-told`` mark that is no aware ISO time (by hand, an older bot, cut)
+    """A ``digest:told:stalled`` mark that is no aware ISO time (by hand, an older bot, cut)
     neither silences the stall nor raises out of the digest: the stall is told, the mark
     rewritten."""
-    from bot.restalls import quiet_restalls
+    from bot.repeats import quiet_repeats
     from report.changes import Change
 
     stall = Change(kind="stalled", cluster="alpha", job_id="4501", name="eval-x",
                    state=JobState.RUNNING, verdict="stalled", why="STALL")
-    await store.put_doc("digest:stall-told:alpha:4501", {"at": kept}, ttl_s=3600)
-    assert await quiet_restalls(store, [stall], {}, lambda: START) == [stall]
-    doc = await store.get_doc("digest:stall-told:alpha:4501")
+    await store.put_doc("digest:told:stalled:alpha:4501", {"at": kept}, ttl_s=3600)
+    assert await quiet_repeats(store, [stall], {}, lambda: START) == [stall]
+    doc = await store.get_doc("digest:told:stalled:alpha:4501")
     assert isinstance(doc, dict) and doc["at"] == START.isoformat()
+
+
+async def test_a_run_collapsing_by_turns_is_told_once_while_its_alert_stands(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-dapo-qwen-14b collapses at 07:30, reads healthy at 08:00, collapses again at 09:00
+    (a spike-mitigation run, or one nobody has answered yet): its owner has the alert with
+    its buttons (no second DM: the episode is open); the thread tells the collapse and the
+    recovery, not each later turn of the same day ('collapsed' and 'recovered' again)."""
+    bad = {3, 6}
+    world, advance = rl_world({"4102": (
+        "rl-dapo-qwen-14b", "bob",
+        lambda sweep: {"grad_norm": 3.0, "entropy": 0.3} if sweep in bad else {})})
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for _ in range(9):
+            advance()
+            await day.sweep()
+    edits = [text for kind, text in day.visible() if kind == "edit"]
+    assert sum("COLLAPSE (rl-dapo-qwen-14b)" in text for text in edits) == 2, "no second turn"
+    assert len(day.dms()) == 1
+    news = [line for reply in day.replies()[baseline:] for line in reply.splitlines()
+            if line.startswith(("•", "🚨"))]
+    assert news == [
+        "🚨 collapse on `alpha:4102` rl-dapo-qwen-14b, owner `bob` told by DM",
+        "• recovered: rl-dapo-qwen-14b (alpha:4102) — was collapse",
+    ]
+
+
+async def test_a_collapse_its_own_alert_tells_again_keeps_its_recovery(
+        store: RedisStore) -> None:
+    """A second collapse within the quiet hours that a new alert tells (its first episode was
+    answered, so a new one opened) is told, and so is the recovery after it."""
+    from bot.repeats import quiet_repeats
+    from report.changes import Change, Snapshot
+
+    def change(kind: str) -> Change:
+        return Change(kind=kind, cluster="alpha", job_id="4102",  # type: ignore[arg-type]
+                      name="rl-x", state=JobState.RUNNING, verdict="collapse", why="w")
+
+    key = ("alpha", "4102")
+    collapsed = Snapshot(state=JobState.RUNNING, verdict="collapse")
+    healthy = Snapshot(state=JobState.RUNNING, verdict="healthy")
+    now = START
+    assert await quiet_repeats(store, [change("collapsed")], {key: healthy}, lambda: now)
+    now += timedelta(hours=1)
+    assert await quiet_repeats(store, [change("recovered")], {key: collapsed}, lambda: now)
+    now += timedelta(hours=1)
+    assert not await quiet_repeats(store, [change("collapsed")], {key: healthy}, lambda: now)
+    assert not await quiet_repeats(store, [change("recovered")], {key: collapsed},
+                                   lambda: now)
+    assert await quiet_repeats(store, [change("collapsed")], {key: healthy}, lambda: now,
+                               told={key})
+    assert await quiet_repeats(store, [change("recovered")], {key: collapsed}, lambda: now)
