@@ -348,11 +348,23 @@ def ran_minutes(ctx: JudgeContext) -> float | None:
     return record.elapsed_s / 60.0 if record.elapsed_s is not None else None
 
 
+def _empty_log_window(ctx: JudgeContext, bucket: str, window: float) -> float:
+    """Minutes a RUNNING job's log may stay empty (0 bytes): the bucket's bring-up ``window``,
+    and for an eval or datagen job at least its own stall window (CONTRACT: ``stall`` is no
+    progress for the bucket's stall window; Harbor draws its progress with rich, which prints
+    no live bar to a file, and an engine served by another job logs nothing here, so such a
+    log stays empty until the first trials' lines, or for good)."""
+    th = ctx.settings.thresholds
+    stall = {"eval": th.eval_stall_minutes, "datagen": th.datagen_hung_minutes}.get(bucket)
+    return window if stall is None else max(window, stall)
+
+
 def empty_log_rule(ctx: JudgeContext, f: Findings, bucket: str) -> None:
     """A RUNNING job's empty log past its bucket's bring-up window is no buffer filling.
 
-    A 0-byte file: the job has written nothing -> ``stall``. A non-empty file whose read
-    returned nothing (from offset 0) -> ``fetch-failed``, state unknown (never "dead").
+    A 0-byte file: the job has written nothing -> ``stall`` (an eval or datagen job past its
+    bucket's stall window: ``_empty_log_window``). A non-empty file whose read returned nothing
+    (from offset 0) -> ``fetch-failed``, state unknown (never "dead").
     """
     log = ctx.facts.log
     if not ctx.running or log is None or log.status not in ("ok", "mismatch") or log.text:
@@ -363,6 +375,8 @@ def empty_log_rule(ctx: JudgeContext, f: Findings, bucket: str) -> None:
         return  # result.json files are landing: the job is alive whatever its log says
     ran = ran_minutes(ctx)
     window = ABSENCE.bring_up_minutes.get(bucket, ABSENCE.bring_up_minutes["other"])
+    if log.size == 0:
+        window = _empty_log_window(ctx, bucket, window)
     if ran is None or ran <= window:
         return
     if "buffer-filling" in f.flags:
@@ -373,8 +387,10 @@ def empty_log_rule(ctx: JudgeContext, f: Findings, bucket: str) -> None:
         f.verdict("stalled")
         text = (f"STALL: log empty (0 bytes) after {format_duration(ran * 60)} running "
                 f"(bring-up {format_duration(window * 60)})")
-        f.trend(Priority.DIAGNOSE, text)
-        f.recommend(Priority.DIAGNOSE, "diagnose", text + "; check the job's processes and "
+        # above an eval's or datagen run's own stall (no result.json, no trial): the empty
+        # log is what to look at first
+        f.trend(Priority.DIAGNOSE + 1, text)
+        f.recommend(Priority.DIAGNOSE + 1, "diagnose", text + "; check the job's processes and "
                     "where it really logs")
     else:
         f.flag("fetch-failed")

@@ -40,10 +40,10 @@ def _collected(tmp: Path, name: str, ran_min: float, text: str = "") -> JobFacts
         ("rl", 15, "buffer-filling", "buffering"),
         ("sft", 20, "stall", "stalled"),
         ("sft", 10, "buffer-filling", "buffering"),
-        ("eval", 15, "stall", "stalled"),
-        ("eval", 5, "buffer-filling", "buffering"),
-        ("datagen", 15, "stall", "stalled"),
-        ("datagen", 5, "buffer-filling", "buffering"),
+        ("eval", 65, "stall", "stalled"),  # eval and datagen: their stall windows (60, 120)
+        ("eval", 15, "buffer-filling", "buffering"),
+        ("datagen", 125, "stall", "stalled"),
+        ("datagen", 15, "buffer-filling", "buffering"),
         ("other", 20, "stall", "stalled"),
     ],
 )
