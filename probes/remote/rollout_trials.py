@@ -142,23 +142,41 @@ def _job_dir(path: str, entries: list[Any], budget: _Budget) -> bool:
     return False
 
 
+GROUP_DEPTH = 2
+"""Plain directories looked through for job dirs below a ``jobs_dir``, as the counts do
+(``probes.remote.trial_roots.GROUP_DEPTH``: ``harbor run -o jobs/<model>[/<bench>]``)."""
+GROUP_LISTINGS = 64
+"""Such plain directories listed at most per root (the counts' bound; here in name order)."""
+
+
 def _trial_dirs(root: str, budget: _Budget) -> list[str]:
     """Every trial dir under a job dir, directly under a flat trials dir, or under each job dir
-    of a ``jobs_dir`` (bounded)."""
+    of a ``jobs_dir``, up to ``GROUP_DEPTH`` plain levels below it (bounded)."""
     entries = list_dir(root, budget, root=True)
     if entries is None:
         return []
     if _job_dir(root, entries, budget) or _flat(root, entries, budget):
         return [os.path.join(root, n) for n, is_dir in entries if is_dir]
     found: list[str] = []
+    _jobs_below(root, entries, budget, found, listings=[GROUP_LISTINGS])
+    return found[:budget.max_listing]
+
+
+def _jobs_below(path: str, entries: list[Any], budget: _Budget, found: list[str], *,
+                listings: list[int], depth: int = 0) -> None:
+    """The trial dirs of each job dir among ``entries`` into ``found``; each plain directory
+    that is no flat trials dir looked through in turn, down to ``GROUP_DEPTH`` (``listings``:
+    what is left of ``GROUP_LISTINGS``, shared by every level)."""
     for name, is_dir in entries:
         if not is_dir or len(found) >= budget.max_listing:
             continue
-        job = os.path.join(root, name)
+        job = os.path.join(path, name)
         sub = list_dir(job, budget) or []
         if _job_dir(job, sub, budget):
             found.extend(os.path.join(job, n) for n, d in sub if d)
-    return found[:budget.max_listing]
+        elif depth < GROUP_DEPTH and listings[0] > 0 and not _flat(job, sub, budget):
+            listings[0] -= 1
+            _jobs_below(job, sub, budget, found, listings=listings, depth=depth + 1)
 
 
 def _unfinished_since(trial_dir: str, budget: _Budget) -> float | None:
