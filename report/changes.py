@@ -15,6 +15,9 @@ runs counts as started; a first sight of a pending job says nothing (it has not 
 A job that left the report (aged out) says nothing either. With no previous snapshots at all
 (the very first sweep) there is no baseline: the caller reports nothing.
 
+An array's waves (a task finished while others still run or wait, a task started after
+others ran) are ``routine``: listed only in a reply that goes out anyway, as a chain restart is.
+
 A pending array's unsplit remainder is one record under the array's own id standing for many
 tasks (``report.grouping.pending_task_counts``); its change carries that count (``tasks``), so a
 merged line counts tasks, not records, and names the remainder ``A [N tasks]`` after the tasks
@@ -23,6 +26,7 @@ split off (a cancelled ``--array=0-9%2`` with two tasks started reads ``×10``, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -77,8 +81,9 @@ class Change(Frozen):
     """How many array tasks the job stands for (a pending array's unsplit remainder: many)."""
     routine: bool = False
     """A change that is the run working as planned (a chain restart: a walltime TIMEOUT whose
-    afterany successor is queued, the seed's 'normal, NOT a failure'): the day's thread lists
-    it in a reply that goes out anyway, but it opens no reply of its own."""
+    afterany successor is queued, the seed's 'normal, NOT a failure'; an array's wave, see
+    :func:`_waves`): the day's thread lists it in a reply that goes out anyway, but it opens
+    no reply of its own."""
 
 
 def snapshot(job: JobReport, restarts: int | None = None) -> Snapshot:
@@ -213,6 +218,7 @@ def diff(previous: Mapping[Key, Snapshot], report: Report, *,
         if found is not None:
             tasks = (pending_tasks or {}).get(key)
             changes.append(found.model_copy(update={"tasks": tasks}) if tasks else found)
+    changes = _waves(changes, previous, report)
     # A chain restart's line names its successor: the successor's start in the same sweep is
     # that line, not one more (six restarts of a day were twelve lines).
     restarted = {(c.cluster, c.job_id) for c in changes if c.kind == "restarted"}
@@ -221,6 +227,45 @@ def diff(previous: Mapping[Key, Snapshot], report: Report, *,
                   and (j.cluster, j.job_id) in restarted}
     return [c for c in changes
             if not (c.kind == "started" and (c.cluster, c.job_id) in successors)]
+
+
+_ARRAY_TASK = re.compile(r"^(?P<array>\d+)_\d+$")
+
+
+def _array(job_id: str) -> str:
+    """The array an id belongs to (``8800_3`` -> ``8800``; its unsplit remainder is the
+    array's own id); any other id is its own."""
+    match = _ARRAY_TASK.match(job_id)
+    return match["array"] if match else job_id
+
+
+def _waves(changes: list[Change], previous: Mapping[Key, Snapshot],
+           report: Report) -> list[Change]:
+    """``changes`` with an array's waves made routine: a task that finished while other tasks
+    of its array are still pending or running, and a task that started after others of its
+    array had run (``--array=0-15%4``: a wave ends and the next starts every hour; the array
+    is one run going as planned). Its first start and its end (the last task done: the
+    follow-up line and the DM count every task) stay news, as does any task failing."""
+    if not any(_ARRAY_TASK.match(c.job_id) for c in changes):
+        return changes
+    live: dict[Key, set[str]] = {}
+    for job in report.jobs:
+        if job.state in ACTIVE_STATES:
+            live.setdefault((job.cluster, _array(job.job_id)), set()).add(job.job_id)
+    ran: dict[Key, set[str]] = {}
+    for (cluster, job_id), snap in previous.items():
+        if snap.state is not JobState.PENDING:
+            ran.setdefault((cluster, _array(job_id)), set()).add(job_id)
+
+    def others(pool: dict[Key, set[str]], change: Change) -> bool:
+        ids = pool.get((change.cluster, _array(change.job_id)), set())
+        return len(ids - {change.job_id}) > 0
+
+    return [c.model_copy(update={"routine": True})
+            if _ARRAY_TASK.match(c.job_id) and (
+                (c.kind == "finished" and others(live, c))
+                or (c.kind == "started" and others(ran, c)))
+            else c for c in changes]
 
 
 def _shown_id(change: Change) -> str:

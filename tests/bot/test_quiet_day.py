@@ -335,3 +335,51 @@ async def test_a_collapse_its_own_alert_tells_again_keeps_its_recovery(
     assert await quiet_repeats(store, [change("collapsed")], {key: healthy}, lambda: now,
                                told={key})
     assert await quiet_repeats(store, [change("recovered")], {key: collapsed}, lambda: now)
+
+
+async def test_an_array_s_waves_are_no_replies_until_it_is_done(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A 16-task datagen array throttled to 4 at a time (``--array=0-15%4``), each task an
+    hour of Harbor trials: every hour a wave finishes and the next starts. Each wave had been
+    a reply ('finished ×4 ... started ×4', 3 in the morning) though the array is one run
+    going as planned; the parent shows its progress. Its first start is news (the array
+    started), and its end (all 16 done, with the cleanup it needs: one line, one DM)."""
+    from tests.bot.quiet_day import trial_tree
+
+    world = World(start=START)
+    width = 4
+    for i in range(16):
+        state = JobState.RUNNING if i < width else JobState.PENDING
+        world.add(Job(f"8800_{i}", "datagen-swe-shards", "carol", state=state,
+                      started=START - timedelta(minutes=20) if i < width else None))
+
+    def render() -> None:
+        for job in world.jobs.values():
+            if job.started is not None:
+                minutes = ((job.ended or world.now()) - job.started).total_seconds() / 60
+                job.trials = trial_tree(min(50, int(minutes)), 50, world.now(),
+                                        rng=world.rng)
+                job.text = "harbor run\n"
+
+    def advance() -> None:
+        world.sweep += 1
+        now = world.now()
+        for job in world.jobs.values():
+            if job.started and not job.ended and now - job.started >= timedelta(hours=1):
+                job.state, job.ended = JobState.COMPLETED, now
+        free = width - sum(j.state is JobState.RUNNING for j in world.jobs.values())
+        for job in [j for j in world.jobs.values() if j.state is JobState.PENDING][:free]:
+            job.state, job.started = JobState.RUNNING, now
+        render()
+
+    render()
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for _ in range(9):
+            advance()
+            await day.sweep()
+    [reply] = day.replies()[baseline:]
+    assert "datagen-swe-shards ×16" in reply and "datagen-job-cleanup" in reply
+    assert [dm.splitlines()[0] for dm in day.dms()] == [
+        "✅ *datagen-swe-shards* `alpha:8800_12` (×16 tasks) completed."]
