@@ -280,15 +280,6 @@ def _job_files_in(fd: int, guard: Guard) -> bool:
     return False
 
 
-def _has_job_files(top: int, name: str, guard: Guard) -> bool:
-    """Is ``name`` below an open dir a Harbor job dir (a chunk)? Entered without following."""
-    try:
-        with guard.directory(name, dir_fd=top) as sub:
-            return _job_files_in(sub, guard)
-    except (OSError, Refused, Hung):
-        return False
-
-
 def _holds_result(top: int, name: str, guard: Guard) -> bool:
     """Does the subdirectory ``name`` of an open dir hold a result.json (not followed)?"""
     try:
