@@ -368,8 +368,8 @@ def reduce_job(raw: "str | bytes") -> "dict[str, object] | None":
     means = _eval_means(stats.get("evals"))
     out["eval_means"] = means
     # "{agent}__{model}__{dataset}" (or "{agent}__{dataset}"): the Eval row's model × benchmark
-    keys = list(_dict(stats.get("evals")))[:EVAL_KEYS]
-    out["eval_keys"] = [str(key)[:NAME_CHARS] for key in keys]
+    evals = list(_dict(stats.get("evals")))[:EVAL_KEYS]
+    out["eval_keys"] = [str(key)[:NAME_CHARS] for key in evals]
     out["mean"] = next(iter(means.values()), None)
     if out["mean"] is None:
         out["mean"] = _job_metric(data.get("metrics"))
