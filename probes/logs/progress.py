@@ -24,8 +24,11 @@ from probes.logs.lines import parse_number
 
 TRAIN_DESCS = frozenset(
     {"", "Training Progress", "Training Batches Processed", "Training Step Progress", "Training",
-     "Train", "Steps", "Running step"}
+     "Train", "Steps", "Running step", "Training steps"}
 )
+"""Training bars' descs. ``Training steps`` is NeMo-Aligner's SFT/DPO/SPIN bar (``tqdm(...,
+initial=step, total=max_steps, desc="Training steps")``, its metrics in the postfix); its
+``Validation steps`` bar counts batches and is none."""
 _RATE_WINDOW = 10
 _BAR_EVENTS_KEPT = 64
 BAR_EVENTS_KEPT = _BAR_EVENTS_KEPT
