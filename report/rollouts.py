@@ -65,7 +65,7 @@ def _dead_run(history: Sequence[MetricPoint], metric: str, th: Thresholds,
     return values[len(values) - run :] if run >= th.min_window else None
 
 
-FIXED_DECIMAL_FORMATS = frozenset({"skyrl", "verl", "megatron", "prime-rl"})
+FIXED_DECIMAL_FORMATS = frozenset({"skyrl", "verl", "megatron", "prime-rl", "mmengine"})
 """Log formats (``LogSummary.formats``) of trainers that print some versions' metrics with a
 fixed 3 or 4 decimals: a printed 0 there may be any value under half the last place."""
 FIXED_DECIMALS = 4

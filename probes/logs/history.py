@@ -30,7 +30,10 @@ from probes.logs.easyr1_lines import YamlStep, easyr1_header
 from probes.logs.harbor_progress import harbor_progress
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.lines import (
+    MMENGINE_GATE,
     NESTED_BAR_MARK,
+    XTUNER_GATE,
+    may_be_iteration,
     parse_iteration,
     parse_reward_line,
     parse_status_line,
@@ -110,7 +113,7 @@ class MetricScan(MarkerScan):
             if bar is not None:
                 self._feed_bar_line(bar, body, NESTED_BAR_MARK in raw, line_no)
                 return
-        if "iteration" in body:
+        if "iteration" in body or MMENGINE_GATE in body:
             iteration = parse_iteration(body)
             if iteration is not None:
                 self._on_iteration(iteration, line_no, stamp)
@@ -132,6 +135,11 @@ class MetricScan(MarkerScan):
             if header is not None:
                 self._on_header(int(header.group(1)), stamp, header.group(2), line_no)
                 return
+            if XTUNER_GATE in body:  # XTuner v1's step line
+                iteration = parse_iteration(body)
+                if iteration is not None:
+                    self._on_iteration(iteration, line_no, stamp)
+                    return
             if self._step_line(body, line_no, stamp):
                 return
         if "\u2022 " in body and self.nemo is not None and self._bullet(body, line_no):
@@ -171,7 +179,7 @@ class MetricScan(MarkerScan):
                 if "` stopped: `" in body:
                     self.finish_marks(body)
                 return
-        if "iteration" in body and lead != "{" and not (quoted and in_dict):
+        if may_be_iteration(body) and lead != "{" and not (quoted and in_dict):
             iteration = parse_iteration(body)
             if iteration is not None:
                 self._on_iteration(iteration, line_no, None)
@@ -183,7 +191,7 @@ class MetricScan(MarkerScan):
             return  # the needles match without case; _markers' gates do not
         elif not (quoted and in_dict) and not (
             ("%|" in body and self._bar(body) is not None)
-            or ("iteration" in body and parse_iteration(body) is not None)
+            or (may_be_iteration(body) and parse_iteration(body) is not None)
             or ("step:" in body and parse_verl(body) is not None)
             or ("Step " in body and SKYRL_HEADER_RE.search(body) is not None)
             or ("reward/" in body and parse_reward_line(body) is not None)

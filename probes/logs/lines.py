@@ -46,6 +46,14 @@ _VERL_RE = re.compile(r"(?:^|\s)step:(\d{1,12}) - ")
 _ITERATION_RE = re.compile(
     r"(?:^|[\s\]:|])iteration\s{1,40}(\d{1,12})\s{0,40}/\s{0,40}(\d{1,12})\s{0,40}\|"
 )
+_MMENGINE_RE = re.compile(r"(?:^|\s)Iter\(train\) \[\s{0,20}(\d{1,12})/(\d{1,12})\]")
+_MMENGINE_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w.()/-]{0,64}): (\S{1,40})")
+MMENGINE_GATE = "Iter(train) ["
+"""What an mmengine runner's training log line holds (``Iter(train) [ 320/2748]  lr: ...``)."""
+_XTUNER_RE = re.compile(r"(?:^|\s)Epoch \d{1,9} Step (\d{1,12})/(\d{1,12}) (?=\w{1,64}: )")
+XTUNER_GATE = "data_time: "
+"""What XTuner v1's step line holds (``Epoch 1 Step 320/916 data_time: 0.0123 lr: ...``)
+besides ``Step ``."""
 _ZERO_BASED_ITERATION_RE = re.compile(r"epoch \d{1,12},\s?$")
 """What NeMo 2's progress printer puts before its ``iteration``: ``Training epoch E, `` (its
 iteration and total are zero-based: ``iteration {n-1}/{max_steps-1}``)."""
@@ -259,11 +267,15 @@ def parse_verl(line: str) -> tuple[int, dict[str, float]] | None:
 
 
 class IterationLine(NamedTuple):
-    """A Megatron-style ``iteration N/ T | key: value | ...`` line."""
+    """A Megatron-style ``iteration N/ T | key: value | ...`` line (or mmengine's)."""
 
     step: int
     total: int
     values: dict[str, float]
+    seconds: float | None = None
+    """Seconds an iteration when the line says so under a name of its own (mmengine's
+    ``time``); else ``progress.iteration_seconds`` of ``values``."""
+    fmt: str = "megatron"
 
 
 def parse_iteration(line: str) -> IterationLine | None:
@@ -274,9 +286,11 @@ def parse_iteration(line: str) -> IterationLine | None:
     NeMo 2's ``Training epoch E, iteration N/T | ...`` (nemo/lightning/pytorch/callbacks/
     progress_printer.py) counts from 0: ``N + 1`` steps are done of ``T + 1`` (max_steps).
     """
-    found = _ITERATION_RE.search(line)
+    found = _ITERATION_RE.search(line) if "iteration" in line else None
     if found is None:
-        return None
+        if MMENGINE_GATE in line:
+            return parse_mmengine(line)
+        return parse_xtuner(line) if XTUNER_GATE in line and "Step " in line else None
     step, total = int(found.group(1)), int(found.group(2))
     if _ZERO_BASED_ITERATION_RE.search(line, max(0, found.start() - 24), found.start() + 1):
         step, total = step + 1, total + 1
@@ -291,6 +305,48 @@ def parse_iteration(line: str) -> IterationLine | None:
 
 
 _ITERATION_LOSSES = frozenset({"lm loss", "lm_loss", "loss", "reduced_train_loss"})
+
+
+def parse_mmengine(line: str) -> IterationLine | None:
+    """An mmengine runner's training line by iterations (``LogProcessor`` with ``by_epoch=False``:
+    XTuner's): ``Iter(train) [ N/T]  lr: 1.9990e-05  eta: 3:22:20  time: 5.0012  data_time:
+    0.0123  memory: 61234  loss: 1.2100  grad_norm: 0.8400``. ``T`` is the runner's
+    ``max_iters``; ``time`` the smoothed seconds an iteration. ``Iter(val)``/``Iter(test)``
+    (batches of an evaluation) and ``Epoch(train) [e][i/n]`` (an epoch's batches, the run's
+    epochs not printed) are none."""
+    found = _MMENGINE_RE.search(line)
+    if found is None:
+        return None
+    return _timed_line(found, line, "mmengine")
+
+
+def parse_xtuner(line: str) -> IterationLine | None:
+    """XTuner v1's step line (``Trainer._log_step``): ``Epoch E Step N/T data_time: 0.0123 lr:
+    1.990000e-05 time: 5.0012 ... reduced_llm_loss: 1.21000000, local_loss: 1.2 ... grad_norm:
+    0.84 max_memory: 61.23 GB ... eta: 0:49:40``. ``N`` is the optimizer steps done, ``T``
+    ``total_step``, ``time`` the step's seconds; a pair's trailing comma is no part of it."""
+    found = _XTUNER_RE.search(line)
+    return _timed_line(found, line, "xtuner") if found is not None else None
+
+
+def _timed_line(found: re.Match[str], line: str, fmt: str) -> IterationLine:
+    """The step (group 1), total (group 2) and ``name: value`` pairs after ``found``, with
+    the ``time`` pair as the iteration's seconds."""
+    values: dict[str, float] = {}
+    for key, raw in _MMENGINE_PAIR_RE.findall(line, found.end()):
+        number = parse_number(raw.removesuffix(","))
+        if number is not None:
+            values[key] = number
+    seconds = values.pop("time", None)
+    if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
+        seconds = None
+    return IterationLine(int(found.group(1)), int(found.group(2)), values, seconds, fmt)
+
+
+def may_be_iteration(body: str) -> bool:
+    """The substring gate of :func:`parse_iteration` (a line failing it is none)."""
+    return ("iteration" in body or MMENGINE_GATE in body
+            or (XTUNER_GATE in body and "Step " in body))
 
 
 def _key_values(text: str, separator: str) -> dict[str, float]:

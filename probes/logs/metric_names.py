@@ -86,6 +86,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "lm loss": ("loss", 1),  # Megatron-LM / Megatron-DeepSpeed iteration lines
     "lm_loss": ("loss", 1),  # GPT-NeoX
     "reduced_train_loss": ("loss", 1),  # NeMo 2 (lightning progress printer, NeMo 1 bars)
+    "reduced_llm_loss": ("loss", 1),  # XTuner v1: the all-reduced LM loss (local_loss: a rank's)
     "grad norm": ("grad_norm", 2),
     "learning rate": ("learning_rate", 1),
     "learning_rate": ("learning_rate", 0),

@@ -59,7 +59,15 @@ from probes.logs.history import MetricScan
 # Re-exported (a fold's increment, probes.logs.incremental, is fed as the suffix is); the
 # redundant alias is how mypy --strict is told the re-export is meant.
 from probes.logs.line_feed import feed_lines as feed_lines  # noqa: PLC0414
-from probes.logs.lines import NESTED_BAR_MARK, parse_iteration, parse_verl, strip_ray_prefix
+from probes.logs.lines import (
+    MMENGINE_GATE,
+    NESTED_BAR_MARK,
+    XTUNER_GATE,
+    may_be_iteration,
+    parse_iteration,
+    parse_verl,
+    strip_ray_prefix,
+)
 from probes.logs.prefilter import NeedleFilter, held_skeletons
 from probes.logs.progress import WIDE_WINDOW
 from probes.logs.scan_patterns import MARKER_GATES, METRIC_LINES, SKYRL_HEADER_RE
@@ -79,7 +87,7 @@ MARKER_LINES = NeedleFilter(("train_runtime", *MARKER_GATES), shape=ROW_SHAPE + 
 redrawn over the whole tail; by ``BAR_SHAPE``, not a ``%|`` needle, which also kept a
 million lines that only look like bars), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
-ITERATION_LINES = NeedleFilter(("iteration",))
+ITERATION_LINES = NeedleFilter(("iteration", MMENGINE_GATE.lower(), XTUNER_GATE))
 _STAMP_OR_RAY = tuple(sorted(STAMP_LEADS | {"("}))
 
 
@@ -308,7 +316,7 @@ def _header_dict(body: str) -> bool | None:
     if header is None or not header.group(2):
         return None
     if (("%|" in body and parse_tqdm(body) is not None)
-            or ("iteration" in body and parse_iteration(body) is not None)
+            or (may_be_iteration(body) and parse_iteration(body) is not None)
             or ("step:" in body and parse_verl(body) is not None)):
         return None  # read as a bar, iteration or verl line first
     return not header.group(2).rstrip().endswith("}")

@@ -16,6 +16,7 @@ from probes.logs.bar_lines import BAR_SHAPE
 from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES, DURATION_GATE
 from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
+from probes.logs.lines import MMENGINE_GATE
 from probes.logs.litgpt_lines import LITGPT_GATE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATES
@@ -154,7 +155,7 @@ METRIC_LINES = NeedleFilter(
         *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),
         *(STEP_GATE, ROW_GATE),
-        *("{", "'", '"', " ::", "T::", "iteration", "\u2022 "),
+        *("{", "'", '"', " ::", "T::", "iteration", MMENGINE_GATE, "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
         *BRACKET_GATES, DURATION_GATE, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
         RESAMPLE_GATE, REGENERATE_GATE,

@@ -83,9 +83,9 @@ class StepScan(DictScan):
 
     def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
-        self._mark("megatron")
+        self._mark(line.fmt)
         self.iter_total = line.total
-        per_iter = iteration_seconds(line.values)
+        per_iter = line.seconds if line.seconds is not None else iteration_seconds(line.values)
         if per_iter is not None:
             if self.iter_times and line.step <= self.iter_times[-1][0]:
                 self.iter_times.clear()  # a restarted run counts again from its resume point
