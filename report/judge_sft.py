@@ -247,7 +247,7 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None, str]]) -
     title says which cluster's cell."""
     spread = len({r.cluster for r, _, _ in members}) > 1
     members = [(r, rate, f"{r.cluster}/{cell}" if spread else cell) for r, rate, cell in members]
-    running = [(r, rate) for r, rate, _ in members if r.state is JobState.RUNNING]
+    running = [(r, rate, cell) for r, rate, cell in members if r.state is JobState.RUNNING]
     running_cells = {cell for r, _, cell in members if r.state is JobState.RUNNING}
     pending = {cell for r, _, cell in members if r.state is JobState.PENDING}
     pending -= running_cells
@@ -260,8 +260,8 @@ def _rollup(name: str, members: Sequence[tuple[JobReport, float | None, str]]) -
     done -= running_cells | pending
     short = {cell for r, cell in completed if _stopped_short(r)}
     short -= running_cells | pending | done
-    cells = [_cell(r, rate) for r, rate in sorted(running, key=lambda m: (m[0].name,
-                                                                           m[0].cluster))]
+    cells = [_cell(r, rate, _shown(r, cell, spread))
+             for r, rate, cell in sorted(running, key=lambda m: (m[0].name, m[0].cluster))]
     timed = [c for c in cells if c.eta_s is not None]
     # The long pole is the cell that finishes last (remaining steps x its own trailing rate),
     # not the one with the most steps left: a big cell at 30 s/step outlasts a small one at 2.
@@ -308,11 +308,24 @@ def model_scale(name: str) -> float | None:
     return None
 
 
-def _cell(report: JobReport, rate: float | None) -> GridCell:
+def _shown(report: JobReport, key: str, spread: bool) -> str:
+    """The cell a running job stands for, as its row names it: its tally key (lower case; a
+    restart copy's suffix stripped, ``report.grid_cells``) without the cluster prefix a
+    spread grid adds, in the case the job's name has it (``sft-g9-1B-lr3e5`` for the running
+    ``sft-g9-1B-lr3e5-resume``)."""
+    cell = key.split("/", 1)[1] if spread else key
+    name = report.name.strip()
+    stem, _, task = cell.partition(" [task ")
+    if name.lower().startswith(stem):
+        stem = name[: len(stem)]
+    return f"{stem} [task {task}" if task else stem
+
+
+def _cell(report: JobReport, rate: float | None, cell: str) -> GridCell:
     pct = eta = None
     if report.step is not None and report.total_steps:
         pct = round(100.0 * report.step / report.total_steps, 1)
         if rate:
             eta = max(0, report.total_steps - report.step) * rate
-    return GridCell(cell=report.name, job_id=report.job_id, cluster=report.cluster,
+    return GridCell(cell=cell, job_id=report.job_id, cluster=report.cluster,
                     progress_pct=pct, eta_s=eta)
