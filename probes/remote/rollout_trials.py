@@ -144,7 +144,7 @@ def _job_dir(path: str, entries: list[Any], budget: _Budget) -> bool:
 
 GROUP_DEPTH = 2
 """Plain directories looked through for job dirs below a ``jobs_dir``, as the counts do
-(``probes.remote.trial_roots.GROUP_DEPTH``: ``harbor run -o jobs/<model>[/<bench>]``)."""
+(``probes.remote.job_dirs.GROUP_DEPTH``: ``harbor run -o jobs/<model>[/<bench>]``)."""
 GROUP_LISTINGS = 64
 """Such plain directories listed at most per root (the counts' bound; here in name order)."""
 

@@ -44,7 +44,8 @@ _SHIPPED_IMPORT = re.compile(
 _SHIPPED_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "trajectory_turns.py",
                     "stdio_pattern.py",
                     "neighbour_listing.py", "trial_count.py",
-                    "checkpoint_steps.py", "logged_paths.py", "tree.py", "trial_roots.py",
+                    "checkpoint_steps.py", "logged_paths.py", "tree.py", "job_dirs.py",
+                    "trial_roots.py",
                     "logread.py",
                     "completion.py", "scheduler.py", "listing.py", "job_files.py",
                     "engine_logs.py", "queue_listing.py", "queue_document.py")

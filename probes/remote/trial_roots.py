@@ -5,9 +5,8 @@ collector script, see ``probes.remote.script``). A trial root is a Harbor job di
 trials dir (SkyRL's Harbor generator writes ``<trials_dir>/<task>__<id>/`` with no job dir
 above), or a dir of job dirs (chunks), each ``<trial>/result.json`` reduced and folded into a
 whole-run tally (``probes.remote.trial_count``) with no count cap: the bound is TIME
-(``budget_s``), and a tally cut short says so. A trial dir holds a result.json (and
-config.json) but no subdirectory holding one; a job dir's subdirectories are trials that each
-hold one, beside its own result.json/config.json (a result.json alone decides by its content).
+(``budget_s``), and a tally cut short says so. Which directories are job dirs, trial dirs or
+plain levels above job dirs (``jobs/<model>/``) is ``probes.remote.job_dirs``'s to tell.
 The trials dirs a job's log names are counted too (``probes.remote.logged_paths``). Every
 open goes through the guard, a directory entered through its parent without following a link;
 only a root (or a logged dir's base) that is itself a link is followed, to a directory the job's
@@ -28,11 +27,14 @@ from typing import Any, Callable, Dict, Iterator  # noqa: UP035 - Python 3.7 on 
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused
 with contextlib.suppress(ImportError):
-    from probes.remote.harbor_reduce import (
-        is_trial_result,
-        reduce_job,
-        reduce_trial,
-        slim_result,
+    from probes.remote.harbor_reduce import reduce_job, reduce_trial, slim_result
+with contextlib.suppress(ImportError):
+    from probes.remote.job_dirs import (
+        GROUP_LISTINGS,
+        _below,
+        _flat_trials,
+        _job_dirs,
+        _job_files_in,
     )
 with contextlib.suppress(ImportError):
     from probes.remote.trajectory_turns import agent_turns
@@ -79,11 +81,6 @@ RESULT_BYTES = 64 << 20
 """A Harbor result.json is read whole up to this size: a trial's with terminus-2's rollout
 details (every turn's prompt token ids) or a large eval's job result (every trial's name in
 ``reward_stats``) runs to megabytes, and a JSON document cut short reads as nothing."""
-_HEAD_BYTES = 1 << 20
-_TRIAL_HEAD = (b'"trial_name"', b'"task_name"')
-"""Keys a trial result.json (``TrialResult``) dumps near its top, and a job's never has."""
-
-
 def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | None:
     """``<name>/result.json`` below an open job dir, the trial dir entered without a link."""
     try:
@@ -240,23 +237,6 @@ def _opened(path: str, guard: Guard, fd: int | None) -> Iterator[int]:
         yield opened
 
 
-@contextlib.contextmanager
-def _below(top: int, parts: list[str], guard: Guard) -> Iterator[int]:
-    """The directory ``parts`` below the open ``top``, each component entered through its
-    parent's descriptor without following a link; open for the block."""
-    fd = top
-    try:
-        for part in parts:
-            sub = guard.open(part, directory=True, dir_fd=fd)
-            if fd != top:
-                os.close(fd)
-            fd = sub
-        yield fd
-    finally:
-        if fd != top:
-            os.close(fd)
-
-
 def _open_below(base: str, below: list[str], guard: Guard) -> int:
     """``base`` opened as a root (``Guard.open_root``), then each component ``below`` it
     through its parent's descriptor without following a link (a logged dir never leads out of
@@ -269,113 +249,6 @@ def _open_below(base: str, below: list[str], guard: Guard) -> int:
             os.close(fd)
         fd = sub
     return fd
-
-
-def _job_files_in(fd: int, guard: Guard) -> bool:
-    """A Harbor job dir holds a result.json or a config.json (the job's own regular file)."""
-    for marker in ("result.json", "config.json"):
-        with contextlib.suppress(OSError, Refused):
-            guard.stat_file(marker, dir_fd=fd)
-            return True
-    return False
-
-
-def _holds_result(top: int, name: str, guard: Guard) -> bool:
-    """Does the subdirectory ``name`` of an open dir hold a result.json (not followed)?"""
-    try:
-        with guard.directory(name, dir_fd=top) as sub:
-            guard.stat_file("result.json", dir_fd=sub)
-            return True
-    except (OSError, Refused, Hung):
-        return False
-
-
-def _is_trial_dir(top: int, name: str, path: str, guard: Guard) -> bool | None:
-    """Is ``name`` (below an open dir, holding a result.json) a trial dir rather than a Harbor
-    job dir? A job dir's subdirectories are trials holding result.json; a trial's (``agent/``,
-    ``verifier/``) hold none. With no such subdirectory (a job dir whose trials are all in
-    flight looks alike) the result.json's own content decides. ``None``: unreadable, or a
-    result.json that is no JSON object (binary, cut off mid-write): undecided, not a job dir."""
-    try:
-        with guard.directory(name, dir_fd=top) as sub:
-            for child, is_dir in _entries(sub, path, guard):
-                if is_dir and _holds_result(sub, child, guard):
-                    return False
-            raw = guard.read_small("result.json", _HEAD_BYTES, dir_fd=sub)[0]
-    except (OSError, Refused, Hung):
-        return None
-    decided = is_trial_result(raw)
-    if decided is None and len(raw) >= _HEAD_BYTES:
-        # A result.json longer than the head read: a trial's, with rollout details, when its
-        # top holds a trial's keys (a job's result.json is dumped without any).
-        return any(key in raw[:65536] for key in _TRIAL_HEAD)
-    return decided
-
-
-def _flat_trials(top: int, root: str, entries: list[tuple[str, bool]], guard: Guard) -> bool:
-    """Does ``root`` (no job files of its own) hold trial dirs directly (SkyRL's flat Harbor
-    ``trials_dir``)? Decided by its first subdirectory with a result.json that reads."""
-    for name, is_dir in entries:
-        if is_dir and _holds_result(top, name, guard):
-            trial = _is_trial_dir(top, name, os.path.join(root, name), guard)
-            if trial is not None:
-                return trial
-    return False
-
-
-GROUP_DEPTH = 2
-"""Plain directories looked through, below a trial root, for Harbor job dirs: ``harbor run -o
-jobs/<model>`` (or an adapter's ``jobs_dir: jobs/<bench>``) puts each job dir one level below
-``{workdir}/jobs`` (``Job.job_dir = jobs_dir / job_name``), ``-o jobs/<model>/<bench>`` two.
-Deeper is not searched: the roots are listed, never walked (no find on a parallel file
-system)."""
-GROUP_LISTINGS = 64
-"""Directories listed at most, per trial root, while looking through those levels."""
-
-
-def _looked_at(top: int, name: str, guard: Guard) -> tuple[bool, float] | None:
-    """Is the subdirectory ``name`` of an open dir a Harbor job dir, and when was it last
-    changed (its mtime)? Entered without following a link; ``None``: unreadable."""
-    try:
-        with guard.directory(name, dir_fd=top) as sub:
-            return _job_files_in(sub, guard), os.fstat(sub).st_mtime
-    except (OSError, Refused, Hung):
-        return None
-
-
-def _job_dirs(top: int, path: str, entries: list[tuple[str, bool]], guard: Guard, *,
-              listings: list[int], depth: int = 0) -> list[list[str]]:
-    """The Harbor job dirs (chunks) below the open ``top`` as path components: each
-    subdirectory holding a job's files, else, up to ``GROUP_DEPTH`` plain levels down, those
-    below it, the most recently changed directories first (Harbor making a job dir in one
-    moves its mtime: the bound falls on past runs', never on the one writing now); a
-    subdirectory holding trial dirs directly (a flat trials dir) is no level of job dirs (its
-    trials hold config.json and result.json too). ``listings``: what is left of
-    ``GROUP_LISTINGS``, shared by every level."""
-    found: list[list[str]] = []
-    plain: list[tuple[float, str]] = []
-    for name, is_dir in entries:
-        seen = _looked_at(top, name, guard) if is_dir else None
-        if seen is not None and seen[0]:
-            found.append([name])
-        elif seen is not None and depth < GROUP_DEPTH:
-            plain.append((-seen[1], name))
-    for _newest, name in sorted(plain):
-        if listings[0] <= 0:
-            break
-        listings[0] -= 1
-        sub_path = os.path.join(path, name)
-        try:
-            with guard.directory(name, dir_fd=top) as sub:
-                below = _entries(sub, sub_path, guard)
-                if _flat_trials(sub, sub_path, below, guard):
-                    continue
-                found.extend([name, *parts] for parts in
-                             _job_dirs(sub, sub_path, below, guard, listings=listings,
-                                       depth=depth + 1))
-        except (OSError, Refused, Hung):
-            continue
-    return found
 
 
 def _count_root(root: str, guard: Guard, clock: _Clock,

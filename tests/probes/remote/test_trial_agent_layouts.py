@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from probes.harbor import summarize_trials
+from probes.remote.job_dirs import GROUP_LISTINGS
 from probes.remote.script import build_collector_script
-from probes.remote.trial_roots import GROUP_LISTINGS, collect_trials
+from probes.remote.trial_roots import collect_trials
 from probes.slurm.assemble import trial_tree
 
 AGENTS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor-0.26.0" / "agents"
