@@ -60,10 +60,11 @@ def verl_log(total: int, steps: list[dict[str, float]]) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def hf_log(total: int, losses: list[tuple[float, float]]) -> str:
-    """HF Trainer (transformers 5.x) stdout: the bar and one string-valued dict a step."""
+def hf_log(total: int, losses: list[tuple[float, float]], *, first: int = 1) -> str:
+    """HF Trainer (transformers 5.x) stdout: the bar and one string-valued dict a step, from
+    step ``first`` (a run resumed from its checkpoint, or a log's tail)."""
     lines = [f"  0%|          | 0/{total} [00:00<?, ?it/s]"]
-    for i, (loss, grad) in enumerate(losses, start=1):
+    for i, (loss, grad) in enumerate(losses, start=first):
         lines.append(f"{int(100 * i / total):3d}%|          | {i}/{total} [00:{i % 60:02d}<"
                      f"00:10, 11.64s/it]{' ' * 46}{{'loss': '{loss:.4g}', 'grad_norm': "
                      f"'{grad:.4g}', 'learning_rate': '1e-05', 'epoch': '{i / total:.4g}'}}")

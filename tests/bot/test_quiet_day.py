@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from bot.store import RedisStore
 from probes.models import JobState
 from tests.bot.fake_slack import FakeSlack
-from tests.bot.quiet_day import Job, World, metrics, quiet_day, verl_log
+from tests.bot.quiet_day import Job, World, hf_log, metrics, quiet_day, trial_tree, verl_log
 
 pytestmark = pytest.mark.redis
 
@@ -383,3 +384,146 @@ async def test_an_array_s_waves_are_no_replies_until_it_is_done(
     assert "datagen-swe-shards ×16" in reply and "datagen-job-cleanup" in reply
     assert [dm.splitlines()[0] for dm in day.dms()] == [
         "✅ *datagen-swe-shards* `alpha:8800_12` (×16 tasks) completed."]
+
+
+class BusyDay:
+    """A day on alpha, 48 sweeps from 06:00: RL runs advancing ten noisy steps a sweep (one
+    healthy, one with its grad norm hovering at 1.0, one collapsing from 13:00 to 17:00, one
+    dying of a CUDA OOM at 21:00), an SFT cell chained over 4-hour walltimes and another
+    completing at 21:00, a datagen run whose chunks finish until 22:00, an eval climbing
+    slowly and one whose results stop at 22:30, a log fetch failing at 16:00 and the whole
+    cluster unreachable at 19:00."""
+
+    RL: ClassVar[dict[str, tuple[str, str]]] = {
+        "4100": ("rl-grpo-qwen-7b", "alice"), "4101": ("rl-ppo-llama-8b", "alice"),
+        "4102": ("rl-dapo-qwen-14b", "bob"), "4103": ("rl-grpo-llama-70b", "bob")}
+    CHAIN = ("4300", "4310", "4320", "4330")
+    OOM = ("Traceback (most recent call last):",
+           '  File "/w/verl/verl/trainer/main_ppo.py", line 64, in main',
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    def __init__(self) -> None:
+        self.world = world = World(start=START)
+        began = START - timedelta(hours=2)
+        for job_id, (name, user) in self.RL.items():
+            world.add(Job(job_id, name, user, started=began))
+            world.series[job_id] = [metrics(world.rng) for _ in range(20)]
+        world.add(Job("4300", "sft-grid-lr1e5", "bob", started=began, time_limit_s=4 * 3600))
+        world.add(Job("4310", "sft-grid-lr1e5", "bob", state=JobState.PENDING,
+                      dependency="afterany:4300", time_limit_s=4 * 3600))
+        world.add(Job("4301", "sft-grid-lr3e5", "bob", started=began))
+        world.sft = {"lr1e5": [(1.8 - 0.002 * i, 0.8) for i in range(100)],
+                     "lr3e5": [(1.7 - 0.002 * i, 0.7) for i in range(100)]}
+        for job_id, name in (("4400", "datagen-swe-shards"), ("4500", "eval-qwen7b-swebench"),
+                             ("4501", "eval-qwen7b-terminalbench")):
+            world.add(Job(job_id, name, "carol" if job_id == "4400" else "alice",
+                          started=began))
+        self.render()
+
+    def centre(self, job_id: str) -> dict[str, float]:
+        if job_id == "4101":
+            return {"grad_norm": 0.98}
+        if job_id == "4102" and 14 <= self.world.sweep <= 22:
+            return {"grad_norm": 3.0, "entropy": 0.3, "score": 0.1}
+        return {}
+
+    def advance(self) -> None:
+        world = self.world
+        world.sweep += 1
+        sweep, now = world.sweep, world.now()
+        for job_id in self.RL:
+            if world.jobs[job_id].state is JobState.RUNNING:
+                world.series[job_id] += [metrics(world.rng, **self.centre(job_id))
+                                         for _ in range(STEPS_PER_SWEEP)]
+        world.jobs["4100"].fetch_error = sweep == 20
+        world.unreachable = sweep == 26
+        link = sweep // 8
+        if sweep % 8 == 4 and link + 1 < len(self.CHAIN):
+            ended, nxt = world.jobs[self.CHAIN[link]], world.jobs[self.CHAIN[link + 1]]
+            ended.state, ended.ended = JobState.TIMEOUT, now
+            nxt.state, nxt.started, nxt.dependency = JobState.RUNNING, now, None
+            if link + 2 < len(self.CHAIN):
+                world.add(Job(self.CHAIN[link + 2], "sft-grid-lr1e5", "bob",
+                              state=JobState.PENDING, time_limit_s=4 * 3600,
+                              dependency=f"afterany:{nxt.job_id}"))
+        for cell, job_id in (("lr1e5", None), ("lr3e5", "4301")):
+            if job_id is None or world.jobs[job_id].state is JobState.RUNNING:
+                last = world.sft[cell][-1][0]
+                world.sft[cell] += [(last - 0.002 + world.rng.gauss(0, 0.01),
+                                     0.8 + world.rng.gauss(0, 0.05)) for _ in range(60)]
+        if sweep == 30:  # the 70b run dies; lr3e5 reaches its 1900 steps
+            for job_id, state in (("4103", JobState.FAILED), ("4301", JobState.COMPLETED)):
+                world.jobs[job_id].state, world.jobs[job_id].ended = state, now
+        self.render()
+
+    def render(self) -> None:
+        world, sweep, now = self.world, self.world.sweep, self.world.now()
+        for job_id in self.RL:
+            job = world.jobs[job_id]
+            job.text = verl_log(2000, world.series[job_id][-300:])
+            if job.state is JobState.FAILED:
+                job.text += "".join(f"(TaskRunnerV1 pid=247607) {line}\n" for line in self.OOM)
+        for cell, total in (("lr1e5", 3000), ("lr3e5", 1900)):
+            series = world.sft[cell]
+            text = hf_log(total, series[-400:], first=max(1, len(series) - 399))
+            for job in world.jobs.values():
+                if job.name == f"sft-grid-{cell}" and job.state is not JobState.PENDING \
+                        and (job.ended is None or job.ended == now):
+                    job.text = text
+        chunks = min(20, 4 + sweep // 2)
+        datagen = world.jobs["4400"]
+        datagen.trials = trial_tree(min(2000, 400 + 35 * sweep), 2000, now, rng=world.rng,
+                                    chunks=(chunks, 20))
+        datagen.text = "".join(f"chunk {i} uploaded\n" for i in range(chunks))
+        if chunks == 20 and datagen.state is JobState.RUNNING:
+            datagen.state, datagen.ended = JobState.COMPLETED, now
+        world.jobs["4500"].trials = trial_tree(60 + 3 * sweep, 500, now, rng=world.rng)
+        landed = START + timedelta(minutes=30 * min(sweep, 33))
+        world.jobs["4501"].trials = trial_tree(40 + 4 * min(sweep, 33), 300, now,
+                                               rng=world.rng, newest=landed)
+        for job_id in ("4500", "4501"):
+            world.jobs[job_id].text = "harbor run\n"
+
+
+async def test_a_busy_day_says_each_piece_of_news_once(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """48 sweeps of :class:`BusyDay`: the thread's replies are the full tables at each
+    period's start and one line per piece of news (the collapse, its recovery, the OOM
+    failure, the SFT cell and the datagen run done with their cleanups, the eval's stall;
+    nothing for the hovering grad norm, the chain restarts, the fetch and SSH blips);
+    the DMs are the collapse alert and the owners' job ends. Before this suite, the same day
+    was 19 replies: 11 'recovered — was warning' for the hovering grad norm, 3 chain
+    restarts, the collapse's recovery as 'was warning'."""
+    day_ = BusyDay()
+    async with quiet_day(slack, store, day_.world, tmp_path) as day:
+        for sweep in range(48):
+            if sweep:
+                day_.advance()
+            await day.sweep()
+    replies = day.replies()
+    tables = [r for r in replies if r.startswith("Full tables as of")]
+    assert [t.splitlines()[0] for t in tables] == ["Full tables as of 06:00Z",
+                                                   "Full tables as of 00:00Z"]
+    news = [line for r in replies if r not in tables for line in r.splitlines()
+            if line.startswith(("•", "🚨", "🔥", "✅", "⚠️"))]
+    expected = [
+        "🚨 collapse on `alpha:4102` rl-dapo-qwen-14b",
+        "• recovered: rl-dapo-qwen-14b (alpha:4102) — was collapse",
+        "🔥 `alpha:4103` rl-grpo-llama-70b failed: dated agent_logs/ entry: oom: "
+        "torch.OutOfMemoryError: CUDA out of memory",
+        "✅ `alpha:4301` sft-grid-lr3e5 completed: sft-job-cleanup",
+        "✅ `alpha:4400` datagen-swe-shards completed: datagen-job-cleanup",
+        "• stalled: eval-qwen7b-terminalbench (alpha:4501)",
+    ]
+    assert len(news) == len(expected), news
+    for line, start in zip(news, expected, strict=True):
+        assert line.startswith(start), (line, start)
+    dms = day.dms()
+    assert [dm.splitlines()[0] for dm in dms] == [
+        "*Collapse on* `alpha:4102` *rl-dapo-qwen-14b* (owner bob)",
+        "❌ *rl-grpo-llama-70b* `alpha:4103` ended FAILED.",  # bob's ends of 21:00: one DM
+        "✅ *datagen-swe-shards* `alpha:4400` completed.",
+        "⏸ *eval-qwen7b-terminalbench* `alpha:4501` is stalled.",
+    ]
+    assert "✅ *sft-grid-lr3e5* `alpha:4301` completed." in dms[1]
+    assert "sft-job-cleanup" in dms[1]
