@@ -33,6 +33,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 # In-process the guard is imported; when shipped, its source is prepended (probes.remote.script).
@@ -175,6 +176,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
             if 0 < offset <= size:
                 start = max(start, offset)
             data = guard.read(fd, start, max_bytes, path)
+            if start > 0 and offset <= 0:  # a cold tail of a longer log
+                start, data = _deepened(guard, fd, path, start, data, max_bytes=max_bytes)
             if track:  # read up to a whole character, the cursor just past it
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
@@ -211,6 +214,40 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
 
 LONG_LINE_SCAN = 64 << 20
 """How far back before a tail that holds no line break a read looks for the last one."""
+
+
+DEEPEN_GATES = (b"continue sampling", b"Keep generating")
+"""Lines after which a batches bar leads its step by more than the tail can measure: SkyRL's
+``Resample batch K, continue sampling...``, verl's DAPO ``num_gen_batches=K. Keep
+generating...`` (``probes.logs.skyrl_batches``)."""
+_ANCHOR_RE = re.compile(
+    rb"saved checkpoint for global_step_\d|Step \d+: ?(?:\x1b\[[0-9;]*m)*\r?$|step:\d+ - ",
+    re.MULTILINE)
+"""A line that names the step the bar stands at: SkyRL's save line and its tracker's ``Step
+N:`` header, verl's ``step:N - ...`` line."""
+DEEPEN_MAX = 8 << 20
+"""How far back from the end a cold tail that resamples is read for an anchor, at most: a
+quarter of the default answer budget (``answer_budget_bytes``, 32 MiB), so a request holding
+a few such runs still answers for every job; past it the lead is counted from there."""
+
+
+def _deepened(guard: Guard, fd: int, path: str, start: int, data: bytes, *,
+              max_bytes: int) -> tuple[int, bytes]:
+    """``(start, data)`` read back, a tail's worth at a time, to the line that names the step
+    (``_ANCHOR_RE``) or the log's start, when ``data`` resamples and names none: a count of
+    batches read from the tail's start alone would take every batch resampled before it for a
+    step (a run at global step 1200 read at 1494). At most ``DEEPEN_MAX`` bytes in all; a tail
+    with no resample line, or an anchor, is left as it is (two ``bytes.find`` of its MiB)."""
+    if not any(gate in data for gate in DEEPEN_GATES) or _ANCHOR_RE.search(data):
+        return start, data
+    while start > 0 and len(data) < DEEPEN_MAX:
+        lo = max(0, start - max_bytes, start - (DEEPEN_MAX - len(data)))
+        chunk = guard.read(fd, lo, start - lo, path)
+        start, data = start - len(chunk), chunk + data
+        # (the chunk and the line it cuts at its end: an anchor line split between reads)
+        if _ANCHOR_RE.search(data, 0, len(chunk) + 4096) or len(chunk) < 1:
+            break
+    return start, data
 
 
 def endless_line(scanned: int) -> str:
