@@ -123,6 +123,7 @@ class World:
     series: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     sft: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     unreachable: bool = False
+    unreachable_detail: str = "ssh: connect to 127.0.0.1 port 2222: Connection refused"
     sweep: int = 0
     events: dict[int, Callable[[World], None]] = field(default_factory=dict)
     rl_step: Callable[[World, str, int], dict[str, float]] | None = None
@@ -137,7 +138,7 @@ class World:
         now = self.now()
         if self.unreachable:
             return ClusterFacts(name="alpha", kind="slurm", status="unreachable",
-                                detail="ssh: connect to 127.0.0.1 port 2222: Connection refused",
+                                detail=self.unreachable_detail,
                                 collected_at=now)
         return ClusterFacts(name="alpha", kind="slurm", status="ok", collected_at=now,
                             jobs=tuple(j.facts(now) for j in self.jobs.values()))

@@ -527,3 +527,24 @@ async def test_a_busy_day_says_each_piece_of_news_once(
     ]
     assert "✅ *sft-grid-lr3e5* `alpha:4301` completed." in dms[1]
     assert "sft-job-cleanup" in dms[1]
+
+
+async def test_an_outage_s_line_quotes_the_cluster_s_words_inert(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """The outage line quotes the probe's reason, which may carry the login node's own words
+    (a banner, an error): no mention, no link, no code span broken out of."""
+    world, advance = two_runs()
+    world.unreachable_detail = "ssh: banner <!channel> <https://x.example|login> & `rm` *x*"
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        for sweep in range(1, 4):
+            advance()
+            world.unreachable = sweep >= 2
+            await day.sweep()
+    down = [text for kind, text in day.visible() if "unreachable since" in text]
+    assert len(down) == 1
+    assert "<!channel>" not in down[0] and "<https" not in down[0]
+    assert "&lt;!channel&gt;" in down[0] and "&amp;" in down[0]
+    assert down[0].count("`") % 2 == 0
+    edits = [text for kind, text in day.visible() if kind == "edit" and "UNREACHABLE" in text]
+    assert edits and not any("<!channel>" in text or "<https" in text for text in edits)
