@@ -12,8 +12,9 @@ told again: ``bot.repeats``; an unreachable cluster is told only past one sweep:
 ``bot.cluster_watch``). A sweep in which nothing changed posts nothing, nor one whose only
 changes are routine (a chain restart: listed when a reply goes out anyway). The full tables go
 into the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
-``full_tables_every`` sweeps when that is set. Arrays and grids are grouped
-(:mod:`report.grouping`) in the parent, the tables and the change rows.
+``full_tables_every`` sweeps when that is set; a period opened while a cluster is unreachable
+waits up to two intervals for a sweep that reads it before its tables go. Arrays and grids are
+grouped (:mod:`report.grouping`) in the parent, the tables and the change rows.
 
 State lives in Redis (documents under ``digest:``, each with a TTL): the parent of each
 (channel, period) and the last sweep's job snapshots (a cluster the sweep could not read keeps
@@ -236,8 +237,11 @@ class Digest(DigestPosting):
         every = config.digest.full_tables_every
         # A retry of a sweep the parent counted already is no new sweep: its first try's
         # periodic tables stand (those Slack refused are in ``kept``), never posted twice.
-        tables = parent is None or opened or bool(
+        tables = parent is None or opened or bool(parent.get("tables_due")) or bool(
             every and parent["sweeps"] % every == 0 and not counted)
+        if tables and parent is not None and await self._tables_wait(parent, config, channel,
+                                                                     unread):
+            tables = False
         for kind, message, at in kept:  # the refused replies still kept, in their order
             if not (kind == "tables" and tables):  # fresh full tables replace old ones
                 await self._thread(channel, ts, [message], kind=kind, refused_at=at)
@@ -253,6 +257,25 @@ class Digest(DigestPosting):
             messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
                                                header=header, only=only)
             await self._thread(channel, ts, messages, kind="changes")
+
+    async def _tables_wait(self, parent: dict[str, Any], config: Config, channel: str,
+                           unread: Mapping[str, tuple[int, datetime | None]] | None) -> bool:
+        """Whether the period's full tables wait for a sweep that reads every cluster: one
+        opened while a cluster holding jobs is unreachable (an SSH blip at midnight) would be
+        the day's only tables, without them. They wait (``tables_due`` in the parent's
+        document) up to two sweep intervals after the parent opened, then go as they are."""
+        if not any(n for n, _ in (unread or {}).values()):
+            return False
+        opened = parent.get("opened_at")
+        waited = (self._clock() - datetime.fromisoformat(opened)).total_seconds() \
+            if isinstance(opened, str) else 0.0
+        if waited >= 2 * config.slack.sweep_every_minutes * 60:
+            return False
+        name, _ = self._parent_name(channel, config)
+        current = await self._get(name)
+        if isinstance(current, dict) and current.get("ts") == parent.get("ts"):
+            await self._put(name, {**current, "tables_due": True}, ttl_s=self._ttl(config))
+        return True
 
     async def _parent(self, result: SweepResult, config: Config, channel: str,
                       interval: int | None = None, *, retry: bool = False,
@@ -326,7 +349,7 @@ class Digest(DigestPosting):
             name, _ = self._parent_name(channel, config)
             current = await self._get(name)
             if isinstance(current, dict) and current.get("ts") == parent.get("ts"):
-                await self._put(name, {**current, "tables_for": stamp},
+                await self._put(name, {**current, "tables_for": stamp, "tables_due": False},
                                 ttl_s=self._ttl(config))
         return True
 

@@ -548,3 +548,22 @@ async def test_an_outage_s_line_quotes_the_cluster_s_words_inert(
     assert down[0].count("`") % 2 == 0
     edits = [text for kind, text in day.visible() if kind == "edit" and "UNREACHABLE" in text]
     assert edits and not any("<!channel>" in text or "<https" in text for text in edits)
+
+
+async def test_a_day_opened_while_its_cluster_is_down_gets_its_tables_when_it_answers(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """alpha's login node refuses SSH at midnight, the sweep that opens the new day's parent
+    (and at its retry): that day's full tables, posted once, had been an empty 'Full tables
+    as of 00:00Z'. They now wait for the next sweep that reads the cluster (00:30), once."""
+    world, advance = two_runs()
+    world.start = datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        for sweep in range(5):  # 23:00, 23:30, 00:00 (down), 00:30, 01:00
+            if sweep:
+                advance()
+            world.unreachable = sweep == 2
+            await day.sweep()
+    tables = [text for text in day.replies() if text.startswith("Full tables")]
+    assert [t.splitlines()[0] for t in tables] == ["Full tables as of 23:00Z",
+                                                   "Full tables as of 00:30Z"]
+    assert "rl-grpo-qwen-7b" in tables[1] and "rl-grpo-llama-70b" in tables[1]
