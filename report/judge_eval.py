@@ -15,6 +15,9 @@ Policy (seed §Eval; CONTRACT §6):
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens, or after only their LLM client's retries ended in a connection failure
   (``probes.harbor.is_instant_fail``: terminus-2's take ~36 s): the tunnel carries no traffic.
+  While a running eval's engine serves (a 200 within the idle window, requests running) the
+  tunnel does carry traffic: fewer than ``INSTANT_FAIL_MIN`` instant trials (a fresh run's
+  broken tasks end first) are a note; more are flagged, the diagnosis pointing at the agent.
 - A high AgentTimeoutError share is not a problem: no flag; the trend says it is expected on
   hard sets. A burst of them among the latest trials of a nearly-done eval is its hard-trial
   tail (``_hard_tail_note``): said in the Trend, no flag. Only Harbor's passthrough
@@ -175,24 +178,46 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> b
         return False
     _progress_rule(ctx, f, stats, trials)
     recent = trial_stats(ctx, last_n=ctx.settings.thresholds.pass_rate_trials)
-    instant = _instant_fail_rule(f, recent)
+    instant = _instant_fail_rule(f, recent, serving=_engine_serving(ctx))
     if not never_started_rule(ctx, f, recent):
         _never_started_note(ctx, f)
     return instant
 
 
-def _instant_fail_rule(f: Findings, recent: TrialStats | None, ended: str = "") -> bool:
+INSTANT_FAIL_MIN = 10
+"""Instant trials a running eval needs for instant-fail while its engine serves the others:
+instant failures end first, so a fresh run's first few (broken task images) are every trial
+finished, beside agents the engine is answering."""
+
+
+def _engine_serving(ctx: JudgeContext) -> bool:
+    """The engine answered a 200 within the idle window and has requests running: traffic
+    reaches it through the tunnel now."""
+    return fresh_ok(ctx) and bool(infra_signals(ctx).engine_running_requests)
+
+
+def _instant_fail_rule(f: Findings, recent: TrialStats | None, ended: str = "", *,
+                       serving: bool = False) -> bool:
     """Half or more of the latest trials ended at once with null output: the tunnel carries
-    no traffic (``ended``: what that makes of a finished eval's score)."""
+    no traffic (``ended``: what that makes of a finished eval's score). While the engine
+    serves (``serving``), the tunnel does carry traffic: fewer than ``INSTANT_FAIL_MIN`` such
+    trials are a note, more point at the agent; False then (the tunnel's mark stands)."""
     if recent is None or not recent.trials or 2 * recent.instant_fail < recent.trials:
+        return False
+    text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
+    if serving and recent.instant_fail < INSTANT_FAIL_MIN:
+        note = (f"{recent.instant_fail}/{recent.trials} trials ended instantly "
+                "(null output); engine serving")
+        f.notes.append(note)
+        f.trend(Priority.BACKGROUND + 2, note)
         return False
     f.flag("instant-fail")
     f.verdict("warning")
-    text = f"INSTANT-FAIL: {recent.instant_fail}/{recent.trials} trials, null output"
     f.trend(Priority.DIAGNOSE + 1, text)
-    f.recommend(Priority.DIAGNOSE + 1, "diagnose",
-                text + "; the tunnel is not carrying traffic" + ended)
-    return True
+    why = ("; the engine is serving other agents (fresh 200s): not the tunnel, check the "
+           "agent and its sandbox" if serving else "; the tunnel is not carrying traffic")
+    f.recommend(Priority.DIAGNOSE + 1, "diagnose", text + why + ended)
+    return not serving
 
 
 _NO_SCORE = "; its pass-rate is no score: diagnose before its cleanup reaps the evidence"
