@@ -82,6 +82,26 @@ class EpochStepLabel(NamedTuple):
     loss: float | None
 
 
+_NUMBER = r"[-+]?(?:\d{1,32}(?:\.\d{0,32})?(?:[eE][-+]?\d{1,4})?|nan|inf)"
+_LOSS_DESC_RE = re.compile(rf"Epoch \d{{1,6}}, Loss ({_NUMBER})(?:, LR ({_NUMBER}))?")
+
+
+def loss_desc(desc: str) -> dict[str, float] | None:
+    """The loss (and learning rate) a run-long training bar's desc carries, AnswerDotAI
+    fsdp_qlora's ``f"Epoch {epoch}, Loss {log_loss:.3f}, LR {log_lr:.2e}"`` (its LR part
+    left out when there is no scheduler), set after each optimizer step; else None. The bar
+    counts the run's optimizer steps."""
+    if ", Loss " not in desc:
+        return None
+    found = _LOSS_DESC_RE.fullmatch(desc)
+    if found is None:
+        return None
+    values = {"loss": float(found.group(1))}
+    if found.group(2) is not None:
+        values["learning_rate"] = float(found.group(2))
+    return values
+
+
 def epoch_step_label(desc: str) -> EpochStepLabel | None:
     """A bar label of torchtune's ``E|S[|Loss: X]`` shape (its finetune recipes'
     ``pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")``),

@@ -19,7 +19,7 @@ from itertools import pairwise
 from math import isfinite
 from statistics import median
 
-from probes.logs.bar_lines import TqdmBar, epoch_step_label
+from probes.logs.bar_lines import TqdmBar, epoch_step_label, loss_desc
 from probes.logs.lines import parse_number
 
 TRAIN_DESCS = frozenset(
@@ -115,6 +115,12 @@ EPOCH_STEP_BAR = "E|S|Loss"
 per epoch length."""
 
 
+LOSS_DESC_BAR = "Epoch E, Loss X"
+"""The track desc of a run-long training bar whose desc carries the step's loss
+(``bar_lines.loss_desc``: fsdp_qlora's ``Epoch 0, Loss 1.234, LR 2.00e-05``): one track, its
+desc changing at every step."""
+
+
 EPISODE_BAR = "Episode [k/N]"
 """The track desc of OpenRLHF's PPO bar, ``tqdm(range(len(prompts_dataloader)), desc=f"Episode
 [{episode + 1}/{num_episodes}]")``: one bar a episode (``episode_progress``)."""
@@ -124,11 +130,14 @@ _EPISODE_RE = re.compile(r"^Episode \[(\d{1,6})/(\d{1,6})\]$")
 def training_desc(desc: str) -> str | None:
     """The track desc of a training bar's (stripped) desc: itself if a trainer's own
     (``TRAIN_DESCS``), ``EPOCH_STEP_BAR`` for torchtune's ``E|S[|Loss: X]`` label,
-    ``EPISODE_BAR`` for OpenRLHF's ``Episode [k/N]``, else None."""
+    ``EPISODE_BAR`` for OpenRLHF's ``Episode [k/N]``, ``LOSS_DESC_BAR`` for fsdp_qlora's
+    ``Epoch E, Loss X[, LR Y]``, else None."""
     if desc in TRAIN_DESCS:
         return desc
     if desc.startswith("Episode [") and _EPISODE_RE.match(desc) is not None:
         return EPISODE_BAR
+    if desc.startswith("Epoch ") and loss_desc(desc) is not None:
+        return LOSS_DESC_BAR
     return EPOCH_STEP_BAR if epoch_step_label(desc) is not None else None
 
 

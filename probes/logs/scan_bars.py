@@ -19,6 +19,7 @@ from probes.logs.bar_lines import (
     after_bar,
     epoch_step_label,
     glued_dict,
+    loss_desc,
     may_be_lightning,
 )
 from probes.logs.clock import STAMP_LEADS
@@ -26,6 +27,7 @@ from probes.logs.lines import interval_seconds, parse_pairs, parse_verl, quoted_
 from probes.logs.progress import (
     EPISODE_BAR,
     EPOCH_STEP_BAR,
+    LOSS_DESC_BAR,
     TRAINING_RATES,
     WIDE_WINDOW,
     BarTrack,
@@ -197,6 +199,8 @@ class BarScan(EpisodeScan):
                 self.hf_anchor_key = key
             elif desc == EPISODE_BAR:
                 self._see_episode_bar(desc_raw, key[1])
+            elif desc == LOSS_DESC_BAR:
+                self._on_loss_desc(desc_raw, step, line_no)
             self._after_bar(desc, step)
             if desc == EPISODE_BAR and "=" in line:
                 self._episode_status(TqdmBar(desc_raw.strip(), step, key[1], None, ""),
@@ -341,6 +345,8 @@ class BarScan(EpisodeScan):
                 self.hf_anchor_key = (desc, bar.total)
             elif desc == EPISODE_BAR:
                 self._see_episode_bar(bar.desc, bar.total)
+            elif desc == LOSS_DESC_BAR:
+                self._on_loss_desc(bar.desc, bar.current, line_no)
             self._after_bar(desc, bar.current)
 
     def _skyrl_redraw(self, current: int) -> int:
@@ -367,6 +373,14 @@ class BarScan(EpisodeScan):
         label = epoch_step_label(desc.strip())
         if label is not None and label.loss is not None:
             self._record(label.step, {"loss": label.loss}, line_no, None)
+
+    def _on_loss_desc(self, desc: str, step: int, line_no: int) -> None:
+        """A run-long bar whose desc carries the loss (``bar_lines.loss_desc``): the point at
+        its count, the optimizer steps done."""
+        self._mark("fsdp_qlora")
+        values = loss_desc(desc.strip())
+        if values is not None and step > 0:
+            self._record(step, values, line_no, None)
 
     def _after_bar(self, desc: str, current: int) -> None:
         """What a training bar's redraw tells beyond its track: the HF anchor, SkyRL's step."""
