@@ -50,6 +50,8 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.logged_paths import logged_trials_dirs
 with contextlib.suppress(ImportError):
+    from probes.remote.harbor_paths import harbor_jobs_dirs
+with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, _entries, _read_stamped
 
 TRIAL_BUDGET_S = 20.0
@@ -315,11 +317,13 @@ def collect_trials(roots: list[str], guard: Guard | None = None,
 def collect_logged_trials(text: str | None, workdir: str | None, bases: list[str],
                           skip: list[str], guard: Guard, *,
                           budget_s: float = TRIAL_BUDGET_S) -> Json:
-    """The trials dirs the log names (``logged_trials_dirs``), newest first, each counted
-    like a trial root (``skip``: the roots already counted); once per request and owner."""
+    """The trials dirs the log names (``logged_trials_dirs``), then the Harbor jobs dirs it
+    names (``harbor_jobs_dirs``), newest first, each counted like a trial root (``skip``: the
+    roots already counted); once per request and owner."""
     out: Json = {}
     bound: _Clock | None = None
-    for base, below in logged_trials_dirs(text, workdir, bases):
+    named = logged_trials_dirs(text, workdir, bases) + harbor_jobs_dirs(text, workdir, bases)
+    for base, below in named:
         path = os.path.join(base, *below)
         if path in skip or path in out:
             continue
