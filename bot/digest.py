@@ -92,6 +92,7 @@ from report.changes import (
     read_before,
     restart_counts,
     snapshots,
+    through_requeue,
     through_untold,
 )
 from report.chunks import SlackMessage
@@ -115,8 +116,8 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
     is forgotten."""
     before = previous or {}
     # A told trouble read unknown (a log not fetched) or warning is kept: its recovery is
-    # told once it reads healthy.
-    current = {k: through_untold(before.get(k), s)
+    # told once it reads healthy. A run pending again after it ran is marked requeued.
+    current = {k: through_requeue(before.get(k), through_untold(before.get(k), s))
                for k, s in snapshots(report, restarts).items()}
     unread = {c.name for c in report.clusters if c.status != "ok"}
     partial = {c.name for c in report.clusters if read_in_part(c)}

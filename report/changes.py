@@ -16,7 +16,8 @@ A job that left the report (aged out) says nothing either. With no previous snap
 (the very first sweep) there is no baseline: the caller reports nothing.
 
 An array's waves (a task finished while others still run or wait, a task started after
-others ran) are ``routine``: listed only in a reply that goes out anyway, as a chain restart is.
+others ran) are ``routine``: listed only in a reply that goes out anyway, as a chain restart is,
+and as a requeued run's start again is (its requeue was told: :func:`through_requeue`).
 
 A pending array's unsplit remainder is one record under the array's own id standing for many
 tasks (``report.grouping.pending_task_counts``); its change carries that count (``tasks``), so a
@@ -65,6 +66,9 @@ class Snapshot(Frozen):
     restarts: int | None = None
     """The scheduler's restart count (SLURM requeues; Kubernetes container restarts, failed
     pods and JobSet restarts): a rise is a restart, also one no sweep saw under way."""
+    requeued: bool = False
+    """Pending again after it ran (preempted, requeued: told 'restarted'), until it runs:
+    its start then is the requeue working (:func:`through_requeue`)."""
 
 
 class Change(Frozen):
@@ -102,6 +106,15 @@ def through_untold(before: Snapshot | None, now: Snapshot) -> Snapshot:
             or not (before.verdict in _TROUBLED or before.stalled):
         return now
     return now.model_copy(update={"verdict": before.verdict, "stalled": before.stalled})
+
+
+def through_requeue(before: Snapshot | None, now: Snapshot) -> Snapshot:
+    """``now``, marked ``requeued`` while it is pending after it ran (``before`` running or
+    completing, or already marked): its next start is routine, not a reply of its own."""
+    if now.state is not JobState.PENDING or before is None or not (
+            before.requeued or before.state in {JobState.RUNNING, JobState.COMPLETING}):
+        return now
+    return now.model_copy(update={"requeued": True})
 
 
 def snapshots(report: Report, restarts: Mapping[Key, int] | None = None) -> dict[Key, Snapshot]:
@@ -199,7 +212,10 @@ def change_of(prev: Snapshot | None, job: JobReport,
         return _change("recovered", job, f"was {was.verdict}")
     if cur.state is not JobState.PENDING and (prev is None or prev.state not in
                                               {JobState.RUNNING, JobState.COMPLETING}):
-        return _change("started", job, "running")
+        # A requeued run starting again: its requeue was told ('restarted'); this is that
+        # working, listed only in a reply that goes out anyway.
+        return _change("started", job, "running").model_copy(
+            update={"routine": bool(prev and prev.requeued)})
     return None
 
 

@@ -567,3 +567,26 @@ async def test_a_day_opened_while_its_cluster_is_down_gets_its_tables_when_it_an
     assert [t.splitlines()[0] for t in tables] == ["Full tables as of 23:00Z",
                                                    "Full tables as of 00:30Z"]
     assert "rl-grpo-qwen-7b" in tables[1] and "rl-grpo-llama-70b" in tables[1]
+
+
+async def test_a_requeued_run_starting_again_is_no_reply_of_its_own(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A run on a preemptible partition is preempted and requeued twice (pending at 07:30
+    and 09:00, running again half an hour later): each requeue is news ('restarted', it lost
+    the steps since its checkpoint), its start again is the requeue working and had been a
+    reply of its own ('started: running'), two replies a preemption."""
+    world, advance = rl_world({"4100": ("rl-grpo-qwen-7b", "alice", lambda sweep: {})})
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 10):
+            advance()
+            job = world.jobs["4100"]
+            if sweep in (3, 6):
+                job.state = JobState.PENDING
+            elif sweep in (4, 7):
+                job.state, job.started = JobState.RUNNING, world.now() - timedelta(minutes=10)
+            await day.sweep()
+    news = [line.split(" — ")[0] for reply in day.replies()[baseline:]
+            for line in reply.splitlines() if line.startswith("•")]
+    assert news == ["• restarted: rl-grpo-qwen-7b (alpha:4100)"] * 2
