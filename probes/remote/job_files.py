@@ -27,7 +27,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, listdir
 with contextlib.suppress(ImportError):
-    from probes.remote.logged_paths import logged_checkpoint_dirs
+    from probes.remote.logged_paths import carried_text, logged_checkpoint_dirs
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
@@ -37,7 +37,6 @@ with contextlib.suppress(ImportError):
         plain_text,
         read_tail,
         resume,
-        scan_text,
         valid_cursor,
     )
 
@@ -341,10 +340,10 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         # cursor (re-checked here as any the log prints: inside workdir/roots, or a root of
         # their own that needs no '..').
         bases = [b for b in [job.get("workdir"), *roots] if b]
-        found = logged_checkpoint_dirs(scan_text(log["cursor"]["dirs"], text), bases,
+        found = logged_checkpoint_dirs(carried_text(log["cursor"]["dirs"], text), bases,
                                        job.get("workdir"), command)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
-        text = scan_text(log["cursor"]["dirs"], None)
+        text = carried_text(log["cursor"]["dirs"], None)
     trials = SEEN[trials_key]
     # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
     # first: they are the run's own (inside workdir/roots only, entered without a link). A

@@ -147,6 +147,14 @@ def _place(raw: str, bases: list[str], workdir: str | None,
     return target, []
 
 
+def carried_text(carried: list[str], text: str | None) -> str:
+    """The text whose checkpoint directories a tracked read reports: the ones earlier reads
+    found (oldest first, as printed), each under a save key as a config dump names one (so a
+    root of its own found in a dump or the command line, neither sent again, stays one), then
+    the new text, so the newest win."""
+    return "".join(f"checkpoint_dir: {d}\n" for d in reversed(carried)) + (text or "")
+
+
 def _model_source(line: str, match: Any) -> bool:
     """The path ``match`` found is given as the model to load (verl/SkyRL ``model.path``,
     HF/TRL ``model_name_or_path``, OpenRLHF ``--pretrain``): an init checkpoint, maybe another

@@ -214,3 +214,37 @@ def test_named_folders_are_bounded() -> None:
     found = logged_checkpoint_dirs(log, ["/home/u/w"], "/home/u/w")
     assert len(found) == 8
     assert all(re.fullmatch(r"/scratch/u/run\d+", base) and not below for base, below in found)
+
+
+@pytest.mark.parametrize("via", ["dump", "command"])
+def test_a_warm_read_keeps_the_named_folder(reachable_tmp: Path, via: str) -> None:
+    """A running job's resumed read (the bot's warm sweep) has only the new lines, no config
+    dump, and the sweep's listing sends no command line: the folder the first read found
+    rides in the log cursor and still banks (SkyRL's ckpt_path, OpenRLHF's --ckpt_path)."""
+    ckpt = reachable_tmp / "scratch" / "ckpts"
+    _steps(ckpt, 10, 20, role="policy")
+    log = _skyrl_log(str(ckpt), str(reachable_tmp / "scratch" / "hf"))
+    if via == "command":
+        log = SKYRL_CONSOLE
+    workdir = reachable_tmp / "w"
+    workdir.mkdir()
+    out = workdir / "slurm-7001.out"
+    out.write_text(log)
+    _own(reachable_tmp, _jtuser())
+    job: dict[str, Any] = {"id": "7001", "user": "jtuser", "stdout": str(out),
+                           "workdir": str(workdir), "offset": 0, "completed": False,
+                           "checkpoint_roots": [str(workdir / "checkpoints")],
+                           "trial_roots": [], "cursor": None}
+    if via == "command":
+        job["command"] = f"/home/jtuser/w/job.sbatch --ckpt_path {ckpt}"
+    first = collector.collect({"tail_bytes": 1 << 22, "min_lines": 1, "jobs": [job]})
+    cursor = first["jobs"]["7001"]["log"]["cursor"]
+    assert str(ckpt) in cursor["dirs"]
+    with out.open("a") as handle:
+        handle.write("(skyrl_entrypoint pid=48213) Training Batches Processed:  31%|\n")
+    job.update(cursor=cursor)
+    job.pop("command", None)
+    warm = collector.collect({"tail_bytes": 1 << 22, "min_lines": 1, "jobs": [job]})
+    entry = warm["jobs"]["7001"]
+    assert entry["log"]["offset"] > 0  # a resumed read: only the new line
+    assert entry["checkpoints"]["listings"].get(str(ckpt)) == ["global_step_10", "global_step_20"]
