@@ -5,7 +5,8 @@ Each job writes a Harbor 0.26.0 tree into its workdir as it starts (``tests/fixt
 harbor-0.26.0/agents``, Harbor's own serialisation: job dirs one level below ``jobs/``, each
 trial's turns only in its ATIF ``agent/trajectory.json``) and prints Harbor's progress rows as a
 terminal shows them. Before 2e9d9bf: the eval read buffering, 0/20 trials; the datagen run
-trials 6 (its last row), no Chunks, no avg_turns; the dead-engine run healthy, no flag.
+trials 6 (its last row), no Chunks, no avg_turns; the dead-engine run healthy, no flag. Before
+475be1c: the eval writing to scratch (``-o``) read its progress row's 16/20 and no pass-rate.
 """
 
 from __future__ import annotations
@@ -33,9 +34,17 @@ SCRIPT = ('cp -r src/jobs ./jobs\n'
           'cat src/console.txt\n'
           'echo done > "mark_$SLURM_JOB_ID"\n'
           'sleep 300\n')
+SCRATCH = ('harbor() {{ {{ set +x; }} 2>/dev/null; cp -r src/jobs/*/* "{jobs}/"; '
+           'cat src/console.txt; echo done > "mark_$SLURM_JOB_ID"; sleep 300; }}\n'
+           'set -x\n'
+           'harbor run -d terminal-bench@2.0 -a claude-code -m anthropic/claude-sonnet-4-5 '
+           '-o "{jobs}"\n')
+"""An eval whose jobs dir is on scratch (``-o``), outside the workdir and every root; the
+batch script's ``set -x`` echoes the command, the one place a running Harbor names it."""
 RUNS = {"datagen": ("datagen-swe-openhands", "swe-smith", "openhands"),
         "dead": ("datagen-swe-dead", "swe-smith", "openhands"),
-        "eval": ("eval-claude-sonnet-tbench", "terminal-bench", "claude-code")}
+        "eval": ("eval-claude-sonnet-tbench", "terminal-bench", "claude-code"),
+        "scratch": ("eval-claude-sonnet-scratch", "terminal-bench", "claude-code")}
 
 
 def _as_user(env: SlurmEnv, *argv: str, stdin: bytes | None = None) -> str:
@@ -70,9 +79,11 @@ def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory
     try:
         for key, (name, dataset, agent) in RUNS.items():
             run = base / key
-            _as_user(env, "mkdir", "-p", str(run))
-            _as_user(env, "tar", "-x", "-C", str(run), stdin=_tarred(AGENTS / key))
-            script = SCRIPT.format(dataset=dataset, agent=agent)
+            _as_user(env, "mkdir", "-p", str(run), str(base / "scratch-jobs"))
+            _as_user(env, "tar", "-x", "-C", str(run),
+                     stdin=_tarred(AGENTS / ("eval" if key == "scratch" else key)))
+            script = (SCRATCH.format(jobs=base / "scratch-jobs") if key == "scratch"
+                      else SCRIPT.format(dataset=dataset, agent=agent))
             ids[key] = _as_user(env, "sbatch", "--parsable", f"--chdir={run}", "--time=10",
                                 f"--job-name={name}-{tag}", "-o", "out_%j.log",
                                 "--wrap", script).strip()
@@ -135,3 +146,12 @@ def test_the_nested_trees_cost_no_remote_command(rows: dict[str, dict[str, Any]]
     collector command: a cold sweep within three remote commands, ``jobtables job`` two."""
     assert rows["trips"]["sweep"] <= 3
     assert rows["trips"]["job"] <= 2
+
+
+def test_an_eval_writing_to_scratch_is_read_where_its_command_names(
+        rows: dict[str, dict[str, Any]]) -> None:
+    """``harbor run -o /scratch/...`` echoed by ``set -x``: the tree under no root is read."""
+    m = rows["scratch"]["metrics"]
+    assert (m["trials"], m["trials_total"]) == (16, 20)
+    assert m["pass_rate"] == pytest.approx(6 / 16)
+    assert m["top_exception"] == "AgentTimeoutError"
