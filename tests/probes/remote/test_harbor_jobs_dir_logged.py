@@ -141,3 +141,22 @@ def test_the_shipped_script_under_python37_reads_it(tmp_path: Path) -> None:
     ran = subprocess.run([str(PY37), "-"], input=build_collector_script(req).encode(),
                          capture_output=True, check=True, timeout=120)
     assert _counted(json.loads(ran.stdout)) == {str(job.parent): 16}
+
+
+def test_the_echoed_jobs_dir_is_kept_across_warm_reads(tmp_path: Path) -> None:
+    """The bot reads a running job's log from its cursor: the appended progress rows only,
+    which no longer hold the echoed command. The jobs dir rides in the cursor as a logged
+    trials dir does, so the tree stays counted."""
+    workdir, job = _scratch_eval(tmp_path)
+    echo = f"+ harbor run -d terminal-bench@2.0 -a claude-code -o {job.parent}\n"
+    spec = dict(_request(workdir, echo + CONSOLE, completed=False)["jobs"][0], cursor=None)
+    first = collector.collect({"tail_bytes": 1 << 20, "min_lines": 1, "jobs": [spec]})
+    assert _counted(first) == {str(job.parent): 16}
+    cursor = first["jobs"]["7101"]["log"]["cursor"]
+    assert cursor["trials"] == [str(job.parent)]
+    with (workdir / "eval-claude_7101.out").open("a") as fh:
+        fh.write("\r\x1b[2K\x1b[32m⠋\x1b[0m \x1b[32m17/20\x1b[0m Mean: 0.412\n")
+    second = collector.collect({"tail_bytes": 1 << 20, "min_lines": 1,
+                                "jobs": [dict(spec, cursor=cursor)]})
+    assert second["jobs"]["7101"]["log"].get("continued") is True
+    assert _counted(second) == {str(job.parent): 16}
