@@ -33,13 +33,14 @@ _LOGGED_GATE = re.compile(
 """A superset of ``_LOGGED_LINE`` and ``_NAMED_KEY`` on ASCII-lowered UTF-8 (see
 ``_logged_lines``)."""
 _NAMED_KEY = re.compile(
-    r"(?<![A-Za-z0-9_])(default_local_dir|ckpt[_-](?:path|dir)|checkpoint[_-](?:path|dir)"
-    r"|save[_-]dir|output[_-]dir|resume_from_path)"
+    r"(?<![A-Za-z0-9_])(default_local_dir|ckpt[_.-](?:path|dir)|checkpoint[_-](?:path|dir)"
+    r"|save[_-]dir|output[_-]dir|resume_from_path|ckpt=namespace\([^()]*?\bpath)"
     r"(['\"]?[ \t]*[:=][ \t]*|[ \t]+)(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|]+)")
 """A save folder named by its key, where no save verb is printed: verl's config dump
 (``'default_local_dir': '/scratch/u/exp'``, a ``trainer.default_local_dir=`` override),
 SkyRL's (``ckpt_path: /scratch/u/ckpts``), OpenRLHF's and the HF Trainer's flags and args
-(``--ckpt_path /p``, ``--save_dir=/p``, ``output_dir=/p,``), a resume's
+(``--ckpt_path /p``, ``--save_dir=/p``, ``output_dir=/p,``; OpenRLHF >= 0.10's
+``--ckpt.path /p`` and its printed ``ckpt=namespace(save_steps=10, path='/p')``), a resume's
 ``resume_from_path``. A key and its value apart by blanks only is a command-line flag (``--``
 before it). No key here names an export or a final model (SkyRL's ``export_path``, OpenRLHF's
 ``--save_path``), nor verl's profiler ``save_path``: none holds the run's step directories."""

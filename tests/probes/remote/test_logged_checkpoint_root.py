@@ -248,3 +248,22 @@ def test_a_warm_read_keeps_the_named_folder(reachable_tmp: Path, via: str) -> No
     entry = warm["jobs"]["7001"]
     assert entry["log"]["offset"] > 0  # a resumed read: only the new line
     assert entry["checkpoints"]["listings"].get(str(ckpt)) == ["global_step_10", "global_step_20"]
+
+
+@pytest.mark.parametrize("via", ["command", "printed-args"])
+def test_openrlhf_010s_ckpt_path_banks(reachable_tmp: Path, via: str) -> None:
+    """OpenRLHF >= 0.10 takes ``--ckpt.path`` (its resumable saves; ``--ckpt.output_dir`` is
+    the final model) and prints its args as nested namespaces (``ckpt=namespace(save_steps=10,
+    path='...')``): either names the folder whose ``_actor/global_stepN`` bank."""
+    ckpt = reachable_tmp / "scratch" / "orl010" / "ckpt"
+    _steps(ckpt / "_actor", 10, 20, name="global_step{}", role="zero")
+    printed = (FIX / "openrlhf-rebuilt" / "ppo_args_namespace.log").read_text()
+    command = None
+    if via == "command":
+        command = (f"/home/jtuser/orl/ppo.sbatch --actor.model_name_or_path Qwen/Qwen2.5-7B "
+                   f"--ckpt.output_dir {reachable_tmp}/scratch/orl010/final --ckpt.path {ckpt}"
+                   " --ckpt.save_steps 10")
+    else:
+        printed = printed.replace("path='./ckpt/checkpoints_ppo_ray'", f"path='{ckpt}'")
+        assert str(ckpt) in printed
+    assert _banked(reachable_tmp, printed, command=command)[0] == 20
