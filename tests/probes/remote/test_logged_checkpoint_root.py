@@ -267,3 +267,32 @@ def test_openrlhf_010s_ckpt_path_banks(reachable_tmp: Path, via: str) -> None:
         printed = printed.replace("path='./ckpt/checkpoints_ppo_ray'", f"path='{ckpt}'")
         assert str(ckpt) in printed
     assert _banked(reachable_tmp, printed, command=command)[0] == 20
+
+
+@pytest.mark.parametrize("trainer", ["skyrl", "hf"])
+def test_a_run_resumed_from_a_path_banks_the_earlier_folder(reachable_tmp: Path,
+                                                            trainer: str) -> None:
+    """A run resumed from an earlier attempt's folder it names only by its resume key, its
+    own new folder still empty: SkyRL's ``trainer.resume_mode=from_path`` with
+    ``resume_path`` in its YAML dump, the HF Trainer's ``resume_from_checkpoint`` in its
+    printed TrainingArguments: the earlier folder's steps bank."""
+    earlier, fresh = reachable_tmp / "scratch" / "run1", reachable_tmp / "scratch" / "run2"
+    fresh.mkdir(parents=True)
+    if trainer == "skyrl":
+        _steps(earlier, 10, 20, role="policy")
+        log = _skyrl_log(str(fresh), str(reachable_tmp / "scratch" / "hf")).replace(
+            "(skyrl_entrypoint pid=48213)   run_name:",
+            "(skyrl_entrypoint pid=48213)   resume_mode: from_path\n"
+            f"(skyrl_entrypoint pid=48213)   resume_path: {earlier}/global_step_20\n"
+            "(skyrl_entrypoint pid=48213)   run_name:", 1)
+        assert "resume_path" in log
+        want = 20
+    else:
+        _steps(earlier, 250, 500, name="checkpoint-{}", role="")
+        for step in (250, 500):
+            (earlier / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        log = ("TrainingArguments(\n_n_gpu=1,\nbf16=True,\n"
+               f"output_dir={fresh},\noverwrite_output_dir=False,\n"
+               f"resume_from_checkpoint={earlier}/checkpoint-500,\nsave_steps=250,\n)\n")
+        want = 500
+    assert _banked(reachable_tmp, log)[0] == want
