@@ -7,8 +7,8 @@ writes each job dir to ``<jobs_dir>/<job_name>/`` (``-o``/``--jobs-dir``, defaul
 from its working directory): a jobs dir on scratch (``-o /scratch/$USER/harbor-jobs``) lies
 under no default trial root. Harbor prints no path as it starts; the log names the jobs dir
 where the batch script echoed its command (``set -x``: ``+ harbor run ... -o DIR``), and as
-the run ends (``harbor/cli/jobs.py``): ``Results written to <job_dir>/result.json`` and
-``Inspect results by running `harbor view <jobs_dir>```, printed by rich, which on a file
+the run ends (``harbor/cli/jobs.py``): ``Inspect results by running `harbor view
+<jobs_dir>```, printed by rich, which on a file
 (sbatch: no terminal, 80 columns) folds a long path over lines, cut anywhere: the pieces are
 joined back. A terminal's colour codes are dropped first. The dir is the job owner's text:
 placed as ``logged_paths`` places a logged trials dir (inside the workdir or a root, entered
@@ -30,17 +30,17 @@ with contextlib.suppress(ImportError):
 
 HARBOR_JOBS_DIRS = 2
 """Jobs dirs taken from one log at most (the newest printed first)."""
-_GATE = re.compile(r"harbor (?:run|jobs start)\b|Results written to|harbor view")
+_GATE = re.compile(r"harbor (?:run|jobs start|view)\b")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PIECE = r"[^\s`'\"]+(?:\n[^\s`'\"]+)*?"
 _NAMED = re.compile(
     r"(?:^|\n)[^\n]*?\bharbor (?:run|jobs start)\b[^\n]*?[ \t](?:-o|--jobs-dir)(?:[ \t]+|=)"
     r"['\"]?([^\s'\"`;|&<>()]+)"
-    r"|Results written to[ \t]*\n?(" + _PIECE + r")/result\.json"
-    r"|harbor view[ \t]*\n?(" + _PIECE + r")`")
-"""The echoed command's ``-o``/``--jobs-dir`` (the jobs dir), Harbor's ``Results written to
-<job_dir>/result.json`` (its parent is the jobs dir) and ``harbor view <jobs_dir>``: each path
-maybe folded over lines by rich."""
+    r"|`harbor view[ \t]*\n?(" + _PIECE + r")`")
+"""The echoed command's ``-o``/``--jobs-dir`` and Harbor's closing ``harbor view <jobs_dir>``
+(maybe folded over lines by rich): each names the jobs dir. Its ``Results written to
+<job_dir>/result.json`` is not read: other tools print the same words, and a directory named
+by mistake would stand for the run's tree."""
 
 
 def harbor_jobs_dirs(text: str | None, workdir: str | None,
@@ -55,10 +55,8 @@ def harbor_jobs_dirs(text: str | None, workdir: str | None,
     for match in reversed(list(_NAMED.finditer(text))):
         if len(found) >= HARBOR_JOBS_DIRS:
             break
-        flag, result, view = match.groups()
-        raw = (flag or result or view or "").replace("\n", "")
-        if result:
-            raw = os.path.dirname(raw)  # <jobs_dir>/<job_name>: the jobs dir above it
+        flag, view = match.groups()
+        raw = (flag or view or "").replace("\n", "")
         place = _jobs_dir_place(raw, workdir, clean)
         if place is not None and place not in found:
             found.append(place)

@@ -124,6 +124,19 @@ def test_what_names_no_harbor_jobs_dir(tmp_path: Path, line: str) -> None:
     assert harbor_jobs_dirs(line.format(d=job.parent), str(workdir), [str(workdir)]) == []
 
 
+def test_another_tools_results_line_names_no_tree(tmp_path: Path) -> None:
+    """Near miss: ``Results written to <dir>/result.json`` is also other tools' wording; the
+    directory above it (here the workdir, holding a config.json as many do) is not taken for
+    the run's tree in place of its default root."""
+    workdir = tmp_path / "w"
+    shutil.copytree(EVAL, workdir / "jobs" / EVAL.name)
+    (workdir / "config.json").write_text("{}")
+    text = CONSOLE + f"Results written to {workdir / 'out' / 'result.json'}\n"
+    assert harbor_jobs_dirs(text, str(workdir), [str(workdir)]) == []
+    answer = collector.collect(_request(workdir, text, completed=True))
+    assert _counted(answer) == {str(workdir / "jobs"): 16}
+
+
 def test_the_default_jobs_dir_adds_nothing_to_the_default_root(tmp_path: Path) -> None:
     """Near miss: ``Results written to jobs/<job>/result.json`` names the default root,
     already counted once."""
