@@ -8,8 +8,9 @@ sweep interval after the first failed read (the next scheduled sweep; a retry a 
 is not it) is told once in the thread, a line with no table: its runs are not being watched.
 Its return is told once, only if its outage was. State rides in the digest's ``seen``
 document (``read_at``: each cluster's last good read; ``down``: when each unreadable cluster
-was first found so, and whether that was told). Pure: the digest reads and writes the
-document.
+was first found so, and whether that was told). :func:`seen_now` is what the next sweep
+compares with, the jobs of a cluster not read kept as last read. Pure: the digest reads and
+writes the document.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from bot.messages import cluster_back_line, cluster_down_line
-from report.changes import Key, Snapshot
+from probes.models import ACTIVE_STATES
+from report.changes import Key, Snapshot, snapshots, through_requeue, through_untold
 from report.models import Report
+from report.render import read_in_part
 
 
 @dataclass(frozen=True)
@@ -79,3 +82,24 @@ def watch(seen: Any, report: Report, previous: Mapping[Key, Snapshot] | None, no
         kept = sum(1 for key in (previous or {}) if key[0] == name)
         out.unread[name] = (kept, _when(last))
     return out
+
+
+def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
+             restarts: Mapping[Key, int] | None = None) -> dict[Key, Snapshot]:
+    """What the next sweep compares with: this sweep's jobs, and the last snapshots of the
+    jobs of a cluster this sweep could not read (unreachable, or set inactive): a cluster
+    back after a blip has not changed its jobs, so its ended jobs are not told again. So are
+    those of the live jobs missing from a cluster read in part (its JobSet list failed: the
+    runs it hid are no news when it answers again); an ended one missing there is gone (a
+    finished Job deleted), not hidden, and is not carried on. A cluster gone from the config
+    is forgotten."""
+    before = previous or {}
+    # A told trouble read unknown (a log not fetched) or warning is kept: its recovery is
+    # told once it reads healthy. A run pending again after it ran is marked requeued.
+    current = {k: through_requeue(before.get(k), through_untold(before.get(k), s))
+               for k, s in snapshots(report, restarts).items()}
+    unread = {c.name for c in report.clusters if c.status != "ok"}
+    partial = {c.name for c in report.clusters if read_in_part(c)}
+    kept = {k: s for k, s in before.items() if k not in current and (
+        k[0] in unread or (k[0] in partial and s.state in ACTIVE_STATES))}
+    return {**kept, **current}

@@ -62,7 +62,7 @@ from typing import Any
 import structlog
 
 from bot.alerts import pressed_episode, same_instance
-from bot.cluster_watch import watch
+from bot.cluster_watch import seen_now, watch
 from bot.config import Config
 from bot.delivery import edit
 from bot.digest_posting import DigestPosting
@@ -80,7 +80,6 @@ from bot.scheduler import interval_start
 from bot.slack_errors import Refusal
 from bot.store import StoreUnavailable
 from bot.sweep_result import SweepResult
-from probes.models import ACTIVE_STATES
 from report.changes import (
     Change,
     Key,
@@ -91,39 +90,13 @@ from report.changes import (
     encode_key,
     read_before,
     restart_counts,
-    snapshots,
-    through_requeue,
-    through_untold,
 )
 from report.chunks import SlackMessage
 from report.grouping import pending_task_counts
-from report.models import Report
-from report.render import read_in_part
 
 log = structlog.get_logger(__name__)
 
 SEEN = "digest:seen"
-
-
-def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
-             restarts: Mapping[Key, int] | None = None) -> dict[Key, Snapshot]:
-    """What the next sweep compares with: this sweep's jobs, and the last snapshots of the
-    jobs of a cluster this sweep could not read (unreachable, or set inactive): a cluster
-    back after a blip has not changed its jobs, so its ended jobs are not told again. So are
-    those of the live jobs missing from a cluster read in part (its JobSet list failed: the
-    runs it hid are no news when it answers again); an ended one missing there is gone (a
-    finished Job deleted), not hidden, and is not carried on. A cluster gone from the config
-    is forgotten."""
-    before = previous or {}
-    # A told trouble read unknown (a log not fetched) or warning is kept: its recovery is
-    # told once it reads healthy. A run pending again after it ran is marked requeued.
-    current = {k: through_requeue(before.get(k), through_untold(before.get(k), s))
-               for k, s in snapshots(report, restarts).items()}
-    unread = {c.name for c in report.clusters if c.status != "ok"}
-    partial = {c.name for c in report.clusters if read_in_part(c)}
-    kept = {k: s for k, s in before.items() if k not in current and (
-        k[0] in unread or (k[0] in partial and s.state in ACTIVE_STATES))}
-    return {**kept, **current}
 
 
 def _cancel_told(cluster: str, job_id: str) -> str:
