@@ -227,8 +227,10 @@ class MetricScan(MarkerScan):
                 banner = BANNER_RE.search(body)
                 if banner is not None:
                     self.launch_kinds = self.launch_kinds | {"hf" if banner.group(1) else "total"}
-                # (verl's SFT prints its total nowhere else: no training bar of the run's)
-                if banner is not None and (banner.group(1) or banner.group(3)):
+                # (verl's SFT prints its total nowhere else: no training bar of the run's;
+                # nor does verl's fully-async trainer where Ray's stderr holds its bar)
+                if banner is not None and (banner.group(1) or banner.group(3)
+                                           or banner.group(4)):
                     self.banner_total = banner_steps(banner)
                 if banner is not None and banner.group(3):
                     self._mark(VERL_SFT_STEPS)

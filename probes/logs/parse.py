@@ -123,10 +123,11 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
 
 _SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
                  "orchestrator loop", TITAN_INIT, ARGS_GATE, DURATION_GATE, MAXTEXT_STEPS,
-                 "max_steps=", "total_training_steps")
+                 "max_steps=", "total_training_steps", "total_train_steps ")
 """What a line ``MetricScan.seed_head`` reads holds (``max_steps=``: a one-line config repr
 such as ROLL's, for the total from the printed config, ``_read_run``; ``total_training_steps``:
-verl's SFT trainers' one-line config, whose limit caps their steps line)."""
+verl's SFT trainers' one-line config, whose limit caps their steps line; ``total_train_steps``:
+verl's fully-async trainer's total, ``BANNER_RE`` group 4)."""
 
 
 def _needle_positions(text: str) -> list[int]:

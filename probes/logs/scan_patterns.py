@@ -30,11 +30,13 @@ SKYRL_HEADER_RE = re.compile(r"\bStep (\d{1,12}):\s*(\{.*)?$")
 BANNER_RE = re.compile(
     r"Total optimization steps = ([\d,]{1,20})|Total training steps: ?(\d{1,12})"
     r"|Number of steps/epoch \d{1,12}, number of epochs \d{1,6}, total number of steps (\d{1,12})"
+    r"|\btotal_train_steps (\d{1,12})\s*$"
 )
 """A trainer's start-up total: HF Trainer's banner (group 1), verl's and SkyRL's ``Total training
-steps: N`` (2), and verl's FSDP SFT trainer's rank-0 ``print`` (3: its ``Total training steps``
-goes through a logger at WARN, this line is what a real log shows)."""
-BANNER_GATES = ("Total", "total number of steps ")
+steps: N`` (2), verl's FSDP SFT trainer's rank-0 ``print`` (3: its ``Total training steps``
+goes through a logger at WARN, this line is what a real log shows), and verl's fully-async
+trainer's ``total_train_steps N`` (4: its parameter versions, the ``step:N`` it logs)."""
+BANNER_GATES = ("Total", "total number of steps ", "total_train_steps ")
 VERL_SFT_STEPS = "verl-sft-steps"
 """The format mark of verl's FSDP SFT steps line (``BANNER_RE`` group 3): a total that does not
 count ``trainer.total_training_steps`` (``probes.logs.config_total.capped_total``)."""
@@ -42,7 +44,8 @@ count ``trainer.total_training_steps`` (``probes.logs.config_total.capped_total`
 
 def banner_steps(found: re.Match[str]) -> int:
     """The total a ``BANNER_RE`` match names."""
-    return int((found.group(1) or found.group(2) or found.group(3)).replace(",", ""))
+    return int((found.group(1) or found.group(2) or found.group(3) or found.group(4))
+               .replace(",", ""))
 
 CHECKPOINT_RE = re.compile(
     r"(?i)(?:\bsav(?:ed|ing|e)\b.{0,300}?|local_global_step_folder:\s*\S{0,300}?)"
