@@ -27,24 +27,32 @@ with contextlib.suppress(ImportError):
 _LOGGED_DIRS = 8
 _LOGGED_LINE = re.compile(r"checkpoint|sav(?:e|ed|ing)\b|global_step|iter_\d", re.IGNORECASE)
 _LOGGED_GATE = re.compile(
-    b"checkpoint|sav|global_step|iter_|ckpt|local_dir|output_dir|output-dir|resume_from|"
+    b"checkpoint|sav|global_step|iter_|ckpt|local_dir|output_dir|output-dir|resume_|"
     + b"|".join(re.escape(c.encode()) for c in ("\u0130", "\u0131", "\u017f", "\u212a"))
 )
 """A superset of ``_LOGGED_LINE`` and ``_NAMED_KEY`` on ASCII-lowered UTF-8 (see
 ``_logged_lines``)."""
 _NAMED_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(default_local_dir|ckpt[_.-](?:path|dir)|checkpoint[_-](?:path|dir)"
-    r"|save[_-]dir|output[_-]dir|resume_from_path|ckpt=namespace\([^()]*?\bpath)"
-    r"(['\"]?[ \t]*[:=][ \t]*|[ \t]+)(?:PosixPath\()?['\"]?([^\s'\"`,;()\[\]{}<>|]+)")
+    r"|save[_-]dir|output[_-]dir|resume_from_path|resume_path|ckpt=namespace\([^()]*?\bpath"
+    r"|save(?=[ \t]+\.{3}|[ \t]+[/.\w]|=))"
+    r"(['\"]?[ \t]*[:=][ \t]*|[ \t]+\.{3,}[ \t]+|[ \t]+)(?:PosixPath\()?['\"]?"
+    r"([^\s'\"`,;()\[\]{}<>|]+)")
 """A save folder named by its key, where no save verb is printed: verl's config dump
 (``'default_local_dir': '/scratch/u/exp'``, a ``trainer.default_local_dir=`` override),
 SkyRL's (``ckpt_path: /scratch/u/ckpts``), OpenRLHF's and the HF Trainer's flags and args
 (``--ckpt_path /p``, ``--save_dir=/p``, ``output_dir=/p,``; OpenRLHF >= 0.10's
 ``--ckpt.path /p`` and its printed ``ckpt=namespace(save_steps=10, path='/p')``), a resume's
-``resume_from_path``. A key and its value apart by blanks only is a command-line flag (``--``
-before it). No key here names an export or a final model (SkyRL's ``export_path``, OpenRLHF's
-``--save_path``), nor verl's profiler ``save_path``: none holds the run's step directories."""
+``resume_from_path``, SkyRL's ``resume_path``, Megatron-LM's ``--save`` and its printed
+arguments (``  save ........ /p``). A key and its value apart by blanks only is a
+command-line flag (``--`` before it). No key here names an export or a final model
+(SkyRL's ``export_path``, OpenRLHF's ``--save_path``), nor verl's profiler ``save_path``: none
+holds the run's step directories."""
 _NOT_A_PATH = ("None", "none", "null", "???", "False", "True")
+_SAVED_TO = re.compile(r"\bto:?[ \t]+['\"]?$")
+"""A save line's destination (Megatron-LM's ``saving checkpoint at iteration 20 to /p in
+torch_dist format``, ``successfully saved checkpoint from iteration 20 to /p``): the save
+folder itself, though no step directory is printed in it."""
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _LOGGED_PATH = re.compile(r"(?<![^\s'\"`=:(\[{,])(/[^\s'\"`,;()\[\]{}<>|]+)")
 """An absolute path, starting a token: not the ``/mfu/actor:...`` inside a metric's name."""
@@ -104,8 +112,9 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str], workdir: str | No
         paths = [(m.group(3), True) for m in _NAMED_KEY.finditer(line)
                  if m.group(2).strip() or line[max(0, m.start() - 2):m.start()] == "--"]
         if not (command and index == 0) and _LOGGED_LINE.search(line):
-            paths += [(m.group(1), False) for m in _LOGGED_PATH.finditer(line)
-                      if not _model_source(line, m)]
+            saves = _SAVE_VERB.search(line) is not None
+            paths += [(m.group(1), saves and _SAVED_TO.search(line, 0, m.start(1)) is not None)
+                      for m in _LOGGED_PATH.finditer(line) if not _model_source(line, m)]
             paths += [(m.group(1), False) for m in _LOGGED_RELATIVE.finditer(line)
                       if not _model_source(line, m)]
         for raw, named in paths:

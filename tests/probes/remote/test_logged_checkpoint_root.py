@@ -296,3 +296,31 @@ def test_a_run_resumed_from_a_path_banks_the_earlier_folder(reachable_tmp: Path,
                f"resume_from_checkpoint={earlier}/checkpoint-500,\nsave_steps=250,\n)\n")
         want = 500
     assert _banked(reachable_tmp, log)[0] == want
+
+
+MEGATRON = (FIX / "megatron-rebuilt" / "exit_duration.log").read_text()
+
+
+@pytest.mark.parametrize("via", ["args-and-save-lines", "save-lines", "command"])
+def test_megatrons_save_dir_outside_banks(reachable_tmp: Path, via: str) -> None:
+    """Megatron-LM's ``--save`` on scratch: its printed arguments (``  save ....... /p``), its
+    save lines (``saving checkpoint at iteration 20 to /p in torch_dist format``, no step
+    directory in the path) or the command line name it; ``iter_0000040`` banks 40 (its
+    ``load`` folder, the base model, banks nothing)."""
+    save = reachable_tmp / "scratch" / "run-a" / "ckpt"
+    _steps(save, 20, 40, name="iter_{:07d}", role="mp_rank_00")
+    (save / "latest_checkpointed_iteration.txt").write_text("40")
+    base = reachable_tmp / "scratch" / "llama3-8b-mcore"
+    _steps(base, 1, name="iter_{:07d}", role="mp_rank_00")
+    log = MEGATRON.replace("/scratch/alice/run-a/ckpt", str(save)).replace(
+        "/scratch/alice/llama3-8b-mcore", str(base))
+    command = None
+    if via == "save-lines":
+        log = "\n".join(x for x in log.splitlines() if " ....." not in x) + "\n"
+    elif via == "command":
+        log = "\n".join(x for x in log.splitlines() if "checkpoint" not in x
+                        and " save ..." not in x) + "\n"
+        command = (f"/home/jtuser/mega/pretrain.sbatch --load {base} --save {save} "
+                   "--save-interval 20")
+    assert str(save) in log or command
+    assert _banked(reachable_tmp, log, command=command)[0] == 40
