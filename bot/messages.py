@@ -170,8 +170,10 @@ def sweep_parent(result: SweepResult, *, period_start: datetime, now: datetime,
     counts = " · ".join(f"{n} {s}" for s, n in states.most_common())
     day = period_start.strftime("%a %d %b %Y") if period_hours >= 24 else (
         period_start.strftime("%a %d %b %Y %H:%MZ"))
-    title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs" + (f": {counts}" if counts
-                                                                   else "")
+    # A cluster not read holds jobs this sweep did not count: the count is of those read.
+    read = " read" if any(n for n, _ in (unread or {}).values()) else ""
+    title = f"*Jobs · {day} (UTC)* — {len(report.jobs)} jobs{read}" + (
+        f": {counts}" if counts else "")
     summary, _ = grouped(result, for_counts=True)
     # Unreachable clusters are told once, by the warning lines of _trouble.
     buckets = summary_lines(summary, unreachable=False)

@@ -183,7 +183,8 @@ async def test_a_one_sweep_ssh_blip_keeps_the_parent_honest_and_the_thread_quiet
     """alpha's login node refuses SSH at 08:00 (and at the retry a minute later), and answers
     at 08:30. Nothing about the runs changed: the thread says nothing, either way. The parent
     edited at 08:00 had read '0 jobs' and 'No active or recent jobs.' beside the warning, as
-    if both runs had gone; it now says alpha's 2 jobs as last read (07:30Z) were not read."""
+    if both runs had gone; it now says alpha's 2 jobs as last read (07:30Z) were not read,
+    and that its count is of the jobs read."""
     world, advance = two_runs()
     async with quiet_day(slack, store, world, tmp_path) as day:
         await day.sweep()
@@ -197,7 +198,7 @@ async def test_a_one_sweep_ssh_blip_keeps_the_parent_honest_and_the_thread_quiet
     blip = [text for kind, text in day.visible() if kind == "edit" and "UNREACHABLE" in text]
     assert len(blip) == 2  # the 08:00 sweep and its retry
     for text in blip:
-        assert "No active or recent jobs" not in text
+        assert "No active or recent jobs" not in text and "— 0 jobs read" in text
         assert "alpha UNREACHABLE" in text and "2 jobs as of 07:30Z not read" in text
 
 
