@@ -96,6 +96,9 @@ def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory
                                  users=[env.other_user], timeout_s=200, command_timeout_s=180)
         by_id = {j["job_id"]: j for j in cli_json(config, "sweep")["jobs"]}
         out = {key: by_id[job_id] for key, job_id in ids.items()}
+        for key, job_id in ids.items():
+            doc = cli_json(config, "job", job_id)
+            out[f"job-{key}"] = doc["jobs"][0] if "jobs" in doc else doc
         cluster = env.cluster(users=(env.other_user,))
         out["trips"] = {"sweep": asyncio.run(SlurmProbe(cluster).collect()).round_trips,
                         "job": asyncio.run(SlurmProbe(cluster).collect_one(ids["eval"]))
@@ -155,3 +158,12 @@ def test_an_eval_writing_to_scratch_is_read_where_its_command_names(
     assert (m["trials"], m["trials_total"]) == (16, 20)
     assert m["pass_rate"] == pytest.approx(6 / 16)
     assert m["top_exception"] == "AgentTimeoutError"
+
+
+@pytest.mark.parametrize("key", RUNS)
+def test_jobtables_job_reads_each_row_as_the_sweep_does(rows: dict[str, dict[str, Any]],
+                                                        key: str) -> None:
+    """``jobtables job ID`` (one job's read) counts the same trees, turns and flags."""
+    swept, one = rows[key], rows[f"job-{key}"]
+    assert one["metrics"] == pytest.approx(swept["metrics"])
+    assert one["flags"] == swept["flags"]
