@@ -11,6 +11,9 @@ Policy (seed §Eval; CONTRACT §6):
   earlier than the job's own start: a resumed run or chain successor inherits older files.
   A count cut short by its time bound may have missed the newest result.json: the silence is
   then Harbor's own job result.json's, which it rewrites as each trial starts and ends.
+  A nearly-done run (``TAIL_DONE_SHARE``) whose engine answered a 200 within the idle window
+  and has requests running is serving its last, hard trials: its hard-trial tail, no stall
+  (``_serving_tail``; seed: "verify the engine is actually down before blaming it").
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens, or after only their LLM client's retries ended in a connection failure
@@ -266,7 +269,10 @@ def _progress_rule(ctx: JudgeContext, f: Findings, stats: TrialStats | None,
     if not counted and not log_only:
         age, newest = harbor_silent_minutes(ctx), True
         counted = age is not None
-    if age is not None and age > th.eval_stall_minutes and counted:
+    stalled = age is not None and age > th.eval_stall_minutes and counted
+    if stalled and age is not None and not log_only and _serving_tail(ctx, f, age):
+        f.verdict("healthy")
+    elif stalled and age is not None:
         f.flag("stall")
         f.verdict("stalled")
         what = ("no new result.json" if newest
@@ -293,6 +299,23 @@ TAIL_TRIALS = 20
 
 TAIL_DONE_SHARE = 0.9
 """The share of its trials an eval has finished before its end is its tail."""
+
+
+def _serving_tail(ctx: JudgeContext, f: Findings, age: float) -> bool:
+    """Seed: "Before calling an eval dead ... a burst of timeouts in the last window is usually
+    the hard-trial tail of a nearly-done run. Verify the engine is actually down (no recent
+    200s)". A run with ``TAIL_DONE_SHARE`` of its trials done, no result.json for ``age``
+    minutes, whose engine answered a 200 within the idle window and has requests running, is
+    generating for its last (hard) trials: the Trend says so, no stall."""
+    trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
+    running = infra_signals(ctx).engine_running_requests
+    if (not isinstance(trials, float) or not isinstance(total, float) or total <= 0
+            or trials < TAIL_DONE_SHARE * total or not running or not fresh_ok(ctx)):
+        return False
+    f.trend(Priority.BACKGROUND + 2,
+            f"hard-trial tail: {int(total - trials)} left, {running} running, engine 200s; "
+            f"no result.json {format_duration(age * 60)}")
+    return True
 
 
 def _hard_tail_note(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
