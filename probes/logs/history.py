@@ -42,7 +42,13 @@ from probes.logs.lines import (
 )
 from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
-from probes.logs.pair_lines import MAXTEXT_STEPS, other_rank, parse_step_pairs
+from probes.logs.pair_lines import (
+    EQ_GATE,
+    MAXTEXT_STEPS,
+    other_rank,
+    parse_eq_pairs,
+    parse_step_pairs,
+)
 from probes.logs.prefilter import needle_pattern
 from probes.logs.progress import EPISODE_BAR, training_desc
 from probes.logs.rich_panel import MetricsPanel, is_panel_top
@@ -314,6 +320,18 @@ class MetricScan(MarkerScan):
                     self.banner_total = pairs[1]
                 self._record(pairs[0], pairs[2], line_no, stamp)
                 if pairs[0] in self.points:  # (a line of no metric is no step-pairs log)
+                    self._mark("step-pairs")
+                return True
+        if EQ_GATE in body:
+            pairs = parse_eq_pairs(body)
+            if pairs is not None and (other_rank(body) or (
+                    self.points and "step-pairs" not in self.formats)):
+                return False  # another rank's line, or the log's steps are another format's
+            if pairs is not None:
+                if pairs[1]:
+                    self.banner_total = pairs[1]
+                self._record(pairs[0], pairs[2], line_no, stamp)
+                if pairs[0] in self.points:
                     self._mark("step-pairs")
                 return True
         return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-PAIRS_GATES = ("step: ", "iteration: ", "iter: ")
+PAIRS_GATES = ("step: ", "iteration: ", "iter: ", "step=")
+"""What a step-pairs line holds (``name: number`` pairs, or ``EQ_GATE``'s ``name=number``)."""
 MAXTEXT_STEPS = "Config param steps: "
 """MaxText's printed ``steps``: the run's total steps."""
 
@@ -70,6 +71,31 @@ def parse_step_pairs(body: str) -> tuple[int, int | None, dict[str, float]] | No
         else:
             values[name] = number
     return int(done), int(total) if total else None, values
+
+
+_EQ_PAIR_RE = re.compile(
+    r"(?:^|[\s,\]])([A-Za-z][\w/.\-]{0,60})="
+    r"(-?\d{1,15}(?:\.\d{1,12})?(?:e[-+]?\d{1,3})?(?:/\d{1,15})?|nan|-?inf)(?=[,\s]|$)")
+EQ_GATE = PAIRS_GATES[-1]
+_EQ_STEP_NAMES = ("step", "global_step", "iteration", "iter")
+
+
+def parse_eq_pairs(body: str) -> tuple[int, int | None, dict[str, float]] | None:
+    """:func:`parse_step_pairs` of a line of ``name=number`` pairs (InternEvo's ``tflops=...
+    step=320 loss=1.21 ... lr=2e-05 ...``, a plain loop's ``step=320/916 loss=1.21 lr=2e-05``):
+    at least three, one the step (``N`` or ``N/T``), one a loss (``=`` pairs are everywhere
+    else too: a data or schedule line names no loss)."""
+    pairs = dict(_EQ_PAIR_RE.findall(body))
+    if len(pairs) < 3 or not any("loss" in name for name in pairs):
+        return None
+    shown = next((pairs.pop(name) for name in _EQ_STEP_NAMES if name in pairs), None)
+    if shown is None:
+        return None
+    done, _, total = shown.partition("/")
+    if not done.isdigit():
+        return None
+    values = {name: float(text) for name, text in pairs.items() if "/" not in text}
+    return int(done), int(total) if total.isdigit() and int(total) > 0 else None, values
 
 
 def other_rank(body: str) -> bool:
