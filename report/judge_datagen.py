@@ -7,7 +7,8 @@ Policy (seed §Datagen; CONTRACT §6):
   or over its last ``pass_rate_trials`` trials (an engine that died mid-run: the run's mean
   hides its single-turn tail; the avg_turns column stays the run's).
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
-  ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated).
+  ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated); not when
+  its trial tree, read whole, holds no finished trial: nothing was generated (``diagnose``).
 - Datagen hung chunk: RUNNING, and neither a new result.json nor a log line for
   ``datagen_hung_minutes`` -> ``stall``; in a run of several Harbor job dirs (an array's tasks
   under one root) the new result.json may be another chunk's, so an unfinished chunk whose own
@@ -67,12 +68,7 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
         f.trend(Priority.TERMINAL + 2, text)
         f.recommend(Priority.DIAGNOSE + 2, "diagnose", text + " (the rollouts are not real)")
     if ctx.state is JobState.TIMEOUT and ctx.successor is None:
-        f.flag("stranded-traces")
-        root = ctx.facts.trials.root if ctx.facts.trials else "the trial tree"
-        f.trend(Priority.TERMINAL + 1, "TIMEOUT stranded traces; consolidate manually")
-        if not dead:
-            f.recommend(Priority.DIAGNOSE + 1, "consolidate_manually",
-                        f"TIMEOUT killed the terminal upload: traces are on disk at {root}")
+        _stranded_rule(ctx, f, dead)
     if ctx.running:
         _datagen_running(ctx, f, stats)
     elif ctx.state is JobState.COMPLETED and never_started_rule(
@@ -84,6 +80,25 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
     timeout_note(f, stats, Priority.BACKGROUND - 1)  # below the chunks to go
     count_bound_note(f, stats)
     unreadable_note(ctx, f)
+
+def _stranded_rule(ctx: JudgeContext, f: Findings, dead: bool) -> None:
+    """A datagen TIMEOUT with no chain successor killed the terminal upload: its traces are on
+    disk, to consolidate by hand. A trial tree read whole with no finished trial (and no
+    Harbor row counting one) holds none: the run generated nothing before its walltime."""
+    tree = ctx.facts.trials
+    if tree is not None and tree.exists and not f.metrics.get("trials"):
+        text = "TIMEOUT with no trial finished: nothing generated"
+        f.trend(Priority.TERMINAL + 1, text)
+        f.recommend(Priority.DIAGNOSE + 1, "diagnose",
+                    f"{text} under {tree.root}; find why no trial returned (engine, sandboxes)")
+        return
+    f.flag("stranded-traces")
+    root = tree.root if tree else "the trial tree"
+    f.trend(Priority.TERMINAL + 1, "TIMEOUT stranded traces; consolidate manually")
+    if not dead:
+        f.recommend(Priority.DIAGNOSE + 1, "consolidate_manually",
+                    f"TIMEOUT killed the terminal upload: traces are on disk at {root}")
+
 
 _RECENT_TURNS_MIN = 10
 """Trials with a turn count the recent window needs before it can call the engine dead."""
