@@ -15,9 +15,9 @@ runs counts as started; a first sight of a pending job says nothing (it has not 
 A job that left the report (aged out) says nothing either. With no previous snapshots at all
 (the very first sweep) there is no baseline: the caller reports nothing.
 
-An array's waves (a task finished while others still run or wait, a task started after
-others ran) are ``routine``: listed only in a reply that goes out anyway, as a chain restart is,
-and as a requeued run's start again is (its requeue was told: :func:`through_requeue`).
+A start (a plain job's, an array task's, a requeued run's again: :func:`through_requeue`) and
+an array's waves (a task finished while others still run or wait) are ``routine``: listed only
+in a reply that goes out anyway, as a chain restart is.
 
 A pending array's unsplit remainder is one record under the array's own id standing for many
 tasks (``report.grouping.pending_task_counts``); its change carries that count (``tasks``), so a
@@ -212,10 +212,10 @@ def change_of(prev: Snapshot | None, job: JobReport,
         return _change("recovered", job, f"was {was.verdict}")
     if cur.state is not JobState.PENDING and (prev is None or prev.state not in
                                               {JobState.RUNNING, JobState.COMPLETING}):
-        # A requeued run starting again: its requeue was told ('restarted'); this is that
-        # working, listed only in a reply that goes out anyway.
-        return _change("started", job, "running").model_copy(
-            update={"routine": bool(prev and prev.requeued)})
+        # A start is the queue working (a busy cluster starts dozens a day; a requeued run
+        # starting again is its told requeue working): listed only in a reply that goes out
+        # anyway, never a reply of its own. Its trouble, when it comes, is the news.
+        return _change("started", job, "running").model_copy(update={"routine": True})
     return None
 
 
@@ -234,7 +234,7 @@ def diff(previous: Mapping[Key, Snapshot], report: Report, *,
         if found is not None:
             tasks = (pending_tasks or {}).get(key)
             changes.append(found.model_copy(update={"tasks": tasks}) if tasks else found)
-    changes = _waves(changes, previous, report)
+    changes = _waves(changes, report)
     # A chain restart's line names its successor: the successor's start in the same sweep is
     # that line, not one more (six restarts of a day were twelve lines).
     restarted = {(c.cluster, c.job_id) for c in changes if c.kind == "restarted"}
@@ -255,32 +255,25 @@ def _array(job_id: str) -> str:
     return match["array"] if match else job_id
 
 
-def _waves(changes: list[Change], previous: Mapping[Key, Snapshot],
-           report: Report) -> list[Change]:
+def _waves(changes: list[Change], report: Report) -> list[Change]:
     """``changes`` with an array's waves made routine: a task that finished while other tasks
-    of its array are still pending or running, and a task that started after others of its
-    array had run (``--array=0-15%4``: a wave ends and the next starts every hour; the array
-    is one run going as planned). Its first start and its end (the last task done: the
-    follow-up line and the DM count every task) stay news, as does any task failing."""
+    of its array are still pending or running (``--array=0-15%4``: a wave ends and the next
+    starts every hour; the array is one run going as planned; every start is routine anyway).
+    Its end (the last task done: the follow-up line and the DM count every task) stays news,
+    as does any task failing."""
     if not any(_ARRAY_TASK.match(c.job_id) for c in changes):
         return changes
     live: dict[Key, set[str]] = {}
     for job in report.jobs:
         if job.state in ACTIVE_STATES:
             live.setdefault((job.cluster, _array(job.job_id)), set()).add(job.job_id)
-    ran: dict[Key, set[str]] = {}
-    for (cluster, job_id), snap in previous.items():
-        if snap.state is not JobState.PENDING:
-            ran.setdefault((cluster, _array(job_id)), set()).add(job_id)
 
     def others(pool: dict[Key, set[str]], change: Change) -> bool:
         ids = pool.get((change.cluster, _array(change.job_id)), set())
         return len(ids - {change.job_id}) > 0
 
     return [c.model_copy(update={"routine": True})
-            if _ARRAY_TASK.match(c.job_id) and (
-                (c.kind == "finished" and others(live, c))
-                or (c.kind == "started" and others(ran, c)))
+            if _ARRAY_TASK.match(c.job_id) and c.kind == "finished" and others(live, c)
             else c for c in changes]
 
 

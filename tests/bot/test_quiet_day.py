@@ -591,3 +591,33 @@ async def test_a_requeued_run_starting_again_is_no_reply_of_its_own(
     news = [line.split(" — ")[0] for reply in day.replies()[baseline:]
             for line in reply.splitlines() if line.startswith("•")]
     assert news == ["• restarted: rl-grpo-qwen-7b (alpha:4100)"] * 2
+
+
+async def test_plain_jobs_starting_are_no_replies_of_their_own(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """A busy cluster starts dozens of jobs a day: four queued runs start at 07:00, 08:00,
+    09:00 and 10:00, each had been a thread reply of its own ('started: running'). A start is
+    the queue working: the parent counts it, and it is listed in a reply that goes out anyway
+    (here the 10:00 start beside a run failing), never a reply alone."""
+    world, advance = two_runs()
+    queued = {2: "4200", 4: "4201", 6: "4202", 8: "4203"}
+    for job_id in queued.values():
+        world.add(Job(job_id, f"sft-queued-{job_id}", "carol", state=JobState.PENDING))
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 9):
+            advance()
+            if sweep in queued:
+                job = world.jobs[queued[sweep]]
+                job.state, job.started = JobState.RUNNING, world.now() - timedelta(minutes=5)
+                job.text = hf_log(1000, [(1.5, 0.7)] * 3)
+            if sweep == 8:
+                failed = world.jobs["4103"]
+                failed.state, failed.ended = JobState.FAILED, world.now()
+            await day.sweep()
+    replies = day.replies()[baseline:]
+    assert len(replies) == 1, replies
+    assert "rl-grpo-llama-70b failed" in replies[0]
+    assert "• started: sft-queued-4203 (alpha:4203)" in replies[0]
+    assert not any("sft-queued-420" + k in replies[0] for k in "012")
