@@ -174,6 +174,22 @@ def _sampled_turns(top: int, turnless: list[Any], tally: Json, guard: Guard,
         tally["instant_fail"] += int(is_instant(reduced)) - int(instant)
 
 
+def _read_samples(top: int, samples: list[Any], guard: Guard, clock: _Clock) -> None:
+    """Every job dir's turn sample (``(parts below the open root, heap, tally)``), the job dir
+    with the most recent trial first, once the root's every job dir is counted: the chunks
+    share one time bound, and a chunk's trajectories (hundreds of KiB each) read before the
+    next chunk was counted left that chunk's count cut short. Fewer turns, never fewer trials."""
+    for parts, turnless, tally in sorted(
+            samples, key=lambda s: max(item[:2] for item in s[1]), reverse=True):
+        if clock.spent():
+            return
+        try:
+            with _below(top, parts, guard) as fd:
+                _sampled_turns(fd, turnless, tally, guard, clock)
+        except (OSError, Refused, Hung):
+            continue  # gone, or replaced by a link, since it was counted: no turns
+
+
 def _ended(reduced: dict[str, Any]) -> bool:
     """A trial that ended (``add_trial``'s completed): only its turns are counted."""
     return any(reduced.get(key) is not None
@@ -181,9 +197,13 @@ def _ended(reduced: dict[str, Any]) -> bool:
 
 
 def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
-                   label: str, *, top: int | None = None) -> Json:
+                   label: str, *, top: int | None = None,
+                   samples: list[Any] | None = None, parts: list[str] | None = None) -> Json:
     """One Harbor job directory: its job result.json and a tally of every trial's (``top``:
-    the directory already open, else it is opened by its path)."""
+    the directory already open, else it is opened by its path). The trials whose turns are
+    in their trajectories are added to ``samples`` with ``parts`` (the dir below the root),
+    read once every job dir of the root is counted (``_read_samples``); without ``samples``
+    they are read here."""
     tally = new_tally()
     started = clock.clock()
     job_raw = None
@@ -216,7 +236,10 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
                     reduced["mtime"] = found[1]  # type: ignore[index]
                     add_trial(tally, reduced, found[1])  # type: ignore[index]
                     keep_recent(window, reduced, label + name, job_dir)
-            _sampled_turns(fd, turnless, tally, guard, clock)
+            if samples is None:
+                _sampled_turns(fd, turnless, tally, guard, clock)
+            elif turnless:
+                samples.append((parts or [], turnless, tally))
     except Hung:
         tally["complete"] = False
     except (OSError, Refused):
@@ -278,8 +301,10 @@ def _count_root(root: str, guard: Guard, clock: _Clock,
                                                         listings=[GROUP_LISTINGS]))
         window: list[Any] = []
         jobs: Json = {}
+        samples: list[Any] = []
         if flat:
-            jobs[path] = _count_job_dir(path, guard, clock, window, "", top=top)
+            jobs[path] = _count_job_dir(path, guard, clock, window, "", top=top,
+                                        samples=samples)
         for parts in found:
             job_dir = os.path.join(path, *parts)
             if clock.spent():
@@ -290,13 +315,15 @@ def _count_root(root: str, guard: Guard, clock: _Clock,
             label = "/".join(parts) + "/" if len(found) > 1 else ""
             try:
                 with _below(top, parts, guard) as fd:
-                    jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label, top=fd)
+                    jobs[job_dir] = _count_job_dir(job_dir, guard, clock, window, label, top=fd,
+                                                   samples=samples, parts=parts)
             except (OSError, Refused, Hung) as exc:
                 # gone, or replaced by a link, since it was listed: a chunk of unknown trials
                 tally = new_tally()
                 tally["complete"] = not isinstance(exc, Hung)
                 jobs[job_dir] = {"job": None, "tally": tally, "trials": {}, "mtime": None,
                                  "created": None}
+        _read_samples(top, samples, guard, clock)
     finally:
         os.close(top)
     for _key, _order, job_dir, name, reduced in window:
