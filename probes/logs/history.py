@@ -234,9 +234,9 @@ class MetricScan(MarkerScan):
                 if banner is not None:
                     self.launch_kinds = self.launch_kinds | {"hf" if banner.group(1) else "total"}
                 # (verl's SFT prints its total nowhere else: no training bar of the run's;
-                # nor does verl's fully-async trainer where Ray's stderr holds its bar)
-                if banner is not None and (banner.group(1) or banner.group(3)
-                                           or banner.group(4)):
+                # verl's and SkyRL's RL trainers draw theirs on a Ray actor's stderr, which
+                # a tail may not hold: Ray forwards tqdm's redraws only at a newline)
+                if banner is not None:
                     self.banner_total = banner_steps(banner)
                 if banner is not None and banner.group(3):
                     self._mark(VERL_SFT_STEPS)
