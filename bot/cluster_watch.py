@@ -22,7 +22,14 @@ from typing import Any
 
 from bot.messages import cluster_back_line, cluster_down_line
 from probes.models import ACTIVE_STATES
-from report.changes import Key, Snapshot, snapshots, through_requeue, through_untold
+from report.changes import (
+    Key,
+    Snapshot,
+    snapshots,
+    through_requeue,
+    through_restarts,
+    through_untold,
+)
 from report.models import Report
 from report.render import read_in_part
 
@@ -95,9 +102,11 @@ def seen_now(previous: Mapping[Key, Snapshot] | None, report: Report,
     is forgotten."""
     before = previous or {}
     # A told trouble read unknown (a log not fetched) or warning is kept: its recovery is
-    # told once it reads healthy. A run pending again after it ran is marked requeued.
-    current = {k: through_requeue(before.get(k), through_untold(before.get(k), s))
-               for k, s in snapshots(report, restarts).items()}
+    # told once it reads healthy. A run pending again after it ran is marked requeued, one
+    # whose restart count rose since is marked restarting (its episode told once).
+    current = {k: through_restarts(before.get(k), through_requeue(
+        before.get(k), through_untold(before.get(k), s)))
+        for k, s in snapshots(report, restarts).items()}
     unread = {c.name for c in report.clusters if c.status != "ok"}
     partial = {c.name for c in report.clusters if read_in_part(c)}
     kept = {k: s for k, s in before.items() if k not in current and (

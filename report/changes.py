@@ -8,9 +8,10 @@ row judged failed (``failed``: a Kubernetes silent wedge, a recurring crash loop
 again when its state then turns terminal FAILED), a live restart (``restarted``: a Kubernetes
 Job restarting a failed attempt), each quoting its Trend, then ``collapsed``, ``stalled``, a
 restart count risen since (``restarted``: an attempt that failed and was retried between two
-sweeps), a running job pending again (``restarted``: preempted and queued again), ``recovered``,
-then ``started``. A chain restart's successor started in the same sweep is told by the
-restart's line (which names it), not as started too. A job seen for the first time while it
+sweeps; once an episode, not at each sweep it rises again), a running job pending again
+(``restarted``: preempted and queued again), ``recovered``, then ``started``. A chain
+restart's successor started in the same sweep is told by the restart's line (which names
+it), not as started too. A job seen for the first time while it
 runs counts as started; a first sight of a pending job says nothing (it has not started).
 A job that left the report (aged out) says nothing either. With no previous snapshots at all
 (the very first sweep) there is no baseline: the caller reports nothing.
@@ -66,6 +67,10 @@ class Snapshot(Frozen):
     restarts: int | None = None
     """The scheduler's restart count (SLURM requeues; Kubernetes container restarts, failed
     pods and JobSet restarts): a rise is a restart, also one no sweep saw under way."""
+    restarting: bool = False
+    """Its restart count rose at this sweep: an episode of restarts under way (an attempt
+    failing and retried sweep after sweep), told when it began (:func:`through_restarts`); a
+    rise at the next sweep is the same episode, a sweep without one ends it."""
     requeued: bool = False
     """Pending again after it ran (preempted, requeued: told 'restarted'), until it runs:
     its start then is the requeue working (:func:`through_requeue`)."""
@@ -115,6 +120,15 @@ def through_requeue(before: Snapshot | None, now: Snapshot) -> Snapshot:
             before.requeued or before.state in {JobState.RUNNING, JobState.COMPLETING}):
         return now
     return now.model_copy(update={"requeued": True})
+
+
+def through_restarts(before: Snapshot | None, now: Snapshot) -> Snapshot:
+    """``now``, marked ``restarting`` when its restart count rose since ``before``: a rise
+    at the next sweep too is the episode going on, not told again."""
+    if before is None or before.restarts is None or now.restarts is None \
+            or now.restarts <= before.restarts:
+        return now
+    return now.model_copy(update={"restarting": True})
 
 
 def snapshots(report: Report, restarts: Mapping[Key, int] | None = None) -> dict[Key, Snapshot]:
@@ -199,7 +213,11 @@ def change_of(prev: Snapshot | None, job: JobReport,
                        "zombie" if "zombie" in job.flags else _why(job, "no progress"))
     if prev is not None and prev.restarts is not None and restarts is not None \
             and restarts > prev.restarts:
-        # An attempt ended and the job runs (or waits) again, maybe never seen restarting.
+        # An attempt ended and the job runs (or waits) again, maybe never seen restarting;
+        # told once an episode: a rise at the sweep before was told (or was the same run of
+        # retries), and the recurring-failure rule, when it fires, is told as 'failed'.
+        if prev.restarting:
+            return None
         n = restarts - prev.restarts
         return _change("restarted", job, f"{n} restart{'s' if n > 1 else ''} since the last "
                        f"sweep; {job.state.value.lower()} again")

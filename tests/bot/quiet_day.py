@@ -86,6 +86,7 @@ class Job:
     trials: TrialTree | None = None
     fetch_error: bool = False
     time_limit_s: int | None = None
+    restarts: int = 0
 
     def facts(self, now: datetime) -> JobFacts:
         record = SchedulerRecord(
@@ -93,7 +94,7 @@ class Job:
             state=self.state, submit_time=(self.started or now) - timedelta(minutes=5),
             start_time=self.started, end_time=self.ended,
             elapsed_s=int(((self.ended or now) - self.started).total_seconds())
-            if self.started else None, time_limit_s=self.time_limit_s,
+            if self.started else None, time_limit_s=self.time_limit_s, restarts=self.restarts,
             workdir=f"/w/{self.name}", stdout_path=f"/w/{self.name}/{self.job_id}.out",
             dependency=self.dependency,
             depends_on=(self.dependency.split(":", 1)[1],) if self.dependency else (),

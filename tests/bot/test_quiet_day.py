@@ -621,3 +621,26 @@ async def test_plain_jobs_starting_are_no_replies_of_their_own(
     assert "rl-grpo-llama-70b failed" in replies[0]
     assert "• started: sft-queued-4203 (alpha:4203)" in replies[0]
     assert not any("sft-queued-420" + k in replies[0] for k in "012")
+
+
+async def test_a_job_restarting_sweep_after_sweep_is_told_once_per_episode(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-grpo-qwen-7b's attempts keep failing and being retried from 07:00 to 09:00 (its
+    scheduler's restart count rises at five sweeps in a row), then it runs clean, and at 12:00
+    it restarts once more. Each sweep of the first episode had been a reply ('restarted: N
+    restarts since the last sweep'): that is one line when it starts, and one for the later
+    restart (a new episode), nothing between."""
+    world, advance = two_runs()
+    rising = {2, 3, 4, 5, 6, 12}
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 14):
+            advance()
+            if sweep in rising:
+                world.jobs["4100"].restarts += 2
+            await day.sweep()
+    news = [line for reply in day.replies()[baseline:] for line in reply.splitlines()
+            if line.startswith("•")]
+    assert news == ["• restarted: rl-grpo-qwen-7b (alpha:4100) — 2 restarts since the last "
+                    "sweep; running again"] * 2
