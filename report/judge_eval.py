@@ -13,7 +13,8 @@ Policy (seed §Eval; CONTRACT §6):
   then Harbor's own job result.json's, which it rewrites as each trial starts and ends.
   A nearly-done run (``TAIL_DONE_SHARE``) whose engine answered a 200 within the idle window
   and has requests running is serving its last, hard trials: its hard-trial tail, no stall
-  (``_serving_tail``; seed: "verify the engine is actually down before blaming it").
+  (``_serving_tail``; seed: "verify the engine is actually down before blaming it"), for at
+  most ``TAIL_STALL_FACTOR`` stall windows (then a trial that never returns).
 - ``zombie``: every trial done but the job still RUNNING -> ``cancel_and_salvage``.
 - ``instant-fail``: at least half of the last ``pass_rate_trials`` trials finished instantly with
   null output tokens, or after only their LLM client's retries ended in a connection failure
@@ -299,18 +300,24 @@ TAIL_TRIALS = 20
 
 TAIL_DONE_SHARE = 0.9
 """The share of its trials an eval has finished before its end is its tail."""
+TAIL_STALL_FACTOR = 3.0
+"""Stall windows of silence a serving tail may last (3 h at the default 60 min): past it, the
+last trials' engine still busy is a trial that never returns (an agent looping with its
+timeout off), the seed's "hung actor/trial", no longer a hard trial's tail."""
 
 
 def _serving_tail(ctx: JudgeContext, f: Findings, age: float) -> bool:
     """Seed: "Before calling an eval dead ... a burst of timeouts in the last window is usually
     the hard-trial tail of a nearly-done run. Verify the engine is actually down (no recent
     200s)". A run with ``TAIL_DONE_SHARE`` of its trials done, no result.json for ``age``
-    minutes, whose engine answered a 200 within the idle window and has requests running, is
-    generating for its last (hard) trials: the Trend says so, no stall."""
+    minutes (at most ``TAIL_STALL_FACTOR`` stall windows), whose engine answered a 200 within
+    the idle window and has requests running, is generating for its last (hard) trials: the
+    Trend says so, no stall."""
     trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
     running = infra_signals(ctx).engine_running_requests
     if (not isinstance(trials, float) or not isinstance(total, float) or total <= 0
-            or trials < TAIL_DONE_SHARE * total or not running or not fresh_ok(ctx)):
+            or trials < TAIL_DONE_SHARE * total or not running or not fresh_ok(ctx)
+            or age > TAIL_STALL_FACTOR * ctx.settings.thresholds.eval_stall_minutes):
         return False
     f.trend(Priority.BACKGROUND + 2,
             f"hard-trial tail: {int(total - trials)} left, {running} running, engine 200s; "

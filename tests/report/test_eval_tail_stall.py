@@ -21,6 +21,7 @@ import pytest
 
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState
+from report.judge_eval import TAIL_STALL_FACTOR
 from report.models import JobReport
 from tests.report.factories import NOW, judge, log, record, tree, trial
 
@@ -48,13 +49,15 @@ def _engine_log(minutes: range, *, running: int, ok_every: int, quiet_min: int =
     return "".join(lines)
 
 
-def _report(done: int, total: int, text: str, *, quiet_min: int = 0) -> JobReport:
-    last = NOW - timedelta(minutes=65)
+def _report(done: int, total: int, text: str, *, quiet_min: int = 0,
+            silent_min: int = 65) -> JobReport:
+    last = NOW - timedelta(minutes=silent_min)
     trials = [trial(started_at=last - timedelta(minutes=20), finished_at=last)] * done
     mtime = NOW - timedelta(minutes=quiet_min)
     facts = JobFacts(
         record=record("eval-qwen3-x-tbench-almost", state=JobState.RUNNING,
-                      start_time=NOW - timedelta(minutes=75), elapsed_s=4500),
+                      start_time=NOW - timedelta(minutes=silent_min + 10),
+                      elapsed_s=(silent_min + 10) * 60),
         log=log(text=text, mtime=mtime), summary=parse_log(text, mtime=mtime),
         trials=tree(trials, trials_total=total, newest_result_at=last))
     return judge(facts).report
@@ -78,3 +81,22 @@ def test_a_quiet_engine_or_a_run_far_from_done_is_still_a_stall(
     report = _report(done, 300, text, quiet_min=quiet_min)
     assert "stall" in report.flags and report.verdict == "stalled", report.trend
     assert report.trend.startswith("STALL: no new result.json for 1h05m"), report.trend
+
+
+def test_a_tail_trial_that_never_returns_is_a_stall_past_the_tail_bound() -> None:
+    """Near miss (review of be690e4): the engine still serving the one trial left is no
+    licence forever. A trial whose agent keeps the engine busy and never returns (its timeout
+    off, a loop) is the rulebook's "hung actor/trial that never returns"; past
+    ``TAIL_STALL_FACTOR`` stall windows of silence the stall stands."""
+    quiet = int(TAIL_STALL_FACTOR * 60) + 5
+    report = _report(299, 300, _engine_log(range(70, -1, -1), running=1, ok_every=5),
+                     silent_min=quiet)
+    assert "stall" in report.flags and report.verdict == "stalled", report.trend
+    assert report.trend.startswith("STALL: no new result.json for"), report.trend
+
+
+def test_a_tail_within_the_bound_is_still_no_stall() -> None:
+    """Near miss: two stall windows into the last trial, the engine serving: still its tail."""
+    report = _report(299, 300, _engine_log(range(70, -1, -1), running=1, ok_every=5),
+                     silent_min=125)
+    assert "stall" not in report.flags and report.verdict == "healthy", report.trend
