@@ -5,7 +5,8 @@ Policy (seed §Datagen; CONTRACT §6):
 - ``dead-engine``: avg_turns <= ``dead_engine_turns`` -> do NOT consolidate (verdict
   ``warning`` while running, ``failed`` once terminal: the output is not real); over the run,
   or over its last ``pass_rate_trials`` trials (an engine that died mid-run: the run's mean
-  hides its single-turn tail; the avg_turns column stays the run's).
+  hides its single-turn tail; the avg_turns column stays the run's). A running run needs
+  ``_RECENT_TURNS_MIN`` trials with a turn count (its quickest, single-turn trials end first).
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
   ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated); not when
   its trial tree, read whole, holds no finished trial: nothing was generated (``diagnose``).
@@ -55,7 +56,10 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
     avg_turns = f.metrics.get("avg_turns")
-    dead = isinstance(avg_turns, float) and avg_turns <= th.dead_engine_turns
+    # a running run's first trials to end are its quickest (one turn and give up): too few
+    # with a turn count to call the engine dead (a finished run's are all there is)
+    dead = (isinstance(avg_turns, float) and avg_turns <= th.dead_engine_turns
+            and (not ctx.running or _turn_counted(ctx) >= _RECENT_TURNS_MIN))
     recent = _recent_turns(ctx, stats) if not dead else None
     if dead or recent is not None:
         f.flag("dead-engine")
@@ -102,6 +106,16 @@ def _stranded_rule(ctx: JudgeContext, f: Findings, dead: bool) -> None:
 
 _RECENT_TURNS_MIN = 10
 """Trials with a turn count the recent window needs before it can call the engine dead."""
+
+
+def _turn_counted(ctx: JudgeContext) -> int:
+    """The run's trials with a turn count (the collector's whole-run count, else the records)."""
+    tree = ctx.facts.trials
+    if tree is None:
+        return 0
+    if tree.counts is not None:
+        return tree.counts.turns_n
+    return sum(t.n_turns is not None for t in tree.trials)
 
 
 def _recent_turns(ctx: JudgeContext, stats: TrialStats | None) -> tuple[int, float] | None:
