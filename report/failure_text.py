@@ -24,6 +24,12 @@ if TYPE_CHECKING:  # annotation only: report.findings imports this module
 
 EXCERPT_LINES = CONTEXT_LINES
 
+AGENT_LOGS_NOTE = "note it in a dated agent_logs/ entry"
+"""The rulebook's 'Genuine FAILED -> diagnose + dated agent_logs/ entry', as the last step of a
+failure's recommendation, which first says what happened in the job's own words."""
+FAILED_NEXT = f"; find the cause before resubmitting, and {AGENT_LOGS_NOTE}"
+"""What to do about a genuine failure, after what happened (a ``diagnose``'s why)."""
+
 
 def first_fault(facts: JobFacts) -> Fault | None:
     """The earliest real terminal signal in the log (later ones are usually consequences)."""

@@ -15,7 +15,13 @@ from typing import TypeGuard, get_args
 from probes.models import TERMINAL_STATES, FaultKind, JobState, TerminalSignal
 from report.cells import format_duration, shown_path
 from report.chain import NEVER_SATISFIED, ChainLink
-from report.failure_text import failure_why, fault_text, first_fault
+from report.failure_text import (
+    AGENT_LOGS_NOTE,
+    FAILED_NEXT,
+    failure_why,
+    fault_text,
+    first_fault,
+)
 from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority
 from report.holds import deadline_rule, walltime_ending
 from report.memory import SweepMemory, failure_signature, memory_key, repeated_failure
@@ -121,7 +127,7 @@ def state_rules(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
         # ...", a missing module) says why, never the exit code alone (any bucket).
         why = failure_why(ctx)
         f.trend(Priority.TERMINAL, shorten(why))
-        f.recommend(Priority.DIAGNOSE, "diagnose", f"dated agent_logs/ entry: {shorten(why, 300)}")
+        f.recommend(Priority.DIAGNOSE, "diagnose", f"{shorten(why, 300)}{FAILED_NEXT}")
     elif state is JobState.CANCELLED:
         f.verdict("done")
         f.trend(Priority.TERMINAL - 2, "Cancelled")
@@ -253,8 +259,8 @@ def recurring_rule(
         why = failure_why(ctx)
         f.trend(Priority.TERMINAL + 2, shorten(f"RECURRING as in {previous}: {why}"))
         f.recommend(Priority.DIAGNOSE + 4, "diagnose",
-                    f"dated agent_logs/ entry: same failure as attempt {previous} "
-                    f"({shorten(why, 300)}); not transient, do not just resubmit")
+                    f"same failure as attempt {previous}: {shorten(why, 300)}; not "
+                    f"transient, find the cause before resubmitting, and {AGENT_LOGS_NOTE}")
     return signature, repeated
 
 

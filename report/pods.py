@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from probes.models import JobState
 from report.cells import format_duration
-from report.failure_text import diagnosis, fault_text, first_fault
+from report.failure_text import AGENT_LOGS_NOTE, diagnosis, fault_text, first_fault
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.rules import ABSENCE
 from report.trend import shorten
@@ -210,7 +210,7 @@ def sidecar_held_rule(ctx: JudgeContext, f: Findings) -> None:
     why = (f"{held}: the Job never ends and keeps its pod; delete it (a native sidecar, an "
            "init container with restartPolicy: Always, ends with the job)")
     if failed:
-        why += f"; dated agent_logs/ entry: {diagnosis(ctx.facts)}"
+        why += f"; it failed: {diagnosis(ctx.facts)}; {AGENT_LOGS_NOTE}"
     f.recommend(Priority.DIAGNOSE + 2, "diagnose", why)
 
 
@@ -277,9 +277,9 @@ def recurring_pod_failure_rule(ctx: JudgeContext, f: Findings) -> None:
     text = f"RECURRING ({recurring})" + (f": {why}" if why else "")
     f.trend(Priority.TERMINAL + 2, shorten(text))
     f.recommend(Priority.DIAGNOSE + 4, "diagnose",
-                f"dated agent_logs/ entry: the same failure on {recurring}"
-                + (f" ({why})" if why else "") + "; not transient, do not just resubmit or "
-                "let it retry")
+                f"the same failure on {recurring}" + (f": {why}" if why else "")
+                + "; not transient, do not just resubmit or let it retry; find the cause, "
+                f"and {AGENT_LOGS_NOTE}")
 
 
 def restarted_rule(ctx: JudgeContext, f: Findings) -> None:

@@ -510,8 +510,8 @@ async def test_a_busy_day_says_each_piece_of_news_once(
     expected = [
         "🚨 collapse on `alpha:4102` rl-dapo-qwen-14b",
         "• recovered: rl-dapo-qwen-14b (alpha:4102) — was collapse",
-        "🔥 `alpha:4103` rl-grpo-llama-70b failed: dated agent_logs/ entry: oom: "
-        "torch.OutOfMemoryError: CUDA out of memory",
+        "🔥 `alpha:4103` rl-grpo-llama-70b failed: oom: torch.OutOfMemoryError: CUDA out of "
+        "memory",
         "✅ `alpha:4301` sft-grid-lr3e5 completed: sft-job-cleanup",
         "✅ `alpha:4400` datagen-swe-shards completed: datagen-job-cleanup",
         "• stalled: eval-qwen7b-terminalbench (alpha:4501)",

@@ -16,6 +16,7 @@ import pytest
 
 from probes.logs.parse import parse_log
 from probes.models import JobFacts, JobState
+from report.failure_text import FAILED_NEXT
 from report.judge import build_report
 from report.models import JobReport
 from report.settings import ReportSettings
@@ -50,7 +51,7 @@ def test_a_bare_error_line_is_the_diagnosis(name: str, steps: str) -> None:
     assert report.trend.startswith("FAILED exit 3: RuntimeError: NCCL error in: ")
     assert report.recommendation is not None
     assert report.recommendation.action == "diagnose"
-    assert report.recommendation.why == f"dated agent_logs/ entry: FAILED exit 3: {NCCL}"
+    assert report.recommendation.why == f"FAILED exit 3: {NCCL}{FAILED_NEXT}"
 
 
 def test_a_fault_still_wins_over_the_failing_line() -> None:

@@ -304,7 +304,8 @@ def test_failed_job_quotes_its_first_fault() -> None:
     assert report.trend == "raylet-died: The raylet died unexpectedly"
     assert report.recommendation is not None
     assert report.recommendation.why == (
-        "dated agent_logs/ entry: raylet-died: The raylet died unexpectedly"
+        "raylet-died: The raylet died unexpectedly; find the cause before resubmitting, "
+        "and note it in a dated agent_logs/ entry"
     )
 
 

@@ -102,7 +102,7 @@ def test_child_failed_quotes_the_first_real_traceback() -> None:
     assert report.flags == ["child-failed"]
     assert report.trend == "child-failed: ValueError: tokenizer has no pad token"
     assert report.recommendation is not None and report.recommendation.action == "diagnose"
-    assert report.recommendation.why.startswith("dated agent_logs/ entry: child-failed: ValueError")
+    assert report.recommendation.why.startswith("child-failed: ValueError")
 
 
 def _sigterm_job(job_id: str, elapsed: int) -> JobFacts:
