@@ -100,8 +100,16 @@ def resolve_uid(user: str | None) -> int | None:
         return None
 
 
+GUARDED_OPS: dict[int, list[tuple[float, float, str]]] = {}
+"""Thread id -> ``(monotonic start, seconds, what)`` of each guarded operation under way in a
+thread other than the main one, where no alarm can interrupt it: the collector runs each job's
+reads in such a thread and gives the job up when one of them overruns its time
+(``probes.remote.collector``), as a read stuck in the kernel on a hung mount does."""
+
+
 class deadline:
-    """Interrupt the block after ``seconds`` with :class:`Hung` (main thread only).
+    """Interrupt the block after ``seconds`` with :class:`Hung` (main thread only; in another
+    thread the operation is listed in :data:`GUARDED_OPS` while it runs).
 
     A class, not a ``contextlib`` generator, and the C-level ``_signal`` calls, not
     ``signal``'s enum-converting wrappers: every open, read and listing of every job pays
@@ -120,6 +128,8 @@ class deadline:
         if self.seconds <= 0:
             raise Hung(f"{self.what}: no time left in this sweep")
         if threading.current_thread() is not threading.main_thread():
+            GUARDED_OPS.setdefault(threading.get_ident(), []).append(
+                (time.monotonic(), self.seconds, self.what))
             return
         self._previous = _signal.signal(signal.SIGALRM, self._on_alarm)
         self._armed = True
@@ -133,6 +143,10 @@ class deadline:
             self._armed = False
             _signal.setitimer(signal.ITIMER_REAL, 0)
             _signal.signal(signal.SIGALRM, self._previous)
+        elif self.seconds > 0 and threading.current_thread() is not threading.main_thread():
+            ops = GUARDED_OPS.get(threading.get_ident())
+            if ops:
+                ops.pop()
 
 
 def _real_path(fd: int, path: str) -> str:

@@ -13,6 +13,7 @@ its cluster's read, never the bot's memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,20 @@ class CommandResult:
         return CommandError(
             f"`{shell_join(self.argv)}` exited {self.exit_status} on {target}: {last[0][:300]}"
         )
+
+
+EXIT_GRACE_S = 5.0
+"""How long a command's exit status is waited for once its output has ended, or once it was
+killed: a process with a thread stuck in the kernel (a read on a hung mount) cannot exit, though
+it closed its output after its last word (``probes.remote.collector``), and no signal ends it."""
+
+
+async def exited_within(ending: Awaitable[Any], seconds: float = EXIT_GRACE_S) -> None:
+    """Await a process's ``ending`` (its exit) for at most ``seconds``; its status is then
+    unknown."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await ending
 
 
 class Runner(Protocol):

@@ -25,6 +25,7 @@ from probes.slurm.runner import (
     CHUNK,
     CommandResult,
     OutputMeter,
+    exited_within,
     first_failure,
     output_limit,
     shell_join,
@@ -133,7 +134,8 @@ class SshRunner:
             meter = OutputMeter(args, self.target, self._limit)
             out, err = await first_failure(meter.read_all(process.stdout),
                                            meter.read_all(process.stderr))
-            return await process.wait(check=False), out, err
+            await exited_within(process.wait(check=False))
+            return process, out, err
 
         done, out, err = await self._command(args, whole)
         status = done.exit_status if done.exit_status is not None else -1
@@ -164,7 +166,8 @@ class SshRunner:
                 return b""
 
             _, err = await first_failure(read_out(), meter.read_all(process.stderr))
-            return await process.wait(check=False), err
+            await exited_within(process.wait(check=False))
+            return process, err
 
         done, err = await self._command(args, streamed)
         status = done.exit_status if done.exit_status is not None else -1

@@ -50,6 +50,7 @@ from probes.slurm.runner import (
     Runner,
     RunnerFactory,
     StreamingRunner,
+    exited_within,
     first_failure,
     output_limit,
     run_streaming,
@@ -103,7 +104,7 @@ class LocalRunner:
             meter = self._meter(args)
             _, out, err = await first_failure(_feed(proc, data), meter.read_all(proc.stdout),
                                               meter.read_all(proc.stderr))
-            await proc.wait()
+            await exited_within(proc.wait())
             return CommandResult(args, _status(proc), out.decode("utf-8", "replace"),
                                  err.decode("utf-8", "replace"))
 
@@ -129,7 +130,7 @@ class LocalRunner:
 
             _, _, err = await first_failure(_feed(proc, (stdin or "").encode()), read_out(),
                                             meter.read_all(proc.stderr))
-            await proc.wait()
+            await exited_within(proc.wait())
             return CommandResult(args, _status(proc), "", err.decode("utf-8", "replace"))
 
         return await self._command(args, piped=stdin is not None, check=False, body=streamed)
@@ -167,7 +168,7 @@ class LocalRunner:
             if proc.returncode is None:  # timed out, cancelled or stopped: nothing outlives it
                 proc.kill()
                 _close_pipes(proc)
-                await proc.wait()
+                await exited_within(proc.wait())
 
     def _meter(self, args: tuple[str, ...]) -> OutputMeter:
         return OutputMeter(args, self.target, self._limit)
