@@ -21,7 +21,8 @@ buckets share; each bucket's own rules live in ``judge_datagen`` and ``judge_eva
 - Trials that never started (an exception, no agent phase or output, never scored: Harbor's
   null ``agent_result``/``verifier_result``, e.g. ``EnvironmentStartTimeoutError``): at least
   half of the last ``pass_rate_trials`` -> ``instant-fail`` (the agent never ran, null output:
-  the same infra class), verdict ``warning``, ``diagnose`` the sandbox/environment provider.
+  the same infra class), verdict ``warning``, ``diagnose`` the sandbox/environment provider
+  (a running run once ``NEVER_STARTED_MIN`` of them: its first refusals end first).
   This holds for a running datagen run too: it generates nothing real ("Generating" would
   hide it, with avg_turns unknown the dead-engine gate cannot fire).
   Below that half, an eval whose recent trials include a share (``NEVER_STARTED_NOTE_SHARE``,
@@ -162,6 +163,12 @@ def count_bound_note(f: Findings, stats: TrialStats | None) -> None:
     f.trend(Priority.BACKGROUND + 5, f"≥{stats.trials} trials counted{spent} (time bound)")
 
 
+NEVER_STARTED_MIN = 3
+"""Trials that never started a running run needs before the never-started rule: a refused
+sandbox ends in seconds, so a fresh run's first one or two are every trial finished so far
+(the auth rule's and the eval's never-started note's count alike)."""
+
+
 def never_started_rule(ctx: JudgeContext, f: Findings, recent: TrialStats | None) -> bool:
     """At least half of the last ``pass_rate_trials`` trials never started (an exception, no
     agent or verifier result): the sandboxes are not coming up. An eval or a datagen run alike
@@ -172,6 +179,8 @@ def never_started_rule(ctx: JudgeContext, f: Findings, recent: TrialStats | None
     unstarted = sum(never_started(t) for t in window)
     if recent is None or not recent.trials or 2 * unstarted < recent.trials:
         return False
+    if ctx.running and unstarted < NEVER_STARTED_MIN:
+        return False  # a fresh run's first refusals end first: every trial finished so far
     f.flag("instant-fail")
     f.verdict("warning")
     top = recent.top_exception or "an exception"
