@@ -66,6 +66,7 @@ from bot.cluster_watch import seen_now, watch
 from bot.config import Config
 from bot.delivery import edit
 from bot.digest_posting import DigestPosting
+from bot.log_watch import log_watch
 from bot.messages import (
     cancel_line,
     change_rows,
@@ -156,18 +157,22 @@ class Digest(DigestPosting):
         now = self._clock()
         reads = watch(seen, result.report, previous, now,
                       interval_s=config.slack.sweep_every_minutes * 60)
+        logs, log_lines = log_watch(seen.get("logs") if isinstance(seen, dict) else None,
+                                    result.report, now,
+                                    interval_s=config.slack.sweep_every_minutes * 60)
         await self._put(SEEN, {"at": now.isoformat(), "jobs": {
             encode_key(k): s.model_dump(mode="json")
             for k, s in seen_now(previous, result.report, counts).items()},
             "clusters": clusters_read(known if known is not None or previous is None
                                       else {k[0] for k in previous}, result.report),
-            "read_at": reads.read_at, "down": reads.down},
+            "read_at": reads.read_at, "down": reads.down, "logs": logs},
             ttl_s=self._ttl(config))
         channel = config.slack.channel
         if channel:
             untold = await quiet_repeats(self._store, await self._untold(changes, result),
                                          previous, self._clock, told=told)
-            await self._post_sweep(result, config, channel, untold, [*reads.lines, *extra],
+            await self._post_sweep(result, config, channel, untold,
+                                   [*reads.lines, *log_lines, *extra],
                                    since=seen.get("at") if isinstance(seen, dict) else None,
                                    kept=kept, interval=interval, retry=retry, told=told,
                                    unread=reads.unread)

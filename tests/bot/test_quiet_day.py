@@ -644,3 +644,29 @@ async def test_a_job_restarting_sweep_after_sweep_is_told_once_per_episode(
             if line.startswith("•")]
     assert news == ["• restarted: rl-grpo-qwen-7b (alpha:4100) — 2 restarts since the last "
                     "sweep; running again"] * 2
+
+
+async def test_a_log_unreadable_for_an_hour_is_one_line_and_its_return_one_line(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-grpo-qwen-7b's log cannot be fetched at 06:30 and 07:00 (a blip: nothing said),
+    then from 08:00 to 10:00 (five sweeps and their retries). The row read 'unknown' in the
+    parent and the thread never said its run was not being judged; now one line when it has
+    been unreadable across three scheduled sweeps (09:00), one when it reads again (10:30),
+    no table, nothing between."""
+    world, advance = two_runs()
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        baseline = len(day.replies())
+        for sweep in range(1, 11):
+            advance()
+            world.jobs["4100"].fetch_error = sweep in (1, 2) or 4 <= sweep <= 8
+            await day.sweep()
+    replies = day.replies()[baseline:]
+    assert len(replies) == 2, replies
+    gone, back = replies
+    assert "`alpha:4100` rl-grpo-qwen-7b: log unreadable since 08:00Z" in gone, gone
+    assert "```" not in gone
+    assert "`alpha:4100` rl-grpo-qwen-7b: log read again (unreadable from 08:00Z to " \
+        "10:30Z)" in back, back
+    assert "```" not in back
+    assert day.dms() == []
