@@ -6,7 +6,8 @@ Policy (seed §Datagen; CONTRACT §6):
   ``warning`` while running, ``failed`` once terminal: the output is not real); over the run,
   or over its last ``pass_rate_trials`` trials (an engine that died mid-run: the run's mean
   hides its single-turn tail; the avg_turns column stays the run's). A running run needs
-  ``_RECENT_TURNS_MIN`` trials with a turn count (its quickest, single-turn trials end first).
+  ``_RECENT_TURNS_MIN`` trials with a turn count (its quickest, single-turn trials end first),
+  unless every trial of it has ended.
 - ``stranded-traces``: a datagen TIMEOUT with no chain successor killed the terminal upload ->
   ``consolidate_manually`` (unless the engine was dead: garbage is not consolidated); not when
   its trial tree, read whole, holds no finished trial: nothing was generated (``diagnose``).
@@ -57,9 +58,11 @@ def judge_datagen(ctx: JudgeContext, f: Findings) -> None:
         buffer_rule(ctx, f)
     avg_turns = f.metrics.get("avg_turns")
     # a running run's first trials to end are its quickest (one turn and give up): too few
-    # with a turn count to call the engine dead (a finished run's are all there is)
+    # with a turn count to call the engine dead (a finished run's, or a run's whose every
+    # trial has ended, are all there is)
     dead = (isinstance(avg_turns, float) and avg_turns <= th.dead_engine_turns
-            and (not ctx.running or _turn_counted(ctx) >= _RECENT_TURNS_MIN))
+            and (not ctx.running or _turn_counted(ctx) >= _RECENT_TURNS_MIN
+                 or _all_ended(stats)))
     recent = _recent_turns(ctx, stats) if not dead else None
     if dead or recent is not None:
         f.flag("dead-engine")
@@ -106,6 +109,12 @@ def _stranded_rule(ctx: JudgeContext, f: Findings, dead: bool) -> None:
 
 _RECENT_TURNS_MIN = 10
 """Trials with a turn count the recent window needs before it can call the engine dead."""
+
+
+def _all_ended(stats: TrialStats | None) -> bool:
+    """Every trial of the run has ended (its whole count read): no slower trial is to come."""
+    return (stats is not None and stats.count_complete and bool(stats.trials_total)
+            and stats.completed >= (stats.trials_total or 0))
 
 
 def _turn_counted(ctx: JudgeContext) -> int:

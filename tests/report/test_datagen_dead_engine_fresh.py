@@ -21,11 +21,11 @@ from report.models import JobReport
 from tests.report.factories import NOW, facts, judge, record, tree, trial
 
 
-def _report(n: int, state: JobState = JobState.RUNNING) -> JobReport:
+def _report(n: int, state: JobState = JobState.RUNNING, total: int = 600) -> JobReport:
     rec = record("datagen-tb-fresh1turn", state=state,
                  start_time=NOW - timedelta(minutes=6), elapsed_s=360)
     trials = [trial(0.0, n_turns=1, n_output_tokens=300)] * n
-    return judge(facts(rec, trials=tree(trials, trials_total=600))).report
+    return judge(facts(rec, trials=tree(trials, trials_total=total))).report
 
 
 @pytest.mark.parametrize("n", [1, 2, 9])
@@ -43,3 +43,13 @@ def test_a_running_runs_first_single_turn_trials_are_not_a_dead_engine(n: int) -
 def test_enough_trials_or_a_finished_run_is_judged(n: int, state: JobState) -> None:
     report = _report(n, state)
     assert "dead-engine" in report.flags, report.trend
+
+
+def test_a_running_run_whose_every_trial_ended_single_turn_is_a_dead_engine() -> None:
+    """Near miss (review of 7219f84): the quickest-first bias holds only while trials are still
+    to end. A running openhands chunk of 8 trials, all 8 ended after one agent step (its
+    engine dead: tests/probes/slurm/test_e2e_harbor_agent_layouts.py's 'dead' replay, whose
+    job goes on to its upload), has nothing slower still to come: the gate stands on 8."""
+    report = _report(8, total=8)
+    assert "dead-engine" in report.flags, report.trend
+    assert report.verdict == "warning", report.trend
