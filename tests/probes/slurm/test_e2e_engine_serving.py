@@ -61,7 +61,10 @@ def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory
     base = Path(env.other_scratch) / f"serving-{tag}"
     ids: dict[str, str] = {}
     try:
-        for key in JOBS:
+        # the tail submitted last, so its tree is the newest: judged first, 40 s after it, it
+        # is within its serving tail's bound (3 stall windows: 90 s here) however long the
+        # others took to start
+        for key in reversed(JOBS):
             run = base / key
             _as_user(env, "mkdir", "-p", str(run))
             _as_user(env, "tee", str(run / "make_tree.py"), stdin=MAKE.read_text())
@@ -77,7 +80,7 @@ def rows(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory
         config = env.config_toml(tmp_path_factory.mktemp("serving"), recent_hours=1,
                                  users=[env.other_user], timeout_s=200, command_timeout_s=180)
         config.write_text(config.read_text() + "\n[thresholds]\neval_stall_minutes = 0.5\n")
-        yield {key: cli_json(config, "job", job_id) for key, job_id in ids.items()}
+        yield {key: cli_json(config, "job", ids[key]) for key in JOBS}
     finally:
         if ids:
             subprocess.run(["scancel", *ids.values()], check=False, timeout=30)
