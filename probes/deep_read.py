@@ -43,6 +43,7 @@ from probes.rollouts import (
 )
 from probes.slurm.parse import past_banner
 from probes.slurm.probe import SlurmProbe
+from probes.slurm.runner import NO_EXIT_STATUS
 from probes.slurm.transport import CommandResult, Runner, RunnerFactory, make_runner
 
 MAX_LOGGED_DIRS = 4
@@ -188,7 +189,9 @@ def _unread_log(log: LogFetch | None) -> tuple[str, ...]:
 
 
 def _answer(res: CommandResult, target: str) -> tuple[dict[str, Any] | None, str | None]:
-    if res.exit_status != 0:
+    if res.exit_status != 0 and (res.exit_status != NO_EXIT_STATUS or not res.stdout.strip()):
+        # (no exit status: a reader stuck on a hung mount ends by closing its output after
+        # its answer, which stands if it parses whole)
         return None, f"rollout reader failed: {res.failure(target)}"
     try:
         answer = json.loads(past_banner(res.stdout))  # (a login shell's text before it)

@@ -43,7 +43,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple  # noqa: UP035 - P
 # prepended to this script and each import line below is replaced by ``pass``
 # (probes.remote.script).
 with contextlib.suppress(ImportError):
-    from probes.remote.guard import GUARDED_OPS, Hung
+    from probes.remote.guard import Hung, leave_if_stuck, supervised
 with contextlib.suppress(ImportError):
     from probes.remote.scheduler import answer_bytes, exit_with_the_session, run_scheduler
 with contextlib.suppress(ImportError):
@@ -113,7 +113,7 @@ def _each_job(request: Json, started: float | None,
                 yield key, entry, data
                 continue
             try:
-                entry = _supervised(_read_job, (job, request, until), until)
+                entry = supervised(_read_job, (job, request, until), until)
             except Hung as exc:
                 entry = _failed(job, str(exc))
             data = encode(entry)
@@ -145,65 +145,6 @@ def _read_job(job: Json, request: Json, until: float) -> Json:
             job.get("workdir"), (entry.get("log") or {}).get("text"),
             list(job.get("checkpoint_roots", [])), guard)
     return entry
-
-
-STUCK_GRACE_S = 1.0
-"""How long past its own time a guarded operation may run before its job is given up."""
-STUCK: List[threading.Thread] = []  # noqa: UP006 - Python 3.7
-"""The job readers given up on, stuck in a call the kernel does not interrupt."""
-
-
-def _supervised(read: Callable[..., Json], args: Tuple[Any, ...],  # noqa: UP006
-                until: float) -> Json:
-    """``read(*args)`` in a thread of its own, watched from here: when one of its guarded
-    operations overruns its time by :data:`STUCK_GRACE_S`, or the request's deadline passes,
-    the job is given up (:class:`Hung`) and the thread left where it is. A read on a hung
-    hard NFS or Lustre mount (or a FUSE one whose daemon stopped answering) waits in the kernel
-    in a state no signal but SIGKILL ends, where the guard's alarm cannot reach it: read in
-    this thread, it held every later job, and the answer never came."""
-    done: List[Tuple[bool, Any]] = []  # noqa: UP006 - Python 3.7
-
-    def run() -> None:
-        try:
-            done.append((True, read(*args)))
-        except BaseException as exc:  # handed to the caller below, as if raised there
-            done.append((False, exc))
-
-    reader = threading.Thread(target=run, name="job-reader", daemon=True)
-    reader.start()
-    while True:
-        reader.join(0.25)
-        if done:
-            ok, value = done[0]
-            if ok:
-                return value  # type: ignore[no-any-return]
-            raise value
-        now = time.monotonic()
-        for started, seconds, what in GUARDED_OPS.get(reader.ident or 0, [])[:1]:
-            if now - started > seconds + STUCK_GRACE_S:
-                STUCK.append(reader)
-                raise Hung(f"{what}: no answer within {seconds:g}s (a read stuck in the"
-                           " kernel: a hung mount?)")
-        if now > until + STUCK_GRACE_S:
-            STUCK.append(reader)
-            raise Hung(f"collector deadline passed while reading this job ({now - until:.0f}s"
-                       " over)")
-
-
-def _leave_if_stuck() -> None:
-    """Exit at once, the answer written, when a job reader is stuck: a process exits only
-    once every thread has, so the output is closed first (the reader on the other end sees
-    its end; ``probes.slurm.transport`` waits no more than briefly for an exit status
-    then)."""
-    if not any(reader.is_alive() for reader in STUCK):
-        return
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    for fd in (0, 1, 2):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    os._exit(0)
 
 
 def collect(request: Json, started: float | None = None) -> Json:
@@ -335,11 +276,11 @@ def main(request_json: str) -> None:
         request["jobs"] = [*request.get("jobs", []), *neighbour_specs(request, ran)]
     if request.get("stream"):
         _stream(request, ran, time.monotonic())
-        _leave_if_stuck()
+        leave_if_stuck()
         return
     answer = collect_queue(request) if "squeue" in request else collect(request)
     if ran is not None:
         answer["scheduler"] = ran
     sys.stdout.buffer.write(encode(answer) + b"\n")
     sys.stdout.flush()
-    _leave_if_stuck()
+    leave_if_stuck()

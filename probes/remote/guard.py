@@ -34,6 +34,7 @@ import os
 import pwd
 import signal
 import stat
+import sys
 import threading
 import time
 from typing import Any, Iterator  # noqa: UP035 - Python 3.7 on login nodes
@@ -415,3 +416,62 @@ class Guard:
             yield fd
         finally:
             os.close(fd)
+
+
+STUCK_GRACE_S = 1.0
+"""How long past its own time a guarded operation may run before its read is given up."""
+STUCK: list[threading.Thread] = []
+"""The readers given up on, stuck in a call the kernel does not interrupt."""
+
+
+def supervised(read: Any, args: tuple[Any, ...], until: float) -> Any:
+    """``read(*args)`` in a thread of its own, watched from here: when one of its guarded
+    operations overruns its time by :data:`STUCK_GRACE_S`, or ``until`` (a monotonic time)
+    passes, the read is given up (:class:`Hung`) and the thread left where it is (the
+    collector reads each job so, the deep probe each trial root and dump dir). A read on a hung
+    hard NFS or Lustre mount (or a FUSE one whose daemon stopped answering) waits in the kernel
+    in a state no signal but SIGKILL ends, where the guard's alarm cannot reach it: read in
+    the caller's thread, it held every later read, and the answer never came."""
+    done: list[tuple[bool, Any]] = []  # local annotations are never evaluated
+
+    def run() -> None:
+        try:
+            done.append((True, read(*args)))
+        except BaseException as exc:  # handed to the caller below, as if raised there
+            done.append((False, exc))
+
+    reader = threading.Thread(target=run, name="job-reader", daemon=True)
+    reader.start()
+    while True:
+        reader.join(0.25)
+        if done:
+            ok, value = done[0]
+            if ok:
+                return value
+            raise value
+        now = time.monotonic()
+        for started, seconds, what in GUARDED_OPS.get(reader.ident or 0, [])[:1]:
+            if now - started > seconds + STUCK_GRACE_S:
+                STUCK.append(reader)
+                raise Hung(f"{what}: no answer within {seconds:g}s (a read stuck in the"
+                           " kernel: a hung mount?)")
+        if now > until + STUCK_GRACE_S:
+            STUCK.append(reader)
+            raise Hung(f"the request's deadline passed while reading ({now - until:.0f}s"
+                       " over)")
+
+
+def leave_if_stuck() -> None:
+    """Exit at once, the answer written, when a reader is stuck: a process exits only
+    once every thread has, so the output is closed first (the reader on the other end sees
+    its end; ``probes.slurm.transport`` waits no more than briefly for an exit status
+    then)."""
+    if not any(reader.is_alive() for reader in STUCK):
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    os._exit(0)

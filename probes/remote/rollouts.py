@@ -64,6 +64,8 @@ with contextlib.suppress(ImportError):
     from probes.remote.harbor_reduce import _number  # the one in the shipped namespace
 with contextlib.suppress(ImportError):
     from probes.remote.rollout_trials import collect_trials
+with contextlib.suppress(ImportError):
+    from probes.remote.guard import Hung, leave_if_stuck, supervised
 
 PROTOCOL = 1
 
@@ -189,10 +191,22 @@ def collect_rollouts(request: Json) -> Json:
     """Serve one deep-probe request (see the module docstring); returns a JSON-able dict."""
     budget = _Budget(request)
     started = time.monotonic()
-    trials = collect_trials([str(r) for r in request.get("trial_roots", [])], budget)
+    roots = [str(r) for r in request.get("trial_roots", [])]
+    # Each read in a thread of its own (guard.supervised): one stuck on a hung mount is
+    # given up and said, the others still read.
+    try:
+        trials = supervised(collect_trials, (roots, budget), budget.deadline)
+    except Hung as exc:
+        budget.skipped.append(f"trials: {exc}")
+        trials = {"roots": roots, "listed": 0, "sampled": {}, "unfinished": 0,
+                  "oldest_unfinished": None}
     dumps = []
     for path in request.get("dump_dirs", []):
-        found = collect_dump(str(path), budget)
+        try:
+            found = supervised(collect_dump, (str(path), budget), budget.deadline)
+        except Hung as exc:
+            budget.skipped.append(f"{path}: {exc}")
+            continue
         if found is not None:
             dumps.append(found)
     return {"protocol": PROTOCOL, "read_at": time.time(), "trials": trials, "dumps": dumps,
@@ -203,3 +217,4 @@ def collect_rollouts(request: Json) -> Json:
 def main(request_json: str) -> None:
     """Entry point of the shipped script: request JSON in, answer JSON on stdout."""
     sys.stdout.write(json.dumps(collect_rollouts(json.loads(request_json))) + "\n")
+    leave_if_stuck()

@@ -60,6 +60,7 @@ from probes.slurm.onejob_records import _merged, _raw_outputs, _stdout_argv
 from probes.slurm.parse import epoch, parse_squeue_json, past_banner
 from probes.slurm.plain import new_nonce, parse_squeue_plain, plain_format
 from probes.slurm.request import collector_request
+from probes.slurm.runner import NO_EXIT_STATUS
 from probes.slurm.transport import Runner
 
 _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
@@ -76,8 +77,8 @@ async def _run(runner: Runner, request: Mapping[str, Any]) -> dict[str, Any] | N
     script = build_collector_script(request)
     for _attempt in (1, 2):
         res = await runner.run(list(COLLECTOR_ARGV), stdin=script, check=False)
-        if res.exit_status != 0:
-            continue
+        if res.exit_status not in (0, NO_EXIT_STATUS):  # none: a reader stuck on a hung
+            continue  # mount; its answer, written before, stands if it parses whole
         try:
             answer = json.loads(past_banner(res.stdout))
         except (ValueError, RecursionError):  # RecursionError: nested past the parser

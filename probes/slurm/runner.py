@@ -48,6 +48,11 @@ killed: a process with a thread stuck in the kernel (a read on a hung mount) can
 it closed its output after its last word (``probes.remote.collector``), and no signal ends it."""
 
 
+NO_EXIT_STATUS = -1
+"""A command's exit status when none was seen: it ended by a signal, or closed its output and
+had not exited :data:`EXIT_GRACE_S` later (then an answer it printed whole still stands)."""
+
+
 async def exited_within(ending: Awaitable[Any], seconds: float = EXIT_GRACE_S) -> None:
     """Await a process's ``ending`` (its exit) for at most ``seconds``; its status is then
     unknown."""

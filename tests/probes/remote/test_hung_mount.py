@@ -15,11 +15,12 @@ jobs: the one in the middle has its checkpoint root on a hung mount.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from probes.config import SlurmCluster
-from probes.remote.script import build_collector_script
+from probes.remote.script import build_collector_script, build_rollouts_script
 from probes.slurm.answer import AnswerReader, stream_answer
 from probes.slurm.transport import LocalRunner
 from tests.probes.remote.hung_mount import hung_mount
@@ -55,3 +56,26 @@ async def test_a_hung_mount_fails_its_job_and_the_others_are_read(tmp_path: Path
         ["ok", "failed", "ok"]
     assert reader.jobs["103"]["log"]["text"] == LOG
     assert "no answer" in reader.jobs["102"]["log"]["error"]
+
+
+async def test_the_deep_probe_reader_says_which_root_hung_and_reads_the_rest(
+        tmp_path: Path) -> None:
+    """The deep probe's reader (``jobtables probe``) on a trials root that hangs: it answers,
+    says the root gave no answer, and still reads a verl rollout dump beside it."""
+    dump = tmp_path / "rollout_dump"
+    dump.mkdir()
+    (dump / "5.jsonl").write_text(json.dumps({"input": "2+2?", "output": "4", "score": 1.0,
+                                              "step": 5}) + "\n")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    with hung_mount(mount, release_after=90):
+        request = {"trial_roots": [str(mount)], "dump_dirs": [str(dump)],
+                   "read_timeout_s": 1.0, "deadline_s": 30.0}
+        runner = LocalRunner(SlurmCluster(name="hung", local=True, command_timeout_s=50))
+        async with asyncio.timeout(45):
+            res = await runner.run(["python3", "-"], stdin=build_rollouts_script(request),
+                                   check=False)
+    answer = json.loads(res.stdout)
+    assert any(s.startswith("trials: ") and "no answer" in s for s in answer["skipped"])
+    assert [d["path"] for d in answer["dumps"]] == [str(dump)]
+    assert answer["dumps"][0]["steps"]
