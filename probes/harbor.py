@@ -198,8 +198,9 @@ def is_instant_fail(trial: TrialResult) -> bool:
     """No output tokens, and the agent's execution phase (else, for a result without one, the
     whole trial, unless it never started) finished within a second of starting, or within
     ``RETRIED_S`` when it ended in a connection failure (``probes.remote.trial_count.is_instant``,
-    rule for rule)."""
-    if trial.n_output_tokens:
+    rule for rule). A trial its verifier scored above 0 did the work (Harbor's oracle agent
+    runs solve.sh in under a second and calls no model): never one."""
+    if trial.n_output_tokens or (trial.reward is not None and trial.reward > 0):
         return False
     start: datetime | None = trial.agent_started_at
     end: datetime | None = trial.agent_finished_at

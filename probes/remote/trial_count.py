@@ -73,8 +73,12 @@ def is_instant(reduced: Tally) -> bool:
     at most ``RETRIED_S`` ending in a connection failure: the agent never got an answer from
     the model, only its client's retries ran (a timeout is never one: its trial is scored). A
     trial that never started (an exception before any agent ran: a sandbox refused at once) is
-    never one: the environment failed, not the tunnel (``probes.harbor.never_started``)."""
-    if reduced.get("n_output_tokens"):
+    never one: the environment failed, not the tunnel (``probes.harbor.never_started``); nor is
+    a trial its verifier scored above 0 (it did the work: Harbor's oracle agent runs solve.sh
+    in under a second and calls no model)."""
+    reward = reduced.get("reward")
+    if reduced.get("n_output_tokens") or (
+            isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward > 0):
         return False
     start = iso_epoch(reduced.get("agent_started_at"))
     end = iso_epoch(reduced.get("agent_finished_at"))

@@ -27,9 +27,11 @@ REAL = (Path(__file__).resolve().parents[1] / "fixtures" / "harbor-0.26.0" / "jo
 
 
 def _instant_agent(data: dict[str, Any], tokens: int | None = None) -> None:
-    """Derived: the agent finishes the moment it starts (setup times stay real)."""
+    """Derived: the agent finishes the moment it starts (setup times stay real), the task left
+    unsolved (the verifier still runs: reward 0; a passed trial did the work, never instant)."""
     data["agent_execution"]["finished_at"] = data["agent_execution"]["started_at"]
     data["agent_result"]["n_output_tokens"] = tokens
+    data["verifier_result"] = {"rewards": {"reward": 0.0}}
 
 
 def _old_harbor_instant(data: dict[str, Any]) -> None:
@@ -38,6 +40,7 @@ def _old_harbor_instant(data: dict[str, Any]) -> None:
         data.pop(phase)
     data["finished_at"] = data["started_at"]
     data["agent_result"]["n_output_tokens"] = None
+    data["verifier_result"] = {"rewards": {"reward": 0.0}}
 
 
 def _agent_running(data: dict[str, Any]) -> None:
