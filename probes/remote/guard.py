@@ -101,11 +101,29 @@ def resolve_uid(user: str | None) -> int | None:
         return None
 
 
-GUARDED_OPS: dict[int, list[tuple[float, float, str]]] = {}
-"""Thread id -> ``(monotonic start, seconds, what)`` of each guarded operation under way in a
-thread other than the main one, where no alarm can interrupt it: the collector runs each job's
-reads in such a thread and gives the job up when one of them overruns its time
-(``probes.remote.collector``), as a read stuck in the kernel on a hung mount does."""
+GUARDED_OPS: dict[int, list[list[Any]]] = {}
+"""Thread id -> ``[monotonic start, seconds, what, interrupted at]`` of each guarded operation
+under way in a thread other than the main one, where no alarm can interrupt it: the readers
+run so (:func:`supervised`) are interrupted by their watcher instead, and given up when an
+operation stays stuck in the kernel past that, as a read on a hung mount does."""
+_OPS_LOCK = threading.Lock()
+
+
+class _Overran(Hung):
+    """Raised in a reader thread by its watcher (:func:`supervised`); the guarded block it
+    lands in says which operation overran (:meth:`deadline.__exit__`)."""
+
+
+def _interrupt(ident: int, exc: Any) -> bool:
+    """Raise ``exc`` (a class; ``None`` takes back one not yet raised) in the thread ``ident``
+    at its next Python instruction, as the alarm does in the main thread. False where ctypes
+    is missing (a minimal Python on a login node): the watcher can then only give up."""
+    try:
+        import ctypes
+        set_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except (ImportError, AttributeError):
+        return False
+    return bool(set_exc(ctypes.c_ulong(ident), ctypes.py_object(exc) if exc else None))
 
 
 class deadline:
@@ -129,8 +147,9 @@ class deadline:
         if self.seconds <= 0:
             raise Hung(f"{self.what}: no time left in this sweep")
         if threading.current_thread() is not threading.main_thread():
-            GUARDED_OPS.setdefault(threading.get_ident(), []).append(
-                (time.monotonic(), self.seconds, self.what))
+            with _OPS_LOCK:
+                GUARDED_OPS.setdefault(threading.get_ident(), []).append(
+                    [time.monotonic(), self.seconds, self.what, False])
             return
         self._previous = _signal.signal(signal.SIGALRM, self._on_alarm)
         self._armed = True
@@ -145,9 +164,13 @@ class deadline:
             _signal.setitimer(signal.ITIMER_REAL, 0)
             _signal.signal(signal.SIGALRM, self._previous)
         elif self.seconds > 0 and threading.current_thread() is not threading.main_thread():
-            ops = GUARDED_OPS.get(threading.get_ident())
-            if ops:
-                ops.pop()
+            with _OPS_LOCK:
+                ops = GUARDED_OPS.get(threading.get_ident())
+                op = ops.pop() if ops else None
+                if op is not None and op[3]:
+                    _interrupt(threading.get_ident(), None)  # not raised yet: never after
+            if op is not None and op[3] and exc and isinstance(exc[1], _Overran):
+                raise Hung(f"{self.what}: no answer within {self.seconds:g}s") from None
 
 
 def _real_path(fd: int, path: str) -> str:
@@ -419,16 +442,18 @@ class Guard:
 
 
 STUCK_GRACE_S = 1.0
-"""How long past its own time a guarded operation may run before its read is given up."""
+"""How long a guarded operation interrupted past its time may stay in its call before its read
+is given up."""
 STUCK: list[threading.Thread] = []
 """The readers given up on, stuck in a call the kernel does not interrupt."""
 
 
 def supervised(read: Any, args: tuple[Any, ...], until: float) -> Any:
-    """``read(*args)`` in a thread of its own, watched from here: when one of its guarded
-    operations overruns its time by :data:`STUCK_GRACE_S`, or ``until`` (a monotonic time)
-    passes, the read is given up (:class:`Hung`) and the thread left where it is (the
-    collector reads each job so, the deep probe each trial root and dump dir). A read on a hung
+    """``read(*args)`` in a thread of its own, watched from here: a guarded operation past its
+    time is interrupted with :class:`Hung` as the main thread's alarm would (that operation
+    fails, the read goes on); one still in its call :data:`STUCK_GRACE_S` later, or a read
+    past ``until`` (a monotonic time), is given up (:class:`Hung`) and the thread left where
+    it is (the collector reads each job so, the deep probe each trial root and dump dir). A read on a hung
     hard NFS or Lustre mount (or a FUSE one whose daemon stopped answering) waits in the kernel
     in a state no signal but SIGKILL ends, where the guard's alarm cannot reach it: read in
     the caller's thread, it held every later read, and the answer never came."""
@@ -450,11 +475,18 @@ def supervised(read: Any, args: tuple[Any, ...], until: float) -> Any:
                 return value
             raise value
         now = time.monotonic()
-        for started, seconds, what in GUARDED_OPS.get(reader.ident or 0, [])[:1]:
-            if now - started > seconds + STUCK_GRACE_S:
-                STUCK.append(reader)
-                raise Hung(f"{what}: no answer within {seconds:g}s (a read stuck in the"
-                           " kernel: a hung mount?)")
+        with _OPS_LOCK:
+            ops = GUARDED_OPS.get(reader.ident or 0) or []
+            op = ops[-1] if ops else None
+            if op is not None and not op[3] and now - op[0] > op[1]:
+                # Past its time: interrupted as the alarm would, if it is running Python.
+                _interrupt(reader.ident or 0, _Overran)
+                op[3] = now
+        if op is not None and op[3] and now - op[3] > STUCK_GRACE_S:
+            # Still in it: stuck in a call only the kernel can end.
+            STUCK.append(reader)
+            raise Hung(f"{op[2]}: no answer within {op[1]:g}s (a read stuck in the kernel:"
+                       " a hung mount?)")
         if now > until + STUCK_GRACE_S:
             STUCK.append(reader)
             raise Hung(f"the request's deadline passed while reading ({now - until:.0f}s"

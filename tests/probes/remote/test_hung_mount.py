@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from probes.config import SlurmCluster
+from probes.remote.guard import Hung, deadline, supervised
 from probes.remote.script import build_collector_script, build_rollouts_script
 from probes.slurm.answer import AnswerReader, stream_answer
 from probes.slurm.transport import LocalRunner
@@ -79,3 +81,23 @@ async def test_the_deep_probe_reader_says_which_root_hung_and_reads_the_rest(
     assert any(s.startswith("trials: ") and "no answer" in s for s in answer["skipped"])
     assert [d["path"] for d in answer["dumps"]] == [str(dump)]
     assert answer["dumps"][0]["steps"]
+
+
+def test_an_operation_past_its_time_in_a_reader_thread_fails_alone() -> None:
+    """An operation that overruns its time while the thread still runs Python (a listing of
+    a huge directory, slow but alive) is interrupted as the main thread's alarm would: that
+    operation fails with Hung, and the read goes on with its next step."""
+    def read() -> list[str]:
+        said = []
+        try:
+            with deadline(0.3, "list /slow"):
+                while True:  # a listing that would go on past its bound
+                    time.sleep(0.001)
+        except Hung as exc:
+            said.append(str(exc))
+        with deadline(5.0, "read /next"):
+            said.append("next read")
+        return said
+
+    assert supervised(read, (), time.monotonic() + 30) == [
+        "list /slow: no answer within 0.3s", "next read"]
