@@ -246,10 +246,17 @@ def _hung_rule(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> bool
             f"{format_duration(log_age * 60)}"
             if log_age is not None and round(log_age) != round(results_age) and not unread
             else f"HUNG: no log line for {quiet} (trial tree unreadable)" if unread
+            else f"HUNG: no new trial{chunk} for {quiet} (no log found)" if _no_log(ctx)
             else f"HUNG: no new trial{chunk} or log line for {quiet}")
     f.trend(Priority.DIAGNOSE, text)
     f.recommend(Priority.DIAGNOSE, "diagnose", text + "; find the chunk whose trial never returns")
     return True
+
+
+def _no_log(ctx: JudgeContext) -> bool:
+    """No log was found at all (``log-missing``): nothing says when it last spoke."""
+    log = ctx.facts.log
+    return log is not None and log.status == "missing"
 
 
 def _chunks_trend(f: Findings) -> None:

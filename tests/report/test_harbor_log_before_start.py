@@ -100,3 +100,17 @@ def test_a_log_written_since_the_start_keeps_its_own_age(name: str) -> None:
     text = "⠋  30/300 Mean: 0.333 ━━━━━━━━━━━━━━━━━━━ 0:12:31 0:20:02\n"
     report = _report(name, 150, trial_tree(DENIED), log_age_min=20, text=text)
     assert "stall" not in report.flags, report.trend
+
+
+def test_a_hung_run_whose_log_was_not_found_says_so() -> None:
+    """No log found: the Trend says the trials' silence, not a log line's it never read."""
+    old = NOW - timedelta(minutes=150)
+    facts = JobFacts(
+        record=record("datagen-tb-nolog", state=JobState.RUNNING,
+                      start_time=NOW - timedelta(minutes=180), elapsed_s=10800),
+        log=log(status="missing", path=None, mtime=None, size=None),
+        trials=tree([trial(started_at=old - timedelta(minutes=5), finished_at=old)] * 20,
+                    newest_result_at=old))
+    report = judge(facts).report
+    assert "stall" in report.flags, report.trend
+    assert report.trend.startswith("HUNG: no new trial for 2h30m (no log found)"), report.trend
