@@ -109,9 +109,19 @@ operation stays stuck in the kernel past that, as a read on a hung mount does.""
 _OPS_LOCK = threading.Lock()
 
 
+_DELIVERED: dict[int, float] = {}
+"""Thread id -> when an interruption (:class:`_Overran`) was last raised there: a thread that
+ran it is running Python, not stuck in a call."""
+
+
 class _Overran(Hung):
     """Raised in a reader thread by its watcher (:func:`supervised`); the guarded block it
-    lands in says which operation overran (:meth:`deadline.__exit__`)."""
+    lands in says which operation overran (:meth:`deadline.__exit__`). Made in the thread it
+    is raised in (an asynchronous exception is raised as a class), so it notes that there."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        _DELIVERED[threading.get_ident()] = time.monotonic()
 
 
 def _interrupt(ident: int, exc: Any) -> bool:
@@ -453,10 +463,11 @@ def supervised(read: Any, args: tuple[Any, ...], until: float) -> Any:
     time is interrupted with :class:`Hung` as the main thread's alarm would (that operation
     fails, the read goes on); one still in its call :data:`STUCK_GRACE_S` later, or a read
     past ``until`` (a monotonic time), is given up (:class:`Hung`) and the thread left where
-    it is (the collector reads each job so, the deep probe each trial root and dump dir). A read on a hung
-    hard NFS or Lustre mount (or a FUSE one whose daemon stopped answering) waits in the kernel
-    in a state no signal but SIGKILL ends, where the guard's alarm cannot reach it: read in
-    the caller's thread, it held every later read, and the answer never came."""
+    it is (the collector reads each job so, the deep probe each trial root and dump dir).
+    A read on a hung hard NFS or Lustre mount (or a FUSE one whose daemon stopped answering)
+    waits in the kernel in a state no signal but SIGKILL ends, where the guard's alarm cannot
+    reach it: read in the caller's thread, it held every later read, and the answer never
+    came."""
     done: list[tuple[bool, Any]] = []  # local annotations are never evaluated
 
     def run() -> None:
@@ -482,7 +493,8 @@ def supervised(read: Any, args: tuple[Any, ...], until: float) -> Any:
                 # Past its time: interrupted as the alarm would, if it is running Python.
                 _interrupt(reader.ident or 0, _Overran)
                 op[3] = now
-        if op is not None and op[3] and now - op[3] > STUCK_GRACE_S:
+        if op is not None and op[3] and now - op[3] > STUCK_GRACE_S and \
+                _DELIVERED.get(reader.ident or 0, 0.0) < op[3]:
             # Still in it: stuck in a call only the kernel can end.
             STUCK.append(reader)
             raise Hung(f"{op[2]}: no answer within {op[1]:g}s (a read stuck in the kernel:"
