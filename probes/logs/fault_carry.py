@@ -74,6 +74,7 @@ class LaunchCarry(Carried):
     auth_failures: int = 0
     tunnel_auth_failures: int = 0
     engine_auth_failures: int = 0
+    engine_auth_streak: int = 0
 
 
 class FaultCarry(Carried):
@@ -234,7 +235,8 @@ def snapshot_faults(scanner: FoldScanner) -> FaultCarry:
             recent=tuple(launch.recent),
             auth_failures=launch.auth_failures,
             tunnel_auth_failures=launch.tunnel_auth_failures,
-            engine_auth_failures=launch.engine_auth_failures),
+            engine_auth_failures=launch.engine_auth_failures,
+            engine_auth_streak=launch.engine_auth_streak),
         recent_first=scanner.recent_first, recent_texts=tuple(scanner.recent),
         details=dict(scanner.details),
     )
@@ -274,6 +276,7 @@ def restore_faults(
     launch.auth_failures = saved.auth_failures
     launch.tunnel_auth_failures = saved.tunnel_auth_failures
     launch.engine_auth_failures = saved.engine_auth_failures
+    launch.engine_auth_streak = saved.engine_auth_streak
     scanner.recent_first, scanner.recent = carry.recent_first, list(carry.recent_texts)
     scanner.details = dict(carry.details)
     return scanner

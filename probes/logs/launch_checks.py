@@ -139,7 +139,10 @@ class LaunchChecks:
         since it last registered or carried a request (the latest tunnel event wins)."""
         self.engine_auth_failures = 0
         """Of ``auth_failures``, the engine's own refusals (its access log's 401/403 answers:
-        ``--api-key`` set and the agents sending another key)."""
+        ``--api-key`` set and the agents sending another key), until :data:`RECENT_RESPONSES`
+        answers in a row hold none (the key fixed: those refusals are over)."""
+        self.engine_auth_streak = 0
+        """Engine answers since its last 401/403."""
 
     def feed(self, text: str, low: str | None, line_no: int) -> None:
         """Read line ``line_no``, prefix-stripped (``low`` is its lower-case form, if made)."""
@@ -213,7 +216,14 @@ class LaunchChecks:
     def _engine(self, code: str, text: str, line_no: int) -> None:
         self.engine_ok = self.engine_ok or 0
         self.recent.append(code.startswith("5"))
-        self.engine_auth_failures += code in ("401", "403")
+        if code in ("401", "403"):
+            self.engine_auth_failures += 1
+            self.engine_auth_streak = 0
+        else:
+            self.engine_auth_streak += 1
+            if self.engine_auth_streak >= RECENT_RESPONSES and self.engine_auth_failures:
+                self.auth_failures -= self.engine_auth_failures
+                self.engine_auth_failures = 0
         if code != "200":
             return
         self.engine_ok += 1
