@@ -53,7 +53,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_trials
 with contextlib.suppress(ImportError):
-    from probes.remote.logread import read_tail
+    from probes.remote.logread import DEEPEN_MAX, read_tail
 with contextlib.suppress(ImportError):
     from probes.remote.completion import collect_completion
 with contextlib.suppress(ImportError):
@@ -113,7 +113,8 @@ def _each_job(request: Json, started: float | None,
                 yield key, entry, data
                 continue
             try:
-                entry = supervised(_read_job, (job, request, until), until)
+                entry = supervised(_read_job, (job, dict(request, deepen_bytes=deepen_share(
+                    left, budget)), until), until)
             except Hung as exc:
                 entry = _failed(job, str(exc))
             data = encode(entry)
@@ -125,6 +126,14 @@ def _each_job(request: Json, started: float | None,
             yield key, entry, data
     finally:
         SEEN.clear()
+
+
+def deepen_share(left: int, budget: int) -> int:
+    """Bytes the next job's cold tail may be read back to when it resamples
+    (``probes.remote.logread.DEEPEN_MAX`` at most): what is left of the first quarter of the
+    answer budget. A read-back is sent whole; bound per job only, five runs' read-backs spent
+    the 32 MiB budget by the third and every job after it was failed for want of it."""
+    return max(0, min(DEEPEN_MAX, left - (budget - budget // 4)))
 
 
 def _read_job(job: Json, request: Json, until: float) -> Json:

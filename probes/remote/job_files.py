@@ -32,6 +32,7 @@ with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
     from probes.remote.logread import (
+        DEEPEN_MAX,
         MAX_TRIALS_DIRS,
         endless_line,
         plain_text,
@@ -50,11 +51,13 @@ Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics n
 
 
 def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
-          head_bytes: int = 0, track: bool = False) -> Json:
+          head_bytes: int = 0, track: bool = False, deepen_max: int | None = None) -> Json:
     """Read a bounded tail; retry once if it fails or is under the line floor."""
     result: Json = {}
+    deepen = DEEPEN_MAX if deepen_max is None else deepen_max
     for attempt in (1, 2):
-        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes, track=track)
+        result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes, track=track,
+                           deepen_max=deepen)
         result["attempts"] = attempt
         if result["status"] != "ok":
             if result.get("final"):  # refused or hung: a second try would say the same
@@ -269,7 +272,7 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     offset = int(job.get("offset") or 0) if path == job.get("stdout") and fresh is None else 0
     read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
                  head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)),
-                 track=fresh is not None)
+                 track=fresh is not None, deepen_max=req.get("deepen_bytes"))
     if read["status"] != "ok":
         out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
         return out
@@ -283,7 +286,7 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
 def _stderr_tail(path: str, guard: Guard) -> Json:
     """A separate StdErr's last ``STDERR_TAIL_BYTES`` (read whole each sweep: its faults,
     never its metrics, are wanted), or why not (``status``)."""
-    read = read_tail(path, STDERR_TAIL_BYTES, 0, guard)
+    read = read_tail(path, STDERR_TAIL_BYTES, 0, guard, deepen_max=0)  # its tail only
     out: Json = {"path": path, "status": read["status"]}
     if read["status"] == "ok":
         out.update(text=read.get("text") or "", size=read.get("size"))

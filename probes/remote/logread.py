@@ -159,11 +159,20 @@ def resume(path: str, guard: Guard, cursor: Json,
                   "cursor": moved, "continued": True}
 
 
+DEEPEN_MAX = 8 << 20
+"""How far back from the end a cold tail that resamples is read for an anchor, at most: a
+quarter of the default answer budget (``answer_budget_bytes``, 32 MiB); the read-backs of one
+request share that quarter of its budget (``probes.remote.collector.deepen_share``), so a
+request holding several such runs still answers for every job; past it the lead is counted
+from there."""
+
+
 def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
-              head_bytes: int = 0, track: bool = False) -> Json:
+              head_bytes: int = 0, track: bool = False, deepen_max: int = DEEPEN_MAX) -> Json:
     """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
     with ``head_bytes``, a read that starts past the file's beginning also gives ``head``;
-    with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``)."""
+    with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``);
+    a cold tail that resamples is read back to at most ``deepen_max`` bytes (``_deepened``)."""
     guard = guard or Guard(os.geteuid(), 30.0)
     cursor = None
     endless = 0
@@ -177,7 +186,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 start = max(start, offset)
             data = guard.read(fd, start, max_bytes, path)
             if start > 0 and offset <= 0:  # a cold tail of a longer log
-                start, data = _deepened(guard, fd, path, start, data, max_bytes=max_bytes)
+                start, data = _deepened(guard, fd, path, start, data, max_bytes=max_bytes,
+                                        limit=deepen_max)
             if track:  # read up to a whole character, the cursor just past it
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
@@ -225,23 +235,19 @@ _ANCHOR_RE = re.compile(
     re.MULTILINE)
 """A line that names the step the bar stands at: SkyRL's save line and its tracker's ``Step
 N:`` header, verl's ``step:N - ...`` line."""
-DEEPEN_MAX = 8 << 20
-"""How far back from the end a cold tail that resamples is read for an anchor, at most: a
-quarter of the default answer budget (``answer_budget_bytes``, 32 MiB), so a request holding
-a few such runs still answers for every job; past it the lead is counted from there."""
 
 
 def _deepened(guard: Guard, fd: int, path: str, start: int, data: bytes, *,
-              max_bytes: int) -> tuple[int, bytes]:
+              max_bytes: int, limit: int = DEEPEN_MAX) -> tuple[int, bytes]:
     """``(start, data)`` read back, a tail's worth at a time, to the line that names the step
     (``_ANCHOR_RE``) or the log's start, when ``data`` resamples and names none: a count of
     batches read from the tail's start alone would take every batch resampled before it for a
-    step (a run at global step 1200 read at 1494). At most ``DEEPEN_MAX`` bytes in all; a tail
+    step (a run at global step 1200 read at 1494). At most ``limit`` bytes in all; a tail
     with no resample line, or an anchor, is left as it is (two ``bytes.find`` of its MiB)."""
     if not any(gate in data for gate in DEEPEN_GATES) or _ANCHOR_RE.search(data):
         return start, data
-    while start > 0 and len(data) < DEEPEN_MAX:
-        lo = max(0, start - max_bytes, start - (DEEPEN_MAX - len(data)))
+    while start > 0 and len(data) < limit:
+        lo = max(0, start - max_bytes, start - (limit - len(data)))
         chunk = guard.read(fd, lo, start - lo, path)
         start, data = start - len(chunk), chunk + data
         # (the chunk and the line it cuts at its end: an anchor line split between reads)
