@@ -14,7 +14,8 @@ joined back. A terminal's colour codes are dropped first. The dir is the job own
 placed as ``logged_paths`` places a logged trials dir (inside the workdir or a root, entered
 component by component; outside them a root of its own, which the guard opens only if the
 job's user could list it); a relative one is from the workdir (``harbor`` runs where sbatch
-starts the job); one under ``~``, in a variable or an object store is left alone.
+starts the job); one under ``~``, in a variable or an object store, or holding a control
+character, is left alone.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 # In-process these are imported; when shipped, their sources are prepended to the script and
 # each import line below is replaced by ``pass`` (probes.remote.script).
 with contextlib.suppress(ImportError):
-    from probes.remote.logged_paths import _inside_base
+    from probes.remote.logged_paths import _CONTROL, _inside_base
 
 HARBOR_JOBS_DIRS = 2
 """Jobs dirs taken from one log at most (the newest printed first)."""
@@ -66,7 +67,8 @@ def harbor_jobs_dirs(text: str | None, workdir: str | None,
 def _jobs_dir_place(raw: str, workdir: str | None,
            bases: list[str]) -> tuple[str, list[str]] | None:
     """``raw`` as ``(base, below)``: inside a base entered below it, else a root of its own."""
-    if not raw or raw.startswith(("~", "$")) or "://" in raw or "\\" in raw:
+    if (not raw or raw.startswith(("~", "$")) or "://" in raw or "\\" in raw
+            or _CONTROL.search(raw)):
         return None
     if not raw.startswith("/"):
         if not workdir or not workdir.startswith("/"):

@@ -220,7 +220,8 @@ def logged_trials_dirs(text: str | None, workdir: str | None,
     through a link; outside them it is a root of its own (``(path, [])``), which the guard
     opens only if the job's user could list it, reading only their own files; a relative one
     (Harbor's default ``trials``) is taken from the workdir, where sbatch starts the job; one
-    under ``~``, in a variable or an object store is left alone."""
+    under ``~``, in a variable or an object store, or holding a control character, is left
+    alone."""
     found: list[tuple[str, list[str]]] = []
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
     text = text or ""
@@ -230,7 +231,7 @@ def logged_trials_dirs(text: str | None, workdir: str | None,
         if match.start() == 0 or text[match.start() - 1] not in "Tt":
             continue
         raw = match.group(1).rstrip(".:")
-        if raw.startswith(("~", "$")) or "://" in raw or "\\" in raw:
+        if raw.startswith(("~", "$")) or "://" in raw or "\\" in raw or _CONTROL.search(raw):
             continue
         if not raw.startswith("/"):
             if not workdir or not workdir.startswith("/"):
