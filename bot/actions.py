@@ -261,9 +261,11 @@ class ActionHandler(CancelReconciler):
         await self._store.update_lock(lock, {**holder, "status": "cancelling", "path": str(path),
                                              "at": self._clock().isoformat()},
                                       ttl_s=LOCK_HOURS * 3600)
-        # The uid checked at the press rides with the delete: a Job re-created under the
-        # name meanwhile is not the one alerted on (CONTRACT: a button acts only on its job).
-        await self._sweeper.cancel(cluster, job_id, uid=checked.episode.get("uid"))
+        # The uid checked at the press rides with the delete, and the owner with scancel: a
+        # Job re-created under the name meanwhile, or a SLURM id given to another user's job,
+        # is not the one alerted on (CONTRACT: a button acts only on its job).
+        await self._sweeper.cancel(cluster, job_id, uid=checked.episode.get("uid"),
+                                   owner=checked.facts.record.user)
         self._telemetry.cancels.labels(cluster=cluster, outcome="cancelled").inc()
         await self._audit(press, cluster, job_id, "cancelled", str(path))
         await self._close_episode(checked.episode, press.user_id)

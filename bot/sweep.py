@@ -355,13 +355,14 @@ class Sweeper:
         except ProbeError as exc:
             results[cluster.name] = self._unreachable(cluster, str(exc))
 
-    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         """Cancel one job through its cluster's probe (``scancel`` / delete the Job, only
-        the object with ``uid`` when given)."""
+        the object with ``uid``, only ``owner``'s job, when given)."""
         validate_job_id(job_id)
         config = self._config if self._config is not None else self._load_config()
         probe = self._probe_for(config.cluster(cluster), config)
-        await probe.cancel(job_id, uid=uid)
+        await probe.cancel(job_id, uid=uid, owner=owner)
         if self._kept is not None and hasattr(probe, "recall"):
             await self._kept.note_cancel(cluster, job_id)
 

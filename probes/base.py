@@ -25,11 +25,14 @@ class ClusterProbe(Protocol):
         """
         ...
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         """Cancel one job (``scancel`` / delete the Job with background propagation).
 
         ``uid``: the Kubernetes uid of the object the cancel is for; a Job re-created under
-        the same name since is another job and is not deleted (SLURM reuses no id)."""
+        the same name since is another job and is not deleted. ``owner``: the user whose job
+        the cancel is for; a SLURM id given since to another user's job (ids reset or
+        wrapped) is not cancelled."""
         ...
 
     async def aclose(self) -> None:

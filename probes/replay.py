@@ -58,7 +58,8 @@ class ReplayProbe:
         return ClusterFacts(name=self._cluster.name, kind="replay", status="unreachable",
                             detail=detail, collected_at=datetime.now(UTC))
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         raise ProbeError(f"cluster {self._cluster.name!r} is a replay: nothing to cancel")
 
     async def aclose(self) -> None:

@@ -213,11 +213,12 @@ class KubernetesProbe(VanishedJobs):
         return self._facts(now, status="ok", detail=refusal_detail(self._refused),
                            jobs=(found,) if found is not None else ())
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         """Delete the Job (JobSet, PyTorchJob, RayJob) with background propagation; already
         gone is success.
         With ``uid`` the delete carries it as a precondition: the API server refuses (409)
-        to delete an object re-created under the name since."""
+        to delete an object re-created under the name since (``owner`` adds nothing)."""
         validate_job_id(job_id)
         async with self._turn:
             await self._cancel(job_id, uid)

@@ -37,6 +37,7 @@ The command set itself (squeue, sacct, scontrol, the held queue) is ``probes.slu
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -292,17 +293,35 @@ class SlurmProbe(SnapshotCommands):
         kept = own_checkpoints((*jobs, *neighbours))
         return kept[:len(jobs)]
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         """``scancel <id>``; the id is validated before anything connects. A heterogeneous
         job's component (``N+k``) is its whole job ``N``: SLURM refuses to cancel a component
         alone ("Operation not permitted on individual component of heterogeneous job"), so a
-        press on its alert failed and the run kept going."""
+        press on its alert failed and the run kept going.
+
+        With ``owner`` (a plain user name) the cancel is ``scancel --verbose --user=<owner>
+        <id>``: SLURM then cancels the id only while it is that user's live job, and says so
+        when none matches ("No active jobs match ALL job filters", exit 0 either way). A press
+        checks the job's submit time against its alert's (``bot.episodes.same_instance``) and
+        salvages before it cancels; an id given meanwhile to another user's job (a controller
+        whose ids were reset or wrapped) is not cancelled, and the press is told so. An owner
+        that is no plain user name (a comma-separated list, an option) cancels nothing."""
         job_id = _slurm_id(job_id).split("+", 1)[0]
+        argv = ["scancel", job_id]
+        if owner is not None:
+            if not _PLAIN_USER.fullmatch(owner):
+                raise ProbeError(f"job {job_id}'s owner {owner!r} is no user name scancel can "
+                                 "filter by: nothing cancelled")
+            argv = ["scancel", "--verbose", f"--user={owner}", job_id]
         runner = self._runner_factory(self._cluster)
         try:
-            await runner.run(["scancel", job_id])
+            done = await runner.run(argv)
         finally:
             await runner.aclose()
+        if len(argv) > 2 and _NO_MATCH in done.stderr:
+            raise ProbeError(f"job {job_id} is no longer a live job of user {owner}: "
+                             "nothing cancelled")
 
     async def capture(self) -> Capture:
         """One verbatim read for ``record``: selected jobs' objects, scontrol lines and files."""
@@ -386,6 +405,12 @@ class SlurmProbe(SnapshotCommands):
             name=self._cluster.name, kind="slurm", status="unreachable", detail=reason,
             collected_at=now, round_trips=runner.commands_sent if runner else 0,
         )
+
+
+_PLAIN_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+"""A user name passed to ``scancel --user``: no comma (a list there), no option, no space."""
+_NO_MATCH = "No active jobs match"
+"""``scancel --verbose``'s words (on stderr) when its filters leave the id no job."""
 
 
 def _slurm_id(job_id: str) -> str:

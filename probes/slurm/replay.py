@@ -88,7 +88,8 @@ class ReplayProbe:
                 f"collected.json entry is malformed: {type(exc).__name__}: {why}"[:300]),
                 aliases=self._aliases, benign_patterns=patterns)
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         raise ProbeError(f"cluster {self._cluster.name!r} is a replay: nothing to cancel")
 
     async def aclose(self) -> None:

@@ -128,7 +128,8 @@ class AssemblingProbe:
         return ClusterFacts(name="alpha", kind="slurm", status="ok", collected_at=NOW,
                             jobs=tuple(facts))
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         raise NotImplementedError("the memory bench's stand-in cluster cancels nothing")
 
     async def aclose(self) -> None:

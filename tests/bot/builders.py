@@ -136,6 +136,7 @@ class FakeSweeper:
     jobs: list[tuple[str | None, str]] = field(default_factory=list)
     on_cancel: Callable[[str, str], None] | None = None
     cancel_uids: list[str | None] = field(default_factory=list)
+    cancel_owners: list[str | None] = field(default_factory=list)
     """The uid each cancel was for (a Kubernetes delete's precondition)."""
     gate: asyncio.Event | None = None
     """When set, sweeps wait for it (to hold many requests inside one sweep)."""
@@ -151,11 +152,13 @@ class FakeSweeper:
         self.jobs.append((cluster, job_id))
         return self.make()
 
-    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         if self.on_cancel is not None:
             self.on_cancel(cluster, job_id)
         self.cancels.append((cluster, job_id))
         self.cancel_uids.append(uid)
+        self.cancel_owners.append(owner)
 
     async def aclose(self) -> None:
         return None

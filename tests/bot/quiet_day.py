@@ -186,7 +186,8 @@ class WorldProbe:
     async def collect(self, *, offsets: Any = None) -> ClusterFacts:
         return self.world.collect()
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         job = self.world.jobs[job_id]
         job.state, job.ended = JobState.CANCELLED, self.world.now()
 

@@ -387,9 +387,10 @@ async def test_a_press_during_another_jobs_cancel_leaves_that_cancel_shown(
     async with bot_with(slack, store, clock, tmp_path, [collapsing(i) for i in ids]) as h:
         real = h.bot.sweeper.cancel
 
-        async def held(cluster: str, job_id: str, *, uid: str | None = None) -> None:
+        async def held(cluster: str, job_id: str, *, uid: str | None = None,
+                       owner: str | None = None) -> None:
             await release.wait()
-            await real(cluster, job_id, uid=uid)
+            await real(cluster, job_id, uid=uid, owner=owner)
 
         h.bot.sweeper.cancel = held  # type: ignore[method-assign]
         await scheduled_sweep(h.bot, 0)

@@ -123,6 +123,7 @@ async def test_a_recreated_kubernetes_job_s_new_alert_cancels_it(
         locks = [await store.holder(cancel_lock("alpha", "grpo-run", u))
                  for u in ("uid-1", "uid-2")]
     assert sweeper.cancel_uids == ["uid-1", "uid-2"]
+    assert sweeper.cancel_owners == ["alice", "alice"]  # the job's user rides with the cancel
     assert audit.count("cancelled") == 2 and "duplicate" not in audit
     assert "Cancelled by" in final["text"]
     assert [(lock or {}).get("status") for lock in locks] == ["done", "done"]

@@ -144,7 +144,8 @@ class HangingCancel(FakeSweeper):
 
     entered: asyncio.Event | None = None
 
-    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, cluster: str, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         self.cancels.append((cluster, job_id))
         if self.entered is not None:
             self.entered.set()

@@ -46,7 +46,8 @@ class ResumingProbe:
         n = len(self.priors)
         return self._facts(), {k: log_state(f"/logs/{k}.out", offset=100 * n) for k in "12"}
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         raise AssertionError("a sweep never cancels a job")
 
     async def aclose(self) -> None:

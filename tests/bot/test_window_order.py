@@ -45,7 +45,8 @@ class LogAt:
             await self.gate.wait()
         return facts
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         raise AssertionError("never cancels")
 
     async def aclose(self) -> None:

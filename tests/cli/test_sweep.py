@@ -35,7 +35,8 @@ class GatedProbe:
         return ClusterFacts(name=self.cluster.name, kind=self.cluster.kind, status="ok",
                             collected_at=NOW)
 
-    async def cancel(self, job_id: str, *, uid: str | None = None) -> None:
+    async def cancel(self, job_id: str, *, uid: str | None = None,
+                     owner: str | None = None) -> None:
         self.log.append(f"cancel {job_id}")
 
     async def aclose(self) -> None:

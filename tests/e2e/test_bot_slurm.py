@@ -228,12 +228,14 @@ async def test_cancel_salvages_before_the_real_scancel(
     incidents = tmp_path / "incidents"
     job_id = jobs.ids["cancel"]
     config = write_config(jobs, "cancel", redis_prefix, incidents)
-    seen: list[tuple[list[Path], JobState | None]] = []
+    seen: list[tuple[list[Path], JobState | None, str | None]] = []
     real_cancel = SlurmProbe.cancel
 
-    async def watched_cancel(self: SlurmProbe, cancel_id: str, *, uid: str | None = None) -> None:
-        seen.append((salvage_files(incidents, cancel_id), await squeue_state(jobs.env, cancel_id)))
-        await real_cancel(self, cancel_id, uid=uid)
+    async def watched_cancel(self: SlurmProbe, cancel_id: str, *, uid: str | None = None,
+                             owner: str | None = None) -> None:
+        seen.append((salvage_files(incidents, cancel_id), await squeue_state(jobs.env, cancel_id),
+                     owner))
+        await real_cancel(self, cancel_id, uid=uid, owner=owner)
 
     monkeypatch.setattr(SlurmProbe, "cancel", watched_cancel)
     async with slurm_bot(slack, config, redis_prefix, FakeClock(datetime.now(UTC))) as h:
@@ -242,7 +244,8 @@ async def test_cancel_salvages_before_the_real_scancel(
         await h.bot.tasks.drain()
         (incident,) = salvage_files(incidents, job_id)
         doc = await h.bot.store.get_doc(f"incident:{incident.stem}")
-    assert seen == [([incident], JobState.RUNNING)]
+    # scancel --user=<the job's owner>: an id given meanwhile to another user's job is spared
+    assert seen == [([incident], JobState.RUNNING, jobs.env.user)]
     await _wait_for(jobs.env, {"cancel": job_id}, {"cancel": {JobState.CANCELLED}},
                     bound_s=60, settle_s=0)
     record: dict[str, Any] = json.loads(incident.read_text())
