@@ -116,8 +116,10 @@ def _queue_pending(raw: Any) -> bool:
     return "PENDING" in names and "COMPLETING" not in names
 
 LISTING_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "HetJobID", "HetJobOffset", "UserName",
-                  "WorkDir", "STDOUT", "STDERR", "Name")
-"""``squeue -O`` fields of the listing, the job name last (it may hold anything, newlines too)."""
+                  "WorkDir", "STDOUT", "STDERR", "Command", "Name")
+"""``squeue -O`` fields of the listing, the job name last (it may hold anything, newlines too).
+Each is a field a spec reads (``_queue_specs``): a running job's early read stands only if its
+document gives the very same spec (the command: its save flags, ``probes.remote.tree``)."""
 
 
 def listing_argv(users: List[str], delim: str) -> List[str]:  # noqa: UP006
@@ -133,7 +135,7 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
     jobs: List[Json] = []  # noqa: UP006
     for fields in listing_rows(out, delim, len(LISTING_FIELDS)):
         (job_id, array_job, array_task, het_job, het_offset, user, workdir, stdout, stderr,
-         name) = fields
+         command, name) = fields
         own = slurm_number(job_id)
         if own is None or not user:
             continue
@@ -142,7 +144,7 @@ def listing_jobs(out: str, delim: str) -> List[Json]:  # noqa: UP006
                      "array_task_id": task, "het_job_id": slurm_number(het_job) or 0,
                      "het_job_offset": slurm_number(het_offset), "user_name": user, "name": name,
                      "current_working_directory": workdir, "standard_output": stdout,
-                     "standard_error": stderr, "job_state": "RUNNING"})
+                     "standard_error": stderr, "command": command, "job_state": "RUNNING"})
     return jobs
 
 
@@ -219,7 +221,7 @@ def signature_listing(request: Json) -> Tuple[List[Json], str] | None:  # noqa: 
                      "user_name": job["UserName"], "name": job["Name"],
                      "current_working_directory": job["WorkDir"],
                      "standard_output": job["STDOUT"], "standard_error": job["STDERR"],
-                     "job_state": job["State"],
+                     "command": job["Command"], "job_state": job["State"],
                      "end_time": slurm_number(job["EndTime"]),
                      "nodes": job["NodeList"]})  # %N in STDOUT (stdio_pattern)
     return jobs, digest

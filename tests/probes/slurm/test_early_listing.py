@@ -47,12 +47,16 @@ DELIM = "|Jdeadbeef01234567|"
 
 def _row(values: list[str], delim: str = DELIM) -> str:
     """One listing row of ``LISTING_FIELDS``; seven values leave out HetJobID and
-    HetJobOffset (``N/A`` both: not a hetjob component, as squeue prints it), and seven or nine
-    leave out STDERR (the StdOut pattern: no ``-e``, as squeue prints it)."""
-    if len(values) == len(LISTING_FIELDS) - 3:
+    HetJobOffset (``N/A`` both: not a hetjob component, as squeue prints it), seven or nine
+    leave out STDERR (the StdOut pattern: no ``-e``, as squeue prints it), and seven, nine or
+    ten leave out Command (``(null)``: a ``--wrap`` job, as squeue prints it)."""
+    whole = len(LISTING_FIELDS) - 1  # without Command
+    if len(values) == whole - 3:
         values = [*values[:3], "N/A", "N/A", *values[3:]]
-    if len(values) == len(LISTING_FIELDS) - 1:
+    if len(values) == whole - 1:
         values = [*values[:-1], values[-2], values[-1]]
+    if len(values) == whole:
+        values = [*values[:-1], "(null)", values[-1]]
     return "".join(v + delim for v in values) + "\n"
 
 
@@ -85,7 +89,8 @@ def test_rows_read_as_job_objects_and_a_name_is_data() -> None:
                        "het_job_id": 0, "het_job_offset": None,
                        "user_name": "alice", "name": "plain",
                        "current_working_directory": "/w", "standard_output": "/w/o_%j.out",
-                       "standard_error": "/w/o_%j.out", "job_state": "RUNNING"}
+                       "standard_error": "/w/o_%j.out", "command": "(null)",
+                       "job_state": "RUNNING"}
     assert jobs[1]["name"] == hostile and jobs[1]["array_task_id"] == 1
     assert (jobs[2]["het_job_id"], jobs[2]["het_job_offset"]) == (20, 1)
     assert jobs[1]["array_job_id"] == 14

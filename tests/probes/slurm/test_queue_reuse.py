@@ -496,7 +496,13 @@ def test_real_slurm_reuses_a_quiet_queue_and_sees_a_new_job(slurm_env: SlurmEnv)
             quiet = None
             for _ in range(20):  # until two sweeps in a row see the same queue (bounded)
                 first = await sweep(probe)
-                assert "json" in first and first.get("digest")
+                assert "json" in first
+                if not first.get("digest"):
+                    # The queue changed between the listing and the document (another job
+                    # ended or aged out meanwhile: the suite's own, beside this one): no
+                    # digest is handed out for it, rightly; the next pair is tried.
+                    await asyncio.sleep(0.5)
+                    continue
                 later = next(j for j in first["json"]["jobs"]
                              if str(j.get("job_id")) == submitted[0])
                 assert later["job_state"] == "PENDING" and later.get("time_limit") is None
@@ -565,3 +571,32 @@ async def test_a_churning_queue_pays_for_the_listing_on_few_sweeps_and_a_quiet_o
         assert any(quiet[:9]) and quiet[-1]
     finally:
         await probe.aclose()
+
+
+def _with_scripts(jobs: list[dict[str, Any]]) -> None:
+    """Each job run from a batch script with arguments (``sbatch run.sh --ckpt_path ...``):
+    squeue's document and its ``-O Command`` both give the script and its arguments."""
+    for job in jobs:
+        job["command"] = (f"/home/{USER}/runs/run.sh"
+                          f" --ckpt_path /scratch/{USER}/ckpt-{job['job_id']}")
+
+
+def test_jobs_run_from_batch_scripts_keep_the_digest_and_their_early_reads(
+    tmp_path: Path,
+) -> None:
+    """6f7add5 put each job's command in its spec (its save flags name checkpoint dirs), from
+    squeue's document only: the listings' specs had none, so for every job run from a script
+    (most jobs; the fixtures' are all ``--wrap``, command "") no digest was handed out (every
+    warm sweep printed the document: on the real SLURM, 20 tries in a row without one) and
+    every running job read early was read again after the document."""
+    squeue_bin, ids = world(tmp_path, 3)
+    _set_document(tmp_path, _with_scripts)
+    lines = _shipped(_request(tmp_path, squeue_bin, ""), squeue_bin)
+    head = _head(lines)
+    assert head["squeue"].get("digest")
+    assert sorted(head["sent"]) == sorted(ids)  # each running job read once, early
+    digest = head["squeue"]["digest"]
+    again = _head(_shipped(_request(tmp_path, squeue_bin, digest), squeue_bin))
+    assert again["squeue"].get("same") == digest
+    answer = read_whole(lines).answer()
+    assert answer is not None and sorted(answer["jobs"]) == sorted(ids)
