@@ -472,6 +472,8 @@ class _Reader:
     def _loop(self) -> None:
         while True:
             read, args, done, ready = self.calls.get()
+            with _OPS_LOCK:  # no operation of the last read is under way: none is left listed
+                GUARDED_OPS.pop(threading.get_ident(), None)
             try:
                 done.append((True, read(*args)))
             except BaseException as exc:  # handed to the caller, as if raised there
