@@ -63,14 +63,23 @@ def hf_log(steps: int) -> str:
     return head + body
 
 
-async def submit(run_dir: str, tag: str, count: int, steps: int) -> list[str]:
-    """``count`` jobs, each printing the same ``steps``-step log then sleeping, in one shell."""
+async def submit(run_dir: str, tag: str, count: int, steps: int, *, script: bool = False,
+                 sleep_s: int = 900) -> list[str]:
+    """``count`` jobs, each printing the same ``steps``-step log then sleeping, in one shell.
+    With ``script``, each runs ``run.sh --ckpt_path <dir>`` as most real jobs run (SLURM's
+    command is then the script and its arguments; a ``--wrap`` job has none)."""
     await ssh(["bash", "-c", f"mkdir -p {run_dir}/logs && cat > {run_dir}/lines.txt"],
               stdin=hf_log(steps))
-    script = (f"cd {run_dir} && for i in $(seq 1 {count}); do "
-              f"sbatch --parsable -J sft-bench-{tag}-$i -o {run_dir}/logs/bench_%j.out "
-              f"--wrap 'cat {run_dir}/lines.txt; sleep 900'; done")
-    return (await ssh(["bash", "-c", script])).split()
+    if script:
+        await ssh(["bash", "-c", f"cat > {run_dir}/run.sh && chmod +x {run_dir}/run.sh"],
+                  stdin=f"#!/bin/bash\ncat {run_dir}/lines.txt\nsleep {sleep_s}\n")
+        body = f"{run_dir}/run.sh --ckpt_path {run_dir}/ckpt-$i"
+    else:
+        body = f"--wrap 'cat {run_dir}/lines.txt; sleep {sleep_s}'"
+    loop = (f"cd {run_dir} && for i in $(seq 1 {count}); do "
+            f"sbatch --parsable -J sft-bench-{tag}-$i -o {run_dir}/logs/bench_%j.out "
+            f"{body}; done")
+    return (await ssh(["bash", "-c", loop])).split()
 
 
 def config_text(clusters: int) -> str:

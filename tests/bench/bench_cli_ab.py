@@ -38,8 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.bench_cli import ENV, config_text, hf_log  # noqa: E402
-from tests.bench.bench_slurm import clean_up, floor_once, ssh, wait_started  # noqa: E402
+from tests.bench.bench_cli import ENV, config_text  # noqa: E402
+from tests.bench.bench_cli import submit as bench_cli_submit  # noqa: E402
+from tests.bench.bench_slurm import clean_up, floor_once, wait_started  # noqa: E402
 
 __test__ = False
 
@@ -85,13 +86,8 @@ def child(argv: list[str]) -> tuple[float, float, Cpu]:
     return wall, usage.ru_maxrss / 1024, Cpu(own, busy1 - busy0 - own, idle1 - idle0)
 
 
-async def submit(run_dir: str, tag: str) -> list[str]:
-    await ssh(["bash", "-c", f"mkdir -p {run_dir}/logs && cat > {run_dir}/lines.txt"],
-              stdin=hf_log(200))
-    script = (f"cd {run_dir} && for i in $(seq 1 500); do sbatch --parsable "
-              f"-J sft-bench-{tag}-$i -o {run_dir}/logs/bench_%j.out "
-              f"--wrap 'cat {run_dir}/lines.txt; sleep 3000'; done")
-    return (await ssh(["bash", "-c", script])).split()
+async def submit(run_dir: str, tag: str, script: bool = False) -> list[str]:
+    return await bench_cli_submit(run_dir, tag, 500, 200, script=script, sleep_s=3000)
 
 
 async def measure(args: argparse.Namespace, ids: list[str], paths: list[str]) -> None:
@@ -139,12 +135,15 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--clusters", type=int, default=1)
     parser.add_argument("--cmd", choices=("sweep", "job"), default="sweep")
+    parser.add_argument("--script", action="store_true",
+                        help="jobs run from a batch script with arguments (run.sh --ckpt_path "
+                             "DIR), as most real jobs are, not --wrap")
     args = parser.parse_args()
     tag = secrets.token_hex(3)
     run_dir = f"{ENV['JOBTABLES_TEST_SCRATCH']}/ab-{tag}"
     ids: list[str] = []
     try:
-        ids = await submit(run_dir, tag)
+        ids = await submit(run_dir, tag, args.script)
         await wait_started(ids)
         await measure(args, ids, [f"{run_dir}/logs/bench_{i}.out" for i in ids])
     finally:

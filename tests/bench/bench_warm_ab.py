@@ -134,7 +134,7 @@ def crowd(tag: str, count: int) -> list[str]:
 
 
 async def compare(trees: list[str], rounds: int, churn: bool = False,
-                  crowded: int = 0, cold_rounds: int = 0) -> None:
+                  crowded: int = 0, cold_rounds: int = 0, *, script: bool = False) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
     from tests.bench.bench_slurm import ENV, clean_up, floor_once, ssh, wait_started
@@ -147,7 +147,7 @@ async def compare(trees: list[str], rounds: int, churn: bool = False,
     try:
         if crowded:
             others = await loop.run_in_executor(None, crowd, tag, crowded)
-        ids = await submit(run_dir, tag, 500, 200)
+        ids = await submit(run_dir, tag, 500, 200, script=script)
         await wait_started(ids)
         paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
         workers = [Worker(t) for t in trees]
@@ -224,9 +224,12 @@ def main() -> None:
     parser.add_argument("--crowd", type=int, default=0, metavar="N",
                         help="first submit N held jobs as this machine's user: other people's "
                              "jobs in the queue, which squeue --json prints in full")
+    parser.add_argument("--script", action="store_true",
+                        help="jobs run from a batch script with arguments (run.sh --ckpt_path "
+                             "DIR), as most real jobs are, not --wrap")
     args = parser.parse_args()
     asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn,
-                        args.crowd, args.cold))
+                        args.crowd, args.cold, script=args.script))
 
 
 if __name__ == "__main__":
