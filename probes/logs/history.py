@@ -310,30 +310,20 @@ class MetricScan(MarkerScan):
                 if stepped:
                     self._mark("litgpt")  # from here on, only the steps' own lines
                 return True
+        pairs = None
         if "step: " in body or "iteration: " in body or "iter: " in body:  # PAIRS_GATES
             pairs = parse_step_pairs(body)
-            if pairs is not None and (other_rank(body) or (
-                    self.points and "step-pairs" not in self.formats)):
-                return False  # another rank's line, or the log's steps are another format's
-            if pairs is not None:
-                if pairs[1]:
-                    self.banner_total = pairs[1]
-                self._record(pairs[0], pairs[2], line_no, stamp)
-                if pairs[0] in self.points:  # (a line of no metric is no step-pairs log)
-                    self._mark("step-pairs")
-                return True
-        if EQ_GATE in body:
+        if pairs is None and EQ_GATE in body:  # ``name=number`` pairs, the same reading
             pairs = parse_eq_pairs(body)
-            if pairs is not None and (other_rank(body) or (
-                    self.points and "step-pairs" not in self.formats)):
+        if pairs is not None:
+            if other_rank(body) or (self.points and "step-pairs" not in self.formats):
                 return False  # another rank's line, or the log's steps are another format's
-            if pairs is not None:
-                if pairs[1]:
-                    self.banner_total = pairs[1]
-                self._record(pairs[0], pairs[2], line_no, stamp)
-                if pairs[0] in self.points:
-                    self._mark("step-pairs")
-                return True
+            if pairs[1]:
+                self.banner_total = pairs[1]
+            self._record(pairs[0], pairs[2], line_no, stamp)
+            if pairs[0] in self.points:  # (a line of no metric is no step-pairs log)
+                self._mark("step-pairs")
+            return True
         return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)
 
     def _bracket_header(self, body: str, line_no: int, stamp: datetime | None) -> bool:
