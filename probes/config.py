@@ -49,12 +49,17 @@ PLACEHOLDERS = frozenset({"workdir", "name", "job_id", "user"})
 """What a root's ``{...}`` may name (``checkpoint_roots``, ``trial_roots``, the deep probe's
 ``rollout_dirs`` and ``validation_dirs``)."""
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def known_placeholders(templates: tuple[str, ...]) -> tuple[str, ...]:
     """The templates, if each names only known placeholders: the expander skips a template
     with an unknown one unread, so a typo must be a config error, not a silent no-op."""
     for root in templates:
+        if _CONTROL.search(root):
+            # a NUL or newline names no path: the login node's open() refused it, and the
+            # collector stopped before every job of the sweep that listed it
+            raise ValueError(f"{root!r}: a root holds a control character")
         unknown = sorted(set(_PLACEHOLDER.findall(root)) - PLACEHOLDERS)
         if unknown:
             raise ValueError(f"{root!r}: unknown placeholder {{{unknown[0]}}} (known: "

@@ -44,6 +44,12 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> tupl
      "unknown placeholder {bogus}"),
     (ONE + 'trial_roots = ["{workdir}/{jobid}"]\n', ":5: clusters.0.trial_roots:",
      "unknown placeholder {jobid}"),
+    # A NUL in a root passed check-config; the sweep's collector then stopped at the first job
+    # that listed it (os.open refuses it), every later job fetch-failed with the log lost.
+    (ONE + 'checkpoint_roots = ["{workdir}/ckpt\\u0000x"]\n', ":5: clusters.0.checkpoint_roots:",
+     "a root holds a control character"),
+    (ONE + 'trial_roots = ["{workdir}/jobs\\nx"]\n', ":5: clusters.0.trial_roots:",
+     "a root holds a control character"),
     ('[metrics.aliases]\n"train/x" = "not_a_metric"\n\n' + ONE, ":2: metrics.aliases.train/x:",
      "'not_a_metric': not a canonical metric name"),
     # an array written as one string: said in TOML's words, not pydantic's "valid tuple"
