@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,12 +32,15 @@ from bot.config_file import load_config
 from bot.sweep import Sweeper
 from probes.config import ReplayCluster, SlurmCluster
 from probes.logs.parse import parse_log
-from probes.models import ClusterFacts, JobFacts, JobState
+from probes.models import ClusterFacts, JobFacts, JobState, SchedulerRecord
+from probes.remote.script import COLLECTOR_ARGV
 from probes.slurm.parse import parse_squeue_json
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.recording import record
 from probes.slurm.replay import ReplayProbe
-from probes.slurm.transport import SshRunner
+from probes.slurm.runner import CommandResult, Runner, run_streaming
+from probes.slurm.snapshot import Snapshot
+from probes.slurm.transport import SshRunner, make_runner
 from report.models import Report
 from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
 
@@ -89,6 +92,8 @@ class Run:
     warm: ClusterFacts
     """The early sweep's probe, sweeping again at once (sacct's absence remembered)."""
     final: ClusterFacts
+    trace: Trace
+    """The final sweep's commands and separate collector runs."""
     report: Report
     cli: dict[str, Any]
     replay: ClusterFacts
@@ -99,6 +104,67 @@ class Run:
     def row(self, key: str, report: dict[str, Any] | None = None) -> dict[str, Any]:
         jobs = (report or self.report.model_dump(mode="json"))["jobs"]
         return next(j for j in jobs if j["job_id"] == self.ids[key])
+
+
+class _TracedRunner:
+    """A real runner, each command's program noted in ``argvs`` as it is sent."""
+
+    def __init__(self, inner: Runner, argvs: list[tuple[str, ...]]) -> None:
+        self._inner, self._argvs = inner, argvs
+
+    @property
+    def target(self) -> str:
+        return self._inner.target
+
+    @property
+    def commands_sent(self) -> int:
+        return self._inner.commands_sent
+
+    @property
+    def login_user(self) -> str:
+        return self._inner.login_user
+
+    async def run(self, argv: Sequence[str], *, stdin: str | None = None,
+                  check: bool = True) -> CommandResult:
+        self._argvs.append(tuple(argv))
+        return await self._inner.run(argv, stdin=stdin, check=check)
+
+    async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
+                            on_chunk: Callable[[bytes], None]) -> CommandResult:
+        self._argvs.append(tuple(argv))
+        return await run_streaming(self._inner, argv, stdin=stdin, on_chunk=on_chunk)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@dataclass
+class Trace:
+    """What one probe sent: every command's argv, and the job ids of each collector run made
+    apart from the sweep's first (``complete_files``: jobs the first could not read)."""
+
+    argvs: list[tuple[str, ...]]
+    separate: list[set[str]]
+
+
+class TracedProbe(SlurmProbe):
+    """The real probe, its commands noted (:class:`Trace`)."""
+
+    def __init__(self, cluster: SlurmCluster) -> None:
+        self.trace = Trace([], [])
+        super().__init__(cluster, runner_factory=lambda c, **kw: _TracedRunner(
+            make_runner(c, **kw), self.trace.argvs))
+
+    async def complete_files(self, runner: Runner, selected: Sequence[SchedulerRecord],
+                             snap: Snapshot, offsets: Mapping[str, int] | None,
+                             cursors: Mapping[str, Any] | None = None, **kw: Any,
+                             ) -> dict[str, Any]:
+        have = snap.collected or {}
+        missing = {r.job_id for r in selected
+                   if r.state is not JobState.PENDING and r.job_id not in have}
+        if missing:
+            self.trace.separate.append(missing)
+        return await super().complete_files(runner, selected, snap, offsets, cursors, **kw)
 
 
 def _stage_tar(tag: str) -> str:
@@ -243,7 +309,8 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
         end_now([ids["chain"], *chained])
         asyncio.run(_wait_for(slurm_env, ids, {"chain": {JobState.TIMEOUT},
                                                "successor": running}, bound_s=200, settle_s=2))
-        final = asyncio.run(SlurmProbe(slurm_env.cluster()).collect())
+        traced = TracedProbe(slurm_env.cluster())
+        final = asyncio.run(traced.collect())
         config_path = _config_toml(slurm_env, tmp)
         config: Config = load_config(config_path)
 
@@ -258,7 +325,8 @@ def run(slurm_env: SlurmEnv, tmp_path_factory: pytest.TempPathFactory,
         cli = _cli_sweep(config_path)
         dest = asyncio.run(record(slurm_env.cluster(), tmp / "recording"))
         replay = asyncio.run(ReplayProbe(ReplayCluster(name="local22", path=str(dest))).collect())
-        yield Run(tag, run_dir, ids, names, early, warm, final, report, cli, replay)
+        yield Run(tag, run_dir, ids, names, early, warm, final, traced.trace, report, cli,
+                  replay)
     finally:
         asyncio.run(_cleanup(slurm_env, ids, run_dir))
 
@@ -269,12 +337,35 @@ def _last_step(path: Path) -> int:
     return points[-1].step
 
 
+def _program(argv: tuple[str, ...]) -> str:
+    return "collector" if argv == tuple(COLLECTOR_ARGV) else argv[0]
+
+
 def test_sweep_is_ok_with_a_fixed_number_of_round_trips(run: Run) -> None:
-    """Both sweeps are ok; the collector (squeue inside) + sacct (scontrol: StdOut expands)."""
+    """Both sweeps are ok, and this module's jobs cost a fresh probe two round trips: the
+    collector (squeue inside, every log read) and sacct (tried once: accounting disabled).
+
+    The sweep reads every job of the SSH user, and the main suite, running beside this one,
+    submits that user's jobs too: one whose log path only scontrol can give (a relative
+    ``--output``, no workdir) costs the probe its documented extra commands, scontrol and a
+    collector run for the jobs the first could not read. Those are counted apart: only a
+    foreign job may be in such a run, and with no foreign job there is none."""
     assert run.early.status == "ok" and run.final.status == "ok"
-    assert run.final.round_trips == 2  # fresh probe: sacct tried once (accounting disabled)
     seen = {j.record.job_id for j in run.final.jobs}
-    assert set(run.ids.values()) <= seen
+    ours = set(run.ids.values())
+    assert ours <= seen
+    programs = [_program(argv) for argv in run.trace.argvs]
+    assert len(programs) == run.final.round_trips
+    assert sorted(programs[:2]) == ["collector", "sacct"]
+    assert all(not (ids & ours) for ids in run.trace.separate)  # ours read in the one trip
+    extra = programs[2:]
+    if not seen - ours:
+        assert extra == []
+    assert extra.count("scontrol") <= 1
+    # One separate run at most (retried once for the jobs it did not answer: run_collector).
+    assert len(run.trace.separate) <= 1
+    assert len(run.trace.separate) <= extra.count("collector") <= 2 * len(run.trace.separate)
+    assert len(extra) == extra.count("scontrol") + extra.count("collector")
 
 
 def test_warm_sweep_is_one_round_trip(run: Run) -> None:
