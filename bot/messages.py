@@ -205,7 +205,7 @@ lines over eight replies."""
 ROWS_SHOWN = 20
 """A change reply shows at most this many jobs' rows; past it, only the jobs that need a human
 (failed, collapsed, stalled), the first ``ROWS_SHOWN`` of them."""
-ATTENTION_KINDS = frozenset({"failed", "collapsed", "stalled"})
+ATTENTION_KINDS = frozenset({"failed", "collapsed", "stalled", "warning"})
 
 
 def change_lines(changes: Sequence[Change]) -> list[str]:

@@ -1,18 +1,20 @@
 """A job in the same trouble again soon after it was told: no news for the day's thread.
 
-Policy: a hard long-horizon eval landing a result.json every hour or two, a datagen chunk
-that goes quiet between bursts, reads 'stalled' past its stall window and 'recovered' at the
-next result, by turns; a spike-mitigation run (or one whose owner has not answered the alert
-yet) collapses, recovers and collapses again. Each turn is a change (``report.changes``), and
-the thread told every one. The first trouble is told, and the recovery after it; the same
-trouble (``stalled``, ``collapsed``) of the same job again within :data:`QUIET_HOURS` of the
-one told is left out of the thread, and so is the recovery from such an untold turn (the
-parent still shows each). After the quiet hours it is told again. A new collapse *alert*
-(its episode was answered, so a new one opened: ``bot.alerts``) is told by its own line
-whatever this says. The mark is a document in Redis (``digest:told:{kind}:{cluster}:{job}``:
-when the told trouble was seen, and whether a later turn went untold); while Redis cannot
-say, every change is told (a line too many beats a silent trouble). The owner's stall DM is
-gated the same way by ``bot.notify`` (once in as long), a collapse DM by its open episode.
+Policy: a hard long-horizon eval landing a result.json every hour or two, a datagen chunk that
+goes quiet between bursts, reads 'stalled' past its stall window and 'recovered' at the next
+result, by turns; a spike-mitigation run (or one whose owner has not answered the alert yet)
+collapses, recovers and collapses again. Each turn is a change (``report.changes``), and the
+thread told every one; a grad norm hovering at 1.0 reads warning and healthy by turns. The
+first trouble is told, and the recovery after it (a warning's end is told nowhere:
+``report.changes``); the same trouble (``stalled``, ``collapsed``, ``warning``) of the same job
+again within :data:`QUIET_HOURS` of the one told is left out of the thread, and so is the
+recovery from such an untold turn (the parent still shows each). After the quiet hours it is
+told again. A new collapse *alert* (its episode was answered, so a new one opened:
+``bot.alerts``) is told by its own line whatever this says. The mark is a document in Redis
+(``digest:told:{kind}:{cluster}:{job}``: when the told trouble was seen, and whether a later
+turn went untold); while Redis cannot say, every change is told (a line too many beats a silent
+trouble). The owner's stall DM is gated the same way by ``bot.notify`` (once in as long), a
+collapse DM by its open episode.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from datetime import datetime, timedelta
 from bot.store import RedisStore, StoreUnavailable
 from report.changes import Change, Key, Snapshot
 
+TOLD_ONCE = frozenset({"stalled", "collapsed", "warning"})
+"""The troubles told at most once in :data:`QUIET_HOURS` per job."""
 QUIET_HOURS = 24.0
 """The same trouble of a job is told in the thread at most once in this long (as
 ``bot.notify`` DMs a stall)."""
@@ -61,7 +65,7 @@ async def quiet_repeats(store: RedisStore, changes: Sequence[Change],
     try:
         for change in changes:
             key = (change.cluster, change.job_id)
-            if change.kind in {"stalled", "collapsed"}:
+            if change.kind in TOLD_ONCE:
                 name, now = _mark(change.kind, *key), clock()
                 if key not in told and (at := _at(await store.get_doc(name))) is not None \
                         and now - at < quiet:

@@ -3,18 +3,20 @@
 Policy: pure. A sweep is reduced to a small :class:`Snapshot` per job (state, verdict, whether
 it is stalled, whether a TIMEOUT is a chain restart); :func:`diff` compares the previous
 snapshots with the current report and returns at most one :class:`Change` per job, the most
-important one: a terminal transition (failed, cancelled, restarted, finished) before a live
-row judged failed (``failed``: a Kubernetes silent wedge, a recurring crash loop; not told
-again when its state then turns terminal FAILED), a live restart (``restarted``: a Kubernetes
-Job restarting a failed attempt), each quoting its Trend, then ``collapsed``, ``stalled``, a
+important one: a terminal transition (failed, cancelled, restarted, finished) before a live row
+judged failed (``failed``: a Kubernetes silent wedge, a recurring crash loop; not told again
+when its state then turns terminal FAILED), a live restart (``restarted``: a Kubernetes Job
+restarting a failed attempt), each quoting its Trend, then ``collapsed``, ``stalled``, a
 restart count risen since (``restarted``: an attempt that failed and was retried between two
 sweeps; once an episode, not at each sweep it rises again), a running job pending again
-(``restarted``: preempted and queued again), ``recovered``, then ``started``. A chain
-restart's successor started in the same sweep is told by the restart's line (which names
-it), not as started too. A job seen for the first time while it
-runs counts as started; a first sight of a pending job says nothing (it has not started).
-A job that left the report (aged out) says nothing either. With no previous snapshots at all
-(the very first sweep) there is no baseline: the caller reports nothing.
+(``restarted``: preempted and queued again), ``warning`` (a run turning to a warning: grad norm
+over 1.0 on two steps, which the seed says has predicted a collapse 2-5 steps early, dead
+rollouts, a fault while it runs; told when it begins, not when it ends: the parent shows it
+gone), ``recovered``, then ``started``. A chain restart's successor started in the same sweep
+is told by the restart's line (which names it), not as started too. A job seen for the first
+time while it runs counts as started; a first sight of a pending job says nothing (it has not
+started). A job that left the report (aged out) says nothing either. With no previous snapshots
+at all (the very first sweep) there is no baseline: the caller reports nothing.
 
 A start (a plain job's, an array task's, a requeued run's again: :func:`through_requeue`) and
 an array's waves (a task finished while others still run or wait) are ``routine``: listed only
@@ -38,7 +40,7 @@ from report.models import JobReport, Report
 from report.trend import shorten
 
 ChangeKind = Literal["started", "finished", "failed", "collapsed", "restarted", "stalled",
-                     "recovered", "cancelled"]
+                     "warning", "recovered", "cancelled"]
 Key = tuple[str, str]
 
 WHY_CHARS = 160
@@ -46,14 +48,14 @@ WHY_CHARS = 160
 wedge's or crash loop's why)."""
 _TROUBLED = frozenset({"collapse", "stalled"})
 """What a recovery is told from: the troubles the thread told (``collapsed``, ``stalled``).
-``unknown`` (a log that could not be fetched) and ``warning`` (grad norm over 1.0 on two
-steps, dead rollouts: the parent's summary shows it) are told nowhere in the thread, so their
-end is no news: a grad norm hovering at its threshold read warning and healthy by turns, and
-each turn back was a 'recovered' reply (11 in a simulated day)."""
+``unknown`` (a log that could not be fetched: ``bot.log_watch`` tells it) is no trouble of the
+run's, and a ``warning``'s end is no news: its beginning is told (``warning``), and a grad norm
+hovering at its threshold reads warning and healthy by turns; each turn back was a
+'recovered' reply (11 in a simulated day)."""
 _UNTOLD_READS = frozenset({"unknown", "warning"})
 """Reads that neither tell nor end a told trouble: a collapse whose window has filled with
 its own high grad norms reads ``warning`` (the entropy test no longer fires), and is the same
-episode until it reads healthy."""
+episode until it reads healthy; its warning is not a new one either."""
 _STALL_FLAGS = frozenset({"stall", "zombie"})
 
 
@@ -225,6 +227,12 @@ def change_of(prev: Snapshot | None, job: JobReport,
             and cur.state is JobState.PENDING:
         # Off its nodes and queued again (Kueue preempted and suspended it; a requeue).
         return _change("restarted", job, _why(job, "pending again"))
+    if cur.verdict == "warning" and was.verdict not in {"warning", *_TROUBLED} \
+            and not was.stalled:
+        # The seed's early notice (grad norm over 1.0 on two steps has predicted a collapse
+        # 2-5 steps early), told while it can still be acted on: once, when it begins (a
+        # warning told today again is left out by bot.repeats), not when it ends.
+        return _change("warning", job, _why(job, "judged warning"))
     if (was.verdict in _TROUBLED or was.stalled) and cur.verdict in {"healthy", "buffering"} \
             and not cur.stalled:
         return _change("recovered", job, f"was {was.verdict}")

@@ -31,7 +31,14 @@ def snap(state: JobState, verdict: str = "healthy", **extra: bool) -> Snapshot:
     (snap(R), R, "stalled", ["stall"], "stalled"),
     (snap(R), R, "healthy", ["zombie"], "stalled"),
     (snap(R, "stalled", stalled=True), R, "healthy", [], "recovered"),
-    (snap(R, "warning"), R, "healthy", [], None),  # a warning is the parent's, not news
+    (snap(R, "warning"), R, "healthy", [], None),  # a warning's end: the parent's, not news
+    (snap(R), R, "warning", [], "warning"),                    # a warning begins: news
+    (None, R, "warning", [], "warning"),                       # first seen warning
+    (snap(P, "buffering"), R, "warning", [], "warning"),       # started with a warning
+    (snap(R, "warning"), R, "warning", [], None),              # still warning: quiet
+    (snap(R, "unknown"), R, "warning", [], "warning"),         # kept quiet by bot.repeats
+    (snap(R, "collapse"), R, "warning", [], None),             # the collapse's own window
+    (snap(R, "stalled", stalled=True), R, "warning", [], None),  # the told stall's episode
     (snap(JobState.FAILED, "failed"), JobState.FAILED, "failed", [], None),  # told once
     # a Kubernetes Job restarting a failed attempt under its backoffLimit: live, not terminal
     (snap(R), R, "restarting", [], "restarted"),               # restarted in place

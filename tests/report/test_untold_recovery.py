@@ -4,8 +4,8 @@ Measured through the fake Slack: a log fetch failing every other sweep (a flaky 
 ``fetch-failed``, verdict ``unknown``, which is told nowhere) added a thread reply 'recovered:
 sft-long — was unknown' each time it read again: 3 replies in six sweeps about a trouble the
 thread never mentioned. Recovery is told from what the thread told (collapse, stalled), not
-from ``unknown``, nor from ``warning``, which only the parent's summary shows (a grad norm
-hovering at 1.0 read warning and healthy by turns: ``tests/bot/test_quiet_day.py``).
+from ``unknown``, nor from ``warning``, whose beginning alone is told (a grad norm hovering at
+1.0 read warning and healthy by turns: ``tests/bot/test_quiet_day.py``).
 """
 
 from __future__ import annotations
