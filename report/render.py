@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.cells import cell_len
 
+from probes.logs.metric_names import CONTRACT_NAMES
 from report.boxes import NUMBER_HEAD_MIN
 from report.cells import DASH, format_number, one_line, printable, shown_json
 from report.linebreaks import wrap_prose
@@ -236,13 +237,17 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def job_object(job: JobReport) -> dict[str, Any]:
-    """One job exactly as the contract's §3 table lists it (non-finite metrics dropped)."""
+    """One job exactly as the contract's §3 table lists it (non-finite metrics dropped):
+    ``metrics`` holds §4's canonical names only. The built-in aliases' other targets (the
+    positional ``log_ratio_pos_N``, ``log_ratio_batch_max``, ``z_clip_triggered``) are judged
+    and shown in the text and in ``jobtables job``'s ``history``, never under a name a script
+    holding the contract's list has no meaning for."""
     obj = job.model_dump(mode="json")
     if obj.get("deep_probe") is None:  # CONTRACT §3: the key is absent until a probe has run
         obj.pop("deep_probe", None)
     obj["metrics"] = {
         name: value for name, value in job.metrics.items()
-        if isinstance(value, str) or math.isfinite(value)
+        if name in CONTRACT_NAMES and (isinstance(value, str) or math.isfinite(value))
     }
     return obj
 
