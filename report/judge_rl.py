@@ -20,7 +20,10 @@ Policy (seed §RL, CONTRACT §5/§6):
   that window: it warns only on a pair at its last logged steps.
 - ``clip-ratio-high`` above ``clip_ratio_max``; ``imp-ratio-out-of-range`` outside
   ``[imp_ratio_low, imp_ratio_high]`` or capped fraction above ``imp_ratio_capped_max``: both
-  verdict ``warning``. ``rollout_train_prob_diff_mean`` is reported and never judged.
+  verdict ``warning``. A ratio mean taken before the cap (``imp_ratio_uncapped_mean``: SkyRL's
+  ``is_ratio_mean``, verl's ``rollout_is_mean``) is outlier-dominated: only a value below the
+  range is read (the capped mean is at most it). ``rollout_train_prob_diff_mean`` is reported
+  and never judged.
 - ``shaping-active`` when reward × rollouts_per_step is fractional, decided on the most precise
   reward the log gives (the parser keeps a full-precision reward line over a 4-decimal display
   value). rollouts_per_step comes from the printed config (prompts × samples per prompt,
@@ -275,22 +278,35 @@ def _tis_rules(f: Findings, th: Thresholds) -> None:
         f.verdict("warning")
         f.trend(Priority.INFO,
                 f"clip ratio {clip:.1%} (>{th.clip_ratio_max:.0%}): LR↔eps_clip mismatch")
-    imp = f.metrics.get("imp_ratio_mean")
+    imp, uncapped = _imp_ratio(f, th)
     capped = f.metrics.get("imp_ratio_capped_fraction")
-    imp_out = isinstance(imp, float) and (
-        not math.isfinite(imp) or not th.imp_ratio_low <= imp <= th.imp_ratio_high
-    )
     capped_out = isinstance(capped, float) and _above(capped, th.imp_ratio_capped_max)
-    if imp_out or capped_out:
+    if imp is not None or capped_out:
         f.flag("imp-ratio-out-of-range")
         f.verdict("warning")
-        if imp_out and isinstance(imp, float):
-            f.trend(Priority.INFO, f"TIS imp_ratio {format_value(imp)} out of range "
+        if imp is not None:
+            raw = " (uncapped mean)" if uncapped else ""
+            f.trend(Priority.INFO, f"TIS imp_ratio {format_value(imp)}{raw} out of range "
                     f"({th.imp_ratio_low:g}–{th.imp_ratio_high:g})")
         elif isinstance(capped, float):
             share = f"{capped:.1%}" if math.isfinite(capped) else format_value(capped)
             f.trend(Priority.INFO, f"TIS capped fraction {share} "
                     f"(>{th.imp_ratio_capped_max:.0%}: the mismatch is truncated routinely)")
+
+
+def _imp_ratio(f: Findings, th: Thresholds) -> tuple[float | None, bool]:
+    """The importance-ratio mean out of its healthy range, if it is, and whether it is the
+    mean taken before the cap. The capped mean is judged on both sides; an uncapped one
+    (one outlier token sets it: rulebook, rollout_train_prob_diff_mean) only below the range,
+    since capping only lowers a weight: the capped mean is at most the uncapped one."""
+    imp = f.metrics.get("imp_ratio_mean")
+    if isinstance(imp, float):
+        out = not math.isfinite(imp) or not th.imp_ratio_low <= imp <= th.imp_ratio_high
+        return (imp if out else None), False
+    raw = f.metrics.get("imp_ratio_uncapped_mean")
+    if isinstance(raw, float) and math.isfinite(raw) and raw < th.imp_ratio_low:
+        return raw, True
+    return None, False
 
 
 def _above(value: float, limit: float) -> bool:

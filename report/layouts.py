@@ -10,6 +10,7 @@ short tag after the job name. Cell text comes from :mod:`report.cells`; nothing 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -93,7 +94,18 @@ def _log_ratio(row: Row) -> str:
         return format_number(row.metric("log_ratio_abs_mean"), 3)
     if row.metric("imp_ratio_mean") is not None:
         return "imp " + format_number(row.metric("imp_ratio_mean"), 2)
+    raw = row.metric("imp_ratio_uncapped_mean")
+    if isinstance(raw, float | int):
+        # A mean taken before the cap is one outlier token's once it is past any cap's scale
+        # (exp(20) ~ 5e8 per token): shown as a ratio only while it reads as one.
+        if raw >= UNCAPPED_READABLE and math.isfinite(raw):
+            return f"imp >{UNCAPPED_READABLE:g}"
+        return "imp " + format_number(raw, 2)
     return DASH
+
+
+UNCAPPED_READABLE = 10.0
+"""An uncapped importance-ratio mean at or above this is an outlier's, not a ratio to read."""
 
 
 def _ratio(done: str, total: str, suffix: str = "") -> Callable[[Row], str]:

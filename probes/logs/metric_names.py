@@ -173,7 +173,12 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     (re.compile(r"^(?:.*/)?n_tokens_dp_gt_50pct$"), "n_tokens_dp_gt_50pct", 0),
     (re.compile(r"^(?:.*/)?imp_ratio_mean$"), "imp_ratio_mean", 0),
     (re.compile(r"^(?:.*/)?imp_ratio_capped_fraction$"), "imp_ratio_capped_fraction", 0),
-    (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_mean", 1),
+    # SkyRL's ``is_ratio_mean`` and verl's ``rollout_is_mean`` are means of the raw per-token
+    # ratio, taken before any TIS cap (exp(+-20) bounds it): one outlier token sets them, as it
+    # sets ``rollout_train_prob_diff_mean``, so they are not the capped ``imp_ratio_mean``
+    # (SkyRL off_policy_correction_utils.py; verl rollout_corr_helper.py: "metrics (BEFORE
+    # truncation ...)")
+    (re.compile(r"^policy/loss_metrics/is_ratio_mean$"), "imp_ratio_uncapped_mean", 1),
     # SkyRL's TIS: the share of tokens (sequences, under sequence-level TIS) whose weight hit
     # its cap, in the Step dict (policy/loss_metrics/) and the status line (loss_metrics/)
     (re.compile(r"^(?:policy/)?loss_metrics/tis_token_clip_high_ratio$"),
@@ -197,10 +202,11 @@ _SUFFIX_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
     # ... and its workers' per-mini-batch gap, the only one logged when the loss skips the
     # policy forward pass (policy_loss_type rollout_is / dppo): the same per-token |log ratio|
     (re.compile(r"^policy/minibatch_rollout_logprobs_abs_diff_mean$"), "log_ratio_abs_mean", 2),
-    # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight, ``rollout_corr/``
-    # since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the actor computes it
-    # (bypass mode); its _seq_/_std/_max siblings are not the mean
-    (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_mean$"), "imp_ratio_mean", 1),
+    # verl's rollout correction (TIS): the mean pi_train/pi_rollout weight before truncation,
+    # ``rollout_corr/`` since 2025-11, ``mismatch/`` before, ``actor/rollout_corr/`` when the
+    # actor computes it (bypass mode); its _seq_/_std/_max siblings are not the mean
+    (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_mean$"),
+     "imp_ratio_uncapped_mean", 1),
     # ... and the fraction of those weights above the upper threshold, i.e. truncated (capped):
     # verl's docs, "rollout_is_ratio_fraction_high: fraction of weights exceeding upper threshold"
     (re.compile(r"^(?:actor/)?(?:rollout_corr|mismatch)/rollout_is_ratio_fraction_high$"),

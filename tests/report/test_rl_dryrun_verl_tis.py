@@ -1,10 +1,13 @@
 """verl's rollout-correction (TIS) metrics, judged from the console line verl prints.
 
-verl >= 2025-10 logs its truncated importance-sampling weights under ``rollout_corr/``
+verl >= 2025-10 logs its importance-sampling weights under ``rollout_corr/``
 (``rollout_corr/rollout_is_mean``, before that ``mismatch/rollout_is_mean``): the mean of
-pi_train / pi_rollout, the same quantity as SkyRL's ``tis/imp_ratio_mean`` (rulebook: healthy
-~0.84-1.56). Replayed as a real SLURM job (tests/fixtures/rl-dryrun/generate.py), a run whose
-ratio sat at 2.3 read healthy with no ``imp_ratio_mean`` at all: the TIS rule never saw it.
+pi_train / pi_rollout, computed "BEFORE truncation" (rollout_corr_helper.py), so it is the
+uncapped mean (``imp_ratio_uncapped_mean``, tests/report/test_uncapped_imp_ratio.py), and
+``rollout_is_ratio_fraction_high``, the share above the cap (the rulebook's
+``imp_ratio_capped_fraction``). Replayed as a real SLURM job
+(tests/fixtures/rl-dryrun/generate.py), a run whose ratio sat at 2.3, 18 % of it truncated,
+read healthy: the TIS rule never saw it.
 """
 
 from __future__ import annotations
@@ -25,15 +28,15 @@ LOG = Path(__file__).resolve().parents[1] / "fixtures" / "rl-dryrun" / "verl_rol
 def test_verl_rollout_is_mean_is_the_tis_ratio(prefix: str) -> None:
     got = canonical_values({f"{prefix}rollout_is_mean": 1.02, f"{prefix}rollout_is_std": 0.2,
                             f"{prefix}rollout_is_seq_mean": 0.7}, {})
-    assert got == {"imp_ratio_mean": 1.02}
+    assert got == {"imp_ratio_uncapped_mean": 1.02}
 
 
 def test_a_verl_run_with_its_tis_ratio_out_of_range_is_a_warning() -> None:
     report = judge(_from_log(LOG.read_bytes(), name="rl-verl-tis-dapo")).report
-    assert report.metrics["imp_ratio_mean"] == pytest.approx(2.33)
+    assert report.metrics["imp_ratio_uncapped_mean"] == pytest.approx(2.33)
     assert "imp-ratio-out-of-range" in report.flags
     assert report.verdict == "warning"
-    assert "TIS imp_ratio 2.33 out of range" in report.trend
+    assert "TIS capped fraction 18.0%" in report.trend
     # the huge rollout/train prob diff is reported, never a signal
     assert report.metrics["rollout_train_prob_diff_mean"] == pytest.approx(3.7e9)
     assert not any(flag.startswith("signal:") for flag in report.flags)
@@ -50,7 +53,7 @@ def _healthy_text() -> str:
 def test_a_healthy_ratio_stays_healthy() -> None:
     text = _healthy_text()
     report = judge(_from_log(text, name="rl-verl-tis-dapo")).report
-    assert report.metrics["imp_ratio_mean"] == pytest.approx(1.03)
+    assert report.metrics["imp_ratio_uncapped_mean"] == pytest.approx(1.03)
     assert "imp-ratio-out-of-range" not in report.flags
     assert report.verdict == "healthy"
 
