@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -100,6 +100,20 @@ class Thresholds(_Strict):
     gt_50pct_max: float = Field(0.0, ge=0)
     log_ratio_bucket_spread: float = Field(3.0, ge=0)
     """Position buckets are uneven when the largest bucket mean exceeds this × the smallest."""
+
+    @model_validator(mode="after")
+    def _pairs_can_fire(self) -> Thresholds:
+        # Either pair written the wrong way round passed as valid and turned a rule off (no
+        # window holds min_window values: every windowed signal, the collapse rule with it)
+        # or on for every run (no ratio lies in an empty range).
+        if self.min_window > self.window:
+            raise ValueError(f"min_window {self.min_window} is more than window {self.window}: "
+                             "no window could hold enough values, every windowed test "
+                             "(entropy, log_ratio, grad_norm's window) would be off")
+        if self.imp_ratio_low > self.imp_ratio_high:
+            raise ValueError(f"imp_ratio_low {self.imp_ratio_low:g} is above imp_ratio_high "
+                             f"{self.imp_ratio_high:g}: every ratio would be out of range")
+        return self
 
 
 class ReportSettings(_Strict):
