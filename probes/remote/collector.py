@@ -57,7 +57,14 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.completion import collect_completion
 with contextlib.suppress(ImportError):
-    from probes.remote.job_files import DEFAULT_HEAD_BYTES, _collect_one, _failed, _guard
+    from probes.remote.job_files import (
+        DEFAULT_HEAD_BYTES,
+        _collect_one,
+        _failed,
+        _guard,
+        _keep,
+        given_up,
+    )
 with contextlib.suppress(ImportError):
     from probes.remote.engine_logs import engine_log, runs_harbor
 with contextlib.suppress(ImportError):
@@ -112,11 +119,12 @@ def _each_job(request: Json, started: float | None,
                 left -= len(data)
                 yield key, entry, data
                 continue
+            kept: Json = {}  # what the reader had read, should it be given up
             try:
                 entry = supervised(_read_job, (job, dict(request, deepen_bytes=deepen_share(
-                    left, budget)), until), until)
+                    left, budget)), until, kept), until)
             except Hung as exc:
-                entry = _failed(job, str(exc))
+                entry = given_up(job, kept, str(exc))
             data = encode(entry)
             if len(data) > left:
                 entry = _failed(job, f"collector answer budget of {budget}"
@@ -136,10 +144,12 @@ def deepen_share(left: int, budget: int) -> int:
     return max(0, min(DEEPEN_MAX, left - (budget - budget // 4)))
 
 
-def _read_job(job: Json, request: Json, until: float) -> Json:
-    """One job's entry: its files (``job_files``), its engine's log, its completion check."""
+def _read_job(job: Json, request: Json, until: float, kept: Json) -> Json:
+    """One job's entry: its files (``job_files``), its engine's log, its completion check
+    (``kept``: what is read before each step, ``job_files.given_up``)."""
     guard = _guard(job, request, until)
-    entry = _collect_one(job, request, guard)
+    entry = _collect_one(job, request, guard, kept)
+    _keep(kept, "engine", entry, [])
     log = entry.get("log") or {}
     if runs_harbor(entry.get("trials") or {}) and log.get("status") != "failed":
         # its engine's own log, if it writes one, for the launch checks

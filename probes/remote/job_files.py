@@ -27,7 +27,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, listdir
 with contextlib.suppress(ImportError):
-    from probes.remote.logged_paths import carried_text, logged_checkpoint_dirs
+    from probes.remote.logged_paths import resumed_checkpoint_dirs
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
@@ -322,37 +322,74 @@ def _failed(job: Json, error: str) -> Json:
                     "error": error, "attempts": 1}}
 
 
-def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
-    trial_roots = list(job.get("trial_roots", []))
-    trials_key = f"trials:{guard.uid}:" + json.dumps(trial_roots)
-    if trials_key not in SEEN:
-        # Counted whole, bounded by time (probes.remote.trial_roots), never by a trial count.
-        SEEN[trials_key] = collect_trials(trial_roots, guard,
-                                           float(request.get("trial_budget_s") or 20.0))
+def _keep(kept: Json, phase: str, entry: Json, roots: List[str]) -> None:  # noqa: UP006
+    """Note what of the entry is read before the next ``phase`` reads ``roots``, for
+    :func:`given_up`: the log and its cursor copied (a reader given up on at the request's
+    deadline may still be adding to them), the rest never changed once read."""
+    log = dict(entry["log"])
+    if isinstance(log.get("cursor"), dict):
+        log["cursor"] = dict(log["cursor"])
+    kept.update(entry=dict(entry, log=log), phase=phase, roots=list(roots))
+
+
+def given_up(job: Json, kept: Json, why: str) -> Json:
+    """The entry of a job whose reader was given up (``why``: a read stuck on a hung mount, or
+    the request's deadline): what was read before (:func:`_keep`), the tree it was reading
+    when it stopped unreadable with the reason; ``failed`` when not even its log was read."""
+    entry: Json | None = kept.get("entry")
+    if entry is None:
+        return _failed(job, why)
+    roots = kept.get("roots") or [job.get("workdir") or "(the job's files)"]
+    # the root the stuck operation names ("open /root/sub: no answer..."), else all unread
+    named = [r for r in roots if any(f" {r.rstrip('/')}{end}" in why for end in ":/")]
+    roots = named or roots
+    if kept.get("phase") == "trials":
+        entry["trials"] = dict(entry.get("trials") or {}, **{
+            root: {"exists": False, "jobs": {}, "error": why} for root in roots})
+    elif kept.get("phase") == "checkpoints":
+        entry["checkpoints"] = {"listings": {}, "errors": {root: why for root in roots}}
+    return entry
+
+
+def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = None) -> Json:
+    """One job's log, then its trials and checkpoints; ``kept`` (when given) notes what is
+    read before each tree is entered, so a tree on a hung mount costs only itself
+    (:func:`given_up`): the log, read first, is the job's facts."""
+    kept = {} if kept is None else kept
     log = _collect_log(job, request, guard)
     stderr = job.get("stderr")
     if stderr and stderr != log.get("path") and log.get("status") != "failed":
         log["stderr"] = _stderr_tail(str(stderr), guard)
+    trial_roots = list(job.get("trial_roots", []))
+    trials_key = f"trials:{guard.uid}:" + json.dumps(trial_roots)
+    if trials_key not in SEEN:
+        _keep(kept, "trials", {"log": log}, trial_roots)
+        # Counted whole, bounded by time (probes.remote.trial_roots), never by a trial count.
+        SEEN[trials_key] = collect_trials(trial_roots, guard,
+                                           float(request.get("trial_budget_s") or 20.0))
     roots = list(job.get("checkpoint_roots", []))
     # The config dump that names the save folder (verl's default_local_dir, SkyRL's
     # ckpt_path) is printed at start-up: a long log's head, read beside its tail.
     text = "\n".join(t for t in (log.get("head"), log.get("text")) if t) or None
     command = job.get("command") if isinstance(job.get("command"), str) else None
+    found: list[tuple[str, list[str]]] | None = None
+    keep: list[Json] | None = None
     if "cursor" in log:
         # A resumed read has only the new text: the dirs earlier reads found ride in the
         # cursor (re-checked here as any the log prints: inside workdir/roots, or a root of
-        # their own that needs no '..').
+        # their own that needs no '..'), and so do the folders' answers (probes.remote.tree).
         bases = [b for b in [job.get("workdir"), *roots] if b]
-        found = logged_checkpoint_dirs(carried_text(log["cursor"]["dirs"], text), bases,
-                                       job.get("workdir"), command)
+        found = resumed_checkpoint_dirs(log["cursor"]["dirs"], text, bases, job.get("workdir"),
+                                        command)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
-        text = carried_text(log["cursor"]["dirs"], None)
+        keep = []
     trials = SEEN[trials_key]
     # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
     # first: they are the run's own (inside workdir/roots only, entered without a link). A
     # read from a cursor has only the new text: the dirs found before ride in the cursor.
     cursor = log.get("cursor")
     carried = cursor.get("trials") or [] if isinstance(cursor, dict) else []
+    _keep(kept, "trials", {"log": log, "trials": trials}, [])
     logged = collect_logged_trials(
         "\n".join([*("trials_dir: " + d for d in carried),
                    *(t for t in (log.get("head"), log.get("text")) if t)]),
@@ -362,11 +399,13 @@ def _collect_one(job: Json, request: Json, guard: Guard) -> Json:
         cursor["trials"] = list(logged)[:MAX_TRIALS_DIRS]
     if logged:
         trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
-    return {
-        "log": log,
-        # The checkpoint dirs the log prints or the command line names are searched too.
-        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir"),
-                                           run_roots=list(job.get("run_checkpoint_roots") or []),
-                                           command=command),
-        "trials": trials,
-    }
+    _keep(kept, "checkpoints", {"log": log, "trials": trials}, roots)
+    prior = job.get("cursor")
+    # The checkpoint dirs the log prints or the command line names are searched too.
+    checkpoints = collect_checkpoints(
+        roots, guard, text, job.get("workdir"),
+        run_roots=list(job.get("run_checkpoint_roots") or []), command=command, logged=found,
+        carried=prior.get("ckpt") if isinstance(prior, dict) else None, keep=keep)
+    if keep:  # the named folders' answers ride in the cursor too (probes.remote.tree._folder)
+        log["cursor"]["ckpt"] = keep
+    return {"log": log, "checkpoints": checkpoints, "trials": trials}

@@ -37,22 +37,22 @@ USER = getpass.getuser()
 KILL_AFTER = """
 _collect_one_whole = _collect_one
 _reached = [0]
-def _collect_one(job, request, guard):
+def _collect_one(job, request, guard, *kept):
     _reached[0] += 1
     if _reached[0] > {n}:
         os.kill(os.getpid(), signal.SIGKILL)
-    return _collect_one_whole(job, request, guard)
+    return _collect_one_whole(job, request, guard, *kept)
 """
 
 BLOCK_AFTER = """
 _collect_one_whole = _collect_one
 _reached = [0]
-def _collect_one(job, request, guard):
+def _collect_one(job, request, guard, *kept):
     _reached[0] += 1
     if _reached[0] == {n} + 1:
         while not os.path.exists({release!r}):
             time.sleep(0.01)
-    return _collect_one_whole(job, request, guard)
+    return _collect_one_whole(job, request, guard, *kept)
 """
 
 
