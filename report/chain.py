@@ -183,6 +183,9 @@ class ChainLink:
     """Whether that cancelled restart ran before its cancel (else it never started)."""
     held: str | None = None
     """The live successor's hold (``JobHeldUser``/``JobHeldAdmin``): it waits on a human."""
+    stopped: str | None = None
+    """A restart that ran and failed (``ended`` says how): the chain stopped there, so the
+    TIMEOUT is no normal restart and has no successor."""
 
 
 def _not_continuing(candidate: SchedulerRecord, dependency: Dependency) -> ChainLink:
@@ -247,7 +250,17 @@ def chain_link(
     successor = index.live.get(link.successor) if link.successor is not None else None
     if successor is not None and successor.reason in HELD_REASONS:
         return ChainLink(successor=link.successor, held=successor.reason)
+    if link.ended in STOPPED_CHAIN:
+        # The restart ran and failed: the run stopped there, nothing continues it (the seed's
+        # normal restart has its successor RUNNING/PENDING); its own row says why it failed.
+        return ChainLink(stopped=link.successor, ended=link.ended)
     return link
+
+
+STOPPED_CHAIN = frozenset(s.value for s in (
+    JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED))
+"""A restart's end that stops the chain: it failed (a TIMEOUT or COMPLETED went on or
+finished the run)."""
 
 
 def _chain_link(

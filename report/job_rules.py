@@ -163,6 +163,15 @@ def _timeout_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
     banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
     resume = f"; resume from banked step {banked}" if banked is not None else ""
     record = ctx.facts.record
+    if link.stopped is not None:
+        how = (link.ended or "FAILED").lower().replace("_", " ")
+        f.trend(Priority.TERMINAL - 1, f"{head}; restart {link.stopped} {how}: chain stopped")
+        f.recommend(Priority.DIAGNOSE, "diagnose",
+                    f"walltime TIMEOUT: its restart {link.stopped} ran and ended "
+                    f"{link.ended or 'FAILED'}, so the "
+                    f"run stopped there; find why {link.stopped} failed (its row), then "
+                    f"resubmit{resume}")
+        return
     if link.cancelled is not None:
         when = "after it ran" if link.cancelled_ran else "before it started"
         f.trend(Priority.TERMINAL - 1,

@@ -1,0 +1,40 @@
+"""A walltime TIMEOUT whose restart then failed is no chain restart (rulebook, cross-cutting).
+
+The rulebook: "Chain-restart TIMEOUTs are normal ... when a walltime-limited job TIMEOUTs and
+its afterany successor is RUNNING/PENDING"; CONTRACT §6 ``chain-restart``: "TIMEOUT whose
+afterany successor is pending or running". A restart that ran and ended is still named (a
+chain A -> B -> C that moved past B, or finished), but one that FAILED stopped the run there:
+the TIMEOUT read 'restarting', 'Walltime TIMEOUT; normal chain restart -> 3131 (failed)',
+flag ``chain-restart``, as if the run went on.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from probes.models import JobState
+from tests.report.test_chain_ran import _attempt, _rows
+
+M = timedelta(minutes=1)
+
+
+@pytest.mark.parametrize("state", [JobState.FAILED, JobState.OUT_OF_MEMORY,
+                                   JobState.NODE_FAIL])
+def test_a_timeout_whose_restart_failed_says_the_chain_stopped(state: JobState) -> None:
+    rows = _rows(_attempt("3130", 9 * M, 8 * M), _attempt("3131", 8 * M, 6 * M, state))
+    row = rows["3130"]
+    assert "chain-restart" not in row.flags and row.successor is None
+    assert row.verdict == "failed", row.trend
+    assert "restart 3131" in row.trend and "chain stopped" in row.trend
+    assert row.recommendation is not None and row.recommendation.action == "diagnose"
+    assert "3131" in row.recommendation.why
+    assert rows["3131"].verdict == "failed"  # the restart's own row says why it failed
+
+
+@pytest.mark.parametrize("state", [JobState.TIMEOUT, JobState.COMPLETED])
+def test_a_restart_that_went_on_or_finished_is_still_the_chain(state: JobState) -> None:
+    """Near miss: a restart that itself hit its walltime (the chain moved on) or finished."""
+    rows = _rows(_attempt("3130", 9 * M, 8 * M), _attempt("3131", 8 * M, 6 * M, state))
+    assert rows["3130"].verdict == "restarting" and "chain-restart" in rows["3130"].flags
