@@ -10,7 +10,9 @@ with those jobs' rows (a cancel made by the bot's button is told when it happens
 again by the next sweep; a job stalling or collapsing again soon after that was told is not
 told again: ``bot.repeats``; an unreachable cluster is told only past one sweep:
 ``bot.cluster_watch``). A sweep in which nothing changed posts nothing, nor one whose only
-changes are routine (a chain restart: listed when a reply goes out anyway). The full tables go
+changes are routine (a chain restart: listed when a reply goes out anyway). A sweep that posts
+the full tables (the period's first) puts its change lines at their head: one reply, the tables
+holding every row, where a change reply after them repeated the changed rows. The full tables go
 into the thread again when someone asks (``/jobs`` in the channel, once per sweep) and every
 ``full_tables_every`` sweeps when that is set; a period opened while a cluster is unreachable
 waits up to two intervals for a sweep that reads it before its tables go. Arrays and grids are
@@ -224,14 +226,23 @@ class Digest(DigestPosting):
         for kind, message, at in kept:  # the refused replies still kept, in their order
             if not (kind == "tables" and tables):  # fresh full tables replace old ones
                 await self._thread(channel, ts, [message], kind=kind, refused_at=at)
-        if tables:
-            await self._full_tables(result, config, channel, parent, header=None, kind="tables")
         # A routine change (a chain restart) is listed in a reply that goes out anyway; alone
         # it is no reply: the parent counts it, and a grid's restarts every few hours per
         # cell were a thread reply each.
-        if extra or any(not c.routine for c in changes):
-            header = changes_header(changes, extra, now=self._clock(), told=told,
-                                    since=datetime.fromisoformat(since) if since else None)
+        news = bool(extra) or any(not c.routine for c in changes)
+
+        def head(every_row: bool) -> str:
+            return changes_header(changes, extra, now=self._clock(), told=told,
+                                  since=datetime.fromisoformat(since) if since else None,
+                                  every_row=every_row)
+
+        # The changes head the tables, which hold every row: one reply, where a change reply
+        # of its own had repeated the changed rows right after them.
+        if tables and await self._full_tables(result, config, channel, parent, header=None,
+                                              kind="tables", news=head(True) if news else None):
+            return
+        if news:  # no tables, or they went without them (posted for this sweep already)
+            header = head(False)
             only = change_rows(changes)  # a mass change: the jobs needing a human
             messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
                                                header=header, only=only)
@@ -300,10 +311,12 @@ class Digest(DigestPosting):
     async def _full_tables(self, result: SweepResult, config: Config, channel: str,
                            parent: dict[str, Any] | None, *, header: str | None,
                            whole: Callable[[], Awaitable[SweepResult]] | None = None,
-                           kind: str | None = None) -> bool:
+                           kind: str | None = None, news: str | None = None) -> bool:
         """The full tables into the parent's thread, once per sweep (``parent`` None: the
         parent could not be posted, so they go to the channel unthreaded). ``whole``: how to
-        get the whole sweep when ``result`` is only its head (decoded only when posting)."""
+        get the whole sweep when ``result`` is only its head (decoded only when posting).
+        ``news``: the sweep's change lines (:func:`changes_header`), under the header; the
+        message holding them is a change reply (kept while Slack refuses it, as one is)."""
         stamp = result.started_at.isoformat()
         if parent is not None and parent.get("tables_for") == stamp:
             return False
@@ -314,13 +327,17 @@ class Digest(DigestPosting):
                 result = await whole()
             head = header or f"Full tables as of {result.started_at:%H:%M}Z"
             messages = await asyncio.to_thread(sweep_thread, result, width=config.report.width,
-                                               header=head)
+                                               header=f"{head}\n{news}" if news else head)
         except BaseException:
             if parent is not None:  # nothing posted: the next one asking may
                 with contextlib.suppress(StoreUnavailable):
                     await self._store.release(self._tables_lock(parent, stamp))
             raise
-        await self._thread(channel, parent["ts"] if parent else None, messages, kind=kind)
+        ts = parent["ts"] if parent else None
+        if news:
+            await self._thread(channel, ts, messages[:1], kind="changes")
+            messages = messages[1:]
+        await self._thread(channel, ts, messages, kind=kind)
         if parent is not None:
             # Read again: posting took a while, and a sweep may have moved the document on
             # since (its sweep count, or a new parent replacing one deleted): writing the copy

@@ -254,10 +254,12 @@ OWN_LINE_KINDS = frozenset({"collapsed", "failed", "finished"})
 
 
 def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: datetime | None,
-                   now: datetime, told: Collection[tuple[str, str]] = ()) -> str:
+                   now: datetime, told: Collection[tuple[str, str]] = (),
+                   every_row: bool = False) -> str:
     """Raw text heading a change reply: one line per change (arrays merged, a mass change of
     one kind folded: :func:`change_lines`), then follow-ups. ``told``: the jobs (cluster, id)
-    whose own line in ``extra`` tells their change; a bullet saying it again goes."""
+    whose own line in ``extra`` tells their change; a bullet saying it again goes.
+    ``every_row``: the full tables follow (no note on the rows a mass change shows)."""
     # No last sweep to compare with (a fresh store): its lines tell what was already there.
     heading = (f"Changes since {since:%H:%M}Z" if since else
                "First sweep: what was already there")
@@ -265,12 +267,13 @@ def changes_header(changes: Sequence[Change], extra: Sequence[str], *, since: da
     bullets = [c for c in changes
                if not (c.kind in OWN_LINE_KINDS and (c.cluster, c.job_id) in told)]
     rowed = sum(1 for c in changes if not c.routine)
-    rows = [] if len(shown) == rowed else [
+    rows = [] if every_row or len(shown) == rowed else [
         f"_Rows shown for {len(shown)} of {rowed} changed jobs (those needing a human); "
         "`/jobs` has every table._"]
     # The change lines are outside text only (names, whys): no backtick of theirs may pair
     # with a span of the follow-ups below, no word format itself (escaped with the reply).
-    return "\n".join([f"{heading} (as of {now:%H:%M}Z)",
+    # Under the full tables' own 'as of' the time is said once.
+    return "\n".join([heading if every_row else f"{heading} (as of {now:%H:%M}Z)",
                       *map(unformatted, change_lines(bullets)), *extra, *rows])
 
 

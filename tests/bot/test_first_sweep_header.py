@@ -12,6 +12,7 @@ from report.models import Recommendation
 from tests.bot.builders import FakeClock, FakeSweeper, collapsing, detail, job, sweep_result
 from tests.bot.conftest import make_config, running_bot
 from tests.bot.fake_slack import FakeSlack
+from tests.bot.quiet_day import shown
 
 
 async def test_the_first_sweeps_reply_says_it_is_the_first(
@@ -39,8 +40,10 @@ async def test_the_first_sweeps_reply_says_it_is_the_first(
         clock.advance(1800)
         world["failed"] = True
         assert await scheduler.tick()
-    replies = [c.params["text"] for c in slack.to("/api/chat.postMessage")
-               if c.params.get("thread_ts") and not c.params["text"].startswith("Full")]
-    assert [r.splitlines()[0] for r in replies] == [
-        "First sweep: what was already there (as of 16:00Z)",
-        "Changes since 16:00Z (as of 16:30Z)"]
+    replies = [shown(c.params) for c in slack.to("/api/chat.postMessage")
+               if c.params.get("thread_ts")]
+    # The first sweep's findings head the day's full tables (one reply, the time said once).
+    assert [r.splitlines()[:2] for r in replies] == [
+        ["Full tables as of 16:00Z", "First sweep: what was already there"],
+        ["Changes since 16:00Z (as of 16:30Z)", replies[1].splitlines()[1]]]
+    assert replies[1].splitlines()[1].startswith("🔥 `alpha:4400` sft-new failed: ")

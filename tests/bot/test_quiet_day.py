@@ -544,7 +544,8 @@ async def test_a_busy_day_says_each_piece_of_news_once(
     tables = [r for r in replies if r.startswith("Full tables as of")]
     assert [t.splitlines()[0] for t in tables] == ["Full tables as of 06:00Z",
                                                    "Full tables as of 00:00Z"]
-    news = [line for r in replies if r not in tables for line in r.splitlines()
+    assert len(replies) == len(tables) + 5, "a change told apart from the day's tables"
+    news = [line for r in replies for line in r.split("```")[0].splitlines()
             if line.startswith(("•", "🚨", "🔥", "✅", "⚠️"))]
     expected = [
         "• warning: rl-ppo-llama-8b (alpha:4101) — grad_norm &gt;1.0 on steps",
@@ -710,3 +711,33 @@ async def test_a_log_unreadable_for_an_hour_is_one_line_and_its_return_one_line(
         "10:30Z)" in back, back
     assert "```" not in back
     assert day.dms() == []
+
+
+async def test_a_period_s_first_sweep_tells_its_changes_with_its_tables(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-grpo-llama-70b dies of a CUDA OOM between 23:30 and midnight, the sweep that opens
+    the new day's parent: its failure had been a reply of its own right after the day's full
+    tables (the run's row in both), two replies where one says it all. The tables' reply now
+    carries the change lines above them; nothing is lost (both rows, the diagnosis line)."""
+    world, advance = two_runs()
+    world.start = datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()  # 23:00
+        advance()
+        await day.sweep()  # 23:30
+        told = len(day.replies())
+        advance()
+        failed = world.jobs["4103"]
+        failed.state, failed.ended = JobState.FAILED, world.now()
+        failed.text += "".join(f"(TaskRunnerV1 pid=247607) {line}\n" for line in BusyDay.OOM)
+        await day.sweep()  # 00:00: the new day's parent
+    replies = day.replies()[told:]
+    assert len(replies) == 1, replies
+    [reply] = replies
+    head = reply.split("```")[0]
+    assert head.startswith("Full tables as of 00:00Z\n"), head
+    assert "Changes since 23:30Z" in head
+    assert "🔥 `alpha:4103` rl-grpo-llama-70b failed: oom: torch.OutOfMemoryError" in head
+    assert "rl-grpo-qwen-7b" in reply and "rl-grpo-llama-70b [FAILED]" in reply
+    assert [dm.splitlines()[0] for dm in day.dms()] == [
+        "❌ *rl-grpo-llama-70b* `alpha:4103` ended FAILED."]
