@@ -273,7 +273,7 @@ def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
         if failed is not None:
             return TrialTree(root=failed[0], exists=False, error=failed[1][:300])
         return None
-    root, value = next(iter(existing.items()))
+    root, value = _first_root(existing, started, ended)
     jobs: Mapping[str, Any] = value.get("jobs") or {}
     tree = _merged(root, jobs)
     own = _own_jobs(root, jobs, started, ended)
@@ -281,6 +281,23 @@ def trial_tree(raw: Mapping[str, Any], *, started: datetime | None = None,
         mine = _merged(root, own).model_copy(update={"job_dirs": tuple(own)})
         tree = tree.model_copy(update={"own_run": mine})
     return tree
+
+
+def _first_root(existing: Mapping[str, Any], started: datetime | None,
+                ended: datetime | None) -> tuple[str, Any]:
+    """The root the run's tree is read from: the first (the dirs its log names come before
+    the configured roots), unless it holds nothing while a later one holds job dirs this run
+    can have written (``_in_run``): a wrapper that made and printed a trials dir Harbor never
+    wrote to, its trials under the default ``jobs/``. An earlier run's job dirs there are not
+    this run's: the empty dir stands."""
+    first = next(iter(existing.items()))
+    if first[1].get("jobs"):
+        return first
+    for root, value in existing.items():
+        jobs: Mapping[str, Any] = value.get("jobs") or {}
+        if any(_in_run(job, started, ended) for job in jobs.values()):
+            return root, value
+    return first
 
 
 def _below_root(root: str, job_dir: str) -> str:
