@@ -178,6 +178,8 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> b
     tunnel carries no traffic: the Infra column's ``tunnel✗``)."""
     trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
     if isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total:
+        if _finishing(ctx, f, total):
+            return False
         _flag_zombie(f, total)
         return False
     _progress_rule(ctx, f, stats, trials)
@@ -236,6 +238,19 @@ def _completed_infra_rule(ctx: JudgeContext, f: Findings) -> None:
     if not _instant_fail_rule(f, recent, _NO_SCORE) and never_started_rule(ctx, f, recent):
         f.recommend(Priority.DIAGNOSE + 2, "diagnose",
                     f.settled_trend() + "; sandboxes never started" + _NO_SCORE)
+
+
+def _finishing(ctx: JudgeContext, f: Findings, total: float) -> bool:
+    """Every trial done, but the last one (or the job's start, for a run resumed on a finished
+    tree) within ``zombie_grace_minutes``: Harbor is writing its job result and exiting, no
+    zombie yet. True when so (verdict healthy, the Trend says so)."""
+    since, _ = results_silent_since(ctx)
+    age = minutes_since(ctx.now, since)
+    if age is None or age > ctx.settings.thresholds.zombie_grace_minutes:
+        return False
+    f.verdict("healthy")
+    f.trend(Priority.BACKGROUND + 2, f"all {int(total)} trials done; finishing")
+    return True
 
 
 def _flag_zombie(f: Findings, total: float) -> None:

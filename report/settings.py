@@ -77,6 +77,9 @@ class Thresholds(_Strict):
     dead_engine_turns: float = Field(1.05, ge=0)
     """avg_turns at or below this is a dead-engine datagen run (seed: ≈ 1.0)."""
     eval_stall_minutes: float = Field(60.0, ge=0)
+    zombie_grace_minutes: float = Field(10.0, ge=0)
+    """Eval: every trial done, RUNNING, and no result.json for this long (nor this long since
+    the job's start): a zombie. Before it, the job is writing its result and exiting."""
     engine_idle_minutes: float = Field(10.0, ge=0)
     datagen_hung_minutes: float = Field(120.0, ge=0)
     stall_step_multiple: float = Field(5.0, ge=0)

@@ -15,12 +15,13 @@ from probes.logs.parse import parse_log
 from probes.models import JobState
 from probes.remote.collector import collect_trials
 from probes.slurm.assemble import job_facts
+from report.settings import ReportSettings, Thresholds
 from tests.report.factories import judge, log, record
 from tests.report.test_harbor_dryrun_datagen import MAKE
 from tests.report.test_harbor_shared_root import _LOG, _age, _start
 
 
-def _task(jobs: Path, submitted_min_ago: float):
+def _task(jobs: Path, submitted_min_ago: float, settings: ReportSettings | None = None):
     now = datetime.now(UTC)
     rec = record("eval-qwen3-x-tbench", job_id="960_0", state=JobState.RUNNING,
                  start_time=_start(3), submit_time=now - timedelta(minutes=submitted_min_ago),
@@ -28,7 +29,7 @@ def _task(jobs: Path, submitted_min_ago: float):
     facts = job_facts(rec, {"trials": collect_trials([str(jobs)])}, aliases={},
                       benign_patterns=[])
     facts = facts.model_copy(update={"log": log(mtime=now), "summary": parse_log(_LOG, mtime=now)})
-    return judge(facts, now=now).report
+    return judge(facts, now=now, settings=settings).report
 
 
 def test_an_older_eval_in_the_jobs_dir_is_no_zombie_of_a_new_array(tmp_path: Path) -> None:
@@ -49,7 +50,9 @@ def test_an_array_submitted_before_the_tree_was_written_keeps_it(tmp_path: Path)
     MAKE.write(jobs / "2026-12-05__06-00-00", {"pass": 9, "fail": 3}, seed=1, finished=True,
                minutes_ago=200)
     _age(jobs / "2026-12-05__06-00-00", 180)
-    report = _task(jobs, submitted_min_ago=240)
+    # no zombie grace (3 min after the start): which tree is the run's is the point here
+    report = _task(jobs, submitted_min_ago=240,
+                   settings=ReportSettings(thresholds=Thresholds(zombie_grace_minutes=0)))
     assert "zombie" in report.flags, report.trend
 
 

@@ -23,6 +23,7 @@ import pytest
 from probes.models import JobFacts, JobState, TrialTree
 from probes.remote.collector import collect_trials
 from probes.slurm.assemble import trial_tree
+from report.settings import ReportSettings, Thresholds
 from tests.report.factories import judge, log, record, summary
 from tests.report.test_harbor_dryrun_datagen import MAKE
 
@@ -48,7 +49,10 @@ def test_a_cut_short_count_of_a_finished_eval_reads_harbors_count(tmp_path: Path
     MAKE.write(jobs / "2026-12-05__06-00-00", {"pass": 10, "fail": 14}, total=24, seed=3)
     tree = _tree(jobs, bounded=True)
     assert tree.counts is not None and not tree.counts.complete
-    report = judge(_facts(tree, "eval-qwen3-x-tbench"), now=datetime.now(UTC)).report
+    # no zombie grace: which count is read is the point here (tests/report/test_zombie_grace.py)
+    no_grace = ReportSettings(thresholds=Thresholds(zombie_grace_minutes=0))
+    report = judge(_facts(tree, "eval-qwen3-x-tbench"), now=datetime.now(UTC),
+                   settings=no_grace).report
     assert report.metrics["trials"] == 24.0, report.metrics
     assert "zombie" in report.flags, report.trend
     assert "time bound" in report.trend or "ZOMBIE" in report.trend

@@ -20,12 +20,14 @@ from probes.logs.parse import parse_log
 from probes.models import JobState
 from probes.remote.collector import collect_trials
 from probes.slurm.assemble import job_facts
+from report.settings import ReportSettings, Thresholds
 from tests.report.factories import judge, log, record
 from tests.report.test_harbor_dryrun_datagen import MAKE
 from tests.report.test_harbor_shared_root import _age, _start
 
 
-def _row(jobs: Path, text: str, state: JobState = JobState.RUNNING, started_min_ago: float = 3):
+def _row(jobs: Path, text: str, state: JobState = JobState.RUNNING, started_min_ago: float = 3,
+         settings: ReportSettings | None = None):
     now = datetime.now(UTC)
     rec = record("eval-qwen3-x-tbench", state=state, start_time=_start(started_min_ago),
                  submit_time=now - timedelta(minutes=started_min_ago + 1),
@@ -35,7 +37,7 @@ def _row(jobs: Path, text: str, state: JobState = JobState.RUNNING, started_min_
                       benign_patterns=[])
     facts = facts.model_copy(update={"log": log(mtime=now),
                                      "summary": parse_log(text, mtime=now)})
-    return judge(facts, now=now).report
+    return judge(facts, now=now, settings=settings).report
 
 
 def test_a_tree_laid_out_before_the_start_is_the_runs_when_its_log_counts_it(
@@ -45,7 +47,9 @@ def test_a_tree_laid_out_before_the_start_is_the_runs_when_its_log_counts_it(
     out = MAKE.write(jobs / "2026-12-04__21-00-00", {"pass": 20, "fail": 20}, total=40, seed=3)
     _age(jobs / "2026-12-04__21-00-00", 10)
     line = MAKE.progress_line(out["done"], out["total"], out["mean"])
-    report = _row(jobs, f"harbor run\n{line}\n")
+    # no zombie grace (3 min after the start): which tree is the run's is the point here
+    no_grace = ReportSettings(thresholds=Thresholds(zombie_grace_minutes=0))
+    report = _row(jobs, f"harbor run\n{line}\n", settings=no_grace)
     assert report.metrics.get("trials") == 40.0, report.metrics
     assert report.metrics.get("pass_rate") == 0.5
     assert "zombie" in report.flags, (report.flags, report.trend)

@@ -142,8 +142,8 @@ def test_eval_with_no_results_at_all() -> None:
 
 def test_zombie() -> None:
     """All trials done but the job still RUNNING: zombie, cancel."""
-    t = tree([trial()] * 300, trials_total=300)
-    report = judge(_eval(t)).report
+    t = tree([trial()] * 300, trials_total=300, newest_result_at=NOW - timedelta(minutes=30))
+    report = judge(_eval(t)).report  # past zombie_grace_minutes: test_zombie_grace.py
     assert "zombie" in report.flags and report.verdict == "stalled"
     assert report.recommendation is not None
     assert report.recommendation.action == "cancel_and_salvage"
