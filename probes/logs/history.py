@@ -30,6 +30,7 @@ from probes.logs.easyr1_lines import YamlStep, easyr1_header
 from probes.logs.harbor_progress import harbor_progress
 from probes.logs.hf_cadence import HfCadence
 from probes.logs.lines import (
+    MMENGINE_EPOCH_GATE,
     MMENGINE_GATE,
     NESTED_BAR_MARK,
     XTUNER_GATE,
@@ -58,6 +59,7 @@ from probes.logs.scan_patterns import (
     BANNER_RE,
     BATCH_GATES,
     DS_GATES,
+    EPOCH_CONFIG_GATES,
     GLOBAL_STEP_RE,
     LAUNCH_LOOPS,
     LOGGING_RE,
@@ -119,7 +121,7 @@ class MetricScan(MarkerScan):
             if bar is not None:
                 self._feed_bar_line(bar, body, NESTED_BAR_MARK in raw, line_no)
                 return
-        if "iteration" in body or MMENGINE_GATE in body:
+        if "iteration" in body or MMENGINE_GATE in body or MMENGINE_EPOCH_GATE in body:
             iteration = parse_iteration(body)
             if iteration is not None:
                 self._on_iteration(iteration, line_no, stamp)
@@ -229,6 +231,8 @@ class MetricScan(MarkerScan):
                     self.hf_banner = self.hf_banner.with_logging(name, raw)
             if "= Epoch " in body or "max_num_steps" in body:
                 self.nemo_epochs = self.nemo_epochs.read(body)
+            if any(gate in body for gate in EPOCH_CONFIG_GATES):
+                self.epoch_config(body)
             if any(gate in body for gate in BANNER_GATES):
                 banner = BANNER_RE.search(body)
                 if banner is not None:

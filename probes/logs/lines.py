@@ -50,6 +50,10 @@ _MMENGINE_RE = re.compile(r"(?:^|\s)Iter\(train\) \[\s{0,20}(\d{1,12})/(\d{1,12}
 _MMENGINE_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w.()/-]{0,64}): (\S{1,40})")
 MMENGINE_GATE = "Iter(train) ["
 """What an mmengine runner's training log line holds (``Iter(train) [ 320/2748]  lr: ...``)."""
+_MMENGINE_EPOCH_RE = re.compile(
+    r"(?:^|\s)Epoch\(train\) {0,20}\[(\d{1,9})\]\[\s{0,20}(\d{1,12})/(\d{1,12})\]")
+MMENGINE_EPOCH_GATE = "Epoch(train)"
+"""What an mmengine runner's line holds when it logs by epochs (``Epoch(train) [2][120/500]``)."""
 _XTUNER_RE = re.compile(r"(?:^|\s)Epoch \d{1,9} Step (\d{1,12})/(\d{1,12}) (?=\w{1,64}: )")
 XTUNER_GATE = "data_time: "
 """What XTuner v1's step line holds (``Epoch 1 Step 320/916 data_time: 0.0123 lr: ...``)
@@ -276,6 +280,10 @@ class IterationLine(NamedTuple):
     """Seconds an iteration when the line says so under a name of its own (mmengine's
     ``time``); else ``progress.iteration_seconds`` of ``values``."""
     fmt: str = "megatron"
+    epoch_length: int | None = None
+    """For a line counting an epoch's batches (mmengine by epochs): the batches of an epoch;
+    ``step`` then counts the epochs before, and ``total`` is 0 (the run's epochs are not on
+    the line: the scan multiplies them in)."""
 
 
 def parse_iteration(line: str) -> IterationLine | None:
@@ -288,7 +296,7 @@ def parse_iteration(line: str) -> IterationLine | None:
     """
     found = _ITERATION_RE.search(line) if "iteration" in line else None
     if found is None:
-        if MMENGINE_GATE in line:
+        if MMENGINE_GATE in line or MMENGINE_EPOCH_GATE in line:
             return parse_mmengine(line)
         return parse_xtuner(line) if XTUNER_GATE in line and "Step " in line else None
     step, total = int(found.group(1)), int(found.group(2))
@@ -311,13 +319,22 @@ def parse_mmengine(line: str) -> IterationLine | None:
     """An mmengine runner's training line by iterations (``LogProcessor`` with ``by_epoch=False``:
     XTuner's): ``Iter(train) [ N/T]  lr: 1.9990e-05  eta: 3:22:20  time: 5.0012  data_time:
     0.0123  memory: 61234  loss: 1.2100  grad_norm: 0.8400``. ``T`` is the runner's
-    ``max_iters``; ``time`` the smoothed seconds an iteration. ``Iter(val)``/``Iter(test)``
-    (batches of an evaluation) and ``Epoch(train) [e][i/n]`` (an epoch's batches, the run's
-    epochs not printed) are none."""
-    found = _MMENGINE_RE.search(line)
-    if found is None:
+    ``max_iters``; ``time`` the smoothed seconds an iteration. By epochs (``by_epoch=True``,
+    ``EpochBasedTrainLoop``) the head is ``Epoch(train) [e][i/n]``: batch ``i`` of the ``n``
+    of epoch ``e``, the run's step ``(e - 1) * n + i`` (every epoch runs the whole
+    dataloader), its epochs not printed (``epoch_length``). ``Iter(val)``/``Iter(test)``
+    and ``Epoch(val)`` (batches of an evaluation) are none."""
+    found = _MMENGINE_RE.search(line) if MMENGINE_GATE in line else None
+    if found is not None:
+        return _timed_line(found, line, "mmengine")
+    by_epoch = _MMENGINE_EPOCH_RE.search(line) if MMENGINE_EPOCH_GATE in line else None
+    if by_epoch is None:
         return None
-    return _timed_line(found, line, "mmengine")
+    epoch, batch, length = (int(g) for g in by_epoch.groups())
+    if epoch < 1 or length < 1 or batch > length:
+        return None
+    timed = _timed_line(by_epoch, line, "mmengine", groups=(2, 3))
+    return timed._replace(step=(epoch - 1) * length + batch, total=0, epoch_length=length)
 
 
 def parse_xtuner(line: str) -> IterationLine | None:
@@ -329,9 +346,10 @@ def parse_xtuner(line: str) -> IterationLine | None:
     return _timed_line(found, line, "xtuner") if found is not None else None
 
 
-def _timed_line(found: re.Match[str], line: str, fmt: str) -> IterationLine:
-    """The step (group 1), total (group 2) and ``name: value`` pairs after ``found``, with
-    the ``time`` pair as the iteration's seconds."""
+def _timed_line(found: re.Match[str], line: str, fmt: str,
+                groups: tuple[int, int] = (1, 2)) -> IterationLine:
+    """The step and total (``groups`` of ``found``) and ``name: value`` pairs after ``found``,
+    with the ``time`` pair as the iteration's seconds."""
     values: dict[str, float] = {}
     for key, raw in _MMENGINE_PAIR_RE.findall(line, found.end()):
         number = parse_number(raw.removesuffix(","))
@@ -340,12 +358,13 @@ def _timed_line(found: re.Match[str], line: str, fmt: str) -> IterationLine:
     seconds = values.pop("time", None)
     if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
         seconds = None
-    return IterationLine(int(found.group(1)), int(found.group(2)), values, seconds, fmt)
+    return IterationLine(int(found.group(groups[0])), int(found.group(groups[1])), values,
+                         seconds, fmt)
 
 
 def may_be_iteration(body: str) -> bool:
     """The substring gate of :func:`parse_iteration` (a line failing it is none)."""
-    return ("iteration" in body or MMENGINE_GATE in body
+    return ("iteration" in body or MMENGINE_GATE in body or MMENGINE_EPOCH_GATE in body
             or (XTUNER_GATE in body and "Step " in body))
 
 

@@ -44,7 +44,7 @@ from probes.logs.planned_stop import read_planned_stop
 from probes.logs.prefilter import shared_skeletons
 from probes.logs.progress import trailing_rate
 from probes.logs.recent import HISTORY_DEPTH, recent_metrics
-from probes.logs.scan_patterns import VERL_SFT_STEPS
+from probes.logs.scan_patterns import EPOCH_CONFIG_GATES, VERL_SFT_STEPS
 from probes.logs.slime_lines import ARGS_GATE
 from probes.logs.titan_lines import TITAN_INIT
 from probes.models import LogSummary
@@ -123,11 +123,13 @@ def head_seed(log_start: bool, head: str | None) -> list[str] | None:
 
 _SEED_NEEDLES = ("Num", "Total", "logging_", "rollout_batch_size", "training loop",
                  "orchestrator loop", TITAN_INIT, ARGS_GATE, DURATION_GATE, MAXTEXT_STEPS,
-                 "max_steps=", "total_training_steps", "total_train_steps ")
+                 "max_steps=", "total_training_steps", "total_train_steps ",
+                 *EPOCH_CONFIG_GATES)
 """What a line ``MetricScan.seed_head`` reads holds (``max_steps=``: a one-line config repr
 such as ROLL's, for the total from the printed config, ``_read_run``; ``total_training_steps``:
 verl's SFT trainers' one-line config, whose limit caps their steps line; ``total_train_steps``:
-verl's fully-async trainer's total, ``BANNER_RE`` group 4)."""
+verl's fully-async trainer's total, ``BANNER_RE`` group 4; the run's epochs, torchtune's
+``epochs: 3`` and mmengine's ``max_epochs=3``, which with an epoch's steps give the total)."""
 
 
 def _needle_positions(text: str) -> list[int]:

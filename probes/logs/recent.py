@@ -60,6 +60,7 @@ from probes.logs.history import MetricScan
 # redundant alias is how mypy --strict is told the re-export is meant.
 from probes.logs.line_feed import feed_lines as feed_lines  # noqa: PLC0414
 from probes.logs.lines import (
+    MMENGINE_EPOCH_GATE,
     MMENGINE_GATE,
     NESTED_BAR_MARK,
     XTUNER_GATE,
@@ -87,7 +88,8 @@ MARKER_LINES = NeedleFilter(("train_runtime", *MARKER_GATES), shape=ROW_SHAPE + 
 redrawn over the whole tail; by ``BAR_SHAPE``, not a ``%|`` needle, which also kept a
 million lines that only look like bars), every needle of ``MetricScan._markers``, and the
 ``train_runtime`` of HF's end-of-training dict."""
-ITERATION_LINES = NeedleFilter(("iteration", MMENGINE_GATE.lower(), XTUNER_GATE))
+ITERATION_LINES = NeedleFilter(
+    ("iteration", MMENGINE_GATE.lower(), MMENGINE_EPOCH_GATE.lower(), XTUNER_GATE))
 _STAMP_OR_RAY = tuple(sorted(STAMP_LEADS | {"("}))
 
 

@@ -228,6 +228,16 @@ class ScanCore:
             known = remember(self._kinds, keys, kind)
         return known
 
+    def epoch_steps_total(self, per_epoch: int) -> int | None:
+        """The run's total optimization steps for an epoch of ``per_epoch`` steps (torchtune's
+        epoch bar, mmengine's ``Epoch(train)`` lines): the resolved ``epochs`` x steps a epoch
+        (capped by ``max_steps_per_epoch``); None when the log printed no ``epochs`` (an
+        epoch's own count is never the run's)."""
+        epochs, cap = self.config_epochs, self.config_epoch_cap
+        if not epochs or per_epoch <= 0:
+            return None
+        return epochs * (min(per_epoch, cap) if cap and cap > 0 else per_epoch)
+
     def _mark(self, fmt: str) -> None:
         self.formats.setdefault(fmt, None)
 

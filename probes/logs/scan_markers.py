@@ -19,11 +19,13 @@ from probes.logs.scan_patterns import (
     BATCH_RE,
     CHECKPOINT_RE,
     DS_GATES,
+    EPOCH_CONFIG_GATES,
     EPOCH_CONFIG_RE,
     HF_SAVE_RE,
     LAUNCH_LOOPS,
     LOGGING_RE,
     LOOP_TOTAL_RE,
+    MAX_EPOCHS_RE,
     NEMO_GATES,
     NEMO_MAX_STEPS_RE,
     SAMPLES_RE,
@@ -109,19 +111,29 @@ class MarkerScan(SummaryScan):
             self._launched("hf", line_no)
         if any(gate in body for gate in DS_GATES):
             self._ds_total(body)
-        if "epochs: " in body or "max_steps_per_epoch: " in body:
-            config = EPOCH_CONFIG_RE.match(body)
-            if config is not None:
-                value = None if config.group(2) == "null" else int(config.group(2))
-                if config.group(1) == "epochs":
-                    self.config_epochs = value
-                else:
-                    self.config_epoch_cap = value
+        if any(gate in body for gate in EPOCH_CONFIG_GATES):
+            self.epoch_config(body)
         if "logging_" in body:
             for name, raw in LOGGING_RE.findall(body):
                 self.hf_banner = self.hf_banner.with_logging(name, raw)
         self._run_markers(body, line_no)
         self.finish_marks(body)
+
+    def epoch_config(self, body: str) -> None:
+        """The run's epochs (and torchtune's cap on steps an epoch) its printed config names:
+        torchtune's YAML ``epochs: 3``, mmengine's ``train_cfg = dict(..., max_epochs=3, ...)``.
+        Read from a cut tail's head too (``seed_head``): a config is printed once, at start."""
+        config = EPOCH_CONFIG_RE.match(body)
+        if config is not None:
+            value = None if config.group(2) == "null" else int(config.group(2))
+            if config.group(1) == "epochs":
+                self.config_epochs = value
+            else:
+                self.config_epoch_cap = value
+            return
+        found = MAX_EPOCHS_RE.search(body) if "max_epochs" in body else None
+        if found is not None and int(found.group(1)) > 0:
+            self.config_epochs = int(found.group(1))
 
     def _batch_markers(self, body: str) -> None:
         """What measures a batches bar's lead over its step (``probes.logs.skyrl_batches``):

@@ -16,7 +16,7 @@ from probes.logs.bar_lines import BAR_SHAPE
 from probes.logs.bracket_lines import BLOCK_SHAPE, BRACKET_GATES, DURATION_GATE
 from probes.logs.easyr1_lines import YAML_SHAPE
 from probes.logs.harbor_progress import ROW_SHAPE
-from probes.logs.lines import MMENGINE_GATE
+from probes.logs.lines import MMENGINE_EPOCH_GATE, MMENGINE_GATE
 from probes.logs.litgpt_lines import LITGPT_GATE
 from probes.logs.nemo_rl_epochs import EPOCH_GATES
 from probes.logs.pair_lines import MAXTEXT_STEPS, PAIRS_GATES
@@ -111,7 +111,12 @@ EPOCH_CONFIG_RE = re.compile(r"^(epochs|max_steps_per_epoch): (\d{1,9}|null)\s*$
 with resolved config:`` then ``OmegaConf.to_yaml``, its top-level keys at column 0): the
 epochs and the cap on steps a epoch that, with its bar's total (steps a epoch), give the run's
 total optimization steps."""
-EPOCH_CONFIG_GATES = ("epochs: ", "max_steps_per_epoch: ")
+MAX_EPOCHS_RE = re.compile(r"\bmax_epochs ?= ?(\d{1,9})(?![\d.])")
+"""An mmengine runner's config, logged at start-up (``runner.py``: ``Config:`` then
+``cfg.pretty_text``): ``train_cfg = dict(by_epoch=True, max_epochs=3, val_interval=1)``, the
+epochs that, with the batches of an epoch its ``Epoch(train) [e][i/n]`` lines print, give the
+run's total."""
+EPOCH_CONFIG_GATES = ("epochs: ", "max_steps_per_epoch: ", "max_epochs")
 DS_GA_RE = re.compile(r"\] {1,4}gradient_accumulation_steps \.{0,40} ?(\d{1,9})\s*$")
 """DeepSpeed's engine config dump at start-up, rank 0 (deepspeed/runtime/config.py ``print``:
 ``logger.info("  {} {} {}".format(arg, "." * (29 - len(arg)), value))``): the micro-batches
@@ -158,7 +163,7 @@ METRIC_LINES = NeedleFilter(
         *("consumed_samples: ", "rollout_batch_size", *LOOP_GATES),
         *("Num ", "logging_", *EPOCH_CONFIG_GATES, "effective maximum steps", *EPOCH_GATES),
         *(STEP_GATE, ROW_GATE),
-        *("{", "'", '"', " ::", "T::", "iteration", MMENGINE_GATE, "\u2022 "),
+        *("{", "'", '"', " ::", "T::", "iteration", MMENGINE_GATE, MMENGINE_EPOCH_GATE, "\u2022 "),
         *("] step=", ", rank: ", *DS_GATES, TITAN_START, TITAN_INIT, ARGS_GATE),
         *BRACKET_GATES, DURATION_GATE, LITGPT_GATE, MAXTEXT_STEPS, *PAIRS_GATES, *PANEL_GATES,
         RESAMPLE_GATE, REGENERATE_GATE,

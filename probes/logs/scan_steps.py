@@ -84,7 +84,8 @@ class StepScan(DictScan):
     def _on_iteration(self, line: IterationLine, line_no: int, stamp: datetime | None) -> None:
         """A Megatron iteration line: its step, ``--train-iters`` total and per-iteration time."""
         self._mark(line.fmt)
-        self.iter_total = line.total
+        self.iter_total = line.total if line.epoch_length is None else self.epoch_steps_total(
+            line.epoch_length)  # (mmengine by epochs: the config's epochs of its batches)
         per_iter = line.seconds if line.seconds is not None else iteration_seconds(line.values)
         if per_iter is not None:
             if self.iter_times and line.step <= self.iter_times[-1][0]:

@@ -154,12 +154,3 @@ class SummaryScan(BarScan):
             return False
         after_end = self.finish_seq is not None and track.first > self.finish_seq
         return after_end or track.counts_items()
-
-    def epoch_steps_total(self, per_epoch: int) -> int | None:
-        """The run's total optimization steps for an epoch bar of ``per_epoch`` steps: the
-        resolved ``epochs`` x steps a epoch (capped by ``max_steps_per_epoch``); None when
-        the log printed no ``epochs`` (the bar's own total is one epoch's, never the run's)."""
-        epochs, cap = self.config_epochs, self.config_epoch_cap
-        if not epochs or per_epoch <= 0:
-            return None
-        return epochs * (min(per_epoch, cap) if cap and cap > 0 else per_epoch)

@@ -87,9 +87,9 @@ def test_lr_groups_and_compound_loss_names() -> None:
 
 @pytest.mark.parametrize("line", [
     "06/16 08:23:02 - mmengine - INFO - Iter(val) [17/17]    aAcc: 86.3900  mIoU: 51.1200",
-    "01/29 21:35:34 - mmengine - INFO - Epoch(train)  [1][ 20/270]  lr: 1.0000e-02  loss: 0.62",
+    "01/29 21:35:34 - mmengine - INFO - Epoch(val)  [1][ 20/270]    accuracy/top1: 71.2000",
 ])
-def test_validation_and_epoch_lines_are_no_iteration(line: str) -> None:
-    """Near misses: a validation pass counts batches; ``by_epoch=True`` counts an epoch's
-    batches, the run's total not printed."""
+def test_validation_lines_are_no_iteration(line: str) -> None:
+    """Near misses: a validation pass counts batches (``by_epoch=True`` training lines are
+    the run's steps: test_mmengine_epoch_lines)."""
     assert parse_iteration(line) is None
