@@ -223,7 +223,8 @@ def cancelled_rule(ctx: JudgeContext, f: Findings, restart: str | None = None) -
         return
     fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
     # " vs trend" dropped: the signals, not the words, are what must fit the cell.
-    said = ", ".join(signal_phrase(e).removesuffix(" vs trend") for e in fired)
+    said = ", ".join(signal_phrase(e, ctx.settings.thresholds.grad_norm_abs)
+                     .removesuffix(" vs trend") for e in fired)
     f.trend(Priority.CANCEL + 1, shorten(f"Cancelled; COLLAPSE: {said}"))
     if "ablation-exempt" in f.flags:
         return

@@ -76,6 +76,7 @@ from report.signals import CollapseScan, collapse_scan
 from report.trend import (
     REWARD_FLOOR,
     TREND_MAX,
+    bound_text,
     collapse_text,
     describe_reward,
     shorten,
@@ -127,7 +128,8 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
         watching = ("1 signal (no entropy logged): " if _no_entropy(ctx)
                     else "1 signal, watching: " if ctx.running
                     else "1 signal at its end: ")  # an ended run is watched no more
-        f.trend(Priority.INFO, shorten(watching + signal_phrase(fired[0])))
+        f.trend(Priority.INFO, shorten(watching + signal_phrase(
+            fired[0], ctx.settings.thresholds.grad_norm_abs)))
     _tis_rules(f, ctx.settings.thresholds)
     dead_rollouts_rule(ctx, f)
     log_ratio_health(ctx, f)
@@ -164,13 +166,16 @@ def _grad_pair_last(ctx: JudgeContext, scan: CollapseScan) -> bool:
 
 
 def _grad_warning_text(ctx: JudgeContext, run: tuple[int, int]) -> str:
-    """The early warning's cell: still above 1.0, or back under it inside the window."""
+    """The early warning's cell: still above ``grad_norm_abs``, or back under it inside the
+    window (the configured numbers, as the rule was judged by)."""
+    th = ctx.settings.thresholds
+    bound = bound_text(th.grad_norm_abs)
     logged = [p for p in ctx.history if "grad_norm" in p.values]
     latest = logged[-1]
     now = format_value(latest.values["grad_norm"])
     if latest.step == run[1]:
-        return f"grad_norm {now} >1.0 for 2+ steps: collapse risk"
-    return f"grad_norm >1.0 on steps {run[0]}–{run[1]}, now {now}: collapse risk"
+        return f"grad_norm {now} >{bound} for {th.grad_norm_warning_steps}+ steps: collapse risk"
+    return f"grad_norm >{bound} on steps {run[0]}–{run[1]}, now {now}: collapse risk"
 """Rulebook: entropy is mandatory for RL; without it the collapse rule cannot be applied, so a
 run that logs none is never shown as plainly fine."""
 
@@ -205,7 +210,7 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
     fired = scan.collapse_evidence
     f.flag("collapse")
     f.verdict("collapse")
-    f.trend(Priority.CANCEL, collapse_text(fired))
+    f.trend(Priority.CANCEL, collapse_text(fired, ctx.settings.thresholds.grad_norm_abs))
     why = f"collapse at step {scan.collapse_step}: " + "; ".join(e.why for e in fired)
     if ctx.state is JobState.COMPLETED and not exempt:
         _completed_collapse(ctx, f, why, scan.collapse_step)

@@ -214,17 +214,25 @@ def steady_change(recent: Sequence[float]) -> float:
     return change
 
 
-def collapse_text(fired: Sequence[SignalEvidence]) -> str:
-    """``COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend``."""
-    return shorten("COLLAPSE: " + ", ".join(signal_phrase(e) for e in fired))
+def collapse_text(fired: Sequence[SignalEvidence], grad_norm_abs: float) -> str:
+    """``COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend`` (``grad_norm_abs``: the
+    configured bound the grad-norm signal was judged by)."""
+    return shorten("COLLAPSE: " + ", ".join(signal_phrase(e, grad_norm_abs) for e in fired))
 
 
-def signal_phrase(e: SignalEvidence) -> str:
-    """One fired signal in a few words (used in trends and recommendation reasons)."""
+def bound_text(bound: float) -> str:
+    """A configured bound as the rulebook writes it: ``1.0``, ``10.0``, ``0.5``."""
+    return f"{bound:.1f}" if bound.is_integer() else f"{bound:g}"
+
+
+def signal_phrase(e: SignalEvidence, grad_norm_abs: float) -> str:
+    """One fired signal in a few words (used in trends and recommendation reasons);
+    ``grad_norm_abs`` is ``[thresholds] grad_norm_abs``, the bound the signal was judged by."""
     if e.signal == "grad_norm":
-        if e.window_mean and math.isfinite(e.value) and e.value <= 1.0:
+        if e.window_mean and math.isfinite(e.value) and e.value <= grad_norm_abs:
             return f"grad_norm {format_value(e.value)} ({e.value / e.window_mean:.1f}× window)"
-        return f"grad_norm {format_value(e.value)}" + (" (>1.0)" if math.isfinite(e.value) else "")
+        return f"grad_norm {format_value(e.value)}" + (
+            f" (>{bound_text(grad_norm_abs)})" if math.isfinite(e.value) else "")
     if e.signal == "entropy" and e.window_mean and math.isfinite(e.value):
         return f"entropy {signed_pct((e.value - e.window_mean) / abs(e.window_mean))} vs trend"
     if e.signal == "log_ratio" and e.window_mean and math.isfinite(e.value):

@@ -71,7 +71,7 @@ def test_collapse_text_names_each_signal() -> None:
         SignalEvidence(signal="grad_norm", step=9, value=3.2, window_mean=0.2, fired=True, why=""),
         SignalEvidence(signal="entropy", step=9, value=0.19, window_mean=0.5, fired=True, why=""),
     ]
-    assert collapse_text(fired) == "COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend"
+    assert collapse_text(fired, 1.0) == "COLLAPSE: grad_norm 3.20 (>1.0), entropy −62% vs trend"
 
 
 def test_shorten_and_sparkline_respect_the_limit() -> None:
