@@ -6,7 +6,11 @@ Policy (seed §Eval "the Infra column is the launch-check set"; CONTRACT §6):
   (``engine_quiet_minutes``/``engine_zero_minutes``): no engine 200 for ``engine_idle_minutes``
   (none in the tail counts once the job has run that long), and zero running requests for as
   long, from the first snapshot of the current run of zeros. One fresh ``Running: 0 reqs`` is
-  not enough; a log with no running-request snapshot never proves idleness.
+  not enough; a log with no running-request snapshot never proves idleness. Not in bring-up:
+  before the run's first trial ends, within the bucket's stall window (``bring_up_minutes``
+  from the job's start), an engine that came up (its warmup's 200) and waits on agents whose
+  sandboxes are still starting is the seed's benign bring-up; past the window the stall rule
+  ("no result.json at all") speaks.
 - Engine failing: a 5xx burst (``EngineRules``) among the latest engine answers: ``engine✗``,
   verdict ``warning``, ``diagnose``. ``engine✓`` only for a 200 within the idle window (an old
   200 is ``engine?``).
@@ -45,8 +49,9 @@ class EngineRules(Frozen):
 ENGINE_RULES = EngineRules()
 
 
-def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
-    """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window.
+def engine_idle_rule(ctx: JudgeContext, f: Findings, *, bring_up_minutes: float) -> bool:
+    """Flag ``engine-idle`` on a RUNNING job whose engine served nothing for the idle window
+    (never in bring-up: no trial of the run ended yet, started within ``bring_up_minutes``).
 
     Both must hold on the log's clock: no 200 for the window (none in the tail at all counts
     once the job has run longer than that), and zero running requests for the window, timed
@@ -70,7 +75,7 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
               (engine_silent_minutes(ctx), "no engine stats logged"))
     idle_for, what = next(((m, w) for m, w in spells if m is not None and m > limit),
                           (None, ""))
-    if not no_ok or idle_for is None or not ctx.running:
+    if not no_ok or idle_for is None or not ctx.running or _bring_up(ctx, f, bring_up_minutes):
         return False
     f.flag("engine-idle")
     f.verdict("warning")
@@ -83,6 +88,13 @@ def engine_idle_rule(ctx: JudgeContext, f: Findings) -> bool:
     f.recommend(Priority.DIAGNOSE - 1, "diagnose",
                 text + "; agents not generating; confirm the engine is down first")
     return True
+
+
+def _bring_up(ctx: JudgeContext, f: Findings, window: float) -> bool:
+    """No trial of the run has ended yet and the job started within ``window`` minutes: its
+    agents may not have reached the engine at all (sandboxes and images still coming up)."""
+    ran = minutes_since(ctx.now, ctx.facts.record.start_time)
+    return not f.metrics.get("trials") and ran is not None and ran <= window
 
 
 def engine_failing_rule(ctx: JudgeContext, f: Findings) -> bool:

@@ -197,7 +197,7 @@ def _ran_unscored(trial: TrialResult) -> bool:
 def _datagen_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> None:
     th = ctx.settings.thresholds
     hung = _hung_rule(ctx, f, stats)
-    engine_idle_rule(ctx, f)
+    engine_idle_rule(ctx, f, bring_up_minutes=th.datagen_hung_minutes)
     engine_failing_rule(ctx, f)
     if not f.metrics.get("trials") and not (stats and stats.trials):
         # A run hung past the window is no bring-up: it stays out of the buffer table.

@@ -126,7 +126,7 @@ def judge_eval(ctx: JudgeContext, f: Findings) -> None:
     if ctx.facts.trials is not None:
         f.name_suffix += eval_suffix(ctx.facts.trials.eval_keys, ctx.facts.record.name)
         _mixed_benchmarks(ctx, f)
-    idle = engine_idle_rule(ctx, f)
+    idle = engine_idle_rule(ctx, f, bring_up_minutes=ctx.settings.thresholds.eval_stall_minutes)
     failing = engine_failing_rule(ctx, f)
     if ctx.state is JobState.PENDING:
         buffer_rule(ctx, f)
