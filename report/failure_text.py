@@ -24,9 +24,12 @@ if TYPE_CHECKING:  # annotation only: report.findings imports this module
 
 EXCERPT_LINES = CONTEXT_LINES
 
-AGENT_LOGS_NOTE = "note it in a dated agent_logs/ entry"
+AGENT_LOGS_NOTE = "record it in a dated incident note"
 """The rulebook's 'Genuine FAILED -> diagnose + dated agent_logs/ entry', as the last step of a
-failure's recommendation, which first says what happened in the job's own words."""
+failure's recommendation, which first says what happened in the job's own words. In a user's
+words: ``agent_logs/`` is the rulebook's agent's own directory, no place of the job owner's; the
+bot's dated record of a failure is its incident file (``slack.incident_dir``), named in the
+thread's failure line."""
 FAILED_NEXT = f"; find the cause before resubmitting, and {AGENT_LOGS_NOTE}"
 """What to do about a genuine failure, after what happened (a ``diagnose``'s why)."""
 

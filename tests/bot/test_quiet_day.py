@@ -741,3 +741,28 @@ async def test_a_period_s_first_sweep_tells_its_changes_with_its_tables(
     assert "rl-grpo-qwen-7b" in reply and "rl-grpo-llama-70b [FAILED]" in reply
     assert [dm.splitlines()[0] for dm in day.dms()] == [
         "❌ *rl-grpo-llama-70b* `alpha:4103` ended FAILED."]
+
+
+async def test_a_failure_s_advice_reads_in_a_user_s_words(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """rl-grpo-llama-70b dies of a CUDA OOM: the thread's failure line and bob's DM had told
+    him to 'note it in a dated agent_logs/ entry', the rulebook's own directory for its agent,
+    which is no place of his. Now what to do reads in plain words, as the bot's incident file
+    (named in the thread's line) is called."""
+    world, advance = two_runs()
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        advance()
+        failed = world.jobs["4103"]
+        failed.state, failed.ended = JobState.FAILED, world.now()
+        failed.text += "".join(f"(TaskRunnerV1 pid=247607) {line}\n" for line in BusyDay.OOM)
+        await day.sweep()
+    shown = [text for _, text in day.visible()]
+    assert not any("agent_logs" in text for text in shown), shown
+    [line] = [line for reply in day.replies() for line in reply.splitlines()
+              if line.startswith("🔥")]
+    assert "; find the cause before resubmitting, and record it in a dated incident note · " \
+        "`" in line, line
+    [dm] = day.dms()
+    assert dm.splitlines()[0] == "❌ *rl-grpo-llama-70b* `alpha:4103` ended FAILED."
+    assert "find the cause before resubmitting, and record it in a dated incident note" in dm

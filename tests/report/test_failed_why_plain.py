@@ -34,5 +34,5 @@ def test_a_failure_s_why_says_what_happened_then_what_to_do() -> None:
     why = report.recommendation.why
     assert why.startswith("oom: torch.OutOfMemoryError: CUDA out of memory"), why
     assert why.endswith(FAILED_NEXT) and "dated agent_logs/ entry:" not in why
-    assert FAILED_NEXT == ("; find the cause before resubmitting, and note it in a dated "
-                           "agent_logs/ entry")
+    assert FAILED_NEXT == ("; find the cause before resubmitting, and record it in a dated "
+                           "incident note")

@@ -98,8 +98,8 @@ def test_failed_catch_all_is_diagnosed() -> None:
     assert report.verdict == "failed"
     assert report.recommendation is not None
     assert report.recommendation.why == \
-        "FAILED exit 2: Error: bucket not found; find the cause before resubmitting, and note " \
-        "it in a dated agent_logs/ entry"
+        "FAILED exit 2: Error: bucket not found; find the cause before resubmitting, and " \
+        "record it in a dated incident note"
 
 
 def _cell(name: str, job_id: str, state: JobState, step: int, total: int) -> JobFacts:

@@ -295,7 +295,7 @@ def test_timeout_without_successor_is_failed() -> None:
 
 
 def test_failed_job_quotes_its_first_fault() -> None:
-    """A genuine FAILED job: fault flags, verdict failed, a dated agent_logs diagnosis."""
+    """A genuine FAILED job: fault flags, verdict failed, a dated incident note asked for."""
     faults = (Fault(kind="sigterm", line_no=90, excerpt="SIGTERM"),
               Fault(kind="raylet-died", line_no=40, excerpt="The raylet died unexpectedly"))
     job = _rl(rec={"state": JobState.FAILED, "exit_code": 1}, summary_kw={"faults": faults})
@@ -305,7 +305,7 @@ def test_failed_job_quotes_its_first_fault() -> None:
     assert report.recommendation is not None
     assert report.recommendation.why == (
         "raylet-died: The raylet died unexpectedly; find the cause before resubmitting, "
-        "and note it in a dated agent_logs/ entry"
+        "and record it in a dated incident note"
     )
 
 
