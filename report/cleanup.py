@@ -150,6 +150,8 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     if left <= 0:
         return False
     if not ctx.others_live():
+        if routine == "datagen-job-cleanup" and _own_chunks_unfinished(f, tree, routine):
+            return True
         f.trend(Priority.CLEANUP + 1,
                 f"Completed; {left} of {tree.chunks_total} chunks never finished")
         return False
@@ -158,6 +160,29 @@ def _chunks_unfinished(ctx: JudgeContext, f: Findings, tree: TrialTree | None,
     f.recommend(Priority.CLEANUP, "none",
                 f"{text} in {tree_place(tree)}: {routine} once the whole run is done, not "
                 "before")
+    return True
+
+
+def _own_chunks_unfinished(f: Findings, tree: TrialTree, routine: CleanupRoutine) -> bool:
+    """A finished datagen job, nothing of its run live, whose OWN chunks (job dirs it can have
+    written: ``TrialTree.own_run``, else all of them) are not all finished: Harbor died
+    mid-chunk under a driver that went on and exited 0. Its Chunks are its completion check
+    (CONTRACT ``incomplete-run``): consolidating would upload a partial dataset and the
+    cleanup reap the evidence. A chunk only an earlier run left unfinished is no such gap."""
+    own = tree.own_run or tree
+    if not own.chunks_total or own.chunks_done is None:
+        return False
+    left = own.chunks_total - own.chunks_done
+    if left <= 0:
+        return False
+    text = f"COMPLETED with {left} of {tree.chunks_total} chunks unfinished"
+    f.flag("incomplete-run")
+    f.verdict("warning")
+    f.trend(Priority.DIAGNOSE, text)
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                f"incomplete run: {left} of its chunks in {tree_place(own)} never finished "
+                "(no finished_at in Harbor's job result.json); find why, resume them "
+                f"(harbor jobs resume -p <job dir>), then consolidate and run {routine}")
     return True
 
 

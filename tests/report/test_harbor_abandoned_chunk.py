@@ -11,17 +11,31 @@ workdir, or name) can still write it.
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from probes.models import JobState
+from probes.models import JobFacts, JobState
+from probes.remote.collector import collect_trials
+from probes.slurm.assemble import trial_tree
 from tests.report.factories import judge
 from tests.report.test_harbor_dryrun_datagen import MAKE, _facts
+
+
+def _spanned(facts: JobFacts, jobs: Path) -> JobFacts:
+    """The tree as a sweep reads it: with the job's start, so the job dirs it can have written
+    are told from an earlier run's (``TrialTree.own_run``)."""
+    tree = trial_tree(collect_trials([str(jobs)]), started=facts.record.start_time)
+    return facts.model_copy(update={"trials": tree})
 
 
 def _tree(jobs: Path) -> None:
     MAKE.write(jobs / "chunk-000", {"pass": 5, "fail": 10, "inflight": 8}, total=40, seed=70,
                minutes_ago=2000, mtime_ago_min=1900)  # killed long ago, never finished
+    old = time.time() - 1900 * 60  # every file of it, its job result.json and config too
+    for path in [jobs / "chunk-000", *(jobs / "chunk-000").rglob("*")]:
+        os.utime(path, (old, old), follow_symlinks=False)
     for i in (1, 2, 3):
         MAKE.write(jobs / f"chunk-{i:03d}", {"pass": 12, "fail": 20, "timeout": 8}, total=40,
                    seed=70 + i, finished=True)
@@ -31,7 +45,7 @@ def test_an_abandoned_chunk_leaves_the_cleanup_named(tmp_path: Path) -> None:
     jobs = tmp_path / "jobs"
     _tree(jobs)
     facts = _facts(jobs, "chunk 3 done\n", "datagen-tb-synth", state=JobState.COMPLETED)
-    report = judge(facts, now=datetime.now(UTC)).report
+    report = judge(_spanned(facts, jobs), now=datetime.now(UTC)).report
     assert report.recommendation is not None and report.recommendation.action == "cleanup"
     assert report.recommendation.why.startswith("datagen-job-cleanup"), report.recommendation
     assert "cleanup-pending" in report.flags
