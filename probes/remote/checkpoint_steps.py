@@ -92,20 +92,23 @@ _HF_CHECKS = 8
 """Newest ``checkpoint-N`` directories looked into for their ``trainer_state.json``."""
 
 
-def _finished_hf(fd: int, path: str, names: list[str], guard: Guard) -> list[str]:
+def _finished_hf(fd: int, path: str, names: list[str], guard: Guard,
+                 seen: list[str] | None = None) -> list[str]:
     """``names`` without Hugging Face saves still in flight or cut off: the ``checkpoint-N``
     directories above the newest one holding its ``trainer_state.json`` (transformers'
     ``Trainer._save_checkpoint`` writes it after the weights, optimizer and RNG state, and a
     resume reads the step from it alone). With no such save among the newest few, only those
     holding the Trainer's ``training_args.bin`` (written right after the weights) are the
     Trainer's, cut off; any other layout keeps its steps (two stats per directory looked at;
-    none is listed)."""
+    none is listed). The directories looked into are added to ``seen``."""
     hf = sorted(((int(m.group(1)), n) for n in names for m in [_HF_STEP.match(n)] if m),
                 reverse=True)
     unfinished: list[str] = []
     unknown: list[str] = []
     with deadline(guard._seconds(), f"stat in {path}"):
         for _, name in hf[:_HF_CHECKS]:
+            if seen is not None:
+                seen.append(name)
             if _holds(fd, name, HF_STATE):
                 return [n for n in names if n not in unfinished and n not in unknown]
             (unfinished if _holds(fd, name, HF_ARGS) else unknown).append(name)
@@ -123,16 +126,20 @@ it is a distributed checkpoint; one without it is another tool's save (LitGPT's
 ``step-00001000/lit_model.pth``), finished when it is there."""
 
 
-def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard) -> list[str]:
+def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard,
+                  seen: list[str] | None = None) -> list[str]:
     """``names`` without torchtitan saves still in flight: the DCP ``step-N`` directories
     (shards, no ``.metadata``) above the newest finished one (an async save of the newest step
     is written while training goes on; the ones below it were finished before it started).
-    The newest ``_HF_CHECKS`` are looked at; older ones are kept (three stats each at most)."""
+    The newest ``_HF_CHECKS`` are looked at; older ones are kept (three stats each at most).
+    The directories looked into are added to ``seen``."""
     dcp = sorted(((int(m.group(1)), n) for n in names for m in [_DCP_STEP.match(n)] if m),
                  reverse=True)
     unfinished: list[str] = []
     with deadline(guard._seconds(), f"stat in {path}"):
         for _, name in dcp[:_HF_CHECKS]:
+            if seen is not None:
+                seen.append(name)
             if any(_holds(fd, name, done) for done in _DCP_DONE) \
                     or not _holds(fd, name, _DCP_SHARD):
                 break

@@ -27,7 +27,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, listdir
 with contextlib.suppress(ImportError):
-    from probes.remote.logged_paths import carried_text, logged_checkpoint_dirs
+    from probes.remote.logged_paths import resumed_checkpoint_dirs
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
@@ -372,15 +372,17 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
     # ckpt_path) is printed at start-up: a long log's head, read beside its tail.
     text = "\n".join(t for t in (log.get("head"), log.get("text")) if t) or None
     command = job.get("command") if isinstance(job.get("command"), str) else None
+    found: list[tuple[str, list[str]]] | None = None
+    keep: list[Json] | None = None
     if "cursor" in log:
         # A resumed read has only the new text: the dirs earlier reads found ride in the
         # cursor (re-checked here as any the log prints: inside workdir/roots, or a root of
-        # their own that needs no '..').
+        # their own that needs no '..'), and so do the folders' answers (probes.remote.tree).
         bases = [b for b in [job.get("workdir"), *roots] if b]
-        found = logged_checkpoint_dirs(carried_text(log["cursor"]["dirs"], text), bases,
-                                       job.get("workdir"), command)
+        found = resumed_checkpoint_dirs(log["cursor"]["dirs"], text, bases, job.get("workdir"),
+                                        command)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
-        text = carried_text(log["cursor"]["dirs"], None)
+        keep = []
     trials = SEEN[trials_key]
     # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
     # first: they are the run's own (inside workdir/roots only, entered without a link). A
@@ -398,11 +400,12 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
     if logged:
         trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
     _keep(kept, "checkpoints", {"log": log, "trials": trials}, roots)
-    return {
-        "log": log,
-        # The checkpoint dirs the log prints or the command line names are searched too.
-        "checkpoints": collect_checkpoints(roots, guard, text, job.get("workdir"),
-                                           run_roots=list(job.get("run_checkpoint_roots") or []),
-                                           command=command),
-        "trials": trials,
-    }
+    prior = job.get("cursor")
+    # The checkpoint dirs the log prints or the command line names are searched too.
+    checkpoints = collect_checkpoints(
+        roots, guard, text, job.get("workdir"),
+        run_roots=list(job.get("run_checkpoint_roots") or []), command=command, logged=found,
+        carried=prior.get("ckpt") if isinstance(prior, dict) else None, keep=keep)
+    if keep:  # the named folders' answers ride in the cursor too (probes.remote.tree._folder)
+        log["cursor"]["ckpt"] = keep
+    return {"log": log, "checkpoints": checkpoints, "trials": trials}

@@ -157,12 +157,24 @@ def _place(raw: str, bases: list[str], workdir: str | None,
     return target, []
 
 
-def carried_text(carried: list[str], text: str | None) -> str:
-    """The text whose checkpoint directories a tracked read reports: the ones earlier reads
-    found (oldest first, as printed), each under a save key as a config dump names one (so a
-    root of its own found in a dump or the command line, neither sent again, stays one), then
-    the new text, so the newest win."""
-    return "".join(f"checkpoint_dir: {d}\n" for d in reversed(carried)) + (text or "")
+def resumed_checkpoint_dirs(carried: list[str], text: str | None, bases: list[str],
+                            workdir: str | None = None,
+                            command: str | None = None) -> list[tuple[str, list[str]]]:
+    """:func:`logged_checkpoint_dirs` of a tracked read: the folders ``text`` (only the bytes
+    appended since the last read) names, newest first, then the ones earlier reads found
+    (``carried``, as the cursor holds them: newest first), then ``command``'s, at most
+    ``_LOGGED_DIRS``. A carried folder is the cluster's text again: it is placed as a folder a
+    save key names (``_place``: a root of its own found in a config dump or the command line,
+    neither read again, stays one), whole: put back into a line of text, a folder under a
+    workdir holding a blank was cut there, and its stump carried as a root of its own."""
+    found = logged_checkpoint_dirs(text, bases, workdir)
+    clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
+    start = workdir if workdir and workdir.startswith("/") else None
+    later = [_place(d, clean, start, True) for d in carried]
+    for place in [*later, *logged_checkpoint_dirs(None, bases, workdir, command)]:
+        if place is not None and place not in found and len(found) < _LOGGED_DIRS:
+            found.append(place)
+    return found
 
 
 def _model_source(line: str, match: Any) -> bool:

@@ -26,14 +26,17 @@ Each directory is listed once per request and owner (``SEEN``), however many job
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import sys
+import time
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 # In-process these are imported; when shipped, their sources are prepended to the script and
 # each import line below is replaced by ``pass`` (probes.remote.script).
 with contextlib.suppress(ImportError):
-    from probes.remote.guard import Guard, Hung, Refused, deadline
+    from probes.remote.guard import Guard, Hung, Refused, deadline, forbidden_path
 with contextlib.suppress(ImportError):
     from probes.remote.checkpoint_steps import (
         _MARKERS,
@@ -110,6 +113,29 @@ class _Walk:
         self.logged = False
         """Searching a save folder the run's log names, or a root naming the run (see
         ``_owned``)."""
+        self.watch: list[tuple[str, os.stat_result]] | None = None
+        """When kept (a folder searched for a cursor, see :func:`_folder`): what the answer
+        rests on beyond the entries of the directories listed, as ``(path below the
+        searched folder, its stat)``."""
+        self.top = ""
+        """The searched folder (``watch`` paths are below it)."""
+
+    def _note(self, path: str, st: os.stat_result) -> None:
+        if self.watch is not None:
+            self.watch.append((path[len(self.top) + 1:] if path != self.top else "", st))
+
+    def _note_names(self, fd: int, path: str, names: list[str]) -> None:
+        """Note the entries ``names`` of the open directory ``fd`` (``path``), once each; one
+        that cannot be (gone meanwhile, hung) leaves the folder unkept, its answer as read."""
+        if self.watch is None or not names:
+            return
+        try:
+            with deadline(self.guard._seconds(), f"stat in {path}"):
+                for name in dict.fromkeys(names):
+                    self._note(os.path.join(path, name),
+                               os.stat(name, dir_fd=fd, follow_symlinks=False))
+        except (OSError, Hung):
+            self.watch = None
 
     def search(self, path: str, fd: int, depth: int) -> None:
         """List one open directory; descend ``depth`` more levels of plain directories."""
@@ -119,11 +145,18 @@ class _Walk:
             steps = _owned(fd, path, [n for n, is_dir in entries
                                       if (_STEP_DIR if is_dir else _STEP_FILE).match(n)],
                            self.guard, self.logged)
-            steps = _finished_hf(fd, path, steps, self.guard)
-            steps = _finished_dcp(fd, path, steps, self.guard)
+            seen: list[str] | None = [] if self.watch is not None else None
+            steps = _finished_hf(fd, path, steps, self.guard, seen)
+            steps = _finished_dcp(fd, path, steps, self.guard, seen)
             files = {n for n, is_dir in entries if not is_dir}
             steps = [n for n in steps if _unfinished_marker(n) not in files]
             written = _mtimes(fd, path, steps, self.guard)
+            if seen is not None:
+                # The saves looked into (one finishing changes only itself) and the newest
+                # written (a save still being written: its mtime), besides the directory.
+                newest = [max(written, key=written.__getitem__)] if written else []
+                self._note_names(fd, path, seen + newest)
+                self._note_names(fd, path, [m for m in _MARKERS if m in files])
         except (OSError, Refused, Hung) as exc:
             self.errors[path] = str(exc)
             return
@@ -150,13 +183,17 @@ class _Walk:
         child = os.path.join(path, name)
         try:
             with self.guard.directory(name, dir_fd=fd) as sub:
+                if self.watch is not None:
+                    self._note(child, os.fstat(sub))
                 if name == "exports":
                     names = [n for n, d in _entries(sub, child, self.guard) if d]
                     self.out["exports"][path] = _owned(
                         sub, child, [n for n in names if _STEP_DIR.match(n)], self.guard,
                         self.logged)
-                    self.out["exports_written"][path] = _mtimes(
+                    written = self.out["exports_written"][path] = _mtimes(
                         sub, child, self.out["exports"][path], self.guard)
+                    if written:
+                        self._note_names(sub, child, [max(written, key=written.__getitem__)])
                 else:
                     self.search(child, sub, depth)
         except (OSError, Refused, Hung) as exc:
@@ -178,6 +215,9 @@ class _Walk:
                 sub = self.guard.open(part, directory=True, dir_fd=fd)
                 os.close(fd)
                 fd, path = sub, os.path.join(path, part)
+            if self.watch is not None:
+                self.top = path
+                self._note(path, os.fstat(fd))
             self.search(path, fd, depth)
         except (FileNotFoundError, NotADirectoryError):
             pass
@@ -191,12 +231,18 @@ class _Walk:
 def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = None,
                         workdir: str | None = None, memo: bool = True, *,
                         run_roots: list[str] | None = None,
-                        command: str | None = None) -> Json:
+                        command: str | None = None,
+                        logged: list[tuple[str, list[str]]] | None = None,
+                        carried: Any = None, keep: list[Json] | None = None) -> Json:
     """Step directories, trackers and exports under every root and every directory the log
     or ``command`` (the job's command line) names (``memo``: each root searched once per
     request, see ``SEEN``). ``run_roots``: those of ``roots`` specific to the run (a template
     naming it, ``{name}``/``{job_id}``), searched as a folder its log names: another owner's
-    steps count there (``_owned``)."""
+    steps count there (``_owned``). ``logged``: those directories, when the caller has
+    placed them already (``logged_paths.resumed_checkpoint_dirs``). A tracked read (the
+    bot's warm sweep) gives ``keep``, a list this read's folder records go to, and the ones
+    its cursor brought in ``carried``: a named folder unchanged since is not searched again
+    (:func:`_folder`)."""
     walk = _Walk(guard)
     own = set(run_roots or ())
     for root in roots:
@@ -221,14 +267,19 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
             walk.out[field].update(out[field])
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
-    logged = logged_checkpoint_dirs(log_text, bases, workdir, command)
+    if logged is None:
+        logged = logged_checkpoint_dirs(log_text, bases, workdir, command)
     inside = {os.path.normpath(b) for b in bases}
+    records = _records(carried)
     for base, below in logged:
         # A folder outside the workdir and roots is a root of its own, named by the job
         # owner's text: only the job user's own steps count there (_owned), where a folder
         # the log names inside them keeps another owner's (an object-store mount's uid).
-        walk.logged = bool(below) or os.path.normpath(base) in inside
-        walk.root(base, 0, below)
+        others = bool(below) or os.path.normpath(base) in inside
+        out, errors = _folder(guard, [base, list(below), others], records, keep)
+        for field in ("listings", "exports", "markers", "written", "exports_written"):
+            walk.out[field].update(out[field])
+        walk.errors.update(errors)
     out = walk.out
     if logged:
         # The run's own save folders: the banked step is read from these when they hold
@@ -241,6 +292,124 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
     if walk.errors:
         out["errors"] = walk.errors
     return out
+
+
+SETTLED_S = 2.0
+"""Seconds a watched entry's mtime must lie before a folder's search for the folder to be
+kept: a change within the same tick of a coarse clock (1 s on some NFS servers) as the one
+read would leave its stamp as it was (git's "racily clean" entries)."""
+KEPT_BYTES = 16 << 10
+"""Bytes of folder records one cursor carries at most (the stored state's bound is
+``probes.slurm.cursors.MAX_STATE_BYTES``); a folder past it is searched every time."""
+KEPT_FS = frozenset(("ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "tmpfs", "nfs", "nfs4",
+                     "lustre", "gpfs", "beegfs", "ceph"))
+"""File systems whose directory mtime moves with every entry made, removed or renamed. An
+NFS client's cached mtime is what revalidates its cached listing too. A FUSE mount (an
+object store's: s3fs, gcsfuse, mountpoint-s3) may keep a directory's mtime while objects come
+and go, and an unknown one may: their folders are searched every time."""
+_FS_TYPES: dict[int, str] = {}
+
+
+def _fs_type(dev: int) -> str:
+    """The file system type of the mount device ``dev`` (``/proc/self/mountinfo``; ``""``
+    when unknown: a btrfs subvolume below its mount, no /proc)."""
+    if not _FS_TYPES:
+        _FS_TYPES[-1] = ""
+        with contextlib.suppress(OSError, ValueError, IndexError), \
+                open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                major, minor = fields[2].split(":")
+                _FS_TYPES[os.makedev(int(major), int(minor))] = fields[fields.index("-") + 1]
+    return _FS_TYPES.get(dev, "")
+
+
+def _stamp(guard: Guard, place: list[Any], stats: list[tuple[str, os.stat_result]]) -> str:
+    """The digest of what a folder's answer rests on: whose read (the uid, the folder and how
+    it is entered) and each watched entry's identity and times."""
+    facts = [guard.uid, place, [[rel, st.st_dev, st.st_ino, st.st_mode, st.st_uid,
+                                 st.st_mtime_ns, st.st_ctime_ns, st.st_size]
+                                for rel, st in stats]]
+    return hashlib.sha256(json.dumps(facts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _records(carried: Any) -> dict[str, Json]:
+    """A cursor's folder records by place; anything malformed is dropped (a hint, never
+    trusted: a dropped record costs a search)."""
+    records: dict[str, Json] = {}
+    for record in carried if isinstance(carried, list) else []:
+        if not isinstance(record, dict):
+            continue
+        place, watch, out = record.get("place"), record.get("watch"), record.get("out")
+        if (isinstance(place, list) and len(place) == 3 and isinstance(place[0], str)
+                and isinstance(place[1], list) and all(isinstance(p, str) for p in place[1])
+                and isinstance(place[2], bool) and isinstance(watch, list) and watch
+                and all(isinstance(w, str) for w in watch) and watch[0] == ""
+                and isinstance(out, dict) and all(isinstance(out.get(f), dict) for f in (
+                    "listings", "exports", "markers", "written", "exports_written"))
+                and isinstance(record.get("stamp"), str)):
+            records[json.dumps(place)] = record
+    return records
+
+
+def _unchanged(guard: Guard, record: Json) -> bool:
+    """Whether every entry the record watches is as it was (one stat each, the folder's
+    followed as its search opens it, none below; under the guard's deadline)."""
+    base, below, _own = record["place"]
+    folder = os.path.join(base, *below)
+    if not folder.startswith("/") or forbidden_path(folder):
+        return False
+    try:
+        with deadline(guard._seconds(), f"stat in {folder}"):
+            stats = [(rel, os.stat(os.path.join(folder, rel), follow_symlinks=not rel))
+                     for rel in record["watch"]]
+    except (OSError, ValueError, Hung):
+        return False
+    return bool(_stamp(guard, record["place"], stats) == record["stamp"])
+
+
+def _folder(guard: Guard, place: list[Any], records: dict[str, Json],
+            keep: list[Json] | None) -> tuple[Json, Json]:
+    """One named folder's ``(answer, errors)``, ``place`` being ``[base, components below it,
+    own]``: searched (``own``: another owner's steps count, see ``_owned``), or, for a
+    tracked read (``keep`` given), as the record its cursor brought when nothing the answer
+    rests on changed since (:func:`_unchanged`).
+
+    A folder's answer rests on its entries and its subdirectories' (``exports/``, the role
+    directories), whose mtimes move with any entry made, removed or renamed; on the tracker
+    files read (verl's ``latest_checkpointed_iteration.txt``, DeepSpeed's ``latest``: written
+    in place); on the saves looked into for their last file (``trainer_state.json``,
+    ``.metadata``), and on the newest written save's mtime. Those are watched; a change
+    there, the folder replaced, removed or linked elsewhere, is searched on the very next
+    read. An older save's own entries and owner are not re-read (its mtime in ``written``
+    is as first read: the completion check, which uses it, reads an ended job whole). A
+    folder is kept only where the search met no error, every watched mtime lies
+    :data:`SETTLED_S` before it began, on a file system in :data:`KEPT_FS`, within
+    :data:`KEPT_BYTES` per cursor."""
+    base, below, own = place
+    record = records.get(json.dumps(place))
+    if keep is not None and record is not None and _unchanged(guard, record):
+        keep.append(record)
+        return record["out"], {}
+    walk = _Walk(guard)
+    walk.logged = own
+    walk.watch = [] if keep is not None else None
+    began = time.time()
+    walk.root(base, 0, below)
+    watch = walk.watch
+    if keep is None or walk.errors or not watch or _fs_type(watch[0][1].st_dev) not in KEPT_FS \
+            or any(st.st_mtime_ns > (began - SETTLED_S) * 1e9 for _rel, st in watch):
+        return walk.out, walk.errors
+    record = {"place": place, "watch": [rel for rel, _st in watch],
+              "stamp": _stamp(guard, place, watch), "out": walk.out}
+    try:  # (a name that is not UTF-8 is not kept: the stored state is UTF-8 JSON)
+        size = sum(len(json.dumps(r, ensure_ascii=False).encode("utf-8"))
+                   for r in [*keep, record])
+    except UnicodeEncodeError:
+        return walk.out, walk.errors
+    if size <= KEPT_BYTES:
+        keep.append(record)
+    return walk.out, walk.errors
 
 
 def _drop_beside(out: Json, logged: list[tuple[str, list[str]]]) -> None:

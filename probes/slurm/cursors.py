@@ -88,6 +88,10 @@ class LogCursor(Frozen):
     """Checkpoint directories the log named so far (searched again on every read)."""
     trials: tuple[str, ...] = Field(default=(), max_length=4)
     """Trials directories the log named so far (counted again on every read)."""
+    ckpt: tuple[dict[str, Any], ...] = Field(default=(), max_length=8)
+    """The named checkpoint folders' answers and what each rests on: the collector searches
+    a folder again only when that changed (``probes.remote.tree._folder``), and re-checks
+    every record's shape (a hint, as the rest of the cursor)."""
 
 
 class LogState(Frozen):
