@@ -181,6 +181,15 @@ def _turns(agent: "dict[str, object]") -> "int | None":
     return None
 
 
+def resumed_session(data: "dict[str, object]") -> bool:
+    """The trial's steps resume one agent session (``config.agent.resume_trajectory``, Harbor
+    0.26's ``harbor.trial.multi_step``): the agent dir is copied, not moved, to each step's
+    ``steps/<step>/agent/`` and the next step continues the same native session, so each
+    step's trajectory and agent context hold the turns of every step before it too."""
+    agent = _dict(_dict(data.get("config")).get("agent"))
+    return agent.get("resume_trajectory") is True
+
+
 def _steps(data: "dict[str, object]") -> "list[dict[str, object]]":
     """A multi-step trial's ``step_results`` (newer Harbor), in step order."""
     steps = data.get("step_results")
@@ -212,6 +221,9 @@ def _agent_runs(
                 _time(execution.get("started_at")), _time(execution.get("finished_at")))
     contexts = [_dict(step.get("agent_result")) for step in steps]
     turns = [t for t in (_turns(c) for c in contexts) if t is not None]
+    if resumed_session(data) and turns:
+        # each step's context holds the session's turns so far: the last is the whole
+        turns = [max(turns)] + [0] * (len(turns) - 1)
     tokens = [n for n in (_count(c.get("n_output_tokens")) for c in contexts) if n is not None]
     timings = [_dict(step.get("agent_execution")) for step in steps]
     starts = [t for t in (_time(x.get("started_at")) for x in timings) if t is not None]
@@ -312,6 +324,8 @@ def reduce_trial_data(data: "dict[str, object]") -> "dict[str, object]":
     }
     if runs > 1:
         out["agent_runs"] = runs  # only then: the usual record is unchanged on the wire
+    if _steps(data) and resumed_session(data):
+        out["resumed"] = True  # only then, as above: its step trajectories are cumulative
     endpoint = _endpoint(_dict(_dict(data.get("config")).get("agent")))
     if endpoint is not None:
         out["api_base"] = endpoint[:300]  # only then, as above

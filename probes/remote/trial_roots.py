@@ -122,13 +122,16 @@ def _agent_dir_turns(parent: int, guard: Guard) -> int | None:
     return agent_turns(raw)
 
 
-def _trajectory_turns(top: int, name: str, guard: Guard) -> tuple[int | None, int]:
+def _trajectory_turns(top: int, name: str, guard: Guard,
+                      resumed: bool = False) -> tuple[int | None, int]:
     """An installed agent's turns (claude-code, openhands, ...: the agents that do not count
     them in result.json) and its agent runs: the agent steps of ``<name>/agent/
     trajectory.json`` (``probes.remote.trajectory_turns``), else, for a task with steps
     (``harbor.trial.multi_step`` relocates each step's agent logs to ``steps/<step>/agent/``),
     those of each step's trajectory summed, one agent run a step that has one (as
-    ``harbor_reduce`` counts step results). Each directory is entered without a link."""
+    ``harbor_reduce`` counts step results); with ``resumed`` (the steps continue one session:
+    each step's trajectory holds the turns so far) the most of them, not their sum. Each
+    directory is entered without a link."""
     counted: list[int | None] = []
     try:
         with guard.directory(name, dir_fd=top) as trial:
@@ -143,7 +146,9 @@ def _trajectory_turns(top: int, name: str, guard: Guard) -> tuple[int | None, in
     except (OSError, Refused, Hung):
         pass
     found = [t for t in counted if t is not None]
-    return (sum(found), len(found)) if found else (None, 1)
+    if not found:
+        return None, 1
+    return (max(found) if resumed else sum(found)), len(found)
 
 
 TURN_SAMPLE = 100
@@ -166,7 +171,8 @@ def _sampled_turns(top: int, turnless: list[Any], tally: Json, guard: Guard,
         if clock.spent():
             return
         instant = is_instant(reduced)
-        reduced["n_turns"], runs = _trajectory_turns(top, name, guard)
+        reduced["n_turns"], runs = _trajectory_turns(top, name, guard,
+                                                      bool(reduced.get("resumed")))
         if runs > 1:
             reduced["agent_runs"] = runs  # as harbor_reduce sends it: only above 1
         add_turns(tally, reduced["n_turns"], reduced.get("agent_runs"))
