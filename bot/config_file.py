@@ -156,7 +156,9 @@ def _load_toml(text: str, source: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: {exc}") from exc
+        from bot.config_lines import syntax_error
+
+        raise ConfigError(syntax_error(source, text, str(exc))) from exc
     except RecursionError as exc:
         from bot.config_lines import deep_value, too_deep
 

@@ -110,6 +110,21 @@ def deep_value(text: str) -> tuple[int | None, str | None]:
     return None, key
 
 
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+"""Where tomllib says it stopped: ``Invalid value (at line 4, column 10)``."""
+
+
+def syntax_error(source: str, text: str, message: str) -> str:
+    """tomllib's ``message`` in the form every config mistake takes: ``file:LINE: key:
+    reason (column N)``, the key being the one on that line (none on a broken header)."""
+    if (at := _AT.search(message)) is None:  # "at end of document": no line to name
+        return f"{source}: {message}"
+    line = int(at.group(1))
+    key = KeyLocator(text).key_on(line)
+    what = f"{'.'.join(str(p) for p in key)}: " if key else ""
+    return f"{source}:{line}: {what}{message[:at.start()]} (column {at.group(2)})"
+
+
 class KeyLocator:
     """Maps a key path such as ``('clusters', 1, 'host')`` to its 1-based line in the file.
 
@@ -118,6 +133,7 @@ class KeyLocator:
 
     def __init__(self, text: str) -> None:
         self._lines: dict[tuple[str | int, ...], int] = {}
+        self._keys: dict[int, tuple[str | int, ...]] = {}
         table: tuple[str | int, ...] = ()
         counts: dict[tuple[str, ...], int] = {}
         for number, raw in enumerate(text.splitlines(), start=1):
@@ -132,10 +148,16 @@ class KeyLocator:
                         resolved.append(counts[parts[:end]])
                 table = tuple(resolved)
                 self._lines.setdefault(table, number)
+                self._keys[number] = table
             elif m := _KEY.match(raw):
                 parts = _key_parts(m.group(1))
                 for end in range(1, len(parts) + 1):
                     self._lines.setdefault((*table, *parts[:end]), number)
+                self._keys[number] = (*table, *parts)
+
+    def key_on(self, line: int) -> tuple[str | int, ...] | None:
+        """The full path of the key (or table header) written on ``line``, if one is."""
+        return self._keys.get(line)
 
     def line_for(self, loc: Sequence[str | int]) -> int | None:
         path = tuple(loc)
