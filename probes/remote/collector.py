@@ -43,6 +43,8 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple  # noqa: UP035 - P
 # prepended to this script and each import line below is replaced by ``pass``
 # (probes.remote.script).
 with contextlib.suppress(ImportError):
+    from probes.remote.hung_marks import mark_hung
+with contextlib.suppress(ImportError):
     from probes.remote.guard import Hung, leave_if_stuck, supervised
 with contextlib.suppress(ImportError):
     from probes.remote.scheduler import answer_bytes, exit_with_the_session, run_scheduler
@@ -125,6 +127,9 @@ def _each_job(request: Json, started: float | None,
                     left, budget)), until, kept), until)
             except Hung as exc:
                 entry = given_up(job, kept, str(exc))
+                if kept.get("guard") is not None and kept["guard"].base:
+                    # left stuck there: no later collector touches it while this one waits
+                    mark_hung(kept["guard"].base)
             data = encode(entry)
             if len(data) > left:
                 entry = _failed(job, f"collector answer budget of {budget}"
@@ -147,7 +152,7 @@ def deepen_share(left: int, budget: int) -> int:
 def _read_job(job: Json, request: Json, until: float, kept: Json) -> Json:
     """One job's entry: its files (``job_files``), its engine's log, its completion check
     (``kept``: what is read before each step, ``job_files.given_up``)."""
-    guard = _guard(job, request, until)
+    guard = kept["guard"] = _guard(job, request, until)
     entry = _collect_one(job, request, guard, kept)
     _keep(kept, "engine", entry, [])
     log = entry.get("log") or {}

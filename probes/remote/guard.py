@@ -43,6 +43,8 @@ from typing import Any, Iterator  # noqa: UP035 - Python 3.7 on login nodes
 # In-process the ACL reader is imported; shipped, its source is prepended and these lines are
 # ``pass`` (probes.remote.script).
 with contextlib.suppress(ImportError):
+    from probes.remote.hung_marks import hung_at
+with contextlib.suppress(ImportError):
     from probes.remote.posix_acl import (
         _ACL_GROUP,
         _ACL_GROUP_OBJ,
@@ -68,6 +70,11 @@ class Linked(Refused):
 
 class Hung(Exception):
     """An operation that did not finish within its deadline."""
+
+
+class StillStuck(Refused):
+    """A path at or below one an earlier read is still stuck on (``hung_marks``): not touched,
+    refused like any path that is not to be read."""
 
 
 def _forbidden_devices() -> frozenset[int]:
@@ -210,6 +217,9 @@ class Guard:
         self.until = until
         self._gids: frozenset[int] | None = None
         self._reachable: dict[str, bool] = {}
+        self.base: str | None = None
+        """The last path opened by its own (absolute) name: what a read that gets stuck below
+        it was reading (``probes.remote.hung_marks``)."""
 
     def _seconds(self) -> float:
         if self.until is None:
@@ -226,6 +236,13 @@ class Guard:
         if self.uid is None:
             raise Refused(f"{path}: owner {self.user or '(none)'!r} unknown on this host:"
                           " not read")
+        if dir_fd is None:
+            self.base = path
+            stuck = hung_at(path)
+            if stuck is not None:  # another read waits there: it would only wait beside it
+                raise StillStuck(f"{path}: not read: an earlier read of {stuck} is still"
+                                 " stuck there (a hung mount?); read again once that one"
+                                 " answers")
         flags = _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
         with deadline(self._seconds(), f"open {path}"):
             try:

@@ -41,8 +41,8 @@ _FUTURE = re.compile(r"^from __future__ import [^\n]*\n", re.MULTILINE)
 _SHIPPED_IMPORT = re.compile(
     r"^([ \t]*)from probes\.remote\.(\w+) import (?:\([^)]*\)|[^\n(]*)$", re.MULTILINE,
 )
-_SHIPPED_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "trajectory_turns.py",
-                    "stdio_pattern.py",
+_SHIPPED_MODULES = ("hung_marks.py", "posix_acl.py", "guard.py", "harbor_reduce.py",
+                    "trajectory_turns.py", "stdio_pattern.py",
                     "neighbour_listing.py", "trial_count.py",
                     "checkpoint_steps.py", "logged_paths.py", "harbor_paths.py", "tree.py",
                     "job_dirs.py",
@@ -201,8 +201,8 @@ def _scheduler_only(request: Mapping[str, Any]) -> bool:
 # -- the deep probe's reader (issue 14): shipped by the same builder, over the same connection --
 
 
-_ROLLOUT_MODULES = ("posix_acl.py", "guard.py", "harbor_reduce.py", "rollout_budget.py",
-                    "rollout_trials.py")
+_ROLLOUT_MODULES = ("hung_marks.py", "posix_acl.py", "guard.py", "harbor_reduce.py",
+                    "rollout_budget.py", "rollout_trials.py")
 """Stdlib-only modules whose source is prepended to the deep probe's ``rollouts.py``, in
 dependency order (each imports only modules before it); kept apart from
 :data:`_SHIPPED_MODULES` so the collector's script carries none of the reader's source."""

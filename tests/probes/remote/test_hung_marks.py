@@ -1,0 +1,91 @@
+"""A path a stuck read waits on is not touched again while that read waits.
+
+Found live: with a real sbatch job's ``{workdir}/checkpoints`` on a hung mount, each
+``jobtables job`` or sweep left one more collector process on the login node, stuck in the
+kernel (state D, ``request_wait_answer``) for as long as the mount hung: two runs, two
+processes; a bot sweeping every 30 minutes would add 48 a day. Here the shipped collector runs
+as a ``local = true`` cluster runs it, twice, on a real hung FUSE mount
+(``tests/probes/remote/hung_mount.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from probes.config import SlurmCluster
+from probes.remote.hung_marks import hung_at, mark_hung
+from probes.remote.script import build_collector_script
+from probes.slurm.answer import AnswerReader, stream_answer
+from probes.slurm.transport import LocalRunner
+from tests.probes.remote.hung_mount import hung_mount
+
+LOG = "".join(f"{{'loss': 1.1, 'grad_norm': 0.4, 'epoch': 0.{i}}}\n" for i in range(1, 9))
+
+
+def _job(tmp: Path, key: str, roots: list[str]) -> dict[str, Any]:
+    work = tmp / key
+    work.mkdir(exist_ok=True)
+    (work / "out.log").write_text(LOG)
+    return {"id": key, "stdout": str(work / "out.log"), "workdir": str(work), "offset": 0,
+            "checkpoint_roots": roots, "trial_roots": []}
+
+
+async def _collect(jobs: list[dict[str, Any]]) -> AnswerReader:
+    request = {"tail_bytes": 1 << 16, "min_lines": 1, "read_timeout_s": 1.0,
+               "deadline_s": 40.0, "trial_budget_s": 5.0, "stream": True, "jobs": jobs}
+    runner = LocalRunner(SlurmCluster(name="hung", local=True, command_timeout_s=50))
+    reader = AnswerReader()
+    async with asyncio.timeout(45):
+        await stream_answer(runner, build_collector_script(request), reader)
+    assert reader.ended
+    return reader
+
+
+def _stuck_children() -> int:
+    """This process's children with a thread waiting in the kernel (state D)."""
+    stuck = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) != os.getpid():
+                continue
+            states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                      for t in os.listdir(f"/proc/{pid}/task")]
+        except (OSError, IndexError, ValueError):
+            continue
+        stuck += "D" in states
+    return stuck
+
+
+async def test_a_second_collector_leaves_a_hung_root_alone(tmp_path: Path) -> None:
+    """The first run leaves one process stuck on the hung root; the second, and a second job
+    of the first on the same root, do not touch it (its log still read) and say why."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    with hung_mount(mount, release_after=90):
+        first = await _collect([_job(tmp_path, "301", [str(mount)]),
+                                _job(tmp_path, "302", [str(mount)])])
+        assert "no answer" in first.jobs["301"]["checkpoints"]["errors"][str(mount)]
+        assert "still stuck" in first.jobs["302"]["checkpoints"]["errors"][str(mount)]
+        assert _stuck_children() == 1
+        second = await _collect([_job(tmp_path, "301", [str(mount)])])
+        entry = second.jobs["301"]
+        assert entry["log"]["text"] == LOG
+        assert "still stuck" in entry["checkpoints"]["errors"][str(mount)]
+        assert _stuck_children() == 1
+
+
+def test_a_mark_covers_the_paths_below_it_for_this_process_only(tmp_path: Path) -> None:
+    """A marked path and what lies below it are hung; its parent and siblings are not."""
+    root = str(tmp_path / "hung")
+    assert hung_at(root + "/ckpt/global_step_5") is None
+    mark_hung(root)
+    assert hung_at(root + "/ckpt/global_step_5") == root
+    assert hung_at(root) == root
+    assert hung_at(str(tmp_path)) is None
+    assert hung_at(str(tmp_path / "hungry")) is None
