@@ -153,7 +153,7 @@ def merge_counts(tallies: Sequence[Any]) -> tuple[TrialCounts | None, float | No
     summed = TrialCounts(
         **{k: sum(getattr(c, k) for c in parsed) for k in (
             "trials", "completed", "scored", "passed", "reward_sum", "turns_n", "turns_sum",
-            "instant_fail", "seconds")},
+            "instant_fail", "seconds", "unreadable")},
         exceptions=dict(exceptions),
         complete=all(c.complete for c in parsed),
     )

@@ -173,6 +173,9 @@ class TrialCounts(Frozen):
     complete: bool = True
     """False when the time bound stopped the count: ``trials`` is then a lower bound."""
     seconds: float = 0.0
+    unreadable: int = 0
+    """Trials whose result.json is there but could not be read or parsed (its mode, cut off
+    mid-write): ended (Harbor writes it as a trial ends), not in ``trials``, reward unknown."""
 
 
 class TrialTree(Frozen):

@@ -111,6 +111,11 @@ def unreadable_note(ctx: JudgeContext, f: Findings) -> None:
         note = "trial tree unreadable: " + _ERRNO.sub("", error)
         f.notes.append(shorten(note, 300))  # the whole path in 'jobtables job'
         f.trend(Priority.BACKGROUND + 5, shorten(note))
+    unread = unread_results(ctx)
+    if unread:
+        f.notes.append(f"{unread} trial result.json file(s) there but unreadable (mode, or "
+                       "cut off mid-write): counted as ended, reward unknown")
+        f.trend(Priority.BACKGROUND + 5, f"{unread} result.json unreadable")
 
 _ERRNO = re.compile(r"^\[Errno \d+\] ")
 
@@ -149,9 +154,18 @@ def counted_trials(ctx: JudgeContext, stats: TrialStats) -> int:
     never the count a zombie or a Trials cell is read from when Harbor says more."""
     tree = ctx.facts.trials
     harbor = tree.harbor_completed if tree is not None else None
+    ours = stats.trials + unread_results(ctx)
     if stats.count_complete or harbor is None:
-        return stats.trials
-    return max(stats.trials, harbor)
+        return ours
+    return max(ours, harbor)
+
+
+def unread_results(ctx: JudgeContext) -> int:
+    """Trials whose result.json is there but could not be read or parsed (its mode, cut off
+    mid-write): they ended (Harbor writes it as a trial ends), so they count in the Trials
+    cell and the zombie rule, never in the pass-rate (their reward is unknown)."""
+    tree = ctx.facts.trials
+    return tree.counts.unreadable if tree is not None and tree.counts is not None else 0
 
 
 def count_bound_note(f: Findings, stats: TrialStats | None) -> None:

@@ -48,7 +48,7 @@ def new_tally() -> Tally:
     """An empty tally (JSON-able: it crosses the wire as it is)."""
     return {"trials": 0, "completed": 0, "scored": 0, "passed": 0, "reward_sum": 0.0,
             "turns_n": 0, "turns_sum": 0, "exceptions": {}, "instant_fail": 0,
-            "newest_mtime": None, "complete": True, "seconds": 0.0}
+            "newest_mtime": None, "complete": True, "seconds": 0.0, "unreadable": 0}
 
 
 def iso_epoch(value: Any) -> float | None:

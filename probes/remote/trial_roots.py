@@ -16,6 +16,7 @@ user could list (``Guard.open_root``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import heapq
 import os
 import time
@@ -83,11 +84,22 @@ RESULT_BYTES = 64 << 20
 """A Harbor result.json is read whole up to this size: a trial's with terminus-2's rollout
 details (every turn's prompt token ids) or a large eval's job result (every trial's name in
 ``reward_stats``) runs to megabytes, and a JSON document cut short reads as nothing."""
+UNREADABLE = (b"", -1.0)
+"""``_trial_result``'s answer for a result.json that is there but could not be read."""
+
+
 def _trial_result(top: int, name: str, guard: Guard) -> tuple[bytes, float] | None:
-    """``<name>/result.json`` below an open job dir, the trial dir entered without a link."""
+    """``<name>/result.json`` below an open job dir, the trial dir entered without a link;
+    ``None`` when there is none (a trial in flight: Harbor writes it as the trial ends), or the
+    trial dir is not entered; ``UNREADABLE`` when it is there but cannot be read (its mode,
+    not a file)."""
     try:
         with guard.directory(name, dir_fd=top) as sub:
-            return guard.read_small("result.json", RESULT_BYTES, dir_fd=sub)
+            try:
+                return guard.read_small("result.json", RESULT_BYTES, dir_fd=sub)
+            except (OSError, Refused) as exc:
+                gone = isinstance(exc, OSError) and exc.errno == errno.ENOENT
+                return None if gone else UNREADABLE
     except (OSError, Refused, Hung):
         return None
 
@@ -230,7 +242,12 @@ def _count_job_dir(job_dir: str, guard: Guard, clock: _Clock, window: list[Any],
                     tally["complete"] = False
                     break
                 found = _trial_result(fd, name, guard)
-                reduced = _reduced_trial(found) if found is not None else None
+                reduced = (_reduced_trial(found)
+                           if found is not None and found is not UNREADABLE else None)
+                if found is not None and reduced is None:
+                    # There (the trial ended) but not read or parsed (cut off mid-write, its
+                    # mode): counted apart, its reward unknown, never taken for one in flight.
+                    tally["unreadable"] += 1
                 if reduced is not None and reduced.get("n_turns") is None and _ended(reduced):
                     item = (window_key(reduced, name), name, reduced)
                     if len(turnless) < TURN_SAMPLE:
