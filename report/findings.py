@@ -84,6 +84,8 @@ class JudgeContext:
     (``ChainIndex.others_live``)."""
     attempts: Attempts = field(default_factory=lambda: Attempts(()))
     """The cluster's jobs in this sweep, indexed (issue 11: earlier attempts' fingerprints)."""
+    resumes: str | None = None
+    """The live attempt a pending job is queued to resume (``report.holds.resumed_attempt``)."""
 
     @property
     def state(self) -> JobState:

@@ -15,14 +15,23 @@ which has no such state) is no walltime TIMEOUT and no chain restart: most never
 deadline passed in the queue); verdict ``failed``, a diagnose to resubmit with a later deadline.
 A job SLURM is ending at its walltime (COMPLETING, reason ``TimeLimit``: slurmctld's
 TIMEOUT|COMPLETING while its processes are killed) is judged as the TIMEOUT it is about to
-be (:func:`walltime_ending`): its restart is named now, not after the run is gone.
+be (:func:`walltime_ending`): its restart is named now, not after the run is gone. A resume
+queued behind its run's live attempt (``sbatch --dependency=afterany:A`` of the same run name
+and user, pending ``Dependency``: :func:`resumed_attempt`) waits on that attempt's end, in no
+queue admission, so no ``buffer-filling`` either (the seed counts such resume copies apart from
+the pending work); its verdict stays ``buffering`` (no metric yet), its Trend names the attempt,
+and the summary counts it as a queued resume (:func:`is_queued_resume`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from probes.models import JobState, SchedulerRecord
 from report.chain import DEADLINE_REASON, HELD_REASONS
+from report.chain_records import _AFTER_TIMEOUT, DEPENDENCY_REASON, dependencies, same_run_name
 from report.findings import Findings, JudgeContext, Priority, pending_note
+from report.models import JobReport
 from report.pods import SUSPENDED
 from report.trend import shorten
 
@@ -97,3 +106,33 @@ def as_ended(record: SchedulerRecord) -> SchedulerRecord:
     if not walltime_ending(record):
         return record
     return record.model_copy(update={"state": JobState.TIMEOUT})
+
+
+def resumed_attempt(record: SchedulerRecord, live: Mapping[str, SchedulerRecord]) -> str | None:
+    """The live attempt (its id) a pending job is queued to resume: it waits (``Dependency``)
+    on it with ``afterany``/``afternotok`` (what a walltime TIMEOUT releases), and it is of the
+    same user and run name (:func:`report.chain_records.same_run_name`); an eval or another
+    cell queued behind a run continues none. None otherwise."""
+    if record.state is not JobState.PENDING or record.reason != DEPENDENCY_REASON:
+        return None
+    for dependency in dependencies(record):
+        ahead = live.get(dependency.job_id)
+        if dependency.kind in _AFTER_TIMEOUT and ahead is not None \
+                and ahead.user == record.user and same_run_name(record.name, ahead.name):
+            return dependency.job_id
+    return None
+
+
+def queued_resume_rule(ctx: JudgeContext, f: Findings) -> None:
+    """A resume queued behind its run's live attempt: out of bring-up, the attempt named."""
+    if ctx.resumes is None or ctx.state is not JobState.PENDING:
+        return
+    if "buffer-filling" in f.flags:
+        f.flags.remove("buffer-filling")
+    f.trend(Priority.INFO, f"Resume queued: starts when {ctx.resumes} ends")
+
+
+def is_queued_resume(job: JobReport) -> bool:
+    """A row :func:`queued_resume_rule` judged: pending, no metric yet, not in bring-up."""
+    return job.state is JobState.PENDING and job.verdict == "buffering" \
+        and "buffer-filling" not in job.flags

@@ -54,7 +54,7 @@ from report.chain import HELD_REASONS, ChainIndex, ChainLink, chain_link, depend
 from report.cleanup import cleanup_rule
 from report.findings import Findings, JudgeContext, normalized_history, this_launch
 from report.fingerprint import Attempts
-from report.holds import as_ended, held_rule, suspended_rule
+from report.holds import as_ended, held_rule, queued_resume_rule, resumed_attempt, suspended_rule
 from report.job_detail import _assemble
 from report.job_rules import (
     bring_up_fault_rule,
@@ -147,6 +147,7 @@ def judge_job(
             index.others_live, record,
             lambda r: bucket_for(r.name, settings.buckets) in (bucket, "other")),
         attempts=sweep_jobs if isinstance(sweep_jobs, Attempts) else Attempts(sweep_jobs),
+        resumes=resumed_attempt(record, index.live),
     )
     f = Findings()
     restart = _restart_after_cancel(record, cluster_records, index) if bucket == "rl" else None
@@ -194,6 +195,7 @@ def _apply_rules(
     waiting_fault_rule(ctx, f)
     never_starts_rule(ctx, f)
     held_rule(ctx, f)
+    queued_resume_rule(ctx, f)
     live_oom_rule(ctx, f)
     image_pull_rule(ctx, f)
     silent_wedge_rule(ctx, f)

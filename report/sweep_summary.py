@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from report.cells import one_line
+from report.holds import is_queued_resume
 from report.linebreaks import shorten_middle
 from report.models import BUCKET_ORDER, JobReport, Report
 from report.tables import BUCKET_TITLES, is_buffering
@@ -24,7 +25,8 @@ from report.tables import BUCKET_TITLES, is_buffering
 _VERDICT_WORDS: tuple[tuple[str, str], ...] = (
     ("collapse", "COLLAPSE"), ("failed", "FAILED"), ("stalled", "STALLED"),
     ("warning", "warning"), ("unknown", "unknown"), ("restarting", "restart"),
-    ("buffering", "filling buffer"), ("healthy", "healthy"), ("done", "done"),
+    ("buffering", "filling buffer"), ("queued", "resume queued"), ("healthy", "healthy"),
+    ("done", "done"),
 )
 _NEEDS_HUMAN = frozenset({"collapse", "failed", "stalled", "warning", "unknown"})
 _ACTION_WORDS = {
@@ -77,7 +79,8 @@ def _names(jobs: Sequence[JobReport], shown: Shown) -> str:
 
 def _bucket_line(title: str, jobs: Sequence[JobReport], shown: Shown) -> str:
     verdicts: Counter[str] = Counter(
-        "buffering" if is_buffering(j) else j.verdict for j in jobs)
+        "queued" if is_queued_resume(j) else "buffering" if is_buffering(j) else j.verdict
+        for j in jobs)
     parts = [f"{len(jobs)} job{'s' if len(jobs) != 1 else ''}"]
     for verdict, word in _VERDICT_WORDS:
         if verdicts[verdict]:
