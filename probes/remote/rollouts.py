@@ -66,6 +66,8 @@ with contextlib.suppress(ImportError):
     from probes.remote.rollout_trials import collect_trials
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Hung, leave_if_stuck, supervised
+with contextlib.suppress(ImportError):
+    from probes.remote.hung_marks import mark_hung
 
 PROTOCOL = 1
 
@@ -187,6 +189,13 @@ def collect_dump(path: str, budget: _Budget) -> Json | None:
     return {"path": path, "kind": "empty", "steps_listed": [], "steps": []}
 
 
+def _left_stuck(budget: _Budget) -> None:
+    """A read given up: what it was reading is not touched again while it waits there
+    (``probes.remote.hung_marks``), by this reader or any collector."""
+    if budget.guard.base:
+        mark_hung(budget.guard.base)
+
+
 def collect_rollouts(request: Json) -> Json:
     """Serve one deep-probe request (see the module docstring); returns a JSON-able dict."""
     budget = _Budget(request)
@@ -197,6 +206,7 @@ def collect_rollouts(request: Json) -> Json:
     try:
         trials = supervised(collect_trials, (roots, budget), budget.deadline)
     except Hung as exc:
+        _left_stuck(budget)
         budget.skipped.append(f"trials: {exc}")
         trials = {"roots": roots, "listed": 0, "sampled": {}, "unfinished": 0,
                   "oldest_unfinished": None}
@@ -205,6 +215,7 @@ def collect_rollouts(request: Json) -> Json:
         try:
             found = supervised(collect_dump, (str(path), budget), budget.deadline)
         except Hung as exc:
+            _left_stuck(budget)
             budget.skipped.append(f"{path}: {exc}")
             continue
         if found is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from probes.config import SlurmCluster
 from probes.remote.hung_marks import hung_at, mark_hung
-from probes.remote.script import build_collector_script
+from probes.remote.script import build_collector_script, build_rollouts_script
 from probes.slurm.answer import AnswerReader, stream_answer
 from probes.slurm.transport import LocalRunner
 from tests.probes.remote.hung_mount import hung_mount
@@ -77,6 +77,24 @@ async def test_a_second_collector_leaves_a_hung_root_alone(tmp_path: Path) -> No
         entry = second.jobs["301"]
         assert entry["log"]["text"] == LOG
         assert "still stuck" in entry["checkpoints"]["errors"][str(mount)]
+        assert _stuck_children() == 1
+
+
+async def test_a_root_the_deep_probe_left_stuck_is_left_alone_by_the_collector(
+        tmp_path: Path) -> None:
+    """The deep probe's reader (``jobtables probe``) gives its hung trials root up and marks
+    it: the next collector does not touch it, and one process waits there, not two."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    with hung_mount(mount, release_after=90):
+        request = {"trial_roots": [str(mount)], "dump_dirs": [], "read_timeout_s": 1.0,
+                   "deadline_s": 30.0}
+        runner = LocalRunner(SlurmCluster(name="hung", local=True, command_timeout_s=50))
+        async with asyncio.timeout(45):
+            await runner.run(["python3", "-"], stdin=build_rollouts_script(request), check=False)
+        assert _stuck_children() == 1
+        reader = await _collect([_job(tmp_path, "401", [str(mount)])])
+        assert "still stuck" in reader.jobs["401"]["checkpoints"]["errors"][str(mount)]
         assert _stuck_children() == 1
 
 
