@@ -43,6 +43,8 @@ from probes.logs.lines import (
 )
 from probes.logs.litgpt_lines import LITGPT_GATE, parse_litgpt
 from probes.logs.mirror_lines import MIRROR_GATE
+from probes.logs.nemo_sc_lines import METRICS_GATE as NEMO_SC_METRICS
+from probes.logs.nemo_sc_lines import STEP_GATE as NEMO_SC_STEP
 from probes.logs.pair_lines import (
     EQ_GATE,
     MAXTEXT_STEPS,
@@ -127,6 +129,9 @@ class MetricScan(MarkerScan):
                 self._on_iteration(iteration, line_no, stamp)
                 return
         if MIRROR_GATE in body and self._mirror_line(body, line_no, stamp):
+            return
+        if (NEMO_SC_METRICS in body or NEMO_SC_STEP in body) and self._nemo_sc_line(
+                body, line_no, stamp):
             return
         if SLIME_GATE in body and self._slime_line(body, line_no, stamp):
             return
@@ -266,6 +271,7 @@ class MetricScan(MarkerScan):
         self._skimming = False
         self.dict_lines, self.header, self.pending_reward = None, None, None
         self.pending_status, self.nemo, self.ds_losses = None, None, (0.0, 0)
+        self.pending_sc = None
         self.hf_prev, self.hf_unanchored, self.hf_saved = None, [], None
         self.hf_cadence, self.yaml_step, self.panel = HfCadence(), None, None
         if at is not None:

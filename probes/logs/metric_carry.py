@@ -98,6 +98,8 @@ class MetricCarry(Carried):
     header and last line, metrics read, step from ``time/batch``, the header's stamp."""
     pending_reward: dict[str, float] | None = None
     pending_status: dict[str, float] | None = None
+    pending_sc: dict[str, float] | None = None
+    """NeMo-RL SingleController's metrics dict held for its ``train step`` line."""
     skyrl_batches: tuple[int, int | None, bool, tuple[int, ...], int, bool, bool, bool] = (
         0, None, False, (), -1, False, False, False)
     """SkyRL's batches bar's lead (``probes.logs.skyrl_batches.SkyrlBatches``)."""
@@ -206,6 +208,7 @@ def snapshot_metrics(scan: MetricScan) -> MetricCarry:
             scan.panel.line_no, scan.panel.last, tuple(scan.panel.rows)),
         pending_reward=None if scan.pending_reward is None else dict(scan.pending_reward),
         pending_status=None if scan.pending_status is None else dict(scan.pending_status),
+        pending_sc=None if scan.pending_sc is None else dict(scan.pending_sc),
         skyrl_batches=tuple(scan.skyrl_batches),
         ds_losses=scan.ds_losses, ds_accumulation=scan.ds_accumulation, ds_batch=scan.ds_batch,
         verl_bar=scan.verl_bar,
@@ -309,6 +312,7 @@ def _restore_pending(scan: FoldScan, carry: MetricCarry) -> None:
         scan.yaml_step = BracketStep(step, line_no, last, dict(read), by_batch=by_batch, at=at)
     scan.pending_reward = None if carry.pending_reward is None else dict(carry.pending_reward)
     scan.pending_status = None if carry.pending_status is None else dict(carry.pending_status)
+    scan.pending_sc = None if carry.pending_sc is None else dict(carry.pending_sc)
     scan.skyrl_batches = SkyrlBatches(*carry.skyrl_batches)
     scan.ds_losses, scan.ds_accumulation = carry.ds_losses, carry.ds_accumulation
     scan.ds_batch, scan.verl_bar = carry.ds_batch, carry.verl_bar

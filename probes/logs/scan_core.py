@@ -133,6 +133,9 @@ class ScanCore:
     steps, the run's total (``probes.logs.bracket_lines``, ``EpisodeScan._openrlhf_step``)."""
     nemo_epochs = NemoEpochs()
     """NeMo-RL's epoch under way and ``max_num_steps``: its banner's step is the epoch's."""
+    pending_sc: dict[str, float] | None = None
+    """NeMo-RL SingleController's ``step_metrics`` dict, until its ``train step`` line
+    (``probes.logs.nemo_sc_lines``; assigned, never mutated in place)."""
 
     def __init__(
         self,

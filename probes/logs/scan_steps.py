@@ -25,6 +25,10 @@ from probes.logs.lines import (
     parse_status_line,
 )
 from probes.logs.mirror_lines import parse_mirror
+from probes.logs.nemo_sc_lines import METRICS_GATE as NEMO_SC_METRICS
+from probes.logs.nemo_sc_lines import STEP_GATE as NEMO_SC_STEP
+from probes.logs.nemo_sc_lines import parse_metrics as nemo_sc_metrics
+from probes.logs.nemo_sc_lines import parse_step as nemo_sc_step
 from probes.logs.progress import EPISODE_BAR, iteration_seconds, sec_per_it, training_desc
 from probes.logs.scan_core import metric_point
 from probes.logs.scan_dicts import DictScan
@@ -339,6 +343,24 @@ class StepScan(DictScan):
         if kind == "train" and pairs:
             self._mark("skyrl")
             self._record(step, pairs, line_no, stamp)
+        return True
+
+    def _nemo_sc_line(self, body: str, line_no: int, stamp: datetime | None) -> bool:
+        """NeMo-RL's SingleController ``step_metrics={...}`` (held) or ``train step N/M``
+        (step N's point, M the run's total; ``probes.logs.nemo_sc_lines``); whether it was
+        one."""
+        metrics = nemo_sc_metrics(body) if NEMO_SC_METRICS in body else None
+        if metrics is not None:
+            self.pending_sc = metrics
+            return True
+        step = nemo_sc_step(body) if NEMO_SC_STEP in body else None
+        if step is None:
+            return False
+        self._mark("nemo-rl")
+        self.banner_total = step[1]
+        if self.pending_sc:
+            self._record(step[0], self.pending_sc, line_no, stamp)
+        self.pending_sc = None
         return True
 
     def _titan_step(self, body: str, line_no: int, stamp: datetime | None) -> bool:
