@@ -27,7 +27,7 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.tree import SEEN, collect_checkpoints, listdir
 with contextlib.suppress(ImportError):
-    from probes.remote.logged_paths import resumed_checkpoint_dirs
+    from probes.remote.logged_paths import command_mark, resumed_checkpoint_dirs
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
@@ -374,14 +374,22 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
     command = job.get("command") if isinstance(job.get("command"), str) else None
     found: list[tuple[str, list[str]]] | None = None
     keep: list[Json] | None = None
+    prior = job.get("cursor")
     if "cursor" in log:
         # A resumed read has only the new text: the dirs earlier reads found ride in the
         # cursor (re-checked here as any the log prints: inside workdir/roots, or a root of
         # their own that needs no '..'), and so do the folders' answers (probes.remote.tree).
         bases = [b for b in [job.get("workdir"), *roots] if b]
-        found = resumed_checkpoint_dirs(log["cursor"]["dirs"], text, bases, job.get("workdir"),
-                                        command)
+        # The command line is read again only when the folders carried may lack its own: a
+        # read from nothing (a new, rotated or rewritten log), another line or other bases.
+        mark = command_mark(command, bases, job.get("workdir")) if command else ""
+        known = (bool(mark) and log.get("continued") is True and isinstance(prior, dict)
+                 and prior.get("cmd") == mark)
+        found, whole = resumed_checkpoint_dirs(log["cursor"]["dirs"], text, bases,
+                                               job.get("workdir"), command, known=known)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
+        if mark and whole:
+            log["cursor"]["cmd"] = mark
         keep = []
     trials = SEEN[trials_key]
     # So are the trials dirs it names (SkyRL's harbor_trial_config.trials_dir), searched
@@ -400,12 +408,13 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
     if logged:
         trials = dict(logged, **{r: v for r, v in trials.items() if r not in logged})
     _keep(kept, "checkpoints", {"log": log, "trials": trials}, roots)
-    prior = job.get("cursor")
     # The checkpoint dirs the log prints or the command line names are searched too.
     checkpoints = collect_checkpoints(
         roots, guard, text, job.get("workdir"),
         run_roots=list(job.get("run_checkpoint_roots") or []), command=command, logged=found,
         carried=prior.get("ckpt") if isinstance(prior, dict) else None, keep=keep)
-    if keep:  # the named folders' answers ride in the cursor too (probes.remote.tree._folder)
-        log["cursor"]["ckpt"] = keep
+    if keep:  # the named folders' answers ride in the cursor too (probes.remote.tree._folder),
+        # or "same" when every one is the record the request's cursor brought (the bot has it)
+        log["cursor"]["ckpt"] = "same" if isinstance(prior, dict) and keep == prior.get(
+            "ckpt") else keep
     return {"log": log, "checkpoints": checkpoints, "trials": trials}

@@ -15,6 +15,8 @@ one log, the newest printed first.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 from typing import Any
@@ -158,23 +160,36 @@ def _place(raw: str, bases: list[str], workdir: str | None,
 
 
 def resumed_checkpoint_dirs(carried: list[str], text: str | None, bases: list[str],
-                            workdir: str | None = None,
-                            command: str | None = None) -> list[tuple[str, list[str]]]:
+                            workdir: str | None = None, command: str | None = None, *,
+                            known: bool = False) -> tuple[list[tuple[str, list[str]]], bool]:
     """:func:`logged_checkpoint_dirs` of a tracked read: the folders ``text`` (only the bytes
     appended since the last read) names, newest first, then the ones earlier reads found
     (``carried``, as the cursor holds them: newest first), then ``command``'s, at most
-    ``_LOGGED_DIRS``. A carried folder is the cluster's text again: it is placed as a folder a
-    save key names (``_place``: a root of its own found in a config dump or the command line,
-    neither read again, stays one), whole: put back into a line of text, a folder under a
-    workdir holding a blank was cut there, and its stump carried as a root of its own."""
+    ``_LOGGED_DIRS``; and whether every folder ``command`` names is among them. A carried
+    folder is the cluster's text again: it is placed as a folder a save key names
+    (``_place``: a root of its own found in a config dump or the command line, neither read
+    again, stays one), whole: put back into a line of text, a folder under a workdir holding
+    a blank was cut there, and its stump carried as a root of its own. ``known``: the
+    carried folders were found with every one ``command`` names, against these bases
+    (:func:`command_mark`); the command line is then not read again, unless a carried folder
+    no longer places."""
     found = logged_checkpoint_dirs(text, bases, workdir)
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
     start = workdir if workdir and workdir.startswith("/") else None
     later = [_place(d, clean, start, True) for d in carried]
-    for place in [*later, *logged_checkpoint_dirs(None, bases, workdir, command)]:
+    named = [] if known and None not in later else logged_checkpoint_dirs(
+        None, bases, workdir, command)
+    for place in [*later, *named]:
         if place is not None and place not in found and len(found) < _LOGGED_DIRS:
             found.append(place)
-    return found
+    return found, all(place in found for place in named)
+
+
+def command_mark(command: str, bases: list[str], workdir: str | None) -> str:
+    """What a cursor notes of the command line its folders hold every folder of (see
+    :func:`resumed_checkpoint_dirs`): a digest of it and of what it is placed against."""
+    facts = json.dumps([command[:_COMMAND_CHARS], bases, workdir])
+    return hashlib.sha256(facts.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _model_source(line: str, match: Any) -> bool:

@@ -419,6 +419,8 @@ def _drop_beside(out: Json, logged: list[tuple[str, list[str]]]) -> None:
     steps are not the run's (a fresh run at step 20 read another experiment's 500). A folder
     right under its base (the workdir's ``tokenizer``, a root itself) has none such: the
     workdir's other roots beside it are still read."""
+    if all(len(below) < 2 for _base, below in logged):
+        return  # no folder has any beside it below its base
     named = {os.path.normpath(os.path.join(base, *below)) for base, below in logged}
     if any(out["listings"].get(d) for d in named):
         return  # they hold steps: they alone bank them (build_listing)

@@ -88,10 +88,14 @@ class LogCursor(Frozen):
     """Checkpoint directories the log named so far (searched again on every read)."""
     trials: tuple[str, ...] = Field(default=(), max_length=4)
     """Trials directories the log named so far (counted again on every read)."""
+    cmd: str = Field(default="", pattern=r"^(?:[0-9a-f]{16})?$")
+    """The job's command line and bases whose every save folder ``dirs`` holds (a digest,
+    ``probes.remote.logged_paths.command_mark``): the collector does not read it again."""
     ckpt: tuple[dict[str, Any], ...] = Field(default=(), max_length=8)
     """The named checkpoint folders' answers and what each rests on: the collector searches
     a folder again only when that changed (``probes.remote.tree._folder``), and re-checks
-    every record's shape (a hint, as the rest of the cursor)."""
+    every record's shape (a hint, as the rest of the cursor). A collector that reused every
+    record the request's cursor brought answers ``"same"`` (:func:`_cursor_of`)."""
 
 
 class LogState(Frozen):
@@ -259,7 +263,7 @@ def fold_job(
     (``None``: no cursor came back, e.g. an ended job or a failed read)."""
     raw = (collected or {}).get("log") or {}
     try:
-        cursor = LogCursor.model_validate(raw.get("cursor"))
+        cursor = LogCursor.model_validate(_cursor_of(raw.get("cursor"), prior))
     except ValidationError:
         return job_facts(record, collected, aliases=aliases,
                          benign_patterns=benign_patterns), None
@@ -280,6 +284,14 @@ def fold_job(
     if summarise.reused and base is not None:  # as it was (see LogState._summary)
         return _reuse_state(facts, facts.log, base), base
     return _fold_state(facts, facts.log, start, cursor, carry=carried[0], shown=shown)
+
+
+def _cursor_of(raw: Any, prior: LogState | None) -> Any:
+    """The collector's cursor, its ``ckpt`` of ``"same"`` (every folder record the request
+    sent was reused) replaced by those records: the prior state's, which the request sent."""
+    if isinstance(raw, dict) and raw.get("ckpt") == "same":
+        return {**raw, "ckpt": prior.cursor.ckpt if prior is not None else ()}
+    return raw
 
 
 def _reuse_state(facts: JobFacts, log: LogFetch, base: LogState) -> JobFacts:

@@ -80,7 +80,10 @@ class Run:
                                        "jobs": [self.spec()]})["jobs"]["7001"]
         finally:
             opened, _OPENED = _OPENED, None
-        self.cursor = entry["log"]["cursor"]
+        cursor = entry["log"]["cursor"]
+        if cursor.get("ckpt") == "same":  # every record reused: the bot keeps its own
+            cursor["ckpt"] = (self.cursor or {})["ckpt"]
+        self.cursor = cursor
         return entry["checkpoints"], any(p.startswith(str(self.ckpt)) for p in opened)
 
     def full(self) -> dict[str, Any]:
@@ -281,21 +284,55 @@ def test_an_incremental_read_equals_a_full_read(reachable_tmp: Path) -> None:
 
 def test_the_bot_keeps_the_folders_answer_in_its_stored_state(run: Run) -> None:
     """The record rides in the cursor the bot stores (``probes.slurm.cursors.LogCursor``) and
-    sends back: through the stored JSON, the next read still does not search the folder."""
+    sends back; a read that reused every record answers ``"same"`` (not the records again),
+    and the state the bot folds from it keeps them: sweep after sweep, through the stored
+    JSON, the folder is not searched again and every sweep banks its steps."""
     _steps(run.ckpt, 10, 20)
     run.settle()
     record = SchedulerRecord(cluster="c", job_id="7001", name="run", state=JobState.RUNNING,
                              stdout_path=str(run.log))
-    collected = collector.collect({"tail_bytes": 1 << 20, "min_lines": 1,
-                                   "jobs": [run.spec()]})["jobs"]["7001"]
-    facts, state = fold_job(record, collected, None, aliases={}, benign_patterns=())
-    assert state is not None and facts.checkpoints is not None
-    assert facts.checkpoints.steps == (10, 20)
-    stored = encode_state(state)
-    assert stored is not None
-    loaded = decode_state(stored)
-    assert loaded is not None and loaded.cursor.ckpt
-    # (the request travels to the login node as JSON)
-    run.cursor = json.loads(json.dumps(request_cursors({"7001": loaded})["7001"]))
-    answer, opened = run.warm()
-    assert not opened and answer == collected["checkpoints"]
+    state = None
+    for sweep in range(3):
+        global _OPENED
+        _OPENED = []
+        try:
+            collected = collector.collect({"tail_bytes": 1 << 20, "min_lines": 1,
+                                           "jobs": [run.spec()]})["jobs"]["7001"]
+        finally:
+            opened, _OPENED = _OPENED, None
+        assert any(p.startswith(str(run.ckpt)) for p in opened) == (sweep == 0)
+        assert (collected["log"]["cursor"]["ckpt"] == "same") == (sweep > 0)
+        facts, state = fold_job(record, collected, state, aliases={}, benign_patterns=())
+        assert state is not None and state.cursor.ckpt
+        assert facts.checkpoints is not None and facts.checkpoints.steps == (10, 20)
+        stored = encode_state(state)
+        assert stored is not None
+        state = decode_state(stored)
+        assert state is not None
+        # (the request travels to the login node as JSON)
+        run.cursor = json.loads(json.dumps(request_cursors({"7001": state})["7001"]))
+
+
+def test_the_command_line_is_read_again_only_when_its_folders_may_be_missing(run: Run) -> None:
+    """A warm read found the command line's folders before: the cursor notes which line (and
+    bases) its folders hold every folder of, and that line is not parsed again. A log read
+    from nothing (rotated), another line or other bases have it read again."""
+    _steps(run.ckpt, 10)
+    run.warm()
+    assert run.cursor is not None and len(run.cursor["cmd"]) == 16
+    mark = run.cursor["cmd"]
+    answer, _ = run.warm()
+    assert run.cursor["cmd"] == mark and run.cursor["dirs"] == [str(run.ckpt)]
+    assert answer == run.full()
+    # rotated: the new file's cursor starts with no folders; the line is read again
+    run.log.rename(run.log.with_suffix(".1"))
+    run.log.write_text("step 2 loss 0.4\n")
+    answer, _ = run.warm()
+    assert run.cursor["dirs"] == [str(run.ckpt)] and _listed(answer, run.ckpt)
+    # another line (its folder elsewhere), the cursor still noting the first one
+    other = run.top / "scratch" / "other"
+    _steps(other, 30)
+    run.command = f"{run.workdir}/run.sh --ckpt_path {other}"
+    answer, _ = run.warm()
+    assert run.cursor["dirs"] == [str(run.ckpt), str(other)]  # the line is the oldest text
+    assert _listed(answer, other) == ["global_step_30"] and run.cursor["cmd"] != mark
