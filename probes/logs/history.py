@@ -73,6 +73,7 @@ from probes.logs.scan_patterns import (
 )
 from probes.logs.slime_lines import ARGS_GATE, SLIME_GATE
 from probes.logs.titan_lines import TITAN_INIT
+from probes.logs.tracker_records import TRACKER_GATE
 
 MARKER_GATE = needle_pattern(MARKER_GATES)
 """Any of ``MARKER_GATES``, one trie regex searched in C: a line it does not meet marks
@@ -334,7 +335,11 @@ class MetricScan(MarkerScan):
             if pairs[0] in self.points:  # (a line of no metric is no step-pairs log)
                 self._mark("step-pairs")
             return True
-        return body[-1:] == "}" and self._prefixed_dict(body, line_no, stamp)
+        if body[-1:] != "}":
+            return False
+        if TRACKER_GATE in body and self._tracker_record(body, line_no, stamp):
+            return True
+        return self._prefixed_dict(body, line_no, stamp)
 
     def _bracket_header(self, body: str, line_no: int, stamp: datetime | None) -> bool:
         """Composer's ``[batch=N/T]:`` or OLMo's ``[step=N/T]``: open its block (read by

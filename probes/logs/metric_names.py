@@ -39,6 +39,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "policy/grad_norm": ("grad_norm", 1),
     "actor/grad_norm": ("grad_norm", 1),
     "grad_norm": ("grad_norm", 2),
+    "grad/norm/total": ("grad_norm", 2),  # Levanter's watch callback: before clipping
     "train/grad_norm": ("grad_norm", 2),  # verl >= 0.6 SFT trainer (sft_trainer.py)
     # NeMo-Aligner's bar postfix (``train_`` + its metrics): clip_gradients' norm before clipping
     "train_grad_norm": ("grad_norm", 0),
@@ -94,6 +95,7 @@ _RANKED_ALIASES: dict[str, tuple[str, int]] = {
     "actor/lr": ("learning_rate", 1),
     "lr": ("learning_rate", 2),
     "train/lr": ("learning_rate", 1),  # verl >= 0.6 SFT trainer
+    "optim/learning_rate": ("learning_rate", 1),  # Levanter (tracker/helpers.py)
     "train_lr": ("learning_rate", 1),  # NeMo-Aligner's bar postfix
     "actor_lr": ("learning_rate", 2),  # OpenRLHF
     "epoch": ("epoch", 0),

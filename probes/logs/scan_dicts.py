@@ -21,6 +21,7 @@ from probes.logs.lines import parse_pairs, quoted_pairs
 from probes.logs.precision import precise_merge
 from probes.logs.scan_core import Plan, ScanCore
 from probes.logs.scan_patterns import HF_BATCH_RE, HF_NUM_RE
+from probes.logs.tracker_records import tracker_record
 from probes.logs.unsloth_lines import unsloth_banner, unsloth_batch
 
 _MAX_DICT_LINES = 5000
@@ -29,6 +30,8 @@ _EVAL_LABEL_RE = re.compile(r"(?i)\b(?:eval\w*|val|valid\w*|test\w*)\b[^\]|]{0,8
 """A label naming an evaluation ending a logger's prefix (``eval: {``, ``Validation results:
 {``, ``test metrics: {``): its dict is no training step (the logger's fields before ``] ``,
 `` - `` or ``| `` are not the label)."""
+TRACKER_FORMAT = "tracker-json"
+"""The format of a log whose steps are a tracker's JSON records (Levanter's ``json_logger``)."""
 _TRAINING_NAMES = frozenset({"loss", "reward", "grad_norm", "policy_loss", "entropy"})
 """What a dict behind a logger's prefix must hold (or a step key) to be a training point: a
 logged config (``Training args: {'learning_rate': ...}``) holds none of them."""
@@ -120,6 +123,28 @@ class DictScan(ScanCore):
             return False
         self.dict_line_no = line_no
         self._on_dict(pairs, line_no, at)
+        return True
+
+    def _tracker_record(self, body: str, line_no: int, at: datetime | None) -> bool:
+        """A tracker's JSON record behind a logger's prefix (Levanter's ``json_logger``,
+        ``probes.logs.tracker_records``): its step's point, merged with the step's records
+        before it (a step logs its hyperparameters and its loss apart), its ``run_progress``
+        the run's total; whether it was one. Not another rank's (``srun -l``'s ``3: ``), nor
+        in a log whose steps another format gives."""
+        record = tracker_record(body)
+        if record is None or _RANK_LABEL_RE.match(body):
+            return False
+        if self.points and self.formats and TRACKER_FORMAT not in self.formats:
+            return False
+        values = {canonical: record.values[name] for canonical, name in self._plan(record.values)}
+        prior = self.points.get(record.step) if record.step == self.top else None
+        if prior is not None and TRACKER_FORMAT in self.formats:
+            values = {**prior.values, **values}
+        if values:
+            self._mark(TRACKER_FORMAT)
+            self._record(record.step, values, line_no, at, tuple((k, k) for k in values))
+        if record.total is not None:
+            self.iter_total = record.total
         return True
 
     def _finish_dict(self) -> None:

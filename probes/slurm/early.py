@@ -49,6 +49,7 @@ FOLD_STACK = (
     "probes.logs.rich_panel", "probes.logs.slime_lines", "probes.logs.skyrl_batches",
     "probes.logs.scan_patterns", "probes.logs.hf_banner", "probes.logs.metric_names",
     "probes.logs.scan_core", "probes.logs.precision", "probes.logs.unsloth_lines",
+    "probes.logs.tracker_records",
     "probes.logs.scan_dicts", "probes.logs.scan_steps",
     "probes.logs.scan_episodes", "probes.logs.scan_bars", "probes.logs.scan_summary",
     "probes.logs.scan_markers", "probes.logs.history", "probes.logs.carried",
