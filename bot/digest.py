@@ -68,7 +68,7 @@ from bot.cluster_watch import seen_now, watch
 from bot.config import Config
 from bot.delivery import edit
 from bot.digest_posting import DigestPosting
-from bot.log_watch import log_watch
+from bot.log_watch import discarded_output, log_watch
 from bot.messages import (
     cancel_line,
     change_rows,
@@ -161,7 +161,8 @@ class Digest(DigestPosting):
                       interval_s=config.slack.sweep_every_minutes * 60)
         logs, log_lines = log_watch(seen.get("logs") if isinstance(seen, dict) else None,
                                     result.report, now,
-                                    interval_s=config.slack.sweep_every_minutes * 60)
+                                    interval_s=config.slack.sweep_every_minutes * 60,
+                                    discarded=discarded_output(result.facts))
         await self._put(SEEN, {"at": now.isoformat(), "jobs": {
             encode_key(k): s.model_dump(mode="json")
             for k, s in seen_now(previous, result.report, counts).items()},

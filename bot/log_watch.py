@@ -9,17 +9,19 @@ not one) is told once in the thread, a line with no table: its run is not being 
 return is told once, only if the outage was; a job that ends meanwhile is told by its end.
 As :mod:`bot.cluster_watch` does for a cluster. Pure: the digest keeps the state in its
 ``seen`` document (``logs``: encoded job key -> ``{"since": ISO, "told": bool}``); the jobs of a
-cluster not read this sweep keep theirs.
+cluster not read this sweep keep theirs. A job whose output its owner sent to ``/dev/null``
+(``sbatch -o /dev/null``, no log of its own found either: :func:`discarded_output`) has no log
+to lose or get back: it is not told (the parent names it unknown, its row says why).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from bot.cluster_watch import _when
-from probes.models import ACTIVE_STATES
+from probes.models import ACTIVE_STATES, ClusterFacts
 from report.cells import one_line
 from report.changes import Key, decode_key, encode_key
 from report.chunks import no_backticks, unformatted
@@ -63,9 +65,23 @@ def readable_line(jobs: Sequence[JobReport], since: datetime, now: datetime) -> 
     return f"✅ logs of {len(jobs)} jobs read again ({_named(jobs)}; {span})"
 
 
+DISCARD = "/dev/null"
+
+
+def discarded_output(facts: Sequence[ClusterFacts]) -> set[Key]:
+    """The jobs with no log because their StdOut is ``/dev/null`` and the collector found no
+    log of their own beside it (``probes.remote.job_files``: a discard, looked for as an
+    absent StdOut): by their owner's choice, not an outage."""
+    return {(c.name, j.record.job_id) for c in facts for j in c.jobs
+            if j.log is not None and j.log.status == "missing"
+            and j.log.requested_path == DISCARD}
+
+
 def log_watch(before: Any, report: Report, now: datetime, *, interval_s: float,
+              discarded: Collection[Key] = (),
               ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The ``logs`` state for the next sweep and this sweep's thread lines."""
+    """The ``logs`` state for the next sweep and this sweep's thread lines (``discarded``:
+    :func:`discarded_output`, never told)."""
     doc: dict[str, Any] = before if isinstance(before, dict) else {}
     state: dict[str, dict[str, Any]] = {}
     gone: list[tuple[JobReport, datetime]] = []
@@ -76,6 +92,8 @@ def log_watch(before: Any, report: Report, now: datetime, *, interval_s: float,
         since = _when(was.get("since")) if was else None
         told = bool(was and was.get("told")) and since is not None
         live = job.state in ACTIVE_STATES
+        if (job.cluster, job.job_id) in discarded:
+            continue  # no log by its owner's choice: nothing lost, nothing to come back
         if live and UNREADABLE_FLAGS & set(job.flags):
             since = since or now
             if not told and (now - since).total_seconds() >= TOLD_AFTER_INTERVALS * interval_s:

@@ -87,6 +87,8 @@ class Job:
     fetch_error: bool = False
     time_limit_s: int | None = None
     restarts: int = 0
+    discarded: bool = False
+    """Submitted ``-o /dev/null``: no log (the collector finds none of its own either)."""
 
     def facts(self, now: datetime) -> JobFacts:
         record = SchedulerRecord(
@@ -95,7 +97,8 @@ class Job:
             start_time=self.started, end_time=self.ended,
             elapsed_s=int(((self.ended or now) - self.started).total_seconds())
             if self.started else None, time_limit_s=self.time_limit_s, restarts=self.restarts,
-            workdir=f"/w/{self.name}", stdout_path=f"/w/{self.name}/{self.job_id}.out",
+            workdir=f"/w/{self.name}", stdout_path="/dev/null" if self.discarded
+            else f"/w/{self.name}/{self.job_id}.out",
             dependency=self.dependency,
             depends_on=(self.dependency.split(":", 1)[1],) if self.dependency else (),
             reason="Dependency" if self.dependency and self.state is JobState.PENDING
@@ -103,6 +106,9 @@ class Job:
         if self.state is JobState.PENDING:
             return JobFacts(record=record)
         path = record.stdout_path
+        if self.discarded:
+            return JobFacts(record=record, trials=self.trials,
+                            log=LogFetch(requested_path=path, status="missing"))
         if self.fetch_error:
             fetch = LogFetch(requested_path=path, path=path, status="failed",
                              error="ssh: channel closed while reading", attempts=2)

@@ -766,3 +766,30 @@ async def test_a_failure_s_advice_reads_in_a_user_s_words(
     [dm] = day.dms()
     assert dm.splitlines()[0] == "❌ *rl-grpo-llama-70b* `alpha:4103` ended FAILED."
     assert "find the cause before resubmitting, and record it in a dated incident note" in dm
+
+
+async def test_a_job_whose_output_goes_to_dev_null_is_no_unreadable_log(
+        slack: FakeSlack, store: RedisStore, tmp_path: Path) -> None:
+    """carol's checkpoint upload runs ``sbatch -o /dev/null`` (as jobtables sweep reads one on
+    the real SLURM: log-missing, 'No log found (/dev/null)', verdict unknown). At the third
+    sweep the thread said 'log unreadable since 06:00Z: its run is not being judged', as for
+    a log an outage took away, whose return it would tell: this one never was and never will
+    be, by its owner's choice. The parent names it unknown, the tables say why; the thread
+    says nothing of it. A log that does go unreadable is still told."""
+    world, advance = two_runs()
+    world.add(Job("4700", "upload-ckpt-qwen7b", "carol", started=START - timedelta(minutes=10),
+                  discarded=True))
+    async with quiet_day(slack, store, world, tmp_path) as day:
+        await day.sweep()
+        [tables] = day.replies()
+        assert "No log found (/dev/null)" in tables
+        for sweep in range(1, 9):
+            advance()
+            world.jobs["4100"].fetch_error = sweep >= 4
+            await day.sweep()
+    edits = [text for kind, text in day.visible() if kind == "edit"]
+    assert all("unknown (upload-ckpt-qwen7b" in text for text in edits)
+    replies = day.replies()[1:]
+    assert not any("upload-ckpt-qwen7b" in reply for reply in replies), replies
+    [told] = replies
+    assert "`alpha:4100` rl-grpo-qwen-7b: log unreadable since 08:00Z" in told
