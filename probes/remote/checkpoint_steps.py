@@ -21,14 +21,17 @@ with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, deadline
 
 _STEP_DIR = re.compile(
-    r"^(global_step_?\d+|checkpoint-\d+|iter_\d+|step[_-]\d+|(?:.*[-_])?step=\d+(?:[-_.].*)?"
-    r"|ep\d+-ba\d+)$")
+    r"^(global_step_?\d+|checkpoint-\d+|iter_\d+(?:\.pth)?|step[_-]\d+"
+    r"|(?:.*[-_])?step=\d+(?:[-_.].*)?|ep\d+-ba\d+)$")
 """Step directory names: verl/SkyRL, HF, DeepSpeed, Megatron, NeMo-RL/prime-rl, torchtitan's
 ``step-N``, Lightning's (NeMo's) ``{...}-step={step}-{...}`` saves
-(``model_name=0--val_loss=0.00-step=49-...-last``) and Composer's sharded ``ep{E}-ba{B}``."""
-_STEP_FILE = re.compile(r"^ep\d{1,9}-ba\d{1,12}-rank0\.pt$")
-"""Composer's save as a file (``save_filename``'s default ``ep{epoch}-ba{batch}-rank{rank}.pt``,
-not sharded): rank 0's holds the whole state; other ranks' are parts of it."""
+(``model_name=0--val_loss=0.00-step=49-...-last``), Composer's sharded ``ep{E}-ba{B}`` and
+an mmengine runner's DeepSpeed save (XTuner's ``iter_{N}.pth`` directory)."""
+_STEP_FILE = re.compile(r"^(?:ep\d{1,9}-ba\d{1,12}-rank0\.pt|iter_\d{1,12}\.pth)$")
+"""A save that is a file: Composer's (``save_filename``'s default
+``ep{epoch}-ba{batch}-rank{rank}.pt``, not sharded: rank 0's holds the whole state; other
+ranks' are parts of it) and an mmengine runner's by iterations (``CheckpointHook``'s
+``iter_{N}.pth``, XTuner's)."""
 _UNFINISHED = "-unfinished"
 """NeMo's marker file beside a save still being written (``UNFINISHED_CHECKPOINT_SUFFIX``)."""
 _MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt", "latest")
