@@ -116,6 +116,11 @@ def probed_cluster(config: Config, name: str | None) -> SlurmCluster | Kubernete
     live = [c for c in config.clusters
             if c.active and isinstance(c, SlurmCluster | KubernetesCluster)]
     if name is None:
+        if not live:  # naming a cluster cannot help: a replay or inactive one is refused too
+            raise UsageError("no active SLURM or Kubernetes cluster is configured: the deep "
+                             "probe reads a live job's rollouts (configured: " + ", ".join(
+                                 f"{c.name} ({c.kind if c.active else 'inactive'})"
+                                 for c in config.clusters) + ")")
         if len(live) != 1:
             raise UsageError("name the job's cluster (--cluster NAME or CLUSTER:ID): "
                              f"{len(live)} SLURM and Kubernetes clusters are configured")
