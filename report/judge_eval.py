@@ -177,7 +177,8 @@ def _eval_running(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -> b
     """The running eval's rules; True when its trials fail instantly with null output (the
     tunnel carries no traffic: the Infra column's ``tunnel✗``)."""
     trials, total = f.metrics.get("trials"), f.metrics.get("trials_total")
-    if isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total:
+    if (isinstance(trials, float) and isinstance(total, float) and total > 0 and trials >= total
+            and not _overfull(ctx, f, trials, total)):
         if _finishing(ctx, f, total):
             return False
         _flag_zombie(f, total)
@@ -238,6 +239,25 @@ def _completed_infra_rule(ctx: JudgeContext, f: Findings) -> None:
     if not _instant_fail_rule(f, recent, _NO_SCORE) and never_started_rule(ctx, f, recent):
         f.recommend(Priority.DIAGNOSE + 2, "diagnose",
                     f.settled_trend() + "; sandboxes never started" + _NO_SCORE)
+
+
+def _overfull(ctx: JudgeContext, f: Findings, trials: float, total: float) -> bool:
+    """More result.json files than the total while Harbor has not finished every job dir:
+    they are not one run's (a Harbor job's total counts each trial it runs, attempts
+    included, and a retried attempt's dir is removed): a second run writing the same job dir
+    (an array's tasks sharing a job name, a rerun into it). The count says nothing of whether
+    this run's trials are done; Harbor's job result.json (no ``finished_at``) says they are
+    not. True when so: no zombie, the progress and stall rules judge it, the Trend says why."""
+    tree = ctx.facts.trials
+    if (trials <= total or tree is None or not tree.chunks_total or tree.chunks_done is None
+            or tree.chunks_done >= tree.chunks_total):
+        return False
+    text = (f"{int(trials)} result.json for {int(total)} trials: more than one run writes "
+            "this job dir; Harbor not finished")
+    f.notes.append(text + " (its job result.json has no finished_at): the counts are not one "
+                   "run's; give each run its own job name")
+    f.trend(Priority.INFO - 1, text)
+    return True
 
 
 def _finishing(ctx: JudgeContext, f: Findings, total: float) -> bool:
