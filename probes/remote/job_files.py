@@ -369,8 +369,9 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
                                            float(request.get("trial_budget_s") or 20.0))
     roots = list(job.get("checkpoint_roots", []))
     # The config dump that names the save folder (verl's default_local_dir, SkyRL's
-    # ckpt_path) is printed at start-up: a long log's head, read beside its tail.
-    text = "\n".join(t for t in (log.get("head"), log.get("text")) if t) or None
+    # ckpt_path) is printed at start-up: a long log's head, read beside its tail (whole: a
+    # tail's lines are read from its end, as many as a tail of steps needs).
+    text, head = log.get("text") or None, log.get("head") or None
     command = job.get("command") if isinstance(job.get("command"), str) else None
     found: list[tuple[str, list[str]]] | None = None
     keep: list[Json] | None = None
@@ -386,7 +387,8 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
         known = (bool(mark) and log.get("continued") is True and isinstance(prior, dict)
                  and prior.get("cmd") == mark)
         found, whole = resumed_checkpoint_dirs(log["cursor"]["dirs"], text, bases,
-                                               job.get("workdir"), command, known=known)
+                                               job.get("workdir"), command, known=known,
+                                               head=head)
         log["cursor"]["dirs"] = [os.path.join(base, *below) for base, below in found]
         if mark and whole:
             log["cursor"]["cmd"] = mark
@@ -412,7 +414,7 @@ def _collect_one(job: Json, request: Json, guard: Guard, kept: Json | None = Non
     checkpoints = collect_checkpoints(
         roots, guard, text, job.get("workdir"),
         run_roots=list(job.get("run_checkpoint_roots") or []), command=command, logged=found,
-        carried=prior.get("ckpt") if isinstance(prior, dict) else None, keep=keep)
+        carried=prior.get("ckpt") if isinstance(prior, dict) else None, keep=keep, head=head)
     if keep:  # the named folders' answers ride in the cursor too (probes.remote.tree._folder),
         # or "same" when every one is the record the request's cursor brought (the bot has it)
         log["cursor"]["ckpt"] = "same" if isinstance(prior, dict) and keep == prior.get(

@@ -86,7 +86,8 @@ _LOGGED_TRIALS = 4
 
 
 def logged_checkpoint_dirs(text: str | None, bases: list[str], workdir: str | None = None,
-                           command: str | None = None) -> list[tuple[str, list[str]]]:
+                           command: str | None = None,
+                           head: str | None = None) -> list[tuple[str, list[str]]]:
     """Checkpoint directories the log (and ``command``, the job's command line) names, as
     ``(base, components below it)``; one outside every base is ``(path, [])``, a root of its
     own.
@@ -97,11 +98,14 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str], workdir: str | No
     stands for the directory holding the steps. A relative path a save line prints
     (``_LOGGED_RELATIVE``) or a save key names (``_NAMED_KEY``) is taken from ``workdir``,
     where sbatch starts the job, as the completion check and the logged trials dirs take
-    theirs. The command line is read for its save keys only."""
+    theirs. The command line is read for its save keys only. ``head``: a long log's first
+    bytes (the collector's), read whole before ``text``'s last lines: a trainer that names
+    its folder once, at start (torchtitan's ``Checkpointing active. Checkpoints will be
+    loaded from and saved to /p``), says no more of it in a tail of thousands of steps."""
     found: list[tuple[str, list[str]]] = []
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
     start = workdir if workdir and workdir.startswith("/") else None
-    lines = _logged_lines(text)
+    lines = [*_logged_lines(head, None), *_logged_lines(text)]
     if command:
         lines.insert(0, command[:_COMMAND_CHARS])
     for index in range(len(lines) - 1, -1, -1):
@@ -161,7 +165,8 @@ def _place(raw: str, bases: list[str], workdir: str | None,
 
 def resumed_checkpoint_dirs(carried: list[str], text: str | None, bases: list[str],
                             workdir: str | None = None, command: str | None = None, *,
-                            known: bool = False) -> tuple[list[tuple[str, list[str]]], bool]:
+                            known: bool = False,
+                            head: str | None = None) -> tuple[list[tuple[str, list[str]]], bool]:
     """:func:`logged_checkpoint_dirs` of a tracked read: the folders ``text`` (only the bytes
     appended since the last read) names, newest first, then the ones earlier reads found
     (``carried``, as the cursor holds them: newest first), then ``command``'s, at most
@@ -173,7 +178,7 @@ def resumed_checkpoint_dirs(carried: list[str], text: str | None, bases: list[st
     carried folders were found with every one ``command`` names, against these bases
     (:func:`command_mark`); the command line is then not read again, unless a carried folder
     no longer places."""
-    found = logged_checkpoint_dirs(text, bases, workdir)
+    found = logged_checkpoint_dirs(text, bases, workdir, head=head)
     clean = [os.path.normpath(b) for b in bases if b and b.startswith("/")]
     start = workdir if workdir and workdir.startswith("/") else None
     later = [_place(d, clean, start, True) for d in carried]
@@ -203,8 +208,9 @@ def _model_source(line: str, match: Any) -> bool:
             and not _SAVE_VERB.search(line, start, key.start()))  # 'Saved model: <dir>'
 
 
-def _logged_lines(text: str | None) -> list[str]:
-    """The lines among the last 5000 that ``_LOGGED_LINE`` or ``_NAMED_KEY`` matches, in order.
+def _logged_lines(text: str | None, last: int | None = 5000) -> list[str]:
+    """The lines among the ``last`` (None: all) that ``_LOGGED_LINE`` or ``_NAMED_KEY``
+    matches, in order.
 
     ``_LOGGED_LINE`` ignores case, which leaves sre no literal to skip ahead on, so it (and
     ``_NAMED_KEY``) runs only on the lines a case-sensitive search of the ASCII-lowered UTF-8
@@ -212,7 +218,9 @@ def _logged_lines(text: str | None) -> list[str]:
     lowered, or one of the four non-ASCII characters that match an ASCII letter without case.
     ``splitlines`` leaves no ``\\n`` in a line, so a hit names its line and the search goes on
     after that line."""
-    lines = (text or "").splitlines()[-5000:]
+    lines = (text or "").splitlines()
+    if last is not None:
+        lines = lines[-last:]
     skeleton = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_ASCII_LOWER)
     hits: list[str] = []
     index, position = 0, 0

@@ -233,7 +233,8 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
                         run_roots: list[str] | None = None,
                         command: str | None = None,
                         logged: list[tuple[str, list[str]]] | None = None,
-                        carried: Any = None, keep: list[Json] | None = None) -> Json:
+                        carried: Any = None, keep: list[Json] | None = None,
+                        head: str | None = None) -> Json:
     """Step directories, trackers and exports under every root and every directory the log
     or ``command`` (the job's command line) names (``memo``: each root searched once per
     request, see ``SEEN``). ``run_roots``: those of ``roots`` specific to the run (a template
@@ -242,7 +243,7 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
     placed them already (``logged_paths.resumed_checkpoint_dirs``). A tracked read (the
     bot's warm sweep) gives ``keep``, a list this read's folder records go to, and the ones
     its cursor brought in ``carried``: a named folder unchanged since is not searched again
-    (:func:`_folder`)."""
+    (:func:`_folder`). ``head``: a long log's first bytes beside ``log_text``, its tail."""
     walk = _Walk(guard)
     own = set(run_roots or ())
     for root in roots:
@@ -268,7 +269,7 @@ def collect_checkpoints(roots: list[str], guard: Guard, log_text: str | None = N
         walk.errors.update(errors)
     bases = [b for b in [workdir, *roots] if b]
     if logged is None:
-        logged = logged_checkpoint_dirs(log_text, bases, workdir, command)
+        logged = logged_checkpoint_dirs(log_text, bases, workdir, command, head)
     inside = {os.path.normpath(b) for b in bases}
     records = _records(carried)
     for base, below in logged:
