@@ -34,7 +34,12 @@ ranks' are parts of it) and an mmengine runner's by iterations (``CheckpointHook
 ``iter_{N}.pth``, XTuner's)."""
 _UNFINISHED = "-unfinished"
 """NeMo's marker file beside a save still being written (``UNFINISHED_CHECKPOINT_SUFFIX``)."""
-_MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt", "latest")
+_MARKERS = ("latest_ckpt_global_step.txt", "latest_checkpointed_iteration.txt", "latest",
+            "last_checkpoint")
+"""The trackers a trainer writes once a save is done: SkyRL's, verl's and Megatron's,
+DeepSpeed's, and an mmengine runner's (``CheckpointHook``: the path of its newest save)."""
+MARKER_BYTES = 4096
+"""A tracker's bytes read: a step, a tag, or (mmengine's) an absolute path."""
 
 
 def _owned(fd: int, path: str, names: list[str], guard: Guard, logged: bool = False) -> list[str]:

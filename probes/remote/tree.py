@@ -42,6 +42,7 @@ with contextlib.suppress(ImportError):
         _MARKERS,
         _STEP_DIR,
         _STEP_FILE,
+        MARKER_BYTES,
         _finished_dcp,
         _finished_hf,
         _mtimes,
@@ -165,7 +166,7 @@ class _Walk:
             self.out["written"][path] = written
         for marker in _MARKERS:
             if marker in files and path not in self.out["markers"]:
-                text = read_small(marker, self.guard, 64, dir_fd=fd)
+                text = read_small(marker, self.guard, MARKER_BYTES, dir_fd=fd)
                 if text is not None:
                     self.out["markers"][path] = text.decode("utf-8", "replace").strip()
         for name, is_dir in entries:

@@ -44,7 +44,7 @@ _STEP_NAME = re.compile(
     r"|iter_(?P<d>\d{1,12})(?:\.pth)?|(?:.{0,200}[-_])?step=(?P<e>\d{1,12})(?:[-_.].{0,200})?"
     r"|step-(?P<f>\d{1,12})|ep\d{1,9}-ba(?P<g>\d{1,12})(?:-rank0\.pt)?"
 )
-_MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})\s*")
+_MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})(?:\.pth)?\s*")
 
 
 def step_of(name: str) -> int | None:
@@ -61,8 +61,11 @@ def steps_from_names(names: Iterable[str]) -> list[int]:
 
 
 def marker_step(text: str | None) -> int | None:
-    """The step a ``latest_*`` marker file names, or ``None`` when it holds something else."""
-    match = _MARKER_TEXT.fullmatch(text or "")
+    """The step a ``latest_*`` marker file names, or ``None`` when it holds something else.
+    mmengine's ``last_checkpoint`` holds its newest save's path: its last component counts
+    (``iter_500.pth``; an ``epoch_1.pth`` names no step)."""
+    text = (text or "").strip()
+    match = _MARKER_TEXT.fullmatch(text.rsplit("/", 1)[-1])
     return int(match.group(1)) if match else None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.slurm.checkpoints import step_of
+from probes.slurm.checkpoints import marker_step, step_of
 
 WORK = "work_dirs/qwen2_7b_full_alpaca_e3"
 
@@ -50,6 +50,8 @@ def _save(folder: Path, name: str, deepspeed: bool) -> None:
 def test_mmengine_names_are_steps() -> None:
     assert step_of("iter_500.pth") == 500
     assert step_of("epoch_1.pth") is None  # an epoch, not a step
+    assert marker_step("/w/work_dirs/qwen/iter_500.pth") == 500
+    assert marker_step("/w/work_dirs/qwen/epoch_1.pth") is None
 
 
 @pytest.mark.parametrize("deepspeed", [False, True])
@@ -60,6 +62,19 @@ def test_iteration_saves_bank_the_newest(tmp_path: Path, deepspeed: bool) -> Non
         _save(folder, f"iter_{step}.pth", deepspeed)
     (folder / "last_checkpoint").write_text(str(folder / "iter_1000.pth"))
     assert _banked(tmp_path) == 1000
+
+
+@pytest.mark.parametrize("deepspeed", [False, True])
+def test_a_save_above_last_checkpoint_is_in_flight(tmp_path: Path, deepspeed: bool) -> None:
+    """``last_checkpoint`` is written after the save: one above it is still being written
+    (its path is longer than the 64 bytes a step tracker needs)."""
+    folder = tmp_path / WORK
+    folder.mkdir(parents=True)
+    for step in (500, 1000):
+        _save(folder, f"iter_{step}.pth", deepspeed)
+    (folder / "last_checkpoint").write_text(str(folder / "iter_500.pth"))
+    assert len(str(folder / "iter_500.pth")) > 64
+    assert _banked(tmp_path) == 500
 
 
 def test_epoch_saves_bank_no_step(tmp_path: Path) -> None:
