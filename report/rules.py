@@ -77,11 +77,24 @@ def step_progress(ctx: JudgeContext, f: Findings) -> None:
     if summary is not None:
         bar_total = summary.progress.total if summary.progress else None
         f.total_steps = summary.total_steps or bar_total
+        _past_total(f)
     rate = sec_per_step(ctx)
     if rate is not None:
         # The contract's sec_per_step is the trailing-window rate (what ETAs and the grid's
         # long pole are computed from), never the latest single step time.
         f.metrics["sec_per_step"] = rate
+
+
+def _past_total(f: Findings) -> None:
+    """A step past the run's total (a run resumed from a checkpoint beyond a lowered
+    ``max_steps``: HF's bar, ``tqdm(total=max_steps)`` updated by the global step, reads
+    ``70/30``) is no progress to show: the total is left unknown and the Trend says why."""
+    if f.step is None or not f.total_steps or f.step <= f.total_steps:
+        return
+    text = f"step {f.step} past its total {f.total_steps}: max_steps lowered on resume?"
+    f.trend(Priority.INFO, text)
+    f.notes.append(text)
+    f.total_steps = None
 
 
 def sec_per_step(ctx: JudgeContext) -> float | None:
