@@ -22,7 +22,7 @@ SLURM_ID = re.compile(r"\A[0-9]{1,12}(?:_[0-9]{1,8}|\+[0-9]{1,4})?\Z")
 _DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 K8S_NAME = re.compile(
     rf"\A(?:(?=.{{1,63}}\Z){_DNS_LABEL}(?:\.{_DNS_LABEL})*"  # a Job: a DNS-1123 subdomain
-    rf"|(?:jobset|pytorchjob|rayjob)/(?=.{{1,63}}\Z){_DNS_LABEL})\Z")  # a JobSet's ...
+    rf"|(?:jobset|pytorchjob|rayjob|tfjob|mpijob)/(?=.{{1,63}}\Z){_DNS_LABEL})\Z")  # a JobSet's ...
 CLUSTER_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
 SHOWN = 40
 """How much of a refused word an error quotes: a 5,000-digit id is not echoed whole."""
@@ -39,7 +39,7 @@ def validate_job_id(job_id: str) -> str:
         return job_id
     raise InvalidJobIdError(
         f"{shown(job_id)} is not a job id: expected digits (optionally _N or +N) or a Kubernetes "
-        "name (optionally jobset/NAME, pytorchjob/NAME or rayjob/NAME)"
+        "name (optionally jobset/NAME, pytorchjob/NAME, rayjob/NAME, tfjob/NAME or mpijob/NAME)"
     )
 
 

@@ -33,7 +33,8 @@ from probes.errors import CommandError, ProbeError
 RECORDING_FILES = frozenset({
     "cluster.json",
     "squeue.json", "scontrol.txt", "collected.json", "sacct.json",  # SLURM
-    "jobs.json", "jobsets.json", "pytorchjobs.json", "rayjobs.json", "pods.json",  # Kubernetes
+    "jobs.json", "jobsets.json", "pytorchjobs.json", "rayjobs.json",
+    "tfjobs.json", "mpijobs.json", "pods.json",  # Kubernetes
     "logs.json",
 })
 """Every fixed file name a recording of either kind may hold."""

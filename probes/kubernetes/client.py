@@ -52,7 +52,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from probes.errors import AuthError, CommandError, UnreachableError
 from probes.kubernetes.api_errors import ForbiddenError, NotFoundError, status_of
-from probes.kubernetes.pytorchjob import PYTORCHJOB_GROUP, PYTORCHJOB_PLURAL, PYTORCHJOB_VERSION
+from probes.kubernetes.pytorchjob import (
+    KUBEFLOW_KINDS,
+    PYTORCHJOB_GROUP,
+    PYTORCHJOB_PLURAL,
+    PYTORCHJOB_VERSION,
+)
 from probes.kubernetes.rayjob import RAYJOB_GROUP, RAYJOB_PLURAL, RAYJOB_VERSION
 from probes.kubernetes.session import KubeSession
 
@@ -83,6 +88,12 @@ class KubeClient(KubeSession):
         """Every Kubeflow PyTorchJob (as plain dicts), as :meth:`list_jobsets`: none when the
         training operator's CRD is not installed, :class:`ForbiddenError` when refused."""
         return await self._list_custom(PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, PYTORCHJOB_PLURAL)
+
+    async def list_training_jobs(self, kind: str) -> list[Any]:
+        """Every TFJob or MPIJob (``kind``; kubeflow.org/v1, as plain dicts), as
+        :meth:`list_pytorchjobs`."""
+        return await self._list_custom(PYTORCHJOB_GROUP, PYTORCHJOB_VERSION,
+                                       KUBEFLOW_KINDS[kind][0])
 
     async def list_rayjobs(self) -> list[Any]:
         """Every KubeRay RayJob (as plain dicts), as :meth:`list_jobsets`: none when KubeRay's
@@ -199,6 +210,16 @@ class KubeClient(KubeSession):
                 PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, self._namespace, PYTORCHJOB_PLURAL, name,
                 body=_delete_options(uid), _request_timeout=t)))
 
+
+    async def delete_training_job(self, kind: str, name: str, *,
+                                  uid: str | None = None) -> None:
+        """Delete a TFJob or MPIJob (``kind``), as :meth:`delete_pytorchjob`."""
+        custom = CustomObjectsApi(await self._api())
+        plural = KUBEFLOW_KINDS[kind][0]
+        await self.call(f"delete {kind.lower()} {name}", lambda t: (
+            custom.delete_namespaced_custom_object(
+                PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, self._namespace, plural, name,
+                body=_delete_options(uid), _request_timeout=t)))
 
     async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:
         """Delete a RayJob, as :meth:`delete_jobset`: KubeRay's finalizer stops the Ray job,

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from probes.errors import UnreachableError
 from probes.kubernetes.api import KubeApi
 from probes.kubernetes.api_errors import ForbiddenError
 from probes.kubernetes.objects import Workload, job_workload, jobset_workload, qualify
-from probes.kubernetes.pytorchjob import pytorchjob_workload
+from probes.kubernetes.pytorchjob import kubeflow_workload, pytorchjob_workload
 from probes.kubernetes.rayjob import rayjob_workload
 
 
@@ -34,17 +35,23 @@ async def list_workloads(api: KubeApi, jobs_seen: Collection[str] = ()
     sweep in ``jobs_seen`` still qualifying its namesakes: the sweep that reports the Job
     vanished does not give another kind its bare name, two rows of one id), and the reason
     each kind that could not be listed was not, by kind (``"JobSet"``, ``"PyTorchJob"``,
-    ``"RayJob"``)."""
+    ``"RayJob"``, ``"TFJob"``, ``"MPIJob"``)."""
     jobs = [job_workload(job) for job in await api.list_jobs()]
     refused: dict[str, str] = {}
     jobsets = await _optional(api.list_jobsets, "JobSet", refused)
     pytorchjobs = await _optional(api.list_pytorchjobs, "PyTorchJob", refused)
     rayjobs = await _optional(api.list_rayjobs, "RayJob", refused)
+    training = [kubeflow_workload(obj, kind) for kind in TRAINING_KINDS
+                for obj in await _optional(partial(api.list_training_jobs, kind), kind, refused)]
     return qualify([w for w in jobs if not w.owned_by_jobset and not w.owned_by_rayjob]
                    + [jobset_workload(obj) for obj in jobsets]
-                   + [pytorchjob_workload(obj) for obj in pytorchjobs]
+                   + [pytorchjob_workload(obj) for obj in pytorchjobs] + training
                    + with_submitters([rayjob_workload(obj) for obj in rayjobs], jobs),
                    jobs_seen), refused
+
+
+TRAINING_KINDS = ("TFJob", "MPIJob")
+"""The training operator's kinds listed besides PyTorchJobs (``api.list_training_jobs``)."""
 
 
 def with_submitters(rayjobs: list[Workload], jobs: list[Workload]) -> list[Workload]:

@@ -102,7 +102,7 @@ class Workload:
         """The (label, value) pairs that mark this workload's pods, preferred first."""
         if self.view.kind == "JobSet":
             return ((JOBSET_NAME_LABEL, self.name),)
-        if self.view.kind == "PyTorchJob":
+        if self.view.kind in ("PyTorchJob", "TFJob", "MPIJob"):  # the training operator's
             return ((PYTORCHJOB_NAME_LABEL, self.name),)
         if self.pod_sets:
             return self.pod_sets
@@ -121,7 +121,7 @@ def qualify(workloads: Sequence[Workload], jobs_seen: Collection[str] = ()) -> l
             for work in workloads]
 
 
-QUALIFY_ORDER = ("Job", "JobSet", "PyTorchJob", "RayJob")
+QUALIFY_ORDER = ("Job", "JobSet", "PyTorchJob", "RayJob", "TFJob", "MPIJob")
 """The kinds in the order they keep a shared name (the Job first, kubectl's bare name)."""
 
 

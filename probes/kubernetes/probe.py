@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -49,7 +50,7 @@ from probes.kubernetes.api import KubeApi
 from probes.kubernetes.api_errors import NotFoundError, status_of
 from probes.kubernetes.attempts import failed_rank
 from probes.kubernetes.client import KubeClient
-from probes.kubernetes.listing import list_workloads, refusal_detail
+from probes.kubernetes.listing import TRAINING_KINDS, list_workloads, refusal_detail
 from probes.kubernetes.log_reader import LogReader, real_faults
 from probes.kubernetes.markers import (
     FAILED_RANK_LABEL,
@@ -215,7 +216,8 @@ class KubernetesProbe(VanishedJobs):
 
     async def cancel(self, job_id: str, *, uid: str | None = None,
                      owner: str | None = None) -> None:
-        """Delete the Job (JobSet, PyTorchJob, RayJob) with background propagation; already
+        """Delete the Job (JobSet, PyTorchJob, RayJob, TFJob, MPIJob) with background
+        propagation; already
         gone is success.
         With ``uid`` the delete carries it as a precondition: the API server refuses (409)
         to delete an object re-created under the name since (``owner`` adds nothing)."""
@@ -234,7 +236,10 @@ class KubernetesProbe(VanishedJobs):
         kinds = ("Job", *_DELETES) if kind is None else (kind,)
         for tried in kinds:
             try:
-                await getattr(self._api, _DELETES.get(tried, "delete_job"))(name, uid=uid)
+                delete = getattr(self._api, _DELETES.get(tried, "delete_job"))
+                if tried in TRAINING_KINDS:  # one call for the training operator's others
+                    delete = partial(delete, tried)
+                await delete(name, uid=uid)
                 break
             except NotFoundError:
                 continue  # already gone (or another kind): the cancel's goal holds
@@ -353,7 +358,8 @@ class KubernetesProbe(VanishedJobs):
 
 
 _DELETES = {"JobSet": "delete_jobset", "PyTorchJob": "delete_pytorchjob",
-            "RayJob": "delete_rayjob"}
+            "RayJob": "delete_rayjob", "TFJob": "delete_training_job",
+            "MPIJob": "delete_training_job"}
 """The kinds besides Job a cancel deletes, by the ``KubeApi`` call deleting one."""
 
 

@@ -1,7 +1,10 @@
-"""A Kubeflow training-operator PyTorchJob (kubeflow.org/v1, as a dict) as a :class:`Workload`.
+"""A Kubeflow training-operator job (kubeflow.org/v1, as a dict) as a :class:`Workload`: a
+PyTorchJob, a TFJob or an MPIJob (:data:`KUBEFLOW_KINDS`).
 
 Policy: pure, no I/O; the shapes are the operator's own (kubeflow/training-operator v1.9.0,
-``pkg/apis/kubeflow.org/v1/pytorch_types.go`` and ``common_types.go``):
+``pkg/apis/kubeflow.org/v1/pytorch_types.go``, ``tensorflow_types.go``, ``mpi_types.go`` and
+``common_types.go``: the three kinds share ``runPolicy``, the ``JobStatus`` and the pod
+labels, and differ in their replica specs' key and replica types):
 
 - ``status.conditions`` of type Created, Running, Restarting, Succeeded, Failed, Suspended
   (their reasons ``PyTorchJob<type>``, ``util.NewReason``): Succeeded and Failed are
@@ -20,7 +23,9 @@ Policy: pure, no I/O; the shapes are the operator's own (kubeflow/training-opera
   pod's group) and ``replica-index`` (its rank, :mod:`probes.kubernetes.pod_status`), the
   PyTorchJob their controller owner. The log read is the master's (``first_group``):
   the ``Master`` replica's index 0, else (no Master replica) worker 0, as the operator's
-  ``IsMasterRole`` gives the master role.
+  ``IsMasterRole`` gives the master role; a TFJob's ``Chief`` (or ``Master``), else worker 0
+  (``tfjob_controller.go`` ``IsMasterRole``); an MPIJob's ``Launcher`` (the pod that runs
+  ``mpirun`` and prints the run's output, ``mpijob_controller.go``).
 """
 
 from __future__ import annotations
@@ -32,15 +37,27 @@ from probes.kubernetes.objects import Workload, main_container_dict, timestamp
 from probes.kubernetes.views import ConditionView, WorkloadView
 
 PYTORCHJOB_GROUP, PYTORCHJOB_VERSION, PYTORCHJOB_PLURAL = "kubeflow.org", "v1", "pytorchjobs"
+KUBEFLOW_KINDS = {
+    "PyTorchJob": ("pytorchjobs", "pytorchReplicaSpecs", ("Master", "Worker")),
+    "TFJob": ("tfjobs", "tfReplicaSpecs", ("Chief", "Master", "Worker", "PS", "Evaluator")),
+    "MPIJob": ("mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker")),
+}
+"""Each training-operator kind: its plural, its replica specs' key, its replica types in the
+order the log's pod is taken (the operator's master role first)."""
 NO_BACKOFF_LIMIT = 2**31 - 1
 """A PyTorchJob without ``runPolicy.backoffLimit``: the operator fails it on no restart count."""
 DEADLINE_SAID = "active longer than specified deadline"
 """The operator's Failed message for a job past ``activeDeadlineSeconds`` (``common/job.go``)."""
-REPLICA_ORDER = ("Master", "Worker")
 
 
 def pytorchjob_workload(obj: Mapping[str, Any]) -> Workload:
     """A PyTorchJob (kubeflow.org/v1, as a dict) as a :class:`Workload` (module policy)."""
+    return kubeflow_workload(obj, "PyTorchJob")
+
+
+def kubeflow_workload(obj: Mapping[str, Any], kind: str) -> Workload:
+    """A training-operator job of ``kind`` (:data:`KUBEFLOW_KINDS`) as a :class:`Workload`."""
+    _plural, specs_key, order = KUBEFLOW_KINDS[kind]
     # A custom object is the API's JSON, unchecked by any client model: a field of another
     # shape (a CRD of another version, an object edited by hand) is read as absent.
     meta, spec, status = (_dict(obj.get(key)) for key in ("metadata", "spec", "status"))
@@ -51,7 +68,7 @@ def pytorchjob_workload(obj: Mapping[str, Any]) -> Workload:
                 if isinstance(v, Mapping)}
     limit = run_policy.get("backoffLimit")
     view = WorkloadView(
-        kind="PyTorchJob",
+        kind=kind,
         name=str(meta.get("name")),
         conditions=conditions,
         suspended=bool(run_policy.get("suspend")),
@@ -62,9 +79,9 @@ def pytorchjob_workload(obj: Mapping[str, Any]) -> Workload:
         backoff_limits=((None, limit if isinstance(limit, int) else NO_BACKOFF_LIMIT),),
     )
     terminal = view.condition("Succeeded", "Failed")
-    specs = {k: _dict(v) for k, v in _dict(spec.get("pytorchReplicaSpecs")).items()}
+    specs = {k: _dict(v) for k, v in _dict(spec.get(specs_key)).items()}
     ordered = sorted((str(k) for k in specs), key=lambda k: (
-        REPLICA_ORDER.index(k) if k in REPLICA_ORDER else len(REPLICA_ORDER), k))
+        order.index(k) if k in order else len(order), k))
     leader = specs.get(ordered[0]) if ordered else None
     image, command = main_container_dict(_dict((leader or {}).get("template")))
     deadline = run_policy.get("activeDeadlineSeconds")

@@ -27,6 +27,7 @@ from kubernetes_asyncio.client import ApiClient
 from probes.errors import AuthError, CommandError, ProbeError, UnreachableError
 from probes.kubernetes.api import KubeApi
 from probes.kubernetes.api_errors import ForbiddenError, NoAnswerError, NotFoundError
+from probes.kubernetes.pytorchjob import KUBEFLOW_KINDS
 
 ERRORS: dict[str, type[ProbeError]] = {cls.__name__: cls for cls in (
     NoAnswerError, UnreachableError, ForbiddenError, AuthError, NotFoundError, CommandError,
@@ -88,6 +89,12 @@ class Answers:
     rayjobs: list[Any] = field(default_factory=list)
     rayjobs_error: ProbeError | None = None
     """The RayJob list refused or failed, as ``jobsets_error``."""
+    tfjobs: list[Any] = field(default_factory=list)
+    tfjobs_error: ProbeError | None = None
+    """The TFJob list refused or failed, as ``jobsets_error``."""
+    mpijobs: list[Any] = field(default_factory=list)
+    mpijobs_error: ProbeError | None = None
+    """The MPIJob list refused or failed, as ``jobsets_error``."""
     pods: list[Any] = field(default_factory=list)
     reads: list[LogRead] = field(default_factory=list)
 
@@ -141,6 +148,15 @@ class RecordingClient:
             raise
         return self.answers.rayjobs
 
+    async def list_training_jobs(self, kind: str) -> list[Any]:
+        plural = KUBEFLOW_KINDS[kind][0]
+        try:
+            setattr(self.answers, plural, await self._live.list_training_jobs(kind))
+        except (ForbiddenError, UnreachableError) as exc:
+            setattr(self.answers, f"{plural}_error", exc)
+            raise
+        return list(getattr(self.answers, plural))
+
     async def list_pods(self) -> list[Any]:
         self.answers.pods = await self._live.list_pods()
         return self.answers.pods
@@ -163,6 +179,10 @@ class RecordingClient:
         raise CommandError("a recording sweep cancels nothing")
 
     async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError("a recording sweep cancels nothing")
+
+    async def delete_training_job(self, kind: str, name: str, *,
+                                  uid: str | None = None) -> None:
         raise CommandError("a recording sweep cancels nothing")
 
     async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:
@@ -218,6 +238,14 @@ class RecordedClient:
             raise type(refused)(str(refused))
         return list(self._answers.rayjobs)
 
+    async def list_training_jobs(self, kind: str) -> list[Any]:
+        self.calls += 1
+        plural = KUBEFLOW_KINDS[kind][0]
+        refused = getattr(self._answers, f"{plural}_error")
+        if refused is not None:
+            raise type(refused)(str(refused))
+        return list(getattr(self._answers, plural))
+
     async def list_pods(self) -> list[Any]:
         self.calls += 1
         return list(self._answers.pods)
@@ -241,6 +269,10 @@ class RecordedClient:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")
 
     async def delete_pytorchjob(self, name: str, *, uid: str | None = None) -> None:
+        raise CommandError(f"{self._where} is a recording: nothing to cancel")
+
+    async def delete_training_job(self, kind: str, name: str, *,
+                                  uid: str | None = None) -> None:
         raise CommandError(f"{self._where} is a recording: nothing to cancel")
 
     async def delete_rayjob(self, name: str, *, uid: str | None = None) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from probes.config import KubernetesCluster
 from probes.errors import UnreachableError
 from probes.kubernetes.client import KubeClient
-from probes.kubernetes.listing import with_submitters
+from probes.kubernetes.listing import TRAINING_KINDS, with_submitters
 from probes.kubernetes.objects import (
     Workload,
     job_workload,
@@ -35,7 +35,7 @@ from probes.kubernetes.objects import (
     qualify,
 )
 from probes.kubernetes.probe import KubernetesProbe
-from probes.kubernetes.pytorchjob import pytorchjob_workload
+from probes.kubernetes.pytorchjob import KUBEFLOW_KINDS, kubeflow_workload, pytorchjob_workload
 from probes.kubernetes.rayjob import rayjob_workload
 from probes.kubernetes.recorded import Answers, RecordingClient, error_name, to_api_json
 from probes.recording_files import check_dest, to_json, write_files
@@ -79,10 +79,14 @@ def selected(answers: Answers, ids: set[str]) -> Answers:
     jobs = [(obj, job_workload(obj)) for obj in answers.jobs]
     sets = [(obj, jobset_workload(obj)) for obj in answers.jobsets]
     torch = [(obj, pytorchjob_workload(obj)) for obj in answers.pytorchjobs]
+    training = {kind: [(obj, kubeflow_workload(obj, kind))
+                       for obj in getattr(answers, KUBEFLOW_KINDS[kind][0])]
+                for kind in TRAINING_KINDS}
     rays = with_submitters([rayjob_workload(obj) for obj in answers.rayjobs],
                            [w for _, w in jobs])
     works = qualify([w for _, w in jobs if not w.owned_by_jobset and not w.owned_by_rayjob]
-                    + [w for _, w in sets] + [w for _, w in torch] + rays)
+                    + [w for _, w in sets] + [w for _, w in torch] + rays
+                    + [w for listed in training.values() for _, w in listed])
     kept = [w for w in works if w.job_id in ids]
     names = {w.name for w in kept}
     set_names = {w.name for w in kept if w.view.kind == "JobSet"}
@@ -91,7 +95,7 @@ def selected(answers: Answers, ids: set[str]) -> Answers:
     ray_names = {w.name for w in kept if w.view.kind == "RayJob"}
     torch_names = {w.name for w in kept if w.view.kind == "PyTorchJob"} | ray_names
     ray_uids = {w.uid for w in kept if w.view.kind == "RayJob"}
-    return Answers(
+    kept_answers = Answers(
         jobs=[obj for obj, w in jobs if (w.name in names and not w.owned_by_jobset
                                          and not w.owned_by_rayjob)
               or _jobset_of(obj) in set_names or w.owned_by_rayjob in ray_uids],
@@ -105,6 +109,11 @@ def selected(answers: Answers, ids: set[str]) -> Answers:
         pods=[pod for pod in answers.pods if any(_matched(pod, w) for w in kept)],
         reads=answers.reads,
     )
+    for kind, listed in training.items():  # the training operator's other kinds
+        plural = KUBEFLOW_KINDS[kind][0]
+        setattr(kept_answers, plural, [obj for obj, w in listed if w.job_id in ids])
+        setattr(kept_answers, f"{plural}_error", getattr(answers, f"{plural}_error"))
+    return kept_answers
 
 
 def _jobset_of(job: Any) -> str | None:
@@ -133,6 +142,12 @@ def recording_files(meta: Mapping[str, Any], answers: Answers) -> dict[str, str]
     files["pytorchjobs.json"] = to_json(
         {"error": {"type": error_name(failed), "message": str(failed)}} if failed
         else _list("kubeflow.org/v1", "PyTorchJobList", answers.pytorchjobs))
+    for kind in TRAINING_KINDS:
+        plural = KUBEFLOW_KINDS[kind][0]
+        failed = getattr(answers, f"{plural}_error")
+        files[f"{plural}.json"] = to_json(
+            {"error": {"type": error_name(failed), "message": str(failed)}} if failed
+            else _list("kubeflow.org/v1", f"{kind}List", getattr(answers, plural)))
     failed = answers.rayjobs_error
     files["rayjobs.json"] = to_json(
         {"error": {"type": error_name(failed), "message": str(failed)}} if failed

@@ -23,6 +23,7 @@ Directory format (version 1)::
     pytorchjobs.json  the kubeflow.org/v1 PyTorchJobList, or {"error": {...}} when its list
                    was refused or failed (absent, as in a recording made before: none)
     rayjobs.json   the ray.io/v1 RayJobList, or {"error": {...}}, as pytorchjobs.json
+    tfjobs.json, mpijobs.json  the kubeflow.org/v1 TFJobList and MPIJobList, as pytorchjobs.json
     pods.json      the v1 PodList (the selected jobs' pods only)
     logs.json      {"reads": [...]}: each pod log read in order, {"pod", "container",
                    "previous", "cut", "file": "log-0001.txt"} or {"pod", "container",
@@ -235,7 +236,7 @@ def _objects(files: _Files, name: str, klass: str) -> list[Any]:
                            f"{type(exc).__name__}: {why}"[:300]) from exc
 
 
-_LISTED_KINDS = ("jobsets", "pytorchjobs", "rayjobs")
+_LISTED_KINDS = ("jobsets", "pytorchjobs", "rayjobs", "tfjobs", "mpijobs")
 """The custom kinds a recording may hold, each in ``<kind>.json`` (absent: none listed)."""
 
 

@@ -106,10 +106,12 @@ def test_the_bot_exits_through_the_interpreter(tmp_path: Path) -> None:
      "jobtables: /nonexistent/j.toml: no such config file\n"),
     (["job", "1;id", "--config", "/nonexistent/j.toml"], 2,
      "jobtables: '1;id' is not a job id: expected digits (optionally _N or +N) or a "
-     "Kubernetes name (optionally jobset/NAME, pytorchjob/NAME or rayjob/NAME)\n"),
+     "Kubernetes name (optionally jobset/NAME, pytorchjob/NAME, rayjob/NAME, tfjob/NAME or "
+     "mpijob/NAME)\n"),
     (["job", "1" * 5000, "--config", "/nonexistent/j.toml"], 2,
      f"jobtables: '{'1' * 40}…' is not a job id: expected digits (optionally _N or +N) or a "
-     "Kubernetes name (optionally jobset/NAME, pytorchjob/NAME or rayjob/NAME)\n"),
+     "Kubernetes name (optionally jobset/NAME, pytorchjob/NAME, rayjob/NAME, tfjob/NAME or "
+     "mpijob/NAME)\n"),
     (["job", "x" * 300 + ":1", "--config", "/nonexistent/j.toml"], 2,
      f"jobtables: '{'x' * 40}…' is not a cluster name\n"),
 ])

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,10 @@ class KubeStandIn:
     """kubeflow.org/v1 PyTorchJobs (``tests.probes.kubernetes.pytorchjobs``)."""
     rayjobs: dict[str, dict[str, Any]] | None = None
     """ray.io/v1 RayJobs (``tests.probes.kubernetes.rayjobs``)."""
+    tfjobs: dict[str, dict[str, Any]] | None = None
+    """kubeflow.org/v1 TFJobs (``tests.probes.kubernetes.training_jobs``)."""
+    mpijobs: dict[str, dict[str, Any]] | None = None
+    """kubeflow.org/v1 MPIJobs (``tests.probes.kubernetes.training_jobs``)."""
     logs: dict[str, str] = field(default_factory=dict)
     """``pod`` or ``pod/container`` -> the container's whole log (``.../previous``: its run
     before the current one, ``previous=true``)."""
@@ -103,6 +108,11 @@ class KubeStandIn:
         app.router.add_delete(f"/apis/kubeflow.org/v1{ns}/pytorchjobs/{{name}}",
                               self._delete_pytorchjob)
         app.router.add_get(f"/apis/ray.io/v1{ns}/rayjobs", self._list_rayjobs)
+        for plural, kind in (("tfjobs", "TFJobList"), ("mpijobs", "MPIJobList")):
+            app.router.add_get(f"/apis/kubeflow.org/v1{ns}/{plural}", partial(
+                self._list_training, plural, kind))
+            app.router.add_delete(f"/apis/kubeflow.org/v1{ns}/{plural}/{{name}}", partial(
+                self._delete_training, plural))
         app.router.add_delete(f"/apis/ray.io/v1{ns}/rayjobs/{{name}}", self._delete_rayjob)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -225,6 +235,14 @@ class KubeStandIn:
 
     async def _list_pytorchjobs(self, request: web.Request) -> web.Response:
         return self._list_custom(self.pytorchjobs, "PyTorchJobList", "kubeflow.org/v1", request)
+
+    async def _list_training(self, plural: str, kind: str,
+                             request: web.Request) -> web.Response:
+        return self._list_custom(getattr(self, plural), kind, "kubeflow.org/v1", request)
+
+    async def _delete_training(self, plural: str, request: web.Request) -> web.Response:
+        return self._delete(getattr(self, plural) or {}, request.match_info["name"],
+                            f"{plural}.kubeflow.org", await _delete_options(request))
 
     async def _list_rayjobs(self, request: web.Request) -> web.Response:
         return self._list_custom(self.rayjobs, "RayJobList", "ray.io/v1", request)

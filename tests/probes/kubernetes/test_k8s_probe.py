@@ -52,7 +52,8 @@ async def test_healthy_rl_job(standin: KubeStandIn, probe: KubernetesProbe) -> N
     assert job.summary is not None and job.summary.points[-1].step == 3
     assert "entropy" in job.summary.points[-1].values
     assert job.checkpoints is None and job.trials is None
-    assert facts.round_trips == 6  # jobs, jobsets, pytorchjobs, rayjobs, pods, log: in turn
+    # jobs, jobsets, pytorchjobs, rayjobs, tfjobs, mpijobs, pods, log: in turn
+    assert facts.round_trips == 8
 
 
 async def test_hf_dict_log_gives_metrics(standin: KubeStandIn, probe: KubernetesProbe) -> None:
@@ -254,7 +255,8 @@ async def test_one_pod_list_per_sweep(standin: KubeStandIn, probe: KubernetesPro
     standin.logs["sft-old-0"] = HF_LOG
     facts = await probe.collect()
     assert len(standin.calls("GET", "/pods")) == 1
-    assert facts.round_trips == 5 + 7  # jobs, jobsets, pytorchjobs, rayjobs, pods, 1 log a job
+    # jobs, jobsets, pytorchjobs, rayjobs, tfjobs, mpijobs, pods, 1 log a job
+    assert facts.round_trips == 7 + 7
     for n in range(6):
         job = only_job(facts, f"rl-many-{n}")
         assert job.record.pods_total == 1 and job.record.stdout_path == f"pod/rl-many-{n}-0"
@@ -630,8 +632,9 @@ async def test_jobset_api_absent_is_not_an_error(standin: KubeStandIn,
     add_running(standin, "sft-a", HF_LOG)
     facts = await probe.collect()
     assert facts.status == "ok" and [j.record.job_id for j in facts.jobs] == ["sft-a"]
-    await probe.cancel("never-seen")  # Job, JobSet, PyTorchJob, RayJob 404: already gone: success
-    assert len(standin.calls("DELETE", "/never-seen")) == 4
+    # Job, JobSet, PyTorchJob, RayJob, TFJob, MPIJob 404: already gone: success
+    await probe.cancel("never-seen")
+    assert len(standin.calls("DELETE", "/never-seen")) == 6
 
 
 async def test_suspended_and_filtered_jobs(standin: KubeStandIn,

@@ -101,8 +101,8 @@ async def test_a_directory_re_recorded_in_place_holds_only_the_new_recording(
     del standin.jobs["rl-b"]
     await record(cluster, rec, clock=lambda: NOW)
     assert sorted(p.name for p in rec.iterdir()) == [
-        "cluster.json", "jobs.json", "jobsets.json", "log-0001.txt", "logs.json", "notes.txt",
-        "pods.json", "pytorchjobs.json", "rayjobs.json"]
+        "cluster.json", "jobs.json", "jobsets.json", "log-0001.txt", "logs.json", "mpijobs.json",
+        "notes.txt", "pods.json", "pytorchjobs.json", "rayjobs.json", "tfjobs.json"]
     _, jobs = await _replay(rec)
     assert set(jobs) == {"rl-a"}
 
