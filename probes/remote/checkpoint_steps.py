@@ -124,22 +124,28 @@ def _finished_hf(fd: int, path: str, names: list[str], guard: Guard,
 
 
 _DCP_STEP = re.compile(r"^step-(\d+)$")
-_DCP_DONE = (".metadata", "model.safetensors.index.json")
-"""What a finished torchtitan save holds: DCP writes ``.metadata`` once every shard is
+_DCP_DONE = (".metadata", "model.safetensors.index.json", "metadata.json")
+"""What a finished ``step-N`` save holds: DCP writes ``.metadata`` once every shard is
 written (torchtitan's own resume only takes a ``step-N`` holding it); a last save in HF format
-(``last_save_in_hf``) writes its safetensors index."""
+(``last_save_in_hf``) writes its safetensors index; Levanter writes ``metadata.json`` in its
+commit callback, once every array is written (its resume takes only a directory holding it)."""
 _DCP_SHARD = "__0_0.distcp"
 """Rank 0's first shard file (DCP's ``__{rank}_{i}.distcp``): a ``step-N`` directory holding
 it is a distributed checkpoint; one without it is another tool's save (LitGPT's
 ``step-00001000/lit_model.pth``), finished when it is there."""
+_LEVANTER_LEAF = "training_key"
+"""A Levanter save's ``TrainerState.training_key`` array (each saveable leaf is a tensorstore
+array under its key path): a ``step-N`` holding it is Levanter's, in flight until its
+``metadata.json`` is written."""
 
 
 def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard,
                   seen: list[str] | None = None) -> list[str]:
-    """``names`` without torchtitan saves still in flight: the DCP ``step-N`` directories
-    (shards, no ``.metadata``) above the newest finished one (an async save of the newest step
-    is written while training goes on; the ones below it were finished before it started).
-    The newest ``_HF_CHECKS`` are looked at; older ones are kept (three stats each at most).
+    """``names`` without torchtitan or Levanter saves still in flight: the ``step-N``
+    directories holding DCP shards or Levanter's arrays but not yet what a finished save
+    holds (``_DCP_DONE``), above the newest finished one (an async save of the newest step is
+    written while training goes on; the ones below it were finished before it started).
+    The newest ``_HF_CHECKS`` are looked at; older ones are kept (five stats each at most).
     The directories looked into are added to ``seen``."""
     dcp = sorted(((int(m.group(1)), n) for n in names for m in [_DCP_STEP.match(n)] if m),
                  reverse=True)
@@ -148,8 +154,8 @@ def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard,
         for _, name in dcp[:_HF_CHECKS]:
             if seen is not None:
                 seen.append(name)
-            if any(_holds(fd, name, done) for done in _DCP_DONE) \
-                    or not _holds(fd, name, _DCP_SHARD):
+            if any(_holds(fd, name, done) for done in _DCP_DONE) or not (
+                    _holds(fd, name, _DCP_SHARD) or _holds(fd, name, _LEVANTER_LEAF)):
                 break
             unfinished.append(name)
     return [n for n in names if n not in unfinished]
