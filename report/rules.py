@@ -59,6 +59,7 @@ from report.findings import (
     pending_note,
     series,
 )
+from report.harbor_trials import last_activity_minutes
 from report.rollouts import grad_zero_unresolved
 from report.settings import Thresholds
 from report.signals import Windows
@@ -122,8 +123,12 @@ def sec_per_step(ctx: JudgeContext) -> float | None:
 
 def stall_rule(ctx: JudgeContext, f: Findings) -> None:
     """Flag ``stall`` when a RUNNING job has logged no new step for its stall window; one
-    whose trainer said it finished is told as stuck after training, not mid-way."""
-    if not ctx.running or not ctx.history or not ctx.fetch_ok:
+    whose trainer said it finished is told as stuck after training, not mid-way; one with no
+    step yet whose log went silent is hung in bring-up (:func:`_bring_up_stall`)."""
+    if not ctx.running or not ctx.fetch_ok:
+        return
+    if not ctx.history:
+        _bring_up_stall(ctx, f)
         return
     th = ctx.settings.thresholds
     rate = sec_per_step(ctx)
@@ -147,6 +152,32 @@ def stall_rule(ctx: JudgeContext, f: Findings) -> None:
             why = "; look for a hung actor or rank"
         f.trend(Priority.DIAGNOSE, text)
         f.recommend(Priority.DIAGNOSE, "diagnose", text + why)
+
+
+def _bring_up_stall(ctx: JudgeContext, f: Findings) -> None:
+    """A run still in bring-up (no step yet) whose log has said nothing for
+    ``stall_min_minutes``, timed from no earlier than the job's start: no bring-up but a hang
+    before the first step (a collective that never forms, a trainer resumed at its
+    ``max_steps`` waiting for a batch that never comes: prime-rl before #3352). The seed's
+    benign bring-up keeps its log moving (loading bars, heartbeats); an empty log is
+    :func:`empty_log_rule`'s."""
+    log = ctx.facts.log
+    if "buffer-filling" not in f.flags or log is None or not log.text:
+        return
+    silent = last_activity_minutes(ctx)
+    limit = ctx.settings.thresholds.stall_min_minutes
+    if silent is None or silent <= limit:
+        return
+    f.flags.remove("buffer-filling")
+    f.verdicts.discard("buffering")
+    f.flag("stall")
+    f.verdict("stalled")
+    text = (f"STALL in bring-up: no step and no new log line for "
+            f"{format_duration(silent * 60)} (limit {format_duration(limit * 60)})")
+    f.trend(Priority.DIAGNOSE, text)
+    f.recommend(Priority.DIAGNOSE, "diagnose",
+                text + "; look for a hang before the first step (a collective, a resume past "
+                "max_steps, a download)")
 
 
 def silent_minutes(ctx: JudgeContext) -> float | None:
