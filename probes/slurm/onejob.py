@@ -226,7 +226,8 @@ async def job_files(
             # only, so the read costs the run's attempts, not the user's whole queue.
             selection += (f"--name={record.name}",)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
-        if named and record.workdir:  # and its neighbours' ids, names, workdirs and logs
+        if named and record.workdir and record.state is not JobState.PENDING:
+            # and a running run's neighbours' ids, names, workdirs and logs
             commands.append({"argv": neighbour_argv(nonce, str(record.user))})
             # Their progress counts under the default roots; the attempts' settings always.
             beside = neighbour_request(
@@ -290,13 +291,19 @@ async def attempt_files(runner: Runner, cluster: SlurmCluster,
 def _lists_related(record: SchedulerRecord) -> bool:
     """Whether command 2 lists the user's related jobs: a TIMEOUT or COMPLETED job's
     successor candidates (all the user's jobs SLURM holds), a RUNNING job's earlier attempts
-    (the user's jobs of its name: a name squeue's ``--name`` list can hold, no comma)."""
-    if (record.state not in _RELATED and not _ending(record)) or not record.user \
-            or not _USER.match(record.user):
+    and a job pending on a dependency's attempt it may resume (``report.holds``; the user's
+    jobs of its name: a name squeue's ``--name`` list can hold, no comma)."""
+    if (record.state not in _RELATED and not _ending(record) and not _waits(record)) \
+            or not record.user or not _USER.match(record.user):
         return False
     name = record.name
     return record.state in _ALL_OF_USER or _ending(record) or (
         bool(name) and "," not in name and name.isprintable() and len(name) <= 1024)
+
+
+def _waits(record: SchedulerRecord) -> bool:
+    """Pending on a dependency (a restart chain's resume queued behind its attempt)."""
+    return record.state is JobState.PENDING and record.reason == "Dependency"
 
 
 def _ending(record: SchedulerRecord) -> bool:
