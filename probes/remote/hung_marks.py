@@ -7,93 +7,117 @@ its process on the login node until the mount answers: no signal ends it. Each s
 process; had each touched the same path, each would have left one more stuck process there,
 every sweep, for as long as the mount hung.
 
-So a process that gives a read up (:func:`mark`) binds a Linux abstract-namespace socket named
-for the path it was reading, under the account's uid, and holds it for as long as it lives:
-as long as the stuck read waits. A later process (:func:`hung_at`) does not touch a path at or
-below a marked one; the kernel drops the mark with the process, so the path is read again
-once the mount has answered the stuck read. No file is written anywhere; the marks cost one
-``connect`` a process when there is none (the account's umbrella mark, :func:`_umbrella`), and
-a mark counts only when its socket is the account's own (``SO_PEERCRED``): another user cannot
-plant one to hide a path. Where any of this is unavailable (not Linux), nothing is marked and
-every path is read, as before.
+So a process that gives a read up (:func:`mark_hung`) creates a file named for the path it was
+reading in :data:`MARK_DIR` (``/dev/shm``: local memory, never itself a hung mount; a
+directory of the account's own, mode 0700) and holds an exclusive ``flock`` on it for as long
+as it lives: as long as the stuck read waits. A later process (:func:`hung_at`) does not touch
+a path at or below one whose mark is still locked; the kernel drops the lock with the
+process, so the path is read again once the mount has answered the stuck read, and that
+process removes the mark. Only the account can write in its directory: another user cannot
+plant a mark to hide a path (a directory of that name that is not the account's own, 0700 and
+no link, is not used). When there are no marks this costs one ``listdir`` a process. Where any
+of this is unavailable (no ``/dev/shm``, no ``fcntl``), nothing is marked and every path is
+read, as before.
+
+(Abstract-namespace sockets held by the stuck process were tried first: each check that
+connected to one to learn its owner left a connection queued on it that nothing could accept,
+and after 128 checks every check failed.)
 """
 
 from __future__ import annotations
 
-import _socket  # socket's C module: ~1 ms less to import
 import contextlib
 import os
-import struct
+import stat
 import zlib
 from typing import Any, Dict, List, Optional  # noqa: UP035 - Python 3.7 on login nodes
 
-_MARK_PREFIX = "jobtables-hung:"
-_MARKS_HELD: List[Any] = []  # noqa: UP006 - the marks' sockets, held until the process ends
-_MARKS_KNOWN: Dict[str, Optional[bool]] = {}  # noqa: UP006, UP045 - name -> the account's? (None: unasked)
+try:
+    import fcntl
+except ImportError:  # not on POSIX: no marks
+    fcntl = None  # type: ignore[assignment]
+
+MARK_DIR = "/dev/shm/jobtables-hung-{uid}"
+_MARKS_HELD: List[Any] = []  # noqa: UP006 - the marks' open files, locked until the process ends
+_MARKS_KNOWN: Dict[str, bool] = {}  # noqa: UP006 - mark name -> a stuck read holds it
 _MARKS_LOADED: List[bool] = [False]  # noqa: UP006 - whether the marks were read
 
 
-def _mark_name(path: Optional[str] = None) -> str:  # noqa: UP045
-    """The abstract name (without its leading NUL) of the account's umbrella mark, or of a
-    path's."""
-    base = f"{_MARK_PREFIX}{os.geteuid()}"
-    if path is None:
-        return base
-    # hashlib costs ~10 ms to import; two CRCs (64 bits) name a path well enough: a clash
-    # skips a path only while a read elsewhere is stuck
+def _mark_name(path: str) -> str:
+    """A path's mark file name. hashlib costs ~10 ms to import; two CRCs (64 bits) name a
+    path well enough: a clash skips a path only while a read elsewhere is stuck."""
     raw = path.encode("utf-8", "surrogateescape")
-    return f"{base}:{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
 
 
-def _bind_mark(name: str) -> None:
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+def _mark_dir(create: bool) -> Optional[str]:  # noqa: UP045
+    """The account's marks directory, if it is the account's own (0700, no link)."""
+    where = MARK_DIR.format(uid=os.geteuid())
+    if create:
+        with contextlib.suppress(OSError):
+            os.mkdir(where, 0o700)
     try:
-        sock.bind(b"\0" + name.encode())
-        sock.listen(128)
+        st = os.lstat(where)
     except OSError:
-        sock.close()  # already held (by an earlier stuck process): that one marks it
-        return
-    _MARKS_HELD.append(sock)
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return where
 
 
 def mark_hung(path: str) -> None:
     """Mark ``path`` (absolute) hung for as long as this process lives."""
-    if not path.startswith("/") or not hasattr(_socket, "AF_UNIX"):
+    if not path.startswith("/") or fcntl is None:
         return
-    norm = os.path.normpath(path)
-    with contextlib.suppress(OSError, ValueError):
-        _bind_mark(_mark_name())
-        _bind_mark(_mark_name(norm))
-    _marks_known()[_mark_name(norm)] = True
-
-
-def _mark_owned(name: str) -> bool:
-    """Whether the socket bound at ``name`` is held by a process of this account."""
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    name = _mark_name(os.path.normpath(path))
+    _marks_known()[name] = True
+    where = _mark_dir(create=True)
+    if where is None:
+        return
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        sock.setblocking(False)
-        sock.connect(b"\0" + name.encode())
-        creds = sock.getsockopt(_socket.SOL_SOCKET, getattr(_socket, "SO_PEERCRED", 17),
-                                struct.calcsize("3i"))
-        return bool(struct.unpack("3i", creds)[1] == os.geteuid())
+        fd = os.open(os.path.join(where, name), flags, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # another stuck read already holds it: that one marks it
+        os.close(fd)
+        return
+    with contextlib.suppress(OSError):
+        os.write(fd, os.path.normpath(path).encode("utf-8", "surrogateescape") + b"\n")
+    _MARKS_HELD.append(fd)
+
+
+def _held(where: str, name: str) -> bool:
+    """Whether a live process holds the mark ``name``; a mark none holds is removed."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(os.path.join(where, name), flags)
     except OSError:
         return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(where, name))  # its stuck read has ended
+        return False
     finally:
-        sock.close()
+        os.close(fd)
 
 
-def _marks_known() -> Dict[str, Optional[bool]]:  # noqa: UP006, UP045
-    """The marked names the account holds (read once a process: none unless the umbrella
-    mark is there and the account's)."""
+def _marks_known() -> Dict[str, bool]:  # noqa: UP006
+    """The marks a stuck read holds (read once a process)."""
     if not _MARKS_LOADED[0]:
         _MARKS_LOADED[0] = True
-        if hasattr(_socket, "AF_UNIX") and _mark_owned(_mark_name()):
-            prefix = "@" + _mark_name() + ":"
-            with contextlib.suppress(OSError), open("/proc/net/unix", "rb") as table:
-                for line in table.read().decode("ascii", "replace").splitlines():
-                    name = line.rsplit(" ", 1)[-1]
-                    if name.startswith(prefix):
-                        _MARKS_KNOWN.setdefault(name[1:], None)  # asked when a path meets it
+        where = _mark_dir(create=False) if fcntl is not None else None
+        if where is not None:
+            with contextlib.suppress(OSError):
+                for name in os.listdir(where):
+                    if _held(where, name):
+                        _MARKS_KNOWN[name] = True
     return _MARKS_KNOWN
 
 
@@ -104,12 +128,8 @@ def hung_at(path: str) -> Optional[str]:  # noqa: UP045
         return None
     at = os.path.normpath(path)
     while True:
-        name = _mark_name(at)
-        if name in known:
-            if known[name] is None:
-                known[name] = _mark_owned(name)
-            if known[name]:
-                return at
+        if _mark_name(at) in known:
+            return at
         parent = os.path.dirname(at)
         if parent == at:
             return None

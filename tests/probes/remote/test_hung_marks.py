@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from probes.config import SlurmCluster
+from probes.remote import hung_marks
 from probes.remote.hung_marks import hung_at, mark_hung
 from probes.remote.script import build_collector_script, build_rollouts_script
 from probes.slurm.answer import AnswerReader, stream_answer
@@ -107,3 +110,31 @@ def test_a_mark_covers_the_paths_below_it_for_this_process_only(tmp_path: Path) 
     assert hung_at(root) == root
     assert hung_at(str(tmp_path)) is None
     assert hung_at(str(tmp_path / "hungry")) is None
+
+
+def _fresh() -> None:
+    """Forget what this process read of the marks, as a new collector process starts."""
+    hung_marks._MARKS_LOADED[0] = False
+    hung_marks._MARKS_KNOWN.clear()
+
+
+def test_a_mark_holds_for_every_later_check_and_ends_with_its_process(tmp_path: Path) -> None:
+    """A mark held by another live process is seen by 300 later checks (a bot's sweeps
+    for days; the first design, abstract sockets, failed every check after the 128th: each
+    left a connection queued that nothing accepted), and is gone once that process ends."""
+    root = str(tmp_path / "hung-elsewhere")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from probes.remote.hung_marks import mark_hung;"
+         f" mark_hung({root!r}); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        for _ in range(300):
+            _fresh()
+            assert hung_at(root + "/ckpt") == root
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    _fresh()
+    assert hung_at(root + "/ckpt") is None
