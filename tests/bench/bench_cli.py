@@ -64,12 +64,19 @@ def hf_log(steps: int) -> str:
 
 
 async def submit(run_dir: str, tag: str, count: int, steps: int, *, script: bool = False,
-                 sleep_s: int = 900) -> list[str]:
+                 sleep_s: int = 900, ckpt_steps: int = 0) -> list[str]:
     """``count`` jobs, each printing the same ``steps``-step log then sleeping, in one shell.
     With ``script``, each runs ``run.sh --ckpt_path <dir>`` as most real jobs run (SLURM's
-    command is then the script and its arguments; a ``--wrap`` job has none)."""
+    command is then the script and its arguments; a ``--wrap`` job has none); with
+    ``ckpt_steps``, each such dir holds that many saves (``global_step_10``, ``_20``, ...)
+    written an hour ago, as a running job's folder holds its earlier saves."""
     await ssh(["bash", "-c", f"mkdir -p {run_dir}/logs && cat > {run_dir}/lines.txt"],
               stdin=hf_log(steps))
+    if script and ckpt_steps:
+        saves = " ".join(f"global_step_{10 * s}" for s in range(1, ckpt_steps + 1))
+        await ssh(["bash", "-c", f"cd {run_dir} && for i in $(seq 1 {count}); do "
+                   f"mkdir -p ckpt-$i && (cd ckpt-$i && mkdir -p {saves}); done && "
+                   f"touch -d '1 hour ago' ckpt-*/* ckpt-*"])
     if script:
         await ssh(["bash", "-c", f"cat > {run_dir}/run.sh && chmod +x {run_dir}/run.sh"],
                   stdin=f"#!/bin/bash\ncat {run_dir}/lines.txt\nsleep {sleep_s}\n")

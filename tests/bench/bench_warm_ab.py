@@ -1,7 +1,7 @@
 """Interleaved A/B of the bot's warm sweeps of two trees on the same jobs (not a test).
 
     flock /work/notes/slurm-bench.lock .venv/bin/python tests/bench/bench_warm_ab.py \\
-        TREE_A TREE_B [--rounds 6] [--churn] [--crowd N]
+        TREE_A TREE_B [--rounds 6] [--churn] [--crowd N] [--script [--ckpt-steps N]]
 
 Each TREE needs its own ``.venv``. Submits 500 jobs of ``bench_warm`` (200-step logs) once;
 one worker process per tree runs ``bench_warm``'s ``Sweeper`` on its own Redis key prefix
@@ -134,7 +134,8 @@ def crowd(tag: str, count: int) -> list[str]:
 
 
 async def compare(trees: list[str], rounds: int, churn: bool = False,
-                  crowded: int = 0, cold_rounds: int = 0, *, script: bool = False) -> None:
+                  crowded: int = 0, cold_rounds: int = 0, *, script: bool = False,
+                  ckpt_steps: int = 0) -> None:
     from tests.bench import bench_warm as bw
     from tests.bench.bench_cli import submit
     from tests.bench.bench_slurm import ENV, clean_up, floor_once, ssh, wait_started
@@ -147,7 +148,7 @@ async def compare(trees: list[str], rounds: int, churn: bool = False,
     try:
         if crowded:
             others = await loop.run_in_executor(None, crowd, tag, crowded)
-        ids = await submit(run_dir, tag, 500, 200, script=script)
+        ids = await submit(run_dir, tag, 500, 200, script=script, ckpt_steps=ckpt_steps)
         await wait_started(ids)
         paths = [f"{run_dir}/logs/bench_{i}.out" for i in ids]
         workers = [Worker(t) for t in trees]
@@ -227,9 +228,13 @@ def main() -> None:
     parser.add_argument("--script", action="store_true",
                         help="jobs run from a batch script with arguments (run.sh --ckpt_path "
                              "DIR), as most real jobs are, not --wrap")
+    parser.add_argument("--ckpt-steps", type=int, default=0, metavar="N",
+                        help="with --script, each job's DIR holds N saves written an hour ago "
+                             "(default: no such dir)")
     args = parser.parse_args()
     asyncio.run(compare([str(Path(t).resolve()) for t in args.trees], args.rounds, args.churn,
-                        args.crowd, args.cold, script=args.script))
+                        args.crowd, args.cold, script=args.script,
+                        ckpt_steps=args.ckpt_steps))
 
 
 if __name__ == "__main__":
