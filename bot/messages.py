@@ -13,6 +13,7 @@ tally and worst member, attention members keeping their own rows.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
@@ -208,6 +209,27 @@ ROWS_SHOWN = 20
 ATTENTION_KINDS = frozenset({"failed", "collapsed", "stalled", "warning"})
 
 
+_FIGURE = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
+WHYS_SHOWN = 3
+
+
+def folded_why(whys: Sequence[str]) -> str:
+    """The reasons of a folded mass change: whys that differ only in their figures (each
+    run's own grad norm, step, count) are one reason, counted whole and shown by its most
+    common wording ('150 like grad_norm 1.30 >1.0 ...'), so the counts add up to the jobs;
+    the :data:`WHYS_SHOWN` most common, then how many more."""
+    kinds: dict[str, Counter[str]] = {}
+    for why in whys:
+        kinds.setdefault(_FIGURE.sub("#", why), Counter())[why] += 1
+    ranked = sorted(kinds.values(), key=lambda c: -c.total())
+    if len(ranked) == 1 and len(ranked[0]) == 1:
+        return whys[0]
+    parts = [f"{c.total()} {'like ' if len(c) > 1 else ''}{c.most_common(1)[0][0]}"
+             for c in ranked[:WHYS_SHOWN]]
+    rest = sum(c.total() for c in ranked[WHYS_SHOWN:])
+    return " · ".join(parts) + (f" · {rest} other" if rest else "")
+
+
 def change_lines(changes: Sequence[Change]) -> list[str]:
     """One line per (kind, job name) (array tasks merged), a kind with more than
     :data:`LINES_PER_KIND` of them folded into one line per cluster. Raw text (escaped with the
@@ -229,9 +251,7 @@ def change_lines(changes: Sequence[Change]) -> list[str]:
         for cluster, group in clusters.items():
             names = list(dict.fromkeys(c.name for c in group))
             shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
-            whys = Counter(c.why for c in group)
-            why = whys.most_common(1)[0][0] if len(whys) == 1 else \
-                " · ".join(f"{n} {w}" for w, n in whys.most_common(3))
+            why = folded_why([c.why for c in group])
             count = sum(c.tasks for c in group)  # an unsplit array remainder: its tasks
             lines.append(f"• {kind}: {count} jobs on {cluster} ({shown}) — {why}")
     return lines

@@ -20,6 +20,7 @@ from bot.errors import JobNotFoundError
 from bot.incidents import cleanup_line, failure_line
 from bot.messages import (
     cancel_line,
+    change_lines,
     changes_header,
     collapse_line,
     error_text,
@@ -344,3 +345,26 @@ def test_channel_shows_an_unreachable_cluster_without_internal_detail(
         assert "beta UNREACHABLE (" in shown
         for secret in secrets:
             assert secret not in shown, (secret, shown)
+
+
+def test_a_mass_change_s_reasons_are_counted_by_kind_not_by_figure() -> None:
+    """150 runs of one sweep turn to a warning at once (a shared config change), each with
+    its own grad norm in its why, and 10 with dead rollouts: the folded line had counted
+    exact whys, '11 grad_norm 1.44 ... · 9 grad_norm 1.47 ... · 8 grad_norm 1.42 ...' (28 of
+    160 accounted for, the rest unsaid). Whys differing only in their figures are one reason,
+    counted whole, so the counts add up to the jobs."""
+    def warned(i: int, why: str) -> Change:
+        return Change(kind="warning", cluster="alpha", job_id=str(5000 + i),
+                      name=f"rl-sweep-{i:03d}", state=JobState.RUNNING, verdict="warning",
+                      why=why)
+
+    changes = [warned(i, f"grad_norm {1.3 + (i % 40) / 100:.2f} >1.0 for 2+ steps: collapse "
+                         "risk") for i in range(150)]
+    changes += [warned(150 + i, "dead rollouts: reward flat at 0 over the window")
+                for i in range(10)]
+    [line] = change_lines(changes)
+    head, _, why = line.partition(" — ")
+    assert head == "• warning: 160 jobs on alpha (rl-sweep-000, rl-sweep-001, rl-sweep-002 " \
+        "+157 more)"
+    assert why == ("150 like grad_norm 1.30 >1.0 for 2+ steps: collapse risk · "
+                   "10 dead rollouts: reward flat at 0 over the window"), why
