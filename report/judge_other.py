@@ -84,6 +84,9 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
     f.type_label = type_label(ctx.facts.record.name)
     note = log_note(ctx)
     if ctx.state is JobState.PENDING:
+        # In queue admission as any bucket's pending job: the flag goes with the table it is
+        # shown in (held jobs and queued resumes drop both, report.holds)
+        f.flag("buffer-filling")
         f.verdict("buffering")
         f.trend(Priority.BACKGROUND, shorten(pending_note(ctx.facts.record, ctx.now)))
     elif ctx.running and ctx.fetch_ok:
