@@ -85,7 +85,7 @@ def judge_other(ctx: JudgeContext, f: Findings) -> None:
     note = log_note(ctx)
     if ctx.state is JobState.PENDING:
         # In queue admission as any bucket's pending job: the flag goes with the table it is
-        # shown in (held jobs and queued resumes drop both, report.holds)
+        # shown in (a held job drops both, a queued resume the flag: report.holds)
         f.flag("buffer-filling")
         f.verdict("buffering")
         f.trend(Priority.BACKGROUND, shorten(pending_note(ctx.facts.record, ctx.now)))
