@@ -74,6 +74,9 @@ class JudgeContext:
     settings: ReportSettings
     now: datetime
     successor: str | None = None
+    stopped: tuple[str, str] | None = None
+    """A restart that ran and failed (its id and end state): the chain stopped there
+    (``report.chain.ChainLink.stopped``)."""
     seen_configs: frozenset[str] | None = None
     """Fingerprints of runs already seen healthy; ``None`` when there is no sweep memory."""
     earlier_attempts: int = 0

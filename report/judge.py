@@ -67,7 +67,7 @@ from report.job_rules import (
     state_rules,
     unreadable_checkpoints_note,
 )
-from report.judge_datagen import judge_datagen
+from report.judge_datagen import fresh_run_trials, judge_datagen
 from report.judge_eval import judge_eval, own_run_trials
 from report.judge_other import judge_other
 from report.judge_rl import chain_collapse_rule, judge_rl
@@ -141,6 +141,7 @@ def judge_job(
         settings=settings,
         now=now,
         successor=link.successor,
+        stopped=(link.stopped, link.ended or "FAILED") if link.stopped is not None else None,
         seen_configs=frozenset(memory.seen_configs.get(record.cluster, ())) if memory else None,
         earlier_attempts=index.earlier_attempts(record),
         others_live=functools.partial(
@@ -178,6 +179,8 @@ def _judged_facts(facts: JobFacts, bucket: Bucket) -> JobFacts:
         facts = facts.model_copy(update={"checkpoints": None})
     if bucket == "eval":
         facts = own_run_trials(facts)
+    if bucket == "datagen":
+        facts = fresh_run_trials(facts)
     return this_launch(facts)
 
 

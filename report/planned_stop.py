@@ -74,8 +74,16 @@ def planned_stop_rule(ctx: JudgeContext, f: Findings) -> bool:
     resume = (f"resubmit to resume from banked step {banked}" if banked is not None
               else "resubmit it; no durable checkpoint was found to resume from")
     f.verdict("warning")
+    said = f"stopped itself at its time budget at {where} ('{shorten(stop.text, 120)}')"
+    if ctx.stopped is not None:  # its restart ran and failed: the chain stopped there
+        restart, ended = ctx.stopped
+        how = ended.lower().replace("_", " ")
+        f.trend(Priority.DIAGNOSE, shorten(
+            f"Stopped at time budget; restart {restart} {how}: chain stopped ({where})"))
+        f.recommend(Priority.DIAGNOSE, "diagnose",
+                    f"{said}; its restart {restart} ran and ended {ended}: find why {restart} "
+                    f"failed (its row), then {resume}")
+        return True
     f.trend(Priority.DIAGNOSE, shorten(f"Stopped at time budget; no successor queued ({where})"))
-    f.recommend(Priority.DIAGNOSE, "diagnose",
-                f"stopped itself at its time budget at {where} ('{shorten(stop.text, 120)}') "
-                f"with no successor queued: {resume}")
+    f.recommend(Priority.DIAGNOSE, "diagnose", f"{said} with no successor queued: {resume}")
     return True

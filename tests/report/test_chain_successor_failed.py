@@ -38,3 +38,21 @@ def test_a_restart_that_went_on_or_finished_is_still_the_chain(state: JobState) 
     """Near miss: a restart that itself hit its walltime (the chain moved on) or finished."""
     rows = _rows(_attempt("3130", 9 * M, 8 * M), _attempt("3131", 8 * M, 6 * M, state))
     assert rows["3130"].verdict == "restarting" and "chain-restart" in rows["3130"].flags
+
+
+def test_a_planned_stop_whose_restart_failed_says_the_chain_stopped() -> None:
+    """A COMPLETED run that stopped at its time budget (NeMo-RL's 'Timeout has been reached,
+    stopping training early') is read as a TIMEOUT's chain: its restart that ran (the
+    fallback: same name and workdir, started at its end) and FAILED stopped it there. It read
+    'Stopped at time budget; no successor queued', as if no restart had been queued."""
+    from tests.report.factories import record
+    from tests.report.test_planned_stop import END, NEMO, _facts, _judge
+
+    failed = record("rl-nemo-grpo", "101", JobState.FAILED, dependency="", depends_on=(),
+                    submit_time=END - timedelta(hours=1), start_time=END,
+                    end_time=END + timedelta(minutes=5))
+    report = _judge(_facts(NEMO.read_text()), failed)
+    assert "chain-restart" not in report.flags and report.successor is None
+    assert "restart 101 failed: chain stopped" in report.trend, report.trend
+    assert report.recommendation is not None and report.recommendation.action == "diagnose"
+    assert "101" in report.recommendation.why
