@@ -101,7 +101,7 @@ async def test_a_replay_cluster_is_still_refused(tmp_path: Path) -> None:
     code, _, err = await _probe_named(toml, "123", "snap")
     assert code == 2 and "the deep probe reads SLURM and Kubernetes jobs" in err
     code, _, err = await _probe(toml, "123")
-    assert code == 2 and "0 SLURM and Kubernetes clusters are configured" in err
+    assert code == 2 and "no active SLURM or Kubernetes cluster is configured" in err
 
 
 async def test_probe_of_a_cluster_refusing_the_token_is_reported(
