@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import zlib
 from typing import Any, Dict, List, Optional  # noqa: UP035 - Python 3.7 on login nodes
@@ -66,10 +67,40 @@ def _mark_dir(create: bool) -> Optional[str]:  # noqa: UP045
 
 
 def mark_hung(path: str) -> None:
-    """Mark ``path`` (absolute) hung for as long as this process lives."""
+    """Mark ``path`` (absolute) hung for as long as this process lives, and the mount it lies
+    on (:func:`mount_of`): a server that stopped answering one path answers none of them, and
+    each other job's path there would cost a read timeout and one more stuck read."""
     if not path.startswith("/") or fcntl is None:
         return
-    name = _mark_name(os.path.normpath(path))
+    norm = os.path.normpath(path)
+    mount = mount_of(norm)
+    for marked in (norm, mount) if mount not in (None, "/", norm) else (norm,):
+        _mark_one(str(marked))
+
+
+def mount_of(path: str) -> Optional[str]:  # noqa: UP045
+    """The mount point ``path`` lies on, from ``/proc/self/mountinfo`` (read, never the path
+    itself: that would wait too); ``None`` where it cannot be read."""
+    best = None
+    with contextlib.suppress(OSError, UnicodeDecodeError), \
+            open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+        for line in table:
+            fields = line.split(" ")
+            if len(fields) < 5:
+                continue
+            point = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+            inside = point in ("/", path) or path.startswith(point.rstrip("/") + "/")
+            if inside and (best is None or len(point) > len(best)):
+                best = point
+    return best
+
+
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
+"""mountinfo's escapes: a space, tab, newline or backslash in a mount point as ``\\ooo``."""
+
+
+def _mark_one(path: str) -> None:
+    name = _mark_name(path)
     _marks_known()[name] = True
     where = _mark_dir(create=True)
     if where is None:
@@ -85,7 +116,7 @@ def mark_hung(path: str) -> None:
         os.close(fd)
         return
     with contextlib.suppress(OSError):
-        os.write(fd, os.path.normpath(path).encode("utf-8", "surrogateescape") + b"\n")
+        os.write(fd, path.encode("utf-8", "surrogateescape") + b"\n")
     _MARKS_HELD.append(fd)
 
 
@@ -119,6 +150,16 @@ def _marks_known() -> Dict[str, bool]:  # noqa: UP006
                     if _held(where, name):
                         _MARKS_KNOWN[name] = True
     return _MARKS_KNOWN
+
+
+def forget_marks() -> None:
+    """Drop this process's own marks and what it read of the others' (an in-process caller
+    whose stuck reads have ended: tests)."""
+    while _MARKS_HELD:
+        with contextlib.suppress(OSError):
+            os.close(_MARKS_HELD.pop())
+    _MARKS_KNOWN.clear()
+    _MARKS_LOADED[0] = False
 
 
 def hung_at(path: str) -> Optional[str]:  # noqa: UP045

@@ -83,6 +83,21 @@ async def test_a_second_collector_leaves_a_hung_root_alone(tmp_path: Path) -> No
         assert _stuck_children() == 1
 
 
+async def test_a_second_job_on_the_same_hung_mount_is_not_read_there(tmp_path: Path) -> None:
+    """Two jobs whose roots are different directories on one hung mount: the first is given
+    up and marks the mount, the second is refused at once (one stuck read, not two)."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    with hung_mount(mount, release_after=90):
+        reader = await _collect([_job(tmp_path, "501", [str(mount / "run-a")]),
+                                 _job(tmp_path, "502", [str(mount / "run-b")])])
+        assert "no answer" in reader.jobs["501"]["checkpoints"]["errors"][str(mount / "run-a")]
+        why = reader.jobs["502"]["checkpoints"]["errors"][str(mount / "run-b")]
+        assert f"an earlier read of {mount} is still stuck" in why
+        assert reader.jobs["502"]["log"]["text"] == LOG
+        assert _stuck_children() == 1
+
+
 async def test_a_root_the_deep_probe_left_stuck_is_left_alone_by_the_collector(
         tmp_path: Path) -> None:
     """The deep probe's reader (``jobtables probe``) gives its hung trials root up and marks
@@ -102,14 +117,19 @@ async def test_a_root_the_deep_probe_left_stuck_is_left_alone_by_the_collector(
 
 
 def test_a_mark_covers_the_paths_below_it_for_this_process_only(tmp_path: Path) -> None:
-    """A marked path and what lies below it are hung; its parent and siblings are not."""
+    """A marked path and what lies below it are hung; its parent and siblings are not (the
+    root file system's mount point, "/", is never marked)."""
     root = str(tmp_path / "hung")
     assert hung_at(root + "/ckpt/global_step_5") is None
     mark_hung(root)
-    assert hung_at(root + "/ckpt/global_step_5") == root
-    assert hung_at(root) == root
-    assert hung_at(str(tmp_path)) is None
-    assert hung_at(str(tmp_path / "hungry")) is None
+    try:
+        assert hung_at(root + "/ckpt/global_step_5") == root
+        assert hung_at(root) == root
+        assert hung_at(str(tmp_path)) is None
+        assert hung_at(str(tmp_path / "hungry")) is None
+    finally:
+        hung_marks.forget_marks()  # (a tmp_path on a tmpfs /tmp would mark all of /tmp)
+    assert hung_at(root) is None
 
 
 def _fresh() -> None:
@@ -138,3 +158,10 @@ def test_a_mark_holds_for_every_later_check_and_ends_with_its_process(tmp_path: 
         holder.wait(timeout=30)
     _fresh()
     assert hung_at(root + "/ckpt") is None
+
+
+def test_the_mount_of_a_path_is_read_from_mountinfo(tmp_path: Path) -> None:
+    """The longest mount point above a path; "/" for one on the root file system."""
+    assert hung_marks.mount_of("/proc/self/status") == "/proc"
+    assert hung_marks.mount_of("/proc") == "/proc"
+    assert hung_marks.mount_of("/procx/y") != "/proc"
