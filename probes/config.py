@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from probes.ids import CLUSTER_NAME
 from probes.models import Frozen
 
 DEFAULT_CHECKPOINT_ROOTS = (
@@ -74,7 +75,8 @@ USER_NAME = re.compile(r"[^\s,\x00-\x1f\x7f-][^\s,\x00-\x1f\x7f]*")
 class _ClusterBase(Frozen):
     model_config = FINITE
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+    name: str
+    """Shown in tables and taken by ``/job NAME:ID``: :data:`probes.ids.CLUSTER_NAME`."""
     active: StrictBool = True
     """``true`` or ``false`` (TOML's booleans; ``"yes"`` is a mistake, not a yes)."""
     users: tuple[str, ...] = ()
@@ -93,6 +95,15 @@ class _ClusterBase(Frozen):
     """Bytes of each log read per sweep (a bounded tail, never the whole file)."""
     min_log_lines: int = Field(1, ge=0)
     """A fetch returning fewer lines than this is retried once, then ``fetch-failed``."""
+
+    @field_validator("name")
+    @classmethod
+    def _cluster_name(cls, v: str) -> str:
+        # Said in words: pydantic's own message for a pattern quoted the regex.
+        if not CLUSTER_NAME.match(v):
+            raise ValueError(f"{v!r} is no cluster name (letters, digits, '_', '.' and '-', "
+                             "at most 63, starting with a letter or digit)")
+        return v
 
     @field_validator("checkpoint_roots", "trial_roots")
     @classmethod
