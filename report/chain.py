@@ -250,11 +250,32 @@ def chain_link(
     successor = index.live.get(link.successor) if link.successor is not None else None
     if successor is not None and successor.reason in HELD_REASONS:
         return ChainLink(successor=link.successor, held=successor.reason)
-    if link.ended in STOPPED_CHAIN:
+    if link.ended in STOPPED_CHAIN and link.successor is not None and not _went_on(
+            link.successor, known_edges, index=index, continues=continues, co_waits=co_waits):
         # The restart ran and failed: the run stopped there, nothing continues it (the seed's
         # normal restart has its successor RUNNING/PENDING); its own row says why it failed.
         return ChainLink(stopped=link.successor, ended=link.ended)
     return link
+
+
+def _went_on(
+    failed_id: str,
+    known_edges: Mapping[str, str],
+    *,
+    index: ChainIndex,
+    continues: Callable[[SchedulerRecord], bool] | None,
+    co_waits: Callable[[SchedulerRecord], bool] | None,
+) -> bool:
+    """Whether a later attempt continued the run past its failed restart ``failed_id``: an
+    ``afterany`` chain releases its next link whatever the last one's end, so the link after
+    it is found as a TIMEOUT's would be (the same rules). Then the chain did not stop there."""
+    failed = index.ran.get(failed_id)
+    if failed is None:
+        return False
+    as_timeout = failed.model_copy(update={"state": JobState.TIMEOUT, "reason": None})
+    after = _chain_link(as_timeout, known_edges, index=index, planned_stop=False,
+                        success_edges=None, continues=continues, co_waits=co_waits)
+    return after.successor is not None
 
 
 STOPPED_CHAIN = frozenset(s.value for s in (
