@@ -28,7 +28,7 @@ Policy (seed §Datagen; CONTRACT §6):
 from __future__ import annotations
 
 from probes.harbor import TrialStats, never_started
-from probes.models import JobState, TrialResult
+from probes.models import JobFacts, JobState, TrialResult
 from report.cells import format_duration, format_value
 from report.findings import Findings, JudgeContext, Priority, minutes_since
 from report.harbor_engine import engine_failing_rule, engine_idle_rule
@@ -45,8 +45,21 @@ from report.harbor_trials import (
     unreadable_error,
     unreadable_note,
 )
+from report.judge_eval import written_before
 from report.log_progress import offline_generation
 from report.rules import buffer_rule
+
+
+def fresh_run_trials(facts: JobFacts) -> JobFacts:
+    """A datagen run's job dirs are its chunks whenever written (a chain successor, submitted
+    before its predecessor's last write, continues the same run), unless the whole tree was
+    last written before the job was submitted: then none of it is this job's yet (a new run
+    started in a finished one's workdir), only the job dirs it can have written (none, in
+    its bring-up). Once it writes a chunk the whole tree counts again."""
+    tree = facts.trials
+    if tree is None or tree.own_run is None or not written_before(tree, facts.record.submit_time):
+        return facts
+    return facts.model_copy(update={"trials": tree.own_run})
 
 
 def judge_datagen(ctx: JudgeContext, f: Findings) -> None:

@@ -89,7 +89,7 @@ def own_run_trials(facts: JobFacts) -> JobFacts:
     if tree is None or tree.own_run is None:
         return facts
     if facts.record.array_job_id is not None:
-        if _written_before(tree, facts.record.submit_time):
+        if written_before(tree, facts.record.submit_time):
             return facts.model_copy(update={"trials": tree.own_run})
         return facts
     if _log_vouches(facts, tree):
@@ -97,7 +97,7 @@ def own_run_trials(facts: JobFacts) -> JobFacts:
     return facts.model_copy(update={"trials": tree.own_run})
 
 
-def _written_before(tree: TrialTree, submitted: datetime | None) -> bool:
+def written_before(tree: TrialTree, submitted: datetime | None) -> bool:
     """Every result.json and Harbor job result.json of ``tree`` was last written before
     ``submitted`` (both known)."""
     stamps = [t for t in (tree.newest_result_at, tree.harbor_written_at) if t is not None]
