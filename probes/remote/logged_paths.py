@@ -56,8 +56,9 @@ _SAVED_TO = re.compile(r"\bto:?[ \t]+['\"]?$")
 torch_dist format``, ``successfully saved checkpoint from iteration 20 to /p``): the save
 folder itself, though no step directory is printed in it."""
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
-_LOGGED_PATH = re.compile(r"(?<![^\s'\"`=:(\[{,])(/[^\s'\"`,;()\[\]{}<>|]+)")
-"""An absolute path, starting a token: not the ``/mfu/actor:...`` inside a metric's name."""
+_LOGGED_PATH = re.compile(r"(?<![^\s'\"`=:(\[{,])(/(?!/)[^\s'\"`,;()\[\]{}<>|]+)")
+"""An absolute path, starting a token: not the ``/mfu/actor:...`` inside a metric's name, nor
+the ``//bucket/...`` of an object store's URL (``gs://bucket/...``: its scheme is cut off)."""
 _LOGGED_RELATIVE = re.compile(
     r"(?:\bto|\bin|\bat|:|\b[Ss]av(?:e|ed|ing))[ \t]+['\"]?(?![/~$])"
     r"([A-Za-z0-9_.][^\s'\"`,;()\[\]{}<>|:]*/[^\s'\"`,;()\[\]{}<>|]*)")
