@@ -162,7 +162,9 @@ def _bring_up_stall(ctx: JudgeContext, f: Findings) -> None:
     benign bring-up keeps its log moving (loading bars, heartbeats); an empty log is
     :func:`empty_log_rule`'s."""
     log = ctx.facts.log
-    if "buffer-filling" not in f.flags or log is None or not log.text:
+    # Timed by the file's mtime only: with none (a pod's log) the lines' zone-less stamps
+    # would be compared with now, hours off west of UTC (probes.logs.clock's zone policy).
+    if "buffer-filling" not in f.flags or log is None or not log.text or log.mtime is None:
         return
     silent = last_activity_minutes(ctx)
     limit = ctx.settings.thresholds.stall_min_minutes

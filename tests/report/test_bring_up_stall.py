@@ -52,3 +52,19 @@ def test_a_bring_up_whose_log_moves_or_is_young_is_buffering(started: timedelta,
                                                              silent: timedelta) -> None:
     report = _row("rl-verl-qwen3", started, NOW - silent)
     assert report.flags == ["buffer-filling"] and report.verdict == "buffering", report.trend
+
+
+def test_a_bring_up_read_with_no_file_time_is_not_timed_by_zone_less_stamps() -> None:
+    """A pod's log (Kubernetes: no file, no mtime) whose lines carry the cluster's zone-less
+    local time, here 8 h west of UTC: its last line, 07:55:10 local, was 5 min ago. Compared
+    with now as UTC it read 8 h old, and the run 2 h into bring-up read 'STALL in bring-up'.
+    The log clock's policy (probes.logs.clock): a zone-less stamp is never compared with now;
+    with no mtime the silence is unknown, and the bring-up stays buffering."""
+    west = (TEXT.replace("2026-12-03", "2026-11-30").replace("12-03", "11-30")
+            .replace(" 10:0", " 07:5"))
+    parsed = parse_log(west, mtime=None)
+    job = JobFacts(record=record("rl-verl-qwen3", start_time=NOW - timedelta(hours=2)),
+                   log=log(text=west, mtime=None),
+                   summary=summary(**parsed.model_dump(exclude={"points"})))
+    report = judge(job, now=NOW).report
+    assert report.flags == ["buffer-filling"] and report.verdict == "buffering", report.trend
