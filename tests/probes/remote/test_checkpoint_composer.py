@@ -13,22 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.slurm.checkpoints import step_of
+from tests.probes.remote.collected import banked_step
 
 
 def _banked(tmp_path: Path) -> int | None:
-    from probes.remote import collector
-    from probes.slurm.checkpoints import build_listing
-
     stdout = tmp_path / "slurm-7.out"
     stdout.write_text("[batch=160/1000]:\n\t Train loss/train/total: 1.2000\n")
-    request = {"tail_bytes": 1 << 16, "min_lines": 1,
-               "jobs": [{"id": "7", "stdout": str(stdout), "workdir": str(tmp_path),
-                         "offset": 0, "checkpoint_roots": [str(tmp_path / "checkpoints")],
-                         "trial_roots": []}]}
-    raw = collector.collect(request)["jobs"]["7"]["checkpoints"]
-    listing = build_listing(raw.get("listings") or {}, export_listings=raw.get("exports"),
-                            latest_markers=raw.get("markers"), logged=raw.get("logged"))
-    return listing.banked_step
+    return banked_step(stdout, tmp_path)
 
 
 def test_composer_names_are_steps() -> None:

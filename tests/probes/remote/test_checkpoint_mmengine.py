@@ -16,27 +16,18 @@ from pathlib import Path
 import pytest
 
 from probes.slurm.checkpoints import marker_step, step_of
+from tests.probes.remote.collected import banked_step
 
 WORK = "work_dirs/qwen2_7b_full_alpaca_e3"
 
 
 def _banked(tmp_path: Path) -> int | None:
-    from probes.remote import collector
-    from probes.slurm.checkpoints import build_listing
-
     stdout = tmp_path / "slurm-7.out"
     stdout.write_text(
         f"12/05 14:00:30 - mmengine - INFO - Checkpoints will be saved to {tmp_path / WORK}.\n"
         "12/05 14:02:11 - mmengine - INFO - Iter(train) [ 520/2748]  lr: 1.9990e-05  eta: "
         "3:22:20  time: 5.0012  data_time: 0.0123  memory: 61234  loss: 1.2100\n")
-    request = {"tail_bytes": 1 << 16, "min_lines": 1,
-               "jobs": [{"id": "7", "stdout": str(stdout), "workdir": str(tmp_path),
-                         "offset": 0, "checkpoint_roots": [str(tmp_path / "checkpoints")],
-                         "trial_roots": []}]}
-    raw = collector.collect(request)["jobs"]["7"]["checkpoints"]
-    listing = build_listing(raw.get("listings") or {}, export_listings=raw.get("exports"),
-                            latest_markers=raw.get("markers"), logged=raw.get("logged"))
-    return listing.banked_step
+    return banked_step(stdout, tmp_path)
 
 
 def _save(folder: Path, name: str, deepspeed: bool) -> None:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.remote import collector
-from probes.slurm.checkpoints import build_listing
+from tests.probes.remote.collected import banked_step
 
 
 def _titan_log(folder: Path, steps: int) -> str:
@@ -44,13 +43,7 @@ def _banked(tmp_path: Path, steps: int) -> int | None:
     workdir.mkdir()
     stdout = workdir / "slurm-7.out"
     stdout.write_text(_titan_log(folder, steps))
-    request = {"tail_bytes": 1 << 20, "min_lines": 1,
-               "jobs": [{"id": "7", "stdout": str(stdout), "workdir": str(workdir),
-                         "offset": 0, "checkpoint_roots": [str(workdir / "checkpoints")],
-                         "trial_roots": []}]}
-    raw = collector.collect(request)["jobs"]["7"]["checkpoints"]
-    return build_listing(raw.get("listings") or {}, latest_markers=raw.get("markers"),
-                         logged=raw.get("logged")).banked_step
+    return banked_step(stdout, workdir, tail_bytes=1 << 20)
 
 
 def test_a_folder_named_in_a_long_logs_head_banks(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.remote.logged_paths import logged_checkpoint_dirs
+from tests.probes.remote.collected import banked_step
 
 LORA = "Saving LoRA weights to 'out/finetune/lora/step-{s:06d}/lit_model.pth.lora'\n"
 FULL = 'Saving checkpoint to "out/pretrain/step-{s:08d}"\n'
@@ -27,20 +28,10 @@ def test_a_quoted_relative_save_path_is_taken_from_the_workdir() -> None:
 
 
 def test_the_banked_step_reads_the_quoted_folder(tmp_path: Path) -> None:
-    from probes.remote import collector
-    from probes.slurm.checkpoints import build_listing
-
     for step in (50, 100):
         save = tmp_path / "out" / "finetune" / "lora" / f"step-{step:06d}"
         save.mkdir(parents=True)
         (save / "lit_model.pth.lora").write_bytes(b"\0")
     stdout = tmp_path / "slurm-7.out"
     stdout.write_text(LORA.format(s=50) + LORA.format(s=100))
-    request = {"tail_bytes": 1 << 16, "min_lines": 1,
-               "jobs": [{"id": "7", "stdout": str(stdout), "workdir": str(tmp_path),
-                         "offset": 0, "checkpoint_roots": [str(tmp_path / "checkpoints")],
-                         "trial_roots": []}]}
-    raw = collector.collect(request)["jobs"]["7"]["checkpoints"]
-    listing = build_listing(raw.get("listings") or {}, export_listings=raw.get("exports"),
-                            latest_markers=raw.get("markers"), logged=raw.get("logged"))
-    assert listing.banked_step == 100
+    assert banked_step(stdout, tmp_path) == 100

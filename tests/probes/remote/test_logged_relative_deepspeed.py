@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.remote.logged_paths import logged_checkpoint_dirs
+from tests.probes.remote.collected import banked_step
 
 SAVE = ("[2026-12-04 16:10:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Saving "
         "{p}/checkpoint-100/global_step100/mp_rank_00_model_states.pt...\n")
@@ -37,20 +38,10 @@ def test_words_after_the_verb_are_no_path() -> None:
 
 
 def test_the_banked_step_reads_the_printed_folder(tmp_path: Path) -> None:
-    from probes.remote import collector
-    from probes.slurm.checkpoints import build_listing
-
     ckpt = tmp_path / "out" / "checkpoint-100"
     (ckpt / "global_step100").mkdir(parents=True)
     (ckpt / "latest").write_text("global_step100")
     (ckpt / "trainer_state.json").write_text('{"global_step": 100}')
     stdout = tmp_path / "slurm-7.out"
     stdout.write_text(SAVE.format(p="out") + "Traceback (most recent call last):\n")
-    request = {"tail_bytes": 1 << 16, "min_lines": 1,
-               "jobs": [{"id": "7", "stdout": str(stdout), "workdir": str(tmp_path),
-                         "offset": 0, "checkpoint_roots": [str(tmp_path / "checkpoints")],
-                         "trial_roots": []}]}
-    raw = collector.collect(request)["jobs"]["7"]["checkpoints"]
-    listing = build_listing(raw.get("listings") or {}, export_listings=raw.get("exports"),
-                            latest_markers=raw.get("markers"), logged=raw.get("logged"))
-    assert listing.banked_step == 100
+    assert banked_step(stdout, tmp_path) == 100
