@@ -20,9 +20,13 @@ def describe_errors(exc: ValidationError, text: str, source: str) -> str:
     locator = KeyLocator(text)
     lines = []
     for err in exc.errors():
+        kinds = [p for p in err["loc"] if p in ("slurm", "kubernetes", "replay")]
         loc = tuple(p for p in err["loc"] if p not in ("slurm", "kubernetes", "replay"))
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc = (*loc, "kind")  # the key whose value (or absence) picked no model
+        short = err["type"] == "missing" and loc and isinstance(loc[-1], int)
+        if short:  # a tuple's element: the file has the array, not a key ".1"
+            loc = loc[:-1]
         key = ".".join(str(p) for p in loc) or "(top level)"
         line = locator.line_for(loc)
         where = f"{source}:{line}" if line else source
@@ -33,6 +37,13 @@ def describe_errors(exc: ValidationError, text: str, source: str) -> str:
             msg = 'kind must be "slurm", "kubernetes" or "replay"'
         elif err["type"] == "union_tag_not_found":
             msg = 'kind is required: "slurm", "kubernetes" or "replay"'
+        elif short:
+            msg = f"expected {int(err['loc'][-1]) + 1} values, got {len(err['input'])}"
+        elif err["type"] == "too_long":
+            msg = (f"expected {err['ctx']['max_length']} values, "
+                   f"got {err['ctx']['actual_length']}")
+        elif err["type"] == "missing":
+            msg = f"missing: a {kinds[0]} cluster needs it" if kinds else "missing: it is required"
         elif err["type"] in ("tuple_type", "list_type"):  # (TOML arrays are read as tuples)
             msg = f'expected an array (e.g. ["..."]), got {_toml_type(err["input"])}'
         lines.append(f"{where}: {key}: {msg}")
