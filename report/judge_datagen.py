@@ -179,10 +179,13 @@ def _datagen_metrics(ctx: JudgeContext, f: Findings, stats: TrialStats | None) -
     run_mean = own if own is not None else (stats.mean_reward if stats else None)
     mean = summary.harbor_mean if summary and summary.harbor_mean is not None else run_mean
     line_total = summary.harbor_total if summary else None
-    if (line_total is not None and stats is not None and stats.trials > line_total
-            and run_mean is not None):
-        # The line counts fewer trials than the tree holds: one chunk's line (a run of several
-        # Harbor job dirs prints one per chunk). The Mean is the run's, over the Trials column.
+    several = tree is not None and (tree.chunks_total or 0) > 1 and bool(tree.trials_total)
+    if (line_total is not None and run_mean is not None
+            and ((stats is not None and stats.trials > line_total)
+                 or (several and tree is not None and line_total != tree.trials_total))):
+        # The line counts fewer trials than the tree holds, or out of another total: one
+        # chunk's line (a run of several Harbor job dirs prints one per chunk; an array task
+        # its own). The Mean is the run's, over the Trials column.
         mean = run_mean
     if summary is not None and summary.harbor_metric not in (None, "Mean") \
             and run_mean is not None:
