@@ -21,12 +21,13 @@ with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, deadline
 
 _STEP_DIR = re.compile(
-    r"^(global_step_?\d+|checkpoint-\d+|iter_\d+(?:\.pth)?|step[_-]\d+"
+    r"^(global_step_?\d+|checkpoint-\d+|iter_\d+(?:\.pth)?|step[_-]\d+|(?:ckpt|snapshot)-step-\d+"
     r"|(?:.*[-_])?step=\d+(?:[-_.].*)?|ep\d+-ba\d+)$")
 """Step directory names: verl/SkyRL, HF, DeepSpeed, Megatron, NeMo-RL/prime-rl, torchtitan's
 ``step-N``, Lightning's (NeMo's) ``{...}-step={step}-{...}`` saves
-(``model_name=0--val_loss=0.00-step=49-...-last``), Composer's sharded ``ep{E}-ba{B}`` and
-an mmengine runner's DeepSpeed save (XTuner's ``iter_{N}.pth`` directory)."""
+(``model_name=0--val_loss=0.00-step=49-...-last``), Composer's sharded ``ep{E}-ba{B}``, an
+mmengine runner's DeepSpeed save (XTuner's ``iter_{N}.pth`` directory) and XTuner v1's
+``ckpt-step-{N}`` and ``snapshot-step-{N}``."""
 _STEP_FILE = re.compile(r"^(?:ep\d{1,9}-ba\d{1,12}-rank0\.pt|iter_\d{1,12}\.pth)$")
 """A save that is a file: Composer's (``save_filename``'s default
 ``ep{epoch}-ba{batch}-rank{rank}.pt``, not sharded: rank 0's holds the whole state; other
@@ -123,16 +124,19 @@ def _finished_hf(fd: int, path: str, names: list[str], guard: Guard,
     return [n for n in names if n not in unfinished]
 
 
-_DCP_STEP = re.compile(r"^step-(\d+)$")
-_DCP_DONE = (".metadata", "model.safetensors.index.json", "metadata.json")
+_DCP_STEP = re.compile(r"^(?:(ckpt|snapshot)-)?step-(\d+)$")
+_DCP_DONE = (".metadata", "model.safetensors.index.json", "metadata.json", "train_state.json")
 """What a finished ``step-N`` save holds: DCP writes ``.metadata`` once every shard is
 written (torchtitan's own resume only takes a ``step-N`` holding it); a last save in HF format
 (``last_save_in_hf``) writes its safetensors index; Levanter writes ``metadata.json`` in its
-commit callback, once every array is written (its resume takes only a directory holding it)."""
+commit callback, once every array is written (its resume takes only a directory holding it);
+XTuner v1 writes ``train_state.json`` after its DCP ``model/`` and ``optimizer/``."""
 _DCP_SHARD = "__0_0.distcp"
 """Rank 0's first shard file (DCP's ``__{rank}_{i}.distcp``): a ``step-N`` directory holding
 it is a distributed checkpoint; one without it is another tool's save (LitGPT's
 ``step-00001000/lit_model.pth``), finished when it is there."""
+_XTUNER_PART = "model"
+"""XTuner v1's DCP model directory in a ``ckpt-step-N``, written first."""
 _LEVANTER_LEAF = "training_key"
 """A Levanter save's ``TrainerState.training_key`` array (each saveable leaf is a tensorstore
 array under its key path): a ``step-N`` holding it is Levanter's, in flight until its
@@ -141,21 +145,23 @@ array under its key path): a ``step-N`` holding it is Levanter's, in flight unti
 
 def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard,
                   seen: list[str] | None = None) -> list[str]:
-    """``names`` without torchtitan or Levanter saves still in flight: the ``step-N``
-    directories holding DCP shards or Levanter's arrays but not yet what a finished save
-    holds (``_DCP_DONE``), above the newest finished one (an async save of the newest step is
-    written while training goes on; the ones below it were finished before it started).
-    The newest ``_HF_CHECKS`` are looked at; older ones are kept (five stats each at most).
+    """``names`` without torchtitan, Levanter or XTuner v1 saves still in flight: the
+    ``step-N`` directories holding DCP shards or Levanter's arrays (XTuner v1's ``ckpt-step-N``
+    its ``model``) but not yet what a finished save holds (``_DCP_DONE``), above the newest
+    finished one (an async save of the newest step is written while training goes on; the
+    ones below it were finished before it started). The newest ``_HF_CHECKS`` are looked at;
+    older ones are kept (six stats each at most).
     The directories looked into are added to ``seen``."""
-    dcp = sorted(((int(m.group(1)), n) for n in names for m in [_DCP_STEP.match(n)] if m),
-                 reverse=True)
+    dcp = sorted(((int(m.group(2)), bool(m.group(1)), n) for n in names
+                  for m in [_DCP_STEP.match(n)] if m), reverse=True)
     unfinished: list[str] = []
     with deadline(guard._seconds(), f"stat in {path}"):
-        for _, name in dcp[:_HF_CHECKS]:
+        for _, xtuner, name in dcp[:_HF_CHECKS]:
             if seen is not None:
                 seen.append(name)
-            if any(_holds(fd, name, done) for done in _DCP_DONE) or not (
-                    _holds(fd, name, _DCP_SHARD) or _holds(fd, name, _LEVANTER_LEAF)):
+            parts = (_XTUNER_PART,) if xtuner else (_DCP_SHARD, _LEVANTER_LEAF)
+            if any(_holds(fd, name, done) for done in _DCP_DONE) or not any(
+                    _holds(fd, name, part) for part in parts):
                 break
             unfinished.append(name)
     return [n for n in names if n not in unfinished]

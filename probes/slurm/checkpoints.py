@@ -42,7 +42,7 @@ from probes.remote.tree import collect_checkpoints
 _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"
     r"|iter_(?P<d>\d{1,12})(?:\.pth)?|(?:.{0,200}[-_])?step=(?P<e>\d{1,12})(?:[-_.].{0,200})?"
-    r"|step-(?P<f>\d{1,12})|ep\d{1,9}-ba(?P<g>\d{1,12})(?:-rank0\.pt)?"
+    r"|(?:(?:ckpt|snapshot)-)?step-(?P<f>\d{1,12})|ep\d{1,9}-ba(?P<g>\d{1,12})(?:-rank0\.pt)?"
 )
 _MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})(?:\.pth)?\s*")
 
