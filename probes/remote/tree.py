@@ -389,7 +389,7 @@ def _folder(guard: Guard, place: list[Any], records: dict[str, Json],
     :data:`SETTLED_S` before it began, on a file system in :data:`KEPT_FS`, within
     :data:`KEPT_BYTES` per cursor."""
     base, below, own = place
-    record = records.get(json.dumps(place))
+    record = records.get(json.dumps(place)) if records else None
     if keep is not None and record is not None and _unchanged(guard, record):
         keep.append(record)
         return record["out"], {}
