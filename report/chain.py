@@ -268,14 +268,15 @@ def _went_on(
 ) -> bool:
     """Whether a later attempt continued the run past its failed restart ``failed_id``: an
     ``afterany`` chain releases its next link whatever the last one's end, so the link after
-    it is found as a TIMEOUT's would be (the same rules). Then the chain did not stop there."""
+    it is found as a TIMEOUT's would be (the same rules), or one that ran and was cancelled
+    (the run stopped at that cancel, told by its own row). Then the chain did not stop there."""
     failed = index.ran.get(failed_id)
     if failed is None:
         return False
     as_timeout = failed.model_copy(update={"state": JobState.TIMEOUT, "reason": None})
     after = _chain_link(as_timeout, known_edges, index=index, planned_stop=False,
                         success_edges=None, continues=continues, co_waits=co_waits)
-    return after.successor is not None
+    return after.successor is not None or (after.cancelled is not None and after.cancelled_ran)
 
 
 STOPPED_CHAIN = frozenset(s.value for s in (

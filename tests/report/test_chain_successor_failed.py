@@ -58,10 +58,12 @@ def test_a_planned_stop_whose_restart_failed_says_the_chain_stopped() -> None:
     assert "101" in report.recommendation.why
 
 
-@pytest.mark.parametrize("after", [JobState.RUNNING, JobState.PENDING, JobState.COMPLETED])
+@pytest.mark.parametrize("after", [JobState.RUNNING, JobState.PENDING, JobState.COMPLETED,
+                                   JobState.CANCELLED])
 def test_a_run_that_went_on_past_its_failed_restart_did_not_stop_there(after: JobState) -> None:
     """An ``afterany`` chain releases its next link whatever the last one's end: 3130 TIMEOUT,
-    its restart 3131 FAILED, 3132 resumed the run (running, queued, or finished it). 3130
+    its restart 3131 FAILED, 3132 resumed the run (running, queued, finished it, or ran and
+    was cancelled: the run stopped at that cancel, told by 3132's own row). 3130
     read 'restart 3131 failed: chain stopped', verdict failed, beside the run going on: one
     failure counted twice, and a finished run's first link left failed."""
     rows = _rows(_attempt("3130", 9 * M, 8 * M), _attempt("3131", 8 * M, 6 * M, JobState.FAILED),
