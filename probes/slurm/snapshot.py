@@ -90,10 +90,15 @@ class ListingBackoff:
     the held one, or the listing gave no digest to hold) paid for the listing's own run
     before ``squeue --json`` started: tens of milliseconds against the hundreds the document
     costs. On a queue that changes between every two sweeps (a busy lab swept every 30
-    minutes) that would be paid every sweep; backing off pays it on one sweep in eight at
-    most, and a quiet queue is found again within eight sweeps. Sweeps in between take the
-    path without the listing first, which leaves the held document as it was (still valid
-    for its own digest)."""
+    minutes) that would be paid every sweep; backing off pays it on two sweeps in nine at
+    most. Sweeps in between take the path without the listing first, which leaves the held
+    document as it was (still valid for its own digest, but older than the documents they
+    printed): the first listing-first sweep after them misses whenever the queue changed
+    during them, though it may be quiet now. That miss holds the document it prints and does
+    not back off further: the next sweep runs the listing first again, and only a miss
+    there (the queue still changing) backs off. So a queue that goes quiet is found again
+    within ten sweeps, wherever its last change fell (with every miss counted, a change
+    during a skipped stretch cost the next stretch too: 16 sweeps)."""
 
     CAP = 8
 
@@ -102,18 +107,27 @@ class ListingBackoff:
         """Listing-first sweeps in a row that printed the document all the same."""
         self.skip = 0
         """Sweeps still to run without the listing first."""
+        self.stale = False
+        """A sweep without the listing first ran since the last listing-first one: the held
+        document may be older than the queue's last change, quiet or not."""
 
     def wanted(self) -> bool:
         """This sweep runs the listing first (counts a skipped sweep)."""
         if self.skip > 0:
             self.skip -= 1
+            self.stale = True
             return False
         return True
 
     def spared(self) -> None:
         self.misses = self.skip = 0
+        self.stale = False
 
     def printed(self) -> None:
+        if self.stale:  # against a document older than the skipped sweeps': try once more
+            self.stale = False
+            self.skip = 0
+            return
         self.misses += 1
         self.skip = min(2 ** (self.misses - 1), self.CAP) - 1
 
