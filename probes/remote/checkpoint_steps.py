@@ -167,6 +167,27 @@ def _finished_dcp(fd: int, path: str, names: list[str], guard: Guard,
     return [n for n in names if n not in unfinished]
 
 
+_NUMBERED = re.compile(r"^\d{1,12}$")
+
+
+def numbered_saves(fd: int, path: str, names: list[str], guard: Guard,
+                   seen: list[str] | None = None) -> list[str]:
+    """InternEvo's finished saves among the directories ``names``: ``{save_ckpt_folder}/{N}``
+    holding ``{N}.step``, which its ``save_checkpoint`` writes last (its resume takes only a
+    directory holding it). A numbered directory without it (a save in flight, a job id's or a
+    seed's directory) is none. The newest ``_HF_CHECKS`` numbers are looked into (one stat
+    each) and added to ``seen``."""
+    numbered = sorted(((int(n), n) for n in names if _NUMBERED.match(n)), reverse=True)
+    found: list[str] = []
+    with deadline(guard._seconds(), f"stat in {path}"):
+        for _, name in numbered[:_HF_CHECKS]:
+            if seen is not None:
+                seen.append(name)
+            if _holds(fd, name, name + ".step"):
+                found.append(name)
+    return found
+
+
 def _holds(fd: int, directory: str, name: str) -> bool:
     try:
         os.stat(os.path.join(directory, name), dir_fd=fd, follow_symlinks=False)

@@ -48,6 +48,7 @@ with contextlib.suppress(ImportError):
         _mtimes,
         _owned,
         _unfinished_marker,
+        numbered_saves,
     )
 with contextlib.suppress(ImportError):
     from probes.remote.logged_paths import logged_checkpoint_dirs
@@ -143,10 +144,12 @@ class _Walk:
         self.visits += 1
         try:
             entries = _entries(fd, path, self.guard)
-            steps = _owned(fd, path, [n for n, is_dir in entries
-                                      if (_STEP_DIR if is_dir else _STEP_FILE).match(n)],
-                           self.guard, self.logged)
             seen: list[str] | None = [] if self.watch is not None else None
+            numbered = numbered_saves(fd, path, [n for n, is_dir in entries if is_dir],
+                                      self.guard, seen)
+            steps = _owned(fd, path, [n for n, is_dir in entries
+                                      if (_STEP_DIR if is_dir else _STEP_FILE).match(n)]
+                           + numbered, self.guard, self.logged)
             steps = _finished_hf(fd, path, steps, self.guard, seen)
             steps = _finished_dcp(fd, path, steps, self.guard, seen)
             files = {n for n, is_dir in entries if not is_dir}
@@ -170,7 +173,7 @@ class _Walk:
                 if text is not None:
                     self.out["markers"][path] = text.decode("utf-8", "replace").strip()
         for name, is_dir in entries:
-            if not is_dir or _STEP_DIR.match(name) or name.startswith("."):
+            if not is_dir or _STEP_DIR.match(name) or name in numbered or name.startswith("."):
                 continue
             beyond = name == "exports" or (
                 name in ROLE_DIRS and depth == 0 and self.visits < CKPT_VISITS)

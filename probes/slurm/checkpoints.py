@@ -43,6 +43,7 @@ _STEP_NAME = re.compile(
     r"global_step_?(?P<a>\d{1,12})|checkpoint-(?P<b>\d{1,12})|step_(?P<c>\d{1,12})"
     r"|iter_(?P<d>\d{1,12})(?:\.pth)?|(?:.{0,200}[-_])?step=(?P<e>\d{1,12})(?:[-_.].{0,200})?"
     r"|(?:(?:ckpt|snapshot)-)?step-(?P<f>\d{1,12})|ep\d{1,9}-ba(?P<g>\d{1,12})(?:-rank0\.pt)?"
+    r"|(?P<h>\d{1,12})"
 )
 _MARKER_TEXT = re.compile(r"\s*(?:global_step_?|iter_)?(\d{1,12})(?:\.pth)?\s*")
 
