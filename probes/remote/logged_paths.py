@@ -36,7 +36,8 @@ _LOGGED_GATE = re.compile(
 ``_logged_lines``)."""
 _NAMED_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(default_local_dir|ckpt[_.-](?:path|dir)|checkpoint[_-](?:path|dir)"
-    r"|save[_-]dir|output[_-]dir|resume_from_path|resume_path|ckpt=namespace\([^()]*?\bpath"
+    r"|save[_-]dir|output[_-]dir|resume_from_path|resume_path|save_ckpt_folder"
+    r"|ckpt=namespace\([^()]*?\bpath"
     r"|save(?=[ \t]+\.{3}|[ \t]+[/.\w]|=))"
     r"(['\"]?[ \t]*[:=][ \t]*|[ \t]+\.{3,}[ \t]+|[ \t]+)(?:PosixPath\()?['\"]?"
     r"([^\s'\"`,;()\[\]{}<>|]+)")
@@ -46,7 +47,8 @@ SkyRL's (``ckpt_path: /scratch/u/ckpts``), OpenRLHF's and the HF Trainer's flags
 (``--ckpt_path /p``, ``--save_dir=/p``, ``output_dir=/p,``; OpenRLHF >= 0.10's
 ``--ckpt.path /p`` and its printed ``ckpt=namespace(save_steps=10, path='/p')``), a resume's
 ``resume_from_path``, SkyRL's ``resume_path``, Megatron-LM's ``--save`` and its printed
-arguments (``  save ........ /p``). A key and its value apart by blanks only is a
+arguments (``  save ........ /p``), InternEvo's ``save_ckpt_folder: local:llm_ckpts``
+(its ``local:`` storage prefix dropped by ``_place``). A key and its value apart by blanks only is a
 command-line flag (``--`` before it). No key here names an export or a final model
 (SkyRL's ``export_path``, OpenRLHF's ``--save_path``), nor verl's profiler ``save_path``: none
 holds the run's step directories."""
@@ -134,6 +136,9 @@ def logged_checkpoint_dirs(text: str | None, bases: list[str], workdir: str | No
 _COMMAND_CHARS = 16384
 """Characters of the job's command line read for save keys (SLURM's ``Command=``)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_LOCAL_PREFIX = "local:"
+"""InternEvo's prefix of a folder on the local filesystem (``local:llm_ckpts``; its object
+stores' are ``boto3:s3://...``, ``volc:...``, ``oss2:...``)."""
 
 
 def _place(raw: str, bases: list[str], workdir: str | None,
@@ -145,6 +150,8 @@ def _place(raw: str, bases: list[str], workdir: str | None,
     in a variable (a shell would expand it; this reads it as it is), in an object store or
     holding a control character, is not used."""
     raw = raw.rstrip(".:")
+    if raw.startswith(_LOCAL_PREFIX) and "://" not in raw:
+        raw = raw[len(_LOCAL_PREFIX):]  # InternEvo's storage prefix for the local filesystem
     if (not raw or raw in _NOT_A_PATH or raw.startswith(("~", "$")) or "://" in raw
             or "\\" in raw or _CONTROL.search(raw)):
         return None
