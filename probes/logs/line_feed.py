@@ -36,7 +36,12 @@ def feed_lines(scan: MetricScan, raws: Sequence[str], lines: Sequence[str],
     for at in range(len(texts)) if passed is None else _unpassed(scan, passed):
         index, groups = indices[at], found[at]
         line = lines[index]
-        if groups[1]:
+        if scan.panel is not None or scan.yaml_step is not None:
+            # An open panel or EasyR1 block is offered each line first (``feed``): the short
+            # ways would pass a line that ends it ('{x}' after a panel's top border).
+            if line.strip():
+                scan.feed(line, raws[index], first_line_no + index)
+        elif groups[1]:
             scan.feed_bar(line, groups, NESTED_BAR_MARK in raws[index], first_line_no + index)
             if "}" in line or "Step " in line or "step:" in line:  # a dict (torchtune's or
                 # verl's step line) printed on the bar's line

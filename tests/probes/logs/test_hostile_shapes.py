@@ -91,6 +91,23 @@ def test_feed_lines_leaves_the_scan_as_feeding_every_line(picks: list[tuple[int,
     assert repr(fast.summary(len(lines))) == repr(every.summary(len(lines)))
 
 
+@pytest.mark.parametrize("after", ["{x}", "{'loss': 1.0}", "  7%|7         | 7/100 [00:01<00:13]"])
+def test_a_line_after_a_panels_border_is_offered_to_the_panel(after: str) -> None:
+    """A one-line dict or a bar line right after a ``Metrics`` panel's top border is fed as
+    ``feed`` feeds it (the panel sees it first), not by ``feed_lines``' short ways: found by
+    the property above (a border, then ``{x}``: the short way left the panel open)."""
+    border = panel(step_metrics(2)).splitlines()[0]
+    text = "\n".join([border, after, "", border, after])
+    raws, lines = split_lines(text, 65536)
+    fast, every = MetricScan({}, None, None), MetricScan({}, None, None)
+    feed_lines(fast, raws, lines, range(len(lines)), 1)
+    for index, line in enumerate(lines):
+        if line.strip():
+            every.feed(line, raws[index], 1 + index)
+    assert _slots(fast.panel) == _slots(every.panel)
+    assert repr(fast.summary(len(lines))) == repr(every.summary(len(lines)))
+
+
 def _slots(state: object) -> object:
     """An open YAML block's or panel's fields (both have ``__slots__``), or None."""
     if state is None:
