@@ -127,6 +127,8 @@ class Findings:
     total_steps: int | None = None
     evidence: tuple[SignalEvidence, ...] = ()
     collapse_step: int | None = None
+    collapse_onset: int | None = None
+    """The step the collapse began on (``report.signals.CollapseScan.collapse_onset``)."""
     infra: str | None = None
     type_label: str | None = None
     name_suffix: str = ""
@@ -258,3 +260,21 @@ def pending_note(record: SchedulerRecord, now: datetime) -> str:
     return note
 
 
+def salvage_target(facts: JobFacts, onset: int | None) -> str:
+    """What a collapse's salvage takes: the last banked checkpoint before the collapse began on
+    step ``onset`` (a save at or after it holds collapsed weights) and the rollouts, or, when
+    every banked save is at or after it, the rollouts and that no checkpoint is safe (seed:
+    "cancel + salvage")."""
+    steps = facts.checkpoints.steps if facts.checkpoints else ()
+    if onset is None:
+        banked = f"banked step {max(steps)}" if steps else "the last banked checkpoint"
+        return f"{banked} and the rollouts"
+    before = [s for s in steps if s < onset]
+    if before:
+        return (f"banked step {max(before)} (the last before the collapse began at step "
+                f"{onset}) and the rollouts")
+    if steps:
+        saves = ", ".join(str(s) for s in sorted(steps)[:5])
+        return (f"the rollouts (no banked checkpoint is safe: saves at step {saves}, none "
+                f"before the collapse began at step {onset})")
+    return f"the last checkpoint before step {onset} and the rollouts"

@@ -22,7 +22,7 @@ from report.failure_text import (
     fault_text,
     first_fault,
 )
-from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority
+from report.findings import NO_KILL_PREFIX, Findings, JudgeContext, Priority, salvage_target
 from report.holds import deadline_rule, walltime_ending
 from report.memory import SweepMemory, failure_signature, memory_key, repeated_failure
 from report.models import FailureSignature
@@ -228,13 +228,10 @@ def cancelled_rule(ctx: JudgeContext, f: Findings, restart: str | None = None) -
     f.trend(Priority.CANCEL + 1, shorten(f"Cancelled; COLLAPSE: {said}"))
     if "ablation-exempt" in f.flags:
         return
-    listing = ctx.facts.checkpoints
-    before = [s for s in (listing.steps if listing else ())
-              if f.collapse_step is None or s < f.collapse_step]
-    salvage = f"banked step {max(before)}" if before else "the last checkpoint before it"
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
-                + f"; cancelled after it: make sure {salvage} and the rollouts are salvaged "
+                + f"; cancelled after it: make sure {salvage_target(ctx.facts, f.collapse_onset)}"
+                " are salvaged "
                 "(a cancel by hand salvages nothing) and find why before relaunching")
 
 
@@ -243,15 +240,13 @@ def _cancel_released_restart(ctx: JudgeContext, f: Findings, restart: str) -> No
     the restart, which resumes the collapsed policy from the last save. The collapse rule's
     cancel is the restart's (as for a walltime TIMEOUT's, ``chain_collapse_rule``)."""
     fired = [e for e in f.evidence if e.step == f.collapse_step and e.fired]
-    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-    salvage = f"banked step {banked}" if banked is not None else "the last banked checkpoint"
     f.trend(Priority.CANCEL + 1, shorten(f"Cancelled; restart {restart} goes on from the "
                                          "collapse"))
     f.recommend(Priority.CANCEL, "cancel_and_salvage",
                 f"collapse at step {f.collapse_step}: " + "; ".join(e.why for e in fired)
                 + f"; cancelled, but its afterany restart {restart}, queued before the cancel, "
                 f"was released by it and resumes the collapsed policy: cancel {restart} and "
-                f"salvage {salvage} and the rollouts first", restart=restart)
+                f"salvage {salvage_target(ctx.facts, f.collapse_onset)} first", restart=restart)
 
 
 def recurring_rule(

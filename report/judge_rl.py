@@ -61,7 +61,14 @@ from probes.models import JobState
 from report.cells import format_value
 from report.chain import ChainLink
 from report.cleanup import cleanup_routine
-from report.findings import Findings, JudgeContext, Priority, is_finite, series
+from report.findings import (
+    Findings,
+    JudgeContext,
+    Priority,
+    is_finite,
+    salvage_target,
+    series,
+)
 from report.fingerprint import (
     config_ablation,
     known_in_memory,
@@ -114,6 +121,7 @@ def judge_rl(ctx: JudgeContext, f: Findings) -> None:
                          trials=tree.trials if tree is not None else None)
     f.evidence = tuple(e for s in scan.steps for e in s.evidence)
     f.collapse_step = scan.collapse_step
+    f.collapse_onset = scan.collapse_onset
     f.flag(*(_SIGNAL_FLAGS[name] for name in sorted(scan.latest_fired)))
     exempt = _ablation(ctx)
     if exempt:
@@ -213,7 +221,7 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
     f.trend(Priority.CANCEL, collapse_text(fired, ctx.settings.thresholds.grad_norm_abs))
     why = f"collapse at step {scan.collapse_step}: " + "; ".join(e.why for e in fired)
     if ctx.state is JobState.COMPLETED and not exempt:
-        _completed_collapse(ctx, f, why, scan.collapse_step)
+        _completed_collapse(ctx, f, why, scan.collapse_onset)
     if ctx.state not in (JobState.RUNNING, JobState.COMPLETING):
         return  # nothing left to cancel; the evidence still shows in flags and trend
     if exempt:
@@ -221,21 +229,19 @@ def _collapse(ctx: JudgeContext, f: Findings, scan: CollapseScan, *, exempt: boo
                     f"spike-mitigation ablation: observing recovery is the experiment ({why})")
     else:
         f.recommend(Priority.CANCEL, "cancel_and_salvage",
-                    why + "; salvage the last banked checkpoint and the rollouts first")
+                    f"{why}; salvage {salvage_target(ctx.facts, scan.collapse_onset)} first")
 
 
-def _completed_collapse(ctx: JudgeContext, f: Findings, why: str, step: int | None) -> None:
+def _completed_collapse(ctx: JudgeContext, f: Findings, why: str, onset: int | None) -> None:
     """A run that completed on a collapsed policy: its final weights are past the collapse, so
     the salvage (the last checkpoint before it, the rollouts) and a diagnosis come before its
     cleanup routine, as for a completed SFT run whose loss went NaN (the job-end DM is then no
     plain success). A spike-mitigation ablation's collapse is its result: not applied."""
-    listing = ctx.facts.checkpoints
-    before = [s for s in (listing.steps if listing else ()) if step is None or s < step]
-    salvage = f"banked step {max(before)}" if before else "the last checkpoint before it"
     routine = cleanup_routine("rl", ctx.facts)
     f.recommend(Priority.DIAGNOSE, "diagnose",
                 f"{why}; the run completed on a collapsed policy, its final weights past the "
-                f"collapse: salvage {salvage} and the rollouts, and find why before {routine}")
+                f"collapse: salvage {salvage_target(ctx.facts, onset)}, and find why before "
+                f"{routine}")
 
 
 def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None:
@@ -257,13 +263,10 @@ def chain_collapse_rule(ctx: JudgeContext, f: Findings, link: ChainLink) -> None
                     f"spike-mitigation ablation: observing recovery is the experiment ({why}; "
                     f"the run goes on as its restart {successor})", restart=successor)
         return
-    banked = ctx.facts.checkpoints.banked_step if ctx.facts.checkpoints else None
-    salvage = (f"banked step {banked}" if banked is not None
-               else "the last banked checkpoint")
     f.recommend(Priority.CANCEL, "cancel_and_salvage",
                 f"{why}; the run goes on as its restart {successor}, which resumes the "
-                f"collapsed policy: cancel {successor} and salvage {salvage} and the "
-                "rollouts first", restart=successor)
+                f"collapsed policy: cancel {successor} and salvage "
+                f"{salvage_target(ctx.facts, f.collapse_onset)} first", restart=successor)
 
 
 def _restart_past_window(ctx: JudgeContext, successor: str) -> bool:

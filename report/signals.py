@@ -60,6 +60,11 @@ class CollapseScan:
     collapse_step: int | None = None
     """The latest recent step on which at least ``collapse_min_signals`` fired."""
     latest_fired: frozenset[str] = frozenset()
+    collapse_onset: int | None = None
+    """The step the collapse began on: the first of the unbroken run of logged steps, each
+    with ``collapse_min_signals`` fired, that holds the earliest collapsed recent step (looked
+    for back through the whole history). A save at or after it holds collapsed weights: the
+    salvage is the last banked checkpoint before it (seed: "cancel + salvage")."""
     grad_norm_run: tuple[int, int] | None = None
     """First and last step of the latest run of ``grad_norm_warning_steps``+ consecutive
     logged grad norms above the absolute threshold, when it ends on one of the last
@@ -318,6 +323,27 @@ def collapse_scan(
     return CollapseScan(
         steps=steps,
         collapse_step=collapsed[-1] if collapsed else None,
+        collapse_onset=_onset(history, start, steps, th, trials) if collapsed else None,
         latest_fired=steps[-1].fired,
         grad_norm_run=_grad_norm_run(history, th),
     )
+
+
+def _onset(history: Sequence[MetricPoint], start: int, steps: Sequence[StepSignals],
+           th: Thresholds, trials: Sequence[TrialResult] | None) -> int:
+    """The step a collapse seen on the recent ``steps`` began on (:attr:`CollapseScan.
+    collapse_onset`): its earliest collapsed recent step, extended back over earlier logged
+    steps while each has ``collapse_min_signals`` fired (a step logging none of the signals'
+    metrics neither ends nor extends the run)."""
+    first = next(i for i, s in enumerate(steps) if len(s.fired) >= th.collapse_min_signals)
+    onset = steps[first].step
+    if first > 0:
+        return onset  # a recent step before it did not collapse: the run began here
+    for index in range(start - 1, -1, -1):
+        evidence = evaluate_step(history, index, th, trials=trials)
+        if not evidence:
+            continue
+        if sum(e.fired for e in evidence) < th.collapse_min_signals:
+            break
+        onset = history[index].step
+    return onset
