@@ -251,6 +251,7 @@ def divergence_rule(
     faults = ctx.facts.summary.faults if ctx.facts.summary else ()
     windows = Windows(ctx.history, start, th.window)
     named = False
+    advised = False  # the first explosion in view is the one to resume from before
     for index in range(start, len(ctx.history)):
         values = ctx.history[index].values
         grad = values.get("grad_norm")
@@ -264,6 +265,10 @@ def divergence_rule(
             f.verdict("warning")
             f.trend(Priority.INFO,
                     f"Grad explosion at step {ctx.history[index].step}: {format_value(grad)}")
+            if not advised:
+                advised = True
+                _explosion_advice(ctx, f, ctx.history[index].step, grad,
+                                  windows.of(index, "grad_norm"))
     if any(fault.kind == "nan-loss" for fault in faults):
         _nan_loss(f, None, None)
 
@@ -310,6 +315,24 @@ def _nan_loss(f: Findings, step: int | None, loss: float | None, *,
     f.trend(Priority.TERMINAL, text)
     f.recommend(Priority.DIAGNOSE, "diagnose", f"{text}: weights are poisoned; resume from the "
                 "last good checkpoint after fixing LR/precision")
+
+
+def _explosion_advice(ctx: JudgeContext, f: Findings, step: int, grad: float,
+                      window: Sequence[float]) -> None:
+    """A grad explosion is a seed SFT red flag (beside loss -> NaN): ask for a diagnosis naming
+    the step, and the last banked checkpoint before it to resume from should the loss follow.
+    Ranked under a NaN loss's advice (the weights are already poisoned there)."""
+    factor = ctx.settings.thresholds.sft_grad_explosion_factor
+    mean = (f" (> {factor:g}× window mean {format_value(sum(window) / len(window))})"
+            if window and math.isfinite(grad) else "")
+    steps = ctx.facts.checkpoints.steps if ctx.facts.checkpoints else ()
+    before = [s for s in steps if s < step]
+    resume = (f"banked step {max(before)}, the last before it" if before
+              else "the last checkpoint before it (no banked checkpoint before it found)")
+    f.recommend(Priority.DIAGNOSE - 1, "diagnose",
+                f"grad explosion at step {step}: grad_norm {format_value(grad)}{mean}: a red "
+                "flag; check the LR/warmup, precision and that step's batch, and if the loss "
+                f"follows resume from {resume}")
 
 
 def _exploded(windows: Windows, index: int, grad: float, th: Thresholds) -> bool:
