@@ -79,7 +79,8 @@ def engine_log(job: EngineJson, log_path: Optional[str],  # noqa: UP045 - Python
                 found = (path, rank)
     if found is None:
         return None
-    read = read_tail(found[0], ENGINE_TAIL_BYTES, 0, guard, deepen_max=0)  # its tail only
+    read = read_tail(found[0], ENGINE_TAIL_BYTES, 0, guard,  # its tail only
+                     deepen_max=0, deepen_scan=0)
     out = {"path": found[0], "status": read["status"]}  # type: EngineJson
     if read["status"] == "ok":
         out.update(text=engine_lines(read.get("text") or ""), mtime=read.get("mtime"))

@@ -286,7 +286,8 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
 def _stderr_tail(path: str, guard: Guard) -> Json:
     """A separate StdErr's last ``STDERR_TAIL_BYTES`` (read whole each sweep: its faults,
     never its metrics, are wanted), or why not (``status``)."""
-    read = read_tail(path, STDERR_TAIL_BYTES, 0, guard, deepen_max=0)  # its tail only
+    read = read_tail(path, STDERR_TAIL_BYTES, 0, guard,  # its tail only
+                     deepen_max=0, deepen_scan=0)
     out: Json = {"path": path, "status": read["status"]}
     if read["status"] == "ok":
         out.update(text=read.get("text") or "", size=read.get("size"))

@@ -33,12 +33,13 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 
 # In-process the guard is imported; when shipped, its source is prepended (probes.remote.script).
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, deadline
+with contextlib.suppress(ImportError):
+    from probes.remote.read_back import ANCHOR_LINE_RE, DEEPEN_GATES, far_lines, line_start
 
 ANCHOR = 4096
 """Bytes of the file's head and of the bytes before the offset that a cursor's digest covers."""
@@ -163,19 +164,27 @@ DEEPEN_MAX = 8 << 20
 """How far back from the end a cold tail that resamples is read for an anchor, at most: a
 quarter of the default answer budget (``answer_budget_bytes``, 32 MiB); the read-backs of one
 request share that quarter of its budget (``probes.remote.collector.deepen_share``), so a
-request holding several such runs still answers for every job; past it the lead is counted
-from there."""
+request holding several such runs still answers for every job; past it only the lines the
+lead is counted from are sent (``DEEPEN_SCAN``)."""
+
+DEEPEN_SCAN = 64 << 20
+"""How far back from the end a resampling tail's read-back looks for its anchor, per job
+(never shared: an answer stays small, see ``far_lines``): past the bytes it sends whole
+(``deepen_max``), it sends only the lines the bar's lead is counted from."""
 
 
 def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
-              head_bytes: int = 0, track: bool = False, deepen_max: int = DEEPEN_MAX) -> Json:
+              head_bytes: int = 0, track: bool = False, deepen_max: int = DEEPEN_MAX,
+              deepen_scan: int = DEEPEN_SCAN) -> Json:
     """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
     with ``head_bytes``, a read that starts past the file's beginning also gives ``head``;
     with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``);
-    a cold tail that resamples is read back to at most ``deepen_max`` bytes (``_deepened``)."""
+    a cold tail that resamples is read back to at most ``deepen_max`` bytes, and its anchor
+    looked for to ``deepen_scan`` bytes from the end (``_deepened``)."""
     guard = guard or Guard(os.geteuid(), 30.0)
     cursor = None
     endless = 0
+    far, far_at = b"", 0
     try:
         fd = guard.open(path)
         try:
@@ -186,8 +195,9 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 start = max(start, offset)
             data = guard.read(fd, start, max_bytes, path)
             if start > 0 and offset <= 0:  # a cold tail of a longer log
-                start, data = _deepened(guard, fd, path, start, data, max_bytes=max_bytes,
-                                        limit=deepen_max)
+                start, data, far_at, far = _deepened(guard, fd, path, start, data,
+                                                     max_bytes=max_bytes, limit=deepen_max,
+                                                     scan=deepen_scan)
             if track:  # read up to a whole character, the cursor just past it
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
@@ -202,6 +212,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
             if data[:1] == b"\0":  # a hole where the text starts (first_whole_line): not text
                 text_at = len(data) - len(data.lstrip(b"\0"))
                 data, start = data[text_at:], start + text_at
+            if far and not endless:  # the far lines before the tail, from where they start
+                data, start = far + data, far_at
         finally:
             os.close(fd)
     except (Refused, Hung) as exc:
@@ -226,50 +238,38 @@ LONG_LINE_SCAN = 64 << 20
 """How far back before a tail that holds no line break a read looks for the last one."""
 
 
-DEEPEN_GATES = (b"continue sampling", b"Keep generating")
-"""Lines after which a batches bar leads its step by more than the tail can measure: SkyRL's
-``Resample batch K, continue sampling...``, verl's DAPO ``num_gen_batches=K. Keep
-generating...`` (``probes.logs.skyrl_batches``)."""
-_ANCHOR_RE = re.compile(
-    rb"saved checkpoint for global_step_\d|Step \d+: ?(?:\x1b\[[0-9;]*m)*\r?$|step:\d+ - ",
-    re.MULTILINE)
-"""A line that names the step the bar stands at: SkyRL's save line and its tracker's ``Step
-N:`` header, verl's ``step:N - ...`` line."""
-
-
 def _deepened(guard: Guard, fd: int, path: str, start: int, data: bytes, *,
-              max_bytes: int, limit: int = DEEPEN_MAX) -> tuple[int, bytes]:
-    """``(start, data)`` read back, a tail's worth at a time, to the line that names the step
-    (``_ANCHOR_RE``) or the log's start, when ``data`` resamples and names none: a count of
-    batches read from the tail's start alone would take every batch resampled before it for a
-    step (a run at global step 1200 read at 1494). At most ``limit`` bytes in all; a tail
-    with no resample line, or an anchor, is left as it is (two ``bytes.find`` of its MiB)."""
-    if not any(gate in data for gate in DEEPEN_GATES) or _ANCHOR_RE.search(data):
-        return start, data
+              max_bytes: int, limit: int = DEEPEN_MAX,
+              scan: int = DEEPEN_SCAN) -> tuple[int, bytes, int, bytes]:
+    """``(start, data, at, far)``: ``data`` read back, a tail's worth at a time, to the line
+    that names the step (``ANCHOR_LINE_RE``) or the log's start, when ``data`` resamples and names
+    none: a count of batches read from the tail's start alone would take every batch
+    resampled before it for a step (a run at global step 1200 read at 1494). At most
+    ``limit`` bytes are read back whole; past them, to ``scan`` bytes from the end, only
+    ``far`` (whole lines, from ``at``; ``far_lines``). A tail with no resample line, or an
+    anchor, is left as it is (two ``bytes.find`` of its MiB)."""
+    if not any(gate in data for gate in DEEPEN_GATES) or ANCHOR_LINE_RE.search(data):
+        return start, data, start, b""
     while start > 0 and len(data) < limit:
         lo = max(0, start - max_bytes, start - (limit - len(data)))
         chunk = guard.read(fd, lo, start - lo, path)
         start, data = start - len(chunk), chunk + data
         # (the chunk and the line it cuts at its end: an anchor line split between reads)
-        if _ANCHOR_RE.search(data, 0, len(chunk) + 4096) or len(chunk) < 1:
-            break
-    return start, data
+        if ANCHOR_LINE_RE.search(data, 0, len(chunk) + 4096) or len(chunk) < 1:
+            return start, data, start, b""
+    if start <= 0 or scan <= len(data):
+        return start, data, start, b""
+    cut = line_start(data)  # the line cut at ``start`` is read whole with the far lines
+    end = start + cut if cut >= 0 else start
+    at, far = far_lines(guard, fd, path, end, floor=max(0, end + len(data) - scan),
+                         chunk_bytes=max(max_bytes, 1 << 20))
+    return start, data, at, far
 
 
 def endless_line(scanned: int) -> str:
     """Why a tail read no line: its last line is longer than the ``scanned`` bytes."""
     size = f"{scanned >> 20} MiB" if scanned >= 1 << 20 else f"{max(1, scanned >> 10)} KiB"
     return f"last line over {size}"
-
-
-def line_start(data: bytes) -> int:
-    """Where the first whole line of ``data`` starts (just past its first ``\n``, ``\r`` or
-    ``\r\n``), or -1 with no line break. ``\r`` breaks lines as for the log parser: a tqdm bar
-    writing to a file redraws with ``\r`` only, and a tail inside its redraws is lines."""
-    newline, ret = data.find(b"\n"), data.find(b"\r")
-    if ret < 0 or 0 <= newline < ret:
-        return newline + 1 if newline >= 0 else -1
-    return ret + 2 if data[ret + 1:ret + 2] == b"\n" else ret + 1
 
 
 def first_whole_line(data: bytes) -> int:

@@ -47,7 +47,7 @@ _SHIPPED_MODULES = ("hung_marks.py", "posix_acl.py", "guard.py", "harbor_reduce.
                     "checkpoint_steps.py", "logged_paths.py", "harbor_paths.py", "tree.py",
                     "job_dirs.py",
                     "trial_roots.py",
-                    "logread.py",
+                    "read_back.py", "logread.py",
                     "completion.py", "scheduler.py", "listing.py", "job_files.py",
                     "engine_logs.py", "queue_listing.py", "queue_document.py")
 """Stdlib-only modules whose source is prepended to the collector (it imports them in process),

@@ -76,9 +76,11 @@ def test_a_run_without_resampling_keeps_its_tail(tmp_path: Path) -> None:
 
 
 def test_the_read_back_is_bounded(tmp_path: Path) -> None:
-    """A log longer than ``DEEPEN_MAX`` with no anchor is read back ``DEEPEN_MAX`` at most."""
+    """A log longer than ``DEEPEN_MAX`` with no anchor is read back whole ``DEEPEN_MAX`` at
+    most; before that, only its resample and bar lines are sent (``read_back.far_lines``)."""
     unit = _run(batches=400, ckpt=100000)
     text = unit * (DEEPEN_MAX // len(unit) + 2)
     (tmp_path / "long.log").write_text(text)
     tail = read_tail(str(tmp_path / "long.log"), 1 << 20, 0)
-    assert len(text) - tail["offset"] <= DEEPEN_MAX
+    assert len(tail["text"]) <= DEEPEN_MAX + len(text) // 16
+    assert len(tail["text"]) < len(text) - (1 << 20)
