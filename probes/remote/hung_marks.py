@@ -15,7 +15,12 @@ a path at or below one whose mark is still locked; the kernel drops the lock wit
 process, so the path is read again once the mount has answered the stuck read, and that
 process removes the mark. Only the account can write in its directory: another user cannot
 plant a mark to hide a path (a directory of that name that is not the account's own, 0700 and
-no link, is not used). When there are no marks this costs one ``listdir`` a process. Where any
+no link, is not used; once checked it is used through its open descriptor only). A mark is
+taken only when the locked file is still the one of its name (a process clearing it between
+its creation and its lock would leave a lock on a removed file, marking nothing), and a stale
+mark is removed only by a process holding its lock while it is still that name's file; a lock
+refused for an instant (a process clearing the stale mark of the same path) is tried again.
+When there are no marks this costs one directory open and ``listdir`` a process. Where any
 of this is unavailable (no ``/dev/shm``, no ``fcntl``), nothing is marked and every path is
 read, as before.
 
@@ -27,11 +32,13 @@ and after 128 checks every check failed.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
+import time
 import zlib
-from typing import Any, Dict, List, Optional  # noqa: UP035 - Python 3.7 on login nodes
+from typing import Dict, List, Optional  # noqa: UP035 - Python 3.7 on login nodes
 
 try:
     import fcntl
@@ -39,7 +46,7 @@ except ImportError:  # not on POSIX: no marks
     fcntl = None  # type: ignore[assignment]
 
 MARK_DIR = "/dev/shm/jobtables-hung-{uid}"
-_MARKS_HELD: List[Any] = []  # noqa: UP006 - the marks' open files, locked until the process ends
+_MARKS_HELD: Dict[str, int] = {}  # noqa: UP006 - mark name -> its open file, locked until exit
 _MARKS_KNOWN: Dict[str, bool] = {}  # noqa: UP006 - mark name -> a stuck read holds it
 _MARKS_LOADED: List[bool] = [False]  # noqa: UP006 - whether the marks were read
 
@@ -51,19 +58,36 @@ def _mark_name(path: str) -> str:
     return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
 
 
-def _mark_dir(create: bool) -> Optional[str]:  # noqa: UP045
-    """The account's marks directory, if it is the account's own (0700, no link)."""
+def _mark_dir(create: bool) -> Optional[int]:  # noqa: UP045
+    """The account's marks directory, opened, if it is the account's own (mode 0700, not a
+    link). Marks are then reached through this descriptor only: what was checked is what is
+    used, whatever becomes of the name meanwhile."""
     where = MARK_DIR.format(uid=os.geteuid())
     if create:
         with contextlib.suppress(OSError):
             os.mkdir(where, 0o700)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
     try:
-        st = os.lstat(where)
+        fd = os.open(where, flags)
     except OSError:
         return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() \
+            or st.st_mode & 0o077:
+        os.close(fd)
         return None
-    return where
+    return fd
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TRIES = 50
+_TRY_AGAIN_S = 0.004
+"""A lock refused or a mark replaced is looked at again, for at most ~0.2 s: a process
+clearing a stale mark holds its lock for an instant only (to see that none holds it, then
+remove it); a mark still refused after that is held by a live process, a stuck read."""
 
 
 def mark_hung(path: str) -> None:
@@ -102,41 +126,79 @@ _MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
 def _mark_one(path: str) -> None:
     name = _mark_name(path)
     _marks_known()[name] = True
+    if name in _MARKS_HELD:
+        return
     where = _mark_dir(create=True)
     if where is None:
         return
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(os.path.join(where, name), flags, 0o600)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # another stuck read already holds it: that one marks it
-        os.close(fd)
-        return
-    with contextlib.suppress(OSError):
-        os.write(fd, path.encode("utf-8", "surrogateescape") + b"\n")
-    _MARKS_HELD.append(fd)
-
-
-def _held(where: str, name: str) -> bool:
-    """Whether a live process holds the mark ``name``; a mark none holds is removed."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(os.path.join(where, name), flags)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(where, name))  # its stuck read has ended
-        return False
+        fd = _lock_mark(where, name)
     finally:
+        os.close(where)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, path.encode("utf-8", "surrogateescape") + b"\n")
+        _MARKS_HELD[name] = fd
+
+
+def _lock_mark(where: int, name: str) -> Optional[int]:  # noqa: UP045
+    """The mark ``name`` in the directory ``where``, created if need be and locked: the
+    descriptor, or ``None`` when a live process holds it (it marks the path) or it cannot be.
+    A file removed between its open and its lock (by a process that found it unlocked) marks
+    nothing: the name is opened again; so is one whose lock a remover holds for an instant."""
+    for attempt in range(_TRIES):
+        if attempt:
+            time.sleep(_TRY_AGAIN_S)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | _NOFOLLOW, 0o600, dir_fd=where)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                return None
+            continue
+        if _is_named(fd, where, name):
+            return fd
         os.close(fd)
+    return None
+
+
+def _is_named(fd: int, where: int, name: str) -> bool:
+    """Whether the open file ``fd`` is still the one named ``name`` in ``where``."""
+    try:
+        opened = os.fstat(fd)
+        named = os.stat(name, dir_fd=where, follow_symlinks=False)
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+
+
+def _held(where: int, name: str) -> bool:
+    """Whether a live process holds the mark ``name``. A mark none holds is removed, only
+    while this process holds its lock and it is still the file of that name (a mark taken
+    anew meanwhile is another file, and is looked at instead)."""
+    for attempt in range(_TRIES):
+        if attempt:
+            time.sleep(_TRY_AGAIN_S)
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=where)
+        except OSError:
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            if _is_named(fd, where, name):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=where)  # its stuck read has ended
+                return False
+        finally:
+            os.close(fd)
+    return False
 
 
 def _marks_known() -> Dict[str, bool]:  # noqa: UP006
@@ -145,10 +207,13 @@ def _marks_known() -> Dict[str, bool]:  # noqa: UP006
         _MARKS_LOADED[0] = True
         where = _mark_dir(create=False) if fcntl is not None else None
         if where is not None:
-            with contextlib.suppress(OSError):
-                for name in os.listdir(where):
-                    if _held(where, name):
-                        _MARKS_KNOWN[name] = True
+            try:
+                with contextlib.suppress(OSError):
+                    for name in os.listdir(where):
+                        if _held(where, name):
+                            _MARKS_KNOWN[name] = True
+            finally:
+                os.close(where)
     return _MARKS_KNOWN
 
 
@@ -157,7 +222,7 @@ def forget_marks() -> None:
     whose stuck reads have ended: tests)."""
     while _MARKS_HELD:
         with contextlib.suppress(OSError):
-            os.close(_MARKS_HELD.pop())
+            os.close(_MARKS_HELD.popitem()[1])
     _MARKS_KNOWN.clear()
     _MARKS_LOADED[0] = False
 

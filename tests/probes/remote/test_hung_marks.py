@@ -11,11 +11,15 @@ as a ``local = true`` cluster runs it, twice, on a real hung FUSE mount
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from probes.config import SlurmCluster
 from probes.remote import hung_marks
@@ -165,3 +169,245 @@ def test_the_mount_of_a_path_is_read_from_mountinfo(tmp_path: Path) -> None:
     assert hung_marks.mount_of("/proc/self/status") == "/proc"
     assert hung_marks.mount_of("/proc") == "/proc"
     assert hung_marks.mount_of("/procx/y") != "/proc"
+
+
+# The races a reviewer found between processes marking and clearing the same path. Each test
+# stops one real process between two of its steps (a profile hook on the real call) and runs
+# another real process there, on the same real files in a test's own marks directory.
+
+_MARKER = """
+import fcntl, sys
+from probes.remote import hung_marks
+hung_marks.MARK_DIR = sys.argv[1]
+hung_marks.hung_at("/")  # a collector reads the marks as it starts (none then)
+print("ready", flush=True)
+sys.stdin.readline()
+def report(frame, event, arg):
+    if event == "c_exception" and arg is fcntl.flock:
+        print("refused", flush=True)
+sys.setprofile(report)
+hung_marks.mark_hung(sys.argv[2])
+sys.setprofile(None)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+_LATER = """
+import sys
+from probes.remote import hung_marks
+hung_marks.MARK_DIR = sys.argv[1]
+print(hung_marks.hung_at(sys.argv[2]))
+"""
+
+
+def _later_process_sees(marks: Path, path: str) -> str:
+    """What a later collector process reads of ``path`` (it also clears marks none holds)."""
+    run = subprocess.run([sys.executable, "-c", _LATER, str(marks), path],
+                         capture_output=True, text=True, timeout=30, check=True)
+    return run.stdout.strip()
+
+
+def _hung_root(tmp_path: Path) -> str:
+    """A path on the root file system (so only the path is marked, not its mount)."""
+    return f"/jobtables-hung-test-{tmp_path.name}-{os.getpid()}/checkpoints"
+
+
+def _once_after(calls: tuple[Any, ...], when: Any, action: Any) -> None:
+    """Run ``action`` once, in this thread, right after a call of one of the C functions
+    ``calls`` returns while ``when()`` holds."""
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_return" and any(arg is call for call in calls) and when():
+            sys.setprofile(None)
+            action()
+    sys.setprofile(hook)
+
+
+def test_a_mark_cleared_between_its_open_and_its_lock_is_taken_again(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A later process clears the new mark file after its marker opened it but before it
+    locked it (a mark none held, to that process): the marker must not hold a lock on the
+    removed file, which marks nothing, but mark the path anew."""
+    marks = tmp_path / "marks"
+    root = _hung_root(tmp_path)
+    monkeypatch.setattr(hung_marks, "MARK_DIR", str(marks))
+    _fresh()
+    cleared: list[str] = []
+
+    def clear() -> None:
+        cleared.append(_later_process_sees(marks, root))
+        cleared.append(",".join(os.listdir(marks)))
+
+    _once_after((os.open,), lambda: marks.is_dir() and bool(os.listdir(marks)), clear)
+    try:
+        mark_hung(root)
+    finally:
+        sys.setprofile(None)
+    try:
+        assert cleared == ["None", ""]  # the other process did clear it, between the steps
+        assert _later_process_sees(marks, root + "/global_step_5") == root
+    finally:
+        hung_marks.forget_marks()
+    assert _later_process_sees(marks, root) == "None"
+
+
+def test_a_mark_taken_while_its_stale_mark_is_removed_holds(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A process clearing a stale mark (its stuck read ended) has locked it and is about to
+    remove it when another process gives the same path up again and marks it: that lock is
+    refused only for an instant, and the new mark must outlive the removal."""
+    marks = tmp_path / "marks"
+    root = _hung_root(tmp_path)
+    marker = subprocess.Popen([sys.executable, "-c", _MARKER, str(marks), root],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert marker.stdin is not None and marker.stdout is not None
+    try:
+        assert marker.stdout.readline().strip() == "ready"
+        subprocess.run([sys.executable, "-c", "import sys; from probes.remote import hung_marks;"
+                        " hung_marks.MARK_DIR = sys.argv[1]; hung_marks.mark_hung(sys.argv[2])",
+                        str(marks), root], check=True, timeout=30)  # a mark, its process gone
+        assert len(os.listdir(marks)) == 1
+        monkeypatch.setattr(hung_marks, "MARK_DIR", str(marks))
+        _fresh()
+        seen: list[str] = []
+
+        def mark_meanwhile() -> None:  # this process holds the stale mark's lock here
+            assert marker.stdin is not None and marker.stdout is not None
+            marker.stdin.write("\n")
+            marker.stdin.flush()
+            seen.append(marker.stdout.readline().strip())
+
+        _once_after((fcntl.flock,), lambda: not seen, mark_meanwhile)
+        try:
+            assert hung_at(root) is None  # the stale mark, cleared
+        finally:
+            sys.setprofile(None)
+        assert seen == ["refused"]  # the marker did try while the lock was held
+        assert marker.stdout.readline().strip() == "held"
+        assert _later_process_sees(marks, root + "/global_step_5") == root
+    finally:
+        marker.stdin.close()
+        marker.wait(timeout=30)
+    assert _later_process_sees(marks, root) == "None"
+
+
+@pytest.mark.parametrize("spoil", ["another user's", "writable by others", "a link"])
+def test_a_marks_directory_not_the_accounts_own_is_not_used(
+        tmp_path: Path, monkeypatch: Any, spoil: str) -> None:
+    """Marks held by a live process in a directory another user owns, or can write in, or
+    reached by a link: none counts (another user could plant them to hide a path, or remove
+    the account's), and nothing is marked or removed there."""
+    marks = tmp_path / "marks"
+    root = _hung_root(tmp_path)
+    marker = subprocess.Popen([sys.executable, "-c", _MARKER, str(marks), root],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert marker.stdin is not None and marker.stdout is not None
+    try:
+        assert marker.stdout.readline().strip() == "ready"
+        marker.stdin.write("\n")
+        marker.stdin.flush()
+        assert marker.stdout.readline().strip() == "held"
+        planted = sorted(os.listdir(marks))
+        assert len(planted) == 1
+        used = marks
+        if spoil == "another user's":
+            os.chown(marks, pwd.getpwnam("jtuser").pw_uid, -1)
+        elif spoil == "writable by others":
+            marks.chmod(0o733)
+        else:
+            used = tmp_path / "link"
+            used.symlink_to(marks)
+        monkeypatch.setattr(hung_marks, "MARK_DIR", str(used))
+        _fresh()
+        try:
+            assert hung_at(root + "/global_step_5") is None
+            mark_hung(root + "-other")
+        finally:
+            hung_marks.forget_marks()
+        assert sorted(os.listdir(marks)) == planted
+    finally:
+        marker.stdin.close()
+        marker.wait(timeout=30)
+
+
+def test_a_marks_directory_swapped_after_its_check_is_not_read(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """The account's marks directory is checked, then another user with write access to its
+    parent puts one of their own, holding a live mark, in its place: the marks read are the
+    checked directory's (none), not the planted one's, which would hide the path."""
+    marks = tmp_path / "marks"
+    planted = tmp_path / "planted"
+    root = _hung_root(tmp_path)
+    marker = subprocess.Popen([sys.executable, "-c", _MARKER, str(planted), root],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert marker.stdin is not None and marker.stdout is not None
+    try:
+        assert marker.stdout.readline().strip() == "ready"
+        marker.stdin.write("\n")
+        marker.stdin.flush()
+        assert marker.stdout.readline().strip() == "held"
+        os.chown(planted, pwd.getpwnam("jtuser").pw_uid, -1)
+        marks.mkdir(mode=0o700)
+        monkeypatch.setattr(hung_marks, "MARK_DIR", str(marks))
+        _fresh()
+        swapped: list[bool] = []
+
+        def swap() -> None:
+            marks.rename(tmp_path / "marks-away")
+            planted.rename(marks)
+            swapped.append(True)
+
+        _once_after((os.lstat, os.fstat), lambda: not swapped, swap)  # the check, either way
+        try:
+            seen = hung_at(root + "/global_step_5")
+        finally:
+            sys.setprofile(None)
+        assert swapped == [True]
+        assert seen is None
+    finally:
+        marker.stdin.close()
+        marker.wait(timeout=30)
+
+
+def _opens(path: Path) -> bool:
+    """Whether this process has ``path`` open."""
+    fds = Path("/proc/self/fd")
+    return any(os.path.realpath(fds / fd) == str(path) for fd in os.listdir(fds))
+
+
+def test_a_stale_mark_cleared_twice_does_not_take_a_new_mark_with_it(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Two processes find the same stale mark: the first has it open when the second removes
+    it and the path is marked anew (a new file of that name, locked by a live process). The
+    first then gets its lock on the removed file, and must not remove the new mark."""
+    marks = tmp_path / "marks"
+    root = _hung_root(tmp_path)
+    marker = subprocess.Popen([sys.executable, "-c", _MARKER, str(marks), root],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert marker.stdin is not None and marker.stdout is not None
+    try:
+        assert marker.stdout.readline().strip() == "ready"
+        subprocess.run([sys.executable, "-c", "import sys; from probes.remote import hung_marks;"
+                        " hung_marks.MARK_DIR = sys.argv[1]; hung_marks.mark_hung(sys.argv[2])",
+                        str(marks), root], check=True, timeout=30)  # a mark, its process gone
+        (stale,) = os.listdir(marks)
+        monkeypatch.setattr(hung_marks, "MARK_DIR", str(marks))
+        _fresh()
+        meanwhile: list[str] = []
+
+        def clear_and_mark_again() -> None:
+            assert marker.stdin is not None and marker.stdout is not None
+            meanwhile.append(_later_process_sees(marks, root))  # clears the stale mark
+            marker.stdin.write("\n")
+            marker.stdin.flush()
+            meanwhile.append(marker.stdout.readline().strip())
+
+        _once_after((os.open,), lambda: _opens(marks / stale), clear_and_mark_again)
+        try:
+            hung_at(root)
+        finally:
+            sys.setprofile(None)
+        assert meanwhile == ["None", "held"]
+        assert _later_process_sees(marks, root + "/global_step_5") == root
+    finally:
+        marker.stdin.close()
+        marker.wait(timeout=30)
