@@ -31,6 +31,10 @@ reason and quotes its evidence (escaped: control characters as ``\\xNN``, cut;
   thresholds (``report.rollouts.degenerate_reasons``: reward flat at 0, ~1-token responses,
   entropy ~0, grad norm exactly 0): the metrics are computed from the rollouts, so a run that
   dumps none and prints no completion is still judged, not waved through as "nothing to judge".
+- a collapse in the run's own printed series, by the row's collapse rule and thresholds
+  (``report.signals.collapse_scan``; its pass-rate signal needs the row's trial results, not
+  the probe's sample): the seed's ">= 2 fire same step -> cancel + salvage" is never answered
+  NO-KILL because the run dumps no rollouts.
 
 With no finding the verdict is NO-KILL, and its one reason says what was read (or that
 nothing was, so a person knows the probe could not see the rollouts; see
@@ -58,10 +62,12 @@ from probes.rollouts import (
 from report.cells import one_line
 from report.deep_probe_read import healthy_line, read_summary
 from report.deep_probe_trials import TrialChecks
+from report.findings import normalized_history
 from report.models import DeepProbe, JobReport
 from report.rollouts import degenerate_reasons
 from report.sample_text import bad_char_share, compression_ratio, overlap, quote, repeated_unit
 from report.settings import DeepProbeSettings, Thresholds
+from report.signals import collapse_scan
 
 
 def _groups(samples: Sequence[RolloutSample]) -> list[list[RolloutSample]]:
@@ -299,6 +305,7 @@ class _Judge(TrialChecks):
                      f"{points[-1].values['clipped_ratio']:g} at step {points[-1].step})")
         self.starvation(points)
         self.dead_series()
+        self.collapsed_series()
 
     def dead_series(self) -> None:
         """The row's ``dead-rollouts`` test on the printed series (module policy)."""
@@ -307,6 +314,17 @@ class _Judge(TrialChecks):
         if reasons and history:
             self.add(f"dead rollouts in the logged series (to step {history[-1].step}): "
                      + "; ".join(reasons))
+
+    def collapsed_series(self) -> None:
+        """The row's collapse rule on the printed series (seed: ">= 2 fire same step -> cancel
+        + salvage"): a run its own series shows collapsed is never NO-KILL, rollouts or none."""
+        scan = collapse_scan(normalized_history(self.facts.series), self.th)
+        if scan.collapse_step is None:
+            return
+        began = (f" (began at step {scan.collapse_onset})"
+                 if scan.collapse_onset not in (None, scan.collapse_step) else "")
+        self.add(f"collapse in the logged series at step {scan.collapse_step}{began}: "
+                 + "; ".join(e.why for e in scan.collapse_evidence))
 
     def starvation(self, points: Sequence[MetricPoint]) -> None:
         timed = [p for p in points if p.values.get("step_s") and "gen_s" in p.values]
