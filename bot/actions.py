@@ -47,6 +47,7 @@ from typing import Any, Protocol
 import structlog
 
 from bot.action_records import LOCK_HOURS, STILL_RUNNING, VERBS, cancel_lock
+from bot.alert_messages import salvage_text
 from bot.alerts import cancel_forbidden, closed_episode, job_uid, pressed_episode, same_instance
 from bot.cluster_names import renamed_to
 from bot.errors import UserError
@@ -270,10 +271,11 @@ class ActionHandler(CancelReconciler):
         await self._audit(press, cluster, job_id, "cancelled", str(path))
         await self._close_episode(checked.episode, press.user_id)
         banked = detail.report.banked_step
+        salvage = (f"banked checkpoint: {banked if banked is not None else 'none'}"
+                   if detail.collapse_onset is None else salvage_text(detail))
         await self._update(press.channel_id, press.message_ts, press.message_blocks, (
             f"🛑 Cancelled by {mention(press.user_id)} at {now:%Y-%m-%d %H:%M} UTC. Evidence "
-            f"saved to `{code(str(path))}`; banked checkpoint: "
-            f"{banked if banked is not None else 'none'}."), keep_buttons=False,
+            f"saved to `{code(str(path))}`; {salvage}."), keep_buttons=False,
             ref=f"{cluster}:{job_id}")
         # Marked done only once the message says so: a crash before this point leaves a lock
         # that reconcile completes, updating the message again.

@@ -183,6 +183,24 @@ def _goes_on(detail: JobDetail) -> str:
     return "the job keeps running"
 
 
+def salvage_text(detail: JobDetail) -> str:
+    """What the collapse's salvage takes, as its recommendation names it
+    (``report.findings.salvage_target``): the last banked step before the collapse began (a
+    save at or after it holds collapsed weights), or that no banked checkpoint is safe. Without
+    a known onset, the newest banked step (the alert's head before 7b0419f7)."""
+    onset, banked = detail.collapse_onset, detail.report.banked_step
+    if onset is None:
+        return (f"banked checkpoint: step {banked}" if banked is not None
+                else "no banked checkpoint found")
+    if detail.salvage_step is not None:
+        return (f"salvage banked step {detail.salvage_step} (the last before the collapse "
+                f"began at step {onset})")
+    if banked is not None:
+        return (f"no banked checkpoint is safe (the newest, step {banked}, is not before the "
+                f"collapse began at step {onset}): salvage the rollouts")
+    return f"no banked checkpoint found (none before the collapse began at step {onset})"
+
+
 def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str | None = None,
                      delivered_for: str | None = None) -> SlackMessage:
     """The collapse alert with its evidence and buttons.
@@ -191,13 +209,12 @@ def collapse_message(detail: JobDetail, *, can_cancel: bool, evidence_path: str 
     """
     job = detail.report
     ref = code(f"{job.cluster}:{job.job_id}")
-    banked = f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None else (
-        "no banked checkpoint found")
     head = (
         f"*Collapse on* `{ref}` {strong(esc(one_line(job.name)))} "
         f"(owner {inert(job.user or 'unknown')})\n"
         f"step {job.step if job.step is not None else '—'}, collapse at step "
-        f"{detail.collapse_step if detail.collapse_step is not None else '—'}; {banked}"
+        f"{detail.collapse_step if detail.collapse_step is not None else '—'}; "
+        f"{salvage_text(detail)}"
     )
     why = inert(job.recommendation.why) if job.recommendation else "collapse rule fired"
     body = cut_text("\n".join(evidence_lines(detail)), 2900) or "(no signal evidence recorded)"
@@ -236,8 +253,7 @@ def _batch_entry(detail: JobDetail, *, can_cancel: bool, evidence_path: str | No
     lines = [f"`{ref}` {name} (owner {owner}): step "
              f"{job.step if job.step is not None else '—'}, collapse at step "
              f"{detail.collapse_step if detail.collapse_step is not None else '—'}; "
-             + (f"banked checkpoint: step {job.banked_step}" if job.banked_step is not None
-                else "no banked checkpoint found"),
+             + salvage_text(detail),
              *fired, why]
     if evidence_path is not None:
         lines.append(f"Evidence recorded ({_goes_on(detail)}): `{code(evidence_path)}`")
@@ -316,12 +332,14 @@ def _buttons(detail: JobDetail, *, can_cancel: bool) -> list[dict[str, Any]]:
     if not can_cancel:
         return [button(ACKNOWLEDGE, "Acknowledge (recommendation only)", ref), probe]
     banked = detail.report.banked_step
+    salvage = (f"Banked step: {banked if banked is not None else 'none'}"
+               if detail.collapse_onset is None
+               else f"Salvage: {salvage_text(detail).removeprefix('salvage ')}")
     confirm = {
         "title": {"type": "plain_text", "text": "Cancel and salvage?"},
         "text": mrkdwn_object(cut_text(
             f"Evidence (log tail, metric window, scheduler record) is saved first, then "
-            f"`{code(ref)}` is cancelled. Banked step: {banked if banked is not None else 'none'}.",
-            300, note="…")),
+            f"`{code(ref)}` is cancelled. {salvage}.", 300, note="…")),
         "confirm": {"type": "plain_text", "text": "Salvage and cancel"},
         "deny": {"type": "plain_text", "text": "Keep it"},
         "style": "danger",

@@ -269,12 +269,20 @@ def salvage_target(facts: JobFacts, onset: int | None) -> str:
     if onset is None:
         banked = f"banked step {max(steps)}" if steps else "the last banked checkpoint"
         return f"{banked} and the rollouts"
-    before = [s for s in steps if s < onset]
-    if before:
-        return (f"banked step {max(before)} (the last before the collapse began at step "
+    safe = salvage_step(facts, onset)
+    if safe is not None:
+        return (f"banked step {safe} (the last before the collapse began at step "
                 f"{onset}) and the rollouts")
     if steps:
         saves = ", ".join(str(s) for s in sorted(steps)[:5])
         return (f"the rollouts (no banked checkpoint is safe: saves at step {saves}, none "
                 f"before the collapse began at step {onset})")
     return f"the last checkpoint before step {onset} and the rollouts"
+
+
+def salvage_step(facts: JobFacts, onset: int | None) -> int | None:
+    """The banked step a collapse's salvage takes (:func:`salvage_target`): the last before
+    ``onset``, the step the collapse began on; None when no save is before it (or no onset)."""
+    steps = facts.checkpoints.steps if facts.checkpoints else ()
+    before = [s for s in steps if onset is not None and s < onset]
+    return max(before) if before else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from probes.models import JobFacts
 from report.cells import shown_path
 from report.failure_text import log_excerpt
-from report.findings import Findings, JudgeContext
+from report.findings import Findings, JudgeContext, salvage_step
 from report.job_rules import UNREADABLE_CHECKPOINTS
 from report.models import Bucket, FailureSignature, JobDetail, JobReport
 from report.trend import TREND_MAX, shorten
@@ -58,6 +58,7 @@ def _assemble(
     faults = facts.summary.faults if facts.summary else ()
     return JobDetail(
         report=report, history=ctx.history, evidence=f.evidence, collapse_step=f.collapse_step,
+        collapse_onset=f.collapse_onset, salvage_step=salvage_step(facts, f.collapse_onset),
         faults=tuple(f"{x.kind}: {x.detail or x.excerpt}" for x in faults),
         log_excerpt=log_excerpt(facts),
         workdir=shown_path(record.workdir) if record.workdir else record.workdir,

@@ -149,6 +149,12 @@ class JobDetail(Frozen):
     history: tuple[MetricPoint, ...] = ()
     evidence: tuple[SignalEvidence, ...] = ()
     collapse_step: int | None = None
+    collapse_onset: int | None = None
+    """The step the collapse began on (``report.signals.CollapseScan.collapse_onset``)."""
+    salvage_step: int | None = None
+    """The banked step the collapse's salvage takes, the last before ``collapse_onset``
+    (``report.findings.salvage_step``); None when no save is before it. What the collapse
+    alert and its Cancel & salvage name, as the recommendation does."""
     faults: tuple[str, ...] = ()
     log_excerpt: str = ""
     workdir: str | None = None
