@@ -16,7 +16,9 @@ collector (``python3 -``, script on stdin):
    in its workdir with, under the default checkpoint roots, the logs of up to 16 of them, read
    by the collector in this same command (``probes.slurm.neighbours``: their progress, never
    their saves), and the logs of its latest two ended attempts (the setting they printed: a
-   relaunch in a new one is deep-probed); and for a TIMEOUT or COMPLETED
+   relaunch in a new one is deep-probed); for a job pending on a dependency, the jobs it
+   waits on (``squeue -t all -j DEP,...``: a queued resume's attempt, whatever either is
+   named, ``report.holds``); and for a TIMEOUT or COMPLETED
    job the successor query: the same ``squeue -t all -u USER`` (with each job's eligible time) for
    the job's own user (a COMPLETED run whose trainer stopped itself ahead of the walltime is a chain
    restart too, ``report.planned_stop``, which only its log, read in the same command, tells). Every
@@ -25,7 +27,7 @@ collector (``python3 -``, script on stdin):
    that already ran), so the jobs SLURM holds of that user are a bounded set that still holds any
    successor. A FAILED (or OUT_OF_MEMORY, NODE_FAIL, PREEMPTED) job lists the same, for its
    earlier attempts: a restart's name may gain ``-r2``. A PENDING job has no files, and a job
-   that is neither started nor TIMEOUT costs one command only.
+   that is neither started nor TIMEOUT nor waiting on a dependency costs one command only.
 3. Only for a failed job with failed jobs just before it in its workdir: their log tails
    (:func:`earlier_failures`), so that ``jobtables job`` calls a failure ``recurring-failure``
    as the sweep does (``report.memory``; the CLI has no sweep memory).
@@ -218,7 +220,12 @@ async def job_files(
     commands: list[dict[str, Any]] = []
     nonce = new_nonce()
     beside: dict[str, Any] | None = None
-    if _lists_related(record):
+    awaited = _awaited(record)
+    if awaited:
+        # A job pending on a dependency: the jobs it waits on, whatever their names (a
+        # chain's resume may be renamed, ``-r2``), by id: the attempt it may resume.
+        commands.append({"argv": _squeue_argv(nonce, "-t", "all", "-j", ",".join(awaited))})
+    elif _lists_related(record):
         selection: tuple[str, ...] = ("-t", "all", "-u", str(record.user))
         named = record.state not in _ALL_OF_USER and not _ending(record)
         if named:
@@ -226,8 +233,8 @@ async def job_files(
             # only, so the read costs the run's attempts, not the user's whole queue.
             selection += (f"--name={record.name}",)
         commands.append({"argv": _squeue_argv(nonce, *selection)})
-        if named and record.workdir and record.state is not JobState.PENDING:
-            # and a running run's neighbours' ids, names, workdirs and logs
+        if named and record.workdir:  # and a running run's neighbours' ids, names, workdirs
+            # and logs
             commands.append({"argv": neighbour_argv(nonce, str(record.user))})
             # Their progress counts under the default roots; the attempts' settings always.
             beside = neighbour_request(
@@ -291,9 +298,8 @@ async def attempt_files(runner: Runner, cluster: SlurmCluster,
 def _lists_related(record: SchedulerRecord) -> bool:
     """Whether command 2 lists the user's related jobs: a TIMEOUT or COMPLETED job's
     successor candidates (all the user's jobs SLURM holds), a RUNNING job's earlier attempts
-    and a job pending on a dependency's attempt it may resume (``report.holds``; the user's
-    jobs of its name: a name squeue's ``--name`` list can hold, no comma)."""
-    if (record.state not in _RELATED and not _ending(record) and not _waits(record)) \
+    (the user's jobs of its name: a name squeue's ``--name`` list can hold, no comma)."""
+    if (record.state not in _RELATED and not _ending(record)) \
             or not record.user or not _USER.match(record.user):
         return False
     name = record.name
@@ -301,9 +307,20 @@ def _lists_related(record: SchedulerRecord) -> bool:
         bool(name) and "," not in name and name.isprintable() and len(name) <= 1024)
 
 
-def _waits(record: SchedulerRecord) -> bool:
-    """Pending on a dependency (a restart chain's resume queued behind its attempt)."""
-    return record.state is JobState.PENDING and record.reason == "Dependency"
+def _awaited(record: SchedulerRecord) -> tuple[str, ...]:
+    """The ids a job pending on a dependency waits on (a restart chain's resume queued behind
+    its attempt, ``report.holds.resumed_attempt``, under its name or a new one such as
+    ``-r2``), at most :data:`AWAITED_READ`, each as squeue's ``-j`` takes it (an array task
+    ``12_3``; ``12_*`` as its array ``12``); none for any other job."""
+    if record.state is not JobState.PENDING or record.reason != "Dependency":
+        return ()
+    ids = (_AWAITED_ID.match(job) for job in record.depends_on)
+    return tuple(dict.fromkeys(found[0] for found in ids if found))[:AWAITED_READ]
+
+
+_AWAITED_ID = re.compile(r"\d+(?:_\d+(?![\d*]))?")
+AWAITED_READ = 64
+"""Dependency ids a pending job's command 2 asks squeue for (one ``-j`` list)."""
 
 
 def _ending(record: SchedulerRecord) -> bool:
