@@ -57,6 +57,8 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.logread import DEEPEN_MAX, read_tail
 with contextlib.suppress(ImportError):
+    from probes.remote.read_back import FAR_MAX
+with contextlib.suppress(ImportError):
     from probes.remote.completion import collect_completion
 with contextlib.suppress(ImportError):
     from probes.remote.job_files import (
@@ -123,8 +125,9 @@ def _each_job(request: Json, started: float | None,
                 continue
             kept: Json = {}  # what the reader had read, should it be given up
             try:
-                entry = supervised(_read_job, (job, dict(request, deepen_bytes=deepen_share(
-                    left, budget)), until, kept), until)
+                entry = supervised(_read_job, (job, dict(
+                    request, deepen_bytes=deepen_share(left, budget),
+                    far_bytes=far_share(left, budget)), until, kept), until)
             except Hung as exc:
                 entry = given_up(job, kept, str(exc))
                 if kept.get("guard") is not None and kept["guard"].base:
@@ -147,6 +150,14 @@ def deepen_share(left: int, budget: int) -> int:
     answer budget. A read-back is sent whole; bound per job only, five runs' read-backs spent
     the 32 MiB budget by the third and every job after it was failed for want of it."""
     return max(0, min(DEEPEN_MAX, left - (budget - budget // 4)))
+
+
+def far_share(left: int, budget: int) -> int:
+    """Bytes the next job's read-back may send of the lines its lead is counted from past
+    what it sends whole (``probes.remote.read_back.FAR_MAX`` at most): what is left of the
+    first half of the answer budget, after the read-backs' quarter. Per job only, a request
+    of 32 resampling runs each sending its 1 MiB would spend the default 32 MiB budget."""
+    return max(0, min(FAR_MAX, left - budget // 2))
 
 
 def _read_job(job: Json, request: Json, until: float, kept: Json) -> Json:

@@ -31,6 +31,8 @@ with contextlib.suppress(ImportError):
 with contextlib.suppress(ImportError):
     from probes.remote.trial_roots import collect_logged_trials, collect_trials
 with contextlib.suppress(ImportError):
+    from probes.remote.read_back import FAR_MAX
+with contextlib.suppress(ImportError):
     from probes.remote.logread import (
         DEEPEN_MAX,
         MAX_TRIALS_DIRS,
@@ -51,13 +53,15 @@ Json = Dict[str, Any]  # noqa: UP006 - evaluated at run time; builtin generics n
 
 
 def _tail(path: str, guard: Guard, max_bytes: int, offset: int, min_lines: int, *,
-          head_bytes: int = 0, track: bool = False, deepen_max: int | None = None) -> Json:
+          head_bytes: int = 0, track: bool = False, deepen_max: int | None = None,
+          far_max: int | None = None) -> Json:
     """Read a bounded tail; retry once if it fails or is under the line floor."""
     result: Json = {}
     deepen = DEEPEN_MAX if deepen_max is None else deepen_max
+    far = FAR_MAX if far_max is None else far_max
     for attempt in (1, 2):
         result = read_tail(path, max_bytes, offset, guard, head_bytes=head_bytes, track=track,
-                           deepen_max=deepen)
+                           deepen_max=deepen, far_max=far)
         result["attempts"] = attempt
         if result["status"] != "ok":
             if result.get("final"):  # refused or hung: a second try would say the same
@@ -272,7 +276,8 @@ def _collect_log(job: Json, req: Json, guard: Guard) -> Json:
     offset = int(job.get("offset") or 0) if path == job.get("stdout") and fresh is None else 0
     read = _tail(path, guard, int(req["tail_bytes"]), offset, int(req.get("min_lines", 1)),
                  head_bytes=int(req.get("head_bytes", DEFAULT_HEAD_BYTES)),
-                 track=fresh is not None, deepen_max=req.get("deepen_bytes"))
+                 track=fresh is not None, deepen_max=req.get("deepen_bytes"),
+                 far_max=req.get("far_bytes"))
     if read["status"] != "ok":
         out.update(status="failed", error=read.get("error"), attempts=read.get("attempts", 1))
         return out

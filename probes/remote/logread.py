@@ -39,7 +39,14 @@ from typing import Any, Dict  # noqa: UP035 - Python 3.7 on login nodes
 with contextlib.suppress(ImportError):
     from probes.remote.guard import Guard, Hung, Refused, deadline
 with contextlib.suppress(ImportError):
-    from probes.remote.read_back import ANCHOR_LINE_RE, DEEPEN_GATES, far_lines, line_start
+    from probes.remote.read_back import (
+        ANCHOR_LINE_RE,
+        DEEPEN_GATES,
+        FAR_MAX,
+        far_cut,
+        far_lines,
+        line_start,
+    )
 
 ANCHOR = 4096
 """Bytes of the file's head and of the bytes before the offset that a cursor's digest covers."""
@@ -169,22 +176,25 @@ lead is counted from are sent (``DEEPEN_SCAN``)."""
 
 DEEPEN_SCAN = 64 << 20
 """How far back from the end a resampling tail's read-back looks for its anchor, per job
-(never shared: an answer stays small, see ``far_lines``): past the bytes it sends whole
-(``deepen_max``), it sends only the lines the bar's lead is counted from."""
+(the scan is not shared): past the bytes it sends whole (``deepen_max``), it sends only the
+lines the bar's lead is counted from, ``far_max`` bytes at most (``read_back.FAR_MAX``, paid
+from the answer budget: ``probes.remote.collector.far_share``)."""
 
 
 def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None, *,
               head_bytes: int = 0, track: bool = False, deepen_max: int = DEEPEN_MAX,
-              deepen_scan: int = DEEPEN_SCAN) -> Json:
+              deepen_scan: int = DEEPEN_SCAN, far_max: int = FAR_MAX) -> Json:
     """At most ``max_bytes`` from the end (or from ``offset``), the cut first line dropped;
     with ``head_bytes``, a read that starts past the file's beginning also gives ``head``;
     with ``track``, the ``cursor`` a later sweep resumes from (``probes.remote.resume``);
     a cold tail that resamples is read back to at most ``deepen_max`` bytes, and its anchor
-    looked for to ``deepen_scan`` bytes from the end (``_deepened``)."""
+    looked for to ``deepen_scan`` bytes from the end, the lines its lead is counted from
+    sent from past the read-back in ``far_max`` bytes at most (``_deepened``; ``far_cut``
+    says when they took more, and none were sent)."""
     guard = guard or Guard(os.geteuid(), 30.0)
     cursor = None
     endless = 0
-    far, far_at = b"", 0
+    far, far_at, cut_far = b"", 0, 0
     try:
         fd = guard.open(path)
         try:
@@ -195,9 +205,9 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
                 start = max(start, offset)
             data = guard.read(fd, start, max_bytes, path)
             if start > 0 and offset <= 0:  # a cold tail of a longer log
-                start, data, far_at, far = _deepened(guard, fd, path, start, data,
-                                                     max_bytes=max_bytes, limit=deepen_max,
-                                                     scan=deepen_scan)
+                start, data, far_at, far, cut_far = _deepened(
+                    guard, fd, path, start, data, max_bytes=max_bytes, limit=deepen_max,
+                    scan=deepen_scan, far_max=far_max)
             if track:  # read up to a whole character, the cursor just past it
                 data = data[:complete_utf8(data)]
                 cursor = cursor_at(guard, fd, path, st=st, start=start, data=data)
@@ -229,6 +239,8 @@ def read_tail(path: str, max_bytes: int, offset: int, guard: Guard | None = None
         out["cursor"] = cursor
     if endless:
         out["endless"] = endless
+    if cut_far:
+        out["far_cut"] = far_cut(cut_far, far_max)
     if head_bytes > 0 and start > 0 and offset <= 0:
         out["head"] = _read_head(path, guard, head_bytes)
     return out
@@ -240,30 +252,35 @@ LONG_LINE_SCAN = 64 << 20
 
 def _deepened(guard: Guard, fd: int, path: str, start: int, data: bytes, *,
               max_bytes: int, limit: int = DEEPEN_MAX,
-              scan: int = DEEPEN_SCAN) -> tuple[int, bytes, int, bytes]:
-    """``(start, data, at, far)``: ``data`` read back, a tail's worth at a time, to the line
-    that names the step (``ANCHOR_LINE_RE``) or the log's start, when ``data`` resamples and names
-    none: a count of batches read from the tail's start alone would take every batch
-    resampled before it for a step (a run at global step 1200 read at 1494). At most
+              scan: int = DEEPEN_SCAN,
+              far_max: int = FAR_MAX) -> tuple[int, bytes, int, bytes, int]:
+    """``(start, data, at, far, cut)``: ``data`` read back, a tail's worth at a time, to the
+    line that names the step (``ANCHOR_LINE_RE``) or the log's start, when ``data``
+    resamples and names none: a count of batches read from the tail's start alone would
+    take every batch resampled before it for a step (a run at global step 1200 read at
+    1494). At most
     ``limit`` bytes are read back whole; past them, to ``scan`` bytes from the end, only
-    ``far`` (whole lines, from ``at``; ``far_lines``). A tail with no resample line, or an
+    ``far`` (whole lines, from ``at``; ``far_lines``: ``far_max`` bytes at most, ``cut``
+    the bytes they took when more, and then none). A tail with no resample line, or an
     anchor, is left as it is (two ``bytes.find`` of its MiB)."""
     if not any(gate in data for gate in DEEPEN_GATES) or ANCHOR_LINE_RE.search(data):
-        return start, data, start, b""
+        return start, data, start, b"", 0
     while start > 0 and len(data) < limit:
         lo = max(0, start - max_bytes, start - (limit - len(data)))
         chunk = guard.read(fd, lo, start - lo, path)
         start, data = start - len(chunk), chunk + data
         # (the chunk and the line it cuts at its end: an anchor line split between reads)
         if ANCHOR_LINE_RE.search(data, 0, len(chunk) + 4096) or len(chunk) < 1:
-            return start, data, start, b""
+            return start, data, start, b"", 0
     if start <= 0 or scan <= len(data):
-        return start, data, start, b""
+        return start, data, start, b"", 0
     cut = line_start(data)  # the line cut at ``start`` is read whole with the far lines
     end = start + cut if cut >= 0 else start
-    at, far = far_lines(guard, fd, path, end, floor=max(0, end + len(data) - scan),
-                         chunk_bytes=max(max_bytes, 1 << 20))
-    return start, data, at, far
+    if far_max <= 0:  # no share of the answer budget left for them
+        return start, data, start, b"", 1
+    at, far, cut_far = far_lines(guard, fd, path, end, floor=max(0, end + len(data) - scan),
+                                 chunk_bytes=max(max_bytes, 1 << 20), cap=far_max)
+    return start, data, at, far, cut_far
 
 
 def endless_line(scanned: int) -> str:

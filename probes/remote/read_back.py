@@ -46,13 +46,36 @@ def line_start(data: bytes) -> int:
     return ret + 2 if data[ret + 1:ret + 2] == b"\n" else ret + 1
 
 
+FAR_MAX = 1 << 20
+"""Bytes the far lines of one job's read-back may take (``far_lines``): a resampling run
+sends a few hundred bytes a resampled batch past its read-back (some 4% of a dense SkyRL
+log's bytes: ~2.7 MB of a 64 MiB scan), and the lead needs every one of them from the
+anchor on, so a run needing more sends none (``far_cut``); the request's share of them
+is paid from its answer budget (``probes.remote.collector.far_share``)."""
+
+
+def far_cut(needed: int, cap: int) -> str:
+    """The note of a read-back whose far lines the cap cut (``needed`` bytes at least), or
+    that had no share of the answer budget left for them (``cap`` 0)."""
+    if cap <= 0:
+        return ("no share of the answer budget left for the lines its batches bar's lead is"
+                " counted from, past the read-back: none sent, its lead is counted from the"
+                " read-back's start")
+    return (f"the lines its batches bar's lead is counted from, past the read-back, take over"
+            f" {needed} bytes, more than its cap of {cap}: none sent, its lead is counted"
+            f" from the read-back's start")
+
+
 def far_lines(guard: Guard, fd: int, path: str, end: int, *, floor: int,
-               chunk_bytes: int) -> tuple[int, bytes]:
-    """``(at, lines)``: from the last anchor before ``end`` (or ``floor``, or the log's
+              chunk_bytes: int, cap: int = FAR_MAX) -> tuple[int, bytes, int]:
+    """``(at, lines, cut)``: from the last anchor before ``end`` (or ``floor``, or the log's
     start), the anchor, each resample line and the bar redraw after it, and the first redraw
     after the anchor: all the bar's lead is counted from (``probes.logs.skyrl_batches``), a
     few bytes a batch of the MiBs between. ``at`` is where the first of them starts (0 when
-    read from the log's start: the lead counted from there is exact)."""
+    read from the log's start: the lead counted from there is exact). They take ``cap``
+    bytes at most: the lead needs every one from the anchor on (a count missing some reads
+    the step that much too high), so more are none, ``cut`` the bytes they took when the
+    scan stopped (else 0)."""
     found: list[tuple[int, bytes]] = []
     pos = end
     while pos > floor:
@@ -68,17 +91,27 @@ def far_lines(guard: Guard, fd: int, path: str, end: int, *, floor: int,
         anchors = [n for n, (_, line) in enumerate(lines) if ANCHOR_LINE_RE.search(line)]
         found = lines[anchors[-1]:] + found if anchors else lines + found
         pos = lo + cut
+        if sum(len(line) + 1 for _, line in found) > cap:  # cheap first: all it holds
+            needed = len(_needed(found))
+            if needed > cap:
+                return end, b"", needed
         if anchors or lo <= floor:
             break
     if pos > 0 and not any(ANCHOR_LINE_RE.search(line) for _, line in found[:1]):
-        return end, b""  # neither anchor nor log start: the lead is unknown either way
+        return end, b"", 0  # neither anchor nor log start: the lead is unknown either way
+    return (0 if pos <= 0 else found[0][0]), _needed(found), 0
+
+
+def _needed(found: list[tuple[int, bytes]]) -> bytes:
+    """The lines of ``found`` the lead is counted from, each ended by ``\n``: a redraw
+    counts only after an anchor or a resample line (or first, the log's start)."""
     kept, after = [], True
-    for _, line in found:  # a redraw counts only after an anchor or a resample line
+    for _, line in found:
         bar = not any(g in line for g in DEEPEN_GATES) and not ANCHOR_LINE_RE.search(line)
         if not bar or after:
             kept.append(line)
         after = not bar
-    return (0 if pos <= 0 else found[0][0]), b"".join(line + b"\n" for line in kept)
+    return b"".join(line + b"\n" for line in kept)
 
 
 def _kept(chunk: bytes, cut: int, lo: int) -> list[tuple[int, bytes]]:
