@@ -214,7 +214,8 @@ async def test_collapsing_run_gets_exactly_one_dm(
     text = blocks_text(dm.params["blocks"])
     assert (f"*Collapse on* `{jobs.ref('watch')}` *{jobs.names['watch']}* (owner jobtables)"
             in text)
-    assert "banked checkpoint: step 10" in text
+    # the salvage target: step 10, the last save before the collapse began (06582d9)
+    assert "salvage banked step 10 (the last before the collapse began at step 20)" in text
     assert "`grad_norm` step" in text and "`entropy` step" in text
     thread = [c for c in slack.to("/api/chat.postMessage") if c.params["channel"] == CHANNEL]
     assert thread, "the scheduled sweep posts its thread to slack.channel"
