@@ -46,7 +46,7 @@ from bot.store import RedisStore  # noqa: E402
 from bot.sweep import Sweeper  # noqa: E402
 from probes.config import SlurmCluster  # noqa: E402
 from probes.slurm.probe import SlurmProbe  # noqa: E402
-from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming  # noqa: E402
+from probes.slurm.transport import CommandResult, Runner, make_runner  # noqa: E402
 from tests.bench.bench_cli import submit  # noqa: E402
 from tests.bench.bench_slurm import (  # noqa: E402
     ENV,
@@ -56,6 +56,7 @@ from tests.bench.bench_slurm import (  # noqa: E402
     ssh,
     wait_started,
 )
+from tests.probes.slurm.forwarding import ForwardingRunner  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -81,26 +82,15 @@ class Tap:
         return _Tapped(make_runner(c, **options), self)
 
 
-class _Tapped:
+class _Tapped(ForwardingRunner):
     def __init__(self, inner: Runner, tap: Tap) -> None:
-        self._inner, self._tap = inner, tap
-
-    @property
-    def target(self) -> str:
-        return self._inner.target
-
-    @property
-    def commands_sent(self) -> int:
-        return self._inner.commands_sent
-
-    @property
-    def login_user(self) -> str:
-        return self._inner.login_user
+        super().__init__(inner)
+        self._tap = tap
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None,
                   check: bool = True) -> CommandResult:
         t0 = time.perf_counter()
-        result = await self._inner.run(argv, stdin=stdin, check=check)
+        result = await super().run(argv, stdin=stdin, check=check)
         if list(argv) == ["python3", "-"]:
             self._tap.seconds += time.perf_counter() - t0
             self._tap.bytes += len(result.stdout.encode())
@@ -116,12 +106,9 @@ class _Tapped:
             self._tap.bytes += len(chunk)
             on_chunk(chunk)
 
-        result = await run_streaming(self._inner, argv, stdin=stdin, on_chunk=count)
+        result = await super().run_streaming(argv, stdin=stdin, on_chunk=count)
         self._tap.seconds += time.perf_counter() - t0
         return result
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 class Phases:

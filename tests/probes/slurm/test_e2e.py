@@ -38,11 +38,12 @@ from probes.slurm.parse import parse_squeue_json
 from probes.slurm.probe import SlurmProbe
 from probes.slurm.recording import record
 from probes.slurm.replay import ReplayProbe
-from probes.slurm.runner import CommandResult, Runner, run_streaming
+from probes.slurm.runner import CommandResult, Runner
 from probes.slurm.snapshot import Snapshot
 from probes.slurm.transport import SshRunner, make_runner
 from report.models import Report
 from tests.probes.slurm.conftest import SlurmEnv, WalltimeChains
+from tests.probes.slurm.forwarding import ForwardingRunner
 
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures"
@@ -106,36 +107,22 @@ class Run:
         return next(j for j in jobs if j["job_id"] == self.ids[key])
 
 
-class _TracedRunner:
-    """A real runner, each command's program noted in ``argvs`` as it is sent."""
+class _TracedRunner(ForwardingRunner):
+    """A real runner, each command's argv noted in ``argvs`` as it is sent."""
 
     def __init__(self, inner: Runner, argvs: list[tuple[str, ...]]) -> None:
-        self._inner, self._argvs = inner, argvs
-
-    @property
-    def target(self) -> str:
-        return self._inner.target
-
-    @property
-    def commands_sent(self) -> int:
-        return self._inner.commands_sent
-
-    @property
-    def login_user(self) -> str:
-        return self._inner.login_user
+        super().__init__(inner)
+        self._argvs = argvs
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None,
                   check: bool = True) -> CommandResult:
         self._argvs.append(tuple(argv))
-        return await self._inner.run(argv, stdin=stdin, check=check)
+        return await super().run(argv, stdin=stdin, check=check)
 
     async def run_streaming(self, argv: Sequence[str], *, stdin: str | None,
                             on_chunk: Callable[[bytes], None]) -> CommandResult:
         self._argvs.append(tuple(argv))
-        return await run_streaming(self._inner, argv, stdin=stdin, on_chunk=on_chunk)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+        return await super().run_streaming(argv, stdin=stdin, on_chunk=on_chunk)
 
 
 @dataclass

@@ -31,9 +31,10 @@ from probes.config import SlurmCluster
 from probes.models import JobFacts, LogSummary
 from probes.slurm.answer import read_whole
 from probes.slurm.probe import SlurmProbe
-from probes.slurm.transport import CommandResult, Runner, make_runner, run_streaming
+from probes.slurm.transport import CommandResult, Runner, make_runner
 from tests.bot.conftest import CountingConnection
 from tests.probes.slurm.conftest import SlurmEnv, closed_port
+from tests.probes.slurm.forwarding import ForwardingRunner
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 SFT = (FIX / "hf-transformers-5.24.0" / "sft_healthy.out").read_bytes()
@@ -137,26 +138,14 @@ class Tap:
         return found
 
 
-class _Tapped:
+class _Tapped(ForwardingRunner):
     def __init__(self, inner: Runner, answers: list[dict[str, Any]]) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._answers = answers
-
-    @property
-    def target(self) -> str:
-        return self._inner.target
-
-    @property
-    def commands_sent(self) -> int:
-        return self._inner.commands_sent
-
-    @property
-    def login_user(self) -> str:
-        return self._inner.login_user
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None,
                   check: bool = True) -> CommandResult:
-        result = await self._inner.run(argv, stdin=stdin, check=check)
+        result = await super().run(argv, stdin=stdin, check=check)
         if list(argv) == ["python3", "-I", "-"] and result.exit_status == 0:
             # The streamed answer (probes.slurm.answer), read whole as a document.
             answer = read_whole(result.stdout).answer()
@@ -173,15 +162,12 @@ class _Tapped:
             chunks.append(chunk)
             on_chunk(chunk)
 
-        result = await run_streaming(self._inner, argv, stdin=stdin, on_chunk=tee)
+        result = await super().run_streaming(argv, stdin=stdin, on_chunk=tee)
         if list(argv) == ["python3", "-I", "-"] and result.exit_status == 0:
             answer = read_whole(b"".join(chunks).decode("utf-8")).answer()
             assert answer is not None
             self._answers.append(answer)
         return result
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 @dataclass
